@@ -1,0 +1,151 @@
+// Accounts and API keys. A key is shown once; only its SHA-256 is stored, with a visible prefix so that
+// people can tell their keys apart in `key list`.
+import { createHash, randomBytes } from 'node:crypto'
+import { AppError } from '../errors'
+import type { Db } from '../db'
+import { createAccountStore, type KeyWithAccount } from './store'
+
+export const SCOPES = ['links', 'qr', 'media', 'mail', 'webhooks'] as const
+export type Scope = (typeof SCOPES)[number]
+
+/** Who is calling: an account reached through a key or the marketplace route. */
+export interface Caller {
+  accountId: number
+  accountName: string
+  admin: boolean
+  scopes: ReadonlySet<Scope>
+  keyId: number | null
+  via: 'key' | 'marketplace'
+}
+
+const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
+export function randomBase62(length: number): string {
+  // Rejection sampling keeps every character equally likely (256 is not a multiple of 62).
+  let out = ''
+  while (out.length < length) {
+    for (const b of randomBytes(length * 2)) {
+      if (b < 248 && out.length < length) out += BASE62[b % 62]
+    }
+  }
+  return out
+}
+
+export const hashKey = (key: string) => createHash('sha256').update(key).digest('hex')
+
+const ACCOUNT_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/
+const KEY_PREFIX_LENGTH = 11 // "lbk_" + 7 characters
+
+export function parseScopes(text: string | undefined): Scope[] {
+  if (!text || text === 'all') return [...SCOPES]
+  const scopes = text.split(',').map((s) => s.trim()).filter(Boolean)
+  for (const s of scopes)
+    if (!(SCOPES as readonly string[]).includes(s))
+      throw new AppError(400, 'invalid_parameter', `Unknown scope "${s}": scopes are ${SCOPES.join(', ')}.`)
+  if (scopes.length === 0) throw new AppError(400, 'invalid_parameter', 'At least one scope is needed.')
+  return [...new Set(scopes)] as Scope[]
+}
+
+export function createAccountService(db: Db, clock: () => number = Date.now) {
+  const store = createAccountStore(db)
+  const lastTouched = new Map<number, number>()
+
+  function newKey(accountId: number, scopes: Scope[], label: string) {
+    const key = `lbk_${randomBase62(40)}`
+    const row = store.insertKey(accountId, key.slice(0, KEY_PREFIX_LENGTH), hashKey(key), scopes.join(','), label, clock())
+    return { key, id: row.id, prefix: row.prefix, scopes }
+  }
+
+  function toCaller(row: KeyWithAccount, via: Caller['via']): Caller {
+    return {
+      accountId: row.account_id,
+      accountName: row.account_name,
+      admin: row.admin === 1,
+      scopes: new Set(row.scopes.split(',') as Scope[]),
+      keyId: row.id,
+      via,
+    }
+  }
+
+  return {
+    async createAccount(input: { name: string; admin?: boolean; password?: string; scopes?: Scope[] }) {
+      if (!ACCOUNT_NAME.test(input.name))
+        throw new AppError(400, 'invalid_parameter', 'Account names are 1-64 characters: letters, digits, . _ @ -, starting with a letter or digit.')
+      if (store.accountByName(input.name)) throw new AppError(409, 'account_exists', `The account "${input.name}" exists already.`)
+      if (input.password !== undefined && (input.password.length < 8 || input.password.length > 128))
+        throw new AppError(400, 'invalid_parameter', 'The dashboard password must be 8 to 128 characters.')
+      const hash = input.password ? await Bun.password.hash(input.password, 'argon2id') : null
+      return db.transaction(() => {
+        const account = store.insertAccount(input.name, hash, !!input.admin, clock())
+        return { account, key: newKey(account.id, input.scopes ?? [...SCOPES], 'created with the account') }
+      })()
+    },
+
+    createKey(input: { account: string; scopes?: Scope[]; label?: string }) {
+      const account = store.accountByName(input.account)
+      if (!account) throw new AppError(404, 'not_found', `No account named "${input.account}".`)
+      return newKey(account.id, input.scopes ?? [...SCOPES], input.label ?? '')
+    },
+
+    listKeys(input: { account?: string } = {}) {
+      let rows: KeyWithAccount[]
+      if (input.account) {
+        const account = store.accountByName(input.account)
+        if (!account) throw new AppError(404, 'not_found', `No account named "${input.account}".`)
+        rows = store.keysOfAccount(account.id)
+      } else rows = store.allKeys()
+      return rows.map((r) => ({
+        id: r.id,
+        prefix: r.prefix,
+        account: r.account_name,
+        scopes: r.scopes.split(','),
+        label: r.label,
+        created: r.created,
+        last_used: r.last_used,
+        revoked: r.revoked,
+      }))
+    },
+
+    /** Revokes by numeric id or by the visible prefix (which must then be unambiguous). */
+    revokeKey(ref: string) {
+      let id: number | undefined
+      if (/^\d+$/.test(ref)) id = Number(ref)
+      else {
+        const rows = store.keysByPrefix(ref.slice(0, KEY_PREFIX_LENGTH))
+        if (rows.length > 1) throw new AppError(409, 'ambiguous', `Several keys start with "${ref}": revoke by id.`)
+        id = rows[0]?.id
+      }
+      if (id === undefined || !store.revokeKey(id, clock()))
+        throw new AppError(404, 'not_found', `No active key "${ref}".`)
+      return { id, revoked: true }
+    },
+
+    /** The caller for a raw key, or null when the key is unknown or revoked. */
+    authenticate(rawKey: string): Caller | null {
+      if (rawKey.length > 200) return null
+      const row = store.keyByHash(hashKey(rawKey))
+      if (!row || row.revoked !== null) return null
+      const now = clock()
+      // last_used is informative: write it at most once a minute per key, not on every request.
+      if (now - (lastTouched.get(row.id) ?? 0) > 60_000) {
+        lastTouched.set(row.id, now)
+        store.touchKey(row.id, now)
+      }
+      return toCaller(row, 'key')
+    },
+
+    /** The account behind a marketplace user, created on first use; it has the marketplace scopes. */
+    marketplaceCaller(user: string): Caller {
+      const name = `marketplace:${user}`
+      const account = store.accountByName(name) ?? store.insertAccount(name, null, false, clock())
+      return {
+        accountId: account.id,
+        accountName: name,
+        admin: false,
+        scopes: new Set<Scope>(['qr', 'media', 'mail']),
+        keyId: null,
+        via: 'marketplace',
+      }
+    },
+  }
+}
+export type AccountService = ReturnType<typeof createAccountService>

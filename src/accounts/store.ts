@@ -1,0 +1,63 @@
+import type { Db } from '../db'
+
+export interface AccountRow {
+  id: number
+  name: string
+  password_hash: string | null
+  admin: number
+  created: number
+}
+export interface KeyRow {
+  id: number
+  account_id: number
+  prefix: string
+  hash: string
+  scopes: string
+  label: string
+  created: number
+  last_used: number | null
+  revoked: number | null
+}
+export interface KeyWithAccount extends KeyRow {
+  account_name: string
+  admin: number
+}
+
+export function createAccountStore(db: Db) {
+  const insertAccount = db.query<AccountRow, [string, string | null, number, number]>(
+    'INSERT INTO accounts (name, password_hash, admin, created) VALUES (?, ?, ?, ?) RETURNING *',
+  )
+  const accountByName = db.query<AccountRow, [string]>('SELECT * FROM accounts WHERE name = ?')
+  const insertKey = db.query<KeyRow, [number, string, string, string, string, number]>(
+    'INSERT INTO api_keys (account_id, prefix, hash, scopes, label, created) VALUES (?, ?, ?, ?, ?, ?) RETURNING *',
+  )
+  const keyByHash = db.query<KeyWithAccount, [string]>(
+    `SELECT k.*, a.name AS account_name, a.admin AS admin FROM api_keys k JOIN accounts a ON a.id = k.account_id
+     WHERE k.hash = ?`,
+  )
+  const keysOfAccount = db.query<KeyWithAccount, [number]>(
+    `SELECT k.*, a.name AS account_name, a.admin AS admin FROM api_keys k JOIN accounts a ON a.id = k.account_id
+     WHERE k.account_id = ? ORDER BY k.id`,
+  )
+  const allKeys = db.query<KeyWithAccount, []>(
+    'SELECT k.*, a.name AS account_name, a.admin AS admin FROM api_keys k JOIN accounts a ON a.id = k.account_id ORDER BY k.id',
+  )
+  const keysByPrefix = db.query<KeyRow, [string]>('SELECT * FROM api_keys WHERE prefix = ?')
+  const revoke = db.query<unknown, [number, number]>('UPDATE api_keys SET revoked = ? WHERE id = ? AND revoked IS NULL')
+  const touch = db.query<unknown, [number, number]>('UPDATE api_keys SET last_used = ? WHERE id = ?')
+
+  return {
+    insertAccount: (name: string, passwordHash: string | null, admin: boolean, now: number) =>
+      insertAccount.get(name, passwordHash, admin ? 1 : 0, now)!,
+    accountByName: (name: string) => accountByName.get(name),
+    insertKey: (accountId: number, prefix: string, hash: string, scopes: string, label: string, now: number) =>
+      insertKey.get(accountId, prefix, hash, scopes, label, now)!,
+    keyByHash: (hash: string) => keyByHash.get(hash),
+    keysOfAccount: (accountId: number) => keysOfAccount.all(accountId),
+    allKeys: () => allKeys.all(),
+    keysByPrefix: (prefix: string) => keysByPrefix.all(prefix),
+    revokeKey: (id: number, now: number) => revoke.run(now, id).changes > 0,
+    touchKey: (id: number, now: number) => touch.run(now, id),
+  }
+}
+export type AccountStore = ReturnType<typeof createAccountStore>

@@ -1,0 +1,94 @@
+// The composition root: config → database → services → one Elysia app. Tests build exactly this with a
+// temporary data directory; `linkbox serve` builds it and listens.
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { Elysia } from 'elysia'
+import { createAccountService } from './accounts/service'
+import { createClickRecorder } from './clicks/recorder'
+import type { Config } from './config'
+import { openDatabase } from './db'
+import { createEvents } from './events'
+import { notFound } from './errors'
+import { createApi, errorResponse, type ApiMethod } from './http/api'
+import { createClientIp } from './http/client-ip'
+import { createRateLimiter } from './http/rate-limit'
+import { linkApi } from './links/api'
+import { createLinkService } from './links/service'
+import { createVisitRoutes, messagePage, notFoundPage } from './links/visit'
+import { STYLE_CSS } from './pages/render'
+import { VERSION } from './version'
+
+export interface AppOptions {
+  clock?: () => number
+  /** Click buffer settings (tests shorten the interval). */
+  clicks?: { maxBatch?: number; intervalMs?: number }
+}
+
+export function createLinkbox(config: Config, opts: AppOptions = {}) {
+  mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
+  const db = openDatabase(join(config.data_dir, 'linkbox.db'))
+  const clock = opts.clock ?? Date.now
+  const events = createEvents()
+  const accounts = createAccountService(db, clock)
+  const recorder = createClickRecorder(db, opts.clicks)
+  const links = createLinkService({ db, config, recorder, events, clock })
+  const limiter = createRateLimiter(clock)
+  const clientIpOf = createClientIp(config.server.trusted_proxies)
+
+  // Set once the app listens; without a server (app.handle in tests) the peer is unknown.
+  let server: ReturnType<typeof Bun.serve> | null = null
+  const clientIp = (request: Request) =>
+    clientIpOf(server?.requestIP(request)?.address ?? null, request.headers.get('x-forwarded-for'))
+
+  const methods: ApiMethod[] = [...linkApi(links)]
+  const api = createApi(methods, { config, accounts, limiter, clientIp })
+
+  const app = new Elysia({ name: 'linkbox' })
+    .onError(({ code, error, request }) => {
+      const isApi = new URL(request.url).pathname.startsWith('/api')
+      if (code === 'NOT_FOUND') return isApi ? errorResponse(notFound()) : notFoundPage()
+      if (isApi) return errorResponse(error)
+      console.error('internal error:', error)
+      return messagePage(500, 'Something went wrong', 'The request could not be completed. Try again in a moment.')
+    })
+    .get('/healthz', () => ({ status: 'ok', version: VERSION }))
+    .get('/assets/style.css', () => new Response(STYLE_CSS, {
+      headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=3600' },
+    }))
+    .get('/robots.txt', () => new Response('User-agent: *\nDisallow: /\n', { headers: { 'content-type': 'text/plain' } }))
+    .get('/', () => new Response(`linkbox ${VERSION}: short links, QR codes, media and temporary mail. API: /api/\n`, {
+      headers: { 'content-type': 'text/plain; charset=utf-8' },
+    }))
+    .use(api.plugin)
+    .use(createVisitRoutes({ config, links, clientIp }))
+
+  return {
+    config,
+    db,
+    app,
+    accounts,
+    links,
+    recorder,
+    events,
+    methods,
+    /** Starts listening (port 0 picks a free port) and the periodic click flush. */
+    listen() {
+      recorder.start()
+      app.listen({
+        hostname: config.server.host,
+        port: config.server.port,
+        maxRequestBodySize: 1024 * 1024,
+      })
+      server = app.server
+      return app.server!
+    },
+    /** Stops accepting, lets in-flight requests finish, flushes clicks and closes the database. */
+    async close() {
+      if (server) await server.stop(false)
+      server = null
+      recorder.stop()
+      db.close()
+    },
+  }
+}
+export type Linkbox = ReturnType<typeof createLinkbox>

@@ -1,0 +1,169 @@
+// Configuration: one TOML file, every key optional. An unknown key or a bad value stops start-up with a
+// message that names the key, so a typo never silently falls back to a default.
+import { readFileSync } from 'node:fs'
+import { isAbsolute, resolve } from 'node:path'
+import { ConfigError } from './errors'
+import { parseCidr } from './net/cidr'
+
+export interface Config {
+  data_dir: string
+  server: { host: string; port: number; base_url: string; trusted_proxies: string[] }
+  links: { redirect_status: number; blocked_domains: string[] }
+  rate: { anon_per_minute: number; key_per_minute: number }
+  mail: {
+    domains: string[]
+    smtp_host: string
+    smtp_port: number
+    mailbox_ttl: number
+    max_message_bytes: number
+    max_messages: number
+  }
+  media: {
+    ytdlp_path: string
+    allow_private_networks: boolean
+    max_concurrent: number
+    link_ttl: number
+    extract_timeout: number
+  }
+  marketplace: { proxy_secret: string; user_header: string; secret_header: string }
+}
+
+export function defaultConfig(): Config {
+  return {
+    data_dir: './data',
+    server: { host: '0.0.0.0', port: 8080, base_url: 'http://localhost:8080', trusted_proxies: [] },
+    links: { redirect_status: 302, blocked_domains: [] },
+    rate: { anon_per_minute: 60, key_per_minute: 600 },
+    mail: {
+      domains: ['localhost'],
+      smtp_host: '0.0.0.0',
+      smtp_port: 2525,
+      mailbox_ttl: 86400,
+      max_message_bytes: 10 * 1024 * 1024,
+      max_messages: 200,
+    },
+    media: { ytdlp_path: '', allow_private_networks: false, max_concurrent: 2, link_ttl: 3600, extract_timeout: 60 },
+    marketplace: { proxy_secret: '', user_header: 'X-RapidAPI-User', secret_header: 'X-RapidAPI-Proxy-Secret' },
+  }
+}
+
+type Check = (value: unknown, key: string) => unknown
+
+const fail = (key: string, rule: string, value: unknown): never => {
+  throw new ConfigError(`config: "${key}" ${rule} (got ${JSON.stringify(value)})`)
+}
+const str =
+  (rule?: (v: string) => string | null): Check =>
+  (v, key) => {
+    if (typeof v !== 'string') return fail(key, 'must be a string', v)
+    const problem = rule?.(v)
+    if (problem) fail(key, problem, v)
+    return v
+  }
+const int =
+  (min: number, max: number, allowed?: number[]): Check =>
+  (v, key) => {
+    if (typeof v !== 'number' || !Number.isInteger(v)) return fail(key, 'must be a whole number', v)
+    if (allowed && !allowed.includes(v)) fail(key, `must be one of ${allowed.join(', ')}`, v)
+    if (v < min || v > max) fail(key, `must be between ${min} and ${max}`, v)
+    return v
+  }
+const bool: Check = (v, key) => (typeof v === 'boolean' ? v : fail(key, 'must be true or false', v))
+const list =
+  (item: Check, opts: { nonEmpty?: boolean } = {}): Check =>
+  (v, key) => {
+    if (!Array.isArray(v)) return fail(key, 'must be a list', v)
+    if (opts.nonEmpty && v.length === 0) fail(key, 'must not be empty', v)
+    return v.map((x, i) => item(x, `${key}[${i}]`))
+  }
+
+const hostname = (v: string) =>
+  /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i.test(v) ? null : 'must be a host name'
+const baseUrl = (v: string) => {
+  try {
+    const u = new URL(v)
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') return 'must be an http or https URL'
+    if (u.search || u.hash || u.username) return 'must not have a query, fragment or credentials'
+    return null
+  } catch {
+    return 'must be an absolute http or https URL'
+  }
+}
+const cidr = (v: string) => (parseCidr(v) ? null : 'must be an IP address or CIDR range')
+const headerName = (v: string) => (/^[A-Za-z0-9-]{1,64}$/.test(v) ? null : 'must be an HTTP header name')
+
+const schema: Record<string, Check | Record<string, Check>> = {
+  data_dir: str((v) => (v.trim() ? null : 'must not be empty')),
+  server: {
+    host: str((v) => (v ? null : 'must not be empty')),
+    port: int(0, 65535),
+    base_url: str(baseUrl),
+    trusted_proxies: list(str(cidr)),
+  },
+  links: {
+    redirect_status: int(301, 308, [301, 302, 307, 308]),
+    blocked_domains: list(str(hostname)),
+  },
+  rate: { anon_per_minute: int(0, 1_000_000), key_per_minute: int(0, 1_000_000) },
+  mail: {
+    domains: list(str(hostname), { nonEmpty: true }),
+    smtp_host: str((v) => (v ? null : 'must not be empty')),
+    smtp_port: int(0, 65535),
+    mailbox_ttl: int(60, 365 * 86400),
+    max_message_bytes: int(1024, 1024 * 1024 * 1024),
+    max_messages: int(1, 100_000),
+  },
+  media: {
+    ytdlp_path: str(),
+    allow_private_networks: bool,
+    max_concurrent: int(1, 64),
+    link_ttl: int(60, 7 * 86400),
+    extract_timeout: int(1, 3600),
+  },
+  marketplace: { proxy_secret: str(), user_header: str(headerName), secret_header: str(headerName) },
+}
+
+/** Validates a parsed TOML document against the schema and merges it over the defaults. */
+export function buildConfig(doc: Record<string, unknown>, relativeTo = process.cwd()): Config {
+  const config = defaultConfig() as unknown as Record<string, unknown>
+  for (const [key, value] of Object.entries(doc)) {
+    const rule = schema[key]
+    if (!rule) throw new ConfigError(`config: unknown key "${key}"`)
+    if (typeof rule === 'function') {
+      config[key] = rule(value, key)
+      continue
+    }
+    if (typeof value !== 'object' || value === null || Array.isArray(value))
+      throw new ConfigError(`config: "${key}" must be a table ([${key}])`)
+    const section = config[key] as Record<string, unknown>
+    for (const [sub, subValue] of Object.entries(value)) {
+      const subRule = rule[sub]
+      if (!subRule) throw new ConfigError(`config: unknown key "${key}.${sub}"`)
+      section[sub] = subRule(subValue, `${key}.${sub}`)
+    }
+  }
+  const result = config as unknown as Config
+  result.server.base_url = result.server.base_url.replace(/\/+$/, '')
+  result.mail.domains = result.mail.domains.map((d) => d.toLowerCase())
+  result.links.blocked_domains = result.links.blocked_domains.map((d) => d.toLowerCase())
+  if (!isAbsolute(result.data_dir)) result.data_dir = resolve(relativeTo, result.data_dir)
+  return result
+}
+
+/** Loads the config file (or the defaults when there is none). A relative data_dir is relative to the file. */
+export function loadConfig(path?: string): Config {
+  if (!path) return buildConfig({})
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (err) {
+    throw new ConfigError(`config: cannot read ${path}: ${(err as Error).message}`)
+  }
+  let doc: Record<string, unknown>
+  try {
+    doc = Bun.TOML.parse(text) as Record<string, unknown>
+  } catch (err) {
+    throw new ConfigError(`config: ${path} is not valid TOML: ${(err as Error).message}`)
+  }
+  return buildConfig(doc, resolve(path, '..'))
+}

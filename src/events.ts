@@ -1,0 +1,32 @@
+// In-process events that later features (webhooks, metrics) subscribe to, so the link and mail
+// services never need to know who listens.
+export interface EventMap {
+  'link.created': { link: Record<string, unknown>; accountId: number | null }
+  'link.updated': { link: Record<string, unknown>; accountId: number | null }
+  'link.deleted': { hex: string; accountId: number | null }
+  'link.clicked': { hex: string; linkId: number; accountId: number | null; at: number }
+}
+
+type Listener<K extends keyof EventMap> = (payload: EventMap[K]) => void
+
+export function createEvents() {
+  const listeners = new Map<keyof EventMap, Listener<any>[]>()
+  return {
+    on<K extends keyof EventMap>(type: K, listener: Listener<K>) {
+      listeners.set(type, [...(listeners.get(type) ?? []), listener])
+    },
+    has(type: keyof EventMap) {
+      return (listeners.get(type)?.length ?? 0) > 0
+    },
+    emit<K extends keyof EventMap>(type: K, payload: EventMap[K]) {
+      for (const l of listeners.get(type) ?? []) {
+        try {
+          l(payload)
+        } catch (err) {
+          console.error(`event listener for ${type} failed:`, err)
+        }
+      }
+    },
+  }
+}
+export type Events = ReturnType<typeof createEvents>

@@ -1,0 +1,165 @@
+// The /api surface: every method is declared once (path, verb, key rule, scope, parameters for the docs)
+// and served through one pipeline — caller, rate limit, parameters, handler, envelope — so that every
+// answer, errors included, has the same shape and the RateLimit-* headers. Features add methods to the
+// list; nothing here knows about links, QR codes or mail.
+import { createHash, timingSafeEqual } from 'node:crypto'
+import { Elysia } from 'elysia'
+import type { AccountService, Caller, Scope } from '../accounts/service'
+import type { Config } from '../config'
+import { AppError, internalError, invalidKey, missingKey, notFound, rateLimited, scopeDenied } from '../errors'
+import { bodyParams, queryParams, type Params } from './params'
+import type { RateDecision, RateLimiter } from './rate-limit'
+
+export const API_BODY_LIMIT = 64 * 1024
+
+export interface ApiParamDoc {
+  name: string
+  required?: boolean
+  type?: 'string' | 'integer' | 'boolean'
+  description: string
+}
+
+export interface ApiContext {
+  params: Params
+  caller: Caller | null
+  request: Request
+  clientIp: string
+}
+
+export interface ApiMethod {
+  verb: 'GET' | 'POST'
+  path: string
+  key: 'optional' | 'required'
+  scope?: Scope
+  /** Reachable through the marketplace proxy instead of a key (qr, media and mail methods). */
+  marketplace?: boolean
+  summary: string
+  params: ApiParamDoc[]
+  /** Returns the envelope's `return`, or a Response (for raw images) that is sent as is. */
+  handler: (ctx: ApiContext) => unknown | Promise<unknown>
+}
+
+export interface ApiDeps {
+  config: Config
+  accounts: AccountService
+  limiter: RateLimiter
+  clientIp: (request: Request) => string
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }
+
+export function jsonResponse(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { ...JSON_HEADERS, ...headers } })
+}
+
+export function errorResponse(err: unknown, headers: Record<string, string> = {}): Response {
+  const e = err instanceof AppError ? err : internalError()
+  if (!(err instanceof AppError)) console.error('internal error:', err)
+  return jsonResponse(e.status, { status: 'error', message: e.message, code: e.code }, { ...headers, ...e.headers })
+}
+
+function rateHeaders(d: RateDecision | null): Record<string, string> {
+  if (!d || d.limit === 0) return {}
+  return {
+    'RateLimit-Limit': String(d.limit),
+    'RateLimit-Remaining': String(d.remaining),
+    'RateLimit-Reset': String(d.reset),
+  }
+}
+
+const digest = (s: string) => createHash('sha256').update(s).digest()
+function sameSecret(given: string, expected: string): boolean {
+  // Compare digests so that neither the length nor the content leaks through timing.
+  return timingSafeEqual(digest(given), digest(expected))
+}
+
+function keyOf(request: Request): string | null {
+  const header = request.headers.get('x-api-key')
+  if (header) return header.trim()
+  const auth = request.headers.get('authorization')
+  if (auth && /^bearer\s+/i.test(auth)) return auth.replace(/^bearer\s+/i, '').trim()
+  return null
+}
+
+export function createApi(methods: ApiMethod[], deps: ApiDeps) {
+  const { config, accounts, limiter } = deps
+  const mp = config.marketplace
+
+  function resolveCaller(method: ApiMethod, request: Request): Caller | null {
+    const raw = keyOf(request)
+    if (raw) {
+      const caller = accounts.authenticate(raw)
+      if (!caller) throw invalidKey()
+      return caller
+    }
+    if (method.marketplace && mp.proxy_secret) {
+      const secret = request.headers.get(mp.secret_header)
+      if (secret !== null) {
+        if (!sameSecret(secret, mp.proxy_secret))
+          throw new AppError(401, 'invalid_key', `The ${mp.secret_header} header does not match.`)
+        const user = (request.headers.get(mp.user_header) ?? '').trim()
+        if (!/^[\x21-\x7e]{1,128}$/.test(user))
+          throw new AppError(401, 'missing_key', `A marketplace request needs the ${mp.user_header} header.`)
+        return accounts.marketplaceCaller(user)
+      }
+    }
+    return null
+  }
+
+  async function serve(method: ApiMethod, request: Request): Promise<Response> {
+    const clientIp = deps.clientIp(request)
+    let decision: RateDecision | null = null
+    try {
+      let caller: Caller | null
+      try {
+        caller = resolveCaller(method, request)
+      } catch (err) {
+        // A bad credential still counts against the client's anonymous allowance.
+        decision = limiter.hit(`ip:${clientIp}`, config.rate.anon_per_minute)
+        if (!decision.allowed) throw rateLimited(decision.reset)
+        throw err
+      }
+      decision = caller
+        ? limiter.hit(caller.keyId !== null ? `key:${caller.keyId}` : `acct:${caller.accountId}`, config.rate.key_per_minute)
+        : limiter.hit(`ip:${clientIp}`, config.rate.anon_per_minute)
+      if (!decision.allowed) throw rateLimited(decision.reset)
+      if (method.key === 'required' && !caller) throw missingKey()
+      if (caller && method.scope && !caller.scopes.has(method.scope)) throw scopeDenied(method.scope)
+      const params = method.verb === 'GET' ? queryParams(request.url) : await bodyParams(request, API_BODY_LIMIT)
+      const result = await method.handler({ params, caller, request, clientIp })
+      if (result instanceof Response) {
+        for (const [k, v] of Object.entries(rateHeaders(decision))) result.headers.set(k, v)
+        return result
+      }
+      return jsonResponse(200, { status: 'success', return: result }, rateHeaders(decision))
+    } catch (err) {
+      return errorResponse(err, rateHeaders(decision))
+    }
+  }
+
+  const byPath = new Map<string, ApiMethod[]>()
+  for (const m of methods) byPath.set(m.path, [...(byPath.get(m.path) ?? []), m])
+
+  function unmatched(request: Request): Response {
+    const path = new URL(request.url).pathname
+    const known = byPath.get(path)
+    if (known) {
+      const allow = known.map((m) => m.verb).join(', ')
+      return errorResponse(
+        new AppError(405, 'method_not_allowed', `${path} takes ${allow}, not ${request.method}.`, { Allow: allow }),
+      )
+    }
+    return errorResponse(notFound(`There is no API method ${path}.`))
+  }
+
+  // Elysia registers routes on the instance itself; the chained return values only refine types.
+  const plugin = new Elysia({ name: 'api' })
+  for (const m of methods) {
+    const handle = ({ request }: { request: Request }) => serve(m, request)
+    if (m.verb === 'GET') plugin.get(m.path, handle, { parse: 'none' })
+    else plugin.post(m.path, handle, { parse: 'none' })
+  }
+  plugin.all('/api', ({ request }) => unmatched(request), { parse: 'none' })
+  plugin.all('/api/*', ({ request }) => unmatched(request), { parse: 'none' })
+  return { plugin, methods }
+}

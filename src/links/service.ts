@@ -1,0 +1,260 @@
+// The rules of short links: creation, change, deletion, listing and statistics. It takes plain values
+// and a caller, returns plain records, and throws AppErrors; it never sees HTTP.
+import type { Caller } from '../accounts/service'
+import { randomBase62 } from '../accounts/service'
+import type { ClickRecorder } from '../clicks/recorder'
+import { dayOf } from '../clicks/recorder'
+import type { Config } from '../config'
+import { iso, type Db } from '../db'
+import { AppError, invalidParameter, notFound, notOwner } from '../errors'
+import type { Events } from '../events'
+import { createLinkStore, type LinkRow, type NameCount } from './store'
+import {
+  isReserved,
+  validateAlias,
+  validateCode,
+  validateExpire,
+  validateMode,
+  validatePassword,
+  validateUrl,
+  type Mode,
+  type UrlRules,
+} from './validate'
+
+export interface LinkRecord {
+  hex: string
+  url: string
+  long_url: string | null
+  qr: string
+  stats: string
+  mode: Mode
+  created: string
+  expires: string | null
+  expired: boolean
+  password: boolean
+  clicks: number
+}
+
+export interface CreateLinkInput {
+  url: unknown
+  alias?: unknown
+  mode?: unknown
+  expire?: unknown
+  password?: unknown
+}
+
+const present = (v: unknown) => v !== undefined && v !== null && v !== ''
+const DAY_MS = 86_400_000
+const DATE = /^\d{4}-\d{2}-\d{2}$/
+
+function parseDay(value: unknown, name: string): string {
+  if (typeof value !== 'string' || !DATE.test(value) || Number.isNaN(Date.parse(`${value}T00:00:00Z`)) ||
+    new Date(`${value}T00:00:00Z`).toISOString().slice(0, 10) !== value)
+    throw invalidParameter(name, 'a date as YYYY-MM-DD (UTC)')
+  return value
+}
+
+export function createLinkService(deps: {
+  db: Db
+  config: Config
+  recorder: ClickRecorder
+  events: Events
+  clock?: () => number
+}) {
+  const { db, config, recorder, events } = deps
+  const clock = deps.clock ?? Date.now
+  const store = createLinkStore(db)
+  const base = config.server.base_url
+  const urlRules: UrlRules = {
+    ownHosts: [new URL(base).hostname.toLowerCase()],
+    blockedDomains: config.links.blocked_domains,
+  }
+
+  function record(row: LinkRow, opts: { showLongUrl?: boolean } = {}): LinkRecord {
+    const now = clock()
+    return {
+      hex: row.code,
+      url: `${base}/${row.code}`,
+      long_url: opts.showLongUrl === false ? null : row.long_url,
+      qr: `${base}/qr/${row.code}.png`,
+      stats: `${base}/${row.code}+`,
+      mode: row.mode,
+      created: iso(row.created)!,
+      expires: iso(row.expires),
+      expired: row.expires !== null && row.expires <= now,
+      password: row.password_hash !== null,
+      clicks: row.clicks,
+    }
+  }
+
+  const mayChange = (row: LinkRow, caller: Caller) => caller.admin || (row.account_id !== null && row.account_id === caller.accountId)
+
+  function owned(code: unknown, caller: Caller): LinkRow {
+    const row = store.byCode(validateCode(code))
+    if (!row) throw notFound(`No link with the code "${code}".`)
+    if (!mayChange(row, caller)) throw notOwner()
+    return row
+  }
+
+  function insertWithFreshCode(fields: Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'code'>): LinkRow {
+    // 6 random characters (62^6 ≈ 5.7e10); after repeated collisions the codes grow by one character.
+    for (let length = 6; length <= 12; length++) {
+      for (let attempt = 0; attempt < 4; attempt++) {
+        const code = randomBase62(length)
+        if (isReserved(code) || store.codeExists(code)) continue
+        try {
+          return store.insert({ ...fields, code })
+        } catch (err) {
+          if (!String(err).includes('UNIQUE')) throw err
+        }
+      }
+    }
+    throw new AppError(503, 'busy', 'Could not find a free short code; try again.')
+  }
+
+  return {
+    record,
+    urlRules,
+
+    async create(input: CreateLinkInput, caller: Caller | null): Promise<LinkRecord> {
+      if (!present(input.url)) throw new AppError(400, 'missing_parameter', 'The parameter "url" is required.')
+      const long_url = validateUrl(input.url, urlRules)
+      const alias = present(input.alias) ? validateAlias(input.alias) : null
+      const mode = present(input.mode) ? validateMode(input.mode) : 'redirect'
+      const expire = present(input.expire) ? validateExpire(input.expire) : 0
+      const password = input.password !== undefined ? validatePassword(input.password, { allowEmpty: true }) : null
+      const password_hash = password ? await Bun.password.hash(password, 'argon2id') : null
+      const now = clock()
+      const fields = {
+        long_url,
+        account_id: caller?.accountId ?? null,
+        mode,
+        password_hash,
+        created: now,
+        expires: expire ? now + expire * 1000 : null,
+      }
+      let row: LinkRow
+      if (alias) {
+        if (store.codeExists(alias)) throw new AppError(409, 'alias_taken', `The alias "${alias}" is already in use.`)
+        try {
+          row = store.insert({ ...fields, code: alias })
+        } catch (err) {
+          if (String(err).includes('UNIQUE')) throw new AppError(409, 'alias_taken', `The alias "${alias}" is already in use.`)
+          throw err
+        }
+      } else row = insertWithFreshCode(fields)
+      const rec = record(row)
+      events.emit('link.created', { link: { ...rec }, accountId: row.account_id })
+      return rec
+    },
+
+    async update(input: { code: unknown } & Omit<CreateLinkInput, 'alias' | 'url'> & { url?: unknown }, caller: Caller) {
+      const row = owned(input.code, caller)
+      const next = { ...row }
+      if (input.url !== undefined) next.long_url = validateUrl(input.url, urlRules)
+      if (input.mode !== undefined) next.mode = validateMode(input.mode)
+      if (input.expire !== undefined) {
+        const expire = validateExpire(input.expire)
+        next.expires = expire ? clock() + expire * 1000 : null
+      }
+      if (input.password !== undefined) {
+        const password = validatePassword(input.password, { allowEmpty: true })
+        next.password_hash = password ? await Bun.password.hash(password, 'argon2id') : null
+      }
+      const updated = store.update(next, clock())
+      const rec = record(updated)
+      events.emit('link.updated', { link: { ...rec }, accountId: updated.account_id })
+      return rec
+    },
+
+    delete(input: { code: unknown }, caller: Caller) {
+      const row = owned(input.code, caller)
+      store.remove(row.id) // click aggregates go with it (ON DELETE CASCADE)
+      events.emit('link.deleted', { hex: row.code, accountId: row.account_id })
+      return { hex: row.code, deleted: true }
+    },
+
+    list(input: { limit?: unknown; cursor?: unknown }, caller: Caller) {
+      let limit = 100
+      if (present(input.limit)) {
+        const s = String(input.limit)
+        if (typeof input.limit === 'object' || !/^\d{1,3}$/.test(s) || Number(s) < 1 || Number(s) > 500)
+          throw invalidParameter('limit', 'a whole number from 1 to 500')
+        limit = Number(s)
+      }
+      let before = Number.MAX_SAFE_INTEGER
+      if (present(input.cursor)) {
+        const s = String(input.cursor)
+        if (typeof input.cursor === 'object' || !/^\d{1,15}$/.test(s))
+          throw invalidParameter('cursor', 'the "next" value of a previous answer')
+        before = Number(s)
+      }
+      const rows = store.page(caller.accountId, before, limit + 1)
+      const more = rows.length > limit
+      const pageRows = more ? rows.slice(0, limit) : rows
+      return {
+        links: pageRows.map((r) => record(r)),
+        count: store.count(caller.accountId),
+        next: more ? String(pageRows[pageRows.length - 1]!.id) : null,
+      }
+    },
+
+    stats(input: { code: unknown; from?: unknown; to?: unknown }, caller: Caller | null) {
+      const code = validateCode(input.code)
+      const row = store.byCode(code)
+      if (!row) throw notFound(`No link with the code "${code}".`)
+      const today = dayOf(clock())
+      const to = present(input.to) ? parseDay(input.to, 'to') : today
+      const from = present(input.from)
+        ? parseDay(input.from, 'from')
+        : dayOf(Date.parse(`${to}T00:00:00Z`) - 29 * DAY_MS)
+      const span = (Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / DAY_MS + 1
+      if (span < 1) throw invalidParameter('from', 'a date on or before "to"')
+      if (span > 366) throw invalidParameter('from', 'at most 366 days before "to"')
+      // Pending clicks are at most a second old; writing them first makes the answer exact.
+      if (recorder.pending > 0) recorder.flush()
+      const fresh = store.byCode(code) ?? row
+      const byDay = new Map(store.days(row.id, from, to).map((d) => [d.day, d.clicks]))
+      const days: { date: string; clicks: number }[] = []
+      for (let t = Date.parse(`${from}T00:00:00Z`), i = 0; i < span; i++, t += DAY_MS) {
+        const date = dayOf(t)
+        days.push({ date, clicks: byDay.get(date) ?? 0 })
+      }
+      const groups: Record<string, NameCount[]> = { source: [], device: [], browser: [], os: [] }
+      for (const d of store.dims(row.id, from, to)) groups[d.dim]?.push({ name: d.name, clicks: d.clicks })
+      const isOwner = !!caller && mayChange(row, caller)
+      return {
+        hex: fresh.code,
+        url: `${base}/${fresh.code}`,
+        long_url: fresh.password_hash && !isOwner ? null : fresh.long_url,
+        created: iso(fresh.created),
+        clicks: fresh.clicks,
+        bots: fresh.bots,
+        from,
+        to,
+        days,
+        sources: groups.source!,
+        devices: groups.device!,
+        browsers: groups.browser!,
+        os: groups.os!,
+      }
+    },
+
+    /** The link behind a visited code (null when unknown). */
+    resolve(code: string): LinkRow | null {
+      return store.byCode(code) ?? null
+    },
+
+    isExpired(row: LinkRow) {
+      return row.expires !== null && row.expires <= clock()
+    },
+
+    recordClick(row: LinkRow, ua: string, referer: string) {
+      const at = clock()
+      recorder.record(row.id, at, ua, referer)
+      if (events.has('link.clicked'))
+        events.emit('link.clicked', { hex: row.code, linkId: row.id, accountId: row.account_id, at })
+    },
+  }
+}
+export type LinkService = ReturnType<typeof createLinkService>

@@ -1,0 +1,113 @@
+// The rules of a link's fields, as pure functions: each returns the clean value or throws an AppError
+// whose message names the parameter and the rule.
+import { AppError } from '../errors'
+
+export const MAX_URL_LENGTH = 4096
+export const MAX_EXPIRE = 10 * 365 * 86400
+export const MAX_PASSWORD_LENGTH = 128
+export const MODES = ['redirect', 'preview', 'frame'] as const
+export type Mode = (typeof MODES)[number]
+export const ALIAS_PATTERN = /^[A-Za-z0-9_-]{2,32}$/
+
+/** First path segments the service itself uses (compared case-insensitively). */
+export const RESERVED_CODES = new Set([
+  'api', 'qr', 'dl', 'mail', 'assets', 'dashboard', 'login', 'logout', 'docs', 'healthz', 'metrics',
+  'robots.txt', 'favicon.ico', 'admin', 'static', 'webhooks', 'account', 'settings', 'stats', 'health',
+  'status', 'well-known', '.well-known', 'sitemap.xml', 'index', 'app',
+])
+export const isReserved = (code: string) => RESERVED_CODES.has(code.toLowerCase())
+
+const CONTROL_OR_SPACE = /[\u0000-\u0020\u007f-\u009f\u2028\u2029\ufeff]/
+
+function asString(name: string, value: unknown, code: string): string {
+  if (typeof value !== 'string') throw new AppError(400, code, `The parameter "${name}" must be a string.`)
+  return value
+}
+
+export interface UrlRules {
+  /** Host names (lower-case) that links must not point at: the service's own host. */
+  ownHosts: string[]
+  blockedDomains: string[]
+}
+
+const hostMatches = (host: string, domain: string) => host === domain || host.endsWith(`.${domain}`)
+
+export function validateUrl(value: unknown, rules: UrlRules, name = 'url'): string {
+  const fail = (rule: string) => {
+    throw new AppError(400, 'invalid_url', `The parameter "${name}" ${rule}.`)
+  }
+  const raw = asString(name, value, 'invalid_url')
+  if (raw === '') fail('must not be empty')
+  if (raw.length > MAX_URL_LENGTH) fail(`must be at most ${MAX_URL_LENGTH} characters`)
+  if (CONTROL_OR_SPACE.test(raw)) fail('must not contain spaces or control characters (percent-encode them)')
+  if (!/^https?:\/\//i.test(raw)) fail('must be an absolute URL with the scheme http or https')
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    return fail('is not a valid URL')
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') fail('must use the scheme http or https')
+  const host = url.hostname.toLowerCase().replace(/\.$/, '')
+  if (!host) fail('must have a host')
+  if (url.href.length > MAX_URL_LENGTH) fail(`must be at most ${MAX_URL_LENGTH} characters once normalised`)
+  if (rules.ownHosts.includes(host)) fail('must not point at this service itself')
+  if (rules.blockedDomains.some((d) => hostMatches(host, d))) fail(`must not point at the blocked domain ${host}`)
+  return url.href
+}
+
+export function validateAlias(value: unknown, name = 'alias'): string {
+  const raw = asString(name, value, 'invalid_alias')
+  if (!ALIAS_PATTERN.test(raw))
+    throw new AppError(
+      400,
+      'invalid_alias',
+      `The parameter "${name}" must be 2 to 32 characters: letters, digits, _ and -.`,
+    )
+  if (isReserved(raw)) throw new AppError(409, 'alias_reserved', `The alias "${raw}" is reserved by the service.`)
+  return raw
+}
+
+export function validateMode(value: unknown, name = 'mode'): Mode {
+  const raw = asString(name, value, 'invalid_mode')
+  if (!(MODES as readonly string[]).includes(raw))
+    throw new AppError(400, 'invalid_mode', `The parameter "${name}" must be one of: ${MODES.join(', ')}.`)
+  return raw as Mode
+}
+
+export function validateExpire(value: unknown, name = 'expire'): number {
+  const fail = () => {
+    throw new AppError(
+      400,
+      'invalid_expire',
+      `The parameter "${name}" must be a whole number of seconds from 0 (no expiry) to ${MAX_EXPIRE} (10 years).`,
+    )
+  }
+  let n: number
+  if (typeof value === 'number') n = value
+  else if (typeof value === 'string' && /^\d{1,10}$/.test(value)) n = Number(value)
+  else return fail()
+  if (!Number.isSafeInteger(n) || n < 0 || n > MAX_EXPIRE) fail()
+  return n
+}
+
+/** The password, or null for "" (which removes it on update). */
+export function validatePassword(value: unknown, opts: { allowEmpty: boolean }, name = 'password'): string | null {
+  const raw = asString(name, value, 'invalid_parameter')
+  if (raw === '' && opts.allowEmpty) return null
+  if (raw.length < 1 || raw.length > MAX_PASSWORD_LENGTH)
+    throw new AppError(400, 'invalid_parameter', `The parameter "${name}" must be 1 to ${MAX_PASSWORD_LENGTH} characters.`)
+  if (/[\u0000-\u001f\u007f]/.test(raw))
+    throw new AppError(400, 'invalid_parameter', `The parameter "${name}" must not contain control characters.`)
+  return raw
+}
+
+/** A short code as sent to stats/update/delete: the generated and the alias alphabet. */
+export function validateCode(value: unknown, name = 'code'): string {
+  if (value === undefined || value === '')
+    throw new AppError(400, 'missing_parameter', `The parameter "${name}" is required.`)
+  const raw = asString(name, value, 'invalid_parameter')
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(raw))
+    throw new AppError(400, 'invalid_parameter', `The parameter "${name}" must be a short code: letters, digits, _ and -.`)
+  return raw
+}

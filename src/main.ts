@@ -1,0 +1,148 @@
+#!/usr/bin/env bun
+// The command line: serve, account, key, backup, version. Each command builds what it needs from the config.
+import { existsSync, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { createAccountService, parseScopes } from './accounts/service'
+import { createLinkbox } from './app'
+import { loadConfig, type Config } from './config'
+import { openDatabase } from './db'
+import { AppError, ConfigError } from './errors'
+import { VERSION } from './version'
+
+const USAGE = `linkbox ${VERSION} — short links, QR codes, media download and temporary mail
+
+Usage:
+  linkbox serve                                   run the service
+  linkbox account create NAME [--admin] [--password PASS|-]
+                                                  create an account; prints its first API key last
+  linkbox key create ACCOUNT [--scopes a,b] [--label TEXT]
+  linkbox key list [ACCOUNT]
+  linkbox key revoke ID|PREFIX
+  linkbox backup FILE                             consistent copy of the database while it runs
+  linkbox version
+
+Every command takes --config FILE (or the LINKBOX_CONFIG environment variable).
+Scopes: links, qr, media, mail, webhooks (default: all).`
+
+async function readStdin(): Promise<string> {
+  return (await Bun.stdin.text()).replace(/\r?\n$/, '')
+}
+
+function openAccounts(config: Config) {
+  mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
+  const db = openDatabase(join(config.data_dir, 'linkbox.db'))
+  return { db, accounts: createAccountService(db) }
+}
+
+async function serve(config: Config) {
+  const box = createLinkbox(config)
+  const server = box.listen()
+  console.log(`linkbox ${VERSION} listening on http://${server.hostname}:${server.port} (base_url ${config.server.base_url}, data ${config.data_dir})`)
+  let closing = false
+  const shutdown = async (signal: string) => {
+    if (closing) return
+    closing = true
+    console.log(`${signal}: finishing requests, flushing clicks, closing the database`)
+    try {
+      await box.close()
+      process.exit(0)
+    } catch (err) {
+      console.error('shutdown failed:', err)
+      process.exit(1)
+    }
+  }
+  process.on('SIGTERM', () => void shutdown('SIGTERM'))
+  process.on('SIGINT', () => void shutdown('SIGINT'))
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      config: { type: 'string', short: 'c' },
+      admin: { type: 'boolean' },
+      password: { type: 'string' },
+      scopes: { type: 'string' },
+      label: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  })
+  const [command, sub, arg] = positionals
+  if (values.help || !command || command === 'help') {
+    console.log(USAGE)
+    return command || values.help ? 0 : 2
+  }
+  if (command === 'version') {
+    console.log(VERSION)
+    return 0
+  }
+  const config = loadConfig(values.config ?? process.env.LINKBOX_CONFIG)
+
+  switch (command) {
+    case 'serve':
+      await serve(config)
+      return -1 // keeps running
+    case 'account': {
+      if (sub !== 'create' || !arg) throw new ConfigError('usage: linkbox account create NAME [--admin] [--password PASS|-]')
+      const password = values.password === '-' ? await readStdin() : values.password
+      const { db, accounts } = openAccounts(config)
+      const { account, key } = await accounts.createAccount({ name: arg, admin: !!values.admin, password })
+      db.close()
+      console.log(`account ${account.name} created${account.admin ? ' (admin)' : ''}; its API key (shown once):`)
+      console.log(key.key)
+      return 0
+    }
+    case 'key': {
+      const { db, accounts } = openAccounts(config)
+      try {
+        if (sub === 'create' && arg) {
+          const key = accounts.createKey({ account: arg, scopes: parseScopes(values.scopes), label: values.label })
+          console.log(`key ${key.id} for ${arg} with scopes ${key.scopes.join(',')} (shown once):`)
+          console.log(key.key)
+        } else if (sub === 'list') {
+          const rows = accounts.listKeys({ account: arg })
+          const fmt = (ms: number | null) => (ms ? new Date(ms).toISOString().slice(0, 19) + 'Z' : '-')
+          console.log(['id', 'prefix', 'account', 'scopes', 'created', 'last used', 'revoked', 'label'].join('\t'))
+          for (const r of rows)
+            console.log([r.id, r.prefix, r.account, r.scopes.join(','), fmt(r.created), fmt(r.last_used), fmt(r.revoked), r.label].join('\t'))
+        } else if (sub === 'revoke' && arg) {
+          accounts.revokeKey(arg)
+          console.log(`key ${arg} revoked`)
+        } else throw new ConfigError('usage: linkbox key create ACCOUNT | key list [ACCOUNT] | key revoke ID|PREFIX')
+      } finally {
+        db.close()
+      }
+      return 0
+    }
+    case 'backup': {
+      if (!sub) throw new ConfigError('usage: linkbox backup FILE')
+      if (existsSync(sub)) throw new ConfigError(`backup: ${sub} exists already; choose a new file`)
+      const db = openDatabase(join(config.data_dir, 'linkbox.db'))
+      db.query('VACUUM INTO ?').run(sub) // a consistent snapshot, even while the service writes
+      db.close()
+      console.log(`backup written to ${sub}`)
+      return 0
+    }
+    default:
+      throw new ConfigError(`unknown command "${command}"\n\n${USAGE}`)
+  }
+}
+
+if (import.meta.main) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      if (code >= 0) process.exit(code)
+    },
+    (err) => {
+      if (err instanceof ConfigError || err instanceof AppError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+        console.error(`linkbox: ${(err as Error).message}`)
+        process.exit(2)
+      }
+      console.error(err)
+      process.exit(1)
+    },
+  )
+}

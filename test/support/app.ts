@@ -1,0 +1,76 @@
+// Builds the real app (real SQLite file in a fresh temporary data directory) and small request helpers.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createLinkbox, type AppOptions, type Linkbox } from '../../src/app'
+import { buildConfig, type Config } from '../../src/config'
+
+export const BASE = 'http://localhost:8080'
+
+export interface TestBox extends Linkbox {
+  dir: string
+  /** Sends a request through the app (no socket); paths are relative to the base URL. */
+  request(path: string, init?: RequestInit): Promise<Response>
+  /** POST form-encoded to an /api method and return status, headers and the parsed JSON. */
+  post(path: string, fields: Record<string, string>, headers?: Record<string, string>): Promise<ApiAnswer>
+  get(path: string, query?: Record<string, string>, headers?: Record<string, string>): Promise<ApiAnswer>
+  /** Creates an account and returns its first key. */
+  account(name: string, opts?: { admin?: boolean }): Promise<string>
+  cleanup(): Promise<void>
+}
+
+export interface ApiAnswer {
+  status: number
+  headers: Headers
+  body: any
+}
+
+export function tempDir(prefix = 'linkbox-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix))
+}
+
+export function testConfig(dir: string, overrides: Record<string, unknown> = {}): Config {
+  const doc: Record<string, any> = { data_dir: dir, rate: { anon_per_minute: 0, key_per_minute: 0 } }
+  for (const [k, v] of Object.entries(overrides)) {
+    doc[k] = typeof v === 'object' && v !== null && !Array.isArray(v) ? { ...(doc[k] ?? {}), ...v } : v
+  }
+  return buildConfig(doc)
+}
+
+export async function makeBox(overrides: Record<string, unknown> = {}, opts: AppOptions = {}): Promise<TestBox> {
+  const dir = tempDir()
+  const box = createLinkbox(testConfig(dir, overrides), opts)
+  const request = (path: string, init?: RequestInit) => box.app.handle(new Request(`${BASE}${path}`, init))
+  const answer = async (res: Response): Promise<ApiAnswer> => {
+    const text = await res.text()
+    let body: any = text
+    try {
+      body = JSON.parse(text)
+    } catch {}
+    return { status: res.status, headers: res.headers, body }
+  }
+  let closed = false
+  return Object.assign(box, {
+    dir,
+    request,
+    post: async (path: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
+      answer(
+        await request(path, {
+          method: 'POST',
+          body: new URLSearchParams(fields).toString(),
+          headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        }),
+      ),
+    get: async (path: string, query: Record<string, string> = {}, headers: Record<string, string> = {}) => {
+      const qs = new URLSearchParams(query).toString()
+      return answer(await request(qs ? `${path}?${qs}` : path, { headers }))
+    },
+    account: async (name: string, o: { admin?: boolean } = {}) =>
+      (await box.accounts.createAccount({ name, admin: o.admin })).key.key,
+    cleanup: async () => {
+      if (!closed) await box.close()
+      closed = true
+      rmSync(dir, { recursive: true, force: true })
+    },
+  })
+}
