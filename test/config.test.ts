@@ -1,0 +1,58 @@
+// Config (SPEC §10–11): defaults, validation naming the key, relative data_dir.
+import { describe, expect, test } from 'bun:test'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { buildConfig, defaultConfig, loadConfig } from '../src/config'
+import { tempDir } from './support/app'
+
+describe('config', () => {
+  test('no file: the documented defaults', () => {
+    const c = loadConfig()
+    expect(c.server).toEqual({ host: '0.0.0.0', port: 8080, base_url: 'http://localhost:8080', trusted_proxies: [] })
+    expect(c.mail.smtp_port).toBe(2525)
+    expect(c.mail.domains).toEqual(['localhost'])
+    expect(c.rate).toEqual({ anon_per_minute: 60, key_per_minute: 600 })
+    expect(c.data_dir).toBe(join(process.cwd(), 'data'))
+    expect(c.links.redirect_status).toBe(302)
+    expect(c.media.link_ttl).toBe(3600)
+  })
+
+  test('a file overrides what it names; data_dir is relative to the file', () => {
+    const dir = tempDir()
+    const path = join(dir, 'linkbox.toml')
+    writeFileSync(path, 'data_dir = "state"\n[server]\nport = 9090\nbase_url = "https://s.example/"\ntrusted_proxies = ["10.0.0.0/8", "::1"]\n[rate]\nanon_per_minute = 0\n')
+    const c = loadConfig(path)
+    expect(c.data_dir).toBe(join(dir, 'state'))
+    expect(c.server.port).toBe(9090)
+    expect(c.server.base_url).toBe('https://s.example')
+    expect(c.server.host).toBe('0.0.0.0')
+    expect(c.rate.anon_per_minute).toBe(0)
+    expect(c.rate.key_per_minute).toBe(600)
+  })
+
+  test.each([
+    [{ server: { prot: 1 } }, 'unknown key "server.prot"'],
+    [{ colour: 'blue' }, 'unknown key "colour"'],
+    [{ server: { port: 'x' } }, '"server.port" must be a whole number'],
+    [{ server: { port: 70000 } }, '"server.port" must be between 0 and 65535'],
+    [{ server: { base_url: 'ftp://x' } }, '"server.base_url"'],
+    [{ server: { trusted_proxies: ['10.0.0.0/33'] } }, '"server.trusted_proxies[0]"'],
+    [{ links: { redirect_status: 303 } }, '"links.redirect_status" must be one of 301, 302, 307, 308'],
+    [{ mail: { domains: [] } }, '"mail.domains" must not be empty'],
+    [{ media: { allow_private_networks: 'yes' } }, '"media.allow_private_networks" must be true or false'],
+    [{ rate: 5 }, '"rate" must be a table'],
+  ])('bad config %j is refused naming the key', (doc, message) => {
+    expect(() => buildConfig(doc as Record<string, unknown>)).toThrow(message)
+  })
+
+  test('a file that is not TOML is refused with its name', () => {
+    const path = join(tempDir(), 'bad.toml')
+    writeFileSync(path, '[server\nport = 1')
+    expect(() => loadConfig(path)).toThrow(/not valid TOML/)
+    expect(() => loadConfig(join(tempDir(), 'missing.toml'))).toThrow(/cannot read/)
+  })
+
+  test('every key of the documented example is known', () => {
+    expect(() => buildConfig(JSON.parse(JSON.stringify(defaultConfig())))).not.toThrow()
+  })
+})

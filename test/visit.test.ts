@@ -1,0 +1,178 @@
+// Visiting a short link (SPEC §3) through the real app: modes, password, expiry, HEAD, and which visits count.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { makeBox, type TestBox } from './support/app'
+
+const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36'
+let now = Date.parse('2026-06-01T12:00:00Z')
+let box: TestBox
+
+beforeAll(async () => {
+  box = await makeBox({}, { clock: () => now })
+})
+afterAll(() => box.cleanup())
+
+async function link(fields: Record<string, string>): Promise<string> {
+  const r = await box.post('/api/getLink.json', fields)
+  expect(r.status).toBe(200)
+  return r.body.return.hex
+}
+const visit = (path: string, init: RequestInit = {}) =>
+  box.request(path, { redirect: 'manual', ...init, headers: { 'user-agent': CHROME, ...(init.headers ?? {}) } })
+function clicks(code: string): number {
+  box.recorder.flush()
+  return (box.db.query('SELECT clicks FROM links WHERE code = ?').get(code) as { clicks: number }).clicks
+}
+
+describe('redirect mode', () => {
+  test('302 to the long URL with Cache-Control: private, no-cache, and one click', async () => {
+    const code = await link({ url: 'https://example.com/dest?x=1' })
+    const r = await visit(`/${code}`)
+    expect(r.status).toBe(302)
+    expect(r.headers.get('location')).toBe('https://example.com/dest?x=1')
+    expect(r.headers.get('cache-control')).toBe('private, no-cache')
+    expect(clicks(code)).toBe(1)
+  })
+
+  test('HEAD answers like GET without counting a click', async () => {
+    const code = await link({ url: 'https://example.com/head' })
+    const r = await visit(`/${code}`, { method: 'HEAD' })
+    expect(r.status).toBe(302)
+    expect(r.headers.get('location')).toBe('https://example.com/head')
+    expect(clicks(code)).toBe(0)
+  })
+
+  test.each([301, 307, 308])('the redirect status is configurable (%d)', async (status) => {
+    const b = await makeBox({ links: { redirect_status: status } })
+    try {
+      const code = (await b.post('/api/getLink.json', { url: 'https://example.com/' })).body.return.hex
+      expect((await b.request(`/${code}`, { redirect: 'manual' })).status).toBe(status)
+    } finally {
+      await b.cleanup()
+    }
+  })
+})
+
+describe('preview and frame modes', () => {
+  test('preview: the destination in full with its host emphasised, a Continue link, a warning; one click', async () => {
+    const code = await link({ url: 'https://deep.example.org/a/b?c=<d>', mode: 'preview' })
+    const r = await visit(`/${code}`)
+    expect(r.status).toBe(200)
+    expect(r.headers.get('content-type')).toContain('text/html')
+    expect(r.headers.get('content-security-policy')).toContain("default-src 'none'")
+    const html = await r.text()
+    expect(html).toContain('<strong>deep.example.org</strong>')
+    expect(html).toContain('https://deep.example.org/a/b?c=%3Cd%3E')
+    expect(html).not.toContain('<d>')
+    expect(html).toMatch(/<a class="button" href="https:\/\/deep\.example\.org\/a\/b\?c=%3Cd%3E"[^>]*>Continue/)
+    expect(html.toLowerCase()).toContain('check the address')
+    expect(clicks(code)).toBe(1)
+  })
+
+  test('frame: a top bar with the short link and "open directly" over an iframe of the destination', async () => {
+    const code = await link({ url: 'https://framed.example/page', mode: 'frame' })
+    const r = await visit(`/${code}`)
+    expect(r.status).toBe(200)
+    const html = await r.text()
+    expect(html).toContain(`http://localhost:8080/${code}`)
+    expect(html).toContain('<iframe src="https://framed.example/page"')
+    expect(html).toContain('Open directly')
+    expect(r.headers.get('content-security-policy')).toContain('frame-src https://framed.example')
+    expect(clicks(code)).toBe(1)
+  })
+
+  test('markup in a destination is escaped everywhere', async () => {
+    const code = await link({ url: 'https://x.example/"><script>alert(1)</script>?a=1&b=\'2\'', mode: 'frame' })
+    const html = await (await visit(`/${code}`)).text()
+    expect(html).not.toContain('<script>')
+    expect(html).toContain('a=1&amp;b=%272%27')
+    expect(html).not.toContain('a=1&b')
+  })
+})
+
+describe('password', () => {
+  test('the form first (no click), then a correct POST redirects with 303 and counts one click', async () => {
+    const code = await link({ url: 'https://example.com/secret', password: 'open sesame' })
+    const form = await visit(`/${code}`, { headers: { referer: 'https://news.example.net/post' } })
+    expect(form.status).toBe(200)
+    const html = await form.text()
+    expect(html).toContain('<form method="post"')
+    expect(html).toContain('name="password"')
+    expect(html).not.toContain('example.com/secret')
+    expect(clicks(code)).toBe(0)
+    const wrong = await visit(`/${code}`, { method: 'POST', body: new URLSearchParams({ password: 'nope' }) })
+    expect(wrong.status).toBe(401)
+    expect(await wrong.text()).toContain('not right')
+    expect(clicks(code)).toBe(0)
+    const right = await visit(`/${code}`, {
+      method: 'POST',
+      body: new URLSearchParams({ password: 'open sesame', ref: 'https://news.example.net/post' }),
+    })
+    expect(right.status).toBe(303)
+    expect(right.headers.get('location')).toBe('https://example.com/secret')
+    expect(clicks(code)).toBe(1)
+    // The original referrer travels through the form, so the source is not lost.
+    const stats = await box.post('/api/stats.json', { code })
+    expect(stats.body.return.sources).toEqual([{ name: 'news.example.net', clicks: 1 }])
+  })
+
+  test('scripts may send X-Link-Password on GET', async () => {
+    const code = await link({ url: 'https://example.com/scripted', password: 'pw' })
+    const ok = await visit(`/${code}`, { headers: { 'x-link-password': 'pw' } })
+    expect(ok.status).toBe(302)
+    expect(ok.headers.get('location')).toBe('https://example.com/scripted')
+    expect((await visit(`/${code}`, { headers: { 'x-link-password': 'bad' } })).status).toBe(401)
+    expect(clicks(code)).toBe(1)
+  })
+
+  test('a protected preview link shows the preview after the password', async () => {
+    const code = await link({ url: 'https://example.com/pp', password: 'pw', mode: 'preview' })
+    const r = await visit(`/${code}`, { method: 'POST', body: new URLSearchParams({ password: 'pw' }) })
+    expect(r.status).toBe(200)
+    expect(await r.text()).toContain('<strong>example.com</strong>')
+    expect(clicks(code)).toBe(1)
+  })
+
+  test('attempts are limited to 10 a minute per client and code (429, then allowed again)', async () => {
+    const code = await link({ url: 'https://example.com/brute', password: 'right' })
+    for (let i = 0; i < 10; i++)
+      expect((await visit(`/${code}`, { method: 'POST', body: new URLSearchParams({ password: `w${i}` }) })).status).toBe(401)
+    const blocked = await visit(`/${code}`, { method: 'POST', body: new URLSearchParams({ password: 'right' }) })
+    expect(blocked.status).toBe(429)
+    expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0)
+    expect(clicks(code)).toBe(0)
+  })
+})
+
+describe('expired, unknown, statistics page', () => {
+  test('an expired link answers 410 with a page, and no click', async () => {
+    const code = await link({ url: 'https://example.com/short-lived', expire: '60' })
+    expect((await visit(`/${code}`)).status).toBe(302)
+    now += 61_000
+    const r = await visit(`/${code}`)
+    expect(r.status).toBe(410)
+    expect(await r.text()).toContain('expired')
+    expect(clicks(code)).toBe(1)
+  })
+
+  test('an unknown code answers 404 with a page', async () => {
+    const r = await visit('/NoSuchCode')
+    expect(r.status).toBe(404)
+    expect(r.headers.get('content-type')).toContain('text/html')
+    expect(await r.text()).toContain('Link not found')
+  })
+
+  test('/<code>+ is the public statistics page; it hides the destination of a protected link', async () => {
+    const code = await link({ url: 'https://example.com/public-stats' })
+    await visit(`/${code}`)
+    const r = await visit(`/${code}+`)
+    expect(r.status).toBe(200)
+    const html = await r.text()
+    expect(html).toContain(`Statistics of http://localhost:8080/${code}`)
+    expect(html).toContain('https://example.com/public-stats')
+    expect(html).toContain('<strong>1</strong> clicks')
+    const hidden = await link({ url: 'https://example.com/hidden-dest', password: 'x' })
+    const h = await (await visit(`/${hidden}+`)).text()
+    expect(h).not.toContain('hidden-dest')
+    expect((await visit('/unknown0+')).status).toBe(404)
+  })
+})
