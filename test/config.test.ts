@@ -56,3 +56,9 @@ describe('config', () => {
     expect(() => buildConfig(JSON.parse(JSON.stringify(defaultConfig())))).not.toThrow()
   })
 })
+
+test('linkbox.example.toml is valid and states the defaults', () => {
+  const c = loadConfig(join(import.meta.dir, '..', 'linkbox.example.toml'))
+  expect({ ...c, data_dir: '' }).toEqual({ ...defaultConfig(), data_dir: '' })
+  expect(c.data_dir).toBe(join(import.meta.dir, '..', 'data'))
+})

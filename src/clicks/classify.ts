@@ -37,14 +37,18 @@ export function sourceOf(referer: string): string {
   }
 }
 
-export function createClassifier(capacity = 2000) {
-  const cache = new Map<string, Classified>()
-  return (ua: string): Classified => {
-    const hit = cache.get(ua)
-    if (hit) return hit
-    const c = classifyUserAgent(ua.slice(0, 1024))
+/** A bounded memo: the oldest entry goes when it is full (real traffic repeats user agents and referrers). */
+function memo<T>(fn: (key: string) => T, capacity: number): (key: string) => T {
+  const cache = new Map<string, T>()
+  return (key) => {
+    const hit = cache.get(key)
+    if (hit !== undefined) return hit
+    const value = fn(key)
     if (cache.size >= capacity) cache.delete(cache.keys().next().value!)
-    cache.set(ua, c)
-    return c
+    cache.set(key, value)
+    return value
   }
 }
+
+export const createClassifier = (capacity = 2000) => memo(classifyUserAgent, capacity)
+export const createSourceCache = (capacity = 2000) => memo(sourceOf, capacity)

@@ -2,7 +2,7 @@
 // clicks, so a visit never waits for the disk. No address is kept: only the user agent and referrer,
 // which become counters at flush time.
 import type { Db } from '../db'
-import { createClassifier, sourceOf } from './classify'
+import { createClassifier, createSourceCache } from './classify'
 
 interface PendingClick {
   linkId: number
@@ -12,11 +12,25 @@ interface PendingClick {
 }
 
 export const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10)
+const DAY_MS = 86_400_000
+const DIMENSIONS = ['source', 'device', 'browser', 'os'] as const
+interface DayCounts {
+  clicks: number
+  bots: number
+  dims: Record<(typeof DIMENSIONS)[number], Map<string, number>>
+}
+const newDayCounts = (): DayCounts => ({
+  clicks: 0,
+  bots: 0,
+  dims: { source: new Map(), device: new Map(), browser: new Map(), os: new Map() },
+})
+const bump = (m: Map<string, number>, name: string) => m.set(name, (m.get(name) ?? 0) + 1)
 
 export function createClickRecorder(db: Db, opts: { maxBatch?: number; intervalMs?: number } = {}) {
   const maxBatch = opts.maxBatch ?? 1000
   const intervalMs = opts.intervalMs ?? 1000
   const classify = createClassifier()
+  const source = createSourceCache()
   let buffer: PendingClick[] = []
   let timer: ReturnType<typeof setInterval> | null = null
   let flushedTotal = 0
@@ -34,40 +48,39 @@ export function createClickRecorder(db: Db, opts: { maxBatch?: number; intervalM
     'UPDATE links SET clicks = clicks + ?1, bots = bots + ?2 WHERE id = ?3',
   )
 
+  // One pass over the batch into per-link, per-day counters (no per-click string keys or dates), then a
+  // handful of upserts: the cost of a flush is the number of distinct names, not of clicks.
   const write = db.transaction((clicks: PendingClick[]) => {
-    const days = new Map<string, { linkId: number; day: string; clicks: number; bots: number }>()
-    const dims = new Map<string, { linkId: number; day: string; dim: string; name: string; clicks: number }>()
-    const totals = new Map<number, { clicks: number; bots: number }>()
+    const perLink = new Map<number, Map<number, DayCounts>>()
     for (const c of clicks) {
-      const day = dayOf(c.at)
-      const k = `${c.linkId}|${day}`
-      const d = days.get(k) ?? { linkId: c.linkId, day, clicks: 0, bots: 0 }
-      days.set(k, d)
-      const t = totals.get(c.linkId) ?? { clicks: 0, bots: 0 }
-      totals.set(c.linkId, t)
+      let days = perLink.get(c.linkId)
+      if (!days) perLink.set(c.linkId, (days = new Map()))
+      const dayNumber = Math.floor(c.at / DAY_MS)
+      let d = days.get(dayNumber)
+      if (!d) days.set(dayNumber, (d = newDayCounts()))
       const who = classify(c.ua)
       if (who.bot) {
         d.bots++
-        t.bots++
         continue
       }
       d.clicks++
-      t.clicks++
-      for (const [dim, name] of [
-        ['source', sourceOf(c.referer)],
-        ['device', who.device],
-        ['browser', who.browser],
-        ['os', who.os],
-      ] as const) {
-        const dk = `${k}|${dim}|${name}`
-        const e = dims.get(dk) ?? { linkId: c.linkId, day, dim, name, clicks: 0 }
-        e.clicks++
-        dims.set(dk, e)
-      }
+      bump(d.dims.source, source(c.referer))
+      bump(d.dims.device, who.device)
+      bump(d.dims.browser, who.browser)
+      bump(d.dims.os, who.os)
     }
-    for (const d of days.values()) upsertDay.run(d.day, d.clicks, d.bots, d.linkId)
-    for (const e of dims.values()) upsertDim.run(e.day, e.dim, e.name, e.clicks, e.linkId)
-    for (const [id, t] of totals) addTotals.run(t.clicks, t.bots, id)
+    for (const [linkId, days] of perLink) {
+      let clicks = 0
+      let bots = 0
+      for (const [dayNumber, d] of days) {
+        const day = dayOf(dayNumber * DAY_MS)
+        upsertDay.run(day, d.clicks, d.bots, linkId)
+        for (const dim of DIMENSIONS) for (const [name, n] of d.dims[dim]) upsertDim.run(day, dim, name, n, linkId)
+        clicks += d.clicks
+        bots += d.bots
+      }
+      addTotals.run(clicks, bots, linkId)
+    }
   })
 
   function flush(): number {

@@ -65,6 +65,11 @@ export function createLinkService(deps: {
   const clock = deps.clock ?? Date.now
   const store = createLinkStore(db)
   const base = config.server.base_url
+  // Visits read links far more often than anything changes them, and only this process changes them:
+  // keep recently visited rows in memory and drop a row whenever it is updated or deleted.
+  const hot = new Map<string, LinkRow>()
+  const HOT_CAPACITY = 10_000
+  const forget = (code: string) => hot.delete(code)
   const urlRules: UrlRules = {
     ownHosts: [new URL(base).hostname.toLowerCase()],
     blockedDomains: config.links.blocked_domains,
@@ -162,6 +167,7 @@ export function createLinkService(deps: {
         next.password_hash = password ? await Bun.password.hash(password, 'argon2id') : null
       }
       const updated = store.update(next, clock())
+      forget(row.code)
       const rec = record(updated)
       events.emit('link.updated', { link: { ...rec }, accountId: updated.account_id })
       return rec
@@ -170,6 +176,7 @@ export function createLinkService(deps: {
     delete(input: { code: unknown }, caller: Caller) {
       const row = owned(input.code, caller)
       store.remove(row.id) // click aggregates go with it (ON DELETE CASCADE)
+      forget(row.code)
       events.emit('link.deleted', { hex: row.code, accountId: row.account_id })
       return { hex: row.code, deleted: true }
     },
@@ -242,7 +249,13 @@ export function createLinkService(deps: {
 
     /** The link behind a visited code (null when unknown). */
     resolve(code: string): LinkRow | null {
-      return store.byCode(code) ?? null
+      const cached = hot.get(code)
+      if (cached) return cached
+      const row = store.byCode(code)
+      if (!row) return null
+      if (hot.size >= HOT_CAPACITY) hot.delete(hot.keys().next().value!)
+      hot.set(code, row)
+      return row
     },
 
     isExpired(row: LinkRow) {

@@ -114,7 +114,8 @@ export function createVisitRoutes(deps: { config: Config; links: LinkService; cl
   }
 
   return new Elysia({ name: 'visit' })
-    .get('/:code', async ({ params, request }) => {
+    // Not async: the common case answers synchronously, without a promise per redirect.
+    .get('/:code', ({ params, request }) => {
       const code = params.code
       if (code.endsWith('+')) return statsPage(code.slice(0, -1))
       const found = lookup(code)

@@ -1,0 +1,52 @@
+// wrk (Debian package) as the load generator: a second process on loopback, bounded in time.
+import { readFileSync } from 'node:fs'
+export interface WrkResult {
+  rps: number
+  p50ms: number
+  p99ms: number
+  errors: number
+}
+
+const toMs = (v: string, unit: string) => Number(v) * ({ us: 0.001, ms: 1, s: 1000 } as Record<string, number>)[unit]!
+
+export async function wrk(url: string, opts: { seconds?: number; connections?: number; headers?: Record<string, string> } = {}): Promise<WrkResult> {
+  const args = ['wrk', '-t2', `-c${opts.connections ?? 64}`, `-d${opts.seconds ?? 5}s`, '--latency']
+  for (const [k, v] of Object.entries(opts.headers ?? {})) args.push('-H', `${k}: ${v}`)
+  const proc = Bun.spawn([...args, url], { stdout: 'pipe', stderr: 'pipe' })
+  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()])
+  if ((await proc.exited) !== 0) throw new Error(`wrk failed: ${err}${out}`)
+  const rps = Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1] ?? NaN)
+  const lat = (p: string) => {
+    const m = out.match(new RegExp(`\\s${p}%\\s+([\\d.]+)(us|ms|s)`))
+    return m ? toMs(m[1]!, m[2]!) : NaN
+  }
+  const non2xx = Number(out.match(/Non-2xx or 3xx responses:\s+(\d+)/)?.[1] ?? 0)
+  const sock = out.match(/Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/)
+  const errors = non2xx + (sock ? sock.slice(1).reduce((a, b) => a + Number(b), 0) : 0)
+  return { rps, p50ms: lat('50'), p99ms: lat('99'), errors }
+}
+
+export function hasWrk(): boolean {
+  return Bun.which('wrk') !== null
+}
+
+/** Peak resident memory (MiB) of a process, sampled every 50 ms until `until` settles. */
+export async function peakRss(pid: number, until: Promise<unknown>): Promise<number> {
+  let peak = 0
+  let running = true
+  void until.finally(() => (running = false))
+  while (running) {
+    peak = Math.max(peak, rssMiB(pid))
+    await Bun.sleep(50)
+  }
+  return peak
+}
+
+export function rssMiB(pid: number): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+    return Number(status.match(/VmRSS:\s+(\d+) kB/)?.[1] ?? 0) / 1024
+  } catch {
+    return 0
+  }
+}
