@@ -38,7 +38,9 @@ function openAccounts(config: Config) {
 async function serve(config: Config) {
   const box = createLinkbox(config)
   const server = box.listen()
-  console.log(`linkbox ${VERSION} listening on http://${server.hostname}:${server.port} (base_url ${config.server.base_url}, data ${config.data_dir})`)
+  // An IPv6 address goes in brackets, so that the line carries a URL scripts can use as is.
+  const host = server.hostname?.includes(':') ? `[${server.hostname}]` : server.hostname
+  console.log(`linkbox ${VERSION} listening on http://${host}:${server.port} (base_url ${config.server.base_url}, data ${config.data_dir})`)
   let closing = false
   const shutdown = async (signal: string) => {
     if (closing) return
@@ -120,7 +122,10 @@ export async function main(argv: string[]): Promise<number> {
     case 'backup': {
       if (!sub) throw new ConfigError('usage: linkbox backup FILE')
       if (existsSync(sub)) throw new ConfigError(`backup: ${sub} exists already; choose a new file`)
-      const db = openDatabase(join(config.data_dir, 'linkbox.db'))
+      const dbPath = join(config.data_dir, 'linkbox.db')
+      // Never create an empty database just to copy it: a wrong --config must not look like a good backup.
+      if (!existsSync(dbPath)) throw new ConfigError(`backup: there is no database at ${dbPath}; check --config`)
+      const db = openDatabase(dbPath)
       db.query('VACUUM INTO ?').run(sub) // a consistent snapshot, even while the service writes
       db.close()
       console.log(`backup written to ${sub}`)

@@ -1,0 +1,55 @@
+#!/usr/bin/env bun
+// Builds the single executable dist/linkbox: src/main.ts with everything it imports (assets as text,
+// migrations as code) compiled into one file. The binary ignores any bunfig.toml / .env / tsconfig.json /
+// package.json in the directory it runs from, so its behaviour depends only on its config file.
+//
+//   bun run build            → dist/linkbox for this machine
+//   bun scripts/build.ts --target bun-linux-arm64 --outfile dist/linkbox-arm64
+import { mkdirSync, rmSync, statSync } from 'node:fs'
+import { dirname, relative, resolve } from 'node:path'
+import { parseArgs } from 'node:util'
+
+// Paths relative to the repository, whatever the cwd the script is started from.
+const root = resolve(import.meta.dir, '..')
+
+const { values } = parseArgs({
+  args: Bun.argv.slice(2),
+  options: {
+    outfile: { type: 'string' },
+    target: { type: 'string' },
+    sourcemap: { type: 'boolean', default: false },
+  },
+})
+
+// The default is the repository's dist/linkbox; a path given on the command line is relative to the cwd.
+const outfile = values.outfile ? resolve(values.outfile) : resolve(root, 'dist/linkbox')
+mkdirSync(dirname(outfile), { recursive: true })
+rmSync(outfile, { force: true })
+
+const started = performance.now()
+const result = await Bun.build({
+  entrypoints: [resolve(root, 'src/main.ts')],
+  root,
+  compile: {
+    outfile,
+    ...(values.target ? { target: values.target as Bun.Build.CompileTarget } : {}),
+    autoloadBunfig: false,
+    autoloadDotenv: false,
+    autoloadTsconfig: false,
+    autoloadPackageJson: false,
+  },
+  minify: true,
+  sourcemap: values.sourcemap ? 'linked' : 'none',
+  throw: false,
+})
+
+if (!result.success) {
+  console.error('build failed:')
+  for (const log of result.logs) console.error(log)
+  process.exit(1)
+}
+for (const log of result.logs) console.warn(log)
+
+const size = statSync(outfile).size
+const ms = Math.round(performance.now() - started)
+console.log(`built ${relative(process.cwd(), outfile) || outfile}: ${(size / 1024 / 1024).toFixed(1)} MiB (${size} bytes) in ${ms} ms`)

@@ -1,0 +1,178 @@
+// The appliance (SPEC §10): `bun run build` makes dist/linkbox; a copy of it, run from elsewhere, serves,
+// answers the CLI, refuses a bad config by naming the key, and exits 0 on SIGTERM.
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { chmodSync, copyFileSync, mkdirSync, statSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import pkg from '../package.json' with { type: 'json' }
+import {
+  CHROME_UA,
+  REPO_ROOT,
+  apiPost,
+  createAccount,
+  killAllServers,
+  removeDir,
+  runCli,
+  startServer,
+  tempDir,
+  writeConfig,
+  type RunningServer,
+} from './support/server'
+
+// These tests start real processes; bun's default of 5 s per test or hook is tight on a slow machine.
+setDefaultTimeout(30_000)
+
+const root = tempDir('linkbox-binary-')
+const binDir = join(root, 'bin')
+const cwd = join(root, 'elsewhere') // neither the repository nor the binary's directory
+let linkbox: string[]
+
+beforeAll(async () => {
+  const build = Bun.spawnSync([process.execPath, 'run', 'build'], { cwd: REPO_ROOT, stdout: 'pipe', stderr: 'pipe' })
+  const out = build.stdout.toString() + build.stderr.toString()
+  if (build.exitCode !== 0) throw new Error(`bun run build failed (${build.exitCode}):\n${out}`)
+  expect(out).toMatch(/dist\/linkbox: [\d.]+ MiB/)
+
+  mkdirSync(binDir, { recursive: true })
+  mkdirSync(cwd, { recursive: true })
+  copyFileSync(join(REPO_ROOT, 'dist/linkbox'), join(binDir, 'linkbox'))
+  chmodSync(join(binDir, 'linkbox'), 0o755)
+  linkbox = [join(binDir, 'linkbox')]
+  // Traps for a binary that still auto-loads files from its working directory: a bunfig.toml that
+  // preloads a missing module, and a .env that points LINKBOX_CONFIG at a file that does not exist.
+  writeFileSync(join(cwd, 'bunfig.toml'), 'preload = ["./missing-preload.ts"]\n')
+  writeFileSync(join(cwd, '.env'), 'LINKBOX_CONFIG=/nonexistent/linkbox.toml\n')
+}, 60_000)
+
+afterAll(async () => {
+  await killAllServers()
+  removeDir(root)
+})
+
+test('the build writes an executable', () => {
+  const st = statSync(join(binDir, 'linkbox'))
+  expect(st.size).toBeGreaterThan(1024 * 1024)
+  expect(st.mode & 0o111).not.toBe(0)
+})
+
+test('version prints the package version', async () => {
+  const r = await runCli(['version'], { command: linkbox, cwd })
+  expect(r.stderr).toBe('')
+  expect(r.code).toBe(0)
+  expect(r.stdout.trim()).toBe(pkg.version)
+})
+
+test('ignores .env and bunfig.toml in its working directory', async () => {
+  // With .env loaded, LINKBOX_CONFIG would name a missing file and the command would fail.
+  const r = await runCli(['key', 'list'], { command: linkbox, cwd })
+  expect(r.stderr).toBe('')
+  expect(r.code).toBe(0)
+  expect(r.stdout).toStartWith('id\tprefix\taccount')
+})
+
+describe('serving from the binary', () => {
+  let key: string
+  let server: RunningServer
+
+  beforeAll(async () => {
+    mkdirSync(join(root, 'svc'))
+    const config = writeConfig(join(root, 'svc'))
+    key = await createAccount(config.configPath, 'alice', { command: linkbox, cwd })
+    server = await startServer({ config, command: linkbox, cwd })
+  })
+
+  test('account create prints the key alone on the last line', () => {
+    expect(key).toMatch(/^\S{20,}$/)
+  })
+
+  test('serve listens on the port it reports, with the package version', async () => {
+    expect(server.port).toBeGreaterThan(0)
+    expect(server.stdout()).toContain(`linkbox ${pkg.version} listening on http://127.0.0.1:${server.port}`)
+    const r = await fetch(`${server.url}/healthz`)
+    expect(r.status).toBe(200)
+    expect(await r.json()).toMatchObject({ status: 'ok', version: pkg.version })
+  })
+
+  test('a link created with the key redirects to its URL', async () => {
+    const url = 'https://example.com/from-the-binary?x=1'
+    const created = await apiPost(server.url, 'getLink.json', { url }, { 'x-api-key': key })
+    expect(created.status).toBe(200)
+    expect(created.body.status).toBe('success')
+    const code = created.body.return.hex as string
+    expect(code).toMatch(/^[A-Za-z0-9]{6}$/)
+
+    const visit = await fetch(`${server.url}/${code}`, { redirect: 'manual', headers: { 'user-agent': CHROME_UA } })
+    expect(visit.status).toBe(302)
+    expect(visit.headers.get('location')).toBe(url)
+
+    const listed = await apiPost(server.url, 'links.json', {}, { 'x-api-key': key })
+    expect(listed.status).toBe(200)
+    expect(listed.body.return.links.map((l: { hex: string }) => l.hex)).toEqual([code])
+  })
+
+  test('an unknown code gets the embedded HTML page with a CSP', async () => {
+    const r = await fetch(`${server.url}/NoSuchCode`, { redirect: 'manual' })
+    expect(r.status).toBe(404)
+    expect(r.headers.get('content-type')).toStartWith('text/html')
+    expect(r.headers.get('content-security-policy')).toContain("default-src 'none'")
+    const html = await r.text()
+    expect(html).toStartWith('<!doctype html>')
+    expect(html).toContain('Link not found')
+    expect(html).toContain('/assets/style.css')
+  })
+
+  test('the stylesheet is served from the binary', async () => {
+    const r = await fetch(`${server.url}/assets/style.css`)
+    expect(r.status).toBe(200)
+    expect(r.headers.get('content-type')).toStartWith('text/css')
+    expect(await r.text()).toBe(await Bun.file(join(REPO_ROOT, 'assets/style.css')).text())
+  })
+
+  test('SIGTERM exits 0 after saying so', async () => {
+    expect(await server.stop('SIGTERM')).toBe(0)
+    expect(server.stdout()).toContain('SIGTERM')
+    expect(server.stderr()).toBe('')
+  })
+})
+
+/** Whether this machine can listen on the IPv6 loopback (some containers have no IPv6). */
+function hasIpv6Loopback(): boolean {
+  try {
+    Bun.serve({ hostname: '::1', port: 0, fetch: () => new Response() }).stop(true)
+    return true
+  } catch {
+    return false
+  }
+}
+
+test.skipIf(!hasIpv6Loopback())('on an IPv6 host the listening line carries a usable URL ([::1]:PORT)', async () => {
+  const config = writeConfig(tempDir('linkbox-v6-'), { server: { host: '::1' } })
+  try {
+    const server = await startServer({ config, command: linkbox, cwd, startTimeoutMs: 5_000 })
+    expect(server.url).toBe(`http://[::1]:${server.port}`)
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200)
+    expect(await server.stop()).toBe(0)
+  } finally {
+    removeDir(config.dir)
+  }
+})
+
+describe('a bad config stops serve with a message naming the key', () => {
+  const cases: [string, Record<string, Record<string, string | number>>, string][] = [
+    ['an unknown key', { server: { prot: 1 } }, 'server.prot'],
+    ['a value of the wrong type', { server: { port: 'x' } }, 'server.port'],
+    ['a value out of range', { links: { redirect_status: 200 } }, 'links.redirect_status'],
+  ]
+  for (const [what, overrides, key] of cases) {
+    test(what, async () => {
+      const config = writeConfig(tempDir('linkbox-badconf-'), overrides)
+      try {
+        const r = await runCli(['serve', '--config', config.configPath], { command: linkbox, cwd, timeoutMs: 10_000 })
+        expect(r.code).not.toBe(0)
+        expect(r.stdout).not.toContain('listening')
+        expect(r.stderr).toContain(key)
+      } finally {
+        removeDir(config.dir)
+      }
+    })
+  }
+})
