@@ -15,6 +15,9 @@ import { createRateLimiter } from './http/rate-limit'
 import { linkApi } from './links/api'
 import { createLinkService } from './links/service'
 import { createVisitRoutes, messagePage, notFoundPage } from './links/visit'
+import { qrApi } from './qr/api'
+import { createQrRoutes } from './qr/public'
+import { createQrService } from './qr/service'
 import { STYLE_CSS } from './pages/render'
 import { VERSION } from './version'
 
@@ -32,6 +35,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const accounts = createAccountService(db, clock)
   const recorder = createClickRecorder(db, opts.clicks)
   const links = createLinkService({ db, config, recorder, events, clock })
+  const qr = createQrService()
   const limiter = createRateLimiter(clock)
   const clientIpOf = createClientIp(config.server.trusted_proxies)
 
@@ -40,7 +44,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const clientIp = (request: Request) =>
     clientIpOf(server?.requestIP(request)?.address ?? null, request.headers.get('x-forwarded-for'))
 
-  const methods: ApiMethod[] = [...linkApi(links)]
+  const methods: ApiMethod[] = [...linkApi(links), ...qrApi(qr)]
   const api = createApi(methods, { config, accounts, limiter, clientIp })
 
   const app = new Elysia({ name: 'linkbox' })
@@ -60,6 +64,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
       headers: { 'content-type': 'text/plain; charset=utf-8' },
     }))
     .use(api.plugin)
+    .use(createQrRoutes({ config, links, qr }))
     .use(createVisitRoutes({ config, links, clientIp }))
 
   return {
@@ -82,9 +87,25 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
       server = app.server
       return app.server!
     },
-    /** Stops accepting, lets in-flight requests finish, flushes clicks and closes the database. */
-    async close() {
-      if (server) await server.stop(false)
+    /**
+     * Stops accepting, lets in-flight requests finish, flushes clicks and closes the database. A client
+     * that never finishes its request (a stalled upload) would hold this forever, so after `graceMs` the
+     * remaining connections are closed by force.
+     */
+    async close({ graceMs = 5_000 }: { graceMs?: number } = {}) {
+      if (server) {
+        const stopping = server
+        let timer: ReturnType<typeof setTimeout> | undefined
+        const deadline = new Promise<void>((done) => {
+          timer = setTimeout(() => {
+            console.error(`shutdown: requests still open after ${graceMs} ms; closing them`)
+            void stopping.stop(true)
+            done()
+          }, graceMs)
+        })
+        await Promise.race([stopping.stop(false), deadline])
+        clearTimeout(timer)
+      }
       server = null
       recorder.stop()
       db.close()
