@@ -43,7 +43,12 @@ async function serve(config: Config) {
   console.log(`linkbox ${VERSION} listening on http://${host}:${server.port} (base_url ${config.server.base_url}, data ${config.data_dir})`)
   let closing = false
   const shutdown = async (signal: string) => {
-    if (closing) return
+    if (closing) {
+      // A second signal means "now": keep the clicks, skip the wait for open requests.
+      console.log(`${signal} again: exiting at once`)
+      box.recorder.flush()
+      process.exit(1)
+    }
     closing = true
     console.log(`${signal}: finishing requests, flushing clicks, closing the database`)
     try {

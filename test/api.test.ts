@@ -1,6 +1,8 @@
 // The /api surface (SPEC §1, §7): envelope, status codes, keys and scopes, marketplace route, rate limits.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { AppError } from '../src/errors'
 import { createApi, type ApiMethod } from '../src/http/api'
+import { readBodyLimited } from '../src/http/params'
 import { createRateLimiter } from '../src/http/rate-limit'
 import { makeBox, type TestBox } from './support/app'
 
@@ -45,6 +47,19 @@ describe('envelope and status codes', () => {
     })
     const s = await box.request('/api/getLink.json', { method: 'POST', body: stream, headers: { 'content-type': 'application/x-www-form-urlencoded' } })
     expect(s.status).toBe(413)
+  })
+
+  test('a body that stalls is cut off with 408 timeout instead of holding the connection', async () => {
+    const stalled = new Request('http://localhost/api/getLink.json', {
+      method: 'POST',
+      body: new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode('url=')) }), // never closes
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    })
+    const started = Date.now()
+    const err = await readBodyLimited(stalled, 1024, 200).catch((e) => e)
+    expect(err).toBeInstanceOf(AppError)
+    expect(err).toMatchObject({ status: 408, code: 'timeout' })
+    expect(Date.now() - started).toBeLessThan(5_000)
   })
 
   test('malformed bodies → 400 invalid_body', async () => {

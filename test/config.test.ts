@@ -1,9 +1,17 @@
 // Config (SPEC §10–11): defaults, validation naming the key, relative data_dir.
-import { describe, expect, test } from 'bun:test'
-import { writeFileSync } from 'node:fs'
+import { afterAll, describe, expect, test } from 'bun:test'
+import { rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { buildConfig, defaultConfig, loadConfig } from '../src/config'
-import { tempDir } from './support/app'
+import { tempDir as makeTempDir } from './support/app'
+
+const dirs: string[] = []
+const tempDir = () => {
+  const d = makeTempDir()
+  dirs.push(d)
+  return d
+}
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
 
 describe('config', () => {
   test('no file: the documented defaults', () => {

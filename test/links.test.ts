@@ -95,6 +95,8 @@ describe('getLink.json', () => {
     ['url', { url: 'http://localhost:8080/loop' }, 'invalid_url'],
     ['url', { url: 'https://LOCALHOST/loop' }, 'invalid_url'],
     ['url', { url: 'https://x.com/' + 'a'.repeat(4100) }, 'invalid_url'],
+    ['url', { url: 'https://bank.example@evil.example/' }, 'invalid_url'],
+    ['url', { url: 'https://user:pass@example.com/' }, 'invalid_url'],
     ['url', {}, 'missing_parameter'],
     ['alias', { url: 'https://e.com', alias: 'a' }, 'invalid_alias'],
     ['alias', { url: 'https://e.com', alias: 'a'.repeat(33) }, 'invalid_alias'],
@@ -119,6 +121,13 @@ describe('getLink.json', () => {
     expect(ten.status).toBe(200)
     const zero = await create({ url: 'https://e.com/0', expire: '0' })
     expect(zero.body.return.expires).toBeNull()
+  })
+
+  test('a password is counted in characters, not UTF-16 units: 128 emoji are allowed, 129 are not', async () => {
+    expect((await create({ url: 'https://e.com/emoji', password: '🔑'.repeat(128) })).status).toBe(200)
+    const r = await create({ url: 'https://e.com/emoji', password: '🔑'.repeat(129) })
+    expect(r.status).toBe(400)
+    expect(r.body.message).toContain('"password"')
   })
 
   test('blocked domains are refused, subdomains included', async () => {

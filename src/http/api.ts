@@ -52,9 +52,12 @@ export function jsonResponse(status: number, body: unknown, headers: Record<stri
   return new Response(JSON.stringify(body), { status, headers: { ...JSON_HEADERS, ...headers } })
 }
 
+/** The client went away mid-request: nothing to report, and nobody to answer. */
+const isAbort = (err: unknown) => err instanceof Error && err.name === 'AbortError'
+
 export function errorResponse(err: unknown, headers: Record<string, string> = {}): Response {
-  const e = err instanceof AppError ? err : internalError()
-  if (!(err instanceof AppError)) console.error('internal error:', err)
+  const e = err instanceof AppError ? err : isAbort(err) ? new AppError(400, 'aborted', 'The request was aborted.') : internalError()
+  if (!(err instanceof AppError) && !isAbort(err)) console.error('internal error:', err)
   return jsonResponse(e.status, { status: 'error', message: e.message, code: e.code }, { ...headers, ...e.headers })
 }
 

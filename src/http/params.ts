@@ -8,27 +8,83 @@ export function queryParams(url: string): Params {
   const q = url.indexOf('?')
   const out: Params = Object.create(null)
   if (q < 0) return out
-  for (const [k, v] of new URLSearchParams(url.slice(q + 1))) out[k] = v
+  for (const [k, v] of formPairs(url.slice(q + 1), 'query string')) out[k] = v
   return out
 }
 
-/** Reads at most `limit` bytes of the body; a longer body is refused without reading it all. */
-export async function readBodyLimited(request: Request, limit: number): Promise<Uint8Array> {
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+const isHex = (b: number | undefined) =>
+  b !== undefined && ((b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66))
+
+/** Percent-decodes one form component like URLSearchParams ("+" is a space, a stray "%" stays), except that
+ *  bytes which are not UTF-8 give null instead of silently becoming U+FFFD. */
+function formComponent(s: string): string | null {
+  s = s.replaceAll('+', ' ')
+  if (!s.includes('%')) return s
+  const bytes = new TextEncoder().encode(s)
+  const out = new Uint8Array(bytes.length)
+  let n = 0
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!
+    if (b === 0x25 && isHex(bytes[i + 1]) && isHex(bytes[i + 2])) {
+      out[n++] = parseInt(String.fromCharCode(bytes[i + 1]!, bytes[i + 2]!), 16)
+      i += 2
+    } else out[n++] = b
+  }
+  try {
+    return strictUtf8.decode(out.subarray(0, n))
+  } catch {
+    return null
+  }
+}
+
+function formPairs(text: string, where: string): [string, string][] {
+  const pairs: [string, string][] = []
+  for (const part of text.split('&')) {
+    if (part === '') continue
+    const eq = part.indexOf('=')
+    const key = formComponent(eq < 0 ? part : part.slice(0, eq))
+    if (key === null) throw new AppError(400, 'invalid_parameter', `A parameter name in the ${where} is not valid UTF-8.`)
+    const value = formComponent(eq < 0 ? '' : part.slice(eq + 1))
+    if (value === null)
+      throw new AppError(400, 'invalid_parameter', `The parameter "${key.slice(0, 64)}" is not valid UTF-8 once percent-decoded.`)
+    pairs.push([key, value])
+  }
+  return pairs
+}
+
+/**
+ * Reads at most `limit` bytes of the body; a longer body is refused without reading it all. A body that
+ * stalls (a client that promised bytes and stopped sending) is cut off after `deadlineMs`, so it cannot
+ * hold a connection, or a shutdown, forever.
+ */
+export async function readBodyLimited(request: Request, limit: number, deadlineMs = 15_000): Promise<Uint8Array> {
   const declared = request.headers.get('content-length')
   if (declared !== null && Number(declared) > limit) throw tooLarge(limit)
   if (!request.body) return new Uint8Array()
   const chunks: Uint8Array[] = []
   let total = 0
   const reader = request.body.getReader()
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    total += value.byteLength
-    if (total > limit) {
-      await reader.cancel().catch(() => {})
-      throw tooLarge(limit)
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new AppError(408, 'timeout', `The request body did not arrive within ${deadlineMs / 1000} s.`)),
+      deadlineMs,
+    )
+  })
+  try {
+    for (;;) {
+      const { done, value } = await Promise.race([reader.read(), deadline])
+      if (done) break
+      total += value.byteLength
+      if (total > limit) throw tooLarge(limit)
+      chunks.push(value)
     }
-    chunks.push(value)
+  } catch (err) {
+    await reader.cancel().catch(() => {})
+    throw err
+  } finally {
+    clearTimeout(timer)
   }
   const out = new Uint8Array(total)
   let at = 0
@@ -77,6 +133,6 @@ export async function bodyParams(request: Request, limit: number): Promise<Param
     return out
   }
   // Form encoding is the documented default; a body without a content type is read as such too.
-  for (const [k, v] of new URLSearchParams(text)) out[k] = v
+  for (const [k, v] of formPairs(text, 'request body')) out[k] = v
   return out
 }

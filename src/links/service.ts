@@ -47,10 +47,13 @@ const present = (v: unknown) => v !== undefined && v !== null && v !== ''
 const DAY_MS = 86_400_000
 const DATE = /^\d{4}-\d{2}-\d{2}$/
 
+// Statistics cannot predate the service: the window is kept to years 1970-9999, where every day is a
+// plain YYYY-MM-DD (a window reaching into year 0 would print days as "-000001-12-03").
 function parseDay(value: unknown, name: string): string {
-  if (typeof value !== 'string' || !DATE.test(value) || Number.isNaN(Date.parse(`${value}T00:00:00Z`)) ||
-    new Date(`${value}T00:00:00Z`).toISOString().slice(0, 10) !== value)
-    throw invalidParameter(name, 'a date as YYYY-MM-DD (UTC)')
+  const rule = 'a date as YYYY-MM-DD (UTC), from 1970-01-01 to 9999-12-31'
+  if (typeof value !== 'string' || !DATE.test(value) || value < '1970-01-01') throw invalidParameter(name, rule)
+  const ms = Date.parse(`${value}T00:00:00Z`)
+  if (Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== value) throw invalidParameter(name, rule)
   return value
 }
 

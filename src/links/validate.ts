@@ -17,7 +17,10 @@ export const RESERVED_CODES = new Set([
 ])
 export const isReserved = (code: string) => RESERVED_CODES.has(code.toLowerCase())
 
-const CONTROL_OR_SPACE = /[\u0000-\u0020\u007f-\u009f\u2028\u2029\ufeff]/
+// C0/C1 controls and every space (\s: U+0020, U+00A0, U+1680, U+2000-200A, U+2028/9, U+202F, U+205F, U+3000,
+// U+FEFF), plus the invisible format characters that can disguise a URL: zero-width (U+200B-200F, U+2060-2064)
+// and bidirectional controls (U+202A-202E, U+2066-2069). Sent percent-encoded they are fine.
+const CONTROL_OR_SPACE = /[\s\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069]/
 
 function asString(name: string, value: unknown, code: string): string {
   if (typeof value !== 'string') throw new AppError(400, code, `The parameter "${name}" must be a string.`)
@@ -39,8 +42,10 @@ export function validateUrl(value: unknown, rules: UrlRules, name = 'url'): stri
   const raw = asString(name, value, 'invalid_url')
   if (raw === '') fail('must not be empty')
   if (raw.length > MAX_URL_LENGTH) fail(`must be at most ${MAX_URL_LENGTH} characters`)
-  if (CONTROL_OR_SPACE.test(raw)) fail('must not contain spaces or control characters (percent-encode them)')
+  if (CONTROL_OR_SPACE.test(raw)) fail('must not contain spaces, control characters or invisible formatting characters (percent-encode them)')
   if (!/^https?:\/\//i.test(raw)) fail('must be an absolute URL with the scheme http or https')
+  // The URL parser would take "https:///x" or "http://\x" as the host x; the sender gave no host.
+  if (/^https?:\/\/[/\\]/i.test(raw)) fail('must have a host')
   let url: URL
   try {
     url = new URL(raw)
@@ -50,6 +55,8 @@ export function validateUrl(value: unknown, rules: UrlRules, name = 'url'): stri
   if (url.protocol !== 'http:' && url.protocol !== 'https:') fail('must use the scheme http or https')
   const host = url.hostname.toLowerCase().replace(/\.$/, '')
   if (!host) fail('must have a host')
+  // "https://bank.example@evil.example/" reads as the first host but leads to the second.
+  if (url.username || url.password) fail('must not contain a user name or password before the host')
   if (url.href.length > MAX_URL_LENGTH) fail(`must be at most ${MAX_URL_LENGTH} characters once normalised`)
   if (rules.ownHosts.includes(host)) fail('must not point at this service itself')
   if (rules.blockedDomains.some((d) => hostMatches(host, d))) fail(`must not point at the blocked domain ${host}`)
@@ -95,9 +102,10 @@ export function validateExpire(value: unknown, name = 'expire'): number {
 export function validatePassword(value: unknown, opts: { allowEmpty: boolean }, name = 'password'): string | null {
   const raw = asString(name, value, 'invalid_parameter')
   if (raw === '' && opts.allowEmpty) return null
-  if (raw.length < 1 || raw.length > MAX_PASSWORD_LENGTH)
+  const length = [...raw].length // characters as people count them, not UTF-16 units
+  if (length < 1 || length > MAX_PASSWORD_LENGTH)
     throw new AppError(400, 'invalid_parameter', `The parameter "${name}" must be 1 to ${MAX_PASSWORD_LENGTH} characters.`)
-  if (/[\u0000-\u001f\u007f]/.test(raw))
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(raw))
     throw new AppError(400, 'invalid_parameter', `The parameter "${name}" must not contain control characters.`)
   return raw
 }

@@ -13,6 +13,7 @@ import { createRateLimiter } from '../http/rate-limit'
 import { countTable, page } from '../pages/render'
 import type { LinkService } from './service'
 import type { LinkRow } from './store'
+import { MAX_PASSWORD_LENGTH } from './validate'
 
 const tpl = (t: unknown) => t as string
 const FORM_LIMIT = 8 * 1024
@@ -42,7 +43,7 @@ export function createVisitRoutes(deps: { config: Config; links: LinkService; cl
           long_url: row.long_url,
           scheme: u.protocol,
           host: u.host,
-          rest: row.long_url.slice(u.protocol.length + 2 + u.host.length),
+          rest: u.pathname + u.search + u.hash,
         },
         { title: `Leaving for ${u.host}` },
       )
@@ -58,7 +59,7 @@ export function createVisitRoutes(deps: { config: Config; links: LinkService; cl
     const status = via === 'post' ? 303 : redirectStatus
     return new Response(null, {
       status,
-      headers: { location: row.long_url, 'cache-control': 'private, no-cache', 'referrer-policy': 'unsafe-url' },
+      headers: { location: row.long_url, 'cache-control': 'private, no-cache' },
     })
   }
 
@@ -84,7 +85,7 @@ export function createVisitRoutes(deps: { config: Config; links: LinkService; cl
     const d = attempts.hit(bucket, PASSWORD_ATTEMPTS_PER_MINUTE)
     if (!d.allowed)
       return passwordForm(row, referer, `Too many attempts: wait ${d.reset} s and try again.`, 429, { 'retry-after': String(d.reset) })
-    if (given.length > 0 && given.length <= 128 && (await Bun.password.verify(given, row.password_hash!)))
+    if (given.length > 0 && [...given].length <= MAX_PASSWORD_LENGTH && (await Bun.password.verify(given, row.password_hash!)))
       return reachDestination(row, request, request.method === 'POST' ? 'post' : 'get', referer)
     return passwordForm(row, referer, 'That password is not right.', 401)
   }
