@@ -18,6 +18,7 @@ import { createVisitRoutes, messagePage, notFoundPage } from './links/visit'
 import { qrApi } from './qr/api'
 import { createQrRoutes } from './qr/public'
 import { createQrService } from './qr/service'
+import { createDocsRoutes } from './pages/docs'
 import { STYLE_CSS } from './pages/render'
 import { VERSION } from './version'
 
@@ -63,6 +64,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     .get('/', () => new Response(`linkbox ${VERSION}: short links, QR codes, media and temporary mail. API: /api/\n`, {
       headers: { 'content-type': 'text/plain; charset=utf-8' },
     }))
+    .use(createDocsRoutes({ methods, baseUrl: config.server.base_url, version: VERSION }))
     .use(api.plugin)
     .use(createQrRoutes({ config, links, qr }))
     .use(createVisitRoutes({ config, links, clientIp }))

@@ -232,3 +232,38 @@ describe('marketplace route', () => {
     expect(res.status).toBe(401)
   })
 })
+
+describe('CORS and the API documents', () => {
+  test('answers allow any origin and expose the rate-limit headers; preflight is 204', async () => {
+    const r = await box.post('/api/getLink.json', { url: 'https://example.com/cors' })
+    expect(r.headers.get('access-control-allow-origin')).toBe('*')
+    expect(r.headers.get('access-control-expose-headers')).toContain('RateLimit-Remaining')
+    const e = await box.post('/api/links.json', {})
+    expect(e.headers.get('access-control-allow-origin')).toBe('*')
+    const pre = await box.request('/api/getLink.json', { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-headers': 'x-api-key' } })
+    expect(pre.status).toBe(204)
+    expect(pre.headers.get('access-control-allow-headers')).toContain('X-Api-Key')
+    expect((await box.request('/api/nope.json', { method: 'OPTIONS' })).status).toBe(404)
+  })
+
+  test('/api/docs/openapi.json describes every method with its parameters; /api/docs is a page', async () => {
+    const doc = (await box.get('/api/docs/openapi.json')).body
+    expect(doc.openapi).toBe('3.1.0')
+    for (const m of box.methods) {
+      const op = doc.paths[m.path][m.verb.toLowerCase()]
+      expect(op.summary).toBe(m.summary)
+      const names = m.verb === 'GET'
+        ? op.parameters.map((p: any) => p.name)
+        : Object.keys(op.requestBody.content['application/x-www-form-urlencoded'].schema.properties)
+      expect(names).toEqual(m.params.map((p) => p.name))
+    }
+    expect(Object.keys(doc.paths)).toContain('/api/getLink.json')
+    expect(doc.paths['/api/getLink.json'].post.requestBody.content['application/x-www-form-urlencoded'].schema.required).toEqual(['url'])
+    const page = await box.request('/api/docs')
+    expect(page.status).toBe(200)
+    expect(page.headers.get('content-security-policy')).toContain("default-src 'none'")
+    const html = await page.text()
+    expect(html).toContain('/api/getLink.json')
+    expect(html).toContain('/api/qr.json')
+  })
+})

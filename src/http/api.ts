@@ -46,7 +46,19 @@ export interface ApiDeps {
   clientIp: (request: Request) => string
 }
 
-const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }
+// Keys travel in headers, never in cookies, so any web page may call the API with its own key: CORS is
+// open, and browsers may read the rate-limit headers.
+const CORS_HEADERS = {
+  'access-control-allow-origin': '*',
+  'access-control-expose-headers': 'RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After',
+}
+const PREFLIGHT_HEADERS = {
+  ...CORS_HEADERS,
+  'access-control-allow-methods': 'GET, POST',
+  'access-control-allow-headers': 'X-Api-Key, Authorization, Content-Type',
+  'access-control-max-age': '86400',
+}
+const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...CORS_HEADERS }
 
 export function jsonResponse(status: number, body: unknown, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), { status, headers: { ...JSON_HEADERS, ...headers } })
@@ -131,7 +143,7 @@ export function createApi(methods: ApiMethod[], deps: ApiDeps) {
       const params = method.verb === 'GET' ? queryParams(request.url) : await bodyParams(request, API_BODY_LIMIT)
       const result = await method.handler({ params, caller, request, clientIp })
       if (result instanceof Response) {
-        for (const [k, v] of Object.entries(rateHeaders(decision))) result.headers.set(k, v)
+        for (const [k, v] of Object.entries({ ...CORS_HEADERS, ...rateHeaders(decision) })) result.headers.set(k, v)
         return result
       }
       return jsonResponse(200, { status: 'success', return: result }, rateHeaders(decision))
@@ -146,6 +158,7 @@ export function createApi(methods: ApiMethod[], deps: ApiDeps) {
   function unmatched(request: Request): Response {
     const path = new URL(request.url).pathname
     const known = byPath.get(path)
+    if (known && request.method === 'OPTIONS') return new Response(null, { status: 204, headers: PREFLIGHT_HEADERS })
     if (known) {
       const allow = known.map((m) => m.verb).join(', ')
       return errorResponse(
