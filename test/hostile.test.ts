@@ -4,7 +4,7 @@
 // Plus malformed bodies, the 64 KiB body limit, repeated and unknown parameters, multipart and JSON bodies.
 import { afterAll, describe, expect, test } from 'bun:test'
 import { MAX_EXPIRE, MAX_URL_LENGTH } from '../src/links/validate'
-import { makeBox, type ApiAnswer, type TestBox } from './support/app'
+import { makeBox, readAnswer, type ApiAnswer, type TestBox } from './support/app'
 
 const boxes: TestBox[] = []
 afterAll(async () => {
@@ -31,21 +31,13 @@ const FIXTURE = 'Fixture-Link'
 // ---------------------------------------------------------------------------------------------------------
 // Sending and checking
 
-async function answer(res: Response): Promise<ApiAnswer> {
-  const text = await res.text()
-  let body: any = text
-  try {
-    body = JSON.parse(text)
-  } catch {}
-  return { status: res.status, headers: res.headers, body }
-}
 
 function sendForm(b: TestBox, path: string, fields: Record<string, string>, key: boolean) {
   return b.post(path, fields, key ? AUTH : {})
 }
 
 async function sendJson(b: TestBox, path: string, body: string, key: boolean) {
-  return answer(
+  return readAnswer(
     await b.request(path, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...(key ? AUTH : {}) },
@@ -57,7 +49,7 @@ async function sendJson(b: TestBox, path: string, body: string, key: boolean) {
 async function sendRaw(b: TestBox, path: string, init: RequestInit, key = true) {
   const headers = new Headers(init.headers)
   if (key) headers.set('x-api-key', KEY)
-  return answer(await b.request(path, { method: 'POST', ...init, headers }))
+  return readAnswer(await b.request(path, { method: 'POST', ...init, headers }))
 }
 
 const re = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')

@@ -25,6 +25,16 @@ export interface ApiAnswer {
   body: any
 }
 
+/** Status, headers and the body parsed as JSON (or the text, when it is not JSON). */
+export async function readAnswer(res: Response): Promise<ApiAnswer> {
+  const text = await res.text()
+  let body: any = text
+  try {
+    body = JSON.parse(text)
+  } catch {}
+  return { status: res.status, headers: res.headers, body }
+}
+
 export function tempDir(prefix = 'linkbox-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix))
 }
@@ -41,20 +51,12 @@ export async function makeBox(overrides: Record<string, unknown> = {}, opts: App
   const dir = tempDir()
   const box = createLinkbox(testConfig(dir, overrides), opts)
   const request = (path: string, init?: RequestInit) => box.app.handle(new Request(`${BASE}${path}`, init))
-  const answer = async (res: Response): Promise<ApiAnswer> => {
-    const text = await res.text()
-    let body: any = text
-    try {
-      body = JSON.parse(text)
-    } catch {}
-    return { status: res.status, headers: res.headers, body }
-  }
   let closed = false
   return Object.assign(box, {
     dir,
     request,
     post: async (path: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
-      answer(
+      readAnswer(
         await request(path, {
           method: 'POST',
           body: new URLSearchParams(fields).toString(),
@@ -63,7 +65,7 @@ export async function makeBox(overrides: Record<string, unknown> = {}, opts: App
       ),
     get: async (path: string, query: Record<string, string> = {}, headers: Record<string, string> = {}) => {
       const qs = new URLSearchParams(query).toString()
-      return answer(await request(qs ? `${path}?${qs}` : path, { headers }))
+      return readAnswer(await request(qs ? `${path}?${qs}` : path, { headers }))
     },
     account: async (name: string, o: { admin?: boolean } = {}) =>
       (await box.accounts.createAccount({ name, admin: o.admin })).key.key,

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import type { Subprocess } from 'bun'
+import { readAnswer, type ApiAnswer } from './app'
 
 export const REPO_ROOT = resolve(import.meta.dir, '../..')
 /** `bun src/main.ts`, run by the same bun that runs the tests. */
@@ -252,18 +253,13 @@ export async function apiPost(
   method: string,
   fields: Record<string, string>,
   headers: Record<string, string> = {},
-): Promise<{ status: number; headers: Headers; body: any }> {
+): Promise<ApiAnswer> {
   const res = await fetch(`${base}/api/${method}`, {
     method: 'POST',
     body: new URLSearchParams(fields),
     headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
   })
-  const text = await res.text()
-  let body: any = text
-  try {
-    body = JSON.parse(text)
-  } catch {}
-  return { status: res.status, headers: res.headers, body }
+  return readAnswer(res)
 }
 
 export function removeDir(dir: string): void {
