@@ -24,7 +24,7 @@ import {
 export interface LinkRecord {
   hex: string
   url: string
-  long_url: string | null
+  long_url: string
   qr: string
   stats: string
   mode: Mode
@@ -78,12 +78,12 @@ export function createLinkService(deps: {
     blockedDomains: config.links.blocked_domains,
   }
 
-  function record(row: LinkRow, opts: { showLongUrl?: boolean } = {}): LinkRecord {
+  function record(row: LinkRow): LinkRecord {
     const now = clock()
     return {
       hex: row.code,
       url: `${base}/${row.code}`,
-      long_url: opts.showLongUrl === false ? null : row.long_url,
+      long_url: row.long_url,
       qr: `${base}/qr/${row.code}.png`,
       stats: `${base}/${row.code}+`,
       mode: row.mode,
@@ -121,8 +121,6 @@ export function createLinkService(deps: {
   }
 
   return {
-    record,
-    urlRules,
 
     async create(input: CreateLinkInput, caller: Caller | null): Promise<LinkRecord> {
       if (!present(input.url)) throw new AppError(400, 'missing_parameter', 'The parameter "url" is required.')
@@ -203,7 +201,7 @@ export function createLinkService(deps: {
       const more = rows.length > limit
       const pageRows = more ? rows.slice(0, limit) : rows
       return {
-        links: pageRows.map((r) => record(r)),
+        links: pageRows.map(record),
         count: store.count(caller.accountId),
         next: more ? String(pageRows[pageRows.length - 1]!.id) : null,
       }
@@ -211,8 +209,6 @@ export function createLinkService(deps: {
 
     stats(input: { code: unknown; from?: unknown; to?: unknown }, caller: Caller | null) {
       const code = validateCode(input.code)
-      const row = store.byCode(code)
-      if (!row) throw notFound(`No link with the code "${code}".`)
       const today = dayOf(clock())
       const to = present(input.to) ? parseDay(input.to, 'to') : today
       const from = present(input.from)
@@ -223,7 +219,8 @@ export function createLinkService(deps: {
       if (span > 366) throw invalidParameter('from', 'at most 366 days before "to"')
       // Pending clicks are at most a second old; writing them first makes the answer exact.
       if (recorder.pending > 0) recorder.flush()
-      const fresh = store.byCode(code) ?? row
+      const row = store.byCode(code)
+      if (!row) throw notFound(`No link with the code "${code}".`)
       const byDay = new Map(store.days(row.id, from, to).map((d) => [d.day, d.clicks]))
       const days: { date: string; clicks: number }[] = []
       for (let t = Date.parse(`${from}T00:00:00Z`), i = 0; i < span; i++, t += DAY_MS) {
@@ -234,12 +231,12 @@ export function createLinkService(deps: {
       for (const d of store.dims(row.id, from, to)) groups[d.dim]?.push({ name: d.name, clicks: d.clicks })
       const isOwner = !!caller && mayChange(row, caller)
       return {
-        hex: fresh.code,
-        url: `${base}/${fresh.code}`,
-        long_url: fresh.password_hash && !isOwner ? null : fresh.long_url,
-        created: iso(fresh.created),
-        clicks: fresh.clicks,
-        bots: fresh.bots,
+        hex: row.code,
+        url: `${base}/${row.code}`,
+        long_url: row.password_hash && !isOwner ? null : row.long_url,
+        created: iso(row.created),
+        clicks: row.clicks,
+        bots: row.bots,
         from,
         to,
         days,
