@@ -1,5 +1,6 @@
 // The five link methods through the real app and the real SQLite file (SPEC §1–2).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { createLinkService } from '../src/links/service'
 import { makeBox, type TestBox } from './support/app'
 
 let now = Date.parse('2026-06-01T12:00:00Z')
@@ -39,6 +40,24 @@ describe('getLink.json', () => {
     const db = row(ret.hex)
     expect(db.account_id).toBeNull()
     expect(db.long_url).toBe('https://example.com/some/path?q=1#frag')
+  })
+
+  test('generated codes grow by one character after repeated collisions, and skip reserved words', async () => {
+    const tried: string[] = []
+    // Every 6-character draw collides with one existing code or is reserved; 7-character ones are free.
+    const taken = (await create({ url: 'https://example.com/taken', alias: 'Taken6' })).body.return.hex
+    const links = createLinkService({
+      db: box.db, config: box.config, recorder: box.recorder, events: box.events,
+      randomCode: (length) => {
+        const code = length === 6 ? (tried.length % 2 ? taken : 'assets') : 'Grown07'.slice(0, length)
+        tried.push(code)
+        return code
+      },
+    })
+    const rec = await links.create({ url: 'https://example.com/grown' }, null)
+    expect(rec.hex).toBe('Grown07')
+    expect(tried.filter((c) => c.length === 6).length).toBe(4)
+    expect(row('Grown07').long_url).toBe('https://example.com/grown')
   })
 
   test('with a key the link belongs to the key\'s account', async () => {

@@ -63,9 +63,12 @@ export function createLinkService(deps: {
   recorder: ClickRecorder
   events: Events
   clock?: () => number
+  /** Random short codes of a given length (tests replace it to force collisions). */
+  randomCode?: (length: number) => string
 }) {
   const { db, config, recorder, events } = deps
   const clock = deps.clock ?? Date.now
+  const randomCode = deps.randomCode ?? randomBase62
   const store = createLinkStore(db)
   const base = config.server.base_url
   // Visits read links far more often than anything changes them, and only this process changes them:
@@ -108,7 +111,7 @@ export function createLinkService(deps: {
     // 6 random characters (62^6 ≈ 5.7e10); after repeated collisions the codes grow by one character.
     for (let length = 6; length <= 12; length++) {
       for (let attempt = 0; attempt < 4; attempt++) {
-        const code = randomBase62(length)
+        const code = randomCode(length)
         if (isReserved(code) || store.codeExists(code)) continue
         try {
           return store.insert({ ...fields, code })
