@@ -28,7 +28,11 @@ rmSync(outfile, { force: true })
 
 const started = performance.now()
 const result = await Bun.build({
-  entrypoints: [resolve(root, 'src/main.ts')],
+  // The QR worker is loaded by URL at run time, so it is an entrypoint of its own (bun bundles each into
+  // the executable). Entry names without their directory put it at /$bunfs/root/render-worker.js, next
+  // to the main module, where src/qr/renderer.ts looks for it.
+  entrypoints: [resolve(root, 'src/main.ts'), resolve(root, 'src/qr/render-worker.ts')],
+  naming: { entry: '[name].[ext]' },
   root,
   compile: {
     outfile,

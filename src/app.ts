@@ -8,7 +8,7 @@ import { createClickRecorder } from './clicks/recorder'
 import type { Config } from './config'
 import { openDatabase } from './db'
 import { createEvents } from './events'
-import { notFound } from './errors'
+import { AppError, notFound } from './errors'
 import { createApi, errorResponse, type ApiMethod } from './http/api'
 import { createClientIp } from './http/client-ip'
 import { createRateLimiter } from './http/rate-limit'
@@ -17,6 +17,7 @@ import { createLinkService } from './links/service'
 import { createVisitRoutes, messagePage, notFoundPage } from './links/visit'
 import { qrApi } from './qr/api'
 import { createQrRoutes } from './qr/public'
+import { createQrRenderer, type QrRenderer } from './qr/renderer'
 import { createQrService } from './qr/service'
 import { createDocsRoutes } from './pages/docs'
 import { STYLE_CSS } from './pages/render'
@@ -26,6 +27,8 @@ export interface AppOptions {
   clock?: () => number
   /** Click buffer settings (tests shorten the interval). */
   clicks?: { maxBatch?: number; intervalMs?: number }
+  /** The QR renderer (tests pass one with a tiny queue). */
+  qrRenderer?: QrRenderer
 }
 
 export function createLinkbox(config: Config, opts: AppOptions = {}) {
@@ -36,7 +39,8 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const accounts = createAccountService(db, clock)
   const recorder = createClickRecorder(db, opts.clicks)
   const links = createLinkService({ db, config, recorder, events, clock })
-  const qr = createQrService()
+  const qrRenderer = opts.qrRenderer ?? createQrRenderer()
+  const qr = createQrService(qrRenderer)
   const limiter = createRateLimiter(clock)
   const clientIpOf = createClientIp(config.server.trusted_proxies)
 
@@ -53,6 +57,9 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
       const isApi = new URL(request.url).pathname.startsWith('/api')
       if (code === 'NOT_FOUND') return isApi ? errorResponse(notFound()) : notFoundPage()
       if (isApi) return errorResponse(error)
+      // A page's route may throw an AppError too (a full QR queue: 503 with Retry-After): its status,
+      // message and headers make the page. Anything else is a fault, logged and not shown.
+      if (error instanceof AppError) return messagePage(error.status, 'Try again later', error.message, error.headers)
       console.error('internal error:', error)
       return messagePage(500, 'Something went wrong', 'The request could not be completed. Try again in a moment.')
     })
@@ -109,6 +116,8 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
         clearTimeout(timer)
       }
       server = null
+      // A running worker thread would keep the process (or the test runner) from exiting.
+      qrRenderer.close()
       recorder.stop()
       db.close()
     },

@@ -18,6 +18,8 @@ import {
   type RunningServer,
 } from './support/server'
 
+const PNG_MAGIC = Buffer.from('\x89PNG', 'latin1')
+
 // These tests start real processes; bun's default of 5 s per test or hook is tight on a slow machine.
 setDefaultTimeout(30_000)
 
@@ -107,6 +109,23 @@ describe('serving from the binary', () => {
     const listed = await apiPost(server.url, 'links.json', {}, { 'x-api-key': key })
     expect(listed.status).toBe(200)
     expect(listed.body.return.links.map((l: { hex: string }) => l.hex)).toEqual([code])
+  })
+
+  // The renderer runs in a worker, an entrypoint of its own in the executable: a wrong path to it breaks
+  // only these two.
+  test('qr.json renders a PNG (on the bundled worker)', async () => {
+    const r = await fetch(`${server.url}/api/qr.json?data=hi&raw=1`, { headers: { 'x-api-key': key } })
+    expect(r.status).toBe(200)
+    expect(r.headers.get('content-type')).toBe('image/png')
+    expect(Buffer.from(await r.arrayBuffer()).subarray(0, 4)).toEqual(PNG_MAGIC)
+  })
+
+  test('the public image of a link is a PNG', async () => {
+    const created = await apiPost(server.url, 'getLink.json', { url: 'https://example.com/qr' }, { 'x-api-key': key })
+    const r = await fetch(`${server.url}/qr/${created.body.return.hex}.png`)
+    expect(r.status).toBe(200)
+    expect(r.headers.get('content-type')).toBe('image/png')
+    expect(Buffer.from(await r.arrayBuffer()).subarray(0, 4)).toEqual(PNG_MAGIC)
   })
 
   test('an unknown code gets the embedded HTML page with a CSP', async () => {

@@ -42,6 +42,11 @@ export async function benchQr(): Promise<string[]> {
     const auth = { 'x-api-key': key }
     const png = await run(`/api/qr.json?data=${encodeURIComponent('https://example.com/some/page?id=42')}`, auth)
     const svg = await run(`/api/qr.json?format=svg&data=${encodeURIComponent('https://example.com/some/page?id=42')}`, auth)
+    // Both at once: what a client hammering qr.json costs everyone else's redirects.
+    const [mixedRedirect, mixedPng] = await Promise.all([
+      run(`/${code}`),
+      run(`/api/qr.json?size=1024&data=${encodeURIComponent('https://example.com/some/page?id=43')}`, auth),
+    ])
     return [
       `wrk -t2 -c${CONNECTIONS} -d${SECONDS}s against 127.0.0.1 (server and wrk share ${navigator.hardwareConcurrency} CPUs)`,
       fmt('(a) /<code> redirect (baseline)', redirect),
@@ -49,6 +54,10 @@ export async function benchQr(): Promise<string[]> {
       fmt('(c) qr.json png 300 px, rendered', png),
       fmt('(d) qr.json svg, rendered', svg),
       `cached image / redirect: ${(image.rps / redirect.rps).toFixed(2)}`,
+      'mixed load: (e) and (f) run at the same time, two wrk processes',
+      fmt('(e) /<code> redirect, under (f)', mixedRedirect),
+      fmt('(f) qr.json png 1024 px, rendered', mixedPng),
+      `redirect under qr.json load / alone: ${(mixedRedirect.rps / redirect.rps).toFixed(2)}`,
     ]
   } finally {
     await box.close()

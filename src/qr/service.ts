@@ -178,10 +178,11 @@ export async function renderQr(settings: QrSettings): Promise<QrImage> {
   return { format, mime: QR_MIME[format], size, ecc, fg, bg, margin, body }
 }
 
-export function createQrService() {
+/** `renderer` draws the images (renderer.ts: on a worker thread); the parameters are checked before, here. */
+export function createQrService(renderer: { render: (settings: QrSettings) => Promise<QrImage> }) {
   return {
-    /** Validates the parameters and renders the image. */
-    generate: (input: QrInput): Promise<QrImage> => renderQr(parseQrSettings(input)),
+    /** Validates the parameters (throwing at once) and renders the image. */
+    generate: (input: QrInput): Promise<QrImage> => renderer.render(parseQrSettings(input)),
   }
 }
 export type QrService = ReturnType<typeof createQrService>
