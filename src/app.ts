@@ -65,7 +65,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     })
     .get('/healthz', () => ({ status: 'ok', version: VERSION }))
     .get('/assets/style.css', () => new Response(STYLE_CSS, {
-      headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=3600' },
+      headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=31536000, immutable' },
     }))
     .get('/robots.txt', () => new Response('User-agent: *\nDisallow: /\n', { headers: { 'content-type': 'text/plain' } }))
     .get('/', () => new Response(`linkbox ${VERSION}: short links, QR codes, media and temporary mail. API: /api/\n`, {

@@ -170,6 +170,16 @@ describe('expired, unknown, statistics page', () => {
     expect(html).toContain(`Statistics of http://localhost:8080/${code}`)
     expect(html).toContain('https://example.com/public-stats')
     expect(html).toContain('<strong>1</strong> clicks')
+    // The clicks-by-day chart: one bar per day of the window, each with its exact count.
+    const bars = html.match(/<rect class="bar"[^>]*><title>[^<]*<\/title><\/rect>/g)!
+    expect(bars).toHaveLength(30)
+    expect(bars.at(-1)).toContain('<title>2026-06-01: 1</title>')
+    expect(bars[0]).toContain(': 0</title>')
+    // The stylesheet's URL carries its version, so it can be cached for good.
+    const css = html.match(/href="(\/assets\/style\.css\?v=[0-9a-f]{12})"/)![1]!
+    const sheet = await box.request(css)
+    expect(sheet.headers.get('cache-control')).toContain('immutable')
+    expect(await sheet.text()).toContain('svg.chart')
     const hidden = await link({ url: 'https://example.com/hidden-dest', password: 'x' })
     const h = await (await visit(`/${hidden}+`)).text()
     expect(h).not.toContain('hidden-dest')

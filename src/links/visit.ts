@@ -10,7 +10,7 @@ import type { Config } from '../config'
 import { AppError } from '../errors'
 import { readBodyLimited } from '../http/params'
 import { createRateLimiter } from '../http/rate-limit'
-import { countTable, page } from '../pages/render'
+import { countTable, dayChart, page } from '../pages/render'
 import type { LinkService } from './service'
 import type { LinkRow } from './store'
 import { MAX_PASSWORD_LENGTH } from './validate'
@@ -104,7 +104,7 @@ export function createVisitRoutes(deps: { config: Config; links: LinkService; cl
         created: s.created!.slice(0, 10),
         from: s.from,
         to: s.to,
-        days: countTable(s.days, 'Day'),
+        days: dayChart(s.days),
         sources: countTable(s.sources, 'Source'),
         devices: countTable(s.devices, 'Device'),
         browsers: countTable(s.browsers, 'Browser'),

@@ -4,6 +4,8 @@ import layout from '../../assets/layout.html' with { type: 'text' }
 import style from '../../assets/style.css' with { type: 'text' }
 
 export const STYLE_CSS = style as unknown as string
+/** Part of the stylesheet's URL: a new release's CSS gets a new URL, so it can be cached for a year. */
+export const STYLE_VERSION = new Bun.CryptoHasher('sha256').update(STYLE_CSS).digest('hex').slice(0, 12)
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }
 export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ESCAPES[c]!)
@@ -30,6 +32,7 @@ export interface PageOptions {
 export function page(template: string, vars: Record<string, string | number>, opts: PageOptions): Response {
   const html = fill(layout as unknown as string, {
     title: opts.title,
+    style_version: STYLE_VERSION,
     body_class: opts.bodyClass ?? '',
     content: fill(template, vars),
   })
@@ -54,4 +57,34 @@ export function countTable(rows: { name?: string; date?: string; clicks: number 
     .map((r) => `<tr><td>${escapeHtml(r.name ?? r.date ?? '')}</td><td class="n">${r.clicks}</td></tr>`)
     .join('')
   return `<table><thead><tr><th>${escapeHtml(head)}</th><th class="n">Clicks</th></tr></thead><tbody>${body}</tbody></table>`
+}
+
+/**
+ * Clicks by day as an inline SVG bar chart, drawn here: no script, no third-party library, and no inline
+ * styles (the page's CSP forbids them; SVG presentation attributes are not styles). Each bar has a
+ * <title> for its exact count; the table under it keeps the numbers readable without the picture.
+ */
+export function dayChart(days: { date: string; clicks: number }[]): string {
+  const width = 640
+  const height = 160
+  const top = 16
+  const bottom = 20
+  const max = Math.max(1, ...days.map((d) => d.clicks))
+  const step = width / Math.max(1, days.length)
+  const bar = Math.max(1, step * 0.8)
+  const bars = days
+    .map((d, i) => {
+      const h = Math.round(((height - top - bottom) * d.clicks) / max)
+      const x = (i * step + (step - bar) / 2).toFixed(1)
+      return `<rect class="bar" x="${x}" y="${height - bottom - h}" width="${bar.toFixed(1)}" height="${Math.max(h, d.clicks ? 1 : 0)}"><title>${escapeHtml(d.date)}: ${d.clicks}</title></rect>`
+    })
+    .join('')
+  const first = days[0]?.date ?? ''
+  const last = days[days.length - 1]?.date ?? ''
+  return `<svg class="chart" viewBox="0 0 ${width} ${height}" role="img" aria-label="Clicks by day, ${escapeHtml(first)} to ${escapeHtml(last)}, at most ${max} a day">
+<line class="axis" x1="0" y1="${height - bottom}" x2="${width}" y2="${height - bottom}"/>
+<text x="0" y="11">${max}</text>${bars}
+<text x="0" y="${height - 4}">${escapeHtml(first)}</text><text x="${width}" y="${height - 4}" text-anchor="end">${escapeHtml(last)}</text>
+</svg>
+<details><summary>Every day as a table</summary>${countTable(days, 'Day')}</details>`
 }
