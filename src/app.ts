@@ -14,7 +14,7 @@ import { createClientIp } from './http/client-ip'
 import { createRateLimiter } from './http/rate-limit'
 import { linkApi } from './links/api'
 import { createLinkService } from './links/service'
-import { createVisitRoutes, messagePage, notFoundPage } from './links/visit'
+import { createVisitRoutes, errorPage, messagePage, notFoundPage } from './links/visit'
 import { qrApi } from './qr/api'
 import { createQrRoutes } from './qr/public'
 import { createQrRenderer, type QrRenderer } from './qr/renderer'
@@ -59,7 +59,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
       if (isApi) return errorResponse(error)
       // A page's route may throw an AppError too (a full QR queue: 503 with Retry-After): its status,
       // message and headers make the page. Anything else is a fault, logged and not shown.
-      if (error instanceof AppError) return messagePage(error.status, 'Try again later', error.message, error.headers)
+      if (error instanceof AppError) return errorPage(error)
       console.error('internal error:', error)
       return messagePage(500, 'Something went wrong', 'The request could not be completed. Try again in a moment.')
     })

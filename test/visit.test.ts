@@ -186,3 +186,11 @@ describe('expired, unknown, statistics page', () => {
     expect((await visit('/unknown0+')).status).toBe(404)
   })
 })
+
+test('a password form body over 8 KiB → 413 page', async () => {
+  const code = await link({ url: 'https://example.com/big-form', password: 'pw' })
+  const r = await visit(`/${code}`, { method: 'POST', body: new URLSearchParams({ password: 'x'.repeat(9000) }) })
+  expect(r.status).toBe(413)
+  expect(r.headers.get('content-type')).toContain('text/html')
+  expect(await r.text()).toContain('Request too large')
+})

@@ -22,6 +22,15 @@ const PASSWORD_ATTEMPTS_PER_MINUTE = 10
 export function messagePage(status: number, heading: string, text: string, headers?: Record<string, string>) {
   return page(tpl(messageTpl), { heading, text }, { status, title: heading, headers })
 }
+const HEADINGS: Record<number, string> = {
+  408: 'Request timed out',
+  413: 'Request too large',
+  429: 'Too many requests',
+  503: 'Busy: try again in a moment',
+}
+/** A page for an AppError thrown on a public route: its status, message and headers (Retry-After). */
+export const errorPage = (err: AppError) =>
+  messagePage(err.status, HEADINGS[err.status] ?? 'Request refused', err.message, err.headers)
 export const notFoundPage = () =>
   messagePage(404, 'Link not found', 'There is no short link at this address. Check that it was copied in full — codes are case-sensitive.')
 
@@ -132,13 +141,8 @@ export function createVisitRoutes(deps: { config: Config; links: LinkService; cl
     .post('/:code', async ({ params, request }) => {
       const found = lookup(params.code)
       if (found instanceof Response) return found
-      let form: URLSearchParams
-      try {
-        form = new URLSearchParams(new TextDecoder().decode(await readBodyLimited(request, FORM_LIMIT)))
-      } catch (err) {
-        if (err instanceof AppError) return messagePage(err.status, 'Request too large', err.message)
-        throw err
-      }
+      // Too large (413) or stalled (408): the app's error handler turns the AppError into a page.
+      const form = new URLSearchParams(new TextDecoder().decode(await readBodyLimited(request, FORM_LIMIT)))
       const referer = form.get('ref') ?? ''
       if (!found.password_hash) return reachDestination(found, request, 'post', referer)
       const given = request.headers.get('x-link-password') ?? form.get('password') ?? ''
