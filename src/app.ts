@@ -8,6 +8,7 @@ import { createClickRecorder } from './clicks/recorder'
 import type { Config } from './config'
 import { openDatabase } from './db'
 import { createEvents } from './events'
+import { createMetrics } from './metrics'
 import { AppError, notFound } from './errors'
 import { createApi, errorResponse, type ApiMethod } from './http/api'
 import { createClientIp } from './http/client-ip'
@@ -49,8 +50,25 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const clientIp = (request: Request) =>
     clientIpOf(server?.requestIP(request)?.address ?? null, request.headers.get('x-forwarded-for'))
 
+  const metrics = createMetrics()
+  const visits = metrics.counter('linkbox_visits_total', 'Visits of short links and their pages, by outcome.', 'outcome')
+  const answers = metrics.counter('linkbox_api_requests_total', 'Answers of /api methods, by method and HTTP status.')
+  const startedAt = Date.now()
+  metrics.sampled('linkbox_links', 'Short links stored.', () => (db.query('SELECT count(*) AS n FROM links').get() as { n: number }).n)
+  metrics.sampled('linkbox_clicks_written_total', 'Clicks (human and bot) written to the database since start.', () => recorder.flushed, 'counter')
+  metrics.sampled('linkbox_click_buffer', 'Clicks waiting in memory for the next write.', () => recorder.pending)
+  metrics.sampled('linkbox_qr_waiting', 'QR renderings waiting for the worker.', () => qrRenderer.waiting)
+  metrics.sampled('process_resident_memory_bytes', 'Resident memory of the process.', () => process.memoryUsage.rss())
+  metrics.sampled('process_uptime_seconds', 'Seconds since the service started.', () => Math.round((Date.now() - startedAt) / 1000))
+
   const methods: ApiMethod[] = [...linkApi(links), ...qrApi(qr)]
-  const api = createApi(methods, { config, accounts, limiter, clientIp })
+  const api = createApi(methods, {
+    config,
+    accounts,
+    limiter,
+    clientIp,
+    onAnswer: (m, status) => answers.incLabels({ method: m.path.replace('/api/', ''), status: String(status) }),
+  })
 
   const app = new Elysia({ name: 'linkbox' })
     .onError(({ code, error, request }) => {
@@ -64,6 +82,9 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
       return messagePage(500, 'Something went wrong', 'The request could not be completed. Try again in a moment.')
     })
     .get('/healthz', () => ({ status: 'ok', version: VERSION }))
+    .get('/metrics', () => new Response(metrics.render(), {
+      headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' },
+    }))
     .get('/assets/style.css', () => new Response(STYLE_CSS, {
       headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=31536000, immutable' },
     }))
@@ -74,7 +95,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     .use(createDocsRoutes({ methods, baseUrl: config.server.base_url, version: VERSION }))
     .use(api.plugin)
     .use(createQrRoutes({ config, links, qr }))
-    .use(createVisitRoutes({ config, links, clientIp }))
+    .use(createVisitRoutes({ config, links, clientIp, count: (outcome) => visits.inc(outcome) }))
 
   return {
     config,

@@ -267,3 +267,29 @@ describe('CORS and the API documents', () => {
     expect(html).toContain('/api/qr.json')
   })
 })
+
+test('/metrics: Prometheus text with visits by outcome, API answers by method and status, and gauges', async () => {
+  const b = await makeBox()
+  try {
+    const code = (await b.post('/api/getLink.json', { url: 'https://example.com/m' })).body.return.hex
+    await b.request(`/${code}`, { redirect: 'manual' })
+    await b.request('/nosuch1')
+    await b.post('/api/links.json', {})
+    const res = await b.request('/metrics')
+    expect(res.headers.get('content-type')).toContain('text/plain')
+    const text = await res.text()
+    expect(text).toContain('# TYPE linkbox_visits_total counter')
+    expect(text).toContain('linkbox_visits_total{outcome="redirect"} 1')
+    expect(text).toContain('linkbox_visits_total{outcome="not_found"} 1')
+    expect(text).toContain('linkbox_api_requests_total{method="getLink.json",status="200"} 1')
+    expect(text).toContain('linkbox_api_requests_total{method="links.json",status="401"} 1')
+    expect(text).toContain('linkbox_links 1')
+    expect(text).toContain('linkbox_click_buffer 1')
+    expect(text).toMatch(/^process_resident_memory_bytes \d+$/m)
+    // Every sample line is "name{labels} number" or "name number".
+    for (const line of text.trim().split('\n').filter((l) => !l.startsWith('#')))
+      expect(line).toMatch(/^[a-z_]+(\{[^}]*\})? \d+(\.\d+)?$/)
+  } finally {
+    await b.cleanup()
+  }
+})

@@ -44,6 +44,8 @@ export interface ApiDeps {
   accounts: AccountService
   limiter: RateLimiter
   clientIp: (request: Request) => string
+  /** Told of every answer (for metrics). */
+  onAnswer?: (method: ApiMethod, status: number) => void
 }
 
 // Keys travel in headers, never in cookies, so any web page may call the API with its own key: CORS is
@@ -122,6 +124,12 @@ export function createApi(methods: ApiMethod[], deps: ApiDeps) {
   }
 
   async function serve(method: ApiMethod, request: Request): Promise<Response> {
+    const response = await answer(method, request)
+    deps.onAnswer?.(method, response.status)
+    return response
+  }
+
+  async function answer(method: ApiMethod, request: Request): Promise<Response> {
     const clientIp = deps.clientIp(request)
     let decision: RateDecision | null = null
     try {

@@ -34,14 +34,26 @@ export const errorPage = (err: AppError) =>
 export const notFoundPage = () =>
   messagePage(404, 'Link not found', 'There is no short link at this address. Check that it was copied in full — codes are case-sensitive.')
 
-export function createVisitRoutes(deps: { config: Config; links: LinkService; clientIp: (r: Request) => string }) {
+export type VisitOutcome =
+  | 'redirect' | 'preview' | 'frame' | 'password_form' | 'password_wrong' | 'password_limited'
+  | 'expired' | 'not_found' | 'stats_page'
+
+export function createVisitRoutes(deps: {
+  config: Config
+  links: LinkService
+  clientIp: (r: Request) => string
+  /** Told of every visit's outcome (for metrics). */
+  count?: (outcome: VisitOutcome) => void
+}) {
   const { config, links, clientIp } = deps
+  const count = deps.count ?? (() => {})
   const base = config.server.base_url
   const redirectStatus = config.links.redirect_status
   const attempts = createRateLimiter()
 
   function reachDestination(row: LinkRow, request: Request, via: 'get' | 'post', referer: string): Response {
     if (request.method !== 'HEAD') links.recordClick(row, request.headers.get('user-agent') ?? '', referer)
+    count(row.mode)
     const short = `${base}/${row.code}`
     if (row.mode === 'preview') {
       const u = new URL(row.long_url)
@@ -73,6 +85,7 @@ export function createVisitRoutes(deps: { config: Config; links: LinkService; cl
   }
 
   function passwordForm(row: LinkRow, referer: string, error = '', status = 200, headers?: Record<string, string>) {
+    count(status === 200 ? 'password_form' : status === 429 ? 'password_limited' : 'password_wrong')
     return page(
       tpl(passwordTpl),
       { short_url: `${base}/${row.code}`, action: `/${row.code}`, ref: referer, error },
@@ -83,9 +96,14 @@ export function createVisitRoutes(deps: { config: Config; links: LinkService; cl
   /** Shared gate for every visit: unknown → 404, expired → 410. */
   function lookup(code: string): LinkRow | Response {
     const row = links.resolve(code)
-    if (!row) return notFoundPage()
-    if (links.isExpired(row))
+    if (!row) {
+      count('not_found')
+      return notFoundPage()
+    }
+    if (links.isExpired(row)) {
+      count('expired')
       return messagePage(410, 'This link has expired', 'The owner of this short link set it to stop working, and that time has passed.')
+    }
     return row
   }
 
@@ -102,6 +120,7 @@ export function createVisitRoutes(deps: { config: Config; links: LinkService; cl
   function statsPage(code: string): Response {
     const row = links.resolve(code)
     if (!row) return notFoundPage()
+    count('stats_page')
     const s = links.stats({ code }, null)
     return page(
       tpl(statsTpl),

@@ -114,6 +114,10 @@ export function createQrRenderer(opts: QrRendererOptions = {}) {
         dispatch()
       })
     },
+    /** Renderings waiting for a worker (for metrics). */
+    get waiting() {
+      return waiting.length
+    },
     /** Stops the workers, failing what they had; a later rendering would start them again. */
     close() {
       for (const job of waiting.splice(0)) job.reject(internalError())

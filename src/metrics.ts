@@ -1,0 +1,67 @@
+// GET /metrics in the Prometheus text format. Counters are plain in-memory numbers bumped where things
+// happen (a Map lookup on the redirect path, nothing more); gauges are read when scraped.
+type Labels = Record<string, string>
+
+interface Family {
+  help: string
+  type: 'counter' | 'gauge'
+  /** Label text ('' or '{a="b"}') → value. */
+  values: Map<string, number>
+  /** Gauges read at scrape time. */
+  read?: () => number
+}
+
+const escapeLabel = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')
+const labelText = (labels?: Labels) =>
+  labels && Object.keys(labels).length
+    ? `{${Object.entries(labels).map(([k, v]) => `${k}="${escapeLabel(v)}"`).join(',')}}`
+    : ''
+
+export function createMetrics() {
+  const families = new Map<string, Family>()
+  const labelCache = new Map<string, string>()
+
+  function family(name: string, help: string, type: Family['type']): Family {
+    let f = families.get(name)
+    if (!f) families.set(name, (f = { help, type, values: new Map() }))
+    return f
+  }
+
+  return {
+    /** Declares a counter; `inc` then counts under a single label value (the common case, kept cheap). */
+    counter(name: string, help: string, label?: string) {
+      const f = family(name, help, 'counter')
+      return {
+        inc(value?: string, by = 1) {
+          let key = ''
+          if (label !== undefined && value !== undefined) {
+            const cacheKey = `${label}\u0000${value}`
+            key = labelCache.get(cacheKey) ?? labelText({ [label]: value })
+            if (labelCache.size < 10_000) labelCache.set(cacheKey, key)
+          }
+          f.values.set(key, (f.values.get(key) ?? 0) + by)
+        },
+        /** Counts under several labels (off the hot path). */
+        incLabels(labels: Labels, by = 1) {
+          const key = labelText(labels)
+          f.values.set(key, (f.values.get(key) ?? 0) + by)
+        },
+      }
+    },
+    /** A value read at scrape time: a gauge, or a counter kept by someone else. */
+    sampled(name: string, help: string, read: () => number, type: Family['type'] = 'gauge') {
+      family(name, help, type).read = read
+    },
+    render(): string {
+      const lines: string[] = []
+      for (const [name, f] of families) {
+        lines.push(`# HELP ${name} ${f.help}`, `# TYPE ${name} ${f.type}`)
+        if (f.read) lines.push(`${name} ${f.read()}`)
+        else for (const [labels, v] of f.values) lines.push(`${name}${labels} ${v}`)
+      }
+      return lines.join('\n') + '\n'
+    },
+  }
+}
+export type Metrics = ReturnType<typeof createMetrics>
+export type Counter = ReturnType<Metrics['counter']>
