@@ -7,6 +7,7 @@ import { createAccountService, parseScopes } from './accounts/service'
 import { createLinkbox } from './app'
 import { loadConfig, type Config } from './config'
 import { openDatabase } from './db'
+import { formatFindings, runDoctor } from './doctor'
 import { AppError, ConfigError } from './errors'
 import { VERSION } from './version'
 
@@ -19,6 +20,7 @@ Usage:
   linkbox key create ACCOUNT [--scopes a,b] [--label TEXT]
   linkbox key list [ACCOUNT]
   linkbox key revoke ID|PREFIX
+  linkbox doctor                                  check config, data directory, ports and helper programs
   linkbox backup FILE                             consistent copy of the database while it runs
   linkbox version
 
@@ -123,6 +125,11 @@ export async function main(argv: string[]): Promise<number> {
         db.close()
       }
       return 0
+    }
+    case 'doctor': {
+      const findings = await runDoctor(config, values.config ?? process.env.LINKBOX_CONFIG ?? 'no file: the defaults')
+      console.log(formatFindings(findings))
+      return findings.some((f) => f.verdict === 'FAIL') ? 1 : 0
     }
     case 'backup': {
       if (!sub) throw new ConfigError('usage: linkbox backup FILE')

@@ -1,0 +1,100 @@
+// `linkbox doctor`: checks what the service needs before (or while) it runs, and says what to fix.
+// A FAIL stops the service from working; a warn is worth knowing (a feature that will not work, a
+// setting that is probably not what was meant).
+import { accessSync, constants, existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { join } from 'node:path'
+import type { Config } from './config'
+import { openDatabase } from './db'
+import { migrations } from './db/migrations'
+
+export type Verdict = 'ok' | 'warn' | 'FAIL'
+export interface Finding {
+  verdict: Verdict
+  what: string
+  detail: string
+}
+
+function checkDataDir(dir: string): Finding {
+  try {
+    if (existsSync(dir) && !statSync(dir).isDirectory()) return { verdict: 'FAIL', what: 'data_dir', detail: `${dir} is not a directory` }
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    accessSync(dir, constants.W_OK)
+    const probe = join(dir, `.doctor-${process.pid}`)
+    writeFileSync(probe, 'ok')
+    rmSync(probe)
+    return { verdict: 'ok', what: 'data_dir', detail: `${dir} is writable` }
+  } catch (err) {
+    return { verdict: 'FAIL', what: 'data_dir', detail: `${dir}: ${(err as Error).message}` }
+  }
+}
+
+function checkDatabase(dir: string): Finding {
+  const path = join(dir, 'linkbox.db')
+  const fresh = !existsSync(path)
+  try {
+    const db = openDatabase(path) // creates it, or brings its schema up to date
+    const check = (db.query('PRAGMA quick_check').get() as { quick_check: string }).quick_check
+    const version = (db.query('PRAGMA user_version').get() as { user_version: number }).user_version
+    db.close()
+    if (check !== 'ok') return { verdict: 'FAIL', what: 'database', detail: `${path}: quick_check says ${check}` }
+    return { verdict: 'ok', what: 'database', detail: `${path} ${fresh ? 'created' : 'opens'}, schema ${version}/${migrations.length}, quick_check ok` }
+  } catch (err) {
+    return { verdict: 'FAIL', what: 'database', detail: `${path}: ${(err as Error).message}` }
+  }
+}
+
+function checkPort(what: string, host: string, port: number): Promise<Finding> {
+  if (port === 0) return Promise.resolve({ verdict: 'ok', what, detail: 'port 0: any free port is taken at start' })
+  return new Promise((resolve) => {
+    const server = createServer()
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      resolve({
+        verdict: 'warn',
+        what,
+        detail: `${host}:${port} cannot be bound (${err.code ?? err.message})${err.code === 'EADDRINUSE' ? ': is linkbox already running?' : ''}`,
+      }),
+    )
+    server.listen(port, host, () => server.close(() => resolve({ verdict: 'ok', what, detail: `${host}:${port} is free` })))
+  })
+}
+
+async function checkProgram(what: string, command: string[], needed: string): Promise<Finding> {
+  try {
+    const proc = Bun.spawn(command, { stdout: 'pipe', stderr: 'pipe', timeout: 10_000 })
+    const out = (await new Response(proc.stdout).text()).split('\n')[0]!.trim()
+    if ((await proc.exited) !== 0) return { verdict: 'warn', what, detail: `${command[0]} did not run: ${needed}` }
+    return { verdict: 'ok', what, detail: `${command[0]}: ${out}` }
+  } catch {
+    return { verdict: 'warn', what, detail: `${command[0]} not found: ${needed}` }
+  }
+}
+
+function checkBaseUrl(config: Config): Finding {
+  const host = new URL(config.server.base_url).hostname
+  if ((host === 'localhost' || host.startsWith('127.')) && config.server.host !== '127.0.0.1' && config.server.host !== 'localhost')
+    return {
+      verdict: 'warn',
+      what: 'server.base_url',
+      detail: `${config.server.base_url}: short links will point at this machine only; set the public address`,
+    }
+  return { verdict: 'ok', what: 'server.base_url', detail: config.server.base_url }
+}
+
+export async function runDoctor(config: Config, source: string): Promise<Finding[]> {
+  const findings: Finding[] = [{ verdict: 'ok', what: 'config', detail: source }]
+  const dataDir = checkDataDir(config.data_dir)
+  findings.push(dataDir)
+  if (dataDir.verdict === 'ok') findings.push(checkDatabase(config.data_dir))
+  findings.push(await checkPort('server.port', config.server.host, config.server.port))
+  if (config.mail.smtp_port !== 0) findings.push(await checkPort('mail.smtp_port', config.mail.smtp_host, config.mail.smtp_port))
+  findings.push(checkBaseUrl(config))
+  const media = 'needed for media download'
+  findings.push(await checkProgram('yt-dlp', [config.media.ytdlp_path || 'yt-dlp', '--version'], media))
+  findings.push(await checkProgram('ffmpeg', ['ffmpeg', '-version'], `${media} (merging formats)`))
+  return findings
+}
+
+export function formatFindings(findings: Finding[]): string {
+  return findings.map((f) => `${f.verdict.padEnd(4)}  ${f.what.padEnd(16)} ${f.detail}`).join('\n')
+}
