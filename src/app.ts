@@ -27,7 +27,7 @@ import { VERSION } from './version'
 export interface AppOptions {
   clock?: () => number
   /** Click buffer settings (tests shorten the interval). */
-  clicks?: { maxBatch?: number; intervalMs?: number }
+  clicks?: { maxBatch?: number; intervalMs?: number; maxPending?: number }
   /** The QR renderer (tests pass one with a tiny queue). */
   qrRenderer?: QrRenderer
 }
@@ -57,6 +57,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   metrics.sampled('linkbox_links', 'Short links stored.', () => (db.query('SELECT count(*) AS n FROM links').get() as { n: number }).n)
   metrics.sampled('linkbox_clicks_written_total', 'Clicks (human and bot) written to the database since start.', () => recorder.flushed, 'counter')
   metrics.sampled('linkbox_click_buffer', 'Clicks waiting in memory for the next write.', () => recorder.pending)
+  metrics.sampled('linkbox_clicks_dropped_total', 'Clicks dropped because writes kept failing and the buffer was full.', () => recorder.dropped, 'counter')
   metrics.sampled('linkbox_qr_waiting', 'QR renderings waiting for the worker.', () => qrRenderer.waiting)
   metrics.sampled('process_resident_memory_bytes', 'Resident memory of the process.', () => process.memoryUsage.rss())
   metrics.sampled('process_uptime_seconds', 'Seconds since the service started.', () => Math.round((Date.now() - startedAt) / 1000))

@@ -143,3 +143,28 @@ describe('recording and statistics', () => {
     expect(box.recorder.pending).toBe(0)
   })
 })
+
+test('while writes fail, clicks are kept for the next flush, up to a cap; past it the oldest go and are counted', async () => {
+  const box = await makeBox({}, { clicks: { intervalMs: 3_600_000, maxBatch: 5, maxPending: 8 } })
+  try {
+    const code = (await box.post('/api/getLink.json', { url: 'https://example.com/cap' })).body.return.hex
+    box.db.exec('ALTER TABLE click_days RENAME TO click_days_away') // every write now fails
+    const quiet = console.error
+    console.error = () => {}
+    try {
+      for (let i = 0; i < 12; i++) await box.request(`/${code}`, { redirect: 'manual', headers: { 'user-agent': UA.chromeWin } })
+      await new Promise((r) => setTimeout(r, 10))
+      expect(box.recorder.pending).toBe(8)
+      expect(box.recorder.dropped).toBe(4)
+      expect(await (await box.request('/metrics')).text()).toContain('linkbox_clicks_dropped_total 4')
+    } finally {
+      console.error = quiet
+    }
+    box.db.exec('ALTER TABLE click_days_away RENAME TO click_days')
+    box.recorder.flush()
+    expect(box.recorder.pending).toBe(0)
+    expect((box.db.query('SELECT clicks FROM links WHERE code = ?').get(code) as { clicks: number }).clicks).toBe(8)
+  } finally {
+    await box.cleanup()
+  }
+})

@@ -26,14 +26,20 @@ const newDayCounts = (): DayCounts => ({
 })
 const bump = (m: Map<string, number>, name: string) => m.set(name, (m.get(name) ?? 0) + 1)
 
-export function createClickRecorder(db: Db, opts: { maxBatch?: number; intervalMs?: number } = {}) {
+export function createClickRecorder(
+  db: Db,
+  opts: { maxBatch?: number; intervalMs?: number; maxPending?: number } = {},
+) {
   const maxBatch = opts.maxBatch ?? 1000
+  const maxPending = opts.maxPending ?? 100_000
   const intervalMs = opts.intervalMs ?? 1000
   const classify = createClassifier()
   const source = createSourceCache()
   let buffer: PendingClick[] = []
   let timer: ReturnType<typeof setInterval> | null = null
   let flushedTotal = 0
+  let droppedTotal = 0
+  let flushQueued = false
 
   // INSERT … SELECT FROM links: a click on a link deleted before the flush is dropped, not an FK error.
   const upsertDay = db.query<unknown, [string, number, number, number]>(
@@ -100,8 +106,20 @@ export function createClickRecorder(db: Db, opts: { maxBatch?: number; intervalM
 
   return {
     record(linkId: number, at: number, ua: string, referer: string) {
+      // While writes fail (a full disk, say) the buffer must not grow without end: past the cap the
+      // oldest clicks go, and are counted.
+      if (buffer.length >= maxPending) {
+        buffer.shift()
+        droppedTotal++
+      }
       buffer.push({ linkId, at, ua: ua.slice(0, 1024), referer: referer.slice(0, 2048) })
-      if (buffer.length >= maxBatch) queueMicrotask(safeFlush)
+      if (buffer.length >= maxBatch && !flushQueued) {
+        flushQueued = true
+        queueMicrotask(() => {
+          flushQueued = false
+          safeFlush()
+        })
+      }
     },
     flush,
     get pending() {
@@ -109,6 +127,9 @@ export function createClickRecorder(db: Db, opts: { maxBatch?: number; intervalM
     },
     get flushed() {
       return flushedTotal
+    },
+    get dropped() {
+      return droppedTotal
     },
     start() {
       timer ??= setInterval(safeFlush, intervalMs)
