@@ -7,7 +7,7 @@ import { AppError } from '../src/errors'
 import { errorResponse } from '../src/http/api'
 import { createQrRenderer, type QrRenderer, type QrRendererOptions } from '../src/qr/renderer'
 import { parseQrSettings, type QrImage } from '../src/qr/service'
-import { makeBox, tempDir, testConfig, type TestBox } from './support/app'
+import { makeBox, tempDir, testConfig } from './support/app'
 
 const WORKER_URL = new URL('../src/qr/render-worker.ts', import.meta.url).href
 const PNG_MAGIC = Buffer.from('\x89PNG', 'latin1')
@@ -92,30 +92,9 @@ describe('over a real socket', () => {
   }, 30_000)
 })
 
+// Through qr.json every rendering goes to the worker, so test/qr.test.ts already checks that the 400s for
+// data over the capacity and a size below one pixel per module come back from it intact.
 describe('errors found while drawing', () => {
-  let box: TestBox
-  let key: string
-  beforeAll(async () => {
-    box = await makeBox()
-    key = await box.account('qr')
-  })
-  afterAll(() => box.cleanup())
-  const qrJson = (query: Record<string, string>) => box.get('/api/qr.json', query, { 'x-api-key': key })
-
-  test('data over the capacity comes back as the 400 naming "data"', async () => {
-    const r = await qrJson({ data: 'a'.repeat(1274), ecc: 'H' })
-    expect([r.status, r.body.status, r.body.code]).toEqual([400, 'error', 'invalid_parameter'])
-    expect(r.body.message).toContain('"data"')
-    expect(r.body.message).toContain('at ecc H: at most 1273 bytes')
-  })
-
-  test('a size below one pixel per module comes back as the 400 naming "size"', async () => {
-    const r = await qrJson({ data: 'a'.repeat(1500), ecc: 'L', size: '136' })
-    expect([r.status, r.body.code]).toEqual([400, 'invalid_parameter'])
-    expect(r.body.message).toContain('"size"')
-    expect(r.body.message).toContain('at least 137 pixels')
-  })
-
   test('the renderer rejects with the AppError itself', async () => {
     const { renderer } = testRenderer()
     const err = await refusal(renderer.render(parseQrSettings({ data: 'a'.repeat(1274), ecc: 'H' })))
