@@ -9,9 +9,11 @@ import type { Config } from './config'
 import { openDatabase } from './db'
 import { createEvents } from './events'
 import { createMetrics } from './metrics'
-import { AppError, notFound } from './errors'
+import { AppError, internalError, notFound } from './errors'
 import { createApi, errorResponse, type ApiMethod } from './http/api'
 import { createClientIp } from './http/client-ip'
+import { createFaultLog } from './http/fault-log'
+import { pathOf } from './http/path'
 import { createRateLimiter } from './http/rate-limit'
 import { linkApi } from './links/api'
 import { createLinkService } from './links/service'
@@ -71,16 +73,24 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     onAnswer: (m, status) => answers.incLabels({ method: m.path.replace('/api/', ''), status: String(status) }),
   })
 
+  const faults = createFaultLog()
   const app = new Elysia({ name: 'linkbox' })
+    // The last line of defence: whatever the request (a malformed Host header makes its URL unparseable),
+    // this answers with the envelope or a page, never with internals, and it must not throw itself.
     .onError(({ code, error, request }) => {
-      const isApi = new URL(request.url).pathname.startsWith('/api')
-      if (code === 'NOT_FOUND') return isApi ? errorResponse(notFound()) : notFoundPage()
-      if (isApi) return errorResponse(error)
-      // A page's route may throw an AppError too (a full QR queue: 503 with Retry-After): its status,
-      // message and headers make the page. Anything else is a fault, logged and not shown.
-      if (error instanceof AppError) return errorPage(error)
-      console.error('internal error:', error)
-      return messagePage(500, 'Something went wrong', 'The request could not be completed. Try again in a moment.')
+      try {
+        const isApi = pathOf(request.url).startsWith('/api')
+        if (code === 'NOT_FOUND') return isApi ? errorResponse(notFound()) : notFoundPage()
+        // A page's route may throw an AppError too (a full QR queue: 503 with Retry-After): its status,
+        // message and headers make the page. Anything else is a fault, logged (within bounds), not shown.
+        if (error instanceof AppError) return isApi ? errorResponse(error) : errorPage(error)
+        faults.fault(`internal error on ${request.method} ${pathOf(request.url).slice(0, 200)}`, error)
+        return isApi
+          ? errorResponse(internalError())
+          : messagePage(500, 'Something went wrong', 'The request could not be completed. Try again in a moment.')
+      } catch {
+        return new Response('Internal error', { status: 500, headers: { 'content-type': 'text/plain; charset=utf-8' } })
+      }
     })
     .get('/healthz', () => ({ status: 'ok', version: VERSION }))
     .get('/metrics', () => new Response(metrics.render(), {
@@ -113,7 +123,13 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
       app.listen({
         hostname: config.server.host,
         port: config.server.port,
-        maxRequestBodySize: 1024 * 1024,
+        // Bodies are limited per route (64 KiB on /api, 8 KiB for the password form), where the answer can
+        // carry the envelope; Bun's own limit would answer a bare 413, so it sits far above those.
+        maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+        // Never Bun's development error page (a stack trace and source), whatever NODE_ENV says.
+        development: false,
+        // A second linkbox on the same port must fail to start, not silently share the traffic.
+        reusePort: false,
       })
       server = app.server
       return app.server!
