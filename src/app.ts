@@ -12,7 +12,7 @@ import { createMetrics } from './metrics'
 import { AppError, internalError, notFound } from './errors'
 import { createApi, errorResponse, type ApiMethod } from './http/api'
 import { createClientIp } from './http/client-ip'
-import { createFaultLog } from './http/fault-log'
+import { faultLog } from './http/fault-log'
 import { pathOf } from './http/path'
 import { createRateLimiter } from './http/rate-limit'
 import { linkApi } from './links/api'
@@ -73,7 +73,6 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     onAnswer: (m, status) => answers.incLabels({ method: m.path.replace('/api/', ''), status: String(status) }),
   })
 
-  const faults = createFaultLog()
   const app = new Elysia({ name: 'linkbox' })
     // The last line of defence: whatever the request (a malformed Host header makes its URL unparseable),
     // this answers with the envelope or a page, never with internals, and it must not throw itself.
@@ -84,13 +83,20 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
         // A page's route may throw an AppError too (a full QR queue: 503 with Retry-After): its status,
         // message and headers make the page. Anything else is a fault, logged (within bounds), not shown.
         if (error instanceof AppError) return isApi ? errorResponse(error) : errorPage(error)
-        faults.fault(`internal error on ${request.method} ${pathOf(request.url).slice(0, 200)}`, error)
+        faultLog.fault(`internal error on ${request.method} ${pathOf(request.url).slice(0, 200)}`, error)
         return isApi
           ? errorResponse(internalError())
           : messagePage(500, 'Something went wrong', 'The request could not be completed. Try again in a moment.')
       } catch {
         return new Response('Internal error', { status: 500, headers: { 'content-type': 'text/plain; charset=utf-8' } })
       }
+    })
+    // A Host shorter than four characters ("nas") makes Elysia's router read the path from the wrong
+    // slash (see api.ts dispatch); /api requests with such a Host are answered by their real path.
+    .onRequest(({ request }) => {
+      const url = request.url
+      const slash = url.indexOf('/', url.indexOf('://') + 3)
+      if (slash > 0 && slash < 11 && url.startsWith('/api', slash)) return api.dispatch(request)
     })
     .get('/healthz', () => ({ status: 'ok', version: VERSION }))
     .get('/metrics', () => new Response(metrics.render(), {

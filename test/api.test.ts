@@ -186,6 +186,27 @@ describe('rate limits', () => {
     }
   })
 
+  test('404 and 405 answers carry the RateLimit-* headers and count against the allowance', async () => {
+    const b = await makeBox({ rate: { anon_per_minute: 3, key_per_minute: 5 } })
+    try {
+      const nf = await b.get('/api/nope.json')
+      const na = await b.get('/api/getLink.json')
+      for (const r of [nf, na]) {
+        expect(r.headers.get('ratelimit-limit')).toBe('3')
+        expect(r.headers.get('ratelimit-reset')).toMatch(/^\d+$/)
+      }
+      expect([nf.headers.get('ratelimit-remaining'), na.headers.get('ratelimit-remaining')]).toEqual(['2', '1'])
+      expect((await b.get('/api/nope.json')).status).toBe(404)
+      const over = await b.get('/api/nope.json')
+      expect([over.status, over.body.code]).toEqual([429, 'rate_limited'])
+      expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0)
+      const keyed = await b.get('/api/nope.json', {}, { 'X-Api-Key': await b.account('k404') })
+      expect([keyed.status, keyed.headers.get('ratelimit-limit')]).toEqual([404, '5'])
+    } finally {
+      await b.cleanup()
+    }
+  })
+
   test('a window rolls over: the allowance comes back', async () => {
     let now = Date.parse('2026-01-01T00:00:10Z')
     const b = await makeBox({ rate: { anon_per_minute: 1 } }, { clock: () => now })

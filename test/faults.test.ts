@@ -28,7 +28,7 @@ function expectNoInternals(text: string) {
   expect(text).not.toContain(process.cwd())
 }
 
-const BAD_HOSTS = ['a b', 'x@y', 'localhost:99999', 'exa mple.com:80', '[::1', '%00']
+const BAD_HOSTS = ['a b', 'x@y', 'localhost:99999', 'exa mple.com:80', '[::1', '%00', 'nas', 'pi']
 const cases: [string, string, RegExp][] = [
   // method, path, the content type the answer must have
   ['GET', '/api/nope', /application\/json/],
@@ -50,6 +50,16 @@ for (const host of BAD_HOSTS)
       if (type.source.includes('json')) expect(JSON.parse(a.body)).toMatchObject({ status: 'error' })
       expectNoInternals(a.head + a.body)
     })
+
+test('a short Host (a home server called "nas") reaches the same /api methods', async () => {
+  for (const host of ['nas', 'pi', 'a:1']) {
+    const a = await rawRequest(port, `POST /api/getLink.json HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 32\r\nConnection: close\r\n\r\nurl=https%3A%2F%2Fexample.com%2F`)
+    expect(a.status).toBe(200)
+    expect(JSON.parse(a.body)).toMatchObject({ status: 'success' })
+    const o = await rawRequest(port, `OPTIONS /api/getLink.json HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
+    expect(o.status).toBe(204)
+  }
+})
 
 test('a body over 1 MiB gets the envelope 413, not a bare one', async () => {
   for (const size of [2 * 1024 * 1024, 80 * 1024 * 1024]) {

@@ -7,7 +7,9 @@ import { Elysia } from 'elysia'
 import type { AccountService, Caller, Scope } from '../accounts/service'
 import type { Config } from '../config'
 import { AppError, internalError, invalidKey, missingKey, notFound, rateLimited, scopeDenied } from '../errors'
+import { faultLog } from './fault-log'
 import { bodyParams, queryParams, type Params } from './params'
+import { pathOf } from './path'
 import type { RateDecision, RateLimiter } from './rate-limit'
 
 export const API_BODY_LIMIT = 64 * 1024
@@ -71,7 +73,7 @@ const isAbort = (err: unknown) => err instanceof Error && err.name === 'AbortErr
 
 export function errorResponse(err: unknown, headers: Record<string, string> = {}): Response {
   const e = err instanceof AppError ? err : isAbort(err) ? new AppError(400, 'aborted', 'The request was aborted.') : internalError()
-  if (!(err instanceof AppError) && !isAbort(err)) console.error('internal error:', err)
+  if (!(err instanceof AppError) && !isAbort(err)) faultLog.fault('internal error', err)
   return jsonResponse(e.status, { status: 'error', message: e.message, code: e.code }, { ...headers, ...e.headers })
 }
 
@@ -163,17 +165,44 @@ export function createApi(methods: ApiMethod[], deps: ApiDeps) {
   const byPath = new Map<string, ApiMethod[]>()
   for (const m of methods) byPath.set(m.path, [...(byPath.get(m.path) ?? []), m])
 
+  /** The bucket a request without a method counts against: its key's when the key is valid, else its address's. */
+  function unmatchedDecision(request: Request): RateDecision {
+    const raw = keyOf(request)
+    const caller = raw ? accounts.authenticate(raw) : null
+    return caller
+      ? limiter.hit(caller.keyId !== null ? `key:${caller.keyId}` : `acct:${caller.accountId}`, config.rate.key_per_minute)
+      : limiter.hit(`ip:${deps.clientIp(request)}`, config.rate.anon_per_minute)
+  }
+
   function unmatched(request: Request): Response {
-    const path = new URL(request.url).pathname
+    // Never `new URL(request.url)`: a malformed Host header makes it throw (see path.ts).
+    const path = pathOf(request.url)
     const known = byPath.get(path)
     if (known && request.method === 'OPTIONS') return new Response(null, { status: 204, headers: PREFLIGHT_HEADERS })
+    // Unknown paths and wrong verbs count against the caller's allowance like any request, and say so.
+    const decision = unmatchedDecision(request)
+    const headers = rateHeaders(decision)
+    if (!decision.allowed) return errorResponse(rateLimited(decision.reset), headers)
+    const shown = path.length > 200 ? `${path.slice(0, 200)}…` : path
     if (known) {
       const allow = known.map((m) => m.verb).join(', ')
       return errorResponse(
-        new AppError(405, 'method_not_allowed', `${path} takes ${allow}, not ${request.method}.`, { Allow: allow }),
+        new AppError(405, 'method_not_allowed', `${shown} takes ${allow}, not ${request.method}.`, { Allow: allow }),
+        headers,
       )
     }
-    return errorResponse(notFound(`There is no API method ${path}.`))
+    return errorResponse(notFound(`There is no API method ${shown}.`), headers)
+  }
+
+  /**
+   * Answers a request for any /api path by its own path and verb. Elysia finds a route's path by searching
+   * for "/" from the 12th character of the URL, which skips the first slash when the Host is shorter than
+   * four characters ("nas", "pi"): such requests come here instead of through the router.
+   */
+  function dispatch(request: Request): Promise<Response> | Response {
+    const path = pathOf(request.url)
+    const method = byPath.get(path)?.find((m) => m.verb === request.method)
+    return method ? serve(method, request) : unmatched(request)
   }
 
   // Elysia registers routes on the instance itself; the chained return values only refine types.
@@ -185,5 +214,5 @@ export function createApi(methods: ApiMethod[], deps: ApiDeps) {
   }
   plugin.all('/api', ({ request }) => unmatched(request), { parse: 'none' })
   plugin.all('/api/*', ({ request }) => unmatched(request), { parse: 'none' })
-  return { plugin, methods }
+  return { plugin, methods, dispatch }
 }

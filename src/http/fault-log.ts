@@ -32,3 +32,6 @@ export function createFaultLog(opts: { perMinute?: number; clock?: () => number;
   }
 }
 export type FaultLog = ReturnType<typeof createFaultLog>
+
+/** The process's fault log: every unexpected error an answer hides goes through it. */
+export const faultLog = createFaultLog()
