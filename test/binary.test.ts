@@ -17,6 +17,7 @@ import {
   writeConfig,
   type RunningServer,
 } from './support/server'
+import { rawRequest } from './support/raw-http'
 
 const PNG_MAGIC = Buffer.from('\x89PNG', 'latin1')
 
@@ -79,7 +80,8 @@ describe('serving from the binary', () => {
     mkdirSync(join(root, 'svc'))
     const config = writeConfig(join(root, 'svc'))
     key = await createAccount(config.configPath, 'alice', { command: linkbox, cwd })
-    server = await startServer({ config, command: linkbox, cwd })
+    // NODE_ENV=development must not bring back Bun's development error page (stack trace and source).
+    server = await startServer({ config, command: linkbox, cwd, env: { NODE_ENV: 'development' } })
   })
 
   test('account create prints the key alone on the last line', () => {
@@ -144,6 +146,19 @@ describe('serving from the binary', () => {
     expect(r.status).toBe(200)
     expect(r.headers.get('content-type')).toStartWith('text/css')
     expect(await r.text()).toBe(await Bun.file(join(REPO_ROOT, 'assets/style.css')).text())
+  })
+
+  test('a malformed Host header gets a clean answer, never internals', async () => {
+    const port = server.port
+    for (const host of ['a b', 'x@y', 'localhost:99999', 'nas'])
+      for (const [path, type] of [['/api/nope', 'application/json'], ['/api/getLink.json', 'application/json'], ['/a/b/c', 'text/html']]) {
+        const a = await rawRequest(port, `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
+        expect(a.status).toBeGreaterThanOrEqual(400)
+        expect(a.status).toBeLessThan(500)
+        expect(a.head.toLowerCase()).toContain(`content-type: ${type}`)
+        expect(a.head + a.body).not.toMatch(/\n\s+at [\w.<>]+ \(|\.ts:\d+|node_modules|TypeError/)
+        expect(a.body).not.toContain(REPO_ROOT)
+      }
   })
 
   test('SIGTERM exits 0 after saying so', async () => {
