@@ -157,6 +157,19 @@ describe('password flow', () => {
     expect(plain.headers.get('location')).toBe(`${dest.url}/scripted`)
     const header = await visit(`/${code}`, { method: 'POST', headers: { ...NAVIGATE, 'x-link-password': 'pw' } })
     expect(header.status).toBe(303)
+    const fetched = await visit(`/${code}`, { method: 'POST', body: new URLSearchParams({ password: 'pw' }), headers: { 'sec-fetch-mode': 'cors', accept: 'text/html' } })
+    expect(fetched.status).toBe(303)
+  })
+
+  test('on a plain-http origin browsers send no Sec-Fetch-*: a form POST accepting HTML gets the page', async () => {
+    const code = await link({ url: `${dest.url}/plain-http`, password: 'pw' })
+    const r = await visit(`/${code}`, {
+      method: 'POST',
+      body: new URLSearchParams({ password: 'pw' }),
+      headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' },
+    })
+    expect(r.status).toBe(200)
+    expect(await r.text()).toContain('http-equiv="refresh"')
   })
 
   test('a wrong password: the message is tied to the field and announced', async () => {

@@ -1,7 +1,8 @@
 // Whether a frame link's destination lets itself be shown in our iframe. A page that refuses framing
 // (X-Frame-Options, CSP frame-ancestors) would show the browser's grey error page with no explanation,
 // so the frame page asks first (through the SSRF guard) and shows a message and "Open directly" instead.
-// Verdicts are kept per origin for a few minutes, in a bounded map; at most a few checks run at once.
+// Verdicts are kept per page (origin and path: a site may allow framing of /embed and not of /) for a
+// few minutes, in a bounded map; at most a few checks run at once.
 import { GuardError, guardedFetch, type GuardOptions } from '../net/guard'
 
 export type FrameVerdict =
@@ -89,26 +90,27 @@ export function createFrameCheck(opts: { baseUrl: string; guard: Omit<GuardOptio
   }
 
   return {
-    /** The verdict for the destination `url` (cached per origin). Never throws. */
+    /** The verdict for the destination `url` (cached per origin and path). Never throws. */
     async check(url: string): Promise<FrameVerdict> {
-      const origin = new URL(url).origin
+      const u = new URL(url)
+      const key = u.origin + u.pathname
       const now = clock()
-      const hit = cache.get(origin)
+      const hit = cache.get(key)
       if (hit && hit.until > now) return hit.verdict
-      const pending = running.get(origin)
+      const pending = running.get(key)
       if (pending) return pending
       // Too many destinations at once: do not queue outbound requests for strangers; say we cannot tell.
       if (running.size >= MAX_RUNNING) return { framing: 'unknown', why: 'linkbox is busy checking other pages' }
       const work = ask(url).then((verdict) => {
-        running.delete(origin)
+        running.delete(key)
         if (cache.size >= CACHE_MAX) {
           for (const [k, v] of cache) if (v.until <= now) cache.delete(k)
           if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!)
         }
-        cache.set(origin, { verdict, until: clock() + (verdict.framing === 'unknown' ? FAILED_TTL_MS : ALLOWED_TTL_MS) })
+        cache.set(key, { verdict, until: clock() + (verdict.framing === 'unknown' ? FAILED_TTL_MS : ALLOWED_TTL_MS) })
         return verdict
       })
-      running.set(origin, work)
+      running.set(key, work)
       return work
     },
   }

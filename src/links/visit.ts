@@ -26,9 +26,16 @@ const PASSWORD_ATTEMPTS_PER_MINUTE = 10
 const PASSWORD_ATTEMPTS_PER_CLIENT_PER_MINUTE = 30
 const STATS_PAGES_PER_MINUTE = 60
 
-/** A top-level navigation of a real browser (Chromium, Firefox and Safari send Sec-Fetch-* headers). */
-const isBrowserNavigation = (request: Request) =>
-  request.headers.get('sec-fetch-mode') === 'navigate' || request.headers.get('sec-fetch-dest') === 'document'
+/**
+ * A top-level navigation of a real browser. Browsers send Sec-Fetch-* headers, but only to secure
+ * origins (https, localhost): on a plain-http home server (http://nas:8080) a browser is known by the
+ * HTML it accepts instead. Scripts (curl, fetch, requests) accept anything and send no Sec-Fetch-Mode.
+ */
+function isBrowserNavigation(request: Request): boolean {
+  const mode = request.headers.get('sec-fetch-mode')
+  if (mode !== null) return mode === 'navigate' || request.headers.get('sec-fetch-dest') === 'document'
+  return /\btext\/html\b/i.test(request.headers.get('accept') ?? '')
+}
 
 /**
  * X-Link-Password as sent: header values are bytes, not UTF-8 text, so a password that is not ASCII is
