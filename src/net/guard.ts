@@ -2,6 +2,8 @@
 // link's destination whether it may be framed). Whoever chooses the URL must not be able to reach the
 // machine's own network through us (SSRF): every hop's host must resolve to public addresses only,
 // redirects are followed here, one by one, and each is checked again; the whole chain has one deadline.
+// Known gap: the name is resolved for the check and again by fetch, so a DNS answer that changes in
+// between (rebinding) is not caught; callers here only read headers, never hand a body back.
 import { lookup } from 'node:dns/promises'
 import { cidrContains, parseCidr, parseIp, type Cidr } from './cidr'
 
