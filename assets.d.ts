@@ -6,3 +6,7 @@ declare module '*.css' {
   const text: string
   export default text
 }
+declare module '*.svg' {
+  const text: string
+  export default text
+}

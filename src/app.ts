@@ -23,7 +23,8 @@ import { createQrRoutes } from './qr/public'
 import { createQrRenderer, type QrRenderer } from './qr/renderer'
 import { createQrService } from './qr/service'
 import { createDocsRoutes } from './pages/docs'
-import { STYLE_CSS } from './pages/render'
+import { FAVICON_SVG, STYLE_CSS } from './pages/render'
+import type { Verifier } from './links/password-gate'
 import { VERSION } from './version'
 
 export interface AppOptions {
@@ -32,6 +33,8 @@ export interface AppOptions {
   clicks?: { maxBatch?: number; intervalMs?: number; maxPending?: number }
   /** The QR renderer (tests pass one with a tiny queue). */
   qrRenderer?: QrRenderer
+  /** Link password checks (tests wrap the real one to count concurrent checks). */
+  verifyPassword?: Verifier
 }
 
 export function createLinkbox(config: Config, opts: AppOptions = {}) {
@@ -105,6 +108,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     .get('/assets/style.css', () => new Response(STYLE_CSS, {
       headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=31536000, immutable' },
     }))
+    .get('/favicon.ico', () => new Response(FAVICON_SVG, { headers: { 'content-type': 'image/svg+xml', 'cache-control': 'public, max-age=604800' } }))
     .get('/robots.txt', () => new Response('User-agent: *\nDisallow: /\n', { headers: { 'content-type': 'text/plain' } }))
     .get('/', () => new Response(`linkbox ${VERSION}: short links, QR codes, media and temporary mail. API: /api/\n`, {
       headers: { 'content-type': 'text/plain; charset=utf-8' },
@@ -112,7 +116,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     .use(createDocsRoutes({ methods, baseUrl: config.server.base_url, version: VERSION }))
     .use(api.plugin)
     .use(createQrRoutes({ config, links, qr }))
-    .use(createVisitRoutes({ config, links, clientIp, count: (outcome) => visits.inc(outcome) }))
+    .use(createVisitRoutes({ config, links, clientIp, count: (outcome) => visits.inc(outcome), verifyPassword: opts.verifyPassword }))
 
   return {
     config,

@@ -210,7 +210,9 @@ export function createLinkService(deps: {
       }
     },
 
-    stats(input: { code: unknown; from?: unknown; to?: unknown }, caller: Caller | null) {
+    /** `flush: false` reads what is written (at most a second behind): for the public page, which any
+     *  visitor may load, so that a view never costs a write. */
+    stats(input: { code: unknown; from?: unknown; to?: unknown }, caller: Caller | null, opts: { flush?: boolean } = {}) {
       const code = validateCode(input.code)
       const today = dayOf(clock())
       const to = present(input.to) ? parseDay(input.to, 'to') : today
@@ -221,7 +223,7 @@ export function createLinkService(deps: {
       if (span < 1) throw invalidParameter('from', 'a date on or before "to"')
       if (span > 366) throw invalidParameter('from', 'at most 366 days before "to"')
       // Pending clicks are at most a second old; writing them first makes the answer exact.
-      if (recorder.pending > 0) recorder.flush()
+      if (opts.flush !== false && recorder.pending > 0) recorder.flush()
       const row = store.byCode(code)
       if (!row) throw notFound(`No link with the code "${code}".`)
       const byDay = new Map(store.days(row.id, from, to).map((d) => [d.day, d.clicks]))

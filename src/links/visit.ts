@@ -1,6 +1,8 @@
 // Public routes of a short link: /<code> (redirect, preview, frame, password), /<code>+ (statistics page).
 // The redirect is the hot path: one indexed lookup, one push into the click buffer, one small response.
 import { Elysia } from 'elysia'
+import continueTpl from '../../assets/continue.html' with { type: 'text' }
+import frameRefusedTpl from '../../assets/frame-refused.html' with { type: 'text' }
 import frameTpl from '../../assets/frame.html' with { type: 'text' }
 import messageTpl from '../../assets/message.html' with { type: 'text' }
 import passwordTpl from '../../assets/password.html' with { type: 'text' }
@@ -11,6 +13,8 @@ import { AppError } from '../errors'
 import { readBodyLimited } from '../http/params'
 import { createRateLimiter } from '../http/rate-limit'
 import { countTable, dayChart, page } from '../pages/render'
+import { createFrameCheck, type FrameCheck } from './frame-check'
+import { createPasswordGate, type Verifier } from './password-gate'
 import type { LinkService } from './service'
 import type { LinkRow } from './store'
 import { MAX_PASSWORD_LENGTH } from './validate'
@@ -18,6 +22,34 @@ import { MAX_PASSWORD_LENGTH } from './validate'
 const tpl = (t: unknown) => t as string
 const FORM_LIMIT = 8 * 1024
 const PASSWORD_ATTEMPTS_PER_MINUTE = 10
+/** Per client across all links: guessing on many links at once is still guessing. */
+const PASSWORD_ATTEMPTS_PER_CLIENT_PER_MINUTE = 30
+const STATS_PAGES_PER_MINUTE = 60
+
+/**
+ * A top-level navigation of a real browser. Browsers send Sec-Fetch-* headers, but only to secure
+ * origins (https, localhost): on a plain-http home server (http://nas:8080) a browser is known by the
+ * HTML it accepts instead. Scripts (curl, fetch, requests) accept anything and send no Sec-Fetch-Mode.
+ */
+function isBrowserNavigation(request: Request): boolean {
+  const mode = request.headers.get('sec-fetch-mode')
+  if (mode !== null) return mode === 'navigate' || request.headers.get('sec-fetch-dest') === 'document'
+  return /\btext\/html\b/i.test(request.headers.get('accept') ?? '')
+}
+
+/**
+ * X-Link-Password as sent: header values are bytes, not UTF-8 text, so a password that is not ASCII is
+ * sent percent-encoded (its UTF-8 bytes; a literal "%" as %25). A value without any %XX is taken as is;
+ * null when it has %XX but does not decode to UTF-8 text.
+ */
+export function decodePasswordHeader(value: string): string | null {
+  if (!/%[0-9A-Fa-f]{2}/.test(value)) return value
+  try {
+    return decodeURIComponent(value)
+  } catch {
+    return null
+  }
+}
 
 export function messagePage(status: number, heading: string, text: string, headers?: Record<string, string>) {
   return page(tpl(messageTpl), { heading, text }, { status, title: heading, headers })
@@ -36,7 +68,7 @@ export const notFoundPage = () =>
 
 export type VisitOutcome =
   | 'redirect' | 'preview' | 'frame' | 'password_form' | 'password_wrong' | 'password_limited'
-  | 'expired' | 'not_found' | 'stats_page'
+  | 'password_busy' | 'expired' | 'not_found' | 'stats_page' | 'stats_limited'
 
 export function createVisitRoutes(deps: {
   config: Config
@@ -44,14 +76,43 @@ export function createVisitRoutes(deps: {
   clientIp: (r: Request) => string
   /** Told of every visit's outcome (for metrics). */
   count?: (outcome: VisitOutcome) => void
+  /** Checks a password against its hash (tests wrap it to watch the bound on concurrent checks). */
+  verifyPassword?: Verifier
+  /** Asks a frame destination whether it may be framed (default: through the SSRF guard). */
+  frameCheck?: FrameCheck
 }) {
   const { config, links, clientIp } = deps
   const count = deps.count ?? (() => {})
   const base = config.server.base_url
   const redirectStatus = config.links.redirect_status
   const attempts = createRateLimiter()
+  const attemptsAcross = createRateLimiter()
+  const statsViews = createRateLimiter()
+  const gate = createPasswordGate({ verify: deps.verifyPassword })
+  const frameCheck =
+    deps.frameCheck ?? createFrameCheck({ baseUrl: base, guard: { allowPrivate: config.media.allow_private_networks } })
 
-  function reachDestination(row: LinkRow, request: Request, via: 'get' | 'post', referer: string): Response {
+  async function framePage(row: LinkRow, short: string): Promise<Response> {
+    const u = new URL(row.long_url)
+    const verdict = await frameCheck.check(row.long_url)
+    if (verdict.framing === 'allowed')
+      return page(
+        tpl(frameTpl),
+        { short_url: short, long_url: row.long_url, host: u.host },
+        { title: `${u.host} via ${short}`, bodyClass: 'frame', frame: true },
+      )
+    const reason =
+      verdict.framing === 'refused'
+        ? `${u.host} does not allow other sites to show its pages in a frame.`
+        : `linkbox could not check whether ${u.host} allows that: ${verdict.why}.`
+    return page(
+      tpl(frameRefusedTpl),
+      { short_url: short, long_url: row.long_url, host: u.host, reason },
+      { title: `Open ${u.host} directly` },
+    )
+  }
+
+  function reachDestination(row: LinkRow, request: Request, via: 'get' | 'post', referer: string): Response | Promise<Response> {
     if (request.method !== 'HEAD') links.recordClick(row, request.headers.get('user-agent') ?? '', referer)
     count(row.mode)
     const short = `${base}/${row.code}`
@@ -69,14 +130,19 @@ export function createVisitRoutes(deps: {
         { title: `Leaving for ${u.host}` },
       )
     }
-    if (row.mode === 'frame') {
+    if (row.mode === 'frame') return framePage(row, short)
+    // A browser that POSTed the password form may not follow a redirect to another site: the page's
+    // CSP (form-action 'self') also governs where a form's answer redirects. A small page sends it on
+    // instead (a meta refresh, no script, so the CSP stays as it is), with a visible link as well.
+    if (via === 'post' && isBrowserNavigation(request) && !request.headers.has('x-link-password')) {
+      const host = new URL(row.long_url).host
       return page(
-        tpl(frameTpl),
-        { short_url: short, long_url: row.long_url },
-        { title: short, bodyClass: 'frame', frameSrc: new URL(row.long_url).origin },
+        tpl(continueTpl),
+        { short_url: short, long_url: row.long_url, host },
+        { title: `Continue to ${host}`, refreshTo: row.long_url },
       )
     }
-    // After a password form, 303 turns the POST into a GET of the destination.
+    // Scripts: after a password form, 303 turns the POST into a GET of the destination.
     const status = via === 'post' ? 303 : redirectStatus
     return new Response(null, {
       status,
@@ -85,10 +151,10 @@ export function createVisitRoutes(deps: {
   }
 
   function passwordForm(row: LinkRow, referer: string, error = '', status = 200, headers?: Record<string, string>) {
-    count(status === 200 ? 'password_form' : status === 429 ? 'password_limited' : 'password_wrong')
+    count(status === 200 ? 'password_form' : status === 429 ? 'password_limited' : status === 503 ? 'password_busy' : 'password_wrong')
     return page(
       tpl(passwordTpl),
-      { short_url: `${base}/${row.code}`, action: `/${row.code}`, ref: referer, error },
+      { short_url: `${base}/${row.code}`, action: `/${row.code}`, ref: referer, error, invalid: error ? ' aria-invalid="true"' : '' },
       { status, title: 'Password required', headers },
     )
   }
@@ -108,20 +174,47 @@ export function createVisitRoutes(deps: {
   }
 
   async function checkPassword(row: LinkRow, given: string, request: Request, referer: string): Promise<Response> {
-    const bucket = `${clientIp(request)}|${row.code}`
-    const d = attempts.hit(bucket, PASSWORD_ATTEMPTS_PER_MINUTE)
-    if (!d.allowed)
-      return passwordForm(row, referer, `Too many attempts: wait ${d.reset} s and try again.`, 429, { 'retry-after': String(d.reset) })
-    if (given.length > 0 && [...given].length <= MAX_PASSWORD_LENGTH && (await Bun.password.verify(given, row.password_hash!)))
-      return reachDestination(row, request, request.method === 'POST' ? 'post' : 'get', referer)
+    const client = clientIp(request)
+    const one = attempts.hit(`${client}|${row.code}`, PASSWORD_ATTEMPTS_PER_MINUTE)
+    const all = attemptsAcross.hit(client, PASSWORD_ATTEMPTS_PER_CLIENT_PER_MINUTE)
+    const blocked = !one.allowed ? one : !all.allowed ? all : null
+    if (blocked)
+      return passwordForm(row, referer, `Too many attempts: wait ${blocked.reset} s and try again.`, 429, {
+        'retry-after': String(blocked.reset),
+      })
+    let right = false
+    if (given.length > 0 && [...given].length <= MAX_PASSWORD_LENGTH) {
+      try {
+        right = await gate.verify(given, row.password_hash!)
+      } catch (err) {
+        if (err instanceof AppError && err.status === 503) return passwordForm(row, referer, err.message, 503, err.headers)
+        throw err
+      }
+    }
+    if (right) return reachDestination(row, request, request.method === 'POST' ? 'post' : 'get', referer)
     return passwordForm(row, referer, 'That password is not right.', 401)
   }
 
-  function statsPage(code: string): Response {
+  function checkHeaderPassword(row: LinkRow, header: string, request: Request, referer: string) {
+    const given = decodePasswordHeader(header)
+    if (given === null)
+      return messagePage(400, 'Request refused', 'The X-Link-Password header is not valid: percent-encode the UTF-8 bytes of the password, and send a literal % as %25.')
+    return checkPassword(row, given, request, referer)
+  }
+
+  function statsPage(code: string, request: Request): Response {
+    const d = statsViews.hit(clientIp(request), STATS_PAGES_PER_MINUTE)
+    if (!d.allowed) {
+      count('stats_limited')
+      return messagePage(429, 'Too many requests', `Too many statistics pages from your address: wait ${d.reset} s and try again.`, {
+        'retry-after': String(d.reset),
+      })
+    }
     const row = links.resolve(code)
     if (!row) return notFoundPage()
     count('stats_page')
-    const s = links.stats({ code }, null)
+    // No flush for a page view: the page may be a second behind, and a view never costs a write.
+    const s = links.stats({ code }, null, { flush: false })
     return page(
       tpl(statsTpl),
       {
@@ -146,13 +239,13 @@ export function createVisitRoutes(deps: {
     // Not async: the common case answers synchronously, without a promise per redirect.
     .get('/:code', ({ params, request }) => {
       const code = params.code
-      if (code.endsWith('+')) return statsPage(code.slice(0, -1))
+      if (code.endsWith('+')) return statsPage(code.slice(0, -1), request)
       const found = lookup(code)
       if (found instanceof Response) return found
       const referer = request.headers.get('referer') ?? ''
       if (found.password_hash) {
         const header = request.headers.get('x-link-password')
-        if (header !== null) return checkPassword(found, header, request, referer)
+        if (header !== null) return checkHeaderPassword(found, header, request, referer)
         return passwordForm(found, referer)
       }
       return reachDestination(found, request, 'get', referer)
@@ -164,7 +257,8 @@ export function createVisitRoutes(deps: {
       const form = new URLSearchParams(new TextDecoder().decode(await readBodyLimited(request, FORM_LIMIT)))
       const referer = form.get('ref') ?? ''
       if (!found.password_hash) return reachDestination(found, request, 'post', referer)
-      const given = request.headers.get('x-link-password') ?? form.get('password') ?? ''
-      return checkPassword(found, given, request, referer)
+      const header = request.headers.get('x-link-password')
+      if (header !== null) return checkHeaderPassword(found, header, request, referer)
+      return checkPassword(found, form.get('password') ?? '', request, referer)
     }, { parse: 'none' })
 }

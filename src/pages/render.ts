@@ -1,9 +1,12 @@
 // Server-rendered pages from the templates in assets/ (embedded into the binary by the imports).
 // {{name}} is HTML-escaped, {{{name}}} is inserted as is (only for markup built here from escaped parts).
 import layout from '../../assets/layout.html' with { type: 'text' }
+import favicon from '../../assets/favicon.svg' with { type: 'text' }
 import style from '../../assets/style.css' with { type: 'text' }
 
 export const STYLE_CSS = style as unknown as string
+/** Served at /favicon.ico, which browsers ask for on every page (a 404 page each time, before). */
+export const FAVICON_SVG = favicon as unknown as string
 /** Part of the stylesheet's URL: a new release's CSS gets a new URL, so it can be cached for a year. */
 export const STYLE_VERSION = new Bun.CryptoHasher('sha256').update(STYLE_CSS).digest('hex').slice(0, 12)
 
@@ -18,14 +21,21 @@ export function fill(template: string, vars: Record<string, string | number>): s
   })
 }
 
+// The CSP is a constant: nothing from a request or a link ever goes into it (a frame link to
+// "https://a;sandbox/" once added a directive of its own).
 const BASE_CSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+// Frame pages allow any web page in their iframe: the destination may redirect to another origin
+// (http → https, example.com → www.example.com), and pinning the first origin would block it.
+const FRAME_CSP = `${BASE_CSP}; frame-src http: https:`
 
 export interface PageOptions {
   status?: number
   title: string
   bodyClass?: string
-  /** Extra CSP sources for frames (the framed destination's origin). */
-  frameSrc?: string
+  /** The page frames a destination (the CSP then allows http: and https: frames). */
+  frame?: boolean
+  /** Send the visitor on to this URL once the page has loaded (a meta refresh; no script needed). */
+  refreshTo?: string
   headers?: Record<string, string>
 }
 
@@ -34,9 +44,11 @@ export function page(template: string, vars: Record<string, string | number>, op
     title: opts.title,
     style_version: STYLE_VERSION,
     body_class: opts.bodyClass ?? '',
+    // The URL is escaped for the attribute; after "url=" the browser takes the rest of it as the URL.
+    head: opts.refreshTo ? `<meta http-equiv="refresh" content="0;url=${escapeHtml(opts.refreshTo)}">` : '',
     content: fill(template, vars),
   })
-  const csp = opts.frameSrc ? `${BASE_CSP}; frame-src ${opts.frameSrc}` : BASE_CSP
+  const csp = opts.frame ? FRAME_CSP : BASE_CSP
   return new Response(html, {
     status: opts.status ?? 200,
     headers: {
@@ -56,7 +68,7 @@ export function countTable(rows: { name?: string; date?: string; clicks: number 
   const body = rows
     .map((r) => `<tr><td>${escapeHtml(r.name ?? r.date ?? '')}</td><td class="n">${r.clicks}</td></tr>`)
     .join('')
-  return `<table><thead><tr><th>${escapeHtml(head)}</th><th class="n">Clicks</th></tr></thead><tbody>${body}</tbody></table>`
+  return `<table><thead><tr><th scope="col">${escapeHtml(head)}</th><th scope="col" class="n">Clicks</th></tr></thead><tbody>${body}</tbody></table>`
 }
 
 /**

@@ -1,0 +1,335 @@
+// The public pages' rules over HTTP (the browser tests in test/browser/ show them in Chromium): the frame
+// check and its SSRF guard, a CSP with nothing from input, the password flow for browsers and scripts,
+// bounded password hashing, X-Link-Password encoding, the statistics page's flush and rate limit, favicon.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { framingAllowed } from '../src/links/frame-check'
+import { createPasswordGate } from '../src/links/password-gate'
+import { decodePasswordHeader } from '../src/links/visit'
+import { GuardError, guardedFetch, isPublicAddress } from '../src/net/guard'
+import { makeBox, type TestBox } from './support/app'
+import { htmlPage, startApp, startFixture, type Fixture, type RunningApp } from './support/browser'
+import { CHROME_UA } from './support/server'
+
+const NAVIGATE = { 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document', 'user-agent': CHROME_UA }
+
+let box: TestBox
+let other: Fixture // a second origin
+let dest: Fixture
+beforeAll(async () => {
+  box = await makeBox({ media: { allow_private_networks: true } })
+  other = startFixture(() => htmlPage('Other origin'))
+  dest = startFixture((_req, url) => {
+    if (url.pathname === '/deny') return htmlPage('Denied', { 'x-frame-options': 'DENY' })
+    if (url.pathname === '/sameorigin') return htmlPage('Same origin only', { 'x-frame-options': 'SAMEORIGIN' })
+    if (url.pathname === '/ancestors-none') return htmlPage('None', { 'content-security-policy': "frame-ancestors 'none'" })
+    if (url.pathname === '/to-other') return Response.redirect(`${other.url}/landed`, 302)
+    if (url.pathname === '/loop') return Response.redirect(`${dest.url}/loop`, 302)
+    return htmlPage('Destination')
+  })
+})
+afterAll(async () => {
+  other.stop()
+  dest.stop()
+  await box.cleanup()
+})
+
+async function link(fields: Record<string, string>, b: { post: TestBox['post'] } = box): Promise<string> {
+  const r = await b.post('/api/getLink.json', fields)
+  expect(r.status).toBe(200)
+  return r.body.return.hex
+}
+const visit = (path: string, init: RequestInit = {}) =>
+  box.request(path, { redirect: 'manual', ...init, headers: { 'user-agent': CHROME_UA, ...(init.headers ?? {}) } })
+
+describe('frame mode', () => {
+  test('frame-src is the constant "http: https:", so a destination may redirect to another origin', async () => {
+    const code = await link({ url: `${dest.url}/to-other`, mode: 'frame' })
+    const r = await visit(`/${code}`)
+    expect(r.status).toBe(200)
+    const csp = r.headers.get('content-security-policy')!
+    expect(csp).toEndWith('; frame-src http: https:')
+    expect(csp).not.toContain('127.0.0.1')
+    const html = await r.text()
+    expect(html).toContain(`<iframe src="${dest.url}/to-other"`)
+    expect(html).toMatch(/<main[ >][\s\S]*<iframe/)
+    expect(html).toMatch(/<h1[ >]/)
+  })
+
+  test('attacker finding 7: a host with ";" never reaches the CSP', async () => {
+    const code = await link({ url: 'https://a;sandbox/', mode: 'frame' })
+    const r = await visit(`/${code}`)
+    expect(r.headers.get('content-security-policy')).not.toContain('sandbox')
+    expect(r.headers.get('content-security-policy')).not.toContain('https://a')
+  })
+
+  test.each([
+    ['X-Frame-Options: DENY', '/deny'],
+    ['X-Frame-Options: SAMEORIGIN', '/sameorigin'],
+    ["frame-ancestors 'none'", '/ancestors-none'],
+  ])('a destination that refuses framing (%s): a message and "Open directly", no iframe', async (_name, path) => {
+    // The verdict is kept per origin: a fresh app per case, so each asks its own destination.
+    const b = await makeBox({ media: { allow_private_networks: true } })
+    try {
+      const c = await link({ url: `${dest.url}${path}`, mode: 'frame' }, b)
+      const html = await (await b.request(`/${c}`)).text()
+      expect(html).not.toContain('<iframe')
+      expect(html).toContain('does not allow other sites to show its pages in a frame')
+      expect(html).toContain(`<a class="button big" href="${dest.url}${path}" rel="noopener noreferrer">Open directly</a>`)
+    } finally {
+      await b.cleanup()
+    }
+  })
+
+  test('with private networks not allowed (the default), a local destination is not asked, and says so', async () => {
+    const b = await makeBox()
+    try {
+      let asked = 0
+      const spy = startFixture(() => (asked++, htmlPage('Private')))
+      const c = await link({ url: `${spy.url}/x`, mode: 'frame' }, b)
+      const html = await (await b.request(`/${c}`)).text()
+      spy.stop()
+      expect(asked).toBe(0)
+      expect(html).toContain('private network')
+      expect(html).toContain('Open directly')
+    } finally {
+      await b.cleanup()
+    }
+  })
+
+  test('framingAllowed follows the browser: frame-ancestors decides over X-Frame-Options', () => {
+    const ours = new URL('https://s.example:8443/')
+    const theirs = new URL('https://d.example/')
+    const h = (o: Record<string, string>) => new Headers(o)
+    expect(framingAllowed(h({}), ours, theirs)).toBe(true)
+    expect(framingAllowed(h({ 'x-frame-options': 'deny' }), ours, theirs)).toBe(false)
+    expect(framingAllowed(h({ 'x-frame-options': 'ALLOW-FROM https://x' }), ours, theirs)).toBe(true)
+    expect(framingAllowed(h({ 'x-frame-options': 'DENY', 'content-security-policy': 'frame-ancestors *' }), ours, theirs)).toBe(true)
+    expect(framingAllowed(h({ 'content-security-policy': "frame-ancestors 'self'" }), ours, theirs)).toBe(false)
+    expect(framingAllowed(h({ 'content-security-policy': 'frame-ancestors https:' }), ours, theirs)).toBe(true)
+    expect(framingAllowed(h({ 'content-security-policy': 'frame-ancestors https://*.example:8443' }), ours, theirs)).toBe(true)
+    expect(framingAllowed(h({ 'content-security-policy': 'frame-ancestors https://s.example' }), ours, theirs)).toBe(false)
+    expect(framingAllowed(h({ 'content-security-policy': "default-src 'self', frame-ancestors https://other.example" }), ours, theirs)).toBe(false)
+  })
+})
+
+describe('the SSRF guard', () => {
+  test('address classification', () => {
+    for (const ip of ['8.8.8.8', '1.1.1.1', '2606:4700::1111', '93.184.216.34']) expect(isPublicAddress(ip)).toBe(true)
+    for (const ip of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0',
+      '::1', '::', '::ffff:127.0.0.1', '::ffff:10.0.0.1', 'fd00::1', 'fe80::1', 'ff02::1', '224.0.0.1', '255.255.255.255', 'nonsense'])
+      expect(isPublicAddress(ip)).toBe(false)
+  })
+
+  test('refuses loopback, and a public name that resolves to a private address', async () => {
+    await expect(guardedFetch(`${dest.url}/`, { allowPrivate: false })).rejects.toMatchObject({ reason: 'private' })
+    const resolve = async () => ['10.0.0.7']
+    await expect(guardedFetch('http://public.example/', { allowPrivate: false, resolve })).rejects.toBeInstanceOf(GuardError)
+  })
+
+  test('follows redirects itself, at most 5', async () => {
+    const ok = await guardedFetch(`${dest.url}/to-other`, { allowPrivate: true })
+    expect(ok.url).toBe(`${other.url}/landed`)
+    expect(ok.response.status).toBe(200)
+    await expect(guardedFetch(`${dest.url}/loop`, { allowPrivate: true })).rejects.toMatchObject({ reason: 'redirects' })
+  })
+})
+
+describe('password flow', () => {
+  test('a browser that POSTs the right password gets a page that goes on (meta refresh + link), CSP unchanged', async () => {
+    const url = `${dest.url}/secret?a=1&b="2"`
+    const code = await link({ url, password: 'open sesame' })
+    const r = await visit(`/${code}`, { method: 'POST', body: new URLSearchParams({ password: 'open sesame' }), headers: NAVIGATE })
+    expect(r.status).toBe(200)
+    const csp = r.headers.get('content-security-policy')!
+    expect(csp).toContain("form-action 'self'")
+    expect(csp).not.toContain('script-src')
+    const html = await r.text()
+    const href = new URL(url).href.replaceAll('&', '&amp;').replaceAll('"', '&quot;')
+    expect(html).toContain(`<meta http-equiv="refresh" content="0;url=${href}">`)
+    expect(html).toContain(`href="${href}"`)
+    expect(html).not.toContain('<script')
+  })
+
+  test('scripts keep 303 (no Sec-Fetch headers, or X-Link-Password even from a browser)', async () => {
+    const code = await link({ url: `${dest.url}/scripted`, password: 'pw' })
+    const plain = await visit(`/${code}`, { method: 'POST', body: new URLSearchParams({ password: 'pw' }) })
+    expect(plain.status).toBe(303)
+    expect(plain.headers.get('location')).toBe(`${dest.url}/scripted`)
+    const header = await visit(`/${code}`, { method: 'POST', headers: { ...NAVIGATE, 'x-link-password': 'pw' } })
+    expect(header.status).toBe(303)
+    const fetched = await visit(`/${code}`, { method: 'POST', body: new URLSearchParams({ password: 'pw' }), headers: { 'sec-fetch-mode': 'cors', accept: 'text/html' } })
+    expect(fetched.status).toBe(303)
+  })
+
+  test('on a plain-http origin browsers send no Sec-Fetch-*: a form POST accepting HTML gets the page', async () => {
+    const code = await link({ url: `${dest.url}/plain-http`, password: 'pw' })
+    const r = await visit(`/${code}`, {
+      method: 'POST',
+      body: new URLSearchParams({ password: 'pw' }),
+      headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' },
+    })
+    expect(r.status).toBe(200)
+    expect(await r.text()).toContain('http-equiv="refresh"')
+  })
+
+  test('a wrong password: the message is tied to the field and announced', async () => {
+    const code = await link({ url: `${dest.url}/w`, password: 'pw' })
+    const r = await visit(`/${code}`, { method: 'POST', body: new URLSearchParams({ password: 'nope' }), headers: NAVIGATE })
+    expect(r.status).toBe(401)
+    const html = await r.text()
+    expect(html).toMatch(/<input id="pw"[^>]*aria-describedby="pw-error"[^>]*aria-invalid="true"/)
+    expect(html).toMatch(/<p id="pw-error"[^>]*aria-live="polite"[^>]*>That password is not right\.<\/p>/)
+  })
+
+  test('X-Link-Password: a non-ASCII password, percent-encoded as UTF-8', async () => {
+    const password = 'pässwörd ✓ 密码 %'
+    const code = await link({ url: `${dest.url}/utf8`, password })
+    const ok = await visit(`/${code}`, { headers: { 'x-link-password': encodeURIComponent(password) } })
+    expect(ok.status).toBe(302)
+    expect(ok.headers.get('location')).toBe(`${dest.url}/utf8`)
+    // A value without %XX is taken as it is; a bad encoding is named.
+    const raw = await link({ url: `${dest.url}/raw`, password: '100% sure' })
+    expect((await visit(`/${raw}`, { headers: { 'x-link-password': '100% sure' } })).status).toBe(302)
+    const bad = await visit(`/${raw}`, { headers: { 'x-link-password': '%FF%FE' } })
+    expect(bad.status).toBe(400)
+    expect(await bad.text()).toContain('X-Link-Password')
+    expect(decodePasswordHeader('a%25b')).toBe('a%b')
+    expect(decodePasswordHeader('50%off')).toBe('50%off')
+  })
+
+  test('attempts are limited per client across links too (30 a minute)', async () => {
+    const b = await makeBox({}, { verifyPassword: async () => false })
+    try {
+      const codes = [] as string[]
+      for (let i = 0; i < 4; i++) codes.push(await link({ url: `${dest.url}/p${i}`, password: 'pw' }, b))
+      const statuses: number[] = []
+      for (let i = 0; i < 31; i++) {
+        const r = await b.request(`/${codes[i % 4]}`, { method: 'POST', body: new URLSearchParams({ password: 'x' }) })
+        statuses.push(r.status)
+        if (r.status === 429) expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0)
+      }
+      expect(statuses.slice(0, 30).every((s) => s === 401)).toBe(true)
+      expect(statuses[30]).toBe(429)
+    } finally {
+      await b.cleanup()
+    }
+  })
+})
+
+describe('bounded password hashing (attacker finding 5)', () => {
+  test('the gate runs at most 4 checks, queues 64, refuses the rest with 503 and Retry-After', async () => {
+    let running = 0
+    let most = 0
+    const release: (() => void)[] = []
+    const gate = createPasswordGate({
+      verify: async () => {
+        running++
+        most = Math.max(most, running)
+        await new Promise<void>((r) => release.push(r))
+        running--
+        return false
+      },
+    })
+    const held = Array.from({ length: 68 }, () => gate.verify('x', 'h'))
+    await Promise.resolve()
+    expect(gate.running).toBe(4)
+    expect(gate.waiting).toBe(64)
+    await expect(gate.verify('x', 'h')).rejects.toMatchObject({ status: 503, headers: { 'retry-after': '5' } })
+    while (release.length || gate.running) {
+      release.splice(0).forEach((r) => r())
+      await Bun.sleep(0)
+    }
+    expect(await Promise.all(held)).toEqual(Array(68).fill(false))
+    expect(most).toBe(4)
+  })
+
+  test('through the app: 100 wrong passwords at once from 100 clients → 4 checks at a time, 32 answered 503', async () => {
+    let running = 0
+    let most = 0
+    let started = 0
+    let open!: () => void
+    const opened = new Promise<void>((r) => (open = r))
+    const app: RunningApp = startApp(
+      { server: { host: '127.0.0.1', port: 0, trusted_proxies: ['127.0.0.1'] } },
+      {
+        verifyPassword: async () => {
+          running++
+          started++
+          most = Math.max(most, running)
+          await opened
+          running--
+          return false
+        },
+      },
+    )
+    try {
+      const code = (await app.links.create({ url: `${dest.url}/busy`, password: 'pw' }, null)).hex
+      const answers = Array.from({ length: 100 }, (_, i) =>
+        fetch(`${app.url}/${code}`, {
+          method: 'POST',
+          body: new URLSearchParams({ password: 'wrong' }),
+          headers: { 'x-forwarded-for': `203.0.113.${i}` },
+        }).then(async (r) => ({ status: r.status, retry: r.headers.get('retry-after'), html: await r.text() })),
+      )
+      // Nothing finishes while the verifier is held, so exactly 4 + 64 wait and the others are refused.
+      let busy: { status: number; retry: string | null; html: string }[] = []
+      while (busy.length < 32) {
+        const settled = await Promise.all(answers.map((a) => Promise.race([a, Bun.sleep(5).then(() => null)])))
+        busy = settled.filter((s): s is NonNullable<typeof s> => s !== null)
+      }
+      expect(busy.every((b) => b.status === 503 && b.retry === '5' && b.html.includes('try again'))).toBe(true)
+      expect(started).toBe(4)
+      open()
+      const all = await Promise.all(answers)
+      expect(all.filter((a) => a.status === 401)).toHaveLength(68)
+      expect(all.filter((a) => a.status === 503)).toHaveLength(32)
+      expect(most).toBe(4)
+    } finally {
+      open()
+      await app.stop()
+    }
+  })
+})
+
+describe('statistics page', () => {
+  test('a view does not flush the click buffer (it says it may be a second behind)', async () => {
+    const code = await link({ url: `${dest.url}/counted` })
+    await visit(`/${code}`)
+    expect(box.recorder.pending).toBeGreaterThan(0)
+    const r = await visit(`/${code}+`)
+    expect(r.status).toBe(200)
+    expect(box.recorder.pending).toBeGreaterThan(0)
+    expect(await r.text()).toContain('may not be counted here yet')
+    box.recorder.flush()
+  })
+
+  test('rate-limited per client: 60 a minute, then a 429 page with Retry-After', async () => {
+    const b = await makeBox()
+    try {
+      const code = await link({ url: `${dest.url}/popular` }, b)
+      for (let i = 0; i < 60; i++) expect((await b.request(`/${code}+`)).status).toBe(200)
+      const r = await b.request(`/${code}+`)
+      expect(r.status).toBe(429)
+      expect(r.headers.get('content-type')).toContain('text/html')
+      expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0)
+    } finally {
+      await b.cleanup()
+    }
+  })
+
+  test('the Clicks headers are right-aligned like their numbers', async () => {
+    const code = await link({ url: `${dest.url}/aligned` })
+    const html = await (await visit(`/${code}+`)).text()
+    expect(html).toContain('<th scope="col" class="n">Clicks</th>')
+    const css = await (await box.request(html.match(/href="(\/assets\/style\.css\?v=\w+)"/)![1]!)).text()
+    expect(css).toMatch(/th\.n, td\.n \{ text-align: right;/)
+  })
+})
+
+test('/favicon.ico is an icon with a long cache, not a 404 page', async () => {
+  const r = await box.request('/favicon.ico')
+  expect(r.status).toBe(200)
+  expect(r.headers.get('content-type')).toBe('image/svg+xml')
+  expect(r.headers.get('cache-control')).toContain('max-age=')
+  expect(await r.text()).toStartWith('<svg')
+})

@@ -1,0 +1,100 @@
+// For tests that look at pages as visitors do: the real app on a real socket, local destination servers
+// (Bun.serve on 127.0.0.1, port 0: each its own origin), and Debian's Chromium driven by playwright-core,
+// with axe-core for accessibility and screenshots at desktop and phone widths for people to look at.
+import { mkdirSync, readFileSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { chromium, type Browser, type Page } from 'playwright-core'
+import { createLinkbox, type AppOptions, type Linkbox } from '../../src/app'
+import { REPO_ROOT } from './server'
+import { tempDir, testConfig } from './app'
+
+export const CHROMIUM = '/usr/bin/chromium'
+export const SCREENSHOTS = join(REPO_ROOT, 'test-results/screenshots')
+
+export function launchBrowser(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+  })
+}
+
+export interface Fixture {
+  url: string
+  stop(): void
+}
+
+/** A destination server on 127.0.0.1 (a free port, so every fixture is an origin of its own). */
+export function startFixture(handler: (req: Request, url: URL) => Response | Promise<Response>): Fixture {
+  const server = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: (req) => handler(req, new URL(req.url)) })
+  return { url: `http://127.0.0.1:${server.port}`, stop: () => void server.stop(true) }
+}
+
+/** A small HTML page a destination answers with (with a heading to look for). */
+export const htmlPage = (heading: string, headers: Record<string, string> = {}) =>
+  new Response(`<!doctype html><html lang="en"><head><title>${heading}</title></head><body><h1>${heading}</h1></body></html>`, {
+    headers: { 'content-type': 'text/html; charset=utf-8', ...headers },
+  })
+
+export interface RunningApp extends Linkbox {
+  url: string
+  stop(): Promise<void>
+}
+
+/**
+ * The real app in this process on 127.0.0.1 (port 0), allowed to reach local servers (the frame check
+ * goes through the SSRF guard). `overrides` are merged over the test config per table.
+ */
+export function startApp(overrides: Record<string, unknown> = {}, opts: AppOptions = {}): RunningApp {
+  const dir = tempDir('linkbox-browser-')
+  const box = createLinkbox(
+    testConfig(dir, { server: { host: '127.0.0.1', port: 0 }, media: { allow_private_networks: true }, ...overrides }),
+    opts,
+  )
+  const port = box.listen().port!
+  return Object.assign(box, {
+    url: `http://127.0.0.1:${port}`,
+    async stop() {
+      await box.close({ graceMs: 1_000 })
+      rmSync(dir, { recursive: true, force: true })
+    },
+  })
+}
+
+const AXE = readFileSync(join(REPO_ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8')
+
+export interface AxeViolation {
+  id: string
+  impact: string | null
+  help: string
+  nodes: string[]
+}
+
+/** axe-core on the page as it is now; returns the serious and critical violations (frames not entered). */
+export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
+  // Evaluated over the DevTools protocol: a <script> tag would be (rightly) refused by the page's CSP, and
+  // turning the CSP off for tests (bypassCSP) would hide the very bugs these tests look for.
+  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE)
+  const result = await page.evaluate(async () => {
+    const r = await (window as any).axe.run(document, { iframes: false, resultTypes: ['violations'] })
+    return r.violations.map((v: any) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n: any) => n.target.join(' ')) }))
+  })
+  return (result as AxeViolation[]).filter((v) => v.impact === 'serious' || v.impact === 'critical')
+}
+
+export const WIDTHS = [1280, 390] as const
+
+/**
+ * Screenshots of the page at desktop and phone widths into test-results/screenshots/NAME-WIDTH.png
+ * (git-ignored; look at them); returns the page's scroll width at each width (a page wider than the
+ * screen scrolls sideways). The viewport is left at the last width.
+ */
+export async function screenshots(page: Page, name: string): Promise<Record<number, number>> {
+  mkdirSync(SCREENSHOTS, { recursive: true })
+  const widths: Record<number, number> = {}
+  for (const width of WIDTHS) {
+    await page.setViewportSize({ width, height: width > 800 ? 800 : 844 })
+    widths[width] = await page.evaluate(() => document.documentElement.scrollWidth)
+    await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`), fullPage: true })
+  }
+  return widths
+}
