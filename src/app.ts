@@ -32,6 +32,8 @@ export interface AppOptions {
   clicks?: { maxBatch?: number; intervalMs?: number; maxPending?: number }
   /** The QR renderer (tests pass one with a tiny queue). */
   qrRenderer?: QrRenderer
+  /** Hashes link passwords (tests pass a slow one to drive races through the await). */
+  hashPassword?: (password: string) => Promise<string>
 }
 
 export function createLinkbox(config: Config, opts: AppOptions = {}) {
@@ -41,7 +43,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const events = createEvents()
   const accounts = createAccountService(db, clock)
   const recorder = createClickRecorder(db, opts.clicks)
-  const links = createLinkService({ db, config, recorder, events, clock })
+  const links = createLinkService({ db, config, recorder, events, clock, hashPassword: opts.hashPassword })
   const qrRenderer = opts.qrRenderer ?? createQrRenderer()
   const qr = createQrService(qrRenderer)
   const limiter = createRateLimiter(clock)

@@ -65,10 +65,13 @@ export function createLinkService(deps: {
   clock?: () => number
   /** Random short codes of a given length (tests replace it to force collisions). */
   randomCode?: (length: number) => string
+  /** The argon2id hash of a link password (tests slow it down to hold a request inside the await). */
+  hashPassword?: (password: string) => Promise<string>
 }) {
   const { db, config, recorder, events } = deps
   const clock = deps.clock ?? Date.now
   const randomCode = deps.randomCode ?? randomBase62
+  const hashPassword = deps.hashPassword ?? ((password: string) => Bun.password.hash(password, 'argon2id'))
   const store = createLinkStore(db)
   const base = config.server.base_url
   // Visits read links far more often than anything changes them, and only this process changes them:
@@ -132,7 +135,7 @@ export function createLinkService(deps: {
       const mode = present(input.mode) ? validateMode(input.mode) : 'redirect'
       const expire = present(input.expire) ? validateExpire(input.expire) : 0
       const password = input.password !== undefined ? validatePassword(input.password, { allowEmpty: true }) : null
-      const password_hash = password ? await Bun.password.hash(password, 'argon2id') : null
+      const password_hash = password ? await hashPassword(password) : null
       const now = clock()
       const fields = {
         long_url,
@@ -168,7 +171,7 @@ export function createLinkService(deps: {
       }
       if (input.password !== undefined) {
         const password = validatePassword(input.password, { allowEmpty: true })
-        next.password_hash = password ? await Bun.password.hash(password, 'argon2id') : null
+        next.password_hash = password ? await hashPassword(password) : null
       }
       const updated = store.update(next, clock())
       forget(row.code)
