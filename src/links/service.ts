@@ -8,7 +8,7 @@ import type { Config } from '../config'
 import { iso, type Db } from '../db'
 import { AppError, invalidParameter, notFound, notOwner } from '../errors'
 import type { Events } from '../events'
-import { createLinkStore, type LinkRow, type NameCount } from './store'
+import { createLinkStore, type LinkChanges, type LinkRow, type NameCount } from './store'
 import {
   isReserved,
   validateAlias,
@@ -110,6 +110,16 @@ export function createLinkService(deps: {
     return row
   }
 
+  // In one transaction: the link read before an await is read again by its id AND code (ids are never
+  // reused, and a code can be taken again after a delete), its owner checked again, and only the fields
+  // that were sent are written, so a concurrent update of other fields stands.
+  const writeChanges = db.transaction((read: LinkRow, changes: LinkChanges, caller: Caller): LinkRow => {
+    const current = store.byIdAndCode(read.id, read.code)
+    if (!current) throw notFound(`No link with the code "${read.code}".`)
+    if (!mayChange(current, caller)) throw notOwner()
+    return store.update(current.id, changes, clock())!
+  })
+
   function insertWithFreshCode(fields: Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'code'>): LinkRow {
     // 6 random characters (62^6 ≈ 5.7e10); after repeated collisions the codes grow by one character.
     for (let length = 6; length <= 12; length++) {
@@ -162,18 +172,20 @@ export function createLinkService(deps: {
 
     async update(input: { code: unknown } & Omit<CreateLinkInput, 'alias' | 'url'> & { url?: unknown }, caller: Caller) {
       const row = owned(input.code, caller)
-      const next = { ...row }
-      if (input.url !== undefined) next.long_url = validateUrl(input.url, urlRules)
-      if (input.mode !== undefined) next.mode = validateMode(input.mode)
+      const changes: LinkChanges = {}
+      if (input.url !== undefined) changes.long_url = validateUrl(input.url, urlRules)
+      if (input.mode !== undefined) changes.mode = validateMode(input.mode)
       if (input.expire !== undefined) {
         const expire = validateExpire(input.expire)
-        next.expires = expire ? clock() + expire * 1000 : null
+        changes.expires = expire ? clock() + expire * 1000 : null
       }
       if (input.password !== undefined) {
         const password = validatePassword(input.password, { allowEmpty: true })
-        next.password_hash = password ? await hashPassword(password) : null
+        // The hash takes ~100 ms, and the link may be deleted, replaced or changed meanwhile: what was read
+        // above is only a promise that is checked again below.
+        changes.password_hash = password ? await hashPassword(password) : null
       }
-      const updated = store.update(next, clock())
+      const updated = writeChanges(row, changes, caller)
       forget(row.code)
       const rec = record(updated)
       events.emit('link.updated', { link: { ...rec }, accountId: updated.account_id })
