@@ -2,6 +2,7 @@
 // and a caller, returns plain records, and throws AppErrors; it never sees HTTP.
 import type { Caller } from '../accounts/service'
 import { randomBase62 } from '../accounts/service'
+import { MAX_NAMES, OTHER } from '../clicks/classify'
 import type { ClickRecorder } from '../clicks/recorder'
 import { dayOf } from '../clicks/recorder'
 import type { Config } from '../config'
@@ -55,6 +56,23 @@ function parseDay(value: unknown, name: string): string {
   const ms = Date.parse(`${value}T00:00:00Z`)
   if (Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== value) throw invalidParameter(name, rule)
   return value
+}
+
+/**
+ * At most MAX_NAMES names, the busiest, from a list sorted by clicks; the rest, and what was stored as
+ * OTHER on days that were full, summed as one OTHER entry, placed by its clicks (after its ties).
+ */
+function topNames(sorted: NameCount[]): NameCount[] {
+  const top: NameCount[] = []
+  let rest = 0
+  for (const item of sorted) {
+    if (item.name !== OTHER && top.length < MAX_NAMES) top.push(item)
+    else rest += item.clicks
+  }
+  if (rest === 0) return top
+  const at = top.findIndex((item) => item.clicks < rest)
+  top.splice(at === -1 ? top.length : at, 0, { name: OTHER, clicks: rest })
+  return top
 }
 
 export function createLinkService(deps: {
@@ -247,6 +265,7 @@ export function createLinkService(deps: {
       }
       const groups: Record<string, NameCount[]> = { source: [], device: [], browser: [], os: [] }
       for (const d of store.dims(row.id, from, to)) groups[d.dim]?.push({ name: d.name, clicks: d.clicks })
+      for (const dim of Object.keys(groups)) groups[dim] = topNames(groups[dim]!)
       const isOwner = !!caller && mayChange(row, caller)
       return {
         hex: row.code,
