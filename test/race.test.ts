@@ -129,3 +129,21 @@ describe('update.json while its password hash is pending', () => {
     expect(rowOf(code)).toMatchObject({ long_url: before.long_url, mode: 'frame', expires: before.expires })
   })
 })
+
+test('clicks buffered for a deleted link are not credited to the next link created', async () => {
+  const box = await makeBox({}, { clicks: { intervalMs: 3_600_000 } })
+  try {
+    const key = await box.account('carol')
+    const ua = { 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0' }
+    const old = (await box.post('/api/getLink.json', { url: 'https://old.example/' }, { 'x-api-key': key })).body.return.hex
+    for (let i = 0; i < 3; i++) expect((await box.request(`/${old}`, { redirect: 'manual', headers: ua })).status).toBe(302)
+    expect(box.recorder.pending).toBe(3)
+    expect((await box.post('/api/delete.json', { code: old }, { 'x-api-key': key })).status).toBe(200)
+    const next = (await box.post('/api/getLink.json', { url: 'https://next.example/' })).body.return.hex
+    box.recorder.flush()
+    expect(box.db.query('SELECT clicks, bots FROM links WHERE code = ?').get(next)).toEqual({ clicks: 0, bots: 0 })
+    expect(box.db.query('SELECT count(*) AS n FROM click_days').get()).toEqual({ n: 0 })
+  } finally {
+    await box.cleanup()
+  }
+})
