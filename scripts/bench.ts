@@ -2,6 +2,7 @@
 // `bun run bench`: throughput figures as ratios against a baseline measured in the same run, never as
 // absolute targets (the machine is shared and noisy). Needs wrk (Debian package `wrk`).
 import { hasWrk } from './bench/wrk'
+import { benchDistinctUa } from './bench/distinct-ua'
 import { benchQr } from './bench/qr'
 import { benchRedirect } from './bench/redirect'
 
@@ -11,6 +12,7 @@ if (!hasWrk()) {
 }
 const sections: [string, () => Promise<string[]>][] = [
   ['Redirect /<code> against a bare Bun.serve 302', benchRedirect],
+  ['Redirect with distinct 1 KB user agents against one repeated user agent', benchDistinctUa],
   ['QR: cached public image against the redirect; qr.json renderings', benchQr],
 ]
 const only = process.argv[2]

@@ -35,6 +35,8 @@ export interface AppOptions {
   qrRenderer?: QrRenderer
   /** Link password checks (tests wrap the real one to count concurrent checks). */
   verifyPassword?: Verifier
+  /** Hashes link passwords (tests pass a slow one to drive races through the await). */
+  hashPassword?: (password: string) => Promise<string>
 }
 
 export function createLinkbox(config: Config, opts: AppOptions = {}) {
@@ -44,7 +46,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const events = createEvents()
   const accounts = createAccountService(db, clock)
   const recorder = createClickRecorder(db, opts.clicks)
-  const links = createLinkService({ db, config, recorder, events, clock })
+  const links = createLinkService({ db, config, recorder, events, clock, hashPassword: opts.hashPassword })
   const qrRenderer = opts.qrRenderer ?? createQrRenderer()
   const qr = createQrService(qrRenderer)
   const limiter = createRateLimiter(clock)

@@ -9,9 +9,13 @@ export interface WrkResult {
 
 const toMs = (v: string, unit: string) => Number(v) * ({ us: 0.001, ms: 1, s: 1000 } as Record<string, number>)[unit]!
 
-export async function wrk(url: string, opts: { seconds?: number; connections?: number; headers?: Record<string, string> } = {}): Promise<WrkResult> {
+export async function wrk(
+  url: string,
+  opts: { seconds?: number; connections?: number; headers?: Record<string, string>; script?: string } = {},
+): Promise<WrkResult> {
   const args = ['wrk', '-t2', `-c${opts.connections ?? 64}`, `-d${opts.seconds ?? 5}s`, '--latency']
   for (const [k, v] of Object.entries(opts.headers ?? {})) args.push('-H', `${k}: ${v}`)
+  if (opts.script) args.push('-s', opts.script) // a Lua file that builds each request
   const proc = Bun.spawn([...args, url], { stdout: 'pipe', stderr: 'pipe' })
   const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()])
   if ((await proc.exited) !== 0) throw new Error(`wrk failed: ${err}${out}`)

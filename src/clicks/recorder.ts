@@ -2,7 +2,7 @@
 // clicks, so a visit never waits for the disk. No address is kept: only the user agent and referrer,
 // which become counters at flush time.
 import type { Db } from '../db'
-import { createClassifier, createSourceCache } from './classify'
+import { createClassifier, createSourceCache, MAX_NAMES, OTHER } from './classify'
 
 interface PendingClick {
   linkId: number
@@ -10,6 +10,9 @@ interface PendingClick {
   ua: string
   referer: string
 }
+
+// Real user agents fit in 256 characters; a longer one costs memory while buffered and time to parse.
+const USER_AGENT_CHARS = 256
 
 export const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10)
 const DAY_MS = 86_400_000
@@ -50,9 +53,30 @@ export function createClickRecorder(
     `INSERT INTO click_dims (link_id, day, dim, name, clicks) SELECT id, ?1, ?2, ?3, ?4 FROM links WHERE id = ?5
      ON CONFLICT (link_id, day, dim, name) DO UPDATE SET clicks = clicks + excluded.clicks`,
   )
+  const namesOfDay = db.query<{ name: string }, [number, string, string]>(
+    'SELECT name FROM click_dims WHERE link_id = ?1 AND day = ?2 AND dim = ?3',
+  )
   const addTotals = db.query<unknown, [number, number, number]>(
     'UPDATE links SET clicks = clicks + ?1, bots = bots + ?2 WHERE id = ?3',
   )
+
+  // At most MAX_NAMES names per link, day and dimension, then OTHER (see classify.ts): a name that has a
+  // place keeps it and counts on; a new one takes a free place, the batch's busiest first; the clicks of
+  // the rest go to OTHER. Reading the day's names costs at most MAX_NAMES + 1 rows of the primary key.
+  function storeNames(linkId: number, day: string, dim: string, counts: Map<string, number>) {
+    if (counts.size === 0) return
+    const placed = new Set<string>()
+    for (const r of namesOfDay.all(linkId, day, dim)) if (r.name !== OTHER) placed.add(r.name)
+    const names = placed.size + counts.size > MAX_NAMES ? [...counts].sort((a, b) => b[1] - a[1]) : counts
+    let rest = 0
+    for (const [name, n] of names) {
+      if (name !== OTHER && (placed.has(name) || placed.size < MAX_NAMES)) {
+        placed.add(name)
+        upsertDim.run(day, dim, name, n, linkId)
+      } else rest += n
+    }
+    if (rest > 0) upsertDim.run(day, dim, OTHER, rest, linkId)
+  }
 
   // One pass over the batch into per-link, per-day counters (no per-click string keys or dates), then a
   // handful of upserts: the cost of a flush is the number of distinct names, not of clicks.
@@ -64,7 +88,7 @@ export function createClickRecorder(
       const dayNumber = Math.floor(c.at / DAY_MS)
       let d = days.get(dayNumber)
       if (!d) days.set(dayNumber, (d = newDayCounts()))
-      const who = classify(c.ua)
+      const who = classify(c.ua, c.at)
       if (who.bot) {
         d.bots++
         continue
@@ -81,7 +105,7 @@ export function createClickRecorder(
       for (const [dayNumber, d] of days) {
         const day = dayOf(dayNumber * DAY_MS)
         upsertDay.run(day, d.clicks, d.bots, linkId)
-        for (const dim of DIMENSIONS) for (const [name, n] of d.dims[dim]) upsertDim.run(day, dim, name, n, linkId)
+        for (const dim of DIMENSIONS) storeNames(linkId, day, dim, d.dims[dim])
         clicks += d.clicks
         bots += d.bots
       }
@@ -112,7 +136,7 @@ export function createClickRecorder(
         buffer.shift()
         droppedTotal++
       }
-      buffer.push({ linkId, at, ua: ua.slice(0, 1024), referer: referer.slice(0, 2048) })
+      buffer.push({ linkId, at, ua: ua.slice(0, USER_AGENT_CHARS), referer: referer.slice(0, 2048) })
       if (buffer.length >= maxBatch && !flushQueued) {
         flushQueued = true
         queueMicrotask(() => {

@@ -1,5 +1,12 @@
 // Append only: never edit a migration that has shipped; add a new one.
-export const migrations: string[] = [
+//
+// A migration is SQL text, run in one transaction with foreign keys enforced. One that rebuilds a table
+// (create the new shape, copy, drop the old, rename) must run with foreign keys off, or dropping a parent
+// table would cascade into its children; the runner (db/index.ts) then runs PRAGMA foreign_key_check
+// before it commits, so a rebuild that loses a parent row fails and leaves the database as it was.
+export type Migration = string | { sql: string; rebuildsTables: true }
+
+export const migrations: Migration[] = [
   /* 1: accounts, keys, links, click aggregates */ `
   CREATE TABLE accounts (
     id INTEGER PRIMARY KEY,
@@ -51,4 +58,61 @@ export const migrations: string[] = [
     PRIMARY KEY (link_id, day, dim, name)
   ) WITHOUT ROWID;
   `,
+  /* 2: row ids are never reused (AUTOINCREMENT). A plain INTEGER PRIMARY KEY hands the highest id out
+     again once its row is deleted, and these ids are keys elsewhere: click aggregates and buffered clicks
+     (links), the owner of links and keys (accounts), rate-limit buckets and last-used times held in memory
+     (api_keys). A request that read a row before the delete must never reach a newer row by its id.
+     Every row keeps its id; sqlite_sequence starts at the highest id present. Columns keep their order
+     (the stores read SELECT * / RETURNING *). */ {
+    rebuildsTables: true,
+    sql: `
+  CREATE TABLE accounts_new (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL UNIQUE,
+    password_hash TEXT,
+    admin INTEGER NOT NULL DEFAULT 0,
+    created INTEGER NOT NULL
+  );
+  INSERT INTO accounts_new (id, name, password_hash, admin, created)
+    SELECT id, name, password_hash, admin, created FROM accounts;
+  DROP TABLE accounts;
+  ALTER TABLE accounts_new RENAME TO accounts;
+
+  CREATE TABLE api_keys_new (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    prefix TEXT NOT NULL,
+    hash TEXT NOT NULL UNIQUE,
+    scopes TEXT NOT NULL,
+    label TEXT NOT NULL DEFAULT '',
+    created INTEGER NOT NULL,
+    last_used INTEGER,
+    revoked INTEGER
+  );
+  INSERT INTO api_keys_new (id, account_id, prefix, hash, scopes, label, created, last_used, revoked)
+    SELECT id, account_id, prefix, hash, scopes, label, created, last_used, revoked FROM api_keys;
+  DROP TABLE api_keys;
+  ALTER TABLE api_keys_new RENAME TO api_keys;
+  CREATE INDEX api_keys_account ON api_keys(account_id);
+
+  CREATE TABLE links_new (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    code TEXT NOT NULL UNIQUE,
+    long_url TEXT NOT NULL,
+    account_id INTEGER REFERENCES accounts(id) ON DELETE SET NULL,
+    mode TEXT NOT NULL DEFAULT 'redirect',
+    password_hash TEXT,
+    created INTEGER NOT NULL,
+    updated INTEGER NOT NULL,
+    expires INTEGER,
+    clicks INTEGER NOT NULL DEFAULT 0,
+    bots INTEGER NOT NULL DEFAULT 0
+  );
+  INSERT INTO links_new (id, code, long_url, account_id, mode, password_hash, created, updated, expires, clicks, bots)
+    SELECT id, code, long_url, account_id, mode, password_hash, created, updated, expires, clicks, bots FROM links;
+  DROP TABLE links;
+  ALTER TABLE links_new RENAME TO links;
+  CREATE INDEX links_account ON links(account_id, id);
+  `,
+  },
 ]

@@ -2,13 +2,14 @@
 // and a caller, returns plain records, and throws AppErrors; it never sees HTTP.
 import type { Caller } from '../accounts/service'
 import { randomBase62 } from '../accounts/service'
+import { MAX_NAMES, OTHER } from '../clicks/classify'
 import type { ClickRecorder } from '../clicks/recorder'
 import { dayOf } from '../clicks/recorder'
 import type { Config } from '../config'
 import { iso, type Db } from '../db'
 import { AppError, invalidParameter, notFound, notOwner } from '../errors'
 import type { Events } from '../events'
-import { createLinkStore, type LinkRow, type NameCount } from './store'
+import { createLinkStore, type LinkChanges, type LinkRow, type NameCount } from './store'
 import {
   isReserved,
   validateAlias,
@@ -57,6 +58,23 @@ function parseDay(value: unknown, name: string): string {
   return value
 }
 
+/**
+ * At most MAX_NAMES names, the busiest, from a list sorted by clicks; the rest, and what was stored as
+ * OTHER on days that were full, summed as one OTHER entry, placed by its clicks (after its ties).
+ */
+function topNames(sorted: NameCount[]): NameCount[] {
+  const top: NameCount[] = []
+  let rest = 0
+  for (const item of sorted) {
+    if (item.name !== OTHER && top.length < MAX_NAMES) top.push(item)
+    else rest += item.clicks
+  }
+  if (rest === 0) return top
+  const at = top.findIndex((item) => item.clicks < rest)
+  top.splice(at === -1 ? top.length : at, 0, { name: OTHER, clicks: rest })
+  return top
+}
+
 export function createLinkService(deps: {
   db: Db
   config: Config
@@ -65,10 +83,13 @@ export function createLinkService(deps: {
   clock?: () => number
   /** Random short codes of a given length (tests replace it to force collisions). */
   randomCode?: (length: number) => string
+  /** The argon2id hash of a link password (tests slow it down to hold a request inside the await). */
+  hashPassword?: (password: string) => Promise<string>
 }) {
   const { db, config, recorder, events } = deps
   const clock = deps.clock ?? Date.now
   const randomCode = deps.randomCode ?? randomBase62
+  const hashPassword = deps.hashPassword ?? ((password: string) => Bun.password.hash(password, 'argon2id'))
   const store = createLinkStore(db)
   const base = config.server.base_url
   // Visits read links far more often than anything changes them, and only this process changes them:
@@ -107,6 +128,16 @@ export function createLinkService(deps: {
     return row
   }
 
+  // In one transaction: the link read before an await is read again by its id AND code (ids are never
+  // reused, and a code can be taken again after a delete), its owner checked again, and only the fields
+  // that were sent are written, so a concurrent update of other fields stands.
+  const writeChanges = db.transaction((read: LinkRow, changes: LinkChanges, caller: Caller): LinkRow => {
+    const current = store.byIdAndCode(read.id, read.code)
+    if (!current) throw notFound(`No link with the code "${read.code}".`)
+    if (!mayChange(current, caller)) throw notOwner()
+    return store.update(current.id, changes, clock())!
+  })
+
   function insertWithFreshCode(fields: Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'code'>): LinkRow {
     // 6 random characters (62^6 ≈ 5.7e10); after repeated collisions the codes grow by one character.
     for (let length = 6; length <= 12; length++) {
@@ -132,7 +163,7 @@ export function createLinkService(deps: {
       const mode = present(input.mode) ? validateMode(input.mode) : 'redirect'
       const expire = present(input.expire) ? validateExpire(input.expire) : 0
       const password = input.password !== undefined ? validatePassword(input.password, { allowEmpty: true }) : null
-      const password_hash = password ? await Bun.password.hash(password, 'argon2id') : null
+      const password_hash = password ? await hashPassword(password) : null
       const now = clock()
       const fields = {
         long_url,
@@ -159,18 +190,20 @@ export function createLinkService(deps: {
 
     async update(input: { code: unknown } & Omit<CreateLinkInput, 'alias' | 'url'> & { url?: unknown }, caller: Caller) {
       const row = owned(input.code, caller)
-      const next = { ...row }
-      if (input.url !== undefined) next.long_url = validateUrl(input.url, urlRules)
-      if (input.mode !== undefined) next.mode = validateMode(input.mode)
+      const changes: LinkChanges = {}
+      if (input.url !== undefined) changes.long_url = validateUrl(input.url, urlRules)
+      if (input.mode !== undefined) changes.mode = validateMode(input.mode)
       if (input.expire !== undefined) {
         const expire = validateExpire(input.expire)
-        next.expires = expire ? clock() + expire * 1000 : null
+        changes.expires = expire ? clock() + expire * 1000 : null
       }
       if (input.password !== undefined) {
         const password = validatePassword(input.password, { allowEmpty: true })
-        next.password_hash = password ? await Bun.password.hash(password, 'argon2id') : null
+        // The hash takes ~100 ms, and the link may be deleted, replaced or changed meanwhile: what was read
+        // above is only a promise that is checked again below.
+        changes.password_hash = password ? await hashPassword(password) : null
       }
-      const updated = store.update(next, clock())
+      const updated = writeChanges(row, changes, caller)
       forget(row.code)
       const rec = record(updated)
       events.emit('link.updated', { link: { ...rec }, accountId: updated.account_id })
@@ -234,6 +267,7 @@ export function createLinkService(deps: {
       }
       const groups: Record<string, NameCount[]> = { source: [], device: [], browser: [], os: [] }
       for (const d of store.dims(row.id, from, to)) groups[d.dim]?.push({ name: d.name, clicks: d.clicks })
+      for (const dim of Object.keys(groups)) groups[dim] = topNames(groups[dim]!)
       const isOwner = !!caller && mayChange(row, caller)
       return {
         hex: row.code,

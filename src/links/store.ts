@@ -1,3 +1,4 @@
+// The SQL of short links and their statistics, and nothing else: the rules live in service.ts.
 import type { Db } from '../db'
 import type { Mode } from './validate'
 
@@ -14,6 +15,7 @@ export interface LinkRow {
   clicks: number
   bots: number
 }
+export type LinkChanges = Partial<Pick<LinkRow, 'long_url' | 'mode' | 'password_hash' | 'expires'>>
 export interface NameCount {
   name: string
   clicks: number
@@ -30,8 +32,14 @@ export function createLinkStore(db: Db) {
     'SELECT * FROM links WHERE account_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3',
   )
   const count = db.query<{ n: number }, [number]>('SELECT count(*) AS n FROM links WHERE account_id = ?')
-  const update = db.query<LinkRow, [string, string, string | null, number | null, number, number]>(
-    `UPDATE links SET long_url = ?1, mode = ?2, password_hash = ?3, expires = ?4, updated = ?5 WHERE id = ?6 RETURNING *`,
+  const byIdAndCode = db.query<LinkRow, [number, string]>('SELECT * FROM links WHERE id = ?1 AND code = ?2')
+  // One fixed statement for any set of changed fields: each field has a flag, and a field whose flag is 0
+  // keeps what is stored, so an update never writes back values it read earlier.
+  const update = db.query<LinkRow, [number, string | null, number, string | null, number, string | null, number, number | null, number, number]>(
+    `UPDATE links SET
+       long_url = iif(?1, ?2, long_url), mode = iif(?3, ?4, mode),
+       password_hash = iif(?5, ?6, password_hash), expires = iif(?7, ?8, expires), updated = ?9
+     WHERE id = ?10 RETURNING *`,
   )
   const remove = db.query<unknown, [number]>('DELETE FROM links WHERE id = ?')
   const days = db.query<{ day: string; clicks: number }, [number, string, string]>(
@@ -49,7 +57,16 @@ export function createLinkStore(db: Db) {
     codeExists: (code: string) => codeExists.get(code) !== null,
     page: (accountId: number, beforeId: number, limit: number) => page.all(accountId, beforeId, limit),
     count: (accountId: number) => count.get(accountId)!.n,
-    update: (r: LinkRow, now: number) => update.get(r.long_url, r.mode, r.password_hash, r.expires, now, r.id)!,
+    byIdAndCode: (id: number, code: string) => byIdAndCode.get(id, code),
+    /** Writes only the fields present in `changes`; null when the row is gone. */
+    update: (id: number, changes: LinkChanges, now: number) =>
+      update.get(
+        'long_url' in changes ? 1 : 0, changes.long_url ?? null,
+        'mode' in changes ? 1 : 0, changes.mode ?? null,
+        'password_hash' in changes ? 1 : 0, changes.password_hash ?? null,
+        'expires' in changes ? 1 : 0, changes.expires ?? null,
+        now, id,
+      ),
     remove: (id: number) => remove.run(id),
     days: (id: number, from: string, to: string) => days.all(id, from, to),
     dims: (id: number, from: string, to: string) => dims.all(id, from, to),

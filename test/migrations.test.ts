@@ -1,0 +1,104 @@
+// Schema migrations on a real SQLite file: a database written by an older version moves to the current
+// schema with every row, id and aggregate kept (issue 6, finding 1: row ids must never be reused).
+import { Database } from 'bun:sqlite'
+import { afterEach, expect, test } from 'bun:test'
+import { rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { openDatabase, type Db } from '../src/db'
+import { migrations } from '../src/db/migrations'
+import { tempDir } from './support/app'
+
+const dirs: string[] = []
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true })
+})
+
+/** A database file exactly as schema version 1 left it, with two accounts, keys, links and aggregates. */
+function version1Database(): string {
+  const dir = tempDir('linkbox-migrate-')
+  dirs.push(dir)
+  const path = join(dir, 'linkbox.db')
+  const db = new Database(path, { create: true, strict: true })
+  db.exec('PRAGMA journal_mode = WAL')
+  db.exec('PRAGMA foreign_keys = ON')
+  db.exec(migrations[0] as string)
+  db.exec('PRAGMA user_version = 1')
+  db.exec(`
+    INSERT INTO accounts (id, name, password_hash, admin, created) VALUES (1, 'alice', NULL, 1, 1000), (2, 'bob', 'h', 0, 2000);
+    INSERT INTO api_keys (id, account_id, prefix, hash, scopes, label, created, last_used, revoked) VALUES
+      (1, 1, 'lb_aaaa', 'hash1', 'links,qr', 'first', 1000, 1500, NULL),
+      (2, 2, 'lb_bbbb', 'hash2', 'links', '', 2000, NULL, 2500);
+    INSERT INTO links (id, code, long_url, account_id, mode, password_hash, created, updated, expires, clicks, bots) VALUES
+      (1, 'abc123', 'https://one.example/', 1, 'redirect', NULL, 1000, 1000, NULL, 7, 1),
+      (2, 'zzz999', 'https://two.example/', NULL, 'preview', 'argon', 2000, 2100, 99999, 3, 0),
+      (5, 'gap555', 'https://five.example/', 2, 'frame', NULL, 3000, 3000, NULL, 2, 2);
+    INSERT INTO click_days (link_id, day, clicks, bots) VALUES
+      (1, '2026-01-01', 4, 1), (1, '2026-01-02', 3, 0), (2, '2026-01-01', 3, 0), (5, '2026-01-03', 2, 2);
+    INSERT INTO click_dims (link_id, day, dim, name, clicks) VALUES
+      (1, '2026-01-01', 'source', 'direct', 4), (1, '2026-01-02', 'browser', 'Chrome', 3),
+      (2, '2026-01-01', 'os', 'Linux', 3), (5, '2026-01-03', 'device', 'mobile', 2);
+  `)
+  db.close()
+  return path
+}
+
+const TABLES = ['accounts', 'api_keys', 'links', 'click_days', 'click_dims']
+const dump = (db: Database) => Object.fromEntries(TABLES.map((t) => [t, db.query(`SELECT * FROM ${t} ORDER BY 1, 2`).all()]))
+const indexes = (db: Database) =>
+  (db.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[]).map((r) => r.name)
+
+test('a version 1 database migrates with every row, id, index and aggregate kept', () => {
+  const path = version1Database()
+  const old = new Database(path, { strict: true })
+  const before = dump(old)
+  const indexesBefore = indexes(old)
+  old.close()
+
+  const db: Db = openDatabase(path)
+  try {
+    expect((db.query('PRAGMA user_version').get() as { user_version: number }).user_version).toBe(migrations.length)
+    expect(dump(db)).toEqual(before)
+    expect(indexes(db)).toEqual(indexesBefore)
+    expect(db.query('PRAGMA foreign_key_check').all()).toEqual([])
+    // Enforcement is back on after the rebuild: deleting a link takes its aggregates with it.
+    expect(db.query('PRAGMA foreign_keys').get()).toEqual({ foreign_keys: 1 })
+    db.exec('DELETE FROM links WHERE id = 1')
+    expect(db.query('SELECT count(*) AS n FROM click_days WHERE link_id = 1').get()).toEqual({ n: 0 })
+    expect(db.query('SELECT count(*) AS n FROM click_dims WHERE link_id = 1').get()).toEqual({ n: 0 })
+    expect(db.query('SELECT count(*) AS n FROM click_days').get()).toEqual({ n: 2 })
+    // Every table is AUTOINCREMENT now.
+    const sql = db.query("SELECT name, sql FROM sqlite_master WHERE name IN ('accounts', 'api_keys', 'links')").all() as { name: string; sql: string }[]
+    for (const t of sql) expect({ table: t.name, autoincrement: /AUTOINCREMENT/.test(t.sql) }).toEqual({ table: t.name, autoincrement: true })
+  } finally {
+    db.close()
+  }
+})
+
+test('after deleting the newest row, the next insert gets a new id (links, accounts, keys)', () => {
+  const db = openDatabase(join(version1Database(), '..', 'linkbox.db'))
+  try {
+    db.exec('DELETE FROM links WHERE id = 5')
+    const link = db.query("INSERT INTO links (code, long_url, created, updated) VALUES ('new111', 'https://new.example/', 1, 1) RETURNING id").get()
+    expect(link).toEqual({ id: 6 })
+
+    db.exec('DELETE FROM api_keys WHERE id = 2')
+    db.exec('DELETE FROM accounts WHERE id = 2')
+    expect(db.query("INSERT INTO accounts (name, created) VALUES ('carol', 1) RETURNING id").get()).toEqual({ id: 3 })
+    expect(db.query("INSERT INTO api_keys (account_id, prefix, hash, scopes, created) VALUES (3, 'p', 'h3', 'links', 1) RETURNING id").get()).toEqual({ id: 3 })
+  } finally {
+    db.close()
+  }
+})
+
+test('a rebuild that would orphan rows is refused and leaves the database at its old version', () => {
+  const path = version1Database()
+  const raw = new Database(path, { strict: true })
+  raw.exec('PRAGMA foreign_keys = OFF')
+  raw.exec("INSERT INTO click_days (link_id, day, clicks, bots) VALUES (42, '2026-01-01', 1, 0)")
+  raw.close()
+  expect(() => openDatabase(path)).toThrow(/migration 2 .*"click_days" without their "links" row/)
+  const after = new Database(path, { strict: true })
+  expect(after.query('PRAGMA user_version').get()).toEqual({ user_version: 1 })
+  expect((after.query("SELECT sql FROM sqlite_master WHERE name = 'links'").get() as { sql: string }).sql).not.toContain('AUTOINCREMENT')
+  after.close()
+})
