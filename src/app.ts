@@ -6,7 +6,7 @@ import { Elysia } from 'elysia'
 import { createAccountService } from './accounts/service'
 import { createClickRecorder, type ClickRecorderOptions } from './clicks/recorder'
 import type { Config } from './config'
-import { openDatabase, probeWrite } from './db'
+import { lastWriteFailure, openDatabase, probeWrite } from './db'
 import { createEvents } from './events'
 import { createMetrics } from './metrics'
 import { AppError, internalError, notFound } from './errors'
@@ -64,12 +64,15 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   metrics.sampled('process_resident_memory_bytes', 'Resident memory of the process.', () => process.memoryUsage.rss())
   metrics.sampled('process_uptime_seconds', 'Seconds since the service started.', () => Math.round((Date.now() - startedAt) / 1000))
 
-  // /healthz is public and monitors poll it: the write probe runs at most once per PROBE_MS, in between
-  // the last answer stands. Failing click writes are known at once (the recorder keeps trying them).
+  // Why the database cannot be written, or null. Failing click writes (retried by the recorder) and a
+  // change that could not be stored (until a write succeeds again) are known at once; otherwise a write
+  // is tried and rolled back — at most once per PROBE_MS, since /healthz is public and polled.
   const PROBE_MS = 5_000
   let probed = { at: -Infinity, problem: null as string | null }
   const databaseProblem = () => {
     if (recorder.failing) return recorder.lastError
+    const failed = lastWriteFailure(db)
+    if (failed !== null) return failed
     if (Date.now() - probed.at >= PROBE_MS) probed = { at: Date.now(), problem: probeWrite(db) }
     return probed.problem
   }

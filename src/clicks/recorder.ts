@@ -4,7 +4,7 @@
 // When the database cannot be written (a full disk, a read-only file), the clicks stay in memory and the
 // writes are retried with a growing pause; a visit never pays for a failing write, and the log gets one
 // line when writes start failing and one when they work again.
-import { storageReason, type Db } from '../db'
+import { noteWriteSuccess, storageReason, type Db } from '../db'
 import { createClassifier, createSourceCache } from './classify'
 
 interface PendingClick {
@@ -131,6 +131,7 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
       throw err
     }
     flushedTotal += batch.length
+    noteWriteSuccess(db)
     return batch.length
   }
 

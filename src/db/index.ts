@@ -81,13 +81,28 @@ export const storageUnavailable = () =>
     'The change could not be stored: the database cannot be written right now (disk full or read-only). Try again later.',
   )
 
-/** Runs a write; a storage failure becomes the 503 above, anything else is thrown as it is. */
-export function stored<T>(write: () => T): T {
+// The last write that failed for want of storage, per database, until a write succeeds again: /healthz
+// reports it, because a rolled-back probe cannot see a full disk that only larger writes run into.
+const writeFailures = new WeakMap<Db, string>()
+export const noteWriteSuccess = (db: Db) => void writeFailures.delete(db)
+export const lastWriteFailure = (db: Db): string | null => writeFailures.get(db) ?? null
+
+/** Runs a write; a storage failure becomes the 503 above (and is remembered), anything else is thrown as it is. */
+export function stored<T>(db: Db, write: () => T): T {
   try {
-    return write()
+    const result = write()
+    writeFailures.delete(db)
+    return result
   } catch (err) {
-    throw isStorageFailure(err) ? storageUnavailable() : err
+    throw storageError(db, err)
   }
+}
+
+/** The error to throw for a failed write: the 503 for a storage failure (remembered), else the error itself. */
+export function storageError(db: Db, err: unknown): unknown {
+  if (!isStorageFailure(err)) return err
+  writeFailures.set(db, storageReason(err))
+  return storageUnavailable()
 }
 
 /**

@@ -5,7 +5,7 @@ import { randomBase62 } from '../accounts/service'
 import type { ClickRecorder } from '../clicks/recorder'
 import { dayOf } from '../clicks/recorder'
 import type { Config } from '../config'
-import { iso, stored, storageUnavailable, isStorageFailure, type Db } from '../db'
+import { iso, storageError, stored, type Db } from '../db'
 import { AppError, invalidParameter, notFound, notOwner } from '../errors'
 import type { Events } from '../events'
 import { createLinkStore, type LinkRow, type NameCount } from './store'
@@ -149,9 +149,9 @@ export function createLinkService(deps: {
           row = store.insert({ ...fields, code: alias })
         } catch (err) {
           if (String(err).includes('UNIQUE')) throw new AppError(409, 'alias_taken', `The alias "${alias}" is already in use.`)
-          throw isStorageFailure(err) ? storageUnavailable() : err
+          throw storageError(db, err)
         }
-      } else row = stored(() => insertWithFreshCode(fields))
+      } else row = stored(db, () => insertWithFreshCode(fields))
       const rec = record(row)
       events.emit('link.created', { link: { ...rec }, accountId: row.account_id })
       return rec
@@ -170,7 +170,7 @@ export function createLinkService(deps: {
         const password = validatePassword(input.password, { allowEmpty: true })
         next.password_hash = password ? await Bun.password.hash(password, 'argon2id') : null
       }
-      const updated = stored(() => store.update(next, clock()))
+      const updated = stored(db, () => store.update(next, clock()))
       forget(row.code)
       const rec = record(updated)
       events.emit('link.updated', { link: { ...rec }, accountId: updated.account_id })
@@ -179,7 +179,7 @@ export function createLinkService(deps: {
 
     delete(input: { code: unknown }, caller: Caller) {
       const row = owned(input.code, caller)
-      stored(() => store.remove(row.id)) // click aggregates go with it (ON DELETE CASCADE)
+      stored(db, () => store.remove(row.id)) // click aggregates go with it (ON DELETE CASCADE)
       forget(row.code)
       events.emit('link.deleted', { hex: row.code, accountId: row.account_id })
       return { hex: row.code, deleted: true }
