@@ -7,7 +7,7 @@ import { createAccountService, parseScopes } from './accounts/service'
 import { createLinkbox } from './app'
 import { loadConfig, type Config } from './config'
 import { ClicksNotWritten } from './clicks/recorder'
-import { DatabaseError, openDatabase, storageReason } from './db'
+import { DatabaseError, openDatabase, probeWrite, storageReason } from './db'
 import { configFailure, formatFindings, runDoctor } from './doctor'
 import { AppError, ConfigError } from './errors'
 import { VERSION } from './version'
@@ -44,6 +44,9 @@ async function serve(config: Config) {
   // An IPv6 address goes in brackets, so that the line carries a URL scripts can use as is.
   const host = server.hostname?.includes(':') ? `[${server.hostname}]` : server.hostname
   console.log(`linkbox ${VERSION} listening on http://${host}:${server.port} (base_url ${config.server.base_url}, data ${config.data_dir})`)
+  // Reads still work on a database that cannot be written, so the service runs; but say so at once.
+  const unwritable = probeWrite(box.db)
+  if (unwritable) console.error(`linkbox: warning: the database cannot be written (${unwritable}); new links fail with 503 and clicks wait in memory until it can`)
   let closing = false
   const shutdown = async (signal: string) => {
     if (closing) {

@@ -70,6 +70,7 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
   let retryDelay = 0
   let retryAt = 0
   let droppedAtFailure = 0
+  let failedFlushes = 0
 
   // INSERT … SELECT FROM links: a click on a link deleted before the flush is dropped, not an FK error.
   const upsertDay = db.query<unknown, [string, number, number, number]>(
@@ -163,6 +164,10 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
     get lastError() {
       return failure
     },
+    /** Flush attempts that failed since start (the backoff keeps this far below the number of clicks). */
+    get failures() {
+      return failedFlushes
+    },
     get pending() {
       return buffer.length
     },
@@ -197,6 +202,7 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
         log(`click writes work again; ${written} clicks written${dropped ? `, ${dropped} dropped while failing (buffer full)` : ''}`)
       }
     } catch (err) {
+      failedFlushes++
       const reason = storageReason(err)
       if (failure === null) {
         retryDelay = retryMs
