@@ -4,6 +4,7 @@
 import { hasWrk } from './bench/wrk'
 import { benchQr } from './bench/qr'
 import { benchRedirect } from './bench/redirect'
+import { benchUnwritable } from './bench/unwritable'
 
 if (!hasWrk()) {
   console.error('bench: wrk is not installed (apt-get install -y wrk)')
@@ -12,6 +13,7 @@ if (!hasWrk()) {
 const sections: [string, () => Promise<string[]>][] = [
   ['Redirect /<code> against a bare Bun.serve 302', benchRedirect],
   ['QR: cached public image against the redirect; qr.json renderings', benchQr],
+  ['Redirects while the database cannot be written, against a writable one', benchUnwritable],
 ]
 const only = process.argv[2]
 for (const [title, run] of sections) {
