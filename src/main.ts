@@ -159,20 +159,22 @@ export async function main(argv: string[]): Promise<number> {
       const folder = dirname(resolve(sub))
       if (!existsSync(folder) || !statSync(folder).isDirectory())
         throw new DatabaseError(`backup: the folder ${folder} does not exist; create it first`)
-      // The copy holds password hashes and key hashes: readable by the owner only. VACUUM INTO fills an
-      // empty file, so create it first with that mode ('wx': and never over a file that appeared meanwhile).
+      const db = openDatabase(dbPath) // first: a database that does not open leaves no empty backup behind
       try {
-        closeSync(openSync(sub, 'wx', 0o600))
-      } catch (err) {
-        throw new DatabaseError(`backup: cannot create ${sub}: ${(err as Error).message}`)
-      }
-      const db = openDatabase(dbPath)
-      try {
-        db.query('VACUUM INTO ?').run(sub) // a consistent snapshot, even while the service writes
-        chmodSync(sub, 0o600)
-      } catch (err) {
-        rmSync(sub, { force: true })
-        throw new DatabaseError(`backup: could not write ${sub}: ${storageReason(err)}`)
+        // The copy holds password hashes and key hashes: readable by the owner only. VACUUM INTO fills an
+        // empty file, so create it first with that mode ('wx': never over a file that appeared meanwhile).
+        try {
+          closeSync(openSync(sub, 'wx', 0o600))
+        } catch (err) {
+          throw new DatabaseError(`backup: cannot create ${sub}: ${(err as Error).message}`)
+        }
+        try {
+          db.query('VACUUM INTO ?').run(sub) // a consistent snapshot, even while the service writes
+          chmodSync(sub, 0o600)
+        } catch (err) {
+          rmSync(sub, { force: true }) // ours: created above
+          throw new DatabaseError(`backup: could not write ${sub}: ${storageReason(err)}`)
+        }
       } finally {
         db.close()
       }
