@@ -4,9 +4,9 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { Elysia } from 'elysia'
 import { createAccountService } from './accounts/service'
-import { createClickRecorder } from './clicks/recorder'
+import { createClickRecorder, type ClickRecorderOptions } from './clicks/recorder'
 import type { Config } from './config'
-import { openDatabase } from './db'
+import { lastWriteFailure, openDatabase, probeWrite } from './db'
 import { createEvents } from './events'
 import { createMetrics } from './metrics'
 import { AppError, internalError, notFound } from './errors'
@@ -30,7 +30,7 @@ import { VERSION } from './version'
 export interface AppOptions {
   clock?: () => number
   /** Click buffer settings (tests shorten the interval). */
-  clicks?: { maxBatch?: number; intervalMs?: number; maxPending?: number }
+  clicks?: ClickRecorderOptions
   /** The QR renderer (tests pass one with a tiny queue). */
   qrRenderer?: QrRenderer
   /** Link password checks (tests wrap the real one to count concurrent checks). */
@@ -69,6 +69,19 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   metrics.sampled('process_resident_memory_bytes', 'Resident memory of the process.', () => process.memoryUsage.rss())
   metrics.sampled('process_uptime_seconds', 'Seconds since the service started.', () => Math.round((Date.now() - startedAt) / 1000))
 
+  // Why the database cannot be written, or null. Failing click writes (retried by the recorder) and a
+  // change that could not be stored (until a write succeeds again) are known at once; otherwise a write
+  // is tried and rolled back — at most once per PROBE_MS, since /healthz is public and polled.
+  const PROBE_MS = 5_000
+  let probed = { at: -Infinity, problem: null as string | null }
+  const databaseProblem = () => {
+    if (recorder.failing) return recorder.lastError
+    const failed = lastWriteFailure(db)
+    if (failed !== null) return failed
+    if (Date.now() - probed.at >= PROBE_MS) probed = { at: Date.now(), problem: probeWrite(db) }
+    return probed.problem
+  }
+
   const methods: ApiMethod[] = [...linkApi(links), ...qrApi(qr)]
   const api = createApi(methods, {
     config,
@@ -103,7 +116,15 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
       const slash = url.indexOf('/', url.indexOf('://') + 3)
       if (slash > 0 && slash < 11 && url.startsWith('/api', slash)) return api.dispatch(request)
     })
-    .get('/healthz', () => ({ status: 'ok', version: VERSION }))
+    // 503 when the database cannot be written, so that a monitor notices; visits and reads still work.
+    .get('/healthz', () => {
+      const problem = databaseProblem()
+      if (problem === null) return { status: 'ok', version: VERSION }
+      return new Response(JSON.stringify({ status: 'degraded', version: VERSION, database: `not writable: ${problem}` }), {
+        status: 503,
+        headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
+      })
+    })
     .get('/metrics', () => new Response(metrics.render(), {
       headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' },
     }))
@@ -149,7 +170,8 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     /**
      * Stops accepting, lets in-flight requests finish, flushes clicks and closes the database. A client
      * that never finishes its request (a stalled upload) would hold this forever, so after `graceMs` the
-     * remaining connections are closed by force.
+     * remaining connections are closed by force. When the last click flush fails the database is closed
+     * all the same and ClicksNotWritten is thrown, saying how many clicks are lost and why.
      */
     async close({ graceMs = 5_000 }: { graceMs?: number } = {}) {
       if (server) {
@@ -168,8 +190,11 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
       server = null
       // A running worker thread would keep the process (or the test runner) from exiting.
       qrRenderer.close()
-      recorder.stop()
-      db.close()
+      try {
+        recorder.stop()
+      } finally {
+        db.close()
+      }
     },
   }
 }

@@ -1,14 +1,15 @@
 // `linkbox doctor`: checks what the service needs before (or while) it runs, and says what to fix.
 // A FAIL stops the service from working; a warn is worth knowing (a feature that will not work, a
-// setting that is probably not what was meant).
-import { accessSync, constants, existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+// setting that is probably not what was meant); a skip is a check that could not run because one it
+// depends on failed (no config: no data directory to look at).
+import { accessSync, constants, existsSync, mkdirSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import type { Config } from './config'
-import { openDatabase } from './db'
+import { DatabaseError, openDatabase, probeWrite, type Db } from './db'
 import { migrations } from './db/migrations'
 
-export type Verdict = 'ok' | 'warn' | 'FAIL'
+export type Verdict = 'ok' | 'warn' | 'FAIL' | 'skip'
 export interface Finding {
   verdict: Verdict
   what: string
@@ -29,19 +30,51 @@ function checkDataDir(dir: string): Finding {
   }
 }
 
-function checkDatabase(dir: string): Finding {
+function checkDatabase(dir: string): Finding[] {
   const path = join(dir, 'linkbox.db')
   const fresh = !existsSync(path)
+  let db: Db
   try {
-    const db = openDatabase(path) // creates it, or brings its schema up to date
+    db = openDatabase(path) // creates it, or brings its schema up to date
+  } catch (err) {
+    const detail = err instanceof DatabaseError ? err.message : `${path}: ${(err as Error).message}`
+    return [
+      { verdict: 'FAIL', what: 'database', detail },
+      { verdict: 'skip', what: 'database write', detail: 'the database does not open' },
+    ]
+  }
+  try {
     const check = (db.query('PRAGMA quick_check').get() as { quick_check: string }).quick_check
     const version = (db.query('PRAGMA user_version').get() as { user_version: number }).user_version
-    db.close()
-    if (check !== 'ok') return { verdict: 'FAIL', what: 'database', detail: `${path}: quick_check says ${check}` }
-    return { verdict: 'ok', what: 'database', detail: `${path} ${fresh ? 'created' : 'opens'}, schema ${version}/${migrations.length}, quick_check ok` }
+    const opened: Finding =
+      check === 'ok'
+        ? { verdict: 'ok', what: 'database', detail: `${path} ${fresh ? 'created' : 'opens'}, schema ${version}/${migrations.length}, quick_check ok` }
+        : { verdict: 'FAIL', what: 'database', detail: `${path}: quick_check says ${check}` }
+    return [opened, checkWritable(db, dir)]
   } catch (err) {
-    return { verdict: 'FAIL', what: 'database', detail: `${path}: ${(err as Error).message}` }
+    return [{ verdict: 'FAIL', what: 'database', detail: `${path}: ${(err as Error).message}` }]
+  } finally {
+    db.close()
   }
+}
+
+const LOW_SPACE = 64 * 1024 * 1024
+
+/** A write in a transaction that is rolled back, and the free space left for the ones that are kept. */
+function checkWritable(db: Db, dir: string): Finding {
+  const problem = probeWrite(db)
+  if (problem) return { verdict: 'FAIL', what: 'database write', detail: `not writable: ${problem}` }
+  let free: number
+  try {
+    const fs = statfsSync(dir)
+    free = fs.bavail * fs.bsize
+  } catch {
+    return { verdict: 'ok', what: 'database write', detail: 'writable' }
+  }
+  const shown = free >= 2 ** 30 ? `${(free / 2 ** 30).toFixed(1)} GiB` : `${(free / 2 ** 20).toFixed(1)} MiB`
+  if (free < LOW_SPACE)
+    return { verdict: 'warn', what: 'database write', detail: `writable, but only ${shown} free in ${dir}: clicks and links stop being stored when it is full` }
+  return { verdict: 'ok', what: 'database write', detail: `writable, ${shown} free` }
 }
 
 function checkPort(what: string, host: string, port: number): Promise<Finding> {
@@ -85,7 +118,8 @@ export async function runDoctor(config: Config, source: string): Promise<Finding
   const findings: Finding[] = [{ verdict: 'ok', what: 'config', detail: source }]
   const dataDir = checkDataDir(config.data_dir)
   findings.push(dataDir)
-  if (dataDir.verdict === 'ok') findings.push(checkDatabase(config.data_dir))
+  if (dataDir.verdict === 'ok') findings.push(...checkDatabase(config.data_dir))
+  else findings.push({ verdict: 'skip', what: 'database', detail: 'the data directory is not usable' })
   findings.push(await checkPort('server.port', config.server.host, config.server.port))
   if (config.mail.smtp_port !== 0) findings.push(await checkPort('mail.smtp_port', config.mail.smtp_host, config.mail.smtp_port))
   findings.push(checkBaseUrl(config))
@@ -93,6 +127,22 @@ export async function runDoctor(config: Config, source: string): Promise<Finding
   findings.push(await checkProgram('yt-dlp', [config.media.ytdlp_path || 'yt-dlp', '--version'], media))
   findings.push(await checkProgram('ffmpeg', ['ffmpeg', '-version'], `${media} (merging formats)`))
   return findings
+}
+
+/**
+ * The findings when the config itself does not load: that FAIL, the checks that need it skipped, and the
+ * one that does not (ffmpeg), so a single run still shows everything it can.
+ */
+export async function configFailure(path: string, problem: string): Promise<Finding[]> {
+  const why = problem.replace(/^config: /, '')
+  const skipped = 'needs a config that loads'
+  return [
+    { verdict: 'FAIL', what: 'config', detail: path && !why.includes(path) ? `${path}: ${why}` : why },
+    ...['data_dir', 'database', 'server.port', 'mail.smtp_port', 'server.base_url', 'yt-dlp'].map(
+      (what): Finding => ({ verdict: 'skip', what, detail: skipped }),
+    ),
+    await checkProgram('ffmpeg', ['ffmpeg', '-version'], 'needed for media download (merging formats)'),
+  ]
 }
 
 export function formatFindings(findings: Finding[]): string {

@@ -1,13 +1,14 @@
 #!/usr/bin/env bun
 // The command line: serve, account, key, backup, version. Each command builds what it needs from the config.
-import { existsSync, mkdirSync } from 'node:fs'
-import { join } from 'node:path'
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { createAccountService, parseScopes } from './accounts/service'
 import { createLinkbox } from './app'
 import { loadConfig, type Config } from './config'
-import { openDatabase } from './db'
-import { formatFindings, runDoctor } from './doctor'
+import { ClicksNotWritten } from './clicks/recorder'
+import { DatabaseError, openDatabase, probeWrite, storageReason } from './db'
+import { configFailure, formatFindings, runDoctor } from './doctor'
 import { AppError, ConfigError } from './errors'
 import { VERSION } from './version'
 
@@ -43,12 +44,19 @@ async function serve(config: Config) {
   // An IPv6 address goes in brackets, so that the line carries a URL scripts can use as is.
   const host = server.hostname?.includes(':') ? `[${server.hostname}]` : server.hostname
   console.log(`linkbox ${VERSION} listening on http://${host}:${server.port} (base_url ${config.server.base_url}, data ${config.data_dir})`)
+  // Reads still work on a database that cannot be written, so the service runs; but say so at once.
+  const unwritable = probeWrite(box.db)
+  if (unwritable) console.error(`linkbox: warning: the database cannot be written (${unwritable}); new links fail with 503 and clicks wait in memory until it can`)
   let closing = false
   const shutdown = async (signal: string) => {
     if (closing) {
       // A second signal means "now": keep the clicks, skip the wait for open requests.
       console.log(`${signal} again: exiting at once`)
-      box.recorder.flush()
+      try {
+        box.recorder.flush()
+      } catch (err) {
+        console.error(`linkbox: ${box.recorder.pending} clicks could not be written: ${storageReason(err)}`)
+      }
       process.exit(1)
     }
     closing = true
@@ -57,7 +65,8 @@ async function serve(config: Config) {
       await box.close()
       process.exit(0)
     } catch (err) {
-      console.error('shutdown failed:', err)
+      // One line for the operator: what is lost and why (a full disk, say), never a stack trace.
+      console.error(err instanceof ClicksNotWritten ? `linkbox: ${err.message}` : `linkbox: shutdown failed: ${storageReason(err)}`)
       process.exit(1)
     }
   }
@@ -88,7 +97,22 @@ export async function main(argv: string[]): Promise<number> {
     console.log(VERSION)
     return 0
   }
-  const config = loadConfig(values.config ?? process.env.LINKBOX_CONFIG)
+  const configPath = values.config ?? process.env.LINKBOX_CONFIG
+  // doctor reports a config that does not load as a failing check, like any other, instead of stopping.
+  if (command === 'doctor') {
+    let config: Config
+    try {
+      config = loadConfig(configPath)
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err
+      console.log(formatFindings(await configFailure(configPath ?? '', err.message)))
+      return 1
+    }
+    const findings = await runDoctor(config, configPath ?? 'no file: the defaults')
+    console.log(formatFindings(findings))
+    return findings.some((f) => f.verdict === 'FAIL') ? 1 : 0
+  }
+  const config = loadConfig(configPath)
 
   switch (command) {
     case 'serve':
@@ -126,20 +150,34 @@ export async function main(argv: string[]): Promise<number> {
       }
       return 0
     }
-    case 'doctor': {
-      const findings = await runDoctor(config, values.config ?? process.env.LINKBOX_CONFIG ?? 'no file: the defaults')
-      console.log(formatFindings(findings))
-      return findings.some((f) => f.verdict === 'FAIL') ? 1 : 0
-    }
     case 'backup': {
       if (!sub) throw new ConfigError('usage: linkbox backup FILE')
       if (existsSync(sub)) throw new ConfigError(`backup: ${sub} exists already; choose a new file`)
       const dbPath = join(config.data_dir, 'linkbox.db')
       // Never create an empty database just to copy it: a wrong --config must not look like a good backup.
       if (!existsSync(dbPath)) throw new ConfigError(`backup: there is no database at ${dbPath}; check --config`)
-      const db = openDatabase(dbPath)
-      db.query('VACUUM INTO ?').run(sub) // a consistent snapshot, even while the service writes
-      db.close()
+      const folder = dirname(resolve(sub))
+      if (!existsSync(folder) || !statSync(folder).isDirectory())
+        throw new DatabaseError(`backup: the folder ${folder} does not exist; create it first`)
+      const db = openDatabase(dbPath) // first: a database that does not open leaves no empty backup behind
+      try {
+        // The copy holds password hashes and key hashes: readable by the owner only. VACUUM INTO fills an
+        // empty file, so create it first with that mode ('wx': never over a file that appeared meanwhile).
+        try {
+          closeSync(openSync(sub, 'wx', 0o600))
+        } catch (err) {
+          throw new DatabaseError(`backup: cannot create ${sub}: ${(err as Error).message}`)
+        }
+        try {
+          db.query('VACUUM INTO ?').run(sub) // a consistent snapshot, even while the service writes
+          chmodSync(sub, 0o600)
+        } catch (err) {
+          rmSync(sub, { force: true }) // ours: created above
+          throw new DatabaseError(`backup: could not write ${sub}: ${storageReason(err)}`)
+        }
+      } finally {
+        db.close()
+      }
       console.log(`backup written to ${sub}`)
       return 0
     }
@@ -157,6 +195,12 @@ if (import.meta.main) {
       if (err instanceof ConfigError || err instanceof AppError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
         console.error(`linkbox: ${(err as Error).message}`)
         process.exit(2)
+      }
+      // The database is unusable (not a database, cannot be opened) or a backup cannot be written: the
+      // message names the file; a stack trace would not help the operator.
+      if (err instanceof DatabaseError) {
+        console.error(`linkbox: ${err.message}`)
+        process.exit(1)
       }
       console.error(err)
       process.exit(1)

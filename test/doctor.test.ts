@@ -1,6 +1,6 @@
 // `linkbox doctor` as an operator runs it: findings on stdout, exit 1 only when something fails.
 import { afterAll, expect, test } from 'bun:test'
-import { writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { removeDir, runCli, tempDir, writeConfig } from './support/server'
@@ -55,4 +55,79 @@ test('a yt-dlp path that does not exist is a warning naming what it is for', asy
   const c = config({ media: { ytdlp_path: '/nonexistent/yt-dlp' } })
   const r = await runCli(['doctor', '--config', c.configPath])
   expect(r.stdout).toMatch(/^warn\s+yt-dlp\s+\/nonexistent\/yt-dlp not found: needed for media download$/m)
+})
+
+// Root ignores file modes, so a read-only database is made with the immutable attribute (chattr +i),
+// where the file system and the capabilities allow it.
+function canMakeImmutable(): boolean {
+  const probe = join(tempDir(), 'probe')
+  writeFileSync(probe, 'x')
+  try {
+    if (Bun.spawnSync(['chattr', '+i', probe]).exitCode !== 0) return false
+    Bun.spawnSync(['chattr', '-i', probe])
+    return true
+  } catch {
+    return false
+  } finally {
+    removeDir(join(probe, '..'))
+  }
+}
+
+test.skipIf(!canMakeImmutable())('a database file that cannot be written is a FAIL of "database write", exit 1', async () => {
+  const c = config()
+  const first = await runCli(['doctor', '--config', c.configPath])
+  expect(first.stdout).toMatch(/^ok\s+database write\s+writable, [\d.]+ [GM]iB free$/m)
+  const file = join(c.dataDir, 'linkbox.db')
+  expect(Bun.spawnSync(['chattr', '+i', file]).exitCode).toBe(0)
+  try {
+    const r = await runCli(['doctor', '--config', c.configPath])
+    expect(r.code).toBe(1)
+    expect(r.stdout).toMatch(/^ok\s+database\s+.* opens, /m)
+    expect(r.stdout).toMatch(/^FAIL\s+database write\s+not writable: attempt to write a readonly database \(SQLITE_READONLY\)$/m)
+  } finally {
+    Bun.spawnSync(['chattr', '-i', file])
+  }
+})
+
+test('a database file of random bytes: doctor and serve name the file, exit 1, no stack trace', async () => {
+  const c = config()
+  mkdirSync(c.dataDir)
+  const file = join(c.dataDir, 'linkbox.db')
+  writeFileSync(file, crypto.getRandomValues(new Uint8Array(8192)))
+  const doctor = await runCli(['doctor', '--config', c.configPath])
+  expect(doctor.code).toBe(1)
+  expect(doctor.stdout).toContain(`FAIL  database         ${file} is not a linkbox database (file is not a database)`)
+  expect(doctor.stdout).toMatch(/^skip\s+database write\s/m)
+  const serve = await runCli(['serve', '--config', c.configPath])
+  expect(serve.code).toBe(1)
+  expect(serve.stderr).toStartWith(`linkbox: ${file} is not a linkbox database (file is not a database)`)
+  expect(serve.stderr.trim().split('\n')).toHaveLength(1)
+  expect(serve.stderr).not.toContain('    at ')
+})
+
+test('a config that does not load is one FAIL line naming the file and the problem; the rest skipped; exit 1', async () => {
+  const dir = tempDir()
+  dirs.push(dir)
+  const cases: [string, string, RegExp][] = [
+    ['bad-value.toml', 'data_dir = 5\n', /"data_dir" must be a string \(got 5\)/],
+    ['bad-syntax.toml', 'data_dir = [\n', /is not valid TOML/],
+    ['unknown-key.toml', '[server]\nprot = 8080\n', /server\.prot/],
+  ]
+  for (const [name, text, problem] of cases) {
+    const path = join(dir, name)
+    writeFileSync(path, text)
+    const r = await runCli(['doctor', '--config', path])
+    expect(r.code).toBe(1)
+    expect(r.stderr).toBe('')
+    const fails = r.stdout.split('\n').filter((l) => l.startsWith('FAIL'))
+    expect(fails).toHaveLength(1)
+    expect(fails[0]).toMatch(/^FAIL\s+config\s+/)
+    expect(fails[0]).toContain(path)
+    expect(fails[0]).toMatch(problem)
+    expect(r.stdout).toMatch(/^skip\s+data_dir\s+needs a config that loads$/m)
+    expect(r.stdout).toMatch(/^(ok|warn)\s+ffmpeg\s/m)
+  }
+  const missing = await runCli(['doctor', '--config', join(dir, 'nope.toml')])
+  expect(missing.code).toBe(1)
+  expect(missing.stdout).toMatch(/^FAIL\s+config\s+.*nope\.toml/m)
 })

@@ -2,7 +2,7 @@
 // (`bun src/main.ts serve`), real sockets, the real SQLite file, restarted on the same data directory.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
-import { existsSync, mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import {
   CHROME_UA,
@@ -11,6 +11,7 @@ import {
   killAllServers,
   removeDir,
   runCli,
+  SOURCE_COMMAND,
   startServer,
   tempDir,
   writeConfig,
@@ -258,6 +259,29 @@ describe('backup while the server runs', () => {
     } finally {
       expect(await server.stop()).toBe(0)
     }
+  })
+
+  test('the backup file is readable by its owner only (0600), whatever the umask', async () => {
+    const config = freshConfig()
+    await createAccount(config.configPath, 'carol')
+    const file = join(config.dir, 'private.db')
+    const r = await runCli(['sh', '-c', 'umask 000; exec "$0" "$@"', ...SOURCE_COMMAND, 'backup', file, '--config', config.configPath], { command: [] })
+    expect(r.stderr).toBe('')
+    expect(r.code).toBe(0)
+    expect(statSync(file).mode & 0o777).toBe(0o600)
+    const copy = new Database(file, { readonly: true })
+    expect(copy.query('SELECT name FROM accounts').all()).toEqual([{ name: 'carol' }])
+    copy.close()
+  })
+
+  test('a target folder that does not exist: one line naming the folder, exit 1, nothing created', async () => {
+    const config = freshConfig()
+    await createAccount(config.configPath, 'dave')
+    const folder = join(config.dir, 'no', 'such', 'folder')
+    const r = await runCli(['backup', join(folder, 'b.db'), '--config', config.configPath])
+    expect(r.code).toBe(1)
+    expect(r.stderr).toBe(`linkbox: backup: the folder ${folder} does not exist; create it first\n`)
+    expect(existsSync(join(config.dir, 'no'))).toBe(false)
   })
 
   test('with no database where the config points, backup refuses instead of copying an empty one', async () => {

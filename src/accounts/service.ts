@@ -128,7 +128,10 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
       // last_used is informative: write it at most once a minute per key, not on every request.
       if (now - (lastTouched.get(row.id) ?? 0) > 60_000) {
         lastTouched.set(row.id, now)
-        store.touchKey(row.id, now)
+        // Best effort: a database that cannot be written (full disk) must not lock every key out.
+        try {
+          store.touchKey(row.id, now)
+        } catch {}
       }
       return toCaller(row, 'key')
     },

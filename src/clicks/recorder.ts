@@ -1,7 +1,10 @@
 // Clicks are buffered in memory and written in one transaction every interval or every `maxBatch`
 // clicks, so a visit never waits for the disk. No address is kept: only the user agent and referrer,
 // which become counters at flush time.
-import type { Db } from '../db'
+// When the database cannot be written (a full disk, a read-only file), the clicks stay in memory and the
+// writes are retried with a growing pause; a visit never pays for a failing write, and the log gets one
+// line when writes start failing and one when they work again.
+import { noteWriteSuccess, storageReason, type Db } from '../db'
 import { createClassifier, createSourceCache, MAX_NAMES, OTHER } from './classify'
 
 interface PendingClick {
@@ -29,13 +32,35 @@ const newDayCounts = (): DayCounts => ({
 })
 const bump = (m: Map<string, number>, name: string) => m.set(name, (m.get(name) ?? 0) + 1)
 
-export function createClickRecorder(
-  db: Db,
-  opts: { maxBatch?: number; intervalMs?: number; maxPending?: number } = {},
-) {
+/** Thrown by stop() when the last flush fails: the clicks still in memory are lost with the process. */
+export class ClicksNotWritten extends Error {
+  constructor(
+    readonly count: number,
+    readonly reason: string,
+  ) {
+    super(`${count} clicks could not be written: ${reason}`)
+    this.name = 'ClicksNotWritten'
+  }
+}
+
+export interface ClickRecorderOptions {
+  maxBatch?: number
+  intervalMs?: number
+  maxPending?: number
+  /** First pause after a failed write; it doubles with each failure up to `maxRetryMs`. */
+  retryMs?: number
+  maxRetryMs?: number
+  /** Where the state changes are reported (one line each). */
+  log?: (line: string) => void
+}
+
+export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
   const maxBatch = opts.maxBatch ?? 1000
   const maxPending = opts.maxPending ?? 100_000
   const intervalMs = opts.intervalMs ?? 1000
+  const retryMs = opts.retryMs ?? 1000
+  const maxRetryMs = opts.maxRetryMs ?? 60_000
+  const log = opts.log ?? ((line: string) => console.error(line))
   const classify = createClassifier()
   const source = createSourceCache()
   let buffer: PendingClick[] = []
@@ -43,6 +68,12 @@ export function createClickRecorder(
   let flushedTotal = 0
   let droppedTotal = 0
   let flushQueued = false
+  // While writes fail: the reason, the current pause and when the next attempt may run.
+  let failure: string | null = null
+  let retryDelay = 0
+  let retryAt = 0
+  let droppedAtFailure = 0
+  let failedFlushes = 0
 
   // INSERT … SELECT FROM links: a click on a link deleted before the flush is dropped, not an FK error.
   const upsertDay = db.query<unknown, [string, number, number, number]>(
@@ -125,6 +156,7 @@ export function createClickRecorder(
       throw err
     }
     flushedTotal += batch.length
+    noteWriteSuccess(db)
     return batch.length
   }
 
@@ -137,7 +169,8 @@ export function createClickRecorder(
         droppedTotal++
       }
       buffer.push({ linkId, at, ua: ua.slice(0, USER_AGENT_CHARS), referer: referer.slice(0, 2048) })
-      if (buffer.length >= maxBatch && !flushQueued) {
+      // While failing, a full batch waits for the next retry: no write attempt per click.
+      if (buffer.length >= maxBatch && !flushQueued && failure === null) {
         flushQueued = true
         queueMicrotask(() => {
           flushQueued = false
@@ -146,6 +179,19 @@ export function createClickRecorder(
       }
     },
     flush,
+    /** A flush that never throws and skips while writes fail and the next retry is not due. */
+    flushIfWritable: safeFlush,
+    /** True while click writes fail; `lastError` says why. */
+    get failing() {
+      return failure !== null
+    },
+    get lastError() {
+      return failure
+    },
+    /** Flush attempts that failed since start (the backoff keeps this far below the number of clicks). */
+    get failures() {
+      return failedFlushes
+    },
     get pending() {
       return buffer.length
     },
@@ -158,18 +204,37 @@ export function createClickRecorder(
     start() {
       timer ??= setInterval(safeFlush, intervalMs)
     },
+    /** Stops the timer and writes what is left, whatever the backoff; throws ClicksNotWritten if it cannot. */
     stop() {
       if (timer) clearInterval(timer)
       timer = null
-      flush()
+      try {
+        flush()
+      } catch (err) {
+        throw new ClicksNotWritten(buffer.length, storageReason(err))
+      }
     },
   }
 
   function safeFlush() {
+    if (failure !== null && Date.now() < retryAt) return
     try {
-      flush()
+      const written = flush()
+      if (failure !== null) {
+        const dropped = droppedTotal - droppedAtFailure
+        failure = null
+        log(`click writes work again; ${written} clicks written${dropped ? `, ${dropped} dropped while failing (buffer full)` : ''}`)
+      }
     } catch (err) {
-      console.error('click flush failed (will retry):', err)
+      failedFlushes++
+      const reason = storageReason(err)
+      if (failure === null) {
+        retryDelay = retryMs
+        droppedAtFailure = droppedTotal
+        log(`click writes failing: ${reason}; ${buffer.length} clicks kept in memory (retrying from ${retryMs} ms up to every ${maxRetryMs} ms)`)
+      } else retryDelay = Math.min(retryDelay * 2, maxRetryMs)
+      failure = reason
+      retryAt = Date.now() + retryDelay
     }
   }
 }

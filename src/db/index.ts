@@ -1,18 +1,42 @@
 // One SQLite file in WAL mode. Migrations are plain SQL embedded in the code (so the compiled binary
 // carries them); each runs once, in its own transaction, recorded in PRAGMA user_version.
+// Also here: telling "the database cannot be written" (full disk, read-only file) from other faults, so
+// that callers can answer 503 and keep serving reads instead of failing with a bare 500.
 import { Database } from 'bun:sqlite'
+import { AppError } from '../errors'
 import { migrations } from './migrations'
 
 export type Db = Database
 
+/** The database file cannot be used at all (not a database, cannot be opened): stops the program. */
+export class DatabaseError extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = 'DatabaseError'
+  }
+}
+
 export function openDatabase(path: string): Db {
-  const db = new Database(path, { create: true, strict: true })
-  db.exec('PRAGMA journal_mode = WAL')
-  db.exec('PRAGMA synchronous = NORMAL')
-  db.exec('PRAGMA busy_timeout = 5000')
-  db.exec('PRAGMA foreign_keys = ON')
-  migrate(db)
-  return db
+  let db: Db | undefined
+  try {
+    db = new Database(path, { create: true, strict: true })
+    db.exec('PRAGMA journal_mode = WAL')
+    db.exec('PRAGMA synchronous = NORMAL')
+    db.exec('PRAGMA busy_timeout = 5000')
+    db.exec('PRAGMA foreign_keys = ON')
+    migrate(db)
+    return db
+  } catch (err) {
+    db?.close()
+    const code = sqliteCode(err)
+    if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT')
+      throw new DatabaseError(
+        `${path} is not a linkbox database (${(err as Error).message}); move it away to start with an empty one, or restore a backup`,
+      )
+    if (code.startsWith('SQLITE_CANTOPEN') || code.startsWith('SQLITE_READONLY') || code.startsWith('SQLITE_IOERR') || code.startsWith('SQLITE_FULL'))
+      throw new DatabaseError(`${path}: the database cannot be opened for writing (${storageReason(err)})`)
+    throw err
+  }
 }
 
 export function migrate(db: Db): void {
@@ -43,3 +67,76 @@ export function migrate(db: Db): void {
 
 /** ISO 8601 UTC text for a unix time in milliseconds. */
 export const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString())
+
+const sqliteCode = (err: unknown): string => {
+  const code = (err as { code?: unknown } | null)?.code
+  return typeof code === 'string' ? code : ''
+}
+
+/** One line for the log or a message: SQLite's own text and its code ("database or disk is full (SQLITE_FULL)"). */
+export function storageReason(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err)
+  const code = sqliteCode(err)
+  return (code && !message.includes(code) ? `${message} (${code})` : message).slice(0, 300)
+}
+
+const UNWRITABLE = ['SQLITE_FULL', 'SQLITE_READONLY', 'SQLITE_IOERR', 'SQLITE_CANTOPEN']
+
+/** True when the error says the database cannot be written (full disk, read-only file, I/O error), not a bug. */
+export function isStorageFailure(err: unknown): boolean {
+  const code = sqliteCode(err)
+  if (UNWRITABLE.some((c) => code === c || code.startsWith(`${c}_`))) return true
+  return code.startsWith('SQLITE_') && /\bdisk\b/i.test(err instanceof Error ? err.message : '')
+}
+
+/** What the client is told when a change cannot be stored: 503, and nothing of the database's internals. */
+export const storageUnavailable = () =>
+  new AppError(
+    503,
+    'storage_unavailable',
+    'The change could not be stored: the database cannot be written right now (disk full or read-only). Try again later.',
+  )
+
+// The last write that failed for want of storage, per database, until a write succeeds again: /healthz
+// reports it, because a rolled-back probe cannot see a full disk that only larger writes run into.
+const writeFailures = new WeakMap<Db, string>()
+export const noteWriteSuccess = (db: Db) => void writeFailures.delete(db)
+export const lastWriteFailure = (db: Db): string | null => writeFailures.get(db) ?? null
+
+/** Runs a write; a storage failure becomes the 503 above (and is remembered), anything else is thrown as it is. */
+export function stored<T>(db: Db, write: () => T): T {
+  try {
+    const result = write()
+    writeFailures.delete(db)
+    return result
+  } catch (err) {
+    throw storageError(db, err)
+  }
+}
+
+/** The error to throw for a failed write: the 503 for a storage failure (remembered), else the error itself. */
+export function storageError(db: Db, err: unknown): unknown {
+  if (!isStorageFailure(err)) return err
+  writeFailures.set(db, storageReason(err))
+  return storageUnavailable()
+}
+
+/**
+ * Tries a real write without keeping it: takes the write lock and allocates a page, then rolls back.
+ * Finds a read-only file or directory, a database at its size limit and a lock held elsewhere; a disk
+ * that fills up shows itself only when a committed write needs new space. Null when it works, else why.
+ */
+export function probeWrite(db: Db): string | null {
+  try {
+    db.exec('BEGIN IMMEDIATE')
+    try {
+      db.exec('CREATE TABLE linkbox_write_probe (x)')
+    } finally {
+      // SQLite may have rolled back already (it does on SQLITE_FULL); a second ROLLBACK would hide why.
+      if (db.inTransaction) db.exec('ROLLBACK')
+    }
+    return null
+  } catch (err) {
+    return storageReason(err)
+  }
+}

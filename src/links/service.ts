@@ -6,7 +6,7 @@ import { MAX_NAMES, OTHER } from '../clicks/classify'
 import type { ClickRecorder } from '../clicks/recorder'
 import { dayOf } from '../clicks/recorder'
 import type { Config } from '../config'
-import { iso, type Db } from '../db'
+import { iso, storageError, stored, type Db } from '../db'
 import { AppError, invalidParameter, notFound, notOwner } from '../errors'
 import type { Events } from '../events'
 import { createLinkStore, type LinkChanges, type LinkRow, type NameCount } from './store'
@@ -180,9 +180,9 @@ export function createLinkService(deps: {
           row = store.insert({ ...fields, code: alias })
         } catch (err) {
           if (String(err).includes('UNIQUE')) throw new AppError(409, 'alias_taken', `The alias "${alias}" is already in use.`)
-          throw err
+          throw storageError(db, err)
         }
-      } else row = insertWithFreshCode(fields)
+      } else row = stored(db, () => insertWithFreshCode(fields))
       const rec = record(row)
       events.emit('link.created', { link: { ...rec }, accountId: row.account_id })
       return rec
@@ -203,7 +203,7 @@ export function createLinkService(deps: {
         // above is only a promise that is checked again below.
         changes.password_hash = password ? await hashPassword(password) : null
       }
-      const updated = writeChanges(row, changes, caller)
+      const updated = stored(db, () => writeChanges(row, changes, caller))
       forget(row.code)
       const rec = record(updated)
       events.emit('link.updated', { link: { ...rec }, accountId: updated.account_id })
@@ -212,7 +212,7 @@ export function createLinkService(deps: {
 
     delete(input: { code: unknown }, caller: Caller) {
       const row = owned(input.code, caller)
-      store.remove(row.id) // click aggregates go with it (ON DELETE CASCADE)
+      stored(db, () => store.remove(row.id)) // click aggregates go with it (ON DELETE CASCADE)
       forget(row.code)
       events.emit('link.deleted', { hex: row.code, accountId: row.account_id })
       return { hex: row.code, deleted: true }
@@ -255,8 +255,9 @@ export function createLinkService(deps: {
       const span = (Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / DAY_MS + 1
       if (span < 1) throw invalidParameter('from', 'a date on or before "to"')
       if (span > 366) throw invalidParameter('from', 'at most 366 days before "to"')
-      // Pending clicks are at most a second old; writing them first makes the answer exact.
-      if (opts.flush !== false && recorder.pending > 0) recorder.flush()
+      // Pending clicks are at most a second old; writing them first makes the answer exact. While the
+      // database cannot be written this is skipped (or fails quietly): the answer is read all the same.
+      if (opts.flush !== false && recorder.pending > 0) recorder.flushIfWritable()
       const row = store.byCode(code)
       if (!row) throw notFound(`No link with the code "${code}".`)
       const byDay = new Map(store.days(row.id, from, to).map((d) => [d.day, d.clicks]))

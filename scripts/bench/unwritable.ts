@@ -1,0 +1,65 @@
+// Redirects while the database cannot be written (issue 6, finding 3): two real servers (child processes,
+// as `linkbox serve` runs), one healthy and one whose files may not grow past 64 KiB (`ulimit -f`: the WAL
+// fills and every write fails), measured alternately in the same run. Target: the failing one within 2×.
+import { join } from 'node:path'
+import { apiPost, CHROME_UA, createAccount, startServer, writeConfig, type RunningServer } from '../../test/support/server'
+import { wrk, type WrkResult } from './wrk'
+
+const MAIN = join(import.meta.dir, '../../src/main.ts')
+const fmt = (r: WrkResult) => `${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms${r.errors ? `  errors ${r.errors}` : ''}`
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+
+async function linkOn(server: RunningServer): Promise<{ code: string; key: string }> {
+  const key = await createAccount(server.configPath, 'bench')
+  const made = await apiPost(server.url, 'getLink.json', { url: 'https://example.com/bench' }, { 'x-api-key': key })
+  if (made.status !== 200) throw new Error(`bench: could not create the link: ${JSON.stringify(made.body)}`)
+  return { code: made.body.return.hex, key }
+}
+
+export async function benchUnwritable(opts: { rounds?: number; seconds?: number } = {}): Promise<string[]> {
+  const rounds = opts.rounds ?? 3
+  const seconds = opts.seconds ?? 5
+  const healthy = await startServer()
+  const limitedConfig = writeConfig()
+  await createAccount(limitedConfig.configPath, 'setup') // the database exists before the limit applies
+  const failing = await startServer({
+    config: limitedConfig,
+    command: ['sh', '-c', 'trap "" XFSZ; ulimit -f 128; exec "$0" "$@"', process.execPath, MAIN],
+  })
+  const lines: string[] = []
+  try {
+    const good = await linkOn(healthy)
+    const bad = await linkOn(failing)
+    // Fill the WAL: creates until one cannot be stored.
+    let refused: { n: number; status: number } | null = null
+    for (let i = 0; i < 500 && !refused; i++) {
+      const r = await apiPost(failing.url, 'getLink.json', { url: `https://example.com/${i}/${'x'.repeat(2000)}` }, { 'x-api-key': bad.key })
+      if (r.status !== 200) refused = { n: i + 1, status: r.status }
+    }
+    if (!refused) throw new Error('bench: the limited server never refused a write')
+    const headers = { 'user-agent': CHROME_UA }
+    await wrk(`${healthy.url}/${good.code}`, { seconds: 1, headers })
+    await wrk(`${failing.url}/${bad.code}`, { seconds: 1, headers })
+    const health = await fetch(`${failing.url}/healthz`)
+    lines.push(`limited server: create number ${refused.n} got ${refused.status}; /healthz ${health.status} ${await health.text()}`)
+    const ratios: number[] = []
+    for (let i = 0; i < rounds; i++) {
+      const h = await wrk(`${healthy.url}/${good.code}`, { seconds, headers })
+      const f = await wrk(`${failing.url}/${bad.code}`, { seconds, headers })
+      ratios.push(f.rps / h.rps)
+      lines.push(`round ${i + 1}: writable   ${fmt(h)}`)
+      lines.push(`round ${i + 1}: unwritable ${fmt(f)}  (ratio ${(f.rps / h.rps).toFixed(2)})`)
+    }
+    const m = median(ratios)
+    lines.push(`redirects while the database cannot be written / while it can: median ratio ${m.toFixed(2)} over ${rounds} rounds of ${seconds} s (wrk -t2 -c64); target ≥ 0.50: ${m >= 0.5 ? 'met' : 'MISSED'}`)
+    const metrics = await (await fetch(`${failing.url}/metrics`)).text()
+    const metric = (name: string) => metrics.match(new RegExp(`^${name} (\\d+)`, 'm'))?.[1] ?? '?'
+    lines.push(`unwritable server: ${metric('linkbox_click_buffer')} clicks buffered, ${metric('linkbox_clicks_dropped_total')} dropped (buffer full); its log: ${failing.stderr().trim().split('\n').length} lines`)
+  } finally {
+    await healthy.stop()
+    await failing.stop().catch(() => {})
+  }
+  return lines
+}
+
+if (import.meta.main) console.log((await benchUnwritable()).join('\n'))
