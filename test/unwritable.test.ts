@@ -61,6 +61,7 @@ describe('a full database (max_page_count at the file size), in process', () => 
         const visit = () => box.request(`/${code}`, { redirect: 'manual', headers: { 'user-agent': CHROME_UA, referer: `https://r${now % 97}.example/` } })
 
         // From here on the file cannot grow: every write that needs a new page fails with SQLITE_FULL.
+        box.db.exec('VACUUM') // no free pages left behind (migration 2 rebuilds tables) for writes to reuse
         const pages = (box.db.query('PRAGMA page_count').get() as { page_count: number }).page_count
         expect(box.db.query('PRAGMA freelist_count').get()).toEqual({ freelist_count: 0 })
         box.db.exec(`PRAGMA max_page_count = ${pages}`)
@@ -133,6 +134,7 @@ describe('a full database (max_page_count at the file size), in process', () => 
   test('a change that could not be stored keeps /healthz degraded until a write succeeds', async () => {
     const box = await makeBox({}, { clicks: { intervalMs: 3_600_000 } })
     try {
+      box.db.exec('VACUUM') // no free pages left behind (migration 2 rebuilds tables) for writes to reuse
       const pages = (box.db.query('PRAGMA page_count').get() as { page_count: number }).page_count
       box.db.exec(`PRAGMA max_page_count = ${pages}`)
       expect((await box.post('/api/getLink.json', { url: LONG_URL })).status).toBe(503)
