@@ -1,7 +1,7 @@
 // For tests that look at pages as visitors do: the real app on a real socket, local destination servers
 // (Bun.serve on 127.0.0.1, port 0: each its own origin), and Debian's Chromium driven by playwright-core,
 // with axe-core for accessibility and screenshots at desktop and phone widths for people to look at.
-import { mkdirSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { createLinkbox, type AppOptions, type Linkbox } from '../../src/app'
@@ -12,6 +12,9 @@ export const CHROMIUM = '/usr/bin/chromium'
 export const SCREENSHOTS = join(REPO_ROOT, 'test-results/screenshots')
 
 export function launchBrowser(): Promise<Browser> {
+  // A missing browser fails the suite (never a silent skip), with the one command that fixes it.
+  if (!existsSync(CHROMIUM))
+    throw new Error(`The browser tests need Debian's Chromium at ${CHROMIUM}: sudo apt-get install -y chromium`)
   return chromium.launch({
     executablePath: CHROMIUM,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
