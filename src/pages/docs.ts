@@ -11,7 +11,16 @@ import { escapeHtml, page } from './render'
 
 type Schema = Record<string, any>
 
-const code = (v: unknown) => `<code>${escapeHtml(typeof v === 'string' ? v : JSON.stringify(v))}</code>`
+/** Escaped, with break opportunities after punctuation and every 12 characters of a long run: patterns and
+ *  long values would otherwise widen the page past a phone's screen. */
+export function breakable(text: string): string {
+  return text
+    .split(/(?<=[/,|\])\-:;?])/)
+    .flatMap((part) => part.match(/.{1,12}/gsu) ?? [])
+    .map(escapeHtml)
+    .join('<wbr>')
+}
+const code = (v: unknown) => `<code>${breakable(typeof v === 'string' ? v : JSON.stringify(v))}</code>`
 
 /** "string", "integer", "string or integer", "array of LinkRecord", "LinkRecord or null". */
 export function typeText(s: Schema): string {
@@ -48,8 +57,13 @@ function paramRow(p: ApiParam): string {
   if (p.caseInsensitive) rules.push('any letter case')
   if (s.default !== undefined) rules.push(`default ${code(s.default)}`)
   if (p.absent?.includes('') && !p.required) rules.push('empty = the default')
-  const text = [s.description ? escapeHtml(String(s.description)) : '', rules.join('; ')].filter(Boolean).join('. ')
-  return `<tr><td><code>${escapeHtml(p.name)}</code></td><td>${escapeHtml(typeText(s))}</td><td>${p.required ? 'yes' : 'no'}</td><td>${text}</td></tr>`
+  const rule = rules.join('; ')
+  const text = [s.description ? escapeHtml(String(s.description)) : '', rule.charAt(0).toUpperCase() + rule.slice(1)]
+    .filter(Boolean)
+    .join('. ')
+  // Two columns (the name with its type and whether it is required, then the rule) fit a phone's screen.
+  const kind = `${escapeHtml(typeText(s))}${p.required ? ', <strong>required</strong>' : ', optional'}`
+  return `<tr><td><code>${escapeHtml(p.name)}</code><br><span class="muted">${kind}</span></td><td>${text}</td></tr>`
 }
 
 /** The fields of the `return` object, one per line. */
@@ -68,7 +82,7 @@ function returnHtml(schema: TSchema | undefined): string {
 function methodHtml(m: ApiMethod): string {
   const rows = m.params.map(paramRow).join('')
   const table = rows
-    ? `<table><thead><tr><th>Parameter</th><th>Type</th><th>Required</th><th>Rule</th></tr></thead><tbody>${rows}</tbody></table>`
+    ? `<table class="params"><thead><tr><th>Parameter</th><th>Rule</th></tr></thead><tbody>${rows}</tbody></table>`
     : '<p class="muted">No parameters.</p>'
   const key = m.key === 'required' ? 'key required' : 'key optional'
   const errors = Object.entries(answerCodes(m))
