@@ -51,14 +51,15 @@ export function ruleText(s: Schema): string[] {
   return parts
 }
 
+const capitalised = (s: string) => s.charAt(0).toUpperCase() + s.slice(1)
+
 function paramRow(p: ApiParam): string {
   const s = p.schema as Schema
   const rules = ruleText(s)
   if (p.caseInsensitive) rules.push('any letter case')
   if (s.default !== undefined) rules.push(`default ${code(s.default)}`)
   if (p.absent?.includes('') && !p.required) rules.push('empty = the default')
-  const rule = rules.join('; ')
-  const text = [s.description ? escapeHtml(String(s.description)) : '', rule.charAt(0).toUpperCase() + rule.slice(1)]
+  const text = [s.description ? escapeHtml(String(s.description)) : '', capitalised(rules.join('; '))]
     .filter(Boolean)
     .join('. ')
   // Two columns (the name with its type and whether it is required, then the rule) fit a phone's screen.
@@ -72,8 +73,9 @@ function returnHtml(schema: TSchema | undefined): string {
   if (!s?.properties) return ''
   const required = new Set<string>(s.required ?? [])
   const items = Object.entries(s.properties as Record<string, Schema>).map(([name, f]) => {
-    const rules = ruleText(f).filter((r) => !r.startsWith('matching'))
-    const notes = [f.description ? escapeHtml(String(f.description)) : '', rules.join('; ')].filter(Boolean).join('. ')
+    const rules = f.anyOf ? [] : ruleText(f).filter((r) => !r.startsWith('matching'))
+    const description = f.description ?? (f.anyOf as Schema[] | undefined)?.find((b) => b.description)?.description
+    const notes = [description ? escapeHtml(String(description)) : '', capitalised(rules.join('; '))].filter(Boolean).join('. ')
     return `<li><code>${escapeHtml(name)}</code> <span class="muted">${escapeHtml(typeText(f))}${required.has(name) ? '' : ', optional'}</span>${notes ? `: ${notes}` : ''}</li>`
   })
   return `<p>Answer: <code>return</code> is ${s.title ? `a ${escapeHtml(String(s.title))}` : 'an object'}:</p><ul>${items.join('')}</ul>`
