@@ -360,10 +360,7 @@ describe('every operation answers as documented', () => {
 
   test('past the rate limit → 429 with Retry-After; a full QR queue → 503', async () => {
     const d = tempDir()
-    const tight = createLinkbox(
-      testConfig(d, { server: { host: '127.0.0.1', port: 0 }, rate: { anon_per_minute: 1, key_per_minute: 1 } }),
-      { qrRenderer: createQrRenderer({ maxWaiting: 0, inFlight: 1 }) },
-    )
+    const tight = createLinkbox(testConfig(d, { server: { host: '127.0.0.1', port: 0 }, rate: { anon_per_minute: 1, key_per_minute: 1 } }))
     try {
       const at = `http://127.0.0.1:${tight.listen().port}`
       for (const o of ops) {
