@@ -136,7 +136,14 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     .get('/', () => new Response(`linkbox ${VERSION}: short links, QR codes, media and temporary mail. API: /api/\n`, {
       headers: { 'content-type': 'text/plain; charset=utf-8' },
     }))
-    .use(createDocsRoutes({ methods, baseUrl: config.server.base_url, version: VERSION }))
+    .use(createDocsRoutes({
+      methods,
+      baseUrl: config.server.base_url,
+      version: VERSION,
+      marketplace: config.marketplace.proxy_secret
+        ? { secretHeader: config.marketplace.secret_header, userHeader: config.marketplace.user_header }
+        : null,
+    }))
     .use(api.plugin)
     .use(createQrRoutes({ config, links, qr }))
     .use(createVisitRoutes({ config, links, clientIp, count: (outcome) => visits.inc(outcome), verifyPassword: opts.verifyPassword }))

@@ -1,8 +1,11 @@
-// The /api surface: every method is declared once (path, verb, key rule, scope, parameters for the docs)
-// and served through one pipeline — caller, rate limit, parameters, handler, envelope — so that every
-// answer, errors included, has the same shape and the RateLimit-* headers. Features add methods to the
-// list; nothing here knows about links, QR codes or mail.
+// The /api surface: every method is declared once (path, verb, key rule, scope, parameter and answer
+// schemas) and served through one pipeline — caller, rate limit, parameters checked against their schemas,
+// handler, envelope — so that every answer, errors included, has the same shape and the RateLimit-*
+// headers. The same declaration makes the OpenAPI document (openapi.ts), and `answerCodes` below says
+// which errors the pipeline can give for a method. Features add methods to the list; nothing here knows
+// about links, QR codes or mail.
 import { createHash, timingSafeEqual } from 'node:crypto'
+import type { TSchema } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
 import type { AccountService, Caller, Scope } from '../accounts/service'
 import type { Config } from '../config'
@@ -11,15 +14,9 @@ import { faultLog } from './fault-log'
 import { bodyParams, queryParams, type Params } from './params'
 import { pathOf } from './path'
 import type { RateDecision, RateLimiter } from './rate-limit'
+import { assertCheckable, checkParams, type ApiParam } from './schema'
 
 export const API_BODY_LIMIT = 64 * 1024
-
-export interface ApiParamDoc {
-  name: string
-  required?: boolean
-  type?: 'string' | 'integer' | 'boolean'
-  description: string
-}
 
 export interface ApiContext {
   params: Params
@@ -36,9 +33,45 @@ export interface ApiMethod {
   /** Reachable through the marketplace proxy instead of a key (qr, media and mail methods). */
   marketplace?: boolean
   summary: string
-  params: ApiParamDoc[]
+  /** Longer text for the documents (Markdown in the OpenAPI document, plain text on the page). */
+  description?: string
+  /** The group in the documents (links, qr, …). */
+  tag?: string
+  /** Checked in this order before the handler runs (see schema.ts); documented in this order. */
+  params: ApiParam[]
+  /** The schema of the envelope's `return` on success, with `examples`. */
+  returns?: TSchema
+  /** Other 200 answers (raw=1 images): when they are given, and their content types. */
+  otherContent?: { description: string; types: string[] }
+  /** The errors the handler itself can give beyond the parameters' own, by HTTP status: machine codes. */
+  errors?: Partial<Record<number, string[]>>
   /** Returns the envelope's `return`, or a Response (for raw images) that is sent as is. */
   handler: (ctx: ApiContext) => unknown | Promise<unknown>
+}
+
+/** Every error answer a method can give, by HTTP status, with the machine codes of each. */
+export function answerCodes(m: ApiMethod): Record<number, string[]> {
+  const out: Record<number, string[]> = {}
+  const add = (status: number, ...codes: string[]) => {
+    const list = (out[status] ??= [])
+    for (const c of codes) if (!list.includes(c)) list.push(c)
+  }
+  // 400: the parameters' own codes; a name or value that is not UTF-8 (params.ts); a bad body on POST.
+  if (m.params.some((p) => p.required)) add(400, 'missing_parameter')
+  for (const p of m.params) add(400, p.error.code)
+  add(400, 'invalid_parameter')
+  if (m.verb === 'POST') add(400, 'invalid_body', 'aborted')
+  // 401: a key that is unknown counts even where a key is optional; "no key" only where one is required.
+  add(401, ...(m.key === 'required' ? ['missing_key'] : []), 'invalid_key')
+  if (m.scope) add(403, 'scope_denied')
+  // 405 is the answer for this path with another verb; 408 and 413 concern request bodies (POST only).
+  add(405, 'method_not_allowed')
+  if (m.verb === 'POST') add(408, 'timeout')
+  if (m.verb === 'POST') add(413, 'too_large')
+  add(429, 'rate_limited')
+  add(500, 'internal')
+  for (const [status, codes] of Object.entries(m.errors ?? {})) add(Number(status), ...codes!)
+  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => Number(a) - Number(b)))
 }
 
 export interface ApiDeps {
@@ -103,6 +136,7 @@ function keyOf(request: Request): string | null {
 export function createApi(methods: ApiMethod[], deps: ApiDeps) {
   const { config, accounts, limiter } = deps
   const mp = config.marketplace
+  for (const m of methods) for (const p of m.params) assertCheckable(p.schema, `${m.path} ${p.name}`)
 
   function resolveCaller(method: ApiMethod, request: Request): Caller | null {
     const raw = keyOf(request)
@@ -151,6 +185,7 @@ export function createApi(methods: ApiMethod[], deps: ApiDeps) {
       if (method.key === 'required' && !caller) throw missingKey()
       if (caller && method.scope && !caller.scopes.has(method.scope)) throw scopeDenied(method.scope)
       const params = method.verb === 'GET' ? queryParams(request.url) : await bodyParams(request, API_BODY_LIMIT)
+      checkParams(method.params, params)
       const result = await method.handler({ params, caller, request, clientIp })
       if (result instanceof Response) {
         for (const [k, v] of Object.entries({ ...CORS_HEADERS, ...rateHeaders(decision) })) result.headers.set(k, v)

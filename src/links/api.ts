@@ -1,13 +1,295 @@
-// The five link methods of the user's document: HTTP parameters in, service call, record out.
+// The five link methods of the user's document: HTTP parameters in, service call, record out. Each
+// parameter and each answer is declared here once, as a schema: the /api pipeline checks requests against
+// it and the API documents are made from it (see http/schema.ts). The service keeps the rules a schema
+// cannot state (the service's own origin, reserved aliases, real dates in the window, ownership).
+import { Type, type Static } from '@sinclair/typebox'
 import type { ApiMethod } from '../http/api'
-import type { LinkService } from './service'
+import type { ApiParam } from '../http/schema'
+import type { LinkRecord, LinkService } from './service'
+import { MAX_EXPIRE, MAX_PASSWORD_LENGTH, MAX_URL_LENGTH, MODES } from './validate'
 
-const linkFields = [
-  { name: 'url', type: 'string', description: 'Destination URL, http or https, at most 4096 characters' },
-  { name: 'mode', type: 'string', description: 'redirect (default), preview or frame' },
-  { name: 'expire', type: 'integer', description: 'Lifetime in seconds; 0 = no expiry; at most 10 years' },
-  { name: 'password', type: 'string', description: 'Password visitors must enter (1-128 characters); "" removes it on update' },
-] as const
+const named = (name: string) => `The parameter "${name}"`
+const CODE_PATTERN = '^[A-Za-z0-9_-]+$'
+const EXAMPLE_BASE = 'https://sho.rt'
+
+// ---------------------------------------------------------------------------------------------------------
+// Parameters
+
+function urlParam(onCreate: boolean): ApiParam {
+  return {
+    name: 'url',
+    required: onCreate,
+    absent: onCreate ? ['', null] : [],
+    schema: Type.String({
+      minLength: 1,
+      maxLength: MAX_URL_LENGTH,
+      pattern: '^[Hh][Tt][Tt][Pp][Ss]?://',
+      description:
+        `Destination: an absolute http or https URL with a host, at most ${MAX_URL_LENGTH} characters, without ` +
+        'spaces or control characters (percent-encode them), not pointing at this service itself',
+      examples: ['https://example.com/a/long/path?with=query'],
+    }),
+    error: {
+      code: 'invalid_url',
+      messages: {
+        type: `${named('url')} must be a string.`,
+        minLength: `${named('url')} must not be empty.`,
+        maxLength: `${named('url')} must be at most ${MAX_URL_LENGTH} characters.`,
+        default: `${named('url')} must be an absolute URL with the scheme http or https.`,
+      },
+    },
+  }
+}
+
+const aliasParam: ApiParam = {
+  name: 'alias',
+  absent: ['', null],
+  schema: Type.String({
+    minLength: 2,
+    maxLength: 32,
+    pattern: CODE_PATTERN,
+    description: 'Custom short code instead of a generated one (case-sensitive); reserved words such as "api" are refused (409)',
+    examples: ['spring-sale'],
+  }),
+  error: {
+    code: 'invalid_alias',
+    messages: {
+      type: `${named('alias')} must be a string.`,
+      default: `${named('alias')} must be 2 to 32 characters: letters, digits, _ and -.`,
+    },
+  },
+}
+
+function modeParam(onCreate: boolean): ApiParam {
+  return {
+    name: 'mode',
+    absent: onCreate ? ['', null] : [],
+    schema: Type.String({
+      enum: [...MODES],
+      ...(onCreate ? { default: 'redirect' } : {}),
+      description: 'redirect: straight to the destination; preview: a page showing it first; frame: it under a slim bar',
+      examples: ['preview'],
+    }),
+    error: {
+      code: 'invalid_mode',
+      messages: { type: `${named('mode')} must be a string.`, default: `${named('mode')} must be one of: ${MODES.join(', ')}.` },
+    },
+  }
+}
+
+function expireParam(onCreate: boolean): ApiParam {
+  return {
+    name: 'expire',
+    absent: onCreate ? ['', null] : [],
+    schema: Type.Integer({
+      minimum: 0,
+      maximum: MAX_EXPIRE,
+      ...(onCreate ? { default: 0 } : {}),
+      description: `Lifetime in seconds from ${onCreate ? 'now' : 'this update'}; 0 = no expiry; at most ${MAX_EXPIRE} (10 years)`,
+      examples: [86400],
+    }),
+    error: {
+      code: 'invalid_expire',
+      messages: {
+        default: `${named('expire')} must be a whole number of seconds from 0 (no expiry) to ${MAX_EXPIRE} (10 years).`,
+      },
+    },
+  }
+}
+
+function passwordParam(onCreate: boolean): ApiParam {
+  return {
+    name: 'password',
+    schema: Type.String({
+      maxLength: MAX_PASSWORD_LENGTH,
+      pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]*$',
+      description:
+        `Password visitors must give: 1-${MAX_PASSWORD_LENGTH} characters, no control characters; ` +
+        (onCreate ? '"" = none' : '"" removes it'),
+      examples: ['open sesame'],
+    }),
+    error: {
+      code: 'invalid_parameter',
+      messages: {
+        type: `${named('password')} must be a string.`,
+        maxLength: `${named('password')} must be 1 to ${MAX_PASSWORD_LENGTH} characters.`,
+        default: `${named('password')} must not contain control characters.`,
+      },
+    },
+  }
+}
+
+const codeParam: ApiParam = {
+  name: 'code',
+  required: true,
+  absent: [''],
+  schema: Type.String({
+    minLength: 1,
+    maxLength: 64,
+    pattern: CODE_PATTERN,
+    description: 'Short code of the link (the "hex" of its record; case-sensitive)',
+    examples: ['Ab3dE9'],
+  }),
+  error: {
+    code: 'invalid_parameter',
+    messages: {
+      type: `${named('code')} must be a string.`,
+      default: `${named('code')} must be a short code: letters, digits, _ and -.`,
+    },
+  },
+}
+
+function dayParam(name: 'from' | 'to'): ApiParam {
+  return {
+    name,
+    absent: ['', null],
+    schema: Type.String({
+      format: 'date',
+      // Years 1970-9999: statistics cannot predate the service, and every day stays a plain YYYY-MM-DD.
+      pattern: '^(19[7-9][0-9]|[2-9][0-9]{3})-[0-9]{2}-[0-9]{2}$',
+      description:
+        name === 'from'
+          ? 'First day (UTC); default 29 days before "to"; at most 366 days before "to"'
+          : 'Last day (UTC); default today',
+      examples: [name === 'from' ? '2026-01-01' : '2026-01-31'],
+    }),
+    error: {
+      code: 'invalid_parameter',
+      messages: { default: `${named(name)} is invalid: a date as YYYY-MM-DD (UTC), from 1970-01-01 to 9999-12-31.` },
+    },
+  }
+}
+
+const limitParam: ApiParam = {
+  name: 'limit',
+  absent: ['', null],
+  schema: Type.Integer({ minimum: 1, maximum: 500, default: 100, description: 'Links per page', examples: [50] }),
+  error: { code: 'invalid_parameter', messages: { default: `${named('limit')} is invalid: a whole number from 1 to 500.` } },
+}
+
+const MAX_CURSOR = 999_999_999_999_999
+const cursorParam: ApiParam = {
+  name: 'cursor',
+  absent: ['', null],
+  schema: Type.Union(
+    [Type.String({ pattern: '^[0-9]{1,15}$' }), Type.Integer({ minimum: 0, maximum: MAX_CURSOR })],
+    { description: 'The "next" value of the previous page; absent for the first page', examples: ['1234'] },
+  ),
+  error: {
+    code: 'invalid_parameter',
+    messages: { default: `${named('cursor')} is invalid: the "next" value of a previous answer.` },
+  },
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Answers
+
+const exampleRecord: LinkRecord = {
+  hex: 'Ab3dE9',
+  url: `${EXAMPLE_BASE}/Ab3dE9`,
+  long_url: 'https://example.com/a/long/path?with=query',
+  qr: `${EXAMPLE_BASE}/qr/Ab3dE9.png`,
+  stats: `${EXAMPLE_BASE}/Ab3dE9+`,
+  mode: 'redirect',
+  created: '2026-01-31T09:30:00.000Z',
+  expires: null,
+  expired: false,
+  password: false,
+  clicks: 42,
+}
+
+const dateTime = (description: string) => Type.String({ format: 'date-time', description })
+const nameCounts = (what: string) =>
+  Type.Array(
+    Type.Object(
+      { name: Type.String({ minLength: 1 }), clicks: Type.Integer({ minimum: 0 }) },
+      { additionalProperties: false },
+    ),
+    { maxItems: 51, description: `${what} over the window, most clicks first: the top 50, the rest as "other"` },
+  )
+
+export const LinkRecordSchema = Type.Object(
+  {
+    hex: Type.String({ pattern: CODE_PATTERN, description: 'The short code' }),
+    url: Type.String({ format: 'uri', description: 'The short link' }),
+    long_url: Type.String({ format: 'uri', description: 'The destination' }),
+    qr: Type.String({ format: 'uri', description: 'Its QR code (PNG)' }),
+    stats: Type.String({ format: 'uri', description: 'Its public statistics page' }),
+    mode: Type.String({ enum: [...MODES] }),
+    created: dateTime('When it was made (UTC)'),
+    expires: Type.Union([dateTime('When it stops working (UTC)'), Type.Null()]),
+    expired: Type.Boolean(),
+    password: Type.Boolean({ description: 'Whether visitors must give a password' }),
+    clicks: Type.Integer({ minimum: 0, description: 'Visits by people (bots are not counted)' }),
+  },
+  { title: 'LinkRecord', additionalProperties: false, examples: [exampleRecord] },
+)
+
+const ListSchema = Type.Object(
+  {
+    links: Type.Array(LinkRecordSchema, { maxItems: 500, description: 'Newest first' }),
+    count: Type.Integer({ minimum: 0, description: "All the caller's links" }),
+    next: Type.Union([Type.String({ pattern: '^[0-9]{1,15}$' }), Type.Null()], {
+      description: 'The cursor of the next page; null on the last page',
+    }),
+  },
+  { title: 'LinkList', additionalProperties: false, examples: [{ links: [exampleRecord], count: 1, next: null }] },
+)
+
+const StatsSchema = Type.Object(
+  {
+    hex: Type.String({ pattern: CODE_PATTERN }),
+    url: Type.String({ format: 'uri' }),
+    long_url: Type.Union([Type.String({ format: 'uri' }), Type.Null()], {
+      description: "null for a link with a password, except to the owner's key",
+    }),
+    created: dateTime('When the link was made (UTC)'),
+    clicks: Type.Integer({ minimum: 0, description: 'All-time visits by people' }),
+    bots: Type.Integer({ minimum: 0, description: 'All-time visits by bots' }),
+    from: Type.String({ format: 'date' }),
+    to: Type.String({ format: 'date' }),
+    days: Type.Array(
+      Type.Object({ date: Type.String({ format: 'date' }), clicks: Type.Integer({ minimum: 0 }) }, { additionalProperties: false }),
+      { minItems: 1, maxItems: 366, description: 'Every day of the window, ascending, zeros included' },
+    ),
+    sources: nameCounts('Referring hosts ("direct" when none)'),
+    devices: nameCounts('desktop, mobile, tablet, other'),
+    browsers: nameCounts('Browsers'),
+    os: nameCounts('Operating systems'),
+  },
+  {
+    title: 'LinkStats',
+    additionalProperties: false,
+    examples: [
+      {
+        hex: 'Ab3dE9',
+        url: `${EXAMPLE_BASE}/Ab3dE9`,
+        long_url: 'https://example.com/a/long/path?with=query',
+        created: '2026-01-30T09:30:00.000Z',
+        clicks: 3,
+        bots: 1,
+        from: '2026-01-30',
+        to: '2026-01-31',
+        days: [{ date: '2026-01-30', clicks: 1 }, { date: '2026-01-31', clicks: 2 }],
+        sources: [{ name: 'direct', clicks: 2 }, { name: 'news.example', clicks: 1 }],
+        devices: [{ name: 'mobile', clicks: 3 }],
+        browsers: [{ name: 'Firefox', clicks: 3 }],
+        os: [{ name: 'Android', clicks: 3 }],
+      },
+    ],
+  },
+)
+
+const DeletedSchema = Type.Object(
+  { hex: Type.String({ pattern: CODE_PATTERN }), deleted: Type.Literal(true) },
+  { title: 'LinkDeleted', additionalProperties: false, examples: [{ hex: 'Ab3dE9', deleted: true }] },
+)
+
+// ---------------------------------------------------------------------------------------------------------
+// Methods
+
+/** Writes that cannot be stored (a full disk, a read-only database) are refused rather than half done. */
+const STORAGE = 'storage_unavailable'
 
 export function linkApi(links: LinkService): ApiMethod[] {
   return [
@@ -16,25 +298,24 @@ export function linkApi(links: LinkService): ApiMethod[] {
       path: '/api/getLink.json',
       key: 'optional',
       scope: 'links',
+      tag: 'links',
       summary: 'Create a short link (anonymous without a key; owned by the key\'s account with one)',
-      params: [
-        { ...linkFields[0], required: true },
-        { name: 'alias', type: 'string', description: 'Custom short code: 2-32 letters, digits, _ and -' },
-        ...linkFields.slice(1),
-      ],
-      handler: ({ params: p, caller }) =>
+      params: [urlParam(true), aliasParam, modeParam(true), expireParam(true), passwordParam(true)],
+      returns: LinkRecordSchema,
+      errors: { 409: ['alias_taken', 'alias_reserved'], 503: ['busy', STORAGE] },
+      handler: ({ params: p, caller }): Promise<Static<typeof LinkRecordSchema>> =>
         links.create({ url: p.url, alias: p.alias, mode: p.mode, expire: p.expire, password: p.password }, caller),
     },
     {
       verb: 'POST',
       path: '/api/stats.json',
       key: 'optional',
+      tag: 'links',
       summary: 'Statistics of a link: clicks by day, sources, devices, browsers and operating systems',
-      params: [
-        { name: 'code', required: true, type: 'string', description: 'Short code of the link' },
-        { name: 'from', type: 'string', description: 'First day, YYYY-MM-DD (UTC); default 29 days before "to"' },
-        { name: 'to', type: 'string', description: 'Last day, YYYY-MM-DD (UTC); default today; at most 366 days in all' },
-      ],
+      description: 'Public, as the statistics page is; at most 366 days at once.',
+      params: [codeParam, dayParam('from'), dayParam('to')],
+      returns: StatsSchema,
+      errors: { 404: ['not_found'] },
       handler: ({ params, caller }) => links.stats({ code: params.code, from: params.from, to: params.to }, caller),
     },
     {
@@ -42,21 +323,24 @@ export function linkApi(links: LinkService): ApiMethod[] {
       path: '/api/links.json',
       key: 'required',
       scope: 'links',
+      tag: 'links',
       summary: "List the caller's links, newest first",
-      params: [
-        { name: 'limit', type: 'integer', description: 'Links per page, 1-500 (default 100)' },
-        { name: 'cursor', type: 'string', description: 'The "next" value of the previous page' },
-      ],
-      handler: ({ params, caller }) => links.list({ limit: params.limit, cursor: params.cursor }, caller!),
+      params: [limitParam, cursorParam],
+      returns: ListSchema,
+      handler: ({ params, caller }): Static<typeof ListSchema> => links.list({ limit: params.limit, cursor: params.cursor }, caller!),
     },
     {
       verb: 'POST',
       path: '/api/update.json',
       key: 'required',
       scope: 'links',
+      tag: 'links',
       summary: 'Change a link: only the fields sent are changed',
-      params: [{ name: 'code', required: true, type: 'string', description: 'Short code of the link' }, ...linkFields],
-      handler: ({ params, caller }) =>
+      description: "Only the owning account's keys (or an admin's) may change a link; anonymous links cannot be changed.",
+      params: [codeParam, urlParam(false), modeParam(false), expireParam(false), passwordParam(false)],
+      returns: LinkRecordSchema,
+      errors: { 403: ['not_owner'], 404: ['not_found'], 503: [STORAGE] },
+      handler: ({ params, caller }): Promise<Static<typeof LinkRecordSchema>> =>
         links.update(
           { code: params.code, url: params.url, mode: params.mode, expire: params.expire, password: params.password },
           caller!,
@@ -67,8 +351,11 @@ export function linkApi(links: LinkService): ApiMethod[] {
       path: '/api/delete.json',
       key: 'required',
       scope: 'links',
+      tag: 'links',
       summary: 'Delete a link and its statistics; the code becomes free again',
-      params: [{ name: 'code', required: true, type: 'string', description: 'Short code of the link' }],
+      params: [codeParam],
+      returns: DeletedSchema,
+      errors: { 403: ['not_owner'], 404: ['not_found'], 503: [STORAGE] },
       handler: ({ params, caller }) => links.delete({ code: params.code }, caller!),
     },
   ]

@@ -1,9 +1,13 @@
 // GET /api/qr.json: query parameters in, QR image out — described in the envelope by default, or the
-// image itself with raw=1 (for <img src> and scripts that want the bytes).
+// image itself with raw=1 (for <img src> and scripts that want the bytes). The parameters and the answer
+// are declared here once, as schemas that both check requests and make the API documents; the service
+// keeps what a schema cannot state (the capacity of a symbol, at least one pixel per module).
+import { Type } from '@sinclair/typebox'
 import { invalidParameter } from '../errors'
 import type { ApiMethod } from '../http/api'
 import type { Params } from '../http/params'
-import { QR_CAPACITY, QR_MARGIN, QR_SIZE, type QrImage, type QrService } from './service'
+import type { ApiParam } from '../http/schema'
+import { QR_CAPACITY, QR_ECC_LEVELS, QR_FORMATS, QR_MARGIN, QR_MIME, QR_SIZE, type QrImage, type QrService } from './service'
 
 // The same parameters give the same image, but the request carries a key and is rate limited: only
 // the caller's own browser may keep it, never a shared cache.
@@ -35,6 +39,112 @@ function describe(image: QrImage) {
 
 const settingsOf = (p: Params) => ({ data: p.data, format: p.format, fg: p.fg, bg: p.bg, ecc: p.ecc, size: p.size, margin: p.margin })
 
+const rule = (name: string, text: string) => invalidParameter(name, text).message
+const absent = ['', null] as const
+
+const COLOUR_RULE = 'it must be a hex colour of 3, 6 or 8 digits (RGB, RRGGBB or RRGGBBAA), "#" optional'
+function colourParam(name: 'fg' | 'bg', fallback: string, what: string): ApiParam {
+  return {
+    name,
+    absent,
+    schema: Type.String({
+      pattern: '^#?([0-9A-Fa-f]{3}|[0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$',
+      default: fallback,
+      description: `${what} colour: RGB, RRGGBB or RRGGBBAA in hex, "#" optional`,
+      examples: [name === 'fg' ? '#1a237e' : 'ffffff'],
+    }),
+    error: { code: 'invalid_parameter', messages: { type: rule(name, 'it must be a string'), default: rule(name, COLOUR_RULE) } },
+  }
+}
+
+function wholeParam(name: 'size' | 'margin', range: { min: number; max: number; default: number }, unit: string, what: string): ApiParam {
+  return {
+    name,
+    absent,
+    schema: Type.Integer({ minimum: range.min, maximum: range.max, default: range.default, description: what, examples: [range.default] }),
+    error: {
+      code: 'invalid_parameter',
+      messages: { default: rule(name, `it must be a whole number of ${unit} from ${range.min} to ${range.max}`) },
+    },
+  }
+}
+
+function oneOfParam(name: 'format' | 'ecc', members: readonly string[], fallback: string, what: string, example: string): ApiParam {
+  return {
+    name,
+    absent,
+    caseInsensitive: true,
+    schema: Type.String({ enum: [...members], default: fallback, description: `${what} (any letter case)`, examples: [example] }),
+    error: {
+      code: 'invalid_parameter',
+      messages: { type: rule(name, 'it must be a string'), default: rule(name, `it must be one of ${members.join(', ')}`) },
+    },
+  }
+}
+
+const capacity = Object.entries(QR_CAPACITY).map(([ecc, c]) => `${c.bytes} bytes at ecc ${ecc}`).join(', ')
+
+const QR_PARAMS: ApiParam[] = [
+  {
+    name: 'data',
+    required: true,
+    absent,
+    schema: Type.String({
+      minLength: 1,
+      description: `Text to encode (UTF-8); at most ${capacity} (more if only digits or A-Z 0-9 $%*+-./: and space)`,
+      examples: ['https://example.com/'],
+    }),
+    error: { code: 'invalid_parameter', messages: { default: rule('data', 'it must be a string') } },
+  },
+  oneOfParam('format', QR_FORMATS, 'png', 'Image format', 'svg'),
+  colourParam('fg', '000000', 'Foreground'),
+  colourParam('bg', 'ffffff', 'Background'),
+  oneOfParam('ecc', QR_ECC_LEVELS, 'M', 'Error correction level: L 7 %, M 15 %, Q 25 %, H 30 %', 'Q'),
+  wholeParam('size', QR_SIZE, 'pixels', 'Width and height in pixels; at least one pixel per module'),
+  wholeParam('margin', QR_MARGIN, 'modules', 'Quiet zone around the symbol, in modules'),
+  {
+    name: 'raw',
+    absent,
+    schema: Type.Boolean({
+      default: false,
+      description: 'true or 1: answer with the image itself (its content type) instead of JSON; false or 0: JSON',
+      examples: [true],
+    }),
+    error: { code: 'invalid_parameter', messages: { default: rule('raw', 'it must be 1 (the image itself) or 0 (the JSON answer)') } },
+  },
+]
+
+const QrJsonSchema = Type.Object(
+  {
+    format: Type.String({ enum: [...QR_FORMATS] }),
+    mime: Type.String({ enum: Object.values(QR_MIME) }),
+    size: Type.Integer({ minimum: QR_SIZE.min, maximum: QR_SIZE.max, description: 'Width and height in pixels' }),
+    ecc: Type.String({ enum: [...QR_ECC_LEVELS] }),
+    fg: Type.String({ pattern: '^([0-9a-f]{6}|[0-9a-f]{8})$', description: 'Lower-case hex; 8 digits only when not opaque' }),
+    bg: Type.String({ pattern: '^([0-9a-f]{6}|[0-9a-f]{8})$' }),
+    margin: Type.Integer({ minimum: QR_MARGIN.min, maximum: QR_MARGIN.max }),
+    data_uri: Type.String({ pattern: '^data:image/(png|svg\\+xml);base64,[A-Za-z0-9+/]*={0,2}$', description: 'The image as a data: URI' }),
+    svg: Type.Optional(Type.String({ description: 'The SVG markup (format svg only)' })),
+  },
+  {
+    title: 'QrCode',
+    additionalProperties: false,
+    examples: [
+      {
+        format: 'svg',
+        mime: 'image/svg+xml',
+        size: 300,
+        ecc: 'M',
+        fg: '000000',
+        bg: 'ffffff',
+        margin: 4,
+        data_uri: 'data:image/svg+xml;base64,PHN2Zy8+',
+        svg: '<svg/>',
+      },
+    ],
+  },
+)
+
 export function qrApi(qr: QrService): ApiMethod[] {
   return [
     {
@@ -43,22 +153,12 @@ export function qrApi(qr: QrService): ApiMethod[] {
       key: 'required',
       scope: 'qr',
       marketplace: true,
+      tag: 'qr',
       summary: 'Generate a QR code (PNG or SVG) for a text or address',
-      params: [
-        {
-          name: 'data',
-          required: true,
-          type: 'string',
-          description: `Text to encode (UTF-8); at most ${Object.entries(QR_CAPACITY).map(([ecc, c]) => `${c.bytes} bytes at ecc ${ecc}`).join(', ')}`,
-        },
-        { name: 'format', type: 'string', description: 'png (default) or svg' },
-        { name: 'fg', type: 'string', description: 'Foreground colour, hex RGB, RRGGBB or RRGGBBAA, "#" optional (default 000000)' },
-        { name: 'bg', type: 'string', description: 'Background colour, same forms (default ffffff)' },
-        { name: 'ecc', type: 'string', description: 'Error correction level: L, M (default), Q or H' },
-        { name: 'size', type: 'integer', description: `Width and height in pixels, ${QR_SIZE.min}-${QR_SIZE.max} (default ${QR_SIZE.default}); at least one pixel per module` },
-        { name: 'margin', type: 'integer', description: `Quiet zone in modules, ${QR_MARGIN.min}-${QR_MARGIN.max} (default ${QR_MARGIN.default})` },
-        { name: 'raw', type: 'boolean', description: '1: answer with the image itself instead of JSON' },
-      ],
+      params: QR_PARAMS,
+      returns: QrJsonSchema,
+      otherContent: { description: 'With raw=1: the image itself', types: Object.values(QR_MIME) },
+      errors: { 503: ['busy'] },
       handler: async ({ params }) => {
         const raw = wantsRaw(params.raw)
         const image = await qr.generate(settingsOf(params))
