@@ -9,6 +9,7 @@ import statsTpl from '../../assets/stats.html' with { type: 'text' }
 import type { Config } from '../config'
 import { AppError } from '../errors'
 import { readBodyLimited } from '../http/params'
+import { rateKeyOf } from '../http/client-ip'
 import { createRateLimiter } from '../http/rate-limit'
 import { countTable, dayChart, page } from '../pages/render'
 import type { LinkService } from './service'
@@ -108,7 +109,7 @@ export function createVisitRoutes(deps: {
   }
 
   async function checkPassword(row: LinkRow, given: string, request: Request, referer: string): Promise<Response> {
-    const bucket = `${clientIp(request)}|${row.code}`
+    const bucket = `${rateKeyOf(clientIp(request))}|${row.code}`
     const d = attempts.hit(bucket, PASSWORD_ATTEMPTS_PER_MINUTE)
     if (!d.allowed)
       return passwordForm(row, referer, `Too many attempts: wait ${d.reset} s and try again.`, 429, { 'retry-after': String(d.reset) })
