@@ -3,6 +3,7 @@
 import { invalidParameter } from '../errors'
 import type { ApiMethod } from '../http/api'
 import type { Params } from '../http/params'
+import { callerLane } from './renderer'
 import { QR_CAPACITY, QR_MARGIN, QR_SIZE, type QrImage, type QrService } from './service'
 
 // The same parameters give the same image, but the request carries a key and is rate limited: only
@@ -59,9 +60,10 @@ export function qrApi(qr: QrService): ApiMethod[] {
         { name: 'margin', type: 'integer', description: `Quiet zone in modules, ${QR_MARGIN.min}-${QR_MARGIN.max} (default ${QR_MARGIN.default})` },
         { name: 'raw', type: 'boolean', description: '1: answer with the image itself instead of JSON' },
       ],
-      handler: async ({ params }) => {
+      handler: async ({ params, caller }) => {
         const raw = wantsRaw(params.raw)
-        const image = await qr.generate(settingsOf(params))
+        // Each account renders in its own lane of the queue (a bounded share): see qr/renderer.ts.
+        const image = await qr.generate(settingsOf(params), callerLane(caller?.accountId ?? 0))
         return raw ? imageResponse(image) : describe(image)
       },
     },

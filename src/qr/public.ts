@@ -10,6 +10,7 @@ import { Elysia } from 'elysia'
 import type { Config } from '../config'
 import type { LinkService } from '../links/service'
 import { notFoundPage } from '../links/visit'
+import { PUBLIC_LANE } from './renderer'
 import { QR_MIME, type QrFormat, type QrInput, type QrService } from './service'
 
 const FILE_NAME = /^([A-Za-z0-9_-]{1,64})\.(png|svg)$/
@@ -82,7 +83,7 @@ export function createQrRoutes(deps: { config: Config; links: LinkService; qr: Q
     try {
       body = await readFile(path)
     } catch {
-      body = (await qr.generate(input)).body
+      body = (await qr.generate(input, PUBLIC_LANE)).body
       await saveFile(path, body)
     }
     return { body, mime: QR_MIME[format], etag: etagOf(body) }
