@@ -111,7 +111,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     }))
     .use(createDocsRoutes({ methods, baseUrl: config.server.base_url, version: VERSION }))
     .use(api.plugin)
-    .use(createQrRoutes({ config, links, qr }))
+    .use(createQrRoutes({ config, links, qr, events }))
     .use(createVisitRoutes({ config, links, clientIp, count: (outcome) => visits.inc(outcome) }))
 
   return {
