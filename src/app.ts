@@ -145,7 +145,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
         : null,
     }))
     .use(api.plugin)
-    .use(createQrRoutes({ config, links, qr }))
+    .use(createQrRoutes({ config, links, qr, events }))
     .use(createVisitRoutes({ config, links, clientIp, count: (outcome) => visits.inc(outcome), verifyPassword: opts.verifyPassword }))
 
   return {

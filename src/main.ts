@@ -3,7 +3,7 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
-import { createAccountService, parseScopes } from './accounts/service'
+import { createAccountService, parseScopes, printable } from './accounts/service'
 import { createLinkbox } from './app'
 import { loadConfig, type Config } from './config'
 import { ClicksNotWritten } from './clicks/recorder'
@@ -140,7 +140,8 @@ export async function main(argv: string[]): Promise<number> {
           const fmt = (ms: number | null) => (ms ? new Date(ms).toISOString().slice(0, 19) + 'Z' : '-')
           console.log(['id', 'prefix', 'account', 'scopes', 'created', 'last used', 'revoked', 'label'].join('\t'))
           for (const r of rows)
-            console.log([r.id, r.prefix, r.account, r.scopes.join(','), fmt(r.created), fmt(r.last_used), fmt(r.revoked), r.label].join('\t'))
+            // Labels stored before they were checked may hold tabs or newlines: escaped, they cannot forge lines.
+            console.log([r.id, r.prefix, printable(r.account), r.scopes.join(','), fmt(r.created), fmt(r.last_used), fmt(r.revoked), printable(r.label)].join('\t'))
         } else if (sub === 'revoke' && arg) {
           accounts.revokeKey(arg)
           console.log(`key ${arg} revoked`)

@@ -207,15 +207,18 @@ describe('rate limits', () => {
     }
   })
 
-  test('a window rolls over: the allowance comes back', async () => {
+  test('the window slides: the allowance comes back a minute after it was used', async () => {
     let now = Date.parse('2026-01-01T00:00:10Z')
     const b = await makeBox({ rate: { anon_per_minute: 1 } }, { clock: () => now })
     try {
       expect((await b.post('/api/stats.json', { code: 'aaaaaa' })).status).toBe(404)
       const over = await b.post('/api/stats.json', { code: 'aaaaaa' })
       expect(over.status).toBe(429)
-      expect(over.headers.get('retry-after')).toBe('50')
+      // Counted in the second 00:00:10, the request leaves the window at 00:01:11.
+      expect(over.headers.get('retry-after')).toBe('61')
       now += 50_000
+      expect((await b.post('/api/stats.json', { code: 'aaaaaa' })).status).toBe(429)
+      now += 11_000
       expect((await b.post('/api/stats.json', { code: 'aaaaaa' })).status).toBe(404)
     } finally {
       await b.cleanup()

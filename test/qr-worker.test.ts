@@ -5,7 +5,7 @@ import { rmSync } from 'node:fs'
 import { createLinkbox, type Linkbox } from '../src/app'
 import { AppError } from '../src/errors'
 import { errorResponse } from '../src/http/api'
-import { createQrRenderer, type QrRenderer, type QrRendererOptions } from '../src/qr/renderer'
+import { callerLane, createQrRenderer, type QrRenderer, type QrRendererOptions } from '../src/qr/renderer'
 import { parseQrSettings, type QrImage } from '../src/qr/service'
 import { makeBox, tempDir, testConfig } from './support/app'
 
@@ -14,6 +14,9 @@ const PNG_MAGIC = Buffer.from('\x89PNG', 'latin1')
 // Near the capacity at ecc H, at the largest size: about 200 ms of CPU each.
 const BIG = { data: 'x'.repeat(1200), ecc: 'H', size: '2048' }
 const bigSettings = (i = 0) => parseQrSettings({ ...BIG, data: `${i}${BIG.data}` })
+
+/** The lane of the renderings these tests ask for directly: one API caller's. */
+const LANE = callerLane(1)
 
 const isPng = (image: QrImage) => expect(Buffer.from(image.body.subarray(0, 4))).toEqual(PNG_MAGIC)
 
@@ -97,7 +100,7 @@ describe('over a real socket', () => {
 describe('errors found while drawing', () => {
   test('the renderer rejects with the AppError itself', async () => {
     const { renderer } = testRenderer()
-    const err = await refusal(renderer.render(parseQrSettings({ data: 'a'.repeat(1274), ecc: 'H' })))
+    const err = await refusal(renderer.render(parseQrSettings({ data: 'a'.repeat(1274), ecc: 'H' }), LANE))
     expect([err.status, err.code]).toEqual([400, 'invalid_parameter'])
   })
 })
@@ -105,9 +108,9 @@ describe('errors found while drawing', () => {
 describe('the queue bound', () => {
   test('past it, 503 busy with Retry-After; what was accepted still renders', async () => {
     const { renderer } = testRenderer({ maxWaiting: 1, inFlight: 1 })
-    const drawing = renderer.render(bigSettings(1))
-    const waiting = renderer.render(bigSettings(2))
-    const err = await refusal(renderer.render(bigSettings(3)))
+    const drawing = renderer.render(bigSettings(1), LANE)
+    const waiting = renderer.render(bigSettings(2), LANE)
+    const err = await refusal(renderer.render(bigSettings(3), LANE))
     expect([err.status, err.code, err.headers]).toEqual([503, 'busy', { 'Retry-After': '1' }])
     const res = errorResponse(err)
     expect(res.status).toBe(503)
@@ -116,11 +119,11 @@ describe('the queue bound', () => {
     isPng(await drawing)
     isPng(await waiting)
     // The queue has drained: renderings are accepted again.
-    isPng(await renderer.render(parseQrSettings({ data: 'again' })))
+    isPng(await renderer.render(parseQrSettings({ data: 'again' }), LANE))
   }, 30_000)
 
   test('a public image refused for it is a 503 page with Retry-After, not a 500', async () => {
-    const { renderer } = testRenderer({ maxWaiting: 1, inFlight: 1 })
+    const { renderer } = testRenderer({ publicWaiting: 1, inFlight: 1 })
     const box = await makeBox({}, { qrRenderer: renderer })
     try {
       const codes = await Promise.all([1, 2, 3].map(async (i) => (await box.links.create({ url: `https://example.com/${i}` }, null)).hex))
@@ -139,12 +142,12 @@ describe('the queue bound', () => {
 describe('a worker that dies', () => {
   test('terminated: what it had fails with a 500, what was waiting is drawn by a new worker', async () => {
     const { renderer, spawned } = testRenderer({ inFlight: 2 })
-    const lost = [renderer.render(bigSettings(1)), renderer.render(bigSettings(2))]
-    const queued = renderer.render(parseQrSettings({ data: 'queued' }))
+    const lost = [renderer.render(bigSettings(1), LANE), renderer.render(bigSettings(2), LANE)]
+    const queued = renderer.render(parseQrSettings({ data: 'queued' }), LANE)
     spawned[0]!.terminate()
     for (const p of lost) expect(await refusal(p)).toMatchObject({ status: 500, code: 'internal' })
     isPng(await queued)
-    isPng(await renderer.render(parseQrSettings({ data: 'after' })))
+    isPng(await renderer.render(parseQrSettings({ data: 'after' }), LANE))
     expect(spawned).toHaveLength(2)
   }, 30_000)
 
@@ -158,13 +161,13 @@ describe('a worker that dies', () => {
       },
     })
     renderers.push(renderer)
-    expect((await refusal(renderer.render(parseQrSettings({ data: 'lost' })))).status).toBe(500)
-    isPng(await renderer.render(parseQrSettings({ data: 'after' })))
+    expect((await refusal(renderer.render(parseQrSettings({ data: 'lost' }), LANE))).status).toBe(500)
+    isPng(await renderer.render(parseQrSettings({ data: 'after' }), LANE))
   }, 30_000)
 
   test('close fails what is waiting and in progress', async () => {
     const { renderer } = testRenderer()
-    const renderings = [1, 2, 3].map((i) => renderer.render(bigSettings(i)))
+    const renderings = [1, 2, 3].map((i) => renderer.render(bigSettings(i), LANE))
     renderer.close()
     for (const p of renderings) expect((await refusal(p)).code).toBe('internal')
   })

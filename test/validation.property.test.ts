@@ -9,12 +9,13 @@ import {
   RESERVED_CODES,
   validateAlias,
   validateExpire,
+  ownUrlRules,
   validateUrl,
-  type UrlRules,
 } from '../src/links/validate'
 
 const RUNS = { numRuns: 300 }
-const RULES: UrlRules = { ownHosts: ['localhost'], blockedDomains: [] }
+// The defaults: base_url http://localhost:8080, listening on every address, port 8080.
+const RULES = ownUrlRules({ base_url: 'http://localhost:8080', host: '0.0.0.0', port: 8080 }, [])
 
 /** The AppError thrown by `fn`; fails when `fn` returns or throws anything else. */
 function refusal(fn: () => unknown): AppError {
@@ -251,16 +252,31 @@ describe('validateUrl', () => {
     fc.assert(fc.property(hostless, (u) => expectRefused(() => validateUrl(u, RULES), 400, 'invalid_url', 'url')), RUNS)
   })
 
-  test("refuses URLs that point at the service's own host, in any spelling of it", () => {
+  test("refuses URLs that point at the service's own origin (port 8080), in any spelling of a loopback host", () => {
     const own = fc
       .tuple(
         fc.constantFrom('http', 'https'),
-        fc.constantFrom('localhost', 'LOCALHOST', 'LocalHost', 'localhost.', 'ｌｏｃａｌｈｏｓｔ', 'user:pw@localhost'),
-        fc.option(fc.integer({ min: 1, max: 65535 }), { nil: undefined }),
+        fc.constantFrom(
+          'localhost', 'LOCALHOST', 'LocalHost', 'localhost.', 'ｌｏｃａｌｈｏｓｔ', 'user:pw@localhost', 'a.localhost',
+          '127.0.0.1', '127.1', '2130706433', '0x7f000001', '0177.0.0.1', '127.255.0.9', '[::1]', '[::ffff:127.0.0.1]',
+          '0.0.0.0', '[::]',
+        ),
         fc.webPath(),
       )
-      .map(([s, h, port, p]) => `${s}://${h}${port ? `:${port}` : ''}${p}`)
+      .map(([s, h, p]) => `${s}://${h}:8080${p}`)
     fc.assert(fc.property(own, (u) => expectRefused(() => validateUrl(u, RULES), 400, 'invalid_url', 'url')), RUNS)
+  })
+
+  test('accepts the same loopback hosts on other ports: other programs of the same machine', () => {
+    const other = fc
+      .tuple(
+        fc.constantFrom('http', 'https'),
+        fc.constantFrom('localhost', '127.0.0.1', '127.1', '2130706433', '[::1]', '[::ffff:127.0.0.1]'),
+        fc.integer({ min: 1, max: 65535 }).filter((p) => p !== 8080),
+        fc.webPath(),
+      )
+      .map(([s, h, port, p]) => `${s}://${h}:${port}${p}`)
+    fc.assert(fc.property(other, (u) => expect(validateUrl(u, RULES)).toBe(new URL(u).href)), RUNS)
   })
 
   test('refuses non-strings', () => {

@@ -33,6 +33,37 @@ export function randomBase62(length: number): string {
 export const hashKey = (key: string) => createHash('sha256').update(key).digest('hex')
 
 const ACCOUNT_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/
+export const MAX_LABEL_LENGTH = 200
+
+// Characters that would let a label forge lines or columns in `key list` (tab, newline, the other C0 and C1
+// controls, the Unicode line and paragraph separators) or reorder what is shown after it (bidi controls).
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/
+const UNPRINTABLE_ALL = new RegExp(UNPRINTABLE.source, 'g')
+
+/** A key label as given: at most MAX_LABEL_LENGTH characters, none of them a control character. */
+export function validateLabel(label: string): string {
+  if ([...label].length > MAX_LABEL_LENGTH)
+    throw new AppError(400, 'invalid_parameter', `The key label must be at most ${MAX_LABEL_LENGTH} characters.`)
+  if (UNPRINTABLE.test(label))
+    throw new AppError(
+      400,
+      'invalid_parameter',
+      'The key label must not contain control characters (tab, newline and the like): keys are listed one a line.',
+    )
+  return label
+}
+
+/**
+ * Text stored before labels were checked, shown on one line of one column: a backslash and every
+ * character validateLabel refuses are written as escapes (\t, \n, \r, \\, \u{…}).
+ */
+export function printable(text: string): string {
+  const named: Record<string, string> = { '\t': '\\t', '\n': '\\n', '\r': '\\r' }
+  return text
+    .replace(/\\/g, '\\\\')
+    .replace(UNPRINTABLE_ALL, (c) => named[c] ?? `\\u{${c.codePointAt(0)!.toString(16)}}`)
+}
+
 const KEY_PREFIX_LENGTH = 11 // "lbk_" + 7 characters
 
 export function parseScopes(text: string | undefined): Scope[] {
@@ -83,7 +114,7 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
     createKey(input: { account: string; scopes?: Scope[]; label?: string }) {
       const account = store.accountByName(input.account)
       if (!account) throw new AppError(404, 'not_found', `No account named "${input.account}".`)
-      return newKey(account.id, input.scopes ?? [...SCOPES], input.label ?? '')
+      return newKey(account.id, input.scopes ?? [...SCOPES], validateLabel(input.label ?? ''))
     },
 
     listKeys(input: { account?: string } = {}) {

@@ -13,6 +13,7 @@ import { AppError, internalError, invalidKey, missingKey, notFound, rateLimited,
 import { faultLog } from './fault-log'
 import { bodyParams, queryParams, type Params } from './params'
 import { pathOf } from './path'
+import { rateKeyOf } from './client-ip'
 import type { RateDecision, RateLimiter } from './rate-limit'
 import { assertCheckable, checkParams, type ApiParam } from './schema'
 
@@ -174,13 +175,13 @@ export function createApi(methods: ApiMethod[], deps: ApiDeps) {
         caller = resolveCaller(method, request)
       } catch (err) {
         // A bad credential still counts against the client's anonymous allowance.
-        decision = limiter.hit(`ip:${clientIp}`, config.rate.anon_per_minute)
+        decision = limiter.hit(`ip:${rateKeyOf(clientIp)}`, config.rate.anon_per_minute)
         if (!decision.allowed) throw rateLimited(decision.reset)
         throw err
       }
       decision = caller
         ? limiter.hit(caller.keyId !== null ? `key:${caller.keyId}` : `acct:${caller.accountId}`, config.rate.key_per_minute)
-        : limiter.hit(`ip:${clientIp}`, config.rate.anon_per_minute)
+        : limiter.hit(`ip:${rateKeyOf(clientIp)}`, config.rate.anon_per_minute)
       if (!decision.allowed) throw rateLimited(decision.reset)
       if (method.key === 'required' && !caller) throw missingKey()
       if (caller && method.scope && !caller.scopes.has(method.scope)) throw scopeDenied(method.scope)
@@ -206,7 +207,7 @@ export function createApi(methods: ApiMethod[], deps: ApiDeps) {
     const caller = raw ? accounts.authenticate(raw) : null
     return caller
       ? limiter.hit(caller.keyId !== null ? `key:${caller.keyId}` : `acct:${caller.accountId}`, config.rate.key_per_minute)
-      : limiter.hit(`ip:${deps.clientIp(request)}`, config.rate.anon_per_minute)
+      : limiter.hit(`ip:${rateKeyOf(deps.clientIp(request))}`, config.rate.anon_per_minute)
   }
 
   function unmatched(request: Request): Response {

@@ -12,6 +12,7 @@ import type { Events } from '../events'
 import { createLinkStore, type LinkChanges, type LinkRow, type NameCount } from './store'
 import {
   isReserved,
+  ownUrlRules,
   validateAlias,
   validateCode,
   validateExpire,
@@ -97,10 +98,7 @@ export function createLinkService(deps: {
   const hot = new Map<string, LinkRow>()
   const HOT_CAPACITY = 10_000
   const forget = (code: string) => hot.delete(code)
-  const urlRules: UrlRules = {
-    ownHosts: [new URL(base).hostname.toLowerCase()],
-    blockedDomains: config.links.blocked_domains,
-  }
+  const urlRules: UrlRules = ownUrlRules(config.server, config.links.blocked_domains)
 
   function record(row: LinkRow): LinkRecord {
     const now = clock()

@@ -1,6 +1,7 @@
 // The rules of a link's fields, as pure functions: each returns the clean value or throws an AppError
 // whose message names the parameter and the rule.
 import { AppError } from '../errors'
+import { parseIp } from '../net/cidr'
 
 export const MAX_URL_LENGTH = 4096
 export const MAX_EXPIRE = 10 * 365 * 86400
@@ -28,10 +29,67 @@ function asString(name: string, value: unknown, code: string): string {
 }
 
 export interface UrlRules {
-  /** Host names (lower-case) that links must not point at: the service's own host. */
-  ownHosts: string[]
+  /** Origins that are this service, as `scheme://host:port` with the port always written (see ownUrlRules). */
+  ownOrigins: string[]
+  /** Ports on which every loopback spelling (localhost, 127.x.y.z, [::1], …) reaches this service. */
+  loopbackPorts: number[]
   blockedDomains: string[]
 }
+
+const DEFAULT_PORT: Record<string, string> = { 'http:': '80', 'https:': '443' }
+
+/** Lower case, without the trailing dot of a fully qualified name ("localhost." is "localhost"). */
+const hostOf = (url: URL) => url.hostname.toLowerCase().replace(/\.$/, '')
+const originOf = (url: URL) => `${url.protocol}//${hostOf(url)}:${url.port || DEFAULT_PORT[url.protocol]}`
+
+// 127.0.0.0/8 (also as ::ffff:127.x.y.z), ::1, and the unspecified 0.0.0.0 and ::, which connect to the
+// local machine too. The URL parser has already turned 2130706433, 0x7f000001, 127.1 and 0177.0.0.1 into
+// 127.0.0.1, and [::ffff:127.0.0.1] into [::ffff:7f00:1].
+function isLoopback(host: string): boolean {
+  if (host === 'localhost' || host.endsWith('.localhost')) return true
+  const ip = parseIp(host)
+  if (!ip) return false
+  const zeros = (from: number, to: number) => ip.subarray(from, to).every((b) => b === 0)
+  if (zeros(0, 10) && ip[10] === 0xff && ip[11] === 0xff) return ip[12] === 127 || zeros(12, 16)
+  return zeros(0, 15) && (ip[15] === 1 || ip[15] === 0)
+}
+
+/**
+ * What counts as this service. A link whose destination is the service itself would be pointless, and two
+ * links pointing at each other would send a browser round in a loop. A short link is always
+ * {base_url}/<code>, on base_url's origin, so refusing every destination on that origin refuses every
+ * short link as a destination: a redirect from a link always leaves the service, and no chain of links
+ * can come back to it except through another server. The same service is also reached on its listening
+ * address, and, when that is a loopback or unspecified address or base_url names a loopback host, through
+ * every loopback spelling on the listening port. Other ports on the same host are other programs
+ * (links to the other apps of a home server) and are allowed.
+ */
+export function ownUrlRules(server: { base_url: string; host: string; port: number }, blockedDomains: string[]): UrlRules {
+  const base = new URL(server.base_url)
+  const origins = new Set([originOf(base)])
+  // Behind a TLS proxy, http://host/ is normally redirected to https://host/, that is to base_url.
+  if (base.protocol === 'https:' && (base.port === '' || base.port === '443'))
+    origins.add(`http://${hostOf(base)}:80`)
+  const listenHost = server.host.includes(':') && !server.host.startsWith('[') ? `[${server.host}]` : server.host
+  let listening: URL | null = null
+  try {
+    listening = new URL(`http://${listenHost}:${server.port}/`)
+  } catch {}
+  if (listening && server.port > 0) origins.add(originOf(listening))
+  const ports = new Set<number>()
+  if (listening && server.port > 0 && (isLoopback(hostOf(listening)))) ports.add(server.port)
+  if (isLoopback(hostOf(base))) ports.add(Number(base.port || DEFAULT_PORT[base.protocol]))
+  return { ownOrigins: [...origins], loopbackPorts: [...ports], blockedDomains }
+}
+
+// A host a URL may name: a DNS name of letters, digits and "-" (punycode "xn--" included: the parser has
+// already turned international names into it; "_" is allowed as real names carry it), an IPv4 address, or an
+// IPv6 address in brackets. The URL parser lets through many more characters ("a;sandbox", "a'b", "a*b"),
+// and a host may end up in a header or a page.
+const DNS_NAME = /^(?=.{1,253}$)[a-z0-9_-]{1,63}(\.[a-z0-9_-]{1,63})*$/
+const IPV4 = /^\d{1,3}(\.\d{1,3}){3}$/
+const IPV6 = /^\[[0-9a-f:.]+\]$/
+const isPlainHost = (host: string) => DNS_NAME.test(host) || IPV4.test(host) || IPV6.test(host)
 
 const hostMatches = (host: string, domain: string) => host === domain || host.endsWith(`.${domain}`)
 
@@ -53,12 +111,18 @@ export function validateUrl(value: unknown, rules: UrlRules, name = 'url'): stri
     return fail('is not a valid URL')
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') fail('must use the scheme http or https')
-  const host = url.hostname.toLowerCase().replace(/\.$/, '')
+  const host = hostOf(url)
   if (!host) fail('must have a host')
+  if (!isPlainHost(host))
+    fail('must have a host that is a DNS name (letters, digits, "-" and "."), an IPv4 address or an IPv6 address in brackets')
   // "https://bank.example@evil.example/" reads as the first host but leads to the second.
   if (url.username || url.password) fail('must not contain a user name or password before the host')
   if (url.href.length > MAX_URL_LENGTH) fail(`must be at most ${MAX_URL_LENGTH} characters once normalised`)
-  if (rules.ownHosts.includes(host)) fail('must not point at this service itself')
+  const origin = originOf(url)
+  if (rules.ownOrigins.includes(origin)) fail(`must not point at this service's own origin ${origin} (a link to itself would loop)`)
+  const port = Number(url.port || DEFAULT_PORT[url.protocol])
+  if (rules.loopbackPorts.includes(port) && isLoopback(host))
+    fail(`must not point at ${origin}: a loopback address on the port this service listens on, that is the service itself`)
   if (rules.blockedDomains.some((d) => hostMatches(host, d))) fail(`must not point at the blocked domain ${host}`)
   return url.href
 }

@@ -11,6 +11,7 @@ import statsTpl from '../../assets/stats.html' with { type: 'text' }
 import type { Config } from '../config'
 import { AppError } from '../errors'
 import { readBodyLimited } from '../http/params'
+import { rateKeyOf } from '../http/client-ip'
 import { createRateLimiter } from '../http/rate-limit'
 import { countTable, dayChart, page } from '../pages/render'
 import { createFrameCheck, type FrameCheck } from './frame-check'
@@ -174,7 +175,7 @@ export function createVisitRoutes(deps: {
   }
 
   async function checkPassword(row: LinkRow, given: string, request: Request, referer: string): Promise<Response> {
-    const client = clientIp(request)
+    const client = rateKeyOf(clientIp(request))
     const one = attempts.hit(`${client}|${row.code}`, PASSWORD_ATTEMPTS_PER_MINUTE)
     const all = attemptsAcross.hit(client, PASSWORD_ATTEMPTS_PER_CLIENT_PER_MINUTE)
     const blocked = !one.allowed ? one : !all.allowed ? all : null
@@ -203,7 +204,7 @@ export function createVisitRoutes(deps: {
   }
 
   function statsPage(code: string, request: Request): Response {
-    const d = statsViews.hit(clientIp(request), STATS_PAGES_PER_MINUTE)
+    const d = statsViews.hit(rateKeyOf(clientIp(request)), STATS_PAGES_PER_MINUTE)
     if (!d.allowed) {
       count('stats_limited')
       return messagePage(429, 'Too many requests', `Too many statistics pages from your address: wait ${d.reset} s and try again.`, {

@@ -7,6 +7,7 @@ import { invalidParameter } from '../errors'
 import type { ApiMethod } from '../http/api'
 import type { Params } from '../http/params'
 import type { ApiParam } from '../http/schema'
+import { callerLane } from './renderer'
 import { QR_CAPACITY, QR_ECC_LEVELS, QR_FORMATS, QR_MARGIN, QR_MIME, QR_SIZE, type QrImage, type QrService } from './service'
 
 // The same parameters give the same image, but the request carries a key and is rate limited: only
@@ -159,9 +160,10 @@ export function qrApi(qr: QrService): ApiMethod[] {
       returns: QrJsonSchema,
       otherContent: { description: 'With raw=1: the image itself', types: Object.values(QR_MIME) },
       errors: { 503: ['busy'] },
-      handler: async ({ params }) => {
+      handler: async ({ params, caller }) => {
         const raw = wantsRaw(params.raw)
-        const image = await qr.generate(settingsOf(params))
+        // Each account renders in its own lane of the queue (a bounded share): see qr/renderer.ts.
+        const image = await qr.generate(settingsOf(params), callerLane(caller?.accountId ?? 0))
         return raw ? imageResponse(image) : describe(image)
       },
     },

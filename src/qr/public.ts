@@ -2,15 +2,18 @@
 // short URL {base}/<code>, so it never changes for a code — even when the link is deleted and the code
 // reused, the new link has the same short URL. Each image is rendered once, kept in a small in-memory
 // LRU and in files under {data_dir}/cache/qr/ (surviving restarts), and served as immutable with a
-// strong ETag.
+// strong ETag. When a link is deleted its images go too: nothing of a deleted link stays on disk.
 import { createHash, randomBytes } from 'node:crypto'
+import { rmSync } from 'node:fs'
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Elysia } from 'elysia'
 import type { Config } from '../config'
+import type { Events } from '../events'
 import type { LinkService } from '../links/service'
 import { notFoundPage } from '../links/visit'
-import { QR_MIME, type QrFormat, type QrInput, type QrService } from './service'
+import { PUBLIC_LANE } from './renderer'
+import { QR_FORMATS, QR_MIME, type QrFormat, type QrInput, type QrService } from './service'
 
 const FILE_NAME = /^([A-Za-z0-9_-]{1,64})\.(png|svg)$/
 const MEMORY_ENTRIES = 512
@@ -37,6 +40,9 @@ function createLru<V>(capacity: number) {
       }
       return v
     },
+    delete(key: string) {
+      entries.delete(key)
+    },
     set(key: string, v: V) {
       entries.delete(key)
       entries.set(key, v)
@@ -54,8 +60,8 @@ function matchesIfNoneMatch(header: string | null, etag: string): boolean {
   })
 }
 
-export function createQrRoutes(deps: { config: Config; links: LinkService; qr: QrService }) {
-  const { config, links, qr } = deps
+export function createQrRoutes(deps: { config: Config; links: LinkService; qr: QrService; events: Events }) {
+  const { config, links, qr, events } = deps
   const dir = join(config.data_dir, 'cache', 'qr')
   const memory = createLru<CachedImage>(MEMORY_ENTRIES)
   // Concurrent first requests for one image share one rendering.
@@ -82,15 +88,17 @@ export function createQrRoutes(deps: { config: Config; links: LinkService; qr: Q
     try {
       body = await readFile(path)
     } catch {
-      body = (await qr.generate(input)).body
+      body = (await qr.generate(input, PUBLIC_LANE)).body
       await saveFile(path, body)
     }
     return { body, mime: QR_MIME[format], etag: etagOf(body) }
   }
 
+  // Hashed file names: codes are case-sensitive, file systems not always.
+  const fileOf = (key: string, format: QrFormat) => join(dir, `${sha256(key).digest('hex')}.${format}`)
+
   function load(key: string, format: QrFormat, input: QrInput): Promise<CachedImage> {
-    // Hashed file names: codes are case-sensitive, file systems not always.
-    const file = join(dir, `${sha256(key).digest('hex')}.${format}`)
+    const file = fileOf(key, format)
     const pending = fromDiskOrRender(file, input, format)
       .then((image) => {
         memory.set(key, image)
@@ -106,6 +114,27 @@ export function createQrRoutes(deps: { config: Config; links: LinkService; qr: Q
     const key = JSON.stringify(input)
     return memory.get(key) ?? rendering.get(key) ?? load(key, format, input)
   }
+
+  /**
+   * Removes a code's images from memory and disk, at once (two unlinks: deletions are rare), so that they
+   * are gone when the delete is answered; a rendering under way is removed once it is saved.
+   */
+  function forget(code: string) {
+    for (const format of QR_FORMATS) {
+      const key = JSON.stringify(settingsFor(code, format))
+      const remove = () => {
+        memory.delete(key)
+        try {
+          rmSync(fileOf(key, format), { force: true })
+        } catch (err) {
+          console.error('qr: cannot remove a cached image:', err)
+        }
+      }
+      remove()
+      rendering.get(key)?.then(remove, () => {})
+    }
+  }
+  events.on('link.deleted', ({ hex }) => forget(hex))
 
   async function serve(file: string, request: Request): Promise<Response> {
     const m = FILE_NAME.exec(file)

@@ -179,10 +179,13 @@ export async function renderQr(settings: QrSettings): Promise<QrImage> {
 }
 
 /** `renderer` draws the images (renderer.ts: on a worker thread); the parameters are checked before, here. */
-export function createQrService(renderer: { render: (settings: QrSettings) => Promise<QrImage> }) {
+export function createQrService(renderer: { render: (settings: QrSettings, lane: string) => Promise<QrImage> }) {
   return {
-    /** Validates the parameters (throwing at once) and renders the image. */
-    generate: (input: QrInput): Promise<QrImage> => renderer.render(parseQrSettings(input)),
+    /**
+     * Validates the parameters (throwing at once) and renders the image in the renderer's `lane`:
+     * PUBLIC_LANE or callerLane(account), see renderer.ts.
+     */
+    generate: (input: QrInput, lane: string): Promise<QrImage> => renderer.render(parseQrSettings(input), lane),
   }
 }
 export type QrService = ReturnType<typeof createQrService>
