@@ -56,8 +56,13 @@ describe('frame mode', () => {
   })
 
   test('attacker finding 7: a host with ";" never reaches the CSP', async () => {
-    const code = await link({ url: 'https://a;sandbox/', mode: 'frame' })
+    // Such a URL is refused at creation now (hosts are DNS names or addresses); a link stored by an
+    // older version may still carry one, so it is written into the database directly.
+    expect((await box.post('/api/getLink.json', { url: 'https://a;sandbox/', mode: 'frame' })).body.code).toBe('invalid_url')
+    const code = await link({ url: 'https://example.com/', mode: 'frame' })
+    box.db.query('UPDATE links SET long_url = ? WHERE code = ?').run('https://a;sandbox/', code)
     const r = await visit(`/${code}`)
+    expect(r.status).toBe(200)
     expect(r.headers.get('content-security-policy')).not.toContain('sandbox')
     expect(r.headers.get('content-security-policy')).not.toContain('https://a')
   })
