@@ -5,10 +5,7 @@
 import { rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { apiPost, CHROME_UA, createAccount, startServer, tempDir, writeConfig } from '../../test/support/server'
-import { wrk, type WrkResult } from './wrk'
-
-const fmt = (r: WrkResult) => `${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms${r.errors ? `  errors ${r.errors}` : ''}`
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+import { formatResult as fmt, median, wrk } from './wrk'
 
 // Each wrk thread numbers its requests; with the thread's number that makes every user agent distinct.
 const DISTINCT_UA_LUA = `

@@ -2,10 +2,7 @@
 // Bun.serve answering 302, measured alternately in the same run so both see the same machine load.
 import { join } from 'node:path'
 import { apiPost, CHROME_UA, createAccount, startServer, writeConfig } from '../../test/support/server'
-import { peakRss, rssMiB, wrk, type WrkResult } from './wrk'
-
-const fmt = (r: WrkResult) => `${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms${r.errors ? `  errors ${r.errors}` : ''}`
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+import { formatResult as fmt, median, peakRss, rssMiB, wrk } from './wrk'
 
 export async function benchRedirect(opts: { rounds?: number; seconds?: number } = {}): Promise<string[]> {
   const rounds = opts.rounds ?? 3

@@ -3,11 +3,9 @@
 // fills and every write fails), measured alternately in the same run. Target: the failing one within 2×.
 import { join } from 'node:path'
 import { apiPost, CHROME_UA, createAccount, startServer, writeConfig, type RunningServer } from '../../test/support/server'
-import { wrk, type WrkResult } from './wrk'
+import { formatResult as fmt, median, wrk } from './wrk'
 
 const MAIN = join(import.meta.dir, '../../src/main.ts')
-const fmt = (r: WrkResult) => `${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms${r.errors ? `  errors ${r.errors}` : ''}`
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 async function linkOn(server: RunningServer): Promise<{ code: string; key: string }> {
   const key = await createAccount(server.configPath, 'bench')

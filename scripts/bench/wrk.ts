@@ -54,3 +54,10 @@ export function rssMiB(pid: number): number {
     return 0
   }
 }
+
+/** One wrk result as a line: throughput, p50, p99 (and errors, when there were any). */
+export const formatResult = (r: WrkResult) =>
+  `${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms${r.errors ? `  errors ${r.errors}` : ''}`
+
+/** The median of the rounds' ratios (the upper one of an even count). */
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
