@@ -5,7 +5,8 @@
 // writes are retried with a growing pause; a visit never pays for a failing write, and the log gets one
 // line when writes start failing and one when they work again.
 import { noteWriteSuccess, storageReason, type Db } from '../db'
-import { createClassifier, createSourceCache, MAX_NAMES, OTHER } from './classify'
+import { createClassifier, createSourceCache } from './classify'
+import { bump, createClickStore, DAY_MS, newDayCounts, type ClickBatch } from './store'
 
 interface PendingClick {
   linkId: number
@@ -16,21 +17,6 @@ interface PendingClick {
 
 // Real user agents fit in 256 characters; a longer one costs memory while buffered and time to parse.
 const USER_AGENT_CHARS = 256
-
-export const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10)
-const DAY_MS = 86_400_000
-const DIMENSIONS = ['source', 'device', 'browser', 'os'] as const
-interface DayCounts {
-  clicks: number
-  bots: number
-  dims: Record<(typeof DIMENSIONS)[number], Map<string, number>>
-}
-const newDayCounts = (): DayCounts => ({
-  clicks: 0,
-  bots: 0,
-  dims: { source: new Map(), device: new Map(), browser: new Map(), os: new Map() },
-})
-const bump = (m: Map<string, number>, name: string) => m.set(name, (m.get(name) ?? 0) + 1)
 
 /** Thrown by stop() when the last flush fails: the clicks still in memory are lost with the process. */
 export class ClicksNotWritten extends Error {
@@ -61,8 +47,7 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
   const retryMs = opts.retryMs ?? 1000
   const maxRetryMs = opts.maxRetryMs ?? 60_000
   const log = opts.log ?? ((line: string) => console.error(line))
-  const classify = createClassifier()
-  const source = createSourceCache()
+  const writeBatch = createClickStore(db).write
   let buffer: PendingClick[] = []
   let timer: ReturnType<typeof setInterval> | null = null
   let flushedTotal = 0
@@ -75,47 +60,15 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
   let droppedAtFailure = 0
   let failedFlushes = 0
 
-  // INSERT … SELECT FROM links: a click on a link deleted before the flush is dropped, not an FK error.
-  const upsertDay = db.query<unknown, [string, number, number, number]>(
-    `INSERT INTO click_days (link_id, day, clicks, bots) SELECT id, ?1, ?2, ?3 FROM links WHERE id = ?4
-     ON CONFLICT (link_id, day) DO UPDATE SET clicks = clicks + excluded.clicks, bots = bots + excluded.bots`,
-  )
-  const upsertDim = db.query<unknown, [string, string, string, number, number]>(
-    `INSERT INTO click_dims (link_id, day, dim, name, clicks) SELECT id, ?1, ?2, ?3, ?4 FROM links WHERE id = ?5
-     ON CONFLICT (link_id, day, dim, name) DO UPDATE SET clicks = clicks + excluded.clicks`,
-  )
-  const namesOfDay = db.query<{ name: string }, [number, string, string]>(
-    'SELECT name FROM click_dims WHERE link_id = ?1 AND day = ?2 AND dim = ?3',
-  )
-  const addTotals = db.query<unknown, [number, number, number]>(
-    'UPDATE links SET clicks = clicks + ?1, bots = bots + ?2 WHERE id = ?3',
-  )
-
-  // At most MAX_NAMES names per link, day and dimension, then OTHER (see classify.ts): a name that has a
-  // place keeps it and counts on; a new one takes a free place, the batch's busiest first; the clicks of
-  // the rest go to OTHER. Reading the day's names costs at most MAX_NAMES + 1 rows of the primary key.
-  function storeNames(linkId: number, day: string, dim: string, counts: Map<string, number>) {
-    if (counts.size === 0) return
-    const placed = new Set<string>()
-    for (const r of namesOfDay.all(linkId, day, dim)) if (r.name !== OTHER) placed.add(r.name)
-    const names = placed.size + counts.size > MAX_NAMES ? [...counts].sort((a, b) => b[1] - a[1]) : counts
-    let rest = 0
-    for (const [name, n] of names) {
-      if (name !== OTHER && (placed.has(name) || placed.size < MAX_NAMES)) {
-        placed.add(name)
-        upsertDim.run(day, dim, name, n, linkId)
-      } else rest += n
-    }
-    if (rest > 0) upsertDim.run(day, dim, OTHER, rest, linkId)
-  }
-
-  // One pass over the batch into per-link, per-day counters (no per-click string keys or dates), then a
-  // handful of upserts: the cost of a flush is the number of distinct names, not of clicks.
-  const write = db.transaction((clicks: PendingClick[]) => {
-    const perLink = new Map<number, Map<number, DayCounts>>()
+  const classify = createClassifier()
+  const source = createSourceCache()
+  // One pass over the batch into per-link, per-day counters (no per-click string keys or dates); the
+  // store then writes them (store.ts).
+  const write = (clicks: PendingClick[]) => {
+    const batch: ClickBatch = new Map()
     for (const c of clicks) {
-      let days = perLink.get(c.linkId)
-      if (!days) perLink.set(c.linkId, (days = new Map()))
+      let days = batch.get(c.linkId)
+      if (!days) batch.set(c.linkId, (days = new Map()))
       const dayNumber = Math.floor(c.at / DAY_MS)
       let d = days.get(dayNumber)
       if (!d) days.set(dayNumber, (d = newDayCounts()))
@@ -130,19 +83,8 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
       bump(d.dims.browser, who.browser)
       bump(d.dims.os, who.os)
     }
-    for (const [linkId, days] of perLink) {
-      let clicks = 0
-      let bots = 0
-      for (const [dayNumber, d] of days) {
-        const day = dayOf(dayNumber * DAY_MS)
-        upsertDay.run(day, d.clicks, d.bots, linkId)
-        for (const dim of DIMENSIONS) storeNames(linkId, day, dim, d.dims[dim])
-        clicks += d.clicks
-        bots += d.bots
-      }
-      addTotals.run(clicks, bots, linkId)
-    }
-  })
+    writeBatch(batch)
+  }
 
   function flush(): number {
     if (buffer.length === 0) return 0
