@@ -88,7 +88,7 @@ describe('envelope and status codes', () => {
   test('an internal failure is a 500 envelope without a stack trace', async () => {
     const b = await makeBox()
     try {
-      b.db.exec('DROP TABLE click_dims')
+      b.db.exec('DROP TABLE click_days')
       const code = (await b.post('/api/getLink.json', { url: 'https://example.com' })).body.return.hex
       await b.request(`/${code}`, { headers: { 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0' }, redirect: 'manual' })
       const origError = console.error
@@ -97,7 +97,7 @@ describe('envelope and status codes', () => {
         const r = await b.post('/api/stats.json', { code })
         expect(r.status).toBe(500)
         expect(r.body).toEqual({ status: 'error', message: expect.any(String), code: 'internal' })
-        expect(r.body.message).not.toContain('click_dims')
+        expect(r.body.message).not.toContain('click_days')
         expect(r.body.message).not.toContain('at ')
       } finally {
         console.error = origError

@@ -42,8 +42,11 @@ function version1Database(): string {
   return path
 }
 
-const TABLES = ['accounts', 'api_keys', 'links', 'click_days', 'click_dims']
-const dump = (db: Database) => Object.fromEntries(TABLES.map((t) => [t, db.query(`SELECT * FROM ${t} ORDER BY 1, 2`).all()]))
+const TABLES = ['accounts', 'api_keys', 'links']
+const dump = (db: Database) => ({
+  ...Object.fromEntries(TABLES.map((t) => [t, db.query(`SELECT * FROM ${t} ORDER BY 1, 2`).all()])),
+  click_days: db.query('SELECT link_id, day, clicks, bots FROM click_days ORDER BY 1, 2').all(),
+})
 const indexes = (db: Database) =>
   (db.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[]).map((r) => r.name)
 
@@ -60,11 +63,25 @@ test('a version 1 database migrates with every row, id, index and aggregate kept
     expect(dump(db)).toEqual(before)
     expect(indexes(db)).toEqual(indexesBefore)
     expect(db.query('PRAGMA foreign_key_check').all()).toEqual([])
+    // Migration 3: each day's names become the JSON of its row, and each month adds up its days.
+    const json = (rows: unknown[]): unknown[] => (rows as { dims: string }[]).map((r) => ({ ...r, dims: JSON.parse(r.dims) }))
+    expect(json(db.query('SELECT link_id, day, dims FROM click_days ORDER BY 1, 2').all())).toEqual([
+      { link_id: 1, day: '2026-01-01', dims: { source: { direct: 4 } } },
+      { link_id: 1, day: '2026-01-02', dims: { browser: { Chrome: 3 } } },
+      { link_id: 2, day: '2026-01-01', dims: { os: { Linux: 3 } } },
+      { link_id: 5, day: '2026-01-03', dims: { device: { mobile: 2 } } },
+    ])
+    expect(json(db.query('SELECT * FROM click_months ORDER BY 1, 2').all())).toEqual([
+      { link_id: 1, month: '2026-01', clicks: 7, bots: 1, dims: { source: { direct: 4 }, browser: { Chrome: 3 } } },
+      { link_id: 2, month: '2026-01', clicks: 3, bots: 0, dims: { os: { Linux: 3 } } },
+      { link_id: 5, month: '2026-01', clicks: 2, bots: 2, dims: { device: { mobile: 2 } } },
+    ])
+    expect(db.query("SELECT name FROM sqlite_master WHERE name = 'click_dims'").get()).toBeNull()
     // Enforcement is back on after the rebuild: deleting a link takes its aggregates with it.
     expect(db.query('PRAGMA foreign_keys').get()).toEqual({ foreign_keys: 1 })
     db.exec('DELETE FROM links WHERE id = 1')
     expect(db.query('SELECT count(*) AS n FROM click_days WHERE link_id = 1').get()).toEqual({ n: 0 })
-    expect(db.query('SELECT count(*) AS n FROM click_dims WHERE link_id = 1').get()).toEqual({ n: 0 })
+    expect(db.query('SELECT count(*) AS n FROM click_months WHERE link_id = 1').get()).toEqual({ n: 0 })
     expect(db.query('SELECT count(*) AS n FROM click_days').get()).toEqual({ n: 2 })
     // Every table is AUTOINCREMENT now.
     const sql = db.query("SELECT name, sql FROM sqlite_master WHERE name IN ('accounts', 'api_keys', 'links')").all() as { name: string; sql: string }[]
@@ -101,4 +118,28 @@ test('a rebuild that would orphan rows is refused and leaves the database at its
   expect(after.query('PRAGMA user_version').get()).toEqual({ user_version: 1 })
   expect((after.query("SELECT sql FROM sqlite_master WHERE name = 'links'").get() as { sql: string }).sql).not.toContain('AUTOINCREMENT')
   after.close()
+})
+
+test('migration 3: a month keeps its 200 busiest names per dimension, the rest summed as "other"', () => {
+  const path = version1Database()
+  const raw = new Database(path, { strict: true })
+  raw.exec("INSERT INTO click_days (link_id, day, clicks, bots) VALUES (1, '2026-02-01', 0, 0), (1, '2026-02-02', 0, 0)")
+  const put = raw.query("INSERT INTO click_dims (link_id, day, dim, name, clicks) VALUES (1, ?1, 'source', ?2, ?3)")
+  // 250 names over two days: h0…h99 on both (2 clicks each), h100…h249 on one of them (1 click each).
+  for (let i = 0; i < 150; i++) put.run('2026-02-01', `h${i}`, 1)
+  for (let i = 0; i < 100; i++) put.run('2026-02-02', `h${i}`, 1)
+  for (let i = 150; i < 250; i++) put.run('2026-02-02', `h${i}`, 1)
+  put.run('2026-02-02', 'other', 7)
+  raw.close()
+  const db = openDatabase(path)
+  try {
+    const row = db.query("SELECT dims FROM click_months WHERE link_id = 1 AND month = '2026-02'").get() as { dims: string }
+    const source = new Map(Object.entries(JSON.parse(row.dims).source as Record<string, number>))
+    expect(source.size).toBe(201)
+    for (let i = 0; i < 100; i++) expect(source.get(`h${i}`)).toBe(2)
+    expect(source.get('other')).toBe(50 + 7) // 50 one-click names, and what the days held as "other"
+    expect([...source.values()].reduce((a, b) => a + b)).toBe(150 + 200 + 7)
+  } finally {
+    db.close()
+  }
 })

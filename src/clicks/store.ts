@@ -1,6 +1,18 @@
-// The SQL of click statistics: how an aggregated batch of clicks is written. The recorder (recorder.ts)
-// turns clicks into a ClickBatch (per link, per day, counters and names); this module writes one batch in
-// one transaction, so a batch is either all counted or not at all.
+// The SQL of click statistics: how an aggregated batch of clicks is written, and read back for a window.
+// The recorder (recorder.ts) turns clicks into a ClickBatch (per link, per day, counters and names); this
+// module writes one batch in one transaction, so a batch is either all counted or not at all.
+//
+// Storage (migration 4): a link-day is one row of click_days with its breakdowns as JSON in `dims`
+// ({"source": {"name": clicks, …}, "device": …}); a link-month is one row of click_months, the sum of its
+// days; all-time counts are links.clicks and links.bots. A flush costs three or four rows per link, however
+// many names it carries, and a window of a year is read from twelve months and the days at its edges.
+//
+// Names: a day keeps at most MAX_NAMES names per dimension, then OTHER (see classify.ts). A month keeps at
+// most MONTH_NAMES (the busiest; see placeByVolume) and OTHER: a year of a link with thousands of
+// referrers is then read from a few thousand names, not from every name of every day (18,714 names,
+// 350 KB of JSON and 12 ms to merge, for a year of a link with 10M clicks). A month's counts per dimension,
+// OTHER included, are always exactly the sum of its days'; only which of the smallest names are shown by
+// name may differ from what the days alone would show.
 import type { Db } from '../db'
 import { MAX_NAMES, OTHER } from './classify'
 
@@ -26,58 +38,178 @@ export const newDayCounts = (): DayCounts => ({
 })
 export const bump = (m: Map<string, number>, name: string, n = 1) => m.set(name, (m.get(name) ?? 0) + n)
 
+type Names = Map<string, number>
+export type DimNames = Record<Dimension, Names>
+
+const emptyDims = (): DimNames => ({ source: new Map(), device: new Map(), browser: new Map(), os: new Map() })
+
+/** The `dims` column as Maps. Names are attacker-chosen text (a referrer host may be "__proto__"): they
+ *  only ever live in Maps, and JSON.parse / Object.fromEntries define plain own properties. */
+export function parseDims(text: string, into: DimNames = emptyDims()): DimNames {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    return into
+  }
+  if (!parsed || typeof parsed !== 'object') return into
+  for (const dim of DIMENSIONS) {
+    const names = (parsed as Record<string, unknown>)[dim]
+    if (!names || typeof names !== 'object' || !Object.hasOwn(parsed, dim)) continue
+    const target = into[dim]
+    for (const [name, n] of Object.entries(names)) if (typeof n === 'number') bump(target, name, n)
+  }
+  return into
+}
+
+export function stringifyDims(dims: DimNames): string {
+  const out: Record<string, Record<string, number>> = {}
+  for (const dim of DIMENSIONS) if (dims[dim].size > 0) out[dim] = Object.fromEntries(dims[dim])
+  return JSON.stringify(out)
+}
+
+/**
+ * Adds a batch's names to what a day holds: a name that has a place keeps it and counts on; a new one takes
+ * a free place, the batch's busiest first; the clicks of the rest go to OTHER. Returns what was added, as
+ * stored (placed names and OTHER), for the month to add up.
+ */
+export function placeNames(day: Names, added: Names): Names {
+  const stored = new Map<string, number>()
+  if (added.size === 0) return stored
+  let placed = day.has(OTHER) ? day.size - 1 : day.size
+  const names = placed + added.size > MAX_NAMES ? [...added].sort((a, b) => b[1] - a[1]) : added
+  let rest = 0
+  for (const [name, n] of names) {
+    if (name !== OTHER && (day.has(name) || placed < MAX_NAMES)) {
+      if (!day.has(name)) placed++
+      bump(day, name, n)
+      bump(stored, name, n)
+    } else rest += n
+  }
+  if (rest > 0) {
+    bump(day, OTHER, rest)
+    bump(stored, OTHER, rest)
+  }
+  return stored
+}
+
+/** Names a month keeps per dimension (and OTHER): four times what an answer shows. */
+export const MONTH_NAMES = 4 * MAX_NAMES
+
+/**
+ * Adds names to a month that keeps at most `limit`: a known name counts on; a new one takes a free place;
+ * when there is none, the smallest name gives way (its clicks move to OTHER) to a newcomer at least as
+ * busy, else the newcomer's clicks go to OTHER. The batch's busiest come first. Nothing is ever counted
+ * twice or lost: a name's earlier clicks stay where they were counted.
+ */
+export function placeByVolume(held: Names, added: Names, limit = MONTH_NAMES): void {
+  for (const [name, n] of [...added].sort((a, b) => b[1] - a[1])) {
+    if (name === OTHER || held.has(name)) {
+      bump(held, name, n)
+      continue
+    }
+    if ((held.has(OTHER) ? held.size - 1 : held.size) < limit) {
+      held.set(name, n)
+      continue
+    }
+    let smallest: string | null = null
+    let least = Infinity
+    for (const [k, v] of held) if (k !== OTHER && v < least) [smallest, least] = [k, v]
+    if (smallest !== null && n >= least) {
+      held.delete(smallest)
+      bump(held, OTHER, least)
+      held.set(name, n)
+    } else bump(held, OTHER, n)
+  }
+}
+
+const monthOf = (day: string) => day.slice(0, 7)
+
 export function createClickStore(db: Db) {
-  // INSERT … SELECT FROM links: a click on a link deleted before the flush is dropped, not an FK error.
-  const upsertDay = db.query<unknown, [string, number, number, number]>(
-    `INSERT INTO click_days (link_id, day, clicks, bots) SELECT id, ?1, ?2, ?3 FROM links WHERE id = ?4
-     ON CONFLICT (link_id, day) DO UPDATE SET clicks = clicks + excluded.clicks, bots = bots + excluded.bots`,
+  const linkExists = db.query<{ one: number }, [number]>('SELECT 1 AS one FROM links WHERE id = ?')
+  const dayDims = db.query<{ dims: string }, [number, string]>('SELECT dims FROM click_days WHERE link_id = ?1 AND day = ?2')
+  const putDay = db.query<unknown, [number, string, number, number, string]>(
+    `INSERT INTO click_days (link_id, day, clicks, bots, dims) VALUES (?1, ?2, ?3, ?4, ?5)
+     ON CONFLICT (link_id, day) DO UPDATE SET clicks = clicks + excluded.clicks, bots = bots + excluded.bots, dims = excluded.dims`,
   )
-  const upsertDim = db.query<unknown, [string, string, string, number, number]>(
-    `INSERT INTO click_dims (link_id, day, dim, name, clicks) SELECT id, ?1, ?2, ?3, ?4 FROM links WHERE id = ?5
-     ON CONFLICT (link_id, day, dim, name) DO UPDATE SET clicks = clicks + excluded.clicks`,
-  )
-  const namesOfDay = db.query<{ name: string }, [number, string, string]>(
-    'SELECT name FROM click_dims WHERE link_id = ?1 AND day = ?2 AND dim = ?3',
+  const monthDims = db.query<{ dims: string }, [number, string]>('SELECT dims FROM click_months WHERE link_id = ?1 AND month = ?2')
+  const putMonth = db.query<unknown, [number, string, number, number, string]>(
+    `INSERT INTO click_months (link_id, month, clicks, bots, dims) VALUES (?1, ?2, ?3, ?4, ?5)
+     ON CONFLICT (link_id, month) DO UPDATE SET clicks = clicks + excluded.clicks, bots = bots + excluded.bots, dims = excluded.dims`,
   )
   const addTotals = db.query<unknown, [number, number, number]>(
     'UPDATE links SET clicks = clicks + ?1, bots = bots + ?2 WHERE id = ?3',
   )
 
-  // At most MAX_NAMES names per link, day and dimension, then OTHER (see classify.ts): a name that has a
-  // place keeps it and counts on; a new one takes a free place, the batch's busiest first; the clicks of
-  // the rest go to OTHER. Reading the day's names costs at most MAX_NAMES + 1 rows of the primary key.
-  function storeNames(linkId: number, day: string, dim: string, counts: Map<string, number>) {
-    if (counts.size === 0) return
-    const placed = new Set<string>()
-    for (const r of namesOfDay.all(linkId, day, dim)) if (r.name !== OTHER) placed.add(r.name)
-    const names = placed.size + counts.size > MAX_NAMES ? [...counts].sort((a, b) => b[1] - a[1]) : counts
-    let rest = 0
-    for (const [name, n] of names) {
-      if (name !== OTHER && (placed.has(name) || placed.size < MAX_NAMES)) {
-        placed.add(name)
-        upsertDim.run(day, dim, name, n, linkId)
-      } else rest += n
-    }
-    if (rest > 0) upsertDim.run(day, dim, OTHER, rest, linkId)
-  }
-
   const write = db.transaction((batch: ClickBatch) => {
     for (const [linkId, days] of batch) {
+      // A click on a link deleted before the flush is dropped (its rows went with it).
+      if (linkExists.get(linkId) === null) continue
       let clicks = 0
       let bots = 0
+      const months = new Map<string, DayCounts>()
       for (const [dayNumber, d] of days) {
         const day = dayOf(dayNumber * DAY_MS)
-        upsertDay.run(day, d.clicks, d.bots, linkId)
-        for (const dim of DIMENSIONS) storeNames(linkId, day, dim, d.dims[dim])
+        const held = parseDims(dayDims.get(linkId, day)?.dims ?? '{}')
+        let month = months.get(monthOf(day))
+        if (!month) months.set(monthOf(day), (month = newDayCounts()))
+        for (const dim of DIMENSIONS) for (const [name, n] of placeNames(held[dim], d.dims[dim])) bump(month.dims[dim], name, n)
+        putDay.run(linkId, day, d.clicks, d.bots, stringifyDims(held))
+        month.clicks += d.clicks
+        month.bots += d.bots
         clicks += d.clicks
         bots += d.bots
+      }
+      for (const [key, m] of months) {
+        const held = parseDims(monthDims.get(linkId, key)?.dims ?? '{}')
+        for (const dim of DIMENSIONS) placeByVolume(held[dim], m.dims[dim])
+        putMonth.run(linkId, key, m.clicks, m.bots, stringifyDims(held))
       }
       addTotals.run(clicks, bots, linkId)
     }
   })
 
+  const days = db.query<{ day: string; clicks: number }, [number, string, string]>(
+    'SELECT day, clicks FROM click_days WHERE link_id = ?1 AND day BETWEEN ?2 AND ?3 ORDER BY day',
+  )
+  const daysDims = db.query<{ dims: string }, [number, string, string]>(
+    'SELECT dims FROM click_days WHERE link_id = ?1 AND day BETWEEN ?2 AND ?3',
+  )
+  const monthsDims = db.query<{ dims: string }, [number, string, string]>(
+    'SELECT dims FROM click_months WHERE link_id = ?1 AND month BETWEEN ?2 AND ?3',
+  )
+
   return {
     /** Writes one batch in one transaction (throws, writing nothing, when the database cannot be written). */
     write: (batch: ClickBatch) => void write(batch),
+    /** Human clicks per day of the window, days without clicks left out. */
+    days: (linkId: number, from: string, to: string) => days.all(linkId, from, to),
+    /**
+     * Every name counted in the window [from, to] (YYYY-MM-DD), per dimension: the whole months inside it
+     * from click_months, the days at its edges from click_days (at most 60 rows for any window).
+     */
+    names(linkId: number, from: string, to: string): DimNames {
+      const out = emptyDims()
+      const [firstMonth, lastMonth] = wholeMonths(from, to)
+      if (firstMonth > lastMonth) {
+        for (const r of daysDims.all(linkId, from, to)) parseDims(r.dims, out)
+        return out
+      }
+      for (const r of monthsDims.all(linkId, firstMonth, lastMonth)) parseDims(r.dims, out)
+      if (from < `${firstMonth}-01`) for (const r of daysDims.all(linkId, from, `${firstMonth}-00`)) parseDims(r.dims, out)
+      if (to > `${lastMonth}-31`) for (const r of daysDims.all(linkId, `${lastMonth}-32`, to)) parseDims(r.dims, out)
+      return out
+    },
   }
+}
+
+/** The first and last whole month (YYYY-MM) inside [from, to]; first > last when there is none. */
+export function wholeMonths(from: string, to: string): [string, string] {
+  const [fy, fm, fd] = from.split('-').map(Number) as [number, number, number]
+  const [ty, tm, td] = to.split('-').map(Number) as [number, number, number]
+  const first = fd === 1 ? [fy, fm] : fm === 12 ? [fy + 1, 1] : [fy, fm + 1]
+  const lastDay = new Date(Date.UTC(ty, tm, 0)).getUTCDate() // day 0 of the next month
+  const last = td === lastDay ? [ty, tm] : tm === 1 ? [ty - 1, 12] : [ty, tm - 1]
+  const fmt = ([y, m]: number[]) => `${String(y).padStart(4, '0')}-${String(m).padStart(2, '0')}`
+  return [fmt(first), fmt(last)]
 }

@@ -115,4 +115,43 @@ export const migrations: Migration[] = [
   CREATE INDEX links_account ON links(account_id, id);
   `,
   },
+  /* 3: click storage that a flush and a year's answer can afford (issue 7). A link-day's breakdowns move
+     from one row per name (click_dims: a flush wrote a row per name, an answer summed every name of every
+     day) into one JSON column of its click_days row; click_months adds up each month's days, so a window
+     of a year reads twelve months and the days at its edges. A month keeps its 200 busiest names. */ `
+  ALTER TABLE click_days ADD COLUMN dims TEXT NOT NULL DEFAULT '{}';
+  CREATE TEMP TABLE dims_by_day AS
+    SELECT link_id, day, json_group_object(dim, json(names)) AS dims FROM (
+      SELECT link_id, day, dim, json_group_object(name, clicks) AS names FROM click_dims GROUP BY link_id, day, dim
+    ) GROUP BY link_id, day;
+  CREATE UNIQUE INDEX temp.dims_by_day_key ON dims_by_day (link_id, day);
+  UPDATE click_days SET dims = coalesce(
+    (SELECT d.dims FROM temp.dims_by_day d WHERE d.link_id = click_days.link_id AND d.day = click_days.day), '{}');
+  DROP TABLE temp.dims_by_day;
+
+  CREATE TABLE click_months (
+    link_id INTEGER NOT NULL REFERENCES links(id) ON DELETE CASCADE,
+    month TEXT NOT NULL,
+    clicks INTEGER NOT NULL DEFAULT 0,
+    bots INTEGER NOT NULL DEFAULT 0,
+    dims TEXT NOT NULL DEFAULT '{}',
+    PRIMARY KEY (link_id, month)
+  ) WITHOUT ROWID;
+  INSERT INTO click_months (link_id, month, clicks, bots, dims)
+    SELECT c.link_id, c.month, c.clicks, c.bots, coalesce(n.dims, '{}') FROM (
+      SELECT link_id, substr(day, 1, 7) AS month, sum(clicks) AS clicks, sum(bots) AS bots FROM click_days GROUP BY 1, 2
+    ) c LEFT JOIN (
+      SELECT link_id, month, json_group_object(dim, json(names)) AS dims FROM (
+        SELECT link_id, month, dim, json_group_object(name, clicks) AS names FROM (
+          -- A month keeps its 200 busiest names (clicks/store.ts MONTH_NAMES); the rest go to 'other'.
+          SELECT link_id, month, dim, iif(rank <= 200 AND name <> 'other', name, 'other') AS name, sum(clicks) AS clicks FROM (
+            SELECT *, row_number() OVER (PARTITION BY link_id, month, dim ORDER BY name = 'other', clicks DESC, name) AS rank FROM (
+              SELECT link_id, substr(day, 1, 7) AS month, dim, name, sum(clicks) AS clicks FROM click_dims GROUP BY 1, 2, 3, 4
+            )
+          ) GROUP BY 1, 2, 3, 4
+        ) GROUP BY 1, 2, 3
+      ) GROUP BY 1, 2
+    ) n USING (link_id, month);
+  DROP TABLE click_dims;
+  `,
 ]

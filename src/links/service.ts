@@ -4,7 +4,7 @@ import type { Caller } from '../accounts/service'
 import { randomBase62 } from '../accounts/service'
 import { MAX_NAMES, OTHER } from '../clicks/classify'
 import type { ClickRecorder } from '../clicks/recorder'
-import { dayOf } from '../clicks/store'
+import { createClickStore, DIMENSIONS, dayOf, type DimNames } from '../clicks/store'
 import type { Config } from '../config'
 import { iso, storageError, stored, type Db } from '../db'
 import { AppError, invalidParameter, notFound, notOwner } from '../errors'
@@ -60,21 +60,29 @@ function parseDay(value: unknown, name: string): string {
 }
 
 /**
- * At most MAX_NAMES names, the busiest, from a list sorted by clicks; the rest, and what was stored as
- * OTHER on days that were full, summed as one OTHER entry, placed by its clicks (after its ties).
+ * At most MAX_NAMES names, the busiest, and the rest (with what was stored as OTHER on days that were full)
+ * summed as one OTHER entry, placed by its clicks (after its ties). Names of equal clicks in name order.
  */
-function topNames(sorted: NameCount[]): NameCount[] {
-  const top: NameCount[] = []
-  let rest = 0
-  for (const item of sorted) {
-    if (item.name !== OTHER && top.length < MAX_NAMES) top.push(item)
-    else rest += item.clicks
-  }
+function topNames(names: Map<string, number>): NameCount[] {
+  const sorted = [...names]
+    .filter(([name]) => name !== OTHER)
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+  const top: NameCount[] = sorted.slice(0, MAX_NAMES).map(([name, clicks]) => ({ name, clicks }))
+  let rest = names.get(OTHER) ?? 0
+  for (let i = MAX_NAMES; i < sorted.length; i++) rest += sorted[i]![1]
   if (rest === 0) return top
   const at = top.findIndex((item) => item.clicks < rest)
   top.splice(at === -1 ? top.length : at, 0, { name: OTHER, clicks: rest })
   return top
 }
+
+/** What a statistics answer costs to build, kept briefly per link and window (see `stats`). */
+interface WindowAnswer {
+  written: number
+  days: { date: string; clicks: number }[]
+  names: Record<(typeof DIMENSIONS)[number], NameCount[]>
+}
+const ANSWERS_KEPT = 1000
 
 export function createLinkService(deps: {
   db: Db
@@ -92,6 +100,12 @@ export function createLinkService(deps: {
   const randomCode = deps.randomCode ?? randomBase62
   const hashPassword = deps.hashPassword ?? ((password: string) => Bun.password.hash(password, 'argon2id'))
   const store = createLinkStore(db)
+  const clickStore = createClickStore(db)
+  // Answers per link and window, valid while no click of the link has been written since: every write adds
+  // to links.clicks or links.bots in the same transaction, so their sum, read with the row, says so. A page
+  // polled by many visitors costs one build per write of its link at most. Ids are never reused, so a
+  // deleted link's entries can only go stale, never answer for another link.
+  const answers = new Map<string, WindowAnswer>()
   const base = config.server.base_url
   // Visits read links far more often than anything changes them, and only this process changes them:
   // keep recently visited rows in memory and drop a row whenever it is updated or deleted.
@@ -150,6 +164,29 @@ export function createLinkService(deps: {
       }
     }
     throw new AppError(503, 'busy', 'Could not find a free short code; try again.')
+  }
+
+  function windowAnswer(row: LinkRow, from: string, to: string, span: number): WindowAnswer {
+    const linkId = row.id
+    const key = `${linkId} ${from} ${to}`
+    const written = row.clicks + row.bots
+    const kept = answers.get(key)
+    if (kept && kept.written === written) return kept
+    const byDay = new Map(clickStore.days(linkId, from, to).map((d) => [d.day, d.clicks]))
+    const days: { date: string; clicks: number }[] = []
+    for (let t = Date.parse(`${from}T00:00:00Z`), i = 0; i < span; i++, t += DAY_MS) {
+      const date = dayOf(t)
+      days.push({ date, clicks: byDay.get(date) ?? 0 })
+    }
+    const stored: DimNames = clickStore.names(linkId, from, to)
+    const answer: WindowAnswer = {
+      written,
+      days,
+      names: { source: topNames(stored.source), device: topNames(stored.device), browser: topNames(stored.browser), os: topNames(stored.os) },
+    }
+    if (answers.size >= ANSWERS_KEPT) answers.clear()
+    answers.set(key, answer)
+    return answer
   }
 
   return {
@@ -258,15 +295,7 @@ export function createLinkService(deps: {
       if (opts.flush !== false && recorder.pending > 0) recorder.flushIfWritable()
       const row = store.byCode(code)
       if (!row) throw notFound(`No link with the code "${code}".`)
-      const byDay = new Map(store.days(row.id, from, to).map((d) => [d.day, d.clicks]))
-      const days: { date: string; clicks: number }[] = []
-      for (let t = Date.parse(`${from}T00:00:00Z`), i = 0; i < span; i++, t += DAY_MS) {
-        const date = dayOf(t)
-        days.push({ date, clicks: byDay.get(date) ?? 0 })
-      }
-      const groups: Record<string, NameCount[]> = { source: [], device: [], browser: [], os: [] }
-      for (const d of store.dims(row.id, from, to)) groups[d.dim]?.push({ name: d.name, clicks: d.clicks })
-      for (const dim of Object.keys(groups)) groups[dim] = topNames(groups[dim]!)
+      const { days, names } = windowAnswer(row, from, to, span)
       const isOwner = !!caller && mayChange(row, caller)
       return {
         hex: row.code,
@@ -278,10 +307,10 @@ export function createLinkService(deps: {
         from,
         to,
         days,
-        sources: groups.source!,
-        devices: groups.device!,
-        browsers: groups.browser!,
-        os: groups.os!,
+        sources: names.source,
+        devices: names.device,
+        browsers: names.browser,
+        os: names.os,
       }
     },
 

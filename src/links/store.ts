@@ -1,4 +1,4 @@
-// The SQL of short links and their statistics, and nothing else: the rules live in service.ts.
+// The SQL of short links, and nothing else: the rules live in service.ts (statistics: clicks/store.ts).
 import type { Db } from '../db'
 import type { Mode } from './validate'
 
@@ -42,14 +42,6 @@ export function createLinkStore(db: Db) {
      WHERE id = ?10 RETURNING *`,
   )
   const remove = db.query<unknown, [number]>('DELETE FROM links WHERE id = ?')
-  const days = db.query<{ day: string; clicks: number }, [number, string, string]>(
-    'SELECT day, clicks FROM click_days WHERE link_id = ?1 AND day BETWEEN ?2 AND ?3 ORDER BY day',
-  )
-  const dims = db.query<NameCount & { dim: string }, [number, string, string]>(
-    `SELECT dim, name, sum(clicks) AS clicks FROM click_dims WHERE link_id = ?1 AND day BETWEEN ?2 AND ?3
-     GROUP BY dim, name ORDER BY dim, clicks DESC, name`,
-  )
-
   return {
     insert: (r: Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated'>) =>
       insert.get(r.code, r.long_url, r.account_id, r.mode, r.password_hash, r.created, r.created, r.expires)!,
@@ -68,8 +60,6 @@ export function createLinkStore(db: Db) {
         now, id,
       ),
     remove: (id: number) => remove.run(id),
-    days: (id: number, from: string, to: string) => days.all(id, from, to),
-    dims: (id: number, from: string, to: string) => dims.all(id, from, to),
   }
 }
 export type LinkStore = ReturnType<typeof createLinkStore>

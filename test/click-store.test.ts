@@ -1,0 +1,227 @@
+// The click storage of issue 7 on a real SQLite file: a link-day's names in one JSON column, months that add
+// up their days, and window answers read from months and edge days. The property: whatever the batches and
+// the window, the names read for a window are exactly the sum of the day rows inside it, and every month
+// row is exactly the sum of its days — so an answer does not depend on how the window was read.
+import { afterAll, expect, test } from 'bun:test'
+import fc from 'fast-check'
+import { rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { MAX_NAMES, OTHER } from '../src/clicks/classify'
+import {
+  bump,
+  createClickStore,
+  DAY_MS,
+  DIMENSIONS,
+  newDayCounts,
+  parseDims,
+  placeByVolume,
+  placeNames,
+  stringifyDims,
+  wholeMonths,
+  type ClickBatch,
+} from '../src/clicks/store'
+import { openDatabase } from '../src/db'
+import { makeBox, tempDir } from './support/app'
+
+const dirs: string[] = []
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+})
+
+function freshDb() {
+  const dir = tempDir('linkbox-clickstore-')
+  dirs.push(dir)
+  const db = openDatabase(join(dir, 'linkbox.db'))
+  for (const id of [1, 2]) db.query('INSERT INTO links (id, code, long_url, created, updated) VALUES (?1, ?2, ?3, 0, 0)').run(id, `code${id}`, 'https://example.com/')
+  return db
+}
+
+test('wholeMonths: the whole months inside a window, none when it has none', () => {
+  expect(wholeMonths('2026-01-01', '2026-12-31')).toEqual(['2026-01', '2026-12'])
+  expect(wholeMonths('2026-01-15', '2026-03-31')).toEqual(['2026-02', '2026-03'])
+  expect(wholeMonths('2025-12-02', '2026-02-27')).toEqual(['2026-01', '2026-01'])
+  expect(wholeMonths('2024-02-01', '2024-02-29')).toEqual(['2024-02', '2024-02']) // leap year
+  expect(wholeMonths('2023-02-01', '2023-02-28')).toEqual(['2023-02', '2023-02'])
+  const [a, b] = wholeMonths('2026-01-02', '2026-01-30')
+  expect(a > b).toBe(true)
+  const [c, d] = wholeMonths('2025-12-31', '2026-01-30')
+  expect(c > d).toBe(true)
+})
+
+test('placeNames: places are kept, new names take free places busiest first, the rest is OTHER', () => {
+  const day = new Map<string, number>()
+  const full = new Map(Array.from({ length: MAX_NAMES - 1 }, (_, i) => [`n${i}`, 1] as [string, number]))
+  expect(placeNames(day, full).size).toBe(MAX_NAMES - 1)
+  const stored = placeNames(day, new Map([['small', 1], ['big', 9], ['n0', 2]]))
+  expect(stored).toEqual(new Map([['big', 9], ['n0', 2], [OTHER, 1]]))
+  expect(day.get('n0')).toBe(3)
+  expect(day.get(OTHER)).toBe(1)
+  expect(day.size).toBe(MAX_NAMES + 1)
+})
+
+test('placeByVolume: a full month lets its smallest name give way to a busier newcomer; sums stay exact', () => {
+  const month = new Map<string, number>()
+  placeByVolume(month, new Map([['a', 5], ['b', 1], ['c', 3]]), 3)
+  expect(month).toEqual(new Map([['a', 5], ['c', 3], ['b', 1]]))
+  placeByVolume(month, new Map([['d', 2], ['e', 1]]), 3) // d displaces b (1); e (1) is not busier than c, d
+  expect(month).toEqual(new Map([['a', 5], ['c', 3], [OTHER, 2], ['d', 2]]))
+  placeByVolume(month, new Map([['a', 1], [OTHER, 4]]), 3)
+  expect(month.get('a')).toBe(6)
+  expect(month.get(OTHER)).toBe(6)
+  expect([...month.values()].reduce((x, y) => x + y)).toBe(5 + 1 + 3 + 2 + 1 + 1 + 4)
+})
+
+test('names are data: "__proto__" and "constructor" are stored and read like any host', () => {
+  const dims = parseDims('{}')
+  bump(dims.source, '__proto__', 2)
+  bump(dims.source, 'constructor', 1)
+  const text = stringifyDims(dims)
+  const back = parseDims(text)
+  expect([...back.source]).toEqual([['__proto__', 2], ['constructor', 1]])
+  expect(Object.getPrototypeOf({})).toBe(Object.prototype)
+  // A damaged column reads as empty rather than failing the answer.
+  expect(parseDims('not json').source.size).toBe(0)
+  expect(parseDims('{"source": {"a": "x", "b": 2}}').source).toEqual(new Map([['b', 2]]))
+})
+
+// A batch: clicks of links 1 and 2 on days within ~100 days, names from a small pool and a large one (so
+// that some days fill up and send clicks to OTHER).
+const START_DAY = Math.floor(Date.parse('2026-01-20T00:00:00Z') / DAY_MS)
+const clickArb = fc.record({
+  link: fc.constantFrom(1, 2),
+  day: fc.integer({ min: 0, max: 100 }),
+  bot: fc.boolean(),
+  source: fc.oneof(fc.constantFrom('a.example', 'b.example', 'direct'), fc.integer({ min: 0, max: 80 }).map((i) => `h${i}.example`)),
+  browser: fc.constantFrom('Chrome', 'Firefox', 'Safari'),
+})
+interface Click {
+  link: number
+  day: number
+  bot: boolean
+  source: string
+  browser: string
+}
+function toBatch(clicks: Click[]): ClickBatch {
+  const batch: ClickBatch = new Map()
+  for (const c of clicks) {
+    let days = batch.get(c.link)
+    if (!days) batch.set(c.link, (days = new Map()))
+    let d = days.get(START_DAY + c.day)
+    if (!d) days.set(START_DAY + c.day, (d = newDayCounts()))
+    if (c.bot) {
+      d.bots++
+      continue
+    }
+    d.clicks++
+    bump(d.dims.source, c.source)
+    bump(d.dims.browser, c.browser)
+  }
+  return batch
+}
+
+test('property: a window reads exactly the sum of its days, and each month is the sum of its days', () => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.array(clickArb, { maxLength: 300 }), { minLength: 1, maxLength: 4 }),
+      fc.integer({ min: -5, max: 105 }),
+      fc.integer({ min: 0, max: 120 }),
+      (batches, startOffset, length) => {
+        const db = freshDb()
+        try {
+          const store = createClickStore(db)
+          for (const clicks of batches) store.write(toBatch(clicks))
+          const day = (n: number) => new Date((START_DAY + n) * DAY_MS).toISOString().slice(0, 10)
+          const from = day(startOffset)
+          const to = day(startOffset + length)
+          // The oracle: sum the JSON of every day row in the window with SQL.
+          for (const link of [1, 2]) {
+            const got = store.names(link, from, to)
+            for (const dim of DIMENSIONS) {
+              const rows = db.query(
+                `SELECT j.key AS name, sum(j.value) AS clicks FROM click_days, json_each(dims, '$.' || ?4) j
+                 WHERE link_id = ?1 AND day BETWEEN ?2 AND ?3 GROUP BY j.key`,
+              ).all(link, from, to, dim) as { name: string; clicks: number }[]
+              expect(new Map(rows.map((r) => [r.name, r.clicks]))).toEqual(got[dim])
+            }
+          }
+          // Months: counts and names are the sums of their days.
+          const months = db.query('SELECT link_id, month, clicks, bots, dims FROM click_months').all() as {
+            link_id: number; month: string; clicks: number; bots: number; dims: string
+          }[]
+          for (const m of months) {
+            const days = db.query(
+              "SELECT sum(clicks) AS clicks, sum(bots) AS bots FROM click_days WHERE link_id = ?1 AND substr(day, 1, 7) = ?2",
+            ).get(m.link_id, m.month) as { clicks: number; bots: number }
+            expect({ clicks: m.clicks, bots: m.bots }).toEqual(days)
+            const last = new Date(Date.UTC(Number(m.month.slice(0, 4)), Number(m.month.slice(5)), 0)).toISOString().slice(0, 10)
+            const fromDays = store.names(m.link_id, `${m.month}-02`, last) // not whole: read from days…
+            const first = parseDims((db.query('SELECT dims FROM click_days WHERE link_id = ?1 AND day = ?2').get(m.link_id, `${m.month}-01`) as { dims: string } | null)?.dims ?? '{}', fromDays)
+            expect(parseDims(m.dims)).toEqual(first) // …and equal to the month row
+          }
+          // Totals on the link: every click of every batch, once.
+          const all = batches.flat()
+          for (const link of [1, 2]) {
+            const mine = all.filter((c) => c.link === link)
+            expect(db.query('SELECT clicks, bots FROM links WHERE id = ?').get(link)).toEqual({
+              clicks: mine.filter((c) => !c.bot).length,
+              bots: mine.filter((c) => c.bot).length,
+            })
+          }
+          // No day holds more than MAX_NAMES names and OTHER in a dimension.
+          const widest = db.query("SELECT max((SELECT count(*) FROM json_each(dims, '$.source'))) AS n FROM click_days").get() as { n: number | null }
+          expect(widest.n ?? 0).toBeLessThanOrEqual(MAX_NAMES + 1)
+        } finally {
+          db.close()
+        }
+      },
+    ),
+    { numRuns: 60 },
+  )
+})
+
+test('clicks of a link deleted before the flush are dropped, and the others in the batch are written', () => {
+  const db = freshDb()
+  try {
+    db.exec('DELETE FROM links WHERE id = 2')
+    createClickStore(db).write(toBatch([
+      { link: 1, day: 3, bot: false, source: 'a.example', browser: 'Chrome' },
+      { link: 2, day: 3, bot: false, source: 'a.example', browser: 'Chrome' },
+    ]))
+    expect(db.query('SELECT link_id, clicks FROM click_days').all()).toEqual([{ link_id: 1, clicks: 1 }])
+    expect(db.query('SELECT link_id, clicks FROM click_months').all()).toEqual([{ link_id: 1, clicks: 1 }])
+  } finally {
+    db.close()
+  }
+})
+
+const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0'
+
+test('stats.json: a year is answered from months; the answer is kept until a click is written', async () => {
+  let now = Date.parse('2026-03-01T10:00:00Z')
+  const box = await makeBox({}, { clock: () => now, clicks: { intervalMs: 3_600_000 } })
+  try {
+    const code = (await box.post('/api/getLink.json', { url: 'https://example.com/year' })).body.return.hex
+    const visit = (referer: string) =>
+      box.request(`/${code}`, { redirect: 'manual', headers: { 'user-agent': FIREFOX, referer } })
+    for (const at of ['2026-03-01', '2026-04-10', '2026-05-31', '2026-06-01']) {
+      now = Date.parse(`${at}T12:00:00Z`)
+      await visit(`https://${at}.example/`)
+    }
+    const year = async () => (await box.post('/api/stats.json', { code, from: '2025-06-02', to: '2026-06-01' })).body.return
+    const first = await year()
+    expect(first.days).toHaveLength(365)
+    expect(first.sources).toEqual(['2026-03-01', '2026-04-10', '2026-05-31', '2026-06-01'].map((d) => ({ name: `${d}.example`, clicks: 1 })))
+    expect(first.browsers).toEqual([{ name: 'Firefox', clicks: 4 }])
+    // With the month table gone the same answer still comes back: it was kept, nothing was written since.
+    box.db.exec('ALTER TABLE click_months RENAME TO click_months_away')
+    expect(await year()).toEqual(first)
+    box.db.exec('ALTER TABLE click_months_away RENAME TO click_months')
+    // A new click is written before the next answer, which is built again and counts it.
+    await visit('https://late.example/')
+    const second = await year()
+    expect(second.clicks).toBe(5)
+    expect(second.sources).toContainEqual({ name: 'late.example', clicks: 1 })
+  } finally {
+    await box.cleanup()
+  }
+})
