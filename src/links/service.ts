@@ -243,7 +243,7 @@ export function createLinkService(deps: {
 
     /** `flush: false` reads what is written (at most a second behind): for the public page, which any
      *  visitor may load, so that a view never costs a write. */
-    stats(input: { code: unknown; from?: unknown; to?: unknown }, caller: Caller | null, opts: { flush?: boolean } = {}) {
+    async stats(input: { code: unknown; from?: unknown; to?: unknown }, caller: Caller | null, opts: { flush?: boolean } = {}) {
       const code = validateCode(input.code)
       const today = dayOf(clock())
       const to = present(input.to) ? parseDay(input.to, 'to') : today
@@ -255,7 +255,7 @@ export function createLinkService(deps: {
       if (span > 366) throw invalidParameter('from', 'at most 366 days before "to"')
       // Pending clicks are at most a second old; writing them first makes the answer exact. While the
       // database cannot be written this is skipped (or fails quietly): the answer is read all the same.
-      if (opts.flush !== false && recorder.pending > 0) recorder.flushIfWritable()
+      if (opts.flush !== false && recorder.pending > 0) await recorder.flushIfWritable()
       const row = store.byCode(code)
       if (!row) throw notFound(`No link with the code "${code}".`)
       const byDay = new Map(store.days(row.id, from, to).map((d) => [d.day, d.clicks]))
