@@ -88,7 +88,10 @@ function merge(into: Tally, from: Tally) {
 }
 
 export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
-  const maxBatch = opts.maxBatch ?? 1000
+  // Link-days, not clicks: a batch over many links is written early (its transaction stays short), while
+  // any number of clicks on the links of one interval is one write. Each early write at 1,000 would keep
+  // the writer thread (and a core) busy all the time under traffic spread over ~1,000 links.
+  const maxBatch = opts.maxBatch ?? 10_000
   const maxPending = opts.maxPending ?? 100_000
   const intervalMs = opts.intervalMs ?? 1000
   const retryMs = opts.retryMs ?? 1000
