@@ -28,10 +28,11 @@ rmSync(outfile, { force: true })
 
 const started = performance.now()
 const result = await Bun.build({
-  // The QR worker is loaded by URL at run time, so it is an entrypoint of its own (bun bundles each into
-  // the executable). Entry names without their directory put it at /$bunfs/root/render-worker.js, next
-  // to the main module, where src/qr/renderer.ts looks for it.
-  entrypoints: [resolve(root, 'src/main.ts'), resolve(root, 'src/qr/render-worker.ts')],
+  // The QR and click-writer workers are loaded by URL at run time, so each is an entrypoint of its own
+  // (bun bundles each into the executable). Entry names without their directory put them at
+  // /$bunfs/root/render-worker.js and write-worker.js, next to the main module, where src/qr/renderer.ts
+  // and src/clicks/writer.ts look for them.
+  entrypoints: [resolve(root, 'src/main.ts'), resolve(root, 'src/qr/render-worker.ts'), resolve(root, 'src/clicks/write-worker.ts')],
   naming: { entry: '[name].[ext]' },
   root,
   compile: {

@@ -198,7 +198,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
       // A running worker thread would keep the process (or the test runner) from exiting.
       qrRenderer.close()
       try {
-        recorder.stop()
+        await recorder.stop()
       } finally {
         db.close()
       }

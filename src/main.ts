@@ -53,7 +53,7 @@ async function serve(config: Config) {
       // A second signal means "now": keep the clicks, skip the wait for open requests.
       console.log(`${signal} again: exiting at once`)
       try {
-        box.recorder.flush()
+        await box.recorder.flush()
       } catch (err) {
         console.error(`linkbox: ${box.recorder.pending} clicks could not be written: ${storageReason(err)}`)
       }

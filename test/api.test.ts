@@ -103,7 +103,7 @@ describe('envelope and status codes', () => {
         console.error = origError
       }
     } finally {
-      b.recorder.stop = () => {} // the broken table would fail the final flush
+      b.recorder.stop = async () => {} // the broken table would fail the final flush
       await b.cleanup()
     }
   })

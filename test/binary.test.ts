@@ -111,6 +111,12 @@ describe('serving from the binary', () => {
     const listed = await apiPost(server.url, 'links.json', {}, { 'x-api-key': key })
     expect(listed.status).toBe(200)
     expect(listed.body.return.links.map((l: { hex: string }) => l.hex)).toEqual([code])
+
+    // The click is written by the writer thread, an entrypoint of its own in the executable too: had it
+    // not started, the main thread would write instead, and say so.
+    const stats = await apiPost(server.url, 'stats.json', { code })
+    expect(stats.body.return.clicks).toBe(1)
+    expect(server.stderr()).not.toContain('click writer thread stopped')
   })
 
   // The renderer runs in a worker, an entrypoint of its own in the executable: a wrong path to it breaks

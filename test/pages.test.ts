@@ -305,7 +305,7 @@ describe('statistics page', () => {
     expect(r.status).toBe(200)
     expect(box.recorder.pending).toBeGreaterThan(0)
     expect(await r.text()).toContain('may not be counted here yet')
-    box.recorder.flush()
+    await box.recorder.flush()
   })
 
   test('rate-limited per client: 60 a minute, then a 429 page with Retry-After', async () => {

@@ -30,10 +30,10 @@ describe('distinct referrers cannot grow a link\'s statistics', () => {
     // A few real sources first, so they hold their places; then the flood, in two flushes.
     for (let i = 0; i < 5; i++) await visit(code, 'https://news.example/a')
     for (let i = 0; i < 1500; i++) await visit(code, `https://spam${i}.example/`)
-    box.recorder.flush()
+    await box.recorder.flush()
     for (let i = 1500; i < 3000; i++) await visit(code, `https://spam${i}.example/`)
     for (let i = 0; i < 5; i++) await visit(code, 'https://news.example/b')
-    box.recorder.flush()
+    await box.recorder.flush()
 
     expect(storedNames(code, 'source')).toEqual([{ day: '2026-05-01', names: 51, clicks: 3010 }])
     const other = box.db.query(`SELECT dims ->> '$.source.other' AS clicks FROM click_days WHERE link_id = (SELECT id FROM links WHERE code = ?)`).get(code)
@@ -62,7 +62,7 @@ describe('distinct referrers cannot grow a link\'s statistics', () => {
       now = start + day * 86_400_000
       for (let i = 0; i < 40; i++) for (let k = 0; k <= (i % 3); k++) await visit(code, `https://d${day}-n${i}.example/`)
     }
-    box.recorder.flush()
+    await box.recorder.flush()
     const perDay = storedNames(code, 'source')
     expect(perDay).toHaveLength(10)
     for (const d of perDay) expect(d.names).toBe(40)
@@ -88,9 +88,9 @@ describe('distinct referrers cannot grow a link\'s statistics', () => {
     const code = await newLink()
     await visit(code, 'https://early.example/')
     for (let i = 0; i < 100; i++) await visit(code, `https://flood${i}.example/`)
-    box.recorder.flush()
+    await box.recorder.flush()
     for (let i = 0; i < 7; i++) await visit(code, 'https://early.example/')
-    box.recorder.flush()
+    await box.recorder.flush()
     const s = (await box.post('/api/stats.json', { code, from: '2026-07-01', to: '2026-07-01' })).body.return
     expect(s.sources).toContainEqual({ name: 'early.example', clicks: 8 })
     expect(sum(s.sources)).toBe(108)
@@ -102,7 +102,7 @@ describe('distinct referrers cannot grow a link\'s statistics', () => {
     for (let i = 0; i < 3; i++) await visit(code, 'http://other/')
     await visit(code, 'https://www.other/x')
     for (let i = 0; i < 60; i++) await visit(code, `https://filler${i}.example/`)
-    box.recorder.flush()
+    await box.recorder.flush()
     const s = (await box.post('/api/stats.json', { code, from: '2026-08-01', to: '2026-08-01' })).body.return
     // 61 names: "other." and 49 fillers are named, 11 fillers are the rest.
     expect(s.sources).toContainEqual({ name: 'other.', clicks: 4 })
@@ -128,7 +128,7 @@ describe('user agents', () => {
     now = Date.parse('2026-05-01T10:00:00.000Z')
     // "Googlebot" past character 256 would make the click a bot's, were the whole string parsed.
     await visit(`${CHROME} ${'x'.repeat(256)} Googlebot/2.1`)
-    box.recorder.flush()
+    await box.recorder.flush()
     const s = await stats('2026-05-01')
     expect({ clicks: s.clicks, bots: s.bots }).toEqual({ clicks: 1, bots: 0 })
     expect(s.browsers).toEqual([{ name: 'Chrome', clicks: 1 }])
@@ -140,7 +140,7 @@ describe('user agents', () => {
     now += 1000
     for (let i = 0; i < 500; i++) await visit(`Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.${i}`)
     await visit(CHROME)
-    box.recorder.flush()
+    await box.recorder.flush()
     let s = await stats('2026-05-02')
     expect(sum(s.days)).toBe(502)
     expect(s.browsers).toEqual([
@@ -153,7 +153,7 @@ describe('user agents', () => {
     // The next second has a new allowance.
     now += 1000
     for (let i = 500; i < 510; i++) await visit(`Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.${i}`)
-    box.recorder.flush()
+    await box.recorder.flush()
     s = await stats('2026-05-02')
     expect(s.browsers).toContainEqual({ name: 'Firefox', clicks: 210 })
   })

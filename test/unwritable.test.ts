@@ -50,8 +50,10 @@ async function capturingErrors<T>(fn: (lines: string[]) => Promise<T>): Promise<
 describe('a full database (max_page_count at the file size), in process', () => {
   test('reads work, changes get 503, one log line per state change, the kept clicks are written on recovery', async () => {
     let now = Date.parse('2025-01-01T12:00:00Z')
-    // No periodic timer: every write attempt here is one the test causes (a full batch, stats, the retry).
-    const box = await makeBox({}, { clock: () => now, clicks: { intervalMs: 3_600_000, retryMs: 20, maxRetryMs: 40 } })
+    // No periodic timer: every write attempt here is one the test causes (stats, the retry). max_page_count
+    // limits one connection, so the clicks are written on the main one here (writeOn 'main', the writer
+    // thread's fallback); the real server below fails on its writer thread.
+    const box = await makeBox({}, { clock: () => now, clicks: { intervalMs: 3_600_000, retryMs: 20, maxRetryMs: 40, writeOn: 'main' } })
     try {
       await capturingErrors(async (log) => {
         const key = await box.account('owner')
@@ -105,16 +107,16 @@ describe('a full database (max_page_count at the file size), in process', () => 
         expect(health.body).toEqual({ status: 'degraded', version: expect.any(String), database: expect.stringMatching(/^not writable: database or disk is full/) })
 
         // The retries back off; each failure stays silent.
-        await until('three more failed retries', () => {
-          box.recorder.flushIfWritable()
+        await until('three more failed retries', async () => {
+          await box.recorder.flushIfWritable()
           return box.recorder.failures >= failuresBefore + 3
         })
         expect(log).toHaveLength(1)
 
         // Room again: the next retry writes every kept click and says so, once.
         box.db.exec('PRAGMA max_page_count = 1073741823')
-        await until('the writes to work again', () => {
-          box.recorder.flushIfWritable()
+        await until('the writes to work again', async () => {
+          await box.recorder.flushIfWritable()
           return !box.recorder.failing
         })
         expect(box.recorder.pending).toBe(0)

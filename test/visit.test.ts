@@ -18,8 +18,8 @@ async function link(fields: Record<string, string>): Promise<string> {
 }
 const visit = (path: string, init: RequestInit = {}) =>
   box.request(path, { redirect: 'manual', ...init, headers: { 'user-agent': CHROME, ...(init.headers ?? {}) } })
-function clicks(code: string): number {
-  box.recorder.flush()
+async function clicks(code: string): Promise<number> {
+  await box.recorder.flush()
   return (box.db.query('SELECT clicks FROM links WHERE code = ?').get(code) as { clicks: number }).clicks
 }
 
@@ -30,7 +30,7 @@ describe('redirect mode', () => {
     expect(r.status).toBe(302)
     expect(r.headers.get('location')).toBe('https://example.com/dest?x=1')
     expect(r.headers.get('cache-control')).toBe('private, no-cache')
-    expect(clicks(code)).toBe(1)
+    expect(await clicks(code)).toBe(1)
   })
 
   test('HEAD answers like GET without counting a click', async () => {
@@ -38,7 +38,7 @@ describe('redirect mode', () => {
     const r = await visit(`/${code}`, { method: 'HEAD' })
     expect(r.status).toBe(302)
     expect(r.headers.get('location')).toBe('https://example.com/head')
-    expect(clicks(code)).toBe(0)
+    expect(await clicks(code)).toBe(0)
   })
 
   test.each([301, 307, 308])('the redirect status is configurable (%d)', async (status) => {
@@ -65,7 +65,7 @@ describe('preview and frame modes', () => {
     expect(html).not.toContain('<d>')
     expect(html).toMatch(/<a class="button" href="https:\/\/deep\.example\.org\/a\/b\?c=%3Cd%3E"[^>]*>Continue/)
     expect(html.toLowerCase()).toContain('check the address')
-    expect(clicks(code)).toBe(1)
+    expect(await clicks(code)).toBe(1)
   })
 
   test('frame: a destination that cannot be checked gets "Open directly" instead of an iframe; one click', async () => {
@@ -78,7 +78,7 @@ describe('preview and frame modes', () => {
     expect(html).not.toContain('<iframe')
     expect(html).toMatch(/<a class="button big" href="https:\/\/framed\.example\/page"[^>]*>Open directly/)
     expect(r.headers.get('content-security-policy')).not.toContain('framed.example')
-    expect(clicks(code)).toBe(1)
+    expect(await clicks(code)).toBe(1)
   })
 
   test('markup in a destination is escaped everywhere', async () => {
@@ -99,18 +99,18 @@ describe('password', () => {
     expect(html).toContain('<form method="post"')
     expect(html).toContain('name="password"')
     expect(html).not.toContain('example.com/secret')
-    expect(clicks(code)).toBe(0)
+    expect(await clicks(code)).toBe(0)
     const wrong = await visit(`/${code}`, { method: 'POST', body: new URLSearchParams({ password: 'nope' }) })
     expect(wrong.status).toBe(401)
     expect(await wrong.text()).toContain('not right')
-    expect(clicks(code)).toBe(0)
+    expect(await clicks(code)).toBe(0)
     const right = await visit(`/${code}`, {
       method: 'POST',
       body: new URLSearchParams({ password: 'open sesame', ref: 'https://news.example.net/post' }),
     })
     expect(right.status).toBe(303)
     expect(right.headers.get('location')).toBe('https://example.com/secret')
-    expect(clicks(code)).toBe(1)
+    expect(await clicks(code)).toBe(1)
     // The original referrer travels through the form, so the source is not lost.
     const stats = await box.post('/api/stats.json', { code })
     expect(stats.body.return.sources).toEqual([{ name: 'news.example.net', clicks: 1 }])
@@ -122,7 +122,7 @@ describe('password', () => {
     expect(ok.status).toBe(302)
     expect(ok.headers.get('location')).toBe('https://example.com/scripted')
     expect((await visit(`/${code}`, { headers: { 'x-link-password': 'bad' } })).status).toBe(401)
-    expect(clicks(code)).toBe(1)
+    expect(await clicks(code)).toBe(1)
   })
 
   test('a protected preview link shows the preview after the password', async () => {
@@ -130,7 +130,7 @@ describe('password', () => {
     const r = await visit(`/${code}`, { method: 'POST', body: new URLSearchParams({ password: 'pw' }) })
     expect(r.status).toBe(200)
     expect(await r.text()).toContain('<strong>example.com</strong>')
-    expect(clicks(code)).toBe(1)
+    expect(await clicks(code)).toBe(1)
   })
 
   test('attempts are limited to 10 a minute per client and code (429, then allowed again)', async () => {
@@ -140,7 +140,7 @@ describe('password', () => {
     const blocked = await visit(`/${code}`, { method: 'POST', body: new URLSearchParams({ password: 'right' }) })
     expect(blocked.status).toBe(429)
     expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0)
-    expect(clicks(code)).toBe(0)
+    expect(await clicks(code)).toBe(0)
   })
 })
 
@@ -152,7 +152,7 @@ describe('expired, unknown, statistics page', () => {
     const r = await visit(`/${code}`)
     expect(r.status).toBe(410)
     expect(await r.text()).toContain('expired')
-    expect(clicks(code)).toBe(1)
+    expect(await clicks(code)).toBe(1)
   })
 
   test('an unknown code answers 404 with a page', async () => {
@@ -165,7 +165,7 @@ describe('expired, unknown, statistics page', () => {
   test('/<code>+ is the public statistics page; it hides the destination of a protected link', async () => {
     const code = await link({ url: 'https://example.com/public-stats' })
     await visit(`/${code}`)
-    box.recorder.flush() // the page shows what is written (the timer does this within a second)
+    await box.recorder.flush() // the page shows what is written (the timer does this within a second)
     const r = await visit(`/${code}+`)
     expect(r.status).toBe(200)
     const html = await r.text()

@@ -203,7 +203,7 @@ export function createVisitRoutes(deps: {
     return checkPassword(row, given, request, referer)
   }
 
-  function statsPage(code: string, request: Request): Response {
+  async function statsPage(code: string, request: Request): Promise<Response> {
     const d = statsViews.hit(rateKeyOf(clientIp(request)), STATS_PAGES_PER_MINUTE)
     if (!d.allowed) {
       count('stats_limited')
@@ -215,7 +215,7 @@ export function createVisitRoutes(deps: {
     if (!row) return notFoundPage()
     count('stats_page')
     // No flush for a page view: the page may be a second behind, and a view never costs a write.
-    const s = links.stats({ code }, null, { flush: false })
+    const s = await links.stats({ code }, null, { flush: false })
     return page(
       tpl(statsTpl),
       {

@@ -75,7 +75,7 @@ describe('password link, redirect mode', () => {
     await page.fill('#pw', 'open sesame')
     await Promise.all([page.waitForURL(`${dest.url}/secret?x=1&y=2`, { timeout: 10_000 }), page.click('button[type=submit]', { noWaitAfter: true })])
     expect(await page.locator('h1').textContent()).toBe('Destination /secret')
-    app.recorder.flush()
+    await app.recorder.flush()
     expect((app.db.query('SELECT clicks FROM links WHERE code = ?').get(code) as { clicks: number }).clicks).toBe(1)
   })
 })
@@ -118,7 +118,7 @@ describe('preview, statistics, 404, 410, docs', () => {
   test('the statistics page: chart, tables with right-aligned Clicks headers', async () => {
     const code = await link({ url: `${dest.url}/popular` })
     for (let i = 0; i < 3; i++) await page.goto(`${app.url}/${code}`)
-    app.recorder.flush()
+    await app.recorder.flush()
     await page.goto(`${app.url}/${code}+`)
     expect(await page.locator('main p strong').first().textContent()).toBe('3')
     const aligns = await page.$$eval('section table', (tables) =>

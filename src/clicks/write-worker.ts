@@ -1,0 +1,82 @@
+// The click-writing thread (see writer.ts): batches in, "committed" or the SQLite error out. It has its own
+// connection to the same file, so a write of a thousand links and the WAL checkpoints that follow never
+// hold up the event loop that answers redirects.
+import { Database } from 'bun:sqlite'
+import { createClickStore, type ClickBatch } from './store'
+
+declare var self: Worker
+
+export type WriterRequest =
+  | { type: 'open'; path: string; checkpointMs: number }
+  | { type: 'write'; id: number; batch: ClickBatch }
+  | { type: 'close' }
+/** An error crosses the thread as its message and SQLite code (storageReason and isStorageFailure read both). */
+export interface WriterFailure {
+  message: string
+  code?: string
+}
+export type WriterReply = { type: 'written'; id: number } | { type: 'failed'; id: number; error: WriterFailure } | { type: 'closed' }
+
+let path = ''
+let db: Database | null = null
+let write: ((batch: ClickBatch) => void) | null = null
+let checkpoints: ReturnType<typeof setInterval> | undefined
+
+// Opened on the first write, and again after a failure to open (a file that is read-only for a while).
+function connect() {
+  if (db) return write!
+  const opened = new Database(path, { readwrite: true, strict: true })
+  try {
+    opened.exec('PRAGMA busy_timeout = 5000')
+    opened.exec('PRAGMA synchronous = NORMAL')
+    opened.exec('PRAGMA foreign_keys = ON')
+    // The main connection runs no checkpoints (wal_autocheckpoint = 0, see writer.ts); this one keeps
+    // SQLite's automatic one: a PASSIVE checkpoint after a commit that leaves the WAL over 1000 pages.
+    opened.exec('PRAGMA wal_autocheckpoint = 1000')
+    write = createClickStore(opened).write
+  } catch (err) {
+    opened.close()
+    throw err
+  }
+  db = opened
+  return write
+}
+
+const failure = (err: unknown): WriterFailure => {
+  const code = (err as { code?: unknown } | null)?.code
+  return { message: err instanceof Error ? err.message : String(err), ...(typeof code === 'string' ? { code } : {}) }
+}
+
+self.onmessage = ({ data }: MessageEvent<WriterRequest>) => {
+  if (data.type === 'open') {
+    path = data.path
+    // Link creations on the main connection grow the WAL too, with no click commit to checkpoint after
+    // them: a PASSIVE checkpoint now and then keeps it bounded (cheap when there is nothing to copy).
+    checkpoints = setInterval(() => {
+      try {
+        connect()
+        db!.exec('PRAGMA wal_checkpoint(PASSIVE)')
+      } catch {
+        // A full disk or a busy lock: the next one tries again; the writes report storage problems.
+      }
+    }, data.checkpointMs)
+  } else if (data.type === 'write') {
+    try {
+      connect()(data.batch)
+      self.postMessage({ type: 'written', id: data.id } satisfies WriterReply)
+    } catch (err) {
+      self.postMessage({ type: 'failed', id: data.id, error: failure(err) } satisfies WriterReply)
+    }
+  } else {
+    clearInterval(checkpoints)
+    try {
+      // At close the WAL is emptied and cut to nothing. Without waiting: a reader on the main connection
+      // would hold it for the whole busy timeout, and the main connection checkpoints as it closes anyway.
+      db?.exec('PRAGMA busy_timeout = 0')
+      db?.exec('PRAGMA wal_checkpoint(TRUNCATE)')
+    } catch {}
+    db?.close()
+    db = null
+    self.postMessage({ type: 'closed' } satisfies WriterReply)
+  }
+}

@@ -1,0 +1,156 @@
+// Where click batches are written. Normally on a worker thread with its own connection to the same file
+// (write-worker.ts): a transaction over a thousand links, and the WAL checkpoints, then never hold up the
+// event loop that answers redirects. On the main thread for a database without a file (":memory:"), when
+// asked (tests that limit the main connection), and as the fallback when the thread dies.
+//
+// If the thread dies, the log says so once and every later batch is written on the main thread (slower
+// under load, but nothing is lost; a restart loop on a thread that cannot start would be worse). A batch
+// it held is written again only when the file shows no commit by another connection since it was handed
+// over (PRAGMA data_version): then it was certainly not committed. Otherwise it may have been, and it is
+// reported as 'uncertain' rather than counted twice.
+import type { Db } from '../db'
+import { createClickStore, type ClickBatch } from './store'
+import type { WriterReply, WriterRequest } from './write-worker'
+
+export type WriteOutcome = 'written' | 'uncertain'
+
+export interface BatchWriter {
+  /** Resolves once the batch's transaction committed; rejects, having written nothing, when it could not. */
+  write(batch: ClickBatch): Promise<WriteOutcome>
+  /** Finishes the thread's work, checkpoints and closes its connection; later writes run on the main thread. */
+  close(): Promise<void>
+}
+
+export function mainThreadWriter(db: Db): BatchWriter {
+  const store = createClickStore(db)
+  return {
+    write: async (batch) => {
+      store.write(batch)
+      return 'written'
+    },
+    close: async () => {},
+  }
+}
+
+// In the compiled binary import.meta.url is the executable's (file:///$bunfs/root/linkbox) and
+// scripts/build.ts puts this entrypoint at /$bunfs/root/write-worker.js, as for the QR worker (qr/renderer.ts).
+const spawnWriteWorker = () => new Worker(new URL('./write-worker.ts', import.meta.url).href)
+
+// Bun's Worker can stop keeping the process alive; the DOM typings do not know it.
+const hold = (w: Worker, on: boolean) => void (w as Worker & { ref?(): void; unref?(): void })[on ? 'ref' : 'unref']?.()
+
+/** How long close() waits for the thread to checkpoint and close before it is terminated. */
+const CLOSE_WAIT_MS = 10_000
+
+export interface WorkerWriterOptions {
+  log: (line: string) => void
+  /** Starts the thread; tests substitute one that dies. */
+  spawn?: () => Worker
+  /** How often the thread checkpoints when no click commit does (link creations also fill the WAL). */
+  checkpointMs?: number
+}
+
+export function workerWriter(db: Db, opts: WorkerWriterOptions): BatchWriter {
+  const { log, spawn = spawnWriteWorker, checkpointMs = 5_000 } = opts
+  const onMain = mainThreadWriter(db)
+  const dataVersion = () => (db.query('PRAGMA data_version').get() as { data_version: number }).data_version
+  let worker: Worker | null = null
+  let dead = false
+  let closed = false
+  let lastId = 0
+  let held: { id: number; batch: ClickBatch; version: number; resolve: (o: WriteOutcome) => void; reject: (e: Error) => void } | null = null
+  let closedReply: (() => void) | null = null
+
+  // The main connection never checkpoints: a commit there (a new link) would otherwise copy up to a
+  // thousand pages inside a request. The thread does it (write-worker.ts).
+  db.exec('PRAGMA wal_autocheckpoint = 0')
+
+  function start(): Worker | null {
+    if (worker || dead) return worker
+    try {
+      worker = spawn()
+    } catch (err) {
+      died(`it could not start: ${(err as Error).message}`)
+      return null
+    }
+    const w = worker
+    w.addEventListener('message', ({ data }: MessageEvent<WriterReply>) => answer(data))
+    w.addEventListener('error', (e: Event) => {
+      // Bun's message carries a source excerpt and a stack: the log gets the line that says the error.
+      const { error, message } = e as ErrorEvent
+      const lines = String(message ?? '').split('\n')
+      const said = lines.map((l) => l.match(/^\s*(?:\w*Error|error): (.+)$/)?.[1]).find(Boolean)
+      const reason = error instanceof Error ? error.message : (said ?? lines.find((l) => l.trim()) ?? 'an error')
+      if (w === worker) died(reason.slice(0, 200))
+    })
+    w.addEventListener('close', () => {
+      if (w === worker) died('it exited')
+    })
+    w.postMessage({ type: 'open', path: db.filename, checkpointMs } satisfies WriterRequest)
+    // Idle, the thread does not keep the process alive; a write in flight does (ref() in write()).
+    hold(w, false)
+    return w
+  }
+
+  function answer(reply: WriterReply) {
+    if (reply.type === 'closed') return closedReply?.()
+    if (!held || reply.id !== held.id) return
+    const h = held
+    held = null
+    if (worker) hold(worker, false)
+    if (reply.type === 'written') h.resolve('written')
+    else h.reject(Object.assign(new Error(reply.error.message), reply.error.code ? { code: reply.error.code } : {}))
+  }
+
+  function died(reason: string) {
+    if (dead || closed) return
+    dead = true
+    worker?.terminate()
+    worker = null
+    // Back to SQLite's default, now that no thread checkpoints.
+    db.exec('PRAGMA wal_autocheckpoint = 1000')
+    log(`click writer thread stopped (${reason}); clicks are written on the main thread from now on`)
+    settleHeld()
+  }
+
+  /** The batch of a thread that is gone: written here if it certainly was not committed there. */
+  function settleHeld() {
+    const h = held
+    held = null
+    if (!h) return
+    if (dataVersion() === h.version) onMain.write(h.batch).then(h.resolve, h.reject)
+    else h.resolve('uncertain')
+  }
+
+  start()
+  return {
+    write(batch) {
+      if (closed || dead) return onMain.write(batch)
+      const w = start()
+      if (!w) return onMain.write(batch)
+      if (held) return Promise.reject(new Error('click writer: one batch at a time'))
+      return new Promise<WriteOutcome>((resolve, reject) => {
+        held = { id: ++lastId, batch, version: dataVersion(), resolve, reject }
+        hold(w, true)
+        w.postMessage({ type: 'write', id: held.id, batch } satisfies WriterRequest)
+      })
+    },
+    async close() {
+      if (closed) return
+      closed = true
+      const w = worker
+      worker = null
+      if (!w) return
+      hold(w, true)
+      let timer: ReturnType<typeof setTimeout> | undefined
+      await new Promise<void>((done) => {
+        closedReply = done
+        timer = setTimeout(done, CLOSE_WAIT_MS) // a stuck thread must not hold the shutdown forever
+        w.postMessage({ type: 'close' } satisfies WriterRequest)
+      })
+      clearTimeout(timer)
+      w.terminate()
+      settleHeld()
+    },
+  }
+}

@@ -1,0 +1,21 @@
+// A click-writer thread that dies holding a batch (test/clicks.test.ts): before it commits anything, or,
+// with DIE_AFTER_COMMIT set, right after its commit and before it can say so.
+import { Database } from 'bun:sqlite'
+import { createClickStore } from '../../src/clicks/store'
+import type { WriterRequest } from '../../src/clicks/write-worker'
+
+declare var self: Worker
+let path = ''
+
+self.onmessage = ({ data }: MessageEvent<WriterRequest>) => {
+  if (data.type === 'open') path = data.path
+  if (data.type !== 'write') return
+  if (process.env.DIE_AFTER_COMMIT) {
+    const db = new Database(path, { strict: true })
+    db.exec('PRAGMA busy_timeout = 5000')
+    createClickStore(db).write(data.batch)
+    db.close()
+    throw new Error('the writer died after its commit')
+  }
+  throw new Error('the writer died before its commit')
+}
