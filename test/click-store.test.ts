@@ -2,7 +2,7 @@
 // up their days, and window answers read from months and edge days. The property: whatever the batches and
 // the window, the names read for a window are exactly the sum of the day rows inside it, and every month
 // row is exactly the sum of its days — so an answer does not depend on how the window was read.
-import { afterAll, expect, test } from 'bun:test'
+import { afterAll, describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
@@ -12,6 +12,8 @@ import {
   createClickStore,
   DAY_MS,
   DIMENSIONS,
+  LINKS_PER_COMMIT,
+  PartialWrite,
   newDayCounts,
   parseDims,
   placeByVolume,
@@ -224,4 +226,55 @@ test('stats.json: a year is answered from months; the answer is kept until a cli
   } finally {
     await box.cleanup()
   }
+})
+
+describe('a batch is committed in parts of LINKS_PER_COMMIT links', () => {
+  // A trigger makes the writes of links above 1000 fail: a real SQLite error in the third part.
+  const failAbove1000 = `CREATE TRIGGER fail_above_1000 BEFORE INSERT ON click_days WHEN NEW.link_id > 1000
+    BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`
+
+  test('the store: parts before the failure stay written, the rest comes back as PartialWrite', () => {
+    const db = freshDb()
+    try {
+      db.transaction(() => {
+        for (let id = 3; id <= 1200; id++) db.query("INSERT INTO links (id, code, long_url, created, updated) VALUES (?1, ?2, 'https://e/', 0, 0)").run(id, `c${id}`)
+      })()
+      db.exec(failAbove1000)
+      const batch = toBatch(Array.from({ length: 1200 }, (_, i) => ({ link: i + 1, day: 0, bot: false, source: 'a.example', browser: 'Chrome' })))
+      let thrown: unknown
+      try {
+        createClickStore(db).write(batch)
+      } catch (err) {
+        thrown = err
+      }
+      expect(thrown).toBeInstanceOf(PartialWrite)
+      const unwritten = (thrown as PartialWrite).unwritten
+      expect(unwritten.size).toBe(1200 - 2 * LINKS_PER_COMMIT)
+      expect(Math.min(...unwritten.keys())).toBe(2 * LINKS_PER_COMMIT + 1)
+      expect(db.query('SELECT count(*) AS n, sum(clicks) AS clicks FROM click_days').get()).toEqual({ n: 1000, clicks: 1000 })
+    } finally {
+      db.close()
+    }
+  })
+
+  test('the recorder: what was committed is counted once, the rest is written by the next flush', async () => {
+    const box = await makeBox({}, { clicks: { intervalMs: 3_600_000, maxBatch: 100_000 } })
+    try {
+      box.db.transaction(() => {
+        for (let id = 1; id <= 1200; id++) box.db.query("INSERT INTO links (id, code, long_url, created, updated) VALUES (?1, ?2, 'https://example.com/', 0, 0)").run(id, `p${id}`)
+      })()
+      box.db.exec(failAbove1000)
+      for (let id = 1; id <= 1200; id++) await box.request(`/p${id}`, { redirect: 'manual', headers: { 'user-agent': FIREFOX } })
+      expect(box.recorder.pending).toBe(1200)
+      await expect(box.recorder.flush()).rejects.toThrow('refused by the test')
+      expect(box.recorder.flushed).toBe(1000)
+      expect(box.recorder.pending).toBe(200)
+      box.db.exec('DROP TRIGGER fail_above_1000')
+      expect(await box.recorder.flush()).toBe(200)
+      expect(box.db.query('SELECT count(*) AS n, sum(clicks) AS clicks FROM links WHERE clicks > 0').get()).toEqual({ n: 1200, clicks: 1200 })
+      expect(box.db.query('SELECT sum(clicks) AS clicks FROM click_days').get()).toEqual({ clicks: 1200 })
+    } finally {
+      await box.cleanup()
+    }
+  })
 })

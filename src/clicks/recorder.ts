@@ -8,7 +8,7 @@
 // its transaction committed; one that failed is merged back into the counters being filled.
 import { noteWriteSuccess, storageReason, type Db } from '../db'
 import { createClassifier, createSourceCache } from './classify'
-import { bump, DAY_MS, DIMENSIONS, newDayCounts, type ClickBatch, type DayCounts } from './store'
+import { bump, clicksIn, DAY_MS, DIMENSIONS, newDayCounts, PartialWrite, type ClickBatch, type DayCounts } from './store'
 import { mainThreadWriter, workerWriter, type BatchWriter } from './writer'
 
 // Real user agents fit in 256 characters; a longer one costs time to parse.
@@ -55,6 +55,17 @@ interface Tally {
   linkDays: number
 }
 const emptyTally = (): Tally => ({ batch: new Map(), clicks: 0, counters: 0, linkDays: 0 })
+
+/** The counters of a batch (what is left of one written in part). */
+function tallyOf(batch: ClickBatch): Tally {
+  const t: Tally = { batch, clicks: clicksIn(batch), counters: 0, linkDays: 0 }
+  for (const days of batch.values())
+    for (const d of days.values()) {
+      t.linkDays++
+      t.counters += 1 + DIMENSIONS.reduce((n, dim) => n + d.dims[dim].size, 0)
+    }
+  return t
+}
 
 /** Adds `from` into `into` (both aggregates of clicks not yet written). */
 function merge(into: Tally, from: Tally) {
@@ -139,9 +150,15 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
       noteWriteSuccess(db)
       return mine.clicks
     } catch (err) {
-      // Kept for the next attempt (the database was busy, the disk full) rather than lost.
-      merge(mine, tally)
-      tally = mine
+      // Kept for the next attempt (the database was busy, the disk full) rather than lost; of a batch
+      // written in part, only the part that was not committed.
+      let kept = mine
+      if (err instanceof PartialWrite) {
+        kept = tallyOf(err.unwritten)
+        flushedTotal += mine.clicks - kept.clicks
+      }
+      merge(kept, tally)
+      tally = kept
       throw err
     } finally {
       sending = null

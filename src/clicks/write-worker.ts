@@ -2,7 +2,7 @@
 // connection to the same file, so a write of a thousand links and the WAL checkpoints that follow never
 // hold up the event loop that answers redirects.
 import { Database } from 'bun:sqlite'
-import { createClickStore, type ClickBatch } from './store'
+import { createClickStore, PartialWrite, type ClickBatch } from './store'
 
 declare var self: Worker
 
@@ -14,6 +14,8 @@ export type WriterRequest =
 export interface WriterFailure {
   message: string
   code?: string
+  /** When part of the batch was committed: the part that was not. */
+  unwritten?: ClickBatch
 }
 export type WriterReply = { type: 'written'; id: number } | { type: 'failed'; id: number; error: WriterFailure } | { type: 'closed' }
 
@@ -44,7 +46,11 @@ function connect() {
 
 const failure = (err: unknown): WriterFailure => {
   const code = (err as { code?: unknown } | null)?.code
-  return { message: err instanceof Error ? err.message : String(err), ...(typeof code === 'string' ? { code } : {}) }
+  return {
+    message: err instanceof Error ? err.message : String(err),
+    ...(typeof code === 'string' ? { code } : {}),
+    ...(err instanceof PartialWrite ? { unwritten: err.unwritten } : {}),
+  }
 }
 
 self.onmessage = ({ data }: MessageEvent<WriterRequest>) => {

@@ -9,13 +9,13 @@
 // over (PRAGMA data_version): then it was certainly not committed. Otherwise it may have been, and it is
 // reported as 'uncertain' rather than counted twice.
 import type { Db } from '../db'
-import { createClickStore, type ClickBatch } from './store'
+import { createClickStore, PartialWrite, type ClickBatch } from './store'
 import type { WriterReply, WriterRequest } from './write-worker'
 
 export type WriteOutcome = 'written' | 'uncertain'
 
 export interface BatchWriter {
-  /** Resolves once the batch's transaction committed; rejects, having written nothing, when it could not. */
+  /** Resolves once the batch is committed; rejects having written nothing, or (PartialWrite) part of it. */
   write(batch: ClickBatch): Promise<WriteOutcome>
   /** Finishes the thread's work, checkpoints and closes its connection; later writes run on the main thread. */
   close(): Promise<void>
@@ -99,7 +99,10 @@ export function workerWriter(db: Db, opts: WorkerWriterOptions): BatchWriter {
     held = null
     if (worker) hold(worker, false)
     if (reply.type === 'written') h.resolve('written')
-    else h.reject(Object.assign(new Error(reply.error.message), reply.error.code ? { code: reply.error.code } : {}))
+    else {
+      const err = Object.assign(new Error(reply.error.message), reply.error.code ? { code: reply.error.code } : {})
+      h.reject(reply.error.unwritten ? new PartialWrite(err, reply.error.unwritten) : err)
+    }
   }
 
   function died(reason: string) {
