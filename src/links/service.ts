@@ -241,6 +241,9 @@ export function createLinkService(deps: {
       }
     },
 
+    /** How many links are stored (for /metrics): read from the per-account counters, not counted. */
+    total: () => store.total(),
+
     /** `flush: false` reads what is written (at most a second behind): for the public page, which any
      *  visitor may load, so that a view never costs a write. */
     stats(input: { code: unknown; from?: unknown; to?: unknown }, caller: Caller | null, opts: { flush?: boolean } = {}) {
