@@ -62,6 +62,8 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const answers = metrics.counter('linkbox_api_requests_total', 'Answers of /api methods, by method and HTTP status.')
   const startedAt = Date.now()
   metrics.sampled('linkbox_links', 'Short links stored.', () => links.total())
+  metrics.sampled('linkbox_link_creation_commits_total', 'Transactions that committed new links (one per group of creations).', () => links.creationCommits.commits, 'counter')
+  metrics.sampled('linkbox_links_created_total', 'Links created since start.', () => links.creationCommits.links, 'counter')
   metrics.sampled('linkbox_clicks_written_total', 'Clicks (human and bot) written to the database since start.', () => recorder.flushed, 'counter')
   metrics.sampled('linkbox_click_buffer', 'Clicks waiting in memory for the next write.', () => recorder.pending)
   metrics.sampled('linkbox_clicks_dropped_total', 'Clicks dropped because writes kept failing and the buffer was full.', () => recorder.dropped, 'counter')
@@ -197,6 +199,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
       server = null
       // A running worker thread would keep the process (or the test runner) from exiting.
       qrRenderer.close()
+      links.flushCreations()
       try {
         recorder.stop()
       } finally {

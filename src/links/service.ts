@@ -7,6 +7,7 @@ import type { ClickRecorder } from '../clicks/recorder'
 import { dayOf } from '../clicks/store'
 import type { Config } from '../config'
 import { iso, storageError, stored, type Db } from '../db'
+import { createWriteGroup } from '../db/write-group'
 import { AppError, invalidParameter, notFound, notOwner } from '../errors'
 import type { Events } from '../events'
 import { createLinkStore, type LinkChanges, type LinkRow, type NameCount } from './store'
@@ -92,6 +93,7 @@ export function createLinkService(deps: {
   const randomCode = deps.randomCode ?? randomBase62
   const hashPassword = deps.hashPassword ?? ((password: string) => Bun.password.hash(password, 'argon2id'))
   const store = createLinkStore(db)
+  const creations = createWriteGroup(db)
   const base = config.server.base_url
   // Visits read links far more often than anything changes them, and only this process changes them:
   // keep recently visited rows in memory and drop a row whenever it is updated or deleted.
@@ -152,7 +154,24 @@ export function createLinkService(deps: {
     throw new AppError(503, 'busy', 'Could not find a free short code; try again.')
   }
 
+  function insertAlias(fields: Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'code'>, alias: string): LinkRow {
+    const taken = () => new AppError(409, 'alias_taken', `The alias "${alias}" is already in use.`)
+    if (store.codeExists(alias)) throw taken()
+    try {
+      return store.insert({ ...fields, code: alias })
+    } catch (err) {
+      if (String(err).includes('UNIQUE')) throw taken()
+      throw err
+    }
+  }
+
   return {
+    /** Commits the creations still waiting for the end of this turn (before the database closes). */
+    flushCreations: () => creations.flush(),
+    /** Transactions that committed creations, and the creations in them. */
+    get creationCommits() {
+      return { commits: creations.commits, links: creations.writes }
+    },
 
     async create(input: CreateLinkInput, caller: Caller | null): Promise<LinkRecord> {
       if (!present(input.url)) throw new AppError(400, 'missing_parameter', 'The parameter "url" is required.')
@@ -171,16 +190,13 @@ export function createLinkService(deps: {
         created: now,
         expires: expire ? now + expire * 1000 : null,
       }
+      // Committed with the other creations of this event-loop turn; answered once that commit is done.
       let row: LinkRow
-      if (alias) {
-        if (store.codeExists(alias)) throw new AppError(409, 'alias_taken', `The alias "${alias}" is already in use.`)
-        try {
-          row = store.insert({ ...fields, code: alias })
-        } catch (err) {
-          if (String(err).includes('UNIQUE')) throw new AppError(409, 'alias_taken', `The alias "${alias}" is already in use.`)
-          throw storageError(db, err)
-        }
-      } else row = stored(db, () => insertWithFreshCode(fields))
+      try {
+        row = await creations.run(() => (alias ? insertAlias(fields, alias) : insertWithFreshCode(fields)))
+      } catch (err) {
+        throw storageError(db, err)
+      }
       const rec = record(row)
       events.emit('link.created', { link: { ...rec }, accountId: row.account_id })
       return rec
