@@ -37,7 +37,14 @@ export interface AppOptions {
   verifyPassword?: Verifier
   /** Hashes link passwords (tests pass a slow one to drive races through the await). */
   hashPassword?: (password: string) => Promise<string>
+  /** Seconds a connection may stay silent (tests shorten it); see listen(). */
+  idleTimeoutSeconds?: number
 }
+
+// A connection that sends nothing for this long is closed, whatever it is doing: a request body that
+// stalls (the body reader has no timer of its own for bodies with a Content-Length, see http/params.ts),
+// a client that never sends its headers. Bun's own default, made explicit: no handler here waits longer.
+const IDLE_TIMEOUT_SECONDS = 10
 
 export function createLinkbox(config: Config, opts: AppOptions = {}) {
   mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
@@ -172,6 +179,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
         development: false,
         // A second linkbox on the same port must fail to start, not silently share the traffic.
         reusePort: false,
+        idleTimeout: opts.idleTimeoutSeconds ?? IDLE_TIMEOUT_SECONDS,
       })
       server = app.server
       return app.server!
