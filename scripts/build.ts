@@ -32,7 +32,13 @@ const result = await Bun.build({
   // the executable). Entry names without their directory put it at /$bunfs/root/render-worker.js, next
   // to the main module, where src/qr/renderer.ts looks for it.
   entrypoints: [resolve(root, 'src/main.ts'), resolve(root, 'src/qr/render-worker.ts')],
-  naming: { entry: '[name].[ext]' },
+  // Modules that main.ts imports only when a command needs them (the HTTP app for serve) go into chunks of
+  // their own, which are not even parsed otherwise: `linkbox version` starts in ~20 ms instead of ~55.
+  // The chunks sit beside the entries too: renderer.ts, now in a chunk, finds the worker relative to itself.
+  // (bytecode: true would start faster still, but makes import.meta.url the build machine's source path,
+  // which breaks that lookup.)
+  splitting: true,
+  naming: { entry: '[name].[ext]', chunk: '[name]-[hash].[ext]' },
   root,
   compile: {
     outfile,
