@@ -143,7 +143,8 @@ export function createLinkService(deps: {
     for (let length = 6; length <= 12; length++) {
       for (let attempt = 0; attempt < 4; attempt++) {
         const code = randomCode(length)
-        if (isReserved(code) || store.codeExists(code)) continue
+        if (isReserved(code)) continue
+        // No look-up first: a collision is rare (62^6 codes), and the UNIQUE index finds it in the insert.
         try {
           return store.insert({ ...fields, code })
         } catch (err) {
