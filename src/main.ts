@@ -6,8 +6,7 @@
 // which `linkbox version`, `key list` or a script's `account create` should not pay.
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
-import { parseArgs } from 'node:util'
-import { loadConfig, type Config } from './config'
+import type { Config } from './config'
 import { AppError, ConfigError } from './errors'
 import { VERSION } from './version'
 
@@ -80,6 +79,12 @@ async function serve(config: Config) {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  // Before anything else loads: node:util and node:net (config checks addresses) alone cost ~10 ms.
+  if (argv.length === 1 && argv[0] === 'version') {
+    console.log(VERSION)
+    return 0
+  }
+  const [{ parseArgs }, { loadConfig }] = await Promise.all([import('node:util'), import('./config')])
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
