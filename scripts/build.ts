@@ -33,7 +33,13 @@ const result = await Bun.build({
   // /$bunfs/root/render-worker.js and write-worker.js, next to the main module, where src/qr/renderer.ts
   // and src/clicks/writer.ts look for them.
   entrypoints: [resolve(root, 'src/main.ts'), resolve(root, 'src/qr/render-worker.ts'), resolve(root, 'src/clicks/write-worker.ts')],
-  naming: { entry: '[name].[ext]' },
+  // Modules that main.ts imports only when a command needs them (the HTTP app for serve) go into chunks of
+  // their own, which are not even parsed otherwise: `linkbox version` starts in ~20 ms instead of ~55.
+  // The chunks sit beside the entries too: renderer.ts and writer.ts, now in a chunk, find their workers
+  // relative to themselves. (bytecode: true would start faster still, but makes import.meta.url the build
+  // machine's source path, which breaks that lookup.)
+  splitting: true,
+  naming: { entry: '[name].[ext]', chunk: '[name]-[hash].[ext]' },
   root,
   compile: {
     outfile,

@@ -37,7 +37,14 @@ export interface AppOptions {
   verifyPassword?: Verifier
   /** Hashes link passwords (tests pass a slow one to drive races through the await). */
   hashPassword?: (password: string) => Promise<string>
+  /** Seconds a connection may stay silent (tests shorten it); see listen(). */
+  idleTimeoutSeconds?: number
 }
+
+// A connection that sends nothing for this long is closed, whatever it is doing: a request body that
+// stalls (the body reader has no timer of its own for bodies with a Content-Length, see http/params.ts),
+// a client that never sends its headers. Bun's own default, made explicit: no handler here waits longer.
+const IDLE_TIMEOUT_SECONDS = 10
 
 export function createLinkbox(config: Config, opts: AppOptions = {}) {
   mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
@@ -61,7 +68,9 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const visits = metrics.counter('linkbox_visits_total', 'Visits of short links and their pages, by outcome.', 'outcome')
   const answers = metrics.counter('linkbox_api_requests_total', 'Answers of /api methods, by method and HTTP status.')
   const startedAt = Date.now()
-  metrics.sampled('linkbox_links', 'Short links stored.', () => (db.query('SELECT count(*) AS n FROM links').get() as { n: number }).n)
+  metrics.sampled('linkbox_links', 'Short links stored.', () => links.total())
+  metrics.sampled('linkbox_link_creation_commits_total', 'Transactions that committed new links (one per group of creations).', () => links.creationCommits.commits, 'counter')
+  metrics.sampled('linkbox_links_created_total', 'Links created since start.', () => links.creationCommits.links, 'counter')
   metrics.sampled('linkbox_clicks_written_total', 'Clicks (human and bot) written to the database since start.', () => recorder.flushed, 'counter')
   metrics.sampled('linkbox_click_buffer', 'Clicks waiting in memory for the next write.', () => recorder.pending)
   metrics.sampled('linkbox_clicks_dropped_total', 'Clicks dropped because writes kept failing and the buffer was full.', () => recorder.dropped, 'counter')
@@ -170,6 +179,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
         development: false,
         // A second linkbox on the same port must fail to start, not silently share the traffic.
         reusePort: false,
+        idleTimeout: opts.idleTimeoutSeconds ?? IDLE_TIMEOUT_SECONDS,
       })
       server = app.server
       return app.server!
@@ -197,6 +207,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
       server = null
       // A running worker thread would keep the process (or the test runner) from exiting.
       qrRenderer.close()
+      links.flushCreations()
       try {
         await recorder.stop()
       } finally {

@@ -1,14 +1,12 @@
 #!/usr/bin/env bun
 // The command line: serve, account, key, backup, version. Each command builds what it needs from the config.
+//
+// Only what every command needs is imported here. The rest is loaded by the command that uses it
+// (`await import(...)`): the HTTP app alone (Elysia, the QR encoder) takes tens of milliseconds to load,
+// which `linkbox version`, `key list` or a script's `account create` should not pay.
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
-import { parseArgs } from 'node:util'
-import { createAccountService, parseScopes, printable } from './accounts/service'
-import { createLinkbox } from './app'
-import { loadConfig, type Config } from './config'
-import { ClicksNotWritten } from './clicks/recorder'
-import { DatabaseError, openDatabase, probeWrite, storageReason } from './db'
-import { configFailure, formatFindings, runDoctor } from './doctor'
+import type { Config } from './config'
 import { AppError, ConfigError } from './errors'
 import { VERSION } from './version'
 
@@ -32,13 +30,19 @@ async function readStdin(): Promise<string> {
   return (await Bun.stdin.text()).replace(/\r?\n$/, '')
 }
 
-function openAccounts(config: Config) {
+async function openAccounts(config: Config) {
+  const [{ openDatabase }, { createAccountService }] = await Promise.all([import('./db'), import('./accounts/service')])
   mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
   const db = openDatabase(join(config.data_dir, 'linkbox.db'))
   return { db, accounts: createAccountService(db) }
 }
 
 async function serve(config: Config) {
+  const [{ createLinkbox }, { probeWrite, storageReason }, { ClicksNotWritten }] = await Promise.all([
+    import('./app'),
+    import('./db'),
+    import('./clicks/recorder'),
+  ])
   const box = createLinkbox(config)
   const server = box.listen()
   // An IPv6 address goes in brackets, so that the line carries a URL scripts can use as is.
@@ -75,6 +79,12 @@ async function serve(config: Config) {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  // Before anything else loads: node:util and node:net (config checks addresses) alone cost ~10 ms.
+  if (argv.length === 1 && argv[0] === 'version') {
+    console.log(VERSION)
+    return 0
+  }
+  const [{ parseArgs }, { loadConfig }] = await Promise.all([import('node:util'), import('./config')])
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -100,6 +110,7 @@ export async function main(argv: string[]): Promise<number> {
   const configPath = values.config ?? process.env.LINKBOX_CONFIG
   // doctor reports a config that does not load as a failing check, like any other, instead of stopping.
   if (command === 'doctor') {
+    const { configFailure, formatFindings, runDoctor } = await import('./doctor')
     let config: Config
     try {
       config = loadConfig(configPath)
@@ -121,7 +132,7 @@ export async function main(argv: string[]): Promise<number> {
     case 'account': {
       if (sub !== 'create' || !arg) throw new ConfigError('usage: linkbox account create NAME [--admin] [--password PASS|-]')
       const password = values.password === '-' ? await readStdin() : values.password
-      const { db, accounts } = openAccounts(config)
+      const { db, accounts } = await openAccounts(config)
       const { account, key } = await accounts.createAccount({ name: arg, admin: !!values.admin, password })
       db.close()
       console.log(`account ${account.name} created${account.admin ? ' (admin)' : ''}; its API key (shown once):`)
@@ -129,7 +140,8 @@ export async function main(argv: string[]): Promise<number> {
       return 0
     }
     case 'key': {
-      const { db, accounts } = openAccounts(config)
+      const { parseScopes, printable } = await import('./accounts/service')
+      const { db, accounts } = await openAccounts(config)
       try {
         if (sub === 'create' && arg) {
           const key = accounts.createKey({ account: arg, scopes: parseScopes(values.scopes), label: values.label })
@@ -152,6 +164,7 @@ export async function main(argv: string[]): Promise<number> {
       return 0
     }
     case 'backup': {
+      const { DatabaseError, openDatabase, storageReason } = await import('./db')
       if (!sub) throw new ConfigError('usage: linkbox backup FILE')
       if (existsSync(sub)) throw new ConfigError(`backup: ${sub} exists already; choose a new file`)
       const dbPath = join(config.data_dir, 'linkbox.db')
@@ -192,7 +205,8 @@ if (import.meta.main) {
     (code) => {
       if (code >= 0) process.exit(code)
     },
-    (err) => {
+    async (err) => {
+      const { DatabaseError } = await import('./db')
       if (err instanceof ConfigError || err instanceof AppError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
         console.error(`linkbox: ${(err as Error).message}`)
         process.exit(2)

@@ -76,9 +76,37 @@ export function parseScopes(text: string | undefined): Scope[] {
   return [...new Set(scopes)] as Scope[]
 }
 
+// Callers by key hash, so that a request with a key costs a hash and a map lookup, not a query. An entry
+// lives KEY_CACHE_MS at most and the map holds KEY_CACHE_MAX (the oldest go first); only keys that
+// worked are kept, so unknown keys cannot fill it. A revoke in this process empties it at once; a commit
+// by another connection (`linkbox key revoke` from the CLI) empties it at the next request, seen through
+// PRAGMA data_version. So a revoked key stops working at once; KEY_CACHE_MS bounds only what is changed
+// on this very connection behind the service's back.
+const KEY_CACHE_MS = 5_000
+const KEY_CACHE_MAX = 10_000
+
 export function createAccountService(db: Db, clock: () => number = Date.now) {
   const store = createAccountStore(db)
   const lastTouched = new Map<number, number>()
+  const keyCache = new Map<string, { caller: Caller; at: number }>()
+  let seenVersion = store.dataVersion()
+
+  function callerByHash(hash: string, now: number): Caller | null {
+    const version = store.dataVersion()
+    if (version !== seenVersion) {
+      seenVersion = version
+      keyCache.clear()
+    }
+    const hit = keyCache.get(hash)
+    if (hit && now - hit.at < KEY_CACHE_MS) return hit.caller
+    keyCache.delete(hash)
+    const row = store.keyByHash(hash)
+    if (!row || row.revoked !== null) return null
+    const caller = toCaller(row, 'key')
+    if (keyCache.size >= KEY_CACHE_MAX) keyCache.delete(keyCache.keys().next().value!)
+    keyCache.set(hash, { caller, at: now })
+    return caller
+  }
 
   function newKey(accountId: number, scopes: Scope[], label: string) {
     const key = `lbk_${randomBase62(40)}`
@@ -147,24 +175,26 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
       }
       if (id === undefined || !store.revokeKey(id, clock()))
         throw new AppError(404, 'not_found', `No active key "${ref}".`)
+      keyCache.clear()
       return { id, revoked: true }
     },
 
     /** The caller for a raw key, or null when the key is unknown or revoked. */
     authenticate(rawKey: string): Caller | null {
       if (rawKey.length > 200) return null
-      const row = store.keyByHash(hashKey(rawKey))
-      if (!row || row.revoked !== null) return null
       const now = clock()
+      const caller = callerByHash(hashKey(rawKey), now)
+      if (!caller) return null
+      const id = caller.keyId!
       // last_used is informative: write it at most once a minute per key, not on every request.
-      if (now - (lastTouched.get(row.id) ?? 0) > 60_000) {
-        lastTouched.set(row.id, now)
+      if (now - (lastTouched.get(id) ?? 0) > 60_000) {
+        lastTouched.set(id, now)
         // Best effort: a database that cannot be written (full disk) must not lock every key out.
         try {
-          store.touchKey(row.id, now)
+          store.touchKey(id, now)
         } catch {}
       }
-      return toCaller(row, 'key')
+      return caller
     },
 
     /** The account behind a marketplace user, created on first use; it has the marketplace scopes. */

@@ -45,6 +45,8 @@ export function createAccountStore(db: Db) {
   const keysByPrefix = db.query<KeyRow, [string]>('SELECT * FROM api_keys WHERE prefix = ?')
   const revoke = db.query<unknown, [number, number]>('UPDATE api_keys SET revoked = ? WHERE id = ? AND revoked IS NULL')
   const touch = db.query<unknown, [number, number]>('UPDATE api_keys SET last_used = ? WHERE id = ?')
+  // Changes whenever another connection (another process: the CLI) has committed since the last call.
+  const dataVersion = db.query<{ data_version: number }, []>('PRAGMA data_version')
 
   return {
     insertAccount: (name: string, passwordHash: string | null, admin: boolean, now: number) =>
@@ -58,6 +60,7 @@ export function createAccountStore(db: Db) {
     keysByPrefix: (prefix: string) => keysByPrefix.all(prefix),
     revokeKey: (id: number, now: number) => revoke.run(now, id).changes > 0,
     touchKey: (id: number, now: number) => touch.run(now, id),
+    dataVersion: () => dataVersion.get()!.data_version,
   }
 }
 export type AccountStore = ReturnType<typeof createAccountStore>

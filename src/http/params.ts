@@ -54,13 +54,27 @@ function formPairs(text: string, where: string): [string, string][] {
 }
 
 /**
- * Reads at most `limit` bytes of the body; a longer body is refused without reading it all. A body that
- * stalls (a client that promised bytes and stopped sending) is cut off after `deadlineMs`, so it cannot
- * hold a connection, or a shutdown, forever.
+ * Reads at most `limit` bytes of the body; a longer body is refused without reading it all.
+ *
+ * With a Content-Length (what clients send for a form), HTTP framing bounds the body: it is checked against
+ * the limit and read in one piece. A client that stops sending is cut off by the server's idle timeout
+ * (app.ts listen), which closes the connection; the read then fails with an AbortError, so nothing waits
+ * forever. A body without a length (chunked) can be any size, so it is read piece by piece and refused as
+ * soon as it passes the limit, and, since each piece resets the idle timeout, within `deadlineMs` in all.
  */
 export async function readBodyLimited(request: Request, limit: number, deadlineMs = 15_000): Promise<Uint8Array> {
   const declared = request.headers.get('content-length')
-  if (declared !== null && Number(declared) > limit) throw tooLarge(limit)
+  if (declared !== null && /^\s*\d{1,15}\s*$/.test(declared)) {
+    if (Number(declared) > limit) throw tooLarge(limit)
+    const bytes = new Uint8Array(await request.arrayBuffer())
+    // A Request built in this process may carry a length that is not its body's.
+    if (bytes.byteLength > limit) throw tooLarge(limit)
+    return bytes
+  }
+  return readStreamLimited(request, limit, deadlineMs)
+}
+
+async function readStreamLimited(request: Request, limit: number, deadlineMs: number): Promise<Uint8Array> {
   if (!request.body) return new Uint8Array()
   const chunks: Uint8Array[] = []
   let total = 0

@@ -7,6 +7,7 @@ import type { ClickRecorder } from '../clicks/recorder'
 import { createClickStore, DIMENSIONS, dayOf, type DimNames } from '../clicks/store'
 import type { Config } from '../config'
 import { iso, storageError, stored, type Db } from '../db'
+import { createWriteGroup } from '../db/write-group'
 import { AppError, invalidParameter, notFound, notOwner } from '../errors'
 import type { Events } from '../events'
 import { createLinkStore, type LinkChanges, type LinkRow, type NameCount } from './store'
@@ -108,6 +109,7 @@ export function createLinkService(deps: {
   // polled by many visitors costs one build per write of its link at most. Ids are never reused, so a
   // deleted link's entries can only go stale, never answer for another link.
   const answers = new Map<string, WindowAnswer>()
+  const creations = createWriteGroup(db)
   const base = config.server.base_url
   // Visits read links far more often than anything changes them, and only this process changes them:
   // keep recently visited rows in memory and drop a row whenever it is updated or deleted. Two
@@ -178,7 +180,8 @@ export function createLinkService(deps: {
     for (let length = 6; length <= 12; length++) {
       for (let attempt = 0; attempt < 4; attempt++) {
         const code = randomCode(length)
-        if (isReserved(code) || store.codeExists(code)) continue
+        if (isReserved(code)) continue
+        // No look-up first: a collision is rare (62^6 codes), and the UNIQUE index finds it in the insert.
         try {
           return store.insert({ ...fields, code })
         } catch (err) {
@@ -212,7 +215,24 @@ export function createLinkService(deps: {
     return answer
   }
 
+  function insertAlias(fields: Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'code'>, alias: string): LinkRow {
+    const taken = () => new AppError(409, 'alias_taken', `The alias "${alias}" is already in use.`)
+    if (store.codeExists(alias)) throw taken()
+    try {
+      return store.insert({ ...fields, code: alias })
+    } catch (err) {
+      if (String(err).includes('UNIQUE')) throw taken()
+      throw err
+    }
+  }
+
   return {
+    /** Commits the creations still waiting for the end of this turn (before the database closes). */
+    flushCreations: () => creations.flush(),
+    /** Transactions that committed creations, and the creations in them. */
+    get creationCommits() {
+      return { commits: creations.commits, links: creations.writes }
+    },
 
     async create(input: CreateLinkInput, caller: Caller | null): Promise<LinkRecord> {
       if (!present(input.url)) throw new AppError(400, 'missing_parameter', 'The parameter "url" is required.')
@@ -231,16 +251,13 @@ export function createLinkService(deps: {
         created: now,
         expires: expire ? now + expire * 1000 : null,
       }
+      // Committed with the other creations of this event-loop turn; answered once that commit is done.
       let row: LinkRow
-      if (alias) {
-        if (store.codeExists(alias)) throw new AppError(409, 'alias_taken', `The alias "${alias}" is already in use.`)
-        try {
-          row = store.insert({ ...fields, code: alias })
-        } catch (err) {
-          if (String(err).includes('UNIQUE')) throw new AppError(409, 'alias_taken', `The alias "${alias}" is already in use.`)
-          throw storageError(db, err)
-        }
-      } else row = stored(db, () => insertWithFreshCode(fields))
+      try {
+        row = await creations.run(() => (alias ? insertAlias(fields, alias) : insertWithFreshCode(fields)))
+      } catch (err) {
+        throw storageError(db, err)
+      }
       const rec = record(row)
       events.emit('link.created', { link: { ...rec }, accountId: row.account_id })
       return rec
@@ -300,6 +317,9 @@ export function createLinkService(deps: {
         next: more ? String(pageRows[pageRows.length - 1]!.id) : null,
       }
     },
+
+    /** How many links are stored (for /metrics): read from the per-account counters, not counted. */
+    total: () => store.total(),
 
     /** `flush: false` reads what is written (at most a second behind): for the public page, which any
      *  visitor may load, so that a view never costs a write. */

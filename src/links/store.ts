@@ -31,7 +31,9 @@ export function createLinkStore(db: Db) {
   const page = db.query<LinkRow, [number, number, number]>(
     'SELECT * FROM links WHERE account_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3',
   )
-  const count = db.query<{ n: number }, [number]>('SELECT count(*) AS n FROM links WHERE account_id = ?')
+  // Kept by triggers (migration 4): one row read, whatever the number of links.
+  const count = db.query<{ n: number }, [number]>('SELECT links AS n FROM link_counts WHERE owner = ?')
+  const total = db.query<{ n: number }, []>('SELECT coalesce(sum(links), 0) AS n FROM link_counts')
   const byIdAndCode = db.query<LinkRow, [number, string]>('SELECT * FROM links WHERE id = ?1 AND code = ?2')
   // One fixed statement for any set of changed fields: each field has a flag, and a field whose flag is 0
   // keeps what is stored, so an update never writes back values it read earlier.
@@ -48,7 +50,9 @@ export function createLinkStore(db: Db) {
     byCode: (code: string) => byCode.get(code),
     codeExists: (code: string) => codeExists.get(code) !== null,
     page: (accountId: number, beforeId: number, limit: number) => page.all(accountId, beforeId, limit),
-    count: (accountId: number) => count.get(accountId)!.n,
+    count: (accountId: number) => count.get(accountId)?.n ?? 0,
+    /** Every link stored, with or without an account. */
+    total: () => total.get()!.n,
     byIdAndCode: (id: number, code: string) => byIdAndCode.get(id, code),
     /** Writes only the fields present in `changes`; null when the row is gone. */
     update: (id: number, changes: LinkChanges, now: number) =>
