@@ -24,7 +24,7 @@ const STATUS_TEXT: Record<number, string> = {
   403: 'The key lacks the scope, or the link belongs to another account',
   404: 'No link with that code',
   405: 'This path answers another HTTP method (see Allow)',
-  408: 'The request body did not arrive in time',
+  408: 'A chunked request body (no Content-Length) did not arrive within 15 s; a connection silent for 10 s is closed without an answer',
   409: 'The alias is in use or reserved',
   413: 'The request body is over 64 KiB',
   429: 'Too many requests from this caller (see Retry-After)',
