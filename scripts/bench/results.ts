@@ -23,6 +23,7 @@ export interface Run {
   /** Which binary: "this checkout (dist/linkbox)" or the label of LINKBOX_BENCH_BINARY. */
   binary: string
   version: string
+  /** The checkout the bench ran from (its loader and scripts), not the binary's: that is `binary`. */
   commit: string
   date: string
   machine: string
@@ -89,7 +90,7 @@ export function resultsMarkdown(opts: {
     `- Binary: ${run.binary}`,
     `- Rounds: ${opts.rounds} of ${opts.seconds} s per figure (median of the rounds)`,
     before
-      ? `- Before: ${before.binary}, linkbox ${before.version}, measured ${before.date} on ${before.machine} (bench/before.json)`
+      ? `- Before: ${before.binary}, linkbox ${before.version}, measured ${before.date} on ${before.machine} by the bench of ${before.commit} (bench/before.json)`
       : '- Before: no bench/before.json',
     '',
     `${met_} of ${run.figures.filter((f) => f.target).length} targets met in this run${missed.length ? `; missed: ${missed.map((f) => f.label).join('; ')}` : ''}.`,

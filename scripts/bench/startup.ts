@@ -65,6 +65,7 @@ export async function benchStartup(ctx: BenchContext): Promise<string[]> {
 
     const { dir } = await cachedData(ctx.cacheDir, STATS_DATA.links, STATS_DATA.clicks)
     const port = freePort()
+    for (const d of ['box', 'bare']) mkdirSync(join(work, d))
     const config = writeConfig(join(work, 'box'), { server: { port } })
     mkdirSync(config.dataDir, { recursive: true })
     copyFileSync(join(dir, 'linkbox.db'), join(config.dataDir, 'linkbox.db'))
