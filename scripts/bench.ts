@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { migrations } from '../src/db/migrations'
 import { benchBinary, ROOT } from './bench/binary'
-import type { BenchContext } from './bench/context'
+import { removeScratch, type BenchContext } from './bench/context'
 import { benchCreate } from './bench/create'
 import { benchDistinctUa } from './bench/distinct-ua'
 import { benchLists } from './bench/lists'
@@ -72,11 +72,15 @@ if (chosen.length === 0) {
 
 console.log(`bench: ${binary.label}: ${binary.path}, linkbox ${binary.version}, schema ${binary.schema}; ${ctx.rounds} rounds of ${ctx.seconds} s`)
 const printed: { title: string; lines: string[] }[] = []
-for (const s of chosen) {
-  console.log(`\n## ${s.title}`)
-  const lines = await s.run()
-  for (const line of lines) console.log(line)
-  printed.push({ title: s.title, lines })
+try {
+  for (const s of chosen) {
+    console.log(`\n## ${s.title}`)
+    const lines = await s.run()
+    for (const line of lines) console.log(line)
+    printed.push({ title: s.title, lines })
+  }
+} finally {
+  removeScratch()
 }
 
 const git = (...args: string[]) => Bun.spawnSync(['git', ...args], { cwd: ROOT }).stdout.toString().trim()

@@ -2,7 +2,7 @@
 // dist/linkbox is built (scripts/build.ts) when it is missing or older than any source; LINKBOX_BENCH_BINARY
 // points at another binary instead (a build of an earlier commit: the "before" figures).
 import { Database } from 'bun:sqlite'
-import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { runCli, startServer, tempDir, writeConfig, type RunningServer, type TomlDoc } from '../../test/support/server'
 
@@ -63,5 +63,17 @@ export async function serveCopy(binary: Binary, dataDir: string | null, override
   const config = writeConfig(tempDir('linkbox-bench-'), overrides)
   mkdirSync(config.dataDir, { recursive: true })
   if (dataDir) copyFileSync(join(dataDir, 'linkbox.db'), join(config.dataDir, 'linkbox.db'))
-  return startServer({ config, command: [binary.path], startTimeoutMs: 60_000 })
+  const server = await startServer({ config, command: [binary.path], startTimeoutMs: 60_000 })
+  // The copy goes with the server: a run would otherwise leave ~200 MB in the temp directory.
+  const stop = server.stop
+  return {
+    ...server,
+    stop: async (signal, timeoutMs) => {
+      try {
+        return await stop(signal, timeoutMs)
+      } finally {
+        rmSync(config.dir, { recursive: true, force: true })
+      }
+    },
+  }
 }

@@ -1,6 +1,6 @@
 // What the sections of `bun run bench` share: the binary under test, the data cache, the round length,
 // and where each section puts its figures and the commands it ran (for bench/RESULTS.md).
-import { readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { tempDir } from '../../test/support/server'
 import type { Binary } from './binary'
@@ -24,6 +24,14 @@ export function noted(ctx: BenchContext, r: WrkResult): WrkResult {
   return r
 }
 
+// The run's small files (codes, bodies for the Lua scripts), in one temporary directory removed at the end.
+let scratch: string | undefined
+const scratchFile = (name: string) => join((scratch ??= tempDir('linkbox-bench-')), name)
+export function removeScratch(): void {
+  if (scratch) rmSync(scratch, { recursive: true, force: true })
+  scratch = undefined
+}
+
 export const LUA = {
   randomCode: join(import.meta.dir, 'random-code.lua'),
   post: join(import.meta.dir, 'post.lua'),
@@ -41,14 +49,15 @@ export function codesFile(dataDir: string, n: number): string {
     const j = Math.floor(rnd() * (i + 1))
     ;[picked[i], picked[j]] = [picked[j]!, picked[i]!]
   }
-  const path = join(tempDir('linkbox-bench-codes-'), `codes-${n}.txt`)
+  const path = scratchFile(`codes-${n}.txt`)
   writeFileSync(path, picked.join('\n') + '\n')
   return path
 }
 
+let bodyFiles = 0
 /** A file of form bodies for post.lua, one a line. */
 export function bodiesFile(name: string, bodies: Record<string, string>[]): string {
-  const path = join(tempDir('linkbox-bench-bodies-'), `${name}.txt`)
+  const path = scratchFile(`${name}-${++bodyFiles}.txt`)
   writeFileSync(path, bodies.map((b) => new URLSearchParams(b).toString()).join('\n') + '\n')
   return path
 }
