@@ -1,25 +1,114 @@
 #!/usr/bin/env bun
-// `bun run bench`: throughput figures as ratios against a baseline measured in the same run, never as
-// absolute targets (the machine is shared and noisy). Needs wrk (Debian package `wrk`).
-import { hasWrk } from './bench/wrk'
+// `bun run bench [filter]`: the compiled binary under wrk, each figure beside a baseline measured in the
+// same run and against its target from issue 7 (the machine is shared and noisy: ratios, not absolutes).
+// Needs wrk (Debian package `wrk`). A full run (no filter) writes bench/RESULTS.md, with the "before"
+// figures of bench/before.json beside this run's.
+//
+//   bun run bench                      every section; writes bench/RESULTS.md
+//   bun run bench links                only the sections whose name (or title) matches
+//   LINKBOX_BENCH_BINARY=/tmp/linkbox-before LINKBOX_BENCH_LABEL='commit 8e060d8' bun run bench -- --save bench/before.json
+//                                      another binary; its figures go to the file, RESULTS.md is left alone
+// LINKBOX_BENCH_SECONDS and LINKBOX_BENCH_ROUNDS shorten a run while working on the bench (default 4 s, 3).
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { migrations } from '../src/db/migrations'
+import { benchBinary, ROOT } from './bench/binary'
+import { removeScratch, type BenchContext } from './bench/context'
+import { benchCreate } from './bench/create'
 import { benchDistinctUa } from './bench/distinct-ua'
+import { benchLists } from './bench/lists'
 import { benchQr } from './bench/qr'
 import { benchRedirect } from './bench/redirect'
+import { machine, resultsMarkdown, resultsTable, type Run } from './bench/results'
+import { benchSpread } from './bench/spread'
+import { benchStartup } from './bench/startup'
+import { benchStats } from './bench/stats'
 import { benchUnwritable } from './bench/unwritable'
+import { hasWrk } from './bench/wrk'
 
 if (!hasWrk()) {
   console.error('bench: wrk is not installed (apt-get install -y wrk)')
   process.exit(2)
 }
-const sections: [string, () => Promise<string[]>][] = [
-  ['Redirect /<code> against a bare Bun.serve 302', benchRedirect],
-  ['Redirect with distinct 1 KB user agents against one repeated user agent', benchDistinctUa],
-  ['QR: cached public image against the redirect; qr.json renderings', benchQr],
-  ['Redirects while the database cannot be written, against a writable one', benchUnwritable],
+const { values, positionals } = parseArgs({ args: Bun.argv.slice(2), allowPositionals: true, options: { save: { type: 'string' } } })
+const started = performance.now()
+const binary = await benchBinary()
+if (binary.schema !== migrations.length) {
+  console.error(
+    `bench: ${binary.path} makes databases of schema ${binary.schema}, this checkout's loader makes schema ${migrations.length}; ` +
+      'bench that binary from a checkout of its own schema (bench/before.json keeps figures measured that way)',
+  )
+  process.exit(2)
+}
+const ctx: BenchContext = {
+  binary,
+  cacheDir: join(ROOT, 'bench/data'),
+  rounds: Number(process.env.LINKBOX_BENCH_ROUNDS ?? 3),
+  seconds: Number(process.env.LINKBOX_BENCH_SECONDS ?? 4),
+  figures: [],
+  commands: [],
+}
+const opts = { rounds: ctx.rounds, seconds: ctx.seconds, command: [binary.path] }
+
+const sections: { name: string; title: string; run: () => Promise<string[]> }[] = [
+  { name: 'redirect', title: 'Redirect of one hot code against a bare Bun.serve 302', run: () => benchRedirect(opts) },
+  { name: 'spread', title: 'Redirects over 1,000 codes and over 100,000 codes on 1M links, against bare', run: () => benchSpread(ctx) },
+  { name: 'stats', title: 'Statistics of a link with 10M clicks: stats.json and /<code>+; redirects while polled', run: () => benchStats(ctx) },
+  { name: 'links', title: 'links.json at 100,000 links against 100 links, first and deep page', run: () => benchLists(ctx) },
+  { name: 'create', title: 'Creations: getLink.json against a bare JSON answer', run: () => benchCreate(ctx) },
+  { name: 'startup', title: 'Start-up: linkbox version, serve to first answer', run: () => benchStartup(ctx) },
+  { name: 'distinct-ua', title: 'Redirect with distinct 1 KB user agents against one repeated user agent', run: () => benchDistinctUa(opts) },
+  { name: 'qr', title: 'QR: cached public image against the redirect; qr.json renderings (in-process, from source)', run: () => benchQr() },
+  { name: 'unwritable', title: 'Redirects while the database cannot be written, against a writable one', run: () => benchUnwritable(opts) },
 ]
-const only = process.argv[2]
-for (const [title, run] of sections) {
-  if (only && !title.toLowerCase().includes(only.toLowerCase())) continue
-  console.log(`\n## ${title}`)
-  for (const line of await run()) console.log(line)
+const filter = positionals[0]?.toLowerCase()
+const exact = sections.filter((s) => s.name === filter)
+const chosen = !filter ? sections : exact.length ? exact : sections.filter((s) => s.name.includes(filter) || s.title.toLowerCase().includes(filter))
+if (chosen.length === 0) {
+  console.error(`bench: no section matches "${filter}"; sections: ${sections.map((s) => s.name).join(', ')}`)
+  process.exit(2)
+}
+
+console.log(`bench: ${binary.label}: ${binary.path}, linkbox ${binary.version}, schema ${binary.schema}; ${ctx.rounds} rounds of ${ctx.seconds} s`)
+const printed: { title: string; lines: string[] }[] = []
+try {
+  for (const s of chosen) {
+    console.log(`\n## ${s.title}`)
+    const lines = await s.run()
+    for (const line of lines) console.log(line)
+    printed.push({ title: s.title, lines })
+  }
+} finally {
+  removeScratch()
+}
+
+const git = (...args: string[]) => Bun.spawnSync(['git', ...args], { cwd: ROOT }).stdout.toString().trim()
+const run: Run = {
+  binary: binary.label,
+  version: binary.version,
+  commit: `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', '--untracked-files=no') ? ' (with uncommitted changes)' : ''}`,
+  date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC',
+  machine: machine(),
+  figures: ctx.figures,
+}
+const beforePath = join(ROOT, 'bench/before.json')
+const before: Run | undefined = existsSync(beforePath) ? JSON.parse(readFileSync(beforePath, 'utf8')) : undefined
+if (run.figures.length)
+  console.log(`\n## Figures against the targets of issue 7\n\n${resultsTable(run.figures, process.env.LINKBOX_BENCH_BINARY ? undefined : before)}`)
+if (values.save) {
+  writeFileSync(values.save, JSON.stringify(run, null, 2) + '\n')
+  console.log(`\nbench: figures saved to ${values.save}`)
+} else if (process.env.LINKBOX_BENCH_BINARY) {
+  console.log('\nbench: another binary was measured: bench/RESULTS.md is left as it was (--save FILE keeps these figures)')
+} else if (filter) {
+  console.log('\nbench: a filtered run: bench/RESULTS.md is written by a full run only')
+} else {
+  mkdirSync(join(ROOT, 'bench'), { recursive: true })
+  const totalSeconds = (performance.now() - started) / 1000
+  writeFileSync(
+    join(ROOT, 'bench/RESULTS.md'),
+    resultsMarkdown({ run, before, commands: ctx.commands, sections: printed, seconds: ctx.seconds, rounds: ctx.rounds, totalSeconds }),
+  )
+  console.log(`\nbench: wrote bench/RESULTS.md (${Math.round(totalSeconds)} s)`)
 }

@@ -22,16 +22,17 @@ function request()
 end
 `
 
-export async function benchDistinctUa(opts: { rounds?: number; seconds?: number } = {}): Promise<string[]> {
+export async function benchDistinctUa(opts: { rounds?: number; seconds?: number; command?: readonly string[] } = {}): Promise<string[]> {
   const rounds = opts.rounds ?? 3
   const seconds = opts.seconds ?? 5
   const script = join(tempDir('linkbox-bench-'), 'distinct-ua.lua')
   writeFileSync(script, DISTINCT_UA_LUA)
   const bare = await startServer({ command: [process.execPath, join(import.meta.dir, 'bare-redirect.ts')], config: writeConfig() })
-  const box = await startServer()
+  // The linkbox under test: the bench's binary, or `bun src/main.ts` when run alone.
+  const box = await startServer({ command: opts.command })
   const lines: string[] = []
   try {
-    const key = await createAccount(box.configPath, 'bench')
+    const key = await createAccount(box.configPath, 'bench', { command: opts.command })
     const link = await apiPost(box.url, 'getLink.json', { url: 'https://example.com/bench' }, { 'x-api-key': key })
     const code = link.body.return.hex as string
     const url = `${box.url}/${code}`

@@ -4,14 +4,15 @@ import { join } from 'node:path'
 import { apiPost, CHROME_UA, createAccount, startServer, writeConfig } from '../../test/support/server'
 import { formatResult as fmt, median, peakRss, rssMiB, wrk } from './wrk'
 
-export async function benchRedirect(opts: { rounds?: number; seconds?: number } = {}): Promise<string[]> {
+export async function benchRedirect(opts: { rounds?: number; seconds?: number; command?: readonly string[] } = {}): Promise<string[]> {
   const rounds = opts.rounds ?? 3
   const seconds = opts.seconds ?? 5
   const bare = await startServer({ command: [process.execPath, join(import.meta.dir, 'bare-redirect.ts')], config: writeConfig() })
-  const box = await startServer()
+  // The linkbox under test: the bench's binary, or `bun src/main.ts` when run alone.
+  const box = await startServer({ command: opts.command })
   const lines: string[] = []
   try {
-    const key = await createAccount(box.configPath, 'bench')
+    const key = await createAccount(box.configPath, 'bench', { command: opts.command })
     const link = await apiPost(box.url, 'getLink.json', { url: 'https://example.com/bench' }, { 'x-api-key': key })
     const code = link.body.return.hex as string
     const headers = { 'user-agent': CHROME_UA }

@@ -7,27 +7,29 @@ import { formatResult as fmt, median, wrk } from './wrk'
 
 const MAIN = join(import.meta.dir, '../../src/main.ts')
 
-async function linkOn(server: RunningServer): Promise<{ code: string; key: string }> {
-  const key = await createAccount(server.configPath, 'bench')
+async function linkOn(server: RunningServer, command?: readonly string[]): Promise<{ code: string; key: string }> {
+  const key = await createAccount(server.configPath, 'bench', { command })
   const made = await apiPost(server.url, 'getLink.json', { url: 'https://example.com/bench' }, { 'x-api-key': key })
   if (made.status !== 200) throw new Error(`bench: could not create the link: ${JSON.stringify(made.body)}`)
   return { code: made.body.return.hex, key }
 }
 
-export async function benchUnwritable(opts: { rounds?: number; seconds?: number } = {}): Promise<string[]> {
+export async function benchUnwritable(opts: { rounds?: number; seconds?: number; command?: readonly string[] } = {}): Promise<string[]> {
   const rounds = opts.rounds ?? 3
   const seconds = opts.seconds ?? 5
-  const healthy = await startServer()
+  // The linkbox under test: the bench's binary, or `bun src/main.ts` when run alone.
+  const command = opts.command ?? [process.execPath, MAIN]
+  const healthy = await startServer({ command })
   const limitedConfig = writeConfig()
-  await createAccount(limitedConfig.configPath, 'setup') // the database exists before the limit applies
+  await createAccount(limitedConfig.configPath, 'setup', { command }) // the database exists before the limit applies
   const failing = await startServer({
     config: limitedConfig,
-    command: ['sh', '-c', 'trap "" XFSZ; ulimit -f 128; exec "$0" "$@"', process.execPath, MAIN],
+    command: ['sh', '-c', 'trap "" XFSZ; ulimit -f 128; exec "$0" "$@"', ...command],
   })
   const lines: string[] = []
   try {
-    const good = await linkOn(healthy)
-    const bad = await linkOn(failing)
+    const good = await linkOn(healthy, command)
+    const bad = await linkOn(failing, command)
     // Fill the WAL: creates until one cannot be stored.
     let refused: { n: number; status: number } | null = null
     for (let i = 0; i < 500 && !refused; i++) {

@@ -5,20 +5,24 @@ export interface WrkResult {
   p50ms: number
   p99ms: number
   errors: number
+  /** The command as run (an API key shown as $KEY), for RESULTS.md. */
+  command: string
+}
+
+export interface WrkOptions {
+  seconds?: number
+  connections?: number
+  threads?: number
+  headers?: Record<string, string>
+  /** A Lua file that builds each request (scripts/bench/*.lua), and the arguments after `--` it reads. */
+  script?: string
+  scriptArgs?: string[]
 }
 
 const toMs = (v: string, unit: string) => Number(v) * ({ us: 0.001, ms: 1, s: 1000 } as Record<string, number>)[unit]!
 
-export async function wrk(
-  url: string,
-  opts: { seconds?: number; connections?: number; headers?: Record<string, string>; script?: string } = {},
-): Promise<WrkResult> {
-  const args = ['wrk', '-t2', `-c${opts.connections ?? 64}`, `-d${opts.seconds ?? 5}s`, '--latency']
-  for (const [k, v] of Object.entries(opts.headers ?? {})) args.push('-H', `${k}: ${v}`)
-  if (opts.script) args.push('-s', opts.script) // a Lua file that builds each request
-  const proc = Bun.spawn([...args, url], { stdout: 'pipe', stderr: 'pipe' })
-  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()])
-  if ((await proc.exited) !== 0) throw new Error(`wrk failed: ${err}${out}`)
+/** Throughput, latency percentiles and errors from wrk's --latency output. */
+export function parseWrk(out: string): Omit<WrkResult, 'command'> {
   const rps = Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1] ?? NaN)
   const lat = (p: string) => {
     const m = out.match(new RegExp(`\\s${p}%\\s+([\\d.]+)(us|ms|s)`))
@@ -28,6 +32,26 @@ export async function wrk(
   const sock = out.match(/Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/)
   const errors = non2xx + (sock ? sock.slice(1).reduce((a, b) => a + Number(b), 0) : 0)
   return { rps, p50ms: lat('50'), p99ms: lat('99'), errors }
+}
+
+const shellWord = (w: string) => (/^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`)
+
+export async function wrk(url: string, opts: WrkOptions = {}): Promise<WrkResult> {
+  const connections = opts.connections ?? 64
+  const threads = Math.min(opts.threads ?? 2, connections)
+  const args = ['wrk', `-t${threads}`, `-c${connections}`, `-d${opts.seconds ?? 5}s`, '--latency']
+  for (const [k, v] of Object.entries(opts.headers ?? {})) args.push('-H', `${k}: ${v}`)
+  if (opts.script) args.push('-s', opts.script)
+  args.push(url)
+  if (opts.scriptArgs?.length) args.push('--', ...opts.scriptArgs)
+  const proc = Bun.spawn(args, { stdout: 'pipe', stderr: 'pipe' })
+  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()])
+  if ((await proc.exited) !== 0) throw new Error(`wrk failed: ${err}${out}`)
+  const command = args
+    .map((a) => a.replace(/^(x-api-key: ).*/i, '$1$KEY').replace(/lbk_\w+/g, '$KEY'))
+    .map(shellWord)
+    .join(' ')
+  return { ...parseWrk(out), command }
 }
 
 export function hasWrk(): boolean {

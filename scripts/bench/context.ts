@@ -1,0 +1,71 @@
+// What the sections of `bun run bench` share: the binary under test, the data cache, the round length,
+// and where each section puts its figures and the commands it ran (for bench/RESULTS.md).
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { tempDir } from '../../test/support/server'
+import type { Binary } from './binary'
+import type { Figure } from './results'
+import { seeded } from './load'
+import type { WrkResult } from './wrk'
+
+export interface BenchContext {
+  binary: Binary
+  /** bench/data: the loader's data sets, kept between runs. */
+  cacheDir: string
+  rounds: number
+  seconds: number
+  figures: Figure[]
+  commands: string[]
+}
+
+/** Remembers a wrk result's command for RESULTS.md and hands the result on. */
+export function noted(ctx: BenchContext, r: WrkResult): WrkResult {
+  ctx.commands.push(r.command)
+  return r
+}
+
+// The run's small files (codes, bodies for the Lua scripts), in one temporary directory removed at the end.
+let scratch: string | undefined
+const scratchFile = (name: string) => join((scratch ??= tempDir('linkbox-bench-')), name)
+export function removeScratch(): void {
+  if (scratch) rmSync(scratch, { recursive: true, force: true })
+  scratch = undefined
+}
+
+export const LUA = {
+  randomCode: join(import.meta.dir, 'random-code.lua'),
+  post: join(import.meta.dir, 'post.lua'),
+  forwarded: join(import.meta.dir, 'forwarded.lua'),
+}
+
+/** A file of `n` codes from a data set's codes.txt, spread over all of it, in a seeded random order. */
+export function codesFile(dataDir: string, n: number): string {
+  const all = readFileSync(join(dataDir, 'codes.txt'), 'utf8').trim().split('\n')
+  if (all.length < n) throw new Error(`bench: ${dataDir} has ${all.length} codes, ${n} needed`)
+  const step = all.length / n
+  const picked = Array.from({ length: n }, (_, i) => all[Math.floor(i * step)]!)
+  const rnd = seeded(n)
+  for (let i = picked.length - 1; i > 0; i--) {
+    const j = Math.floor(rnd() * (i + 1))
+    ;[picked[i], picked[j]] = [picked[j]!, picked[i]!]
+  }
+  const path = scratchFile(`codes-${n}.txt`)
+  writeFileSync(path, picked.join('\n') + '\n')
+  return path
+}
+
+let bodyFiles = 0
+/** A file of form bodies for post.lua, one a line. */
+export function bodiesFile(name: string, bodies: Record<string, string>[]): string {
+  const path = scratchFile(`${name}-${++bodyFiles}.txt`)
+  writeFileSync(path, bodies.map((b) => new URLSearchParams(b).toString()).join('\n') + '\n')
+  return path
+}
+
+export const FORM = { 'content-type': 'application/x-www-form-urlencoded' }
+export const keyHeader = (key: string) => ({ ...FORM, 'x-api-key': key })
+
+/** A day `days` before/after YYYY-MM-DD. */
+export const addDays = (day: string, days: number) => new Date(Date.parse(`${day}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10)
+
+export const mib = (n: number) => `${n.toFixed(0)} MiB`

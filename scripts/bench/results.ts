@@ -1,0 +1,112 @@
+// The bench's figures against the issue's targets, and bench/RESULTS.md: machine, versions, commands, and
+// a table with the "before" figures of bench/before.json beside this run's. Pure functions, except the
+// few lines that read the machine.
+import { cpus, release, totalmem } from 'node:os'
+
+export interface Target {
+  op: '>=' | '<='
+  value: number
+}
+
+/** One measured figure. `id` is stable across runs: the "before" column is matched by it. */
+export interface Figure {
+  id: string
+  label: string
+  value: number
+  unit: string
+  target?: Target
+  /** The baseline beside it, in words ("bare Bun.serve 302: 41,200 req/s"). */
+  baseline?: string
+}
+
+export interface Run {
+  /** Which binary: "this checkout (dist/linkbox)" or the label of LINKBOX_BENCH_BINARY. */
+  binary: string
+  version: string
+  /** The checkout the bench ran from (its loader and scripts), not the binary's: that is `binary`. */
+  commit: string
+  date: string
+  machine: string
+  figures: Figure[]
+}
+
+export const met = (f: Pick<Figure, 'value' | 'target'>): boolean | null =>
+  !f.target || !Number.isFinite(f.value) ? null : f.target.op === '>=' ? f.value >= f.target.value : f.value <= f.target.value
+
+/** A figure's value with its unit, to a sensible precision: ratios 2 decimals, ms 1–2, sizes whole. */
+export function formatValue(value: number, unit: string): string {
+  if (!Number.isFinite(value)) return 'n/a'
+  if (unit === '×') return `${value.toFixed(2)}×`
+  if (unit === 'ms') return `${value < 10 ? value.toFixed(2) : value.toFixed(1)} ms`
+  return `${Math.round(value).toLocaleString('en-US')} ${unit}`
+}
+
+const formatTarget = (t: Target | undefined, unit: string) => (t ? `${t.op === '>=' ? '≥' : '≤'} ${formatValue(t.value, unit)}` : '—')
+const verdict = (f: Figure) => ({ true: 'met', false: '**missed**', null: '—' })[String(met(f)) as 'true' | 'false' | 'null']
+
+/** The Markdown table: one row a figure, the before column when a before run is given. */
+export function resultsTable(figures: Figure[], before?: Run): string {
+  const old = new Map(before?.figures.map((f) => [f.id, f]) ?? [])
+  const head = before
+    ? ['figure', 'target', `before (${before.binary})`, 'now', 'met now', 'baseline in this run']
+    : ['figure', 'target', 'now', 'met', 'baseline in this run']
+  const rows = figures.map((f) => {
+    const b = old.get(f.id)
+    const beforeCell = b ? `${formatValue(b.value, b.unit)}${met(b) === false ? ' (missed)' : ''}` : 'not measured'
+    const cells = [f.label, formatTarget(f.target, f.unit), formatValue(f.value, f.unit), verdict(f), f.baseline ?? '']
+    if (before) cells.splice(2, 0, beforeCell)
+    return cells
+  })
+  const line = (cells: string[]) => `| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`
+  return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n')
+}
+
+export function machine(): string {
+  const cpu = cpus()[0]?.model ?? 'unknown CPU'
+  return `${cpu}, ${navigator.hardwareConcurrency} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Linux ${release()}`
+}
+
+export function resultsMarkdown(opts: {
+  run: Run
+  before?: Run
+  commands: string[]
+  sections: { title: string; lines: string[] }[]
+  seconds: number
+  rounds: number
+  totalSeconds: number
+}): string {
+  const { run, before } = opts
+  const met_ = run.figures.filter((f) => met(f) === true).length
+  const missed = run.figures.filter((f) => met(f) === false)
+  return [
+    '# Bench results',
+    '',
+    `Written by \`bun run bench\` (scripts/bench.ts) on ${run.date}; the whole run took ${Math.round(opts.totalSeconds)} s.`,
+    'Targets are the ones of issue 7. Ratios compare figures measured in the same run, alternately, so that',
+    'both sides see the same machine load; wrk and the server share the CPUs.',
+    '',
+    `- Machine: ${run.machine}`,
+    `- Bun ${Bun.version} (runs the bench and built the binary); linkbox ${run.version}; git ${run.commit}`,
+    `- Binary: ${run.binary}`,
+    `- Rounds: ${opts.rounds} of ${opts.seconds} s per figure (median of the rounds)`,
+    before
+      ? `- Before: ${before.binary}, linkbox ${before.version}, measured ${before.date} on ${before.machine} by the bench of ${before.commit} (bench/before.json)`
+      : '- Before: no bench/before.json',
+    '',
+    `${met_} of ${run.figures.filter((f) => f.target).length} targets met in this run${missed.length ? `; missed: ${missed.map((f) => f.label).join('; ')}` : ''}.`,
+    '',
+    resultsTable(run.figures, before),
+    '',
+    '## Each section as printed',
+    '',
+    ...opts.sections.flatMap((s) => [`### ${s.title}`, '', '```', ...s.lines, '```', '']),
+    '## Commands',
+    '',
+    'Ports and temporary paths are those of this run; `$KEY` is the bench account\'s key.',
+    '',
+    '```',
+    ...[...new Set(opts.commands)],
+    '```',
+    '',
+  ].join('\n')
+}

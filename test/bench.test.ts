@@ -1,0 +1,123 @@
+// The bench's pure helpers: reading wrk's output, judging a figure against its target, the RESULTS.md
+// table, and the loader's code permutation and exact splits (a wrong one would bench the wrong thing).
+import { Database } from 'bun:sqlite'
+import { describe, expect, test } from 'bun:test'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { migrations } from '../src/db/migrations'
+import { load, nthCode, seeded, split } from '../scripts/bench/load'
+import { removeDir, tempDir } from './support/server'
+import { formatValue, met, resultsTable, type Run } from '../scripts/bench/results'
+import { parseWrk } from '../scripts/bench/wrk'
+
+const WRK_OUTPUT = `Running 4s test @ http://127.0.0.1:40123
+  2 threads and 64 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     2.61ms    1.02ms  31.40ms   91.20%
+    Req/Sec    12.40k     1.10k   14.01k    70.00%
+  Latency Distribution
+     50%    2.41ms
+     75%    2.90ms
+     90%    3.50ms
+     99%    1.20s
+  98765 requests in 4.00s, 10.10MB read
+  Socket errors: connect 0, read 2, write 0, timeout 3
+  Non-2xx or 3xx responses: 7
+Requests/sec:  24691.25
+Transfer/sec:      2.52MB
+`
+
+describe('parseWrk', () => {
+  test('throughput, percentiles in ms whatever unit wrk chose, and every kind of error', () => {
+    expect(parseWrk(WRK_OUTPUT)).toEqual({ rps: 24691.25, p50ms: 2.41, p99ms: 1200, errors: 12 })
+  })
+  test('microseconds, and no error lines', () => {
+    const out = WRK_OUTPUT.replace('2.41ms', '812.00us').replace(/  Socket errors.*\n  Non-2xx.*\n/, '')
+    const r = parseWrk(out)
+    expect(r.p50ms).toBeCloseTo(0.812, 6)
+    expect(r.errors).toBe(0)
+  })
+})
+
+describe('figures and the table', () => {
+  test('met: each direction, no target, and a figure that could not be measured', () => {
+    expect(met({ value: 0.8, target: { op: '>=', value: 0.8 } })).toBe(true)
+    expect(met({ value: 0.79, target: { op: '>=', value: 0.8 } })).toBe(false)
+    expect(met({ value: 3.1, target: { op: '<=', value: 3 } })).toBe(false)
+    expect(met({ value: 5 })).toBeNull()
+    expect(met({ value: NaN, target: { op: '<=', value: 3 } })).toBeNull()
+  })
+  test('values keep their unit and a precision that suits it', () => {
+    expect(formatValue(0.456, '×')).toBe('0.46×')
+    expect(formatValue(2.345, 'ms')).toBe('2.35 ms')
+    expect(formatValue(86.04, 'ms')).toBe('86.0 ms')
+    expect(formatValue(17086 / 1024, 'KB')).toBe('17 KB')
+    expect(formatValue(NaN, 'ms')).toBe('n/a')
+  })
+  test('the before column is matched by id; a figure it lacks says so; pipes are escaped', () => {
+    const before: Run = {
+      binary: 'commit 8e060d8', version: '0.1.0', commit: '8e060d8', date: '', machine: '',
+      figures: [{ id: 'a', label: 'A', value: 0.2, unit: '×', target: { op: '>=', value: 0.8 } }],
+    }
+    const table = resultsTable(
+      [
+        { id: 'a', label: 'A', value: 0.9, unit: '×', target: { op: '>=', value: 0.8 }, baseline: 'bare: 1 req/s' },
+        { id: 'b', label: 'B | new', value: 12, unit: 'ms' },
+      ],
+      before,
+    ).split('\n')
+    expect(table[0]).toBe('| figure | target | before (commit 8e060d8) | now | met now | baseline in this run |')
+    expect(table[2]).toBe('| A | ≥ 0.80× | 0.20× (missed) | 0.90× | met | bare: 1 req/s |')
+    expect(table[3]).toBe('| B \\| new | — | not measured | 12.0 ms | — |  |')
+  })
+})
+
+describe('bulk loader helpers', () => {
+  test('codes: 6 characters of base62, distinct over the first 200,000', () => {
+    const codes = new Set<string>()
+    for (let i = 0; i < 200_000; i++) codes.add(nthCode(i))
+    expect(codes.size).toBe(200_000)
+    for (const c of [...codes].slice(0, 1000)) expect(c).toMatch(/^[A-Za-z0-9]{6}$/)
+  })
+  test('split adds up to the total exactly and keeps the order of the weights', () => {
+    const rnd = seeded(1)
+    for (const total of [0, 1, 7, 27_397, 10_000_000]) {
+      const parts = split(total, [30, 18, 8, 1], rnd)
+      expect(parts.reduce((a, b) => a + b, 0)).toBe(total)
+      if (total > 1000) expect(parts[0]!).toBeGreaterThan(parts[3]!)
+    }
+  })
+  test('the generator is seeded: the same seed gives the same data', () => {
+    const a = seeded(42)
+    const b = seeded(42)
+    expect(Array.from({ length: 5 }, a)).toEqual(Array.from({ length: 5 }, b))
+  })
+})
+
+test('load: the accounts, their links and a year of clicks in a database of the current schema', async () => {
+  const dir = tempDir('linkbox-load-')
+  try {
+    const data = await load({ links: 300, clicks: 100_000, data: join(dir, 'data') })
+    const db = new Database(join(dir, 'data/linkbox.db'), { readonly: true })
+    try {
+      expect((db.query('PRAGMA user_version').get() as { user_version: number }).user_version).toBe(migrations.length)
+      const perAccount = db.query('SELECT a.name, count(l.id) AS n FROM accounts a JOIN links l ON l.account_id = a.id GROUP BY a.name ORDER BY a.name').all()
+      expect(perAccount).toEqual([{ name: 'bench', n: 300 }, { name: 'small', n: 100 }])
+      const clicked = db.query('SELECT id, clicks, bots FROM links WHERE code = ?').get(data.statsCode) as { id: number; clicks: number; bots: number }
+      expect(clicked.id).toBe(data.benchFirstId)
+      expect(clicked.clicks).toBe(100_000)
+      expect(clicked.bots).toBeGreaterThan(0)
+      const keys = db.query('SELECT count(*) AS n FROM api_keys').get() as { n: number }
+      expect(keys.n).toBe(2)
+    } finally {
+      db.close()
+    }
+    const codes = readFileSync(join(dir, 'data/codes.txt'), 'utf8').trim().split('\n')
+    expect(codes).toHaveLength(300)
+    expect(codes[0]).toBe(data.statsCode)
+    expect(JSON.parse(readFileSync(join(dir, 'data/bench.json'), 'utf8'))).toEqual(data)
+    await expect(load({ links: 1, data: join(dir, 'data') })).rejects.toThrow('is not empty')
+  } finally {
+    removeDir(dir)
+  }
+})
