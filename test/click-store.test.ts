@@ -278,3 +278,19 @@ describe('a batch is committed in parts of LINKS_PER_COMMIT links', () => {
     }
   })
 })
+
+test('stats.json writes the pending clicks of its own link first, and leaves other links\' to the timer', async () => {
+  const box = await makeBox({}, { clicks: { intervalMs: 3_600_000 } })
+  try {
+    const a = (await box.post('/api/getLink.json', { url: 'https://example.com/a' })).body.return.hex
+    const b = (await box.post('/api/getLink.json', { url: 'https://example.com/b' })).body.return.hex
+    await box.request(`/${a}`, { redirect: 'manual', headers: { 'user-agent': FIREFOX } })
+    expect(box.recorder.pending).toBe(1)
+    expect((await box.post('/api/stats.json', { code: b })).body.return.clicks).toBe(0)
+    expect(box.recorder.pending).toBe(1) // a's click was not written for b's answer
+    expect((await box.post('/api/stats.json', { code: a })).body.return.clicks).toBe(1)
+    expect(box.recorder.pending).toBe(0)
+  } finally {
+    await box.cleanup()
+  }
+})

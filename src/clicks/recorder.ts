@@ -255,6 +255,10 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
       return failedFlushes
     },
     /** Clicks not yet written: being counted, or in the writer's hands. */
+    /** True when clicks of this link are counted but not yet written (in memory or in the writer's hands). */
+    hasPending(linkId: number) {
+      return tally.batch.has(linkId) || (sending?.batch.has(linkId) ?? false)
+    },
     get pending() {
       return tally.clicks + (sending?.clicks ?? 0)
     },

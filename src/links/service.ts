@@ -333,11 +333,17 @@ export function createLinkService(deps: {
       const span = (Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / DAY_MS + 1
       if (span < 1) throw invalidParameter('from', 'a date on or before "to"')
       if (span > 366) throw invalidParameter('from', 'at most 366 days before "to"')
-      // Pending clicks are at most a second old; writing them first makes the answer exact. While the
-      // database cannot be written this is skipped (or fails quietly): the answer is read all the same.
-      if (opts.flush !== false && recorder.pending > 0) await recorder.flushIfWritable()
-      const row = store.byCode(code)
+      let row = store.byCode(code)
       if (!row) throw notFound(`No link with the code "${code}".`)
+      // Pending clicks of this link are at most a second old; writing them first makes the answer exact.
+      // Only this link's: under traffic to other links a polled answer must not force a write per request
+      // (it did: 10 answers/s at p50 90 ms, and redirects fell to 0.63 of alone). While the database cannot
+      // be written this is skipped (or fails quietly): the answer is read all the same.
+      if (opts.flush !== false && recorder.hasPending(row.id)) {
+        await recorder.flushIfWritable()
+        row = store.byCode(code) // with the clicks just written; or gone, deleted meanwhile
+        if (!row) throw notFound(`No link with the code "${code}".`)
+      }
       const { days, names } = windowAnswer(row, from, to, span)
       const isOwner = !!caller && mayChange(row, caller)
       return {
