@@ -37,3 +37,21 @@ test('`linkbox key list` opens the database but does not load the HTTP app', asy
     removeDir(config.dir)
   }
 })
+
+test('the app does not load the QR encoder before a QR code is drawn, and QR codes still work', async () => {
+  const script = `
+    const { makeBox } = await import(${JSON.stringify(`${REPO_ROOT}/test/support/app.ts`)})
+    const box = await makeBox()
+    const before = Object.keys(require.cache).some((p) => p.includes('node_modules/qrcode/'))
+    const key = await box.account('qr')
+    const r = await box.get('/api/qr.json', { data: 'hello', size: '64' }, { 'x-api-key': key })
+    const after = Object.keys(require.cache).some((p) => p.includes('node_modules/qrcode/'))
+    await box.cleanup()
+    console.error(JSON.stringify({ before, status: r.status, after }))
+  `
+  const proc = Bun.spawn([process.execPath, '-e', script], { cwd: REPO_ROOT, stdout: 'pipe', stderr: 'pipe' })
+  const [stderr, exit] = await Promise.all([new Response(proc.stderr).text(), proc.exited])
+  expect(exit).toBe(0)
+  // Drawing happens in a render worker, which loads it there; this thread may never need it.
+  expect(JSON.parse(stderr.trim().split('\n').at(-1)!)).toMatchObject({ before: false, status: 200 })
+})

@@ -1,8 +1,12 @@
 // QR codes: the rules of the parameters and the rendering (by the `qrcode` package). It takes plain
 // values, returns the image and the settings it used, and throws AppErrors that name the parameter;
 // it never sees HTTP, so the API method and the public /qr/<code> images share it.
-import QRCode from 'qrcode'
 import { invalidParameter, missingParameter } from '../errors'
+
+// qrcode takes ~25 ms to load: `linkbox serve` would pay it before its first answer, though most
+// requests never draw a code. It is loaded with the first QR drawn (in a render worker, see renderer.ts).
+let qrcodeModule: Promise<typeof import('qrcode')> | null = null
+const loadQrcode = () => (qrcodeModule ??= import('qrcode').then((m) => (m as { default?: typeof import('qrcode') }).default ?? m))
 
 export const QR_FORMATS = ['png', 'svg'] as const
 export type QrFormat = (typeof QR_FORMATS)[number]
@@ -134,6 +138,7 @@ async function withinCapacity<T>(s: QrSettings, encode: () => T | Promise<T>): P
 // for. The widest symbol (version 40) is 177 modules: only smaller sizes need the symbol built first.
 async function checkSizeFits(s: QrSettings) {
   if (s.size >= 177 + 2 * s.margin) return
+  const QRCode = await loadQrcode()
   const symbol = await withinCapacity(s, () => QRCode.create(s.data, { errorCorrectionLevel: s.ecc }))
   const modules = symbol.modules.size + 2 * s.margin
   if (s.size < modules)
@@ -149,6 +154,7 @@ async function checkSizeFits(s: QrSettings) {
 const PNG_ENCODING = { filterType: 2, deflateLevel: 9, deflateStrategy: 0 }
 
 async function draw(s: QrSettings): Promise<Uint8Array<ArrayBuffer>> {
+  const QRCode = await loadQrcode()
   const options = {
     errorCorrectionLevel: s.ecc,
     margin: s.margin,
