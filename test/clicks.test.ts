@@ -171,29 +171,30 @@ test('while writes fail, the counters are kept for the next flush, up to a cap; 
     const quiet = console.error
     console.error = () => {}
     try {
-      // The first click takes 5 counters (its link-day, a name in each of 4 dimensions); each new referrer one more.
+      // The first click takes 3 counters (its link-day, its profile — referrer, device, browser, system —
+      // and that profile's count under the link-day); each new referrer 2 more: the fourth does not fit.
       for (let i = 0; i < 12; i++) await visit(i)
-      expect(box.recorder.pending).toBe(4)
-      expect(box.recorder.dropped).toBe(8)
+      expect(box.recorder.pending).toBe(3)
+      expect(box.recorder.dropped).toBe(9)
       await box.recorder.flushIfWritable()
       expect(box.recorder.failing).toBe(true)
-      expect(box.recorder.pending).toBe(4) // the failed batch is back, nothing lost
+      expect(box.recorder.pending).toBe(3) // the failed batch is back, nothing lost
       // Clicks that fit the counters held are never dropped, however many.
-      for (let i = 0; i < 20; i++) await visit(i % 4)
-      expect(box.recorder.pending).toBe(24)
-      expect(box.recorder.dropped).toBe(8)
+      for (let i = 0; i < 20; i++) await visit(i % 3)
+      expect(box.recorder.pending).toBe(23)
+      expect(box.recorder.dropped).toBe(9)
       const metrics = await (await box.request('/metrics')).text()
-      expect(metrics).toContain('linkbox_clicks_dropped_total 8')
-      expect(metrics).toContain('linkbox_click_buffer 24')
+      expect(metrics).toContain('linkbox_clicks_dropped_total 9')
+      expect(metrics).toContain('linkbox_click_buffer 23')
     } finally {
       console.error = quiet
     }
     box.db.exec('ALTER TABLE click_days_away RENAME TO click_days')
-    expect(await box.recorder.flush()).toBe(24)
+    expect(await box.recorder.flush()).toBe(23)
     expect(box.recorder.pending).toBe(0)
-    expect((box.db.query('SELECT clicks FROM links WHERE code = ?').get(code) as { clicks: number }).clicks).toBe(24)
+    expect((box.db.query('SELECT clicks FROM links WHERE code = ?').get(code) as { clicks: number }).clicks).toBe(23)
     const sources = (await box.post('/api/stats.json', { code })).body.return.sources
-    expect(sources).toEqual([0, 1, 2, 3].map((i) => ({ name: `r${i}.example`, clicks: 6 })))
+    expect(sources).toEqual([{ name: 'r0.example', clicks: 8 }, { name: 'r1.example', clicks: 8 }, { name: 'r2.example', clicks: 7 }])
   } finally {
     await box.cleanup()
   }

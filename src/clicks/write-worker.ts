@@ -2,19 +2,19 @@
 // connection to the same file, so a write of a thousand links and the WAL checkpoints that follow never
 // hold up the event loop that answers redirects.
 import { Database } from 'bun:sqlite'
-import { createClickStore, PartialWrite, type ClickBatch } from './store'
+import { createClickStore, decodeBatch, PartialWrite, type ClickBatch, type EncodedBatch } from './store'
 
 declare var self: Worker
 
 export type WriterRequest =
   | { type: 'open'; path: string; checkpointMs: number }
-  | { type: 'write'; id: number; batch: ClickBatch }
+  | { type: 'write'; id: number; batch: EncodedBatch }
   | { type: 'close' }
 /** An error crosses the thread as its message and SQLite code (storageReason and isStorageFailure read both). */
 export interface WriterFailure {
   message: string
   code?: string
-  /** When part of the batch was committed: the part that was not. */
+  /** What was not committed: all of the batch, or the parts after the one that failed. */
   unwritten?: ClickBatch
 }
 export type WriterReply = { type: 'written'; id: number } | { type: 'failed'; id: number; error: WriterFailure } | { type: 'closed' }
@@ -71,11 +71,13 @@ self.onmessage = ({ data }: MessageEvent<WriterRequest>) => {
       }
     }, data.checkpointMs)
   } else if (data.type === 'write') {
+    const batch = decodeBatch(data.batch)
     try {
-      connect()(data.batch)
+      connect()(batch)
       self.postMessage({ type: 'written', id: data.id } satisfies WriterReply)
     } catch (err) {
-      self.postMessage({ type: 'failed', id: data.id, error: failure(err) } satisfies WriterReply)
+      const error = failure(err)
+      self.postMessage({ type: 'failed', id: data.id, error: { ...error, unwritten: error.unwritten ?? batch } } satisfies WriterReply)
     }
   } else {
     clearInterval(checkpoints)

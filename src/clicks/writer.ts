@@ -9,14 +9,17 @@
 // over (PRAGMA data_version): then it was certainly not committed. Otherwise it may have been, and it is
 // reported as 'uncertain' rather than counted twice.
 import type { Db } from '../db'
-import { createClickStore, PartialWrite, type ClickBatch } from './store'
+import { createClickStore, decodeBatch, PartialWrite, type EncodedBatch } from './store'
 import type { WriterReply, WriterRequest } from './write-worker'
 
 export type WriteOutcome = 'written' | 'uncertain'
 
 export interface BatchWriter {
-  /** Resolves once the batch is committed; rejects having written nothing, or (PartialWrite) part of it. */
-  write(batch: ClickBatch): Promise<WriteOutcome>
+  /**
+   * Resolves once the batch is committed; rejects with a PartialWrite whose `unwritten` is what was not
+   * committed (all of it, or the parts after the one that failed).
+   */
+  write(batch: EncodedBatch): Promise<WriteOutcome>
   /** Finishes the thread's work, checkpoints and closes its connection; later writes run on the main thread. */
   close(): Promise<void>
 }
@@ -25,7 +28,12 @@ export function mainThreadWriter(db: Db): BatchWriter {
   const store = createClickStore(db)
   return {
     write: async (batch) => {
-      store.write(batch)
+      const decoded = decodeBatch(batch)
+      try {
+        store.write(decoded)
+      } catch (err) {
+        throw err instanceof PartialWrite ? err : new PartialWrite(err, decoded)
+      }
       return 'written'
     },
     close: async () => {},
@@ -58,7 +66,7 @@ export function workerWriter(db: Db, opts: WorkerWriterOptions): BatchWriter {
   let dead = false
   let closed = false
   let lastId = 0
-  let held: { id: number; batch: ClickBatch; version: number; resolve: (o: WriteOutcome) => void; reject: (e: Error) => void } | null = null
+  let held: { id: number; batch: EncodedBatch; version: number; resolve: (o: WriteOutcome) => void; reject: (e: Error) => void } | null = null
   let closedReply: (() => void) | null = null
 
   // The main connection never checkpoints: a commit there (a new link) would otherwise copy up to a
