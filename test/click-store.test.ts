@@ -294,3 +294,31 @@ test('stats.json writes the pending clicks of its own link first, and leaves oth
     await box.cleanup()
   }
 })
+
+test('stats.json of a link with pending clicks writes that link\'s clicks alone; the others keep waiting', async () => {
+  let now = Date.parse('2026-04-30T23:59:59Z')
+  const box = await makeBox({}, { clock: () => now, clicks: { intervalMs: 3_600_000 } })
+  try {
+    const a = (await box.post('/api/getLink.json', { url: 'https://example.com/a' })).body.return.hex
+    const b = (await box.post('/api/getLink.json', { url: 'https://example.com/b' })).body.return.hex
+    const visit = (code: string, referer: string) => box.request(`/${code}`, { redirect: 'manual', headers: { 'user-agent': FIREFOX, referer } })
+    await visit(a, 'https://one.example/')
+    await visit(b, 'https://one.example/')
+    now += 2000 // the next day: a has clicks on two days
+    await visit(a, 'https://two.example/')
+    await visit(a, '')
+    expect(box.recorder.pending).toBe(4)
+    const s = (await box.post('/api/stats.json', { code: a, from: '2026-04-30', to: '2026-05-01' })).body.return
+    expect(s.clicks).toBe(3)
+    expect(s.days).toEqual([{ date: '2026-04-30', clicks: 1 }, { date: '2026-05-01', clicks: 2 }])
+    expect(s.sources).toEqual([{ name: 'direct', clicks: 1 }, { name: 'one.example', clicks: 1 }, { name: 'two.example', clicks: 1 }])
+    expect(box.recorder.pending).toBe(1) // b's click still waits for the timer
+    const idOf = (code: string) => (box.db.query('SELECT id FROM links WHERE code = ?').get(code) as { id: number }).id
+    expect(box.recorder.hasPending(idOf(a))).toBe(false)
+    expect(box.recorder.hasPending(idOf(b))).toBe(true)
+    expect((await box.post('/api/stats.json', { code: b })).body.return.sources).toEqual([{ name: 'one.example', clicks: 1 }])
+    expect(box.recorder.pending).toBe(0)
+  } finally {
+    await box.cleanup()
+  }
+})

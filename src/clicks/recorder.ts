@@ -73,7 +73,8 @@ interface Entry {
  */
 interface Tally {
   entries: Map<number, Entry>
-  links: Set<number>
+  /** Link id → the days it has entries for. */
+  links: Map<number, number[]>
   profiles: string[]
   profileIds: Map<Classified, Map<string, number>>
   /** Profiles put back by absorb(), by their four names (empty unless a write failed). */
@@ -81,7 +82,7 @@ interface Tally {
   clicks: number
   counters: number
 }
-const emptyTally = (): Tally => ({ entries: new Map(), links: new Set(), profiles: [], profileIds: new Map(), joined: new Map(), clicks: 0, counters: 0 })
+const emptyTally = (): Tally => ({ entries: new Map(), links: new Map(), profiles: [], profileIds: new Map(), joined: new Map(), clicks: 0, counters: 0 })
 const joinNames = (names: string[]) => names.join('\u0000')
 // Day numbers fit in 17 bits until the year 2328; ids up to 2^36 keep the key an exact integer.
 const DAY_BITS = 131_072
@@ -119,8 +120,43 @@ function entryOf(t: Tally, linkId: number, day: number): { entry: Entry; created
   if (held) return { entry: held, created: false }
   const entry: Entry = { linkId, day, clicks: 0, bots: 0, profile: -1, n: 0, more: null }
   t.entries.set(key, entry)
-  t.links.add(linkId)
+  const days = t.links.get(linkId)
+  if (days) days.push(day)
+  else t.links.set(linkId, [day])
   return { entry, created: true }
+}
+
+/** Moves one link's entries out of `t` into a tally of their own (to be written ahead of the rest). */
+function takeLink(t: Tally, linkId: number): Tally {
+  const part = emptyTally()
+  const remap = new Map<number, number>()
+  const mapped = (p: number) => {
+    let q = remap.get(p)
+    if (q === undefined) {
+      q = part.profiles.length / 4
+      part.profiles.push(...t.profiles.slice(p * 4, p * 4 + 4))
+      remap.set(p, q)
+      part.counters++
+    }
+    return q
+  }
+  for (const day of t.links.get(linkId) ?? []) {
+    const key = keyOf(linkId, day)
+    const e = t.entries.get(key)
+    if (!e) continue
+    t.entries.delete(key)
+    const slots = (e.n > 0 ? 1 : 0) + (e.more?.size ?? 0)
+    t.clicks -= e.clicks + e.bots
+    t.counters -= 1 + slots // its profiles stay in t's table (others may count under them), and counted
+    const { entry } = entryOf(part, linkId, day)
+    entry.bots = e.bots
+    if (e.n > 0) countProfile(entry, mapped(e.profile), e.n)
+    if (e.more) for (const [p, n] of e.more) countProfile(entry, mapped(p), n)
+    part.clicks += e.clicks + e.bots
+    part.counters += 1 + slots
+  }
+  t.links.delete(linkId)
+  return part
 }
 
 /** Counts `n` human clicks of a link-day under a profile. Returns 1 when that takes a new slot. */
@@ -213,10 +249,24 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
     while (sent) await sent // one batch in flight; clicks counted before this call are in it or in the next
     if (tally.clicks === 0) return 0
     const mine = tally
+    tally = emptyTally()
+    return send(mine)
+  }
+
+  /**
+   * Writes one link's counted clicks ahead of the rest (for an exact statistics answer): a few rows, where
+   * a whole flush per answer would write every link each time and lose the coalescing of an interval.
+   */
+  async function flushLink(linkId: number): Promise<number> {
+    while (sent) await sent
+    if (!tally.links.has(linkId)) return 0
+    return send(takeLink(tally, linkId))
+  }
+
+  async function send(mine: Tally): Promise<number> {
     const batch = encode(mine)
     const clicks = mine.clicks
     sending = mine
-    tally = emptyTally()
     let done!: () => void
     sent = new Promise<void>((r) => (done = r))
     try {
@@ -255,10 +305,10 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
   }
 
   /** A flush that never throws and skips while writes fail and the next retry is not due. */
-  async function safeFlush(): Promise<void> {
+  async function safeFlush(write: () => Promise<number> = flush): Promise<void> {
     if (failure !== null && Date.now() < retryAt) return
     try {
-      const written = await flush()
+      const written = await write()
       if (failure !== null) {
         const dropped = droppedTotal - droppedAtFailure
         failure = null
@@ -317,7 +367,9 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
     },
     flush,
     /** A flush that never throws and skips while writes fail and the next retry is not due. */
-    flushIfWritable: safeFlush,
+    flushIfWritable: () => safeFlush(),
+    /** The same, for one link's clicks only (see flushLink). */
+    flushLinkIfWritable: (linkId: number) => safeFlush(() => flushLink(linkId)),
     /** True while click writes fail; `lastError` says why. */
     get failing() {
       return failure !== null
