@@ -21,7 +21,7 @@ export type WriterReply = { type: 'written'; id: number } | { type: 'failed'; id
 
 let path = ''
 let db: Database | null = null
-let write: ((batch: ClickBatch) => void) | null = null
+let write: ((batch: EncodedBatch) => void) | null = null
 let checkpoints: ReturnType<typeof setInterval> | undefined
 
 // Opened on the first write, and again after a failure to open (a file that is read-only for a while).
@@ -39,7 +39,7 @@ function connect() {
     // page cache keeps the pages of busy links between commits (the default 2 MiB re-read them).
     opened.exec('PRAGMA wal_autocheckpoint = 10000')
     opened.exec('PRAGMA cache_size = -16384')
-    write = createClickStore(opened).write
+    write = createClickStore(opened).writeEncoded
   } catch (err) {
     opened.close()
     throw err
@@ -71,13 +71,13 @@ self.onmessage = ({ data }: MessageEvent<WriterRequest>) => {
       }
     }, data.checkpointMs)
   } else if (data.type === 'write') {
-    const batch = decodeBatch(data.batch)
     try {
-      connect()(batch)
+      connect()(data.batch)
       self.postMessage({ type: 'written', id: data.id } satisfies WriterReply)
     } catch (err) {
+      // What was not committed goes back: the rest of a batch written in part, or all of it.
       const error = failure(err)
-      self.postMessage({ type: 'failed', id: data.id, error: { ...error, unwritten: error.unwritten ?? batch } } satisfies WriterReply)
+      self.postMessage({ type: 'failed', id: data.id, error: { ...error, unwritten: error.unwritten ?? decodeBatch(data.batch) } } satisfies WriterReply)
     }
   } else {
     clearInterval(checkpoints)

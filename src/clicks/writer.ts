@@ -9,7 +9,7 @@
 // over (PRAGMA data_version): then it was certainly not committed. Otherwise it may have been, and it is
 // reported as 'uncertain' rather than counted twice.
 import type { Db } from '../db'
-import { createClickStore, decodeBatch, PartialWrite, type EncodedBatch } from './store'
+import { createClickStore, PartialWrite, type EncodedBatch } from './store'
 import type { WriterReply, WriterRequest } from './write-worker'
 
 export type WriteOutcome = 'written' | 'uncertain'
@@ -28,12 +28,7 @@ export function mainThreadWriter(db: Db): BatchWriter {
   const store = createClickStore(db)
   return {
     write: async (batch) => {
-      const decoded = decodeBatch(batch)
-      try {
-        store.write(decoded)
-      } catch (err) {
-        throw err instanceof PartialWrite ? err : new PartialWrite(err, decoded)
-      }
+      store.writeEncoded(batch)
       return 'written'
     },
     close: async () => {},
