@@ -103,7 +103,7 @@ test('load: the accounts, their links and a year of clicks in a database of the 
       expect((db.query('PRAGMA user_version').get() as { user_version: number }).user_version).toBe(migrations.length)
       const perAccount = db.query('SELECT a.name, count(l.id) AS n FROM accounts a JOIN links l ON l.account_id = a.id GROUP BY a.name ORDER BY a.name').all()
       expect(perAccount).toEqual([{ name: 'bench', n: 300 }, { name: 'small', n: 100 }])
-      const clicked = db.query('SELECT id, clicks, bots FROM link_totals WHERE code = ?').get(data.statsCode) as { id: number; clicks: number; bots: number }
+      const clicked = db.query('SELECT id, clicks, bots FROM links WHERE code = ?').get(data.statsCode) as { id: number; clicks: number; bots: number }
       expect(clicked.id).toBe(data.benchFirstId)
       expect(clicked.clicks).toBe(100_000)
       expect(clicked.bots).toBeGreaterThan(0)

@@ -164,7 +164,7 @@ test('property: a window reads exactly the sum of its days, and each month is th
           const all = batches.flat()
           for (const link of [1, 2]) {
             const mine = all.filter((c) => c.link === link)
-            expect(db.query('SELECT clicks, bots FROM link_totals WHERE id = ?').get(link)).toEqual({
+            expect(db.query('SELECT clicks, bots FROM links WHERE id = ?').get(link)).toEqual({
               clicks: mine.filter((c) => !c.bot).length,
               bots: mine.filter((c) => c.bot).length,
             })
@@ -214,10 +214,10 @@ test('stats.json: a year is answered from months; the answer is kept until a cli
     expect(first.days).toHaveLength(365)
     expect(first.sources).toEqual(['2026-03-01', '2026-04-10', '2026-05-31', '2026-06-01'].map((d) => ({ name: `${d}.example`, clicks: 1 })))
     expect(first.browsers).toEqual([{ name: 'Firefox', clicks: 4 }])
-    // With the day table gone the same answer still comes back: it was kept, nothing was written since.
-    box.db.exec('ALTER TABLE click_days RENAME TO click_days_away')
+    // With the month table gone the same answer still comes back: it was kept, nothing was written since.
+    box.db.exec('ALTER TABLE click_months RENAME TO click_months_away')
     expect(await year()).toEqual(first)
-    box.db.exec('ALTER TABLE click_days_away RENAME TO click_days')
+    box.db.exec('ALTER TABLE click_months_away RENAME TO click_months')
     // A new click is written before the next answer, which is built again and counts it.
     await visit('https://late.example/')
     const second = await year()
@@ -271,7 +271,7 @@ describe('a batch is committed in parts of LINKS_PER_COMMIT links', () => {
       expect(box.recorder.pending).toBe(200)
       box.db.exec('DROP TRIGGER fail_above_1000')
       expect(await box.recorder.flush()).toBe(200)
-      expect(box.db.query('SELECT count(*) AS n, sum(clicks) AS clicks FROM link_totals WHERE clicks > 0').get()).toEqual({ n: 1200, clicks: 1200 })
+      expect(box.db.query('SELECT count(*) AS n, sum(clicks) AS clicks FROM links WHERE clicks > 0').get()).toEqual({ n: 1200, clicks: 1200 })
       expect(box.db.query('SELECT sum(clicks) AS clicks FROM click_days').get()).toEqual({ clicks: 1200 })
     } finally {
       await box.cleanup()

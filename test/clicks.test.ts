@@ -192,7 +192,7 @@ test('while writes fail, the counters are kept for the next flush, up to a cap; 
     box.db.exec('ALTER TABLE click_days_away RENAME TO click_days')
     expect(await box.recorder.flush()).toBe(23)
     expect(box.recorder.pending).toBe(0)
-    expect((box.db.query('SELECT clicks FROM link_totals WHERE code = ?').get(code) as { clicks: number }).clicks).toBe(23)
+    expect((box.db.query('SELECT clicks FROM links WHERE code = ?').get(code) as { clicks: number }).clicks).toBe(23)
     const sources = (await box.post('/api/stats.json', { code })).body.return.sources
     expect(sources).toEqual([{ name: 'r0.example', clicks: 8 }, { name: 'r1.example', clicks: 8 }, { name: 'r2.example', clicks: 7 }])
   } finally {
@@ -211,7 +211,7 @@ describe('the writer thread', () => {
       box.db.exec('PRAGMA query_only = ON') // only the main connection
       expect(await box.recorder.flush()).toBe(3)
       box.db.exec('PRAGMA query_only = OFF')
-      expect(box.db.query('SELECT clicks FROM link_totals WHERE code = ?').get(code)).toEqual({ clicks: 3 })
+      expect(box.db.query('SELECT clicks FROM links WHERE code = ?').get(code)).toEqual({ clicks: 3 })
       expect(box.db.query('PRAGMA wal_autocheckpoint').get()).toEqual({ wal_autocheckpoint: 0 })
     } finally {
       await box.cleanup()
@@ -246,7 +246,7 @@ describe('the writer thread', () => {
       expect(log).toEqual([expect.stringMatching(/^click writer thread stopped \(.*the writer died before its commit\); clicks are written on the main thread from now on$/)])
       for (let i = 0; i < 2; i++) await box.request(`/${code}`, chrome)
       expect(await box.recorder.flush()).toBe(2)
-      expect(box.db.query('SELECT clicks FROM link_totals WHERE code = ?').get(code)).toEqual({ clicks: 7 })
+      expect(box.db.query('SELECT clicks FROM links WHERE code = ?').get(code)).toEqual({ clicks: 7 })
       expect(box.recorder.dropped).toBe(0)
       expect(log).toHaveLength(1)
       expect(box.db.query('PRAGMA wal_autocheckpoint').get()).toEqual({ wal_autocheckpoint: 1000 })
@@ -268,7 +268,7 @@ describe('the writer thread', () => {
       const code = (await box.post('/api/getLink.json', { url: 'https://example.com/dies-late' })).body.return.hex
       for (let i = 0; i < 4; i++) await box.request(`/${code}`, chrome)
       expect(await box.recorder.flush()).toBe(0)
-      expect(box.db.query('SELECT clicks FROM link_totals WHERE code = ?').get(code)).toEqual({ clicks: 4 })
+      expect(box.db.query('SELECT clicks FROM links WHERE code = ?').get(code)).toEqual({ clicks: 4 })
       expect(box.recorder.dropped).toBe(4)
       expect(box.recorder.pending).toBe(0)
       expect(log).toHaveLength(2)

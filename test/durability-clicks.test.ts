@@ -37,9 +37,9 @@ function recorded(config: TestConfig) {
   try {
     const n = (sql: string) => (db.query(sql).get() as { n: number | null }).n ?? 0
     return {
-      links: n('SELECT sum(clicks + bots) AS n FROM link_totals'),
+      links: n('SELECT sum(clicks + bots) AS n FROM links'),
       days: n('SELECT sum(clicks + bots) AS n FROM click_days'),
-      perLink: db.query('SELECT DISTINCT clicks + bots AS n FROM link_totals').all() as { n: number }[],
+      perLink: db.query('SELECT DISTINCT clicks + bots AS n FROM links').all() as { n: number }[],
     }
   } finally {
     db.close()

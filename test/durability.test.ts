@@ -114,7 +114,7 @@ describe('clicks still in the buffer are written on SIGTERM', () => {
         expect(r.headers.get('location')).toBe('https://example.com/burst')
       }
       flushedAtSigterm = readDb(config, (db) =>
-        (db.query('SELECT clicks + bots AS n FROM link_totals WHERE code = ?').get(code) as { n: number }).n,
+        (db.query('SELECT clicks + bots AS n FROM links WHERE code = ?').get(code) as { n: number }).n,
       )
       if (flushedAtSigterm < sent) break
     }

@@ -42,14 +42,9 @@ function version1Database(): string {
   return path
 }
 
-const TABLES = ['accounts', 'api_keys']
+const TABLES = ['accounts', 'api_keys', 'links']
 const dump = (db: Database) => ({
   ...Object.fromEntries(TABLES.map((t) => [t, db.query(`SELECT * FROM ${t} ORDER BY 1, 2`).all()])),
-  // Since migration 3 a link's all-time counts are the sums of its months (the view link_totals).
-  links: db.query(
-    `SELECT l.id, l.code, l.long_url, l.account_id, l.mode, l.password_hash, l.created, l.updated, l.expires, t.clicks, t.bots
-     FROM links l JOIN ${db.query("SELECT 1 FROM sqlite_master WHERE name = 'link_totals'").get() ? 'link_totals' : 'links'} t ON t.id = l.id ORDER BY 1`,
-  ).all(),
   click_days: db.query('SELECT link_id, day, clicks, bots FROM click_days ORDER BY 1, 2').all(),
 })
 const indexes = (db: Database) =>

@@ -141,7 +141,7 @@ test('clicks buffered for a deleted link are not credited to the next link creat
     expect((await box.post('/api/delete.json', { code: old }, { 'x-api-key': key })).status).toBe(200)
     const next = (await box.post('/api/getLink.json', { url: 'https://next.example/' })).body.return.hex
     await box.recorder.flush()
-    expect(box.db.query('SELECT clicks, bots FROM link_totals WHERE code = ?').get(next)).toEqual({ clicks: 0, bots: 0 })
+    expect(box.db.query('SELECT clicks, bots FROM links WHERE code = ?').get(next)).toEqual({ clicks: 0, bots: 0 })
     expect(box.db.query('SELECT count(*) AS n FROM click_days').get()).toEqual({ n: 0 })
   } finally {
     await box.cleanup()

@@ -122,7 +122,7 @@ describe('a full database (max_page_count at the file size), in process', () => 
         expect(box.recorder.pending).toBe(0)
         expect(log).toHaveLength(2)
         expect(log[1]).toBe('click writes work again; 2800 clicks written')
-        expect((box.db.query('SELECT clicks FROM link_totals WHERE code = ?').get(code) as { clicks: number }).clicks).toBe(2800)
+        expect((box.db.query('SELECT clicks FROM links WHERE code = ?').get(code) as { clicks: number }).clicks).toBe(2800)
         expect((box.db.query('SELECT count(*) AS n FROM click_days').get() as { n: number }).n).toBe(300)
 
         expect((await box.get('/healthz')).body).toEqual({ status: 'ok', version: expect.any(String) })

@@ -20,7 +20,7 @@ const visit = (path: string, init: RequestInit = {}) =>
   box.request(path, { redirect: 'manual', ...init, headers: { 'user-agent': CHROME, ...(init.headers ?? {}) } })
 async function clicks(code: string): Promise<number> {
   await box.recorder.flush()
-  return (box.db.query('SELECT clicks FROM link_totals WHERE code = ?').get(code) as { clicks: number }).clicks
+  return (box.db.query('SELECT clicks FROM links WHERE code = ?').get(code) as { clicks: number }).clicks
 }
 
 describe('redirect mode', () => {

@@ -2,11 +2,10 @@
 // The recorder (recorder.ts) turns clicks into a ClickBatch (per link, per day, counters and names); this
 // module writes one batch in one transaction, so a batch is either all counted or not at all.
 //
-// Storage (migration 3): a link-day is one row of click_days with its breakdowns as JSON in `dims`
+// Storage (migration 4): a link-day is one row of click_days with its breakdowns as JSON in `dims`
 // ({"source": {"name": clicks, …}, "device": …}); a link-month is one row of click_months, the sum of its
-// days; all-time counts are the sums of the months (the view link_totals; links/store.ts). A flush costs
-// two rows per link-day, however many names it carries, and a window of a year is read from twelve
-// months and the days at its edges.
+// days; all-time counts are links.clicks and links.bots. A flush costs three or four rows per link, however
+// many names it carries, and a window of a year is read from twelve months and the days at its edges.
 //
 // Names: a day keeps at most MAX_NAMES names per dimension, then OTHER (see classify.ts). A month keeps at
 // most MONTH_NAMES (the busiest; see placeByVolume) and OTHER: a year of a link with thousands of
@@ -238,11 +237,16 @@ export function createClickStore(db: Db) {
     `INSERT INTO click_months (link_id, month, clicks, bots, dims) VALUES (?1, ?2, ?3, ?4, ?5)
      ON CONFLICT (link_id, month) DO UPDATE SET clicks = clicks + excluded.clicks, bots = bots + excluded.bots, dims = excluded.dims`,
   )
+  const addTotals = db.query<unknown, [number, number, number]>(
+    'UPDATE links SET clicks = clicks + ?1, bots = bots + ?2 WHERE id = ?3',
+  )
 
   const write = db.transaction((batch: ClickBatch) => {
     for (const [linkId, days] of batch) {
       // A click on a link deleted before the flush is dropped (its rows went with it).
       if (linkExists.get(linkId) === null) continue
+      let clicks = 0
+      let bots = 0
       const months = new Map<string, DayCounts>()
       for (const [dayNumber, d] of days) {
         const day = dayOf(dayNumber * DAY_MS)
@@ -253,12 +257,15 @@ export function createClickStore(db: Db) {
         putDay.run(linkId, day, d.clicks, d.bots, stringifyDims(held))
         month.clicks += d.clicks
         month.bots += d.bots
+        clicks += d.clicks
+        bots += d.bots
       }
       for (const [key, m] of months) {
         const held = parseDims(monthDims.get(linkId, key)?.dims ?? '{}')
         for (const dim of DIMENSIONS) placeByVolume(held[dim], m.dims[dim])
         putMonth.run(linkId, key, m.clicks, m.bots, stringifyDims(held))
       }
+      addTotals.run(clicks, bots, linkId)
     }
   })
 

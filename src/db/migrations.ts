@@ -118,8 +118,7 @@ export const migrations: Migration[] = [
   /* 3: click storage that a flush and a year's answer can afford (issue 7). A link-day's breakdowns move
      from one row per name (click_dims: a flush wrote a row per name, an answer summed every name of every
      day) into one JSON column of its click_days row; click_months adds up each month's days, so a window
-     of a year reads twelve months and the days at its edges. A month keeps its 200 busiest names.
-     A link's all-time clicks and bots are the sums of its months (the view link_totals). */ `
+     of a year reads twelve months and the days at its edges. A month keeps its 200 busiest names. */ `
   ALTER TABLE click_days ADD COLUMN dims TEXT NOT NULL DEFAULT '{}';
   CREATE TEMP TABLE dims_by_day AS
     SELECT link_id, day, json_group_object(dim, json(names)) AS dims FROM (
@@ -154,15 +153,6 @@ export const migrations: Migration[] = [
       ) GROUP BY 1, 2
     ) n USING (link_id, month);
   DROP TABLE click_dims;
-
-  -- All-time counts are the sums of the months: a flush no longer rewrites each clicked link's row of
-  -- 'links' as well (a random page of a table of a million links, for every link: half a batch's time).
-  ALTER TABLE links DROP COLUMN clicks;
-  ALTER TABLE links DROP COLUMN bots;
-  CREATE VIEW link_totals AS SELECT l.id, l.code,
-    (SELECT coalesce(sum(m.clicks), 0) FROM click_months m WHERE m.link_id = l.id) AS clicks,
-    (SELECT coalesce(sum(m.bots), 0) FROM click_months m WHERE m.link_id = l.id) AS bots
-  FROM links l;
   `,
   /* 4: how many links each account has, kept by triggers, so that links.json and /metrics read one row
      instead of counting (a count(*) over 100,000 links took 4.7 ms a page; the page itself 0.07 ms).

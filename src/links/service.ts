@@ -105,7 +105,7 @@ export function createLinkService(deps: {
   const store = createLinkStore(db)
   const clickStore = createClickStore(db)
   // Answers per link and window, valid while no click of the link has been written since: every write adds
-  // to the link's month rows, so its all-time clicks + bots, read with the row, say so. A page
+  // to links.clicks or links.bots in the same transaction, so their sum, read with the row, says so. A page
   // polled by many visitors costs one build per write of its link at most. Ids are never reused, so a
   // deleted link's entries can only go stale, never answer for another link.
   const answers = new Map<string, WindowAnswer>()

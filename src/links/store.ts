@@ -21,32 +21,27 @@ export interface NameCount {
   clicks: number
 }
 
-// A row with its all-time clicks and bots: the sums of its months (clicks/store.ts writes no counter on
-// the link itself). An index range of a dozen rows a year.
-const TOTALS = `(SELECT coalesce(sum(m.clicks), 0) FROM click_months m WHERE m.link_id = links.id) AS clicks,
-  (SELECT coalesce(sum(m.bots), 0) FROM click_months m WHERE m.link_id = links.id) AS bots`
-
 export function createLinkStore(db: Db) {
   const insert = db.query<LinkRow, [string, string, number | null, string, string | null, number, number, number | null]>(
     `INSERT INTO links (code, long_url, account_id, mode, password_hash, created, updated, expires)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING *, 0 AS clicks, 0 AS bots`,
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING *`,
   )
-  const byCode = db.query<LinkRow, [string]>(`SELECT *, ${TOTALS} FROM links WHERE code = ?`)
+  const byCode = db.query<LinkRow, [string]>('SELECT * FROM links WHERE code = ?')
   const codeExists = db.query<{ one: number }, [string]>('SELECT 1 AS one FROM links WHERE code = ?')
   const page = db.query<LinkRow, [number, number, number]>(
-    `SELECT *, ${TOTALS} FROM links WHERE account_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3`,
+    'SELECT * FROM links WHERE account_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3',
   )
   // Kept by triggers (migration 4): one row read, whatever the number of links.
   const count = db.query<{ n: number }, [number]>('SELECT links AS n FROM link_counts WHERE owner = ?')
   const total = db.query<{ n: number }, []>('SELECT coalesce(sum(links), 0) AS n FROM link_counts')
-  const byIdAndCode = db.query<LinkRow, [number, string]>(`SELECT *, ${TOTALS} FROM links WHERE id = ?1 AND code = ?2`)
+  const byIdAndCode = db.query<LinkRow, [number, string]>('SELECT * FROM links WHERE id = ?1 AND code = ?2')
   // One fixed statement for any set of changed fields: each field has a flag, and a field whose flag is 0
   // keeps what is stored, so an update never writes back values it read earlier.
   const update = db.query<LinkRow, [number, string | null, number, string | null, number, string | null, number, number | null, number, number]>(
     `UPDATE links SET
        long_url = iif(?1, ?2, long_url), mode = iif(?3, ?4, mode),
        password_hash = iif(?5, ?6, password_hash), expires = iif(?7, ?8, expires), updated = ?9
-     WHERE id = ?10 RETURNING *, ${TOTALS}`,
+     WHERE id = ?10 RETURNING *`,
   )
   const remove = db.query<unknown, [number]>('DELETE FROM links WHERE id = ?')
   return {

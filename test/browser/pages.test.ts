@@ -76,7 +76,7 @@ describe('password link, redirect mode', () => {
     await Promise.all([page.waitForURL(`${dest.url}/secret?x=1&y=2`, { timeout: 10_000 }), page.click('button[type=submit]', { noWaitAfter: true })])
     expect(await page.locator('h1').textContent()).toBe('Destination /secret')
     await app.recorder.flush()
-    expect((app.db.query('SELECT clicks FROM link_totals WHERE code = ?').get(code) as { clicks: number }).clicks).toBe(1)
+    expect((app.db.query('SELECT clicks FROM links WHERE code = ?').get(code) as { clicks: number }).clicks).toBe(1)
   })
 })
 
