@@ -152,6 +152,7 @@ function takeLink(t: Tally, linkId: number): Tally {
     entry.bots = e.bots
     if (e.n > 0) countProfile(entry, mapped(e.profile), e.n)
     if (e.more) for (const [p, n] of e.more) countProfile(entry, mapped(p), n)
+    entry.clicks = e.clicks // human clicks without a profile too (absorb's remainder; never in practice)
     part.clicks += e.clicks + e.bots
     part.counters += 1 + slots
   }
