@@ -205,7 +205,7 @@ const monthOf = (day: string) => day.slice(0, 7)
 /** Links written per transaction: at ~40 µs a link, a transaction holds the write lock for ~20 ms. */
 export const LINKS_PER_COMMIT = 500
 
-/** A batch was written in part: `unwritten` holds the links whose transaction failed, and those after. */
+/** A batch was not (all) written: `unwritten` holds the part whose transaction failed and the parts after it. */
 export class PartialWrite extends Error {
   constructor(
     readonly cause: unknown,
@@ -280,27 +280,12 @@ export function createClickStore(db: Db) {
   )
 
   /**
-   * Writes a batch in transactions of at most `linksPerCommit` links, so that the write lock is never held
+   * Writes a batch part by part, each part in its own transaction, so that the write lock is never held
    * for long: a link created on the main connection meanwhile waits for one short transaction, not for a
-   * batch of a hundred thousand links. When one fails, the links not yet written are thrown with the error
-   * (PartialWrite); what was committed before stays committed and counted once.
+   * batch of a hundred thousand links. When one fails, it and the parts after it are thrown with the error
+   * (PartialWrite.unwritten); what was committed before stays committed and counted once.
    */
-  function writeInParts(batch: ClickBatch, linksPerCommit = LINKS_PER_COMMIT) {
-    if (batch.size <= linksPerCommit) return void write(batch)
-    const links = [...batch]
-    for (let at = 0; at < links.length; at += linksPerCommit) {
-      try {
-        write(new Map(links.slice(at, at + linksPerCommit)))
-      } catch (err) {
-        if (at === 0) throw err
-        throw new PartialWrite(err, new Map(links.slice(at)))
-      }
-    }
-  }
-
-  /** Writes an encoded batch, decoding it a part at a time; a failure throws PartialWrite with the rest. */
-  function writeEncoded(e: EncodedBatch) {
-    const parts = decodeInParts(e, LINKS_PER_COMMIT)
+  function writeParts(parts: Iterator<ClickBatch> & Iterable<ClickBatch>) {
     for (const part of parts) {
       try {
         write(part)
@@ -311,10 +296,16 @@ export function createClickStore(db: Db) {
     }
   }
 
+  function* inParts(batch: ClickBatch, links: number) {
+    const all = [...batch]
+    for (let at = 0; at < all.length; at += links) yield new Map(all.slice(at, at + links))
+  }
+
   return {
-    /** Writes one batch; throws, having written nothing or (PartialWrite) part of it, when it cannot. */
-    write: writeInParts,
-    writeEncoded,
+    /** Writes one batch (see writeParts); throws PartialWrite with what was not committed. */
+    write: (batch: ClickBatch) => writeParts(inParts(batch, LINKS_PER_COMMIT)),
+    /** The same for an encoded batch, decoded a part at a time (see decodeInParts). */
+    writeEncoded: (e: EncodedBatch) => writeParts(decodeInParts(e, LINKS_PER_COMMIT)),
     /** Human clicks per day of the window, days without clicks left out. */
     days: (linkId: number, from: string, to: string) => days.all(linkId, from, to),
     /**
