@@ -2,7 +2,7 @@
 // and where each section puts its figures and the commands it ran (for bench/RESULTS.md).
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { tempDir } from '../../test/support/server'
+import { apiPost, createAccount, startServer, tempDir, writeConfig, type RunningServer } from '../../test/support/server'
 import type { Binary } from './binary'
 import type { Figure } from './results'
 import { seeded } from './load'
@@ -69,3 +69,14 @@ export const keyHeader = (key: string) => ({ ...FORM, 'x-api-key': key })
 export const addDays = (day: string, days: number) => new Date(Date.parse(`${day}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10)
 
 export const mib = (n: number) => `${n.toFixed(0)} MiB`
+
+/** A baseline in a child process of its own: bare-redirect.ts (a 302) or bare-json.ts (a small JSON answer). */
+export const startBare = (name: 'bare-redirect' | 'bare-json') =>
+  startServer({ command: [process.execPath, join(import.meta.dir, `${name}.ts`)], config: writeConfig() })
+
+/** An account "bench" on a running linkbox, its key, and one link to visit. */
+export async function benchLink(box: RunningServer, command?: readonly string[]): Promise<{ key: string; code: string }> {
+  const key = await createAccount(box.configPath, 'bench', { command })
+  const link = await apiPost(box.url, 'getLink.json', { url: 'https://example.com/bench' }, { 'x-api-key': key })
+  return { key, code: link.body.return.hex as string }
+}

@@ -1,16 +1,15 @@
 // Link creation (issue 7: getLink.json reached 0.07–0.10 of a bare JSON answer: a commit per link, the
 // streamed body reader, the key lookup) against a bare Bun.serve answering a small JSON, alternately.
 // Every request creates a link (post.lua with 1,000 distinct URLs), on a fresh database.
-import { join } from 'node:path'
-import { createAccount, startServer, writeConfig } from '../../test/support/server'
+import { createAccount } from '../../test/support/server'
 import { serveCopy } from './binary'
-import { bodiesFile, keyHeader, LUA, mib, noted, type BenchContext } from './context'
+import { bodiesFile, keyHeader, LUA, mib, noted, startBare, type BenchContext } from './context'
 import { formatResult as fmt, median, peakRss, rssMiB, wrk } from './wrk'
 
 export async function benchCreate(ctx: BenchContext): Promise<string[]> {
   const lines: string[] = []
   const bodies = bodiesFile('create', Array.from({ length: 1000 }, (_, i) => ({ url: `https://example.com/new/${i}?ref=bench` })))
-  const bare = await startServer({ command: [process.execPath, join(import.meta.dir, 'bare-json.ts')], config: writeConfig() })
+  const bare = await startBare('bare-json')
   const box = await serveCopy(ctx.binary, null)
   try {
     const key = await createAccount(box.configPath, 'bench', { command: [ctx.binary.path] })

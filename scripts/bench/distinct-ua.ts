@@ -4,7 +4,8 @@
 // the same distinct-user-agent load shows what the 1 KB header and wrk's Lua requests cost by themselves.
 import { rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { apiPost, CHROME_UA, createAccount, startServer, tempDir, writeConfig } from '../../test/support/server'
+import { apiPost, CHROME_UA, startServer, tempDir } from '../../test/support/server'
+import { benchLink, startBare } from './context'
 import { formatResult as fmt, median, wrk } from './wrk'
 
 // Each wrk thread numbers its requests; with the thread's number that makes every user agent distinct.
@@ -27,14 +28,12 @@ export async function benchDistinctUa(opts: { rounds?: number; seconds?: number;
   const seconds = opts.seconds ?? 5
   const script = join(tempDir('linkbox-bench-'), 'distinct-ua.lua')
   writeFileSync(script, DISTINCT_UA_LUA)
-  const bare = await startServer({ command: [process.execPath, join(import.meta.dir, 'bare-redirect.ts')], config: writeConfig() })
+  const bare = await startBare('bare-redirect')
   // The linkbox under test: the bench's binary, or `bun src/main.ts` when run alone.
   const box = await startServer({ command: opts.command })
   const lines: string[] = []
   try {
-    const key = await createAccount(box.configPath, 'bench', { command: opts.command })
-    const link = await apiPost(box.url, 'getLink.json', { url: 'https://example.com/bench' }, { 'x-api-key': key })
-    const code = link.body.return.hex as string
+    const { key, code } = await benchLink(box, opts.command)
     const url = `${box.url}/${code}`
     const headers = { 'user-agent': CHROME_UA }
     await wrk(url, { seconds: 1, headers })

@@ -1,20 +1,18 @@
 // The redirect path /<code> of the real service (a child process, as `linkbox serve` runs) against a bare
 // Bun.serve answering 302, measured alternately in the same run so both see the same machine load.
-import { join } from 'node:path'
-import { apiPost, CHROME_UA, createAccount, startServer, writeConfig } from '../../test/support/server'
+import { apiPost, CHROME_UA, startServer } from '../../test/support/server'
+import { benchLink, startBare } from './context'
 import { formatResult as fmt, median, peakRss, rssMiB, wrk } from './wrk'
 
 export async function benchRedirect(opts: { rounds?: number; seconds?: number; command?: readonly string[] } = {}): Promise<string[]> {
   const rounds = opts.rounds ?? 3
   const seconds = opts.seconds ?? 5
-  const bare = await startServer({ command: [process.execPath, join(import.meta.dir, 'bare-redirect.ts')], config: writeConfig() })
+  const bare = await startBare('bare-redirect')
   // The linkbox under test: the bench's binary, or `bun src/main.ts` when run alone.
   const box = await startServer({ command: opts.command })
   const lines: string[] = []
   try {
-    const key = await createAccount(box.configPath, 'bench', { command: opts.command })
-    const link = await apiPost(box.url, 'getLink.json', { url: 'https://example.com/bench' }, { 'x-api-key': key })
-    const code = link.body.return.hex as string
+    const { key, code } = await benchLink(box, opts.command)
     const headers = { 'user-agent': CHROME_UA }
     // Warm both (JIT, statement cache).
     await wrk(`${bare.url}/`, { seconds: 1, headers })

@@ -2,10 +2,9 @@
 // 0.09–0.10 over 100,000 codes on a 1M-link database, where one hot code gave 0.84). Each request picks a
 // random code (random-code.lua); the bare Bun.serve 302 gets the same requests, so the Lua costs both
 // sides alike. Every click is recorded (a browser user agent): the click writer is part of the figure.
-import { join } from 'node:path'
-import { CHROME_UA, startServer, writeConfig } from '../../test/support/server'
+import { CHROME_UA } from '../../test/support/server'
 import { serveCopy } from './binary'
-import { codesFile, LUA, mib, noted, type BenchContext } from './context'
+import { codesFile, LUA, mib, noted, startBare, type BenchContext } from './context'
 import { cachedData } from './load'
 import { formatResult as fmt, median, peakRss, rssMiB, wrk, type WrkResult } from './wrk'
 
@@ -20,7 +19,7 @@ export async function benchSpread(ctx: BenchContext): Promise<string[]> {
     lines.push(`data: ${d.data.links.toLocaleString('en-US')} links, schema ${d.data.schema}, ${d.made ? `made in ${(d.ms / 1000).toFixed(1)} s` : 'from the cache'} (${d.dir})`)
   const codes1k = codesFile(small.dir, 1_000)
   const codes100k = codesFile(large.dir, 100_000)
-  const bare = await startServer({ command: [process.execPath, join(import.meta.dir, 'bare-redirect.ts')], config: writeConfig() })
+  const bare = await startBare('bare-redirect')
   const boxSmall = await serveCopy(ctx.binary, small.dir)
   const boxLarge = await serveCopy(ctx.binary, large.dir)
   try {

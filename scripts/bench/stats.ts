@@ -3,10 +3,9 @@
 // one request at a time (wrk -t1 -c1), beside the bare JSON answer's; the page /<code>+ comes from many
 // client addresses (forwarded.lua), as its views are limited per address. A third stats.json variant asks
 // for a different 365-day window each time, which no answer cache can serve.
-import { join } from 'node:path'
-import { CHROME_UA, startServer, writeConfig } from '../../test/support/server'
+import { CHROME_UA } from '../../test/support/server'
 import { serveCopy } from './binary'
-import { addDays, bodiesFile, codesFile, keyHeader, LUA, mib, noted, type BenchContext } from './context'
+import { addDays, bodiesFile, codesFile, keyHeader, LUA, mib, noted, startBare, type BenchContext } from './context'
 import { cachedData } from './load'
 import type { Figure } from './results'
 import { STATS_DATA } from './spread'
@@ -23,7 +22,7 @@ export async function benchStats(ctx: BenchContext): Promise<string[]> {
     moving: bodiesFile('stats-365-moving', Array.from({ length: 300 }, (_, i) => window(365, i))),
   }
   const codes1k = codesFile(dir, 1_000)
-  const bareJson = await startServer({ command: [process.execPath, join(import.meta.dir, 'bare-json.ts')], config: writeConfig() })
+  const bareJson = await startBare('bare-json')
   const box = await serveCopy(ctx.binary, dir, { server: { host: '127.0.0.1', port: 0, trusted_proxies: ['127.0.0.1/32'] } })
   try {
     const headers = keyHeader(data.key)
