@@ -18,7 +18,12 @@ import { createRateLimiter } from './http/rate-limit'
 import { linkApi } from './links/api'
 import { createLinkService } from './links/service'
 import { createVisitRoutes, errorPage, messagePage, notFoundPage } from './links/visit'
+import { createMailRoutes, mailApi } from './mail/api'
+import { createMailService } from './mail/service'
+import type { SmtpReceiver } from './mail/smtp'
+import { createSpool } from './mail/spool'
 import { qrApi } from './qr/api'
+import { createLinkSigner, loadSigningSecret } from './signing'
 import { createQrRoutes } from './qr/public'
 import { createQrRenderer, type QrRenderer } from './qr/renderer'
 import { createQrService } from './qr/service'
@@ -39,6 +44,8 @@ export interface AppOptions {
   hashPassword?: (password: string) => Promise<string>
   /** Seconds a connection may stay silent (tests shorten it); see listen(). */
   idleTimeoutSeconds?: number
+  /** The SMTP port instead of mail.smtp_port (tests pass 0 for a free one, which the config would read as "off"). */
+  smtpPort?: number
 }
 
 // A connection that sends nothing for this long is closed, whatever it is doing: a request body that
@@ -56,11 +63,15 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const links = createLinkService({ db, config, recorder, events, clock, hashPassword: opts.hashPassword })
   const qrRenderer = opts.qrRenderer ?? createQrRenderer()
   const qr = createQrService(qrRenderer)
+  const spool = createSpool(config.data_dir)
+  const signer = createLinkSigner(loadSigningSecret(config.data_dir))
+  const mail = createMailService({ db, config, spool, signer, events, clock })
   const limiter = createRateLimiter(clock)
   const clientIpOf = createClientIp(config.server.trusted_proxies)
 
   // Set once the app listens; without a server (app.handle in tests) the peer is unknown.
   let server: ReturnType<typeof Bun.serve> | null = null
+  let sweepTimer: ReturnType<typeof setInterval> | null = null
   const clientIp = (request: Request) =>
     clientIpOf(server?.requestIP(request)?.address ?? null, request.headers.get('x-forwarded-for'))
 
@@ -75,6 +86,19 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   metrics.sampled('linkbox_click_buffer', 'Clicks waiting in memory for the next write.', () => recorder.pending)
   metrics.sampled('linkbox_clicks_dropped_total', 'Clicks dropped because writes kept failing and the buffer was full.', () => recorder.dropped, 'counter')
   metrics.sampled('linkbox_qr_waiting', 'QR renderings waiting for the worker.', () => qrRenderer.waiting)
+  let smtp: SmtpReceiver | null = null
+  // One query for the three mail gauges of a scrape, not three.
+  let mailTotals = { at: -1, value: { mailboxes: 0, messages: 0, bytes: 0 } }
+  const totals = () => {
+    if (Date.now() - mailTotals.at > 1000) mailTotals = { at: Date.now(), value: mail.totals() }
+    return mailTotals.value
+  }
+  metrics.sampled('linkbox_mailboxes', 'Temporary mailboxes stored (live, or expired and not yet swept).', () => totals().mailboxes)
+  metrics.sampled('linkbox_mail_messages', 'Messages stored in mailboxes.', () => totals().messages)
+  metrics.sampled('linkbox_mail_bytes', 'Bytes of the stored messages as received (the raw .eml files; attachments are kept decoded beside them).', () => totals().bytes)
+  metrics.sampled('linkbox_mail_received_total', 'Messages stored since start (once per mailbox they went to).', () => mail.received, 'counter')
+  metrics.sampled('linkbox_mail_waiting', 'messages.json requests held until mail arrives (wait=N).', () => mail.waiting)
+  metrics.sampled('linkbox_smtp_connections', 'Open SMTP connections.', () => smtp?.connections ?? 0)
   metrics.sampled('process_resident_memory_bytes', 'Resident memory of the process.', () => process.memoryUsage.rss())
   metrics.sampled('process_uptime_seconds', 'Seconds since the service started.', () => Math.round((Date.now() - startedAt) / 1000))
 
@@ -91,7 +115,12 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     return probed.problem
   }
 
-  const methods: ApiMethod[] = [...linkApi(links), ...qrApi(qr)]
+  const methods: ApiMethod[] = [
+    ...linkApi(links),
+    ...qrApi(qr),
+    // A held messages.json outlives the idle timeout of its connection: it is told to wait longer.
+    ...mailApi(mail, { holdOpen: (request, seconds) => server?.timeout(request, seconds) }),
+  ]
   const api = createApi(methods, {
     config,
     accounts,
@@ -155,6 +184,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     }))
     .use(api.plugin)
     .use(createQrRoutes({ config, links, qr, events }))
+    .use(createMailRoutes(mail))
     .use(createVisitRoutes({ config, links, clientIp, count: (outcome) => visits.inc(outcome), verifyPassword: opts.verifyPassword }))
 
   return {
@@ -166,6 +196,32 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     recorder,
     events,
     methods,
+    mail,
+    spool,
+    signer,
+    /** The SMTP receiver, once startSmtp() has run (null when mail.smtp_port is 0). */
+    get smtp() {
+      return smtp
+    },
+    /**
+     * Starts the SMTP receiver on mail.smtp_host:smtp_port (0: none) and the mail sweep (expired mailboxes every
+     * minute; files left by a crash at start and every hour).
+     */
+    async startSmtp(): Promise<SmtpReceiver | null> {
+      if (!sweepTimer) {
+        let runs = 0
+        const sweep = () => {
+          mail.sweep({ orphans: runs++ % 60 === 0 }).catch((err) => faultLog.fault('mail sweep', err))
+        }
+        sweep()
+        sweepTimer = setInterval(sweep, 60_000)
+        sweepTimer.unref?.()
+      }
+      if (opts.smtpPort === undefined && config.mail.smtp_port === 0) return null
+      const { startSmtp } = await import('./mail/smtp')
+      smtp = await startSmtp(opts.smtpPort === undefined ? config : { ...config, mail: { ...config.mail, smtp_port: opts.smtpPort } }, mail, spool)
+      return smtp
+    },
     /** Starts listening (port 0 picks a free port) and the periodic click flush. */
     listen() {
       recorder.start()
@@ -191,6 +247,10 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
      * all the same and ClicksNotWritten is thrown, saying how many clicks are lost and why.
      */
     async close({ graceMs = 5_000 }: { graceMs?: number } = {}) {
+      if (sweepTimer) clearInterval(sweepTimer)
+      // Held messages.json requests are answered first, or the HTTP server would wait out their `wait`.
+      mail.release()
+      const smtpClosed = smtp?.close() ?? Promise.resolve()
       if (server) {
         const stopping = server
         let timer: ReturnType<typeof setTimeout> | undefined
@@ -205,6 +265,9 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
         clearTimeout(timer)
       }
       server = null
+      await smtpClosed
+      smtp = null
+      await mail.settle()
       // A running worker thread would keep the process (or the test runner) from exiting.
       qrRenderer.close()
       links.flushCreations()

@@ -17,6 +17,10 @@ export interface Config {
     mailbox_ttl: number
     max_message_bytes: number
     max_messages: number
+    /** PEM files for STARTTLS; both empty (the default): no STARTTLS. Relative paths are relative to the config file. */
+    tls_cert: string
+    tls_key: string
+    max_connections_per_ip: number
   }
   media: {
     ytdlp_path: string
@@ -41,6 +45,9 @@ export function defaultConfig(): Config {
       mailbox_ttl: 86400,
       max_message_bytes: 10 * 1024 * 1024,
       max_messages: 200,
+      tls_cert: '',
+      tls_key: '',
+      max_connections_per_ip: 10,
     },
     media: { ytdlp_path: '', allow_private_networks: false, max_concurrent: 2, link_ttl: 3600, extract_timeout: 60 },
     marketplace: { proxy_secret: '', user_header: 'X-RapidAPI-User', secret_header: 'X-RapidAPI-Proxy-Secret' },
@@ -112,6 +119,9 @@ const schema: Record<string, Check | Record<string, Check>> = {
     mailbox_ttl: int(60, 365 * 86400),
     max_message_bytes: int(1024, 1024 * 1024 * 1024),
     max_messages: int(1, 100_000),
+    tls_cert: str(),
+    tls_key: str(),
+    max_connections_per_ip: int(1, 10_000),
   },
   media: {
     ytdlp_path: str(),
@@ -147,6 +157,11 @@ export function buildConfig(doc: Record<string, unknown>, relativeTo = process.c
   result.mail.domains = result.mail.domains.map((d) => d.toLowerCase())
   result.links.blocked_domains = result.links.blocked_domains.map((d) => d.toLowerCase())
   if (!isAbsolute(result.data_dir)) result.data_dir = resolve(relativeTo, result.data_dir)
+  const { tls_cert, tls_key } = result.mail
+  if (!tls_cert !== !tls_key)
+    throw new ConfigError(`config: "mail.${tls_cert ? 'tls_key' : 'tls_cert'}" must be set too: STARTTLS needs both a certificate and its key`)
+  if (tls_cert && !isAbsolute(tls_cert)) result.mail.tls_cert = resolve(relativeTo, tls_cert)
+  if (tls_key && !isAbsolute(tls_key)) result.mail.tls_key = resolve(relativeTo, tls_key)
   return result
 }
 

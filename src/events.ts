@@ -5,6 +5,8 @@ export interface EventMap {
   'link.updated': { link: Record<string, unknown>; accountId: number | null }
   'link.deleted': { hex: string; accountId: number | null }
   'link.clicked': { hex: string; linkId: number; accountId: number | null; at: number }
+  /** A message stored in a mailbox (once per mailbox it went to); `message` is its messages.json entry plus the address. */
+  'mail.received': { accountId: number; message: Record<string, unknown> }
 }
 
 type Listener<K extends keyof EventMap> = (payload: EventMap[K]) => void

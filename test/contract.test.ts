@@ -44,7 +44,7 @@ let base: string
 let raw: Doc // as published
 let doc: Doc // dereferenced
 let ops: Op[]
-const keys: Record<'owner' | 'other' | 'noScope', string> = { owner: '', other: '', noScope: '' }
+const keys: Record<'owner' | 'other' | 'noScope' | 'noMail', string> = { owner: '', other: '', noScope: '', noMail: '' }
 /** Status and content type of every answer seen, per operation. */
 const seen = new Map<string, Set<string>>()
 
@@ -56,6 +56,8 @@ beforeAll(async () => {
   keys.other = (await box.accounts.createAccount({ name: 'other' })).key.key
   await box.accounts.createAccount({ name: 'narrow', scopes: ['mail'] })
   keys.noScope = box.accounts.createKey({ account: 'narrow', scopes: ['mail'] }).key
+  // For the mail methods: every scope but theirs.
+  keys.noMail = box.accounts.createKey({ account: 'narrow', scopes: ['links', 'qr', 'media', 'webhooks'] }).key
   const res = await fetch(`${base}/api/docs/openapi.json`)
   expect(res.status).toBe(200)
   raw = await res.json()
@@ -76,9 +78,31 @@ beforeAll(async () => {
       ops.push({ path, verb: verb.toUpperCase() as Op['verb'], op, params })
     }
   await fixture()
+  await mailFixture()
 })
 
 /** The link the examples name ("code": "Ab3dE9"), owned by the owner's account; made again once deleted. */
+/**
+ * The mailbox the documents' examples name (signup-test), the owner's, holding message 17 (the example id)
+ * with an attachment: delivered through the service's own delivery path, as SMTP would (mail.test.ts
+ * delivers over real sockets).
+ */
+async function mailFixture() {
+  const owner = box.accounts.authenticate(keys.owner)!
+  box.mail.getOrCreate(owner, 'signup-test')
+  const check = box.mail.checkRecipient('signup-test@localhost')
+  if (!check.ok) throw new Error('the fixture mailbox does not take mail')
+  for (let i = 1; i <= 17; i++) {
+    const bytes = Buffer.from(
+      'From: Example <no-reply@example.com>\r\nTo: signup-test@localhost\r\nSubject: Confirm ' + i + '\r\n' +
+        'MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\n' +
+        'Confirm: https://example.com/confirm?t=' + i + '\r\n--b\r\nContent-Type: text/plain; name=a.txt\r\n' +
+        'Content-Disposition: attachment; filename=a.txt\r\n\r\nhello\r\n--b--\r\n',
+    )
+    await box.mail.deliver({ size: bytes.length, oversize: false, bytes, file: null }, 'no-reply@example.com', [check.mailboxId], () => false)
+  }
+}
+
 async function fixture() {
   if (box.links.resolve('Ab3dE9')) return
   await box.links.create({ url: 'https://example.com/fixture', alias: 'Ab3dE9' }, box.accounts.authenticate(keys.owner)!)
@@ -134,7 +158,7 @@ function fromForm(s: Schema, text: string): unknown {
 // ---------------------------------------------------------------------------------------------------------
 // Sending and checking
 
-type Auth = 'none' | 'key' | 'bearer' | 'otherKey' | 'noScope' | 'badKey' | 'marketplace'
+type Auth = 'none' | 'key' | 'bearer' | 'otherKey' | 'noScope' | 'noMail' | 'badKey' | 'marketplace'
 function authHeaders(auth: Auth): Record<string, string> {
   switch (auth) {
     case 'none': return {}
@@ -142,6 +166,7 @@ function authHeaders(auth: Auth): Record<string, string> {
     case 'bearer': return { Authorization: `Bearer ${keys.owner}` }
     case 'otherKey': return { 'X-Api-Key': keys.other }
     case 'noScope': return { 'X-Api-Key': keys.noScope }
+    case 'noMail': return { 'X-Api-Key': keys.noMail }
     case 'badKey': return { 'X-Api-Key': 'lbk_unknown' }
     case 'marketplace': return { 'X-RapidAPI-Proxy-Secret': MP.proxy_secret, 'X-RapidAPI-User': 'buyer-1' }
   }
@@ -307,18 +332,24 @@ describe('every operation answers as documented', () => {
 
   test('keys: as the security asks, by X-Api-Key or Bearer; unknown, scope-less and other accounts\' keys', async () => {
     for (const o of ops) {
-      const fields = requiredBase(o)
+      // A mail method is asked about the owner's mailbox (mailbox.json would make a random one without it).
+      const fields = o.params.some((p) => p.name === 'address') ? { ...requiredBase(o), address: 'signup-test' } : requiredBase(o)
       const schemes = new Set((o.op.security as Schema[]).flatMap((r) => Object.keys(r)))
+      const codes403: string[] = o.op.responses['403']?.content['application/json'].schema.properties.code.enum ?? []
+      // Another account's key may read and create, not change or delete the owner's link nor use its mailbox.
+      const ownerBound = codes403.includes('not_owner') || codes403.includes('address_taken')
+      const mail = o.op['x-scope'] === 'mail'
       const outcomes: Partial<Record<Auth, number[]>> = {
         none: keyOptional(o) ? [200, 404] : [401],
         key: [200, 404],
         bearer: [200, 404],
         badKey: [401],
-        noScope: o.op['x-scope'] ? [403] : [200, 404],
-        // Another account's key may read and create, not change or delete the owner's link.
-        otherKey: o.op.responses['403']?.content['application/json'].schema.properties.code.enum.includes('not_owner') ? [403] : [200, 404],
+        [mail ? 'noMail' : 'noScope']: o.op['x-scope'] ? [403] : [200, 404],
+        otherKey: ownerBound ? [403] : [200, 404],
       }
-      if (schemes.has('marketplace')) outcomes.marketplace = [200]
+      // The marketplace caller is an account of its own: it reaches the method (not 401), which refuses it
+      // the owner's mailbox like any other account's key.
+      if (schemes.has('marketplace')) outcomes.marketplace = ownerBound ? [403] : [200]
       for (const [auth, want] of Object.entries(outcomes) as [Auth, number[]][]) {
         await fixture()
         const res = await send(o, fields, { auth })
@@ -344,7 +375,8 @@ describe('every operation answers as documented', () => {
         expect(big.status).toBe(413)
       }
       if (o.op.responses['404']) {
-        const nf = await send(o, { ...requiredBase(o), code: 'no-such-code' }, { auth })
+        const unknown = o.params.some((p) => p.name === 'address') ? { address: 'no-such-mailbox' } : { code: 'no-such-code' }
+        const nf = await send(o, { ...requiredBase(o), ...unknown }, { auth })
         await check(o, nf, 'unknown code')
         expect(nf.status).toBe(404)
       }

@@ -183,4 +183,60 @@ export const migrations: Migration[] = [
     DELETE FROM link_counts WHERE owner = OLD.id;
   END;
   `,
+  /* 5: temporary mail (issue 8). A mailbox belongs to one account; its messages and their attachments go
+     with it (ON DELETE CASCADE). The bytes live in files under data_dir/mail/<blob>/ (raw.eml, one file per
+     attachment); several mailboxes of one delivery share a blob, which is removed once no row names it.
+     AUTOINCREMENT: an id is never given twice, so a signed link or an `after` cursor can never come to
+     name another message after a deletion. */ `
+  CREATE TABLE mailboxes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    address TEXT NOT NULL UNIQUE,
+    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    created INTEGER NOT NULL,
+    expires INTEGER NOT NULL,
+    messages INTEGER NOT NULL DEFAULT 0,
+    bytes INTEGER NOT NULL DEFAULT 0
+  );
+  CREATE INDEX mailboxes_expires ON mailboxes(expires);
+  CREATE INDEX mailboxes_account ON mailboxes(account_id);
+  CREATE TABLE mail_messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    mailbox_id INTEGER NOT NULL REFERENCES mailboxes(id) ON DELETE CASCADE,
+    blob TEXT NOT NULL,
+    received INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    seen INTEGER NOT NULL DEFAULT 0,
+    envelope_from TEXT NOT NULL,
+    from_address TEXT NOT NULL,
+    from_name TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    date INTEGER,
+    intro TEXT NOT NULL,
+    attachments INTEGER NOT NULL,
+    to_json TEXT NOT NULL,
+    cc_json TEXT NOT NULL,
+    text TEXT NOT NULL,
+    html TEXT,
+    links_json TEXT NOT NULL,
+    parse_error TEXT
+  );
+  CREATE INDEX mail_messages_mailbox ON mail_messages(mailbox_id, id);
+  CREATE INDEX mail_messages_blob ON mail_messages(blob);
+  CREATE TABLE mail_attachments (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    message_id INTEGER NOT NULL REFERENCES mail_messages(id) ON DELETE CASCADE,
+    part INTEGER NOT NULL,
+    filename TEXT NOT NULL,
+    content_type TEXT NOT NULL,
+    size INTEGER NOT NULL
+  );
+  CREATE INDEX mail_attachments_message ON mail_attachments(message_id);
+  -- The count and bytes of a mailbox, kept by triggers: RCPT checks "full" with one row, /metrics reads sums.
+  CREATE TRIGGER mail_count_insert AFTER INSERT ON mail_messages BEGIN
+    UPDATE mailboxes SET messages = messages + 1, bytes = bytes + NEW.size WHERE id = NEW.mailbox_id;
+  END;
+  CREATE TRIGGER mail_count_delete AFTER DELETE ON mail_messages BEGIN
+    UPDATE mailboxes SET messages = messages - 1, bytes = bytes - OLD.size WHERE id = OLD.mailbox_id;
+  END;
+  `,
 ]

@@ -16,13 +16,14 @@ export interface OpenApiOptions {
 const TAGS: Record<string, string> = {
   links: 'Short links: create, list, change, delete, and their statistics',
   qr: 'QR codes for any text, as PNG or SVG',
+  mail: 'Temporary e-mail addresses and the mail they receive (SMTP on the same box)',
 }
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'Bad input: the message names the parameter and the rule',
   401: 'No key where one is required, or a key that is unknown or revoked',
-  403: 'The key lacks the scope, or the link belongs to another account',
-  404: 'No link with that code',
+  403: 'The key lacks the scope, or the link or mailbox belongs to another account',
+  404: 'No link with that code, or no such mailbox or message',
   405: 'This path answers another HTTP method (see Allow)',
   408: 'A chunked request body (no Content-Length) did not arrive within 15 s; a connection silent for 10 s is closed without an answer',
   409: 'The alias is in use or reserved',
@@ -47,6 +48,7 @@ const EXAMPLE_MESSAGES: Record<string, string> = {
   rate_limited: 'Too many requests: try again in 12 s.',
   internal: 'Internal error: the request could not be completed.',
   busy: 'Too many QR codes are being rendered: try again in 1 s.',
+  address_taken: 'The address signup-test@mail.example.com belongs to another account.',
 }
 
 const integerHeader = (description: string, required = false, minimum = 0) => ({

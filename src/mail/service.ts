@@ -1,0 +1,439 @@
+// Temporary mail: the rules. Mailboxes belong to accounts and live for mail.mailbox_ttl seconds after
+// their last use; SMTP delivers into them (smtp.ts), the three methods read them (api.ts), a sweep removes
+// them when they expire. Nothing here knows about HTTP or the SMTP dialogue.
+import { randomBytes } from 'node:crypto'
+import type { Caller } from '../accounts/service'
+import type { Config } from '../config'
+import { iso, type Db } from '../db'
+import { createWriteGroup } from '../db/write-group'
+import { AppError, invalidParameter, notFound, notOwner } from '../errors'
+import type { Events } from '../events'
+import type { LinkSigner } from '../signing'
+import { parseMessage } from './parse'
+import type { Spool, Taken } from './spool'
+import { createMailStore, type MailboxRow, type MessageSummaryRow, type Person } from './store'
+
+export const MAX_RECIPIENTS = 50
+export const MAX_WAIT_SECONDS = 60
+/** Signed links to attachments and raw sources work this long after message.json gave them. */
+export const MAIL_LINK_TTL_MS = 60 * 60 * 1000
+export const LIST_LIMIT = { default: 200, max: 1000 }
+const RANDOM_LOCAL_LENGTH = 10
+/** Held messages.json requests, in all and per account: each is a socket and a promise, so both are bounded. */
+const MAX_WAITERS = 2000
+const MAX_WAITERS_PER_ACCOUNT = 100
+/** Renewing the expiry is a write: done at most this often per mailbox, however often it is read. */
+const RENEW_EVERY_MS = 60_000
+const SWEEP_BATCH = 200
+
+const LOCAL_PART = /^[a-z0-9._-]{1,64}$/
+
+/** An SMTP reply for a refused recipient or message: the code and the text after it (enhanced code first). */
+export class SmtpReply extends Error {
+  constructor(
+    readonly responseCode: number,
+    message: string,
+  ) {
+    super(message)
+    this.name = 'SmtpReply'
+  }
+}
+
+export type RecipientCheck =
+  | { ok: true; mailboxId: number }
+  | { ok: false; reply: SmtpReply }
+
+export interface MailboxAnswer {
+  address: string
+  created: string
+  expires: string
+  messages: number
+}
+
+function randomLocalPart(): string {
+  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789'
+  let out = ''
+  while (out.length < RANDOM_LOCAL_LENGTH) {
+    for (const b of randomBytes(RANDOM_LOCAL_LENGTH * 2)) {
+      // 252 = 7 × 36: rejecting the rest keeps every character equally likely.
+      if (b < 252 && out.length < RANDOM_LOCAL_LENGTH) out += alphabet[b % 36]
+    }
+  }
+  return out
+}
+
+const summary = (r: MessageSummaryRow) => ({
+  id: r.id,
+  from: { address: r.from_address, name: r.from_name },
+  subject: r.subject,
+  date: iso(r.date),
+  received: iso(r.received)!,
+  size: r.size,
+  seen: r.seen === 1,
+  intro: r.intro,
+  attachments: r.attachments,
+})
+export type MessageSummary = ReturnType<typeof summary>
+
+export interface MailServiceDeps {
+  db: Db
+  config: Config
+  spool: Spool
+  signer: LinkSigner
+  events: Events
+  clock: () => number
+}
+
+export function createMailService({ db, config, spool, signer, events, clock }: MailServiceDeps) {
+  const store = createMailStore(db)
+  const { domains, mailbox_ttl, max_messages } = config.mail
+  const ttlMs = mailbox_ttl * 1000
+  const base = config.server.base_url
+  // Deliveries are committed in groups (one fsync for all the messages that finished in one turn), with
+  // synchronous=FULL: the WAL is on disk before any of them hears 250, not merely in the OS's cache.
+  const group = createWriteGroup(db, (flush) =>
+    setImmediate(() => {
+      db.exec('PRAGMA synchronous = FULL')
+      try {
+        flush()
+      } finally {
+        db.exec('PRAGMA synchronous = NORMAL')
+      }
+    }),
+  )
+
+  // ---------------------------------------------------------------------------------------------------
+  // Addresses and mailboxes
+
+  /** The address a mailbox.json `address` names: empty → null (a random one), a bare name → the default domain. */
+  function normalizeAddress(input: string): string {
+    const value = input.trim().toLowerCase()
+    const at = value.lastIndexOf('@')
+    const local = at < 0 ? value : value.slice(0, at)
+    const domain = at < 0 ? domains[0]! : value.slice(at + 1)
+    if (!LOCAL_PART.test(local))
+      throw invalidParameter('address', 'the part before "@" must be 1 to 64 characters of a-z, 0-9, ".", "_" and "-"')
+    if (!domains.includes(domain))
+      throw invalidParameter('address', `the domain must be one this service receives mail for: ${domains.join(', ')}`)
+    return `${local}@${domain}`
+  }
+
+  const live = (row: MailboxRow | null | undefined, now: number): row is MailboxRow => !!row && row.expires > now
+
+  const answer = (row: MailboxRow): MailboxAnswer => ({
+    address: row.address,
+    created: iso(row.created)!,
+    expires: iso(row.expires)!,
+    messages: row.messages,
+  })
+
+  /** Blobs left without a row after a deletion are removed (after the commit: the rows went first). */
+  async function dropBlobs(blobs: string[]) {
+    for (const blob of blobs) if (!store.blobUsed(blob)) await spool.remove(blob).catch(() => {})
+  }
+
+  /** The caller's live mailbox at `address`; renews its expiry (at most once a minute). */
+  function owned(caller: Caller, input: string): MailboxRow {
+    const address = normalizeAddress(input)
+    const now = clock()
+    const row = store.byAddress(address)
+    if (!live(row, now)) throw notFound(`There is no mailbox ${address} (it may have expired).`)
+    if (row.account_id !== caller.accountId) throw notOwner('mailbox')
+    if (row.expires - now < ttlMs - RENEW_EVERY_MS) {
+      row.expires = now + ttlMs
+      store.renew(row.id, row.expires)
+    }
+    return row
+  }
+
+  /**
+   * mailbox.json: the caller's mailbox at `address`, made when there is none (or only an expired one, whose
+   * messages go with it). Everything between the read and the write is synchronous, in one transaction:
+   * two accounts asking for one name at once cannot both get it.
+   */
+  function getOrCreate(caller: Caller, input: string | undefined): MailboxAnswer {
+    const wanted = input && input.trim() ? normalizeAddress(input) : null
+    const now = clock()
+    let freed: string[] = []
+    const row = db.transaction((): MailboxRow => {
+      for (let attempt = 0; ; attempt++) {
+        const address = wanted ?? `${randomLocalPart()}@${domains[0]}`
+        const existing = store.byAddress(address)
+        if (live(existing, now)) {
+          if (wanted === null) continue // a random name that is taken: draw again
+          if (existing.account_id !== caller.accountId)
+            throw new AppError(403, 'address_taken', `The address ${address} belongs to another account.`)
+          existing.expires = now + ttlMs
+          store.renew(existing.id, existing.expires)
+          return existing
+        }
+        if (existing as MailboxRow | null) freed = store.deleteMailbox(existing!.id) // expired, not yet swept: its mail goes
+        const id = store.createMailbox(address, caller.accountId, now, now + ttlMs)
+        return store.byId(id)!
+      }
+    })()
+    if (freed.length) void dropBlobs(freed)
+    return answer(row)
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // Waiting for mail (messages.json?wait=N)
+
+  const waiters = new Map<number, Set<() => void>>()
+  const waitersByAccount = new Map<number, number>()
+  let waiting = 0
+  let closing = false
+
+  function wake(mailboxId: number) {
+    const set = waiters.get(mailboxId)
+    if (!set) return
+    waiters.delete(mailboxId)
+    for (const w of set) w()
+  }
+
+  /** Resolves when mail arrives for the mailbox, after `ms`, when the request goes away, or at shutdown. */
+  function waitForMail(mailboxId: number, accountId: number, ms: number, signal: AbortSignal): Promise<void> {
+    if (closing || ms <= 0 || signal.aborted) return Promise.resolve()
+    if (waiting >= MAX_WAITERS || (waitersByAccount.get(accountId) ?? 0) >= MAX_WAITERS_PER_ACCOUNT)
+      throw new AppError(503, 'busy', 'Too many requests are waiting for mail; try again in a moment.', { 'Retry-After': '1' })
+    waiting++
+    waitersByAccount.set(accountId, (waitersByAccount.get(accountId) ?? 0) + 1)
+    return new Promise<void>((resolve) => {
+      let set = waiters.get(mailboxId)
+      if (!set) waiters.set(mailboxId, (set = new Set()))
+      const done = () => {
+        clearTimeout(timer)
+        signal.removeEventListener('abort', done)
+        waiters.get(mailboxId)?.delete(done)
+        if (waiters.get(mailboxId)?.size === 0) waiters.delete(mailboxId)
+        waiting--
+        const left = (waitersByAccount.get(accountId) ?? 1) - 1
+        if (left > 0) waitersByAccount.set(accountId, left)
+        else waitersByAccount.delete(accountId)
+        resolve()
+      }
+      const timer = setTimeout(done, ms)
+      signal.addEventListener('abort', done, { once: true })
+      set.add(done)
+    })
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // Reading
+
+  async function listMessages(
+    caller: Caller,
+    input: { address: string; after?: number; limit?: number; wait?: number; signal?: AbortSignal },
+  ) {
+    const after = input.after ?? 0
+    const limit = input.limit ?? LIST_LIMIT.default
+    let box = owned(caller, input.address)
+    let rows = store.list(box.id, after, limit)
+    if (rows.length === 0 && input.wait) {
+      await waitForMail(box.id, caller.accountId, input.wait * 1000, input.signal ?? new AbortController().signal)
+      // The mailbox may have gone (swept, or taken over after expiry) while we waited: read it again.
+      const again = store.byId(box.id)
+      if (again && again.account_id === caller.accountId) {
+        box = again
+        rows = store.list(box.id, after, limit)
+      }
+    }
+    return { address: box.address, messages: rows.map(summary) }
+  }
+
+  function signedUrl(path: string, id: string, now: number) {
+    return `${base}${path}?${signer.sign(id, now + MAIL_LINK_TTL_MS).query}`
+  }
+
+  function readMessage(caller: Caller, input: { address: string; id: number }) {
+    const box = owned(caller, input.address)
+    const row = store.message(input.id)
+    if (!row || row.mailbox_id !== box.id) throw notFound(`There is no message ${input.id} in ${box.address}.`)
+    store.markSeen(row.id)
+    const now = clock()
+    const { id, from, subject, date, received, size } = summary(row)
+    return {
+      id,
+      address: box.address,
+      from,
+      to: JSON.parse(row.to_json) as Person[],
+      cc: JSON.parse(row.cc_json) as Person[],
+      subject,
+      date,
+      received,
+      size,
+      seen: true,
+      text: row.text,
+      html: row.html,
+      attachments: store.attachmentsOf(row.id).map((a) => ({
+        id: a.id,
+        filename: a.filename,
+        content_type: a.content_type,
+        size: a.size,
+        url: signedUrl(`/mail/attachment/${a.id}`, `mail-attachment-${a.id}`, now),
+      })),
+      raw: signedUrl(`/mail/raw/${row.id}`, `mail-raw-${row.id}`, now),
+      links: JSON.parse(row.links_json) as string[],
+    }
+  }
+
+  /**
+   * A signed download: the file and how to name it, or an AppError (403 tampered, 410 expired, 404 gone).
+   * The signature is checked before anything is looked up, so a guessed id learns nothing.
+   */
+  function download(kind: 'raw' | 'attachment', idText: string, exp: string | null, sig: string | null) {
+    if (!/^[1-9][0-9]{0,15}$/.test(idText)) throw notFound('There is no such file.')
+    const check = signer.check(`mail-${kind}-${idText}`, exp, sig, clock())
+    if (check === 'tampered') throw new AppError(403, 'invalid_signature', 'This link is not valid: its signature does not match.')
+    if (check === 'expired') throw new AppError(410, 'expired', 'This link has expired: ask message.json for a new one.')
+    const id = Number(idText)
+    const now = clock()
+    if (kind === 'raw') {
+      const row = store.message(id)
+      const box = row && store.byId(row.mailbox_id)
+      if (!row || !live(box, now)) throw notFound('This message no longer exists.')
+      return { path: spool.rawPath(row.blob), filename: `message-${row.id}.eml`, contentType: 'message/rfc822', size: row.size }
+    }
+    const a = store.attachment(id)
+    const box = a && store.byId(a.mailbox_id)
+    if (!a || !live(box, now)) throw notFound('This attachment no longer exists.')
+    return { path: spool.partPath(a.blob, a.part), filename: a.filename, contentType: a.content_type, size: a.size }
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // Delivery (called by smtp.ts)
+
+  function domainOf(address: string) {
+    return address.slice(address.lastIndexOf('@') + 1).toLowerCase()
+  }
+
+  /** RCPT TO: a live mailbox with room → its id; else the reply (550 unknown or foreign, 452 full). */
+  function checkRecipient(rawAddress: string): RecipientCheck {
+    const address = rawAddress.toLowerCase()
+    if (!domains.includes(domainOf(address)))
+      return { ok: false, reply: new SmtpReply(550, `5.1.1 <${address}>: this server does not receive mail for that domain`) }
+    const row = store.byAddress(address)
+    if (!live(row, clock())) return { ok: false, reply: new SmtpReply(550, `5.1.1 <${address}>: no such mailbox here`) }
+    if (row.messages >= max_messages) return { ok: false, reply: new SmtpReply(452, `4.2.2 <${address}>: mailbox full`) }
+    return { ok: true, mailboxId: row.id }
+  }
+
+  let received = 0
+  let refusedAtCommit = 0
+  const inFlight = new Set<Promise<unknown>>()
+
+  /**
+   * Stores a message for the mailboxes accepted at RCPT and resolves once it is on disk and committed;
+   * only then may the client hear 250. Each mailbox is checked again inside the transaction (it may have
+   * expired or filled while the message arrived); when none can take it any more, a 452 is thrown and
+   * nothing is kept. `abandon()` true (the server is closing) before the commit: nothing is kept either.
+   */
+  async function deliver(taken: Taken, envelopeFrom: string, mailboxIds: number[], abandon: () => boolean): Promise<number[]> {
+    const work = (async () => {
+      let blob: string | null = null
+      try {
+        const parsed = await parseMessage(spool.source(taken), envelopeFrom)
+        if (abandon()) throw new SmtpReply(421, '4.3.2 the server is shutting down; try again later')
+        blob = await spool.store(taken, parsed.parts)
+        if (abandon()) throw new SmtpReply(421, '4.3.2 the server is shutting down; try again later')
+        const storedBlob = blob
+        const now = clock()
+        const ids = await group.run(() => {
+          const out: { mailboxId: number; id: number }[] = []
+          for (const mailboxId of mailboxIds) {
+            const row = store.byId(mailboxId)
+            if (!live(row, now) || row.messages >= max_messages) continue
+            out.push({ mailboxId, id: store.insertMessage(mailboxId, storedBlob, now, taken.size, parsed.fields) })
+          }
+          return out
+        })
+        if (ids.length === 0) {
+          refusedAtCommit++
+          throw new SmtpReply(452, '4.2.2 the mailbox filled up or expired while the message arrived')
+        }
+        received += ids.length
+        for (const { mailboxId, id } of ids) {
+          wake(mailboxId)
+          const box = events.has('mail.received') ? store.byId(mailboxId) : null
+          if (box) {
+            const f = parsed.fields
+            const row: MessageSummaryRow = {
+              id, received: now, size: taken.size, seen: 0, from_address: f.from.address, from_name: f.from.name,
+              subject: f.subject, date: f.date, intro: f.intro, attachments: f.attachments.length,
+            }
+            events.emit('mail.received', { accountId: box.account_id, message: { address: box.address, ...summary(row) } })
+          }
+        }
+        blob = null // named by rows now
+        return ids.map((x) => x.id)
+      } finally {
+        await spool.discard(taken)
+        if (blob) await spool.remove(blob).catch(() => {})
+      }
+    })()
+    inFlight.add(work)
+    work.then(
+      () => inFlight.delete(work),
+      () => inFlight.delete(work),
+    )
+    return work
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // Housekeeping
+
+  /** Deletes expired mailboxes (with their messages and files) and files a crash left behind. */
+  async function sweep(opts: { orphans?: boolean } = {}): Promise<{ mailboxes: number; orphans: number }> {
+    let mailboxes = 0
+    for (;;) {
+      const now = clock()
+      const ids = store.expiredMailboxes(now, SWEEP_BATCH)
+      if (ids.length === 0) break
+      let blobs: string[] = []
+      db.transaction(() => {
+        for (const id of ids) {
+          // Checked again in the transaction: renewed since the read means it stays.
+          const row = store.byId(id)
+          if (row && row.expires <= now) blobs = blobs.concat(store.deleteMailbox(id))
+        }
+      })()
+      mailboxes += ids.length
+      await dropBlobs([...new Set(blobs)])
+      if (ids.length < SWEEP_BATCH) break
+    }
+    const orphans = opts.orphans ? await spool.sweepOrphans((blob) => store.blobUsed(blob)) : 0
+    return { mailboxes, orphans }
+  }
+
+  return {
+    domains,
+    normalizeAddress,
+    getOrCreate,
+    listMessages,
+    readMessage,
+    download,
+    checkRecipient,
+    deliver,
+    sweep,
+    totals: () => store.totals(),
+    get received() {
+      return received
+    },
+    get refusedAtCommit() {
+      return refusedAtCommit
+    },
+    get waiting() {
+      return waiting
+    },
+    /** Shutdown, first step: every held messages.json request is answered now, and none is held from here on. */
+    release() {
+      closing = true
+      for (const id of [...waiters.keys()]) wake(id)
+    },
+    /** Shutdown, last step: waits for deliveries in progress to commit (or give up, see deliver). */
+    async settle() {
+      await Promise.allSettled([...inFlight])
+    },
+  }
+}
+export type MailService = ReturnType<typeof createMailService>

@@ -1,0 +1,142 @@
+// The SQL of temporary mail, and nothing else: mailboxes, their messages and the attachments of each.
+// The files a message's rows point at are the spool's business (spool.ts).
+import type { Db } from '../db'
+
+export interface MailboxRow {
+  id: number
+  address: string
+  account_id: number
+  created: number
+  expires: number
+  messages: number
+  bytes: number
+}
+
+export interface Person {
+  address: string
+  name: string
+}
+
+/** What a delivery stores per mailbox (the parsed fields are the same for every recipient). */
+export interface ParsedFields {
+  envelope_from: string
+  from: Person
+  subject: string
+  date: number | null
+  intro: string
+  to: Person[]
+  cc: Person[]
+  text: string
+  html: string | null
+  links: string[]
+  parse_error: string | null
+  attachments: { part: number; filename: string; content_type: string; size: number }[]
+}
+
+export interface MessageSummaryRow {
+  id: number
+  received: number
+  size: number
+  seen: number
+  from_address: string
+  from_name: string
+  subject: string
+  date: number | null
+  intro: string
+  attachments: number
+}
+
+export interface MessageRow extends MessageSummaryRow {
+  mailbox_id: number
+  blob: string
+  to_json: string
+  cc_json: string
+  text: string
+  html: string | null
+  links_json: string
+}
+
+export interface AttachmentRow {
+  id: number
+  message_id: number
+  part: number
+  filename: string
+  content_type: string
+  size: number
+  blob: string
+  mailbox_id: number
+}
+
+const SUMMARY = 'id, received, size, seen, from_address, from_name, subject, date, intro, attachments'
+
+export function createMailStore(db: Db) {
+  const q = {
+    byAddress: db.query<MailboxRow, [string]>('SELECT * FROM mailboxes WHERE address = ?'),
+    byId: db.query<MailboxRow, [number]>('SELECT * FROM mailboxes WHERE id = ?'),
+    insertMailbox: db.query<{ id: number }, [string, number, number, number]>(
+      'INSERT INTO mailboxes (address, account_id, created, expires) VALUES (?, ?, ?, ?) RETURNING id',
+    ),
+    renew: db.query<unknown, [number, number]>('UPDATE mailboxes SET expires = ? WHERE id = ?'),
+    deleteMailbox: db.query<unknown, [number]>('DELETE FROM mailboxes WHERE id = ?'),
+    blobsOfMailbox: db.query<{ blob: string }, [number]>('SELECT DISTINCT blob FROM mail_messages WHERE mailbox_id = ?'),
+    expired: db.query<{ id: number }, [number, number]>('SELECT id FROM mailboxes WHERE expires <= ? ORDER BY expires LIMIT ?'),
+    insertMessage: db.query<{ id: number }, any[]>(
+      `INSERT INTO mail_messages (mailbox_id, blob, received, size, envelope_from, from_address, from_name, subject, date,
+         intro, attachments, to_json, cc_json, text, html, links_json, parse_error)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+    ),
+    insertAttachment: db.query<unknown, [number, number, string, string, number]>(
+      'INSERT INTO mail_attachments (message_id, part, filename, content_type, size) VALUES (?, ?, ?, ?, ?)',
+    ),
+    list: db.query<MessageSummaryRow, [number, number, number]>(
+      `SELECT ${SUMMARY} FROM mail_messages WHERE mailbox_id = ? AND id > ? ORDER BY id DESC LIMIT ?`,
+    ),
+    newest: db.query<{ id: number }, [number]>('SELECT max(id) AS id FROM mail_messages WHERE mailbox_id = ?'),
+    message: db.query<MessageRow, [number]>('SELECT * FROM mail_messages WHERE id = ?'),
+    attachmentsOf: db.query<Omit<AttachmentRow, 'blob' | 'mailbox_id'>, [number]>(
+      'SELECT id, message_id, part, filename, content_type, size FROM mail_attachments WHERE message_id = ? ORDER BY part',
+    ),
+    attachment: db.query<AttachmentRow, [number]>(
+      `SELECT a.id, a.message_id, a.part, a.filename, a.content_type, a.size, m.blob, m.mailbox_id
+         FROM mail_attachments a JOIN mail_messages m ON m.id = a.message_id WHERE a.id = ?`,
+    ),
+    markSeen: db.query<unknown, [number]>('UPDATE mail_messages SET seen = 1 WHERE id = ? AND seen = 0'),
+    blobUsed: db.query<{ n: number }, [string]>('SELECT EXISTS (SELECT 1 FROM mail_messages WHERE blob = ?) AS n'),
+    totals: db.query<{ mailboxes: number; messages: number; bytes: number }, []>(
+      'SELECT count(*) AS mailboxes, coalesce(sum(messages), 0) AS messages, coalesce(sum(bytes), 0) AS bytes FROM mailboxes',
+    ),
+  }
+
+  return {
+    byAddress: (address: string) => q.byAddress.get(address),
+    byId: (id: number) => q.byId.get(id),
+    createMailbox(address: string, accountId: number, created: number, expires: number): number {
+      return q.insertMailbox.get(address, accountId, created, expires)!.id
+    },
+    renew: (id: number, expires: number) => void q.renew.run(expires, id),
+    /** Deletes a mailbox with its messages; returns the blobs its messages named (to check and remove). */
+    deleteMailbox(id: number): string[] {
+      const blobs = q.blobsOfMailbox.all(id).map((r) => r.blob)
+      q.deleteMailbox.run(id)
+      return blobs
+    },
+    expiredMailboxes: (now: number, limit: number) => q.expired.all(now, limit).map((r) => r.id),
+    insertMessage(mailboxId: number, blob: string, received: number, size: number, f: ParsedFields): number {
+      const id = q.insertMessage.get(
+        mailboxId, blob, received, size, f.envelope_from, f.from.address, f.from.name, f.subject, f.date, f.intro,
+        f.attachments.length, JSON.stringify(f.to), JSON.stringify(f.cc), f.text, f.html, JSON.stringify(f.links), f.parse_error,
+      )!.id
+      for (const a of f.attachments) q.insertAttachment.run(id, a.part, a.filename, a.content_type, a.size)
+      return id
+    },
+    list: (mailboxId: number, after: number, limit: number) => q.list.all(mailboxId, after, limit),
+    newestId: (mailboxId: number) => q.newest.get(mailboxId)?.id ?? 0,
+    message: (id: number) => q.message.get(id),
+    attachmentsOf: (messageId: number) => q.attachmentsOf.all(messageId),
+    attachment: (id: number) => q.attachment.get(id),
+    markSeen: (id: number) => void q.markSeen.run(id),
+    blobUsed: (blob: string) => q.blobUsed.get(blob)!.n > 0,
+    totals: () => q.totals.get()!,
+  }
+}
+export type MailStore = ReturnType<typeof createMailStore>

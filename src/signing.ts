@@ -1,0 +1,75 @@
+// Signed links: `{base}/<path>/<id>?exp=<unix s>&sig=<base64url HMAC-SHA256 of "<id>.<exp>">`. A link
+// carries its own proof, so an attachment or a media file can be fetched by a browser, a mail client or
+// curl without the API key; the secret never leaves the data directory. Mail downloads use it now and
+// media downloads will (SPEC §6): the id names what is signed, so a link for one thing never opens another.
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+
+const SECRET_BYTES = 32
+
+export type LinkCheck = 'ok' | 'tampered' | 'expired'
+
+export interface LinkSigner {
+  /** The query string (`exp=…&sig=…`) that makes `id` fetchable until `expires` (unix ms). */
+  sign(id: string, expires: number): { exp: number; sig: string; query: string }
+  /** Tampered (the signature does not match, or exp is not a number) comes before expired. */
+  check(id: string, exp: string | null, sig: string | null, now: number): LinkCheck
+}
+
+/**
+ * The secret lives in `<data_dir>/secrets/signing.key` (mode 0600), made on first use: links survive a
+ * restart, and a backup of the data directory keeps them valid. Written with 'wx' and fsynced, so two
+ * processes starting at once cannot each keep a different secret, and a crash cannot leave half a key.
+ */
+export function loadSigningSecret(dataDir: string): Buffer {
+  const path = join(dataDir, 'secrets', 'signing.key')
+  try {
+    const secret = readFileSync(path)
+    if (secret.length >= SECRET_BYTES) return secret
+    throw new Error(`${path} is shorter than ${SECRET_BYTES} bytes; remove it to make a new one (signed links then stop working)`)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+  }
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
+  const secret = randomBytes(SECRET_BYTES)
+  let fd: number
+  try {
+    fd = openSync(path, 'wx', 0o600)
+  } catch (err) {
+    // Another process made it between our read and our create: theirs is the secret.
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return readFileSync(path)
+    throw err
+  }
+  try {
+    writeSync(fd, secret)
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+  const dir = openSync(dirname(path), 'r')
+  try {
+    fsyncSync(dir)
+  } finally {
+    closeSync(dir)
+  }
+  return secret
+}
+
+export function createLinkSigner(secret: Buffer): LinkSigner {
+  const mac = (id: string, exp: number) => createHmac('sha256', secret).update(`${id}.${exp}`).digest()
+  return {
+    sign(id, expires) {
+      const exp = Math.ceil(expires / 1000)
+      const sig = mac(id, exp).toString('base64url')
+      return { exp, sig, query: `exp=${exp}&sig=${sig}` }
+    },
+    check(id, exp, sig, now) {
+      if (exp === null || sig === null || !/^[0-9]{1,12}$/.test(exp) || !/^[A-Za-z0-9_-]{43}$/.test(sig)) return 'tampered'
+      const given = Buffer.from(sig, 'base64url')
+      const expected = mac(id, Number(exp))
+      if (given.length !== expected.length || !timingSafeEqual(given, expected)) return 'tampered'
+      return Number(exp) * 1000 <= now ? 'expired' : 'ok'
+    },
+  }
+}
