@@ -2,7 +2,8 @@
 // A FAIL stops the service from working; a warn is worth knowing (a feature that will not work, a
 // setting that is probably not what was meant); a skip is a check that could not run because one it
 // depends on failed (no config: no data directory to look at).
-import { accessSync, constants, existsSync, mkdirSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs'
+import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs'
+import { X509Certificate, createPrivateKey } from 'node:crypto'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import type { Config } from './config'
@@ -103,6 +104,56 @@ async function checkProgram(what: string, command: string[], needed: string): Pr
   }
 }
 
+const size = (bytes: number) =>
+  bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(1)} GiB` : bytes >= 2 ** 20 ? `${(bytes / 2 ** 20).toFixed(1)} MiB` : `${(bytes / 1024).toFixed(1)} KiB`
+
+/** STARTTLS: the certificate and key load, belong together and are in date (a sender may refuse an expired one). */
+function checkTls(config: Config): Finding {
+  const { tls_cert, tls_key } = config.mail
+  if (!tls_cert) return { verdict: 'ok', what: 'mail.tls', detail: 'no mail.tls_cert/tls_key: STARTTLS is not offered (mail arrives unencrypted)' }
+  let cert: X509Certificate
+  try {
+    cert = new X509Certificate(readFileSync(tls_cert))
+  } catch (err) {
+    return { verdict: 'FAIL', what: 'mail.tls', detail: `mail.tls_cert ${tls_cert}: ${(err as Error).message}` }
+  }
+  try {
+    if (!cert.checkPrivateKey(createPrivateKey(readFileSync(tls_key))))
+      return { verdict: 'FAIL', what: 'mail.tls', detail: `mail.tls_key ${tls_key} is not the key of the certificate ${tls_cert}` }
+  } catch (err) {
+    return { verdict: 'FAIL', what: 'mail.tls', detail: `mail.tls_key ${tls_key}: ${(err as Error).message}` }
+  }
+  const until = Date.parse(cert.validTo)
+  if (until < Date.now()) return { verdict: 'warn', what: 'mail.tls', detail: `the certificate expired on ${cert.validTo}` }
+  return { verdict: 'ok', what: 'mail.tls', detail: `STARTTLS with ${cert.subject.replace(/\n/g, ', ')}, valid until ${cert.validTo}` }
+}
+
+/** What the mail store takes on disk (a walk of data_dir/mail), and leftovers of crashes waiting for the sweep. */
+function checkMailStore(dataDir: string): Finding {
+  const root = join(dataDir, 'mail')
+  if (!existsSync(root)) return { verdict: 'ok', what: 'mail store', detail: `${root}: empty (no mail received yet)` }
+  let bytes = 0
+  let files = 0
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name)
+      if (entry.isDirectory()) walk(path)
+      else if (entry.isFile()) {
+        files++
+        bytes += statSync(path).size
+      }
+    }
+  }
+  try {
+    walk(root)
+    const incoming = existsSync(join(root, 'incoming')) ? readdirSync(join(root, 'incoming')).length : 0
+    const leftovers = incoming ? `; ${incoming} unfinished in incoming/ (removed by the hourly sweep)` : ''
+    return { verdict: 'ok', what: 'mail store', detail: `${root}: ${size(bytes)} in ${files} files${leftovers}` }
+  } catch (err) {
+    return { verdict: 'warn', what: 'mail store', detail: `${root}: ${(err as Error).message}` }
+  }
+}
+
 function checkBaseUrl(config: Config): Finding {
   const host = new URL(config.server.base_url).hostname
   if ((host === 'localhost' || host.startsWith('127.')) && config.server.host !== '127.0.0.1' && config.server.host !== 'localhost')
@@ -122,6 +173,8 @@ export async function runDoctor(config: Config, source: string): Promise<Finding
   else findings.push({ verdict: 'skip', what: 'database', detail: 'the data directory is not usable' })
   findings.push(await checkPort('server.port', config.server.host, config.server.port))
   if (config.mail.smtp_port !== 0) findings.push(await checkPort('mail.smtp_port', config.mail.smtp_host, config.mail.smtp_port))
+  findings.push(checkTls(config))
+  if (dataDir.verdict === 'ok') findings.push(checkMailStore(config.data_dir))
   findings.push(checkBaseUrl(config))
   const media = 'needed for media download'
   findings.push(await checkProgram('yt-dlp', [config.media.ytdlp_path || 'yt-dlp', '--version'], media))
@@ -138,7 +191,7 @@ export async function configFailure(path: string, problem: string): Promise<Find
   const skipped = 'needs a config that loads'
   return [
     { verdict: 'FAIL', what: 'config', detail: path && !why.includes(path) ? `${path}: ${why}` : why },
-    ...['data_dir', 'database', 'server.port', 'mail.smtp_port', 'server.base_url', 'yt-dlp'].map(
+    ...['data_dir', 'database', 'server.port', 'mail.smtp_port', 'mail.tls', 'mail store', 'server.base_url', 'yt-dlp'].map(
       (what): Finding => ({ verdict: 'skip', what, detail: skipped }),
     ),
     await checkProgram('ffmpeg', ['ffmpeg', '-version'], 'needed for media download (merging formats)'),

@@ -70,3 +70,15 @@ test('linkbox.example.toml is valid and states the defaults', () => {
   expect({ ...c, data_dir: '' }).toEqual({ ...defaultConfig(), data_dir: '' })
   expect(c.data_dir).toBe(join(import.meta.dir, '..', 'data'))
 })
+
+test('mail.tls_cert and tls_key: both or neither; relative paths are relative to the config file', () => {
+  expect(() => buildConfig({ mail: { tls_cert: 'mx.crt' } })).toThrow('"mail.tls_key" must be set too')
+  expect(() => buildConfig({ mail: { tls_key: 'mx.key' } })).toThrow('"mail.tls_cert" must be set too')
+  const dir = tempDir()
+  const file = join(dir, 'linkbox.toml')
+  writeFileSync(file, '[mail]\ntls_cert = "tls/mx.crt"\ntls_key = "/etc/mx.key"\n')
+  const c = loadConfig(file)
+  expect(c.mail.tls_cert).toBe(join(dir, 'tls/mx.crt'))
+  expect(c.mail.tls_key).toBe('/etc/mx.key')
+  expect(defaultConfig().mail).toMatchObject({ tls_cert: '', tls_key: '', max_connections_per_ip: 10 })
+})

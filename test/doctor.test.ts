@@ -131,3 +131,36 @@ test('a config that does not load is one FAIL line naming the file and the probl
   expect(missing.code).toBe(1)
   expect(missing.stdout).toMatch(/^FAIL\s+config\s+.*nope\.toml/m)
 })
+
+// STARTTLS: doctor reads the pair as the SMTP receiver will, so a wrong file is found before mail bounces.
+function selfSigned(dir: string, name: string) {
+  const cert = join(dir, `${name}.crt`)
+  const key = join(dir, `${name}.key`)
+  const r = Bun.spawnSync(['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=mx.example', '-days', '2', '-keyout', key, '-out', cert], { stderr: 'pipe' })
+  if (r.exitCode !== 0) throw new Error(`openssl failed: ${r.stderr.toString()}`)
+  return { cert, key }
+}
+
+test('mail.tls: a matching pair is ok; a key of another certificate is a FAIL naming both files', async () => {
+  const dir = tempDir()
+  dirs.push(dir)
+  const a = selfSigned(dir, 'a')
+  const b = selfSigned(dir, 'b')
+  const good = await runCli(['doctor', '--config', config({ mail: { tls_cert: a.cert, tls_key: a.key } }).configPath])
+  expect(good.stdout).toMatch(/^ok\s+mail\.tls\s+STARTTLS with CN=mx\.example, valid until /m)
+  const bad = await runCli(['doctor', '--config', config({ mail: { tls_cert: a.cert, tls_key: b.key } }).configPath])
+  expect(bad.code).toBe(1)
+  expect(bad.stdout).toContain(`mail.tls_key ${b.key} is not the key of the certificate ${a.cert}`)
+  const none = await runCli(['doctor', '--config', config().configPath])
+  expect(none.stdout).toMatch(/^ok\s+mail\.tls\s+no mail\.tls_cert\/tls_key: STARTTLS is not offered/m)
+})
+
+test('mail store: the bytes under data_dir/mail and what a crash left in incoming/', async () => {
+  const c = config()
+  mkdirSync(join(c.dataDir, 'mail', 'incoming'), { recursive: true })
+  mkdirSync(join(c.dataDir, 'mail', 'ab', 'ab'.padEnd(32, '0')), { recursive: true })
+  writeFileSync(join(c.dataDir, 'mail', 'ab', 'ab'.padEnd(32, '0'), 'raw.eml'), 'x'.repeat(3000))
+  writeFileSync(join(c.dataDir, 'mail', 'incoming', 'half.eml'), 'x'.repeat(1000))
+  const r = await runCli(['doctor', '--config', c.configPath])
+  expect(r.stdout).toMatch(/^ok\s+mail store\s+.*mail: 3\.9 KiB in 2 files; 1 unfinished in incoming\/ \(removed by the hourly sweep\)$/m)
+})
