@@ -178,7 +178,7 @@ export function mailApi(mail: MailService, deps: MailApiDeps = {}): ApiMethod[] 
         'renewed on every use. An address that belongs to another account gives 403 address_taken.',
       params: [addressParam(false, mail.domains)],
       returns: MailboxSchema,
-      errors: { 403: ['address_taken'] },
+      errors: { 403: ['address_taken'], 503: ['storage_unavailable'] },
       handler: ({ params, caller }) => mail.getOrCreate(caller!, params.address as string | undefined),
     },
     {

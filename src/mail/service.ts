@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Caller } from '../accounts/service'
 import type { Config } from '../config'
-import { iso, type Db } from '../db'
+import { iso, stored, type Db } from '../db'
 import { createWriteGroup } from '../db/write-group'
 import { AppError, invalidParameter, notFound, notOwner } from '../errors'
 import type { Events } from '../events'
@@ -118,6 +118,17 @@ export function createMailService({ db, config, spool, signer, events, clock }: 
     return `${local}@${domain}`
   }
 
+  /** A write that a read does on the side (renewal, "seen"): a storage failure skips it, is remembered, and the read goes on. */
+  function bestEffort(write: () => void): boolean {
+    try {
+      stored(db, write)
+      return true
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'storage_unavailable') return false
+      throw err
+    }
+  }
+
   const live = (row: MailboxRow | null | undefined, now: number): row is MailboxRow => !!row && row.expires > now
 
   const answer = (row: MailboxRow): MailboxAnswer => ({
@@ -140,8 +151,8 @@ export function createMailService({ db, config, spool, signer, events, clock }: 
     if (!live(row, now)) throw notFound(`There is no mailbox ${address} (it may have expired).`)
     if (row.account_id !== caller.accountId) throw notOwner('mailbox')
     if (row.expires - now < ttlMs - RENEW_EVERY_MS) {
-      row.expires = now + ttlMs
-      store.renew(row.id, row.expires)
+      // A read must work on a database that cannot be written: the renewal then waits for a later read.
+      if (bestEffort(() => store.renew(row.id, now + ttlMs))) row.expires = now + ttlMs
     }
     return row
   }
@@ -155,7 +166,7 @@ export function createMailService({ db, config, spool, signer, events, clock }: 
     const wanted = input && input.trim() ? normalizeAddress(input) : null
     const now = clock()
     let freed: string[] = []
-    const row = db.transaction((): MailboxRow => {
+    const row = stored(db, () => db.transaction((): MailboxRow => {
       for (let attempt = 0; ; attempt++) {
         const address = wanted ?? `${randomLocalPart()}@${domains[0]}`
         const existing = store.byAddress(address)
@@ -171,7 +182,7 @@ export function createMailService({ db, config, spool, signer, events, clock }: 
         const id = store.createMailbox(address, caller.accountId, now, now + ttlMs)
         return store.byId(id)!
       }
-    })()
+    })())
     if (freed.length) void dropBlobs(freed)
     return answer(row)
   }
@@ -249,7 +260,7 @@ export function createMailService({ db, config, spool, signer, events, clock }: 
     const box = owned(caller, input.address)
     const row = store.message(input.id)
     if (!row || row.mailbox_id !== box.id) throw notFound(`There is no message ${input.id} in ${box.address}.`)
-    store.markSeen(row.id)
+    bestEffort(() => store.markSeen(row.id))
     const now = clock()
     const { id, from, subject, date, received, size } = summary(row)
     return {
