@@ -225,6 +225,9 @@ describe('the writer thread', () => {
       const file = join(box.dir, 'linkbox.db')
       box.recorder.start()
       await box.recorder.flush() // the thread is up
+      // The schema the migrations wrote is in the WAL until the thread's first checkpoint, which may run
+      // at any moment (every 20 ms here): wait for it, so that it cannot land inside the write below.
+      for (let i = 0; i < 200 && statSync(file).size <= 4096; i++) await Bun.sleep(10)
       const before = statSync(file).size
       // ~1500 pages in one commit: past SQLite's automatic checkpoint (1000 pages) had it been on.
       box.db.exec("CREATE TABLE filler AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1500) SELECT randomblob(3000) AS b FROM n")
