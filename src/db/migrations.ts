@@ -184,8 +184,10 @@ export const migrations: Migration[] = [
   END;
   `,
   /* 5: temporary mail (issue 8). A mailbox belongs to one account; its messages and their attachments go
-     with it (ON DELETE CASCADE). The bytes live in files under data_dir/mail/<blob>/ (raw.eml, one file per
-     attachment); several mailboxes of one delivery share a blob, which is removed once no row names it.
+     with it (ON DELETE CASCADE). The bytes live in files under data_dir/mail/<blob>/ (raw.eml, body.json with
+     the text, HTML, recipients and links, one file per attachment); several mailboxes of one delivery share
+     a blob, which is removed once no row names it. A message to 50 mailboxes is stored once, and a row holds
+     only what a list shows.
      AUTOINCREMENT: an id is never given twice, so a signed link or an `after` cursor can never come to
      name another message after a deletion. */ `
   CREATE TABLE mailboxes (
@@ -213,11 +215,6 @@ export const migrations: Migration[] = [
     date INTEGER,
     intro TEXT NOT NULL,
     attachments INTEGER NOT NULL,
-    to_json TEXT NOT NULL,
-    cc_json TEXT NOT NULL,
-    text TEXT NOT NULL,
-    html TEXT,
-    links_json TEXT NOT NULL,
     parse_error TEXT
   );
   CREATE INDEX mail_messages_mailbox ON mail_messages(mailbox_id, id);

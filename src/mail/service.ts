@@ -11,7 +11,8 @@ import type { Events } from '../events'
 import type { LinkSigner } from '../signing'
 import { parseMessage } from './parse'
 import type { Spool, Taken } from './spool'
-import { createMailStore, type MailboxRow, type MessageSummaryRow, type Person } from './store'
+import { readFile } from 'node:fs/promises'
+import { createMailStore, type MailboxRow, type MessageBody, type MessageSummaryRow } from './store'
 
 export const MAX_RECIPIENTS = 50
 export const MAX_WAIT_SECONDS = 60
@@ -256,10 +257,19 @@ export function createMailService({ db, config, spool, signer, events, clock }: 
     return `${base}${path}?${signer.sign(id, now + MAIL_LINK_TTL_MS).query}`
   }
 
-  function readMessage(caller: Caller, input: { address: string; id: number }) {
+  async function readMessage(caller: Caller, input: { address: string; id: number }) {
     const box = owned(caller, input.address)
     const row = store.message(input.id)
     if (!row || row.mailbox_id !== box.id) throw notFound(`There is no message ${input.id} in ${box.address}.`)
+    const attachments = store.attachmentsOf(row.id)
+    let body: MessageBody
+    try {
+      body = JSON.parse(await readFile(spool.bodyPath(row.blob), 'utf8')) as MessageBody
+    } catch (err) {
+      // Deleted meanwhile (swept, or the mailbox taken over): gone, like the row.
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !store.message(row.id)) throw notFound(`There is no message ${input.id} in ${box.address}.`)
+      throw err
+    }
     bestEffort(() => store.markSeen(row.id))
     const now = clock()
     const { id, from, subject, date, received, size } = summary(row)
@@ -267,16 +277,16 @@ export function createMailService({ db, config, spool, signer, events, clock }: 
       id,
       address: box.address,
       from,
-      to: JSON.parse(row.to_json) as Person[],
-      cc: JSON.parse(row.cc_json) as Person[],
+      to: body.to,
+      cc: body.cc,
       subject,
       date,
       received,
       size,
       seen: true,
-      text: row.text,
-      html: row.html,
-      attachments: store.attachmentsOf(row.id).map((a) => ({
+      text: body.text,
+      html: body.html,
+      attachments: attachments.map((a) => ({
         id: a.id,
         filename: a.filename,
         content_type: a.content_type,
@@ -284,7 +294,7 @@ export function createMailService({ db, config, spool, signer, events, clock }: 
         url: signedUrl(`/mail/attachment/${a.id}`, `mail-attachment-${a.id}`, now),
       })),
       raw: signedUrl(`/mail/raw/${row.id}`, `mail-raw-${row.id}`, now),
-      links: JSON.parse(row.links_json) as string[],
+      links: body.links,
     }
   }
 
@@ -345,7 +355,9 @@ export function createMailService({ db, config, spool, signer, events, clock }: 
       try {
         const parsed = await parseMessage(spool.source(taken), envelopeFrom)
         if (abandon()) throw new SmtpReply(421, '4.3.2 the server is shutting down; try again later')
-        blob = await spool.store(taken, parsed.parts)
+        const f = parsed.fields
+        const body: MessageBody = { to: f.to, cc: f.cc, text: f.text, html: f.html, links: f.links }
+        blob = await spool.store(taken, JSON.stringify(body), parsed.parts)
         if (abandon()) throw new SmtpReply(421, '4.3.2 the server is shutting down; try again later')
         const storedBlob = blob
         const now = clock()

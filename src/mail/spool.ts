@@ -1,6 +1,7 @@
 // The bytes of mail on disk, under <data_dir>/mail:
 //   incoming/<random>.eml      a message being received (larger ones are streamed here, never into memory)
-//   <xx>/<blob>/raw.eml        the message as received; <blob>/<part>.bin each attachment, decoded
+//   <xx>/<blob>/raw.eml        the message as received; body.json its text, HTML, recipients and links;
+//                              <part>.bin each attachment, decoded
 // A blob is written and fsynced (files, then its folder, then the folder above) before the rows that name
 // it are committed, and only then does the client hear 250: an acknowledged message survives a crash.
 // A crash between the files and the commit leaves a blob no row names; sweepOrphans() removes those.
@@ -55,6 +56,7 @@ export function createSpool(dataDir: string) {
     root,
     rawPath: (blob: string) => join(dirOf(blob), 'raw.eml'),
     partPath: (blob: string, part: number) => join(dirOf(blob), `${part}.bin`),
+    bodyPath: (blob: string) => join(dirOf(blob), 'body.json'),
 
     /**
      * Reads a DATA stream to its end, counting the bytes. Past `maxBytes` nothing more is kept (the rest is
@@ -120,8 +122,8 @@ export function createSpool(dataDir: string) {
       if (taken.file) await rm(taken.file, { force: true })
     },
 
-    /** Writes a message's blob (raw + attachments) and fsyncs it; returns its name. */
-    async store(taken: Taken, parts: Uint8Array[]): Promise<string> {
+    /** Writes a message's blob (raw, body.json, attachments) and fsyncs it; returns its name. */
+    async store(taken: Taken, body: string, parts: Uint8Array[]): Promise<string> {
       await prepare()
       const blob = randomUUID().replaceAll('-', '')
       const dir = dirOf(blob)
@@ -133,6 +135,7 @@ export function createSpool(dataDir: string) {
           await rename(taken.file, join(dir, 'raw.eml'))
           taken.file = null
         } else await writeSynced(join(dir, 'raw.eml'), taken.bytes!)
+        await writeSynced(join(dir, 'body.json'), Buffer.from(body))
         for (let i = 0; i < parts.length; i++) await writeSynced(join(dir, `${i + 1}.bin`), parts[i]!)
         await fsyncPath(dir)
         await fsyncPath(parent)

@@ -49,11 +49,15 @@ export interface MessageSummaryRow {
 export interface MessageRow extends MessageSummaryRow {
   mailbox_id: number
   blob: string
-  to_json: string
-  cc_json: string
+}
+
+/** What a message shows beyond its list entry: kept in the blob (body.json), once per delivery. */
+export interface MessageBody {
+  to: Person[]
+  cc: Person[]
   text: string
   html: string | null
-  links_json: string
+  links: string[]
 }
 
 export interface AttachmentRow {
@@ -82,8 +86,8 @@ export function createMailStore(db: Db) {
     expired: db.query<{ id: number }, [number, number]>('SELECT id FROM mailboxes WHERE expires <= ? ORDER BY expires LIMIT ?'),
     insertMessage: db.query<{ id: number }, any[]>(
       `INSERT INTO mail_messages (mailbox_id, blob, received, size, envelope_from, from_address, from_name, subject, date,
-         intro, attachments, to_json, cc_json, text, html, links_json, parse_error)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+         intro, attachments, parse_error)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
     ),
     insertAttachment: db.query<unknown, [number, number, string, string, number]>(
       'INSERT INTO mail_attachments (message_id, part, filename, content_type, size) VALUES (?, ?, ?, ?, ?)',
@@ -92,7 +96,7 @@ export function createMailStore(db: Db) {
       `SELECT ${SUMMARY} FROM mail_messages WHERE mailbox_id = ? AND id > ? ORDER BY id DESC LIMIT ?`,
     ),
     newest: db.query<{ id: number }, [number]>('SELECT max(id) AS id FROM mail_messages WHERE mailbox_id = ?'),
-    message: db.query<MessageRow, [number]>('SELECT * FROM mail_messages WHERE id = ?'),
+    message: db.query<MessageRow, [number]>(`SELECT ${SUMMARY}, mailbox_id, blob FROM mail_messages WHERE id = ?`),
     attachmentsOf: db.query<Omit<AttachmentRow, 'blob' | 'mailbox_id'>, [number]>(
       'SELECT id, message_id, part, filename, content_type, size FROM mail_attachments WHERE message_id = ? ORDER BY part',
     ),
@@ -124,7 +128,7 @@ export function createMailStore(db: Db) {
     insertMessage(mailboxId: number, blob: string, received: number, size: number, f: ParsedFields): number {
       const id = q.insertMessage.get(
         mailboxId, blob, received, size, f.envelope_from, f.from.address, f.from.name, f.subject, f.date, f.intro,
-        f.attachments.length, JSON.stringify(f.to), JSON.stringify(f.cc), f.text, f.html, JSON.stringify(f.links), f.parse_error,
+        f.attachments.length, f.parse_error,
       )!.id
       for (const a of f.attachments) q.insertAttachment.run(id, a.part, a.filename, a.content_type, a.size)
       return id
