@@ -368,3 +368,118 @@ describe('mail acknowledged with 250 survives a SIGKILL', () => {
     }
   })
 })
+
+describe('SIGTERM', () => {
+  test('messages.json requests held with wait=30 are answered (200, empty) and the process exits 0 at once', async () => {
+    const config = await mailConfig()
+    const key = await createAccount(config.configPath, 'bob')
+    const server = await startMail(config)
+    const a = await newMailbox(server, key, 'first')
+    const b = await newMailbox(server, key, 'second')
+    const held = [a, b].map(async (address) => {
+      const r = await api(server, key, 'messages.json', { address, wait: '30' })
+      return { status: r.status, body: r.body, at: performance.now() }
+    })
+    // Both must really be held before the signal: the gauge counts them.
+    for (;;) {
+      const metrics = await (await fetch(`${server.url}/metrics`)).text()
+      if (/^linkbox_mail_waiting 2$/m.test(metrics)) break
+      await Bun.sleep(20)
+    }
+    const signalled = performance.now()
+    expect(await server.stop('SIGTERM', 30_000)).toBe(0)
+    const exited = performance.now()
+    for (const [i, r] of (await Promise.all(held)).entries()) {
+      expect(r.status).toBe(200)
+      expect(r.body.return).toEqual({ address: [a, b][i], messages: [] })
+      expect(r.at).toBeLessThan(exited)
+    }
+    // "Well before 30 s": no wait is sat out. The bound is the 5 s shutdown grace, with room for a slow machine.
+    expect(exited - signalled).toBeLessThan(10_000)
+    expect(server.stdout()).toContain('SIGTERM')
+  })
+
+  test('a session in DATA may finish (250, kept) while an idle session is told 421 at once', async () => {
+    const config = await mailConfig()
+    const key = await createAccount(config.configPath, 'carol')
+    let server = await startMail(config)
+    const address = await newMailbox(server, key, 'inbox')
+
+    // An idle session: one message delivered, then nothing (between messages when the signal comes).
+    const idle = await SmtpClient.open(server.smtpPort)
+    const first = await outgoing(address, 1, [])
+    expect((await idle.send(first.from, address, first.raw)).code).toBe(250)
+
+    // A session in the middle of DATA: half a message (with an attachment) is on the wire.
+    const busy = await SmtpClient.open(server.smtpPort)
+    const second = await outgoing(address, 2, [40_000])
+    const wire = dotStuff(second.raw)
+    const half = Math.floor(wire.length / 2)
+    await busy.begin(second.from, address)
+    await busy.write(wire.subarray(0, half))
+
+    const signalled = performance.now()
+    const exited = server.stop('SIGTERM', 20_000)
+    const told = await idle.next()
+    expect(told.code).toBe(421)
+    expect(told.text).toStartWith('4.3.2 ') // linkbox's own 421, not smtp-server's at the end of the grace
+    expect(told.at - signalled).toBeLessThan(4_000) // the grace is 5 s: "at once" is well inside it
+    await idle.closed // 421 closes the channel
+
+    // The rest of the message after the signal: 250 and kept, or 421 and not kept; never 250 and lost.
+    await busy.write(wire.subarray(half))
+    const reply = await busy.command('.')
+    expect([250, 421]).toContain(reply.code)
+    if (reply.code === 250) await busy.command('QUIT')
+    expect(await exited).toBe(0)
+    expect(spoolProblems(config)).toEqual([])
+    expect(incomingFiles(config)).toEqual([])
+
+    server = await startMail(config)
+    try {
+      const listed = await api(server, key, 'messages.json', { address })
+      const subjects = (listed.body.return.messages as { subject: string }[]).map((m) => m.subject)
+      if (reply.code === 250) {
+        const [id] = storedIds(reply.text)
+        expect(subjects).toEqual([second.subject, first.subject])
+        await expectStoredExactly(server, key, address, id!, second)
+      } else expect(subjects).toEqual([first.subject])
+    } finally {
+      expect(await server.stop()).toBe(0)
+    }
+  })
+
+  test('a session that never finishes its DATA: cut at the end of the grace, nothing of it kept', async () => {
+    const config = await mailConfig()
+    const key = await createAccount(config.configPath, 'dave')
+    let server = await startMail(config)
+    const address = await newMailbox(server, key, 'inbox')
+
+    // Over 1 MiB arrives, so the spool has started an incoming file for it; then the client stalls.
+    const stalled = await SmtpClient.open(server.smtpPort)
+    const message = await outgoing(address, 3, [2 * 1024 * 1024])
+    const wire = dotStuff(message.raw)
+    await stalled.begin(message.from, address)
+    await stalled.write(wire.subarray(0, Math.floor(wire.length * 0.75)))
+    for (let deadline = Date.now() + 10_000; incomingFiles(config).length === 0; ) {
+      if (Date.now() > deadline) throw new Error('no incoming file appeared')
+      await Bun.sleep(10)
+    }
+
+    const signalled = performance.now()
+    expect(await server.stop('SIGTERM', 20_000)).toBe(0)
+    expect(performance.now() - signalled).toBeLessThan(12_000) // the 5 s grace, then the session is cut
+    const reply = await stalled.next()
+    expect(reply.code === 0 || reply.code === 421).toBe(true)
+    expect(messageCount(config)).toBe(0)
+    expect(incomingFiles(config)).toEqual([]) // the partial message was removed, not left for the orphan sweep
+    expect(spoolProblems(config)).toEqual([])
+
+    server = await startMail(config)
+    try {
+      expect((await api(server, key, 'messages.json', { address })).body.return.messages).toEqual([])
+    } finally {
+      expect(await server.stop()).toBe(0)
+    }
+  })
+})
