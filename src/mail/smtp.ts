@@ -3,6 +3,7 @@
 // (552 over mail.max_message_bytes, and then never parsed); 250 comes only once the message is on disk
 // and committed (service.deliver). No AUTH: this is an inbound server for its own domains, not a relay.
 import { readFileSync } from 'node:fs'
+import type { Readable } from 'node:stream'
 import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from 'smtp-server'
 import type { Config } from '../config'
 import { ConfigError } from '../errors'
@@ -40,6 +41,9 @@ export function startSmtp(config: Config, mail: MailService, spool: Spool): Prom
   const inData = new Set<string>()
   // Set when the shutdown grace has run out: a message not yet committed is then dropped (421), never half kept.
   let forced = false
+  // Messages still arriving, by session: a client that stalls mid-DATA past the grace never ends its stream,
+  // so at shutdown the stream is cut here and the partial file removed before the process exits.
+  const arriving = new Map<string, { stream: Readable; taken: Promise<unknown> }>()
 
   const server = new SMTPServer({
     name: mail.domains[0],
@@ -89,8 +93,11 @@ export function startSmtp(config: Config, mail: MailService, spool: Spool): Prom
         inData.delete(session.id)
         callback(err, message)
       }
-      spool
-        .take(stream, max_message_bytes)
+      const taking = spool.take(stream, max_message_bytes)
+      arriving.set(session.id, { stream, taken: taking })
+      const arrived = () => void arriving.delete(session.id)
+      taking.then(arrived, arrived)
+      taking
         .then(async (taken) => {
           if (taken.oversize) {
             await spool.discard(taken)
@@ -132,7 +139,9 @@ export function startSmtp(config: Config, mail: MailService, spool: Spool): Prom
             const timer = setTimeout(() => (forced = true), CLOSE_GRACE_MS - 100)
             server.close(() => {
               clearTimeout(timer)
-              done()
+              const left = [...arriving.values()]
+              for (const { stream } of left) stream.destroy()
+              void Promise.allSettled(left.map((a) => a.taken)).then(() => done())
             })
             // Connections between messages are told at once; those in DATA get the grace to finish.
             for (const connection of server.connections as Set<{ id: string; send(code: number, text: string): void; close(): void }>) {
