@@ -115,6 +115,7 @@ const FILLER =
  */
 export function smallMessage(n: number, from: string, to: string): string {
   const lines = [
+    `Received: from sender.test (sender.test [192.0.2.1]) by bench.test with ESMTP id ${n}; ${new Date().toUTCString()}`,
     `From: Bench Sender <${from}>`,
     `To: <${to}>`,
     `Subject: Confirm your account, message ${n}`,
@@ -134,6 +135,7 @@ export function smallMessage(n: number, from: string, to: string): string {
     '',
     '-- ',
     'The bench',
+    'You receive this message because someone entered this address on the sign-up page.',
   ]
   return lines.join('\r\n') + '\r\n'
 }
