@@ -134,6 +134,7 @@ export async function startMailBox(command: readonly string[] | undefined): Prom
     }
   } catch (err) {
     await server.kill()
+    rmSync(config.dir, { recursive: true, force: true })
     throw err
   }
 }
