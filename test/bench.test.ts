@@ -1,5 +1,6 @@
 // The bench's pure helpers: reading wrk's output, judging a figure against its target, the RESULTS.md
-// table, and the loader's code permutation and exact splits (a wrong one would bench the wrong thing).
+// table, and the loader's code permutation and exact splits (a wrong one would bench the wrong thing);
+// and the mail bench's own SMTP client, which must count as accepted only what a server really accepted.
 import { Database } from 'bun:sqlite'
 import { describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
@@ -9,6 +10,8 @@ import { load, nthCode, seeded, split } from '../scripts/bench/load'
 import { removeDir, tempDir } from './support/server'
 import { formatValue, met, resultsTable, type Run } from '../scripts/bench/results'
 import { parseWrk } from '../scripts/bench/wrk'
+import { startBareSmtp, startMailBox, type MailBox } from '../scripts/bench/mail'
+import { quantile, replyReader, smallMessage, smtpLoad } from '../scripts/bench/smtp-load'
 
 const WRK_OUTPUT = `Running 4s test @ http://127.0.0.1:40123
   2 threads and 64 connections
@@ -120,4 +123,59 @@ test('load: the accounts, their links and a year of clicks in a database of the 
   } finally {
     removeDir(dir)
   }
+})
+
+describe('the mail bench client', () => {
+  test('replies: continuation lines join, a reply split across chunks waits for its end, each is stamped when complete', () => {
+    let clock = 0
+    const read = replyReader(() => ++clock)
+    expect(read('220 bare ESMTP\r\n250-bare.test greets\r\n250-PIPELI')).toEqual([{ code: 220, text: 'bare ESMTP', at: 1 }])
+    expect(read('NING\r\n250 SIZE 10485760\r')).toEqual([])
+    expect(read('\n354 End data with <CR><LF>.<CR><LF>\r\n')).toEqual([
+      { code: 250, text: 'bare.test greets\nPIPELINING\nSIZE 10485760', at: 2 },
+      { code: 354, text: 'End data with <CR><LF>.<CR><LF>', at: 3 },
+    ])
+    expect(() => read('hello\r\n')).toThrow('not a reply line')
+  })
+  test('the p99 is a nearest rank: of 100 values the 99th, of 10 the largest', () => {
+    const hundred = Array.from({ length: 100 }, (_, i) => i + 1)
+    expect(quantile(hundred, 0.99)).toBe(99)
+    expect(quantile(hundred, 0.5)).toBe(50)
+    expect(quantile([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 0.99)).toBe(10)
+    expect(quantile([], 0.99)).toBeNaN()
+  })
+  test('a message is about 1 KB of CRLF lines, none starting with "." (it is sent without dot-stuffing)', () => {
+    const m = smallMessage(12345, 'a@sender.test', 'b@bench.test')
+    expect(m.length).toBeGreaterThan(900)
+    expect(m.length).toBeLessThan(1200)
+    expect(m.endsWith('\r\n')).toBe(true)
+    expect(m.replace(/\r\n/g, '')).not.toMatch(/[\r\n]/)
+    expect(m.split('\r\n').some((l) => l.startsWith('.'))).toBe(false)
+  })
+})
+
+describe('the mail bench against real servers', () => {
+  test('the bare server answers every message 250; linkbox stores each message it acknowledges, and a refusal is no success', async () => {
+    const bare = await startBareSmtp()
+    let box: MailBox | undefined
+    try {
+      const b = await smtpLoad({ port: bare.port, connections: 2, seconds: 0.5, recipients: ['anyone@bare.test'] })
+      expect(b.errors).toBe(0)
+      expect(b.accepted).toBeGreaterThan(0)
+      expect(b.p99ms).toBeGreaterThan(0)
+      box = await startMailBox(undefined)
+      const l = await smtpLoad({ port: box.smtpPort, connections: 3, seconds: 0.5, recipients: box.recipients })
+      expect(l.firstError).toBeNull()
+      expect(l.accepted).toBeGreaterThan(0)
+      expect(await box.stored()).toBe(l.accepted)
+      const refused = await smtpLoad({ port: box.smtpPort, connections: 1, seconds: 0.2, recipients: ['nobody@bench.test'] })
+      expect(refused.accepted).toBe(0)
+      expect(refused.errors).toBeGreaterThan(0)
+      expect(refused.firstError).toStartWith('envelope: 550 5.1.1')
+      expect(await box.stored()).toBe(l.accepted)
+    } finally {
+      await box?.server.stop()
+      await bare.stop()
+    }
+  }, 60_000)
 })

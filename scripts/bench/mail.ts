@@ -1,0 +1,229 @@
+// Mail (issue 8): small messages per second ingested end to end by `linkbox serve` (the 250 arrives only
+// once the message is parsed, its files fsynced and its rows committed), against a bare smtp-server of the
+// same package and version that reads each message to its end and answers 250 (bare-smtp.ts). Both are
+// child processes, driven by the same raw SMTP client (smtp-load.ts), measured alternately in the same
+// run. Issue 8's target: at least 0.5 of the bare server; the p99 from the end of DATA to the 250 beside it.
+//
+//   bun scripts/bench/mail.ts          this section alone, linkbox from source (`bun src/main.ts serve`)
+import { rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { join } from 'node:path'
+import { createAccount, startServer, tempDir, writeConfig, type RunningServer } from '../../test/support/server'
+import type { BenchContext } from './context'
+import { smtpLoad, type LoadResult } from './smtp-load'
+import { median, peakRss, rssMiB } from './wrk'
+
+/** Connections at once, each with one message at a time: a busy inbound relay's worth. */
+export const MAIL_CONNECTIONS = 16
+/** Mailboxes the messages are spread over (connection i → mailbox i mod this). */
+const MAILBOXES = 8
+/** mail.max_messages for the run: far above what a run sends, so that no mailbox fills. */
+const MAX_MESSAGES = 100_000
+const DOMAIN = 'bench.test'
+
+export interface SmtpChild {
+  port: number
+  pid: number
+  stop(): Promise<void>
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer()
+    s.once('error', reject)
+    s.listen(0, '127.0.0.1', () => {
+      const address = s.address()
+      s.close(() => resolve(typeof address === 'object' && address ? address.port : 0))
+    })
+  })
+}
+
+/** Resolves with the first match of `pattern` in what `text()` returns, polled; rejects after `ms`. */
+async function waitFor(text: () => string, pattern: RegExp, ms: number, what: string, exited: () => boolean): Promise<RegExpMatchArray> {
+  const until = performance.now() + ms
+  for (;;) {
+    const m = text().match(pattern)
+    if (m) return m
+    if (exited()) throw new Error(`bench: ${what} exited before saying ${pattern}: ${text()}`)
+    if (performance.now() > until) throw new Error(`bench: ${what} did not say ${pattern} within ${ms} ms: ${text()}`)
+    await Bun.sleep(10)
+  }
+}
+
+/** The bare smtp-server (bare-smtp.ts) in a process of its own. */
+export async function startBareSmtp(): Promise<SmtpChild> {
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, 'bare-smtp.ts')], { stdout: 'pipe', stderr: 'inherit', stdin: 'ignore' })
+  let out = ''
+  void (async () => {
+    const decoder = new TextDecoder()
+    const reader = proc.stdout.getReader()
+    for (let r = await reader.read(); !r.done; r = await reader.read()) out += decoder.decode(r.value, { stream: true })
+  })()
+  try {
+    const m = await waitFor(() => out, /bare SMTP on 127\.0\.0\.1:(\d+)/, 15_000, 'bare-smtp.ts', () => proc.exitCode !== null)
+    return {
+      port: Number(m[1]),
+      pid: proc.pid,
+      async stop() {
+        proc.kill('SIGTERM')
+        const t = setTimeout(() => proc.kill('SIGKILL'), 5_000)
+        await proc.exited
+        clearTimeout(t)
+      },
+    }
+  } catch (err) {
+    proc.kill('SIGKILL')
+    throw err
+  }
+}
+
+export interface MailBox {
+  server: RunningServer
+  smtpPort: number
+  key: string
+  /** The live mailboxes the load is spread over. */
+  recipients: string[]
+  /** Messages stored in them, as mailbox.json counts them. */
+  stored(): Promise<number>
+}
+
+/** GET an /api method (the mail methods take GET only). */
+async function apiGet(base: string, method: string, query: Record<string, string>, key: string): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${base}/api/${method}?${new URLSearchParams(query)}`, { headers: { 'x-api-key': key } })
+  return { status: res.status, body: await res.json() }
+}
+
+/** `linkbox serve` (the given command) with SMTP on a free port, an account and MAILBOXES mailboxes made through the API. */
+export async function startMailBox(command: readonly string[] | undefined): Promise<MailBox> {
+  const smtpPort = await freePort()
+  const config = writeConfig(tempDir('linkbox-bench-mail-'), {
+    mail: { domains: [DOMAIN], smtp_host: '127.0.0.1', smtp_port: smtpPort, max_messages: MAX_MESSAGES, max_connections_per_ip: 1000 },
+  })
+  const server = await startServer({ config, command, startTimeoutMs: 60_000 })
+  try {
+    await waitFor(server.stdout, /linkbox: SMTP on [^\s:]+:(\d+)/, 15_000, 'linkbox serve', () => server.proc.exitCode !== null)
+    const key = await createAccount(server.configPath, 'bench', { command })
+    const recipients: string[] = []
+    for (let i = 0; i < MAILBOXES; i++) {
+      const made = await apiGet(server.url, 'mailbox.json', { address: `bench${i}@${DOMAIN}` }, key)
+      if (made.status !== 200) throw new Error(`bench: mailbox.json answered ${made.status}: ${JSON.stringify(made.body)}`)
+      recipients.push(made.body.return.address)
+    }
+    const stored = async () => {
+      let n = 0
+      for (const address of recipients) n += (await apiGet(server.url, 'mailbox.json', { address }, key)).body.return.messages as number
+      return n
+    }
+    const stop = server.stop
+    return {
+      // The data directory goes with the server.
+      server: {
+        ...server,
+        stop: async (signal, timeoutMs) => {
+          try {
+            return await stop(signal, timeoutMs)
+          } finally {
+            rmSync(config.dir, { recursive: true, force: true })
+          }
+        },
+      },
+      smtpPort,
+      key,
+      recipients,
+      stored,
+    }
+  } catch (err) {
+    await server.kill()
+    rmSync(config.dir, { recursive: true, force: true })
+    throw err
+  }
+}
+
+const fmt = (r: LoadResult) =>
+  `${Math.round(r.rate).toString().padStart(6)} msgs/s  end of DATA → 250: p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms` +
+  `  (${r.accepted.toLocaleString('en-US')} in ${r.seconds.toFixed(1)} s)${r.errors ? `  ERRORS ${r.errors}: ${r.firstError}` : ''}`
+
+export async function benchMail(opts: {
+  rounds: number
+  seconds: number
+  /** The linkbox to run: the bench's binary, or `bun src/main.ts` when undefined. */
+  command?: readonly string[]
+  figures?: BenchContext['figures']
+  commands?: string[]
+}): Promise<string[]> {
+  const lines: string[] = []
+  const bare = await startBareSmtp()
+  let box: MailBox | undefined
+  try {
+    box = await startMailBox(opts.command)
+    const { recipients, smtpPort } = box
+    const load = (port: number, seconds: number) => smtpLoad({ port, connections: MAIL_CONNECTIONS, seconds, recipients })
+    // Warm both (JIT, mailparser's first use, the statement cache).
+    await load(bare.port, 1)
+    let acknowledged = (await load(smtpPort, 1)).accepted
+    const idle = rssMiB(box.server.proc.pid)
+    const ratios: number[] = []
+    const bares: LoadResult[] = []
+    const boxes: LoadResult[] = []
+    let peak = 0
+    let errors = 0
+    for (let i = 0; i < opts.rounds; i++) {
+      const b = await load(bare.port, opts.seconds)
+      const run = load(smtpPort, opts.seconds)
+      const [l, rss] = await Promise.all([run, peakRss(box.server.proc.pid, run)])
+      peak = Math.max(peak, rss)
+      acknowledged += l.accepted
+      errors += b.errors + l.errors
+      bares.push(b)
+      boxes.push(l)
+      ratios.push(l.rate / b.rate)
+      lines.push(`round ${i + 1}: bare smtp-server    ${fmt(b)}`)
+      lines.push(`round ${i + 1}: linkbox serve       ${fmt(l)}  (ratio ${(l.rate / b.rate).toFixed(2)})`)
+    }
+    const stored = await box.stored()
+    const ratio = median(ratios)
+    const bareRate = median(bares.map((r) => r.rate))
+    const bareP99 = median(bares.map((r) => r.p99ms))
+    const boxP99 = median(boxes.map((r) => r.p99ms))
+    const met = ratio >= 0.5
+    lines.push(
+      `mail ingested end to end / bare smtp-server: median ratio ${ratio.toFixed(2)} over ${opts.rounds} rounds of ${opts.seconds} s ` +
+        `(${MAIL_CONNECTIONS} connections, ~1 KB messages over ${recipients.length} mailboxes); target ≥ 0.50: ${met ? 'met' : 'MISSED'}`,
+    )
+    lines.push(`end of DATA → 250, p99 (median of the rounds): linkbox ${boxP99.toFixed(2)} ms, bare ${bareP99.toFixed(2)} ms`)
+    lines.push(`linkbox: ${stored.toLocaleString('en-US')} messages stored, ${acknowledged.toLocaleString('en-US')} acknowledged with 250; RSS ${idle.toFixed(0)} MiB before, peak ${peak.toFixed(0)} MiB`)
+    if (stored !== acknowledged) lines.push(`MISMATCH: ${acknowledged - stored} messages were acknowledged but are not in their mailboxes`)
+    if (errors) lines.push(`ERRORS: ${errors} messages were refused or lost (see the rounds)`)
+    opts.figures?.push(
+      {
+        id: 'mail-ratio',
+        label: 'Mail ingested end to end (250 received) ÷ bare smtp-server',
+        value: ratio,
+        unit: '×',
+        target: { op: '>=', value: 0.5 },
+        baseline: `bare smtp-server: ${Math.round(bareRate).toLocaleString('en-US')} msgs/s, p99 ${bareP99.toFixed(2)} ms`,
+      },
+      {
+        id: 'mail-p99',
+        label: 'Mail: end of DATA → 250, p99',
+        value: boxP99,
+        unit: 'ms',
+        baseline: `bare smtp-server: p99 ${bareP99.toFixed(2)} ms`,
+      },
+    )
+    opts.commands?.push(
+      `# mail: smtpLoad() of scripts/bench/smtp-load.ts in the bench process, ${MAIL_CONNECTIONS} connections × ${opts.seconds} s, ` +
+        `MAIL+RCPT+DATA pipelined, ~1 KB messages, against scripts/bench/bare-smtp.ts and linkbox serve (mail.max_messages ${MAX_MESSAGES}); alone: bun scripts/bench/mail.ts`,
+    )
+  } finally {
+    await box?.server.stop()
+    await bare.stop()
+  }
+  return lines
+}
+
+if (import.meta.main) {
+  const rounds = Number(process.env.LINKBOX_BENCH_ROUNDS ?? 3)
+  const seconds = Number(process.env.LINKBOX_BENCH_SECONDS ?? 4)
+  console.log((await benchMail({ rounds, seconds })).join('\n'))
+}
