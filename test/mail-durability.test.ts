@@ -235,17 +235,29 @@ async function outgoing(to: string, i: number, attachmentSizes: number[]): Promi
 }
 
 /** Rows whose files are missing or of another size: a message half stored. Empty when all is well. */
+/** Rows whose bytes are missing or of the wrong size, in files (large messages) or in mail_inline (small ones). */
 function spoolProblems(config: TestConfig): string[] {
   const db = new Database(join(config.dataDir, 'linkbox.db'), { readonly: true })
   const problems: string[] = []
   try {
     const rows = db.query('SELECT id, blob, size FROM mail_messages').all() as { id: number; blob: string; size: number }[]
     for (const row of rows) {
+      const parts = db.query('SELECT part, size FROM mail_attachments WHERE message_id = ?').all(row.id) as { part: number; size: number }[]
+      // A small message's bytes are in the database (mail_inline), committed with its row.
+      const inline = db.query('SELECT length(raw) AS size FROM mail_inline WHERE blob = ?').get(row.blob) as { size: number } | null
+      if (inline) {
+        if (inline.size !== row.size) problems.push(`message ${row.id}: the inline source has ${inline.size} bytes, the row says ${row.size}`)
+        for (const p of parts) {
+          const part = db.query('SELECT length(data) AS size FROM mail_inline_parts WHERE blob = ? AND part = ?').get(row.blob, p.part) as { size: number } | null
+          if (!part) problems.push(`message ${row.id}: no inline part ${p.part}`)
+          else if (part.size !== p.size) problems.push(`message ${row.id}: inline part ${p.part} has the wrong size`)
+        }
+        continue
+      }
       const dir = join(config.dataDir, 'mail', row.blob.slice(0, 2), row.blob)
       const raw = join(dir, 'raw.eml')
       if (!existsSync(raw)) problems.push(`message ${row.id}: no raw.eml`)
       else if (statSync(raw).size !== row.size) problems.push(`message ${row.id}: raw.eml has ${statSync(raw).size} bytes, the row says ${row.size}`)
-      const parts = db.query('SELECT part, size FROM mail_attachments WHERE message_id = ?').all(row.id) as { part: number; size: number }[]
       for (const p of parts) {
         const file = join(dir, `${p.part}.bin`)
         if (!existsSync(file)) problems.push(`message ${row.id}: no ${p.part}.bin`)

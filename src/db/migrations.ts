@@ -184,9 +184,9 @@ export const migrations: Migration[] = [
   END;
   `,
   /* 5: temporary mail (issue 8). A mailbox belongs to one account; its messages and their attachments go
-     with it (ON DELETE CASCADE). The bytes live in files under data_dir/mail/<blob>/ (raw.eml, body.json with
-     the text, HTML, recipients and links, one file per attachment); several mailboxes of one delivery share
-     a blob, which is removed once no row names it. A message to 50 mailboxes is stored once, and a row holds
+     with it (ON DELETE CASCADE). The bytes of a message (its blob) live in files under data_dir/mail/<blob>/
+     (raw.eml, body.json with the text, HTML, recipients and links, one file per attachment), or for a small
+     message in mail_inline; several mailboxes of one delivery share a blob, removed once no row names it. A message to 50 mailboxes is stored once, and a row holds
      only what a list shows.
      AUTOINCREMENT: an id is never given twice, so a signed link or an `after` cursor can never come to
      name another message after a deletion. */ `
@@ -228,6 +228,25 @@ export const migrations: Migration[] = [
     size INTEGER NOT NULL
   );
   CREATE INDEX mail_attachments_message ON mail_attachments(message_id);
+  -- A small message (raw, body and attachments under 256 KiB together) is kept here instead of in files: the
+  -- commit that stores its rows stores its bytes, and one fsync of the WAL covers a whole group of messages
+  -- (files cost three fsyncs each, which the disk does one at a time). Removed with the last row naming it.
+  CREATE TABLE mail_inline (
+    blob TEXT PRIMARY KEY,
+    raw BLOB NOT NULL,
+    body TEXT NOT NULL
+  ) WITHOUT ROWID;
+  CREATE TABLE mail_inline_parts (
+    blob TEXT NOT NULL,
+    part INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (blob, part)
+  ) WITHOUT ROWID;
+  CREATE TRIGGER mail_inline_gone AFTER DELETE ON mail_messages
+    WHEN NOT EXISTS (SELECT 1 FROM mail_messages WHERE blob = OLD.blob) BEGIN
+    DELETE FROM mail_inline WHERE blob = OLD.blob;
+    DELETE FROM mail_inline_parts WHERE blob = OLD.blob;
+  END;
   -- The count and bytes of a mailbox, kept by triggers: RCPT checks "full" with one row, /metrics reads sums.
   CREATE TRIGGER mail_count_insert AFTER INSERT ON mail_messages BEGIN
     UPDATE mailboxes SET messages = messages + 1, bytes = bytes + NEW.size WHERE id = NEW.mailbox_id;

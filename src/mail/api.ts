@@ -236,8 +236,9 @@ export function createMailRoutes(mail: MailService) {
     const query = queryParams(request.url)
     const text = (v: unknown) => (typeof v === 'string' ? v : null)
     const file = mail.download(kind, params.id, text(query.exp), text(query.sig))
-    if (!existsSync(file.path)) throw notFound('This file no longer exists.')
-    return new Response(Bun.file(file.path), {
+    // A small message's bytes are in the database (file.bytes); a larger one's in files.
+    if (!file.bytes && !existsSync(file.path)) throw notFound('This file no longer exists.')
+    return new Response((file.bytes as Uint8Array<ArrayBuffer> | null) ?? Bun.file(file.path), {
       headers: {
         'content-type': file.contentType,
         'content-disposition': contentDisposition(file.filename),

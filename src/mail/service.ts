@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto'
 import type { Caller } from '../accounts/service'
 import type { Config } from '../config'
 import { iso, stored, type Db } from '../db'
+import { createWalSync } from '../db/wal-sync'
 import { createWriteGroup } from '../db/write-group'
 import { AppError, invalidParameter, notFound, notOwner } from '../errors'
 import type { Events } from '../events'
@@ -19,6 +20,8 @@ export const MAX_WAIT_SECONDS = 60
 /** Signed links to attachments and raw sources work this long after message.json gave them. */
 export const MAIL_LINK_TTL_MS = 60 * 60 * 1000
 export const LIST_LIMIT = { default: 200, max: 1000 }
+/** A message this small (raw, body and attachments together) is kept in the database, not in files. */
+export const INLINE_BYTES = 256 * 1024
 const RANDOM_LOCAL_LENGTH = 10
 /** Held messages.json requests, in all and per account: each is a socket and a promise, so both are bounded. */
 const MAX_WAITERS = 2000
@@ -90,18 +93,11 @@ export function createMailService({ db, config, spool, signer, events, clock }: 
   const { domains, mailbox_ttl, max_messages } = config.mail
   const ttlMs = mailbox_ttl * 1000
   const base = config.server.base_url
-  // Deliveries are committed in groups (one fsync for all the messages that finished in one turn), with
-  // synchronous=FULL: the WAL is on disk before any of them hears 250, not merely in the OS's cache.
-  const group = createWriteGroup(db, (flush) =>
-    setImmediate(() => {
-      db.exec('PRAGMA synchronous = FULL')
-      try {
-        flush()
-      } finally {
-        db.exec('PRAGMA synchronous = NORMAL')
-      }
-    }),
-  )
+  // Deliveries are committed in groups (the messages that finished in one turn of the event loop), and the
+  // WAL is then fsynced off the event loop (db/wal-sync.ts): on disk before any of them hears 250, not
+  // merely in the OS's cache, and without holding up the other sessions while the disk works.
+  const group = createWriteGroup(db)
+  const walSync = createWalSync(db.filename)
 
   // ---------------------------------------------------------------------------------------------------
   // Addresses and mailboxes
@@ -264,7 +260,7 @@ export function createMailService({ db, config, spool, signer, events, clock }: 
     const attachments = store.attachmentsOf(row.id)
     let body: MessageBody
     try {
-      body = JSON.parse(await readFile(spool.bodyPath(row.blob), 'utf8')) as MessageBody
+      body = JSON.parse(store.inlineBody(row.blob) ?? (await readFile(spool.bodyPath(row.blob), 'utf8'))) as MessageBody
     } catch (err) {
       // Deleted meanwhile (swept, or the mailbox taken over): gone, like the row.
       if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !store.message(row.id)) throw notFound(`There is no message ${input.id} in ${box.address}.`)
@@ -313,12 +309,14 @@ export function createMailService({ db, config, spool, signer, events, clock }: 
       const row = store.message(id)
       const box = row && store.byId(row.mailbox_id)
       if (!row || !live(box, now)) throw notFound('This message no longer exists.')
-      return { path: spool.rawPath(row.blob), filename: `message-${row.id}.eml`, contentType: 'message/rfc822', size: row.size }
+      const file = { path: spool.rawPath(row.blob), bytes: store.inlineRaw(row.blob) }
+      return { ...file, filename: `message-${row.id}.eml`, contentType: 'message/rfc822', size: row.size }
     }
     const a = store.attachment(id)
     const box = a && store.byId(a.mailbox_id)
     if (!a || !live(box, now)) throw notFound('This attachment no longer exists.')
-    return { path: spool.partPath(a.blob, a.part), filename: a.filename, contentType: a.content_type, size: a.size }
+    const file = { path: spool.partPath(a.blob, a.part), bytes: store.inlinePart(a.blob, a.part) }
+    return { ...file, filename: a.filename, contentType: a.content_type, size: a.size }
   }
 
   // ---------------------------------------------------------------------------------------------------
@@ -356,20 +354,24 @@ export function createMailService({ db, config, spool, signer, events, clock }: 
         const parsed = await parseMessage(spool.source(taken), envelopeFrom)
         if (abandon()) throw new SmtpReply(421, '4.3.2 the server is shutting down; try again later')
         const f = parsed.fields
-        const body: MessageBody = { to: f.to, cc: f.cc, text: f.text, html: f.html, links: f.links }
-        blob = await spool.store(taken, JSON.stringify(body), parsed.parts)
+        const body = JSON.stringify({ to: f.to, cc: f.cc, text: f.text, html: f.html, links: f.links } satisfies MessageBody)
+        const bytes = taken.size + Buffer.byteLength(body) + parsed.parts.reduce((n, p) => n + p.length, 0)
+        const inline = taken.bytes !== null && bytes <= INLINE_BYTES
+        const name = inline ? randomBytes(16).toString('hex') : await spool.store(taken, body, parsed.parts)
+        if (!inline) blob = name
         if (abandon()) throw new SmtpReply(421, '4.3.2 the server is shutting down; try again later')
-        const storedBlob = blob
         const now = clock()
         const ids = await group.run(() => {
           const out: { mailboxId: number; id: number }[] = []
           for (const mailboxId of mailboxIds) {
             const row = store.byId(mailboxId)
             if (!live(row, now) || row.messages >= max_messages) continue
-            out.push({ mailboxId, id: store.insertMessage(mailboxId, storedBlob, now, taken.size, parsed.fields) })
+            out.push({ mailboxId, id: store.insertMessage(mailboxId, name, now, taken.size, f) })
           }
+          if (inline && out.length > 0) store.insertInline(name, taken.bytes!, body, parsed.parts)
           return out
         })
+        await walSync()
         if (ids.length === 0) {
           refusedAtCommit++
           throw new SmtpReply(452, '4.2.2 the mailbox filled up or expired while the message arrived')

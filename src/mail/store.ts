@@ -106,6 +106,11 @@ export function createMailStore(db: Db) {
     ),
     markSeen: db.query<unknown, [number]>('UPDATE mail_messages SET seen = 1 WHERE id = ? AND seen = 0'),
     blobUsed: db.query<{ n: number }, [string]>('SELECT EXISTS (SELECT 1 FROM mail_messages WHERE blob = ?) AS n'),
+    insertInline: db.query<unknown, [string, Uint8Array, string]>('INSERT INTO mail_inline (blob, raw, body) VALUES (?, ?, ?)'),
+    insertInlinePart: db.query<unknown, [string, number, Uint8Array]>('INSERT INTO mail_inline_parts (blob, part, data) VALUES (?, ?, ?)'),
+    inlineRaw: db.query<{ raw: Uint8Array }, [string]>('SELECT raw FROM mail_inline WHERE blob = ?'),
+    inlineBody: db.query<{ body: string }, [string]>('SELECT body FROM mail_inline WHERE blob = ?'),
+    inlinePart: db.query<{ data: Uint8Array }, [string, number]>('SELECT data FROM mail_inline_parts WHERE blob = ? AND part = ?'),
     totals: db.query<{ mailboxes: number; messages: number; bytes: number }, []>(
       'SELECT count(*) AS mailboxes, coalesce(sum(messages), 0) AS messages, coalesce(sum(bytes), 0) AS bytes FROM mailboxes',
     ),
@@ -141,6 +146,15 @@ export function createMailStore(db: Db) {
     markSeen: (id: number) => void q.markSeen.run(id),
     blobUsed: (blob: string) => q.blobUsed.get(blob)!.n > 0,
     totals: () => q.totals.get()!,
+    /** A small message's bytes, stored in the same transaction as its rows (see migration 5). */
+    insertInline(blob: string, raw: Uint8Array, body: string, parts: Uint8Array[]) {
+      q.insertInline.run(blob, raw, body)
+      parts.forEach((data, i) => q.insertInlinePart.run(blob, i + 1, data))
+    },
+    /** Null when the blob is not inline (its bytes are files). */
+    inlineRaw: (blob: string) => q.inlineRaw.get(blob)?.raw ?? null,
+    inlineBody: (blob: string) => q.inlineBody.get(blob)?.body ?? null,
+    inlinePart: (blob: string, part: number) => q.inlinePart.get(blob, part)?.data ?? null,
   }
 }
 export type MailStore = ReturnType<typeof createMailStore>
