@@ -560,3 +560,176 @@ describe('edges, by a raw SMTP dialogue', () => {
     expect(incoming(m.box)).toEqual([])
   })
 })
+
+// ---------------------------------------------------------------------------------------------------------
+// 3. Ownership, keys and the marketplace route
+
+describe('ownership and keys', () => {
+  let now = Date.parse('2026-02-01T12:00:00Z')
+  let m: MailBox
+  let alice: ReturnType<typeof caller>
+  let bob: ReturnType<typeof caller>
+  let narrow: ReturnType<typeof caller>
+  let anonymous: ReturnType<typeof caller>
+  const market = (user: string) => ({ 'X-RapidAPI-Proxy-Secret': 's3cret', 'X-RapidAPI-User': user })
+  const owned = `owned@${DOMAIN}`
+  let ownedId: number
+
+  beforeAll(async () => {
+    m = await mailBox({ mailbox_ttl: 3600 }, { marketplace: { proxy_secret: 's3cret' } }, { clock: () => now })
+    alice = caller(m.box, { 'x-api-key': await m.box.account('alice') })
+    bob = caller(m.box, { 'x-api-key': await m.box.account('bob') })
+    narrow = caller(m.box, { 'x-api-key': m.box.accounts.createKey({ account: 'alice', scopes: ['links', 'qr', 'media', 'webhooks'] }).key })
+    anonymous = caller(m.box, {})
+    expect((await alice('mailbox.json', { address: 'owned' })).status).toBe(200)
+    ownedId = storedIds((await rawSend(m.port, [owned], eml(owned, 'for alice only', 'secret code 123456'))).final!)[0]!
+  })
+  afterAll(() => m.box.cleanup())
+
+  test('another account can neither read (403 not_owner) nor claim (403 address_taken) a mailbox', async () => {
+    const list = await bob('messages.json', { address: 'owned' })
+    expect(list.status).toBe(403)
+    expect(list.body).toMatchObject({ status: 'error', code: 'not_owner' })
+    const one = await bob('message.json', { address: owned, id: ownedId })
+    expect(one.status).toBe(403)
+    expect(one.body.code).toBe('not_owner')
+    expect(JSON.stringify(one.body)).not.toContain('123456')
+    const claim = await bob('mailbox.json', { address: 'OWNED' }) // letter case does not make it another address
+    expect(claim.status).toBe(403)
+    expect(claim.body.code).toBe('address_taken')
+    expect(m.box.db.query('SELECT a.name FROM mailboxes m JOIN accounts a ON a.id = m.account_id WHERE m.address = ?').get(owned)).toEqual({ name: 'alice' })
+    // The owner still reads it.
+    expect((await alice('message.json', { address: owned, id: ownedId })).body.return.text).toContain('123456')
+  })
+
+  test('no key → 401 on all three methods', async () => {
+    for (const [method, q] of [['mailbox.json', { address: 'owned' }], ['messages.json', { address: 'owned' }], ['message.json', { address: 'owned', id: ownedId }]] as const) {
+      const r = await anonymous(method, q)
+      expect([method, r.status]).toEqual([method, 401])
+      expect(r.body.status).toBe('error')
+    }
+  })
+
+  test('a key without the mail scope → 403 scope_denied on all three methods', async () => {
+    for (const [method, q] of [['mailbox.json', { address: 'owned' }], ['messages.json', { address: 'owned' }], ['message.json', { address: 'owned', id: ownedId }]] as const) {
+      const r = await narrow(method, q)
+      expect([method, r.status, r.body.code]).toEqual([method, 403, 'scope_denied'])
+    }
+  })
+
+  test('the marketplace route reaches all three methods for its own mailbox, and not for another account', async () => {
+    const mp = caller(m.box, market('buyer-7'))
+    const made = await mp('mailbox.json', { address: 'market-box' })
+    expect(made.status).toBe(200)
+    const address = made.body.return.address
+    expect(m.box.db.query('SELECT a.name FROM mailboxes m JOIN accounts a ON a.id = m.account_id WHERE m.address = ?').get(address)).toEqual({
+      name: 'marketplace:buyer-7',
+    })
+    const id = storedIds((await rawSend(m.port, [address], eml(address, 'via marketplace', 'hi'))).final!)[0]!
+    const list = await mp('messages.json', { address })
+    expect(list.status).toBe(200)
+    expect(list.body.return.messages.map((x: any) => x.id)).toEqual([id])
+    const one = await mp('message.json', { address, id })
+    expect(one.status).toBe(200)
+    expect(one.body.return.subject).toBe('via marketplace')
+    // Another marketplace user is another account; a wrong secret is no caller at all.
+    expect((await caller(m.box, market('buyer-8'))('messages.json', { address })).body.code).toBe('not_owner')
+    expect((await caller(m.box, market('buyer-7'))('messages.json', { address: 'owned' })).body.code).toBe('not_owner')
+    const wrong = await caller(m.box, { 'X-RapidAPI-Proxy-Secret': 'guess', 'X-RapidAPI-User': 'buyer-7' })('messages.json', { address })
+    expect(wrong.status).toBe(401)
+  })
+
+  test('an expired mailbox taken by another account shows none of the old messages', async () => {
+    const address = `lapsed@${DOMAIN}`
+    expect((await alice('mailbox.json', { address })).status).toBe(200)
+    const old = storedIds((await rawSend(m.port, [address], eml(address, 'old secret', 'reset token 999'))).final!)[0]!
+    expect((await alice('messages.json', { address })).body.return.messages).toHaveLength(1)
+    now += 3600_000 + 1 // past the TTL since alice last used it
+    const taken = await bob('mailbox.json', { address })
+    expect(taken.status).toBe(200)
+    expect(taken.body.return).toMatchObject({ address, messages: 0 })
+    expect((await bob('messages.json', { address })).body.return.messages).toEqual([])
+    const peek = await bob('message.json', { address, id: old })
+    expect(peek.status).toBe(404)
+    expect(JSON.stringify(peek.body)).not.toContain('999')
+    expect(count(m.box, 'mail_messages', 'id = ?', old)).toBe(0)
+    // And alice has lost it.
+    expect((await alice('messages.json', { address })).body.code).toBe('not_owner')
+  })
+})
+
+// ---------------------------------------------------------------------------------------------------------
+// 4. messages.json?wait=N over a real HTTP socket
+
+describe('wait', () => {
+  let m: MailBox
+  let base: string
+  let key: string
+  const to = `waiter@${DOMAIN}`
+
+  beforeAll(async () => {
+    m = await mailBox({}, { server: { host: '127.0.0.1', port: 0 } })
+    const server = m.box.listen()
+    base = `http://127.0.0.1:${server.port}`
+    key = await m.box.account('walt')
+    expect((await caller(m.box, { 'x-api-key': key })('mailbox.json', { address: to })).status).toBe(200)
+  })
+  afterAll(() => m.box.cleanup())
+
+  const list = (query: string) =>
+    fetch(`${base}/api/messages.json?address=${encodeURIComponent(to)}&${query}`, { headers: { 'x-api-key': key } })
+
+  test('a held request returns within 100 ms of the 250 of a delivery', async () => {
+    let answeredAt = 0
+    const held = list('wait=20').then(async (res) => {
+      const body = await res.json()
+      answeredAt = performance.now()
+      return { status: res.status, body }
+    })
+    await until(() => m.box.mail.waiting === 1, 'the request to be held')
+    const { client } = await RawSmtp.open(m.port)
+    try {
+      await client.cmd('EHLO client.example.org')
+      await client.cmd(`MAIL FROM:<${SENDER}>`)
+      await client.cmd(`RCPT TO:<${to}>`)
+      await client.cmd('DATA')
+      const final = await client.body(eml(to, 'wake up', 'your code is 4711'))
+      const okAt = performance.now()
+      expect(final).toMatch(/^250 /)
+      const answer = await held
+      expect(answer.status).toBe(200)
+      expect(answer.body.return.messages.map((x: any) => x.id)).toEqual(storedIds(final))
+      expect(answeredAt - okAt).toBeLessThan(100)
+    } finally {
+      await client.quit()
+    }
+  })
+
+  test('an empty wait=1 answers an empty list after at least 1 s', async () => {
+    const newest = (await (await list('')).json()).return.messages[0].id
+    const started = performance.now()
+    const res = await list(`after=${newest}&wait=1`)
+    const body = await res.json()
+    const took = performance.now() - started
+    expect(res.status).toBe(200)
+    expect(body.return).toEqual({ address: to, messages: [] })
+    // 1 s by the server's timer; a few ms of slack for timer granularity, never more.
+    expect(took).toBeGreaterThanOrEqual(995)
+    expect(m.box.mail.waiting).toBe(0)
+  })
+
+  test('after lists only newer messages, and a wait with after is held until a newer one comes', async () => {
+    const send = async (subject: string) => storedIds((await rawSend(m.port, [to], eml(to, subject, 'x'))).final!)[0]!
+    const a = await send('after-1')
+    const b = await send('after-2')
+    const ids = async (query: string) => (await (await list(query)).json()).return.messages.map((x: any) => x.id)
+    expect(await ids(`after=${a}`)).toEqual([b])
+    expect(await ids(`after=${b}`)).toEqual([])
+    expect((await ids('')).slice(0, 2)).toEqual([b, a])
+    // Older messages exist, none newer than b: the request is held, and answers with only the new one.
+    const held = ids(`after=${b}&wait=20`)
+    await until(() => m.box.mail.waiting === 1, 'the request to be held')
+    const c = await send('after-3')
+    expect(await held).toEqual([c])
+  })
+})
