@@ -733,3 +733,316 @@ describe('wait', () => {
     expect(await held).toEqual([c])
   })
 })
+
+// ---------------------------------------------------------------------------------------------------------
+// 5–7. Signed links, the sweep, and mail the parser cannot read
+
+describe('signed links, sweep, unreadable mail (movable clock)', () => {
+  let now = Date.parse('2026-03-01T08:00:00Z')
+  let m: MailBox
+  let api: ReturnType<typeof caller>
+
+  beforeAll(async () => {
+    m = await mailBox({ mailbox_ttl: 600 }, {}, { clock: () => now })
+    api = caller(m.box, { 'x-api-key': await m.box.account('signe') })
+  })
+  afterAll(() => m.box.cleanup())
+
+  /** A message with one attachment in a fresh mailbox; its message.json answer. */
+  async function withAttachment(name: string) {
+    const address = (await api('mailbox.json', { address: name })).body.return.address as string
+    const send = transport(m.port)
+    try {
+      const info = await send.sendMail({
+        from: SENDER,
+        to: address,
+        subject: 'with a file',
+        text: 'see attached',
+        attachments: [{ filename: 'a.txt', content: 'attached text\n' }],
+      })
+      const id = storedIds(info.response)[0]!
+      return (await api('message.json', { address, id })).body.return
+    } finally {
+      send.close()
+    }
+  }
+
+  const withQuery = (url: string, key: 'exp' | 'sig', value: string) => {
+    const u = new URL(url)
+    u.searchParams.set(key, value)
+    return u.toString()
+  }
+  /** The same base64url signature with one character changed. */
+  const flip = (sig: string) => sig.slice(0, 10) + (sig[10] === 'A' ? 'B' : 'A') + sig.slice(11)
+
+  test('a changed sig → 403, an exp in the past → 410, a deleted message → 404', async () => {
+    const msg = await withAttachment('signed')
+    const file = msg.attachments[0].url as string
+    for (const url of [file, msg.raw as string]) {
+      expect((await download(m.box, url)).status).toBe(200)
+      const sig = new URL(url).searchParams.get('sig')!
+      const tampered = await download(m.box, withQuery(url, 'sig', flip(sig)))
+      expect(tampered.status).toBe(403)
+      expect(tampered.bytes.toString()).toContain('signature does not match')
+      // A later exp with the old sig is tampering too, not a way to extend a link.
+      const exp = Number(new URL(url).searchParams.get('exp'))
+      expect((await download(m.box, withQuery(url, 'exp', String(exp + 3600)))).status).toBe(403)
+      // An id the link was not signed for.
+      expect((await download(m.box, url.replace(/\/(raw|attachment)\/(\d+)/, (_, k, id) => `/${k}/${Number(id) + 1}`))).status).toBe(403)
+    }
+    // The link outlives its hour: 410, and a changed sig on an expired link is still 403 (tampered first).
+    const saved = now
+    now += MAIL_LINK_TTL_MS + 1000
+    const late = await download(m.box, file)
+    expect(late.status).toBe(410)
+    expect(late.bytes.toString()).toContain('has expired')
+    expect((await download(m.box, msg.raw)).status).toBe(410)
+    expect((await download(m.box, withQuery(file, 'sig', flip(new URL(file).searchParams.get('sig')!)))).status).toBe(403)
+    now = saved
+
+    // A fresh pair of links, then the message goes: both 404.
+    const fresh = (await api('message.json', { address: msg.address, id: msg.id })).body.return
+    expect((await download(m.box, fresh.attachments[0].url)).status).toBe(200)
+    m.box.db.query('DELETE FROM mail_messages WHERE id = ?').run(msg.id)
+    expect((await download(m.box, fresh.attachments[0].url)).status).toBe(404)
+    expect((await download(m.box, fresh.raw)).status).toBe(404)
+  })
+
+  test('sweep: after expiry the mailbox, its rows and its blob folder are gone; a live one stays', async () => {
+    const gone = await withAttachment('sweep-me')
+    now += 5 * 60_000
+    const kept = await withAttachment('keep-me') // made later: expires later
+    const blobOf = (id: number) => (m.box.db.query('SELECT blob FROM mail_messages WHERE id = ?').get(id) as { blob: string }).blob
+    const goneBlob = blobOf(gone.id)
+    const keptBlob = blobOf(kept.id)
+    const goneDir = join(mailDir(m.box), goneBlob.slice(0, 2), goneBlob)
+    const keptDir = join(mailDir(m.box), keptBlob.slice(0, 2), keptBlob)
+    expect(filesUnder(goneDir)).toEqual(['1.bin', 'raw.eml'])
+
+    // Not yet expired: nothing goes.
+    expect((await m.box.mail.sweep()).mailboxes).toBe(0)
+    expect(existsSync(goneDir)).toBe(true)
+
+    now += 5 * 60_000 + 1 // sweep-me is 10 min past its last use, keep-me 5
+    // (Mailboxes of the tests before this one may be due too: the count is whatever has expired.)
+    const due = count(m.box, 'mailboxes', 'expires <= ?', now)
+    expect(due).toBeGreaterThanOrEqual(1)
+    expect(await m.box.mail.sweep()).toEqual({ mailboxes: due, orphans: 0 })
+    expect(count(m.box, 'mailboxes', 'expires <= ?', now)).toBe(0)
+    expect(count(m.box, 'mailboxes', 'address = ?', gone.address)).toBe(0)
+    expect(count(m.box, 'mail_messages', 'id = ?', gone.id)).toBe(0)
+    expect(count(m.box, 'mail_attachments', 'message_id = ?', gone.id)).toBe(0)
+    expect(existsSync(goneDir)).toBe(false)
+
+    expect(count(m.box, 'mailboxes', 'address = ?', kept.address)).toBe(1)
+    expect(count(m.box, 'mail_attachments', 'message_id = ?', kept.id)).toBe(1)
+    expect(filesUnder(keptDir)).toEqual(['1.bin', 'raw.eml'])
+    // The swept address takes no more mail.
+    expect((await rawSend(m.port, [gone.address], eml(gone.address, 'late', 'x'))).rcpt[0]).toMatch(/^550 5\.1\.1 /)
+  })
+
+  test('a message mailparser cannot read is kept raw and listed', async () => {
+    const address = (await api('mailbox.json', { address: 'broken' })).body.return.address as string
+    // Multiparts nested 2000 deep: mailparser gives up ("Max allowed child nodes exceeded").
+    const nest = Array.from({ length: 2000 }, (_, i) => `Content-Type: multipart/mixed; boundary="b${i}"\r\n\r\n--b${i}\r\n`).join('')
+    const message = `From: <${SENDER}>\r\nTo: <${address}>\r\nSubject: unreadable\r\nMIME-Version: 1.0\r\n${nest}`
+    const r = await rawSend(m.port, [address], message)
+    expect(r.final).toMatch(/^250 /)
+    const [id] = storedIds(r.final!)
+    const row = m.box.db.query('SELECT parse_error FROM mail_messages WHERE id = ?').get(id!) as { parse_error: string | null }
+    expect(row.parse_error).toContain('child nodes')
+    const list = (await api('messages.json', { address })).body.return.messages
+    expect(list.map((x: any) => [x.id, x.from.address, x.seen])).toEqual([[id, SENDER, false]])
+    const msg = (await api('message.json', { address, id: id! })).body.return
+    expect(msg).toMatchObject({ id, text: '', html: null, attachments: [], links: [] })
+    const raw = await download(m.box, msg.raw)
+    expect(raw.status).toBe(200)
+    expect(raw.bytes.equals(Buffer.from(message))).toBe(true)
+  })
+})
+
+// ---------------------------------------------------------------------------------------------------------
+// 8. STARTTLS
+
+describe('STARTTLS with a configured certificate', () => {
+  let m: MailBox
+  let dir: string
+
+  beforeAll(async () => {
+    dir = tempDir('linkbox-mail-tls-')
+    const cert = join(dir, 'cert.pem')
+    const key = join(dir, 'key.pem')
+    const made = Bun.spawnSync(
+      ['/usr/bin/openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-days', '1', '-keyout', key, '-out', cert],
+      { stderr: 'pipe' },
+    )
+    if (made.exitCode !== 0) throw new Error(`openssl failed: ${made.stderr.toString()}`)
+    m = await mailBox({ tls_cert: cert, tls_key: key })
+  })
+  afterAll(async () => {
+    await m.box.cleanup()
+    Bun.spawnSync(['rm', '-rf', dir])
+  })
+
+  test('EHLO offers STARTTLS, and a client that requires TLS delivers', async () => {
+    const { client } = await RawSmtp.open(m.port)
+    const ehlo = await client.cmd('EHLO client.example.org')
+    await client.quit()
+    expect(ehlo).toContain('STARTTLS')
+
+    const key = await m.box.account('tess')
+    const to = (await caller(m.box, { 'x-api-key': key })('mailbox.json', { address: 'secure' })).body.return.address
+    const send = transport(m.port, { ignoreTLS: false, requireTLS: true, tls: { rejectUnauthorized: false } })
+    try {
+      const info = await send.sendMail({ from: SENDER, to, subject: 'over TLS', text: 'encrypted on the way' })
+      expect(info.response).toMatch(/^250 2\.0\.0 OK: stored as \d+$/)
+      const [id] = storedIds(info.response)
+      expect(m.box.db.query('SELECT subject FROM mail_messages WHERE id = ?').get(id!)).toEqual({ subject: 'over TLS' })
+    } finally {
+      send.close()
+    }
+  })
+})
+
+// ---------------------------------------------------------------------------------------------------------
+// Pure units: what parse.ts makes of strangers' text, and the link signer
+
+describe('linksOf', () => {
+  test('text URLs lose the sentence punctuation around them, balanced parentheses stay', () => {
+    expect(linksOf('Go to https://a.example/x. Or (https://b.example/y), or "https://c.example/z"!', null)).toEqual([
+      'https://a.example/x',
+      'https://b.example/y',
+      'https://c.example/z',
+    ])
+    expect(linksOf('see https://en.wikipedia.org/wiki/Foo_(bar) now', null)).toEqual(['https://en.wikipedia.org/wiki/Foo_(bar)'])
+  })
+
+  test('hrefs are entity-decoded, text comes first, each URL once', () => {
+    const html = '<a href="https://x.example/c?a=1&amp;b=2">c</a><a href=https://x.example/bare>b</a> https://x.example/t'
+    expect(linksOf('https://x.example/t and https://x.example/c?a=1&b=2', html)).toEqual([
+      'https://x.example/t',
+      'https://x.example/c?a=1&b=2',
+      'https://x.example/bare',
+    ])
+  })
+
+  test('only http(s): javascript:, mailto:, ftp: and relative hrefs are not links; script text is not read', () => {
+    const html =
+      '<a href="javascript:alert(1)">j</a><a href="mailto:a@b.example">m</a><a href="/relative">r</a>' +
+      '<a href="ftp://f.example/x">f</a><script>var u = "https://script.example/no"</script>'
+    expect(linksOf('ftp://f.example/y file:///etc/passwd', html)).toEqual([])
+  })
+
+  test('a bare scheme or an unparseable URL is not a link', () => {
+    expect(linksOf('https:// and http://[::1', null)).toEqual([])
+  })
+})
+
+describe('introOf', () => {
+  test('whitespace is folded and short text kept whole', () => {
+    expect(introOf('  Hello\n\n  world\t!  ')).toBe('Hello world !')
+    expect(introOf('')).toBe('')
+  })
+
+  test(`long text is cut to ${INTRO_CHARS} characters (counted as characters, not UTF-16 units) with an ellipsis`, () => {
+    const long = 'word '.repeat(100)
+    const intro = introOf(long)
+    expect([...intro].length).toBeLessThanOrEqual(INTRO_CHARS)
+    expect(intro.endsWith('…')).toBe(true)
+    const emoji = '😀'.repeat(300)
+    const cut = introOf(emoji)
+    expect([...cut].length).toBe(INTRO_CHARS)
+    expect(cut).toBe(`${'😀'.repeat(INTRO_CHARS - 1)}…`) // never half a surrogate pair
+    const exact = 'x'.repeat(INTRO_CHARS)
+    expect(introOf(exact)).toBe(exact)
+  })
+})
+
+describe('safeFilename', () => {
+  test('folders, leading dots and control characters are removed', () => {
+    expect(safeFilename('../../etc/passwd', 1, 'text/plain')).toBe('passwd')
+    expect(safeFilename('C:\\Users\\me\\evil.exe', 1, 'application/octet-stream')).toBe('evil.exe')
+    expect(safeFilename('.htaccess', 1, 'text/plain')).toBe('htaccess')
+    expect(safeFilename('a\r\nContent-Type: x.txt', 1, 'text/plain')).toBe('a Content-Type: x.txt')
+    expect(safeFilename('Rechnung März.pdf', 1, 'application/pdf')).toBe('Rechnung März.pdf')
+  })
+
+  test('no usable name → attachment-<part> with an extension from the type; long names are bounded', () => {
+    expect(safeFilename(undefined, 3, 'image/png')).toBe('attachment-3.png')
+    expect(safeFilename('', 2, 'image/svg+xml')).toBe('attachment-2.xml')
+    expect(safeFilename('../', 4, 'text/plain')).toBe('attachment-4.plain')
+    expect([...safeFilename(`${'ä'.repeat(400)}.txt`, 1, 'text/plain')].length).toBe(255)
+  })
+})
+
+describe('safeContentType', () => {
+  test('a plain type/subtype is kept, lower-cased; anything else is application/octet-stream', () => {
+    expect(safeContentType('TEXT/Plain')).toBe('text/plain')
+    expect(safeContentType('image/svg+xml')).toBe('image/svg+xml')
+    expect(safeContentType('text/html; charset=utf-8')).toBe('application/octet-stream')
+    expect(safeContentType('text/html\r\nX-Evil: 1')).toBe('application/octet-stream')
+    expect(safeContentType('nonsense')).toBe('application/octet-stream')
+    expect(safeContentType(undefined)).toBe('application/octet-stream')
+    expect(safeContentType('')).toBe('application/octet-stream')
+  })
+})
+
+describe('signing', () => {
+  const signer = createLinkSigner(randomBytes(32))
+  const t = Date.parse('2026-01-01T00:00:00Z')
+
+  test('a signed id checks ok until its exp, then expired', () => {
+    const { exp, sig, query } = signer.sign('mail-raw-7', t + 60_000)
+    expect(query).toBe(`exp=${exp}&sig=${sig}`)
+    expect(sig).toMatch(/^[A-Za-z0-9_-]{43}$/)
+    expect(signer.check('mail-raw-7', String(exp), sig, t)).toBe('ok')
+    expect(signer.check('mail-raw-7', String(exp), sig, exp * 1000 - 1)).toBe('ok')
+    expect(signer.check('mail-raw-7', String(exp), sig, exp * 1000)).toBe('expired')
+  })
+
+  test('tampered comes before expired: another id, exp or sig, or another secret', () => {
+    const { exp, sig } = signer.sign('mail-raw-7', t + 60_000)
+    const late = exp * 1000 + 1
+    const other = sig.slice(0, -1) + (sig.endsWith('A') ? 'B' : 'A')
+    for (const now of [t, late]) {
+      expect(signer.check('mail-raw-8', String(exp), sig, now)).toBe('tampered')
+      expect(signer.check('mail-attachment-7', String(exp), sig, now)).toBe('tampered')
+      expect(signer.check('mail-raw-7', String(exp + 1), sig, now)).toBe('tampered')
+      expect(signer.check('mail-raw-7', String(exp), other, now)).toBe('tampered')
+      expect(signer.check('mail-raw-7', null, sig, now)).toBe('tampered')
+      expect(signer.check('mail-raw-7', String(exp), null, now)).toBe('tampered')
+      expect(signer.check('mail-raw-7', `${exp}.0`, sig, now)).toBe('tampered')
+      expect(createLinkSigner(randomBytes(32)).check('mail-raw-7', String(exp), sig, now)).toBe('tampered')
+    }
+  })
+
+  test('every changed character of a sig is tampering, the last one too', () => {
+    // 32 bytes take 43 base64url characters, and the last carries two spare bits: four spellings of the
+    // last character decode to the same bytes. Only the one the signer wrote may pass.
+    const { exp, sig } = signer.sign('mail-raw-7', t + 60_000)
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+    const passing: string[] = []
+    for (let i = 0; i < sig.length; i++)
+      for (const c of alphabet) {
+        if (c === sig[i]) continue
+        const changed = sig.slice(0, i) + c + sig.slice(i + 1)
+        if (signer.check('mail-raw-7', String(exp), changed, t) !== 'tampered') passing.push(changed)
+      }
+    expect(passing).toEqual([])
+  })
+
+  test('the secret is made once in the data directory, mode 0600, and kept across loads', () => {
+    const dir = tempDir('linkbox-signing-')
+    try {
+      const first = loadSigningSecret(dir)
+      expect(first.length).toBeGreaterThanOrEqual(32)
+      const path = join(dir, 'secrets', 'signing.key')
+      expect(statSync(path).mode & 0o777).toBe(0o600)
+      expect(loadSigningSecret(dir).equals(first)).toBe(true)
+      const { exp, sig } = createLinkSigner(first).sign('x', t + 1000)
+      expect(createLinkSigner(loadSigningSecret(dir)).check('x', String(exp), sig, t)).toBe('ok')
+    } finally {
+      Bun.spawnSync(['rm', '-rf', dir])
+    }
+  })
+})
