@@ -973,7 +973,7 @@ describe('safeFilename', () => {
   test('no usable name → attachment-<part> with an extension from the type; long names are bounded', () => {
     expect(safeFilename(undefined, 3, 'image/png')).toBe('attachment-3.png')
     expect(safeFilename('', 2, 'image/svg+xml')).toBe('attachment-2.xml')
-    expect(safeFilename('../', 4, 'text/plain')).toBe('attachment-4.plain')
+    expect(safeFilename('../', 4, 'image/jpeg')).toBe('attachment-4.jpeg')
     expect([...safeFilename(`${'ä'.repeat(400)}.txt`, 1, 'text/plain')].length).toBe(255)
   })
 })
