@@ -65,9 +65,26 @@ function filesUnder(dir: string): string[] {
 }
 const mailDir = (box: TestBox) => join(box.dir, 'mail')
 const incoming = (box: TestBox) => filesUnder(join(mailDir(box), 'incoming'))
-/** The blob folders (<xx>/<blob>) that hold a message's files. */
-const blobFolders = (box: TestBox) =>
-  [...new Set(filesUnder(mailDir(box)).map((p) => /^([0-9a-f]{2}\/[0-9a-f]{32})\//.exec(p)?.[1]).filter(Boolean))].sort()
+/** Every stored blob: the folders (<xx>/<blob>) of large messages and the mail_inline rows of small ones. */
+const blobFolders = (box: TestBox) => [
+  ...[...new Set(filesUnder(mailDir(box)).map((p) => /^([0-9a-f]{2}\/[0-9a-f]{32})\//.exec(p)?.[1]).filter(Boolean))].sort(),
+  ...(box.db.query('SELECT blob FROM mail_inline ORDER BY blob').all() as { blob: string }[]).map((r) => `inline:${r.blob}`),
+]
+const isInline = (box: TestBox, blob: string) => box.db.query('SELECT 1 FROM mail_inline WHERE blob = ?').get(blob) !== null
+/**
+ * What a blob holds, named like the files of a large message's folder (raw.eml, 1.bin, …) whether they are
+ * files or, for a small message, rows of mail_inline and mail_inline_parts; [] once it is gone.
+ */
+function blobContents(box: TestBox, blob: string): string[] {
+  if (!isInline(box, blob)) return filesUnder(join(mailDir(box), blob.slice(0, 2), blob)).filter((f) => f !== 'body.json')
+  const parts = box.db.query('SELECT part FROM mail_inline_parts WHERE blob = ? ORDER BY part').all(blob) as { part: number }[]
+  return [...parts.map((p) => `${p.part}.bin`), 'raw.eml'].sort()
+}
+/** A blob's raw source, from its file or its mail_inline row. */
+function rawOf(box: TestBox, blob: string): Buffer {
+  const row = box.db.query('SELECT raw FROM mail_inline WHERE blob = ?').get(blob) as { raw: Uint8Array } | null
+  return row ? Buffer.from(row.raw) : readFileSync(join(mailDir(box), blob.slice(0, 2), blob, 'raw.eml'))
+}
 
 const count = (box: TestBox, table: string, where = '1', ...args: (string | number)[]) =>
   (box.db.query(`SELECT count(*) AS n FROM ${table} WHERE ${where}`).get(...args) as { n: number }).n
@@ -243,9 +260,10 @@ describe('ordinary mail, sent with nodemailer', () => {
       links: [],
     })
     expect(msg.text.trimEnd()).toBe('Just some text.\nSecond line.')
-    // The row and the raw file behind it: the raw source is the message as it came.
+    // The row and the raw source behind it (a small message's is in mail_inline): the message as it came.
     const row = m.box.db.query('SELECT size, blob FROM mail_messages WHERE id = ?').get(id!) as { size: number; blob: string }
-    const raw = readFileSync(join(mailDir(m.box), row.blob.slice(0, 2), row.blob, 'raw.eml'))
+    expect(isInline(m.box, row.blob)).toBe(true)
+    const raw = rawOf(m.box, row.blob)
     expect(raw.length).toBe(row.size)
     expect(raw.toString()).toContain('Subject: Hello plain')
     const dl = await download(m.box, msg.raw)
@@ -303,10 +321,10 @@ describe('ordinary mail, sent with nodemailer', () => {
     // The real name, percent-encoded as RFC 5987 says (decoded here, so the check does not depend on which
     // characters the encoder leaves alone).
     expect(decodeURIComponent(/filename\*=UTF-8''(.+)$/.exec(disposition)![1]!)).toBe(utfName)
-    // One row per attachment and one decoded file per attachment beside raw.eml.
+    // One row per attachment and the decoded bytes of each beside the raw source.
     expect(count(m.box, 'mail_attachments', 'message_id = ?', id!)).toBe(2)
     const blob = (m.box.db.query('SELECT blob FROM mail_messages WHERE id = ?').get(id!) as { blob: string }).blob
-    expect(filesUnder(join(mailDir(m.box), blob.slice(0, 2), blob))).toEqual(['1.bin', '2.bin', 'raw.eml'])
+    expect(blobContents(m.box, blob)).toEqual(['1.bin', '2.bin', 'raw.eml'])
     // The list counts them.
     const list = (await api('messages.json', { address: to })).body.return.messages
     expect(list[0]).toMatchObject({ id, attachments: 2 })
@@ -814,13 +832,11 @@ describe('signed links, sweep, unreadable mail (movable clock)', () => {
     const blobOf = (id: number) => (m.box.db.query('SELECT blob FROM mail_messages WHERE id = ?').get(id) as { blob: string }).blob
     const goneBlob = blobOf(gone.id)
     const keptBlob = blobOf(kept.id)
-    const goneDir = join(mailDir(m.box), goneBlob.slice(0, 2), goneBlob)
-    const keptDir = join(mailDir(m.box), keptBlob.slice(0, 2), keptBlob)
-    expect(filesUnder(goneDir)).toEqual(['1.bin', 'raw.eml'])
+    expect(blobContents(m.box, goneBlob)).toEqual(['1.bin', 'raw.eml'])
 
     // Not yet expired: nothing goes.
     expect((await m.box.mail.sweep()).mailboxes).toBe(0)
-    expect(existsSync(goneDir)).toBe(true)
+    expect(blobContents(m.box, goneBlob)).toEqual(['1.bin', 'raw.eml'])
 
     now += 5 * 60_000 + 1 // sweep-me is 10 min past its last use, keep-me 5
     // Expired but not yet swept: its links (signed for an hour) already lead nowhere.
@@ -834,11 +850,11 @@ describe('signed links, sweep, unreadable mail (movable clock)', () => {
     expect(count(m.box, 'mailboxes', 'address = ?', gone.address)).toBe(0)
     expect(count(m.box, 'mail_messages', 'id = ?', gone.id)).toBe(0)
     expect(count(m.box, 'mail_attachments', 'message_id = ?', gone.id)).toBe(0)
-    expect(existsSync(goneDir)).toBe(false)
+    expect(blobContents(m.box, goneBlob)).toEqual([])
 
     expect(count(m.box, 'mailboxes', 'address = ?', kept.address)).toBe(1)
     expect(count(m.box, 'mail_attachments', 'message_id = ?', kept.id)).toBe(1)
-    expect(filesUnder(keptDir)).toEqual(['1.bin', 'raw.eml'])
+    expect(blobContents(m.box, keptBlob)).toEqual(['1.bin', 'raw.eml'])
     expect((await download(m.box, kept.attachments[0].url)).bytes.toString()).toBe('attached text\n')
     // The swept address takes no more mail.
     expect((await rawSend(m.port, [gone.address], eml(gone.address, 'late', 'x'))).rcpt[0]).toMatch(/^550 5\.1\.1 /)
