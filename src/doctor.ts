@@ -128,7 +128,10 @@ function checkTls(config: Config): Finding {
   return { verdict: 'ok', what: 'mail.tls', detail: `STARTTLS with ${cert.subject.replace(/\n/g, ', ')}, valid until ${cert.validTo}` }
 }
 
-/** What the mail store takes on disk (a walk of data_dir/mail), and leftovers of crashes waiting for the sweep. */
+/**
+ * What the mail store's files take on disk (a walk of data_dir/mail: the larger messages; small ones are in
+ * the database, see linkbox_mail_bytes in /metrics), and leftovers of crashes waiting for the sweep.
+ */
 function checkMailStore(dataDir: string): Finding {
   const root = join(dataDir, 'mail')
   if (!existsSync(root)) return { verdict: 'ok', what: 'mail store', detail: `${root}: empty (no mail received yet)` }
@@ -148,7 +151,7 @@ function checkMailStore(dataDir: string): Finding {
     walk(root)
     const incoming = existsSync(join(root, 'incoming')) ? readdirSync(join(root, 'incoming')).length : 0
     const leftovers = incoming ? `; ${incoming} unfinished in incoming/ (removed by the hourly sweep)` : ''
-    return { verdict: 'ok', what: 'mail store', detail: `${root}: ${size(bytes)} in ${files} files${leftovers}` }
+    return { verdict: 'ok', what: 'mail store', detail: `${root}: ${size(bytes)} in ${files} files (small messages are in the database)${leftovers}` }
   } catch (err) {
     return { verdict: 'warn', what: 'mail store', detail: `${root}: ${(err as Error).message}` }
   }

@@ -162,5 +162,5 @@ test('mail store: the bytes under data_dir/mail and what a crash left in incomin
   writeFileSync(join(c.dataDir, 'mail', 'ab', 'ab'.padEnd(32, '0'), 'raw.eml'), 'x'.repeat(3000))
   writeFileSync(join(c.dataDir, 'mail', 'incoming', 'half.eml'), 'x'.repeat(1000))
   const r = await runCli(['doctor', '--config', c.configPath])
-  expect(r.stdout).toMatch(/^ok\s+mail store\s+.*mail: 3\.9 KiB in 2 files; 1 unfinished in incoming\/ \(removed by the hourly sweep\)$/m)
+  expect(r.stdout).toMatch(/^ok\s+mail store\s+.*mail: 3\.9 KiB in 2 files \(small messages are in the database\); 1 unfinished in incoming\/ \(removed by the hourly sweep\)$/m)
 })

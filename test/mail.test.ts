@@ -1065,3 +1065,56 @@ describe('signing', () => {
     }
   })
 })
+
+describe('connections per address, the mail.received event, /metrics', () => {
+  let m: MailBox
+  let key: string
+  beforeAll(async () => {
+    m = await mailBox({ max_connections_per_ip: 2 })
+    key = await m.box.account('watcher')
+  })
+  afterAll(() => m.box.cleanup())
+
+  test('past mail.max_connections_per_ip a connection is told 421 at once; a freed place is taken again', async () => {
+    const a = await RawSmtp.open(m.port)
+    const b = await RawSmtp.open(m.port)
+    expect(a.greeting).toStartWith('220 ')
+    expect(b.greeting).toStartWith('220 ')
+    const c = await RawSmtp.open(m.port)
+    expect(c.greeting).toMatch(/^421 4\.7\.0 too many connections from /)
+    await until(() => c.client.closed, 'the refused connection to close')
+    await a.client.quit()
+    await until(() => m.box.smtp!.connections === 1, 'the server to see the first connection go')
+    const d = await RawSmtp.open(m.port)
+    expect(d.greeting).toStartWith('220 ')
+    await Promise.all([b.client.quit(), d.client.quit()])
+  })
+
+  test('a stored message is announced once per mailbox on the event bus, and counted in /metrics', async () => {
+    const heard: { accountId: number; message: Record<string, unknown> }[] = []
+    m.box.events.on('mail.received', (e) => heard.push(e))
+    const api = caller(m.box, { 'x-api-key': key })
+    const one = (await api('mailbox.json', { address: 'events-1' })).body.return.address
+    const two = (await api('mailbox.json', { address: 'events-2' })).body.return.address
+    const message = eml(one, 'announced', 'see https://example.com/a')
+    const r = await rawSend(m.port, [one, two], message)
+    const ids = storedIds(r.final!)
+    expect(ids).toHaveLength(2)
+    const account = m.box.accounts.authenticate(key)!.accountId
+    expect(heard.map((e) => [e.accountId, e.message.address, e.message.id, e.message.subject])).toEqual([
+      [account, one, ids[0], 'announced'],
+      [account, two, ids[1], 'announced'],
+    ])
+    // The payload is the messages.json entry (plus the address), so webhooks can send what the API shows.
+    const listed = (await api('messages.json', { address: one })).body.return.messages[0]
+    expect(heard[0]!.message).toEqual({ address: one, ...listed })
+
+    const metrics = await (await m.box.request('/metrics')).text()
+    const value = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics)?.[1])
+    expect(value('linkbox_mail_received_total')).toBe(2)
+    expect(value('linkbox_mail_messages')).toBe(2)
+    expect(value('linkbox_mailboxes')).toBe(2)
+    expect(value('linkbox_mail_bytes')).toBe(2 * Buffer.byteLength(message))
+    expect(value('linkbox_mail_waiting')).toBe(0)
+  })
+})
