@@ -65,6 +65,11 @@ export async function serveCopy(binary: Binary, dataDir: string | null, override
   if (dataDir) copyFileSync(join(dataDir, 'linkbox.db'), join(config.dataDir, 'linkbox.db'))
   const server = await startServer({ config, command: [binary.path], startTimeoutMs: 60_000 })
   // The copy goes with the server: a run would otherwise leave ~200 MB in the temp directory.
+  return removingOnStop(server, config.dir)
+}
+
+/** The server, whose stop() also removes `dir` (its config and data directory), however the stop ends. */
+export function removingOnStop(server: RunningServer, dir: string): RunningServer {
   const stop = server.stop
   return {
     ...server,
@@ -72,7 +77,7 @@ export async function serveCopy(binary: Binary, dataDir: string | null, override
       try {
         return await stop(signal, timeoutMs)
       } finally {
-        rmSync(config.dir, { recursive: true, force: true })
+        rmSync(dir, { recursive: true, force: true })
       }
     },
   }

@@ -9,6 +9,7 @@ import { rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { createAccount, startServer, tempDir, writeConfig, type RunningServer } from '../../test/support/server'
+import { removingOnStop } from './binary'
 import type { BenchContext } from './context'
 import { smtpLoad, type LoadResult } from './smtp-load'
 import { median, peakRss, rssMiB } from './wrk'
@@ -114,19 +115,9 @@ export async function startMailBox(command: readonly string[] | undefined): Prom
       for (const address of recipients) n += (await apiGet(server.url, 'mailbox.json', { address }, key)).body.return.messages as number
       return n
     }
-    const stop = server.stop
     return {
       // The data directory goes with the server.
-      server: {
-        ...server,
-        stop: async (signal, timeoutMs) => {
-          try {
-            return await stop(signal, timeoutMs)
-          } finally {
-            rmSync(config.dir, { recursive: true, force: true })
-          }
-        },
-      },
+      server: removingOnStop(server, config.dir),
       smtpPort,
       key,
       recipients,

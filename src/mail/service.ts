@@ -77,7 +77,6 @@ const summary = (r: MessageSummaryRow) => ({
   intro: r.intro,
   attachments: r.attachments,
 })
-export type MessageSummary = ReturnType<typeof summary>
 
 export interface MailServiceDeps {
   db: Db
@@ -338,7 +337,6 @@ export function createMailService({ db, config, spool, signer, events, clock }: 
   }
 
   let received = 0
-  let refusedAtCommit = 0
   const inFlight = new Set<Promise<unknown>>()
 
   /**
@@ -373,7 +371,6 @@ export function createMailService({ db, config, spool, signer, events, clock }: 
         })
         await walSync()
         if (ids.length === 0) {
-          refusedAtCommit++
           throw new SmtpReply(452, '4.2.2 the mailbox filled up or expired while the message arrived')
         }
         received += ids.length
@@ -443,9 +440,6 @@ export function createMailService({ db, config, spool, signer, events, clock }: 
     totals: () => store.totals(),
     get received() {
       return received
-    },
-    get refusedAtCommit() {
-      return refusedAtCommit
     },
     get waiting() {
       return waiting

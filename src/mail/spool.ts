@@ -184,20 +184,6 @@ export function createSpool(dataDir: string) {
       }
       return removed
     },
-
-    /** Bytes of every file under the spool (for doctor: a walk, not for every scrape). */
-    async diskBytes(): Promise<number> {
-      let total = 0
-      const walk = async (dir: string) => {
-        for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
-          const path = join(dir, entry.name)
-          if (entry.isDirectory()) await walk(path)
-          else if (entry.isFile()) total += (await stat(path).catch(() => ({ size: 0 }))).size
-        }
-      }
-      await walk(root)
-      return total
-    },
   }
 }
 export type Spool = ReturnType<typeof createSpool>

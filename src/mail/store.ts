@@ -95,7 +95,6 @@ export function createMailStore(db: Db) {
     list: db.query<MessageSummaryRow, [number, number, number]>(
       `SELECT ${SUMMARY} FROM mail_messages WHERE mailbox_id = ? AND id > ? ORDER BY id DESC LIMIT ?`,
     ),
-    newest: db.query<{ id: number }, [number]>('SELECT max(id) AS id FROM mail_messages WHERE mailbox_id = ?'),
     message: db.query<MessageRow, [number]>(`SELECT ${SUMMARY}, mailbox_id, blob FROM mail_messages WHERE id = ?`),
     attachmentsOf: db.query<Omit<AttachmentRow, 'blob' | 'mailbox_id'>, [number]>(
       'SELECT id, message_id, part, filename, content_type, size FROM mail_attachments WHERE message_id = ? ORDER BY part',
@@ -139,7 +138,6 @@ export function createMailStore(db: Db) {
       return id
     },
     list: (mailboxId: number, after: number, limit: number) => q.list.all(mailboxId, after, limit),
-    newestId: (mailboxId: number) => q.newest.get(mailboxId)?.id ?? 0,
     message: (id: number) => q.message.get(id),
     attachmentsOf: (messageId: number) => q.attachmentsOf.all(messageId),
     attachment: (id: number) => q.attachment.get(id),
