@@ -30,9 +30,6 @@ const MAPPED = parseCidr('::ffff:0:0/96')!
 const NAT64 = parseCidr('64:ff9b::/96')!
 
 function isPublicBytes(bytes: Bytes16): boolean {
-  // ::/8 is reserved as a whole; only its IPv4-mapped part holds real (IPv4) addresses.
-  if (bytes[0] === 0 && !cidrContains(MAPPED, bytes)) return false
-  if (NOT_PUBLIC.some((r) => cidrContains(r, bytes))) return false
   if (cidrContains(NAT64, bytes)) {
     // 64:ff9b::a.b.c.d reaches a.b.c.d through a NAT64 gateway: public exactly when a.b.c.d is.
     const v4 = new Uint8Array(16)
@@ -40,7 +37,9 @@ function isPublicBytes(bytes: Bytes16): boolean {
     v4.set(bytes.subarray(12), 12)
     return isPublicBytes(v4)
   }
-  return true
+  // ::/8 is reserved as a whole; besides NAT64 only its IPv4-mapped part holds real (IPv4) addresses.
+  if (bytes[0] === 0 && !cidrContains(MAPPED, bytes)) return false
+  return !NOT_PUBLIC.some((r) => cidrContains(r, bytes))
 }
 
 /** True when `ip` is an address on the public internet (an unparseable text is not). */
