@@ -41,6 +41,7 @@ const TABLE: [string, string, 0 | 4 | 6][] = [
   ['[::ffff:127.0.0.1]', '::ffff:7f00:1', 4], ['[::ffff:7f00:1]', '::ffff:7f00:1', 4],
   ['[::127.0.0.1]', '::7f00:1', 0], // IPv4-compatible
   ['[::ffff:0:127.0.0.1]', '::ffff:0:7f00:1', 0], // IPv4-translated (SIIT)
+  ['[::1:0:7f00:1]', '::1:0:7f00:1', 0], // elsewhere in the reserved ::/8
   ['[64:ff9b::127.0.0.1]', '64:ff9b::7f00:1', 0], // NAT64
   ['[2002:7f00:1::]', '2002:7f00:1::', 0], // 6to4
   // unspecified (Linux connects it to the machine itself)
