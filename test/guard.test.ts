@@ -181,10 +181,10 @@ describe('TLS to the checked address', () => {
 
 describe('headers, credentials, deadlines', () => {
   test('headers go on every hop; cookie and authorization stop when a redirect changes the origin; URL credentials are never sent', async () => {
-    const hop = Bun.serve({
+    const hop: Server = Bun.serve({
       hostname: '127.0.0.1',
       port: 0,
-      fetch: (req) => {
+      fetch: (req): Response => {
         seen.push({ url: req.url, headers: req.headers })
         const path = new URL(req.url).pathname
         if (path === '/same') return Response.redirect(`http://127.0.0.1:${hop.port}/away`, 302)

@@ -86,7 +86,8 @@ export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardPro
   const expected = digest(`Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`)
   const guard: GuardOptions = { allowPrivate: opts.allowPrivate, resolve: opts.resolve, isAllowed: opts.isAllowed, timeoutMs: connectTimeoutMs }
   const clients = new Set<Socket>()
-  const upstreams = new Set<Socket>()
+  // Upstream sockets and refused clients: not counted against maxConnections, but stop() ends them too.
+  const otherSockets = new Set<Socket>()
 
   /** Connects to the first of the checked addresses that answers, within what is left of the deadline. */
   function dial(addresses: string[], port: number, deadline: number): Promise<Socket> {
@@ -95,8 +96,8 @@ export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardPro
         const left = deadline - Date.now()
         if (left <= 0) return reject(new GuardError('timeout', 'upstream did not answer in time'))
         const socket = connect({ host: addresses[i]!, port })
-        upstreams.add(socket)
-        socket.once('close', () => upstreams.delete(socket))
+        otherSockets.add(socket)
+        socket.once('close', () => otherSockets.delete(socket))
         const timer = setTimeout(() => {
           socket.destroy()
           reject(new GuardError('timeout', 'upstream did not answer in time'))
@@ -200,7 +201,13 @@ export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardPro
   }
 
   const server = createServer((client) => {
-    if (clients.size >= maxConnections) return refuse(client, 503, 'too many connections')
+    if (clients.size >= maxConnections) {
+      // Still tracked until it closes, so that stop() can end it and the server can finish closing.
+      otherSockets.add(client)
+      client.once('close', () => otherSockets.delete(client))
+      client.on('error', () => client.destroy())
+      return refuse(client, 503, 'too many connections')
+    }
     clients.add(client)
     client.once('close', () => clients.delete(client))
     client.on('error', () => client.destroy())
@@ -246,7 +253,7 @@ export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardPro
       new Promise<void>((resolve) => {
         server.close(() => resolve())
         for (const s of clients) s.destroy()
-        for (const s of upstreams) s.destroy()
+        for (const s of otherSockets) s.destroy()
       }),
   }
 }
