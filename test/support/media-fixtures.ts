@@ -149,7 +149,7 @@ const typeOf = (name: string) => TYPES[name.slice(name.lastIndexOf('.') + 1)] ??
 
 // --- the media, made once per process ---------------------------------------------------------------
 
-let made: Promise<Map<string, Uint8Array>> | undefined
+let made: Promise<Map<string, Uint8Array<ArrayBuffer>>> | undefined
 
 async function ffmpeg(dir: string, args: string[]): Promise<void> {
   const proc = Bun.spawn(['ffmpeg', '-hide_banner', '-loglevel', 'error', '-nostdin', '-y', ...args], {
@@ -162,7 +162,7 @@ async function ffmpeg(dir: string, args: string[]): Promise<void> {
 }
 
 /** An mp4 `free` box: players skip it, so the file stays playable while it grows. */
-function freeBox(size: number): Uint8Array {
+function freeBox(size: number): Uint8Array<ArrayBuffer> {
   const box = new Uint8Array(size)
   new DataView(box.buffer).setUint32(0, size)
   box.set(new TextEncoder().encode('free'), 4)
@@ -177,7 +177,7 @@ function freeBox(size: number): Uint8Array {
   return box
 }
 
-async function makeMedia(): Promise<Map<string, Uint8Array>> {
+async function makeMedia(): Promise<Map<string, Uint8Array<ArrayBuffer>>> {
   const dir = mkdtempSync(join(tmpdir(), 'linkbox-media-'))
   process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
   const { width, height, fps, seconds } = CLIP
@@ -204,7 +204,7 @@ async function makeMedia(): Promise<Map<string, Uint8Array>> {
         '-use_template', '1', '-use_timeline', '1', 'dash/manifest.mpd'])
     })(),
   ])
-  const files = new Map<string, Uint8Array>()
+  const files = new Map<string, Uint8Array<ArrayBuffer>>()
   for (const sub of ['', 'hls/', 'dash/'])
     for (const name of readdirSync(join(dir, sub), { withFileTypes: true }))
       if (name.isFile() && !name.name.startsWith('.')) files.set(sub + name.name, new Uint8Array(readFileSync(join(dir, sub, name.name))))
@@ -239,7 +239,7 @@ export function parseRange(header: string | null, size: number): Range {
   return { start, end: Math.min(end, size - 1) }
 }
 
-function serveBody(req: Request, body: Uint8Array, type: string, status = 200): Response {
+function serveBody(req: Request, body: Uint8Array<ArrayBuffer>, type: string, status = 200): Response {
   const headers: Record<string, string> = { 'Content-Type': type, 'Accept-Ranges': 'bytes' }
   const range = status === 200 ? parseRange(req.headers.get('range'), body.length) : null
   if (range === 'unsatisfiable') {
