@@ -58,7 +58,7 @@ export interface MediaFixtures {
   /** The page or file URL of a fixture. */
   url(name: FixtureName): string
   /** The exact bytes served at /media/<file>: 'clip.mp4', 'hls/seg0.ts', 'dash/init-stream0.m4s', … */
-  bytes(file: string): Uint8Array
+  bytes(file: string): Uint8Array<ArrayBuffer>
   /** The last MAX_LOGGED requests, oldest first. */
   requests: FixtureRequest[]
   stop(): Promise<void>
