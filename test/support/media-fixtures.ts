@@ -178,8 +178,16 @@ function freeBox(size: number): Uint8Array<ArrayBuffer> {
 }
 
 async function makeMedia(): Promise<Map<string, Uint8Array<ArrayBuffer>>> {
+  // Everything is read into memory and the folder removed at once: no exit hook to rely on.
   const dir = mkdtempSync(join(tmpdir(), 'linkbox-media-'))
-  process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
+  try {
+    return await makeMediaIn(dir)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+async function makeMediaIn(dir: string): Promise<Map<string, Uint8Array<ArrayBuffer>>> {
   const { width, height, fps, seconds } = CLIP
   // A keyframe every 0.6 s, so HLS and DASH cut 4 segments out of 2 s (0.6+0.6+0.6+0.2); not 0.5 s, which
   // ffmpeg rounds (lrint) to an #EXT-X-TARGETDURATION of 0.
