@@ -1,13 +1,15 @@
 #!/usr/bin/env bun
 // Builds the single executable dist/linkbox: src/main.ts with everything it imports (assets as text,
 // migrations as code) compiled into one file. The binary ignores any bunfig.toml / .env / tsconfig.json /
-// package.json in the directory it runs from, so its behaviour depends only on its config file.
+// package.json in the directory it runs from, so its behaviour depends only on its config file. A yt-dlp is
+// put into vendor/ first (scripts/bundle-ytdlp.ts) and embedded too; the binary extracts it into data_dir/bin.
 //
 //   bun run build            → dist/linkbox for this machine
 //   bun scripts/build.ts --target bun-linux-arm64 --outfile dist/linkbox-arm64
 import { mkdirSync, rmSync, statSync } from 'node:fs'
 import { dirname, relative, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
+import { VENDOR_FILE, VENDOR_META, bundleYtdlp } from './bundle-ytdlp'
 
 // Paths relative to the repository, whatever the cwd the script is started from.
 const root = resolve(import.meta.dir, '..')
@@ -25,6 +27,9 @@ const { values } = parseArgs({
 const outfile = values.outfile ? resolve(values.outfile) : resolve(root, 'dist/linkbox')
 mkdirSync(dirname(outfile), { recursive: true })
 rmSync(outfile, { force: true })
+
+// Without one the build goes on (bundleYtdlp has said so loudly): a missing yt-dlp costs media download only.
+const ytdlp = await bundleYtdlp()
 
 const started = performance.now()
 const result = await Bun.build({
@@ -48,6 +53,9 @@ const result = await Bun.build({
     autoloadDotenv: false,
     autoloadTsconfig: false,
     autoloadPackageJson: false,
+    // Bun.embeddedFiles lists them as yt-dlp and yt-dlp.json, which is how src/media/ytdlp.ts finds them (nothing
+    // imports them, so a checkout without vendor/ still runs and type-checks).
+    ...(ytdlp ? { assets: [VENDOR_FILE, VENDOR_META] } : {}),
   },
   minify: true,
   sourcemap: values.sourcemap ? 'linked' : 'none',
@@ -64,3 +72,4 @@ for (const log of result.logs) console.warn(log)
 const size = statSync(outfile).size
 const ms = Math.round(performance.now() - started)
 console.log(`built ${relative(process.cwd(), outfile) || outfile}: ${(size / 1024 / 1024).toFixed(1)} MiB (${size} bytes) in ${ms} ms`)
+console.log(ytdlp ? `  with yt-dlp ${ytdlp.version} (${ytdlp.source})` : '  WITHOUT a bundled yt-dlp')

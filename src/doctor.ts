@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import type { Config } from './config'
 import { DatabaseError, openDatabase, probeWrite, type Db } from './db'
 import { migrations } from './db/migrations'
+import { createYtdlp, embeddedYtdlp } from './media/ytdlp'
 
 export type Verdict = 'ok' | 'warn' | 'FAIL' | 'skip'
 export interface Finding {
@@ -104,6 +105,42 @@ async function checkProgram(what: string, command: string[], needed: string): Pr
   }
 }
 
+/**
+ * Which yt-dlp the media service would run now (after extracting the bundled one, as serve does), its version,
+ * and what this binary carries: a build without one, or python3 missing for a zipapp, is said here.
+ */
+async function checkYtdlp(config: Config): Promise<Finding[]> {
+  const needed = 'needed for media download'
+  const ytdlp = createYtdlp({ ytdlpPath: config.media.ytdlp_path, dataDir: config.data_dir })
+  const findings: Finding[] = []
+  const embedded = await embeddedYtdlp()
+  try {
+    await ytdlp.prepare()
+    findings.push(
+      embedded
+        ? { verdict: 'ok', what: 'yt-dlp bundled', detail: `${embedded.meta.version} (${embedded.meta.source}), in ${join(config.data_dir, 'bin')}` }
+        : Bun.isStandaloneExecutable
+          ? { verdict: 'warn', what: 'yt-dlp bundled', detail: 'none: this binary was built without a yt-dlp (media.ytdlp_path or one on PATH is used)' }
+          : { verdict: 'ok', what: 'yt-dlp bundled', detail: 'none: run from source (only a built binary carries one)' },
+    )
+  } catch (err) {
+    findings.push({ verdict: 'warn', what: 'yt-dlp bundled', detail: `not extracted into ${join(config.data_dir, 'bin')}: ${(err as Error).message}` })
+  }
+  const used = await ytdlp.current()
+  const python = Bun.which('python3')
+  if (!used) findings.push({ verdict: 'warn', what: 'yt-dlp', detail: `none found (no media.ytdlp_path, none bundled, none on PATH): ${needed}` })
+  else if (!used.version) {
+    const why = !existsSync(used.path) ? 'not found' : used.source === 'config' || python ? 'does not run --version' : 'is a zipapp and python3 is not on PATH'
+    findings.push({ verdict: 'warn', what: 'yt-dlp', detail: `${used.path} ${why}: ${needed}` })
+  } else findings.push({ verdict: 'ok', what: 'yt-dlp', detail: `${used.source}: ${used.path}, version ${used.version}` })
+  findings.push(
+    python
+      ? await checkProgram('python3', [python, '--version'], 'needed to run a yt-dlp zipapp (the bundled one is)')
+      : { verdict: 'warn', what: 'python3', detail: 'not found on PATH: needed to run a yt-dlp zipapp (the bundled one is)' },
+  )
+  return findings
+}
+
 const size = (bytes: number) =>
   bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(1)} GiB` : bytes >= 2 ** 20 ? `${(bytes / 2 ** 20).toFixed(1)} MiB` : `${(bytes / 1024).toFixed(1)} KiB`
 
@@ -180,7 +217,8 @@ export async function runDoctor(config: Config, source: string): Promise<Finding
   if (dataDir.verdict === 'ok') findings.push(checkMailStore(config.data_dir))
   findings.push(checkBaseUrl(config))
   const media = 'needed for media download'
-  findings.push(await checkProgram('yt-dlp', [config.media.ytdlp_path || 'yt-dlp', '--version'], media))
+  if (dataDir.verdict === 'ok') findings.push(...(await checkYtdlp(config)))
+  else findings.push({ verdict: 'skip', what: 'yt-dlp', detail: 'the data directory is not usable' })
   findings.push(await checkProgram('ffmpeg', ['ffmpeg', '-version'], `${media} (merging formats)`))
   return findings
 }
@@ -194,10 +232,11 @@ export async function configFailure(path: string, problem: string): Promise<Find
   const skipped = 'needs a config that loads'
   return [
     { verdict: 'FAIL', what: 'config', detail: path && !why.includes(path) ? `${path}: ${why}` : why },
-    ...['data_dir', 'database', 'server.port', 'mail.smtp_port', 'mail.tls', 'mail store', 'server.base_url', 'yt-dlp'].map(
+    ...['data_dir', 'database', 'server.port', 'mail.smtp_port', 'mail.tls', 'mail store', 'server.base_url', 'yt-dlp bundled', 'yt-dlp'].map(
       (what): Finding => ({ verdict: 'skip', what, detail: skipped }),
     ),
     await checkProgram('ffmpeg', ['ffmpeg', '-version'], 'needed for media download (merging formats)'),
+    await checkProgram('python3', ['python3', '--version'], 'needed to run a yt-dlp zipapp (the bundled one is)'),
   ]
 }
 

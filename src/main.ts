@@ -1,5 +1,5 @@
 #!/usr/bin/env bun
-// The command line: serve, account, key, backup, version. Each command builds what it needs from the config.
+// The command line: serve, account, key, doctor, backup, ytdlp update, version. Each command builds what it needs from the config.
 //
 // Only what every command needs is imported here. The rest is loaded by the command that uses it
 // (`await import(...)`): the HTTP app alone (Elysia, the QR encoder) takes tens of milliseconds to load,
@@ -21,6 +21,14 @@ Usage:
   linkbox key revoke ID|PREFIX
   linkbox doctor                                  check config, data directory, ports and helper programs
   linkbox backup FILE                             consistent copy of the database while it runs
+  linkbox ytdlp update [--from URL|FILE]          install a newer yt-dlp into data_dir/bin; the service
+                                                  switches to it at its next extraction, no restart.
+                                                  Default: the official release, checked against its
+                                                  SHA2-256SUMS. A URL ending in / is a release folder
+                                                  (yt-dlp and SHA2-256SUMS in it); another URL names the
+                                                  file, with SHA2-256SUMS beside it. A FILE is checked
+                                                  against a SHA2-256SUMS beside it, if there is one.
+                                                  Kept only when it runs --version.
   linkbox version
 
 Every command takes --config FILE (or the LINKBOX_CONFIG environment variable).
@@ -37,12 +45,26 @@ async function openAccounts(config: Config) {
   return { db, accounts: createAccountService(db) }
 }
 
+/**
+ * Extracts the yt-dlp bundled into the binary into data_dir/bin when it is missing or another build's. A failure
+ * (a full disk) costs media download only, so it is a warning; the service then uses one on PATH.
+ */
+async function prepareYtdlp(config: Config) {
+  const { createYtdlp } = await import('./media/ytdlp')
+  try {
+    await createYtdlp({ ytdlpPath: config.media.ytdlp_path, dataDir: config.data_dir }).prepare()
+  } catch (err) {
+    console.error(`linkbox: warning: the bundled yt-dlp could not be put into ${join(config.data_dir, 'bin')}: ${(err as Error).message}`)
+  }
+}
+
 async function serve(config: Config) {
   const [{ createLinkbox }, { probeWrite, storageReason }, { ClicksNotWritten }] = await Promise.all([
     import('./app'),
     import('./db'),
     import('./clicks/recorder'),
   ])
+  await prepareYtdlp(config)
   const box = createLinkbox(config)
   const server = box.listen()
   // An IPv6 address goes in brackets, so that the line carries a URL scripts can use as is.
@@ -108,6 +130,7 @@ export async function main(argv: string[]): Promise<number> {
       password: { type: 'string' },
       scopes: { type: 'string' },
       label: { type: 'string' },
+      from: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -206,6 +229,26 @@ export async function main(argv: string[]): Promise<number> {
         db.close()
       }
       console.log(`backup written to ${sub}`)
+      return 0
+    }
+    case 'ytdlp': {
+      if (sub !== 'update' || arg) throw new ConfigError('usage: linkbox ytdlp update [--from URL|FILE]')
+      const { YtdlpUpdateError, createYtdlp, updateYtdlp } = await import('./media/ytdlp')
+      mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
+      await prepareYtdlp(config)
+      let installed: { version: string; path: string }
+      try {
+        installed = await updateYtdlp({ dataDir: config.data_dir, from: values.from, log: (line) => console.log(line) })
+      } catch (err) {
+        if (!(err instanceof YtdlpUpdateError)) throw err
+        console.error(`linkbox: ytdlp update refused: ${err.message}; the yt-dlp in use is unchanged`)
+        return 1
+      }
+      console.log(`yt-dlp ${installed.version} installed at ${installed.path}`)
+      // Say what the service will actually run: a newer bundled one, or media.ytdlp_path, still wins.
+      const used = await createYtdlp({ ytdlpPath: config.media.ytdlp_path, dataDir: config.data_dir }).current()
+      if (used && used.source !== 'updated')
+        console.log(`note: the service uses the ${used.source} one instead (${used.path}, ${used.version ?? 'version unknown'})`)
       return 0
     }
     default:

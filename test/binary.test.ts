@@ -1,7 +1,9 @@
 // The appliance (SPEC §10): `bun run build` makes dist/linkbox; a copy of it, run from elsewhere, serves,
-// answers the CLI, refuses a bad config by naming the key, and exits 0 on SIGTERM.
+// answers the CLI, refuses a bad config by naming the key, and exits 0 on SIGTERM. It carries a yt-dlp, which
+// it extracts into data_dir/bin and uses.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
-import { chmodSync, copyFileSync, mkdirSync, statSync, writeFileSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import pkg from '../package.json' with { type: 'json' }
 import {
@@ -167,11 +169,35 @@ describe('serving from the binary', () => {
       }
   })
 
+  test('serve has extracted the bundled yt-dlp into data_dir/bin, executable, the bytes the build put in vendor/', () => {
+    const vendored = JSON.parse(readFileSync(join(REPO_ROOT, 'vendor/yt-dlp.json'), 'utf8'))
+    const file = join(server.dataDir, 'bin', 'yt-dlp-bundled')
+    expect(statSync(file).mode & 0o777).toBe(0o755)
+    expect(createHash('sha256').update(readFileSync(file)).digest('hex')).toBe(vendored.sha256)
+  })
+
   test('SIGTERM exits 0 after saying so', async () => {
     expect(await server.stop('SIGTERM')).toBe(0)
     expect(server.stdout()).toContain('SIGTERM')
     expect(server.stderr()).toBe('')
   })
+})
+
+test('doctor extracts the bundled yt-dlp and reports it as the one used, with its version', async () => {
+  const vendored = JSON.parse(readFileSync(join(REPO_ROOT, 'vendor/yt-dlp.json'), 'utf8'))
+  // On this machine (no internet) the build bundles a zipapp of Debian's yt_dlp package.
+  if (vendored.source.startsWith('zipapp')) expect(vendored.version).toBe(Bun.spawnSync(['yt-dlp', '--version']).stdout.toString().trim())
+  const config = writeConfig(tempDir('linkbox-bin-doctor-'))
+  try {
+    const r = await runCli(['doctor', '--config', config.configPath], { command: linkbox, cwd })
+    const file = join(config.dataDir, 'bin', 'yt-dlp-bundled')
+    expect(r.stdout).toMatch(new RegExp(`^ok\\s+yt-dlp bundled\\s+${vendored.version.replace(/\./g, '\\.')} \\(`, 'm'))
+    expect(r.stdout).toContain(`ok    yt-dlp           bundled: ${file}, version ${vendored.version}\n`)
+    expect(r.stdout).toMatch(/^ok\s+python3\s+.*Python 3\./m)
+    expect(statSync(file).mode & 0o777).toBe(0o755)
+  } finally {
+    removeDir(config.dir)
+  }
 })
 
 /** Whether this machine can listen on the IPv6 loopback (some containers have no IPv6). */

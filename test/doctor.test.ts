@@ -21,9 +21,23 @@ test('a good setup: every check ok or warn, exit 0, the database created', async
   expect(r.stdout).toMatch(/^ok\s+data_dir\s+.* is writable$/m)
   expect(r.stdout).toMatch(/^ok\s+database\s+.*schema \d+\/\d+, quick_check ok$/m)
   expect(r.stdout).toMatch(/^ok\s+server\.port\s+port 0/m)
-  expect(r.stdout).toMatch(/^(ok|warn)\s+yt-dlp\s/m)
+  // Run from source nothing is bundled; Debian's yt-dlp on PATH (installed here and by .ci/run) is used.
+  expect(r.stdout).toMatch(/^ok\s+yt-dlp bundled\s+none: run from source/m)
+  expect(r.stdout).toMatch(/^ok\s+yt-dlp\s+path: \/\S+\/yt-dlp, version \d{4}\.\d{2}\.\d{2}$/m)
+  expect(r.stdout).toMatch(/^ok\s+python3\s+\S+: Python 3\./m)
   expect(r.stdout).toMatch(/^(ok|warn)\s+ffmpeg\s/m)
   expect(r.stdout).not.toContain('FAIL')
+})
+
+test('an update installed with `ytdlp update` is reported as the one used', async () => {
+  const c = config()
+  const release = join(c.dir, 'release')
+  mkdirSync(join(release, 'app'), { recursive: true })
+  writeFileSync(join(release, 'app', '__main__.py'), "print('2099.01.01')\n")
+  expect(Bun.spawnSync(['python3', '-m', 'zipapp', join(release, 'app'), '-o', join(release, 'yt-dlp')]).exitCode).toBe(0)
+  expect((await runCli(['ytdlp', 'update', '--from', join(release, 'yt-dlp'), '--config', c.configPath])).code).toBe(0)
+  const r = await runCli(['doctor', '--config', c.configPath])
+  expect(r.stdout).toContain(`ok    yt-dlp           updated: ${join(c.dataDir, 'bin', 'yt-dlp-updated')}, version 2099.01.01\n`)
 })
 
 test('a data_dir that is a file fails, exit 1, naming it', async () => {
