@@ -181,7 +181,7 @@ describe('the proxy itself', () => {
   test('CONNECT to a private address, by number or by name, is refused with the reason', async () => {
     for (const target of [`127.0.0.1:${fixture.port}`, `0x7f000001:${fixture.port}`, `[::ffff:127.0.0.1]:${fixture.port}`, `localhost:${fixture.port}`, '169.254.169.254:80']) {
       const r = await raw(proxy.port, `CONNECT ${target} HTTP/1.1\r\n${authHeader(proxy)}\r\n`)
-      expect({ target, head: r.split('\r\n')[0] }).toEqual({ target, head: 'HTTP/1.1 403 Forbidden' })
+      expect({ target, head: r.split('\r\n')[0] }).toEqual({ target, head: 'HTTP/1.1 403 Forbidden by linkbox-guard (private)' })
       expect(r).toContain('X-Linkbox-Guard: private')
     }
   })

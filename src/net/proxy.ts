@@ -49,7 +49,11 @@ const REASONS: Record<number, string> = {
 function refuse(client: Socket, status: number, text: string, extra: Record<string, string> = {}): void {
   if (client.destroyed) return
   const body = `${text}\n`
-  const head = [`HTTP/1.1 ${status} ${REASONS[status] ?? 'Error'}`, 'Content-Type: text/plain; charset=utf-8',
+  // A refusal of the guard says so in its status line: that line is all yt-dlp repeats in its error
+  // ("HTTP Error 403: …", "Tunnel connection failed: 403 …"), and the media service tells a private address
+  // from a site's own 403 by it.
+  const phrase = extra['X-Linkbox-Guard'] ? `${REASONS[status] ?? 'Error'} by linkbox-guard (${extra['X-Linkbox-Guard']})` : (REASONS[status] ?? 'Error')
+  const head = [`HTTP/1.1 ${status} ${phrase}`, 'Content-Type: text/plain; charset=utf-8',
     `Content-Length: ${Buffer.byteLength(body)}`, 'Connection: close',
     ...Object.entries(extra).map(([k, v]) => `${k}: ${v}`)].join('\r\n')
   client.end(`${head}\r\n\r\n${body}`)
