@@ -22,6 +22,11 @@ import { createMailRoutes, mailApi } from './mail/api'
 import { createMailService } from './mail/service'
 import type { SmtpReceiver } from './mail/smtp'
 import { createSpool } from './mail/spool'
+import { createMediaRoutes, mediaApi } from './media/api'
+import { killRunning } from './media/runner'
+import { createMediaService } from './media/service'
+import { createYtdlp } from './media/ytdlp'
+import { startGuardProxy, type GuardProxy } from './net/proxy'
 import { qrApi } from './qr/api'
 import { createLinkSigner, loadSigningSecret } from './signing'
 import { createQrRoutes } from './qr/public'
@@ -46,6 +51,10 @@ export interface AppOptions {
   idleTimeoutSeconds?: number
   /** The SMTP port instead of mail.smtp_port (tests pass 0 for a free one, which the config would read as "off"). */
   smtpPort?: number
+  /** Name resolution for the SSRF guard (tests map made-up names to local addresses). */
+  resolve?: (host: string) => Promise<string[]>
+  /** Which addresses the guard lets through instead of "public ones" (tests call one loopback address public). */
+  isAllowed?: (address: string) => boolean
 }
 
 // A connection that sends nothing for this long is closed, whatever it is doing: a request body that
@@ -66,6 +75,24 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const spool = createSpool(config.data_dir)
   const signer = createLinkSigner(loadSigningSecret(config.data_dir))
   const mail = createMailService({ db, config, spool, signer, events, clock })
+  const ytdlp = createYtdlp({ ytdlpPath: config.media.ytdlp_path, dataDir: config.data_dir })
+  // The proxy every request of yt-dlp goes through (the SSRF guard for a program we do not control);
+  // started when the first extraction needs it.
+  let guardProxy: Promise<GuardProxy> | null = null
+  const metrics = createMetrics()
+  const extractions = metrics.counter('linkbox_media_extractions_total', 'download.json answers by outcome (cached: from the 10-minute cache).', 'outcome')
+  const media = createMediaService({
+    db,
+    config,
+    signer,
+    clock,
+    ytdlp,
+    proxy: async () => (await (guardProxy ??= startGuardProxy({ allowPrivate: config.media.allow_private_networks, resolve: opts.resolve, isAllowed: opts.isAllowed }))).url,
+    canMerge: Bun.which('ffmpeg') !== null,
+    resolve: opts.resolve,
+    isAllowed: opts.isAllowed,
+    onOutcome: (outcome) => extractions.inc(outcome),
+  })
   const limiter = createRateLimiter(clock)
   const clientIpOf = createClientIp(config.server.trusted_proxies)
 
@@ -75,7 +102,6 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const clientIp = (request: Request) =>
     clientIpOf(server?.requestIP(request)?.address ?? null, request.headers.get('x-forwarded-for'))
 
-  const metrics = createMetrics()
   const visits = metrics.counter('linkbox_visits_total', 'Visits of short links and their pages, by outcome.', 'outcome')
   const answers = metrics.counter('linkbox_api_requests_total', 'Answers of /api methods, by method and HTTP status.')
   const startedAt = Date.now()
@@ -99,6 +125,9 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   metrics.sampled('linkbox_mail_received_total', 'Messages stored since start (once per mailbox they went to).', () => mail.received, 'counter')
   metrics.sampled('linkbox_mail_waiting', 'messages.json requests held until mail arrives (wait=N).', () => mail.waiting)
   metrics.sampled('linkbox_smtp_connections', 'Open SMTP connections.', () => smtp?.connections ?? 0)
+  metrics.sampled('linkbox_media_queue', 'yt-dlp runs (extractions and fetches) waiting for a slot.', () => media.queued)
+  metrics.sampled('linkbox_media_running', 'yt-dlp runs under way.', () => media.running)
+  metrics.sampled('linkbox_media_bytes_served_total', 'Bytes sent to clients through signed /dl links.', () => media.stats.bytesServed, 'counter')
   metrics.sampled('process_resident_memory_bytes', 'Resident memory of the process.', () => process.memoryUsage.rss())
   metrics.sampled('process_uptime_seconds', 'Seconds since the service started.', () => Math.round((Date.now() - startedAt) / 1000))
 
@@ -118,6 +147,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const methods: ApiMethod[] = [
     ...linkApi(links),
     ...qrApi(qr),
+    ...mediaApi(media),
     // A held messages.json outlives the idle timeout of its connection: it is told to wait longer.
     ...mailApi(mail, { holdOpen: (request, seconds) => server?.timeout(request, seconds) }),
   ]
@@ -185,6 +215,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     .use(api.plugin)
     .use(createQrRoutes({ config, links, qr, events }))
     .use(createMailRoutes(mail))
+    .use(createMediaRoutes(media))
     .use(createVisitRoutes({ config, links, clientIp, count: (outcome) => visits.inc(outcome), verifyPassword: opts.verifyPassword }))
 
   return {
@@ -197,6 +228,8 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     events,
     methods,
     mail,
+    media,
+    ytdlp,
     spool,
     signer,
     /** The SMTP receiver, once startSmtp() has run (null when mail.smtp_port is 0). */
@@ -212,6 +245,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
         let runs = 0
         const sweep = () => {
           mail.sweep({ orphans: runs++ % 60 === 0 }).catch((err) => faultLog.fault('mail sweep', err))
+          void media.sweep()
         }
         sweep()
         sweepTimer = setInterval(sweep, 60_000)
@@ -265,6 +299,9 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
         clearTimeout(timer)
       }
       server = null
+      // yt-dlp runs live in process groups of their own, which would outlive us.
+      killRunning()
+      if (guardProxy) await (await guardProxy.catch(() => null))?.stop()
       await smtpClosed
       smtp = null
       await mail.settle()

@@ -28,6 +28,8 @@ export interface Config {
     max_concurrent: number
     link_ttl: number
     extract_timeout: number
+    /** Bytes kept in data_dir/media/cache (segmented and merged formats, fetched whole before they are served). */
+    cache_max_bytes: number
   }
   marketplace: { proxy_secret: string; user_header: string; secret_header: string }
 }
@@ -49,7 +51,7 @@ export function defaultConfig(): Config {
       tls_key: '',
       max_connections_per_ip: 10,
     },
-    media: { ytdlp_path: '', allow_private_networks: false, max_concurrent: 2, link_ttl: 3600, extract_timeout: 60 },
+    media: { ytdlp_path: '', allow_private_networks: false, max_concurrent: 2, link_ttl: 3600, extract_timeout: 60, cache_max_bytes: 2 * 1024 * 1024 * 1024 },
     marketplace: { proxy_secret: '', user_header: 'X-RapidAPI-User', secret_header: 'X-RapidAPI-Proxy-Secret' },
   }
 }
@@ -129,6 +131,7 @@ const schema: Record<string, Check | Record<string, Check>> = {
     max_concurrent: int(1, 64),
     link_ttl: int(60, 7 * 86400),
     extract_timeout: int(1, 3600),
+    cache_max_bytes: int(16 * 1024 * 1024, 2 ** 50),
   },
   marketplace: { proxy_secret: str(), user_header: str(headerName), secret_header: str(headerName) },
 }

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import SwaggerParser from '@apidevtools/swagger-parser'
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020'
 import addFormats from 'ajv-formats'
-import { rmSync } from 'node:fs'
+import { rmSync, writeFileSync } from 'node:fs'
 import { createLinkbox, type Linkbox } from '../src/app'
 import { createQrRenderer } from '../src/qr/renderer'
 import { tempDir, testConfig } from './support/app'
@@ -38,6 +38,21 @@ const valid = (schema: Schema, value: unknown) => validator(schema)(value) as bo
 const RATE = { anon_per_minute: 100_000, key_per_minute: 100_000 }
 const MP = { proxy_secret: 'mp-secret' }
 
+/** What yt-dlp -J says of the example page: one video with audio, one video-only and one audio-only format. */
+const EXAMPLE_INFO = {
+  id: '42',
+  title: 'A walk in the park',
+  extractor_key: 'Generic',
+  webpage_url: 'https://video.example.com/watch/42',
+  duration: 61.5,
+  thumbnail: 'https://video.example.com/thumbs/42.jpg',
+  formats: [
+    { format_id: 'a', ext: 'm4a', protocol: 'https', url: 'https://cdn.example.com/42.m4a', vcodec: 'none', acodec: 'mp4a.40.2', filesize: 1000 },
+    { format_id: 'v', ext: 'mp4', protocol: 'https', url: 'https://cdn.example.com/42-v.mp4', vcodec: 'avc1', acodec: 'none', width: 1280, height: 720, fps: 30 },
+    { format_id: 'mp4-720p', ext: 'mp4', protocol: 'https', url: 'https://cdn.example.com/42.mp4', vcodec: 'avc1', acodec: 'mp4a', width: 1280, height: 720, fps: 30, format_note: '720p' },
+  ],
+}
+
 let dir: string
 let box: Linkbox
 let base: string
@@ -50,7 +65,16 @@ const seen = new Map<string, Set<string>>()
 
 beforeAll(async () => {
   dir = tempDir()
-  box = createLinkbox(testConfig(dir, { server: { host: '127.0.0.1', port: 0 }, rate: RATE, marketplace: MP }))
+  // download.json's example page (video.example.com) cannot be reached from here: its name is given a public
+  // address, and a stand-in for yt-dlp (a shell script, run by the service as media.ytdlp_path, through the
+  // same subprocess code) describes it. The real yt-dlp against real pages is media.test.ts's business; this
+  // file checks answers against the document.
+  const standIn = `${dir}/yt-dlp-stand-in`
+  writeFileSync(standIn, `#!/bin/sh\ncat <<'JSON'\n${JSON.stringify(EXAMPLE_INFO)}\nJSON\n`, { mode: 0o755 })
+  box = createLinkbox(
+    testConfig(dir, { server: { host: '127.0.0.1', port: 0 }, rate: RATE, marketplace: MP, media: { ytdlp_path: standIn } }),
+    { resolve: async (host) => (host === 'video.example.com' ? ['93.184.215.14'] : []) },
+  )
   base = `http://127.0.0.1:${box.listen().port}`
   keys.owner = (await box.accounts.createAccount({ name: 'owner' })).key.key
   keys.other = (await box.accounts.createAccount({ name: 'other' })).key.key

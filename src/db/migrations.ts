@@ -255,4 +255,25 @@ export const migrations: Migration[] = [
     UPDATE mailboxes SET messages = messages - 1, bytes = bytes - OLD.size WHERE id = OLD.mailbox_id;
   END;
   `,
+  /* 6: media download tickets (issue 9). A signed /dl/<id> link names a ticket: what to fetch (the upstream
+     URL and the headers yt-dlp said to send, or the page and format for yt-dlp to fetch itself when the
+     format is segmented or merged) and the file name to offer. Kept here, not in the link, so the upstream
+     URL (often bound to the extracting address, sometimes carrying cookies) never leaves the server, and so
+     links survive a restart. AUTOINCREMENT: an id is never given twice, so an old link cannot come to
+     name another file. Swept once `expires` (the last moment any link to it can be valid) has passed. */ `
+  CREATE TABLE media_tickets (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    page_url TEXT NOT NULL,
+    format_id TEXT NOT NULL,
+    method TEXT NOT NULL CHECK (method IN ('direct', 'ytdlp')),
+    upstream_url TEXT NOT NULL,
+    headers TEXT NOT NULL,
+    filename TEXT NOT NULL,
+    content_type TEXT NOT NULL,
+    created INTEGER NOT NULL,
+    expires INTEGER NOT NULL
+  );
+  CREATE INDEX media_tickets_expires ON media_tickets(expires);
+  `,
 ]

@@ -17,6 +17,7 @@ const TAGS: Record<string, string> = {
   links: 'Short links: create, list, change, delete, and their statistics',
   qr: 'QR codes for any text, as PNG or SVG',
   mail: 'Temporary e-mail addresses and the mail they receive (SMTP on the same box)',
+  media: 'Video, audio and photo download from a page (yt-dlp), through signed links',
 }
 
 const STATUS_TEXT: Record<number, string> = {
@@ -30,7 +31,9 @@ const STATUS_TEXT: Record<number, string> = {
   413: 'The request body is over 64 KiB',
   429: 'Too many requests from this caller (see Retry-After)',
   500: 'Internal error; no details are shown',
+  502: 'The page (or the site behind it) could not be read',
   503: 'Busy or storage unavailable: try again later',
+  504: 'The page could not be read in time',
 }
 
 const EXAMPLE_MESSAGES: Record<string, string> = {
@@ -49,6 +52,10 @@ const EXAMPLE_MESSAGES: Record<string, string> = {
   internal: 'Internal error: the request could not be completed.',
   busy: 'Too many QR codes are being rendered: try again in 1 s.',
   address_taken: 'The address signup-test@mail.example.com belongs to another account.',
+  unsupported_url: 'The parameter "url" names a page with no video, audio or photo that could be found.',
+  private_address: 'The parameter "url" leads to a private or local network address, which this service does not fetch.',
+  upstream_failed: 'The page could not be read: HTTP Error 404: Not Found.',
+  unavailable: 'Media download is not available: no yt-dlp was found (see `linkbox doctor`).',
 }
 
 const integerHeader = (description: string, required = false, minimum = 0) => ({

@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs'
 import { Elysia } from 'elysia'
 import { notFound } from '../errors'
 import type { ApiMethod } from '../http/api'
+import { contentDisposition } from '../http/disposition'
 import { queryParams } from '../http/params'
 import type { ApiParam } from '../http/schema'
 import { INTRO_CHARS } from './parse'
@@ -222,12 +223,6 @@ export function mailApi(mail: MailService, deps: MailApiDeps = {}): ApiMethod[] 
       handler: ({ params, caller }) => mail.readMessage(caller!, { address: params.address as string, id: Number(params.id) }),
     },
   ]
-}
-
-/** `filename="…"` for old clients (ASCII, no quotes) and `filename*=` with the real name (RFC 6266). */
-export function contentDisposition(filename: string): string {
-  const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\%;]/g, '_') || 'download'
-  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`
 }
 
 /** GET /mail/raw/<id> and /mail/attachment/<id>: the bytes behind a signed link, always as a download. */

@@ -1,0 +1,137 @@
+// The user's method 6 (GET /api/download.json) and the signed links its answers carry (/dl/<id>). The
+// parameter and the answer are declared here once, as schemas: the /api pipeline checks requests against
+// them and the documents are made from them.
+import { Type, type TSchema } from '@sinclair/typebox'
+import { Elysia } from 'elysia'
+import type { ApiMethod } from '../http/api'
+import { queryParams } from '../http/params'
+import { MAX_URL_LENGTH } from '../links/validate'
+import type { MediaService } from './service'
+
+const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()])
+
+const FormatSchema = Type.Object(
+  {
+    id: Type.String({ description: "The format's id at the site (yt-dlp's format_id); a merge of two is `video+audio`" }),
+    ext: Type.String({ description: 'File extension' }),
+    kind: Type.Union([Type.Literal('video+audio'), Type.Literal('video'), Type.Literal('audio'), Type.Literal('photo')]),
+    width: Nullable(Type.Integer({ minimum: 0 })),
+    height: Nullable(Type.Integer({ minimum: 0 })),
+    fps: Nullable(Type.Number({ minimum: 0 })),
+    vcodec: Type.Union([Type.String(), Type.Null()], { description: 'Video codec, null when none or unknown' }),
+    acodec: Type.Union([Type.String(), Type.Null()], { description: 'Audio codec, null when none or unknown' }),
+    filesize: Nullable(Type.Integer({ minimum: 0, description: 'Bytes, exact or estimated; null when unknown' })),
+    note: Type.String({ description: 'A short human label (e.g. "720p", "audio only")' }),
+    url: Type.String({
+      format: 'uri',
+      description:
+        'A signed link: GET or HEAD it without a key until `expires` (Range works). Segmented and merged formats are ' +
+        'fetched whole first, so their first byte may take a while',
+    }),
+  },
+  { additionalProperties: false },
+)
+
+const DownloadSchema = Type.Object(
+  {
+    source: Type.String({ format: 'uri', description: 'The page the media was found on' }),
+    title: Type.String(),
+    kind: Type.Union([Type.Literal('video'), Type.Literal('audio'), Type.Literal('photo')]),
+    extractor: Type.String({ description: 'Which of yt-dlp\'s extractors read the page ("og:image" for a photo found by its preview tags)' }),
+    duration: Nullable(Type.Number({ minimum: 0, description: 'Seconds' })),
+    thumbnail: Type.Union([Type.String({ format: 'uri' }), Type.Null()]),
+    expires: Type.String({ format: 'date-time', description: 'When the links stop working (media.link_ttl after this answer)' }),
+    formats: Type.Array(FormatSchema, { description: 'Worst first, best last, as yt-dlp orders them' }),
+  },
+  {
+    title: 'Download',
+    additionalProperties: false,
+    examples: [
+      {
+        source: 'https://video.example.com/watch/42',
+        title: 'A walk in the park',
+        kind: 'video',
+        extractor: 'Generic',
+        duration: 61.5,
+        thumbnail: 'https://video.example.com/thumbs/42.jpg',
+        expires: '2026-01-31T10:30:00.000Z',
+        formats: [
+          {
+            id: 'mp4-720p',
+            ext: 'mp4',
+            kind: 'video+audio',
+            width: 1280,
+            height: 720,
+            fps: 30,
+            vcodec: 'avc1.64001f',
+            acodec: 'mp4a.40.2',
+            filesize: 10485760,
+            note: '720p',
+            url: 'https://sho.rt/dl/42?exp=1769855400&sig=7yKx2l3m0Vh0m3a9c8b7a6Z5Y4X3W2V1U0T9S8R7Q6P',
+          },
+        ],
+      },
+    ],
+  },
+)
+
+export function mediaApi(media: MediaService): ApiMethod[] {
+  return [
+    {
+      verb: 'GET',
+      path: '/api/download.json',
+      key: 'required',
+      scope: 'media',
+      marketplace: true,
+      tag: 'media',
+      summary: 'The video, audio or photo of a page: its formats, with signed download links',
+      description:
+        'yt-dlp reads the page (1000+ sites; any page with a `<video>` or an `og:video`; a direct media file); a page it ' +
+        'cannot read that names a picture (`og:image`, `twitter:image`) gives that photo. Results are kept 10 minutes per ' +
+        'URL. The links stream the bytes through this service, so they work where the site binds its own links to the ' +
+        'address that asked. Only public addresses are fetched.',
+      params: [
+        {
+          name: 'url',
+          required: true,
+          absent: ['', null],
+          schema: Type.String({
+            minLength: 1,
+            maxLength: MAX_URL_LENGTH,
+            pattern: '^[Hh][Tt][Tt][Pp][Ss]?://',
+            description: `The page (or file): an absolute http or https URL, at most ${MAX_URL_LENGTH} characters, without spaces or control characters (percent-encode them)`,
+            examples: ['https://video.example.com/watch/42'],
+          }),
+          error: {
+            code: 'invalid_url',
+            messages: {
+              type: 'The parameter "url" must be a string.',
+              minLength: 'The parameter "url" must not be empty.',
+              maxLength: `The parameter "url" must be at most ${MAX_URL_LENGTH} characters.`,
+              default: 'The parameter "url" must be an absolute URL with the scheme http or https.',
+            },
+          },
+        },
+      ],
+      returns: DownloadSchema,
+      errors: {
+        400: ['unsupported_url', 'private_address'],
+        502: ['upstream_failed'],
+        503: ['busy', 'unavailable', 'storage_unavailable'],
+        504: ['timeout'],
+      },
+      handler: ({ params, caller }) => media.download(caller!, params.url as string),
+    },
+  ]
+}
+
+/** GET and HEAD /dl/<id>?exp=&sig=: the file behind a signed link, always as a download. */
+export function createMediaRoutes(media: MediaService) {
+  const serve = ({ params, request }: { params: { id: string }; request: Request }) => {
+    const query = queryParams(request.url)
+    const text = (v: unknown) => (typeof v === 'string' ? v : null)
+    const ticket = media.ticket(params.id, text(query.exp), text(query.sig))
+    return media.serve(ticket, request)
+  }
+  return new Elysia({ name: 'media-files' }).get('/dl/:id', serve).head('/dl/:id', serve)
+}
