@@ -322,6 +322,17 @@ describe('the guard', () => {
   }, LONG)
 })
 
+test('a media.ytdlp_path that cannot be run: 503 unavailable, naming doctor', async () => {
+  const broken = await makeBox({ media: { allow_private_networks: true, ytdlp_path: '/nonexistent/yt-dlp' } })
+  try {
+    const r = await download(fx.url('mp4'), broken, await broken.account('u'))
+    expect([r.status, r.body.code]).toEqual([503, 'unavailable'])
+    expect(r.body.message).toContain('linkbox doctor')
+  } finally {
+    await broken.cleanup()
+  }
+})
+
 describe('limits', () => {
   test('past max_concurrent and the short queue: 503 busy with Retry-After; the rest are answered', async () => {
     const busyBox = await makeBox({ media: { allow_private_networks: true, max_concurrent: 1 } })

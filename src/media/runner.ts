@@ -64,15 +64,21 @@ function killGroup(pid: number) {
 
 export async function runYtdlp(opts: RunOptions): Promise<RunResult> {
   const started = performance.now()
-  const proc = Bun.spawn([...opts.command, ...opts.args], {
-    env: runEnv(opts.proxy),
-    cwd: opts.cwd,
-    stdin: 'ignore',
-    stdout: 'pipe',
-    stderr: 'pipe',
-    // A process group of its own: the time limit kills yt-dlp and the ffmpeg it may have started.
-    detached: true,
-  })
+  let proc: Bun.Subprocess<'ignore', 'pipe', 'pipe'>
+  try {
+    proc = Bun.spawn([...opts.command, ...opts.args], {
+      env: runEnv(opts.proxy),
+      cwd: opts.cwd,
+      stdin: 'ignore',
+      stdout: 'pipe',
+      stderr: 'pipe',
+      // A process group of its own: the time limit kills yt-dlp and the ffmpeg it may have started.
+      detached: true,
+    })
+  } catch (err) {
+    // media.ytdlp_path names a file that is not there or cannot be run: the admin's to fix (doctor says so).
+    throw new AppError(503, 'unavailable', `Media download is not available: yt-dlp could not be started (${(err as NodeJS.ErrnoException).code ?? 'error'}); see \`linkbox doctor\`.`)
+  }
   live.add(proc.pid)
   let timedOut = false
   let tooLarge = false
