@@ -19,6 +19,7 @@ import {
   writeConfig,
   type RunningServer,
 } from './support/server'
+import { startMediaFixtures } from './support/media-fixtures'
 import { rawRequest } from './support/raw-http'
 
 const PNG_MAGIC = Buffer.from('\x89PNG', 'latin1')
@@ -80,7 +81,8 @@ describe('serving from the binary', () => {
 
   beforeAll(async () => {
     mkdirSync(join(root, 'svc'))
-    const config = writeConfig(join(root, 'svc'))
+    // Private networks allowed: the media fixture pages are on 127.0.0.1.
+    const config = writeConfig(join(root, 'svc'), { media: { allow_private_networks: true } })
     key = await createAccount(config.configPath, 'alice', { command: linkbox, cwd })
     // NODE_ENV=development must not bring back Bun's development error page (stack trace and source).
     server = await startServer({ config, command: linkbox, cwd, env: { NODE_ENV: 'development' } })
@@ -175,6 +177,22 @@ describe('serving from the binary', () => {
     expect(statSync(file).mode & 0o777).toBe(0o755)
     expect(createHash('sha256').update(readFileSync(file)).digest('hex')).toBe(vendored.sha256)
   })
+
+  test('download.json runs the bundled yt-dlp (through the guard proxy) and its signed link gives the file', async () => {
+    const fx = await startMediaFixtures()
+    try {
+      const r = await fetch(`${server.url}/api/download.json?url=${encodeURIComponent(fx.url('video-page'))}`, { headers: { 'x-api-key': key } })
+      const body = (await r.json()) as any
+      expect(r.status, JSON.stringify(body)).toBe(200)
+      expect(body.return).toMatchObject({ kind: 'video', extractor: 'HTML5MediaEmbed' })
+      const link = new URL(body.return.formats[0].url)
+      const file = await fetch(`${server.url}${link.pathname}${link.search}`)
+      expect(file.status).toBe(200)
+      expect(new Uint8Array(await file.arrayBuffer())).toEqual(fx.bytes('clip.mp4'))
+    } finally {
+      await fx.stop()
+    }
+  }, 60_000)
 
   test('SIGTERM exits 0 after saying so', async () => {
     expect(await server.stop('SIGTERM')).toBe(0)
