@@ -19,6 +19,7 @@ import { benchCreate } from './bench/create'
 import { benchDistinctUa } from './bench/distinct-ua'
 import { benchLists } from './bench/lists'
 import { benchMail } from './bench/mail'
+import { benchMedia } from './bench/media'
 import { benchQr } from './bench/qr'
 import { benchRedirect } from './bench/redirect'
 import { machine, resultsMarkdown, resultsTable, type Run } from './bench/results'
@@ -66,6 +67,11 @@ const sections: { name: string; title: string; run: () => Promise<string[]> }[] 
     name: 'mail',
     title: 'Mail: small messages ingested end to end (250 received) against a bare smtp-server',
     run: () => benchMail({ rounds: ctx.rounds, seconds: ctx.seconds, command: [binary.path], figures: ctx.figures, commands: ctx.commands }),
+  },
+  {
+    name: 'media',
+    title: 'Media: download.json against yt-dlp directly, cached, and signed downloads against the file straight from its server',
+    run: () => benchMedia({ rounds: ctx.rounds, seconds: ctx.seconds, command: [binary.path], figures: ctx.figures, commands: ctx.commands }),
   },
 ]
 const filter = positionals[0]?.toLowerCase()
