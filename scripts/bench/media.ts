@@ -6,6 +6,8 @@
 //     asked the same way; and under wrk.
 //   - Signed downloads: the 16 MiB big-mp4 through its /dl link against the same file straight from the
 //     fixture server, by the same client (curl, a process of its own), interleaved; issue 9's target ≥ 0.8.
+//     A bare Bun proxy of the file (bare-proxy.ts) is timed in the same turns: the part of the gap that any
+//     hop in between costs, apart from linkbox's own.
 // The fixture server (test/support/media-fixtures.ts, as the tests use it) runs in the bench process on
 // 127.0.0.1, so the binary runs with media.allow_private_networks = true. That lifts only the guard's
 // refusal of private addresses: the guard still resolves and pins the address it connects to, and yt-dlp
@@ -13,6 +15,7 @@
 //
 //   bun scripts/bench/media.ts          this section alone, on dist/linkbox (built when stale, as by bench.ts):
 //                                       from source there is no bundled yt-dlp to compare with
+// LINKBOX_BENCH_EXTRACTIONS (default 5) shortens the extraction part while working on the bench.
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { startMediaFixtures, type MediaFixtures } from '../../test/support/media-fixtures'
@@ -26,8 +29,8 @@ import { median, peakRss, rssMiB, wrk } from './wrk'
 export const EXTRACTIONS = Number(process.env.LINKBOX_BENCH_EXTRACTIONS ?? 5)
 /** Cached download.json requests, one at a time. */
 export const CACHED_REQUESTS = 200
-/** GETs of the big file per side per round, alternating (one 16 MiB GET over loopback is too short to time alone). */
-export const GET_PAIRS = 16
+/** GETs of the big file from each server per round, taken in turn (one 16 MiB GET over loopback is too short to time alone). */
+export const GET_ROUNDS = 12
 /** GETs per client in the parallel rounds. */
 export const GETS_PER_CLIENT = 8
 /** Clients at once in the parallel rounds. */
@@ -80,14 +83,14 @@ export async function curlGets(urls: string[], size: number): Promise<Transfer[]
 export const throughput = (ts: Transfer[]) => ts.reduce((n, t) => n + t.bytes, 0) / MiB / ts.reduce((s, t) => s + t.seconds, 0)
 
 /**
- * One round of the single client: `pairs` GETs of each URL by one curl, alternating (a first, or b first when
- * `bFirst`), so that whatever else the machine does falls on both alike. MiB/s of each side.
+ * One round of the single client: `rounds` GETs of each URL by one curl, taking them in turn (starting with
+ * the `first`th), so that whatever else the machine does falls on all alike. MiB/s of each, in `urls`' order.
  */
-export async function alternating(a: string, b: string, pairs: number, size: number, bFirst: boolean): Promise<{ a: number; b: number }> {
-  const order = bFirst ? [b, a] : [a, b]
-  const urls = Array.from({ length: pairs }, () => order).flat()
-  const ts = await curlGets(urls, size)
-  return { a: throughput(ts.filter((_, i) => urls[i] === a)), b: throughput(ts.filter((_, i) => urls[i] === b)) }
+export async function alternating(urls: string[], rounds: number, size: number, first: number): Promise<number[]> {
+  const order = urls.map((_, i) => (first + i) % urls.length)
+  const asked = Array.from({ length: rounds }, () => order).flat()
+  const ts = await curlGets(asked.map((i) => urls[i]!), size)
+  return urls.map((_, u) => throughput(ts.filter((_, k) => asked[k] === u)))
 }
 
 /** `clients` curls at once, each with `times` GETs: MiB/s of all of them over the wall-clock time of the lot. */
@@ -166,6 +169,7 @@ export async function benchMedia(opts: {
   let fx: MediaFixtures | undefined
   let box: MediaBox | undefined
   let bare: RunningServer | undefined
+  let proxy: RunningServer | undefined
   try {
     fx = await startMediaFixtures()
     box = await startMediaBox(opts.command)
@@ -217,6 +221,9 @@ export async function benchMedia(opts: {
       await (await fetch(bare.url)).json()
       bareMs.push(performance.now() - started)
     }
+    // quantile() takes sorted values.
+    cachedMs.sort((a, b) => a - b)
+    bareMs.sort((a, b) => a - b)
     const c50 = quantile(cachedMs, 0.5)
     const c99 = quantile(cachedMs, 0.99)
     const b50 = quantile(bareMs, 0.5)
@@ -250,26 +257,44 @@ export async function benchMedia(opts: {
     // Once, byte for byte: what is timed below is the right file.
     const got = new Uint8Array(await (await fetch(dl)).arrayBuffer())
     if (got.length !== big.length || Buffer.compare(got, big) !== 0) throw new Error('bench: the /dl link does not give the fixture\'s bytes')
-    await curlGets([straight, dl], big.length)
+    const proxyConfig = writeConfig(tempDir('linkbox-bench-proxy-'))
+    proxy = removingOnStop(
+      await startServer({ command: [process.execPath, join(import.meta.dir, 'bare-proxy.ts')], config: proxyConfig, env: { LINKBOX_BENCH_UPSTREAM: straight } }),
+      proxyConfig.dir,
+    )
+    const proxied = `${proxy.url}/big.mp4`
+    await curlGets([straight, proxied, dl], big.length)
     const idle = rssMiB(box.server.proc.pid)
     let peak = 0
     const ratios: number[] = []
+    const proxyRatios: number[] = []
     const straightRates: number[] = []
+    const proxyRates: number[] = []
     const dlRates: number[] = []
     for (let i = 0; i < opts.rounds; i++) {
-      const run = alternating(straight, dl, GET_PAIRS, big.length, i % 2 === 1)
-      const [{ a, b }, rss] = await Promise.all([run, peakRss(box.server.proc.pid, run)])
+      const run = alternating([straight, proxied, dl], GET_ROUNDS, big.length, i)
+      const [[a, p, b], rss] = await Promise.all([run, peakRss(box.server.proc.pid, run)])
       peak = Math.max(peak, rss)
-      straightRates.push(a)
-      dlRates.push(b)
-      ratios.push(b / a)
-      lines.push(`round ${i + 1}: GET straight from the fixture ${a.toFixed(0).padStart(5)} MiB/s   through /dl ${b.toFixed(0).padStart(5)} MiB/s   (ratio ${(b / a).toFixed(2)})`)
+      straightRates.push(a!)
+      proxyRates.push(p!)
+      dlRates.push(b!)
+      ratios.push(b! / a!)
+      proxyRatios.push(b! / p!)
+      lines.push(
+        `round ${i + 1}: straight from the fixture ${a!.toFixed(0).padStart(5)} MiB/s   bare Bun proxy ${p!.toFixed(0).padStart(5)} MiB/s   ` +
+          `through /dl ${b!.toFixed(0).padStart(5)} MiB/s   (/dl ÷ straight ${(b! / a!).toFixed(2)}, ÷ bare proxy ${(b! / p!).toFixed(2)})`,
+      )
     }
     const ratio = median(ratios)
     const size = (big.length / MiB).toFixed(1)
     lines.push(
-      `signed download / straight from the fixture: median ratio ${ratio.toFixed(2)} over ${opts.rounds} rounds of ${GET_PAIRS} GETs of ${size} MiB each ` +
-        `(one curl, alternating between the two); target ≥ 0.80: ${ratio >= 0.8 ? 'met' : 'MISSED'}`,
+      `signed download / straight from the fixture: median ratio ${ratio.toFixed(2)} over ${opts.rounds} rounds of ${GET_ROUNDS} GETs of ${size} MiB each ` +
+        `(one curl, taking the servers in turn); target ≥ 0.80: ${ratio >= 0.8 ? 'met' : 'MISSED'}`,
+    )
+    const proxyRatio = median(proxyRatios)
+    lines.push(
+      `signed download / a bare Bun proxy of the same file (scripts/bench/bare-proxy.ts, fetch → Response): median ratio ${proxyRatio.toFixed(2)}; ` +
+        `bare proxy / straight ${median(proxyRates.map((p, i) => p / straightRates[i]!)).toFixed(2)}: what any Bun hop in between costs on this machine`,
     )
     const pRatios: number[] = []
     const pStraight: number[] = []
@@ -299,6 +324,13 @@ export async function benchMedia(opts: {
         baseline: `straight from the fixture server: ${median(straightRates).toFixed(0)} MiB/s (through /dl ${median(dlRates).toFixed(0)} MiB/s), same curl`,
       },
       {
+        id: 'media-dl-ratio-bare-proxy',
+        label: `Signed download (/dl) ÷ a bare Bun proxy of the same file`,
+        value: proxyRatio,
+        unit: '×',
+        baseline: `bare Bun proxy (fetch → Response): ${median(proxyRates).toFixed(0)} MiB/s`,
+      },
+      {
         id: 'media-dl-ratio-parallel',
         label: `Signed download, ${PARALLEL_CLIENTS} clients at once ÷ straight`,
         value: pRatio,
@@ -310,11 +342,12 @@ export async function benchMedia(opts: {
     opts.commands?.push(
       `# media: ${EXTRACTIONS} × (python3 data_dir/bin/yt-dlp-bundled ${YTDLP_ARGS.join(' ')} -- <fixture video page>?bench=<unique>) ` +
         `interleaved with GET /api/download.json?url=<the same, another unique>; ${CACHED_REQUESTS} × GET /api/download.json of one URL with fetch; ` +
-        `curl -s -o /dev/null -w '%{http_code} %{size_download} %{time_total}\\n' <url> … with the fixture's /media/big.mp4 and the signed /dl link alternating, ${GET_PAIRS} of each ` +
+        `curl -s -o /dev/null -w '%{http_code} %{size_download} %{time_total}\\n' <url> … with the fixture's /media/big.mp4 and the signed /dl link and scripts/bench/bare-proxy.ts taken in turn, ${GET_ROUNDS} of each ` +
         `(and ${PARALLEL_CLIENTS} curls at once, ${GETS_PER_CLIENT} GETs each, one URL after the other); alone: bun scripts/bench/media.ts`,
     )
   } finally {
     await bare?.stop()
+    await proxy?.stop()
     await box?.server.stop()
     await fx?.stop()
   }
