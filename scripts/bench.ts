@@ -1,7 +1,7 @@
 #!/usr/bin/env bun
 // `bun run bench [filter]`: the compiled binary under wrk (and, for mail, under the bench's own SMTP
-// client), each figure beside a baseline measured in the same run and against its target from issue 7 or 8
-// (the machine is shared and noisy: ratios, not absolutes). Needs wrk (Debian package `wrk`). A full run (no filter) writes bench/RESULTS.md, with the "before"
+// client; for media, curl), each figure beside a baseline measured in the same run and against its target from issue 7, 8 or 9
+// (the machine is shared and noisy: ratios, not absolutes). Needs wrk (Debian package `wrk`), and curl for media. A full run (no filter) writes bench/RESULTS.md, with the "before"
 // figures of bench/before.json beside this run's.
 //
 //   bun run bench                      every section; writes bench/RESULTS.md
@@ -19,6 +19,7 @@ import { benchCreate } from './bench/create'
 import { benchDistinctUa } from './bench/distinct-ua'
 import { benchLists } from './bench/lists'
 import { benchMail } from './bench/mail'
+import { benchMedia } from './bench/media'
 import { benchQr } from './bench/qr'
 import { benchRedirect } from './bench/redirect'
 import { machine, resultsMarkdown, resultsTable, type Run } from './bench/results'
@@ -67,6 +68,11 @@ const sections: { name: string; title: string; run: () => Promise<string[]> }[] 
     title: 'Mail: small messages ingested end to end (250 received) against a bare smtp-server',
     run: () => benchMail({ rounds: ctx.rounds, seconds: ctx.seconds, command: [binary.path], figures: ctx.figures, commands: ctx.commands }),
   },
+  {
+    name: 'media',
+    title: 'Media: download.json against yt-dlp directly, cached, and signed downloads against the file straight from its server',
+    run: () => benchMedia({ rounds: ctx.rounds, seconds: ctx.seconds, command: [binary.path], figures: ctx.figures, commands: ctx.commands }),
+  },
 ]
 const filter = positionals[0]?.toLowerCase()
 const exact = sections.filter((s) => s.name === filter)
@@ -101,7 +107,7 @@ const run: Run = {
 const beforePath = join(ROOT, 'bench/before.json')
 const before: Run | undefined = existsSync(beforePath) ? JSON.parse(readFileSync(beforePath, 'utf8')) : undefined
 if (run.figures.length)
-  console.log(`\n## Figures against the targets of issues 7 and 8\n\n${resultsTable(run.figures, process.env.LINKBOX_BENCH_BINARY ? undefined : before)}`)
+  console.log(`\n## Figures against the targets of issues 7, 8 and 9\n\n${resultsTable(run.figures, process.env.LINKBOX_BENCH_BINARY ? undefined : before)}`)
 if (values.save) {
   writeFileSync(values.save, JSON.stringify(run, null, 2) + '\n')
   console.log(`\nbench: figures saved to ${values.save}`)

@@ -1,6 +1,7 @@
 // The bench's pure helpers: reading wrk's output, judging a figure against its target, the RESULTS.md
 // table, and the loader's code permutation and exact splits (a wrong one would bench the wrong thing);
-// and the mail bench's own SMTP client, which must count as accepted only what a server really accepted.
+// and the mail bench's own SMTP client, which must count as accepted only what a server really accepted;
+// and the media bench's curl client, which must not count a short or failed download as a fast one.
 import { Database } from 'bun:sqlite'
 import { describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
@@ -12,6 +13,7 @@ import { formatValue, met, resultsTable, type Run } from '../scripts/bench/resul
 import { parseWrk } from '../scripts/bench/wrk'
 import { startBareSmtp, startMailBox, type MailBox } from '../scripts/bench/mail'
 import { quantile, replyReader, smallMessage, smtpLoad } from '../scripts/bench/smtp-load'
+import { alternating, curlGets, parseCurl, throughput } from '../scripts/bench/media'
 
 const WRK_OUTPUT = `Running 4s test @ http://127.0.0.1:40123
   2 threads and 64 connections
@@ -178,4 +180,44 @@ describe('the mail bench against real servers', () => {
       await bare.stop()
     }
   }, 60_000)
+})
+
+describe('the media bench client', () => {
+  test("curl's -w lines: status, bytes, seconds; anything else is an error, not a zero", () => {
+    expect(parseCurl('200 16777216 0.021\n206 100 0.000512\n')).toEqual([
+      { status: 200, bytes: 16777216, seconds: 0.021 },
+      { status: 206, bytes: 100, seconds: 0.000512 },
+    ])
+    expect(() => parseCurl('200 16777216\n')).toThrow('not a curl -w line')
+    expect(throughput([{ status: 200, bytes: 3 * 1024 * 1024, seconds: 1 }, { status: 200, bytes: 1024 * 1024, seconds: 1 }])).toBe(2)
+  })
+  test('every transfer must be a 200 of the full size; the URLs are taken in turn, from the one asked first', async () => {
+    const body = new Uint8Array(100_000).fill(7)
+    const seen: string[] = []
+    const server = Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      fetch(req) {
+        const path = new URL(req.url).pathname
+        seen.push(path)
+        if (path === '/short') return new Response(body.subarray(0, 99_999))
+        if (path === '/missing') return new Response(body, { status: 404 })
+        return new Response(body)
+      },
+    })
+    const url = (p: string) => `http://127.0.0.1:${server.port}${p}`
+    try {
+      const ok = await curlGets([url('/a'), url('/a')], body.length)
+      expect(ok.map((t) => [t.status, t.bytes])).toEqual([[200, 100_000], [200, 100_000]])
+      await expect(curlGets([url('/short')], body.length)).rejects.toThrow('gave HTTP 200 with 99999 bytes, 100000 expected')
+      await expect(curlGets([url('/missing')], body.length)).rejects.toThrow('gave HTTP 404')
+      seen.length = 0
+      const rates = await alternating([url('/a'), url('/b'), url('/c')], 2, body.length, 1)
+      expect(seen).toEqual(['/b', '/c', '/a', '/b', '/c', '/a'])
+      expect(rates).toHaveLength(3)
+      for (const r of rates) expect(r).toBeGreaterThan(0)
+    } finally {
+      server.stop(true)
+    }
+  })
 })

@@ -476,7 +476,13 @@ export function createMediaService({ db, config, signer, clock, ytdlp, proxy, ca
       void response.body?.cancel().catch(() => {})
       return new Response(null, { status: response.status, headers: out })
     }
-    return new Response(counted(response.body), { status: response.status, headers: out })
+    // With a length, the body goes out as fetch gave it, counted up front as serveFile counts a file: Bun
+    // pipes its own stream natively, where a JS stage per chunk cost a third of the throughput (bun run
+    // bench media). Without one, each chunk is counted on its way.
+    const length = /^[0-9]{1,15}$/.test(out['content-length'] ?? '') ? Number(out['content-length']) : null
+    if (length === null) return new Response(counted(response.body), { status: response.status, headers: out })
+    stats.bytesServed += length
+    return new Response(response.body, { status: response.status, headers: out })
   }
 
   async function sweep(): Promise<number> {
