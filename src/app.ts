@@ -127,7 +127,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   metrics.sampled('linkbox_smtp_connections', 'Open SMTP connections.', () => smtp?.connections ?? 0)
   metrics.sampled('linkbox_media_queue', 'yt-dlp runs (extractions and fetches) waiting for a slot.', () => media.queued)
   metrics.sampled('linkbox_media_running', 'yt-dlp runs under way.', () => media.running)
-  metrics.sampled('linkbox_media_bytes_served_total', 'Bytes sent to clients through signed /dl links.', () => media.stats.bytesServed, 'counter')
+  metrics.sampled('linkbox_media_bytes_served_total', 'Bytes of the files sent through signed /dl links (a download is counted by its length when it starts).', () => media.stats.bytesServed, 'counter')
   metrics.sampled('process_resident_memory_bytes', 'Resident memory of the process.', () => process.memoryUsage.rss())
   metrics.sampled('process_uptime_seconds', 'Seconds since the service started.', () => Math.round((Date.now() - startedAt) / 1000))
 

@@ -70,9 +70,12 @@ describe('download.json against the fixture pages', () => {
     expect(new Date(ret.expires).getTime()).toBe(exp * 1000)
     expect(exp * 1000 - Date.now()).toBeGreaterThan(3500_000) // media.link_ttl = 3600 s
 
+    const served = async () => Number(/^linkbox_media_bytes_served_total (\d+)$/m.exec(await (await box.request('/metrics')).text())![1])
+    const before = await served()
     const file = await box.request(local(ret.formats[0].url))
     expect(file.status).toBe(200)
     expect(await bytesOf(file)).toEqual(fx.bytes('clip.mp4'))
+    expect((await served()) - before).toBe(fx.bytes('clip.mp4').length)
     expect(file.headers.get('content-type')).toBe('video/mp4')
     expect(file.headers.get('content-length')).toBe(String(fx.bytes('clip.mp4').length))
     expect(file.headers.get('content-disposition')).toBe(
