@@ -136,13 +136,14 @@ const ResultSchema = Type.Object(
     description:
       'create: id, url, events, secret; list: webhooks; delete: id, deleted; deliveries: id, deliveries; redeliver: id, ' +
       'event_id, webhook_id, state, attempts, next_at',
+    // Each answer's fields (the properties are listed again: a `required` names only what its schema defines).
     anyOf: [
-      { required: ['id', 'url', 'events', 'secret'] },
-      { required: ['webhooks'] },
-      { required: ['id', 'deleted'] },
-      { required: ['id', 'deliveries'] },
-      { required: ['id', 'event_id', 'webhook_id', 'state', 'attempts', 'next_at'] },
-    ],
+      ['id', 'url', 'events', 'secret'],
+      ['webhooks'],
+      ['id', 'deleted'],
+      ['id', 'deliveries'],
+      ['id', 'event_id', 'webhook_id', 'state', 'attempts', 'next_at'],
+    ].map((fields) => ({ required: fields, properties: Object.fromEntries(fields.map((f) => [f, {}])) })),
     examples: [{ id: 1, url: 'https://hooks.example.com/linkbox', events: 'link.created,mail.received', secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }],
   },
 )
