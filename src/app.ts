@@ -36,6 +36,9 @@ import { createDocsRoutes } from './pages/docs'
 import { FAVICON_SVG, STYLE_CSS } from './pages/render'
 import type { Verifier } from './links/password-gate'
 import { VERSION } from './version'
+import { webhookApi } from './webhooks/api'
+import { createOutbox } from './webhooks/outbox'
+import { createWebhookService } from './webhooks/service'
 
 export interface AppOptions {
   clock?: () => number
@@ -69,12 +72,15 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const events = createEvents()
   const accounts = createAccountService(db, clock)
   const recorder = createClickRecorder(db, opts.clicks)
-  const links = createLinkService({ db, config, recorder, events, clock, hashPassword: opts.hashPassword })
+  // Webhook events are written by the services in the transaction of each change (webhooks/outbox.ts).
+  const outbox = createOutbox(db, clock)
+  const webhooks = createWebhookService({ db, config, outbox, clock, resolve: opts.resolve, isAllowed: opts.isAllowed })
+  const links = createLinkService({ db, config, recorder, events, clock, hashPassword: opts.hashPassword, outbox })
   const qrRenderer = opts.qrRenderer ?? createQrRenderer()
   const qr = createQrService(qrRenderer)
   const spool = createSpool(config.data_dir)
   const signer = createLinkSigner(loadSigningSecret(config.data_dir))
-  const mail = createMailService({ db, config, spool, signer, events, clock })
+  const mail = createMailService({ db, config, spool, signer, events, clock, outbox })
   const ytdlp = createYtdlp({ ytdlpPath: config.media.ytdlp_path, dataDir: config.data_dir })
   // The proxy every request of yt-dlp goes through (the SSRF guard for a program we do not control);
   // started when the first extraction needs it.
@@ -150,6 +156,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     ...mediaApi(media),
     // A held messages.json outlives the idle timeout of its connection: it is told to wait longer.
     ...mailApi(mail, { holdOpen: (request, seconds) => server?.timeout(request, seconds) }),
+    ...webhookApi(webhooks),
   ]
   const api = createApi(methods, {
     config,
@@ -229,6 +236,8 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     methods,
     mail,
     media,
+    outbox,
+    webhooks,
     ytdlp,
     spool,
     signer,
@@ -246,6 +255,11 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
         const sweep = () => {
           mail.sweep({ orphans: runs++ % 60 === 0 }).catch((err) => faultLog.fault('mail sweep', err))
           void media.sweep()
+          try {
+            webhooks.sweep()
+          } catch (err) {
+            faultLog.fault('webhook sweep', err)
+          }
         }
         sweep()
         sweepTimer = setInterval(sweep, 60_000)

@@ -29,6 +29,16 @@ Usage:
                                                   file, with SHA2-256SUMS beside it. A FILE is checked
                                                   against a SHA2-256SUMS beside it, if there is one.
                                                   Kept only when it runs --version.
+  linkbox webhook create ACCOUNT URL [--events a,b]
+                                                  a webhook endpoint; prints its secret last.
+                                                  Events: link.created, link.updated, link.deleted,
+                                                  link.clicked, mail.received (default: all but
+                                                  link.clicked)
+  linkbox webhook list [ACCOUNT]                  endpoints, their state and delivery counts
+  linkbox webhook log ID                          the delivery log of an endpoint, newest first
+  linkbox webhook delete ID
+  linkbox webhook test ID                         queue a webhook.test event for that endpoint;
+                                                  the running service delivers it
   linkbox version
 
 Every command takes --config FILE (or the LINKBOX_CONFIG environment variable).
@@ -113,6 +123,54 @@ async function serve(config: Config) {
   process.on('SIGINT', () => void shutdown('SIGINT'))
 }
 
+/** `linkbox webhook …`: the same service as POST /api/webhooks.json, for any account. */
+async function webhookCommand(config: Config, sub: string | undefined, arg: string | undefined, arg2: string | undefined, events: string | undefined) {
+  const usage = 'usage: linkbox webhook create ACCOUNT URL [--events a,b] | webhook list [ACCOUNT] | webhook log ID | webhook delete ID | webhook test ID'
+  const idOf = (text: string | undefined) => {
+    if (!text || !/^[1-9][0-9]{0,14}$/.test(text)) throw new ConfigError(usage)
+    return Number(text)
+  }
+  const [{ printable }, { createOutbox }, { createWebhookService }] = await Promise.all([
+    import('./accounts/service'),
+    import('./webhooks/outbox'),
+    import('./webhooks/service'),
+  ])
+  const { db } = await openAccounts(config)
+  try {
+    const webhooks = createWebhookService({ db, config, outbox: createOutbox(db) })
+    if (sub === 'create' && arg && arg2) {
+      const made = await webhooks.createFor(webhooks.accountId(arg), { url: arg2, events })
+      console.log(`webhook ${made.id} for ${arg}: ${made.url} (${made.events}); its signing secret (shown once):`)
+      console.log(made.secret)
+    } else if (sub === 'list' && !arg2) {
+      const rows = arg ? webhooks.listFor(webhooks.accountId(arg)).webhooks.map((w) => ({ ...w, account: arg })) : webhooks.listAll().map((r) => ({
+        id: r.id, url: r.url, events: r.events, enabled: r.enabled === 1, failing: r.failing === 1, disabled_reason: r.disabled_reason,
+        account: r.account_name, deliveries: webhooks.listFor(r.account_id).webhooks.find((w) => w.id === r.id)?.deliveries,
+      }))
+      console.log(['id', 'account', 'state', 'ok', 'failed', 'pending', 'events', 'url'].join('\t'))
+      for (const w of rows) {
+        const state = !w.enabled ? `disabled (${printable(w.disabled_reason ?? '')})` : w.failing ? 'failing' : 'enabled'
+        const d = w.deliveries ?? { ok: 0, failed: 0, pending: 0 }
+        console.log([w.id, printable(w.account), state, d.ok, d.failed, d.pending, w.events, printable(w.url)].join('\t'))
+      }
+    } else if (sub === 'log' && arg && !arg2) {
+      console.log(['webhook-id', 'type', 'state', 'attempts', 'status', 'ms', 'last attempt', 'next', 'error'].join('\t'))
+      for (const d of webhooks.deliveriesById(idOf(arg), 200).deliveries)
+        console.log([d.webhook_id, d.type, d.state, d.attempts, d.last_status ?? '-', d.last_ms ?? '-', d.last_at ?? '-', d.state === 'pending' ? d.next_at : '-', printable(d.last_error ?? '')].join('\t'))
+    } else if (sub === 'delete' && arg && !arg2) {
+      webhooks.deleteById(idOf(arg))
+      console.log(`webhook ${arg} deleted`)
+    } else if (sub === 'test' && arg && !arg2) {
+      const t = webhooks.test(idOf(arg))
+      console.log(`webhook.test queued for webhook ${arg}; the running service delivers it (linkbox webhook log ${arg} shows the outcome)${t.enabled ? '' : '; note: this endpoint is disabled'}`)
+      console.log(t.webhook_id)
+    } else throw new ConfigError(usage)
+  } finally {
+    db.close()
+  }
+  return 0
+}
+
 export async function main(argv: string[]): Promise<number> {
   // Before anything else loads: node:util and node:net (config checks addresses) alone cost ~10 ms.
   if (argv.length === 1 && argv[0] === 'version') {
@@ -131,10 +189,11 @@ export async function main(argv: string[]): Promise<number> {
       scopes: { type: 'string' },
       label: { type: 'string' },
       from: { type: 'string' },
+      events: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   })
-  const [command, sub, arg] = positionals
+  const [command, sub, arg, arg2] = positionals
   if (values.help || !command || command === 'help') {
     console.log(USAGE)
     return command || values.help ? 0 : 2
@@ -199,6 +258,8 @@ export async function main(argv: string[]): Promise<number> {
       }
       return 0
     }
+    case 'webhook':
+      return webhookCommand(config, sub, arg, arg2, values.events)
     case 'backup': {
       const { DatabaseError, openDatabase, storageReason } = await import('./db')
       if (!sub) throw new ConfigError('usage: linkbox backup FILE')

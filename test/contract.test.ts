@@ -23,6 +23,8 @@ interface Op {
   op: Schema
   /** Parameter name → its schema and whether it is required (query parameters or body fields). */
   params: { name: string; schema: Schema; required: boolean }[]
+  /** Parameters required when another has a given value (the body schema's allOf of if/then). */
+  conditional: { param: string; value: unknown; required: string[] }[]
 }
 
 const ajv = new Ajv2020({ strict: true, strictTypes: false, allErrors: true })
@@ -99,7 +101,12 @@ beforeAll(async () => {
                 required: (op.requestBody.content['application/x-www-form-urlencoded'].schema.required ?? []).includes(name),
               }),
             )
-      ops.push({ path, verb: verb.toUpperCase() as Op['verb'], op, params })
+      const body = verb === 'get' ? null : op.requestBody.content['application/x-www-form-urlencoded'].schema
+      const conditional = ((body?.allOf ?? []) as Schema[]).map((c) => {
+        const [param, cond] = Object.entries(c.if.properties as Record<string, Schema>)[0]!
+        return { param, value: cond.const, required: c.then.required as string[] }
+      })
+      ops.push({ path, verb: verb.toUpperCase() as Op['verb'], op, params, conditional })
     }
   await fixture()
   await mailFixture()
@@ -128,8 +135,24 @@ async function mailFixture() {
 }
 
 async function fixture() {
+  webhookFixture()
   if (box.links.resolve('Ab3dE9')) return
   await box.links.create({ url: 'https://example.com/fixture', alias: 'Ab3dE9' }, box.accounts.authenticate(keys.owner)!)
+}
+
+/**
+ * The webhook and the event the examples name (id 1, event 1), the owner's. Rows with given ids, made again
+ * once deleted (ids are never handed out twice, so the API could not make id 1 again).
+ */
+function webhookFixture() {
+  const owner = box.accounts.authenticate(keys.owner)!.accountId
+  box.db.query(
+    "INSERT OR IGNORE INTO webhook_endpoints (id, account_id, url, events, secret, created) VALUES (1, ?, 'https://hooks.example.com/linkbox', 'link.created', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 0)",
+  ).run(owner)
+  box.db.query(
+    `INSERT OR IGNORE INTO webhook_events (id, account_id, type, created, payload) VALUES (1, ?, 'link.created', 0, '{"type":"link.created","timestamp":"1970-01-01T00:00:00.000Z","data":{}}')`,
+  ).run(owner)
+  box.outbox.reload()
 }
 
 afterAll(async () => {
@@ -255,7 +278,24 @@ async function check(o: Op, res: Response, where: string, opts: { limited?: bool
 
 /** Valid values of every required parameter: the base that one varied parameter is added to. */
 function requiredBase(o: Op): Record<string, unknown> {
-  return Object.fromEntries(o.params.filter((p) => p.required).map((p) => [p.name, validValues(p.schema)[0]]))
+  return complete(o, Object.fromEntries(o.params.filter((p) => p.required).map((p) => [p.name, validValues(p.schema)[0]])))
+}
+
+/** `fields` with the parameters its values make required (action=create needs url) added at a valid value. */
+function complete(o: Op, fields: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...fields }
+  for (const c of o.conditional)
+    if (out[c.param] === c.value)
+      for (const name of c.required) if (out[name] === undefined) out[name] = validValues(o.params.find((p) => p.name === name)!.schema)[0]
+  return out
+}
+
+/** A base per value that makes other parameters required (each action of webhooks.json), or just the one base. */
+function actionBases(o: Op): Record<string, unknown>[] {
+  const values = [...new Set(o.conditional.map((c) => c.value))]
+  if (values.length === 0) return [requiredBase(o)]
+  const param = o.conditional[0]!.param
+  return [requiredBase(o), ...values.map((v) => complete(o, { ...requiredBase(o), [param]: v }))]
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -312,7 +352,7 @@ describe('every operation answers as documented', () => {
       const reqd = requiredBase(o)
       const cases: [string, Record<string, unknown>][] = [['required only', reqd]]
       cases.push(['every parameter at its example', Object.fromEntries(o.params.map((p) => [p.name, validValues(p.schema)[0]]))])
-      for (const p of o.params) for (const v of validValues(p.schema)) cases.push([`${p.name}=${String(v).slice(0, 40)}`, { ...reqd, [p.name]: v }])
+      for (const p of o.params) for (const v of validValues(p.schema)) cases.push([`${p.name}=${String(v).slice(0, 40)}`, complete(o, { ...reqd, [p.name]: v })])
       for (const [label, fields] of cases) {
         for (const json of o.verb === 'POST' ? [false, true] : [false]) {
           const res = await send(o, fields, { auth, json })
@@ -340,6 +380,12 @@ describe('every operation answers as documented', () => {
             cases.push([`${p.name}=${JSON.stringify(v).slice(0, 40)}`, { ...reqd, [p.name]: v }, p.name, false])
           if (o.verb === 'POST') cases.push([`${p.name}=${JSON.stringify(v).slice(0, 40)} (JSON)`, { ...reqd, [p.name]: v }, p.name, true])
         }
+        // A parameter that a value of another makes required, left out.
+        for (const c of o.conditional)
+          if (c.required.includes(p.name)) {
+            const { [p.name]: _, ...rest } = complete(o, { ...reqd, [c.param]: c.value })
+            cases.push([`${p.name} missing with ${c.param}=${String(c.value)}`, rest, p.name, false])
+          }
         if (o.verb === 'POST')
           for (const v of [true, [], {}, 1.5, p.schema.type === 'integer' ? 'abc' : 12])
             if (!valid(p.schema, v)) cases.push([`${p.name}=${JSON.stringify(v)} (JSON)`, { ...reqd, [p.name]: v }, p.name, true])
@@ -355,13 +401,14 @@ describe('every operation answers as documented', () => {
   })
 
   test('keys: as the security asks, by X-Api-Key or Bearer; unknown, scope-less and other accounts\' keys', async () => {
-    for (const o of ops) {
+    for (const o of ops) for (const base of actionBases(o)) {
       // A mail method is asked about the owner's mailbox (mailbox.json would make a random one without it).
-      const fields = o.params.some((p) => p.name === 'address') ? { ...requiredBase(o), address: 'signup-test' } : requiredBase(o)
+      const fields = o.params.some((p) => p.name === 'address') ? { ...base, address: 'signup-test' } : base
       const schemes = new Set((o.op.security as Schema[]).flatMap((r) => Object.keys(r)))
       const codes403: string[] = o.op.responses['403']?.content['application/json'].schema.properties.code.enum ?? []
       // Another account's key may read and create, not change or delete the owner's link nor use its mailbox.
-      const ownerBound = codes403.includes('not_owner') || codes403.includes('address_taken')
+      // Of an action-driven method (webhooks.json), only the actions that name the owner's thing (an id) are bound.
+      const ownerBound = (codes403.includes('not_owner') || codes403.includes('address_taken')) && (o.conditional.length === 0 || 'id' in fields)
       const mail = o.op['x-scope'] === 'mail'
       const outcomes: Partial<Record<Auth, number[]>> = {
         none: keyOptional(o) ? [200, 404] : [401],
@@ -399,7 +446,11 @@ describe('every operation answers as documented', () => {
         expect(big.status).toBe(413)
       }
       if (o.op.responses['404']) {
-        const unknown = o.params.some((p) => p.name === 'address') ? { address: 'no-such-mailbox' } : { code: 'no-such-code' }
+        // An action-driven method is asked about an unknown id by the first action that needs one.
+        const byId = o.conditional.find((c) => c.required.includes('id'))
+        const unknown = o.params.some((p) => p.name === 'address')
+          ? { address: 'no-such-mailbox' }
+          : byId ? complete(o, { [byId.param]: byId.value, id: 999_999_999 }) : { code: 'no-such-code' }
         const nf = await send(o, { ...requiredBase(o), ...unknown }, { auth })
         await check(o, nf, 'unknown code')
         expect(nf.status).toBe(404)

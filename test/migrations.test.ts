@@ -61,9 +61,9 @@ test('a version 1 database migrates with every row, id, index and aggregate kept
   try {
     expect((db.query('PRAGMA user_version').get() as { user_version: number }).user_version).toBe(migrations.length)
     expect(dump(db)).toEqual(before)
-    // Migrations 5 and 6 add the mail and media tables and their indexes (named mail… and media…); the others
-    // are kept as they were.
-    expect(indexes(db).filter((n) => !n.startsWith('mail') && !n.startsWith('media'))).toEqual(indexesBefore)
+    // Migrations 5, 6 and 7 add the mail, media and webhook tables and their indexes (named mail…, media…,
+    // webhook…); the others are kept as they were.
+    expect(indexes(db).filter((n) => !/^(mail|media|webhook)/.test(n))).toEqual(indexesBefore)
     expect(db.query('PRAGMA foreign_key_check').all()).toEqual([])
     // Migration 3: each day's names become the JSON of its row, and each month adds up its days.
     const json = (rows: unknown[]): unknown[] => (rows as { dims: string }[]).map((r) => ({ ...r, dims: JSON.parse(r.dims) }))
@@ -141,6 +141,29 @@ test('migration 3: a month keeps its 200 busiest names per dimension, the rest s
     for (let i = 0; i < 100; i++) expect(source.get(`h${i}`)).toBe(2)
     expect(source.get('other')).toBe(50 + 7) // 50 one-click names, and what the days held as "other"
     expect([...source.values()].reduce((a, b) => a + b)).toBe(150 + 200 + 7)
+  } finally {
+    db.close()
+  }
+})
+
+test('migration 7: the webhook tables, and an account deleted takes its endpoints, events and deliveries', () => {
+  const db = openDatabase(version1Database())
+  try {
+    expect(indexes(db).filter((n) => n.startsWith('webhook'))).toEqual([
+      'webhook_deliveries_due', 'webhook_deliveries_event', 'webhook_endpoints_account',
+    ])
+    db.exec(`
+      INSERT INTO webhook_endpoints (account_id, url, events, secret, created) VALUES (2, 'https://hook.example/', 'link.created', 'whsec_x', 1);
+      INSERT INTO webhook_events (account_id, type, created, payload) VALUES (2, 'link.created', 1, '{}');
+      INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (1, 1, 'pending', 1);
+    `)
+    expect(db.query('SELECT enabled, failing, disabled_reason FROM webhook_endpoints').get()).toEqual({ enabled: 1, failing: 0, disabled_reason: null })
+    expect(() => db.exec("INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (1, 1, 'pending', 2)")).toThrow(/UNIQUE/)
+    expect(() => db.exec("UPDATE webhook_deliveries SET state = 'sent'")).toThrow(/CHECK/)
+    db.exec('DELETE FROM api_keys WHERE account_id = 2')
+    db.exec('DELETE FROM accounts WHERE id = 2')
+    for (const t of ['webhook_endpoints', 'webhook_events', 'webhook_deliveries'])
+      expect({ t, n: (db.query(`SELECT count(*) AS n FROM ${t}`).get() as { n: number }).n }).toEqual({ t, n: 0 })
   } finally {
     db.close()
   }

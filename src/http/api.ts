@@ -9,13 +9,13 @@ import type { TSchema } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
 import type { AccountService, Caller, Scope } from '../accounts/service'
 import type { Config } from '../config'
-import { AppError, internalError, invalidKey, missingKey, notFound, rateLimited, scopeDenied } from '../errors'
+import { AppError, internalError, invalidKey, missingKey, missingParameter, notFound, rateLimited, scopeDenied } from '../errors'
 import { faultLog } from './fault-log'
 import { bodyParams, queryParams, type Params } from './params'
 import { pathOf } from './path'
 import { rateKeyOf } from './client-ip'
 import type { RateDecision, RateLimiter } from './rate-limit'
-import { assertCheckable, checkParams, type ApiParam } from './schema'
+import { assertCheckable, checkParams, isAbsent, type ApiParam } from './schema'
 
 export const API_BODY_LIMIT = 64 * 1024
 
@@ -40,6 +40,11 @@ export interface ApiMethod {
   tag?: string
   /** Checked in this order before the handler runs (see schema.ts); documented in this order. */
   params: ApiParam[]
+  /**
+   * Parameters required only for one value of another (webhooks.json: `url` when action=create): checked
+   * after `params`, a missing one is 400 missing_parameter; documented as if/then in the request schema.
+   */
+  requiredWhen?: { param: string; value: string; required: string[] }[]
   /** The schema of the envelope's `return` on success, with `examples`. */
   returns?: TSchema
   /** Other 200 answers (raw=1 images): when they are given, and their content types. */
@@ -187,6 +192,13 @@ export function createApi(methods: ApiMethod[], deps: ApiDeps) {
       if (caller && method.scope && !caller.scopes.has(method.scope)) throw scopeDenied(method.scope)
       const params = method.verb === 'GET' ? queryParams(request.url) : await bodyParams(request, API_BODY_LIMIT)
       checkParams(method.params, params)
+      for (const rule of method.requiredWhen ?? []) {
+        if (params[rule.param] !== rule.value) continue
+        for (const name of rule.required) {
+          const declared = method.params.find((p) => p.name === name)!
+          if (isAbsent(declared, params[name])) throw missingParameter(name)
+        }
+      }
       const result = await method.handler({ params, caller, request, clientIp })
       if (result instanceof Response) {
         for (const [k, v] of Object.entries({ ...CORS_HEADERS, ...rateHeaders(decision) })) result.headers.set(k, v)

@@ -18,6 +18,9 @@ const TAGS: Record<string, string> = {
   qr: 'QR codes for any text, as PNG or SVG',
   mail: 'Temporary e-mail addresses and the mail they receive (SMTP on the same box)',
   media: 'Video, audio and photo download from a page (yt-dlp), through signed links',
+  webhooks:
+    'Webhook endpoints: signed (Standard Webhooks) POSTs of link and mail events to your URL, retried, with a delivery log. ' +
+    'Targets pass the same address check as media download (media.allow_private_networks lifts it for both)',
 }
 
 const STATUS_TEXT: Record<number, string> = {
@@ -56,6 +59,9 @@ const EXAMPLE_MESSAGES: Record<string, string> = {
   private_address: 'The parameter "url" leads to a private or local network address, which this service does not fetch.',
   upstream_failed: 'The page could not be read: HTTP Error 404: Not Found.',
   unavailable: 'Media download is not available: no yt-dlp was found (see `linkbox doctor`).',
+  invalid_url: 'The parameter "url" must be an absolute URL with the scheme http or https.',
+  too_many_webhooks: 'An account can have at most 20 webhooks: delete one first.',
+  storage_unavailable: 'The change could not be stored: the database cannot be written right now (disk full or read-only). Try again later.',
 }
 
 const integerHeader = (description: string, required = false, minimum = 0) => ({
@@ -183,7 +189,12 @@ export function openApiDocument(methods: ApiMethod[], opts: OpenApiOptions) {
       const properties: Record<string, unknown> = {}
       for (const p of m.params) properties[p.name] = { ...plain(p.schema), description: paramDescription(p) }
       const required = m.params.filter((p) => p.required).map((p) => p.name)
-      const schema = { type: 'object', properties, ...(required.length ? { required } : {}) }
+      // A parameter needed for one value of another (action=create needs url): JSON Schema's if/then.
+      const conditional = (m.requiredWhen ?? []).map((r) => ({
+        if: { properties: { [r.param]: { const: r.value } }, required: [r.param] },
+        then: { required: r.required },
+      }))
+      const schema = { type: 'object', properties, ...(required.length ? { required } : {}), ...(conditional.length ? { allOf: conditional } : {}) }
       const example = Object.fromEntries(
         m.params.flatMap((p) => {
           const ex = (p.schema as { examples?: unknown[] }).examples?.[0]

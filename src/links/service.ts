@@ -10,6 +10,7 @@ import { iso, storageError, stored, type Db } from '../db'
 import { createWriteGroup } from '../db/write-group'
 import { AppError, invalidParameter, notFound, notOwner } from '../errors'
 import type { Events } from '../events'
+import type { Outbox } from '../webhooks/outbox'
 import { createLinkStore, type LinkChanges, type LinkRow, type NameCount } from './store'
 import {
   isReserved,
@@ -97,8 +98,10 @@ export function createLinkService(deps: {
   hashPassword?: (password: string) => Promise<string>
   /** Rows per generation of the cache of visited links (tests make it tiny). */
   hotGeneration?: number
+  /** Webhook events are written here, in the transaction of each change (absent: no webhooks). */
+  outbox?: Outbox
 }) {
-  const { db, config, recorder, events } = deps
+  const { db, config, recorder, events, outbox } = deps
   const clock = deps.clock ?? Date.now
   const randomCode = deps.randomCode ?? randomBase62
   const hashPassword = deps.hashPassword ?? ((password: string) => Bun.password.hash(password, 'argon2id'))
@@ -172,7 +175,9 @@ export function createLinkService(deps: {
     const current = store.byIdAndCode(read.id, read.code)
     if (!current) throw notFound(`No link with the code "${read.code}".`)
     if (!mayChange(current, caller)) throw notOwner()
-    return store.update(current.id, changes, clock())!
+    const updated = store.update(current.id, changes, clock())!
+    outbox?.enqueue('link.updated', updated.account_id, { ...record(updated) }, updated.updated)
+    return updated
   })
 
   function insertWithFreshCode(fields: Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'code'>): LinkRow {
@@ -254,7 +259,12 @@ export function createLinkService(deps: {
       // Committed with the other creations of this event-loop turn; answered once that commit is done.
       let row: LinkRow
       try {
-        row = await creations.run(() => (alias ? insertAlias(fields, alias) : insertWithFreshCode(fields)))
+        // The webhook event is written in the same savepoint: a creation that fails leaves none.
+        row = await creations.run(() => {
+          const inserted = alias ? insertAlias(fields, alias) : insertWithFreshCode(fields)
+          outbox?.enqueue('link.created', inserted.account_id, { ...record(inserted) }, inserted.created)
+          return inserted
+        })
       } catch (err) {
         throw storageError(db, err)
       }
@@ -287,7 +297,13 @@ export function createLinkService(deps: {
 
     delete(input: { code: unknown }, caller: Caller) {
       const row = owned(input.code, caller)
-      stored(db, () => store.remove(row.id)) // click aggregates go with it (ON DELETE CASCADE)
+      // Click aggregates go with it (ON DELETE CASCADE); the webhook event is written in the same transaction.
+      stored(db, () =>
+        db.transaction(() => {
+          store.remove(row.id)
+          outbox?.enqueue('link.deleted', row.account_id, { ...record(row) }, clock())
+        })(),
+      )
       forget(row.code)
       events.emit('link.deleted', { hex: row.code, accountId: row.account_id })
       return { hex: row.code, deleted: true }

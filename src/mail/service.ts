@@ -10,6 +10,7 @@ import { createWriteGroup } from '../db/write-group'
 import { AppError, invalidParameter, notFound, notOwner } from '../errors'
 import type { Events } from '../events'
 import type { LinkSigner } from '../signing'
+import type { Outbox } from '../webhooks/outbox'
 import { parseMessage } from './parse'
 import type { Spool, Taken } from './spool'
 import { readFile } from 'node:fs/promises'
@@ -85,9 +86,19 @@ export interface MailServiceDeps {
   signer: LinkSigner
   events: Events
   clock: () => number
+  /** Webhook events (mail.received) are written here, in the delivery's transaction (absent: no webhooks). */
+  outbox?: Outbox
 }
 
-export function createMailService({ db, config, spool, signer, events, clock }: MailServiceDeps) {
+/** A stored message as messages.json lists it, from what delivery knows (no read back). */
+function summaryOf(id: number, now: number, size: number, f: Awaited<ReturnType<typeof parseMessage>>['fields']): MessageSummaryRow {
+  return {
+    id, received: now, size, seen: 0, from_address: f.from.address, from_name: f.from.name,
+    subject: f.subject, date: f.date, intro: f.intro, attachments: f.attachments.length,
+  }
+}
+
+export function createMailService({ db, config, spool, signer, events, clock, outbox }: MailServiceDeps) {
   const store = createMailStore(db)
   const { domains, mailbox_ttl, max_messages } = config.mail
   const ttlMs = mailbox_ttl * 1000
@@ -364,7 +375,10 @@ export function createMailService({ db, config, spool, signer, events, clock }: 
           for (const mailboxId of mailboxIds) {
             const row = store.byId(mailboxId)
             if (!live(row, now) || row.messages >= max_messages) continue
-            out.push({ mailboxId, id: store.insertMessage(mailboxId, name, now, taken.size, f) })
+            const id = store.insertMessage(mailboxId, name, now, taken.size, f)
+            out.push({ mailboxId, id })
+            // mail.received, once per mailbox, with what events.emit sends below; in this write's savepoint.
+            outbox?.enqueue('mail.received', row.account_id, { address: row.address, ...summary(summaryOf(id, now, taken.size, f)) }, now)
           }
           if (inline && out.length > 0) store.insertInline(name, taken.bytes!, body, parsed.parts)
           return out
@@ -377,14 +391,7 @@ export function createMailService({ db, config, spool, signer, events, clock }: 
         for (const { mailboxId, id } of ids) {
           wake(mailboxId)
           const box = events.has('mail.received') ? store.byId(mailboxId) : null
-          if (box) {
-            const f = parsed.fields
-            const row: MessageSummaryRow = {
-              id, received: now, size: taken.size, seen: 0, from_address: f.from.address, from_name: f.from.name,
-              subject: f.subject, date: f.date, intro: f.intro, attachments: f.attachments.length,
-            }
-            events.emit('mail.received', { accountId: box.account_id, message: { address: box.address, ...summary(row) } })
-          }
+          if (box) events.emit('mail.received', { accountId: box.account_id, message: { address: box.address, ...summary(summaryOf(id, now, taken.size, parsed.fields)) } })
         }
         blob = null // named by rows now
         return ids.map((x) => x.id)

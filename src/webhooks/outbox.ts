@@ -1,0 +1,116 @@
+// The outbox: an event is written in the same transaction as the change that caused it (one
+// webhook_events row, one pending webhook_deliveries row per subscribed endpoint), so a crash never loses
+// an event and a rolled-back change never sends one. The deliverer reads the rows; it is woken after the
+// commit through `onEnqueued`.
+//
+// Most changes have nobody listening: an in-memory index (account → its enabled endpoints' event types)
+// answers "does anyone want this?" without touching the database. It is rebuilt when this process creates,
+// deletes or disables an endpoint (`reload`), and, since the CLI changes the table from another process,
+// whenever SQLite's data_version says another connection committed (checked at most once a second).
+// The index only filters: which endpoints get a delivery is read from the table inside the transaction.
+import { iso, type Db } from '../db'
+import { createWebhookStore } from './store'
+
+export const EVENT_TYPES = ['link.created', 'link.updated', 'link.deleted', 'link.clicked', 'mail.received'] as const
+/** What an endpoint can subscribe to. */
+export type SubscribableType = (typeof EVENT_TYPES)[number]
+/** `webhook.test` is sent to one endpoint on request (linkbox webhook test), whatever it subscribes to. */
+export type EventType = SubscribableType | 'webhook.test'
+/** What an endpoint gets when `events` is not given: everything but the (busy, opt-in) clicks. */
+export const DEFAULT_EVENTS: SubscribableType[] = EVENT_TYPES.filter((t) => t !== 'link.clicked')
+
+const RECHECK_MS = 1_000
+
+export function createOutbox(db: Db, clock: () => number = Date.now) {
+  const store = createWebhookStore(db)
+  const dataVersion = db.query<{ data_version: number }, []>('PRAGMA data_version')
+  let index = new Map<number, Set<string>>()
+  let seenVersion = -1
+  let checkedAt = -Infinity
+  const listeners: (() => void)[] = []
+  let wakeQueued = false
+
+  function reload() {
+    const next = new Map<number, Set<string>>()
+    for (const row of store.subscriptions()) {
+      const set = next.get(row.account_id) ?? new Set<string>()
+      for (const t of row.events.split(',')) if (t) set.add(t)
+      next.set(row.account_id, set)
+    }
+    index = next
+    seenVersion = dataVersion.get()!.data_version
+    checkedAt = Date.now()
+  }
+
+  function fresh() {
+    const now = Date.now()
+    if (now - checkedAt < RECHECK_MS) return
+    checkedAt = now
+    if (dataVersion.get()!.data_version !== seenVersion) reload()
+  }
+
+  function wanted(type: EventType, accountId: number | null): boolean {
+    if (accountId === null) return false
+    fresh()
+    return index.get(accountId)?.has(type) ?? false
+  }
+
+  // After the commit: the caller's transaction is synchronous, so a microtask runs once it has ended. A
+  // write that was rolled back wakes the deliverer for nothing, which costs one empty look.
+  function wake() {
+    if (wakeQueued || listeners.length === 0) return
+    wakeQueued = true
+    queueMicrotask(() => {
+      wakeQueued = false
+      for (const l of listeners) {
+        try {
+          l()
+        } catch (err) {
+          console.error('webhook outbox listener failed:', err)
+        }
+      }
+    })
+  }
+
+  function payloadOf(type: EventType, at: number, data: Record<string, unknown>) {
+    return JSON.stringify({ type, timestamp: iso(at), data })
+  }
+
+  return {
+    /**
+     * Call INSIDE the transaction of the change: writes the event and its pending deliveries, or nothing when
+     * no enabled endpoint of the account subscribes to `type`. `at` is when the change happened (default now).
+     */
+    enqueue(type: EventType, accountId: number | null, data: Record<string, unknown>, at?: number): void {
+      if (accountId === null || !wanted(type, accountId)) return
+      const now = clock()
+      const when = at ?? now
+      const id = store.insertEvent(accountId, type, when, payloadOf(type, when, data))
+      // The index said yes but the table has no taker (deleted a moment ago): no event without a delivery.
+      if (store.insertDeliveries(id, now, accountId, type) === 0) store.removeEvent(id)
+      else wake()
+    },
+    /** One event for one endpoint only (webhook.test); its event id. Runs in a transaction of its own. */
+    enqueueFor(endpointId: number, accountId: number, type: EventType, data: Record<string, unknown>): number {
+      const now = clock()
+      const id = db.transaction(() => {
+        const eventId = store.insertEvent(accountId, type, now, payloadOf(type, now, data))
+        store.insertDelivery(eventId, endpointId, now)
+        return eventId
+      })()
+      wake()
+      return id
+    },
+    /** Cheap: whether any enabled endpoint of the account subscribes to `type` (the click path asks first). */
+    wanted,
+    /** Rebuilds the index from the table: after an endpoint is created, deleted, enabled or disabled. */
+    reload,
+    /** Called (after the commit, in a microtask) whenever events were enqueued: the deliverer's wake-up. */
+    onEnqueued(listener: () => void) {
+      listeners.push(listener)
+    },
+    /** Wakes the deliverer (after a redelivery, say). */
+    wake,
+  }
+}
+export type Outbox = ReturnType<typeof createOutbox>

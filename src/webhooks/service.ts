@@ -1,0 +1,231 @@
+// Webhook endpoints: the rules of creating, listing and deleting them, their delivery log, redelivery,
+// the test event, and the sweep that keeps the outbox tables bounded. Plain values in, plain records out,
+// AppErrors thrown; no HTTP here (api.ts) and no sending (deliverer.ts).
+import { randomBytes } from 'node:crypto'
+import type { Caller } from '../accounts/service'
+import type { Config } from '../config'
+import { iso, stored, type Db } from '../db'
+import { AppError, invalidParameter, missingParameter, notFound, notOwner } from '../errors'
+import { privateAddress } from '../media/extract'
+import { checkUrl, GuardError } from '../net/guard'
+import { DEFAULT_EVENTS, EVENT_TYPES, type Outbox, type SubscribableType } from './outbox'
+import { createWebhookStore, type EndpointRow } from './store'
+
+export const MAX_URL_LENGTH = 2048
+/** Endpoints per account: each one multiplies every event the account causes. */
+export const MAX_ENDPOINTS = 20
+export const LOG_LIMIT = { default: 50, max: 200 }
+/** Delivered and failed events are kept this long for the log and redelivery. */
+export const RETENTION_MS = 7 * 24 * 60 * 60 * 1000
+/** Pending deliveries kept per endpoint; beyond it the oldest are dropped (a receiver gone for days). */
+export const MAX_PENDING = 10_000
+const SWEEP_BATCH = 1_000
+
+export const webhookId = (eventId: number) => `msg_${eventId}`
+
+const present = (v: unknown) => v !== undefined && v !== null && v !== ''
+
+export interface WebhookServiceDeps {
+  db: Db
+  config: Config
+  outbox: Outbox
+  clock?: () => number
+  /** Name resolution and address rule for the SSRF check (tests); see net/guard.ts. */
+  resolve?: (host: string) => Promise<string[]>
+  isAllowed?: (address: string) => boolean
+}
+
+/** The comma-separated `events` parameter: known types, each once, in the order given. */
+export function parseEvents(input: unknown): SubscribableType[] {
+  if (!present(input)) return [...DEFAULT_EVENTS]
+  if (typeof input !== 'string') throw invalidParameter('events', `a comma-separated list of ${EVENT_TYPES.join(', ')}`)
+  const out: SubscribableType[] = []
+  for (const raw of input.split(',')) {
+    const t = raw.trim()
+    if (!t) continue
+    if (!(EVENT_TYPES as readonly string[]).includes(t))
+      throw new AppError(400, 'invalid_parameter', `The parameter "events" names an unknown event type "${t.slice(0, 40)}": the types are ${EVENT_TYPES.join(', ')}.`)
+    if (!out.includes(t as SubscribableType)) out.push(t as SubscribableType)
+  }
+  if (out.length === 0) throw invalidParameter('events', `at least one of ${EVENT_TYPES.join(', ')}`)
+  return out
+}
+
+export function createWebhookService({ db, config, outbox, clock = Date.now, resolve, isAllowed }: WebhookServiceDeps) {
+  const store = createWebhookStore(db)
+  let dropped = 0
+
+  /** http(s), at most 2048 characters, no credentials, and (unless media.allow_private_networks) not private. */
+  async function checkTarget(input: unknown): Promise<string> {
+    if (!present(input)) throw missingParameter('url')
+    const bad = () => new AppError(400, 'invalid_url', 'The parameter "url" must be an absolute URL with the scheme http or https.')
+    if (typeof input !== 'string' || input.length > MAX_URL_LENGTH)
+      throw new AppError(400, 'invalid_url', `The parameter "url" must be an http or https URL of at most ${MAX_URL_LENGTH} characters.`)
+    let url: URL
+    try {
+      url = new URL(input)
+    } catch {
+      throw bad()
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw bad()
+    // The guard would drop them silently on every delivery; say so now instead.
+    if (url.username || url.password) throw new AppError(400, 'invalid_url', 'The parameter "url" must not contain a user name or password.')
+    url.hash = ''
+    try {
+      await checkUrl(url, { allowPrivate: config.media.allow_private_networks, resolve, isAllowed, timeoutMs: 5_000 })
+    } catch (err) {
+      if (!(err instanceof GuardError)) throw err
+      if (err.reason === 'private') throw privateAddress()
+      // A name that does not resolve now may later (and the deliverer checks every send again): accepted;
+      // its deliveries fail and are retried, in the log for the owner to see.
+    }
+    return url.href
+  }
+
+  function owned(caller: Caller, idInput: unknown): EndpointRow {
+    const id = Number(idInput)
+    if (!present(idInput) || !Number.isSafeInteger(id) || id < 1) throw invalidParameter('id', 'the id of one of your webhooks')
+    const row = store.endpoint(id)
+    if (!row) throw notFound(`There is no webhook ${id}.`)
+    if (row.account_id !== caller.accountId) throw notOwner('webhook')
+    return row
+  }
+
+  function summary(row: EndpointRow, counts?: { ok: number; failed: number; pending: number }) {
+    return {
+      id: row.id,
+      url: row.url,
+      events: row.events,
+      enabled: row.enabled === 1,
+      failing: row.failing === 1,
+      disabled_reason: row.disabled_reason,
+      created: iso(row.created)!,
+      deliveries: { ok: counts?.ok ?? 0, failed: counts?.failed ?? 0, pending: counts?.pending ?? 0 },
+    }
+  }
+
+  /** Creates an endpoint for an account (the API's caller or the CLI's ACCOUNT); its secret is shown only here. */
+  async function createFor(accountId: number, input: { url?: unknown; events?: unknown }) {
+    const url = await checkTarget(input.url)
+    const events = parseEvents(input.events).join(',')
+    const secret = `whsec_${randomBytes(24).toString('base64')}`
+    // Counted and inserted in one transaction: two creations at once cannot both be the 20th.
+    const row = stored(db, () =>
+      db.transaction(() => {
+        if (store.countOf(accountId) >= MAX_ENDPOINTS)
+          throw new AppError(400, 'too_many_webhooks', `An account can have at most ${MAX_ENDPOINTS} webhooks: delete one first.`)
+        return store.insertEndpoint(accountId, url, events, secret, clock())
+      })(),
+    )
+    outbox.reload()
+    return { id: row.id, url: row.url, events: row.events, secret: row.secret }
+  }
+
+  function listFor(accountId: number) {
+    const counts = new Map(store.counts(accountId).map((c) => [c.endpoint_id, c]))
+    return { webhooks: store.endpointsOf(accountId).map((r) => summary(r, counts.get(r.id))) }
+  }
+
+  function removeRow(row: EndpointRow) {
+    // Its deliveries go with it (ON DELETE CASCADE); its events stay until the sweep, for other endpoints.
+    stored(db, () => store.removeEndpoint(row.id))
+    outbox.reload()
+    return { id: row.id, deleted: true as const }
+  }
+
+  function log(row: EndpointRow, limitInput: unknown) {
+    let limit = LOG_LIMIT.default
+    if (present(limitInput)) {
+      limit = Number(limitInput)
+      if (!Number.isInteger(limit) || limit < 1 || limit > LOG_LIMIT.max) throw invalidParameter('limit', `a whole number from 1 to ${LOG_LIMIT.max}`)
+    }
+    return {
+      id: row.id,
+      deliveries: store.log(row.id, limit).map((d) => ({
+        event_id: d.event_id,
+        webhook_id: webhookId(d.event_id),
+        type: d.type,
+        state: d.state,
+        attempts: d.attempts,
+        last_status: d.last_status,
+        last_error: d.last_error,
+        last_ms: d.last_ms,
+        last_at: iso(d.last_at),
+        next_at: iso(d.next_at)!,
+      })),
+    }
+  }
+
+  return {
+    create: (caller: Caller, input: { url?: unknown; events?: unknown }) => createFor(caller.accountId, input),
+    createFor,
+    /** The account of that name (the CLI's ACCOUNT), or 404. */
+    accountId(name: string): number {
+      const id = store.accountId(name)
+      if (id === null) throw notFound(`No account named "${name}".`)
+      return id
+    },
+    list: (caller: Caller) => listFor(caller.accountId),
+    listFor,
+    /** Every endpoint with its account's name (the CLI's `webhook list` without an account). */
+    listAll: () => store.allEndpoints(),
+    delete: (caller: Caller, input: { id?: unknown }) => removeRow(owned(caller, input.id)),
+    /** The CLI: any endpoint by id. */
+    deleteById(id: number) {
+      const row = store.endpoint(id)
+      if (!row) throw notFound(`There is no webhook ${id}.`)
+      return removeRow(row)
+    },
+    /** The delivery log of one endpoint, newest event first. */
+    deliveries: (caller: Caller, input: { id?: unknown; limit?: unknown }) => log(owned(caller, input.id), input.limit),
+    deliveriesById(id: number, limit?: number) {
+      const row = store.endpoint(id)
+      if (!row) throw notFound(`There is no webhook ${id}.`)
+      return log(row, limit)
+    },
+
+    /** Sends an event to an endpoint again, under the same webhook-id: pending now, attempts kept. */
+    redeliver(caller: Caller, input: { id?: unknown; event?: unknown }) {
+      const row = owned(caller, input.id)
+      if (!present(input.event)) throw missingParameter('event')
+      const eventId = Number(input.event)
+      if (!Number.isSafeInteger(eventId) || eventId < 1) throw invalidParameter('event', 'the event_id of a delivery in the log')
+      const event = store.event(eventId)
+      if (!event || event.account_id !== row.account_id) throw notFound(`There is no event ${eventId} of this account (events are kept 7 days).`)
+      const now = clock()
+      const d = stored(db, () => store.redeliver(eventId, row.id, now))
+      outbox.wake()
+      return { id: row.id, event_id: eventId, webhook_id: webhookId(eventId), state: d.state, attempts: d.attempts, next_at: iso(d.next_at)! }
+    },
+
+    /** `linkbox webhook test ID`: a webhook.test event for this endpoint alone; its webhook-id. */
+    test(id: number) {
+      const row = store.endpoint(id)
+      if (!row) throw notFound(`There is no webhook ${id}.`)
+      const eventId = outbox.enqueueFor(row.id, row.account_id, 'webhook.test', { webhook: row.id, url: row.url })
+      return { event_id: eventId, webhook_id: webhookId(eventId), enabled: row.enabled === 1 }
+    },
+
+    /**
+     * Keeps the outbox bounded: events delivered or failed (nothing pending) more than 7 days ago go with
+     * their rows; an endpoint with more than 10,000 pending deliveries loses the oldest. Returns what went.
+     */
+    sweep(now: number = clock()) {
+      let events = 0
+      for (;;) {
+        const n = store.sweepEvents(now - RETENTION_MS, SWEEP_BATCH)
+        events += n
+        if (n < SWEEP_BATCH) break
+      }
+      let cut = 0
+      for (const { endpoint_id, n } of store.overfull(MAX_PENDING)) cut += store.dropOldest(endpoint_id, n - MAX_PENDING)
+      dropped += cut
+      return { events, dropped: cut }
+    },
+    /** Pending deliveries dropped by the cap since start (for /metrics). */
+    get dropped() {
+      return dropped
+    },
+  }
+}
+export type WebhookService = ReturnType<typeof createWebhookService>
