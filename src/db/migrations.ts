@@ -276,4 +276,40 @@ export const migrations: Migration[] = [
   );
   CREATE INDEX media_tickets_expires ON media_tickets(expires);
   `,
+  /* 7: webhooks (issue 10): endpoints per account, the outbox of events, one delivery row per endpoint and event. */ `
+  CREATE TABLE webhook_endpoints (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    url TEXT NOT NULL,
+    events TEXT NOT NULL,                 -- comma-separated event types, e.g. 'link.created,mail.received'
+    secret TEXT NOT NULL,                 -- 'whsec_' + base64 of 24 random bytes (Standard Webhooks)
+    enabled INTEGER NOT NULL DEFAULT 1,
+    failing INTEGER NOT NULL DEFAULT 0,   -- 1 once a delivery used up its retries; 0 again after a success
+    disabled_reason TEXT,                 -- why enabled = 0 (e.g. 'the receiver answered 410 Gone')
+    created INTEGER NOT NULL              -- unix ms
+  );
+  CREATE INDEX webhook_endpoints_account ON webhook_endpoints(account_id);
+  CREATE TABLE webhook_events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, -- the webhook-id header is 'msg_' || id: one event, one id, forever
+    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    type TEXT NOT NULL,
+    created INTEGER NOT NULL,             -- unix ms
+    payload TEXT NOT NULL                 -- the exact body sent: {"type":…,"timestamp":"<ISO>","data":{…}}
+  );
+  CREATE TABLE webhook_deliveries (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_id INTEGER NOT NULL REFERENCES webhook_events(id) ON DELETE CASCADE,
+    endpoint_id INTEGER NOT NULL REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
+    state TEXT NOT NULL CHECK (state IN ('pending', 'ok', 'failed')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_at INTEGER NOT NULL,             -- unix ms: when a pending delivery is due
+    last_status INTEGER,                  -- HTTP status of the last attempt (null: no answer)
+    last_error TEXT,                      -- short text of the last failure
+    last_ms INTEGER,                      -- response time of the last attempt
+    last_at INTEGER,                      -- when the last attempt ended
+    UNIQUE (endpoint_id, event_id)
+  );
+  CREATE INDEX webhook_deliveries_due ON webhook_deliveries(state, next_at);
+  CREATE INDEX webhook_deliveries_event ON webhook_deliveries(event_id);
+  `,
 ]
