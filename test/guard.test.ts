@@ -273,10 +273,10 @@ describe('headers, credentials, deadlines', () => {
 describe('POST (webhook deliveries)', () => {
   test('the body arrives once, to the checked address; a 3xx is the answer, never followed; private stays refused', async () => {
     const got: { path: string; method: string; body: string; type: string | null }[] = []
-    const receiver = Bun.serve({
+    const receiver: Server = Bun.serve({
       hostname: '127.0.0.1',
       port: 0,
-      fetch: async (req) => {
+      fetch: async (req): Promise<Response> => {
         got.push({ path: new URL(req.url).pathname, method: req.method, body: await req.text(), type: req.headers.get('content-type') })
         if (new URL(req.url).pathname === '/moved') return Response.redirect(`http://127.0.0.1:${receiver.port}/elsewhere`, 307)
         return new Response('thanks', { status: 202 })
