@@ -319,7 +319,6 @@ export function createDeliverer(deps: DelivererDeps) {
     } finally {
       clearTimeout(deadline)
     }
-    if (stopping && status === null) return
 
     const record: AttemptRecord = { id: row.id, status, error, ms, at: clock() }
     const attemptNo = row.attempts + 1
