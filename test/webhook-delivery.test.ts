@@ -315,19 +315,24 @@ describe('fairness', () => {
     const fast = receiver()
     const es = endpointFor(t, slow, { events: 'link.clicked' })
     const ef = endpointFor(t, fast, { events: 'link.created' })
-    // The slow endpoint's events are older: oldest-first order alone would serve them first.
-    const slowEvents = Array.from({ length: 8 }, (_, i) => addEvent(t.db, t.account, 'link.clicked', { i }))
+    // The slow endpoint's events are older, and more than one batch (32) of them: oldest-first order alone
+    // would serve them first.
+    const slowEvents = Array.from({ length: 40 }, (_, i) => addEvent(t.db, t.account, 'link.clicked', { i }))
     const fastEvents = Array.from({ length: 8 }, (_, i) => addEvent(t.db, t.account, 'link.created', { i }))
+    const startedAt = Date.now()
     t.deliverer.start()
     await until(() => fastEvents.every((ev) => delivery(t.db, ev.id, ef.id).state === 'ok'), 'the fast endpoint served')
     const servedAt = nextSeq()
+    // Served at once, not by the deliverer's 5 s look at the outbox (8 local requests take milliseconds;
+    // the bound is generous so that only a pass that left them waiting for the timer fails it).
+    expect(Date.now() - startedAt).toBeLessThan(4_000)
     // All of the fast endpoint's deliveries are done before the slow one has answered anything, and the slow
     // one holds exactly its two slots.
     expect(answered).toEqual([])
     expect(fast.got.every((g) => g.seq < servedAt)).toBe(true)
     expect(slow.got).toHaveLength(2)
     expect(t.deliverer.stats.inFlight).toBe(2)
-    expect(slowEvents.map((ev) => delivery(t.db, ev.id, es.id).state)).toEqual(Array(8).fill('pending'))
+    expect(slowEvents.map((ev) => delivery(t.db, ev.id, es.id).state)).toEqual(Array(40).fill('pending'))
   }, 30_000)
 
   test('at most 16 requests in flight in all', async () => {

@@ -76,12 +76,12 @@ export function createDeliveryStore(db: Db) {
       ORDER BY d.next_at, d.id
       LIMIT ${BATCH}`,
   )
+  // Only rows due later: what is due now and not started waits for a slot, and a finishing request wakes
+  // the pump (looking at those here would walk a busy endpoint's whole backlog on every pass).
   const nextDue = db.prepare(
     `SELECT d.next_at AS at
        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-      WHERE d.state = 'pending' AND e.enabled = 1
-        AND d.id NOT IN (SELECT value FROM json_each($inflight))
-        AND d.endpoint_id NOT IN (SELECT value FROM json_each($busy))
+      WHERE d.state = 'pending' AND d.next_at > $now AND e.enabled = 1
       ORDER BY d.next_at LIMIT 1`,
   )
   const outbox = db.prepare(
@@ -120,9 +120,9 @@ export function createDeliveryStore(db: Db) {
     due(now: number, inflight: Iterable<number>, busy: Iterable<number>): DueDelivery[] {
       return due.all({ now, ...inflightParams(inflight, busy) } as any) as DueDelivery[]
     },
-    /** When the next of those is due (null: none pending). */
-    nextDue(inflight: Iterable<number>, busy: Iterable<number>): number | null {
-      return (nextDue.get(inflightParams(inflight, busy) as any) as { at: number } | null)?.at ?? null
+    /** When the next delivery due after `now` is due (null: none). */
+    nextDue(now: number): number | null {
+      return (nextDue.get({ now } as any) as { at: number } | null)?.at ?? null
     },
     /** Pending deliveries of enabled endpoints and the creation time of the oldest one's event. */
     outbox(): { pending: number; oldest: number | null } {
@@ -241,17 +241,21 @@ export function createDeliverer(deps: DelivererDeps) {
       const now = clock()
       if (now < pausedUntil) wait = pausedUntil - now
       else {
-        for (let started = 1; started > 0 && inflight.size < TOTAL; ) {
-          started = 0
-          for (const row of store.due(clock(), inflight.keys(), busyEndpoints())) {
+        // A batch shorter than BATCH held every startable row; a full one may hide more behind rows of
+        // endpoints it filled up, so the query runs again (without them) while it still starts something.
+        for (let more = true; more && inflight.size < TOTAL; ) {
+          const rows = store.due(clock(), inflight.keys(), busyEndpoints())
+          let started = 0
+          for (const row of rows) {
             if (inflight.size >= TOTAL) break
             if ((perEndpoint.get(row.endpoint_id) ?? 0) >= PER_ENDPOINT) continue
             send(row)
             started++
           }
+          more = rows.length === BATCH && started > 0
         }
-        // At TOTAL, a finishing request pumps again; otherwise nothing startable is due before `next`.
-        const next = store.nextDue(inflight.keys(), busyEndpoints())
+        // Due rows not started wait for a slot (a finishing request pumps again); the rest by the clock.
+        const next = store.nextDue(clock())
         if (next !== null) wait = Math.min(MAX_SLEEP_MS, Math.max(10, next - clock()))
       }
     } catch (err) {
