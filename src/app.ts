@@ -37,6 +37,7 @@ import { FAVICON_SVG, STYLE_CSS } from './pages/render'
 import type { Verifier } from './links/password-gate'
 import { VERSION } from './version'
 import { webhookApi } from './webhooks/api'
+import { createDeliverer, DELIVERY_OUTCOMES } from './webhooks/deliverer'
 import { createOutbox } from './webhooks/outbox'
 import { createWebhookService } from './webhooks/service'
 
@@ -58,6 +59,8 @@ export interface AppOptions {
   resolve?: (host: string) => Promise<string[]>
   /** Which addresses the guard lets through instead of "public ones" (tests call one loopback address public). */
   isAllowed?: (address: string) => boolean
+  /** Waits between webhook delivery attempts in ms (tests use milliseconds); default SPEC §9's schedule. */
+  webhookSchedule?: readonly number[]
 }
 
 // A connection that sends nothing for this long is closed, whatever it is doing: a request body that
@@ -98,6 +101,35 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     resolve: opts.resolve,
     isAllowed: opts.isAllowed,
     onOutcome: (outcome) => extractions.inc(outcome),
+  })
+  // Webhook deliveries go out from listen() on; the outbox's writers call deliverer.wake() after a commit.
+  const deliveries = metrics.counter('linkbox_webhook_deliveries_total', 'Webhook delivery attempts by outcome (retry: failed, another attempt planned; gone: 410, endpoint disabled; private: refused by the SSRF guard).', 'outcome')
+  for (const outcome of DELIVERY_OUTCOMES) deliveries.inc(outcome, 0)
+  const deliverer = createDeliverer({
+    db,
+    config,
+    clock,
+    resolve: opts.resolve,
+    isAllowed: opts.isAllowed,
+    schedule: opts.webhookSchedule,
+    log: (line, err) => (err === undefined ? console.log(`linkbox: ${line}`) : faultLog.fault(line, err)),
+    onOutcome: (outcome) => {
+      deliveries.inc(outcome)
+      if (outcome === 'gone') outbox.reload()
+    },
+  })
+  // A commit that wrote events wakes the deliverer; an endpoint it disabled (410) leaves the outbox's index.
+  outbox.onEnqueued(() => deliverer.wake())
+  // One query for both outbox gauges of a scrape.
+  let outboxGauge = { at: -1, value: { pending: 0, oldest: null as number | null } }
+  const outboxNow = () => {
+    if (Date.now() - outboxGauge.at > 1000) outboxGauge = { at: Date.now(), value: deliverer.stats.outbox() }
+    return outboxGauge.value
+  }
+  metrics.sampled('linkbox_webhook_outbox', 'Webhook deliveries waiting to be sent or retried (enabled endpoints).', () => outboxNow().pending)
+  metrics.sampled('linkbox_webhook_oldest_pending_seconds', 'Age of the oldest event with a delivery still pending (0: none).', () => {
+    const oldest = outboxNow().oldest
+    return oldest === null ? 0 : Math.max(0, Math.round((clock() - oldest) / 1000))
   })
   const limiter = createRateLimiter(clock)
   const clientIpOf = createClientIp(config.server.trusted_proxies)
@@ -241,6 +273,8 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     ytdlp,
     spool,
     signer,
+    /** Sends the webhook outbox; started by listen(), stopped by close(). */
+    deliverer,
     /** The SMTP receiver, once startSmtp() has run (null when mail.smtp_port is 0). */
     get smtp() {
       return smtp
@@ -270,9 +304,10 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
       smtp = await startSmtp(opts.smtpPort === undefined ? config : { ...config, mail: { ...config.mail, smtp_port: opts.smtpPort } }, mail, spool)
       return smtp
     },
-    /** Starts listening (port 0 picks a free port) and the periodic click flush. */
+    /** Starts listening (port 0 picks a free port), the periodic click flush and the webhook deliverer. */
     listen() {
       recorder.start()
+      deliverer.start()
       app.listen({
         hostname: config.server.host,
         port: config.server.port,
@@ -316,6 +351,8 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
       // yt-dlp runs live in process groups of their own, which would outlive us.
       killRunning()
       if (guardProxy) await (await guardProxy.catch(() => null))?.stop()
+      // Requests in flight are cut; their rows stay pending and go out after the restart.
+      await deliverer.stop()
       await smtpClosed
       smtp = null
       await mail.settle()

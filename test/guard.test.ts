@@ -269,3 +269,41 @@ describe('headers, credentials, deadlines', () => {
     }
   })
 })
+
+describe('POST (webhook deliveries)', () => {
+  test('the body arrives once, to the checked address; a 3xx is the answer, never followed; private stays refused', async () => {
+    const got: { path: string; method: string; body: string; type: string | null }[] = []
+    const receiver: Server = Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      fetch: async (req): Promise<Response> => {
+        got.push({ path: new URL(req.url).pathname, method: req.method, body: await req.text(), type: req.headers.get('content-type') })
+        if (new URL(req.url).pathname === '/moved') return Response.redirect(`http://127.0.0.1:${receiver.port}/elsewhere`, 307)
+        return new Response('thanks', { status: 202 })
+      },
+    })
+    try {
+      const resolve = async (host: string) => (host === 'hooks.test' ? ['127.0.0.1'] : [])
+      const opts = { allowPrivate: true, resolve, method: 'POST' as const, headers: { 'content-type': 'application/json' } }
+      const body = '{"type":"link.created","data":{"é":1}}'
+      const ok = await guardedFetch(`http://hooks.test:${receiver.port}/in`, { ...opts, body })
+      expect(ok.response.status).toBe(202)
+      expect(await ok.response.text()).toBe('thanks')
+      expect(got).toEqual([{ path: '/in', method: 'POST', body, type: 'application/json' }])
+
+      got.length = 0
+      const moved = await guardedFetch(`http://hooks.test:${receiver.port}/moved`, { ...opts, body })
+      expect(moved.response.status).toBe(307)
+      expect(moved.response.headers.get('location')).toContain('/elsewhere')
+      void moved.response.body?.cancel()
+      await Bun.sleep(50) // a followed redirect would have reached the receiver by now
+      expect(got.map((g) => g.path)).toEqual(['/moved'])
+
+      got.length = 0
+      await expect(guardedFetch(`http://hooks.test:${receiver.port}/in`, { ...opts, body, allowPrivate: false })).rejects.toMatchObject({ reason: 'private' })
+      expect(got).toEqual([])
+    } finally {
+      receiver.stop(true)
+    }
+  })
+})

@@ -62,14 +62,15 @@ describe('POST /api/webhooks.json', () => {
       last_status: null, last_error: null, last_ms: null, last_at: null, next_at: expect.stringMatching(/T/),
     })
 
-    // A delivery that failed after its retries is sent again: same webhook-id, attempts kept.
+    // A delivery that failed after its retries is sent again: same webhook-id, a fresh series of attempts
+    // (with 8 kept, the deliverer would fail it for good on its first failure).
     box.db.query("UPDATE webhook_deliveries SET state = 'failed', attempts = 8, last_status = 503").run()
     const again = await hook({ action: 'redeliver', id: String(made.id), event: String(d.event_id) })
     expect(again.status).toBe(200)
     expect(again.body.return).toEqual({
-      id: made.id, event_id: d.event_id, webhook_id: `msg_${d.event_id}`, state: 'pending', attempts: 8, next_at: expect.any(String),
+      id: made.id, event_id: d.event_id, webhook_id: `msg_${d.event_id}`, state: 'pending', attempts: 0, next_at: expect.any(String),
     })
-    expect(rows('SELECT state, attempts, last_status FROM webhook_deliveries')).toEqual([{ state: 'pending', attempts: 8, last_status: 503 }])
+    expect(rows('SELECT state, attempts, last_status FROM webhook_deliveries')).toEqual([{ state: 'pending', attempts: 0, last_status: 503 }])
     expect(rows('SELECT count(*) AS n FROM webhook_events')).toEqual([{ n: 1 }])
 
     const gone = await hook({ action: 'delete', id: String(made.id) })

@@ -1,5 +1,5 @@
-// Outbound HTTP requests the service makes on a visitor's or a caller's behalf (frame checks now, media
-// downloads and webhooks next). Whoever chooses the URL must not be able to reach the machine's own
+// Outbound HTTP requests the service makes on a visitor's or a caller's behalf (frame checks, media
+// downloads, webhook deliveries). Whoever chooses the URL must not be able to reach the machine's own
 // network through us (SSRF): every hop's host must resolve to public addresses only, redirects are
 // followed here, one by one, and each is checked again. The request then goes to the very address that
 // was checked (the URL's host is replaced by it; Host and TLS SNI keep the name, and the certificate is
@@ -67,7 +67,13 @@ export interface GuardOptions {
   /** Until the final answer's headers, for the whole chain of requests, DNS included; never the body. */
   timeoutMs?: number
   maxRedirects?: number
-  method?: 'HEAD' | 'GET'
+  /**
+   * A POST (webhooks) sends `body` once and is never re-sent on a redirect: its 3xx is the answer, returned
+   * as it is (re-posting to wherever a receiver points would let it aim our signed request anywhere).
+   */
+  method?: 'HEAD' | 'GET' | 'POST'
+  /** The request body (POST only); a string, so that trying a name's next address can send it again. */
+  body?: string
   /** Sent on every hop; `cookie` and `authorization` are dropped once a redirect changes the origin. */
   headers?: Record<string, string>
   /** The caller's: aborts the request and, after the headers, the body (e.g. the client went away). */
@@ -173,7 +179,7 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'ConnectionRefused', 'EHOSTUNREACH'
 
 /**
  * Fetches `url` (HEAD by default) under the guard and returns the final answer, its URL and the address it
- * came from. Redirects (at most `maxRedirects`, default 5) are followed here, each target checked before it
+ * came from. Redirects (at most `maxRedirects`, default 5; none for a POST) are followed here, each target checked before it
  * is asked, and each request connects to the address that was checked. The caller owns the body of the
  * returned response (cancel it when it is not read); with `method: 'GET'` it streams, unbuffered.
  */
@@ -215,6 +221,7 @@ export async function guardedFetch(
         try {
           response = await fetch(pinnedUrl(current, address), {
             method: opts.method ?? 'HEAD',
+            body: opts.method === 'POST' ? (opts.body ?? '') : undefined,
             redirect: 'manual',
             signal,
             headers,
@@ -227,7 +234,7 @@ export async function guardedFetch(
         }
       }
       const location = response.headers.get('location')
-      if (response.status < 300 || response.status > 399 || response.status === 304 || !location) {
+      if (opts.method === 'POST' || response.status < 300 || response.status > 399 || response.status === 304 || !location) {
         // The deadline ends with the headers; the caller's signal stays on, for the body's reads.
         clearTimeout(timer)
         return { response, url: current.href, address }

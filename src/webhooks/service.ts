@@ -1,7 +1,7 @@
 // Webhook endpoints: the rules of creating, listing and deleting them, their delivery log, redelivery,
 // the test event, and the sweep that keeps the outbox tables bounded. Plain values in, plain records out,
 // AppErrors thrown; no HTTP here (api.ts) and no sending (deliverer.ts).
-import { randomBytes } from 'node:crypto'
+import { newSecret, webhookId } from './sign'
 import type { Caller } from '../accounts/service'
 import type { Config } from '../config'
 import { iso, stored, type Db } from '../db'
@@ -21,7 +21,6 @@ export const RETENTION_MS = 7 * 24 * 60 * 60 * 1000
 export const MAX_PENDING = 10_000
 const SWEEP_BATCH = 1_000
 
-export const webhookId = (eventId: number) => `msg_${eventId}`
 
 const present = (v: unknown) => v !== undefined && v !== null && v !== ''
 
@@ -108,7 +107,7 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
   async function createFor(accountId: number, input: { url?: unknown; events?: unknown }) {
     const url = await checkTarget(input.url)
     const events = parseEvents(input.events).join(',')
-    const secret = `whsec_${randomBytes(24).toString('base64')}`
+    const secret = newSecret()
     // Counted and inserted in one transaction: two creations at once cannot both be the 20th.
     const row = stored(db, () =>
       db.transaction(() => {

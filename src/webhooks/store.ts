@@ -91,7 +91,7 @@ export function createWebhookStore(db: Db) {
   // the endpoint never had this event (subscribed later, or its row was dropped).
   const redeliver = db.query<DeliveryLogRow, [number, number, number]>(
     `INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (?1, ?2, 'pending', ?3)
-     ON CONFLICT (endpoint_id, event_id) DO UPDATE SET state = 'pending', next_at = excluded.next_at
+     ON CONFLICT (endpoint_id, event_id) DO UPDATE SET state = 'pending', next_at = excluded.next_at, attempts = 0
      RETURNING event_id, '' AS type, state, attempts, last_status, last_error, last_ms, last_at, next_at`,
   )
 
