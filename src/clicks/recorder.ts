@@ -364,7 +364,9 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
 
   async function send(mine: Tally): Promise<number> {
     const batch = encode(mine)
-    const events = hooks ? [...mine.events, ...clickEvents(mine, hooks)] : mine.events
+    // Kept events of failed writes and this flush's become one event per account again.
+    const fresh = hooks ? clickEvents(mine, hooks) : []
+    const events = mine.events.length === 0 ? fresh : foldEvents([...mine.events, ...fresh])
     if (events.length > 0) batch.events = events
     const clicks = mine.clicks
     sending = mine
