@@ -74,9 +74,13 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const clock = opts.clock ?? Date.now
   const events = createEvents()
   const accounts = createAccountService(db, clock)
-  const recorder = createClickRecorder(db, opts.clicks)
-  // Webhook events are written by the services in the transaction of each change (webhooks/outbox.ts).
+  // Webhook events are written by the services in the transaction of each change (webhooks/outbox.ts);
+  // link.clicked ones by the click writer, in the transaction of the flush that counts the clicks.
   const outbox = createOutbox(db, clock)
+  const recorder = createClickRecorder(db, {
+    ...opts.clicks,
+    webhooks: { wanted: (accountId) => outbox.wanted('link.clicked', accountId), written: () => outbox.wake(), now: clock },
+  })
   const webhooks = createWebhookService({ db, config, outbox, clock, resolve: opts.resolve, isAllowed: opts.isAllowed })
   const links = createLinkService({ db, config, recorder, events, clock, hashPassword: opts.hashPassword, outbox })
   const qrRenderer = opts.qrRenderer ?? createQrRenderer()

@@ -6,10 +6,27 @@
 // writes are retried with a growing pause; a visit never pays for a failing write, and the log gets one
 // line when writes start failing and one when they work again. A batch is counted as written only once
 // its transaction committed; one that failed is merged back into the counters being filled.
+// Webhooks (`link.clicked`, opt-in): at each flush the links of accounts with a subscribed endpoint
+// (`webhooks.wanted`, an in-memory look-up per account) become one event per account, carried with the
+// batch and committed in its last transaction (store.ts). A batch that fails keeps its events for the next
+// attempt, and the clicks it puts back are marked as already reported (Entry.heldClicks), so each click is
+// reported once, in the transaction that counts it or after that one.
 import { noteWriteSuccess, storageReason, type Db } from '../db'
 import { createClassifier, createSourceCache } from './classify'
 import type { Classified } from './classify'
-import { clicksIn, DAY_MS, decodeBatch, DIMENSIONS, PartialWrite, type ClickBatch, type EncodedBatch } from './store'
+import {
+  CLICK_ITEMS_PER_EVENT,
+  clicksIn,
+  DAY_MS,
+  dayOf,
+  decodeBatch,
+  DIMENSIONS,
+  PartialWrite,
+  type ClickBatch,
+  type ClickEvent,
+  type ClickItem,
+  type EncodedBatch,
+} from './store'
 import { mainThreadWriter, workerWriter, type BatchWriter } from './writer'
 
 // Real user agents fit in 256 characters; a longer one costs time to parse.
@@ -49,6 +66,18 @@ export interface ClickRecorderOptions {
   spawnWriter?: () => Worker
   /** How often the writer thread checkpoints the WAL besides after its own commits (default 5 s). */
   checkpointMs?: number
+  /** link.clicked webhooks (absent: none are built). */
+  webhooks?: ClickWebhooks
+}
+
+/** What the recorder needs of the webhook outbox (app.ts wires it to webhooks/outbox.ts). */
+export interface ClickWebhooks {
+  /** Cheap: whether an enabled endpoint of the account subscribes to link.clicked. */
+  wanted(accountId: number): boolean
+  /** After a batch that carried events committed: wakes the deliverer. */
+  written(): void
+  /** The events' timestamp (the app's clock). */
+  now(): number
 }
 
 /**
@@ -64,6 +93,12 @@ interface Entry {
   profile: number
   n: number
   more: Map<number, number> | null
+  /** The link's account (-1: none) and code, for link.clicked events. */
+  account: number
+  code: string
+  /** Of clicks and bots, those already in kept events (put back by absorb after a failed write). */
+  heldClicks: number
+  heldBots: number
 }
 
 /**
@@ -81,8 +116,10 @@ interface Tally {
   joined: Map<string, number>
   clicks: number
   counters: number
+  /** link.clicked events of failed writes, to go with the next batch. */
+  events: ClickEvent[]
 }
-const emptyTally = (): Tally => ({ entries: new Map(), links: new Map(), profiles: [], profileIds: new Map(), joined: new Map(), clicks: 0, counters: 0 })
+const emptyTally = (): Tally => ({ entries: new Map(), links: new Map(), profiles: [], profileIds: new Map(), joined: new Map(), clicks: 0, counters: 0, events: [] })
 const joinNames = (names: string[]) => names.join('\u0000')
 // Day numbers fit in 17 bits until the year 2328; ids up to 2^36 keep the key an exact integer.
 const DAY_BITS = 131_072
@@ -114,11 +151,11 @@ function encode(t: Tally): EncodedBatch {
 }
 
 /** One more link-day of `t`, or the one it has. */
-function entryOf(t: Tally, linkId: number, day: number): { entry: Entry; created: boolean } {
+function entryOf(t: Tally, linkId: number, day: number, account: number, code: string): { entry: Entry; created: boolean } {
   const key = keyOf(linkId, day)
   const held = t.entries.get(key)
   if (held) return { entry: held, created: false }
-  const entry: Entry = { linkId, day, clicks: 0, bots: 0, profile: -1, n: 0, more: null }
+  const entry: Entry = { linkId, day, clicks: 0, bots: 0, profile: -1, n: 0, more: null, account, code, heldClicks: 0, heldBots: 0 }
   t.entries.set(key, entry)
   const days = t.links.get(linkId)
   if (days) days.push(day)
@@ -148,7 +185,9 @@ function takeLink(t: Tally, linkId: number): Tally {
     const slots = (e.n > 0 ? 1 : 0) + (e.more?.size ?? 0)
     t.clicks -= e.clicks + e.bots
     t.counters -= 1 + slots // its profiles stay in t's table (others may count under them), and counted
-    const { entry } = entryOf(part, linkId, day)
+    const { entry } = entryOf(part, linkId, day, e.account, e.code)
+    entry.heldClicks = e.heldClicks
+    entry.heldBots = e.heldBots
     entry.bots = e.bots
     if (e.n > 0) countProfile(entry, mapped(e.profile), e.n)
     if (e.more) for (const [p, n] of e.more) countProfile(entry, mapped(p), n)
@@ -179,12 +218,17 @@ function countProfile(e: Entry, profile: number, n: number): number {
  * Adds what a failed write left unwritten back into the tally being filled. The store only ever reads a
  * link-day's names per dimension, so any profiles with those sums will do: each dimension's names are
  * taken in turn, a profile at a time, as many clicks as the smallest of the four heads has left.
+ * `from` is the tally the batch was made of (for each link-day's account and code). The clicks put back
+ * are already in the kept events: they count as held, not to be reported again.
  */
-function absorb(t: Tally, batch: ClickBatch) {
+function absorb(t: Tally, batch: ClickBatch, from: Tally) {
   for (const [linkId, days] of batch)
     for (const [day, d] of days) {
-      const { entry, created } = entryOf(t, linkId, day)
+      const was = from.entries.get(keyOf(linkId, day))
+      const { entry, created } = entryOf(t, linkId, day, was?.account ?? -1, was?.code ?? '')
       if (created) t.counters++
+      entry.heldClicks += d.clicks
+      entry.heldBots += d.bots
       entry.bots += d.bots
       t.clicks += d.clicks + d.bots
       const heads = DIMENSIONS.map((dim) => [...d.dims[dim]])
@@ -213,6 +257,59 @@ function absorb(t: Tally, batch: ClickBatch) {
     }
 }
 
+/**
+ * The link.clicked events of a tally: its link-days' clicks not yet reported, for the accounts that want
+ * them, one event per account (split at CLICK_ITEMS_PER_EVENT items). The look-up is made once per account.
+ */
+function clickEvents(t: Tally, hooks: ClickWebhooks): ClickEvent[] {
+  let wanted: Map<number, ClickItem[] | null> | null = null
+  for (const e of t.entries.values()) {
+    if (e.account < 0) continue
+    wanted ??= new Map()
+    let items = wanted.get(e.account)
+    if (items === undefined) wanted.set(e.account, (items = hooks.wanted(e.account) ? [] : null))
+    if (items === null) continue
+    const clicks = e.clicks - e.heldClicks
+    const bots = e.bots - e.heldBots
+    if (clicks + bots > 0) items.push({ hex: e.code, clicks, bots, day: dayOf(e.day * DAY_MS) })
+  }
+  const events: ClickEvent[] = []
+  if (!wanted) return events
+  const at = hooks.now()
+  for (const [accountId, items] of wanted)
+    for (let i = 0; items && i < items.length; i += CLICK_ITEMS_PER_EVENT)
+      events.push({ accountId, at, clicks: items.slice(i, i + CLICK_ITEMS_PER_EVENT) })
+  return events
+}
+
+/**
+ * Events kept across failed writes, folded into one per account (split at CLICK_ITEMS_PER_EVENT items) with
+ * each link-day's counts summed, at the time of the latest: while writes keep failing, what is kept
+ * grows with the link-days clicked, not with the number of attempts.
+ */
+function foldEvents(events: ClickEvent[]): ClickEvent[] {
+  const byAccount = new Map<number, { at: number; items: Map<string, ClickItem> }>()
+  for (const e of events) {
+    let acc = byAccount.get(e.accountId)
+    if (!acc) byAccount.set(e.accountId, (acc = { at: e.at, items: new Map() }))
+    acc.at = Math.max(acc.at, e.at)
+    for (const item of e.clicks) {
+      const key = `${item.hex}\u0000${item.day}`
+      const held = acc.items.get(key)
+      if (held) {
+        held.clicks += item.clicks
+        held.bots += item.bots
+      } else acc.items.set(key, { ...item })
+    }
+  }
+  const out: ClickEvent[] = []
+  for (const [accountId, { at, items }] of byAccount) {
+    const all = [...items.values()]
+    for (let i = 0; i < all.length; i += CLICK_ITEMS_PER_EVENT) out.push({ accountId, at, clicks: all.slice(i, i + CLICK_ITEMS_PER_EVENT) })
+  }
+  return out
+}
+
 export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
   // Link-days, not clicks: a batch over many links is written early (its transaction stays short), while
   // any number of clicks on the links of one interval is one write. Each early write at 1,000 would keep
@@ -223,6 +320,7 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
   const retryMs = opts.retryMs ?? 1000
   const maxRetryMs = opts.maxRetryMs ?? 60_000
   const log = opts.log ?? ((line: string) => console.error(line))
+  const hooks = opts.webhooks ?? null
   // A database without a file (":memory:") has no second connection to give a thread.
   const onWorker = (opts.writeOn ?? 'worker') === 'worker' && db.filename !== '' && db.filename !== ':memory:'
   let writer: BatchWriter | null = null
@@ -248,7 +346,7 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
   /** Writes what is counted so far; resolves with the clicks written once their transaction committed. */
   async function flush(): Promise<number> {
     while (sent) await sent // one batch in flight; clicks counted before this call are in it or in the next
-    if (tally.clicks === 0) return 0
+    if (tally.clicks === 0 && tally.events.length === 0) return 0
     const mine = tally
     tally = emptyTally()
     return send(mine)
@@ -266,6 +364,10 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
 
   async function send(mine: Tally): Promise<number> {
     const batch = encode(mine)
+    // Kept events of failed writes and this flush's become one event per account again.
+    const fresh = hooks ? clickEvents(mine, hooks) : []
+    const events = mine.events.length === 0 ? fresh : foldEvents([...mine.events, ...fresh])
+    if (events.length > 0) batch.events = events
     const clicks = mine.clicks
     sending = mine
     let done!: () => void
@@ -279,12 +381,16 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
       }
       flushedTotal += clicks
       noteWriteSuccess(db)
+      if (events.length > 0) hooks?.written()
       return clicks
     } catch (err) {
       // Kept for the next attempt (the database was busy, the disk full) rather than lost; of a batch
       // written in part, only the part that was not committed.
       const kept = err instanceof PartialWrite ? err.unwritten : decodeBatch(batch)
-      absorb(tally, kept)
+      absorb(tally, kept, mine)
+      // The events go with the last part: whatever part failed, none of them was committed.
+      const keptEvents = err instanceof PartialWrite ? err.events : events
+      if (keptEvents.length > 0) tally.events = foldEvents([...tally.events, ...keptEvents])
       flushedTotal += clicks - clicksIn(kept)
       throw err
     } finally {
@@ -329,7 +435,8 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
   }
 
   return {
-    record(linkId: number, at: number, ua: string, referer: string) {
+    /** `account` (-1: none) and `code` are the link's, for link.clicked events. */
+    record(linkId: number, at: number, ua: string, referer: string, account = -1, code = '') {
       const who = classify(ua.length > USER_AGENT_CHARS ? ua.slice(0, USER_AGENT_CHARS) : ua, at)
       const day = Math.floor(at / DAY_MS)
       let e = tally.entries.get(keyOf(linkId, day))
@@ -351,7 +458,7 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
         droppedTotal++
         return
       }
-      e ??= entryOf(tally, linkId, day).entry
+      e ??= entryOf(tally, linkId, day, account, code).entry
       tally.counters += needed
       tally.clicks++
       if (who.bot) e.bots++

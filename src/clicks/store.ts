@@ -13,7 +13,12 @@
 // 350 KB of JSON and 12 ms to merge, for a year of a link with 10M clicks). A month's counts per dimension,
 // OTHER included, are always exactly the sum of its days'; only which of the smallest names are shown by
 // name may differ from what the days alone would show.
+//
+// `link.clicked` webhook events travel with a batch (EncodedBatch.events, built by the recorder at flush
+// time) and are inserted in the transaction of the batch's LAST part: committed with the batch, or, when
+// any part fails, not at all and handed back with the unwritten rest (PartialWrite.events).
 import type { Db } from '../db'
+import { eventInserts } from '../webhooks/outbox'
 import { MAX_NAMES, OTHER } from './classify'
 
 export const DAY_MS = 86_400_000
@@ -48,7 +53,27 @@ export const bump = (m: Map<string, number>, name: string, n = 1) => m.set(name,
 export interface EncodedBatch {
   rows: Float64Array
   profiles: string[]
+  /** link.clicked events to write with the batch (absent: none). Plain data: it crosses to the thread. */
+  events?: ClickEvent[]
 }
+
+/** One link-day's clicks of a flush, as a link.clicked event reports them. */
+export interface ClickItem {
+  hex: string
+  clicks: number
+  bots: number
+  /** YYYY-MM-DD (UTC) of the counts. */
+  day: string
+}
+/** One link.clicked event: an account's clicks of one flush (at most CLICK_ITEMS_PER_EVENT items). */
+export interface ClickEvent {
+  accountId: number
+  /** When the flush that counted them ran (unix ms): the event's timestamp. */
+  at: number
+  clicks: ClickItem[]
+}
+/** Items in one link.clicked event: more link-days in a flush make several events. */
+export const CLICK_ITEMS_PER_EVENT = 10_000
 
 /** Adds `from` into `into` (both not yet written). */
 export function mergeBatch(into: ClickBatch, from: ClickBatch): ClickBatch {
@@ -205,11 +230,15 @@ const monthOf = (day: string) => day.slice(0, 7)
 /** Links written per transaction: at ~40 µs a link, a transaction holds the write lock for ~20 ms. */
 export const LINKS_PER_COMMIT = 500
 
-/** A batch was not (all) written: `unwritten` holds the part whose transaction failed and the parts after it. */
+/**
+ * A batch was not (all) written: `unwritten` holds the part whose transaction failed and the parts after it,
+ * `events` the batch's link.clicked events (written with the last part, so never when a part failed).
+ */
 export class PartialWrite extends Error {
   constructor(
     readonly cause: unknown,
     readonly unwritten: ClickBatch,
+    readonly events: ClickEvent[] = [],
   ) {
     super(cause instanceof Error ? cause.message : String(cause))
     this.name = 'PartialWrite'
@@ -241,7 +270,15 @@ export function createClickStore(db: Db) {
     'UPDATE links SET clicks = clicks + ?1, bots = bots + ?2 WHERE id = ?3',
   )
 
-  const write = db.transaction((batch: ClickBatch) => {
+  // Prepared on the first batch that carries events: most connections never write one.
+  let insertEvent: ReturnType<typeof eventInserts> | null = null
+  const writeEvents = (events: ClickEvent[]) => {
+    insertEvent ??= eventInserts(db)
+    for (const e of events) insertEvent('link.clicked', e.accountId, e.at, { clicks: e.clicks }, e.at)
+  }
+
+  const write = db.transaction((batch: ClickBatch, events: ClickEvent[]) => {
+    if (events.length > 0) writeEvents(events)
     for (const [linkId, days] of batch) {
       // A click on a link deleted before the flush is dropped (its rows went with it).
       if (linkExists.get(linkId) === null) continue
@@ -285,13 +322,22 @@ export function createClickStore(db: Db) {
    * batch of a hundred thousand links. When one fails, it and the parts after it are thrown with the error
    * (PartialWrite.unwritten); what was committed before stays committed and counted once.
    */
-  function writeParts(parts: Iterator<ClickBatch> & Iterable<ClickBatch>) {
-    for (const part of parts) {
+  function writeParts(parts: Iterator<ClickBatch> & Iterable<ClickBatch>, events: ClickEvent[] = []) {
+    // One part ahead, to know which one is the last: the events go in its transaction.
+    let next = parts.next()
+    if (next.done && events.length > 0) next = { done: false, value: new Map() } // events alone (a retry)
+    while (!next.done) {
+      const part = next.value
+      next = parts.next()
+      const last = next.done === true
       try {
-        write(part)
+        write(part, last ? events : [])
       } catch (err) {
-        for (const rest of parts) mergeBatch(part, rest)
-        throw new PartialWrite(err, part)
+        if (!last) {
+          mergeBatch(part, next.value)
+          for (const rest of parts) mergeBatch(part, rest)
+        }
+        throw new PartialWrite(err, part, events)
       }
     }
   }
@@ -305,7 +351,7 @@ export function createClickStore(db: Db) {
     /** Writes one batch (see writeParts); throws PartialWrite with what was not committed. */
     write: (batch: ClickBatch) => writeParts(inParts(batch, LINKS_PER_COMMIT)),
     /** The same for an encoded batch, decoded a part at a time (see decodeInParts). */
-    writeEncoded: (e: EncodedBatch) => writeParts(decodeInParts(e, LINKS_PER_COMMIT)),
+    writeEncoded: (e: EncodedBatch) => writeParts(decodeInParts(e, LINKS_PER_COMMIT), e.events),
     /** Human clicks per day of the window, days without clicks left out. */
     days: (linkId: number, from: string, to: string) => days.all(linkId, from, to),
     /**

@@ -2,7 +2,7 @@
 // connection to the same file, so a write of a thousand links and the WAL checkpoints that follow never
 // hold up the event loop that answers redirects.
 import { Database } from 'bun:sqlite'
-import { createClickStore, decodeBatch, PartialWrite, type ClickBatch, type EncodedBatch } from './store'
+import { createClickStore, decodeBatch, PartialWrite, type ClickBatch, type ClickEvent, type EncodedBatch } from './store'
 
 declare var self: Worker
 
@@ -16,6 +16,8 @@ export interface WriterFailure {
   code?: string
   /** What was not committed: all of the batch, or the parts after the one that failed. */
   unwritten?: ClickBatch
+  /** The batch's link.clicked events, not written either (they go with the last part). */
+  events?: ClickEvent[]
 }
 export type WriterReply = { type: 'written'; id: number } | { type: 'failed'; id: number; error: WriterFailure } | { type: 'closed' }
 
@@ -53,7 +55,7 @@ const failure = (err: unknown): WriterFailure => {
   return {
     message: err instanceof Error ? err.message : String(err),
     ...(typeof code === 'string' ? { code } : {}),
-    ...(err instanceof PartialWrite ? { unwritten: err.unwritten } : {}),
+    ...(err instanceof PartialWrite ? { unwritten: err.unwritten, events: err.events } : {}),
   }
 }
 
@@ -77,7 +79,9 @@ self.onmessage = ({ data }: MessageEvent<WriterRequest>) => {
     } catch (err) {
       // What was not committed goes back: the rest of a batch written in part, or all of it.
       const error = failure(err)
-      self.postMessage({ type: 'failed', id: data.id, error: { ...error, unwritten: error.unwritten ?? decodeBatch(data.batch) } } satisfies WriterReply)
+      const unwritten = error.unwritten ?? decodeBatch(data.batch)
+      const events = error.events ?? data.batch.events ?? []
+      self.postMessage({ type: 'failed', id: data.id, error: { ...error, unwritten, events } } satisfies WriterReply)
     }
   } else {
     clearInterval(checkpoints)

@@ -104,7 +104,7 @@ export function workerWriter(db: Db, opts: WorkerWriterOptions): BatchWriter {
     if (reply.type === 'written') h.resolve('written')
     else {
       const err = Object.assign(new Error(reply.error.message), reply.error.code ? { code: reply.error.code } : {})
-      h.reject(reply.error.unwritten ? new PartialWrite(err, reply.error.unwritten) : err)
+      h.reject(reply.error.unwritten ? new PartialWrite(err, reply.error.unwritten, reply.error.events ?? []) : err)
     }
   }
 

@@ -395,7 +395,8 @@ export function createLinkService(deps: {
 
     recordClick(row: LinkRow, ua: string, referer: string) {
       const at = clock()
-      recorder.record(row.id, at, ua, referer)
+      // The account and code go with the link-day's counters, for link.clicked (decided at flush time).
+      recorder.record(row.id, at, ua, referer, row.account_id ?? -1, row.code)
       if (events.has('link.clicked'))
         events.emit('link.clicked', { hex: row.code, linkId: row.id, accountId: row.account_id, at })
     },

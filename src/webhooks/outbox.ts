@@ -8,7 +8,8 @@
 // deletes or disables an endpoint (`reload`), and, since the CLI changes the table from another process,
 // whenever SQLite's data_version says another connection committed (checked at most once a second).
 // The index only filters: which endpoints get a delivery is read from the table inside the transaction.
-import { iso, type Db } from '../db'
+// Types only from ../db: the click writer's thread loads this module, and nothing more than it needs.
+import type { Db } from '../db'
 import { createWebhookStore } from './store'
 
 export const EVENT_TYPES = ['link.created', 'link.updated', 'link.deleted', 'link.clicked', 'mail.received'] as const
@@ -21,8 +22,30 @@ export const DEFAULT_EVENTS: SubscribableType[] = EVENT_TYPES.filter((t) => t !=
 
 const RECHECK_MS = 1_000
 
+/** The exact body sent for an event (SPEC §9): `timestamp` is when the change happened. */
+export const payloadOf = (type: EventType, at: number, data: Record<string, unknown>) =>
+  JSON.stringify({ type, timestamp: new Date(at).toISOString(), data })
+
+/**
+ * The inserts of one event and its pending deliveries, prepared on any connection: the outbox's own, or the
+ * click writer's thread, which writes `link.clicked` events in the transaction of its flush (clicks/store.ts).
+ * Call INSIDE the caller's transaction. The endpoints are read from the table there (INSERT … SELECT of the
+ * enabled ones subscribed to `type`); with none, no event row is left. Returns the deliveries written.
+ */
+export function eventInserts(db: Db) {
+  const store = createWebhookStore(db)
+  return (type: EventType, accountId: number, at: number, data: Record<string, unknown>, now: number): number => {
+    const id = store.insertEvent(accountId, type, at, payloadOf(type, at, data))
+    const n = store.insertDeliveries(id, now, accountId, type)
+    // The index said yes but the table has no taker (deleted a moment ago): no event without a delivery.
+    if (n === 0) store.removeEvent(id)
+    return n
+  }
+}
+
 export function createOutbox(db: Db, clock: () => number = Date.now) {
   const store = createWebhookStore(db)
+  const insertEvent = eventInserts(db)
   const dataVersion = db.query<{ data_version: number }, []>('PRAGMA data_version')
   let index = new Map<number, Set<string>>()
   let seenVersion = -1
@@ -72,10 +95,6 @@ export function createOutbox(db: Db, clock: () => number = Date.now) {
     })
   }
 
-  function payloadOf(type: EventType, at: number, data: Record<string, unknown>) {
-    return JSON.stringify({ type, timestamp: iso(at), data })
-  }
-
   return {
     /**
      * Call INSIDE the transaction of the change: writes the event and its pending deliveries, or nothing when
@@ -84,11 +103,7 @@ export function createOutbox(db: Db, clock: () => number = Date.now) {
     enqueue(type: EventType, accountId: number | null, data: Record<string, unknown>, at?: number): void {
       if (accountId === null || !wanted(type, accountId)) return
       const now = clock()
-      const when = at ?? now
-      const id = store.insertEvent(accountId, type, when, payloadOf(type, when, data))
-      // The index said yes but the table has no taker (deleted a moment ago): no event without a delivery.
-      if (store.insertDeliveries(id, now, accountId, type) === 0) store.removeEvent(id)
-      else wake()
+      if (insertEvent(type, accountId, at ?? now, data, now) > 0) wake()
     },
     /** One event for one endpoint only (webhook.test); its event id. Runs in a transaction of its own. */
     enqueueFor(endpointId: number, accountId: number, type: EventType, data: Record<string, unknown>): number {
