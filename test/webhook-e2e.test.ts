@@ -1,7 +1,8 @@
 // Webhooks end to end, through the parts two halves of the work built: an endpoint made with webhooks.json,
 // a link created, changed and deleted and a mail received through the API and SMTP's delivery path, and the
-// receiver getting each event once, signed (verified with the `standardwebhooks` package), in order, with
-// the body SPEC §9 describes — woken by the commit, not by the deliverer's timer.
+// receiver getting each event once, signed (verified with the `standardwebhooks` package), with the body
+// SPEC §9 describes — woken by the commit, not by the deliverer's timer. (Two requests per endpoint may be in
+// flight at once, so events that are due together can arrive in either order: they are matched by type.)
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { makeBox, type TestBox } from './support/app'
 import { startReceiver, until, type Receiver } from './support/webhooks'
@@ -21,7 +22,7 @@ afterAll(async () => {
   receiver?.stop()
 })
 
-test('link and mail events reach the endpoint signed, once each, in order, soon after the change', async () => {
+test('link and mail events reach the endpoint signed, once each, soon after the change', async () => {
   const made = await box.post('/api/webhooks.json', { action: 'create', url: receiver.url, events: 'link.created,link.updated,link.deleted,mail.received' }, { 'x-api-key': key })
   expect(made.status, JSON.stringify(made.body)).toBe(200)
   receiver.secret = made.body.return.secret
@@ -48,11 +49,13 @@ test('link and mail events reach the endpoint signed, once each, in order, soon 
   expect(receiver.got.length).toBe(4)
   for (const r of receiver.got) expect(r.verifyError).toBeNull()
   const bodies = receiver.got.map((r) => JSON.parse(r.body))
-  expect(bodies.map((b) => b.type)).toEqual(['link.created', 'link.updated', 'link.deleted', 'mail.received'])
-  expect(bodies[0].data).toMatchObject({ hex: 'hooked', long_url: 'https://example.com/hooked' })
-  expect(bodies[1].data).toMatchObject({ hex: 'hooked', long_url: 'https://example.com/changed' })
+  expect(bodies.map((b) => b.type).sort()).toEqual(['link.created', 'link.deleted', 'link.updated', 'mail.received'])
+  const of = (type: string) => bodies.find((b) => b.type === type)!
+  expect(of('link.created').data).toMatchObject({ hex: 'hooked', long_url: 'https://example.com/hooked' })
+  expect(of('link.updated').data).toMatchObject({ hex: 'hooked', long_url: 'https://example.com/changed' })
+  expect(of('link.deleted').data).toMatchObject({ hex: 'hooked' })
   expect(JSON.stringify(bodies)).not.toContain('password_hash')
-  expect(bodies[3].data).toMatchObject({ address: 'hooked@localhost', subject: 'hi' })
+  expect(of('mail.received').data).toMatchObject({ address: 'hooked@localhost', subject: 'hi' })
   for (const b of bodies) expect(new Date(b.timestamp).toISOString()).toBe(b.timestamp)
   // One id per event, each distinct, and the one the delivery log shows.
   const ids = receiver.got.map((r) => r.id)
@@ -61,6 +64,8 @@ test('link and mail events reach the endpoint signed, once each, in order, soon 
   expect(log.body.return.deliveries.map((d: any) => d.webhook_id).sort()).toEqual([...ids].sort())
   expect(log.body.return.deliveries.every((d: any) => d.state === 'ok' && d.last_status === 200)).toBe(true)
 
+  // The first to arrive was link.created (nothing else was due before it was sent).
+  expect(bodies[0].type).toBe('link.created')
   // Redelivered: the same id again, the same bytes.
   const first = log.body.return.deliveries.find((d: any) => d.webhook_id === ids[0])
   const again = await box.post('/api/webhooks.json', { action: 'redeliver', id: String(made.body.return.id), event: String(first.event_id) }, { 'x-api-key': key })
