@@ -21,6 +21,7 @@
 // address of every delivery.
 //
 //   bun scripts/bench/webhooks.ts      this section alone, on dist/linkbox (built when stale, as by bench.ts)
+import { rmSync } from 'node:fs'
 import { apiPost, CHROME_UA, createAccount, startServer, tempDir, writeConfig, type RunningServer } from '../../test/support/server'
 import { benchBinary, removingOnStop } from './binary'
 import type { BenchContext } from './context'
@@ -171,7 +172,7 @@ async function settle(box: RunningServer, receiver: Receiver): Promise<void> {
   }
 }
 
-async function createEndpoint(box: RunningServer, key: string, url: string, events: string): Promise<number> {
+export async function createEndpoint(box: RunningServer, key: string, url: string, events: string): Promise<number> {
   const made = await apiPost(box.url, 'webhooks.json', { action: 'create', url, events }, { 'x-api-key': key })
   if (made.status !== 200) throw new Error(`bench: webhooks.json create answered ${made.status}: ${JSON.stringify(made.body)}`)
   return made.body.return.id as number
@@ -203,7 +204,7 @@ async function createLinks(box: RunningServer, key: string, n: number): Promise<
 }
 
 /** `n` events committed while the receiver holds its answers, then released: deliveries/s of the deliverer alone. */
-async function drain(box: RunningServer, key: string, receiver: Receiver, n: number): Promise<{ rate: number; seconds: number }> {
+export async function drain(box: RunningServer, key: string, receiver: Receiver, n: number): Promise<{ rate: number; seconds: number }> {
   const base = receiver.requests
   receiver.hold()
   await createLinks(box, key, n)
@@ -229,7 +230,12 @@ export async function benchWebhooks(opts: {
   const config = writeConfig(tempDir('linkbox-bench-webhooks-'), { media: { allow_private_networks: true } })
   let box: RunningServer | undefined
   try {
-    box = removingOnStop(await startServer({ config, command: opts.command, startTimeoutMs: 60_000 }), config.dir)
+    box = await startServer({ config, command: opts.command, startTimeoutMs: 60_000 }).catch((err) => {
+      rmSync(config.dir, { recursive: true, force: true })
+      throw err
+    })
+    // The data directory goes with the server.
+    box = removingOnStop(box, config.dir)
 
     // Part 1: redirects with and without a link.clicked endpoint, on one link of one account.
     const key = await createAccount(box.configPath, 'bench', { command: opts.command })
