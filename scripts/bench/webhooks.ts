@@ -21,6 +21,8 @@
 // address of every delivery.
 //
 //   bun scripts/bench/webhooks.ts      this section alone, on dist/linkbox (built when stale, as by bench.ts)
+// LINKBOX_BENCH_WEBHOOKS_AA=1 makes no endpoint on either side (an A/A run): the spread of its ratios is the
+// noise the redirect ratio has to be read against on this machine.
 import { rmSync } from 'node:fs'
 import { apiPost, CHROME_UA, createAccount, startServer, tempDir, writeConfig, type RunningServer } from '../../test/support/server'
 import { benchBinary, removingOnStop } from './binary'
@@ -37,6 +39,8 @@ export const SLOW_EVENTS = 200
 export const SLOW_MS = 50
 /** The deliverer's requests in flight per endpoint (src/webhooks/deliverer.ts PER_ENDPOINT). */
 export const PER_ENDPOINT = 2
+/** An A/A run: the "subscribed" side makes no endpoint. */
+const AA = process.env.LINKBOX_BENCH_WEBHOOKS_AA === '1'
 /** How long a round may take to settle (click buffer written, outbox empty) before the bench gives up. */
 const SETTLE_MS = 60_000
 /** The receiver holds a delivery at most this long (the deliverer gives up on an answer after 15 s). */
@@ -255,7 +259,7 @@ export async function benchWebhooks(opts: {
     let wrkCommand = ''
     for (let i = 0; i < opts.rounds; i++) {
       const side = async (subscribed: boolean): Promise<WrkResult> => {
-        const id = subscribed ? await createEndpoint(box!, key, `${receiver.url}/clicks`, 'link.clicked') : 0
+        const id = subscribed && !AA ? await createEndpoint(box!, key, `${receiver.url}/clicks`, 'link.clicked') : 0
         const before = { n: receiver.count('link.clicked'), bytes: receiver.bytes }
         const run = redirect(opts.seconds)
         const [r, rss] = await Promise.all([run, peakRss(box!.proc.pid, run)])
@@ -264,7 +268,7 @@ export async function benchWebhooks(opts: {
         wrkCommand = r.command
         // The round's clicks are written and their events delivered before the endpoint goes.
         await settle(box!, receiver)
-        if (subscribed) {
+        if (subscribed && !AA) {
           clickDeliveries += receiver.count('link.clicked') - before.n
           clickBytes += receiver.bytes - before.bytes
           await deleteEndpoint(box!, key, id)
@@ -282,6 +286,7 @@ export async function benchWebhooks(opts: {
       lines.push(`round ${i + 1}: link.clicked endpoint    ${fmt(sub)}  (ratio ${(sub.rps / none.rps).toFixed(2)})${subscribedFirst ? '  (first)' : ''}`)
     }
     const ratio = median(ratios)
+    if (AA) lines.push('A/A RUN (LINKBOX_BENCH_WEBHOOKS_AA=1): no endpoint was made on either side; the ratios are noise')
     const stats = await apiPost(box.url, 'stats.json', { code }, { 'x-api-key': key })
     lines.push(
       `redirects with a link.clicked endpoint / with none: median ratio ${ratio.toFixed(2)} over ${opts.rounds} rounds of ${opts.seconds} s ` +
