@@ -1,6 +1,6 @@
 #!/usr/bin/env bun
 // `bun run bench [filter]`: the compiled binary under wrk (and, for mail, under the bench's own SMTP
-// client; for media, curl), each figure beside a baseline measured in the same run and against its target from issue 7, 8 or 9
+// client; for media, curl), each figure beside a baseline measured in the same run and against its target from issue 7, 8, 9 or 10
 // (the machine is shared and noisy: ratios, not absolutes). Needs wrk (Debian package `wrk`), and curl for media. A full run (no filter) writes bench/RESULTS.md, with the "before"
 // figures of bench/before.json beside this run's.
 //
@@ -27,6 +27,7 @@ import { benchSpread } from './bench/spread'
 import { benchStartup } from './bench/startup'
 import { benchStats } from './bench/stats'
 import { benchUnwritable } from './bench/unwritable'
+import { benchWebhooks } from './bench/webhooks'
 import { hasWrk } from './bench/wrk'
 
 if (!hasWrk()) {
@@ -73,6 +74,11 @@ const sections: { name: string; title: string; run: () => Promise<string[]> }[] 
     title: 'Media: download.json against yt-dlp directly, cached, and signed downloads against the file straight from its server',
     run: () => benchMedia({ rounds: ctx.rounds, seconds: ctx.seconds, command: [binary.path], figures: ctx.figures, commands: ctx.commands }),
   },
+  {
+    name: 'webhooks',
+    title: 'Webhooks: redirects with a link.clicked endpoint against none; deliveries/s to a local receiver',
+    run: () => benchWebhooks({ rounds: ctx.rounds, seconds: ctx.seconds, command: [binary.path], figures: ctx.figures, commands: ctx.commands }),
+  },
 ]
 const filter = positionals[0]?.toLowerCase()
 const exact = sections.filter((s) => s.name === filter)
@@ -107,7 +113,7 @@ const run: Run = {
 const beforePath = join(ROOT, 'bench/before.json')
 const before: Run | undefined = existsSync(beforePath) ? JSON.parse(readFileSync(beforePath, 'utf8')) : undefined
 if (run.figures.length)
-  console.log(`\n## Figures against the targets of issues 7, 8 and 9\n\n${resultsTable(run.figures, process.env.LINKBOX_BENCH_BINARY ? undefined : before)}`)
+  console.log(`\n## Figures against the targets of issues 7, 8, 9 and 10\n\n${resultsTable(run.figures, process.env.LINKBOX_BENCH_BINARY ? undefined : before)}`)
 if (values.save) {
   writeFileSync(values.save, JSON.stringify(run, null, 2) + '\n')
   console.log(`\nbench: figures saved to ${values.save}`)

@@ -1,19 +1,21 @@
 // The bench's pure helpers: reading wrk's output, judging a figure against its target, the RESULTS.md
 // table, and the loader's code permutation and exact splits (a wrong one would bench the wrong thing);
 // and the mail bench's own SMTP client, which must count as accepted only what a server really accepted;
-// and the media bench's curl client, which must not count a short or failed download as a fast one.
+// and the media bench's curl client, which must not count a short or failed download as a fast one;
+// and the webhooks bench's receiver, whose count is the deliveries/s figure.
 import { Database } from 'bun:sqlite'
 import { describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { migrations } from '../src/db/migrations'
 import { load, nthCode, seeded, split } from '../scripts/bench/load'
-import { removeDir, tempDir } from './support/server'
+import { apiPost, createAccount, removeDir, startServer, tempDir, writeConfig, type RunningServer } from './support/server'
 import { formatValue, met, resultsTable, type Run } from '../scripts/bench/results'
 import { parseWrk } from '../scripts/bench/wrk'
 import { startBareSmtp, startMailBox, type MailBox } from '../scripts/bench/mail'
 import { quantile, replyReader, smallMessage, smtpLoad } from '../scripts/bench/smtp-load'
 import { alternating, curlGets, parseCurl, throughput } from '../scripts/bench/media'
+import { createEndpoint, drain, startReceiver } from '../scripts/bench/webhooks'
 
 const WRK_OUTPUT = `Running 4s test @ http://127.0.0.1:40123
   2 threads and 64 connections
@@ -220,4 +222,69 @@ describe('the media bench client', () => {
       server.stop(true)
     }
   })
+})
+
+describe('the webhooks bench receiver', () => {
+  const post = (url: string, body: string, headers: Record<string, string> = {}) =>
+    fetch(url, { method: 'POST', body, headers: { 'webhook-id': 'msg_1', 'webhook-timestamp': '1', 'webhook-signature': 'v1,x', ...headers } })
+
+  test('counts requests, bytes and event types; a request without the headers or an event body is malformed; unknown types stay "other"', async () => {
+    const r = startReceiver()
+    try {
+      const event = JSON.stringify({ type: 'link.created', timestamp: '2025-01-01T00:00:00.000Z', data: {} })
+      expect((await post(r.url, event)).status).toBe(200)
+      await post(r.url, JSON.stringify({ type: 'link.clicked', data: {} }))
+      await post(r.url, JSON.stringify({ type: 'x'.repeat(50), data: {} }))
+      await post(r.url, 'not json')
+      await fetch(r.url, { method: 'POST', body: event })
+      expect(r.requests).toBe(5)
+      expect(r.count('link.created')).toBe(2)
+      expect(r.count('link.clicked')).toBe(1)
+      expect(r.count('other')).toBe(2)
+      expect(r.malformed).toBe(3)
+      expect(r.bytes).toBe(2 * event.length + JSON.stringify({ type: 'link.clicked', data: {} }).length + JSON.stringify({ type: 'x'.repeat(50), data: {} }).length + 8)
+    } finally {
+      r.stop()
+    }
+  })
+
+  test('held answers wait for release(); until() resolves once the count is reached and rejects when it is not', async () => {
+    const r = startReceiver()
+    try {
+      r.hold()
+      let answered = false
+      const first = post(r.url, '{}').then((res) => ((answered = true), res.status))
+      await r.until(1, 5_000)
+      await Bun.sleep(50)
+      expect(answered).toBe(false)
+      const reached = r.until(2, 5_000)
+      void post(r.url, '{}')
+      expect(await reached).toBeGreaterThan(0)
+      r.release()
+      expect(await first).toBe(200)
+      await expect(r.until(3, 100)).rejects.toThrow('the receiver got 2 requests, 3 awaited')
+    } finally {
+      r.stop()
+    }
+  })
+
+  test('drain against linkbox: every committed link.created event is delivered, and only then does it resolve', async () => {
+    const r = startReceiver()
+    let box: RunningServer | undefined
+    try {
+      box = await startServer({ config: writeConfig(undefined, { media: { allow_private_networks: true } }) })
+      const key = await createAccount(box.configPath, 'bench')
+      await createEndpoint(box, key, `${r.url}/created`, 'link.created')
+      const d = await drain(box, key, r, 20)
+      expect(r.requests).toBe(20)
+      expect(r.count('link.created')).toBe(20)
+      expect(r.malformed).toBe(0)
+      expect(d.rate).toBeGreaterThan(0)
+      const list = await apiPost(box.url, 'webhooks.json', { action: 'list' }, { 'x-api-key': key })
+      expect(list.body.return.webhooks[0].deliveries.ok + list.body.return.webhooks[0].deliveries.pending).toBe(20)
+    } finally {
+      await box?.stop()
+      r.stop()
+    }
+  }, 60_000)
 })

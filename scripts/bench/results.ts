@@ -82,7 +82,7 @@ export function resultsMarkdown(opts: {
     '# Bench results',
     '',
     `Written by \`bun run bench\` (scripts/bench.ts) on ${run.date}; the whole run took ${Math.round(opts.totalSeconds)} s.`,
-    'Targets are the ones of issue 7 (links), issue 8 (mail) and issue 9 (media). Ratios compare figures measured in the same run,',
+    'Targets are the ones of issue 7 (links), issue 8 (mail), issue 9 (media) and issue 10 (webhooks). Ratios compare figures measured in the same run,',
     'alternately, so that both sides see the same machine load; the load generator (wrk, or for mail the bench\'s',
     'own SMTP client, scripts/bench/smtp-load.ts, for media curl) and the server share the CPUs.',
     '',
