@@ -80,22 +80,8 @@ async function serve(config: Config) {
   // An IPv6 address goes in brackets, so that the line carries a URL scripts can use as is.
   const host = server.hostname?.includes(':') ? `[${server.hostname}]` : server.hostname
   console.log(`linkbox ${VERSION} listening on http://${host}:${server.port} (base_url ${config.server.base_url}, data ${config.data_dir})`)
-  try {
-    const smtp = await box.startSmtp()
-    if (smtp) console.log(`linkbox: SMTP on ${config.mail.smtp_host}:${smtp.port} for ${config.mail.domains.join(', ')}`)
-  } catch (err) {
-    await box.close({ graceMs: 0 }).catch(() => {})
-    if (err instanceof ConfigError) throw err
-    const code = (err as NodeJS.ErrnoException).code
-    throw new ConfigError(
-      code === 'EADDRINUSE'
-        ? `config: "mail.smtp_port" ${config.mail.smtp_port} on ${config.mail.smtp_host} is in use by another program (0 turns SMTP off)`
-        : `config: "mail.smtp_port": cannot listen on ${config.mail.smtp_host}:${config.mail.smtp_port}: ${(err as Error).message}`,
-    )
-  }
-  // Reads still work on a database that cannot be written, so the service runs; but say so at once.
-  const unwritable = probeWrite(box.db)
-  if (unwritable) console.error(`linkbox: warning: the database cannot be written (${unwritable}); new links fail with 503 and clicks wait in memory until it can`)
+  // The handlers go in as soon as the service runs (the webhook deliverer starts sending in listen()): a
+  // SIGTERM during the rest of the start-up must shut down cleanly, not kill the process mid-request.
   let closing = false
   const shutdown = async (signal: string) => {
     if (closing) {
@@ -121,6 +107,22 @@ async function serve(config: Config) {
   }
   process.on('SIGTERM', () => void shutdown('SIGTERM'))
   process.on('SIGINT', () => void shutdown('SIGINT'))
+  try {
+    const smtp = await box.startSmtp()
+    if (smtp) console.log(`linkbox: SMTP on ${config.mail.smtp_host}:${smtp.port} for ${config.mail.domains.join(', ')}`)
+  } catch (err) {
+    await box.close({ graceMs: 0 }).catch(() => {})
+    if (err instanceof ConfigError) throw err
+    const code = (err as NodeJS.ErrnoException).code
+    throw new ConfigError(
+      code === 'EADDRINUSE'
+        ? `config: "mail.smtp_port" ${config.mail.smtp_port} on ${config.mail.smtp_host} is in use by another program (0 turns SMTP off)`
+        : `config: "mail.smtp_port": cannot listen on ${config.mail.smtp_host}:${config.mail.smtp_port}: ${(err as Error).message}`,
+    )
+  }
+  // Reads still work on a database that cannot be written, so the service runs; but say so at once.
+  const unwritable = probeWrite(box.db)
+  if (unwritable) console.error(`linkbox: warning: the database cannot be written (${unwritable}); new links fail with 503 and clicks wait in memory until it can`)
 }
 
 /** `linkbox webhook …`: the same service as POST /api/webhooks.json, for any account. */
