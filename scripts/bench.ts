@@ -22,7 +22,7 @@ import { benchMail } from './bench/mail'
 import { benchMedia } from './bench/media'
 import { benchQr } from './bench/qr'
 import { benchRedirect } from './bench/redirect'
-import { machine, resultsMarkdown, resultsTable, type Run } from './bench/results'
+import { machine, resultsMarkdown, resultsTable, withoutMachinePaths, type Run } from './bench/results'
 import { benchSpread } from './bench/spread'
 import { benchStartup } from './bench/startup'
 import { benchStats } from './bench/stats'
@@ -126,7 +126,10 @@ if (values.save) {
   const totalSeconds = (performance.now() - started) / 1000
   writeFileSync(
     join(ROOT, 'bench/RESULTS.md'),
-    resultsMarkdown({ run, before, commands: ctx.commands, sections: printed, seconds: ctx.seconds, rounds: ctx.rounds, totalSeconds }),
+    withoutMachinePaths(
+      resultsMarkdown({ run, before, commands: ctx.commands, sections: printed, seconds: ctx.seconds, rounds: ctx.rounds, totalSeconds }),
+      ROOT,
+    ),
   )
   console.log(`\nbench: wrote bench/RESULTS.md (${Math.round(totalSeconds)} s)`)
 }

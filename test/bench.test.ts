@@ -288,3 +288,10 @@ describe('the webhooks bench receiver', () => {
     }
   }, 60_000)
 })
+
+test('RESULTS.md names no path of the machine that ran it: the checkout is ".", the home "~", the temp folder $TMPDIR', async () => {
+  const { withoutMachinePaths } = await import('../scripts/bench/results')
+  const { homedir, tmpdir } = await import('node:os')
+  const text = `wrk -s /srv/co/scripts/bench/post.lua -- ${tmpdir()}/linkbox-bench-x/codes.txt; ${homedir()}/.pyenv/shims/python3`
+  expect(withoutMachinePaths(text, '/srv/co')).toBe('wrk -s ./scripts/bench/post.lua -- $TMPDIR/linkbox-bench-x/codes.txt; ~/.pyenv/shims/python3')
+})

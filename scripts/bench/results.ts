@@ -1,7 +1,7 @@
 // The bench's figures against the issue's targets, and bench/RESULTS.md: machine, versions, commands, and
 // a table with the "before" figures of bench/before.json beside this run's. Pure functions, except the
 // few lines that read the machine.
-import { cpus, release, totalmem } from 'node:os'
+import { cpus, homedir, release, tmpdir, totalmem } from 'node:os'
 
 export interface Target {
   op: '>=' | '<='
@@ -64,6 +64,21 @@ export function resultsTable(figures: Figure[], before?: Run): string {
 export function machine(): string {
   const cpu = cpus()[0]?.model ?? 'unknown CPU'
   return `${cpu}, ${navigator.hardwareConcurrency} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Linux ${release()}`
+}
+
+/**
+ * The file is committed: the checkout's folder becomes ".", the home folder "~" and the temporary folder
+ * "$TMPDIR", so that no path of the machine that ran it lands in the repository.
+ */
+export function withoutMachinePaths(text: string, root: string): string {
+  const swaps: [string, string][] = [
+    [root, '.'],
+    [homedir(), '~'],
+    [tmpdir(), '$TMPDIR'],
+  ]
+  let out = text
+  for (const [from, to] of swaps) if (from && from !== '/') out = out.split(from).join(to)
+  return out
 }
 
 export function resultsMarkdown(opts: {
