@@ -20,9 +20,11 @@ export function openDatabase(path: string): Db {
   let db: Db | undefined
   try {
     db = new Database(path, { create: true, strict: true })
+    // First: switching to WAL reads the file under a lock, which another process (a CLI command closing
+    // and checkpointing, the service) may hold for a moment; without a timeout that is SQLITE_BUSY at once.
+    db.exec('PRAGMA busy_timeout = 5000')
     db.exec('PRAGMA journal_mode = WAL')
     db.exec('PRAGMA synchronous = NORMAL')
-    db.exec('PRAGMA busy_timeout = 5000')
     db.exec('PRAGMA foreign_keys = ON')
     migrate(db)
     return db
