@@ -58,7 +58,8 @@ const SEGMENTED = new Set(['m3u8', 'm3u8_native', 'http_dash_segments', 'http_da
 // check them); nothing else is repeated.
 const FORWARDED_HEADERS = ['user-agent', 'accept', 'accept-language', 'referer', 'origin', 'cookie', 'sec-fetch-mode']
 
-const oneLine = (s: string) => s.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').replace(/\s+/g, ' ').trim()
+/** One line of text: control and line-separator characters and runs of space become one space. */
+export const oneLine = (s: string) => s.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').replace(/\s+/g, ' ').trim()
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s)
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null)
 const int = (v: unknown): number | null => {

@@ -3,7 +3,7 @@
 // and a URL that is itself an image gives itself. Parsing is a pure function; the page is fetched under the
 // SSRF guard by the service.
 import he from 'he'
-import { contentTypeOf, type Extraction } from './extract'
+import { contentTypeOf, oneLine, type Extraction } from './extract'
 
 export interface FoundPhoto {
   url: string
@@ -30,7 +30,6 @@ function attributes(tag: string): Map<string, string> {
 }
 
 const wholeNumber = (s: string | undefined) => (s && /^[0-9]{1,6}$/.test(s.trim()) ? Number(s.trim()) : null)
-const oneLine = (s: string) => s.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ').replace(/\s+/g, ' ').trim()
 
 /** The page's picture (resolved against `pageUrl`, http(s) only) and its title, or null. */
 export function findPhoto(html: string, pageUrl: string): FoundPhoto | null {

@@ -217,10 +217,12 @@ export function createMediaService({ db, config, signer, clock, ytdlp, proxy, ca
     }
     let running = inflight.get(url)
     if (!running) {
-      running = (async () => {
+      // The guard's name lookup runs inside a slot too: outside it, distinct URLs sent at once would each hold
+      // an in-flight entry and a DNS lookup with no bound but the rate limit.
+      running = limiter.run(async () => {
         await guardCheck(url)
-        return limiter.run(() => runExtraction(url))
-      })()
+        return runExtraction(url)
+      })
       inflight.set(url, running)
       running.then(
         (extraction) => count(extraction.extractor === 'og:image' ? 'photo' : 'ok'),
