@@ -33,7 +33,7 @@ import { createQrRoutes } from './qr/public'
 import { createQrRenderer, type QrRenderer } from './qr/renderer'
 import { createQrService } from './qr/service'
 import { createDocsRoutes } from './pages/docs'
-import { FAVICON_SVG, STYLE_CSS } from './pages/render'
+import { APP_JS, FAVICON_SVG, STYLE_CSS } from './pages/render'
 import type { Verifier } from './links/password-gate'
 import { VERSION } from './version'
 import { webhookApi } from './webhooks/api'
@@ -241,6 +241,9 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     }))
     .get('/assets/style.css', () => new Response(STYLE_CSS, {
       headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=31536000, immutable' },
+    }))
+    .get('/assets/app.js', () => new Response(APP_JS, {
+      headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=31536000, immutable' },
     }))
     .get('/favicon.ico', () => new Response(FAVICON_SVG, { headers: { 'content-type': 'image/svg+xml', 'cache-control': 'public, max-age=604800' } }))
     .get('/robots.txt', () => new Response('User-agent: *\nDisallow: /\n', { headers: { 'content-type': 'text/plain' } }))

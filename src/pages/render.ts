@@ -3,12 +3,18 @@
 import layout from '../../assets/layout.html' with { type: 'text' }
 import favicon from '../../assets/favicon.svg' with { type: 'text' }
 import style from '../../assets/style.css' with { type: 'text' }
+import appJs from '../../assets/app.js' with { type: 'text' }
 
 export const STYLE_CSS = style as unknown as string
 /** Served at /favicon.ico, which browsers ask for on every page (a 404 page each time, before). */
 export const FAVICON_SVG = favicon as unknown as string
 /** Part of the stylesheet's URL: a new release's CSS gets a new URL, so it can be cached for a year. */
 export const STYLE_VERSION = new Bun.CryptoHasher('sha256').update(STYLE_CSS).digest('hex').slice(0, 12)
+/** The one script (copy buttons and other small improvements); pages work without it. */
+export const APP_JS = appJs as unknown as string
+export const APP_JS_VERSION = new Bun.CryptoHasher('sha256').update(APP_JS).digest('hex').slice(0, 12)
+/** The script tag for pages that load assets/app.js (deferred: it runs once the page is parsed). */
+export const SCRIPT_TAG = `<script src="/assets/app.js?v=${APP_JS_VERSION}" defer></script>`
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }
 export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ESCAPES[c]!)
@@ -23,7 +29,9 @@ export function fill(template: string, vars: Record<string, string | number>): s
 
 // The CSP is a constant: nothing from a request or a link ever goes into it (a frame link to
 // "https://a;sandbox/" once added a directive of its own).
-const BASE_CSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+export const BASE_CSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+/** Pages with the script: our own file, and fetch() to our own API only. */
+export const SCRIPT_CSP = `${BASE_CSP}; script-src 'self'; connect-src 'self'`
 // Frame pages allow any web page in their iframe: the destination may redirect to another origin
 // (http → https, example.com → www.example.com), and pinning the first origin would block it.
 const FRAME_CSP = `${BASE_CSP}; frame-src http: https:`
@@ -36,6 +44,8 @@ export interface PageOptions {
   frame?: boolean
   /** Send the visitor on to this URL once the page has loaded (a meta refresh; no script needed). */
   refreshTo?: string
+  /** Load assets/app.js (the CSP then allows scripts from this origin, and fetch() to it). */
+  script?: boolean
   headers?: Record<string, string>
 }
 
@@ -45,10 +55,12 @@ export function page(template: string, vars: Record<string, string | number>, op
     style_version: STYLE_VERSION,
     body_class: opts.bodyClass ?? '',
     // The URL is escaped for the attribute; after "url=" the browser takes the rest of it as the URL.
-    head: opts.refreshTo ? `<meta http-equiv="refresh" content="0;url=${escapeHtml(opts.refreshTo)}">` : '',
+    head:
+      (opts.refreshTo ? `<meta http-equiv="refresh" content="0;url=${escapeHtml(opts.refreshTo)}">` : '') +
+      (opts.script ? SCRIPT_TAG : ''),
     content: fill(template, vars),
   })
-  const csp = opts.frame ? FRAME_CSP : BASE_CSP
+  const csp = opts.frame ? FRAME_CSP : opts.script ? SCRIPT_CSP : BASE_CSP
   return new Response(html, {
     status: opts.status ?? 200,
     headers: {

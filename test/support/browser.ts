@@ -87,9 +87,10 @@ export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
 export const WIDTHS = [1280, 390] as const
 
 /**
- * Screenshots of the page at desktop and phone widths into test-results/screenshots/NAME-WIDTH.png
- * (git-ignored; look at them); returns the page's scroll width at each width (a page wider than the
- * screen scrolls sideways). The viewport is left at the last width.
+ * Screenshots of the page at desktop and phone widths, in the light and the dark theme, into
+ * test-results/screenshots/NAME-WIDTH-light.png and NAME-WIDTH-dark.png (git-ignored; look at them);
+ * returns the page's scroll width at each width (a page wider than the screen scrolls sideways). The
+ * viewport is left at the last width and the colour scheme at light.
  */
 export async function screenshots(page: Page, name: string): Promise<Record<number, number>> {
   mkdirSync(SCREENSHOTS, { recursive: true })
@@ -97,7 +98,11 @@ export async function screenshots(page: Page, name: string): Promise<Record<numb
   for (const width of WIDTHS) {
     await page.setViewportSize({ width, height: width > 800 ? 800 : 844 })
     widths[width] = await page.evaluate(() => document.documentElement.scrollWidth)
-    await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`), fullPage: true })
+    for (const scheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme: scheme })
+      await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}-${scheme}.png`), fullPage: true })
+    }
   }
+  await page.emulateMedia({ colorScheme: 'light' })
   return widths
 }
