@@ -32,6 +32,7 @@ import { createLinkSigner, loadSigningSecret } from './signing'
 import { createQrRoutes } from './qr/public'
 import { createQrRenderer, type QrRenderer } from './qr/renderer'
 import { createQrService } from './qr/service'
+import { createDashboard } from './dashboard'
 import { createDocsRoutes } from './pages/docs'
 import { APP_JS, FAVICON_SVG, STYLE_CSS } from './pages/render'
 import type { Verifier } from './links/password-gate'
@@ -202,6 +203,8 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     onAnswer: (m, status) => answers.incLabels({ method: m.path.replace('/api/', ''), status: String(status) }),
   })
 
+  const dashboard = createDashboard({ config, db, clock, accounts, links, mail, webhooks, qr, metrics, limiter, clientIp })
+
   const app = new Elysia({ name: 'linkbox' })
     // The last line of defence: whatever the request (a malformed Host header makes its URL unparseable),
     // this answers with the envelope or a page, never with internals, and it must not throw itself.
@@ -259,6 +262,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
         : null,
     }))
     .use(api.plugin)
+    .use(dashboard.plugin)
     .use(createQrRoutes({ config, links, qr, events }))
     .use(createMailRoutes(mail))
     .use(createMediaRoutes(media))
@@ -280,6 +284,8 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     ytdlp,
     spool,
     signer,
+    /** Dashboard sign-in sessions (tests sign in through the pages; the sweep removes expired ones). */
+    sessions: dashboard.sessions,
     /** Sends the webhook outbox; started by listen(), stopped by close(). */
     deliverer,
     /** The SMTP receiver, once startSmtp() has run (null when mail.smtp_port is 0). */
@@ -296,6 +302,11 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
         const sweep = () => {
           mail.sweep({ orphans: runs++ % 60 === 0 }).catch((err) => faultLog.fault('mail sweep', err))
           void media.sweep()
+          try {
+            dashboard.sessions.sweep()
+          } catch (err) {
+            faultLog.fault('session sweep', err)
+          }
           try {
             webhooks.sweep()
           } catch (err) {

@@ -32,6 +32,8 @@ export interface Config {
     cache_max_bytes: number
   }
   marketplace: { proxy_secret: string; user_header: string; secret_header: string }
+  /** The web pages: the dashboard's open sign-up (off: accounts are made by an admin or the CLI). */
+  web: { signup: boolean }
 }
 
 export function defaultConfig(): Config {
@@ -53,6 +55,7 @@ export function defaultConfig(): Config {
     },
     media: { ytdlp_path: '', allow_private_networks: false, max_concurrent: 2, link_ttl: 3600, extract_timeout: 60, cache_max_bytes: 2 * 1024 * 1024 * 1024 },
     marketplace: { proxy_secret: '', user_header: 'X-RapidAPI-User', secret_header: 'X-RapidAPI-Proxy-Secret' },
+    web: { signup: false },
   }
 }
 
@@ -134,6 +137,7 @@ const schema: Record<string, Check | Record<string, Check>> = {
     cache_max_bytes: int(16 * 1024 * 1024, 2 ** 50),
   },
   marketplace: { proxy_secret: str(), user_header: str(headerName), secret_header: str(headerName) },
+  web: { signup: bool },
 }
 
 /** Validates a parsed TOML document against the schema and merges it over the defaults. */

@@ -60,10 +60,14 @@ test('a version 1 database migrates with every row, id, index and aggregate kept
   const db: Db = openDatabase(path)
   try {
     expect((db.query('PRAGMA user_version').get() as { user_version: number }).user_version).toBe(migrations.length)
-    expect(dump(db)).toEqual(before)
-    // Migrations 5, 6 and 7 add the mail, media and webhook tables and their indexes (named mail…, media…,
-    // webhook…); the others are kept as they were.
-    expect(indexes(db).filter((n) => !/^(mail|media|webhook)/.test(n))).toEqual(indexesBefore)
+    // Migration 8 adds accounts.disabled, null (active) for every account that was there.
+    const after = dump(db) as Record<string, any[]>
+    expect(after.accounts!.map((a) => a.disabled)).toEqual((before as Record<string, any[]>).accounts!.map(() => null))
+    after.accounts = after.accounts!.map(({ disabled: _, ...rest }) => rest)
+    expect(after).toEqual(before)
+    // Migrations 5 to 8 add the mail, media, webhook and session tables and their indexes (named mail…,
+    // media…, webhook…, web_sessions…); the others are kept as they were.
+    expect(indexes(db).filter((n) => !/^(mail|media|webhook|web_sessions)/.test(n))).toEqual(indexesBefore)
     expect(db.query('PRAGMA foreign_key_check').all()).toEqual([])
     // Migration 3: each day's names become the JSON of its row, and each month adds up its days.
     const json = (rows: unknown[]): unknown[] => (rows as { dims: string }[]).map((r) => ({ ...r, dims: JSON.parse(r.dims) }))

@@ -15,7 +15,8 @@ export interface Caller {
   admin: boolean
   scopes: ReadonlySet<Scope>
   keyId: number | null
-  via: 'key' | 'marketplace'
+  /** dashboard: a signed-in browser session (all scopes of its account). */
+  via: 'key' | 'marketplace' | 'dashboard'
 }
 
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
@@ -101,7 +102,7 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
     if (hit && now - hit.at < KEY_CACHE_MS) return hit.caller
     keyCache.delete(hash)
     const row = store.keyByHash(hash)
-    if (!row || row.revoked !== null) return null
+    if (!row || row.revoked !== null || row.disabled !== null) return null
     const caller = toCaller(row, 'key')
     if (keyCache.size >= KEY_CACHE_MAX) keyCache.delete(keyCache.keys().next().value!)
     keyCache.set(hash, { caller, at: now })
@@ -138,6 +139,21 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
         return { account, key: newKey(account.id, input.scopes ?? [...SCOPES], 'created with the account') }
       })()
     },
+
+    /**
+     * Disables (or enables again) an account: a disabled account's keys are refused at once (the key cache
+     * is emptied here), its dashboard sessions end at their next request, and it cannot sign in.
+     */
+    setDisabled(name: string, disabled: boolean) {
+      const account = store.accountByName(name)
+      if (!account) throw new AppError(404, 'not_found', `No account named "${name}".`)
+      store.setDisabled(account.id, disabled ? clock() : null)
+      keyCache.clear()
+      return { id: account.id, name: account.name, disabled }
+    },
+
+    /** Accounts stored (open sign-up stops at a bound). */
+    count: () => store.count(),
 
     createKey(input: { account: string; scopes?: Scope[]; label?: string }) {
       const account = store.accountByName(input.account)
@@ -201,6 +217,7 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
     marketplaceCaller(user: string): Caller {
       const name = `marketplace:${user}`
       const account = store.accountByName(name) ?? store.insertAccount(name, null, false, clock())
+      if (account.disabled !== null) throw new AppError(403, 'account_disabled', 'This account has been disabled by an administrator.')
       return {
         accountId: account.id,
         accountName: name,

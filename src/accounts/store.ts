@@ -6,6 +6,8 @@ export interface AccountRow {
   password_hash: string | null
   admin: number
   created: number
+  /** Unix ms when an admin disabled the account; null: active. */
+  disabled: number | null
 }
 export interface KeyRow {
   id: number
@@ -21,6 +23,7 @@ export interface KeyRow {
 export interface KeyWithAccount extends KeyRow {
   account_name: string
   admin: number
+  disabled: number | null
 }
 
 export function createAccountStore(db: Db) {
@@ -28,19 +31,21 @@ export function createAccountStore(db: Db) {
     'INSERT INTO accounts (name, password_hash, admin, created) VALUES (?, ?, ?, ?) RETURNING *',
   )
   const accountByName = db.query<AccountRow, [string]>('SELECT * FROM accounts WHERE name = ?')
+  const count = db.query<{ n: number }, []>('SELECT count(*) AS n FROM accounts')
+  const setDisabled = db.query<unknown, [number | null, number]>('UPDATE accounts SET disabled = ? WHERE id = ?')
   const insertKey = db.query<KeyRow, [number, string, string, string, string, number]>(
     'INSERT INTO api_keys (account_id, prefix, hash, scopes, label, created) VALUES (?, ?, ?, ?, ?, ?) RETURNING *',
   )
   const keyByHash = db.query<KeyWithAccount, [string]>(
-    `SELECT k.*, a.name AS account_name, a.admin AS admin FROM api_keys k JOIN accounts a ON a.id = k.account_id
+    `SELECT k.*, a.name AS account_name, a.admin AS admin, a.disabled AS disabled FROM api_keys k JOIN accounts a ON a.id = k.account_id
      WHERE k.hash = ?`,
   )
   const keysOfAccount = db.query<KeyWithAccount, [number]>(
-    `SELECT k.*, a.name AS account_name, a.admin AS admin FROM api_keys k JOIN accounts a ON a.id = k.account_id
+    `SELECT k.*, a.name AS account_name, a.admin AS admin, a.disabled AS disabled FROM api_keys k JOIN accounts a ON a.id = k.account_id
      WHERE k.account_id = ? ORDER BY k.id`,
   )
   const allKeys = db.query<KeyWithAccount, []>(
-    'SELECT k.*, a.name AS account_name, a.admin AS admin FROM api_keys k JOIN accounts a ON a.id = k.account_id ORDER BY k.id',
+    'SELECT k.*, a.name AS account_name, a.admin AS admin, a.disabled AS disabled FROM api_keys k JOIN accounts a ON a.id = k.account_id ORDER BY k.id',
   )
   const keysByPrefix = db.query<KeyRow, [string]>('SELECT * FROM api_keys WHERE prefix = ?')
   const revoke = db.query<unknown, [number, number]>('UPDATE api_keys SET revoked = ? WHERE id = ? AND revoked IS NULL')
@@ -52,6 +57,8 @@ export function createAccountStore(db: Db) {
     insertAccount: (name: string, passwordHash: string | null, admin: boolean, now: number) =>
       insertAccount.get(name, passwordHash, admin ? 1 : 0, now)!,
     accountByName: (name: string) => accountByName.get(name),
+    count: () => count.get()!.n,
+    setDisabled: (id: number, at: number | null) => setDisabled.run(at, id).changes > 0,
     insertKey: (accountId: number, prefix: string, hash: string, scopes: string, label: string, now: number) =>
       insertKey.get(accountId, prefix, hash, scopes, label, now)!,
     keyByHash: (hash: string) => keyByHash.get(hash),

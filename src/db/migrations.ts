@@ -316,4 +316,21 @@ export const migrations: Migration[] = [
   CREATE INDEX webhook_deliveries_due ON webhook_deliveries(state, next_at);
   CREATE INDEX webhook_deliveries_event ON webhook_deliveries(event_id);
   `,
+  /* 8: the dashboard. A signed-in browser holds a random session token in an HttpOnly cookie; only its
+     SHA-256 is stored, with the session's CSRF token (every form of the session carries it). AUTOINCREMENT:
+     a session id is never reused. accounts.disabled (unix ms, null: active) is set by an admin: the
+     account's keys stop working and its sessions are deleted. */ `
+  ALTER TABLE accounts ADD COLUMN disabled INTEGER;
+  CREATE TABLE web_sessions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    token_hash TEXT NOT NULL UNIQUE,
+    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    csrf TEXT NOT NULL,
+    created INTEGER NOT NULL,
+    expires INTEGER NOT NULL,
+    last_seen INTEGER NOT NULL
+  );
+  CREATE INDEX web_sessions_account ON web_sessions(account_id);
+  CREATE INDEX web_sessions_expires ON web_sessions(expires);
+  `,
 ]

@@ -14,7 +14,7 @@ export const ALIAS_PATTERN = /^[A-Za-z0-9_-]{2,32}$/
 export const RESERVED_CODES = new Set([
   'api', 'qr', 'dl', 'mail', 'assets', 'dashboard', 'login', 'logout', 'docs', 'healthz', 'metrics',
   'robots.txt', 'favicon.ico', 'admin', 'static', 'webhooks', 'account', 'settings', 'stats', 'health',
-  'status', 'well-known', '.well-known', 'sitemap.xml', 'index', 'app',
+  'status', 'well-known', '.well-known', 'sitemap.xml', 'index', 'app', 'signup', 'signin', 'register',
 ])
 export const isReserved = (code: string) => RESERVED_CODES.has(code.toLowerCase())
 

@@ -1,0 +1,115 @@
+// Sign in, sign out and (when [web] signup = true) open sign-up. The sign-in form has no session yet, so
+// its CSRF token is a double-submit cookie (SameSite=Strict) that the form repeats; every POST is also
+// refused when the browser says it came from another site. Attempts are limited per client and per
+// client + name, and each costs one bounded argon2id check whether or not the name exists.
+import { Elysia } from 'elysia'
+import loginTpl from '../../assets/login.html' with { type: 'text' }
+import { AppError } from '../errors'
+import { readBodyLimited } from '../http/params'
+import { rateKeyOf } from '../http/client-ip'
+import { escapeHtml, fill } from '../pages/render'
+import type { DashboardDeps } from './index'
+import { randomToken, sameToken } from './sessions'
+
+export const SIGN_IN_PER_MINUTE = 10
+export const SIGN_IN_PER_CLIENT_PER_MINUTE = 30
+export const SIGN_UP_PER_CLIENT_PER_MINUTE = 3
+/** Accounts open sign-up may create in all; past it sign-up is closed (an admin can still add accounts). */
+export const SIGN_UP_MAX_ACCOUNTS = 10_000
+
+/** Where to go after signing in: a dashboard path only (never another site, never "//host"). */
+export function safeNext(next: string | null): string {
+  if (!next || next.length > 500) return '/dashboard'
+  if (!/^\/dashboard(?:[/?#]|$)/.test(next)) return '/dashboard'
+  if (/[\\\u0000-\u001f]/.test(next)) return '/dashboard'
+  return next
+}
+
+export function createAuthRoutes(deps: DashboardDeps) {
+  const { shell, sessions, accounts, limiter, clientIp, config } = deps
+
+  function form(request: Request, opts: { signup: boolean; name?: string; next?: string; error?: string; status?: number; headers?: Record<string, string> }) {
+    const csrf = shell.loginToken(request) || randomToken(24)
+    const signupLink = config.web.signup && !opts.signup ? '<p class="muted">No account yet? <a href="/signup">Create one</a>.</p>' : ''
+    const content = fill(loginTpl as unknown as string, {
+      heading: opts.signup ? 'Create an account' : 'Sign in to linkbox',
+      action: opts.signup ? '/signup' : '/login',
+      csrf,
+      next: opts.next ?? '/dashboard',
+      name: opts.name ?? '',
+      autocomplete: opts.signup ? 'new-password' : 'current-password',
+      button: opts.signup ? 'Create account' : 'Sign in',
+      error: opts.error ? `<p id="auth-error" class="notice error" role="alert">${escapeHtml(opts.error)}</p>` : '',
+      described: opts.error ? ' aria-describedby="auth-error" aria-invalid="true"' : '',
+      password_hint: opts.signup ? '<span class="hint">8 to 128 characters.</span>' : '',
+      below: opts.signup ? '<p class="muted">Already have one? <a href="/login">Sign in</a>.</p>' : signupLink,
+    })
+    const headers: Record<string, string> = { 'set-cookie': shell.loginCookie(csrf), ...opts.headers }
+    return shell.render(request, null, { section: null, title: opts.signup ? 'Create an account' : 'Sign in', content, status: opts.status, headers })
+  }
+
+  async function readLoginForm(request: Request): Promise<URLSearchParams> {
+    if (shell.crossSite(request)) throw shell.csrfRefused()
+    const fields = new URLSearchParams(new TextDecoder().decode(await readBodyLimited(request, 8 * 1024)))
+    const cookie = shell.loginToken(request)
+    if (!cookie || !sameToken(fields.get('_csrf') ?? '', cookie)) throw shell.csrfRefused()
+    return fields
+  }
+
+  function signedIn(accountId: number, next: string, notice?: string) {
+    const { token } = sessions.create(accountId)
+    return shell.seeOther(next, notice ? { kind: 'ok', text: notice } : undefined, { 'set-cookie': shell.sessionCookie(token) })
+  }
+
+  const app = new Elysia({ name: 'dashboard-auth' })
+    .get('/login', ({ request }) => {
+      const next = safeNext(new URL(request.url).searchParams.get('next'))
+      if (shell.session(request)) return shell.seeOther(next)
+      return form(request, { signup: false, next })
+    })
+    .post('/login', async ({ request }) => {
+      const fields = await readLoginForm(request)
+      const name = (fields.get('name') ?? '').trim()
+      const next = safeNext(fields.get('next'))
+      const client = rateKeyOf(clientIp(request))
+      const one = limiter.hit(`signin:${client}|${name.toLowerCase()}`, SIGN_IN_PER_MINUTE)
+      const all = one.allowed ? limiter.hit(`signin:${client}`, SIGN_IN_PER_CLIENT_PER_MINUTE) : one
+      if (!one.allowed || !all.allowed) {
+        const reset = Math.max(one.reset, all.reset)
+        return form(request, { signup: false, name, next, error: `Too many sign-in attempts: wait ${reset} s and try again.`, status: 429, headers: { 'retry-after': String(reset) } })
+      }
+      const account = await sessions.checkPassword(name, fields.get('password') ?? '')
+      if (!account) return form(request, { signup: false, name, next, error: 'That account name and password do not match.', status: 401 })
+      return signedIn(account.id, next)
+    })
+    .post('/logout', async ({ request }) => {
+      const s = shell.session(request)
+      if (s) {
+        await shell.form(request, s)
+        sessions.end(s.id)
+      }
+      return shell.seeOther('/login', { kind: 'ok', text: 'You are signed out.' }, { 'set-cookie': shell.clearSessionCookie() })
+    })
+
+  if (config.web.signup) {
+    app
+      .get('/signup', ({ request }) => (shell.session(request) ? shell.seeOther('/dashboard') : form(request, { signup: true })))
+      .post('/signup', async ({ request }) => {
+        const fields = await readLoginForm(request)
+        const name = (fields.get('name') ?? '').trim()
+        const d = limiter.hit(`signup:${rateKeyOf(clientIp(request))}`, SIGN_UP_PER_CLIENT_PER_MINUTE)
+        if (!d.allowed)
+          return form(request, { signup: true, name, error: `Too many sign-ups from your address: wait ${d.reset} s.`, status: 429, headers: { 'retry-after': String(d.reset) } })
+        if (accounts.count() >= SIGN_UP_MAX_ACCOUNTS)
+          return form(request, { signup: true, name, error: 'Sign-up is closed: this server has as many accounts as it takes. Ask its administrator.', status: 403 })
+        try {
+          const { account } = await accounts.createAccount({ name, password: fields.get('password') ?? '' })
+          return signedIn(account.id, '/dashboard/keys', `Welcome, ${account.name}. Create an API key below to use the API.`)
+        } catch (err) {
+          if (err instanceof AppError && err.status < 500) return form(request, { signup: true, name, error: err.message, status: err.status })
+          throw err
+        }
+      })
+  }
+  return app
+}

@@ -1,0 +1,54 @@
+// The dashboard at /dashboard: sign-in (auth.ts), the page frame and form checks (shell.ts), and one file a
+// section — links.ts, keys.ts (the API section), mail.ts, webhooks.ts, admin.ts — each an Elysia plugin
+// over the same services the API uses, with the signed-in account as the caller.
+import { Elysia } from 'elysia'
+import type { AccountService } from '../accounts/service'
+import type { Config } from '../config'
+import type { Db } from '../db'
+import type { RateLimiter } from '../http/rate-limit'
+import type { LinkService } from '../links/service'
+import type { MailService } from '../mail/service'
+import type { Metrics } from '../metrics'
+import type { QrService } from '../qr/service'
+import type { WebhookService } from '../webhooks/service'
+import { DASHBOARD_CSS, createShell, type Shell } from './shell'
+import { createAuthRoutes } from './auth'
+import { createSessions, type Sessions } from './sessions'
+import { createLinksSection } from './links'
+import { createKeysSection } from './keys'
+import { createMailSection } from './mail'
+import { createWebhooksSection } from './webhooks'
+import { createAdminSection } from './admin'
+
+export interface DashboardDeps {
+  config: Config
+  db: Db
+  clock: () => number
+  accounts: AccountService
+  links: LinkService
+  mail: MailService
+  webhooks: WebhookService
+  qr: QrService
+  metrics: Metrics
+  limiter: RateLimiter
+  clientIp: (request: Request) => string
+  sessions: Sessions
+  shell: Shell
+}
+
+export function createDashboard(deps: Omit<DashboardDeps, 'sessions' | 'shell'>) {
+  const sessions = createSessions({ db: deps.db, clock: deps.clock })
+  const shell = createShell({ config: deps.config, sessions })
+  const all: DashboardDeps = { ...deps, sessions, shell }
+  const plugin = new Elysia({ name: 'dashboard' })
+    .get('/assets/dashboard.css', () => new Response(DASHBOARD_CSS, {
+      headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=31536000, immutable' },
+    }))
+    .use(createAuthRoutes(all))
+    .use(createLinksSection(all))
+    .use(createKeysSection(all))
+    .use(createMailSection(all))
+    .use(createWebhooksSection(all))
+    .use(createAdminSection(all))
+  return { plugin, sessions, shell }
+}

@@ -1,0 +1,120 @@
+// Dashboard sign-in and sessions. A session is a random token in an HttpOnly cookie; the database keeps
+// only its SHA-256 (a stolen backup does not sign anyone in) and the session's CSRF token. Sessions slide:
+// each use moves the expiry SESSION_TTL_MS ahead (written at most once a minute), up to SESSION_MAX_MS
+// after sign-in. Passwords are argon2id (Bun.password); checks go through the same bounded gate as link
+// passwords, so a flood of sign-ins cannot eat the memory or the CPU.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import type { Db } from '../db'
+import type { Caller } from '../accounts/service'
+import { SCOPES } from '../accounts/service'
+import { createAccountStore } from '../accounts/store'
+import { createPasswordGate, type Verifier } from '../links/password-gate'
+import { createSessionStore, type SessionWithAccount } from './store'
+
+export const SESSION_TTL_MS = 7 * 24 * 3600_000
+export const SESSION_MAX_MS = 30 * 24 * 3600_000
+/** Sessions kept per account: signing in on a 21st browser signs out the oldest. */
+export const MAX_SESSIONS_PER_ACCOUNT = 20
+const TOUCH_EVERY_MS = 60_000
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
+export const randomToken = (bytes = 32) => randomBytes(bytes).toString('base64url')
+
+/** Same text, compared in constant time (digests, so the length does not leak either). */
+export function sameToken(a: string, b: string): boolean {
+  return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest())
+}
+
+export interface Session {
+  id: number
+  accountId: number
+  accountName: string
+  admin: boolean
+  csrf: string
+  /** The caller the services see: the account, with every scope. */
+  caller: Caller
+}
+
+export function createSessions(deps: { db: Db; clock: () => number; verify?: Verifier }) {
+  const { db, clock } = deps
+  const store = createSessionStore(db)
+  const accounts = createAccountStore(db)
+  const gate = createPasswordGate({ verify: deps.verify })
+  // An unknown name costs the same hash check as a known one, so timing does not tell which names exist.
+  let dummyHash: Promise<string> | null = null
+
+  const toSession = (row: SessionWithAccount): Session => ({
+    id: row.id,
+    accountId: row.account_id,
+    accountName: row.account_name,
+    admin: row.admin === 1,
+    csrf: row.csrf,
+    caller: {
+      accountId: row.account_id,
+      accountName: row.account_name,
+      admin: row.admin === 1,
+      scopes: new Set(SCOPES),
+      keyId: null,
+      via: 'dashboard',
+    },
+  })
+
+  return {
+    /**
+     * The account for a name and password, or null (unknown name, no dashboard password, wrong password,
+     * disabled account: one answer for all, so a visitor cannot tell them apart). Throws a 503 AppError
+     * when too many checks are under way.
+     */
+    async checkPassword(name: string, password: string): Promise<{ id: number; name: string } | null> {
+      const row = name.length <= 64 ? accounts.accountByName(name) : null
+      const hash = row?.password_hash ?? (await (dummyHash ??= Bun.password.hash(randomToken(), 'argon2id')))
+      const right = password.length > 0 && password.length <= 128 && (await gate.verify(password, hash))
+      if (!right || !row || row.password_hash === null || row.disabled !== null) return null
+      return { id: row.id, name: row.name }
+    },
+
+    /** A new session for the account; returns the token for the cookie (shown nowhere else). */
+    create(accountId: number): { token: string; session: Session } {
+      const token = randomToken()
+      const now = clock()
+      const row = db.transaction(() => {
+        const inserted = store.insert(sha256(token), accountId, randomToken(24), now, now + SESSION_TTL_MS)
+        store.trim(accountId, MAX_SESSIONS_PER_ACCOUNT)
+        return store.byHash(inserted.token_hash)!
+      })()
+      return { token, session: toSession(row) }
+    },
+
+    /** The live session for a cookie's token, or null (unknown, expired, signed out, account disabled). */
+    lookup(token: string): Session | null {
+      if (token.length < 20 || token.length > 100) return null
+      const row = store.byHash(sha256(token))
+      if (!row) return null
+      const now = clock()
+      if (row.expires <= now || row.disabled !== null) {
+        store.remove(row.id)
+        return null
+      }
+      if (now - row.last_seen >= TOUCH_EVERY_MS) {
+        try {
+          store.touch(row.id, now, Math.min(now + SESSION_TTL_MS, row.created + SESSION_MAX_MS))
+        } catch {} // best effort: a full disk must not sign everyone out
+      }
+      return toSession(row)
+    },
+
+    end(sessionId: number) {
+      store.remove(sessionId)
+    },
+
+    /** Signs an account out everywhere (it was disabled, or its password changed). */
+    endAll(accountId: number): number {
+      return store.removeOfAccount(accountId)
+    },
+
+    sweep(now = clock()) {
+      return store.sweep(now)
+    },
+  }
+}
+export type Sessions = ReturnType<typeof createSessions>
