@@ -407,7 +407,7 @@ describe('home page', () => {
 
   test('a cross-site POST is refused with 403 (Origin of another site, "null", or Sec-Fetch-Site: cross-site)', async () => {
     const before = count()
-    for (const headers of [
+    for (const headers of <Record<string, string>[]>[
       { origin: 'http://evil.example' },
       { origin: 'null' },
       { origin: 'http://localhost:8081' },
@@ -420,7 +420,7 @@ describe('home page', () => {
     }
     expect(count()).toBe(before)
     // Its own origin (base_url's, or the request's), same-origin, or no Origin at all (a script) go through.
-    for (const headers of [{ origin: 'http://localhost:8080' }, { 'sec-fetch-site': 'same-origin' }, {}]) {
+    for (const headers of <Record<string, string>[]>[{ origin: 'http://localhost:8080' }, { 'sec-fetch-site': 'same-origin' }, {}]) {
       const r = await form({ url: `${dest.url}/fine` }, headers)
       expect({ headers, status: r.status }).toEqual({ headers, status: 200 })
     }
