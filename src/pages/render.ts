@@ -168,7 +168,7 @@ export function dayChart(days: { date: string; clicks: number }[]): string {
     .map((d, i) => {
       const h = d.clicks ? Math.max(1.5, (plot * d.clicks) / max) : 0
       const x = (left + i * step + (step - bar) / 2).toFixed(2)
-      return `<rect class="bar" x="${x}" y="${(top + plot - h).toFixed(1)}" width="${bar.toFixed(2)}" height="${h.toFixed(1)}"><title>${escapeHtml(d.date)}: ${d.clicks} ${d.clicks === 1 ? 'click' : 'clicks'}</title></rect>`
+      return `<rect class="bar" x="${x}" y="${(top + plot - h).toFixed(1)}" width="${bar.toFixed(2)}" height="${h.toFixed(1)}"><title>${escapeHtml(d.date)}: ${d.clicks}</title></rect>`
     })
     .join('')
   const first = days[0]?.date ?? ''
