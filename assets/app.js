@@ -44,6 +44,123 @@
     var button = e.target && e.target.closest ? e.target.closest('button[data-copy]') : null
     if (button) copyFrom(button)
   })
+
+  // The home page's shorten form (#shorten): sent to /api/getLink.json (form-encoded, no key: an anonymous
+  // link, counted like the form itself) and answered in place. The result and the errors use the markup the
+  // server renders for the same form without this script (src/pages/home.ts): built with DOM methods and
+  // textContent only, so nothing from the answer is ever parsed as HTML.
+  var LABELS = { url: 'The URL', alias: 'The alias', mode: 'The mode', expire: 'The expiry', password: 'The password' }
+  var FIELDS = ['url', 'alias', 'mode', 'expire', 'password']
+  function fieldOf(code, message) {
+    if (code === 'invalid_url') return 'url'
+    if (code === 'invalid_alias' || code === 'alias_taken' || code === 'alias_reserved') return 'alias'
+    if (code === 'invalid_mode') return 'mode'
+    if (code === 'invalid_expire') return 'expire'
+    var m = /^The parameter "(\w+)"/.exec(message || '')
+    return m && FIELDS.indexOf(m[1]) >= 0 ? m[1] : null
+  }
+  function human(message) {
+    return String(message || '').replace(/^The parameter "(\w+)"/, function (whole, name) { return LABELS[name] || whole })
+  }
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag)
+    for (var k in attrs) if (Object.prototype.hasOwnProperty.call(attrs, k)) node.setAttribute(k, attrs[k])
+    for (var i = 0; children && i < children.length; i++)
+      node.appendChild(typeof children[i] === 'string' ? document.createTextNode(children[i]) : children[i])
+    return node
+  }
+  function clearErrors(form) {
+    for (var i = 0; i < FIELDS.length; i++) {
+      var input = form.elements[FIELDS[i]]
+      if (input) input.removeAttribute('aria-invalid')
+      var note = document.getElementById(FIELDS[i] + '-error')
+      if (note) note.textContent = ''
+    }
+    var general = document.getElementById('form-error')
+    if (general) general.textContent = ''
+  }
+  function showError(form, code, message) {
+    var name = fieldOf(code, message)
+    var text = human(message) || 'The link could not be created.'
+    var input = name && form.elements[name]
+    var note = name && document.getElementById(name + '-error')
+    if (input && note) {
+      note.textContent = text
+      input.setAttribute('aria-invalid', 'true')
+      if (name !== 'url') { var details = form.querySelector('details'); if (details) details.open = true }
+      input.focus()
+    } else {
+      document.getElementById('form-error').textContent = text
+    }
+  }
+  function showResult(box, rec) {
+    var code = String(rec.hex)
+    var facts = [
+      el('dt', {}, ['Goes to']), el('dd', {}, [String(rec.long_url || '')]),
+      el('dt', {}, ['Statistics']), el('dd', {}, [el('a', { href: '/' + code + '+' }, [String(rec.stats || '')])]),
+    ]
+    if (rec.expires) facts.push(el('dt', {}, ['Expires']), el('dd', {}, [String(rec.expires).slice(0, 16).replace('T', ' ') + ' UTC']))
+    facts.push(el('dt', {}, ['QR code']), el('dd', { 'class': 'actions' }, [
+      el('a', { 'class': 'button secondary small', href: '/qr/' + code + '.png', download: code + '-qr.png' }, ['PNG']),
+      el('a', { 'class': 'button secondary small', href: '/qr/' + code + '.svg', download: code + '-qr.svg' }, ['SVG']),
+    ]))
+    var short = el('input', { id: 'short', type: 'text', readonly: '' })
+    short.value = String(rec.url)
+    var copy = el('button', { type: 'button', 'class': 'copy', 'data-copy': 'short', hidden: '' }, ['Copy'])
+    var section = el('section', { 'class': 'result', 'aria-labelledby': 'result-title' }, [
+      el('h2', { id: 'result-title' }, ['Your short link is ready']),
+      el('label', { 'class': 'visually-hidden', 'for': 'short' }, ['Short link']),
+      el('div', { 'class': 'inline' }, [short, copy]),
+      el('div', { 'class': 'result-body' }, [
+        el('img', { 'class': 'qr', src: '/qr/' + code + '.svg', alt: 'QR code of ' + String(rec.url), width: '144', height: '144' }),
+        el('dl', { 'class': 'facts' }, facts),
+      ]),
+    ])
+    box.replaceChildren(section)
+    init(box)
+    short.focus()
+    short.select()
+  }
+  function shorten(form) {
+    var box = document.getElementById('result')
+    var button = form.querySelector('button[type=submit]')
+    var body = new URLSearchParams()
+    for (var i = 0; i < FIELDS.length; i++) {
+      var input = form.elements[FIELDS[i]]
+      if (input && input.value !== '') body.append(FIELDS[i], input.value)
+    }
+    clearErrors(form)
+    button.disabled = true
+    form.setAttribute('aria-busy', 'true')
+    fetch('/api/getLink.json', { method: 'POST', body: body, headers: { accept: 'application/json' }, credentials: 'omit' })
+      .then(function (r) { return r.json() })
+      .then(function (answer) {
+        if (answer && answer.status === 'success') {
+          // Ready for the next link (not form.reset(): that would bring back what a server-rendered error kept).
+          for (var j = 0; j < FIELDS.length; j++) {
+            var f = form.elements[FIELDS[j]]
+            if (f) f.value = f.tagName === 'SELECT' ? f.options[0].value : ''
+          }
+          showResult(box, answer['return'])
+        } else {
+          if (box) box.replaceChildren()
+          showError(form, answer && answer.code, answer && answer.message)
+        }
+      }, function () {
+        showError(form, null, 'The link could not be created: the server did not answer. Try again.')
+      })
+      .then(function () {
+        button.disabled = false
+        form.removeAttribute('aria-busy')
+      })
+  }
+  var shortenForm = document.getElementById('shorten')
+  if (shortenForm && window.fetch && window.URLSearchParams)
+    shortenForm.addEventListener('submit', function (e) {
+      e.preventDefault()
+      shorten(shortenForm)
+    })
+
   window.linkbox = { init: init }
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', function () { init(document) })
   else init(document)

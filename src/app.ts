@@ -34,6 +34,7 @@ import { createQrRenderer, type QrRenderer } from './qr/renderer'
 import { createQrService } from './qr/service'
 import { createDashboard } from './dashboard'
 import { createDocsRoutes } from './pages/docs'
+import { createHomeRoutes } from './pages/home'
 import { APP_JS, FAVICON_SVG, STYLE_CSS } from './pages/render'
 import type { Verifier } from './links/password-gate'
 import { VERSION } from './version'
@@ -250,9 +251,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     }))
     .get('/favicon.ico', () => new Response(FAVICON_SVG, { headers: { 'content-type': 'image/svg+xml', 'cache-control': 'public, max-age=604800' } }))
     .get('/robots.txt', () => new Response('User-agent: *\nDisallow: /\n', { headers: { 'content-type': 'text/plain' } }))
-    .get('/', () => new Response(`linkbox ${VERSION}: short links, QR codes, media and temporary mail. API: /api/\n`, {
-      headers: { 'content-type': 'text/plain; charset=utf-8' },
-    }))
+    .use(createHomeRoutes({ config, links, limiter, clientIp }))
     .use(createDocsRoutes({
       methods,
       baseUrl: config.server.base_url,
@@ -266,7 +265,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     .use(createQrRoutes({ config, links, qr, events }))
     .use(createMailRoutes(mail))
     .use(createMediaRoutes(media))
-    .use(createVisitRoutes({ config, links, clientIp, count: (outcome) => visits.inc(outcome), verifyPassword: opts.verifyPassword }))
+    .use(createVisitRoutes({ config, links, clientIp, clock, count: (outcome) => visits.inc(outcome), verifyPassword: opts.verifyPassword }))
 
   return {
     config,

@@ -1,10 +1,12 @@
 // The public pages' rules over HTTP (the browser tests in test/browser/ show them in Chromium): the frame
 // check and its SSRF guard, a CSP with nothing from input, the password flow for browsers and scripts,
-// bounded password hashing, X-Link-Password encoding, the statistics page's flush and rate limit, favicon.
+// bounded password hashing, X-Link-Password encoding, the statistics page's flush, rate limit and periods,
+// favicon, and the home page's form (anonymous creation, errors by field, cross-site refusal, shared limit).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { framingAllowed } from '../src/links/frame-check'
 import { createPasswordGate } from '../src/links/password-gate'
-import { decodePasswordHeader } from '../src/links/visit'
+import { decodePasswordHeader, rangeOf } from '../src/links/visit'
+import { barTable, SCRIPT_CSP, SCRIPT_TAG } from '../src/pages/render'
 import { GuardError, guardedFetch, isPublicAddress } from '../src/net/guard'
 import { makeBox, type TestBox } from './support/app'
 import { htmlPage, startApp, startFixture, type Fixture, type RunningApp } from './support/browser'
@@ -337,4 +339,150 @@ test('/favicon.ico is an icon with a long cache, not a 404 page', async () => {
   expect(r.headers.get('content-type')).toBe('image/svg+xml')
   expect(r.headers.get('cache-control')).toContain('max-age=')
   expect(await r.text()).toStartWith('<svg')
+})
+
+describe('home page', () => {
+  const form = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
+    box.request('/', { method: 'POST', body: new URLSearchParams(fields), headers: { 'user-agent': CHROME_UA, ...headers } })
+  const count = (b: TestBox = box) => (b.db.query('SELECT count(*) AS n FROM links').get() as { n: number }).n
+
+  test('GET /: the page with its script, and a referrer policy under which the form posts its real Origin', async () => {
+    const r = await box.request('/')
+    expect(r.status).toBe(200)
+    expect(r.headers.get('content-type')).toBe('text/html; charset=utf-8')
+    expect(r.headers.get('content-security-policy')).toBe(SCRIPT_CSP)
+    // Under no-referrer a browser sends "Origin: null" even to its own origin, which the check below refuses.
+    expect(r.headers.get('referrer-policy')).toBe('same-origin')
+    const html = await r.text()
+    expect(html).toContain('<meta name="referrer" content="same-origin">')
+    expect(html).toContain(SCRIPT_TAG)
+    expect(html).toContain('<form class="shorten" id="shorten" method="post" action="/">')
+    expect(html).toContain('<a href="/api/docs">')
+    expect(html).toContain('<a href="/dashboard">')
+    // The other pages keep sending no referrer at all.
+    const other = await box.request('/NoSuchCode')
+    expect(other.headers.get('referrer-policy')).toBe('no-referrer')
+    expect(await other.text()).toContain('<meta name="referrer" content="no-referrer">')
+  })
+
+  test('a POST creates an anonymous link and answers with it: short link, QR, stats link', async () => {
+    const r = await form({ url: `${dest.url}/from-home`, mode: 'frame', expire: '3600' }, { origin: 'http://localhost:8080' })
+    expect(r.status).toBe(200)
+    const html = await r.text()
+    const code = html.match(/<input id="short" type="text" readonly value="http:\/\/localhost:8080\/([A-Za-z0-9]{6})">/)![1]!
+    expect(html).toContain(`<img class="qr" src="/qr/${code}.svg" alt="QR code of http://localhost:8080/${code}"`)
+    expect(html).toContain(`<a href="/${code}+">http://localhost:8080/${code}+</a>`)
+    expect(html).toContain(`href="/qr/${code}.png" download="${code}-qr.png"`)
+    const row = box.db.query('SELECT account_id, mode, long_url FROM links WHERE code = ?').get(code)
+    expect(row).toEqual({ account_id: null, mode: 'frame', long_url: `${dest.url}/from-home` })
+  })
+
+  test('errors: by field, with their status, what was typed kept and escaped', async () => {
+    const typed = `"><script>alert(1)</script>`
+    const bad = await form({ url: `${dest.url}/x`, alias: typed })
+    expect(bad.status).toBe(400)
+    const html = await bad.text()
+    expect(html).not.toContain('<script>alert')
+    expect(html).toContain(`value="&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;" aria-invalid="true">`)
+    expect(html).toContain('<p id="alias-error" class="field-error">The alias must be 2 to 32 characters: letters, digits, _ and -.</p>')
+    expect(html).toContain('<details open>')
+    expect(html).toContain(`value="${dest.url}/x">`) // the URL kept, and not marked
+    expect(html).not.toMatch(/id="url"[^>]*aria-invalid/)
+
+    await form({ url: `${dest.url}/one`, alias: 'home-taken' })
+    const taken = await form({ url: `${dest.url}/two`, alias: 'home-taken', password: 'secret' })
+    expect(taken.status).toBe(409)
+    const takenHtml = await taken.text()
+    expect(takenHtml).toContain('The alias &quot;home-taken&quot; is already in use.')
+    expect(takenHtml).not.toContain('secret') // a password is never written back into a page
+
+    const missing = await form({})
+    expect(missing.status).toBe(400)
+    expect(await missing.text()).toContain('<p id="url-error" class="field-error">The URL is required.</p>')
+
+    const mode = await form({ url: `${dest.url}/m`, mode: 'sideways' })
+    expect(mode.status).toBe(400)
+    expect(await mode.text()).toMatch(/<select id="mode" name="mode" aria-describedby="mode-error" aria-invalid="true"><option value="redirect">/)
+  })
+
+  test('a cross-site POST is refused with 403 (Origin of another site, "null", or Sec-Fetch-Site: cross-site)', async () => {
+    const before = count()
+    for (const headers of <Record<string, string>[]>[
+      { origin: 'http://evil.example' },
+      { origin: 'null' },
+      { origin: 'http://localhost:8081' },
+      { 'sec-fetch-site': 'cross-site' },
+      { origin: 'http://localhost:8080', 'sec-fetch-site': 'cross-site' },
+    ]) {
+      const r = await form({ url: `${dest.url}/evil` }, headers)
+      expect({ headers, status: r.status }).toEqual({ headers, status: 403 })
+      expect(await r.text()).toContain('Request refused')
+    }
+    expect(count()).toBe(before)
+    // Its own origin (base_url's, or the request's), same-origin, or no Origin at all (a script) go through.
+    for (const headers of <Record<string, string>[]>[{ origin: 'http://localhost:8080' }, { 'sec-fetch-site': 'same-origin' }, {}]) {
+      const r = await form({ url: `${dest.url}/fine` }, headers)
+      expect({ headers, status: r.status }).toEqual({ headers, status: 200 })
+    }
+    expect(count()).toBe(before + 3)
+  })
+
+  test('the anonymous rate limit is the API one; a body over 8 KiB is a 413 page', async () => {
+    const b = await makeBox({ rate: { anon_per_minute: 2 } })
+    try {
+      expect((await b.post('/api/getLink.json', { url: `${dest.url}/api` })).status).toBe(200)
+      const post = (url: string) => b.request('/', { method: 'POST', body: new URLSearchParams({ url }) })
+      expect((await post(`${dest.url}/form`)).status).toBe(200)
+      const limited = await post(`${dest.url}/third`)
+      expect(limited.status).toBe(429)
+      expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0)
+      const html = await limited.text()
+      expect(html).toMatch(/<p id="form-error" class="form-error" role="alert">Too many links from your address: wait \d+ s and try again\.<\/p>/)
+      expect(html).toContain(`value="${dest.url}/third"`)
+      expect((await b.post('/api/getLink.json', { url: `${dest.url}/api2` })).status).toBe(429)
+      expect(count(b)).toBe(2)
+    } finally {
+      await b.cleanup()
+    }
+    const big = await form({ url: `${dest.url}/${'a'.repeat(9000)}` })
+    expect(big.status).toBe(413)
+    expect(big.headers.get('content-type')).toContain('text/html')
+  })
+})
+
+describe('statistics page range and drawing', () => {
+  test('?days= takes 7, 30, 90 or 365; anything else is 30', () => {
+    expect(rangeOf('http://h/c+')).toBe(30)
+    expect(rangeOf('http://h/c+?days=7')).toBe(7)
+    expect(rangeOf('http://h/c+?x=1&days=365#top')).toBe(365)
+    expect(rangeOf('http://h/c+?days=90')).toBe(90)
+    for (const q of ['days=12', 'days=abc', 'days=', 'days=7&days=365', 'days=0x1e', 'days=30.0', 'days=%37', 'days=1e3', 'days=-7'])
+      expect({ q, days: rangeOf(`http://h/c+?${q}`) }).toEqual({ q, days: q === 'days=%37' ? 7 : 30 })
+  })
+
+  test('the window follows ?days, with the current period marked; a password link hides its destination', async () => {
+    const code = await link({ url: `${dest.url}/ranged`, password: 'pw' })
+    const year = await (await visit(`/${code}+?days=365`)).text()
+    expect(year).toContain(`<a href="/${code}+?days=365" aria-current="page">1 year</a>`)
+    expect(year).toContain(`<a href="/${code}+">30 days</a>`)
+    expect((year.match(/<rect class="bar"/g) ?? []).length).toBe(365)
+    expect(year).toContain('Clicks, last 365 days')
+    expect(year).toContain('The destination is hidden: the link is password-protected.')
+    expect(year).not.toContain(`${dest.url}/ranged`)
+    const odd = await (await visit(`/${code}+?days=400`)).text()
+    expect(odd).toContain(`<a href="/${code}+" aria-current="page">30 days</a>`)
+    expect((odd.match(/<rect class="bar"/g) ?? []).length).toBe(30)
+  })
+
+  test('breakdown bars escape names and show count and share as text', () => {
+    const html = barTable([{ name: '<img src=x onerror=alert(1)>', clicks: 3 }, { name: 'b&b', clicks: 1 }], 'Source')
+    expect(html).not.toContain('<img')
+    expect(html).toContain('&lt;img src=x onerror=alert(1)&gt;')
+    expect(html).toContain('b&amp;b')
+    expect(html).toContain('<td class="n">3</td><td class="n share">75%</td>')
+    expect(html).toContain('<rect class="fill" width="100.0"')
+    expect(html).toContain('<rect class="fill" width="33.3"')
+    expect(html).toContain('aria-hidden="true"')
+    expect(barTable([], 'Source', 'Nothing <here>.')).toBe('<p class="empty">Nothing &lt;here&gt;.</p>')
+  })
 })

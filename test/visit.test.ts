@@ -171,7 +171,7 @@ describe('expired, unknown, statistics page', () => {
     const html = await r.text()
     expect(html).toContain(`Statistics of http://localhost:8080/${code}`)
     expect(html).toContain('https://example.com/public-stats')
-    expect(html).toContain('<strong>1</strong> clicks')
+    expect(html).toContain('<span class="label">Clicks, all time</span><span class="value">1</span>')
     // The clicks-by-day chart: one bar per day of the window, each with its exact count.
     const bars = html.match(/<rect class="bar"[^>]*><title>[^<]*<\/title><\/rect>/g)!
     expect(bars).toHaveLength(30)

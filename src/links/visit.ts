@@ -13,7 +13,7 @@ import { AppError } from '../errors'
 import { readBodyLimited } from '../http/params'
 import { rateKeyOf } from '../http/client-ip'
 import { createRateLimiter } from '../http/rate-limit'
-import { countTable, dayChart, page } from '../pages/render'
+import { barTable, dayChart, escapeHtml, formatCount, LOGO_SVG, page } from '../pages/render'
 import { createFrameCheck, type FrameCheck } from './frame-check'
 import { createPasswordGate, type Verifier } from './password-gate'
 import type { LinkService } from './service'
@@ -26,6 +26,18 @@ const PASSWORD_ATTEMPTS_PER_MINUTE = 10
 /** Per client across all links: guessing on many links at once is still guessing. */
 const PASSWORD_ATTEMPTS_PER_CLIENT_PER_MINUTE = 30
 const STATS_PAGES_PER_MINUTE = 60
+const DAY_MS = 86_400_000
+/** The statistics page's periods in days (?days=N); a year fits stats()'s 366-day window. */
+export const STATS_RANGES = [7, 30, 90, 365] as const
+const DEFAULT_RANGE = 30
+/** ?days=N when N is one of STATS_RANGES; anything else (absent, 12, "abc", given twice) is the default. */
+export function rangeOf(url: string): number {
+  const q = url.indexOf('?')
+  if (q < 0) return DEFAULT_RANGE
+  const values = new URLSearchParams(url.slice(q + 1).split('#')[0]).getAll('days')
+  const n = values.length === 1 ? Number(values[0]) : NaN
+  return (STATS_RANGES as readonly number[]).includes(n) && /^\d+$/.test(values[0]!) ? n : DEFAULT_RANGE
+}
 
 /**
  * A top-level navigation of a real browser. Browsers send Sec-Fetch-* headers, but only to secure
@@ -53,7 +65,7 @@ export function decodePasswordHeader(value: string): string | null {
 }
 
 export function messagePage(status: number, heading: string, text: string, headers?: Record<string, string>) {
-  return page(tpl(messageTpl), { heading, text }, { status, title: heading, headers })
+  return page(tpl(messageTpl), { heading, text, kicker: `Error ${status}` }, { status, title: heading, headers, brand: true })
 }
 const HEADINGS: Record<number, string> = {
   408: 'Request timed out',
@@ -81,8 +93,11 @@ export function createVisitRoutes(deps: {
   verifyPassword?: Verifier
   /** Asks a frame destination whether it may be framed (default: through the SSRF guard). */
   frameCheck?: FrameCheck
+  /** The app's clock: the statistics page's window ends today (tests move time). */
+  clock?: () => number
 }) {
   const { config, links, clientIp } = deps
+  const clock = deps.clock ?? Date.now
   const count = deps.count ?? (() => {})
   const base = config.server.base_url
   const redirectStatus = config.links.redirect_status
@@ -99,7 +114,7 @@ export function createVisitRoutes(deps: {
     if (verdict.framing === 'allowed')
       return page(
         tpl(frameTpl),
-        { short_url: short, long_url: row.long_url, host: u.host },
+        { short_url: short, long_url: row.long_url, host: u.host, logo: LOGO_SVG },
         { title: `${u.host} via ${short}`, bodyClass: 'frame', frame: true },
       )
     const reason =
@@ -109,7 +124,7 @@ export function createVisitRoutes(deps: {
     return page(
       tpl(frameRefusedTpl),
       { short_url: short, long_url: row.long_url, host: u.host, reason },
-      { title: `Open ${u.host} directly` },
+      { title: `Open ${u.host} directly`, brand: true },
     )
   }
 
@@ -128,7 +143,7 @@ export function createVisitRoutes(deps: {
           host: u.host,
           rest: u.pathname + u.search + u.hash,
         },
-        { title: `Leaving for ${u.host}` },
+        { title: `Leaving for ${u.host}`, brand: true },
       )
     }
     if (row.mode === 'frame') return framePage(row, short)
@@ -140,7 +155,7 @@ export function createVisitRoutes(deps: {
       return page(
         tpl(continueTpl),
         { short_url: short, long_url: row.long_url, host },
-        { title: `Continue to ${host}`, refreshTo: row.long_url },
+        { title: `Continue to ${host}`, refreshTo: row.long_url, brand: true },
       )
     }
     // Scripts: after a password form, 303 turns the POST into a GET of the destination.
@@ -156,7 +171,7 @@ export function createVisitRoutes(deps: {
     return page(
       tpl(passwordTpl),
       { short_url: `${base}/${row.code}`, action: `/${row.code}`, ref: referer, error, invalid: error ? ' aria-invalid="true"' : '' },
-      { status, title: 'Password required', headers },
+      { status, title: 'Password required', headers, brand: true },
     )
   }
 
@@ -215,24 +230,42 @@ export function createVisitRoutes(deps: {
     if (!row) return notFoundPage()
     count('stats_page')
     // No flush for a page view: the page may be a second behind, and a view never costs a write.
-    const s = await links.stats({ code }, null, { flush: false })
+    const days = rangeOf(request.url)
+    const today = Date.parse(`${new Date(clock()).toISOString().slice(0, 10)}T00:00:00Z`)
+    const from = new Date(today - (days - 1) * DAY_MS).toISOString().slice(0, 10)
+    const to = new Date(today).toISOString().slice(0, 10)
+    const s = await links.stats({ code, from, to }, null, { flush: false })
+    const windowClicks = s.days.reduce((sum, d) => sum + d.clicks, 0)
+    const path = `/${encodeURIComponent(s.hex)}+`
+    const ranges = STATS_RANGES.map((n) =>
+      `<a href="${escapeHtml(n === DEFAULT_RANGE ? path : `${path}?days=${n}`)}"${n === days ? ' aria-current="page"' : ''}>${n === 365 ? '1 year' : `${n} days`}</a>`,
+    ).join('')
+    const destination =
+      s.long_url === null
+        ? '<p class="dest muted">The destination is hidden: the link is password-protected.</p>'
+        : `<p class="dest"><span class="visually-hidden">Destination: </span>${escapeHtml(s.long_url)}</p>`
+    const none = days === 365 ? 'No clicks in the last year.' : `No clicks in the last ${days} days.`
     return page(
       tpl(statsTpl),
       {
         short_url: s.url,
-        long_url: s.long_url ?? '(hidden: the link is password-protected)',
-        clicks: s.clicks,
-        bots: s.bots,
+        code: s.hex,
+        destination,
+        ranges,
+        days_count: days,
+        window_clicks: formatCount(windowClicks),
+        clicks: formatCount(s.clicks),
+        bots: formatCount(s.bots),
         created: s.created!.slice(0, 10),
         from: s.from,
         to: s.to,
         days: dayChart(s.days),
-        sources: countTable(s.sources, 'Source'),
-        devices: countTable(s.devices, 'Device'),
-        browsers: countTable(s.browsers, 'Browser'),
-        os: countTable(s.os, 'System'),
+        sources: barTable(s.sources, 'Source', none),
+        devices: barTable(s.devices, 'Device', none),
+        browsers: barTable(s.browsers, 'Browser', none),
+        os: barTable(s.os, 'System', none),
       },
-      { title: `Statistics of ${s.url}` },
+      { title: `Statistics of ${s.url}`, brand: 'wide' },
     )
   }
 

@@ -47,12 +47,38 @@ export interface PageOptions {
   /** Load assets/app.js (the CSP then allows scripts from this origin, and fetch() to it). */
   script?: boolean
   headers?: Record<string, string>
+  /** The brand header over the page ("linkbox" leading home); 'wide' lines it up with a wide page. */
+  brand?: boolean | 'wide'
+  /** Links shown in the brand header's navigation, as [href, text]. */
+  nav?: [string, string][]
+  /**
+   * The page's referrer policy (header and meta). no-referrer by default: nothing of a page leaks to the
+   * sites it links to. A page whose form POSTs to this service needs 'same-origin': under no-referrer a
+   * browser sends "Origin: null" even to its own origin, and the server could not tell it from a cross-site post.
+   */
+  referrer?: 'no-referrer' | 'same-origin'
+}
+
+/** The mark: a rounded square with two chain links; colours come from the stylesheet (both themes). */
+export const LOGO_SVG =
+  '<svg viewBox="0 0 32 32" aria-hidden="true" focusable="false"><rect class="logo-bg" width="32" height="32" rx="8"/>' +
+  '<g class="logo-fg" fill="none" stroke-width="3" stroke-linecap="round"><path d="M14 18.5a4.5 4.5 0 0 0 6.4 0l3.2-3.2a4.5 4.5 0 0 0-6.4-6.4l-1.2 1.2"/>' +
+  '<path d="M18 13.5a4.5 4.5 0 0 0-6.4 0l-3.2 3.2a4.5 4.5 0 0 0 6.4 6.4l1.2-1.2"/></g></svg>'
+
+/** The brand header: the wordmark leading home, and optional links (escaped here). */
+export function brandHeader(opts: { wide?: boolean; nav?: [string, string][] } = {}): string {
+  const nav = opts.nav?.length
+    ? `<nav aria-label="Site">${opts.nav.map(([href, text]) => `<a href="${escapeHtml(href)}">${escapeHtml(text)}</a>`).join('')}</nav>`
+    : ''
+  return `<header class="site${opts.wide ? ' wide' : ''}"><a class="brand" href="/">${LOGO_SVG}<span>linkbox</span></a>${nav}</header>`
 }
 
 export function page(template: string, vars: Record<string, string | number>, opts: PageOptions): Response {
   const html = fill(layout as unknown as string, {
     title: opts.title,
     style_version: STYLE_VERSION,
+    referrer: opts.referrer ?? 'no-referrer',
+    header: opts.brand ? brandHeader({ wide: opts.brand === 'wide', nav: opts.nav }) : '',
     body_class: opts.bodyClass ?? '',
     // The URL is escaped for the attribute; after "url=" the browser takes the rest of it as the URL.
     head:
@@ -67,7 +93,7 @@ export function page(template: string, vars: Record<string, string | number>, op
       'content-type': 'text/html; charset=utf-8',
       'content-security-policy': csp,
       'x-content-type-options': 'nosniff',
-      'referrer-policy': 'no-referrer',
+      'referrer-policy': opts.referrer ?? 'no-referrer',
       'cache-control': 'private, no-cache',
       ...opts.headers,
     },
@@ -83,32 +109,80 @@ export function countTable(rows: { name?: string; date?: string; clicks: number 
   return `<table><thead><tr><th scope="col">${escapeHtml(head)}</th><th scope="col" class="n">Clicks</th></tr></thead><tbody>${body}</tbody></table>`
 }
 
+/** "1,234" — thousands grouped the same way whatever the server's locale. */
+export const formatCount = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',')
+
+/** A share as people read it: "42%", "<1%" for a sliver, "0%" for nothing. */
+function shareText(part: number, total: number): string {
+  if (total <= 0 || part <= 0) return '0%'
+  const p = (100 * part) / total
+  return p < 1 ? '<1%' : `${Math.round(p)}%`
+}
+
+/**
+ * A breakdown (sources, devices, …) as a table whose name cells carry a horizontal bar: the bar is a small
+ * SVG (presentation attributes only, so the CSP's style-src needs no exception) hidden from screen readers,
+ * which read the same numbers from the Clicks and Share columns. Bars are scaled to the busiest row.
+ */
+export function barTable(rows: { name: string; clicks: number }[], head: string, empty = 'No clicks in this period.'): string {
+  if (rows.length === 0) return `<p class="empty">${escapeHtml(empty)}</p>`
+  const total = rows.reduce((sum, r) => sum + r.clicks, 0)
+  const max = Math.max(1, ...rows.map((r) => r.clicks))
+  const body = rows
+    .map((r) => {
+      const w = ((100 * r.clicks) / max).toFixed(1)
+      return `<tr><td><span class="name">${escapeHtml(r.name)}</span><svg class="hbar" viewBox="0 0 100 6" preserveAspectRatio="none" aria-hidden="true" focusable="false"><rect class="track" width="100" height="6" rx="3"/><rect class="fill" width="${w}" height="6" rx="3"/></svg></td><td class="n">${formatCount(r.clicks)}</td><td class="n share">${shareText(r.clicks, total)}</td></tr>`
+    })
+    .join('')
+  return `<table class="bars"><thead><tr><th scope="col">${escapeHtml(head)}</th><th scope="col" class="n">Clicks</th><th scope="col" class="n">Share</th></tr></thead><tbody>${body}</tbody></table>`
+}
+
+/** "Mar 4" from "2025-03-04" (UTC dates; month names in English, like the rest of the pages). */
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec']
+function shortDate(date: string, withYear: boolean): string {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(date)
+  if (!m) return date
+  const text = `${MONTHS[Number(m[2]) - 1]} ${Number(m[3])}`
+  return withYear ? `${text}, ${m[1]}` : text
+}
+
 /**
  * Clicks by day as an inline SVG bar chart, drawn here: no script, no third-party library, and no inline
  * styles (the page's CSP forbids them; SVG presentation attributes are not styles). Each bar has a
- * <title> for its exact count; the table under it keeps the numbers readable without the picture.
+ * <title> for its exact count; the table under it keeps the numbers readable without the picture. A year
+ * of days still gets one (thin) bar each; the labels are few and large enough to read on a phone.
  */
 export function dayChart(days: { date: string; clicks: number }[]): string {
   const width = 640
-  const height = 160
-  const top = 16
-  const bottom = 20
+  const height = 190
+  const top = 22
+  const bottom = 26
+  const left = 0
+  const plot = height - top - bottom
   const max = Math.max(1, ...days.map((d) => d.clicks))
-  const step = width / Math.max(1, days.length)
-  const bar = Math.max(1, step * 0.8)
+  const total = days.reduce((sum, d) => sum + d.clicks, 0)
+  const step = (width - left) / Math.max(1, days.length)
+  // Gaps between bars while they are wide enough to have one; a year's bars touch (1.75 units each).
+  const bar = step >= 4 ? step * 0.72 : Math.max(1, step - 0.25)
   const bars = days
     .map((d, i) => {
-      const h = Math.round(((height - top - bottom) * d.clicks) / max)
-      const x = (i * step + (step - bar) / 2).toFixed(1)
-      return `<rect class="bar" x="${x}" y="${height - bottom - h}" width="${bar.toFixed(1)}" height="${Math.max(h, d.clicks ? 1 : 0)}"><title>${escapeHtml(d.date)}: ${d.clicks}</title></rect>`
+      const h = d.clicks ? Math.max(1.5, (plot * d.clicks) / max) : 0
+      const x = (left + i * step + (step - bar) / 2).toFixed(2)
+      return `<rect class="bar" x="${x}" y="${(top + plot - h).toFixed(1)}" width="${bar.toFixed(2)}" height="${h.toFixed(1)}"><title>${escapeHtml(d.date)}: ${d.clicks}</title></rect>`
     })
     .join('')
   const first = days[0]?.date ?? ''
   const last = days[days.length - 1]?.date ?? ''
-  return `<svg class="chart" viewBox="0 0 ${width} ${height}" role="img" aria-label="Clicks by day, ${escapeHtml(first)} to ${escapeHtml(last)}, at most ${max} a day">
-<line class="axis" x1="0" y1="${height - bottom}" x2="${width}" y2="${height - bottom}"/>
-<text x="0" y="11">${max}</text>${bars}
-<text x="0" y="${height - 4}">${escapeHtml(first)}</text><text x="${width}" y="${height - 4}" text-anchor="end">${escapeHtml(last)}</text>
+  const withYear = first.slice(0, 4) !== last.slice(0, 4)
+  const mid = days.length >= 14 ? days[Math.floor((days.length - 1) / 2)]!.date : ''
+  const label = (x: number, anchor: string, date: string) =>
+    `<text x="${x}" y="${height - 6}" text-anchor="${anchor}">${escapeHtml(shortDate(date, withYear))}</text>`
+  const emptyNote = total === 0 ? `<text x="${width / 2}" y="${top + plot / 2}" text-anchor="middle">No clicks in this period</text>` : ''
+  return `<svg class="chart" viewBox="0 0 ${width} ${height}" role="img" aria-label="Clicks by day, ${escapeHtml(first)} to ${escapeHtml(last)}: ${total} in all, at most ${total ? max : 0} a day">
+<line class="grid-line" x1="0" y1="${top}" x2="${width}" y2="${top}"/>
+<line class="axis" x1="0" y1="${top + plot}" x2="${width}" y2="${top + plot}"/>
+<text x="0" y="${top - 7}">${total ? `${max} a day` : ''}</text>${bars}${emptyNote}
+${label(0, 'start', first)}${mid ? label(width / 2, 'middle', mid) : ''}${label(width, 'end', last)}
 </svg>
 <details><summary>Every day as a table</summary>${countTable(days, 'Day')}</details>`
 }

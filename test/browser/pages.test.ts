@@ -1,8 +1,9 @@
 // The public pages in real Chromium, as a visitor meets them: the password flow (wrong, then right, on
 // to the destination), frame links (a destination redirecting to another origin; one refusing to be
-// framed), the preview, the statistics page, 404 and 410, and the API docs on a phone. Every page is
-// checked with axe-core (no serious or critical violations) and screenshotted at 1280 and 390 px into
-// test-results/screenshots/. One browser and one tab for the whole file.
+// framed), the preview, the statistics page (30 days, a year, and a link without clicks), 404 and 410, and
+// the API docs on a phone. Every page is checked with axe-core in the light and the dark theme (no serious
+// or critical violations), screenshotted at 1280 and 390 px into test-results/screenshots/, and watched
+// for requests that leave the app's origin. One browser and one tab for the whole file.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
 import {
@@ -17,12 +18,18 @@ import {
 } from '../support/browser'
 import { CHROME_UA } from '../support/server'
 
+const IPHONE_UA =
+  'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1'
+const FIREFOX_UA = 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0'
+
 let browser: Browser
 let page: Page
 let app: RunningApp
 let dest: Fixture
 let other: Fixture // another origin (another port)
 let now = Date.now()
+/** Every URL the tab requested since its page was loaded. */
+const requests: string[] = []
 
 beforeAll(async () => {
   other = startFixture((_req, url) => htmlPage(`Other origin ${url.pathname}`))
@@ -37,6 +44,11 @@ beforeAll(async () => {
   page = await browser.newPage({ userAgent: CHROME_UA })
   // A missing element fails its test within 10 s, well inside the test's own time limit.
   page.setDefaultTimeout(10_000)
+  page.on('request', (r) => requests.push(r.url()))
+  // What a page asks for is counted from its own navigation on (a destination visited before is not ours).
+  page.on('framenavigated', (f) => {
+    if (f === page.mainFrame()) requests.length = 0
+  })
 })
 afterAll(async () => {
   await browser?.close()
@@ -50,9 +62,20 @@ async function link(fields: { url: string; [k: string]: string }): Promise<strin
   return r.hex
 }
 
-/** axe (no serious/critical) and the two screenshots; returns the scroll width at 390 px. */
-async function check(name: string): Promise<number> {
-  expect(await seriousViolations(page)).toEqual([])
+/**
+ * The page asked nothing of another origin (a frame page's iframe is its destination: `allowed` lists it),
+ * axe finds no serious/critical violation in either theme, and the screenshots; returns the scroll width at 390 px.
+ */
+async function check(name: string, allowed: string[] = []): Promise<number> {
+  const ours = (u: string) => [app.url, ...allowed].some((o) => u.startsWith(`${o}/`)) || u.startsWith('data:') || u.startsWith('about:')
+  expect(requests.filter((u) => !ours(u))).toEqual([])
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme })
+    expect({ scheme, violations: await seriousViolations(page) }).toEqual({ scheme, violations: [] })
+  }
+  // And on a phone, where the layout changes (the frame bar shows only the mark, for one).
+  await page.setViewportSize({ width: 390, height: 844 })
+  expect({ phone: true, violations: await seriousViolations(page) }).toEqual({ phone: true, violations: [] })
   const widths = await screenshots(page, name)
   await page.setViewportSize({ width: 1280, height: 800 })
   return widths[390]!
@@ -89,7 +112,8 @@ describe('frame links', () => {
     expect(page.frames().map((f) => f.url())).toContain(`${other.url}/landed`)
     expect(await page.locator('main iframe').count()).toBe(1)
     expect(await page.locator('h1').first().textContent()).toContain(`/${code}`)
-    await check('frame')
+    expect(await page.locator('.bar .brand').getAttribute('href')).toBe('/')
+    await check('frame', [dest.url, other.url])
   })
 
   test('a destination that refuses framing: a clear message and a prominent "Open directly"', async () => {
@@ -115,18 +139,69 @@ describe('preview, statistics, 404, 410, docs', () => {
     expect(await page.locator('h1').textContent()).toBe('Destination /previewed/path')
   })
 
-  test('the statistics page: chart, tables with right-aligned Clicks headers', async () => {
-    const code = await link({ url: `${dest.url}/popular` })
-    for (let i = 0; i < 3; i++) await page.goto(`${app.url}/${code}`)
+  test('the statistics page over 30 days and a year: cards, chart, bars, bots apart, QR downloads', async () => {
+    const DAY = 86_400_000
+    const visit = (code: string, ua: string, referer?: string) =>
+      fetch(`${app.url}/${code}`, { redirect: 'manual', headers: { 'user-agent': ua, ...(referer ? { referer } : {}) } })
+    // Made 100 days ago, with clicks then: in the year, not in the last 30 days.
+    now -= 100 * DAY
+    const code = await link({ url: `${dest.url}/popular?campaign=spring` })
+    for (let i = 0; i < 4; i++) await visit(code, CHROME_UA, 'https://old.example/post')
+    now += 100 * DAY
+    for (let i = 0; i < 3; i++) await page.goto(`${app.url}/${code}`) // a real browser, direct
+    for (let i = 0; i < 3; i++) await visit(code, CHROME_UA, 'https://news.example/item?id=1')
+    for (let i = 0; i < 2; i++) await visit(code, IPHONE_UA)
+    await visit(code, FIREFOX_UA, 'https://social.example/')
+    for (let i = 0; i < 2; i++) await visit(code, 'Googlebot/2.1 (+http://www.google.com/bot.html)')
     await app.recorder.flush()
+
     await page.goto(`${app.url}/${code}+`)
-    expect(await page.locator('main p strong').first().textContent()).toBe('3')
+    expect(await page.locator('.segmented [aria-current=page]').textContent()).toBe('30 days')
+    const cards = await page.locator('.card').allTextContents()
+    expect(cards[0]).toStartWith('Clicks, last 30 days9')
+    expect(cards[1]).toStartWith('Clicks, all time13')
+    expect(cards[2]).toStartWith('Bots, all time2')
+    expect(await page.locator('.dest').textContent()).toBe(`Destination: ${dest.url}/popular?campaign=spring`)
+    // Sources as bars: direct 5 of 9 (the widest bar), then news.example 3, social.example 1.
+    const sources = page.locator('section[aria-labelledby=h-sources] tbody tr')
+    expect(await sources.allTextContents()).toEqual(['direct556%', 'news.example333%', 'social.example111%'])
+    expect(await sources.first().locator('rect.fill').getAttribute('width')).toBe('100.0')
+    expect(await sources.nth(2).locator('rect.fill').getAttribute('width')).toBe('20.0')
+    expect(await page.locator('section[aria-labelledby=h-devices] tbody tr').allTextContents()).toEqual(['desktop778%', 'mobile222%'])
+    // The Clicks and Share headers are right-aligned like their numbers.
     const aligns = await page.$$eval('section table', (tables) =>
       tables.map((t) => [getComputedStyle(t.querySelector('th.n')!).textAlign, getComputedStyle(t.querySelector('td.n')!).textAlign]),
     )
-    expect(aligns.length).toBeGreaterThan(0)
+    expect(aligns.length).toBe(5)
     for (const pair of aligns) expect(pair).toEqual(['right', 'right'])
+    expect(await page.locator('svg.chart rect.bar').count()).toBe(30)
+    await page.waitForFunction(() => (document.querySelector('img.qr') as HTMLImageElement | null)?.complete === true)
+    expect(await page.$eval('img.qr', (img) => (img as HTMLImageElement).naturalWidth)).toBeGreaterThan(0)
+    expect(await page.getByRole('link', { name: 'Download PNG' }).getAttribute('download')).toBe(`${code}-qr.png`)
+    expect(await page.getByRole('link', { name: 'Download SVG' }).getAttribute('href')).toBe(`/qr/${code}.svg`)
     expect(await check('stats')).toBeLessThanOrEqual(390)
+
+    await Promise.all([page.waitForURL(`${app.url}/${code}+?days=365`), page.getByRole('link', { name: '1 year' }).click()])
+    expect(await page.locator('.segmented [aria-current=page]').textContent()).toBe('1 year')
+    expect(await page.locator('.card').first().textContent()).toStartWith('Clicks, last 365 days13')
+    expect(await page.locator('svg.chart rect.bar').count()).toBe(365)
+    expect(await page.locator('section[aria-labelledby=h-sources] tbody tr').first().textContent()).toBe('direct538%')
+    expect(await check('stats-365')).toBeLessThanOrEqual(390)
+
+    // Any other period is the default one.
+    await page.goto(`${app.url}/${code}+?days=12`)
+    expect(await page.locator('.segmented [aria-current=page]').textContent()).toBe('30 days')
+  })
+
+  test('the statistics page of a link without clicks', async () => {
+    const code = await link({ url: `${dest.url}/quiet`, password: 'hush' })
+    await page.goto(`${app.url}/${code}+?days=7`)
+    expect(await page.locator('.segmented [aria-current=page]').textContent()).toBe('7 days')
+    expect(await page.locator('.card .value').first().textContent()).toBe('0')
+    expect(await page.locator('.dest').textContent()).toBe('The destination is hidden: the link is password-protected.')
+    expect(await page.locator('section[aria-labelledby=h-sources] .empty').textContent()).toBe('No clicks in the last 7 days.')
+    expect(await page.locator('svg.chart').textContent()).toContain('No clicks in this period')
+    expect(await check('stats-empty')).toBeLessThanOrEqual(390)
   })
 
   test('an unknown code: the 404 page', async () => {
