@@ -197,8 +197,9 @@ ${message('name')}
 ${message('password')}
 </div>
 <div class="field check">
-<input id="acc-admin" name="admin" type="checkbox" value="1"${f.admin ? ' checked' : ''}>
+<input id="acc-admin" name="admin" type="checkbox" value="1" aria-describedby="acc-admin-hint"${f.admin ? ' checked' : ''}>
 <label for="acc-admin">Administrator</label>
+<span class="hint" id="acc-admin-hint">Sees every account and the service's health, and can disable accounts.</span>
 </div>
 <div class="actions"><button type="submit">Create account</button></div>
 </form>
