@@ -204,7 +204,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     onAnswer: (m, status) => answers.incLabels({ method: m.path.replace('/api/', ''), status: String(status) }),
   })
 
-  const dashboard = createDashboard({ config, db, clock, accounts, links, mail, webhooks, qr, metrics, limiter, clientIp })
+  const dashboard = createDashboard({ config, db, clock, accounts, links, mail, webhooks, qr, metrics, limiter, clientIp, databaseProblem })
 
   const app = new Elysia({ name: 'linkbox' })
     // The last line of defence: whatever the request (a malformed Host header makes its URL unparseable),

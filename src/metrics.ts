@@ -1,12 +1,15 @@
 // GET /metrics in the Prometheus text format. Counters are plain in-memory numbers bumped where things
-// happen (a Map lookup on the redirect path, nothing more); gauges are read when scraped.
-type Labels = Record<string, string>
+// happen (a Map lookup on the redirect path, nothing more); gauges are read when scraped. snapshot()
+// gives the same numbers as data (the dashboard's health page draws them).
+export type Labels = Record<string, string>
 
 interface Family {
   help: string
   type: 'counter' | 'gauge'
   /** Label text ('' or '{a="b"}') → value. */
   values: Map<string, number>
+  /** Label text → the labels it was made from (set once per label set, for snapshot()). */
+  labels: Map<string, Labels>
   /** Gauges read at scrape time. */
   read?: () => number
 }
@@ -23,7 +26,7 @@ export function createMetrics() {
 
   function family(name: string, help: string, type: Family['type']): Family {
     let f = families.get(name)
-    if (!f) families.set(name, (f = { help, type, values: new Map() }))
+    if (!f) families.set(name, (f = { help, type, values: new Map(), labels: new Map() }))
     return f
   }
 
@@ -39,12 +42,16 @@ export function createMetrics() {
             key = labelCache.get(cacheKey) ?? labelText({ [label]: value })
             if (labelCache.size < 10_000) labelCache.set(cacheKey, key)
           }
-          f.values.set(key, (f.values.get(key) ?? 0) + by)
+          const before = f.values.get(key)
+          if (before === undefined) f.labels.set(key, label !== undefined && value !== undefined ? { [label]: value } : {})
+          f.values.set(key, (before ?? 0) + by)
         },
         /** Counts under several labels (off the hot path). */
         incLabels(labels: Labels, by = 1) {
           const key = labelText(labels)
-          f.values.set(key, (f.values.get(key) ?? 0) + by)
+          const before = f.values.get(key)
+          if (before === undefined) f.labels.set(key, { ...labels })
+          f.values.set(key, (before ?? 0) + by)
         },
       }
     },
@@ -61,7 +68,29 @@ export function createMetrics() {
       }
       return lines.join('\n') + '\n'
     },
+    /** Every family with its current values, in declaration order (gauges read now), as data to draw. */
+    snapshot(): MetricFamily[] {
+      return [...families].map(([name, f]) => ({
+        name,
+        help: f.help,
+        type: f.type,
+        samples: f.read
+          ? [{ labels: {}, value: f.read() }]
+          : [...f.values].map(([key, value]) => ({ labels: { ...f.labels.get(key) }, value })),
+      }))
+    },
   }
 }
+export interface MetricSample {
+  labels: Labels
+  value: number
+}
+export interface MetricFamily {
+  name: string
+  help: string
+  type: 'counter' | 'gauge'
+  samples: MetricSample[]
+}
+
 export type Metrics = ReturnType<typeof createMetrics>
 export type Counter = ReturnType<Metrics['counter']>

@@ -83,6 +83,9 @@ export function parseScopes(text: string | undefined): Scope[] {
 // by another connection (`linkbox key revoke` from the CLI) empties it at the next request, seen through
 // PRAGMA data_version. So a revoked key stops working at once; KEY_CACHE_MS bounds only what is changed
 // on this very connection behind the service's back.
+/** Accounts on one page of listAccounts. */
+export const ACCOUNT_PAGE_MAX = 50
+
 const KEY_CACHE_MS = 5_000
 const KEY_CACHE_MAX = 10_000
 
@@ -154,6 +157,29 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
 
     /** Accounts stored (open sign-up stops at a bound). */
     count: () => store.count(),
+
+    /**
+     * One page of all accounts, oldest first, with their links, active keys and mailboxes counted (for
+     * administrators: the caller checks that). `page` starts at 1; at most ACCOUNT_PAGE_MAX rows a page.
+     */
+    listAccounts(input: { page?: number; perPage?: number } = {}) {
+      const perPage = Math.min(Math.max(1, Math.floor(input.perPage ?? ACCOUNT_PAGE_MAX)), ACCOUNT_PAGE_MAX)
+      const total = store.count()
+      const pages = Math.max(1, Math.ceil(total / perPage))
+      const page = Math.min(Math.max(1, Math.floor(input.page ?? 1) || 1), pages)
+      const accounts = store.accountPage(perPage, (page - 1) * perPage).map((r) => ({
+        id: r.id,
+        name: r.name,
+        admin: r.admin === 1,
+        created: r.created,
+        disabled: r.disabled,
+        hasPassword: r.has_password === 1,
+        links: r.links,
+        keys: r.keys,
+        mailboxes: r.mailboxes,
+      }))
+      return { accounts, page, pages, total, perPage }
+    },
 
     createKey(input: { account: string; scopes?: Scope[]; label?: string }) {
       const account = store.accountByName(input.account)

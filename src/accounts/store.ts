@@ -26,6 +26,21 @@ export interface KeyWithAccount extends KeyRow {
   disabled: number | null
 }
 
+/** An account as the admin's list shows it, with what it owns counted. */
+export interface AccountSummaryRow {
+  id: number
+  name: string
+  admin: number
+  created: number
+  disabled: number | null
+  /** Has a dashboard password (can sign in). */
+  has_password: number
+  links: number
+  /** Keys not revoked. */
+  keys: number
+  mailboxes: number
+}
+
 export function createAccountStore(db: Db) {
   const insertAccount = db.query<AccountRow, [string, string | null, number, number]>(
     'INSERT INTO accounts (name, password_hash, admin, created) VALUES (?, ?, ?, ?) RETURNING *',
@@ -50,6 +65,14 @@ export function createAccountStore(db: Db) {
   const keysByPrefix = db.query<KeyRow, [string]>('SELECT * FROM api_keys WHERE prefix = ?')
   const revoke = db.query<unknown, [number, number]>('UPDATE api_keys SET revoked = ? WHERE id = ? AND revoked IS NULL')
   const touch = db.query<unknown, [number, number]>('UPDATE api_keys SET last_used = ? WHERE id = ?')
+  // One page of accounts: LIMIT bounds the rows, each count reads an index (link_counts is kept by triggers).
+  const accountPage = db.query<AccountSummaryRow, [number, number]>(
+    `SELECT a.id, a.name, a.admin, a.created, a.disabled, (a.password_hash IS NOT NULL) AS has_password,
+       coalesce((SELECT c.links FROM link_counts c WHERE c.owner = a.id), 0) AS links,
+       (SELECT count(*) FROM api_keys k WHERE k.account_id = a.id AND k.revoked IS NULL) AS keys,
+       (SELECT count(*) FROM mailboxes m WHERE m.account_id = a.id) AS mailboxes
+     FROM accounts a ORDER BY a.id LIMIT ? OFFSET ?`,
+  )
   // Changes whenever another connection (another process: the CLI) has committed since the last call.
   const dataVersion = db.query<{ data_version: number }, []>('PRAGMA data_version')
 
@@ -58,6 +81,7 @@ export function createAccountStore(db: Db) {
       insertAccount.get(name, passwordHash, admin ? 1 : 0, now)!,
     accountByName: (name: string) => accountByName.get(name),
     count: () => count.get()!.n,
+    accountPage: (limit: number, offset: number) => accountPage.all(limit, offset),
     setDisabled: (id: number, at: number | null) => setDisabled.run(at, id).changes > 0,
     insertKey: (accountId: number, prefix: string, hash: string, scopes: string, label: string, now: number) =>
       insertKey.get(accountId, prefix, hash, scopes, label, now)!,

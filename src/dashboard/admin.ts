@@ -1,11 +1,419 @@
-// The dashboard's Admin section (placeholder until it is built).
+// The dashboard's Admin section, for administrator accounts only (shell.requireAdmin: others get a 403):
+// every account with what it owns, creating one (its first key shown once, in the answer to the POST),
+// disabling and enabling; and the service's health — the /healthz check and the /metrics numbers drawn
+// for people (big numbers, and SVG bars drawn with presentation attributes, since the CSP forbids inline
+// styles).
+import { statSync } from 'node:fs'
+import { join } from 'node:path'
 import { Elysia } from 'elysia'
+import { AppError } from '../errors'
+import type { MetricFamily } from '../metrics'
+import { escapeHtml } from '../pages/render'
+import { VERSION } from '../version'
 import type { DashboardDeps } from './index'
+import type { Session } from './sessions'
+import { when } from './shell'
 
-export function createAdminSection({ shell }: DashboardDeps) {
-  return new Elysia({ name: 'dashboard-admin' }).get('/dashboard/admin', ({ request }) => {
-    const s = shell.requireAdmin(request)
-    if (s instanceof Response) return s
-    return shell.render(request, s, { section: 'admin', title: 'Admin', content: '<h1>Admin</h1><p class="empty">Coming soon.</p>' })
-  })
+const ADMIN = '/dashboard/admin'
+const HEALTH = '/dashboard/admin/health'
+/** Page numbers people can ask for (far beyond any real list: the page count bounds it again). */
+const MAX_PAGE = 100_000
+
+// ---------------------------------------------------------------------------------------------------------
+// Numbers as people read them
+
+const integer = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 })
+export const count = (n: number) => integer.format(n)
+
+/** 1536 → "1.5 KiB". */
+export function bytes(n: number): string {
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB']
+  let v = n
+  let u = 0
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024
+    u++
+  }
+  return u === 0 ? `${count(v)} bytes` : `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[u]}`
+}
+
+/** 93784 → "1 d 2 h"; 125 → "2 min 5 s". The two largest units. */
+export function duration(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds))
+  const parts: [number, string][] = [
+    [Math.floor(s / 86400), 'd'],
+    [Math.floor((s % 86400) / 3600), 'h'],
+    [Math.floor((s % 3600) / 60), 'min'],
+    [s % 60, 's'],
+  ]
+  const first = parts.findIndex(([v]) => v > 0)
+  if (first < 0) return '0 s'
+  return parts
+    .slice(first, first + 2)
+    .filter(([v]) => v > 0)
+    .map(([v, unit]) => `${v} ${unit}`)
+    .join(' ')
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Drawing
+
+export interface Bar {
+  label: string
+  value: number
+  /** Colour: the accent (default), the warning colour or the danger colour. */
+  tone?: 'warn' | 'danger'
+}
+
+/**
+ * A labelled counter as a table of bars: the label, an SVG bar (its width a presentation attribute, in
+ * a 0–100 box stretched to the cell) and the number. A table, so that screen readers read label and
+ * number together; the bars themselves are decoration.
+ */
+export function barTable(caption: string, bars: Bar[], head: string): string {
+  if (bars.length === 0 || bars.every((b) => b.value === 0))
+    return `<div class="metric-bars-empty"><p class="metric-bars-caption">${escapeHtml(caption)}</p><p class="empty">Nothing counted yet.</p></div>`
+  const max = Math.max(1, ...bars.map((b) => b.value))
+  const rows = bars
+    .map((b) => {
+      const w = b.value === 0 ? 0 : Math.max(1, (100 * b.value) / max)
+      return `<tr><th scope="row">${escapeHtml(b.label)}</th><td class="bar-cell"><svg viewBox="0 0 100 10" preserveAspectRatio="none" aria-hidden="true" focusable="false"><rect class="track" x="0" y="0" width="100" height="10"/><rect class="fill${b.tone ? ` ${b.tone}` : ''}" x="0" y="0" width="${w.toFixed(2)}" height="10"/></svg></td><td class="n">${count(b.value)}</td></tr>`
+    })
+    .join('')
+  return `<table class="metric-bars"><caption>${escapeHtml(caption)}</caption><thead class="visually-hidden"><tr><th scope="col">${escapeHtml(head)}</th><th scope="col">Share of the largest</th><th scope="col">Count</th></tr></thead><tbody>${rows}</tbody></table>`
+}
+
+interface Stat {
+  label: string
+  value: string
+  note?: string
+  tone?: 'warn' | 'danger'
+}
+function stats(items: Stat[]): string {
+  return `<dl class="big-numbers">${items
+    .map(
+      (s) =>
+        `<div class="stat${s.tone ? ` ${s.tone}` : ''}"><dt>${escapeHtml(s.label)}</dt><dd><span class="stat-value">${escapeHtml(s.value)}</span>${s.note ? `<span class="stat-note">${escapeHtml(s.note)}</span>` : ''}</dd></div>`,
+    )
+    .join('')}</dl>`
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The metrics, read from a snapshot
+
+/** Reads a metrics snapshot: one value a family (summed over labels), or sums by one label. */
+export function reader(families: MetricFamily[]) {
+  const byName = new Map(families.map((f) => [f.name, f]))
+  return {
+    has: (name: string) => byName.has(name),
+    value(name: string): number | null {
+      const f = byName.get(name)
+      return f ? f.samples.reduce((a, s) => a + s.value, 0) : null
+    },
+    by(name: string, label: string, key: (v: string) => string = (v) => v): Map<string, number> {
+      const out = new Map<string, number>()
+      for (const s of byName.get(name)?.samples ?? []) {
+        const k = key(s.labels[label] ?? '')
+        out.set(k, (out.get(k) ?? 0) + s.value)
+      }
+      return out
+    },
+  }
+}
+
+const VISIT_LABELS: Record<string, string> = {
+  redirect: 'Redirected',
+  frame: 'Shown in a frame',
+  preview: 'Preview page',
+  password_form: 'Password form',
+  password_wrong: 'Wrong password',
+  password_limited: 'Password attempts limited',
+  password_busy: 'Password check busy',
+  not_found: 'Not found',
+  expired: 'Expired',
+  stats_page: 'Statistics page',
+  stats_limited: 'Statistics limited',
+}
+const VISIT_TONES: Record<string, Bar['tone']> = { password_wrong: 'warn', password_limited: 'warn', password_busy: 'danger', not_found: 'warn', expired: 'warn', stats_limited: 'warn' }
+const MEDIA_TONES: Record<string, Bar['tone']> = { unsupported: 'warn', private: 'warn', invalid: 'warn', upstream: 'danger', timeout: 'danger', busy: 'danger' }
+const DELIVERY_LABELS: Record<string, string> = { ok: 'Delivered', failed: 'Failed for good', retry: 'Failed, retry planned', gone: 'Gone (410): endpoint disabled', private: 'Refused: private address' }
+const DELIVERY_TONES: Record<string, Bar['tone']> = { failed: 'danger', retry: 'warn', gone: 'warn', private: 'warn' }
+
+function barsOf(m: Map<string, number>, labels: Record<string, string> = {}, tones: Record<string, Bar['tone']> = {}): Bar[] {
+  return [...m]
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .map(([k, value]) => ({ label: labels[k] ?? k, value, tone: tones[k] }))
+}
+
+/** The size of the database on disk: the file and its write-ahead log. Null when it cannot be read. */
+function databaseBytes(dataDir: string): number | null {
+  try {
+    const main = statSync(join(dataDir, 'linkbox.db')).size
+    let wal = 0
+    try {
+      wal = statSync(join(dataDir, 'linkbox.db-wal')).size
+    } catch {}
+    return main + wal
+  } catch {
+    return null
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The pages
+
+function tabs(current: 'accounts' | 'health'): string {
+  const tab = (id: string, href: string, label: string) =>
+    `<li><a href="${href}"${id === current ? ' aria-current="page"' : ''}>${label}</a></li>`
+  return `<nav aria-label="Admin"><ul class="admin-tabs">${tab('accounts', ADMIN, 'Accounts')}${tab('health', HEALTH, 'Health')}</ul></nav>`
+}
+
+interface CreateForm {
+  name?: string
+  admin?: boolean
+  error?: { field: 'name' | 'password'; text: string }
+}
+
+function createForm(s: Session, f: CreateForm): string {
+  const err = f.error
+  const described = (field: 'name' | 'password', hint: string) =>
+    err?.field === field ? ` aria-describedby="${hint} acc-${field}-error" aria-invalid="true"` : ` aria-describedby="${hint}"`
+  const message = (field: 'name' | 'password') =>
+    err?.field === field ? `<span class="error" id="acc-${field}-error">${escapeHtml(err.text)}</span>` : ''
+  return `<section class="card" aria-labelledby="new-account-h">
+<h2 id="new-account-h">Create an account</h2>
+<form method="post" action="${ADMIN}/accounts" class="form-grid admin-create" novalidate>
+<input type="hidden" name="_csrf" value="${escapeHtml(s.csrf)}">
+<div class="field">
+<label for="acc-name">Account name</label>
+<input id="acc-name" name="name" required maxlength="64" autocomplete="off" spellcheck="false" value="${escapeHtml(f.name ?? '')}"${described('name', 'acc-name-hint')}>
+<span class="hint" id="acc-name-hint">Letters, digits and <code>. _ @ -</code>, up to 64.</span>
+${message('name')}
+</div>
+<div class="field">
+<label for="acc-password">Dashboard password <span class="optional">(optional)</span></label>
+<input id="acc-password" name="password" type="password" maxlength="128" autocomplete="new-password"${described('password', 'acc-password-hint')}>
+<span class="hint" id="acc-password-hint">8 to 128 characters. Without one, the account uses the API only.</span>
+${message('password')}
+</div>
+<div class="field check">
+<input id="acc-admin" name="admin" type="checkbox" value="1" aria-describedby="acc-admin-hint"${f.admin ? ' checked' : ''}>
+<label for="acc-admin">Administrator</label>
+<span class="hint" id="acc-admin-hint">Sees every account and the service's health, and can disable accounts.</span>
+</div>
+<div class="actions"><button type="submit">Create account</button></div>
+</form>
+</section>`
+}
+
+function createdCard(name: string, key: string, hasPassword: boolean, admin: boolean): string {
+  return `<section class="card created" aria-labelledby="created-h">
+<h2 id="created-h">Account <q>${escapeHtml(name)}</q> created${admin ? ' (administrator)' : ''}</h2>
+<p class="shown-once"><strong>Shown once.</strong> Copy its API key now and hand it over safely: only its hash is stored, so it cannot be shown again. A lost key can only be replaced by a new one.</p>
+<div class="secret"><label class="visually-hidden" for="new-key">API key of ${escapeHtml(name)}</label><input id="new-key" readonly value="${escapeHtml(key)}" spellcheck="false" autocomplete="off"><button type="button" class="copy" data-copy="new-key" hidden>Copy</button></div>
+<p class="muted">The key has every scope. ${hasPassword ? `${escapeHtml(name)} can also sign in here with the password you chose.` : `No dashboard password: ${escapeHtml(name)} uses the API with this key.`}</p>
+</section>`
+}
+
+type AccountList = ReturnType<DashboardDeps['accounts']['listAccounts']>
+
+function accountsTable(s: Session, list: AccountList): string {
+  if (list.total === 0) return '<p class="empty">No accounts yet.</p>'
+  const rows = list.accounts
+    .map((a) => {
+      const self = a.id === s.accountId
+      const nameCell = `<span class="acc-name">${escapeHtml(a.name)}</span>${self ? ' <span class="tag">you</span>' : ''}${a.hasPassword ? '' : '<span class="sub">API only</span>'}`
+      const status = a.disabled === null
+        ? '<span class="badge on">Active</span>'
+        : `<span class="badge off">Disabled</span><span class="sub">since ${escapeHtml(when(a.disabled))}</span>`
+      let action: string
+      if (self) action = '<span class="sub">Cannot disable yourself</span>'
+      else {
+        const enable = a.disabled !== null
+        action = `<form method="post" action="${ADMIN}/accounts/${enable ? 'enable' : 'disable'}"><input type="hidden" name="_csrf" value="${escapeHtml(s.csrf)}"><input type="hidden" name="account" value="${escapeHtml(a.name)}"><input type="hidden" name="page" value="${list.page}"><button type="submit" class="${enable ? 'secondary' : 'secondary warn-button'}">${enable ? 'Enable' : 'Disable'}<span class="visually-hidden"> ${escapeHtml(a.name)}</span></button></form>`
+      }
+      return `<tr${a.disabled !== null ? ' class="is-disabled"' : ''}><th scope="row">${nameCell}</th><td>${a.admin ? '<span class="badge admin">Admin</span>' : 'User'}</td><td class="nowrap">${escapeHtml(when(a.created))}</td><td>${status}</td><td class="n">${count(a.links)}</td><td class="n">${count(a.keys)}</td><td class="n">${count(a.mailboxes)}</td><td>${action}</td></tr>`
+    })
+    .join('')
+  const pager =
+    list.pages > 1
+      ? `<nav class="pager" aria-label="Pages of accounts">${list.page > 1 ? `<a href="${ADMIN}?page=${list.page - 1}" rel="prev">← Previous</a>` : '<span></span>'}<span class="muted">Page ${list.page} of ${list.pages}</span>${list.page < list.pages ? `<a href="${ADMIN}?page=${list.page + 1}" rel="next">Next →</a>` : '<span></span>'}</nav>`
+      : ''
+  return `<div class="table-wrap"><table class="accounts"><thead><tr><th scope="col">Name</th><th scope="col">Role</th><th scope="col">Created</th><th scope="col">Status</th><th scope="col" class="n">Links</th><th scope="col" class="n">Keys</th><th scope="col" class="n">Mailboxes</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead><tbody>${rows}</tbody></table></div>${pager}`
+}
+
+export function createAdminSection(deps: DashboardDeps) {
+  const { shell, accounts, sessions, metrics, config, clock, databaseProblem } = deps
+
+  function pageOf(raw: string | null): number {
+    const n = Number(raw)
+    return Number.isInteger(n) && n >= 1 ? Math.min(n, MAX_PAGE) : 1
+  }
+
+  function accountsPage(request: Request, s: Session, opts: { page?: number; form?: CreateForm; created?: string; status?: number } = {}) {
+    const list = accounts.listAccounts({ page: opts.page ?? 1 })
+    const content = `<h1>Admin</h1>
+${tabs('accounts')}
+${opts.created ?? ''}
+${createForm(s, opts.form ?? {})}
+<section class="card" aria-labelledby="accounts-h">
+<h2 id="accounts-h">Accounts <span class="count">${count(list.total)}</span></h2>
+<p class="muted">Disabling an account refuses its API keys at once and signs it out everywhere; enabling it gives them back.</p>
+${accountsTable(s, list)}
+</section>`
+    return shell.render(request, s, { section: 'admin', title: 'Admin · Accounts', content, status: opts.status })
+  }
+
+  function healthPage(request: Request, s: Session) {
+    const m = reader(metrics.snapshot())
+    const n = (name: string) => m.value(name)
+    const num = (name: string) => {
+      const v = n(name)
+      return v === null ? '—' : count(v)
+    }
+    const problem = databaseProblem()
+    const dbBytes = databaseBytes(config.data_dir)
+    const uptime = n('process_uptime_seconds')
+    const rss = n('process_resident_memory_bytes')
+    const since = uptime === null ? 'since start' : `in ${duration(uptime)}`
+
+    const status = problem === null
+      ? `<section class="card health-status ok" aria-labelledby="status-h"><h2 id="status-h"><span class="dot" aria-hidden="true"></span>Working</h2><p>The database can be written: <code>/healthz</code> answers <code>ok</code>.</p>`
+      : `<section class="card health-status degraded" aria-labelledby="status-h"><h2 id="status-h"><span class="dot" aria-hidden="true"></span>Degraded</h2><p>The database cannot be written: ${escapeHtml(problem)}. Visits and reads still work; <code>/healthz</code> answers 503.</p>`
+    const statusCard = `${status}
+${stats([
+  { label: 'Version', value: VERSION },
+  { label: 'Uptime', value: uptime === null ? '—' : duration(uptime) },
+  { label: 'Memory', value: rss === null ? '—' : bytes(rss), note: 'resident' },
+  { label: 'Database', value: dbBytes === null ? '—' : bytes(dbBytes), note: 'file and write-ahead log' },
+])}
+</section>`
+
+    const dropped = n('linkbox_clicks_dropped_total') ?? 0
+    const buffer = n('linkbox_click_buffer') ?? 0
+    const links = `<section class="card" aria-labelledby="links-h"><h2 id="links-h">Links and clicks</h2>
+${stats([
+  { label: 'Links', value: num('linkbox_links'), note: `${num('linkbox_links_created_total')} created ${since}` },
+  { label: 'Clicks written', value: num('linkbox_clicks_written_total'), note: since },
+  { label: 'Click buffer', value: num('linkbox_click_buffer'), note: 'waiting for the next write', tone: buffer > 1000 ? 'warn' : undefined },
+  { label: 'Dropped clicks', value: num('linkbox_clicks_dropped_total'), note: dropped > 0 ? 'writes kept failing' : 'none lost', tone: dropped > 0 ? 'danger' : undefined },
+  { label: 'QR waiting', value: num('linkbox_qr_waiting'), note: 'renderings queued' },
+])}
+${barTable(`Visits by outcome, ${since}`, barsOf(m.by('linkbox_visits_total', 'outcome'), VISIT_LABELS, VISIT_TONES), 'Outcome')}
+</section>`
+
+    const classes = m.by('linkbox_api_requests_total', 'status', (v) => (/^[1-5]\d\d$/.test(v) ? `${v[0]}xx` : 'other'))
+    const apiBars: Bar[] = ['2xx', '3xx', '4xx', '5xx', 'other']
+      .filter((c) => classes.has(c) || c === '2xx' || c === '4xx' || c === '5xx')
+      .map((c) => ({ label: c, value: classes.get(c) ?? 0, tone: c === '5xx' ? 'danger' : c === '4xx' ? 'warn' : undefined }))
+    const apiTotal = [...classes.values()].reduce((a, b) => a + b, 0)
+    const api = `<section class="card" aria-labelledby="api-h"><h2 id="api-h">API</h2>
+${stats([
+  { label: 'Answers', value: count(apiTotal), note: since },
+  { label: 'Server errors', value: count(classes.get('5xx') ?? 0), note: '5xx answers', tone: (classes.get('5xx') ?? 0) > 0 ? 'danger' : undefined },
+])}
+${barTable('Answers by status class', apiBars, 'Status class')}
+</section>`
+
+    const mail = `<section class="card" aria-labelledby="mail-h"><h2 id="mail-h">Mail</h2>
+${stats([
+  { label: 'Mailboxes', value: num('linkbox_mailboxes') },
+  { label: 'Messages', value: num('linkbox_mail_messages'), note: `${num('linkbox_mail_received_total')} received ${since}` },
+  { label: 'Stored', value: n('linkbox_mail_bytes') === null ? '—' : bytes(n('linkbox_mail_bytes')!), note: 'as received' },
+  { label: 'SMTP connections', value: num('linkbox_smtp_connections'), note: 'open now' },
+  { label: 'Waiting requests', value: num('linkbox_mail_waiting'), note: 'messages.json held open' },
+])}
+</section>`
+
+    const media = `<section class="card" aria-labelledby="media-h"><h2 id="media-h">Media</h2>
+${stats([
+  { label: 'Queue', value: num('linkbox_media_queue'), note: 'yt-dlp runs waiting' },
+  { label: 'Running', value: num('linkbox_media_running'), note: 'yt-dlp runs' },
+  { label: 'Served', value: n('linkbox_media_bytes_served_total') === null ? '—' : bytes(n('linkbox_media_bytes_served_total')!), note: since },
+])}
+${barTable(`Extractions by outcome, ${since}`, barsOf(m.by('linkbox_media_extractions_total', 'outcome'), {}, MEDIA_TONES), 'Outcome')}
+</section>`
+
+    const oldest = n('linkbox_webhook_oldest_pending_seconds') ?? 0
+    const hooks = `<section class="card" aria-labelledby="hooks-h"><h2 id="hooks-h">Webhooks</h2>
+${stats([
+  { label: 'Outbox', value: num('linkbox_webhook_outbox'), note: 'deliveries to send or retry' },
+  { label: 'Oldest pending', value: oldest > 0 ? duration(oldest) : 'none', note: 'age of the oldest event waiting', tone: oldest > 3600 ? 'warn' : undefined },
+])}
+${barTable(`Delivery attempts by outcome, ${since}`, barsOf(m.by('linkbox_webhook_deliveries_total', 'outcome'), DELIVERY_LABELS, DELIVERY_TONES), 'Outcome')}
+</section>`
+
+    const content = `<h1>Admin</h1>
+${tabs('health')}
+<p class="muted health-read">Read ${escapeHtml(when(clock()))}; reload for new numbers. The same values, for a monitor, are at <a href="/metrics">/metrics</a> and <a href="/healthz">/healthz</a>.</p>
+${statusCard}
+<div class="health-grid">
+${links}
+${api}
+${mail}
+${media}
+${hooks}
+</div>`
+    return shell.render(request, s, { section: 'admin', title: 'Admin · Health', content })
+  }
+
+  /** Which field an AppError of createAccount is about (its message names it). */
+  const fieldOf = (err: AppError): 'name' | 'password' => (/password/i.test(err.message) ? 'password' : 'name')
+
+  return new Elysia({ name: 'dashboard-admin' })
+    .get(ADMIN, ({ request }) => {
+      const s = shell.requireAdmin(request)
+      if (s instanceof Response) return s
+      return accountsPage(request, s, { page: pageOf(new URL(request.url).searchParams.get('page')) })
+    })
+    .post(`${ADMIN}/accounts`, async ({ request }) => {
+      const s = shell.requireAdmin(request)
+      if (s instanceof Response) return s
+      const fields = await shell.form(request, s)
+      const name = (fields.get('name') ?? '').trim()
+      const password = fields.get('password') ?? ''
+      const admin = fields.get('admin') === '1'
+      try {
+        const { account, key } = await accounts.createAccount({ name, password: password === '' ? undefined : password, admin })
+        // The key is in this answer only (200, no-store): never stored, never in a redirect.
+        return accountsPage(request, s, {
+          created: createdCard(account.name, key.key, password !== '', admin),
+          form: {},
+          page: Number.MAX_SAFE_INTEGER, // the last page: where the new account is
+        })
+      } catch (err) {
+        if (err instanceof AppError && err.status < 500)
+          return accountsPage(request, s, { form: { name, admin, error: { field: fieldOf(err), text: err.message } }, status: err.status })
+        throw err
+      }
+    })
+    .post(`${ADMIN}/accounts/:action`, async ({ request, params }) => {
+      const s = shell.requireAdmin(request)
+      if (s instanceof Response) return s
+      if (params.action !== 'disable' && params.action !== 'enable') throw new AppError(404, 'not_found', 'Not found.')
+      const fields = await shell.form(request, s)
+      const name = fields.get('account') ?? ''
+      const back = `${ADMIN}?page=${pageOf(fields.get('page'))}`
+      const disable = params.action === 'disable'
+      if (disable && name === s.accountName)
+        return shell.seeOther(back, { kind: 'error', text: 'You cannot disable your own account: ask another administrator, or use the command line.' })
+      try {
+        const done = accounts.setDisabled(name, disable)
+        if (disable) sessions.endAll(done.id)
+        return shell.seeOther(back, {
+          kind: 'ok',
+          text: disable
+            ? `${done.name} is disabled: its API keys are refused and it is signed out everywhere.`
+            : `${done.name} is enabled again: its API keys work, and it can sign in.`,
+        })
+      } catch (err) {
+        if (err instanceof AppError && err.status < 500) return shell.seeOther(back, { kind: 'error', text: err.message })
+        throw err
+      }
+    })
+    .get(HEALTH, ({ request }) => {
+      const s = shell.requireAdmin(request)
+      if (s instanceof Response) return s
+      return healthPage(request, s)
+    })
 }

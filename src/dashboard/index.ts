@@ -32,6 +32,8 @@ export interface DashboardDeps {
   metrics: Metrics
   limiter: RateLimiter
   clientIp: (request: Request) => string
+  /** Why the database cannot be written, or null: the check /healthz answers with (the admin's health page). */
+  databaseProblem: () => string | null
   sessions: Sessions
   shell: Shell
 }
