@@ -21,7 +21,7 @@ const KEY_ID = /^\d{1,15}$/
 /** The example a new key is shown with: a method its scopes allow (qr.json first, the simplest). */
 export function curlExample(baseUrl: string, key: string, scopes: readonly Scope[]): string {
   if (scopes.includes('qr') || !scopes.includes('links')) return `curl -H "X-Api-Key: ${key}" "${baseUrl}/api/qr.json?data=hello"`
-  return `curl -H "X-Api-Key: ${key}" "${baseUrl}/api/links.json?limit=5"`
+  return `curl -H "X-Api-Key: ${key}" -d limit=5 "${baseUrl}/api/links.json"`
 }
 
 interface KeyForm {
@@ -91,8 +91,9 @@ ${rows}
 
   const howTo = `<section class="card api-howto" aria-labelledby="howto-heading">
 <h2 id="howto-heading">Using the API</h2>
-<p>Every method answers JSON. Send your key in the <code>X-Api-Key</code> header, with parameters in the query string or
-as a form (<code>POST</code>). A key may call only the methods of its scopes; a revoked key is refused at once.</p>
+<p>Every method answers JSON. Send your key in the <code>X-Api-Key</code> header and the parameters as a form
+(<code>POST</code>), or in the query string for the <code>GET</code> methods such as <code>qr.json</code>. A key may call
+only the methods of its scopes; a revoked key is refused at once.</p>
 <p><a href="/api/docs">Read the API documentation</a> for every method, its parameters and answers.</p>
 </section>`
 
