@@ -150,9 +150,9 @@ describe('list and revoke', () => {
     const row = keyRows().find((r) => r.hash === hashKey(key))!
     let html = await keysPage(alice)
     const tr = html.match(new RegExp(`<tr>\\s*<td data-label="Key"><code>${row.prefix}…</code></td>[\\s\\S]*?</tr>`))![0]
-    expect(tr).toContain('<td data-label="Label">cron</td>')
+    expect(tr).toContain('<td data-label="Label"><span>cron</span></td>')
     expect(tr).toContain('<span class="tag">qr</span>')
-    expect(tr).toMatch(/<td data-label="Last used">\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/td>/)
+    expect(tr).toMatch(/<td class="date" data-label="Last used">\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/td>/)
     expect(tr).toContain(`action="/dashboard/keys/${row.id}/revoke"`)
 
     const res = await postForm(box, alice, `/dashboard/keys/${row.id}/revoke`, {})

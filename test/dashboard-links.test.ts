@@ -162,7 +162,7 @@ describe('list', () => {
     const byClicks = await page(alice, '/dashboard?sort=clicks')
     expect(codesIn(byClicks.html)).toEqual(['one', 'three', 'two'])
     expect(byClicks.html).toContain('<a href="/dashboard?sort=clicks" aria-current="true">Most clicks</a>')
-    expect(byClicks.html).toMatch(/<td class="n" data-label="Clicks">3<\/td>/)
+    expect(byClicks.html).toMatch(/<td class="n" data-label="Clicks"><span>3<\/span><\/td>/)
   })
 
   test('pages of 25: "26–30 of 30", previous and next keep the search and sort; a page past the end is the last', async () => {
@@ -219,7 +219,8 @@ describe('edit and delete', () => {
     expect(html).toContain('href="/qr/edit-me.png" download="edit-me.png"')
     expect(html).toContain('href="/qr/edit-me.svg" download="edit-me.svg"')
     expect(html).toContain('value="https://example.com/e"')
-    expect(html).toMatch(/<option value="keep" selected>Keep \(expires /)
+    expect(html).toContain('<option value="keep" selected>Keep as it is</option>')
+    expect(html).toMatch(/<span class="hint" id="expire-hint">It expires \d{4}-\d\d-\d\d \d\d:\d\d UTC\.<\/span>/)
 
     // Mode and a password; the URL and the expiry as they were.
     const save = await postForm(box, alice, '/dashboard/links/edit-me', {

@@ -68,11 +68,11 @@ ${scopeErr ? `<p class="error" id="scopes-error">${e(scopeErr)}</p>` : ''}
           : `<form method="post" action="/dashboard/keys/${k.id}/revoke"><input type="hidden" name="_csrf" value="${e(s.csrf)}"><button type="submit" class="danger small" aria-label="Revoke the key ${e(k.prefix)}…">Revoke</button></form>`
         return `<tr${k.revoked ? ' class="is-revoked"' : ''}>
 <td data-label="Key"><code>${e(k.prefix)}…</code></td>
-<td data-label="Label">${k.label ? e(printable(k.label)) : '<span class="muted">—</span>'}</td>
+<td data-label="Label"><span>${k.label ? e(printable(k.label)) : '<span class="muted">—</span>'}</span></td>
 <td data-label="Scopes"><span class="scope-tags">${k.scopes.map((sc) => `<span class="tag">${e(sc)}</span>`).join(' ')}</span></td>
-<td data-label="Created">${e(when(k.created))}</td>
-<td data-label="Last used">${k.last_used ? e(when(k.last_used)) : '<span class="muted">never</span>'}</td>
-<td data-label="Status">${status}</td>
+<td class="date" data-label="Created">${e(when(k.created))}</td>
+<td class="date" data-label="Last used">${k.last_used ? e(when(k.last_used)) : '<span class="muted">never</span>'}</td>
+<td data-label="Status"><div>${status}</div></td>
 </tr>`
       })
       .join('\n')

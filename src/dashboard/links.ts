@@ -156,14 +156,15 @@ function createCard(s: Session, form: CreateForm, errors: FieldErrors): string {
 function row(r: LinkRecord, fresh: boolean): string {
   const c = r.hex
   const label = `<span class="visually-hidden"> ${e(c)}</span>`
+  // Each cell's content is one element: on a phone a cell is a two-column grid of its label and that.
   return `<tr${fresh ? ' class="fresh"' : ''}>
 <td class="link-cell" data-label="Link"><div class="short-line"><a class="short" id="short-${e(c)}" href="${e(r.url)}">${e(r.url)}</a>${lock(r.password)}<button type="button" class="copy secondary small" data-copy="short-${e(c)}" aria-label="Copy ${e(r.url)}" hidden>Copy</button></div>
-<div class="dest-line" title="${e(r.long_url)}">→ ${e(shortDestination(r.long_url))}</div></td>
-<td data-label="Mode">${e(r.mode)}</td>
-<td class="n" data-label="Clicks">${r.clicks}</td>
-<td data-label="Created">${time(r.created)}</td>
-<td data-label="Expires">${expiryCell(r)}</td>
-<td class="row-actions" data-label="Actions"><a href="/${e(c)}+">Stats${label}</a> <a href="/qr/${e(c)}.png">QR${label}</a> <a href="/dashboard/links/${e(c)}">Edit${label}</a> <a class="danger-link" href="/dashboard/links/${e(c)}/delete">Delete${label}</a></td>
+<div class="dest-line" title="${e(r.long_url)}">→&nbsp;${e(shortDestination(r.long_url))}</div></td>
+<td data-label="Mode"><span>${e(r.mode)}</span></td>
+<td class="n" data-label="Clicks"><span>${r.clicks}</span></td>
+<td class="date" data-label="Created">${time(r.created)}</td>
+<td class="date" data-label="Expires"><span>${expiryCell(r)}</span></td>
+<td class="row-actions" data-label="Actions"><span><a href="/${e(c)}+">Stats${label}</a> <a href="/qr/${e(c)}.png">QR${label}</a> <a href="/dashboard/links/${e(c)}">Edit${label}</a> <a class="danger-link" href="/dashboard/links/${e(c)}/delete">Delete${label}</a></span></td>
 </tr>`
 }
 
@@ -252,8 +253,8 @@ export function createLinksSection({ shell, links }: DashboardDeps) {
     const expire = errorOf(errors, 'expire')
     const pw = errorOf(errors, 'password')
     const c = e(r.hex)
-    const currentExpiry = !r.expires ? 'never expires' : r.expired ? `expired ${when(Date.parse(r.expires))}` : `expires ${when(Date.parse(r.expires))}`
-    const expireOptions: [string, string][] = [['keep', `Keep (${currentExpiry})`], ['0', 'Never'], ...LIFETIMES.slice(1).map(([sec, label]) => [sec, `${label} from now`] as [string, string])]
+    const currentExpiry = !r.expires ? 'It never expires.' : r.expired ? `It expired ${when(Date.parse(r.expires))}.` : `It expires ${when(Date.parse(r.expires))}.`
+    const expireOptions: [string, string][] = [['keep', 'Keep as it is'], ['0', 'Never'], ...LIFETIMES.slice(1).map(([sec, label]) => [sec, `${label} from now`] as [string, string])]
     const radio = (value: string, text: string, extra = '') =>
       `<label class="choice"><input type="radio" name="password_action" value="${value}"${v.passwordAction === value ? ' checked' : ''}${extra}> ${text}</label>`
     const content = `<div class="links-page"><p class="back"><a href="/dashboard">← All links</a></p>
@@ -269,7 +270,8 @@ export function createLinksSection({ shell, links }: DashboardDeps) {
 <div class="field"><label for="mode">Mode</label>
 <select id="mode" name="mode"${mode.attrs}>${selectOptions(MODES.map((m) => [m, MODE_LABELS[m] ?? m] as const), v.mode)}</select>${mode.html}</div>
 <div class="field"><label for="expire">Expiry</label>
-<select id="expire" name="expire"${expire.attrs}>${selectOptions(expireOptions, v.expire)}</select>${expire.html}</div>
+<select id="expire" name="expire" aria-describedby="expire-hint${errors.expire ? ' expire-error' : ''}"${errors.expire ? ' aria-invalid="true"' : ''}>${selectOptions(expireOptions, v.expire)}</select>
+<span class="hint" id="expire-hint">${e(currentExpiry)}</span>${expire.html}</div>
 </div>
 <fieldset class="password-choice"${errors.password ? ' aria-describedby="password-error"' : ''}>
 <legend>Password <span class="muted">(${r.password ? 'this link has one' : 'none set'})</span></legend>
@@ -285,9 +287,9 @@ ${r.password ? radio('remove', 'Remove the password') : ''}
 </section>
 <aside class="card link-side" aria-labelledby="qr-heading">
 <h2 id="qr-heading">Short link</h2>
-<div class="secret"><input id="edit-short" readonly value="${e(r.url)}" aria-label="Short link"><button type="button" class="copy" data-copy="edit-short" hidden>Copy</button></div>
+<div class="secret"><input id="edit-short" readonly value="${e(r.url)}" aria-label="Short link"><button type="button" class="copy secondary" data-copy="edit-short" hidden>Copy</button></div>
 <img class="qr" src="/qr/${c}.svg" width="200" height="200" alt="QR code of ${e(r.url)}">
-<p class="actions"><a class="button secondary" href="/qr/${c}.png" download="${c}.png">Download PNG</a><a class="button secondary" href="/qr/${c}.svg" download="${c}.svg">Download SVG</a></p>
+<p class="downloads">Download <a class="button secondary small" aria-label="Download the QR code as PNG" href="/qr/${c}.png" download="${c}.png">PNG</a> <a class="button secondary small" aria-label="Download the QR code as SVG" href="/qr/${c}.svg" download="${c}.svg">SVG</a></p>
 <dl class="facts">
 <dt>Clicks</dt><dd>${r.clicks} · <a href="/${c}+">statistics</a></dd>
 <dt>Created</dt><dd>${e(when(Date.parse(r.created)))}</dd>
