@@ -65,6 +65,14 @@ export function printable(text: string): string {
     .replace(UNPRINTABLE_ALL, (c) => named[c] ?? `\\u{${c.codePointAt(0)!.toString(16)}}`)
 }
 
+/**
+ * Keys an account may hold through the dashboard: at most MAX_ACTIVE_KEYS not revoked, and the
+ * REVOKED_KEYS_KEPT most recently revoked (older revoked keys are deleted when a key is created there), so
+ * that creating and revoking in a loop cannot grow the table without bound.
+ */
+export const MAX_ACTIVE_KEYS = 100
+export const REVOKED_KEYS_KEPT = 100
+
 const KEY_PREFIX_LENGTH = 11 // "lbk_" + 7 characters
 
 export function parseScopes(text: string | undefined): Scope[] {
@@ -185,6 +193,47 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
       const account = store.accountByName(input.account)
       if (!account) throw new AppError(404, 'not_found', `No account named "${input.account}".`)
       return newKey(account.id, input.scopes ?? [...SCOPES], validateLabel(input.label ?? ''))
+    },
+
+    /**
+     * A key for the account with this id (the dashboard's signed-in account), within MAX_ACTIVE_KEYS; the
+     * account's revoked keys beyond the REVOKED_KEYS_KEPT latest are deleted in the same transaction.
+     */
+    createKeyForAccount(input: { accountId: number; scopes: Scope[]; label?: string }) {
+      const label = validateLabel(input.label ?? '')
+      if (input.scopes.length === 0) throw new AppError(400, 'invalid_parameter', 'Choose at least one scope.')
+      for (const s of input.scopes)
+        if (!(SCOPES as readonly string[]).includes(s))
+          throw new AppError(400, 'invalid_parameter', `Unknown scope "${s}": scopes are ${SCOPES.join(', ')}.`)
+      return db.transaction(() => {
+        if (store.activeKeyCount(input.accountId) >= MAX_ACTIVE_KEYS)
+          throw new AppError(409, 'too_many_keys', `An account can hold ${MAX_ACTIVE_KEYS} active keys: revoke one you no longer use first.`)
+        store.pruneRevoked(input.accountId, REVOKED_KEYS_KEPT)
+        return newKey(input.accountId, [...new Set(input.scopes)], label)
+      })()
+    },
+
+    /** An account's keys, newest first, at most `limit` (never the hash). */
+    keysOfAccount(accountId: number, limit = MAX_ACTIVE_KEYS + REVOKED_KEYS_KEPT) {
+      return store.keysOfAccountNewest(accountId, limit).map((r) => ({
+        id: r.id,
+        prefix: r.prefix,
+        scopes: r.scopes.split(',') as Scope[],
+        label: r.label,
+        created: r.created,
+        last_used: r.last_used,
+        revoked: r.revoked,
+      }))
+    },
+
+    /** Revokes one of this account's keys by id: 404 when the account has no such key, or it is revoked already. */
+    revokeKeyOfAccount(accountId: number, id: number) {
+      const row = Number.isSafeInteger(id) ? store.keyOfAccount(id, accountId) : null
+      if (!row) throw new AppError(404, 'not_found', 'This account has no such key.')
+      if (!store.revokeKeyOfAccount(id, accountId, clock()))
+        throw new AppError(404, 'not_found', `The key ${row.prefix}… is revoked already.`)
+      keyCache.clear()
+      return { id, prefix: row.prefix, revoked: true }
     },
 
     listKeys(input: { account?: string } = {}) {

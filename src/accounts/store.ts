@@ -62,6 +62,20 @@ export function createAccountStore(db: Db) {
   const allKeys = db.query<KeyWithAccount, []>(
     'SELECT k.*, a.name AS account_name, a.admin AS admin, a.disabled AS disabled FROM api_keys k JOIN accounts a ON a.id = k.account_id ORDER BY k.id',
   )
+  // The dashboard's API section: one account's keys, newest first, bounded; and the account-scoped revoke.
+  const keysOfAccountNewest = db.query<KeyRow, [number, number]>(
+    'SELECT * FROM api_keys WHERE account_id = ? ORDER BY id DESC LIMIT ?',
+  )
+  const activeKeyCount = db.query<{ n: number }, [number]>('SELECT count(*) AS n FROM api_keys WHERE account_id = ? AND revoked IS NULL')
+  const keyOfAccount = db.query<KeyRow, [number, number]>('SELECT * FROM api_keys WHERE id = ? AND account_id = ?')
+  const revokeOfAccount = db.query<unknown, [number, number, number]>(
+    'UPDATE api_keys SET revoked = ? WHERE id = ? AND account_id = ? AND revoked IS NULL',
+  )
+  // Keeps an account's `keep` most recently revoked keys (older revoked ones are only history).
+  const pruneRevoked = db.query<unknown, [number, number, number]>(
+    `DELETE FROM api_keys WHERE account_id = ? AND revoked IS NOT NULL AND id NOT IN
+       (SELECT id FROM api_keys WHERE account_id = ? AND revoked IS NOT NULL ORDER BY revoked DESC, id DESC LIMIT ?)`,
+  )
   const keysByPrefix = db.query<KeyRow, [string]>('SELECT * FROM api_keys WHERE prefix = ?')
   const revoke = db.query<unknown, [number, number]>('UPDATE api_keys SET revoked = ? WHERE id = ? AND revoked IS NULL')
   const touch = db.query<unknown, [number, number]>('UPDATE api_keys SET last_used = ? WHERE id = ?')
@@ -89,6 +103,11 @@ export function createAccountStore(db: Db) {
     keysOfAccount: (accountId: number) => keysOfAccount.all(accountId),
     allKeys: () => allKeys.all(),
     keysByPrefix: (prefix: string) => keysByPrefix.all(prefix),
+    keysOfAccountNewest: (accountId: number, limit: number) => keysOfAccountNewest.all(accountId, limit),
+    activeKeyCount: (accountId: number) => activeKeyCount.get(accountId)!.n,
+    keyOfAccount: (id: number, accountId: number) => keyOfAccount.get(id, accountId),
+    revokeKeyOfAccount: (id: number, accountId: number, now: number) => revokeOfAccount.run(now, id, accountId).changes > 0,
+    pruneRevoked: (accountId: number, keep: number) => pruneRevoked.run(accountId, accountId, keep).changes,
     revokeKey: (id: number, now: number) => revoke.run(now, id).changes > 0,
     touchKey: (id: number, now: number) => touch.run(now, id),
     dataVersion: () => dataVersion.get()!.data_version,

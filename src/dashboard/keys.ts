@@ -1,11 +1,174 @@
-// The dashboard's API section (placeholder until it is built).
+// The dashboard's API section (/dashboard/keys): the signed-in account creates API keys with chosen
+// scopes, sees the new key once (in the answer to its own POST: never stored, never in a redirect, only
+// its hash is kept), lists its keys and revokes them. Only the account's own keys are listed or revoked.
 import { Elysia } from 'elysia'
+import { printable, SCOPES, type Scope } from '../accounts/service'
+import { AppError } from '../errors'
+import { escapeHtml as e } from '../pages/render'
 import type { DashboardDeps } from './index'
+import type { Session } from './sessions'
+import { when } from './shell'
 
-export function createKeysSection({ shell }: DashboardDeps) {
-  return new Elysia({ name: 'dashboard-keys' }).get('/dashboard/keys', ({ request }) => {
-    const s = shell.require(request)
-    if (s instanceof Response) return s
-    return shell.render(request, s, { section: 'keys', title: 'API', content: '<h1>API</h1><p class="empty">Coming soon.</p>' })
-  })
+const SCOPE_TEXT: Record<Scope, string> = {
+  links: 'create, list, change and delete short links, and read their statistics',
+  qr: 'make QR code images',
+  media: 'download media from supported sites',
+  mail: 'temporary mailboxes and their messages',
+  webhooks: 'webhook endpoints and their deliveries',
+}
+const KEY_ID = /^\d{1,15}$/
+
+/** The example a new key is shown with: a method its scopes allow (qr.json first, the simplest). */
+export function curlExample(baseUrl: string, key: string, scopes: readonly Scope[]): string {
+  if (scopes.includes('qr') || !scopes.includes('links')) return `curl -H "X-Api-Key: ${key}" "${baseUrl}/api/qr.json?data=hello"`
+  return `curl -H "X-Api-Key: ${key}" -d limit=5 "${baseUrl}/api/links.json"`
+}
+
+interface KeyForm {
+  scopes: Scope[]
+  label: string
+}
+
+export function createKeysSection({ shell, accounts, config }: DashboardDeps) {
+  const base = config.server.base_url
+
+  function createCard(s: Session, form: KeyForm, errors: Record<string, string>): string {
+    const scopeErr = errors.scopes
+    const labelErr = errors.label
+    const boxes = SCOPES.map(
+      (sc) => `<label class="choice scope"><input type="checkbox" name="scope" value="${sc}"${form.scopes.includes(sc) ? ' checked' : ''}${scopeErr ? ' aria-invalid="true"' : ''}>
+<span><strong>${sc}</strong> <span class="muted">— ${e(SCOPE_TEXT[sc])}</span></span></label>`,
+    ).join('\n')
+    return `<section class="card" aria-labelledby="new-key-heading">
+<h2 id="new-key-heading">Create a key</h2>
+<form method="post" action="/dashboard/keys" class="stack">
+<input type="hidden" name="_csrf" value="${e(s.csrf)}">
+<fieldset class="scopes" aria-describedby="scopes-hint${scopeErr ? ' scopes-error' : ''}">
+<legend>Scopes</legend>
+<p class="hint" id="scopes-hint">What the key may do. Give a script only what it needs.</p>
+${boxes}
+${scopeErr ? `<p class="error" id="scopes-error">${e(scopeErr)}</p>` : ''}
+</fieldset>
+<div class="field"><label for="label">Label <span class="optional">(optional)</span></label>
+<input id="label" name="label" maxlength="200" autocomplete="off" placeholder="e.g. backup script on the NAS" value="${e(form.label)}" aria-describedby="label-hint${labelErr ? ' label-error' : ''}"${labelErr ? ' aria-invalid="true"' : ''}>
+<span class="hint" id="label-hint">To tell your keys apart later.</span>${labelErr ? `<span class="error" id="label-error">${e(labelErr)}</span>` : ''}</div>
+<div class="actions"><button type="submit">Create key</button></div>
+</form>
+</section>`
+  }
+
+  function listCard(s: Session): string {
+    const keys = accounts.keysOfAccount(s.accountId)
+    if (keys.length === 0)
+      return `<section class="card" aria-labelledby="keys-heading"><h2 id="keys-heading">Your keys</h2><p class="empty">No keys yet: create one above.</p></section>`
+    const rows = keys
+      .map((k) => {
+        const status = k.revoked
+          ? `<span class="tag revoked">revoked</span> <span class="muted">${e(when(k.revoked))}</span>`
+          : `<form method="post" action="/dashboard/keys/${k.id}/revoke"><input type="hidden" name="_csrf" value="${e(s.csrf)}"><button type="submit" class="danger small" aria-label="Revoke the key ${e(k.prefix)}…">Revoke</button></form>`
+        return `<tr${k.revoked ? ' class="is-revoked"' : ''}>
+<td data-label="Key"><code>${e(k.prefix)}…</code></td>
+<td data-label="Label"><span>${k.label ? e(printable(k.label)) : '<span class="muted">—</span>'}</span></td>
+<td data-label="Scopes"><span class="scope-tags">${k.scopes.map((sc) => `<span class="tag">${e(sc)}</span>`).join(' ')}</span></td>
+<td class="date" data-label="Created">${e(when(k.created))}</td>
+<td class="date" data-label="Last used">${k.last_used ? e(when(k.last_used)) : '<span class="muted">never</span>'}</td>
+<td data-label="Status"><div>${status}</div></td>
+</tr>`
+      })
+      .join('\n')
+    return `<section class="card" aria-labelledby="keys-heading">
+<h2 id="keys-heading">Your keys</h2>
+<div class="table-wrap">
+<table class="keys-table">
+<thead><tr><th scope="col">Key</th><th scope="col">Label</th><th scope="col">Scopes</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th></tr></thead>
+<tbody>
+${rows}
+</tbody>
+</table>
+</div>
+</section>`
+  }
+
+  const howTo = `<section class="card api-howto" aria-labelledby="howto-heading">
+<h2 id="howto-heading">Using the API</h2>
+<p>Every method answers JSON. Send your key in the <code>X-Api-Key</code> header and the parameters as a form
+(<code>POST</code>), or in the query string for the <code>GET</code> methods such as <code>qr.json</code>. A key may call
+only the methods of its scopes; a revoked key is refused at once.</p>
+<p><a href="/api/docs">Read the API documentation</a> for every method, its parameters and answers.</p>
+</section>`
+
+  function page(request: Request, s: Session, opts: { form?: KeyForm; errors?: Record<string, string>; created?: string; status?: number; formError?: string } = {}) {
+    const content = `<div class="keys-page"><h1>API</h1>${opts.created ?? ''}${createCard(s, opts.form ?? { scopes: [...SCOPES], label: '' }, opts.errors ?? {})}${listCard(s)}${howTo}</div>`
+    return shell.render(request, s, {
+      section: 'keys',
+      title: opts.created ? 'Your new API key' : 'API',
+      content,
+      status: opts.status,
+      notice: opts.formError ? { kind: 'error', text: opts.formError } : undefined,
+    })
+  }
+
+  function createdCard(key: string, scopes: readonly Scope[], label: string): string {
+    return `<section class="card key-created" aria-labelledby="created-heading">
+<h2 id="created-heading">Your new API key${label ? `: ${e(label)}` : ''}</h2>
+<p class="shown-once" role="status"><strong>Shown once.</strong> Copy it now and keep it somewhere safe: linkbox keeps only a hash of it and cannot show it again. If it is lost, revoke it and create another.</p>
+<div class="secret"><input id="new-key" readonly value="${e(key)}" aria-label="Your new API key" spellcheck="false"><button type="button" class="copy" data-copy="new-key" hidden>Copy</button></div>
+<p class="muted">Scopes: ${scopes.map((sc) => `<span class="tag">${e(sc)}</span>`).join(' ')}</p>
+<h3>Try it</h3>
+<div class="example"><pre id="curl-example"><code>${e(curlExample(base, key, scopes))}</code></pre><button type="button" class="copy secondary" data-copy="curl-example" aria-label="Copy the example command" hidden>Copy</button></div>
+</section>`
+  }
+
+  return new Elysia({ name: 'dashboard-keys' })
+    .get('/dashboard/keys', ({ request }) => {
+      const s = shell.require(request)
+      if (s instanceof Response) return s
+      return page(request, s)
+    })
+    .post(
+      '/dashboard/keys',
+      async ({ request }) => {
+        const s = shell.require(request)
+        if (s instanceof Response) return s
+        const f = await shell.form(request, s)
+        const chosen = f.getAll('scope').slice(0, SCOPES.length * 2)
+        const scopes = SCOPES.filter((sc) => chosen.includes(sc))
+        const form: KeyForm = { scopes, label: (f.get('label') ?? '').trim() }
+        if (chosen.some((c) => !(SCOPES as readonly string[]).includes(c)))
+          return page(request, s, { form, status: 400, errors: { scopes: `Scopes are ${SCOPES.join(', ')}.` } })
+        if (scopes.length === 0) return page(request, s, { form, status: 400, errors: { scopes: 'Choose at least one scope.' } })
+        try {
+          const created = accounts.createKeyForAccount({ accountId: s.accountId, scopes, label: form.label })
+          // The key goes into this answer only (no-store, like every dashboard page): never a cookie or a redirect.
+          return page(request, s, { created: createdCard(created.key, created.scopes, form.label) })
+        } catch (err) {
+          if (!(err instanceof AppError) || err.status >= 500) throw err
+          if (/label/i.test(err.message)) return page(request, s, { form, status: err.status, errors: { label: err.message } })
+          return page(request, s, { form, status: err.status, formError: err.message })
+        }
+      },
+      { parse: 'none' },
+    )
+    .post(
+      '/dashboard/keys/:id/revoke',
+      async ({ request, params }) => {
+        const s = shell.require(request)
+        if (s instanceof Response) return s
+        await shell.form(request, s)
+        try {
+          if (!KEY_ID.test(params.id)) throw new AppError(404, 'not_found', 'This account has no such key.')
+          const r = accounts.revokeKeyOfAccount(s.accountId, Number(params.id))
+          return shell.seeOther('/dashboard/keys', { kind: 'ok', text: `Revoked the key ${r.prefix}…: it is refused from now on.` })
+        } catch (err) {
+          if (!(err instanceof AppError) || err.status !== 404) throw err
+          return shell.render(request, s, {
+            section: 'keys',
+            title: 'Key not found',
+            status: 404,
+            content: `<div class="keys-page"><h1>Key not found</h1><div class="card"><p>${e(err.message)}</p><p><a href="/dashboard/keys">Back to your keys</a></p></div></div>`,
+          })
+        }
+      },
+      { parse: 'none' },
+    )
 }

@@ -1,11 +1,447 @@
-// The dashboard's Links section (placeholder until it is built).
+// The dashboard's Links section (/dashboard): the signed-in account's short links — create, search, sort,
+// page through, edit, delete, copy, QR and statistics — through the same link service the API uses, with
+// the session's caller, so that what may be seen and changed is exactly what the account's key may.
+// Every page works without JavaScript (forms post, then 303 to a page); every string from a link or a
+// request is escaped here.
 import { Elysia } from 'elysia'
+import { AppError } from '../errors'
+import type { LinkRecord, LinkSort } from '../links/service'
+import { MAX_SEARCH_LENGTH } from '../links/service'
+import { MODES } from '../links/validate'
+import { escapeHtml as e } from '../pages/render'
 import type { DashboardDeps } from './index'
+import type { Session } from './sessions'
+import { when } from './shell'
 
-export function createLinksSection({ shell }: DashboardDeps) {
-  return new Elysia({ name: 'dashboard-links' }).get('/dashboard', ({ request }) => {
-    const s = shell.require(request)
-    if (s instanceof Response) return s
-    return shell.render(request, s, { section: 'links', title: 'Links', content: '<h1>Links</h1><p class="empty">Coming soon.</p>' })
-  })
+/** The lifetimes offered for a link (seconds; '' is "never"). */
+export const LIFETIMES: readonly (readonly [string, string])[] = [
+  ['', 'Never'],
+  ['3600', '1 hour'],
+  ['86400', '1 day'],
+  ['604800', '1 week'],
+  ['2592000', '30 days'],
+  ['31536000', '1 year'],
+]
+const MODE_LABELS: Record<string, string> = {
+  redirect: 'Redirect',
+  preview: 'Preview page first',
+  frame: 'Framed, with a top bar',
+}
+/** A code in a dashboard path: the alphabet of generated codes and aliases (validated before any look-up). */
+const CODE = /^[A-Za-z0-9_-]{1,64}$/
+const DEST_SHOWN = 64
+
+/** Field names as people read them, for the service's messages ("The parameter "url"…" → "The URL…"). */
+const FIELD_NAMES: Record<string, string> = { url: 'The URL', alias: 'The alias', mode: 'The mode', expire: 'The expiry', password: 'The password' }
+const humane = (message: string) => message.replace(/^The parameter "(\w+)"/, (all, name: string) => FIELD_NAMES[name] ?? all)
+
+/** Which field of the form an error of the link service is about (null: the form as a whole). */
+function fieldOf(err: AppError): string | null {
+  switch (err.code) {
+    case 'invalid_url':
+      return 'url'
+    case 'invalid_alias':
+    case 'alias_taken':
+    case 'alias_reserved':
+      return 'alias'
+    case 'invalid_mode':
+      return 'mode'
+    case 'invalid_expire':
+      return 'expire'
+  }
+  const named = /^The parameter "(\w+)"/.exec(err.message)?.[1]
+  return named && named in FIELD_NAMES ? named : null
+}
+
+export type FieldErrors = Record<string, string>
+
+/** aria attributes and the message of a field's error (ids: NAME-error). */
+function errorOf(errors: FieldErrors, id: string) {
+  const msg = errors[id]
+  if (!msg) return { attrs: '', html: '' }
+  return {
+    attrs: ` aria-invalid="true" aria-describedby="${id}-error"`,
+    html: `<span class="error" id="${id}-error">${e(msg)}</span>`,
+  }
+}
+
+const selectOptions = (options: readonly (readonly [string, string])[], selected: string) =>
+  options.map(([v, label]) => `<option value="${e(v)}"${v === selected ? ' selected' : ''}>${e(label)}</option>`).join('')
+
+/** A destination as a table shows it: at most DEST_SHOWN characters, without the scheme. */
+export function shortDestination(url: string): string {
+  const bare = url.replace(/^https?:\/\//i, '')
+  return [...bare].length > DEST_SHOWN ? [...bare].slice(0, DEST_SHOWN - 1).join('') + '…' : bare
+}
+
+const LOCK_SVG =
+  '<svg class="lock" viewBox="0 0 16 16" width="14" height="14" aria-hidden="true" focusable="false"><path fill="currentColor" d="M4.5 7V5a3.5 3.5 0 0 1 7 0v2h.5A1 1 0 0 1 13 8v6a1 1 0 0 1-1 1H4a1 1 0 0 1-1-1V8a1 1 0 0 1 1-1zm1.5 0h4V5a2 2 0 0 0-4 0z"/></svg>'
+const lock = (has: boolean) => (has ? `<span class="lock-badge" title="Protected by a password">${LOCK_SVG}<span class="visually-hidden">Password protected</span></span>` : '')
+
+const day = (iso: string) => iso.slice(0, 10)
+const time = (iso: string) => `<time datetime="${e(iso)}" title="${e(when(Date.parse(iso)))}">${e(day(iso))}</time>`
+
+function expiryCell(r: LinkRecord): string {
+  if (!r.expires) return '<span class="muted">never</span>'
+  if (r.expired) return `<span class="tag expired">expired</span> ${time(r.expires)}`
+  return time(r.expires)
+}
+
+export interface ListQuery {
+  q: string
+  sort: LinkSort
+  page: number
+}
+
+/** The list's query from the URL, bounded and cleaned (never an error: a bad value means the default). */
+export function listQuery(url: URL): ListQuery {
+  const q = [...(url.searchParams.get('q') ?? '').trim()].slice(0, MAX_SEARCH_LENGTH).join('')
+  const sort: LinkSort = url.searchParams.get('sort') === 'clicks' ? 'clicks' : 'created'
+  const p = url.searchParams.get('page') ?? ''
+  const page = /^\d{1,6}$/.test(p) ? Math.max(1, Number(p)) : 1
+  return { q, sort, page }
+}
+
+/** /dashboard with the list's query (defaults left out), escaped for an attribute by the caller. */
+export function listHref(q: Partial<ListQuery>): string {
+  const params = new URLSearchParams()
+  if (q.q) params.set('q', q.q)
+  if (q.sort && q.sort !== 'created') params.set('sort', q.sort)
+  if (q.page && q.page > 1) params.set('page', String(q.page))
+  const s = params.toString()
+  return s ? `/dashboard?${s}` : '/dashboard'
+}
+
+export interface CreateForm {
+  url: string
+  alias: string
+  mode: string
+  expire: string
+}
+const EMPTY_FORM: CreateForm = { url: '', alias: '', mode: 'redirect', expire: '' }
+
+function createCard(s: Session, form: CreateForm, errors: FieldErrors): string {
+  const url = errorOf(errors, 'url')
+  const alias = errorOf(errors, 'alias')
+  const mode = errorOf(errors, 'mode')
+  const expire = errorOf(errors, 'expire')
+  const password = errorOf(errors, 'password')
+  const more = !!(form.alias || form.mode !== 'redirect' || form.expire || errors.alias || errors.mode || errors.expire || errors.password)
+  return `<section class="card link-new" aria-labelledby="new-heading">
+<h2 id="new-heading">Shorten a link</h2>
+<form method="post" action="/dashboard/links">
+<input type="hidden" name="_csrf" value="${e(s.csrf)}">
+<div class="link-new-row">
+<div class="field grow"><label for="url">Long URL</label>
+<input id="url" name="url" type="url" inputmode="url" autocomplete="off" required maxlength="4096" placeholder="https://example.com/a/long/address" value="${e(form.url)}"${url.attrs}>${url.html}</div>
+<button type="submit">Shorten</button>
+</div>
+<details class="more"${more ? ' open' : ''}><summary>More options</summary>
+<div class="form-grid">
+<div class="field"><label for="alias">Alias <span class="optional">(optional)</span></label>
+<input id="alias" name="alias" autocomplete="off" maxlength="32" value="${e(form.alias)}" aria-describedby="alias-hint${errors.alias ? ' alias-error' : ''}"${errors.alias ? ' aria-invalid="true"' : ''}>
+<span class="hint" id="alias-hint">2–32 letters, digits, _ or -; a random code otherwise.</span>${alias.html}</div>
+<div class="field"><label for="mode">Mode</label>
+<select id="mode" name="mode"${mode.attrs}>${selectOptions(MODES.map((m) => [m, MODE_LABELS[m] ?? m] as const), form.mode)}</select>${mode.html}</div>
+<div class="field"><label for="expire">Expires after</label>
+<select id="expire" name="expire"${expire.attrs}>${selectOptions(LIFETIMES, form.expire)}</select>${expire.html}</div>
+<div class="field"><label for="password">Password <span class="optional">(optional)</span></label>
+<input id="password" name="password" type="password" autocomplete="new-password" maxlength="128"${password.attrs}>${password.html}</div>
+</div>
+</details>
+</form>
+</section>`
+}
+
+function row(r: LinkRecord, fresh: boolean): string {
+  const c = r.hex
+  const label = `<span class="visually-hidden"> ${e(c)}</span>`
+  // Each cell's content is one element: on a phone a cell is a two-column grid of its label and that.
+  return `<tr${fresh ? ' class="fresh"' : ''}>
+<td class="link-cell" data-label="Link"><div class="short-line"><a class="short" id="short-${e(c)}" href="${e(r.url)}">${e(r.url)}</a>${lock(r.password)}<button type="button" class="copy secondary small" data-copy="short-${e(c)}" aria-label="Copy ${e(r.url)}" hidden>Copy</button></div>
+<div class="dest-line" title="${e(r.long_url)}">→&nbsp;${e(shortDestination(r.long_url))}</div></td>
+<td data-label="Mode"><span>${e(r.mode)}</span></td>
+<td class="n" data-label="Clicks"><span>${r.clicks}</span></td>
+<td class="date" data-label="Created">${time(r.created)}</td>
+<td class="date" data-label="Expires"><span>${expiryCell(r)}</span></td>
+<td class="row-actions" data-label="Actions"><span><a href="/${e(c)}+">Stats${label}</a> <a href="/qr/${e(c)}.png">QR${label}</a> <a href="/dashboard/links/${e(c)}">Edit${label}</a> <a class="danger-link" href="/dashboard/links/${e(c)}/delete">Delete${label}</a></span></td>
+</tr>`
+}
+
+function listCard(result: ReturnType<DashboardDeps['links']['search']>, query: ListQuery, fresh: string | null): string {
+  const { q, sort } = query
+  const sortLink = (value: LinkSort, text: string) =>
+    `<a href="${e(listHref({ q, sort: value }))}"${sort === value ? ' aria-current="true"' : ''}>${text}</a>`
+  const search = `<div class="list-tools">
+<form method="get" action="/dashboard" role="search" class="link-search">
+<label for="q" class="visually-hidden">Search your links</label>
+<input id="q" name="q" type="search" maxlength="${MAX_SEARCH_LENGTH}" placeholder="Search code or destination" value="${e(q)}">
+${sort !== 'created' ? `<input type="hidden" name="sort" value="${e(sort)}">` : ''}<button type="submit" class="secondary">Search</button>
+${q ? `<a href="${e(listHref({ sort }))}">Clear</a>` : ''}
+</form>
+<nav class="sort" aria-label="Sort links"><span class="muted">Sort:</span> ${sortLink('created', 'Newest')} ${sortLink('clicks', 'Most clicks')}</nav>
+</div>`
+  if (result.total === 0) {
+    const empty = q
+      ? `<div class="empty"><p>No link matches “${e(q)}”.</p><p><a href="${e(listHref({ sort }))}">Show all your links</a></p></div>`
+      : `<div class="empty"><p><strong>No links yet.</strong></p><p>Paste a long address in the form above to make your first short link, or create links from scripts with an <a href="/dashboard/keys">API key</a>.</p></div>`
+    return `<section class="card" aria-labelledby="list-heading"><h2 id="list-heading">Your links</h2>${q ? search : ''}${empty}</section>`
+  }
+  const from = result.offset + 1
+  const to = result.offset + result.links.length
+  const range = `${from}–${to} of ${result.total}${result.capped ? '+' : ''}`
+  const prev = result.page > 1 ? `<a href="${e(listHref({ q, sort, page: result.page - 1 }))}" rel="prev">← Previous</a>` : '<span></span>'
+  const next = result.page < result.pages ? `<a href="${e(listHref({ q, sort, page: result.page + 1 }))}" rel="next">Next →</a>` : '<span></span>'
+  return `<section class="card" aria-labelledby="list-heading">
+<h2 id="list-heading">Your links <span class="count">${result.capped ? `${result.total}+` : result.total}</span></h2>
+${search}
+<div class="table-wrap">
+<table class="links-table">
+<caption class="visually-hidden">Your links${q ? `, matching “${e(q)}”` : ''}, ${sort === 'clicks' ? 'most clicks first' : 'newest first'}: ${range}</caption>
+<thead><tr><th scope="col">Link</th><th scope="col">Mode</th><th scope="col" class="n">Clicks</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Actions</th></tr></thead>
+<tbody>
+${result.links.map((r) => row(r, r.hex === fresh)).join('\n')}
+</tbody>
+</table>
+</div>
+<nav class="pager" aria-label="Pages">${prev}<span class="range">${range}</span>${next}</nav>
+</section>`
+}
+
+export function createLinksSection({ shell, links }: DashboardDeps) {
+  function listPage(request: Request, s: Session, opts: { form?: CreateForm; errors?: FieldErrors; status?: number; formError?: string } = {}) {
+    const url = new URL(request.url)
+    const query = request.method === 'GET' ? listQuery(url) : { q: '', sort: 'created' as const, page: 1 }
+    const freshParam = url.searchParams.get('new')
+    const fresh = request.method === 'GET' && freshParam && CODE.test(freshParam) ? freshParam : null
+    const result = links.search(query, s.caller)
+    const content = `<div class="links-page"><h1>Links</h1>${createCard(s, opts.form ?? EMPTY_FORM, opts.errors ?? {})}${listCard(result, query, fresh)}</div>`
+    return shell.render(request, s, {
+      section: 'links',
+      title: 'Links',
+      content,
+      status: opts.status,
+      notice: opts.formError ? { kind: 'error', text: opts.formError } : undefined,
+    })
+  }
+
+  function notFoundPage(request: Request, s: Session, code: string) {
+    return shell.render(request, s, {
+      section: 'links',
+      title: 'Link not found',
+      status: 404,
+      content: `<div class="links-page"><h1>Link not found</h1><div class="card"><p>Your account has no link with the code <code>${e(code.slice(0, 64))}</code>. It may have been deleted.</p><p><a href="/dashboard">Back to your links</a></p></div></div>`,
+    })
+  }
+
+  /** The caller's link, or null (unknown, another account's, or not a code at all: all answered 404). */
+  function ownedLink(code: string, s: Session): LinkRecord | null {
+    if (!CODE.test(code)) return null
+    try {
+      return links.get({ code }, s.caller)
+    } catch (err) {
+      if (err instanceof AppError && (err.status === 404 || err.code === 'not_owner' || err.status === 400)) return null
+      throw err
+    }
+  }
+
+  function editPage(request: Request, s: Session, r: LinkRecord, opts: { values?: EditForm; errors?: FieldErrors; status?: number; formError?: string } = {}) {
+    const v = opts.values ?? { url: r.long_url, mode: r.mode, expire: 'keep', passwordAction: 'keep' }
+    const errors = opts.errors ?? {}
+    const url = errorOf(errors, 'url')
+    const mode = errorOf(errors, 'mode')
+    const expire = errorOf(errors, 'expire')
+    const pw = errorOf(errors, 'password')
+    const c = e(r.hex)
+    const currentExpiry = !r.expires ? 'It never expires.' : r.expired ? `It expired ${when(Date.parse(r.expires))}.` : `It expires ${when(Date.parse(r.expires))}.`
+    const expireOptions: [string, string][] = [['keep', 'Keep as it is'], ['0', 'Never'], ...LIFETIMES.slice(1).map(([sec, label]) => [sec, `${label} from now`] as [string, string])]
+    const radio = (value: string, text: string, extra = '') =>
+      `<label class="choice"><input type="radio" name="password_action" value="${value}"${v.passwordAction === value ? ' checked' : ''}${extra}> ${text}</label>`
+    const content = `<div class="links-page"><p class="back"><a href="/dashboard">← All links</a></p>
+<h1>Edit <code>${c}</code></h1>
+<div class="edit-layout">
+<section class="card" aria-labelledby="edit-heading">
+<h2 id="edit-heading">Settings</h2>
+<form method="post" action="/dashboard/links/${c}" class="stack">
+<input type="hidden" name="_csrf" value="${e(s.csrf)}">
+<div class="field"><label for="url">Destination URL</label>
+<input id="url" name="url" type="url" inputmode="url" autocomplete="off" required maxlength="4096" value="${e(v.url)}"${url.attrs}>${url.html}</div>
+<div class="form-grid">
+<div class="field"><label for="mode">Mode</label>
+<select id="mode" name="mode"${mode.attrs}>${selectOptions(MODES.map((m) => [m, MODE_LABELS[m] ?? m] as const), v.mode)}</select>${mode.html}</div>
+<div class="field"><label for="expire">Expiry</label>
+<select id="expire" name="expire" aria-describedby="expire-hint${errors.expire ? ' expire-error' : ''}"${errors.expire ? ' aria-invalid="true"' : ''}>${selectOptions(expireOptions, v.expire)}</select>
+<span class="hint" id="expire-hint">${e(currentExpiry)}</span>${expire.html}</div>
+</div>
+<fieldset class="password-choice"${errors.password ? ' aria-describedby="password-error"' : ''}>
+<legend>Password <span class="muted">(${r.password ? 'this link has one' : 'none set'})</span></legend>
+${radio('keep', r.password ? 'Keep the current password' : 'No password')}
+${radio('set', r.password ? 'Set a new password' : 'Set a password')}
+${r.password ? radio('remove', 'Remove the password') : ''}
+<div class="field"><label for="password">New password</label>
+<input id="password" name="password" type="password" autocomplete="new-password" maxlength="128" aria-describedby="password-hint${errors.password ? ' password-error' : ''}"${errors.password ? ' aria-invalid="true"' : ''}>
+<span class="hint" id="password-hint">Used when “${r.password ? 'Set a new password' : 'Set a password'}” is chosen; 1–128 characters.</span>${pw.html}</div>
+</fieldset>
+<div class="actions"><button type="submit">Save changes</button><a href="/dashboard">Cancel</a></div>
+</form>
+</section>
+<aside class="card link-side" aria-labelledby="qr-heading">
+<h2 id="qr-heading">Short link</h2>
+<div class="secret"><input id="edit-short" readonly value="${e(r.url)}" aria-label="Short link"><button type="button" class="copy secondary" data-copy="edit-short" hidden>Copy</button></div>
+<img class="qr" src="/qr/${c}.svg" width="200" height="200" alt="QR code of ${e(r.url)}">
+<p class="downloads">Download <a class="button secondary small" aria-label="Download the QR code as PNG" href="/qr/${c}.png" download="${c}.png">PNG</a> <a class="button secondary small" aria-label="Download the QR code as SVG" href="/qr/${c}.svg" download="${c}.svg">SVG</a></p>
+<dl class="facts">
+<dt>Clicks</dt><dd>${r.clicks} · <a href="/${c}+">statistics</a></dd>
+<dt>Created</dt><dd>${e(when(Date.parse(r.created)))}</dd>
+</dl>
+<p><a class="danger-link" href="/dashboard/links/${c}/delete">Delete this link…</a></p>
+</aside>
+</div></div>`
+    return shell.render(request, s, {
+      section: 'links',
+      title: `Edit ${r.hex}`,
+      content,
+      status: opts.status,
+      notice: opts.formError ? { kind: 'error', text: opts.formError } : undefined,
+    })
+  }
+
+  const app = new Elysia({ name: 'dashboard-links' })
+    .get('/dashboard', ({ request }) => {
+      const s = shell.require(request)
+      if (s instanceof Response) return s
+      return listPage(request, s)
+    })
+    .post(
+      '/dashboard/links',
+      async ({ request }) => {
+        const s = shell.require(request)
+        if (s instanceof Response) return s
+        const f = await shell.form(request, s)
+        const form: CreateForm = {
+          url: (f.get('url') ?? '').trim(),
+          alias: (f.get('alias') ?? '').trim(),
+          mode: f.get('mode') || 'redirect',
+          expire: f.get('expire') ?? '',
+        }
+        try {
+          const r = await links.create(
+            { url: form.url, alias: form.alias, mode: form.mode, expire: form.expire, password: f.get('password') ?? '' },
+            s.caller,
+          )
+          return shell.seeOther(`/dashboard?new=${encodeURIComponent(r.hex)}`, { kind: 'ok', text: `Created ${r.url} → ${shortDestination(r.long_url)}` })
+        } catch (err) {
+          if (!(err instanceof AppError) || err.status >= 500) throw err
+          const field = fieldOf(err)
+          return listPage(request, s, {
+            form,
+            status: err.status,
+            errors: field ? { [field]: humane(err.message) } : {},
+            formError: field ? undefined : humane(err.message),
+          })
+        }
+      },
+      { parse: 'none' },
+    )
+    .get('/dashboard/links/:code', ({ request, params }) => {
+      const s = shell.require(request)
+      if (s instanceof Response) return s
+      const r = ownedLink(params.code, s)
+      return r ? editPage(request, s, r) : notFoundPage(request, s, params.code)
+    })
+    .post(
+      '/dashboard/links/:code',
+      async ({ request, params }) => {
+        const s = shell.require(request)
+        if (s instanceof Response) return s
+        const f = await shell.form(request, s)
+        const r = ownedLink(params.code, s)
+        if (!r) return notFoundPage(request, s, params.code)
+        const values: EditForm = {
+          url: (f.get('url') ?? '').trim(),
+          mode: f.get('mode') ?? r.mode,
+          expire: f.get('expire') ?? 'keep',
+          passwordAction: ['set', 'remove'].includes(f.get('password_action') ?? '') ? (f.get('password_action') as 'set' | 'remove') : 'keep',
+        }
+        const changes: { url?: string; mode?: string; expire?: string; password?: string } = {}
+        if (values.url !== r.long_url) changes.url = values.url
+        if (values.mode !== r.mode) changes.mode = values.mode
+        if (values.expire !== 'keep') changes.expire = values.expire
+        if (values.passwordAction === 'remove') changes.password = ''
+        if (values.passwordAction === 'set') {
+          const pw = f.get('password') ?? ''
+          if (pw === '')
+            return editPage(request, s, r, { values, status: 400, errors: { password: 'Type the new password, or choose to keep the current one.' } })
+          changes.password = pw
+        }
+        if (Object.keys(changes).length === 0) return shell.seeOther(`/dashboard/links/${r.hex}`, { kind: 'ok', text: 'Nothing to change.' })
+        try {
+          await links.update({ code: r.hex, ...changes }, s.caller)
+        } catch (err) {
+          if (!(err instanceof AppError) || err.status >= 500) throw err
+          if (err.status === 404 || err.code === 'not_owner') return notFoundPage(request, s, r.hex)
+          const field = fieldOf(err)
+          return editPage(request, s, r, {
+            values,
+            status: err.status,
+            errors: field ? { [field]: humane(err.message) } : {},
+            formError: field ? undefined : humane(err.message),
+          })
+        }
+        return shell.seeOther(`/dashboard/links/${r.hex}`, { kind: 'ok', text: `Saved the changes to ${r.url}.` })
+      },
+      { parse: 'none' },
+    )
+    .get('/dashboard/links/:code/delete', ({ request, params }) => {
+      const s = shell.require(request)
+      if (s instanceof Response) return s
+      const r = ownedLink(params.code, s)
+      if (!r) return notFoundPage(request, s, params.code)
+      const c = e(r.hex)
+      return shell.render(request, s, {
+        section: 'links',
+        title: `Delete ${r.hex}`,
+        content: `<div class="links-page"><p class="back"><a href="/dashboard">← All links</a></p>
+<h1>Delete this link?</h1>
+<section class="card confirm">
+<dl class="facts">
+<dt>Short link</dt><dd><code>${e(r.url)}</code>${lock(r.password)}</dd>
+<dt>Destination</dt><dd class="dest-full">${e(r.long_url)}</dd>
+<dt>Clicks</dt><dd>${r.clicks}</dd>
+<dt>Created</dt><dd>${e(when(Date.parse(r.created)))}</dd>
+</dl>
+<p class="warn-text">Its statistics and QR code are deleted with it, and the code <code>${c}</code> becomes free for anyone. This cannot be undone.</p>
+<form method="post" action="/dashboard/links/${c}/delete" class="actions">
+<input type="hidden" name="_csrf" value="${e(s.csrf)}">
+<button type="submit" class="danger">Delete ${c}</button><a href="/dashboard/links/${c}">Cancel</a>
+</form>
+</section></div>`,
+      })
+    })
+    .post(
+      '/dashboard/links/:code/delete',
+      async ({ request, params }) => {
+        const s = shell.require(request)
+        if (s instanceof Response) return s
+        await shell.form(request, s)
+        const r = ownedLink(params.code, s)
+        if (!r) return notFoundPage(request, s, params.code)
+        try {
+          links.delete({ code: r.hex }, s.caller)
+        } catch (err) {
+          if (err instanceof AppError && (err.status === 404 || err.code === 'not_owner')) return notFoundPage(request, s, r.hex)
+          throw err
+        }
+        return shell.seeOther('/dashboard', { kind: 'ok', text: `Deleted ${r.url}.` })
+      },
+      { parse: 'none' },
+    )
+  return app
+}
+
+interface EditForm {
+  url: string
+  mode: string
+  expire: string
+  passwordAction: 'keep' | 'set' | 'remove'
 }

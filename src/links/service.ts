@@ -86,6 +86,15 @@ interface WindowAnswer {
 }
 const ANSWERS_KEPT = 1000
 
+/** The dashboard's list of links: a page of this many, and a search counted up to SEARCH_COUNT_MAX matches. */
+export const SEARCH_PAGE_SIZE = 25
+export const SEARCH_COUNT_MAX = 10_000
+export const MAX_SEARCH_LENGTH = 200
+export type LinkSort = 'created' | 'clicks'
+
+/** A LIKE pattern matching `text` anywhere, with LIKE's own characters (and the escape) taken literally. */
+export const containsPattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+
 export function createLinkService(deps: {
   db: Db
   config: Config
@@ -332,6 +341,32 @@ export function createLinkService(deps: {
         count: store.count(caller.accountId),
         next: more ? String(pageRows[pageRows.length - 1]!.id) : null,
       }
+    },
+
+    /** One of the caller's links (or any, for an admin), as links.json lists it: 404/403 otherwise. */
+    get(input: { code: unknown }, caller: Caller): LinkRecord {
+      return record(owned(input.code, caller))
+    },
+
+    /**
+     * The dashboard's list: the caller's own links whose code or destination contains `q` (case-insensitive
+     * for ASCII letters), newest or most clicked first, SEARCH_PAGE_SIZE a page. `total` is exact without a
+     * search (a counter) and counted up to SEARCH_COUNT_MAX with one (`capped` then says there are more);
+     * a page past the end answers the last page.
+     */
+    search(input: { q?: string; sort?: LinkSort; page?: number }, caller: Caller) {
+      const q = (input.q ?? '').trim()
+      if ([...q].length > MAX_SEARCH_LENGTH) throw invalidParameter('q', `at most ${MAX_SEARCH_LENGTH} characters`)
+      const sort: LinkSort = input.sort === 'clicks' ? 'clicks' : 'created'
+      const pattern = q ? containsPattern(q) : '%'
+      const counted = q ? store.searchCount(caller.accountId, pattern, SEARCH_COUNT_MAX + 1) : store.count(caller.accountId)
+      const capped = q !== '' && counted > SEARCH_COUNT_MAX
+      const total = capped ? SEARCH_COUNT_MAX : counted
+      const pages = Math.max(1, Math.ceil(total / SEARCH_PAGE_SIZE))
+      const page = Math.min(Math.max(1, Math.floor(input.page ?? 1) || 1), pages)
+      const offset = (page - 1) * SEARCH_PAGE_SIZE
+      const rows = store.search(caller.accountId, pattern, sort, SEARCH_PAGE_SIZE, offset)
+      return { links: rows.map(record), q, sort, page, pages, total, capped, offset, perPage: SEARCH_PAGE_SIZE }
     },
 
     /** How many links are stored (for /metrics): read from the per-account counters, not counted. */

@@ -44,6 +44,20 @@ export function createLinkStore(db: Db) {
      WHERE id = ?10 RETURNING *`,
   )
   const remove = db.query<unknown, [number]>('DELETE FROM links WHERE id = ?')
+  // The dashboard's list: one account's links matching a LIKE pattern ('%' for all; the service escapes what
+  // was typed), newest first (by id, the order of creation, along links_account) or most clicked first, a
+  // page at a time. Two fixed statements rather than SQL text built per call.
+  const SEARCH = "account_id = ?1 AND (code LIKE ?2 ESCAPE '\\' OR long_url LIKE ?2 ESCAPE '\\')"
+  const searchNewest = db.query<LinkRow, [number, string, number, number]>(
+    `SELECT * FROM links WHERE ${SEARCH} ORDER BY id DESC LIMIT ?3 OFFSET ?4`,
+  )
+  const searchClicks = db.query<LinkRow, [number, string, number, number]>(
+    `SELECT * FROM links WHERE ${SEARCH} ORDER BY clicks DESC, id DESC LIMIT ?3 OFFSET ?4`,
+  )
+  // Counted up to a bound: a search over a very large account stops counting there ("10000+").
+  const searchCount = db.query<{ n: number }, [number, string, number]>(
+    `SELECT count(*) AS n FROM (SELECT 1 FROM links WHERE ${SEARCH} LIMIT ?3)`,
+  )
   return {
     insert: (r: Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated'>) =>
       insert.get(r.code, r.long_url, r.account_id, r.mode, r.password_hash, r.created, r.created, r.expires)!,
@@ -64,6 +78,11 @@ export function createLinkStore(db: Db) {
         now, id,
       ),
     remove: (id: number) => remove.run(id),
+    /** A page of an account's links whose code or destination matches `pattern` (LIKE; its own %, _ and \\ escaped with a backslash). */
+    search: (accountId: number, pattern: string, sort: 'created' | 'clicks', limit: number, offset: number) =>
+      (sort === 'clicks' ? searchClicks : searchNewest).all(accountId, pattern, limit, offset),
+    /** How many of an account's links match `pattern`, counting up to `max`. */
+    searchCount: (accountId: number, pattern: string, max: number) => searchCount.get(accountId, pattern, max)!.n,
   }
 }
 export type LinkStore = ReturnType<typeof createLinkStore>
