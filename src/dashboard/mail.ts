@@ -79,7 +79,6 @@ export function createMailSection({ shell, mail, config }: DashboardDeps) {
 <div class="field">
 <label for="mail-local">Name <span class="muted">(optional)</span></label>
 <input id="mail-local" name="local" value="${h(form.local ?? '')}" maxlength="64" autocomplete="off" spellcheck="false" autocapitalize="off" aria-describedby="${err ? 'mail-local-error ' : ''}mail-local-hint"${err ? ' aria-invalid="true"' : ''}>
-<span class="hint" id="mail-local-hint">Empty for a random name. Letters, digits, ".", "_" and "-".</span>
 ${err ? `<span class="error" id="mail-local-error">${h(err)}</span>` : ''}
 </div>
 <div class="field">
@@ -88,7 +87,7 @@ ${err ? `<span class="error" id="mail-local-error">${h(err)}</span>` : ''}
 </div>
 <div class="actions"><button type="submit">Get address</button></div>
 </form>
-<p class="hint muted">An address you already have is renewed. Each one and its mail are deleted ${h(ttlText(config.mail.mailbox_ttl))} after it was last used.</p>
+<p class="hint muted" id="mail-local-hint">Leave the name empty for a random one; a name is letters, digits, ".", "_" and "-". An address you already have is renewed. Each one and its mail are deleted ${h(ttlText(config.mail.mailbox_ttl))} after it was last used.</p>
 </section>`
     let listHtml: string
     if (mailboxes.length === 0) {
@@ -98,16 +97,16 @@ ${err ? `<span class="error" id="mail-local-error">${h(err)}</span>` : ''}
         .map((m, i) => {
           const href = `/dashboard/mail/${h(m.address)}`
           return `<tr>
-<td><div class="mail-addr"><a href="${href}" id="mb-${i}">${h(m.address)}</a><button type="button" class="copy secondary small" data-copy="mb-${i}" aria-label="Copy ${h(m.address)}" hidden>Copy</button></div></td>
-<td>${h(whenIso(m.created))}</td>
-<td>${h(whenIso(m.expires))}</td>
-<td class="n">${m.messages}</td>
-<td class="n">${m.unread ? `<span class="badge">${m.unread}</span>` : '0'}</td>
+<td class="wide"><div class="mail-addr"><a href="${href}" id="mb-${i}">${h(m.address)}</a><button type="button" class="copy secondary small" data-copy="mb-${i}" aria-label="Copy ${h(m.address)}" hidden>Copy</button></div></td>
+<td data-label="Created">${h(whenIso(m.created))}</td>
+<td data-label="Expires">${h(whenIso(m.expires))}</td>
+<td class="n" data-label="Messages">${m.messages}</td>
+<td class="n" data-label="Unread">${m.unread ? `<span class="badge">${m.unread}</span>` : '0'}</td>
 </tr>`
         })
         .join('')
       const more = total > mailboxes.length ? `<p class="muted">Showing the newest ${mailboxes.length} of ${total}.</p>` : ''
-      listHtml = `<div class="table-wrap"><table class="mail-boxes">
+      listHtml = `<div class="table-wrap"><table class="mail-boxes stack">
 <caption class="visually-hidden">Your mailboxes, newest first</caption>
 <thead><tr><th scope="col">Address</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col" class="n">Messages</th><th scope="col" class="n">Unread</th></tr></thead>
 <tbody>${rows}</tbody></table></div>${more}`
@@ -153,12 +152,12 @@ ${err ? `<span class="error" id="mail-local-error">${h(err)}</span>` : ''}
       .map((m) => {
         const subject = m.subject.trim() || '(no subject)'
         return `<tr class="${m.seen ? 'seen' : 'unread'}">
-<td><span class="dot" aria-hidden="true"></span><span class="visually-hidden">${m.seen ? 'Read' : 'Unread'}</span></td>
-<td>${person(m.from)}</td>
-<td><a href="${base}/${m.id}">${h(subject)}</a>${m.intro ? `<div class="muted intro">${h(m.intro.slice(0, 120))}</div>` : ''}</td>
-<td>${h(whenIso(m.received))}</td>
-<td class="n">${h(size(m.size))}</td>
-<td class="n">${m.attachments || ''}${m.attachments ? '<span class="visually-hidden"> attachments</span>' : ''}</td>
+<td class="m-dot"><span class="dot" aria-hidden="true"></span><span class="visually-hidden">${m.seen ? 'Read' : 'Unread'}</span></td>
+<td class="m-from">${person(m.from)}</td>
+<td class="m-subject"><a href="${base}/${m.id}">${h(subject)}</a>${m.intro ? `<div class="muted intro">${h(m.intro.slice(0, 120))}</div>` : ''}</td>
+<td class="m-when">${h(whenIso(m.received))}</td>
+<td class="n m-size">${h(size(m.size))}</td>
+<td class="n m-files">${m.attachments ? `${m.attachments}<span class="visually-hidden"> attachment${m.attachments === 1 ? '' : 's'}</span>` : ''}</td>
 </tr>`
       })
       .join('')

@@ -105,15 +105,15 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
       const rows = list
         .map(
           (w) => `<tr>
-<td class="wh-url"><a href="/dashboard/webhooks/${w.id}">${h(w.url)}</a><div class="muted">Created ${h(whenIso(w.created))}</div></td>
-<td>${eventList(w.events)}</td>
-<td>${status(w)}</td>
-<td>${counts(w)}</td>
-<td><a href="/dashboard/webhooks/${w.id}/delete" class="danger-link" aria-label="Delete the endpoint ${h(w.url)}">Delete</a></td>
+<td class="wh-url wide"><a href="/dashboard/webhooks/${w.id}">${h(w.url)}</a><div class="muted">Created ${h(whenIso(w.created))}</div></td>
+<td class="wide" data-label="Events">${eventList(w.events)}</td>
+<td data-label="Status">${status(w)}</td>
+<td data-label="Deliveries">${counts(w)}</td>
+<td class="wide"><a href="/dashboard/webhooks/${w.id}/delete" class="danger-link" aria-label="Delete the endpoint ${h(w.url)}">Delete</a></td>
 </tr>`,
         )
         .join('')
-      listHtml = `<div class="table-wrap"><table class="wh-list">
+      listHtml = `<div class="table-wrap"><table class="wh-list stack">
 <caption class="visually-hidden">Your webhook endpoints</caption>
 <thead><tr><th scope="col">URL</th><th scope="col">Events</th><th scope="col">Status</th><th scope="col">Deliveries (7 days)</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
 <tbody>${rows}</tbody></table></div>`
@@ -167,20 +167,20 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
     const rows = log
       .map(
         (d) => `<tr>
-<td class="n">${d.event_id}</td>
-<td><code>${h(d.type)}</code></td>
-<td><span class="state ${d.state === 'ok' ? 'good' : d.state === 'failed' ? 'bad' : 'wait'}">${h(d.state)}</span></td>
-<td class="n">${d.attempts}</td>
-<td class="n">${d.last_status ?? '—'}</td>
-<td class="wh-error">${d.last_error ? h(d.last_error) : '—'}</td>
-<td class="n">${d.last_ms === null ? '—' : `${d.last_ms} ms`}</td>
-<td>${d.state === 'pending' ? `due ${h(whenIso(d.next_at))}` : h(whenIso(d.last_at))}</td>
-<td><form method="post" action="/dashboard/webhooks/${w.id}/redeliver">${csrf}<input type="hidden" name="event" value="${d.event_id}"><button type="submit" class="secondary small" aria-label="Redeliver event ${d.event_id}">Redeliver</button></form></td>
+<td class="n" data-label="Event">${d.event_id}</td>
+<td data-label="Type"><code>${h(d.type)}</code></td>
+<td data-label="State"><span class="state ${d.state === 'ok' ? 'good' : d.state === 'failed' ? 'bad' : 'wait'}">${h(d.state)}</span></td>
+<td class="n" data-label="Attempts">${d.attempts}</td>
+<td class="n" data-label="Status">${d.last_status ?? '—'}</td>
+<td class="wh-error" data-label="Last error">${d.last_error ? h(d.last_error) : '—'}</td>
+<td class="n" data-label="Time">${d.last_ms === null ? '—' : `${d.last_ms} ms`}</td>
+<td data-label="When">${d.state === 'pending' ? `due ${h(whenIso(d.next_at))}` : h(whenIso(d.last_at))}</td>
+<td class="wide"><form method="post" action="/dashboard/webhooks/${w.id}/redeliver">${csrf}<input type="hidden" name="event" value="${d.event_id}"><button type="submit" class="secondary small" aria-label="Redeliver event ${d.event_id}">Redeliver</button></form></td>
 </tr>`,
       )
       .join('')
     const table = log.length
-      ? `<div class="table-wrap"><table class="wh-log">
+      ? `<div class="table-wrap"><table class="wh-log stack">
 <caption class="visually-hidden">Deliveries to this endpoint, newest event first</caption>
 <thead><tr><th scope="col" class="n">Event</th><th scope="col">Type</th><th scope="col">State</th><th scope="col" class="n">Attempts</th><th scope="col" class="n">Status</th><th scope="col">Last error</th><th scope="col" class="n">Time</th><th scope="col">When</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
 <tbody>${rows}</tbody></table></div>${log.length >= LOG_SHOWN ? `<p class="muted">The newest ${LOG_SHOWN} deliveries.</p>` : ''}`
