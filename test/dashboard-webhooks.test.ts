@@ -121,7 +121,7 @@ describe('an endpoint', () => {
   test('without the form token: every POST is 403 and nothing changes', async () => {
     const before = { endpoints: endpoints(), deliveries: deliveries(aliceHook) }
     for (const [path, fields] of [
-      ['/dashboard/webhooks', { url: 'http://127.0.0.1:9/forged' }],
+      ['/dashboard/webhooks', { url: 'http://127.0.0.1:9/forged', events: 'link.created' }],
       [`/dashboard/webhooks/${aliceHook}/test`, {}],
       [`/dashboard/webhooks/${aliceHook}/redeliver`, { event: String(before.deliveries[0]!.event_id) }],
       [`/dashboard/webhooks/${aliceHook}/delete`, {}],
