@@ -1,11 +1,272 @@
-// The dashboard's Webhooks section (placeholder until it is built).
+// The dashboard's Webhooks section: the account's endpoints with their delivery counts, creating one (its
+// signing secret shown once, in the POST's own answer), deleting one (after a confirmation page), and an
+// endpoint's delivery log with "send a test event" and "redeliver". Everything goes through the webhook
+// service with the session's caller, so the API's rules (SSRF guard, 20 endpoints, ownership) hold here;
+// another account's endpoint is a 404, as if it did not exist.
 import { Elysia } from 'elysia'
+import { AppError } from '../errors'
+import { escapeHtml as h } from '../pages/render'
+import { DEFAULT_EVENTS, EVENT_TYPES } from '../webhooks/outbox'
+import { MAX_ENDPOINTS } from '../webhooks/service'
 import type { DashboardDeps } from './index'
+import type { Session } from './sessions'
+import { when } from './shell'
 
-export function createWebhooksSection({ shell }: DashboardDeps) {
-  return new Elysia({ name: 'dashboard-webhooks' }).get('/dashboard/webhooks', ({ request }) => {
+/** Deliveries shown in an endpoint's log, newest event first (the log keeps 7 days). */
+export const LOG_SHOWN = 100
+
+const EVENT_HELP: Record<string, string> = {
+  'link.created': 'a link is created',
+  'link.updated': 'a link is edited',
+  'link.deleted': 'a link is deleted',
+  'link.clicked': 'a link is visited (busy: one event per click)',
+  'mail.received': 'a mailbox receives a message',
+}
+
+const whenIso = (iso: string | null) => (iso ? when(Date.parse(iso)) : '')
+
+/** The service's messages speak of API parameters; on a form they are about its fields. */
+const forForm = (message: string) => message.replace('The parameter "url"', 'The URL').replace('The parameter "events"', 'The events')
+
+type Endpoint = ReturnType<DashboardDeps['webhooks']['list']>['webhooks'][number]
+
+function status(w: Endpoint): string {
+  if (!w.enabled)
+    return `<span class="state bad">Disabled</span>${w.disabled_reason ? `<div class="muted">${h(w.disabled_reason)}</div>` : ''}`
+  if (w.failing) return '<span class="state warn">Failing</span><div class="muted">A delivery used up its retries</div>'
+  return '<span class="state good">Active</span>'
+}
+
+const counts = (w: Endpoint) =>
+  `<span class="wh-counts"><span title="Delivered">${w.deliveries.ok} ok</span> · <span title="Failed">${w.deliveries.failed} failed</span> · <span title="Pending">${w.deliveries.pending} pending</span></span>`
+
+const eventList = (events: string) =>
+  events
+    .split(',')
+    .map((e) => `<code>${h(e)}</code>`)
+    .join(' ')
+
+export function createWebhooksSection({ shell, webhooks }: DashboardDeps) {
+  const notFoundPage = (request: Request, s: Session) =>
+    shell.render(request, s, {
+      section: 'webhooks',
+      title: 'Not found',
+      status: 404,
+      content: `<h1>Not found</h1><div class="card"><p>There is no such webhook in your account.</p><p><a href="/dashboard/webhooks">Back to your webhooks</a></p></div>`,
+    })
+
+  const endpointOf = (s: Session, idText: string): Endpoint | null =>
+    /^[1-9][0-9]{0,14}$/.test(idText) ? (webhooks.list(s.caller).webhooks.find((w) => w.id === Number(idText)) ?? null) : null
+
+  // ---------------------------------------------------------------------------------------------------
+  // The list and the form
+
+  interface FormState {
+    url?: string
+    events?: string[]
+    error?: { field: 'url' | 'events'; text: string }
+    status?: number
+  }
+
+  function listPage(request: Request, s: Session, form: FormState = {}) {
+    const list = webhooks.list(s.caller).webhooks
+    const chosen = form.events ?? DEFAULT_EVENTS
+    const err = form.error
+    const urlErr = err?.field === 'url'
+    const evErr = err?.field === 'events'
+    const boxes = EVENT_TYPES.map(
+      (t) => `<label class="wh-event"><input type="checkbox" name="events" value="${h(t)}"${chosen.includes(t) ? ' checked' : ''}>
+<span><code>${h(t)}</code> <span class="muted">when ${h(EVENT_HELP[t] ?? t)}</span></span></label>`,
+    ).join('')
+    const full = list.length >= MAX_ENDPOINTS
+    const formHtml = `<section class="card" aria-labelledby="new-webhook">
+<h2 id="new-webhook">Add an endpoint</h2>
+${full ? `<p class="muted">You have ${MAX_ENDPOINTS} endpoints, the most an account can have: delete one to add another.</p>` : ''}
+<form method="post" action="/dashboard/webhooks" class="wh-form">
+<input type="hidden" name="_csrf" value="${h(s.csrf)}">
+<div class="field">
+<label for="wh-url">URL</label>
+<input id="wh-url" name="url" type="url" required maxlength="2048" value="${h(form.url ?? '')}" placeholder="https://hooks.example.com/linkbox" autocomplete="off" spellcheck="false" aria-describedby="${urlErr ? 'wh-url-error ' : ''}wh-url-hint"${urlErr ? ' aria-invalid="true"' : ''}>
+<span class="hint" id="wh-url-hint">Events are POSTed here as JSON, signed with the endpoint's secret (Standard Webhooks).</span>
+${urlErr ? `<span class="error" id="wh-url-error">${h(err!.text)}</span>` : ''}
+</div>
+<fieldset class="wh-events"${evErr ? ' aria-describedby="wh-events-error" aria-invalid="true"' : ''}>
+<legend>Events</legend>
+${boxes}
+${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''}
+</fieldset>
+<div class="actions"><button type="submit">Add endpoint</button></div>
+</form>
+</section>`
+    let listHtml: string
+    if (list.length === 0) {
+      listHtml = '<p class="empty">No endpoints yet. Add one above to be told when links change or mail arrives.</p>'
+    } else {
+      const rows = list
+        .map(
+          (w) => `<tr>
+<td class="wh-url wide"><a href="/dashboard/webhooks/${w.id}">${h(w.url)}</a><div class="muted">Created ${h(whenIso(w.created))}</div></td>
+<td class="wide" data-label="Events">${eventList(w.events)}</td>
+<td data-label="Status">${status(w)}</td>
+<td data-label="Deliveries">${counts(w)}</td>
+<td class="wide"><a href="/dashboard/webhooks/${w.id}/delete" class="danger-link" aria-label="Delete the endpoint ${h(w.url)}">Delete</a></td>
+</tr>`,
+        )
+        .join('')
+      listHtml = `<div class="table-wrap"><table class="wh-list stack">
+<caption class="visually-hidden">Your webhook endpoints</caption>
+<thead><tr><th scope="col">URL</th><th scope="col">Events</th><th scope="col">Status</th><th scope="col">Deliveries (7 days)</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+<tbody>${rows}</tbody></table></div>`
+    }
+    return shell.render(request, s, {
+      section: 'webhooks',
+      title: 'Webhooks',
+      status: form.status,
+      content: `<h1>Webhooks</h1><section class="card" aria-labelledby="your-webhooks"><h2 id="your-webhooks">Your endpoints</h2>${listHtml}</section>${formHtml}`,
+    })
+  }
+
+  async function create(request: Request, s: Session) {
+    const fields = await shell.form(request, s)
+    const url = (fields.get('url') ?? '').trim()
+    const events = fields.getAll('events').filter((e) => (EVENT_TYPES as readonly string[]).includes(e))
+    const again = (field: 'url' | 'events', text: string, status: number) =>
+      listPage(request, s, { url, events, error: { field, text }, status })
+    if (!url) return again('url', 'Enter the URL events are sent to.', 400)
+    // The service reads an empty list as "the default events": on this form nothing ticked means nothing chosen.
+    if (events.length === 0) return again('events', 'Choose at least one event.', 400)
+    let made
+    try {
+      made = await webhooks.create(s.caller, { url, events: events.join(',') })
+    } catch (err) {
+      if (err instanceof AppError && err.status < 500)
+        return again(err.code === 'invalid_parameter' && err.message.includes('"events"') ? 'events' : 'url', forForm(err.message), err.status)
+      throw err
+    }
+    // The secret is in this answer only: never stored in the page's URL, a cookie or a redirect.
+    const content = `<p class="crumbs"><a href="/dashboard/webhooks">Webhooks</a> /</p>
+<h1>Endpoint added</h1>
+<section class="card" aria-labelledby="secret-h">
+<h2 id="secret-h">Its signing secret</h2>
+<p class="warn" id="secret-warning"><strong>Copy it now: it is shown only this once.</strong> Your receiver checks each delivery's <code>webhook-signature</code> with it. If you lose it, delete the endpoint and add it again.</p>
+<div class="secret"><input id="wh-secret" readonly value="${h(made.secret)}" aria-label="Signing secret" aria-describedby="secret-warning" spellcheck="false"><button type="button" class="copy" data-copy="wh-secret" hidden>Copy</button></div>
+<dl class="wh-meta"><dt>URL</dt><dd>${h(made.url)}</dd><dt>Events</dt><dd>${eventList(made.events)}</dd></dl>
+<div class="actions"><a class="button" href="/dashboard/webhooks/${made.id}">Open its delivery log</a><a class="button secondary" href="/dashboard/webhooks">Back to webhooks</a></div>
+</section>`
+    return shell.render(request, s, { section: 'webhooks', title: 'Endpoint added', content })
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // One endpoint: its log, the test event, redelivery, deletion
+
+  function endpointPage(request: Request, s: Session, idText: string) {
+    const w = endpointOf(s, idText)
+    if (!w) return notFoundPage(request, s)
+    const log = webhooks.deliveries(s.caller, { id: w.id, limit: LOG_SHOWN }).deliveries
+    const csrf = `<input type="hidden" name="_csrf" value="${h(s.csrf)}">`
+    const rows = log
+      .map(
+        (d) => `<tr>
+<td class="n" data-label="Event">${d.event_id}</td>
+<td data-label="Type"><code>${h(d.type)}</code></td>
+<td data-label="State"><span class="state ${d.state === 'ok' ? 'good' : d.state === 'failed' ? 'bad' : 'wait'}">${h(d.state)}</span></td>
+<td class="n" data-label="Attempts">${d.attempts}</td>
+<td class="n" data-label="Status">${d.last_status ?? '—'}</td>
+<td class="wh-error" data-label="Last error">${d.last_error ? h(d.last_error) : '—'}</td>
+<td class="n" data-label="Time">${d.last_ms === null ? '—' : `${d.last_ms} ms`}</td>
+<td data-label="When">${d.state === 'pending' ? `due ${h(whenIso(d.next_at))}` : h(whenIso(d.last_at))}</td>
+<td class="wide"><form method="post" action="/dashboard/webhooks/${w.id}/redeliver">${csrf}<input type="hidden" name="event" value="${d.event_id}"><button type="submit" class="secondary small" aria-label="Redeliver event ${d.event_id}">Redeliver</button></form></td>
+</tr>`,
+      )
+      .join('')
+    const table = log.length
+      ? `<div class="table-wrap"><table class="wh-log stack">
+<caption class="visually-hidden">Deliveries to this endpoint, newest event first</caption>
+<thead><tr><th scope="col" class="n">Event</th><th scope="col">Type</th><th scope="col">State</th><th scope="col" class="n">Attempts</th><th scope="col" class="n">Status</th><th scope="col">Last error</th><th scope="col" class="n">Time</th><th scope="col">When</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+<tbody>${rows}</tbody></table></div>${log.length >= LOG_SHOWN ? `<p class="muted">The newest ${LOG_SHOWN} deliveries.</p>` : ''}`
+      : '<p class="empty">Nothing sent yet. Send a test event to see a delivery here.</p>'
+    const content = `<p class="crumbs"><a href="/dashboard/webhooks">Webhooks</a> /</p>
+<h1 class="wh-title">${h(w.url)}</h1>
+<section class="card">
+<dl class="wh-meta"><dt>Status</dt><dd>${status(w)}</dd><dt>Events</dt><dd>${eventList(w.events)}</dd><dt>Deliveries</dt><dd>${counts(w)}</dd><dt>Created</dt><dd>${h(whenIso(w.created))}</dd></dl>
+<div class="actions">
+<form method="post" action="/dashboard/webhooks/${w.id}/test">${csrf}<button type="submit">Send a test event</button></form>
+<a class="button secondary" href="/dashboard/webhooks/${w.id}">Reload</a>
+<a class="button secondary danger-outline" href="/dashboard/webhooks/${w.id}/delete">Delete…</a>
+</div>
+</section>
+<section class="card" aria-labelledby="log-h"><h2 id="log-h">Delivery log</h2>${table}
+<p class="hint muted">Failed deliveries are retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h. The log keeps 7 days.</p></section>`
+    return shell.render(request, s, { section: 'webhooks', title: `Webhook ${w.id}`, content })
+  }
+
+  function confirmPage(request: Request, s: Session, idText: string) {
+    const w = endpointOf(s, idText)
+    if (!w) return notFoundPage(request, s)
+    const content = `<p class="crumbs"><a href="/dashboard/webhooks">Webhooks</a> / <a href="/dashboard/webhooks/${w.id}">${h(w.url)}</a> /</p>
+<h1>Delete this endpoint?</h1>
+<section class="card">
+<p class="wh-url"><strong>${h(w.url)}</strong></p>
+<p>It will get no more events, and its delivery log goes with it. This cannot be undone.</p>
+<form method="post" action="/dashboard/webhooks/${w.id}/delete" class="actions">
+<input type="hidden" name="_csrf" value="${h(s.csrf)}">
+<button type="submit" class="danger">Delete endpoint</button>
+<a class="button secondary" href="/dashboard/webhooks/${w.id}">Cancel</a>
+</form>
+</section>`
+    return shell.render(request, s, { section: 'webhooks', title: 'Delete endpoint', content })
+  }
+
+  /** A POST on one endpoint: the form's checks, then `act`; another account's (or none) → the 404 page. */
+  async function onEndpoint(request: Request, s: Session, idText: string, act: (w: Endpoint, fields: URLSearchParams) => Response) {
+    const fields = await shell.form(request, s)
+    const w = endpointOf(s, idText)
+    if (!w) return notFoundPage(request, s)
+    try {
+      return act(w, fields)
+    } catch (err) {
+      // The endpoint is the caller's (checked above): what is left is about the request (an unknown event).
+      if (err instanceof AppError && err.status < 500)
+        return shell.seeOther(`/dashboard/webhooks/${idText}`, { kind: 'error', text: err.message })
+      throw err
+    }
+  }
+
+  const signedIn = (request: Request, then: (s: Session) => Response | Promise<Response>) => {
     const s = shell.require(request)
-    if (s instanceof Response) return s
-    return shell.render(request, s, { section: 'webhooks', title: 'Webhooks', content: '<h1>Webhooks</h1><p class="empty">Coming soon.</p>' })
-  })
+    return s instanceof Response ? s : then(s)
+  }
+
+  return new Elysia({ name: 'dashboard-webhooks' })
+    .get('/dashboard/webhooks', ({ request }) => signedIn(request, (s) => listPage(request, s)))
+    .post('/dashboard/webhooks', ({ request }) => signedIn(request, (s) => create(request, s)))
+    .get('/dashboard/webhooks/:id', ({ request, params }) => signedIn(request, (s) => endpointPage(request, s, params.id)))
+    .get('/dashboard/webhooks/:id/delete', ({ request, params }) => signedIn(request, (s) => confirmPage(request, s, params.id)))
+    .post('/dashboard/webhooks/:id/delete', ({ request, params }) =>
+      signedIn(request, (s) =>
+        onEndpoint(request, s, params.id, (w) => {
+          webhooks.delete(s.caller, { id: w.id })
+          return shell.seeOther('/dashboard/webhooks', { kind: 'ok', text: `The endpoint ${w.url} is deleted.` })
+        }),
+      ),
+    )
+    .post('/dashboard/webhooks/:id/test', ({ request, params }) =>
+      signedIn(request, (s) =>
+        onEndpoint(request, s, params.id, ({ id }) => {
+          const t = webhooks.testOwned(s.caller, { id })
+          const text = t.enabled
+            ? `A test event (${t.webhook_id}) is on its way: reload to see it in the log.`
+            : `A test event (${t.webhook_id}) is queued, but this endpoint is disabled: it will not be sent.`
+          return shell.seeOther(`/dashboard/webhooks/${id}`, { kind: 'ok', text })
+        }),
+      ),
+    )
+    .post('/dashboard/webhooks/:id/redeliver', ({ request, params }) =>
+      signedIn(request, (s) =>
+        onEndpoint(request, s, params.id, ({ id }, fields) => {
+          const r = webhooks.redeliver(s.caller, { id, event: fields.get('event') ?? '' })
+          return shell.seeOther(`/dashboard/webhooks/${id}`, { kind: 'ok', text: `Event ${r.event_id} (${r.webhook_id}) will be sent again.` })
+        }),
+      ),
+    )
 }

@@ -169,13 +169,15 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
    * messages go with it). Everything between the read and the write is synchronous, in one transaction:
    * two accounts asking for one name at once cannot both get it.
    */
-  function getOrCreate(caller: Caller, input: string | undefined): MailboxAnswer {
+  function getOrCreate(caller: Caller, input: string | undefined, randomDomain?: string): MailboxAnswer {
     const wanted = input && input.trim() ? normalizeAddress(input) : null
+    // A random name goes on the default domain, or on `randomDomain` (the dashboard's domain choice) when it is one of ours.
+    const domain = randomDomain && domains.includes(randomDomain) ? randomDomain : domains[0]!
     const now = clock()
     let freed: string[] = []
     const row = stored(db, () => db.transaction((): MailboxRow => {
       for (let attempt = 0; ; attempt++) {
-        const address = wanted ?? `${randomLocalPart()}@${domains[0]}`
+        const address = wanted ?? `${randomLocalPart()}@${domain}`
         const existing = store.byAddress(address)
         if (live(existing, now)) {
           if (wanted === null) continue // a random name that is taken: draw again
@@ -434,9 +436,21 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
     return { mailboxes, orphans }
   }
 
+  /** The dashboard's list: the caller's live mailboxes, newest first, at most `limit`, with unread counts; and how many in all. */
+  function mailboxesOf(caller: Caller, limit: number) {
+    const now = clock()
+    return {
+      total: store.countOf(caller.accountId, now),
+      mailboxes: store.mailboxesOf(caller.accountId, now, limit).map((r) => ({ ...answer(r), unread: r.unread })),
+    }
+  }
+
   return {
     domains,
     normalizeAddress,
+    mailboxesOf,
+    /** One of the caller's live mailboxes (renewed like any use), or 404 / 403 not_owner. */
+    mailbox: (caller: Caller, address: string): MailboxAnswer => answer(owned(caller, address)),
     getOrCreate,
     listMessages,
     readMessage,

@@ -110,6 +110,13 @@ export function createMailStore(db: Db) {
     inlineRaw: db.query<{ raw: Uint8Array }, [string]>('SELECT raw FROM mail_inline WHERE blob = ?'),
     inlineBody: db.query<{ body: string }, [string]>('SELECT body FROM mail_inline WHERE blob = ?'),
     inlinePart: db.query<{ data: Uint8Array }, [string, number]>('SELECT data FROM mail_inline_parts WHERE blob = ? AND part = ?'),
+    // The dashboard's list of an account's live mailboxes (mailboxes_account), with each one's unread count
+    // (at most mail.max_messages rows per mailbox, through mail_messages_mailbox).
+    mailboxesOf: db.query<MailboxRow & { unread: number }, [number, number, number]>(
+      `SELECT b.*, (SELECT count(*) FROM mail_messages m WHERE m.mailbox_id = b.id AND m.seen = 0) AS unread
+         FROM mailboxes b WHERE b.account_id = ? AND b.expires > ? ORDER BY b.id DESC LIMIT ?`,
+    ),
+    countOf: db.query<{ n: number }, [number, number]>('SELECT count(*) AS n FROM mailboxes WHERE account_id = ? AND expires > ?'),
     totals: db.query<{ mailboxes: number; messages: number; bytes: number }, []>(
       'SELECT count(*) AS mailboxes, coalesce(sum(messages), 0) AS messages, coalesce(sum(bytes), 0) AS bytes FROM mailboxes',
     ),
@@ -144,6 +151,9 @@ export function createMailStore(db: Db) {
     markSeen: (id: number) => void q.markSeen.run(id),
     blobUsed: (blob: string) => q.blobUsed.get(blob)!.n > 0,
     totals: () => q.totals.get()!,
+    /** An account's live mailboxes, newest first, at most `limit`, each with its unread count. */
+    mailboxesOf: (accountId: number, now: number, limit: number) => q.mailboxesOf.all(accountId, now, limit),
+    countOf: (accountId: number, now: number) => q.countOf.get(accountId, now)!.n,
     /** A small message's bytes, stored in the same transaction as its rows (see migration 5). */
     insertInline(blob: string, raw: Uint8Array, body: string, parts: Uint8Array[]) {
       q.insertInline.run(blob, raw, body)

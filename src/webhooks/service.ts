@@ -155,6 +155,11 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
     }
   }
 
+  function testRow(row: EndpointRow) {
+    const eventId = outbox.enqueueFor(row.id, row.account_id, 'webhook.test', { webhook: row.id, url: row.url })
+    return { event_id: eventId, webhook_id: webhookId(eventId), enabled: row.enabled === 1 }
+  }
+
   return {
     create: (caller: Caller, input: { url?: unknown; events?: unknown }) => createFor(caller.accountId, input),
     createFor,
@@ -201,9 +206,10 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
     test(id: number) {
       const row = store.endpoint(id)
       if (!row) throw notFound(`There is no webhook ${id}.`)
-      const eventId = outbox.enqueueFor(row.id, row.account_id, 'webhook.test', { webhook: row.id, url: row.url })
-      return { event_id: eventId, webhook_id: webhookId(eventId), enabled: row.enabled === 1 }
+      return testRow(row)
     },
+    /** The dashboard's "Send a test event": the same, for one of the caller's own endpoints. */
+    testOwned: (caller: Caller, input: { id?: unknown }) => testRow(owned(caller, input.id)),
 
     /**
      * Keeps the outbox bounded: events delivered or failed (nothing pending) more than 7 days ago go with

@@ -1,0 +1,237 @@
+// The dashboard's Mailboxes section through the real app and SQLite file, with mail delivered over a real
+// SMTP socket (nodemailer): the list and the form (errors tied to the field), a mailbox's messages, a
+// message read in full, the HTML route's strict headers, the CSRF check, and another account's mailbox,
+// message and HTML answered with the same 404 as ones that do not exist.
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
+import nodemailer from 'nodemailer'
+import { MAIL_HTML_HEADERS } from '../src/dashboard/mail'
+import { makeBox, type TestBox } from './support/app'
+import { postForm, signIn, type SignedIn } from './support/dashboard'
+
+// Sockets and fsyncs: more than bun's default of 5 s on a slow disk.
+setDefaultTimeout(30_000)
+
+const DOMAIN = 'mail.test'
+const OTHER_DOMAIN = 'other.test'
+
+let box: TestBox
+let port: number
+let alice: SignedIn
+let bob: SignedIn
+let send: ReturnType<typeof nodemailer.createTransport>
+
+beforeAll(async () => {
+  box = await makeBox({ mail: { domains: [DOMAIN, OTHER_DOMAIN], smtp_host: '127.0.0.1' } }, { smtpPort: 0 })
+  port = (await box.startSmtp())!.port
+  await box.accounts.createAccount({ name: 'alice', password: 'alice password' })
+  await box.accounts.createAccount({ name: 'bob', password: 'bob password' })
+  alice = await signIn(box, 'alice', 'alice password')
+  bob = await signIn(box, 'bob', 'bob password')
+  send = nodemailer.createTransport({ host: '127.0.0.1', port, secure: false, ignoreTLS: true } as any)
+})
+afterAll(async () => {
+  send?.close()
+  await box?.cleanup()
+})
+
+const page = (who: SignedIn, path: string) => box.request(path, { headers: { cookie: who.cookie } })
+const mailboxRows = () => box.db.query('SELECT address, account_id FROM mailboxes ORDER BY id').all() as { address: string; account_id: number }[]
+
+async function newMailbox(who: SignedIn, local: string, domain = DOMAIN): Promise<string> {
+  const res = await postForm(box, who, '/dashboard/mail', { local, domain })
+  expect(res.status).toBe(303)
+  return decodeURIComponent(res.headers.get('location')!.replace('/dashboard/mail/', ''))
+}
+
+describe('the list and the form', () => {
+  test('no mailboxes: an empty list and the form, the domains to choose from', async () => {
+    const res = await page(alice, '/dashboard/mail')
+    expect(res.status).toBe(200)
+    const html = await res.text()
+    expect(html).toContain('No mailboxes yet')
+    expect(html).toContain(`<option value="${DOMAIN}" selected>@${DOMAIN}</option>`)
+    expect(html).toContain(`<option value="${OTHER_DOMAIN}">@${OTHER_DOMAIN}</option>`)
+    expect(html).toContain('aria-current="page">Mailboxes')
+  })
+
+  test('a name makes that address (303 to its page, with a notice); a random one goes on the chosen domain', async () => {
+    const res = await postForm(box, alice, '/dashboard/mail', { local: 'Signup-Test', domain: DOMAIN })
+    expect(res.status).toBe(303)
+    expect(res.headers.get('location')).toBe(`/dashboard/mail/signup-test@${DOMAIN}`)
+    const notice = res.headers.get('set-cookie')!.match(/lb_notice=([^;]+)/)![1]!
+    const mailboxPage = await box.request(res.headers.get('location')!, { headers: { cookie: `${alice.cookie}; lb_notice=${notice}` } })
+    expect(mailboxPage.status).toBe(200)
+    const html = await mailboxPage.text()
+    expect(html).toContain(`signup-test@${DOMAIN} is ready until`)
+    expect(html).toContain('No mail yet')
+    expect(html).toContain('data-copy="mb-address"')
+
+    const random = await newMailbox(alice, '', OTHER_DOMAIN)
+    expect(random).toMatch(new RegExp(`^[a-z0-9]{10}@${OTHER_DOMAIN.replace('.', '\\.')}$`))
+    const aliceId = (box.db.query("SELECT id FROM accounts WHERE name = 'alice'").get() as { id: number }).id
+    expect(mailboxRows().filter((r) => r.account_id === aliceId).map((r) => r.address)).toEqual([`signup-test@${DOMAIN}`, random])
+
+    // Newest first, each with a copy button, and the counts.
+    const list = await (await page(alice, '/dashboard/mail')).text()
+    expect(list.indexOf(random)).toBeLessThan(list.indexOf(`signup-test@${DOMAIN}`))
+    expect(list).toContain('<button type="button" class="copy secondary small" data-copy="mb-0"')
+    expect(list).toContain(`<a href="/dashboard/mail/${random}" id="mb-0">${random}</a>`)
+  })
+
+  test('asking again for an address you have renews it: still one row', async () => {
+    const before = mailboxRows().length
+    expect(await newMailbox(alice, 'signup-test')).toBe(`signup-test@${DOMAIN}`)
+    expect(mailboxRows().length).toBe(before)
+  })
+
+  test('a bad name: 400, the message tied to the field, what was typed kept, nothing made', async () => {
+    const before = mailboxRows().length
+    const res = await postForm(box, alice, '/dashboard/mail', { local: 'no spaces<b>', domain: DOMAIN })
+    expect(res.status).toBe(400)
+    const html = await res.text()
+    expect(html).toContain('aria-invalid="true"')
+    expect(html).toContain('aria-describedby="mail-local-error mail-local-hint"')
+    expect(html).toContain('<span class="error" id="mail-local-error">The name must be 1 to 64 characters')
+    expect(html).toContain('value="no spaces&lt;b&gt;"')
+    expect(mailboxRows().length).toBe(before)
+
+    const domain = await postForm(box, alice, '/dashboard/mail', { local: 'x', domain: 'evil.example' })
+    expect(domain.status).toBe(400)
+    expect(await domain.text()).toContain('Choose one of the domains listed.')
+  })
+
+  test("another account's address: 403 with the service's message on the field", async () => {
+    const res = await postForm(box, bob, '/dashboard/mail', { local: 'signup-test', domain: DOMAIN })
+    expect(res.status).toBe(403)
+    const html = await res.text()
+    expect(html).toContain(`The address signup-test@${DOMAIN} belongs to another account.`)
+    expect(html).toContain('aria-invalid="true"')
+    expect(html).not.toContain(`href="/dashboard/mail/signup-test@${DOMAIN}"`)
+  })
+
+  test('without the form token, or from another site: 403 and no mailbox', async () => {
+    const before = mailboxRows().length
+    for (const res of [
+      await postForm(box, alice, '/dashboard/mail', { local: 'forged', domain: DOMAIN, _csrf: '' }),
+      await postForm(box, alice, '/dashboard/mail', { local: 'forged', domain: DOMAIN, _csrf: alice.csrf + 'x' }),
+      await postForm(box, alice, '/dashboard/mail', { local: 'forged', domain: DOMAIN }, { origin: 'http://evil.example' }),
+      await box.request('/dashboard/mail', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: alice.cookie },
+        body: `local=forged&domain=${DOMAIN}`,
+      }),
+    ])
+      expect(res.status).toBe(403)
+    expect(mailboxRows().length).toBe(before)
+  })
+
+  test('signed out: the pages send you to sign in; the HTML route answers 404', async () => {
+    const res = await box.request('/dashboard/mail')
+    expect(res.status).toBe(303)
+    expect(res.headers.get('location')).toBe('/login?next=%2Fdashboard%2Fmail')
+    expect((await box.request(`/dashboard/mail/signup-test@${DOMAIN}/1/html`)).status).toBe(404)
+  })
+})
+
+describe('reading mail', () => {
+  let address: string
+  let id: number
+  const HTML =
+    '<html><body><h1>Hi</h1><p>Confirm <a href="https://example.com/confirm?t=1&amp;u=2">here</a></p>' +
+    '<img src="https://tracker.example/pixel.png"><script>parent.document.title = "pwned"</script></body></html>'
+
+  beforeAll(async () => {
+    address = await newMailbox(alice, 'reader')
+    const info = await send.sendMail({
+      from: '"Sender <Name>" <sender@example.org>',
+      to: address,
+      cc: 'copy@example.net',
+      subject: 'Welcome <script>alert(1)</script>',
+      text: 'Hello & welcome.\n<b>not bold</b>\nhttps://example.com/confirm?t=1&u=2',
+      html: HTML,
+      attachments: [{ filename: 'notes <1>.txt', content: 'attached text\n', contentType: 'text/plain' }],
+    })
+    id = Number(/stored as (\d+)/.exec(info.response)![1])
+  })
+
+  test('the mailbox page lists it, unread, escaped, linking to the message', async () => {
+    const res = await page(alice, `/dashboard/mail/${address}`)
+    expect(res.status).toBe(200)
+    const html = await res.text()
+    expect(html).toContain(`<tr class="unread">`)
+    expect(html).toContain(`<a href="/dashboard/mail/${address}/${id}">Welcome &lt;script&gt;alert(1)&lt;/script&gt;</a>`)
+    expect(html).toContain('Sender &lt;Name&gt;')
+    expect(html).not.toContain('<script>alert(1)')
+    expect(html).toContain('1 message ·')
+    // The list page counts it as unread.
+    expect(await (await page(alice, '/dashboard/mail')).text()).toContain('<span class="badge">1</span>')
+  })
+
+  test('the message page: headers, the text escaped in <pre>, links, attachments, and the HTML only in a sandboxed frame', async () => {
+    const res = await page(alice, `/dashboard/mail/${address}/${id}`)
+    expect(res.status).toBe(200)
+    const html = await res.text()
+    expect(html).toContain('<h1 class="mail-subject">Welcome &lt;script&gt;alert(1)&lt;/script&gt;</h1>')
+    expect(html).toContain('copy@example.net')
+    expect(html).toContain('<pre class="mail-text">Hello &amp; welcome.\n&lt;b&gt;not bold&lt;/b&gt;')
+    expect(html).toContain('<a href="https://example.com/confirm?t=1&amp;u=2" rel="noopener noreferrer nofollow" target="_blank">')
+    // The frame: sandbox with no allow-* at all, its own route; the mail's markup is nowhere in the page.
+    const frame = /<iframe[^>]*>/.exec(html)![0]
+    expect(frame).toContain(' sandbox ')
+    expect(frame).not.toContain('allow')
+    expect(frame).toContain(`src="/dashboard/mail/${address}/${id}/html"`)
+    expect(frame).toContain('title="The message as sent: Welcome &lt;script&gt;')
+    expect(html).toContain('remote content (images, fonts, styles from other sites) is blocked')
+    expect(html).not.toContain('tracker.example')
+    expect(html).not.toContain('parent.document')
+    // The attachment: a signed link on this site that downloads the file.
+    const att = /<a href="(\/mail\/attachment\/\d+\?[^"]+)" download>notes &lt;1&gt;.txt<\/a>/.exec(html)
+    expect(att).not.toBeNull()
+    const dl = await box.request(att![1]!.replaceAll('&amp;', '&'))
+    expect(dl.status).toBe(200)
+    expect(await dl.text()).toBe('attached text\n')
+    // Reading it marked it seen.
+    expect(box.db.query('SELECT seen FROM mail_messages WHERE id = ?').get(id)).toEqual({ seen: 1 })
+    expect(await (await page(alice, `/dashboard/mail/${address}`)).text()).toContain('<tr class="seen">')
+  })
+
+  test('the HTML route: the HTML as sent, under exactly the strict headers', async () => {
+    const res = await page(alice, `/dashboard/mail/${address}/${id}/html`)
+    expect(res.status).toBe(200)
+    expect((await res.text()).trimEnd()).toBe(HTML)
+    expect(res.headers.get('content-security-policy')).toBe(
+      "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; frame-ancestors 'self'; sandbox",
+    )
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff')
+    expect(res.headers.get('cache-control')).toBe('no-store')
+    expect(res.headers.get('referrer-policy')).toBe('no-referrer')
+    expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8')
+    for (const [name, value] of Object.entries(MAIL_HTML_HEADERS)) expect(res.headers.get(name)).toBe(value)
+  })
+
+  test("another account's mailbox, message and HTML: the same 404 as ones that do not exist", async () => {
+    for (const path of [`/dashboard/mail/${address}`, `/dashboard/mail/${address}/${id}`]) {
+      const res = await page(bob, path)
+      expect(res.status).toBe(404)
+      const html = await res.text()
+      expect(html).toContain('There is no such mailbox or message in your account.')
+      expect(html).not.toContain('Welcome')
+    }
+    const frame = await page(bob, `/dashboard/mail/${address}/${id}/html`)
+    expect(frame.status).toBe(404)
+    expect(await frame.text()).toBe('Not found')
+    expect(frame.headers.get('content-security-policy')).toBe(MAIL_HTML_HEADERS['content-security-policy']!)
+    for (const path of [
+      `/dashboard/mail/nobody@${DOMAIN}`,
+      `/dashboard/mail/${address}/999999`,
+      `/dashboard/mail/${address}/abc`,
+      `/dashboard/mail/not an address`,
+      `/dashboard/mail/x@unknown.example/1`,
+    ])
+      expect((await page(alice, path)).status).toBe(404)
+    // A message of one of alice's mailboxes asked for through another of hers: 404 too.
+    const other = await newMailbox(alice, 'second')
+    expect((await page(alice, `/dashboard/mail/${other}/${id}`)).status).toBe(404)
+    expect((await page(alice, `/dashboard/mail/${other}/${id}/html`)).status).toBe(404)
+  })
+})
