@@ -101,7 +101,7 @@ ${err ? `<span class="error" id="mail-local-error">${h(err)}</span>` : ''}
 <td data-label="Created">${h(whenIso(m.created))}</td>
 <td data-label="Expires">${h(whenIso(m.expires))}</td>
 <td class="n" data-label="Messages">${m.messages}</td>
-<td class="n" data-label="Unread">${m.unread ? `<span class="badge">${m.unread}</span>` : '0'}</td>
+<td class="n" data-label="Unread">${m.unread ? `<span class="badge count">${m.unread}</span>` : '0'}</td>
 </tr>`
         })
         .join('')

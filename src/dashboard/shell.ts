@@ -6,7 +6,7 @@ import layout from '../../assets/dashboard-layout.html' with { type: 'text' }
 import type { Config } from '../config'
 import { AppError } from '../errors'
 import { readBodyLimited } from '../http/params'
-import { escapeHtml, fill, SCRIPT_CSP, SCRIPT_TAG, STYLE_VERSION } from '../pages/render'
+import { escapeHtml, fill, LOGO_SVG, SCRIPT_CSP, SCRIPT_TAG, STYLE_VERSION } from '../pages/render'
 import { sameToken, SESSION_TTL_MS, type Session, type Sessions } from './sessions'
 
 export const DASHBOARD_CSS = dashboardCss as unknown as string
@@ -174,6 +174,7 @@ export function createShell(deps: { config: Config; sessions: Sessions }) {
         style_version: STYLE_VERSION,
         dashboard_version: DASHBOARD_CSS_VERSION,
         script: SCRIPT_TAG,
+        logo: LOGO_SVG,
         nav: nav(s, opts.section),
         notice: notices,
         content: opts.content,
