@@ -164,7 +164,7 @@ describe('reading mail', () => {
     expect(html).not.toContain('<script>alert(1)')
     expect(html).toContain('1 message ·')
     // The list page counts it as unread.
-    expect(await (await page(alice, '/dashboard/mail')).text()).toContain('<span class="badge">1</span>')
+    expect(await (await page(alice, '/dashboard/mail')).text()).toContain('<span class="badge count">1</span>')
   })
 
   test('the message page: headers, the text escaped in <pre>, links, attachments, and the HTML only in a sandboxed frame', async () => {
