@@ -107,7 +107,8 @@ describe('with JavaScript', () => {
       const copy = page.locator('button.copy[data-copy="short"]')
       expect(await copy.isVisible()).toBe(true)
       await copy.click()
-      expect(await copy.textContent()).toBe('Copied')
+      // The clipboard write is a promise: "Copied" shows when it has resolved (and for 1.5 s), not at the click.
+      await page.waitForFunction(() => document.querySelector('button.copy[data-copy="short"]')?.textContent === 'Copied')
       expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(short)
 
       expect(await qrLoaded(page)).toBeGreaterThan(0)
