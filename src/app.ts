@@ -7,6 +7,7 @@ import { createAccountService } from './accounts/service'
 import { createClickRecorder, type ClickRecorderOptions } from './clicks/recorder'
 import type { Config } from './config'
 import { lastWriteFailure, openDatabase, probeWrite } from './db'
+import { log as rootLog, requestIdOf, type Logger } from './log'
 import { createEvents } from './events'
 import { createMetrics } from './metrics'
 import { AppError, internalError, notFound } from './errors'
@@ -63,6 +64,29 @@ export interface AppOptions {
   isAllowed?: (address: string) => boolean
   /** Waits between webhook delivery attempts in ms (tests use milliseconds); default SPEC §9's schedule. */
   webhookSchedule?: readonly number[]
+  /** The log (default: the process's, which `serve` configures from [log]). */
+  logger?: Logger
+}
+
+/** What reload() did: the keys it applied, and the changed ones that only a restart applies. */
+export interface ReloadOutcome {
+  applied: string[]
+  restart: string[]
+}
+
+// Keys whose new value takes effect at once: read from `config` on every use (rate.*), held by reference
+// (links.blocked_domains, in the URL rules of the link service), or the log's own settings.
+const RELOADABLE = new Set(['rate.anon_per_minute', 'rate.key_per_minute', 'links.blocked_domains', 'log.level', 'log.requests', 'log.format'])
+
+/** "section.key" → its value as JSON, for every key of a config. */
+function flatten(config: Config): Map<string, string> {
+  const out = new Map<string, string>()
+  for (const [key, value] of Object.entries(config)) {
+    if (value !== null && typeof value === 'object' && !Array.isArray(value))
+      for (const [sub, v] of Object.entries(value)) out.set(`${key}.${sub}`, JSON.stringify(v))
+    else out.set(key, JSON.stringify(value))
+  }
+  return out
 }
 
 // A connection that sends nothing for this long is closed, whatever it is doing: a request body that
@@ -74,6 +98,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
   const db = openDatabase(join(config.data_dir, 'linkbox.db'))
   const clock = opts.clock ?? Date.now
+  const logger = opts.logger ?? rootLog
   const events = createEvents()
   const accounts = createAccountService(db, clock)
   // Webhook events are written by the services in the transaction of each change (webhooks/outbox.ts);
@@ -118,7 +143,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     resolve: opts.resolve,
     isAllowed: opts.isAllowed,
     schedule: opts.webhookSchedule,
-    log: (line, err) => (err === undefined ? console.log(`linkbox: ${line}`) : faultLog.fault(line, err)),
+    log: (line, err) => (err === undefined ? logger.info(`linkbox: ${line}`) : faultLog.fault(line, err)),
     onOutcome: (outcome) => {
       deliveries.inc(outcome)
       if (outcome === 'gone') outbox.reload()
@@ -325,7 +350,41 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     listen() {
       recorder.start()
       deliverer.start()
-      app.listen({
+      // Every answer passes here, whatever produced it (a route, onRequest's /api dispatch, onError): it
+      // carries X-Request-Id, and one request line is logged. Bun.serve directly, not app.listen(), which
+      // would hand some routes to Bun's own router, past this wrapper.
+      const handler = app.fetch
+      const fetch = async (request: Request) => {
+        const started = performance.now()
+        const id = requestIdOf(request.headers.get('x-request-id'))
+        let res: Response
+        try {
+          res = await handler(request)
+        } catch {
+          res = new Response('Internal error', { status: 500, headers: { 'content-type': 'text/plain; charset=utf-8' } })
+        }
+        try {
+          res.headers.set('x-request-id', id)
+        } catch {
+          // Immutable headers (a Response.redirect()): the same answer, with headers of its own.
+          res = new Response(res.body, res)
+          res.headers.set('x-request-id', id)
+        }
+        if (logger.requests) {
+          logger.request({
+            id,
+            method: request.method,
+            path: pathOf(request.url), // without the query string
+            status: res.status,
+            ms: performance.now() - started,
+            ip: clientIp(request) ?? '-',
+            ua: request.headers.get('user-agent') ?? '',
+          })
+        }
+        return res
+      }
+      server = Bun.serve({
+        fetch,
         hostname: config.server.host,
         port: config.server.port,
         // Bodies are limited per route (64 KiB on /api, 8 KiB for the password form), where the answer can
@@ -337,8 +396,29 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
         reusePort: false,
         idleTimeout: opts.idleTimeoutSeconds ?? IDLE_TIMEOUT_SECONDS,
       })
-      server = app.server
-      return app.server!
+      // Elysia gives its handlers the server (context.server) from here.
+      app.server = server
+      return server
+    },
+    /**
+     * Applies a newly loaded config (SIGHUP): the keys in RELOADABLE take effect at once; the other changed
+     * keys are listed as needing a restart and left as they were.
+     */
+    reload(next: Config): ReloadOutcome {
+      const before = flatten(config)
+      const after = flatten(next)
+      const applied: string[] = []
+      const restart: string[] = []
+      for (const [key, value] of after) if (before.get(key) !== value) (RELOADABLE.has(key) ? applied : restart).push(key)
+      if (applied.length > 0) {
+        config.rate.anon_per_minute = next.rate.anon_per_minute
+        config.rate.key_per_minute = next.rate.key_per_minute
+        // In place: the link service's URL rules hold this very array.
+        config.links.blocked_domains.splice(0, config.links.blocked_domains.length, ...next.links.blocked_domains)
+        config.log = { ...next.log }
+        logger.configure(next.log)
+      }
+      return { applied, restart }
     },
     /**
      * Stops accepting, lets in-flight requests finish, flushes clicks and closes the database. A client
@@ -352,11 +432,11 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
       mail.release()
       const smtpClosed = smtp?.close() ?? Promise.resolve()
       if (server) {
-        const stopping = server
+        const stopping: ReturnType<typeof Bun.serve> = server
         let timer: ReturnType<typeof setTimeout> | undefined
         const deadline = new Promise<void>((done) => {
           timer = setTimeout(() => {
-            console.error(`shutdown: requests still open after ${graceMs} ms; closing them`)
+            logger.warn(`shutdown: requests still open after ${graceMs} ms; closing them`)
             void stopping.stop(true)
             done()
           }, graceMs)
@@ -365,6 +445,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
         clearTimeout(timer)
       }
       server = null
+      logger.flush()
       // yt-dlp runs live in process groups of their own, which would outlive us.
       killRunning()
       if (guardProxy) await (await guardProxy.catch(() => null))?.stop()

@@ -34,6 +34,8 @@ export interface Config {
   marketplace: { proxy_secret: string; user_header: string; secret_header: string }
   /** The web pages: the dashboard's open sign-up (off: accounts are made by an admin or the CLI). */
   web: { signup: boolean }
+  /** The service's log (src/log.ts): level, format (auto: pretty on a terminal, else JSON lines), request lines. */
+  log: { level: 'debug' | 'info' | 'warn' | 'error'; format: 'auto' | 'json' | 'pretty'; requests: boolean }
 }
 
 export function defaultConfig(): Config {
@@ -56,6 +58,7 @@ export function defaultConfig(): Config {
     media: { ytdlp_path: '', allow_private_networks: false, max_concurrent: 2, link_ttl: 3600, extract_timeout: 60, cache_max_bytes: 2 * 1024 * 1024 * 1024 },
     marketplace: { proxy_secret: '', user_header: 'X-RapidAPI-User', secret_header: 'X-RapidAPI-Proxy-Secret' },
     web: { signup: false },
+    log: { level: 'info', format: 'auto', requests: true },
   }
 }
 
@@ -102,6 +105,7 @@ const baseUrl = (v: string) => {
   }
 }
 const cidr = (v: string) => (parseCidr(v) ? null : 'must be an IP address or CIDR range')
+const oneOf = (allowed: string[]) => (v: string) => (allowed.includes(v) ? null : `must be one of ${allowed.join(', ')}`)
 const headerName = (v: string) => (/^[A-Za-z0-9-]{1,64}$/.test(v) ? null : 'must be an HTTP header name')
 
 const schema: Record<string, Check | Record<string, Check>> = {
@@ -138,6 +142,11 @@ const schema: Record<string, Check | Record<string, Check>> = {
   },
   marketplace: { proxy_secret: str(), user_header: str(headerName), secret_header: str(headerName) },
   web: { signup: bool },
+  log: {
+    level: str(oneOf(['debug', 'info', 'warn', 'error'])),
+    format: str(oneOf(['auto', 'json', 'pretty'])),
+    requests: bool,
+  },
 }
 
 /** Validates a parsed TOML document against the schema and merges it over the defaults. */

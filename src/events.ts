@@ -1,5 +1,6 @@
 // In-process events that later features (webhooks, metrics) subscribe to, so the link and mail
 // services never need to know who listens.
+import { log } from './log'
 export interface EventMap {
   'link.created': { link: Record<string, unknown>; accountId: number | null }
   'link.updated': { link: Record<string, unknown>; accountId: number | null }
@@ -25,7 +26,7 @@ export function createEvents() {
         try {
           l(payload)
         } catch (err) {
-          console.error(`event listener for ${type} failed:`, err)
+          log.fault(`event listener for ${type} failed`, err)
         }
       }
     },

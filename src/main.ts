@@ -59,57 +59,82 @@ async function openAccounts(config: Config) {
  * Extracts the yt-dlp bundled into the binary into data_dir/bin when it is missing or another build's. A failure
  * (a full disk) costs media download only, so it is a warning; the service then uses one on PATH.
  */
-async function prepareYtdlp(config: Config) {
+async function prepareYtdlp(config: Config, warn: (line: string) => void = console.error) {
   const { createYtdlp } = await import('./media/ytdlp')
   try {
     await createYtdlp({ ytdlpPath: config.media.ytdlp_path, dataDir: config.data_dir }).prepare()
   } catch (err) {
-    console.error(`linkbox: warning: the bundled yt-dlp could not be put into ${join(config.data_dir, 'bin')}: ${(err as Error).message}`)
+    warn(`linkbox: warning: the bundled yt-dlp could not be put into ${join(config.data_dir, 'bin')}: ${(err as Error).message}`)
   }
 }
 
-async function serve(config: Config) {
-  const [{ createLinkbox }, { probeWrite, storageReason }, { ClicksNotWritten }] = await Promise.all([
+async function serve(config: Config, configPath: string | undefined) {
+  const [{ createLinkbox }, { probeWrite, storageReason }, { ClicksNotWritten }, { log }, { loadConfig }] = await Promise.all([
     import('./app'),
     import('./db'),
     import('./clicks/recorder'),
+    import('./log'),
+    import('./config'),
   ])
-  await prepareYtdlp(config)
+  // The service's lines go through the log ([log] in the config: level, format, request lines).
+  log.configure(config.log)
+  await prepareYtdlp(config, (line) => log.warn(line))
   const box = createLinkbox(config)
   const server = box.listen()
   // An IPv6 address goes in brackets, so that the line carries a URL scripts can use as is.
   const host = server.hostname?.includes(':') ? `[${server.hostname}]` : server.hostname
-  console.log(`linkbox ${VERSION} listening on http://${host}:${server.port} (base_url ${config.server.base_url}, data ${config.data_dir})`)
+  log.info(`linkbox ${VERSION} listening on http://${host}:${server.port} (base_url ${config.server.base_url}, data ${config.data_dir})`)
   // The handlers go in as soon as the service runs (the webhook deliverer starts sending in listen()): a
   // SIGTERM during the rest of the start-up must shut down cleanly, not kill the process mid-request.
   let closing = false
   const shutdown = async (signal: string) => {
     if (closing) {
       // A second signal means "now": keep the clicks, skip the wait for open requests.
-      console.log(`${signal} again: exiting at once`)
+      log.info(`${signal} again: exiting at once`)
       try {
         await box.recorder.flush()
       } catch (err) {
-        console.error(`linkbox: ${box.recorder.pending} clicks could not be written: ${storageReason(err)}`)
+        log.error(`linkbox: ${box.recorder.pending} clicks could not be written: ${storageReason(err)}`)
       }
+      log.flush()
       process.exit(1)
     }
     closing = true
-    console.log(`${signal}: finishing requests, flushing clicks, closing the database`)
+    log.info(`${signal}: finishing requests, flushing clicks, closing the database`)
     try {
       await box.close()
+      log.flush()
       process.exit(0)
     } catch (err) {
       // One line for the operator: what is lost and why (a full disk, say), never a stack trace.
-      console.error(err instanceof ClicksNotWritten ? `linkbox: ${err.message}` : `linkbox: shutdown failed: ${storageReason(err)}`)
+      log.error(err instanceof ClicksNotWritten ? `linkbox: ${err.message}` : `linkbox: shutdown failed: ${storageReason(err)}`)
       process.exit(1)
     }
   }
   process.on('SIGTERM', () => void shutdown('SIGTERM'))
   process.on('SIGINT', () => void shutdown('SIGINT'))
+  // SIGHUP re-reads the config file and applies what can change without a restart (app.ts reload()); a
+  // file that does not load now is one error line, and the running config stays as it is.
+  process.on('SIGHUP', () => {
+    if (closing) return
+    if (!configPath) {
+      log.warn('SIGHUP: there is no config file to re-read (serve runs on the defaults)')
+      return
+    }
+    let next: Config
+    try {
+      next = loadConfig(configPath)
+    } catch (err) {
+      log.error(`SIGHUP: ${err instanceof ConfigError ? err.message : String(err)}; the running config is kept`)
+      return
+    }
+    const { applied, restart } = box.reload(next)
+    const what = applied.length ? `applied ${applied.join(', ')}` : 'nothing to apply'
+    log.info(`SIGHUP: config ${configPath} re-read: ${what}${restart.length ? `; changed but needs a restart: ${restart.join(', ')}` : ''}`, { applied, restart })
+  })
   try {
     const smtp = await box.startSmtp()
-    if (smtp) console.log(`linkbox: SMTP on ${config.mail.smtp_host}:${smtp.port} for ${config.mail.domains.join(', ')}`)
+    if (smtp) log.info(`linkbox: SMTP on ${config.mail.smtp_host}:${smtp.port} for ${config.mail.domains.join(', ')}`)
   } catch (err) {
     await box.close({ graceMs: 0 }).catch(() => {})
     if (err instanceof ConfigError) throw err
@@ -122,7 +147,7 @@ async function serve(config: Config) {
   }
   // Reads still work on a database that cannot be written, so the service runs; but say so at once.
   const unwritable = probeWrite(box.db)
-  if (unwritable) console.error(`linkbox: warning: the database cannot be written (${unwritable}); new links fail with 503 and clicks wait in memory until it can`)
+  if (unwritable) log.warn(`linkbox: warning: the database cannot be written (${unwritable}); new links fail with 503 and clicks wait in memory until it can`)
 }
 
 /** `linkbox webhook …`: the same service as POST /api/webhooks.json, for any account. */
@@ -224,7 +249,7 @@ export async function main(argv: string[]): Promise<number> {
 
   switch (command) {
     case 'serve':
-      await serve(config)
+      await serve(config, configPath)
       return -1 // keeps running
     case 'account': {
       if (sub !== 'create' || !arg) throw new ConfigError('usage: linkbox account create NAME [--admin] [--password PASS|-]')

@@ -28,6 +28,7 @@ import {
   type EncodedBatch,
 } from './store'
 import { mainThreadWriter, workerWriter, type BatchWriter } from './writer'
+import { log as rootLog } from '../log'
 
 // Real user agents fit in 256 characters; a longer one costs time to parse.
 const USER_AGENT_CHARS = 256
@@ -319,7 +320,7 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
   const intervalMs = opts.intervalMs ?? 1000
   const retryMs = opts.retryMs ?? 1000
   const maxRetryMs = opts.maxRetryMs ?? 60_000
-  const log = opts.log ?? ((line: string) => console.error(line))
+  const log = opts.log ?? ((line: string) => rootLog.error(line))
   const hooks = opts.webhooks ?? null
   // A database without a file (":memory:") has no second connection to give a thread.
   const onWorker = (opts.writeOn ?? 'worker') === 'worker' && db.filename !== '' && db.filename !== ':memory:'

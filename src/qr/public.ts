@@ -14,6 +14,7 @@ import type { LinkService } from '../links/service'
 import { notFoundPage } from '../links/visit'
 import { PUBLIC_LANE } from './renderer'
 import { QR_FORMATS, QR_MIME, type QrFormat, type QrInput, type QrService } from './service'
+import { log } from '../log'
 
 const FILE_NAME = /^([A-Za-z0-9_-]{1,64})\.(png|svg)$/
 const MEMORY_ENTRIES = 512
@@ -79,7 +80,7 @@ export function createQrRoutes(deps: { config: Config; links: LinkService; qr: Q
       await writeFile(tmp, body)
       await rename(tmp, path)
     } catch (err) {
-      console.error('qr: cannot write the image cache:', err)
+      log.fault('qr: cannot write the image cache', err)
     }
   }
 
@@ -127,7 +128,7 @@ export function createQrRoutes(deps: { config: Config; links: LinkService; qr: Q
         try {
           rmSync(fileOf(key, format), { force: true })
         } catch (err) {
-          console.error('qr: cannot remove a cached image:', err)
+          log.fault('qr: cannot remove a cached image', err)
         }
       }
       remove()

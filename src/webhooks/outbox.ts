@@ -11,6 +11,7 @@
 // Types only from ../db: the click writer's thread loads this module, and nothing more than it needs.
 import type { Db } from '../db'
 import { createWebhookStore } from './store'
+import { log } from '../log'
 
 export const EVENT_TYPES = ['link.created', 'link.updated', 'link.deleted', 'link.clicked', 'mail.received'] as const
 /** What an endpoint can subscribe to. */
@@ -89,7 +90,7 @@ export function createOutbox(db: Db, clock: () => number = Date.now) {
         try {
           l()
         } catch (err) {
-          console.error('webhook outbox listener failed:', err)
+          log.fault('webhook outbox listener failed', err)
         }
       }
     })
