@@ -273,6 +273,8 @@ export function createVisitRoutes(deps: {
     // Not async: the common case answers synchronously, without a promise per redirect.
     .get('/:code', ({ params, request }) => {
       const code = params.code
+      // A path that is not valid percent-encoding (/%ff) reaches here with no code at all.
+      if (typeof code !== 'string') return notFoundPage()
       if (code.endsWith('+')) return statsPage(code.slice(0, -1), request)
       const found = lookup(code)
       if (found instanceof Response) return found
