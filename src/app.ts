@@ -350,16 +350,18 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     listen() {
       recorder.start()
       deliverer.start()
-      // Every answer passes here, whatever produced it (a route, onRequest's /api dispatch, onError): it
-      // carries X-Request-Id, and one request line is logged. Bun.serve directly, not app.listen(), which
-      // would hand some routes to Bun's own router, past this wrapper.
-      const handler = app.fetch
-      const fetch = async (request: Request) => {
+      // Every answer passes through instrument(), whatever produced it (a route, onRequest's /api dispatch,
+      // onError): it gets X-Request-Id, and one request line is logged. Elysia's listen() hands Bun its
+      // routes (Bun's router answers HEAD itself there; Elysia's own fallback would run the GET route for
+      // a HEAD), so rather than replace it, the handlers it gives Bun.serve — and later server.reload() —
+      // are wrapped, for the duration of that one synchronous call.
+      type Handler = (request: Request, srv: unknown) => Response | Promise<Response>
+      const instrument = async (request: Request, answer: () => Response | Promise<Response>) => {
         const started = performance.now()
         const id = requestIdOf(request.headers.get('x-request-id'))
         let res: Response
         try {
-          res = await handler(request)
+          res = await answer()
         } catch {
           res = new Response('Internal error', { status: 500, headers: { 'content-type': 'text/plain; charset=utf-8' } })
         }
@@ -383,22 +385,44 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
         }
         return res
       }
-      server = Bun.serve({
-        fetch,
-        hostname: config.server.host,
-        port: config.server.port,
-        // Bodies are limited per route (64 KiB on /api, 8 KiB for the password form), where the answer can
-        // carry the envelope; Bun's own limit would answer a bare 413, so it sits far above those.
-        maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-        // Never Bun's development error page (a stack trace and source), whatever NODE_ENV says.
-        development: false,
-        // A second linkbox on the same port must fail to start, not silently share the traffic.
-        reusePort: false,
-        idleTimeout: opts.idleTimeoutSeconds ?? IDLE_TIMEOUT_SECONDS,
-      })
-      // Elysia gives its handlers the server (context.server) from here.
-      app.server = server
-      return server
+      const wrap = (h: unknown) => (typeof h === 'function' ? (request: Request, srv: unknown) => instrument(request, () => (h as Handler)(request, srv)) : h)
+      const wrapOptions = (o: Record<string, unknown>) => {
+        const routes = o.routes as Record<string, unknown> | undefined
+        return {
+          ...o,
+          fetch: wrap(o.fetch),
+          routes: routes && Object.fromEntries(Object.entries(routes).map(([path, r]) => [
+            path,
+            r && typeof r === 'object' && !(r instanceof Response) ? Object.fromEntries(Object.entries(r).map(([m, h]) => [m, wrap(h)])) : wrap(r),
+          ])),
+        }
+      }
+      const realServe = Bun.serve
+      const patched = ((o: Record<string, unknown>) => {
+        const srv = realServe(wrapOptions(o) as unknown as Parameters<typeof Bun.serve>[0])
+        const reload = srv.reload.bind(srv)
+        srv.reload = ((next: Record<string, unknown>) => reload(wrapOptions(next) as never)) as unknown as typeof srv.reload
+        return srv
+      }) as unknown as typeof Bun.serve
+      Bun.serve = patched
+      try {
+        app.listen({
+          hostname: config.server.host,
+          port: config.server.port,
+          // Bodies are limited per route (64 KiB on /api, 8 KiB for the password form), where the answer can
+          // carry the envelope; Bun's own limit would answer a bare 413, so it sits far above those.
+          maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+          // Never Bun's development error page (a stack trace and source), whatever NODE_ENV says.
+          development: false,
+          // A second linkbox on the same port must fail to start, not silently share the traffic.
+          reusePort: false,
+          idleTimeout: opts.idleTimeoutSeconds ?? IDLE_TIMEOUT_SECONDS,
+        })
+      } finally {
+        Bun.serve = realServe
+      }
+      server = app.server
+      return app.server!
     },
     /**
      * Applies a newly loaded config (SIGHUP): the keys in RELOADABLE take effect at once; the other changed

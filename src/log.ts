@@ -42,6 +42,11 @@ export interface LoggerOptions extends Partial<LogSettings> {
   /** Is the output a terminal? Decides format "auto"; default: is stdout a TTY. */
   tty?: boolean
   now?: () => number
+  /**
+   * Plain text through console.log / console.error until configure() sets a format: an app built without
+   * `serve` (tests, in process) keeps writing what it always wrote, where it always wrote it.
+   */
+  console?: boolean
 }
 
 function writeFd(fd: number, text: string) {
@@ -66,6 +71,7 @@ export function createLogger(opts: LoggerOptions = {}) {
   let minRank = RANK[opts.level ?? 'info']
   let pretty = (opts.format ?? 'auto') === 'pretty' || ((opts.format ?? 'auto') === 'auto' && tty)
   let requests = opts.requests ?? true
+  let plain = opts.console ?? false
   let buffer = ''
   let timer: ReturnType<typeof setTimeout> | null = null
 
@@ -82,6 +88,11 @@ export function createLogger(opts: LoggerOptions = {}) {
 
   const line = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => {
     if (RANK[level] < minRank) return
+    if (plain) {
+      const stack = fields?.stack
+      ;(RANK[level] >= RANK.warn ? console.error : console.log)(stack ? `${msg}: ${stack}` : msg)
+      return
+    }
     const t = now()
     let text: string
     if (pretty) {
@@ -102,6 +113,10 @@ export function createLogger(opts: LoggerOptions = {}) {
     error: (msg: string, fields?: Record<string, unknown>) => line('error', msg, fields),
     /** An unexpected error, with its stack (for the operator's log only, never for an answer). */
     fault(msg: string, err: unknown) {
+      if (plain) {
+        if (minRank <= RANK.error) console.error(`${msg}:`, err)
+        return
+      }
       const e = err instanceof Error ? err : null
       line('error', msg, e ? { error: e.message, stack: e.stack ?? '' } : { error: String(err) })
     },
@@ -126,7 +141,10 @@ export function createLogger(opts: LoggerOptions = {}) {
     /** Applies [log] settings (at start and on SIGHUP). */
     configure(s: Partial<LogSettings>) {
       if (s.level) minRank = RANK[s.level]
-      if (s.format) pretty = s.format === 'pretty' || (s.format === 'auto' && tty)
+      if (s.format) {
+        pretty = s.format === 'pretty' || (s.format === 'auto' && tty)
+        plain = false
+      }
       if (s.requests !== undefined) requests = s.requests
     },
     get level(): LogLevel {
@@ -138,10 +156,10 @@ export function createLogger(opts: LoggerOptions = {}) {
 export type Logger = ReturnType<typeof createLogger>
 
 /**
- * The process's log. Request lines are off until `serve` configures it from [log]: an app built in a test
- * (createLinkbox without serve) logs what it always did, and not every request of the suite.
+ * The process's log. Plain console lines and no request lines until `serve` configures it from [log]: an
+ * app built in a test (createLinkbox without serve) logs what it always did, and not every request of the suite.
  */
-export const log = createLogger({ requests: false })
+export const log = createLogger({ requests: false, console: true })
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/
 const bootPrefix = Math.floor(Math.random() * 2 ** 32).toString(16).padStart(8, '0')

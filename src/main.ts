@@ -107,7 +107,9 @@ async function serve(config: Config, configPath: string | undefined) {
       process.exit(0)
     } catch (err) {
       // One line for the operator: what is lost and why (a full disk, say), never a stack trace.
-      log.error(err instanceof ClicksNotWritten ? `linkbox: ${err.message}` : `linkbox: shutdown failed: ${storageReason(err)}`)
+      // The last line before exit 1, plain like the CLI's own errors (scripts and tests match it whole).
+      log.flush()
+      console.error(err instanceof ClicksNotWritten ? `linkbox: ${err.message}` : `linkbox: shutdown failed: ${storageReason(err)}`)
       process.exit(1)
     }
   }
