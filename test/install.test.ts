@@ -156,8 +156,8 @@ describe('install into --root, then upgrade, uninstall, purge', () => {
     install(root, stub('v2'))
     expect(capLines()).toEqual(['CapabilityBoundingSet=CAP_NET_BIND_SERVICE', 'AmbientCapabilities=CAP_NET_BIND_SERVICE'])
 
-    // A "port = 80" elsewhere (another section, a comment) is not server.port.
-    writeFileSync(p.conf, `${original}\n[extra]\nport = 80 # not the server's\n`)
+    // A "port = 80" in another table, before [server], is not server.port.
+    writeFileSync(p.conf, original.replace('\n[server]\n', '\n[extra]\nport = 80 # not the server\'s\n\n[server]\n'))
     install(root, stub('v2'))
     expect(capLines()).toEqual(['CapabilityBoundingSet='])
 
