@@ -75,6 +75,7 @@ const HARDENING = [
   'RestrictSUIDSGID=yes',
   'LockPersonality=yes',
   'SystemCallFilter=@system-service',
+  'SystemCallErrorNumber=EPERM',
   'SystemCallArchitectures=native',
   'UMask=0077',
   'Restart=on-failure',
