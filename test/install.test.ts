@@ -6,6 +6,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { loadConfig } from '../src/config'
 import { REPO_ROOT, removeDir, tempDir } from './support/server'
 
 const SCRIPT = join(REPO_ROOT, 'scripts/install.sh')
@@ -120,6 +121,8 @@ describe('install into --root, then upgrade, uninstall, purge', () => {
     expect(keyPaths(written).sort()).toEqual(keyPaths(example).sort())
     expect({ ...written, data_dir: 'x' }).toEqual({ ...example, data_dir: 'x' })
     expect(written.data_dir).toBe('/var/lib/linkbox')
+    // and linkbox itself accepts it (every key known, every value valid)
+    expect(loadConfig(p.conf).data_dir).toBe('/var/lib/linkbox')
   })
 
   test('the unit has every hardening line, an empty CapabilityBoundingSet and no MemoryDenyWriteExecute', () => {
