@@ -5,7 +5,7 @@
 import { afterAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { createHash, randomBytes } from 'node:crypto'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs'
 import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
@@ -290,7 +290,7 @@ describe('restore refuses', () => {
   test('an archive with one byte changed, before it writes anything', async () => {
     const { config, archive } = await withBackup()
     const bytes = readFileSync(archive)
-    bytes[DB_DATA + 200] ^= 0x01
+    bytes[DB_DATA + 200]! ^= 0x01
     const tampered = join(config.dir, 'tampered.tar')
     writeFileSync(tampered, bytes)
     rmSync(config.dataDir, { recursive: true })

@@ -21,6 +21,14 @@ export class DatabaseError extends Error {
 export function openDatabase(path: string): Db {
   let db: Db | undefined
   try {
+    // The file holds password and key hashes and the webhook secrets: made readable by its owner only
+    // (SQLite would make it 0644, less the umask); its -wal and -shm files take the same mode.
+    if (path !== ':memory:' && path !== '')
+      try {
+        closeSync(openSync(path, 'wx', 0o600))
+      } catch {
+        // There already (EEXIST), or not creatable: SQLite's own open below says why, naming the file.
+      }
     db = new Database(path, { create: true, strict: true })
     // First: switching to WAL reads the file under a lock, which another process (a CLI command closing
     // and checkpointing, the service) may hold for a moment; without a timeout that is SQLITE_BUSY at once.
