@@ -12,7 +12,6 @@ import {
   existsSync,
   fsyncSync,
   linkSync,
-  lstatSync,
   mkdirSync,
   openSync,
   readdirSync,
@@ -455,7 +454,7 @@ function checkDatabase(path: string, file: string) {
 export function checkDataDirMode(dataDir: string): string | null {
   let mode: number
   try {
-    mode = lstatSync(dataDir).mode
+    mode = statSync(dataDir).mode // a symlink's own mode is always 777: the folder it names is what counts
   } catch {
     return null // made (0700) at start
   }
