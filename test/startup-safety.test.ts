@@ -96,6 +96,8 @@ describe('a world-writable data_dir', () => {
     expect(doctor.stdout).toContain(`chmod 700 ${c.dataDir}`)
     chmodSync(c.dataDir, 0o750) // group-readable is the owner's choice: not refused
     const server = await startServer({ config: c })
+    // A request first: serve prints "listening on" a moment before its SIGTERM handler is in place.
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200)
     expect(await server.stop()).toBe(0)
   })
 })
