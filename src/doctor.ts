@@ -4,8 +4,10 @@
 // depends on failed (no config: no data directory to look at).
 import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs'
 import { X509Certificate, createPrivateKey } from 'node:crypto'
+import { promises as dns } from 'node:dns'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
+import { checkDataDirMode } from './backup'
 import type { Config } from './config'
 import { DatabaseError, openDatabase, probeWrite, type Db } from './db'
 import { migrations } from './db/migrations'
@@ -21,6 +23,9 @@ export interface Finding {
 function checkDataDir(dir: string): Finding {
   try {
     if (existsSync(dir) && !statSync(dir).isDirectory()) return { verdict: 'FAIL', what: 'data_dir', detail: `${dir} is not a directory` }
+    // serve refuses to start on it: say why here, with the fix.
+    const unsafe = checkDataDirMode(dir)
+    if (unsafe) return { verdict: 'FAIL', what: 'data_dir', detail: unsafe.replace(/^data_dir /, '') }
     mkdirSync(dir, { recursive: true, mode: 0o700 })
     accessSync(dir, constants.W_OK)
     const probe = join(dir, `.doctor-${process.pid}`)
@@ -60,23 +65,105 @@ function checkDatabase(dir: string): Finding[] {
   }
 }
 
-const LOW_SPACE = 64 * 1024 * 1024
-
-/** A write in a transaction that is rolled back, and the free space left for the ones that are kept. */
+/** A write in a transaction that is rolled back, and the free space left for the ones that are kept (judged by checkDisk). */
 function checkWritable(db: Db, dir: string): Finding {
   const problem = probeWrite(db)
   if (problem) return { verdict: 'FAIL', what: 'database write', detail: `not writable: ${problem}` }
-  let free: number
+  const free = freeBytes(dir)
+  return { verdict: 'ok', what: 'database write', detail: free === null ? 'writable' : `writable, ${size(free)} free` }
+}
+
+function freeBytes(dir: string): number | null {
   try {
     const fs = statfsSync(dir)
-    free = fs.bavail * fs.bsize
+    return fs.bavail * fs.bsize
   } catch {
-    return { verdict: 'ok', what: 'database write', detail: 'writable' }
+    return null
   }
-  const shown = free >= 2 ** 30 ? `${(free / 2 ** 30).toFixed(1)} GiB` : `${(free / 2 ** 20).toFixed(1)} MiB`
-  if (free < LOW_SPACE)
-    return { verdict: 'warn', what: 'database write', detail: `writable, but only ${shown} free in ${dir}: clicks and links stop being stored when it is full` }
-  return { verdict: 'ok', what: 'database write', detail: `writable, ${shown} free` }
+}
+
+export const DISK_WARN = 2 ** 30
+export const DISK_FAIL = 100 * 2 ** 20
+
+/** Free space for data_dir: under 1 GiB a warning (mail and the media cache fill it fast), under 100 MiB a FAIL. */
+export function checkDisk(dir: string, free: number | null = freeBytes(dir)): Finding {
+  if (free === null) return { verdict: 'warn', what: 'free disk', detail: `${dir}: the free space cannot be read` }
+  const where = `${size(free)} free for ${dir}`
+  if (free < DISK_FAIL) return { verdict: 'FAIL', what: 'free disk', detail: `only ${where}: links, clicks and mail stop being stored when it is full; free some space` }
+  if (free < DISK_WARN) return { verdict: 'warn', what: 'free disk', detail: `only ${where}: under 1 GiB, mail and the media cache can fill it` }
+  return { verdict: 'ok', what: 'free disk', detail: where }
+}
+
+/**
+ * The clock: signed links, expiries and mailbox lifetimes all read it. A clock behind the time this program
+ * file was written, or behind the newest row in the database, has been reset (a board without a battery).
+ */
+export function checkClock(now: number, built: number | null, newestRow: number | null): Finding {
+  const at = (ms: number) => new Date(ms).toISOString().slice(0, 19) + 'Z'
+  if (built !== null && now < built)
+    return { verdict: 'warn', what: 'clock', detail: `${at(now)} is before this linkbox was built (${at(built)}): set the time (timedatectl set-ntp true); links and mail expire wrongly` }
+  if (newestRow !== null && now < newestRow)
+    return { verdict: 'warn', what: 'clock', detail: `${at(now)} is before the newest row in the database (${at(newestRow)}): the clock went back; set the time (timedatectl set-ntp true)` }
+  return { verdict: 'ok', what: 'clock', detail: at(now) }
+}
+
+/** The newest creation time in the database: one row by the primary key of each table that grows, cheap. */
+function newestRow(dataDir: string): number | null {
+  const path = join(dataDir, 'linkbox.db')
+  if (!existsSync(path)) return null
+  let db: Db | undefined
+  try {
+    db = openDatabase(path)
+    let newest: number | null = null
+    for (const table of ['accounts', 'links', 'webhook_events']) {
+      const row = db.query(`SELECT created FROM ${table} ORDER BY id DESC LIMIT 1`).get() as { created: number } | null
+      if (row && (newest === null || row.created > newest)) newest = row.created
+    }
+    return newest
+  } catch {
+    return null // the database check says what is wrong with it
+  } finally {
+    db?.close()
+  }
+}
+
+/** When this program was built: the compiled binary's file time (run from source: unknown). */
+const buildTime = (): number | null => {
+  if (!Bun.isStandaloneExecutable) return null
+  try {
+    return statSync(process.execPath).mtimeMs
+  } catch {
+    return null
+  }
+}
+
+type ResolveMx = (domain: string) => Promise<{ exchange: string; priority: number }[]>
+
+/**
+ * Where the world sends mail for each domain: a hint only (a warn, never a FAIL) — the MX may point at a
+ * relay in front of linkbox, and this machine may be offline or unable to ask. Each lookup has its own timeout.
+ */
+export async function checkMx(config: Config, resolveMx: ResolveMx = (d) => dns.resolveMx(d), timeoutMs = 3000): Promise<Finding[]> {
+  if (config.mail.smtp_port === 0) return [{ verdict: 'ok', what: 'mail MX', detail: 'mail.smtp_port is 0: no mail is received' }]
+  return Promise.all(
+    config.mail.domains.map(async (domain): Promise<Finding> => {
+      let timer: ReturnType<typeof setTimeout> | undefined
+      try {
+        const records = await Promise.race([
+          resolveMx(domain),
+          new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs))),
+        ])
+        if (records.length === 0) return { verdict: 'warn', what: 'mail MX', detail: `${domain} has no MX record: senders will not find this server` }
+        const hosts = [...records].sort((a, b) => a.priority - b.priority).map((r) => r.exchange)
+        return { verdict: 'ok', what: 'mail MX', detail: `${domain} → ${hosts.join(', ')} (should reach port ${config.mail.smtp_port} here, or a relay to it)` }
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code
+        return { verdict: 'warn', what: 'mail MX', detail: `${domain}: no MX record found (${code ?? (err as Error).message}): senders will not find this server; ignore this offline or behind a relay` }
+      } finally {
+        clearTimeout(timer)
+      }
+    }),
+  )
 }
 
 function checkPort(what: string, host: string, port: number): Promise<Finding> {
@@ -215,6 +302,9 @@ export async function runDoctor(config: Config, source: string): Promise<Finding
   if (config.mail.smtp_port !== 0) findings.push(await checkPort('mail.smtp_port', config.mail.smtp_host, config.mail.smtp_port))
   findings.push(checkTls(config))
   if (dataDir.verdict === 'ok') findings.push(checkMailStore(config.data_dir))
+  findings.push(...(await checkMx(config)))
+  if (dataDir.verdict === 'ok') findings.push(checkDisk(config.data_dir), checkClock(Date.now(), buildTime(), newestRow(config.data_dir)))
+  else findings.push({ verdict: 'skip', what: 'free disk', detail: 'the data directory is not usable' }, { verdict: 'skip', what: 'clock', detail: 'the data directory is not usable' })
   findings.push(checkBaseUrl(config))
   const media = 'needed for media download'
   if (dataDir.verdict === 'ok') findings.push(...(await checkYtdlp(config)))
@@ -232,7 +322,7 @@ export async function configFailure(path: string, problem: string): Promise<Find
   const skipped = 'needs a config that loads'
   return [
     { verdict: 'FAIL', what: 'config', detail: path && !why.includes(path) ? `${path}: ${why}` : why },
-    ...['data_dir', 'database', 'server.port', 'mail.smtp_port', 'mail.tls', 'mail store', 'server.base_url', 'yt-dlp bundled', 'yt-dlp'].map(
+    ...['data_dir', 'database', 'server.port', 'mail.smtp_port', 'mail.tls', 'mail store', 'mail MX', 'free disk', 'clock', 'server.base_url', 'yt-dlp bundled', 'yt-dlp'].map(
       (what): Finding => ({ verdict: 'skip', what, detail: skipped }),
     ),
     await checkProgram('ffmpeg', ['ffmpeg', '-version'], 'needed for media download (merging formats)'),

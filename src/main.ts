@@ -4,8 +4,8 @@
 // Only what every command needs is imported here. The rest is loaded by the command that uses it
 // (`await import(...)`): the HTTP app alone (Elysia, the QR encoder) takes tens of milliseconds to load,
 // which `linkbox version`, `key list` or a script's `account create` should not pay.
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs'
-import { dirname, join, resolve } from 'node:path'
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
 import type { Config } from './config'
 import { AppError, ConfigError } from './errors'
 import { VERSION } from './version'
@@ -20,7 +20,10 @@ Usage:
   linkbox key list [ACCOUNT]
   linkbox key revoke ID|PREFIX
   linkbox doctor                                  check config, data directory, ports and helper programs
-  linkbox backup FILE                             consistent copy of the database while it runs
+  linkbox backup FILE                             one archive (tar) of the database, the secrets and
+                                                  the mail store, consistent while the service runs
+  linkbox restore FILE [--force]                  put a backup into data_dir (the service stopped);
+                                                  --force moves what is there to before-restore-<time>/
   linkbox ytdlp update [--from URL|FILE]          install a newer yt-dlp into data_dir/bin; the service
                                                   switches to it at its next extraction, no restart.
                                                   Default: the official release, checked against its
@@ -78,12 +81,16 @@ async function serve(config: Config, configPath: string | undefined) {
   ])
   // The service's lines go through the log ([log] in the config: level, format, request lines).
   log.configure(config.log)
+  // Start-up safety: refuse a data_dir anyone can write to (see backup.ts), before anything is read from it.
+  const { Refusal, checkDataDirMode, holdLock } = await import('./backup')
+  const unsafe = checkDataDirMode(config.data_dir)
+  if (unsafe) throw new Refusal(unsafe)
   await prepareYtdlp(config, (line) => log.warn(line))
   const box = createLinkbox(config)
   const server = box.listen()
-  // An IPv6 address goes in brackets, so that the line carries a URL scripts can use as is.
-  const host = server.hostname?.includes(':') ? `[${server.hostname}]` : server.hostname
-  log.info(`linkbox ${VERSION} listening on http://${host}:${server.port} (base_url ${config.server.base_url}, data ${config.data_dir})`)
+  // `linkbox restore` checks this pid file; removed again when the service stops.
+  const releaseLock = holdLock(config.data_dir)
+  process.on('exit', releaseLock)
   // The handlers go in as soon as the service runs (the webhook deliverer starts sending in listen()): a
   // SIGTERM during the rest of the start-up must shut down cleanly, not kill the process mid-request.
   let closing = false
@@ -115,6 +122,10 @@ async function serve(config: Config, configPath: string | undefined) {
   }
   process.on('SIGTERM', () => void shutdown('SIGTERM'))
   process.on('SIGINT', () => void shutdown('SIGINT'))
+  // Announced once the handlers are in: a script that sends SIGTERM on seeing this line gets a clean stop.
+  // An IPv6 address goes in brackets, so that the line carries a URL scripts can use as is.
+  const host = server.hostname?.includes(':') ? `[${server.hostname}]` : server.hostname
+  log.info(`linkbox ${VERSION} listening on http://${host}:${server.port} (base_url ${config.server.base_url}, data ${config.data_dir})`)
   // SIGHUP re-reads the config file and applies what can change without a restart (app.ts reload()); a
   // file that does not load now is one error line, and the running config stays as it is.
   process.on('SIGHUP', () => {
@@ -219,6 +230,7 @@ export async function main(argv: string[]): Promise<number> {
       label: { type: 'string' },
       from: { type: 'string' },
       events: { type: 'string' },
+      force: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -290,35 +302,17 @@ export async function main(argv: string[]): Promise<number> {
     case 'webhook':
       return webhookCommand(config, sub, arg, arg2, values.events)
     case 'backup': {
-      const { DatabaseError, openDatabase, storageReason } = await import('./db')
-      if (!sub) throw new ConfigError('usage: linkbox backup FILE')
-      if (existsSync(sub)) throw new ConfigError(`backup: ${sub} exists already; choose a new file`)
-      const dbPath = join(config.data_dir, 'linkbox.db')
-      // Never create an empty database just to copy it: a wrong --config must not look like a good backup.
-      if (!existsSync(dbPath)) throw new ConfigError(`backup: there is no database at ${dbPath}; check --config`)
-      const folder = dirname(resolve(sub))
-      if (!existsSync(folder) || !statSync(folder).isDirectory())
-        throw new DatabaseError(`backup: the folder ${folder} does not exist; create it first`)
-      const db = openDatabase(dbPath) // first: a database that does not open leaves no empty backup behind
-      try {
-        // The copy holds password hashes and key hashes: readable by the owner only. VACUUM INTO fills an
-        // empty file, so create it first with that mode ('wx': never over a file that appeared meanwhile).
-        try {
-          closeSync(openSync(sub, 'wx', 0o600))
-        } catch (err) {
-          throw new DatabaseError(`backup: cannot create ${sub}: ${(err as Error).message}`)
-        }
-        try {
-          db.query('VACUUM INTO ?').run(sub) // a consistent snapshot, even while the service writes
-          chmodSync(sub, 0o600)
-        } catch (err) {
-          rmSync(sub, { force: true }) // ours: created above
-          throw new DatabaseError(`backup: could not write ${sub}: ${storageReason(err)}`)
-        }
-      } finally {
-        db.close()
-      }
-      console.log(`backup written to ${sub}`)
+      if (!sub || arg) throw new ConfigError('usage: linkbox backup FILE')
+      const { writeBackup } = await import('./backup')
+      const manifest = writeBackup(config, sub)
+      console.log(`backup written to ${sub}: linkbox.db (schema ${manifest.schema}) and ${manifest.files.length - 1} files`)
+      return 0
+    }
+    case 'restore': {
+      if (!sub || arg) throw new ConfigError('usage: linkbox restore FILE [--force]')
+      const { restoreBackup } = await import('./backup')
+      const manifest = await restoreBackup(config, sub, { force: !!values.force })
+      console.log(`restored ${sub} (made by linkbox ${manifest.version} on ${manifest.created}, schema ${manifest.schema}) into ${config.data_dir}`)
       return 0
     }
     case 'ytdlp': {
@@ -359,7 +353,7 @@ if (import.meta.main) {
       }
       // The database is unusable (not a database, cannot be opened) or a backup cannot be written: the
       // message names the file; a stack trace would not help the operator.
-      if (err instanceof DatabaseError) {
+      if (err instanceof DatabaseError || (err as Error)?.name === 'Refusal') {
         console.error(`linkbox: ${err.message}`)
         process.exit(1)
       }

@@ -3,6 +3,8 @@
 // Also here: telling "the database cannot be written" (full disk, read-only file) from other faults, so
 // that callers can answer 503 and keep serving reads instead of failing with a bare 500.
 import { Database } from 'bun:sqlite'
+import { closeSync, mkdirSync, openSync, readdirSync, rmSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { AppError } from '../errors'
 import { migrations } from './migrations'
 
@@ -19,6 +21,14 @@ export class DatabaseError extends Error {
 export function openDatabase(path: string): Db {
   let db: Db | undefined
   try {
+    // The file holds password and key hashes and the webhook secrets: made readable by its owner only
+    // (SQLite would make it 0644, less the umask); its -wal and -shm files take the same mode.
+    if (path !== ':memory:' && path !== '')
+      try {
+        closeSync(openSync(path, 'wx', 0o600))
+      } catch {
+        // There already (EEXIST), or not creatable: SQLite's own open below says why, naming the file.
+      }
     db = new Database(path, { create: true, strict: true })
     // First: switching to WAL reads the file under a lock, which another process (a CLI command closing
     // and checkpointing, the service) may hold for a moment; without a timeout that is SQLITE_BUSY at once.
@@ -26,6 +36,12 @@ export function openDatabase(path: string): Db {
     db.exec('PRAGMA journal_mode = WAL')
     db.exec('PRAGMA synchronous = NORMAL')
     db.exec('PRAGMA foreign_keys = ON')
+    const current = userVersion(db)
+    // A newer linkbox wrote this file (a downgrade, or a backup restored from a newer one): tables this one
+    // does not know would be written wrongly or not at all. Refused before anything is changed.
+    if (current > migrations.length)
+      throw new DatabaseError(`${path} has schema ${current}, this linkbox knows ${migrations.length}: upgrade linkbox (or restore a backup made by this version)`)
+    if (current >= 1 && current < migrations.length && path !== ':memory:' && path !== '') copyBeforeMigration(db, path, current)
     migrate(db)
     return db
   } catch (err) {
@@ -41,8 +57,38 @@ export function openDatabase(path: string): Db {
   }
 }
 
+const userVersion = (db: Db) => (db.query('PRAGMA user_version').get() as { user_version: number }).user_version
+
+/** How many automatic copies made before a migration are kept in data_dir/backups (the newest ones). */
+export const KEPT_MIGRATION_COPIES = 3
+
+/**
+ * An upgrade's safety net: before the first migration runs on a database with data, a consistent copy goes
+ * to <dir>/backups/linkbox-schema<N>-<time>.db (0600), so a migration that goes wrong, or a new version
+ * that has to be rolled back, can be undone with the old binary. The oldest copies beyond the last three
+ * are removed. A copy that cannot be made stops the upgrade: migrating without one is what it is for.
+ */
+function copyBeforeMigration(db: Db, path: string, schema: number): void {
+  const dir = join(dirname(path), 'backups')
+  const time = new Date().toISOString().replace(/[-:.]/g, '')
+  const copy = join(dir, `linkbox-schema${schema}-${time}.db`)
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    closeSync(openSync(copy, 'wx', 0o600)) // VACUUM INTO fills an empty file and keeps its mode
+    db.query('VACUUM INTO ?').run(copy)
+  } catch (err) {
+    rmSync(copy, { force: true })
+    throw new DatabaseError(`${path}: could not copy it to ${copy} before upgrading its schema from ${schema} to ${migrations.length} (${storageReason(err)}); nothing was changed`)
+  }
+  const copies = readdirSync(dir)
+    .map((name) => ({ name, time: /^linkbox-schema\d+-(\d{8}T\d{9}Z)\.db$/.exec(name)?.[1] }))
+    .filter((c): c is { name: string; time: string } => c.time !== undefined)
+    .sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0))
+  for (const old of copies.slice(0, Math.max(0, copies.length - KEPT_MIGRATION_COPIES))) rmSync(join(dir, old.name), { force: true })
+}
+
 export function migrate(db: Db): void {
-  const current = (db.query('PRAGMA user_version').get() as { user_version: number }).user_version
+  const current = userVersion(db)
   for (let version = current; version < migrations.length; version++) {
     const migration = migrations[version]!
     const sql = typeof migration === 'string' ? migration : migration.sql
