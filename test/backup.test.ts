@@ -6,7 +6,6 @@ import { afterAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { createHash, randomBytes } from 'node:crypto'
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs'
-import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import nodemailer from 'nodemailer'
@@ -17,6 +16,7 @@ import {
   CHROME_UA,
   apiPost,
   createAccount,
+  freePort,
   killAllServers,
   removeDir,
   runCli,
@@ -34,17 +34,6 @@ afterAll(async () => {
   await killAllServers()
   dirs.forEach(removeDir)
 })
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer()
-    probe.once('error', reject)
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as AddressInfo
-      probe.close(() => resolve(port))
-    })
-  })
-}
 
 const DOMAIN = 'backup.test'
 

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs'
-import { createServer, Socket, type AddressInfo } from 'node:net'
+import { Socket } from 'node:net'
 import { join } from 'node:path'
 import nodemailer from 'nodemailer'
 import type Mail from 'nodemailer/lib/mailer'
@@ -14,6 +14,7 @@ import { createLinkbox } from '../src/app'
 import { readAnswer, testConfig, type ApiAnswer } from './support/app'
 import {
   createAccount,
+  freePort,
   killAllServers,
   removeDir,
   startServer,
@@ -35,18 +36,6 @@ afterAll(async () => {
   await killAllServers()
   dirs.forEach(removeDir)
 })
-
-/** A port nothing listens on right now (mail.smtp_port 0 means "no SMTP", so the test picks one itself). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer()
-    probe.once('error', reject)
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as AddressInfo
-      probe.close(() => resolve(port))
-    })
-  })
-}
 
 async function mailConfig(): Promise<TestConfig> {
   const config = writeConfig(tempDir('linkbox-mail-durability-'), {

@@ -7,8 +7,7 @@ import { join, relative } from 'node:path'
 import nodemailer from 'nodemailer'
 import { buildConfig } from '../src/config'
 import { checkClock, checkDisk, checkMx } from '../src/doctor'
-import { SOURCE_COMMAND, apiPost, createAccount, killAllServers, removeDir, runCli, startServer, tempDir, writeConfig, type TestConfig } from './support/server'
-import { createServer, type AddressInfo } from 'node:net'
+import { SOURCE_COMMAND, apiPost, createAccount, freePort, killAllServers, removeDir, runCli, startServer, tempDir, writeConfig, type TestConfig } from './support/server'
 
 setDefaultTimeout(60_000)
 
@@ -22,17 +21,6 @@ function config(overrides = {}): TestConfig {
   const c = writeConfig(tempDir('linkbox-safety-'), overrides)
   dirs.push(c.dir)
   return c
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer()
-    probe.once('error', reject)
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as AddressInfo
-      probe.close(() => resolve(port))
-    })
-  })
 }
 
 /** Every file and folder under dir with its permission bits. */

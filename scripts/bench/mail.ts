@@ -6,9 +6,8 @@
 //
 //   bun scripts/bench/mail.ts          this section alone, linkbox from source (`bun src/main.ts serve`)
 import { rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
-import { createAccount, startServer, tempDir, writeConfig, type RunningServer } from '../../test/support/server'
+import { createAccount, freePort, startServer, tempDir, writeConfig, type RunningServer } from '../../test/support/server'
 import { removingOnStop } from './binary'
 import type { BenchContext } from './context'
 import { smtpLoad, type LoadResult } from './smtp-load'
@@ -26,17 +25,6 @@ export interface SmtpChild {
   port: number
   pid: number
   stop(): Promise<void>
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const address = s.address()
-      s.close(() => resolve(typeof address === 'object' && address ? address.port : 0))
-    })
-  })
 }
 
 /** Resolves with the first match of `pattern` in what `text()` returns, polled; rejects after `ms`. */

@@ -5,11 +5,12 @@
 import { Elysia } from 'elysia'
 import loginTpl from '../../assets/login.html' with { type: 'text' }
 import { AppError } from '../errors'
+import { sameSecret } from '../http/api'
 import { readBodyLimited } from '../http/params'
 import { rateKeyOf } from '../http/client-ip'
 import { escapeHtml, fill } from '../pages/render'
 import type { DashboardDeps } from './index'
-import { randomToken, sameToken } from './sessions'
+import { randomToken } from './sessions'
 
 export const SIGN_IN_PER_MINUTE = 10
 export const SIGN_IN_PER_CLIENT_PER_MINUTE = 30
@@ -52,7 +53,7 @@ export function createAuthRoutes(deps: DashboardDeps) {
     if (shell.crossSite(request)) throw shell.csrfRefused()
     const fields = new URLSearchParams(new TextDecoder().decode(await readBodyLimited(request, 8 * 1024)))
     const cookie = shell.loginToken(request)
-    if (!cookie || !sameToken(fields.get('_csrf') ?? '', cookie)) throw shell.csrfRefused()
+    if (!cookie || !sameSecret(fields.get('_csrf') ?? '', cookie)) throw shell.csrfRefused()
     return fields
   }
 
@@ -72,7 +73,9 @@ export function createAuthRoutes(deps: DashboardDeps) {
       const name = (fields.get('name') ?? '').trim()
       const next = safeNext(fields.get('next'))
       const client = rateKeyOf(clientIp(request))
-      const one = limiter.hit(`signin:${client}|${name.toLowerCase()}`, SIGN_IN_PER_MINUTE)
+      // The name is part of a bucket's key: at most 64 characters of it (no account name is longer), so that
+      // a flood of made-up long names cannot make the limiter's keys large.
+      const one = limiter.hit(`signin:${client}|${name.slice(0, 64).toLowerCase()}`, SIGN_IN_PER_MINUTE)
       const all = one.allowed ? limiter.hit(`signin:${client}`, SIGN_IN_PER_CLIENT_PER_MINUTE) : one
       if (!one.allowed || !all.allowed) {
         const reset = Math.max(one.reset, all.reset)

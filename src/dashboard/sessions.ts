@@ -3,10 +3,10 @@
 // each use moves the expiry SESSION_TTL_MS ahead (written at most once a minute), up to SESSION_MAX_MS
 // after sign-in. Passwords are argon2id (Bun.password); checks go through the same bounded gate as link
 // passwords, so a flood of sign-ins cannot eat the memory or the CPU.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import type { Db } from '../db'
 import type { Caller } from '../accounts/service'
-import { SCOPES } from '../accounts/service'
+import { hashKey, SCOPES } from '../accounts/service'
 import { createAccountStore } from '../accounts/store'
 import { createPasswordGate, type Verifier } from '../links/password-gate'
 import { createSessionStore, type SessionWithAccount } from './store'
@@ -17,13 +17,8 @@ export const SESSION_MAX_MS = 30 * 24 * 3600_000
 export const MAX_SESSIONS_PER_ACCOUNT = 20
 const TOUCH_EVERY_MS = 60_000
 
-const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
 export const randomToken = (bytes = 32) => randomBytes(bytes).toString('base64url')
 
-/** Same text, compared in constant time (digests, so the length does not leak either). */
-export function sameToken(a: string, b: string): boolean {
-  return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest())
-}
 
 export interface Session {
   id: number
@@ -78,7 +73,7 @@ export function createSessions(deps: { db: Db; clock: () => number; verify?: Ver
       const token = randomToken()
       const now = clock()
       const row = db.transaction(() => {
-        const inserted = store.insert(sha256(token), accountId, randomToken(24), now, now + SESSION_TTL_MS)
+        const inserted = store.insert(hashKey(token), accountId, randomToken(24), now, now + SESSION_TTL_MS)
         store.trim(accountId, MAX_SESSIONS_PER_ACCOUNT)
         return store.byHash(inserted.token_hash)!
       })()
@@ -88,7 +83,7 @@ export function createSessions(deps: { db: Db; clock: () => number; verify?: Ver
     /** The live session for a cookie's token, or null (unknown, expired, signed out, account disabled). */
     lookup(token: string): Session | null {
       if (token.length < 20 || token.length > 100) return null
-      const row = store.byHash(sha256(token))
+      const row = store.byHash(hashKey(token))
       if (!row) return null
       const now = clock()
       if (row.expires <= now || row.disabled !== null) {

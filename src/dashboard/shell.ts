@@ -5,9 +5,11 @@ import dashboardCss from '../../assets/dashboard.css' with { type: 'text' }
 import layout from '../../assets/dashboard-layout.html' with { type: 'text' }
 import type { Config } from '../config'
 import { AppError } from '../errors'
+import { sameSecret } from '../http/api'
+import { isCrossSite } from '../http/cross-site'
 import { readBodyLimited } from '../http/params'
 import { escapeHtml, fill, LOGO_SVG, SCRIPT_CSP, SCRIPT_TAG, STYLE_VERSION } from '../pages/render'
-import { sameToken, SESSION_TTL_MS, type Session, type Sessions } from './sessions'
+import { SESSION_TTL_MS, type Session, type Sessions } from './sessions'
 
 export const DASHBOARD_CSS = dashboardCss as unknown as string
 export const DASHBOARD_CSS_VERSION = new Bun.CryptoHasher('sha256').update(DASHBOARD_CSS).digest('hex').slice(0, 12)
@@ -37,15 +39,6 @@ export function cookiesOf(request: Request): Map<string, string> {
   return out
 }
 
-/** The origin of a URL, or null when it does not parse. */
-function originOf(url: string): string | null {
-  try {
-    return new URL(url).origin
-  } catch {
-    return null
-  }
-}
-
 export interface Notice {
   kind: 'ok' | 'error'
   text: string
@@ -68,16 +61,10 @@ export function createShell(deps: { config: Config; sessions: Sessions }) {
   // __Host-: a cookie only this origin over https can set (no Domain, Path=/, Secure).
   const SESSION_COOKIE = secure ? '__Host-lb_session' : 'lb_session'
   const NOTICE_COOKIE = 'lb_notice'
-  const baseOrigin = originOf(config.server.base_url)
   const attrs = `Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`
 
   /** A request sent by a page of another site (a forged form), as far as the browser tells. */
-  function crossSite(request: Request): boolean {
-    if (request.headers.get('sec-fetch-site') === 'cross-site') return true
-    const origin = request.headers.get('origin')
-    if (origin === null) return false
-    return origin !== baseOrigin && origin !== originOf(request.url)
-  }
+  const crossSite = (request: Request) => isCrossSite(request, config.server.base_url)
 
   const csrfRefused = () =>
     new AppError(403, 'csrf', 'This form has expired or was sent from another site. Reload the page and try again.')
@@ -143,7 +130,7 @@ export function createShell(deps: { config: Config; sessions: Sessions }) {
     async form(request: Request, s: Session): Promise<URLSearchParams> {
       if (crossSite(request)) throw csrfRefused()
       const fields = new URLSearchParams(new TextDecoder().decode(await readBodyLimited(request, FORM_LIMIT)))
-      if (!sameToken(fields.get('_csrf') ?? '', s.csrf)) throw csrfRefused()
+      if (!sameSecret(fields.get('_csrf') ?? '', s.csrf)) throw csrfRefused()
       return fields
     },
 

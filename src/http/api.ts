@@ -126,7 +126,8 @@ function rateHeaders(d: RateDecision | null): Record<string, string> {
 }
 
 const digest = (s: string) => createHash('sha256').update(s).digest()
-function sameSecret(given: string, expected: string): boolean {
+/** Same text, compared in constant time (digests, so that the length does not leak either). */
+export function sameSecret(given: string, expected: string): boolean {
   // Compare digests so that neither the length nor the content leaks through timing.
   return timingSafeEqual(digest(given), digest(expected))
 }

@@ -7,6 +7,7 @@ import homeTpl from '../../assets/home.html' with { type: 'text' }
 import type { Config } from '../config'
 import { AppError } from '../errors'
 import { rateKeyOf } from '../http/client-ip'
+import { isCrossSite } from '../http/cross-site'
 import { readBodyLimited } from '../http/params'
 import type { RateLimiter } from '../http/rate-limit'
 import { messagePage } from '../links/visit'
@@ -122,27 +123,6 @@ export function homePage(state: HomeState = {}): Response {
   })
 }
 const tpl = (t: unknown) => t as string
-
-/** The origin of a URL, or null when it does not parse (a malformed Host makes request.url unparseable). */
-function originOf(url: string): string | null {
-  try {
-    return new URL(url).origin
-  } catch {
-    return null
-  }
-}
-
-/**
- * A POST another site made the visitor's browser send: refused. A request without Origin is not a
- * browser's form post from elsewhere (browsers send Origin on every POST), and a script could call the API
- * anyway. Sec-Fetch-Site is believed when present (browsers send it on secure origins).
- */
-export function isCrossSite(request: Request, baseUrl: string): boolean {
-  if (request.headers.get('sec-fetch-site') === 'cross-site') return true
-  const origin = request.headers.get('origin')
-  if (origin === null) return false
-  return origin !== originOf(request.url) && origin !== originOf(baseUrl)
-}
 
 export function createHomeRoutes(deps: {
   config: Config

@@ -4,7 +4,7 @@
 // both themes, and no request may leave the app's origin.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { launchBrowser, screenshots, seriousViolations, startApp, type RunningApp } from '../support/browser'
+import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 
 const PW = 'correct horse battery'
@@ -47,15 +47,7 @@ afterAll(async () => {
 })
 
 /** axe (no serious/critical, light and dark) and the screenshots; returns the scroll width at 390 px. */
-async function check(name: string): Promise<number> {
-  expect(await seriousViolations(page)).toEqual([])
-  await page.emulateMedia({ colorScheme: 'dark' })
-  expect(await seriousViolations(page)).toEqual([])
-  await page.emulateMedia({ colorScheme: 'light' })
-  const widths = await screenshots(page, name)
-  await page.setViewportSize({ width: 1280, height: 800 })
-  return widths[390]!
-}
+const check = (name: string) => checkPage(page, name)
 
 const accountRow = (name: string) => page.locator('table.accounts tbody tr', { has: page.locator('.acc-name', { hasText: new RegExp(`^${name.replace(/[.@]/g, '\\$&')}$`) }) })
 

@@ -4,7 +4,7 @@
 // database rows are as they were. axe-core on the sign-in page in both themes; screenshots of it.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { launchBrowser, screenshots, seriousViolations, startApp, startFixture, type Fixture, type RunningApp } from '../support/browser'
+import { checkPage, launchBrowser, screenshots, seriousViolations, startApp, startFixture, type Fixture, type RunningApp } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 
 const PW = 'correct horse battery'
@@ -103,6 +103,38 @@ describe('signing in and out', () => {
     expect(sessionsOf('alice')).toBe(0)
     await page.goto(`${app.url}/dashboard`)
     expect(page.url()).toBe(`${app.url}/login?next=%2Fdashboard`)
+  })
+})
+
+describe('open sign-up ([web] signup = true)', () => {
+  test('the form (axe in both themes and on a phone), a mistake at its fields, then an account signed in at once', async () => {
+    const open = startApp({ web: { signup: true } })
+    const context = await browser.newContext()
+    contexts.push(context)
+    const page = await context.newPage()
+    page.setDefaultTimeout(10_000)
+    const asked: string[] = []
+    page.on('request', (r) => void asked.push(r.url()))
+    try {
+      await page.goto(`${open.url}/login`)
+      await Promise.all([page.waitForURL(`${open.url}/signup`), page.getByRole('link', { name: 'Create one' }).click()])
+      expect(await page.locator('h1').textContent()).toBe('Create an account')
+      expect(await checkPage(page, 'signup')).toBeLessThanOrEqual(390)
+      await page.fill('#name', 'newcomer')
+      await page.fill('#password', 'short')
+      await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')])
+      expect(await page.locator('#auth-error').textContent()).toContain('8 to 128 characters')
+      expect(await page.getAttribute('#password', 'aria-invalid')).toBe('true')
+      expect(await page.inputValue('#name')).toBe('newcomer')
+      await page.fill('#password', 'long enough now')
+      await Promise.all([page.waitForURL(`${open.url}/dashboard/keys`), page.click('button[type=submit]')])
+      expect(await page.locator('.notice.ok').textContent()).toContain('Welcome, newcomer.')
+      expect(open.db.query('SELECT admin, disabled FROM accounts WHERE name = ?').get('newcomer')).toEqual({ admin: 0, disabled: null })
+      expect(asked.length).toBeGreaterThan(5)
+      expect(asked.filter((u) => !u.startsWith(`${open.url}/`) && !u.startsWith('data:') && !u.startsWith('about:'))).toEqual([])
+    } finally {
+      await open.stop()
+    }
   })
 })
 

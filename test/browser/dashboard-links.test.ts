@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
 import type { Caller } from '../../src/accounts/service'
-import { launchBrowser, screenshots, seriousViolations, startApp, type RunningApp } from '../support/browser'
+import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
@@ -34,10 +34,7 @@ afterAll(async () => {
 
 /** axe (no serious/critical violation), then the screenshots; the page must not scroll sideways at 390 px. */
 async function check(name: string) {
-  expect(await seriousViolations(page)).toEqual([])
-  const widths = await screenshots(page, name)
-  expect(widths[390]).toBeLessThanOrEqual(390)
-  await page.setViewportSize({ width: 1280, height: 800 })
+  expect(await checkPage(page, name)).toBeLessThanOrEqual(390)
 }
 const rowCodes = () => page.$$eval('a.short', (as) => as.map((a) => a.id.replace(/^short-/, '')))
 const linkRow = (code: string) => app.db.query('SELECT * FROM links WHERE code = ?').get(code) as Record<string, any> | null

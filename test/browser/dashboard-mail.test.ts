@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import nodemailer from 'nodemailer'
 import type { Browser, Page } from 'playwright-core'
 import { Webhook } from 'standardwebhooks'
-import { launchBrowser, screenshots, seriousViolations, startApp, startFixture, type Fixture, type RunningApp } from '../support/browser'
+import { checkPage, launchBrowser, startApp, startFixture, type Fixture, type RunningApp } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
@@ -63,10 +63,7 @@ afterAll(async () => {
 
 /** axe (no serious/critical violation), no request off the origin so far, and the screenshots (no sideways scroll at 390 px). */
 async function check(name: string) {
-  expect(await seriousViolations(page)).toEqual([])
-  const widths = await screenshots(page, name)
-  await page.setViewportSize({ width: 1280, height: 800 })
-  expect(widths[390]).toBeLessThanOrEqual(390)
+  expect(await checkPage(page, name)).toBeLessThanOrEqual(390)
   const offOrigin = requests.filter((u) => !u.startsWith(`${app.url}/`) && !u.startsWith('data:') && !u.startsWith('about:'))
   expect(offOrigin.filter((u) => !blockedByCsp.has(u))).toEqual([])
 }

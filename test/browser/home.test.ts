@@ -6,10 +6,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import {
+  checkPage,
   htmlPage,
   launchBrowser,
-  screenshots,
-  seriousViolations,
   startApp,
   startFixture,
   type Fixture,
@@ -59,17 +58,7 @@ function expectOwnOrigin(requests: string[], origin = app.url) {
 }
 
 /** axe (no serious/critical) in both themes, the screenshots; returns the scroll width at 390 px. */
-async function check(page: Page, name: string): Promise<number> {
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme })
-    expect({ scheme, violations: await seriousViolations(page) }).toEqual({ scheme, violations: [] })
-  }
-  await page.setViewportSize({ width: 390, height: 844 })
-  expect({ phone: true, violations: await seriousViolations(page) }).toEqual({ phone: true, violations: [] })
-  const widths = await screenshots(page, name)
-  await page.setViewportSize({ width: 1280, height: 800 })
-  return widths[390]!
-}
+const check = (page: Page, name: string) => checkPage(page, name)
 
 const codeOf = (shortUrl: string) => shortUrl.slice(shortUrl.lastIndexOf('/') + 1)
 

@@ -7,10 +7,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
 import {
+  checkPage,
   htmlPage,
   launchBrowser,
-  screenshots,
-  seriousViolations,
   startApp,
   startFixture,
   type Fixture,
@@ -69,16 +68,7 @@ async function link(fields: { url: string; [k: string]: string }): Promise<strin
 async function check(name: string, allowed: string[] = []): Promise<number> {
   const ours = (u: string) => [app.url, ...allowed].some((o) => u.startsWith(`${o}/`)) || u.startsWith('data:') || u.startsWith('about:')
   expect(requests.filter((u) => !ours(u))).toEqual([])
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme })
-    expect({ scheme, violations: await seriousViolations(page) }).toEqual({ scheme, violations: [] })
-  }
-  // And on a phone, where the layout changes (the frame bar shows only the mark, for one).
-  await page.setViewportSize({ width: 390, height: 844 })
-  expect({ phone: true, violations: await seriousViolations(page) }).toEqual({ phone: true, violations: [] })
-  const widths = await screenshots(page, name)
-  await page.setViewportSize({ width: 1280, height: 800 })
-  return widths[390]!
+  return checkPage(page, name)
 }
 
 describe('password link, redirect mode', () => {

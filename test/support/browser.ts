@@ -1,6 +1,7 @@
 // For tests that look at pages as visitors do: the real app on a real socket, local destination servers
 // (Bun.serve on 127.0.0.1, port 0: each its own origin), and Debian's Chromium driven by playwright-core,
 // with axe-core for accessibility and screenshots at desktop and phone widths for people to look at.
+import { expect } from 'bun:test'
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { chromium, type Browser, type Page } from 'playwright-core'
@@ -105,4 +106,23 @@ export async function screenshots(page: Page, name: string): Promise<Record<numb
   }
   await page.emulateMedia({ colorScheme: 'light' })
   return widths
+}
+
+/**
+ * What every page a test shows gets: axe-core (no serious or critical violation) in the light and the
+ * dark theme and on a phone, then the screenshots (both widths, both themes). Returns the scroll width at
+ * 390 px; the viewport goes back to 1280 × 800 and the theme to light.
+ */
+export async function checkPage(page: Page, name: string): Promise<number> {
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme })
+    expect({ scheme, violations: await seriousViolations(page) }).toEqual({ scheme, violations: [] })
+  }
+  await page.emulateMedia({ colorScheme: 'light' })
+  // On a phone the layout changes (tables stack into cards, the frame bar shows only the mark).
+  await page.setViewportSize({ width: 390, height: 844 })
+  expect({ phone: true, violations: await seriousViolations(page) }).toEqual({ phone: true, violations: [] })
+  const widths = await screenshots(page, name)
+  await page.setViewportSize({ width: 1280, height: 800 })
+  return widths[390]!
 }

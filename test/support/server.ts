@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import type { Subprocess } from 'bun'
+import { createServer, type AddressInfo } from 'node:net'
 import { readAnswer, type ApiAnswer } from './app'
 
 export const REPO_ROOT = resolve(import.meta.dir, '../..')
@@ -264,4 +265,16 @@ export async function apiPost(
 
 export function removeDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true })
+}
+
+/** A TCP port nothing listens on right now on 127.0.0.1 (for a port a test must choose itself: mail.smtp_port 0 means "no SMTP"). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer()
+    probe.once('error', reject)
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as AddressInfo
+      probe.close(() => resolve(port))
+    })
+  })
 }
