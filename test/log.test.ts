@@ -2,7 +2,8 @@
 // requests — one line each, with a request id it also sends back, and never a query string, header value,
 // body, key, password or cookie.
 import { afterAll, describe, expect, test } from 'bun:test'
-import { createLogger, requestIdOf, type LogLevel } from '../src/log'
+import fc from 'fast-check'
+import { createLogger, jsonString, requestIdOf, type LogLevel } from '../src/log'
 import { killAllServers, startServer, writeConfig } from './support/server'
 
 afterAll(killAllServers)
@@ -24,6 +25,29 @@ describe('lines', () => {
     const lines = text().trimEnd().split('\n').map((l) => JSON.parse(l))
     expect(lines[0]).toEqual({ time: '2026-01-02T12:01:02.000Z', level: 'info', msg: 'hello', n: 1 })
     expect(lines[1]).toEqual({ time: '2026-01-02T12:01:02.000Z', level: 'info', msg: 'request', id: 'r-1', method: 'GET', path: '/abc', status: 302, ms: 0.4, ip: '203.0.113.9', ua: 'curl/8' })
+  })
+
+  test('the hand-built JSON request line is the text JSON.stringify gives, for any strings and times (property)', () => {
+    let t = 0
+    const { logger, out } = captured({ format: 'json', now: () => t })
+    const str = fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.constantFrom('', '"', '\\', '\u2028', '\ud800', '</script>'))
+    fc.assert(
+      fc.property(
+        fc.record({ id: str, method: str, path: str, status: fc.integer({ min: 100, max: 599 }), ms: fc.double({ min: 0, max: 1e6, noNaN: true }), ip: str, ua: str }),
+        fc.integer({ min: 0, max: 4102444800000 }),
+        (r, time) => {
+          t = time
+          out.length = 0
+          logger.request(r)
+          logger.flush()
+          const ua = r.ua.length > 120 ? r.ua.slice(0, 120) : r.ua
+          const expected = JSON.stringify({ time: new Date(time).toISOString(), level: 'info', msg: 'request', id: r.id, method: r.method, path: r.path, status: r.status, ms: Math.round(r.ms * 10) / 10, ip: r.ip, ua })
+          expect(out.map((o) => o.text).join('')).toBe(`${expected}\n`)
+          expect(jsonString(r.path)).toBe(JSON.stringify(r.path))
+        },
+      ),
+      { numRuns: 2000 },
+    )
   })
 
   test('pretty: the short request line; control characters cannot forge a line', () => {

@@ -1,39 +1,58 @@
 // The redirect path /<code> of the real service (a child process, as `linkbox serve` runs) against a bare
-// Bun.serve answering 302, measured alternately in the same run so both see the same machine load.
-import { apiPost, CHROME_UA, startServer } from '../../test/support/server'
+// Bun.serve answering 302, measured alternately in the same run so both see the same machine load; and the
+// same service with `[log] requests = false`, for what the request lines (on by default) cost. The servers'
+// output goes through a pipe that this process reads, as journald reads the service's.
+import { apiPost, CHROME_UA, startServer, tempDir, writeConfig } from '../../test/support/server'
 import { benchLink, startBare } from './context'
+import type { Figure } from './results'
 import { formatResult as fmt, median, peakRss, rssMiB, wrk } from './wrk'
 
-export async function benchRedirect(opts: { rounds?: number; seconds?: number; command?: readonly string[] } = {}): Promise<string[]> {
+export async function benchRedirect(opts: { rounds?: number; seconds?: number; command?: readonly string[]; figures?: Figure[] } = {}): Promise<string[]> {
   const rounds = opts.rounds ?? 3
   const seconds = opts.seconds ?? 5
   const bare = await startBare('bare-redirect')
   // The linkbox under test: the bench's binary, or `bun src/main.ts` when run alone.
   const box = await startServer({ command: opts.command })
+  const quiet = await startServer({ command: opts.command, config: writeConfig(tempDir(), { log: { requests: false } }) })
   const lines: string[] = []
   try {
     const { key, code } = await benchLink(box, opts.command)
+    const quietLink = await benchLink(quiet, opts.command)
     const headers = { 'user-agent': CHROME_UA }
-    // Warm both (JIT, statement cache).
+    // Warm all three (JIT, statement cache).
     await wrk(`${bare.url}/`, { seconds: 1, headers })
     await wrk(`${box.url}/${code}`, { seconds: 1, headers })
+    await wrk(`${quiet.url}/${quietLink.code}`, { seconds: 1, headers })
     const idleRss = rssMiB(box.proc.pid)
     const ratios: number[] = []
+    const logCosts: number[] = []
     let peak = 0
     for (let i = 0; i < rounds; i++) {
       const b = await wrk(`${bare.url}/`, { seconds, headers })
       const run = wrk(`${box.url}/${code}`, { seconds, headers })
       const [l, rss] = await Promise.all([run, peakRss(box.proc.pid, run)])
+      const q = await wrk(`${quiet.url}/${quietLink.code}`, { seconds, headers })
       peak = Math.max(peak, rss)
       ratios.push(l.rps / b.rps)
-      lines.push(`round ${i + 1}: bare Bun.serve 302 ${fmt(b)}`)
-      lines.push(`round ${i + 1}: linkbox /<code>     ${fmt(l)}  (ratio ${(l.rps / b.rps).toFixed(2)})`)
+      logCosts.push(l.rps / q.rps)
+      lines.push(`round ${i + 1}: bare Bun.serve 302   ${fmt(b)}`)
+      lines.push(`round ${i + 1}: linkbox /<code>       ${fmt(l)}  (ratio ${(l.rps / b.rps).toFixed(2)})`)
+      lines.push(`round ${i + 1}: same, requests=false  ${fmt(q)}  (ratio ${(q.rps / b.rps).toFixed(2)}; logged ÷ not ${(l.rps / q.rps).toFixed(2)})`)
     }
     const stats = await apiPost(box.url, 'stats.json', { code }, { 'x-api-key': key })
     lines.push(`redirect throughput, linkbox / bare: median ratio ${median(ratios).toFixed(2)} over ${rounds} rounds of ${seconds} s (wrk -t2 -c64)`)
+    lines.push(`request lines (on by default) cost: throughput with them ÷ without ${median(logCosts).toFixed(2)}`)
     lines.push(`linkbox RSS: ${idleRss.toFixed(0)} MiB idle, ${peak.toFixed(0)} MiB peak under load; clicks recorded: ${stats.body.return.clicks}`)
+    opts.figures?.push({
+      id: 'redirect-log-cost',
+      label: 'Redirects of one code with request lines (the default) ÷ with `[log] requests = false`',
+      value: median(logCosts),
+      unit: '×',
+      baseline: 'the same binary and load, request lines off',
+    })
   } finally {
     await box.stop()
+    await quiet.stop()
     await bare.stop()
   }
   return lines

@@ -77,20 +77,42 @@ function childEnv(extra: Record<string, string> = {}): Record<string, string> {
   return { ...env, ...extra }
 }
 
-/** Collects a child's output stream into a string as it arrives (so the pipe never fills up). */
-function collect(stream: ReadableStream<Uint8Array>, onText: (all: string) => void): { text(): string; done: Promise<void> } {
-  let all = ''
+// What collect() keeps of a stream: its first HEAD_CHARS and its last TAIL_CHARS. A server under a bench's
+// load writes a request line per request (tens of MB a minute); the tests read start-up and shutdown lines.
+const HEAD_CHARS = 1 << 20
+const TAIL_CHARS = 4 << 20
+
+/**
+ * Collects a child's output stream into a string as it arrives (so the pipe never fills up). `watch` sees
+ * the text so far after each chunk until it returns true (found what it waited for): it is not run over a
+ * growing text for the life of the process — under a bench's load that cost more CPU than the server.
+ */
+function collect(stream: ReadableStream<Uint8Array>, watch: (all: string) => boolean): { text(): string; done: Promise<void> } {
+  let head = ''
+  let tail = ''
+  let dropped = 0
+  let watching = true
   const decoder = new TextDecoder()
+  const text = () => (dropped ? `${head}\n[… ${dropped} characters of output not kept …]\n${tail}` : head + tail)
+  const add = (chunk: string) => {
+    if (head.length < HEAD_CHARS) {
+      const room = HEAD_CHARS - head.length
+      head += chunk.slice(0, room)
+      chunk = chunk.slice(room)
+    }
+    tail += chunk
+    if (tail.length > 2 * TAIL_CHARS) {
+      dropped += tail.length - TAIL_CHARS
+      tail = tail.slice(-TAIL_CHARS)
+    }
+    if (watching && watch(text())) watching = false
+  }
   const done = (async () => {
     const reader = stream.getReader()
-    for (let r = await reader.read(); !r.done; r = await reader.read()) {
-      all += decoder.decode(r.value, { stream: true })
-      onText(all)
-    }
-    all += decoder.decode()
-    onText(all)
+    for (let r = await reader.read(); !r.done; r = await reader.read()) add(decoder.decode(r.value, { stream: true }))
+    add(decoder.decode())
   })().catch(() => {})
-  return { text: () => all, done }
+  return { text, done }
 }
 
 const live = new Set<Subprocess>()
@@ -152,8 +174,9 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   const out = collect(proc.stdout, (all) => {
     const m = all.match(LISTENING)
     if (m) onListening(m)
+    return m !== null
   })
-  const err = collect(proc.stderr, () => {})
+  const err = collect(proc.stderr, () => true)
 
   const timeoutMs = opts.startTimeoutMs ?? 15_000
   let timer: ReturnType<typeof setTimeout> | undefined
