@@ -254,9 +254,9 @@ test.skipIf(!IS_ROOT)('as root, into a --root with its own /etc/passwd: the user
 // name an executable that exists, so a copy points it at a stub; every other line is the installed unit's.
 // It exits 0 on unknown keys and bad values too, only printing them: its output must be empty.
 const ANALYZE = Bun.which('systemd-analyze')
-describe.skipIf(!ANALYZE)('systemd-analyze verify (skipped where systemd-analyze is not installed)', () => {
+describe.skipIf(!ANALYZE)('systemd-analyze verify and security (skipped where systemd-analyze is not installed; CI installs it)', () => {
   for (const port of [8080, 80]) {
-    test(`the installed unit with port = ${port} verifies with no complaint`, () => {
+    test(`the installed unit with port = ${port} verifies with no complaint and rates OK or better`, () => {
       const root = join(work, `verify-${port}`)
       install(root, stub('v1'))
       const p = paths(root)
@@ -269,6 +269,15 @@ describe.skipIf(!ANALYZE)('systemd-analyze verify (skipped where systemd-analyze
       const r = Bun.spawnSync([ANALYZE!, 'verify', copy], { stdout: 'pipe', stderr: 'pipe' })
       expect(r.stdout.toString() + r.stderr.toString()).toBe('')
       expect(r.exitCode).toBe(0)
+
+      // The issue's bar: `systemd-analyze security linkbox` rates the unit "OK" or better. --offline reads
+      // the unit file (systemd ≥ 250) instead of asking a running manager; the same rating.
+      const sec = Bun.spawnSync([ANALYZE!, 'security', '--offline=true', '--no-pager', copy], { stdout: 'pipe', stderr: 'pipe' })
+      const out = sec.stdout.toString() + sec.stderr.toString()
+      const overall = out.match(/Overall exposure level for linkbox\.service: (\d+\.\d) (\w+)/)
+      expect(overall, out).not.toBeNull()
+      expect(['SAFE', 'OK']).toContain(overall![2]!)
+      expect(Number(overall![1])).toBeLessThan(3)
     })
   }
 })
