@@ -357,9 +357,14 @@ for _ in $(seq 1 30); do
     up=1
     break
   fi
+  # Failed for good (a config error, or 5 failures in a minute): say why now, not after 30 s.
+  systemctl is-failed --quiet linkbox && break
   sleep 1
 done
-((up)) || die "linkbox did not answer http://$host:$port/healthz within 30 s: journalctl -u linkbox -n 50"
+if ! ((up)); then
+  journalctl -u linkbox -n 8 --no-pager -o cat >&2 || true
+  die "linkbox did not answer http://$host:$port/healthz ($(systemctl is-active linkbox || true)): its last lines are above; journalctl -u linkbox -n 50 shows more"
+fi
 say "linkbox answers on http://$host:$port/healthz"
 
 as_linkbox() { runuser -u linkbox -- "$BIN_PATH" "$@" --config "$CONF_PATH"; }

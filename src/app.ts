@@ -96,9 +96,9 @@ const IDLE_TIMEOUT_SECONDS = 10
 
 export function createLinkbox(config: Config, opts: AppOptions = {}) {
   mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
-  const db = openDatabase(join(config.data_dir, 'linkbox.db'))
-  const clock = opts.clock ?? Date.now
   const logger = opts.logger ?? rootLog
+  const db = openDatabase(join(config.data_dir, 'linkbox.db'), { onUpgrade: (note) => logger.info(note) })
+  const clock = opts.clock ?? Date.now
   const events = createEvents()
   const accounts = createAccountService(db, clock)
   // Webhook events are written by the services in the transaction of each change (webhooks/outbox.ts);

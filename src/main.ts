@@ -54,7 +54,8 @@ async function readStdin(): Promise<string> {
 async function openAccounts(config: Config) {
   const [{ openDatabase }, { createAccountService }] = await Promise.all([import('./db'), import('./accounts/service')])
   mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
-  const db = openDatabase(join(config.data_dir, 'linkbox.db'))
+  // On stderr: stdout is the command's answer (a key, a list) that scripts read.
+  const db = openDatabase(join(config.data_dir, 'linkbox.db'), { onUpgrade: (note) => console.error(`linkbox: ${note}`) })
   return { db, accounts: createAccountService(db) }
 }
 

@@ -81,9 +81,12 @@ const HARDENING = [
   'UMask=0077',
   'Restart=on-failure',
   'RestartSec=2',
+  'RestartPreventExitStatus=2',
+  'StartLimitIntervalSec=60',
+  'StartLimitBurst=5',
   'TimeoutStopSec=30',
   'KillSignal=SIGTERM',
-  'ExecReload=/bin/kill -HUP $MAINPID',
+  "ExecReload=/bin/sh -c 'kill -HUP ${MAINPID}'",
   'Environment=NO_COLOR=1',
   'WantedBy=multi-user.target',
 ]

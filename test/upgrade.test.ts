@@ -98,6 +98,8 @@ describe('a data directory of the previous schema', () => {
     const copy = join(config.dataDir, 'backups', copies[0]!)
     expect(statSync(copy).mode & 0o777).toBe(0o600)
     expect(statSync(join(config.dataDir, 'backups')).mode & 0o777).toBe(0o700)
+    // The operator is told, in the service's log, what happened and where the old database is.
+    if (previous) expect(server.stdout()).toContain(`${dbPath}: schema ${migrations.length - 1} upgraded to ${migrations.length}; the database as it was is in ${copy}`)
     expect(userVersion(copy)).toBe(migrations.length - 1)
     const old = new Database(copy, { readonly: true })
     expect(old.query('SELECT name FROM accounts').all()).toEqual(previous ? [{ name: 'olivia' }] : []) // the fallback copies before the account exists

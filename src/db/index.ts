@@ -18,7 +18,12 @@ export class DatabaseError extends Error {
   }
 }
 
-export function openDatabase(path: string): Db {
+export interface OpenOptions {
+  /** Told once the schema of a database with data was brought up to date: one line for the operator. */
+  onUpgrade?: (note: string) => void
+}
+
+export function openDatabase(path: string, opts: OpenOptions = {}): Db {
   let db: Db | undefined
   try {
     // The file holds password and key hashes and the webhook secrets: made readable by its owner only
@@ -41,8 +46,9 @@ export function openDatabase(path: string): Db {
     // does not know would be written wrongly or not at all. Refused before anything is changed.
     if (current > migrations.length)
       throw new DatabaseError(`${path} has schema ${current}, this linkbox knows ${migrations.length}: upgrade linkbox (or restore a backup made by this version)`)
-    if (current >= 1 && current < migrations.length && path !== ':memory:' && path !== '') copyBeforeMigration(db, path, current)
+    const copy = current >= 1 && current < migrations.length && path !== ':memory:' && path !== '' ? copyBeforeMigration(db, path, current) : null
     migrate(db)
+    if (copy) opts.onUpgrade?.(`${path}: schema ${current} upgraded to ${migrations.length}; the database as it was is in ${copy}`)
     return db
   } catch (err) {
     db?.close()
@@ -68,7 +74,7 @@ export const KEPT_MIGRATION_COPIES = 3
  * that has to be rolled back, can be undone with the old binary. The oldest copies beyond the last three
  * are removed. A copy that cannot be made stops the upgrade: migrating without one is what it is for.
  */
-function copyBeforeMigration(db: Db, path: string, schema: number): void {
+function copyBeforeMigration(db: Db, path: string, schema: number): string {
   const dir = join(dirname(path), 'backups')
   const time = new Date().toISOString().replace(/[-:.]/g, '')
   const copy = join(dir, `linkbox-schema${schema}-${time}.db`)
@@ -85,6 +91,7 @@ function copyBeforeMigration(db: Db, path: string, schema: number): void {
     .filter((c): c is { name: string; time: string } => c.time !== undefined)
     .sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0))
   for (const old of copies.slice(0, Math.max(0, copies.length - KEPT_MIGRATION_COPIES))) rmSync(join(dir, old.name), { force: true })
+  return copy
 }
 
 export function migrate(db: Db): void {
