@@ -7,7 +7,7 @@
 #   sudo bash scripts/systemd-check.sh        (root; needs the network for debootstrap and apt-get)
 #
 # It is not part of `npm test`: it downloads Debian (about 230 MB with python3 and ffmpeg) and needs root
-# and namespaces. The container shares this machine's network, so ports 8080 and 2525 must be free here.
+# and namespaces. The container shares this machine's network, so ports 8080, 2525 and 80 must be free here.
 # The bare root file system is kept in $LINKBOX_CHECK_ROOTFS (default /var/tmp/linkbox-check-rootfs) for
 # the next run; each run works on a fresh copy, removed at the end.
 # ok() never fails, so "test && ok … || bad …" below is an if-else.
@@ -28,7 +28,7 @@ check() { # check "what" command...: ok when the command succeeds
 }
 
 [[ $(id -u) == 0 ]] || die "must run as root (sudo bash $0)"
-for port in 8080 2525; do
+for port in 8080 2525 80; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then die "port $port is in use here; the container shares this machine's network"; fi
 done
 need=()
@@ -183,6 +183,17 @@ grep -q 'stopping linkbox to upgrade it' "$WORK/rerun.log" && grep -q 'accounts 
   ok "it stopped, replaced and started it, and made no second account" || bad "it stopped, replaced and started it, and made no second account"
 in_box grep -q '^allow_private_networks = true' /etc/linkbox/linkbox.toml && ok "it kept the edited config" || bad "it kept the edited config"
 [[ $(curl -s -o /dev/null -w '%{http_code}' -A 'Mozilla/5.0 (X11; Linux x86_64) Chrome/124.0' "$B/$CODE") == 302 ]] && ok "the link still redirects" || bad "the link still redirects"
+# A port below 1024: a re-run grants CAP_NET_BIND_SERVICE, and the unprivileged service binds port 80.
+in_box sed -i 's/^port = 8080/port = 80/' /etc/linkbox/linkbox.toml
+in_box bash /root/release/install.sh >"$WORK/port80.log" 2>&1 || true
+in_box grep -qx 'AmbientCapabilities=CAP_NET_BIND_SERVICE' /etc/systemd/system/linkbox.service && curl -fsS http://127.0.0.1:80/healthz >/dev/null &&
+  ok "port 80: the unit gains CAP_NET_BIND_SERVICE and the service answers there" || bad "port 80: the unit gains CAP_NET_BIND_SERVICE and the service answers there: $(tail -3 "$WORK/port80.log")"
+rating=$(in_box systemd-analyze security linkbox --no-pager 2>&1 | grep -o 'Overall exposure level for linkbox.service: .*' || true)
+[[ $rating =~ :\ [0-9.]+\ (OK|SAFE) ]] && ok "port 80: systemd-analyze security linkbox: ${rating#*: }" || bad "port 80: systemd-analyze security linkbox: $rating"
+in_box sed -i 's/^port = 80$/port = 8080/' /etc/linkbox/linkbox.toml
+in_box bash /root/release/install.sh >"$WORK/port8080.log" 2>&1 || true
+! in_box grep -q '^AmbientCapabilities=' /etc/systemd/system/linkbox.service && in_box grep -qx 'CapabilityBoundingSet=' /etc/systemd/system/linkbox.service && curl -fsS "$B/healthz" >/dev/null &&
+  ok "back on 8080: the capability is gone again" || bad "back on 8080: the capability is gone again"
 check "install.sh --uninstall" in_box bash /root/release/install.sh --uninstall
 [[ $(in_box systemctl is-active linkbox || true) != active ]] && ! in_box test -e /usr/local/bin/linkbox && in_box test -e /var/lib/linkbox/linkbox.db && in_box test -e /etc/linkbox/linkbox.toml &&
   ok "stopped, binary and unit gone, config and data kept" || bad "stopped, binary and unit gone, config and data kept"
