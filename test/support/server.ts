@@ -77,8 +77,9 @@ function childEnv(extra: Record<string, string> = {}): Record<string, string> {
   return { ...env, ...extra }
 }
 
-// What collect() keeps of a stream: its first HEAD_CHARS and its last TAIL_CHARS. A server under a bench's
-// load writes a request line per request (tens of MB a minute); the tests read start-up and shutdown lines.
+// What collect() keeps of a stream: its first HEAD_CHARS, and of the rest the last TAIL_CHARS to 2 × TAIL_CHARS
+// (trimmed back to TAIL_CHARS when it passes twice that, so the trim is rare). A server under a bench's load
+// writes a request line per request (tens of MB a minute); the tests read start-up and shutdown lines.
 const HEAD_CHARS = 1 << 20
 const TAIL_CHARS = 4 << 20
 
