@@ -7,7 +7,7 @@
 #   sudo bash scripts/systemd-check.sh        (root; needs the network for debootstrap and apt-get)
 #
 # It is not part of `npm test`: it downloads Debian (about 230 MB with python3 and ffmpeg) and needs root
-# and namespaces. The container shares this machine's network, so ports 8080, 2525 and 80 must be free here.
+# and namespaces. The container shares this machine's network, so ports 8080, 2525, 80 and 18097 must be free here.
 # The bare root file system is kept in $LINKBOX_CHECK_ROOTFS (default /var/tmp/linkbox-check-rootfs) for
 # the next run; each run works on a fresh copy, removed at the end.
 # ok() never fails, so "test && ok … || bad …" below is an if-else.
@@ -28,7 +28,7 @@ check() { # check "what" command...: ok when the command succeeds
 }
 
 [[ $(id -u) == 0 ]] || die "must run as root (sudo bash $0)"
-for port in 8080 2525 80; do
+for port in 8080 2525 80 18097; do # 18097: the media fixture page, served here
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then die "port $port is in use here; the container shares this machine's network"; fi
 done
 need=()
