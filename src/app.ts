@@ -7,13 +7,15 @@ import { createAccountService } from './accounts/service'
 import { createClickRecorder, type ClickRecorderOptions } from './clicks/recorder'
 import type { Config } from './config'
 import { lastWriteFailure, openDatabase, probeWrite } from './db'
-import { log as rootLog, requestIdOf, type Logger } from './log'
+import { log as rootLog, type Logger } from './log'
 import { createEvents } from './events'
 import { createMetrics } from './metrics'
 import { AppError, internalError, notFound } from './errors'
 import { createApi, errorResponse, type ApiMethod } from './http/api'
 import { createClientIp } from './http/client-ip'
 import { faultLog } from './http/fault-log'
+import { createPipeline } from './http/pipeline'
+import { queryParams } from './http/params'
 import { pathOf } from './http/path'
 import { createRateLimiter } from './http/rate-limit'
 import { linkApi } from './links/api'
@@ -25,7 +27,7 @@ import type { SmtpReceiver } from './mail/smtp'
 import { createSpool } from './mail/spool'
 import { createMediaRoutes, mediaApi } from './media/api'
 import { killRunning } from './media/runner'
-import { createMediaService } from './media/service'
+import { createMediaService, type MediaService } from './media/service'
 import { createYtdlp } from './media/ytdlp'
 import { startGuardProxy, type GuardProxy } from './net/proxy'
 import { qrApi } from './qr/api'
@@ -93,6 +95,31 @@ function flatten(config: Config): Map<string, string> {
 // stalls (the body reader has no timer of its own for bodies with a Content-Length, see http/params.ts),
 // a client that never sends its headers. Bun's own default, made explicit: no handler here waits longer.
 const IDLE_TIMEOUT_SECONDS = 10
+
+/**
+ * HEAD /dl/<id>: Elysia's router answers a HEAD with the path's GET route and the length of what that
+ * answers (none, for a HEAD: "0"), whatever HEAD route the path has; so it is answered before the router.
+ */
+function headOfDownload(media: MediaService) {
+  return (request: Request, id: string): Promise<Response> | undefined => {
+    if (request.method !== 'HEAD') return undefined
+    const path = pathOf(request.url)
+    if (!path.startsWith('/dl/') || path.indexOf('/', 4) >= 0) return undefined
+    let ticketId: string
+    try {
+      ticketId = decodeURIComponent(path.slice(4))
+    } catch {
+      return undefined // not percent-encoding: the router's 404
+    }
+    return (async () => {
+      const query = queryParams(request.url)
+      const text = (v: unknown) => (typeof v === 'string' ? v : null)
+      const res = await media.serve(media.ticket(ticketId, text(query.exp), text(query.sig)), request)
+      res.headers.set('x-request-id', id)
+      return res
+    })()
+  }
+}
 
 export function createLinkbox(config: Config, opts: AppOptions = {}) {
   mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
@@ -163,13 +190,12 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     return oldest === null ? 0 : Math.max(0, Math.round((clock() - oldest) / 1000))
   })
   const limiter = createRateLimiter(clock)
-  const clientIpOf = createClientIp(config.server.trusted_proxies)
 
   // Set once the app listens; without a server (app.handle in tests) the peer is unknown.
   let server: ReturnType<typeof Bun.serve> | null = null
   let sweepTimer: ReturnType<typeof setInterval> | null = null
-  const clientIp = (request: Request) =>
-    clientIpOf(server?.requestIP(request)?.address ?? null, request.headers.get('x-forwarded-for'))
+  // The pipeline is made once the routes are (below); the address a handler asks for comes from it.
+  const clientIp = (request: Request) => pipeline.clientIp(request)
 
   const visits = metrics.counter('linkbox_visits_total', 'Visits of short links and their pages, by outcome.', 'outcome')
   const answers = metrics.counter('linkbox_api_requests_total', 'Answers of /api methods, by method and HTTP status.')
@@ -197,6 +223,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   metrics.sampled('linkbox_media_queue', 'yt-dlp runs (extractions and fetches) waiting for a slot.', () => media.queued)
   metrics.sampled('linkbox_media_running', 'yt-dlp runs under way.', () => media.running)
   metrics.sampled('linkbox_media_bytes_served_total', 'Bytes of the files sent through signed /dl links (a download is counted by its length when it starts).', () => media.stats.bytesServed, 'counter')
+  metrics.sampled('linkbox_log_lines_dropped_total', 'Request lines dropped because the log output could not keep up (the buffer was full).', () => logger.dropped, 'counter')
   metrics.sampled('process_resident_memory_bytes', 'Resident memory of the process.', () => process.memoryUsage.rss())
   metrics.sampled('process_uptime_seconds', 'Seconds since the service started.', () => Math.round((Date.now() - startedAt) / 1000))
 
@@ -231,24 +258,27 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
 
   const dashboard = createDashboard({ config, db, clock, accounts, links, mail, webhooks, qr, metrics, limiter, clientIp, databaseProblem })
 
-  const app = new Elysia({ name: 'linkbox' })
-    // The last line of defence: whatever the request (a malformed Host header makes its URL unparseable),
-    // this answers with the envelope or a page, never with internals, and it must not throw itself.
-    .onError(({ code, error, request }) => {
-      try {
-        const isApi = pathOf(request.url).startsWith('/api')
-        if (code === 'NOT_FOUND') return isApi ? errorResponse(notFound()) : notFoundPage()
-        // A page's route may throw an AppError too (a full QR queue: 503 with Retry-After): its status,
-        // message and headers make the page. Anything else is a fault, logged (within bounds), not shown.
-        if (error instanceof AppError) return isApi ? errorResponse(error) : errorPage(error)
-        faultLog.fault(`internal error on ${request.method} ${pathOf(request.url).slice(0, 200)}`, error)
-        return isApi
-          ? errorResponse(internalError())
-          : messagePage(500, 'Something went wrong', 'The request could not be completed. Try again in a moment.')
-      } catch {
-        return new Response('Internal error', { status: 500, headers: { 'content-type': 'text/plain; charset=utf-8' } })
-      }
-    })
+  // The last line of defence: whatever the request (a malformed Host header makes its URL unparseable),
+  // this answers with the envelope or a page, never with internals, and it must not throw itself.
+  const fault = (error: unknown, request: Request, code?: string) => {
+    try {
+      const isApi = pathOf(request.url).startsWith('/api')
+      if (code === 'NOT_FOUND') return isApi ? errorResponse(notFound()) : notFoundPage()
+      // A page's route may throw an AppError too (a full QR queue: 503 with Retry-After): its status,
+      // message and headers make the page. Anything else is a fault, logged (within bounds), not shown.
+      if (error instanceof AppError) return isApi ? errorResponse(error) : errorPage(error)
+      faultLog.fault(`internal error on ${request.method} ${pathOf(request.url).slice(0, 200)}`, error)
+      return isApi
+        ? errorResponse(internalError())
+        : messagePage(500, 'Something went wrong', 'The request could not be completed. Try again in a moment.')
+    } catch {
+      return new Response('Internal error', { status: 500, headers: { 'content-type': 'text/plain; charset=utf-8' } })
+    }
+  }
+  const visitRoutes = createVisitRoutes({ config, links, clientIp, clock, count: (outcome) => visits.inc(outcome), verifyPassword: opts.verifyPassword })
+
+  const router = new Elysia({ name: 'linkbox' })
+    .onError(({ code, error, request }) => fault(error, request, String(code)))
     // A Host shorter than four characters ("nas") makes Elysia's router read the path from the wrong
     // slash (see api.ts dispatch); /api requests with such a Host are answered by their real path.
     .onRequest(({ request }) => {
@@ -290,7 +320,16 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     .use(createQrRoutes({ config, links, qr, events }))
     .use(createMailRoutes(mail))
     .use(createMediaRoutes(media))
-    .use(createVisitRoutes({ config, links, clientIp, clock, count: (outcome) => visits.inc(outcome), verifyPassword: opts.verifyPassword }))
+    .use(visitRoutes.routes)
+  const pipeline = createPipeline({
+    logger,
+    hot: [visitRoutes.hot, headOfDownload(media)],
+    route: router.fetch,
+    fault,
+    clientIpOf: createClientIp(config.server.trusted_proxies),
+  })
+  /** Answers a request without a socket (tests): the same pipeline as listen()'s, without peer addresses. */
+  const app = { handle: (request: Request) => Promise.resolve(pipeline.handle(request)) }
 
   return {
     config,
@@ -350,79 +389,22 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     listen() {
       recorder.start()
       deliverer.start()
-      // Every answer passes through instrument(), whatever produced it (a route, onRequest's /api dispatch,
-      // onError): it gets X-Request-Id, and one request line is logged. Elysia's listen() hands Bun its
-      // routes (Bun's router answers HEAD itself there; Elysia's own fallback would run the GET route for
-      // a HEAD), so rather than replace it, the handlers it gives Bun.serve — and later server.reload() —
-      // are wrapped, for the duration of that one synchronous call.
-      type Handler = (request: Request, srv: unknown) => Response | Promise<Response>
-      const instrument = async (request: Request, answer: () => Response | Promise<Response>) => {
-        const started = performance.now()
-        const id = requestIdOf(request.headers.get('x-request-id'))
-        let res: Response
-        try {
-          res = await answer()
-        } catch {
-          res = new Response('Internal error', { status: 500, headers: { 'content-type': 'text/plain; charset=utf-8' } })
-        }
-        try {
-          res.headers.set('x-request-id', id)
-        } catch {
-          // Immutable headers (a Response.redirect()): the same answer, with headers of its own.
-          res = new Response(res.body, res)
-          res.headers.set('x-request-id', id)
-        }
-        if (logger.requests) {
-          logger.request({
-            id,
-            method: request.method,
-            path: pathOf(request.url), // without the query string
-            status: res.status,
-            ms: performance.now() - started,
-            ip: clientIp(request) ?? '-',
-            ua: request.headers.get('user-agent') ?? '',
-          })
-        }
-        return res
-      }
-      const wrap = (h: unknown) => (typeof h === 'function' ? (request: Request, srv: unknown) => instrument(request, () => (h as Handler)(request, srv)) : h)
-      const wrapOptions = (o: Record<string, unknown>) => {
-        const routes = o.routes as Record<string, unknown> | undefined
-        return {
-          ...o,
-          fetch: wrap(o.fetch),
-          routes: routes && Object.fromEntries(Object.entries(routes).map(([path, r]) => [
-            path,
-            r && typeof r === 'object' && !(r instanceof Response) ? Object.fromEntries(Object.entries(r).map(([m, h]) => [m, wrap(h)])) : wrap(r),
-          ])),
-        }
-      }
-      const realServe = Bun.serve
-      const patched = ((o: Record<string, unknown>) => {
-        const srv = realServe(wrapOptions(o) as unknown as Parameters<typeof Bun.serve>[0])
-        const reload = srv.reload.bind(srv)
-        srv.reload = ((next: Record<string, unknown>) => reload(wrapOptions(next) as never)) as unknown as typeof srv.reload
-        return srv
-      }) as unknown as typeof Bun.serve
-      Bun.serve = patched
-      try {
-        app.listen({
-          hostname: config.server.host,
-          port: config.server.port,
-          // Bodies are limited per route (64 KiB on /api, 8 KiB for the password form), where the answer can
-          // carry the envelope; Bun's own limit would answer a bare 413, so it sits far above those.
-          maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-          // Never Bun's development error page (a stack trace and source), whatever NODE_ENV says.
-          development: false,
-          // A second linkbox on the same port must fail to start, not silently share the traffic.
-          reusePort: false,
-          idleTimeout: opts.idleTimeoutSeconds ?? IDLE_TIMEOUT_SECONDS,
-        })
-      } finally {
-        Bun.serve = realServe
-      }
-      server = app.server
-      return app.server!
+      server = Bun.serve({
+        hostname: config.server.host,
+        port: config.server.port,
+        // Every request goes through linkbox's pipeline (http/pipeline.ts): its id, the hot routes, the
+        // router, one request line.
+        fetch: pipeline.fetch,
+        // Bodies are limited per route (64 KiB on /api, 8 KiB for the password form), where the answer can
+        // carry the envelope; Bun's own limit would answer a bare 413, so it sits far above those.
+        maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+        // Never Bun's development error page (a stack trace and source), whatever NODE_ENV says.
+        development: false,
+        // A second linkbox on the same port must fail to start, not silently share the traffic.
+        reusePort: false,
+        idleTimeout: opts.idleTimeoutSeconds ?? IDLE_TIMEOUT_SECONDS,
+      })
+      return server
     },
     /**
      * Applies a newly loaded config (SIGHUP): the keys in RELOADABLE take effect at once; the other changed
@@ -469,7 +451,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
         clearTimeout(timer)
       }
       server = null
-      logger.flush()
+      await logger.drain()
       // yt-dlp runs live in process groups of their own, which would outlive us.
       killRunning()
       if (guardProxy) await (await guardProxy.catch(() => null))?.stop()

@@ -1,9 +1,12 @@
 // The service's log: one line per event, JSON (for journald and log shippers) or pretty (for a terminal),
-// filtered by level. Request lines are the hot path, so they are buffered and written at most every
-// FLUSH_MS (and on flush()); every other line is rare and goes out at once, so that a start-up line or a
-// fault is never held back. Writes are synchronous (writeSync on fd 1/2): a line written before
-// process.exit() is never lost, and the order with the buffered request lines is kept.
-import { writeSync } from 'node:fs'
+// filtered by level. Request lines are the hot path: each is appended to a bounded buffer (log-buffer.ts)
+// that goes out in batches, off the request's path, in a write outside the main thread (a slow log reader
+// holds that write, never a request); when the buffer is full a line is dropped and counted (`dropped`,
+// in /metrics), never waited for. Every other line is rare and goes out at once
+// (writeSync), so that a start-up line or a fault is never held back — unless request lines are being
+// written just then: it follows them, in order. drain() waits for all of it (close() calls it).
+import { write as writeAsync, writeSync } from 'node:fs'
+import { createLineBuffer } from './log-buffer'
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
@@ -27,9 +30,11 @@ export interface RequestLine {
 }
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 }
-const FLUSH_MS = 100
-// Past this many buffered bytes the buffer is written at once, whatever the timer says.
-const FLUSH_BYTES = 64 * 1024
+/**
+ * Characters of request lines held while a write is under way (~4,000 lines, a tenth of a second of a
+ * busy server's): a reader that falls further behind loses lines rather than slow the answers down.
+ */
+export const MAX_PENDING_CHARS = 1 << 20
 
 // Control characters would let a client forge lines in the pretty format (JSON escapes them itself).
 // eslint-disable-next-line no-control-regex
@@ -42,8 +47,14 @@ const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
 export const jsonString = (text: string) => (PLAIN.test(text) ? `"${text}"` : JSON.stringify(text))
 
 export interface LoggerOptions extends Partial<LogSettings> {
-  /** Where lines go (tests capture them); default fd 1 for debug/info, fd 2 for warn/error. */
+  /**
+   * Where lines go (tests capture them), at once; default fd 1 for debug/info, fd 2 for warn/error. With
+   * `write` given, request lines go to it too (from the per-tick flush); by default they are written to
+   * fd 1 off the main thread.
+   */
   write?: (text: string, level: LogLevel) => void
+  /** The buffer bound in characters (tests make it small); default MAX_PENDING_CHARS. */
+  maxPendingChars?: number
   /** Is the output a terminal? Decides format "auto"; default: is stdout a TTY. */
   tty?: boolean
   now?: () => number
@@ -69,6 +80,17 @@ function writeFd(fd: number, text: string) {
   }
 }
 
+/** Writes `text` to fd 1 on a thread of the runtime's pool; `done` once written (or failed: it is dropped). */
+function writeOffThread(text: string, done: () => void) {
+  const bytes = Buffer.from(text)
+  const next = (offset: number) =>
+    writeAsync(1, bytes, offset, bytes.length - offset, null, (err, n) => {
+      if (err || offset + n >= bytes.length) done()
+      else next(offset + n)
+    })
+  next(0)
+}
+
 export function createLogger(opts: LoggerOptions = {}) {
   const write = opts.write ?? ((text: string, level: LogLevel) => writeFd(RANK[level] >= RANK.warn ? 2 : 1, text))
   const tty = opts.tty ?? process.stdout.isTTY === true
@@ -77,16 +99,32 @@ export function createLogger(opts: LoggerOptions = {}) {
   let pretty = (opts.format ?? 'auto') === 'pretty' || ((opts.format ?? 'auto') === 'auto' && tty)
   let requests = opts.requests ?? true
   let plain = opts.console ?? false
-  let buffer = ''
-  let timer: ReturnType<typeof setTimeout> | null = null
+  // Other lines that came while request lines were being written: they follow those, in order.
+  const held: { text: string; level: LogLevel }[] = []
+  const writeHeld = () => {
+    for (const h of held.splice(0)) write(h.text, h.level)
+  }
+  const lines = createLineBuffer({
+    capacity: opts.maxPendingChars ?? MAX_PENDING_CHARS,
+    // The test's writer as it is; else fd 1, off the main thread.
+    write: (text, done) => {
+      const finished = () => {
+        writeHeld()
+        done()
+      }
+      if (opts.write) {
+        opts.write(text, 'info')
+        finished()
+      } else writeOffThread(text, finished)
+    },
+  })
 
+  /** Writes the waiting request lines now (unless a write is under way: then they follow it). */
   const flush = () => {
-    if (timer) clearTimeout(timer)
-    timer = null
-    if (!buffer) return
-    const text = buffer
-    buffer = ''
-    write(text, 'info')
+    if (lines.writing) return
+    writeHeld()
+    const text = lines.take()
+    if (text) write(text, 'info')
   }
 
   const clock = (t: number) => new Date(t).toISOString().slice(11, 19)
@@ -116,6 +154,12 @@ export function createLogger(opts: LoggerOptions = {}) {
       text = `${JSON.stringify({ time: new Date(t).toISOString(), level, msg, ...fields })}\n`
     }
     // The buffered request lines came first: they go out first.
+    if (lines.writing) {
+      const waiting = lines.take()
+      if (waiting) held.push({ text: waiting, level: 'info' })
+      held.push({ text, level })
+      return
+    }
     flush()
     write(text, level)
   }
@@ -144,15 +188,19 @@ export function createLogger(opts: LoggerOptions = {}) {
       const ua = r.ua.length > 120 ? r.ua.slice(0, 120) : r.ua
       // The hot path: the line is put together by hand (the same text JSON.stringify of the object gives,
       // field for field), with the time's text reused within a millisecond and plain strings not escaped.
-      buffer += pretty
+      const text = pretty
         ? `${clock(t)} ${printable(r.method)} ${printable(r.path)} ${r.status} ${r.ms.toFixed(1)}ms ${printable(r.ip)}\n`
         : `{"time":"${isoOf(t)}","level":"info","msg":"request","id":${jsonString(r.id)},"method":${jsonString(r.method)},"path":${jsonString(r.path)},"status":${r.status},"ms":${Math.round(r.ms * 10) / 10},"ip":${jsonString(r.ip)},"ua":${jsonString(ua)}}\n`
-      if (buffer.length >= FLUSH_BYTES) flush()
-      else if (!timer) {
-        timer = setTimeout(flush, FLUSH_MS)
-        // A pending flush must not keep a process (or the test runner) alive; exits flush() first.
-        timer.unref?.()
-      }
+      lines.append(text)
+    },
+    /** Request lines dropped because the buffer was full (the output could not keep up). */
+    get dropped() {
+      return lines.dropped
+    },
+    /** Resolves once every line so far is written (the last write of request lines included). */
+    async drain(): Promise<void> {
+      flush()
+      await lines.idle()
     },
     /** Applies [log] settings (at start and on SIGHUP). */
     configure(s: Partial<LogSettings>) {

@@ -22,7 +22,8 @@ const labelText = (labels?: Labels) =>
 
 export function createMetrics() {
   const families = new Map<string, Family>()
-  const labelCache = new Map<string, string>()
+  // Label texts kept across counters, bounded: a label value may come from outside.
+  let labelCount = 0
 
   function family(name: string, help: string, type: Family['type']): Family {
     let f = families.get(name)
@@ -34,13 +35,18 @@ export function createMetrics() {
     /** Declares a counter; `inc` then counts under a single label value (the common case, kept cheap). */
     counter(name: string, help: string, label?: string) {
       const f = family(name, help, 'counter')
+      // Label value → its label text, for this counter's one label (the hot path: one Map lookup).
+      const keys = new Map<string, string>()
       return {
         inc(value?: string, by = 1) {
           let key = ''
           if (label !== undefined && value !== undefined) {
-            const cacheKey = `${label}\u0000${value}`
-            key = labelCache.get(cacheKey) ?? labelText({ [label]: value })
-            if (labelCache.size < 10_000) labelCache.set(cacheKey, key)
+            const known = keys.get(value)
+            if (known !== undefined) key = known
+            else {
+              key = labelText({ [label]: value })
+              if (labelCount < 10_000) keys.set(value, key), labelCount++
+            }
           }
           const before = f.values.get(key)
           if (before === undefined) f.labels.set(key, label !== undefined && value !== undefined ? { [label]: value } : {})

@@ -1,5 +1,6 @@
 // Public routes of a short link: /<code> (redirect, preview, frame, password), /<code>+ (statistics page).
-// The redirect is the hot path: one indexed lookup, one push into the click buffer, one small response.
+// The redirect is the hot path: one lookup in the link cache, one push into the click buffer, one small
+// response. `hot` answers it before any router (http/pipeline.ts); every other visit goes through `routes`.
 import { Elysia } from 'elysia'
 import continueTpl from '../../assets/continue.html' with { type: 'text' }
 import frameRefusedTpl from '../../assets/frame-refused.html' with { type: 'text' }
@@ -12,6 +13,7 @@ import type { Config } from '../config'
 import { AppError } from '../errors'
 import { readBodyLimited } from '../http/params'
 import { rateKeyOf } from '../http/client-ip'
+import { pathOf } from '../http/path'
 import { createRateLimiter } from '../http/rate-limit'
 import { barTable, dayChart, escapeHtml, formatCount, LOGO_SVG, page } from '../pages/render'
 import { createFrameCheck, type FrameCheck } from './frame-check'
@@ -79,6 +81,21 @@ export const errorPage = (err: AppError) =>
 export const notFoundPage = () =>
   messagePage(404, 'Link not found', 'There is no short link at this address. Check that it was copied in full — codes are case-sensitive.')
 
+/**
+ * The code of a path /<code> made of the characters of codes and aliases (letters, digits, _ and -), from
+ * the URL text; else null. A reserved name (/healthz, /login) passes here, but no link has one.
+ */
+export function codeOf(url: string): string | null {
+  const path = pathOf(url)
+  if (path.length < 2 || path.length > 65) return null
+  for (let i = 1; i < path.length; i++) {
+    const c = path.charCodeAt(i)
+    // 0-9, A-Z, a-z, _ and -
+    if (!((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95 || c === 45)) return null
+  }
+  return path.slice(1)
+}
+
 export type VisitOutcome =
   | 'redirect' | 'preview' | 'frame' | 'password_form' | 'password_wrong' | 'password_limited'
   | 'password_busy' | 'expired' | 'not_found' | 'stats_page' | 'stats_limited'
@@ -128,6 +145,27 @@ export function createVisitRoutes(deps: {
     )
   }
 
+  // The headers of a redirect but its Location and X-Request-Id, in the order they are sent.
+  const CACHE_CONTROL = 'private, no-cache'
+
+  /** The hot path: GET or HEAD of /<code> for a plain redirect; anything else is left to `routes` (undefined). */
+  function hot(request: Request, id: string): Response | undefined {
+    const method = request.method
+    if (method !== 'GET' && method !== 'HEAD') return undefined
+    const code = codeOf(request.url)
+    if (code === null) return undefined
+    // A link's code is never a reserved name (validate.ts, and random codes skip them), so a row found here
+    // is what the router would find too, and /healthz or /login (no row) go on to the router.
+    const row = links.resolve(code)
+    if (!row || row.mode !== 'redirect' || row.password_hash || links.isExpired(row)) return undefined
+    if (method !== 'HEAD') links.recordClick(row, request.headers.get('user-agent') ?? '', request.headers.get('referer') ?? '')
+    count('redirect')
+    return new Response(null, {
+      status: redirectStatus,
+      headers: { location: row.long_url, 'cache-control': CACHE_CONTROL, 'x-request-id': id },
+    })
+  }
+
   function reachDestination(row: LinkRow, request: Request, via: 'get' | 'post', referer: string): Response | Promise<Response> {
     if (request.method !== 'HEAD') links.recordClick(row, request.headers.get('user-agent') ?? '', referer)
     count(row.mode)
@@ -162,7 +200,7 @@ export function createVisitRoutes(deps: {
     const status = via === 'post' ? 303 : redirectStatus
     return new Response(null, {
       status,
-      headers: { location: row.long_url, 'cache-control': 'private, no-cache' },
+      headers: { location: row.long_url, 'cache-control': CACHE_CONTROL },
     })
   }
 
@@ -269,7 +307,7 @@ export function createVisitRoutes(deps: {
     )
   }
 
-  return new Elysia({ name: 'visit' })
+  const routes = new Elysia({ name: 'visit' })
     // Not async: the common case answers synchronously, without a promise per redirect.
     .get('/:code', ({ params, request }) => {
       const code = params.code
@@ -297,4 +335,5 @@ export function createVisitRoutes(deps: {
       if (header !== null) return checkHeaderPassword(found, header, request, referer)
       return checkPassword(found, form.get('password') ?? '', request, referer)
     }, { parse: 'none' })
+  return { routes, hot }
 }

@@ -1,0 +1,111 @@
+// linkbox's request pipeline: the one function Bun.serve calls for every request. It gives the request its
+// id, lets the hot routes answer first (the plain redirect, built with its X-Request-Id among its headers),
+// hands everything else to the app's router (Elysia's compiled handler), and appends one request line to
+// the log's buffer. Nothing global is patched and no answer is copied: an answer from the router gets its
+// id with one headers.set.
+import { requestIdOf, type Logger } from '../log'
+import { pathOf } from './path'
+
+/**
+ * A route tried before the router: its answer, with `id` as its X-Request-Id, or undefined when the request
+ * is not one it takes. The plain redirect answers this way; so does what the router gets wrong (HEAD of a
+ * path with a GET route of its own: it answers with the GET route and the length of its body).
+ */
+export type HotRoute = (request: Request, id: string) => Response | Promise<Response> | undefined
+
+/** What Bun.serve's `fetch` is given as its second argument (the part of it the pipeline uses). */
+export interface PeerSource {
+  requestIP(request: Request): { address: string } | null
+}
+
+export interface PipelineDeps {
+  logger: Logger
+  /** Tried in order before the router. */
+  hot: HotRoute[]
+  /** Everything else (Elysia's compiled handler: routes, onRequest, onError). */
+  route: (request: Request) => Response | Promise<Response>
+  /** The answer when a hot route throws (the router has its own). */
+  fault: (error: unknown, request: Request) => Response
+  /** The client address from the socket peer and X-Forwarded-For (see client-ip.ts). */
+  clientIpOf: (peer: string | null, forwardedFor: string | null) => string
+}
+
+export function createPipeline(deps: PipelineDeps) {
+  const { logger, hot, route, fault, clientIpOf } = deps
+  let peers: PeerSource | null = null
+  // The address a handler worked out (rate limits do), kept for the request line: asked once a request.
+  const known = new WeakMap<Request, string>()
+  const addressOf = (request: Request) => clientIpOf(peers?.requestIP(request)?.address ?? null, request.headers.get('x-forwarded-for'))
+
+  /** The client's address, for handlers (rate limits, password attempts); "unknown" without a server. */
+  function clientIp(request: Request): string {
+    let ip = known.get(request)
+    if (ip === undefined) known.set(request, (ip = addressOf(request)))
+    return ip
+  }
+
+  function finish(request: Request, id: string, started: number, res: Response, own: boolean): Response {
+    // A hot route's answer carries its id already; the router's answers have headers of their own to add to.
+    if (!own) {
+      try {
+        res.headers.set('x-request-id', id)
+      } catch {
+        // Immutable headers (Response.redirect(), a fetch() answer): no route here answers with those.
+      }
+    }
+    if (logger.requests)
+      logger.request({
+        id,
+        method: request.method,
+        path: pathOf(request.url), // without the query string
+        status: res.status,
+        ms: performance.now() - started,
+        ip: known.get(request) ?? addressOf(request),
+        ua: request.headers.get('user-agent') ?? '',
+      })
+    return res
+  }
+
+  function handle(request: Request): Response | Promise<Response> {
+    const started = logger.requests ? performance.now() : 0
+    const id = requestIdOf(request.headers.get('x-request-id'))
+    try {
+      for (let i = 0; i < hot.length; i++) {
+        const own = hot[i]!(request, id)
+        if (own === undefined) continue
+        if (own instanceof Promise)
+          return own.then(
+            (res) => finish(request, id, started, res, true),
+            (err) => finish(request, id, started, fault(err, request), false),
+          )
+        return finish(request, id, started, own, true)
+      }
+    } catch (err) {
+      return finish(request, id, started, fault(err, request), false)
+    }
+    let answer: Response | Promise<Response>
+    try {
+      answer = route(request)
+    } catch (err) {
+      answer = fault(err, request)
+    }
+    if (answer instanceof Promise)
+      return answer.then(
+        (res) => finish(request, id, started, res, false),
+        (err) => finish(request, id, started, fault(err, request), false),
+      )
+    return finish(request, id, started, answer, false)
+  }
+
+  return {
+    clientIp,
+    /** Bun.serve's `fetch`: the server is where the peer addresses come from. */
+    fetch(request: Request, server: PeerSource): Response | Promise<Response> {
+      peers = server
+      return handle(request)
+    },
+    /** The same without a server (tests): no peer address, so clients are "unknown". */
+    handle,
+  }
+}
+export type Pipeline = ReturnType<typeof createPipeline>
