@@ -1,0 +1,21 @@
+// The dashboard as a feature of the composition root: its pages over the other features' services, and the
+// minute's sweep of expired sign-in sessions.
+import type { Feature, Shared } from '../feature'
+import type { LinkService } from '../links/service'
+import type { MailService } from '../mail/service'
+import type { QrService } from '../qr/service'
+import type { WebhookService } from '../webhooks/service'
+import { createDashboard } from './index'
+
+export function createDashboardFeature(
+  shared: Shared,
+  deps: { links: LinkService; mail: MailService; webhooks: WebhookService; qr: QrService; databaseProblem: () => string | null },
+) {
+  const { config, db, clock, accounts, metrics, limiter, clientIp } = shared
+  const dashboard = createDashboard({ config, db, clock, accounts, metrics, limiter, clientIp, ...deps })
+  const feature: Feature = {
+    routes: dashboard.plugin,
+    jobs: [{ name: 'session sweep', everyMs: 60_000, run: () => dashboard.sessions.sweep() }],
+  }
+  return { feature, sessions: dashboard.sessions }
+}

@@ -1,0 +1,86 @@
+// What a feature hands the composition root (app.ts): one object with its routes, its API methods, its
+// metrics, its periodic jobs and its start and close steps. The root builds the shared parts (Shared),
+// makes the features in order — a later one may use an earlier one's service — and wires them: the
+// methods into the API, the routes into the router, the metrics into /metrics, the jobs onto timers;
+// listen() starts them in order and close() stops them in the reverse order.
+import type { AnyElysia } from 'elysia'
+import type { AccountService } from './accounts/service'
+import type { Config } from './config'
+import type { Db } from './db'
+import type { Events } from './events'
+import { faultLog } from './http/fault-log'
+import type { ApiMethod } from './http/api'
+import type { HotRoute } from './http/pipeline'
+import type { RateLimiter } from './http/rate-limit'
+import type { Logger } from './log'
+import type { Metrics } from './metrics'
+import type { LinkSigner } from './signing'
+import type { Outbox } from './webhooks/outbox'
+
+export interface Feature {
+  /** Routes answered before the router (the redirect; see http/pipeline.ts). */
+  hot?: HotRoute[]
+  /** Its pages and files, as an Elysia plugin. */
+  routes?: AnyElysia
+  /** Its /api methods (the API pipeline, the documents). */
+  api?: ApiMethod[]
+  /** Declares its gauges, read at scrape time (counters a service bumps are declared with it, on Shared's metrics). */
+  metrics?: (metrics: Metrics) => void
+  /** Work done now and then (sweeps): each runs when the jobs start and every `everyMs` after. */
+  jobs?: Job[]
+  /** Starts what runs while the service listens (timers, senders). */
+  listen?: () => void
+  /** Before the HTTP server stops: answers what it holds open, so that the stop does not wait for it. */
+  stopping?: () => void
+  /** After the HTTP server stopped: finishes and releases its work (writes what it holds). */
+  close?: () => void | Promise<void>
+}
+
+export interface Job {
+  name: string
+  everyMs: number
+  /** Its result is not used; a failure (thrown or rejected) goes to the fault log. */
+  run: () => unknown
+}
+
+/** Runs each job now and every `everyMs` after (timers that do not keep the process alive); returns the stop. */
+export function startJobs(jobs: Job[]): () => void {
+  const timers = jobs.map((job) => {
+    const run = () => {
+      try {
+        Promise.resolve(job.run()).catch((err) => faultLog.fault(job.name, err))
+      } catch (err) {
+        faultLog.fault(job.name, err)
+      }
+    }
+    run()
+    const timer = setInterval(run, job.everyMs)
+    timer.unref?.()
+    return timer
+  })
+  return () => timers.forEach((t) => clearInterval(t))
+}
+
+/** The parts every feature may use, made by the root before any feature. */
+export interface Shared {
+  config: Config
+  db: Db
+  log: Logger
+  clock: () => number
+  /** In-process events (link.created, …) and the webhook outbox written in each change's transaction. */
+  events: Events
+  outbox: Outbox
+  accounts: AccountService
+  signer: LinkSigner
+  limiter: RateLimiter
+  metrics: Metrics
+  /** The client address of a request (http/pipeline.ts). */
+  clientIp: (request: Request) => string
+  /** The SSRF guard's settings for features that reach out (media, webhooks, frame checks). */
+  guard: {
+    resolve?: (host: string) => Promise<string[]>
+    isAllowed?: (address: string) => boolean
+  }
+  /** The listening server once there is one (a held request asks it for a longer idle timeout). */
+  server: () => ReturnType<typeof Bun.serve> | null
+}

@@ -1,0 +1,36 @@
+// Links as a feature of the composition root: the link service (create, change, resolve, statistics), the
+// visit routes with the redirect answered before the router (visit.ts `hot`), the link API and their
+// metrics. Clicks go to the clicks feature's recorder; link events to the outbox.
+import type { ClickRecorder } from '../clicks/recorder'
+import type { Feature, Shared } from '../feature'
+import { linkApi } from './api'
+import type { Verifier } from './password-gate'
+import { createLinkService } from './service'
+import { createVisitRoutes } from './visit'
+
+export interface LinksOptions {
+  /** Link password checks (tests wrap the real one to count concurrent checks). */
+  verifyPassword?: Verifier
+  /** Hashes link passwords (tests pass a slow one to drive races through the await). */
+  hashPassword?: (password: string) => Promise<string>
+}
+
+export function createLinksFeature(shared: Shared, deps: { recorder: ClickRecorder }, opts: LinksOptions = {}) {
+  const { db, config, events, clock, outbox, metrics, clientIp } = shared
+  const links = createLinkService({ db, config, recorder: deps.recorder, events, clock, hashPassword: opts.hashPassword, outbox })
+  const visitCount = metrics.counter('linkbox_visits_total', 'Visits of short links and their pages, by outcome.', 'outcome')
+  const visits = createVisitRoutes({ config, links, clientIp, clock, count: (outcome) => visitCount.inc(outcome), verifyPassword: opts.verifyPassword })
+  const feature: Feature = {
+    hot: [visits.hot],
+    routes: visits.routes,
+    api: linkApi(links),
+    metrics(m) {
+      m.sampled('linkbox_links', 'Short links stored.', () => links.total())
+      m.sampled('linkbox_link_creation_commits_total', 'Transactions that committed new links (one per group of creations).', () => links.creationCommits.commits, 'counter')
+      m.sampled('linkbox_links_created_total', 'Links created since start.', () => links.creationCommits.links, 'counter')
+    },
+    // Creations still waiting for their group's commit.
+    close: () => links.flushCreations(),
+  }
+  return { feature, links }
+}

@@ -1,0 +1,67 @@
+// Temporary mail as a feature of the composition root: the spool and mail service, the mail API and the
+// raw/attachment routes, the SMTP receiver (started by startSmtp(), after listen()), its gauges and the
+// minute's sweep of expired mailboxes (files a crash left behind: at start and every hour).
+import type { Config } from '../config'
+import type { Feature, Shared } from '../feature'
+import { createMailRoutes, mailApi } from './api'
+import { createMailService } from './service'
+import type { SmtpReceiver } from './smtp'
+import { createSpool } from './spool'
+
+export function createMailFeature(shared: Shared, opts: { smtpPort?: number } = {}) {
+  const { db, config, signer, events, clock, outbox } = shared
+  const spool = createSpool(config.data_dir)
+  const mail = createMailService({ db, config, spool, signer, events, clock, outbox })
+  let smtp: SmtpReceiver | null = null
+  let smtpClosed: Promise<void> = Promise.resolve()
+  let sweeps = 0
+
+  // One query for the three mail gauges of a scrape, not three.
+  let mailTotals = { at: -1, value: { mailboxes: 0, messages: 0, bytes: 0 } }
+  const totals = () => {
+    if (Date.now() - mailTotals.at > 1000) mailTotals = { at: Date.now(), value: mail.totals() }
+    return mailTotals.value
+  }
+
+  const feature: Feature = {
+    routes: createMailRoutes(mail),
+    // A held messages.json outlives the idle timeout of its connection: it is told to wait longer.
+    api: mailApi(mail, { holdOpen: (request, seconds) => shared.server()?.timeout(request, seconds) }),
+    metrics(m) {
+      m.sampled('linkbox_mailboxes', 'Temporary mailboxes stored (live, or expired and not yet swept).', () => totals().mailboxes)
+      m.sampled('linkbox_mail_messages', 'Messages stored in mailboxes.', () => totals().messages)
+      m.sampled('linkbox_mail_bytes', 'Bytes of the stored messages as received (the raw .eml files; attachments are kept decoded beside them).', () => totals().bytes)
+      m.sampled('linkbox_mail_received_total', 'Messages stored since start (once per mailbox they went to).', () => mail.received, 'counter')
+      m.sampled('linkbox_mail_waiting', 'messages.json requests held until mail arrives (wait=N).', () => mail.waiting)
+      m.sampled('linkbox_smtp_connections', 'Open SMTP connections.', () => smtp?.connections ?? 0)
+    },
+    jobs: [{ name: 'mail sweep', everyMs: 60_000, run: () => mail.sweep({ orphans: sweeps++ % 60 === 0 }) }],
+    // Held messages.json requests are answered first, or the HTTP server would wait out their `wait`.
+    stopping() {
+      mail.release()
+      smtpClosed = smtp?.close() ?? Promise.resolve()
+    },
+    async close() {
+      await smtpClosed
+      smtp = null
+      await mail.settle()
+    },
+  }
+
+  return {
+    feature,
+    mail,
+    spool,
+    get smtp() {
+      return smtp
+    },
+    /** Starts the SMTP receiver on mail.smtp_host:smtp_port (0: none; `opts.smtpPort` instead, for tests). */
+    async startSmtp(): Promise<SmtpReceiver | null> {
+      if (opts.smtpPort === undefined && config.mail.smtp_port === 0) return null
+      const { startSmtp } = await import('./smtp')
+      const at: Config = opts.smtpPort === undefined ? config : { ...config, mail: { ...config.mail, smtp_port: opts.smtpPort } }
+      smtp = await startSmtp(at, mail, spool)
+      return smtp
+    },
+  }
+}

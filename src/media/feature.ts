@@ -1,0 +1,76 @@
+// Media download as a feature of the composition root: yt-dlp and the guard proxy its requests go through
+// (started with the first extraction), the media service and API, the signed /dl files (HEAD answered
+// before the router, see headOfDownload), their metrics and the sweep of the file cache.
+import type { Feature, Shared } from '../feature'
+import { queryParams } from '../http/params'
+import { pathOf } from '../http/path'
+import type { HotRoute } from '../http/pipeline'
+import { startGuardProxy, type GuardProxy } from '../net/proxy'
+import { createMediaRoutes, mediaApi } from './api'
+import { killRunning } from './runner'
+import { createMediaService, type MediaService } from './service'
+import { createYtdlp } from './ytdlp'
+
+/**
+ * HEAD /dl/<id>: Elysia's router answers a HEAD with the path's GET route and the length of what that
+ * answers (none, for a HEAD: "0"), whatever HEAD route the path has; so it is answered before the router.
+ */
+function headOfDownload(media: MediaService): HotRoute {
+  return (request, id) => {
+    if (request.method !== 'HEAD') return undefined
+    const path = pathOf(request.url)
+    if (!path.startsWith('/dl/') || path.indexOf('/', 4) >= 0) return undefined
+    let ticketId: string
+    try {
+      ticketId = decodeURIComponent(path.slice(4))
+    } catch {
+      return undefined // not percent-encoding: the router's 404
+    }
+    return (async () => {
+      const query = queryParams(request.url)
+      const text = (v: unknown) => (typeof v === 'string' ? v : null)
+      const res = await media.serve(media.ticket(ticketId, text(query.exp), text(query.sig)), request)
+      res.headers.set('x-request-id', id)
+      return res
+    })()
+  }
+}
+
+export function createMediaFeature(shared: Shared) {
+  const { db, config, signer, clock } = shared
+  const { resolve, isAllowed } = shared.guard
+  const ytdlp = createYtdlp({ ytdlpPath: config.media.ytdlp_path, dataDir: config.data_dir })
+  // The proxy every request of yt-dlp goes through (the SSRF guard for a program we do not control);
+  // started when the first extraction needs it.
+  let guardProxy: Promise<GuardProxy> | null = null
+  const extractions = shared.metrics.counter('linkbox_media_extractions_total', 'download.json answers by outcome (cached: from the 10-minute cache).', 'outcome')
+  const media = createMediaService({
+    db,
+    config,
+    signer,
+    clock,
+    ytdlp,
+    proxy: async () => (await (guardProxy ??= startGuardProxy({ allowPrivate: config.media.allow_private_networks, resolve, isAllowed }))).url,
+    canMerge: Bun.which('ffmpeg') !== null,
+    resolve,
+    isAllowed,
+    onOutcome: (outcome) => extractions.inc(outcome),
+  })
+  const feature: Feature = {
+    hot: [headOfDownload(media)],
+    routes: createMediaRoutes(media),
+    api: mediaApi(media),
+    metrics(m) {
+      m.sampled('linkbox_media_queue', 'yt-dlp runs (extractions and fetches) waiting for a slot.', () => media.queued)
+      m.sampled('linkbox_media_running', 'yt-dlp runs under way.', () => media.running)
+      m.sampled('linkbox_media_bytes_served_total', 'Bytes of the files sent through signed /dl links (a download is counted by its length when it starts).', () => media.stats.bytesServed, 'counter')
+    },
+    jobs: [{ name: 'media sweep', everyMs: 60_000, run: () => media.sweep() }],
+    async close() {
+      // yt-dlp runs live in process groups of their own, which would outlive us.
+      killRunning()
+      if (guardProxy) await (await guardProxy.catch(() => null))?.stop()
+    },
+  }
+  return { feature, media, ytdlp }
+}

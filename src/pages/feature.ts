@@ -1,0 +1,47 @@
+// The service's own pages as a feature of the composition root: the home page and its form, the API
+// documents, /healthz, /metrics, the shared assets, the favicon and robots.txt.
+import type { Feature, Shared } from '../feature'
+import type { ApiMethod } from '../http/api'
+import type { LinkService } from '../links/service'
+import { VERSION } from '../version'
+import { Elysia } from 'elysia'
+import { createDocsRoutes } from './docs'
+import { createHomeRoutes } from './home'
+import { APP_JS, FAVICON_SVG, STYLE_CSS } from './render'
+
+const IMMUTABLE = 'public, max-age=31536000, immutable'
+
+export function createPagesFeature(
+  shared: Shared,
+  deps: { links: LinkService; methods: ApiMethod[]; databaseProblem: () => string | null },
+) {
+  const { config, metrics, limiter, clientIp } = shared
+  const routes = new Elysia({ name: 'pages' })
+    // 503 when the database cannot be written, so that a monitor notices; visits and reads still work.
+    .get('/healthz', () => {
+      const problem = deps.databaseProblem()
+      if (problem === null) return { status: 'ok', version: VERSION }
+      return new Response(JSON.stringify({ status: 'degraded', version: VERSION, database: `not writable: ${problem}` }), {
+        status: 503,
+        headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
+      })
+    })
+    .get('/metrics', () => new Response(metrics.render(), {
+      headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' },
+    }))
+    .get('/assets/style.css', () => new Response(STYLE_CSS, { headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': IMMUTABLE } }))
+    .get('/assets/app.js', () => new Response(APP_JS, { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': IMMUTABLE } }))
+    .get('/favicon.ico', () => new Response(FAVICON_SVG, { headers: { 'content-type': 'image/svg+xml', 'cache-control': 'public, max-age=604800' } }))
+    .get('/robots.txt', () => new Response('User-agent: *\nDisallow: /\n', { headers: { 'content-type': 'text/plain' } }))
+    .use(createHomeRoutes({ config, links: deps.links, limiter, clientIp }))
+    .use(createDocsRoutes({
+      methods: deps.methods,
+      baseUrl: config.server.base_url,
+      version: VERSION,
+      marketplace: config.marketplace.proxy_secret
+        ? { secretHeader: config.marketplace.secret_header, userHeader: config.marketplace.user_header }
+        : null,
+    }))
+  const feature: Feature = { routes }
+  return { feature }
+}
