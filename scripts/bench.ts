@@ -113,7 +113,7 @@ const run: Run = {
 const beforePath = join(ROOT, 'bench/before.json')
 const before: Run | undefined = existsSync(beforePath) ? JSON.parse(readFileSync(beforePath, 'utf8')) : undefined
 if (run.figures.length)
-  console.log(`\n## Figures against the targets of issues 7, 8, 9 and 10\n\n${resultsTable(run.figures, process.env.LINKBOX_BENCH_BINARY ? undefined : before)}`)
+  console.log(`\n## Figures against the targets of issues 7, 8, 9, 10 and 21\n\n${resultsTable(run.figures, process.env.LINKBOX_BENCH_BINARY ? undefined : before)}`)
 if (values.save) {
   writeFileSync(values.save, JSON.stringify(run, null, 2) + '\n')
   console.log(`\nbench: figures saved to ${values.save}`)

@@ -97,7 +97,7 @@ export function resultsMarkdown(opts: {
     '# Bench results',
     '',
     `Written by \`bun run bench\` (scripts/bench.ts) on ${run.date}; the whole run took ${Math.round(opts.totalSeconds)} s.`,
-    'Targets are the ones of issue 7 (links), issue 8 (mail), issue 9 (media) and issue 10 (webhooks). Ratios compare figures measured in the same run,',
+    'Targets are the ones of issue 7 (links), issue 8 (mail), issue 9 (media), issue 10 (webhooks) and issue 21 (the redirect path with every feature on). Ratios compare figures measured in the same run,',
     'alternately, so that both sides see the same machine load; the load generator (wrk, or for mail the bench\'s',
     'own SMTP client, scripts/bench/smtp-load.ts, for media curl) and the server share the CPUs.',
     '',
