@@ -97,11 +97,14 @@ ${m.description ? `<p>${escapeHtml(m.description)}</p>` : ''}${table}${returnHtm
 }
 
 export function createDocsRoutes(deps: { methods: ApiMethod[] } & OpenApiOptions) {
-  const json = JSON.stringify(openApiDocument(deps.methods, deps), null, 2)
-  const methods = deps.methods.map(methodHtml).join('\n')
+  // Made with the first request for them, not at start-up (tens of ms before `serve` could answer).
+  let json: string | undefined
+  let methods: string | undefined
   return new Elysia({ name: 'docs' })
-    .get('/api/docs', () => page(docsTpl as unknown as string, { methods }, { title: 'API' }))
+    .get('/api/docs', () => page(docsTpl as unknown as string, { methods: (methods ??= deps.methods.map(methodHtml).join('\n')) }, { title: 'API' }))
     .get('/api/docs/openapi.json', () =>
-      new Response(json, { headers: { 'content-type': 'application/json; charset=utf-8', 'access-control-allow-origin': '*' } }),
+      new Response((json ??= JSON.stringify(openApiDocument(deps.methods, deps), null, 2)), {
+        headers: { 'content-type': 'application/json; charset=utf-8', 'access-control-allow-origin': '*' },
+      }),
     )
 }
