@@ -26,6 +26,7 @@ import {
   type RunningServer,
   type TestConfig,
 } from './support/server'
+import { startReceiver, until, type Receiver } from './support/webhooks'
 
 setDefaultTimeout(90_000)
 
@@ -241,6 +242,77 @@ describe('backup → wipe → restore', () => {
     } finally {
       if (server.proc.exitCode === null) await server.stop()
       if (restored) expect(await restored.stop()).toBe(0)
+    }
+  })
+})
+
+describe('webhook ids across a restore (issue 20)', () => {
+  const receivers: Receiver[] = []
+  afterAll(() => receivers.forEach((r) => r.stop()))
+
+  test('backup → event → restore → event: the new event goes out under a new webhook-id, not the lost one\'s', async () => {
+    const config = plainConfig({ media: { allow_private_networks: true } }) // the receiver is on 127.0.0.1
+    const receiver = startReceiver()
+    receivers.push(receiver)
+    const key = await createAccount(config.configPath, 'hooks')
+    const made = await runCli(['webhook', 'create', 'hooks', receiver.url, '--events', 'link.created', '--config', config.configPath])
+    expect(made.code).toBe(0)
+    receiver.secret = made.stdout.trimEnd().split('\n').at(-1)!
+    const hookId = /^webhook (\d+) for hooks/.exec(made.stdout)![1]!
+    const linkFor = async (server: RunningServer, n: number) => {
+      const r = await apiPost(server.url, 'getLink.json', { url: `https://example.org/${n}` }, { 'x-api-key': key })
+      expect(r.status).toBe(200)
+    }
+    /** Waits until the receiver has `count` requests and the delivery log says every one is done. */
+    const delivered = async (server: RunningServer, count: number) => {
+      await until(() => receiver.got.length >= count, `${count} deliveries`)
+      for (let i = 0; ; i++) {
+        const log = await apiPost(server.url, 'webhooks.json', { action: 'deliveries', id: hookId }, { 'x-api-key': key })
+        if (log.body.return.deliveries.every((d: { state: string }) => d.state === 'ok')) return
+        if (i > 200) throw new Error(`deliveries not recorded: ${JSON.stringify(log.body)}`)
+        await Bun.sleep(20)
+      }
+    }
+
+    let server = await startServer({ config })
+    const archive = join(config.dir, 'before-the-second.tar')
+    try {
+      await linkFor(server, 1)
+      await delivered(server, 1)
+      expect((await runCli(['backup', archive, '--config', config.configPath])).code).toBe(0)
+      await linkFor(server, 2) // lost by the restore, but its receiver has seen its id
+      await delivered(server, 2)
+      expect(await server.stop()).toBe(0)
+
+      const restored = await runCli(['restore', archive, '--force', '--config', config.configPath])
+      expect(restored.stderr).toBe('')
+      expect(restored.code).toBe(0)
+      server = await startServer({ config })
+      await linkFor(server, 3)
+      await delivered(server, 3)
+      await Bun.sleep(200) // nothing else arrives (the first event was done before the backup: not sent again)
+    } finally {
+      if (server.proc.exitCode === null) expect(await server.stop()).toBe(0)
+    }
+
+    expect(receiver.got.length).toBe(3)
+    for (const g of receiver.got) expect(g.verifyError).toBeNull()
+    const urls = receiver.got.map((g) => JSON.parse(g.body).data.long_url)
+    expect(urls).toEqual(['https://example.org/1', 'https://example.org/2', 'https://example.org/3'])
+    const ids = receiver.got.map((g) => g.id)
+    // A receiver that drops the ids it has seen (as Standard Webhooks asks) keeps all three events.
+    expect(new Set(ids).size).toBe(3)
+    for (const id of ids) expect(id).toMatch(/^msg_[0-9a-f]{32}$/)
+    // The restored database holds the first event and the new one, each under the id it went out with.
+    const db = new Database(join(config.dataDir, 'linkbox.db'), { readonly: true })
+    try {
+      const rows = db.query('SELECT webhook_id, payload FROM webhook_events ORDER BY id').all() as { webhook_id: string; payload: string }[]
+      expect(rows.map((r) => [r.webhook_id, JSON.parse(r.payload).data.long_url])).toEqual([
+        [ids[0], 'https://example.org/1'],
+        [ids[2], 'https://example.org/3'],
+      ])
+    } finally {
+      db.close()
     }
   })
 })
