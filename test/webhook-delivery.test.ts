@@ -376,7 +376,7 @@ describe('in the app', () => {
     box.deliverer.wake()
     await until(() => box.deliverer.stats.outcomes.retry === 1, 'one retry planned')
     await Bun.sleep(1100) // the outbox gauges are cached for a second
-    const text = await (await box.request('/metrics')).text()
+    const text = await (await box.readMetrics()).text()
     expect(text).toContain('linkbox_webhook_deliveries_total{outcome="ok"} 1')
     expect(text).toContain('linkbox_webhook_deliveries_total{outcome="retry"} 1')
     expect(text).toContain('linkbox_webhook_deliveries_total{outcome="gone"} 0')
