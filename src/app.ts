@@ -14,6 +14,7 @@ import { AppError, internalError, notFound } from './errors'
 import { createApi, errorResponse, type ApiMethod } from './http/api'
 import { createClientIp } from './http/client-ip'
 import { faultLog } from './http/fault-log'
+import { createMetricsAccess } from './http/metrics-access'
 import { pathOf } from './http/path'
 import { createRateLimiter } from './http/rate-limit'
 import { linkApi } from './links/api'
@@ -170,6 +171,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   let sweepTimer: ReturnType<typeof setInterval> | null = null
   const clientIp = (request: Request) =>
     clientIpOf(server?.requestIP(request)?.address ?? null, request.headers.get('x-forwarded-for'))
+  const metricsAllowed = createMetricsAccess({ config, clientIp })
 
   const visits = metrics.counter('linkbox_visits_total', 'Visits of short links and their pages, by outcome.', 'outcome')
   const answers = metrics.counter('linkbox_api_requests_total', 'Answers of /api methods, by method and HTTP status.')
@@ -265,9 +267,10 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
         headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
       })
     })
-    .get('/metrics', () => new Response(metrics.render(), {
+    // Loopback, private networks and the bearer token only (http/metrics-access.ts); others: a plain 404.
+    .get('/metrics', ({ request }) => metricsAllowed(request) ? new Response(metrics.render(), {
       headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' },
-    }))
+    }) : notFoundPage())
     .get('/assets/style.css', () => new Response(STYLE_CSS, {
       headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=31536000, immutable' },
     }))

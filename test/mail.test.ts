@@ -1109,7 +1109,7 @@ describe('connections per address, the mail.received event, /metrics', () => {
     const listed = (await api('messages.json', { address: one })).body.return.messages[0]
     expect(heard[0]!.message).toEqual({ address: one, ...listed })
 
-    const metrics = await (await m.box.request('/metrics')).text()
+    const metrics = await (await m.box.readMetrics()).text()
     const value = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics)?.[1])
     expect(value('linkbox_mail_received_total')).toBe(2)
     expect(value('linkbox_mail_messages')).toBe(2)

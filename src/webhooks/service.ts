@@ -1,7 +1,7 @@
 // Webhook endpoints: the rules of creating, listing and deleting them, their delivery log, redelivery,
 // the test event, and the sweep that keeps the outbox tables bounded. Plain values in, plain records out,
 // AppErrors thrown; no HTTP here (api.ts) and no sending (deliverer.ts).
-import { newSecret, webhookId } from './sign'
+import { newSecret } from './sign'
 import type { Caller } from '../accounts/service'
 import type { Config } from '../config'
 import { iso, stored, type Db } from '../db'
@@ -142,7 +142,7 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
       id: row.id,
       deliveries: store.log(row.id, limit).map((d) => ({
         event_id: d.event_id,
-        webhook_id: webhookId(d.event_id),
+        webhook_id: d.webhook_id,
         type: d.type,
         state: d.state,
         attempts: d.attempts,
@@ -156,8 +156,8 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
   }
 
   function testRow(row: EndpointRow) {
-    const eventId = outbox.enqueueFor(row.id, row.account_id, 'webhook.test', { webhook: row.id, url: row.url })
-    return { event_id: eventId, webhook_id: webhookId(eventId), enabled: row.enabled === 1 }
+    const event = outbox.enqueueFor(row.id, row.account_id, 'webhook.test', { webhook: row.id, url: row.url })
+    return { event_id: event.id, webhook_id: event.webhook_id, enabled: row.enabled === 1 }
   }
 
   return {
@@ -199,7 +199,7 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
       const now = clock()
       const d = stored(db, () => store.redeliver(eventId, row.id, now))
       outbox.wake()
-      return { id: row.id, event_id: eventId, webhook_id: webhookId(eventId), state: d.state, attempts: d.attempts, next_at: iso(d.next_at)! }
+      return { id: row.id, event_id: eventId, webhook_id: event.webhook_id, state: d.state, attempts: d.attempts, next_at: iso(d.next_at)! }
     },
 
     /** `linkbox webhook test ID`: a webhook.test event for this endpoint alone; its webhook-id. */
