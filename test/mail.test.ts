@@ -465,6 +465,30 @@ describe('edges, by a raw SMTP dialogue', () => {
     expect(filesUnder(mailDir(m.box))).toEqual(filesBefore)
   })
 
+  test('MAIL FROM with a SIZE= over the limit gets 552 5.3.4 before a byte is sent; a smaller SIZE= is not believed', async () => {
+    const to = await mailbox('declared')
+    const { client } = await RawSmtp.open(m.port)
+    try {
+      // SIZE is offered, so clients declare their size (since the fix without the number: see smtp.ts).
+      expect(await client.cmd('EHLO client.example.org')).toMatch(/^250[- ]SIZE\b/m)
+      const over = await client.cmd(`MAIL FROM:<${SENDER}> SIZE=${LIMIT + 1}`)
+      expect(over).toBe(`552 5.3.4 the message is larger than the limit of ${LIMIT} bytes`)
+      expect(await client.cmd(`MAIL FROM:<${SENDER}> SIZE=99999999999999999999`)).toMatch(/^552 5\.3\.4 /)
+      // The refusal leaves no transaction open: the next MAIL FROM, exactly at the limit, is taken.
+      expect(await client.cmd(`MAIL FROM:<${SENDER}> SIZE=${LIMIT}`)).toStartWith('250 ')
+      expect(await client.cmd('RSET')).toStartWith('250 ')
+      // A client that declares less than it sends is refused when the bytes are counted, with the same reply.
+      expect(await client.cmd(`MAIL FROM:<${SENDER}> SIZE=100`)).toStartWith('250 ')
+      expect(await client.cmd(`RCPT TO:<${to}>`)).toStartWith('250 ')
+      expect(await client.cmd('DATA')).toStartWith('354')
+      expect(await client.body(emlOfSize(to, LIMIT + 1))).toBe(`552 5.3.4 the message is larger than the limit of ${LIMIT} bytes`)
+    } finally {
+      await client.quit()
+    }
+    expect(messagesIn(to)).toBe(0)
+    expect(incoming(m.box)).toEqual([])
+  })
+
   test('51 recipients: the first 50 get 250, the 51st 452 4.5.3, and each of the 50 mailboxes holds the message once', async () => {
     const to: string[] = []
     for (let i = 0; i < 51; i++) to.push(await mailbox(`crowd${i}`))
