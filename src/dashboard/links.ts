@@ -164,7 +164,7 @@ function row(r: LinkRecord, fresh: boolean): string {
 <td class="n" data-label="Clicks"><span>${r.clicks}</span></td>
 <td class="date" data-label="Created">${time(r.created)}</td>
 <td class="date" data-label="Expires"><span>${expiryCell(r)}</span></td>
-<td class="row-actions" data-label="Actions"><span><a href="/${e(c)}+">Stats${label}</a> <a href="/qr/${e(c)}.png">QR${label}</a> <a href="/dashboard/links/${e(c)}">Edit${label}</a> <a class="danger-link" href="/dashboard/links/${e(c)}/delete">Delete${label}</a></span></td>
+<td class="row-actions" data-label="Actions"><span><a href="/${e(c)}+">Stats${label}</a> <a href="/qr/${e(c)}.png" target="_blank" rel="noopener">QR<span class="visually-hidden"> ${e(c)} (opens in a new tab)</span></a> <a href="/dashboard/links/${e(c)}">Edit${label}</a> <a class="danger-link" href="/dashboard/links/${e(c)}/delete">Delete${label}</a></span></td>
 </tr>`
 }
 

@@ -28,12 +28,17 @@ const whenIso = (iso: string | null) => (iso ? when(Date.parse(iso)) : '')
 /** The service's messages speak of API parameters; on a form they are about its fields. */
 const forForm = (message: string) => message.replace('The parameter "url"', 'The URL').replace('The parameter "events"', 'The events')
 
-type Endpoint = ReturnType<DashboardDeps['webhooks']['list']>['webhooks'][number]
+type Endpoint = ReturnType<DashboardDeps['webhooks']['overview']>[number]
 
+/** Failing as soon as a delivery's last attempt failed (a retry is due), not only once one used up its retries. */
 function status(w: Endpoint): string {
   if (!w.enabled)
     return `<span class="state bad">Disabled</span>${w.disabled_reason ? `<div class="muted">${h(w.disabled_reason)}</div>` : ''}`
-  if (w.failing) return '<span class="state warn">Failing</span><div class="muted">A delivery used up its retries</div>'
+  const why = [
+    w.retrying > 0 ? `${w.retrying} pending ${w.retrying === 1 ? 'retry' : 'retries'}` : '',
+    w.failing ? 'A delivery used up its retries' : '',
+  ].filter(Boolean)
+  if (why.length) return `<span class="state warn">Failing</span><div class="muted">${why.join(' · ')}</div>`
   return '<span class="state good">Active</span>'
 }
 
@@ -56,7 +61,7 @@ export function createWebhooksSection({ shell, webhooks }: DashboardDeps) {
     })
 
   const endpointOf = (s: Session, idText: string): Endpoint | null =>
-    /^[1-9][0-9]{0,14}$/.test(idText) ? (webhooks.list(s.caller).webhooks.find((w) => w.id === Number(idText)) ?? null) : null
+    /^[1-9][0-9]{0,14}$/.test(idText) ? (webhooks.overview(s.caller).find((w) => w.id === Number(idText)) ?? null) : null
 
   // ---------------------------------------------------------------------------------------------------
   // The list and the form
@@ -69,7 +74,7 @@ export function createWebhooksSection({ shell, webhooks }: DashboardDeps) {
   }
 
   function listPage(request: Request, s: Session, form: FormState = {}) {
-    const list = webhooks.list(s.caller).webhooks
+    const list = webhooks.overview(s.caller)
     const chosen = form.events ?? DEFAULT_EVENTS
     const err = form.error
     const urlErr = err?.field === 'url'
@@ -100,7 +105,7 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
 </section>`
     let listHtml: string
     if (list.length === 0) {
-      listHtml = '<p class="empty">No endpoints yet. Add one above to be told when links change or mail arrives.</p>'
+      listHtml = '<p class="empty">No endpoints yet. <a href="#new-webhook">Add one below</a> to be told when links change or mail arrives.</p>'
     } else {
       const rows = list
         .map(
