@@ -159,12 +159,15 @@ only the methods of its scopes; a revoked key is refused at once.</p>
     .get('/dashboard/keys', ({ request }) => {
       const s = shell.require(request)
       if (s instanceof Response) return s
+      // Typed before the session ended (see shell.requireForm): the form shows it again.
+      const d = shell.draft(request)
+      if (d) return page(request, s, { form: { scopes: SCOPES.filter((sc) => d.getAll('scope').includes(sc)), label: d.get('label') ?? '' } })
       return page(request, s)
     })
     .post(
       '/dashboard/keys',
       async ({ request }) => {
-        const s = shell.require(request)
+        const s = await shell.requireForm(request, { keep: ['scope', 'label'] })
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
         const chosen = f.getAll('scope').slice(0, SCOPES.length * 2)

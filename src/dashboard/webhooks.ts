@@ -237,14 +237,24 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
     }
   }
 
-  const signedIn = (request: Request, then: (s: Session) => Response | Promise<Response>) => {
-    const s = shell.require(request)
+  /** `page`: where a form comes back to after signing in, when that is not its own path. */
+  const signedIn = (request: Request, then: (s: Session) => Response | Promise<Response>, page?: string) => {
+    const s = shell.require(request, page)
     return s instanceof Response ? s : then(s)
   }
 
+  /** Typed before the session ended (see shell.requireForm): the form shows it again. */
+  const drafted = (request: Request): FormState => {
+    const d = shell.draft(request)
+    return d ? { url: d.get('url') ?? '', events: d.getAll('events').filter((e) => (EVENT_TYPES as readonly string[]).includes(e)) } : {}
+  }
+
   return new Elysia({ name: 'dashboard-webhooks' })
-    .get('/dashboard/webhooks', ({ request }) => signedIn(request, (s) => listPage(request, s)))
-    .post('/dashboard/webhooks', ({ request }) => signedIn(request, (s) => create(request, s)))
+    .get('/dashboard/webhooks', ({ request }) => signedIn(request, (s) => listPage(request, s, drafted(request))))
+    .post('/dashboard/webhooks', async ({ request }) => {
+      const s = await shell.requireForm(request, { keep: ['url', 'events'] })
+      return s instanceof Response ? s : create(request, s)
+    })
     .get('/dashboard/webhooks/:id', ({ request, params }) => signedIn(request, (s) => endpointPage(request, s, params.id)))
     .get('/dashboard/webhooks/:id/delete', ({ request, params }) => signedIn(request, (s) => confirmPage(request, s, params.id)))
     .post('/dashboard/webhooks/:id/delete', ({ request, params }) =>
@@ -264,6 +274,7 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
             : `A test event (${t.webhook_id}) is queued, but this endpoint is disabled: it will not be sent.`
           return shell.seeOther(`/dashboard/webhooks/${id}`, { kind: 'ok', text })
         }),
+        `/dashboard/webhooks/${params.id}`, // the endpoint's page, where these forms are
       ),
     )
     .post('/dashboard/webhooks/:id/redeliver', ({ request, params }) =>
@@ -272,6 +283,7 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
           const r = webhooks.redeliver(s.caller, { id, event: fields.get('event') ?? '' })
           return shell.seeOther(`/dashboard/webhooks/${id}`, { kind: 'ok', text: `Event ${r.event_id} (${r.webhook_id}) will be sent again.` })
         }),
+        `/dashboard/webhooks/${params.id}`, // the endpoint's page, where these forms are
       ),
     )
 }
