@@ -153,7 +153,7 @@ describe('list and revoke', () => {
     expect(tr).toContain('<td data-label="Label"><span>cron</span></td>')
     expect(tr).toContain('<span class="tag">qr</span>')
     expect(tr).toMatch(/<td class="date" data-label="Last used">\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/td>/)
-    expect(tr).toContain(`action="/dashboard/keys/${row.id}/revoke"`)
+    expect(tr).toContain(`href="/dashboard/keys/${row.id}/revoke"`)
 
     const res = await postForm(box, alice, `/dashboard/keys/${row.id}/revoke`, {})
     expect(res.status).toBe(303)
@@ -164,7 +164,7 @@ describe('list and revoke', () => {
     expect(refused.body.code).toBe('invalid_key')
     html = await keysPage(alice)
     expect(html).toContain('<span class="tag revoked">revoked</span>')
-    expect(html).not.toContain(`action="/dashboard/keys/${row.id}/revoke"`)
+    expect(html).not.toContain(`href="/dashboard/keys/${row.id}/revoke"`)
 
     // Revoked already: 404, and it stays as it was.
     const again = await postForm(box, alice, `/dashboard/keys/${row.id}/revoke`, {})

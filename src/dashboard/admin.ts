@@ -364,10 +364,13 @@ ${hooks}
     .get(ADMIN, ({ request }) => {
       const s = shell.requireAdmin(request)
       if (s instanceof Response) return s
-      return accountsPage(request, s, { page: pageOf(new URL(request.url).searchParams.get('page')) })
+      // Typed before the session ended (see shell.requireForm): the form shows it again.
+      const d = shell.draft(request)
+      const form = d ? { name: d.get('name') ?? '', admin: d.get('admin') === '1' } : undefined
+      return accountsPage(request, s, { page: pageOf(new URL(request.url).searchParams.get('page')), form })
     })
     .post(`${ADMIN}/accounts`, async ({ request }) => {
-      const s = shell.requireAdmin(request)
+      const s = await shell.requireForm(request, { page: ADMIN, keep: ['name', 'admin'], admin: true })
       if (s instanceof Response) return s
       const fields = await shell.form(request, s)
       const name = (fields.get('name') ?? '').trim()
@@ -388,7 +391,7 @@ ${hooks}
       }
     })
     .post(`${ADMIN}/accounts/:action`, async ({ request, params }) => {
-      const s = shell.requireAdmin(request)
+      const s = shell.requireAdmin(request, ADMIN)
       if (s instanceof Response) return s
       if (params.action !== 'disable' && params.action !== 'enable') throw new AppError(404, 'not_found', 'Not found.')
       const fields = await shell.form(request, s)

@@ -11,6 +11,9 @@ import { rateKeyOf } from '../http/client-ip'
 import { escapeHtml, fill } from '../pages/render'
 import type { DashboardDeps } from './index'
 import { randomToken } from './sessions'
+import { safeNext, SESSION_ENDED } from './shell'
+
+export { safeNext }
 
 export const SIGN_IN_PER_MINUTE = 10
 export const SIGN_IN_PER_CLIENT_PER_MINUTE = 30
@@ -18,18 +21,10 @@ export const SIGN_UP_PER_CLIENT_PER_MINUTE = 3
 /** Accounts open sign-up may create in all; past it sign-up is closed (an admin can still add accounts). */
 export const SIGN_UP_MAX_ACCOUNTS = 10_000
 
-/** Where to go after signing in: a dashboard path only (never another site, never "//host"). */
-export function safeNext(next: string | null): string {
-  if (!next || next.length > 500) return '/dashboard'
-  if (!/^\/dashboard(?:[/?#]|$)/.test(next)) return '/dashboard'
-  if (/[\\\u0000-\u001f]/.test(next)) return '/dashboard'
-  return next
-}
-
 export function createAuthRoutes(deps: DashboardDeps) {
   const { shell, sessions, accounts, limiter, clientIp, config } = deps
 
-  function form(request: Request, opts: { signup: boolean; name?: string; next?: string; error?: string; status?: number; headers?: Record<string, string> }) {
+  function form(request: Request, opts: { signup: boolean; name?: string; next?: string; error?: string; status?: number; headers?: Record<string, string>; ended?: boolean }) {
     const csrf = shell.loginToken(request) || randomToken(24)
     const signupLink = config.web.signup && !opts.signup ? '<p class="muted">No account yet? <a href="/signup">Create one</a>.</p>' : ''
     const content = fill(loginTpl as unknown as string, {
@@ -46,7 +41,14 @@ export function createAuthRoutes(deps: DashboardDeps) {
       below: opts.signup ? '<p class="muted">Already have one? <a href="/login">Sign in</a>.</p>' : signupLink,
     })
     const headers: Record<string, string> = { 'set-cookie': shell.loginCookie(csrf), ...opts.headers }
-    return shell.render(request, null, { section: null, title: opts.signup ? 'Create an account' : 'Sign in', content, status: opts.status, headers })
+    return shell.render(request, null, {
+      section: null,
+      title: opts.signup ? 'Create an account' : 'Sign in',
+      content,
+      status: opts.status,
+      headers,
+      notice: opts.ended ? { kind: 'warn', text: SESSION_ENDED } : undefined,
+    })
   }
 
   async function readLoginForm(request: Request): Promise<URLSearchParams> {
@@ -64,9 +66,10 @@ export function createAuthRoutes(deps: DashboardDeps) {
 
   const app = new Elysia({ name: 'dashboard-auth' })
     .get('/login', ({ request }) => {
-      const next = safeNext(new URL(request.url).searchParams.get('next'))
+      const query = new URL(request.url).searchParams
+      const next = safeNext(query.get('next'))
       if (shell.session(request)) return shell.seeOther(next)
-      return form(request, { signup: false, next })
+      return form(request, { signup: false, next, ended: query.get('reason') === 'session_ended' })
     })
     .post('/login', async ({ request }) => {
       const fields = await readLoginForm(request)

@@ -65,7 +65,7 @@ ${scopeErr ? `<p class="error" id="scopes-error">${e(scopeErr)}</p>` : ''}
       .map((k) => {
         const status = k.revoked
           ? `<span class="tag revoked">revoked</span> <span class="muted">${e(when(k.revoked))}</span>`
-          : `<form method="post" action="/dashboard/keys/${k.id}/revoke"><input type="hidden" name="_csrf" value="${e(s.csrf)}"><button type="submit" class="danger small" aria-label="Revoke the key ${e(k.prefix)}…">Revoke</button></form>`
+          : `<a class="danger-link" href="/dashboard/keys/${k.id}/revoke" aria-label="Revoke the key ${e(k.prefix)}…">Revoke</a>`
         return `<tr${k.revoked ? ' class="is-revoked"' : ''}>
 <td data-label="Key"><code>${e(k.prefix)}…</code></td>
 <td data-label="Label"><span>${k.label ? e(printable(k.label)) : '<span class="muted">—</span>'}</span></td>
@@ -108,6 +108,42 @@ only the methods of its scopes; a revoked key is refused at once.</p>
     })
   }
 
+  function notFoundPage(request: Request, s: Session, message: string) {
+    return shell.render(request, s, {
+      section: 'keys',
+      title: 'Key not found',
+      status: 404,
+      content: `<div class="keys-page"><h1>Key not found</h1><div class="card"><p>${e(message)}</p><p><a href="/dashboard/keys">Back to your keys</a></p></div></div>`,
+    })
+  }
+
+  /** "Revoke this key?": what the key is, and a form that revokes it (like deleting a link or a webhook). */
+  function confirmPage(request: Request, s: Session, idText: string) {
+    const k = KEY_ID.test(idText) ? accounts.keysOfAccount(s.accountId).find((x) => x.id === Number(idText)) : undefined
+    if (!k) return notFoundPage(request, s, 'This account has no such key.')
+    if (k.revoked) return notFoundPage(request, s, `The key ${k.prefix}… is revoked already.`)
+    return shell.render(request, s, {
+      section: 'keys',
+      title: `Revoke ${k.prefix}…`,
+      content: `<div class="keys-page"><p class="crumbs"><a href="/dashboard/keys">API</a> /</p>
+<h1>Revoke this key?</h1>
+<section class="card confirm">
+<dl class="facts">
+<dt>Key</dt><dd><code>${e(k.prefix)}…</code></dd>
+<dt>Label</dt><dd>${k.label ? e(printable(k.label)) : '<span class="muted">—</span>'}</dd>
+<dt>Scopes</dt><dd><span class="scope-tags">${k.scopes.map((sc) => `<span class="tag">${e(sc)}</span>`).join(' ')}</span></dd>
+<dt>Created</dt><dd>${e(when(k.created))}</dd>
+<dt>Last used</dt><dd>${k.last_used ? e(when(k.last_used)) : 'never'}</dd>
+</dl>
+<p class="warn-text">Scripts that use it are refused from the moment it is revoked. This cannot be undone: to use the API again, create another key.</p>
+<form method="post" action="/dashboard/keys/${k.id}/revoke" class="actions">
+<input type="hidden" name="_csrf" value="${e(s.csrf)}">
+<button type="submit" class="danger">Revoke the key</button><a href="/dashboard/keys">Cancel</a>
+</form>
+</section></div>`,
+    })
+  }
+
   function createdCard(key: string, scopes: readonly Scope[], label: string): string {
     return `<section class="card key-created" aria-labelledby="created-heading">
 <h2 id="created-heading">Your new API key${label ? `: ${e(label)}` : ''}</h2>
@@ -123,12 +159,15 @@ only the methods of its scopes; a revoked key is refused at once.</p>
     .get('/dashboard/keys', ({ request }) => {
       const s = shell.require(request)
       if (s instanceof Response) return s
+      // Typed before the session ended (see shell.requireForm): the form shows it again.
+      const d = shell.draft(request)
+      if (d) return page(request, s, { form: { scopes: SCOPES.filter((sc) => d.getAll('scope').includes(sc)), label: d.get('label') ?? '' } })
       return page(request, s)
     })
     .post(
       '/dashboard/keys',
       async ({ request }) => {
-        const s = shell.require(request)
+        const s = await shell.requireForm(request, { keep: ['scope', 'label'] })
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
         const chosen = f.getAll('scope').slice(0, SCOPES.length * 2)
@@ -149,6 +188,11 @@ only the methods of its scopes; a revoked key is refused at once.</p>
       },
       { parse: 'none' },
     )
+    .get('/dashboard/keys/:id/revoke', ({ request, params }) => {
+      const s = shell.require(request)
+      if (s instanceof Response) return s
+      return confirmPage(request, s, params.id)
+    })
     .post(
       '/dashboard/keys/:id/revoke',
       async ({ request, params }) => {
@@ -161,12 +205,7 @@ only the methods of its scopes; a revoked key is refused at once.</p>
           return shell.seeOther('/dashboard/keys', { kind: 'ok', text: `Revoked the key ${r.prefix}…: it is refused from now on.` })
         } catch (err) {
           if (!(err instanceof AppError) || err.status !== 404) throw err
-          return shell.render(request, s, {
-            section: 'keys',
-            title: 'Key not found',
-            status: 404,
-            content: `<div class="keys-page"><h1>Key not found</h1><div class="card"><p>${e(err.message)}</p><p><a href="/dashboard/keys">Back to your keys</a></p></div></div>`,
-          })
+          return notFoundPage(request, s, err.message)
         }
       },
       { parse: 'none' },

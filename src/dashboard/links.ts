@@ -164,7 +164,7 @@ function row(r: LinkRecord, fresh: boolean): string {
 <td class="n" data-label="Clicks"><span>${r.clicks}</span></td>
 <td class="date" data-label="Created">${time(r.created)}</td>
 <td class="date" data-label="Expires"><span>${expiryCell(r)}</span></td>
-<td class="row-actions" data-label="Actions"><span><a href="/${e(c)}+">Stats${label}</a> <a href="/qr/${e(c)}.png">QR${label}</a> <a href="/dashboard/links/${e(c)}">Edit${label}</a> <a class="danger-link" href="/dashboard/links/${e(c)}/delete">Delete${label}</a></span></td>
+<td class="row-actions" data-label="Actions"><span><a href="/${e(c)}+">Stats${label}</a> <a href="/qr/${e(c)}.png" target="_blank" rel="noopener">QR<span class="visually-hidden"> ${e(c)} (opens in a new tab)</span></a> <a href="/dashboard/links/${e(c)}">Edit${label}</a> <a class="danger-link" href="/dashboard/links/${e(c)}/delete">Delete${label}</a></span></td>
 </tr>`
 }
 
@@ -310,12 +310,15 @@ ${r.password ? radio('remove', 'Remove the password') : ''}
     .get('/dashboard', ({ request }) => {
       const s = shell.require(request)
       if (s instanceof Response) return s
+      // Typed before the session ended (see shell.requireForm): the form shows it again.
+      const d = shell.draft(request)
+      if (d) return listPage(request, s, { form: { url: d.get('url') ?? '', alias: d.get('alias') ?? '', mode: d.get('mode') || 'redirect', expire: d.get('expire') ?? '' } })
       return listPage(request, s)
     })
     .post(
       '/dashboard/links',
       async ({ request }) => {
-        const s = shell.require(request)
+        const s = await shell.requireForm(request, { page: '/dashboard', keep: ['url', 'alias', 'mode', 'expire'] })
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
         const form: CreateForm = {
@@ -347,12 +350,23 @@ ${r.password ? radio('remove', 'Remove the password') : ''}
       const s = shell.require(request)
       if (s instanceof Response) return s
       const r = ownedLink(params.code, s)
-      return r ? editPage(request, s, r) : notFoundPage(request, s, params.code)
+      if (!r) return notFoundPage(request, s, params.code)
+      const d = shell.draft(request)
+      if (!d) return editPage(request, s, r)
+      const action = d.get('password_action')
+      return editPage(request, s, r, {
+        values: {
+          url: d.get('url') ?? r.long_url,
+          mode: d.get('mode') ?? r.mode,
+          expire: d.get('expire') ?? 'keep',
+          passwordAction: action === 'set' || action === 'remove' ? action : 'keep',
+        },
+      })
     })
     .post(
       '/dashboard/links/:code',
       async ({ request, params }) => {
-        const s = shell.require(request)
+        const s = await shell.requireForm(request, { keep: ['url', 'mode', 'expire', 'password_action'] })
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
         const r = ownedLink(params.code, s)

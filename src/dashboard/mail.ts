@@ -252,8 +252,17 @@ ${links}${attachments}`
   }
 
   return new Elysia({ name: 'dashboard-mail' })
-    .get('/dashboard/mail', ({ request }) => signedIn(request, (s) => listPage(request, s)))
-    .post('/dashboard/mail', ({ request }) => signedIn(request, (s) => create(request, s)))
+    .get('/dashboard/mail', ({ request }) =>
+      signedIn(request, (s) => {
+        // Typed before the session ended (see shell.requireForm): the form shows it again.
+        const d = shell.draft(request)
+        return listPage(request, s, d ? { local: d.get('local') ?? '', domain: d.get('domain') ?? undefined } : {})
+      }),
+    )
+    .post('/dashboard/mail', async ({ request }) => {
+      const s = await shell.requireForm(request, { keep: ['local', 'domain'] })
+      return s instanceof Response ? s : create(request, s)
+    })
     .get('/dashboard/mail/:address', ({ request, params }) => signedIn(request, (s) => mailboxPage(request, s, params.address)))
     .get('/dashboard/mail/:address/:id', ({ request, params }) => signedIn(request, (s) => messagePage(request, s, params.address, params.id)))
     .get('/dashboard/mail/:address/:id/html', ({ request, params }) => htmlPart(request, params.address, params.id))

@@ -28,12 +28,17 @@ const whenIso = (iso: string | null) => (iso ? when(Date.parse(iso)) : '')
 /** The service's messages speak of API parameters; on a form they are about its fields. */
 const forForm = (message: string) => message.replace('The parameter "url"', 'The URL').replace('The parameter "events"', 'The events')
 
-type Endpoint = ReturnType<DashboardDeps['webhooks']['list']>['webhooks'][number]
+type Endpoint = ReturnType<DashboardDeps['webhooks']['overview']>[number]
 
+/** Failing as soon as a delivery's last attempt failed (a retry is due), not only once one used up its retries. */
 function status(w: Endpoint): string {
   if (!w.enabled)
     return `<span class="state bad">Disabled</span>${w.disabled_reason ? `<div class="muted">${h(w.disabled_reason)}</div>` : ''}`
-  if (w.failing) return '<span class="state warn">Failing</span><div class="muted">A delivery used up its retries</div>'
+  const why = [
+    w.retrying > 0 ? `${w.retrying} pending ${w.retrying === 1 ? 'retry' : 'retries'}` : '',
+    w.failing ? 'A delivery used up its retries' : '',
+  ].filter(Boolean)
+  if (why.length) return `<span class="state warn">Failing</span><div class="muted">${why.join(' · ')}</div>`
   return '<span class="state good">Active</span>'
 }
 
@@ -56,7 +61,7 @@ export function createWebhooksSection({ shell, webhooks }: DashboardDeps) {
     })
 
   const endpointOf = (s: Session, idText: string): Endpoint | null =>
-    /^[1-9][0-9]{0,14}$/.test(idText) ? (webhooks.list(s.caller).webhooks.find((w) => w.id === Number(idText)) ?? null) : null
+    /^[1-9][0-9]{0,14}$/.test(idText) ? (webhooks.overview(s.caller).find((w) => w.id === Number(idText)) ?? null) : null
 
   // ---------------------------------------------------------------------------------------------------
   // The list and the form
@@ -69,7 +74,7 @@ export function createWebhooksSection({ shell, webhooks }: DashboardDeps) {
   }
 
   function listPage(request: Request, s: Session, form: FormState = {}) {
-    const list = webhooks.list(s.caller).webhooks
+    const list = webhooks.overview(s.caller)
     const chosen = form.events ?? DEFAULT_EVENTS
     const err = form.error
     const urlErr = err?.field === 'url'
@@ -100,7 +105,7 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
 </section>`
     let listHtml: string
     if (list.length === 0) {
-      listHtml = '<p class="empty">No endpoints yet. Add one above to be told when links change or mail arrives.</p>'
+      listHtml = '<p class="empty">No endpoints yet. <a href="#new-webhook">Add one below</a> to be told when links change or mail arrives.</p>'
     } else {
       const rows = list
         .map(
@@ -232,14 +237,24 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
     }
   }
 
-  const signedIn = (request: Request, then: (s: Session) => Response | Promise<Response>) => {
-    const s = shell.require(request)
+  /** `page`: where a form comes back to after signing in, when that is not its own path. */
+  const signedIn = (request: Request, then: (s: Session) => Response | Promise<Response>, page?: string) => {
+    const s = shell.require(request, page)
     return s instanceof Response ? s : then(s)
   }
 
+  /** Typed before the session ended (see shell.requireForm): the form shows it again. */
+  const drafted = (request: Request): FormState => {
+    const d = shell.draft(request)
+    return d ? { url: d.get('url') ?? '', events: d.getAll('events').filter((e) => (EVENT_TYPES as readonly string[]).includes(e)) } : {}
+  }
+
   return new Elysia({ name: 'dashboard-webhooks' })
-    .get('/dashboard/webhooks', ({ request }) => signedIn(request, (s) => listPage(request, s)))
-    .post('/dashboard/webhooks', ({ request }) => signedIn(request, (s) => create(request, s)))
+    .get('/dashboard/webhooks', ({ request }) => signedIn(request, (s) => listPage(request, s, drafted(request))))
+    .post('/dashboard/webhooks', async ({ request }) => {
+      const s = await shell.requireForm(request, { keep: ['url', 'events'] })
+      return s instanceof Response ? s : create(request, s)
+    })
     .get('/dashboard/webhooks/:id', ({ request, params }) => signedIn(request, (s) => endpointPage(request, s, params.id)))
     .get('/dashboard/webhooks/:id/delete', ({ request, params }) => signedIn(request, (s) => confirmPage(request, s, params.id)))
     .post('/dashboard/webhooks/:id/delete', ({ request, params }) =>
@@ -259,6 +274,7 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
             : `A test event (${t.webhook_id}) is queued, but this endpoint is disabled: it will not be sent.`
           return shell.seeOther(`/dashboard/webhooks/${id}`, { kind: 'ok', text })
         }),
+        `/dashboard/webhooks/${params.id}`, // the endpoint's page, where these forms are
       ),
     )
     .post('/dashboard/webhooks/:id/redeliver', ({ request, params }) =>
@@ -267,6 +283,7 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
           const r = webhooks.redeliver(s.caller, { id, event: fields.get('event') ?? '' })
           return shell.seeOther(`/dashboard/webhooks/${id}`, { kind: 'ok', text: `Event ${r.event_id} (${r.webhook_id}) will be sent again.` })
         }),
+        `/dashboard/webhooks/${params.id}`, // the endpoint's page, where these forms are
       ),
     )
 }

@@ -171,6 +171,14 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
     },
     list: (caller: Caller) => listFor(caller.accountId),
     listFor,
+    /**
+     * The dashboard's list: the API's, and for each endpoint the deliveries waiting for a retry after a
+     * failed attempt (the API's `failing` says only that one used up its retries, hours later).
+     */
+    overview(caller: Caller) {
+      const counts = new Map(store.counts(caller.accountId).map((c) => [c.endpoint_id, c]))
+      return store.endpointsOf(caller.accountId).map((r) => ({ ...summary(r, counts.get(r.id)), retrying: counts.get(r.id)?.retrying ?? 0 }))
+    },
     /** Every endpoint with its account's name (the CLI's `webhook list` without an account). */
     listAll: () => store.allEndpoints(),
     delete: (caller: Caller, input: { id?: unknown }) => removeRow(owned(caller, input.id)),

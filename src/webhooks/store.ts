@@ -19,6 +19,8 @@ export interface EndpointCounts {
   ok: number
   failed: number
   pending: number
+  /** Pending after a failed attempt: waiting for a retry. */
+  retrying: number
 }
 
 export interface DeliveryLogRow {
@@ -71,7 +73,8 @@ export function createWebhookStore(db: Db) {
   )
   // The endpoint_id half of UNIQUE (endpoint_id, event_id) serves these two.
   const counts = db.query<EndpointCounts, [number]>(
-    `SELECT d.endpoint_id, sum(d.state = 'ok') AS ok, sum(d.state = 'failed') AS failed, sum(d.state = 'pending') AS pending
+    `SELECT d.endpoint_id, sum(d.state = 'ok') AS ok, sum(d.state = 'failed') AS failed, sum(d.state = 'pending') AS pending,
+            sum(d.state = 'pending' AND d.attempts > 0) AS retrying
      FROM webhook_deliveries d WHERE d.endpoint_id IN (SELECT id FROM webhook_endpoints WHERE account_id = ?)
      GROUP BY d.endpoint_id`,
   )
