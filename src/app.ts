@@ -279,7 +279,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     }))
     .get('/favicon.ico', () => new Response(FAVICON_SVG, { headers: { 'content-type': 'image/svg+xml', 'cache-control': 'public, max-age=604800' } }))
     .get('/robots.txt', () => new Response('User-agent: *\nDisallow: /\n', { headers: { 'content-type': 'text/plain' } }))
-    .use(createHomeRoutes({ config, links, limiter, clientIp }))
+    .use(createHomeRoutes({ config, links, limiter, clientIp, shell: dashboard.shell }))
     .use(createDocsRoutes({
       methods,
       baseUrl: config.server.base_url,

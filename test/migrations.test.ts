@@ -65,9 +65,9 @@ test('a version 1 database migrates with every row, id, index and aggregate kept
     expect(after.accounts!.map((a) => a.disabled)).toEqual((before as Record<string, any[]>).accounts!.map(() => null))
     after.accounts = after.accounts!.map(({ disabled: _, ...rest }) => rest)
     expect(after).toEqual(before)
-    // Migrations 5 to 8 add the mail, media, webhook and session tables and their indexes (named mail…,
-    // media…, webhook…, web_sessions…); the others are kept as they were.
-    expect(indexes(db).filter((n) => !/^(mail|media|webhook|web_sessions)/.test(n))).toEqual(indexesBefore)
+    // Migrations 5 to 9 add the mail, media, webhook, session and form token tables and their indexes
+    // (named mail…, media…, webhook…, web_sessions…, form_tokens…); the others are kept as they were.
+    expect(indexes(db).filter((n) => !/^(mail|media|webhook|web_sessions|form_tokens)/.test(n))).toEqual(indexesBefore)
     expect(db.query('PRAGMA foreign_key_check').all()).toEqual([])
     // Migration 3: each day's names become the JSON of its row, and each month adds up its days.
     const json = (rows: unknown[]): unknown[] => (rows as { dims: string }[]).map((r) => ({ ...r, dims: JSON.parse(r.dims) }))

@@ -1,14 +1,21 @@
 // What every dashboard page shares: the session from its cookie, the checks every form passes (same
-// origin, the session's CSRF token, a bounded body), the page frame with its navigation, and one-shot
-// notices carried across a redirect (post → 303 → get). Sections (links.ts, keys.ts, …) build on this.
+// origin, the session's CSRF token, a bounded body), the page frame with its navigation, and what a form's
+// answer carries across its redirect (post → 303 → get): one-shot notices, and on the server (flash.ts) a
+// refused form's values and errors and a secret shown once; one-time form tokens (form-tokens.ts) make a
+// creation sent twice happen once. Every form is answered with a redirect, never with a page, so the
+// address bar never stays on a POST and a reload never sends one again. Sections (links.ts, keys.ts, …)
+// build on this.
 import dashboardCss from '../../assets/dashboard.css' with { type: 'text' }
 import layout from '../../assets/dashboard-layout.html' with { type: 'text' }
 import type { Config } from '../config'
+import type { Db } from '../db'
 import { AppError } from '../errors'
 import { sameSecret } from '../http/api'
 import { isCrossSite } from '../http/cross-site'
 import { readBodyLimited } from '../http/params'
 import { escapeHtml, fill, LOGO_SVG, SCRIPT_CSP, SCRIPT_TAG, STYLE_VERSION } from '../pages/render'
+import { createFlash } from './flash'
+import { createFormTokens } from './form-tokens'
 import { SESSION_TTL_MS, type Session, type Sessions } from './sessions'
 
 export const DASHBOARD_CSS = dashboardCss as unknown as string
@@ -101,9 +108,18 @@ export interface RenderOptions {
   notice?: Notice
 }
 
-export function createShell(deps: { config: Config; sessions: Sessions; clock?: () => number }) {
+/** A path of this site with one more query parameter. */
+export function withParam(path: string, name: string, value: string): string {
+  return `${path}${path.includes('?') ? '&' : '?'}${name}=${encodeURIComponent(value)}`
+}
+
+export function createShell(deps: { config: Config; sessions: Sessions; db: Db; clock: () => number }) {
   const { config, sessions } = deps
-  const clock = deps.clock ?? Date.now
+  const clock = deps.clock
+  // Two stores (flash.ts): a flood of anonymous forms cannot push out what a session waits for.
+  const flash = createFlash(deps.clock)
+  const visitorFlash = createFlash(deps.clock)
+  const tokens = createFormTokens({ db: deps.db, clock: deps.clock })
   const secure = config.server.base_url.startsWith('https:')
   // __Host-: a cookie only this origin over https can set (no Domain, Path=/, Secure).
   const SESSION_COOKIE = secure ? '__Host-lb_session' : 'lb_session'
@@ -241,11 +257,45 @@ export function createShell(deps: { config: Config; sessions: Sessions; clock?: 
 <form method="post" action="/logout"><input type="hidden" name="_csrf" value="${escapeHtml(s.csrf)}"><button type="submit" class="link">Sign out</button></form></div>`
   }
 
+  /**
+   * Flash owners are strings: a session's is "s" and its id (ownerOf); others — a visitor's home form, a
+   * sign-in form — start with another letter, and their entries go to the visitors' store.
+   */
+  const ownerOf = (s: Session) => `s${s.id}`
+  const flashFor = (owner: string) => (owner.startsWith('s') ? flash : visitorFlash)
+
   return {
     SESSION_COOKIE,
     crossSite,
     csrfRefused,
     session,
+    /** Values carried across a redirect, on the server (flash.ts): sessions' ones. */
+    flash,
+    /** The store of a flash owner (ownerOf's for a session, anything else for visitors). */
+    flashFor,
+    /** One-time form tokens (form-tokens.ts). */
+    tokens,
+    ownerOf,
+
+    /**
+     * The answer to a refused form: 303 back to its page (`page`, a path of this site), with the form's
+     * state — what was typed, never a password, and the messages — kept for that page to show once.
+     */
+    refused(owner: string, page: string, state: unknown, headers: Record<string, string> = {}): Response {
+      const id = flashFor(owner).put(owner, `form ${page.split('?')[0]}`, state)
+      return this.seeOther(withParam(page, 'form', id), undefined, headers)
+    },
+
+    /** The answer to a create form sent again (form-tokens.ts): 303 to the first answer's page, saying so. */
+    repeated(location: string): Response {
+      return this.seeOther(location, { kind: 'ok', text: 'That form was sent twice: it was done once, the first time.' })
+    },
+
+    /** The state of the refused form this page's URL names, once (null: none, shown already, expired, not this owner's). */
+    refusedState<T>(request: Request, owner: string): T | null {
+      const url = new URL(request.url)
+      return flashFor(owner).take<T>(owner, `form ${url.pathname}`, url.searchParams.get('form'))
+    },
 
     /**
      * The session, or a redirect to the sign-in page that comes back here. For a form, `page` is the page it

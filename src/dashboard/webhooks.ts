@@ -1,5 +1,7 @@
 // The dashboard's Webhooks section: the account's endpoints with their delivery counts, creating one (its
-// signing secret shown once, in the POST's own answer), deleting one (after a confirmation page), and an
+// signing secret shown once, on the page the POST redirects to: it waits for that one GET in the server's
+// memory, bound to the session; the form's one-time token makes a form sent twice make one endpoint),
+// deleting one (after a confirmation page), and an
 // endpoint's delivery log with "send a test event" and "redeliver". Everything goes through the webhook
 // service with the session's caller, so the API's rules (SSRF guard, 20 endpoints, ownership) hold here;
 // another account's endpoint is a 404, as if it did not exist.
@@ -8,9 +10,10 @@ import { AppError } from '../errors'
 import { escapeHtml as h } from '../pages/render'
 import { DEFAULT_EVENTS, EVENT_TYPES } from '../webhooks/outbox'
 import { MAX_ENDPOINTS } from '../webhooks/service'
+import { RepeatedForm } from './form-tokens'
 import type { DashboardDeps } from './index'
 import type { Session } from './sessions'
-import { when } from './shell'
+import { when, withParam } from './shell'
 
 /** Deliveries shown in an endpoint's log, newest event first (the log keeps 7 days). */
 export const LOG_SHOWN = 100
@@ -51,7 +54,15 @@ const eventList = (events: string) =>
     .map((e) => `<code>${h(e)}</code>`)
     .join(' ')
 
+/** A new endpoint's secret, kept for the one page that shows it. */
+interface NewEndpoint {
+  secret: string
+}
+
+const LIST = '/dashboard/webhooks'
+
 export function createWebhooksSection({ shell, webhooks }: DashboardDeps) {
+  const { flash, tokens } = shell
   const notFoundPage = (request: Request, s: Session) =>
     shell.render(request, s, {
       section: 'webhooks',
@@ -70,10 +81,11 @@ export function createWebhooksSection({ shell, webhooks }: DashboardDeps) {
     url?: string
     events?: string[]
     error?: { field: 'url' | 'events'; text: string }
-    status?: number
   }
 
-  function listPage(request: Request, s: Session, form: FormState = {}) {
+  /** The list and the form: with ?form=ID, the refused form as it was sent, with its error; else what was typed before the session ended. */
+  function listPage(request: Request, s: Session, draft: FormState = {}) {
+    const form = shell.refusedState<FormState>(request, shell.ownerOf(s)) ?? draft
     const list = webhooks.overview(s.caller)
     const chosen = form.events ?? DEFAULT_EVENTS
     const err = form.error
@@ -89,6 +101,7 @@ export function createWebhooksSection({ shell, webhooks }: DashboardDeps) {
 ${full ? `<p class="muted">You have ${MAX_ENDPOINTS} endpoints, the most an account can have: delete one to add another.</p>` : ''}
 <form method="post" action="/dashboard/webhooks" class="wh-form">
 <input type="hidden" name="_csrf" value="${h(s.csrf)}">
+${tokens.field()}
 <div class="field">
 <label for="wh-url">URL</label>
 <input id="wh-url" name="url" type="url" required maxlength="2048" value="${h(form.url ?? '')}" placeholder="https://hooks.example.com/linkbox" autocomplete="off" spellcheck="false" aria-describedby="${urlErr ? 'wh-url-error ' : ''}wh-url-hint"${urlErr ? ' aria-invalid="true"' : ''}>
@@ -126,37 +139,57 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
     return shell.render(request, s, {
       section: 'webhooks',
       title: 'Webhooks',
-      status: form.status,
       content: `<h1>Webhooks</h1><section class="card" aria-labelledby="your-webhooks"><h2 id="your-webhooks">Your endpoints</h2>${listHtml}</section>${formHtml}`,
     })
   }
 
   async function create(request: Request, s: Session) {
     const fields = await shell.form(request, s)
+    // Sent before (a double click, back and send again): no second endpoint; the first answer's page.
+    const sent = tokens.of(fields)
+    const before = tokens.used(sent, s.id)
+    if (before !== undefined) return shell.repeated(before ?? LIST)
     const url = (fields.get('url') ?? '').trim()
     const events = fields.getAll('events').filter((e) => (EVENT_TYPES as readonly string[]).includes(e))
-    const again = (field: 'url' | 'events', text: string, status: number) =>
-      listPage(request, s, { url, events, error: { field, text }, status })
-    if (!url) return again('url', 'Enter the URL events are sent to.', 400)
+    const again = (field: 'url' | 'events', text: string) => shell.refused(shell.ownerOf(s), LIST, { url, events, error: { field, text } } satisfies FormState)
+    if (!url) return again('url', 'Enter the URL events are sent to.')
     // The service reads an empty list as "the default events": on this form nothing ticked means nothing chosen.
-    if (events.length === 0) return again('events', 'Choose at least one event.', 400)
+    if (events.length === 0) return again('events', 'Choose at least one event.')
+    // The page that shows the secret once: its id is chosen now, so that the token's row can name it.
+    const shownId = flash.newId()
+    let shown = LIST
     let made
     try {
-      made = await webhooks.create(s.caller, { url, events: events.join(',') })
+      made = await webhooks.create(
+        s.caller,
+        { url, events: events.join(',') },
+        {
+          within: (endpoint) => {
+            shown = withParam(`${LIST}/${endpoint.id}`, 'created', shownId)
+            tokens.claim(sent, s.id, shown)
+          },
+        },
+      )
     } catch (err) {
+      if (err instanceof RepeatedForm) return shell.repeated(err.result ?? LIST)
       if (err instanceof AppError && err.status < 500)
-        return again(err.code === 'invalid_parameter' && err.message.includes('"events"') ? 'events' : 'url', forForm(err.message), err.status)
+        return again(err.code === 'invalid_parameter' && err.message.includes('"events"') ? 'events' : 'url', forForm(err.message))
       throw err
     }
-    // The secret is in this answer only: never stored in the page's URL, a cookie or a redirect.
+    flash.put(shell.ownerOf(s), `webhook secret ${made.id}`, { secret: made.secret } satisfies NewEndpoint, shownId)
+    return shell.seeOther(shown)
+  }
+
+  /** The page the creation redirects to: the new endpoint's secret, the one time it is shown. */
+  function createdPage(request: Request, s: Session, w: Endpoint, made: NewEndpoint) {
     const content = `<p class="crumbs"><a href="/dashboard/webhooks">Webhooks</a> /</p>
 <h1>Endpoint added</h1>
 <section class="card" aria-labelledby="secret-h">
 <h2 id="secret-h">Its signing secret</h2>
 <p class="warn" id="secret-warning"><strong>Copy it now: it is shown only this once.</strong> Your receiver checks each delivery's <code>webhook-signature</code> with it. If you lose it, delete the endpoint and add it again.</p>
 <div class="secret"><input id="wh-secret" readonly value="${h(made.secret)}" aria-label="Signing secret" aria-describedby="secret-warning" spellcheck="false"><button type="button" class="copy" data-copy="wh-secret" hidden>Copy</button></div>
-<dl class="wh-meta"><dt>URL</dt><dd>${h(made.url)}</dd><dt>Events</dt><dd>${eventList(made.events)}</dd></dl>
-<div class="actions"><a class="button" href="/dashboard/webhooks/${made.id}">Open its delivery log</a><a class="button secondary" href="/dashboard/webhooks">Back to webhooks</a></div>
+<dl class="wh-meta"><dt>URL</dt><dd>${h(w.url)}</dd><dt>Events</dt><dd>${eventList(w.events)}</dd></dl>
+<div class="actions"><a class="button" href="/dashboard/webhooks/${w.id}">Open its delivery log</a><a class="button secondary" href="/dashboard/webhooks">Back to webhooks</a></div>
 </section>`
     return shell.render(request, s, { section: 'webhooks', title: 'Endpoint added', content })
   }
@@ -164,9 +197,13 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
   // ---------------------------------------------------------------------------------------------------
   // One endpoint: its log, the test event, redelivery, deletion
 
+  /** An endpoint's page; with ?created=ID, the secret of the endpoint just made, once (then a note that it was). */
   function endpointPage(request: Request, s: Session, idText: string) {
     const w = endpointOf(s, idText)
     if (!w) return notFoundPage(request, s)
+    const createdId = new URL(request.url).searchParams.get('created')
+    const made = createdId === null ? null : flash.take<NewEndpoint>(shell.ownerOf(s), `webhook secret ${w.id}`, createdId)
+    if (made) return createdPage(request, s, w, made)
     const log = webhooks.deliveries(s.caller, { id: w.id, limit: LOG_SHOWN }).deliveries
     const csrf = `<input type="hidden" name="_csrf" value="${h(s.csrf)}">`
     const rows = log
@@ -202,7 +239,11 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
 </section>
 <section class="card" aria-labelledby="log-h"><h2 id="log-h">Delivery log</h2>${table}
 <p class="hint muted">Failed deliveries are retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h. The log keeps 7 days.</p></section>`
-    return shell.render(request, s, { section: 'webhooks', title: `Webhook ${w.id}`, content })
+    const notice =
+      createdId === null
+        ? undefined
+        : ({ kind: 'ok', text: "This endpoint's signing secret was shown once, and is not shown again. If it was not copied, delete the endpoint and add it again." } as const)
+    return shell.render(request, s, { section: 'webhooks', title: `Webhook ${w.id}`, content, notice })
   }
 
   function confirmPage(request: Request, s: Session, idText: string) {

@@ -360,4 +360,20 @@ export const migrations: Migration[] = [
   ALTER TABLE webhook_events_new RENAME TO webhook_events;
   `,
   },
+  /* 10: one-time form tokens (issue 20). A form of the pages that creates something (an API key, a webhook
+     endpoint, a link: in the dashboard and on the home page) carries a random token; the creation stores
+     it in the transaction that stores the new row, with the page the answer sent the browser to. The same
+     form sent again with the same content (a double click, back and send again) finds its token taken:
+     nothing is made twice, and the browser goes to that page. Rows go with their session (null: the home
+     page's form of a visitor who is not signed in), and after a day. */ `
+  CREATE TABLE form_tokens (
+    token TEXT PRIMARY KEY,
+    session_id INTEGER REFERENCES web_sessions(id) ON DELETE CASCADE,
+    fingerprint TEXT NOT NULL,            -- SHA-256 of the form's fields (passwords left out)
+    created INTEGER NOT NULL,             -- unix ms
+    result TEXT NOT NULL                  -- a path of this site: where the first answer redirected to
+  );
+  CREATE INDEX form_tokens_created ON form_tokens(created);
+  CREATE INDEX form_tokens_session ON form_tokens(session_id);
+  `,
 ]

@@ -24,6 +24,11 @@ const SWEEP_BATCH = 1_000
 
 const present = (v: unknown) => v !== undefined && v !== null && v !== ''
 
+/** `within` runs in the transaction that inserts the endpoint, after the insert; throwing undoes it. */
+export interface CreateOptions {
+  within?: (endpoint: { id: number }) => void
+}
+
 export interface WebhookServiceDeps {
   db: Db
   config: Config
@@ -103,8 +108,12 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
     }
   }
 
-  /** Creates an endpoint for an account (the API's caller or the CLI's ACCOUNT); its secret is shown only here. */
-  async function createFor(accountId: number, input: { url?: unknown; events?: unknown }) {
+  /**
+   * Creates an endpoint for an account (the API's caller or the CLI's ACCOUNT); its secret is shown only here.
+   * `within` runs in the transaction that inserts it (the dashboard claims its form token there); when it
+   * throws, no endpoint is made.
+   */
+  async function createFor(accountId: number, input: { url?: unknown; events?: unknown }, opts: CreateOptions = {}) {
     const url = await checkTarget(input.url)
     const events = parseEvents(input.events).join(',')
     const secret = newSecret()
@@ -113,7 +122,9 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
       db.transaction(() => {
         if (store.countOf(accountId) >= MAX_ENDPOINTS)
           throw new AppError(400, 'too_many_webhooks', `An account can have at most ${MAX_ENDPOINTS} webhooks: delete one first.`)
-        return store.insertEndpoint(accountId, url, events, secret, clock())
+        const inserted = store.insertEndpoint(accountId, url, events, secret, clock())
+        opts.within?.(inserted)
+        return inserted
       })(),
     )
     outbox.reload()
@@ -161,7 +172,7 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
   }
 
   return {
-    create: (caller: Caller, input: { url?: unknown; events?: unknown }) => createFor(caller.accountId, input),
+    create: (caller: Caller, input: { url?: unknown; events?: unknown }, opts: CreateOptions = {}) => createFor(caller.accountId, input, opts),
     createFor,
     /** The account of that name (the CLI's ACCOUNT), or 404. */
     accountId(name: string): number {
