@@ -45,8 +45,9 @@
     if (button) copyFrom(button)
   })
 
-  // The home page's shorten form (#shorten): sent to /api/getLink.json (form-encoded, no key: an anonymous
-  // link, counted like the form itself) and answered in place. The result and the errors use the markup the
+  // The home page's shorten form (#shorten): sent where it posts without this script (/, form-encoded, with
+  // its hidden fields: the session's CSRF token when signed in, so the link is the account's, and its
+  // one-time token), asking for JSON, and answered in place. The result and the errors use the markup the
   // server renders for the same form without this script (src/pages/home.ts): built with DOM methods and
   // textContent only, so nothing from the answer is ever parsed as HTML.
   var LABELS = { url: 'The URL', alias: 'The alias', mode: 'The mode', expire: 'The expiry', password: 'The password' }
@@ -93,7 +94,7 @@
       document.getElementById('form-error').textContent = text
     }
   }
-  function showResult(box, rec) {
+  function showResult(box, rec, owned) {
     var code = String(rec.hex)
     var facts = [
       el('dt', {}, ['Goes to']), el('dd', {}, [String(rec.long_url || '')]),
@@ -116,6 +117,11 @@
         el('dl', { 'class': 'facts' }, facts),
       ]),
     ])
+    if (owned)
+      section.appendChild(el('p', { 'class': 'owned' }, [
+        'It is in ', el('a', { href: '/dashboard?new=' + encodeURIComponent(code) }, ['your dashboard']),
+        ', where you can ', el('a', { href: '/dashboard/links/' + encodeURIComponent(code) }, ['change']), ' or delete it.',
+      ]))
     box.replaceChildren(section)
     init(box)
     short.focus()
@@ -125,23 +131,28 @@
     var box = document.getElementById('result')
     var button = form.querySelector('button[type=submit]')
     var body = new URLSearchParams()
+    var hidden = form.querySelectorAll('input[type=hidden]')
+    for (var h = 0; h < hidden.length; h++) body.append(hidden[h].name, hidden[h].value)
     for (var i = 0; i < FIELDS.length; i++) {
       var input = form.elements[FIELDS[i]]
       if (input && input.value !== '') body.append(FIELDS[i], input.value)
     }
+    var owned = !!form.elements['_csrf']
     clearErrors(form)
     button.disabled = true
     form.setAttribute('aria-busy', 'true')
-    fetch('/api/getLink.json', { method: 'POST', body: body, headers: { accept: 'application/json' }, credentials: 'omit' })
+    fetch(form.getAttribute('action') || '/', { method: 'POST', body: body, headers: { accept: 'application/json' }, credentials: 'same-origin' })
       .then(function (r) { return r.json() })
       .then(function (answer) {
+        // The one-time token was used: the next link gets the new one.
+        if (answer && answer.form_token && form.elements['_once']) form.elements['_once'].value = answer.form_token
         if (answer && answer.status === 'success') {
           // Ready for the next link (not form.reset(): that would bring back what a server-rendered error kept).
           for (var j = 0; j < FIELDS.length; j++) {
             var f = form.elements[FIELDS[j]]
             if (f) f.value = f.tagName === 'SELECT' ? f.options[0].value : ''
           }
-          showResult(box, answer['return'])
+          showResult(box, answer['return'], owned)
         } else {
           if (box) box.replaceChildren()
           showError(form, answer && answer.code, answer && answer.message)

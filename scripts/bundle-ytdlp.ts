@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, w
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
-import { OFFICIAL_RELEASE, isYtdlpVersion, updateYtdlp, type YtdlpMeta } from '../src/media/ytdlp'
+import { OFFICIAL_RELEASE, isYtdlpVersion, unsafeYtdlpReason, updateYtdlp, type YtdlpMeta } from '../src/media/ytdlp'
 
 const root = resolve(import.meta.dir, '..')
 export const VENDOR_FILE = join(root, 'vendor/yt-dlp')
@@ -22,11 +22,11 @@ const PROBE_TIMEOUT_MS = 10_000
 
 const sha256Of = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex')
 
-/** What vendor/ holds now, when its file still matches its json. */
+/** What vendor/ holds now, when its file still matches its json and is recent enough to be run (SPEC §6). */
 function vendored(): YtdlpMeta | null {
   try {
     const meta = JSON.parse(readFileSync(VENDOR_META, 'utf8')) as YtdlpMeta
-    return existsSync(VENDOR_FILE) && sha256Of(VENDOR_FILE) === meta.sha256 ? meta : null
+    return existsSync(VENDOR_FILE) && !unsafeYtdlpReason(meta.version) && sha256Of(VENDOR_FILE) === meta.sha256 ? meta : null
   } catch {
     return null
   }
@@ -135,7 +135,13 @@ async function fromPackage(log: (line: string) => void): Promise<YtdlpMeta | nul
     }
   }
   if (!pkg) {
-    log('no Python with the yt_dlp package here (Debian: apt-get install yt-dlp)')
+    log('no Python with the yt_dlp package here (Debian/Ubuntu: bash scripts/apt-ytdlp.sh)')
+    return null
+  }
+  // Never bundle one that linkbox would refuse to run (Debian 12's own is 2023.03.04).
+  const unsafe = unsafeYtdlpReason(pkg.version)
+  if (unsafe) {
+    log(`the yt_dlp package here is not bundled: ${unsafe} (Debian/Ubuntu: bash scripts/apt-ytdlp.sh installs a recent one)`)
     return null
   }
   const python = Bun.which('python3')

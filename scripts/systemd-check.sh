@@ -50,7 +50,10 @@ ROOTFS=${LINKBOX_CHECK_ROOTFS:-/var/tmp/linkbox-check-rootfs}
 if [[ ! -x $ROOTFS/lib/systemd/systemd ]]; then
   say "debootstrap of Debian 12 into $ROOTFS (once)"
   rm -rf -- "$ROOTFS"
-  debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus bookworm "$ROOTFS" http://deb.debian.org/debian >/dev/null
+  # The mirror this machine's apt already uses for bookworm, as apt reports it (no host name is written here).
+  MIRROR=$(apt-get indextargets --format '$(SITE) $(RELEASE)' 2>/dev/null | awk '$2 == "bookworm" { print $1; exit }')
+  [[ -n $MIRROR ]] || die "no apt source of this machine serves bookworm: debootstrap needs its mirror"
+  debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus bookworm "$ROOTFS" "$MIRROR" >/dev/null
 fi
 
 WORK=$(mktemp -d /var/tmp/linkbox-check.XXXXXX)

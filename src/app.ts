@@ -69,7 +69,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const databaseProblem = createDatabaseCheck(db, clicks.recorder)
   const dashboard = createDashboardFeature(shared, { links: links.links, mail: mail.mail, webhooks: webhooks.webhooks, qr: qr.qr, databaseProblem })
   const methods = [links, qr, media, mail, webhooks].flatMap((f) => f.feature.api ?? [])
-  const pages = createPagesFeature(shared, { links: links.links, methods, databaseProblem })
+  const pages = createPagesFeature(shared, { links: links.links, methods, databaseProblem, shell: dashboard.shell })
   const features: Feature[] = [clicks, webhooks, links, qr, mail, media, dashboard, pages].map((f) => f.feature)
 
   // The wiring: metrics, the API, the router, the pipeline.

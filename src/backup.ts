@@ -18,6 +18,7 @@ import {
   readFileSync,
   readSync,
   renameSync,
+  rmdirSync,
   rmSync,
   statSync,
   unlinkSync,
@@ -58,6 +59,14 @@ const BLOCK = 512
 const CHUNK = 1024 * 1024
 /** What an archive may hold: the database, the secrets and the mail store; nothing else is ever written. */
 const ALLOWED = /^(linkbox\.db|secrets\/[A-Za-z0-9._-]+|mail\/[0-9a-f]{2}\/[0-9a-f]{32}\/[A-Za-z0-9._-]+)$/
+/**
+ * A path an archive may hold: ALLOWED, and no segment `.` or `..`, which its character class lets through
+ * but which name a folder rather than a file in it (`mail/ab/<blob>/..` would be written as the file
+ * mail/ab, in the way of every message stored under that prefix). No empty segment, no leading slash and
+ * no backslash get past ALLOWED.
+ */
+const allowedPath = (path: string): boolean =>
+  ALLOWED.test(path) && path.split('/').every((segment) => segment !== '.' && segment !== '..')
 
 // ---- the tar format (ustar): a 512-byte header per file, the bytes, padding to 512, two zero blocks at the end
 
@@ -180,7 +189,7 @@ function collectFiles(dataDir: string): string[] {
     if (a.isDirectory() && /^[0-9a-f]{2}$/.test(a.name))
       for (const b of list(`mail/${a.name}`))
         if (b.isDirectory()) for (const f of list(`mail/${a.name}/${b.name}`)) if (f.isFile()) found.push(`mail/${a.name}/${b.name}/${f.name}`)
-  return found.filter((p) => ALLOWED.test(p)).sort()
+  return found.filter(allowedPath).sort()
 }
 
 /**
@@ -354,7 +363,7 @@ function readArchive(fd: number, file: string): { manifest: Manifest; entries: M
   if (manifest.format_version !== 1) throw new Refusal(`restore: ${file} is in backup format ${manifest.format_version}, this linkbox reads 1: upgrade linkbox`)
   const named = new Set<string>()
   for (const f of manifest.files) {
-    if (typeof f?.path !== 'string' || !ALLOWED.test(f.path) || named.has(f.path))
+    if (typeof f?.path !== 'string' || !allowedPath(f.path) || named.has(f.path))
       throw new Refusal(`restore: ${file}: manifest.json names ${JSON.stringify(f?.path)}, which a linkbox backup never holds`)
     named.add(f.path)
     const e = entries.get(f.path)
@@ -393,10 +402,12 @@ export async function restoreBackup(config: Config, file: string, opts: { force?
     const present = existsSync(dataDir) ? readdirSync(dataDir).filter((n) => !n.startsWith('before-restore-')) : []
     if (present.length > 0 && !opts.force)
       throw new Refusal(`restore: ${dataDir} is not empty (${present.slice(0, 3).join(', ')}${present.length > 3 ? ', …' : ''}); add --force to move its contents to ${dataDir}/before-restore-<time>/ first`)
+    const made = !existsSync(dataDir)
     mkdirSync(dataDir, { recursive: true, mode: 0o700 })
     const staging = join(dataDir, `.restore-${stamp(now)}-${randomBytes(4).toString('hex')}`)
-    mkdirSync(staging, { mode: 0o700 })
+    let restored = false
     try {
+      mkdirSync(staging, { mode: 0o700 })
       for (const f of manifest.files) {
         const e = entries.get(f.path)!
         const target = join(staging, f.path)
@@ -419,8 +430,14 @@ export async function restoreBackup(config: Config, file: string, opts: { force?
       }
       for (const name of readdirSync(staging)) renameSync(join(staging, name), join(dataDir, name))
       fsyncDir(dataDir)
+      restored = true
     } finally {
       rmSync(staging, { recursive: true, force: true })
+      // A refused restore leaves nothing behind, not even the empty data_dir it made.
+      if (!restored && made)
+        try {
+          rmdirSync(dataDir) // only while empty: what was moved in stays
+        } catch {}
     }
     return manifest
   } catch (err) {

@@ -7,7 +7,14 @@ import { parseCidr } from './net/cidr'
 
 export interface Config {
   data_dir: string
-  server: { host: string; port: number; base_url: string; trusted_proxies: string[] }
+  server: {
+    host: string
+    port: number
+    base_url: string
+    trusted_proxies: string[]
+    /** Set: /metrics also answers `Authorization: Bearer <this>` from any address (SPEC §10). Empty: loopback and private networks only. */
+    metrics_token: string
+  }
   links: { redirect_status: number; blocked_domains: string[] }
   rate: { anon_per_minute: number; key_per_minute: number }
   mail: {
@@ -41,7 +48,7 @@ export interface Config {
 export function defaultConfig(): Config {
   return {
     data_dir: './data',
-    server: { host: '0.0.0.0', port: 8080, base_url: 'http://localhost:8080', trusted_proxies: [] },
+    server: { host: '0.0.0.0', port: 8080, base_url: 'http://localhost:8080', trusted_proxies: [], metrics_token: '' },
     links: { redirect_status: 302, blocked_domains: [] },
     rate: { anon_per_minute: 60, key_per_minute: 600 },
     mail: {
@@ -107,6 +114,17 @@ const baseUrl = (v: string) => {
 const cidr = (v: string) => (parseCidr(v) ? null : 'must be an IP address or CIDR range')
 const oneOf = (allowed: string[]) => (v: string) => (allowed.includes(v) ? null : `must be one of ${allowed.join(', ')}`)
 const headerName = (v: string) => (/^[A-Za-z0-9-]{1,64}$/.test(v) ? null : 'must be an HTTP header name')
+/**
+ * A bearer token: empty (off), or 16 to 256 visible ASCII characters, what a header carries unchanged. A
+ * shorter one could be guessed by asking often enough (nothing limits /metrics). Unlike other values, the
+ * refused one is not repeated in the message: it is a secret, and the message goes to logs.
+ */
+const bearerToken: Check = (v, key) => {
+  if (typeof v !== 'string') return fail(key, 'must be a string', typeof v)
+  if (v !== '' && !/^[\x21-\x7e]{16,256}$/.test(v))
+    throw new ConfigError(`config: "${key}" must be empty or 16 to 256 visible ASCII characters, no spaces (got ${v.length} characters; the value is not shown)`)
+  return v
+}
 
 const schema: Record<string, Check | Record<string, Check>> = {
   data_dir: str((v) => (v.trim() ? null : 'must not be empty')),
@@ -115,6 +133,7 @@ const schema: Record<string, Check | Record<string, Check>> = {
     port: int(0, 65535),
     base_url: str(baseUrl),
     trusted_proxies: list(str(cidr)),
+    metrics_token: bearerToken,
   },
   links: {
     redirect_status: int(301, 308, [301, 302, 307, 308]),

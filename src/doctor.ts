@@ -11,7 +11,7 @@ import { checkDataDirMode } from './backup'
 import type { Config } from './config'
 import { DatabaseError, openDatabase, probeWrite, type Db } from './db'
 import { migrations } from './db/migrations'
-import { createYtdlp, embeddedYtdlp } from './media/ytdlp'
+import { createYtdlp, embeddedYtdlp, isSafeYtdlpVersion, MIN_YTDLP_VERSION, unsafeYtdlpReason } from './media/ytdlp'
 
 export type Verdict = 'ok' | 'warn' | 'FAIL' | 'skip'
 export interface Finding {
@@ -219,7 +219,13 @@ async function checkYtdlp(config: Config): Promise<Finding[]> {
   else if (!used.version) {
     const why = !existsSync(used.path) ? 'not found' : used.source === 'config' || python ? 'does not run --version' : 'is a zipapp and python3 is not on PATH'
     findings.push({ verdict: 'warn', what: 'yt-dlp', detail: `${used.path} ${why}: ${needed}` })
-  } else findings.push({ verdict: 'ok', what: 'yt-dlp', detail: `${used.source}: ${used.path}, version ${used.version}` })
+  } else if (!isSafeYtdlpVersion(used.version))
+    findings.push({
+      verdict: 'FAIL',
+      what: 'yt-dlp',
+      detail: `${used.source}: ${used.path}: ${unsafeYtdlpReason(used.version)}; media download refuses it. Fix: \`linkbox ytdlp update\`, or point media.ytdlp_path at yt-dlp ${MIN_YTDLP_VERSION} or later`,
+    })
+  else findings.push({ verdict: 'ok', what: 'yt-dlp', detail: `${used.source}: ${used.path}, version ${used.version}` })
   findings.push(
     python
       ? await checkProgram('python3', [python, '--version'], 'needed to run a yt-dlp zipapp (the bundled one is)')

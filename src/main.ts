@@ -45,7 +45,123 @@ Usage:
   linkbox version
 
 Every command takes --config FILE (or the LINKBOX_CONFIG environment variable).
-Scopes: links, qr, media, mail, webhooks (default: all).`
+Scopes: links, qr, media, mail, webhooks (default: all).
+linkbox COMMAND --help (or linkbox help COMMAND) tells more about one command.`
+
+const CONFIG_OPTION = `  --config FILE, -c FILE  the config file (default: the LINKBOX_CONFIG environment variable, else the
+                          built-in defaults)`
+
+/** `linkbox COMMAND --help` and `linkbox help COMMAND`: that command's synopsis, options and what it does. */
+const COMMAND_HELP: Record<string, string> = {
+  serve: `Usage: linkbox serve [--config FILE]
+
+Runs the service: HTTP on server.host:server.port, SMTP on mail.smtp_host:mail.smtp_port (0: no SMTP), the
+webhook deliverer and the sweeps. SIGTERM finishes open requests and stops; SIGHUP re-reads the config file.
+
+Options:
+${CONFIG_OPTION}`,
+  account: `Usage: linkbox account create NAME [--admin] [--password PASS|-]
+
+Creates an account and its first API key (all scopes). The key is shown once, alone on the last line of
+stdout. NAME: 1-64 letters, digits, . _ @ -, starting with a letter or digit.
+
+Options:
+  --admin                 the account is an admin (dashboard: Admin)
+  --password PASS         its dashboard password; - reads it from stdin (kept out of the process list)
+${CONFIG_OPTION}`,
+  key: `Usage:
+  linkbox key create ACCOUNT [--scopes a,b] [--label TEXT]
+                                                  a new API key for ACCOUNT, shown once on the last line
+  linkbox key list [ACCOUNT]                      keys (prefix, scopes, times, label), never the keys
+  linkbox key revoke ID|PREFIX                    the key stops working at once
+
+Options:
+  --scopes a,b            create: of links, qr, media, mail, webhooks (default: all)
+  --label TEXT            create: a note shown by key list and the dashboard
+${CONFIG_OPTION}`,
+  doctor: `Usage: linkbox doctor [--config FILE]
+
+Checks the config, the data directory and the database, free disk, the ports, yt-dlp and ffmpeg, the
+clock, the mail domains' MX records and STARTTLS files; one line per check (ok, warn, FAIL or skip).
+Exit 1 when a check fails.
+
+Options:
+${CONFIG_OPTION}`,
+  backup: `Usage: linkbox backup FILE
+
+Writes one archive (tar, mode 0600) of the database, the secrets and the mail store, consistent while the
+service runs. FILE must not exist yet.
+
+Options:
+${CONFIG_OPTION}`,
+  restore: `Usage: linkbox restore FILE [--force]
+
+Puts a backup into data_dir, with the service stopped. The whole archive is checked before anything is
+written.
+
+Options:
+  --force                 data_dir is not empty: move what is there to data_dir/before-restore-<time>/
+${CONFIG_OPTION}`,
+  ytdlp: `Usage: linkbox ytdlp update [--from URL|FILE]
+
+Installs a newer yt-dlp into data_dir/bin; the service switches to it at its next extraction, no restart.
+Kept only when it runs --version.
+
+Options:
+  --from URL|FILE         default: the official release, checked against its SHA2-256SUMS. A URL ending
+                          in / is a release folder (yt-dlp and SHA2-256SUMS in it); another URL names the
+                          file, with SHA2-256SUMS beside it. A FILE is checked against a SHA2-256SUMS
+                          beside it, if there is one.
+${CONFIG_OPTION}`,
+  webhook: `Usage:
+  linkbox webhook create ACCOUNT URL [--events a,b]
+                                                  a webhook endpoint; prints its secret last (shown once)
+  linkbox webhook list [ACCOUNT]                  endpoints, their state and delivery counts
+  linkbox webhook log ID                          the delivery log of an endpoint, newest first
+  linkbox webhook delete ID
+  linkbox webhook test ID                         queue a webhook.test event for that endpoint;
+                                                  the running service delivers it
+
+Options:
+  --events a,b            create: of link.created, link.updated, link.deleted, link.clicked,
+                          mail.received (default: all but link.clicked)
+${CONFIG_OPTION}`,
+  version: `Usage: linkbox version
+
+Prints the version of linkbox.`,
+}
+
+/** What each option that takes a value needs, in words (a parse error names it instead of the parser's words). */
+const OPTION_VALUES: Record<string, string> = {
+  config: 'a config file',
+  password: 'a password, or - to read it from stdin',
+  scopes: 'a comma-separated list of scopes (links, qr, media, mail, webhooks)',
+  label: 'a text',
+  from: 'a URL or a file',
+  events: 'a comma-separated list of event types',
+}
+
+/**
+ * node:util's parse errors in plain words: "--from needs a URL or a file", not "Option '--from <value>'
+ * argument missing". Anything else keeps the parser's message.
+ */
+function argumentError(err: Error & { code?: string }, argv: string[]): ConfigError {
+  const command = argv.find((a) => Object.hasOwn(COMMAND_HELP, a))
+  const help = command ? `linkbox ${command} --help` : 'linkbox --help'
+  const named = /'(?:-[a-z], )?(--?[a-z-]+)/i.exec(err.message)?.[1]
+  const option = named?.replace(/^--/, '')
+  if (err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && named) return new ConfigError(`unknown option ${named}; ${help} lists the options`)
+  if (err.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && option) {
+    if (/does not take an argument/.test(err.message)) return new ConfigError(`--${option} takes no value; ${help} lists the options`)
+    const needs = Object.hasOwn(OPTION_VALUES, option) ? OPTION_VALUES[option] : undefined
+    if (needs) {
+      // "Ambiguous": the next word starts with a dash (another option, most likely).
+      const dash = /ambiguous/.test(err.message) ? ` (one that starts with - is written --${option}=-…)` : ''
+      return new ConfigError(`--${option} needs ${needs}${dash}; ${help} lists the options`)
+    }
+  }
+  return new ConfigError(err.message)
+}
 
 async function readStdin(): Promise<string> {
   return (await Bun.stdin.text()).replace(/\r?\n$/, '')
@@ -195,8 +311,10 @@ async function webhookCommand(config: Config, sub: string | undefined, arg: stri
         console.log([w.id, printable(w.account), state, d.ok, d.failed, d.pending, w.events, printable(w.url)].join('\t'))
       }
     } else if (sub === 'log' && arg && !arg2) {
+      // Read first: an unknown endpoint is its error alone on stderr, with no table header before it.
+      const deliveries = webhooks.deliveriesById(idOf(arg), 200).deliveries
       console.log(['webhook-id', 'type', 'state', 'attempts', 'status', 'ms', 'last attempt', 'next', 'error'].join('\t'))
-      for (const d of webhooks.deliveriesById(idOf(arg), 200).deliveries)
+      for (const d of deliveries)
         console.log([d.webhook_id, d.type, d.state, d.attempts, d.last_status ?? '-', d.last_ms ?? '-', d.last_at ?? '-', d.state === 'pending' ? d.next_at : '-', printable(d.last_error ?? '')].join('\t'))
     } else if (sub === 'delete' && arg && !arg2) {
       webhooks.deleteById(idOf(arg))
@@ -219,23 +337,34 @@ export async function main(argv: string[]): Promise<number> {
     return 0
   }
   const [{ parseArgs }, { loadConfig }] = await Promise.all([import('node:util'), import('./config')])
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      config: { type: 'string', short: 'c' },
-      admin: { type: 'boolean' },
-      password: { type: 'string' },
-      scopes: { type: 'string' },
-      label: { type: 'string' },
-      from: { type: 'string' },
-      events: { type: 'string' },
-      force: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  })
+  const options = {
+    config: { type: 'string', short: 'c' },
+    admin: { type: 'boolean' },
+    password: { type: 'string' },
+    scopes: { type: 'string' },
+    label: { type: 'string' },
+    from: { type: 'string' },
+    events: { type: 'string' },
+    force: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  } as const
+  const parse = () => parseArgs({ args: argv, allowPositionals: true, strict: true, options })
+  let parsed: ReturnType<typeof parse>
+  try {
+    parsed = parse()
+  } catch (err) {
+    if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) throw argumentError(err as Error, argv)
+    throw err
+  }
+  const { values, positionals } = parsed
   const [command, sub, arg, arg2] = positionals
+  // `linkbox help key` and `linkbox key --help` (any subcommand: `linkbox key create -h`) say the same.
+  const helpFor = command === 'help' ? sub : values.help ? command : undefined
+  if (helpFor !== undefined) {
+    if (!Object.hasOwn(COMMAND_HELP, helpFor)) throw new ConfigError(`unknown command "${helpFor}"\n\n${USAGE}`)
+    console.log(COMMAND_HELP[helpFor])
+    return 0
+  }
   if (values.help || !command || command === 'help') {
     console.log(USAGE)
     return command || values.help ? 0 : 2

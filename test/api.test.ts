@@ -299,7 +299,7 @@ test('/metrics: Prometheus text with visits by outcome, API answers by method an
     await b.request(`/${code}`, { redirect: 'manual' })
     await b.request('/nosuch1')
     await b.post('/api/links.json', {})
-    const res = await b.request('/metrics')
+    const res = await b.readMetrics()
     expect(res.headers.get('content-type')).toContain('text/plain')
     const text = await res.text()
     expect(text).toContain('# TYPE linkbox_visits_total counter')

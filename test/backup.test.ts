@@ -26,6 +26,7 @@ import {
   type RunningServer,
   type TestConfig,
 } from './support/server'
+import { startReceiver, until, type Receiver } from './support/webhooks'
 
 setDefaultTimeout(90_000)
 
@@ -245,6 +246,77 @@ describe('backup → wipe → restore', () => {
   })
 })
 
+describe('webhook ids across a restore (issue 20)', () => {
+  const receivers: Receiver[] = []
+  afterAll(() => receivers.forEach((r) => r.stop()))
+
+  test('backup → event → restore → event: the new event goes out under a new webhook-id, not the lost one\'s', async () => {
+    const config = plainConfig({ media: { allow_private_networks: true } }) // the receiver is on 127.0.0.1
+    const receiver = startReceiver()
+    receivers.push(receiver)
+    const key = await createAccount(config.configPath, 'hooks')
+    const made = await runCli(['webhook', 'create', 'hooks', receiver.url, '--events', 'link.created', '--config', config.configPath])
+    expect(made.code).toBe(0)
+    receiver.secret = made.stdout.trimEnd().split('\n').at(-1)!
+    const hookId = /^webhook (\d+) for hooks/.exec(made.stdout)![1]!
+    const linkFor = async (server: RunningServer, n: number) => {
+      const r = await apiPost(server.url, 'getLink.json', { url: `https://example.org/${n}` }, { 'x-api-key': key })
+      expect(r.status).toBe(200)
+    }
+    /** Waits until the receiver has `count` requests and the delivery log says every one is done. */
+    const delivered = async (server: RunningServer, count: number) => {
+      await until(() => receiver.got.length >= count, `${count} deliveries`)
+      for (let i = 0; ; i++) {
+        const log = await apiPost(server.url, 'webhooks.json', { action: 'deliveries', id: hookId }, { 'x-api-key': key })
+        if (log.body.return.deliveries.every((d: { state: string }) => d.state === 'ok')) return
+        if (i > 200) throw new Error(`deliveries not recorded: ${JSON.stringify(log.body)}`)
+        await Bun.sleep(20)
+      }
+    }
+
+    let server = await startServer({ config })
+    const archive = join(config.dir, 'before-the-second.tar')
+    try {
+      await linkFor(server, 1)
+      await delivered(server, 1)
+      expect((await runCli(['backup', archive, '--config', config.configPath])).code).toBe(0)
+      await linkFor(server, 2) // lost by the restore, but its receiver has seen its id
+      await delivered(server, 2)
+      expect(await server.stop()).toBe(0)
+
+      const restored = await runCli(['restore', archive, '--force', '--config', config.configPath])
+      expect(restored.stderr).toBe('')
+      expect(restored.code).toBe(0)
+      server = await startServer({ config })
+      await linkFor(server, 3)
+      await delivered(server, 3)
+      await Bun.sleep(200) // nothing else arrives (the first event was done before the backup: not sent again)
+    } finally {
+      if (server.proc.exitCode === null) expect(await server.stop()).toBe(0)
+    }
+
+    expect(receiver.got.length).toBe(3)
+    for (const g of receiver.got) expect(g.verifyError).toBeNull()
+    const urls = receiver.got.map((g) => JSON.parse(g.body).data.long_url)
+    expect(urls).toEqual(['https://example.org/1', 'https://example.org/2', 'https://example.org/3'])
+    const ids = receiver.got.map((g) => g.id)
+    // A receiver that drops the ids it has seen (as Standard Webhooks asks) keeps all three events.
+    expect(new Set(ids).size).toBe(3)
+    for (const id of ids) expect(id).toMatch(/^msg_[0-9a-f]{32}$/)
+    // The restored database holds the first event and the new one, each under the id it went out with.
+    const db = new Database(join(config.dataDir, 'linkbox.db'), { readonly: true })
+    try {
+      const rows = db.query('SELECT webhook_id, payload FROM webhook_events ORDER BY id').all() as { webhook_id: string; payload: string }[]
+      expect(rows.map((r) => [r.webhook_id, JSON.parse(r.payload).data.long_url])).toEqual([
+        [ids[0], 'https://example.org/1'],
+        [ids[2], 'https://example.org/3'],
+      ])
+    } finally {
+      db.close()
+    }
+  })
+})
+
 /** Makes a small data directory with an account and a link, and a backup of it; returns both. */
 async function withBackup(): Promise<{ config: TestConfig; archive: string }> {
   const config = plainConfig()
@@ -253,6 +325,42 @@ async function withBackup(): Promise<{ config: TestConfig; archive: string }> {
   const r = await runCli(['backup', archive, '--config', config.configPath])
   expect(r.code).toBe(0)
   return { config, archive }
+}
+
+/** One ustar entry as a tar program writes it: a 512-byte header (name up to 100 bytes), the bytes, padding. */
+function tarEntry(name: string, data: Uint8Array): Buffer {
+  const h = Buffer.alloc(512)
+  h.write(name, 0, 100, 'utf8')
+  h.write('0000600\0', 100, 'ascii')
+  h.write('0000000\0', 108, 'ascii')
+  h.write('0000000\0', 116, 'ascii')
+  h.write(`${data.length.toString(8).padStart(11, '0')}\0`, 124, 'ascii')
+  h.write('00000000000\0', 136, 'ascii')
+  h.write('        ', 148, 'ascii') // the checksum counts itself as spaces
+  h.write('0', 156, 'ascii')
+  h.write('ustar\0', 257, 'ascii')
+  h.write('00', 263, 'ascii')
+  let sum = 0
+  for (const byte of h) sum += byte
+  h.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148, 'ascii')
+  return Buffer.concat([h, Buffer.from(data), Buffer.alloc((512 - (data.length % 512)) % 512)])
+}
+
+/** An archive of these entries with a manifest.json that lists each with its true size and sha256. */
+function craftArchive(files: { path: string; data: Uint8Array }[]): Buffer {
+  const manifest = {
+    format: 'linkbox-backup',
+    format_version: 1,
+    version: 'crafted',
+    schema: 1,
+    created: new Date().toISOString(),
+    files: files.map((f) => ({ path: f.path, size: f.data.length, sha256: createHash('sha256').update(f.data).digest('hex') })),
+  }
+  return Buffer.concat([
+    ...files.map((f) => tarEntry(f.path, f.data)),
+    tarEntry('manifest.json', Buffer.from(JSON.stringify(manifest))),
+    Buffer.alloc(1024),
+  ])
 }
 
 /** Where linkbox.db's bytes start in an archive: after the 512-byte header of the first entry (ours is first). */
@@ -322,6 +430,51 @@ describe('restore refuses', () => {
     expect(r.code).toBe(1)
     expect(r.stderr).toBe(`linkbox: restore: the linkbox.db in ${newer} has schema 99, this linkbox knows ${manifest.schema}: upgrade linkbox first\n`)
     expect(existsSync(join(config.dataDir, 'linkbox.db'))).toBe(false)
+    expect(existsSync(config.dataDir)).toBe(false) // not even the empty folder it would have restored into
+  })
+
+  test('a path with a . or .. segment (issue 20): the whole archive is refused before anything is written', async () => {
+    const { config, archive } = await withBackup()
+    const work = mkdtempSync(join(tmpdir(), 'linkbox-crafted-'))
+    dirs.push(work)
+    expect(Bun.spawnSync(['tar', '-xf', archive, '-C', work, 'linkbox.db']).exitCode).toBe(0)
+    const db = readFileSync(join(work, 'linkbox.db'))
+    const blob = `mail/ab/${'0123456789abcdef'.repeat(2)}`
+    const eml = Buffer.from('From: a@example.org\r\n\r\nhello\r\n')
+    const crafted = join(config.dir, 'crafted.tar')
+
+    // The crafted archives are good ones but for the path: without it, one restores.
+    writeFileSync(crafted, craftArchive([{ path: 'linkbox.db', data: db }, { path: `${blob}/raw.eml`, data: eml }]))
+    const fresh = plainConfig()
+    const good = await runCli(['restore', crafted, '--config', fresh.configPath])
+    expect([good.code, good.stderr]).toEqual([0, ''])
+    expect(readFileSync(join(fresh.dataDir, blob, 'raw.eml'))).toEqual(eml)
+
+    // `mail/ab/<blob>/..` would be written as the file mail/ab, in the way of every message under mail/ab/.
+    for (const bad of [`${blob}/..`, `${blob}/.`, 'secrets/..', 'secrets/.', `${blob}/../raw.eml`]) {
+      writeFileSync(crafted, craftArchive([{ path: 'linkbox.db', data: db }, { path: bad, data: Buffer.from('x') }]))
+      rmSync(fresh.dataDir, { recursive: true, force: true })
+      const r = await runCli(['restore', crafted, '--config', fresh.configPath])
+      expect({ bad, code: r.code, stderr: r.stderr }).toEqual({
+        bad,
+        code: 1,
+        stderr: `linkbox: restore: ${crafted}: manifest.json names ${JSON.stringify(bad)}, which a linkbox backup never holds\n`,
+      })
+      expect(existsSync(fresh.dataDir)).toBe(false)
+    }
+
+    // Over a data_dir in use (--force): refused, and the data_dir is as it was, nothing moved aside.
+    writeFileSync(crafted, craftArchive([{ path: 'linkbox.db', data: db }, { path: `${blob}/raw.eml`, data: eml }, { path: `${blob}/..`, data: Buffer.from('x') }]))
+    const tables = dumpTables(config.dataDir)
+    const files = fileHashes(config.dataDir)
+    const names = readdirSync(config.dataDir).sort()
+    const r = await runCli(['restore', crafted, '--force', '--config', config.configPath])
+    expect(r.code).toBe(1)
+    expect(r.stderr).toBe(`linkbox: restore: ${crafted}: manifest.json names ${JSON.stringify(`${blob}/..`)}, which a linkbox backup never holds\n`)
+    expect(readdirSync(config.dataDir).sort()).toEqual(names)
+    expect(dumpTables(config.dataDir)).toEqual(tables)
+    expect(fileHashes(config.dataDir)).toEqual(files)
+    expect(existsSync(join(config.dataDir, 'mail'))).toBe(false)
   })
 
   test('a data_dir that holds anything, unless --force, which moves it aside instead of deleting it', async () => {

@@ -91,3 +91,64 @@ test('an unknown command or option is a usage error (exit 2)', async () => {
   expect((await cli('frobnicate')).code).toBe(2)
   expect((await runCli(['serve', '--no-such-option'])).code).toBe(2)
 })
+
+// Issue 20, item 10: help for one command, option errors in plain words, and no table header before an error.
+const COMMANDS = ['serve', 'account', 'key', 'doctor', 'backup', 'restore', 'ytdlp', 'webhook', 'version']
+
+test('linkbox COMMAND --help, -h and linkbox help COMMAND print that command\'s usage, not the global one', async () => {
+  const global = await runCli(['--help'])
+  expect(global.code).toBe(0)
+  expect(global.stdout).toContain('linkbox COMMAND --help (or linkbox help COMMAND) tells more about one command.')
+  const helps: Record<string, string> = {}
+  for (const command of COMMANDS) {
+    const long = await runCli([command, '--help'])
+    expect({ command, code: long.code, stderr: long.stderr }).toEqual({ command, code: 0, stderr: '' })
+    expect(long.stdout).not.toContain('short links, QR codes') // the global help's first line
+    // Its own synopsis first, and no other command's.
+    expect(long.stdout).toMatch(new RegExp(`^Usage:\\n? +linkbox ${command}\\b`))
+    for (const other of COMMANDS) if (other !== command) expect({ command, other, shown: new RegExp(`linkbox ${other}\\b`).test(long.stdout) }).toEqual({ command, other, shown: false })
+    expect((await runCli([command, '-h'])).stdout).toBe(long.stdout)
+    expect((await runCli(['help', command])).stdout).toBe(long.stdout)
+    helps[command] = long.stdout
+  }
+  // Each names its own options.
+  expect(helps.account).toContain('--password PASS')
+  expect(helps.account).toContain('--admin')
+  expect(helps.key).toContain('--scopes a,b')
+  expect(helps.key).toContain('--label TEXT')
+  expect(helps.restore).toContain('--force')
+  expect(helps.ytdlp).toContain('--from URL|FILE')
+  expect(helps.webhook).toContain('--events a,b')
+  for (const command of COMMANDS.filter((c) => c !== 'version')) expect(helps[command]).toContain('--config FILE')
+  // After a subcommand too; and before any config is read (this one does not exist), nothing is run.
+  expect((await runCli(['webhook', 'log', '1', '--help'])).stdout).toBe(helps.webhook!)
+  const serve = await runCli(['serve', '--help', '--config', join(config.dir, 'no-such.toml')])
+  expect([serve.code, serve.stdout, serve.stderr]).toEqual([0, helps.serve!, ''])
+  const unknown = await runCli(['frobnicate', '--help'])
+  expect(unknown.code).toBe(2)
+  expect(unknown.stderr).toStartWith('linkbox: unknown command "frobnicate"\n')
+})
+
+test('an option without its value, an unknown option or a value for a switch: one line in plain words, exit 2', async () => {
+  const run = async (...args: string[]) => {
+    const r = await runCli(args)
+    return { code: r.code, stdout: r.stdout, stderr: r.stderr }
+  }
+  const refused = (line: string) => ({ code: 2, stdout: '', stderr: `linkbox: ${line}\n` })
+  expect(await run('ytdlp', 'update', '--from')).toEqual(refused('--from needs a URL or a file; linkbox ytdlp --help lists the options'))
+  expect(await run('ytdlp', 'update', '--from', '--config', config.configPath)).toEqual(
+    refused('--from needs a URL or a file (one that starts with - is written --from=-…); linkbox ytdlp --help lists the options'),
+  )
+  expect(await run('key', 'list', '-c')).toEqual(refused('--config needs a config file; linkbox key --help lists the options'))
+  expect(await run('webhook', 'create', 'a', 'http://x.example/', '--events')).toEqual(
+    refused('--events needs a comma-separated list of event types; linkbox webhook --help lists the options'),
+  )
+  expect(await run('serve', '--no-such-option')).toEqual(refused('unknown option --no-such-option; linkbox serve --help lists the options'))
+  expect(await run('account', 'create', 'x', '--admin=yes')).toEqual(refused('--admin takes no value; linkbox account --help lists the options'))
+  expect(await run('--bogus')).toEqual(refused('unknown option --bogus; linkbox --help lists the options'))
+})
+
+test('webhook log of an unknown endpoint prints its error alone: no table header on stdout', async () => {
+  const r = await cli('webhook', 'log', '999')
+  expect({ code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ code: 2, stdout: '', stderr: 'linkbox: There is no webhook 999.\n' })
+})

@@ -185,7 +185,7 @@ test('while writes fail, the counters are kept for the next flush, up to a cap; 
       for (let i = 0; i < 20; i++) await visit(i % 3)
       expect(box.recorder.pending).toBe(23)
       expect(box.recorder.dropped).toBe(9)
-      const metrics = await (await box.request('/metrics')).text()
+      const metrics = await (await box.readMetrics()).text()
       expect(metrics).toContain('linkbox_clicks_dropped_total 9')
       expect(metrics).toContain('linkbox_click_buffer 23')
     } finally {

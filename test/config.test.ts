@@ -16,7 +16,7 @@ afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
 describe('config', () => {
   test('no file: the documented defaults', () => {
     const c = loadConfig()
-    expect(c.server).toEqual({ host: '0.0.0.0', port: 8080, base_url: 'http://localhost:8080', trusted_proxies: [] })
+    expect(c.server).toEqual({ host: '0.0.0.0', port: 8080, base_url: 'http://localhost:8080', trusted_proxies: [], metrics_token: '' })
     expect(c.mail.smtp_port).toBe(2525)
     expect(c.mail.domains).toEqual(['localhost'])
     expect(c.rate).toEqual({ anon_per_minute: 60, key_per_minute: 600 })
@@ -69,6 +69,21 @@ test('linkbox.example.toml is valid and states the defaults', () => {
   const c = loadConfig(join(import.meta.dir, '..', 'linkbox.example.toml'))
   expect({ ...c, data_dir: '' }).toEqual({ ...defaultConfig(), data_dir: '' })
   expect(c.data_dir).toBe(join(import.meta.dir, '..', 'data'))
+})
+
+test('server.metrics_token: empty, or 16 to 256 visible characters; a refused one is not repeated in the message', () => {
+  const token = 'Zq8-metrics.token_0123456789'
+  expect(buildConfig({ server: { metrics_token: token } }).server.metrics_token).toBe(token)
+  for (const bad of ['short-secret', 'has a space in it 1234', 'x'.repeat(257), 'tab\there-0123456789']) {
+    let message = ''
+    try {
+      buildConfig({ server: { metrics_token: bad } })
+    } catch (err) {
+      message = (err as Error).message
+    }
+    expect(message).toBe(`config: "server.metrics_token" must be empty or 16 to 256 visible ASCII characters, no spaces (got ${bad.length} characters; the value is not shown)`)
+  }
+  expect(() => buildConfig({ server: { metrics_token: 12345678901234567 } })).toThrow('"server.metrics_token" must be a string')
 })
 
 test('mail.tls_cert and tls_key: both or neither; relative paths are relative to the config file', () => {

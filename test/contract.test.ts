@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import SwaggerParser from '@apidevtools/swagger-parser'
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020'
 import addFormats from 'ajv-formats'
-import { rmSync, writeFileSync } from 'node:fs'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { createLinkbox, type Linkbox } from '../src/app'
 import { createQrRenderer } from '../src/qr/renderer'
 import { tempDir, testConfig } from './support/app'
@@ -72,7 +73,8 @@ beforeAll(async () => {
   // same subprocess code) describes it. The real yt-dlp against real pages is media.test.ts's business; this
   // file checks answers against the document.
   const standIn = `${dir}/yt-dlp-stand-in`
-  writeFileSync(standIn, `#!/bin/sh\ncat <<'JSON'\n${JSON.stringify(EXAMPLE_INFO)}\nJSON\n`, { mode: 0o755 })
+  // It answers --version as a yt-dlp the service may run (2024.07.01 or later) does.
+  writeFileSync(standIn, `#!/bin/sh\nif [ "$1" = --version ]; then echo 2025.04.30; exit 0; fi\ncat <<'JSON'\n${JSON.stringify(EXAMPLE_INFO)}\nJSON\n`, { mode: 0o755 })
   box = createLinkbox(
     testConfig(dir, { server: { host: '127.0.0.1', port: 0 }, rate: RATE, marketplace: MP, media: { ytdlp_path: standIn } }),
     { resolve: async (host) => (host === 'video.example.com' ? ['93.184.215.14'] : []) },
@@ -309,6 +311,19 @@ describe('the document', () => {
     expect(Object.keys(raw.components.securitySchemes)).toEqual(expect.arrayContaining(['apiKey', 'bearer']))
     expect(raw.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' })
     expect(raw.tags.map((t: Schema) => t.name)).toEqual(expect.arrayContaining(['links', 'qr']))
+  })
+
+  test("the README's API table has a row for every method, and no method is said to be still to come", () => {
+    const readme = readFileSync(join(import.meta.dir, '..', 'README.md'), 'utf8')
+    const rows = readme.split('\n').filter((l) => /^\| [0-9–-]+ \| `(GET|POST) \/api\//.test(l))
+    for (const m of box.methods) expect(rows.some((r) => r.includes(`\`${m.verb} ${m.path}\``)), `${m.verb} ${m.path}`).toBe(true)
+    expect(readme).not.toMatch(/still to come/i)
+  })
+
+  test('its description names every feature the methods cover', () => {
+    const description = String(raw.info.description).toLowerCase()
+    for (const feature of ['short links', 'statistics', 'qr codes', 'temporary e-mail', 'media download', 'webhooks'])
+      expect(description, feature).toContain(feature)
   })
 
   test('every operation declares a real return schema, a tag, and the statuses of its kind', () => {

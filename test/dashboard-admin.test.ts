@@ -6,7 +6,7 @@ import { afterEach, describe, expect, test } from 'bun:test'
 import { createMetrics } from '../src/metrics'
 import { barTable, bytes, duration } from '../src/dashboard/admin'
 import { makeBox, type TestBox } from './support/app'
-import { postForm, signIn, type SignedIn } from './support/dashboard'
+import { follow, postForm, signIn, type SignedIn } from './support/dashboard'
 
 let box: TestBox
 afterEach(async () => box?.cleanup())
@@ -99,17 +99,25 @@ describe('accounts', () => {
     expect(names(await page('?page=abc'))).toEqual(names(first))
   })
 
-  test('create: the first key is in the answer to the POST only (200, no-store), works at once, and only its hash is stored', async () => {
+  test('create: the first key is on the page the 303 leads to, once (no-store), works at once, and only its hash is stored', async () => {
     const { root } = await setup()
-    const res = await postForm(box, root, '/dashboard/admin/accounts', { name: 'bob', password: 'bobs password', admin: '1' })
+    const posted = await postForm(box, root, '/dashboard/admin/accounts', { name: 'bob', password: 'bobs password', admin: '1' })
+    expect(posted.status).toBe(303)
+    const location = posted.headers.get('location')!
+    expect(location).toMatch(/^\/dashboard\/admin\?page=1&created=[A-Za-z0-9_-]{22}$/)
+    expect(posted.headers.get('set-cookie')).toBeNull()
+    const res = await follow(box, posted, root.cookie)
     expect(res.status).toBe(200)
     expect(res.headers.get('cache-control')).toBe('no-store')
-    expect(res.headers.get('location')).toBeNull()
     const html = await res.text()
     const key = html.match(/<input id="new-key" readonly value="(lbk_[A-Za-z0-9]{40})"/)![1]!
     expect(html).toContain('Shown once.')
     expect(html).toContain('<button type="button" class="copy" data-copy="new-key" hidden>Copy</button>')
     expect(html).toContain('<span class="acc-name">bob</span>') // in the list under it
+    // The same address again: no key, and a note that it was shown once.
+    const again = await (await box.request(location, { headers: { cookie: root.cookie } })).text()
+    expect(again).not.toContain(key)
+    expect(again).toContain('The new account&#39;s key was shown once, and is not shown again')
 
     const bob = row('bob')!
     expect(bob.admin).toBe(1)
@@ -124,16 +132,17 @@ describe('accounts', () => {
 
   test('create without a password: an API-only account, not an admin unless ticked', async () => {
     const { root } = await setup()
-    const res = await postForm(box, root, '/dashboard/admin/accounts', { name: 'api-only', password: '' })
-    expect(res.status).toBe(200)
+    const res = await follow(box, await postForm(box, root, '/dashboard/admin/accounts', { name: 'api-only', password: '' }), root.cookie)
     expect(await res.text()).toContain('No dashboard password')
     expect(row('api-only')).toMatchObject({ admin: 0, password_hash: null, disabled: null })
   })
 
-  test('input errors: the page again with the status, the message tied to its field, the name and the box kept', async () => {
+  test('input errors: 303 back to the form, the message tied to its field, the name and the box kept', async () => {
     const { root } = await setup()
-    const bad = await postForm(box, root, '/dashboard/admin/accounts', { name: 'no spaces<b>', password: '', admin: '1' })
-    expect(bad.status).toBe(400)
+    const posted = await postForm(box, root, '/dashboard/admin/accounts', { name: 'no spaces<b>', password: '', admin: '1' })
+    expect(posted.headers.get('location')).toMatch(/^\/dashboard\/admin\?form=[A-Za-z0-9_-]{22}$/)
+    const bad = await follow(box, posted, root.cookie)
+    expect(bad.status).toBe(200)
     const html = await bad.text()
     expect(html).toContain('aria-describedby="acc-name-hint acc-name-error" aria-invalid="true"')
     expect(html).toMatch(/<span class="error" id="acc-name-error">Account names are 1-64 characters/)
@@ -141,12 +150,10 @@ describe('accounts', () => {
     expect(html).not.toContain('no spaces<b>')
     expect(html).toMatch(/<input id="acc-admin" [^>]*checked>/)
 
-    const taken = await postForm(box, root, '/dashboard/admin/accounts', { name: 'alice', password: '' })
-    expect(taken.status).toBe(409)
+    const taken = await follow(box, await postForm(box, root, '/dashboard/admin/accounts', { name: 'alice', password: '' }), root.cookie)
     expect(await taken.text()).toContain('id="acc-name-error">The account &quot;alice&quot; exists already.')
 
-    const short = await postForm(box, root, '/dashboard/admin/accounts', { name: 'carol', password: 'short' })
-    expect(short.status).toBe(400)
+    const short = await follow(box, await postForm(box, root, '/dashboard/admin/accounts', { name: 'carol', password: 'short' }), root.cookie)
     const shortHtml = await short.text()
     expect(shortHtml).toContain('id="acc-password-error">The dashboard password must be 8 to 128 characters.')
     expect(shortHtml).toContain('aria-describedby="acc-password-hint acc-password-error" aria-invalid="true"')
@@ -168,7 +175,7 @@ describe('accounts', () => {
     expect(sessionsOf('alice')).toBe(0)
     expect((await qrWith(aliceKey)).status).toBe(401)
     expect((await box.request('/dashboard', { headers: { cookie: alice.cookie } })).status).toBe(303)
-    await expect(signIn(box, 'alice', PW)).rejects.toThrow('401')
+    await expect(signIn(box, 'alice', PW)).rejects.toThrow('sign-in refused')
 
     // The notice is carried to the list, where alice shows as disabled with an Enable button.
     const notice = res.headers.get('set-cookie')!.match(/lb_notice=[^;]+/)![0]

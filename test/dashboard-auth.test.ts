@@ -3,7 +3,7 @@
 // sign-out, disabled accounts, where a sign-in may send the browser, and open sign-up (off by default).
 import { afterEach, describe, expect, test } from 'bun:test'
 import { makeBox, type TestBox } from './support/app'
-import { postForm, signIn } from './support/dashboard'
+import { follow, postForm, signIn } from './support/dashboard'
 import { safeNext } from '../src/dashboard/auth'
 
 let box: TestBox
@@ -53,18 +53,28 @@ describe('sign-in', () => {
     expect(res.headers.get('set-cookie')).toMatch(/^__Host-lb_session=[^;]+; Path=\/; HttpOnly; SameSite=Lax; Secure; Max-Age=/)
   })
 
-  test('a wrong password, an unknown name and an account without a password get one answer (401), and no session', async () => {
+  test('a wrong password, an unknown name and an account without a password get one answer (303 back to the form), and no session', async () => {
     box = await makeBox()
     await box.accounts.createAccount({ name: 'alice', password: 'correct horse' })
     await box.accounts.createAccount({ name: 'nopass' })
     for (const [name, password] of [['alice', 'wrong'], ['nobody', 'correct horse'], ['nopass', 'anything at all'], ['alice', '']]) {
       const f = await loginForm(box)
-      const res = await post(box, '/login', `lb_login=${f.login}`, { _csrf: f.csrf, name: name!, password: password! })
-      expect(res.status).toBe(401)
+      const posted = await post(box, '/login', `lb_login=${f.login}`, { _csrf: f.csrf, name: name!, password: password!, next: '/dashboard/mail' })
+      expect(posted.status).toBe(303)
+      expect(posted.headers.get('location')).toMatch(/^\/login\?next=%2Fdashboard%2Fmail&form=[A-Za-z0-9_-]{22}$/)
+      expect(posted.headers.get('set-cookie')).toBeNull()
+      const res = await follow(box, posted, `lb_login=${f.login}`)
+      expect(res.status).toBe(200)
       const html = await res.text()
       expect(html).toContain('That account name and password do not match.')
       expect(html).toContain('aria-invalid="true"')
+      expect(html).toContain(`name="name" autocomplete="username" required maxlength="64" value="${name}"`)
+      expect(html).toContain('name="next" value="/dashboard/mail"')
+      if (password) expect(html).not.toContain(password)
       expect(res.headers.get('set-cookie')).not.toContain('lb_session')
+      // Shown to the browser with that sign-in cookie only, and once.
+      expect(await (await box.request(posted.headers.get('location')!)).text()).not.toContain('do not match')
+      expect(await (await follow(box, posted, `lb_login=${f.login}`)).text()).not.toContain('do not match')
     }
     expect(box.db.query('SELECT count(*) AS n FROM web_sessions').get()).toEqual({ n: 0 })
   })
@@ -86,16 +96,21 @@ describe('sign-in', () => {
     expect((await post(box, '/login', `lb_login=${f.login}`, { ...fields, _csrf: f.csrf }, { origin: 'http://localhost:8080' })).status).toBe(303)
   })
 
-  test('attempts are limited per client and name: the 11th in a minute is a 429 with Retry-After, even with the right password', async () => {
+  test('attempts are limited per client and name: the 11th in a minute is refused with Retry-After, even with the right password', async () => {
     box = await makeBox()
     await box.accounts.createAccount({ name: 'alice', password: 'correct horse' })
     const f = await loginForm(box)
-    for (let i = 0; i < 10; i++)
-      expect((await post(box, '/login', `lb_login=${f.login}`, { _csrf: f.csrf, name: 'alice', password: `wrong${i}` })).status).toBe(401)
+    for (let i = 0; i < 10; i++) {
+      const wrong = await post(box, '/login', `lb_login=${f.login}`, { _csrf: f.csrf, name: 'alice', password: `wrong${i}` })
+      expect(wrong.status).toBe(303)
+      expect(wrong.headers.get('retry-after')).toBeNull()
+    }
     const res = await post(box, '/login', `lb_login=${f.login}`, { _csrf: f.csrf, name: 'alice', password: 'correct horse' })
-    expect(res.status).toBe(429)
+    expect(res.status).toBe(303)
+    expect(res.headers.get('set-cookie')).toBeNull()
     expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0)
-    expect(await res.text()).toContain('Too many sign-in attempts')
+    expect(await (await follow(box, res, `lb_login=${f.login}`)).text()).toContain('Too many sign-in attempts')
+    expect(box.db.query('SELECT count(*) AS n FROM web_sessions').get()).toEqual({ n: 0 })
   })
 
   test('next may only lead into the dashboard', () => {
@@ -159,7 +174,7 @@ describe('signed in', () => {
     box.accounts.setDisabled('alice', true)
     expect((await box.get('/api/qr.json', { data: 'x' }, { 'x-api-key': key.key })).status).toBe(401)
     expect((await box.request('/dashboard', { headers: { cookie: who.cookie } })).status).toBe(303)
-    await expect(signIn(box, 'alice', 'correct horse')).rejects.toThrow('401')
+    await expect(signIn(box, 'alice', 'correct horse')).rejects.toThrow('sign-in refused')
   })
 })
 
@@ -176,13 +191,15 @@ describe('open sign-up', () => {
     const login = res.headers.get('set-cookie')!.match(/lb_login=([^;]+)/)![1]!
     const csrf = (await res.text()).match(/name="_csrf" value="([^"]+)"/)![1]!
     const short = await post(box, '/signup', `lb_login=${login}`, { _csrf: csrf, name: 'bob', password: 'short' })
-    expect(short.status).toBe(400)
-    expect(await short.text()).toContain('8 to 128 characters')
+    expect(short.headers.get('location')).toMatch(/^\/signup\?form=[A-Za-z0-9_-]{22}$/)
+    const shortPage = await (await follow(box, short, `lb_login=${login}`)).text()
+    expect(shortPage).toContain('8 to 128 characters')
+    expect(shortPage).toContain('value="bob"')
     const ok = await post(box, '/signup', `lb_login=${login}`, { _csrf: csrf, name: 'bob', password: 'long enough' })
     expect(ok.status).toBe(303)
     expect(ok.headers.get('set-cookie')).toContain('lb_session=')
     const again = await post(box, '/signup', `lb_login=${login}`, { _csrf: csrf, name: 'bob', password: 'long enough' })
-    expect(again.status).toBe(409)
+    expect(await (await follow(box, again, `lb_login=${login}`)).text()).toContain('The account &quot;bob&quot; exists already.')
     expect(box.db.query('SELECT admin FROM accounts WHERE name = ?').get('bob')).toEqual({ admin: 0 })
   })
 })

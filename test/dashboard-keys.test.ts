@@ -1,11 +1,12 @@
 // The dashboard's API section through the real app and SQLite file: a key created with chosen scopes is
-// shown once (in the POST's own answer, only its hash stored) and works within its scopes; no scope is an
-// error tied to the fieldset; the account's keys are listed; revoking works only on the account's own keys
-// (another account's → 404, left alone); the bounds on keys; every form refused without its CSRF token.
+// shown once (on the page the POST's 303 leads to, only its hash stored) and works within its scopes; no
+// scope is an error tied to the fieldset (on the page the refusal's 303 leads to); the account's keys are
+// listed; revoking works only on the account's own keys (another account's → 404, left alone); the bounds
+// on keys; every form refused without its CSRF token.
 import { afterEach, describe, expect, test } from 'bun:test'
 import { hashKey, MAX_ACTIVE_KEYS, REVOKED_KEYS_KEPT } from '../src/accounts/service'
 import { makeBox, type TestBox } from './support/app'
-import { postForm, signIn, type SignedIn } from './support/dashboard'
+import { follow, postForm, signIn, type SignedIn } from './support/dashboard'
 
 let box: TestBox
 afterEach(async () => box?.cleanup())
@@ -24,6 +25,8 @@ const keyRows = () => box.db.query('SELECT * FROM api_keys ORDER BY id').all() a
 const accountId = (name: string) => (box.db.query('SELECT id FROM accounts WHERE name = ?').get(name) as { id: number }).id
 const keysPage = async (who: SignedIn) => (await box.request('/dashboard/keys', { headers: { cookie: who.cookie } })).text()
 const keyIn = (html: string) => html.match(/id="new-key" readonly value="(lbk_[A-Za-z0-9]+)"/)?.[1] ?? null
+/** Posts the key form and follows its 303 (a browser's view): the page it leads to. */
+const create = async (who: SignedIn, fields: Record<string, string>) => follow(box, await postForm(box, who, '/dashboard/keys', fields), who.cookie)
 
 async function setup() {
   box = await makeBox()
@@ -36,11 +39,15 @@ describe('create a key', () => {
   test('scopes qr only: the key is shown once, stored only as its hash, and works for qr.json but not links.json', async () => {
     const { alice } = await setup()
     const before = keyRows()
-    const res = await postForm(box, alice, '/dashboard/keys', { scope: 'qr', label: 'my <b>script</b>' })
+    const posted = await postForm(box, alice, '/dashboard/keys', { scope: 'qr', label: 'my <b>script</b>' })
+    expect(posted.status).toBe(303)
+    expect(posted.headers.get('cache-control')).toBe('no-store')
+    const location = posted.headers.get('location')!
+    expect(location).toMatch(/^\/dashboard\/keys\?created=[A-Za-z0-9_-]{22}$/)
+    expect(posted.headers.get('set-cookie') ?? '').not.toContain('lbk_')
+    const res = await follow(box, posted, alice.cookie)
     expect(res.status).toBe(200)
     expect(res.headers.get('cache-control')).toBe('no-store')
-    expect(res.headers.get('location')).toBeNull()
-    expect(res.headers.get('set-cookie') ?? '').not.toContain('lbk_')
     const html = await res.text()
     const key = keyIn(html)!
     expect(key).toMatch(/^lbk_[A-Za-z0-9]{40}$/)
@@ -68,7 +75,11 @@ describe('create a key', () => {
     expect(links.status).toBe(403)
     expect(links.body.code).toBe('scope_denied')
 
-    // Shown only in that answer: the list shows its prefix, never the key.
+    // Shown only on that page, once: the same address again says so; the list shows its prefix, never the key.
+    const again = await (await box.request(location, { headers: { cookie: alice.cookie } })).text()
+    expect(keyIn(again)).toBeNull()
+    expect(again).not.toContain(key)
+    expect(again).toContain('Your new key was shown once, and is not shown again')
     const list = await keysPage(alice)
     expect(keyIn(list)).toBeNull()
     expect(list).not.toContain(key)
@@ -80,19 +91,20 @@ describe('create a key', () => {
     const html = await keysPage(alice)
     for (const scope of ['links', 'qr', 'media', 'mail', 'webhooks']) expect(html).toContain(`name="scope" value="${scope}" checked`)
     expect(html).toContain('href="/api/docs"')
-    const res = await postForm(box, alice, '/dashboard/keys', { scope: 'links' })
-    const body = await res.text()
+    const body = await (await create(alice, { scope: 'links' })).text()
     expect(body).toContain('-d limit=5 &quot;http://localhost:8080/api/links.json&quot;')
     const key = keyIn(body)!
     expect((await box.post('/api/links.json', { limit: '5' }, { 'x-api-key': key })).status).toBe(200)
     expect((await box.get('/api/qr.json', { data: 'x' }, { 'x-api-key': key })).status).toBe(403)
   })
 
-  test('no scope: 400 with the error tied to the fieldset, the label kept, no key made', async () => {
+  test('no scope: 303 back to the form, the error tied to the fieldset, the label kept, no key made', async () => {
     const { alice } = await setup()
     const before = keyRows()
-    const res = await postForm(box, alice, '/dashboard/keys', { label: 'kept label' })
-    expect(res.status).toBe(400)
+    const posted = await postForm(box, alice, '/dashboard/keys', { label: 'kept label' })
+    expect(posted.headers.get('location')).toMatch(/^\/dashboard\/keys\?form=[A-Za-z0-9_-]{22}$/)
+    const res = await follow(box, posted, alice.cookie)
+    expect(res.status).toBe(200)
     const html = await res.text()
     expect(html).toContain('<fieldset class="scopes" aria-describedby="scopes-hint scopes-error">')
     expect(html).toContain('<p class="error" id="scopes-error">Choose at least one scope.</p>')
@@ -101,12 +113,11 @@ describe('create a key', () => {
     expect(keyIn(html)).toBeNull()
     expect(keyRows()).toEqual(before)
 
-    const unknown = await postForm(box, alice, '/dashboard/keys', { scope: 'admin' })
-    expect(unknown.status).toBe(400)
+    const unknown = await create(alice, { scope: 'admin' })
+    expect(await unknown.text()).toContain('<p class="error" id="scopes-error">Scopes are links, qr, media, mail, webhooks.</p>')
     expect(keyRows()).toEqual(before)
 
-    const badLabel = await postForm(box, alice, '/dashboard/keys', { scope: 'qr', label: 'a\tb' })
-    expect(badLabel.status).toBe(400)
+    const badLabel = await create(alice, { scope: 'qr', label: 'a\tb' })
     const b = await badLabel.text()
     expect(b).toContain('aria-describedby="label-hint label-error"')
     expect(b).toContain('id="label-error"')
@@ -125,7 +136,7 @@ describe('create a key', () => {
     const revokedBefore = revoked()
     expect(revokedBefore).toHaveLength(REVOKED_KEYS_KEPT + 1)
     const bobsBefore = keyRows().filter((r) => r.account_id !== id)
-    expect((await postForm(box, alice, '/dashboard/keys', { scope: 'qr' })).status).toBe(200)
+    expect(keyIn(await (await create(alice, { scope: 'qr' })).text())).not.toBeNull()
     expect(revoked()).toHaveLength(REVOKED_KEYS_KEPT)
     expect(revoked().map((r) => r.id)).toEqual(revokedBefore.slice(1).map((r) => r.id))
     // The list shows them all (bounded by the same numbers).
@@ -135,8 +146,7 @@ describe('create a key', () => {
     while (keyRows().filter((r) => r.account_id === id && r.revoked === null).length < MAX_ACTIVE_KEYS)
       box.accounts.createKeyForAccount({ accountId: id, scopes: ['qr'] })
     const count = keyRows().length
-    const full = await postForm(box, alice, '/dashboard/keys', { scope: 'qr' })
-    expect(full.status).toBe(409)
+    const full = await create(alice, { scope: 'qr' })
     expect(await full.text()).toContain(`An account can hold ${MAX_ACTIVE_KEYS} active keys`)
     expect(keyRows()).toHaveLength(count)
   })
@@ -145,7 +155,7 @@ describe('create a key', () => {
 describe('list and revoke', () => {
   test('the list shows prefix, label, scopes, created and last used; revoking refuses the key at once (401)', async () => {
     const { alice } = await setup()
-    const key = keyIn(await (await postForm(box, alice, '/dashboard/keys', { scope: ['qr'][0]!, label: 'cron' })).text())!
+    const key = keyIn(await (await create(alice, { scope: 'qr', label: 'cron' })).text())!
     expect((await box.get('/api/qr.json', { data: 'x' }, { 'x-api-key': key })).status).toBe(200)
     const row = keyRows().find((r) => r.hash === hashKey(key))!
     let html = await keysPage(alice)
@@ -153,7 +163,7 @@ describe('list and revoke', () => {
     expect(tr).toContain('<td data-label="Label"><span>cron</span></td>')
     expect(tr).toContain('<span class="tag">qr</span>')
     expect(tr).toMatch(/<td class="date" data-label="Last used">\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/td>/)
-    expect(tr).toContain(`action="/dashboard/keys/${row.id}/revoke"`)
+    expect(tr).toContain(`href="/dashboard/keys/${row.id}/revoke"`)
 
     const res = await postForm(box, alice, `/dashboard/keys/${row.id}/revoke`, {})
     expect(res.status).toBe(303)
@@ -164,7 +174,7 @@ describe('list and revoke', () => {
     expect(refused.body.code).toBe('invalid_key')
     html = await keysPage(alice)
     expect(html).toContain('<span class="tag revoked">revoked</span>')
-    expect(html).not.toContain(`action="/dashboard/keys/${row.id}/revoke"`)
+    expect(html).not.toContain(`href="/dashboard/keys/${row.id}/revoke"`)
 
     // Revoked already: 404, and it stays as it was.
     const again = await postForm(box, alice, `/dashboard/keys/${row.id}/revoke`, {})

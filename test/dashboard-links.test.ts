@@ -4,7 +4,7 @@
 // alone, and every form refused without its CSRF token with nothing changed.
 import { afterEach, describe, expect, test } from 'bun:test'
 import { makeBox, type TestBox } from './support/app'
-import { postForm, signIn, type SignedIn } from './support/dashboard'
+import { follow, postForm, signIn, type SignedIn } from './support/dashboard'
 import { CHROME_UA } from './support/server'
 
 let box: TestBox
@@ -93,10 +93,12 @@ describe('create', () => {
     expect(row!.password_hash).toBeNull()
   })
 
-  test('an error is tied to its field, what was typed is kept (not the password), nothing is stored', async () => {
+  test('an error: 303 back to the form, tied to its field, what was typed kept (not the password), nothing stored', async () => {
     const { alice } = await setup()
-    const bad = await postForm(box, alice, '/dashboard/links', { url: 'ftp://example.com/"x', alias: 'ok-alias', password: 'secret pw' })
-    expect(bad.status).toBe(400)
+    const posted = await postForm(box, alice, '/dashboard/links', { url: 'ftp://example.com/"x', alias: 'ok-alias', password: 'secret pw' })
+    expect(posted.headers.get('location')).toMatch(/^\/dashboard\?form=[A-Za-z0-9_-]{22}$/)
+    const bad = await follow(box, posted, alice.cookie)
+    expect(bad.status).toBe(200)
     const html = await bad.text()
     expect(html).toMatch(/id="url"[^>]*value="ftp:\/\/example.com\/&quot;x" aria-invalid="true" aria-describedby="url-error"/)
     expect(html).toContain('<span class="error" id="url-error">The URL must be an absolute URL with the scheme http or https.</span>')
@@ -105,8 +107,7 @@ describe('create', () => {
     expect(allRows()).toHaveLength(0)
 
     await postForm(box, alice, '/dashboard/links', { url: 'https://example.com/', alias: 'taken' })
-    const taken = await postForm(box, alice, '/dashboard/links', { url: 'https://example.org/', alias: 'taken' })
-    expect(taken.status).toBe(409)
+    const taken = await follow(box, await postForm(box, alice, '/dashboard/links', { url: 'https://example.org/', alias: 'taken' }), alice.cookie)
     const t = await taken.text()
     expect(t).toContain('aria-invalid="true"')
     expect(t).toContain('aria-describedby="alias-hint alias-error"')
@@ -114,8 +115,7 @@ describe('create', () => {
     expect(t).toContain('<details class="more" open>')
     expect(allRows()).toHaveLength(1)
 
-    const reserved = await postForm(box, alice, '/dashboard/links', { url: 'https://example.org/', alias: 'dashboard' })
-    expect(reserved.status).toBe(409)
+    const reserved = await follow(box, await postForm(box, alice, '/dashboard/links', { url: 'https://example.org/', alias: 'dashboard' }), alice.cookie)
     expect(await reserved.text()).toContain('id="alias-error"')
   })
 })
@@ -242,11 +242,10 @@ describe('edit and delete', () => {
     expect(row.password_hash).toBeNull()
 
     // "Set" without a password, and a bad URL: errors tied to their fields, nothing changed.
-    const noPw = await postForm(box, alice, '/dashboard/links/edit-me', { url: 'https://example.org/new', mode: 'frame', expire: 'keep', password_action: 'set', password: '' })
-    expect(noPw.status).toBe(400)
-    expect(await noPw.text()).toContain('id="password-error"')
-    const badUrl = await postForm(box, alice, '/dashboard/links/edit-me', { url: 'javascript:alert(1)', mode: 'redirect', expire: 'keep', password_action: 'keep' })
-    expect(badUrl.status).toBe(400)
+    const noPwPosted = await postForm(box, alice, '/dashboard/links/edit-me', { url: 'https://example.org/new', mode: 'frame', expire: 'keep', password_action: 'set', password: '' })
+    expect(noPwPosted.headers.get('location')).toMatch(/^\/dashboard\/links\/edit-me\?form=[A-Za-z0-9_-]{22}$/)
+    expect(await (await follow(box, noPwPosted, alice.cookie)).text()).toContain('id="password-error"')
+    const badUrl = await follow(box, await postForm(box, alice, '/dashboard/links/edit-me', { url: 'javascript:alert(1)', mode: 'redirect', expire: 'keep', password_action: 'keep' }), alice.cookie)
     const b = await badUrl.text()
     expect(b).toContain('aria-describedby="url-error"')
     expect(b).toContain('value="javascript:alert(1)"')

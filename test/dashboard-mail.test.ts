@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from '
 import nodemailer from 'nodemailer'
 import { MAIL_HTML_HEADERS } from '../src/dashboard/mail'
 import { makeBox, type TestBox } from './support/app'
-import { postForm, signIn, type SignedIn } from './support/dashboard'
+import { follow, postForm, signIn, type SignedIn } from './support/dashboard'
 
 // Sockets and fsyncs: more than bun's default of 5 s on a slow disk.
 setDefaultTimeout(30_000)
@@ -84,10 +84,12 @@ describe('the list and the form', () => {
     expect(mailboxRows().length).toBe(before)
   })
 
-  test('a bad name: 400, the message tied to the field, what was typed kept, nothing made', async () => {
+  test('a bad name: 303 back to the form, the message tied to the field, what was typed kept, nothing made', async () => {
     const before = mailboxRows().length
-    const res = await postForm(box, alice, '/dashboard/mail', { local: 'no spaces<b>', domain: DOMAIN })
-    expect(res.status).toBe(400)
+    const posted = await postForm(box, alice, '/dashboard/mail', { local: 'no spaces<b>', domain: DOMAIN })
+    expect(posted.headers.get('location')).toMatch(/^\/dashboard\/mail\?form=[A-Za-z0-9_-]{22}$/)
+    const res = await follow(box, posted, alice.cookie)
+    expect(res.status).toBe(200)
     const html = await res.text()
     expect(html).toContain('aria-invalid="true"')
     expect(html).toContain('aria-describedby="mail-local-error mail-local-hint"')
@@ -95,14 +97,12 @@ describe('the list and the form', () => {
     expect(html).toContain('value="no spaces&lt;b&gt;"')
     expect(mailboxRows().length).toBe(before)
 
-    const domain = await postForm(box, alice, '/dashboard/mail', { local: 'x', domain: 'evil.example' })
-    expect(domain.status).toBe(400)
+    const domain = await follow(box, await postForm(box, alice, '/dashboard/mail', { local: 'x', domain: 'evil.example' }), alice.cookie)
     expect(await domain.text()).toContain('Choose one of the domains listed.')
   })
 
-  test("another account's address: 403 with the service's message on the field", async () => {
-    const res = await postForm(box, bob, '/dashboard/mail', { local: 'signup-test', domain: DOMAIN })
-    expect(res.status).toBe(403)
+  test("another account's address: the service's message on the field (after the 303 back)", async () => {
+    const res = await follow(box, await postForm(box, bob, '/dashboard/mail', { local: 'signup-test', domain: DOMAIN }), bob.cookie)
     const html = await res.text()
     expect(html).toContain(`The address signup-test@${DOMAIN} belongs to another account.`)
     expect(html).toContain('aria-invalid="true"')

@@ -1,11 +1,11 @@
-// The dashboard's Webhooks section through the real app and SQLite file: creating an endpoint (its secret in
-// that answer only), field errors, the list with its counts, an endpoint's log with the test event and
+// The dashboard's Webhooks section through the real app and SQLite file: creating an endpoint (its secret on
+// the page the POST's 303 leads to, once), field errors (on the page the refusal's 303 leads to), the list with its counts, an endpoint's log with the test event and
 // redelivery, deletion after a confirmation, the CSRF check on every form, and another account's endpoint
 // answered with the same 404 as one that does not exist. The app does not listen here, so the deliverer
 // does not run: deliveries stay pending, which is what these tests look at (sending is the browser test's).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { makeBox, type TestBox } from './support/app'
-import { postForm, signIn, type SignedIn } from './support/dashboard'
+import { follow, postForm, signIn, type SignedIn } from './support/dashboard'
 
 let box: TestBox
 let alice: SignedIn
@@ -51,19 +51,29 @@ describe('creating', () => {
     expect(html).toContain('<input type="checkbox" name="events" value="link.clicked">')
   })
 
-  test('created: the secret is in this answer (200) and nowhere after; the list shows the endpoint', async () => {
-    const res = await createBody(alice, TARGET, ['link.created', 'mail.received'])
+  test('created: the secret is on the page the 303 leads to, once, and nowhere after; the list shows the endpoint', async () => {
+    const posted = await createBody(alice, TARGET, ['link.created', 'mail.received'])
+    expect(posted.status).toBe(303)
+    expect(posted.headers.get('cache-control')).toBe('no-store')
+    expect(posted.headers.get('set-cookie')).toBeNull()
+    const location = posted.headers.get('location')!
+    const res = await follow(box, posted, alice.cookie)
     expect(res.status).toBe(200)
     expect(res.headers.get('cache-control')).toBe('no-store')
-    expect(res.headers.get('set-cookie')).toBeNull()
     const html = await res.text()
     const [row] = endpoints()
+    expect(location).toBe(`/dashboard/webhooks/${row!.id}?created=${new URL(location, 'http://x').searchParams.get('created')}`)
+    expect(location).not.toContain(row!.secret)
     expect(row).toMatchObject({ url: TARGET, events: 'link.created,mail.received' })
     expect(row!.secret).toMatch(/^whsec_/)
     expect(html).toContain(`<input id="wh-secret" readonly value="${row!.secret}"`)
     expect(html).toContain('data-copy="wh-secret" hidden>Copy</button>')
     expect(html).toContain('it is shown only this once')
     aliceHook = row!.id
+    // The same address again: the endpoint's page, saying the secret was shown once.
+    const again = await (await page(alice, location)).text()
+    expect(again).not.toContain(row!.secret)
+    expect(again).toContain('This endpoint&#39;s signing secret was shown once, and is not shown again.')
 
     const list = await (await page(alice, '/dashboard/webhooks')).text()
     expect(list).not.toContain(row!.secret)
@@ -74,10 +84,12 @@ describe('creating', () => {
     expect(await (await page(alice, `/dashboard/webhooks/${aliceHook}`)).text()).not.toContain(row!.secret)
   })
 
-  test('a bad URL: 400, tied to the URL field, what was typed kept; no events ticked: 400 on the events', async () => {
+  test('a bad URL: 303 back to the form, tied to the URL field, what was typed kept; no events ticked: on the events', async () => {
     const before = endpoints().length
-    const bad = await createBody(alice, 'ftp://example.com/<x>', ['link.created', 'link.clicked'])
-    expect(bad.status).toBe(400)
+    const posted = await createBody(alice, 'ftp://example.com/<x>', ['link.created', 'link.clicked'])
+    expect(posted.headers.get('location')).toMatch(/^\/dashboard\/webhooks\?form=[A-Za-z0-9_-]{22}$/)
+    const bad = await follow(box, posted, alice.cookie)
+    expect(bad.status).toBe(200)
     const html = await bad.text()
     expect(html).toContain('<span class="error" id="wh-url-error">The URL must be an absolute URL with the scheme http or https.</span>')
     expect(html).toContain('aria-describedby="wh-url-error wh-url-hint" aria-invalid="true"')
@@ -86,8 +98,7 @@ describe('creating', () => {
     expect(html).toContain('value="link.clicked" checked>')
     expect(html).toContain('value="link.updated">')
 
-    const none = await createBody(alice, TARGET, [])
-    expect(none.status).toBe(400)
+    const none = await follow(box, await createBody(alice, TARGET, []), alice.cookie)
     const noneHtml = await none.text()
     expect(noneHtml).toContain('<span class="error" id="wh-events-error">Choose at least one event.</span>')
     expect(noneHtml).toContain('<fieldset class="wh-events" aria-describedby="wh-events-error" aria-invalid="true">')
@@ -181,9 +192,8 @@ describe('an endpoint', () => {
   })
 
   test('the 21st endpoint: the service refuses it, shown on the form', async () => {
-    for (let i = 0; i < 20; i++) expect((await createBody(bob, `http://127.0.0.1:9/h${i}`, ['link.created'])).status).toBe(200)
-    const res = await createBody(bob, 'http://127.0.0.1:9/h20', ['link.created'])
-    expect(res.status).toBe(400)
+    for (let i = 0; i < 20; i++) expect((await createBody(bob, `http://127.0.0.1:9/h${i}`, ['link.created'])).headers.get('location')).toContain('?created=')
+    const res = await follow(box, await createBody(bob, 'http://127.0.0.1:9/h20', ['link.created']), bob.cookie)
     expect(await res.text()).toContain('An account can have at most 20 webhooks: delete one first.')
   })
 })

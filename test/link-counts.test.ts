@@ -32,7 +32,7 @@ const listedCount = async (box: TestBox, key: string) => {
   expect(r.status).toBe(200)
   return r.body.return.count as number
 }
-const metricLinks = async (box: TestBox) => Number((await (await box.request('/metrics')).text()).match(/^linkbox_links (\d+)$/m)?.[1])
+const metricLinks = async (box: TestBox) => Number((await (await box.readMetrics()).text()).match(/^linkbox_links (\d+)$/m)?.[1])
 
 test('the counter stays exact through creation, deletion, a change of owner and the deletion of an account', async () => {
   const box = await makeBox()

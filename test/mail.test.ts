@@ -122,6 +122,25 @@ function emlOfSize(to: string, n: number): string {
 }
 
 /**
+ * A message shaped like mailparser's test/fixtures/outofmemory.eml (the fixture is not in its npm package): HTML
+ * only, three links whose text mailparser renders as "[image]link", then a <title> of about 1 MB of lines of
+ * brackets, angle brackets and punctuation. The junk here is made up, to the same recipe.
+ */
+function outOfMemoryLike(to: string): string {
+  const junk = (word: string) =>
+    `%^^%*(()*^%^**(*)*()()**(***}}){**\\:}!{/(-{{}|^%*^)())(<><<>?<?<>??<>?<><?>>?<?<><<>?<?><?>?><<?><><>:":":"><><<|*}})` +
+    `${word}[]}^|%/*!?[{{#*_^*}|{}*<[{>|%}}*{/[}_\\)}/^})^*{/{**^*!}^?}*}}}*}]/{*:{}\\{){-}}}}*/_{>^}}^#>*{#|))(}^|^|?{^:}` +
+    `:(_-**\\*/{*}[)}})}]){*}*})%?}})})[(}}}!}{*>)%^^\\(}|]^*}{{_^>}!)**})*)){{_{*{>^*{{|)?[%\\}#^}}){**\\:}!{/(-{{}|{}>*(}` +
+    `^*/#{^!{}|)}})[\\}\\[/\\^_}*{>*-{_{*{>^*{{|)?[%\\}#^}}){**\\:}!{/(-{{}|^&%*^&*^&*&^)())(<><<>?<?<>??<>?:*!{{/[-*/]\\*`
+  const title = Array.from({ length: 2400 }, (_, i) => junk(`word${i}`)).join('\r\n')
+  const html =
+    '<a href="http://a.example/pro.php?pro-1"><h2>$1 million</h2><img src="http://img.example/o6/a.jpg"></a><br><br>\r\n' +
+    '<a href="http://a.example/pro.php?gra-2"><img src="http://img.example/o6/b_uns.jpg"></a><br><br>\r\n' +
+    `<a href="http://a.example/pro.php?hin-3" style='display:none'></a>\r\n<title>\r\n${title}\r\nthe-end\r\n</title>\r\n`
+  return eml(to, 'Cause out of memory error in the mailparser', html, 'Content-Type: text/html; charset=us-ascii;\r\n')
+}
+
+/**
  * A raw SMTP client over node:net: sends lines, reads replies (a reply is every line up to one that has a
  * space after its code). What the server answered is the test; nothing here interprets it.
  */
@@ -405,6 +424,78 @@ describe('ordinary mail, sent with nodemailer', () => {
     ])
   })
 
+  test('links: "[http://a…/x.jpg]http://b…/y" in a text body is two links; brackets and quotes end a URL, pairs stay', async () => {
+    const to = await mailbox('brackets')
+    const text =
+      '[http://a.example/x.jpg]http://b.example/y\n' +
+      'Angle <https://c.example/angle>, quoted "https://d.example/quoted", a list https://e.example/l?ids[]=1&ids[]=2 ' +
+      'and (https://f.example/paren). Open [https://g.example/open and {https://h.example/w}.'
+    const info = await send.sendMail({ from: SENDER, to, subject: 'Brackets', text })
+    const [id] = storedIds(info.response)
+    const msg = (await api('message.json', { address: to, id: id! })).body.return
+    expect(msg.links).toEqual([
+      'http://a.example/x.jpg',
+      'http://b.example/y',
+      'https://c.example/angle',
+      'https://d.example/quoted',
+      'https://e.example/l?ids[]=1&ids[]=2',
+      'https://f.example/paren',
+      'https://g.example/open',
+      'https://h.example/w',
+    ])
+  })
+
+  test('links: an HTML-only message lists its <a href> and <area href>, not its images or tracking pixel', async () => {
+    const to = await mailbox('pixel')
+    const tracker = 'https://track.example/open.gif?u=9&m=4'
+    const html =
+      '<p>Welcome! <a href="https://shop.example/confirm?t=1&amp;u=2">Confirm</a></p>' +
+      '<img src="https://cdn.example/banner.png" usemap="#m" alt="Banner">' +
+      '<map name="m"><area shape="rect" coords="0,0,10,10" href="https://shop.example/offer" alt="Offer"></map>' +
+      '<p><a href="https://shop.example/home"><img src="https://cdn.example/logo.png" alt="Logo"></a></p>' +
+      `<img src="${tracker.replace('&', '&amp;')}" width="1" height="1" alt="">`
+    const info = await send.sendMail({ from: SENDER, to, subject: 'Pixel', html })
+    const [id] = storedIds(info.response)
+    const msg = (await api('message.json', { address: to, id: id! })).body.return
+    // The text mailparser makes of the HTML shows each image's address; none of them is a link.
+    expect(msg.text).toContain(`[${tracker}]`)
+    expect(msg.text).toContain('[https://cdn.example/logo.png]https://shop.example/home')
+    expect(msg.links).toEqual(['https://shop.example/confirm?t=1&u=2', 'https://shop.example/home', 'https://shop.example/offer'])
+  })
+
+  test("links: a message shaped like mailparser's outofmemory.eml (1 MB of brackets in an HTML title) gives its three links", async () => {
+    const to = await mailbox('outofmemory')
+    const r = await rawSend(m.port, [to], outOfMemoryLike(to))
+    expect(r.final).toMatch(/^250 /)
+    const msg = (await api('message.json', { address: to, id: storedIds(r.final!)[0]! })).body.return
+    expect(msg.text).toContain('[http://img.example/o6/b_uns.jpg]http://a.example/pro.php?gra-2')
+    expect(msg.text).toContain('the-end')
+    expect(msg.links).toEqual(['http://a.example/pro.php?pro-1', 'http://a.example/pro.php?gra-2', 'http://a.example/pro.php?hin-3'])
+  })
+
+  test('links: a message built to make link finding slow (runs of brackets, tags left open) is stored at once', async () => {
+    const to = await mailbox('slowlinks')
+    const text = `Start: https://a.example/${')'.repeat(40_000)}\r\nend`
+    const html =
+      '<p><a href="https://c.example/ok">ok</a></p>' +
+      `<p>${'<a '.repeat(40_000)}></p>${'<script>'.repeat(20_000)}${'<'.repeat(100_000)}`
+    const boundary = 'b-slow-links'
+    const message = eml(
+      to,
+      'slow links',
+      `--${boundary}\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n${text}\r\n` +
+        `--${boundary}\r\nContent-Type: text/html; charset=utf-8\r\n\r\n${html}\r\n--${boundary}--`,
+      `Content-Type: multipart/alternative; boundary="${boundary}"\r\n`,
+    )
+    const started = Date.now()
+    const r = await rawSend(m.port, [to], message)
+    // Each shape took the old patterns time in the square of its length: over a minute here, all on the event loop.
+    expect(Date.now() - started).toBeLessThan(10_000)
+    expect(r.final).toMatch(/^250 /)
+    const msg = (await api('message.json', { address: to, id: storedIds(r.final!)[0]! })).body.return
+    expect(msg.links).toEqual(['https://a.example/', 'https://c.example/ok'])
+  })
+
   test('without tls_cert and tls_key, STARTTLS is not offered (and a client that requires it gives up)', async () => {
     const { client } = await RawSmtp.open(m.port)
     const ehlo = await client.cmd('EHLO client.example.org')
@@ -463,6 +554,30 @@ describe('edges, by a raw SMTP dialogue', () => {
     expect(messagesIn(to)).toBe(1)
     expect(incoming(m.box)).toEqual([])
     expect(filesUnder(mailDir(m.box))).toEqual(filesBefore)
+  })
+
+  test('MAIL FROM with a SIZE= over the limit gets 552 5.3.4 before a byte is sent; a smaller SIZE= is not believed', async () => {
+    const to = await mailbox('declared')
+    const { client } = await RawSmtp.open(m.port)
+    try {
+      // SIZE is offered, so clients declare their size (since the fix without the number: see smtp.ts).
+      expect(await client.cmd('EHLO client.example.org')).toMatch(/^250[- ]SIZE\b/m)
+      const over = await client.cmd(`MAIL FROM:<${SENDER}> SIZE=${LIMIT + 1}`)
+      expect(over).toBe(`552 5.3.4 the message is larger than the limit of ${LIMIT} bytes`)
+      expect(await client.cmd(`MAIL FROM:<${SENDER}> SIZE=99999999999999999999`)).toMatch(/^552 5\.3\.4 /)
+      // The refusal leaves no transaction open: the next MAIL FROM, exactly at the limit, is taken.
+      expect(await client.cmd(`MAIL FROM:<${SENDER}> SIZE=${LIMIT}`)).toStartWith('250 ')
+      expect(await client.cmd('RSET')).toStartWith('250 ')
+      // A client that declares less than it sends is refused when the bytes are counted, with the same reply.
+      expect(await client.cmd(`MAIL FROM:<${SENDER}> SIZE=100`)).toStartWith('250 ')
+      expect(await client.cmd(`RCPT TO:<${to}>`)).toStartWith('250 ')
+      expect(await client.cmd('DATA')).toStartWith('354')
+      expect(await client.body(emlOfSize(to, LIMIT + 1))).toBe(`552 5.3.4 the message is larger than the limit of ${LIMIT} bytes`)
+    } finally {
+      await client.quit()
+    }
+    expect(messagesIn(to)).toBe(0)
+    expect(incoming(m.box)).toEqual([])
   })
 
   test('51 recipients: the first 50 get 250, the 51st 452 4.5.3, and each of the 50 mailboxes holds the message once', async () => {
@@ -955,6 +1070,87 @@ describe('linksOf', () => {
   test('a bare scheme or an unparseable URL is not a link', () => {
     expect(linksOf('https:// and http://[::1', null)).toEqual([])
   })
+
+  test('text: a bracket that closes nothing ends a URL, a pair stays, one left open ends it where it opened', () => {
+    expect(linksOf('[http://a.example/x.jpg]http://b.example/y', null)).toEqual(['http://a.example/x.jpg', 'http://b.example/y'])
+    expect(linksOf('http://a.example/p)q http://b.example/{x}/[y](z) http://c.example/f(o', null)).toEqual([
+      'http://a.example/p',
+      'http://b.example/{x}/[y](z)',
+      'http://c.example/f',
+    ])
+    // A mismatched closer ends it too, before the bracket it fails to close.
+    expect(linksOf('http://a.example/(x]y', null)).toEqual(['http://a.example/'])
+    expect(linksOf('http://[::1]:8080/p and xhttp://glued.example/ and <https://c.example/>', null)).toEqual([
+      'http://[::1]:8080/p',
+      'https://c.example/',
+    ])
+    // A URL inside another one's query is part of it, not a link of its own.
+    expect(linksOf('https://a.example/r?to=https://b.example/x', null)).toEqual(['https://a.example/r?to=https://b.example/x'])
+  })
+
+  test('HTML: <a href> and <area href> are links; <img src>, poster and background are not, even where the text shows them', () => {
+    const html =
+      '<a href="https://a.example/go">go</a><area href="https://a.example/area"><img src="https://t.example/p.gif">' +
+      '<video poster="https://t.example/poster.jpg"></video><td background="https://t.example/bg.png"></td>' +
+      '<img src="https://a.example/also-linked.png"><a href="https://a.example/also-linked.png">full size</a>' +
+      '<img src="https://a.example/shown.png"> see https://a.example/shown.png'
+    const text =
+      '[https://t.example/p.gif] https://t.example/poster.jpg https://t.example/bg.png https://a.example/also-linked.png ' +
+      'https://a.example/shown.png https://a.example/text'
+    expect(linksOf(text, html)).toEqual([
+      'https://a.example/also-linked.png',
+      'https://a.example/shown.png',
+      'https://a.example/text',
+      'https://a.example/go',
+      'https://a.example/area',
+    ])
+  })
+
+  test('HTML is split as a browser splits it: ">" in a quoted value, comments, hidden elements, a tag left open', () => {
+    expect(linksOf('', '<a title="1 > 0" href="https://a.example/q">x</a>')).toEqual(['https://a.example/q'])
+    expect(linksOf('', '<A HREF=https://a.example/bare>x</A><a href = \'https://a.example/s\'>')).toEqual([
+      'https://a.example/bare',
+      'https://a.example/s',
+    ])
+    expect(linksOf('', '<a href="https://a.example/first" href="https://a.example/second">')).toEqual(['https://a.example/first'])
+    expect(
+      linksOf('', '<!-- <a href="https://no.example/c"> https://no.example/c2 --><style>a{b:url(https://no.example/s)}</style>'),
+    ).toEqual([])
+    expect(linksOf('', '<title>https://no.example/t</title><p>1 < 2 https://a.example/after</p>')).toEqual(['https://a.example/after'])
+    expect(linksOf('', '<p>https://a.example/before</p><a href="https://no.example/open')).toEqual(['https://a.example/before'])
+    expect(linksOf('', '<p>https://a.example/before</p><script>https://no.example/never-closed')).toEqual(['https://a.example/before'])
+  })
+
+  test('at most 500 links, the first ones', () => {
+    const text = Array.from({ length: 600 }, (_, i) => `https://a.example/${i}`).join(' ')
+    const links = linksOf(text, `<a href="https://a.example/href">x</a>`)
+    expect(links).toHaveLength(500)
+    expect(links.at(-1)).toBe('https://a.example/499')
+  })
+
+  test('2 MB of each shape that made the old patterns take time in the square of the length is read in linear time', () => {
+    const M = 2_000_000
+    const shapes: [string, string, string | null, string[]][] = [
+      ['unbalanced closers', `https://a.example/${')'.repeat(M)}`, null, ['https://a.example/']],
+      ['openers', `https://a.example/${'('.repeat(M)}`, null, ['https://a.example/']],
+      ['trailing dots', `https://a.example/x${'.'.repeat(M)}`, null, ['https://a.example/x']],
+      ['bracketed URLs', '[https://a.example/x.jpg]'.repeat(M / 25), null, ['https://a.example/x.jpg']],
+      ['schemes', 'https://'.repeat(M / 8), null, []],
+      ['angle brackets', '', '<'.repeat(M), []],
+      ['a tag of attributes', '', `${'<a '.repeat(M / 3)}`, []],
+      ['tags', '', '<a>'.repeat(M / 3), []],
+      ['scripts', '', '<script>'.repeat(M / 8), []],
+      ['comments', '', '<!--'.repeat(M / 4), []],
+      ['open quotes', '', '<a href="'.repeat(M / 9), []],
+      ['images', '', '<img src="https://t.example/p.gif">'.repeat(M / 35), []],
+    ]
+    for (const [name, text, html, links] of shapes) {
+      const started = performance.now()
+      expect({ name, links: linksOf(text, html) }).toEqual({ name, links })
+      // Linear takes milliseconds to a few hundred; the old square took minutes to hours for each of these.
+      expect({ name, slow: performance.now() - started > 3000 }).toEqual({ name, slow: false })
+    }
+  })
 })
 
 describe('introOf', () => {
@@ -1109,7 +1305,7 @@ describe('connections per address, the mail.received event, /metrics', () => {
     const listed = (await api('messages.json', { address: one })).body.return.messages[0]
     expect(heard[0]!.message).toEqual({ address: one, ...listed })
 
-    const metrics = await (await m.box.request('/metrics')).text()
+    const metrics = await (await m.box.readMetrics()).text()
     const value = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics)?.[1])
     expect(value('linkbox_mail_received_total')).toBe(2)
     expect(value('linkbox_mail_messages')).toBe(2)

@@ -1,4 +1,5 @@
-// What the real yt-dlp (Debian's 2023.03.04, the one CI installs) makes of each media fixture, pinned down
+// What the real yt-dlp (2025.04.30 from Debian 12's backports, the one CI installs with scripts/apt-ytdlp.sh;
+// linkbox runs nothing older than 2024.07.01) makes of each media fixture, pinned down
 // so the media service can be written against facts, not guesses: exit codes, extractors, the shape of
 // formats[] (sometimes there is none and the info itself is the one format), stderr lines, and what comes
 // out of a segmented or merged download. Also the fixture server's own Range/HEAD behaviour, because the
@@ -33,11 +34,11 @@ interface Run {
 // yt-dlp spends ~1 s of CPU importing its extractors; on 2 cores, more than a few at once only queue.
 let running = 0
 const waiting: (() => void)[] = []
-async function ytdlp(args: string[]): Promise<Run> {
+async function ytdlp(args: string[], env?: Record<string, string>): Promise<Run> {
   if (running >= 3) await new Promise<void>((r) => waiting.push(r))
   running++
   try {
-    const proc = Bun.spawn([YTDLP, ...BASE, ...args], { stdout: 'pipe', stderr: 'pipe', stdin: 'ignore' })
+    const proc = Bun.spawn([YTDLP, ...BASE, ...args], { stdout: 'pipe', stderr: 'pipe', stdin: 'ignore', env: env ?? process.env })
     const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
     return { code, stdout, stderr }
   } finally {
@@ -72,7 +73,8 @@ function goodInfos(): Promise<Map<string, any>> {
 }
 // The other runs, each named, all started at once when the yt-dlp tests begin (the limiter queues them).
 const marker = () => join(work, 'exec-ran')
-const noFfmpeg = () => join(work, 'no-ffmpeg')
+/** A PATH with no ffmpeg (nor anything else) on it: yt-dlp runs as on a machine without ffmpeg. */
+const noFfmpeg = () => ({ PATH: join(work, 'empty-path') })
 const out = (dir: string) => join(work, dir, 'out.%(ext)s')
 const PLAN = {
   version: () => ['--version'],
@@ -80,14 +82,15 @@ const PLAN = {
   newline: () => ['-J', '--', `${fx.url('video-page')}\n--exec=touch ${marker()}`],
   timeout: () => ['--socket-timeout', '1', '-J', '--', `${fx.url('video-page')}?delay=20000`],
   hls: () => ['-f', '0', '-o', out('hls'), '--', fx.url('hls')],
-  hlsNoFfmpeg: () => ['--ffmpeg-location', noFfmpeg(), '-f', '0', '-o', out('hls-noff'), '--', fx.url('hls')],
+  hlsNoFfmpeg: () => ['-f', '0', '-o', out('hls-noff'), '--', fx.url('hls')],
   dash: () => ['--ffmpeg-location', FFMPEG ?? 'ffmpeg', '-f', '0+1', '-o', out('dash'), '--', fx.url('dash')],
-  dashNoFfmpeg: () => ['--ffmpeg-location', noFfmpeg(), '-f', '0+1', '-o', out('dash-noff'), '--', fx.url('dash')],
+  dashNoFfmpeg: () => ['-f', '0+1', '-o', out('dash-noff'), '--', fx.url('dash')],
 }
+const ENV: Partial<Record<keyof typeof PLAN, () => Record<string, string>>> = { hlsNoFfmpeg: noFfmpeg, dashNoFfmpeg: noFfmpeg }
 const planned = new Map<keyof typeof PLAN, Promise<Run>>()
 function run(key: keyof typeof PLAN): Promise<Run> {
   let r = planned.get(key)
-  if (!r) planned.set(key, (r = ytdlp(PLAN[key]())))
+  if (!r) planned.set(key, (r = ytdlp(PLAN[key](), ENV[key]?.())))
   return r
 }
 
@@ -231,7 +234,7 @@ describe('the fixture server', () => {
   }, LONG)
 })
 
-describe('what yt-dlp 2023.03.04 makes of each fixture', () => {
+describe('what yt-dlp 2025.04.30 makes of each fixture', () => {
   // Start every extraction at once (the limiter runs a few at a time); each test awaits its own.
   beforeAll(() => {
     void goodInfos().catch(() => {})
@@ -241,7 +244,7 @@ describe('what yt-dlp 2023.03.04 makes of each fixture', () => {
 
   test('the version these facts are about', async () => {
     const r = await run('version')
-    expect(r.stdout.trim()).toBe('2023.03.04')
+    expect(r.stdout.trim()).toBe('2025.04.30')
   }, LONG)
 
   test('video page (<video src> relative, poster): html5 extractor, one http format, absolute URLs', async () => {
@@ -275,9 +278,9 @@ describe('what yt-dlp 2023.03.04 makes of each fixture', () => {
     }
     expect([mp4.title, m4a.title, mp3.title]).toEqual(['clip', 'tone', 'tone'])
     expect(mp4.formats.map(pick)).toEqual([{ format_id: 'mp4', ext: 'mp4', protocol: 'http', vcodec: null, acodec: null, width: null, height: null, url: fx.url('mp4') }])
-    // Audio is known only by vcodec 'none'; acodec stays unknown.
+    // Audio is known by vcodec 'none'; acodec is named for mp3 only.
     expect(m4a.formats.map(pick)).toEqual([{ format_id: 'fmp4', ext: 'm4a', protocol: 'http', vcodec: 'none', acodec: null, width: null, height: null, url: fx.url('m4a') }])
-    expect(mp3.formats.map(pick)).toEqual([{ format_id: 'mpeg', ext: 'mp3', protocol: 'http', vcodec: 'none', acodec: null, width: null, height: null, url: fx.url('mp3') }])
+    expect(mp3.formats.map(pick)).toEqual([{ format_id: 'mpeg', ext: 'mp3', protocol: 'http', vcodec: 'none', acodec: 'mp3', width: null, height: null, url: fx.url('mp3') }])
   }, LONG)
 
   test('a direct image is "a video" too: exit 0, ext jpg, no formats[] (the service must call it a photo)', async () => {
@@ -299,7 +302,7 @@ describe('what yt-dlp 2023.03.04 makes of each fixture', () => {
   test('404: exit 1, stdout "null", "HTTP Error 404: Not Found"', async () => {
     const r = await extract(fx.url('missing'))
     expect([r.code, r.stdout]).toEqual([1, 'null\n'])
-    expect(errorLine(r.stderr)).toStartWith('ERROR: [generic] None: Unable to download webpage: HTTP Error 404: Not Found')
+    expect(errorLine(r.stderr)).toStartWith('ERROR: [generic] Unable to download webpage: HTTP Error 404: Not Found')
   }, LONG)
 
   test('HLS: the page gives format "hls", the bare playlist "0"; m3u8_native, codecs unknown', async () => {
@@ -335,7 +338,7 @@ describe('what yt-dlp 2023.03.04 makes of each fixture', () => {
   test('"-foo" after -- is a URL, not an option: exit 1, "is not a valid URL"', async () => {
     const r = await run('dashFoo')
     expect([r.code, r.stdout]).toEqual([1, 'null\n'])
-    expect(errorLine(r.stderr)).toStartWith(`ERROR: [generic] None: '-foo' is not a valid URL.`)
+    expect(errorLine(r.stderr)).toStartWith(`ERROR: [generic] '-foo' is not a valid URL.`)
   }, LONG)
 
   // Python's urlsplit drops CR, LF and tab (bpo-43882): what follows a newline is glued onto the path.
@@ -351,7 +354,7 @@ describe('what yt-dlp 2023.03.04 makes of each fixture', () => {
   test('a socket timeout shorter than the answer: exit 1, "timed out"', async () => {
     const r = await run('timeout')
     expect(r.code).toBe(1)
-    expect(errorLine(r.stderr)).toStartWith("ERROR: [generic] None: Unable to download webpage: timed out (caused by TimeoutError('timed out'))")
+    expect(errorLine(r.stderr)).toStartWith("ERROR: [generic] Unable to download webpage: timed out (caused by TransportError('timed out'))")
   }, LONG)
 })
 

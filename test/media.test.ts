@@ -70,7 +70,7 @@ describe('download.json against the fixture pages', () => {
     expect(new Date(ret.expires).getTime()).toBe(exp * 1000)
     expect(exp * 1000 - Date.now()).toBeGreaterThan(3500_000) // media.link_ttl = 3600 s
 
-    const served = async () => Number(/^linkbox_media_bytes_served_total (\d+)$/m.exec(await (await box.request('/metrics')).text())![1])
+    const served = async () => Number(/^linkbox_media_bytes_served_total (\d+)$/m.exec(await (await box.readMetrics()).text())![1])
     const before = await served()
     const file = await box.request(local(ret.formats[0].url))
     expect(file.status).toBe(200)
@@ -200,7 +200,7 @@ describe('download.json against the fixture pages', () => {
     // The same caller gets the same tickets (a fresh signature each time).
     const id = (a: any) => new URL(a.body.return.formats[0].url).pathname
     expect(id(again)).toBe(id(answers[0]))
-    const metrics = await (await box.request('/metrics')).text()
+    const metrics = await (await box.readMetrics()).text()
     expect(metrics).toMatch(/^linkbox_media_extractions_total\{outcome="cached"\} [1-9]/m)
     expect(metrics).toMatch(/^linkbox_media_bytes_served_total [1-9][0-9]*$/m)
   }, LONG)
@@ -350,7 +350,7 @@ describe('limits', () => {
         expect(a.body.code).toBe('busy')
         expect(Number(a.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
       }
-      expect(await (await busyBox.request('/metrics')).text()).toMatch(/^linkbox_media_extractions_total\{outcome="busy"\} 7$/m)
+      expect(await (await busyBox.readMetrics()).text()).toMatch(/^linkbox_media_extractions_total\{outcome="busy"\} 7$/m)
     } finally {
       await busyBox.cleanup()
     }

@@ -65,9 +65,9 @@ test('a version 1 database migrates with every row, id, index and aggregate kept
     expect(after.accounts!.map((a) => a.disabled)).toEqual((before as Record<string, any[]>).accounts!.map(() => null))
     after.accounts = after.accounts!.map(({ disabled: _, ...rest }) => rest)
     expect(after).toEqual(before)
-    // Migrations 5 to 8 add the mail, media, webhook and session tables and their indexes (named mail…,
-    // media…, webhook…, web_sessions…); the others are kept as they were.
-    expect(indexes(db).filter((n) => !/^(mail|media|webhook|web_sessions)/.test(n))).toEqual(indexesBefore)
+    // Migrations 5 to 9 add the mail, media, webhook, session and form token tables and their indexes
+    // (named mail…, media…, webhook…, web_sessions…, form_tokens…); the others are kept as they were.
+    expect(indexes(db).filter((n) => !/^(mail|media|webhook|web_sessions|form_tokens)/.test(n))).toEqual(indexesBefore)
     expect(db.query('PRAGMA foreign_key_check').all()).toEqual([])
     // Migration 3: each day's names become the JSON of its row, and each month adds up its days.
     const json = (rows: unknown[]): unknown[] => (rows as { dims: string }[]).map((r) => ({ ...r, dims: JSON.parse(r.dims) }))
@@ -168,6 +168,55 @@ test('migration 7: the webhook tables, and an account deleted takes its endpoint
     db.exec('DELETE FROM accounts WHERE id = 2')
     for (const t of ['webhook_endpoints', 'webhook_events', 'webhook_deliveries'])
       expect({ t, n: (db.query(`SELECT count(*) AS n FROM ${t}`).get() as { n: number }).n }).toEqual({ t, n: 0 })
+  } finally {
+    db.close()
+  }
+})
+
+test('migration 9: events keep their ids and get msg_<id>; new ones a random webhook-id; event ids are not given twice', () => {
+  const dir = tempDir('linkbox-migrate-')
+  dirs.push(dir)
+  const path = join(dir, 'linkbox.db')
+  const raw = new Database(path, { create: true, strict: true })
+  raw.exec('PRAGMA journal_mode = WAL')
+  for (let v = 0; v < 8; v++) {
+    const m = migrations[v]!
+    raw.exec(typeof m === 'string' ? m : m.sql)
+    raw.exec(`PRAGMA user_version = ${v + 1}`)
+  }
+  raw.exec(`
+    INSERT INTO accounts (name, created) VALUES ('alice', 1);
+    INSERT INTO webhook_endpoints (account_id, url, events, secret, created) VALUES (1, 'https://hook.example/', 'link.created', 'whsec_x', 1);
+    INSERT INTO webhook_events (account_id, type, created, payload) VALUES (1, 'link.created', 1, '{"n":1}'), (1, 'link.created', 2, '{"n":2}'), (1, 'link.created', 3, '{"n":3}');
+    INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (1, 1, 'ok', 1), (2, 1, 'pending', 2);
+    DELETE FROM webhook_events WHERE id = 3;
+  `)
+  raw.close()
+
+  const db = openDatabase(path)
+  try {
+    expect(db.query('PRAGMA user_version').get()).toEqual({ user_version: migrations.length })
+    // What was there keeps its row, its payload and the id it was (or will be) sent under.
+    expect(db.query('SELECT id, webhook_id, payload FROM webhook_events ORDER BY id').all()).toEqual([
+      { id: 1, webhook_id: 'msg_1', payload: '{"n":1}' },
+      { id: 2, webhook_id: 'msg_2', payload: '{"n":2}' },
+    ])
+    expect(db.query('SELECT event_id, state FROM webhook_deliveries ORDER BY event_id').all()).toEqual([
+      { event_id: 1, state: 'ok' },
+      { event_id: 2, state: 'pending' },
+    ])
+    // The deleted event 3's id is not given again; a new event's webhook-id is random, never its row number.
+    const insert = db.query("INSERT INTO webhook_events (account_id, type, created, payload) VALUES (1, 'link.created', 4, '{}') RETURNING id, webhook_id")
+    const a = insert.get() as { id: number; webhook_id: string }
+    const b = insert.get() as { id: number; webhook_id: string }
+    expect([a.id, b.id]).toEqual([4, 5])
+    expect(a.webhook_id).toMatch(/^msg_[0-9a-f]{32}$/)
+    expect(b.webhook_id).toMatch(/^msg_[0-9a-f]{32}$/)
+    expect(a.webhook_id).not.toBe(b.webhook_id)
+    // The deliveries still belong to the rebuilt table: an event deleted takes its deliveries.
+    db.exec('DELETE FROM webhook_events WHERE id = 2')
+    expect(db.query('SELECT event_id FROM webhook_deliveries').all()).toEqual([{ event_id: 1 }])
+    expect(db.query('PRAGMA foreign_key_check').all()).toEqual([])
   } finally {
     db.close()
   }

@@ -11,6 +11,7 @@ import { GuardError, guardedFetch, isPublicAddress } from '../src/net/guard'
 import { makeBox, type TestBox } from './support/app'
 import { htmlPage, startApp, startFixture, type Fixture, type RunningApp } from './support/browser'
 import { CHROME_UA } from './support/server'
+import { follow } from './support/dashboard'
 
 const NAVIGATE = { 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document', 'user-agent': CHROME_UA }
 
@@ -345,6 +346,8 @@ describe('home page', () => {
   const form = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
     box.request('/', { method: 'POST', body: new URLSearchParams(fields), headers: { 'user-agent': CHROME_UA, ...headers } })
   const count = (b: TestBox = box) => (b.db.query('SELECT count(*) AS n FROM links').get() as { n: number }).n
+  /** The page a form's 303 leads to (with the cookie the answer set), as a browser shows it. */
+  const shown = async (r: Response, b: TestBox = box) => (await follow(b, r)).text()
 
   test('GET /: the page with its script, and a referrer policy under which the form posts its real Origin', async () => {
     const r = await box.request('/')
@@ -365,10 +368,12 @@ describe('home page', () => {
     expect(await other.text()).toContain('<meta name="referrer" content="no-referrer">')
   })
 
-  test('a POST creates an anonymous link and answers with it: short link, QR, stats link', async () => {
+  test('a POST creates an anonymous link and answers with a 303 to it: short link, QR, stats link', async () => {
     const r = await form({ url: `${dest.url}/from-home`, mode: 'frame', expire: '3600' }, { origin: 'http://localhost:8080' })
-    expect(r.status).toBe(200)
-    const html = await r.text()
+    expect(r.status).toBe(303)
+    expect(r.headers.get('location')).toMatch(/^\/\?made=[A-Za-z0-9_-]{22}$/)
+    expect(r.headers.get('set-cookie')).toMatch(/^lb_home=[A-Za-z0-9_-]{22}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=300$/)
+    const html = await shown(r)
     const code = html.match(/<input id="short" type="text" readonly value="http:\/\/localhost:8080\/([A-Za-z0-9]{6})">/)![1]!
     expect(html).toContain(`<img class="qr" src="/qr/${code}.svg" alt="QR code of http://localhost:8080/${code}"`)
     expect(html).toContain(`<a href="/${code}+">http://localhost:8080/${code}+</a>`)
@@ -377,11 +382,12 @@ describe('home page', () => {
     expect(row).toEqual({ account_id: null, mode: 'frame', long_url: `${dest.url}/from-home` })
   })
 
-  test('errors: by field, with their status, what was typed kept and escaped', async () => {
+  test('errors: 303 back to the form, by field, what was typed kept and escaped', async () => {
     const typed = `"><script>alert(1)</script>`
     const bad = await form({ url: `${dest.url}/x`, alias: typed })
-    expect(bad.status).toBe(400)
-    const html = await bad.text()
+    expect(bad.status).toBe(303)
+    expect(bad.headers.get('location')).toMatch(/^\/\?form=[A-Za-z0-9_-]{22}$/)
+    const html = await shown(bad)
     expect(html).not.toContain('<script>alert')
     expect(html).toContain(`value="&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;" aria-invalid="true">`)
     expect(html).toContain('<p id="alias-error" class="field-error">The alias must be 2 to 32 characters: letters, digits, _ and -.</p>')
@@ -391,18 +397,15 @@ describe('home page', () => {
 
     await form({ url: `${dest.url}/one`, alias: 'home-taken' })
     const taken = await form({ url: `${dest.url}/two`, alias: 'home-taken', password: 'secret' })
-    expect(taken.status).toBe(409)
-    const takenHtml = await taken.text()
+    const takenHtml = await shown(taken)
     expect(takenHtml).toContain('The alias &quot;home-taken&quot; is already in use.')
     expect(takenHtml).not.toContain('secret') // a password is never written back into a page
 
     const missing = await form({})
-    expect(missing.status).toBe(400)
-    expect(await missing.text()).toContain('<p id="url-error" class="field-error">The URL is required.</p>')
+    expect(await shown(missing)).toContain('<p id="url-error" class="field-error">The URL is required.</p>')
 
     const mode = await form({ url: `${dest.url}/m`, mode: 'sideways' })
-    expect(mode.status).toBe(400)
-    expect(await mode.text()).toMatch(/<select id="mode" name="mode" aria-describedby="mode-error" aria-invalid="true"><option value="redirect">/)
+    expect(await shown(mode)).toMatch(/<select id="mode" name="mode" aria-describedby="mode-error" aria-invalid="true"><option value="redirect">/)
   })
 
   test('a cross-site POST is refused with 403 (Origin of another site, "null", or Sec-Fetch-Site: cross-site)', async () => {
@@ -422,7 +425,7 @@ describe('home page', () => {
     // Its own origin (base_url's, or the request's), same-origin, or no Origin at all (a script) go through.
     for (const headers of <Record<string, string>[]>[{ origin: 'http://localhost:8080' }, { 'sec-fetch-site': 'same-origin' }, {}]) {
       const r = await form({ url: `${dest.url}/fine` }, headers)
-      expect({ headers, status: r.status }).toEqual({ headers, status: 200 })
+      expect({ headers, status: r.status }).toEqual({ headers, status: 303 })
     }
     expect(count()).toBe(before + 3)
   })
@@ -432,11 +435,12 @@ describe('home page', () => {
     try {
       expect((await b.post('/api/getLink.json', { url: `${dest.url}/api` })).status).toBe(200)
       const post = (url: string) => b.request('/', { method: 'POST', body: new URLSearchParams({ url }) })
-      expect((await post(`${dest.url}/form`)).status).toBe(200)
+      expect((await post(`${dest.url}/form`)).headers.get('location')).toStartWith('/?made=')
       const limited = await post(`${dest.url}/third`)
-      expect(limited.status).toBe(429)
+      expect(limited.status).toBe(303)
+      expect(limited.headers.get('location')).toStartWith('/?form=')
       expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0)
-      const html = await limited.text()
+      const html = await shown(limited, b)
       expect(html).toMatch(/<p id="form-error" class="form-error" role="alert">Too many links from your address: wait \d+ s and try again\.<\/p>/)
       expect(html).toContain(`value="${dest.url}/third"`)
       expect((await b.post('/api/getLink.json', { url: `${dest.url}/api2` })).status).toBe(429)

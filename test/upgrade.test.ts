@@ -1,6 +1,6 @@
 // Upgrades (issue 12): a data directory written by the previous schema's linkbox — the real source of the
-// commit before migration 8, taken out of git history and run as `bun src/main.ts account create` — is
-// served by this one, which first copies the database to data_dir/backups/. A database newer than this
+// commit before the newest migration, taken out of git history and run as `bun src/main.ts account create`
+// — is served by this one, which first copies the database to data_dir/backups/. A database newer than this
 // linkbox is refused by serve and by every command that opens it, with one line and exit 1.
 import { afterAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
@@ -35,12 +35,13 @@ const userVersion = (path: string) => {
 }
 
 /**
- * The source tree of the last commit before migration 8 (`git archive`, so the repository's worktrees are
- * not touched), with this checkout's node_modules. Null where git history is not at hand (a shallow clone).
+ * The source tree of the last commit before the newest migration (`git archive`, so the repository's
+ * worktrees are not touched), with this checkout's node_modules. Null where git history is not at hand (a shallow clone).
  */
 function previousRelease(): { command: string[]; commit: string } | null {
   const git = (...args: string[]) => Bun.spawnSync(['git', '-C', REPO_ROOT, ...args])
-  const found = git('log', '--format=%H', '-1', '-S', '/* 8: the dashboard', '--', 'src/db/migrations.ts')
+  // The commit that added the newest migration: its comment opens with "/* <number>: ".
+  const found = git('log', '--format=%H', '-1', '-S', `/* ${migrations.length}: `, '--', 'src/db/migrations.ts')
   const introducing = found.stdout.toString().trim()
   if (found.exitCode !== 0 || !introducing) return null
   const commit = git('rev-parse', `${introducing}^`).stdout.toString().trim()
@@ -71,7 +72,7 @@ describe('a data directory of the previous schema', () => {
   test("written by the previous commit's linkbox, is served by this one after an automatic copy", async () => {
     const config = freshConfig()
     const previous = previousRelease()
-    if (!previous) console.warn('upgrade test: no git history here; the previous schema is made from migrations[0..6] instead')
+    if (!previous) console.warn('upgrade test: no git history here; the previous schema is made from all migrations but the newest instead')
     const dbPath = join(config.dataDir, 'linkbox.db')
     let key: string
     if (previous) {

@@ -69,7 +69,7 @@ function endpointFor(t: Rig, r: Receiver, opts: { events?: string; url?: string 
 }
 
 describe('signed delivery', () => {
-  test('a delivery arrives signed and verifiable, as the exact stored bytes, under webhook-id msg_<event id>', async () => {
+  test("a delivery arrives signed and verifiable, as the exact stored bytes, under its event's random webhook-id", async () => {
     const t = rig()
     const r = receiver()
     const e = endpointFor(t, r)
@@ -79,7 +79,7 @@ describe('signed delivery', () => {
     expect(r.got).toHaveLength(1)
     const got = r.got[0]!
     expect(got.verifyError).toBeNull()
-    expect(got.id).toBe(`msg_${ev.id}`)
+    expect(got.id).toBe(ev.webhookId)
     expect(got.body).toBe(ev.payload)
     expect(got.contentType).toBe('application/json')
     expect(Math.abs(Number(got.timestamp) - Date.now() / 1000)).toBeLessThan(300)
@@ -95,7 +95,7 @@ describe('signed delivery', () => {
     t.deliverer.wake()
     await until(() => r.got.length === 2, 'the second delivery')
     expect(r.got[1]!.verifyError).not.toBeNull()
-    expect(r.got[1]!.id).toBe(`msg_${ev2.id}`)
+    expect(r.got[1]!.id).toBe(ev2.webhookId)
   })
 
   test('only subscribed, enabled endpoints get an event; a disabled endpoint\'s pending row is not sent', async () => {
@@ -110,7 +110,7 @@ describe('signed delivery', () => {
     const ev2 = addEvent(t.db, t.account, 'link.created', { hex: 'x' })
     t.deliverer.wake()
     await until(() => links.got.length === 1, 'the link.created delivery')
-    expect(links.got[0]!.id).toBe(`msg_${ev2.id}`)
+    expect(links.got[0]!.id).toBe(ev2.webhookId)
     expect(clicks.got).toEqual([])
     expect(delivery(t.db, ev.id, c.id).state).toBe('pending')
   })
@@ -125,8 +125,8 @@ describe('retries', () => {
     t.deliverer.start()
     await until(() => delivery(t.db, ev.id, e.id).state === 'ok', 'delivered after a retry')
     expect(r.got.map((g) => [g.id, g.verifyError, g.body])).toEqual([
-      [`msg_${ev.id}`, null, ev.payload],
-      [`msg_${ev.id}`, null, ev.payload],
+      [ev.webhookId, null, ev.payload],
+      [ev.webhookId, null, ev.payload],
     ])
     expect(delivery(t.db, ev.id, e.id)).toMatchObject({ state: 'ok', attempts: 2, last_status: 200, last_error: null })
     expect(t.deliverer.stats.outcomes).toMatchObject({ retry: 1, ok: 1 })
@@ -141,7 +141,7 @@ describe('retries', () => {
     t.deliverer.start()
     await until(() => delivery(t.db, ev.id, e.id).state === 'failed', 'failed after the retries')
     expect(delivery(t.db, ev.id, e.id)).toMatchObject({ state: 'failed', attempts: 3, last_status: 500, last_error: 'HTTP 500' })
-    expect(r.got.map((g) => g.id)).toEqual([`msg_${ev.id}`, `msg_${ev.id}`, `msg_${ev.id}`])
+    expect(r.got.map((g) => g.id)).toEqual([ev.webhookId, ev.webhookId, ev.webhookId])
     expect(endpointRow(t.db, e.id)).toMatchObject({ enabled: 1, failing: 1 })
     expect(t.logs.some((l) => l.includes(`webhook endpoint ${e.id} is failing`))).toBe(true)
     expect(t.deliverer.stats.outcomes).toMatchObject({ retry: 2, failed: 1 })
@@ -227,7 +227,7 @@ describe('410 Gone', () => {
 })
 
 describe('one event, one webhook-id', () => {
-  test('across endpoints, retries and a redelivery the id stays msg_<event id>', async () => {
+  test('across endpoints, retries and a redelivery the id stays the one of the event', async () => {
     const t = rig()
     const a = receiver((n) => new Response('', { status: n === 1 ? 502 : 204 }))
     const b = receiver()
@@ -241,7 +241,7 @@ describe('one event, one webhook-id', () => {
     t.deliverer.wake()
     await until(() => b.got.length === 2 && delivery(t.db, ev.id, eb.id).state === 'ok', 'redelivered')
     const ids = new Set([...a.got, ...b.got].map((g) => g.id))
-    expect([...ids]).toEqual([`msg_${ev.id}`])
+    expect([...ids]).toEqual([ev.webhookId])
     expect([...a.got, ...b.got].every((g) => g.verifyError === null)).toBe(true)
     expect(a.got).toHaveLength(2)
   })
@@ -262,7 +262,7 @@ describe('one event, one webhook-id', () => {
     hold = false
     t.deliverer.start()
     await until(() => delivery(t.db, ev.id, e.id).state === 'ok', 'sent again')
-    expect(r.got.map((g) => g.id)).toEqual([`msg_${ev.id}`, `msg_${ev.id}`])
+    expect(r.got.map((g) => g.id)).toEqual([ev.webhookId, ev.webhookId])
   })
 })
 
@@ -376,7 +376,7 @@ describe('in the app', () => {
     box.deliverer.wake()
     await until(() => box.deliverer.stats.outcomes.retry === 1, 'one retry planned')
     await Bun.sleep(1100) // the outbox gauges are cached for a second
-    const text = await (await box.request('/metrics')).text()
+    const text = await (await box.readMetrics()).text()
     expect(text).toContain('linkbox_webhook_deliveries_total{outcome="ok"} 1')
     expect(text).toContain('linkbox_webhook_deliveries_total{outcome="retry"} 1')
     expect(text).toContain('linkbox_webhook_deliveries_total{outcome="gone"} 0')

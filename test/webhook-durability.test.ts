@@ -57,15 +57,15 @@ test('SIGKILL between the commit and the send: after the restart the event is de
   const second = await startServer({ config })
   await until(() => delivery(db, ev.id, endpoint.id).state === 'ok', 'delivered after the restart')
   expect(r.got.map((g) => [g.id, g.verifyError, g.body])).toEqual([
-    [`msg_${ev.id}`, null, ev.payload],
-    [`msg_${ev.id}`, null, ev.payload],
+    [ev.webhookId, null, ev.payload],
+    [ev.webhookId, null, ev.payload],
   ])
   expect(delivery(db, ev.id, endpoint.id)).toMatchObject({ state: 'ok', attempts: 1, last_status: 200 })
 
   // An event committed by another process while the service runs (the CLI's `webhook test`) is found by the timer.
   const later = addEvent(db, account, 'link.deleted', { hex: 'abc' })
   await until(() => delivery(db, later.id, endpoint.id).state === 'ok', 'the later event delivered')
-  expect(r.got.at(-1)!.id).toBe(`msg_${later.id}`)
+  expect(r.got.at(-1)!.id).toBe(later.webhookId)
   expect(await second.stop()).toBe(0)
 })
 
@@ -87,7 +87,7 @@ test('SIGTERM does not wait out a receiver that hangs: the row stays pending and
   hold = false
   const second = await startServer({ config })
   await until(() => delivery(db, ev.id, endpoint.id).state === 'ok', 'delivered after the restart')
-  expect(new Set(r.got.map((g) => g.id))).toEqual(new Set([`msg_${ev.id}`]))
+  expect(new Set(r.got.map((g) => g.id))).toEqual(new Set([ev.webhookId]))
   expect(r.got.every((g) => g.verifyError === null)).toBe(true)
   expect(await second.stop()).toBe(0)
 })

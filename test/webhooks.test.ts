@@ -57,8 +57,10 @@ describe('POST /api/webhooks.json', () => {
     const log = await hook({ action: 'deliveries', id: String(made.id) })
     expect(log.body.return.id).toBe(made.id)
     const [d] = log.body.return.deliveries
+    const [event] = rows('SELECT id, webhook_id FROM webhook_events')
+    expect(event.webhook_id).toMatch(/^msg_[0-9a-f]{32}$/)
     expect(d).toEqual({
-      event_id: expect.any(Number), webhook_id: `msg_${d.event_id}`, type: 'link.created', state: 'pending', attempts: 0,
+      event_id: event.id, webhook_id: event.webhook_id, type: 'link.created', state: 'pending', attempts: 0,
       last_status: null, last_error: null, last_ms: null, last_at: null, next_at: expect.stringMatching(/T/),
     })
 
@@ -68,7 +70,7 @@ describe('POST /api/webhooks.json', () => {
     const again = await hook({ action: 'redeliver', id: String(made.id), event: String(d.event_id) })
     expect(again.status).toBe(200)
     expect(again.body.return).toEqual({
-      id: made.id, event_id: d.event_id, webhook_id: `msg_${d.event_id}`, state: 'pending', attempts: 0, next_at: expect.any(String),
+      id: made.id, event_id: d.event_id, webhook_id: event.webhook_id, state: 'pending', attempts: 0, next_at: expect.any(String),
     })
     expect(rows('SELECT state, attempts, last_status FROM webhook_deliveries')).toEqual([{ state: 'pending', attempts: 0, last_status: 503 }])
     expect(rows('SELECT count(*) AS n FROM webhook_events')).toEqual([{ n: 1 }])
@@ -83,9 +85,9 @@ describe('POST /api/webhooks.json', () => {
     const a = await createHook('link.created')
     await box.post('/api/getLink.json', { url: 'https://example.com/a' }, { 'X-Api-Key': key })
     const b = await createHook('mail.received') // created after the event
-    const [{ id: eventId }] = rows('SELECT id FROM webhook_events')
+    const [{ id: eventId, webhook_id: webhookId }] = rows('SELECT id, webhook_id FROM webhook_events')
     const r = await hook({ action: 'redeliver', id: String(b.id), event: String(eventId) })
-    expect(r.body.return).toMatchObject({ id: b.id, webhook_id: `msg_${eventId}`, state: 'pending', attempts: 0 })
+    expect(r.body.return).toMatchObject({ id: b.id, webhook_id: webhookId, state: 'pending', attempts: 0 })
     expect(rows('SELECT endpoint_id FROM webhook_deliveries ORDER BY endpoint_id')).toEqual([{ endpoint_id: a.id }, { endpoint_id: b.id }])
     // Bob's endpoint cannot take Alice's event.
     const bobs = await createHook('link.created', otherKey)
@@ -372,9 +374,9 @@ describe('the CLI', () => {
     expect(t.code).toBe(0)
     expect(t.stdout).toContain('the running service delivers it')
     const webhookId = t.stdout.trimEnd().split('\n').at(-1)!
-    expect(webhookId).toMatch(/^msg_\d+$/)
+    expect(webhookId).toMatch(/^msg_[0-9a-f]{32}$/)
     const db = new Database(join(config.dataDir, 'linkbox.db'), { readonly: true })
-    const event = db.query('SELECT type, payload FROM webhook_events WHERE id = ?').get(Number(webhookId.slice(4))) as any
+    const event = db.query('SELECT type, payload FROM webhook_events WHERE webhook_id = ?').get(webhookId) as any
     expect(event.type).toBe('webhook.test')
     expect(JSON.parse(event.payload)).toMatchObject({ type: 'webhook.test', data: { webhook: 1, url: 'http://127.0.0.1:9/in' } })
     expect(db.query('SELECT endpoint_id, state FROM webhook_deliveries').all()).toEqual([{ endpoint_id: 1, state: 'pending' }])

@@ -52,7 +52,9 @@ const sums = (entries: Record<string, Uint8Array | string>) =>
 
 const good = zipapp('good', '2099.01.01')
 const newer = zipapp('newer', '2099.02.02')
-const older = zipapp('older', '2020.01.01')
+const older = zipapp('older', '2040.01.01')
+/** Debian 12's own yt-dlp: a page can tell it to skip the guard proxy (CVE-2023-46121). */
+const unsafe = zipapp('unsafe', '2023.03.04')
 const exits1 = zipapp('exits1', '2099.03.03', 1)
 const garbage = crypto.getRandomValues(new Uint8Array(50_000))
 
@@ -64,6 +66,8 @@ const release: Record<string, Uint8Array<ArrayBuffer> | string> = {
   '/newer/SHA2-256SUMS': sums({ 'yt-dlp': newer }),
   '/older/yt-dlp': older,
   '/older/SHA2-256SUMS': sums({ 'yt-dlp': older }),
+  '/unsafe/yt-dlp': unsafe,
+  '/unsafe/SHA2-256SUMS': sums({ 'yt-dlp': unsafe }),
   '/badsum/yt-dlp': newer,
   '/badsum/SHA2-256SUMS': sums({ 'yt-dlp': good }), // the sum of another file
   '/garbage/yt-dlp': garbage,
@@ -191,6 +195,12 @@ describe('updating from a fixture release', () => {
       expect(await refused(dir, `${base}/endless/`, 'download')).toContain('more than the limit of 67108864 bytes')
       await unchanged()
     })
+    test('a release older than 2024.07.01, whatever its checksum says', async () => {
+      const why = await refused(dir, `${base}/unsafe/`, 'too-old')
+      expect(why).toContain('version 2023.03.04 is older than 2024.07.01')
+      expect(why).toContain('CVE-2023-46121')
+      await unchanged()
+    })
     test('a folder that does not exist', async () => {
       expect(await refused(dir, `${base}/nothing/`, 'download')).toContain('HTTP 404')
       await unchanged()
@@ -243,11 +253,20 @@ describe('which one runs', () => {
     const bundledPath = join(dir, 'bin', BUNDLED_NAME)
     expect(await ytdlp.current()).toMatchObject({ source: 'bundled', path: bundledPath, version: '2050.01.01' })
 
-    expect(await updateYtdlp({ dataDir: dir, from: `${base}/older/` })).toMatchObject({ version: '2020.01.01' })
+    expect(await updateYtdlp({ dataDir: dir, from: `${base}/older/` })).toMatchObject({ version: '2040.01.01' })
     expect(await ytdlp.current()).toMatchObject({ source: 'bundled', version: '2050.01.01' })
 
     await updateYtdlp({ dataDir: dir, from: `${base}/good/` })
     expect(await ytdlp.current()).toMatchObject({ source: 'updated', version: '2099.01.01' })
+  })
+
+  test('an update too old to run (left by an earlier linkbox) does not hide the bundled one', async () => {
+    const dir = dataDir()
+    const bundled = zipapp('bundled-safe', '2050.01.01')
+    await installBundled(dir, new Blob([bundled]), { version: '2050.01.01', sha256: sha256(bundled), source: 'test' })
+    // Put in place by hand, as `ytdlp update` now refuses it: no sidecar, so its --version is asked.
+    writeFileSync(updatedFile(dir), unsafe, { mode: 0o755 })
+    expect(await createYtdlp({ ytdlpPath: '', dataDir: dir }).current()).toMatchObject({ source: 'bundled', version: '2050.01.01' })
   })
 
   test('extraction of the bundled one: only when missing or different, never from a damaged build', async () => {
@@ -340,11 +359,19 @@ describe('linkbox ytdlp update (the CLI)', () => {
       await installBundled(c2.dataDir, new Blob([bundled]), { version: '2050.01.01', sha256: sha256(bundled), source: 'test' })
       const r = await runCli(['ytdlp', 'update', '--from', `${base}/older/`, '--config', c2.configPath])
       expect(r.code).toBe(0)
-      expect(r.stdout).toContain('yt-dlp 2020.01.01 installed')
+      expect(r.stdout).toContain('yt-dlp 2040.01.01 installed')
       expect(r.stdout).toContain(`note: the service uses the bundled one instead (${join(c2.dataDir, 'bin', BUNDLED_NAME)}, 2050.01.01)`)
     } finally {
       removeDir(c2.dir)
     }
+  })
+
+  test('a release older than 2024.07.01: exit 1, the version and the reason named, the old one kept', async () => {
+    const r = await runCli(['ytdlp', 'update', '--from', `${base}/unsafe/`, '--config', c.configPath])
+    expect(r.code).toBe(1)
+    expect(r.stderr).toContain('refused: version 2023.03.04 is older than 2024.07.01')
+    expect(r.stderr).toContain('the yt-dlp in use is unchanged')
+    expect(sha256(readFileSync(join(c.dataDir, 'bin', UPDATED_NAME)))).toBe(sha256(good))
   })
 
   test('a wrong sub-command is a usage error', async () => {

@@ -198,8 +198,10 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
     /**
      * A key for the account with this id (the dashboard's signed-in account), within MAX_ACTIVE_KEYS; the
      * account's revoked keys beyond the REVOKED_KEYS_KEPT latest are deleted in the same transaction.
+     * `within` runs in that transaction after the insert (the dashboard claims its form token there);
+     * when it throws, no key is made.
      */
-    createKeyForAccount(input: { accountId: number; scopes: Scope[]; label?: string }) {
+    createKeyForAccount(input: { accountId: number; scopes: Scope[]; label?: string }, opts: { within?: (key: { id: number }) => void } = {}) {
       const label = validateLabel(input.label ?? '')
       if (input.scopes.length === 0) throw new AppError(400, 'invalid_parameter', 'Choose at least one scope.')
       for (const s of input.scopes)
@@ -209,7 +211,9 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
         if (store.activeKeyCount(input.accountId) >= MAX_ACTIVE_KEYS)
           throw new AppError(409, 'too_many_keys', `An account can hold ${MAX_ACTIVE_KEYS} active keys: revoke one you no longer use first.`)
         store.pruneRevoked(input.accountId, REVOKED_KEYS_KEPT)
-        return newKey(input.accountId, [...new Set(input.scopes)], label)
+        const key = newKey(input.accountId, [...new Set(input.scopes)], label)
+        opts.within?.(key)
+        return key
       })()
     },
 

@@ -1,11 +1,13 @@
 // The dashboard's Admin section, for administrator accounts only (shell.requireAdmin: others get a 403):
-// every account with what it owns, creating one (its first key shown once, in the answer to the POST),
+// every account with what it owns, creating one (its first key shown once, on the page the POST redirects
+// to: it waits for that one GET in the server's memory, bound to the session),
 // disabling and enabling; and the service's health — the /healthz check and the /metrics numbers drawn
 // for people (big numbers, and SVG bars drawn with presentation attributes, since the CSP forbids inline
 // styles).
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { Elysia } from 'elysia'
+import { ACCOUNT_PAGE_MAX } from '../accounts/service'
 import { AppError } from '../errors'
 import type { MetricFamily } from '../metrics'
 import { escapeHtml } from '../pages/render'
@@ -173,6 +175,13 @@ interface CreateForm {
   admin?: boolean
   error?: { field: 'name' | 'password'; text: string }
 }
+/** A new account's first key, kept for the one page that shows it. */
+interface NewAccount {
+  name: string
+  key: string
+  hasPassword: boolean
+  admin: boolean
+}
 
 function createForm(s: Session, f: CreateForm): string {
   const err = f.error
@@ -250,18 +259,32 @@ export function createAdminSection(deps: DashboardDeps) {
     return Number.isInteger(n) && n >= 1 ? Math.min(n, MAX_PAGE) : 1
   }
 
-  function accountsPage(request: Request, s: Session, opts: { page?: number; form?: CreateForm; created?: string; status?: number } = {}) {
-    const list = accounts.listAccounts({ page: opts.page ?? 1 })
+  /**
+   * The accounts, a page of them, and the form; with ?created=ID the new account's key, the one time it is
+   * shown (a reload says it was); with ?form=ID the refused form as it was sent (never its password).
+   */
+  /** The accounts and the create form: a refused form (?form=ID) as it was sent, or what was typed before the session ended. */
+  function accountsPage(request: Request, s: Session, draft?: CreateForm) {
+    const url = new URL(request.url)
+    const owner = shell.ownerOf(s)
+    const form = shell.refusedState<CreateForm>(request, owner) ?? draft ?? {}
+    const createdId = url.searchParams.get('created')
+    const made = createdId === null ? null : shell.flash.take<NewAccount>(owner, 'account key', createdId)
+    const list = accounts.listAccounts({ page: pageOf(url.searchParams.get('page')) })
+    const notice =
+      createdId !== null && !made
+        ? ({ kind: 'ok', text: "The new account's key was shown once, and is not shown again: only its hash is kept." } as const)
+        : undefined
     const content = `<h1>Admin</h1>
 ${tabs('accounts')}
-${opts.created ?? ''}
-${createForm(s, opts.form ?? {})}
+${made ? createdCard(made.name, made.key, made.hasPassword, made.admin) : ''}
+${createForm(s, form)}
 <section class="card" aria-labelledby="accounts-h">
 <h2 id="accounts-h">Accounts <span class="count">${count(list.total)}</span></h2>
 <p class="muted">Disabling an account refuses its API keys at once and signs it out everywhere; enabling it gives them back.</p>
 ${accountsTable(s, list)}
 </section>`
-    return shell.render(request, s, { section: 'admin', title: 'Admin · Accounts', content, status: opts.status })
+    return shell.render(request, s, { section: 'admin', title: 'Admin · Accounts', content, notice })
   }
 
   function healthPage(request: Request, s: Session) {
@@ -364,10 +387,12 @@ ${hooks}
     .get(ADMIN, ({ request }) => {
       const s = shell.requireAdmin(request)
       if (s instanceof Response) return s
-      return accountsPage(request, s, { page: pageOf(new URL(request.url).searchParams.get('page')) })
+      // Typed before the session ended (see shell.requireForm): the form shows it again.
+      const d = shell.draft(request)
+      return accountsPage(request, s, d ? { name: d.get('name') ?? '', admin: d.get('admin') === '1' } : undefined)
     })
     .post(`${ADMIN}/accounts`, async ({ request }) => {
-      const s = shell.requireAdmin(request)
+      const s = await shell.requireForm(request, { page: ADMIN, keep: ['name', 'admin'], admin: true })
       if (s instanceof Response) return s
       const fields = await shell.form(request, s)
       const name = (fields.get('name') ?? '').trim()
@@ -375,20 +400,18 @@ ${hooks}
       const admin = fields.get('admin') === '1'
       try {
         const { account, key } = await accounts.createAccount({ name, password: password === '' ? undefined : password, admin })
-        // The key is in this answer only (200, no-store): never stored, never in a redirect.
-        return accountsPage(request, s, {
-          created: createdCard(account.name, key.key, password !== '', admin),
-          form: {},
-          page: Number.MAX_SAFE_INTEGER, // the last page: where the new account is
-        })
+        // The key waits for the page redirected to, in memory (flash.ts): never stored, never in a URL or a cookie.
+        const id = shell.flash.put(shell.ownerOf(s), 'account key', { name: account.name, key: key.key, hasPassword: password !== '', admin } satisfies NewAccount)
+        // The last page: where the new account is.
+        return shell.seeOther(`${ADMIN}?page=${Math.max(1, Math.ceil(accounts.count() / ACCOUNT_PAGE_MAX))}&created=${id}`)
       } catch (err) {
         if (err instanceof AppError && err.status < 500)
-          return accountsPage(request, s, { form: { name, admin, error: { field: fieldOf(err), text: err.message } }, status: err.status })
+          return shell.refused(shell.ownerOf(s), ADMIN, { name: name.slice(0, 200), admin, error: { field: fieldOf(err), text: err.message } } satisfies CreateForm)
         throw err
       }
     })
     .post(`${ADMIN}/accounts/:action`, async ({ request, params }) => {
-      const s = shell.requireAdmin(request)
+      const s = shell.requireAdmin(request, ADMIN)
       if (s instanceof Response) return s
       if (params.action !== 'disable' && params.action !== 'enable') throw new AppError(404, 'not_found', 'Not found.')
       const fields = await shell.form(request, s)

@@ -1,7 +1,9 @@
 // Sign in, sign out and (when [web] signup = true) open sign-up. The sign-in form has no session yet, so
 // its CSRF token is a double-submit cookie (SameSite=Strict) that the form repeats; every POST is also
 // refused when the browser says it came from another site. Attempts are limited per client and per
-// client + name, and each costs one bounded argon2id check whether or not the name exists.
+// client + name, and each costs one bounded argon2id check whether or not the name exists. A refused
+// sign-in is answered with a redirect back to the form (the name and the message kept on the server,
+// bound to that cookie; never the password), so that a reload does not send the password again.
 import { Elysia } from 'elysia'
 import loginTpl from '../../assets/login.html' with { type: 'text' }
 import { AppError } from '../errors'
@@ -11,6 +13,9 @@ import { rateKeyOf } from '../http/client-ip'
 import { escapeHtml, fill } from '../pages/render'
 import type { DashboardDeps } from './index'
 import { randomToken } from './sessions'
+import { safeNext, SESSION_ENDED } from './shell'
+
+export { safeNext }
 
 export const SIGN_IN_PER_MINUTE = 10
 export const SIGN_IN_PER_CLIENT_PER_MINUTE = 30
@@ -18,35 +23,51 @@ export const SIGN_UP_PER_CLIENT_PER_MINUTE = 3
 /** Accounts open sign-up may create in all; past it sign-up is closed (an admin can still add accounts). */
 export const SIGN_UP_MAX_ACCOUNTS = 10_000
 
-/** Where to go after signing in: a dashboard path only (never another site, never "//host"). */
-export function safeNext(next: string | null): string {
-  if (!next || next.length > 500) return '/dashboard'
-  if (!/^\/dashboard(?:[/?#]|$)/.test(next)) return '/dashboard'
-  if (/[\\\u0000-\u001f]/.test(next)) return '/dashboard'
-  return next
+/** A refused sign-in or sign-up, kept for the form it is sent back to (never the password). */
+interface Refused {
+  name: string
+  error: string
 }
 
 export function createAuthRoutes(deps: DashboardDeps) {
   const { shell, sessions, accounts, limiter, clientIp, config } = deps
 
-  function form(request: Request, opts: { signup: boolean; name?: string; next?: string; error?: string; status?: number; headers?: Record<string, string> }) {
+  /** Whose flash entries a sign-in form's are: the browser's sign-in cookie (a visitor's, not a session's). */
+  const ownerOf = (csrf: string) => `l${csrf}`
+
+  function form(request: Request, opts: { signup: boolean; next?: string; ended?: boolean }) {
     const csrf = shell.loginToken(request) || randomToken(24)
+    const refused = shell.refusedState<Refused>(request, ownerOf(csrf))
+    const error = refused?.error
+    const name = refused?.name ?? ''
     const signupLink = config.web.signup && !opts.signup ? '<p class="muted">No account yet? <a href="/signup">Create one</a>.</p>' : ''
     const content = fill(loginTpl as unknown as string, {
       heading: opts.signup ? 'Create an account' : 'Sign in to linkbox',
       action: opts.signup ? '/signup' : '/login',
       csrf,
       next: opts.next ?? '/dashboard',
-      name: opts.name ?? '',
+      name,
       autocomplete: opts.signup ? 'new-password' : 'current-password',
       button: opts.signup ? 'Create account' : 'Sign in',
-      error: opts.error ? `<p id="auth-error" class="notice error" role="alert">${escapeHtml(opts.error)}</p>` : '',
-      described: opts.error ? ' aria-describedby="auth-error" aria-invalid="true"' : '',
+      error: error ? `<p id="auth-error" class="notice error" role="alert">${escapeHtml(error)}</p>` : '',
+      described: error ? ' aria-describedby="auth-error" aria-invalid="true"' : '',
       password_hint: opts.signup ? '<span class="hint">8 to 128 characters.</span>' : '',
       below: opts.signup ? '<p class="muted">Already have one? <a href="/login">Sign in</a>.</p>' : signupLink,
     })
-    const headers: Record<string, string> = { 'set-cookie': shell.loginCookie(csrf), ...opts.headers }
-    return shell.render(request, null, { section: null, title: opts.signup ? 'Create an account' : 'Sign in', content, status: opts.status, headers })
+    const headers: Record<string, string> = { 'set-cookie': shell.loginCookie(csrf) }
+    return shell.render(request, null, {
+      section: null,
+      title: opts.signup ? 'Create an account' : 'Sign in',
+      content,
+      headers,
+      notice: opts.ended && !error ? { kind: 'warn', text: SESSION_ENDED } : undefined,
+    })
+  }
+
+  /** 303 back to the form with the name and the message (`headers`: a Retry-After). */
+  function refuse(request: Request, opts: { signup: boolean; name: string; next?: string; error: string; headers?: Record<string, string> }) {
+    const page = opts.signup ? '/signup' : `/login?next=${encodeURIComponent(opts.next ?? '/dashboard')}`
+    return shell.refused(ownerOf(shell.loginToken(request)), page, { name: opts.name.slice(0, 64), error: opts.error } satisfies Refused, opts.headers)
   }
 
   async function readLoginForm(request: Request): Promise<URLSearchParams> {
@@ -64,9 +85,10 @@ export function createAuthRoutes(deps: DashboardDeps) {
 
   const app = new Elysia({ name: 'dashboard-auth' })
     .get('/login', ({ request }) => {
-      const next = safeNext(new URL(request.url).searchParams.get('next'))
+      const query = new URL(request.url).searchParams
+      const next = safeNext(query.get('next'))
       if (shell.session(request)) return shell.seeOther(next)
-      return form(request, { signup: false, next })
+      return form(request, { signup: false, next, ended: query.get('reason') === 'session_ended' })
     })
     .post('/login', async ({ request }) => {
       const fields = await readLoginForm(request)
@@ -79,10 +101,10 @@ export function createAuthRoutes(deps: DashboardDeps) {
       const all = one.allowed ? limiter.hit(`signin:${client}`, SIGN_IN_PER_CLIENT_PER_MINUTE) : one
       if (!one.allowed || !all.allowed) {
         const reset = Math.max(one.reset, all.reset)
-        return form(request, { signup: false, name, next, error: `Too many sign-in attempts: wait ${reset} s and try again.`, status: 429, headers: { 'retry-after': String(reset) } })
+        return refuse(request, { signup: false, name, next, error: `Too many sign-in attempts: wait ${reset} s and try again.`, headers: { 'retry-after': String(reset) } })
       }
       const account = await sessions.checkPassword(name, fields.get('password') ?? '')
-      if (!account) return form(request, { signup: false, name, next, error: 'That account name and password do not match.', status: 401 })
+      if (!account) return refuse(request, { signup: false, name, next, error: 'That account name and password do not match.' })
       return signedIn(account.id, next)
     })
     .post('/logout', async ({ request }) => {
@@ -101,15 +123,14 @@ export function createAuthRoutes(deps: DashboardDeps) {
         const fields = await readLoginForm(request)
         const name = (fields.get('name') ?? '').trim()
         const d = limiter.hit(`signup:${rateKeyOf(clientIp(request))}`, SIGN_UP_PER_CLIENT_PER_MINUTE)
-        if (!d.allowed)
-          return form(request, { signup: true, name, error: `Too many sign-ups from your address: wait ${d.reset} s.`, status: 429, headers: { 'retry-after': String(d.reset) } })
+        if (!d.allowed) return refuse(request, { signup: true, name, error: `Too many sign-ups from your address: wait ${d.reset} s.`, headers: { 'retry-after': String(d.reset) } })
         if (accounts.count() >= SIGN_UP_MAX_ACCOUNTS)
-          return form(request, { signup: true, name, error: 'Sign-up is closed: this server has as many accounts as it takes. Ask its administrator.', status: 403 })
+          return refuse(request, { signup: true, name, error: 'Sign-up is closed: this server has as many accounts as it takes. Ask its administrator.' })
         try {
           const { account } = await accounts.createAccount({ name, password: fields.get('password') ?? '' })
           return signedIn(account.id, '/dashboard/keys', `Welcome, ${account.name}. Create an API key below to use the API.`)
         } catch (err) {
-          if (err instanceof AppError && err.status < 500) return form(request, { signup: true, name, error: err.message, status: err.status })
+          if (err instanceof AppError && err.status < 500) return refuse(request, { signup: true, name, error: err.message })
           throw err
         }
       })

@@ -17,5 +17,5 @@ export function createDashboardFeature(
     routes: dashboard.plugin,
     jobs: [{ name: 'session sweep', everyMs: 60_000, run: () => dashboard.sessions.sweep() }],
   }
-  return { feature, sessions: dashboard.sessions }
+  return { feature, sessions: dashboard.sessions, shell: dashboard.shell }
 }

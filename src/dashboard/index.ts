@@ -40,7 +40,7 @@ export interface DashboardDeps {
 
 export function createDashboard(deps: Omit<DashboardDeps, 'sessions' | 'shell'>) {
   const sessions = createSessions({ db: deps.db, clock: deps.clock })
-  const shell = createShell({ config: deps.config, sessions })
+  const shell = createShell({ config: deps.config, sessions, db: deps.db, clock: deps.clock })
   const all: DashboardDeps = { ...deps, sessions, shell }
   const plugin = new Elysia({ name: 'dashboard' })
     .get('/assets/dashboard.css', () => new Response(DASHBOARD_CSS, {

@@ -1,13 +1,16 @@
 // The dashboard's API section (/dashboard/keys): the signed-in account creates API keys with chosen
-// scopes, sees the new key once (in the answer to its own POST: never stored, never in a redirect, only
-// its hash is kept), lists its keys and revokes them. Only the account's own keys are listed or revoked.
+// scopes, sees the new key once (the POST answers 303 to /dashboard/keys?created=ID, and the key waits for
+// that one GET in the server's memory, bound to the session: never in the database, where only its hash
+// is kept, nor in a URL or a cookie), lists its keys and revokes them. The form's one-time token makes a
+// form sent twice make one key. Only the account's own keys are listed or revoked.
 import { Elysia } from 'elysia'
 import { printable, SCOPES, type Scope } from '../accounts/service'
 import { AppError } from '../errors'
 import { escapeHtml as e } from '../pages/render'
+import { RepeatedForm } from './form-tokens'
 import type { DashboardDeps } from './index'
 import type { Session } from './sessions'
-import { when } from './shell'
+import { when, withParam, type Notice } from './shell'
 
 const SCOPE_TEXT: Record<Scope, string> = {
   links: 'create, list, change and delete short links, and read their statistics',
@@ -28,9 +31,24 @@ interface KeyForm {
   scopes: Scope[]
   label: string
 }
+/** A refused key form, kept for the page it is sent back to. */
+interface Refused {
+  form: KeyForm
+  errors?: Record<string, string>
+  formError?: string
+}
+/** A new key, kept for the one page that shows it. */
+interface NewKey {
+  key: string
+  scopes: Scope[]
+  label: string
+}
+
+const PAGE = '/dashboard/keys'
 
 export function createKeysSection({ shell, accounts, config }: DashboardDeps) {
   const base = config.server.base_url
+  const { flash, tokens } = shell
 
   function createCard(s: Session, form: KeyForm, errors: Record<string, string>): string {
     const scopeErr = errors.scopes
@@ -43,6 +61,7 @@ export function createKeysSection({ shell, accounts, config }: DashboardDeps) {
 <h2 id="new-key-heading">Create a key</h2>
 <form method="post" action="/dashboard/keys" class="stack">
 <input type="hidden" name="_csrf" value="${e(s.csrf)}">
+${tokens.field()}
 <fieldset class="scopes" aria-describedby="scopes-hint${scopeErr ? ' scopes-error' : ''}">
 <legend>Scopes</legend>
 <p class="hint" id="scopes-hint">What the key may do. Give a script only what it needs.</p>
@@ -65,7 +84,7 @@ ${scopeErr ? `<p class="error" id="scopes-error">${e(scopeErr)}</p>` : ''}
       .map((k) => {
         const status = k.revoked
           ? `<span class="tag revoked">revoked</span> <span class="muted">${e(when(k.revoked))}</span>`
-          : `<form method="post" action="/dashboard/keys/${k.id}/revoke"><input type="hidden" name="_csrf" value="${e(s.csrf)}"><button type="submit" class="danger small" aria-label="Revoke the key ${e(k.prefix)}…">Revoke</button></form>`
+          : `<a class="danger-link" href="/dashboard/keys/${k.id}/revoke" aria-label="Revoke the key ${e(k.prefix)}…">Revoke</a>`
         return `<tr${k.revoked ? ' class="is-revoked"' : ''}>
 <td data-label="Key"><code>${e(k.prefix)}…</code></td>
 <td data-label="Label"><span>${k.label ? e(printable(k.label)) : '<span class="muted">—</span>'}</span></td>
@@ -97,14 +116,60 @@ only the methods of its scopes; a revoked key is refused at once.</p>
 <p><a href="/api/docs">Read the API documentation</a> for every method, its parameters and answers.</p>
 </section>`
 
-  function page(request: Request, s: Session, opts: { form?: KeyForm; errors?: Record<string, string>; created?: string; status?: number; formError?: string } = {}) {
-    const content = `<div class="keys-page"><h1>API</h1>${opts.created ?? ''}${createCard(s, opts.form ?? { scopes: [...SCOPES], label: '' }, opts.errors ?? {})}${listCard(s)}${howTo}</div>`
+  /**
+   * The section's page. With ?created=ID: the new key, the one time it is shown (a reload shows instead
+   * that it was shown once); with ?form=ID: the refused form as it was sent, with its errors.
+   */
+  function page(request: Request, s: Session, draft?: Refused) {
+    const url = new URL(request.url)
+    const owner = shell.ownerOf(s)
+    // A refused form (?form=ID) as it was sent, or what was typed before the session ended (shell.requireForm).
+    const refused = shell.refusedState<Refused>(request, owner) ?? draft ?? null
+    const createdId = url.searchParams.get('created')
+    const made = createdId === null ? null : flash.take<NewKey>(owner, 'key', createdId)
+    const created = made ? createdCard(made.key, made.scopes, made.label) : ''
+    const content = `<div class="keys-page"><h1>API</h1>${created}${createCard(s, refused?.form ?? { scopes: [...SCOPES], label: '' }, refused?.errors ?? {})}${listCard(s)}${howTo}</div>`
+    const notice: Notice | undefined = refused?.formError
+      ? { kind: 'error', text: refused.formError }
+      : createdId !== null && !made
+        ? { kind: 'ok', text: 'Your new key was shown once, and is not shown again: linkbox keeps only its hash. If it was not copied, revoke it below and create another.' }
+        : undefined
+    return shell.render(request, s, { section: 'keys', title: made ? 'Your new API key' : 'API', content, notice })
+  }
+
+  function notFoundPage(request: Request, s: Session, message: string) {
     return shell.render(request, s, {
       section: 'keys',
-      title: opts.created ? 'Your new API key' : 'API',
-      content,
-      status: opts.status,
-      notice: opts.formError ? { kind: 'error', text: opts.formError } : undefined,
+      title: 'Key not found',
+      status: 404,
+      content: `<div class="keys-page"><h1>Key not found</h1><div class="card"><p>${e(message)}</p><p><a href="/dashboard/keys">Back to your keys</a></p></div></div>`,
+    })
+  }
+
+  /** "Revoke this key?": what the key is, and a form that revokes it (like deleting a link or a webhook). */
+  function confirmPage(request: Request, s: Session, idText: string) {
+    const k = KEY_ID.test(idText) ? accounts.keysOfAccount(s.accountId).find((x) => x.id === Number(idText)) : undefined
+    if (!k) return notFoundPage(request, s, 'This account has no such key.')
+    if (k.revoked) return notFoundPage(request, s, `The key ${k.prefix}… is revoked already.`)
+    return shell.render(request, s, {
+      section: 'keys',
+      title: `Revoke ${k.prefix}…`,
+      content: `<div class="keys-page"><p class="crumbs"><a href="/dashboard/keys">API</a> /</p>
+<h1>Revoke this key?</h1>
+<section class="card confirm">
+<dl class="facts">
+<dt>Key</dt><dd><code>${e(k.prefix)}…</code></dd>
+<dt>Label</dt><dd>${k.label ? e(printable(k.label)) : '<span class="muted">—</span>'}</dd>
+<dt>Scopes</dt><dd><span class="scope-tags">${k.scopes.map((sc) => `<span class="tag">${e(sc)}</span>`).join(' ')}</span></dd>
+<dt>Created</dt><dd>${e(when(k.created))}</dd>
+<dt>Last used</dt><dd>${k.last_used ? e(when(k.last_used)) : 'never'}</dd>
+</dl>
+<p class="warn-text">Scripts that use it are refused from the moment it is revoked. This cannot be undone: to use the API again, create another key.</p>
+<form method="post" action="/dashboard/keys/${k.id}/revoke" class="actions">
+<input type="hidden" name="_csrf" value="${e(s.csrf)}">
+<button type="submit" class="danger">Revoke the key</button><a href="/dashboard/keys">Cancel</a>
+</form>
+</section></div>`,
     })
   }
 
@@ -123,32 +188,52 @@ only the methods of its scopes; a revoked key is refused at once.</p>
     .get('/dashboard/keys', ({ request }) => {
       const s = shell.require(request)
       if (s instanceof Response) return s
+      // Typed before the session ended (see shell.requireForm): the form shows it again.
+      const d = shell.draft(request)
+      if (d) return page(request, s, { form: { scopes: SCOPES.filter((sc) => d.getAll('scope').includes(sc)), label: d.get('label') ?? '' } })
       return page(request, s)
     })
     .post(
       '/dashboard/keys',
       async ({ request }) => {
-        const s = shell.require(request)
+        const s = await shell.requireForm(request, { keep: ['scope', 'label'] })
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
+        const owner = shell.ownerOf(s)
+        // Sent before (a double click, back and send again): no second key; the first answer's page.
+        const sent = tokens.of(f)
+        const before = tokens.used(sent, s.id)
+        if (before !== undefined) return shell.repeated(before ?? PAGE)
         const chosen = f.getAll('scope').slice(0, SCOPES.length * 2)
         const scopes = SCOPES.filter((sc) => chosen.includes(sc))
         const form: KeyForm = { scopes, label: (f.get('label') ?? '').trim() }
-        if (chosen.some((c) => !(SCOPES as readonly string[]).includes(c)))
-          return page(request, s, { form, status: 400, errors: { scopes: `Scopes are ${SCOPES.join(', ')}.` } })
-        if (scopes.length === 0) return page(request, s, { form, status: 400, errors: { scopes: 'Choose at least one scope.' } })
+        const refuse = (r: Omit<Refused, 'form'>) => shell.refused(owner, PAGE, { form, ...r } satisfies Refused)
+        if (chosen.some((c) => !(SCOPES as readonly string[]).includes(c))) return refuse({ errors: { scopes: `Scopes are ${SCOPES.join(', ')}.` } })
+        if (scopes.length === 0) return refuse({ errors: { scopes: 'Choose at least one scope.' } })
+        // The page that shows the key once: its id is chosen now, so that the token's row can name it.
+        const shownId = flash.newId()
+        const shown = withParam(PAGE, 'created', shownId)
         try {
-          const created = accounts.createKeyForAccount({ accountId: s.accountId, scopes, label: form.label })
-          // The key goes into this answer only (no-store, like every dashboard page): never a cookie or a redirect.
-          return page(request, s, { created: createdCard(created.key, created.scopes, form.label) })
+          const created = accounts.createKeyForAccount(
+            { accountId: s.accountId, scopes, label: form.label },
+            { within: () => tokens.claim(sent, s.id, shown) },
+          )
+          flash.put(owner, 'key', { key: created.key, scopes: created.scopes, label: form.label } satisfies NewKey, shownId)
+          return shell.seeOther(shown)
         } catch (err) {
+          if (err instanceof RepeatedForm) return shell.repeated(err.result ?? PAGE)
           if (!(err instanceof AppError) || err.status >= 500) throw err
-          if (/label/i.test(err.message)) return page(request, s, { form, status: err.status, errors: { label: err.message } })
-          return page(request, s, { form, status: err.status, formError: err.message })
+          if (/label/i.test(err.message)) return refuse({ errors: { label: err.message } })
+          return refuse({ formError: err.message })
         }
       },
       { parse: 'none' },
     )
+    .get('/dashboard/keys/:id/revoke', ({ request, params }) => {
+      const s = shell.require(request)
+      if (s instanceof Response) return s
+      return confirmPage(request, s, params.id)
+    })
     .post(
       '/dashboard/keys/:id/revoke',
       async ({ request, params }) => {
@@ -161,12 +246,7 @@ only the methods of its scopes; a revoked key is refused at once.</p>
           return shell.seeOther('/dashboard/keys', { kind: 'ok', text: `Revoked the key ${r.prefix}…: it is refused from now on.` })
         } catch (err) {
           if (!(err instanceof AppError) || err.status !== 404) throw err
-          return shell.render(request, s, {
-            section: 'keys',
-            title: 'Key not found',
-            status: 404,
-            content: `<div class="keys-page"><h1>Key not found</h1><div class="card"><p>${e(err.message)}</p><p><a href="/dashboard/keys">Back to your keys</a></p></div></div>`,
-          })
+          return notFoundPage(request, s, err.message)
         }
       },
       { parse: 'none' },

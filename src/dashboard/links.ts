@@ -1,14 +1,17 @@
 // The dashboard's Links section (/dashboard): the signed-in account's short links — create, search, sort,
 // page through, edit, delete, copy, QR and statistics — through the same link service the API uses, with
 // the session's caller, so that what may be seen and changed is exactly what the account's key may.
-// Every page works without JavaScript (forms post, then 303 to a page); every string from a link or a
-// request is escaped here.
+// Every page works without JavaScript (forms post, then 303 to a page — a refused form too, its values
+// and errors kept on the server for the page it goes back to); the create form's one-time token makes a
+// form sent twice make one link; every string from a link or a request is escaped here.
 import { Elysia } from 'elysia'
 import { AppError } from '../errors'
 import type { LinkRecord, LinkSort } from '../links/service'
 import { MAX_SEARCH_LENGTH } from '../links/service'
 import { MODES } from '../links/validate'
 import { escapeHtml as e } from '../pages/render'
+import type { FormTokens } from './form-tokens'
+import { RepeatedForm } from './form-tokens'
 import type { DashboardDeps } from './index'
 import type { Session } from './sessions'
 import { when } from './shell'
@@ -120,7 +123,14 @@ export interface CreateForm {
 }
 const EMPTY_FORM: CreateForm = { url: '', alias: '', mode: 'redirect', expire: '' }
 
-function createCard(s: Session, form: CreateForm, errors: FieldErrors): string {
+/** A refused form, kept for the page it is sent back to (what was typed, never the password). */
+interface Refused<F> {
+  values: F
+  errors: FieldErrors
+  formError?: string
+}
+
+function createCard(s: Session, tokens: FormTokens, form: CreateForm, errors: FieldErrors): string {
   const url = errorOf(errors, 'url')
   const alias = errorOf(errors, 'alias')
   const mode = errorOf(errors, 'mode')
@@ -131,6 +141,7 @@ function createCard(s: Session, form: CreateForm, errors: FieldErrors): string {
 <h2 id="new-heading">Shorten a link</h2>
 <form method="post" action="/dashboard/links">
 <input type="hidden" name="_csrf" value="${e(s.csrf)}">
+${tokens.field()}
 <div class="link-new-row">
 <div class="field grow"><label for="url">Long URL</label>
 <input id="url" name="url" type="url" inputmode="url" autocomplete="off" required maxlength="4096" placeholder="https://example.com/a/long/address" value="${e(form.url)}"${url.attrs}>${url.html}</div>
@@ -164,7 +175,7 @@ function row(r: LinkRecord, fresh: boolean): string {
 <td class="n" data-label="Clicks"><span>${r.clicks}</span></td>
 <td class="date" data-label="Created">${time(r.created)}</td>
 <td class="date" data-label="Expires"><span>${expiryCell(r)}</span></td>
-<td class="row-actions" data-label="Actions"><span><a href="/${e(c)}+">Stats${label}</a> <a href="/qr/${e(c)}.png">QR${label}</a> <a href="/dashboard/links/${e(c)}">Edit${label}</a> <a class="danger-link" href="/dashboard/links/${e(c)}/delete">Delete${label}</a></span></td>
+<td class="row-actions" data-label="Actions"><span><a href="/${e(c)}+">Stats${label}</a> <a href="/qr/${e(c)}.png" target="_blank" rel="noopener">QR<span class="visually-hidden"> ${e(c)} (opens in a new tab)</span></a> <a href="/dashboard/links/${e(c)}">Edit${label}</a> <a class="danger-link" href="/dashboard/links/${e(c)}/delete">Delete${label}</a></span></td>
 </tr>`
 }
 
@@ -209,19 +220,23 @@ ${result.links.map((r) => row(r, r.hex === fresh)).join('\n')}
 }
 
 export function createLinksSection({ shell, links }: DashboardDeps) {
-  function listPage(request: Request, s: Session, opts: { form?: CreateForm; errors?: FieldErrors; status?: number; formError?: string } = {}) {
+  const { tokens } = shell
+
+  /** The list with the create form; with ?form=ID, the refused form as it was sent, with its errors. */
+  function listPage(request: Request, s: Session, draft?: { form: CreateForm }) {
     const url = new URL(request.url)
-    const query = request.method === 'GET' ? listQuery(url) : { q: '', sort: 'created' as const, page: 1 }
+    // A refused form (?form=ID) as it was sent, or what was typed before the session ended (shell.requireForm).
+    const refused = shell.refusedState<Refused<CreateForm>>(request, shell.ownerOf(s)) ?? (draft ? { values: draft.form, errors: {} } : null)
+    const query = listQuery(url)
     const freshParam = url.searchParams.get('new')
-    const fresh = request.method === 'GET' && freshParam && CODE.test(freshParam) ? freshParam : null
+    const fresh = freshParam && CODE.test(freshParam) ? freshParam : null
     const result = links.search(query, s.caller)
-    const content = `<div class="links-page"><h1>Links</h1>${createCard(s, opts.form ?? EMPTY_FORM, opts.errors ?? {})}${listCard(result, query, fresh)}</div>`
+    const content = `<div class="links-page"><h1>Links</h1>${createCard(s, tokens, refused?.values ?? EMPTY_FORM, refused?.errors ?? {})}${listCard(result, query, fresh)}</div>`
     return shell.render(request, s, {
       section: 'links',
       title: 'Links',
       content,
-      status: opts.status,
-      notice: opts.formError ? { kind: 'error', text: opts.formError } : undefined,
+      notice: refused?.formError ? { kind: 'error', text: refused.formError } : undefined,
     })
   }
 
@@ -245,9 +260,11 @@ export function createLinksSection({ shell, links }: DashboardDeps) {
     }
   }
 
-  function editPage(request: Request, s: Session, r: LinkRecord, opts: { values?: EditForm; errors?: FieldErrors; status?: number; formError?: string } = {}) {
-    const v = opts.values ?? { url: r.long_url, mode: r.mode, expire: 'keep', passwordAction: 'keep' }
-    const errors = opts.errors ?? {}
+  /** A link's edit page; with ?form=ID, the refused form as it was sent, with its errors. */
+  function editPage(request: Request, s: Session, r: LinkRecord, draft?: { values: EditForm }) {
+    const opts = shell.refusedState<Refused<EditForm>>(request, shell.ownerOf(s)) ?? (draft ? { values: draft.values, errors: {} } : undefined)
+    const v = opts?.values ?? { url: r.long_url, mode: r.mode, expire: 'keep', passwordAction: 'keep' }
+    const errors = opts?.errors ?? {}
     const url = errorOf(errors, 'url')
     const mode = errorOf(errors, 'mode')
     const expire = errorOf(errors, 'expire')
@@ -301,8 +318,7 @@ ${r.password ? radio('remove', 'Remove the password') : ''}
       section: 'links',
       title: `Edit ${r.hex}`,
       content,
-      status: opts.status,
-      notice: opts.formError ? { kind: 'error', text: opts.formError } : undefined,
+      notice: opts?.formError ? { kind: 'error', text: opts.formError } : undefined,
     })
   }
 
@@ -310,35 +326,44 @@ ${r.password ? radio('remove', 'Remove the password') : ''}
     .get('/dashboard', ({ request }) => {
       const s = shell.require(request)
       if (s instanceof Response) return s
+      // Typed before the session ended (see shell.requireForm): the form shows it again.
+      const d = shell.draft(request)
+      if (d) return listPage(request, s, { form: { url: d.get('url') ?? '', alias: d.get('alias') ?? '', mode: d.get('mode') || 'redirect', expire: d.get('expire') ?? '' } })
       return listPage(request, s)
     })
     .post(
       '/dashboard/links',
       async ({ request }) => {
-        const s = shell.require(request)
+        const s = await shell.requireForm(request, { page: '/dashboard', keep: ['url', 'alias', 'mode', 'expire'] })
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
+        // Sent before (a double click, back and send again): no second link; the first answer's page.
+        const sent = tokens.of(f)
+        const before = tokens.used(sent, s.id)
+        if (before !== undefined) return shell.repeated(before ?? '/dashboard')
         const form: CreateForm = {
           url: (f.get('url') ?? '').trim(),
           alias: (f.get('alias') ?? '').trim(),
           mode: f.get('mode') || 'redirect',
           expire: f.get('expire') ?? '',
         }
+        const fresh = (code: string) => `/dashboard?new=${encodeURIComponent(code)}`
         try {
           const r = await links.create(
             { url: form.url, alias: form.alias, mode: form.mode, expire: form.expire, password: f.get('password') ?? '' },
             s.caller,
+            { within: (link) => tokens.claim(sent, s.id, fresh(link.code)) },
           )
-          return shell.seeOther(`/dashboard?new=${encodeURIComponent(r.hex)}`, { kind: 'ok', text: `Created ${r.url} → ${shortDestination(r.long_url)}` })
+          return shell.seeOther(fresh(r.hex), { kind: 'ok', text: `Created ${r.url} → ${shortDestination(r.long_url)}` })
         } catch (err) {
+          if (err instanceof RepeatedForm) return shell.repeated(err.result ?? '/dashboard')
           if (!(err instanceof AppError) || err.status >= 500) throw err
           const field = fieldOf(err)
-          return listPage(request, s, {
-            form,
-            status: err.status,
+          return shell.refused(shell.ownerOf(s), '/dashboard', {
+            values: form,
             errors: field ? { [field]: humane(err.message) } : {},
             formError: field ? undefined : humane(err.message),
-          })
+          } satisfies Refused<CreateForm>)
         }
       },
       { parse: 'none' },
@@ -347,12 +372,23 @@ ${r.password ? radio('remove', 'Remove the password') : ''}
       const s = shell.require(request)
       if (s instanceof Response) return s
       const r = ownedLink(params.code, s)
-      return r ? editPage(request, s, r) : notFoundPage(request, s, params.code)
+      if (!r) return notFoundPage(request, s, params.code)
+      const d = shell.draft(request)
+      if (!d) return editPage(request, s, r)
+      const action = d.get('password_action')
+      return editPage(request, s, r, {
+        values: {
+          url: d.get('url') ?? r.long_url,
+          mode: d.get('mode') ?? r.mode,
+          expire: d.get('expire') ?? 'keep',
+          passwordAction: action === 'set' || action === 'remove' ? action : 'keep',
+        },
+      })
     })
     .post(
       '/dashboard/links/:code',
       async ({ request, params }) => {
-        const s = shell.require(request)
+        const s = await shell.requireForm(request, { keep: ['url', 'mode', 'expire', 'password_action'] })
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
         const r = ownedLink(params.code, s)
@@ -368,10 +404,11 @@ ${r.password ? radio('remove', 'Remove the password') : ''}
         if (values.mode !== r.mode) changes.mode = values.mode
         if (values.expire !== 'keep') changes.expire = values.expire
         if (values.passwordAction === 'remove') changes.password = ''
+        const page = `/dashboard/links/${r.hex}`
+        const refuse = (state: Refused<EditForm>) => shell.refused(shell.ownerOf(s), page, state)
         if (values.passwordAction === 'set') {
           const pw = f.get('password') ?? ''
-          if (pw === '')
-            return editPage(request, s, r, { values, status: 400, errors: { password: 'Type the new password, or choose to keep the current one.' } })
+          if (pw === '') return refuse({ values, errors: { password: 'Type the new password, or choose to keep the current one.' } })
           changes.password = pw
         }
         if (Object.keys(changes).length === 0) return shell.seeOther(`/dashboard/links/${r.hex}`, { kind: 'ok', text: 'Nothing to change.' })
@@ -381,12 +418,7 @@ ${r.password ? radio('remove', 'Remove the password') : ''}
           if (!(err instanceof AppError) || err.status >= 500) throw err
           if (err.status === 404 || err.code === 'not_owner') return notFoundPage(request, s, r.hex)
           const field = fieldOf(err)
-          return editPage(request, s, r, {
-            values,
-            status: err.status,
-            errors: field ? { [field]: humane(err.message) } : {},
-            formError: field ? undefined : humane(err.message),
-          })
+          return refuse({ values, errors: field ? { [field]: humane(err.message) } : {}, formError: field ? undefined : humane(err.message) })
         }
         return shell.seeOther(`/dashboard/links/${r.hex}`, { kind: 'ok', text: `Saved the changes to ${r.url}.` })
       },

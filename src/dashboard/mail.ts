@@ -66,7 +66,16 @@ export function createMailSection({ shell, mail, config }: DashboardDeps) {
   // ---------------------------------------------------------------------------------------------------
   // The list and the form
 
-  function listPage(request: Request, s: Session, form: { local?: string; domain?: string; error?: string; status?: number } = {}) {
+  interface FormState {
+    local?: string
+    domain?: string
+    error?: string
+  }
+
+  /** The list and the form; with ?form=ID, the refused form as it was sent, with its error. */
+  function listPage(request: Request, s: Session, draft: FormState = {}) {
+    // A refused form (?form=ID) as it was sent, or what was typed before the session ended (shell.requireForm).
+    const form = shell.refusedState<FormState>(request, shell.ownerOf(s)) ?? draft
     const { mailboxes, total } = mail.mailboxesOf(s.caller, MAILBOXES_SHOWN)
     const err = form.error
     const options = domains
@@ -114,7 +123,6 @@ ${err ? `<span class="error" id="mail-local-error">${h(err)}</span>` : ''}
     return shell.render(request, s, {
       section: 'mail',
       title: 'Mailboxes',
-      status: form.status,
       content: `<h1>Mailboxes</h1>${formHtml}<section class="card" aria-labelledby="your-mailboxes"><h2 id="your-mailboxes">Your addresses</h2>${listHtml}</section>`,
     })
   }
@@ -123,14 +131,15 @@ ${err ? `<span class="error" id="mail-local-error">${h(err)}</span>` : ''}
     const fields = await shell.form(request, s)
     const local = (fields.get('local') ?? '').trim().toLowerCase()
     const domain = fields.get('domain') ?? domains[0]!
-    const again = (error: string, status: number) => listPage(request, s, { local: fields.get('local') ?? '', domain, error, status })
-    if (!domains.includes(domain)) return again(`Choose one of the domains listed.`, 400)
-    if (local && !LOCAL_PART.test(local)) return again('The name must be 1 to 64 characters: letters, digits, ".", "_" and "-".', 400)
+    const again = (error: string) =>
+      shell.refused(shell.ownerOf(s), '/dashboard/mail', { local: (fields.get('local') ?? '').slice(0, 200), domain: domain.slice(0, 300), error } satisfies FormState)
+    if (!domains.includes(domain)) return again(`Choose one of the domains listed.`)
+    if (local && !LOCAL_PART.test(local)) return again('The name must be 1 to 64 characters: letters, digits, ".", "_" and "-".')
     try {
       const box = mail.getOrCreate(s.caller, local ? `${local}@${domain}` : undefined, domain)
       return shell.seeOther(`/dashboard/mail/${box.address}`, { kind: 'ok', text: `${box.address} is ready until ${whenIso(box.expires)}.` })
     } catch (err) {
-      if (err instanceof AppError && err.status < 500) return again(err.message, err.status)
+      if (err instanceof AppError && err.status < 500) return again(err.message)
       throw err
     }
   }
@@ -252,8 +261,17 @@ ${links}${attachments}`
   }
 
   return new Elysia({ name: 'dashboard-mail' })
-    .get('/dashboard/mail', ({ request }) => signedIn(request, (s) => listPage(request, s)))
-    .post('/dashboard/mail', ({ request }) => signedIn(request, (s) => create(request, s)))
+    .get('/dashboard/mail', ({ request }) =>
+      signedIn(request, (s) => {
+        // Typed before the session ended (see shell.requireForm): the form shows it again.
+        const d = shell.draft(request)
+        return listPage(request, s, d ? { local: d.get('local') ?? '', domain: d.get('domain') ?? undefined } : {})
+      }),
+    )
+    .post('/dashboard/mail', async ({ request }) => {
+      const s = await shell.requireForm(request, { keep: ['local', 'domain'] })
+      return s instanceof Response ? s : create(request, s)
+    })
     .get('/dashboard/mail/:address', ({ request, params }) => signedIn(request, (s) => mailboxPage(request, s, params.address)))
     .get('/dashboard/mail/:address/:id', ({ request, params }) => signedIn(request, (s) => messagePage(request, s, params.address, params.id)))
     .get('/dashboard/mail/:address/:id/html', ({ request, params }) => htmlPart(request, params.address, params.id))

@@ -1,14 +1,21 @@
 // What every dashboard page shares: the session from its cookie, the checks every form passes (same
-// origin, the session's CSRF token, a bounded body), the page frame with its navigation, and one-shot
-// notices carried across a redirect (post → 303 → get). Sections (links.ts, keys.ts, …) build on this.
+// origin, the session's CSRF token, a bounded body), the page frame with its navigation, and what a form's
+// answer carries across its redirect (post → 303 → get): one-shot notices, and on the server (flash.ts) a
+// refused form's values and errors and a secret shown once; one-time form tokens (form-tokens.ts) make a
+// creation sent twice happen once. Every form is answered with a redirect, never with a page, so the
+// address bar never stays on a POST and a reload never sends one again. Sections (links.ts, keys.ts, …)
+// build on this.
 import dashboardCss from '../../assets/dashboard.css' with { type: 'text' }
 import layout from '../../assets/dashboard-layout.html' with { type: 'text' }
 import type { Config } from '../config'
+import type { Db } from '../db'
 import { AppError } from '../errors'
 import { sameSecret } from '../http/api'
 import { isCrossSite } from '../http/cross-site'
 import { readBodyLimited } from '../http/params'
 import { escapeHtml, fill, LOGO_SVG, SCRIPT_CSP, SCRIPT_TAG, STYLE_VERSION } from '../pages/render'
+import { createFlash } from './flash'
+import { createFormTokens } from './form-tokens'
 import { SESSION_TTL_MS, type Session, type Sessions } from './sessions'
 
 export const DASHBOARD_CSS = dashboardCss as unknown as string
@@ -16,6 +23,12 @@ export const DASHBOARD_CSS_VERSION = new Bun.CryptoHasher('sha256').update(DASHB
 /** Dashboard pages may frame their own origin (a mail's HTML, served sandboxed from /dashboard/mail/…). */
 export const DASHBOARD_CSP = `${SCRIPT_CSP}; frame-src 'self'`
 export const FORM_LIMIT = 64 * 1024
+/** A form sent after its session ended is kept this long (a cookie) for the page it was on. */
+export const DRAFT_TTL_MS = 15 * 60_000
+/** The most a draft cookie's value may be (a browser keeps about 4 KB a cookie): past it, what was typed is dropped. */
+export const DRAFT_MAX_CHARS = 3000
+/** What the sign-in page says when the browser came from a session that ended. */
+export const SESSION_ENDED = 'Your session ended — sign in again to continue where you were.'
 
 export type Section = 'links' | 'keys' | 'mail' | 'webhooks' | 'admin'
 const SECTIONS: { id: Section; href: string; label: string; admin?: boolean }[] = [
@@ -40,8 +53,48 @@ export function cookiesOf(request: Request): Map<string, string> {
 }
 
 export interface Notice {
-  kind: 'ok' | 'error'
+  kind: 'ok' | 'error' | 'warn'
   text: string
+}
+
+/**
+ * Where to go after signing in: a dashboard path only (never another site, never "//host" or "/\host"), in
+ * printable ASCII (it goes into a Location header). Checked where `next` is made and where it is followed.
+ */
+export function safeNext(next: string | null): string {
+  if (!next || next.length > 500) return '/dashboard'
+  if (!/^\/dashboard(?:[/?#]|$)/.test(next)) return '/dashboard'
+  if (/[^\x21-\x7e]|\\/.test(next)) return '/dashboard'
+  return next
+}
+
+/** The origin of a URL, or null when it does not parse. */
+function originOf(url: string): string | null {
+  try {
+    return new URL(url).origin
+  } catch {
+    return null
+  }
+}
+
+/** A form the browser sent after its session ended, kept for the page it was on (never a password). */
+interface Draft {
+  /** The path of the page the form was on. */
+  path: string
+  fields: [string, string][]
+  /** Something typed was not kept (a password). */
+  dropped: boolean
+  /** What was typed was too long for the cookie. */
+  tooLong: boolean
+}
+
+/** What requireForm read from a form sent without a session: the fields it keeps, and what it did not. */
+interface Typed {
+  fields: [string, string][]
+  /** Something typed was left out (a password). */
+  dropped: boolean
+  /** The form was too long to read or to keep. */
+  tooLong?: boolean
 }
 
 export interface RenderOptions {
@@ -55,19 +108,35 @@ export interface RenderOptions {
   notice?: Notice
 }
 
-export function createShell(deps: { config: Config; sessions: Sessions }) {
+/** A path of this site with one more query parameter. */
+export function withParam(path: string, name: string, value: string): string {
+  return `${path}${path.includes('?') ? '&' : '?'}${name}=${encodeURIComponent(value)}`
+}
+
+export function createShell(deps: { config: Config; sessions: Sessions; db: Db; clock: () => number }) {
   const { config, sessions } = deps
+  const clock = deps.clock
+  // Two stores (flash.ts): a flood of anonymous forms cannot push out what a session waits for.
+  const flash = createFlash(deps.clock)
+  const visitorFlash = createFlash(deps.clock)
+  const tokens = createFormTokens({ db: deps.db, clock: deps.clock })
   const secure = config.server.base_url.startsWith('https:')
   // __Host-: a cookie only this origin over https can set (no Domain, Path=/, Secure).
   const SESSION_COOKIE = secure ? '__Host-lb_session' : 'lb_session'
   const NOTICE_COOKIE = 'lb_notice'
+  // Sent to dashboard pages only: it holds what was typed in a form whose session had ended.
+  const DRAFT_COOKIE = 'lb_draft'
   const attrs = `Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`
+  const draftAttrs = `Path=/dashboard; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`
+  const baseOrigin = originOf(config.server.base_url)
 
   /** A request sent by a page of another site (a forged form), as far as the browser tells. */
   const crossSite = (request: Request) => isCrossSite(request, config.server.base_url)
 
   const csrfRefused = () =>
     new AppError(403, 'csrf', 'This form has expired or was sent from another site. Reload the page and try again.')
+
+  const notAdmin = () => new AppError(403, 'not_admin', 'This page is for administrator accounts.')
 
   function session(request: Request): Session | null {
     const token = cookiesOf(request).get(SESSION_COOKIE)
@@ -79,13 +148,104 @@ export function createShell(deps: { config: Config; sessions: Sessions }) {
     if (!raw) return null
     try {
       const n = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as Notice
-      if ((n.kind === 'ok' || n.kind === 'error') && typeof n.text === 'string') return { kind: n.kind, text: n.text.slice(0, 500) }
+      if ((n.kind === 'ok' || n.kind === 'error' || n.kind === 'warn') && typeof n.text === 'string') return { kind: n.kind, text: n.text.slice(0, 500) }
     } catch {}
     return null
   }
 
   const noticeHtml = (n: Notice) =>
     `<p class="notice ${n.kind}" role="${n.kind === 'error' ? 'alert' : 'status'}">${escapeHtml(n.text)}</p>`
+
+  /** The Referer, when it is a page of this site (our pages send it to their own origin only). */
+  function sameOriginReferer(request: Request): URL | null {
+    const ref = request.headers.get('referer')
+    if (!ref || ref.length > 2048) return null
+    try {
+      const r = new URL(ref)
+      return r.origin === originOf(request.url) || r.origin === baseOrigin ? r : null
+    } catch {
+      return null
+    }
+  }
+
+  /**
+   * The page a form was on: `page` (the route's own page), with the query it had when the Referer says the
+   * form was there (a search, a page number). Never anything but a dashboard path.
+   */
+  function formPage(request: Request, page: string): string {
+    const r = sameOriginReferer(request)
+    const here = r && r.pathname === page ? r.pathname + r.search : page
+    return safeNext(here)
+  }
+
+  function draftCookie(next: string, kept?: Typed): string {
+    const encode = (d: object) => Buffer.from(JSON.stringify(d)).toString('base64url')
+    const draft = { p: next.split(/[?#]/)[0], e: clock() + DRAFT_TTL_MS, f: kept?.fields ?? [], x: kept?.dropped ? 1 : 0, l: kept?.tooLong ? 1 : 0 }
+    let value = encode(draft)
+    if (value.length > DRAFT_MAX_CHARS) value = encode({ ...draft, f: [], l: 1 })
+    return `${DRAFT_COOKIE}=${value}; ${draftAttrs}; Max-Age=${DRAFT_TTL_MS / 1000}`
+  }
+
+  function draftOf(request: Request): Draft | null {
+    const raw = cookiesOf(request).get(DRAFT_COOKIE)
+    if (!raw || raw.length > DRAFT_MAX_CHARS) return null
+    try {
+      const d = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'))
+      if (typeof d?.p !== 'string' || typeof d.e !== 'number' || d.e <= clock() || !Array.isArray(d.f)) return null
+      const fields = (d.f as unknown[]).filter(
+        (f): f is [string, string] => Array.isArray(f) && f.length === 2 && typeof f[0] === 'string' && typeof f[1] === 'string',
+      )
+      return { path: d.p, fields, dropped: d.x === 1, tooLong: d.l === 1 }
+    } catch {
+      return null
+    }
+  }
+
+  /** The draft of the page this GET asks for (its path, not its query), or null. */
+  function draftHere(request: Request): Draft | null {
+    if (request.method !== 'GET') return null
+    const d = draftOf(request)
+    if (!d) return null
+    try {
+      return new URL(request.url).pathname === d.path ? d : null
+    } catch {
+      return null
+    }
+  }
+
+  function draftNotice(d: Draft): Notice {
+    let text = 'Your session had ended, so the form was not sent.'
+    if (d.fields.length > 0) text += ' What you typed is back in it: check it and send it again.'
+    else if (d.tooLong) text += ' What you typed was too long to keep: type it again.'
+    else text += ' Nothing was changed: send it again if you still mean to.'
+    if (d.dropped) text += ' Passwords are never kept: type yours again.'
+    return { kind: 'warn', text }
+  }
+
+  /**
+   * The way to the sign-in page for a request without a live session, coming back to the page it was about:
+   * a page asked for comes back to itself; a form sent comes back to the page it was on, which is told
+   * (by a cookie) that the form was not sent, with what was typed in `kept`. The sign-in page says the
+   * session ended when it did: a form was sent, the browser still had a session cookie, or it came from a
+   * dashboard page.
+   */
+  function toSignIn(request: Request, page?: string, kept?: Typed): Response {
+    let path = '/dashboard'
+    let query = ''
+    try {
+      const u = new URL(request.url)
+      path = u.pathname
+      query = u.search
+    } catch {}
+    const reading = request.method === 'GET' || request.method === 'HEAD'
+    const next = reading ? safeNext(path + query) : formPage(request, page ?? path)
+    const from = sameOriginReferer(request)?.pathname ?? null
+    const ended = !reading || cookiesOf(request).has(SESSION_COOKIE) || (from !== null && safeNext(from) === from)
+    const headers = new Headers({ location: `/login?next=${encodeURIComponent(next)}${ended ? '&reason=session_ended' : ''}`, 'cache-control': 'no-store' })
+    // Only for a form of this site: another site must not be able to fill in the next form its visitor sees.
+    if (!reading && !crossSite(request)) headers.append('set-cookie', draftCookie(next, kept))
+    return new Response(null, { status: 303, headers })
+  }
 
   function nav(s: Session | null, current: Section | null): string {
     if (!s) return ''
@@ -97,29 +257,90 @@ export function createShell(deps: { config: Config; sessions: Sessions }) {
 <form method="post" action="/logout"><input type="hidden" name="_csrf" value="${escapeHtml(s.csrf)}"><button type="submit" class="link">Sign out</button></form></div>`
   }
 
+  /**
+   * Flash owners are strings: a session's is "s" and its id (ownerOf); others — a visitor's home form, a
+   * sign-in form — start with another letter, and their entries go to the visitors' store.
+   */
+  const ownerOf = (s: Session) => `s${s.id}`
+  const flashFor = (owner: string) => (owner.startsWith('s') ? flash : visitorFlash)
+
   return {
     SESSION_COOKIE,
     crossSite,
     csrfRefused,
     session,
+    /** Values carried across a redirect, on the server (flash.ts): sessions' ones. */
+    flash,
+    /** The store of a flash owner (ownerOf's for a session, anything else for visitors). */
+    flashFor,
+    /** One-time form tokens (form-tokens.ts). */
+    tokens,
+    ownerOf,
 
-    /** The session, or a redirect to the sign-in page that comes back here. */
-    require(request: Request): Session | Response {
+    /**
+     * The answer to a refused form: 303 back to its page (`page`, a path of this site), with the form's
+     * state — what was typed, never a password, and the messages — kept for that page to show once.
+     */
+    refused(owner: string, page: string, state: unknown, headers: Record<string, string> = {}): Response {
+      const id = flashFor(owner).put(owner, `form ${page.split('?')[0]}`, state)
+      return this.seeOther(withParam(page, 'form', id), undefined, headers)
+    },
+
+    /** The answer to a create form sent again (form-tokens.ts): 303 to the first answer's page, saying so. */
+    repeated(location: string): Response {
+      return this.seeOther(location, { kind: 'ok', text: 'That form was sent twice: it was done once, the first time.' })
+    },
+
+    /** The state of the refused form this page's URL names, once (null: none, shown already, expired, not this owner's). */
+    refusedState<T>(request: Request, owner: string): T | null {
+      const url = new URL(request.url)
+      return flashFor(owner).take<T>(owner, `form ${url.pathname}`, url.searchParams.get('form'))
+    },
+
+    /**
+     * The session, or a redirect to the sign-in page that comes back here. For a form, `page` is the page it
+     * is on when that is not the form's own path (a GET there shows it).
+     */
+    require(request: Request, page?: string): Session | Response {
+      return session(request) ?? toSignIn(request, page)
+    },
+
+    /**
+     * As require, for a form where people type: without a session, the fields named in `keep` (never a
+     * password) are kept for its page, which shows them again after signing in (see `draft`).
+     */
+    async requireForm(request: Request, opts: { page?: string; keep: readonly string[]; admin?: boolean }): Promise<Session | Response> {
       const s = session(request)
-      if (s) return s
-      let next = '/dashboard'
-      try {
-        const u = new URL(request.url)
-        if (request.method === 'GET') next = u.pathname + u.search
-      } catch {}
-      return new Response(null, { status: 303, headers: { location: `/login?next=${encodeURIComponent(next)}`, 'cache-control': 'no-store' } })
+      if (s) {
+        if (opts.admin && !s.admin) throw notAdmin()
+        return s
+      }
+      let kept: Typed | undefined
+      if (request.method === 'POST' && !crossSite(request)) {
+        try {
+          const all = [...new URLSearchParams(new TextDecoder().decode(await readBodyLimited(request, FORM_LIMIT)))]
+          kept = {
+            fields: all.filter(([k]) => opts.keep.includes(k)).slice(0, 50),
+            dropped: all.some(([k, v]) => k !== '_csrf' && !opts.keep.includes(k) && v !== ''),
+          }
+        } catch {
+          kept = { fields: [], dropped: false, tooLong: true } // the page still comes back, without what was typed
+        }
+      }
+      return toSignIn(request, opts.page, kept)
+    },
+
+    /** What was typed in this page's form before its session ended (fields kept by requireForm), or null. */
+    draft(request: Request): URLSearchParams | null {
+      const d = draftHere(request)
+      return d && d.fields.length > 0 ? new URLSearchParams(d.fields) : null
     },
 
     /** The admin's session, or a redirect to sign in, or a 403 for a signed-in account that is not admin. */
-    requireAdmin(request: Request): Session | Response {
-      const s = this.require(request)
+    requireAdmin(request: Request, page?: string): Session | Response {
+      const s = this.require(request, page)
       if (s instanceof Response) return s
-      if (!s.admin) throw new AppError(403, 'not_admin', 'This page is for administrator accounts.')
+      if (!s.admin) throw notAdmin()
       return s
     },
 
@@ -155,7 +376,9 @@ export function createShell(deps: { config: Config; sessions: Sessions }) {
     /** A dashboard page: the frame, the navigation for the session, a notice, the content. */
     render(request: Request, s: Session | null, opts: RenderOptions): Response {
       const carried = noticeOf(request)
-      const notices = [carried, opts.notice].filter((n): n is Notice => !!n).map(noticeHtml).join('')
+      // The page a form was on when its session ended, shown again after signing in: say it was not sent.
+      const draft = s ? draftHere(request) : null
+      const notices = [carried, draft && draftNotice(draft), opts.notice].filter((n): n is Notice => !!n).map(noticeHtml).join('')
       const html = fill(layout as unknown as string, {
         title: opts.title,
         style_version: STYLE_VERSION,
@@ -176,6 +399,7 @@ export function createShell(deps: { config: Config; sessions: Sessions }) {
         ...opts.headers,
       })
       if (carried) headers.append('set-cookie', `${NOTICE_COOKIE}=; Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}; Max-Age=0`)
+      if (draft) headers.append('set-cookie', `${DRAFT_COOKIE}=; ${draftAttrs}; Max-Age=0`)
       return new Response(html, { status: opts.status ?? 200, headers })
     },
   }

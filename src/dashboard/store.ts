@@ -46,3 +46,30 @@ export function createSessionStore(db: Db) {
   }
 }
 export type SessionStore = ReturnType<typeof createSessionStore>
+
+// The SQL of one-time form tokens (form_tokens, migration 10; the rules are in form-tokens.ts).
+export interface FormTokenRow {
+  token: string
+  session_id: number | null
+  fingerprint: string
+  created: number
+  result: string
+}
+
+export function createFormTokenStore(db: Db) {
+  const insert = db.query<unknown, [string, number | null, string, number, string]>(
+    'INSERT INTO form_tokens (token, session_id, fingerprint, created, result) VALUES (?, ?, ?, ?, ?) ON CONFLICT (token) DO NOTHING',
+  )
+  const byToken = db.query<FormTokenRow, [string]>('SELECT * FROM form_tokens WHERE token = ?')
+  // A few of the oldest at a time: each claim removes more than it adds, so the table holds about a day's.
+  const old = db.query<unknown, [number]>(
+    'DELETE FROM form_tokens WHERE token IN (SELECT token FROM form_tokens WHERE created <= ? ORDER BY created LIMIT 20)',
+  )
+  return {
+    /** False when the token is there already. */
+    insert: (token: string, sessionId: number | null, fingerprint: string, now: number, result: string) =>
+      insert.run(token, sessionId, fingerprint, now, result).changes === 1,
+    byToken: (token: string) => byToken.get(token),
+    removeOld: (before: number) => old.run(before).changes,
+  }
+}

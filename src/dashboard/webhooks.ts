@@ -1,5 +1,7 @@
 // The dashboard's Webhooks section: the account's endpoints with their delivery counts, creating one (its
-// signing secret shown once, in the POST's own answer), deleting one (after a confirmation page), and an
+// signing secret shown once, on the page the POST redirects to: it waits for that one GET in the server's
+// memory, bound to the session; the form's one-time token makes a form sent twice make one endpoint),
+// deleting one (after a confirmation page), and an
 // endpoint's delivery log with "send a test event" and "redeliver". Everything goes through the webhook
 // service with the session's caller, so the API's rules (SSRF guard, 20 endpoints, ownership) hold here;
 // another account's endpoint is a 404, as if it did not exist.
@@ -8,9 +10,10 @@ import { AppError } from '../errors'
 import { escapeHtml as h } from '../pages/render'
 import { DEFAULT_EVENTS, EVENT_TYPES } from '../webhooks/outbox'
 import { MAX_ENDPOINTS } from '../webhooks/service'
+import { RepeatedForm } from './form-tokens'
 import type { DashboardDeps } from './index'
 import type { Session } from './sessions'
-import { when } from './shell'
+import { when, withParam } from './shell'
 
 /** Deliveries shown in an endpoint's log, newest event first (the log keeps 7 days). */
 export const LOG_SHOWN = 100
@@ -28,12 +31,17 @@ const whenIso = (iso: string | null) => (iso ? when(Date.parse(iso)) : '')
 /** The service's messages speak of API parameters; on a form they are about its fields. */
 const forForm = (message: string) => message.replace('The parameter "url"', 'The URL').replace('The parameter "events"', 'The events')
 
-type Endpoint = ReturnType<DashboardDeps['webhooks']['list']>['webhooks'][number]
+type Endpoint = ReturnType<DashboardDeps['webhooks']['overview']>[number]
 
+/** Failing as soon as a delivery's last attempt failed (a retry is due), not only once one used up its retries. */
 function status(w: Endpoint): string {
   if (!w.enabled)
     return `<span class="state bad">Disabled</span>${w.disabled_reason ? `<div class="muted">${h(w.disabled_reason)}</div>` : ''}`
-  if (w.failing) return '<span class="state warn">Failing</span><div class="muted">A delivery used up its retries</div>'
+  const why = [
+    w.retrying > 0 ? `${w.retrying} pending ${w.retrying === 1 ? 'retry' : 'retries'}` : '',
+    w.failing ? 'A delivery used up its retries' : '',
+  ].filter(Boolean)
+  if (why.length) return `<span class="state warn">Failing</span><div class="muted">${why.join(' · ')}</div>`
   return '<span class="state good">Active</span>'
 }
 
@@ -46,7 +54,15 @@ const eventList = (events: string) =>
     .map((e) => `<code>${h(e)}</code>`)
     .join(' ')
 
+/** A new endpoint's secret, kept for the one page that shows it. */
+interface NewEndpoint {
+  secret: string
+}
+
+const LIST = '/dashboard/webhooks'
+
 export function createWebhooksSection({ shell, webhooks }: DashboardDeps) {
+  const { flash, tokens } = shell
   const notFoundPage = (request: Request, s: Session) =>
     shell.render(request, s, {
       section: 'webhooks',
@@ -56,7 +72,7 @@ export function createWebhooksSection({ shell, webhooks }: DashboardDeps) {
     })
 
   const endpointOf = (s: Session, idText: string): Endpoint | null =>
-    /^[1-9][0-9]{0,14}$/.test(idText) ? (webhooks.list(s.caller).webhooks.find((w) => w.id === Number(idText)) ?? null) : null
+    /^[1-9][0-9]{0,14}$/.test(idText) ? (webhooks.overview(s.caller).find((w) => w.id === Number(idText)) ?? null) : null
 
   // ---------------------------------------------------------------------------------------------------
   // The list and the form
@@ -65,11 +81,12 @@ export function createWebhooksSection({ shell, webhooks }: DashboardDeps) {
     url?: string
     events?: string[]
     error?: { field: 'url' | 'events'; text: string }
-    status?: number
   }
 
-  function listPage(request: Request, s: Session, form: FormState = {}) {
-    const list = webhooks.list(s.caller).webhooks
+  /** The list and the form: with ?form=ID, the refused form as it was sent, with its error; else what was typed before the session ended. */
+  function listPage(request: Request, s: Session, draft: FormState = {}) {
+    const form = shell.refusedState<FormState>(request, shell.ownerOf(s)) ?? draft
+    const list = webhooks.overview(s.caller)
     const chosen = form.events ?? DEFAULT_EVENTS
     const err = form.error
     const urlErr = err?.field === 'url'
@@ -84,6 +101,7 @@ export function createWebhooksSection({ shell, webhooks }: DashboardDeps) {
 ${full ? `<p class="muted">You have ${MAX_ENDPOINTS} endpoints, the most an account can have: delete one to add another.</p>` : ''}
 <form method="post" action="/dashboard/webhooks" class="wh-form">
 <input type="hidden" name="_csrf" value="${h(s.csrf)}">
+${tokens.field()}
 <div class="field">
 <label for="wh-url">URL</label>
 <input id="wh-url" name="url" type="url" required maxlength="2048" value="${h(form.url ?? '')}" placeholder="https://hooks.example.com/linkbox" autocomplete="off" spellcheck="false" aria-describedby="${urlErr ? 'wh-url-error ' : ''}wh-url-hint"${urlErr ? ' aria-invalid="true"' : ''}>
@@ -100,7 +118,7 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
 </section>`
     let listHtml: string
     if (list.length === 0) {
-      listHtml = '<p class="empty">No endpoints yet. Add one above to be told when links change or mail arrives.</p>'
+      listHtml = '<p class="empty">No endpoints yet. <a href="#new-webhook">Add one below</a> to be told when links change or mail arrives.</p>'
     } else {
       const rows = list
         .map(
@@ -121,37 +139,57 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
     return shell.render(request, s, {
       section: 'webhooks',
       title: 'Webhooks',
-      status: form.status,
       content: `<h1>Webhooks</h1><section class="card" aria-labelledby="your-webhooks"><h2 id="your-webhooks">Your endpoints</h2>${listHtml}</section>${formHtml}`,
     })
   }
 
   async function create(request: Request, s: Session) {
     const fields = await shell.form(request, s)
+    // Sent before (a double click, back and send again): no second endpoint; the first answer's page.
+    const sent = tokens.of(fields)
+    const before = tokens.used(sent, s.id)
+    if (before !== undefined) return shell.repeated(before ?? LIST)
     const url = (fields.get('url') ?? '').trim()
     const events = fields.getAll('events').filter((e) => (EVENT_TYPES as readonly string[]).includes(e))
-    const again = (field: 'url' | 'events', text: string, status: number) =>
-      listPage(request, s, { url, events, error: { field, text }, status })
-    if (!url) return again('url', 'Enter the URL events are sent to.', 400)
+    const again = (field: 'url' | 'events', text: string) => shell.refused(shell.ownerOf(s), LIST, { url, events, error: { field, text } } satisfies FormState)
+    if (!url) return again('url', 'Enter the URL events are sent to.')
     // The service reads an empty list as "the default events": on this form nothing ticked means nothing chosen.
-    if (events.length === 0) return again('events', 'Choose at least one event.', 400)
+    if (events.length === 0) return again('events', 'Choose at least one event.')
+    // The page that shows the secret once: its id is chosen now, so that the token's row can name it.
+    const shownId = flash.newId()
+    let shown = LIST
     let made
     try {
-      made = await webhooks.create(s.caller, { url, events: events.join(',') })
+      made = await webhooks.create(
+        s.caller,
+        { url, events: events.join(',') },
+        {
+          within: (endpoint) => {
+            shown = withParam(`${LIST}/${endpoint.id}`, 'created', shownId)
+            tokens.claim(sent, s.id, shown)
+          },
+        },
+      )
     } catch (err) {
+      if (err instanceof RepeatedForm) return shell.repeated(err.result ?? LIST)
       if (err instanceof AppError && err.status < 500)
-        return again(err.code === 'invalid_parameter' && err.message.includes('"events"') ? 'events' : 'url', forForm(err.message), err.status)
+        return again(err.code === 'invalid_parameter' && err.message.includes('"events"') ? 'events' : 'url', forForm(err.message))
       throw err
     }
-    // The secret is in this answer only: never stored in the page's URL, a cookie or a redirect.
+    flash.put(shell.ownerOf(s), `webhook secret ${made.id}`, { secret: made.secret } satisfies NewEndpoint, shownId)
+    return shell.seeOther(shown)
+  }
+
+  /** The page the creation redirects to: the new endpoint's secret, the one time it is shown. */
+  function createdPage(request: Request, s: Session, w: Endpoint, made: NewEndpoint) {
     const content = `<p class="crumbs"><a href="/dashboard/webhooks">Webhooks</a> /</p>
 <h1>Endpoint added</h1>
 <section class="card" aria-labelledby="secret-h">
 <h2 id="secret-h">Its signing secret</h2>
 <p class="warn" id="secret-warning"><strong>Copy it now: it is shown only this once.</strong> Your receiver checks each delivery's <code>webhook-signature</code> with it. If you lose it, delete the endpoint and add it again.</p>
 <div class="secret"><input id="wh-secret" readonly value="${h(made.secret)}" aria-label="Signing secret" aria-describedby="secret-warning" spellcheck="false"><button type="button" class="copy" data-copy="wh-secret" hidden>Copy</button></div>
-<dl class="wh-meta"><dt>URL</dt><dd>${h(made.url)}</dd><dt>Events</dt><dd>${eventList(made.events)}</dd></dl>
-<div class="actions"><a class="button" href="/dashboard/webhooks/${made.id}">Open its delivery log</a><a class="button secondary" href="/dashboard/webhooks">Back to webhooks</a></div>
+<dl class="wh-meta"><dt>URL</dt><dd>${h(w.url)}</dd><dt>Events</dt><dd>${eventList(w.events)}</dd></dl>
+<div class="actions"><a class="button" href="/dashboard/webhooks/${w.id}">Open its delivery log</a><a class="button secondary" href="/dashboard/webhooks">Back to webhooks</a></div>
 </section>`
     return shell.render(request, s, { section: 'webhooks', title: 'Endpoint added', content })
   }
@@ -159,9 +197,13 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
   // ---------------------------------------------------------------------------------------------------
   // One endpoint: its log, the test event, redelivery, deletion
 
+  /** An endpoint's page; with ?created=ID, the secret of the endpoint just made, once (then a note that it was). */
   function endpointPage(request: Request, s: Session, idText: string) {
     const w = endpointOf(s, idText)
     if (!w) return notFoundPage(request, s)
+    const createdId = new URL(request.url).searchParams.get('created')
+    const made = createdId === null ? null : flash.take<NewEndpoint>(shell.ownerOf(s), `webhook secret ${w.id}`, createdId)
+    if (made) return createdPage(request, s, w, made)
     const log = webhooks.deliveries(s.caller, { id: w.id, limit: LOG_SHOWN }).deliveries
     const csrf = `<input type="hidden" name="_csrf" value="${h(s.csrf)}">`
     const rows = log
@@ -197,7 +239,11 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
 </section>
 <section class="card" aria-labelledby="log-h"><h2 id="log-h">Delivery log</h2>${table}
 <p class="hint muted">Failed deliveries are retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h. The log keeps 7 days.</p></section>`
-    return shell.render(request, s, { section: 'webhooks', title: `Webhook ${w.id}`, content })
+    const notice =
+      createdId === null
+        ? undefined
+        : ({ kind: 'ok', text: "This endpoint's signing secret was shown once, and is not shown again. If it was not copied, delete the endpoint and add it again." } as const)
+    return shell.render(request, s, { section: 'webhooks', title: `Webhook ${w.id}`, content, notice })
   }
 
   function confirmPage(request: Request, s: Session, idText: string) {
@@ -232,14 +278,24 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
     }
   }
 
-  const signedIn = (request: Request, then: (s: Session) => Response | Promise<Response>) => {
-    const s = shell.require(request)
+  /** `page`: where a form comes back to after signing in, when that is not its own path. */
+  const signedIn = (request: Request, then: (s: Session) => Response | Promise<Response>, page?: string) => {
+    const s = shell.require(request, page)
     return s instanceof Response ? s : then(s)
   }
 
+  /** Typed before the session ended (see shell.requireForm): the form shows it again. */
+  const drafted = (request: Request): FormState => {
+    const d = shell.draft(request)
+    return d ? { url: d.get('url') ?? '', events: d.getAll('events').filter((e) => (EVENT_TYPES as readonly string[]).includes(e)) } : {}
+  }
+
   return new Elysia({ name: 'dashboard-webhooks' })
-    .get('/dashboard/webhooks', ({ request }) => signedIn(request, (s) => listPage(request, s)))
-    .post('/dashboard/webhooks', ({ request }) => signedIn(request, (s) => create(request, s)))
+    .get('/dashboard/webhooks', ({ request }) => signedIn(request, (s) => listPage(request, s, drafted(request))))
+    .post('/dashboard/webhooks', async ({ request }) => {
+      const s = await shell.requireForm(request, { keep: ['url', 'events'] })
+      return s instanceof Response ? s : create(request, s)
+    })
     .get('/dashboard/webhooks/:id', ({ request, params }) => signedIn(request, (s) => endpointPage(request, s, params.id)))
     .get('/dashboard/webhooks/:id/delete', ({ request, params }) => signedIn(request, (s) => confirmPage(request, s, params.id)))
     .post('/dashboard/webhooks/:id/delete', ({ request, params }) =>
@@ -259,6 +315,7 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
             : `A test event (${t.webhook_id}) is queued, but this endpoint is disabled: it will not be sent.`
           return shell.seeOther(`/dashboard/webhooks/${id}`, { kind: 'ok', text })
         }),
+        `/dashboard/webhooks/${params.id}`, // the endpoint's page, where these forms are
       ),
     )
     .post('/dashboard/webhooks/:id/redeliver', ({ request, params }) =>
@@ -267,6 +324,7 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
           const r = webhooks.redeliver(s.caller, { id, event: fields.get('event') ?? '' })
           return shell.seeOther(`/dashboard/webhooks/${id}`, { kind: 'ok', text: `Event ${r.event_id} (${r.webhook_id}) will be sent again.` })
         }),
+        `/dashboard/webhooks/${params.id}`, // the endpoint's page, where these forms are
       ),
     )
 }

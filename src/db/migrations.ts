@@ -279,7 +279,7 @@ export const migrations: Migration[] = [
   /* 7: webhooks (issue 10). Endpoints per account; an event is one webhook_events row plus one pending
      webhook_deliveries row per subscribed endpoint, written in the transaction of the change that caused it
      (the outbox), so a crash neither loses an event nor sends one for a change that was rolled back. The
-     deliverer works the due rows (state, next_at); the event's id is its webhook-id ('msg_' || id), so a
+     deliverer works the due rows (state, next_at); the event's id is its webhook-id ('msg_' || id; since migration 9 a random one on the row), so a
      retry or a redelivery never gets another one. */ `
   CREATE TABLE webhook_endpoints (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -332,5 +332,48 @@ export const migrations: Migration[] = [
   );
   CREATE INDEX web_sessions_account ON web_sessions(account_id);
   CREATE INDEX web_sessions_expires ON web_sessions(expires);
+  `,
+  /* 9: an event's webhook-id is random, stored on its row (issue 20, SPEC §9). 'msg_' || id repeated itself
+     after a restore: the events made after the backup were gone, the row ids came round again, and the next
+     event went out under an id its receivers had seen (and dropped it as a duplicate). Now every new row gets
+     'msg_' + 32 hex digits (128 random bits) from the column's default, so no path that inserts an event can
+     forget it or compute it; uniqueness rests on the 128 bits, as for keys and session tokens, not on an
+     index the click writer would pay for on every event. Rows already there keep 'msg_' || id, what they
+     were (or will be) sent under, so a retry after the upgrade still carries the old id. A DEFAULT that is
+     an expression needs the table rebuilt (ALTER TABLE … ADD COLUMN allows only constants); sqlite_sequence
+     is carried over first, so that an event id, which the delivery log and redelivery name, is never given
+     twice either. Columns keep their order; webhook_id comes last. */ {
+    rebuildsTables: true,
+    sql: `
+  CREATE TABLE webhook_events_new (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    type TEXT NOT NULL,
+    created INTEGER NOT NULL,             -- unix ms
+    payload TEXT NOT NULL,                -- the exact body sent: {"type":…,"timestamp":"<ISO>","data":{…}}
+    webhook_id TEXT NOT NULL DEFAULT ('msg_' || lower(hex(randomblob(16)))) -- the webhook-id header, every attempt
+  );
+  INSERT INTO sqlite_sequence (name, seq) SELECT 'webhook_events_new', seq FROM sqlite_sequence WHERE name = 'webhook_events';
+  INSERT INTO webhook_events_new (id, account_id, type, created, payload, webhook_id)
+    SELECT id, account_id, type, created, payload, 'msg_' || id FROM webhook_events;
+  DROP TABLE webhook_events;
+  ALTER TABLE webhook_events_new RENAME TO webhook_events;
+  `,
+  },
+  /* 10: one-time form tokens (issue 20). A form of the pages that creates something (an API key, a webhook
+     endpoint, a link: in the dashboard and on the home page) carries a random token; the creation stores
+     it in the transaction that stores the new row, with the page the answer sent the browser to. The same
+     form sent again with the same content (a double click, back and send again) finds its token taken:
+     nothing is made twice, and the browser goes to that page. Rows go with their session (null: the home
+     page's form of a visitor who is not signed in), and after a day. */ `
+  CREATE TABLE form_tokens (
+    token TEXT PRIMARY KEY,
+    session_id INTEGER REFERENCES web_sessions(id) ON DELETE CASCADE,
+    fingerprint TEXT NOT NULL,            -- SHA-256 of the form's fields (passwords left out)
+    created INTEGER NOT NULL,             -- unix ms
+    result TEXT NOT NULL                  -- a path of this site: where the first answer redirected to
+  );
+  CREATE INDEX form_tokens_created ON form_tokens(created);
+  CREATE INDEX form_tokens_session ON form_tokens(session_id);
   `,
 ]

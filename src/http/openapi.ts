@@ -225,7 +225,8 @@ export function openApiDocument(methods: ApiMethod[], opts: OpenApiOptions) {
       title: 'linkbox',
       version: opts.version,
       description:
-        'Short links with click statistics, and QR codes. Every answer is ' +
+        'Short links with click statistics, QR codes, temporary e-mail inboxes, media download with signed ' +
+        'links, and webhooks for link and mail events. Every answer is ' +
         '{"status":"success","return":…} or {"status":"error","message":…,"code":…}, with RateLimit-* headers ' +
         'while the caller has a rate limit. POST methods take form fields, GET methods the query string.',
       license: { name: 'MIT', identifier: 'MIT' },

@@ -248,7 +248,11 @@ export function createLinkService(deps: {
       return { commits: creations.commits, links: creations.writes }
     },
 
-    async create(input: CreateLinkInput, caller: Caller | null): Promise<LinkRecord> {
+    /**
+     * `within` runs in the savepoint that inserts the link, after the insert (the pages claim their form
+     * token there); when it throws, no link is made. It may run more than once, like the write itself.
+     */
+    async create(input: CreateLinkInput, caller: Caller | null, opts: { within?: (link: { code: string }) => void } = {}): Promise<LinkRecord> {
       if (!present(input.url)) throw new AppError(400, 'missing_parameter', 'The parameter "url" is required.')
       const long_url = validateUrl(input.url, urlRules)
       const alias = present(input.alias) ? validateAlias(input.alias) : null
@@ -271,6 +275,7 @@ export function createLinkService(deps: {
         // The webhook event is written in the same savepoint: a creation that fails leaves none.
         row = await creations.run(() => {
           const inserted = alias ? insertAlias(fields, alias) : insertWithFreshCode(fields)
+          opts.within?.(inserted)
           outbox?.enqueue('link.created', inserted.account_id, { ...record(inserted) }, inserted.created)
           return inserted
         })

@@ -137,7 +137,10 @@ const MessageSchema = Type.Object(
     ),
     raw: SignedUrl('The message as received (.eml)'),
     links: Type.Array(Type.String({ format: 'uri' }), {
-      description: 'The http(s) URLs in the text and the HTML, each once, in order',
+      description:
+        'The http(s) links a reader can follow, each once, in order: URLs written in the text, then the HTML\'s ' +
+        '<a href> and <area href>, then URLs written in the HTML\'s text. What the HTML only loads (<img src>: ' +
+        'images, tracking pixels) is not listed',
     }),
   },
   {
@@ -216,7 +219,8 @@ export function mailApi(mail: MailService, deps: MailApiDeps = {}): ApiMethod[] 
       summary: 'Read one message (and mark it seen)',
       description:
         'The text, the HTML as sent (untrusted: show it only in a sandbox), the attachments and the raw source as signed ' +
-        'links (valid for an hour, no key needed), and `links`: the http(s) URLs found in the text and the HTML.',
+        'links (valid for an hour, no key needed), and `links`: the http(s) links found in the text and the HTML ' +
+        '(`<a href>`, `<area href>`, URLs written out; not image sources).',
       params: [addressParam(true, mail.domains), wholeParam('id', 1, MAX_ID, 'Message id, from messages.json', 17, true)],
       returns: MessageSchema,
       errors: { 403: ['not_owner'], 404: ['not_found'] },

@@ -9,6 +9,8 @@ export const INTRO_CHARS = 160
 const MAX_PEOPLE = 100
 const MAX_LINKS = 500
 const MAX_LINK_CHARS = 4096
+/** hrefs and image sources kept from one HTML body, each: its links are at most MAX_LINKS anyway. */
+const MAX_HTML_URLS = 10_000
 const MAX_SUBJECT_CHARS = 2000
 const MAX_NAME_CHARS = 300
 const MAX_FILENAME_CHARS = 255
@@ -42,46 +44,187 @@ export function introOf(text: string): string {
   return chars.length <= INTRO_CHARS ? folded : `${chars.slice(0, INTRO_CHARS - 1).join('').trimEnd()}…`
 }
 
-const URL_IN_TEXT = /\bhttps?:\/\/[^\s<>"'`\u0000-\u001f\u007f]+/giu
-const HREF = /<a\b[^>]*?\shref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))/giu
-const CLOSERS: Record<string, string> = { ')': '(', ']': '[', '}': '{' }
+// Links. What a reader can follow: the URLs written out in the text, and the HTML's navigational links
+// (<a href>, <area href>) and written-out URLs. What the HTML only loads (an <img src>: a tracking pixel, a
+// logo) is not a link, not even where mailparser's text for HTML-only mail shows it as "[https://…/open.gif]".
+// Everything here is one pass over a stranger's text: no pattern that backtracks, no rescan from an earlier
+// place, so a 10 MB message of brackets and angle brackets costs what its length costs.
 
-/** A URL found in running text, without the punctuation that ends the sentence around it. */
-function trimUrl(url: string): string {
+/** A run of characters that may be inside a URL written in text, brackets aside (they are counted). */
+const URL_RUN = /[^\s<>"'`\u0000-\u001f\u007f-\u009f()[\]{}]+/y
+const OPENERS: Record<string, string> = { ')': '(', ']': '[', '}': '{' }
+
+/**
+ * Where a URL whose scheme ends at `from` ends, the way linkifiers (linkify-it) read text: at white space, a
+ * control, a quote or an angle bracket, or at a closing bracket that closes nothing; a bracket left open ends it
+ * where it opened. So "https://en.wikipedia.org/wiki/Foo_(bar)" and "?ids[]=1" keep their pairs, and
+ * "[https://a.example/x.jpg]https://b.example/y" is two URLs. `stop` is where the scan stopped: the next URL is
+ * looked for from there, never from earlier.
+ */
+function urlEnd(text: string, from: number): { end: number; stop: number } {
+  const open: number[] = []
+  let i = from
   for (;;) {
-    const last = url.at(-1)!
-    if ('.,;:!?\'"*'.includes(last)) {
-      url = url.slice(0, -1)
-      continue
+    const c = text[i]
+    if (c === '(' || c === '[' || c === '{') open.push(i++)
+    else if (c === ')' || c === ']' || c === '}') {
+      if (open.length === 0 || text[open.at(-1)!] !== OPENERS[c]) break
+      open.pop()
+      i++
+    } else {
+      URL_RUN.lastIndex = i
+      if (!URL_RUN.exec(text)) break // the end of the text, or a character no URL has in it
+      i = URL_RUN.lastIndex
     }
-    const opener = CLOSERS[last]
-    // "(see https://example.com/a_(b))" keeps its balanced ")" and drops the sentence's.
-    if (opener && url.split(opener).length - 1 < url.split(last).length - 1) {
-      url = url.slice(0, -1)
-      continue
-    }
-    return url
+  }
+  return { end: open[0] ?? i, stop: i }
+}
+
+/** The URL without the punctuation of the sentence around it ("see https://a.example/x."). */
+function trimUrl(url: string): string {
+  let n = url.length
+  while (n > 0 && '.,;:!?*'.includes(url[n - 1]!)) n--
+  return url.slice(0, n)
+}
+
+/** Each http(s) URL written in `text`, in order, until `take` says it has enough. */
+function urlsIn(text: string, take: (url: string) => boolean): void {
+  const start = /https?:\/\//gi
+  for (let m; (m = start.exec(text)); ) {
+    if (m.index > 0 && /\w/.test(text[m.index - 1]!)) continue // "xhttp://" is not one; "(http://", "]http://" are
+    const { end, stop } = urlEnd(text, start.lastIndex)
+    start.lastIndex = stop
+    if (!take(trimUrl(text.slice(m.index, end)))) return
   }
 }
 
 const isWebUrl = (s: string) => /^https?:\/\/[^/?#\s]/i.test(s) && s.length <= MAX_LINK_CHARS && URL.canParse(s)
 
+/** An attribute value as the URL it names: entities decoded, the tabs and line breaks a browser drops, dropped. */
+const attributeUrl = (value: string) => he.decode(value, { isAttributeValue: true }).replace(/[\t\n\r]/g, '').trim()
+
+/** Elements whose content is not shown as text, each with the end tag that closes it. */
+const HIDDEN = new Map(['script', 'style', 'title'].map((name) => [name, new RegExp(`</${name}[\\s/>]`, 'gi')]))
+/** The attributes read: navigational links and what the HTML loads by itself. */
+const WANTED = new Set(['href', 'src', 'poster', 'background'])
+const isLetter = (c: string | undefined) => c !== undefined && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+const isSpace = (c: string | undefined) => c === ' ' || c === '\t' || c === '\n' || c === '\r' || c === '\f'
+
+interface HtmlParts {
+  /** <a href> and <area href>, in order. */
+  hrefs: string[]
+  /** src, poster and background: what a mail client fetches by itself, not something to follow. */
+  loads: string[]
+  /** The text a reader sees (entities not yet decoded), tags as spaces. */
+  shown: string[]
+}
+
 /**
- * The http(s) URLs of a message, in order: those in the text, then the links of the HTML (`<a href>`, with
- * entities decoded: `&amp;` in a query is `&`), then URLs written out in the HTML's own text. Each once.
+ * One pass over HTML, split as a browser's tokenizer splits it (closely enough for links): text, start tags with
+ * their attributes (quoted values may hold ">"), end tags, comments, and the content of script, style and title
+ * skipped. A tag or comment left open runs to the end, as in a browser.
+ */
+function readHtml(html: string): HtmlParts {
+  const out: HtmlParts = { hrefs: [], loads: [], shown: [] }
+  const n = html.length
+  let shownFrom = 0 // the text since the last tag
+  let i = 0
+  while (i < n) {
+    const lt = html.indexOf('<', i)
+    if (lt < 0) break
+    const next = html[lt + 1]
+    if (next !== '!' && next !== '?' && next !== '/' && !isLetter(next)) {
+      i = lt + 1 // "a < b": text, not a tag
+      continue
+    }
+    out.shown.push(html.slice(shownFrom, lt))
+    if (html.startsWith('<!--', lt)) {
+      const close = html.indexOf('-->', lt + 4)
+      i = close < 0 ? n : close + 3
+    } else if (!isLetter(next)) {
+      // An end tag, a declaration, a processing instruction: nothing in it is read.
+      const close = html.indexOf('>', lt + 2)
+      i = close < 0 ? n : close + 1
+    } else {
+      i = startTag(html, lt, out)
+    }
+    shownFrom = i
+  }
+  out.shown.push(html.slice(shownFrom))
+  return out
+}
+
+/** Reads the start tag at `lt` into `out`; returns where the text after it (or after a hidden element) begins. */
+function startTag(html: string, lt: number, out: HtmlParts): number {
+  const n = html.length
+  let j = lt + 1
+  while (j < n && !isSpace(html[j]) && html[j] !== '/' && html[j] !== '>') j++
+  const name = html.slice(lt + 1, j).toLowerCase()
+  const attrs = new Map<string, string>() // only the WANTED ones
+  for (;;) {
+    while (j < n && (isSpace(html[j]) || html[j] === '/')) j++
+    if (j >= n) return n // a tag left open: the rest is inside it
+    if (html[j] === '>') break
+    const at = j++
+    while (j < n && !isSpace(html[j]) && html[j] !== '/' && html[j] !== '>' && html[j] !== '=') j++
+    const attr = html.slice(at, j).toLowerCase()
+    while (j < n && isSpace(html[j])) j++
+    let value = ''
+    if (html[j] === '=') {
+      j++
+      while (j < n && isSpace(html[j])) j++
+      const quote = html[j]
+      if (quote === '"' || quote === "'") {
+        const close = html.indexOf(quote, j + 1)
+        if (close < 0) return n
+        value = html.slice(j + 1, close)
+        j = close + 1
+      } else {
+        const from = j
+        while (j < n && !isSpace(html[j]) && html[j] !== '>') j++
+        value = html.slice(from, j)
+      }
+    }
+    // The first of a repeated attribute counts, as in a browser.
+    if (WANTED.has(attr) && !attrs.has(attr)) attrs.set(attr, value)
+  }
+  const href = attrs.get('href')
+  if (href !== undefined && (name === 'a' || name === 'area') && out.hrefs.length < MAX_HTML_URLS) out.hrefs.push(attributeUrl(href))
+  for (const key of ['src', 'poster', 'background']) {
+    const value = attrs.get(key)
+    if (value !== undefined && out.loads.length < MAX_HTML_URLS) out.loads.push(attributeUrl(value))
+  }
+  const end = HIDDEN.get(name)
+  if (!end) return j + 1
+  end.lastIndex = j + 1
+  const m = end.exec(html)
+  const close = m ? html.indexOf('>', m.index) : -1
+  return close < 0 ? n : close + 1
+}
+
+/**
+ * The links of a message, in order, each once: the URLs in the text, then the HTML's `<a href>` and
+ * `<area href>` (entities decoded: `&amp;` in a query is `&`), then URLs written out in the HTML's own text.
+ * A URL the HTML only loads (`<img src>` …) is left out of the text's, unless the HTML also links to it or
+ * shows it.
  */
 export function linksOf(text: string, html: string | null): string[] {
-  const seen = new Set<string>()
+  const links = new Set<string>()
   const add = (url: string) => {
-    if (seen.size < MAX_LINKS && isWebUrl(url)) seen.add(url)
+    if (links.size < MAX_LINKS && isWebUrl(url)) links.add(url)
+    return links.size < MAX_LINKS
   }
-  for (const m of text.matchAll(URL_IN_TEXT)) add(trimUrl(m[0]))
-  if (html) {
-    for (const m of html.matchAll(HREF)) add(he.decode(m[1] ?? m[2] ?? m[3] ?? '').replace(/[\t\n\r]/g, '').trim())
-    const visible = he.decode(html.replace(/<(script|style)\b[\s\S]*?<\/\1\s*>/gi, ' ').replace(/<[^>]*>/g, ' '))
-    for (const m of visible.matchAll(URL_IN_TEXT)) add(trimUrl(m[0]))
-  }
-  return [...seen]
+  const page = html ? readHtml(html) : { hrefs: [], loads: [], shown: [] }
+  const written = new Set<string>()
+  urlsIn(he.decode(page.shown.join(' ')), (url) => {
+    if (!written.has(url) && isWebUrl(url)) written.add(url)
+    return written.size < MAX_LINKS
+  })
+  const loads = new Set(page.loads)
+  for (const url of [...page.hrefs, ...written]) loads.delete(url)
+  urlsIn(text, (url) => links.has(url) || loads.has(url) || add(url))
+  for (const url of [...page.hrefs, ...written]) if (!add(url)) break
+  return [...links]
 }
 
 /** A file name to show and to offer for download: no folders, no control characters, bounded. */

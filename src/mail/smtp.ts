@@ -1,7 +1,8 @@
 // The SMTP receiver: smtp-server speaks the protocol; this file decides what it answers. Recipients are
-// checked at RCPT (550 unknown or foreign, 452 full, at most 50); the message is counted as it arrives
-// (552 over mail.max_message_bytes, and then never parsed); 250 comes only once the message is on disk
-// and committed (service.deliver). No AUTH: this is an inbound server for its own domains, not a relay.
+// checked at RCPT (550 unknown or foreign, 452 full, at most 50); a size declared over mail.max_message_bytes
+// is refused at MAIL FROM, and the message is counted as it arrives (552 5.3.4 both times; an over-size one
+// is never parsed); 250 comes only once the message is on disk and committed (service.deliver). No AUTH:
+// this is an inbound server for its own domains, not a relay.
 import { readFileSync } from 'node:fs'
 import type { Readable } from 'node:stream'
 import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from 'smtp-server'
@@ -33,6 +34,8 @@ function readPem(path: string, key: string): Buffer {
   }
 }
 
+const tooLarge = (limit: number) => new SmtpReply(552, `5.3.4 the message is larger than the limit of ${limit} bytes`)
+
 export function startSmtp(config: Config, mail: MailService, spool: Spool): Promise<SmtpReceiver> {
   const { smtp_host, smtp_port, max_message_bytes, tls_cert, tls_key, max_connections_per_ip } = config.mail
   const tls = tls_cert && tls_key ? { cert: readPem(tls_cert, 'mail.tls_cert'), key: readPem(tls_key, 'mail.tls_key') } : null
@@ -49,7 +52,12 @@ export function startSmtp(config: Config, mail: MailService, spool: Spool): Prom
     name: mail.domains[0],
     banner: 'linkbox',
     logger: false,
-    size: max_message_bytes, // advertised in EHLO and checked against MAIL FROM SIZE=; the bytes are counted below
+    // EHLO offers SIZE without the number (RFC 1870 allows it): with the number, smtp-server refuses an
+    // over-size MAIL FROM SIZE= itself, before onMailFrom, as a bare "552 Error: …" without the 5.3.4 that says
+    // why (its enhanced status codes are off, as linkbox writes its own). onMailFrom makes that check; the bytes
+    // themselves are counted in onData.
+    size: max_message_bytes,
+    hideSize: true,
     authOptional: true,
     disabledCommands: tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
     ...(tls ?? {}),
@@ -74,7 +82,11 @@ export function startSmtp(config: Config, mail: MailService, spool: Spool): Prom
       if (n > 0) perIp.set(session.remoteAddress, n)
       else perIp.delete(session.remoteAddress)
     },
-    onMailFrom(_address, _session, callback) {
+    onMailFrom(address, _session, callback) {
+      // RFC 1870: a size declared over the limit is refused before a byte of the message is sent (552, RFC 3463's
+      // 5.3.4). One declared smaller is not believed: the bytes are counted all the same.
+      const declared = address.args ? Number(address.args.SIZE ?? 0) : 0
+      if (declared > max_message_bytes) return callback(tooLarge(max_message_bytes))
       callback()
     },
     onRcptTo(address: Recipient, session, callback) {
@@ -101,7 +113,7 @@ export function startSmtp(config: Config, mail: MailService, spool: Spool): Prom
         .then(async (taken) => {
           if (taken.oversize) {
             await spool.discard(taken)
-            throw new SmtpReply(552, `5.3.4 the message is larger than the limit of ${max_message_bytes} bytes`)
+            throw tooLarge(max_message_bytes)
           }
           if (forced) {
             await spool.discard(taken)

@@ -28,7 +28,7 @@ import {
 import { findPhoto, PAGE_LIMIT, photoExtraction } from './photo'
 import { createLimiter, runYtdlp } from './runner'
 import { createMediaStore, type TicketRow } from './store'
-import type { Ytdlp } from './ytdlp'
+import { unsafeYtdlpReason, type Ytdlp, type YtdlpChoice } from './ytdlp'
 
 /** Results are kept per URL this long (SPEC §6): a second ask is answered without yt-dlp. */
 export const CACHE_MS = 10 * 60 * 1000
@@ -40,6 +40,12 @@ const MAX_JSON_BYTES = 32 * 1024 * 1024
 const SOCKET_TIMEOUT_S = 15
 /** Waiting for an upstream answer's headers (the body then streams as long as it takes). */
 const UPSTREAM_HEADERS_MS = 30_000
+/**
+ * What only an attempt on the guard puts into yt-dlp's answer: a smuggled-data fragment (yt-dlp's way of
+ * passing options between its extractors, which a page could forge) or a header that tells yt-dlp which proxy
+ * to use. A safe yt-dlp never applies them; whatever version runs, an answer carrying them is not used.
+ */
+const GUARD_BYPASS = /__youtubedl_smuggle|ytdl-[a-z-]*proxy/i
 
 export interface MediaDeps {
   db: Db
@@ -102,6 +108,7 @@ export function createMediaService({ db, config, signer, clock, ytdlp, proxy, ca
       throw badRequest('invalid_url', 'The parameter "url" must be an absolute URL with the scheme http or https.')
     if (url.username || url.password)
       throw badRequest('invalid_url', 'The parameter "url" must not contain a user name or password.')
+    if (GUARD_BYPASS.test(input)) throw privateAddress()
     url.hash = ''
     return url.href
   }
@@ -159,9 +166,49 @@ export function createMediaService({ db, config, signer, clock, ytdlp, proxy, ca
     return photo ? photoExtraction(photo, url) : null
   }
 
-  async function runExtraction(url: string): Promise<Extraction> {
+  /** The yt-dlp to run: none, or one too old to be kept behind the guard (SPEC §6), is a 503 and never runs. */
+  async function runnable(): Promise<YtdlpChoice> {
     const choice = await ytdlp.current()
     if (!choice) throw new AppError(503, 'unavailable', 'Media download is not available: no yt-dlp was found (see `linkbox doctor`).')
+    const unsafe = unsafeYtdlpReason(choice.version)
+    if (unsafe) throw new AppError(503, 'unavailable', `Media download is not available: the yt-dlp found is not run, as ${unsafe} (see \`linkbox doctor\`).`)
+    return choice
+  }
+
+  /**
+   * Every address yt-dlp reported, checked by the guard before any of it is handed out or fetched: a format on a
+   * private host is dropped (all of them: the page is refused), a thumbnail on one is left out. The download
+   * itself is checked again (guardedFetch, or the proxy for yt-dlp's own fetches).
+   */
+  async function screen(extraction: Extraction): Promise<Extraction> {
+    const verdicts = new Map<string, Promise<boolean>>()
+    const allowed = (raw: string) => {
+      let host: string
+      try {
+        host = new URL(raw).host
+      } catch {
+        return Promise.resolve(false)
+      }
+      let verdict = verdicts.get(host)
+      if (!verdict) {
+        verdict = checkUrl(raw, { ...guard, timeoutMs: 10_000 }).then(
+          () => true,
+          // Only a refusal drops it: a name that does not resolve now is tried again, under the guard, at download.
+          (err) => !(err instanceof GuardError && (err.reason === 'private' || err.reason === 'scheme')),
+        )
+        verdicts.set(host, verdict)
+      }
+      return verdict
+    }
+    const kept = await Promise.all(extraction.formats.map((f) => (GUARD_BYPASS.test(f.upstreamUrl) ? false : allowed(f.upstreamUrl))))
+    const formats = extraction.formats.filter((_, i) => kept[i])
+    if (formats.length === 0) throw privateAddress()
+    const thumbnail = extraction.thumbnail && !GUARD_BYPASS.test(extraction.thumbnail) && (await allowed(extraction.thumbnail)) ? extraction.thumbnail : null
+    return { ...extraction, formats, thumbnail }
+  }
+
+  async function runExtraction(url: string): Promise<Extraction> {
+    const choice = await runnable()
     const timeout = config.media.extract_timeout
     const result = await runYtdlp({
       command: choice.argv,
@@ -177,6 +224,7 @@ export function createMediaService({ db, config, signer, clock, ytdlp, proxy, ca
     if (result.timedOut) throw extractionTimeout(timeout)
     if (result.tooLarge) throw upstreamFailed('its description is too large')
     if (result.code === 0) {
+      if (GUARD_BYPASS.test(result.stdout)) throw privateAddress()
       let info: unknown
       try {
         info = JSON.parse(result.stdout)
@@ -221,7 +269,7 @@ export function createMediaService({ db, config, signer, clock, ytdlp, proxy, ca
       // an in-flight entry and a DNS lookup with no bound but the rate limit.
       running = limiter.run(async () => {
         await guardCheck(url)
-        return runExtraction(url)
+        return screen(await runExtraction(url))
       })
       inflight.set(url, running)
       running.then(
@@ -333,8 +381,7 @@ export function createMediaService({ db, config, signer, clock, ytdlp, proxy, ca
   }
 
   async function fetchWhole(t: TicketRow, path: string, ext: string): Promise<string> {
-    const choice = await ytdlp.current()
-    if (!choice) throw new AppError(503, 'unavailable', 'Media download is not available: no yt-dlp was found.')
+    const choice = await runnable()
     mkdirSync(tmpDir, { recursive: true, mode: 0o700 })
     mkdirSync(cacheDir, { recursive: true, mode: 0o700 })
     const work = mkdtempSync(join(tmpDir, 'fetch-'))

@@ -87,6 +87,23 @@ export function compareVersions(a: string, b: string): number {
 
 export const isYtdlpVersion = (v: string) => VERSION_RE.test(v)
 
+/**
+ * The oldest yt-dlp linkbox runs (SPEC §6). Older releases let a page tell them to skip the guard proxy
+ * (CVE-2023-46121: a smuggled `Ytdl-request-proxy: __noproxy__` header, fixed in 2023.11.14) and carry
+ * CVE-2024-38519 (fixed in 2024.07.01); the proxy cannot stop a request that never reaches it.
+ */
+export const MIN_YTDLP_VERSION = '2024.07.01'
+
+/** True for a version linkbox will run; an unknown one (null) is not. */
+export const isSafeYtdlpVersion = (v: string | null): v is string => !!v && isYtdlpVersion(v) && compareVersions(v, MIN_YTDLP_VERSION) >= 0
+
+/** Why a yt-dlp is not run, for doctor, download.json and `ytdlp update`; null when it may run. */
+export function unsafeYtdlpReason(version: string | null): string | null {
+  if (isSafeYtdlpVersion(version)) return null
+  if (!version) return 'its version could not be read'
+  return `version ${version} is older than ${MIN_YTDLP_VERSION}, and older releases can be told by a page to bypass the SSRF guard (CVE-2023-46121)`
+}
+
 /** A zipapp (a zip, or a `#!` line followed by a zip) is run as `python3 <file>`: data_dir may be noexec. */
 function isZipapp(path: string): boolean {
   let fd: number
@@ -318,7 +335,8 @@ export function createYtdlp(opts: { ytdlpPath: string; dataDir: string; env?: Re
         const path = opts.ytdlpPath.includes('/') ? resolve(opts.ytdlpPath) : (Bun.which(opts.ytdlpPath, { PATH: env.PATH ?? '' }) ?? opts.ytdlpPath)
         return choice(path, 'config', await probe(path), python)
       }
-      const runs = (p: Probe | null): p is Probe & { version: string } => !!p?.version && (!p.zipapp || !!python)
+      // Only one that may run counts: an old update must not hide a safe bundled one.
+      const runs = (p: Probe | null): p is Probe & { version: string } => isSafeYtdlpVersion(p?.version ?? null) && (!p!.zipapp || !!python)
       const updatedPath = join(dir, UPDATED_NAME)
       const bundledPath = join(dir, BUNDLED_NAME)
       const [updated, bundled] = await Promise.all([probe(updatedPath, `${updatedPath}.json`), probe(bundledPath, `${bundledPath}.json`)])
@@ -343,7 +361,7 @@ export function createYtdlp(opts: { ytdlpPath: string; dataDir: string; env?: Re
 /** Why `ytdlp update` kept the old one: the message is for the admin, `reason` for tests and scripts. */
 export class YtdlpUpdateError extends Error {
   constructor(
-    readonly reason: 'source' | 'download' | 'checksum' | 'does-not-run',
+    readonly reason: 'source' | 'download' | 'checksum' | 'does-not-run' | 'too-old',
     message: string,
   ) {
     super(message)
@@ -491,6 +509,8 @@ export async function updateYtdlp(opts: { dataDir: string; from?: string; log?: 
     if (zipapp && !python) throw new YtdlpUpdateError('does-not-run', 'does not run: it is a zipapp and python3 is not on PATH')
     const ran = await runVersion(zipapp ? [python!, tmp] : [tmp], process.env)
     if ('problem' in ran) throw new YtdlpUpdateError('does-not-run', `does not run: ${ran.problem}`)
+    const unsafe = unsafeYtdlpReason(ran.version)
+    if (unsafe) throw new YtdlpUpdateError('too-old', `refused: ${unsafe}; linkbox runs ${MIN_YTDLP_VERSION} or later`)
 
     renameSync(tmp, target)
     writeSidecar(target, { version: ran.version, sha256, source: source.file })

@@ -1,7 +1,10 @@
 // The service's own pages as a feature of the composition root: the home page and its form, the API
 // documents, /healthz, /metrics, the shared assets, the favicon and robots.txt.
+import type { Shell } from '../dashboard/shell'
 import type { Feature, Shared } from '../feature'
 import type { ApiMethod } from '../http/api'
+import { createMetricsAccess } from '../http/metrics-access'
+import { notFoundPage } from '../links/visit'
 import type { LinkService } from '../links/service'
 import { VERSION } from '../version'
 import { Elysia } from 'elysia'
@@ -13,9 +16,10 @@ const IMMUTABLE = 'public, max-age=31536000, immutable'
 
 export function createPagesFeature(
   shared: Shared,
-  deps: { links: LinkService; methods: ApiMethod[]; databaseProblem: () => string | null },
+  deps: { links: LinkService; methods: ApiMethod[]; databaseProblem: () => string | null; shell: Shell },
 ) {
   const { config, metrics, limiter, clientIp } = shared
+  const metricsAllowed = createMetricsAccess({ config, clientIp })
   const routes = new Elysia({ name: 'pages' })
     // 503 when the database cannot be written, so that a monitor notices; visits and reads still work.
     .get('/healthz', () => {
@@ -26,14 +30,15 @@ export function createPagesFeature(
         headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
       })
     })
-    .get('/metrics', () => new Response(metrics.render(), {
+    // Loopback, private networks and the bearer token only (http/metrics-access.ts); others: a plain 404.
+    .get('/metrics', ({ request }) => metricsAllowed(request) ? new Response(metrics.render(), {
       headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' },
-    }))
+    }) : notFoundPage())
     .get('/assets/style.css', () => new Response(STYLE_CSS, { headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': IMMUTABLE } }))
     .get('/assets/app.js', () => new Response(APP_JS, { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': IMMUTABLE } }))
     .get('/favicon.ico', () => new Response(FAVICON_SVG, { headers: { 'content-type': 'image/svg+xml', 'cache-control': 'public, max-age=604800' } }))
     .get('/robots.txt', () => new Response('User-agent: *\nDisallow: /\n', { headers: { 'content-type': 'text/plain' } }))
-    .use(createHomeRoutes({ config, links: deps.links, limiter, clientIp }))
+    .use(createHomeRoutes({ config, links: deps.links, limiter, clientIp, shell: deps.shell }))
     .use(createDocsRoutes({
       methods: deps.methods,
       baseUrl: config.server.base_url,

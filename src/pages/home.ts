@@ -1,11 +1,22 @@
-// The home page at /: what the box does, and a form that shortens a link anonymously. It works without
-// JavaScript (the form POSTs here and the answer is this page with the result or the errors); with
-// assets/app.js the same form goes to /api/getLink.json and the result is drawn in place with the same markup.
-// The POST costs what an anonymous API call costs: the same per-address bucket, the same 8 KiB body bound.
+// The home page at /: what the box does, and a form that shortens a link — anonymously, or for the
+// signed-in account when the browser has a dashboard session (the header then says who is signed in, the
+// form carries the session's CSRF token, and the link is the account's, in its dashboard). It works
+// without JavaScript: the form POSTs here and is answered with a redirect (post → 303 → get) to /?made=ID,
+// the result shown there once (kept in the server's memory meanwhile, bound to the session, or for a
+// visitor to a short-lived cookie), or to /?form=ID with what was typed and the error; so a reload never
+// sends the form again. The form's one-time token makes a form sent twice make one link. With
+// assets/app.js the same form is sent here with `Accept: application/json`, answered in JSON (the API's
+// envelope) and drawn in place with the same markup. An anonymous POST costs what an anonymous API call
+// costs: the same per-address bucket, the same 8 KiB body bound.
 import { Elysia } from 'elysia'
 import homeTpl from '../../assets/home.html' with { type: 'text' }
+import type { Caller } from '../accounts/service'
 import type { Config } from '../config'
+import { RepeatedForm } from '../dashboard/form-tokens'
+import type { Session } from '../dashboard/sessions'
+import { cookiesOf, type Shell } from '../dashboard/shell'
 import { AppError } from '../errors'
+import { sameSecret } from '../http/api'
 import { rateKeyOf } from '../http/client-ip'
 import { isCrossSite } from '../http/cross-site'
 import { readBodyLimited } from '../http/params'
@@ -38,8 +49,14 @@ const LABELS: Record<HomeField, string> = {
   password: 'The password',
 }
 
+/** An error as the form shows it (an AppError, or one carried across a redirect). */
+export interface FormError {
+  code: string
+  message: string
+}
+
 /** The form field an error is about (shown next to it), or null for the form as a whole (429, 503…). */
-export function fieldOf(err: AppError): HomeField | null {
+export function fieldOf(err: FormError): HomeField | null {
   if (err.code === 'invalid_url') return 'url'
   if (err.code === 'invalid_alias' || err.code === 'alias_taken' || err.code === 'alias_reserved') return 'alias'
   if (err.code === 'invalid_mode') return 'mode'
@@ -63,7 +80,7 @@ const options = (choices: [string, string][], chosen: string) =>
  * builds the same elements with DOM methods (keep the two in step). Paths are relative: the page is on
  * this origin even when base_url names another address of it.
  */
-export function resultHtml(rec: LinkRecord): string {
+export function resultHtml(rec: LinkRecord, owned = false): string {
   const code = escapeHtml(rec.hex)
   const facts = [
     `<dt>Goes to</dt><dd>${escapeHtml(rec.long_url)}</dd>`,
@@ -77,33 +94,58 @@ export function resultHtml(rec: LinkRecord): string {
     `<div class="inline"><input id="short" type="text" readonly value="${escapeHtml(rec.url)}">` +
     `<button type="button" class="copy" data-copy="short" hidden>Copy</button></div>` +
     `<div class="result-body"><img class="qr" src="/qr/${code}.svg" alt="QR code of ${escapeHtml(rec.url)}" width="144" height="144">` +
-    `<dl class="facts">${facts}</dl></div></section>`
+    `<dl class="facts">${facts}</dl></div>` +
+    (owned
+      ? `<p class="owned">It is in <a href="/dashboard?new=${encodeURIComponent(rec.hex)}">your dashboard</a>, where you can <a href="/dashboard/links/${code}">change</a> or delete it.</p>`
+      : '') +
+    `</section>`
   )
 }
 
 export interface HomeState {
+  /** The signed-in person, when the browser has a dashboard session. */
+  session?: Session | null
+  /** The form's one-time token (form-tokens.ts). */
+  formField: string
   values?: Partial<Record<HomeField, string>>
-  error?: AppError
+  /** A password was typed when the form was refused (it is never kept, nor written back). */
+  passwordTyped?: boolean
+  error?: FormError
   result?: LinkRecord
+  /** The URL named a result that is not here (shown once already, expired, another browser's). */
+  resultGone?: boolean
   status?: number
   headers?: Record<string, string>
 }
 
-export function homePage(state: HomeState = {}): Response {
+export function homePage(state: HomeState): Response {
   const v = state.values ?? {}
+  const s = state.session ?? null
   const field = state.error ? fieldOf(state.error) : null
   const message = state.error ? humanMessage(state.error.message) : ''
+  const gone = !state.resultGone
+    ? ''
+    : s
+      ? `<p class="notice callout" role="status">Your new link was shown here once; <a href="/dashboard">your dashboard</a> lists it with your other links.</p>`
+      : `<p class="notice callout" role="status">Your short link was shown here once, and is not shown again: a link made without signing in is listed nowhere. It keeps working.</p>`
   const vars: Record<string, string> = {
     url: v.url ?? '',
     alias: v.alias ?? '',
     mode_options: options(MODE_CHOICES, v.mode ?? 'redirect'),
     expire_options: options(EXPIRE_CHOICES, v.expire ?? '0'),
     // A password is never written back into a page; when one was typed and the form comes back, say so.
-    password_hint: v.password ? 'Type the password again: it is not sent back for safety.' : 'Visitors must enter it first.',
+    password_hint: state.passwordTyped ? 'Type the password again: it is not sent back for safety.' : 'Visitors must enter it first.',
     form_error: field === null ? message : '',
-    result: state.result ? resultHtml(state.result) : '',
+    result: gone + (state.result ? resultHtml(state.result, !!s) : ''),
     // The options stay open when one of them was set or is in error: nothing typed is out of sight.
-    options_open: (field !== null && field !== 'url') || v.alias || v.password || (v.mode && v.mode !== 'redirect') || (v.expire && v.expire !== '0') ? ' open' : '',
+    options_open: (field !== null && field !== 'url') || v.alias || state.passwordTyped || (v.mode && v.mode !== 'redirect') || (v.expire && v.expire !== '0') ? ' open' : '',
+    hidden: (s ? `<input type="hidden" name="_csrf" value="${escapeHtml(s.csrf)}">` : '') + state.formField,
+    account_line: s
+      ? `<p class="account-line">Links you shorten here are <strong>${escapeHtml(s.accountName)}</strong>'s: they are listed in the dashboard, where you can change or delete them.</p>`
+      : '',
+    more: s
+      ? '<a href="/api/docs">API documentation</a><a href="/dashboard">Your links in the dashboard</a>'
+      : '<a href="/api/docs">API documentation</a><a href="/dashboard">Dashboard (sign in)</a>',
   }
   for (const name of HOME_FIELDS) {
     vars[`${name}_error`] = field === name ? message : ''
@@ -114,25 +156,74 @@ export function homePage(state: HomeState = {}): Response {
     title: 'Short links, QR codes, temporary mail',
     script: true,
     brand: true,
-    nav: [
-      ['/api/docs', 'API'],
-      ['/dashboard', 'Sign in'],
-    ],
+    nav: s ? [['/api/docs', 'API'], ['/dashboard', 'Dashboard']] : [['/api/docs', 'API'], ['/dashboard', 'Sign in']],
+    user: s ? { name: s.accountName, csrf: s.csrf } : undefined,
     referrer: 'same-origin',
-    headers: state.headers,
+    // Never kept: the page carries a one-time form token (and may carry a result shown once).
+    headers: { 'cache-control': 'no-store', ...state.headers },
   })
 }
 const tpl = (t: unknown) => t as string
+
+/** A refused form, kept for the page it is sent back to: what was typed but the password, and the error. */
+interface Refused {
+  values: Partial<Record<HomeField, string>>
+  passwordTyped: boolean
+  error: FormError
+}
+
+/** The cookie that binds a visitor's (not signed in) result and refused form to the browser that sent it. */
+const VISITOR_COOKIE = 'lb_home'
+const VISITOR_VALUE = /^[A-Za-z0-9_-]{22}$/
+/** How long a visitor's binding lives: the flash's own lifetime. */
+const VISITOR_MAX_AGE_S = 300
+
+/** A fetch from app.js (it asks for JSON), not a form a browser navigates with. */
+const wantsJson = (request: Request) => (request.headers.get('accept') ?? '').includes('application/json')
+
+function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', ...headers },
+  })
+}
 
 export function createHomeRoutes(deps: {
   config: Config
   links: LinkService
   limiter: RateLimiter
   clientIp: (r: Request) => string
+  /** The dashboard's shell: its sessions, flash stores and form tokens. */
+  shell: Shell
 }) {
-  const { config, links, limiter, clientIp } = deps
+  const { config, links, limiter, clientIp, shell } = deps
+  const { tokens } = shell
+  const secure = config.server.base_url.startsWith('https:')
+
+  /** A visitor's flash owner, from the cookie (null: none). */
+  function visitorOf(request: Request): string | null {
+    const v = cookiesOf(request).get(VISITOR_COOKIE)
+    return v && VISITOR_VALUE.test(v) ? `v${v}` : null
+  }
+
   return new Elysia({ name: 'home' })
-    .get('/', () => homePage())
+    .get('/', ({ request }) => {
+      const s = shell.session(request)
+      const owner = s ? shell.ownerOf(s) : visitorOf(request)
+      const url = new URL(request.url)
+      const refused = owner ? shell.refusedState<Refused>(request, owner) : null
+      const madeId = url.searchParams.get('made')
+      const result = madeId !== null && owner ? shell.flashFor(owner).take<LinkRecord>(owner, 'home result', madeId) : null
+      return homePage({
+        session: s,
+        formField: tokens.field(),
+        values: refused?.values,
+        passwordTyped: refused?.passwordTyped,
+        error: refused?.error,
+        result: result ?? undefined,
+        resultGone: madeId !== null && !result,
+      })
+    })
     .post('/', async ({ request }) => {
       if (isCrossSite(request, config.server.base_url))
         return messagePage(403, 'Request refused', 'This form can only be sent from the linkbox home page itself. Open the home page and shorten the link there.')
@@ -143,18 +234,78 @@ export function createHomeRoutes(deps: {
         const value = form.get(name)
         if (value !== null) values[name] = value
       }
-      // The same bucket as an anonymous /api call from this address: the form is no way around the limit.
-      const decision = limiter.hit(`ip:${rateKeyOf(clientIp(request))}`, config.rate.anon_per_minute)
-      if (!decision.allowed) {
-        const err = new AppError(429, 'rate_limited', `Too many links from your address: wait ${decision.reset} s and try again.`)
-        return homePage({ values, error: err, status: 429, headers: { 'retry-after': String(decision.reset) } })
+      const inPlace = wantsJson(request)
+      const s = shell.session(request)
+      const sent = tokens.of(form)
+      // Whose the answer's flash is: the session's, or the visitor's — bound to a cookie whose value is the
+      // form's token, so that the same form sent twice (both answers setting it) finds the same result.
+      const binding = !s && sent ? sent.token : tokens.issue()
+      const owner = s ? shell.ownerOf(s) : `v${binding}`
+      const headers: Record<string, string> = s
+        ? {}
+        : { 'set-cookie': `${VISITOR_COOKIE}=${binding}; Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}; Max-Age=${VISITOR_MAX_AGE_S}` }
+
+      // Refused: in JSON for app.js; else back to the form with what was typed (never the password).
+      const refuse = (err: FormError & { status: number; headers?: Record<string, string> }) => {
+        if (inPlace) return json(err.status, { status: 'error', message: err.message, code: err.code }, err.headers)
+        const { password, ...kept } = values
+        const state: Refused = { values: kept, passwordTyped: !!password, error: { code: err.code, message: err.message } }
+        return shell.refused(owner, '/', state, { ...headers, ...err.headers })
       }
+
+      // A form shown to a signed-in person carries the session's CSRF token; one shown to a visitor does not.
+      let caller: Caller | null = null
+      const csrf = form.get('_csrf')
+      if (csrf !== null) {
+        if (!s)
+          return refuse({
+            status: 401,
+            code: 'signed_out',
+            message: `You are signed out, so the link was not made: sign in again to shorten links into your account, or ${inPlace ? 'reload this page' : 'send the form again'} to make it without an account.`,
+          })
+        if (!sameSecret(csrf, s.csrf)) {
+          const refused = shell.csrfRefused()
+          if (inPlace) return json(refused.status, { status: 'error', message: refused.message, code: refused.code })
+          throw refused
+        }
+        caller = s.caller
+      } else if (s) {
+        return refuse({
+          status: 409,
+          code: 'signed_in',
+          message: `You are signed in as ${s.accountName} now: ${inPlace ? 'reload this page and send the form' : 'send the form again'} to make the link in your account.`,
+        })
+      }
+
+      // Sent before (a double click, back and send again): no second link; the first answer's page.
+      const before = tokens.used(sent, s?.id ?? null)
+      if (before !== undefined) {
+        if (inPlace) return json(409, { status: 'error', message: 'This form was sent already: the link was made the first time.', code: 'form_repeated', form_token: tokens.issue() })
+        return shell.repeated(before ?? '/')
+      }
+
+      if (!caller) {
+        // The same bucket as an anonymous /api call from this address: the form is no way around the limit.
+        const decision = limiter.hit(`ip:${rateKeyOf(clientIp(request))}`, config.rate.anon_per_minute)
+        if (!decision.allowed)
+          return refuse({ status: 429, code: 'rate_limited', message: `Too many links from your address: wait ${decision.reset} s and try again.`, headers: { 'retry-after': String(decision.reset) } })
+      }
+      const madeId = shell.flash.newId()
+      const shown = `/?made=${madeId}`
+      let result: LinkRecord
       try {
-        const result = await links.create({ ...values, url: values.url ?? '' }, null)
-        return homePage({ result })
+        result = await links.create({ ...values, url: values.url ?? '' }, caller, { within: () => tokens.claim(sent, s?.id ?? null, shown) })
       } catch (err) {
+        if (err instanceof RepeatedForm) {
+          if (inPlace) return json(409, { status: 'error', message: 'This form was sent already: the link was made the first time.', code: 'form_repeated', form_token: tokens.issue() })
+          return shell.repeated(err.result ?? '/')
+        }
         if (!(err instanceof AppError)) throw err
-        return homePage({ values, error: err, status: err.status, headers: err.headers })
+        return refuse({ status: err.status, code: err.code, message: err.message, headers: err.headers })
       }
+      // In place: the result, and a new token for the next link (this one is used).
+      if (inPlace) return json(200, { status: 'success', return: result, form_token: tokens.issue() })
+      shell.flashFor(owner).put(owner, 'home result', result, madeId)
+      return shell.seeOther(shown, undefined, headers)
     }, { parse: 'none' })
 }

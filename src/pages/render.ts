@@ -51,6 +51,8 @@ export interface PageOptions {
   brand?: boolean | 'wide'
   /** Links shown in the brand header's navigation, as [href, text]. */
   nav?: [string, string][]
+  /** The signed-in person, named in the brand header with a sign-out button (their session's CSRF token). */
+  user?: { name: string; csrf: string }
   /**
    * The page's referrer policy (header and meta). no-referrer by default: nothing of a page leaks to the
    * sites it links to. A page whose form POSTs to this service needs 'same-origin': under no-referrer a
@@ -65,12 +67,15 @@ export const LOGO_SVG =
   '<g class="logo-fg" fill="none" stroke-width="3" stroke-linecap="round"><path d="M14 18.5a4.5 4.5 0 0 0 6.4 0l3.2-3.2a4.5 4.5 0 0 0-6.4-6.4l-1.2 1.2"/>' +
   '<path d="M18 13.5a4.5 4.5 0 0 0-6.4 0l-3.2 3.2a4.5 4.5 0 0 0 6.4 6.4l1.2-1.2"/></g></svg>'
 
-/** The brand header: the wordmark leading home, and optional links (escaped here). */
-export function brandHeader(opts: { wide?: boolean; nav?: [string, string][] } = {}): string {
+/** The brand header: the wordmark leading home, optional links, and who is signed in (escaped here). */
+export function brandHeader(opts: { wide?: boolean; nav?: [string, string][]; user?: { name: string; csrf: string } } = {}): string {
   const nav = opts.nav?.length
     ? `<nav aria-label="Site">${opts.nav.map(([href, text]) => `<a href="${escapeHtml(href)}">${escapeHtml(text)}</a>`).join('')}</nav>`
     : ''
-  return `<header class="site${opts.wide ? ' wide' : ''}"><a class="brand" href="/">${LOGO_SVG}<span>linkbox</span></a>${nav}</header>`
+  const user = opts.user
+    ? `<div class="site-user"><span>Signed in as <strong>${escapeHtml(opts.user.name)}</strong></span><form method="post" action="/logout"><input type="hidden" name="_csrf" value="${escapeHtml(opts.user.csrf)}"><button type="submit" class="link">Sign out</button></form></div>`
+    : ''
+  return `<header class="site${opts.wide ? ' wide' : ''}"><a class="brand" href="/">${LOGO_SVG}<span>linkbox</span></a>${nav}${user}</header>`
 }
 
 export function page(template: string, vars: Record<string, string | number>, opts: PageOptions): Response {
@@ -78,7 +83,7 @@ export function page(template: string, vars: Record<string, string | number>, op
     title: opts.title,
     style_version: STYLE_VERSION,
     referrer: opts.referrer ?? 'no-referrer',
-    header: opts.brand ? brandHeader({ wide: opts.brand === 'wide', nav: opts.nav }) : '',
+    header: opts.brand ? brandHeader({ wide: opts.brand === 'wide', nav: opts.nav, user: opts.user }) : '',
     body_class: opts.bodyClass ?? '',
     // The URL is escaped for the attribute; after "url=" the browser takes the rest of it as the URL.
     head:

@@ -101,7 +101,7 @@ const WebhookSchema = Type.Object(
 const DeliverySchema = Type.Object(
   {
     event_id: Type.Integer({ minimum: 1 }),
-    webhook_id: Type.String({ description: 'The webhook-id header: msg_<event_id>, the same on every attempt' }),
+    webhook_id: Type.String({ description: 'The webhook-id header: msg_ and 32 random hex digits (events stored before version 9 of the schema: msg_<event_id>), the same on every attempt and redelivery' }),
     type: Type.String(),
     state: Type.Union([Type.Literal('pending'), Type.Literal('ok'), Type.Literal('failed')]),
     attempts: Type.Integer({ minimum: 0 }),

@@ -2,7 +2,7 @@
 // transaction of the change) to its endpoint, signed per Standard Webhooks, through the SSRF guard, and
 // records every attempt on the row. Nothing about a delivery lives only in memory but the fact that it is
 // in flight right now: a crash (SIGKILL) at any moment leaves the row pending, and it is sent again after
-// the restart under the same webhook-id (msg_<event id>) — at least once, never under another id.
+// the restart under the same webhook-id (the event row's) — at least once, never under another id.
 //
 // Fairness: at most PER_ENDPOINT requests in flight per endpoint and TOTAL in all, and the query that picks
 // due rows leaves out endpoints already at their limit, so a receiver that takes 10 s per answer holds two
@@ -168,7 +168,7 @@ export function createDeliverer(deps: DelivererDeps) {
   }
 
   async function attempt(row: DueDelivery, controller: AbortController): Promise<void> {
-    const headers = { 'content-type': 'application/json', ...signatureHeaders(row.secret, row.event_id, row.payload, clock()) }
+    const headers = { 'content-type': 'application/json', ...signatureHeaders(row.secret, row.webhook_id, row.payload, clock()) }
     const started = performance.now()
     const deadline = setTimeout(() => controller.abort(new GuardError('timeout', 'no answer in time')), TIMEOUT_MS)
     let status: number | null = null

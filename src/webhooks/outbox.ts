@@ -10,7 +10,7 @@
 // The index only filters: which endpoints get a delivery is read from the table inside the transaction.
 // Types only from ../db: the click writer's thread loads this module, and nothing more than it needs.
 import type { Db } from '../db'
-import { createWebhookStore } from './store'
+import { createWebhookStore, type EventIds } from './store'
 import { log } from '../log'
 
 export const EVENT_TYPES = ['link.created', 'link.updated', 'link.deleted', 'link.clicked', 'mail.received'] as const
@@ -36,7 +36,7 @@ export const payloadOf = (type: EventType, at: number, data: Record<string, unkn
 export function eventInserts(db: Db) {
   const store = createWebhookStore(db)
   return (type: EventType, accountId: number, at: number, data: Record<string, unknown>, now: number): number => {
-    const id = store.insertEvent(accountId, type, at, payloadOf(type, at, data))
+    const { id } = store.insertEvent(accountId, type, at, payloadOf(type, at, data))
     const n = store.insertDeliveries(id, now, accountId, type)
     // The index said yes but the table has no taker (deleted a moment ago): no event without a delivery.
     if (n === 0) store.removeEvent(id)
@@ -106,16 +106,16 @@ export function createOutbox(db: Db, clock: () => number = Date.now) {
       const now = clock()
       if (insertEvent(type, accountId, at ?? now, data, now) > 0) wake()
     },
-    /** One event for one endpoint only (webhook.test); its event id. Runs in a transaction of its own. */
-    enqueueFor(endpointId: number, accountId: number, type: EventType, data: Record<string, unknown>): number {
+    /** One event for one endpoint only (webhook.test); its row id and webhook-id. Runs in a transaction of its own. */
+    enqueueFor(endpointId: number, accountId: number, type: EventType, data: Record<string, unknown>): EventIds {
       const now = clock()
-      const id = db.transaction(() => {
-        const eventId = store.insertEvent(accountId, type, now, payloadOf(type, now, data))
-        store.insertDelivery(eventId, endpointId, now)
-        return eventId
+      const event = db.transaction(() => {
+        const ids = store.insertEvent(accountId, type, now, payloadOf(type, now, data))
+        store.insertDelivery(ids.id, endpointId, now)
+        return ids
       })()
       wake()
-      return id
+      return event
     },
     /** Cheap: whether any enabled endpoint of the account subscribes to `type` (the click path asks first). */
     wanted,

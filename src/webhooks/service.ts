@@ -1,7 +1,7 @@
 // Webhook endpoints: the rules of creating, listing and deleting them, their delivery log, redelivery,
 // the test event, and the sweep that keeps the outbox tables bounded. Plain values in, plain records out,
 // AppErrors thrown; no HTTP here (api.ts) and no sending (deliverer.ts).
-import { newSecret, webhookId } from './sign'
+import { newSecret } from './sign'
 import type { Caller } from '../accounts/service'
 import type { Config } from '../config'
 import { iso, stored, type Db } from '../db'
@@ -23,6 +23,11 @@ const SWEEP_BATCH = 1_000
 
 
 const present = (v: unknown) => v !== undefined && v !== null && v !== ''
+
+/** `within` runs in the transaction that inserts the endpoint, after the insert; throwing undoes it. */
+export interface CreateOptions {
+  within?: (endpoint: { id: number }) => void
+}
 
 export interface WebhookServiceDeps {
   db: Db
@@ -103,8 +108,12 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
     }
   }
 
-  /** Creates an endpoint for an account (the API's caller or the CLI's ACCOUNT); its secret is shown only here. */
-  async function createFor(accountId: number, input: { url?: unknown; events?: unknown }) {
+  /**
+   * Creates an endpoint for an account (the API's caller or the CLI's ACCOUNT); its secret is shown only here.
+   * `within` runs in the transaction that inserts it (the dashboard claims its form token there); when it
+   * throws, no endpoint is made.
+   */
+  async function createFor(accountId: number, input: { url?: unknown; events?: unknown }, opts: CreateOptions = {}) {
     const url = await checkTarget(input.url)
     const events = parseEvents(input.events).join(',')
     const secret = newSecret()
@@ -113,7 +122,9 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
       db.transaction(() => {
         if (store.countOf(accountId) >= MAX_ENDPOINTS)
           throw new AppError(400, 'too_many_webhooks', `An account can have at most ${MAX_ENDPOINTS} webhooks: delete one first.`)
-        return store.insertEndpoint(accountId, url, events, secret, clock())
+        const inserted = store.insertEndpoint(accountId, url, events, secret, clock())
+        opts.within?.(inserted)
+        return inserted
       })(),
     )
     outbox.reload()
@@ -142,7 +153,7 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
       id: row.id,
       deliveries: store.log(row.id, limit).map((d) => ({
         event_id: d.event_id,
-        webhook_id: webhookId(d.event_id),
+        webhook_id: d.webhook_id,
         type: d.type,
         state: d.state,
         attempts: d.attempts,
@@ -156,12 +167,12 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
   }
 
   function testRow(row: EndpointRow) {
-    const eventId = outbox.enqueueFor(row.id, row.account_id, 'webhook.test', { webhook: row.id, url: row.url })
-    return { event_id: eventId, webhook_id: webhookId(eventId), enabled: row.enabled === 1 }
+    const event = outbox.enqueueFor(row.id, row.account_id, 'webhook.test', { webhook: row.id, url: row.url })
+    return { event_id: event.id, webhook_id: event.webhook_id, enabled: row.enabled === 1 }
   }
 
   return {
-    create: (caller: Caller, input: { url?: unknown; events?: unknown }) => createFor(caller.accountId, input),
+    create: (caller: Caller, input: { url?: unknown; events?: unknown }, opts: CreateOptions = {}) => createFor(caller.accountId, input, opts),
     createFor,
     /** The account of that name (the CLI's ACCOUNT), or 404. */
     accountId(name: string): number {
@@ -171,6 +182,14 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
     },
     list: (caller: Caller) => listFor(caller.accountId),
     listFor,
+    /**
+     * The dashboard's list: the API's, and for each endpoint the deliveries waiting for a retry after a
+     * failed attempt (the API's `failing` says only that one used up its retries, hours later).
+     */
+    overview(caller: Caller) {
+      const counts = new Map(store.counts(caller.accountId).map((c) => [c.endpoint_id, c]))
+      return store.endpointsOf(caller.accountId).map((r) => ({ ...summary(r, counts.get(r.id)), retrying: counts.get(r.id)?.retrying ?? 0 }))
+    },
     /** Every endpoint with its account's name (the CLI's `webhook list` without an account). */
     listAll: () => store.allEndpoints(),
     delete: (caller: Caller, input: { id?: unknown }) => removeRow(owned(caller, input.id)),
@@ -199,7 +218,7 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
       const now = clock()
       const d = stored(db, () => store.redeliver(eventId, row.id, now))
       outbox.wake()
-      return { id: row.id, event_id: eventId, webhook_id: webhookId(eventId), state: d.state, attempts: d.attempts, next_at: iso(d.next_at)! }
+      return { id: row.id, event_id: eventId, webhook_id: event.webhook_id, state: d.state, attempts: d.attempts, next_at: iso(d.next_at)! }
     },
 
     /** `linkbox webhook test ID`: a webhook.test event for this endpoint alone; its webhook-id. */

@@ -1,7 +1,9 @@
 // Standard Webhooks signing (https://www.standardwebhooks.com): what a receiver checks with the spec's
 // own libraries (`new Webhook(secret).verify(body, headers)`), so nothing here may be our own invention.
-// The id names the event, not the attempt: a retry or a redelivery of event 42 is `msg_42` again, which
-// is what lets a receiver drop duplicates. The timestamp is the moment of each send (receivers refuse
+// The id names the event, not the attempt: a retry or a redelivery of an event carries its id again, which
+// is what lets a receiver drop duplicates. It is random and stored on the event's row (migration 9), never
+// the row number: row numbers come round again after a restore, and a receiver would drop a new event as
+// one it had seen. The timestamp is the moment of each send (receivers refuse
 // old ones: a retry an hour later must carry a fresh one), and it is part of what is signed.
 import { createHmac, randomBytes } from 'node:crypto'
 
@@ -12,20 +14,17 @@ export function newSecret(): string {
   return PREFIX + randomBytes(24).toString('base64')
 }
 
-/** The webhook-id of an event: one event, one id, for every endpoint, attempt and redelivery. */
-export const webhookId = (eventId: number): string => `msg_${eventId}`
-
 /**
- * The three Standard Webhooks headers for `body` (the exact bytes sent): `webhook-signature` is
+ * The three Standard Webhooks headers for `body` (the exact bytes sent) of the event whose webhook-id is `id`
+ * (its row's, one id for every endpoint, attempt and redelivery): `webhook-signature` is
  * `v1,` + base64 HMAC-SHA256, keyed with the secret's bytes, of `<id>.<timestamp>.<body>`.
  */
 export function signatureHeaders(
   secret: string,
-  eventId: number,
+  id: string,
   body: string,
   nowMs: number,
 ): { 'webhook-id': string; 'webhook-timestamp': string; 'webhook-signature': string } {
-  const id = webhookId(eventId)
   const timestamp = String(Math.floor(nowMs / 1000))
   const key = Buffer.from(secret.startsWith(PREFIX) ? secret.slice(PREFIX.length) : secret, 'base64')
   const signature = createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')

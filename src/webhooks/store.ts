@@ -19,10 +19,13 @@ export interface EndpointCounts {
   ok: number
   failed: number
   pending: number
+  /** Pending after a failed attempt: waiting for a retry. */
+  retrying: number
 }
 
 export interface DeliveryLogRow {
   event_id: number
+  webhook_id: string
   type: string
   state: 'pending' | 'ok' | 'failed'
   attempts: number
@@ -39,6 +42,14 @@ export interface EventRow {
   type: string
   created: number
   payload: string
+  /** The webhook-id header: random, given by the column's default (migration 9). */
+  webhook_id: string
+}
+
+/** What an inserted event is known by: its row (the log, redelivery) and its webhook-id (the receiver). */
+export interface EventIds {
+  id: number
+  webhook_id: string
 }
 
 export function createWebhookStore(db: Db) {
@@ -62,18 +73,20 @@ export function createWebhookStore(db: Db) {
   )
   // The endpoint_id half of UNIQUE (endpoint_id, event_id) serves these two.
   const counts = db.query<EndpointCounts, [number]>(
-    `SELECT d.endpoint_id, sum(d.state = 'ok') AS ok, sum(d.state = 'failed') AS failed, sum(d.state = 'pending') AS pending
+    `SELECT d.endpoint_id, sum(d.state = 'ok') AS ok, sum(d.state = 'failed') AS failed, sum(d.state = 'pending') AS pending,
+            sum(d.state = 'pending' AND d.attempts > 0) AS retrying
      FROM webhook_deliveries d WHERE d.endpoint_id IN (SELECT id FROM webhook_endpoints WHERE account_id = ?)
      GROUP BY d.endpoint_id`,
   )
   const log = db.query<DeliveryLogRow, [number, number]>(
-    `SELECT d.event_id, e.type, d.state, d.attempts, d.last_status, d.last_error, d.last_ms, d.last_at, d.next_at
+    `SELECT d.event_id, e.webhook_id, e.type, d.state, d.attempts, d.last_status, d.last_error, d.last_ms, d.last_at, d.next_at
      FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
      WHERE d.endpoint_id = ?1 ORDER BY d.event_id DESC LIMIT ?2`,
   )
 
-  const insertEvent = db.query<{ id: number }, [number, string, number, string]>(
-    'INSERT INTO webhook_events (account_id, type, created, payload) VALUES (?1, ?2, ?3, ?4) RETURNING id',
+  // The webhook-id is the column's default: random, never computed here.
+  const insertEvent = db.query<EventIds, [number, string, number, string]>(
+    'INSERT INTO webhook_events (account_id, type, created, payload) VALUES (?1, ?2, ?3, ?4) RETURNING id, webhook_id',
   )
   // The endpoints are read from the table inside the caller's transaction, not from the outbox's index:
   // an endpoint deleted or disabled a moment ago (by this process or the CLI) simply gets nothing.
@@ -92,7 +105,7 @@ export function createWebhookStore(db: Db) {
   const redeliver = db.query<DeliveryLogRow, [number, number, number]>(
     `INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (?1, ?2, 'pending', ?3)
      ON CONFLICT (endpoint_id, event_id) DO UPDATE SET state = 'pending', next_at = excluded.next_at, attempts = 0
-     RETURNING event_id, '' AS type, state, attempts, last_status, last_error, last_ms, last_at, next_at`,
+     RETURNING event_id, '' AS webhook_id, '' AS type, state, attempts, last_status, last_error, last_ms, last_at, next_at`,
   )
 
   // The sweep. Events whose deliveries are all over (ok or failed, or none left) go after the retention
@@ -124,8 +137,8 @@ export function createWebhookStore(db: Db) {
     subscriptions: () => subscriptions.all(),
     counts: (accountId: number) => counts.all(accountId),
     log: (endpointId: number, limit: number) => log.all(endpointId, limit),
-    insertEvent: (accountId: number, type: string, created: number, payload: string) =>
-      insertEvent.get(accountId, type, created, payload)!.id,
+    insertEvent: (accountId: number, type: string, created: number, payload: string): EventIds =>
+      insertEvent.get(accountId, type, created, payload)!,
     /** One pending delivery per enabled endpoint of the account subscribed to `type`; how many. */
     insertDeliveries: (eventId: number, nextAt: number, accountId: number, type: string) =>
       insertDeliveries.run(eventId, nextAt, accountId, type).changes,
@@ -146,6 +159,7 @@ export const DELIVERY_BATCH = 32
 export interface DueDelivery {
   id: number
   event_id: number
+  webhook_id: string
   endpoint_id: number
   attempts: number
   url: string
@@ -164,7 +178,7 @@ export interface AttemptRecord {
 /** The deliverer's SQL, prepared once; parameters only (json_each for the small in-flight lists). */
 export function createDeliveryStore(db: Db) {
   const due = db.prepare(
-    `SELECT d.id, d.event_id, d.endpoint_id, d.attempts, e.url, e.secret, ev.payload
+    `SELECT d.id, d.event_id, ev.webhook_id, d.endpoint_id, d.attempts, e.url, e.secret, ev.payload
        FROM webhook_deliveries d
        JOIN webhook_endpoints e ON e.id = d.endpoint_id
        JOIN webhook_events ev ON ev.id = d.event_id

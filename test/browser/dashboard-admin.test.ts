@@ -69,7 +69,8 @@ describe('accounts', () => {
     await page.goto(`${app.url}/dashboard/admin`)
     await page.fill('#acc-name', 'has space')
     await page.check('#acc-admin')
-    await Promise.all([page.waitForURL(`${app.url}/dashboard/admin/accounts`), page.click('button:has-text("Create account")')])
+    // Refused with a redirect back to the form: the address bar is on a GET page.
+    await Promise.all([page.waitForURL(/\/dashboard\/admin\?form=[A-Za-z0-9_-]{22}$/), page.click('button:has-text("Create account")')])
     expect(await page.getAttribute('#acc-name', 'aria-invalid')).toBe('true')
     expect(await page.getAttribute('#acc-name', 'aria-describedby')).toBe('acc-name-hint acc-name-error')
     expect(await page.locator('#acc-name-error').textContent()).toContain('Account names are 1-64 characters')
@@ -82,7 +83,7 @@ describe('accounts', () => {
     await page.goto(`${app.url}/dashboard/admin`)
     await page.fill('#acc-name', 'bob')
     await page.fill('#acc-password', 'bobs password')
-    await Promise.all([page.waitForURL(`${app.url}/dashboard/admin/accounts`), page.click('button:has-text("Create account")')])
+    await Promise.all([page.waitForURL(/\/dashboard\/admin\?page=1&created=[A-Za-z0-9_-]{22}$/), page.click('button:has-text("Create account")')])
     expect(await page.locator('#created-h').textContent()).toBe("Account bob created")
     const key = await page.inputValue('#new-key')
     expect(key).toMatch(/^lbk_[A-Za-z0-9]{40}$/)
@@ -94,7 +95,10 @@ describe('accounts', () => {
     await page.waitForFunction(() => document.querySelector('button.copy')?.textContent === 'Copied')
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(key)
     expect((await fetch(`${app.url}/api/qr.json?data=x`, { headers: { 'x-api-key': key } })).status).toBe(200)
-    // Reloading the list does not show it again.
+    // Reloading does not show it again (nor send the form again), and says it was shown once.
+    await page.reload()
+    expect(await page.content()).not.toContain(key)
+    expect(await page.locator('.notice').textContent()).toContain('key was shown once')
     await page.goto(`${app.url}/dashboard/admin`)
     expect(await page.content()).not.toContain(key)
     expect(await accountRow('bob').count()).toBe(1)

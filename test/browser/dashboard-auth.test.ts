@@ -71,9 +71,13 @@ describe('signing in and out', () => {
     expect(page.url()).toBe(`${app.url}/login?next=%2Fdashboard%2Fkeys`)
     await page.fill('#name', 'alice')
     await page.fill('#password', 'not the password')
-    const [wrong] = await Promise.all([page.waitForResponse((r) => r.url() === `${app.url}/login` && r.request().method() === 'POST'), page.click('button[type=submit]')])
-    expect(wrong.status()).toBe(401)
-    await page.waitForLoadState()
+    const [wrong] = await Promise.all([
+      page.waitForResponse((r) => r.url() === `${app.url}/login` && r.request().method() === 'POST'),
+      page.waitForURL(/\/login\?next=%2Fdashboard%2Fkeys&form=[A-Za-z0-9_-]{22}$/),
+      page.click('button[type=submit]'),
+    ])
+    // Refused with a redirect back to the form (a reload does not send the password again).
+    expect(wrong.status()).toBe(303)
     expect(await page.locator('#auth-error').textContent()).toBe('That account name and password do not match.')
     expect(await page.getAttribute('#auth-error', 'role')).toBe('alert')
     for (const field of ['#name', '#password']) {
@@ -222,18 +226,23 @@ describe('CSRF', () => {
 })
 
 describe('sign-in attempts', () => {
-  test('limited per client and name: the 11th in a minute gets the 429 page, even with the right password', async () => {
+  test('limited per client and name: the 11th in a minute is refused with Retry-After, even with the right password', async () => {
     const page = await newPage()
     await page.goto(`${app.url}/login`)
     const attempt = async (password: string) => {
       await page.fill('#name', 'bob')
       await page.fill('#password', password)
-      const [res] = await Promise.all([page.waitForResponse((r) => r.url() === `${app.url}/login` && r.request().method() === 'POST'), page.click('button[type=submit]')])
-      await page.waitForLoadState()
-      return res.status()
+      const [res] = await Promise.all([
+        page.waitForResponse((r) => r.url() === `${app.url}/login` && r.request().method() === 'POST'),
+        page.waitForNavigation(),
+        page.click('button[type=submit]'),
+      ])
+      return { status: res.status(), retryAfter: Number(res.headers()['retry-after'] ?? 0) }
     }
-    for (let i = 0; i < 10; i++) expect(await attempt(`wrong ${i}`)).toBe(401)
-    expect(await attempt(PW)).toBe(429)
+    for (let i = 0; i < 10; i++) expect(await attempt(`wrong ${i}`)).toEqual({ status: 303, retryAfter: 0 })
+    const limited = await attempt(PW)
+    expect(limited.status).toBe(303)
+    expect(limited.retryAfter).toBeGreaterThan(0)
     expect(await page.locator('#auth-error').textContent()).toMatch(/^Too many sign-in attempts: wait \d+ s and try again\.$/)
     expect(sessionsOf('bob')).toBe(0)
     expect(await seriousViolations(page)).toEqual([])

@@ -1,8 +1,9 @@
 // The dashboard's Links and API sections in real Chromium, as a signed-in person uses them: create a link
 // from the form, copy it, search, sort and page through 31 links, edit one (mode and password), delete one
 // after its confirmation; create an API key with the qr scope only, read it from the page and use it from
-// here (qr.json 200, links.json 403), revoke it in the page and see it refused (401). Every page is checked
-// with axe-core, screenshotted at 1280 and 390 px in light and dark, and no request may leave the origin.
+// here (qr.json 200, links.json 403), revoke it after its confirmation and see it refused (401). Every page
+// is checked with axe-core, screenshotted at 1280 and 390 px in light and dark, and no request may leave the
+// origin.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
 import type { Caller } from '../../src/accounts/service'
@@ -190,7 +191,11 @@ describe('API keys', () => {
     expect(await page.content()).not.toContain(key)
     const row = page.locator('tr', { hasText: key.slice(0, 11) })
     expect(await row.textContent()).toContain('QR on the shop till')
-    await Promise.all([page.waitForNavigation(), row.locator('button:has-text("Revoke")').click()])
+    // Revoke asks first, like deleting a link (issue 20, item 8).
+    await Promise.all([page.waitForURL(/\/dashboard\/keys\/\d+\/revoke$/), row.getByRole('link', { name: /^Revoke the key/ }).click()])
+    expect(await page.textContent('h1')).toBe('Revoke this key?')
+    await check('dash-key-revoke')
+    await Promise.all([page.waitForURL(`${app.url}/dashboard/keys`), page.getByRole('button', { name: 'Revoke the key' }).click()])
     expect(await page.textContent('.notice.ok')).toContain(`Revoked the key ${key.slice(0, 11)}`)
     expect(await page.locator('tr', { hasText: key.slice(0, 11) }).locator('.tag.revoked').count()).toBe(1)
     const refused = await fetch(`${app.url}/api/qr.json?data=hello`, { headers: { 'x-api-key': key } })

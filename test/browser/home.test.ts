@@ -1,5 +1,6 @@
 // The home page in real Chromium, as a visitor uses it: shorten a link with JavaScript (answered in place by
-// assets/app.js through /api/getLink.json) and without it (the form POSTs to / and the server answers), visit
+// assets/app.js, which sends the form to / asking for JSON) and without it (the form POSTs to / and the
+// server answers with a 303 to the result), visit
 // the short link and find the click on its statistics page; errors tied to their field; a form posted from
 // another site refused; the anonymous rate limit shared with the API. Every page is checked with axe-core in
 // the light and the dark theme, screenshotted, and watched for requests that leave the app's origin.
@@ -173,7 +174,10 @@ describe('without JavaScript', () => {
       await page.selectOption('#expire', '86400')
       const [answer] = await Promise.all([page.waitForNavigation(), page.click('#shorten-submit')])
       expect(answer!.status()).toBe(200)
-      expect(answer!.request().method()).toBe('POST')
+      // Answered with a redirect: the page shown is a GET, the POST behind it.
+      expect(answer!.request().method()).toBe('GET')
+      expect(answer!.request().redirectedFrom()!.method()).toBe('POST')
+      expect(page.url()).toMatch(new RegExp(`^${app.url}/\\?made=[A-Za-z0-9_-]{22}$`))
       const short = await page.inputValue('#short')
       const code = codeOf(short)
       expect(code).toMatch(/^[A-Za-z0-9]{6}$/)
@@ -199,7 +203,7 @@ describe('without JavaScript', () => {
     }
   })
 
-  test('an invalid URL: 400, the error tied to the field, what was typed kept', async () => {
+  test('an invalid URL: back to the form (a 303), the error tied to the field, what was typed kept', async () => {
     const { context, page, requests } = await tab({ javaScriptEnabled: false })
     try {
       await page.goto(`${app.url}/`)
@@ -207,7 +211,9 @@ describe('without JavaScript', () => {
       await page.click('summary')
       await page.fill('#alias', 'my-report')
       const [answer] = await Promise.all([page.waitForNavigation(), page.click('#shorten-submit')])
-      expect(answer!.status()).toBe(400)
+      expect(answer!.status()).toBe(200)
+      expect(answer!.request().redirectedFrom()!.method()).toBe('POST')
+      expect(page.url()).toMatch(new RegExp(`^${app.url}/\\?form=[A-Za-z0-9_-]{22}$`))
       expect(await page.locator('#url-error').textContent()).toBe('The URL must be an absolute URL with the scheme http or https.')
       expect(await page.getAttribute('#url', 'aria-invalid')).toBe('true')
       expect(await page.getAttribute('#url', 'aria-describedby')).toBe('url-error')
@@ -233,8 +239,8 @@ describe('without JavaScript', () => {
       })
       await page.fill('#url', 'ftp://files.example/report.pdf')
       const [answer] = await Promise.all([page.waitForNavigation(), page.click('#shorten-submit')])
-      expect(answer!.status()).toBe(400)
-      expect(answer!.request().method()).toBe('POST')
+      expect(answer!.status()).toBe(200)
+      expect(answer!.request().redirectedFrom()!.method()).toBe('POST')
       expect(await page.locator('#url-error').textContent()).toBe('The URL must be an absolute URL with the scheme http or https.')
       expect(await check(page, 'home-error')).toBeLessThanOrEqual(390)
       expectOwnOrigin(requests)
@@ -264,7 +270,7 @@ describe('refused posts', () => {
     }
   })
 
-  test('the anonymous rate limit is the API one: an API call, a form post, then a 429 page with Retry-After', async () => {
+  test('the anonymous rate limit is the API one: an API call, a form post, then the form again with the message', async () => {
     const limited = startApp({ rate: { anon_per_minute: 2 } })
     const { context, page, requests } = await tab({ javaScriptEnabled: false })
     try {
@@ -276,8 +282,10 @@ describe('refused posts', () => {
       expect(second!.status()).toBe(200)
       await page.fill('#url', `${dest.url}/third`)
       const [third] = await Promise.all([page.waitForNavigation(), page.click('#shorten-submit')])
-      expect(third!.status()).toBe(429)
-      expect(Number(await third!.headerValue('retry-after'))).toBeGreaterThan(0)
+      expect(third!.status()).toBe(200)
+      const refused = await third!.request().redirectedFrom()!.response()
+      expect(refused!.status()).toBe(303)
+      expect(Number(await refused!.headerValue('retry-after'))).toBeGreaterThan(0)
       expect(await page.locator('#form-error').textContent()).toMatch(/^Too many links from your address: wait \d+ s and try again\.$/)
       expect(await page.inputValue('#url')).toBe(`${dest.url}/third`)
       expect((limited.db.query('SELECT count(*) AS n FROM links').get() as { n: number }).n).toBe(2)

@@ -6,11 +6,18 @@ import { createLinkbox, type AppOptions, type Linkbox } from '../../src/app'
 import { buildConfig, type Config } from '../../src/config'
 
 export const BASE = 'http://localhost:8080'
+/**
+ * server.metrics_token of every makeBox() (unless the test sets its own): a request sent through the app, not
+ * a socket, has no client address, so /metrics answers it only with the token (http/metrics-access.ts).
+ */
+export const METRICS_TOKEN = 'test-metrics-token-0123456789'
 
 export interface TestBox extends Linkbox {
   dir: string
   /** Sends a request through the app (no socket); paths are relative to the base URL. */
   request(path: string, init?: RequestInit): Promise<Response>
+  /** GET /metrics through the app, with the box's metrics token. */
+  readMetrics(): Promise<Response>
   /** POST form-encoded to an /api method and return status, headers and the parsed JSON. */
   post(path: string, fields: Record<string, string>, headers?: Record<string, string>): Promise<ApiAnswer>
   get(path: string, query?: Record<string, string>, headers?: Record<string, string>): Promise<ApiAnswer>
@@ -49,12 +56,15 @@ export function testConfig(dir: string, overrides: Record<string, unknown> = {})
 
 export async function makeBox(overrides: Record<string, unknown> = {}, opts: AppOptions = {}): Promise<TestBox> {
   const dir = tempDir()
-  const box = createLinkbox(testConfig(dir, overrides), opts)
+  const config = testConfig(dir, overrides)
+  config.server.metrics_token ||= METRICS_TOKEN
+  const box = createLinkbox(config, opts)
   const request = (path: string, init?: RequestInit) => box.app.handle(new Request(`${BASE}${path}`, init))
   let closed = false
   return Object.assign(box, {
     dir,
     request,
+    readMetrics: () => request('/metrics', { headers: { authorization: `Bearer ${config.server.metrics_token}` } }),
     post: async (path: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
       readAnswer(
         await request(path, {

@@ -3,7 +3,7 @@
 // with ffmpeg once per test process (tiny: 2 s of 160x120 at 10 fps plus a sine tone) and served from
 // memory; Range is done here, by hand, so the tests know exactly what an upstream with ranges answers.
 //
-// Fixtures (`url(name)`), and what yt-dlp 2023.03.04 makes of each (test/media-fixtures.test.ts checks it):
+// Fixtures (`url(name)`), and what yt-dlp 2025.04.30 makes of each (test/media-fixtures.test.ts checks it):
 //   video-page          <video src> (relative) with a poster; title from <title>      → generic, 1 http format
 //   og-video-page       only og:video (+ og:title, og:image), no <video>              → generic, 1 http format
 //   mp4                 the clip itself, video/mp4 (h264 + aac)                       → generic direct link

@@ -1,5 +1,5 @@
 // Test data for the webhook deliverer written with plain SQL (the rows whcore's outbox and endpoints API
-// write, in the shape of migration 7), and a real HTTP receiver on 127.0.0.1 that records every request
+// write, in the shape of migrations 7 and 9), and a real HTTP receiver on 127.0.0.1 that records every request
 // and checks its signature with the `standardwebhooks` package — never with our own code.
 import type { Database } from 'bun:sqlite'
 import { Webhook } from 'standardwebhooks'
@@ -38,18 +38,19 @@ export function addEvent(
   type: string,
   data: Record<string, unknown>,
   opts: { nextAt?: number } = {},
-): { id: number; payload: string } {
+): { id: number; webhookId: string; payload: string } {
   const created = Date.now()
   const payload = JSON.stringify({ type, timestamp: new Date(created).toISOString(), data })
   return db.transaction(() => {
-    const { id } = db
-      .query('INSERT INTO webhook_events (account_id, type, created, payload) VALUES (?, ?, ?, ?) RETURNING id')
-      .get(accountId, type, created, payload) as { id: number }
+    // The webhook-id is the column's default (random), as for the outbox's own inserts.
+    const { id, webhook_id: webhookId } = db
+      .query('INSERT INTO webhook_events (account_id, type, created, payload) VALUES (?, ?, ?, ?) RETURNING id, webhook_id')
+      .get(accountId, type, created, payload) as { id: number; webhook_id: string }
     const endpoints = db.query('SELECT id, events FROM webhook_endpoints WHERE account_id = ? AND enabled = 1').all(accountId) as { id: number; events: string }[]
     for (const e of endpoints)
       if (e.events.split(',').includes(type))
         db.query("INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (?, ?, 'pending', ?)").run(id, e.id, opts.nextAt ?? created)
-    return { id, payload }
+    return { id, webhookId, payload }
   })()
 }
 

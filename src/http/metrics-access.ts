@@ -1,0 +1,37 @@
+// Who may read GET /metrics (SPEC §10). It tells how the API is used (answers by method and status), how
+// much is stored, the memory in use and the SSRF attempts refused: for the operator's monitor, not for
+// anyone on the internet. It answers a client on loopback or a private network (RFC 1918, IPv6 ULA), the
+// client being who the rate limits see (behind a trusted proxy, the address it forwards), and, when
+// server.metrics_token is set, any client that sends `Authorization: Bearer <token>`. Everyone else gets
+// the 404 of a path that does not exist.
+//
+// A request that came through no socket (app.handle, in-process) has no known client and is not local.
+// A reverse proxy on this host that is not in server.trusted_proxies makes every client look like
+// loopback: the proxy's own address is the only one the service can see.
+import type { Config } from '../config'
+import { cidrMatcher } from '../net/cidr'
+import { sameSecret } from './api'
+
+/** Loopback and private networks: 127/8, ::1, RFC 1918 and IPv6 unique local addresses. */
+export const LOCAL_NETWORKS: readonly string[] = ['127.0.0.0/8', '::1/128', '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7']
+
+export interface MetricsAccessDeps {
+  /** Read on every request: server.metrics_token. */
+  config: Pick<Config, 'server'>
+  /** The client address, as the rest of the app finds it (http/client-ip.ts). */
+  clientIp: (request: Request) => string
+}
+
+/** Whether a request may read /metrics. */
+export function createMetricsAccess({ config, clientIp }: MetricsAccessDeps): (request: Request) => boolean {
+  const local = cidrMatcher([...LOCAL_NETWORKS])
+  return (request) => {
+    const token = config.server.metrics_token
+    if (token) {
+      const given = /^bearer[ \t]+(\S+)[ \t]*$/i.exec(request.headers.get('authorization') ?? '')?.[1]
+      // Constant time: a compare that stops at the first wrong byte would tell how much of a guess was right.
+      if (given !== undefined && sameSecret(given, token)) return true
+    }
+    return local(clientIp(request))
+  }
+}
