@@ -88,7 +88,7 @@ describe('through the app', () => {
     logger.flush()
     out.length = 0
     for (let i = 0; i < 10; i++) expect((await box.request(`/${code}`, { redirect: 'manual' })).status).toBe(302)
-    const metrics = await (await box.request('/metrics')).text()
+    const metrics = await (await box.readMetrics()).text()
     // Lines of the 10 redirects: the first ones that fit, the rest dropped (the /metrics line comes after).
     expect(metrics).toMatch(/^linkbox_log_lines_dropped_total ([1-9]\d*)$/m)
     const dropped = Number(/^linkbox_log_lines_dropped_total (\d+)$/m.exec(metrics)![1])
