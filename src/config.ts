@@ -15,8 +15,15 @@ export interface Config {
     /** Set: /metrics also answers `Authorization: Bearer <this>` from any address (SPEC §10). Empty: loopback and private networks only. */
     metrics_token: string
   }
-  links: { redirect_status: number; blocked_domains: string[] }
-  rate: { anon_per_minute: number; key_per_minute: number }
+  links: {
+    redirect_status: number
+    blocked_domains: string[]
+    /** false: getLink.json needs a key (401 missing_key) and the home form asks to sign in. */
+    anonymous: boolean
+    /** Files of hosts (one a line, hosts format, or ||host^), read at start and on SIGHUP. */
+    blocklist_files: string[]
+  }
+  rate: { anon_per_minute: number; anon_per_day: number; key_per_minute: number }
   mail: {
     domains: string[]
     smtp_host: string
@@ -49,8 +56,8 @@ export function defaultConfig(): Config {
   return {
     data_dir: './data',
     server: { host: '0.0.0.0', port: 8080, base_url: 'http://localhost:8080', trusted_proxies: [], metrics_token: '' },
-    links: { redirect_status: 302, blocked_domains: [] },
-    rate: { anon_per_minute: 60, key_per_minute: 600 },
+    links: { redirect_status: 302, blocked_domains: [], anonymous: true, blocklist_files: [] },
+    rate: { anon_per_minute: 60, anon_per_day: 200, key_per_minute: 600 },
     mail: {
       domains: ['localhost'],
       smtp_host: '0.0.0.0',
@@ -138,8 +145,10 @@ const schema: Record<string, Check | Record<string, Check>> = {
   links: {
     redirect_status: int(301, 308, [301, 302, 307, 308]),
     blocked_domains: list(str(hostname)),
+    anonymous: bool,
+    blocklist_files: list(str((v) => (v.trim() ? null : 'must not be empty'))),
   },
-  rate: { anon_per_minute: int(0, 1_000_000), key_per_minute: int(0, 1_000_000) },
+  rate: { anon_per_minute: int(0, 1_000_000), anon_per_day: int(0, 100_000_000), key_per_minute: int(0, 1_000_000) },
   mail: {
     domains: list(str(hostname), { nonEmpty: true }),
     smtp_host: str((v) => (v ? null : 'must not be empty')),

@@ -376,4 +376,30 @@ export const migrations: Migration[] = [
   CREATE INDEX form_tokens_created ON form_tokens(created);
   CREATE INDEX form_tokens_session ON form_tokens(session_id);
   `,
+  /* 11: abuse handling on the open internet (issue 26, SPEC §3). links.disabled: null while live, else the
+     reason an admin gave (visitors get a 451 page; clicks and statistics stay). link_reports: what visitors
+     report — no address, no user agent; link_id goes null when the link is deleted, the code stays so the
+     report still says what was reported. banned_hosts: destinations an admin banned (a host and its
+     subdomains), kept in the database so every node and every restart sees them. */ `
+  ALTER TABLE links ADD COLUMN disabled TEXT;
+  CREATE TABLE link_reports (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    link_id INTEGER REFERENCES links(id) ON DELETE SET NULL,
+    code TEXT NOT NULL,
+    reason TEXT NOT NULL,                 -- phishing | malware | spam | illegal | other
+    text TEXT NOT NULL DEFAULT '',        -- the visitor's words, at most 1,000 characters
+    contact TEXT NOT NULL DEFAULT '',     -- optional, as given, at most 200 characters
+    created INTEGER NOT NULL,             -- unix ms
+    closed INTEGER,                       -- unix ms; null while open
+    action TEXT,                          -- what closing it did: dismissed | link_disabled | host_banned | account_disabled
+    closed_by INTEGER REFERENCES accounts(id) ON DELETE SET NULL
+  );
+  CREATE INDEX link_reports_open ON link_reports(closed, id);
+  CREATE TABLE banned_hosts (
+    host TEXT PRIMARY KEY,
+    reason TEXT NOT NULL DEFAULT '',
+    created INTEGER NOT NULL,
+    created_by INTEGER REFERENCES accounts(id) ON DELETE SET NULL
+  ) WITHOUT ROWID;
+  `,
 ]

@@ -189,7 +189,7 @@ export function createLinkService(deps: {
     return updated
   })
 
-  function insertWithFreshCode(fields: Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'code'>): LinkRow {
+  function insertWithFreshCode(fields: Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'code' | 'disabled'>): LinkRow {
     // 6 random characters (62^6 ≈ 5.7e10); after repeated collisions the codes grow by one character.
     for (let length = 6; length <= 12; length++) {
       for (let attempt = 0; attempt < 4; attempt++) {
@@ -229,7 +229,7 @@ export function createLinkService(deps: {
     return answer
   }
 
-  function insertAlias(fields: Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'code'>, alias: string): LinkRow {
+  function insertAlias(fields: Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'code' | 'disabled'>, alias: string): LinkRow {
     const taken = () => new AppError(409, 'alias_taken', `The alias "${alias}" is already in use.`)
     if (store.codeExists(alias)) throw taken()
     try {
@@ -321,6 +321,18 @@ export function createLinkService(deps: {
       forget(row.code)
       events.emit('link.deleted', { hex: row.code, accountId: row.account_id })
       return { hex: row.code, deleted: true }
+    },
+
+    /**
+     * An admin disables a link (visitors get a 451 page that gives `reason`; its clicks and statistics stay)
+     * or enables it again (null). Null when there is no such link.
+     */
+    setDisabled(code: string, reason: string | null): LinkRow | null {
+      const row = store.byCode(code)
+      if (!row) return null
+      const changed = stored(db, () => store.setDisabled(row.id, reason, clock()))
+      forget(row.code)
+      return changed ?? null
     },
 
     list(input: { limit?: unknown; cursor?: unknown }, caller: Caller) {

@@ -14,6 +14,8 @@ export interface LinkRow {
   expires: number | null
   clicks: number
   bots: number
+  /** Null while live; else why an admin disabled it (visitors get a 451 page). */
+  disabled: string | null
 }
 export type LinkChanges = Partial<Pick<LinkRow, 'long_url' | 'mode' | 'password_hash' | 'expires'>>
 export interface NameCount {
@@ -55,11 +57,12 @@ export function createLinkStore(db: Db) {
     `SELECT * FROM links WHERE ${SEARCH} ORDER BY clicks DESC, id DESC LIMIT ?3 OFFSET ?4`,
   )
   // Counted up to a bound: a search over a very large account stops counting there ("10000+").
+  const setDisabled = db.query<LinkRow, [number, string | null, number]>('UPDATE links SET disabled = ?2, updated = ?3 WHERE id = ?1 RETURNING *')
   const searchCount = db.query<{ n: number }, [number, string, number]>(
     `SELECT count(*) AS n FROM (SELECT 1 FROM links WHERE ${SEARCH} LIMIT ?3)`,
   )
   return {
-    insert: (r: Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated'>) =>
+    insert: (r: Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'disabled'>) =>
       insert.get(r.code, r.long_url, r.account_id, r.mode, r.password_hash, r.created, r.created, r.expires)!,
     byCode: (code: string) => byCode.get(code),
     codeExists: (code: string) => codeExists.get(code) !== null,
@@ -78,6 +81,8 @@ export function createLinkStore(db: Db) {
         now, id,
       ),
     remove: (id: number) => remove.run(id),
+    /** An admin's disable (a reason) or enable (null); null when the row is gone. */
+    setDisabled: (id: number, reason: string | null, now: number) => setDisabled.get(id, reason, now),
     /** A page of an account's links whose code or destination matches `pattern` (LIKE; its own %, _ and \\ escaped with a backslash). */
     search: (accountId: number, pattern: string, sort: 'created' | 'clicks', limit: number, offset: number) =>
       (sort === 'clicks' ? searchClicks : searchNewest).all(accountId, pattern, limit, offset),

@@ -13,7 +13,7 @@ import type { Db } from '../db'
 import { createWebhookStore, type EventIds } from './store'
 import { log } from '../log'
 
-export const EVENT_TYPES = ['link.created', 'link.updated', 'link.deleted', 'link.clicked', 'mail.received'] as const
+export const EVENT_TYPES = ['link.created', 'link.updated', 'link.deleted', 'link.clicked', 'link.reported', 'mail.received'] as const
 /** What an endpoint can subscribe to. */
 export type SubscribableType = (typeof EVENT_TYPES)[number]
 /** `webhook.test` is sent to one endpoint on request (linkbox webhook test), whatever it subscribes to. */

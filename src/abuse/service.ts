@@ -1,0 +1,210 @@
+// Abuse handling for a shortener on the open internet (SPEC §3, §12; issue 26): visitors report links, an
+// admin disables a link, bans a destination host or disables an account, and the owner's blocklist files
+// refuse listed destinations. What a visitor meets is one verdict per link — live, or 451 with the reason —
+// worked out once per link and kept beside the cached row until a ban, a list or an account changes, so the
+// redirect pays a WeakMap lookup for it.
+import type { Config } from '../config'
+import type { Db } from '../db'
+import { badRequest, notFound } from '../errors'
+import type { LinkService } from '../links/service'
+import type { LinkRow } from '../links/store'
+import type { Outbox } from '../webhooks/outbox'
+import { HostSet, loadBlocklist, normalizeHost, type Blocklist } from './blocklist'
+import { CLOSE_ACTIONS, createAbuseStore, REPORT_REASONS, type CloseAction, type OpenReport, type ReportReason } from './store'
+
+export const MAX_REPORT_TEXT = 1000
+export const MAX_REPORT_CONTACT = 200
+export const MAX_DISABLE_REASON = 300
+/** How often the set of disabled accounts is read again (a CLI in another process may change it). */
+const ACCOUNTS_RECHECK_MS = 1000
+
+export type Verdict =
+  | { kind: 'disabled'; reason: string }
+  | { kind: 'banned'; host: string; reason: string }
+  | { kind: 'listed'; host: string }
+  | { kind: 'account' }
+
+export interface AbuseDeps {
+  db: Db
+  config: Config
+  links: LinkService
+  clock: () => number
+  outbox?: Outbox
+}
+
+const EMPTY: Blocklist = { set: new HostSet(0), files: [], loadedAt: 0, ms: 0 }
+
+/** The host of a stored destination, as the lists spell hosts; null for one that does not parse. */
+function destinationHost(url: string): string | null {
+  try {
+    return normalizeHost(new URL(url).hostname.replace(/^\[|\]$/g, ''))
+  } catch {
+    return null
+  }
+}
+
+export function createAbuseService({ db, config, links, clock, outbox }: AbuseDeps) {
+  const store = createAbuseStore(db)
+  let blocklist = EMPTY
+  let bans = new Map<string, string>()
+  let banned = new HostSet(0)
+  let disabledAccounts = new Set<number>()
+  let accountsReadAt = -Infinity
+  /** Bumped whenever a ban, the lists or the disabled accounts change: every cached verdict is then stale. */
+  let generation = 0
+  const verdicts = new WeakMap<LinkRow, { generation: number; verdict: Verdict | null }>()
+  const counts = { refusedBanned: 0, refusedListed: 0, reports: 0, visitsRefused: 0 }
+
+  function readBans() {
+    bans = new Map(store.bans().map((b) => [b.host, b.reason]))
+    banned = new HostSet(bans.size)
+    for (const host of bans.keys()) banned.add(host)
+    generation++
+  }
+  readBans()
+
+  function freshAccounts() {
+    const now = clock()
+    if (now - accountsReadAt < ACCOUNTS_RECHECK_MS) return
+    accountsReadAt = now
+    const ids = store.disabledAccounts()
+    if (ids.length !== disabledAccounts.size || ids.some((id) => !disabledAccounts.has(id))) {
+      disabledAccounts = new Set(ids)
+      generation++
+    }
+  }
+
+  /** Why a host may not be a destination, or null. */
+  function hostVerdict(host: string | null): Verdict | null {
+    if (host === null) return null
+    const ban = banned.match(host)
+    if (ban !== null) return { kind: 'banned', host: ban, reason: bans.get(ban) ?? '' }
+    const listed = blocklist.set.match(host)
+    return listed !== null ? { kind: 'listed', host: listed } : null
+  }
+
+  function compute(row: LinkRow): Verdict | null {
+    if (row.disabled !== null) return { kind: 'disabled', reason: row.disabled }
+    if (row.account_id !== null && disabledAccounts.has(row.account_id)) return { kind: 'account' }
+    if (banned.size === 0 && blocklist.set.size === 0) return null
+    return hostVerdict(destinationHost(row.long_url))
+  }
+
+  return {
+    /** What a visitor of this link meets: null (the link works) or why it answers 451. The visit's one lookup. */
+    verdict(row: LinkRow): Verdict | null {
+      freshAccounts()
+      const kept = verdicts.get(row)
+      if (kept && kept.generation === generation) return kept.verdict
+      const verdict = compute(row)
+      verdicts.set(row, { generation, verdict })
+      return verdict
+    },
+
+    /** Counts a visit answered 451 (for /metrics). */
+    refusedVisit() {
+      counts.visitsRefused++
+    },
+
+    /** At creation and change: a banned or listed destination is refused with invalid_url, naming why. */
+    checkDestination(url: string) {
+      const v = hostVerdict(destinationHost(url))
+      if (!v) return
+      if (v.kind === 'banned') {
+        counts.refusedBanned++
+        throw badRequest('invalid_url', `The parameter "url" points to ${v.host}, which the administrator of this service has banned${v.reason ? ` (${v.reason})` : ''}.`)
+      }
+      counts.refusedListed++
+      throw badRequest('invalid_url', `The parameter "url" points to ${(v as { host: string }).host}, which is on this service's blocklist of phishing and malware hosts.`)
+    },
+
+    /** A visitor's report of a link: stored with the time and nothing of the visitor but what they typed. */
+    report(input: { code: string; reason: unknown; text: unknown; contact: unknown }): { id: number } {
+      const row = links.resolve(input.code)
+      if (!row) throw notFound('There is no short link at this address.')
+      const reason = String(input.reason ?? '')
+      if (!(REPORT_REASONS as readonly string[]).includes(reason))
+        throw badRequest('invalid_parameter', `The field "reason" must be one of: ${REPORT_REASONS.join(', ')}.`)
+      const text = typeof input.text === 'string' ? input.text.trim() : ''
+      if ([...text].length > MAX_REPORT_TEXT) throw badRequest('invalid_parameter', `The field "text" must be at most ${MAX_REPORT_TEXT} characters.`)
+      const contact = typeof input.contact === 'string' ? input.contact.trim() : ''
+      if ([...contact].length > MAX_REPORT_CONTACT)
+        throw badRequest('invalid_parameter', `The field "contact" must be at most ${MAX_REPORT_CONTACT} characters.`)
+      const now = clock()
+      const saved = db.transaction(() => {
+        const r = store.insertReport({ linkId: row.id, code: row.code, reason: reason as ReportReason, text, contact, created: now })
+        // The owner hears of it in the same transaction (their endpoints subscribed to link.reported).
+        outbox?.enqueue('link.reported', row.account_id, { hex: row.code, url: `${config.server.base_url}/${row.code}`, reason, text, report: r.id }, now)
+        return r
+      })()
+      counts.reports++
+      return { id: saved.id }
+    },
+
+    openReports: (limit = 200): OpenReport[] => store.openReports(limit),
+    openReportCount: () => store.openCount(),
+
+    /**
+     * Closes an open report with what was done about it: dismissed, or its link disabled, its destination's host
+     * banned, or its owner's account disabled (the caller does that part and says so). Null when it was not open.
+     */
+    closeReport(id: number, action: CloseAction, adminId: number | null) {
+      if (!(CLOSE_ACTIONS as readonly string[]).includes(action)) throw badRequest('invalid_parameter', `The field "action" must be one of: ${CLOSE_ACTIONS.join(', ')}.`)
+      const report = store.report(id)
+      if (!report) throw notFound('There is no such report.')
+      return store.closeReport(id, action, adminId, clock()) ?? null
+    },
+
+    /** An admin disables a link (reason shown to visitors) or enables it again. */
+    setLinkDisabled(code: string, reason: string | null) {
+      const text = reason === null ? null : reason.trim().slice(0, MAX_DISABLE_REASON) || 'It was disabled by the administrator of this service.'
+      const row = links.setDisabled(code, text)
+      if (!row) throw notFound(`No link with the code "${code}".`)
+      return row
+    },
+
+    bans: () => store.bans(),
+    /** Bans a destination host and its subdomains: every link to it answers 451, new ones are refused. */
+    banHost(input: string, reason: string, adminId: number | null) {
+      const host = normalizeHost(input.replace(/^[a-z][a-z0-9+.-]*:\/\//i, '').split(/[/:?#]/)[0] ?? '')
+      if (!host) throw badRequest('invalid_parameter', 'The field "host" must be a host name, such as phish.example.')
+      const added = store.addBan(host, reason.trim().slice(0, MAX_DISABLE_REASON), clock(), adminId)
+      readBans()
+      return { host, added: added !== null }
+    },
+    unbanHost(host: string) {
+      const removed = store.removeBan(host)
+      readBans()
+      return removed
+    },
+
+    /** Reads links.blocklist_files again (start, SIGHUP): what it holds, and how many stored links it catches now. */
+    async reloadBlocklist(): Promise<{ hosts: number; files: Blocklist['files']; ms: number; caught: number }> {
+      const next = config.links.blocklist_files.length ? await loadBlocklist(config.links.blocklist_files, clock) : { ...EMPTY, loadedAt: clock() }
+      blocklist = next
+      generation++
+      let caught = 0
+      if (next.set.size > 0) for (const link of store.destinations()) if (next.set.match(destinationHost(link.long_url) ?? '') !== null) caught++
+      return { hosts: next.set.size, files: next.files, ms: next.ms, caught }
+    },
+    blocklist: () => blocklist,
+
+    /** For /metrics. */
+    counts,
+  }
+}
+export type AbuseService = ReturnType<typeof createAbuseService>
+
+/** The 451 page's words for a verdict: why, never the destination. */
+export function verdictText(v: Verdict): string {
+  switch (v.kind) {
+    case 'disabled':
+      return `The administrator of this service disabled this short link: ${v.reason}`
+    case 'banned':
+      return `This short link leads to a site that the administrator of this service has banned${v.reason ? `: ${v.reason}` : '.'}`
+    case 'listed':
+      return 'This short link leads to a site on a blocklist of phishing and malware sites, so this service does not send visitors there.'
+    case 'account':
+      return 'The account that made this short link has been disabled by the administrator of this service.'
+  }
+}
