@@ -1,0 +1,40 @@
+// Per-caller allowances per UTC day (rate.anon_per_day, reports): a count per key that starts again at
+// midnight UTC. Bounded: at MAX_KEYS keys in one day the oldest key is dropped (its caller starts again with
+// a full allowance); reaching that takes 100k distinct callers in a day (IPv6 clients count per /64).
+export const MAX_KEYS = 100_000
+const DAY_MS = 86_400_000
+
+export interface DailyDecision {
+  allowed: boolean
+  limit: number
+  remaining: number
+  /** Seconds until the allowance is back (the next UTC midnight). */
+  reset: number
+}
+
+export function createDailyLimiter(clock: () => number = Date.now, maxKeys = MAX_KEYS) {
+  let day = -1
+  const counts = new Map<string, number>()
+  return {
+    /** Counts one use of `key` against `limit` a day (0 = unlimited); a refused use is not counted. */
+    hit(key: string, limit: number): DailyDecision {
+      const now = clock()
+      const today = Math.floor(now / DAY_MS)
+      if (today !== day) {
+        day = today
+        counts.clear()
+      }
+      const reset = Math.max(1, Math.ceil(((today + 1) * DAY_MS - now) / 1000))
+      if (limit <= 0) return { allowed: true, limit: 0, remaining: 0, reset }
+      const used = counts.get(key) ?? 0
+      if (used >= limit) return { allowed: false, limit, remaining: 0, reset }
+      if (used === 0 && counts.size >= maxKeys) counts.delete(counts.keys().next().value!)
+      counts.set(key, used + 1)
+      return { allowed: true, limit, remaining: limit - used - 1, reset }
+    },
+    get size() {
+      return counts.size
+    },
+  }
+}
+export type DailyLimiter = ReturnType<typeof createDailyLimiter>
