@@ -69,7 +69,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const databaseProblem = createDatabaseCheck(db, clicks.recorder)
   const dashboard = createDashboardFeature(shared, { links: links.links, mail: mail.mail, webhooks: webhooks.webhooks, qr: qr.qr, databaseProblem })
   const methods = [links, qr, media, mail, webhooks].flatMap((f) => f.feature.api ?? [])
-  const pages = createPagesFeature(shared, { links: links.links, methods, databaseProblem, shell: dashboard.shell })
+  const pages = createPagesFeature(shared, { links: links.links, methods, databaseProblem, shell: dashboard.shell, anonymous: links.anonymous })
   const features: Feature[] = [clicks, webhooks, links, qr, mail, media, dashboard, pages].map((f) => f.feature)
 
   // The wiring: metrics, the API, the router, the pipeline.
@@ -117,6 +117,8 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     signer: shared.signer,
     recorder: clicks.recorder,
     links: links.links,
+    /** Reports, bans, disabled links and the blocklists (reloadBlocklist() at start and on SIGHUP). */
+    abuse: links.abuse,
     methods,
     mail: mail.mail,
     spool: mail.spool,

@@ -204,6 +204,8 @@ async function serve(config: Config, configPath: string | undefined) {
   if (unsafe) throw new Refusal(unsafe)
   await prepareYtdlp(config, (line) => log.warn(line))
   const box = createLinkbox(config)
+  // The blocklists hold before the first visit is answered (a million hosts load in about a second).
+  if (config.links.blocklist_files.length) logBlocklist(log, 'start', await box.abuse.reloadBlocklist())
   const server = box.listen()
   // `linkbox restore` checks this pid file; removed again when the service stops.
   const releaseLock = holdLock(config.data_dir)
@@ -261,6 +263,9 @@ async function serve(config: Config, configPath: string | undefined) {
     const { applied, restart } = box.reload(next)
     const what = applied.length ? `applied ${applied.join(', ')}` : 'nothing to apply'
     log.info(`SIGHUP: config ${configPath} re-read: ${what}${restart.length ? `; changed but needs a restart: ${restart.join(', ')}` : ''}`, { applied, restart })
+    // The list files are read again whether or not the config changed: their owner edits the files.
+    if (config.links.blocklist_files.length || applied.includes('links.blocklist_files'))
+      box.abuse.reloadBlocklist().then((r) => logBlocklist(log, 'SIGHUP', r), (err) => log.error(`SIGHUP: blocklists not reloaded: ${(err as Error).message}`))
   })
   try {
     const smtp = await box.startSmtp()
@@ -278,6 +283,19 @@ async function serve(config: Config, configPath: string | undefined) {
   // Reads still work on a database that cannot be written, so the service runs; but say so at once.
   const unwritable = probeWrite(box.db)
   if (unwritable) log.warn(`linkbox: warning: the database cannot be written (${unwritable}); new links fail with 503 and clicks wait in memory until it can`)
+}
+
+/** One line on what the blocklists hold and catch; a file that could not be read is a warning of its own. */
+function logBlocklist(
+  log: { info(line: string, fields?: Record<string, unknown>): void; warn(line: string): void },
+  when: string,
+  r: { hosts: number; files: { path: string; hosts: number; error?: string }[]; ms: number; caught: number },
+) {
+  for (const f of r.files) if (f.error) log.warn(`${when}: blocklist ${f.path} could not be read (${f.error}); the other lists still hold`)
+  log.info(
+    `${when}: blocklists: ${r.hosts} hosts from ${r.files.filter((f) => !f.error).length} of ${r.files.length} files in ${Math.round(r.ms)} ms; ${r.caught} existing links are on them and answer 451`,
+    { hosts: r.hosts, caught: r.caught },
+  )
 }
 
 /** `linkbox webhook …`: the same service as POST /api/webhooks.json, for any account. */

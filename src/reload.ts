@@ -10,7 +10,10 @@ export interface ReloadOutcome {
 
 // Keys whose new value takes effect at once: read from `config` on every use (rate.*), held by reference
 // (links.blocked_domains, in the URL rules of the link service), or the log's own settings.
-const RELOADABLE = new Set(['rate.anon_per_minute', 'rate.key_per_minute', 'links.blocked_domains', 'log.level', 'log.requests', 'log.format'])
+const RELOADABLE = new Set([
+  'rate.anon_per_minute', 'rate.anon_per_day', 'rate.key_per_minute', 'links.blocked_domains', 'links.anonymous',
+  'links.blocklist_files', 'log.level', 'log.requests', 'log.format',
+])
 
 /** "section.key" → its value as JSON, for every key of a config. */
 function flatten(config: Config): Map<string, string> {
@@ -35,7 +38,11 @@ export function reloadConfig(config: Config, next: Config, logger: Logger): Relo
   for (const [key, value] of after) if (before.get(key) !== value) (RELOADABLE.has(key) ? applied : restart).push(key)
   if (applied.length > 0) {
     config.rate.anon_per_minute = next.rate.anon_per_minute
+    config.rate.anon_per_day = next.rate.anon_per_day
     config.rate.key_per_minute = next.rate.key_per_minute
+    config.links.anonymous = next.links.anonymous
+    // Read again by abuse.reloadBlocklist(), which SIGHUP runs after this.
+    config.links.blocklist_files = [...next.links.blocklist_files]
     // In place: the link service's URL rules hold this very array.
     config.links.blocked_domains.splice(0, config.links.blocked_domains.length, ...next.links.blocked_domains)
     config.log = { ...next.log }

@@ -12,7 +12,7 @@ import { readBodyLimited } from '../http/params'
 import { createDailyLimiter } from '../http/daily-limit'
 import { createRateLimiter } from '../http/rate-limit'
 import type { LinkService } from '../links/service'
-import { messagePage, notFoundPage } from '../links/visit'
+import { messagePage, notFoundPage, reportPath, type VisitGate } from '../links/visit'
 import { escapeHtml, page } from '../pages/render'
 import { MAX_REPORT_CONTACT, MAX_REPORT_TEXT, verdictText, type AbuseService, type Verdict } from './service'
 import { REPORT_REASONS } from './store'
@@ -33,11 +33,21 @@ const REASON_LABELS: Record<(typeof REPORT_REASONS)[number], string> = {
 
 /** The page a link answers while an admin, a ban or a blocklist stops it: 451, the reason, never the destination. */
 export function unavailablePage(v: Verdict): Response {
-  return messagePage(451, 'This link has been disabled', verdictText(v))
+  return messagePage(451, 'This link has been disabled', verdictText(v), { 'cache-control': 'private, no-cache' })
 }
 
-/** Where the report form of a code lives. */
-export const reportPath = (code: string) => `/${encodeURIComponent(code)}/report`
+/** The visit gate over the abuse service: a verdict is one WeakMap lookup for a link already seen. */
+export function visitGate(abuse: AbuseService): VisitGate {
+  return {
+    stops: (row) => abuse.verdict(row) !== null,
+    unavailable(row) {
+      const v = abuse.verdict(row)
+      if (!v) return null
+      abuse.refusedVisit()
+      return unavailablePage(v)
+    },
+  }
+}
 
 export function createReportRoutes(deps: { config: Config; abuse: AbuseService; links: LinkService; clientIp: (r: Request) => string }) {
   const { config, abuse, links, clientIp } = deps

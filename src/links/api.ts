@@ -5,6 +5,7 @@
 import { Type, type Static } from '@sinclair/typebox'
 import type { ApiMethod } from '../http/api'
 import type { ApiParam } from '../http/schema'
+import type { AnonymousCreations } from './anonymous'
 import type { LinkRecord, LinkService } from './service'
 import { MAX_EXPIRE, MAX_PASSWORD_LENGTH, MAX_URL_LENGTH, MODES } from './validate'
 
@@ -291,7 +292,7 @@ const DeletedSchema = Type.Object(
 /** Writes that cannot be stored (a full disk, a read-only database) are refused rather than half done. */
 const STORAGE = 'storage_unavailable'
 
-export function linkApi(links: LinkService): ApiMethod[] {
+export function linkApi(links: LinkService, anonymous?: AnonymousCreations): ApiMethod[] {
   return [
     {
       verb: 'POST',
@@ -303,8 +304,11 @@ export function linkApi(links: LinkService): ApiMethod[] {
       params: [urlParam(true), aliasParam, modeParam(true), expireParam(true), passwordParam(true)],
       returns: LinkRecordSchema,
       errors: { 409: ['alias_taken', 'alias_reserved'], 503: ['busy', STORAGE] },
-      handler: ({ params: p, caller }): Promise<Static<typeof LinkRecordSchema>> =>
-        links.create({ url: p.url, alias: p.alias, mode: p.mode, expire: p.expire, password: p.password }, caller),
+      handler: ({ params: p, caller, clientIp }): Promise<Static<typeof LinkRecordSchema>> => {
+        // Without a key: refused when links.anonymous is false, and counted against rate.anon_per_day.
+        if (!caller) anonymous?.check(clientIp)
+        return links.create({ url: p.url, alias: p.alias, mode: p.mode, expire: p.expire, password: p.password }, caller)
+      },
     },
     {
       verb: 'POST',

@@ -1,8 +1,11 @@
 // Links as a feature of the composition root: the link service (create, change, resolve, statistics), the
 // visit routes with the redirect answered before the router (visit.ts `hot`), the link API and their
 // metrics. Clicks go to the clicks feature's recorder; link events to the outbox.
+import { createReportRoutes, visitGate } from '../abuse/routes'
+import { createAbuseService } from '../abuse/service'
 import type { ClickRecorder } from '../clicks/recorder'
 import type { Feature, Shared } from '../feature'
+import { createAnonymousCreations } from './anonymous'
 import { linkApi } from './api'
 import type { Verifier } from './password-gate'
 import { createLinkService } from './service'
@@ -17,14 +20,29 @@ export interface LinksOptions {
 
 export function createLinksFeature(shared: Shared, deps: { recorder: ClickRecorder }, opts: LinksOptions = {}) {
   const { db, config, events, clock, outbox, metrics, clientIp } = shared
-  const links = createLinkService({ db, config, recorder: deps.recorder, events, clock, hashPassword: opts.hashPassword, outbox })
+  const links = createLinkService({
+    db, config, recorder: deps.recorder, events, clock, hashPassword: opts.hashPassword, outbox,
+    checkDestination: (url) => abuse.checkDestination(url),
+  })
+  // Reports, bans, disabled links and blocklists (SPEC §3, §12): a 451 verdict per link, kept beside its cached row.
+  const abuse = createAbuseService({ db, config, links, clock, outbox })
+  // Creations without a key (links.anonymous, rate.anon_per_day): the API's and the home form's, one count.
+  const anonymous = createAnonymousCreations(config, clock)
   const visitCount = metrics.counter('linkbox_visits_total', 'Visits of short links and their pages, by outcome.', 'outcome')
-  const visits = createVisitRoutes({ config, links, clientIp, clock, count: (outcome) => visitCount.inc(outcome), verifyPassword: opts.verifyPassword })
+  const visits = createVisitRoutes({
+    config, links, clientIp, clock, count: (outcome) => visitCount.inc(outcome), verifyPassword: opts.verifyPassword, gate: visitGate(abuse),
+  })
   const feature: Feature = {
     hot: [visits.hot],
-    routes: visits.routes,
-    api: linkApi(links),
+    // The report form before the visit routes' /:code.
+    routes: createReportRoutes({ config, abuse, links, clientIp }).use(visits.routes),
+    api: linkApi(links, anonymous),
     metrics(m) {
+      m.sampled('linkbox_link_reports_total', 'Reports of links sent by visitors since start.', () => abuse.counts.reports, 'counter')
+      m.sampled('linkbox_link_reports_open', 'Reports no admin has closed yet.', () => abuse.openReportCount())
+      m.sampled('linkbox_destinations_refused_total', 'Link creations and changes refused: a banned host.', () => abuse.counts.refusedBanned, 'counter')
+      m.sampled('linkbox_destinations_listed_total', 'Link creations and changes refused: a host on a blocklist.', () => abuse.counts.refusedListed, 'counter')
+      m.sampled('linkbox_blocklist_hosts', 'Hosts in the loaded blocklist files.', () => abuse.blocklist().set.size)
       m.sampled('linkbox_links', 'Short links stored.', () => links.total())
       m.sampled('linkbox_link_creation_commits_total', 'Transactions that committed new links (one per group of creations).', () => links.creationCommits.commits, 'counter')
       m.sampled('linkbox_links_created_total', 'Links created since start.', () => links.creationCommits.links, 'counter')
@@ -32,5 +50,5 @@ export function createLinksFeature(shared: Shared, deps: { recorder: ClickRecord
     // Creations still waiting for their group's commit.
     close: () => links.flushCreations(),
   }
-  return { feature, links }
+  return { feature, links, abuse, anonymous }
 }

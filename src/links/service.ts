@@ -109,6 +109,8 @@ export function createLinkService(deps: {
   hotGeneration?: number
   /** Webhook events are written here, in the transaction of each change (absent: no webhooks). */
   outbox?: Outbox
+  /** Refuses a destination that is banned or on a blocklist (abuse/service.ts), with invalid_url. */
+  checkDestination?: (url: string) => void
 }) {
   const { db, config, recorder, events, outbox } = deps
   const clock = deps.clock ?? Date.now
@@ -255,6 +257,7 @@ export function createLinkService(deps: {
     async create(input: CreateLinkInput, caller: Caller | null, opts: { within?: (link: { code: string }) => void } = {}): Promise<LinkRecord> {
       if (!present(input.url)) throw new AppError(400, 'missing_parameter', 'The parameter "url" is required.')
       const long_url = validateUrl(input.url, urlRules)
+      deps.checkDestination?.(long_url)
       const alias = present(input.alias) ? validateAlias(input.alias) : null
       const mode = present(input.mode) ? validateMode(input.mode) : 'redirect'
       const expire = present(input.expire) ? validateExpire(input.expire) : 0
@@ -290,7 +293,10 @@ export function createLinkService(deps: {
     async update(input: { code: unknown } & Omit<CreateLinkInput, 'alias' | 'url'> & { url?: unknown }, caller: Caller) {
       const row = owned(input.code, caller)
       const changes: LinkChanges = {}
-      if (input.url !== undefined) changes.long_url = validateUrl(input.url, urlRules)
+      if (input.url !== undefined) {
+        changes.long_url = validateUrl(input.url, urlRules)
+        deps.checkDestination?.(changes.long_url)
+      }
       if (input.mode !== undefined) changes.mode = validateMode(input.mode)
       if (input.expire !== undefined) {
         const expire = validateExpire(input.expire)

@@ -98,7 +98,17 @@ export function codeOf(url: string): string | null {
 
 export type VisitOutcome =
   | 'redirect' | 'preview' | 'frame' | 'password_form' | 'password_wrong' | 'password_limited'
-  | 'password_busy' | 'expired' | 'not_found' | 'stats_page' | 'stats_limited'
+  | 'password_busy' | 'expired' | 'not_found' | 'stats_page' | 'stats_limited' | 'unavailable'
+
+/** Where the report form of a code lives (abuse/routes.ts). */
+export const reportPath = (code: string) => `/${encodeURIComponent(code)}/report`
+
+/** What stops a link for its visitors (abuse/service.ts): null, or the 451 page to answer with. */
+export interface VisitGate {
+  /** Whether the link is stopped for visitors (the hot path's question). */
+  stops(row: LinkRow): boolean
+  unavailable(row: LinkRow): Response | null
+}
 
 export function createVisitRoutes(deps: {
   config: Config
@@ -112,6 +122,8 @@ export function createVisitRoutes(deps: {
   frameCheck?: FrameCheck
   /** The app's clock: the statistics page's window ends today (tests move time). */
   clock?: () => number
+  /** Disabled, banned and listed links answer 451 (absent: none is). */
+  gate?: VisitGate
 }) {
   const { config, links, clientIp } = deps
   const clock = deps.clock ?? Date.now
@@ -158,6 +170,8 @@ export function createVisitRoutes(deps: {
     // is what the router would find too, and /healthz or /login (no row) go on to the router.
     const row = links.resolve(code)
     if (!row || row.mode !== 'redirect' || row.password_hash || links.isExpired(row)) return undefined
+    // Disabled, banned or listed (a WeakMap lookup beside the cached row): the router's lookup answers 451.
+    if (deps.gate?.stops(row)) return undefined
     if (method !== 'HEAD') links.recordClick(row, request.headers.get('user-agent') ?? '', request.headers.get('referer') ?? '')
     count('redirect')
     return new Response(null, {
@@ -180,6 +194,7 @@ export function createVisitRoutes(deps: {
           scheme: u.protocol,
           host: u.host,
           rest: u.pathname + u.search + u.hash,
+          report: reportPath(row.code),
         },
         { title: `Leaving for ${u.host}`, brand: true },
       )
@@ -208,7 +223,7 @@ export function createVisitRoutes(deps: {
     count(status === 200 ? 'password_form' : status === 429 ? 'password_limited' : status === 503 ? 'password_busy' : 'password_wrong')
     return page(
       tpl(passwordTpl),
-      { short_url: `${base}/${row.code}`, action: `/${row.code}`, ref: referer, error, invalid: error ? ' aria-invalid="true"' : '' },
+      { short_url: `${base}/${row.code}`, action: `/${row.code}`, ref: referer, error, invalid: error ? ' aria-invalid="true"' : '', report: reportPath(row.code) },
       { status, title: 'Password required', headers, brand: true },
     )
   }
@@ -223,6 +238,11 @@ export function createVisitRoutes(deps: {
     if (links.isExpired(row)) {
       count('expired')
       return messagePage(410, 'This link has expired', 'The owner of this short link set it to stop working, and that time has passed.')
+    }
+    const stopped = deps.gate?.unavailable(row)
+    if (stopped) {
+      count('unavailable')
+      return stopped
     }
     return row
   }
@@ -302,6 +322,7 @@ export function createVisitRoutes(deps: {
         devices: barTable(s.devices, 'Device', none),
         browsers: barTable(s.browsers, 'Browser', none),
         os: barTable(s.os, 'System', none),
+        report: reportPath(s.hex),
       },
       { title: `Statistics of ${s.url}`, brand: 'wide' },
     )

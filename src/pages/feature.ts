@@ -5,6 +5,7 @@ import type { Feature, Shared } from '../feature'
 import type { ApiMethod } from '../http/api'
 import { createMetricsAccess } from '../http/metrics-access'
 import { notFoundPage } from '../links/visit'
+import type { AnonymousCreations } from '../links/anonymous'
 import type { LinkService } from '../links/service'
 import { VERSION } from '../version'
 import { Elysia } from 'elysia'
@@ -16,7 +17,7 @@ const IMMUTABLE = 'public, max-age=31536000, immutable'
 
 export function createPagesFeature(
   shared: Shared,
-  deps: { links: LinkService; methods: ApiMethod[]; databaseProblem: () => string | null; shell: Shell },
+  deps: { links: LinkService; methods: ApiMethod[]; databaseProblem: () => string | null; shell: Shell; anonymous: AnonymousCreations },
 ) {
   const { config, metrics, limiter, clientIp } = shared
   const metricsAllowed = createMetricsAccess({ config, clientIp })
@@ -38,7 +39,7 @@ export function createPagesFeature(
     .get('/assets/app.js', () => new Response(APP_JS, { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': IMMUTABLE } }))
     .get('/favicon.ico', () => new Response(FAVICON_SVG, { headers: { 'content-type': 'image/svg+xml', 'cache-control': 'public, max-age=604800' } }))
     .get('/robots.txt', () => new Response('User-agent: *\nDisallow: /\n', { headers: { 'content-type': 'text/plain' } }))
-    .use(createHomeRoutes({ config, links: deps.links, limiter, clientIp, shell: deps.shell }))
+    .use(createHomeRoutes({ config, links: deps.links, limiter, clientIp, shell: deps.shell, anonymous: deps.anonymous }))
     .use(createDocsRoutes({
       methods: deps.methods,
       baseUrl: config.server.base_url,

@@ -10,6 +10,7 @@
 // costs: the same per-address bucket, the same 8 KiB body bound.
 import { Elysia } from 'elysia'
 import homeTpl from '../../assets/home.html' with { type: 'text' }
+import homeClosedTpl from '../../assets/home-closed.html' with { type: 'text' }
 import type { Caller } from '../accounts/service'
 import type { Config } from '../config'
 import { RepeatedForm } from '../dashboard/form-tokens'
@@ -22,6 +23,7 @@ import { isCrossSite } from '../http/cross-site'
 import { readBodyLimited } from '../http/params'
 import type { RateLimiter } from '../http/rate-limit'
 import { messagePage } from '../links/visit'
+import type { AnonymousCreations } from '../links/anonymous'
 import type { LinkRecord, LinkService } from '../links/service'
 import { escapeHtml, page } from './render'
 
@@ -195,6 +197,8 @@ export function createHomeRoutes(deps: {
   clientIp: (r: Request) => string
   /** The dashboard's shell: its sessions, flash stores and form tokens. */
   shell: Shell
+  /** Creations without a key: links.anonymous and rate.anon_per_day, counted with the API's. */
+  anonymous?: AnonymousCreations
 }) {
   const { config, links, limiter, clientIp, shell } = deps
   const { tokens } = shell
@@ -209,6 +213,8 @@ export function createHomeRoutes(deps: {
   return new Elysia({ name: 'home' })
     .get('/', ({ request }) => {
       const s = shell.session(request)
+      // links.anonymous = false: a visitor is asked to sign in instead of being shown a form that cannot work.
+      if (!s && !config.links.anonymous) return page(tpl(homeClosedTpl), {}, { title: 'Sign in to shorten a link', brand: true, nav: [['/api/docs', 'API'], ['/dashboard', 'Sign in']] })
       const owner = s ? shell.ownerOf(s) : visitorOf(request)
       const url = new URL(request.url)
       const refused = owner ? shell.refusedState<Refused>(request, owner) : null
@@ -289,6 +295,14 @@ export function createHomeRoutes(deps: {
         const decision = limiter.hit(`ip:${rateKeyOf(clientIp(request))}`, config.rate.anon_per_minute)
         if (!decision.allowed)
           return refuse({ status: 429, code: 'rate_limited', message: `Too many links from your address: wait ${decision.reset} s and try again.`, headers: { 'retry-after': String(decision.reset) } })
+        // Closed to visitors (links.anonymous = false), or the address's links of the day used up.
+        try {
+          deps.anonymous?.check(clientIp(request))
+        } catch (err) {
+          if (!(err instanceof AppError)) throw err
+          const message = err.status === 401 ? 'This linkbox makes short links for its accounts only: sign in to shorten a link.' : err.message
+          return refuse({ status: err.status, code: err.code, message, headers: err.headers })
+        }
       }
       const madeId = shell.flash.newId()
       const shown = `/?made=${madeId}`
