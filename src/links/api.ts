@@ -197,6 +197,7 @@ const exampleRecord: LinkRecord = {
   expired: false,
   password: false,
   clicks: 42,
+  disabled: null,
 }
 
 const dateTime = (description: string) => Type.String({ format: 'date-time', description })
@@ -222,6 +223,9 @@ export const LinkRecordSchema = Type.Object(
     expired: Type.Boolean(),
     password: Type.Boolean({ description: 'Whether visitors must give a password' }),
     clicks: Type.Integer({ minimum: 0, description: 'Visits by people (bots are not counted)' }),
+    disabled: Type.Union([Type.String({ maxLength: 300 }), Type.Null()], {
+      description: 'Null while the link works; else why the administrator disabled it (visitors get a 451 page; clicks and statistics stay)',
+    }),
   },
   { title: 'LinkRecord', additionalProperties: false, examples: [exampleRecord] },
 )

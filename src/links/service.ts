@@ -37,6 +37,8 @@ export interface LinkRecord {
   expired: boolean
   password: boolean
   clicks: number
+  /** Null while the link works; else why an admin disabled it. */
+  disabled: string | null
 }
 
 export interface CreateLinkInput {
@@ -167,6 +169,7 @@ export function createLinkService(deps: {
       expired: row.expires !== null && row.expires <= now,
       password: row.password_hash !== null,
       clicks: row.clicks,
+      disabled: row.disabled,
     }
   }
 
