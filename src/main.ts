@@ -124,7 +124,7 @@ ${CONFIG_OPTION}`,
 
 Options:
   --events a,b            create: of link.created, link.updated, link.deleted, link.clicked,
-                          mail.received (default: all but link.clicked)
+                          link.reported, mail.received (default: all but link.clicked)
 ${CONFIG_OPTION}`,
   version: `Usage: linkbox version
 

@@ -23,6 +23,7 @@ const EVENT_HELP: Record<string, string> = {
   'link.updated': 'a link is edited',
   'link.deleted': 'a link is deleted',
   'link.clicked': 'a link is visited (busy: one event per click)',
+  'link.reported': 'a visitor reports one of your links',
   'mail.received': 'a mailbox receives a message',
 }
 
