@@ -67,7 +67,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const mail = createMailFeature(shared, { smtpPort: opts.smtpPort })
   const media = createMediaFeature(shared)
   const databaseProblem = createDatabaseCheck(db, clicks.recorder)
-  const dashboard = createDashboardFeature(shared, { links: links.links, mail: mail.mail, webhooks: webhooks.webhooks, qr: qr.qr, databaseProblem })
+  const dashboard = createDashboardFeature(shared, { links: links.links, mail: mail.mail, webhooks: webhooks.webhooks, qr: qr.qr, abuse: links.abuse, databaseProblem })
   const methods = [links, qr, media, mail, webhooks].flatMap((f) => f.feature.api ?? [])
   const pages = createPagesFeature(shared, { links: links.links, methods, databaseProblem, shell: dashboard.shell, anonymous: links.anonymous })
   const features: Feature[] = [clicks, webhooks, links, qr, mail, media, dashboard, pages].map((f) => f.feature)

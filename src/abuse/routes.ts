@@ -80,7 +80,7 @@ export function createReportRoutes(deps: { config: Config; abuse: AbuseService; 
         text_error: textError ? `<span class="error" id="report-text-error">At most ${MAX_REPORT_TEXT.toLocaleString('en-US')} characters.</span>` : '',
         contact: (q.get('contact') ?? '').slice(0, MAX_REPORT_CONTACT),
       },
-      { status, title: `Report ${base}/${code}`, brand: true, referrer: 'no-referrer' },
+      { status, title: `Report ${base}/${code}`, brand: true, referrer: 'same-origin' }, // no-referrer would make the POST's Origin "null": refused as cross-site
     )
   }
 

@@ -164,10 +164,12 @@ function databaseBytes(dataDir: string): number | null {
 // ---------------------------------------------------------------------------------------------------------
 // The pages
 
-function tabs(current: 'accounts' | 'health'): string {
+export const REPORTS = '/dashboard/admin/reports'
+
+export function tabs(current: 'accounts' | 'health' | 'reports'): string {
   const tab = (id: string, href: string, label: string) =>
     `<li><a href="${href}"${id === current ? ' aria-current="page"' : ''}>${label}</a></li>`
-  return `<nav aria-label="Admin"><ul class="admin-tabs">${tab('accounts', ADMIN, 'Accounts')}${tab('health', HEALTH, 'Health')}</ul></nav>`
+  return `<nav aria-label="Admin"><ul class="admin-tabs">${tab('accounts', ADMIN, 'Accounts')}${tab('reports', REPORTS, 'Reports and bans')}${tab('health', HEALTH, 'Health')}</ul></nav>`
 }
 
 interface CreateForm {

@@ -1,5 +1,6 @@
 // The dashboard as a feature of the composition root: its pages over the other features' services, and the
 // minute's sweep of expired sign-in sessions.
+import type { AbuseService } from '../abuse/service'
 import type { Feature, Shared } from '../feature'
 import type { LinkService } from '../links/service'
 import type { MailService } from '../mail/service'
@@ -9,7 +10,7 @@ import { createDashboard } from './index'
 
 export function createDashboardFeature(
   shared: Shared,
-  deps: { links: LinkService; mail: MailService; webhooks: WebhookService; qr: QrService; databaseProblem: () => string | null },
+  deps: { links: LinkService; mail: MailService; webhooks: WebhookService; qr: QrService; abuse: AbuseService; databaseProblem: () => string | null },
 ) {
   const { config, db, clock, accounts, metrics, limiter, clientIp } = shared
   const dashboard = createDashboard({ config, db, clock, accounts, metrics, limiter, clientIp, ...deps })

@@ -19,6 +19,8 @@ import { createKeysSection } from './keys'
 import { createMailSection } from './mail'
 import { createWebhooksSection } from './webhooks'
 import { createAdminSection } from './admin'
+import { createAbuseSection } from './abuse'
+import type { AbuseService } from '../abuse/service'
 
 export interface DashboardDeps {
   config: Config
@@ -29,6 +31,7 @@ export interface DashboardDeps {
   mail: MailService
   webhooks: WebhookService
   qr: QrService
+  abuse: AbuseService
   metrics: Metrics
   limiter: RateLimiter
   clientIp: (request: Request) => string
@@ -52,5 +55,6 @@ export function createDashboard(deps: Omit<DashboardDeps, 'sessions' | 'shell'>)
     .use(createMailSection(all))
     .use(createWebhooksSection(all))
     .use(createAdminSection(all))
+    .use(createAbuseSection(all))
   return { plugin, sessions, shell }
 }

@@ -85,6 +85,8 @@ const day = (iso: string) => iso.slice(0, 10)
 const time = (iso: string) => `<time datetime="${e(iso)}" title="${e(when(Date.parse(iso)))}">${e(day(iso))}</time>`
 
 function expiryCell(r: LinkRecord): string {
+  // Disabled by an administrator (issue 26): visitors get a 451 page; the reason is the owner's to read.
+  if (r.disabled !== null) return `<span class="tag off" title="${e(r.disabled)}">disabled</span> <span class="disabled-why">${e(r.disabled)}</span>`
   if (!r.expires) return '<span class="muted">never</span>'
   if (r.expired) return `<span class="tag expired">expired</span> ${time(r.expires)}`
   return time(r.expires)
