@@ -192,6 +192,21 @@ async function checkProgram(what: string, command: string[], needed: string): Pr
   }
 }
 
+/** links.blocklist_files: each file read as serve reads it, its hosts and its age (a list never updated goes stale). */
+async function checkBlocklists(config: Config): Promise<Finding[]> {
+  if (config.links.blocklist_files.length === 0) return [{ verdict: 'ok', what: 'blocklists', detail: 'none (links.blocklist_files)' }]
+  const { loadBlocklist } = await import('./abuse/blocklist')
+  const list = await loadBlocklist(config.links.blocklist_files)
+  const days = (ms: number) => Math.floor((Date.now() - ms) / 86_400_000)
+  return list.files.map((f): Finding => {
+    if (f.error) return { verdict: 'FAIL', what: 'blocklist', detail: `${f.path}: cannot be read (${f.error}); serve runs without it` }
+    const age = f.mtime === null ? null : days(f.mtime)
+    const detail = `${f.path}: ${f.hosts} hosts, changed ${age === null ? '?' : age === 0 ? 'today' : `${age} days ago`}`
+    if (f.hosts === 0) return { verdict: 'warn', what: 'blocklist', detail: `${detail}: no host found in it (one a line, hosts format, or ||host^)` }
+    return age !== null && age > 30 ? { verdict: 'warn', what: 'blocklist', detail: `${detail}: older than 30 days, update it` } : { verdict: 'ok', what: 'blocklist', detail }
+  })
+}
+
 /**
  * Which yt-dlp the media service would run now (after extracting the bundled one, as serve does), its version,
  * and what this binary carries: a build without one, or python3 missing for a zipapp, is said here.
@@ -312,6 +327,7 @@ export async function runDoctor(config: Config, source: string): Promise<Finding
   if (dataDir.verdict === 'ok') findings.push(checkDisk(config.data_dir), checkClock(Date.now(), buildTime(), newestRow(config.data_dir)))
   else findings.push({ verdict: 'skip', what: 'free disk', detail: 'the data directory is not usable' }, { verdict: 'skip', what: 'clock', detail: 'the data directory is not usable' })
   findings.push(checkBaseUrl(config))
+  findings.push(...(await checkBlocklists(config)))
   const media = 'needed for media download'
   if (dataDir.verdict === 'ok') findings.push(...(await checkYtdlp(config)))
   else findings.push({ verdict: 'skip', what: 'yt-dlp', detail: 'the data directory is not usable' })
@@ -328,7 +344,7 @@ export async function configFailure(path: string, problem: string): Promise<Find
   const skipped = 'needs a config that loads'
   return [
     { verdict: 'FAIL', what: 'config', detail: path && !why.includes(path) ? `${path}: ${why}` : why },
-    ...['data_dir', 'database', 'server.port', 'mail.smtp_port', 'mail.tls', 'mail store', 'mail MX', 'free disk', 'clock', 'server.base_url', 'yt-dlp bundled', 'yt-dlp'].map(
+    ...['data_dir', 'database', 'server.port', 'mail.smtp_port', 'mail.tls', 'mail store', 'mail MX', 'free disk', 'clock', 'server.base_url', 'blocklists', 'yt-dlp bundled', 'yt-dlp'].map(
       (what): Finding => ({ verdict: 'skip', what, detail: skipped }),
     ),
     await checkProgram('ffmpeg', ['ffmpeg', '-version'], 'needed for media download (merging formats)'),
