@@ -14,6 +14,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { migrations } from '../src/db/migrations'
 import { benchBinary, ROOT } from './bench/binary'
+import { benchBlocklist } from './bench/blocklist'
 import { removeScratch, type BenchContext } from './bench/context'
 import { benchCreate } from './bench/create'
 import { benchDistinctUa } from './bench/distinct-ua'
@@ -56,6 +57,7 @@ const opts = { rounds: ctx.rounds, seconds: ctx.seconds, command: [binary.path] 
 
 const sections: { name: string; title: string; run: () => Promise<string[]> }[] = [
   { name: 'redirect', title: 'Redirect of one hot code against a bare Bun.serve 302, and with request lines off', run: () => benchRedirect({ ...opts, figures: ctx.figures }) },
+  { name: 'blocklist', title: 'Blocklist of 1,000,000 hosts: load time, memory, and the redirect with it loaded against without', run: () => benchBlocklist({ ...opts, figures: ctx.figures }) },
   { name: 'spread', title: 'Redirects over 1,000 codes and over 100,000 codes on 1M links, against bare', run: () => benchSpread(ctx) },
   { name: 'stats', title: 'Statistics of a link with 10M clicks: stats.json and /<code>+; redirects while polled', run: () => benchStats(ctx) },
   { name: 'links', title: 'links.json at 100,000 links against 100 links, first and deep page', run: () => benchLists(ctx) },
