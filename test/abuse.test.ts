@@ -204,3 +204,25 @@ test('blocklist files: a listed destination is refused; SIGHUP after adding a ho
   expect((await fetch(`${server.url}/${code}`, { redirect: 'manual' })).status).toBe(451)
   await server.stop()
 })
+
+test('reports are bounded: 50 open ones a link (more are thanked, not stored), 10,000 open in all (then 503 busy)', async () => {
+  const box = await makeBox()
+  try {
+    const key = await box.account('owner')
+    const code = (await box.post('/api/getLink.json', { url: 'https://reported.example/' }, { 'x-api-key': key })).body.return.hex
+    for (let i = 0; i < 60; i++) box.abuse.report({ code, reason: 'spam', text: `${i}`, contact: '' })
+    expect(box.abuse.openReportCount()).toBe(50)
+    // Fill the rest of the table's allowance directly, as 9,950 other links' reports would.
+    const insert = box.db.query("INSERT INTO link_reports (link_id, code, reason, created) VALUES (NULL, 'gone', 'spam', 0)")
+    box.db.transaction(() => {
+      for (let i = 0; i < 9_950; i++) insert.run()
+    })()
+    const other = (await box.post('/api/getLink.json', { url: 'https://other.example/' }, { 'x-api-key': key })).body.return.hex
+    expect(() => box.abuse.report({ code: other, reason: 'spam', text: '', contact: '' })).toThrow('Too many reports are waiting')
+    const page = await box.request(`/${other}/report`, { method: 'POST', headers: { origin: 'http://localhost:8080' }, body: new URLSearchParams({ reason: 'spam' }) })
+    expect(page.status).toBe(503)
+    expect(box.abuse.openReportCount()).toBe(10_000)
+  } finally {
+    await box.cleanup()
+  }
+})

@@ -110,6 +110,7 @@ export function createReportRoutes(deps: { config: Config; abuse: AbuseService; 
       try {
         abuse.report({ code: row.code, ...fields })
       } catch (err) {
+        if (err instanceof AppError && err.status === 503) return messagePage(503, 'Reports are full', err.message, err.headers)
         if (!(err instanceof AppError) || err.status !== 400) throw err
         // Back to the form with what was typed (in this browser's own address bar, never stored) and the field.
         const field = /"text"/.test(err.message) ? 'text' : /"contact"/.test(err.message) ? 'contact' : 'reason'

@@ -5,7 +5,7 @@
 // redirect pays a WeakMap lookup for it.
 import type { Config } from '../config'
 import type { Db } from '../db'
-import { badRequest, notFound } from '../errors'
+import { AppError, badRequest, notFound } from '../errors'
 import type { LinkService } from '../links/service'
 import type { LinkRow } from '../links/store'
 import type { Outbox } from '../webhooks/outbox'
@@ -15,6 +15,10 @@ import { CLOSE_ACTIONS, createAbuseStore, REPORT_REASONS, type CloseAction, type
 export const MAX_REPORT_TEXT = 1000
 export const MAX_REPORT_CONTACT = 200
 export const MAX_DISABLE_REASON = 300
+/** Open reports kept for one link: past it, the admin has enough to act on, and more are not stored. */
+export const MAX_OPEN_REPORTS_PER_LINK = 50
+/** Open reports kept in all (what outsiders can grow): past it, reports are refused until admins close some. */
+export const MAX_OPEN_REPORTS = 10_000
 /** How often the set of disabled accounts is read again (a CLI in another process may change it). */
 const ACCOUNTS_RECHECK_MS = 1000
 
@@ -119,7 +123,7 @@ export function createAbuseService({ db, config, links, clock, outbox }: AbuseDe
     },
 
     /** A visitor's report of a link: stored with the time and nothing of the visitor but what they typed. */
-    report(input: { code: string; reason: unknown; text: unknown; contact: unknown }): { id: number } {
+    report(input: { code: string; reason: unknown; text: unknown; contact: unknown }): { id: number | null } {
       const row = links.resolve(input.code)
       if (!row) throw notFound('There is no short link at this address.')
       const reason = String(input.reason ?? '')
@@ -132,17 +136,24 @@ export function createAbuseService({ db, config, links, clock, outbox }: AbuseDe
         throw badRequest('invalid_parameter', `The field "contact" must be at most ${MAX_REPORT_CONTACT} characters.`)
       const now = clock()
       const saved = db.transaction(() => {
+        // Bounds, checked inside the write: reports are what anyone on the internet can add to.
+        if (store.openCount() >= MAX_OPEN_REPORTS)
+          throw new AppError(503, 'busy', 'Too many reports are waiting for the administrator: try again later.', { 'Retry-After': '3600' })
+        if (store.openForLink(row.id) >= MAX_OPEN_REPORTS_PER_LINK) return null
         const r = store.insertReport({ linkId: row.id, code: row.code, reason: reason as ReportReason, text, contact, created: now })
         // The owner hears of it in the same transaction (their endpoints subscribed to link.reported).
         outbox?.enqueue('link.reported', row.account_id, { hex: row.code, url: `${config.server.base_url}/${row.code}`, reason, text, report: r.id }, now)
         return r
       })()
       counts.reports++
-      return { id: saved.id }
+      // Past the per-link bound the visitor is thanked all the same: the link has enough reports waiting.
+      return { id: saved?.id ?? null }
     },
 
     openReports: (limit = 200): OpenReport[] => store.openReports(limit),
     openReportCount: () => store.openCount(),
+    /** One open report with its link, owner, clicks and destination (null: closed, or no such report). */
+    openReport: (id: number): OpenReport | null => store.openReport(id) ?? null,
 
     /**
      * Closes an open report with what was done about it: dismissed, or its link disabled, its destination's host

@@ -45,6 +45,12 @@ export function createAbuseStore(db: Db) {
       WHERE r.closed IS NULL ORDER BY r.id DESC LIMIT ?1`,
   )
   const openCount = db.query<{ n: number }, []>('SELECT count(*) AS n FROM link_reports WHERE closed IS NULL')
+  const openForLink = db.query<{ n: number }, [number]>('SELECT count(*) AS n FROM link_reports WHERE closed IS NULL AND link_id = ?')
+  const openById = db.query<OpenReport, [number]>(
+    `SELECT r.*, l.long_url, l.clicks, a.name AS owner, l.disabled AS link_disabled
+       FROM link_reports r LEFT JOIN links l ON l.id = r.link_id LEFT JOIN accounts a ON a.id = l.account_id
+      WHERE r.id = ?1 AND r.closed IS NULL`,
+  )
   const reportById = db.query<ReportRow, [number]>('SELECT * FROM link_reports WHERE id = ?')
   // Only an open report closes: a second admin closing the same one a moment later changes nothing.
   const closeReport = db.query<ReportRow, [number, string, number | null, number]>(
@@ -64,6 +70,8 @@ export function createAbuseStore(db: Db) {
       insertReport.get(r.linkId, r.code, r.reason, r.text, r.contact, r.created)!,
     openReports: (limit: number) => openReports.all(limit),
     openCount: () => openCount.get()!.n,
+    openForLink: (linkId: number) => openForLink.get(linkId)!.n,
+    openReport: (id: number) => openById.get(id),
     report: (id: number) => reportById.get(id),
     closeReport: (id: number, action: CloseAction, by: number | null, at: number) => closeReport.get(id, action, by, at),
     bans: () => bans.all(),

@@ -144,7 +144,7 @@ ${list.files.length === 0
       if (s instanceof Response) return s
       const f = await shell.form(request, s)
       const id = /^[1-9][0-9]{0,15}$/.test(params.id) ? Number(params.id) : 0
-      const report = abuse.openReports(10_000).find((r) => r.id === id)
+      const report = id ? abuse.openReport(id) : null
       if (!report) return back('That report is closed already, or there is no such report.', 'error')
       const action = f.get('action') ?? ''
       const why = `Reported as ${REASON_WORDS[report.reason]?.toLowerCase() ?? report.reason} and checked by the administrator.`
