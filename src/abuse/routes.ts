@@ -43,7 +43,6 @@ export function visitGate(abuse: AbuseService): VisitGate {
     unavailable(row) {
       const v = abuse.verdict(row)
       if (!v) return null
-      abuse.refusedVisit()
       return unavailablePage(v)
     },
   }

@@ -57,7 +57,8 @@ export function createAbuseService({ db, config, links, clock, outbox }: AbuseDe
   /** Bumped whenever a ban, the lists or the disabled accounts change: every cached verdict is then stale. */
   let generation = 0
   const verdicts = new WeakMap<LinkRow, { generation: number; verdict: Verdict | null }>()
-  const counts = { refusedBanned: 0, refusedListed: 0, reports: 0, visitsRefused: 0 }
+  // Visits answered 451 are counted with the other visits (linkbox_visits_total{outcome="unavailable"}).
+  const counts = { refusedBanned: 0, refusedListed: 0, reports: 0 }
 
   function readBans() {
     bans = new Map(store.bans().map((b) => [b.host, b.reason]))
@@ -105,10 +106,6 @@ export function createAbuseService({ db, config, links, clock, outbox }: AbuseDe
       return verdict
     },
 
-    /** Counts a visit answered 451 (for /metrics). */
-    refusedVisit() {
-      counts.visitsRefused++
-    },
 
     /** At creation and change: a banned or listed destination is refused with invalid_url, naming why. */
     checkDestination(url: string) {
