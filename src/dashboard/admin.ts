@@ -135,8 +135,9 @@ const VISIT_LABELS: Record<string, string> = {
   expired: 'Expired',
   stats_page: 'Statistics page',
   stats_limited: 'Statistics limited',
+  unavailable: 'Stopped: disabled, banned or listed (451)',
 }
-const VISIT_TONES: Record<string, Bar['tone']> = { password_wrong: 'warn', password_limited: 'warn', password_busy: 'danger', not_found: 'warn', expired: 'warn', stats_limited: 'warn' }
+const VISIT_TONES: Record<string, Bar['tone']> = { unavailable: 'warn', password_wrong: 'warn', password_limited: 'warn', password_busy: 'danger', not_found: 'warn', expired: 'warn', stats_limited: 'warn' }
 const MEDIA_TONES: Record<string, Bar['tone']> = { unsupported: 'warn', private: 'warn', invalid: 'warn', upstream: 'danger', timeout: 'danger', busy: 'danger' }
 const DELIVERY_LABELS: Record<string, string> = { ok: 'Delivered', failed: 'Failed for good', retry: 'Failed, retry planned', gone: 'Gone (410): endpoint disabled', private: 'Refused: private address' }
 const DELIVERY_TONES: Record<string, Bar['tone']> = { failed: 'danger', retry: 'warn', gone: 'warn', private: 'warn' }
