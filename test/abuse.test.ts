@@ -226,3 +226,20 @@ test('reports are bounded: 50 open ones a link (more are thanked, not stored), 1
     await box.cleanup()
   }
 })
+
+test('a reload counts the links a list catches across pages of links (12,000 links, every third listed)', async () => {
+  const box = await makeBox()
+  try {
+    const insert = box.db.query('INSERT INTO links (code, long_url, created, updated) VALUES (?1, ?2, 0, 0)')
+    box.db.transaction(() => {
+      for (let i = 0; i < 12_000; i++) insert.run(`c${i}`, i % 3 === 0 ? `https://x${i}.listed.example/` : `https://fine${i}.example/`)
+    })()
+    const list = join(box.dir, 'list.txt')
+    writeFileSync(list, 'listed.example\n')
+    box.config.links.blocklist_files = [list]
+    const r = await box.abuse.reloadBlocklist()
+    expect(r).toMatchObject({ hosts: 1, caught: 4_000 })
+  } finally {
+    await box.cleanup()
+  }
+})

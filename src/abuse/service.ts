@@ -192,7 +192,14 @@ export function createAbuseService({ db, config, links, clock, outbox }: AbuseDe
       blocklist = next
       generation++
       let caught = 0
-      if (next.set.size > 0) for (const link of store.destinations()) if (next.set.match(destinationHost(link.long_url) ?? '') !== null) caught++
+      // A page at a time, yielding between pages: a million links must not hold up the redirects for seconds.
+      for (let after = 0; next.set.size > 0; ) {
+        const page = store.destinations(after, 5_000)
+        for (const link of page) if (next.set.match(destinationHost(link.long_url) ?? '') !== null) caught++
+        if (page.length < 5_000) break
+        after = page[page.length - 1]!.id
+        await new Promise((resolve) => setImmediate(resolve))
+      }
       return { hosts: next.set.size, files: next.files, ms: next.ms, caught }
     },
     blocklist: () => blocklist,

@@ -63,7 +63,7 @@ export function createAbuseStore(db: Db) {
   const deleteBan = db.query<{ host: string }, [string]>('DELETE FROM banned_hosts WHERE host = ? RETURNING host')
   const disabledAccounts = db.query<{ id: number }, []>('SELECT id FROM accounts WHERE disabled IS NOT NULL')
   // Every destination, for counting what a list or a ban catches (a reload, not a visit, pays for it).
-  const destinations = db.query<{ id: number; long_url: string }, []>('SELECT id, long_url FROM links')
+  const destinations = db.query<{ id: number; long_url: string }, [number, number]>('SELECT id, long_url FROM links WHERE id > ?1 ORDER BY id LIMIT ?2')
 
   return {
     insertReport: (r: { linkId: number | null; code: string; reason: ReportReason; text: string; contact: string; created: number }) =>
@@ -78,9 +78,8 @@ export function createAbuseStore(db: Db) {
     addBan: (host: string, reason: string, at: number, by: number | null) => insertBan.get(host, reason, at, by),
     removeBan: (host: string) => deleteBan.get(host) !== null,
     disabledAccounts: () => disabledAccounts.all().map((r) => r.id),
-    *destinations(): Generator<{ id: number; long_url: string }> {
-      yield* destinations.iterate()
-    },
+    /** A page of destinations after link id `after` (keyset paging: no cursor stays open between pages). */
+    destinations: (after: number, limit: number) => destinations.all(after, limit),
   }
 }
 export type AbuseStore = ReturnType<typeof createAbuseStore>
