@@ -80,7 +80,7 @@ export function createAbuseService({ db, config, links, clock, outbox }: AbuseDe
   }
 
   /** Why a host may not be a destination, or null. */
-  function hostVerdict(host: string | null): Verdict | null {
+  function hostVerdict(host: string | null): Extract<Verdict, { host: string }> | null {
     if (host === null) return null
     const ban = banned.match(host)
     if (ban !== null) return { kind: 'banned', host: ban, reason: bans.get(ban) ?? '' }
@@ -116,7 +116,7 @@ export function createAbuseService({ db, config, links, clock, outbox }: AbuseDe
         throw badRequest('invalid_url', `The parameter "url" points to ${v.host}, which the administrator of this service has banned${v.reason ? ` (${v.reason})` : ''}.`)
       }
       counts.refusedListed++
-      throw badRequest('invalid_url', `The parameter "url" points to ${(v as { host: string }).host}, which is on this service's blocklist of phishing and malware hosts.`)
+      throw badRequest('invalid_url', `The parameter "url" points to ${v.host}, which is on this service's blocklist of phishing and malware hosts.`)
     },
 
     /** A visitor's report of a link: stored with the time and nothing of the visitor but what they typed. */

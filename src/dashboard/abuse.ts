@@ -153,7 +153,14 @@ ${list.files.length === 0
         abuse.setLinkDisabled(report.code, why)
         done = `${report.code} is disabled.`
       } else if (action === 'host_banned' && hostOf(report.long_url)) {
-        const { host } = abuse.banHost(hostOf(report.long_url)!, why, s.accountId)
+        let host: string
+        try {
+          host = abuse.banHost(hostOf(report.long_url)!, why, s.accountId).host
+        } catch (err) {
+          // A destination that is an address, not a name (banHost takes names): said on the page, report left open.
+          if (err instanceof AppError && err.status < 500) return back(err.message, 'error')
+          throw err
+        }
         done = `${host} is banned.`
       } else if (action === 'account_disabled' && report.owner) {
         if (report.owner === s.accountName) return back('You cannot disable your own account here.', 'error')

@@ -107,3 +107,22 @@ test('the admin bans a host (its links stop, new ones are refused) and lifts the
   const allowed = await fetch(`${app.url}/api/getLink.json`, { method: 'POST', body: new URLSearchParams({ url: 'https://x.phish.example/' }) })
   expect(allowed.status).toBe(200)
 })
+
+test('links.anonymous = false: a visitor to the home page is asked to sign in (axe, both themes, a phone); the link goes to the sign-in page', async () => {
+  const closed = startApp({ links: { anonymous: false } })
+  try {
+    const visitor = await browser.newContext()
+    const p = await visitor.newPage()
+    await p.goto(`${closed.url}/`)
+    expect(await p.locator('h1').textContent()).toBe('Sign in to shorten a link')
+    expect(await p.locator('input[name="url"]').count()).toBe(0)
+    await checkPage(p, 'home-closed')
+    await p.locator('main').getByRole('link', { name: 'Sign in' }).click()
+    await p.waitForURL(/\/login/)
+    await p.goBack()
+    expect(await p.locator('h1').textContent()).toBe('Sign in to shorten a link')
+    await visitor.close()
+  } finally {
+    await closed.stop()
+  }
+})
