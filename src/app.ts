@@ -15,7 +15,8 @@ import { startJobs, type Feature, type Shared } from './feature'
 import { createDatabaseCheck } from './health'
 import { createApi } from './http/api'
 import { createClientIp } from './http/client-ip'
-import { answerFault } from './http/fault'
+import { faultAnswer } from './http/fault'
+import { createFaultLog } from './http/fault-log'
 import { createPipeline } from './http/pipeline'
 import { createRateLimiter } from './http/rate-limit'
 import { serve, stopGracefully } from './http/server'
@@ -37,6 +38,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   // The shared parts.
   mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
   const log = opts.logger ?? rootLog
+  const faults = createFaultLog(log)
   const db = openDatabase(join(config.data_dir, 'linkbox.db'), { onUpgrade: (note) => log.info(note) })
   const clock = opts.clock ?? Date.now
   const metrics = createMetrics()
@@ -46,10 +48,11 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     config,
     db,
     log,
+    faults,
     clock,
-    events: createEvents(),
+    events: createEvents(log),
     // Webhook events are written by the services in the transaction of each change (webhooks/outbox.ts).
-    outbox: createOutbox(db, clock),
+    outbox: createOutbox(db, clock, log),
     accounts: createAccountService(db, clock),
     signer: createLinkSigner(loadSigningSecret(config.data_dir)),
     limiter: createRateLimiter(clock),
@@ -83,8 +86,10 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     accounts: shared.accounts,
     limiter: shared.limiter,
     clientIp: shared.clientIp,
+    faults,
     onAnswer: (m, status) => answers.incLabels({ method: m.path.replace('/api/', ''), status: String(status) }),
   })
+  const answerFault = faultAnswer(faults)
   const router = new Elysia({ name: 'linkbox' })
     .onError(({ code, error, request }) => answerFault(error, request, String(code)))
     // A Host shorter than four characters ("nas") makes Elysia's router read the path from the wrong
@@ -135,7 +140,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     },
     /** Starts the periodic jobs (sweeps) and the SMTP receiver on mail.smtp_host:smtp_port (0: none). */
     async startSmtp() {
-      stopJobs ??= startJobs(features.flatMap((f) => f.jobs ?? []))
+      stopJobs ??= startJobs(features.flatMap((f) => f.jobs ?? []), faults)
       return mail.startSmtp()
     },
     /** Starts listening (port 0 picks a free port) and what runs meanwhile (click writes, deliveries). */

@@ -1,6 +1,6 @@
 // In-process events that later features (webhooks, metrics) subscribe to, so the link and mail
 // services never need to know who listens.
-import { log } from './log'
+import { log as rootLog, type Logger } from './log'
 export interface EventMap {
   'link.created': { link: Record<string, unknown>; accountId: number | null }
   'link.updated': { link: Record<string, unknown>; accountId: number | null }
@@ -12,7 +12,7 @@ export interface EventMap {
 
 type Listener<K extends keyof EventMap> = (payload: EventMap[K]) => void
 
-export function createEvents() {
+export function createEvents(log: Pick<Logger, 'fault'> = rootLog) {
   const listeners = new Map<keyof EventMap, Listener<any>[]>()
   return {
     on<K extends keyof EventMap>(type: K, listener: Listener<K>) {

@@ -8,8 +8,8 @@ import type { AccountService } from './accounts/service'
 import type { Config } from './config'
 import type { Db } from './db'
 import type { Events } from './events'
-import { faultLog } from './http/fault-log'
 import type { ApiMethod } from './http/api'
+import type { FaultLog } from './http/fault-log'
 import type { HotRoute } from './http/pipeline'
 import type { RateLimiter } from './http/rate-limit'
 import type { Logger } from './log'
@@ -44,13 +44,13 @@ export interface Job {
 }
 
 /** Runs each job now and every `everyMs` after (timers that do not keep the process alive); returns the stop. */
-export function startJobs(jobs: Job[]): () => void {
+export function startJobs(jobs: Job[], faults: FaultLog): () => void {
   const timers = jobs.map((job) => {
     const run = () => {
       try {
-        Promise.resolve(job.run()).catch((err) => faultLog.fault(job.name, err))
+        Promise.resolve(job.run()).catch((err) => faults.fault(job.name, err))
       } catch (err) {
-        faultLog.fault(job.name, err)
+        faults.fault(job.name, err)
       }
     }
     run()
@@ -66,6 +66,8 @@ export interface Shared {
   config: Config
   db: Db
   log: Logger
+  /** Unexpected errors, with their stacks, into the log (at most 10 a minute: http/fault-log.ts). */
+  faults: FaultLog
   clock: () => number
   /** In-process events (link.created, …) and the webhook outbox written in each change's transaction. */
   events: Events

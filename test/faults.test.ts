@@ -4,6 +4,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { createLinkbox, type Linkbox } from '../src/app'
 import { createFaultLog } from '../src/http/fault-log'
+import { createLogger } from '../src/log'
 import { pathOf } from '../src/http/path'
 import { tempDir, testConfig } from './support/app'
 import { rawRequest } from './support/raw-http'
@@ -85,14 +86,15 @@ test('a second service cannot bind the same port (it would silently share the tr
 test('faults are logged at most N a minute, and the next line says how many were left out', () => {
   let now = 0
   const lines: string[] = []
-  const log = createFaultLog({ perMinute: 3, clock: () => now, write: (...a) => lines.push(a.map(String).join(' ')) })
+  const into = createLogger({ format: 'json', tty: false, write: (text) => lines.push(text) })
+  const log = createFaultLog(into, { perMinute: 3, clock: () => now })
   for (let i = 0; i < 1000; i++) log.fault('internal error', new Error(`boom ${i}`))
   expect(lines.length).toBe(3)
   now += 60_000
   log.fault('internal error', new Error('later'))
   expect(lines).toHaveLength(5)
-  expect(lines[3]).toBe('(997 more faults were not logged in the last minute)')
-  expect(lines[4]).toContain('later')
+  expect(JSON.parse(lines[3]!)).toMatchObject({ level: 'error', msg: '(997 more faults were not logged in the last minute)' })
+  expect(JSON.parse(lines[4]!)).toMatchObject({ level: 'error', msg: 'internal error', error: 'later' })
 })
 
 test('pathOf reads the path from any URL text Bun hands over', () => {

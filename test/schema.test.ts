@@ -2,6 +2,8 @@
 // read as the declared type, every declared message naming its parameter, and the gate before the handler.
 import { afterAll, describe, expect, test } from 'bun:test'
 import { Type } from '@sinclair/typebox'
+import { createFaultLog } from '../src/http/fault-log'
+import { log } from '../src/log'
 import { createApi, type ApiMethod } from '../src/http/api'
 import { createRateLimiter } from '../src/http/rate-limit'
 import { assertCheckable, checkParams, coerce, violation, type ApiParam } from '../src/http/schema'
@@ -118,7 +120,7 @@ test('the pipeline checks the schema before the handler runs, and the handler ge
       return { n: params.n }
     },
   }
-  const { plugin } = createApi([probe], { config: b.config, accounts: b.accounts, limiter: createRateLimiter(), clientIp: () => '192.0.2.1' })
+  const { plugin } = createApi([probe], { config: b.config, accounts: b.accounts, limiter: createRateLimiter(), clientIp: () => '192.0.2.1', faults: createFaultLog(log) })
   const call = async (qs: string) => {
     const res = await plugin.handle(new Request(`http://localhost/api/probe.json${qs}`))
     return { status: res.status, body: await res.json() }

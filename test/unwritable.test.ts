@@ -7,7 +7,7 @@ import { afterAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
 import { isStorageFailure } from '../src/db'
-import { makeBox } from './support/app'
+import { capturedLog, makeBox } from './support/app'
 import {
   CHROME_UA,
   apiPost,
@@ -35,99 +35,87 @@ async function until(what: string, ready: () => boolean | Promise<boolean>, time
   }
 }
 
-/** Captures console.error while `fn` runs (the recorder's and the fault log's default sink). */
-async function capturingErrors<T>(fn: (lines: string[]) => Promise<T>): Promise<T> {
-  const lines: string[] = []
-  const original = console.error
-  console.error = (...args: unknown[]) => void lines.push(args.map(String).join(' '))
-  try {
-    return await fn(lines)
-  } finally {
-    console.error = original
-  }
-}
-
 describe('a full database (max_page_count at the file size), in process', () => {
   test('reads work, changes get 503, one log line per state change, the kept clicks are written on recovery', async () => {
     let now = Date.parse('2025-01-01T12:00:00Z')
     // No periodic timer: every write attempt here is one the test causes (stats, the retry). max_page_count
     // limits one connection, so the clicks are written on the main one here (writeOn 'main', the writer
     // thread's fallback); the real server below fails on its writer thread.
-    const box = await makeBox({}, { clock: () => now, clicks: { intervalMs: 3_600_000, retryMs: 20, maxRetryMs: 40, writeOn: 'main' } })
+    // The recorder's lines go to the app's log: this one keeps what is written at level error.
+    const { logger, errors: log } = capturedLog()
+    const box = await makeBox({}, { logger, clock: () => now, clicks: { intervalMs: 3_600_000, retryMs: 20, maxRetryMs: 40, writeOn: 'main' } })
     try {
-      await capturingErrors(async (log) => {
-        const key = await box.account('owner')
-        const made = await box.post('/api/getLink.json', { url: 'https://example.com/full' }, { 'x-api-key': key })
-        expect(made.status).toBe(200)
-        const code = made.body.return.hex as string
-        const visit = () => box.request(`/${code}`, { redirect: 'manual', headers: { 'user-agent': CHROME_UA, referer: `https://r${now % 97}.example/` } })
+      const key = await box.account('owner')
+      const made = await box.post('/api/getLink.json', { url: 'https://example.com/full' }, { 'x-api-key': key })
+      expect(made.status).toBe(200)
+      const code = made.body.return.hex as string
+      const visit = () => box.request(`/${code}`, { redirect: 'manual', headers: { 'user-agent': CHROME_UA, referer: `https://r${now % 97}.example/` } })
 
-        // From here on the file cannot grow: every write that needs a new page fails with SQLITE_FULL.
-        box.db.exec('VACUUM') // no free pages left behind (migration 2 rebuilds tables) for writes to reuse
-        const pages = (box.db.query('PRAGMA page_count').get() as { page_count: number }).page_count
-        expect(box.db.query('PRAGMA freelist_count').get()).toEqual({ freelist_count: 0 })
-        box.db.exec(`PRAGMA max_page_count = ${pages}`)
+      // From here on the file cannot grow: every write that needs a new page fails with SQLITE_FULL.
+      box.db.exec('VACUUM') // no free pages left behind (migration 2 rebuilds tables) for writes to reuse
+      const pages = (box.db.query('PRAGMA page_count').get() as { page_count: number }).page_count
+      expect(box.db.query('PRAGMA freelist_count').get()).toEqual({ freelist_count: 0 })
+      box.db.exec(`PRAGMA max_page_count = ${pages}`)
 
-        // 300 clicks on 300 different days: 300 day rows and their breakdowns, far more than the free room.
-        for (let i = 0; i < 300; i++) {
-          now += DAY
-          expect((await visit()).status).toBe(302)
-        }
-        expect(box.recorder.failing).toBe(false)
+      // 300 clicks on 300 different days: 300 day rows and their breakdowns, far more than the free room.
+      for (let i = 0; i < 300; i++) {
+        now += DAY
+        expect((await visit()).status).toBe(302)
+      }
+      expect(box.recorder.failing).toBe(false)
 
-        // stats.json flushes first: the flush fails, the answer is read all the same.
-        const stats = await box.post('/api/stats.json', { code }, { 'x-api-key': key })
-        expect(stats.status).toBe(200)
-        expect(stats.body.return.clicks).toBe(0)
-        expect(box.recorder.failing).toBe(true)
-        expect(box.recorder.lastError).toContain('SQLITE_FULL')
-        expect(box.recorder.pending).toBe(300)
-        expect(log).toEqual([expect.stringMatching(/^click writes failing: database or disk is full \(SQLITE_FULL\); 300 clicks kept in memory/)])
+      // stats.json flushes first: the flush fails, the answer is read all the same.
+      const stats = await box.post('/api/stats.json', { code }, { 'x-api-key': key })
+      expect(stats.status).toBe(200)
+      expect(stats.body.return.clicks).toBe(0)
+      expect(box.recorder.failing).toBe(true)
+      expect(box.recorder.lastError).toContain('SQLITE_FULL')
+      expect(box.recorder.pending).toBe(300)
+      expect(log).toEqual([expect.stringMatching(/^click writes failing: database or disk is full \(SQLITE_FULL\); 300 clicks kept in memory/)])
 
-        // More than a batch (1000) while failing: no write attempt per click or per batch.
-        const failuresBefore = box.recorder.failures
-        for (let i = 0; i < 2500; i++) expect((await visit()).status).toBe(302)
-        await Bun.sleep(0)
-        expect(box.recorder.failures).toBe(failuresBefore)
-        expect(box.recorder.pending).toBe(2800)
+      // More than a batch (1000) while failing: no write attempt per click or per batch.
+      const failuresBefore = box.recorder.failures
+      for (let i = 0; i < 2500; i++) expect((await visit()).status).toBe(302)
+      await Bun.sleep(0)
+      expect(box.recorder.failures).toBe(failuresBefore)
+      expect(box.recorder.pending).toBe(2800)
 
-        // Reads: the public page and stats.json answer 200.
-        expect((await box.request(`/${code}+`)).status).toBe(200)
-        expect((await box.post('/api/stats.json', { code })).status).toBe(200)
-        expect((await box.post('/api/links.json', {}, { 'x-api-key': key })).status).toBe(200)
+      // Reads: the public page and stats.json answer 200.
+      expect((await box.request(`/${code}+`)).status).toBe(200)
+      expect((await box.post('/api/stats.json', { code })).status).toBe(200)
+      expect((await box.post('/api/links.json', {}, { 'x-api-key': key })).status).toBe(200)
 
-        // Changes that cannot be stored: 503 storage_unavailable, no internals.
-        const create = await box.post('/api/getLink.json', { url: LONG_URL }, { 'x-api-key': key })
-        expect(create.status).toBe(503)
-        expect(create.body).toEqual({ status: 'error', code: 'storage_unavailable', message: expect.stringContaining('could not be stored') })
-        expect(create.body.message).not.toContain('SQLITE')
+      // Changes that cannot be stored: 503 storage_unavailable, no internals.
+      const create = await box.post('/api/getLink.json', { url: LONG_URL }, { 'x-api-key': key })
+      expect(create.status).toBe(503)
+      expect(create.body).toEqual({ status: 'error', code: 'storage_unavailable', message: expect.stringContaining('could not be stored') })
+      expect(create.body.message).not.toContain('SQLITE')
 
-        const health = await box.get('/healthz')
-        expect(health.status).toBe(503)
-        expect(health.body).toEqual({ status: 'degraded', version: expect.any(String), database: expect.stringMatching(/^not writable: database or disk is full/) })
+      const health = await box.get('/healthz')
+      expect(health.status).toBe(503)
+      expect(health.body).toEqual({ status: 'degraded', version: expect.any(String), database: expect.stringMatching(/^not writable: database or disk is full/) })
 
-        // The retries back off; each failure stays silent.
-        await until('three more failed retries', async () => {
-          await box.recorder.flushIfWritable()
-          return box.recorder.failures >= failuresBefore + 3
-        })
-        expect(log).toHaveLength(1)
-
-        // Room again: the next retry writes every kept click and says so, once.
-        box.db.exec('PRAGMA max_page_count = 1073741823')
-        await until('the writes to work again', async () => {
-          await box.recorder.flushIfWritable()
-          return !box.recorder.failing
-        })
-        expect(box.recorder.pending).toBe(0)
-        expect(log).toHaveLength(2)
-        expect(log[1]).toBe('click writes work again; 2800 clicks written')
-        expect((box.db.query('SELECT clicks FROM links WHERE code = ?').get(code) as { clicks: number }).clicks).toBe(2800)
-        expect((box.db.query('SELECT count(*) AS n FROM click_days').get() as { n: number }).n).toBe(300)
-
-        expect((await box.get('/healthz')).body).toEqual({ status: 'ok', version: expect.any(String) })
-        expect((await box.post('/api/getLink.json', { url: LONG_URL }, { 'x-api-key': key })).status).toBe(200)
+      // The retries back off; each failure stays silent.
+      await until('three more failed retries', async () => {
+        await box.recorder.flushIfWritable()
+        return box.recorder.failures >= failuresBefore + 3
       })
+      expect(log).toHaveLength(1)
+
+      // Room again: the next retry writes every kept click and says so, once.
+      box.db.exec('PRAGMA max_page_count = 1073741823')
+      await until('the writes to work again', async () => {
+        await box.recorder.flushIfWritable()
+        return !box.recorder.failing
+      })
+      expect(box.recorder.pending).toBe(0)
+      expect(log).toHaveLength(2)
+      expect(log[1]).toBe('click writes work again; 2800 clicks written')
+      expect((box.db.query('SELECT clicks FROM links WHERE code = ?').get(code) as { clicks: number }).clicks).toBe(2800)
+      expect((box.db.query('SELECT count(*) AS n FROM click_days').get() as { n: number }).n).toBe(300)
+
+      expect((await box.get('/healthz')).body).toEqual({ status: 'ok', version: expect.any(String) })
+      expect((await box.post('/api/getLink.json', { url: LONG_URL }, { 'x-api-key': key })).status).toBe(200)
     } finally {
       await box.cleanup()
     }

@@ -7,6 +7,7 @@ import { createClickRecorder, type ClickRecorderOptions } from './recorder'
 export function createClicksFeature(shared: Shared, opts: ClickRecorderOptions = {}) {
   const { db, outbox, clock } = shared
   const recorder = createClickRecorder(db, {
+    log: (line) => shared.log.error(line),
     ...opts,
     webhooks: { wanted: (accountId) => outbox.wanted('link.clicked', accountId), written: () => outbox.wake(), now: clock },
   })

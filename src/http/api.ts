@@ -10,7 +10,7 @@ import { Elysia } from 'elysia'
 import type { AccountService, Caller, Scope } from '../accounts/service'
 import type { Config } from '../config'
 import { AppError, internalError, invalidKey, missingKey, missingParameter, notFound, rateLimited, scopeDenied } from '../errors'
-import { faultLog } from './fault-log'
+import type { FaultLog } from './fault-log'
 import { bodyParams, queryParams, type Params } from './params'
 import { pathOf } from './path'
 import { rateKeyOf } from './client-ip'
@@ -85,6 +85,8 @@ export interface ApiDeps {
   accounts: AccountService
   limiter: RateLimiter
   clientIp: (request: Request) => string
+  /** Where a method's unexpected error goes (with its stack; the answer never shows it). */
+  faults: FaultLog
   /** Told of every answer (for metrics). */
   onAnswer?: (method: ApiMethod, status: number) => void
 }
@@ -110,9 +112,9 @@ export function jsonResponse(status: number, body: unknown, headers: Record<stri
 /** The client went away mid-request: nothing to report, and nobody to answer. */
 const isAbort = (err: unknown) => err instanceof Error && err.name === 'AbortError'
 
+/** The envelope of an error; anything but an AppError is an internal error (the caller logs it as a fault). */
 export function errorResponse(err: unknown, headers: Record<string, string> = {}): Response {
   const e = err instanceof AppError ? err : isAbort(err) ? new AppError(400, 'aborted', 'The request was aborted.') : internalError()
-  if (!(err instanceof AppError) && !isAbort(err)) faultLog.fault('internal error', err)
   return jsonResponse(e.status, { status: 'error', message: e.message, code: e.code }, { ...headers, ...e.headers })
 }
 
@@ -207,6 +209,7 @@ export function createApi(methods: ApiMethod[], deps: ApiDeps) {
       }
       return jsonResponse(200, { status: 'success', return: result }, rateHeaders(decision))
     } catch (err) {
+      if (!(err instanceof AppError) && !isAbort(err)) deps.faults.fault('internal error', err)
       return errorResponse(err, rateHeaders(decision))
     }
   }

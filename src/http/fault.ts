@@ -3,18 +3,18 @@
 import { AppError, internalError, notFound } from '../errors'
 import { errorPage, messagePage, notFoundPage } from '../links/visit'
 import { errorResponse } from './api'
-import { faultLog } from './fault-log'
+import type { FaultLog } from './fault-log'
 import { pathOf } from './path'
 
-/** The answer for an error of a request; `code` NOT_FOUND is the router's "no route". */
-export function answerFault(error: unknown, request: Request, code?: string): Response {
+/** The answer for an error of a request; `code` NOT_FOUND is the router's "no route". Faults go to `faults`. */
+export const faultAnswer = (faults: FaultLog) => (error: unknown, request: Request, code?: string): Response => {
   try {
     const isApi = pathOf(request.url).startsWith('/api')
     if (code === 'NOT_FOUND') return isApi ? errorResponse(notFound()) : notFoundPage()
     // A page's route may throw an AppError too (a full QR queue: 503 with Retry-After): its status,
     // message and headers make the page. Anything else is a fault, logged (within bounds), not shown.
     if (error instanceof AppError) return isApi ? errorResponse(error) : errorPage(error)
-    faultLog.fault(`internal error on ${request.method} ${pathOf(request.url).slice(0, 200)}`, error)
+    faults.fault(`internal error on ${request.method} ${pathOf(request.url).slice(0, 200)}`, error)
     return isApi
       ? errorResponse(internalError())
       : messagePage(500, 'Something went wrong', 'The request could not be completed. Try again in a moment.')

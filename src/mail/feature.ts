@@ -60,7 +60,7 @@ export function createMailFeature(shared: Shared, opts: { smtpPort?: number } = 
       if (opts.smtpPort === undefined && config.mail.smtp_port === 0) return null
       const { startSmtp } = await import('./smtp')
       const at: Config = opts.smtpPort === undefined ? config : { ...config, mail: { ...config.mail, smtp_port: opts.smtpPort } }
-      smtp = await startSmtp(at, mail, spool)
+      smtp = await startSmtp(at, mail, spool, shared.faults)
       return smtp
     },
   }

@@ -8,7 +8,7 @@ import type { Readable } from 'node:stream'
 import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from 'smtp-server'
 import type { Config } from '../config'
 import { ConfigError } from '../errors'
-import { faultLog } from '../http/fault-log'
+import type { FaultLog } from '../http/fault-log'
 import { MAX_RECIPIENTS, SmtpReply, type MailService } from './service'
 import type { Spool } from './spool'
 
@@ -36,7 +36,7 @@ function readPem(path: string, key: string): Buffer {
 
 const tooLarge = (limit: number) => new SmtpReply(552, `5.3.4 the message is larger than the limit of ${limit} bytes`)
 
-export function startSmtp(config: Config, mail: MailService, spool: Spool): Promise<SmtpReceiver> {
+export function startSmtp(config: Config, mail: MailService, spool: Spool, faults: FaultLog): Promise<SmtpReceiver> {
   const { smtp_host, smtp_port, max_message_bytes, tls_cert, tls_key, max_connections_per_ip } = config.mail
   const tls = tls_cert && tls_key ? { cert: readPem(tls_cert, 'mail.tls_cert'), key: readPem(tls_key, 'mail.tls_key') } : null
   const perIp = new Map<string, number>()
@@ -127,13 +127,13 @@ export function startSmtp(config: Config, mail: MailService, spool: Spool): Prom
           // The client went away mid-message: nothing was kept, and nobody is left to answer.
           if ((err as { code?: string }).code === 'ECONNECTION' || (err as { code?: string }).code === 'ERR_STREAM_PREMATURE_CLOSE')
             return answer(new SmtpReply(451, '4.3.0 connection closed before the end of the message'))
-          faultLog.fault('mail: a message could not be stored', err)
+          faults.fault('mail: a message could not be stored', err)
           answer(new SmtpReply(451, '4.3.0 the message could not be stored; try again later'))
         })
     },
   })
   // A socket error (a reset mid-session) must never become an uncaught exception.
-  server.on('error', (err) => faultLog.fault('smtp', err))
+  server.on('error', (err) => faults.fault('smtp', err))
 
   return new Promise((resolve, reject) => {
     const onError = (err: Error) => reject(err)

@@ -55,6 +55,7 @@ export function createMediaFeature(shared: Shared) {
     resolve,
     isAllowed,
     onOutcome: (outcome) => extractions.inc(outcome),
+    faults: shared.faults,
   })
   const feature: Feature = {
     hot: [headOfDownload(media)],

@@ -10,7 +10,7 @@ import type { Config } from '../config'
 import type { Db } from '../db'
 import { AppError, badRequest, notFound } from '../errors'
 import { contentDisposition } from '../http/disposition'
-import { faultLog } from '../http/fault-log'
+import type { FaultLog } from '../http/fault-log'
 import { checkUrl, GuardError, guardedFetch } from '../net/guard'
 import type { LinkSigner } from '../signing'
 import {
@@ -63,6 +63,8 @@ export interface MediaDeps {
   isAllowed?: (address: string) => boolean
   /** Told the outcome of every download.json (for /metrics). */
   onOutcome?: (outcome: ExtractionOutcome) => void
+  /** Where a failed sweep is logged. */
+  faults: FaultLog
 }
 
 interface CacheEntry {
@@ -75,7 +77,7 @@ export type ExtractionOutcome = 'ok' | 'photo' | 'cached' | 'unsupported' | 'pri
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex')
 
-export function createMediaService({ db, config, signer, clock, ytdlp, proxy, canMerge, resolve, isAllowed, onOutcome }: MediaDeps) {
+export function createMediaService({ db, config, signer, clock, ytdlp, proxy, canMerge, resolve, isAllowed, onOutcome, faults }: MediaDeps) {
   const store = createMediaStore(db)
   const base = config.server.base_url
   const allowPrivate = config.media.allow_private_networks
@@ -540,7 +542,7 @@ export function createMediaService({ db, config, signer, clock, ytdlp, proxy, ca
     try {
       return store.sweep(now)
     } catch (err) {
-      faultLog.fault('media sweep', err)
+      faults.fault('media sweep', err)
       return 0
     }
   }

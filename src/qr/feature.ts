@@ -11,7 +11,7 @@ export function createQrFeature(shared: Shared, deps: { links: LinkService }, op
   const renderer = opts.renderer ?? createQrRenderer()
   const qr = createQrService(renderer)
   const feature: Feature = {
-    routes: createQrRoutes({ config: shared.config, links: deps.links, qr, events: shared.events }),
+    routes: createQrRoutes({ config: shared.config, links: deps.links, qr, events: shared.events, log: shared.log }),
     api: qrApi(qr),
     metrics: (m) => m.sampled('linkbox_qr_waiting', 'QR renderings waiting for the worker.', () => renderer.waiting),
     // A running worker thread would keep the process (or the test runner) from exiting.

@@ -14,7 +14,7 @@ import type { LinkService } from '../links/service'
 import { notFoundPage } from '../links/visit'
 import { PUBLIC_LANE } from './renderer'
 import { QR_FORMATS, QR_MIME, type QrFormat, type QrInput, type QrService } from './service'
-import { log } from '../log'
+import type { Logger } from '../log'
 
 const FILE_NAME = /^([A-Za-z0-9_-]{1,64})\.(png|svg)$/
 const MEMORY_ENTRIES = 512
@@ -61,8 +61,8 @@ function matchesIfNoneMatch(header: string | null, etag: string): boolean {
   })
 }
 
-export function createQrRoutes(deps: { config: Config; links: LinkService; qr: QrService; events: Events }) {
-  const { config, links, qr, events } = deps
+export function createQrRoutes(deps: { config: Config; links: LinkService; qr: QrService; events: Events; log: Pick<Logger, 'fault'> }) {
+  const { config, links, qr, events, log } = deps
   const dir = join(config.data_dir, 'cache', 'qr')
   const memory = createLru<CachedImage>(MEMORY_ENTRIES)
   // Concurrent first requests for one image share one rendering.

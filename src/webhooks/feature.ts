@@ -2,7 +2,6 @@
 // outbox from listen() on, their metrics and the sweep of old deliveries. Events are written into the
 // outbox (Shared) by the services, in the transaction of each change; a commit wakes the deliverer.
 import type { Feature, Shared } from '../feature'
-import { faultLog } from '../http/fault-log'
 import { webhookApi } from './api'
 import { createDeliverer, DELIVERY_OUTCOMES } from './deliverer'
 import { createWebhookService } from './service'
@@ -20,7 +19,7 @@ export function createWebhooksFeature(shared: Shared, opts: { schedule?: readonl
     resolve,
     isAllowed,
     schedule: opts.schedule,
-    log: (line, err) => (err === undefined ? log.info(`linkbox: ${line}`) : faultLog.fault(line, err)),
+    log: (line, err) => (err === undefined ? log.info(`linkbox: ${line}`) : shared.faults.fault(line, err)),
     onOutcome: (outcome) => {
       deliveries.inc(outcome)
       // An endpoint it disabled (410) leaves the outbox's index.

@@ -11,7 +11,7 @@
 // Types only from ../db: the click writer's thread loads this module, and nothing more than it needs.
 import type { Db } from '../db'
 import { createWebhookStore, type EventIds } from './store'
-import { log } from '../log'
+import { log as rootLog, type Logger } from '../log'
 
 export const EVENT_TYPES = ['link.created', 'link.updated', 'link.deleted', 'link.clicked', 'link.reported', 'mail.received'] as const
 /** What an endpoint can subscribe to. */
@@ -44,7 +44,7 @@ export function eventInserts(db: Db) {
   }
 }
 
-export function createOutbox(db: Db, clock: () => number = Date.now) {
+export function createOutbox(db: Db, clock: () => number = Date.now, log: Pick<Logger, 'fault'> = rootLog) {
   const store = createWebhookStore(db)
   const insertEvent = eventInserts(db)
   const dataVersion = db.query<{ data_version: number }, []>('PRAGMA data_version')

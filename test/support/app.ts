@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createLinkbox, type AppOptions, type Linkbox } from '../../src/app'
 import { buildConfig, type Config } from '../../src/config'
+import { createLogger, type Logger } from '../../src/log'
 
 export const BASE = 'http://localhost:8080'
 /**
@@ -52,6 +53,24 @@ export function testConfig(dir: string, overrides: Record<string, unknown> = {})
     doc[k] = typeof v === 'object' && v !== null && !Array.isArray(v) ? { ...(doc[k] ?? {}), ...v } : v
   }
   return buildConfig(doc)
+}
+
+/**
+ * A log of the test's own for createLinkbox's `logger` option: `errors` gets the message of every line at
+ * level warn or error, in order (a fault's message without its stack); nothing is written anywhere.
+ */
+export function capturedLog(): { logger: Logger; errors: string[] } {
+  const errors: string[] = []
+  const logger = createLogger({
+    format: 'json',
+    tty: false,
+    requests: false,
+    write: (text, level) => {
+      if (level !== 'warn' && level !== 'error') return
+      for (const line of text.split('\n')) if (line) errors.push(JSON.parse(line).msg)
+    },
+  })
+  return { logger, errors }
 }
 
 export async function makeBox(overrides: Record<string, unknown> = {}, opts: AppOptions = {}): Promise<TestBox> {
