@@ -77,6 +77,12 @@ describe('figures and the table', () => {
     expect(table[2]).toBe('| A | ≥ 0.80× | 0.20× (missed) | 0.90× | met | bare: 1 req/s |')
     expect(table[3]).toBe('| B \\| new | — | not measured | 12.0 ms | — |  |')
   })
+  test("issue 21's rows come first, in its order; the others keep the order they were measured in", () => {
+    const fig = (id: string) => ({ id, label: id, value: 1, unit: '×' })
+    const measured = ['mail', 'startup-serve', 'redirect-1k-ratio', 'stats', 'create-ratio', 'redirect-hot-ratio', 'lists'].map(fig)
+    const rows = resultsTable(measured).split('\n').slice(2).map((r) => r.split(' | ')[0]!.slice(2))
+    expect(rows).toEqual(['redirect-hot-ratio', 'redirect-1k-ratio', 'create-ratio', 'startup-serve', 'mail', 'stats', 'lists'])
+  })
 })
 
 describe('bulk loader helpers', () => {

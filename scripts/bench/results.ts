@@ -44,13 +44,24 @@ export function formatValue(value: number, unit: string): string {
 const formatTarget = (t: Target | undefined, unit: string) => (t ? `${t.op === '>=' ? '≥' : '≤'} ${formatValue(t.value, unit)}` : '—')
 const verdict = (f: Figure) => ({ true: 'met', false: '**missed**', null: '—' })[String(met(f)) as 'true' | 'false' | 'null']
 
-/** The Markdown table: one row a figure, the before column when a before run is given. */
+/**
+ * Issue 21's rows (the redirect path as a new user runs it: the default config, request lines on), in the
+ * order of its table; the table shows them first, then the other figures in the order they were measured.
+ */
+export const HEADLINE = ['redirect-hot-ratio', 'redirect-1k-ratio', 'redirect-1k-p99', 'redirect-100k-ratio', 'rss-peak-redirect-100k', 'redirect-log-cost', 'create-ratio', 'startup-serve']
+
+export function headlineFirst(figures: Figure[]): Figure[] {
+  const rank = (f: Figure) => (HEADLINE.includes(f.id) ? HEADLINE.indexOf(f.id) : HEADLINE.length)
+  return figures.map((f, i) => ({ f, i })).sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i).map(({ f }) => f)
+}
+
+/** The Markdown table: one row a figure (issue 21's first), the before column when a before run is given. */
 export function resultsTable(figures: Figure[], before?: Run): string {
   const old = new Map(before?.figures.map((f) => [f.id, f]) ?? [])
   const head = before
     ? ['figure', 'target', `before (${before.binary})`, 'now', 'met now', 'baseline in this run']
     : ['figure', 'target', 'now', 'met', 'baseline in this run']
-  const rows = figures.map((f) => {
+  const rows = headlineFirst(figures).map((f) => {
     const b = old.get(f.id)
     const beforeCell = b ? `${formatValue(b.value, b.unit)}${met(b) === false ? ' (missed)' : ''}` : 'not measured'
     const cells = [f.label, formatTarget(f.target, f.unit), formatValue(f.value, f.unit), verdict(f), f.baseline ?? '']
