@@ -60,8 +60,9 @@ const result = await Bun.build({
   // Bytecode compiled at build time: `serve` answers its first request in ~65 ms instead of ~150 (the
   // modules are not parsed at start; measured with the bench's startup section). It needs ESM output for
   // the split chunks; import.meta.url stays file:///$bunfs/root/<chunk> (checked on Bun 1.4.4), so the
-  // workers are still found beside their chunk.
-  bytecode: true,
+  // workers are still found beside their chunk. Only for this machine's own target: a cross-build
+  // (--target) cannot be run here to check it, so it keeps the source form.
+  bytecode: !values.target,
   format: 'esm',
   sourcemap: values.sourcemap ? 'linked' : 'none',
   throw: false,
