@@ -29,6 +29,8 @@ export interface ApiContext {
 export interface ApiMethod {
   verb: 'GET' | 'POST'
   path: string
+  /** The document's operationId when it is not the path's name (a path with two verbs needs two). */
+  operationId?: string
   key: 'optional' | 'required'
   scope?: Scope
   /** Reachable through the marketplace proxy instead of a key (qr, media and mail methods). */

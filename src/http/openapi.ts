@@ -161,7 +161,7 @@ export function openApiDocument(methods: ApiMethod[], opts: OpenApiOptions) {
 
     const keyed = [{ apiKey: [] }, { bearer: [] }]
     const op: Record<string, unknown> = {
-      operationId: m.path.replace(/^\/api\//, '').replace(/\.json$/, ''),
+      operationId: m.operationId ?? m.path.replace(/^\/api\//, '').replace(/\.json$/, ''),
       summary: m.summary,
       ...(m.description ? { description: m.description } : {}),
       ...(m.tag ? { tags: [m.tag] } : {}),

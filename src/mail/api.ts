@@ -1,5 +1,5 @@
-// The three mail methods of the user's document (mailbox.json, messages.json, message.json) and the signed
-// downloads their answers link to (/mail/raw/<id>, /mail/attachment/<id>). Parameters and answers are
+// The three mail methods of the user's document (mailbox.json, messages.json, message.json), their POST
+// forms that delete (SPEC §8) and mark read or unread, and the signed downloads their answers link to (/mail/raw/<id>, /mail/attachment/<id>). Parameters and answers are
 // declared here once, as schemas: the /api pipeline checks requests against them and the documents are
 // made from them.
 import { Type } from '@sinclair/typebox'
@@ -163,6 +163,40 @@ const MessageSchema = Type.Object(
   },
 )
 
+const MESSAGE_ACTIONS = ['delete', 'seen', 'unseen'] as const
+const MAILBOX_ACTIONS = ['delete'] as const
+
+function actionParam(actions: readonly string[], description: string): ApiParam {
+  return {
+    name: 'action',
+    required: true,
+    absent: ['', null],
+    schema: Type.String({ enum: [...actions], description, examples: [actions[0]] }),
+    error: { code: 'invalid_parameter', messages: { default: `${named('action')} must be one of ${actions.join(', ')}.` } },
+  }
+}
+
+const MailboxDeletedSchema = Type.Object(
+  { address: Type.String({ description: 'The address, free again' }), deleted: Type.Literal(true) },
+  { title: 'MailboxDeleted', additionalProperties: false, examples: [{ address: 'signup-test@mail.example.com', deleted: true }] },
+)
+
+// One method, two answers (as webhooks.json): each action's fields are required by its own branch.
+const MessageChangedSchema = Type.Object(
+  {
+    id: Type.Integer({ minimum: 1, description: 'The message' }),
+    deleted: Type.Optional(Type.Literal(true)),
+    seen: Type.Optional(Type.Boolean({ description: 'seen, unseen: whether it counts as read now' })),
+  },
+  {
+    title: 'MessageChanged',
+    additionalProperties: false,
+    description: 'delete: id, deleted; seen and unseen: id, seen',
+    anyOf: [['id', 'deleted'], ['id', 'seen']].map((fields) => ({ required: fields, properties: Object.fromEntries(fields.map((f) => [f, {}])) })),
+    examples: [{ id: 17, deleted: true }, { id: 17, seen: false }],
+  },
+)
+
 const num = (v: unknown) => (v === undefined || v === '' || v === null ? undefined : Number(v))
 
 export interface MailApiDeps {
@@ -225,6 +259,45 @@ export function mailApi(mail: MailService, deps: MailApiDeps = {}): ApiMethod[] 
       returns: MessageSchema,
       errors: { 403: ['not_owner'], 404: ['not_found'] },
       handler: ({ params, caller }) => mail.readMessage(caller!, { address: params.address as string, id: Number(params.id) }),
+    },
+    {
+      ...common,
+      verb: 'POST',
+      path: '/api/mailbox.json',
+      operationId: 'deleteMailbox',
+      summary: 'Delete a mailbox with all its mail',
+      description:
+        'With `action=delete`: the mailbox, its messages and their files are deleted at once (not at expiry), and the ' +
+        'address may be handed out again, to any account. Only its owner may delete it.',
+      params: [
+        addressParam(true, mail.domains),
+        actionParam(MAILBOX_ACTIONS, 'delete: the mailbox and everything in it'),
+      ],
+      returns: MailboxDeletedSchema,
+      errors: { 403: ['not_owner'], 404: ['not_found'], 503: ['storage_unavailable'] },
+      handler: ({ params, caller }) => mail.deleteMailbox(caller!, { address: params.address as string }),
+    },
+    {
+      ...common,
+      verb: 'POST',
+      path: '/api/message.json',
+      operationId: 'changeMessage',
+      summary: 'Delete a message, or mark it read or unread',
+      description:
+        '`action=delete` deletes the message with its attachments; `seen` and `unseen` set whether it counts as read ' +
+        '(message.json marks a message seen when it shows it; `unseen` makes it new again).',
+      params: [
+        addressParam(true, mail.domains),
+        wholeParam('id', 1, MAX_ID, 'Message id, from messages.json', 17, true),
+        actionParam(MESSAGE_ACTIONS, 'delete: the message and its attachments; seen: mark it read; unseen: mark it unread'),
+      ],
+      returns: MessageChangedSchema,
+      errors: { 403: ['not_owner'], 404: ['not_found'], 503: ['storage_unavailable'] },
+      handler: ({ params, caller }) => {
+        const input = { address: params.address as string, id: Number(params.id) }
+        if (params.action === 'delete') return mail.deleteMessage(caller!, input)
+        return mail.setSeen(caller!, { ...input, seen: params.action === 'seen' })
+      },
     },
   ]
 }

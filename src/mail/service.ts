@@ -29,6 +29,11 @@ const MAX_WAITERS = 2000
 const MAX_WAITERS_PER_ACCOUNT = 100
 /** Renewing the expiry is a write: done at most this often per mailbox, however often it is read. */
 const RENEW_EVERY_MS = 60_000
+/** Open live views of mailboxes (the dashboard's event streams), in all and per account: each is a socket. */
+export const MAX_WATCHERS = 1000
+export const MAX_WATCHERS_PER_ACCOUNT = 20
+/** The most messages one deletion names (the dashboard's selection; a mailbox holds mail.max_messages). */
+export const MAX_DELETE_IDS = 1000
 const SWEEP_BATCH = 200
 
 const LOCAL_PART = /^[a-z0-9._-]{1,64}$/
@@ -175,6 +180,7 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
     const domain = randomDomain && domains.includes(randomDomain) ? randomDomain : domains[0]!
     const now = clock()
     let freed: string[] = []
+    let gone: number | null = null
     const row = stored(db, () => db.transaction((): MailboxRow => {
       for (let attempt = 0; ; attempt++) {
         const address = wanted ?? `${randomLocalPart()}@${domain}`
@@ -187,11 +193,15 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
           store.renew(existing.id, existing.expires)
           return existing
         }
-        if (existing as MailboxRow | null) freed = store.deleteMailbox(existing!.id) // expired, not yet swept: its mail goes
+        if (existing as MailboxRow | null) {
+          freed = store.deleteMailbox(existing!.id) // expired, not yet swept: its mail goes
+          gone = existing!.id
+        }
         const id = store.createMailbox(address, caller.accountId, now, now + ttlMs)
         return store.byId(id)!
       }
     })())
+    if (gone !== null) tellWatchers(gone, 'gone')
     if (freed.length) void dropBlobs(freed)
     return answer(row)
   }
@@ -236,6 +246,50 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
       signal.addEventListener('abort', done, { once: true })
       set.add(done)
     })
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // Watching a mailbox (the dashboard's live view): told of every change until it stops watching
+
+  /** 'mail': a message arrived; 'gone': the mailbox was deleted; 'closing': the server stops. */
+  type WatchEvent = 'mail' | 'gone' | 'closing'
+  const watchers = new Map<number, Set<(e: WatchEvent) => void>>()
+  const watchersByAccount = new Map<number, number>()
+  let watching = 0
+
+  /**
+   * Calls `listener` on every change of one of the caller's mailboxes until the returned stop is called
+   * (at most once per listener, safe to call twice). Bounded in all and per account: past either, 503 busy.
+   * At shutdown every listener hears 'closing' and is stopped.
+   */
+  function watch(caller: Caller, address: string, listener: (e: WatchEvent) => void): { mailbox: MailboxRow; stop: () => void } {
+    const box = owned(caller, address)
+    if (closing) throw new AppError(503, 'busy', 'The service is shutting down.', { 'Retry-After': '1' })
+    const accountId = caller.accountId
+    if (watching >= MAX_WATCHERS || (watchersByAccount.get(accountId) ?? 0) >= MAX_WATCHERS_PER_ACCOUNT)
+      throw new AppError(503, 'busy', 'Too many mailboxes are open at once; close some pages and try again.', { 'Retry-After': '5' })
+    let set = watchers.get(box.id)
+    if (!set) watchers.set(box.id, (set = new Set()))
+    const own = set
+    own.add(listener)
+    watching++
+    watchersByAccount.set(accountId, (watchersByAccount.get(accountId) ?? 0) + 1)
+    let stopped = false
+    const stop = () => {
+      if (stopped) return
+      stopped = true
+      own.delete(listener)
+      if (own.size === 0 && watchers.get(box.id) === own) watchers.delete(box.id)
+      watching--
+      const left = (watchersByAccount.get(accountId) ?? 1) - 1
+      if (left > 0) watchersByAccount.set(accountId, left)
+      else watchersByAccount.delete(accountId)
+    }
+    return { mailbox: box, stop }
+  }
+
+  function tellWatchers(mailboxId: number, e: WatchEvent) {
+    for (const w of [...(watchers.get(mailboxId) ?? [])]) w(e)
   }
 
   // ---------------------------------------------------------------------------------------------------
@@ -304,6 +358,94 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
       raw: signedUrl(`/mail/raw/${row.id}`, `mail-raw-${row.id}`, now),
       links: body.links,
     }
+  }
+
+  /** The number of unread messages in one of the caller's mailboxes (the dashboard's title). */
+  function unread(caller: Caller, address: string): number {
+    return store.unread(owned(caller, address).id)
+  }
+
+  /**
+   * The message as received, at most `maxBytes` of it (the dashboard shows its source and headers): the
+   * bytes, its whole size, and whether they were cut.
+   */
+  async function source(caller: Caller, input: { address: string; id: number }, maxBytes: number) {
+    const box = owned(caller, input.address)
+    const row = store.message(input.id)
+    if (!row || row.mailbox_id !== box.id) throw notFound(`There is no message ${input.id} in ${box.address}.`)
+    let bytes: Uint8Array | null = store.inlineRaw(row.blob)
+    if (!bytes) {
+      try {
+        const file = Bun.file(spool.rawPath(row.blob))
+        bytes = new Uint8Array(await file.slice(0, maxBytes).arrayBuffer())
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !store.message(row.id)) throw notFound(`There is no message ${input.id} in ${box.address}.`)
+        throw err
+      }
+    }
+    return { bytes: bytes.subarray(0, maxBytes), size: row.size, truncated: row.size > maxBytes }
+  }
+
+  /**
+   * Deletes messages of one of the caller's mailboxes; the ids that were there (and are gone now). Rows
+   * first, in one transaction that reads each again; files after the commit, of blobs no row names any
+   * more (a crash between leaves files without rows, which the sweep removes, never rows without files).
+   */
+  async function deleteMessages(caller: Caller, input: { address: string; ids: number[] }): Promise<number[]> {
+    const box = owned(caller, input.address)
+    const ids = [...new Set(input.ids)].slice(0, MAX_DELETE_IDS)
+    const gone: number[] = []
+    const blobs = new Set<string>()
+    stored(db, () => db.transaction(() => {
+      // The mailbox again, inside the write: swept or taken over since the read means nothing is deleted.
+      const again = store.byId(box.id)
+      if (!again || again.account_id !== caller.accountId) return
+      for (const id of ids) {
+        const blob = store.deleteMessage(id, box.id)
+        if (blob === null) continue
+        gone.push(id)
+        blobs.add(blob)
+      }
+    })())
+    if (blobs.size) await dropBlobs([...blobs])
+    return gone
+  }
+
+  /** message.json action=delete: `{id, deleted: true}`, or 404 when the mailbox has no such message. */
+  async function deleteMessage(caller: Caller, input: { address: string; id: number }) {
+    const gone = await deleteMessages(caller, { address: input.address, ids: [input.id] })
+    if (gone.length === 0) throw notFound(`There is no message ${input.id} in ${normalizeAddress(input.address)}.`)
+    return { id: input.id, deleted: true as const }
+  }
+
+  /** message.json action=seen / unseen: `{id, seen}`. */
+  function setSeen(caller: Caller, input: { address: string; id: number; seen: boolean }) {
+    const box = owned(caller, input.address)
+    stored(db, () => db.transaction(() => {
+      const row = store.message(input.id)
+      if (!row || row.mailbox_id !== box.id) throw notFound(`There is no message ${input.id} in ${box.address}.`)
+      store.setSeen(row.id, input.seen)
+    })())
+    return { id: input.id, seen: input.seen }
+  }
+
+  /**
+   * mailbox.json action=delete: the mailbox with its messages and their files; the address is free again
+   * at once. Rows first (one transaction, which checks the owner again), then the files.
+   */
+  async function deleteMailbox(caller: Caller, input: { address: string }) {
+    const box = owned(caller, input.address)
+    let blobs: string[] = []
+    stored(db, () => db.transaction(() => {
+      const again = store.byId(box.id)
+      if (!again || again.account_id !== caller.accountId) throw notFound(`There is no mailbox ${box.address} (it may have expired).`)
+      blobs = store.deleteMailbox(box.id)
+    })())
+    // Held messages.json requests answer (with nothing), and open pages of it are told it is gone.
+    wake(box.id)
+    tellWatchers(box.id, 'gone')
+    await dropBlobs([...new Set(blobs)])
+    return { address: box.address, deleted: true as const }
   }
 
   /**
@@ -392,6 +534,7 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
         received += ids.length
         for (const { mailboxId, id } of ids) {
           wake(mailboxId)
+          tellWatchers(mailboxId, 'mail')
           const box = events.has('mail.received') ? store.byId(mailboxId) : null
           if (box) events.emit('mail.received', { accountId: box.account_id, message: { address: box.address, ...summary(summaryOf(id, now, taken.size, parsed.fields)) } })
         }
@@ -421,13 +564,18 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
       const ids = store.expiredMailboxes(now, SWEEP_BATCH)
       if (ids.length === 0) break
       let blobs: string[] = []
+      const deleted: number[] = []
       db.transaction(() => {
         for (const id of ids) {
           // Checked again in the transaction: renewed since the read means it stays.
           const row = store.byId(id)
-          if (row && row.expires <= now) blobs = blobs.concat(store.deleteMailbox(id))
+          if (row && row.expires <= now) {
+            blobs = blobs.concat(store.deleteMailbox(id))
+            deleted.push(id)
+          }
         }
       })()
+      for (const id of deleted) tellWatchers(id, 'gone')
       mailboxes += ids.length
       await dropBlobs([...new Set(blobs)])
       if (ids.length < SWEEP_BATCH) break
@@ -454,6 +602,13 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
     getOrCreate,
     listMessages,
     readMessage,
+    unread,
+    source,
+    deleteMessage,
+    deleteMessages,
+    setSeen,
+    deleteMailbox,
+    watch,
     download,
     checkRecipient,
     deliver,
@@ -465,10 +620,15 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
     get waiting() {
       return waiting
     },
+    /** Live views open (the dashboard's event streams). */
+    get watching() {
+      return watching
+    },
     /** Shutdown, first step: every held messages.json request is answered now, and none is held from here on. */
     release() {
       closing = true
       for (const id of [...waiters.keys()]) wake(id)
+      for (const id of [...watchers.keys()]) tellWatchers(id, 'closing')
     },
     /** Shutdown, last step: waits for deliveries in progress to commit (or give up, see deliver). */
     async settle() {

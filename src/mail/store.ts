@@ -104,6 +104,9 @@ export function createMailStore(db: Db) {
          FROM mail_attachments a JOIN mail_messages m ON m.id = a.message_id WHERE a.id = ?`,
     ),
     markSeen: db.query<unknown, [number]>('UPDATE mail_messages SET seen = 1 WHERE id = ? AND seen = 0'),
+    setSeen: db.query<unknown, [number, number]>('UPDATE mail_messages SET seen = ? WHERE id = ?'),
+    deleteMessage: db.query<{ blob: string }, [number, number]>('DELETE FROM mail_messages WHERE id = ? AND mailbox_id = ? RETURNING blob'),
+    unread: db.query<{ n: number }, [number]>('SELECT count(*) AS n FROM mail_messages WHERE mailbox_id = ? AND seen = 0'),
     blobUsed: db.query<{ n: number }, [string]>('SELECT EXISTS (SELECT 1 FROM mail_messages WHERE blob = ?) AS n'),
     insertInline: db.query<unknown, [string, Uint8Array, string]>('INSERT INTO mail_inline (blob, raw, body) VALUES (?, ?, ?)'),
     insertInlinePart: db.query<unknown, [string, number, Uint8Array]>('INSERT INTO mail_inline_parts (blob, part, data) VALUES (?, ?, ?)'),
@@ -149,6 +152,10 @@ export function createMailStore(db: Db) {
     attachmentsOf: (messageId: number) => q.attachmentsOf.all(messageId),
     attachment: (id: number) => q.attachment.get(id),
     markSeen: (id: number) => void q.markSeen.run(id),
+    setSeen: (id: number, seen: boolean) => void q.setSeen.run(seen ? 1 : 0, id),
+    /** Deletes a message of this mailbox (its attachments and, when no other row names them, its inline bytes go with it); its blob, or null when there was none. */
+    deleteMessage: (id: number, mailboxId: number) => q.deleteMessage.get(id, mailboxId)?.blob ?? null,
+    unread: (mailboxId: number) => q.unread.get(mailboxId)!.n,
     blobUsed: (blob: string) => q.blobUsed.get(blob)!.n > 0,
     totals: () => q.totals.get()!,
     /** An account's live mailboxes, newest first, at most `limit`, each with its unread count. */
