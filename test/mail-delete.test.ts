@@ -65,8 +65,8 @@ describe('message.json action=delete', () => {
 
   beforeAll(async () => {
     expect((await get('mailbox.json', { address })).status).toBe(200)
-    ;[small] = await deliver([address], 'small one')
-    ;[big] = await deliver([address], 'big one', { big: true })
+    small = (await deliver([address], 'small one'))[0]!
+    big = (await deliver([address], 'big one', { big: true }))[0]!
   })
 
   test('deletes the message, its attachments and its files (after the rows); messages.json no longer lists it', async () => {
@@ -122,7 +122,7 @@ describe('message.json action=seen and unseen', () => {
 
   beforeAll(async () => {
     await get('mailbox.json', { address })
-    ;[id] = await deliver([address], 'to read')
+    id = (await deliver([address], 'to read'))[0]!
   })
 
   test('unseen makes a read message new again; seen marks it read; messages.json says so', async () => {
@@ -143,7 +143,7 @@ describe('errors, as the GET methods give them', () => {
 
   beforeAll(async () => {
     await get('mailbox.json', { address })
-    ;[id] = await deliver([address], 'guarded')
+    id = (await deliver([address], 'guarded'))[0]!
   })
 
   test("another account's mailbox: the same 403 not_owner as the GETs, and nothing changes", async () => {

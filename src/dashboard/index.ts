@@ -35,6 +35,8 @@ export interface DashboardDeps {
   metrics: Metrics
   limiter: RateLimiter
   clientIp: (request: Request) => string
+  /** The listening server, once there is one (an event stream is held open past its idle timeout). */
+  server?: () => ReturnType<typeof Bun.serve> | null
   /** Why the database cannot be written, or null: the check /healthz answers with (the admin's health page). */
   databaseProblem: () => string | null
   sessions: Sessions

@@ -3,6 +3,9 @@
 // hold here too; another account's mailbox or message is a 404 (never "it exists, but is not yours").
 // A message's HTML is untrusted: it is only ever shown from its own route, inside <iframe sandbox> (no
 // scripts, an opaque origin) and under a CSP that fetches nothing from anywhere (no tracking pixels).
+// Deleting (a message, a selection, the whole mailbox after a confirmation page) and "mark unread" are
+// forms answered with a redirect. An open mailbox page hears of new mail over Server-Sent Events
+// (/dashboard/mail/<address>/events): the rows it inserts are the markup messageRow() renders for the page.
 import { Elysia } from 'elysia'
 import { AppError } from '../errors'
 import { escapeHtml as h } from '../pages/render'
@@ -28,6 +31,16 @@ export const MAIL_HTML_HEADERS: Readonly<Record<string, string>> = {
 }
 
 const LOCAL_PART = /^[a-z0-9._-]{1,64}$/
+/** The most of a message's source the page shows (the rest is in the .eml download). */
+export const SOURCE_SHOWN = 256 * 1024
+/** The headers view reads at most this much of the source. */
+const HEADERS_READ = 64 * 1024
+/** A comment on an open event stream this often keeps proxies and the browser from taking it for dead. */
+export const KEEPALIVE_MS = 15_000
+/** What a message page shows: ?view=text|html|headers|source (the tabs are links: they work without a script). */
+const VIEWS = ['text', 'html', 'headers', 'source'] as const
+type View = (typeof VIEWS)[number]
+const VIEW_LABELS: Record<View, string> = { text: 'Text', html: 'HTML', headers: 'Headers', source: 'Raw source' }
 
 /** "2026-11-23 14:05 UTC" from an ISO time the service answered with ("" for none). */
 const whenIso = (iso: string | null) => (iso ? when(Date.parse(iso)) : '')
@@ -45,13 +58,57 @@ const person = (p: { address: string; name: string }) =>
 const missing = (err: unknown) =>
   err instanceof AppError && (err.status === 404 || err.code === 'not_owner' || err.code === 'invalid_parameter')
 
+type Summary = Awaited<ReturnType<DashboardDeps['mail']['listMessages']>>['messages'][number]
+
+/**
+ * One row of a mailbox's list, escaped throughout: the page renders it, and the event stream sends the
+ * same markup for a message that arrives while the page is open. Its checkbox belongs to the selection
+ * form (#mail-select).
+ */
+export function messageRow(address: string, m: Summary): string {
+  const base = `/dashboard/mail/${h(address)}`
+  const subject = m.subject.trim() || '(no subject)'
+  return `<tr class="${m.seen ? 'seen' : 'unread'}">
+<td class="m-pick"><input type="checkbox" name="id" value="${m.id}" form="mail-select" aria-label="Select: ${h(subject)}"></td>
+<td class="m-dot"><span class="dot" aria-hidden="true"></span><span class="visually-hidden">${m.seen ? 'Read' : 'Unread'}</span></td>
+<td class="m-from">${person(m.from)}</td>
+<td class="m-subject"><a href="${base}/${m.id}">${h(subject)}</a>${m.intro ? `<div class="muted intro">${h(m.intro.slice(0, 120))}</div>` : ''}</td>
+<td class="m-when">${h(whenIso(m.received))}</td>
+<td class="n m-size">${h(size(m.size))}</td>
+<td class="n m-files">${m.attachments ? `${m.attachments}<span class="visually-hidden"> attachment${m.attachments === 1 ? '' : 's'}</span>` : ''}</td>
+</tr>`
+}
+
+const messagesText = (n: number) => `${n} message${n === 1 ? '' : 's'}`
+/** The page's title: the address, after the unread count when there is one ("(2) box@example.com"). */
+const mailboxTitle = (address: string, unread: number) => (unread > 0 ? `(${unread}) ${address}` : address)
+
+/**
+ * The header block of a message's source, unfolded: one [name, value] per field, in order (bytes that are
+ * not UTF-8 shown as U+FFFD). Null when the source has no header block.
+ */
+export function headerFields(source: Uint8Array): [string, string][] {
+  const text = new TextDecoder().decode(source)
+  const end = text.search(/\r?\n\r?\n/)
+  const block = end < 0 ? text : text.slice(0, end)
+  const out: [string, string][] = []
+  for (const line of block.split(/\r?\n/)) {
+    if (/^[ \t]/.test(line) && out.length) out[out.length - 1]![1] += ` ${line.trim()}`
+    else {
+      const colon = line.indexOf(':')
+      if (colon > 0) out.push([line.slice(0, colon).trim(), line.slice(colon + 1).trim()])
+    }
+  }
+  return out
+}
+
 /** A path of this site from one of the service's signed links (they name the configured base URL). */
 function localPath(url: string): string {
   const u = new URL(url)
   return u.pathname + u.search
 }
 
-export function createMailSection({ shell, mail, config }: DashboardDeps) {
+export function createMailSection({ shell, mail, config, server }: DashboardDeps) {
   const domains = config.mail.domains
 
   const notFoundPage = (request: Request, s: Session) =>
@@ -148,43 +205,216 @@ ${err ? `<span class="error" id="mail-local-error">${h(err)}</span>` : ''}
   // One mailbox
 
   async function mailboxPage(request: Request, s: Session, address: string) {
-    let box, list
+    let box, list, unread
     try {
       box = mail.mailbox(s.caller, address)
       list = await mail.listMessages(s.caller, { address: box.address, limit: MESSAGES_SHOWN })
+      unread = mail.unread(s.caller, box.address)
     } catch (err) {
       if (missing(err)) return notFoundPage(request, s)
       throw err
     }
     const base = `/dashboard/mail/${h(list.address)}`
-    const rows = list.messages
-      .map((m) => {
-        const subject = m.subject.trim() || '(no subject)'
-        return `<tr class="${m.seen ? 'seen' : 'unread'}">
-<td class="m-dot"><span class="dot" aria-hidden="true"></span><span class="visually-hidden">${m.seen ? 'Read' : 'Unread'}</span></td>
-<td class="m-from">${person(m.from)}</td>
-<td class="m-subject"><a href="${base}/${m.id}">${h(subject)}</a>${m.intro ? `<div class="muted intro">${h(m.intro.slice(0, 120))}</div>` : ''}</td>
-<td class="m-when">${h(whenIso(m.received))}</td>
-<td class="n m-size">${h(size(m.size))}</td>
-<td class="n m-files">${m.attachments ? `${m.attachments}<span class="visually-hidden"> attachment${m.attachments === 1 ? '' : 's'}</span>` : ''}</td>
-</tr>`
-      })
-      .join('')
-    const table = list.messages.length
-      ? `<div class="table-wrap"><table class="mail-messages">
+    const rows = list.messages.map((m) => messageRow(list.address, m)).join('')
+    const empty = list.messages.length === 0
+    // The table is there even when empty (hidden): the live view fills it when the first message arrives.
+    const table = `<form method="post" action="${base}/delete-messages" id="mail-select"${empty ? ' hidden' : ''}>
+<input type="hidden" name="_csrf" value="${h(s.csrf)}">
+<div class="table-wrap"><table class="mail-messages">
 <caption class="visually-hidden">Messages, newest first</caption>
-<thead><tr><th scope="col"><span class="visually-hidden">Read or unread</span></th><th scope="col">From</th><th scope="col">Subject</th><th scope="col">Received</th><th scope="col" class="n">Size</th><th scope="col" class="n" title="Attachments">Files</th></tr></thead>
-<tbody>${rows}</tbody></table></div>`
-      : '<p class="empty">No mail yet. Messages sent to this address appear here: reload the page to look again.</p>'
+<thead><tr><th scope="col"><span class="visually-hidden">Select</span></th><th scope="col"><span class="visually-hidden">Read or unread</span></th><th scope="col">From</th><th scope="col">Subject</th><th scope="col">Received</th><th scope="col" class="n">Size</th><th scope="col" class="n" title="Attachments">Files</th></tr></thead>
+<tbody id="mail-rows">${rows}</tbody></table></div>
+<div class="actions mail-select-bar"><button type="submit" class="secondary danger-outline">Delete selected</button></div>
+</form>
+<p class="empty" id="mail-empty"${empty ? '' : ' hidden'}>No mail yet. Messages sent to this address appear here as they arrive (without a script: reload the page to look again).</p>`
+    const latest = list.messages[0]?.id ?? 0
     const content = `<p class="crumbs"><a href="/dashboard/mail">Mailboxes</a> /</p>
 <h1 class="mail-title"><span id="mb-address">${h(list.address)}</span></h1>
 <div class="actions mail-bar">
 <button type="button" class="copy secondary" data-copy="mb-address" hidden>Copy address</button>
 <a class="button secondary" href="${base}">Reload</a>
-<span class="muted">${box.messages} message${box.messages === 1 ? '' : 's'} · expires ${h(whenIso(box.expires))}</span>
+<a class="button secondary danger-outline" href="${base}/delete">Delete mailbox…</a>
+<span class="muted"><span id="mb-count">${messagesText(box.messages)}</span> · expires ${h(whenIso(box.expires))}</span>
 </div>
-<section class="card" aria-labelledby="messages-h"><h2 id="messages-h">Messages</h2>${table}</section>`
-    return shell.render(request, s, { section: 'mail', title: list.address, content })
+<section class="card" aria-labelledby="messages-h" id="mail-live" data-events="${base}/events" data-after="${latest}" data-title="${h(list.address)}">
+<h2 id="messages-h">Messages</h2>
+<p class="visually-hidden" id="mail-live-status" role="status" aria-live="polite"></p>
+${table}</section>`
+    return shell.render(request, s, { section: 'mail', title: mailboxTitle(list.address, unread), content })
+  }
+
+  /** The confirmation page before a mailbox is deleted (a form: it works without a script). */
+  function confirmDeletePage(request: Request, s: Session, address: string) {
+    let box
+    try {
+      box = mail.mailbox(s.caller, address)
+    } catch (err) {
+      if (missing(err)) return notFoundPage(request, s)
+      throw err
+    }
+    const base = `/dashboard/mail/${h(box.address)}`
+    const content = `<p class="crumbs"><a href="/dashboard/mail">Mailboxes</a> / <a href="${base}">${h(box.address)}</a> /</p>
+<h1>Delete this mailbox?</h1>
+<section class="card">
+<p class="mail-addr"><strong>${h(box.address)}</strong></p>
+<p>Its ${h(messagesText(box.messages))} and their attachments are deleted now, and mail sent to the address is refused. The address is free again: anyone may take it. This cannot be undone.</p>
+<form method="post" action="${base}/delete" class="actions">
+<input type="hidden" name="_csrf" value="${h(s.csrf)}">
+<button type="submit" class="danger">Delete mailbox</button>
+<a class="button secondary" href="${base}">Cancel</a>
+</form>
+</section>`
+    return shell.render(request, s, { section: 'mail', title: 'Delete mailbox', content })
+  }
+
+  /** Mailbox gone (deleted, expired) or another account's: the same answer, back to the list. */
+  const noMailbox = (address: string) =>
+    shell.seeOther('/dashboard/mail', { kind: 'error', text: `There is no mailbox ${address.slice(0, 200)} in your account: it was deleted or has expired.` })
+
+  /** A form on one mailbox: the form's checks, then `act`; a mailbox that is not the caller's → back to the list. */
+  async function onMailbox(request: Request, s: Session, address: string, act: (fields: URLSearchParams) => Promise<Response> | Response) {
+    const fields = await shell.form(request, s)
+    try {
+      return await act(fields)
+    } catch (err) {
+      if (missing(err)) return noMailbox(address)
+      throw err
+    }
+  }
+
+  async function deleteMailbox(s: Session, address: string) {
+    const box = mail.mailbox(s.caller, address)
+    await mail.deleteMailbox(s.caller, { address: box.address })
+    return shell.seeOther('/dashboard/mail', { kind: 'ok', text: `${box.address} is deleted, with its ${messagesText(box.messages)}.` })
+  }
+
+  async function deleteSelected(s: Session, address: string, fields: URLSearchParams) {
+    const box = mail.mailbox(s.caller, address)
+    const base = `/dashboard/mail/${box.address}`
+    const ids = fields.getAll('id').filter((v) => /^[1-9][0-9]{0,14}$/.test(v)).map(Number)
+    if (ids.length === 0) return shell.seeOther(base, { kind: 'error', text: 'Select the messages to delete first.' })
+    const gone = await mail.deleteMessages(s.caller, { address: box.address, ids })
+    const text = gone.length === 0 ? 'Those messages were deleted already.' : `${messagesText(gone.length)} deleted.`
+    return shell.seeOther(base, { kind: 'ok', text })
+  }
+
+  /** Delete or mark unread one message; back to its mailbox (its own page would mark it read again). */
+  async function onMessage(s: Session, address: string, idText: string, action: 'delete' | 'unseen') {
+    const box = mail.mailbox(s.caller, address)
+    const base = `/dashboard/mail/${box.address}`
+    const id = /^[1-9][0-9]{0,14}$/.test(idText) ? Number(idText) : 0
+    if (action === 'delete') {
+      const gone = id ? await mail.deleteMessages(s.caller, { address: box.address, ids: [id] }) : []
+      return shell.seeOther(base, gone.length ? { kind: 'ok', text: 'The message is deleted.' } : { kind: 'ok', text: 'That message was deleted already.' })
+    }
+    try {
+      mail.setSeen(s.caller, { address: box.address, id, seen: false })
+    } catch (err) {
+      if (err instanceof AppError && err.status === 404) return shell.seeOther(base, { kind: 'error', text: 'That message is no longer there.' })
+      throw err
+    }
+    return shell.seeOther(base, { kind: 'ok', text: 'The message is marked unread.' })
+  }
+
+  // ---------------------------------------------------------------------------------------------------
+  // The live view: an event stream of the rows of new messages
+
+  /**
+   * GET /dashboard/mail/<address>/events: text/event-stream for the signed-in owner. On connecting (and
+   * on reconnecting, from Last-Event-ID) it sends the messages newer than the page's newest, then each new
+   * one as it is stored: `event: mail` with `{messages: [{id, html}], unread, count}` (html: messageRow's
+   * markup). `event: gone` when the mailbox is deleted or expires; the stream ends then, when the session
+   * ends, and when the server stops (the browser connects again by itself). Bounded by mail.watch.
+   */
+  function events(request: Request, address: string): Response {
+    const plain = (status: number, text: string, headers: Record<string, string> = {}) =>
+      new Response(text, { status, headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', ...headers } })
+    const s = shell.session(request)
+    if (!s) return plain(401, 'Sign in first.')
+    const given = request.headers.get('last-event-id') ?? new URL(request.url).searchParams.get('after') ?? '0'
+    let after = /^[0-9]{1,15}$/.test(given) ? Number(given) : 0
+    const encoder = new TextEncoder()
+    let controller: ReadableStreamDefaultController<Uint8Array> | null = null
+    let closed = false
+    let keepAlive: ReturnType<typeof setInterval> | undefined
+    let queue = Promise.resolve()
+    let watching: ReturnType<typeof mail.watch> | null = null
+
+    const write = (text: string) => {
+      if (closed || !controller) return
+      try {
+        controller.enqueue(encoder.encode(text))
+      } catch {
+        finish()
+      }
+    }
+    const finish = () => {
+      if (closed) return
+      closed = true
+      clearInterval(keepAlive)
+      watching?.stop()
+      request.signal.removeEventListener('abort', finish)
+      try {
+        controller?.close()
+      } catch {}
+    }
+    const gone = () => {
+      write('event: gone\ndata: {}\n\n')
+      finish()
+    }
+    /** The messages newer than the last one sent (read again each time: nothing is missed or sent twice). */
+    const sendNew = async () => {
+      if (closed) return
+      if (!shell.session(request)) return finish() // signed out meanwhile
+      try {
+        const list = await mail.listMessages(s.caller, { address, after, limit: MESSAGES_SHOWN })
+        if (list.messages.length === 0) return
+        after = list.messages[0]!.id
+        const data = {
+          messages: list.messages.map((m) => ({ id: m.id, html: messageRow(list.address, m) })),
+          unread: mail.unread(s.caller, list.address),
+          count: mail.mailbox(s.caller, list.address).messages,
+        }
+        write(`id: ${after}\nevent: mail\ndata: ${JSON.stringify(data)}\n\n`)
+      } catch (err) {
+        if (missing(err)) return gone()
+        throw err
+      }
+    }
+    const next = () => {
+      queue = queue.then(sendNew).catch(() => finish())
+    }
+    try {
+      watching = mail.watch(s.caller, address, (e) => (e === 'mail' ? next() : e === 'gone' ? gone() : finish()))
+    } catch (err) {
+      if (missing(err)) return plain(404, 'Not found')
+      if (err instanceof AppError && err.status === 503) return plain(503, err.message, err.headers)
+      throw err
+    }
+    // Held open past the server's idle timeout: the keep-alive comments are for proxies and the browser.
+    server?.()?.timeout(request, 0)
+    const stream = new ReadableStream<Uint8Array>({
+      start(c) {
+        controller = c
+        write(': linkbox mail\nretry: 3000\n\n')
+        next() // what arrived between the page and this stream
+        keepAlive = setInterval(() => {
+          if (!shell.session(request)) return finish()
+          write(': keep-alive\n\n')
+        }, KEEPALIVE_MS)
+      },
+      cancel: finish,
+    })
+    request.signal.addEventListener('abort', finish, { once: true })
+    return new Response(stream, {
+      headers: {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-store',
+        'x-content-type-options': 'nosniff',
+        // No proxy buffering (nginx): each event is sent as it is written.
+        'x-accel-buffering': 'no',
+      },
+    })
   }
 
   // ---------------------------------------------------------------------------------------------------
@@ -204,7 +434,12 @@ ${err ? `<span class="error" id="mail-local-error">${h(err)}</span>` : ''}
     const m = await read(s, address, idText)
     if (!m) return notFoundPage(request, s)
     const base = `/dashboard/mail/${h(m.address)}`
+    const here = `${base}/${m.id}`
     const subject = m.subject.trim() || '(no subject)'
+    const asked = new URL(request.url).searchParams.get('view')
+    const views = VIEWS.filter((v) => v !== 'html' || m.html !== null)
+    // The HTML as sent when there is one (what its sender meant people to see), else the text.
+    const view: View = views.find((v) => v === asked) ?? (m.html !== null ? 'html' : 'text')
     const people = (list: { address: string; name: string }[]) => list.map(person).join(', ')
     const meta = [
       ['From', person(m.from)],
@@ -229,20 +464,45 @@ ${err ? `<span class="error" id="mail-local-error">${h(err)}</span>` : ''}
           .map((l) => `<li><a href="${h(l)}" rel="noopener noreferrer nofollow" target="_blank">${h(l)}</a></li>`)
           .join('')}</ul></section>`
       : ''
-    const html = m.html
-      ? `<section class="card" aria-labelledby="html-h"><h2 id="html-h">As sent (HTML)</h2>
-<p class="mail-note" id="html-note">Shown in a sandbox: scripts do not run, and remote content (images, fonts, styles from other sites) is blocked, so opening this message tells nobody you read it.</p>
-<iframe class="mail-html" sandbox src="${base}/${m.id}/html" title="The message as sent: ${h(subject)}" aria-describedby="html-note"></iframe>
-</section>`
-      : ''
+    // The views are links (?view=…): each is a page of its own, so reload, back and a bookmark show it again.
+    const tabs = `<nav class="mail-tabs" aria-label="Show the message as"><ul>${views
+      .map((v) => `<li><a href="${here}?view=${v}"${v === view ? ' aria-current="page"' : ''}>${VIEW_LABELS[v]}</a></li>`)
+      .join('')}</ul></nav>`
+    let panel: string
+    if (view === 'html') {
+      panel = `<p class="mail-note" id="html-note">Shown in a sandbox: scripts do not run, and remote content (images, fonts, styles from other sites) is blocked, so opening this message tells nobody you read it.</p>
+<iframe class="mail-html" sandbox src="${here}/html" title="The message as sent: ${h(subject)}" aria-describedby="html-note"></iframe>`
+    } else if (view === 'text') {
+      panel = m.text.trim() ? `<pre class="mail-text">${h(m.text)}</pre>` : '<p class="empty">This message has no text.</p>'
+    } else {
+      const source = await mail.source(s.caller, { address: m.address, id: m.id }, view === 'headers' ? HEADERS_READ : SOURCE_SHOWN)
+      if (view === 'headers') {
+        const fields = headerFields(source.bytes)
+        panel = fields.length
+          ? `<div class="table-wrap"><table class="mail-headers"><caption class="visually-hidden">Header fields as received, in order</caption>
+<thead><tr><th scope="col">Field</th><th scope="col">Value</th></tr></thead><tbody>${fields
+              .map(([k, v]) => `<tr><th scope="row">${h(k)}</th><td>${h(v)}</td></tr>`)
+              .join('')}</tbody></table></div>`
+          : '<p class="empty">This message has no header fields.</p>'
+      } else {
+        const cut = source.truncated
+          ? `<p class="hint muted">The first ${h(size(SOURCE_SHOWN))} of ${h(size(source.size))}: download the .eml for all of it.</p>`
+          : ''
+        panel = `${cut}<pre class="mail-text mail-source" tabindex="0" aria-label="Raw source">${h(new TextDecoder().decode(source.bytes))}</pre>`
+      }
+    }
     const content = `<p class="crumbs"><a href="/dashboard/mail">Mailboxes</a> / <a href="${base}">${h(m.address)}</a> /</p>
 <h1 class="mail-subject">${h(subject)}</h1>
 <section class="card"><dl class="mail-meta">${meta}</dl>
-<div class="actions"><a class="button secondary" href="${h(localPath(m.raw))}" download>Download .eml</a></div></section>
-${html}
-<section class="card" aria-labelledby="text-h"><h2 id="text-h">Text</h2>${
-      m.text.trim() ? `<pre class="mail-text">${h(m.text)}</pre>` : '<p class="empty">This message has no text.</p>'
-    }</section>
+<div class="actions mail-actions">
+<a class="button secondary" href="${h(localPath(m.raw))}" download>Download .eml</a>
+<form method="post" action="${here}/unseen"><input type="hidden" name="_csrf" value="${h(s.csrf)}"><button type="submit" class="secondary">Mark unread</button></form>
+<form method="post" action="${here}/delete"><input type="hidden" name="_csrf" value="${h(s.csrf)}"><button type="submit" class="secondary danger-outline">Delete</button></form>
+</div></section>
+<section class="card mail-view" aria-labelledby="view-h"><h2 id="view-h" class="visually-hidden">${VIEW_LABELS[view]}</h2>
+${tabs}
+<div class="mail-panel">${panel}</div>
+</section>
 ${links}${attachments}`
     return shell.render(request, s, { section: 'mail', title: subject, content })
   }
@@ -255,8 +515,9 @@ ${links}${attachments}`
     return new Response(m.html, { headers: MAIL_HTML_HEADERS })
   }
 
-  const signedIn = (request: Request, then: (s: Session) => Response | Promise<Response>) => {
-    const s = shell.require(request)
+  /** `page`: where a form comes back to after signing in, when that is not its own path. */
+  const signedIn = (request: Request, then: (s: Session) => Response | Promise<Response>, page?: string) => {
+    const s = shell.require(request, page)
     return s instanceof Response ? s : then(s)
   }
 
@@ -273,7 +534,21 @@ ${links}${attachments}`
       return s instanceof Response ? s : create(request, s)
     })
     .get('/dashboard/mail/:address', ({ request, params }) => signedIn(request, (s) => mailboxPage(request, s, params.address)))
+    .get('/dashboard/mail/:address/events', ({ request, params }) => events(request, params.address))
+    .get('/dashboard/mail/:address/delete', ({ request, params }) => signedIn(request, (s) => confirmDeletePage(request, s, params.address)))
+    .post('/dashboard/mail/:address/delete', ({ request, params }) =>
+      signedIn(request, (s) => onMailbox(request, s, params.address, () => deleteMailbox(s, params.address)), `/dashboard/mail/${params.address}/delete`),
+    )
+    .post('/dashboard/mail/:address/delete-messages', ({ request, params }) =>
+      signedIn(request, (s) => onMailbox(request, s, params.address, (fields) => deleteSelected(s, params.address, fields)), `/dashboard/mail/${params.address}`),
+    )
     .get('/dashboard/mail/:address/:id', ({ request, params }) => signedIn(request, (s) => messagePage(request, s, params.address, params.id)))
+    .post('/dashboard/mail/:address/:id/delete', ({ request, params }) =>
+      signedIn(request, (s) => onMailbox(request, s, params.address, () => onMessage(s, params.address, params.id, 'delete')), `/dashboard/mail/${params.address}/${params.id}`),
+    )
+    .post('/dashboard/mail/:address/:id/unseen', ({ request, params }) =>
+      signedIn(request, (s) => onMailbox(request, s, params.address, () => onMessage(s, params.address, params.id, 'unseen')), `/dashboard/mail/${params.address}/${params.id}`),
+    )
     .get('/dashboard/mail/:address/:id/html', ({ request, params }) => htmlPart(request, params.address, params.id))
 }
 
