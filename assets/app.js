@@ -172,6 +172,55 @@
       shorten(shortenForm)
     })
 
+  // ---- Live inbox (src/dashboard/mail.ts) — begin ---------------------------------------------------
+  // A mailbox page (#mail-live) hears of new mail while it is open, over Server-Sent Events from its own
+  // origin (data-events; the browser reconnects by itself, sending the last id it saw). Each new message
+  // comes as the row the server renders for the same list (messageRow(), escaped there: a subject is text
+  // in it, never markup) and goes on top; the count, the unread count in the title and a status line for
+  // screen readers follow. Without this script the page is the same, and a reload shows new mail.
+  function liveInbox(live) {
+    var rows = document.getElementById('mail-rows')
+    if (!rows || !window.EventSource) return
+    var list = document.getElementById('mail-select')
+    var empty = document.getElementById('mail-empty')
+    var count = document.getElementById('mb-count')
+    var status = document.getElementById('mail-live-status')
+    var title = String(live.getAttribute('data-title') || '') + ' · linkbox'
+    var url = live.getAttribute('data-events') + '?after=' + encodeURIComponent(live.getAttribute('data-after') || '0')
+    var source = new EventSource(url)
+    source.addEventListener('mail', function (e) {
+      var data
+      try { data = JSON.parse(e.data) } catch (err) { return }
+      var added = 0
+      // Newest first in the event: the oldest goes on top first, so the newest ends up first.
+      for (var i = data.messages.length - 1; i >= 0; i--) {
+        var id = Number(data.messages[i].id)
+        if (rows.querySelector('input[name="id"][value="' + id + '"]')) continue
+        var t = document.createElement('template')
+        t.innerHTML = String(data.messages[i].html)
+        var row = t.content.firstElementChild
+        if (!row || row.tagName !== 'TR') continue
+        rows.insertBefore(row, rows.firstChild)
+        added++
+      }
+      if (list) list.hidden = false
+      if (empty) empty.hidden = true
+      var n = Number(data.count)
+      if (count && n >= 0) count.textContent = n + ' message' + (n === 1 ? '' : 's')
+      var unread = Number(data.unread) || 0
+      document.title = (unread > 0 ? '(' + unread + ') ' : '') + title
+      if (status && added) status.textContent = added === 1 ? 'A new message arrived.' : added + ' new messages arrived.'
+    })
+    source.addEventListener('gone', function () {
+      source.close()
+      var note = el('p', { 'class': 'notice warn', role: 'status' }, ['This mailbox was deleted or has expired: no more mail arrives here.'])
+      live.parentNode.insertBefore(note, live)
+    })
+  }
+  var live = document.getElementById('mail-live')
+  if (live) liveInbox(live)
+  // ---- Live inbox — end -------------------------------------------------------------------------------
+
   window.linkbox = { init: init }
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', function () { init(document) })
   else init(document)
