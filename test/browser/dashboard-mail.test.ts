@@ -127,7 +127,6 @@ describe('mailboxes', () => {
 
     await Promise.all([page.waitForURL(/\/dashboard\/mail\/reader@mail\.test\/\d+$/), page.getByRole('link', { name: 'Your account is ready' }).click()])
     expect(await page.locator('h1').textContent()).toBe('Your account is ready')
-    expect(await page.locator('pre.mail-text').textContent()).toContain('Welcome aboard.')
     expect(await page.locator('.mail-meta').textContent()).toContain('hello@service.example')
     expect(await page.locator('.mail-files a').textContent()).toBe('welcome.txt')
     expect(await page.locator('.mail-links a').getAttribute('href')).toBe('https://example.com/start?from=mail&x=1')
@@ -140,6 +139,11 @@ describe('mailboxes', () => {
     expect(await frame.locator('body').getAttribute('data-ran')).toBeNull()
     expect(await page.locator('iframe.mail-html').getAttribute('sandbox')).toBe('')
     await check('dash-message')
+
+    // The text is the Text view's (a link to the same page with ?view=text); back to the HTML after.
+    await Promise.all([page.waitForURL(/\?view=text$/), page.getByRole('link', { name: 'Text', exact: true }).click()])
+    expect(await page.locator('pre.mail-text').textContent()).toContain('Welcome aboard.')
+    await page.goBack()
 
     // After all that (axe, eight screenshots at two widths), nothing reached the tracker, the dashboard's title
     // is its own (the mail's script would have made it "pwned …"), and the frame is still the message (no
