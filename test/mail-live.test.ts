@@ -154,6 +154,8 @@ describe('the event stream', () => {
     for (let i = start; i < MAX_WATCHERS_PER_ACCOUNT; i++) streams.push(await open(alice, address))
     for (const s of streams) expect(s.res.status).toBe(200)
     expect(box.mail.watching).toBe(MAX_WATCHERS_PER_ACCOUNT)
+    const metrics = await (await fetch(`${url}/metrics`)).text()
+    expect(metrics).toMatch(new RegExp(`^linkbox_mail_live_views ${MAX_WATCHERS_PER_ACCOUNT}$`, 'm'))
     const over = await fetch(`${url}/dashboard/mail/${address}/events`, { headers: { cookie: alice.cookie } })
     expect(over.status).toBe(503)
     expect(over.headers.get('retry-after')).toBe('5')

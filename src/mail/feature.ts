@@ -33,10 +33,12 @@ export function createMailFeature(shared: Shared, opts: { smtpPort?: number } = 
       m.sampled('linkbox_mail_bytes', 'Bytes of the stored messages as received (the raw .eml files; attachments are kept decoded beside them).', () => totals().bytes)
       m.sampled('linkbox_mail_received_total', 'Messages stored since start (once per mailbox they went to).', () => mail.received, 'counter')
       m.sampled('linkbox_mail_waiting', 'messages.json requests held until mail arrives (wait=N).', () => mail.waiting)
+      m.sampled('linkbox_mail_live_views', 'Mailbox pages open in the dashboard with a live view (event streams).', () => mail.watching)
       m.sampled('linkbox_smtp_connections', 'Open SMTP connections.', () => smtp?.connections ?? 0)
     },
     jobs: [{ name: 'mail sweep', everyMs: 60_000, run: () => mail.sweep({ orphans: sweeps++ % 60 === 0 }) }],
-    // Held messages.json requests are answered first, or the HTTP server would wait out their `wait`.
+    // Held messages.json requests are answered first and the dashboard's event streams of mailboxes end,
+    // or the HTTP server would wait out their `wait` (and wait for ever for the streams).
     stopping() {
       mail.release()
       smtpClosed = smtp?.close() ?? Promise.resolve()
