@@ -219,6 +219,16 @@
   }
   var live = document.getElementById('mail-live')
   if (live) liveInbox(live)
+  // "Select all" (hidden without this script) ticks every row's checkbox of the selection form, rows that
+  // arrived live included.
+  var pickAll = document.getElementById('mail-pick-all')
+  if (pickAll) {
+    pickAll.parentNode.hidden = false
+    pickAll.addEventListener('change', function () {
+      var boxes = document.querySelectorAll('#mail-rows input[name="id"]')
+      for (var i = 0; i < boxes.length; i++) boxes[i].checked = pickAll.checked
+    })
+  }
   // ---- Live inbox — end -------------------------------------------------------------------------------
 
   window.linkbox = { init: init }

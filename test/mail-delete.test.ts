@@ -4,7 +4,7 @@
 // under <data_dir>/mail: a deleted message's files go (unless another mailbox's copy names them), a deleted
 // mailbox takes everything with it and its address is free for anyone. Errors as the GET methods give them.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
-import { existsSync, readdirSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, statSync, utimesSync } from 'node:fs'
 import { join } from 'node:path'
 import nodemailer from 'nodemailer'
 import { makeBox, type TestBox } from './support/app'
@@ -113,6 +113,25 @@ describe('message.json action=delete', () => {
     expect((await get('message.json', { address: other, id: b! })).body.return.text).toContain('Hello shared')
     expect((await post('message.json', { address: other, id: b!, action: 'delete' })).status).toBe(200)
     expect(blobFiles(blob)).toEqual([])
+  })
+})
+
+describe('a crash between the commit and the files', () => {
+  test('leaves files no row names (never rows without files): the sweep removes them', async () => {
+    const address = `crash@${DOMAIN}`
+    await get('mailbox.json', { address })
+    const id = (await deliver([address], 'crashed', { big: true }))[0]!
+    const blob = blobOf(id)!
+    // What the deletion's transaction commits, and then no file removal (the process died).
+    box.db.query('DELETE FROM mail_messages WHERE id = ?').run(id)
+    expect((await get('messages.json', { address })).body.return.messages).toEqual([])
+    expect(blobFiles(blob)).toHaveLength(3)
+    // Files of a delivery in progress are young; these are left an hour, then swept as orphans.
+    const folder = join(box.dir, 'mail', blob.slice(0, 2), blob)
+    const past = new Date(Date.now() - 2 * 3600_000)
+    utimesSync(folder, past, past)
+    expect((await box.mail.sweep({ orphans: true })).orphans).toBe(1)
+    expect(existsSync(folder)).toBe(false)
   })
 })
 

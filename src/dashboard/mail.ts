@@ -224,7 +224,7 @@ ${err ? `<span class="error" id="mail-local-error">${h(err)}</span>` : ''}
 <caption class="visually-hidden">Messages, newest first</caption>
 <thead><tr><th scope="col"><span class="visually-hidden">Select</span></th><th scope="col"><span class="visually-hidden">Read or unread</span></th><th scope="col">From</th><th scope="col">Subject</th><th scope="col">Received</th><th scope="col" class="n">Size</th><th scope="col" class="n" title="Attachments">Files</th></tr></thead>
 <tbody id="mail-rows">${rows}</tbody></table></div>
-<div class="actions mail-select-bar"><button type="submit" class="secondary danger-outline">Delete selected</button></div>
+<div class="actions mail-select-bar"><label class="mail-pick-all" hidden><input type="checkbox" id="mail-pick-all"> Select all</label><button type="submit" class="secondary danger-outline">Delete selected</button></div>
 </form>
 <p class="empty" id="mail-empty"${empty ? '' : ' hidden'}>No mail yet. Messages sent to this address appear here as they arrive (without a script: reload the page to look again).</p>`
     const latest = list.messages[0]?.id ?? 0

@@ -207,6 +207,15 @@ describe('deleting', () => {
     expect(ids).not.toContain(a)
     expect(ids).not.toContain(b)
     expect(ids).toHaveLength(before - 2)
+    // "Select all" ticks every row, one that arrived live included; unticked, it clears them.
+    await deliver('Pick C')
+    await page.locator('#mail-rows tr', { hasText: 'Pick C' }).waitFor({ timeout: 2000 })
+    await page.getByRole('checkbox', { name: 'Select all' }).check()
+    const boxes = page.locator('#mail-rows input[name=id]')
+    expect(await boxes.count()).toBe(before - 1)
+    for (const box of await boxes.all()) expect(await box.isChecked()).toBe(true)
+    await page.getByRole('checkbox', { name: 'Select all' }).uncheck()
+    for (const box of await boxes.all()) expect(await box.isChecked()).toBe(false)
   })
 
   test('the mailbox, after a confirmation page: its files go, and another account may take the address', async () => {
