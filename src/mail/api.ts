@@ -84,7 +84,7 @@ const summaryFields = {
   date: Type.Union([Iso('The Date header'), Type.Null()]),
   received: Iso('When the service received it'),
   size: Type.Integer({ minimum: 0, description: 'Bytes of the message as received' }),
-  seen: Type.Boolean({ description: 'Whether message.json has shown it' }),
+  seen: Type.Boolean({ description: 'Whether it counts as read: message.json marks it when it shows it; POST message.json with action=seen or unseen sets it' }),
 }
 
 const SummarySchema = Type.Object(
