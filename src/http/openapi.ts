@@ -11,6 +11,16 @@ export interface OpenApiOptions {
   version: string
   /** The marketplace route's header names, when the route is configured (marketplace.proxy_secret). */
   marketplace?: { secretHeader: string; userHeader: string } | null
+  /** The webhook events and their payloads (the document's `webhooks` section); none: no section. */
+  webhooks?: WebhookEventDoc[]
+}
+
+/** One webhook event type: what it is, and the schema of its body's `data` (with `examples`). */
+export interface WebhookEventDoc {
+  type: string
+  summary: string
+  description: string
+  data: TSchema
 }
 
 const TAGS: Record<string, string> = {
@@ -23,7 +33,26 @@ const TAGS: Record<string, string> = {
     'Targets pass the same address check as media download (media.allow_private_networks lifts it for both)',
 }
 
-const STATUS_TEXT: Record<number, string> = {
+// What the service does, feature by feature: the first thing a reader of the document (or a generated client's
+// README) sees. Markdown (CommonMark) as OpenAPI allows; test/docs.test.ts checks that it names every feature.
+const DESCRIPTION = [
+  'A self-hosted box for **short links** with **click statistics**, **QR codes**, **media download** and **temporary e-mail**, with **webhooks** for what happens to them.',
+  '',
+  '- **Short links** (tag links): create with an optional alias, mode (redirect, preview page, frame), expiry and password; list, change, delete.',
+  '- **Statistics**: clicks by day, referring sites, devices, browsers and operating systems; bots counted apart. Public, like the page at `/<code>+`.',
+  '- **QR codes** (tag qr): any text as PNG or SVG, colours, error correction, size; every short link also has one at `/qr/<code>.png` and `.svg`.',
+  '- **Media download** (tag media): the video, audio and photo formats of a page, each as a **signed link** (`/dl/<id>?exp=…&sig=…`) that needs no key.',
+  '- **Temporary e-mail** (tag mail): addresses on this box\'s domains that receive mail over SMTP; messages as JSON, attachments and the raw source as signed links (`/mail/attachment/…`, `/mail/raw/…`).',
+  '- **Webhooks** (tag webhooks, and the `webhooks` section of this document): link and mail events POSTed to your URL, signed per Standard Webhooks, retried, with a delivery log.',
+  '- **Accounts and API keys**: an account owns its links, mailboxes and webhooks; its **API keys** go in `X-Api-Key` (or `Authorization: Bearer`) and each carries **scopes** (links, qr, media, mail, webhooks). Keys are made in the dashboard or with `linkbox key create`.',
+  '- **Abuse reports**: any visitor can report a link (`/<code>/report`); its owner hears of it (the `link.reported` event) and an administrator may disable the link.',
+  '- **Rate limits**: per key and per address without one; every answer carries `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`, and a 429 `Retry-After`.',
+  '',
+  'Every answer is `{"status":"success","return":…}` or `{"status":"error","message":…,"code":…}`. POST methods take form fields (multipart and JSON bodies too), GET methods the query string.',
+].join('\n')
+
+/** What each HTTP status of an /api answer means (the document's responses, the page's error tables). */
+export const STATUS_TEXT: Record<number, string> = {
   400: 'Bad input: the message names the parameter and the rule',
   401: 'No key where one is required, or a key that is unknown or revoked',
   403: 'The key lacks the scope, or the link or mailbox belongs to another account',
@@ -114,6 +143,82 @@ function errorExample(m: ApiMethod, code: string) {
   return { status: 'error', message, code }
 }
 
+/** The operation's id in the document, and its anchor on /api/docs: "getLink" for /api/getLink.json. */
+export const operationId = (m: ApiMethod) => m.operationId ?? m.path.replace(/^\/api\//, '').replace(/\.json$/, '')
+
+/** The document's component name of an event's body: "link.created" → "LinkCreatedEvent". */
+const eventSchemaName = (type: string) => `${type.split(/[._-]/).map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join('')}Event`
+
+/** The example body of an event: its type, a time, and the first example of its `data`. */
+export const exampleEvent = (e: WebhookEventDoc) => ({
+  type: e.type,
+  timestamp: '2026-01-31T09:30:00.000Z',
+  data: (e.data as { examples?: unknown[] }).examples?.[0] ?? {},
+})
+
+const WEBHOOK_HEADERS = [
+  {
+    name: 'webhook-id',
+    in: 'header',
+    required: true,
+    description: "The event's id: the same on every attempt and redelivery, never used for another event (drop ids you have seen)",
+    schema: { type: 'string', pattern: '^msg_[0-9a-z_]+$', examples: ['msg_5f0c9d2e8b1a4c7d9e3f2a1b0c9d8e7f'] },
+  },
+  {
+    name: 'webhook-timestamp',
+    in: 'header',
+    required: true,
+    description: 'When this attempt was sent, in seconds since 1970 (refuse ones more than 5 minutes off)',
+    schema: { type: 'string', pattern: '^[0-9]+$', examples: ['1769851800'] },
+  },
+  {
+    name: 'webhook-signature',
+    in: 'header',
+    required: true,
+    description:
+      'v1, and the base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>" keyed with the base64-decoded part of the ' +
+      'secret after whsec_ (Standard Webhooks); space-separated when there are several',
+    schema: { type: 'string', pattern: '^v1,[A-Za-z0-9+/=]+( v1,[A-Za-z0-9+/=]+)*$' },
+  },
+]
+
+/** The document's `webhooks` section: one POST per event type, its body's schema a named component. */
+function webhooksSection(events: WebhookEventDoc[], components: Record<string, unknown>) {
+  return Object.fromEntries(
+    events.map((e) => {
+      const name = eventSchemaName(e.type)
+      components[name] = {
+        type: 'object',
+        description: e.description,
+        required: ['type', 'timestamp', 'data'],
+        additionalProperties: false,
+        properties: {
+          type: { const: e.type },
+          timestamp: { type: 'string', format: 'date-time', description: 'When the change happened (UTC)' },
+          data: hoist(e.data, components),
+        },
+      }
+      const post = {
+        operationId: `event-${e.type}`,
+        summary: e.summary,
+        description: e.description,
+        tags: ['webhooks'],
+        parameters: WEBHOOK_HEADERS,
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: { $ref: `#/components/schemas/${name}` }, examples: { event: { value: exampleEvent(e) } } } },
+        },
+        responses: {
+          '2XX': { description: 'Received: the delivery is done' },
+          '410': { description: 'Gone: the webhook is disabled and gets nothing more' },
+          default: { description: 'Any other answer, or none within 15 s: sent again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h' },
+        },
+      }
+      return [e.type, { post }]
+    }),
+  )
+}
+
 export function allErrorCodes(methods: ApiMethod[]): string[] {
   // not_found is also the answer for an /api path that does not exist.
   const codes = new Set<string>(['not_found'])
@@ -161,7 +266,7 @@ export function openApiDocument(methods: ApiMethod[], opts: OpenApiOptions) {
 
     const keyed = [{ apiKey: [] }, { bearer: [] }]
     const op: Record<string, unknown> = {
-      operationId: m.operationId ?? m.path.replace(/^\/api\//, '').replace(/\.json$/, ''),
+      operationId: operationId(m),
       summary: m.summary,
       ...(m.description ? { description: m.description } : {}),
       ...(m.tag ? { tags: [m.tag] } : {}),
@@ -219,21 +324,20 @@ export function openApiDocument(methods: ApiMethod[], opts: OpenApiOptions) {
     ...(TAGS[name] ? { description: TAGS[name] } : {}),
   }))
 
+  const webhooks = opts.webhooks?.length ? { webhooks: webhooksSection(opts.webhooks, schemas) } : {}
+
   return {
     openapi: '3.1.0',
     info: {
       title: 'linkbox',
       version: opts.version,
-      description:
-        'Short links with click statistics, QR codes, temporary e-mail inboxes, media download with signed ' +
-        'links, and webhooks for link and mail events. Every answer is ' +
-        '{"status":"success","return":…} or {"status":"error","message":…,"code":…}, with RateLimit-* headers ' +
-        'while the caller has a rate limit. POST methods take form fields, GET methods the query string.',
+      description: DESCRIPTION,
       license: { name: 'MIT', identifier: 'MIT' },
     },
     servers: [{ url: opts.baseUrl }],
     tags,
     paths,
+    ...webhooks,
     components: {
       securitySchemes: {
         apiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key', description: 'An API key (see `linkbox key create`)' },

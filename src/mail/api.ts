@@ -108,6 +108,12 @@ const exampleSummary = {
   attachments: 0,
 }
 
+/** The data of a mail.received webhook event (mail/service.ts writes it): the messages.json entry and its mailbox. */
+export const MailReceivedSchema = Type.Object(
+  { address: Type.String({ description: 'The mailbox it went to (the full address)' }), ...SummarySchema.properties },
+  { title: 'MailReceived', additionalProperties: false, examples: [{ address: 'signup-test@mail.example.com', ...exampleSummary }] },
+)
+
 const MessagesSchema = Type.Object(
   { address: Type.String(), messages: Type.Array(SummarySchema, { description: 'Newest first' }) },
   { title: 'MessageList', additionalProperties: false, examples: [{ address: 'signup-test@mail.example.com', messages: [exampleSummary] }] },

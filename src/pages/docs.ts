@@ -1,12 +1,16 @@
 // GET /api/docs (a page for people, rendered here: no third-party CDN) and /api/docs/openapi.json. Both are
 // made from the method declarations: the parameter table's type, required and rule columns are read from
-// the same schemas the /api pipeline checks requests against, so the page cannot promise other rules.
+// the same schemas the /api pipeline checks requests against, so the page cannot promise other rules. The
+// example requests are made from the parameters' schema examples and the example answers are the `return`
+// schemas' own examples (test/docs.test.ts runs every curl line against a real server and checks every
+// example answer against the document); the webhook events are the schemas of webhooks/event-docs.ts.
 import type { TSchema } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
 import docsTpl from '../../assets/docs.html' with { type: 'text' }
 import { answerCodes, type ApiMethod } from '../http/api'
-import { openApiDocument, type OpenApiOptions } from '../http/openapi'
+import { exampleEvent, openApiDocument, operationId, STATUS_TEXT, type OpenApiOptions, type WebhookEventDoc } from '../http/openapi'
 import type { ApiParam } from '../http/schema'
+import { MAIL_LINK_TTL_MS } from '../mail/service'
 import { escapeHtml, page } from './render'
 
 type Schema = Record<string, any>
@@ -21,6 +25,21 @@ export function breakable(text: string): string {
     .join('<wbr>')
 }
 const code = (v: unknown) => `<code>${breakable(typeof v === 'string' ? v : JSON.stringify(v))}</code>`
+
+/**
+ * The little Markdown the descriptions use (they are Markdown in the OpenAPI document), as HTML: `code`
+ * and **strong**. Escaped first, so nothing in a description can make markup of its own.
+ */
+export function inlineMarkdown(text: string): string {
+  return text
+    .split(/(`[^`]+`)/)
+    .map((part) =>
+      part.length > 2 && part.startsWith('`') && part.endsWith('`')
+        ? code(part.slice(1, -1))
+        : escapeHtml(part).replace(/\*\*([^*]+)\*\*/g, '<strong>$1</strong>'),
+    )
+    .join('')
+}
 
 /** "string", "integer", "string or integer", "array of LinkRecord", "LinkRecord or null". */
 export function typeText(s: Schema): string {
@@ -59,7 +78,7 @@ function paramRow(p: ApiParam): string {
   if (p.caseInsensitive) rules.push('any letter case')
   if (s.default !== undefined) rules.push(`default ${code(s.default)}`)
   if (p.absent?.includes('') && !p.required) rules.push('empty = the default')
-  const text = [s.description ? escapeHtml(String(s.description)) : '', capitalised(rules.join('; '))]
+  const text = [s.description ? inlineMarkdown(String(s.description)) : '', capitalised(rules.join('; '))]
     .filter(Boolean)
     .join('. ')
   // Two columns (the name with its type and whether it is required, then the rule) fit a phone's screen.
@@ -67,43 +86,236 @@ function paramRow(p: ApiParam): string {
   return `<tr><td><code>${escapeHtml(p.name)}</code><br><span class="muted">${kind}</span></td><td>${text}</td></tr>`
 }
 
-/** The fields of the `return` object, one per line. */
-function returnHtml(schema: TSchema | undefined): string {
-  const s = schema as Schema | undefined
-  if (!s?.properties) return ''
+/** The fields of an object schema, one per line. */
+function fieldsHtml(s: Schema): string {
   const required = new Set<string>(s.required ?? [])
   const items = Object.entries(s.properties as Record<string, Schema>).map(([name, f]) => {
     const rules = f.anyOf ? [] : ruleText(f).filter((r) => !r.startsWith('matching'))
     const description = f.description ?? (f.anyOf as Schema[] | undefined)?.find((b) => b.description)?.description
-    const notes = [description ? escapeHtml(String(description)) : '', capitalised(rules.join('; '))].filter(Boolean).join('. ')
+    const notes = [description ? inlineMarkdown(String(description)) : '', capitalised(rules.join('; '))].filter(Boolean).join('. ')
     return `<li><code>${escapeHtml(name)}</code> <span class="muted">${escapeHtml(typeText(f))}${required.has(name) ? '' : ', optional'}</span>${notes ? `: ${notes}` : ''}</li>`
   })
-  return `<p>Answer: <code>return</code> is ${s.title ? `a ${escapeHtml(String(s.title))}` : 'an object'}:</p><ul>${items.join('')}</ul>`
+  return `<ul class="fields">${items.join('')}</ul>`
 }
+
+/** The fields of the `return` object. */
+function returnHtml(schema: TSchema | undefined): string {
+  const s = schema as Schema | undefined
+  if (!s?.properties) return ''
+  return `<p><code>return</code> is ${s.title ? `a ${escapeHtml(String(s.title))}` : 'an object'}:</p>${fieldsHtml(s)}`
+}
+
+/** A block of code or JSON: wrapped rather than scrolled, so that it fits a phone and needs no focus to read. */
+const block = (kind: string, text: string, label: string) =>
+  `<pre class="example ${kind}" aria-label="${escapeHtml(label)}"><code>${escapeHtml(text)}</code></pre>`
+
+const json = (value: unknown) => JSON.stringify(value, null, 2)
+
+/** The value an example shows for a parameter: its schema's first example, else its default or first member. */
+function exampleValue(s: Schema): unknown {
+  const found = s.examples?.[0] ?? s.default ?? s.enum?.[0] ?? (s.anyOf as Schema[] | undefined)?.map(exampleValue).find((v) => v !== undefined)
+  return found
+}
+
+/**
+ * The parameters of a method's example request: the required ones and, for a method where one value of a
+ * parameter makes others required (webhooks.json's action=create needs url), that first value and what it
+ * needs; each at its schema's example.
+ */
+export function exampleParams(m: ApiMethod): [string, string][] {
+  const rule = m.requiredWhen?.[0]
+  const names = new Set([...m.params.filter((p) => p.required).map((p) => p.name), ...(rule ? [rule.param, ...rule.required] : [])])
+  return m.params
+    .filter((p) => names.has(p.name))
+    .map((p) => {
+      const value = rule && p.name === rule.param ? rule.value : exampleValue(p.schema as Schema)
+      if (value === undefined) throw new Error(`${m.path} ${p.name}: its schema has no example for the documents`)
+      return [p.name, String(value)]
+    })
+}
+
+/** A word for the shell, single-quoted: nothing in it is expanded. */
+const shellWord = (s: string) => (/^[A-Za-z0-9_.,:/@%+=-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`)
+
+/**
+ * The example request as a curl command. $LINKBOX (the base URL) and $KEY (an API key) are shell variables
+ * the reader sets once (the page says how), so each command can be pasted as it is.
+ */
+export function curlExample(m: ApiMethod): string {
+  const params = exampleParams(m)
+  const lines = [`curl -s${m.verb === 'GET' && params.length ? ' -G' : ''} "$LINKBOX${m.path}"`]
+  if (m.key === 'required') lines.push('-H "X-Api-Key: $KEY"')
+  for (const [name, value] of params) lines.push(`--data-urlencode ${shellWord(`${name}=${value}`)}`)
+  if (m.verb === 'POST' && params.length === 0) lines.push("-d ''")
+  return lines.join(' \\\n  ')
+}
+
+/** The example answer: the envelope around the `return` schema's first example. */
+export function exampleAnswer(m: ApiMethod): unknown {
+  const example = (m.returns as { examples?: unknown[] } | undefined)?.examples?.[0]
+  return { status: 'success', return: example ?? {} }
+}
+
+function errorsHtml(m: ApiMethod): string {
+  const rows = Object.entries(answerCodes(m)).map(
+    ([status, codes]) =>
+      `<tr><td>${status}</td><td>${codes.map(code).join(', ')}</td><td>${escapeHtml(STATUS_TEXT[Number(status)] ?? 'Error')}</td></tr>`,
+  )
+  return `<table class="errors"><thead><tr><th scope="col">HTTP</th><th scope="col">code</th><th scope="col">When</th></tr></thead><tbody>${rows.join('')}</tbody></table>`
+}
+
+/** The anchor of a method: its path's last part ("getLink.json"), what people search the page for. */
+export const methodAnchor = (m: ApiMethod) => `${operationId(m)}.json`
+export const eventAnchor = (e: WebhookEventDoc) => `event-${e.type}`
+const groupAnchor = (tag: string) => `group-${tag}`
+
+const GROUPS: Record<string, string> = { links: 'Links and statistics', qr: 'QR codes', media: 'Media download', mail: 'Temporary e-mail', webhooks: 'Webhooks' }
+const groupTitle = (tag: string) => GROUPS[tag] ?? capitalised(tag)
 
 function methodHtml(m: ApiMethod): string {
+  const id = methodAnchor(m)
   const rows = m.params.map(paramRow).join('')
   const table = rows
-    ? `<table class="params"><thead><tr><th>Parameter</th><th>Rule</th></tr></thead><tbody>${rows}</tbody></table>`
+    ? `<table class="params"><thead><tr><th scope="col">Parameter</th><th scope="col">Rule</th></tr></thead><tbody>${rows}</tbody></table>`
     : '<p class="muted">No parameters.</p>'
   const key = m.key === 'required' ? 'key required' : 'key optional'
-  const errors = Object.entries(answerCodes(m))
-    .map(([status, codes]) => `${status} ${codes.map(code).join(', ')}`)
-    .join('; ')
   const other = m.otherContent ? `<p>${escapeHtml(m.otherContent.description)}: ${m.otherContent.types.map(code).join(' or ')}.</p>` : ''
-  return `<section class="method"><h2><span class="verb">${m.verb}</span> <code>${escapeHtml(m.path)}</code></h2>
-<p>${escapeHtml(m.summary)} <span class="muted">(${key}${m.scope ? `, scope <code>${m.scope}</code>` : ''}${m.marketplace ? ', marketplace route' : ''})</span></p>
-${m.description ? `<p>${escapeHtml(m.description)}</p>` : ''}${table}${returnHtml(m.returns)}${other}<p class="muted">Errors: ${errors}.</p></section>`
+  const limited = answerCodes(m)[503] ? '; <code>Retry-After</code> with a 429 or a 503' : '; <code>Retry-After</code> with a 429'
+  return `<section class="method" id="${escapeHtml(id)}" aria-labelledby="${escapeHtml(id)}-h">
+<h3 id="${escapeHtml(id)}-h"><span class="verb">${m.verb}</span> <code>${escapeHtml(m.path)}</code></h3>
+<p>${inlineMarkdown(m.summary)} <span class="muted">(${key}${m.scope ? `, scope <code>${m.scope}</code>` : ''}${m.marketplace ? ', marketplace route' : ''})</span></p>
+${m.description ? `<p>${inlineMarkdown(m.description)}</p>` : ''}<h4>Parameters</h4>${table}
+<h4>Example</h4>${block('curl', curlExample(m), `Example request of ${m.path}`)}
+<h4>Answer</h4>${block('answer', json(exampleAnswer(m)), `Example answer of ${m.path}`)}${returnHtml(m.returns)}${other}
+<h4>Errors</h4>${errorsHtml(m)}
+<p class="muted headers">Headers: <code>RateLimit-Limit</code>, <code>RateLimit-Remaining</code>, <code>RateLimit-Reset</code> on every answer while a limit applies${limited} (see <a href="#rate-limits">Rate limits</a>).</p></section>`
 }
 
-export function createDocsRoutes(deps: { methods: ApiMethod[] } & OpenApiOptions) {
+function eventHtml(e: WebhookEventDoc): string {
+  const id = eventAnchor(e)
+  const data = e.data as Schema
+  return `<section class="event" id="${escapeHtml(id)}" aria-labelledby="${escapeHtml(id)}-h">
+<h3 id="${escapeHtml(id)}-h"><code>${escapeHtml(e.type)}</code> <span class="muted">${escapeHtml(e.summary)}</span></h3>
+<p>${inlineMarkdown(e.description)}</p>
+<p><code>data</code> is ${data.title ? `a ${escapeHtml(String(data.title))}` : 'an object'}:</p>${fieldsHtml(data)}
+${block('event-body', json(exampleEvent(e)), `Example body of ${e.type}`)}</section>`
+}
+
+/** The table of contents: the overview sections, each group of methods, the webhook events. */
+function tocHtml(groups: [string, ApiMethod[]][], events: WebhookEventDoc[]): string {
+  const link = (href: string, html: string) => `<a href="#${escapeHtml(href)}">${html}</a>`
+  const methods = groups.map(
+    ([tag, list]) =>
+      `<li>${link(groupAnchor(tag), escapeHtml(groupTitle(tag)))}<ul>${list.map((m) => `<li>${link(methodAnchor(m), `<code>${escapeHtml(m.path.replace(/^\/api\//, ''))}</code>`)}</li>`).join('')}</ul></li>`,
+  )
+  const eventItems = events.map((e) => `<li>${link(eventAnchor(e), `<code>${escapeHtml(e.type)}</code>`)}</li>`).join('')
+  return `<ol class="toc-list">
+<li>${link('start', 'Getting started')}</li>
+<li>${link('answers', 'Answers and errors')}</li>
+<li>${link('rate-limits', 'Rate limits')}</li>
+<li>${link('signed-links', 'Signed links')}</li>
+${methods.join('\n')}
+<li>${link('webhook-events', 'Webhook events')}<ul>${eventItems}<li>${link('verify-signatures', 'Verifying a signature')}</li></ul></li>
+</ol>`
+}
+
+/** Methods by their tag, in the order the tags first appear. */
+function grouped(methods: ApiMethod[]): [string, ApiMethod[]][] {
+  const out = new Map<string, ApiMethod[]>()
+  for (const m of methods) out.set(m.tag ?? 'other', [...(out.get(m.tag ?? 'other') ?? []), m])
+  return [...out]
+}
+
+function statusRows(): string {
+  return Object.entries(STATUS_TEXT)
+    .map(([status, text]) => `<tr><td>${status}</td><td>${escapeHtml(text)}</td></tr>`)
+    .join('')
+}
+
+/** Verifying a webhook by hand (Node.js, no package); test/docs-webhooks.test.ts runs this very text. */
+export const VERIFY_BY_HAND = `import { createHmac, timingSafeEqual } from 'node:crypto'
+
+// secret: the whsec_… value that create showed once.
+// headers: the request's headers (lower-case names); body: the body exactly as received, as text.
+function verifyWebhook(secret, headers, body) {
+  const id = headers['webhook-id']
+  const timestamp = headers['webhook-timestamp']
+  if (!id || !timestamp) return false
+  // Refuse old and future messages: a replayed request carries an old timestamp.
+  if (Math.abs(Date.now() / 1000 - Number(timestamp)) > 5 * 60) return false
+  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64')
+  const mac = createHmac('sha256', key).update(id + '.' + timestamp + '.' + body).digest('base64')
+  const expected = Buffer.from('v1,' + mac)
+  return (headers['webhook-signature'] ?? '').split(' ').some((given) => {
+    const g = Buffer.from(given)
+    return g.length === expected.length && timingSafeEqual(g, expected)
+  })
+}`
+
+const VERIFY_WITH_PACKAGE = `import { Webhook } from 'standardwebhooks'
+
+// Throws when the signature does not match or the timestamp is more than 5 minutes off.
+const event = new Webhook(secret).verify(body, headers)`
+
+export interface DocsDeps extends OpenApiOptions {
+  methods: ApiMethod[]
+  /** The configured limits (read on every request: SIGHUP changes them in place). */
+  rate: { key_per_minute: number; anon_per_minute: number }
+  /** media.link_ttl, in seconds. */
+  mediaLinkTtl: number
+  /** Who is signed in to the dashboard, for the header (as on the home page). */
+  session?: (request: Request) => { accountName: string; csrf: string } | null
+}
+
+const perMinute = (n: number, who: string) => (n === 0 ? `no limit ${who}` : `${n} requests a minute ${who}`)
+
+/** "1 hour", "90 minutes", "45 seconds". */
+function duration(seconds: number): string {
+  if (seconds % 3600 === 0) return seconds === 3600 ? '1 hour' : `${seconds / 3600} hours`
+  if (seconds % 60 === 0) return `${seconds / 60} minutes`
+  return `${seconds} seconds`
+}
+
+export function createDocsRoutes(deps: DocsDeps) {
   // Made with the first request for them, not at start-up (tens of ms before `serve` could answer).
-  let json: string | undefined
-  let methods: string | undefined
+  let openapi: string | undefined
+  let body: Record<string, string> | undefined
+  const events = deps.webhooks ?? []
+  const render = () => {
+    const groups = grouped(deps.methods)
+    return {
+      base_url: deps.baseUrl,
+      toc: tocHtml(groups, events),
+      statuses: statusRows(),
+      media_ttl: duration(deps.mediaLinkTtl),
+      mail_ttl: duration(MAIL_LINK_TTL_MS / 1000),
+      methods: groups
+        .map(([tag, list]) => `<section class="group" id="${groupAnchor(tag)}" aria-labelledby="${groupAnchor(tag)}-h"><h2 id="${groupAnchor(tag)}-h">${escapeHtml(groupTitle(tag))}</h2>\n${list.map(methodHtml).join('\n')}</section>`)
+        .join('\n'),
+      events: events.map(eventHtml).join('\n'),
+      event_types: events.map((e) => code(e.type)).join(', '),
+      verify_by_hand: block('verify', VERIFY_BY_HAND, 'Verifying a webhook by hand, in Node.js'),
+      verify_with_package: block('verify-package', VERIFY_WITH_PACKAGE, 'Verifying a webhook with the standardwebhooks package'),
+    }
+  }
   return new Elysia({ name: 'docs' })
-    .get('/api/docs', () => page(docsTpl as unknown as string, { methods: (methods ??= deps.methods.map(methodHtml).join('\n')) }, { title: 'API' }))
+    .get('/api/docs', ({ request }) => {
+      const s = deps.session?.(request) ?? null
+      const vars = {
+        ...(body ??= render()),
+        limits: `${perMinute(deps.rate.key_per_minute, 'per key')} and ${perMinute(deps.rate.anon_per_minute, 'per address without a key')}`,
+      }
+      return page(docsTpl as unknown as string, vars, {
+        title: 'API',
+        brand: 'wide',
+        nav: [['/api/docs', 'API'], ['/dashboard', s ? 'Dashboard' : 'Sign in']],
+        user: s ? { name: s.accountName, csrf: s.csrf } : undefined,
+        // The sign-out button posts to this origin: under no-referrer a browser would send "Origin: null".
+        ...(s ? { referrer: 'same-origin' as const } : {}),
+      })
+    })
     .get('/api/docs/openapi.json', () =>
-      new Response((json ??= JSON.stringify(openApiDocument(deps.methods, deps), null, 2)), {
+      new Response((openapi ??= JSON.stringify(openApiDocument(deps.methods, deps), null, 2)), {
         headers: { 'content-type': 'application/json; charset=utf-8', 'access-control-allow-origin': '*' },
       }),
     )

@@ -9,6 +9,7 @@ import type { AnonymousCreations } from '../links/anonymous'
 import type { LinkService } from '../links/service'
 import { VERSION } from '../version'
 import { Elysia } from 'elysia'
+import { WEBHOOK_EVENT_DOCS } from '../webhooks/event-docs'
 import { createDocsRoutes } from './docs'
 import { createHomeRoutes } from './home'
 import { APP_JS, FAVICON_SVG, STYLE_CSS } from './render'
@@ -47,6 +48,10 @@ export function createPagesFeature(
       marketplace: config.marketplace.proxy_secret
         ? { secretHeader: config.marketplace.secret_header, userHeader: config.marketplace.user_header }
         : null,
+      webhooks: WEBHOOK_EVENT_DOCS,
+      rate: config.rate,
+      mediaLinkTtl: config.media.link_ttl,
+      session: (request) => deps.shell.session(request),
     }))
   const feature: Feature = { routes }
   return { feature }
