@@ -173,7 +173,7 @@ describe('the page', () => {
       for (const h of ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After']) expect(part, m.path).toContain(`<code>${h}</code>`)
       expect(part).toContain('<a href="#rate-limits">')
     }
-    expect(html).toContain('This box allows 100000 requests a minute per key and 100000 requests a minute per address without a key.')
+    expect(html).toContain('This box allows 100000 requests a minute per key and 100000 a minute per address without a key.')
   })
 
   test('the signed /dl, /mail/raw and /mail/attachment links: what signs them and how long they last', async () => {

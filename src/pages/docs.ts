@@ -159,7 +159,7 @@ export function exampleAnswer(m: ApiMethod): unknown {
 function errorsHtml(m: ApiMethod): string {
   const rows = Object.entries(answerCodes(m)).map(
     ([status, codes]) =>
-      `<tr><td>${status}</td><td>${codes.map(code).join(', ')}</td><td>${escapeHtml(STATUS_TEXT[Number(status)] ?? 'Error')}</td></tr>`,
+      `<tr><td>${status}</td><td>${codes.map((c) => `<code>${escapeHtml(c)}</code>`).join(', ')}</td><td>${escapeHtml(STATUS_TEXT[Number(status)] ?? 'Error')}</td></tr>`,
   )
   return `<table class="errors"><thead><tr><th scope="col">HTTP</th><th scope="col">code</th><th scope="col">When</th></tr></thead><tbody>${rows.join('')}</tbody></table>`
 }
@@ -267,7 +267,12 @@ export interface DocsDeps extends OpenApiOptions {
   session?: (request: Request) => { accountName: string; csrf: string } | null
 }
 
-const perMinute = (n: number, who: string) => (n === 0 ? `no limit ${who}` : `${n} requests a minute ${who}`)
+/** "600 requests a minute per key and 60 a minute per address without a key" (0: no limit). */
+function limitsText(rate: DocsDeps['rate']): string {
+  const key = rate.key_per_minute === 0 ? 'any number of requests per key' : `${rate.key_per_minute} requests a minute per key`
+  const anon = rate.anon_per_minute === 0 ? 'any number' : `${rate.anon_per_minute} a minute`
+  return `${key} and ${anon} per address without a key`
+}
 
 /** "1 hour", "90 minutes", "45 seconds". */
 function duration(seconds: number): string {
@@ -303,7 +308,7 @@ export function createDocsRoutes(deps: DocsDeps) {
       const s = deps.session?.(request) ?? null
       const vars = {
         ...(body ??= render()),
-        limits: `${perMinute(deps.rate.key_per_minute, 'per key')} and ${perMinute(deps.rate.anon_per_minute, 'per address without a key')}`,
+        limits: limitsText(deps.rate),
       }
       return page(docsTpl as unknown as string, vars, {
         title: 'API',

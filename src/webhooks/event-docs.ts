@@ -68,24 +68,24 @@ const WebhookTestSchema = Type.Object(
 const EVENTS: Record<EventType, Omit<WebhookEventDoc, 'type'>> = {
   'link.created': {
     summary: 'A link was made',
-    description: 'A link of your account was made (through the API, the dashboard or the home page while signed in); data is its record, as links.json lists it.',
+    description: 'A link of your account was made (through the API, the dashboard or the home page while signed in); `data` is its record, as links.json lists it.',
     data: LinkRecordSchema,
   },
   'link.updated': {
     summary: 'A link was changed',
-    description: 'A link of your account was changed (update.json or the dashboard); data is its record after the change.',
+    description: 'A link of your account was changed (update.json or the dashboard); `data` is its record after the change.',
     data: LinkRecordSchema,
   },
   'link.deleted': {
     summary: 'A link was deleted',
-    description: 'A link of your account was deleted; data is its record as it was just before.',
+    description: 'A link of your account was deleted; `data` is its record as it was just before.',
     data: LinkRecordSchema,
   },
   'link.clicked': {
     summary: 'Links were visited',
     description:
       'Visits to your links, counted together: one event per account each time the counts are written (about once a second ' +
-      'while visits come), never one per click. Only for webhooks that ask for it (events=link.clicked).',
+      'while visits come), never one per click. Only for webhooks that ask for it (`events=link.clicked`).',
     data: LinkClicksSchema,
   },
   'link.reported': {
@@ -95,12 +95,12 @@ const EVENTS: Record<EventType, Omit<WebhookEventDoc, 'type'>> = {
   },
   'mail.received': {
     summary: 'A mailbox received a message',
-    description: 'A message arrived in one of your mailboxes and was stored; data is its messages.json entry and the address. Read it whole with message.json.',
+    description: 'A message arrived in one of your mailboxes and was stored; `data` is its messages.json entry and the address. Read it whole with message.json.',
     data: MailReceivedSchema,
   },
   'webhook.test': {
     summary: 'A test event',
-    description: 'Sent to one webhook when you ask for it (the dashboard\'s "Send a test event", or linkbox webhook test ID), whatever events it takes.',
+    description: 'Sent to one webhook when you ask for it (the dashboard\'s "Send a test event", or `linkbox webhook test ID`), whatever events it takes.',
     data: WebhookTestSchema,
   },
 }
