@@ -217,6 +217,15 @@ describe('the curl examples', () => {
     }
   })
 
+  test('a value is one shell word that the shell leaves as it is, whatever it holds', async () => {
+    for (const value of ["it's", '$(echo injected) `echo too` $HOME', 'a b\tc', '"q" \\ !x', 'plain-value_1.2']) {
+      const fake = { verb: 'POST', path: '/api/x.json', key: 'optional', summary: '', params: [{ name: 'q', required: true, schema: { type: 'string', examples: [value] } }] }
+      const word = curlExample(fake as unknown as ApiMethod).split(' \\\n  ')[1]!.replace(/^--data-urlencode /, '')
+      const proc = Bun.spawn(['bash', '-c', `printf %s ${word}`], { stdout: 'pipe', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } })
+      expect(await new Response(proc.stdout).text()).toBe(`q=${value}`)
+    }
+  })
+
   test('each, run with the real curl against this server, succeeds with an answer the document accepts', async () => {
     expect(Bun.which('curl')).not.toBeNull()
     for (const m of box.methods) {
