@@ -214,7 +214,15 @@ describe('the curl examples', () => {
       expect(cmd).toContain(`"$LINKBOX${m.path}"`)
       expect(cmd.includes('-H "X-Api-Key: $KEY"'), m.path).toBe(m.key === 'required')
       expect(cmd).not.toContain('127.0.0.1')
+      // Every parameter a method names for its example is one of its own, and sent.
+      for (const name of m.exampleWith ?? []) {
+        expect(m.params.map((p) => p.name), m.path).toContain(name)
+        expect(cmd, m.path).toMatch(new RegExp(`--data-urlencode '?${name}=`))
+      }
     }
+    // An update that changes something; a webhook made, as the example answer shows.
+    expect(block(section('update.json'), 'curl')).toContain("--data-urlencode 'url=https://example.com/a/long/path?with=query'")
+    expect(block(section('webhooks.json'), 'curl')).toContain('--data-urlencode action=create')
   })
 
   test('a value is one shell word that the shell leaves as it is, whatever it holds', async () => {

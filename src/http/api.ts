@@ -51,6 +51,8 @@ export interface ApiMethod {
   returns?: TSchema
   /** Other 200 answers (raw=1 images): when they are given, and their content types. */
   otherContent?: { description: string; types: string[] }
+  /** Optional parameters the documents' example request sends too (at their schemas' examples). */
+  exampleWith?: string[]
   /** The errors the handler itself can give beyond the parameters' own, by HTTP status: machine codes. */
   errors?: Partial<Record<number, string[]>>
   /** Returns the envelope's `return`, or a Response (for raw images) that is sent as is. */

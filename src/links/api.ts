@@ -346,6 +346,7 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations): Api
       summary: 'Change a link: only the fields sent are changed',
       description: "Only the owning account's keys (or an admin's) may change a link; anonymous links cannot be changed.",
       params: [codeParam, urlParam(false), modeParam(false), expireParam(false), passwordParam(false)],
+      exampleWith: ['url'],
       returns: LinkRecordSchema,
       errors: { 403: ['not_owner'], 404: ['not_found'], 503: [STORAGE] },
       handler: ({ params, caller }): Promise<Static<typeof LinkRecordSchema>> =>

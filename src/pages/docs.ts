@@ -118,13 +118,18 @@ function exampleValue(s: Schema): unknown {
 }
 
 /**
- * The parameters of a method's example request: the required ones and, for a method where one value of a
- * parameter makes others required (webhooks.json's action=create needs url), that first value and what it
- * needs; each at its schema's example.
+ * The parameters of a method's example request: the required ones, those the method names for its example
+ * (update.json's url: an update that changes something), and, for a method where one value of a parameter
+ * makes others required (webhooks.json's action=create needs url), that first value and what it needs;
+ * each at its schema's example.
  */
 export function exampleParams(m: ApiMethod): [string, string][] {
   const rule = m.requiredWhen?.[0]
-  const names = new Set([...m.params.filter((p) => p.required).map((p) => p.name), ...(rule ? [rule.param, ...rule.required] : [])])
+  const names = new Set([
+    ...m.params.filter((p) => p.required).map((p) => p.name),
+    ...(m.exampleWith ?? []),
+    ...(rule ? [rule.param, ...rule.required] : []),
+  ])
   return m.params
     .filter((p) => names.has(p.name))
     .map((p) => {
