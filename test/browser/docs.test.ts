@@ -81,8 +81,8 @@ test('the brand leads home, and back returns to the docs', async () => {
 test('axe in both themes and at 390 px; no sideways scrolling on a phone; screenshots', async () => {
   await page.goto(`${app.url}/api/docs`)
   expect(await checkPage(page, 'api-docs')).toBeLessThanOrEqual(390)
-  await page.goto(`${app.url}/api/docs#webhooks.json`)
   await page.setViewportSize({ width: 390, height: 844 })
+  await page.goto(`${app.url}/api/docs#webhooks.json`)
   await page.screenshot({ path: join(SCREENSHOTS, 'api-docs-webhooks-390.png') })
   await page.goto(`${app.url}/api/docs#verify-signatures`)
   await page.screenshot({ path: join(SCREENSHOTS, 'api-docs-verify-390.png') })
