@@ -170,7 +170,7 @@ function errorsHtml(m: ApiMethod): string {
 }
 
 /** The anchor of a method: its path's last part ("getLink.json"), what people search the page for. */
-export const methodAnchor = (m: ApiMethod) => `${operationId(m)}.json`
+export const methodAnchor = (m: ApiMethod) => m.operationId ?? `${operationId(m)}.json`
 export const eventAnchor = (e: WebhookEventDoc) => `event-${e.type}`
 const groupAnchor = (tag: string) => `group-${tag}`
 
