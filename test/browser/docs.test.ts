@@ -89,4 +89,4 @@ test('axe in both themes and at 390 px; no sideways scrolling on a phone; screen
   await page.setViewportSize({ width: 1280, height: 800 })
   const away = requests.filter((u) => !u.startsWith(`${app.url}/`) && !u.startsWith('data:') && !u.startsWith('about:'))
   expect(away).toEqual([])
-})
+}, 120_000) // a long page: full-page screenshots at two widths and two themes

@@ -101,7 +101,7 @@ export async function screenshots(page: Page, name: string): Promise<Record<numb
     widths[width] = await page.evaluate(() => document.documentElement.scrollWidth)
     for (const scheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme: scheme })
-      await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}-${scheme}.png`), fullPage: true })
+      await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}-${scheme}.png`), fullPage: true, timeout: 30_000 })
     }
   }
   await page.emulateMedia({ colorScheme: 'light' })
