@@ -463,9 +463,9 @@ describe('every operation answers as documented', () => {
   test('another verb → 405 with Allow; (POST) a body over the limit → 413; unknown codes → 404; a taken alias → 409', async () => {
     for (const o of ops) {
       const auth: Auth = keyOptional(o) ? 'none' : 'key'
-      // A verb the path does not take (mailbox.json and message.json take both GET and POST).
+      // A verb the path does not answer: the other of GET and POST, or PUT where it answers both (qr.json).
       const verbs = ops.filter((x) => x.path === o.path).map((x) => x.verb)
-      const other = ['GET', 'POST', 'PUT'].find((v) => !verbs.includes(v as Op['verb']))!
+      const other = (['GET', 'POST', 'PUT'] as const).find((v) => !verbs.includes(v as Op['verb']))!
       const res = await send(o, requiredBase(o), { auth, verb: other })
       await check(o, res, 'other verb')
       expect(res.status).toBe(405)

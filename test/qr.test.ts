@@ -289,9 +289,12 @@ describe('qr.json refuses', () => {
     expect(r.body.message).toContain('"qr"')
   })
 
-  test('POST is not the method: 405', async () => {
-    const r = await box.post('/api/qr.json', { data: 'x' }, { 'x-api-key': key })
-    expect([r.status, r.body.code]).toEqual([405, 'method_not_allowed'])
+  // POST takes the same fields (and a logo: qr-logo.test.ts); other verbs are still refused.
+  test('a verb other than GET or POST: 405 naming both', async () => {
+    const r = await box.request('/api/qr.json?data=x', { method: 'PUT', headers: { 'x-api-key': key } })
+    expect(r.status).toBe(405)
+    expect(r.headers.get('allow')).toBe('GET, POST')
+    expect((await r.json()).code).toBe('method_not_allowed')
   })
 })
 

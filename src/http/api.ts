@@ -9,7 +9,7 @@ import type { TSchema } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
 import type { AccountService, Caller, Scope } from '../accounts/service'
 import type { Config } from '../config'
-import { AppError, internalError, invalidKey, missingKey, missingParameter, notFound, rateLimited, scopeDenied } from '../errors'
+import { AppError, internalError, invalidKey, invalidParameter, missingKey, missingParameter, notFound, rateLimited, scopeDenied } from '../errors'
 import type { FaultLog } from './fault-log'
 import { bodyParams, queryParams, type Params } from './params'
 import { pathOf } from './path'
@@ -24,6 +24,16 @@ export interface ApiContext {
   caller: Caller | null
   request: Request
   clientIp: string
+}
+
+/** A file a POST method takes in a multipart/form-data body (qr.json's logo). */
+export interface ApiFile {
+  name: string
+  /** The most bytes it may have: more is 413 too_large naming it. A multipart body may be this much over API_BODY_LIMIT. */
+  maxBytes: number
+  /** The media types it may be, for the documents (the handler sniffs the bytes, never trusts the part's type). */
+  types: string[]
+  description: string
 }
 
 export interface ApiMethod {
@@ -47,6 +57,8 @@ export interface ApiMethod {
    * after `params`, a missing one is 400 missing_parameter; documented as if/then in the request schema.
    */
   requiredWhen?: { param: string; value: string; required: string[] }[]
+  /** Files it takes besides `params` (POST, multipart bodies only); a text value in their place is 400. */
+  files?: ApiFile[]
   /** The schema of the envelope's `return` on success, with `examples`. */
   returns?: TSchema
   /** Other 200 answers (raw=1 images): when they are given, and their content types. */
@@ -82,6 +94,37 @@ export function answerCodes(m: ApiMethod): Record<number, string[]> {
   add(500, 'internal')
   for (const [status, codes] of Object.entries(m.errors ?? {})) add(Number(status), ...codes!)
   return Object.fromEntries(Object.entries(out).sort(([a], [b]) => Number(a) - Number(b)))
+}
+
+const kib = (bytes: number) => `${bytes} bytes (${Math.round(bytes / 1024)} KiB)`
+
+/** A POST body: at most API_BODY_LIMIT bytes, and as much more as its files may be when it is multipart. */
+async function readBody(method: ApiMethod, request: Request): Promise<Params> {
+  const files = method.files ?? []
+  const multipart = /^\s*multipart\/form-data\s*(;|$)/i.test(request.headers.get('content-type') ?? '')
+  if (files.length === 0 || !multipart) return bodyParams(request, API_BODY_LIMIT)
+  const limit = API_BODY_LIMIT + files.reduce((sum, f) => sum + f.maxBytes, 0)
+  try {
+    return await bodyParams(request, limit)
+  } catch (err) {
+    if (!(err instanceof AppError) || err.code !== 'too_large') throw err
+    const each = files.map((f) => `"${f.name}" at most ${kib(f.maxBytes)}`).join(', ')
+    throw new AppError(413, 'too_large', `The request body is larger than the limit of ${limit} bytes: the file parameter ${each}.`)
+  }
+}
+
+/** Each declared file is absent, or a file within its limit; a blank text value counts as absent. */
+function checkFiles(method: ApiMethod, params: Params) {
+  for (const f of method.files ?? []) {
+    const v = params[f.name]
+    if (v === undefined || v === null || v === '') {
+      delete params[f.name]
+      continue
+    }
+    if (!(v instanceof Blob)) throw invalidParameter(f.name, `it must be a file (${f.types.join(' or ')}) sent in a multipart/form-data body`)
+    if (v.size > f.maxBytes)
+      throw new AppError(413, 'too_large', `The parameter "${f.name}" is larger than the limit of ${kib(f.maxBytes)}: it has ${v.size} bytes.`)
+  }
 }
 
 export interface ApiDeps {
@@ -197,7 +240,8 @@ export function createApi(methods: ApiMethod[], deps: ApiDeps) {
       if (!decision.allowed) throw rateLimited(decision.reset)
       if (method.key === 'required' && !caller) throw missingKey()
       if (caller && method.scope && !caller.scopes.has(method.scope)) throw scopeDenied(method.scope)
-      const params = method.verb === 'GET' ? queryParams(request.url) : await bodyParams(request, API_BODY_LIMIT)
+      const params = method.verb === 'GET' ? queryParams(request.url) : await readBody(method, request)
+      checkFiles(method, params)
       checkParams(method.params, params)
       for (const rule of method.requiredWhen ?? []) {
         if (params[rule.param] !== rule.value) continue

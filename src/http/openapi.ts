@@ -130,6 +130,15 @@ function hoist(schema: TSchema, components: Record<string, unknown>): unknown {
   return walk(schema)
 }
 
+/** 413 for a method that takes files: the body's limit grows by theirs, and each has its own. */
+function fileLimitText(m: ApiMethod): string {
+  const files = m.files!
+  const each = files.map((f) => `${f.name} over ${f.maxBytes / 1024} KiB`).join(', ')
+  const extra = files.reduce((sum, f) => sum + f.maxBytes, 0) / 1024
+  return `The request body is over 64 KiB (a multipart one over ${64 + extra} KiB), or a file is over its limit (${each})`
+}
+
+/** The path's name (qr, getLink); a path's second verb adds its own (qrPost), so that ids stay unique. */
 const plain = (s: TSchema) => JSON.parse(JSON.stringify(s)) as Record<string, unknown>
 
 function paramDescription(p: ApiParam): string {
@@ -252,8 +261,9 @@ export function openApiDocument(methods: ApiMethod[], opts: OpenApiOptions) {
     }
     const responses: Record<string, unknown> = { '200': ok }
     for (const [status, codes] of Object.entries(answerCodes(m))) {
+      const text = status === '413' && m.files?.length ? fileLimitText(m) : STATUS_TEXT[Number(status)] ?? 'Error'
       responses[status] = {
-        description: `${STATUS_TEXT[Number(status)] ?? 'Error'}: ${codes.join(', ')}`,
+        description: `${text}: ${codes.join(', ')}`,
         headers: headersFor(Number(status)),
         content: {
           'application/json': {
@@ -306,12 +316,28 @@ export function openApiDocument(methods: ApiMethod[], opts: OpenApiOptions) {
           return ex === undefined ? [] : [[p.name, ex]]
         }),
       )
+      // Files come only in a multipart body: the other encodings cannot carry them.
+      const files = m.files ?? []
+      const multipart = files.length
+        ? {
+            schema: {
+              ...schema,
+              properties: {
+                ...properties,
+                ...Object.fromEntries(files.map((f) => [f.name, { type: 'string', format: 'binary', description: f.description }])),
+              },
+            },
+            encoding: Object.fromEntries(files.map((f) => [f.name, { contentType: f.types.join(', ') }])),
+          }
+        : { schema }
       op.requestBody = {
         required: required.length > 0,
-        description: 'Form fields (multipart and JSON bodies work too); unknown fields are ignored, and of a field given twice the last one counts.',
+        description:
+          'Form fields (multipart and JSON bodies work too); unknown fields are ignored, and of a field given twice the last one counts.' +
+          (files.length ? ` Files (${files.map((f) => f.name).join(', ')}) only in a multipart/form-data body.` : ''),
         content: {
           'application/x-www-form-urlencoded': { schema, example },
-          'multipart/form-data': { schema },
+          'multipart/form-data': multipart,
           'application/json': { schema, example },
         },
       }

@@ -116,12 +116,16 @@ export async function bodyParams(request: Request, limit: number): Promise<Param
   const out: Params = Object.create(null)
   if (bytes.byteLength === 0) return out
   const type = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase()
-  let text: string
+  let text: string | null
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(bytes)
   } catch {
-    throw malformed('UTF-8')
+    text = null
   }
+  // A multipart body may carry a file (qr.json's logo), whose bytes are anything: only its text fields
+  // must be UTF-8, which a body without files shows by being UTF-8 as a whole.
+  if (type === 'multipart/form-data') return multipartParams(request, bytes, text !== null)
+  if (text === null) throw malformed('UTF-8')
   if (type === 'application/json' || type.endsWith('+json')) {
     let doc: unknown
     try {
@@ -134,19 +138,28 @@ export async function bodyParams(request: Request, limit: number): Promise<Param
     for (const [k, v] of Object.entries(doc)) out[k] = v
     return out
   }
-  if (type === 'multipart/form-data') {
-    let form: FormData
-    try {
-      form = await new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { 'content-type': request.headers.get('content-type')! } }).formData()
-    } catch {
-      throw malformed('multipart/form-data')
-    }
-    form.forEach((v, k) => {
-      out[k] = v
-    })
-    return out
-  }
   // Form encoding is the documented default; a body without a content type is read as such too.
   for (const [k, v] of formPairs(text, 'request body')) out[k] = v
+  return out
+}
+
+/** Text fields as strings, files as File objects (an empty file with no name — a form's file input left blank — is absent). */
+async function multipartParams(request: Request, bytes: Uint8Array, utf8: boolean): Promise<Params> {
+  let form: FormData
+  try {
+    form = await new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { 'content-type': request.headers.get('content-type')! } }).formData()
+  } catch {
+    throw malformed('multipart/form-data')
+  }
+  const out: Params = Object.create(null)
+  let files = false
+  form.forEach((v, k) => {
+    if (typeof v === 'string') out[k] = v
+    else if (v.size > 0 || v.name !== '') {
+      out[k] = v
+      files = true
+    }
+  })
+  if (!utf8 && !files) throw malformed('UTF-8')
   return out
 }

@@ -7,7 +7,7 @@
 import type { TSchema } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
 import docsTpl from '../../assets/docs.html' with { type: 'text' }
-import { answerCodes, type ApiMethod } from '../http/api'
+import { answerCodes, type ApiFile, type ApiMethod } from '../http/api'
 import { exampleEvent, openApiDocument, operationId, STATUS_TEXT, type OpenApiOptions, type WebhookEventDoc } from '../http/openapi'
 import type { ApiParam } from '../http/schema'
 import { MAIL_LINK_TTL_MS } from '../mail/service'
@@ -84,6 +84,11 @@ function paramRow(p: ApiParam): string {
   // Two columns (the name with its type and whether it is required, then the rule) fit a phone's screen.
   const kind = `${escapeHtml(typeText(s))}${p.required ? ', <strong>required</strong>' : ', optional'}`
   return `<tr><td><code>${escapeHtml(p.name)}</code><br><span class="muted">${kind}</span></td><td>${text}</td></tr>`
+}
+
+function fileRow(f: ApiFile): string {
+  const rule = `${escapeHtml(f.description)}. ${f.types.map(code).join(' or ')}, at most ${f.maxBytes / 1024} KiB; only in a multipart/form-data body`
+  return `<tr><td><code>${escapeHtml(f.name)}</code><br><span class="muted">file, optional</span></td><td>${rule}</td></tr>`
 }
 
 /** The fields of an object schema, one per line. */
@@ -179,7 +184,7 @@ const groupTitle = (tag: string) => GROUPS[tag] ?? capitalised(tag)
 
 function methodHtml(m: ApiMethod): string {
   const id = methodAnchor(m)
-  const rows = m.params.map(paramRow).join('')
+  const rows = m.params.map(paramRow).join('') + (m.files ?? []).map(fileRow).join('')
   const table = rows
     ? `<table class="params"><thead><tr><th scope="col">Parameter</th><th scope="col">Rule</th></tr></thead><tbody>${rows}</tbody></table>`
     : '<p class="muted">No parameters.</p>'

@@ -1,12 +1,14 @@
 // GET /api/qr.json: query parameters in, QR image out — described in the envelope by default, or the
-// image itself with raw=1 (for <img src> and scripts that want the bytes). The parameters and the answer
+// image itself with raw=1 (for <img src> and scripts that want the bytes). POST takes the same fields in a
+// body, and (multipart only) a `logo` file drawn in the middle at ecc H (see logo.ts). The parameters and the answer
 // are declared here once, as schemas that both check requests and make the API documents; the service
 // keeps what a schema cannot state (the capacity of a symbol, at least one pixel per module).
 import { Type } from '@sinclair/typebox'
 import { invalidParameter } from '../errors'
-import type { ApiMethod } from '../http/api'
+import type { ApiFile, ApiMethod } from '../http/api'
 import type { Params } from '../http/params'
 import type { ApiParam } from '../http/schema'
+import { LOGO_MAX_BYTES, LOGO_MAX_SIDE } from './logo'
 import { callerLane } from './renderer'
 import { QR_CAPACITY, QR_ECC_LEVELS, QR_FORMATS, QR_MARGIN, QR_MIME, QR_SIZE, type QrImage, type QrService } from './service'
 
@@ -14,10 +16,10 @@ import { QR_CAPACITY, QR_ECC_LEVELS, QR_FORMATS, QR_MARGIN, QR_MIME, QR_SIZE, ty
 // the caller's own browser may keep it, never a shared cache.
 const RAW_CACHE_CONTROL = 'private, max-age=86400'
 
-/** raw=1/true: the image; raw=0/false or absent: the envelope. */
+/** raw=1/true: the image; raw=0/false or absent: the envelope (a JSON body's true and false too). */
 function wantsRaw(value: unknown): boolean {
-  if (value === undefined || value === '' || value === '0' || value === 'false') return false
-  if (value === '1' || value === 'true') return true
+  if (value === undefined || value === '' || value === '0' || value === 'false' || value === false) return false
+  if (value === '1' || value === 'true' || value === true) return true
   throw invalidParameter('raw', 'it must be 1 (the image itself) or 0 (the JSON answer)')
 }
 
@@ -146,24 +148,53 @@ const QrJsonSchema = Type.Object(
   },
 )
 
+const LOGO: ApiFile = {
+  name: 'logo',
+  maxBytes: LOGO_MAX_BYTES,
+  types: ['image/png', 'image/svg+xml'],
+  description:
+    `A PNG or SVG drawn in the middle, on a plate of the background colour about a fifth of the code wide; ` +
+    `error correction is then H (the answer says so). Recognised by its bytes, whatever its part's type; a PNG ` +
+    `at most ${LOGO_MAX_SIDE}×${LOGO_MAX_SIDE} pixels; an SVG's references to anything but itself or embedded ` +
+    `PNG/JPEG pixels are ignored, and its text is not drawn`,
+}
+
 export function qrApi(qr: QrService): ApiMethod[] {
+  const common = {
+    path: '/api/qr.json',
+    key: 'required',
+    scope: 'qr',
+    marketplace: true,
+    tag: 'qr',
+    params: QR_PARAMS,
+    returns: QrJsonSchema,
+    otherContent: { description: 'With raw=1: the image itself', types: Object.values(QR_MIME) },
+    errors: { 503: ['busy'] },
+  } satisfies Partial<ApiMethod>
   return [
     {
+      ...common,
       verb: 'GET',
-      path: '/api/qr.json',
-      key: 'required',
-      scope: 'qr',
-      marketplace: true,
-      tag: 'qr',
       summary: 'Generate a QR code (PNG or SVG) for a text or address',
-      params: QR_PARAMS,
-      returns: QrJsonSchema,
-      otherContent: { description: 'With raw=1: the image itself', types: Object.values(QR_MIME) },
-      errors: { 503: ['busy'] },
       handler: async ({ params, caller }) => {
         const raw = wantsRaw(params.raw)
         // Each account renders in its own lane of the queue (a bounded share): see qr/renderer.ts.
         const image = await qr.generate(settingsOf(params), callerLane(caller?.accountId ?? 0))
+        return raw ? imageResponse(image) : describe(image)
+      },
+    },
+    {
+      ...common,
+      verb: 'POST',
+      operationId: 'qrPost',
+      summary: 'Generate a QR code (PNG or SVG), optionally with a logo in the middle',
+      description:
+        'The fields of GET qr.json in a form, multipart or JSON body; a multipart body may add `logo`, a PNG or SVG ' +
+        `file of at most ${LOGO_MAX_BYTES / 1024} KiB drawn in the middle of the code, which then has error correction H.`,
+      files: [LOGO],
+      handler: async ({ params, caller }) => {
+        const raw = wantsRaw(params.raw)
+        const image = await qr.generate({ ...settingsOf(params), logo: params.logo }, callerLane(caller?.accountId ?? 0))
         return raw ? imageResponse(image) : describe(image)
       },
     },

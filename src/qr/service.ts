@@ -2,6 +2,7 @@
 // values, returns the image and the settings it used, and throws AppErrors that name the parameter;
 // it never sees HTTP, so the API method and the public /qr/<code> images share it.
 import { invalidParameter, missingParameter } from '../errors'
+import { drawOver, encodePng, LOGO_MIN_VERSION, logoPlace, logoRaster, readLogo, type QrLogo, type Raster } from './logo'
 
 // qrcode takes ~25 ms to load: `linkbox serve` would pay it before its first answer, though most
 // requests never draw a code. It is loaded with the first QR drawn (in a render worker, see renderer.ts).
@@ -38,6 +39,8 @@ export interface QrInput {
   ecc?: unknown
   size?: unknown
   margin?: unknown
+  /** A PNG or SVG file (a Blob): drawn in the middle, at ecc H. */
+  logo?: unknown
 }
 
 export interface QrSettings {
@@ -49,9 +52,11 @@ export interface QrSettings {
   ecc: QrEcc
   size: number
   margin: number
+  /** Checked by readLogo (logo.ts); `ecc` is then H. */
+  logo?: QrLogo
 }
 
-export interface QrImage extends Omit<QrSettings, 'data'> {
+export interface QrImage extends Omit<QrSettings, 'data' | 'logo'> {
   mime: string
   body: Uint8Array<ArrayBuffer>
 }
@@ -76,7 +81,8 @@ function oneOf<T extends string>(name: string, value: unknown, allowed: readonly
 
 function wholeNumber(name: string, value: unknown, range: { min: number; max: number; default: number }, unit: string) {
   if (!given(value)) return range.default
-  const v = text(name, value)
+  // A JSON body (POST) carries numbers as numbers.
+  const v = typeof value === 'number' && Number.isInteger(value) ? String(value) : text(name, value)
   const n = /^\d{1,5}$/.test(v) ? Number(v) : NaN
   if (!(n >= range.min && n <= range.max))
     throw invalidParameter(name, `it must be a whole number of ${unit} from ${range.min} to ${range.max}`)
@@ -141,11 +147,7 @@ async function checkSizeFits(s: QrSettings) {
   const QRCode = await loadQrcode()
   const symbol = await withinCapacity(s, () => QRCode.create(s.data, { errorCorrectionLevel: s.ecc }))
   const modules = symbol.modules.size + 2 * s.margin
-  if (s.size < modules)
-    throw invalidParameter(
-      'size',
-      `it must be at least ${modules} pixels for this data at ecc ${s.ecc} with margin ${s.margin} (one pixel per module)`,
-    )
+  if (s.size < modules) throw sizeTooSmall(s, modules)
 }
 
 // A QR raster repeats each row of modules over many pixel rows: the PNG "Up" filter turns those into
@@ -176,10 +178,87 @@ async function draw(s: QrSettings): Promise<Uint8Array<ArrayBuffer>> {
   return new Uint8Array(png)
 }
 
+const sizeTooSmall = (s: QrSettings, modules: number) =>
+  invalidParameter(
+    'size',
+    `it must be at least ${modules} pixels for this data at ecc ${s.ecc} with margin ${s.margin}${s.logo ? ' and a logo' : ''} (one pixel per module)`,
+  )
+
+/** "rrggbb" or "rrggbbaa" → [r, g, b, a]. */
+const rgba = (hex: string) => [0, 2, 4, 6].map((i) => (i < hex.length ? parseInt(hex.slice(i, i + 2), 16) : 255))
+
+/** The symbol's pixels as qrcode draws them into a PNG: `scale` pixels a module, the quiet zone around. */
+function drawSymbol(symbol: import('qrcode').QRCode, s: QrSettings): Raster {
+  const n = symbol.modules.size
+  const scale = s.size / (n + 2 * s.margin)
+  const edge = s.margin * scale
+  const dark = rgba(s.fg)
+  const light = rgba(s.bg)
+  const data = new Uint8Array(s.size * s.size * 4)
+  for (let y = 0; y < s.size; y++) {
+    const row = y >= edge && y < s.size - edge ? Math.floor((y - edge) / scale) : -1
+    for (let x = 0; x < s.size; x++) {
+      const col = x >= edge && x < s.size - edge ? Math.floor((x - edge) / scale) : -1
+      const on = row >= 0 && col >= 0 && row < n && col < n && symbol.modules.data[row * n + col]
+      data.set(on ? dark : light, (y * s.size + x) * 4)
+    }
+  }
+  return { width: s.size, height: s.size, data }
+}
+
+/** A fill attribute as qrcode writes it: the colour, and its opacity when not opaque. */
+function fillOf(hex: string): string {
+  const alpha = hex.length === 8 ? parseInt(hex.slice(6), 16) / 255 : 1
+  return `fill="#${hex.slice(0, 6)}"${alpha < 1 ? ` fill-opacity="${alpha.toFixed(2).slice(1)}"` : ''}`
+}
+
+/**
+ * A code with a logo (ecc H, at least version LOGO_MIN_VERSION): the modules under a plate of the background
+ * colour in the middle give way to it, and the logo is drawn on the plate. A PNG gets the logo's pixels; an
+ * SVG gets them as an embedded PNG (twice the pixels the box has at `size`, for sharp zooming).
+ */
+async function drawWithLogo(s: QrSettings, logo: QrLogo): Promise<Uint8Array<ArrayBuffer>> {
+  const QRCode = await loadQrcode()
+  let symbol = await withinCapacity(s, () => QRCode.create(s.data, { errorCorrectionLevel: s.ecc }))
+  if (symbol.version < LOGO_MIN_VERSION) symbol = QRCode.create(s.data, { errorCorrectionLevel: s.ecc, version: LOGO_MIN_VERSION })
+  const n = symbol.modules.size
+  const modules = n + 2 * s.margin
+  if (s.size < modules) throw sizeTooSmall(s, modules)
+  const scale = s.size / modules
+  const { plate, box } = logoPlace(n, s.margin)
+  if (s.format === 'svg') {
+    const side = Math.min(1024, Math.max(64, Math.round(box.side * scale * 2)))
+    const pixels = await encodePng(await logoRaster(logo, side, side))
+    const svg = await QRCode.toString(s.data, {
+      type: 'svg',
+      width: s.size,
+      margin: s.margin,
+      errorCorrectionLevel: s.ecc,
+      version: symbol.version,
+      color: { dark: `#${s.fg}`, light: `#${s.bg}` },
+    })
+    const overlay =
+      `<rect x="${plate.at}" y="${plate.at}" width="${plate.side}" height="${plate.side}" ${fillOf(s.bg)}/>` +
+      `<image x="${box.at}" y="${box.at}" width="${box.side}" height="${box.side}" preserveAspectRatio="xMidYMid meet" ` +
+      `href="data:image/png;base64,${Buffer.from(pixels).toString('base64')}"/>`
+    return new TextEncoder().encode(svg.replace(/<\/svg>\s*$/, `${overlay}</svg>`))
+  }
+  const raster = drawSymbol(symbol, s)
+  const [from, to] = [Math.round(plate.at * scale), Math.round((plate.at + plate.side) * scale)]
+  const bg = rgba(s.bg)
+  for (let y = from; y < to; y++) for (let x = from; x < to; x++) raster.data.set(bg, (y * s.size + x) * 4)
+  const boxPx = Math.max(1, Math.floor(box.side * scale))
+  const image = await logoRaster(logo, boxPx, boxPx)
+  const centre = (box.at + box.side / 2) * scale
+  drawOver(raster, image, Math.round(centre - image.width / 2), Math.round(centre - image.height / 2))
+  return encodePng(raster, PNG_ENCODING)
+}
+
 /** Renders a QR code; `data` over the capacity, or a `size` below one pixel per module, is refused. */
 export async function renderQr(settings: QrSettings): Promise<QrImage> {
-  await checkSizeFits(settings)
-  const body = await withinCapacity(settings, () => draw(settings))
+  const logo = settings.logo
+  if (!logo) await checkSizeFits(settings)
+  const body = await withinCapacity(settings, () => (logo ? drawWithLogo(settings, logo) : draw(settings)))
   const { format, fg, bg, ecc, size, margin } = settings
   return { format, mime: QR_MIME[format], size, ecc, fg, bg, margin, body }
 }
@@ -191,7 +270,12 @@ export function createQrService(renderer: { render: (settings: QrSettings, lane:
      * Validates the parameters (throwing at once) and renders the image in the renderer's `lane`:
      * PUBLIC_LANE or callerLane(account), see renderer.ts.
      */
-    generate: (input: QrInput, lane: string): Promise<QrImage> => renderer.render(parseQrSettings(input), lane),
+    generate: (input: QrInput, lane: string): Promise<QrImage> => {
+      const settings = parseQrSettings(input)
+      if (!given(input.logo)) return renderer.render(settings, lane)
+      // A logo needs the strongest error correction: the answer's `ecc` says H whatever was asked.
+      return readLogo(input.logo).then((logo) => renderer.render({ ...settings, ecc: 'H', logo }, lane))
+    },
   }
 }
 export type QrService = ReturnType<typeof createQrService>
