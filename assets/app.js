@@ -231,6 +231,65 @@
   }
   // ---- Live inbox — end -------------------------------------------------------------------------------
 
+  // --- A link's QR code section (src/dashboard/link-qr.ts) ------------------------------------------------
+  // Without this script the form is a GET form: Preview loads the page with the settings in its URL. With
+  // it, the preview image and the download links follow the fields as they change (a quarter second after
+  // the last change), and the page's URL too (replaceState: a reload shows the same, Back leaves the page).
+  // A value the server refuses (the image answers 400 with the reason as text) is said under the preview.
+  var qrForm = document.querySelector('form[data-qr-image]')
+  if (qrForm && window.URLSearchParams && window.history && history.replaceState) (function () {
+    var image = qrForm.getAttribute('data-qr-image')
+    var preview = document.getElementById('qr-preview')
+    var status = document.getElementById('qr-status')
+    var png = document.getElementById('qr-png')
+    var svg = document.getElementById('qr-svg')
+    var NAMES = ['fg', 'bg', 'size', 'ecc', 'margin']
+    var timer = null
+    function settings() {
+      var q = new URLSearchParams()
+      for (var i = 0; i < NAMES.length; i++) {
+        var input = qrForm.elements[NAMES[i]]
+        if (input) q.set(NAMES[i], String(input.value).replace(/^#/, ''))
+      }
+      return q
+    }
+    function say(text, isError) {
+      status.textContent = text
+      status.className = isError ? 'error' : ''
+    }
+    function update() {
+      if (!qrForm.checkValidity()) {
+        say('Size must be 64–2048 pixels and margin 0–16 modules.', true)
+        return
+      }
+      var q = settings()
+      var query = q.toString()
+      if (preview.getAttribute('src') === image + '.png?' + query) return
+      preview.src = image + '.png?' + query
+      q.set('download', '1')
+      png.href = image + '.png?' + q.toString()
+      svg.href = image + '.svg?' + q.toString()
+      history.replaceState(history.state, '', location.pathname + '?' + query + '#qr-style')
+    }
+    function soon() {
+      clearTimeout(timer)
+      timer = setTimeout(update, 250)
+    }
+    qrForm.addEventListener('input', soon)
+    qrForm.addEventListener('change', soon)
+    preview.addEventListener('load', function () {
+      var q = settings()
+      say(q.get('size') + ' × ' + q.get('size') + ' pixels, error correction ' + q.get('ecc'), false)
+    })
+    preview.addEventListener('error', function () {
+      var src = preview.src
+      fetch(src, { credentials: 'same-origin' }).then(function (r) { return r.ok ? '' : r.text() }).then(function (text) {
+        if (preview.src === src) say(text || 'The preview could not be made. Try again.', true)
+      }, function () { say('The preview could not be loaded: the server did not answer.', true) })
+    })
+  })()
+  // --- end of the QR code section ---------------------------------------------------------------------------
+
   window.linkbox = { init: init }
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', function () { init(document) })
   else init(document)

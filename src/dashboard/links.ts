@@ -11,6 +11,7 @@ import { MAX_SEARCH_LENGTH } from '../links/service'
 import { MODES } from '../links/validate'
 import { escapeHtml as e } from '../pages/render'
 import type { FormTokens } from './form-tokens'
+import { qrImage, qrSection } from './link-qr'
 import { RepeatedForm } from './form-tokens'
 import type { DashboardDeps } from './index'
 import type { Session } from './sessions'
@@ -221,7 +222,7 @@ ${result.links.map((r) => row(r, r.hex === fresh)).join('\n')}
 </section>`
 }
 
-export function createLinksSection({ shell, links }: DashboardDeps) {
+export function createLinksSection({ shell, links, qr }: DashboardDeps) {
   const { tokens } = shell
 
   /** The list with the create form; with ?form=ID, the refused form as it was sent, with its errors. */
@@ -315,13 +316,24 @@ ${r.password ? radio('remove', 'Remove the password') : ''}
 </dl>
 <p><a class="danger-link" href="/dashboard/links/${c}/delete">Delete this link…</a></p>
 </aside>
-</div></div>`
+</div>
+${qrSection(r.hex, r.url, new URL(request.url))}
+</div>`
     return shell.render(request, s, {
       section: 'links',
       title: `Edit ${r.hex}`,
       content,
       notice: opts?.formError ? { kind: 'error', text: opts.formError } : undefined,
     })
+  }
+
+  /** A link's QR image styled by the query (link-qr.ts): the session's own links only. */
+  function linkQr(request: Request, code: string, format: 'png' | 'svg') {
+    const s = shell.require(request)
+    if (s instanceof Response) return s
+    const r = ownedLink(code, s)
+    if (!r) return new Response('No such link.', { status: 404, headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' } })
+    return qrImage(qr, s.caller.accountId, r.hex, r.url, format, new URL(request.url))
   }
 
   const app = new Elysia({ name: 'dashboard-links' })
@@ -426,6 +438,8 @@ ${r.password ? radio('remove', 'Remove the password') : ''}
       },
       { parse: 'none' },
     )
+    .get('/dashboard/links/:code/qr.png', ({ request, params }) => linkQr(request, params.code, 'png'))
+    .get('/dashboard/links/:code/qr.svg', ({ request, params }) => linkQr(request, params.code, 'svg'))
     .get('/dashboard/links/:code/delete', ({ request, params }) => {
       const s = shell.require(request)
       if (s instanceof Response) return s

@@ -155,7 +155,7 @@ async function multipartParams(request: Request, bytes: Uint8Array, utf8: boolea
   let files = false
   form.forEach((v, k) => {
     if (typeof v === 'string') out[k] = v
-    else if (v.size > 0 || v.name !== '') {
+    else if (v.size > 0 || ((v as Partial<File>).name ?? '') !== '') {
       out[k] = v
       files = true
     }

@@ -48,8 +48,9 @@ function checkPngSize(b: Uint8Array, what: string) {
     throw badLogo(`${what} is ${width}×${height} pixels; at most ${LOGO_MAX_SIDE}×${LOGO_MAX_SIDE} are drawn`)
 }
 
-// An SVG document: an optional byte-order mark, XML declaration, comments and a DOCTYPE, then the root <svg>.
-const SVG_START = /^\uFEFF?\s*(?:<\?xml\s[^>]*\?>\s*)?(?:(?:<!--[^]*?-->|<!DOCTYPE\s[^>]*>)\s*)*<svg[\s/>]/
+// An SVG document: an optional byte-order mark, then processing instructions (the XML declaration, a
+// stylesheet), comments and a DOCTYPE (with an internal subset, which sanitiseSvg refuses), then the root <svg>.
+const SVG_START = /^\uFEFF?\s*(?:(?:<\?[^]*?\?>|<!--[^]*?-->|<!DOCTYPE\s[^[>]*(?:\[[^]*?\]\s*)?>)\s*)*<svg[\s/>]/
 
 /**
  * The logo's bytes, checked: at most LOGO_MAX_BYTES, a PNG (by its signature, with a header within
