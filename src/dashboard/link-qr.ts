@@ -2,7 +2,8 @@
 // correction and margin, a preview and PNG/SVG downloads. The settings are a GET form — the page's own URL
 // carries them, so Preview works without JavaScript, a reload shows the same, and nothing is stored —
 // and the images come from /dashboard/links/<code>/qr.png|.svg with the same query, for the session's own
-// links, drawn by the same QR service (and worker lane) as the API caller's. assets/app.js updates the
+// links, drawn by the same QR service (and worker lane) as the API caller's. The form is autocomplete=off:
+// Back to the page must show the fields of its URL, as its preview does, not what was typed before. assets/app.js updates the
 // preview and the downloads as the fields change. Every value is checked by the QR service's own rules.
 import { AppError } from '../errors'
 import { contentDisposition } from '../http/disposition'
@@ -62,7 +63,7 @@ export function qrSection(code: string, shortUrl: string, url: URL): string {
 <h2 id="qr-style-heading">QR code</h2>
 <p class="muted">Colours, size and error correction of the code for <code>${e(shortUrl)}</code>. Nothing is saved: download the image you want.</p>
 <div class="qr-style-layout">
-<form method="get" action="/dashboard/links/${c}#qr-style" class="qr-style-form" data-qr-image="${image}">
+<form method="get" action="/dashboard/links/${c}#qr-style" class="qr-style-form" data-qr-image="${image}" autocomplete="off">
 <div class="form-grid">
 ${field('fg', 'Foreground', (a) => `<input ${a} type="color" value="#${e(style.fg)}">`)}
 ${field('bg', 'Background', (a) => `<input ${a} type="color" value="#${e(style.bg)}">`, 'Dark on light scans best.')}
@@ -75,7 +76,7 @@ ${field('margin', 'Margin in modules', (a) => `<input ${a} type="number" inputmo
 <figure class="qr-preview">
 <img id="qr-preview" src="${image}.png?${q}" width="240" height="240" alt="Preview of the QR code for ${e(shortUrl)}">
 <figcaption id="qr-status" aria-live="polite">${e(style.size)} × ${e(style.size)} pixels, error correction ${e(style.ecc)}</figcaption>
-<p class="downloads">Download <a id="qr-png" class="button secondary small" href="${image}.png?${e(queryOf(style, { download: '1' }))}" download="${c}-qr.png">PNG</a> <a id="qr-svg" class="button secondary small" href="${image}.svg?${e(queryOf(style, { download: '1' }))}" download="${c}-qr.svg">SVG</a></p>
+<p class="downloads">Download <a id="qr-png" class="button secondary small" aria-label="Download this QR code as PNG" href="${image}.png?${e(queryOf(style, { download: '1' }))}" download="${c}-qr.png">PNG</a> <a id="qr-svg" class="button secondary small" aria-label="Download this QR code as SVG" href="${image}.svg?${e(queryOf(style, { download: '1' }))}" download="${c}-qr.svg">SVG</a></p>
 </figure>
 </div>
 </section>`
