@@ -236,6 +236,7 @@
   // it, the preview image and the download links follow the fields as they change (a quarter second after
   // the last change), and the page's URL too (replaceState: a reload shows the same, Back leaves the page).
   // A value the server refuses (the image answers 400 with the reason as text) is said under the preview.
+  // The logo form (a POST whose answer is a download) sends the same settings in its hidden fields.
   var qrForm = document.querySelector('form[data-qr-image]')
   if (qrForm && window.URLSearchParams && window.history && history.replaceState) (function () {
     var image = qrForm.getAttribute('data-qr-image')
@@ -264,6 +265,8 @@
       }
       var q = settings()
       var query = q.toString()
+      var copies = document.querySelectorAll('input[data-qr-copy]')
+      for (var i = 0; i < copies.length; i++) copies[i].value = q.get(copies[i].getAttribute('data-qr-copy'))
       if (preview.getAttribute('src') === image + '.png?' + query) return
       preview.src = image + '.png?' + query
       q.set('download', '1')

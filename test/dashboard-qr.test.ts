@@ -1,7 +1,7 @@
 // A link's QR code in the dashboard, through the real app and SQLite file: the section of the link's page
 // (its GET form's values from the URL, errors at their fields), and /dashboard/links/<code>/qr.png|.svg —
 // the same bytes as qr.json for the same settings, read back with jsQR, downloads named as attachments,
-// the session's own links only.
+// the session's own links only; and the logo form, whose answer is the download (nothing is stored).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import jsQR from 'jsqr'
 import { PNG } from 'pngjs'
@@ -45,7 +45,7 @@ describe("the link's page", () => {
     const { status, text } = await html(alice, `/dashboard/links/${code}`)
     expect(status).toBe(200)
     expect(text).toContain('<h2 id="qr-style-heading">QR code</h2>')
-    expect(text).toContain(`<form method="get" action="/dashboard/links/${code}#qr-style" class="qr-style-form" data-qr-image="/dashboard/links/${code}/qr">`)
+    expect(text).toContain(`<form method="get" action="/dashboard/links/${code}#qr-style" class="qr-style-form" data-qr-image="/dashboard/links/${code}/qr" autocomplete="off">`)
     expect(attr(text, /id="qr-fg" name="fg"[^>]* value="([^"]*)"/)).toBe('#000000')
     expect(attr(text, /id="qr-bg" name="bg"[^>]* value="([^"]*)"/)).toBe('#ffffff')
     expect(attr(text, /id="qr-size" name="size"[^>]* value="([^"]*)"/)).toBe('300')
@@ -125,5 +125,84 @@ describe('the image', () => {
     const anonymous = await get(null, `/dashboard/links/${code}/qr.png`)
     expect(anonymous.status).toBe(303)
     expect(anonymous.headers.get('location')).toStartWith('/login?next=')
+  })
+})
+
+describe('the logo form', () => {
+  const RED = [200, 30, 40, 255]
+  const redPng = () => {
+    const png = new PNG({ width: 48, height: 48 })
+    for (let i = 0; i < 48 * 48; i++) png.data.set(RED, i * 4)
+    return new Uint8Array(PNG.sync.write(png))
+  }
+  const send = (who: SignedIn, fields: Record<string, string | Blob>, headers: Record<string, string> = {}, target = code) => {
+    const form = new FormData()
+    for (const [k, v] of Object.entries(fields)) form.set(k, v as string)
+    return box.request(`/dashboard/links/${target}/qr`, { method: 'POST', body: form, headers: { cookie: who.cookie, ...headers } })
+  }
+  const noticeOf = (res: Response) => {
+    const m = /lb_notice=([^;]+)/.exec(res.headers.get('set-cookie') ?? '')
+    return m ? JSON.parse(Buffer.from(m[1]!, 'base64url').toString('utf8')) : null
+  }
+
+  test("is on the link's page: multipart, with the session's token and the settings in hidden fields", async () => {
+    const { text } = await html(alice, `/dashboard/links/${code}?fg=112233&size=400`)
+    expect(text).toContain(`<form method="post" action="/dashboard/links/${code}/qr" enctype="multipart/form-data" class="qr-logo-form"`)
+    expect(text).toContain(`<input type="hidden" name="_csrf" value="${alice.csrf}">`)
+    expect(text).toContain('<input type="hidden" name="fg" value="112233" data-qr-copy="fg">')
+    expect(text).toContain('<input type="hidden" name="size" value="400" data-qr-copy="size">')
+    expect(text).toMatch(/<input id="qr-logo" name="logo" type="file" accept="image\/png,image\/svg\+xml,.png,.svg" required/)
+  })
+
+  test('answers with the code and its logo as a download: ecc H, decodes to the short link, the logo in the middle', async () => {
+    const before = box.db.query('SELECT COUNT(*) AS n FROM links').get()
+    const res = await send(alice, { _csrf: alice.csrf, fg: '1d2330', bg: 'ffffff', size: '400', ecc: 'L', margin: '4', format: 'png', logo: new File([redPng()], 'logo.png', { type: 'image/png' }) })
+    expect(res.status).toBe(200)
+    expect(res.headers.get('content-type')).toBe('image/png')
+    expect(res.headers.get('content-disposition')).toBe(`attachment; filename="${code}-qr-logo.png"; filename*=UTF-8''${code}-qr-logo.png`)
+    expect(res.headers.get('cache-control')).toBe('no-store')
+    const { png, data } = decodePng(new Uint8Array(await res.arrayBuffer()))
+    expect([png.width, data]).toEqual([400, shortUrl])
+    const mid = (200 * 400 + 200) * 4
+    expect([...png.data.subarray(mid, mid + 4)]).toEqual(RED)
+    expect(box.db.query('SELECT COUNT(*) AS n FROM links').get()).toEqual(before)
+
+    const svg = await send(alice, { _csrf: alice.csrf, format: 'svg', logo: new File([redPng()], 'logo.png') })
+    expect(svg.headers.get('content-type')).toBe('image/svg+xml')
+    expect(svg.headers.get('content-disposition')).toContain(`filename="${code}-qr-logo.svg"`)
+    expect(await svg.text()).toContain('<image ')
+  })
+
+  test('a refused logo or setting: 303 back to the page, its settings in the URL, the reason as the notice', async () => {
+    const text = await send(alice, { _csrf: alice.csrf, fg: '123456', size: '300', logo: new File(['not an image'], 'logo.png', { type: 'image/png' }) })
+    expect(text.status).toBe(303)
+    expect(text.headers.get('location')).toBe(`/dashboard/links/${code}?fg=123456&bg=&size=300&ecc=&margin=#qr-style`)
+    expect(noticeOf(text)).toEqual({ kind: 'error', text: 'The logo is invalid: it must be a PNG or SVG image; these bytes are neither.' })
+
+    const none = await send(alice, { _csrf: alice.csrf, logo: new File([], '') })
+    expect(none.status).toBe(303)
+    expect(noticeOf(none).text).toBe('Choose a logo file (PNG or SVG) to draw in the middle of the code.')
+
+    const size = await send(alice, { _csrf: alice.csrf, size: '1', logo: new File([redPng()], 'l.png') })
+    expect(noticeOf(size).text).toBe('The size is invalid: it must be a whole number of pixels from 64 to 2048.')
+
+    const big = await send(alice, { _csrf: alice.csrf, logo: new File([new Uint8Array(400 * 1024)], 'big.png') })
+    expect(big.status).toBe(303)
+    expect(big.headers.get('location')).toBe(`/dashboard/links/${code}#qr-style`)
+    expect(noticeOf(big).text).toBe('The logo is larger than 256 KiB: choose a smaller file.')
+    // The page it goes back to shows the notice.
+    const page = await box.request(text.headers.get('location')!.split('#')[0]!, { headers: { cookie: `${alice.cookie}; ${/lb_notice=[^;]+/.exec(text.headers.get('set-cookie')!)![0]}` } })
+    expect(await page.text()).toContain('<p class="notice error" role="alert">The logo is invalid: it must be a PNG or SVG image; these bytes are neither.</p>')
+  })
+
+  test("without the session's token, from another site, for another account's link, or signed out: refused", async () => {
+    const logo = () => new File([redPng()], 'l.png')
+    expect((await send(alice, { logo: logo() })).status).toBe(403)
+    expect((await send(alice, { _csrf: bob.csrf, logo: logo() })).status).toBe(403)
+    expect((await send(alice, { _csrf: alice.csrf, logo: logo() }, { 'sec-fetch-site': 'cross-site' })).status).toBe(403)
+    expect((await send(bob, { _csrf: bob.csrf, logo: logo() })).status).toBe(404)
+    const out = await box.request(`/dashboard/links/${code}/qr`, { method: 'POST', body: (() => { const f = new FormData(); f.set('logo', logo()); return f })() })
+    expect(out.status).toBe(303)
+    expect(out.headers.get('location')).toStartWith('/login?next=')
   })
 })

@@ -6,8 +6,11 @@
 // Back to the page must show the fields of its URL, as its preview does, not what was typed before. assets/app.js updates the
 // preview and the downloads as the fields change. Every value is checked by the QR service's own rules.
 import { AppError } from '../errors'
+import { sameSecret } from '../http/api'
 import { contentDisposition } from '../http/disposition'
+import { readBodyLimited } from '../http/params'
 import { escapeHtml as e } from '../pages/render'
+import { LOGO_MAX_BYTES } from '../qr/logo'
 import { callerLane } from '../qr/renderer'
 import { parseQrSettings, QR_ECC_LEVELS, QR_MARGIN, QR_SIZE, type QrFormat, type QrService } from '../qr/service'
 
@@ -45,8 +48,8 @@ export function styleOf(url: URL): { style: QrStyle; errors: Partial<Record<Fiel
 
 const queryOf = (style: QrStyle, extra: Record<string, string> = {}) => new URLSearchParams({ ...style, ...extra }).toString()
 
-/** The section of a link's page. `code` is a checked code, `shortUrl` the link's address. */
-export function qrSection(code: string, shortUrl: string, url: URL): string {
+/** The section of a link's page. `code` is a checked code, `shortUrl` the link's address, `csrf` the session's token. */
+export function qrSection(code: string, shortUrl: string, url: URL, csrf: string): string {
   const { style, errors } = styleOf(url)
   const c = e(code)
   const image = `/dashboard/links/${c}/qr`
@@ -79,6 +82,17 @@ ${field('margin', 'Margin in modules', (a) => `<input ${a} type="number" inputmo
 <p class="downloads">Download <a id="qr-png" class="button secondary small" aria-label="Download this QR code as PNG" href="${image}.png?${e(queryOf(style, { download: '1' }))}" download="${c}-qr.png">PNG</a> <a id="qr-svg" class="button secondary small" aria-label="Download this QR code as SVG" href="${image}.svg?${e(queryOf(style, { download: '1' }))}" download="${c}-qr.svg">SVG</a></p>
 </figure>
 </div>
+<form method="post" action="${image}" enctype="multipart/form-data" class="qr-logo-form" aria-labelledby="qr-logo-heading">
+<h3 id="qr-logo-heading">With a logo</h3>
+<p class="muted">A PNG or SVG in the middle of the code, on a plate of the background colour; error correction is then H. The logo is used for this download only and not kept.</p>
+<input type="hidden" name="_csrf" value="${e(csrf)}">
+${FIELDS.map((name) => `<input type="hidden" name="${name}" value="${e(style[name])}" data-qr-copy="${name}">`).join('')}
+<div class="form-grid">
+<div class="field"><label for="qr-logo">Logo file</label><input id="qr-logo" name="logo" type="file" accept="image/png,image/svg+xml,.png,.svg" required aria-describedby="qr-logo-hint"><span class="hint" id="qr-logo-hint">PNG or SVG, at most ${LOGO_MAX_BYTES / 1024} KiB</span></div>
+<div class="field"><label for="qr-logo-format">Format</label><select id="qr-logo-format" name="format"><option value="png">PNG</option><option value="svg">SVG</option></select></div>
+</div>
+<div class="actions"><button type="submit" class="secondary">Download with logo</button></div>
+</form>
 </section>`
 }
 
@@ -87,6 +101,67 @@ const IMAGE_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline';
 
 const plain = (status: number, text: string, headers: Record<string, string> = {}) =>
   new Response(text, { status, headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', ...headers } })
+
+/** The fields of the logo form: a multipart body of at most the logo and a form's worth more, from this site, with the session's token. */
+async function logoForm(request: Request, csrf: string, crossSite: boolean, refused: () => AppError): Promise<FormData> {
+  if (crossSite) throw refused()
+  const bytes = await readBodyLimited(request, LOGO_MAX_BYTES + 64 * 1024)
+  let form: FormData
+  try {
+    form = await new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { 'content-type': request.headers.get('content-type') ?? '' } }).formData()
+  } catch {
+    throw refused()
+  }
+  const token = form.get('_csrf')
+  if (typeof token !== 'string' || !sameSecret(token, csrf)) throw refused()
+  return form
+}
+
+/**
+ * POST /dashboard/links/<code>/qr (multipart): the code with the uploaded logo, as a download — nothing is
+ * stored, and the page stays where it is. A refused logo or setting goes back to the page (303) with the
+ * reason as its notice, the settings kept in its URL.
+ */
+export async function qrWithLogo(
+  qr: QrService,
+  opts: { request: Request; accountId: number; csrf: string; crossSite: boolean; refused: () => AppError; code: string; shortUrl: string },
+  back: (location: string, reason: string) => Response,
+): Promise<Response> {
+  const { request, code } = opts
+  let form: FormData
+  try {
+    form = await logoForm(request, opts.csrf, opts.crossSite, opts.refused)
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'too_large')
+      return back(`/dashboard/links/${code}#qr-style`, `The logo is larger than ${LOGO_MAX_BYTES / 1024} KiB: choose a smaller file.`)
+    throw err
+  }
+  const text = (name: string) => {
+    const v = form.get(name)
+    return typeof v === 'string' ? v : null
+  }
+  const style = Object.fromEntries(FIELDS.map((name) => [name, (text(name) ?? '').slice(0, 64)]))
+  const format: QrFormat = text('format') === 'svg' ? 'svg' : 'png'
+  const logo = form.get('logo')
+  const page = `/dashboard/links/${code}?${new URLSearchParams(style)}#qr-style`
+  if (!(logo instanceof Blob) || logo.size === 0) return back(page, 'Choose a logo file (PNG or SVG) to draw in the middle of the code.')
+  try {
+    const image = await qr.generate({ data: opts.shortUrl, format, ...style, logo }, callerLane(opts.accountId))
+    return new Response(image.body, {
+      headers: {
+        'content-type': image.mime,
+        'cache-control': 'no-store',
+        'x-content-type-options': 'nosniff',
+        'content-security-policy': IMAGE_CSP,
+        'content-disposition': contentDisposition(`${code}-qr-logo.${format}`),
+      },
+    })
+  } catch (err) {
+    if (!(err instanceof AppError) || err.status >= 500) throw err
+    const reason = err.message.replace(/^The parameter "(\w+)"/, (all, name: string) => (name === 'logo' ? 'The logo' : FIELD_NAMES[name as Field] ?? all))
+    return back(page, reason)
+  }
+}
 
 /**
  * The image of /dashboard/links/<code>/qr.<format>?fg&bg&size&ecc&margin[&download=1], for the signed-in

@@ -11,7 +11,7 @@ import { MAX_SEARCH_LENGTH } from '../links/service'
 import { MODES } from '../links/validate'
 import { escapeHtml as e } from '../pages/render'
 import type { FormTokens } from './form-tokens'
-import { qrImage, qrSection } from './link-qr'
+import { qrImage, qrSection, qrWithLogo } from './link-qr'
 import { RepeatedForm } from './form-tokens'
 import type { DashboardDeps } from './index'
 import type { Session } from './sessions'
@@ -317,7 +317,7 @@ ${r.password ? radio('remove', 'Remove the password') : ''}
 <p><a class="danger-link" href="/dashboard/links/${c}/delete">Delete this link…</a></p>
 </aside>
 </div>
-${qrSection(r.hex, r.url, new URL(request.url))}
+${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
 </div>`
     return shell.render(request, s, {
       section: 'links',
@@ -440,6 +440,18 @@ ${qrSection(r.hex, r.url, new URL(request.url))}
     )
     .get('/dashboard/links/:code/qr.png', ({ request, params }) => linkQr(request, params.code, 'png'))
     .get('/dashboard/links/:code/qr.svg', ({ request, params }) => linkQr(request, params.code, 'svg'))
+    .post(
+      '/dashboard/links/:code/qr',
+      async ({ request, params }) => {
+        const s = shell.require(request, `/dashboard/links/${CODE.test(params.code) ? params.code : ''}`)
+        if (s instanceof Response) return s
+        const r = ownedLink(params.code, s)
+        if (!r) return notFoundPage(request, s, params.code)
+        const opts = { request, accountId: s.caller.accountId, csrf: s.csrf, crossSite: shell.crossSite(request), refused: shell.csrfRefused, code: r.hex, shortUrl: r.url }
+        return qrWithLogo(qr, opts, (location, reason) => shell.seeOther(location, { kind: 'error', text: reason }))
+      },
+      { parse: 'none' },
+    )
     .get('/dashboard/links/:code/delete', ({ request, params }) => {
       const s = shell.require(request)
       if (s instanceof Response) return s

@@ -52,6 +52,13 @@ async function previewChanged(before: string | null) {
   }, before)
 }
 
+const GREEN = [20, 160, 70, 255]
+const GREEN_LOGO = (() => {
+  const png = new PNG({ width: 40, height: 40 })
+  for (let i = 0; i < 40 * 40; i++) png.data.set(GREEN, i * 4)
+  return PNG.sync.write(png)
+})()
+
 function decodeRaster(width: number, height: number, data: Uint8Array) {
   return jsQR(new Uint8ClampedArray(data.buffer, data.byteOffset, data.byteLength), width, height)?.data ?? null
 }
@@ -138,15 +145,46 @@ describe('with JavaScript', () => {
     await page.waitForFunction(() => document.getElementById('qr-status')?.textContent?.startsWith('Size must be'))
   })
 
-  test('no request left the origin', () => {
-    for (const url of requests) expect(url.startsWith(app.url) || url.startsWith('data:') || url.startsWith('blob:'), url).toBe(true)
+  test('the logo form downloads the code with the logo, in the settings the fields show (copied by the script)', async () => {
+    await page.goto(pagePath())
+    await page.fill('#qr-fg', '#7a1f5c')
+    await page.fill('#qr-size', '420')
+    await page.waitForFunction(() => (document.querySelector('input[data-qr-copy="size"]') as HTMLInputElement).value === '420')
+    await page.setInputFiles('#qr-logo', { name: 'logo.png', mimeType: 'image/png', buffer: Buffer.from(GREEN_LOGO) })
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('button:has-text("Download with logo")')])
+    expect(download.suggestedFilename()).toBe(`${code}-qr-logo.png`)
+    const png = PNG.sync.read(readFileSync((await download.path())!))
+    expect(png.width).toBe(420)
+    expect(decodeRaster(png.width, png.height, png.data)).toBe(shortUrl)
+    const mid = (210 * 420 + 210) * 4
+    expect([...png.data.subarray(mid, mid + 4)]).toEqual(GREEN)
+    // A module of the code has the foreground colour: the finder pattern's corner module, past the margin of
+    // 4 (a logo makes the code at least version 5: 37 modules, 45 with the margins).
+    const corner = Math.floor((4.5 * 420) / 45)
+    expect([...png.data.subarray((corner * 420 + corner) * 4, (corner * 420 + corner) * 4 + 3)]).toEqual([0x7a, 0x1f, 0x5c])
+    // The page stayed where it was: the answer was a file.
+    expect(new URL(page.url()).pathname).toBe(`/dashboard/links/${code}`)
+    await checkPage(page, 'dash-link-qr-logo')
   })
+
+  test('a file that is not an image: back to the page with the reason', async () => {
+    await page.goto(pagePath())
+    await page.setInputFiles('#qr-logo', { name: 'notes.png', mimeType: 'image/png', buffer: Buffer.from('these are notes') })
+    await Promise.all([page.waitForNavigation(), page.click('button:has-text("Download with logo")')])
+    expect(await page.textContent('.notice.error')).toBe('The logo is invalid: it must be a PNG or SVG image; these bytes are neither.')
+    expect(new URL(page.url()).hash).toBe('#qr-style')
+    // A reload does not send the form again (the answer was a redirect).
+    await page.reload()
+    expect(await page.$('.notice.error')).toBeNull()
+  })
+
 })
 
 describe('without JavaScript', () => {
   test('the Preview button sends the GET form: the page comes back with the settings and their preview', async () => {
     const context = await browser.newContext({ javaScriptEnabled: false, userAgent: CHROME_UA })
     const plain = await context.newPage()
+    plain.on('request', (r) => void requests.push(r.url()))
     plain.setDefaultTimeout(10_000)
     try {
       await signInBrowser(plain, app.url, 'alice', 'correct horse')
@@ -175,8 +213,20 @@ describe('without JavaScript', () => {
       await plain.goBack()
       expect(await plain.getAttribute('#qr-preview', 'src')).toBe(before)
       expect([await plain.inputValue('#qr-size'), await plain.inputValue('#qr-ecc'), await plain.inputValue('#qr-margin')]).toEqual(['300', 'M', '4'])
+      // The logo form works without the script: its hidden fields carry the page's settings.
+      await plain.goForward()
+      await plain.setInputFiles('#qr-logo', { name: 'logo.png', mimeType: 'image/png', buffer: Buffer.from(GREEN_LOGO) })
+      const [download] = await Promise.all([plain.waitForEvent('download'), plain.click('button:has-text("Download with logo")')])
+      const png = PNG.sync.read(readFileSync((await download.path())!))
+      expect(png.width).toBe(360)
+      expect(decodeRaster(png.width, png.height, png.data)).toBe(shortUrl)
     } finally {
       await context.close()
     }
   })
+})
+
+test('no request left the origin, with or without JavaScript', () => {
+  expect(requests.length).toBeGreaterThan(10)
+  for (const url of requests) expect(url.startsWith(app.url) || url.startsWith('data:') || url.startsWith('blob:'), url).toBe(true)
 })
