@@ -20,6 +20,8 @@ import {
   type RunningServer,
 } from './support/server'
 import { startMediaFixtures } from './support/media-fixtures'
+import jsQR from 'jsqr'
+import { PNG } from 'pngjs'
 import { rawRequest } from './support/raw-http'
 
 const PNG_MAGIC = Buffer.from('\x89PNG', 'latin1')
@@ -130,6 +132,26 @@ describe('serving from the binary', () => {
     expect(r.status).toBe(200)
     expect(r.headers.get('content-type')).toBe('image/png')
     expect(Buffer.from(await r.arrayBuffer()).subarray(0, 4)).toEqual(PNG_MAGIC)
+  })
+
+  // A logo is decoded by pngjs, or drawn by resvg (a native module the executable must carry), on the worker.
+  test('qr.json draws a PNG and an SVG logo (on the bundled worker)', async () => {
+    const png = new PNG({ width: 16, height: 16 })
+    png.data.fill(200)
+    const logos = [
+      new File([new Uint8Array(PNG.sync.write(png))], 'logo.png', { type: 'image/png' }),
+      new File(['<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 2 2"><circle cx="1" cy="1" r="1" fill="#c00"/></svg>'], 'logo.svg'),
+    ]
+    for (const logo of logos) {
+      const form = new FormData()
+      form.set('data', 'logo in a binary')
+      form.set('logo', logo)
+      const r = await fetch(`${server.url}/api/qr.json`, { method: 'POST', body: form, headers: { 'x-api-key': key } })
+      const body = await r.json()
+      expect([r.status, body.return?.ecc], JSON.stringify(body)).toEqual([200, 'H'])
+      const image = PNG.sync.read(Buffer.from(body.return.data_uri.split(',')[1], 'base64'))
+      expect(jsQR(new Uint8ClampedArray(image.data), image.width, image.height)?.data).toBe('logo in a binary')
+    }
   })
 
   test('the public image of a link is a PNG', async () => {
