@@ -402,6 +402,21 @@ describe('a hostile SVG logo', () => {
     }
   })
 
+  // Each took a minute or more when a pattern could backtrack across the parts of the text (before the fix:
+  // 63 s for the DOCTYPEs alone), holding the render worker and so every QR code behind it.
+  test('texts made to make the patterns backtrack are read in linear time', async () => {
+    const n = 256 * 1024
+    for (const text of ['<svg>' + '<!DOCTYPE'.repeat(n / 9), '<svg>' + 'url('.repeat(n / 4), '<svg>' + ' href="'.repeat(n / 7), '<svg>' + ' x:'.repeat(n / 3)]) {
+      const started = performance.now()
+      sanitiseSvg(text)
+      expect(performance.now() - started).toBeLessThan(1000)
+    }
+    const started = performance.now()
+    const r = await postQr(multipart({ data: 'x', logo: logoFile('<?a?>'.repeat(3000) + '<!---->'.repeat(2000) + 'x', 'pi.svg', 'image/svg+xml') }))
+    expect(r.res.status).toBe(400)
+    expect(performance.now() - started).toBeLessThan(1000)
+  })
+
   test('sanitiseSvg keeps own and embedded references, blanks the rest', () => {
     const out = sanitiseSvg(
       `<svg><use href="#a"/><use xlink:href='#b'/><image href="data:image/png;base64,${Buffer.from(RED_PNG).toString('base64')}"/>` +

@@ -50,7 +50,9 @@ function checkPngSize(b: Uint8Array, what: string) {
 
 // An SVG document: an optional byte-order mark, then processing instructions (the XML declaration, a
 // stylesheet), comments and a DOCTYPE (with an internal subset, which sanitiseSvg refuses), then the root <svg>.
-const SVG_START = /^\uFEFF?\s*(?:(?:<\?[^]*?\?>|<!--[^]*?-->|<!DOCTYPE\s[^[>]*(?:\[[^]*?\]\s*)?>)\s*)*<svg[\s/>]/
+// Each part ends at its first possible end (never spans the next), so that a mismatch costs one pass: these
+// patterns run over what anyone may send, and a pattern that can backtrack across many parts takes forever.
+const SVG_START = /^\uFEFF?\s*(?:(?:<\?(?:[^?]|\?(?!>))*\?>|<!--(?:[^-]|-(?!->))*-->|<!DOCTYPE\s[^<>[]*(?:\[[^\]]*\]\s*)?>)\s*)*<svg[\s/>]/
 
 /**
  * The logo's bytes, checked: at most LOGO_MAX_BYTES, a PNG (by its signature, with a header within
@@ -115,7 +117,7 @@ function allowedReference(value: string): boolean {
 // Any attribute named href or src, in any namespace (xlink:href, a prefix bound to XLink, …), quoted as XML
 // requires. Matching more than resvg reads (a comment's text, a processing instruction) only blanks more.
 const REFERENCE_ATTRIBUTE = /(\s(?:[\w.-]+:)?(?:href|src)\s*=\s*)(?:"([^"]*)"|'([^']*)')/gi
-const URL_FUNCTION = /url\(\s*(?:"([^"]*)"|'([^']*)'|([^)'"]*))\s*\)/gi
+const URL_FUNCTION = /url\(\s*(?:"([^"]*)"|'([^']*)'|([^()'"]*))\s*\)/gi
 
 /**
  * The SVG text resvg may read: entities and internal DTD subsets refused (an XML bomb), the DOCTYPE
@@ -125,11 +127,12 @@ const URL_FUNCTION = /url\(\s*(?:"([^"]*)"|'([^']*)'|([^)'"]*))\s*\)/gi
  */
 export function sanitiseSvg(text: string): string {
   if (/<!ENTITY/i.test(text)) throw badLogo('an SVG logo may not declare XML entities')
-  if (/<!DOCTYPE[^>]*\[/i.test(text)) throw badLogo('an SVG logo may not have an internal DTD subset')
+  // Character classes stop at the next "<": no match attempt scans past the next tag (linear time).
+  if (/<!DOCTYPE[^<>[]*\[/i.test(text)) throw badLogo('an SVG logo may not have an internal DTD subset')
   const uses = text.match(/<(?:[\w.-]+:)?use[\s/>]/gi)?.length ?? 0
   if (uses > MAX_SVG_USES) throw badLogo(`an SVG logo may have at most ${MAX_SVG_USES} <use> elements; this one has ${uses}`)
   return text
-    .replace(/<!DOCTYPE[^>]*>/gi, '')
+    .replace(/<!DOCTYPE[^<>]*>/gi, '')
     .replace(REFERENCE_ATTRIBUTE, (all, name: string, dq?: string, sq?: string) => (allowedReference(dq ?? sq ?? '') ? all : `${name}""`))
     .replace(URL_FUNCTION, (all, dq?: string, sq?: string, bare?: string) => ((dq ?? sq ?? bare ?? '').trim().startsWith('#') ? all : 'url(#none)'))
 }
