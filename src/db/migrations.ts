@@ -402,4 +402,16 @@ export const migrations: Migration[] = [
     created_by INTEGER REFERENCES accounts(id) ON DELETE SET NULL
   ) WITHOUT ROWID;
   `,
+  /* 12: a link's tags (issue 23, SPEC §2a), 1-10 per link, each 1-32 of [a-z0-9_-]. account_id is the
+     link's owner, copied so that links.json?tag= reads one range of the index (account, tag, newest first)
+     however many links other accounts gave the same tag; it goes null with the account, as
+     links.account_id does. The rows go with their link. */ `
+  CREATE TABLE link_tags (
+    link_id INTEGER NOT NULL REFERENCES links(id) ON DELETE CASCADE,
+    tag TEXT NOT NULL,
+    account_id INTEGER REFERENCES accounts(id) ON DELETE SET NULL,
+    PRIMARY KEY (link_id, tag)
+  ) WITHOUT ROWID;
+  CREATE INDEX link_tags_account_tag ON link_tags(account_id, tag, link_id);
+  `,
 ]
