@@ -68,9 +68,10 @@ test('a version 1 database migrates with every row, id, index and aggregate kept
     expect(after.links!.map((l) => l.disabled)).toEqual((before as Record<string, any[]>).links!.map(() => null))
     after.links = after.links!.map(({ disabled: _, ...rest }) => rest)
     expect(after).toEqual(before)
-    // Migrations 5 to 11 add the mail, media, webhook, session, form token and report tables and their
-    // indexes (named mail…, media…, webhook…, web_sessions…, form_tokens…, link_reports…); the others are kept.
-    expect(indexes(db).filter((n) => !/^(mail|media|webhook|web_sessions|form_tokens|link_reports)/.test(n))).toEqual(indexesBefore)
+    // Migrations 5 to 11 and 14 add the mail, media, webhook, session, form token, report and tag tables
+    // and their indexes (named mail…, media…, webhook…, web_sessions…, form_tokens…, link_reports…,
+    // link_tags…); the others are kept.
+    expect(indexes(db).filter((n) => !/^(mail|media|webhook|web_sessions|form_tokens|link_reports|link_tags)/.test(n))).toEqual(indexesBefore)
     expect(db.query('PRAGMA foreign_key_check').all()).toEqual([])
     // Migration 3: each day's names become the JSON of its row, and each month adds up its days.
     const json = (rows: unknown[]): unknown[] => (rows as { dims: string }[]).map((r) => ({ ...r, dims: JSON.parse(r.dims) }))
