@@ -67,6 +67,14 @@ export interface ApiMethod {
   exampleWith?: string[]
   /** The errors the handler itself can give beyond the parameters' own, by HTTP status: machine codes. */
   errors?: Partial<Record<number, string[]>>
+  /**
+   * A method that takes a file (import.json): the body may be up to `limit` bytes (plus a little for a
+   * multipart envelope), a multipart field `param` holding a file is read as its UTF-8 text, and a body of
+   * one of `types` (text/csv) is that parameter whole. A larger file is 413 too_large naming `param`.
+   */
+  upload?: { param: string; limit: number; types: string[] }
+  /** POST parameters may also come in the query string (the body's win): links.json?format=csv. */
+  queryToo?: boolean
   /** Returns the envelope's `return`, or a Response (for raw images) that is sent as is. */
   handler: (ctx: ApiContext) => unknown | Promise<unknown>
 }
@@ -102,7 +110,7 @@ const kib = (bytes: number) => `${bytes} bytes (${Math.round(bytes / 1024)} KiB)
 async function readBody(method: ApiMethod, request: Request): Promise<Params> {
   const files = method.files ?? []
   const multipart = /^\s*multipart\/form-data\s*(;|$)/i.test(request.headers.get('content-type') ?? '')
-  if (files.length === 0 || !multipart) return bodyParams(request, API_BODY_LIMIT)
+  if (files.length === 0 || !multipart) return bodyParams(request, API_BODY_LIMIT, method.upload)
   const limit = API_BODY_LIMIT + files.reduce((sum, f) => sum + f.maxBytes, 0)
   try {
     return await bodyParams(request, limit)
@@ -241,6 +249,8 @@ export function createApi(methods: ApiMethod[], deps: ApiDeps) {
       if (method.key === 'required' && !caller) throw missingKey()
       if (caller && method.scope && !caller.scopes.has(method.scope)) throw scopeDenied(method.scope)
       const params = method.verb === 'GET' ? queryParams(request.url) : await readBody(method, request)
+      if (method.verb === 'POST' && method.queryToo)
+        for (const [k, v] of Object.entries(queryParams(request.url))) if (!(k in params)) params[k] = v
       checkFiles(method, params)
       checkParams(method.params, params)
       for (const rule of method.requiredWhen ?? []) {

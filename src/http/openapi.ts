@@ -287,6 +287,11 @@ export function openApiDocument(methods: ApiMethod[], opts: OpenApiOptions) {
       responses,
     }
     if (m.scope) op['x-scope'] = m.scope
+    // A method that takes a file takes a larger body than the others' 64 KiB.
+    if (m.upload) {
+      op['x-body-limit'] = m.upload.limit
+      responses['413'] = { ...(responses['413'] as object), description: `The file is over ${m.upload.limit / 1048576} MiB: too_large` }
+    }
 
     if (m.verb === 'GET') {
       op.parameters = m.params.map((p) => {

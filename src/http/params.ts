@@ -111,11 +111,49 @@ async function readStreamLimited(request: Request, limit: number, deadlineMs: nu
 
 const malformed = (what: string) => new AppError(400, 'invalid_body', `The request body is not valid ${what}.`)
 
-export async function bodyParams(request: Request, limit: number): Promise<Params> {
-  const bytes = await readBodyLimited(request, limit)
+/** What a method that takes a file declares (ApiMethod.upload). */
+export interface Upload {
+  param: string
+  limit: number
+  types: string[]
+}
+/** Room for a multipart envelope (boundaries, headers, the other fields) around an uploaded file. */
+const UPLOAD_SLACK = 64 * 1024
+const fileTooLarge = (upload: Upload) =>
+  new AppError(413, 'too_large', `The parameter "${upload.param}" is larger than the limit of ${upload.limit} bytes (${upload.limit / 1048576} MiB).`)
+
+/** A file's bytes as UTF-8 text (a byte order mark dropped); other bytes are a 400 naming the parameter. */
+function fileText(bytes: Uint8Array, upload: Upload): string {
+  if (bytes.byteLength > upload.limit) throw fileTooLarge(upload)
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes)
+  } catch {
+    throw new AppError(400, 'invalid_parameter', `The parameter "${upload.param}" is not UTF-8 text.`)
+  }
+}
+
+/** A file sent as a form or JSON field is held to the same limit as one sent as a file. */
+function checkFileSize(out: Params, upload: Upload | undefined): Params {
+  const file = upload ? out[upload.param] : undefined
+  if (upload && typeof file === 'string' && Buffer.byteLength(file) > upload.limit) throw fileTooLarge(upload)
+  return out
+}
+
+export async function bodyParams(request: Request, limit: number, upload?: Upload): Promise<Params> {
+  let bytes: Uint8Array
+  try {
+    bytes = await readBodyLimited(request, upload ? upload.limit + UPLOAD_SLACK : limit)
+  } catch (err) {
+    if (upload && err instanceof AppError && err.code === 'too_large') throw fileTooLarge(upload)
+    throw err
+  }
   const out: Params = Object.create(null)
   if (bytes.byteLength === 0) return out
   const type = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase()
+  if (upload?.types.includes(type)) {
+    out[upload.param] = fileText(bytes, upload)
+    return out
+  }
   let text: string | null
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(bytes)
@@ -124,7 +162,13 @@ export async function bodyParams(request: Request, limit: number): Promise<Param
   }
   // A multipart body may carry a file (qr.json's logo), whose bytes are anything: only its text fields
   // must be UTF-8, which a body without files shows by being UTF-8 as a whole.
-  if (type === 'multipart/form-data') return multipartParams(request, bytes, text !== null)
+  if (type === 'multipart/form-data') {
+    const params = await multipartParams(request, bytes, text !== null)
+    // A file field of a method that takes one as text (import.json's CSV) is its text; other files stay as they are.
+    const file = upload ? params[upload.param] : undefined
+    if (upload && file instanceof Blob) params[upload.param] = fileText(new Uint8Array(await file.arrayBuffer()), upload)
+    return checkFileSize(params, upload)
+  }
   if (text === null) throw malformed('UTF-8')
   if (type === 'application/json' || type.endsWith('+json')) {
     let doc: unknown
@@ -136,11 +180,11 @@ export async function bodyParams(request: Request, limit: number): Promise<Param
     if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
       throw new AppError(400, 'invalid_body', 'A JSON body must be an object of parameters.')
     for (const [k, v] of Object.entries(doc)) out[k] = v
-    return out
+    return checkFileSize(out, upload)
   }
   // Form encoding is the documented default; a body without a content type is read as such too.
   for (const [k, v] of formPairs(text, 'request body')) out[k] = v
-  return out
+  return checkFileSize(out, upload)
 }
 
 /** Text fields as strings, files as File objects (an empty file with no name — a form's file input left blank — is absent). */

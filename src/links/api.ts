@@ -6,8 +6,10 @@ import { Type, type Static } from '@sinclair/typebox'
 import type { ApiMethod } from '../http/api'
 import type { ApiParam } from '../http/schema'
 import type { AnonymousCreations } from './anonymous'
-import type { LinkRecord, LinkService } from './service'
-import { MAX_EXPIRE, MAX_PASSWORD_LENGTH, MAX_URL_LENGTH, MODES } from './validate'
+import { csvExportResponse, EXPORT_COLUMNS } from './export'
+import { IMPORT_FORMATS, importLinks, MAX_IMPORT_BYTES, readImport, SKIPPED_LISTED, type ImportFormat } from './import'
+import { LIST_SCAN, MAX_SEARCH_LENGTH, type LinkRecord, type LinkService } from './service'
+import { MAX_EXPIRE, MAX_PASSWORD_LENGTH, MAX_TAG_LENGTH, MAX_TAGS, MAX_URL_LENGTH, MODES } from './validate'
 
 const named = (name: string) => `The parameter "${name}"`
 const CODE_PATTERN = '^[A-Za-z0-9_-]+$'
@@ -120,6 +122,98 @@ function passwordParam(onCreate: boolean): ApiParam {
   }
 }
 
+const TAGS_RULE = `comma-separated, at most ${MAX_TAGS} tags, each 1 to ${MAX_TAG_LENGTH} of letters, digits, _ and - (stored lower-case)`
+function tagsParam(onCreate: boolean): ApiParam {
+  return {
+    name: 'tags',
+    absent: onCreate ? ['', null] : [],
+    schema: Type.String({
+      maxLength: 1000,
+      // At most 10 items of 1-32 characters, spaces around the commas allowed; "" is none.
+      pattern: '^ *(|[A-Za-z0-9_-]{1,32}( *, *[A-Za-z0-9_-]{1,32}){0,9}) *$',
+      description: `Tags: ${TAGS_RULE}; ${onCreate ? 'none by default' : 'replace the link\'s tags; "" removes them'}`,
+      examples: ['news,spring-sale'],
+    }),
+    error: {
+      code: 'invalid_parameter',
+      messages: {
+        type: `${named('tags')} must be a string.`,
+        default: `${named('tags')} is invalid: ${TAGS_RULE}.`,
+      },
+    },
+  }
+}
+
+const tagFilterParam: ApiParam = {
+  name: 'tag',
+  absent: ['', null],
+  schema: Type.String({
+    minLength: 1,
+    maxLength: MAX_TAG_LENGTH,
+    pattern: '^[A-Za-z0-9_-]+$',
+    description: 'Only links with this tag (any letter case)',
+    examples: ['news'],
+  }),
+  error: { code: 'invalid_parameter', messages: { default: `${named('tag')} is invalid: a tag, 1 to ${MAX_TAG_LENGTH} of letters, digits, _ and -.` } },
+}
+
+const queryParam: ApiParam = {
+  name: 'q',
+  absent: ['', null],
+  schema: Type.String({
+    maxLength: MAX_SEARCH_LENGTH,
+    description:
+      'Only links whose code, destination or a tag contains this text (letter case ignored). Each page looks at ' +
+      `no more than ${LIST_SCAN} links, so a page may hold fewer than "limit" links while "next" goes on`,
+    examples: ['spring'],
+  }),
+  error: { code: 'invalid_parameter', messages: { default: `${named('q')} is invalid: text of at most ${MAX_SEARCH_LENGTH} characters.` } },
+}
+
+const listFormatParam: ApiParam = {
+  name: 'format',
+  absent: ['', null],
+  caseInsensitive: true,
+  schema: Type.String({
+    enum: ['json', 'csv'],
+    default: 'json',
+    description:
+      `csv: every link of the caller (not a page: limit, cursor, tag and q do not apply) as a CSV file, text/csv, ` +
+      `RFC 4180 with a header row: ${EXPORT_COLUMNS.join(',')}. May be given in the query string (links.json?format=csv)`,
+    examples: ['csv'],
+  }),
+  error: { code: 'invalid_parameter', messages: { default: `${named('format')} must be json or csv.` } },
+}
+
+const fileParam: ApiParam = {
+  name: 'file',
+  required: true,
+  absent: [''],
+  schema: Type.String({
+    description:
+      `The file, UTF-8, at most ${MAX_IMPORT_BYTES / 1048576} MiB: a multipart file field, or the whole body sent as text/csv ` +
+      '(then give "format" in the query string)',
+    examples: ['long_url,tags\r\nhttps://example.com/a/long/path,news\r\n'],
+  }),
+  error: { code: 'invalid_parameter', messages: { type: `${named('file')} must be a file or text.`, default: `${named('file')} is invalid.` } },
+}
+
+const importFormatParam: ApiParam = {
+  name: 'format',
+  absent: ['', null],
+  caseInsensitive: true,
+  schema: Type.String({
+    enum: [...IMPORT_FORMATS],
+    default: 'csv',
+    description:
+      "csv: linkbox's own export (only long_url is required; code, mode, expires and tags are read); shlink: the web " +
+      "client's CSV export; kutt: the answer of Kutt's GET /api/v2/links (JSON) or a CSV with its field names; yourls: " +
+      'the yourls_url table as CSV (keyword, url, …); bitly: the CSV export of Bitly links',
+    examples: ['shlink'],
+  }),
+  error: { code: 'invalid_parameter', messages: { default: `${named('format')} must be one of: ${IMPORT_FORMATS.join(', ')}.` } },
+}
+
 const codeParam: ApiParam = {
   name: 'code',
   required: true,
@@ -198,6 +292,7 @@ const exampleRecord: LinkRecord = {
   password: false,
   clicks: 42,
   disabled: null,
+  tags: ['news', 'spring-sale'],
 }
 
 const dateTime = (description: string) => Type.String({ format: 'date-time', description })
@@ -226,6 +321,7 @@ export const LinkRecordSchema = Type.Object(
     disabled: Type.Union([Type.String({ maxLength: 300 }), Type.Null()], {
       description: 'Null while the link works; else why the administrator disabled it (visitors get a 451 page; clicks and statistics stay)',
     }),
+    tags: Type.Array(Type.String({ pattern: '^[a-z0-9_-]{1,32}$' }), { maxItems: MAX_TAGS, uniqueItems: true, description: 'Its tags, sorted; empty without' }),
   },
   { title: 'LinkRecord', additionalProperties: false, examples: [exampleRecord] },
 )
@@ -285,6 +381,30 @@ const StatsSchema = Type.Object(
   },
 )
 
+const ImportSchema = Type.Object(
+  {
+    created: Type.Integer({ minimum: 0, description: 'Links made' }),
+    skipped: Type.Array(
+      Type.Object(
+        {
+          line: Type.Integer({ minimum: 0, description: "The row's line in the file (for Kutt's JSON: its place in the list, from 1)" }),
+          code: Type.String({ description: 'The short code the row asked for ("" for none)' }),
+          reason: Type.String({ description: 'Why, for programs: alias_taken, alias_reserved, invalid_alias, invalid_url, invalid_mode, invalid_expire, invalid_parameter, missing_url' }),
+          message: Type.String({ description: 'Why, for people' }),
+        },
+        { additionalProperties: false },
+      ),
+      { maxItems: SKIPPED_LISTED, description: `Rows not imported, in file order: the first ${SKIPPED_LISTED}` },
+    ),
+    skipped_total: Type.Integer({ minimum: 0, description: 'All rows not imported' }),
+  },
+  {
+    title: 'ImportResult',
+    additionalProperties: false,
+    examples: [{ created: 41, skipped: [{ line: 7, code: 'spring', reason: 'alias_taken', message: 'The alias "spring" is already in use.' }], skipped_total: 1 }],
+  },
+)
+
 const DeletedSchema = Type.Object(
   { hex: Type.String({ pattern: CODE_PATTERN }), deleted: Type.Literal(true) },
   { title: 'LinkDeleted', additionalProperties: false, examples: [{ hex: 'Ab3dE9', deleted: true }] },
@@ -305,13 +425,13 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations): Api
       scope: 'links',
       tag: 'links',
       summary: 'Create a short link (anonymous without a key; owned by the key\'s account with one)',
-      params: [urlParam(true), aliasParam, modeParam(true), expireParam(true), passwordParam(true)],
+      params: [urlParam(true), aliasParam, modeParam(true), expireParam(true), passwordParam(true), tagsParam(true)],
       returns: LinkRecordSchema,
       errors: { 409: ['alias_taken', 'alias_reserved'], 503: ['busy', STORAGE] },
       handler: ({ params: p, caller, clientIp }): Promise<Static<typeof LinkRecordSchema>> => {
         // Without a key: refused when links.anonymous is false, and counted against rate.anon_per_day.
         if (!caller) anonymous?.check(clientIp)
-        return links.create({ url: p.url, alias: p.alias, mode: p.mode, expire: p.expire, password: p.password }, caller)
+        return links.create({ url: p.url, alias: p.alias, mode: p.mode, expire: p.expire, password: p.password, tags: p.tags }, caller)
       },
     },
     {
@@ -332,10 +452,15 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations): Api
       key: 'required',
       scope: 'links',
       tag: 'links',
-      summary: "List the caller's links, newest first",
-      params: [limitParam, cursorParam],
+      summary: "List the caller's links, newest first (by tag, by text), or export them all as CSV",
+      params: [limitParam, cursorParam, tagFilterParam, queryParam, listFormatParam],
+      queryToo: true,
       returns: ListSchema,
-      handler: ({ params, caller }): Static<typeof ListSchema> => links.list({ limit: params.limit, cursor: params.cursor }, caller!),
+      otherContent: { description: 'with format=csv, every link of the caller as a CSV file (an attachment)', types: ['text/csv'] },
+      handler: ({ params, caller }): Static<typeof ListSchema> | Response => {
+        if (String(params.format ?? '').toLowerCase() === 'csv') return csvExportResponse(links.exportPages(caller!), links.now())
+        return links.list({ limit: params.limit, cursor: params.cursor, tag: params.tag, q: params.q }, caller!)
+      },
     },
     {
       verb: 'POST',
@@ -345,15 +470,37 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations): Api
       tag: 'links',
       summary: 'Change a link: only the fields sent are changed',
       description: "Only the owning account's keys (or an admin's) may change a link; anonymous links cannot be changed.",
-      params: [codeParam, urlParam(false), modeParam(false), expireParam(false), passwordParam(false)],
+      params: [codeParam, urlParam(false), modeParam(false), expireParam(false), passwordParam(false), tagsParam(false)],
       exampleWith: ['url'],
       returns: LinkRecordSchema,
       errors: { 403: ['not_owner'], 404: ['not_found'], 503: [STORAGE] },
       handler: ({ params, caller }): Promise<Static<typeof LinkRecordSchema>> =>
         links.update(
-          { code: params.code, url: params.url, mode: params.mode, expire: params.expire, password: params.password },
+          { code: params.code, url: params.url, mode: params.mode, expire: params.expire, password: params.password, tags: params.tags },
           caller!,
         ),
+    },
+    {
+      verb: 'POST',
+      path: '/api/import.json',
+      key: 'required',
+      scope: 'links',
+      tag: 'links',
+      summary: "Import links from a file: linkbox's own CSV export, or Shlink's, Kutt's, YOURLS' or Bitly's",
+      description:
+        'Each row is made as getLink.json makes a link (the same URL rules and checks; webhooks fire). A code is kept ' +
+        'when it is free and valid here; a row whose code is taken, reserved or invalid is skipped, never overwritten. ' +
+        `Passwords and statistics are not imported. A file over ${MAX_IMPORT_BYTES / 1048576} MiB is refused (413, naming "file"); ` +
+        'one that is not of the format is refused whole (400, naming "file").',
+      params: [fileParam, importFormatParam],
+      upload: { param: 'file', limit: MAX_IMPORT_BYTES, types: ['text/csv', 'application/csv', 'text/plain'] },
+      queryToo: true,
+      returns: ImportSchema,
+      errors: { 503: ['busy', STORAGE] },
+      handler: ({ params, caller }): Promise<Static<typeof ImportSchema>> => {
+        const format = (String(params.format || 'csv').toLowerCase()) as ImportFormat
+        return importLinks(links, caller!, readImport(params.file as string, format), links.now)
+      },
     },
     {
       verb: 'POST',

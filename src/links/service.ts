@@ -20,6 +20,8 @@ import {
   validateExpire,
   validateMode,
   validatePassword,
+  validateTag,
+  validateTags,
   validateUrl,
   type Mode,
   type UrlRules,
@@ -39,6 +41,8 @@ export interface LinkRecord {
   clicks: number
   /** Null while the link works; else why an admin disabled it. */
   disabled: string | null
+  /** Its tags, sorted (SPEC §2a); empty without. */
+  tags: string[]
 }
 
 export interface CreateLinkInput {
@@ -47,6 +51,7 @@ export interface CreateLinkInput {
   mode?: unknown
   expire?: unknown
   password?: unknown
+  tags?: unknown
 }
 
 const present = (v: unknown) => v !== undefined && v !== null && v !== ''
@@ -93,6 +98,10 @@ export const SEARCH_PAGE_SIZE = 25
 export const SEARCH_COUNT_MAX = 10_000
 export const MAX_SEARCH_LENGTH = 200
 export type LinkSort = 'created' | 'clicks'
+/** links.json?q=: the links looked at for one page at most (a rare match costs a bounded scan per page). */
+export const LIST_SCAN = 5_000
+/** The export reads the links this many at a time. */
+export const EXPORT_PAGE = 500
 
 /** A LIKE pattern matching `text` anywhere, with LIKE's own characters (and the escape) taken literally. */
 export const containsPattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
@@ -155,7 +164,8 @@ export function createLinkService(deps: {
   }
   const urlRules: UrlRules = ownUrlRules(config.server, config.links.blocked_domains)
 
-  function record(row: LinkRow): LinkRecord {
+  /** A link as the API answers it; `tags` when the caller has them already (a page reads them at once). */
+  function record(row: LinkRow, tags: string[] = store.tagsOf(row.id)): LinkRecord {
     const now = clock()
     return {
       hex: row.code,
@@ -170,7 +180,14 @@ export function createLinkService(deps: {
       password: row.password_hash !== null,
       clicks: row.clicks,
       disabled: row.disabled,
+      tags,
     }
+  }
+
+  /** Records of several links, their tags read in one statement. */
+  function records(rows: LinkRow[]): LinkRecord[] {
+    const tags = store.tagsFor(rows.map((r) => r.id))
+    return rows.map((r) => record(r, tags.get(r.id) ?? []))
   }
 
   const mayChange = (row: LinkRow, caller: Caller) => caller.admin || (row.account_id !== null && row.account_id === caller.accountId)
@@ -185,11 +202,12 @@ export function createLinkService(deps: {
   // In one transaction: the link read before an await is read again by its id AND code (ids are never
   // reused, and a code can be taken again after a delete), its owner checked again, and only the fields
   // that were sent are written, so a concurrent update of other fields stands.
-  const writeChanges = db.transaction((read: LinkRow, changes: LinkChanges, caller: Caller): LinkRow => {
+  const writeChanges = db.transaction((read: LinkRow, changes: LinkChanges, tags: string[] | undefined, caller: Caller): LinkRow => {
     const current = store.byIdAndCode(read.id, read.code)
     if (!current) throw notFound(`No link with the code "${read.code}".`)
     if (!mayChange(current, caller)) throw notOwner()
     const updated = store.update(current.id, changes, clock())!
+    if (tags) store.setTags(updated.id, updated.account_id, tags)
     outbox?.enqueue('link.updated', updated.account_id, { ...record(updated) }, updated.updated)
     return updated
   })
@@ -257,13 +275,22 @@ export function createLinkService(deps: {
      * `within` runs in the savepoint that inserts the link, after the insert (the pages claim their form
      * token there); when it throws, no link is made. It may run more than once, like the write itself.
      */
-    async create(input: CreateLinkInput, caller: Caller | null, opts: { within?: (link: { code: string }) => void } = {}): Promise<LinkRecord> {
+    async create(
+      input: CreateLinkInput,
+      caller: Caller | null,
+      opts: {
+        within?: (link: { code: string }) => void
+        /** An import's expiry, as a moment (unix ms), instead of `expire`: it may have passed already. */
+        expiresAt?: number | null
+      } = {},
+    ): Promise<LinkRecord> {
       if (!present(input.url)) throw new AppError(400, 'missing_parameter', 'The parameter "url" is required.')
       const long_url = validateUrl(input.url, urlRules)
       deps.checkDestination?.(long_url)
       const alias = present(input.alias) ? validateAlias(input.alias) : null
       const mode = present(input.mode) ? validateMode(input.mode) : 'redirect'
       const expire = present(input.expire) ? validateExpire(input.expire) : 0
+      const tags = present(input.tags) ? validateTags(input.tags) : []
       const password = input.password !== undefined ? validatePassword(input.password, { allowEmpty: true }) : null
       const password_hash = password ? await hashPassword(password) : null
       const now = clock()
@@ -273,7 +300,7 @@ export function createLinkService(deps: {
         mode,
         password_hash,
         created: now,
-        expires: expire ? now + expire * 1000 : null,
+        expires: opts.expiresAt !== undefined ? opts.expiresAt : expire ? now + expire * 1000 : null,
       }
       // Committed with the other creations of this event-loop turn; answered once that commit is done.
       let row: LinkRow
@@ -281,14 +308,15 @@ export function createLinkService(deps: {
         // The webhook event is written in the same savepoint: a creation that fails leaves none.
         row = await creations.run(() => {
           const inserted = alias ? insertAlias(fields, alias) : insertWithFreshCode(fields)
+          store.setTags(inserted.id, inserted.account_id, tags)
           opts.within?.(inserted)
-          outbox?.enqueue('link.created', inserted.account_id, { ...record(inserted) }, inserted.created)
+          outbox?.enqueue('link.created', inserted.account_id, { ...record(inserted, tags) }, inserted.created)
           return inserted
         })
       } catch (err) {
         throw storageError(db, err)
       }
-      const rec = record(row)
+      const rec = record(row, tags)
       events.emit('link.created', { link: { ...rec }, accountId: row.account_id })
       return rec
     },
@@ -301,6 +329,7 @@ export function createLinkService(deps: {
         deps.checkDestination?.(changes.long_url)
       }
       if (input.mode !== undefined) changes.mode = validateMode(input.mode)
+      const tags = input.tags !== undefined ? validateTags(input.tags) : undefined
       if (input.expire !== undefined) {
         const expire = validateExpire(input.expire)
         changes.expires = expire ? clock() + expire * 1000 : null
@@ -311,7 +340,7 @@ export function createLinkService(deps: {
         // above is only a promise that is checked again below.
         changes.password_hash = password ? await hashPassword(password) : null
       }
-      const updated = stored(db, () => writeChanges(row, changes, caller))
+      const updated = stored(db, () => writeChanges(row, changes, tags, caller))
       forget(row.code)
       const rec = record(updated)
       events.emit('link.updated', { link: { ...rec }, accountId: updated.account_id })
@@ -323,8 +352,9 @@ export function createLinkService(deps: {
       // Click aggregates go with it (ON DELETE CASCADE); the webhook event is written in the same transaction.
       stored(db, () =>
         db.transaction(() => {
+          const gone = record(row)
           store.remove(row.id)
-          outbox?.enqueue('link.deleted', row.account_id, { ...record(row) }, clock())
+          outbox?.enqueue('link.deleted', row.account_id, { ...gone }, clock())
         })(),
       )
       forget(row.code)
@@ -344,7 +374,12 @@ export function createLinkService(deps: {
       return changed ?? null
     },
 
-    list(input: { limit?: unknown; cursor?: unknown }, caller: Caller) {
+    /**
+     * links.json: a page of the caller's links, newest first. `tag` keeps the links with that tag (along an
+     * index); `q` those whose code, destination or a tag contains it (case-insensitive), looking at no more
+     * than LIST_SCAN links per page: such a page may hold fewer than `limit` links while `next` goes on.
+     */
+    list(input: { limit?: unknown; cursor?: unknown; tag?: unknown; q?: unknown }, caller: Caller) {
       let limit = 100
       if (present(input.limit)) {
         const s = String(input.limit)
@@ -359,13 +394,42 @@ export function createLinkService(deps: {
           throw invalidParameter('cursor', 'the "next" value of a previous answer')
         before = Number(s)
       }
-      const rows = store.page(caller.accountId, before, limit + 1)
+      const tag = present(input.tag) ? validateTag(input.tag) : ''
+      let q = ''
+      if (present(input.q)) {
+        if (typeof input.q !== 'string' || [...input.q].length > MAX_SEARCH_LENGTH)
+          throw invalidParameter('q', `text of at most ${MAX_SEARCH_LENGTH} characters`)
+        q = input.q.trim()
+      }
+      const count = store.count(caller.accountId)
+      if (q) {
+        const { rows, floor, full } = store.pageMatching(caller.accountId, before, tag, containsPattern(q), limit + 1, LIST_SCAN)
+        const more = rows.length > limit
+        const pageRows = more ? rows.slice(0, limit) : rows
+        // Past the page's last link, or (the window looked at without filling the page) past the window.
+        const next = more ? pageRows[pageRows.length - 1]!.id : full ? floor : null
+        return { links: records(pageRows), count, next: next === null ? null : String(next) }
+      }
+      const rows = tag ? store.pageByTag(caller.accountId, tag, before, limit + 1) : store.page(caller.accountId, before, limit + 1)
       const more = rows.length > limit
       const pageRows = more ? rows.slice(0, limit) : rows
       return {
-        links: pageRows.map(record),
-        count: store.count(caller.accountId),
+        links: records(pageRows),
+        count,
         next: more ? String(pageRows[pageRows.length - 1]!.id) : null,
+      }
+    },
+
+    /**
+     * Every link of the caller, oldest first, read EXPORT_PAGE at a time by id (a million links never sit in
+     * memory at once): each call of the returned function gives the next page, empty at the end.
+     */
+    exportPages(caller: Caller) {
+      let after = 0
+      return (): LinkRecord[] => {
+        const rows = store.exportPage(caller.accountId, after, EXPORT_PAGE)
+        if (rows.length > 0) after = rows[rows.length - 1]!.id
+        return records(rows)
       }
     },
 
@@ -380,20 +444,25 @@ export function createLinkService(deps: {
      * search (a counter) and counted up to SEARCH_COUNT_MAX with one (`capped` then says there are more);
      * a page past the end answers the last page.
      */
-    search(input: { q?: string; sort?: LinkSort; page?: number }, caller: Caller) {
+    search(input: { q?: string; tag?: string; sort?: LinkSort; page?: number }, caller: Caller) {
       const q = (input.q ?? '').trim()
+      const tag = input.tag ? validateTag(input.tag) : ''
       if ([...q].length > MAX_SEARCH_LENGTH) throw invalidParameter('q', `at most ${MAX_SEARCH_LENGTH} characters`)
       const sort: LinkSort = input.sort === 'clicks' ? 'clicks' : 'created'
       const pattern = q ? containsPattern(q) : '%'
-      const counted = q ? store.searchCount(caller.accountId, pattern, SEARCH_COUNT_MAX + 1) : store.count(caller.accountId)
-      const capped = q !== '' && counted > SEARCH_COUNT_MAX
+      const filtered = q !== '' || tag !== ''
+      const counted = filtered ? store.searchCount(caller.accountId, pattern, tag, SEARCH_COUNT_MAX + 1) : store.count(caller.accountId)
+      const capped = filtered && counted > SEARCH_COUNT_MAX
       const total = capped ? SEARCH_COUNT_MAX : counted
       const pages = Math.max(1, Math.ceil(total / SEARCH_PAGE_SIZE))
       const page = Math.min(Math.max(1, Math.floor(input.page ?? 1) || 1), pages)
       const offset = (page - 1) * SEARCH_PAGE_SIZE
-      const rows = store.search(caller.accountId, pattern, sort, SEARCH_PAGE_SIZE, offset)
-      return { links: rows.map(record), q, sort, page, pages, total, capped, offset, perPage: SEARCH_PAGE_SIZE }
+      const rows = store.search(caller.accountId, pattern, tag, sort, SEARCH_PAGE_SIZE, offset)
+      return { links: records(rows), q, tag, sort, page, pages, total, capped, offset, perPage: SEARCH_PAGE_SIZE }
     },
+
+    /** The service's clock (unix ms). */
+    now: () => clock(),
 
     /** How many links are stored (for /metrics): read from the per-account counters, not counted. */
     total: () => store.total(),

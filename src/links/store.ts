@@ -49,19 +49,80 @@ export function createLinkStore(db: Db) {
   // The dashboard's list: one account's links matching a LIKE pattern ('%' for all; the service escapes what
   // was typed), newest first (by id, the order of creation, along links_account) or most clicked first, a
   // page at a time. Two fixed statements rather than SQL text built per call.
-  const SEARCH = "account_id = ?1 AND (code LIKE ?2 ESCAPE '\\' OR long_url LIKE ?2 ESCAPE '\\')"
-  const searchNewest = db.query<LinkRow, [number, string, number, number]>(
+  const SEARCH = `account_id = ?1 AND (code LIKE ?2 ESCAPE '\\' OR long_url LIKE ?2 ESCAPE '\\'
+    OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag LIKE ?2 ESCAPE '\\'))
+    AND (?5 = '' OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag = ?5))`
+  const searchNewest = db.query<LinkRow, [number, string, number, number, string]>(
     `SELECT * FROM links WHERE ${SEARCH} ORDER BY id DESC LIMIT ?3 OFFSET ?4`,
   )
-  const searchClicks = db.query<LinkRow, [number, string, number, number]>(
+  const searchClicks = db.query<LinkRow, [number, string, number, number, string]>(
     `SELECT * FROM links WHERE ${SEARCH} ORDER BY clicks DESC, id DESC LIMIT ?3 OFFSET ?4`,
   )
   // Counted up to a bound: a search over a very large account stops counting there ("10000+").
   const setDisabled = db.query<LinkRow, [number, string | null, number]>('UPDATE links SET disabled = ?2, updated = ?3 WHERE id = ?1 RETURNING *')
-  const searchCount = db.query<{ n: number }, [number, string, number]>(
-    `SELECT count(*) AS n FROM (SELECT 1 FROM links WHERE ${SEARCH} LIMIT ?3)`,
+  const searchCount = db.query<{ n: number }, [number, string, number, number, string]>(
+    `SELECT count(*) AS n FROM (SELECT 1 FROM links WHERE ${SEARCH} LIMIT ?3 OFFSET ?4)`,
+  )
+  // Tags (migration 14): a link's, a page's (ids as one JSON array: one fixed statement for any page), and
+  // replaced whole on a change. Each row carries the link's owner for the index links.json?tag= reads.
+  const tagsOf = db.query<{ tag: string }, [number]>('SELECT tag FROM link_tags WHERE link_id = ? ORDER BY tag')
+  const tagsFor = db.query<{ link_id: number; tag: string }, [string]>(
+    'SELECT link_id, tag FROM link_tags WHERE link_id IN (SELECT value FROM json_each(?)) ORDER BY link_id, tag',
+  )
+  const clearTags = db.query<unknown, [number]>('DELETE FROM link_tags WHERE link_id = ?')
+  const addTag = db.query<unknown, [number, string, number | null]>('INSERT INTO link_tags (link_id, tag, account_id) VALUES (?1, ?2, ?3)')
+  // links.json?tag=: newest first along the index (account, tag, link_id); the join only reads the rows.
+  const pageByTag = db.query<LinkRow, [number, string, number, number]>(
+    `SELECT links.* FROM link_tags JOIN links ON links.id = link_tags.link_id
+     WHERE link_tags.account_id = ?1 AND link_tags.tag = ?2 AND link_tags.link_id < ?3 AND links.account_id = ?1
+     ORDER BY link_tags.link_id DESC LIMIT ?4`,
+  )
+  // links.json?q=: the matches among at most SCAN rows of the account below the cursor (the window's lowest
+  // id is read first, from the index alone), so that a page costs a bounded scan however rare the match.
+  const FILTER = `(?3 = '' OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag = ?3))
+    AND (code LIKE ?4 ESCAPE '\\' OR long_url LIKE ?4 ESCAPE '\\'
+         OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag LIKE ?4 ESCAPE '\\'))`
+  const windowFloor = db.query<{ floor: number | null; n: number }, [number, number, number]>(
+    'SELECT min(id) AS floor, count(*) AS n FROM (SELECT id FROM links WHERE account_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3)',
+  )
+  const pageMatching = db.query<LinkRow, [number, number, string, string, number, number]>(
+    `SELECT * FROM links WHERE account_id = ?1 AND id < ?2 AND id >= ?5 AND ${FILTER} ORDER BY id DESC LIMIT ?6`,
+  )
+  // The export: every link of an account, oldest first, a page at a time after an id.
+  const exportPage = db.query<LinkRow, [number, number, number]>(
+    'SELECT * FROM links WHERE account_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3',
   )
   return {
+    /** A link's tags, sorted. */
+    tagsOf: (linkId: number) => tagsOf.all(linkId).map((r) => r.tag),
+    /** The tags of several links (each sorted); links without any are absent. */
+    tagsFor(linkIds: number[]): Map<number, string[]> {
+      const out = new Map<number, string[]>()
+      if (linkIds.length === 0) return out
+      for (const r of tagsFor.all(JSON.stringify(linkIds))) {
+        const list = out.get(r.link_id)
+        if (list) list.push(r.tag)
+        else out.set(r.link_id, [r.tag])
+      }
+      return out
+    },
+    /** Replaces a link's tags (call inside the write's transaction). */
+    setTags(linkId: number, accountId: number | null, tags: readonly string[]) {
+      clearTags.run(linkId)
+      for (const tag of tags) addTag.run(linkId, tag, accountId)
+    },
+    pageByTag: (accountId: number, tag: string, beforeId: number, limit: number) => pageByTag.all(accountId, tag, beforeId, limit),
+    /**
+     * The account's links below `beforeId` that match `tag` ('' for any) and the LIKE `pattern`, newest first,
+     * looking at no more than `scan` links: `floor` is the lowest id looked at, `full` whether the window was
+     * full (so that older links remain to be looked at).
+     */
+    pageMatching(accountId: number, beforeId: number, tag: string, pattern: string, limit: number, scan: number) {
+      const w = windowFloor.get(accountId, beforeId, scan)!
+      if (w.floor === null) return { rows: [] as LinkRow[], floor: 0, full: false }
+      return { rows: pageMatching.all(accountId, beforeId, tag, pattern, w.floor, limit), floor: w.floor, full: w.n >= scan }
+    },
+    exportPage: (accountId: number, afterId: number, limit: number) => exportPage.all(accountId, afterId, limit),
     insert: (r: Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'disabled'>) =>
       insert.get(r.code, r.long_url, r.account_id, r.mode, r.password_hash, r.created, r.created, r.expires)!,
     byCode: (code: string) => byCode.get(code),
@@ -83,11 +144,11 @@ export function createLinkStore(db: Db) {
     remove: (id: number) => remove.run(id),
     /** An admin's disable (a reason) or enable (null); null when the row is gone. */
     setDisabled: (id: number, reason: string | null, now: number) => setDisabled.get(id, reason, now),
-    /** A page of an account's links whose code or destination matches `pattern` (LIKE; its own %, _ and \\ escaped with a backslash). */
-    search: (accountId: number, pattern: string, sort: 'created' | 'clicks', limit: number, offset: number) =>
-      (sort === 'clicks' ? searchClicks : searchNewest).all(accountId, pattern, limit, offset),
-    /** How many of an account's links match `pattern`, counting up to `max`. */
-    searchCount: (accountId: number, pattern: string, max: number) => searchCount.get(accountId, pattern, max)!.n,
+    /** A page of an account's links whose code, destination or a tag matches `pattern` (LIKE; its own %, _ and \\ escaped with a backslash), with the tag `tag` ('' for any). */
+    search: (accountId: number, pattern: string, tag: string, sort: 'created' | 'clicks', limit: number, offset: number) =>
+      (sort === 'clicks' ? searchClicks : searchNewest).all(accountId, pattern, limit, offset, tag),
+    /** How many of an account's links match `pattern` and `tag` ('' for any; the code, destination or a tag match the pattern), counting up to `max`. */
+    searchCount: (accountId: number, pattern: string, tag: string, max: number) => searchCount.get(accountId, pattern, max, 0, tag)!.n,
   }
 }
 export type LinkStore = ReturnType<typeof createLinkStore>

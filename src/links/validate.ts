@@ -9,6 +9,8 @@ export const MAX_PASSWORD_LENGTH = 128
 export const MODES = ['redirect', 'preview', 'frame'] as const
 export type Mode = (typeof MODES)[number]
 export const ALIAS_PATTERN = /^[A-Za-z0-9_-]{2,32}$/
+export const MAX_TAGS = 10
+export const MAX_TAG_LENGTH = 32
 
 /** First path segments the service itself uses (compared case-insensitively). */
 export const RESERVED_CODES = new Set([
@@ -182,4 +184,33 @@ export function validateCode(value: unknown, name = 'code'): string {
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(raw))
     throw new AppError(400, 'invalid_parameter', `The parameter "${name}" must be a short code: letters, digits, _ and -.`)
   return raw
+}
+
+const TAG_RULE = `comma-separated tags, at most ${MAX_TAGS}, each 1 to ${MAX_TAG_LENGTH} of letters, digits, _ and - (stored lower-case)`
+
+/**
+ * Tags as sent ("News, 2026,spring-sale"): split at commas, spaces around each trimmed, lower-cased, each
+ * once, sorted; "" (or only spaces) is none. The letters are checked before lower-casing, so that a
+ * character that lower-cases to ASCII (the Kelvin sign to "k") is refused rather than stored as another.
+ */
+export function validateTags(value: unknown, name = 'tags'): string[] {
+  const raw = asString(name, value, 'invalid_parameter')
+  if (/^ *$/.test(raw)) return []
+  const items = raw.split(',').map((item) => item.replace(/^ +| +$/g, ''))
+  if (items.length > MAX_TAGS) throw new AppError(400, 'invalid_parameter', `The parameter "${name}" is invalid: at most ${MAX_TAGS} tags.`)
+  for (const tag of items) {
+    if (!/^[A-Za-z0-9_-]*$/.test(tag) || tag === '')
+      throw new AppError(400, 'invalid_parameter', `The parameter "${name}" is invalid: ${TAG_RULE}; ${tag === '' ? 'one is empty' : `"${tag.slice(0, 40)}" is not one`}.`)
+    if (tag.length > MAX_TAG_LENGTH)
+      throw new AppError(400, 'invalid_parameter', `The parameter "${name}" is invalid: each tag at most ${MAX_TAG_LENGTH} characters; "${tag.slice(0, 40)}…" is longer.`)
+  }
+  return [...new Set(items.map((t) => t.toLowerCase()))].sort()
+}
+
+/** One tag as a filter (links.json tag=, the dashboard's ?tag=): the rule of a tag, lower-cased. */
+export function validateTag(value: unknown, name = 'tag'): string {
+  const raw = asString(name, value, 'invalid_parameter')
+  if (!/^[A-Za-z0-9_-]+$/.test(raw) || raw.length > MAX_TAG_LENGTH)
+    throw new AppError(400, 'invalid_parameter', `The parameter "${name}" is invalid: a tag, 1 to ${MAX_TAG_LENGTH} of letters, digits, _ and -.`)
+  return raw.toLowerCase()
 }

@@ -1,0 +1,55 @@
+// Links out (SPEC §2a): every link of an account as CSV (RFC 4180, a header row, UTF-8), streamed: the rows
+// are read a page at a time by id as the client takes them, so a million links never sit in memory. Used
+// by links.json?format=csv and the dashboard's "Export CSV".
+import { csvField, csvLine } from './csv'
+import type { LinkRecord } from './service'
+
+export const EXPORT_COLUMNS = ['code', 'short_url', 'long_url', 'mode', 'created', 'expires', 'clicks', 'tags', 'max_visits'] as const
+
+/** One link as a CSV line. Clicks and max_visits are numbers linkbox writes: never neutralised. */
+export function exportLine(r: LinkRecord): string {
+  const maxVisits = (r as { max_visits?: number | null }).max_visits
+  return csvLine([
+    csvField(r.hex),
+    csvField(r.url),
+    csvField(r.long_url),
+    csvField(r.mode),
+    csvField(r.created),
+    csvField(r.expires),
+    csvField(r.clicks, true),
+    csvField(r.tags.join(',')),
+    csvField(maxVisits ?? null, true),
+  ])
+}
+
+/**
+ * The export as a streamed answer: `nextPage` gives the following page of records each time it is called
+ * (empty at the end). The file is named links-YYYY-MM-DD.csv after the day (UTC) of `now`.
+ */
+export function csvExportResponse(nextPage: () => LinkRecord[], now: number, headers: Record<string, string> = {}): Response {
+  const encoder = new TextEncoder()
+  let started = false
+  const body = new ReadableStream<Uint8Array>({
+    // One page per pull: the stream asks for more only as the client reads.
+    pull(controller) {
+      if (!started) {
+        started = true
+        controller.enqueue(encoder.encode(csvLine([...EXPORT_COLUMNS])))
+      }
+      const page = nextPage()
+      if (page.length === 0) return controller.close()
+      controller.enqueue(encoder.encode(page.map(exportLine).join('')))
+    },
+  })
+  const day = new Date(now).toISOString().slice(0, 10)
+  return new Response(body, {
+    status: 200,
+    headers: {
+      'content-type': 'text/csv; charset=utf-8',
+      'content-disposition': `attachment; filename="links-${day}.csv"`,
+      'cache-control': 'no-store',
+      'x-content-type-options': 'nosniff',
+      ...headers,
+    },
+  })
+}
