@@ -1,5 +1,5 @@
 #!/usr/bin/env bun
-// The command line: serve, account, key, doctor, backup, ytdlp update, version. Each command builds what it needs from the config.
+// The command line: serve, account, key, import, doctor, backup, ytdlp update, version. Each command builds what it needs from the config.
 //
 // Only what every command needs is imported here. The rest is loaded by the command that uses it
 // (`await import(...)`): the HTTP app alone (Elysia, the QR encoder) takes tens of milliseconds to load,
@@ -19,6 +19,9 @@ Usage:
   linkbox key create ACCOUNT [--scopes a,b] [--label TEXT]
   linkbox key list [ACCOUNT]
   linkbox key revoke ID|PREFIX
+  linkbox import FILE --account NAME [--format F]
+                                                  links from a file into an account: linkbox's CSV
+                                                  export, or shlink, kutt, yourls, bitly
   linkbox doctor                                  check config, data directory, ports and helper programs
   linkbox backup FILE                             one archive (tar) of the database, the secrets and
                                                   the mail store, consistent while the service runs
@@ -78,6 +81,21 @@ ${CONFIG_OPTION}`,
 Options:
   --scopes a,b            create: of links, qr, media, mail, webhooks (default: all)
   --label TEXT            create: a note shown by key list and the dashboard
+${CONFIG_OPTION}`,
+  import: `Usage: linkbox import FILE --account NAME [--format F]
+
+Makes links for the account NAME from FILE (UTF-8, at most 10 MiB), as POST /api/import.json does: each
+link passes the rules of a new link, a code is kept when it is free and valid here, and a row whose code is
+taken or reserved is skipped, never overwritten. Prints how many were made, then one line per skipped row
+(line, code, reason, message; tab-separated). Exit 1 when the file is refused as a whole (too large, not of
+the format), 2 on a usage error; skipped rows do not change the exit code. Webhook events are queued for
+the running service to deliver.
+
+Options:
+  --account NAME          the account that owns the new links
+  --format F              csv (linkbox's own export; the default), shlink (the web client's CSV export),
+                          kutt (the answer of GET /api/v2/links), yourls (the yourls_url table as CSV),
+                          bitly (the links export)
 ${CONFIG_OPTION}`,
   doctor: `Usage: linkbox doctor [--config FILE]
 
@@ -139,6 +157,8 @@ const OPTION_VALUES: Record<string, string> = {
   label: 'a text',
   from: 'a URL or a file',
   events: 'a comma-separated list of event types',
+  account: 'an account name',
+  format: 'a format (csv, shlink, kutt, yourls, bitly)',
 }
 
 /**
@@ -348,6 +368,59 @@ async function webhookCommand(config: Config, sub: string | undefined, arg: stri
   return 0
 }
 
+/** `linkbox import FILE --account NAME`: the same import as POST /api/import.json, into that account. */
+async function importCommand(config: Config, file: string, accountName: string, format: string) {
+  const { statSync, readFileSync } = await import('node:fs')
+  const [{ IMPORT_FORMATS, MAX_IMPORT_BYTES, importLinks, readImport }, { printable, SCOPES }, { createAccountStore }, { createLinkbox }] = await Promise.all([
+    import('./links/import'),
+    import('./accounts/service'),
+    import('./accounts/store'),
+    import('./app'),
+  ])
+  if (!(IMPORT_FORMATS as readonly string[]).includes(format)) throw new ConfigError(`--format must be one of: ${IMPORT_FORMATS.join(', ')}`)
+  let size: number
+  try {
+    size = statSync(file).size
+  } catch (err) {
+    console.error(`linkbox: import refused: ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`)
+    return 1
+  }
+  if (size > MAX_IMPORT_BYTES) {
+    console.error(`linkbox: import refused: ${file} is ${size} bytes, over the limit of ${MAX_IMPORT_BYTES} (10 MiB) for "file"`)
+    return 1
+  }
+  let text: string
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(readFileSync(file))
+  } catch {
+    console.error(`linkbox: import refused: ${file} is not UTF-8 text`)
+    return 1
+  }
+  const box = createLinkbox(config)
+  try {
+    const account = createAccountStore(box.db).accountByName(accountName)
+    if (!account) throw new ConfigError(`no account "${accountName}" (linkbox account create makes one)`)
+    if (account.disabled !== null) throw new ConfigError(`the account "${accountName}" is disabled`)
+    // The same checks as a link made through the API, blocklists included.
+    if (config.links.blocklist_files.length) await box.abuse.reloadBlocklist()
+    const caller = { accountId: account.id, accountName, admin: account.admin === 1, scopes: new Set(SCOPES), keyId: null, via: 'dashboard' as const }
+    let result
+    try {
+      result = await importLinks(box.links, caller, readImport(text, format as (typeof IMPORT_FORMATS)[number]), box.links.now)
+    } catch (err) {
+      if (!(err instanceof AppError) || err.status >= 500) throw err
+      console.error(`linkbox: import refused: ${err.message}`)
+      return 1
+    }
+    console.log(`created ${result.created} links for ${accountName}; skipped ${result.skipped_total}`)
+    for (const s of result.skipped) console.log([s.line, printable(s.code), s.reason, printable(s.message)].join('\t'))
+    if (result.skipped_total > result.skipped.length) console.log(`… and ${result.skipped_total - result.skipped.length} more skipped`)
+    return 0
+  } finally {
+    await box.close()
+  }
+}
+
 export async function main(argv: string[]): Promise<number> {
   // Before anything else loads: node:util and node:net (config checks addresses) alone cost ~10 ms.
   if (argv.length === 1 && argv[0] === 'version') {
@@ -363,6 +436,8 @@ export async function main(argv: string[]): Promise<number> {
     label: { type: 'string' },
     from: { type: 'string' },
     events: { type: 'string' },
+    account: { type: 'string' },
+    format: { type: 'string' },
     force: { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
   } as const
@@ -449,6 +524,9 @@ export async function main(argv: string[]): Promise<number> {
     }
     case 'webhook':
       return webhookCommand(config, sub, arg, arg2, values.events)
+    case 'import':
+      if (!sub || arg || !values.account) throw new ConfigError('usage: linkbox import FILE --account NAME [--format F]')
+      return importCommand(config, sub, values.account, values.format ?? 'csv')
     case 'backup': {
       if (!sub || arg) throw new ConfigError('usage: linkbox backup FILE')
       const { writeBackup } = await import('./backup')

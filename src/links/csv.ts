@@ -44,64 +44,73 @@ export interface CsvRecord {
 export function parseCsv(text: string, delimiter = ','): CsvRecord[] {
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1)
   const records: CsvRecord[] = []
+  const n = text.length
   let fields: string[] = []
-  let field = ''
   let line = 1
   let start = 1
-  let quoted = false
   let i = 0
-  const n = text.length
+  // Counts the line ends inside a slice (CRLF, LF or a lone CR each end one line).
+  const lineEnds = (from: number, to: number) => {
+    let count = 0
+    for (let k = from; k < to; k++) {
+      const c = text.charCodeAt(k)
+      if (c === 10 || (c === 13 && text.charCodeAt(k + 1) !== 10)) count++
+    }
+    return count
+  }
   const endRecord = () => {
-    fields.push(field)
     // A blank line is no record.
     if (!(fields.length === 1 && fields[0] === '')) records.push({ line: start, fields })
     fields = []
-    field = ''
   }
-  while (i < n) {
-    const c = text[i]!
-    if (quoted) {
-      if (c === '"') {
-        if (text[i + 1] === '"') {
+  // One field per turn, read by slices (a 10 MiB field is not built a character at a time).
+  for (;;) {
+    let field: string
+    if (text[i] === '"') {
+      let from = i + 1
+      field = ''
+      for (;;) {
+        const quote = text.indexOf('"', from)
+        if (quote < 0) throw new CsvError(`line ${start}: a quoted field is not closed before the end of the file`, start)
+        field += text.slice(from, quote)
+        line += lineEnds(from, quote)
+        if (text[quote + 1] === '"') {
           field += '"'
-          i += 2
+          from = quote + 2
           continue
         }
-        quoted = false
-        i++
-        const next = text[i]
-        if (next !== undefined && next !== delimiter && next !== '\r' && next !== '\n')
-          throw new CsvError(`line ${line}: a quoted field must end at a ${delimiter === '\t' ? 'tab' : `"${delimiter}"`} or a line end`, line)
-        continue
+        i = quote + 1
+        break
       }
-      if (c === '\n') line++
-      else if (c === '\r' && text[i + 1] !== '\n') line++
-      field += c
-      i++
-      continue
+      const next = text[i]
+      if (next !== undefined && next !== delimiter && next !== '\r' && next !== '\n')
+        throw new CsvError(`line ${line}: a quoted field must end at a ${delimiter === '\t' ? 'tab' : `"${delimiter}"`} or a line end`, line)
+    } else {
+      let end = i
+      while (end < n) {
+        const c = text[end]
+        if (c === delimiter || c === '\r' || c === '\n') break
+        end++
+      }
+      field = text.slice(i, end)
+      i = end
     }
-    if (c === '"' && field === '') {
-      quoted = true
-      i++
-      continue
-    }
-    if (c === delimiter) {
-      fields.push(field)
-      field = ''
-      i++
-      continue
-    }
-    if (c === '\r' || c === '\n') {
+    fields.push(field)
+    if (i >= n) {
       endRecord()
-      i += c === '\r' && text[i + 1] === '\n' ? 2 : 1
-      line++
-      start = line
+      break
+    }
+    const c = text[i]
+    if (c === delimiter) {
+      i++
       continue
     }
-    field += c
-    i++
+    // A line end: the record is complete.
+    endRecord()
+    i += c === '\r' && text[i + 1] === '\n' ? 2 : 1
+    line++
+    start = line
+    if (i >= n) break
   }
-  if (quoted) throw new CsvError(`line ${start}: a quoted field is not closed before the end of the file`, start)
-  if (field !== '' || fields.length > 0) endRecord()
   return records
 }
