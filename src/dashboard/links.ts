@@ -3,12 +3,15 @@
 // the session's caller, so that what may be seen and changed is exactly what the account's key may.
 // Every page works without JavaScript (forms post, then 303 to a page — a refused form too, its values
 // and errors kept on the server for the page it goes back to); the create form's one-time token makes a
-// form sent twice make one link; every string from a link or a request is escaped here.
+// form sent twice make one link; every string from a link or a request is escaped here. Tags (issue 23):
+// set in both forms, shown as chips that filter the list (?tag=), searched by the search box (?q=); the
+// account's links can be exported (GET /dashboard/links.csv, the API's CSV).
 import { Elysia } from 'elysia'
 import { AppError } from '../errors'
+import { csvExportResponse } from '../links/export'
 import type { LinkRecord, LinkSort } from '../links/service'
 import { MAX_SEARCH_LENGTH } from '../links/service'
-import { MODES } from '../links/validate'
+import { MAX_TAG_LENGTH, MAX_TAGS, MODES } from '../links/validate'
 import { escapeHtml as e } from '../pages/render'
 import type { FormTokens } from './form-tokens'
 import { qrImage, qrSection, qrWithLogo } from './link-qr'
@@ -36,7 +39,12 @@ const CODE = /^[A-Za-z0-9_-]{1,64}$/
 const DEST_SHOWN = 64
 
 /** Field names as people read them, for the service's messages ("The parameter "url"…" → "The URL…"). */
-const FIELD_NAMES: Record<string, string> = { url: 'The URL', alias: 'The alias', mode: 'The mode', expire: 'The expiry', password: 'The password' }
+const FIELD_NAMES: Record<string, string> = { url: 'The URL', alias: 'The alias', mode: 'The mode', expire: 'The expiry', password: 'The password', tags: 'The tags' }
+/** A tag in the list's URL (?tag=): the alphabet of tags; anything else means no filter. */
+const TAG = /^[A-Za-z0-9_-]{1,32}$/
+const TAGS_HINT = `Up to ${MAX_TAGS}, separated by commas: letters, digits, _ or -, at most ${MAX_TAG_LENGTH} each.`
+/** The tags field as typed, tidied for the service: empty items (a trailing comma) left out. */
+const tidyTags = (typed: string) => typed.split(',').map((t) => t.trim()).filter(Boolean).join(',')
 const humane = (message: string) => message.replace(/^The parameter "(\w+)"/, (all, name: string) => FIELD_NAMES[name] ?? all)
 
 /** Which field of the form an error of the link service is about (null: the form as a whole). */
@@ -95,6 +103,8 @@ function expiryCell(r: LinkRecord): string {
 
 export interface ListQuery {
   q: string
+  /** Only links with this tag ('' for all). */
+  tag: string
   sort: LinkSort
   page: number
 }
@@ -105,13 +115,16 @@ export function listQuery(url: URL): ListQuery {
   const sort: LinkSort = url.searchParams.get('sort') === 'clicks' ? 'clicks' : 'created'
   const p = url.searchParams.get('page') ?? ''
   const page = /^\d{1,6}$/.test(p) ? Math.max(1, Number(p)) : 1
-  return { q, sort, page }
+  const t = url.searchParams.get('tag') ?? ''
+  const tag = TAG.test(t) ? t.toLowerCase() : ''
+  return { q, tag, sort, page }
 }
 
 /** /dashboard with the list's query (defaults left out), escaped for an attribute by the caller. */
 export function listHref(q: Partial<ListQuery>): string {
   const params = new URLSearchParams()
   if (q.q) params.set('q', q.q)
+  if (q.tag) params.set('tag', q.tag)
   if (q.sort && q.sort !== 'created') params.set('sort', q.sort)
   if (q.page && q.page > 1) params.set('page', String(q.page))
   const s = params.toString()
@@ -123,8 +136,9 @@ export interface CreateForm {
   alias: string
   mode: string
   expire: string
+  tags: string
 }
-const EMPTY_FORM: CreateForm = { url: '', alias: '', mode: 'redirect', expire: '' }
+const EMPTY_FORM: CreateForm = { url: '', alias: '', mode: 'redirect', expire: '', tags: '' }
 
 /** A refused form, kept for the page it is sent back to (what was typed, never the password). */
 interface Refused<F> {
@@ -139,7 +153,7 @@ function createCard(s: Session, tokens: FormTokens, form: CreateForm, errors: Fi
   const mode = errorOf(errors, 'mode')
   const expire = errorOf(errors, 'expire')
   const password = errorOf(errors, 'password')
-  const more = !!(form.alias || form.mode !== 'redirect' || form.expire || errors.alias || errors.mode || errors.expire || errors.password)
+  const more = !!(form.alias || form.mode !== 'redirect' || form.expire || form.tags || errors.alias || errors.mode || errors.expire || errors.password || errors.tags)
   return `<section class="card link-new" aria-labelledby="new-heading">
 <h2 id="new-heading">Shorten a link</h2>
 <form method="post" action="/dashboard/links">
@@ -161,19 +175,36 @@ ${tokens.field()}
 <select id="expire" name="expire"${expire.attrs}>${selectOptions(LIFETIMES, form.expire)}</select>${expire.html}</div>
 <div class="field"><label for="password">Password <span class="optional">(optional)</span></label>
 <input id="password" name="password" type="password" autocomplete="new-password" maxlength="128"${password.attrs}>${password.html}</div>
+${tagsField(form.tags, errors)}
 </div>
 </details>
 </form>
 </section>`
 }
 
-function row(r: LinkRecord, fresh: boolean): string {
+/** The tags field of both forms (ids: tags, tags-hint, tags-error). */
+function tagsField(value: string, errors: FieldErrors): string {
+  return `<div class="field"><label for="tags">Tags <span class="optional">(optional)</span></label>
+<input id="tags" name="tags" autocomplete="off" maxlength="400" placeholder="news, spring-sale" value="${e(value)}" aria-describedby="tags-hint${errors.tags ? ' tags-error' : ''}"${errors.tags ? ' aria-invalid="true"' : ''}>
+<span class="hint" id="tags-hint">${e(TAGS_HINT)}</span>${errorOf(errors, 'tags').html}</div>`
+}
+
+/** A link's tags as chips, each a link to the list of that tag. */
+function tagChips(r: LinkRecord, current: ListQuery): string {
+  if (r.tags.length === 0) return ''
+  const chips = r.tags.map(
+    (t) => `<li><a class="tag-chip" href="${e(listHref({ tag: t, sort: current.sort }))}"${t === current.tag ? ' aria-current="true"' : ''}><span class="visually-hidden">Links tagged </span>${e(t)}</a></li>`,
+  )
+  return `<ul class="tag-chips" aria-label="Tags of ${e(r.hex)}">${chips.join('')}</ul>`
+}
+
+function row(r: LinkRecord, fresh: boolean, query: ListQuery): string {
   const c = r.hex
   const label = `<span class="visually-hidden"> ${e(c)}</span>`
   // Each cell's content is one element: on a phone a cell is a two-column grid of its label and that.
   return `<tr${fresh ? ' class="fresh"' : ''}>
 <td class="link-cell" data-label="Link"><div class="short-line"><a class="short" id="short-${e(c)}" href="${e(r.url)}">${e(r.url)}</a>${lock(r.password)}<button type="button" class="copy secondary small" data-copy="short-${e(c)}" aria-label="Copy ${e(r.url)}" hidden>Copy</button></div>
-<div class="dest-line" title="${e(r.long_url)}">→&nbsp;${e(shortDestination(r.long_url))}</div></td>
+<div class="dest-line" title="${e(r.long_url)}">→&nbsp;${e(shortDestination(r.long_url))}</div>${tagChips(r, query)}</td>
 <td data-label="Mode"><span>${e(r.mode)}</span></td>
 <td class="n" data-label="Clicks"><span>${r.clicks}</span></td>
 <td class="date" data-label="Created">${time(r.created)}</td>
@@ -183,38 +214,41 @@ function row(r: LinkRecord, fresh: boolean): string {
 }
 
 function listCard(result: ReturnType<DashboardDeps['links']['search']>, query: ListQuery, fresh: string | null): string {
-  const { q, sort } = query
+  const { q, tag, sort } = query
   const sortLink = (value: LinkSort, text: string) =>
-    `<a href="${e(listHref({ q, sort: value }))}"${sort === value ? ' aria-current="true"' : ''}>${text}</a>`
+    `<a href="${e(listHref({ q, tag, sort: value }))}"${sort === value ? ' aria-current="true"' : ''}>${text}</a>`
+  // The search box is id="search" (the "/" shortcut focuses it); a tag filter stays on while searching.
   const search = `<div class="list-tools">
 <form method="get" action="/dashboard" role="search" class="link-search">
-<label for="q" class="visually-hidden">Search your links</label>
-<input id="q" name="q" type="search" maxlength="${MAX_SEARCH_LENGTH}" placeholder="Search code or destination" value="${e(q)}">
-${sort !== 'created' ? `<input type="hidden" name="sort" value="${e(sort)}">` : ''}<button type="submit" class="secondary">Search</button>
-${q ? `<a href="${e(listHref({ sort }))}">Clear</a>` : ''}
+<label for="search" class="visually-hidden">Search your links</label>
+<input id="search" name="q" type="search" maxlength="${MAX_SEARCH_LENGTH}" placeholder="Search code, destination or tag" value="${e(q)}">
+${tag ? `<input type="hidden" name="tag" value="${e(tag)}">` : ''}${sort !== 'created' ? `<input type="hidden" name="sort" value="${e(sort)}">` : ''}<button type="submit" class="secondary">Search</button>
+${q ? `<a href="${e(listHref({ tag, sort }))}">Clear</a>` : ''}
 </form>
 <nav class="sort" aria-label="Sort links"><span class="muted">Sort:</span> ${sortLink('created', 'Newest')} ${sortLink('clicks', 'Most clicks')}</nav>
-</div>`
+<a class="button secondary small export-link" href="/dashboard/links.csv" download>Export CSV<span class="visually-hidden"> of all your links</span></a>
+</div>${tag ? `<p class="tag-filter">Tagged <span class="tag-chip current">${e(tag)}</span> <a href="${e(listHref({ q, sort }))}">Show all tags</a></p>` : ''}`
   if (result.total === 0) {
-    const empty = q
-      ? `<div class="empty"><p>No link matches “${e(q)}”.</p><p><a href="${e(listHref({ sort }))}">Show all your links</a></p></div>`
+    const matching = [q ? `matches “${e(q)}”` : '', tag ? `is tagged “${e(tag)}”` : ''].filter(Boolean).join(' and ')
+    const empty = matching
+      ? `<div class="empty"><p>No link ${matching}.</p><p><a href="${e(listHref({ sort }))}">Show all your links</a></p></div>`
       : `<div class="empty"><p><strong>No links yet.</strong></p><p>Paste a long address in the form above to make your first short link, or create links from scripts with an <a href="/dashboard/keys">API key</a>.</p></div>`
-    return `<section class="card" aria-labelledby="list-heading"><h2 id="list-heading">Your links</h2>${q ? search : ''}${empty}</section>`
+    return `<section class="card" aria-labelledby="list-heading"><h2 id="list-heading">Your links</h2>${matching ? search : ''}${empty}</section>`
   }
   const from = result.offset + 1
   const to = result.offset + result.links.length
   const range = `${from}–${to} of ${result.total}${result.capped ? '+' : ''}`
-  const prev = result.page > 1 ? `<a href="${e(listHref({ q, sort, page: result.page - 1 }))}" rel="prev">← Previous</a>` : '<span></span>'
-  const next = result.page < result.pages ? `<a href="${e(listHref({ q, sort, page: result.page + 1 }))}" rel="next">Next →</a>` : '<span></span>'
+  const prev = result.page > 1 ? `<a href="${e(listHref({ q, tag, sort, page: result.page - 1 }))}" rel="prev">← Previous</a>` : '<span></span>'
+  const next = result.page < result.pages ? `<a href="${e(listHref({ q, tag, sort, page: result.page + 1 }))}" rel="next">Next →</a>` : '<span></span>'
   return `<section class="card" aria-labelledby="list-heading">
 <h2 id="list-heading">Your links <span class="count">${result.capped ? `${result.total}+` : result.total}</span></h2>
 ${search}
 <div class="table-wrap">
 <table class="links-table">
-<caption class="visually-hidden">Your links${q ? `, matching “${e(q)}”` : ''}, ${sort === 'clicks' ? 'most clicks first' : 'newest first'}: ${range}</caption>
+<caption class="visually-hidden">Your links${q ? `, matching “${e(q)}”` : ''}${tag ? `, tagged “${e(tag)}”` : ''}, ${sort === 'clicks' ? 'most clicks first' : 'newest first'}: ${range}</caption>
 <thead><tr><th scope="col">Link</th><th scope="col">Mode</th><th scope="col" class="n">Clicks</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Actions</th></tr></thead>
 <tbody>
-${result.links.map((r) => row(r, r.hex === fresh)).join('\n')}
+${result.links.map((r) => row(r, r.hex === fresh, query)).join('\n')}
 </tbody>
 </table>
 </div>
@@ -266,7 +300,7 @@ export function createLinksSection({ shell, links, qr }: DashboardDeps) {
   /** A link's edit page; with ?form=ID, the refused form as it was sent, with its errors. */
   function editPage(request: Request, s: Session, r: LinkRecord, draft?: { values: EditForm }) {
     const opts = shell.refusedState<Refused<EditForm>>(request, shell.ownerOf(s)) ?? (draft ? { values: draft.values, errors: {} } : undefined)
-    const v = opts?.values ?? { url: r.long_url, mode: r.mode, expire: 'keep', passwordAction: 'keep' }
+    const v = opts?.values ?? { url: r.long_url, mode: r.mode, expire: 'keep', passwordAction: 'keep', tags: r.tags.join(', ') }
     const errors = opts?.errors ?? {}
     const url = errorOf(errors, 'url')
     const mode = errorOf(errors, 'mode')
@@ -292,6 +326,7 @@ export function createLinksSection({ shell, links, qr }: DashboardDeps) {
 <div class="field"><label for="expire">Expiry</label>
 <select id="expire" name="expire" aria-describedby="expire-hint${errors.expire ? ' expire-error' : ''}"${errors.expire ? ' aria-invalid="true"' : ''}>${selectOptions(expireOptions, v.expire)}</select>
 <span class="hint" id="expire-hint">${e(currentExpiry)}</span>${expire.html}</div>
+${tagsField(v.tags, errors)}
 </div>
 <fieldset class="password-choice"${errors.password ? ' aria-describedby="password-error"' : ''}>
 <legend>Password <span class="muted">(${r.password ? 'this link has one' : 'none set'})</span></legend>
@@ -313,6 +348,7 @@ ${r.password ? radio('remove', 'Remove the password') : ''}
 <dl class="facts">
 <dt>Clicks</dt><dd>${r.clicks} · <a href="/${c}+">statistics</a></dd>
 <dt>Created</dt><dd>${e(when(Date.parse(r.created)))}</dd>
+${r.tags.length ? `<dt>Tags</dt><dd>${tagChips(r, { q: '', tag: '', sort: 'created', page: 1 })}</dd>` : ''}
 </dl>
 <p><a class="danger-link" href="/dashboard/links/${c}/delete">Delete this link…</a></p>
 </aside>
@@ -342,13 +378,13 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
       if (s instanceof Response) return s
       // Typed before the session ended (see shell.requireForm): the form shows it again.
       const d = shell.draft(request)
-      if (d) return listPage(request, s, { form: { url: d.get('url') ?? '', alias: d.get('alias') ?? '', mode: d.get('mode') || 'redirect', expire: d.get('expire') ?? '' } })
+      if (d) return listPage(request, s, { form: { url: d.get('url') ?? '', alias: d.get('alias') ?? '', mode: d.get('mode') || 'redirect', expire: d.get('expire') ?? '', tags: d.get('tags') ?? '' } })
       return listPage(request, s)
     })
     .post(
       '/dashboard/links',
       async ({ request }) => {
-        const s = await shell.requireForm(request, { page: '/dashboard', keep: ['url', 'alias', 'mode', 'expire'] })
+        const s = await shell.requireForm(request, { page: '/dashboard', keep: ['url', 'alias', 'mode', 'expire', 'tags'] })
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
         // Sent before (a double click, back and send again): no second link; the first answer's page.
@@ -360,11 +396,12 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
           alias: (f.get('alias') ?? '').trim(),
           mode: f.get('mode') || 'redirect',
           expire: f.get('expire') ?? '',
+          tags: (f.get('tags') ?? '').trim(),
         }
         const fresh = (code: string) => `/dashboard?new=${encodeURIComponent(code)}`
         try {
           const r = await links.create(
-            { url: form.url, alias: form.alias, mode: form.mode, expire: form.expire, password: f.get('password') ?? '' },
+            { url: form.url, alias: form.alias, mode: form.mode, expire: form.expire, password: f.get('password') ?? '', tags: tidyTags(form.tags) },
             s.caller,
             { within: (link) => tokens.claim(sent, s.id, fresh(link.code)) },
           )
@@ -382,6 +419,12 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
       },
       { parse: 'none' },
     )
+    // Every link of the account as CSV: the same file as the API's links.json?format=csv.
+    .get('/dashboard/links.csv', ({ request }) => {
+      const s = shell.require(request)
+      if (s instanceof Response) return s
+      return csvExportResponse(links.exportPages(s.caller), links.now())
+    })
     .get('/dashboard/links/:code', ({ request, params }) => {
       const s = shell.require(request)
       if (s instanceof Response) return s
@@ -396,13 +439,14 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
           mode: d.get('mode') ?? r.mode,
           expire: d.get('expire') ?? 'keep',
           passwordAction: action === 'set' || action === 'remove' ? action : 'keep',
+          tags: d.get('tags') ?? r.tags.join(', '),
         },
       })
     })
     .post(
       '/dashboard/links/:code',
       async ({ request, params }) => {
-        const s = await shell.requireForm(request, { keep: ['url', 'mode', 'expire', 'password_action'] })
+        const s = await shell.requireForm(request, { keep: ['url', 'mode', 'expire', 'password_action', 'tags'] })
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
         const r = ownedLink(params.code, s)
@@ -412,12 +456,17 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
           mode: f.get('mode') ?? r.mode,
           expire: f.get('expire') ?? 'keep',
           passwordAction: ['set', 'remove'].includes(f.get('password_action') ?? '') ? (f.get('password_action') as 'set' | 'remove') : 'keep',
+          tags: f.get('tags') ?? r.tags.join(', '),
         }
-        const changes: { url?: string; mode?: string; expire?: string; password?: string } = {}
+        const changes: { url?: string; mode?: string; expire?: string; password?: string; tags?: string } = {}
         if (values.url !== r.long_url) changes.url = values.url
         if (values.mode !== r.mode) changes.mode = values.mode
         if (values.expire !== 'keep') changes.expire = values.expire
         if (values.passwordAction === 'remove') changes.password = ''
+        // Tags as typed, compared as the service would store them (case and order do not count).
+        const typedTags = tidyTags(values.tags)
+        const sameTags = (a: string[], b: string[]) => a.length === b.length && a.every((t, i) => t === b[i])
+        if (!sameTags([...new Set(typedTags.toLowerCase().split(',').filter(Boolean))].sort(), r.tags)) changes.tags = typedTags
         const page = `/dashboard/links/${r.hex}`
         const refuse = (state: Refused<EditForm>) => shell.refused(shell.ownerOf(s), page, state)
         if (values.passwordAction === 'set') {
@@ -504,4 +553,5 @@ interface EditForm {
   mode: string
   expire: string
   passwordAction: 'keep' | 'set' | 'remove'
+  tags: string
 }

@@ -99,7 +99,7 @@ describe('Links', () => {
     expect(await page.textContent('.pager .range')).toBe('1–25 of 31')
     await check('dash-links-list')
 
-    await page.fill('#q', 'needle')
+    await page.fill('#search', 'needle')
     await click('form[role=search] button')
     expect((await rowCodes()).sort()).toEqual(['item-10', 'item-20', 'item-30'])
     expect(page.url()).toBe(`${app.url}/dashboard?q=needle`)
