@@ -439,10 +439,10 @@ export function createLinkService(deps: {
     },
 
     /**
-     * The dashboard's list: the caller's own links whose code or destination contains `q` (case-insensitive
-     * for ASCII letters), newest or most clicked first, SEARCH_PAGE_SIZE a page. `total` is exact without a
-     * search (a counter) and counted up to SEARCH_COUNT_MAX with one (`capped` then says there are more);
-     * a page past the end answers the last page.
+     * The dashboard's list: the caller's own links whose code, destination or a tag contains `q`
+     * (case-insensitive for ASCII letters) and that have the tag `tag` (when given), newest or most clicked
+     * first, SEARCH_PAGE_SIZE a page. `total` is exact without a filter (a counter) and counted up to
+     * SEARCH_COUNT_MAX with one (`capped` then says there are more); a page past the end answers the last page.
      */
     search(input: { q?: string; tag?: string; sort?: LinkSort; page?: number }, caller: Caller) {
       const q = (input.q ?? '').trim()
