@@ -68,7 +68,7 @@ test('a version 1 database migrates with every row, id, index and aggregate kept
     expect(after.links!.map((l) => l.disabled)).toEqual((before as Record<string, any[]>).links!.map(() => null))
     after.links = after.links!.map(({ disabled: _, ...rest }) => rest)
     expect(after).toEqual(before)
-    // Migrations 5 to 11 and 14 add the mail, media, webhook, session, form token, report and tag tables
+    // Migrations 5 to 12 add the mail, media, webhook, session, form token, report and tag tables
     // and their indexes (named mail…, media…, webhook…, web_sessions…, form_tokens…, link_reports…,
     // link_tags…); the others are kept.
     expect(indexes(db).filter((n) => !/^(mail|media|webhook|web_sessions|form_tokens|link_reports|link_tags)/.test(n))).toEqual(indexesBefore)

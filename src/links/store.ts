@@ -63,7 +63,7 @@ export function createLinkStore(db: Db) {
   const searchCount = db.query<{ n: number }, [number, string, number, number, string]>(
     `SELECT count(*) AS n FROM (SELECT 1 FROM links WHERE ${SEARCH} LIMIT ?3 OFFSET ?4)`,
   )
-  // Tags (migration 14): a link's, a page's (ids as one JSON array: one fixed statement for any page), and
+  // Tags (migration 12): a link's, a page's (ids as one JSON array: one fixed statement for any page), and
   // replaced whole on a change. Each row carries the link's owner for the index links.json?tag= reads.
   const tagsOf = db.query<{ tag: string }, [number]>('SELECT tag FROM link_tags WHERE link_id = ? ORDER BY tag')
   const tagsFor = db.query<{ link_id: number; tag: string }, [string]>(
