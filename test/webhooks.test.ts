@@ -49,7 +49,7 @@ describe('POST /api/webhooks.json', () => {
     expect(list.body.return).toEqual({
       webhooks: [{
         id: made.id, url: made.url, events: made.events, enabled: true, failing: false, disabled_reason: null,
-        created: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), deliveries: { ok: 0, failed: 0, pending: 1 },
+        created: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), deliveries: { ok: 0, failed: 0, pending: 1, retrying: 0 },
       }],
     })
     expect(JSON.stringify(list.body)).not.toContain(made.secret) // shown once, at creation

@@ -1,5 +1,5 @@
-// POST /api/webhooks.json (SPEC §9): one method, `action` says what — create, list, delete, the delivery
-// log (deliveries) and redeliver. Parameters and the answer are declared here once, as schemas: the /api
+// POST /api/webhooks.json (SPEC §9): one method, `action` says what — create, list, update, rotate (the
+// secret), delete, the delivery log (deliveries), redeliver (one event) and redeliver_failed (all failed). Parameters and the answer are declared here once, as schemas: the /api
 // pipeline checks requests against them and the documents are made from them.
 import { Type, type TSchema } from '@sinclair/typebox'
 import type { ApiMethod } from '../http/api'
@@ -7,7 +7,7 @@ import type { ApiParam } from '../http/schema'
 import { DEFAULT_EVENTS, EVENT_TYPES } from './outbox'
 import { LOG_LIMIT, MAX_ENDPOINTS, MAX_URL_LENGTH, type WebhookService } from './service'
 
-const ACTIONS = ['list', 'create', 'delete', 'deliveries', 'redeliver'] as const
+const ACTIONS = ['list', 'create', 'update', 'rotate', 'delete', 'deliveries', 'redeliver', 'redeliver_failed'] as const
 const MAX_ID = 999_999_999_999_999
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()])
 const Iso = (description: string) => Type.String({ format: 'date-time', description })
@@ -30,8 +30,11 @@ const params: ApiParam[] = [
       enum: [...ACTIONS],
       description:
         'list: your webhooks with delivery counts; create: a new one (`url`, `events`), the answer carries its secret, shown ' +
-        'only then; delete: the webhook `id`; deliveries: the delivery log of webhook `id`, newest first; redeliver: sends ' +
-        'event `event` to webhook `id` again, under the same webhook-id',
+        'only then; update: webhook `id` gets any of `url`, `events`, `enabled`; rotate: webhook `id` gets a new secret, ' +
+        'shown only in that answer, and every later send (retries too) is signed with it alone; delete: the webhook `id`; ' +
+        'deliveries: the delivery log of webhook `id`, newest first; redeliver: sends event `event` to webhook `id` again, ' +
+        'under the same webhook-id; redeliver_failed: every failed delivery of webhook `id` is sent again, each under its ' +
+        "event's webhook-id",
       examples: ['list'],
     }),
     error: { code: 'invalid_parameter', messages: { default: `The parameter "action" must be one of ${ACTIONS.join(', ')}.` } },
@@ -44,7 +47,7 @@ const params: ApiParam[] = [
       maxLength: MAX_URL_LENGTH,
       pattern: '^[Hh][Tt][Tt][Pp][Ss]?://',
       description:
-        `create: where events are POSTed; an http or https URL, at most ${MAX_URL_LENGTH} characters, without a user name or ` +
+        `create, update: where events are POSTed; an http or https URL, at most ${MAX_URL_LENGTH} characters, without a user name or ` +
         'password. Its host must not be on a private or local network (unless media.allow_private_networks)',
       examples: ['https://hooks.example.com/linkbox'],
     }),
@@ -63,7 +66,10 @@ const params: ApiParam[] = [
     schema: Type.String({
       maxLength: 200,
       pattern: '^ *[a-z]+\\.[a-z]+ *(, *[a-z]+\\.[a-z]+ *)*$',
-      description: `create: the event types to send, comma-separated, of ${EVENT_TYPES.join(', ')} (default: ${DEFAULT_EVENTS.join(',')}; link.clicked only when asked for)`,
+      description:
+        `create, update: the event types to send, comma-separated, of ${EVENT_TYPES.join(', ')} (create's default: ` +
+        `${DEFAULT_EVENTS.join(',')}; link.clicked only when asked for). An update changes what later events are sent; ` +
+        'deliveries already queued still go out',
       examples: ['link.created,mail.received'],
     }),
     error: {
@@ -71,7 +77,18 @@ const params: ApiParam[] = [
       messages: { default: `The parameter "events" is invalid: a comma-separated list of ${EVENT_TYPES.join(', ')}.` },
     },
   },
-  idParam('id', 'delete, deliveries, redeliver: the webhook'),
+  {
+    name: 'enabled',
+    absent: ['', null],
+    schema: Type.Boolean({
+      description:
+        'update: false or 0 stops sending (events meanwhile are not kept for it; deliveries already queued wait), true or 1 ' +
+        'sends again (also after a 410 disabled it)',
+      examples: [false],
+    }),
+    error: { code: 'invalid_parameter', messages: { default: 'The parameter "enabled" is invalid: true or 1 (send events to it), false or 0 (send none).' } },
+  },
+  idParam('id', 'update, rotate, delete, deliveries, redeliver, redeliver_failed: the webhook'),
   idParam('event', 'redeliver: the event (its `event_id` in the delivery log)'),
   {
     name: 'limit',
@@ -82,7 +99,12 @@ const params: ApiParam[] = [
 ]
 
 const Counts = Type.Object(
-  { ok: Type.Integer({ minimum: 0 }), failed: Type.Integer({ minimum: 0 }), pending: Type.Integer({ minimum: 0 }) },
+  {
+    ok: Type.Integer({ minimum: 0 }),
+    failed: Type.Integer({ minimum: 0 }),
+    pending: Type.Integer({ minimum: 0 }),
+    retrying: Type.Integer({ minimum: 0, description: 'Of the pending ones, those whose last attempt failed (a retry is planned)' }),
+  },
   { additionalProperties: false, description: 'Deliveries kept (7 days) by state' },
 )
 const WebhookSchema = Type.Object(
@@ -90,8 +112,12 @@ const WebhookSchema = Type.Object(
     id: Type.Integer({ minimum: 1 }),
     url: Type.String({ format: 'uri' }),
     events: Type.String({ description: 'Comma-separated event types' }),
-    enabled: Type.Boolean({ description: 'False once disabled (the receiver answered 410 Gone)' }),
-    failing: Type.Boolean({ description: 'True once a delivery used up its retries; false again after a success' }),
+    enabled: Type.Boolean({ description: 'False once disabled: by its owner (update), or because the receiver answered 410 Gone' }),
+    failing: Type.Boolean({
+      description:
+        'True once a delivery used up its retries or was refused for good (a private address); false again after a ' +
+        'success. An endpoint needs looking at ("failing" in the dashboard) when this is true or deliveries.retrying > 0',
+    }),
     disabled_reason: Nullable(Type.String()),
     created: Iso('When it was created'),
     deliveries: Counts,
@@ -120,7 +146,10 @@ const ResultSchema = Type.Object(
     id: Type.Optional(Type.Integer({ minimum: 1, description: 'The webhook' })),
     url: Type.Optional(Type.String({ format: 'uri' })),
     events: Type.Optional(Type.String()),
-    secret: Type.Optional(Type.String({ pattern: '^whsec_', description: 'create only: the signing secret (Standard Webhooks), shown this once' })),
+    secret: Type.Optional(Type.String({ pattern: '^whsec_', description: 'create and rotate only: the signing secret (Standard Webhooks), shown this once' })),
+    enabled: Type.Optional(Type.Boolean()),
+    disabled_reason: Type.Optional(Nullable(Type.String())),
+    redelivered: Type.Optional(Type.Integer({ minimum: 0, description: 'redeliver_failed: how many failed deliveries are pending again' })),
     deleted: Type.Optional(Type.Literal(true)),
     webhooks: Type.Optional(Type.Array(WebhookSchema, { maxItems: MAX_ENDPOINTS })),
     deliveries: Type.Optional(Type.Array(DeliverySchema, { maxItems: LOG_LIMIT.max, description: 'Newest event first' })),
@@ -134,12 +163,16 @@ const ResultSchema = Type.Object(
     title: 'WebhookResult',
     additionalProperties: false,
     description:
-      'create: id, url, events, secret; list: webhooks; delete: id, deleted; deliveries: id, deliveries; redeliver: id, ' +
-      'event_id, webhook_id, state, attempts, next_at',
+      'create: id, url, events, secret; list: webhooks; update: id, url, events, enabled, disabled_reason; rotate: id, ' +
+      'secret; delete: id, deleted; deliveries: id, deliveries; redeliver: id, event_id, webhook_id, state, attempts, ' +
+      'next_at; redeliver_failed: id, redelivered, enabled (false: they wait until the webhook is enabled)',
     // Each answer's fields (the properties are listed again: a `required` names only what its schema defines).
     anyOf: [
       ['id', 'url', 'events', 'secret'],
       ['webhooks'],
+      ['id', 'url', 'events', 'enabled', 'disabled_reason'],
+      ['id', 'secret'],
+      ['id', 'redelivered', 'enabled'],
       ['id', 'deleted'],
       ['id', 'deliveries'],
       ['id', 'event_id', 'webhook_id', 'state', 'attempts', 'next_at'],
@@ -156,19 +189,22 @@ export function webhookApi(webhooks: WebhookService): ApiMethod[] {
       key: 'required',
       scope: 'webhooks',
       tag: 'webhooks',
-      summary: 'Your webhook endpoints: create, list, delete, their delivery log, redeliver',
+      summary: 'Your webhook endpoints: create, list, update, rotate the secret, delete, their delivery log, redeliver',
       description:
         'Events (`link.created`, `link.updated`, `link.deleted`, `link.clicked`, `link.reported`, `mail.received`) are POSTed as ' +
         '`{"type","timestamp","data"}`, signed per the Standard Webhooks spec (headers webhook-id, webhook-timestamp, ' +
-        'webhook-signature) with the secret that `create` shows once. An event is stored with the change that caused it and ' +
+        'webhook-signature) with the secret that `create` (and each `rotate`) shows once. An event is stored with the change that caused it and ' +
         'retried until a 2xx (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h); 410 Gone disables the webhook. At most ' +
         `${MAX_ENDPOINTS} webhooks per account; the log keeps 7 days.`,
       params,
       requiredWhen: [
         { param: 'action', value: 'create', required: ['url'] },
+        { param: 'action', value: 'update', required: ['id'] },
+        { param: 'action', value: 'rotate', required: ['id'] },
         { param: 'action', value: 'delete', required: ['id'] },
         { param: 'action', value: 'deliveries', required: ['id'] },
         { param: 'action', value: 'redeliver', required: ['id', 'event'] },
+        { param: 'action', value: 'redeliver_failed', required: ['id'] },
       ],
       returns: ResultSchema,
       errors: { 400: ['invalid_url', 'private_address', 'too_many_webhooks'], 403: ['not_owner'], 404: ['not_found'], 503: ['storage_unavailable'] },
@@ -177,6 +213,12 @@ export function webhookApi(webhooks: WebhookService): ApiMethod[] {
         switch (p.action as (typeof ACTIONS)[number]) {
           case 'create':
             return webhooks.create(c, { url: p.url, events: p.events })
+          case 'update':
+            return webhooks.update(c, { id: p.id, url: p.url, events: p.events, enabled: p.enabled })
+          case 'rotate':
+            return webhooks.rotate(c, { id: p.id })
+          case 'redeliver_failed':
+            return webhooks.redeliverFailed(c, { id: p.id })
           case 'delete':
             return webhooks.delete(c, { id: p.id })
           case 'deliveries':

@@ -24,6 +24,16 @@ const SWEEP_BATCH = 1_000
 
 const present = (v: unknown) => v !== undefined && v !== null && v !== ''
 
+/** What the disabled_reason of an endpoint its owner turned off says. */
+export const DISABLED_BY_OWNER = 'disabled by its owner'
+
+/** The `enabled` parameter: true or 1, false or 0 (a form's text or a JSON body's boolean). */
+function parseEnabled(input: unknown): boolean {
+  if (input === true || input === 'true' || input === '1' || input === 1) return true
+  if (input === false || input === 'false' || input === '0' || input === 0) return false
+  throw invalidParameter('enabled', 'true or 1 (send events to it), false or 0 (send none)')
+}
+
 /** `within` runs in the transaction that inserts the endpoint, after the insert; throwing undoes it. */
 export interface CreateOptions {
   within?: (endpoint: { id: number }) => void
@@ -95,7 +105,13 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
     return row
   }
 
-  function summary(row: EndpointRow, counts?: { ok: number; failed: number; pending: number }) {
+  /** Inside a write's transaction: the caller's endpoint as it is now (deleted since it was read: 404). */
+  const stillThere = <T>(row: T | null | undefined, id: number): T => {
+    if (!row) throw notFound(`There is no webhook ${id}.`)
+    return row
+  }
+
+  function summary(row: EndpointRow, counts?: { ok: number; failed: number; pending: number; retrying: number }) {
     return {
       id: row.id,
       url: row.url,
@@ -104,7 +120,7 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
       failing: row.failing === 1,
       disabled_reason: row.disabled_reason,
       created: iso(row.created)!,
-      deliveries: { ok: counts?.ok ?? 0, failed: counts?.failed ?? 0, pending: counts?.pending ?? 0 },
+      deliveries: { ok: counts?.ok ?? 0, failed: counts?.failed ?? 0, pending: counts?.pending ?? 0, retrying: counts?.retrying ?? 0 },
     }
   }
 
@@ -166,6 +182,60 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
     }
   }
 
+  /**
+   * An owner's edit of any of url (through the SSRF check, as at creation), events and enabled. The row is
+   * read again in the write's transaction: one deleted while the URL was checked is a 404. None of them
+   * given: the endpoint as it is (nothing changes). Enabling clears
+   * the reason it was disabled (a 410, or its owner); deliveries pending when it was disabled go out again.
+   */
+  async function update(caller: Caller, input: { id?: unknown; url?: unknown; events?: unknown; enabled?: unknown }) {
+    const before = owned(caller, input.id)
+    const url = present(input.url) ? await checkTarget(input.url) : undefined
+    const events = present(input.events) ? parseEvents(input.events).join(',') : undefined
+    const enabled = present(input.enabled) ? parseEnabled(input.enabled) : undefined
+    const row = stored(db, () =>
+      db.transaction(() => {
+        const now = stillThere(store.endpoint(before.id), before.id)
+        const on = enabled ?? now.enabled === 1
+        const reason = on ? null : enabled === false && now.enabled === 1 ? DISABLED_BY_OWNER : now.disabled_reason
+        return stillThere(
+          store.updateEndpoint(now.id, caller.accountId, { url: url ?? now.url, events: events ?? now.events, enabled: on, disabledReason: reason }),
+          now.id,
+        )
+      })(),
+    )
+    outbox.reload()
+    if (row.enabled === 1) outbox.wake()
+    return { id: row.id, url: row.url, events: row.events, enabled: row.enabled === 1, disabled_reason: row.disabled_reason }
+  }
+
+  /** A new signing secret, shown only in this answer: every send from now on (retries too) is signed with it alone. */
+  function rotate(caller: Caller, input: { id?: unknown }, opts: CreateOptions = {}) {
+    const before = owned(caller, input.id)
+    const secret = newSecret()
+    const row = stored(db, () =>
+      db.transaction(() => {
+        const r = stillThere(store.setSecret(before.id, caller.accountId, secret), before.id)
+        opts.within?.(r)
+        return r
+      })(),
+    )
+    return { id: row.id, secret: row.secret }
+  }
+
+  /** Every failed delivery of the endpoint is sent again (each under its event's webhook-id); how many. */
+  function redeliverFailed(caller: Caller, input: { id?: unknown }) {
+    const before = owned(caller, input.id)
+    const { n, enabled } = stored(db, () =>
+      db.transaction(() => {
+        const now = stillThere(store.endpoint(before.id), before.id)
+        return { n: store.requeueFailed(now.id, clock()), enabled: now.enabled === 1 }
+      })(),
+    )
+    if (n > 0) outbox.wake()
+    return { id: before.id, redelivered: n, enabled }
+  }
+
   function testRow(row: EndpointRow) {
     const event = outbox.enqueueFor(row.id, row.account_id, 'webhook.test', { webhook: row.id, url: row.url })
     return { event_id: event.id, webhook_id: event.webhook_id, enabled: row.enabled === 1 }
@@ -193,6 +263,9 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
     /** Every endpoint with its account's name (the CLI's `webhook list` without an account). */
     listAll: () => store.allEndpoints(),
     delete: (caller: Caller, input: { id?: unknown }) => removeRow(owned(caller, input.id)),
+    update,
+    rotate,
+    redeliverFailed,
     /** The CLI: any endpoint by id. */
     deleteById(id: number) {
       const row = store.endpoint(id)

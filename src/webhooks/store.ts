@@ -67,6 +67,18 @@ export function createWebhookStore(db: Db) {
   const accountNamed = db.query<{ id: number }, [string]>('SELECT id FROM accounts WHERE name = ?')
   const countOf = db.query<{ n: number }, [number]>('SELECT count(*) AS n FROM webhook_endpoints WHERE account_id = ?')
   const removeEndpoint = db.query<unknown, [number]>('DELETE FROM webhook_endpoints WHERE id = ?')
+  // An owner's edit: the row as it is after it, or null when it is gone (deleted meanwhile).
+  const updateEndpoint = db.query<EndpointRow, [number, number, string, string, number, string | null]>(
+    `UPDATE webhook_endpoints SET url = ?3, events = ?4, enabled = ?5, disabled_reason = ?6
+     WHERE id = ?1 AND account_id = ?2 RETURNING *`,
+  )
+  const setSecret = db.query<EndpointRow, [number, number, string]>(
+    'UPDATE webhook_endpoints SET secret = ?3 WHERE id = ?1 AND account_id = ?2 RETURNING *',
+  )
+  // Failed deliveries back to pending: the same rows (so the same webhook-ids), due now, attempts from 0.
+  const requeueFailed = db.query<unknown, [number, number]>(
+    `UPDATE webhook_deliveries SET state = 'pending', next_at = ?2, attempts = 0 WHERE endpoint_id = ?1 AND state = 'failed'`,
+  )
   // What the outbox's in-memory index holds: which enabled endpoint of which account wants which types.
   const subscriptions = db.query<{ id: number; account_id: number; events: string }, []>(
     'SELECT id, account_id, events FROM webhook_endpoints WHERE enabled = 1',
@@ -134,6 +146,11 @@ export function createWebhookStore(db: Db) {
     accountId: (name: string) => accountNamed.get(name)?.id ?? null,
     countOf: (accountId: number) => countOf.get(accountId)!.n,
     removeEndpoint: (id: number) => removeEndpoint.run(id).changes,
+    updateEndpoint: (id: number, accountId: number, v: { url: string; events: string; enabled: boolean; disabledReason: string | null }) =>
+      updateEndpoint.get(id, accountId, v.url, v.events, v.enabled ? 1 : 0, v.disabledReason),
+    setSecret: (id: number, accountId: number, secret: string) => setSecret.get(id, accountId, secret),
+    /** Every failed delivery of the endpoint pending again, due `now`; how many. */
+    requeueFailed: (endpointId: number, now: number) => requeueFailed.run(endpointId, now).changes,
     subscriptions: () => subscriptions.all(),
     counts: (accountId: number) => counts.all(accountId),
     log: (endpointId: number, limit: number) => log.all(endpointId, limit),

@@ -84,6 +84,8 @@ export interface Received {
   verifyError: string | null
   /** Order of arrival across every receiver of the test (see `sequence`). */
   seq: number
+  /** Every header as sent (names in lower case): to verify again with another secret. */
+  headers: Record<string, string>
 }
 
 let sequence = 0
@@ -133,6 +135,7 @@ export function startReceiver(answer: (n: number, got: Received) => Response | P
         contentType: req.headers.get('content-type'),
         verifyError,
         seq: nextSeq(),
+        headers,
       }
       got.push(entry)
       return answer(got.length, entry)
