@@ -230,6 +230,23 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
       }))
     },
 
+    /**
+     * Changes the label and scopes of one of this account's active keys (the same rules as at creation): 404
+     * when the account has no such key or it is revoked. A scope taken away is refused from the next request.
+     */
+    editKeyOfAccount(accountId: number, id: number, input: { scopes: readonly string[]; label?: string }) {
+      const label = validateLabel(input.label ?? '')
+      if (input.scopes.length === 0) throw new AppError(400, 'invalid_parameter', 'Choose at least one scope.')
+      for (const s of input.scopes)
+        if (!(SCOPES as readonly string[]).includes(s))
+          throw new AppError(400, 'invalid_parameter', `Unknown scope "${String(s).slice(0, 40)}": scopes are ${SCOPES.join(', ')}.`)
+      const scopes = SCOPES.filter((s) => input.scopes.includes(s))
+      const row = Number.isSafeInteger(id) ? store.editKeyOfAccount(id, accountId, label, scopes.join(',')) : null
+      if (!row) throw new AppError(404, 'not_found', 'This account has no such active key.')
+      keyCache.clear()
+      return { id: row.id, prefix: row.prefix, scopes, label: row.label }
+    },
+
     /** Revokes one of this account's keys by id: 404 when the account has no such key, or it is revoked already. */
     revokeKeyOfAccount(accountId: number, id: number) {
       const row = Number.isSafeInteger(id) ? store.keyOfAccount(id, accountId) : null

@@ -76,6 +76,10 @@ export function createAccountStore(db: Db) {
     `DELETE FROM api_keys WHERE account_id = ? AND revoked IS NOT NULL AND id NOT IN
        (SELECT id FROM api_keys WHERE account_id = ? AND revoked IS NOT NULL ORDER BY revoked DESC, id DESC LIMIT ?)`,
   )
+  // The owner's edit of an active key: its label and scopes (null: no such active key of this account).
+  const editOfAccount = db.query<KeyRow, [string, string, number, number]>(
+    'UPDATE api_keys SET label = ?, scopes = ? WHERE id = ? AND account_id = ? AND revoked IS NULL RETURNING *',
+  )
   const keysByPrefix = db.query<KeyRow, [string]>('SELECT * FROM api_keys WHERE prefix = ?')
   const revoke = db.query<unknown, [number, number]>('UPDATE api_keys SET revoked = ? WHERE id = ? AND revoked IS NULL')
   const touch = db.query<unknown, [number, number]>('UPDATE api_keys SET last_used = ? WHERE id = ?')
@@ -107,6 +111,7 @@ export function createAccountStore(db: Db) {
     activeKeyCount: (accountId: number) => activeKeyCount.get(accountId)!.n,
     keyOfAccount: (id: number, accountId: number) => keyOfAccount.get(id, accountId),
     revokeKeyOfAccount: (id: number, accountId: number, now: number) => revokeOfAccount.run(now, id, accountId).changes > 0,
+    editKeyOfAccount: (id: number, accountId: number, label: string, scopes: string) => editOfAccount.get(label, scopes, id, accountId),
     pruneRevoked: (accountId: number, keep: number) => pruneRevoked.run(accountId, accountId, keep).changes,
     revokeKey: (id: number, now: number) => revoke.run(now, id).changes > 0,
     touchKey: (id: number, now: number) => touch.run(now, id),

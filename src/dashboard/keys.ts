@@ -1,8 +1,9 @@
 // The dashboard's API section (/dashboard/keys): the signed-in account creates API keys with chosen
 // scopes, sees the new key once (the POST answers 303 to /dashboard/keys?created=ID, and the key waits for
 // that one GET in the server's memory, bound to the session: never in the database, where only its hash
-// is kept, nor in a URL or a cookie), lists its keys and revokes them. The form's one-time token makes a
-// form sent twice make one key. Only the account's own keys are listed or revoked.
+// is kept, nor in a URL or a cookie), lists its keys, changes a key's label and scopes, and revokes them.
+// The form's one-time token makes a form sent twice make one key. Only the account's own keys are listed,
+// changed or revoked.
 import { Elysia } from 'elysia'
 import { printable, SCOPES, type Scope } from '../accounts/service'
 import { AppError } from '../errors'
@@ -50,19 +51,15 @@ export function createKeysSection({ shell, accounts, config }: DashboardDeps) {
   const base = config.server.base_url
   const { flash, tokens } = shell
 
-  function createCard(s: Session, form: KeyForm, errors: Record<string, string>): string {
+  /** The scopes and the label: the create form's fields, and the edit form's. */
+  function keyFields(form: KeyForm, errors: Record<string, string>): string {
     const scopeErr = errors.scopes
     const labelErr = errors.label
     const boxes = SCOPES.map(
       (sc) => `<label class="choice scope"><input type="checkbox" name="scope" value="${sc}"${form.scopes.includes(sc) ? ' checked' : ''}${scopeErr ? ' aria-invalid="true"' : ''}>
 <span><strong>${sc}</strong> <span class="muted">— ${e(SCOPE_TEXT[sc])}</span></span></label>`,
     ).join('\n')
-    return `<section class="card" aria-labelledby="new-key-heading">
-<h2 id="new-key-heading">Create a key</h2>
-<form method="post" action="/dashboard/keys" class="stack">
-<input type="hidden" name="_csrf" value="${e(s.csrf)}">
-${tokens.field()}
-<fieldset class="scopes" aria-describedby="scopes-hint${scopeErr ? ' scopes-error' : ''}">
+    return `<fieldset class="scopes" aria-describedby="scopes-hint${scopeErr ? ' scopes-error' : ''}">
 <legend>Scopes</legend>
 <p class="hint" id="scopes-hint">What the key may do. Give a script only what it needs.</p>
 ${boxes}
@@ -70,7 +67,16 @@ ${scopeErr ? `<p class="error" id="scopes-error">${e(scopeErr)}</p>` : ''}
 </fieldset>
 <div class="field"><label for="label">Label <span class="optional">(optional)</span></label>
 <input id="label" name="label" maxlength="200" autocomplete="off" placeholder="e.g. backup script on the NAS" value="${e(form.label)}" aria-describedby="label-hint${labelErr ? ' label-error' : ''}"${labelErr ? ' aria-invalid="true"' : ''}>
-<span class="hint" id="label-hint">To tell your keys apart later.</span>${labelErr ? `<span class="error" id="label-error">${e(labelErr)}</span>` : ''}</div>
+<span class="hint" id="label-hint">To tell your keys apart later.</span>${labelErr ? `<span class="error" id="label-error">${e(labelErr)}</span>` : ''}</div>`
+  }
+
+  function createCard(s: Session, form: KeyForm, errors: Record<string, string>): string {
+    return `<section class="card" aria-labelledby="new-key-heading">
+<h2 id="new-key-heading">Create a key</h2>
+<form method="post" action="/dashboard/keys" class="stack">
+<input type="hidden" name="_csrf" value="${e(s.csrf)}">
+${tokens.field()}
+${keyFields(form, errors)}
 <div class="actions"><button type="submit">Create key</button></div>
 </form>
 </section>`
@@ -84,7 +90,7 @@ ${scopeErr ? `<p class="error" id="scopes-error">${e(scopeErr)}</p>` : ''}
       .map((k) => {
         const status = k.revoked
           ? `<span class="tag revoked">revoked</span> <span class="muted">${e(when(k.revoked))}</span>`
-          : `<a class="danger-link" href="/dashboard/keys/${k.id}/revoke" aria-label="Revoke the key ${e(k.prefix)}…">Revoke</a>`
+          : `<a href="/dashboard/keys/${k.id}/edit" aria-label="Edit the key ${e(k.prefix)}…">Edit</a> · <a class="danger-link" href="/dashboard/keys/${k.id}/revoke" aria-label="Revoke the key ${e(k.prefix)}…">Revoke</a>`
         return `<tr${k.revoked ? ' class="is-revoked"' : ''}>
 <td data-label="Key"><code>${e(k.prefix)}…</code></td>
 <td data-label="Label"><span>${k.label ? e(printable(k.label)) : '<span class="muted">—</span>'}</span></td>
@@ -173,6 +179,31 @@ only the methods of its scopes; a revoked key is refused at once.</p>
     })
   }
 
+  /** A key's edit page: its scopes and label, with a refused edit's values and messages (?form=ID). */
+  function editPage(request: Request, s: Session, idText: string) {
+    const k = KEY_ID.test(idText) ? accounts.keysOfAccount(s.accountId).find((x) => x.id === Number(idText)) : undefined
+    if (!k) return notFoundPage(request, s, 'This account has no such key.')
+    if (k.revoked) return notFoundPage(request, s, `The key ${k.prefix}… is revoked: it cannot be changed.`)
+    const refused = shell.refusedState<Refused>(request, shell.ownerOf(s))
+    const form = refused?.form ?? { scopes: k.scopes, label: k.label }
+    return shell.render(request, s, {
+      section: 'keys',
+      title: `Edit ${k.prefix}…`,
+      notice: refused?.formError ? { kind: 'error', text: refused.formError } : undefined,
+      content: `<div class="keys-page"><p class="crumbs"><a href="/dashboard/keys">API</a> /</p>
+<h1>Edit the key <code>${e(k.prefix)}…</code></h1>
+<section class="card" aria-labelledby="edit-key-heading">
+<h2 id="edit-key-heading">Scopes and label</h2>
+<p class="muted">The key itself stays the same: scripts that use it keep working with what it may still do. A scope taken away is refused from the next request.</p>
+<form method="post" action="/dashboard/keys/${k.id}/edit" class="stack">
+<input type="hidden" name="_csrf" value="${e(s.csrf)}">
+${keyFields(form, refused?.errors ?? {})}
+<div class="actions"><button type="submit">Save changes</button><a href="/dashboard/keys">Cancel</a></div>
+</form>
+</section></div>`,
+    })
+  }
+
   function createdCard(key: string, scopes: readonly Scope[], label: string): string {
     return `<section class="card key-created" aria-labelledby="created-heading">
 <h2 id="created-heading">Your new API key${label ? `: ${e(label)}` : ''}</h2>
@@ -223,6 +254,36 @@ only the methods of its scopes; a revoked key is refused at once.</p>
         } catch (err) {
           if (err instanceof RepeatedForm) return shell.repeated(err.result ?? PAGE)
           if (!(err instanceof AppError) || err.status >= 500) throw err
+          if (/label/i.test(err.message)) return refuse({ errors: { label: err.message } })
+          return refuse({ formError: err.message })
+        }
+      },
+      { parse: 'none' },
+    )
+    .get('/dashboard/keys/:id/edit', ({ request, params }) => {
+      const s = shell.require(request)
+      if (s instanceof Response) return s
+      return editPage(request, s, params.id)
+    })
+    .post(
+      '/dashboard/keys/:id/edit',
+      async ({ request, params }) => {
+        const page = `/dashboard/keys/${encodeURIComponent(params.id)}/edit`
+        const s = shell.require(request, page)
+        if (s instanceof Response) return s
+        const f = await shell.form(request, s)
+        const chosen = f.getAll('scope').slice(0, SCOPES.length * 2)
+        const form: KeyForm = { scopes: SCOPES.filter((sc) => chosen.includes(sc)), label: (f.get('label') ?? '').trim() }
+        const refuse = (r: Omit<Refused, 'form'>) => shell.refused(shell.ownerOf(s), page, { form, ...r } satisfies Refused)
+        if (chosen.some((c) => !(SCOPES as readonly string[]).includes(c))) return refuse({ errors: { scopes: `Scopes are ${SCOPES.join(', ')}.` } })
+        if (form.scopes.length === 0) return refuse({ errors: { scopes: 'Choose at least one scope.' } })
+        try {
+          if (!KEY_ID.test(params.id)) throw new AppError(404, 'not_found', 'This account has no such key.')
+          const r = accounts.editKeyOfAccount(s.accountId, Number(params.id), { scopes: form.scopes, label: form.label })
+          return shell.seeOther(PAGE, { kind: 'ok', text: `The key ${r.prefix}… is changed: its scopes are ${r.scopes.join(', ')}.` })
+        } catch (err) {
+          if (!(err instanceof AppError) || err.status >= 500) throw err
+          if (err.status === 404) return notFoundPage(request, s, err.message)
           if (/label/i.test(err.message)) return refuse({ errors: { label: err.message } })
           return refuse({ formError: err.message })
         }
