@@ -293,6 +293,201 @@
   })()
   // --- end of the QR code section ---------------------------------------------------------------------------
 
+  // ---- Live pages (issue 24, webhooks and admin health) -----------------------------------------------
+  // A page that marks an element with data-live-log (a webhook's delivery log) or data-live-health (the
+  // admin's health page) is kept up to date by polling that small JSON address with the session's cookie:
+  // one request at a time per page, none while the tab is hidden, and none once the answer says the
+  // session ended (401) or the page is gone (403, 404). No stream is held open, so a server that shuts
+  // down has nothing to close. What arrives is put in place with DOM methods and textContent only.
+  // Without this script the pages show what they showed when loaded, and their Reload link does the rest.
+  function livePoll(url, apply) {
+    var timer = null
+    var busy = false
+    var stopped = false
+    function tick() {
+      timer = null
+      if (stopped || busy || document.hidden) return
+      busy = true
+      var wait = 5000
+      fetch(url, { credentials: 'same-origin', cache: 'no-store', headers: { accept: 'application/json' } })
+        .then(function (r) {
+          if (r.status === 401 || r.status === 403 || r.status === 404) {
+            stopped = true
+            apply(null, r.status)
+            return null
+          }
+          return r.ok ? r.json() : null
+        })
+        .then(function (data) { if (data) wait = apply(data) || wait }, function () { wait = 15000 })
+        .then(function () {
+          busy = false
+          schedule(wait)
+        })
+    }
+    function schedule(ms) {
+      if (!stopped && !timer && !document.hidden) timer = setTimeout(tick, ms)
+    }
+    document.addEventListener('visibilitychange', function () {
+      if (document.hidden) { clearTimeout(timer); timer = null } else if (!timer) tick()
+    })
+    schedule(1000)
+  }
+  function liveTime() {
+    return new Date().toTimeString().slice(0, 8)
+  }
+  var TONES = { good: 1, bad: 1, warn: 1, wait: 1, danger: 1 }
+  function tone(t) { return TONES[t] ? t : '' }
+
+  // The delivery log of one webhook (src/dashboard/webhooks.ts renders the same markup on the server).
+  function logRow(d, endpoint, csrf) {
+    var form = el('form', { method: 'post', action: '/dashboard/webhooks/' + endpoint + '/redeliver' }, [
+      el('input', { type: 'hidden', name: '_csrf', value: csrf }),
+      el('input', { type: 'hidden', name: 'event', value: String(d.event_id) }),
+      el('button', { type: 'submit', 'class': 'secondary small', 'aria-label': 'Redeliver event ' + d.event_id }, ['Redeliver']),
+    ])
+    return el('tr', {}, [
+      el('td', { 'class': 'n', 'data-label': 'Event' }, [String(d.event_id)]),
+      el('td', { 'data-label': 'Type' }, [el('code', {}, [String(d.type)])]),
+      el('td', { 'data-label': 'State' }, [el('span', { 'class': 'state ' + tone(d.tone) }, [String(d.state)])]),
+      el('td', { 'class': 'n', 'data-label': 'Attempts' }, [String(d.attempts)]),
+      el('td', { 'class': 'n', 'data-label': 'Status' }, [String(d.status)]),
+      el('td', { 'class': 'wh-error', 'data-label': 'Last error' }, [String(d.error)]),
+      el('td', { 'class': 'n', 'data-label': 'Time' }, [String(d.time)]),
+      el('td', { 'data-label': 'When' }, [String(d.when)]),
+      el('td', { 'class': 'wide' }, [form]),
+    ])
+  }
+  function logTable(data, endpoint, csrf) {
+    if (!data.deliveries.length) return [el('p', { 'class': 'empty' }, ['Nothing sent yet. Send a test event to see a delivery here.'])]
+    var heads = [['Event', 'n'], ['Type'], ['State'], ['Attempts', 'n'], ['Status', 'n'], ['Last error'], ['Time', 'n'], ['When']].map(function (c) {
+      return el('th', c[1] ? { scope: 'col', 'class': c[1] } : { scope: 'col' }, [c[0]])
+    })
+    heads.push(el('th', { scope: 'col' }, [el('span', { 'class': 'visually-hidden' }, ['Actions'])]))
+    var rows = data.deliveries.map(function (d) { return logRow(d, endpoint, csrf) })
+    var out = [el('div', { 'class': 'table-wrap' }, [el('table', { 'class': 'wh-log stack' }, [
+      el('caption', { 'class': 'visually-hidden' }, ['Deliveries to this endpoint, newest event first']),
+      el('thead', {}, [el('tr', {}, heads)]),
+      el('tbody', {}, rows),
+    ])])]
+    if (data.deliveries.length >= data.more) out.push(el('p', { 'class': 'muted' }, ['The newest ' + data.more + ' deliveries.']))
+    return out
+  }
+  function liveLog(box) {
+    var endpoint = box.getAttribute('data-endpoint')
+    var note = document.getElementById('wh-log-live')
+    var csrfInput = document.querySelector('input[name=_csrf]')
+    var csrf = csrfInput ? csrfInput.value : ''
+    var seen = null
+    livePoll(box.getAttribute('data-live-log'), function (data, status) {
+      if (!data) {
+        if (note) note.textContent = status === 401 ? 'Your session ended: the log is no longer updated. Reload to sign in again.' : 'This endpoint is gone.'
+        return
+      }
+      var pending = data.counts.pending > 0
+      var now = JSON.stringify(data)
+      if (now === seen) return pending ? 2000 : 10000
+      var first = seen === null
+      seen = now
+      // Focus stays on the Redeliver button of the same event when the table is drawn again.
+      var active = document.activeElement
+      var focused = active && box.contains(active) && active.form && active.form.elements['event'] ? active.form.elements['event'].value : null
+      box.replaceChildren.apply(box, logTable(data, endpoint, csrf))
+      if (focused) {
+        var again = box.querySelector('input[name=event][value="' + focused.replace(/[^0-9]/g, '') + '"]')
+        if (again) again.form.querySelector('button').focus()
+      }
+      var state = document.getElementById('wh-state')
+      if (state) {
+        var parts = [el('span', { 'class': 'state ' + tone(data.state.tone) }, [String(data.state.label)])]
+        if (data.state.note) parts.push(el('div', { 'class': 'muted' }, [String(data.state.note)]))
+        state.replaceChildren.apply(state, parts)
+      }
+      var counts = document.getElementById('wh-counts')
+      if (counts) counts.replaceChildren(el('span', { 'class': 'wh-counts' }, [
+        el('span', { title: 'Delivered' }, [data.counts.ok + ' ok']), ' · ',
+        el('span', { title: 'Failed' }, [data.counts.failed + ' failed']), ' · ',
+        el('span', { title: 'Pending' }, [data.counts.pending + ' pending']),
+      ]))
+      if (note && !first) note.textContent = 'The log changed at ' + liveTime() + '.'
+      return 2000
+    })
+  }
+
+  // The admin's health page: each figure (data-stat), each bar table (data-bars), the status card.
+  var SVG = 'http://www.w3.org/2000/svg'
+  function svgBar(row) {
+    var svg = document.createElementNS(SVG, 'svg')
+    var attrs = { viewBox: '0 0 100 10', preserveAspectRatio: 'none', 'aria-hidden': 'true', focusable: 'false' }
+    for (var k in attrs) svg.setAttribute(k, attrs[k])
+    var shapes = [['track', '100'], ['fill' + (tone(row.tone) ? ' ' + tone(row.tone) : ''), String(Number(row.width) || 0)]]
+    for (var i = 0; i < shapes.length; i++) {
+      var rect = document.createElementNS(SVG, 'rect')
+      rect.setAttribute('class', shapes[i][0])
+      rect.setAttribute('x', '0')
+      rect.setAttribute('y', '0')
+      rect.setAttribute('width', shapes[i][1])
+      rect.setAttribute('height', '10')
+      svg.appendChild(rect)
+    }
+    return svg
+  }
+  function barBlock(b) {
+    if (!b.rows.length)
+      return el('div', { 'class': 'metric-bars-empty' }, [el('p', { 'class': 'metric-bars-caption' }, [String(b.caption)]), el('p', { 'class': 'empty' }, ['Nothing counted yet.'])])
+    return el('table', { 'class': 'metric-bars' }, [
+      el('caption', {}, [String(b.caption)]),
+      el('thead', { 'class': 'visually-hidden' }, [el('tr', {}, [el('th', { scope: 'col' }, [String(b.head)]), el('th', { scope: 'col' }, ['Share of the largest']), el('th', { scope: 'col' }, ['Count'])])]),
+      el('tbody', {}, b.rows.map(function (r) {
+        return el('tr', {}, [el('th', { scope: 'row' }, [String(r.label)]), el('td', { 'class': 'bar-cell' }, [svgBar(r)]), el('td', { 'class': 'n' }, [String(r.count)])])
+      })),
+    ])
+  }
+  function liveHealth(read) {
+    var at = document.getElementById('health-read-at')
+    var how = document.getElementById('health-read-how')
+    if (how) how.textContent = '; updated every few seconds while this page is open'
+    livePoll(read.getAttribute('data-live-health'), function (data, status) {
+      if (!data) {
+        if (how) how.textContent = status === 401 ? '; your session ended, reload to sign in again' : '; no longer updated'
+        return
+      }
+      if (at) at.textContent = String(data.read)
+      for (var i = 0; i < data.stats.length; i++) {
+        var s = data.stats[i]
+        var box = document.querySelector('[data-stat="' + String(s.key).replace(/[^a-z0-9-]/g, '') + '"]')
+        if (!box) continue
+        box.className = 'stat' + (tone(s.tone) ? ' ' + tone(s.tone) : '')
+        var dd = box.querySelector('dd')
+        var parts = [el('span', { 'class': 'stat-value' }, [String(s.value)])]
+        if (s.note) parts.push(el('span', { 'class': 'stat-note' }, [String(s.note)]))
+        dd.replaceChildren.apply(dd, parts)
+      }
+      for (var j = 0; j < data.bars.length; j++) {
+        var holder = document.querySelector('[data-bars="' + String(data.bars[j].key).replace(/[^a-z0-9-]/g, '') + '"]')
+        if (holder) holder.replaceChildren(barBlock(data.bars[j]))
+      }
+      var card = document.querySelector('[data-health-status]')
+      if (card) {
+        var ok = data.problem === null
+        card.className = 'card health-status ' + (ok ? 'ok' : 'degraded')
+        var h2 = card.querySelector('h2')
+        h2.replaceChildren(el('span', { 'class': 'dot', 'aria-hidden': 'true' }, []), ok ? 'Working' : 'Degraded')
+        var p = card.querySelector('p')
+        p.replaceChildren.apply(p, ok
+          ? ['The database can be written: ', el('code', {}, ['/healthz']), ' answers ', el('code', {}, ['ok']), '.']
+          : ['The database cannot be written: ' + String(data.problem) + '. Visits and reads still work; ', el('code', {}, ['/healthz']), ' answers 503.'])
+      }
+      return 5000
+    })
+  }
+  if (window.fetch && document.replaceChildren !== undefined) {
+    var logBox = document.querySelector('[data-live-log]')
+    if (logBox) liveLog(logBox)
+    var healthRead = document.querySelector('[data-live-health]')
+    if (healthRead) liveHealth(healthRead)
+  }
+  // ---- end of live pages --------------------------------------------------------------------------------
+
   window.linkbox = { init: init }
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', function () { init(document) })
   else init(document)

@@ -95,7 +95,7 @@ describe('small dashboard faults', () => {
     expect(rowOf(healthy.url)).toContain('<td data-label="Status"><span class="state good">Active</span></td>')
     // The endpoint's own page says the same.
     const one = await (await get(`/dashboard/webhooks/${bad.id}`, who.cookie)).text()
-    expect(one).toContain('<dt>Status</dt><dd><span class="state warn">Failing</span><div class="muted">1 pending retry</div></dd>')
+    expect(one).toContain('<dt>Status</dt><dd id="wh-state"><span class="state warn">Failing</span><div class="muted">1 pending retry</div></dd>')
     // The API's list is as the contract says: `failing` only once a delivery used up its retries.
     expect(app.webhooks.list(caller).webhooks.find((w) => w.id === bad.id)).toMatchObject({ failing: false, deliveries: { ok: 0, failed: 0, pending: 1 } })
   })

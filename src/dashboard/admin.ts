@@ -3,7 +3,8 @@
 // to: it waits for that one GET in the server's memory, bound to the session),
 // disabling and enabling; and the service's health — the /healthz check and the /metrics numbers drawn
 // for people (big numbers, and SVG bars drawn with presentation attributes, since the CSP forbids inline
-// styles).
+// styles), kept up to date while it is open: assets/app.js polls GET /dashboard/admin/health.json (the same
+// figures, formatted here) and puts them in place; without JavaScript, a reload does it.
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { Elysia } from 'elysia'
@@ -73,19 +74,33 @@ export interface Bar {
  * number together; the bars themselves are decoration.
  */
 export function barTable(caption: string, bars: Bar[], head: string): string {
-  if (bars.length === 0 || bars.every((b) => b.value === 0))
+  const drawn = barRows(bars)
+  if (drawn.length === 0)
     return `<div class="metric-bars-empty"><p class="metric-bars-caption">${escapeHtml(caption)}</p><p class="empty">Nothing counted yet.</p></div>`
-  const max = Math.max(1, ...bars.map((b) => b.value))
-  const rows = bars
-    .map((b) => {
-      const w = b.value === 0 ? 0 : Math.max(1, (100 * b.value) / max)
-      return `<tr><th scope="row">${escapeHtml(b.label)}</th><td class="bar-cell"><svg viewBox="0 0 100 10" preserveAspectRatio="none" aria-hidden="true" focusable="false"><rect class="track" x="0" y="0" width="100" height="10"/><rect class="fill${b.tone ? ` ${b.tone}` : ''}" x="0" y="0" width="${w.toFixed(2)}" height="10"/></svg></td><td class="n">${count(b.value)}</td></tr>`
-    })
+  const rows = drawn
+    .map(
+      (b) =>
+        `<tr><th scope="row">${escapeHtml(b.label)}</th><td class="bar-cell"><svg viewBox="0 0 100 10" preserveAspectRatio="none" aria-hidden="true" focusable="false"><rect class="track" x="0" y="0" width="100" height="10"/><rect class="fill${b.tone ? ` ${b.tone}` : ''}" x="0" y="0" width="${b.width}" height="10"/></svg></td><td class="n">${b.count}</td></tr>`,
+    )
     .join('')
   return `<table class="metric-bars"><caption>${escapeHtml(caption)}</caption><thead class="visually-hidden"><tr><th scope="col">${escapeHtml(head)}</th><th scope="col">Share of the largest</th><th scope="col">Count</th></tr></thead><tbody>${rows}</tbody></table>`
 }
 
+/** The rows of a bar table as drawn (none when nothing was counted): the page's and the live JSON's. */
+export function barRows(bars: Bar[]): { label: string; width: string; count: string; tone: Bar['tone'] | null }[] {
+  if (bars.every((b) => b.value === 0)) return []
+  const max = Math.max(1, ...bars.map((b) => b.value))
+  return bars.map((b) => ({
+    label: b.label,
+    width: (b.value === 0 ? 0 : Math.max(1, (100 * b.value) / max)).toFixed(2),
+    count: count(b.value),
+    tone: b.tone ?? null,
+  }))
+}
+
 interface Stat {
+  /** What the live page knows it by (data-stat). */
+  key: string
   label: string
   value: string
   note?: string
@@ -95,10 +110,19 @@ function stats(items: Stat[]): string {
   return `<dl class="big-numbers">${items
     .map(
       (s) =>
-        `<div class="stat${s.tone ? ` ${s.tone}` : ''}"><dt>${escapeHtml(s.label)}</dt><dd><span class="stat-value">${escapeHtml(s.value)}</span>${s.note ? `<span class="stat-note">${escapeHtml(s.note)}</span>` : ''}</dd></div>`,
+        `<div class="stat${s.tone ? ` ${s.tone}` : ''}" data-stat="${escapeHtml(s.key)}"><dt>${escapeHtml(s.label)}</dt><dd><span class="stat-value">${escapeHtml(s.value)}</span>${s.note ? `<span class="stat-note">${escapeHtml(s.note)}</span>` : ''}</dd></div>`,
     )
     .join('')}</dl>`
 }
+
+/** A bar table with what the live page needs to draw it again (data-bars: its key). */
+interface Bars {
+  key: string
+  caption: string
+  head: string
+  bars: Bar[]
+}
+const barBlock = (b: Bars) => `<div class="metric-bars-live" data-bars="${escapeHtml(b.key)}">${barTable(b.caption, b.bars, b.head)}</div>`
 
 // ---------------------------------------------------------------------------------------------------------
 // The metrics, read from a snapshot
@@ -290,7 +314,8 @@ ${accountsTable(s, list)}
     return shell.render(request, s, { section: 'admin', title: 'Admin · Accounts', content, notice })
   }
 
-  function healthPage(request: Request, s: Session) {
+  /** Every figure of the health page, formatted, by card: what the page shows and health.json answers. */
+  function healthModel() {
     const m = reader(metrics.snapshot())
     const n = (name: string) => m.value(name)
     const num = (name: string) => {
@@ -302,76 +327,102 @@ ${accountsTable(s, list)}
     const uptime = n('process_uptime_seconds')
     const rss = n('process_resident_memory_bytes')
     const since = uptime === null ? 'since start' : `in ${duration(uptime)}`
-
-    const status = problem === null
-      ? `<section class="card health-status ok" aria-labelledby="status-h"><h2 id="status-h"><span class="dot" aria-hidden="true"></span>Working</h2><p>The database can be written: <code>/healthz</code> answers <code>ok</code>.</p>`
-      : `<section class="card health-status degraded" aria-labelledby="status-h"><h2 id="status-h"><span class="dot" aria-hidden="true"></span>Degraded</h2><p>The database cannot be written: ${escapeHtml(problem)}. Visits and reads still work; <code>/healthz</code> answers 503.</p>`
-    const statusCard = `${status}
-${stats([
-  { label: 'Version', value: VERSION },
-  { label: 'Uptime', value: uptime === null ? '—' : duration(uptime) },
-  { label: 'Memory', value: rss === null ? '—' : bytes(rss), note: 'resident' },
-  { label: 'Database', value: dbBytes === null ? '—' : bytes(dbBytes), note: 'file and write-ahead log' },
-])}
-</section>`
-
     const dropped = n('linkbox_clicks_dropped_total') ?? 0
     const buffer = n('linkbox_click_buffer') ?? 0
-    const links = `<section class="card" aria-labelledby="links-h"><h2 id="links-h">Links and clicks</h2>
-${stats([
-  { label: 'Links', value: num('linkbox_links'), note: `${num('linkbox_links_created_total')} created ${since}` },
-  { label: 'Clicks written', value: num('linkbox_clicks_written_total'), note: since },
-  { label: 'Click buffer', value: num('linkbox_click_buffer'), note: 'waiting for the next write', tone: buffer > 1000 ? 'warn' : undefined },
-  { label: 'Dropped clicks', value: num('linkbox_clicks_dropped_total'), note: dropped > 0 ? 'writes kept failing' : 'none lost', tone: dropped > 0 ? 'danger' : undefined },
-  { label: 'QR waiting', value: num('linkbox_qr_waiting'), note: 'renderings queued' },
-])}
-${barTable(`Visits by outcome, ${since}`, barsOf(m.by('linkbox_visits_total', 'outcome'), VISIT_LABELS, VISIT_TONES), 'Outcome')}
-</section>`
-
     const classes = m.by('linkbox_api_requests_total', 'status', (v) => (/^[1-5]\d\d$/.test(v) ? `${v[0]}xx` : 'other'))
     const apiBars: Bar[] = ['2xx', '3xx', '4xx', '5xx', 'other']
       .filter((c) => classes.has(c) || c === '2xx' || c === '4xx' || c === '5xx')
       .map((c) => ({ label: c, value: classes.get(c) ?? 0, tone: c === '5xx' ? 'danger' : c === '4xx' ? 'warn' : undefined }))
     const apiTotal = [...classes.values()].reduce((a, b) => a + b, 0)
-    const api = `<section class="card" aria-labelledby="api-h"><h2 id="api-h">API</h2>
-${stats([
-  { label: 'Answers', value: count(apiTotal), note: since },
-  { label: 'Server errors', value: count(classes.get('5xx') ?? 0), note: '5xx answers', tone: (classes.get('5xx') ?? 0) > 0 ? 'danger' : undefined },
-])}
-${barTable('Answers by status class', apiBars, 'Status class')}
-</section>`
-
-    const mail = `<section class="card" aria-labelledby="mail-h"><h2 id="mail-h">Mail</h2>
-${stats([
-  { label: 'Mailboxes', value: num('linkbox_mailboxes') },
-  { label: 'Messages', value: num('linkbox_mail_messages'), note: `${num('linkbox_mail_received_total')} received ${since}` },
-  { label: 'Stored', value: n('linkbox_mail_bytes') === null ? '—' : bytes(n('linkbox_mail_bytes')!), note: 'as received' },
-  { label: 'SMTP connections', value: num('linkbox_smtp_connections'), note: 'open now' },
-  { label: 'Waiting requests', value: num('linkbox_mail_waiting'), note: 'messages.json held open' },
-])}
-</section>`
-
-    const media = `<section class="card" aria-labelledby="media-h"><h2 id="media-h">Media</h2>
-${stats([
-  { label: 'Queue', value: num('linkbox_media_queue'), note: 'yt-dlp runs waiting' },
-  { label: 'Running', value: num('linkbox_media_running'), note: 'yt-dlp runs' },
-  { label: 'Served', value: n('linkbox_media_bytes_served_total') === null ? '—' : bytes(n('linkbox_media_bytes_served_total')!), note: since },
-])}
-${barTable(`Extractions by outcome, ${since}`, barsOf(m.by('linkbox_media_extractions_total', 'outcome'), {}, MEDIA_TONES), 'Outcome')}
-</section>`
-
     const oldest = n('linkbox_webhook_oldest_pending_seconds') ?? 0
+    const cards = {
+      status: [
+        { key: 'version', label: 'Version', value: VERSION },
+        { key: 'uptime', label: 'Uptime', value: uptime === null ? '—' : duration(uptime) },
+        { key: 'memory', label: 'Memory', value: rss === null ? '—' : bytes(rss), note: 'resident' },
+        { key: 'database', label: 'Database', value: dbBytes === null ? '—' : bytes(dbBytes), note: 'file and write-ahead log' },
+      ],
+      links: [
+        { key: 'links', label: 'Links', value: num('linkbox_links'), note: `${num('linkbox_links_created_total')} created ${since}` },
+        { key: 'clicks', label: 'Clicks written', value: num('linkbox_clicks_written_total'), note: since },
+        { key: 'click-buffer', label: 'Click buffer', value: num('linkbox_click_buffer'), note: 'waiting for the next write', tone: buffer > 1000 ? 'warn' : undefined },
+        { key: 'clicks-dropped', label: 'Dropped clicks', value: num('linkbox_clicks_dropped_total'), note: dropped > 0 ? 'writes kept failing' : 'none lost', tone: dropped > 0 ? 'danger' : undefined },
+        { key: 'qr-waiting', label: 'QR waiting', value: num('linkbox_qr_waiting'), note: 'renderings queued' },
+      ],
+      api: [
+        { key: 'api-answers', label: 'Answers', value: count(apiTotal), note: since },
+        { key: 'api-5xx', label: 'Server errors', value: count(classes.get('5xx') ?? 0), note: '5xx answers', tone: (classes.get('5xx') ?? 0) > 0 ? 'danger' : undefined },
+      ],
+      mail: [
+        { key: 'mailboxes', label: 'Mailboxes', value: num('linkbox_mailboxes') },
+        { key: 'messages', label: 'Messages', value: num('linkbox_mail_messages'), note: `${num('linkbox_mail_received_total')} received ${since}` },
+        { key: 'mail-bytes', label: 'Stored', value: n('linkbox_mail_bytes') === null ? '—' : bytes(n('linkbox_mail_bytes')!), note: 'as received' },
+        { key: 'smtp', label: 'SMTP connections', value: num('linkbox_smtp_connections'), note: 'open now' },
+        { key: 'mail-waiting', label: 'Waiting requests', value: num('linkbox_mail_waiting'), note: 'messages.json held open' },
+      ],
+      media: [
+        { key: 'media-queue', label: 'Queue', value: num('linkbox_media_queue'), note: 'yt-dlp runs waiting' },
+        { key: 'media-running', label: 'Running', value: num('linkbox_media_running'), note: 'yt-dlp runs' },
+        { key: 'media-served', label: 'Served', value: n('linkbox_media_bytes_served_total') === null ? '—' : bytes(n('linkbox_media_bytes_served_total')!), note: since },
+      ],
+      hooks: [
+        { key: 'outbox', label: 'Outbox', value: num('linkbox_webhook_outbox'), note: 'deliveries to send or retry' },
+        { key: 'oldest-pending', label: 'Oldest pending', value: oldest > 0 ? duration(oldest) : 'none', note: 'age of the oldest event waiting', tone: oldest > 3600 ? 'warn' : undefined },
+      ],
+    } satisfies Record<string, Stat[]>
+    const bars = {
+      visits: { key: 'visits', caption: `Visits by outcome, ${since}`, head: 'Outcome', bars: barsOf(m.by('linkbox_visits_total', 'outcome'), VISIT_LABELS, VISIT_TONES) },
+      api: { key: 'api', caption: 'Answers by status class', head: 'Status class', bars: apiBars },
+      media: { key: 'media', caption: `Extractions by outcome, ${since}`, head: 'Outcome', bars: barsOf(m.by('linkbox_media_extractions_total', 'outcome'), {}, MEDIA_TONES) },
+      hooks: { key: 'hooks', caption: `Delivery attempts by outcome, ${since}`, head: 'Outcome', bars: barsOf(m.by('linkbox_webhook_deliveries_total', 'outcome'), DELIVERY_LABELS, DELIVERY_TONES) },
+    } satisfies Record<string, Bars>
+    return { problem, read: when(clock()), cards, bars }
+  }
+
+  /** health.json: the figures as the page words them, for app.js to put in place (data-stat, data-bars). */
+  function healthJson() {
+    const model = healthModel()
+    return {
+      problem: model.problem,
+      read: model.read,
+      stats: Object.values(model.cards)
+        .flat()
+        .map((x: Stat) => ({ key: x.key, value: x.value, note: x.note ?? '', tone: x.tone ?? null })),
+      bars: Object.values(model.bars).map((b) => ({ key: b.key, caption: b.caption, head: b.head, rows: barRows(b.bars) })),
+    }
+  }
+
+  function healthPage(request: Request, s: Session) {
+    const { problem, read, cards, bars } = healthModel()
+    const status = problem === null
+      ? `<section class="card health-status ok" aria-labelledby="status-h" data-health-status><h2 id="status-h"><span class="dot" aria-hidden="true"></span>Working</h2><p>The database can be written: <code>/healthz</code> answers <code>ok</code>.</p>`
+      : `<section class="card health-status degraded" aria-labelledby="status-h" data-health-status><h2 id="status-h"><span class="dot" aria-hidden="true"></span>Degraded</h2><p>The database cannot be written: ${escapeHtml(problem)}. Visits and reads still work; <code>/healthz</code> answers 503.</p>`
+    const statusCard = `${status}
+${stats(cards.status)}
+</section>`
+    const links = `<section class="card" aria-labelledby="links-h"><h2 id="links-h">Links and clicks</h2>
+${stats(cards.links)}
+${barBlock(bars.visits)}
+</section>`
+    const api = `<section class="card" aria-labelledby="api-h"><h2 id="api-h">API</h2>
+${stats(cards.api)}
+${barBlock(bars.api)}
+</section>`
+    const mail = `<section class="card" aria-labelledby="mail-h"><h2 id="mail-h">Mail</h2>
+${stats(cards.mail)}
+</section>`
+    const media = `<section class="card" aria-labelledby="media-h"><h2 id="media-h">Media</h2>
+${stats(cards.media)}
+${barBlock(bars.media)}
+</section>`
     const hooks = `<section class="card" aria-labelledby="hooks-h"><h2 id="hooks-h">Webhooks</h2>
-${stats([
-  { label: 'Outbox', value: num('linkbox_webhook_outbox'), note: 'deliveries to send or retry' },
-  { label: 'Oldest pending', value: oldest > 0 ? duration(oldest) : 'none', note: 'age of the oldest event waiting', tone: oldest > 3600 ? 'warn' : undefined },
-])}
-${barTable(`Delivery attempts by outcome, ${since}`, barsOf(m.by('linkbox_webhook_deliveries_total', 'outcome'), DELIVERY_LABELS, DELIVERY_TONES), 'Outcome')}
+${stats(cards.hooks)}
+${barBlock(bars.hooks)}
 </section>`
 
     const content = `<h1>Admin</h1>
 ${tabs('health')}
-<p class="muted health-read">Read ${escapeHtml(when(clock()))}; reload for new numbers. The same values, for a monitor, are at <a href="/metrics">/metrics</a> and <a href="/healthz">/healthz</a>.</p>
+<p class="muted health-read" id="health-read" data-live-health="${HEALTH}.json">Read <span id="health-read-at">${escapeHtml(read)}</span><span id="health-read-how">; reload for new numbers</span>. The same values, for a monitor, are at <a href="/metrics">/metrics</a> and <a href="/healthz">/healthz</a>.</p>
 ${statusCard}
 <div class="health-grid">
 ${links}
@@ -436,6 +487,18 @@ ${hooks}
         if (err instanceof AppError && err.status < 500) return shell.seeOther(back, { kind: 'error', text: err.message })
         throw err
       }
+    })
+    // The live page's figures: for a signed-in administrator only, as JSON (a 401 or 403 too, never a page).
+    .get(`${HEALTH}.json`, ({ request }) => {
+      const json = (status: number, body: unknown) =>
+        new Response(JSON.stringify(body), {
+          status,
+          headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' },
+        })
+      const s = shell.session(request)
+      if (!s) return json(401, { error: 'signed_out', message: 'Sign in again to see the figures.' })
+      if (!s.admin) return json(403, { error: 'not_admin', message: 'This page is for administrator accounts.' })
+      return json(200, healthJson())
     })
     .get(HEALTH, ({ request }) => {
       const s = shell.requireAdmin(request)

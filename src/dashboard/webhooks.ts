@@ -1,10 +1,12 @@
 // The dashboard's Webhooks section: the account's endpoints with their delivery counts, creating one (its
 // signing secret shown once, on the page the POST redirects to: it waits for that one GET in the server's
 // memory, bound to the session; the form's one-time token makes a form sent twice make one endpoint),
-// deleting one (after a confirmation page), and an
-// endpoint's delivery log with "send a test event" and "redeliver". Everything goes through the webhook
-// service with the session's caller, so the API's rules (SSRF guard, 20 endpoints, ownership) hold here;
-// another account's endpoint is a 404, as if it did not exist.
+// deleting one (after a confirmation page), editing its URL and events, turning it off and on, a new
+// signing secret (after a confirmation page; shown once, as at creation), and an endpoint's delivery log
+// with "send a test event", "redeliver" and "redeliver all failed". The log keeps itself up to date in the
+// browser (assets/app.js polls GET /dashboard/webhooks/ID/log.json; without JavaScript, Reload does it).
+// Everything goes through the webhook service with the session's caller, so the API's rules (SSRF guard, 20
+// endpoints, ownership) hold here; another account's endpoint is a 404, as if it did not exist.
 import { Elysia } from 'elysia'
 import { AppError } from '../errors'
 import { escapeHtml as h } from '../pages/render'
@@ -34,21 +36,46 @@ const forForm = (message: string) => message.replace('The parameter "url"', 'The
 
 type Endpoint = ReturnType<DashboardDeps['webhooks']['overview']>[number]
 
+/** An endpoint's state in words (the colour only repeats them): what the list, its page and the live log show. */
+export interface EndpointState {
+  label: 'Active' | 'Failing' | 'Disabled'
+  tone: 'good' | 'warn' | 'bad'
+  note: string
+}
+
 /** Failing as soon as a delivery's last attempt failed (a retry is due), not only once one used up its retries. */
-function status(w: Endpoint): string {
-  if (!w.enabled)
-    return `<span class="state bad">Disabled</span>${w.disabled_reason ? `<div class="muted">${h(w.disabled_reason)}</div>` : ''}`
+export function stateOf(w: Pick<Endpoint, 'enabled' | 'disabled_reason' | 'failing' | 'retrying'>): EndpointState {
+  if (!w.enabled) return { label: 'Disabled', tone: 'bad', note: w.disabled_reason ?? '' }
   const why = [
     w.retrying > 0 ? `${w.retrying} pending ${w.retrying === 1 ? 'retry' : 'retries'}` : '',
     w.failing ? 'A delivery used up its retries' : '',
   ].filter(Boolean)
-  if (why.length) return `<span class="state warn">Failing</span><div class="muted">${why.join(' · ')}</div>`
-  return '<span class="state good">Active</span>'
+  if (why.length) return { label: 'Failing', tone: 'warn', note: why.join(' · ') }
+  return { label: 'Active', tone: 'good', note: '' }
+}
+
+function status(w: Endpoint): string {
+  const st = stateOf(w)
+  return `<span class="state ${st.tone}">${st.label}</span>${st.note ? `<div class="muted">${h(st.note)}</div>` : ''}`
 }
 
 const counts = (w: Endpoint) =>
   `<span class="wh-counts"><span title="Delivered">${w.deliveries.ok} ok</span> · <span title="Failed">${w.deliveries.failed} failed</span> · <span title="Pending">${w.deliveries.pending} pending</span></span>`
 
+/** One row of the log as it is shown: the page's table and the live log's JSON (which app.js puts in the same cells). */
+function logRow(d: ReturnType<DashboardDeps['webhooks']['deliveries']>['deliveries'][number]) {
+  return {
+    event_id: d.event_id,
+    type: d.type,
+    state: d.state,
+    tone: d.state === 'ok' ? 'good' : d.state === 'failed' ? 'bad' : 'wait',
+    attempts: d.attempts,
+    status: d.last_status === null ? '—' : String(d.last_status),
+    error: d.last_error ?? '—',
+    time: d.last_ms === null ? '—' : `${d.last_ms} ms`,
+    when: d.state === 'pending' ? `due ${whenIso(d.next_at)}` : whenIso(d.last_at),
+  }
+}
 const eventList = (events: string) =>
   events
     .split(',')
@@ -84,11 +111,8 @@ export function createWebhooksSection({ shell, webhooks }: DashboardDeps) {
     error?: { field: 'url' | 'events'; text: string }
   }
 
-  /** The list and the form: with ?form=ID, the refused form as it was sent, with its error; else what was typed before the session ended. */
-  function listPage(request: Request, s: Session, draft: FormState = {}) {
-    const form = shell.refusedState<FormState>(request, shell.ownerOf(s)) ?? draft
-    const list = webhooks.overview(s.caller)
-    const chosen = form.events ?? DEFAULT_EVENTS
+  /** The URL field and the event boxes, with a refused form's error: the add form's and the edit form's. */
+  function endpointFields(form: FormState, chosen: readonly string[]): string {
     const err = form.error
     const urlErr = err?.field === 'url'
     const evErr = err?.field === 'events'
@@ -96,14 +120,7 @@ export function createWebhooksSection({ shell, webhooks }: DashboardDeps) {
       (t) => `<label class="wh-event"><input type="checkbox" name="events" value="${h(t)}"${chosen.includes(t) ? ' checked' : ''}>
 <span><code>${h(t)}</code> <span class="muted">when ${h(EVENT_HELP[t] ?? t)}</span></span></label>`,
     ).join('')
-    const full = list.length >= MAX_ENDPOINTS
-    const formHtml = `<section class="card" aria-labelledby="new-webhook">
-<h2 id="new-webhook">Add an endpoint</h2>
-${full ? `<p class="muted">You have ${MAX_ENDPOINTS} endpoints, the most an account can have: delete one to add another.</p>` : ''}
-<form method="post" action="/dashboard/webhooks" class="wh-form">
-<input type="hidden" name="_csrf" value="${h(s.csrf)}">
-${tokens.field()}
-<div class="field">
+    return `<div class="field">
 <label for="wh-url">URL</label>
 <input id="wh-url" name="url" type="url" required maxlength="2048" value="${h(form.url ?? '')}" placeholder="https://hooks.example.com/linkbox" autocomplete="off" spellcheck="false" aria-describedby="${urlErr ? 'wh-url-error ' : ''}wh-url-hint"${urlErr ? ' aria-invalid="true"' : ''}>
 <span class="hint" id="wh-url-hint">Events are POSTed here as JSON, signed with the endpoint's secret (Standard Webhooks).</span>
@@ -113,7 +130,21 @@ ${urlErr ? `<span class="error" id="wh-url-error">${h(err!.text)}</span>` : ''}
 <legend>Events</legend>
 ${boxes}
 ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''}
-</fieldset>
+</fieldset>`
+  }
+
+  /** The list and the form: with ?form=ID, the refused form as it was sent, with its error; else what was typed before the session ended. */
+  function listPage(request: Request, s: Session, draft: FormState = {}) {
+    const form = shell.refusedState<FormState>(request, shell.ownerOf(s)) ?? draft
+    const list = webhooks.overview(s.caller)
+    const full = list.length >= MAX_ENDPOINTS
+    const formHtml = `<section class="card" aria-labelledby="new-webhook">
+<h2 id="new-webhook">Add an endpoint</h2>
+${full ? `<p class="muted">You have ${MAX_ENDPOINTS} endpoints, the most an account can have: delete one to add another.</p>` : ''}
+<form method="post" action="/dashboard/webhooks" class="wh-form">
+<input type="hidden" name="_csrf" value="${h(s.csrf)}">
+${tokens.field()}
+${endpointFields(form, form.events ?? DEFAULT_EVENTS)}
 <div class="actions"><button type="submit">Add endpoint</button></div>
 </form>
 </section>`
@@ -128,7 +159,7 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
 <td class="wide" data-label="Events">${eventList(w.events)}</td>
 <td data-label="Status">${status(w)}</td>
 <td data-label="Deliveries">${counts(w)}</td>
-<td class="wide"><a href="/dashboard/webhooks/${w.id}/delete" class="danger-link" aria-label="Delete the endpoint ${h(w.url)}">Delete</a></td>
+<td class="wide"><a href="/dashboard/webhooks/${w.id}/edit" aria-label="Edit the endpoint ${h(w.url)}">Edit</a> · <a href="/dashboard/webhooks/${w.id}/delete" class="danger-link" aria-label="Delete the endpoint ${h(w.url)}">Delete</a></td>
 </tr>`,
         )
         .join('')
@@ -181,70 +212,149 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
     return shell.seeOther(shown)
   }
 
-  /** The page the creation redirects to: the new endpoint's secret, the one time it is shown. */
-  function createdPage(request: Request, s: Session, w: Endpoint, made: NewEndpoint) {
-    const content = `<p class="crumbs"><a href="/dashboard/webhooks">Webhooks</a> /</p>
-<h1>Endpoint added</h1>
+  /** The page a creation or a new secret redirects to: the secret, the one time it is shown. */
+  function secretPage(request: Request, s: Session, w: Endpoint, made: NewEndpoint, rotated: boolean) {
+    const title = rotated ? 'New signing secret' : 'Endpoint added'
+    const lost = rotated ? 'make another new one' : 'delete the endpoint and add it again'
+    const content = `<p class="crumbs"><a href="/dashboard/webhooks">Webhooks</a> /${rotated ? ` <a href="/dashboard/webhooks/${w.id}">${h(w.url)}</a> /` : ''}</p>
+<h1>${title}</h1>
 <section class="card" aria-labelledby="secret-h">
-<h2 id="secret-h">Its signing secret</h2>
-<p class="warn" id="secret-warning"><strong>Copy it now: it is shown only this once.</strong> Your receiver checks each delivery's <code>webhook-signature</code> with it. If you lose it, delete the endpoint and add it again.</p>
+<h2 id="secret-h">${rotated ? 'Its new signing secret' : 'Its signing secret'}</h2>
+<p class="warn" id="secret-warning"><strong>Copy it now: it is shown only this once.</strong> Your receiver checks each delivery's <code>webhook-signature</code> with it.${rotated ? ' Every delivery from now on, retries included, is signed with this secret only: the old one no longer verifies.' : ''} If you lose it, ${lost}.</p>
 <div class="secret"><input id="wh-secret" readonly value="${h(made.secret)}" aria-label="Signing secret" aria-describedby="secret-warning" spellcheck="false"><button type="button" class="copy" data-copy="wh-secret" hidden>Copy</button></div>
 <dl class="wh-meta"><dt>URL</dt><dd>${h(w.url)}</dd><dt>Events</dt><dd>${eventList(w.events)}</dd></dl>
 <div class="actions"><a class="button" href="/dashboard/webhooks/${w.id}">Open its delivery log</a><a class="button secondary" href="/dashboard/webhooks">Back to webhooks</a></div>
 </section>`
-    return shell.render(request, s, { section: 'webhooks', title: 'Endpoint added', content })
+    return shell.render(request, s, { section: 'webhooks', title, content })
   }
 
   // ---------------------------------------------------------------------------------------------------
-  // One endpoint: its log, the test event, redelivery, deletion
+  // One endpoint: its log, the test event, redelivery, editing, a new secret, deletion
 
-  /** An endpoint's page; with ?created=ID, the secret of the endpoint just made, once (then a note that it was). */
-  function endpointPage(request: Request, s: Session, idText: string) {
-    const w = endpointOf(s, idText)
-    if (!w) return notFoundPage(request, s)
-    const createdId = new URL(request.url).searchParams.get('created')
-    const made = createdId === null ? null : flash.take<NewEndpoint>(shell.ownerOf(s), `webhook secret ${w.id}`, createdId)
-    if (made) return createdPage(request, s, w, made)
-    const log = webhooks.deliveries(s.caller, { id: w.id, limit: LOG_SHOWN }).deliveries
+  /** The log as a table (the same markup app.js builds from log.json), or a sentence when it is empty. */
+  function logTable(s: Session, w: Endpoint, log: ReturnType<typeof logRow>[]): string {
+    if (log.length === 0) return '<p class="empty">Nothing sent yet. Send a test event to see a delivery here.</p>'
     const csrf = `<input type="hidden" name="_csrf" value="${h(s.csrf)}">`
     const rows = log
       .map(
         (d) => `<tr>
 <td class="n" data-label="Event">${d.event_id}</td>
 <td data-label="Type"><code>${h(d.type)}</code></td>
-<td data-label="State"><span class="state ${d.state === 'ok' ? 'good' : d.state === 'failed' ? 'bad' : 'wait'}">${h(d.state)}</span></td>
+<td data-label="State"><span class="state ${d.tone}">${h(d.state)}</span></td>
 <td class="n" data-label="Attempts">${d.attempts}</td>
-<td class="n" data-label="Status">${d.last_status ?? '—'}</td>
-<td class="wh-error" data-label="Last error">${d.last_error ? h(d.last_error) : '—'}</td>
-<td class="n" data-label="Time">${d.last_ms === null ? '—' : `${d.last_ms} ms`}</td>
-<td data-label="When">${d.state === 'pending' ? `due ${h(whenIso(d.next_at))}` : h(whenIso(d.last_at))}</td>
+<td class="n" data-label="Status">${h(d.status)}</td>
+<td class="wh-error" data-label="Last error">${h(d.error)}</td>
+<td class="n" data-label="Time">${h(d.time)}</td>
+<td data-label="When">${h(d.when)}</td>
 <td class="wide"><form method="post" action="/dashboard/webhooks/${w.id}/redeliver">${csrf}<input type="hidden" name="event" value="${d.event_id}"><button type="submit" class="secondary small" aria-label="Redeliver event ${d.event_id}">Redeliver</button></form></td>
 </tr>`,
       )
       .join('')
-    const table = log.length
-      ? `<div class="table-wrap"><table class="wh-log stack">
+    return `<div class="table-wrap"><table class="wh-log stack">
 <caption class="visually-hidden">Deliveries to this endpoint, newest event first</caption>
 <thead><tr><th scope="col" class="n">Event</th><th scope="col">Type</th><th scope="col">State</th><th scope="col" class="n">Attempts</th><th scope="col" class="n">Status</th><th scope="col">Last error</th><th scope="col" class="n">Time</th><th scope="col">When</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
 <tbody>${rows}</tbody></table></div>${log.length >= LOG_SHOWN ? `<p class="muted">The newest ${LOG_SHOWN} deliveries.</p>` : ''}`
-      : '<p class="empty">Nothing sent yet. Send a test event to see a delivery here.</p>'
+  }
+
+  /** What the live log polls: the endpoint's state, counts and log rows, as the page shows them. */
+  function liveLog(s: Session, w: Endpoint) {
+    return {
+      id: w.id,
+      state: stateOf(w),
+      counts: { ok: w.deliveries.ok, failed: w.deliveries.failed, pending: w.deliveries.pending },
+      deliveries: webhooks.deliveries(s.caller, { id: w.id, limit: LOG_SHOWN }).deliveries.map(logRow),
+      more: LOG_SHOWN,
+    }
+  }
+
+  /**
+   * An endpoint's page; with ?created=ID (or ?rotated=ID), the secret just made, once (then a note that it
+   * was). The state, counts and log are marked for app.js, which keeps them up to date from log.json.
+   */
+  function endpointPage(request: Request, s: Session, idText: string) {
+    const w = endpointOf(s, idText)
+    if (!w) return notFoundPage(request, s)
+    const query = new URL(request.url).searchParams
+    const createdId = query.get('created')
+    const rotatedId = query.get('rotated')
+    const shownId = createdId ?? rotatedId
+    const made = shownId === null ? null : flash.take<NewEndpoint>(shell.ownerOf(s), `webhook secret ${w.id}`, shownId)
+    if (made) return secretPage(request, s, w, made, createdId === null)
+    const live = liveLog(s, w)
+    const csrf = `<input type="hidden" name="_csrf" value="${h(s.csrf)}">`
+    const toggle = w.enabled
+      ? `<form method="post" action="/dashboard/webhooks/${w.id}/enabled">${csrf}<input type="hidden" name="enabled" value="0"><button type="submit" class="secondary">Disable</button></form>`
+      : `<form method="post" action="/dashboard/webhooks/${w.id}/enabled">${csrf}<input type="hidden" name="enabled" value="1"><button type="submit">Enable</button></form>`
     const content = `<p class="crumbs"><a href="/dashboard/webhooks">Webhooks</a> /</p>
 <h1 class="wh-title">${h(w.url)}</h1>
 <section class="card">
-<dl class="wh-meta"><dt>Status</dt><dd>${status(w)}</dd><dt>Events</dt><dd>${eventList(w.events)}</dd><dt>Deliveries</dt><dd>${counts(w)}</dd><dt>Created</dt><dd>${h(whenIso(w.created))}</dd></dl>
+<dl class="wh-meta"><dt>Status</dt><dd id="wh-state">${status(w)}</dd><dt>Events</dt><dd>${eventList(w.events)}</dd><dt>Deliveries</dt><dd id="wh-counts">${counts(w)}</dd><dt>Created</dt><dd>${h(whenIso(w.created))}</dd></dl>
 <div class="actions">
 <form method="post" action="/dashboard/webhooks/${w.id}/test">${csrf}<button type="submit">Send a test event</button></form>
-<a class="button secondary" href="/dashboard/webhooks/${w.id}">Reload</a>
+<a class="button secondary" href="/dashboard/webhooks/${w.id}/edit">Edit</a>
+${toggle}
+<a class="button secondary" href="/dashboard/webhooks/${w.id}/rotate">New secret…</a>
 <a class="button secondary danger-outline" href="/dashboard/webhooks/${w.id}/delete">Delete…</a>
 </div>
+${w.enabled ? '' : '<p class="muted">Disabled: nothing is sent to it, and events meanwhile are not kept for it. Deliveries already queued wait, and go out once it is enabled.</p>'}
 </section>
-<section class="card" aria-labelledby="log-h"><h2 id="log-h">Delivery log</h2>${table}
+<section class="card" aria-labelledby="log-h"><h2 id="log-h">Delivery log</h2>
+<div class="actions wh-log-actions">
+<form method="post" action="/dashboard/webhooks/${w.id}/redeliver-failed">${csrf}<button type="submit" class="secondary">Redeliver all failed</button></form>
+<a class="button secondary" href="/dashboard/webhooks/${w.id}">Reload</a>
+</div>
+<div id="wh-log" data-live-log="/dashboard/webhooks/${w.id}/log.json" data-endpoint="${w.id}">${logTable(s, w, live.deliveries)}</div>
+<p class="hint muted" id="wh-log-live" aria-live="polite"></p>
 <p class="hint muted">Failed deliveries are retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h. The log keeps 7 days.</p></section>`
     const notice =
-      createdId === null
+      shownId === null
         ? undefined
-        : ({ kind: 'ok', text: "This endpoint's signing secret was shown once, and is not shown again. If it was not copied, delete the endpoint and add it again." } as const)
+        : ({
+            kind: 'ok',
+            text:
+              createdId !== null
+                ? "This endpoint's signing secret was shown once, and is not shown again. If it was not copied, delete the endpoint and add it again."
+                : "This endpoint's new signing secret was shown once, and is not shown again. If it was not copied, make another new one.",
+          } as const)
     return shell.render(request, s, { section: 'webhooks', title: `Webhook ${w.id}`, content, notice })
+  }
+
+  /** The edit form: the URL and the events, as they are or as a refused edit sent them (?form=ID). */
+  function editPage(request: Request, s: Session, idText: string) {
+    const w = endpointOf(s, idText)
+    if (!w) return notFoundPage(request, s)
+    const form = shell.refusedState<FormState>(request, shell.ownerOf(s)) ?? { url: w.url, events: w.events.split(',') }
+    const content = `<p class="crumbs"><a href="/dashboard/webhooks">Webhooks</a> / <a href="/dashboard/webhooks/${w.id}">${h(w.url)}</a> /</p>
+<h1>Edit this endpoint</h1>
+<section class="card" aria-labelledby="edit-h">
+<h2 id="edit-h">URL and events</h2>
+<p class="muted">Its secret and its delivery log stay. Later events are sent to the new URL, and only those of the events chosen; deliveries already queued still go out, to the new URL.</p>
+<form method="post" action="/dashboard/webhooks/${w.id}/edit" class="wh-form">
+<input type="hidden" name="_csrf" value="${h(s.csrf)}">
+${endpointFields(form, form.events ?? [])}
+<div class="actions"><button type="submit">Save changes</button><a class="button secondary" href="/dashboard/webhooks/${w.id}">Cancel</a></div>
+</form>
+</section>`
+    return shell.render(request, s, { section: 'webhooks', title: 'Edit endpoint', content })
+  }
+
+  /** "A new secret?": what it does, and a form with a one-time token (sent twice, it makes one secret). */
+  function rotatePage(request: Request, s: Session, idText: string) {
+    const w = endpointOf(s, idText)
+    if (!w) return notFoundPage(request, s)
+    const content = `<p class="crumbs"><a href="/dashboard/webhooks">Webhooks</a> / <a href="/dashboard/webhooks/${w.id}">${h(w.url)}</a> /</p>
+<h1>Make a new signing secret?</h1>
+<section class="card">
+<p class="wh-url"><strong>${h(w.url)}</strong></p>
+<p>The new secret is shown once, on the next page. From then on every delivery, retries of queued ones included, is signed with it only: your receiver must have it before it can verify them again.</p>
+<form method="post" action="/dashboard/webhooks/${w.id}/rotate" class="actions">
+<input type="hidden" name="_csrf" value="${h(s.csrf)}">
+${tokens.field()}
+<button type="submit">Make a new secret</button>
+<a class="button secondary" href="/dashboard/webhooks/${w.id}">Cancel</a>
+</form>
+</section>`
+    return shell.render(request, s, { section: 'webhooks', title: 'New signing secret', content })
   }
 
   function confirmPage(request: Request, s: Session, idText: string) {
@@ -279,6 +389,78 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
     }
   }
 
+  /** The edit form sent: the service's update (its SSRF check and rules); a refusal goes back to the form with its message. */
+  async function saveEdit(request: Request, s: Session, idText: string) {
+    const fields = await shell.form(request, s)
+    const w = endpointOf(s, idText)
+    if (!w) return notFoundPage(request, s)
+    const page = `${LIST}/${w.id}/edit`
+    const url = (fields.get('url') ?? '').trim()
+    const events = fields.getAll('events').filter((e) => (EVENT_TYPES as readonly string[]).includes(e))
+    const again = (field: 'url' | 'events', text: string) => shell.refused(shell.ownerOf(s), page, { url, events, error: { field, text } } satisfies FormState)
+    if (!url) return again('url', 'Enter the URL events are sent to.')
+    if (events.length === 0) return again('events', 'Choose at least one event.')
+    try {
+      const r = await webhooks.update(s.caller, { id: w.id, url, events: events.join(',') })
+      return shell.seeOther(`${LIST}/${w.id}`, { kind: 'ok', text: `Saved: events go to ${r.url} (${r.events.split(',').join(', ')}).` })
+    } catch (err) {
+      if (err instanceof AppError && err.status === 404) return notFoundPage(request, s)
+      if (err instanceof AppError && err.status < 500)
+        return again(err.code === 'invalid_parameter' && err.message.includes('"events"') ? 'events' : 'url', forForm(err.message))
+      throw err
+    }
+  }
+
+  /** The new-secret form sent: once per form (its token), the secret kept for the one page that shows it. */
+  async function rotate(request: Request, s: Session, idText: string) {
+    const fields = await shell.form(request, s)
+    const w = endpointOf(s, idText)
+    if (!w) return notFoundPage(request, s)
+    const sent = tokens.of(fields)
+    const before = tokens.used(sent, s.id)
+    if (before !== undefined) return shell.repeated(before ?? `${LIST}/${w.id}`)
+    const shownId = flash.newId()
+    const shown = withParam(`${LIST}/${w.id}`, 'rotated', shownId)
+    let made
+    try {
+      made = webhooks.rotate(s.caller, { id: w.id }, { within: () => tokens.claim(sent, s.id, shown) })
+    } catch (err) {
+      if (err instanceof RepeatedForm) return shell.repeated(err.result ?? `${LIST}/${w.id}`)
+      if (err instanceof AppError && err.status === 404) return notFoundPage(request, s)
+      throw err
+    }
+    flash.put(shell.ownerOf(s), `webhook secret ${made.id}`, { secret: made.secret } satisfies NewEndpoint, shownId)
+    return shell.seeOther(shown)
+  }
+
+  /** The live log's JSON: for the signed-in owner only (401 and 404 answer JSON too, never a page). */
+  function logJson(request: Request, idText: string) {
+    const json = (status: number, body: unknown) =>
+      new Response(JSON.stringify(body), {
+        status,
+        headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' },
+      })
+    const s = shell.session(request)
+    if (!s) return json(401, { error: 'signed_out', message: 'Sign in again to see the log.' })
+    const w = endpointOf(s, idText)
+    if (!w) return json(404, { error: 'not_found', message: 'There is no such webhook in your account.' })
+    return json(200, liveLog(s, w))
+  }
+
+  /** onEndpoint for an act that awaits (the URL check of an update). */
+  async function onEndpointAsync(request: Request, s: Session, idText: string, act: (w: Endpoint, fields: URLSearchParams) => Promise<Response>) {
+    const fields = await shell.form(request, s)
+    const w = endpointOf(s, idText)
+    if (!w) return notFoundPage(request, s)
+    try {
+      return await act(w, fields)
+    } catch (err) {
+      if (err instanceof AppError && err.status === 404) return notFoundPage(request, s)
+      if (err instanceof AppError && err.status < 500) return shell.seeOther(`${LIST}/${idText}`, { kind: 'error', text: err.message })
+      throw err
+    }
+  }
+
   /** `page`: where a form comes back to after signing in, when that is not its own path. */
   const signedIn = (request: Request, then: (s: Session) => Response | Promise<Response>, page?: string) => {
     const s = shell.require(request, page)
@@ -298,6 +480,41 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
       return s instanceof Response ? s : create(request, s)
     })
     .get('/dashboard/webhooks/:id', ({ request, params }) => signedIn(request, (s) => endpointPage(request, s, params.id)))
+    .get('/dashboard/webhooks/:id/log.json', ({ request, params }) => logJson(request, params.id))
+    .get('/dashboard/webhooks/:id/edit', ({ request, params }) => signedIn(request, (s) => editPage(request, s, params.id)))
+    .post('/dashboard/webhooks/:id/edit', ({ request, params }) => signedIn(request, (s) => saveEdit(request, s, params.id)))
+    .get('/dashboard/webhooks/:id/rotate', ({ request, params }) => signedIn(request, (s) => rotatePage(request, s, params.id)))
+    .post('/dashboard/webhooks/:id/rotate', ({ request, params }) => signedIn(request, (s) => rotate(request, s, params.id)))
+    .post('/dashboard/webhooks/:id/enabled', ({ request, params }) =>
+      signedIn(
+        request,
+        (s) =>
+          onEndpointAsync(request, s, params.id, async (w, fields) => {
+            const on = fields.get('enabled') === '1'
+            await webhooks.update(s.caller, { id: w.id, enabled: on })
+            const text = on
+              ? `The endpoint is enabled: events are sent to it again, deliveries that waited first.`
+              : `The endpoint is disabled: nothing is sent to it until it is enabled again.`
+            return shell.seeOther(`${LIST}/${w.id}`, { kind: 'ok', text })
+          }),
+        `/dashboard/webhooks/${params.id}`,
+      ),
+    )
+    .post('/dashboard/webhooks/:id/redeliver-failed', ({ request, params }) =>
+      signedIn(
+        request,
+        (s) =>
+          onEndpoint(request, s, params.id, ({ id }) => {
+            const r = webhooks.redeliverFailed(s.caller, { id })
+            const text =
+              r.redelivered === 0
+                ? 'No failed deliveries to send again.'
+                : `${r.redelivered} failed ${r.redelivered === 1 ? 'delivery is' : 'deliveries are'} sent again, each under its event's webhook-id.${r.enabled ? '' : ' This endpoint is disabled: they wait until it is enabled.'}`
+            return shell.seeOther(`${LIST}/${id}`, { kind: 'ok', text })
+          }),
+        `/dashboard/webhooks/${params.id}`,
+      ),
+    )
     .get('/dashboard/webhooks/:id/delete', ({ request, params }) => signedIn(request, (s) => confirmPage(request, s, params.id)))
     .post('/dashboard/webhooks/:id/delete', ({ request, params }) =>
       signedIn(request, (s) =>
@@ -312,7 +529,7 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
         onEndpoint(request, s, params.id, ({ id }) => {
           const t = webhooks.testOwned(s.caller, { id })
           const text = t.enabled
-            ? `A test event (${t.webhook_id}) is on its way: reload to see it in the log.`
+            ? `A test event (${t.webhook_id}) is on its way: it shows in the log below (Reload if it does not).`
             : `A test event (${t.webhook_id}) is queued, but this endpoint is disabled: it will not be sent.`
           return shell.seeOther(`/dashboard/webhooks/${id}`, { kind: 'ok', text })
         }),
