@@ -289,6 +289,7 @@ ${endpointFields(form, form.events ?? DEFAULT_EVENTS)}
 <h1 class="wh-title">${h(w.url)}</h1>
 <section class="card">
 <dl class="wh-meta"><dt>Status</dt><dd id="wh-state">${status(w)}</dd><dt>Events</dt><dd>${eventList(w.events)}</dd><dt>Deliveries</dt><dd id="wh-counts">${counts(w)}</dd><dt>Created</dt><dd>${h(whenIso(w.created))}</dd></dl>
+${w.enabled ? '' : '<p class="muted">Disabled: nothing is sent to it, and events meanwhile are not kept for it. Deliveries already queued wait, and go out once it is enabled.</p>'}
 <div class="actions">
 <form method="post" action="/dashboard/webhooks/${w.id}/test">${csrf}<button type="submit">Send a test event</button></form>
 <a class="button secondary" href="/dashboard/webhooks/${w.id}/edit">Edit</a>
@@ -296,7 +297,6 @@ ${toggle}
 <a class="button secondary" href="/dashboard/webhooks/${w.id}/rotate">New secret…</a>
 <a class="button secondary danger-outline" href="/dashboard/webhooks/${w.id}/delete">Delete…</a>
 </div>
-${w.enabled ? '' : '<p class="muted">Disabled: nothing is sent to it, and events meanwhile are not kept for it. Deliveries already queued wait, and go out once it is enabled.</p>'}
 </section>
 <section class="card" aria-labelledby="log-h"><h2 id="log-h">Delivery log</h2>
 <div class="actions wh-log-actions">
