@@ -76,7 +76,7 @@ describe('create', () => {
     expect(html).toContain('Created http://localhost:8080/my-alias → example.com/a?b=c')
     expect(html).toContain('<tr class="fresh">')
     expect(html).toContain('Password protected')
-    expect(html).toContain('href="/my-alias+"')
+    expect(html).toContain('href="/dashboard/links/my-alias/stats"')
     expect(html).toContain('href="/qr/my-alias.png"')
     expect(html).toContain('data-copy="short-my-alias"')
   })

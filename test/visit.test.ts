@@ -170,7 +170,8 @@ describe('expired, unknown, statistics page', () => {
     expect(r.status).toBe(200)
     const html = await r.text()
     expect(html).toContain(`Statistics of http://localhost:8080/${code}`)
-    expect(html).toContain('https://example.com/public-stats')
+    // Shown whole, with a <wbr> after each separator so that it breaks only there.
+    expect(html).toContain('https:/<wbr>/<wbr>example.<wbr>com/<wbr>public-<wbr>stats')
     expect(html).toContain('<span class="label">Clicks, all time</span><span class="value">1</span>')
     // The clicks-by-day chart: one bar per day of the window, each with its exact count.
     const bars = html.match(/<rect class="bar"[^>]*><title>[^<]*<\/title><\/rect>/g)!

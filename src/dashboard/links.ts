@@ -11,6 +11,7 @@ import { AppError } from '../errors'
 import { csvExportResponse } from '../links/export'
 import type { LinkRecord, LinkSort } from '../links/service'
 import { MAX_SEARCH_LENGTH } from '../links/service'
+import { breakable, dayOf, statsBody, statsCsv, csvTableOf, statsFor, windowOf } from '../links/stats-view'
 import { MAX_TAG_LENGTH, MAX_TAGS, MODES } from '../links/validate'
 import { escapeHtml as e } from '../pages/render'
 import type { FormTokens } from './form-tokens'
@@ -204,12 +205,12 @@ function row(r: LinkRecord, fresh: boolean, query: ListQuery): string {
   // Each cell's content is one element: on a phone a cell is a two-column grid of its label and that.
   return `<tr${fresh ? ' class="fresh"' : ''}>
 <td class="link-cell" data-label="Link"><div class="short-line"><a class="short" id="short-${e(c)}" href="${e(r.url)}">${e(r.url)}</a>${lock(r.password)}<button type="button" class="copy secondary small" data-copy="short-${e(c)}" aria-label="Copy ${e(r.url)}" hidden>Copy</button></div>
-<div class="dest-line" title="${e(r.long_url)}">→&nbsp;${e(shortDestination(r.long_url))}</div>${tagChips(r, query)}</td>
+<div class="dest-line"><span class="dest-text" title="${e(r.long_url)}">→&nbsp;${breakable(shortDestination(r.long_url))}</span><input type="hidden" id="dest-${e(c)}" value="${e(r.long_url)}"><button type="button" class="copy link small" data-copy="dest-${e(c)}" aria-label="Copy the whole destination of ${e(c)}" hidden>Copy</button></div>${tagChips(r, query)}</td>
 <td data-label="Mode"><span>${e(r.mode)}</span></td>
 <td class="n" data-label="Clicks"><span>${r.clicks}</span></td>
 <td class="date" data-label="Created">${time(r.created)}</td>
 <td class="date" data-label="Expires"><span>${expiryCell(r)}</span></td>
-<td class="row-actions" data-label="Actions"><span><a href="/${e(c)}+">Stats${label}</a> <a href="/qr/${e(c)}.png" target="_blank" rel="noopener">QR<span class="visually-hidden"> ${e(c)} (opens in a new tab)</span></a> <a href="/dashboard/links/${e(c)}">Edit${label}</a> <a class="danger-link" href="/dashboard/links/${e(c)}/delete">Delete${label}</a></span></td>
+<td class="row-actions" data-label="Actions"><span><a href="/dashboard/links/${e(c)}/stats">Stats${label}</a> <a href="/qr/${e(c)}.png" target="_blank" rel="noopener">QR<span class="visually-hidden"> ${e(c)} (opens in a new tab)</span></a> <a href="/dashboard/links/${e(c)}">Edit${label}</a> <a class="danger-link" href="/dashboard/links/${e(c)}/delete">Delete${label}</a></span></td>
 </tr>`
 }
 
@@ -256,7 +257,7 @@ ${result.links.map((r) => row(r, r.hex === fresh, query)).join('\n')}
 </section>`
 }
 
-export function createLinksSection({ shell, links, qr }: DashboardDeps) {
+export function createLinksSection({ shell, links, qr, clock }: DashboardDeps) {
   const { tokens } = shell
 
   /** The list with the create form; with ?form=ID, the refused form as it was sent, with its errors. */
@@ -342,11 +343,11 @@ ${r.password ? radio('remove', 'Remove the password') : ''}
 </section>
 <aside class="card link-side" aria-labelledby="qr-heading">
 <h2 id="qr-heading">Short link</h2>
-<div class="secret"><input id="edit-short" readonly value="${e(r.url)}" aria-label="Short link"><button type="button" class="copy secondary" data-copy="edit-short" hidden>Copy</button></div>
+<div class="short-full"><a id="edit-short" href="${e(r.url)}">${breakable(r.url)}</a><button type="button" class="copy secondary small" data-copy="edit-short" aria-label="Copy ${e(r.url)}" hidden>Copy</button></div>
 <img class="qr" src="/qr/${c}.svg" width="200" height="200" alt="QR code of ${e(r.url)}">
 <p class="downloads">Download <a class="button secondary small" aria-label="Download the QR code as PNG" href="/qr/${c}.png" download="${c}.png">PNG</a> <a class="button secondary small" aria-label="Download the QR code as SVG" href="/qr/${c}.svg" download="${c}.svg">SVG</a></p>
 <dl class="facts">
-<dt>Clicks</dt><dd>${r.clicks} · <a href="/${c}+">statistics</a></dd>
+<dt>Clicks</dt><dd>${r.clicks} · <a href="/dashboard/links/${c}/stats">statistics</a></dd>
 <dt>Created</dt><dd>${e(when(Date.parse(r.created)))}</dd>
 ${r.tags.length ? `<dt>Tags</dt><dd>${tagChips(r, { q: '', tag: '', sort: 'created', page: 1 })}</dd>` : ''}
 </dl>
@@ -370,6 +371,33 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
     const r = ownedLink(code, s)
     if (!r) return new Response('No such link.', { status: 404, headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' } })
     return qrImage(qr, s.caller.accountId, r.hex, r.url, format, new URL(request.url))
+  }
+
+  /**
+   * A link's statistics for its owner (the public page's, with the destination even when a password
+   * protects it), for the period or dates in the URL; with `csv`, its downloads. Other accounts' links and
+   * visitors without a session get what any dashboard page gives them (404, the sign-in page).
+   */
+  async function statsPage(request: Request, code: string, csv: boolean): Promise<Response> {
+    const s = shell.require(request)
+    if (s instanceof Response) return s
+    const r = ownedLink(code, s)
+    if (!r) return notFoundPage(request, s, code)
+    const window = windowOf(request.url)
+    const now = clock()
+    const { s: answer, error } = await statsFor((from, to) => links.stats({ code: r.hex, from, to }, s.caller), window, now)
+    const path = `/dashboard/links/${encodeURIComponent(r.hex)}/stats`
+    if (csv) {
+      if (!error) return statsCsv(answer, csvTableOf(request.url), { 'cache-control': 'no-store' })
+      return shell.render(request, s, { section: 'links', title: 'Dates refused', status: 400, content: `<div class="links-page"><h1>Dates refused</h1><div class="card"><p>${e(error.message)}</p><p><a href="${e(path)}">Back to the statistics</a></p></div></div>` })
+    }
+    const body = statsBody(answer, { path, csvPath: `${path}.csv`, window, error, today: dayOf(now) })
+    return shell.render(request, s, {
+      section: 'links',
+      title: `Statistics of ${r.hex}`,
+      status: error ? 400 : 200,
+      content: `<div class="links-page stats"><p class="back"><a href="/dashboard">← All links</a> · <a href="/dashboard/links/${e(r.hex)}">Edit ${e(r.hex)}</a> · <a href="/${e(r.hex)}+">Public page</a></p>${body}</div>`,
+    })
   }
 
   const app = new Elysia({ name: 'dashboard-links' })
@@ -501,6 +529,8 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
       },
       { parse: 'none' },
     )
+    .get('/dashboard/links/:code/stats', ({ request, params }) => statsPage(request, params.code, false))
+    .get('/dashboard/links/:code/stats.csv', ({ request, params }) => statsPage(request, params.code, true))
     .get('/dashboard/links/:code/delete', ({ request, params }) => {
       const s = shell.require(request)
       if (s instanceof Response) return s
@@ -515,7 +545,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
 <section class="card confirm">
 <dl class="facts">
 <dt>Short link</dt><dd><code>${e(r.url)}</code>${lock(r.password)}</dd>
-<dt>Destination</dt><dd class="dest-full">${e(r.long_url)}</dd>
+<dt>Destination</dt><dd class="dest-full">${breakable(r.long_url)}</dd>
 <dt>Clicks</dt><dd>${r.clicks}</dd>
 <dt>Created</dt><dd>${e(when(Date.parse(r.created)))}</dd>
 </dl>

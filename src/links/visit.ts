@@ -8,17 +8,17 @@ import frameTpl from '../../assets/frame.html' with { type: 'text' }
 import messageTpl from '../../assets/message.html' with { type: 'text' }
 import passwordTpl from '../../assets/password.html' with { type: 'text' }
 import previewTpl from '../../assets/preview.html' with { type: 'text' }
-import statsTpl from '../../assets/stats.html' with { type: 'text' }
 import type { Config } from '../config'
 import { AppError } from '../errors'
 import { readBodyLimited } from '../http/params'
 import { rateKeyOf } from '../http/client-ip'
 import { pathOf } from '../http/path'
 import { createRateLimiter } from '../http/rate-limit'
-import { barTable, dayChart, escapeHtml, formatCount, LOGO_SVG, page } from '../pages/render'
+import { LOGO_SVG, page } from '../pages/render'
 import { createFrameCheck, type FrameCheck } from './frame-check'
 import { createPasswordGate, type Verifier } from './password-gate'
 import type { LinkService } from './service'
+import { csvTableOf, dayOf, statsBody, statsCsv, statsFor, windowOf } from './stats-view'
 import type { LinkRow } from './store'
 import { MAX_PASSWORD_LENGTH } from './validate'
 
@@ -28,18 +28,8 @@ const PASSWORD_ATTEMPTS_PER_MINUTE = 10
 /** Per client across all links: guessing on many links at once is still guessing. */
 const PASSWORD_ATTEMPTS_PER_CLIENT_PER_MINUTE = 30
 const STATS_PAGES_PER_MINUTE = 60
-const DAY_MS = 86_400_000
-/** The statistics page's periods in days (?days=N); a year fits stats()'s 366-day window. */
-export const STATS_RANGES = [7, 30, 90, 365] as const
-const DEFAULT_RANGE = 30
-/** ?days=N when N is one of STATS_RANGES; anything else (absent, 12, "abc", given twice) is the default. */
-export function rangeOf(url: string): number {
-  const q = url.indexOf('?')
-  if (q < 0) return DEFAULT_RANGE
-  const values = new URLSearchParams(url.slice(q + 1).split('#')[0]).getAll('days')
-  const n = values.length === 1 ? Number(values[0]) : NaN
-  return (STATS_RANGES as readonly number[]).includes(n) && /^\d+$/.test(values[0]!) ? n : DEFAULT_RANGE
-}
+// The period links of the statistics page, and ?days= (tests import them from here as before).
+export { rangeOf, STATS_RANGES } from './stats-view'
 
 /**
  * A top-level navigation of a real browser. Browsers send Sec-Fetch-* headers, but only to secure
@@ -276,7 +266,8 @@ export function createVisitRoutes(deps: {
     return checkPassword(row, given, request, referer)
   }
 
-  async function statsPage(code: string, request: Request): Promise<Response> {
+  /** The statistics page (/<code>+), or with `csv` its downloads (/<code>+.csv?table=…): the same answer, as public. */
+  async function statsPage(code: string, request: Request, csv = false): Promise<Response> {
     const d = statsViews.hit(rateKeyOf(clientIp(request)), STATS_PAGES_PER_MINUTE)
     if (!d.allowed) {
       count('stats_limited')
@@ -288,43 +279,20 @@ export function createVisitRoutes(deps: {
     if (!row) return notFoundPage()
     count('stats_page')
     // No flush for a page view: the page may be a second behind, and a view never costs a write.
-    const days = rangeOf(request.url)
-    const today = Date.parse(`${new Date(clock()).toISOString().slice(0, 10)}T00:00:00Z`)
-    const from = new Date(today - (days - 1) * DAY_MS).toISOString().slice(0, 10)
-    const to = new Date(today).toISOString().slice(0, 10)
-    const s = await links.stats({ code, from, to }, null, { flush: false })
-    const windowClicks = s.days.reduce((sum, d) => sum + d.clicks, 0)
+    // No caller either: a password-protected link's destination stays hidden, in the page and the CSV.
+    const window = windowOf(request.url)
+    const now = clock()
+    const { s, error } = await statsFor((from, to) => links.stats({ code, from, to }, null, { flush: false }), window, now)
+    if (csv) {
+      if (error) return messagePage(400, 'Request refused', error.message)
+      return statsCsv(s, csvTableOf(request.url))
+    }
     const path = `/${encodeURIComponent(s.hex)}+`
-    const ranges = STATS_RANGES.map((n) =>
-      `<a href="${escapeHtml(n === DEFAULT_RANGE ? path : `${path}?days=${n}`)}"${n === days ? ' aria-current="page"' : ''}>${n === 365 ? '1 year' : `${n} days`}</a>`,
-    ).join('')
-    const destination =
-      s.long_url === null
-        ? '<p class="dest muted">The destination is hidden: the link is password-protected.</p>'
-        : `<p class="dest"><span class="visually-hidden">Destination: </span>${escapeHtml(s.long_url)}</p>`
-    const none = days === 365 ? 'No clicks in the last year.' : `No clicks in the last ${days} days.`
+    const body = statsBody(s, { path, csvPath: `${path}.csv`, window, error, today: dayOf(now) })
     return page(
-      tpl(statsTpl),
-      {
-        short_url: s.url,
-        code: s.hex,
-        destination,
-        ranges,
-        days_count: days,
-        window_clicks: formatCount(windowClicks),
-        clicks: formatCount(s.clicks),
-        bots: formatCount(s.bots),
-        created: s.created!.slice(0, 10),
-        from: s.from,
-        to: s.to,
-        days: dayChart(s.days),
-        sources: barTable(s.sources, 'Source', none),
-        devices: barTable(s.devices, 'Device', none),
-        browsers: barTable(s.browsers, 'Browser', none),
-        os: barTable(s.os, 'System', none),
-        report: reportPath(s.hex),
-      },
-      { title: `Statistics of ${s.url}`, brand: 'wide' },
+      '<main class="wide stats">{{{body}}}<p class="report-link"><a href="{{report}}">Report this link</a></p></main>',
+      { body, report: reportPath(s.hex) },
+      { title: `Statistics of ${s.url}`, brand: 'wide', status: error ? 400 : 200 },
     )
   }
 
@@ -335,6 +303,7 @@ export function createVisitRoutes(deps: {
       // A path that is not valid percent-encoding (/%ff) reaches here with no code at all.
       if (typeof code !== 'string') return notFoundPage()
       if (code.endsWith('+')) return statsPage(code.slice(0, -1), request)
+      if (code.endsWith('+.csv')) return statsPage(code.slice(0, -5), request, true)
       const found = lookup(code)
       if (found instanceof Response) return found
       const referer = request.headers.get('referer') ?? ''
