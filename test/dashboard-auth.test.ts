@@ -39,7 +39,7 @@ describe('sign-in', () => {
     expect(rows[0]!.token_hash).toBe(new Bun.CryptoHasher('sha256').update(token).digest('hex'))
     const page = await box.request('/dashboard', { headers: { cookie: `lb_session=${token}` } })
     expect(page.status).toBe(200)
-    expect(await page.text()).toContain('Signed in as <strong>alice</strong>')
+    expect(await page.text()).toContain('Signed in as </span><strong>alice</strong>')
     expect(page.headers.get('cache-control')).toBe('no-store')
     expect(page.headers.get('content-security-policy')).toContain("script-src 'self'")
   })

@@ -40,6 +40,7 @@ export function createAuthRoutes(deps: DashboardDeps) {
     const refused = shell.refusedState<Refused>(request, ownerOf(csrf))
     const error = refused?.error
     const name = refused?.name ?? ''
+    const retype = !!error && !opts.signup && name !== ''
     const signupLink = config.web.signup && !opts.signup ? '<p class="muted">No account yet? <a href="/signup">Create one</a>.</p>' : ''
     const content = fill(loginTpl as unknown as string, {
       heading: opts.signup ? 'Create an account' : 'Sign in to linkbox',
@@ -51,6 +52,9 @@ export function createAuthRoutes(deps: DashboardDeps) {
       button: opts.signup ? 'Create account' : 'Sign in',
       error: error ? `<p id="auth-error" class="notice error" role="alert">${escapeHtml(error)}</p>` : '',
       described: error ? ' aria-describedby="auth-error" aria-invalid="true"' : '',
+      // After a refused sign-in the name is kept: the password is what to type again, so it has the focus.
+      name_focus: retype ? '' : ' autofocus',
+      password_focus: retype ? ' autofocus' : '',
       password_hint: opts.signup ? '<span class="hint">8 to 128 characters.</span>' : '',
       below: opts.signup ? '<p class="muted">Already have one? <a href="/login">Sign in</a>.</p>' : signupLink,
     })

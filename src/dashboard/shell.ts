@@ -13,7 +13,7 @@ import { AppError } from '../errors'
 import { sameSecret } from '../http/api'
 import { isCrossSite } from '../http/cross-site'
 import { readBodyLimited } from '../http/params'
-import { escapeHtml, fill, LOGO_SVG, SCRIPT_CSP, SCRIPT_TAG, STYLE_VERSION } from '../pages/render'
+import { escapeHtml, fill, LOGO_SVG, SCRIPT_CSP, SCRIPT_TAG, STYLE_VERSION, THEME_SWITCH } from '../pages/render'
 import { createFlash } from './flash'
 import { createFormTokens } from './form-tokens'
 import { SESSION_TTL_MS, type Session, type Sessions } from './sessions'
@@ -253,8 +253,8 @@ export function createShell(deps: { config: Config; sessions: Sessions; db: Db; 
       .map((x) => `<li><a href="${x.href}"${x.id === current ? ' aria-current="page"' : ''}>${x.label}</a></li>`)
       .join('')
     return `<nav aria-label="Dashboard"><ul class="dash-nav">${items}</ul></nav>
-<div class="dash-user"><span>Signed in as <strong>${escapeHtml(s.accountName)}</strong>${s.admin ? ' (admin)' : ''}</span>
-<form method="post" action="/logout"><input type="hidden" name="_csrf" value="${escapeHtml(s.csrf)}"><button type="submit" class="link">Sign out</button></form></div>`
+<div class="dash-user"><span><span class="who-label">Signed in as </span><strong>${escapeHtml(s.accountName)}</strong>${s.admin ? '<span class="who-label"> (admin)</span>' : ''}</span>
+<form method="post" action="/logout"><input type="hidden" name="_csrf" value="${escapeHtml(s.csrf)}"><button type="submit" class="link">Sign out</button></form></div>${THEME_SWITCH}`
   }
 
   /**

@@ -292,7 +292,8 @@ export function createVisitRoutes(deps: {
     return page(
       '<main class="wide stats">{{{body}}}<p class="report-link"><a href="{{report}}">Report this link</a></p></main>',
       { body, report: reportPath(s.hex) },
-      { title: `Statistics of ${s.url}`, brand: 'wide', status: error ? 400 : 200 },
+      // The script: the theme switch, and the theme this browser chose.
+      { title: `Statistics of ${s.url}`, brand: 'wide', status: error ? 400 : 200, script: true },
     )
   }
 

@@ -67,15 +67,29 @@ export const LOGO_SVG =
   '<g class="logo-fg" fill="none" stroke-width="3" stroke-linecap="round"><path d="M14 18.5a4.5 4.5 0 0 0 6.4 0l3.2-3.2a4.5 4.5 0 0 0-6.4-6.4l-1.2 1.2"/>' +
   '<path d="M18 13.5a4.5 4.5 0 0 0-6.4 0l-3.2 3.2a4.5 4.5 0 0 0 6.4 6.4l1.2-1.2"/></g></svg>'
 
+// == Theme switch and skip link (issue 24) ==
+/**
+ * The theme switch (system, light, dark): hidden until assets/app.js shows it and applies the choice kept
+ * in this browser's localStorage; without the script the system's theme applies and the switch is not seen.
+ */
+export const THEME_SWITCH =
+  '<div class="theme-switch" hidden><label for="theme-choice">Theme</label><select id="theme-choice" data-theme-switch>' +
+  '<option value="system">System</option><option value="light">Light</option><option value="dark">Dark</option></select></div>'
+/** The first thing a keyboard reaches: straight to the page's <main id="main">. */
+export const SKIP_LINK = '<a class="skip" href="#main">Skip to content</a>'
+/** A page template's leading <main> made the skip link's target (focusable by script only, so focus moves there). */
+const skipTarget = (template: string) => template.replace(/^<main(?![^>]*\bid=)/, '<main id="main" tabindex="-1"')
+// == end of theme switch and skip link ==
+
 /** The brand header: the wordmark leading home, optional links, and who is signed in (escaped here). */
 export function brandHeader(opts: { wide?: boolean; nav?: [string, string][]; user?: { name: string; csrf: string } } = {}): string {
   const nav = opts.nav?.length
     ? `<nav aria-label="Site">${opts.nav.map(([href, text]) => `<a href="${escapeHtml(href)}">${escapeHtml(text)}</a>`).join('')}</nav>`
     : ''
   const user = opts.user
-    ? `<div class="site-user"><span>Signed in as <strong>${escapeHtml(opts.user.name)}</strong></span><form method="post" action="/logout"><input type="hidden" name="_csrf" value="${escapeHtml(opts.user.csrf)}"><button type="submit" class="link">Sign out</button></form></div>`
+    ? `<div class="site-user"><span><span class="who-label">Signed in as </span><strong>${escapeHtml(opts.user.name)}</strong></span><form method="post" action="/logout"><input type="hidden" name="_csrf" value="${escapeHtml(opts.user.csrf)}"><button type="submit" class="link">Sign out</button></form></div>`
     : ''
-  return `<header class="site${opts.wide ? ' wide' : ''}"><a class="brand" href="/">${LOGO_SVG}<span>linkbox</span></a>${nav}${user}</header>`
+  return `${SKIP_LINK}<header class="site${opts.wide ? ' wide' : ''}"><a class="brand" href="/">${LOGO_SVG}<span>linkbox</span></a>${nav}${user}${THEME_SWITCH}</header>`
 }
 
 export function page(template: string, vars: Record<string, string | number>, opts: PageOptions): Response {
@@ -89,7 +103,7 @@ export function page(template: string, vars: Record<string, string | number>, op
     head:
       (opts.refreshTo ? `<meta http-equiv="refresh" content="0;url=${escapeHtml(opts.refreshTo)}">` : '') +
       (opts.script ? SCRIPT_TAG : ''),
-    content: fill(template, vars),
+    content: fill(opts.brand ? skipTarget(template) : template, vars),
   })
   const csp = opts.frame ? FRAME_CSP : opts.script ? SCRIPT_CSP : BASE_CSP
   return new Response(html, {
