@@ -3,7 +3,7 @@
 // breakdowns — checked against stats.json for the same window, with clicks made on known days (the app's
 // clock is moved), a referrer built to be a spreadsheet formula, and a password-protected link.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { csvCell } from '../src/links/stats-view'
+import { breakable, csvCell, windowOf } from '../src/links/stats-view'
 import { makeBox, type TestBox } from './support/app'
 import { accountWithPassword, signIn, type SignedIn } from './support/dashboard'
 
@@ -85,6 +85,21 @@ describe('CSV cells', () => {
     expect(csvCell('news.example')).toBe('news.example')
     expect(csvCell('a=b')).toBe('a=b')
     expect(csvCell(42)).toBe('42')
+  })
+})
+
+describe('URLs shown whole', () => {
+  test('a <wbr> after each separator, every part escaped (an "&" escaped is not split)', () => {
+    expect(breakable('https://a.example/p?q=<script>&x="y"')).toBe(
+      'https:/<wbr>/<wbr>a.<wbr>example/<wbr>p?<wbr>q=<wbr>&lt;script&gt;&amp;<wbr>x=<wbr>&quot;y&quot;',
+    )
+    expect(breakable('plain')).toBe('plain')
+  })
+  test('the window of a URL: dates when either is given (kept to 20 characters), else the ?days= period', () => {
+    expect(windowOf('http://h/c+')).toEqual({ kind: 'period', days: 30 })
+    expect(windowOf('http://h/c+?days=7&from=&to=')).toEqual({ kind: 'period', days: 7 })
+    expect(windowOf('http://h/c+?days=7&from=2026-01-01')).toEqual({ kind: 'dates', from: '2026-01-01', to: '' })
+    expect(windowOf(`http://h/c+?to=${'x'.repeat(100)}`)).toEqual({ kind: 'dates', from: '', to: 'x'.repeat(20) })
   })
 })
 
