@@ -583,7 +583,7 @@
     var dialog = document.getElementById('shortcuts-help')
     if (dialog && dialog.open) return
     if (e.key === 'Enter' && e.target && e.target.classList && e.target.classList.contains('kb-current')) { e.preventDefault(); openRow(e.target); return }
-    var search = document.getElementById('q')
+    var search = document.getElementById('search')
     if (e.key === '/' && search) { e.preventDefault(); search.focus(); search.select(); return }
     if (e.key === 'c') { e.preventDefault(); newLink(); return }
     if (e.key === 'j' || e.key === 'k') { e.preventDefault(); moveRow(e.key === 'j' ? 1 : -1); return }
