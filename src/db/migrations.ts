@@ -414,4 +414,16 @@ export const migrations: Migration[] = [
   ) WITHOUT ROWID;
   CREATE INDEX link_tags_account_tag ON link_tags(account_id, tag, link_id);
   `,
+  /* 13: single sign-on (issue 25, SPEC §7). An account made by an OpenID provider is linked by the provider's issuer and
+     the subject it gives the person (`sub`), never by a name or an e-mail address, which people can change
+     or take over there. One link an account at most (UNIQUE account_id); it goes with the account. */ `
+  CREATE TABLE oidc_identities (
+    issuer TEXT NOT NULL,
+    sub TEXT NOT NULL,
+    account_id INTEGER NOT NULL UNIQUE REFERENCES accounts(id) ON DELETE CASCADE,
+    created INTEGER NOT NULL,             -- unix ms: the first sign-in
+    last_seen INTEGER NOT NULL,           -- unix ms: the latest sign-in
+    PRIMARY KEY (issuer, sub)
+  ) WITHOUT ROWID;
+  `,
 ]
