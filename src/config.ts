@@ -50,6 +50,21 @@ export interface Config {
   web: { signup: boolean }
   /** The service's log (src/log.ts): level, format (auto: pretty on a terminal, else JSON lines), request lines. */
   log: { level: 'debug' | 'info' | 'warn' | 'error'; format: 'auto' | 'json' | 'pretty'; requests: boolean }
+  /**
+   * Single sign-on with an OpenID provider (SPEC §7; src/oidc/). Empty issuer: off. client_secret_file, when
+   * set, is read at load and its content (trimmed) put into client_secret. Changes need a restart.
+   */
+  oidc: {
+    issuer: string
+    client_id: string
+    client_secret: string
+    client_secret_file: string
+    scopes: string
+    admin_groups: string[]
+    only: boolean
+    /** What the sign-in button says after "Sign in with"; empty: the issuer's host. */
+    name: string
+  }
 }
 
 export function defaultConfig(): Config {
@@ -73,6 +88,7 @@ export function defaultConfig(): Config {
     marketplace: { proxy_secret: '', user_header: 'X-RapidAPI-User', secret_header: 'X-RapidAPI-Proxy-Secret' },
     web: { signup: false },
     log: { level: 'info', format: 'auto', requests: true },
+    oidc: { issuer: '', client_id: '', client_secret: '', client_secret_file: '', scopes: 'openid profile email groups', admin_groups: [], only: false, name: '' },
   }
 }
 
@@ -118,6 +134,22 @@ const baseUrl = (v: string) => {
     return 'must be an absolute http or https URL'
   }
 }
+/** A loopback host of a URL: the only place an http:// issuer is accepted (a provider in the same test process). */
+export const isLoopbackHost = (host: string) => host === 'localhost' || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
+/** oidc.issuer: empty (off), or an https URL (http only on a loopback address) without query or fragment. */
+const issuerUrl = (v: string) => {
+  if (v === '') return null
+  let u: URL
+  try {
+    u = new URL(v)
+  } catch {
+    return 'must be an absolute https URL'
+  }
+  if (u.search || u.hash || u.username || u.password) return 'must not have a query, fragment or credentials'
+  if (u.protocol === 'https:') return null
+  if (u.protocol === 'http:' && isLoopbackHost(u.hostname)) return null
+  return 'must be an https URL (http is accepted only on a loopback address such as 127.0.0.1)'
+}
 const cidr = (v: string) => (parseCidr(v) ? null : 'must be an IP address or CIDR range')
 const oneOf = (allowed: string[]) => (v: string) => (allowed.includes(v) ? null : `must be one of ${allowed.join(', ')}`)
 const headerName = (v: string) => (/^[A-Za-z0-9-]{1,64}$/.test(v) ? null : 'must be an HTTP header name')
@@ -130,6 +162,14 @@ const bearerToken: Check = (v, key) => {
   if (typeof v !== 'string') return fail(key, 'must be a string', typeof v)
   if (v !== '' && !/^[\x21-\x7e]{16,256}$/.test(v))
     throw new ConfigError(`config: "${key}" must be empty or 16 to 256 visible ASCII characters, no spaces (got ${v.length} characters; the value is not shown)`)
+  return v
+}
+
+/** A secret: a string, not repeated in a message (messages go to logs). */
+const secretString: Check = (v, key) => {
+  if (typeof v !== 'string') return fail(key, 'must be a string', typeof v)
+  if (v.length > 1024 || /[\u0000-\u001f\u007f]/.test(v))
+    throw new ConfigError(`config: "${key}" must be at most 1024 characters without control characters (got ${v.length} characters; the value is not shown)`)
   return v
 }
 
@@ -175,6 +215,16 @@ const schema: Record<string, Check | Record<string, Check>> = {
     format: str(oneOf(['auto', 'json', 'pretty'])),
     requests: bool,
   },
+  oidc: {
+    issuer: str(issuerUrl),
+    client_id: str((v) => (/^[\x21-\x7e]{0,255}$/.test(v) ? null : 'must be at most 255 visible ASCII characters')),
+    client_secret: secretString,
+    client_secret_file: str(),
+    scopes: str((v) => (v.split(/ +/).includes('openid') ? null : 'must include "openid" (space-separated scopes)')),
+    admin_groups: list(str((v) => (v.trim() && v.length <= 256 ? null : 'must be a group name (1 to 256 characters)'))),
+    only: bool,
+    name: str((v) => (v.length <= 64 && !/[\u0000-\u001f\u007f]/.test(v) ? null : 'must be at most 64 characters, no control characters')),
+  },
 }
 
 /** Validates a parsed TOML document against the schema and merges it over the defaults. */
@@ -206,7 +256,35 @@ export function buildConfig(doc: Record<string, unknown>, relativeTo = process.c
     throw new ConfigError(`config: "mail.${tls_cert ? 'tls_key' : 'tls_cert'}" must be set too: STARTTLS needs both a certificate and its key`)
   if (tls_cert && !isAbsolute(tls_cert)) result.mail.tls_cert = resolve(relativeTo, tls_cert)
   if (tls_key && !isAbsolute(tls_key)) result.mail.tls_key = resolve(relativeTo, tls_key)
+  checkOidc(result.oidc, relativeTo)
   return result
+}
+
+/** The [oidc] keys together: what a provider needs, and the secret read from its file. */
+function checkOidc(oidc: Config['oidc'], relativeTo: string) {
+  oidc.issuer = oidc.issuer.replace(/\/+$/, '')
+  oidc.scopes = oidc.scopes.trim().split(/ +/).join(' ')
+  if (!oidc.issuer) {
+    if (oidc.only) throw new ConfigError('config: "oidc.only" needs "oidc.issuer": without a provider nobody could sign in')
+    return
+  }
+  if (!oidc.client_id) throw new ConfigError('config: "oidc.client_id" must be set when "oidc.issuer" is set')
+  if (oidc.client_secret && oidc.client_secret_file)
+    throw new ConfigError('config: "oidc.client_secret_file" and "oidc.client_secret" are both set: use one of them')
+  if (oidc.client_secret_file) {
+    const path = isAbsolute(oidc.client_secret_file) ? oidc.client_secret_file : resolve(relativeTo, oidc.client_secret_file)
+    oidc.client_secret_file = path
+    try {
+      oidc.client_secret = readFileSync(path, 'utf8').trim()
+    } catch (err) {
+      throw new ConfigError(`config: "oidc.client_secret_file" cannot be read: ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+    }
+    if (!oidc.client_secret) throw new ConfigError(`config: "oidc.client_secret_file" ${path} is empty`)
+    if (oidc.client_secret.length > 1024 || /[\u0000-\u001f\u007f]/.test(oidc.client_secret))
+      throw new ConfigError(`config: "oidc.client_secret_file" ${path} must hold one line of at most 1024 characters`)
+  }
+  if (!oidc.client_secret) throw new ConfigError('config: "oidc.client_secret" (or "oidc.client_secret_file") must be set when "oidc.issuer" is set')
+  if (!oidc.name) oidc.name = new URL(oidc.issuer).hostname
 }
 
 /** Loads the config file (or the defaults when there is none). A relative data_dir is relative to the file. */

@@ -30,34 +30,47 @@ interface Refused {
 }
 
 export function createAuthRoutes(deps: DashboardDeps) {
-  const { shell, sessions, accounts, limiter, clientIp, config } = deps
+  const { shell, sessions, accounts, limiter, clientIp, config, oidc } = deps
+  // oidc.only: the provider is the one way in; the password form is not shown and its POST is refused.
+  const passwords = !config.oidc.only
+  // Open sign-up makes password accounts: off when passwords are.
+  const signup = config.web.signup && passwords
 
   /** Whose flash entries a sign-in form's are: the browser's sign-in cookie (a visitor's, not a session's). */
   const ownerOf = (csrf: string) => `l${csrf}`
 
-  function form(request: Request, opts: { signup: boolean; next?: string; ended?: boolean }) {
+  function form(request: Request, opts: { signup: boolean; next?: string; ended?: boolean; signedOut?: boolean }) {
     const csrf = shell.loginToken(request) || randomToken(24)
     const refused = shell.refusedState<Refused>(request, ownerOf(csrf))
     const error = refused?.error
     const name = refused?.name ?? ''
     const retype = !!error && !opts.signup && name !== ''
-    const signupLink = config.web.signup && !opts.signup ? '<p class="muted">No account yet? <a href="/signup">Create one</a>.</p>' : ''
-    const content = fill(loginTpl as unknown as string, {
-      heading: opts.signup ? 'Create an account' : 'Sign in to linkbox',
-      action: opts.signup ? '/signup' : '/login',
-      csrf,
-      next: opts.next ?? '/dashboard',
-      name,
-      autocomplete: opts.signup ? 'new-password' : 'current-password',
-      button: opts.signup ? 'Create account' : 'Sign in',
-      error: error ? `<p id="auth-error" class="notice error" role="alert">${escapeHtml(error)}</p>` : '',
-      described: error ? ' aria-describedby="auth-error" aria-invalid="true"' : '',
-      // After a refused sign-in the name is kept: the password is what to type again, so it has the focus.
-      name_focus: retype ? '' : ' autofocus',
-      password_focus: retype ? ' autofocus' : '',
-      password_hint: opts.signup ? '<span class="hint">8 to 128 characters.</span>' : '',
-      below: opts.signup ? '<p class="muted">Already have one? <a href="/login">Sign in</a>.</p>' : signupLink,
-    })
+    const signupLink = signup && !opts.signup ? '<p class="muted">No account yet? <a href="/signup">Create one</a>.</p>' : ''
+    // Single sign-on: its button above the password form (or alone), and after a sign-out its own sign-out.
+    const sso = oidc && !opts.signup
+      ? `${opts.signedOut ? oidc.signOutOffer() : ''}${oidc.button(opts.next ?? '/dashboard')}${passwords ? '<p class="sso-or"><span>or with a password</span></p>' : ''}`
+      : ''
+    const errorHtml = error ? `<p id="auth-error" class="notice error" role="alert">${escapeHtml(error)}</p>` : ''
+    const content =
+      !passwords && !opts.signup
+        ? `<div class="auth card"><h1>Sign in to linkbox</h1><p class="auth-lead">Short links, QR codes, temporary mail and webhooks, in one box.</p>${errorHtml}${sso}</div>`
+        : fill(loginTpl as unknown as string, {
+            heading: opts.signup ? 'Create an account' : 'Sign in to linkbox',
+            action: opts.signup ? '/signup' : '/login',
+            csrf,
+            next: opts.next ?? '/dashboard',
+            name,
+            autocomplete: opts.signup ? 'new-password' : 'current-password',
+            button: opts.signup ? 'Create account' : 'Sign in',
+            error: errorHtml,
+            sso,
+            described: error ? ' aria-describedby="auth-error" aria-invalid="true"' : '',
+            // After a refused sign-in the name is kept: the password is what to type again, so it has the focus.
+            name_focus: retype ? '' : ' autofocus',
+            password_focus: retype ? ' autofocus' : '',
+            password_hint: opts.signup ? '<span class="hint">8 to 128 characters.</span>' : '',
+            below: opts.signup ? '<p class="muted">Already have one? <a href="/login">Sign in</a>.</p>' : signupLink,
+          })
     const headers: Record<string, string> = { 'set-cookie': shell.loginCookie(csrf) }
     return shell.render(request, null, {
       section: null,
@@ -92,12 +105,14 @@ export function createAuthRoutes(deps: DashboardDeps) {
       const query = new URL(request.url).searchParams
       const next = safeNext(query.get('next'))
       if (shell.session(request)) return shell.seeOther(next)
-      return form(request, { signup: false, next, ended: query.get('reason') === 'session_ended' })
+      return form(request, { signup: false, next, ended: query.get('reason') === 'session_ended', signedOut: query.get('signed_out') === 'provider' })
     })
     .post('/login', async ({ request }) => {
       const fields = await readLoginForm(request)
       const name = (fields.get('name') ?? '').trim()
       const next = safeNext(fields.get('next'))
+      if (!passwords)
+        return refuse(request, { signup: false, name, next, error: `Password sign-in is off on this server: use “Sign in with ${oidc!.name}”.` })
       const client = rateKeyOf(clientIp(request))
       // The name is part of a bucket's key: at most 64 characters of it (no account name is longer), so that
       // a flood of made-up long names cannot make the limiter's keys large.
@@ -117,10 +132,11 @@ export function createAuthRoutes(deps: DashboardDeps) {
         await shell.form(request, s)
         sessions.end(s.id)
       }
-      return shell.seeOther('/login', { kind: 'ok', text: 'You are signed out.' }, { 'set-cookie': shell.clearSessionCookie() })
+      const page = s && oidc ? oidc.signedOutPage(s.accountId) : '/login'
+      return shell.seeOther(page, { kind: 'ok', text: 'You are signed out.' }, { 'set-cookie': shell.clearSessionCookie() })
     })
 
-  if (config.web.signup) {
+  if (signup) {
     app
       .get('/signup', ({ request }) => (shell.session(request) ? shell.seeOther('/dashboard') : form(request, { signup: true })))
       .post('/signup', async ({ request }) => {

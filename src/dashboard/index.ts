@@ -21,6 +21,8 @@ import { createWebhooksSection } from './webhooks'
 import { createAdminSection } from './admin'
 import { createAbuseSection } from './abuse'
 import type { AbuseService } from '../abuse/service'
+import type { Logger } from '../log'
+import { createOidcSignIn, type OidcSignIn } from './oidc'
 
 export interface DashboardDeps {
   config: Config
@@ -39,19 +41,24 @@ export interface DashboardDeps {
   server?: () => ReturnType<typeof Bun.serve> | null
   /** Why the database cannot be written, or null: the check /healthz answers with (the admin's health page). */
   databaseProblem: () => string | null
+  log: Logger
   sessions: Sessions
   shell: Shell
+  /** "Sign in with <provider>" when oidc.issuer is set (oidc.ts), else null. */
+  oidc: OidcSignIn | null
 }
 
-export function createDashboard(deps: Omit<DashboardDeps, 'sessions' | 'shell'>) {
+export function createDashboard(deps: Omit<DashboardDeps, 'sessions' | 'shell' | 'oidc'>) {
   const sessions = createSessions({ db: deps.db, clock: deps.clock })
   const shell = createShell({ config: deps.config, sessions, db: deps.db, clock: deps.clock })
-  const all: DashboardDeps = { ...deps, sessions, shell }
+  const all: DashboardDeps = { ...deps, sessions, shell, oidc: null }
+  if (deps.config.oidc.issuer) all.oidc = createOidcSignIn(all)
   const plugin = new Elysia({ name: 'dashboard' })
     .get('/assets/dashboard.css', () => new Response(DASHBOARD_CSS, {
       headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=31536000, immutable' },
     }))
     .use(createAuthRoutes(all))
+    .use(all.oidc?.plugin ?? new Elysia({ name: 'dashboard-oidc-off' }))
     .use(createLinksSection(all))
     .use(createKeysSection(all))
     .use(createMailSection(all))

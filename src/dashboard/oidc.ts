@@ -1,0 +1,86 @@
+// "Sign in with <provider>" (SPEC §7; the protocol is in src/oidc/client.ts, the accounts in
+// src/oidc/accounts.ts). GET /login/oidc starts a sign-in, GET /login/oidc/callback finishes it with the
+// same session and cookie as the password sign-in; GET /login/oidc/logout sends the browser to the
+// provider's sign-out. Every refusal goes back to the sign-in page (a redirect carrying one sentence, so a
+// reload does not repeat it), and its technical reason goes to the log at warn level. All paths are under
+// /login, which no short link can take (links/validate.ts RESERVED_CODES).
+import { Elysia } from 'elysia'
+import { rateKeyOf } from '../http/client-ip'
+import { createProviderAccounts } from '../oidc/accounts'
+import { createOidcClient, describe, SignInRefused } from '../oidc/client'
+import { escapeHtml } from '../pages/render'
+import type { DashboardDeps } from './index'
+import { cookiesOf, safeNext } from './shell'
+
+/** Sign-ins one client address may start a minute (each holds a pending entry until its callback). */
+export const OIDC_STARTS_PER_CLIENT_PER_MINUTE = 30
+const BINDING_COOKIE = 'lb_oidc'
+const PATH = '/login/oidc'
+
+export function createOidcSignIn(deps: DashboardDeps) {
+  const { config, shell, sessions, limiter, clientIp, log } = deps
+  const secure = config.server.base_url.startsWith('https:')
+  const client = createOidcClient({ oidc: config.oidc, baseUrl: config.server.base_url, clock: deps.clock })
+  const people = createProviderAccounts({ db: deps.db, clock: deps.clock, issuer: config.oidc.issuer, adminGroups: config.oidc.admin_groups })
+  // SameSite=Lax: the callback is a top-level navigation from the provider's site, which Lax lets through.
+  const bindingCookie = (value: string) => `${BINDING_COOKIE}=${value}; Path=${PATH}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}; Max-Age=600`
+
+  /** A sign-in that worked: the session, as the password sign-in makes it. (The lead adds its audit row here.) */
+  function signInSucceeded(request: Request, account: { accountId: number; name: string; admin: boolean; created: boolean }, next: string): Response {
+    log.info('sign-in with the provider', { account: account.name, admin: account.admin, created: account.created, client: clientIp(request) })
+    const { token } = sessions.create(account.accountId)
+    const notice = account.created ? { kind: 'ok' as const, text: `Welcome, ${account.name}. Create an API key in the API section to use the API.` } : undefined
+    return shell.seeOther(next, notice, { 'set-cookie': shell.sessionCookie(token) })
+  }
+
+  /** A sign-in refused: the reason to the log, the sentence to the sign-in page. (The lead adds its audit row here.) */
+  function signInFailed(request: Request, reason: string, message: string): Response {
+    log.warn('sign-in with the provider refused', { reason, client: clientIp(request) })
+    return shell.seeOther('/login', { kind: 'error', text: message })
+  }
+
+  const app = new Elysia({ name: 'dashboard-oidc' })
+    .get(PATH, async ({ request }) => {
+      const next = safeNext(new URL(request.url).searchParams.get('next'))
+      if (shell.session(request)) return shell.seeOther(next)
+      const hit = limiter.hit(`oidc:${rateKeyOf(clientIp(request))}`, OIDC_STARTS_PER_CLIENT_PER_MINUTE)
+      if (!hit.allowed) return signInFailed(request, 'too many sign-ins started from this address', `Too many sign-ins started: wait ${hit.reset} s and try again.`)
+      try {
+        const { url, binding } = await client.start({ next, binding: cookiesOf(request).get(BINDING_COOKIE) })
+        return new Response(null, { status: 303, headers: { location: url, 'cache-control': 'no-store', 'set-cookie': bindingCookie(binding) } })
+      } catch (err) {
+        if (err instanceof SignInRefused) return signInFailed(request, err.reason, err.message)
+        return signInFailed(request, `could not start: ${describe(err)}`, `Signing in with ${client.name} does not work right now: try again in a minute.`)
+      }
+    })
+    .get(`${PATH}/callback`, async ({ request }) => {
+      const query = new URL(request.url).searchParams
+      try {
+        const { claims, next } = await client.finish({ query, binding: cookiesOf(request).get(BINDING_COOKIE) ?? '' })
+        const linked = people.link(claims)
+        if (!linked.ok) return signInFailed(request, `account ${linked.name} is disabled`, 'This account has been disabled by an administrator.')
+        return signInSucceeded(request, linked, next)
+      } catch (err) {
+        if (err instanceof SignInRefused) return signInFailed(request, err.reason, err.message)
+        return signInFailed(request, `callback failed: ${describe(err)}`, `Signing in with ${client.name} did not work: start again.`)
+      }
+    })
+    .get(`${PATH}/logout`, async () => {
+      const url = await client.endSessionUrl()
+      if (!url) return shell.seeOther('/login', { kind: 'warn', text: `${client.name} offers no sign-out page: sign out there yourself if you mean to.` })
+      return new Response(null, { status: 303, headers: { location: url, 'cache-control': 'no-store' } })
+    })
+
+  return {
+    plugin: app,
+    name: client.name,
+    /** The button of the sign-in page, coming back to `next`. */
+    button: (next: string) =>
+      `<p class="sso"><a class="button sso-button" href="${PATH}?next=${escapeHtml(encodeURIComponent(next))}">Sign in with ${escapeHtml(client.name)}</a></p>`,
+    /** Where sign-out goes: after an account linked to the provider, the sign-in page offers its sign-out. */
+    signedOutPage: (accountId: number) => (people.isLinked(accountId) ? '/login?signed_out=provider' : '/login'),
+    /** The offer the sign-in page shows after such a sign-out. */
+    signOutOffer: () => `<p class="sso-signout">Still signed in at ${escapeHtml(client.name)}? <a href="${PATH}/logout">Also sign out of ${escapeHtml(client.name)}</a>.</p>`,
+  }
+}
+export type OidcSignIn = ReturnType<typeof createOidcSignIn>

@@ -1,0 +1,225 @@
+// Single sign-on with an OpenID provider (SPEC §7), through openid-client: the provider's discovery document
+// (fetched at the first sign-in, not at start, cached, asked again after a failure), the authorization code
+// flow with PKCE (S256), `state` and `nonce`, and the ID token checked against the provider's keys (its
+// signature too, though it comes straight from the token endpoint) with CLOCK_TOLERANCE_S of clock skew.
+//
+// What a started sign-in needs at its callback (the PKCE verifier, the nonce, where to go after) is kept in
+// this process, keyed by its `state`, bound to the browser that started it by a random cookie value, used
+// once, gone after PENDING_TTL_MS, at most PENDING_MAX of them (the oldest go first). Several nodes behind
+// one balancer need it sticky for the few seconds of a sign-in, or the callback lands where it is unknown
+// (it then says so: the person starts again).
+import { randomBytes } from 'node:crypto'
+import * as oidc from 'openid-client'
+import type { Config } from '../config'
+import { sameSecret } from '../http/api'
+
+export const PENDING_TTL_MS = 10 * 60_000
+export const PENDING_MAX = 10_000
+/** Seconds a provider's clock may be ahead of or behind ours when the ID token's times are checked. */
+export const CLOCK_TOLERANCE_S = 60
+/** After a failed discovery, the next sign-in asks again after this long (before: the same answer at once). */
+export const DISCOVERY_RETRY_MS = 10_000
+/** Seconds each request to the provider may take. */
+export const PROVIDER_TIMEOUT_S = 10
+
+/** The URL the provider sends the browser back to: register exactly this at the provider. */
+export const redirectUriOf = (baseUrl: string) => `${baseUrl}/login/oidc/callback`
+/** Where the provider's sign-out sends the browser back to: the base URL. */
+export const postLogoutUriOf = (baseUrl: string) => `${baseUrl}/`
+
+/**
+ * A sign-in that did not work: `reason` is the technical cause (for the log, never shown), `message` the
+ * sentence the sign-in page shows.
+ */
+export class SignInRefused extends Error {
+  constructor(
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message)
+    this.name = 'SignInRefused'
+  }
+}
+
+interface Pending {
+  binding: string
+  verifier: string
+  nonce: string
+  next: string
+  expires: number
+}
+
+/** Claims of a finished sign-in: the ID token's, completed by the UserInfo answer (same `sub`). */
+export interface SignedInClaims {
+  sub: string
+  preferred_username?: unknown
+  email?: unknown
+  groups?: unknown
+}
+
+/** The technical side of an error, in one line for the log (no stack). */
+export function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err)
+  const e = err as Error & { code?: string; error?: string; error_description?: string; cause?: unknown }
+  const parts = [e.name, e.code, e.error, e.error_description, e.message].filter((p) => typeof p === 'string' && p)
+  const cause = e.cause instanceof Error ? `; cause: ${e.cause.message}` : ''
+  return [...new Set(parts)].join(': ') + cause
+}
+
+export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; clock: () => number }) {
+  const { clock } = deps
+  const settings = deps.oidc
+  const name = settings.name
+  const redirectUri = redirectUriOf(deps.baseUrl)
+  const pending = new Map<string, Pending>()
+  let discovered: Promise<oidc.Configuration> | null = null
+  let failure: { at: number; reason: string } | null = null
+
+  async function discover(): Promise<oidc.Configuration> {
+    const server = new URL(settings.issuer)
+    const insecure = server.protocol === 'http:' // config.ts allows it on loopback only
+    const metadata = { client_secret: settings.client_secret, [oidc.clockTolerance]: CLOCK_TOLERANCE_S }
+    const found = await oidc.discovery(server, settings.client_id, metadata, oidc.ClientSecretBasic(settings.client_secret), {
+      execute: insecure ? [oidc.allowInsecureRequests] : [],
+      timeout: PROVIDER_TIMEOUT_S,
+    })
+    // client_secret_basic unless the provider says it only takes the secret in the form (client_secret_post).
+    const server_ = found.serverMetadata()
+    const methods = server_.token_endpoint_auth_methods_supported
+    const auth = methods && !methods.includes('client_secret_basic') && methods.includes('client_secret_post')
+      ? oidc.ClientSecretPost(settings.client_secret)
+      : oidc.ClientSecretBasic(settings.client_secret)
+    const config = new oidc.Configuration(server_, settings.client_id, metadata, auth)
+    if (insecure) oidc.allowInsecureRequests(config)
+    config.timeout = PROVIDER_TIMEOUT_S
+    oidc.enableNonRepudiationChecks(config)
+    return config
+  }
+
+  /** The provider's configuration: discovered once; after a failure, asked again DISCOVERY_RETRY_MS later. */
+  function configuration(): Promise<oidc.Configuration> {
+    if (discovered) return discovered
+    if (failure && clock() - failure.at < DISCOVERY_RETRY_MS)
+      return Promise.reject(new SignInRefused(`discovery failed ${Math.round((clock() - failure.at) / 1000)} s ago: ${failure.reason}`, unreachable()))
+    const attempt = discover().catch((err) => {
+      if (discovered === attempt) discovered = null
+      failure = { at: clock(), reason: describe(err) }
+      throw new SignInRefused(`discovery of ${settings.issuer} failed: ${failure.reason}`, unreachable())
+    })
+    discovered = attempt
+    return attempt
+  }
+
+  const unreachable = () => `${name} cannot be reached right now, so signing in with it does not work: try again in a minute, or ask the administrator.`
+  const startAgain = (what: string) => `${what} Start again with “Sign in with ${name}”.`
+
+  function sweep(now: number) {
+    for (const [state, p] of pending) {
+      if (p.expires > now) break // in insertion order, which is expiry order
+      pending.delete(state)
+    }
+  }
+
+  return {
+    name,
+    redirectUri,
+
+    /**
+     * Starts a sign-in: the provider's authorization URL, and the browser binding to put in its cookie
+     * (`binding` given: the one the browser has already, so that two tabs can sign in at once).
+     */
+    async start(opts: { next: string; binding?: string }): Promise<{ url: string; binding: string }> {
+      const config = await configuration()
+      const now = clock()
+      sweep(now)
+      const binding = opts.binding && /^[A-Za-z0-9_-]{32,64}$/.test(opts.binding) ? opts.binding : randomBytes(32).toString('base64url')
+      const state = oidc.randomState()
+      const nonce = oidc.randomNonce()
+      const verifier = oidc.randomPKCECodeVerifier()
+      while (pending.size >= PENDING_MAX) pending.delete(pending.keys().next().value!)
+      pending.set(state, { binding, verifier, nonce, next: opts.next, expires: now + PENDING_TTL_MS })
+      const url = oidc.buildAuthorizationUrl(config, {
+        redirect_uri: redirectUri,
+        scope: settings.scopes,
+        state,
+        nonce,
+        code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+        code_challenge_method: 'S256',
+      })
+      return { url: url.href, binding }
+    },
+
+    /**
+     * The callback: checks the answer (an error from the provider, the state, its browser), redeems the
+     * code and checks the ID token, then completes the claims from UserInfo. Throws SignInRefused.
+     */
+    async finish(opts: { query: URLSearchParams; binding: string }): Promise<{ claims: SignedInClaims; next: string }> {
+      const { query } = opts
+      const state = query.get('state') ?? ''
+      const entry = state ? pending.get(state) : undefined
+      if (entry) pending.delete(state) // once, whatever comes of it
+      const error = query.get('error')
+      if (error !== null) {
+        const code = error.replace(/[^\x20-\x7e]/g, '?').slice(0, 64)
+        const detail = (query.get('error_description') ?? '').replace(/[^\x20-\x7e]/g, '?').slice(0, 200)
+        if (code === 'access_denied')
+          throw new SignInRefused(`provider answered error=access_denied ${detail}`.trim(), startAgain(`Signing in with ${name} was cancelled or not allowed.`))
+        throw new SignInRefused(`provider answered error=${code} ${detail}`.trim(), startAgain(`${name} refused the sign-in.`))
+      }
+      if (!state) throw new SignInRefused('callback without state', startAgain('That sign-in answer is incomplete.'))
+      if (!entry || entry.expires <= clock())
+        throw new SignInRefused(entry ? 'state expired' : 'state unknown (used already, expired, made up, or started on another node)', startAgain('That sign-in was used already or has expired.'))
+      if (!opts.binding || !sameSecret(opts.binding, entry.binding))
+        throw new SignInRefused('state belongs to another browser (the binding cookie is missing or different)', startAgain('That sign-in was started in another browser.'))
+      const config = await configuration()
+      const current = new URL(redirectUri)
+      current.search = query.toString()
+      let tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>>
+      try {
+        tokens = await oidc.authorizationCodeGrant(config, current, {
+          pkceCodeVerifier: entry.verifier,
+          expectedState: state,
+          expectedNonce: entry.nonce,
+          idTokenExpected: true,
+        })
+      } catch (err) {
+        throw new SignInRefused(`code exchange or ID token check failed: ${describe(err)}`, startAgain(`The answer from ${name} could not be checked, so you are not signed in.`))
+      }
+      const idClaims = tokens.claims()
+      if (!idClaims || typeof idClaims.sub !== 'string' || !idClaims.sub)
+        throw new SignInRefused('no ID token subject', startAgain(`The answer from ${name} could not be checked, so you are not signed in.`))
+      let claims: SignedInClaims = { ...idClaims, sub: idClaims.sub }
+      // Many providers (Authelia by default) put only `sub` in the ID token: the rest is in UserInfo.
+      const missing = claims.preferred_username === undefined || (claims.groups === undefined && settings.admin_groups.length > 0)
+      if (missing && config.serverMetadata().userinfo_endpoint && tokens.access_token) {
+        try {
+          const info = await oidc.fetchUserInfo(config, tokens.access_token, claims.sub)
+          claims = { ...info, ...claims, preferred_username: claims.preferred_username ?? info.preferred_username, groups: claims.groups ?? info.groups }
+        } catch (err) {
+          throw new SignInRefused(`UserInfo failed: ${describe(err)}`, startAgain(`${name} did not say who you are.`))
+        }
+      }
+      return { claims, next: entry.next }
+    },
+
+    /**
+     * Where to send the browser to sign out of the provider too (its end_session_endpoint, with client_id
+     * and the base URL to come back to), or null when it has none or cannot be reached.
+     */
+    async endSessionUrl(): Promise<string | null> {
+      try {
+        const config = await configuration()
+        if (!config.serverMetadata().end_session_endpoint) return null
+        return oidc.buildEndSessionUrl(config, { client_id: settings.client_id, post_logout_redirect_uri: postLogoutUriOf(deps.baseUrl) }).href
+      } catch {
+        return null
+      }
+    },
+
+    /** Started sign-ins waiting for their callback (tests and bounds). */
+    get pending() {
+      return pending.size
+    },
+  }
+}
+export type OidcClient = ReturnType<typeof createOidcClient>
