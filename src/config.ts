@@ -262,7 +262,8 @@ export function buildConfig(doc: Record<string, unknown>, relativeTo = process.c
 
 /** The [oidc] keys together: what a provider needs, and the secret read from its file. */
 function checkOidc(oidc: Config['oidc'], relativeTo: string) {
-  oidc.issuer = oidc.issuer.replace(/\/+$/, '')
+  // The issuer is kept as written, trailing slash included: the provider's discovery document must name
+  // exactly it (Authentik's ends with a slash, Keycloak's does not).
   oidc.scopes = oidc.scopes.trim().split(/ +/).join(' ')
   if (!oidc.issuer) {
     if (oidc.only) throw new ConfigError('config: "oidc.only" needs "oidc.issuer": without a provider nobody could sign in')

@@ -313,6 +313,59 @@ function checkBaseUrl(config: Config): Finding {
   return { verdict: 'ok', what: 'server.base_url', detail: config.server.base_url }
 }
 
+/**
+ * [oidc]: the provider's discovery document, fetched as the sign-in will fetch it, and whether this client can
+ * work with it: the issuer it names, the endpoints the code flow needs, PKCE with S256; with the redirect
+ * URI to register there.
+ */
+export async function checkOidc(config: Config, timeoutMs = 5000): Promise<Finding> {
+  const o = config.oidc
+  const what = 'oidc'
+  if (!o.issuer) return { verdict: 'ok', what, detail: 'no oidc.issuer: single sign-on is off' }
+  const url = `${o.issuer.replace(/\/$/, '')}/.well-known/openid-configuration`
+  let doc: Record<string, unknown>
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), redirect: 'manual', headers: { accept: 'application/json' } })
+    if (res.status !== 200) return { verdict: 'FAIL', what, detail: `${url} answered HTTP ${res.status}: is oidc.issuer the provider's issuer URL?` }
+    doc = (await res.json()) as Record<string, unknown>
+    if (doc === null || typeof doc !== 'object') throw new Error('not a JSON object')
+  } catch (err) {
+    const why = (err as Error).name === 'TimeoutError' ? `no answer within ${timeoutMs / 1000} s` : (err as Error).message
+    return { verdict: 'FAIL', what, detail: `${url}: ${why}; "Sign in with ${o.name}" answers that the provider cannot be reached` }
+  }
+  const sameIssuer = (() => {
+    try {
+      return typeof doc.issuer === 'string' && new URL(doc.issuer).href === new URL(o.issuer).href
+    } catch {
+      return false
+    }
+  })()
+  if (!sameIssuer) return { verdict: 'FAIL', what, detail: `the provider's issuer is ${JSON.stringify(doc.issuer)}, not oidc.issuer ${JSON.stringify(o.issuer)}: set oidc.issuer to exactly that` }
+  const missing = ['authorization_endpoint', 'token_endpoint', 'jwks_uri'].filter((k) => typeof doc[k] !== 'string')
+  if (missing.length) return { verdict: 'FAIL', what, detail: `${o.issuer}: the discovery document has no ${missing.join(', ')}: the sign-in cannot work` }
+  const pkce = doc.code_challenge_methods_supported
+  if (Array.isArray(pkce) && !pkce.includes('S256')) return { verdict: 'FAIL', what, detail: `${o.issuer} does not take PKCE with S256 (code_challenge_methods_supported): the sign-in cannot work` }
+  const redirect = `${config.server.base_url}/login/oidc/callback`
+  const notes: string[] = []
+  const scopes = doc.scopes_supported
+  const wanted = o.scopes.split(' ')
+  const unknown = Array.isArray(scopes) ? wanted.filter((s) => !scopes.includes(s)) : []
+  if (typeof doc.end_session_endpoint !== 'string') notes.push("it has no end_session_endpoint: sign-out ends linkbox's session only")
+  const register = `register the redirect URI ${redirect}${typeof doc.end_session_endpoint === 'string' ? ` and the post-logout redirect URI ${config.server.base_url}/` : ''}`
+  const httpRedirect = redirect.startsWith('http:') && !/^http:\/\/(localhost|127\.|\[::1\])/.test(redirect)
+  if (unknown.length || httpRedirect)
+    return {
+      verdict: 'warn',
+      what,
+      detail: `${o.issuer}: discovery ok; ${[
+        ...(unknown.length ? [`it does not list the scope${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (oidc.scopes)${o.admin_groups.length ? ': without a groups claim nobody is made admin' : ''}`] : []),
+        ...(httpRedirect ? [`server.base_url is http: most providers refuse an http redirect URI`] : []),
+        ...notes,
+      ].join('; ')}; ${register}`,
+    }
+  return { verdict: 'ok', what, detail: `${o.issuer}: discovery ok${notes.length ? `; ${notes.join('; ')}` : ''}; ${register}` }
+}
+
 export async function runDoctor(config: Config, source: string): Promise<Finding[]> {
   const findings: Finding[] = [{ verdict: 'ok', what: 'config', detail: source }]
   const dataDir = checkDataDir(config.data_dir)
@@ -327,6 +380,7 @@ export async function runDoctor(config: Config, source: string): Promise<Finding
   if (dataDir.verdict === 'ok') findings.push(checkDisk(config.data_dir), checkClock(Date.now(), buildTime(), newestRow(config.data_dir)))
   else findings.push({ verdict: 'skip', what: 'free disk', detail: 'the data directory is not usable' }, { verdict: 'skip', what: 'clock', detail: 'the data directory is not usable' })
   findings.push(checkBaseUrl(config))
+  findings.push(await checkOidc(config))
   findings.push(...(await checkBlocklists(config)))
   const media = 'needed for media download'
   if (dataDir.verdict === 'ok') findings.push(...(await checkYtdlp(config)))
@@ -344,7 +398,7 @@ export async function configFailure(path: string, problem: string): Promise<Find
   const skipped = 'needs a config that loads'
   return [
     { verdict: 'FAIL', what: 'config', detail: path && !why.includes(path) ? `${path}: ${why}` : why },
-    ...['data_dir', 'database', 'server.port', 'mail.smtp_port', 'mail.tls', 'mail store', 'mail MX', 'free disk', 'clock', 'server.base_url', 'blocklists', 'yt-dlp bundled', 'yt-dlp'].map(
+    ...['data_dir', 'database', 'server.port', 'mail.smtp_port', 'mail.tls', 'mail store', 'mail MX', 'free disk', 'clock', 'server.base_url', 'oidc', 'blocklists', 'yt-dlp bundled', 'yt-dlp'].map(
       (what): Finding => ({ verdict: 'skip', what, detail: skipped }),
     ),
     await checkProgram('ffmpeg', ['ffmpeg', '-version'], 'needed for media download (merging formats)'),

@@ -23,6 +23,8 @@ export interface TestProvider {
   users: Map<string, TestUser>
   /** Requests the provider answered, by path (the token endpoint's count tells a code was redeemed). */
   hits: Map<string, number>
+  /** While true, every request is answered 503 (a provider that is down). */
+  down: boolean
   stop(): Promise<void>
 }
 
@@ -58,7 +60,7 @@ export async function startProvider(opts: { redirectUri: string; postLogoutUri: 
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0]!
     hits.set(path, (hits.get(path) ?? 0) + 1)
-    handler ? handler(req, res) : res.writeHead(503).end()
+    handler && !result.down ? handler(req, res) : res.writeHead(503).end()
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
@@ -144,16 +146,78 @@ export async function startProvider(opts: { redirectUri: string; postLogoutUri: 
     html(page('Not here', ''), 404)
   }
 
-  return {
+  const result: TestProvider = {
     issuer,
     clientId,
     clientSecret,
     users,
     hits,
+    down: false,
     stop: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections()
         server.close(() => resolve())
       }),
   }
+  return result
+}
+
+/** Cookies of one origin, as a browser keeps them (name → value; a Max-Age=0 one is removed). */
+export class Jar {
+  private cookies = new Map<string, string>()
+  header = () => [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ')
+  take(res: Response) {
+    for (const c of res.headers.getSetCookie()) {
+      const [pair] = c.split(';')
+      const eq = pair!.indexOf('=')
+      const name = pair!.slice(0, eq).trim()
+      if (/;\s*Max-Age=0\b/i.test(c)) this.cookies.delete(name)
+      else this.cookies.set(name, pair!.slice(eq + 1))
+    }
+    return res
+  }
+  get = (name: string) => this.cookies.get(name)
+  set = (name: string, value: string) => void this.cookies.set(name, value)
+  delete = (name: string) => void this.cookies.delete(name)
+}
+
+/** fetch without following redirects, with (and into) a jar. */
+export async function visit(jar: Jar, url: string, init: RequestInit = {}): Promise<Response> {
+  const headers = new Headers(init.headers)
+  if (jar.header()) headers.set('cookie', jar.header())
+  return jar.take(await fetch(url, { ...init, headers, redirect: 'manual' }))
+}
+
+/**
+ * A person signing in as `user` through the provider's pages over HTTP, as a browser does: linkbox's
+ * "Sign in with" link, the provider's sign-in page (skipped when the provider remembers them) and its
+ * consent page (skipped when given before), up to the callback URL the provider sends back to linkbox,
+ * which is returned unvisited with the two jars. `cancel`: the person cancels at the provider.
+ */
+export async function throughProvider(appUrl: string, provider: TestProvider, user: string, opts: { app?: Jar; idp?: Jar; cancel?: boolean } = {}) {
+  const app = opts.app ?? new Jar()
+  const idp = opts.idp ?? new Jar()
+  let res = await visit(app, `${appUrl}/login/oidc?next=%2Fdashboard`)
+  if (res.status !== 303) throw new Error(`/login/oidc answered ${res.status}`)
+  let location = res.headers.get('location')!
+  for (let step = 0; step < 12; step++) {
+    if (location.startsWith(appUrl)) return { callback: location, app, idp }
+    const url = new URL(location, provider.issuer).href
+    res = await visit(idp, url)
+    if (res.status === 303 || res.status === 302) {
+      location = res.headers.get('location')!
+      continue
+    }
+    const html = await res.text()
+    const uid = url.match(/\/interaction\/([^/?]+)/)?.[1]
+    if (!uid) throw new Error(`unexpected provider page ${url}: ${res.status} ${html.slice(0, 200)}`)
+    if (opts.cancel) res = await visit(idp, `${provider.issuer}/interaction/${uid}/abort`)
+    else {
+      const action = html.match(/action="([^"]+)"/)![1]!
+      const body = action.endsWith('/login') ? `login=${encodeURIComponent(user)}` : ''
+      res = await visit(idp, `${provider.issuer}${action}`, { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+    }
+    location = res.headers.get('location')!
+  }
+  throw new Error('the provider did not send the browser back')
 }
