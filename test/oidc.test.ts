@@ -4,57 +4,14 @@
 // pages and rows.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { buildConfig } from '../src/config'
 import { checkOidc } from '../src/doctor'
 import { isReserved } from '../src/links/validate'
 import { accountNameFrom, groupsOf } from '../src/oidc/accounts'
-import { createLogger } from '../src/log'
 import { capturedLog, tempDir, testConfig } from './support/app'
-import { startApp, type RunningApp } from './support/browser'
-import { Jar, startProvider, throughProvider, visit, type TestProvider } from './support/oidc-provider'
-
-/** A port free now (the app's base URL must be known before it listens: the provider holds the redirect URI). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer()
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
-}
-
-/** A log of the test's own, keeping every warn/error line whole (the message and its fields). */
-function capturedLines() {
-  const lines: Record<string, unknown>[] = []
-  const logger = createLogger({
-    format: 'json',
-    tty: false,
-    requests: false,
-    write: (text, level) => {
-      if (level === 'warn' || level === 'error') for (const l of text.split('\n')) if (l) lines.push(JSON.parse(l))
-    },
-  })
-  return { logger, lines, get errors() { return lines.map((l) => l.msg) } }
-}
-
-/** The provider and a linkbox using it, on 127.0.0.1. */
-async function startBoth(oidc: Record<string, unknown> = {}, opts: Parameters<typeof startApp>[1] = {}, extra: Record<string, unknown> = {}) {
-  const port = await freePort()
-  const appUrl = `http://127.0.0.1:${port}`
-  const provider = await startProvider({ redirectUri: `${appUrl}/login/oidc/callback`, postLogoutUri: `${appUrl}/` })
-  const app = startApp(
-    {
-      server: { host: '127.0.0.1', port, base_url: appUrl },
-      oidc: { issuer: provider.issuer, client_id: provider.clientId, client_secret: provider.clientSecret, admin_groups: ['linkbox-admins'], name: 'Test IdP', ...oidc },
-      ...extra,
-    },
-    { logger: capturedLines().logger, ...opts },
-  )
-  return { provider, app, appUrl }
-}
+import type { RunningApp } from './support/browser'
+import { capturedLines, freePort, Jar, startProvider, startWithProvider, throughProvider, visit, type TestProvider } from './support/oidc-provider'
 
 const sessionOf = (res: Response) => res.headers.getSetCookie().find((c) => c.startsWith('lb_session=') && !/Max-Age=0/.test(c)) ?? null
 
@@ -72,7 +29,7 @@ describe('sign-in with the provider', () => {
   const logged = capturedLines()
 
   beforeAll(async () => {
-    ;({ provider, app, appUrl } = await startBoth({}, { logger: logged.logger }))
+    ;({ provider, app, appUrl } = await startWithProvider({}, { logger: logged.logger }))
   })
   afterAll(async () => {
     await app.stop()
@@ -269,7 +226,7 @@ describe('sign-in with the provider', () => {
 describe('a provider that is down', () => {
   test('serve starts all the same; the button answers a readable page; discovery is asked again later, not on every click', async () => {
     let offset = 0
-    const { provider, app, appUrl } = await startBoth({}, { clock: () => Date.now() + offset })
+    const { provider, app, appUrl } = await startWithProvider({}, { clock: () => Date.now() + offset })
     try {
       provider.down = true
       const jar = new Jar()
@@ -302,7 +259,7 @@ describe('a provider that is down', () => {
 
 describe('oidc.only = true', () => {
   test('no password form, a password POST is refused (no session) and there is no sign-up', async () => {
-    const { provider, app, appUrl } = await startBoth({ only: true }, {}, { web: { signup: true } })
+    const { provider, app, appUrl } = await startWithProvider({ only: true }, {}, { web: { signup: true } })
     try {
       await app.accounts.createAccount({ name: 'dora', password: 'dora-password-1' })
       const jar = new Jar()

@@ -6,7 +6,11 @@
 // it runs (take someone out of a group) and their claims follow at the next sign-in.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { createServer as createNetServer } from 'node:net'
 import Provider from 'oidc-provider'
+import type { AppOptions } from '../../src/app'
+import { createLogger } from '../../src/log'
+import { startApp, type RunningApp } from './browser'
 
 export interface TestUser {
   /** The provider's stable subject: not the name, so that tests see linkbox link accounts by `sub`. */
@@ -91,7 +95,16 @@ export async function startProvider(opts: { redirectUri: string; postLogoutUri: 
       }
     },
     pkce: { required: () => true },
-    features: { devInteractions: { enabled: false }, rpInitiatedLogout: { enabled: true } },
+    features: {
+      devInteractions: { enabled: false },
+      rpInitiatedLogout: {
+        enabled: true,
+        async logoutSource(ctx: any, form: string) {
+          ctx.type = 'html'
+          ctx.body = page('Test provider: sign out', `${form}<button type="submit" form="op.logoutForm" value="yes" name="logout">Yes, sign me out</button>`)
+        },
+      },
+    },
     interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `/interaction/${interaction.uid}` },
     cookies: { keys: ['test-provider-cookie-key-5d2e8a'] },
     // Quiet: its own rendering of errors, without the debugging dump.
@@ -220,4 +233,54 @@ export async function throughProvider(appUrl: string, provider: TestProvider, us
     location = res.headers.get('location')!
   }
   throw new Error('the provider did not send the browser back')
+}
+
+/** A port free now (linkbox's base URL must be known before it listens: the provider holds the redirect URI). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createNetServer()
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as AddressInfo).port
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+/** A log of the test's own, keeping every warn/error line whole (the message and its fields). */
+export function capturedLines() {
+  const lines: Record<string, unknown>[] = []
+  const logger = createLogger({
+    format: 'json',
+    tty: false,
+    requests: false,
+    write: (text, level) => {
+      if (level === 'warn' || level === 'error') for (const l of text.split('\n')) if (l) lines.push(JSON.parse(l))
+    },
+  })
+  return {
+    logger,
+    lines,
+    get errors() {
+      return lines.map((l) => l.msg)
+    },
+  }
+}
+
+/**
+ * The provider and a linkbox using it (named "Test IdP", admin group linkbox-admins), both on 127.0.0.1.
+ * `oidc` and `extra` are merged over that config.
+ */
+export async function startWithProvider(oidc: Record<string, unknown> = {}, opts: AppOptions = {}, extra: Record<string, unknown> = {}): Promise<{ provider: TestProvider; app: RunningApp; appUrl: string }> {
+  const port = await freePort()
+  const appUrl = `http://127.0.0.1:${port}`
+  const provider = await startProvider({ redirectUri: `${appUrl}/login/oidc/callback`, postLogoutUri: `${appUrl}/` })
+  const app = startApp(
+    {
+      server: { host: '127.0.0.1', port, base_url: appUrl },
+      oidc: { issuer: provider.issuer, client_id: provider.clientId, client_secret: provider.clientSecret, admin_groups: ['linkbox-admins'], name: 'Test IdP', ...oidc },
+      ...extra,
+    },
+    { logger: capturedLines().logger, ...opts },
+  )
+  return { provider, app, appUrl }
 }
