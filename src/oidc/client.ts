@@ -8,8 +8,11 @@
 // once, gone after PENDING_TTL_MS, at most PENDING_MAX of them (the oldest go first). Several nodes behind
 // one balancer need it sticky for the few seconds of a sign-in, or the callback lands where it is unknown
 // (it then says so: the person starts again).
+//
+// openid-client is imported at the first sign-in, not with this module: it takes about 50 ms to load, which
+// a start-up (SPEC's 80 ms target, issue 21) without single sign-on, or before anyone signs in, need not pay.
 import { randomBytes } from 'node:crypto'
-import * as oidc from 'openid-client'
+import type * as OidcLib from 'openid-client'
 import type { Config } from '../config'
 import { sameSecret } from '../http/api'
 
@@ -72,10 +75,11 @@ export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; 
   const name = settings.name
   const redirectUri = redirectUriOf(deps.baseUrl)
   const pending = new Map<string, Pending>()
-  let discovered: Promise<oidc.Configuration> | null = null
+  let discovered: Promise<{ oidc: typeof OidcLib; config: OidcLib.Configuration }> | null = null
   let failure: { at: number; reason: string } | null = null
 
-  async function discover(): Promise<oidc.Configuration> {
+  async function discover(): Promise<{ oidc: typeof OidcLib; config: OidcLib.Configuration }> {
+    const oidc = await import('openid-client')
     const server = new URL(settings.issuer)
     const insecure = server.protocol === 'http:' // config.ts allows it on loopback only
     const metadata = { client_secret: settings.client_secret, [oidc.clockTolerance]: CLOCK_TOLERANCE_S }
@@ -93,11 +97,11 @@ export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; 
     if (insecure) oidc.allowInsecureRequests(config)
     config.timeout = PROVIDER_TIMEOUT_S
     oidc.enableNonRepudiationChecks(config)
-    return config
+    return { oidc, config }
   }
 
   /** The provider's configuration: discovered once; after a failure, asked again DISCOVERY_RETRY_MS later. */
-  function configuration(): Promise<oidc.Configuration> {
+  function configuration(): Promise<{ oidc: typeof OidcLib; config: OidcLib.Configuration }> {
     if (discovered) return discovered
     if (failure && clock() - failure.at < DISCOVERY_RETRY_MS)
       return Promise.reject(new SignInRefused(`discovery failed ${Math.round((clock() - failure.at) / 1000)} s ago: ${failure.reason}`, unreachable()))
@@ -129,7 +133,7 @@ export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; 
      * (`binding` given: the one the browser has already, so that two tabs can sign in at once).
      */
     async start(opts: { next: string; binding?: string }): Promise<{ url: string; binding: string }> {
-      const config = await configuration()
+      const { oidc, config } = await configuration()
       const now = clock()
       sweep(now)
       const binding = opts.binding && /^[A-Za-z0-9_-]{32,64}$/.test(opts.binding) ? opts.binding : randomBytes(32).toString('base64url')
@@ -171,10 +175,10 @@ export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; 
         throw new SignInRefused(entry ? 'state expired' : 'state unknown (used already, expired, made up, or started on another node)', startAgain('That sign-in was used already or has expired.'))
       if (!opts.binding || !sameSecret(opts.binding, entry.binding))
         throw new SignInRefused('state belongs to another browser (the binding cookie is missing or different)', startAgain('That sign-in was started in another browser.'))
-      const config = await configuration()
+      const { oidc, config } = await configuration()
       const current = new URL(redirectUri)
       current.search = query.toString()
-      let tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>>
+      let tokens: Awaited<ReturnType<typeof OidcLib.authorizationCodeGrant>>
       try {
         tokens = await oidc.authorizationCodeGrant(config, current, {
           pkceCodeVerifier: entry.verifier,
@@ -208,7 +212,7 @@ export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; 
      */
     async endSessionUrl(): Promise<string | null> {
       try {
-        const config = await configuration()
+        const { oidc, config } = await configuration()
         if (!config.serverMetadata().end_session_endpoint) return null
         return oidc.buildEndSessionUrl(config, { client_id: settings.client_id, post_logout_redirect_uri: postLogoutUriOf(deps.baseUrl) }).href
       } catch {
