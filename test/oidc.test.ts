@@ -9,6 +9,7 @@ import { buildConfig } from '../src/config'
 import { checkOidc } from '../src/doctor'
 import { isReserved } from '../src/links/validate'
 import { accountNameFrom, groupsOf } from '../src/oidc/accounts'
+import { createOidcClient, PENDING_MAX, PENDING_TTL_MS, SignInRefused } from '../src/oidc/client'
 import { capturedLog, tempDir, testConfig } from './support/app'
 import type { RunningApp } from './support/browser'
 import { capturedLines, freePort, Jar, startProvider, startWithProvider, throughProvider, visit, type TestProvider } from './support/oidc-provider'
@@ -252,6 +253,53 @@ describe('a provider that is down', () => {
       expect(later.headers.getSetCookie().join()).toMatch(/lb_oidc=[A-Za-z0-9_-]+; Path=\/login\/oidc; HttpOnly; SameSite=Lax; Max-Age=600/)
     } finally {
       await app.stop()
+      await provider.stop()
+    }
+  })
+})
+
+describe('the ID token and the started sign-ins', () => {
+  test('an ID token whose signature does not verify against the provider’s published keys is refused: no account, no session, the reason in the log', async () => {
+    const log = capturedLines()
+    const { provider, app, appUrl } = await startWithProvider({}, { logger: log.logger })
+    try {
+      provider.wrongKeys = true
+      const { callback, app: jar } = await throughProvider(appUrl, provider, 'alice')
+      const res = await visit(jar, callback)
+      expect(sessionOf(res)).toBeNull()
+      expect(await pageAfter(jar, appUrl, res)).toContain('The answer from Test IdP could not be checked, so you are not signed in.')
+      expect(provider.hits.get('/jwks')).toBeGreaterThanOrEqual(1)
+      expect(app.db.query('SELECT count(*) AS n FROM accounts').get()).toEqual({ n: 0 })
+      const line = log.lines.find((l) => l.msg === 'sign-in with the provider refused')!
+      expect(String(line.reason)).toContain('code exchange or ID token check failed')
+      expect(String(line.reason)).toMatch(/signature/i)
+      // (With its real keys the same provider signs alice in: the first test of this file.)
+    } finally {
+      await app.stop()
+      await provider.stop()
+    }
+  })
+
+  test('started sign-ins are bounded (the oldest go first) and expire after PENDING_TTL_MS', async () => {
+    const provider = await startProvider({ redirectUri: 'http://127.0.0.1:1/login/oidc/callback', postLogoutUri: 'http://127.0.0.1:1/' })
+    try {
+      let now = Date.now()
+      const settings = testConfig(tempDir(), { oidc: { issuer: provider.issuer, client_id: provider.clientId, client_secret: provider.clientSecret } }).oidc
+      const client = createOidcClient({ oidc: settings, baseUrl: 'http://127.0.0.1:1', clock: () => now })
+      const first = await client.start({ next: '/dashboard' })
+      const firstState = new URL(first.url).searchParams.get('state')!
+      for (let i = 0; i < PENDING_MAX; i++) await client.start({ next: '/dashboard', binding: first.binding })
+      expect(client.pending).toBe(PENDING_MAX)
+      const refused = await client.finish({ query: new URLSearchParams({ code: 'x', state: firstState }), binding: first.binding }).catch((e) => e)
+      expect(refused).toBeInstanceOf(SignInRefused)
+      expect(refused.reason).toStartWith('state unknown')
+      const late = await client.start({ next: '/dashboard' })
+      now += PENDING_TTL_MS
+      const expired = await client.finish({ query: new URLSearchParams({ code: 'x', state: new URL(late.url).searchParams.get('state')! }), binding: late.binding }).catch((e) => e)
+      expect(expired.reason).toBe('state expired')
+      await client.start({ next: '/dashboard' }) // sweeps what expired
+      expect(client.pending).toBe(1)
+    } finally {
       await provider.stop()
     }
   })

@@ -4,6 +4,7 @@
 // plain HTML forms, a name to sign in with (no password: the test users are known by name), a Continue
 // button and a Cancel link (which answers the client with error=access_denied). Users can be changed while
 // it runs (take someone out of a group) and their claims follow at the next sign-in.
+import { generateKeyPairSync } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createServer as createNetServer } from 'node:net'
@@ -29,6 +30,11 @@ export interface TestProvider {
   hits: Map<string, number>
   /** While true, every request is answered 503 (a provider that is down). */
   down: boolean
+  /**
+   * While true, the provider's key set (jwks_uri) publishes another key under the same kid: the ID tokens it
+   * signs no longer verify against the keys it shows (what a forged token looks like to the client).
+   */
+  wrongKeys: boolean
   stop(): Promise<void>
 }
 
@@ -55,6 +61,11 @@ export async function startProvider(opts: { redirectUri: string; postLogoutUri: 
     { sub: 'sub-bob-19c2', preferred_username: 'bob', email: 'bob@example.test', groups: ['staff'] },
   ])
     users.set(u.sub, u)
+  // Its own signing key (kid known), and another one published in its place when wrongKeys is set.
+  const kid = 'test-signing-key'
+  const signing = { ...generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }), kid, use: 'sig', alg: 'RS256' }
+  const { n, e } = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ format: 'jwk' })
+  const impostor = { kty: 'RSA', n, e, kid, use: 'sig', alg: 'RS256' }
   const clientId = 'linkbox-test'
   const clientSecret = 'test-client-secret-3b1f9c0e7d'
   const hits = new Map<string, number>()
@@ -64,6 +75,7 @@ export async function startProvider(opts: { redirectUri: string; postLogoutUri: 
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0]!
     hits.set(path, (hits.get(path) ?? 0) + 1)
+    if (result.wrongKeys && path === '/jwks') return void res.writeHead(200, { 'content-type': 'application/jwk-set+json' }).end(JSON.stringify({ keys: [impostor] }))
     handler && !result.down ? handler(req, res) : res.writeHead(503).end()
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -107,6 +119,7 @@ export async function startProvider(opts: { redirectUri: string; postLogoutUri: 
     },
     interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `/interaction/${interaction.uid}` },
     cookies: { keys: ['test-provider-cookie-key-5d2e8a'] },
+    jwks: { keys: [signing] },
     // Quiet: its own rendering of errors, without the debugging dump.
     async renderError(ctx: any, out: Record<string, string>) {
       ctx.type = 'html'
@@ -166,6 +179,7 @@ export async function startProvider(opts: { redirectUri: string; postLogoutUri: 
     users,
     hits,
     down: false,
+    wrongKeys: false,
     stop: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections()
