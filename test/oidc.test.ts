@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { buildConfig } from '../src/config'
+import { OIDC_STARTS_PER_CLIENT_PER_MINUTE } from '../src/dashboard/oidc'
 import { checkOidc } from '../src/doctor'
 import { isReserved } from '../src/links/validate'
 import { accountNameFrom, groupsOf } from '../src/oidc/accounts'
@@ -300,6 +301,26 @@ describe('the ID token and the started sign-ins', () => {
       await client.start({ next: '/dashboard' }) // sweeps what expired
       expect(client.pending).toBe(1)
     } finally {
+      await provider.stop()
+    }
+  })
+})
+
+describe('starting sign-ins', () => {
+  test(`one address may start ${OIDC_STARTS_PER_CLIENT_PER_MINUTE} a minute (each holds an entry until its callback); then a sentence, and a minute later again`, async () => {
+    let offset = 0
+    const { provider, app, appUrl } = await startWithProvider({}, { clock: () => Date.now() + offset })
+    try {
+      const jar = new Jar()
+      for (let i = 0; i < OIDC_STARTS_PER_CLIENT_PER_MINUTE; i++)
+        expect((await visit(jar, `${appUrl}/login/oidc`)).headers.get('location')).toStartWith(`${provider.issuer}/auth?`)
+      const refused = await visit(jar, `${appUrl}/login/oidc`)
+      expect(refused.headers.get('location')).toBe('/login')
+      expect(await pageAfter(jar, appUrl, refused)).toMatch(/Too many sign-ins started: wait \d+ s and try again\./)
+      offset = 61_000
+      expect((await visit(jar, `${appUrl}/login/oidc`)).headers.get('location')).toStartWith(`${provider.issuer}/auth?`)
+    } finally {
+      await app.stop()
       await provider.stop()
     }
   })
