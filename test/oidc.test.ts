@@ -63,7 +63,8 @@ describe('sign-in with the provider', () => {
     expect(dash).toContain('Signed in as <strong>alice</strong> (admin)')
     expect(dash).toContain('Welcome, alice.')
     expect(dash).toContain('href="/dashboard/admin"')
-    expect((await visit(jar, `${appUrl}/dashboard/admin`)).status).toBe(200)
+    const adminPage = await (await visit(jar, `${appUrl}/dashboard/admin`)).text()
+    expect(adminPage).toContain('<span class="acc-name">alice</span> <span class="tag">you</span><span class="sub">single sign-on</span>')
 
     const bob = await throughProvider(appUrl, provider, 'bob')
     const bobRes = await visit(bob.app, bob.callback)

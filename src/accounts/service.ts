@@ -182,6 +182,7 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
         created: r.created,
         disabled: r.disabled,
         hasPassword: r.has_password === 1,
+        sso: r.sso === 1,
         links: r.links,
         keys: r.keys,
         mailboxes: r.mailboxes,

@@ -35,6 +35,8 @@ export interface AccountSummaryRow {
   disabled: number | null
   /** Has a dashboard password (can sign in). */
   has_password: number
+  /** Made by (linked to) an OpenID provider: signs in there (oidc_identities). */
+  sso: number
   links: number
   /** Keys not revoked. */
   keys: number
@@ -86,6 +88,7 @@ export function createAccountStore(db: Db) {
   // One page of accounts: LIMIT bounds the rows, each count reads an index (link_counts is kept by triggers).
   const accountPage = db.query<AccountSummaryRow, [number, number]>(
     `SELECT a.id, a.name, a.admin, a.created, a.disabled, (a.password_hash IS NOT NULL) AS has_password,
+       EXISTS (SELECT 1 FROM oidc_identities i WHERE i.account_id = a.id) AS sso,
        coalesce((SELECT c.links FROM link_counts c WHERE c.owner = a.id), 0) AS links,
        (SELECT count(*) FROM api_keys k WHERE k.account_id = a.id AND k.revoked IS NULL) AS keys,
        (SELECT count(*) FROM mailboxes m WHERE m.account_id = a.id) AS mailboxes

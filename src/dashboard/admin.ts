@@ -258,7 +258,7 @@ function accountsTable(s: Session, list: AccountList): string {
   const rows = list.accounts
     .map((a) => {
       const self = a.id === s.accountId
-      const nameCell = `<span class="acc-name">${escapeHtml(a.name)}</span>${self ? ' <span class="tag">you</span>' : ''}${a.hasPassword ? '' : '<span class="sub">API only</span>'}`
+      const nameCell = `<span class="acc-name">${escapeHtml(a.name)}</span>${self ? ' <span class="tag">you</span>' : ''}${a.hasPassword ? '' : a.sso ? '<span class="sub">single sign-on</span>' : '<span class="sub">API only</span>'}`
       const status = a.disabled === null
         ? '<span class="badge on">Active</span>'
         : `<span class="badge off">Disabled</span><span class="sub">since ${escapeHtml(when(a.disabled))}</span>`
