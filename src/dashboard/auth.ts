@@ -4,6 +4,8 @@
 // client + name, and each costs one bounded argon2id check whether or not the name exists. A refused
 // sign-in is answered with a redirect back to the form (the name and the message kept on the server,
 // bound to that cookie; never the password), so that a reload does not send the password again.
+// With single sign-on (oidc.ts) the form also shows "Sign in with <provider>"; oidc.only = true leaves only
+// that button, refuses the password POST and closes sign-up.
 import { Elysia } from 'elysia'
 import loginTpl from '../../assets/login.html' with { type: 'text' }
 import { AppError } from '../errors'

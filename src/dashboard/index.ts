@@ -1,4 +1,4 @@
-// The dashboard at /dashboard: sign-in (auth.ts), the page frame and form checks (shell.ts), and one file a
+// The dashboard at /dashboard: sign-in (auth.ts, and oidc.ts with a provider), the page frame and form checks (shell.ts), and one file a
 // section — links.ts, keys.ts (the API section), mail.ts, webhooks.ts, admin.ts — each an Elysia plugin
 // over the same services the API uses, with the signed-in account as the caller.
 import { Elysia } from 'elysia'

@@ -88,12 +88,12 @@ export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; 
       timeout: PROVIDER_TIMEOUT_S,
     })
     // client_secret_basic unless the provider says it only takes the secret in the form (client_secret_post).
-    const server_ = found.serverMetadata()
-    const methods = server_.token_endpoint_auth_methods_supported
+    const serverMetadata = found.serverMetadata()
+    const methods = serverMetadata.token_endpoint_auth_methods_supported
     const auth = methods && !methods.includes('client_secret_basic') && methods.includes('client_secret_post')
       ? oidc.ClientSecretPost(settings.client_secret)
       : oidc.ClientSecretBasic(settings.client_secret)
-    const config = new oidc.Configuration(server_, settings.client_id, metadata, auth)
+    const config = new oidc.Configuration(serverMetadata, settings.client_id, metadata, auth)
     if (insecure) oidc.allowInsecureRequests(config)
     config.timeout = PROVIDER_TIMEOUT_S
     oidc.enableNonRepudiationChecks(config)
