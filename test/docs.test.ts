@@ -109,7 +109,7 @@ describe('the page', () => {
     const who = await signIn({ request: (path, init) => fetch(`${base}${path}`, { ...init, redirect: 'manual' }) }, 'docreader', 'correct horse battery')
     const res = await fetch(`${base}/api/docs`, { headers: { cookie: who.cookie } })
     const page = await res.text()
-    expect(page).toContain('Signed in as <strong>docreader</strong>')
+    expect(page).toContain('Signed in as </span><strong>docreader</strong>')
     expect(page).toContain(`<input type="hidden" name="_csrf" value="${who.csrf}">`)
     expect(page).toContain('<a href="/dashboard">Dashboard</a>')
     // The sign-out form posts to this origin: the referrer policy lets the browser say so.
