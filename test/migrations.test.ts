@@ -63,15 +63,17 @@ test('a version 1 database migrates with every row, id, index and aggregate kept
     // Migration 8 adds accounts.disabled, null (active) for every account that was there.
     const after = dump(db) as Record<string, any[]>
     expect(after.accounts!.map((a) => a.disabled)).toEqual((before as Record<string, any[]>).accounts!.map(() => null))
-    after.accounts = after.accounts!.map(({ disabled: _, ...rest }) => rest)
+    // Migration 16 (the audit log) adds accounts.last_signin, null (never) for every account that was there.
+    expect(after.accounts!.map((a) => a.last_signin)).toEqual((before as Record<string, any[]>).accounts!.map(() => null))
+    after.accounts = after.accounts!.map(({ disabled: _, last_signin: __, ...rest }) => rest)
     // Migration 11 adds links.disabled, null (live) for every link that was there.
     expect(after.links!.map((l) => l.disabled)).toEqual((before as Record<string, any[]>).links!.map(() => null))
     after.links = after.links!.map(({ disabled: _, ...rest }) => rest)
     expect(after).toEqual(before)
-    // Migrations 5 to 12 add the mail, media, webhook, session, form token, report and tag tables
-    // and their indexes (named mail…, media…, webhook…, web_sessions…, form_tokens…, link_reports…,
-    // link_tags…); the others are kept.
-    expect(indexes(db).filter((n) => !/^(mail|media|webhook|web_sessions|form_tokens|link_reports|link_tags)/.test(n))).toEqual(indexesBefore)
+    // Migrations 5 to 12 and 14 add the mail, media, webhook, session, form token, report, tag and audit
+    // tables and their indexes (named mail…, media…, webhook…, web_sessions…, form_tokens…, link_reports…,
+    // link_tags…, audit_log…); the others are kept.
+    expect(indexes(db).filter((n) => !/^(mail|media|webhook|web_sessions|form_tokens|link_reports|link_tags|audit_log)/.test(n))).toEqual(indexesBefore)
     expect(db.query('PRAGMA foreign_key_check').all()).toEqual([])
     // Migration 3: each day's names become the JSON of its row, and each month adds up its days.
     const json = (rows: unknown[]): unknown[] => (rows as { dims: string }[]).map((r) => ({ ...r, dims: JSON.parse(r.dims) }))

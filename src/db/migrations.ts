@@ -426,4 +426,26 @@ export const migrations: Migration[] = [
     PRIMARY KEY (issuer, sub)
   ) WITHOUT ROWID;
   `,
+  /* 14: the audit log (issue 25, SPEC §7): one row per change to
+     accounts, keys, webhooks and settings, per sign-in (failed ones too, never the password) and per admin
+     action, written in the change's own transaction.
+     The actor is kept as it was (kind, account id and name at the time), with no foreign key: the row
+     outlives the account. Indexes: time (the date filter and the keep_days sweep), actor and action (the
+     filters, newest first by id). accounts.last_signin: unix ms of the last password sign-in (null: never). */ `
+  ALTER TABLE accounts ADD COLUMN last_signin INTEGER;
+  CREATE TABLE audit_log (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at INTEGER NOT NULL,                  -- unix ms
+    actor_kind TEXT NOT NULL CHECK (actor_kind IN ('account', 'cli', 'anonymous', 'system')),
+    actor_id INTEGER,                     -- the account's id at the time (kind account); no foreign key
+    actor_name TEXT,                      -- its name at the time; 'cli'; the name a failed sign-in tried
+    action TEXT NOT NULL,                 -- a stable dotted name: account.create, key.revoke, signin.failed …
+    target TEXT NOT NULL DEFAULT '',      -- what it was done to, readable: account "bob" (#3)
+    detail TEXT NOT NULL DEFAULT '',      -- more words: scopes, a reason, what went with a deleted account
+    address TEXT NOT NULL DEFAULT ''      -- the request's client address; 'cli' for the command line
+  );
+  CREATE INDEX audit_log_at ON audit_log(at);
+  CREATE INDEX audit_log_actor ON audit_log(actor_name, id);
+  CREATE INDEX audit_log_action ON audit_log(action, id);
+  `,
 ]
