@@ -6,6 +6,7 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { Elysia } from 'elysia'
 import { createAccountService } from './accounts/service'
+import { createAuditFeature } from './audit/feature'
 import { createClicksFeature } from './clicks/feature'
 import type { Config } from './config'
 import { createDashboardFeature } from './dashboard/feature'
@@ -72,8 +73,9 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const databaseProblem = createDatabaseCheck(db, clicks.recorder)
   const dashboard = createDashboardFeature(shared, { links: links.links, mail: mail.mail, webhooks: webhooks.webhooks, qr: qr.qr, abuse: links.abuse, databaseProblem })
   const methods = [links, qr, media, mail, webhooks].flatMap((f) => f.feature.api ?? [])
+  const audit = createAuditFeature(shared, { shell: dashboard.shell })
   const pages = createPagesFeature(shared, { links: links.links, methods, databaseProblem, shell: dashboard.shell, anonymous: links.anonymous })
-  const features: Feature[] = [clicks, webhooks, links, qr, mail, media, dashboard, pages].map((f) => f.feature)
+  const features: Feature[] = [clicks, webhooks, links, qr, mail, media, dashboard, audit, pages].map((f) => f.feature)
 
   // The wiring: metrics, the API, the router, the pipeline.
   for (const f of features) f.metrics?.(metrics)
@@ -134,6 +136,8 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     deliverer: webhooks.deliverer,
     /** Dashboard sign-in sessions (tests sign in through the pages; the sweep removes expired ones). */
     sessions: dashboard.sessions,
+    /** The audit log (audit/service.ts): its rows are written by the services, in each change's transaction. */
+    audit: audit.audit,
     /** The SMTP receiver, once startSmtp() has run (null when mail.smtp_port is 0). */
     get smtp() {
       return mail.smtp

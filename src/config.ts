@@ -48,6 +48,8 @@ export interface Config {
   marketplace: { proxy_secret: string; user_header: string; secret_header: string }
   /** The web pages: the dashboard's open sign-up (off: accounts are made by an admin or the CLI). */
   web: { signup: boolean }
+  /** The audit log (SPEC §7): rows older than keep_days days are deleted by an hourly sweep. */
+  audit: { keep_days: number }
   /** The service's log (src/log.ts): level, format (auto: pretty on a terminal, else JSON lines), request lines. */
   log: { level: 'debug' | 'info' | 'warn' | 'error'; format: 'auto' | 'json' | 'pretty'; requests: boolean }
   /**
@@ -87,6 +89,7 @@ export function defaultConfig(): Config {
     media: { ytdlp_path: '', allow_private_networks: false, max_concurrent: 2, link_ttl: 3600, extract_timeout: 60, cache_max_bytes: 2 * 1024 * 1024 * 1024 },
     marketplace: { proxy_secret: '', user_header: 'X-RapidAPI-User', secret_header: 'X-RapidAPI-Proxy-Secret' },
     web: { signup: false },
+    audit: { keep_days: 365 },
     log: { level: 'info', format: 'auto', requests: true },
     oidc: { issuer: '', client_id: '', client_secret: '', client_secret_file: '', scopes: 'openid profile email groups', admin_groups: [], only: false, name: '' },
   }
@@ -210,6 +213,8 @@ const schema: Record<string, Check | Record<string, Check>> = {
   },
   marketplace: { proxy_secret: str(), user_header: str(headerName), secret_header: str(headerName) },
   web: { signup: bool },
+  // At least a day (the sweep runs hourly); at most 100 years.
+  audit: { keep_days: int(1, 36_500) },
   log: {
     level: str(oneOf(['debug', 'info', 'warn', 'error'])),
     format: str(oneOf(['auto', 'json', 'pretty'])),

@@ -1,5 +1,6 @@
 #!/usr/bin/env bun
-// The command line: serve, account, key, import, doctor, backup, ytdlp update, version. Each command builds what it needs from the config.
+// The command line: serve, account, key, import, doctor, backup, ytdlp update, webhook, audit, version. Each command builds what it needs from the config.
+// Every change a command makes is written to the audit log as the actor "cli" (audit/service.ts CLI).
 //
 // Only what every command needs is imported here. The rest is loaded by the command that uses it
 // (`await import(...)`): the HTTP app alone (Elysia, the QR encoder) takes tens of milliseconds to load,
@@ -16,6 +17,12 @@ Usage:
   linkbox serve                                   run the service
   linkbox account create NAME [--admin] [--password PASS|-]
                                                   create an account; prints its first API key last
+  linkbox account list                            accounts: role, state, last sign-in, what they own
+  linkbox account disable|enable NAME             its keys and sessions stop (or work again) at once
+  linkbox account delete NAME [--with-links]      with its keys, mailboxes and webhooks; its links
+                                                  stay, owned by nobody, unless --with-links
+  linkbox account password NAME --password PASS|-
+                                                  a new dashboard password; its sessions end
   linkbox key create ACCOUNT [--scopes a,b] [--label TEXT]
   linkbox key list [ACCOUNT]
   linkbox key revoke ID|PREFIX
@@ -45,6 +52,7 @@ Usage:
   linkbox webhook delete ID
   linkbox webhook test ID                         queue a webhook.test event for that endpoint;
                                                   the running service delivers it
+  linkbox audit [--since DATE] [--json]           the audit log, oldest first: who changed what
   linkbox version
 
 Every command takes --config FILE (or the LINKBOX_CONFIG environment variable).
@@ -63,14 +71,39 @@ webhook deliverer and the sweeps. SIGTERM finishes open requests and stops; SIGH
 
 Options:
 ${CONFIG_OPTION}`,
-  account: `Usage: linkbox account create NAME [--admin] [--password PASS|-]
+  account: `Usage:
+  linkbox account create NAME [--admin] [--password PASS|-]
+                                                  an account and its first API key (all scopes), shown
+                                                  once, alone on the last line of stdout
+  linkbox account list                            every account: role, state, created, last sign-in,
+                                                  links, active keys, mailboxes
+  linkbox account disable NAME                    its API keys are refused and its sessions end at once
+  linkbox account enable NAME                     its keys work again and it can sign in
+  linkbox account delete NAME [--with-links]      deletes it with its keys, sessions, mailboxes and
+                                                  webhooks; its links stay, owned by nobody
+  linkbox account password NAME --password PASS|-
+                                                  sets its dashboard password; its sessions end
 
-Creates an account and its first API key (all scopes). The key is shown once, alone on the last line of
-stdout. NAME: 1-64 letters, digits, . _ @ -, starting with a letter or digit.
+NAME: 1-64 letters, digits, . _ @ -, starting with a letter or digit. The last active administrator is
+neither disabled nor deleted. Each change is written to the audit log (actor "cli").
 
 Options:
-  --admin                 the account is an admin (dashboard: Admin)
-  --password PASS         its dashboard password; - reads it from stdin (kept out of the process list)
+  --admin                 create: the account is an admin (dashboard: Admin)
+  --password PASS         create, password: the dashboard password; - reads it from stdin (kept out of
+                          the process list)
+  --with-links            delete: its links go too (refused while the service runs: it keeps visited
+                          links in memory; delete them from the dashboard, or stop it first)
+${CONFIG_OPTION}`,
+  audit: `Usage: linkbox audit [--since DATE] [--json]
+
+Prints the audit log, oldest first: every change to accounts, keys, webhooks and settings, every sign-in
+(failed ones too) and every admin action, with its time, actor, action, target and client address. Rows
+are kept audit.keep_days days (default 365).
+
+Options:
+  --since DATE            from this day (YYYY-MM-DD, UTC) or time (ISO 8601, such as
+                          2026-11-25T14:00:00Z) on; default: every row kept
+  --json                  one JSON object per line instead of the table
 ${CONFIG_OPTION}`,
   key: `Usage:
   linkbox key create ACCOUNT [--scopes a,b] [--label TEXT]
@@ -159,6 +192,7 @@ const OPTION_VALUES: Record<string, string> = {
   events: 'a comma-separated list of event types',
   account: 'an account name',
   format: 'a format (csv, shlink, kutt, yourls, bitly)',
+  since: 'a date (YYYY-MM-DD) or a time (ISO 8601)',
 }
 
 /**
@@ -224,6 +258,8 @@ async function serve(config: Config, configPath: string | undefined) {
   if (unsafe) throw new Refusal(unsafe)
   await prepareYtdlp(config, (line) => log.warn(line))
   const box = createLinkbox(config)
+  const { createAuditLog, CLI } = await import('./audit/service')
+  const audit = createAuditLog(box.db)
   // The blocklists hold before the first visit is answered (a million hosts load in about a second).
   if (config.links.blocklist_files.length) logBlocklist(log, 'start', await box.abuse.reloadBlocklist())
   const server = box.listen()
@@ -283,6 +319,13 @@ async function serve(config: Config, configPath: string | undefined) {
     const { applied, restart } = box.reload(next)
     const what = applied.length ? `applied ${applied.join(', ')}` : 'nothing to apply'
     log.info(`SIGHUP: config ${configPath} re-read: ${what}${restart.length ? `; changed but needs a restart: ${restart.join(', ')}` : ''}`, { applied, restart })
+    // A change of settings is in the audit log, by whoever can signal the service on the machine ("cli").
+    if (applied.length > 0)
+      try {
+        box.db.transaction(() => audit.record(CLI, { action: 'settings.reload', target: `config ${configPath}`, detail: `applied ${applied.join(', ')}` }))()
+      } catch (err) {
+        log.error(`SIGHUP: the audit row of the reload could not be written: ${storageReason(err)}`)
+      }
     // The list files are read again whether or not the config changed: their owner edits the files.
     if (config.links.blocklist_files.length || applied.includes('links.blocklist_files'))
       box.abuse.reloadBlocklist().then((r) => logBlocklist(log, 'SIGHUP', r), (err) => log.error(`SIGHUP: blocklists not reloaded: ${(err as Error).message}`))
@@ -318,6 +361,101 @@ function logBlocklist(
   )
 }
 
+/** `linkbox account …`: the account service, as the actor "cli". */
+async function accountCommand(config: Config, sub: string | undefined, arg: string | undefined, arg2: string | undefined, values: { admin?: boolean; password?: string; 'with-links'?: boolean }) {
+  const usage =
+    'usage: linkbox account create NAME [--admin] [--password PASS|-] | account list | account disable|enable NAME | account delete NAME [--with-links] | account password NAME --password PASS|-'
+  if (arg2 !== undefined || !(sub === 'list' ? arg === undefined : arg)) throw new ConfigError(usage)
+  if (values.admin && sub !== 'create') throw new ConfigError(`--admin is for account create; ${usage}`)
+  if (values['with-links'] && sub !== 'delete') throw new ConfigError(`--with-links is for account delete; ${usage}`)
+  if (values.password !== undefined && sub !== 'create' && sub !== 'password') throw new ConfigError(`--password is for account create and account password; ${usage}`)
+  if (sub === 'password' && values.password === undefined) throw new ConfigError('usage: linkbox account password NAME --password PASS|- (- reads it from stdin)')
+  if (sub === 'delete' && values['with-links']) {
+    // The service keeps visited links in memory and would go on redirecting the deleted ones.
+    const { runningService } = await import('./backup')
+    const running = await runningService(config)
+    if (running) throw new ConfigError(`account delete --with-links: ${running}, which keeps visited links in memory; delete the account from the dashboard (Admin), or stop the service first`)
+  }
+  const password = values.password === '-' ? await readStdin() : values.password
+  const [{ printable }, { CLI }] = await Promise.all([import('./accounts/service'), import('./audit/service')])
+  const { db, accounts } = await openAccounts(config)
+  try {
+    switch (sub) {
+      case 'create': {
+        const { account, key } = await accounts.createAccount({ name: arg!, admin: !!values.admin, password }, CLI)
+        console.log(`account ${account.name} created${account.admin ? ' (admin)' : ''}; its API key (shown once):`)
+        console.log(key.key)
+        return 0
+      }
+      case 'list': {
+        const fmt = (ms: number | null) => (ms ? new Date(ms).toISOString().slice(0, 19) + 'Z' : '-')
+        console.log(['id', 'name', 'role', 'state', 'created', 'last sign-in', 'links', 'keys', 'mailboxes'].join('\t'))
+        for (let page = 1, pages = 1; page <= pages; page++) {
+          const list = accounts.listAccounts({ page })
+          pages = list.pages
+          for (const a of list.accounts)
+            console.log([a.id, printable(a.name), a.admin ? 'admin' : 'user', a.disabled === null ? 'active' : `disabled ${fmt(a.disabled)}`, fmt(a.created), fmt(a.lastSignin), a.links, a.keys, a.mailboxes].join('\t'))
+        }
+        return 0
+      }
+      case 'disable':
+      case 'enable': {
+        const done = accounts.setDisabled(arg!, sub === 'disable', CLI)
+        console.log(sub === 'disable' ? `account ${done.name} disabled: its API keys are refused and its sessions ended` : `account ${done.name} enabled`)
+        return 0
+      }
+      case 'delete': {
+        const done = accounts.deleteAccount(arg!, { withLinks: !!values['with-links'] }, CLI)
+        const links = `${done.links} link${done.links === 1 ? '' : 's'}`
+        console.log(`account ${done.name} deleted with its keys, mailboxes and webhooks; ${values['with-links'] ? `its ${links} deleted too` : `its ${links} kept, owned by nobody`}`)
+        return 0
+      }
+      case 'password': {
+        const done = await accounts.setPassword(arg!, password ?? '', CLI)
+        console.log(`account ${done.name} has a new dashboard password; ${done.sessionsEnded} session${done.sessionsEnded === 1 ? '' : 's'} ended`)
+        return 0
+      }
+      default:
+        throw new ConfigError(usage)
+    }
+  } finally {
+    db.close()
+  }
+}
+
+/** A --since value: a day (YYYY-MM-DD, its start in UTC) or an ISO 8601 time, as unix ms. */
+function sinceOf(text: string): number {
+  if (/^\d{4}-\d{2}-\d{2}$/.test(text)) {
+    const ms = Date.parse(`${text}T00:00:00Z`)
+    if (!Number.isNaN(ms) && new Date(ms).toISOString().startsWith(text)) return ms
+  } else if (/^\d{4}-\d{2}-\d{2}T/.test(text) && !Number.isNaN(Date.parse(text))) return Date.parse(text)
+  throw new ConfigError(`--since needs ${OPTION_VALUES.since} (got ${JSON.stringify(text.slice(0, 40))}); linkbox audit --help lists the options`)
+}
+
+/** `linkbox audit`: the log from --since on, oldest first, read in pages; a table, or JSON lines. */
+async function auditCommand(config: Config, sub: string | undefined, since: string | undefined, json: boolean) {
+  if (sub !== undefined) throw new ConfigError('usage: linkbox audit [--since DATE] [--json]')
+  const from = since === undefined ? 0 : sinceOf(since)
+  const [{ printable }, { actorText, auditJson, createAuditLog }] = await Promise.all([import('./accounts/service'), import('./audit/service')])
+  const { db } = await openAccounts(config)
+  try {
+    const audit = createAuditLog(db)
+    if (!json) console.log(['time', 'actor', 'action', 'target', 'address', 'detail'].join('\t'))
+    for (let after = 0; ; ) {
+      const rows = audit.since(from, after)
+      for (const r of rows) {
+        if (json) console.log(JSON.stringify(auditJson(r)))
+        else console.log([new Date(r.at).toISOString(), printable(actorText(r)), r.action, printable(r.target), printable(r.address), printable(r.detail)].join('\t'))
+      }
+      if (rows.length === 0) break
+      after = rows[rows.length - 1]!.id
+    }
+  } finally {
+    db.close()
+  }
+  return 0
+}
+
 /** `linkbox webhook …`: the same service as POST /api/webhooks.json, for any account. */
 async function webhookCommand(config: Config, sub: string | undefined, arg: string | undefined, arg2: string | undefined, events: string | undefined) {
   const usage = 'usage: linkbox webhook create ACCOUNT URL [--events a,b] | webhook list [ACCOUNT] | webhook log ID | webhook delete ID | webhook test ID'
@@ -325,16 +463,17 @@ async function webhookCommand(config: Config, sub: string | undefined, arg: stri
     if (!text || !/^[1-9][0-9]{0,14}$/.test(text)) throw new ConfigError(usage)
     return Number(text)
   }
-  const [{ printable }, { createOutbox }, { createWebhookService }] = await Promise.all([
+  const [{ printable }, { createOutbox }, { createWebhookService }, { CLI }] = await Promise.all([
     import('./accounts/service'),
     import('./webhooks/outbox'),
     import('./webhooks/service'),
+    import('./audit/service'),
   ])
   const { db } = await openAccounts(config)
   try {
     const webhooks = createWebhookService({ db, config, outbox: createOutbox(db) })
     if (sub === 'create' && arg && arg2) {
-      const made = await webhooks.createFor(webhooks.accountId(arg), { url: arg2, events })
+      const made = await webhooks.createFor(webhooks.accountId(arg), { url: arg2, events }, {}, CLI)
       console.log(`webhook ${made.id} for ${arg}: ${made.url} (${made.events}); its signing secret (shown once):`)
       console.log(made.secret)
     } else if (sub === 'list' && !arg2) {
@@ -355,7 +494,7 @@ async function webhookCommand(config: Config, sub: string | undefined, arg: stri
       for (const d of deliveries)
         console.log([d.webhook_id, d.type, d.state, d.attempts, d.last_status ?? '-', d.last_ms ?? '-', d.last_at ?? '-', d.state === 'pending' ? d.next_at : '-', printable(d.last_error ?? '')].join('\t'))
     } else if (sub === 'delete' && arg && !arg2) {
-      webhooks.deleteById(idOf(arg))
+      webhooks.deleteById(idOf(arg), CLI)
       console.log(`webhook ${arg} deleted`)
     } else if (sub === 'test' && arg && !arg2) {
       const t = webhooks.test(idOf(arg))
@@ -439,6 +578,9 @@ export async function main(argv: string[]): Promise<number> {
     account: { type: 'string' },
     format: { type: 'string' },
     force: { type: 'boolean' },
+    'with-links': { type: 'boolean' },
+    since: { type: 'string' },
+    json: { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
   } as const
   const parse = () => parseArgs({ args: argv, allowPositionals: true, strict: true, options })
@@ -488,22 +630,16 @@ export async function main(argv: string[]): Promise<number> {
     case 'serve':
       await serve(config, configPath)
       return -1 // keeps running
-    case 'account': {
-      if (sub !== 'create' || !arg) throw new ConfigError('usage: linkbox account create NAME [--admin] [--password PASS|-]')
-      const password = values.password === '-' ? await readStdin() : values.password
-      const { db, accounts } = await openAccounts(config)
-      const { account, key } = await accounts.createAccount({ name: arg, admin: !!values.admin, password })
-      db.close()
-      console.log(`account ${account.name} created${account.admin ? ' (admin)' : ''}; its API key (shown once):`)
-      console.log(key.key)
-      return 0
-    }
+    case 'account':
+      return accountCommand(config, sub, arg, arg2, values)
+    case 'audit':
+      return auditCommand(config, sub, values.since, !!values.json)
     case 'key': {
-      const { parseScopes, printable } = await import('./accounts/service')
+      const [{ parseScopes, printable }, { CLI }] = await Promise.all([import('./accounts/service'), import('./audit/service')])
       const { db, accounts } = await openAccounts(config)
       try {
         if (sub === 'create' && arg) {
-          const key = accounts.createKey({ account: arg, scopes: parseScopes(values.scopes), label: values.label })
+          const key = accounts.createKey({ account: arg, scopes: parseScopes(values.scopes), label: values.label }, CLI)
           console.log(`key ${key.id} for ${arg} with scopes ${key.scopes.join(',')} (shown once):`)
           console.log(key.key)
         } else if (sub === 'list') {
@@ -514,7 +650,7 @@ export async function main(argv: string[]): Promise<number> {
             // Labels stored before they were checked may hold tabs or newlines: escaped, they cannot forge lines.
             console.log([r.id, r.prefix, printable(r.account), r.scopes.join(','), fmt(r.created), fmt(r.last_used), fmt(r.revoked), printable(r.label)].join('\t'))
         } else if (sub === 'revoke' && arg) {
-          accounts.revokeKey(arg)
+          accounts.revokeKey(arg, CLI)
           console.log(`key ${arg} revoked`)
         } else throw new ConfigError('usage: linkbox key create ACCOUNT | key list [ACCOUNT] | key revoke ID|PREFIX')
       } finally {

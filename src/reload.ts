@@ -12,7 +12,7 @@ export interface ReloadOutcome {
 // (links.blocked_domains, in the URL rules of the link service), or the log's own settings.
 const RELOADABLE = new Set([
   'rate.anon_per_minute', 'rate.anon_per_day', 'rate.key_per_minute', 'links.blocked_domains', 'links.anonymous',
-  'links.blocklist_files', 'log.level', 'log.requests', 'log.format',
+  'links.blocklist_files', 'log.level', 'log.requests', 'log.format', 'audit.keep_days',
 ])
 
 /** "section.key" → its value as JSON, for every key of a config. */
@@ -46,6 +46,8 @@ export function reloadConfig(config: Config, next: Config, logger: Logger): Relo
     // In place: the link service's URL rules hold this very array.
     config.links.blocked_domains.splice(0, config.links.blocked_domains.length, ...next.links.blocked_domains)
     config.log = { ...next.log }
+    // Read by the audit log's hourly sweep.
+    config.audit.keep_days = next.audit.keep_days
     logger.configure(next.log)
   }
   return { applied, restart }

@@ -3,6 +3,7 @@
 // refuse listed destinations. What a visitor meets is one verdict per link — live, or 451 with the reason —
 // worked out once per link and kept beside the cached row until a ban, a list or an account changes, so the
 // redirect pays a WeakMap lookup for it.
+import { createAuditLog, SYSTEM, type Who } from '../audit/service'
 import type { Config } from '../config'
 import type { Db } from '../db'
 import { AppError, badRequest, notFound } from '../errors'
@@ -49,6 +50,8 @@ function destinationHost(url: string): string | null {
 
 export function createAbuseService({ db, config, links, clock, outbox }: AbuseDeps) {
   const store = createAbuseStore(db)
+  // Every admin action is written with its audit row, in one transaction (audit/service.ts).
+  const audit = createAuditLog(db, clock)
   let blocklist = EMPTY
   let bans = new Map<string, string>()
   let banned = new HostSet(0)
@@ -156,34 +159,73 @@ export function createAbuseService({ db, config, links, clock, outbox }: AbuseDe
      * Closes an open report with what was done about it: dismissed, or its link disabled, its destination's host
      * banned, or its owner's account disabled (the caller does that part and says so). Null when it was not open.
      */
-    closeReport(id: number, action: CloseAction, adminId: number | null) {
+    closeReport(id: number, action: CloseAction, adminId: number | null, by: Who = SYSTEM) {
       if (!(CLOSE_ACTIONS as readonly string[]).includes(action)) throw badRequest('invalid_parameter', `The field "action" must be one of: ${CLOSE_ACTIONS.join(', ')}.`)
       const report = store.report(id)
       if (!report) throw notFound('There is no such report.')
-      return store.closeReport(id, action, adminId, clock()) ?? null
+      return db.transaction(() => {
+        const closed = store.closeReport(id, action, adminId, clock()) ?? null
+        if (closed) audit.record(by, { action: 'report.close', target: `report ${id} (link ${report.code})`, detail: action })
+        return closed
+      })()
+    },
+
+    /**
+     * Closes an open report together with what was done about it: `change` (disable the link, ban the host,
+     * disable the owner) runs first, in the same transaction, so both are done or neither (a report closed
+     * by another admin meanwhile undoes the change: 409). Returns what `change` returned.
+     */
+    closeReportWith<T>(id: number, action: CloseAction, adminId: number | null, by: Who, change: () => T): T {
+      try {
+        return db.transaction(() => {
+          const result = change()
+          if (!this.closeReport(id, action, adminId, by)) throw new AppError(409, 'closed', 'That report was closed by someone else meanwhile: nothing was changed.')
+          return result
+        })()
+      } finally {
+        readBans() // a ban made in `change` and undone with it leaves the memory too
+      }
     },
 
     /** An admin disables a link (reason shown to visitors) or enables it again. */
-    setLinkDisabled(code: string, reason: string | null) {
+    setLinkDisabled(code: string, reason: string | null, by: Who = SYSTEM) {
       const text = reason === null ? null : reason.trim().slice(0, MAX_DISABLE_REASON) || 'It was disabled by the administrator of this service.'
-      const row = links.setDisabled(code, text)
-      if (!row) throw notFound(`No link with the code "${code}".`)
-      return row
+      return db.transaction(() => {
+        const row = links.setDisabled(code, text)
+        if (!row) throw notFound(`No link with the code "${code}".`)
+        audit.record(by, { action: text === null ? 'link.enable' : 'link.disable', target: `link ${row.code}`, detail: text ?? '' })
+        return row
+      })()
     },
 
     bans: () => store.bans(),
     /** Bans a destination host and its subdomains: every link to it answers 451, new ones are refused. */
-    banHost(input: string, reason: string, adminId: number | null) {
+    banHost(input: string, reason: string, adminId: number | null, by: Who = SYSTEM) {
       const host = normalizeHost(input.replace(/^[a-z][a-z0-9+.-]*:\/\//i, '').split(/[/:?#]/)[0] ?? '')
       if (!host) throw badRequest('invalid_parameter', 'The field "host" must be a host name, such as phish.example.')
-      const added = store.addBan(host, reason.trim().slice(0, MAX_DISABLE_REASON), clock(), adminId)
-      readBans()
-      return { host, added: added !== null }
+      const why = reason.trim().slice(0, MAX_DISABLE_REASON)
+      try {
+        const added = db.transaction(() => {
+          const row = store.addBan(host, why, clock(), adminId)
+          if (row) audit.record(by, { action: 'host.ban', target: `host ${host}`, detail: why })
+          return row
+        })()
+        return { host, added: added !== null }
+      } finally {
+        // After the commit (or the rollback): the bans in memory are the ones stored.
+        readBans()
+      }
     },
-    unbanHost(host: string) {
-      const removed = store.removeBan(host)
-      readBans()
-      return removed
+    unbanHost(host: string, by: Who = SYSTEM) {
+      try {
+        return db.transaction(() => {
+          const removed = store.removeBan(host)
+          if (removed) audit.record(by, { action: 'host.unban', target: `host ${host}` })
+          return removed
+        })()
+      } finally {
+        readBans()
+      }
     },
 
     /** Reads links.blocklist_files again (start, SIGHUP): what it holds, and how many stored links it catches now. */

@@ -1,9 +1,10 @@
 // Accounts and API keys. A key is shown once; only its SHA-256 is stored, with a visible prefix so that
 // people can tell their keys apart in `key list`.
 import { createHash, randomBytes } from 'node:crypto'
+import { accountTarget, createAuditLog, keyTarget, SYSTEM, type Who } from '../audit/service'
 import { AppError } from '../errors'
 import type { Db } from '../db'
-import { createAccountStore, type KeyWithAccount } from './store'
+import { createAccountStore, type AccountSummaryRow, type KeyWithAccount } from './store'
 
 export const SCOPES = ['links', 'qr', 'media', 'mail', 'webhooks'] as const
 export type Scope = (typeof SCOPES)[number]
@@ -97,8 +98,23 @@ export const ACCOUNT_PAGE_MAX = 50
 const KEY_CACHE_MS = 5_000
 const KEY_CACHE_MAX = 10_000
 
+/** Why a change to an account is refused for who asks it: oneself, or the last active administrator. */
+function refusedChange(what: 'disable' | 'delete', account: { id: number; name: string; admin: number; disabled: number | null }, by: Who, activeAdmins: number) {
+  if (by.actor.kind === 'account' && by.actor.id === account.id)
+    return new AppError(409, 'own_account', `You cannot ${what} your own account: ask another administrator, or use the command line.`)
+  if (account.admin === 1 && account.disabled === null && activeAdmins <= 1)
+    return new AppError(409, 'last_admin', `${account.name} is the last active administrator: make another account an administrator first, so that someone can still manage this service.`)
+  return null
+}
+
+/**
+ * Every change here is written with its audit row (audit/service.ts) in one transaction; `by` says who
+ * makes it (the dashboard's session, the API's caller, the CLI). Without one the row names the service
+ * itself (SYSTEM): what tests do to set up accounts.
+ */
 export function createAccountService(db: Db, clock: () => number = Date.now) {
   const store = createAccountStore(db)
+  const audit = createAuditLog(db, clock)
   const lastTouched = new Map<number, number>()
   const keyCache = new Map<string, { caller: Caller; at: number }>()
   let seenVersion = store.dataVersion()
@@ -120,10 +136,23 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
     return caller
   }
 
-  function newKey(accountId: number, scopes: Scope[], label: string) {
+  /** A new key, inside the caller's transaction; its audit row when `by` is given (an account's first key is part of its row). */
+  function newKey(account: { id: number; name: string }, scopes: Scope[], label: string, by: Who | null) {
     const key = `lbk_${randomBase62(40)}`
-    const row = store.insertKey(accountId, key.slice(0, KEY_PREFIX_LENGTH), hashKey(key), scopes.join(','), label, clock())
+    const row = store.insertKey(account.id, key.slice(0, KEY_PREFIX_LENGTH), hashKey(key), scopes.join(','), label, clock())
+    if (by) audit.record(by, { action: 'key.create', target: keyTarget(row.prefix, row.id, account.name), detail: `scopes ${scopes.join(',')}${label ? `; label "${label}"` : ''}` })
     return { key, id: row.id, prefix: row.prefix, scopes }
+  }
+
+  function accountNamed(name: string) {
+    const account = store.accountByName(name)
+    if (!account) throw new AppError(404, 'not_found', `No account named "${name}".`)
+    return account
+  }
+
+  async function hashPassword(password: string) {
+    if (password.length < 8 || password.length > 128) throw new AppError(400, 'invalid_parameter', 'The dashboard password must be 8 to 128 characters.')
+    return Bun.password.hash(password, 'argon2id')
   }
 
   function toCaller(row: KeyWithAccount, via: Caller['via']): Caller {
@@ -137,30 +166,100 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
     }
   }
 
+  const summary = (r: AccountSummaryRow) => ({
+    id: r.id,
+    name: r.name,
+    admin: r.admin === 1,
+    created: r.created,
+    disabled: r.disabled,
+    lastSignin: r.last_signin,
+    hasPassword: r.has_password === 1,
+    sso: r.sso === 1,
+    links: r.links,
+    keys: r.keys,
+    mailboxes: r.mailboxes,
+  })
+
   return {
-    async createAccount(input: { name: string; admin?: boolean; password?: string; scopes?: Scope[] }) {
+    async createAccount(input: { name: string; admin?: boolean; password?: string; scopes?: Scope[] }, by: Who = SYSTEM) {
       if (!ACCOUNT_NAME.test(input.name))
         throw new AppError(400, 'invalid_parameter', 'Account names are 1-64 characters: letters, digits, . _ @ -, starting with a letter or digit.')
       if (store.accountByName(input.name)) throw new AppError(409, 'account_exists', `The account "${input.name}" exists already.`)
-      if (input.password !== undefined && (input.password.length < 8 || input.password.length > 128))
-        throw new AppError(400, 'invalid_parameter', 'The dashboard password must be 8 to 128 characters.')
-      const hash = input.password ? await Bun.password.hash(input.password, 'argon2id') : null
+      const hash = input.password !== undefined ? await hashPassword(input.password) : null
       return db.transaction(() => {
+        // Checked again in the write: another creation of the name may have committed during the hash.
+        if (store.accountByName(input.name)) throw new AppError(409, 'account_exists', `The account "${input.name}" exists already.`)
         const account = store.insertAccount(input.name, hash, !!input.admin, clock())
-        return { account, key: newKey(account.id, input.scopes ?? [...SCOPES], 'created with the account') }
+        const key = newKey(account, input.scopes ?? [...SCOPES], 'created with the account', null)
+        audit.record(by, {
+          action: 'account.create',
+          target: accountTarget(account.name, account.id),
+          detail: `${input.admin ? 'administrator' : 'user'}, ${hash ? 'with a dashboard password' : 'API only'}; first key ${key.prefix}… (#${key.id})`,
+        })
+        return { account, key }
       })()
     },
 
     /**
      * Disables (or enables again) an account: a disabled account's keys are refused at once (the key cache
-     * is emptied here), its dashboard sessions end at their next request, and it cannot sign in.
+     * is emptied here), its dashboard sessions end in the same transaction, and it cannot sign in. Nobody
+     * disables their own account, and the last active administrator is not disabled.
      */
-    setDisabled(name: string, disabled: boolean) {
-      const account = store.accountByName(name)
-      if (!account) throw new AppError(404, 'not_found', `No account named "${name}".`)
-      store.setDisabled(account.id, disabled ? clock() : null)
+    setDisabled(name: string, disabled: boolean, by: Who = SYSTEM) {
+      const done = db.transaction(() => {
+        const account = accountNamed(name)
+        if (disabled) {
+          const refused = refusedChange('disable', account, by, store.activeAdmins())
+          if (refused) throw refused
+        }
+        store.setDisabled(account.id, disabled ? clock() : null)
+        const ended = disabled ? store.endSessions(account.id) : 0
+        audit.record(by, {
+          action: disabled ? 'account.disable' : 'account.enable',
+          target: accountTarget(account.name, account.id),
+          detail: disabled ? `${ended} session${ended === 1 ? '' : 's'} ended` : '',
+        })
+        return { id: account.id, name: account.name, disabled }
+      })()
       keyCache.clear()
-      return { id: account.id, name: account.name, disabled }
+      return done
+    },
+
+    /**
+     * Deletes an account: its keys, sessions, mailboxes and webhooks go with it; its links either stay,
+     * owned by nobody, or (withLinks) go too — the codes of those that went are returned, for the link
+     * cache of this process (links.forget). Refused for oneself and for the last active administrator.
+     */
+    deleteAccount(name: string, opts: { withLinks: boolean }, by: Who = SYSTEM) {
+      const done = db.transaction(() => {
+        const account = accountNamed(name)
+        const refused = refusedChange('delete', account, by, store.activeAdmins())
+        if (refused) throw refused
+        const links = store.linkCount(account.id)
+        const deleted = opts.withLinks ? store.deleteLinksOf(account.id) : []
+        store.deleteAccount(account.id)
+        audit.record(by, {
+          action: 'account.delete',
+          target: accountTarget(account.name, account.id),
+          detail: opts.withLinks ? `its ${links} link${links === 1 ? '' : 's'} deleted with it` : `its ${links} link${links === 1 ? '' : 's'} kept, owned by nobody`,
+        })
+        return { id: account.id, name: account.name, links, deletedLinks: deleted }
+      })()
+      keyCache.clear()
+      return done
+    },
+
+    /** Sets an account's dashboard password (an admin resets it): its sessions end in the same transaction. */
+    async setPassword(name: string, password: string, by: Who = SYSTEM) {
+      accountNamed(name)
+      const hash = await hashPassword(password)
+      return db.transaction(() => {
+        const account = accountNamed(name)
+        store.setPassword(account.id, hash)
+        const ended = store.endSessions(account.id)
+        audit.record(by, { action: 'account.password', target: accountTarget(account.name, account.id), detail: `${ended} session${ended === 1 ? '' : 's'} ended` })
+        return { id: account.id, name: account.name, sessionsEnded: ended }
+      })()
     },
 
     /** Accounts stored (open sign-up stops at a bound). */
@@ -175,25 +274,22 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
       const total = store.count()
       const pages = Math.max(1, Math.ceil(total / perPage))
       const page = Math.min(Math.max(1, Math.floor(input.page ?? 1) || 1), pages)
-      const accounts = store.accountPage(perPage, (page - 1) * perPage).map((r) => ({
-        id: r.id,
-        name: r.name,
-        admin: r.admin === 1,
-        created: r.created,
-        disabled: r.disabled,
-        hasPassword: r.has_password === 1,
-        sso: r.sso === 1,
-        links: r.links,
-        keys: r.keys,
-        mailboxes: r.mailboxes,
-      }))
+      const accounts = store.accountPage(perPage, (page - 1) * perPage).map(summary)
       return { accounts, page, pages, total, perPage }
     },
 
-    createKey(input: { account: string; scopes?: Scope[]; label?: string }) {
-      const account = store.accountByName(input.account)
-      if (!account) throw new AppError(404, 'not_found', `No account named "${input.account}".`)
-      return newKey(account.id, input.scopes ?? [...SCOPES], validateLabel(input.label ?? ''))
+    /** One account as listAccounts shows it, by id (null: none). */
+    account(id: number) {
+      const row = Number.isSafeInteger(id) ? store.accountSummary(id) : undefined
+      return row ? summary(row) : null
+    },
+
+    /** Active administrators (a disabled one does not count): the last one is neither disabled nor deleted. */
+    activeAdmins: () => store.activeAdmins(),
+
+    createKey(input: { account: string; scopes?: Scope[]; label?: string }, by: Who = SYSTEM) {
+      const label = validateLabel(input.label ?? '')
+      return db.transaction(() => newKey(accountNamed(input.account), input.scopes ?? [...SCOPES], label, by))()
     },
 
     /**
@@ -202,7 +298,7 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
      * `within` runs in that transaction after the insert (the dashboard claims its form token there);
      * when it throws, no key is made.
      */
-    createKeyForAccount(input: { accountId: number; scopes: Scope[]; label?: string }, opts: { within?: (key: { id: number }) => void } = {}) {
+    createKeyForAccount(input: { accountId: number; scopes: Scope[]; label?: string }, opts: { within?: (key: { id: number }) => void } = {}, by: Who = SYSTEM) {
       const label = validateLabel(input.label ?? '')
       if (input.scopes.length === 0) throw new AppError(400, 'invalid_parameter', 'Choose at least one scope.')
       for (const s of input.scopes)
@@ -212,7 +308,9 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
         if (store.activeKeyCount(input.accountId) >= MAX_ACTIVE_KEYS)
           throw new AppError(409, 'too_many_keys', `An account can hold ${MAX_ACTIVE_KEYS} active keys: revoke one you no longer use first.`)
         store.pruneRevoked(input.accountId, REVOKED_KEYS_KEPT)
-        const key = newKey(input.accountId, [...new Set(input.scopes)], label)
+        const account = store.accountById(input.accountId)
+        if (!account) throw new AppError(404, 'not_found', 'This account does not exist any more.')
+        const key = newKey(account, [...new Set(input.scopes)], label, by)
         opts.within?.(key)
         return key
       })()
@@ -249,11 +347,14 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
     },
 
     /** Revokes one of this account's keys by id: 404 when the account has no such key, or it is revoked already. */
-    revokeKeyOfAccount(accountId: number, id: number) {
-      const row = Number.isSafeInteger(id) ? store.keyOfAccount(id, accountId) : null
-      if (!row) throw new AppError(404, 'not_found', 'This account has no such key.')
-      if (!store.revokeKeyOfAccount(id, accountId, clock()))
-        throw new AppError(404, 'not_found', `The key ${row.prefix}… is revoked already.`)
+    revokeKeyOfAccount(accountId: number, id: number, by: Who = SYSTEM) {
+      const row = Number.isSafeInteger(id) ? store.keyById(id) : null
+      if (!row || row.account_id !== accountId) throw new AppError(404, 'not_found', 'This account has no such key.')
+      db.transaction(() => {
+        if (!store.revokeKeyOfAccount(id, accountId, clock()))
+          throw new AppError(404, 'not_found', `The key ${row.prefix}… is revoked already.`)
+        audit.record(by, { action: 'key.revoke', target: keyTarget(row.prefix, row.id, row.account_name) })
+      })()
       keyCache.clear()
       return { id, prefix: row.prefix, revoked: true }
     },
@@ -278,7 +379,7 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
     },
 
     /** Revokes by numeric id or by the visible prefix (which must then be unambiguous). */
-    revokeKey(ref: string) {
+    revokeKey(ref: string, by: Who = SYSTEM) {
       let id: number | undefined
       if (/^\d+$/.test(ref)) id = Number(ref)
       else {
@@ -286,10 +387,13 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
         if (rows.length > 1) throw new AppError(409, 'ambiguous', `Several keys start with "${ref}": revoke by id.`)
         id = rows[0]?.id
       }
-      if (id === undefined || !store.revokeKey(id, clock()))
-        throw new AppError(404, 'not_found', `No active key "${ref}".`)
+      const row = id !== undefined && Number.isSafeInteger(id) ? store.keyById(id) : undefined
+      db.transaction(() => {
+        if (!row || !store.revokeKey(row.id, clock())) throw new AppError(404, 'not_found', `No active key "${ref}".`)
+        audit.record(by, { action: 'key.revoke', target: keyTarget(row.prefix, row.id, row.account_name) })
+      })()
       keyCache.clear()
-      return { id, revoked: true }
+      return { id: row!.id, revoked: true }
     },
 
     /** The caller for a raw key, or null when the key is unknown or revoked. */
@@ -311,9 +415,15 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
     },
 
     /** The account behind a marketplace user, created on first use; it has the marketplace scopes. */
-    marketplaceCaller(user: string): Caller {
+    marketplaceCaller(user: string, address = ''): Caller {
       const name = `marketplace:${user}`
-      const account = store.accountByName(name) ?? store.insertAccount(name, null, false, clock())
+      const account =
+        store.accountByName(name) ??
+        db.transaction(() => {
+          const made = store.insertAccount(name, null, false, clock())
+          audit.record({ actor: { kind: 'system', name: 'marketplace' }, address }, { action: 'account.create', target: accountTarget(name, made.id), detail: 'a marketplace user, on first use' })
+          return made
+        })()
       if (account.disabled !== null) throw new AppError(403, 'account_disabled', 'This account has been disabled by an administrator.')
       return {
         accountId: account.id,

@@ -8,6 +8,8 @@ export interface AccountRow {
   created: number
   /** Unix ms when an admin disabled the account; null: active. */
   disabled: number | null
+  /** Unix ms of the last password sign-in; null: never. */
+  last_signin: number | null
 }
 export interface KeyRow {
   id: number
@@ -33,6 +35,7 @@ export interface AccountSummaryRow {
   admin: number
   created: number
   disabled: number | null
+  last_signin: number | null
   /** Has a dashboard password (can sign in). */
   has_password: number
   /** Made by (linked to) an OpenID provider: signs in there (oidc_identities). */
@@ -48,6 +51,17 @@ export function createAccountStore(db: Db) {
     'INSERT INTO accounts (name, password_hash, admin, created) VALUES (?, ?, ?, ?) RETURNING *',
   )
   const accountByName = db.query<AccountRow, [string]>('SELECT * FROM accounts WHERE name = ?')
+  const accountById = db.query<AccountRow, [number]>('SELECT * FROM accounts WHERE id = ?')
+  const activeAdmins = db.query<{ n: number }, []>('SELECT count(*) AS n FROM accounts WHERE admin = 1 AND disabled IS NULL')
+  const setPassword = db.query<unknown, [string, number]>('UPDATE accounts SET password_hash = ? WHERE id = ?')
+  const setLastSignin = db.query<unknown, [number, number]>('UPDATE accounts SET last_signin = ? WHERE id = ?')
+  // Its keys, sessions, mailboxes (their messages) and webhooks go with it (ON DELETE CASCADE); its links
+  // stay, owned by nobody (ON DELETE SET NULL), unless they are deleted first (deleteLinksOf).
+  const deleteAccount = db.query<unknown, [number]>('DELETE FROM accounts WHERE id = ?')
+  const linksOf = db.query<{ n: number }, [number]>('SELECT count(*) AS n FROM links WHERE account_id = ?')
+  const deleteLinksOf = db.query<{ code: string }, [number]>('DELETE FROM links WHERE account_id = ? RETURNING code')
+  // An account's dashboard sessions (web_sessions, migration 8) end with a change of its password or state.
+  const endSessions = db.query<unknown, [number]>('DELETE FROM web_sessions WHERE account_id = ?')
   const count = db.query<{ n: number }, []>('SELECT count(*) AS n FROM accounts')
   const setDisabled = db.query<unknown, [number | null, number]>('UPDATE accounts SET disabled = ? WHERE id = ?')
   const insertKey = db.query<KeyRow, [number, string, string, string, string, number]>(
@@ -83,16 +97,27 @@ export function createAccountStore(db: Db) {
     'UPDATE api_keys SET label = ?, scopes = ? WHERE id = ? AND account_id = ? AND revoked IS NULL RETURNING *',
   )
   const keysByPrefix = db.query<KeyRow, [string]>('SELECT * FROM api_keys WHERE prefix = ?')
+  const keyById = db.query<KeyWithAccount, [number]>(
+    'SELECT k.*, a.name AS account_name, a.admin AS admin, a.disabled AS disabled FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ?',
+  )
   const revoke = db.query<unknown, [number, number]>('UPDATE api_keys SET revoked = ? WHERE id = ? AND revoked IS NULL')
   const touch = db.query<unknown, [number, number]>('UPDATE api_keys SET last_used = ? WHERE id = ?')
   // One page of accounts: LIMIT bounds the rows, each count reads an index (link_counts is kept by triggers).
   const accountPage = db.query<AccountSummaryRow, [number, number]>(
-    `SELECT a.id, a.name, a.admin, a.created, a.disabled, (a.password_hash IS NOT NULL) AS has_password,
+    `SELECT a.id, a.name, a.admin, a.created, a.disabled, a.last_signin, (a.password_hash IS NOT NULL) AS has_password,
        EXISTS (SELECT 1 FROM oidc_identities i WHERE i.account_id = a.id) AS sso,
        coalesce((SELECT c.links FROM link_counts c WHERE c.owner = a.id), 0) AS links,
        (SELECT count(*) FROM api_keys k WHERE k.account_id = a.id AND k.revoked IS NULL) AS keys,
        (SELECT count(*) FROM mailboxes m WHERE m.account_id = a.id) AS mailboxes
      FROM accounts a ORDER BY a.id LIMIT ? OFFSET ?`,
+  )
+  const accountSummary = db.query<AccountSummaryRow, [number]>(
+    `SELECT a.id, a.name, a.admin, a.created, a.disabled, a.last_signin, (a.password_hash IS NOT NULL) AS has_password,
+       EXISTS (SELECT 1 FROM oidc_identities i WHERE i.account_id = a.id) AS sso,
+       coalesce((SELECT c.links FROM link_counts c WHERE c.owner = a.id), 0) AS links,
+       (SELECT count(*) FROM api_keys k WHERE k.account_id = a.id AND k.revoked IS NULL) AS keys,
+       (SELECT count(*) FROM mailboxes m WHERE m.account_id = a.id) AS mailboxes
+     FROM accounts a WHERE a.id = ?`,
   )
   // Changes whenever another connection (another process: the CLI) has committed since the last call.
   const dataVersion = db.query<{ data_version: number }, []>('PRAGMA data_version')
@@ -101,8 +126,18 @@ export function createAccountStore(db: Db) {
     insertAccount: (name: string, passwordHash: string | null, admin: boolean, now: number) =>
       insertAccount.get(name, passwordHash, admin ? 1 : 0, now)!,
     accountByName: (name: string) => accountByName.get(name),
+    accountById: (id: number) => accountById.get(id),
+    activeAdmins: () => activeAdmins.get()!.n,
+    setPassword: (id: number, hash: string) => setPassword.run(hash, id).changes > 0,
+    setLastSignin: (id: number, at: number) => setLastSignin.run(at, id),
+    deleteAccount: (id: number) => deleteAccount.run(id).changes > 0,
+    linkCount: (id: number) => linksOf.get(id)!.n,
+    deleteLinksOf: (id: number) => deleteLinksOf.all(id).map((r) => r.code),
+    endSessions: (accountId: number) => endSessions.run(accountId).changes,
+    keyById: (id: number) => keyById.get(id),
     count: () => count.get()!.n,
     accountPage: (limit: number, offset: number) => accountPage.all(limit, offset),
+    accountSummary: (id: number) => accountSummary.get(id),
     setDisabled: (id: number, at: number | null) => setDisabled.run(at, id).changes > 0,
     insertKey: (accountId: number, prefix: string, hash: string, scopes: string, label: string, now: number) =>
       insertKey.get(accountId, prefix, hash, scopes, label, now)!,

@@ -8,6 +8,7 @@ import { AppError } from '../errors'
 import { escapeHtml } from '../pages/render'
 import { REPORTS, tabs } from './admin'
 import type { DashboardDeps } from './index'
+import { byAccount } from '../audit/service'
 import type { Session } from './sessions'
 import { when } from './shell'
 
@@ -30,7 +31,8 @@ function hostOf(url: string | null): string | null {
 }
 
 export function createAbuseSection(deps: DashboardDeps) {
-  const { shell, abuse, accounts, sessions } = deps
+  const { shell, abuse, accounts, clientIp } = deps
+  const by = (request: Request, s: Session) => byAccount(s.caller, clientIp(request))
 
   function reportRow(s: Session, r: OpenReport): string {
     const gone = r.long_url === null
@@ -112,7 +114,7 @@ ${list.files.length === 0
       if (s instanceof Response) return s
       const f = await shell.form(request, s)
       try {
-        const { host, added } = abuse.banHost(f.get('host') ?? '', f.get('reason') ?? '', s.accountId)
+        const { host, added } = abuse.banHost(f.get('host') ?? '', f.get('reason') ?? '', s.accountId, by(request, s))
         return back(added ? `${host} is banned: its links answer 451, and new ones are refused.` : `${host} was banned already.`)
       } catch (err) {
         if (err instanceof AppError && err.status < 500) return back(err.message, 'error')
@@ -123,7 +125,7 @@ ${list.files.length === 0
       const s = shell.requireAdmin(request, REPORTS)
       if (s instanceof Response) return s
       const host = (await shell.form(request, s)).get('host') ?? ''
-      return abuse.unbanHost(host) ? back(`The ban on ${host} is lifted: its links work again.`) : back(`${host} was not banned.`, 'error')
+      return abuse.unbanHost(host, by(request, s)) ? back(`The ban on ${host} is lifted: its links work again.`) : back(`${host} was not banned.`, 'error')
     })
     .post(`${REPORTS}/link`, async ({ request }) => {
       const s = shell.requireAdmin(request, REPORTS)
@@ -132,7 +134,7 @@ ${list.files.length === 0
       const code = (f.get('code') ?? '').trim()
       const disable = f.get('do') !== 'enable'
       try {
-        abuse.setLinkDisabled(code, disable ? f.get('reason') ?? '' : null)
+        abuse.setLinkDisabled(code, disable ? f.get('reason') ?? '' : null, by(request, s))
         return back(disable ? `${code} is disabled: visitors get a page saying so; its clicks stay.` : `${code} is enabled again.`)
       } catch (err) {
         if (err instanceof AppError && err.status < 500) return back(err.message, 'error')
@@ -148,28 +150,29 @@ ${list.files.length === 0
       if (!report) return back('That report is closed already, or there is no such report.', 'error')
       const action = f.get('action') ?? ''
       const why = `Reported as ${REASON_WORDS[report.reason]?.toLowerCase() ?? report.reason} and checked by the administrator.`
+      const who = by(request, s)
+      if (action === 'account_disabled' && report.owner === s.accountName) return back('You cannot disable your own account here.', 'error')
       let done: string
-      if (action === 'link_disabled' && report.long_url !== null) {
-        abuse.setLinkDisabled(report.code, why)
-        done = `${report.code} is disabled.`
-      } else if (action === 'host_banned' && hostOf(report.long_url)) {
-        let host: string
-        try {
-          host = abuse.banHost(hostOf(report.long_url)!, why, s.accountId).host
-        } catch (err) {
-          // A destination that is an address, not a name (banHost takes names): said on the page, report left open.
-          if (err instanceof AppError && err.status < 500) return back(err.message, 'error')
-          throw err
-        }
-        done = `${host} is banned.`
-      } else if (action === 'account_disabled' && report.owner) {
-        if (report.owner === s.accountName) return back('You cannot disable your own account here.', 'error')
-        const account = accounts.setDisabled(report.owner, true)
-        sessions.endAll(account.id)
-        done = `${report.owner} is disabled: its links answer 451 and its keys are refused.`
-      } else if (action === 'dismissed') done = 'Dismissed.'
-      else return back('That action does not fit this report (its link or owner is gone): choose another.', 'error')
-      abuse.closeReport(id, action as 'dismissed', s.accountId)
+      try {
+        // The change and the report's closing, with their audit rows, in one transaction: both or neither.
+        done = abuse.closeReportWith(id, action as 'dismissed', s.accountId, who, () => {
+          if (action === 'link_disabled' && report.long_url !== null) {
+            abuse.setLinkDisabled(report.code, why, who)
+            return `${report.code} is disabled.`
+          }
+          // A destination that is an address, not a name (banHost takes names): refused, said on the page, report left open.
+          if (action === 'host_banned' && hostOf(report.long_url)) return `${abuse.banHost(hostOf(report.long_url)!, why, s.accountId, who).host} is banned.`
+          if (action === 'account_disabled' && report.owner) {
+            accounts.setDisabled(report.owner, true, who)
+            return `${report.owner} is disabled: its links answer 451 and its keys are refused.`
+          }
+          if (action === 'dismissed') return 'Dismissed.'
+          throw new AppError(400, 'invalid_parameter', 'That action does not fit this report (its link or owner is gone): choose another.')
+        })
+      } catch (err) {
+        if (err instanceof AppError && err.status < 500) return back(err.message, 'error')
+        throw err
+      }
       return back(`Report ${id} closed. ${done}`)
     })
 }

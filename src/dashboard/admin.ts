@@ -1,7 +1,10 @@
 // The dashboard's Admin section, for administrator accounts only (shell.requireAdmin: others get a 403):
-// every account with what it owns, creating one (its first key shown once, on the page the POST redirects
-// to: it waits for that one GET in the server's memory, bound to the session),
-// disabling and enabling; and the service's health — the /healthz check and the /metrics numbers drawn
+// every account with what it owns and its last sign-in, creating one (its first key shown once, on the
+// page the POST redirects to: it waits for that one GET in the server's memory, bound to the session),
+// disabling and enabling, setting a new password (its sessions end), deleting one (a confirmation page
+// first, where the admin chooses whether its links stay, owned by nobody, or go with it) — never one's
+// own account, never the last active administrator (the account service refuses those, for the CLI too),
+// each change with its audit row (audit/service.ts); and the service's health — the /healthz check and the /metrics numbers drawn
 // for people (big numbers, and SVG bars drawn with presentation attributes, since the CSP forbids inline
 // styles), kept up to date while it is open: assets/app.js polls GET /dashboard/admin/health.json (the same
 // figures, formatted here) and puts them in place; without JavaScript, a reload does it.
@@ -9,6 +12,7 @@ import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { Elysia } from 'elysia'
 import { ACCOUNT_PAGE_MAX } from '../accounts/service'
+import { byAccount } from '../audit/service'
 import { AppError } from '../errors'
 import type { MetricFamily } from '../metrics'
 import { escapeHtml } from '../pages/render'
@@ -190,11 +194,12 @@ function databaseBytes(dataDir: string): number | null {
 // The pages
 
 export const REPORTS = '/dashboard/admin/reports'
+export const AUDIT = '/dashboard/admin/audit'
 
-export function tabs(current: 'accounts' | 'health' | 'reports'): string {
+export function tabs(current: 'accounts' | 'health' | 'reports' | 'audit'): string {
   const tab = (id: string, href: string, label: string) =>
     `<li><a href="${href}"${id === current ? ' aria-current="page"' : ''}>${label}</a></li>`
-  return `<nav aria-label="Admin"><ul class="admin-tabs">${tab('accounts', ADMIN, 'Accounts')}${tab('reports', REPORTS, 'Reports and bans')}${tab('health', HEALTH, 'Health')}</ul></nav>`
+  return `<nav aria-label="Admin"><ul class="admin-tabs">${tab('accounts', ADMIN, 'Accounts')}${tab('reports', REPORTS, 'Reports and bans')}${tab('audit', AUDIT, 'Audit log')}${tab('health', HEALTH, 'Health')}</ul></nav>`
 }
 
 interface CreateForm {
@@ -262,24 +267,27 @@ function accountsTable(s: Session, list: AccountList): string {
       const status = a.disabled === null
         ? '<span class="badge on">Active</span>'
         : `<span class="badge off">Disabled</span><span class="sub">since ${escapeHtml(when(a.disabled))}</span>`
+      const hidden = `<span class="visually-hidden"> ${escapeHtml(a.name)}</span>`
+      const password = `<a href="${ADMIN}/account/${a.id}/password">Set password${hidden}</a>`
       let action: string
-      if (self) action = '<span class="sub">Cannot disable yourself</span>'
+      if (self) action = `<span class="sub">Cannot disable yourself</span><span class="acc-links">${password}</span>`
       else {
         const enable = a.disabled !== null
-        action = `<form method="post" action="${ADMIN}/accounts/${enable ? 'enable' : 'disable'}"><input type="hidden" name="_csrf" value="${escapeHtml(s.csrf)}"><input type="hidden" name="account" value="${escapeHtml(a.name)}"><input type="hidden" name="page" value="${list.page}"><button type="submit" class="${enable ? 'secondary' : 'secondary warn-button'}">${enable ? 'Enable' : 'Disable'}<span class="visually-hidden"> ${escapeHtml(a.name)}</span></button></form>`
+        action = `<form method="post" action="${ADMIN}/accounts/${enable ? 'enable' : 'disable'}"><input type="hidden" name="_csrf" value="${escapeHtml(s.csrf)}"><input type="hidden" name="account" value="${escapeHtml(a.name)}"><input type="hidden" name="page" value="${list.page}"><button type="submit" class="${enable ? 'secondary' : 'secondary warn-button'}">${enable ? 'Enable' : 'Disable'}${hidden}</button></form><span class="acc-links">${password}<a href="${ADMIN}/account/${a.id}/delete" class="danger-link">Delete${hidden}</a></span>`
       }
-      return `<tr${a.disabled !== null ? ' class="is-disabled"' : ''}><th scope="row">${nameCell}</th><td>${a.admin ? '<span class="badge admin">Admin</span>' : 'User'}</td><td class="nowrap">${escapeHtml(when(a.created))}</td><td>${status}</td><td class="n">${count(a.links)}</td><td class="n">${count(a.keys)}</td><td class="n">${count(a.mailboxes)}</td><td>${action}</td></tr>`
+      return `<tr${a.disabled !== null ? ' class="is-disabled"' : ''}><th scope="row">${nameCell}</th><td>${a.admin ? '<span class="badge admin">Admin</span>' : 'User'}</td><td class="nowrap">${escapeHtml(when(a.created))}</td><td class="nowrap">${escapeHtml(when(a.lastSignin))}</td><td>${status}</td><td class="n">${count(a.links)}</td><td class="n">${count(a.keys)}</td><td class="n">${count(a.mailboxes)}</td><td class="acc-actions">${action}</td></tr>`
     })
     .join('')
   const pager =
     list.pages > 1
       ? `<nav class="pager" aria-label="Pages of accounts">${list.page > 1 ? `<a href="${ADMIN}?page=${list.page - 1}" rel="prev">← Previous</a>` : '<span></span>'}<span class="muted">Page ${list.page} of ${list.pages}</span>${list.page < list.pages ? `<a href="${ADMIN}?page=${list.page + 1}" rel="next">Next →</a>` : '<span></span>'}</nav>`
       : ''
-  return `<div class="table-wrap"><table class="accounts"><thead><tr><th scope="col">Name</th><th scope="col">Role</th><th scope="col">Created</th><th scope="col">Status</th><th scope="col" class="n">Links</th><th scope="col" class="n">Keys</th><th scope="col" class="n">Mailboxes</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead><tbody>${rows}</tbody></table></div>${pager}`
+  return `<div class="table-wrap"><table class="accounts"><thead><tr><th scope="col">Name</th><th scope="col">Role</th><th scope="col">Created</th><th scope="col">Last sign-in</th><th scope="col">Status</th><th scope="col" class="n">Links</th><th scope="col" class="n">Keys</th><th scope="col" class="n">Mailboxes</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead><tbody>${rows}</tbody></table></div>${pager}`
 }
 
 export function createAdminSection(deps: DashboardDeps) {
-  const { shell, accounts, sessions, metrics, config, clock, databaseProblem } = deps
+  const { shell, accounts, links, metrics, config, clock, databaseProblem, clientIp } = deps
+  const by = (request: Request, s: Session) => byAccount(s.caller, clientIp(request))
 
   function pageOf(raw: string | null): number {
     const n = Number(raw)
@@ -308,10 +316,87 @@ ${made ? createdCard(made.name, made.key, made.hasPassword, made.admin) : ''}
 ${createForm(s, form)}
 <section class="card" aria-labelledby="accounts-h">
 <h2 id="accounts-h">Accounts <span class="count">${count(list.total)}</span></h2>
-<p class="muted">Disabling an account refuses its API keys at once and signs it out everywhere; enabling it gives them back.</p>
+<p class="muted">Disabling an account refuses its API keys at once and signs it out everywhere; enabling it gives them back. A new password signs it out everywhere too. Every change here is in the <a href="${AUDIT}">audit log</a>.</p>
 ${accountsTable(s, list)}
 </section>`
     return shell.render(request, s, { section: 'admin', title: 'Admin · Accounts', content, notice })
+  }
+
+  const ACCOUNT_ID = /^[1-9][0-9]{0,15}$/
+  const accountOf = (idText: string) => (ACCOUNT_ID.test(idText) ? accounts.account(Number(idText)) : null)
+
+  function noAccountPage(request: Request, s: Session) {
+    const content = `<h1>Admin</h1>
+${tabs('accounts')}
+<section class="card"><h2>No such account</h2><p>There is no such account: it may have been deleted.</p><p><a href="${ADMIN}">Back to the accounts</a></p></section>`
+    return shell.render(request, s, { section: 'admin', title: 'Admin · No such account', content, status: 404 })
+  }
+
+  /** Why `s` may not disable or delete account `a` (oneself, the last active admin), or null. */
+  function refusal(s: Session, a: NonNullable<ReturnType<typeof accountOf>>, what: 'disable' | 'delete'): string | null {
+    if (a.id === s.accountId) return `You cannot ${what} your own account: ask another administrator, or use the command line.`
+    if (a.admin && a.disabled === null && accounts.activeAdmins() <= 1) return `${a.name} is the last active administrator: make another account an administrator first.`
+    return null
+  }
+
+  const facts = (a: NonNullable<ReturnType<typeof accountOf>>) => `<dl class="facts">
+<dt>Account</dt><dd>${escapeHtml(a.name)}${a.admin ? ' <span class="badge admin">Admin</span>' : ''}</dd>
+<dt>Created</dt><dd>${escapeHtml(when(a.created))}</dd>
+<dt>Last sign-in</dt><dd>${escapeHtml(when(a.lastSignin))}</dd>
+<dt>Status</dt><dd>${a.disabled === null ? 'Active' : `Disabled since ${escapeHtml(when(a.disabled))}`}</dd>
+<dt>Owns</dt><dd>${count(a.links)} link${a.links === 1 ? '' : 's'}, ${count(a.keys)} active key${a.keys === 1 ? '' : 's'}, ${count(a.mailboxes)} mailbox${a.mailboxes === 1 ? '' : 'es'}</dd>
+</dl>`
+
+  /** "Delete this account?": what it owns, the choice for its links, and the form (no script needed). */
+  function deletePage(request: Request, s: Session, idText: string) {
+    const a = accountOf(idText)
+    if (!a) return noAccountPage(request, s)
+    const refused = refusal(s, a, 'delete')
+    const form = refused
+      ? `<p class="notice error" role="alert">${escapeHtml(refused)}</p><p><a href="${ADMIN}">Back to the accounts</a></p>`
+      : `<form method="post" action="${ADMIN}/account/${a.id}/delete">
+<input type="hidden" name="_csrf" value="${escapeHtml(s.csrf)}">
+<fieldset><legend>Its ${count(a.links)} link${a.links === 1 ? '' : 's'}</legend>
+<div class="field check"><input type="radio" id="links-keep" name="links" value="keep" checked><label for="links-keep">Keep them, owned by nobody: they go on redirecting</label></div>
+<div class="field check"><input type="radio" id="links-delete" name="links" value="delete"><label for="links-delete">Delete them too, with their statistics</label></div>
+</fieldset>
+<p class="warn-text">Its API keys, sessions, mailboxes (with their messages) and webhooks are deleted with it. This cannot be undone.</p>
+<div class="actions"><button type="submit" class="danger">Delete ${escapeHtml(a.name)}</button><a href="${ADMIN}">Cancel</a></div>
+</form>`
+    const content = `<h1>Admin</h1>
+${tabs('accounts')}
+<section class="card confirm admin-confirm" aria-labelledby="delete-h">
+<h2 id="delete-h">Delete the account ${escapeHtml(a.name)}?</h2>
+${facts(a)}
+${form}
+</section>`
+    return shell.render(request, s, { section: 'admin', title: `Admin · Delete ${a.name}`, content })
+  }
+
+  /** Setting a new password for an account (its sessions end); a refused one comes back with its message. */
+  function passwordPage(request: Request, s: Session, idText: string) {
+    const a = accountOf(idText)
+    if (!a) return noAccountPage(request, s)
+    const refused = shell.refusedState<{ error: string }>(request, shell.ownerOf(s))
+    const self = a.id === s.accountId
+    const content = `<h1>Admin</h1>
+${tabs('accounts')}
+<section class="card confirm admin-confirm" aria-labelledby="password-h">
+<h2 id="password-h">A new password for ${escapeHtml(a.name)}</h2>
+${facts(a)}
+<form method="post" action="${ADMIN}/account/${a.id}/password" novalidate>
+<input type="hidden" name="_csrf" value="${escapeHtml(s.csrf)}">
+<div class="field">
+<label for="new-password">New dashboard password</label>
+<input id="new-password" name="password" type="password" required minlength="8" maxlength="128" autocomplete="new-password" aria-describedby="new-password-hint${refused ? ' new-password-error' : ''}"${refused ? ' aria-invalid="true"' : ''}>
+<span class="hint" id="new-password-hint">8 to 128 characters. Hand it over safely; ${escapeHtml(a.name)} can sign in with it at once.</span>
+${refused ? `<span class="error" id="new-password-error">${escapeHtml(refused.error)}</span>` : ''}
+</div>
+<p class="warn-text">${self ? 'You are signed out everywhere, here too: sign in again with the new password.' : `${escapeHtml(a.name)} is signed out everywhere. Its API keys keep working.`}</p>
+<div class="actions"><button type="submit">Set the password</button><a href="${ADMIN}">Cancel</a></div>
+</form>
+</section>`
+    return shell.render(request, s, { section: 'admin', title: `Admin · Password of ${a.name}`, content })
   }
 
   /** Every figure of the health page, formatted, by card: what the page shows and health.json answers. */
@@ -453,7 +538,7 @@ ${hooks}
       const password = fields.get('password') ?? ''
       const admin = fields.get('admin') === '1'
       try {
-        const { account, key } = await accounts.createAccount({ name, password: password === '' ? undefined : password, admin })
+        const { account, key } = await accounts.createAccount({ name, password: password === '' ? undefined : password, admin }, by(request, s))
         // The key waits for the page redirected to, in memory (flash.ts): never stored, never in a URL or a cookie.
         const id = shell.flash.put(shell.ownerOf(s), 'account key', { name: account.name, key: key.key, hasPassword: password !== '', admin } satisfies NewAccount)
         // The last page: where the new account is.
@@ -472,11 +557,9 @@ ${hooks}
       const name = fields.get('account') ?? ''
       const back = `${ADMIN}?page=${pageOf(fields.get('page'))}`
       const disable = params.action === 'disable'
-      if (disable && name === s.accountName)
-        return shell.seeOther(back, { kind: 'error', text: 'You cannot disable your own account: ask another administrator, or use the command line.' })
       try {
-        const done = accounts.setDisabled(name, disable)
-        if (disable) sessions.endAll(done.id)
+        // Its sessions end in the same transaction (and oneself, or the last active admin, is refused there).
+        const done = accounts.setDisabled(name, disable, by(request, s))
         return shell.seeOther(back, {
           kind: 'ok',
           text: disable
@@ -499,6 +582,54 @@ ${hooks}
       if (!s) return json(401, { error: 'signed_out', message: 'Sign in again to see the figures.' })
       if (!s.admin) return json(403, { error: 'not_admin', message: 'This page is for administrator accounts.' })
       return json(200, healthJson())
+    })
+    .get(`${ADMIN}/account/:id/delete`, ({ request, params }) => {
+      const s = shell.requireAdmin(request)
+      if (s instanceof Response) return s
+      return deletePage(request, s, params.id)
+    })
+    .post(`${ADMIN}/account/:id/delete`, async ({ request, params }) => {
+      const s = shell.requireAdmin(request, ADMIN)
+      if (s instanceof Response) return s
+      const fields = await shell.form(request, s)
+      const a = accountOf(params.id)
+      if (!a) return shell.seeOther(ADMIN, { kind: 'error', text: 'That account does not exist any more: nothing was deleted.' })
+      const withLinks = fields.get('links') === 'delete'
+      try {
+        const done = accounts.deleteAccount(a.name, { withLinks }, by(request, s))
+        // The links deleted with it leave this process's cache of visited links.
+        links.forget(done.deletedLinks)
+        return shell.seeOther(ADMIN, {
+          kind: 'ok',
+          text: `${done.name} is deleted, with its keys, mailboxes and webhooks; ${withLinks ? `its ${done.links} link${done.links === 1 ? '' : 's'} too` : `its ${done.links} link${done.links === 1 ? '' : 's'} stay, owned by nobody`}.`,
+        })
+      } catch (err) {
+        if (err instanceof AppError && err.status < 500) return shell.seeOther(ADMIN, { kind: 'error', text: err.message })
+        throw err
+      }
+    })
+    .get(`${ADMIN}/account/:id/password`, ({ request, params }) => {
+      const s = shell.requireAdmin(request)
+      if (s instanceof Response) return s
+      return passwordPage(request, s, params.id)
+    })
+    .post(`${ADMIN}/account/:id/password`, async ({ request, params }) => {
+      const page = `${ADMIN}/account/${ACCOUNT_ID.test(params.id) ? params.id : 0}/password`
+      const s = shell.requireAdmin(request, page)
+      if (s instanceof Response) return s
+      const fields = await shell.form(request, s)
+      const a = accountOf(params.id)
+      if (!a) return shell.seeOther(ADMIN, { kind: 'error', text: 'That account does not exist any more: no password was set.' })
+      try {
+        const done = await accounts.setPassword(a.name, fields.get('password') ?? '', by(request, s))
+        return shell.seeOther(ADMIN, {
+          kind: 'ok',
+          text: `${done.name} has a new password; ${done.sessionsEnded} session${done.sessionsEnded === 1 ? '' : 's'} ended.`,
+        })
+      } catch (err) {
+        if (err instanceof AppError && err.status < 500) return shell.refused(shell.ownerOf(s), page, { error: err.message })
+        throw err
+      }
     })
     .get(HEALTH, ({ request }) => {
       const s = shell.requireAdmin(request)

@@ -14,7 +14,7 @@ import { readBodyLimited } from '../http/params'
 import { rateKeyOf } from '../http/client-ip'
 import { escapeHtml, fill } from '../pages/render'
 import type { DashboardDeps } from './index'
-import { randomToken } from './sessions'
+import { randomToken, type SignIn } from './sessions'
 import { safeNext, SESSION_ENDED } from './shell'
 
 export { safeNext }
@@ -97,8 +97,8 @@ export function createAuthRoutes(deps: DashboardDeps) {
     return fields
   }
 
-  function signedIn(accountId: number, next: string, notice?: string) {
-    const { token } = sessions.create(accountId)
+  function signedIn(accountId: number, next: string, notice?: string, signIn?: SignIn) {
+    const { token } = sessions.create(accountId, signIn)
     return shell.seeOther(next, notice ? { kind: 'ok', text: notice } : undefined, { 'set-cookie': shell.sessionCookie(token) })
   }
 
@@ -124,9 +124,14 @@ export function createAuthRoutes(deps: DashboardDeps) {
         const reset = Math.max(one.reset, all.reset)
         return refuse(request, { signup: false, name, next, error: `Too many sign-in attempts: wait ${reset} s and try again.`, headers: { 'retry-after': String(reset) } })
       }
-      const account = await sessions.checkPassword(name, fields.get('password') ?? '')
-      if (!account) return refuse(request, { signup: false, name, next, error: 'That account name and password do not match.' })
-      return signedIn(account.id, next)
+      // Attempts past the limits above are not checked, and not written to the audit log either: what one
+      // client can add to the log is bounded by the same limits.
+      const checked = await sessions.checkPassword(name, fields.get('password') ?? '')
+      if (!checked.account) {
+        sessions.failed(name, checked.reason, clientIp(request))
+        return refuse(request, { signup: false, name, next, error: 'That account name and password do not match.' })
+      }
+      return signedIn(checked.account.id, next, undefined, { address: clientIp(request), method: 'password' })
     })
     .post('/logout', async ({ request }) => {
       const s = shell.session(request)
@@ -149,7 +154,10 @@ export function createAuthRoutes(deps: DashboardDeps) {
         if (accounts.count() >= SIGN_UP_MAX_ACCOUNTS)
           return refuse(request, { signup: true, name, error: 'Sign-up is closed: this server has as many accounts as it takes. Ask its administrator.' })
         try {
-          const { account } = await accounts.createAccount({ name, password: fields.get('password') ?? '' })
+          const { account } = await accounts.createAccount(
+            { name, password: fields.get('password') ?? '' },
+            { actor: { kind: 'anonymous', name }, address: clientIp(request) },
+          )
           return signedIn(account.id, '/dashboard/keys', `Welcome, ${account.name}. Create an API key below to use the API.`)
         } catch (err) {
           if (err instanceof AppError && err.status < 500) return refuse(request, { signup: true, name, error: err.message })

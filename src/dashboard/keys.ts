@@ -10,6 +10,7 @@ import { AppError } from '../errors'
 import { escapeHtml as e } from '../pages/render'
 import { RepeatedForm } from './form-tokens'
 import type { DashboardDeps } from './index'
+import { byAccount } from '../audit/service'
 import type { Session } from './sessions'
 import { when, withParam, type Notice } from './shell'
 
@@ -47,7 +48,7 @@ interface NewKey {
 
 const PAGE = '/dashboard/keys'
 
-export function createKeysSection({ shell, accounts, config }: DashboardDeps) {
+export function createKeysSection({ shell, accounts, config, clientIp }: DashboardDeps) {
   const base = config.server.base_url
   const { flash, tokens } = shell
 
@@ -248,6 +249,7 @@ ${keyFields(form, refused?.errors ?? {})}
           const created = accounts.createKeyForAccount(
             { accountId: s.accountId, scopes, label: form.label },
             { within: () => tokens.claim(sent, s.id, shown) },
+            byAccount(s.caller, clientIp(request)),
           )
           flash.put(owner, 'key', { key: created.key, scopes: created.scopes, label: form.label } satisfies NewKey, shownId)
           return shell.seeOther(shown)
@@ -303,7 +305,7 @@ ${keyFields(form, refused?.errors ?? {})}
         await shell.form(request, s)
         try {
           if (!KEY_ID.test(params.id)) throw new AppError(404, 'not_found', 'This account has no such key.')
-          const r = accounts.revokeKeyOfAccount(s.accountId, Number(params.id))
+          const r = accounts.revokeKeyOfAccount(s.accountId, Number(params.id), byAccount(s.caller, clientIp(request)))
           return shell.seeOther('/dashboard/keys', { kind: 'ok', text: `Revoked the key ${r.prefix}…: it is refused from now on.` })
         } catch (err) {
           if (!(err instanceof AppError) || err.status !== 404) throw err

@@ -8,6 +8,7 @@ import type { Db } from '../db'
 import type { Caller } from '../accounts/service'
 import { hashKey, SCOPES } from '../accounts/service'
 import { createAccountStore } from '../accounts/store'
+import { accountTarget, createAuditLog } from '../audit/service'
 import { createPasswordGate, type Verifier } from '../links/password-gate'
 import { createSessionStore, type SessionWithAccount } from './store'
 
@@ -30,10 +31,17 @@ export interface Session {
   caller: Caller
 }
 
+/** A sign-in that makes a session: from where, and how (the audit row's detail: "password"). */
+export interface SignIn {
+  address: string
+  method: string
+}
+
 export function createSessions(deps: { db: Db; clock: () => number; verify?: Verifier }) {
   const { db, clock } = deps
   const store = createSessionStore(db)
   const accounts = createAccountStore(db)
+  const audit = createAuditLog(db, clock)
   const gate = createPasswordGate({ verify: deps.verify })
   // An unknown name costs the same hash check as a known one, so timing does not tell which names exist.
   let dummyHash: Promise<string> | null = null
@@ -56,26 +64,45 @@ export function createSessions(deps: { db: Db; clock: () => number; verify?: Ver
 
   return {
     /**
-     * The account for a name and password, or null (unknown name, no dashboard password, wrong password,
-     * disabled account: one answer for all, so a visitor cannot tell them apart). Throws a 503 AppError
-     * when too many checks are under way.
+     * The account for a name and password, or why not (unknown name, no dashboard password, wrong password,
+     * disabled account). The visitor gets one answer for all, so that they cannot tell them apart; the
+     * reason is for the audit log (failed). Throws a 503 AppError when too many checks are under way.
      */
-    async checkPassword(name: string, password: string): Promise<{ id: number; name: string } | null> {
+    async checkPassword(name: string, password: string): Promise<{ account: { id: number; name: string } } | { account: null; reason: string }> {
       const row = name.length <= 64 ? accounts.accountByName(name) : null
       const hash = row?.password_hash ?? (await (dummyHash ??= Bun.password.hash(randomToken(), 'argon2id')))
       const right = password.length > 0 && password.length <= 128 && (await gate.verify(password, hash))
-      if (!right || !row || row.password_hash === null || row.disabled !== null) return null
-      return { id: row.id, name: row.name }
+      if (!row) return { account: null, reason: 'no such account' }
+      if (row.password_hash === null) return { account: null, reason: 'the account has no dashboard password' }
+      if (!right) return { account: null, reason: 'wrong password' }
+      if (row.disabled !== null) return { account: null, reason: 'the account is disabled' }
+      return { account: { id: row.id, name: row.name } }
     },
 
-    /** A new session for the account; returns the token for the cookie (shown nowhere else). */
-    create(accountId: number): { token: string; session: Session } {
+    /** A failed sign-in's audit row: nobody, the name tried (at most 64 characters) and why; never the password. */
+    failed(name: string, reason: string, address: string) {
+      db.transaction(() => audit.record({ actor: { kind: 'anonymous', name: name.slice(0, 64) }, address }, { action: 'signin.failed', target: `account ${name.slice(0, 64)}`, detail: reason }))()
+    },
+
+    /**
+     * A new session for the account; returns the token for the cookie (shown nowhere else). A sign-in
+     * (`signIn`) also sets the account's last sign-in time and writes its audit row, in the same transaction.
+     */
+    create(accountId: number, signIn?: SignIn): { token: string; session: Session } {
       const token = randomToken()
       const now = clock()
       const row = db.transaction(() => {
         const inserted = store.insert(hashKey(token), accountId, randomToken(24), now, now + SESSION_TTL_MS)
         store.trim(accountId, MAX_SESSIONS_PER_ACCOUNT)
-        return store.byHash(inserted.token_hash)!
+        const made = store.byHash(inserted.token_hash)!
+        if (signIn) {
+          accounts.setLastSignin(accountId, now)
+          audit.record(
+            { actor: { kind: 'account', id: accountId, name: made.account_name }, address: signIn.address },
+            { action: 'signin.ok', target: accountTarget(made.account_name, accountId), detail: signIn.method },
+          )
+        }
+        return made
       })()
       return { token, session: toSession(row) }
     },

@@ -14,6 +14,7 @@ import { DEFAULT_EVENTS, EVENT_TYPES } from '../webhooks/outbox'
 import { MAX_ENDPOINTS } from '../webhooks/service'
 import { RepeatedForm } from './form-tokens'
 import type { DashboardDeps } from './index'
+import { byAccount } from '../audit/service'
 import type { Session } from './sessions'
 import { when, withParam } from './shell'
 
@@ -89,7 +90,7 @@ interface NewEndpoint {
 
 const LIST = '/dashboard/webhooks'
 
-export function createWebhooksSection({ shell, webhooks }: DashboardDeps) {
+export function createWebhooksSection({ shell, webhooks, clientIp }: DashboardDeps) {
   const { flash, tokens } = shell
   const notFoundPage = (request: Request, s: Session) =>
     shell.render(request, s, {
@@ -201,6 +202,7 @@ ${endpointFields(form, form.events ?? DEFAULT_EVENTS)}
             tokens.claim(sent, s.id, shown)
           },
         },
+        byAccount(s.caller, clientIp(request)),
       )
     } catch (err) {
       if (err instanceof RepeatedForm) return shell.repeated(err.result ?? LIST)
@@ -401,7 +403,7 @@ ${tokens.field()}
     if (!url) return again('url', 'Enter the URL events are sent to.')
     if (events.length === 0) return again('events', 'Choose at least one event.')
     try {
-      const r = await webhooks.update(s.caller, { id: w.id, url, events: events.join(',') })
+      const r = await webhooks.update(s.caller, { id: w.id, url, events: events.join(',') }, byAccount(s.caller, clientIp(request)))
       return shell.seeOther(`${LIST}/${w.id}`, { kind: 'ok', text: `Saved: events go to ${r.url} (${r.events.split(',').join(', ')}).` })
     } catch (err) {
       if (err instanceof AppError && err.status === 404) return notFoundPage(request, s)
@@ -423,7 +425,7 @@ ${tokens.field()}
     const shown = withParam(`${LIST}/${w.id}`, 'rotated', shownId)
     let made
     try {
-      made = webhooks.rotate(s.caller, { id: w.id }, { within: () => tokens.claim(sent, s.id, shown) })
+      made = webhooks.rotate(s.caller, { id: w.id }, { within: () => tokens.claim(sent, s.id, shown) }, byAccount(s.caller, clientIp(request)))
     } catch (err) {
       if (err instanceof RepeatedForm) return shell.repeated(err.result ?? `${LIST}/${w.id}`)
       if (err instanceof AppError && err.status === 404) return notFoundPage(request, s)
@@ -491,7 +493,7 @@ ${tokens.field()}
         (s) =>
           onEndpointAsync(request, s, params.id, async (w, fields) => {
             const on = fields.get('enabled') === '1'
-            await webhooks.update(s.caller, { id: w.id, enabled: on })
+            await webhooks.update(s.caller, { id: w.id, enabled: on }, byAccount(s.caller, clientIp(request)))
             const text = on
               ? `The endpoint is enabled: events are sent to it again, deliveries that waited first.`
               : `The endpoint is disabled: nothing is sent to it until it is enabled again.`
@@ -505,7 +507,7 @@ ${tokens.field()}
         request,
         (s) =>
           onEndpoint(request, s, params.id, ({ id }) => {
-            const r = webhooks.redeliverFailed(s.caller, { id })
+            const r = webhooks.redeliverFailed(s.caller, { id }, byAccount(s.caller, clientIp(request)))
             const text =
               r.redelivered === 0
                 ? 'No failed deliveries to send again.'
@@ -519,7 +521,7 @@ ${tokens.field()}
     .post('/dashboard/webhooks/:id/delete', ({ request, params }) =>
       signedIn(request, (s) =>
         onEndpoint(request, s, params.id, (w) => {
-          webhooks.delete(s.caller, { id: w.id })
+          webhooks.delete(s.caller, { id: w.id }, byAccount(s.caller, clientIp(request)))
           return shell.seeOther('/dashboard/webhooks', { kind: 'ok', text: `The endpoint ${w.url} is deleted.` })
         }),
       ),

@@ -217,7 +217,7 @@ export function createApi(methods: ApiMethod[], deps: ApiDeps) {
         const user = (request.headers.get(mp.user_header) ?? '').trim()
         if (!/^[\x21-\x7e]{1,128}$/.test(user))
           throw new AppError(401, 'missing_key', `A marketplace request needs the ${mp.user_header} header.`)
-        return accounts.marketplaceCaller(user)
+        return accounts.marketplaceCaller(user, deps.clientIp(request))
       }
     }
     return null

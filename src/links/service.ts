@@ -362,6 +362,11 @@ export function createLinkService(deps: {
       return { hex: row.code, deleted: true }
     },
 
+    /** Drops the cached rows of links deleted behind the service (an account deleted with its links). */
+    forget(codes: readonly string[]) {
+      for (const code of codes) forget(code)
+    },
+
     /**
      * An admin disables a link (visitors get a 451 page that gives `reason`; its clicks and statistics stay)
      * or enables it again (null). Null when there is no such link.

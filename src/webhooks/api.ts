@@ -2,6 +2,7 @@
 // secret), delete, the delivery log (deliveries), redeliver (one event) and redeliver_failed (all failed). Parameters and the answer are declared here once, as schemas: the /api
 // pipeline checks requests against them and the documents are made from them.
 import { Type, type TSchema } from '@sinclair/typebox'
+import { byAccount } from '../audit/service'
 import type { ApiMethod } from '../http/api'
 import type { ApiParam } from '../http/schema'
 import { DEFAULT_EVENTS, EVENT_TYPES } from './outbox'
@@ -208,19 +209,21 @@ export function webhookApi(webhooks: WebhookService): ApiMethod[] {
       ],
       returns: ResultSchema,
       errors: { 400: ['invalid_url', 'private_address', 'too_many_webhooks'], 403: ['not_owner'], 404: ['not_found'], 503: ['storage_unavailable'] },
-      handler: ({ params: p, caller }) => {
+      handler: ({ params: p, caller, clientIp }) => {
         const c = caller!
+        // Creations and deletions are audited: who (the key's account) and from where.
+        const by = byAccount(c, clientIp)
         switch (p.action as (typeof ACTIONS)[number]) {
           case 'create':
-            return webhooks.create(c, { url: p.url, events: p.events })
+            return webhooks.create(c, { url: p.url, events: p.events }, {}, by)
           case 'update':
-            return webhooks.update(c, { id: p.id, url: p.url, events: p.events, enabled: p.enabled })
+            return webhooks.update(c, { id: p.id, url: p.url, events: p.events, enabled: p.enabled }, by)
           case 'rotate':
-            return webhooks.rotate(c, { id: p.id })
+            return webhooks.rotate(c, { id: p.id }, {}, by)
           case 'redeliver_failed':
-            return webhooks.redeliverFailed(c, { id: p.id })
+            return webhooks.redeliverFailed(c, { id: p.id }, by)
           case 'delete':
-            return webhooks.delete(c, { id: p.id })
+            return webhooks.delete(c, { id: p.id }, by)
           case 'deliveries':
             return webhooks.deliveries(c, { id: p.id, limit: p.limit })
           case 'redeliver':

@@ -3,6 +3,7 @@
 // AppErrors thrown; no HTTP here (api.ts) and no sending (deliverer.ts).
 import { newSecret } from './sign'
 import type { Caller } from '../accounts/service'
+import { byAccount, createAuditLog, SYSTEM, webhookTarget, type Who } from '../audit/service'
 import type { Config } from '../config'
 import { iso, stored, type Db } from '../db'
 import { AppError, invalidParameter, missingParameter, notFound, notOwner } from '../errors'
@@ -67,6 +68,8 @@ export function parseEvents(input: unknown): SubscribableType[] {
 
 export function createWebhookService({ db, config, outbox, clock = Date.now, resolve, isAllowed }: WebhookServiceDeps) {
   const store = createWebhookStore(db)
+  // Creations and deletions are written with their audit row, in one transaction (audit/service.ts).
+  const audit = createAuditLog(db, clock)
   let dropped = 0
 
   /** http(s), at most 2048 characters, no credentials, and (unless media.allow_private_networks) not private. */
@@ -129,7 +132,7 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
    * `within` runs in the transaction that inserts it (the dashboard claims its form token there); when it
    * throws, no endpoint is made.
    */
-  async function createFor(accountId: number, input: { url?: unknown; events?: unknown }, opts: CreateOptions = {}) {
+  async function createFor(accountId: number, input: { url?: unknown; events?: unknown }, opts: CreateOptions = {}, by: Who = SYSTEM) {
     const url = await checkTarget(input.url)
     const events = parseEvents(input.events).join(',')
     const secret = newSecret()
@@ -139,6 +142,7 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
         if (store.countOf(accountId) >= MAX_ENDPOINTS)
           throw new AppError(400, 'too_many_webhooks', `An account can have at most ${MAX_ENDPOINTS} webhooks: delete one first.`)
         const inserted = store.insertEndpoint(accountId, url, events, secret, clock())
+        audit.record(by, { action: 'webhook.create', target: webhookTarget(inserted.id, store.accountName(accountId) ?? `#${accountId}`, url), detail: `events ${events}` })
         opts.within?.(inserted)
         return inserted
       })(),
@@ -152,9 +156,14 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
     return { webhooks: store.endpointsOf(accountId).map((r) => summary(r, counts.get(r.id))) }
   }
 
-  function removeRow(row: EndpointRow) {
+  function removeRow(row: EndpointRow, by: Who) {
     // Its deliveries go with it (ON DELETE CASCADE); its events stay until the sweep, for other endpoints.
-    stored(db, () => store.removeEndpoint(row.id))
+    stored(db, () =>
+      db.transaction(() => {
+        if (!store.removeEndpoint(row.id)) throw notFound(`There is no webhook ${row.id}.`)
+        audit.record(by, { action: 'webhook.delete', target: webhookTarget(row.id, store.accountName(row.account_id) ?? `#${row.account_id}`, row.url) })
+      })(),
+    )
     outbox.reload()
     return { id: row.id, deleted: true as const }
   }
@@ -188,7 +197,7 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
    * given: the endpoint as it is (nothing changes). Enabling clears
    * the reason it was disabled (a 410, or its owner); deliveries pending when it was disabled go out again.
    */
-  async function update(caller: Caller, input: { id?: unknown; url?: unknown; events?: unknown; enabled?: unknown }) {
+  async function update(caller: Caller, input: { id?: unknown; url?: unknown; events?: unknown; enabled?: unknown }, by: Who = byAccount(caller, '')) {
     const before = owned(caller, input.id)
     const url = present(input.url) ? await checkTarget(input.url) : undefined
     const events = present(input.events) ? parseEvents(input.events).join(',') : undefined
@@ -198,10 +207,18 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
         const now = stillThere(store.endpoint(before.id), before.id)
         const on = enabled ?? now.enabled === 1
         const reason = on ? null : enabled === false && now.enabled === 1 ? DISABLED_BY_OWNER : now.disabled_reason
-        return stillThere(
+        const after = stillThere(
           store.updateEndpoint(now.id, caller.accountId, { url: url ?? now.url, events: events ?? now.events, enabled: on, disabledReason: reason }),
           now.id,
         )
+        const changed = [
+          after.url !== now.url ? `url ${now.url} → ${after.url}` : '',
+          after.events !== now.events ? `events ${now.events} → ${after.events}` : '',
+          after.enabled !== now.enabled ? (after.enabled === 1 ? 'enabled' : 'disabled') : '',
+        ].filter(Boolean)
+        if (changed.length > 0)
+          audit.record(by, { action: 'webhook.update', target: webhookTarget(after.id, store.accountName(after.account_id) ?? `#${after.account_id}`, after.url), detail: changed.join('; ') })
+        return after
       })(),
     )
     outbox.reload()
@@ -210,13 +227,15 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
   }
 
   /** A new signing secret, shown only in this answer: every send from now on (retries too) is signed with it alone. */
-  function rotate(caller: Caller, input: { id?: unknown }, opts: CreateOptions = {}) {
+  function rotate(caller: Caller, input: { id?: unknown }, opts: CreateOptions = {}, by: Who = byAccount(caller, '')) {
     const before = owned(caller, input.id)
     const secret = newSecret()
     const row = stored(db, () =>
       db.transaction(() => {
         const r = stillThere(store.setSecret(before.id, caller.accountId, secret), before.id)
         opts.within?.(r)
+        // Never the secret itself: that a new one was made, and when.
+        audit.record(by, { action: 'webhook.rotate', target: webhookTarget(r.id, store.accountName(r.account_id) ?? `#${r.account_id}`, r.url) })
         return r
       })(),
     )
@@ -224,12 +243,15 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
   }
 
   /** Every failed delivery of the endpoint is sent again (each under its event's webhook-id); how many. */
-  function redeliverFailed(caller: Caller, input: { id?: unknown }) {
+  function redeliverFailed(caller: Caller, input: { id?: unknown }, by: Who = byAccount(caller, '')) {
     const before = owned(caller, input.id)
     const { n, enabled } = stored(db, () =>
       db.transaction(() => {
         const now = stillThere(store.endpoint(before.id), before.id)
-        return { n: store.requeueFailed(now.id, clock()), enabled: now.enabled === 1 }
+        const n = store.requeueFailed(now.id, clock())
+        if (n > 0)
+          audit.record(by, { action: 'webhook.redeliver', target: webhookTarget(now.id, store.accountName(now.account_id) ?? `#${now.account_id}`, now.url), detail: `${n} failed deliveries sent again` })
+        return { n, enabled: now.enabled === 1 }
       })(),
     )
     if (n > 0) outbox.wake()
@@ -242,7 +264,8 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
   }
 
   return {
-    create: (caller: Caller, input: { url?: unknown; events?: unknown }, opts: CreateOptions = {}) => createFor(caller.accountId, input, opts),
+    create: (caller: Caller, input: { url?: unknown; events?: unknown }, opts: CreateOptions = {}, by: Who = byAccount(caller, '')) =>
+      createFor(caller.accountId, input, opts, by),
     createFor,
     /** The account of that name (the CLI's ACCOUNT), or 404. */
     accountId(name: string): number {
@@ -262,15 +285,15 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
     },
     /** Every endpoint with its account's name (the CLI's `webhook list` without an account). */
     listAll: () => store.allEndpoints(),
-    delete: (caller: Caller, input: { id?: unknown }) => removeRow(owned(caller, input.id)),
+    delete: (caller: Caller, input: { id?: unknown }, by: Who = byAccount(caller, '')) => removeRow(owned(caller, input.id), by),
     update,
     rotate,
     redeliverFailed,
     /** The CLI: any endpoint by id. */
-    deleteById(id: number) {
+    deleteById(id: number, by: Who = SYSTEM) {
       const row = store.endpoint(id)
       if (!row) throw notFound(`There is no webhook ${id}.`)
-      return removeRow(row)
+      return removeRow(row, by)
     },
     /** The delivery log of one endpoint, newest event first. */
     deliveries: (caller: Caller, input: { id?: unknown; limit?: unknown }) => log(owned(caller, input.id), input.limit),

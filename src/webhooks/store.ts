@@ -65,6 +65,7 @@ export function createWebhookStore(db: Db) {
     'SELECT w.*, a.name AS account_name FROM webhook_endpoints w JOIN accounts a ON a.id = w.account_id ORDER BY w.id',
   )
   const accountNamed = db.query<{ id: number }, [string]>('SELECT id FROM accounts WHERE name = ?')
+  const accountName = db.query<{ name: string }, [number]>('SELECT name FROM accounts WHERE id = ?')
   const countOf = db.query<{ n: number }, [number]>('SELECT count(*) AS n FROM webhook_endpoints WHERE account_id = ?')
   const removeEndpoint = db.query<unknown, [number]>('DELETE FROM webhook_endpoints WHERE id = ?')
   // An owner's edit: the row as it is after it, or null when it is gone (deleted meanwhile).
@@ -144,6 +145,7 @@ export function createWebhookStore(db: Db) {
     allEndpoints: () => allEndpoints.all(),
     /** The CLI names accounts; null when there is none of that name. */
     accountId: (name: string) => accountNamed.get(name)?.id ?? null,
+    accountName: (id: number) => accountName.get(id)?.name ?? null,
     countOf: (accountId: number) => countOf.get(accountId)!.n,
     removeEndpoint: (id: number) => removeEndpoint.run(id).changes,
     updateEndpoint: (id: number, accountId: number, v: { url: string; events: string; enabled: boolean; disabledReason: string | null }) =>
