@@ -93,7 +93,7 @@ test('an unknown command or option is a usage error (exit 2)', async () => {
 })
 
 // Issue 20, item 10: help for one command, option errors in plain words, and no table header before an error.
-const COMMANDS = ['serve', 'account', 'key', 'doctor', 'backup', 'restore', 'ytdlp', 'webhook', 'version']
+const COMMANDS = ['serve', 'account', 'key', 'doctor', 'backup', 'restore', 'ytdlp', 'webhook', 'audit', 'version']
 
 test('linkbox COMMAND --help, -h and linkbox help COMMAND print that command\'s usage, not the global one', async () => {
   const global = await runCli(['--help'])
@@ -119,6 +119,9 @@ test('linkbox COMMAND --help, -h and linkbox help COMMAND print that command\'s 
   expect(helps.restore).toContain('--force')
   expect(helps.ytdlp).toContain('--from URL|FILE')
   expect(helps.webhook).toContain('--events a,b')
+  expect(helps.account).toContain('--with-links')
+  expect(helps.audit).toContain('--since DATE')
+  expect(helps.audit).toContain('--json')
   for (const command of COMMANDS.filter((c) => c !== 'version')) expect(helps[command]).toContain('--config FILE')
   // After a subcommand too; and before any config is read (this one does not exist), nothing is run.
   expect((await runCli(['webhook', 'log', '1', '--help'])).stdout).toBe(helps.webhook!)
