@@ -28,7 +28,7 @@ const page = async (who: SignedIn, path: string) => {
   return { status: res.status, html: await res.text() }
 }
 const auditRows = (html: string) =>
-  [...html.matchAll(/<tr><td class="nowrap"><time[^>]*>[^<]*<\/time><\/td><td>(.*?)<\/td><td><code>([^<]*)<\/code><\/td>/g)].map(
+  [...html.matchAll(/<tr><td class="nowrap" data-label="Time"><time[^>]*>[^<]*<\/time><\/td><td data-label="Actor">(.*?)<\/td><td data-label="Action"><code>([^<]*)<\/code><\/td>/g)].map(
     (m) => `${m[2]} by ${m[1]!.replace(/<[^>]+>/g, '').replace(/&quot;/g, '"').trim()}`,
   )
 const idOf = (name: string) => (box.db.query('SELECT id FROM accounts WHERE name = ?').get(name) as { id: number } | null)?.id ?? null
@@ -110,11 +110,12 @@ describe('accounts an admin manages', () => {
     const { html } = await page(root, '/dashboard/admin')
     expect(html).toContain('<th scope="col">Last sign-in</th>')
     const alice = html.match(/<tr><th scope="row"><span class="acc-name">alice<\/span>.*?<\/tr>/)![0]
-    expect(alice).toContain('<td class="nowrap">never</td>')
+    expect(alice).toContain('<td class="date" data-label="Last sign-in">never</td>')
     const rootRow = html.match(/<tr><th scope="row"><span class="acc-name">root<\/span>.*?<\/tr>/)![0]
     const signedIn = (box.db.query("SELECT last_signin FROM accounts WHERE name = 'root'").get() as { last_signin: number }).last_signin
     expect(signedIn).toBeNumber()
-    expect(rootRow).toContain(`<td class="nowrap">${new Date(signedIn).toISOString().slice(0, 16).replace('T', ' ')} UTC</td>`)
+    const [day, time] = new Date(signedIn).toISOString().slice(0, 16).split('T')
+    expect(rootRow).toContain(`<td class="date" data-label="Last sign-in"><span class="nowrap">${day}</span> <span class="nowrap">${time} UTC</span></td>`)
     expect(alice).toContain('href="/dashboard/admin/account/2/delete"')
     expect(alice).toContain('href="/dashboard/admin/account/2/password"')
     expect(rootRow).not.toContain('/delete"') // not oneself

@@ -30,7 +30,8 @@ ${error ? `<p class="error" id="audit-error" role="alert">${e(error.text)}</p>` 
 
 function rowHtml(r: AuditRow): string {
   const actor = r.actor_kind === 'account' ? `${e(r.actor_name ?? '')} <span class="sub">#${r.actor_id}</span>` : `<span class="actor-${r.actor_kind}">${e(actorText(r))}</span>`
-  return `<tr><td class="nowrap"><time datetime="${new Date(r.at).toISOString()}">${e(when(r.at))}</time></td><td>${actor}</td><td><code>${e(r.action)}</code></td><td class="audit-target">${e(r.target)}${r.detail ? `<span class="sub">${e(r.detail)}</span>` : ''}</td><td class="nowrap">${e(r.address)}</td></tr>`
+  // data-label: on a phone each row is a small block of labelled cells (table.stack in dashboard.css).
+  return `<tr><td class="nowrap" data-label="Time"><time datetime="${new Date(r.at).toISOString()}">${e(when(r.at))}</time></td><td data-label="Actor">${actor}</td><td data-label="Action"><code>${e(r.action)}</code></td><td class="audit-target wide" data-label="Target">${e(r.target)}${r.detail ? `<span class="sub">${e(r.detail)}</span>` : ''}</td><td class="nowrap" data-label="Address">${e(r.address)}</td></tr>`
 }
 
 export function createAuditPage(deps: { shell: Shell; audit: AuditLog; keepDays: () => number }) {
@@ -58,7 +59,7 @@ export function createAuditPage(deps: { shell: Shell; audit: AuditLog; keepDays:
     const filtered = kept.size > 0
     const table = result.rows.length === 0
       ? `<p class="empty">${error ? 'Nothing shown: the filter above needs a change.' : filtered || before ? 'No rows match these filters.' : 'Nothing recorded yet.'}</p>`
-      : `<div class="table-wrap"><table class="audit"><caption class="visually-hidden">Audit log, newest first</caption><thead><tr><th scope="col">Time</th><th scope="col">Actor</th><th scope="col">Action</th><th scope="col">Target</th><th scope="col">Address</th></tr></thead><tbody>${result.rows.map(rowHtml).join('')}</tbody></table></div>`
+      : `<div class="table-wrap"><table class="audit stack"><caption class="visually-hidden">Audit log, newest first</caption><thead><tr><th scope="col">Time</th><th scope="col">Actor</th><th scope="col">Action</th><th scope="col">Target</th><th scope="col">Address</th></tr></thead><tbody>${result.rows.map(rowHtml).join('')}</tbody></table></div>`
     const pager = older || newest
       ? `<nav class="pager" aria-label="Pages of the audit log">${newest ? `<a href="${e(newest)}">← Newest</a>` : '<span></span>'}${older ? `<a href="${e(older)}" rel="next">Older →</a>` : '<span></span>'}</nav>`
       : ''

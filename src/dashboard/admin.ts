@@ -258,6 +258,13 @@ function createdCard(name: string, key: string, hasPassword: boolean, admin: boo
 
 type AccountList = ReturnType<DashboardDeps['accounts']['listAccounts']>
 
+/** A time in a narrow cell: it may break between the day and the time of day, nowhere else. */
+function whenCell(ms: number | null): string {
+  const text = when(ms)
+  const space = text.indexOf(' ')
+  return space < 0 ? escapeHtml(text) : `<span class="nowrap">${escapeHtml(text.slice(0, space))}</span> <span class="nowrap">${escapeHtml(text.slice(space + 1))}</span>`
+}
+
 function accountsTable(s: Session, list: AccountList): string {
   if (list.total === 0) return '<p class="empty">No accounts yet.</p>'
   const rows = list.accounts
@@ -275,14 +282,15 @@ function accountsTable(s: Session, list: AccountList): string {
         const enable = a.disabled !== null
         action = `<form method="post" action="${ADMIN}/accounts/${enable ? 'enable' : 'disable'}"><input type="hidden" name="_csrf" value="${escapeHtml(s.csrf)}"><input type="hidden" name="account" value="${escapeHtml(a.name)}"><input type="hidden" name="page" value="${list.page}"><button type="submit" class="${enable ? 'secondary' : 'secondary warn-button'}">${enable ? 'Enable' : 'Disable'}${hidden}</button></form><span class="acc-links">${password}<a href="${ADMIN}/account/${a.id}/delete" class="danger-link">Delete${hidden}</a></span>`
       }
-      return `<tr${a.disabled !== null ? ' class="is-disabled"' : ''}><th scope="row">${nameCell}</th><td>${a.admin ? '<span class="badge admin">Admin</span>' : 'User'}</td><td class="nowrap">${escapeHtml(when(a.created))}</td><td class="nowrap">${escapeHtml(when(a.lastSignin))}</td><td>${status}</td><td class="n">${count(a.links)}</td><td class="n">${count(a.keys)}</td><td class="n">${count(a.mailboxes)}</td><td class="acc-actions">${action}</td></tr>`
+      // data-label: on a phone each account is a small block of labelled cells (table.stack in dashboard.css).
+      return `<tr${a.disabled !== null ? ' class="is-disabled"' : ''}><th scope="row">${nameCell}</th><td data-label="Role">${a.admin ? '<span class="badge admin">Admin</span>' : 'User'}</td><td class="date" data-label="Created">${whenCell(a.created)}</td><td class="date" data-label="Last sign-in">${whenCell(a.lastSignin)}</td><td data-label="Status">${status}</td><td class="n" data-label="Links">${count(a.links)}</td><td class="n" data-label="Keys">${count(a.keys)}</td><td class="n" data-label="Mailboxes">${count(a.mailboxes)}</td><td class="acc-actions wide">${action}</td></tr>`
     })
     .join('')
   const pager =
     list.pages > 1
       ? `<nav class="pager" aria-label="Pages of accounts">${list.page > 1 ? `<a href="${ADMIN}?page=${list.page - 1}" rel="prev">← Previous</a>` : '<span></span>'}<span class="muted">Page ${list.page} of ${list.pages}</span>${list.page < list.pages ? `<a href="${ADMIN}?page=${list.page + 1}" rel="next">Next →</a>` : '<span></span>'}</nav>`
       : ''
-  return `<div class="table-wrap"><table class="accounts"><thead><tr><th scope="col">Name</th><th scope="col">Role</th><th scope="col">Created</th><th scope="col">Last sign-in</th><th scope="col">Status</th><th scope="col" class="n">Links</th><th scope="col" class="n">Keys</th><th scope="col" class="n">Mailboxes</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead><tbody>${rows}</tbody></table></div>${pager}`
+  return `<div class="table-wrap"><table class="accounts stack"><thead><tr><th scope="col">Name</th><th scope="col">Role</th><th scope="col">Created</th><th scope="col">Last sign-in</th><th scope="col">Status</th><th scope="col" class="n">Links</th><th scope="col" class="n">Keys</th><th scope="col" class="n">Mailboxes</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead><tbody>${rows}</tbody></table></div>${pager}`
 }
 
 export function createAdminSection(deps: DashboardDeps) {
