@@ -248,3 +248,46 @@ describe('the CLI while the service runs', () => {
     }
   }, 30_000)
 })
+
+describe('more actors: open sign-up, a marketplace user, forms from elsewhere', () => {
+  test('an account made by open sign-up is the actor of its own row, from the client address', async () => {
+    box = await makeBox({ web: { signup: true } })
+    const form = await box.request('/signup')
+    const login = form.headers.get('set-cookie')!.match(/lb_login=([^;]+)/)![1]!
+    const csrf = (await form.text()).match(/name="_csrf" value="([^"]+)"/)![1]!
+    const res = await box.request('/signup', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `lb_login=${login}` },
+      body: new URLSearchParams({ _csrf: csrf, name: 'newbie', password: 'long enough' }),
+    })
+    expect(res.status).toBe(303)
+    expect(box.db.query('SELECT actor_kind, actor_id, actor_name, action, target FROM audit_log').all()).toEqual([
+      { actor_kind: 'account', actor_id: 1, actor_name: 'newbie', action: 'account.create', target: 'account newbie (#1)' },
+    ])
+  })
+
+  test('a marketplace user\'s account, made on first use: one row by the system "marketplace"; later uses add none', async () => {
+    box = await makeBox({ marketplace: { proxy_secret: 'mp-secret' } })
+    for (let i = 0; i < 2; i++)
+      expect((await box.get('/api/qr.json', { data: 'x' }, { 'X-RapidAPI-Proxy-Secret': 'mp-secret', 'X-RapidAPI-User': 'buyer-7' })).status).toBe(200)
+    expect(box.db.query('SELECT actor_kind, actor_name, action, target, detail FROM audit_log').all()).toEqual([
+      { actor_kind: 'system', actor_name: 'marketplace', action: 'account.create', target: 'account marketplace:buyer-7 (#1)', detail: 'a marketplace user, on first use' },
+    ])
+  })
+
+  test('the new forms without the session\'s CSRF token, or sent from another site: 403, nothing changed, no row', async () => {
+    const { root } = await setup()
+    const changes = () => box.db.query("SELECT count(*) AS n FROM audit_log WHERE action NOT LIKE 'signin.%'").get()
+    const before = changes()
+    for (const [path, fields] of [
+      ['/dashboard/admin/account/2/delete', { links: 'delete' }],
+      ['/dashboard/admin/account/2/password', { password: 'a brand new password' }],
+    ] as const) {
+      expect((await postForm(box, root, path, { ...fields, _csrf: 'wrong' })).status).toBe(403)
+      expect((await postForm(box, root, path, fields, { 'sec-fetch-site': 'cross-site' })).status).toBe(403)
+    }
+    expect(idOf('alice')).toBe(2)
+    await signIn(box, 'alice', PW)
+    expect(changes()).toEqual(before)
+  })
+})

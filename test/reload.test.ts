@@ -2,7 +2,9 @@
 // settings change at once, other changed keys are named as needing a restart, and a file that no longer
 // loads is one error line while the service keeps running on the config it had.
 import { afterAll, expect, test } from 'bun:test'
+import { Database } from 'bun:sqlite'
 import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { killAllServers, startServer, toToml, writeConfig, type RunningServer, type TomlDoc } from './support/server'
 
 afterAll(killAllServers)
@@ -82,6 +84,13 @@ test('SIGHUP applies rate.*, links.blocked_domains and log.*; names the keys tha
     expect(await server.stop()).toBe(0)
     expect(server.stdout()).toContain('"path":"/healthz"')
     expect(server.stdout()).not.toContain('/after-quiet')
+    // Each reload that changed settings is in the audit log (issue 25), by whoever can signal the service: "cli".
+    const db = new Database(join(config.dataDir, 'linkbox.db'), { readonly: true })
+    expect(db.query("SELECT actor_kind, action, target, detail, address FROM audit_log WHERE action = 'settings.reload' ORDER BY id").all()).toEqual([
+      { actor_kind: 'cli', action: 'settings.reload', target: `config ${config.configPath}`, detail: 'applied links.blocked_domains, rate.anon_per_minute', address: 'cli' },
+      { actor_kind: 'cli', action: 'settings.reload', target: `config ${config.configPath}`, detail: 'applied rate.anon_per_minute, log.requests', address: 'cli' },
+    ])
+    db.close()
   } finally {
     await server.kill().catch(() => {})
   }

@@ -181,7 +181,8 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
   })
 
   return {
-    async createAccount(input: { name: string; admin?: boolean; password?: string; scopes?: Scope[] }, by: Who = SYSTEM) {
+    /** `by` may name the new account itself (open sign-up: the account made itself), given its row. */
+    async createAccount(input: { name: string; admin?: boolean; password?: string; scopes?: Scope[] }, by: Who | ((account: { id: number; name: string }) => Who) = SYSTEM) {
       if (!ACCOUNT_NAME.test(input.name))
         throw new AppError(400, 'invalid_parameter', 'Account names are 1-64 characters: letters, digits, . _ @ -, starting with a letter or digit.')
       if (store.accountByName(input.name)) throw new AppError(409, 'account_exists', `The account "${input.name}" exists already.`)
@@ -191,7 +192,7 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
         if (store.accountByName(input.name)) throw new AppError(409, 'account_exists', `The account "${input.name}" exists already.`)
         const account = store.insertAccount(input.name, hash, !!input.admin, clock())
         const key = newKey(account, input.scopes ?? [...SCOPES], 'created with the account', null)
-        audit.record(by, {
+        audit.record(typeof by === 'function' ? by(account) : by, {
           action: 'account.create',
           target: accountTarget(account.name, account.id),
           detail: `${input.admin ? 'administrator' : 'user'}, ${hash ? 'with a dashboard password' : 'API only'}; first key ${key.prefix}… (#${key.id})`,

@@ -15,6 +15,7 @@ import { rateKeyOf } from '../http/client-ip'
 import { escapeHtml, fill } from '../pages/render'
 import type { DashboardDeps } from './index'
 import { randomToken, type SignIn } from './sessions'
+import { byAccount } from '../audit/service'
 import { safeNext, SESSION_ENDED } from './shell'
 
 export { safeNext }
@@ -156,7 +157,8 @@ export function createAuthRoutes(deps: DashboardDeps) {
         try {
           const { account } = await accounts.createAccount(
             { name, password: fields.get('password') ?? '' },
-            { actor: { kind: 'anonymous', name }, address: clientIp(request) },
+            // The account made itself: it is the actor of its row.
+            (made) => byAccount({ accountId: made.id, accountName: made.name }, clientIp(request)),
           )
           return signedIn(account.id, '/dashboard/keys', `Welcome, ${account.name}. Create an API key below to use the API.`)
         } catch (err) {
