@@ -217,6 +217,10 @@ describe('410 Gone', () => {
     expect(delivery(t.db, ev.id, e.id)).toMatchObject({ state: 'failed', attempts: 1, last_status: 410 })
     expect(delivery(t.db, later.id, e.id)).toMatchObject({ state: 'failed', attempts: 0, last_error: 'not sent: the receiver answered 410 Gone' })
     expect(t.logs).toContain(`webhook endpoint ${e.id} disabled: the receiver answered 410 Gone`)
+    // In the audit log (issue 25), by the system, in the transaction that disabled it.
+    expect(t.db.query("SELECT actor_kind, actor_name, target, detail FROM audit_log WHERE action = 'webhook.disable'").all()).toEqual([
+      { actor_kind: 'system', actor_name: 'webhook deliverer', target: `webhook ${e.id}: ${r.url}`, detail: 'the receiver answered 410 Gone' },
+    ])
     // A row left pending for it (written by a transaction that began before the 410) is skipped.
     t.db.query('UPDATE webhook_deliveries SET state = \'pending\', next_at = 0 WHERE event_id = ?').run(later.id)
     t.deliverer.wake()

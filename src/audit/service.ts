@@ -64,6 +64,7 @@ export const ACTIONS = [
   'webhook.rotate',
   'webhook.redeliver',
   'webhook.delete',
+  'webhook.disable',
   'signin.ok',
   'signin.failed',
   'report.close',

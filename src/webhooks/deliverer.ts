@@ -20,6 +20,7 @@
 //   shutdown does not wait out a 15 s receiver.
 //
 // Its SQL is in store.ts (createDeliveryStore), apart from the sending logic.
+import { createAuditLog, type Who } from '../audit/service'
 import type { Config } from '../config'
 import type { Db } from '../db'
 import { GuardError, guardedFetch } from '../net/guard'
@@ -94,8 +95,12 @@ async function drain(response: Response, signal: AbortSignal): Promise<void> {
   }
 }
 
+const DELIVERER: Who = { actor: { kind: 'system', name: 'webhook deliverer' }, address: '' }
+
 export function createDeliverer(deps: DelivererDeps) {
   const store = createDeliveryStore(deps.db)
+  // An endpoint its receiver turns off (410) is a change to a webhook: in the audit log, by the system.
+  const audit = createAuditLog(deps.db, deps.clock)
   const schedule = deps.schedule ?? RETRY_SCHEDULE_MS
   const { clock, log } = deps
   const allowPrivate = deps.config.media.allow_private_networks
@@ -219,7 +224,12 @@ export function createDeliverer(deps: DelivererDeps) {
         count('ok')
       } else if (status === 410) {
         const reason = 'the receiver answered 410 Gone'
-        if (store.markGone(record, row.endpoint_id, reason)) log(`webhook endpoint ${row.endpoint_id} disabled: ${reason}`)
+        const disabled = deps.db.transaction(() => {
+          const done = store.markGone(record, row.endpoint_id, reason)
+          if (done) audit.record(DELIVERER, { action: 'webhook.disable', target: `webhook ${row.endpoint_id}: ${row.url}`, detail: reason })
+          return done
+        })()
+        if (disabled) log(`webhook endpoint ${row.endpoint_id} disabled: ${reason}`)
         count('gone')
       } else if (permanent || attemptNo > schedule.length) {
         if (store.markFailed(record, row.endpoint_id))
