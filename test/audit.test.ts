@@ -85,6 +85,14 @@ describe('every change leaves exactly its row (API, dashboard forms)', () => {
         rows: () => [{ ...by('bob'), action: 'key.create', target: /^key lbk_\w{7}… \(#\d+\) of bob$/, detail: /^scopes links; label "deploy"$/ }],
       },
       {
+        name: "dashboard: change a key's label and scopes",
+        act: async () => {
+          const made = app.accounts.keysOfAccount(idOf('bob')).find((k) => k.label === 'deploy')!
+          expect((await postForm(http, bob, `/dashboard/keys/${made.id}/edit`, { scope: 'links', label: 'renamed' })).status).toBe(303)
+        },
+        rows: () => [{ ...by('bob'), action: 'key.update', target: /^key lbk_\w{7}… \(#\d+\) of bob$/, detail: /^label "deploy" → "renamed"$/ }],
+      },
+      {
         name: 'dashboard: revoke a key',
         act: async () => {
           const first = app.accounts.keysOfAccount(idOf('bob')).find((k) => k.label === 'created with the account')!
@@ -105,6 +113,34 @@ describe('every change leaves exactly its row (API, dashboard forms)', () => {
           { actor_kind: 'system', actor_name: 'linkbox', address: '', action: 'key.create', target: /^key lbk_\w{7}… \(#\d+\) of bob$/ },
           { ...by('bob'), action: 'webhook.create', target: new RegExp(`^webhook ${hookId} of bob: http://127\\.0\\.0\\.1:9/hook$`), detail: /^events / },
         ],
+      },
+      {
+        name: 'API: change a webhook (events, then disabled)',
+        act: async () => {
+          const post = (fields: Record<string, string>) =>
+            fetch(`${app.url}/api/webhooks.json`, { method: 'POST', headers: { 'x-api-key': hookKey }, body: new URLSearchParams({ id: String(hookId), ...fields }) })
+          expect((await post({ action: 'update', events: 'link.deleted' })).status).toBe(200)
+          expect((await post({ action: 'update', enabled: 'false' })).status).toBe(200)
+          // Nothing changed: no row.
+          expect((await post({ action: 'update', enabled: 'false' })).status).toBe(200)
+        },
+        rows: () => [
+          { ...by('bob'), action: 'webhook.update', target: new RegExp(`^webhook ${hookId} of bob: `), detail: /^events .* → link\.deleted$/ },
+          { ...by('bob'), action: 'webhook.update', target: new RegExp(`^webhook ${hookId} of bob: `), detail: /^disabled$/ },
+        ],
+      },
+      {
+        name: 'API: a new secret for a webhook (never the secret in the row); a redelivery with nothing failed changes nothing',
+        act: async () => {
+          const post = (fields: Record<string, string>) =>
+            fetch(`${app.url}/api/webhooks.json`, { method: 'POST', headers: { 'x-api-key': hookKey }, body: new URLSearchParams({ id: String(hookId), ...fields }) })
+          const rotated = await post({ action: 'rotate' })
+          expect(rotated.status).toBe(200)
+          const secret = ((await rotated.json()) as any).return.secret as string
+          expect(JSON.stringify(app.db.query('SELECT * FROM audit_log').all())).not.toContain(secret)
+          expect((await post({ action: 'redeliver_failed' })).status).toBe(200)
+        },
+        rows: () => [{ ...by('bob'), action: 'webhook.rotate', target: new RegExp(`^webhook ${hookId} of bob: `) }],
       },
       {
         name: 'API: delete a webhook',

@@ -65,6 +65,12 @@ describe('sign-in with the provider', () => {
     expect(dash).toContain('href="/dashboard/admin"')
     const adminPage = await (await visit(jar, `${appUrl}/dashboard/admin`)).text()
     expect(adminPage).toContain('<span class="acc-name">alice</span> <span class="tag">you</span><span class="sub">single sign-on</span>')
+    // The audit log (issue 25): the account made by its first sign-in, then the sign-in, each one row.
+    const rows = app.db.query("SELECT actor_kind, actor_name, action, target, detail FROM audit_log WHERE target LIKE 'account alice %' ORDER BY id").all()
+    expect(rows).toEqual([
+      { actor_kind: 'account', actor_name: 'alice', action: 'account.create', target: `account alice (#${alice.id})`, detail: `first sign-in with the provider ${provider.issuer}, admin by its groups` },
+      { actor_kind: 'account', actor_name: 'alice', action: 'signin.ok', target: `account alice (#${alice.id})`, detail: 'oidc' },
+    ])
 
     const bob = await throughProvider(appUrl, provider, 'bob')
     const bobRes = await visit(bob.app, bob.callback)
@@ -138,6 +144,9 @@ describe('sign-in with the provider', () => {
     expect(sessionOf(noState)).toBeNull()
     expect(await pageAfter(jar, appUrl, noState)).toContain('That sign-in answer is incomplete.')
     expect(provider.hits.get('/token') ?? 0).toBe(tokenCalls) // the code never reached the provider
+    // Each refusal is a signin.failed row with its reason (never a row for nobody's benefit: the start's rate limit bounds them).
+    const failed = app.db.query("SELECT actor_kind, action, detail FROM audit_log WHERE action = 'signin.failed' AND actor_name LIKE '(single sign-on%' ORDER BY id DESC LIMIT 2").all() as any[]
+    expect(failed.map((r) => [r.actor_kind, r.action])).toEqual([['anonymous', 'signin.failed'], ['anonymous', 'signin.failed']])
 
     const real = await visit(jar, callback)
     expect(sessionOf(real)).not.toBeNull()

@@ -334,15 +334,28 @@ export function createAccountService(db: Db, clock: () => number = Date.now) {
      * Changes the label and scopes of one of this account's active keys (the same rules as at creation): 404
      * when the account has no such key or it is revoked. A scope taken away is refused from the next request.
      */
-    editKeyOfAccount(accountId: number, id: number, input: { scopes: readonly string[]; label?: string }) {
+    editKeyOfAccount(accountId: number, id: number, input: { scopes: readonly string[]; label?: string }, by: Who = SYSTEM) {
       const label = validateLabel(input.label ?? '')
       if (input.scopes.length === 0) throw new AppError(400, 'invalid_parameter', 'Choose at least one scope.')
       for (const s of input.scopes)
         if (!(SCOPES as readonly string[]).includes(s))
           throw new AppError(400, 'invalid_parameter', `Unknown scope "${String(s).slice(0, 40)}": scopes are ${SCOPES.join(', ')}.`)
       const scopes = SCOPES.filter((s) => input.scopes.includes(s))
-      const row = Number.isSafeInteger(id) ? store.editKeyOfAccount(id, accountId, label, scopes.join(',')) : null
-      if (!row) throw new AppError(404, 'not_found', 'This account has no such active key.')
+      // The change and its audit row in one transaction.
+      const row = db.transaction(() => {
+        const before = Number.isSafeInteger(id) ? store.keyById(id) : null
+        const after = before ? store.editKeyOfAccount(id, accountId, label, scopes.join(',')) : null
+        if (!before || !after) throw new AppError(404, 'not_found', 'This account has no such active key.')
+        audit.record(by, {
+          action: 'key.update',
+          target: keyTarget(after.prefix, after.id, before.account_name),
+          detail: [
+            before.scopes !== after.scopes ? `scopes ${before.scopes} → ${after.scopes}` : '',
+            before.label !== after.label ? `label ${JSON.stringify(before.label)} → ${JSON.stringify(after.label)}` : '',
+          ].filter(Boolean).join('; ') || 'nothing changed',
+        })
+        return after
+      })()
       keyCache.clear()
       return { id: row.id, prefix: row.prefix, scopes, label: row.label }
     },

@@ -281,7 +281,7 @@ ${keyFields(form, refused?.errors ?? {})}
         if (form.scopes.length === 0) return refuse({ errors: { scopes: 'Choose at least one scope.' } })
         try {
           if (!KEY_ID.test(params.id)) throw new AppError(404, 'not_found', 'This account has no such key.')
-          const r = accounts.editKeyOfAccount(s.accountId, Number(params.id), { scopes: form.scopes, label: form.label })
+          const r = accounts.editKeyOfAccount(s.accountId, Number(params.id), { scopes: form.scopes, label: form.label }, byAccount(s.caller, clientIp(request)))
           return shell.seeOther(PAGE, { kind: 'ok', text: `The key ${r.prefix}… is changed: its scopes are ${r.scopes.join(', ')}.` })
         } catch (err) {
           if (!(err instanceof AppError) || err.status >= 500) throw err

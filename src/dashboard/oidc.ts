@@ -25,17 +25,21 @@ export function createOidcSignIn(deps: DashboardDeps) {
   // SameSite=Lax: the callback is a top-level navigation from the provider's site, which Lax lets through.
   const bindingCookie = (value: string) => `${BINDING_COOKIE}=${value}; Path=${PATH}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}; Max-Age=600`
 
-  /** A sign-in that worked: the session, as the password sign-in makes it. (The lead adds its audit row here.) */
+  /** A sign-in that worked: the session, as the password sign-in makes it, with its audit row (signin.ok, method oidc). */
   function signInSucceeded(request: Request, account: { accountId: number; name: string; admin: boolean; created: boolean }, next: string): Response {
     log.info('sign-in with the provider', { account: account.name, admin: account.admin, created: account.created, client: clientIp(request) })
-    const { token } = sessions.create(account.accountId)
+    const { token } = sessions.create(account.accountId, { address: clientIp(request), method: 'oidc' })
     const notice = account.created ? { kind: 'ok' as const, text: `Welcome, ${account.name}. Create an API key in the API section to use the API.` } : undefined
     return shell.seeOther(next, notice, { 'set-cookie': shell.sessionCookie(token) })
   }
 
-  /** A sign-in refused: the reason to the log, the sentence to the sign-in page. (The lead adds its audit row here.) */
-  function signInFailed(request: Request, reason: string, message: string): Response {
+  /**
+   * A sign-in refused: the reason to the log and to the audit log (signin.failed; not when the start was
+   * refused by its rate limit, so that the limit also bounds the rows), the sentence to the sign-in page.
+   */
+  function signInFailed(request: Request, reason: string, message: string, audited = true): Response {
     log.warn('sign-in with the provider refused', { reason, client: clientIp(request) })
+    if (audited) sessions.failed(`(single sign-on with ${client.name})`, reason, clientIp(request))
     return shell.seeOther('/login', { kind: 'error', text: message })
   }
 
@@ -44,7 +48,7 @@ export function createOidcSignIn(deps: DashboardDeps) {
       const next = safeNext(new URL(request.url).searchParams.get('next'))
       if (shell.session(request)) return shell.seeOther(next)
       const hit = limiter.hit(`oidc:${rateKeyOf(clientIp(request))}`, OIDC_STARTS_PER_CLIENT_PER_MINUTE)
-      if (!hit.allowed) return signInFailed(request, 'too many sign-ins started from this address', `Too many sign-ins started: wait ${hit.reset} s and try again.`)
+      if (!hit.allowed) return signInFailed(request, 'too many sign-ins started from this address', `Too many sign-ins started: wait ${hit.reset} s and try again.`, false)
       try {
         const { url, binding } = await client.start({ next, binding: cookiesOf(request).get(BINDING_COOKIE) })
         return new Response(null, { status: 303, headers: { location: url, 'cache-control': 'no-store', 'set-cookie': bindingCookie(binding) } })
@@ -57,7 +61,7 @@ export function createOidcSignIn(deps: DashboardDeps) {
       const query = new URL(request.url).searchParams
       try {
         const { claims, next } = await client.finish({ query, binding: cookiesOf(request).get(BINDING_COOKIE) ?? '' })
-        const linked = people.link(claims)
+        const linked = people.link(claims, clientIp(request))
         if (!linked.ok) return signInFailed(request, `account ${linked.name} is disabled`, 'This account has been disabled by an administrator.')
         return signInSucceeded(request, linked, next)
       } catch (err) {

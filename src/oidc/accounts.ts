@@ -5,6 +5,7 @@
 // at the provider loses it at the next sign-in). With no admin_groups, admin is left as linkbox has it.
 import type { Db } from '../db'
 import { createAccountStore } from '../accounts/store'
+import { accountTarget, createAuditLog } from '../audit/service'
 import { createIdentityStore } from './store'
 
 /** What a sign-in learned from the provider (the ID token's claims, completed by UserInfo). */
@@ -52,6 +53,9 @@ export function createProviderAccounts(deps: { db: Db; clock: () => number; issu
   const { db, clock, issuer, adminGroups } = deps
   const identities = createIdentityStore(db)
   const accounts = createAccountStore(db)
+  // An account made, or its admin flag changed by the groups, is written to the audit log in the same transaction.
+  const audit = createAuditLog(db, clock)
+  const provider = { kind: 'system' as const, name: 'single sign-on' }
 
   /** base, base-2, base-3, …: the first name no account has (checked inside the caller's transaction). */
   function freeName(base: string): string {
@@ -68,7 +72,7 @@ export function createProviderAccounts(deps: { db: Db; clock: () => number; issu
      * transaction: two first sign-ins at once make one account, and no await sits between the read and
      * the write. A disabled account is not signed in.
      */
-    link(claims: ProviderClaims): LinkResult {
+    link(claims: ProviderClaims, address: string): LinkResult {
       const groups = groupsOf(claims.groups)
       const admin = adminGroups.some((g) => groups.includes(g))
       const now = clock()
@@ -79,12 +83,19 @@ export function createProviderAccounts(deps: { db: Db; clock: () => number; issu
           if (row.disabled !== null) return { ok: false, reason: 'disabled', name: row.name }
           identities.seen(issuer, claims.sub, now)
           const isAdmin = adminGroups.length > 0 ? admin : row.admin === 1
-          if (isAdmin !== (row.admin === 1)) identities.setAdmin(known.account_id, isAdmin)
+          if (isAdmin !== (row.admin === 1)) {
+            identities.setAdmin(known.account_id, isAdmin)
+            audit.record({ actor: provider, address }, { action: 'account.admin', target: accountTarget(row.name, known.account_id), detail: isAdmin ? 'made an admin by its groups at the provider' : 'no longer an admin: not in admin_groups at the provider' })
+          }
           return { ok: true, accountId: known.account_id, name: row.name, admin: isAdmin, created: false }
         }
         const name = freeName(accountNameFrom(claims.preferred_username, claims.email))
         const account = accounts.insertAccount(name, null, admin, now)
         identities.insert(issuer, claims.sub, account.id, now)
+        audit.record(
+          { actor: { kind: 'account', id: account.id, name }, address },
+          { action: 'account.create', target: accountTarget(name, account.id), detail: `first sign-in with the provider ${issuer}${admin ? ', admin by its groups' : ''}` },
+        )
         return { ok: true, accountId: account.id, name, admin, created: true }
       })()
     },
