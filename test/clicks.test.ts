@@ -67,12 +67,20 @@ describe('recording and statistics', () => {
 
   test('no address is stored anywhere', async () => {
     const tables = box.db.query("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]
-    // E-mail addresses are what a mailbox is stored by; these columns hold them and nothing else.
-    const emailColumns = new Set(['mailboxes.address', 'mail_messages.from_address'])
+    // E-mail addresses are what a mailbox is stored by; these columns hold them and nothing else. The audit
+    // log keeps the client address of each change an account makes and of each sign-in (SPEC §7): never a
+    // visitor's — a visit writes no audit row (checked below).
+    const allowed = new Set(['mailboxes.address', 'mail_messages.from_address', 'audit_log.address'])
     for (const { name } of tables) {
       const cols = box.db.query(`PRAGMA table_info(${name})`).all() as { name: string }[]
-      expect(cols.map((c) => c.name).filter((c) => /ip|addr/i.test(c) && !emailColumns.has(`${name}.${c}`))).toEqual([])
+      expect(cols.map((c) => c.name).filter((c) => /ip|addr/i.test(c) && !allowed.has(`${name}.${c}`))).toEqual([])
     }
+    const code = (await box.post('/api/getLink.json', { url: 'https://example.com/no-address' })).body.return.hex
+    const rowsBefore = (box.db.query('SELECT count(*) AS n FROM audit_log').get() as { n: number }).n
+    await box.request(`/${code}`, { redirect: 'manual', headers: { 'user-agent': UA.chromeWin, 'x-forwarded-for': '203.0.113.9' } })
+    await box.recorder.flush()
+    expect((box.db.query('SELECT count(*) AS n FROM audit_log').get() as { n: number }).n).toBe(rowsBefore)
+    expect(JSON.stringify(box.db.query('SELECT * FROM audit_log').all())).not.toContain('203.0.113.9')
   })
 
   test('stats.json: days with zeros, sources, devices, browsers, os; bots apart', async () => {
