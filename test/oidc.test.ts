@@ -144,7 +144,7 @@ describe('sign-in with the provider', () => {
     expect(sessionOf(noState)).toBeNull()
     expect(await pageAfter(jar, appUrl, noState)).toContain('That sign-in answer is incomplete.')
     expect(provider.hits.get('/token') ?? 0).toBe(tokenCalls) // the code never reached the provider
-    // Each refusal is a signin.failed row with its reason (never a row for nobody's benefit: the start's rate limit bounds them).
+    // Each refusal is a signin.failed row with its reason (bounded per address: see 'refused callbacks in the audit log').
     const failed = app.db.query("SELECT actor_kind, action, detail FROM audit_log WHERE action = 'signin.failed' AND actor_name LIKE '(single sign-on%' ORDER BY id DESC LIMIT 2").all() as any[]
     expect(failed.map((r) => [r.actor_kind, r.action])).toEqual([['anonymous', 'signin.failed'], ['anonymous', 'signin.failed']])
 
@@ -329,6 +329,25 @@ describe('starting sign-ins', () => {
       expect(await pageAfter(jar, appUrl, refused)).toMatch(/Too many sign-ins started: wait \d+ s and try again\./)
       offset = 61_000
       expect((await visit(jar, `${appUrl}/login/oidc`)).headers.get('location')).toStartWith(`${provider.issuer}/auth?`)
+    } finally {
+      await app.stop()
+      await provider.stop()
+    }
+  })
+})
+
+describe('refused callbacks in the audit log', () => {
+  test(`anyone may call the callback with made-up values: one address adds at most ${OIDC_STARTS_PER_CLIENT_PER_MINUTE} signin.failed rows a minute; each is still refused`, async () => {
+    const { provider, app, appUrl } = await startWithProvider()
+    try {
+      const jar = new Jar()
+      const rows = () => (app.db.query("SELECT count(*) AS n FROM audit_log WHERE action = 'signin.failed'").get() as { n: number }).n
+      for (let i = 0; i < OIDC_STARTS_PER_CLIENT_PER_MINUTE + 20; i++) {
+        const res = await visit(jar, `${appUrl}/login/oidc/callback?code=made-up&state=made-up-${i}`)
+        expect(res.headers.get('location')).toBe('/login')
+        expect(sessionOf(res)).toBeNull()
+      }
+      expect(rows()).toBe(OIDC_STARTS_PER_CLIENT_PER_MINUTE)
     } finally {
       await app.stop()
       await provider.stop()

@@ -34,12 +34,16 @@ export function createOidcSignIn(deps: DashboardDeps) {
   }
 
   /**
-   * A sign-in refused: the reason to the log and to the audit log (signin.failed; not when the start was
-   * refused by its rate limit, so that the limit also bounds the rows), the sentence to the sign-in page.
+   * A sign-in refused: the reason to the log and to the audit log (signin.failed), the sentence to the
+   * sign-in page. Anyone can call the callback with made-up values, so the rows one address can add are
+   * bounded as its starts are (OIDC_STARTS_PER_CLIENT_PER_MINUTE); past that, and for a start refused by
+   * that limit, only the log line.
    */
   function signInFailed(request: Request, reason: string, message: string, audited = true): Response {
-    log.warn('sign-in with the provider refused', { reason, client: clientIp(request) })
-    if (audited) sessions.failed(`(single sign-on with ${client.name})`, reason, clientIp(request))
+    const ip = clientIp(request)
+    log.warn('sign-in with the provider refused', { reason, client: ip })
+    if (audited && limiter.hit(`oidc-failed:${rateKeyOf(ip)}`, OIDC_STARTS_PER_CLIENT_PER_MINUTE).allowed)
+      sessions.failed(`(single sign-on with ${client.name})`, reason, ip)
     return shell.seeOther('/login', { kind: 'error', text: message })
   }
 
