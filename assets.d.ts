@@ -10,3 +10,7 @@ declare module '*.svg' {
   const text: string
   export default text
 }
+declare module '*.mmdb' {
+  const path: string
+  export default path
+}

@@ -50,6 +50,8 @@ export interface Config {
   web: { signup: boolean }
   /** The audit log (SPEC §7): rows older than keep_days days are deleted by an hourly sweep. */
   audit: { keep_days: number }
+  /** Countries of visits (SPEC §4; src/geo/): empty database: the embedded one; else a MaxMind-format .mmdb file (relative to the config file). */
+  geo: { database: string }
   /** The service's log (src/log.ts): level, format (auto: pretty on a terminal, else JSON lines), request lines. */
   log: { level: 'debug' | 'info' | 'warn' | 'error'; format: 'auto' | 'json' | 'pretty'; requests: boolean }
   /**
@@ -90,6 +92,7 @@ export function defaultConfig(): Config {
     marketplace: { proxy_secret: '', user_header: 'X-RapidAPI-User', secret_header: 'X-RapidAPI-Proxy-Secret' },
     web: { signup: false },
     audit: { keep_days: 365 },
+    geo: { database: '' },
     log: { level: 'info', format: 'auto', requests: true },
     oidc: { issuer: '', client_id: '', client_secret: '', client_secret_file: '', scopes: 'openid profile email groups', admin_groups: [], only: false, name: '' },
   }
@@ -215,6 +218,7 @@ const schema: Record<string, Check | Record<string, Check>> = {
   web: { signup: bool },
   // At least a day (the sweep runs hourly); at most 100 years.
   audit: { keep_days: int(1, 36_500) },
+  geo: { database: str() },
   log: {
     level: str(oneOf(['debug', 'info', 'warn', 'error'])),
     format: str(oneOf(['auto', 'json', 'pretty'])),
@@ -261,6 +265,7 @@ export function buildConfig(doc: Record<string, unknown>, relativeTo = process.c
     throw new ConfigError(`config: "mail.${tls_cert ? 'tls_key' : 'tls_cert'}" must be set too: STARTTLS needs both a certificate and its key`)
   if (tls_cert && !isAbsolute(tls_cert)) result.mail.tls_cert = resolve(relativeTo, tls_cert)
   if (tls_key && !isAbsolute(tls_key)) result.mail.tls_key = resolve(relativeTo, tls_key)
+  if (result.geo.database && !isAbsolute(result.geo.database)) result.geo.database = resolve(relativeTo, result.geo.database)
   checkOidc(result.oidc, relativeTo)
   return result
 }

@@ -1,0 +1,89 @@
+// Countries of visitors' addresses (SPEC §4): a MaxMind-format database read with mmdb-lib. By default the
+// one embedded in the binary (@ip-location-db/geo-whois-asn-country, data by the NRO under CC BY 4.0,
+// see the README); `geo.database` names the owner's own file instead (GeoLite2-Country or -City, DB-IP…).
+// The embedded file is read on the first lookup, not at start (7.8 MB: start-up stays fast); an owner's
+// file is read at once, so a wrong path stops start-up with a message naming the key. Lookups are
+// synchronous tree walks of ~2 µs, behind a bounded cache: real traffic repeats addresses. Nothing here
+// keeps an address beyond the cache's memory.
+import { readFileSync } from 'node:fs'
+import { Reader } from 'mmdb-lib'
+import embeddedPath from '@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb' with { type: 'file' }
+import { ConfigError } from '../errors'
+
+/** Credit for the embedded database, as its licence (CC BY 4.0) asks: the README and /api/docs show it. */
+export const EMBEDDED_ATTRIBUTION = 'Country data: ip-location-db (geo-whois-asn-country), from data by the Number Resource Organization (NRO), CC BY 4.0'
+
+export interface Geo {
+  /** The ISO 3166-1 alpha-2 code of the address's country (upper case), or null: not located, or not an address. */
+  country(address: string): string | null
+  /** Which database: 'embedded', or the owner's file path, with its build time when it says. */
+  source(): { database: string; built: string | null }
+}
+
+export interface GeoOptions {
+  /** A .mmdb file; empty or absent: the embedded one. */
+  database?: string
+  /** Addresses remembered (default 10,000). */
+  cacheSize?: number
+}
+
+// The shapes countries come in: ip-location-db's `country_code`; MaxMind's and DB-IP's `country.iso_code`,
+// with `registered_country` when an address has no located country (anycast, satellite).
+interface CountryRecord {
+  country_code?: string
+  country?: { iso_code?: string }
+  registered_country?: { iso_code?: string }
+}
+
+export function createGeo(opts: GeoOptions = {}): Geo {
+  const path = opts.database || ''
+  const capacity = opts.cacheSize ?? 10_000
+  let reader: Reader<CountryRecord> | null = path ? open(path) : null
+  const cache = new Map<string, string | null>()
+
+  function lookup(address: string): string | null {
+    reader ??= open(embeddedPath)
+    let ip = address
+    if (ip.startsWith('::ffff:') && ip.includes('.')) ip = ip.slice(7) // an IPv4 address on an IPv6 socket
+    const zone = ip.indexOf('%')
+    if (zone >= 0) ip = ip.slice(0, zone)
+    let record: CountryRecord | null
+    try {
+      record = reader.get(ip)
+    } catch {
+      return null // not an address
+    }
+    const code = record?.country_code ?? record?.country?.iso_code ?? record?.registered_country?.iso_code
+    return typeof code === 'string' && /^[A-Za-z]{2}$/.test(code) ? code.toUpperCase() : null
+  }
+
+  return {
+    country(address) {
+      const hit = cache.get(address)
+      if (hit !== undefined) return hit
+      const code = lookup(address)
+      if (cache.size >= capacity) cache.delete(cache.keys().next().value!)
+      cache.set(address, code)
+      return code
+    },
+    source() {
+      reader ??= open(embeddedPath)
+      const epoch = reader.metadata.buildEpoch
+      return { database: path || 'embedded', built: epoch instanceof Date && !isNaN(epoch.getTime()) ? epoch.toISOString() : null }
+    },
+  }
+}
+
+function open(path: string): Reader<CountryRecord> {
+  let bytes: Buffer
+  try {
+    bytes = readFileSync(path)
+  } catch (err) {
+    throw new ConfigError(`config: "geo.database" cannot be read: ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+  }
+  try {
+    return new Reader<CountryRecord>(bytes)
+  } catch (err) {
+    throw new ConfigError(`config: "geo.database" ${path} is not a MaxMind-format (.mmdb) database: ${(err as Error).message}`)
+  }
+}
