@@ -6,7 +6,7 @@
 // synchronous tree walks of ~2 µs, behind a bounded cache: real traffic repeats addresses. Nothing here
 // keeps an address beyond the cache's memory.
 import { readFileSync } from 'node:fs'
-import { Reader } from 'mmdb-lib'
+import { Reader, type Response } from 'mmdb-lib'
 import embeddedPath from '@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb' with { type: 'file' }
 import { ConfigError } from '../errors'
 
@@ -38,7 +38,7 @@ interface CountryRecord {
 export function createGeo(opts: GeoOptions = {}): Geo {
   const path = opts.database || ''
   const capacity = opts.cacheSize ?? 10_000
-  let reader: Reader<CountryRecord> | null = path ? open(path) : null
+  let reader: Reader<Response> | null = path ? open(path) : null
   const cache = new Map<string, string | null>()
 
   function lookup(address: string): string | null {
@@ -49,7 +49,7 @@ export function createGeo(opts: GeoOptions = {}): Geo {
     if (zone >= 0) ip = ip.slice(0, zone)
     let record: CountryRecord | null
     try {
-      record = reader.get(ip)
+      record = reader.get(ip) as CountryRecord | null
     } catch {
       return null // not an address
     }
@@ -74,7 +74,7 @@ export function createGeo(opts: GeoOptions = {}): Geo {
   }
 }
 
-function open(path: string): Reader<CountryRecord> {
+function open(path: string): Reader<Response> {
   let bytes: Buffer
   try {
     bytes = readFileSync(path)
@@ -82,7 +82,7 @@ function open(path: string): Reader<CountryRecord> {
     throw new ConfigError(`config: "geo.database" cannot be read: ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
   }
   try {
-    return new Reader<CountryRecord>(bytes)
+    return new Reader<Response>(bytes)
   } catch (err) {
     throw new ConfigError(`config: "geo.database" ${path} is not a MaxMind-format (.mmdb) database: ${(err as Error).message}`)
   }
