@@ -437,7 +437,8 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
 
   return {
     /** `account` (-1: none) and `code` are the link's, for link.clicked events. */
-    record(linkId: number, at: number, ua: string, referer: string, account = -1, code = '') {
+    // address and destination: taken by the countries, visitors and destinations of issue 23 (being built).
+    record(linkId: number, at: number, ua: string, referer: string, account = -1, code = '', address = '', destination = '') {
       const who = classify(ua.length > USER_AGENT_CHARS ? ua.slice(0, USER_AGENT_CHARS) : ua, at)
       const day = Math.floor(at / DAY_MS)
       let e = tally.entries.get(keyOf(linkId, day))

@@ -528,10 +528,14 @@ export function createLinkService(deps: {
       return row.expires !== null && row.expires <= clock()
     },
 
-    recordClick(row: LinkRow, ua: string, referer: string) {
+    /**
+     * One click: the visitor's user agent, referrer and address (for the country and the day's visitors,
+     * never stored), and the destination a rule or split chose ('' for the link's own).
+     */
+    recordClick(row: LinkRow, ua: string, referer: string, address: string, destination = '') {
       const at = clock()
       // The account and code go with the link-day's counters, for link.clicked (decided at flush time).
-      recorder.record(row.id, at, ua, referer, row.account_id ?? -1, row.code)
+      recorder.record(row.id, at, ua, referer, row.account_id ?? -1, row.code, address, destination)
       if (events.has('link.clicked'))
         events.emit('link.clicked', { hex: row.code, linkId: row.id, accountId: row.account_id, at })
     },

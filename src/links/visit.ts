@@ -162,7 +162,7 @@ export function createVisitRoutes(deps: {
     if (!row || row.mode !== 'redirect' || row.password_hash || links.isExpired(row)) return undefined
     // Disabled, banned or listed (a WeakMap lookup beside the cached row): the router's lookup answers 451.
     if (deps.gate?.stops(row)) return undefined
-    if (method !== 'HEAD') links.recordClick(row, request.headers.get('user-agent') ?? '', request.headers.get('referer') ?? '')
+    if (method !== 'HEAD') links.recordClick(row, request.headers.get('user-agent') ?? '', request.headers.get('referer') ?? '', clientIp(request))
     count('redirect')
     return new Response(null, {
       status: redirectStatus,
@@ -171,7 +171,7 @@ export function createVisitRoutes(deps: {
   }
 
   function reachDestination(row: LinkRow, request: Request, via: 'get' | 'post', referer: string): Response | Promise<Response> {
-    if (request.method !== 'HEAD') links.recordClick(row, request.headers.get('user-agent') ?? '', referer)
+    if (request.method !== 'HEAD') links.recordClick(row, request.headers.get('user-agent') ?? '', referer, clientIp(request))
     count(row.mode)
     const short = `${base}/${row.code}`
     if (row.mode === 'preview') {
