@@ -11,6 +11,7 @@ import { checkDataDirMode } from './backup'
 import type { Config } from './config'
 import { DatabaseError, openDatabase, probeWrite, type Db } from './db'
 import { migrations } from './db/migrations'
+import { createGeo } from './geo'
 import { createYtdlp, embeddedYtdlp, isSafeYtdlpVersion, MIN_YTDLP_VERSION, unsafeYtdlpReason } from './media/ytdlp'
 
 export type Verdict = 'ok' | 'warn' | 'FAIL' | 'skip'
@@ -366,6 +367,23 @@ export async function checkOidc(config: Config, timeoutMs = 5000): Promise<Findi
   return { verdict: 'ok', what, detail: `${o.issuer}: discovery ok${notes.length ? `; ${notes.join('; ')}` : ''}; ${register}` }
 }
 
+/** The country database (SPEC §4): readable, a MaxMind-format file, and not years old. */
+export function checkGeo(config: Config, now = Date.now()): Finding {
+  try {
+    const geo = createGeo({ database: config.geo.database })
+    const { database, built } = geo.source()
+    const located = geo.country('8.8.8.8') // in every country database there is
+    const what = database === 'embedded' ? 'the embedded database' : database
+    if (!located) return { verdict: 'warn', what: 'geo.database', detail: `${what} does not locate 8.8.8.8: is it a country database? Countries will show as "unknown"` }
+    const age = built ? (now - Date.parse(built)) / 86_400_000 : null
+    if (age !== null && age > 730)
+      return { verdict: 'warn', what: 'geo.database', detail: `${what} was built ${built!.slice(0, 10)}, ${Math.floor(age / 365)} years ago: countries of newer address blocks will be wrong` }
+    return { verdict: 'ok', what: 'geo.database', detail: `${what}${built ? `, built ${built.slice(0, 10)}` : ''}` }
+  } catch (err) {
+    return { verdict: 'FAIL', what: 'geo.database', detail: (err as Error).message.replace(/^config: "geo\.database" /, '') }
+  }
+}
+
 export async function runDoctor(config: Config, source: string): Promise<Finding[]> {
   const findings: Finding[] = [{ verdict: 'ok', what: 'config', detail: source }]
   const dataDir = checkDataDir(config.data_dir)
@@ -381,6 +399,7 @@ export async function runDoctor(config: Config, source: string): Promise<Finding
   else findings.push({ verdict: 'skip', what: 'free disk', detail: 'the data directory is not usable' }, { verdict: 'skip', what: 'clock', detail: 'the data directory is not usable' })
   findings.push(checkBaseUrl(config))
   findings.push(await checkOidc(config))
+  findings.push(checkGeo(config))
   findings.push(...(await checkBlocklists(config)))
   const media = 'needed for media download'
   if (dataDir.verdict === 'ok') findings.push(...(await checkYtdlp(config)))

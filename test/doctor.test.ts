@@ -3,6 +3,8 @@ import { afterAll, expect, test } from 'bun:test'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
+import { defaultConfig } from '../src/config'
+import { checkGeo } from '../src/doctor'
 import { removeDir, runCli, tempDir, writeConfig } from './support/server'
 
 const dirs: string[] = []
@@ -26,7 +28,19 @@ test('a good setup: every check ok or warn, exit 0, the database created', async
   expect(r.stdout).toMatch(/^ok\s+yt-dlp\s+path: \/\S+\/yt-dlp, version \d{4}\.\d{2}\.\d{2}$/m)
   expect(r.stdout).toMatch(/^ok\s+python3\s+\S+: Python 3\./m)
   expect(r.stdout).toMatch(/^(ok|warn)\s+ffmpeg\s/m)
+  expect(r.stdout).toMatch(/^ok\s+geo\.database\s+the embedded database, built \d{4}-\d\d-\d\d$/m)
   expect(r.stdout).not.toContain('FAIL')
+})
+
+test('geo.database: a missing file fails naming it, an old one is a warning', async () => {
+  const c = config({ geo: { database: 'nowhere.mmdb' } })
+  const r = await runCli(['doctor', '--config', c.configPath])
+  expect(r.code).toBe(1)
+  expect(r.stdout).toMatch(/^FAIL\s+geo\.database\s+cannot be read: \S*nowhere\.mmdb: ENOENT$/m)
+  const base = { ...defaultConfig(), geo: { database: '' } }
+  expect(checkGeo(base, Date.parse('2031-01-01')).verdict).toBe('warn')
+  expect(checkGeo(base, Date.parse('2031-01-01')).detail).toMatch(/built \d{4}-\d\d-\d\d, \d+ years ago/)
+  expect(checkGeo(base).verdict).toBe('ok')
 })
 
 test('an update installed with `ytdlp update` is reported as the one used', async () => {
