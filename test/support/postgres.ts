@@ -1,0 +1,164 @@
+// A real PostgreSQL server for tests (issue 22): the distribution's `postgresql` package, started here in a
+// fresh temporary directory (initdb, then pg_ctl on a free loopback port) and stopped and removed afterwards.
+// One cluster per test file (startPostgres in beforeAll, stop in afterAll), one database per test
+// (createDatabase): a database is made from template1 in a few milliseconds, a cluster takes about a second.
+//
+// Run as root (as the tests are on CI), PostgreSQL refuses to start: every server command then runs as the
+// `postgres` user (runuser), in a directory that user owns. Authentication is `trust`, which initdb writes for
+// the local socket and 127.0.0.1/::1 only; the server listens on 127.0.0.1 alone, and its superuser is a
+// random name without a password. Durability is switched off (fsync, full-page writes): a test cluster that
+// dies is thrown away, never recovered.
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { createServer, type AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+export interface Postgres {
+  /** postgres://<superuser>@127.0.0.1:<port>/postgres: the maintenance database. */
+  url: string
+  port: number
+  /** The temporary directory holding the cluster (removed by stop()). */
+  dir: string
+  /** Makes an empty database (a random name unless given) and returns its URL. */
+  createDatabase(name?: string): Promise<string>
+  /** Stops the server (pg_ctl stop -m fast) and removes its directory. Safe to call twice. */
+  stop(): Promise<void>
+}
+
+/** Where the server programs are: PG_BIN, else the newest /usr/lib/postgresql/<major>/bin (Debian), else PATH. */
+export function postgresBin(): string {
+  if (process.env.PG_BIN) return process.env.PG_BIN
+  const root = '/usr/lib/postgresql'
+  if (existsSync(root)) {
+    const majors = readdirSync(root)
+      .filter((v) => /^\d+$/.test(v) && existsSync(join(root, v, 'bin', 'pg_ctl')))
+      .sort((a, b) => Number(b) - Number(a))
+    if (majors[0]) return join(root, majors[0], 'bin')
+  }
+  const onPath = Bun.which('pg_ctl')
+  if (onPath) return join(onPath, '..')
+  throw new Error('PostgreSQL is not installed: no pg_ctl in /usr/lib/postgresql/*/bin or on PATH (scripts/test-setup.sh installs the postgresql package)')
+}
+
+const asRoot = process.getuid?.() === 0
+
+/** The uid and gid of the postgres user, who runs the server when the tests run as root. */
+function postgresUser(): { uid: number; gid: number } {
+  const r = Bun.spawnSync(['id', '-u', 'postgres'])
+  const g = Bun.spawnSync(['id', '-g', 'postgres'])
+  if (r.exitCode !== 0 || g.exitCode !== 0) throw new Error('running as root, but there is no "postgres" user to run the server as (the postgresql package makes it)')
+  return { uid: Number(r.stdout.toString().trim()), gid: Number(g.stdout.toString().trim()) }
+}
+
+/** A server command, as the postgres user when we are root; its output is returned, a failure thrown with it. */
+async function run(dir: string, command: string[], allowFailure = false): Promise<{ code: number; output: string }> {
+  const argv = asRoot ? ['runuser', '-u', 'postgres', '--', ...command] : command
+  const proc = Bun.spawn(argv, { cwd: dir, stdout: 'pipe', stderr: 'pipe', env: { ...process.env, LC_ALL: 'C.UTF-8', LANG: 'C.UTF-8' } })
+  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()])
+  const code = await proc.exited
+  const output = `${out}${err}`.trim()
+  if (code !== 0 && !allowFailure) throw new Error(`${command.join(' ')} failed (exit ${code}):\n${output}`)
+  return { code, output }
+}
+
+/** A port that was free a moment ago (bound and released): PostgreSQL then binds it, and a lost race is retried. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+const randomName = (prefix: string) => `${prefix}${Buffer.from(crypto.getRandomValues(new Uint8Array(6))).toString('hex')}`
+
+// Servers still running when the process exits (a test file that failed before its afterAll): stopped at
+// once (immediate) and their directories removed, so that no test run leaves a postgres behind.
+const running = new Set<{ dir: string; data: string }>()
+process.on('exit', () => {
+  for (const s of running) {
+    const argv = [join(postgresBin(), 'pg_ctl'), 'stop', '-D', s.data, '-m', 'immediate', '-w']
+    Bun.spawnSync(asRoot ? ['runuser', '-u', 'postgres', '--', ...argv] : argv, { cwd: s.dir })
+    rmSync(s.dir, { recursive: true, force: true })
+  }
+})
+
+export async function startPostgres(): Promise<Postgres> {
+  const bin = postgresBin()
+  const dir = mkdtempSync(join(tmpdir(), 'linkbox-pg-'))
+  const data = join(dir, 'data')
+  const entry = { dir, data }
+  try {
+    if (asRoot) {
+      const { uid, gid } = postgresUser()
+      chownSync(dir, uid, gid)
+    }
+    const superuser = randomName('lb_')
+    await run(dir, [
+      join(bin, 'initdb'),
+      '-D', data,
+      '-U', superuser,
+      '--auth=trust',
+      '--encoding=UTF8',
+      '--locale=C.UTF-8',
+      '--no-sync',
+      '--no-instructions',
+    ])
+    running.add(entry)
+    let port = 0
+    for (let attempt = 1; ; attempt++) {
+      port = await freePort()
+      const options = [
+        '-c', 'listen_addresses=127.0.0.1',
+        '-c', `port=${port}`,
+        '-c', `unix_socket_directories=${dir}`,
+        '-c', 'fsync=off',
+        '-c', 'full_page_writes=off',
+        '-c', 'synchronous_commit=off',
+        '-c', 'max_connections=100',
+      ].join(' ')
+      const log = join(dir, `server-${attempt}.log`)
+      const started = await run(dir, [join(bin, 'pg_ctl'), 'start', '-D', data, '-l', log, '-w', '-t', '60', '-o', options], true)
+      if (started.code === 0) break
+      const why = existsSync(log) ? readFileSync(log, 'utf8') : started.output
+      // Another process took the port between freePort() and the bind: try another one.
+      if (attempt < 5 && /could not bind|address already in use/i.test(why)) continue
+      throw new Error(`pg_ctl start failed:\n${started.output}\n${why}`)
+    }
+    const url = `postgres://${superuser}@127.0.0.1:${port}/postgres`
+    let stopped = false
+    return {
+      url,
+      port,
+      dir,
+      async createDatabase(name = randomName('t_')) {
+        if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new Error(`createDatabase: ${JSON.stringify(name)} is not a plain lower-case name`)
+        const admin = new Bun.SQL(url, { max: 1 })
+        try {
+          await admin.unsafe(`CREATE DATABASE ${name}`)
+        } finally {
+          await admin.close()
+        }
+        return `postgres://${superuser}@127.0.0.1:${port}/${name}`
+      },
+      async stop() {
+        if (stopped) return
+        stopped = true
+        try {
+          await run(dir, [join(bin, 'pg_ctl'), 'stop', '-D', data, '-m', 'fast', '-w', '-t', '60'])
+        } finally {
+          running.delete(entry)
+          rmSync(dir, { recursive: true, force: true })
+        }
+      },
+    }
+  } catch (err) {
+    if (running.has(entry)) await run(dir, [join(bin, 'pg_ctl'), 'stop', '-D', data, '-m', 'immediate', '-w'], true)
+    running.delete(entry)
+    rmSync(dir, { recursive: true, force: true })
+    throw err
+  }
+}
