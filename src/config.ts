@@ -46,6 +46,12 @@ export interface Config {
     cache_max_bytes: number
   }
   marketplace: { proxy_secret: string; user_header: string; secret_header: string }
+  /**
+   * Where the data lives (SPEC §11): url empty (the default) is the SQLite file in data_dir; a postgres:// or
+   * postgresql:// URL is one PostgreSQL database that several nodes may share. It may hold a password: never
+   * print it, print redactDatabaseUrl(url).
+   */
+  database: { url: string }
   /** The web pages: the dashboard's open sign-up (off: accounts are made by an admin or the CLI). */
   web: { signup: boolean }
   /** The audit log (SPEC §7): rows older than keep_days days are deleted by an hourly sweep. */
@@ -90,6 +96,7 @@ export function defaultConfig(): Config {
     },
     media: { ytdlp_path: '', allow_private_networks: false, max_concurrent: 2, link_ttl: 3600, extract_timeout: 60, cache_max_bytes: 2 * 1024 * 1024 * 1024 },
     marketplace: { proxy_secret: '', user_header: 'X-RapidAPI-User', secret_header: 'X-RapidAPI-Proxy-Secret' },
+    database: { url: '' },
     web: { signup: false },
     audit: { keep_days: 365 },
     geo: { database: '' },
@@ -179,6 +186,59 @@ const secretString: Check = (v, key) => {
   return v
 }
 
+const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full']
+
+/** Why a database URL is not one linkbox can use, or null. Never repeats the URL (it may hold a password). */
+function databaseUrlProblem(v: string): string | null {
+  let u: URL
+  try {
+    u = new URL(v)
+  } catch {
+    return 'must be a URL: postgres://user:password@host:port/database (a password with : / @ ? # in it must be percent-encoded)'
+  }
+  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') return 'must start with postgres:// or postgresql:// (empty means SQLite in data_dir)'
+  if (!u.hostname) return 'must name a host: postgres://user:password@host:port/database'
+  const name = u.pathname.replace(/^\//, '')
+  if (!name || name.includes('/')) return 'must name one database after the host: postgres://user:password@host:port/database'
+  if (u.hash) return 'must not have a #fragment'
+  for (const [key, value] of u.searchParams) {
+    if (key !== 'sslmode') return `takes no query parameter but sslmode (got "${key.slice(0, 40)}")`
+    if (!SSL_MODES.includes(value)) return `sslmode must be one of ${SSL_MODES.join(', ')}`
+  }
+  return null
+}
+
+/**
+ * database.url: empty (SQLite), or a postgres:// URL with a host and a database (and ?sslmode= at most).
+ * The message names the key and what is wrong, never the value: in a URL that is wrong, what would be the
+ * password may sit anywhere (postgres://user:1234/x@host/db parses as port 1234 and a path).
+ */
+const databaseUrl: Check = (v, key) => {
+  if (typeof v !== 'string') return fail(key, 'must be a string', typeof v)
+  if (v === '') return v
+  const problem = databaseUrlProblem(v)
+  if (problem) throw new ConfigError(`config: "${key}" ${problem} (the value is not shown: it may hold a password)`)
+  return v
+}
+
+/**
+ * A database URL as logs, doctor and messages show it: the password replaced by *** (postgres://user:***@host:port/db).
+ * Null when it does not parse as a URL (then nothing of it is shown).
+ */
+export function redactDatabaseUrl(url: string): string | null {
+  let u: URL
+  try {
+    u = new URL(url)
+  } catch {
+    return null
+  }
+  if (u.password) u.password = '***'
+  // A valid database.url has no other query parameter and no fragment; were there one, it is not shown either.
+  for (const key of new Set(u.searchParams.keys())) if (key !== 'sslmode') u.searchParams.set(key, '***')
+  u.hash = ''
+  return u.href
+}
+
 const schema: Record<string, Check | Record<string, Check>> = {
   data_dir: str((v) => (v.trim() ? null : 'must not be empty')),
   server: {
@@ -215,6 +275,7 @@ const schema: Record<string, Check | Record<string, Check>> = {
     cache_max_bytes: int(16 * 1024 * 1024, 2 ** 50),
   },
   marketplace: { proxy_secret: str(), user_header: str(headerName), secret_header: str(headerName) },
+  database: { url: databaseUrl },
   web: { signup: bool },
   // At least a day (the sweep runs hourly); at most 100 years.
   audit: { keep_days: int(1, 36_500) },

@@ -2,7 +2,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { buildConfig, defaultConfig, loadConfig } from '../src/config'
+import { buildConfig, defaultConfig, loadConfig, redactDatabaseUrl } from '../src/config'
 import { tempDir as makeTempDir } from './support/app'
 
 const dirs: string[] = []
@@ -97,4 +97,61 @@ test('mail.tls_cert and tls_key: both or neither; relative paths are relative to
   expect(c.mail.tls_cert).toBe(join(dir, 'tls/mx.crt'))
   expect(c.mail.tls_key).toBe('/etc/mx.key')
   expect(defaultConfig().mail).toMatchObject({ tls_cert: '', tls_key: '', max_connections_per_ip: 10 })
+})
+
+test('database.url: empty is SQLite (the default); a postgres:// or postgresql:// URL with host and database is kept as written', () => {
+  expect(defaultConfig().database).toEqual({ url: '' })
+  expect(loadConfig().database.url).toBe('')
+  for (const url of [
+    'postgres://linkbox:s3cret@db.example:5432/linkbox',
+    'postgresql://linkbox@10.0.0.5/links?sslmode=require',
+    'postgres://db.example/linkbox',
+    'postgres://linkbox:p%40ss%2Fw%3Ard@[::1]:6432/lb?sslmode=verify-full',
+  ])
+    expect(buildConfig({ database: { url } }).database.url).toBe(url)
+  const dir = tempDir()
+  const file = join(dir, 'linkbox.toml')
+  writeFileSync(file, '[database]\nurl = "postgres://lb:pw@127.0.0.1:5432/lb"\n')
+  expect(loadConfig(file).database.url).toBe('postgres://lb:pw@127.0.0.1:5432/lb')
+})
+
+test('database.url: anything else is refused naming database.url and what is wrong, never repeating the value (it may hold a password)', () => {
+  const password = 'Tr0ub4dor-and-3'
+  const cases: [string, string][] = [
+    [`mysql://lb:${password}@db/lb`, 'must start with postgres:// or postgresql://'],
+    [`sqlite://lb:${password}@db/lb`, 'must start with postgres:// or postgresql://'],
+    [`postgres://lb:${password}@db.example:5432`, 'must name one database'],
+    [`postgres://lb:${password}@db.example/`, 'must name one database'],
+    [`postgres://lb:${password}@db.example/a/b`, 'must name one database'],
+    [`postgres://lb:${password}@/lb`, 'must be a URL'], // no host at all
+    [`postgres://lb:${password}@db.example/lb?sslmode=sometimes`, 'sslmode must be one of disable, allow, prefer, require, verify-ca, verify-full'],
+    [`postgres://lb@db.example/lb?password=${password}`, 'takes no query parameter but sslmode (got "password")'],
+    [`postgres://lb:${password}@db.example/lb#x`, 'must not have a #fragment'],
+    [`postgres://lb:${password}@db.example:99999/lb`, 'must be a URL'],
+    // A password of digits and a slash not encoded: it parses as a port and a path; still not shown.
+    [`postgres://lb:1234/${password}@db.example/lb`, 'must name one database'],
+    [password, 'must be a URL'],
+  ]
+  for (const [url, problem] of cases) {
+    let message = ''
+    try {
+      buildConfig({ database: { url } })
+    } catch (err) {
+      message = (err as Error).message
+    }
+    expect(message).toStartWith(`config: "database.url" ${problem}`)
+    expect(message).toEndWith('(the value is not shown: it may hold a password)')
+    expect(message).not.toContain(password)
+    expect(message).not.toContain('1234')
+  }
+  expect(() => buildConfig({ database: { url: 5432 } })).toThrow('"database.url" must be a string')
+  expect(() => buildConfig({ database: { host: 'db' } })).toThrow('unknown key "database.host"')
+})
+
+test('redactDatabaseUrl: the password becomes ***, the rest as written; null for what is not a URL', () => {
+  expect(redactDatabaseUrl('postgres://linkbox:s3cr%40t@db.example:5432/linkbox?sslmode=require')).toBe('postgres://linkbox:***@db.example:5432/linkbox?sslmode=require')
+  expect(redactDatabaseUrl('postgresql://linkbox@[::1]/lb')).toBe('postgresql://linkbox@[::1]/lb')
+  expect(redactDatabaseUrl('postgres://:only-a-password@db/lb')).toBe('postgres://:***@db/lb')
+  expect(redactDatabaseUrl('postgres://u:p@db/lb?password=p2&sslmode=disable#p3')).toBe('postgres://u:***@db/lb?password=***&sslmode=disable')
+  expect(redactDatabaseUrl('not a url')).toBeNull()
 })
