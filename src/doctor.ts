@@ -8,7 +8,7 @@ import { promises as dns } from 'node:dns'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { checkDataDirMode } from './backup'
-import type { Config } from './config'
+import { redactDatabaseUrl, type Config } from './config'
 import { DatabaseError, openDatabase, probeWrite, type Db } from './db'
 import { migrations } from './db/migrations'
 import { createGeo } from './geo'
@@ -63,6 +63,74 @@ function checkDatabase(dir: string): Finding[] {
     return [{ verdict: 'FAIL', what: 'database', detail: `${path}: ${(err as Error).message}` }]
   } finally {
     db.close()
+  }
+}
+
+/** PostgreSQL 14 or newer (SPEC §11): a FAIL below, naming what runs. server_version_num is e.g. 150008. */
+export const MIN_POSTGRES = 14
+
+export function judgePostgresVersion(versionNum: number, version: string): Finding {
+  const major = Math.floor(versionNum / 10_000)
+  if (major < MIN_POSTGRES) return { verdict: 'FAIL', what: 'database server', detail: `PostgreSQL ${version}: linkbox needs ${MIN_POSTGRES} or newer; upgrade the server` }
+  return { verdict: 'ok', what: 'database server', detail: `PostgreSQL ${version}` }
+}
+
+/**
+ * [database] url set: the connection (the URL shown with its password as ***), the server's version, and the
+ * schema, read without changing anything (serve creates or upgrades it, under its lock). Also the newest
+ * creation time, for the clock check.
+ */
+async function checkPostgres(url: string): Promise<{ findings: Finding[]; newest: number | null }> {
+  const { pgClient, pgReason, schemaVersion } = await import('./db/postgres')
+  const { PG_SCHEMA_VERSION } = await import('./db/postgres/migrations')
+  const shown = redactDatabaseUrl(url) ?? 'database.url'
+  const sql = pgClient(url, { max: 1, connectionTimeout: 5 })
+  const findings: Finding[] = []
+  let newest: number | null = null
+  try {
+    let server: { num: number; version: string; standby: boolean }
+    try {
+      const [row] = await sql`SELECT current_setting('server_version_num')::int AS num, current_setting('server_version') AS version, pg_is_in_recovery() AS standby`
+      server = { num: row.num, version: String(row.version).split(' ')[0]!, standby: row.standby }
+    } catch (err) {
+      return {
+        findings: [
+          { verdict: 'FAIL', what: 'database', detail: `${shown}: ${pgReason(err)}` },
+          { verdict: 'skip', what: 'database server', detail: 'no connection' },
+          { verdict: 'skip', what: 'database schema', detail: 'no connection' },
+        ],
+        newest,
+      }
+    }
+    findings.push({ verdict: 'ok', what: 'database', detail: `${shown}: connected` })
+    const judged = judgePostgresVersion(server.num, server.version)
+    findings.push(
+      judged.verdict === 'ok' && server.standby
+        ? { verdict: 'FAIL', what: 'database server', detail: `PostgreSQL ${server.version} is a read-only standby: point database.url at the primary` }
+        : judged,
+    )
+    try {
+      const version = await schemaVersion(sql)
+      if (version === null)
+        findings.push({ verdict: 'FAIL', what: 'database schema', detail: "tables named like linkbox's (links, accounts) but no linkbox_schema: not a linkbox database; give linkbox an empty one" })
+      else if (version === 0) findings.push({ verdict: 'ok', what: 'database schema', detail: `empty, will be created at the first start (schema ${PG_SCHEMA_VERSION})` })
+      else if (version > PG_SCHEMA_VERSION)
+        findings.push({ verdict: 'FAIL', what: 'database schema', detail: `schema ${version} is newer than this linkbox knows (${PG_SCHEMA_VERSION}): upgrade linkbox on this node` })
+      else {
+        findings.push(
+          version < PG_SCHEMA_VERSION
+            ? { verdict: 'ok', what: 'database schema', detail: `schema ${version}/${PG_SCHEMA_VERSION}: upgraded at the next start` }
+            : { verdict: 'ok', what: 'database schema', detail: `schema ${version}/${PG_SCHEMA_VERSION}` },
+        )
+        const [row] = await sql`SELECT greatest((SELECT max(created) FROM accounts), (SELECT max(created) FROM links), (SELECT max(created) FROM webhook_events)) AS newest`
+        newest = row.newest === null ? null : Number(row.newest)
+      }
+    } catch (err) {
+      findings.push({ verdict: 'FAIL', what: 'database schema', detail: `cannot be read: ${pgReason(err)}` })
+    }
+    return { findings, newest }
+  } finally {
+    await sql.close().catch(() => {})
   }
 }
 
@@ -388,14 +456,17 @@ export async function runDoctor(config: Config, source: string): Promise<Finding
   const findings: Finding[] = [{ verdict: 'ok', what: 'config', detail: source }]
   const dataDir = checkDataDir(config.data_dir)
   findings.push(dataDir)
-  if (dataDir.verdict === 'ok') findings.push(...checkDatabase(config.data_dir))
+  // On PostgreSQL the data directory still holds the media cache and yt-dlp; the database is the server's.
+  const postgres = config.database.url ? await checkPostgres(config.database.url) : null
+  if (postgres) findings.push(...postgres.findings)
+  else if (dataDir.verdict === 'ok') findings.push(...checkDatabase(config.data_dir))
   else findings.push({ verdict: 'skip', what: 'database', detail: 'the data directory is not usable' })
   findings.push(await checkPort('server.port', config.server.host, config.server.port))
   if (config.mail.smtp_port !== 0) findings.push(await checkPort('mail.smtp_port', config.mail.smtp_host, config.mail.smtp_port))
   findings.push(checkTls(config))
   if (dataDir.verdict === 'ok') findings.push(checkMailStore(config.data_dir))
   findings.push(...(await checkMx(config)))
-  if (dataDir.verdict === 'ok') findings.push(checkDisk(config.data_dir), checkClock(Date.now(), buildTime(), newestRow(config.data_dir)))
+  if (dataDir.verdict === 'ok') findings.push(checkDisk(config.data_dir), checkClock(Date.now(), buildTime(), postgres ? postgres.newest : newestRow(config.data_dir)))
   else findings.push({ verdict: 'skip', what: 'free disk', detail: 'the data directory is not usable' }, { verdict: 'skip', what: 'clock', detail: 'the data directory is not usable' })
   findings.push(checkBaseUrl(config))
   findings.push(await checkOidc(config))

@@ -134,7 +134,8 @@ ${CONFIG_OPTION}`,
 
 Checks the config, the data directory and the database, free disk, the ports, yt-dlp and ffmpeg, the
 clock, the mail domains' MX records and STARTTLS files; one line per check (ok, warn, FAIL or skip).
-Exit 1 when a check fails.
+With database.url: the PostgreSQL connection (the password shown as ***), the server's version (14 or
+newer) and the schema, changing nothing. Exit 1 when a check fails.
 
 Options:
 ${CONFIG_OPTION}`,

@@ -1,0 +1,92 @@
+// `linkbox doctor` with [database] url set (SPEC §11): the connection, the server's version and the schema,
+// on a real PostgreSQL server, as an operator runs it; the password is never printed.
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { judgePostgresVersion } from '../src/doctor'
+import { openPostgres } from '../src/db/postgres'
+import { PG_SCHEMA_VERSION } from '../src/db/postgres/migrations'
+import { startPostgres, type Postgres } from './support/postgres'
+import { freePort, removeDir, runCli, tempDir, writeConfig } from './support/server'
+
+let pg: Postgres
+const dirs: string[] = []
+beforeAll(async () => {
+  pg = await startPostgres()
+}, 120_000)
+afterAll(async () => {
+  dirs.forEach(removeDir)
+  await pg?.stop()
+})
+
+// The test server trusts loopback, so a password in the URL is sent to nobody but still sits in the config.
+const PASSWORD = 'n0t-for-any-log-7f3a'
+const withPassword = (url: string) => url.replace('@', `:${PASSWORD}@`)
+const redacted = (url: string) => url.replace(`:${PASSWORD}@`, ':***@')
+
+async function doctor(url: string) {
+  const c = writeConfig(tempDir(), { database: { url } })
+  dirs.push(c.dir)
+  const r = await runCli(['doctor', '--config', c.configPath], { timeoutMs: 30_000 })
+  expect(r.stdout + r.stderr).not.toContain(PASSWORD)
+  return { ...r, dataDir: c.dataDir }
+}
+
+test('an empty database: connected (password shown as ***), the server version, "empty, will be created"; nothing created, no SQLite file', async () => {
+  const url = withPassword(await pg.createDatabase())
+  const r = await doctor(url)
+  expect(r.code).toBe(0)
+  expect(r.stdout).toContain(`ok    database         ${redacted(url)}: connected\n`)
+  expect(r.stdout).toMatch(/^ok\s+database server\s+PostgreSQL 1[4-9]\.\d+$/m)
+  expect(r.stdout).toContain(`ok    database schema  empty, will be created at the first start (schema ${PG_SCHEMA_VERSION})\n`)
+  expect(r.stdout).toMatch(/^ok\s+clock\s/m)
+  expect(r.stdout).not.toContain('FAIL')
+  expect(existsSync(join(r.dataDir, 'linkbox.db'))).toBe(false)
+  const sql = new Bun.SQL(url)
+  expect((await sql`SELECT to_regclass('linkbox_schema') IS NULL AS missing`)[0].missing).toBe(true) // doctor changed nothing
+  await sql.close()
+})
+
+test('a migrated database: schema N/N; a newer one is a FAIL that says to upgrade linkbox', async () => {
+  const url = withPassword(await pg.createDatabase())
+  const db = await openPostgres(url)
+  expect((await doctor(url)).stdout).toContain(`ok    database schema  schema ${PG_SCHEMA_VERSION}/${PG_SCHEMA_VERSION}\n`)
+  await db.sql`UPDATE linkbox_schema SET version = ${PG_SCHEMA_VERSION + 3}`
+  await db.close()
+  const r = await doctor(url)
+  expect(r.code).toBe(1)
+  expect(r.stdout).toContain(`FAIL  database schema  schema ${PG_SCHEMA_VERSION + 3} is newer than this linkbox knows (${PG_SCHEMA_VERSION}): upgrade linkbox on this node\n`)
+})
+
+test('the wrong port: FAIL naming the redacted URL and the cause, the dependent checks skipped, exit 1', async () => {
+  const port = await freePort()
+  const url = `postgres://linkbox:${PASSWORD}@127.0.0.1:${port}/linkbox`
+  const r = await doctor(url)
+  expect(r.code).toBe(1)
+  expect(r.stdout).toContain(`FAIL  database         postgres://linkbox:***@127.0.0.1:${port}/linkbox: connection refused: is PostgreSQL running on that host and port?\n`)
+  expect(r.stdout).toMatch(/^skip\s+database server\s+no connection$/m)
+  expect(r.stdout).toMatch(/^skip\s+database schema\s+no connection$/m)
+})
+
+test('a database that does not exist on the server: FAIL with the server’s words', async () => {
+  const url = withPassword(pg.url.replace(/\/postgres$/, '/no_such_db'))
+  const r = await doctor(url)
+  expect(r.code).toBe(1)
+  expect(r.stdout).toMatch(/^FAIL\s+database\s+postgres:\/\/lb_[0-9a-f]+:\*\*\*@127\.0\.0\.1:\d+\/no_such_db: .*"no_such_db" does not exist/m)
+})
+
+test('a config whose database.url is not a postgres URL: the config FAIL, without the value', async () => {
+  const c = writeConfig(tempDir(), { database: { url: `mysql://root:${PASSWORD}@db/linkbox` } })
+  dirs.push(c.dir)
+  const r = await runCli(['doctor', '--config', c.configPath])
+  expect(r.code).toBe(1)
+  expect(r.stdout).toContain('"database.url" must start with postgres:// or postgresql://')
+  expect(r.stdout + r.stderr).not.toContain(PASSWORD)
+})
+
+test('server version: 14 and newer ok, 13 and older a FAIL naming both', () => {
+  expect(judgePostgresVersion(150008, '15.8')).toEqual({ verdict: 'ok', what: 'database server', detail: 'PostgreSQL 15.8' })
+  expect(judgePostgresVersion(140000, '14.0').verdict).toBe('ok')
+  expect(judgePostgresVersion(130016, '13.16')).toEqual({ verdict: 'FAIL', what: 'database server', detail: 'PostgreSQL 13.16: linkbox needs 14 or newer; upgrade the server' })
+  expect(judgePostgresVersion(90624, '9.6.24').verdict).toBe('FAIL')
+})
