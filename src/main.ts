@@ -626,6 +626,13 @@ export async function main(argv: string[]): Promise<number> {
     return findings.some((f) => f.verdict === 'FAIL') ? 1 : 0
   }
   const config = loadConfig(configPath)
+  // PostgreSQL (issue 22) has its schema, its doctor checks and its first store, not yet the service: a
+  // command that went on would use the SQLite file in data_dir while the operator believes the data is in
+  // PostgreSQL. Refused in one line instead, until the stores are all there; ytdlp uses no database.
+  if (config.database.url && command !== 'ytdlp')
+    throw new ConfigError(
+      'database.url: running on PostgreSQL is not finished yet; leave database.url empty to use SQLite in data_dir (`linkbox doctor` already checks the PostgreSQL connection, server and schema)',
+    )
 
   switch (command) {
     case 'serve':

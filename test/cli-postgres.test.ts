@@ -1,5 +1,6 @@
-// `linkbox doctor` with [database] url set (SPEC §11): the connection, the server's version and the schema,
-// on a real PostgreSQL server, as an operator runs it; the password is never printed.
+// The command line with [database] url set (SPEC §11), on a real PostgreSQL server, as an operator runs it:
+// `linkbox doctor` checks the connection, the server's version and the schema; `serve` and the commands that
+// use the database refuse in one line while running on PostgreSQL is not finished. The password is never printed.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
@@ -89,4 +90,23 @@ test('server version: 14 and newer ok, 13 and older a FAIL naming both', () => {
   expect(judgePostgresVersion(140000, '14.0').verdict).toBe('ok')
   expect(judgePostgresVersion(130016, '13.16')).toEqual({ verdict: 'FAIL', what: 'database server', detail: 'PostgreSQL 13.16: linkbox needs 14 or newer; upgrade the server' })
   expect(judgePostgresVersion(90624, '9.6.24').verdict).toBe('FAIL')
+})
+
+test('serve (and the commands that use the database) refuse a postgres database.url in one line, exit 2, touching neither database', async () => {
+  const url = withPassword(await pg.createDatabase())
+  const c = writeConfig(tempDir(), { database: { url } })
+  dirs.push(c.dir)
+  const line = 'linkbox: database.url: running on PostgreSQL is not finished yet; leave database.url empty to use SQLite in data_dir (`linkbox doctor` already checks the PostgreSQL connection, server and schema)\n'
+  for (const args of [['serve'], ['account', 'list'], ['account', 'create', 'alice'], ['backup', join(c.dir, 'backup.tar')], ['audit']]) {
+    const r = await runCli([...args, '--config', c.configPath], { timeoutMs: 30_000 })
+    expect([args.join(' '), r.code, r.stdout, r.stderr]).toEqual([args.join(' '), 2, '', line])
+  }
+  expect(existsSync(c.dataDir)).toBe(false) // no SQLite file, no directory made
+  const sql = new Bun.SQL(url)
+  expect((await sql`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'`)[0].n).toBe(0) // nor a schema
+  await sql.close()
+  // Without database.url the same config serves as before (SQLite): the refusal is the URL's alone.
+  const plain = writeConfig(tempDir())
+  dirs.push(plain.dir)
+  expect((await runCli(['account', 'list', '--config', plain.configPath])).code).toBe(0)
 })
