@@ -2,6 +2,8 @@
 // answers queries through Bun.SQL, gives each test its own database, and leaves nothing behind when stopped.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { existsSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { startPostgres, type Postgres } from './support/postgres'
 
 let pg: Postgres
@@ -66,3 +68,20 @@ test('stop() stops the server and removes its directory; a second server starts 
   await gone.close().catch(() => {})
   await other.stop() // twice: nothing happens
 }, 120_000)
+
+test('a process that ends without stop() (a crash, a failed test file) leaves no server and no directory behind', async () => {
+  const support = join(import.meta.dir, 'support', 'postgres.ts')
+  const child = Bun.spawn([process.execPath, '-e', `const pg = await (await import(${JSON.stringify(support)})).startPostgres(); console.log(pg.dir + ' ' + pg.url); process.kill(process.pid, 'SIGKILL')`], {
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const [dir, url] = (await new Response(child.stdout).text()).trim().split(' ') as [string, string]
+  await child.exited
+  expect(dir).toStartWith(tmpdir())
+  const deadline = Date.now() + 15_000
+  while (existsSync(dir) && Date.now() < deadline) await Bun.sleep(100)
+  expect(existsSync(dir)).toBe(false)
+  const gone = new Bun.SQL(url, { connectionTimeout: 2 })
+  await expect(gone`SELECT 1`).rejects.toThrow()
+  await gone.close().catch(() => {})
+}, 60_000)

@@ -7,7 +7,8 @@
 // `postgres` user (runuser), in a directory that user owns. Authentication is `trust`, which initdb writes for
 // the local socket and 127.0.0.1/::1 only; the server listens on 127.0.0.1 alone, and its superuser is a
 // random name without a password. Durability is switched off (fsync, full-page writes): a test cluster that
-// dies is thrown away, never recovered.
+// dies is thrown away, never recovered. A watchdog stops and removes a cluster whose test process ended
+// without stop() (a crash, SIGKILL, a failed file: bun test runs no exit handlers).
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -75,22 +76,25 @@ function freePort(): Promise<number> {
 
 const randomName = (prefix: string) => `${prefix}${Buffer.from(crypto.getRandomValues(new Uint8Array(6))).toString('hex')}`
 
-// Servers still running when the process exits (a test file that failed before its afterAll): stopped at
-// once (immediate) and their directories removed, so that no test run leaves a postgres behind.
-const running = new Set<{ dir: string; data: string }>()
-process.on('exit', () => {
-  for (const s of running) {
-    const argv = [join(postgresBin(), 'pg_ctl'), 'stop', '-D', s.data, '-m', 'immediate', '-w']
-    Bun.spawnSync(asRoot ? ['runuser', '-u', 'postgres', '--', ...argv] : argv, { cwd: s.dir })
-    rmSync(s.dir, { recursive: true, force: true })
-  }
-})
+/**
+ * A watchdog for one cluster: a shell that waits for this process to end, however it ends (bun test runs no
+ * 'exit' handlers, and a crash or SIGKILL runs nothing), then stops the server at once and removes its
+ * directory, so that no test run leaves a postgres behind. stop() ends the watchdog first.
+ */
+function watchdog(bin: string, dir: string, data: string) {
+  const q = (v: string) => `'${v.replace(/'/g, `'\\''`)}'`
+  const stop = [...(asRoot ? ['runuser', '-u', 'postgres', '--'] : []), join(bin, 'pg_ctl'), 'stop', '-D', data, '-m', 'immediate', '-w'].map(q).join(' ')
+  const script = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; cd / && ${stop} >/dev/null 2>&1; rm -rf ${q(dir)}`
+  const proc = Bun.spawn(['sh', '-c', script], { stdin: 'ignore', stdout: 'ignore', stderr: 'ignore' })
+  proc.unref()
+  return proc
+}
 
 export async function startPostgres(): Promise<Postgres> {
   const bin = postgresBin()
   const dir = mkdtempSync(join(tmpdir(), 'linkbox-pg-'))
   const data = join(dir, 'data')
-  const entry = { dir, data }
+  let guard: ReturnType<typeof watchdog> | null = null
   try {
     if (asRoot) {
       const { uid, gid } = postgresUser()
@@ -107,7 +111,7 @@ export async function startPostgres(): Promise<Postgres> {
       '--no-sync',
       '--no-instructions',
     ])
-    running.add(entry)
+    guard = watchdog(bin, dir, data)
     let port = 0
     for (let attempt = 1; ; attempt++) {
       port = await freePort()
@@ -150,14 +154,16 @@ export async function startPostgres(): Promise<Postgres> {
         try {
           await run(dir, [join(bin, 'pg_ctl'), 'stop', '-D', data, '-m', 'fast', '-w', '-t', '60'])
         } finally {
-          running.delete(entry)
+          guard?.kill()
           rmSync(dir, { recursive: true, force: true })
         }
       },
     }
   } catch (err) {
-    if (running.has(entry)) await run(dir, [join(bin, 'pg_ctl'), 'stop', '-D', data, '-m', 'immediate', '-w'], true)
-    running.delete(entry)
+    if (guard) {
+      guard.kill()
+      await run(dir, [join(bin, 'pg_ctl'), 'stop', '-D', data, '-m', 'immediate', '-w'], true)
+    }
     rmSync(dir, { recursive: true, force: true })
     throw err
   }
