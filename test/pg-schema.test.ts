@@ -224,6 +224,22 @@ describe('openPostgres', () => {
     await other.close()
   })
 
+  test("the URL's database is the one used, even with PGDATABASE set (Bun.SQL would let it win over the URL)", async () => {
+    const url = await pg.createDatabase()
+    const decoy = await pg.createDatabase()
+    process.env.PGDATABASE = decoy.slice(decoy.lastIndexOf('/') + 1)
+    try {
+      const db = await openPostgres(url)
+      expect((await db.sql`SELECT current_database() AS name`)[0].name).toBe(url.slice(url.lastIndexOf('/') + 1))
+      await db.close()
+      const other = new Bun.SQL(decoy)
+      expect((await other`SELECT to_regclass('linkbox_schema') IS NULL AS missing`)[0].missing).toBe(true)
+      await other.close()
+    } finally {
+      delete process.env.PGDATABASE
+    }
+  })
+
   test('a server that is not there: a DatabaseError naming the redacted URL and the cause, never the password', async () => {
     const password = 'hunter2-very-secret'
     const url = `postgres://linkbox:${password}@127.0.0.1:1/linkbox`

@@ -50,9 +50,15 @@ export function pgReason(err: unknown): string {
 
 /** The SQL client for a database.url: the database named explicitly, so that PGDATABASE cannot send it elsewhere. */
 export function pgClient(url: string, opts: { max?: number; connectionTimeout?: number } = {}): SQL {
-  const u = new URL(url)
+  const name = new URL(url).pathname.slice(1)
+  let database = name
+  try {
+    database = decodeURIComponent(name)
+  } catch {
+    // Not valid percent-encoding (%zz): the name as written, which the server then names in its refusal.
+  }
   return new SQL(url, {
-    database: decodeURIComponent(u.pathname.slice(1)),
+    database,
     max: opts.max ?? 10,
     connectionTimeout: opts.connectionTimeout ?? 10,
   })
