@@ -527,6 +527,8 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
           if (inline && out.length > 0) store.insertInline(name, taken.bytes!, body, parsed.parts)
           return out
         })
+        // Committed rows name the files from here on: a failing fsync below must not remove them.
+        if (ids.length > 0) blob = null
         await walSync()
         if (ids.length === 0) {
           throw new SmtpReply(452, '4.2.2 the mailbox filled up or expired while the message arrived')
@@ -538,7 +540,6 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
           const box = events.has('mail.received') ? store.byId(mailboxId) : null
           if (box) events.emit('mail.received', { accountId: box.account_id, message: { address: box.address, ...summary(summaryOf(id, now, taken.size, parsed.fields)) } })
         }
-        blob = null // named by rows now
         return ids.map((x) => x.id)
       } finally {
         await spool.discard(taken)
