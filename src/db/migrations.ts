@@ -448,4 +448,12 @@ export const migrations: Migration[] = [
   CREATE INDEX audit_log_actor ON audit_log(actor_name, id);
   CREATE INDEX audit_log_action ON audit_log(action, id);
   `,
+  /* 15: a lease on a webhook delivery (issue 22, SPEC §11: each event delivered by one node only). A node
+     that takes a due delivery writes claimed_until (unix ms, its clock plus the lease) in the same statement
+     that picks it; no other node takes it before then. A node that dies mid-delivery gives it back when the
+     lease runs out; a recorded result ends the lease (0). The value is also the claim's fence: a result is
+     written only while claimed_until is still the one its claim wrote, so a node that comes back after its
+     lease ran out cannot overwrite what the next holder records. 0: not claimed. */ `
+  ALTER TABLE webhook_deliveries ADD COLUMN claimed_until INTEGER NOT NULL DEFAULT 0;
+  `,
 ]

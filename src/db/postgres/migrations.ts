@@ -320,6 +320,11 @@ export const pgMigrations: PgMigration[] = [
   CREATE INDEX audit_log_action ON audit_log(action, id);
   `,
   },
+  {
+    // SQLite migration 15: the lease of a webhook delivery (claimed_until, unix ms; 0: not claimed).
+    version: 15,
+    sql: `ALTER TABLE webhook_deliveries ADD COLUMN claimed_until bigint NOT NULL DEFAULT 0;`,
+  },
 ]
 
 /** The schema version this binary brings a PostgreSQL database to: the last entry's. */
