@@ -194,6 +194,16 @@ export interface AttemptRecord {
   at: number
 }
 
+/** A delivery taken under a lease: `lease` is its claimed_until, the fence its result is written under. */
+export interface LeasedDelivery extends DueDelivery {
+  lease: number
+}
+
+export interface LeasedAttempt extends AttemptRecord {
+  /** The claimed_until its claim wrote. */
+  lease: number
+}
+
 /** The deliverer's SQL, prepared once; parameters only (json_each for the small in-flight lists). */
 export function createDeliveryStore(db: Db) {
   const due = db.prepare(
@@ -241,6 +251,49 @@ export function createDeliveryStore(db: Db) {
   const failPending = db.prepare(
     `UPDATE webhook_deliveries SET state = 'failed', last_error = $error WHERE endpoint_id = $endpoint AND state = 'pending'`,
   )
+  // Claims under a lease (the async queue, queue.ts; migration 15). One UPDATE picks the due rows and writes
+  // their lease: SQLite runs one writer at a time, so two connections (two processes) never take one row.
+  // A row is due again when its lease has run out (claimed_until <= now): its holder died mid-delivery.
+  const claim = db.prepare(
+    `UPDATE webhook_deliveries SET claimed_until = $until WHERE id IN (
+       SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+        WHERE d.state = 'pending' AND d.next_at <= $now AND d.claimed_until <= $now AND e.enabled = 1
+          AND d.endpoint_id NOT IN (SELECT value FROM json_each($busy))
+        ORDER BY d.next_at, d.id LIMIT $limit)
+     RETURNING id`,
+  )
+  const claimed = db.prepare(
+    `SELECT d.id, d.event_id, ev.webhook_id, d.endpoint_id, d.attempts, e.url, e.secret, ev.payload, d.claimed_until AS lease
+       FROM webhook_deliveries d
+       JOIN webhook_endpoints e ON e.id = d.endpoint_id
+       JOIN webhook_events ev ON ev.id = d.event_id
+      WHERE d.id IN (SELECT value FROM json_each($ids))
+      ORDER BY d.next_at, d.id`,
+  )
+  // When a row not due now becomes due: its next_at, or the end of its lease, whichever is later.
+  const nextLeased = db.prepare(
+    `SELECT min(max(d.next_at, d.claimed_until)) AS at
+       FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+      WHERE d.state = 'pending' AND max(d.next_at, d.claimed_until) > $now AND e.enabled = 1`,
+  )
+  // A result ends the lease. A success is written whoever reports it (the receiver has the event); a retry
+  // or a failure only while the row is still pending under the lease its claim wrote (the fence).
+  const okLeased = db.prepare(
+    `UPDATE webhook_deliveries SET state = 'ok', attempts = attempts + 1, last_status = $status, last_error = NULL,
+            last_ms = $ms, last_at = $at, claimed_until = 0 WHERE id = $id`,
+  )
+  const retryLeased = db.prepare(
+    `UPDATE webhook_deliveries SET attempts = attempts + 1, next_at = $next, last_status = $status, last_error = $error,
+            last_ms = $ms, last_at = $at, claimed_until = 0 WHERE id = $id AND state = 'pending' AND claimed_until = $lease`,
+  )
+  const failedLeased = db.prepare(
+    `UPDATE webhook_deliveries SET state = 'failed', attempts = attempts + 1, last_status = $status, last_error = $error,
+            last_ms = $ms, last_at = $at, claimed_until = 0 WHERE id = $id AND state = 'pending' AND claimed_until = $lease`,
+  )
+  const failPendingLeased = db.prepare(
+    `UPDATE webhook_deliveries SET state = 'failed', last_error = $error, claimed_until = 0 WHERE endpoint_id = $endpoint AND state = 'pending'`,
+  )
+  const attemptParams = (r: LeasedAttempt) => ({ id: r.id, lease: r.lease, status: r.status, error: r.error, ms: r.ms, at: r.at })
   const inflightParams = (inflight: Iterable<number>, busy: Iterable<number>) => ({
     inflight: JSON.stringify([...inflight]),
     busy: JSON.stringify([...busy]),
@@ -282,6 +335,48 @@ export function createDeliveryStore(db: Db) {
         failed.run(r as any)
         const disabled = disable.run({ id: endpointId, reason } as any).changes > 0
         failPending.run({ endpoint: endpointId, error: `not sent: ${reason}` } as any)
+        return disabled
+      })()
+    },
+
+    /**
+     * Takes up to `limit` due deliveries of enabled endpoints (oldest due first, none of the `busy` endpoints)
+     * under a lease ending at `until`: no other claim takes them before then.
+     */
+    claim(now: number, until: number, limit: number, busy: Iterable<number>): LeasedDelivery[] {
+      return db.transaction(() => {
+        const ids = (claim.all({ now, until, limit, busy: JSON.stringify([...busy]) } as any) as { id: number }[]).map((r) => r.id)
+        return ids.length === 0 ? [] : (claimed.all({ ids: JSON.stringify(ids) } as any) as LeasedDelivery[])
+      })()
+    },
+    /** When the next pending delivery that is not due at `now` (later, or under a lease) becomes due; null: none. */
+    nextLeased(now: number): number | null {
+      return (nextLeased.get({ now } as any) as { at: number | null }).at
+    },
+    markOkLeased(r: LeasedAttempt, endpointId: number): void {
+      db.transaction(() => {
+        okLeased.run({ id: r.id, status: r.status, ms: r.ms, at: r.at } as any)
+        healthy.run(endpointId)
+      })()
+    },
+    /** False: the lease was lost (run out and taken by another claim) or the row is no longer pending; nothing written. */
+    markRetryLeased(r: LeasedAttempt, next: number): boolean {
+      return retryLeased.run({ ...attemptParams(r), next } as any).changes > 0
+    },
+    /** True when this turned the endpoint failing (only when the result was written: the lease still held). */
+    markFailedLeased(r: LeasedAttempt, endpointId: number): boolean {
+      return db.transaction(() => failedLeased.run(attemptParams(r) as any).changes > 0 && failing.run(endpointId).changes > 0)()
+    },
+    /**
+     * A 410, under a lease: the endpoint is disabled whoever reports it, every pending delivery to it failed.
+     * `within` runs in the same transaction when this disabled it (the audit row). True when this disabled it.
+     */
+    markGoneLeased(r: LeasedAttempt, endpointId: number, reason: string, within?: () => void): boolean {
+      return db.transaction(() => {
+        failedLeased.run(attemptParams(r) as any)
+        const disabled = disable.run({ id: endpointId, reason } as any).changes > 0
+        failPendingLeased.run({ endpoint: endpointId, error: `not sent: ${reason}` } as any)
+        if (disabled) within?.()
         return disabled
       })()
     },

@@ -1,0 +1,165 @@
+// The webhook outbox and delivery queue on PostgreSQL (see queue.ts for the contract), for any number of
+// nodes delivering from one database.
+//
+// One node per delivery: claim picks due rows with FOR UPDATE SKIP LOCKED (a row another node is claiming
+// this instant is passed over, never waited for) and writes their lease in the same statement. A row
+// claimed and committed by another node after this statement's snapshot is locked, then re-checked on its
+// newest version (READ COMMITTED's re-check of a locked row), where its lease excludes it. So two nodes
+// never hold the same delivery, and one that dies gives it back when the lease runs out.
+//
+// Lock order, the same in every writer so that none waits on another in a circle: delivery rows (ascending
+// id) before their endpoint's row. markGone locks the endpoint's pending deliveries first, then disables it.
+// enqueue takes the endpoints it writes deliveries for FOR KEY SHARE: one deleted at that moment is either
+// waited for and left out, or kept until the caller's commit, never a foreign-key error in the caller's change.
+import type { SQL, TransactionSQL } from 'bun'
+import { payloadOf } from './outbox'
+import { LEASE_MS, type WebhookQueue } from './queue'
+import type { DeliveryLogRow, EndpointCounts, LeasedDelivery } from './store'
+
+/** bigint columns come back from Bun.SQL as text; every number here stays far below 2^53. */
+const num = (v: unknown) => (v === null || v === undefined ? null : Number(v))
+
+export function postgresWebhookQueue(sql: SQL): WebhookQueue<TransactionSQL> {
+  return {
+    async enqueue(tx, e, now) {
+      // One statement: no event row without a delivery (the endpoints are read here, inside the caller's
+      // transaction, not from a node's index: one deleted or disabled a moment ago gets nothing).
+      const [row] = await tx`
+        WITH takers AS (
+          SELECT id FROM webhook_endpoints
+           WHERE account_id = ${e.accountId} AND enabled = 1 AND ${e.type} = ANY (string_to_array(events, ','))
+           ORDER BY id FOR KEY SHARE),
+        event AS (
+          INSERT INTO webhook_events (account_id, type, created, payload)
+          SELECT ${e.accountId}, ${e.type}, ${e.at}, ${payloadOf(e.type, e.at, e.data)} WHERE EXISTS (SELECT 1 FROM takers)
+          RETURNING id),
+        written AS (
+          INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at)
+          SELECT event.id, takers.id, 'pending', ${now} FROM event, takers
+          RETURNING 1)
+        SELECT count(*) AS n FROM written`
+      return Number(row.n)
+    },
+
+    async claim(now, o) {
+      const until = now + (o.leaseMs ?? LEASE_MS)
+      const rows = await sql`
+        WITH picked AS (
+          SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+           WHERE d.state = 'pending' AND d.next_at <= ${now} AND d.claimed_until <= ${now} AND e.enabled = 1
+             AND d.endpoint_id <> ALL (${sql.array([...(o.busy ?? [])], 'INT8')})
+           ORDER BY d.next_at, d.id
+           LIMIT ${o.limit}
+           FOR UPDATE OF d SKIP LOCKED)
+        UPDATE webhook_deliveries d SET claimed_until = ${until}
+          FROM picked, webhook_endpoints e, webhook_events ev
+         WHERE d.id = picked.id AND e.id = d.endpoint_id AND ev.id = d.event_id
+        RETURNING d.id, d.event_id, ev.webhook_id, d.endpoint_id, d.attempts, e.url, e.secret, ev.payload, d.claimed_until AS lease, d.next_at`
+      return rows
+        .map((r: Record<string, unknown>) => ({ ...r, next_at: Number(r.next_at) }))
+        .sort((a: { next_at: number; id: unknown }, b: { next_at: number; id: unknown }) => a.next_at - b.next_at || Number(a.id) - Number(b.id))
+        .map(
+          (r: Record<string, unknown>): LeasedDelivery => ({
+            id: Number(r.id),
+            event_id: Number(r.event_id),
+            webhook_id: r.webhook_id as string,
+            endpoint_id: Number(r.endpoint_id),
+            attempts: Number(r.attempts),
+            url: r.url as string,
+            secret: r.secret as string,
+            payload: r.payload as string,
+            lease: Number(r.lease),
+          }),
+        )
+    },
+
+    async nextDue(now) {
+      const [row] = await sql`
+        SELECT min(greatest(d.next_at, d.claimed_until)) AS at
+          FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+         WHERE d.state = 'pending' AND greatest(d.next_at, d.claimed_until) > ${now} AND e.enabled = 1`
+      return num(row.at)
+    },
+
+    async markOk(a, endpointId) {
+      await sql.begin(async (tx) => {
+        await tx`UPDATE webhook_deliveries SET state = 'ok', attempts = attempts + 1, last_status = ${a.status}, last_error = NULL,
+                   last_ms = ${a.ms}, last_at = ${a.at}, claimed_until = 0 WHERE id = ${a.id}`
+        await tx`UPDATE webhook_endpoints SET failing = 0 WHERE id = ${endpointId} AND failing = 1`
+      })
+    },
+
+    async markRetry(a, next) {
+      const r = await sql`
+        UPDATE webhook_deliveries SET attempts = attempts + 1, next_at = ${next}, last_status = ${a.status}, last_error = ${a.error},
+               last_ms = ${a.ms}, last_at = ${a.at}, claimed_until = 0
+         WHERE id = ${a.id} AND state = 'pending' AND claimed_until = ${a.lease}`
+      return r.count > 0
+    },
+
+    async markFailed(a, endpointId) {
+      return sql.begin(async (tx) => {
+        const r = await tx`
+          UPDATE webhook_deliveries SET state = 'failed', attempts = attempts + 1, last_status = ${a.status}, last_error = ${a.error},
+                 last_ms = ${a.ms}, last_at = ${a.at}, claimed_until = 0
+           WHERE id = ${a.id} AND state = 'pending' AND claimed_until = ${a.lease}`
+        if (r.count === 0) return false
+        return (await tx`UPDATE webhook_endpoints SET failing = 1 WHERE id = ${endpointId} AND failing = 0`).count > 0
+      })
+    },
+
+    async markGone(a, endpointId, reason, within) {
+      return sql.begin(async (tx) => {
+        // The deliveries first, in id order (the lock order above), then the endpoint.
+        await tx`SELECT id FROM webhook_deliveries WHERE endpoint_id = ${endpointId} AND (state = 'pending' OR id = ${a.id}) ORDER BY id FOR UPDATE`
+        await tx`
+          UPDATE webhook_deliveries SET state = 'failed', attempts = attempts + 1, last_status = ${a.status}, last_error = ${a.error},
+                 last_ms = ${a.ms}, last_at = ${a.at}, claimed_until = 0
+           WHERE id = ${a.id} AND state = 'pending' AND claimed_until = ${a.lease}`
+        const disabled = (await tx`UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ${reason} WHERE id = ${endpointId} AND enabled = 1`).count > 0
+        await tx`UPDATE webhook_deliveries SET state = 'failed', last_error = ${`not sent: ${reason}`}, claimed_until = 0
+                  WHERE endpoint_id = ${endpointId} AND state = 'pending'`
+        if (disabled && within) await within(tx)
+        return disabled
+      })
+    },
+
+    async log(endpointId, limit) {
+      const rows = await sql`
+        SELECT d.event_id, e.webhook_id, e.type, d.state, d.attempts, d.last_status, d.last_error, d.last_ms, d.last_at, d.next_at
+          FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+         WHERE d.endpoint_id = ${endpointId} ORDER BY d.event_id DESC LIMIT ${limit}`
+      return rows.map(
+        (r: Record<string, unknown>): DeliveryLogRow => ({
+          event_id: Number(r.event_id),
+          webhook_id: r.webhook_id as string,
+          type: r.type as string,
+          state: r.state as DeliveryLogRow['state'],
+          attempts: Number(r.attempts),
+          last_status: num(r.last_status),
+          last_error: r.last_error as string | null,
+          last_ms: num(r.last_ms),
+          last_at: num(r.last_at),
+          next_at: Number(r.next_at),
+        }),
+      )
+    },
+
+    async counts(accountId) {
+      const rows = await sql`
+        SELECT d.endpoint_id, count(*) FILTER (WHERE d.state = 'ok') AS ok, count(*) FILTER (WHERE d.state = 'failed') AS failed,
+               count(*) FILTER (WHERE d.state = 'pending') AS pending, count(*) FILTER (WHERE d.state = 'pending' AND d.attempts > 0) AS retrying
+          FROM webhook_deliveries d WHERE d.endpoint_id IN (SELECT id FROM webhook_endpoints WHERE account_id = ${accountId})
+         GROUP BY d.endpoint_id ORDER BY d.endpoint_id`
+      return rows.map(
+        (r: Record<string, unknown>): EndpointCounts => ({
+          endpoint_id: Number(r.endpoint_id),
+          ok: Number(r.ok),
+          failed: Number(r.failed),
+          pending: Number(r.pending),
+          retrying: Number(r.retrying),
+        }),
+      )
+    },
+  }
+}

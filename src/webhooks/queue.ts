@@ -1,0 +1,100 @@
+// The webhook outbox and delivery queue behind one async interface, on either engine (issue 22, SPEC §11):
+// what the outbox and the deliverer do with the database. The SQLite implementation wraps the synchronous
+// stores (store.ts, outbox.ts's eventInserts) as they are; the PostgreSQL one is queue-postgres.ts. One test
+// suite (test/webhook-queue.test.ts) runs against both.
+//
+// What both promise:
+// - enqueue runs INSIDE the caller's transaction (`tx`: the SQLite connection inside db.transaction, or the
+//   handle of a PostgreSQL sql.begin): the event and its pending deliveries commit or roll back with the
+//   change that caused them. On SQLite the work is done, or thrown, before the call returns, so a synchronous
+//   transaction calls it without await (and a failure still undoes the transaction).
+// - Each delivery is taken by one claim at a time: claim writes a lease (claimed_until, migration 15) in the
+//   statement that picks the row (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: one writer). A holder that
+//   dies gives the row back when its lease runs out; a recorded result ends the lease, and a finished row
+//   (ok, failed) is never claimed again. The webhook-id is the event row's, the same on every node and retry.
+// - The lease is a fence: a retry or a failure is written only under the lease its claim wrote, so a node
+//   that comes back after its lease ran out does not overwrite the next holder's result. A success is
+//   written whoever reports it: the receiver has the event.
+//
+// Times are the caller's clock (unix ms), as next_at always was: nodes' clocks must agree to well within
+// LEASE_MS (NTP does).
+import type { Db } from '../db'
+import { eventInserts, type EventType } from './outbox'
+import {
+  createDeliveryStore,
+  createWebhookStore,
+  type DeliveryLogRow,
+  type EndpointCounts,
+  type LeasedAttempt,
+  type LeasedDelivery,
+} from './store'
+
+export type { LeasedAttempt, LeasedDelivery } from './store'
+
+/**
+ * How long a claim holds a delivery: well over one attempt (a 15 s timeout for the answer, the body drained
+ * within it) and the writing of its result, so a live node never loses a row it is still sending.
+ */
+export const LEASE_MS = 60_000
+
+/** An event as the outbox writes it: `at` is when the change happened. */
+export interface NewEvent {
+  type: EventType
+  accountId: number
+  at: number
+  data: Record<string, unknown>
+}
+
+export interface WebhookQueue<Tx> {
+  /**
+   * Inside the caller's transaction: the event and one pending delivery (due `now`) per enabled endpoint of
+   * the account subscribed to its type; nothing at all when there is none. The deliveries written.
+   */
+  enqueue(tx: Tx, event: NewEvent, now: number): Promise<number>
+  /** Up to `limit` due deliveries, oldest due first, none of the `busy` endpoints, each under a lease of `leaseMs`. */
+  claim(now: number, opts: { limit: number; busy?: Iterable<number>; leaseMs?: number }): Promise<LeasedDelivery[]>
+  /** When the next delivery not due at `now` (due later, or under a lease) becomes due; null: none. */
+  nextDue(now: number): Promise<number | null>
+  /** A 2xx: the delivery done (whoever reports it), its endpoint healthy again. */
+  markOk(attempt: LeasedAttempt, endpointId: number): Promise<void>
+  /** Pending again, due `next`. False: the lease was lost or the row is over; nothing written. */
+  markRetry(attempt: LeasedAttempt, next: number): Promise<boolean>
+  /** Given up (the last attempt, or a permanent refusal). True when this turned the endpoint failing. */
+  markFailed(attempt: LeasedAttempt, endpointId: number): Promise<boolean>
+  /**
+   * A 410: the endpoint disabled with `reason` and every pending delivery to it failed, in one transaction;
+   * `within` runs in it when this call disabled it (the audit row; on SQLite it must be synchronous).
+   * True when this call disabled it.
+   */
+  markGone(attempt: LeasedAttempt, endpointId: number, reason: string, within?: (tx: Tx) => unknown): Promise<boolean>
+  /** The endpoint's newest deliveries (by event, newest first): the delivery log. */
+  log(endpointId: number, limit: number): Promise<DeliveryLogRow[]>
+  /** Deliveries by state, per endpoint of the account. */
+  counts(accountId: number): Promise<EndpointCounts[]>
+}
+
+/** The event inserts of each SQLite connection, prepared once (the outbox's own, or a click writer's). */
+const inserters = new WeakMap<Db, ReturnType<typeof eventInserts>>()
+
+/** The SQLite stores as they are, behind the async interface; `tx` is a connection inside db.transaction. */
+export function sqliteWebhookQueue(db: Db): WebhookQueue<Db> {
+  const deliveries = createDeliveryStore(db)
+  const webhooks = createWebhookStore(db)
+  return {
+    // Not async: the rows are written (or the error thrown) inside the caller's synchronous transaction.
+    enqueue(tx, e, now) {
+      if (!tx.inTransaction) throw new Error(`webhooks: ${e.type} must be enqueued inside the transaction of its change`)
+      let insert = inserters.get(tx)
+      if (!insert) inserters.set(tx, (insert = eventInserts(tx)))
+      return Promise.resolve(insert(e.type, e.accountId, e.at, e.data, now))
+    },
+    claim: async (now, o) => deliveries.claim(now, now + (o.leaseMs ?? LEASE_MS), o.limit, o.busy ?? []),
+    nextDue: async (now) => deliveries.nextLeased(now),
+    markOk: async (a, endpointId) => deliveries.markOkLeased(a, endpointId),
+    markRetry: async (a, next) => deliveries.markRetryLeased(a, next),
+    markFailed: async (a, endpointId) => deliveries.markFailedLeased(a, endpointId),
+    markGone: async (a, endpointId, reason, within) => deliveries.markGoneLeased(a, endpointId, reason, within && (() => void within(db))),
+    log: async (endpointId, limit) => webhooks.log(endpointId, limit),
+    counts: async (accountId) => webhooks.counts(accountId),
+  }
+}

@@ -1,0 +1,382 @@
+// The webhook outbox and delivery queue behind the async interface (src/webhooks/queue.ts), ONE suite run
+// against both engines: SQLite (the synchronous stores wrapped) and a real PostgreSQL server
+// (queue-postgres.ts). What several nodes need of it: an event and its deliveries commit or roll back with
+// the caller's transaction; each delivery is held by one claim at a time under a lease, claimed again when
+// its holder never reports, never again once finished; a late holder cannot overwrite the next one's result;
+// and two "nodes" (two connections, two pools) claiming at once take every delivery exactly once.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { rmSync } from 'node:fs'
+import { join } from 'node:path'
+import type { SQL } from 'bun'
+import { openDatabase, type Db } from '../src/db'
+import { openPostgres } from '../src/db/postgres'
+import { postgresWebhookQueue } from '../src/webhooks/queue-postgres'
+import { sqliteWebhookQueue, type LeasedAttempt, type NewEvent, type WebhookQueue } from '../src/webhooks/queue'
+import { tempDir } from './support/app'
+import { startPostgres, type Postgres } from './support/postgres'
+
+interface DeliveryRow {
+  id: number
+  event_id: number
+  endpoint_id: number
+  state: string
+  attempts: number
+  next_at: number
+  claimed_until: number
+  last_status: number | null
+  last_error: string | null
+}
+
+/** One "node": the queue on a connection (SQLite) or a pool (PostgreSQL) of its own. */
+interface Node {
+  queue: WebhookQueue<any>
+  /** Runs `work` in a transaction of this node's connection, then commits (or rolls back); its result. */
+  inTransaction<T>(work: (tx: any) => Promise<T>, rollback?: boolean): Promise<T>
+}
+
+interface Engine {
+  node(): Node
+  account(name: string): Promise<number>
+  endpoint(accountId: number, events: string, enabled?: boolean): Promise<number>
+  endpointRow(id: number): Promise<{ enabled: number; failing: number; disabled_reason: string | null }>
+  deliveries(): Promise<DeliveryRow[]>
+  events(): Promise<{ id: number; type: string; webhook_id: string; payload: string }[]>
+  /** A row written through the transaction handle `within` gets (the audit row of a 410, say). */
+  note(tx: any, text: string): unknown
+  notes(): Promise<string[]>
+  close(): Promise<void>
+}
+
+const dirs: string[] = []
+let pg: Postgres
+beforeAll(async () => {
+  pg = await startPostgres()
+}, 120_000)
+afterAll(async () => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+  await pg?.stop()
+})
+
+const NUMBERS = ['id', 'event_id', 'endpoint_id', 'attempts', 'next_at', 'claimed_until', 'last_status', 'enabled', 'failing'] as const
+const numbers = <T>(r: any): T => {
+  const out = { ...r }
+  for (const k of NUMBERS) if (k in out && out[k] !== null) out[k] = Number(out[k])
+  return out
+}
+
+async function sqliteEngine(): Promise<Engine> {
+  const dir = tempDir('linkbox-whqueue-')
+  dirs.push(dir)
+  const path = join(dir, 'linkbox.db')
+  const main = openDatabase(path)
+  const opened: Db[] = [main]
+  const ROLLBACK = new Error('rollback')
+  return {
+    node() {
+      const db = openDatabase(path)
+      opened.push(db)
+      return {
+        queue: sqliteWebhookQueue(db),
+        // bun:sqlite's transactions are synchronous: `work` does its writes before its first await.
+        async inTransaction(work, rollback = false) {
+          let result: Promise<any> | undefined
+          try {
+            db.transaction(() => {
+              result = work(db)
+              if (rollback) throw ROLLBACK
+            })()
+          } catch (err) {
+            if (err !== ROLLBACK) throw err
+          }
+          return await result!
+        },
+      }
+    },
+    account: async (name) => Number((main.query('INSERT INTO accounts (name, created) VALUES (?, 0) RETURNING id').get(name) as { id: number }).id),
+    endpoint: async (accountId, events, enabled = true) =>
+      Number(
+        (main.query("INSERT INTO webhook_endpoints (account_id, url, events, secret, enabled, created) VALUES (?, 'https://hooks.example.com/in', ?, 'whsec_x', ?, 0) RETURNING id").get(accountId, events, enabled ? 1 : 0) as { id: number })
+          .id,
+      ),
+    endpointRow: async (id) => main.query('SELECT enabled, failing, disabled_reason FROM webhook_endpoints WHERE id = ?').get(id) as any,
+    deliveries: async () => main.query('SELECT id, event_id, endpoint_id, state, attempts, next_at, claimed_until, last_status, last_error FROM webhook_deliveries ORDER BY id').all() as DeliveryRow[],
+    events: async () => main.query('SELECT id, type, webhook_id, payload FROM webhook_events ORDER BY id').all() as any,
+    note: (tx: Db, text) => tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
+    notes: async () => (main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]).map((r) => r.detail),
+    close: async () => opened.forEach((db) => db.close()),
+  }
+}
+
+async function postgresEngine(): Promise<Engine> {
+  const url = await pg.createDatabase()
+  const main = await openPostgres(url, { max: 2 })
+  const pools: SQL[] = [main.sql]
+  const ROLLBACK = new Error('rollback')
+  return {
+    node() {
+      const sql = new Bun.SQL(url, { max: 4 })
+      pools.push(sql)
+      return {
+        queue: postgresWebhookQueue(sql),
+        async inTransaction(work, rollback = false) {
+          let result: any
+          try {
+            await sql.begin(async (tx) => {
+              result = await work(tx)
+              if (rollback) throw ROLLBACK
+            })
+          } catch (err) {
+            if (err !== ROLLBACK) throw err
+          }
+          return result
+        },
+      }
+    },
+    account: async (name) => Number((await main.sql`INSERT INTO accounts (name, created) VALUES (${name}, 0) RETURNING id`)[0].id),
+    endpoint: async (accountId, events, enabled = true) =>
+      Number(
+        (await main.sql`INSERT INTO webhook_endpoints (account_id, url, events, secret, enabled, created) VALUES (${accountId}, 'https://hooks.example.com/in', ${events}, 'whsec_x', ${enabled ? 1 : 0}, 0) RETURNING id`)[0].id,
+      ),
+    endpointRow: async (id) => numbers((await main.sql`SELECT enabled, failing, disabled_reason FROM webhook_endpoints WHERE id = ${id}`)[0]),
+    deliveries: async () =>
+      (await main.sql`SELECT id, event_id, endpoint_id, state, attempts, next_at, claimed_until, last_status, last_error FROM webhook_deliveries ORDER BY id`).map(numbers<DeliveryRow>),
+    events: async () => (await main.sql`SELECT id, type, webhook_id, payload FROM webhook_events ORDER BY id`).map(numbers<any>),
+    note: (tx: SQL, text) => tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
+    notes: async () => (await main.sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map((r: { detail: string }) => r.detail),
+    close: async () => void (await Promise.all(pools.map((p) => p.close()))),
+  }
+}
+
+const T0 = 1_800_000_000_000
+const event = (accountId: number, type: NewEvent['type'] = 'link.created', code = 'abc'): NewEvent => ({ accountId, type, at: T0 - 5, data: { code } })
+const attempt = (d: { id: number; lease: number }, status: number | null, at: number, error: string | null = status === null ? 'network' : `HTTP ${status}`): LeasedAttempt => ({
+  id: d.id,
+  lease: d.lease,
+  status,
+  error: status !== null && status >= 200 && status <= 299 ? null : error,
+  ms: 12,
+  at,
+})
+
+describe.each([
+  ['SQLite', sqliteEngine],
+  ['PostgreSQL', postgresEngine],
+] as const)('webhook queue on %s', (_name, makeEngine) => {
+  test('enqueue writes the event and one delivery per enabled subscribed endpoint in the caller’s transaction; none without a taker; a rollback leaves nothing', async () => {
+    const e = await makeEngine()
+    try {
+      const node = e.node()
+      const [alice, bob] = [await e.account('alice'), await e.account('bob')]
+      const both = await e.endpoint(alice, 'link.created,link.deleted')
+      const deletes = await e.endpoint(alice, 'link.deleted')
+      await e.endpoint(alice, 'link.created', false)
+      await e.endpoint(bob, 'link.created')
+
+      expect(await node.inTransaction((tx) => node.queue.enqueue(tx, event(alice), T0))).toBe(1)
+      expect(await node.inTransaction((tx) => node.queue.enqueue(tx, event(alice, 'link.deleted', 'gone'), T0 + 1))).toBe(2)
+      // Nobody of alice's subscribes to clicks: no event row either.
+      expect(await node.inTransaction((tx) => node.queue.enqueue(tx, event(alice, 'link.clicked'), T0))).toBe(0)
+      // Rolled back with the change: nothing.
+      expect(await node.inTransaction((tx) => node.queue.enqueue(tx, event(alice, 'link.created', 'undone'), T0), true)).toBe(1)
+
+      const events = await e.events()
+      expect(events.map((r) => r.type)).toEqual(['link.created', 'link.deleted'])
+      for (const r of events) expect(r.webhook_id).toMatch(/^msg_[0-9a-f]{32}$/)
+      expect(events[0]!.webhook_id).not.toBe(events[1]!.webhook_id)
+      expect(JSON.parse(events[1]!.payload)).toEqual({ type: 'link.deleted', timestamp: new Date(T0 - 5).toISOString(), data: { code: 'gone' } })
+      const rows = await e.deliveries()
+      expect(rows.map((r) => [r.event_id, r.endpoint_id, r.state, r.attempts, r.next_at, r.claimed_until])).toEqual([
+        [events[0]!.id, both, 'pending', 0, T0, 0],
+        [events[1]!.id, both, 'pending', 0, T0 + 1, 0],
+        [events[1]!.id, deletes, 'pending', 0, T0 + 1, 0],
+      ])
+    } finally {
+      await e.close()
+    }
+  })
+
+  test('claim takes due rows of enabled endpoints, oldest due first, under a lease; not again while it holds, again once it has run out, never once finished', async () => {
+    const e = await makeEngine()
+    try {
+      const a = e.node()
+      const b = e.node()
+      const alice = await e.account('alice')
+      const [one, two] = [await e.endpoint(alice, 'link.created'), await e.endpoint(alice, 'link.created')]
+      await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice, 'link.created', 'first'), T0))
+      await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice, 'link.created', 'later'), T0 + 10_000))
+      const [ev1, ev2] = await e.events()
+
+      expect(await a.queue.claim(T0 - 1, { limit: 10 })).toEqual([])
+      expect(await a.queue.nextDue(T0 - 1)).toBe(T0)
+      // Endpoint one is busy on this node: only two's row of the first event.
+      const first = await a.queue.claim(T0, { limit: 10, busy: [one], leaseMs: 1_000 })
+      expect(first).toEqual([
+        { id: expect.any(Number), event_id: ev1!.id, webhook_id: ev1!.webhook_id, endpoint_id: two, attempts: 0, url: 'https://hooks.example.com/in', secret: 'whsec_x', payload: ev1!.payload, lease: T0 + 1_000 },
+      ])
+      // Held: the other node does not get it; it gets one's row, oldest first, one at a time.
+      const second = await b.queue.claim(T0 + 1, { limit: 1, leaseMs: 1_000 })
+      expect(second.map((d) => [d.event_id, d.endpoint_id, d.lease])).toEqual([[ev1!.id, one, T0 + 1_001]])
+      expect(await b.queue.claim(T0 + 2, { limit: 10 })).toEqual([])
+      expect(await a.queue.nextDue(T0 + 2)).toBe(T0 + 1_000)
+      // The first holder never reports: once its lease has run out the row is the other node's, same webhook-id.
+      const again = await b.queue.claim(T0 + 1_000, { limit: 10, leaseMs: 1_000 })
+      expect(again.map((d) => [d.id, d.webhook_id, d.lease])).toEqual([[first[0]!.id, ev1!.webhook_id, T0 + 2_000]])
+      // Finished rows are never claimed again, whatever the time.
+      await b.queue.markOk(attempt(again[0]!, 200, T0 + 1_100), two)
+      await b.queue.markOk(attempt(second[0]!, 204, T0 + 1_100), one)
+      expect(await a.queue.claim(T0 + 9_999, { limit: 10 })).toEqual([])
+      expect(await a.queue.nextDue(T0 + 9_999)).toBe(T0 + 10_000)
+      const later = await a.queue.claim(T0 + 10_000, { limit: 10 })
+      expect(later.map((d) => [d.event_id, d.endpoint_id])).toEqual([
+        [ev2!.id, one],
+        [ev2!.id, two],
+      ])
+      for (const d of later) await a.queue.markOk(attempt(d, 200, T0 + 10_100), d.endpoint_id)
+      expect(await b.queue.claim(T0 + 10 ** 9, { limit: 10 })).toEqual([])
+      expect(await b.queue.nextDue(T0)).toBeNull()
+      const rows = await e.deliveries()
+      expect(rows.map((r) => [r.state, r.attempts, r.claimed_until])).toEqual(rows.map(() => ['ok', 1, 0]))
+    } finally {
+      await e.close()
+    }
+  })
+
+  test('results: a retry ends the lease and waits for its time; a late holder (lease lost) writes nothing; giving up turns the endpoint failing once; a success makes it healthy', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const alice = await e.account('alice')
+      const hook = await e.endpoint(alice, 'link.created')
+      await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice), T0))
+      await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice), T0))
+
+      const [d1, d2] = await a.queue.claim(T0, { limit: 10, leaseMs: 1_000 })
+      expect(await a.queue.markRetry(attempt(d1!, 503, T0 + 50), T0 + 5_000)).toBe(true)
+      expect(await b.queue.claim(T0 + 999, { limit: 10 })).toEqual([])
+      expect(await b.queue.nextDue(T0 + 100)).toBe(T0 + 1_000) // d2's lease, before d1's retry
+      // d2's holder is late: its lease ran out and b holds the row now (due first: next_at T0). Its retry or
+      // failure changes nothing.
+      const [taken] = await b.queue.claim(T0 + 5_000, { limit: 1, leaseMs: 1_000 })
+      expect(taken!.id).toBe(d2!.id)
+      const [retried] = await b.queue.claim(T0 + 5_000, { limit: 10, leaseMs: 1_000 })
+      expect([retried!.id, retried!.attempts]).toEqual([d1!.id, 1])
+      expect(await a.queue.markRetry(attempt(d2!, 500, T0 + 5_001), T0 + 6_000)).toBe(false)
+      expect(await a.queue.markFailed(attempt(d2!, 500, T0 + 5_001), hook)).toBe(false)
+      let rows = await e.deliveries()
+      expect(rows.find((r) => r.id === d2!.id)).toMatchObject({ state: 'pending', attempts: 0, claimed_until: T0 + 6_000, last_status: null })
+
+      // b gives up on both: the first failure turns the endpoint failing, the second does not turn it again.
+      expect(await b.queue.markFailed(attempt(retried!, 500, T0 + 5_100), hook)).toBe(true)
+      expect(await b.queue.markFailed(attempt(taken!, null, T0 + 5_100, 'timeout: no answer within 15 s'), hook)).toBe(false)
+      expect(await e.endpointRow(hook)).toMatchObject({ enabled: 1, failing: 1 })
+      rows = await e.deliveries()
+      expect(rows.map((r) => [r.state, r.attempts, r.claimed_until, r.last_status, r.last_error])).toEqual([
+        ['failed', 2, 0, 500, 'HTTP 500'],
+        ['failed', 1, 0, null, 'timeout: no answer within 15 s'],
+      ])
+
+      // A success, reported late by whoever sent it, is written (the receiver has it) and heals the endpoint.
+      await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice), T0 + 6_000))
+      const [d3] = await a.queue.claim(T0 + 6_000, { limit: 10, leaseMs: 1_000 })
+      const [d3again] = await b.queue.claim(T0 + 7_000, { limit: 10, leaseMs: 1_000 })
+      expect(d3again!.id).toBe(d3!.id)
+      await a.queue.markOk(attempt(d3!, 200, T0 + 7_001), hook)
+      expect(await b.queue.markRetry(attempt(d3again!, 502, T0 + 7_002), T0 + 9_000)).toBe(false)
+      expect((await e.deliveries()).at(-1)).toMatchObject({ state: 'ok', attempts: 1, last_status: 200, claimed_until: 0 })
+      expect(await e.endpointRow(hook)).toMatchObject({ failing: 0 })
+
+      // The delivery log and the counts, the same shapes on both engines.
+      const log = await b.queue.log(hook, 10)
+      const events = await e.events()
+      expect(log.map((r) => [r.event_id, r.webhook_id, r.type, r.state, r.attempts, r.last_status, r.last_ms])).toEqual([
+        [events[2]!.id, events[2]!.webhook_id, 'link.created', 'ok', 1, 200, 12],
+        [events[1]!.id, events[1]!.webhook_id, 'link.created', 'failed', 1, null, 12],
+        [events[0]!.id, events[0]!.webhook_id, 'link.created', 'failed', 2, 500, 12],
+      ])
+      expect(log[0]).toEqual({ event_id: events[2]!.id, webhook_id: events[2]!.webhook_id, type: 'link.created', state: 'ok', attempts: 1, last_status: 200, last_error: null, last_ms: 12, last_at: T0 + 7_001, next_at: T0 + 6_000 })
+      expect(await b.queue.log(hook, 1)).toHaveLength(1)
+      expect(await a.queue.counts(alice)).toEqual([{ endpoint_id: hook, ok: 1, failed: 2, pending: 0, retrying: 0 }])
+    } finally {
+      await e.close()
+    }
+  })
+
+  test('a 410 disables the endpoint once, fails its pending deliveries, and runs `within` in that transaction', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const alice = await e.account('alice')
+      const [hook, other] = [await e.endpoint(alice, 'link.created'), await e.endpoint(alice, 'link.created')]
+      for (let i = 0; i < 3; i++) await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice), T0))
+      const claimed = await a.queue.claim(T0, { limit: 10, busy: [other] })
+      expect(claimed.map((d) => d.endpoint_id)).toEqual([hook, hook, hook])
+      const reason = 'the receiver answered 410 Gone'
+      expect(await a.queue.markGone(attempt(claimed[0]!, 410, T0 + 1), hook, reason, (tx) => e.note(tx, 'disabled by a'))).toBe(true)
+      // A sibling answered 410 too: the endpoint is off already; `within` is not run again.
+      expect(await b.queue.markGone(attempt(claimed[1]!, 410, T0 + 2), hook, reason, (tx) => e.note(tx, 'disabled by b'))).toBe(false)
+      expect(await e.notes()).toEqual(['disabled by a'])
+      expect(await e.endpointRow(hook)).toEqual({ enabled: 0, failing: 0, disabled_reason: reason })
+      const rows = (await e.deliveries()).filter((r) => r.endpoint_id === hook)
+      expect(rows.map((r) => [r.state, r.attempts, r.last_status, r.last_error, r.claimed_until])).toEqual([
+        ['failed', 1, 410, 'HTTP 410', 0],
+        ['failed', 0, null, `not sent: ${reason}`, 0],
+        ['failed', 0, null, `not sent: ${reason}`, 0],
+      ])
+      // A disabled endpoint's rows are not claimed; the other endpoint's are.
+      expect((await b.queue.claim(T0 + 10 ** 6, { limit: 10 })).map((d) => d.endpoint_id)).toEqual([other, other, other])
+    } finally {
+      await e.close()
+    }
+  })
+
+  test('two nodes claiming at once while 50 events are enqueued: every delivery claimed exactly once, one webhook-id per event', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const alice = await e.account('alice')
+      const hooks = [await e.endpoint(alice, 'link.created'), await e.endpoint(alice, 'link.created')]
+      const EVENTS = 50
+      let enqueued = 0
+      const producer = async () => {
+        for (let i = 0; i < EVENTS; i++) {
+          const node = i % 2 ? a : b
+          await node.inTransaction((tx) => node.queue.enqueue(tx, event(alice, 'link.created', `c${i}`), Date.now()))
+          enqueued++
+          if (i % 5 === 0) await Bun.sleep(1)
+        }
+      }
+      const claims: { node: string; id: number; event_id: number; webhook_id: string; endpoint_id: number }[] = []
+      const worker = async (node: Node, name: string) => {
+        const deadline = Date.now() + 30_000
+        while (Date.now() < deadline) {
+          const got = await node.queue.claim(Date.now(), { limit: 3 })
+          for (const d of got) claims.push({ node: name, id: d.id, event_id: d.event_id, webhook_id: d.webhook_id, endpoint_id: d.endpoint_id })
+          for (const d of got) await node.queue.markOk(attempt(d, 200, Date.now()), d.endpoint_id)
+          if (got.length === 0 && enqueued === EVENTS && claims.length >= EVENTS * hooks.length) return
+          // A turn of the event loop: the other node's claims (and, on SQLite, whose calls do not wait) run between.
+          await Bun.sleep(0)
+        }
+      }
+      await Promise.all([producer(), worker(a, 'a'), worker(a, 'a'), worker(b, 'b'), worker(b, 'b')])
+
+      const rows = await e.deliveries()
+      expect(rows).toHaveLength(EVENTS * hooks.length)
+      expect(rows.every((r) => r.state === 'ok' && r.attempts === 1)).toBe(true)
+      // Exactly once: every row's id once among the claims, no more claims than rows.
+      expect(claims.map((c) => c.id).sort((x, y) => x - y)).toEqual(rows.map((r) => r.id))
+      const events = await e.events()
+      expect(new Set(events.map((r) => r.webhook_id)).size).toBe(EVENTS)
+      for (const hook of hooks) {
+        const ids = claims.filter((c) => c.endpoint_id === hook).map((c) => c.webhook_id)
+        expect(new Set(ids).size).toBe(EVENTS)
+      }
+      // The webhook-id a claim carried is its event's, whichever node claimed it.
+      const byEvent = new Map(events.map((r) => [r.id, r.webhook_id]))
+      for (const c of claims) expect(c.webhook_id).toBe(byEvent.get(c.event_id)!)
+      // Both nodes took part (else the test proved nothing about two of them).
+      expect(new Set(claims.map((c) => c.node))).toEqual(new Set(['a', 'b']))
+    } finally {
+      await e.close()
+    }
+  }, 60_000)
+})
