@@ -329,6 +329,37 @@ describe.each([
     }
   })
 
+  test('enqueueFor sends webhook.test to one endpoint whatever it subscribes to; subscriptions and the outbox figures', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const [alice, bob] = [await e.account('alice'), await e.account('bob')]
+      const created = await e.endpoint(alice, 'link.created')
+      await e.endpoint(alice, 'link.deleted', false)
+      const mail = await e.endpoint(bob, 'mail.received,link.created')
+      const subscriptions = (await b.queue.subscriptions()).sort((x, y) => x.id - y.id)
+      expect(subscriptions).toEqual([
+        { id: created, account_id: alice, events: 'link.created' },
+        { id: mail, account_id: bob, events: 'mail.received,link.created' },
+      ])
+      expect(await b.queue.outbox()).toEqual({ pending: 0, oldest: null })
+
+      const ids = await a.queue.enqueueFor(created, { type: 'webhook.test', accountId: alice, at: T0, data: { test: true } }, T0)
+      expect(ids).toEqual({ id: expect.any(Number), webhook_id: expect.stringMatching(/^msg_[0-9a-f]{32}$/) })
+      await a.inTransaction((tx) => a.queue.enqueue(tx, event(bob), T0 + 1))
+      expect(await b.queue.outbox()).toEqual({ pending: 2, oldest: T0 - 5 })
+      const claimed = await b.queue.claim(T0 + 1, { limit: 10 })
+      expect(claimed.map((d) => [d.endpoint_id, d.event_id, d.webhook_id, JSON.parse(d.payload).type])).toEqual([
+        [created, ids.id, ids.webhook_id, 'webhook.test'],
+        [mail, ids.id + 1, expect.any(String), 'link.created'],
+      ])
+      await b.queue.markOk(attempt(claimed[0]!, 200, T0 + 2), created)
+      expect(await a.queue.outbox()).toEqual({ pending: 1, oldest: T0 - 5 })
+    } finally {
+      await e.close()
+    }
+  })
+
   test('two nodes claiming at once while 50 events are enqueued: every delivery claimed exactly once, one webhook-id per event', async () => {
     const e = await makeEngine()
     try {
@@ -377,6 +408,44 @@ describe.each([
       expect(new Set(claims.map((c) => c.node))).toEqual(new Set(['a', 'b']))
     } finally {
       await e.close()
+    }
+  }, 60_000)
+})
+
+describe('webhook queue on PostgreSQL, an endpoint deleted at that moment', () => {
+  test('enqueue waits for the deletion and leaves the endpoint out: the caller’s change commits, with no event', async () => {
+    const url = await pg.createDatabase()
+    const main = await openPostgres(url, { max: 2 })
+    const other = new Bun.SQL(url, { max: 2 })
+    try {
+      const queue = postgresWebhookQueue(main.sql)
+      const [account] = await main.sql`INSERT INTO accounts (name, created) VALUES ('alice', 0) RETURNING id`
+      const [hook] = await main.sql`INSERT INTO webhook_endpoints (account_id, url, events, secret, created) VALUES (${account.id}, 'https://h.example/', 'link.created', 's', 0) RETURNING id`
+      let release!: () => void
+      const held = new Promise<void>((r) => (release = r))
+      let deleting!: () => void
+      const deleted = new Promise<void>((r) => (deleting = r))
+      const deletion = other.begin(async (tx) => {
+        await tx`DELETE FROM webhook_endpoints WHERE id = ${hook.id}`
+        deleting()
+        await held
+      })
+      await deleted
+      let enqueued: number | null = null
+      const change = main.sql.begin(async (tx) => {
+        await tx`INSERT INTO links (code, long_url, account_id, created, updated) VALUES ('abc', 'https://example.com/', ${account.id}, 0, 0)`
+        enqueued = await queue.enqueue(tx, { type: 'link.created', accountId: Number(account.id), at: T0, data: { code: 'abc' } }, T0)
+      })
+      await Bun.sleep(200)
+      expect(enqueued).toBeNull() // waiting for the deletion's row lock
+      release()
+      await deletion
+      await change
+      expect(enqueued).toBe(0)
+      expect(Number((await main.sql`SELECT count(*) AS n FROM links`)[0].n)).toBe(1)
+      expect(Number((await main.sql`SELECT count(*) AS n FROM webhook_events`)[0].n)).toBe(0)
+    } finally {
+      await Promise.all([other.close(), main.close()])
     }
   }, 60_000)
 })

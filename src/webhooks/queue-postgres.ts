@@ -41,6 +41,30 @@ export function postgresWebhookQueue(sql: SQL): WebhookQueue<TransactionSQL> {
       return Number(row.n)
     },
 
+    async enqueueFor(endpointId, e, now) {
+      return sql.begin(async (tx) => {
+        const [ev] = await tx`INSERT INTO webhook_events (account_id, type, created, payload)
+                              VALUES (${e.accountId}, ${e.type}, ${e.at}, ${payloadOf(e.type, e.at, e.data)}) RETURNING id, webhook_id`
+        await tx`INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (${ev.id}, ${endpointId}, 'pending', ${now})`
+        return { id: Number(ev.id), webhook_id: ev.webhook_id as string }
+      })
+    },
+
+    async subscriptions() {
+      const rows = await sql`SELECT id, account_id, events FROM webhook_endpoints WHERE enabled = 1 ORDER BY id`
+      return rows.map((r: Record<string, unknown>) => ({ id: Number(r.id), account_id: Number(r.account_id), events: r.events as string }))
+    },
+
+    async outbox() {
+      const [row] = await sql`
+        SELECT count(*) AS pending, min(ev.created) AS oldest
+          FROM webhook_deliveries d
+          JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.enabled = 1
+          JOIN webhook_events ev ON ev.id = d.event_id
+         WHERE d.state = 'pending'`
+      return { pending: Number(row.pending), oldest: num(row.oldest) }
+    },
+
     async claim(now, o) {
       const until = now + (o.leaseMs ?? LEASE_MS)
       const rows = await sql`

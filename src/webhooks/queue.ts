@@ -19,12 +19,13 @@
 // Times are the caller's clock (unix ms), as next_at always was: nodes' clocks must agree to well within
 // LEASE_MS (NTP does).
 import type { Db } from '../db'
-import { eventInserts, type EventType } from './outbox'
+import { eventInserts, payloadOf, type EventType } from './outbox'
 import {
   createDeliveryStore,
   createWebhookStore,
   type DeliveryLogRow,
   type EndpointCounts,
+  type EventIds,
   type LeasedAttempt,
   type LeasedDelivery,
 } from './store'
@@ -51,6 +52,12 @@ export interface WebhookQueue<Tx> {
    * the account subscribed to its type; nothing at all when there is none. The deliveries written.
    */
   enqueue(tx: Tx, event: NewEvent, now: number): Promise<number>
+  /** One event for one endpoint only (webhook.test), whatever it subscribes to, in a transaction of its own. */
+  enqueueFor(endpointId: number, event: NewEvent, now: number): Promise<EventIds>
+  /** Which enabled endpoint of which account wants which types (comma-separated): what the outbox's index holds. */
+  subscriptions(): Promise<{ id: number; account_id: number; events: string }[]>
+  /** Pending deliveries of enabled endpoints and the creation time of the oldest one's event (null: none). */
+  outbox(): Promise<{ pending: number; oldest: number | null }>
   /** Up to `limit` due deliveries, oldest due first, none of the `busy` endpoints, each under a lease of `leaseMs`. */
   claim(now: number, opts: { limit: number; busy?: Iterable<number>; leaseMs?: number }): Promise<LeasedDelivery[]>
   /** When the next delivery not due at `now` (due later, or under a lease) becomes due; null: none. */
@@ -88,6 +95,14 @@ export function sqliteWebhookQueue(db: Db): WebhookQueue<Db> {
       if (!insert) inserters.set(tx, (insert = eventInserts(tx)))
       return Promise.resolve(insert(e.type, e.accountId, e.at, e.data, now))
     },
+    enqueueFor: async (endpointId, e, now) =>
+      db.transaction(() => {
+        const ids = webhooks.insertEvent(e.accountId, e.type, e.at, payloadOf(e.type, e.at, e.data))
+        webhooks.insertDelivery(ids.id, endpointId, now)
+        return ids
+      })(),
+    subscriptions: async () => webhooks.subscriptions(),
+    outbox: async () => deliveries.outbox(),
     claim: async (now, o) => deliveries.claim(now, now + (o.leaseMs ?? LEASE_MS), o.limit, o.busy ?? []),
     nextDue: async (now) => deliveries.nextLeased(now),
     markOk: async (a, endpointId) => deliveries.markOkLeased(a, endpointId),
