@@ -431,7 +431,7 @@ describe('webhook queue on PostgreSQL, an endpoint deleted at that moment', () =
         await held
       })
       await deleted
-      let enqueued: number | null = null
+      let enqueued = null as number | null
       const change = main.sql.begin(async (tx) => {
         await tx`INSERT INTO links (code, long_url, account_id, created, updated) VALUES ('abc', 'https://example.com/', ${account.id}, 0, 0)`
         enqueued = await queue.enqueue(tx, { type: 'link.created', accountId: Number(account.id), at: T0, data: { code: 'abc' } }, T0)
