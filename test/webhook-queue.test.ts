@@ -360,28 +360,37 @@ describe.each([
     }
   })
 
-  test('two nodes claiming at once while 50 events are enqueued: every delivery claimed exactly once, one webhook-id per event', async () => {
+  test('two nodes claiming at once while 50 events are enqueued: every delivery claimed exactly once, one webhook-id per event; a third that dies holding some gives them back after its lease', async () => {
     const e = await makeEngine()
     try {
-      const [a, b] = [e.node(), e.node()]
+      const [a, b, dying] = [e.node(), e.node(), e.node()]
       const alice = await e.account('alice')
       const hooks = [await e.endpoint(alice, 'link.created'), await e.endpoint(alice, 'link.created')]
       const EVENTS = 50
+      const LEASE = 300
       let enqueued = 0
+      const enqueue = async (i: number) => {
+        const node = i % 2 ? a : b
+        await node.inTransaction((tx) => node.queue.enqueue(tx, event(alice, 'link.created', `c${i}`), Date.now()))
+        enqueued++
+      }
+      // The third node takes five deliveries of the first events, then dies: it never reports.
+      for (let i = 0; i < 5; i++) await enqueue(i)
+      const abandoned = await dying.queue.claim(Date.now(), { limit: 5, leaseMs: LEASE })
+      expect(abandoned).toHaveLength(5)
       const producer = async () => {
-        for (let i = 0; i < EVENTS; i++) {
-          const node = i % 2 ? a : b
-          await node.inTransaction((tx) => node.queue.enqueue(tx, event(alice, 'link.created', `c${i}`), Date.now()))
-          enqueued++
+        for (let i = 5; i < EVENTS; i++) {
+          await enqueue(i)
           if (i % 5 === 0) await Bun.sleep(1)
         }
       }
-      const claims: { node: string; id: number; event_id: number; webhook_id: string; endpoint_id: number }[] = []
+      const claims: { node: string; id: number; event_id: number; webhook_id: string; endpoint_id: number; at: number }[] = []
       const worker = async (node: Node, name: string) => {
         const deadline = Date.now() + 30_000
         while (Date.now() < deadline) {
-          const got = await node.queue.claim(Date.now(), { limit: 3 })
-          for (const d of got) claims.push({ node: name, id: d.id, event_id: d.event_id, webhook_id: d.webhook_id, endpoint_id: d.endpoint_id })
+          const at = Date.now()
+          const got = await node.queue.claim(at, { limit: 3 })
+          for (const d of got) claims.push({ node: name, id: d.id, event_id: d.event_id, webhook_id: d.webhook_id, endpoint_id: d.endpoint_id, at })
           for (const d of got) await node.queue.markOk(attempt(d, 200, Date.now()), d.endpoint_id)
           if (got.length === 0 && enqueued === EVENTS && claims.length >= EVENTS * hooks.length) return
           // A turn of the event loop: the other node's claims (and, on SQLite, whose calls do not wait) run between.
@@ -392,9 +401,15 @@ describe.each([
 
       const rows = await e.deliveries()
       expect(rows).toHaveLength(EVENTS * hooks.length)
-      expect(rows.every((r) => r.state === 'ok' && r.attempts === 1)).toBe(true)
-      // Exactly once: every row's id once among the claims, no more claims than rows.
+      expect(rows.every((r) => r.state === 'ok' && r.attempts === 1 && r.claimed_until === 0)).toBe(true)
+      // Exactly once between the two live nodes: every row's id once among their claims, no more claims than rows.
       expect(claims.map((c) => c.id).sort((x, y) => x - y)).toEqual(rows.map((r) => r.id))
+      // The dead node's rows were taken again, only once its lease had run out, under the same webhook-ids.
+      for (const d of abandoned) {
+        const again = claims.find((c) => c.id === d.id)!
+        expect(again.at).toBeGreaterThanOrEqual(d.lease)
+        expect(again.webhook_id).toBe(d.webhook_id)
+      }
       const events = await e.events()
       expect(new Set(events.map((r) => r.webhook_id)).size).toBe(EVENTS)
       for (const hook of hooks) {
