@@ -456,4 +456,26 @@ export const migrations: Migration[] = [
      lease ran out cannot overwrite what the next holder records. 0: not claimed. */ `
   ALTER TABLE webhook_deliveries ADD COLUMN claimed_until INTEGER NOT NULL DEFAULT 0;
   `,
+  /* 16: what PostgreSQL mode (issue 22, SPEC §11) keeps in the database that SQLite mode keeps in data_dir.
+     Made on SQLite too, and UNUSED there, so that both engines have one schema (test/pg-schema.test.ts) and
+     `migrate --to` copies table to table; on SQLite a message's bytes stay in data_dir/mail (or mail_inline)
+     and the signing key in data_dir/secrets/signing.key.
+     mail_bodies: the bytes of a message's blob on PostgreSQL, in chunks of at most 1 MiB (mail/messages-postgres.ts
+     says why chunks and not one value or large objects): part -1 the body JSON (text, HTML, recipients, links),
+     0 the message as received, n ≥ 1 attachment n (mail_attachments.part), each as seq 0, 1, … in order.
+     Written in the transaction that writes the rows naming the blob; removed after the last such row goes.
+     secrets: named secrets every node must share; 'signing' is the key of signed links (signing.ts). */ `
+  CREATE TABLE mail_bodies (
+    blob TEXT NOT NULL,
+    part INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (blob, part, seq)
+  ) WITHOUT ROWID;
+  CREATE TABLE secrets (
+    name TEXT PRIMARY KEY,
+    value BLOB NOT NULL,
+    created INTEGER NOT NULL              -- unix ms
+  ) WITHOUT ROWID;
+  `,
 ]

@@ -325,6 +325,24 @@ export const pgMigrations: PgMigration[] = [
     version: 15,
     sql: `ALTER TABLE webhook_deliveries ADD COLUMN claimed_until bigint NOT NULL DEFAULT 0;`,
   },
+  {
+    // Twin of SQLite's 16: a message's bytes in chunks, and the shared secrets (used on this engine only).
+    version: 16,
+    sql: `
+  CREATE TABLE mail_bodies (
+    blob ${T} NOT NULL,
+    part bigint NOT NULL,
+    seq bigint NOT NULL,
+    data bytea NOT NULL,
+    PRIMARY KEY (blob, part, seq)
+  );
+  CREATE TABLE secrets (
+    name ${T} PRIMARY KEY,
+    value bytea NOT NULL,
+    created bigint NOT NULL
+  );
+  `,
+  },
 ]
 
 /** The schema version this binary brings a PostgreSQL database to: the last entry's. */
