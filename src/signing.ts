@@ -6,7 +6,8 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 
-const SECRET_BYTES = 32
+/** The length of a new secret (random bytes); a shorter one found is refused. */
+export const SECRET_BYTES = 32
 
 export type LinkCheck = 'ok' | 'tampered' | 'expired'
 
@@ -55,6 +56,14 @@ export function loadSigningSecret(dataDir: string): Buffer {
   }
   return secret
 }
+
+/**
+ * Where the secret lives, behind one async shape for both engines: the file in data_dir on SQLite (below),
+ * the database's secrets table on PostgreSQL (signing-postgres.ts), so that every node signs with one key.
+ */
+export type SigningSecretSource = () => Promise<Buffer>
+
+export const fileSigningSecret = (dataDir: string): SigningSecretSource => async () => loadSigningSecret(dataDir)
 
 export function createLinkSigner(secret: Buffer): LinkSigner {
   const mac = (id: string, exp: number) => createHmac('sha256', secret).update(`${id}.${exp}`).digest()

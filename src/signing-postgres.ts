@@ -1,0 +1,28 @@
+// The signing secret in PostgreSQL mode (issue 22, SPEC §11): in the database's `secrets` table, so a link
+// signed by one node opens on every node, and a node's data_dir holds no secret. Made once, by whichever node
+// asks first: each makes a candidate, INSERT … ON CONFLICT DO NOTHING keeps the first committed, and every
+// node then reads the one that is there. Same length and source of randomness as the file (signing.ts).
+import type { SQL } from 'bun'
+import { randomBytes } from 'node:crypto'
+import { SECRET_BYTES, type SigningSecretSource } from './signing'
+
+const NAME = 'signing'
+
+export function postgresSigningSecret(sql: SQL): SigningSecretSource {
+  const read = async (): Promise<Buffer | null> => {
+    const [row] = await sql`SELECT value FROM secrets WHERE name = ${NAME}`
+    return row ? Buffer.from(row.value as Uint8Array) : null
+  }
+  return async () => {
+    // Read first: after the first start this is all a node does (no write, no lock).
+    let secret = await read()
+    if (!secret) {
+      await sql`INSERT INTO secrets (name, value, created) VALUES (${NAME}, ${randomBytes(SECRET_BYTES)}, ${Date.now()}) ON CONFLICT (name) DO NOTHING`
+      secret = await read()
+    }
+    if (!secret) throw new Error('the signing secret could not be stored in the database')
+    if (secret.length < SECRET_BYTES)
+      throw new Error(`the signing secret in the database is shorter than ${SECRET_BYTES} bytes; delete its row in secrets to make a new one (signed links then stop working)`)
+    return secret
+  }
+}
