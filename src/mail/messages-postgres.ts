@@ -1,0 +1,277 @@
+// Temporary mail on PostgreSQL (see messages.ts for the contract), for any number of nodes sharing one
+// database: the rows in the tables SQLite has, and every byte of a message in mail_bodies, so a message taken
+// by one node's SMTP is listed, read and downloaded through every node, and nothing of it is in a data_dir.
+//
+// Bytes in chunks of CHUNK_BYTES, one row each (blob, part, seq): part -1 the body JSON, 0 the message as
+// received, n ≥ 1 attachment n. Why not one bytea per part: Bun.SQL (like every client) sends and receives a
+// value whole, so a 10 MiB attachment would be 10 MiB in one message each way and in memory at once on both
+// ends, and one value stops at 1 GB. With chunks a download holds one chunk at a time (bytes() streams them
+// one query each) and a write sends one chunk per statement, whatever mail.max_message_bytes is. Why not
+// large objects: they are not rows (DELETE and ON DELETE CASCADE leave them behind: they need lo_unlink or
+// vacuumlo), they have their own permissions and dump handling, are not carried by logical replication, and
+// Bun.SQL has no API for them; chunk rows stream the same way with plain SQL. So no size switches to them.
+//
+// Concurrency (READ COMMITTED): every write that depends on a mailbox row locks it first (SELECT … FOR NO
+// KEY UPDATE, or FOR UPDATE when it deletes the row) and decides on what the lock returned, the latest
+// committed version: two nodes storing into a mailbox with one place left are serialized on that lock and
+// the second finds it full. Several mailboxes are locked in ascending id order, in every writer, so that two
+// never wait on each other in a circle. The bytes of a blob are removed after the commit that deleted rows,
+// by a statement that deletes them only when no row names the blob (two deletions of the two last rows on
+// two nodes: whichever cleans up last sees both gone); a crash in between is what sweepOrphans is for. The
+// bytes are written in the same transaction as the rows: before they commit no other node sees either, so
+// neither a reader nor sweepOrphans can meet a row without its bytes or take bytes that are about to be named.
+import type { SQL } from 'bun'
+import { randomBytes } from 'node:crypto'
+import type { MailBytes, MessageStore, StoredMessage } from './messages'
+import { RAW_PART } from './messages'
+import type { AttachmentRow, MailboxRow, MessageBody, MessageRow, MessageSummaryRow } from './store'
+
+/** The most bytes in one row of mail_bodies. */
+export const CHUNK_BYTES = 1024 * 1024
+/** The part number of a message's body JSON (text, HTML, recipients, links). */
+export const BODY_PART = -1
+
+// Bun.SQL returns bigint columns as text: rows are mapped to numbers here (all far below 2^53).
+const int = (v: unknown) => Number(v)
+const intOrNull = (v: unknown) => (v === null || v === undefined ? null : Number(v))
+
+const mailbox = (r: any): MailboxRow => ({
+  id: int(r.id),
+  address: r.address,
+  account_id: int(r.account_id),
+  created: int(r.created),
+  expires: int(r.expires),
+  messages: int(r.messages),
+  bytes: int(r.bytes),
+})
+
+const summary = (r: any): MessageSummaryRow => ({
+  id: int(r.id),
+  received: int(r.received),
+  size: int(r.size),
+  seen: int(r.seen),
+  from_address: r.from_address,
+  from_name: r.from_name,
+  subject: r.subject,
+  date: intOrNull(r.date),
+  intro: r.intro,
+  attachments: int(r.attachments),
+})
+
+const attachmentMeta = (r: any) => ({
+  id: int(r.id),
+  message_id: int(r.message_id),
+  part: int(r.part),
+  filename: r.filename,
+  content_type: r.content_type,
+  size: int(r.size),
+})
+
+/** Thrown inside a delivery's transaction when no mailbox can take the message: rolls its bytes back. */
+class NoTaker extends Error {}
+
+export function postgresMessageStore(sql: SQL): MessageStore {
+  /** One part's bytes as rows of at most CHUNK_BYTES; an empty part is one empty row (so it exists). */
+  async function writePart(tx: SQL, blob: string, part: number, data: Uint8Array) {
+    let seq = 0
+    for (let at = 0; at === 0 || at < data.length; at += CHUNK_BYTES)
+      await tx`INSERT INTO mail_bodies (blob, part, seq, data) VALUES (${blob}, ${part}, ${seq++}, ${data.subarray(at, at + CHUNK_BYTES)})`
+  }
+
+  /** A raw message that arrived into a file (larger than spool's in-memory bound): read one chunk at a time. */
+  async function writeFilePart(tx: SQL, blob: string, part: number, path: string) {
+    const file = Bun.file(path)
+    const size = file.size
+    let seq = 0
+    for (let at = 0; at === 0 || at < size; at += CHUNK_BYTES) {
+      const data = new Uint8Array(await file.slice(at, at + CHUNK_BYTES).arrayBuffer())
+      await tx`INSERT INTO mail_bodies (blob, part, seq, data) VALUES (${blob}, ${part}, ${seq++}, ${data})`
+    }
+  }
+
+  /** After the commit that deleted rows: the bytes of each blob no row names any more. A failure is left to sweepOrphans. */
+  async function dropBytes(blobs: Iterable<string>) {
+    for (const blob of new Set(blobs)) {
+      await sql`DELETE FROM mail_bodies WHERE blob = ${blob} AND NOT EXISTS (SELECT 1 FROM mail_messages WHERE blob = ${blob})`.catch(() => {})
+    }
+  }
+
+  async function chunk(blob: string, part: number, seq: number): Promise<Uint8Array | null> {
+    const [row] = await sql`SELECT data FROM mail_bodies WHERE blob = ${blob} AND part = ${part} AND seq = ${seq}`
+    return row ? (row.data as Uint8Array) : null
+  }
+
+  return {
+    async mailboxByAddress(address) {
+      const [row] = await sql`SELECT * FROM mailboxes WHERE address = ${address}`
+      return row ? mailbox(row) : null
+    },
+    async mailboxById(id) {
+      const [row] = await sql`SELECT * FROM mailboxes WHERE id = ${id}`
+      return row ? mailbox(row) : null
+    },
+    async renew(id, expires) {
+      await sql`UPDATE mailboxes SET expires = ${expires} WHERE id = ${id}`
+    },
+
+    async storeMessage({ mailboxIds, received, maxMessages, taken, fields: f, body, parts }) {
+      const ids = [...new Set(mailboxIds)].sort((a, b) => a - b)
+      if (ids.length === 0) return []
+      const blob = randomBytes(16).toString('hex')
+      try {
+        return await sql.begin(async (tx) => {
+          // The bytes first, the locks after: a mailbox is held only while its rows are written.
+          await writePart(tx, blob, BODY_PART, Buffer.from(body))
+          if (taken.bytes) await writePart(tx, blob, RAW_PART, taken.bytes)
+          else await writeFilePart(tx, blob, RAW_PART, taken.file!)
+          for (let i = 0; i < parts.length; i++) await writePart(tx, blob, i + 1, parts[i]!)
+          const boxes = await tx`SELECT * FROM mailboxes WHERE id IN ${tx(ids)} ORDER BY id FOR NO KEY UPDATE`
+          const out: StoredMessage[] = []
+          for (const box of boxes.map(mailbox)) {
+            if (box.expires <= received || box.messages >= maxMessages) continue
+            const [row] = await tx`
+              INSERT INTO mail_messages (mailbox_id, blob, received, size, envelope_from, from_address, from_name, subject, date,
+                intro, attachments, parse_error)
+              VALUES (${box.id}, ${blob}, ${received}, ${taken.size}, ${f.envelope_from}, ${f.from.address}, ${f.from.name}, ${f.subject},
+                ${f.date}, ${f.intro}, ${f.attachments.length}, ${f.parse_error})
+              RETURNING id`
+            const id = int(row.id)
+            for (const a of f.attachments)
+              await tx`INSERT INTO mail_attachments (message_id, part, filename, content_type, size) VALUES (${id}, ${a.part}, ${a.filename}, ${a.content_type}, ${a.size})`
+            out.push({ mailboxId: box.id, id, accountId: box.account_id, address: box.address })
+          }
+          if (out.length === 0) throw new NoTaker()
+          return out
+        })
+      } catch (err) {
+        if (err instanceof NoTaker) return []
+        throw err
+      }
+    },
+
+    async list(mailboxId, after, limit) {
+      const rows = await sql`
+        SELECT id, received, size, seen, from_address, from_name, subject, date, intro, attachments
+          FROM mail_messages WHERE mailbox_id = ${mailboxId} AND id > ${after} ORDER BY id DESC LIMIT ${limit}`
+      return rows.map(summary)
+    },
+    async message(id) {
+      const [row] = await sql`
+        SELECT id, received, size, seen, from_address, from_name, subject, date, intro, attachments, mailbox_id, blob
+          FROM mail_messages WHERE id = ${id}`
+      return row ? ({ ...summary(row), mailbox_id: int(row.mailbox_id), blob: row.blob } satisfies MessageRow) : null
+    },
+    async attachmentsOf(messageId) {
+      const rows = await sql`SELECT id, message_id, part, filename, content_type, size FROM mail_attachments WHERE message_id = ${messageId} ORDER BY part`
+      return rows.map(attachmentMeta)
+    },
+    async attachment(id) {
+      const [row] = await sql`
+        SELECT a.id, a.message_id, a.part, a.filename, a.content_type, a.size, m.blob, m.mailbox_id
+          FROM mail_attachments a JOIN mail_messages m ON m.id = a.message_id WHERE a.id = ${id}`
+      return row ? ({ ...attachmentMeta(row), blob: row.blob, mailbox_id: int(row.mailbox_id) } satisfies AttachmentRow) : null
+    },
+
+    async body(blob) {
+      const rows = await sql`SELECT data FROM mail_bodies WHERE blob = ${blob} AND part = ${BODY_PART} ORDER BY seq`
+      if (rows.length === 0) return null
+      return JSON.parse(Buffer.concat(rows.map((r: { data: Uint8Array }) => r.data)).toString('utf8')) as MessageBody
+    },
+
+    async bytes(blob, part): Promise<MailBytes | null> {
+      const [count] = await sql`SELECT count(*) AS n FROM mail_bodies WHERE blob = ${blob} AND part = ${part}`
+      const chunks = int(count.n)
+      if (chunks === 0) return null
+      if (chunks === 1) return chunk(blob, part, 0)
+      // One chunk per pull: a slow client holds one chunk in memory and no transaction open. A message deleted
+      // meanwhile ends the stream with an error (the response is cut short, never filled with other bytes).
+      let seq = 0
+      return new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          const data = await chunk(blob, part, seq)
+          if (!data) return controller.error(new Error('the message was deleted while it was being sent'))
+          controller.enqueue(data)
+          if (++seq === chunks) controller.close()
+        },
+      })
+    },
+
+    async head(blob, maxBytes) {
+      const held: Uint8Array[] = []
+      let size = 0
+      for (let seq = 0; size < maxBytes || seq === 0; seq++) {
+        const data = await chunk(blob, RAW_PART, seq)
+        if (!data) break
+        held.push(data)
+        size += data.length
+      }
+      if (held.length === 0) return null
+      return new Uint8Array(Buffer.concat(held).subarray(0, maxBytes))
+    },
+
+    async markSeen(id) {
+      await sql`UPDATE mail_messages SET seen = 1 WHERE id = ${id} AND seen = 0`
+    },
+
+    async setSeen(id, mailboxId, seen) {
+      const rows = await sql`UPDATE mail_messages SET seen = ${seen ? 1 : 0} WHERE id = ${id} AND mailbox_id = ${mailboxId} RETURNING id`
+      return rows.length > 0
+    },
+
+    async deleteMessages(mailboxId, accountId, ids) {
+      const wanted = [...new Set(ids)]
+      if (wanted.length === 0) return []
+      const rows: { id: string; blob: string }[] = await sql.begin(async (tx) => {
+        // The mailbox again, locked: taken over (expired, deleted, made again by another account) means nothing goes.
+        const [box] = await tx`SELECT id FROM mailboxes WHERE id = ${mailboxId} AND account_id = ${accountId} FOR NO KEY UPDATE`
+        if (!box) return []
+        return tx`DELETE FROM mail_messages WHERE mailbox_id = ${mailboxId} AND id IN ${tx(wanted)} RETURNING id, blob`
+      })
+      await dropBytes(rows.map((r) => r.blob))
+      const gone = new Set(rows.map((r) => int(r.id)))
+      return wanted.filter((id) => gone.has(id))
+    },
+
+    async deleteMailbox(mailboxId, accountId) {
+      const blobs: string[] | null = await sql.begin(async (tx) => {
+        const [box] = await tx`SELECT id FROM mailboxes WHERE id = ${mailboxId} AND account_id = ${accountId} FOR UPDATE`
+        if (!box) return null
+        // Read under the lock: a delivery into it has committed (its blob is listed) or will find it gone.
+        const rows = await tx`SELECT DISTINCT blob FROM mail_messages WHERE mailbox_id = ${mailboxId}`
+        await tx`DELETE FROM mailboxes WHERE id = ${mailboxId}`
+        return rows.map((r: { blob: string }) => r.blob)
+      })
+      if (blobs === null) return false
+      await dropBytes(blobs)
+      return true
+    },
+
+    async sweepExpired(now, limit) {
+      const candidates = (await sql`SELECT id FROM mailboxes WHERE expires <= ${now} ORDER BY expires LIMIT ${limit}`).map((r: { id: string }) => int(r.id))
+      if (candidates.length === 0) return []
+      const { ids, blobs } = await sql.begin(async (tx) => {
+        // Locked and checked again: one renewed since the read (by a read on any node) stays; one another node
+        // swept meanwhile is not there any more.
+        const locked = (await tx`SELECT id FROM mailboxes WHERE id IN ${tx(candidates)} AND expires <= ${now} ORDER BY id FOR UPDATE`).map((r: { id: string }) => int(r.id))
+        if (locked.length === 0) return { ids: [] as number[], blobs: [] as string[] }
+        const rows = await tx`SELECT DISTINCT blob FROM mail_messages WHERE mailbox_id IN ${tx(locked)}`
+        await tx`DELETE FROM mailboxes WHERE id IN ${tx(locked)}`
+        return { ids: locked, blobs: rows.map((r: { blob: string }) => r.blob) }
+      })
+      await dropBytes(blobs)
+      return ids
+    },
+
+    async sweepOrphans() {
+      // Chunks of a delivery in progress are not committed, so not seen here: any age is safe to remove.
+      const rows = await sql`
+        DELETE FROM mail_bodies b WHERE NOT EXISTS (SELECT 1 FROM mail_messages m WHERE m.blob = b.blob) RETURNING blob`
+      return new Set(rows.map((r: { blob: string }) => r.blob)).size
+    },
+
+    async totals() {
+      const [row] = await sql`SELECT count(*) AS mailboxes, coalesce(sum(messages), 0) AS messages, coalesce(sum(bytes), 0) AS bytes FROM mailboxes`
+      return { mailboxes: int(row.mailboxes), messages: int(row.messages), bytes: int(row.bytes) }
+    },
+  }
+}
