@@ -68,7 +68,12 @@ test('a version 1 database migrates with every row, id, index and aggregate kept
     after.accounts = after.accounts!.map(({ disabled: _, last_signin: __, ...rest }) => rest)
     // Migration 11 adds links.disabled, null (live) for every link that was there.
     expect(after.links!.map((l) => l.disabled)).toEqual((before as Record<string, any[]>).links!.map(() => null))
-    after.links = after.links!.map(({ disabled: _, ...rest }) => rest)
+    // Migration 16 (visit limits, rules and splits) adds links.max_visits, rules and split (null: none) and
+    // visits_used (0) for every link that was there.
+    expect(after.links!.map((l) => [l.max_visits, l.visits_used, l.rules, l.split])).toEqual(
+      (before as Record<string, any[]>).links!.map(() => [null, 0, null, null]),
+    )
+    after.links = after.links!.map(({ disabled: _, max_visits: _m, visits_used: _v, rules: _r, split: _s, ...rest }) => rest)
     expect(after).toEqual(before)
     // Migrations 5 to 12 and 14 add the mail, media, webhook, session, form token, report, tag and audit
     // tables and their indexes (named mail…, media…, webhook…, web_sessions…, form_tokens…, link_reports…,

@@ -478,4 +478,14 @@ export const migrations: Migration[] = [
     created INTEGER NOT NULL              -- unix ms
   ) WITHOUT ROWID;
   `,
+  /* 17: visit limits, redirect rules and A/B splits (issue 23, SPEC §2a). max_visits: null for no
+     limit, else how many human visits the link gives; visits_used: how many it gave while limited, taken
+     one at a time by a conditional UPDATE on the visit (so the count is exact however many requests,
+     processes or nodes race for the last one). rules and split: null, or the JSON array as validated by
+     links/validate.ts (never stored unchecked). */ `
+  ALTER TABLE links ADD COLUMN max_visits INTEGER;
+  ALTER TABLE links ADD COLUMN visits_used INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE links ADD COLUMN rules TEXT;
+  ALTER TABLE links ADD COLUMN split TEXT;
+  `,
 ]

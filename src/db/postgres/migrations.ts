@@ -343,6 +343,16 @@ export const pgMigrations: PgMigration[] = [
   );
   `,
   },
+  {
+    // Twin of SQLite's 17: a link's visit limit, the visits it gave, its rules and split (validated JSON text).
+    version: 17,
+    sql: `
+  ALTER TABLE links ADD COLUMN max_visits bigint;
+  ALTER TABLE links ADD COLUMN visits_used bigint NOT NULL DEFAULT 0;
+  ALTER TABLE links ADD COLUMN rules ${T};
+  ALTER TABLE links ADD COLUMN split ${T};
+  `,
+  },
 ]
 
 /** The schema version this binary brings a PostgreSQL database to: the last entry's. */
