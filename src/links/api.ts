@@ -9,7 +9,23 @@ import type { AnonymousCreations } from './anonymous'
 import { csvExportResponse, EXPORT_COLUMNS } from './export'
 import { IMPORT_FORMATS, importLinks, MAX_IMPORT_BYTES, readImport, SKIPPED_LISTED, type ImportFormat } from './import'
 import { LIST_SCAN, MAX_SEARCH_LENGTH, type LinkRecord, type LinkService } from './service'
-import { MAX_EXPIRE, MAX_PASSWORD_LENGTH, MAX_TAG_LENGTH, MAX_TAGS, MAX_URL_LENGTH, MODES } from './validate'
+import {
+  CONDITIONS,
+  DEVICES,
+  MAX_CONDITION_VALUES,
+  MAX_EXPIRE,
+  MAX_JSON_CHARS,
+  MAX_PASSWORD_LENGTH,
+  MAX_RULES,
+  MAX_SPLIT,
+  MAX_TAG_LENGTH,
+  MAX_TAGS,
+  MAX_URL_LENGTH,
+  MAX_VISITS,
+  MAX_WEIGHT,
+  MIN_SPLIT,
+  MODES,
+} from './validate'
 
 const named = (name: string) => `The parameter "${name}"`
 const CODE_PATTERN = '^[A-Za-z0-9_-]+$'
@@ -140,6 +156,70 @@ function tagsParam(onCreate: boolean): ApiParam {
         type: `${named('tags')} must be a string.`,
         default: `${named('tags')} is invalid: ${TAGS_RULE}.`,
       },
+    },
+  }
+}
+
+const VISITS_RULE = `a whole number of visits from 1 to ${MAX_VISITS} (0 or empty: no limit)`
+function maxVisitsParam(onCreate: boolean): ApiParam {
+  const integer = { minimum: 0, maximum: MAX_VISITS }
+  const description =
+    `Visit limit: after this many visits by people (bots and link previews use none) the link answers 410; ` +
+    (onCreate ? '0 = no limit' : 'changing it keeps the visits already used (raising it opens the link again); 0 or "" removes the limit and its count')
+  return {
+    name: 'max_visits',
+    absent: onCreate ? ['', null] : [null],
+    // On update "" removes the limit, as password="" removes a password: a form's blank field means none.
+    schema: onCreate
+      ? Type.Integer({ ...integer, default: 0, description, examples: [100] })
+      : Type.Union([Type.Integer(integer), Type.String({ pattern: '^[0-9]{0,10}$' })], { description, examples: [100] }),
+    error: { code: 'invalid_parameter', messages: { default: `${named('max_visits')} must be ${VISITS_RULE}.` } },
+  }
+}
+
+/** A JSON array as text ("" too, which on update removes); what is in it the service checks, naming the place. */
+const JSON_ARRAY = '^(\\[[\\s\\S]*\\])?$'
+const RULES_EXAMPLE = '[{"country":["DE","AT","CH"],"url":"https://example.com/de"},{"device":["mobile"],"url":"https://m.example.com/"}]'
+function rulesParam(onCreate: boolean): ApiParam {
+  return {
+    name: 'rules',
+    absent: onCreate ? ['', null] : [null],
+    schema: Type.String({
+      maxLength: MAX_JSON_CHARS,
+      pattern: JSON_ARRAY,
+      description:
+        `Redirect rules: a JSON array (as text) of at most ${MAX_RULES} {"url", ${CONDITIONS.map((c) => `"${c}"?`).join(', ')}}. ` +
+        `Each condition is a non-empty list (at most ${MAX_CONDITION_VALUES}) of accepted values — device: ${DEVICES.join(', ')}; ` +
+        'os: as statistics name systems (iOS, Android, Windows, Mac OS, Linux…, any letter case); country: ISO 3166-1 alpha-2 ' +
+        "(from the visitor's address); language: the primary tag of the first Accept-Language entry (de for de-CH). A rule gives " +
+        'at least one condition and matches when all it gives match; the first match decides, none: the split or url. Each ' +
+        `rule's url obeys the rules of "url". ${onCreate ? 'None by default' : '[] removes them'}`,
+      examples: [RULES_EXAMPLE],
+    }),
+    error: {
+      code: 'invalid_parameter',
+      messages: { type: `${named('rules')} must be a string: a JSON array of rules.`, default: `${named('rules')} is invalid: a JSON array of rules, at most ${MAX_JSON_CHARS} characters.` },
+    },
+  }
+}
+
+const SPLIT_EXAMPLE = '[{"url":"https://example.com/a","weight":50},{"url":"https://example.com/b","weight":50}]'
+function splitParam(onCreate: boolean): ApiParam {
+  return {
+    name: 'split',
+    absent: onCreate ? ['', null] : [null],
+    schema: Type.String({
+      maxLength: MAX_JSON_CHARS,
+      pattern: JSON_ARRAY,
+      description:
+        `A/B split: a JSON array (as text) of ${MIN_SPLIT} to ${MAX_SPLIT} {"url", "weight" (1-${MAX_WEIGHT})}; visitors no rule ` +
+        'sends elsewhere go to one by weight, the same visitor to the same one all day. url stays the fallback and the ' +
+        `address preview pages and statistics show. ${onCreate ? 'None by default' : '[] removes it'}`,
+      examples: [SPLIT_EXAMPLE],
+    }),
+    error: {
+      code: 'invalid_parameter',
+      messages: { type: `${named('split')} must be a string: a JSON array of destinations.`, default: `${named('split')} is invalid: a JSON array of destinations, at most ${MAX_JSON_CHARS} characters.` },
     },
   }
 }
@@ -293,6 +373,9 @@ const exampleRecord: LinkRecord = {
   clicks: 42,
   disabled: null,
   tags: ['news', 'spring-sale'],
+  max_visits: 100,
+  visits_left: 58,
+  rules: [{ url: 'https://example.com/de', country: ['DE', 'AT', 'CH'] }],
 }
 
 const dateTime = (description: string) => Type.String({ format: 'date-time', description })
@@ -322,6 +405,34 @@ export const LinkRecordSchema = Type.Object(
       description: 'Null while the link works; else why the administrator disabled it (visitors get a 451 page; clicks and statistics stay)',
     }),
     tags: Type.Array(Type.String({ pattern: '^[a-z0-9_-]{1,32}$' }), { maxItems: MAX_TAGS, uniqueItems: true, description: 'Its tags, sorted; empty without' }),
+    max_visits: Type.Union([Type.Integer({ minimum: 1, maximum: MAX_VISITS }), Type.Null()], { description: 'The visit limit; null: none' }),
+    visits_left: Type.Union([Type.Integer({ minimum: 0, maximum: MAX_VISITS }), Type.Null()], {
+      description: 'Visits by people it still gives (0: it answers 410); null without a limit',
+    }),
+    rules: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            url: Type.String({ format: 'uri' }),
+            device: Type.Optional(Type.Array(Type.String({ enum: [...DEVICES] }), { minItems: 1, maxItems: MAX_CONDITION_VALUES })),
+            os: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: MAX_CONDITION_VALUES })),
+            country: Type.Optional(Type.Array(Type.String({ pattern: '^[A-Z]{2}$' }), { minItems: 1, maxItems: MAX_CONDITION_VALUES })),
+            language: Type.Optional(Type.Array(Type.String({ pattern: '^[a-z]{1,8}$' }), { minItems: 1, maxItems: MAX_CONDITION_VALUES })),
+          },
+          { additionalProperties: false },
+        ),
+        { minItems: 1, maxItems: MAX_RULES, description: 'Its redirect rules, in order (present only when it has some)' },
+      ),
+    ),
+    split: Type.Optional(
+      Type.Array(
+        Type.Object(
+          { url: Type.String({ format: 'uri' }), weight: Type.Integer({ minimum: 1, maximum: MAX_WEIGHT }) },
+          { additionalProperties: false },
+        ),
+        { minItems: MIN_SPLIT, maxItems: MAX_SPLIT, description: 'Its A/B split (present only when it has one)' },
+      ),
+    ),
   },
   { title: 'LinkRecord', additionalProperties: false, examples: [exampleRecord] },
 )
@@ -425,13 +536,16 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations): Api
       scope: 'links',
       tag: 'links',
       summary: 'Create a short link (anonymous without a key; owned by the key\'s account with one)',
-      params: [urlParam(true), aliasParam, modeParam(true), expireParam(true), passwordParam(true), tagsParam(true)],
+      params: [urlParam(true), aliasParam, modeParam(true), expireParam(true), passwordParam(true), tagsParam(true), maxVisitsParam(true), rulesParam(true), splitParam(true)],
       returns: LinkRecordSchema,
       errors: { 409: ['alias_taken', 'alias_reserved'], 503: ['busy', STORAGE] },
       handler: ({ params: p, caller, clientIp }): Promise<Static<typeof LinkRecordSchema>> => {
         // Without a key: refused when links.anonymous is false, and counted against rate.anon_per_day.
         if (!caller) anonymous?.check(clientIp)
-        return links.create({ url: p.url, alias: p.alias, mode: p.mode, expire: p.expire, password: p.password, tags: p.tags }, caller)
+        return links.create(
+          { url: p.url, alias: p.alias, mode: p.mode, expire: p.expire, password: p.password, tags: p.tags, max_visits: p.max_visits, rules: p.rules, split: p.split },
+          caller,
+        )
       },
     },
     {
@@ -470,13 +584,16 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations): Api
       tag: 'links',
       summary: 'Change a link: only the fields sent are changed',
       description: "Only the owning account's keys (or an admin's) may change a link; anonymous links cannot be changed.",
-      params: [codeParam, urlParam(false), modeParam(false), expireParam(false), passwordParam(false), tagsParam(false)],
+      params: [codeParam, urlParam(false), modeParam(false), expireParam(false), passwordParam(false), tagsParam(false), maxVisitsParam(false), rulesParam(false), splitParam(false)],
       exampleWith: ['url'],
       returns: LinkRecordSchema,
       errors: { 403: ['not_owner'], 404: ['not_found'], 503: [STORAGE] },
       handler: ({ params, caller }): Promise<Static<typeof LinkRecordSchema>> =>
         links.update(
-          { code: params.code, url: params.url, mode: params.mode, expire: params.expire, password: params.password, tags: params.tags },
+          {
+            code: params.code, url: params.url, mode: params.mode, expire: params.expire, password: params.password, tags: params.tags,
+            max_visits: params.max_visits, rules: params.rules, split: params.split,
+          },
           caller!,
         ),
     },

@@ -11,7 +11,8 @@ import { createWriteGroup } from '../db/write-group'
 import { AppError, invalidParameter, notFound, notOwner } from '../errors'
 import type { Events } from '../events'
 import type { Outbox } from '../webhooks/outbox'
-import { createLinkStore, type LinkChanges, type LinkRow, type NameCount } from './store'
+import { createDestinations, type Visitor } from './destinations'
+import { createLinkStore, type LinkChanges, type LinkRow, type NameCount, type NewLink } from './store'
 import {
   isReserved,
   ownUrlRules,
@@ -21,9 +22,14 @@ import {
   validateMode,
   validatePassword,
   validateTag,
+  validateMaxVisits,
+  validateRules,
+  validateSplit,
   validateTags,
   validateUrl,
   type Mode,
+  type Rule,
+  type SplitArm,
   type UrlRules,
 } from './validate'
 
@@ -43,6 +49,12 @@ export interface LinkRecord {
   disabled: string | null
   /** Its tags, sorted (SPEC §2a); empty without. */
   tags: string[]
+  /** The visit limit (null: none) and the visits it has left (null without a limit). */
+  max_visits: number | null
+  visits_left: number | null
+  /** Its redirect rules and A/B split, when it has them (absent otherwise). */
+  rules?: Rule[]
+  split?: SplitArm[]
 }
 
 export interface CreateLinkInput {
@@ -52,6 +64,9 @@ export interface CreateLinkInput {
   expire?: unknown
   password?: unknown
   tags?: unknown
+  max_visits?: unknown
+  rules?: unknown
+  split?: unknown
 }
 
 const present = (v: unknown) => v !== undefined && v !== null && v !== ''
@@ -122,6 +137,8 @@ export function createLinkService(deps: {
   outbox?: Outbox
   /** Refuses a destination that is banned or on a blocklist (abuse/service.ts), with invalid_url. */
   checkDestination?: (url: string) => void
+  /** The ISO alpha-2 country of an address or null (geo): for rules with a country condition. */
+  country?: (address: string) => string | null
 }) {
   const { db, config, recorder, events, outbox } = deps
   const clock = deps.clock ?? Date.now
@@ -163,6 +180,17 @@ export function createLinkService(deps: {
     youngChars += chars
   }
   const urlRules: UrlRules = ownUrlRules(config.server, config.links.blocked_domains)
+  const destinations = createDestinations({ clock, country: deps.country ?? (() => null) })
+  const checkDestination = deps.checkDestination
+  /** Rules and split as stored: the validated arrays as JSON text, null for none. */
+  const rulesText = (value: unknown) => {
+    const rules = validateRules(value, urlRules, checkDestination)
+    return rules.length ? JSON.stringify(rules) : null
+  }
+  const splitText = (value: unknown) => {
+    const split = validateSplit(value, urlRules, checkDestination)
+    return split.length ? JSON.stringify(split) : null
+  }
 
   /** A link as the API answers it; `tags` when the caller has them already (a page reads them at once). */
   function record(row: LinkRow, tags: string[] = store.tagsOf(row.id)): LinkRecord {
@@ -181,6 +209,10 @@ export function createLinkService(deps: {
       clicks: row.clicks,
       disabled: row.disabled,
       tags,
+      max_visits: row.max_visits,
+      visits_left: row.max_visits === null ? null : Math.max(0, row.max_visits - row.visits_used),
+      ...(row.rules ? { rules: JSON.parse(row.rules) as Rule[] } : {}),
+      ...(row.split ? { split: JSON.parse(row.split) as SplitArm[] } : {}),
     }
   }
 
@@ -212,7 +244,7 @@ export function createLinkService(deps: {
     return updated
   })
 
-  function insertWithFreshCode(fields: Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'code' | 'disabled'>): LinkRow {
+  function insertWithFreshCode(fields: Omit<NewLink, 'code'>): LinkRow {
     // 6 random characters (62^6 ≈ 5.7e10); after repeated collisions the codes grow by one character.
     for (let length = 6; length <= 12; length++) {
       for (let attempt = 0; attempt < 4; attempt++) {
@@ -252,7 +284,7 @@ export function createLinkService(deps: {
     return answer
   }
 
-  function insertAlias(fields: Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'code' | 'disabled'>, alias: string): LinkRow {
+  function insertAlias(fields: Omit<NewLink, 'code'>, alias: string): LinkRow {
     const taken = () => new AppError(409, 'alias_taken', `The alias "${alias}" is already in use.`)
     if (store.codeExists(alias)) throw taken()
     try {
@@ -291,6 +323,9 @@ export function createLinkService(deps: {
       const mode = present(input.mode) ? validateMode(input.mode) : 'redirect'
       const expire = present(input.expire) ? validateExpire(input.expire) : 0
       const tags = present(input.tags) ? validateTags(input.tags) : []
+      const max_visits = present(input.max_visits) ? validateMaxVisits(input.max_visits) : null
+      const rules = present(input.rules) ? rulesText(input.rules) : null
+      const split = present(input.split) ? splitText(input.split) : null
       const password = input.password !== undefined ? validatePassword(input.password, { allowEmpty: true }) : null
       const password_hash = password ? await hashPassword(password) : null
       const now = clock()
@@ -301,6 +336,9 @@ export function createLinkService(deps: {
         password_hash,
         created: now,
         expires: opts.expiresAt !== undefined ? opts.expiresAt : expire ? now + expire * 1000 : null,
+        max_visits,
+        rules,
+        split,
       }
       // Committed with the other creations of this event-loop turn; answered once that commit is done.
       let row: LinkRow
@@ -330,6 +368,9 @@ export function createLinkService(deps: {
       }
       if (input.mode !== undefined) changes.mode = validateMode(input.mode)
       const tags = input.tags !== undefined ? validateTags(input.tags) : undefined
+      if (input.max_visits !== undefined) changes.max_visits = validateMaxVisits(input.max_visits)
+      if (input.rules !== undefined) changes.rules = rulesText(input.rules)
+      if (input.split !== undefined) changes.split = splitText(input.split)
       if (input.expire !== undefined) {
         const expire = validateExpire(input.expire)
         changes.expires = expire ? clock() + expire * 1000 : null
@@ -526,6 +567,26 @@ export function createLinkService(deps: {
 
     isExpired(row: LinkRow) {
       return row.expires !== null && row.expires <= clock()
+    },
+
+    /** Where this visitor goes: for a link with rules or a split, what they decide; else long_url. */
+    destination(row: LinkRow, visitor: Visitor): string {
+      if (row.rules === null && row.split === null) return row.long_url
+      return destinations.choose(row, visitor)
+    },
+
+    /**
+     * A person's visit of a limited link takes one of its visits, in the database (the cached row's count
+     * is never trusted): false when none is left. Storage failures throw (a 503 page): a visit that cannot
+     * be counted is not given.
+     */
+    takeVisit(row: LinkRow): boolean {
+      return stored(db, () => store.takeVisit(row.id))
+    },
+
+    /** The visits a limited link has left, read from the database (HEAD and bots look without taking). */
+    visitsLeft(row: LinkRow): number {
+      return store.visitsLeft(row.id) ?? 0
     },
 
     /**

@@ -16,17 +16,25 @@ export interface LinkRow {
   bots: number
   /** Null while live; else why an admin disabled it (visitors get a 451 page). */
   disabled: string | null
+  /** Null: no visit limit; else the human visits it gives (SPEC §2a), visits_used of them taken. */
+  max_visits: number | null
+  visits_used: number
+  /** Null, or the validated JSON arrays of its redirect rules and A/B split (validate.ts). */
+  rules: string | null
+  split: string | null
 }
-export type LinkChanges = Partial<Pick<LinkRow, 'long_url' | 'mode' | 'password_hash' | 'expires'>>
+export type LinkChanges = Partial<Pick<LinkRow, 'long_url' | 'mode' | 'password_hash' | 'expires' | 'max_visits' | 'rules' | 'split'>>
+/** The fields a new link is made with. */
+export type NewLink = Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'disabled' | 'visits_used'>
 export interface NameCount {
   name: string
   clicks: number
 }
 
 export function createLinkStore(db: Db) {
-  const insert = db.query<LinkRow, [string, string, number | null, string, string | null, number, number, number | null]>(
-    `INSERT INTO links (code, long_url, account_id, mode, password_hash, created, updated, expires)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING *`,
+  const insert = db.query<LinkRow, [string, string, number | null, string, string | null, number, number, number | null, number | null, string | null, string | null]>(
+    `INSERT INTO links (code, long_url, account_id, mode, password_hash, created, updated, expires, max_visits, rules, split)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING *`,
   )
   const byCode = db.query<LinkRow, [string]>('SELECT * FROM links WHERE code = ?')
   const codeExists = db.query<{ one: number }, [string]>('SELECT 1 AS one FROM links WHERE code = ?')
@@ -39,12 +47,20 @@ export function createLinkStore(db: Db) {
   const byIdAndCode = db.query<LinkRow, [number, string]>('SELECT * FROM links WHERE id = ?1 AND code = ?2')
   // One fixed statement for any set of changed fields: each field has a flag, and a field whose flag is 0
   // keeps what is stored, so an update never writes back values it read earlier.
-  const update = db.query<LinkRow, [number, string | null, number, string | null, number, string | null, number, number | null, number, number]>(
+  // A limit removed takes its count of used visits with it: a later limit counts from then.
+  type UpdateArgs = [number, string | null, number, string | null, number, string | null, number, number | null, number, number, number, number | null, number, string | null, number, string | null]
+  const update = db.query<LinkRow, UpdateArgs>(
     `UPDATE links SET
        long_url = iif(?1, ?2, long_url), mode = iif(?3, ?4, mode),
-       password_hash = iif(?5, ?6, password_hash), expires = iif(?7, ?8, expires), updated = ?9
+       password_hash = iif(?5, ?6, password_hash), expires = iif(?7, ?8, expires), updated = ?9,
+       max_visits = iif(?11, ?12, max_visits), visits_used = iif(?11 AND ?12 IS NULL, 0, visits_used),
+       rules = iif(?13, ?14, rules), split = iif(?15, ?16, split)
      WHERE id = ?10 RETURNING *`,
   )
+  // A visit of a limited link takes one of its visits, or finds none left: one conditional write, atomic
+  // however many requests (or processes sharing the file) race for the last one.
+  const takeVisit = db.query<unknown, [number]>('UPDATE links SET visits_used = visits_used + 1 WHERE id = ? AND visits_used < max_visits')
+  const visitsLeft = db.query<{ left: number }, [number]>('SELECT max_visits - visits_used AS left FROM links WHERE id = ? AND max_visits IS NOT NULL')
   const remove = db.query<unknown, [number]>('DELETE FROM links WHERE id = ?')
   // The dashboard's list: one account's links matching a LIKE pattern ('%' for all; the service escapes what
   // was typed), newest first (by id, the order of creation, along links_account) or most clicked first, a
@@ -123,8 +139,8 @@ export function createLinkStore(db: Db) {
       return { rows: pageMatching.all(accountId, beforeId, tag, pattern, w.floor, limit), floor: w.floor, full: w.n >= scan }
     },
     exportPage: (accountId: number, afterId: number, limit: number) => exportPage.all(accountId, afterId, limit),
-    insert: (r: Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'disabled'>) =>
-      insert.get(r.code, r.long_url, r.account_id, r.mode, r.password_hash, r.created, r.created, r.expires)!,
+    insert: (r: NewLink) =>
+      insert.get(r.code, r.long_url, r.account_id, r.mode, r.password_hash, r.created, r.created, r.expires, r.max_visits, r.rules, r.split)!,
     byCode: (code: string) => byCode.get(code),
     codeExists: (code: string) => codeExists.get(code) !== null,
     page: (accountId: number, beforeId: number, limit: number) => page.all(accountId, beforeId, limit),
@@ -140,7 +156,17 @@ export function createLinkStore(db: Db) {
         'password_hash' in changes ? 1 : 0, changes.password_hash ?? null,
         'expires' in changes ? 1 : 0, changes.expires ?? null,
         now, id,
+        'max_visits' in changes ? 1 : 0, changes.max_visits ?? null,
+        'rules' in changes ? 1 : 0, changes.rules ?? null,
+        'split' in changes ? 1 : 0, changes.split ?? null,
       ),
+    /** Takes one visit of a limited link: false when none is left (or the link is gone). */
+    takeVisit: (id: number) => takeVisit.run(id).changes === 1,
+    /** The visits a limited link has left (0 when gone or used up); null for a link without a limit. */
+    visitsLeft: (id: number): number | null => {
+      const r = visitsLeft.get(id)
+      return r ? Math.max(0, r.left) : null
+    },
     remove: (id: number) => remove.run(id),
     /** An admin's disable (a reason) or enable (null); null when the row is gone. */
     setDisabled: (id: number, reason: string | null, now: number) => setDisabled.get(id, reason, now),

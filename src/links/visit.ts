@@ -2,6 +2,7 @@
 // The redirect is the hot path: one lookup in the link cache, one push into the click buffer, one small
 // response. `hot` answers it before any router (http/pipeline.ts); every other visit goes through `routes`.
 import { Elysia } from 'elysia'
+import { isbot } from 'isbot'
 import continueTpl from '../../assets/continue.html' with { type: 'text' }
 import frameRefusedTpl from '../../assets/frame-refused.html' with { type: 'text' }
 import frameTpl from '../../assets/frame.html' with { type: 'text' }
@@ -88,7 +89,7 @@ export function codeOf(url: string): string | null {
 
 export type VisitOutcome =
   | 'redirect' | 'preview' | 'frame' | 'password_form' | 'password_wrong' | 'password_limited'
-  | 'password_busy' | 'expired' | 'not_found' | 'stats_page' | 'stats_limited' | 'unavailable'
+  | 'password_busy' | 'expired' | 'not_found' | 'stats_page' | 'stats_limited' | 'unavailable' | 'used_up'
 
 /** Where the report form of a code lives (abuse/routes.ts). */
 export const reportPath = (code: string) => `/${encodeURIComponent(code)}/report`
@@ -127,13 +128,13 @@ export function createVisitRoutes(deps: {
   const frameCheck =
     deps.frameCheck ?? createFrameCheck({ baseUrl: base, guard: { allowPrivate: config.media.allow_private_networks } })
 
-  async function framePage(row: LinkRow, short: string): Promise<Response> {
-    const u = new URL(row.long_url)
-    const verdict = await frameCheck.check(row.long_url)
+  async function framePage(destination: string, short: string): Promise<Response> {
+    const u = new URL(destination)
+    const verdict = await frameCheck.check(destination)
     if (verdict.framing === 'allowed')
       return page(
         tpl(frameTpl),
-        { short_url: short, long_url: row.long_url, host: u.host, logo: LOGO_SVG },
+        { short_url: short, long_url: destination, host: u.host, logo: LOGO_SVG },
         { title: `${u.host} via ${short}`, bodyClass: 'frame', frame: true },
       )
     const reason =
@@ -142,7 +143,7 @@ export function createVisitRoutes(deps: {
         : `linkbox could not check whether ${u.host} allows that: ${verdict.why}.`
     return page(
       tpl(frameRefusedTpl),
-      { short_url: short, long_url: row.long_url, host: u.host, reason },
+      { short_url: short, long_url: destination, host: u.host, reason },
       { title: `Open ${u.host} directly`, brand: true },
     )
   }
@@ -159,28 +160,51 @@ export function createVisitRoutes(deps: {
     // A link's code is never a reserved name (validate.ts, and random codes skip them), so a row found here
     // is what the router would find too, and /healthz or /login (no row) go on to the router.
     const row = links.resolve(code)
-    if (!row || row.mode !== 'redirect' || row.password_hash || links.isExpired(row)) return undefined
+    // A limited link takes a visit in the database: the router's path does that (reachDestination).
+    if (!row || row.mode !== 'redirect' || row.password_hash || row.max_visits !== null || links.isExpired(row)) return undefined
     // Disabled, banned or listed (a WeakMap lookup beside the cached row): the router's lookup answers 451.
     if (deps.gate?.stops(row)) return undefined
-    if (method !== 'HEAD') links.recordClick(row, request.headers.get('user-agent') ?? '', request.headers.get('referer') ?? '', clientIp(request))
+    let location = row.long_url
+    if (row.rules !== null || row.split !== null) {
+      const ua = request.headers.get('user-agent') ?? ''
+      const address = clientIp(request)
+      location = links.destination(row, { ua, address, acceptLanguage: request.headers.get('accept-language') ?? '' })
+      if (method !== 'HEAD') links.recordClick(row, ua, request.headers.get('referer') ?? '', address, location)
+    } else if (method !== 'HEAD') links.recordClick(row, request.headers.get('user-agent') ?? '', request.headers.get('referer') ?? '', clientIp(request))
     count('redirect')
     return new Response(null, {
       status: redirectStatus,
-      headers: { location: row.long_url, 'cache-control': CACHE_CONTROL, 'x-request-id': id },
+      headers: { location, 'cache-control': CACHE_CONTROL, 'x-request-id': id },
     })
   }
 
+  const usedUpPage = (row: LinkRow) => {
+    count('used_up')
+    const n = row.max_visits!
+    return messagePage(410, 'This link reached its limit', `The owner of this short link let it be visited ${n} ${n === 1 ? 'time' : 'times'}, and this link reached its limit of ${n} ${n === 1 ? 'visit' : 'visits'}.`)
+  }
+
   function reachDestination(row: LinkRow, request: Request, via: 'get' | 'post', referer: string): Response | Promise<Response> {
-    if (request.method !== 'HEAD') links.recordClick(row, request.headers.get('user-agent') ?? '', referer, clientIp(request))
+    const ua = request.headers.get('user-agent') ?? ''
+    const address = clientIp(request)
+    // A limited link: a person's visit takes one in the database, or finds none left. HEAD and bots take
+    // none (SPEC §2a: previews never use a visit up); they only look whether any is left.
+    if (row.max_visits !== null) {
+      const looking = request.method === 'HEAD' || isbot(ua)
+      if (looking ? links.visitsLeft(row) <= 0 : !links.takeVisit(row)) return usedUpPage(row)
+    }
+    const routed = row.rules !== null || row.split !== null
+    const destination = routed ? links.destination(row, { ua, address, acceptLanguage: request.headers.get('accept-language') ?? '' }) : row.long_url
+    if (request.method !== 'HEAD') links.recordClick(row, ua, referer, address, routed ? destination : '')
     count(row.mode)
     const short = `${base}/${row.code}`
     if (row.mode === 'preview') {
-      const u = new URL(row.long_url)
+      const u = new URL(destination)
       return page(
         tpl(previewTpl),
         {
           short_url: short,
-          long_url: row.long_url,
+          long_url: destination,
           scheme: u.protocol,
           host: u.host,
           rest: u.pathname + u.search + u.hash,
@@ -189,23 +213,23 @@ export function createVisitRoutes(deps: {
         { title: `Leaving for ${u.host}`, brand: true },
       )
     }
-    if (row.mode === 'frame') return framePage(row, short)
+    if (row.mode === 'frame') return framePage(destination, short)
     // A browser that POSTed the password form may not follow a redirect to another site: the page's
     // CSP (form-action 'self') also governs where a form's answer redirects. A small page sends it on
     // instead (a meta refresh, no script, so the CSP stays as it is), with a visible link as well.
     if (via === 'post' && isBrowserNavigation(request) && !request.headers.has('x-link-password')) {
-      const host = new URL(row.long_url).host
+      const host = new URL(destination).host
       return page(
         tpl(continueTpl),
-        { short_url: short, long_url: row.long_url, host },
-        { title: `Continue to ${host}`, refreshTo: row.long_url, brand: true },
+        { short_url: short, long_url: destination, host },
+        { title: `Continue to ${host}`, refreshTo: destination, brand: true },
       )
     }
     // Scripts: after a password form, 303 turns the POST into a GET of the destination.
     const status = via === 'post' ? 303 : redirectStatus
     return new Response(null, {
       status,
-      headers: { location: row.long_url, 'cache-control': CACHE_CONTROL },
+      headers: { location: destination, 'cache-control': CACHE_CONTROL },
     })
   }
 

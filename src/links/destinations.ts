@@ -1,0 +1,128 @@
+// Where a visit of a link with redirect rules or an A/B split goes (SPEC §2a). A link's rules and split are
+// compiled once, when its row is first asked about (rows stay the same objects while the link cache holds
+// them, so a WeakMap keeps one compiled decision per cached row and drops it with the row); a link without
+// either is answered before any of this by one check of the row.
+//
+// Rules: device and system from the user agent (a bounded memo of clicks/classify.ts), the country from the
+// address (only when some rule asks for one), the language from Accept-Language; the first rule whose
+// every condition matches decides. Else the split: a keyed hash of the visitor's address and user agent and
+// the link's id picks an arm by weight, with a random key made for each UTC day and kept only in memory, so
+// one visitor gets the same arm all day and no one can be followed from one day to the next. Else long_url.
+import { createClassifier } from '../clicks/classify'
+import type { LinkRow } from './store'
+import type { Rule, SplitArm } from './validate'
+
+const DAY_MS = 86_400_000
+
+interface CompiledRule {
+  url: string
+  device: Set<string> | null
+  os: Set<string> | null
+  country: Set<string> | null
+  language: Set<string> | null
+}
+
+interface Decision {
+  rules: CompiledRule[]
+  /** Whether a rule asks for the device or system (the user agent is classified), or the country. */
+  needsAgent: boolean
+  needsCountry: boolean
+  split: { urls: string[]; upTo: number[]; total: number } | null
+}
+
+/** What a visit tells about its visitor. */
+export interface Visitor {
+  ua: string
+  address: string
+  /** The Accept-Language header as sent ('' when none). */
+  acceptLanguage: string
+}
+
+/** The primary tag of the first Accept-Language entry, lower case ("de-CH,de;q=0.9" → "de"); '' for none or "*". */
+export function primaryLanguage(header: string): string {
+  let end = header.length
+  for (let i = 0; i < header.length; i++) {
+    const c = header.charCodeAt(i)
+    if (c === 44 /* , */ || c === 59 /* ; */ || c === 45 /* - */ || c === 95 /* _ */) {
+      end = i
+      break
+    }
+  }
+  const tag = header.slice(0, end).trim().toLowerCase()
+  return /^[a-z]{1,8}$/.test(tag) ? tag : ''
+}
+
+const setOf = (list: string[] | undefined, clean: (v: string) => string) => (list ? new Set(list.map(clean)) : null)
+
+function compile(row: LinkRow): Decision {
+  const rules: CompiledRule[] = (row.rules ? (JSON.parse(row.rules) as Rule[]) : []).map((r) => ({
+    url: r.url,
+    device: setOf(r.device, (v) => v),
+    os: setOf(r.os, (v) => v.toLowerCase()),
+    country: setOf(r.country, (v) => v),
+    language: setOf(r.language, (v) => v),
+  }))
+  let split: Decision['split'] = null
+  if (row.split) {
+    const arms = JSON.parse(row.split) as SplitArm[]
+    let total = 0
+    const upTo = arms.map((a) => (total += a.weight))
+    split = { urls: arms.map((a) => a.url), upTo, total }
+  }
+  return {
+    rules,
+    needsAgent: rules.some((r) => r.device || r.os),
+    needsCountry: rules.some((r) => r.country),
+    split,
+  }
+}
+
+export function createDestinations(deps: {
+  clock: () => number
+  /** The ISO alpha-2 country of an address, or null (geo/index.ts). */
+  country: (address: string) => string | null
+}) {
+  const decisions = new WeakMap<LinkRow, Decision>()
+  const classify = createClassifier()
+  let keyDay = -1
+  let key = new Uint8Array(0)
+
+  /** A number in [0, total) for this visitor, link and UTC day. */
+  function bucket(v: Visitor, linkId: number, total: number): number {
+    const now = deps.clock()
+    const day = Math.floor(now / DAY_MS)
+    if (day !== keyDay) {
+      keyDay = day
+      key = crypto.getRandomValues(new Uint8Array(32))
+    }
+    const mac = new Bun.CryptoHasher('sha256', key).update(`${linkId}\n${v.address}\n${v.ua}`).digest()
+    return (((mac[0]! << 24) | (mac[1]! << 16) | (mac[2]! << 8) | mac[3]!) >>> 0) % total
+  }
+
+  return {
+    /** The URL this visitor goes to: the first matching rule's, else the split's pick, else long_url. */
+    choose(row: LinkRow, v: Visitor): string {
+      let d = decisions.get(row)
+      if (!d) decisions.set(row, (d = compile(row)))
+      if (d.rules.length > 0) {
+        const agent = d.needsAgent ? classify(v.ua, deps.clock()) : null
+        const country = d.needsCountry ? deps.country(v.address) : null
+        let language: string | undefined
+        for (const r of d.rules) {
+          if (r.device && !r.device.has(agent!.device)) continue
+          if (r.os && !r.os.has(agent!.os.toLowerCase())) continue
+          if (r.country && (country === null || !r.country.has(country))) continue
+          if (r.language && !r.language.has((language ??= primaryLanguage(v.acceptLanguage)))) continue
+          return r.url
+        }
+      }
+      if (d.split) {
+        const b = bucket(v, row.id, d.split.total)
+        const i = d.split.upTo.findIndex((upTo) => b < upTo)
+        return d.split.urls[i]!
+      }
+      return row.long_url
+    },
+  }
+}
+export type Destinations = ReturnType<typeof createDestinations>
