@@ -45,17 +45,17 @@ async function importFile(b: TestBox, key: string, text: string, format?: string
 const linksOf = (b: TestBox, account: string) =>
   b.db
     .query(
-      `SELECT l.code, l.long_url, l.mode, l.expires, (SELECT group_concat(tag, ',') FROM (SELECT tag FROM link_tags WHERE link_id = l.id ORDER BY tag)) AS tags
+      `SELECT l.code, l.long_url, l.mode, l.expires, l.max_visits, (SELECT group_concat(tag, ',') FROM (SELECT tag FROM link_tags WHERE link_id = l.id ORDER BY tag)) AS tags
        FROM links l JOIN accounts a ON a.id = l.account_id WHERE a.name = ? ORDER BY l.code`,
     )
-    .all(account) as { code: string; long_url: string; mode: string; expires: number | null; tags: string | null }[]
+    .all(account) as { code: string; long_url: string; mode: string; expires: number | null; max_visits: number | null; tags: string | null }[]
 
 describe('links.json?format=csv', () => {
   beforeAll(async () => {
     const made: Record<string, string>[] = [
       { url: 'https://example.com/plain', alias: 'plain' },
       { url: 'https://example.com/q?a=1,2&b="x"', alias: 'quoted', mode: 'preview', tags: 'news,spring' },
-      { url: 'https://example.com/framed', alias: 'framed', mode: 'frame', expire: '86400', password: 'secret' },
+      { url: 'https://example.com/framed', alias: 'framed', mode: 'frame', expire: '86400', password: 'secret', max_visits: '5' },
       // A code and a tag that a spreadsheet would take for a formula (they start with "-").
       { url: 'https://example.com/formula', alias: '-cmd', tags: '-sum,ok' },
     ]
@@ -81,6 +81,7 @@ describe('links.json?format=csv', () => {
     expect(lines[2]).toContain(',"https://example.com/q?a=1,2&b=%22x%22",')
     expect(lines[2]).toContain(',"news,spring",')
     expect(rows[2]![5]).toMatch(/^\d{4}-\d\d-\d\dT.*Z$/)
+    expect(rows[2]![8]).toBe('5') // the visit limit
     // Formula cells get a ' in front; the clicks column (a number linkbox writes) never does.
     expect(rows[3]![0]).toBe("'-cmd")
     expect(rows[3]![7]).toBe("'-sum,ok")
@@ -119,7 +120,7 @@ describe('import.json', () => {
     expect(linksOf(box, 'alice').find((l) => l.code === 'plain')!.long_url).toBe('https://example.com/plain')
   })
 
-  test('into a fresh box, the export comes back whole: code, destination, mode, tags and expiry', async () => {
+  test('into a fresh box, the export comes back whole: code, destination, mode, tags, expiry and visit limit', async () => {
     const fresh = await makeBox()
     try {
       const dora = await fresh.account('dora')
@@ -236,7 +237,7 @@ describe("other tools' export files", () => {
     ])
     const mine = linksOf(peers, 'erin')
     expect(mine.find((l) => l.code === 'spring25')).toEqual({
-      code: 'spring25', long_url: 'https://shop.example.com/sale?season=spring&utm_source=shlink', mode: 'redirect', expires: null, tags: 'marketing,sale-2025',
+      code: 'spring25', long_url: 'https://shop.example.com/sale?season=spring&utm_source=shlink', mode: 'redirect', expires: null, max_visits: null, tags: 'marketing,sale-2025',
     })
     expect(mine.find((l) => l.code === 'x7Kp2')!.long_url).toBe('https://blog.example.net/a/post/with-a-long-title')
   })

@@ -286,7 +286,7 @@ const importFormatParam: ApiParam = {
     enum: [...IMPORT_FORMATS],
     default: 'csv',
     description:
-      "csv: linkbox's own export (only long_url is required; code, mode, expires and tags are read); shlink: the web " +
+      "csv: linkbox's own export (only long_url is required; code, mode, expires, tags and max_visits are read); shlink: the web " +
       "client's CSV export; kutt: the answer of Kutt's GET /api/v2/links (JSON) or a CSV with its field names; yourls: " +
       'the yourls_url table as CSV (keyword, url, …); bitly: the CSV export of Bitly links',
     examples: ['shlink'],

@@ -8,7 +8,6 @@ export const EXPORT_COLUMNS = ['code', 'short_url', 'long_url', 'mode', 'created
 
 /** One link as a CSV line. Clicks and max_visits are numbers linkbox writes: never neutralised. */
 export function exportLine(r: LinkRecord): string {
-  const maxVisits = (r as { max_visits?: number | null }).max_visits
   return csvLine([
     csvField(r.hex),
     csvField(r.url),
@@ -18,7 +17,7 @@ export function exportLine(r: LinkRecord): string {
     csvField(r.expires),
     csvField(r.clicks, true),
     csvField(r.tags.join(',')),
-    csvField(maxVisits ?? null, true),
+    csvField(r.max_visits, true),
   ])
 }
 

@@ -41,6 +41,8 @@ export interface ImportRow {
   /** Unix ms; null: none; undefined: none given. */
   expiresAt?: number | null
   tags?: string
+  /** linkbox's own export: the visit limit ("" or absent: none). */
+  max_visits?: string
 }
 
 export interface Skipped {
@@ -130,6 +132,7 @@ function linkboxRows(text: string): ImportRow[] {
       mode: r.get('mode') || undefined,
       expiresAt: at === 'invalid' ? Number.NaN : at,
       tags: unneutralise(r.get('tags')),
+      max_visits: r.get('maxvisits') || undefined,
     }
   })
 }
@@ -226,7 +229,7 @@ export async function importLinks(links: LinkService, caller: Caller, rows: Impo
         if (row.expiresAt !== undefined && row.expiresAt !== null && (Number.isNaN(row.expiresAt) || row.expiresAt > now + MAX_EXPIRE * 1000 || row.expiresAt < 0))
           return Promise.reject(new AppError(400, 'invalid_expire', 'The expiry must be a date (ISO 8601) at most 10 years from now.'))
         return links.create(
-          { url: row.long_url, alias: row.code, mode: row.mode, tags: row.tags },
+          { url: row.long_url, alias: row.code, mode: row.mode, tags: row.tags, max_visits: row.max_visits },
           caller,
           row.expiresAt !== undefined ? { expiresAt: row.expiresAt } : {},
         )
