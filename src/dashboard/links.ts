@@ -5,14 +5,16 @@
 // and errors kept on the server for the page it goes back to); the create form's one-time token makes a
 // form sent twice make one link; every string from a link or a request is escaped here. Tags (issue 23):
 // set in both forms, shown as chips that filter the list (?tag=), searched by the search box (?q=); the
-// account's links can be exported (GET /dashboard/links.csv, the API's CSV).
+// account's links can be exported (GET /dashboard/links.csv, the API's CSV). Visit limits, redirect rules
+// and A/B splits (SPEC §2a): a number field and two JSON text areas (an example in each hint), under "More
+// options" and on the edit page; the list says "3 of 10 visits left" and badges links with rules or a split.
 import { Elysia } from 'elysia'
 import { AppError } from '../errors'
 import { csvExportResponse } from '../links/export'
 import type { LinkRecord, LinkSort } from '../links/service'
 import { MAX_SEARCH_LENGTH } from '../links/service'
 import { breakable, dayOf, statsBody, statsCsv, csvTableOf, statsFor, windowOf } from '../links/stats-view'
-import { MAX_TAG_LENGTH, MAX_TAGS, MODES } from '../links/validate'
+import { MAX_JSON_CHARS, MAX_RULES, MAX_SPLIT, MAX_TAG_LENGTH, MAX_TAGS, MAX_VISITS, MIN_SPLIT, MODES } from '../links/validate'
 import { escapeHtml as e } from '../pages/render'
 import type { FormTokens } from './form-tokens'
 import { qrImage, qrSection, qrWithLogo } from './link-qr'
@@ -40,16 +42,27 @@ const CODE = /^[A-Za-z0-9_-]{1,64}$/
 const DEST_SHOWN = 64
 
 /** Field names as people read them, for the service's messages ("The parameter "url"…" → "The URL…"). */
-const FIELD_NAMES: Record<string, string> = { url: 'The URL', alias: 'The alias', mode: 'The mode', expire: 'The expiry', password: 'The password', tags: 'The tags' }
+const FIELD_NAMES: Record<string, string> = {
+  url: 'The URL', alias: 'The alias', mode: 'The mode', expire: 'The expiry', password: 'The password', tags: 'The tags',
+  max_visits: 'The visit limit', rules: 'The rules', split: 'The split',
+}
 /** A tag in the list's URL (?tag=): the alphabet of tags; anything else means no filter. */
 const TAG = /^[A-Za-z0-9_-]{1,32}$/
 const TAGS_HINT = `Up to ${MAX_TAGS}, separated by commas: letters, digits, _ or -, at most ${MAX_TAG_LENGTH} each.`
 /** The tags field as typed, tidied for the service: empty items (a trailing comma) left out. */
 const tidyTags = (typed: string) => typed.split(',').map((t) => t.trim()).filter(Boolean).join(',')
-const humane = (message: string) => message.replace(/^The parameter "(\w+)"/, (all, name: string) => FIELD_NAMES[name] ?? all)
+// A rule's or an arm's own field ("rules[2].url") keeps its path after the area's name: "The rules: rules[2].url must…".
+const humane = (message: string) =>
+  message
+    .replace(/^The parameter "rules" is\b/, 'The rules are')
+    .replace(/^The parameter "((rules|split)\[[^"]*)"/, (_all, path: string, area: string) => `${FIELD_NAMES[area]}: ${path}`)
+    .replace(/^The parameter "(\w+)"/, (all, name: string) => FIELD_NAMES[name] ?? all)
 
 /** Which field of the form an error of the link service is about (null: the form as a whole). */
 function fieldOf(err: AppError): string | null {
+  // A rule's or an arm's URL is refused as invalid_url too: it belongs to its text area, not to "url".
+  const area = /^The parameter "(rules|split)\b/.exec(err.message)?.[1]
+  if (area) return area
   switch (err.code) {
     case 'invalid_url':
       return 'url'
@@ -138,8 +151,38 @@ export interface CreateForm {
   mode: string
   expire: string
   tags: string
+  max_visits: string
+  rules: string
+  split: string
 }
-const EMPTY_FORM: CreateForm = { url: '', alias: '', mode: 'redirect', expire: '', tags: '' }
+const EMPTY_FORM: CreateForm = { url: '', alias: '', mode: 'redirect', expire: '', tags: '', max_visits: '', rules: '', split: '' }
+/** The fields of the limit, rules and split, as both forms send them (and a lost session keeps them). */
+const ROUTING_FIELDS = ['max_visits', 'rules', 'split'] as const
+
+const RULES_EXAMPLE = '[{"device": ["mobile"], "url": "https://m.example.com/"},\n {"country": ["DE", "AT"], "url": "https://example.com/de"}]'
+const SPLIT_EXAMPLE = '[{"url": "https://example.com/a", "weight": 50},\n {"url": "https://example.com/b", "weight": 50}]'
+
+/**
+ * The visit limit and the two JSON areas of both forms (ids: max_visits, rules, split, each with -hint and
+ * -error). `left` is the edit page's "3 of 10 visits left".
+ */
+function routingFields(v: Pick<CreateForm, 'max_visits' | 'rules' | 'split'>, errors: FieldErrors, left = ''): string {
+  const described = (id: string) => `aria-describedby="${id}-hint${errors[id] ? ` ${id}-error` : ''}"${errors[id] ? ' aria-invalid="true"' : ''}`
+  const area = (id: 'rules' | 'split', label: string, hint: string, example: string) => `<div class="field span-all"><label for="${id}">${label} <span class="optional">(optional)</span></label>
+<textarea id="${id}" name="${id}" class="json" rows="3" maxlength="${MAX_JSON_CHARS}" spellcheck="false" autocapitalize="off" autocomplete="off" placeholder="${e(example)}" ${described(id)}>${e(v[id])}</textarea>
+<span class="hint" id="${id}-hint">${hint} For example: <code>${e(example)}</code></span>${errorOf(errors, id).html}</div>`
+  return `<div class="field"><label for="max_visits">Visit limit <span class="optional">(optional)</span></label>
+<input id="max_visits" name="max_visits" type="number" inputmode="numeric" min="0" max="${MAX_VISITS}" step="1" autocomplete="off" value="${e(v.max_visits)}" ${described('max_visits')}>
+<span class="hint" id="max_visits-hint">${left ? `${e(left)}. ` : ''}After this many visits by people the link stops (bots and link previews use none). Empty: no limit.</span>${errorOf(errors, 'max_visits').html}</div>
+${area('rules', 'Redirect rules', `A JSON list of at most ${MAX_RULES} rules, each a <code>url</code> and one or more of <code>device</code> (desktop, mobile, tablet, other), <code>os</code>, <code>country</code> (two letters) and <code>language</code> (e.g. de); the first rule that matches sends the visitor to its URL. Empty: none.`, RULES_EXAMPLE)}
+${area('split', 'A/B split', `A JSON list of ${MIN_SPLIT} to ${MAX_SPLIT} URLs with weights from 1 to 100; visitors no rule sends elsewhere are shared out by weight, each keeping theirs all day. Empty: none.`, SPLIT_EXAMPLE)}`
+}
+
+/** "3 of 10 visits left" (or "" for a link without a limit). */
+const visitsLeftText = (r: LinkRecord) =>
+  r.max_visits === null ? '' : `${r.visits_left} of ${r.max_visits} ${r.max_visits === 1 ? 'visit' : 'visits'} left`
+/** Rules and split as the edit form shows them: the stored JSON, one item a line ('' for none). */
+const jsonArea = (items: readonly unknown[] | undefined) => (items?.length ? `[${items.map((i) => JSON.stringify(i)).join(',\n ')}]` : '')
 
 /** A refused form, kept for the page it is sent back to (what was typed, never the password). */
 interface Refused<F> {
@@ -154,7 +197,8 @@ function createCard(s: Session, tokens: FormTokens, form: CreateForm, errors: Fi
   const mode = errorOf(errors, 'mode')
   const expire = errorOf(errors, 'expire')
   const password = errorOf(errors, 'password')
-  const more = !!(form.alias || form.mode !== 'redirect' || form.expire || form.tags || errors.alias || errors.mode || errors.expire || errors.password || errors.tags)
+  const more = !!(form.alias || form.mode !== 'redirect' || form.expire || form.tags || form.max_visits || form.rules || form.split ||
+    errors.alias || errors.mode || errors.expire || errors.password || errors.tags || errors.max_visits || errors.rules || errors.split)
   return `<section class="card link-new" aria-labelledby="new-heading">
 <h2 id="new-heading">Shorten a link</h2>
 <form method="post" action="/dashboard/links">
@@ -177,6 +221,7 @@ ${tokens.field()}
 <div class="field"><label for="password">Password <span class="optional">(optional)</span></label>
 <input id="password" name="password" type="password" autocomplete="new-password" maxlength="128"${password.attrs}>${password.html}</div>
 ${tagsField(form.tags, errors)}
+${routingFields(form, errors)}
 </div>
 </details>
 </form>
@@ -199,13 +244,19 @@ function tagChips(r: LinkRecord, current: ListQuery): string {
   return `<ul class="tag-chips" aria-label="Tags of ${e(r.hex)}">${chips.join('')}</ul>`
 }
 
+/** "rules" and "A/B" badges for a link whose visitors may go elsewhere than its URL. */
+function routingBadges(r: LinkRecord): string {
+  const badge = (text: string, title: string) => ` <span class="tag routing" title="${title}">${text}</span>`
+  return (r.rules ? badge('rules', `${r.rules.length} redirect ${r.rules.length === 1 ? 'rule' : 'rules'}`) : '') + (r.split ? badge('A/B', `Split over ${r.split.length} destinations`) : '')
+}
+
 function row(r: LinkRecord, fresh: boolean, query: ListQuery): string {
   const c = r.hex
   const label = `<span class="visually-hidden"> ${e(c)}</span>`
   // Each cell's content is one element: on a phone a cell is a two-column grid of its label and that.
   return `<tr${fresh ? ' class="fresh"' : ''}>
-<td class="link-cell" data-label="Link"><div class="short-line"><a class="short" id="short-${e(c)}" href="${e(r.url)}">${e(r.url)}</a>${lock(r.password)}<button type="button" class="copy secondary small" data-copy="short-${e(c)}" aria-label="Copy ${e(r.url)}" hidden>Copy</button></div>
-<div class="dest-line"><span class="dest-text" title="${e(r.long_url)}">→&nbsp;${breakable(shortDestination(r.long_url))}</span><input type="hidden" id="dest-${e(c)}" value="${e(r.long_url)}"><button type="button" class="copy link small" data-copy="dest-${e(c)}" aria-label="Copy the whole destination of ${e(c)}" hidden>Copy</button></div>${tagChips(r, query)}</td>
+<td class="link-cell" data-label="Link"><div class="short-line"><a class="short" id="short-${e(c)}" href="${e(r.url)}">${e(r.url)}</a>${lock(r.password)}${routingBadges(r)}<button type="button" class="copy secondary small" data-copy="short-${e(c)}" aria-label="Copy ${e(r.url)}" hidden>Copy</button></div>
+<div class="dest-line"><span class="dest-text" title="${e(r.long_url)}">→&nbsp;${breakable(shortDestination(r.long_url))}</span><input type="hidden" id="dest-${e(c)}" value="${e(r.long_url)}"><button type="button" class="copy link small" data-copy="dest-${e(c)}" aria-label="Copy the whole destination of ${e(c)}" hidden>Copy</button></div>${tagChips(r, query)}${r.max_visits !== null ? `<div class="visits-left${r.visits_left === 0 ? ' used-up' : ''}">${e(visitsLeftText(r))}</div>` : ''}</td>
 <td data-label="Mode"><span>${e(r.mode)}</span></td>
 <td class="n" data-label="Clicks"><span>${r.clicks}</span></td>
 <td class="date" data-label="Created">${time(r.created)}</td>
@@ -301,7 +352,7 @@ export function createLinksSection({ shell, links, qr, clock }: DashboardDeps) {
   /** A link's edit page; with ?form=ID, the refused form as it was sent, with its errors. */
   function editPage(request: Request, s: Session, r: LinkRecord, draft?: { values: EditForm }) {
     const opts = shell.refusedState<Refused<EditForm>>(request, shell.ownerOf(s)) ?? (draft ? { values: draft.values, errors: {} } : undefined)
-    const v = opts?.values ?? { url: r.long_url, mode: r.mode, expire: 'keep', passwordAction: 'keep', tags: r.tags.join(', ') }
+    const v = opts?.values ?? { url: r.long_url, mode: r.mode, expire: 'keep', passwordAction: 'keep', tags: r.tags.join(', '), ...currentRouting(r) }
     const errors = opts?.errors ?? {}
     const url = errorOf(errors, 'url')
     const mode = errorOf(errors, 'mode')
@@ -328,6 +379,7 @@ export function createLinksSection({ shell, links, qr, clock }: DashboardDeps) {
 <select id="expire" name="expire" aria-describedby="expire-hint${errors.expire ? ' expire-error' : ''}"${errors.expire ? ' aria-invalid="true"' : ''}>${selectOptions(expireOptions, v.expire)}</select>
 <span class="hint" id="expire-hint">${e(currentExpiry)}</span>${expire.html}</div>
 ${tagsField(v.tags, errors)}
+${routingFields(v, errors, visitsLeftText(r))}
 </div>
 <fieldset class="password-choice"${errors.password ? ' aria-describedby="password-error"' : ''}>
 <legend>Password <span class="muted">(${r.password ? 'this link has one' : 'none set'})</span></legend>
@@ -348,6 +400,7 @@ ${r.password ? radio('remove', 'Remove the password') : ''}
 <p class="downloads">Download <a class="button secondary small" aria-label="Download the QR code as PNG" href="/qr/${c}.png" download="${c}.png">PNG</a> <a class="button secondary small" aria-label="Download the QR code as SVG" href="/qr/${c}.svg" download="${c}.svg">SVG</a></p>
 <dl class="facts">
 <dt>Clicks</dt><dd>${r.clicks} · <a href="/dashboard/links/${c}/stats">statistics</a></dd>
+${r.max_visits !== null ? `<dt>Visits</dt><dd>${e(visitsLeftText(r))}</dd>` : ''}
 <dt>Created</dt><dd>${e(when(Date.parse(r.created)))}</dd>
 ${r.tags.length ? `<dt>Tags</dt><dd>${tagChips(r, { q: '', tag: '', sort: 'created', page: 1 })}</dd>` : ''}
 </dl>
@@ -406,13 +459,19 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
       if (s instanceof Response) return s
       // Typed before the session ended (see shell.requireForm): the form shows it again.
       const d = shell.draft(request)
-      if (d) return listPage(request, s, { form: { url: d.get('url') ?? '', alias: d.get('alias') ?? '', mode: d.get('mode') || 'redirect', expire: d.get('expire') ?? '', tags: d.get('tags') ?? '' } })
+      if (d)
+        return listPage(request, s, {
+          form: {
+            url: d.get('url') ?? '', alias: d.get('alias') ?? '', mode: d.get('mode') || 'redirect', expire: d.get('expire') ?? '', tags: d.get('tags') ?? '',
+            max_visits: d.get('max_visits') ?? '', rules: d.get('rules') ?? '', split: d.get('split') ?? '',
+          },
+        })
       return listPage(request, s)
     })
     .post(
       '/dashboard/links',
       async ({ request }) => {
-        const s = await shell.requireForm(request, { page: '/dashboard', keep: ['url', 'alias', 'mode', 'expire', 'tags'] })
+        const s = await shell.requireForm(request, { page: '/dashboard', keep: ['url', 'alias', 'mode', 'expire', 'tags', ...ROUTING_FIELDS] })
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
         // Sent before (a double click, back and send again): no second link; the first answer's page.
@@ -425,11 +484,17 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
           mode: f.get('mode') || 'redirect',
           expire: f.get('expire') ?? '',
           tags: (f.get('tags') ?? '').trim(),
+          max_visits: (f.get('max_visits') ?? '').trim(),
+          rules: (f.get('rules') ?? '').trim(),
+          split: (f.get('split') ?? '').trim(),
         }
         const fresh = (code: string) => `/dashboard?new=${encodeURIComponent(code)}`
         try {
           const r = await links.create(
-            { url: form.url, alias: form.alias, mode: form.mode, expire: form.expire, password: f.get('password') ?? '', tags: tidyTags(form.tags) },
+            {
+              url: form.url, alias: form.alias, mode: form.mode, expire: form.expire, password: f.get('password') ?? '', tags: tidyTags(form.tags),
+              max_visits: form.max_visits, rules: form.rules, split: form.split,
+            },
             s.caller,
             { within: (link) => tokens.claim(sent, s.id, fresh(link.code)) },
           )
@@ -468,13 +533,16 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
           expire: d.get('expire') ?? 'keep',
           passwordAction: action === 'set' || action === 'remove' ? action : 'keep',
           tags: d.get('tags') ?? r.tags.join(', '),
+          max_visits: d.get('max_visits') ?? currentRouting(r).max_visits,
+          rules: d.get('rules') ?? currentRouting(r).rules,
+          split: d.get('split') ?? currentRouting(r).split,
         },
       })
     })
     .post(
       '/dashboard/links/:code',
       async ({ request, params }) => {
-        const s = await shell.requireForm(request, { keep: ['url', 'mode', 'expire', 'password_action', 'tags'] })
+        const s = await shell.requireForm(request, { keep: ['url', 'mode', 'expire', 'password_action', 'tags', ...ROUTING_FIELDS] })
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
         const r = ownedLink(params.code, s)
@@ -485,8 +553,15 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
           expire: f.get('expire') ?? 'keep',
           passwordAction: ['set', 'remove'].includes(f.get('password_action') ?? '') ? (f.get('password_action') as 'set' | 'remove') : 'keep',
           tags: f.get('tags') ?? r.tags.join(', '),
+          max_visits: (f.get('max_visits') ?? '').trim(),
+          // A browser sends a text area's line ends as CRLF; the page showed LF.
+          rules: (f.get('rules') ?? '').replace(/\r\n?/g, '\n').trim(),
+          split: (f.get('split') ?? '').replace(/\r\n?/g, '\n').trim(),
         }
-        const changes: { url?: string; mode?: string; expire?: string; password?: string; tags?: string } = {}
+        const changes: { url?: string; mode?: string; expire?: string; password?: string; tags?: string; max_visits?: string; rules?: string; split?: string } = {}
+        // The limit, rules and split are sent when they differ from what the page showed ("" removes each).
+        const shown = currentRouting(r)
+        for (const k of ROUTING_FIELDS) if (f.has(k) && values[k] !== shown[k].trim()) changes[k] = values[k]
         if (values.url !== r.long_url) changes.url = values.url
         if (values.mode !== r.mode) changes.mode = values.mode
         if (values.expire !== 'keep') changes.expire = values.expire
@@ -584,4 +659,12 @@ interface EditForm {
   expire: string
   passwordAction: 'keep' | 'set' | 'remove'
   tags: string
+  max_visits: string
+  rules: string
+  split: string
+}
+
+/** The limit, rules and split of a link as the edit form shows them. */
+function currentRouting(r: LinkRecord): Pick<EditForm, 'max_visits' | 'rules' | 'split'> {
+  return { max_visits: r.max_visits === null ? '' : String(r.max_visits), rules: jsonArea(r.rules), split: jsonArea(r.split) }
 }
