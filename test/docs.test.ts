@@ -269,6 +269,41 @@ describe('the curl examples', () => {
   }, 60_000)
 })
 
+describe('the further examples (visit limits, rules, splits)', () => {
+  const moreBlocks = (part: string) =>
+    [...part.matchAll(/<pre class="example curl-more"[^>]*><code>([\s\S]*?)<\/code><\/pre>/g)].map((m) => decode(m[1]!))
+
+  test('getLink.json and update.json show one per new parameter, each as curlExample makes it', () => {
+    for (const path of ['getLink.json', 'update.json']) {
+      const m = box.methods.find((x) => methodAnchor(x) === path)!
+      expect(m.moreExamples?.map((x) => x.with)).toEqual([['max_visits'], ['rules'], ['split']])
+      expect(moreBlocks(section(path))).toEqual(m.moreExamples!.map((x) => curlExample(m, x.with)))
+    }
+    expect(moreBlocks(section('getLink.json'))[1]).toContain(`--data-urlencode 'rules=[{"country":["DE","AT","CH"]`)
+  })
+
+  test('each, run with the real curl against this server, succeeds and the link has what was sent', async () => {
+    let ran = 0
+    for (const m of box.methods) {
+      const blocks = moreBlocks(section(methodAnchor(m)))
+      for (const [i, cmd] of blocks.entries()) {
+        if (!box.links.resolve('Ab3dE9')) await box.links.create({ url: 'https://example.com/fixture', alias: 'Ab3dE9' }, box.accounts.authenticate(key)!)
+        const proc = Bun.spawn(['bash', '-c', cmd], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LINKBOX: base, KEY: key }, stdout: 'pipe', stderr: 'pipe' })
+        const [out, exit] = await Promise.all([new Response(proc.stdout).text(), proc.exited])
+        expect(exit).toBe(0)
+        const body = JSON.parse(out)
+        expect(body.status, `${m.path}: ${out.slice(0, 300)}`).toBe('success')
+        expect(check(successSchema(m), body), m.path).toBeNull()
+        const sent = m.moreExamples![i]!.with[0]!
+        expect(body.return[sent], `${m.path} ${sent}`).not.toBeNull()
+        expect(body.return[sent], `${m.path} ${sent}`).toBeDefined()
+        ran++
+      }
+    }
+    expect(ran).toBe(6)
+  }, 60_000)
+})
+
 describe('the OpenAPI document', () => {
   test('validates against the official OpenAPI 3.1 schema (vendored), and its JSON Schemas compile', () => {
     const official = JSON.parse(readFileSync(join(import.meta.dir, 'fixtures/openapi-3.1/schema.json'), 'utf8'))

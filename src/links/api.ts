@@ -537,6 +537,11 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations): Api
       tag: 'links',
       summary: 'Create a short link (anonymous without a key; owned by the key\'s account with one)',
       params: [urlParam(true), aliasParam, modeParam(true), expireParam(true), passwordParam(true), tagsParam(true), maxVisitsParam(true), rulesParam(true), splitParam(true)],
+      moreExamples: [
+        { title: 'A link that stops after 100 visits by people (`max_visits`)', with: ['max_visits'] },
+        { title: 'A link that sends visitors from Germany, Austria and Switzerland, and phones, elsewhere (`rules`)', with: ['rules'] },
+        { title: 'An A/B test: half the visitors to each of two pages (`split`)', with: ['split'] },
+      ],
       returns: LinkRecordSchema,
       errors: { 409: ['alias_taken', 'alias_reserved'], 503: ['busy', STORAGE] },
       handler: ({ params: p, caller, clientIp }): Promise<Static<typeof LinkRecordSchema>> => {
@@ -586,6 +591,11 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations): Api
       description: "Only the owning account's keys (or an admin's) may change a link; anonymous links cannot be changed.",
       params: [codeParam, urlParam(false), modeParam(false), expireParam(false), passwordParam(false), tagsParam(false), maxVisitsParam(false), rulesParam(false), splitParam(false)],
       exampleWith: ['url'],
+      moreExamples: [
+        { title: 'Raise or set the visit limit (`max_visits`; 0 removes it)', with: ['max_visits'] },
+        { title: 'Replace the redirect rules (`rules`; [] removes them)', with: ['rules'] },
+        { title: 'Replace the A/B split (`split`; [] removes it)', with: ['split'] },
+      ],
       returns: LinkRecordSchema,
       errors: { 403: ['not_owner'], 404: ['not_found'], 503: [STORAGE] },
       handler: ({ params, caller }): Promise<Static<typeof LinkRecordSchema>> =>

@@ -128,11 +128,11 @@ function exampleValue(s: Schema): unknown {
  * makes others required (webhooks.json's action=create needs url), that first value and what it needs;
  * each at its schema's example.
  */
-export function exampleParams(m: ApiMethod): [string, string][] {
+export function exampleParams(m: ApiMethod, more?: string[]): [string, string][] {
   const rule = m.requiredWhen?.[0]
   const names = new Set([
     ...m.params.filter((p) => p.required).map((p) => p.name),
-    ...(m.exampleWith ?? []),
+    ...(more ?? m.exampleWith ?? []),
     ...(rule ? [rule.param, ...rule.required] : []),
   ])
   return m.params
@@ -151,8 +151,8 @@ const shellWord = (s: string) => (/^[A-Za-z0-9_.,:/@%+=-]+$/.test(s) ? s : `'${s
  * The example request as a curl command. $LINKBOX (the base URL) and $KEY (an API key) are shell variables
  * the reader sets once (the page says how), so each command can be pasted as it is.
  */
-export function curlExample(m: ApiMethod): string {
-  const params = exampleParams(m)
+export function curlExample(m: ApiMethod, more?: string[]): string {
+  const params = exampleParams(m, more)
   const lines = [`curl -s${m.verb === 'GET' && params.length ? ' -G' : ''} "$LINKBOX${m.path}"`]
   if (m.key === 'required') lines.push('-H "X-Api-Key: $KEY"')
   for (const [name, value] of params) lines.push(`--data-urlencode ${shellWord(`${name}=${value}`)}`)
@@ -196,6 +196,7 @@ function methodHtml(m: ApiMethod): string {
 <p>${inlineMarkdown(m.summary)} <span class="muted">(${key}${m.scope ? `, scope <code>${m.scope}</code>` : ''}${m.marketplace ? ', marketplace route' : ''})</span></p>
 ${m.description ? `<p>${inlineMarkdown(m.description)}</p>` : ''}<h4>Parameters</h4>${table}
 <h4>Example</h4>${block('curl', curlExample(m), `Example request of ${m.path}`)}
+${(m.moreExamples ?? []).map((x) => `<p>${inlineMarkdown(x.title)}:</p>${block('curl-more', curlExample(m, x.with), `Example request of ${m.path}: ${x.title.replaceAll('`', '')}`)}`).join('\n')}
 <h4>Answer</h4>${block('answer', json(exampleAnswer(m)), `Example answer of ${m.path}`)}${returnHtml(m.returns)}${other}
 <h4>Errors</h4>${errorsHtml(m)}
 <p class="muted headers">Headers: <code>RateLimit-Limit</code>, <code>RateLimit-Remaining</code>, <code>RateLimit-Reset</code> on every answer while a limit applies${limited} (see <a href="#rate-limits">Rate limits</a>).</p></section>`
