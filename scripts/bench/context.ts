@@ -38,18 +38,21 @@ export const LUA = {
   forwarded: join(import.meta.dir, 'forwarded.lua'),
 }
 
-/** A file of `n` codes from a data set's codes.txt, spread over all of it, in a seeded random order. */
-export function codesFile(dataDir: string, n: number): string {
+/**
+ * A file of `n` codes from a data set's codes.txt, spread over all of it, in a seeded random order.
+ * `offset` picks the codes that many places after (another set of n codes: 1 gives none of offset 0's).
+ */
+export function codesFile(dataDir: string, n: number, offset = 0): string {
   const all = readFileSync(join(dataDir, 'codes.txt'), 'utf8').trim().split('\n')
-  if (all.length < n) throw new Error(`bench: ${dataDir} has ${all.length} codes, ${n} needed`)
+  if (all.length < n * (offset + 1)) throw new Error(`bench: ${dataDir} has ${all.length} codes, ${n * (offset + 1)} needed`)
   const step = all.length / n
-  const picked = Array.from({ length: n }, (_, i) => all[Math.floor(i * step)]!)
+  const picked = Array.from({ length: n }, (_, i) => all[Math.floor(i * step) + offset]!)
   const rnd = seeded(n)
   for (let i = picked.length - 1; i > 0; i--) {
     const j = Math.floor(rnd() * (i + 1))
     ;[picked[i], picked[j]] = [picked[j]!, picked[i]!]
   }
-  const path = scratchFile(`codes-${n}.txt`)
+  const path = scratchFile(offset ? `codes-${n}-${offset}.txt` : `codes-${n}.txt`)
   writeFileSync(path, picked.join('\n') + '\n')
   return path
 }
@@ -73,6 +76,16 @@ export const mib = (n: number) => `${n.toFixed(0)} MiB`
 /** A baseline in a child process of its own: bare-redirect.ts (a 302) or bare-json.ts (a small JSON answer). */
 export const startBare = (name: 'bare-redirect' | 'bare-json') =>
   startServer({ command: [process.execPath, join(import.meta.dir, `${name}.ts`)], config: writeConfig() })
+
+/**
+ * Three redirect rules of which none matches the bench's visitor (a desktop Chrome on loopback without
+ * Accept-Language): every condition is looked at (device, country, language) before the link's own URL.
+ */
+export const THREE_RULES = JSON.stringify([
+  { device: ['mobile', 'tablet'], url: 'https://example.com/bench/mobile' },
+  { country: ['JP', 'KR'], url: 'https://example.com/bench/asia' },
+  { language: ['fr', 'de'], url: 'https://example.com/bench/eu' },
+])
 
 /** An account "bench" on a running linkbox, its key, and one link to visit. */
 export async function benchLink(box: RunningServer, command?: readonly string[]): Promise<{ key: string; code: string }> {

@@ -3,7 +3,7 @@
 // same service with `[log] requests = false`, for what the request lines (on by default) cost. The servers'
 // output goes through a pipe that this process reads, as journald reads the service's.
 import { apiPost, CHROME_UA, startServer, tempDir, writeConfig } from '../../test/support/server'
-import { benchLink, startBare } from './context'
+import { benchLink, startBare, THREE_RULES } from './context'
 import type { Figure } from './results'
 import { formatResult as fmt, median, peakRss, rssMiB, wrk } from './wrk'
 
@@ -18,13 +18,20 @@ export async function benchRedirect(opts: { rounds?: number; seconds?: number; c
   try {
     const { key, code } = await benchLink(box, opts.command)
     const quietLink = await benchLink(quiet, opts.command)
+    // A link with three rules (none matching) on the same server, measured in the same rounds.
+    const ruled = await apiPost(box.url, 'getLink.json', { url: 'https://example.com/bench', rules: THREE_RULES }, { 'x-api-key': key })
+    if (ruled.status !== 200) throw new Error(`bench: a link with rules could not be made: ${JSON.stringify(ruled.body)}`)
+    const rulesCode = ruled.body.return.hex as string
     const headers = { 'user-agent': CHROME_UA }
-    // Warm all three (JIT, statement cache).
+    // Warm all four (JIT, statement cache; the country database is read on the first rule's lookup).
     await wrk(`${bare.url}/`, { seconds: 1, headers })
     await wrk(`${box.url}/${code}`, { seconds: 1, headers })
+    await wrk(`${box.url}/${rulesCode}`, { seconds: 1, headers })
     await wrk(`${quiet.url}/${quietLink.code}`, { seconds: 1, headers })
     const idleRss = rssMiB(box.proc.pid)
     const ratios: number[] = []
+    const rulesRatios: number[] = []
+    const rulesCosts: number[] = []
     const logCosts: number[] = []
     const bares: number[] = []
     let peak = 0
@@ -33,17 +40,22 @@ export async function benchRedirect(opts: { rounds?: number; seconds?: number; c
       const run = wrk(`${box.url}/${code}`, { seconds, headers })
       const [l, rss] = await Promise.all([run, peakRss(box.proc.pid, run)])
       const q = await wrk(`${quiet.url}/${quietLink.code}`, { seconds, headers })
+      const r = await wrk(`${box.url}/${rulesCode}`, { seconds, headers })
       peak = Math.max(peak, rss)
+      rulesRatios.push(r.rps / b.rps)
+      rulesCosts.push(r.rps / l.rps)
       ratios.push(l.rps / b.rps)
       bares.push(b.rps)
       logCosts.push(l.rps / q.rps)
       lines.push(`round ${i + 1}: bare Bun.serve 302   ${fmt(b)}`)
       lines.push(`round ${i + 1}: linkbox /<code>       ${fmt(l)}  (ratio ${(l.rps / b.rps).toFixed(2)})`)
       lines.push(`round ${i + 1}: same, requests=false  ${fmt(q)}  (ratio ${(q.rps / b.rps).toFixed(2)}; logged ÷ not ${(l.rps / q.rps).toFixed(2)})`)
+      lines.push(`round ${i + 1}: a code with 3 rules    ${fmt(r)}  (ratio ${(r.rps / b.rps).toFixed(2)}; ÷ without rules ${(r.rps / l.rps).toFixed(2)})`)
     }
     const stats = await apiPost(box.url, 'stats.json', { code }, { 'x-api-key': key })
     lines.push(`redirect throughput, linkbox / bare: median ratio ${median(ratios).toFixed(2)} over ${rounds} rounds of ${seconds} s (wrk -t2 -c64)`)
     lines.push(`request lines (on by default) cost: throughput with them ÷ without ${median(logCosts).toFixed(2)}`)
+    lines.push(`a code with 3 rules (none matching): ${median(rulesRatios).toFixed(2)} of bare, ${median(rulesCosts).toFixed(2)} of the same code without rules`)
     lines.push(`linkbox RSS: ${idleRss.toFixed(0)} MiB idle, ${peak.toFixed(0)} MiB peak under load; clicks recorded: ${stats.body.return.clicks}`)
     const bareRps = median(bares)
     opts.figures?.push(
@@ -54,6 +66,14 @@ export async function benchRedirect(opts: { rounds?: number; seconds?: number; c
         unit: '×',
         target: { op: '>=', value: 0.85 },
         baseline: `bare Bun.serve 302: ${Math.round(bareRps).toLocaleString('en-US')} req/s`,
+      },
+      {
+        id: 'redirect-hot-rules-ratio',
+        label: 'Redirects of one hot code with 3 redirect rules (none matching: device, country and language looked at) ÷ bare',
+        value: median(rulesRatios),
+        unit: '×',
+        target: { op: '>=', value: 0.85 },
+        baseline: `bare Bun.serve 302: ${Math.round(bareRps).toLocaleString('en-US')} req/s; ÷ the code without rules: ${median(rulesCosts).toFixed(2)}`,
       },
       {
         id: 'redirect-log-cost',

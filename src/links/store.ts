@@ -162,7 +162,7 @@ export function createLinkStore(db: Db) {
       ),
     /** Takes one visit of a limited link: false when none is left (or the link is gone). */
     takeVisit: (id: number) => takeVisit.run(id).changes === 1,
-    /** The visits a limited link has left (0 when gone or used up); null for a link without a limit. */
+    /** The visits a limited link has left (0 when used up); null for a link without a limit, or gone. */
     visitsLeft: (id: number): number | null => {
       const r = visitsLeft.get(id)
       return r ? Math.max(0, r.left) : null
