@@ -58,7 +58,7 @@ export async function benchRedirect(opts: { rounds?: number; seconds?: number; c
     lines.push(`redirect throughput, linkbox / bare: median ratio ${median(ratios).toFixed(2)} over ${rounds} rounds of ${seconds} s (wrk -t2 -c64)`)
     lines.push(`request lines (on by default) cost: throughput with them ÷ without ${median(logCosts).toFixed(2)}`)
     lines.push(`a code with 3 rules (none matching): ${median(rulesRatios).toFixed(2)} of bare, ${median(rulesCosts).toFixed(2)} of the same code without rules`)
-    lines.push(`linkbox RSS: ${idleRss.toFixed(0)} MiB idle (${rulesRss.toFixed(0)} MiB once a country rule was looked at), ${peak.toFixed(0)} MiB peak under load; clicks recorded: ${stats.body.return.clicks}`)
+    lines.push(`linkbox RSS: ${idleRss.toFixed(0)} MiB idle (${rulesRss.toFixed(0)} MiB after the rules code's 1 s warm-up, whose first country lookup read the country database), ${peak.toFixed(0)} MiB peak under load; clicks recorded: ${stats.body.return.clicks}`)
     const bareRps = median(bares)
     opts.figures?.push(
       {
