@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { createLinkbox, type Linkbox } from '../src/app'
-import { readAnswer, tempDir, testConfig } from './support/app'
+import { makeBox, readAnswer, tempDir, testConfig } from './support/app'
 
 const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36'
 const IPHONE = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1'
@@ -150,6 +150,24 @@ describe('max_visits', () => {
     expect([right.status, right.headers.get('location')]).toEqual([302, 'https://example.com/secret'])
     expect(used(code)).toBe(1)
     expect((await visit(code, { 'x-link-password': 'open sesame' })).status).toBe(410)
+  })
+
+  test('a visit that cannot be counted (the database refuses writes) is not given: 503, no Location', async () => {
+    const box = await makeBox()
+    try {
+      const k = await box.account('ro')
+      const code = (await box.post('/api/getLink.json', { url: 'https://example.com/ro', max_visits: '2' }, { 'x-api-key': k })).body.return.hex
+      const go = () => box.request(`/${code}`, { redirect: 'manual', headers: { 'user-agent': CHROME } })
+      box.db.exec('PRAGMA query_only = 1')
+      const refused = await go()
+      expect(refused.status).toBe(503)
+      expect(refused.headers.get('location')).toBeNull()
+      box.db.exec('PRAGMA query_only = 0')
+      expect((await go()).status).toBe(302)
+      expect(box.db.query('SELECT visits_used FROM links WHERE code = ?').get(code)).toEqual({ visits_used: 1 })
+    } finally {
+      await box.cleanup()
+    }
   })
 
   test('a preview page takes a visit', async () => {
