@@ -164,6 +164,29 @@ describe('disabled links, banned hosts, disabled accounts', () => {
     expect((await visit(code)).status).toBe(302)
   })
 
+  test('a host banned after the link was made is not reached through a rule or a split either: 451', async () => {
+    const made = await t.box.post(
+      '/api/getLink.json',
+      { url: 'https://fine.example/', rules: JSON.stringify([{ url: 'https://m.later-bad.example/', device: ['mobile'] }]) },
+      { 'x-api-key': key },
+    )
+    const ruled = made.body.return.hex
+    const split = (
+      await t.box.post(
+        '/api/getLink.json',
+        { url: 'https://fine.example/', split: JSON.stringify([{ url: 'https://a.example/', weight: 50 }, { url: 'https://b.later-bad.example/', weight: 50 }]) },
+        { 'x-api-key': key },
+      )
+    ).body.return.hex
+    expect((await visit(ruled)).status).toBe(302)
+    expect((await visit(split)).status).toBe(302)
+    t.box.abuse.banHost('later-bad.example', 'went bad', null)
+    expect((await visit(ruled)).status).toBe(451)
+    expect((await visit(split)).status).toBe(451)
+    t.box.abuse.unbanHost('later-bad.example')
+    expect((await visit(ruled)).status).toBe(302)
+  })
+
   test("a disabled account's links answer 451 (within a second), and work again when it is enabled", async () => {
     const other = await t.box.account('spammer')
     const code = (await t.box.post('/api/getLink.json', { url: 'https://spam.example/' }, { 'x-api-key': other })).body.return.hex

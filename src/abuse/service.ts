@@ -23,6 +23,20 @@ export const MAX_OPEN_REPORTS = 10_000
 /** How often the set of disabled accounts is read again (a CLI in another process may change it). */
 const ACCOUNTS_RECHECK_MS = 1000
 
+/** The destinations a link's row can send visitors to: long_url, then its rules' and split's urls (validated JSON). */
+function destinationsOf(row: LinkRow): string[] {
+  const urls = [row.long_url]
+  for (const json of [row.rules, row.split]) {
+    if (!json) continue
+    try {
+      for (const item of JSON.parse(json) as { url?: unknown }[]) if (typeof item?.url === 'string') urls.push(item.url)
+    } catch {
+      // Stored only after validation (links/validate.ts): never malformed.
+    }
+  }
+  return urls
+}
+
 export type Verdict =
   | { kind: 'disabled'; reason: string }
   | { kind: 'banned'; host: string; reason: string }
@@ -95,7 +109,13 @@ export function createAbuseService({ db, config, links, clock, outbox }: AbuseDe
     if (row.disabled !== null) return { kind: 'disabled', reason: row.disabled }
     if (row.account_id !== null && disabledAccounts.has(row.account_id)) return { kind: 'account' }
     if (banned.size === 0 && blocklist.set.size === 0) return null
-    return hostVerdict(destinationHost(row.long_url))
+    // Every place the link may send a visitor: its own destination and those of its rules and split (a
+    // host banned after the link was made must not be reached through a rule either).
+    for (const url of destinationsOf(row)) {
+      const v = hostVerdict(destinationHost(url))
+      if (v) return v
+    }
+    return null
   }
 
   return {
