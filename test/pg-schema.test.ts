@@ -119,7 +119,7 @@ async function pgShape(sql: PgDb['sql'], table: string): Promise<Shape & { colla
 const sqliteTables = () =>
   (lite.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[]).map((t) => t.name)
 
-describe('the PostgreSQL schema is SQLite's, mechanically', () => {
+describe("the PostgreSQL schema is the same as SQLite's newest, mechanically", () => {
   test('the migration lists are in step: PostgreSQL ends at the SQLite version, versions rise, the first is the baseline 14', () => {
     expect(PG_SCHEMA_VERSION).toBe(migrations.length)
     expect(pgMigrations[0]!.version).toBe(14)
