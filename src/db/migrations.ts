@@ -488,4 +488,10 @@ export const migrations: Migration[] = [
   ALTER TABLE links ADD COLUMN rules TEXT;
   ALTER TABLE links ADD COLUMN split TEXT;
   `,
+  /* 18: distinct visitors of a link-day (issue 23, SPEC §4). Counted in memory by a keyed hash of address
+     and user agent whose key lives one UTC day and is never written (clicks/visitors.ts); each flush adds
+     the visitors that are new since that link-day's last flush, so the column only ever grows by an
+     increment (visitors = visitors + ?), the write several nodes can make at once. */ `
+  ALTER TABLE click_days ADD COLUMN visitors INTEGER NOT NULL DEFAULT 0;
+  `,
 ]

@@ -353,6 +353,11 @@ export const pgMigrations: PgMigration[] = [
   ALTER TABLE links ADD COLUMN split ${T};
   `,
   },
+  {
+    // Twin of SQLite's 18: the distinct visitors of a link-day, only ever added to (visitors = visitors + n).
+    version: 18,
+    sql: `ALTER TABLE click_days ADD COLUMN visitors bigint NOT NULL DEFAULT 0;`,
+  },
 ]
 
 /** The schema version this binary brings a PostgreSQL database to: the last entry's. */
