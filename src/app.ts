@@ -13,6 +13,7 @@ import { createDashboardFeature } from './dashboard/feature'
 import { openDatabase } from './db'
 import { createEvents } from './events'
 import { startJobs, type Feature, type Shared } from './feature'
+import { createGeo } from './geo'
 import { createDatabaseCheck } from './health'
 import { createApi } from './http/api'
 import { createClientIp } from './http/client-ip'
@@ -58,6 +59,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     signer: createLinkSigner(loadSigningSecret(config.data_dir)),
     limiter: createRateLimiter(clock),
     metrics,
+    geo: createGeo({ database: config.geo.database }),
     clientIp: (request) => pipeline.clientIp(request),
     guard: { resolve: opts.resolve, isAllowed: opts.isAllowed },
     server: () => server,

@@ -9,6 +9,7 @@ import type { Config } from './config'
 import type { Db } from './db'
 import type { Events } from './events'
 import type { ApiMethod } from './http/api'
+import type { Geo } from './geo'
 import type { FaultLog } from './http/fault-log'
 import type { HotRoute } from './http/pipeline'
 import type { RateLimiter } from './http/rate-limit'
@@ -76,6 +77,8 @@ export interface Shared {
   signer: LinkSigner
   limiter: RateLimiter
   metrics: Metrics
+  /** Countries of addresses (geo/index.ts), made once: visit statistics and redirect rules ask it. */
+  geo: Geo
   /** The client address of a request (http/pipeline.ts). */
   clientIp: (request: Request) => string
   /** The SSRF guard's settings for features that reach out (media, webhooks, frame checks). */
