@@ -310,7 +310,7 @@ test('stats.json of a link with pending clicks writes that link\'s clicks alone;
     expect(box.recorder.pending).toBe(4)
     const s = (await box.post('/api/stats.json', { code: a, from: '2026-04-30', to: '2026-05-01' })).body.return
     expect(s.clicks).toBe(3)
-    expect(s.days).toEqual([{ date: '2026-04-30', clicks: 1 }, { date: '2026-05-01', clicks: 2 }])
+    expect(s.days).toEqual([{ date: '2026-04-30', clicks: 1, visitors: 1 }, { date: '2026-05-01', clicks: 2, visitors: 1 }])
     expect(s.sources).toEqual([{ name: 'direct', clicks: 1 }, { name: 'one.example', clicks: 1 }, { name: 'two.example', clicks: 1 }])
     expect(box.recorder.pending).toBe(1) // b's click still waits for the timer
     const idOf = (code: string) => (box.db.query('SELECT id FROM links WHERE code = ?').get(code) as { id: number }).id

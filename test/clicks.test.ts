@@ -94,12 +94,14 @@ describe('recording and statistics', () => {
     expect(r.status).toBe(200)
     const s = r.body.return
     expect(s).toMatchObject({ hex: code, url: `http://localhost:8080/${code}`, long_url: 'https://example.com/stats', clicks: 5, bots: 1, from: '2026-03-09', to: '2026-03-13' })
+    // Visitors: one address (the test's), known with each user agent: two on the 10th (Chrome, Safari
+    // twice), two on the 12th; the bot is no visitor.
     expect(s.days).toEqual([
-      { date: '2026-03-09', clicks: 0 },
-      { date: '2026-03-10', clicks: 3 },
-      { date: '2026-03-11', clicks: 0 },
-      { date: '2026-03-12', clicks: 2 },
-      { date: '2026-03-13', clicks: 0 },
+      { date: '2026-03-09', clicks: 0, visitors: 0 },
+      { date: '2026-03-10', clicks: 3, visitors: 2 },
+      { date: '2026-03-11', clicks: 0, visitors: 0 },
+      { date: '2026-03-12', clicks: 2, visitors: 2 },
+      { date: '2026-03-13', clicks: 0, visitors: 0 },
     ])
     expect(s.sources).toEqual([
       { name: 'direct', clicks: 2 },
@@ -124,7 +126,7 @@ describe('recording and statistics', () => {
     ])
     // The window narrows every breakdown; the all-time totals stay.
     const one = (await box.post('/api/stats.json', { code, from: '2026-03-12', to: '2026-03-12' })).body.return
-    expect(one.days).toEqual([{ date: '2026-03-12', clicks: 2 }])
+    expect(one.days).toEqual([{ date: '2026-03-12', clicks: 2, visitors: 2 }])
     expect(one.sources).toEqual([{ name: 'direct', clicks: 1 }, { name: 'social.example', clicks: 1 }])
     expect(one.clicks).toBe(5)
   })

@@ -23,11 +23,20 @@ export interface Classified {
 export const OTHER = 'other'
 export const MAX_NAMES = 50
 
+/**
+ * Fetchers isbot (5.x) takes for people, each of which would count a click and use a visit up: Discourse's
+ * link previews in their "compatible" spelling, and Microsoft Office, which fetches a link clicked in Word
+ * or Outlook (`ms-office`, "Microsoft Office Existence/Protocol Discovery") before it opens the browser
+ * that then visits it for real. The link previews of Slack, Discord, Mastodon, WhatsApp, Facebook, X,
+ * Telegram, iMessage, LinkedIn, Skype and Google are isbot's own (test/clicks-bots.test.ts checks each).
+ */
+const EXTRA_BOTS = /discourse forum onebox|\bms-office\b|microsoft office (?:existence|protocol) discovery/i
+
 const DESKTOP_OS = /^(windows|mac os|macos|linux|ubuntu|debian|fedora|chromium os|chrome os|freebsd|openbsd|netbsd|solaris|mint|arch|gentoo|suse|red hat|centos|manjaro)/i
 
 export function classifyUserAgent(ua: string): Classified {
   if (!ua) return { bot: false, device: 'other', browser: 'Unknown', os: 'Unknown' }
-  const bot = isbot(ua)
+  const bot = isbot(ua) || EXTRA_BOTS.test(ua)
   const r = new UAParser(ua).getResult()
   let device: Classified['device']
   if (r.device.type === 'mobile') device = 'mobile'

@@ -1,13 +1,14 @@
 // Clicks as a feature of the composition root: the recorder that buffers clicks and writes them (on its
 // writer thread) every second, its metrics, and the last write at close. link.clicked events are decided at
-// flush time through the outbox (webhooks/outbox.ts).
+// flush time through the outbox (webhooks/outbox.ts); countries come from the app's one Geo (Shared.geo).
 import type { Feature, Shared } from '../feature'
 import { createClickRecorder, type ClickRecorderOptions } from './recorder'
 
 export function createClicksFeature(shared: Shared, opts: ClickRecorderOptions = {}) {
-  const { db, outbox, clock } = shared
+  const { db, outbox, clock, geo } = shared
   const recorder = createClickRecorder(db, {
     log: (line) => shared.log.error(line),
+    geo,
     ...opts,
     webhooks: { wanted: (accountId) => outbox.wanted('link.clicked', accountId), written: () => outbox.wake(), now: clock },
   })
@@ -16,6 +17,14 @@ export function createClicksFeature(shared: Shared, opts: ClickRecorderOptions =
       m.sampled('linkbox_clicks_written_total', 'Clicks (human and bot) written to the database since start.', () => recorder.flushed, 'counter')
       m.sampled('linkbox_click_buffer', 'Clicks waiting in memory for the next write.', () => recorder.pending)
       m.sampled('linkbox_clicks_dropped_total', 'Clicks dropped because writes kept failing and the buffer was full.', () => recorder.dropped, 'counter')
+      m.sampled('linkbox_visitor_link_days', "Link-days whose distinct visitors are tracked in memory (today's).", () => recorder.visitors.tracked)
+      m.sampled('linkbox_visitor_memory_bytes', 'Memory the distinct-visitor trackers take, as their bound counts it.', () => recorder.visitors.bytes)
+      m.sampled(
+        'linkbox_visitor_link_days_dropped_total',
+        "Link-days whose visitor tracker was dropped to stay within the memory bound (their later visitors that day are counted again).",
+        () => recorder.visitors.dropped,
+        'counter',
+      )
     },
     listen: () => recorder.start(),
     // Throws ClicksNotWritten when the last write fails (the root closes the database all the same).

@@ -1,7 +1,10 @@
 // Clicks are counted in memory as they come — per link, day and name, the shape the store writes — and
 // the counters are written in one transaction every interval (or sooner when a batch holds `maxBatch`
-// link-days), on a worker thread (writer.ts), so a visit never waits for the disk or for a write. No
-// address is kept: the user agent and referrer become counters at once.
+// link-days), on a worker thread (writer.ts), so a visit never waits for the disk or for a write. The user
+// agent and referrer become counters at once. The visitor's address stays in memory with its click only
+// until the next flush (or until PENDING_MAX clicks wait): then, off the request path, it becomes a country
+// (geo/index.ts, behind its cache) and a visitor of the link-day (visitors.ts), and is let go. It is never
+// written: not to the database, nor to the webhook events, nor to a log.
 // When the database cannot be written (a full disk, a read-only file), the counters stay in memory and the
 // writes are retried with a growing pause; a visit never pays for a failing write, and the log gets one
 // line when writes start failing and one when they work again. A batch is counted as written only once
@@ -12,6 +15,7 @@
 // attempt, and the clicks it puts back are marked as already reported (Entry.heldClicks), so each click is
 // reported once, in the transaction that counts it or after that one.
 import { noteWriteSuccess, storageReason, type Db } from '../db'
+import type { Geo } from '../geo'
 import { createClassifier, createSourceCache } from './classify'
 import type { Classified } from './classify'
 import {
@@ -20,18 +24,24 @@ import {
   DAY_MS,
   dayOf,
   decodeBatch,
-  DIMENSIONS,
+  EXTRA_DIMENSIONS,
   PartialWrite,
+  PROFILE_DIMENSIONS,
   type ClickBatch,
   type ClickEvent,
   type ClickItem,
   type EncodedBatch,
 } from './store'
+import { createVisitorCounter, type VisitorCounterOptions } from './visitors'
 import { mainThreadWriter, workerWriter, type BatchWriter } from './writer'
 import { log as rootLog } from '../log'
 
 // Real user agents fit in 256 characters; a longer one costs time to parse.
 const USER_AGENT_CHARS = 256
+/** Human clicks whose address waits for its country and visitor: past this many they are resolved at once. */
+const PENDING_MAX = 8192
+/** The country of an address that is not located (or of a click recorded without one). */
+export const UNKNOWN_COUNTRY = 'unknown'
 
 /** Thrown by stop() when the last flush fails: the clicks still in memory are lost with the process. */
 export class ClicksNotWritten extends Error {
@@ -69,6 +79,10 @@ export interface ClickRecorderOptions {
   checkpointMs?: number
   /** link.clicked webhooks (absent: none are built). */
   webhooks?: ClickWebhooks
+  /** Countries of addresses (absent: clicks are counted without a country). */
+  geo?: Geo
+  /** The visitor counter's memory bound (visitors.ts). */
+  visitors?: VisitorCounterOptions
 }
 
 /** What the recorder needs of the webhook outbox (app.ts wires it to webhooks/outbox.ts). */
@@ -100,6 +114,14 @@ interface Entry {
   /** Of clicks and bots, those already in kept events (put back by absorb after a failed write). */
   heldClicks: number
   heldBots: number
+  /** Visitors new since the link-day's last flush. */
+  visitors: number
+  /** Human clicks per country: the first inline (most link-days of a flush see one), others in `countries`. */
+  country: string
+  countryN: number
+  countries: Map<string, number> | null
+  /** Human clicks per destination a rule or split chose (null: none). */
+  destinations: Map<string, number> | null
 }
 
 /**
@@ -129,14 +151,28 @@ const keyOf = (linkId: number, day: number) => linkId * DAY_BITS + (day % DAY_BI
 /** The tally as the writer takes it (store.ts EncodedBatch). */
 function encode(t: Tally): EncodedBatch {
   let length = 0
-  for (const e of t.entries.values()) length += 5 + (e.n > 0 ? 2 : 0) + 2 * (e.more?.size ?? 0)
+  for (const e of t.entries.values())
+    length += 7 + (e.n > 0 ? 2 : 0) + 2 * (e.more?.size ?? 0) + 3 * (extraCount(e))
   const rows = new Float64Array(length)
+  const names: string[] = []
+  const nameIds = new Map<string, number>()
+  const nameId = (name: string) => {
+    let id = nameIds.get(name)
+    if (id === undefined) nameIds.set(name, (id = names.push(name) - 1))
+    return id
+  }
   let i = 0
+  const extra = (dim: number, name: string, n: number) => {
+    rows[i++] = dim
+    rows[i++] = nameId(name)
+    rows[i++] = n
+  }
   for (const e of t.entries.values()) {
     rows[i++] = e.linkId
     rows[i++] = e.day
     rows[i++] = e.clicks
     rows[i++] = e.bots
+    rows[i++] = e.visitors
     rows[i++] = (e.n > 0 ? 1 : 0) + (e.more?.size ?? 0)
     if (e.n > 0) {
       rows[i++] = e.profile
@@ -147,8 +183,39 @@ function encode(t: Tally): EncodedBatch {
         rows[i++] = p
         rows[i++] = n
       }
+    rows[i++] = extraCount(e)
+    if (e.countryN > 0) extra(COUNTRY, e.country, e.countryN)
+    if (e.countries) for (const [name, n] of e.countries) extra(COUNTRY, name, n)
+    if (e.destinations) for (const [name, n] of e.destinations) extra(DESTINATION, name, n)
   }
-  return { rows, profiles: t.profiles }
+  return { rows, profiles: t.profiles, names }
+}
+
+const COUNTRY = EXTRA_DIMENSIONS.indexOf('country')
+const DESTINATION = EXTRA_DIMENSIONS.indexOf('destination')
+/** The names a link-day counts beside its profiles. */
+const extraCount = (e: Entry) => (e.countryN > 0 ? 1 : 0) + (e.countries?.size ?? 0) + (e.destinations?.size ?? 0)
+
+/** Counts `n` human clicks of a link-day under a country. Returns 1 when that takes a new slot. */
+function countCountry(e: Entry, name: string, n: number): number {
+  if (e.countryN === 0 || e.country === name) {
+    const fresh = e.countryN === 0 ? 1 : 0
+    e.country = name
+    e.countryN += n
+    return fresh
+  }
+  e.countries ??= new Map()
+  const held = e.countries.get(name)
+  e.countries.set(name, (held ?? 0) + n)
+  return held === undefined ? 1 : 0
+}
+
+/** Counts `n` human clicks of a link-day under a chosen destination. Returns 1 when that takes a new slot. */
+function countDestination(e: Entry, url: string, n: number): number {
+  e.destinations ??= new Map()
+  const held = e.destinations.get(url)
+  e.destinations.set(url, (held ?? 0) + n)
+  return held === undefined ? 1 : 0
 }
 
 /** One more link-day of `t`, or the one it has. */
@@ -156,7 +223,24 @@ function entryOf(t: Tally, linkId: number, day: number, account: number, code: s
   const key = keyOf(linkId, day)
   const held = t.entries.get(key)
   if (held) return { entry: held, created: false }
-  const entry: Entry = { linkId, day, clicks: 0, bots: 0, profile: -1, n: 0, more: null, account, code, heldClicks: 0, heldBots: 0 }
+  const entry: Entry = {
+    linkId,
+    day,
+    clicks: 0,
+    bots: 0,
+    profile: -1,
+    n: 0,
+    more: null,
+    account,
+    code,
+    heldClicks: 0,
+    heldBots: 0,
+    visitors: 0,
+    country: '',
+    countryN: 0,
+    countries: null,
+    destinations: null,
+  }
   t.entries.set(key, entry)
   const days = t.links.get(linkId)
   if (days) days.push(day)
@@ -183,13 +267,18 @@ function takeLink(t: Tally, linkId: number): Tally {
     const e = t.entries.get(key)
     if (!e) continue
     t.entries.delete(key)
-    const slots = (e.n > 0 ? 1 : 0) + (e.more?.size ?? 0)
+    const slots = (e.n > 0 ? 1 : 0) + (e.more?.size ?? 0) + extraCount(e)
     t.clicks -= e.clicks + e.bots
     t.counters -= 1 + slots // its profiles stay in t's table (others may count under them), and counted
     const { entry } = entryOf(part, linkId, day, e.account, e.code)
     entry.heldClicks = e.heldClicks
     entry.heldBots = e.heldBots
     entry.bots = e.bots
+    entry.visitors = e.visitors
+    entry.country = e.country
+    entry.countryN = e.countryN
+    entry.countries = e.countries
+    entry.destinations = e.destinations
     if (e.n > 0) countProfile(entry, mapped(e.profile), e.n)
     if (e.more) for (const [p, n] of e.more) countProfile(entry, mapped(p), n)
     entry.clicks = e.clicks // human clicks without a profile too (absorb's remainder; never in practice)
@@ -231,8 +320,11 @@ function absorb(t: Tally, batch: ClickBatch, from: Tally) {
       entry.heldClicks += d.clicks
       entry.heldBots += d.bots
       entry.bots += d.bots
+      entry.visitors += d.visitors
       t.clicks += d.clicks + d.bots
-      const heads = DIMENSIONS.map((dim) => [...d.dims[dim]])
+      for (const [name, n] of d.dims.country) t.counters += countCountry(entry, name, n)
+      for (const [name, n] of d.dims.destination) t.counters += countDestination(entry, name, n)
+      const heads = PROFILE_DIMENSIONS.map((dim) => [...d.dims[dim]])
       const at = [0, 0, 0, 0]
       const left = heads.map((h) => h[0]?.[1] ?? 0)
       let humans = d.clicks
@@ -343,10 +435,36 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
 
   const classify = createClassifier()
   const source = createSourceCache()
+  const geo = opts.geo ?? null
+  const visitors = createVisitorCounter(opts.visitors)
+  // Human clicks waiting for their country, visitor and destination, four slots each: the link-day's
+  // entry (in `tally`), the address, the user agent and the destination ('' for the link's own).
+  let waiting: (Entry | string)[] = []
+  let resolveQueued = false
+
+  /**
+   * Turns the waiting clicks' addresses into countries and visitors, and counts their destinations; the
+   * addresses are let go. Runs before each flush takes the tally (so every waiting entry is in it), and
+   * on its own (setImmediate, after the answers of the turn) when PENDING_MAX clicks wait.
+   */
+  function resolveWaiting() {
+    const w = waiting
+    if (w.length === 0) return
+    waiting = []
+    for (let i = 0; i < w.length; i += 4) {
+      const e = w[i] as Entry
+      const address = w[i + 1] as string
+      const dest = w[i + 3] as string
+      if (geo) tally.counters += countCountry(e, (address && geo.country(address)) || UNKNOWN_COUNTRY, 1)
+      e.visitors += visitors.add(keyOf(e.linkId, e.day), e.day, address, w[i + 2] as string)
+      if (dest) tally.counters += countDestination(e, dest, 1)
+    }
+  }
 
   /** Writes what is counted so far; resolves with the clicks written once their transaction committed. */
   async function flush(): Promise<number> {
     while (sent) await sent // one batch in flight; clicks counted before this call are in it or in the next
+    resolveWaiting()
     if (tally.clicks === 0 && tally.events.length === 0) return 0
     const mine = tally
     tally = emptyTally()
@@ -360,6 +478,7 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
   async function flushLink(linkId: number): Promise<number> {
     while (sent) await sent
     if (!tally.links.has(linkId)) return 0
+    resolveWaiting()
     return send(takeLink(tally, linkId))
   }
 
@@ -436,10 +555,14 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
   }
 
   return {
-    /** `account` (-1: none) and `code` are the link's, for link.clicked events. */
-    // address and destination: taken by the countries, visitors and destinations of issue 23 (being built).
+    /**
+     * `account` (-1: none) and `code` are the link's, for link.clicked events; `address` the visitor's
+     * (kept until the next flush, never written); `destination` the URL a rule or split chose ('' for a
+     * link without them).
+     */
     record(linkId: number, at: number, ua: string, referer: string, account = -1, code = '', address = '', destination = '') {
-      const who = classify(ua.length > USER_AGENT_CHARS ? ua.slice(0, USER_AGENT_CHARS) : ua, at)
+      if (ua.length > USER_AGENT_CHARS) ua = ua.slice(0, USER_AGENT_CHARS)
+      const who = classify(ua, at)
       const day = Math.floor(at / DAY_MS)
       let e = tally.entries.get(keyOf(linkId, day))
       let profile = -1
@@ -472,6 +595,14 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
         if (!byFrom) tally.profileIds.set(who, (byFrom = new Map()))
         byFrom.set(from, profile)
         countProfile(e, profile, 1)
+        waiting.push(e, address, ua, destination)
+        if (waiting.length >= 4 * PENDING_MAX && !resolveQueued) {
+          resolveQueued = true
+          setImmediate(() => {
+            resolveQueued = false
+            resolveWaiting()
+          })
+        }
       }
       if (tally.entries.size >= maxBatch) flushEarlyIfFull()
     },
@@ -505,6 +636,8 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
     get dropped() {
       return droppedTotal
     },
+    /** The distinct-visitor counter (its memory and the link-days it dropped to stay within it). */
+    visitors,
     start() {
       // A tick during a slow write leaves the counters to the next tick rather than queue a second write.
       timer ??= setInterval(() => {

@@ -24,13 +24,22 @@ import { MAX_NAMES, OTHER } from './classify'
 export const DAY_MS = 86_400_000
 export const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10)
 
-export const DIMENSIONS = ['source', 'device', 'browser', 'os'] as const
+export const DIMENSIONS = ['source', 'device', 'browser', 'os', 'country', 'destination'] as const
 export type Dimension = (typeof DIMENSIONS)[number]
+/** The dimensions of a click's profile (recorder.ts); country and destination are counted beside it. */
+export const PROFILE_DIMENSIONS = ['source', 'device', 'browser', 'os'] as const
+/** The dimensions counted beside the profile, by their index in EncodedBatch rows. */
+export const EXTRA_DIMENSIONS = ['country', 'destination'] as const
 
-/** One link's clicks on one day: human clicks, bot clicks, and the human clicks by name per dimension. */
+/**
+ * One link's clicks on one day: human clicks, bot clicks, the visitors new since the link-day's last
+ * flush (visitors.ts), and the human clicks by name per dimension (destination: only those a rule or
+ * split chose).
+ */
 export interface DayCounts {
   clicks: number
   bots: number
+  visitors: number
   dims: Record<Dimension, Map<string, number>>
 }
 /** link id → day number (ms / DAY_MS, UTC) → counts. Plain Maps: a worker receives it by structured clone. */
@@ -39,20 +48,23 @@ export type ClickBatch = Map<number, Map<number, DayCounts>>
 export const newDayCounts = (): DayCounts => ({
   clicks: 0,
   bots: 0,
-  dims: { source: new Map(), device: new Map(), browser: new Map(), os: new Map() },
+  visitors: 0,
+  dims: emptyDims(),
 })
 export const bump = (m: Map<string, number>, name: string, n = 1) => m.set(name, (m.get(name) ?? 0) + n)
 
 /**
  * A batch as the recorder hands it over: compact, because a batch over 100,000 links as nested Maps took
  * ~1.4 KB a link-day in memory and as long to copy to the writer thread. `profiles` holds four names per
- * profile (source, device, browser, os: what a human click is counted under); `rows` holds per link-day
- * linkId, day number, human clicks, bot clicks, the number k of profiles counted, then k pairs
- * (profile index, clicks).
+ * profile (source, device, browser, os: what a human click is counted under); `names` the names counted
+ * beside profiles (countries, destinations); `rows` holds per link-day linkId, day number, human clicks,
+ * bot clicks, new visitors, the number k of profiles counted, then k pairs (profile index, clicks), then
+ * the number x of other names counted, then x triples (EXTRA_DIMENSIONS index, name index, clicks).
  */
 export interface EncodedBatch {
   rows: Float64Array
   profiles: string[]
+  names: string[]
   /** link.clicked events to write with the batch (absent: none). Plain data: it crosses to the thread. */
   events?: ClickEvent[]
 }
@@ -91,6 +103,7 @@ export function mergeBatch(into: ClickBatch, from: ClickBatch): ClickBatch {
       }
       m.clicks += d.clicks
       m.bots += d.bots
+      m.visitors += d.visitors
       for (const dim of DIMENSIONS) for (const [name, n] of d.dims[dim]) bump(m.dims[dim], name, n)
     }
   }
@@ -103,15 +116,16 @@ export function mergeBatch(into: ClickBatch, from: ClickBatch): ClickBatch {
  */
 export function* decodeInParts(e: EncodedBatch, links = Infinity): Generator<ClickBatch> {
   let part: ClickBatch = new Map()
-  const { rows, profiles } = e
+  const { rows, profiles, names } = e
   for (let i = 0; i < rows.length; ) {
     const linkId = rows[i]!
     const day = rows[i + 1]!
     const d = newDayCounts()
     d.clicks = rows[i + 2]!
     d.bots = rows[i + 3]!
-    const k = rows[i + 4]!
-    i += 5
+    d.visitors = rows[i + 4]!
+    const k = rows[i + 5]!
+    i += 6
     for (let j = 0; j < k; j++, i += 2) {
       const p = rows[i]! * 4
       const n = rows[i + 1]!
@@ -120,6 +134,8 @@ export function* decodeInParts(e: EncodedBatch, links = Infinity): Generator<Cli
       bump(d.dims.browser, profiles[p + 2]!, n)
       bump(d.dims.os, profiles[p + 3]!, n)
     }
+    const x = rows[i++]!
+    for (let j = 0; j < x; j++, i += 3) bump(d.dims[EXTRA_DIMENSIONS[rows[i]!]!], names[rows[i + 1]!]!, rows[i + 2]!)
     let days = part.get(linkId)
     if (!days && part.size >= links) {
       yield part
@@ -143,7 +159,7 @@ export function decodeBatch(e: EncodedBatch): ClickBatch {
 type Names = Map<string, number>
 export type DimNames = Record<Dimension, Names>
 
-const emptyDims = (): DimNames => ({ source: new Map(), device: new Map(), browser: new Map(), os: new Map() })
+const emptyDims = (): DimNames => ({ source: new Map(), device: new Map(), browser: new Map(), os: new Map(), country: new Map(), destination: new Map() })
 
 /** The `dims` column as Maps. Names are attacker-chosen text (a referrer host may be "__proto__"): they
  *  only ever live in Maps, and JSON.parse / Object.fromEntries define plain own properties. */
@@ -257,9 +273,11 @@ export function clicksIn(batch: ClickBatch): number {
 export function createClickStore(db: Db) {
   const linkExists = db.query<{ one: number }, [number]>('SELECT 1 AS one FROM links WHERE id = ?')
   const dayDims = db.query<{ dims: string }, [number, string]>('SELECT dims FROM click_days WHERE link_id = ?1 AND day = ?2')
-  const putDay = db.query<unknown, [number, string, number, number, string]>(
-    `INSERT INTO click_days (link_id, day, clicks, bots, dims) VALUES (?1, ?2, ?3, ?4, ?5)
-     ON CONFLICT (link_id, day) DO UPDATE SET clicks = clicks + excluded.clicks, bots = bots + excluded.bots, dims = excluded.dims`,
+  // Visitors are added as an increment, like clicks: the same statement works with several writers.
+  const putDay = db.query<unknown, [number, string, number, number, number, string]>(
+    `INSERT INTO click_days (link_id, day, clicks, bots, visitors, dims) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+     ON CONFLICT (link_id, day) DO UPDATE SET clicks = clicks + excluded.clicks, bots = bots + excluded.bots,
+       visitors = visitors + excluded.visitors, dims = excluded.dims`,
   )
   const monthDims = db.query<{ dims: string }, [number, string]>('SELECT dims FROM click_months WHERE link_id = ?1 AND month = ?2')
   const putMonth = db.query<unknown, [number, string, number, number, string]>(
@@ -291,7 +309,7 @@ export function createClickStore(db: Db) {
         let month = months.get(monthOf(day))
         if (!month) months.set(monthOf(day), (month = newDayCounts()))
         for (const dim of DIMENSIONS) for (const [name, n] of placeNames(held[dim], d.dims[dim])) bump(month.dims[dim], name, n)
-        putDay.run(linkId, day, d.clicks, d.bots, stringifyDims(held))
+        putDay.run(linkId, day, d.clicks, d.bots, d.visitors, stringifyDims(held))
         month.clicks += d.clicks
         month.bots += d.bots
         clicks += d.clicks
@@ -306,8 +324,8 @@ export function createClickStore(db: Db) {
     }
   })
 
-  const days = db.query<{ day: string; clicks: number }, [number, string, string]>(
-    'SELECT day, clicks FROM click_days WHERE link_id = ?1 AND day BETWEEN ?2 AND ?3 ORDER BY day',
+  const days = db.query<{ day: string; clicks: number; visitors: number }, [number, string, string]>(
+    'SELECT day, clicks, visitors FROM click_days WHERE link_id = ?1 AND day BETWEEN ?2 AND ?3 ORDER BY day',
   )
   const daysDims = db.query<{ dims: string }, [number, string, string]>(
     'SELECT dims FROM click_days WHERE link_id = ?1 AND day BETWEEN ?2 AND ?3',
@@ -352,7 +370,7 @@ export function createClickStore(db: Db) {
     write: (batch: ClickBatch) => writeParts(inParts(batch, LINKS_PER_COMMIT)),
     /** The same for an encoded batch, decoded a part at a time (see decodeInParts). */
     writeEncoded: (e: EncodedBatch) => writeParts(decodeInParts(e, LINKS_PER_COMMIT), e.events),
-    /** Human clicks per day of the window, days without clicks left out. */
+    /** Human clicks and visitors per day of the window, days without clicks left out. */
     days: (linkId: number, from: string, to: string) => days.all(linkId, from, to),
     /**
      * Every name counted in the window [from, to] (YYYY-MM-DD), per dimension: the whole months inside it

@@ -103,7 +103,7 @@ function topNames(names: Map<string, number>): NameCount[] {
 /** What a statistics answer costs to build, kept briefly per link and window (see `stats`). */
 interface WindowAnswer {
   written: number
-  days: { date: string; clicks: number }[]
+  days: { date: string; clicks: number; visitors: number }[]
   names: Record<(typeof DIMENSIONS)[number], NameCount[]>
 }
 const ANSWERS_KEPT = 1000
@@ -267,18 +267,17 @@ export function createLinkService(deps: {
     const written = row.clicks + row.bots
     const kept = answers.get(key)
     if (kept && kept.written === written) return kept
-    const byDay = new Map(clickStore.days(linkId, from, to).map((d) => [d.day, d.clicks]))
-    const days: { date: string; clicks: number }[] = []
+    const byDay = new Map(clickStore.days(linkId, from, to).map((d) => [d.day, d]))
+    const days: { date: string; clicks: number; visitors: number }[] = []
     for (let t = Date.parse(`${from}T00:00:00Z`), i = 0; i < span; i++, t += DAY_MS) {
       const date = dayOf(t)
-      days.push({ date, clicks: byDay.get(date) ?? 0 })
+      const d = byDay.get(date)
+      days.push({ date, clicks: d?.clicks ?? 0, visitors: d?.visitors ?? 0 })
     }
     const stored: DimNames = clickStore.names(linkId, from, to)
-    const answer: WindowAnswer = {
-      written,
-      days,
-      names: { source: topNames(stored.source), device: topNames(stored.device), browser: topNames(stored.browser), os: topNames(stored.os) },
-    }
+    const names = {} as WindowAnswer['names']
+    for (const dim of DIMENSIONS) names[dim] = topNames(stored[dim])
+    const answer: WindowAnswer = { written, days, names }
     if (answers.size >= ANSWERS_KEPT) answers.clear()
     answers.set(key, answer)
     return answer
@@ -552,6 +551,9 @@ export function createLinkService(deps: {
         devices: names.device,
         browsers: names.browser,
         os: names.os,
+        countries: names.country,
+        // Only for a link whose visits a rule or split sent somewhere (SPEC §2a): absent otherwise.
+        ...(names.destination.length > 0 ? { destinations: names.destination } : {}),
       }
     },
 

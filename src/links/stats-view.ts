@@ -96,6 +96,34 @@ function dateField(name: 'from' | 'to', label: string, value: string, max: strin
 <input id="range-${name}" name="${name}" type="date" min="1970-01-01" max="${escapeHtml(max)}" value="${escapeHtml(value)}"${mine ? ` aria-invalid="true" aria-describedby="range-error"` : ''}></div>`
 }
 
+// Country names in English, like the rest of the pages, from the runtime's own data (no request made).
+const regionNames = new Intl.DisplayNames(['en'], { type: 'region', fallback: 'code' })
+
+/** A country code's flag: its two regional indicator letters, drawn by the reader's own emoji font. */
+export function flagOf(code: string): string {
+  if (!/^[A-Z]{2}$/.test(code)) return ''
+  return String.fromCodePoint(0x1f1e6 + code.charCodeAt(0) - 65, 0x1f1e6 + code.charCodeAt(1) - 65)
+}
+
+/** "Netherlands" for "NL"; "Unknown" for addresses not located; "Other countries" for the rest. */
+export function countryName(code: string): string {
+  if (code === 'unknown') return 'Unknown'
+  if (code === 'other') return 'Other countries'
+  if (!/^[A-Z]{2}$/.test(code)) return code
+  try {
+    return regionNames.of(code) ?? code
+  } catch {
+    return code
+  }
+}
+
+/** A countries table cell: the flag (decoration), the name, and the code. */
+function countryCell(code: string): string {
+  const flag = flagOf(code)
+  const shown = countryName(code)
+  return `${flag ? `<span class="flag" aria-hidden="true">${flag}</span>` : ''}${escapeHtml(shown)}${shown !== code && /^[A-Z]{2}$/.test(code) ? `<span class="country-code">${escapeHtml(code)}</span>` : ''}`
+}
+
 /** The body of a statistics page (assets/stats.html), every string from the answer escaped. */
 export function statsBody(s: StatsAnswer, opts: StatsBodyOptions): string {
   const w = opts.error ? ({ kind: 'period', days: DEFAULT_RANGE } as const) : opts.window
@@ -121,7 +149,11 @@ ${opts.error ? `<p class="range-error" id="range-error" role="alert">${escapeHtm
 </form>`
   const csv = (table: 'days' | 'breakdowns') =>
     escapeHtml(`${opts.csvPath}?${new URLSearchParams({ table, from: s.from, to: s.to })}`)
-  const downloads = `<p class="downloads csv">Download as CSV: <a class="button secondary small" href="${csv('days')}" download>Clicks by day<span class="visually-hidden">, ${escapeHtml(s.from)} to ${escapeHtml(s.to)}</span></a> <a class="button secondary small" href="${csv('breakdowns')}" download>Sources, devices, browsers, systems<span class="visually-hidden">, ${escapeHtml(s.from)} to ${escapeHtml(s.to)}</span></a></p>`
+  const downloads = `<p class="downloads csv">Download as CSV: <a class="button secondary small" href="${csv('days')}" download>Clicks and visitors by day<span class="visually-hidden">, ${escapeHtml(s.from)} to ${escapeHtml(s.to)}</span></a> <a class="button secondary small" href="${csv('breakdowns')}" download>Sources, devices, browsers, systems, countries<span class="visually-hidden">, ${escapeHtml(s.from)} to ${escapeHtml(s.to)}</span></a></p>`
+  // A link with rules or a split: where its visits went, the default destination included.
+  const destinations = s.destinations
+    ? `<section class="panel" aria-labelledby="h-destinations"><h2 id="h-destinations">Destinations</h2>${barTable(s.destinations, 'Destination', none, breakable)}</section>`
+    : ''
   return fill(statsTpl as unknown as string, {
     short_url: s.url,
     code: s.hex,
@@ -129,6 +161,7 @@ ${opts.error ? `<p class="range-error" id="range-error" role="alert">${escapeHtm
     ranges,
     range_form: rangeForm,
     window_label: w.kind === 'dates' ? 'Clicks in these days' : `Clicks, last ${days} days`,
+    busiest_visitors: formatCount(Math.max(0, ...s.days.map((d) => d.visitors))),
     window_clicks: formatCount(windowClicks),
     clicks: formatCount(s.clicks),
     bots: formatCount(s.bots),
@@ -140,6 +173,8 @@ ${opts.error ? `<p class="range-error" id="range-error" role="alert">${escapeHtm
     devices: barTable(s.devices, 'Device', none),
     browsers: barTable(s.browsers, 'Browser', none),
     os: barTable(s.os, 'System', none),
+    countries: barTable(s.countries, 'Country', none, countryCell),
+    destinations,
     downloads,
   })
 }
@@ -178,17 +213,19 @@ export function csvTableOf(url: string): CsvTable {
   return t === 'breakdowns' ? 'breakdowns' : 'days'
 }
 
-/** The days (date, clicks) or the breakdowns (breakdown, name, clicks) of an answer, as a download. */
+/** The days (date, clicks, visitors) or the breakdowns (breakdown, name, clicks) of an answer, as a download. */
 export function statsCsv(s: StatsAnswer, table: CsvTable, headers: Record<string, string> = {}): Response {
   const body =
     table === 'days'
-      ? csvLines([['date', 'clicks'], ...s.days.map((d) => [d.date, d.clicks])])
+      ? csvLines([['date', 'clicks', 'visitors'], ...s.days.map((d) => [d.date, d.clicks, d.visitors])])
       : csvLines([
           ['breakdown', 'name', 'clicks'],
           ...s.sources.map((r) => ['source', r.name, r.clicks]),
           ...s.devices.map((r) => ['device', r.name, r.clicks]),
           ...s.browsers.map((r) => ['browser', r.name, r.clicks]),
           ...s.os.map((r) => ['os', r.name, r.clicks]),
+          ...s.countries.map((r) => ['country', r.name, r.clicks]),
+          ...(s.destinations ?? []).map((r) => ['destination', r.name, r.clicks]),
         ])
   // Made of the code and the validated dates, and then kept to safe characters whatever they hold.
   const filename = `linkbox-${s.hex}-${table}-${s.from}-to-${s.to}.csv`.replace(/[^A-Za-z0-9._-]/g, '_')

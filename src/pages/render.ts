@@ -143,14 +143,20 @@ function shareText(part: number, total: number): string {
  * SVG (presentation attributes only, so the CSP's style-src needs no exception) hidden from screen readers,
  * which read the same numbers from the Clicks and Share columns. Bars are scaled to the busiest row.
  */
-export function barTable(rows: { name: string; clicks: number }[], head: string, empty = 'No clicks in this period.'): string {
+export function barTable(
+  rows: { name: string; clicks: number }[],
+  head: string,
+  empty = 'No clicks in this period.',
+  /** The name cell's HTML (escaped by it); by default the name, escaped. */
+  label: (name: string) => string = escapeHtml,
+): string {
   if (rows.length === 0) return `<p class="empty">${escapeHtml(empty)}</p>`
   const total = rows.reduce((sum, r) => sum + r.clicks, 0)
   const max = Math.max(1, ...rows.map((r) => r.clicks))
   const body = rows
     .map((r) => {
       const w = ((100 * r.clicks) / max).toFixed(1)
-      return `<tr><td><span class="name">${escapeHtml(r.name)}</span><svg class="hbar" viewBox="0 0 100 6" preserveAspectRatio="none" aria-hidden="true" focusable="false"><rect class="track" width="100" height="6" rx="3"/><rect class="fill" width="${w}" height="6" rx="3"/></svg></td><td class="n">${formatCount(r.clicks)}</td><td class="n share">${shareText(r.clicks, total)}</td></tr>`
+      return `<tr><td><span class="name">${label(r.name)}</span><svg class="hbar" viewBox="0 0 100 6" preserveAspectRatio="none" aria-hidden="true" focusable="false"><rect class="track" width="100" height="6" rx="3"/><rect class="fill" width="${w}" height="6" rx="3"/></svg></td><td class="n">${formatCount(r.clicks)}</td><td class="n share">${shareText(r.clicks, total)}</td></tr>`
     })
     .join('')
   return `<table class="bars"><thead><tr><th scope="col">${escapeHtml(head)}</th><th scope="col" class="n">Clicks</th><th scope="col" class="n">Share</th></tr></thead><tbody>${body}</tbody></table>`
@@ -171,7 +177,7 @@ function shortDate(date: string, withYear: boolean): string {
  * <title> for its exact count; the table under it keeps the numbers readable without the picture. A year
  * of days still gets one (thin) bar each; the labels are few and large enough to read on a phone.
  */
-export function dayChart(days: { date: string; clicks: number }[]): string {
+export function dayChart(days: { date: string; clicks: number; visitors?: number }[]): string {
   const width = 640
   const height = 190
   const top = 22
@@ -183,11 +189,17 @@ export function dayChart(days: { date: string; clicks: number }[]): string {
   const step = (width - left) / Math.max(1, days.length)
   // Gaps between bars while they are wide enough to have one; a year's bars touch (1.75 units each).
   const bar = step >= 4 ? step * 0.72 : Math.max(1, step - 0.25)
+  // Distinct visitors (when the days carry them) as a darker bar inside each day's clicks bar.
+  const withVisitors = days.some((d) => d.visitors !== undefined)
   const bars = days
     .map((d, i) => {
       const h = d.clicks ? Math.max(1.5, (plot * d.clicks) / max) : 0
       const x = (left + i * step + (step - bar) / 2).toFixed(2)
-      return `<rect class="bar" x="${x}" y="${(top + plot - h).toFixed(1)}" width="${bar.toFixed(2)}" height="${h.toFixed(1)}"><title>${escapeHtml(d.date)}: ${d.clicks}</title></rect>`
+      const title = withVisitors ? `${escapeHtml(d.date)}: ${d.clicks} clicks, ${d.visitors ?? 0} visitors` : `${escapeHtml(d.date)}: ${d.clicks}`
+      const v = Math.min(d.visitors ?? 0, d.clicks)
+      const vh = v ? Math.max(1.5, (plot * v) / max) : 0
+      const inner = vh ? `<rect class="bar-visitors" x="${x}" y="${(top + plot - vh).toFixed(1)}" width="${bar.toFixed(2)}" height="${vh.toFixed(1)}"/>` : ''
+      return `<g><title>${title}</title><rect class="bar" x="${x}" y="${(top + plot - h).toFixed(1)}" width="${bar.toFixed(2)}" height="${h.toFixed(1)}"/>${inner}</g>`
     })
     .join('')
   const first = days[0]?.date ?? ''
@@ -197,11 +209,22 @@ export function dayChart(days: { date: string; clicks: number }[]): string {
   const label = (x: number, anchor: string, date: string) =>
     `<text x="${x}" y="${height - 6}" text-anchor="${anchor}">${escapeHtml(shortDate(date, withYear))}</text>`
   const emptyNote = total === 0 ? `<text x="${width / 2}" y="${top + plot / 2}" text-anchor="middle">No clicks in this period</text>` : ''
-  return `<svg class="chart" viewBox="0 0 ${width} ${height}" role="img" aria-label="Clicks by day, ${escapeHtml(first)} to ${escapeHtml(last)}: ${total} in all, at most ${total ? max : 0} a day">
+  const visitorsNote = withVisitors ? `; visitors a day at most ${Math.max(0, ...days.map((d) => d.visitors ?? 0))}` : ''
+  const table = withVisitors ? dayTable(days) : countTable(days, 'Day')
+  const legend = withVisitors
+    ? '<p class="chart-legend" aria-hidden="true"><span class="key clicks"></span>Clicks <span class="key visitors"></span>Visitors</p>'
+    : ''
+  return `<svg class="chart" viewBox="0 0 ${width} ${height}" role="img" aria-label="Clicks by day, ${escapeHtml(first)} to ${escapeHtml(last)}: ${total} in all, at most ${total ? max : 0} a day${visitorsNote}">
 <line class="grid-line" x1="0" y1="${top}" x2="${width}" y2="${top}"/>
 <line class="axis" x1="0" y1="${top + plot}" x2="${width}" y2="${top + plot}"/>
 <text x="0" y="${top - 7}">${total ? `${max} a day` : ''}</text>${bars}${emptyNote}
 ${label(0, 'start', first)}${mid ? label(width / 2, 'middle', mid) : ''}${label(width, 'end', last)}
 </svg>
-<details><summary>Every day as a table</summary>${countTable(days, 'Day')}</details>`
+${legend}<details><summary>Every day as a table</summary>${table}</details>`
+}
+
+/** Days with their clicks and distinct visitors. */
+function dayTable(days: { date: string; clicks: number; visitors?: number }[]): string {
+  const body = days.map((d) => `<tr><td>${escapeHtml(d.date)}</td><td class="n">${d.clicks}</td><td class="n">${d.visitors ?? 0}</td></tr>`).join('')
+  return `<table><thead><tr><th scope="col">Day</th><th scope="col" class="n">Clicks</th><th scope="col" class="n">Visitors</th></tr></thead><tbody>${body}</tbody></table>`
 }
