@@ -4,12 +4,12 @@
 // old one, with every tracker of the days before, is dropped, so no hash of one day can be matched with one
 // of another (and after a restart the key is new: a visitor of the day before and after it counts twice).
 //
-// Per link-day: the exact hashes up to EXACT_MAX, then a HyperLogLog sketch (2^11 one-byte registers,
-// ~2.3% standard error). The count only grows; `add` answers how many visitors are new since the last
+// Per link-day: the exact hashes up to EXACT_MAX, then a HyperLogLog sketch (2^12 one-byte registers,
+// ~1.6% standard error). The count only grows; `add` answers how many visitors are new since the last
 // answer for that link-day, so each flush adds an increment to click_days.visitors (never a read-modify-
 // write: several nodes may add to the same row).
 //
-// Memory is bounded by bytes (`maxBytes`, default 16 MiB: ~250,000 link-days of one visitor, or ~8,000
+// Memory is bounded by bytes (`maxBytes`, default 16 MiB: ~160,000 link-days of one visitor, or ~4,000
 // sketches): past it, the link-day tracked least recently is dropped (counted in `dropped`). Its visitors
 // counted so far stay counted; if it is visited again the same day a new tracker starts from nothing, so
 // its later visitors are all counted as new — a visitor seen before and after the drop counts twice (an
@@ -19,7 +19,7 @@ import { createHmac, randomBytes } from 'node:crypto'
 /** Hashes kept exactly per link-day before it becomes a sketch. */
 export const EXACT_MAX = 64
 /** Sketch precision: 2^P registers. */
-export const P = 11
+export const P = 12
 const M = 1 << P
 const ALPHA = 0.7213 / (1 + 1.079 / M)
 /** What the bound charges for a tracker (its object, its Map slot) and for a hash or a sketch. */
@@ -29,7 +29,7 @@ const SKETCH_BYTES = M + 64
 const TWO32 = 2 ** 32
 
 /**
- * A HyperLogLog sketch over 53-bit hashes (see hashOf): the register from 11 bits, the rank from 32 others.
+ * A HyperLogLog sketch over 53-bit hashes (see hashOf): the register from 12 bits, the rank from 32 others.
  * The estimate is kept up to date as registers change (O(1) to read).
  */
 export class HyperLogLog {
@@ -52,10 +52,13 @@ export class HyperLogLog {
   }
 
   estimate(): number {
-    const raw = (ALPHA * M * M) / this.sum
-    // Linear counting while registers are still empty and the raw estimate is small (Flajolet et al.).
-    if (raw <= 2.5 * M && this.zeros > 0) return M * Math.log(M / this.zeros)
-    return raw
+    // Linear counting while it is the better estimate: the raw one is biased upwards below ~3m (measured:
+    // +1.9% at 10,000 with Flajolet's 2.5m switch), where linear counting is still within ~2%.
+    if (this.zeros > 0) {
+      const linear = M * Math.log(M / this.zeros)
+      if (linear <= 3 * M) return linear
+    }
+    return (ALPHA * M * M) / this.sum
   }
 }
 
