@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { createLinkbox, type Linkbox } from '../src/app'
+import { EMBEDDED_ATTRIBUTION } from '../src/geo'
 import { METRICS_TOKEN, tempDir, testConfig } from './support/app'
 
 const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36'
@@ -185,5 +186,19 @@ describe('distinct visitors', () => {
     expect(text).toMatch(/^linkbox_visitor_link_days \d+$/m)
     expect(text).toMatch(/^linkbox_visitor_memory_bytes \d+$/m)
     expect(text).toMatch(/^linkbox_visitor_link_days_dropped_total 0$/m)
+  })
+})
+
+describe('the documents', () => {
+  test('/api/docs credits the country data as its licence asks, and openapi.json describes countries, visitors and destinations', async () => {
+    const page = await (await fetch(`${base}/api/docs`)).text()
+    expect(page.replaceAll('<wbr>', '')).toContain(EMBEDDED_ATTRIBUTION) // no character of it is escaped
+    const doc = (await (await fetch(`${base}/api/docs/openapi.json`)).json()) as any
+    const stats = doc.components.schemas.LinkStats
+    expect(Object.keys(stats.properties)).toEqual(expect.arrayContaining(['countries', 'destinations']))
+    expect(stats.required).toContain('countries')
+    expect(stats.required).not.toContain('destinations')
+    expect(Object.keys(stats.properties.days.items.properties)).toEqual(['date', 'clicks', 'visitors'])
+    expect(JSON.stringify(doc)).toContain(EMBEDDED_ATTRIBUTION)
   })
 })

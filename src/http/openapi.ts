@@ -39,7 +39,7 @@ const DESCRIPTION = [
   'A self-hosted box for **short links** with **click statistics**, **QR codes**, **media download** and **temporary e-mail**, with **webhooks** for what happens to them.',
   '',
   '- **Short links** (tag links): create with an optional alias, mode (redirect, preview page, frame), expiry and password; list, change, delete.',
-  '- **Statistics**: clicks by day, referring sites, devices, browsers and operating systems; bots counted apart. Public, like the page at `/<code>+`.',
+  '- **Statistics**: clicks and distinct visitors by day, referring sites, devices, browsers, operating systems and countries (and, for links with redirect rules or a split, destinations); bots and link previews counted apart. Public, like the page at `/<code>+`.',
   '- **QR codes** (tag qr): any text as PNG or SVG, colours, error correction, size; every short link also has one at `/qr/<code>.png` and `.svg`.',
   '- **Media download** (tag media): the video, audio and photo formats of a page, each as a **signed link** (`/dl/<id>?exp=…&sig=…`) that needs no key.',
   '- **Temporary e-mail** (tag mail): addresses on this box\'s domains that receive mail over SMTP; messages as JSON, attachments and the raw source as signed links (`/mail/attachment/…`, `/mail/raw/…`).',

@@ -3,6 +3,7 @@
 // it and the API documents are made from it (see http/schema.ts). The service keeps the rules a schema
 // cannot state (the service's own origin, reserved aliases, real dates in the window, ownership).
 import { Type, type Static } from '@sinclair/typebox'
+import { EMBEDDED_ATTRIBUTION } from '../geo'
 import type { ApiMethod } from '../http/api'
 import type { ApiParam } from '../http/schema'
 import type { AnonymousCreations } from './anonymous'
@@ -26,6 +27,9 @@ import {
   MIN_SPLIT,
   MODES,
 } from './validate'
+
+/** The countries' source, as its licence asks to be credited (SPEC §4): on /api/docs with stats.json. */
+const COUNTRY_CREDIT = `Countries are looked up in an IP database embedded in the binary (or the owner's own, \`geo.database\`). ${EMBEDDED_ATTRIBUTION}.`
 
 const named = (name: string) => `The parameter "${name}"`
 const CODE_PATTERN = '^[A-Za-z0-9_-]+$'
@@ -461,13 +465,28 @@ const StatsSchema = Type.Object(
     from: Type.String({ format: 'date' }),
     to: Type.String({ format: 'date' }),
     days: Type.Array(
-      Type.Object({ date: Type.String({ format: 'date' }), clicks: Type.Integer({ minimum: 0 }) }, { additionalProperties: false }),
+      Type.Object(
+        {
+          date: Type.String({ format: 'date' }),
+          clicks: Type.Integer({ minimum: 0 }),
+          visitors: Type.Integer({
+            minimum: 0,
+            description:
+              'Distinct visitors that day, known by a keyed hash of address and user agent whose key is made each UTC day and never stored (exact up to 64, then a HyperLogLog estimate within ~2%). After a restart of the service the key is new: someone who visits before and after it that day counts twice',
+          }),
+        },
+        { additionalProperties: false },
+      ),
       { minItems: 1, maxItems: 366, description: 'Every day of the window, ascending, zeros included' },
     ),
     sources: nameCounts('Referring hosts ("direct" when none)'),
     devices: nameCounts('desktop, mobile, tablet, other'),
     browsers: nameCounts('Browsers'),
     os: nameCounts('Operating systems'),
+    countries: nameCounts('Countries of the visitors\' addresses, ISO 3166-1 alpha-2 ("unknown" when not located; the address is never stored)'),
+    destinations: Type.Optional(
+      nameCounts('Only for a link with redirect rules or a split: the URL each visit was sent to (the default one included)'),
+    ),
   },
   {
     title: 'LinkStats',
@@ -482,11 +501,12 @@ const StatsSchema = Type.Object(
         bots: 1,
         from: '2026-01-30',
         to: '2026-01-31',
-        days: [{ date: '2026-01-30', clicks: 1 }, { date: '2026-01-31', clicks: 2 }],
+        days: [{ date: '2026-01-30', clicks: 1, visitors: 1 }, { date: '2026-01-31', clicks: 2, visitors: 1 }],
         sources: [{ name: 'direct', clicks: 2 }, { name: 'news.example', clicks: 1 }],
         devices: [{ name: 'mobile', clicks: 3 }],
         browsers: [{ name: 'Firefox', clicks: 3 }],
         os: [{ name: 'Android', clicks: 3 }],
+        countries: [{ name: 'NL', clicks: 2 }, { name: 'unknown', clicks: 1 }],
       },
     ],
   },
@@ -558,8 +578,8 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations): Api
       path: '/api/stats.json',
       key: 'optional',
       tag: 'links',
-      summary: 'Statistics of a link: clicks by day, sources, devices, browsers and operating systems',
-      description: 'Public, as the statistics page is; at most 366 days at once.',
+      summary: 'Statistics of a link: clicks and visitors by day, sources, devices, browsers, operating systems and countries',
+      description: `Public, as the statistics page is; at most 366 days at once. ${COUNTRY_CREDIT}`,
       params: [codeParam, dayParam('from'), dayParam('to')],
       returns: StatsSchema,
       errors: { 404: ['not_found'] },
