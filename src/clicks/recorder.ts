@@ -152,7 +152,7 @@ const keyOf = (linkId: number, day: number) => linkId * DAY_BITS + (day % DAY_BI
 function encode(t: Tally): EncodedBatch {
   let length = 0
   for (const e of t.entries.values())
-    length += 7 + (e.n > 0 ? 2 : 0) + 2 * (e.more?.size ?? 0) + 3 * (extraCount(e))
+    length += 7 + (e.n > 0 ? 2 : 0) + 2 * (e.more?.size ?? 0) + 3 * extraCount(e)
   const rows = new Float64Array(length)
   const names: string[] = []
   const nameIds = new Map<string, number>()

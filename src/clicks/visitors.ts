@@ -9,11 +9,11 @@
 // answer for that link-day, so each flush adds an increment to click_days.visitors (never a read-modify-
 // write: several nodes may add to the same row).
 //
-// Memory is bounded by bytes (`maxBytes`, default 16 MiB: ~160,000 link-days of one visitor, or ~4,000
-// sketches): past it, the link-day tracked least recently is dropped (counted in `dropped`). Its visitors
-// counted so far stay counted; if it is visited again the same day a new tracker starts from nothing, so
-// its later visitors are all counted as new — a visitor seen before and after the drop counts twice (an
-// over-count, never an under-count).
+// Memory is bounded by bytes (`maxBytes`, default 16 MiB: ~350,000 link-days of one visitor, or ~4,000
+// sketches): past it, the link-days not touched since the bound was last reached are dropped (counted in
+// `dropped`; see the generations below). Their visitors counted so far stay counted; if one is visited
+// again the same day its count starts from nothing, so its later visitors are all counted as new — a
+// visitor seen before and after the drop counts twice (an over-count, never an under-count).
 import { createHmac, randomBytes } from 'node:crypto'
 
 /** Hashes kept exactly per link-day before it becomes a sketch. */
@@ -62,9 +62,11 @@ export class HyperLogLog {
   }
 }
 
-/** One link-day's visitors: exact hashes, then a sketch; `reported` is what was handed out by `add`. */
+/**
+ * A link-day's visitors past the first: exact hashes, then a sketch; `reported` is what `add` handed out.
+ * A link-day of one visitor (most of them) is held as that visitor's hash alone, a number in the Map.
+ */
 interface Tracker {
-  day: number
   exact: number[] | null
   sketch: HyperLogLog | null
   reported: number
@@ -87,20 +89,29 @@ function hashOf(key: Buffer, address: string, ua: string): number {
 // The memo of recent (address, user agent) → hash, per day: real traffic repeats both, and an HMAC costs
 // ~2 µs where a Map lookup costs a tenth of that. Bounded; cleared with the key.
 const MEMO_MAX = 4096
+/** What the bound charges for a link-day of one visitor (a Map slot holding its hash). */
+const SINGLE_BYTES = 48
 
 export function createVisitorCounter(opts: VisitorCounterOptions = {}) {
   const maxBytes = opts.maxBytes ?? 16 * 1024 * 1024
   const newKey = opts.newKey ?? (() => randomBytes(16))
-  // Link-day key → tracker, least recently touched first (a touch moves it to the end).
-  const trackers = new Map<number, Tracker>()
+  // Link-day key → its one visitor's hash, or a tracker. Two generations, as the link cache has: a
+  // link-day touched is in `young` (moved there from `old` on its first touch); when the bound is passed,
+  // `old` — the link-days not touched since the last time — is dropped and `young` becomes `old`. No
+  // per-visit reordering, and what goes is always what was least recently touched, by generation.
+  let young = new Map<number, number | Tracker>()
+  let old = new Map<number, number | Tracker>()
+  let youngBytes = 0
+  let oldBytes = 0
   let day = -1
   let key: Buffer | null = null
-  let bytes = 0
   let dropped = 0
   const memo = new Map<string, number>()
   let lastAddress = ''
   let lastUa = ''
   let lastHash = -1
+
+  const sizeOf = (t: number | Tracker) => (typeof t === 'number' ? SINGLE_BYTES : t.bytes)
 
   /** The key of `d`: a click of a later day than any before makes a new one and forgets the days before. */
   function keyOf(d: number): Buffer {
@@ -110,11 +121,11 @@ export function createVisitorCounter(opts: VisitorCounterOptions = {}) {
       key = newKey()
       memo.clear()
       lastHash = -1
-      for (const [k, t] of trackers)
-        if (t.day < d) {
-          trackers.delete(k)
-          bytes -= t.bytes
-        }
+      // Every tracker is of an earlier day (a click of a later day comes first to make its key).
+      young = new Map()
+      old = new Map()
+      youngBytes = 0
+      oldBytes = 0
       return key
     }
     // A click of an earlier day (a clock stepped back) gets a key of its own that is never kept.
@@ -138,12 +149,19 @@ export function createVisitorCounter(opts: VisitorCounterOptions = {}) {
     return h
   }
 
-  function makeRoom() {
-    while (bytes > maxBytes && trackers.size > 0) {
-      const [k, t] = trackers.entries().next().value!
-      trackers.delete(k)
-      bytes -= t.bytes
-      dropped++
+  /**
+   * Stores a link-day's state in the young generation, charging the difference in size. A generation
+   * holds at most half the bound: when the young one is full, the old one goes.
+   */
+  function put(linkDay: number, t: number | Tracker, was: number) {
+    young.set(linkDay, t)
+    youngBytes += sizeOf(t) - was
+    if (youngBytes > maxBytes / 2) {
+      dropped += old.size
+      old = young
+      oldBytes = youngBytes
+      young = new Map()
+      youngBytes = 0
     }
   }
 
@@ -154,38 +172,49 @@ export function createVisitorCounter(opts: VisitorCounterOptions = {}) {
      */
     add(linkDay: number, d: number, address: string, ua: string): number {
       const h = hash(d, address, ua)
-      let t = trackers.get(linkDay)
-      if (t) {
-        trackers.delete(linkDay) // to the end: the most recently touched
-        trackers.set(linkDay, t)
-      } else {
-        t = { day: d, exact: [], sketch: null, reported: 0, bytes: TRACKER_BYTES }
-        trackers.set(linkDay, t)
-        bytes += t.bytes
+      let held = young.get(linkDay)
+      if (held === undefined) {
+        held = old.get(linkDay)
+        if (held !== undefined) {
+          old.delete(linkDay)
+          oldBytes -= sizeOf(held)
+          youngBytes += sizeOf(held)
+          young.set(linkDay, held)
+        }
       }
+      if (held === undefined) {
+        put(linkDay, h, 0)
+        return 1
+      }
+      if (typeof held === 'number') {
+        if (held === h) return 0
+        const t: Tracker = { exact: [held, h], sketch: null, reported: 2, bytes: TRACKER_BYTES + 2 * HASH_BYTES }
+        put(linkDay, t, SINGLE_BYTES)
+        return 1
+      }
+      const t = held
+      const was = t.bytes
       let count: number
       if (t.exact) {
         if (t.exact.includes(h)) return 0
         if (t.exact.length < EXACT_MAX) {
           t.exact.push(h)
           t.bytes += HASH_BYTES
-          bytes += HASH_BYTES
           count = t.exact.length
         } else {
           const sketch = new HyperLogLog()
-          for (const held of t.exact) sketch.add(held)
+          for (const e of t.exact) sketch.add(e)
           sketch.add(h)
-          bytes += SKETCH_BYTES + TRACKER_BYTES - t.bytes
-          t.bytes = SKETCH_BYTES + TRACKER_BYTES
           t.exact = null
           t.sketch = sketch
+          t.bytes = SKETCH_BYTES + TRACKER_BYTES
           count = Math.round(sketch.estimate())
         }
+        put(linkDay, t, was)
       } else {
         if (!t.sketch!.add(h)) return 0
         count = Math.round(t.sketch!.estimate())
       }
-      if (bytes > maxBytes) makeRoom()
       if (count <= t.reported) return 0
       const fresh = count - t.reported
       t.reported = count
@@ -193,11 +222,11 @@ export function createVisitorCounter(opts: VisitorCounterOptions = {}) {
     },
     /** Link-days tracked now. */
     get tracked() {
-      return trackers.size
+      return young.size + old.size
     },
     /** The memory the trackers take, as the bound counts it. */
     get bytes() {
-      return bytes
+      return youngBytes + oldBytes
     },
     /** Link-days dropped to keep within the bound since start. */
     get dropped() {
