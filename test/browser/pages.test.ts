@@ -162,7 +162,7 @@ describe('preview, statistics, 404, 410, docs', () => {
     const aligns = await page.$$eval('section table', (tables) =>
       tables.map((t) => [getComputedStyle(t.querySelector('th.n')!).textAlign, getComputedStyle(t.querySelector('td.n')!).textAlign]),
     )
-    expect(aligns.length).toBe(5)
+    expect(aligns.length).toBe(6) // the four breakdowns, countries, and the days
     for (const pair of aligns) expect(pair).toEqual(['right', 'right'])
     expect(await page.locator('svg.chart rect.bar').count()).toBe(30)
     await page.waitForFunction(() => (document.querySelector('img.qr') as HTMLImageElement | null)?.complete === true)
