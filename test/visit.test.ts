@@ -173,11 +173,12 @@ describe('expired, unknown, statistics page', () => {
     // Shown whole, with a <wbr> after each separator so that it breaks only there.
     expect(html).toContain('https:/<wbr>/<wbr>example.<wbr>com/<wbr>public-<wbr>stats')
     expect(html).toContain('<span class="label">Clicks, all time</span><span class="value">1</span>')
-    // The clicks-by-day chart: one bar per day of the window, each with its exact count.
-    const bars = html.match(/<rect class="bar"[^>]*><title>[^<]*<\/title><\/rect>/g)!
+    // The clicks-by-day chart: one bar per day of the window, each with its exact count and visitors.
+    const bars = html.match(/<g><title>[^<]*<\/title><rect class="bar"[^>]*\/>(<rect class="bar-visitors"[^>]*\/>)?<\/g>/g)!
     expect(bars).toHaveLength(30)
-    expect(bars.at(-1)).toContain('<title>2026-06-01: 1</title>')
-    expect(bars[0]).toContain(': 0</title>')
+    expect(bars.at(-1)).toContain('<title>2026-06-01: 1 click, 1 visitor</title>')
+    expect(bars.at(-1)).toContain('<rect class="bar-visitors"')
+    expect(bars[0]).toContain(': 0 clicks, 0 visitors</title>')
     // The stylesheet's URL carries its version, so it can be cached for good.
     const css = html.match(/href="(\/assets\/style\.css\?v=[0-9a-f]{12})"/)![1]!
     const sheet = await box.request(css)

@@ -195,7 +195,7 @@ export function dayChart(days: { date: string; clicks: number; visitors?: number
     .map((d, i) => {
       const h = d.clicks ? Math.max(1.5, (plot * d.clicks) / max) : 0
       const x = (left + i * step + (step - bar) / 2).toFixed(2)
-      const title = withVisitors ? `${escapeHtml(d.date)}: ${d.clicks} clicks, ${d.visitors ?? 0} visitors` : `${escapeHtml(d.date)}: ${d.clicks}`
+      const title = withVisitors ? `${escapeHtml(d.date)}: ${counted(d.clicks, 'click')}, ${counted(d.visitors ?? 0, 'visitor')}` : `${escapeHtml(d.date)}: ${d.clicks}`
       const v = Math.min(d.visitors ?? 0, d.clicks)
       const vh = v ? Math.max(1.5, (plot * v) / max) : 0
       const inner = vh ? `<rect class="bar-visitors" x="${x}" y="${(top + plot - vh).toFixed(1)}" width="${bar.toFixed(2)}" height="${vh.toFixed(1)}"/>` : ''
@@ -222,6 +222,8 @@ ${label(0, 'start', first)}${mid ? label(width / 2, 'middle', mid) : ''}${label(
 </svg>
 ${legend}<details><summary>Every day as a table</summary>${table}</details>`
 }
+
+const counted = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`
 
 /** Days with their clicks and distinct visitors. */
 function dayTable(days: { date: string; clicks: number; visitors?: number }[]): string {
