@@ -64,13 +64,13 @@ const statsJson = async (code: string, from: string, to: string) => {
   const r = await fetch(`${app.url}/api/stats.json`, { method: 'POST', body: new URLSearchParams({ code, from, to }) })
   return ((await r.json()) as any).return
 }
-/** What the page shows: the window's card, and every day of the chart (from the bars' titles). */
+/** What the page shows: the window's card, and every day of the chart (from the bars' titles: "date: N clicks, M visitors"). */
 async function shown(page: Page) {
   const card = (await page.locator('.cards .card').first().textContent())!
-  const days = await page.$$eval('svg.chart rect.bar title', (ts) =>
+  const days = await page.$$eval('svg.chart g > title', (ts) =>
     ts.map((t) => {
-      const [date, n] = t.textContent!.split(': ')
-      return { date, clicks: Number(n) }
+      const [, date, clicks, visitors] = /^(.+): (\d+) clicks?, (\d+) visitors?$/.exec(t.textContent!)!
+      return { date, clicks: Number(clicks), visitors: Number(visitors) }
     }),
   )
   return { card, days }
@@ -119,9 +119,9 @@ describe('statistics for chosen dates', () => {
     expect(await page.locator('.segmented [aria-current]').count()).toBe(0)
     await check(page, 'stats-dates')
 
-    const byDay = await download(page, /^Clicks by day/)
+    const byDay = await download(page, /^Clicks and visitors by day/)
     expect(byDay.filename).toBe('linkbox-spring-news-days-2026-06-04-to-2026-06-10.csv')
-    expect(byDay.rows).toEqual([['date', 'clicks'], ...s.days.map((d: any) => [d.date, String(d.clicks)])])
+    expect(byDay.rows).toEqual([['date', 'clicks', 'visitors'], ...s.days.map((d: any) => [d.date, String(d.clicks), String(d.visitors)])])
     const parts = await download(page, /^Sources, devices/)
     expect(parts.filename).toBe('linkbox-spring-news-breakdowns-2026-06-04-to-2026-06-10.csv')
     expect(parts.rows[0]).toEqual(['breakdown', 'name', 'clicks'])
@@ -162,9 +162,9 @@ describe('statistics for chosen dates', () => {
     expect(card).toBe('Clicks in these days52026-06-01 to 2026-06-05')
     expect(days).toEqual(s.days)
     await check(page, 'dash-stats-dates')
-    const csv = await download(page, /^Clicks by day/)
-    expect(csv.rows.slice(1)).toEqual(s.days.map((d: any) => [d.date, String(d.clicks)]))
-    const href = await page.getByRole('link', { name: /^Clicks by day/ }).getAttribute('href')
+    const csv = await download(page, /^Clicks and visitors by day/)
+    expect(csv.rows.slice(1)).toEqual(s.days.map((d: any) => [d.date, String(d.clicks), String(d.visitors)]))
+    const href = await page.getByRole('link', { name: /^Clicks and visitors by day/ }).getAttribute('href')
     expect(href).toBe(`/dashboard/links/${code}/stats.csv?table=days&from=2026-06-01&to=2026-06-05`)
 
     // The owner sees the protected link's destination; a browser without the session gets the sign-in page.
