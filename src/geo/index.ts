@@ -39,7 +39,12 @@ export function createGeo(opts: GeoOptions = {}): Geo {
   const path = opts.database || ''
   const capacity = opts.cacheSize ?? 10_000
   let reader: Reader<Response> | null = path ? open(path) : null
-  const cache = new Map<string, string | null>()
+  // Two generations of at most capacity/2 addresses each, the older dropped whole when the younger is full:
+  // evicting the oldest entry one at a time (delete of keys().next()) made a miss cost ~18 µs at 10,000
+  // entries, where the lookup itself costs ~2 µs — JavaScriptCore finds a Map's first key by scanning past
+  // the slots of the keys deleted before it.
+  let young = new Map<string, string | null>()
+  let old = new Map<string, string | null>()
 
   function lookup(address: string): string | null {
     reader ??= open(embeddedPath)
@@ -59,11 +64,15 @@ export function createGeo(opts: GeoOptions = {}): Geo {
 
   return {
     country(address) {
-      const hit = cache.get(address)
+      const hit = young.get(address)
       if (hit !== undefined) return hit
-      const code = lookup(address)
-      if (cache.size >= capacity) cache.delete(cache.keys().next().value!)
-      cache.set(address, code)
+      const held = old.get(address)
+      const code = held !== undefined ? held : lookup(address)
+      if (young.size >= Math.max(1, capacity / 2)) {
+        old = young
+        young = new Map()
+      }
+      young.set(address, code)
       return code
     },
     source() {
