@@ -87,7 +87,8 @@ function hashOf(key: Buffer, address: string, ua: string): number {
 }
 
 // The memo of recent (address, user agent) → hash, per day: real traffic repeats both, and an HMAC costs
-// ~2 µs where a Map lookup costs a tenth of that. Bounded; cleared with the key.
+// ~2 µs where a Map lookup costs a tenth of that. Bounded (two generations of MEMO_MAX / 2: evicting one
+// entry at a time scans past deleted slots in JavaScriptCore); cleared with the key.
 const MEMO_MAX = 4096
 /** What the bound charges for a link-day of one visitor (a Map slot holding its hash). */
 const SINGLE_BYTES = 48
@@ -106,7 +107,8 @@ export function createVisitorCounter(opts: VisitorCounterOptions = {}) {
   let day = -1
   let key: Buffer | null = null
   let dropped = 0
-  const memo = new Map<string, number>()
+  let memo = new Map<string, number>()
+  let memoOld = new Map<string, number>()
   let lastAddress = ''
   let lastUa = ''
   let lastHash = -1
@@ -119,7 +121,8 @@ export function createVisitorCounter(opts: VisitorCounterOptions = {}) {
     if (d > day || !key) {
       day = d
       key = newKey()
-      memo.clear()
+      memo = new Map()
+      memoOld = new Map()
       lastHash = -1
       // Every tracker is of an earlier day (a click of a later day comes first to make its key).
       young = new Map()
@@ -139,8 +142,11 @@ export function createVisitorCounter(opts: VisitorCounterOptions = {}) {
     const both = `${address}\u0000${ua}`
     let h = memo.get(both)
     if (h === undefined) {
-      h = hashOf(k, address, ua)
-      if (memo.size >= MEMO_MAX) memo.delete(memo.keys().next().value!)
+      h = memoOld.get(both) ?? hashOf(k, address, ua)
+      if (memo.size >= MEMO_MAX / 2) {
+        memoOld = memo
+        memo = new Map()
+      }
       memo.set(both, h)
     }
     lastAddress = address
