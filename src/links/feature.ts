@@ -5,7 +5,6 @@ import { createReportRoutes, visitGate } from '../abuse/routes'
 import { createAbuseService } from '../abuse/service'
 import type { ClickRecorder } from '../clicks/recorder'
 import type { Feature, Shared } from '../feature'
-import { createGeo, type Geo } from '../geo'
 import { createAnonymousCreations } from './anonymous'
 import { linkApi } from './api'
 import type { Verifier } from './password-gate'
@@ -20,14 +19,12 @@ export interface LinksOptions {
 }
 
 export function createLinksFeature(shared: Shared, deps: { recorder: ClickRecorder }, opts: LinksOptions = {}) {
-  const { db, config, events, clock, outbox, metrics, clientIp } = shared
-  // Countries for rules with a country condition, made on the first such visit. (Once Shared carries the
-  // one geo of the clicks feature, this becomes `country: (address) => shared.geo.country(address)`.)
-  let geo: Geo | null = null
+  const { db, config, events, clock, outbox, metrics, clientIp, geo } = shared
   const links = createLinkService({
     db, config, recorder: deps.recorder, events, clock, hashPassword: opts.hashPassword, outbox,
     checkDestination: (url) => abuse.checkDestination(url),
-    country: (address) => (geo ??= createGeo({ database: config.geo.database })).country(address),
+    // Countries for rules with a country condition: the app's one Geo (statistics ask it too).
+    country: (address) => geo.country(address),
   })
   // Reports, bans, disabled links and blocklists (SPEC §3, §12): a 451 verdict per link, kept beside its cached row.
   const abuse = createAbuseService({ db, config, links, clock, outbox })
