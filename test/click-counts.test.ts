@@ -82,15 +82,16 @@ async function postgresEngine(): Promise<Engine> {
 
 const day = (iso: string) => Date.parse(`${iso}T00:00:00Z`) / DAY_MS
 
-/** A batch: for each [link, day, clicks, bots, sources], the counts, and human clicks by source name. */
-function batch(...items: [number, string, number, number, Record<string, number>?][]): ClickBatch {
+/** A batch: for each [link, day, clicks, bots, sources, visitors], the counts, human clicks by source name, and new visitors. */
+function batch(...items: [number, string, number, number, Record<string, number>?, number?][]): ClickBatch {
   const b: ClickBatch = new Map()
-  for (const [link, iso, clicks, bots, sources] of items) {
+  for (const [link, iso, clicks, bots, sources, visitors] of items) {
     let days = b.get(link)
     if (!days) b.set(link, (days = new Map()))
     const d = days.get(day(iso)) ?? newDayCounts()
     d.clicks += clicks
     d.bots += bots
+    d.visitors += visitors ?? 0
     for (const [name, n] of Object.entries(sources ?? {})) bump(d.dims.source, name, n)
     days.set(day(iso), d)
   }
@@ -108,15 +109,16 @@ describe.each([
     try {
       const store = e.store()
       const [a, b] = [await e.link('a'), await e.link('b')]
-      await store.add(batch([a, '2026-03-01', 3, 1, { 'example.com': 2, direct: 1 }], [a, '2026-03-02', 2, 0], [b, '2026-03-01', 5, 5]))
-      await store.add(batch([a, '2026-03-01', 4, 2, { 'example.com': 4 }], [a, '2026-04-30', 1, 0, { direct: 1 }]))
+      await store.add(batch([a, '2026-03-01', 3, 1, { 'example.com': 2, direct: 1 }, 2], [a, '2026-03-02', 2, 0, {}, 1], [b, '2026-03-01', 5, 5]))
+      await store.add(batch([a, '2026-03-01', 4, 2, { 'example.com': 4 }, 1], [a, '2026-04-30', 1, 0, { direct: 1 }, 1]))
+      // Visitors are added like clicks: each flush brings the visitors new since the last one.
       expect(await store.days(a, '2026-03-01', '2026-04-30')).toEqual([
-        { day: '2026-03-01', clicks: 7 },
-        { day: '2026-03-02', clicks: 2 },
-        { day: '2026-04-30', clicks: 1 },
+        { day: '2026-03-01', clicks: 7, visitors: 3 },
+        { day: '2026-03-02', clicks: 2, visitors: 1 },
+        { day: '2026-04-30', clicks: 1, visitors: 1 },
       ])
-      expect(await store.days(a, '2026-03-02', '2026-03-31')).toEqual([{ day: '2026-03-02', clicks: 2 }])
-      expect(await store.days(b, '2026-01-01', '2026-12-31')).toEqual([{ day: '2026-03-01', clicks: 5 }])
+      expect(await store.days(a, '2026-03-02', '2026-03-31')).toEqual([{ day: '2026-03-02', clicks: 2, visitors: 1 }])
+      expect(await store.days(b, '2026-01-01', '2026-12-31')).toEqual([{ day: '2026-03-01', clicks: 5, visitors: 0 }])
       expect(await store.days(a, '2025-01-01', '2025-12-31')).toEqual([])
       const first = await e.row('click_days', a, '2026-03-01')
       expect({ clicks: first?.clicks, bots: first?.bots, sources: sources(first?.dims) }).toEqual({ clicks: 7, bots: 3, sources: { 'example.com': 6, direct: 1 } })
@@ -139,7 +141,7 @@ describe.each([
       await store.add(batch([gone, '2026-03-01', 9, 9, { x: 9 }], [kept, '2026-03-01', 1, 0]))
       expect(await e.row('click_days', gone, '2026-03-01')).toBeNull()
       expect(await e.row('click_months', gone, '2026-03')).toBeNull()
-      expect(await store.days(kept, '2026-03-01', '2026-03-01')).toEqual([{ day: '2026-03-01', clicks: 1 }])
+      expect(await store.days(kept, '2026-03-01', '2026-03-01')).toEqual([{ day: '2026-03-01', clicks: 1, visitors: 0 }])
     } finally {
       await e.close()
     }

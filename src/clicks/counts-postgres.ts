@@ -50,8 +50,9 @@ export function postgresClickCounts(sql: SQL): ClickCounts {
           const d = days.get(dayNumber)!
           const day = dayOf(dayNumber * DAY_MS)
           const [row] = await tx`
-            INSERT INTO click_days (link_id, day, clicks, bots) VALUES (${linkId}, ${day}, ${d.clicks}, ${d.bots})
-            ON CONFLICT (link_id, day) DO UPDATE SET clicks = click_days.clicks + excluded.clicks, bots = click_days.bots + excluded.bots
+            INSERT INTO click_days (link_id, day, clicks, bots, visitors) VALUES (${linkId}, ${day}, ${d.clicks}, ${d.bots}, ${d.visitors})
+            ON CONFLICT (link_id, day) DO UPDATE SET clicks = click_days.clicks + excluded.clicks, bots = click_days.bots + excluded.bots,
+              visitors = click_days.visitors + excluded.visitors
             RETURNING dims`
           const key = day.slice(0, 7)
           let month = months.get(key)
@@ -91,9 +92,9 @@ export function postgresClickCounts(sql: SQL): ClickCounts {
       }
     },
     async days(linkId, from, to) {
-      const rows = await sql`SELECT day, clicks FROM click_days WHERE link_id = ${linkId} AND day BETWEEN ${from} AND ${to} ORDER BY day`
+      const rows = await sql`SELECT day, clicks, visitors FROM click_days WHERE link_id = ${linkId} AND day BETWEEN ${from} AND ${to} ORDER BY day`
       // bigint comes back as text from Bun.SQL; a day's clicks stay far below 2^53.
-      return rows.map((r: { day: string; clicks: string }) => ({ day: r.day, clicks: Number(r.clicks) }))
+      return rows.map((r: { day: string; clicks: string; visitors: string }) => ({ day: r.day, clicks: Number(r.clicks), visitors: Number(r.visitors) }))
     },
   }
 }

@@ -15,8 +15,8 @@ import { createClickStore, type ClickBatch } from './store'
 export interface ClickCounts {
   /** Adds a batch (link id → day number → counts and names); throws PartialWrite with what was not written. */
   add(batch: ClickBatch): Promise<void>
-  /** Human clicks per day of the window [from, to] (YYYY-MM-DD), oldest first, days without clicks left out. */
-  days(linkId: number, from: string, to: string): Promise<{ day: string; clicks: number }[]>
+  /** Human clicks and new-visitor sums per day of the window [from, to] (YYYY-MM-DD), oldest first, days without clicks left out. */
+  days(linkId: number, from: string, to: string): Promise<{ day: string; clicks: number; visitors: number }[]>
 }
 
 /** The SQLite store as it is, behind the async interface. */

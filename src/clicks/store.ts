@@ -7,7 +7,7 @@
 // days; all-time counts are links.clicks and links.bots. A flush costs three or four rows per link, however
 // many names it carries, and a window of a year is read from twelve months and the days at its edges.
 // Issue 23 added two dimensions, `country` and `destination` (the latter only for visits a rule or split
-// sent), and click_days.visitors (migration 15), added to as clicks are: by increments, never rewritten.
+// sent), and click_days.visitors (migration 18), added to as clicks are: by increments, never rewritten.
 //
 // Names: a day keeps at most MAX_NAMES names per dimension, then OTHER (see classify.ts). A month keeps at
 // most MONTH_NAMES (the busiest; see placeByVolume) and OTHER: a year of a link with thousands of

@@ -1,4 +1,4 @@
-// The SQL of single sign-on (oidc_identities, migration 15): which account a provider's person is.
+// The SQL of single sign-on (oidc_identities, migration 13): which account a provider's person is.
 import type { Db } from '../db'
 
 export interface IdentityRow {
