@@ -278,6 +278,21 @@ describe('split', () => {
     }
   })
 
+  test('stats.json of a split link lists destinations: empty before any visit, then each side with its visits (an A/B test can be read)', async () => {
+    const split = JSON.stringify([{ url: 'https://example.com/left', weight: 50 }, { url: 'https://example.com/right', weight: 50 }])
+    const code = await link({ url: 'https://example.com/fallback', split })
+    expect((await api('stats.json', { code })).body.return.destinations).toEqual([])
+    const sides = new Map<string, number>()
+    for (let i = 0; i < 40; i++) {
+      const at = (await visit(code, { 'x-forwarded-for': `203.0.113.${i}` })).headers.get('location')!
+      sides.set(at, (sides.get(at) ?? 0) + 1)
+    }
+    const listed = (await api('stats.json', { code })).body.return.destinations as { name: string; clicks: number }[]
+    expect(Object.fromEntries(listed.map((d) => [d.name, d.clicks]))).toEqual(Object.fromEntries(sides))
+    const plain = await link({ url: 'https://example.com/plain' })
+    expect('destinations' in (await api('stats.json', { code: plain })).body.return).toBe(false)
+  })
+
   test('weights are followed (90/10), and a rule that matches comes before the split', async () => {
     const code = await link({
       url: 'https://example.com/fallback',

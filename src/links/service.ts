@@ -552,8 +552,8 @@ export function createLinkService(deps: {
         browsers: names.browser,
         os: names.os,
         countries: names.country,
-        // Only for a link whose visits a rule or split sent somewhere (SPEC §2a): absent otherwise.
-        ...(names.destination.length > 0 ? { destinations: names.destination } : {}),
+        // For a link with rules or a split (SPEC §2a), even before its first visit; also for one that had them in the window.
+        ...(names.destination.length > 0 || row.rules || row.split ? { destinations: names.destination } : {}),
       }
     },
 
