@@ -2,17 +2,11 @@
 // SQLite (the synchronous store wrapped) and a real PostgreSQL server (counts-postgres.ts). What a node
 // needs from it: increments add up (days, months, the link's totals, the names), a deleted link's clicks are
 // dropped, and two writers on two connections flushing the same links at once give exactly the sum.
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { rmSync } from 'node:fs'
-import { join } from 'node:path'
-import type { SQL } from 'bun'
+import { describe, expect, test } from 'bun:test'
 import { sqliteClickCounts, type ClickCounts } from '../src/clicks/counts'
 import { postgresClickCounts } from '../src/clicks/counts-postgres'
 import { bump, DAY_MS, newDayCounts, parseDims, type ClickBatch } from '../src/clicks/store'
-import { openDatabase, type Db } from '../src/db'
-import { openPostgres } from '../src/db/postgres'
-import { tempDir } from './support/app'
-import { startPostgres, type Postgres } from './support/postgres'
+import { engineHarness } from './support/engines'
 
 /** What the suite needs of an engine: a fresh database, the store on one or two connections, and its rows. */
 interface Engine {
@@ -25,47 +19,25 @@ interface Engine {
   close(): Promise<void>
 }
 
-const dirs: string[] = []
-let pg: Postgres
-beforeAll(async () => {
-  pg = await startPostgres()
-}, 120_000)
-afterAll(async () => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
-  await pg?.stop()
-})
+const engines = engineHarness()
 
 async function sqliteEngine(): Promise<Engine> {
-  const dir = tempDir('linkbox-counts-')
-  dirs.push(dir)
-  const path = join(dir, 'linkbox.db')
-  const main = openDatabase(path)
-  const opened: Db[] = [main]
+  const { main, connect, close } = engines.sqlite('linkbox-counts-')
   const num = (r: any) => (r ? { clicks: Number(r.clicks), bots: Number(r.bots), dims: r.dims } : null)
   return {
-    store() {
-      const db = openDatabase(path)
-      opened.push(db)
-      return sqliteClickCounts(db)
-    },
+    store: () => sqliteClickCounts(connect()),
     link: async (code) => Number((main.query("INSERT INTO links (code, long_url, created, updated) VALUES (?, 'https://example.com/', 0, 0) RETURNING id").get(code) as { id: number }).id),
     deleteLink: async (id) => void main.query('DELETE FROM links WHERE id = ?').run(id),
     totals: async (id) => main.query('SELECT clicks, bots FROM links WHERE id = ?').get(id) as { clicks: number; bots: number },
     row: async (table, id, key) => num(main.query(`SELECT clicks, bots, dims FROM ${table} WHERE link_id = ?1 AND ${table === 'click_days' ? 'day' : 'month'} = ?2`).get(id, key)),
-    close: async () => opened.forEach((db) => db.close()),
+    close,
   }
 }
 
 async function postgresEngine(): Promise<Engine> {
-  const url = await pg.createDatabase()
-  const main = await openPostgres(url, { max: 2 })
-  const pools: SQL[] = [main.sql]
+  const { main, pool, close } = await engines.postgres()
   return {
-    store() {
-      const sql = new Bun.SQL(url, { max: 4 })
-      pools.push(sql)
-      return postgresClickCounts(sql)
-    },
+    store: () => postgresClickCounts(pool()),
     link: async (code) => Number((await main.sql`INSERT INTO links (code, long_url, created, updated) VALUES (${code}, 'https://example.com/', 0, 0) RETURNING id`)[0].id),
     deleteLink: async (id) => void (await main.sql`DELETE FROM links WHERE id = ${id}`),
     totals: async (id) => {
@@ -76,7 +48,7 @@ async function postgresEngine(): Promise<Engine> {
       const [r] = await main.sql.unsafe(`SELECT clicks, bots, dims FROM ${table} WHERE link_id = $1 AND ${table === 'click_days' ? 'day' : 'month'} = $2`, [id, key])
       return r ? { clicks: Number(r.clicks), bots: Number(r.bots), dims: r.dims } : null
     },
-    close: async () => void (await Promise.all(pools.map((p) => p.close()))),
+    close,
   }
 }
 

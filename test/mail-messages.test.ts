@@ -4,13 +4,10 @@
 // works through two "nodes" (two connections to one SQLite file; two connection pools on one database): what
 // one stores, the other lists and reads, byte for byte. Then the signing secret on both engines (the file;
 // the secrets table), made once however many nodes ask at once.
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { readdirSync, rmSync } from 'node:fs'
+import { describe, expect, test } from 'bun:test'
+import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
-import type { SQL } from 'bun'
-import { openDatabase, type Db } from '../src/db'
-import { openPostgres } from '../src/db/postgres'
 import { RAW_PART, sqliteMessageStore, type MailBytes, type MessageStore, type NewMessage } from '../src/mail/messages'
 import { CHUNK_BYTES, postgresMessageStore } from '../src/mail/messages-postgres'
 import { parseMessage } from '../src/mail/parse'
@@ -18,8 +15,7 @@ import { createSpool, type Spool } from '../src/mail/spool'
 import type { MessageBody } from '../src/mail/store'
 import { createLinkSigner, fileSigningSecret, SECRET_BYTES, type SigningSecretSource } from '../src/signing'
 import { postgresSigningSecret } from '../src/signing-postgres'
-import { tempDir } from './support/app'
-import { startPostgres, type Postgres } from './support/postgres'
+import { engineHarness } from './support/engines'
 
 const HOUR = 3_600_000
 const NOW = Date.parse('2026-06-01T12:00:00Z')
@@ -43,21 +39,7 @@ interface Engine {
   close(): Promise<void>
 }
 
-const dirs: string[] = []
-let pg: Postgres
-beforeAll(async () => {
-  pg = await startPostgres()
-}, 120_000)
-afterAll(async () => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
-  await pg?.stop()
-})
-
-function tracked(prefix: string) {
-  const dir = tempDir(prefix)
-  dirs.push(dir)
-  return dir
-}
+const engines = engineHarness()
 
 async function taken(spool: Spool, eml: Buffer, mailboxIds: number[], opts: { maxMessages?: number; received?: number } = {}): Promise<NewMessage> {
   const chunks: Buffer[] = []
@@ -70,18 +52,11 @@ async function taken(spool: Spool, eml: Buffer, mailboxIds: number[], opts: { ma
 }
 
 async function sqliteEngine(): Promise<Engine> {
-  const dir = tracked('linkbox-mailstore-')
-  const path = join(dir, 'linkbox.db')
-  const main = openDatabase(path)
-  const opened: Db[] = [main]
+  const { dir, main, connect, close } = engines.sqlite('linkbox-mailstore-')
   const spool = createSpool(dir)
   return {
     name: 'SQLite',
-    node() {
-      const db = openDatabase(path)
-      opened.push(db)
-      return sqliteMessageStore(db, createSpool(dir))
-    },
+    node: () => sqliteMessageStore(connect(), createSpool(dir)),
     message: (eml, ids, opts) => taken(spool, eml, ids, opts),
     account: async (name) => (main.query('INSERT INTO accounts (name, created) VALUES (?, 0) RETURNING id').get(name) as { id: number }).id,
     mailbox: async (address, accountId, expires = NOW + HOUR) =>
@@ -97,21 +72,14 @@ async function sqliteEngine(): Promise<Engine> {
       await spool.store(t, '{}', [])
     },
     secret: () => fileSigningSecret(dir),
-    close: async () => opened.forEach((db) => db.close()),
+    close,
   }
 }
 
 async function postgresEngine(): Promise<Engine> {
-  const url = await pg.createDatabase()
-  const main = await openPostgres(url, { max: 2 })
-  const pools: SQL[] = [main.sql]
+  const { main, pool, close } = await engines.postgres()
   // A node still takes DATA into its own data_dir/mail/incoming (in memory up to 1 MiB): only that is per node.
-  const spool = createSpool(tracked('linkbox-mailstore-pg-'))
-  const pool = () => {
-    const sql = new Bun.SQL(url, { max: 4 })
-    pools.push(sql)
-    return sql
-  }
+  const spool = createSpool(engines.tracked('linkbox-mailstore-pg-'))
   return {
     name: 'PostgreSQL',
     node: () => postgresMessageStore(pool()),
@@ -122,7 +90,7 @@ async function postgresEngine(): Promise<Engine> {
     blobs: async () => Number((await main.sql`SELECT count(DISTINCT blob) AS n FROM mail_bodies`)[0].n),
     orphan: async () => void (await main.sql`INSERT INTO mail_bodies (blob, part, seq, data) VALUES ('0123456789abcdef0123456789abcdef', 0, 0, ${Buffer.from('x')})`),
     secret: () => postgresSigningSecret(pool()),
-    close: async () => void (await Promise.all(pools.map((p) => p.close()))),
+    close,
   }
 }
 
@@ -427,9 +395,8 @@ describe.each([
 
 describe('the signing secret on PostgreSQL', () => {
   test('many nodes racing for it, 5 times over on fresh tables: all end up with the first one stored, one row', async () => {
-    const url = await pg.createDatabase()
-    const main = await openPostgres(url, { max: 2 })
-    const pools = Array.from({ length: 4 }, () => new Bun.SQL(url, { max: 2 }))
+    const { main, pool, close } = await engines.postgres()
+    const pools = Array.from({ length: 4 }, () => pool(2))
     try {
       for (let round = 0; round < 5; round++) {
         await main.sql`DELETE FROM secrets`
@@ -440,27 +407,24 @@ describe('the signing secret on PostgreSQL', () => {
         for (const s of got) expect(Buffer.compare(s, Buffer.from(row.value))).toBe(0)
       }
     } finally {
-      await Promise.all(pools.map((p) => p.close()))
-      await main.close()
+      await close()
     }
   })
 
   test('a stored secret shorter than 32 bytes is refused, not used', async () => {
-    const url = await pg.createDatabase()
-    const main = await openPostgres(url, { max: 2 })
+    const { main, close } = await engines.postgres()
     try {
       await main.sql`INSERT INTO secrets (name, value, created) VALUES ('signing', ${Buffer.alloc(8, 1)}, 0)`
       await expect(postgresSigningSecret(main.sql)()).rejects.toThrow('shorter than 32 bytes')
     } finally {
-      await main.close()
+      await close()
     }
   })
 })
 
 test('the chunk size is what the PostgreSQL store writes: the 3 MiB attachment is 4 rows, the every-byte one 1', async () => {
-  const url = await pg.createDatabase()
-  const main = await openPostgres(url, { max: 2 })
-  const dir = tracked('linkbox-mailstore-chunks-')
+  const { main, close } = await engines.postgres()
+  const dir = engines.tracked('linkbox-mailstore-chunks-')
   try {
     const store = postgresMessageStore(main.sql)
     const [acc] = await main.sql`INSERT INTO accounts (name, created) VALUES ('ann', 0) RETURNING id`
@@ -475,15 +439,14 @@ test('the chunk size is what the PostgreSQL store writes: the 3 MiB attachment i
     expect(byPart[0]!.largest).toBe(CHUNK_BYTES)
     expect(byPart[-1]!.n).toBe(1)
   } finally {
-    await main.close()
+    await close()
   }
 })
 
 test('PostgreSQL: a download whose message is deleted while it streams ends in an error, never with other bytes', async () => {
-  const url = await pg.createDatabase()
-  const main = await openPostgres(url, { max: 2 })
-  const other = new Bun.SQL(url, { max: 2 })
-  const dir = tracked('linkbox-mailstore-cut-')
+  const { main, pool, close } = await engines.postgres()
+  const other = pool(2)
+  const dir = engines.tracked('linkbox-mailstore-cut-')
   try {
     const [a, b] = [postgresMessageStore(main.sql), postgresMessageStore(other)]
     const [acc] = await main.sql`INSERT INTO accounts (name, created) VALUES ('ann', 0) RETURNING id`
@@ -509,7 +472,6 @@ test('PostgreSQL: a download whose message is deleted while it streams ends in a
     await expect(rest).rejects.toThrow('the message was deleted while it was being sent')
     expect(got).toBeLessThan(BIG.length)
   } finally {
-    await other.close()
-    await main.close()
+    await close()
   }
 })

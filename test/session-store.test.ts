@@ -3,17 +3,13 @@
 // (session-store-postgres.ts). Two "nodes" are two connections (SQLite) or two pools (PostgreSQL) on one
 // database: a session made through one is found, touched and ended through the other; two nodes signing one
 // account in at once leave it exactly its newest sessions; a form token is taken once, with its transaction.
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { rmSync } from 'node:fs'
-import { join } from 'node:path'
+import { describe, expect, test } from 'bun:test'
 import type { SQL } from 'bun'
 import { hashKey } from '../src/accounts/service'
-import { openDatabase, type Db } from '../src/db'
-import { openPostgres } from '../src/db/postgres'
+import type { Db } from '../src/db'
 import { postgresFormTokenRows, postgresSessionRows } from '../src/dashboard/session-store-postgres'
 import { sqliteFormTokenRows, sqliteSessionRows, type FormTokenRows, type SessionRows } from '../src/dashboard/session-store'
-import { tempDir } from './support/app'
-import { startPostgres, type Postgres } from './support/postgres'
+import { engineHarness, postgresTransaction, ROLLBACK, sqliteTransaction } from './support/engines'
 
 interface Node {
   sessions: SessionRows<any>
@@ -32,45 +28,14 @@ interface Engine {
   close(): Promise<void>
 }
 
-const dirs: string[] = []
-let pg: Postgres
-beforeAll(async () => {
-  pg = await startPostgres()
-}, 120_000)
-afterAll(async () => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
-  await pg?.stop()
-})
-
-const ROLLBACK = new Error('rollback')
+const engines = engineHarness()
 
 async function sqliteEngine(): Promise<Engine> {
-  const dir = tempDir('linkbox-sessions-')
-  dirs.push(dir)
-  const path = join(dir, 'linkbox.db')
-  const main = openDatabase(path)
-  const opened: Db[] = [main]
+  const { main, connect, close } = engines.sqlite('linkbox-sessions-')
   return {
     node() {
-      const db = openDatabase(path)
-      opened.push(db)
-      return {
-        sessions: sqliteSessionRows(db),
-        tokens: sqliteFormTokenRows(db),
-        // bun:sqlite's transactions are synchronous: `work` does its writes before its first await.
-        async inTransaction(work, rollback = false) {
-          let result: Promise<any> | undefined
-          try {
-            db.transaction(() => {
-              result = work(db)
-              if (rollback) throw ROLLBACK
-            })()
-          } catch (err) {
-            if (err !== ROLLBACK) throw err
-          }
-          return await result!
-        },
-      }
+      const db = connect()
+      return { sessions: sqliteSessionRows(db), tokens: sqliteFormTokenRows(db), inTransaction: (work, rollback) => sqliteTransaction(db, work, rollback) }
     },
     account: async (name, o = {}) =>
       Number((main.query('INSERT INTO accounts (name, admin, created, disabled) VALUES (?, ?, 0, ?) RETURNING id').get(name, o.admin ? 1 : 0, o.disabled ?? null) as { id: number }).id),
@@ -78,41 +43,23 @@ async function sqliteEngine(): Promise<Engine> {
     tokenCount: async () => (main.query('SELECT count(*) AS n FROM form_tokens').get() as { n: number }).n,
     note: (tx: Db, text) => tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
     notes: async () => (main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]).map((r) => r.detail),
-    close: async () => opened.forEach((db) => db.close()),
+    close,
   }
 }
 
 async function postgresEngine(): Promise<Engine> {
-  const url = await pg.createDatabase()
-  const main = await openPostgres(url, { max: 2 })
-  const pools: SQL[] = [main.sql]
+  const { main, pool, close } = await engines.postgres()
   return {
     node() {
-      const sql = new Bun.SQL(url, { max: 4 })
-      pools.push(sql)
-      return {
-        sessions: postgresSessionRows(sql),
-        tokens: postgresFormTokenRows(sql),
-        async inTransaction(work, rollback = false) {
-          let result: any
-          try {
-            await sql.begin(async (tx) => {
-              result = await work(tx)
-              if (rollback) throw ROLLBACK
-            })
-          } catch (err) {
-            if (err !== ROLLBACK) throw err
-          }
-          return result
-        },
-      }
+      const sql = pool()
+      return { sessions: postgresSessionRows(sql), tokens: postgresFormTokenRows(sql), inTransaction: (work, rollback) => postgresTransaction(sql, work, rollback) }
     },
     account: async (name, o = {}) => Number((await main.sql`INSERT INTO accounts (name, admin, created, disabled) VALUES (${name}, ${o.admin ? 1 : 0}, 0, ${o.disabled ?? null}) RETURNING id`)[0].id),
     sessionIds: async (accountId) => (await main.sql`SELECT id FROM web_sessions WHERE account_id = ${accountId} ORDER BY id`).map((r: { id: string }) => Number(r.id)),
     tokenCount: async () => Number((await main.sql`SELECT count(*) AS n FROM form_tokens`)[0].n),
     note: (tx: SQL, text) => tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
     notes: async () => (await main.sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map((r: { detail: string }) => r.detail),
-    close: async () => void (await Promise.all(pools.map((p) => p.close()))),
+    close,
   }
 }
 
@@ -239,9 +186,8 @@ describe.each([
 
 describe('form tokens on PostgreSQL, two nodes at the same moment', () => {
   test('the second claim of a token waits for the first transaction: taken when it commits, free when it rolls back', async () => {
-    const url = await pg.createDatabase()
-    const main = await openPostgres(url, { max: 1 })
-    const [one, two] = [new Bun.SQL(url, { max: 2 }), new Bun.SQL(url, { max: 2 })]
+    const { main, pool, close } = await engines.postgres(1)
+    const [one, two] = [pool(2), pool(2)]
     try {
       const tokensA = postgresFormTokenRows(one)
       const tokensB = postgresFormTokenRows(two)
@@ -280,7 +226,7 @@ describe('form tokens on PostgreSQL, two nodes at the same moment', () => {
         expect(row.result).toBe(outcome === 'commit' ? '/a' : '/b')
       }
     } finally {
-      await Promise.all([one.close(), two.close(), main.close()])
+      await close()
     }
   }, 60_000)
 })

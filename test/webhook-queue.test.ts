@@ -4,16 +4,12 @@
 // the caller's transaction; each delivery is held by one claim at a time under a lease, claimed again when
 // its holder never reports, never again once finished; a late holder cannot overwrite the next one's result;
 // and two "nodes" (two connections, two pools) claiming at once take every delivery exactly once.
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { rmSync } from 'node:fs'
-import { join } from 'node:path'
+import { describe, expect, test } from 'bun:test'
 import type { SQL } from 'bun'
-import { openDatabase, type Db } from '../src/db'
-import { openPostgres } from '../src/db/postgres'
+import type { Db } from '../src/db'
 import { postgresWebhookQueue } from '../src/webhooks/queue-postgres'
 import { sqliteWebhookQueue, type LeasedAttempt, type NewEvent, type WebhookQueue } from '../src/webhooks/queue'
-import { tempDir } from './support/app'
-import { startPostgres, type Postgres } from './support/postgres'
+import { engineHarness, postgresTransaction, sqliteTransaction } from './support/engines'
 
 interface DeliveryRow {
   id: number
@@ -47,15 +43,7 @@ interface Engine {
   close(): Promise<void>
 }
 
-const dirs: string[] = []
-let pg: Postgres
-beforeAll(async () => {
-  pg = await startPostgres()
-}, 120_000)
-afterAll(async () => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
-  await pg?.stop()
-})
+const engines = engineHarness()
 
 const NUMBERS = ['id', 'event_id', 'endpoint_id', 'attempts', 'next_at', 'claimed_until', 'last_status', 'enabled', 'failing'] as const
 const numbers = <T>(r: any): T => {
@@ -65,32 +53,11 @@ const numbers = <T>(r: any): T => {
 }
 
 async function sqliteEngine(): Promise<Engine> {
-  const dir = tempDir('linkbox-whqueue-')
-  dirs.push(dir)
-  const path = join(dir, 'linkbox.db')
-  const main = openDatabase(path)
-  const opened: Db[] = [main]
-  const ROLLBACK = new Error('rollback')
+  const { main, connect, close } = engines.sqlite('linkbox-whqueue-')
   return {
     node() {
-      const db = openDatabase(path)
-      opened.push(db)
-      return {
-        queue: sqliteWebhookQueue(db),
-        // bun:sqlite's transactions are synchronous: `work` does its writes before its first await.
-        async inTransaction(work, rollback = false) {
-          let result: Promise<any> | undefined
-          try {
-            db.transaction(() => {
-              result = work(db)
-              if (rollback) throw ROLLBACK
-            })()
-          } catch (err) {
-            if (err !== ROLLBACK) throw err
-          }
-          return await result!
-        },
-      }
+      const db = connect()
+      return { queue: sqliteWebhookQueue(db), inTransaction: (work, rollback) => sqliteTransaction(db, work, rollback) }
     },
     account: async (name) => Number((main.query('INSERT INTO accounts (name, created) VALUES (?, 0) RETURNING id').get(name) as { id: number }).id),
     endpoint: async (accountId, events, enabled = true) =>
@@ -103,34 +70,16 @@ async function sqliteEngine(): Promise<Engine> {
     events: async () => main.query('SELECT id, type, webhook_id, payload FROM webhook_events ORDER BY id').all() as any,
     note: (tx: Db, text) => tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
     notes: async () => (main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]).map((r) => r.detail),
-    close: async () => opened.forEach((db) => db.close()),
+    close,
   }
 }
 
 async function postgresEngine(): Promise<Engine> {
-  const url = await pg.createDatabase()
-  const main = await openPostgres(url, { max: 2 })
-  const pools: SQL[] = [main.sql]
-  const ROLLBACK = new Error('rollback')
+  const { main, pool, close } = await engines.postgres()
   return {
     node() {
-      const sql = new Bun.SQL(url, { max: 4 })
-      pools.push(sql)
-      return {
-        queue: postgresWebhookQueue(sql),
-        async inTransaction(work, rollback = false) {
-          let result: any
-          try {
-            await sql.begin(async (tx) => {
-              result = await work(tx)
-              if (rollback) throw ROLLBACK
-            })
-          } catch (err) {
-            if (err !== ROLLBACK) throw err
-          }
-          return result
-        },
-      }
+      const sql = pool()
+      return { queue: postgresWebhookQueue(sql), inTransaction: (work, rollback) => postgresTransaction(sql, work, rollback) }
     },
     account: async (name) => Number((await main.sql`INSERT INTO accounts (name, created) VALUES (${name}, 0) RETURNING id`)[0].id),
     endpoint: async (accountId, events, enabled = true) =>
@@ -143,7 +92,7 @@ async function postgresEngine(): Promise<Engine> {
     events: async () => (await main.sql`SELECT id, type, webhook_id, payload FROM webhook_events ORDER BY id`).map(numbers<any>),
     note: (tx: SQL, text) => tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
     notes: async () => (await main.sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map((r: { detail: string }) => r.detail),
-    close: async () => void (await Promise.all(pools.map((p) => p.close()))),
+    close,
   }
 }
 
@@ -429,9 +378,8 @@ describe.each([
 
 describe('webhook queue on PostgreSQL, an endpoint deleted at that moment', () => {
   test('enqueue waits for the deletion and leaves the endpoint out: the caller’s change commits, with no event', async () => {
-    const url = await pg.createDatabase()
-    const main = await openPostgres(url, { max: 2 })
-    const other = new Bun.SQL(url, { max: 2 })
+    const { main, pool, close } = await engines.postgres()
+    const other = pool(2)
     try {
       const queue = postgresWebhookQueue(main.sql)
       const [account] = await main.sql`INSERT INTO accounts (name, created) VALUES ('alice', 0) RETURNING id`
@@ -460,7 +408,7 @@ describe('webhook queue on PostgreSQL, an endpoint deleted at that moment', () =
       expect(Number((await main.sql`SELECT count(*) AS n FROM links`)[0].n)).toBe(1)
       expect(Number((await main.sql`SELECT count(*) AS n FROM webhook_events`)[0].n)).toBe(0)
     } finally {
-      await Promise.all([other.close(), main.close()])
+      await close()
     }
   }, 60_000)
 })
