@@ -151,7 +151,7 @@ describe('serve', () => {
       expect(requests[1]).toMatchObject({ id: generated, method: 'GET', path: `/${code}`, status: 200, ip: '127.0.0.1' })
       expect(requests[1].ua).toBe(`agent-${'z'.repeat(114)}`)
       expect(requests[2]).toMatchObject({ path: '/api/nope.json', status: 404 })
-      expect(requests[4]).toMatchObject({ path: `/${plain}`, status: 302, id: redirect.headers.get('x-request-id') })
+      expect(requests[4]).toMatchObject({ path: `/${plain}`, status: 302, id: redirect.headers.get('x-request-id'), ip: '127.0.0.1' })
       for (const r of requests) {
         expect(typeof r.ms).toBe('number')
         expect(Date.parse(r.time)).not.toBeNaN()
