@@ -74,7 +74,7 @@ export const addDays = (day: string, days: number) => new Date(Date.parse(`${day
 export const mib = (n: number) => `${n.toFixed(0)} MiB`
 
 /** A baseline in a child process of its own: bare-redirect.ts (a 302) or bare-json.ts (a small JSON answer). */
-export const startBare = (name: 'bare-redirect' | 'bare-json') =>
+export const startBare = (name: 'bare-redirect' | 'bare-reads' | 'bare-json') =>
   startServer({ command: [process.execPath, join(import.meta.dir, `${name}.ts`)], config: writeConfig() })
 
 /**

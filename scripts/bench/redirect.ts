@@ -11,6 +11,8 @@ export async function benchRedirect(opts: { rounds?: number; seconds?: number; c
   const rounds = opts.rounds ?? 3
   const seconds = opts.seconds ?? 5
   const bare = await startBare('bare-redirect')
+  // The floor: a bare server that reads what a redirect must read and sends its three headers (bare-reads.ts).
+  const floor = await startBare('bare-reads')
   // The linkbox under test: the bench's binary, or `bun src/main.ts` when run alone.
   const box = await startServer({ command: opts.command })
   const quiet = await startServer({ command: opts.command, config: writeConfig(tempDir(), { log: { requests: false } }) })
@@ -26,6 +28,7 @@ export async function benchRedirect(opts: { rounds?: number; seconds?: number; c
     // Warm all four (JIT, statement cache). The country database is read on the first country rule's
     // lookup: the idle figure is taken before that, as before rules existed, and once after.
     await wrk(`${bare.url}/`, { seconds: 1, headers })
+    await wrk(`${floor.url}/${code}`, { seconds: 1, headers })
     await wrk(`${box.url}/${code}`, { seconds: 1, headers })
     await wrk(`${quiet.url}/${quietLink.code}`, { seconds: 1, headers })
     const idleRss = rssMiB(box.proc.pid)
@@ -36,9 +39,12 @@ export async function benchRedirect(opts: { rounds?: number; seconds?: number; c
     const rulesCosts: number[] = []
     const logCosts: number[] = []
     const bares: number[] = []
+    const floors: number[] = []
+    const overFloor: number[] = []
     let peak = 0
     for (let i = 0; i < rounds; i++) {
       const b = await wrk(`${bare.url}/`, { seconds, headers })
+      const f = await wrk(`${floor.url}/${code}`, { seconds, headers })
       const run = wrk(`${box.url}/${code}`, { seconds, headers })
       const [l, rss] = await Promise.all([run, peakRss(box.proc.pid, run)])
       const q = await wrk(`${quiet.url}/${quietLink.code}`, { seconds, headers })
@@ -48,14 +54,18 @@ export async function benchRedirect(opts: { rounds?: number; seconds?: number; c
       rulesCosts.push(r.rps / l.rps)
       ratios.push(l.rps / b.rps)
       bares.push(b.rps)
+      floors.push(f.rps / b.rps)
+      overFloor.push(l.rps / f.rps)
       logCosts.push(l.rps / q.rps)
       lines.push(`round ${i + 1}: bare Bun.serve 302   ${fmt(b)}`)
-      lines.push(`round ${i + 1}: linkbox /<code>       ${fmt(l)}  (ratio ${(l.rps / b.rps).toFixed(2)})`)
+      lines.push(`round ${i + 1}: floor (reads, 3 hdrs) ${fmt(f)}  (ratio ${(f.rps / b.rps).toFixed(2)})`)
+      lines.push(`round ${i + 1}: linkbox /<code>       ${fmt(l)}  (ratio ${(l.rps / b.rps).toFixed(2)}; ÷ floor ${(l.rps / f.rps).toFixed(2)})`)
       lines.push(`round ${i + 1}: same, requests=false  ${fmt(q)}  (ratio ${(q.rps / b.rps).toFixed(2)}; logged ÷ not ${(l.rps / q.rps).toFixed(2)})`)
       lines.push(`round ${i + 1}: a code with 3 rules    ${fmt(r)}  (ratio ${(r.rps / b.rps).toFixed(2)}; ÷ without rules ${(r.rps / l.rps).toFixed(2)})`)
     }
     const stats = await apiPost(box.url, 'stats.json', { code }, { 'x-api-key': key })
     lines.push(`redirect throughput, linkbox / bare: median ratio ${median(ratios).toFixed(2)} over ${rounds} rounds of ${seconds} s (wrk -t2 -c64)`)
+    lines.push(`the floor (a bare server reading what a redirect must read, bare-reads.ts): ${median(floors).toFixed(2)} of bare; linkbox ${median(overFloor).toFixed(2)} of the floor`)
     lines.push(`request lines (on by default) cost: throughput with them ÷ without ${median(logCosts).toFixed(2)}`)
     lines.push(`a code with 3 rules (none matching): ${median(rulesRatios).toFixed(2)} of bare, ${median(rulesCosts).toFixed(2)} of the same code without rules`)
     lines.push(`linkbox RSS: ${idleRss.toFixed(0)} MiB idle (${rulesRss.toFixed(0)} MiB after the rules code's 1 s warm-up, whose first country lookup read the country database), ${peak.toFixed(0)} MiB peak under load; clicks recorded: ${stats.body.return.clicks}`)
@@ -68,6 +78,20 @@ export async function benchRedirect(opts: { rounds?: number; seconds?: number; c
         unit: '×',
         target: { op: '>=', value: 0.85 },
         baseline: `bare Bun.serve 302: ${Math.round(bareRps).toLocaleString('en-US')} req/s`,
+      },
+      {
+        id: 'redirect-floor-ratio',
+        label: 'The floor: a bare Bun.serve that reads what a redirect must (method, path, X-Request-Id, User-Agent, Referer, peer address) and sends its 3 headers ÷ bare',
+        value: median(floors),
+        unit: '×',
+        baseline: `bare Bun.serve 302: ${Math.round(bareRps).toLocaleString('en-US')} req/s (reads nothing, 2 headers)`,
+      },
+      {
+        id: 'redirect-hot-floor-ratio',
+        label: 'Redirects of one hot code ÷ the floor',
+        value: median(overFloor),
+        unit: '×',
+        baseline: 'the floor server in the same rounds',
       },
       {
         id: 'redirect-hot-rules-ratio',
@@ -90,6 +114,7 @@ export async function benchRedirect(opts: { rounds?: number; seconds?: number; c
     await box.stop()
     await quiet.stop()
     await bare.stop()
+    await floor.stop()
   }
   return lines
 }
