@@ -1,0 +1,208 @@
+// Short links on PostgreSQL (see storage.ts for the contract), for any number of nodes sharing one database.
+//
+// Concurrency (READ COMMITTED: each statement sees what was committed when it started):
+// - insert is INSERT … ON CONFLICT (code) DO NOTHING: a second insert of a code waits for the first one's
+//   transaction, then inserts nothing (it committed) or its own row (it rolled back). No error is raised, so
+//   the transaction stays usable and the outcome is CODE_TAKEN, as SQLite's caught UNIQUE error gives.
+// - change, setTags and remove lock the link's row first (SELECT … FOR NO KEY UPDATE, FOR UPDATE for the
+//   delete) and decide on what the lock returned, the latest committed version. The lock is what makes
+//   replacing tags whole atomic across nodes: without it, two nodes' DELETEs each see only the tags committed
+//   before they started, and both sets' INSERTs land (a mix).
+// - takeVisit is one UPDATE … WHERE visits_used < max_visits: a second writer of the row waits for the first
+//   and evaluates the condition again on the row the first committed, so no visit is given twice.
+// - the per-owner counters (link_counts) are kept by triggers that add through upserts (migrations.ts).
+//
+// Pattern matching is ILIKE with the same escape as SQLite's LIKE (a backslash): on COLLATE "C" text it folds
+// ASCII letters only, as SQLite's LIKE does, so both engines find the same rows.
+import type { SQL } from 'bun'
+import { CODE_TAKEN, GONE, REFUSED, type LinkStorage, type MatchingPage, type RemovedLink } from './storage'
+import type { LinkRow } from './store'
+
+// Bun.SQL returns bigint columns as text: rows are mapped to numbers here (all far below 2^53).
+const int = (v: unknown) => Number(v)
+const intOrNull = (v: unknown) => (v === null || v === undefined ? null : Number(v))
+
+/** A links row as SQLite gives it: numbers as numbers, columns in the table's order. */
+const link = (r: any): LinkRow => ({
+  id: int(r.id),
+  code: r.code,
+  long_url: r.long_url,
+  account_id: intOrNull(r.account_id),
+  mode: r.mode,
+  password_hash: r.password_hash,
+  created: int(r.created),
+  updated: int(r.updated),
+  expires: intOrNull(r.expires),
+  clicks: int(r.clicks),
+  bots: int(r.bots),
+  disabled: r.disabled,
+  max_visits: intOrNull(r.max_visits),
+  visits_used: int(r.visits_used),
+  rules: r.rules,
+  split: r.split,
+})
+const links = (rows: any[]) => rows.map(link)
+
+export function postgresLinkStorage(sql: SQL): LinkStorage<SQL> {
+  /** The link's tags replaced, in `tx` (whose caller holds the link's row lock). */
+  async function replaceTags(tx: SQL, linkId: number, accountId: number | null, tags: readonly string[]) {
+    await tx`DELETE FROM link_tags WHERE link_id = ${linkId}`
+    if (tags.length > 0) await tx`INSERT INTO link_tags ${tx(tags.map((tag) => ({ link_id: linkId, tag, account_id: accountId })))}`
+  }
+
+  // The dashboard's search: the same condition as store.ts's SEARCH, with ILIKE for LIKE.
+  const search = (q: SQL, accountId: number, pattern: string, tag: string) => q`
+    account_id = ${accountId} AND (code ILIKE ${pattern} ESCAPE '\\' OR long_url ILIKE ${pattern} ESCAPE '\\'
+      OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag ILIKE ${pattern} ESCAPE '\\'))
+    AND (${tag} = '' OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag = ${tag}))`
+
+  return {
+    async insert(l, tags, within) {
+      return sql.begin(async (tx) => {
+        const [inserted] = await tx`
+          INSERT INTO links (code, long_url, account_id, mode, password_hash, created, updated, expires, max_visits, rules, split)
+          VALUES (${l.code}, ${l.long_url}, ${l.account_id}, ${l.mode}, ${l.password_hash}, ${l.created}, ${l.created}, ${l.expires},
+                  ${l.max_visits}, ${l.rules}, ${l.split})
+          ON CONFLICT (code) DO NOTHING RETURNING *`
+        if (!inserted) return CODE_TAKEN
+        const row = link(inserted)
+        await replaceTags(tx, row.id, row.account_id, tags)
+        if (within) await within(tx, row)
+        return row
+      })
+    },
+    async byCode(code) {
+      const [row] = await sql`SELECT * FROM links WHERE code = ${code}`
+      return row ? link(row) : null
+    },
+    async codeExists(code) {
+      return (await sql`SELECT 1 FROM links WHERE code = ${code}`).length > 0
+    },
+    async byIdAndCode(id, code) {
+      const [row] = await sql`SELECT * FROM links WHERE id = ${id} AND code = ${code}`
+      return row ? link(row) : null
+    },
+
+    async change(read, changes, tags, now, allowed, within) {
+      return sql.begin(async (tx) => {
+        const [locked] = await tx`SELECT * FROM links WHERE id = ${read.id} AND code = ${read.code} FOR NO KEY UPDATE`
+        if (!locked) return GONE
+        if (!allowed(link(locked))) return REFUSED
+        // One fixed statement for any set of changed fields, as in store.ts: a field whose flag is false keeps
+        // what is stored (the row as locked, not a value read before).
+        const has = (field: keyof typeof changes) => field in changes
+        const [updated] = await tx`
+          UPDATE links SET
+            long_url = CASE WHEN ${has('long_url')} THEN ${changes.long_url ?? null}::text ELSE long_url END,
+            mode = CASE WHEN ${has('mode')} THEN ${changes.mode ?? null}::text ELSE mode END,
+            password_hash = CASE WHEN ${has('password_hash')} THEN ${changes.password_hash ?? null}::text ELSE password_hash END,
+            expires = CASE WHEN ${has('expires')} THEN ${changes.expires ?? null}::bigint ELSE expires END,
+            updated = ${now},
+            max_visits = CASE WHEN ${has('max_visits')} THEN ${changes.max_visits ?? null}::bigint ELSE max_visits END,
+            visits_used = CASE WHEN ${has('max_visits')} AND ${changes.max_visits ?? null}::bigint IS NULL THEN 0 ELSE visits_used END,
+            rules = CASE WHEN ${has('rules')} THEN ${changes.rules ?? null}::text ELSE rules END,
+            split = CASE WHEN ${has('split')} THEN ${changes.split ?? null}::text ELSE split END
+          WHERE id = ${read.id} RETURNING *`
+        const row = link(updated)
+        if (tags) await replaceTags(tx, row.id, row.account_id, tags)
+        if (within) await within(tx, row)
+        return row
+      })
+    },
+
+    async setTags(read, tags) {
+      return sql.begin(async (tx) => {
+        const [locked] = await tx`SELECT id, account_id FROM links WHERE id = ${read.id} AND code = ${read.code} FOR NO KEY UPDATE`
+        if (!locked) return false
+        await replaceTags(tx, read.id, intOrNull(locked.account_id), tags)
+        return true
+      })
+    },
+
+    async remove(read, within) {
+      return sql.begin(async (tx): Promise<RemovedLink | null> => {
+        const [locked] = await tx`SELECT * FROM links WHERE id = ${read.id} AND code = ${read.code} FOR UPDATE`
+        if (!locked) return null
+        const tags = (await tx`SELECT tag FROM link_tags WHERE link_id = ${read.id} ORDER BY tag`).map((r: { tag: string }) => r.tag)
+        await tx`DELETE FROM links WHERE id = ${read.id}`
+        const gone = { row: link(locked), tags }
+        if (within) await within(tx, gone)
+        return gone
+      })
+    },
+
+    async setDisabled(id, reason, now) {
+      const [row] = await sql`UPDATE links SET disabled = ${reason}, updated = ${now} WHERE id = ${id} RETURNING *`
+      return row ? link(row) : null
+    },
+    async takeVisit(id) {
+      return (await sql`UPDATE links SET visits_used = visits_used + 1 WHERE id = ${id} AND visits_used < max_visits`).count === 1
+    },
+    async visitsLeft(id) {
+      const [row] = await sql`SELECT max_visits - visits_used AS remaining FROM links WHERE id = ${id} AND max_visits IS NOT NULL`
+      return row ? Math.max(0, int(row.remaining)) : null
+    },
+
+    async tagsOf(linkId) {
+      return (await sql`SELECT tag FROM link_tags WHERE link_id = ${linkId} ORDER BY tag`).map((r: { tag: string }) => r.tag)
+    },
+    async tagsFor(linkIds) {
+      const out = new Map<number, string[]>()
+      if (linkIds.length === 0) return out
+      for (const r of await sql`SELECT link_id, tag FROM link_tags WHERE link_id IN ${sql([...linkIds])} ORDER BY link_id, tag`) {
+        const id = int(r.link_id)
+        const list = out.get(id)
+        if (list) list.push(r.tag)
+        else out.set(id, [r.tag])
+      }
+      return out
+    },
+
+    async page(accountId, beforeId, limit) {
+      return links(await sql`SELECT * FROM links WHERE account_id = ${accountId} AND id < ${beforeId} ORDER BY id DESC LIMIT ${limit}`)
+    },
+    async pageByTag(accountId, tag, beforeId, limit) {
+      return links(await sql`
+        SELECT links.* FROM link_tags JOIN links ON links.id = link_tags.link_id
+        WHERE link_tags.account_id = ${accountId} AND link_tags.tag = ${tag} AND link_tags.link_id < ${beforeId} AND links.account_id = ${accountId}
+        ORDER BY link_tags.link_id DESC LIMIT ${limit}`)
+    },
+    async pageMatching(accountId, beforeId, tag, pattern, limit, scan): Promise<MatchingPage> {
+      const [w] = await sql`
+        SELECT min(id) AS floor, count(*) AS n
+          FROM (SELECT id FROM links WHERE account_id = ${accountId} AND id < ${beforeId} ORDER BY id DESC LIMIT ${scan}) AS w`
+      if (w.floor === null) return { rows: [], floor: 0, full: false }
+      const floor = int(w.floor)
+      const rows = await sql`
+        SELECT * FROM links WHERE account_id = ${accountId} AND id < ${beforeId} AND id >= ${floor}
+          AND (${tag} = '' OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag = ${tag}))
+          AND (code ILIKE ${pattern} ESCAPE '\\' OR long_url ILIKE ${pattern} ESCAPE '\\'
+               OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag ILIKE ${pattern} ESCAPE '\\'))
+        ORDER BY id DESC LIMIT ${limit}`
+      return { rows: links(rows), floor, full: int(w.n) >= scan }
+    },
+    async exportPage(accountId, afterId, limit) {
+      return links(await sql`SELECT * FROM links WHERE account_id = ${accountId} AND id > ${afterId} ORDER BY id LIMIT ${limit}`)
+    },
+    async search(accountId, pattern, tag, sort, limit, offset) {
+      const where = search(sql, accountId, pattern, tag)
+      const rows =
+        sort === 'clicks'
+          ? await sql`SELECT * FROM links WHERE ${where} ORDER BY clicks DESC, id DESC LIMIT ${limit} OFFSET ${offset}`
+          : await sql`SELECT * FROM links WHERE ${where} ORDER BY id DESC LIMIT ${limit} OFFSET ${offset}`
+      return links(rows)
+    },
+    async searchCount(accountId, pattern, tag, max) {
+      const [row] = await sql`SELECT count(*) AS n FROM (SELECT 1 FROM links WHERE ${search(sql, accountId, pattern, tag)} LIMIT ${max}) AS m`
+      return int(row.n)
+    },
+    async count(accountId) {
+      const [row] = await sql`SELECT links AS n FROM link_counts WHERE owner = ${accountId}`
+      return row ? int(row.n) : 0
+    },
+    async total() {
+      const [row] = await sql`SELECT coalesce(sum(links), 0) AS n FROM link_counts`
+      return int(row.n)
+    },
+  }
+}

@@ -1,0 +1,205 @@
+// Short links' storage behind one async interface, on either engine (issue 22, SPEC §11): the links, their
+// tags, the dashboard's search, links.json's pages by cursor, the export's pages and the visits of limited
+// links. The SQLite implementation below wraps today's synchronous store (store.ts) as it is; the PostgreSQL
+// one is storage-postgres.ts. One test suite (test/link-storage.test.ts) runs against both.
+//
+// What both promise:
+// - ids are never reused (AUTOINCREMENT, an identity column): a deleted link's id never names another link,
+//   which is what makes "the row read earlier, read again by id AND code" a re-check.
+// - insert writes the link, its tags and whatever `within` writes (the webhook event, a page's form token) in
+//   one transaction; a code already in use is the outcome CODE_TAKEN, with nothing written, on both engines
+//   (SQLite: the UNIQUE error of links.code the service has always caught; PostgreSQL: ON CONFLICT (code) DO
+//   NOTHING, so two nodes inserting one code at once leave exactly one row, the second waiting for the
+//   first's commit and then finding the code taken — or free, when the first rolled back).
+// - change, setTags and remove re-read the link by id and code inside their transaction, with a row lock on
+//   PostgreSQL (FOR NO KEY UPDATE / FOR UPDATE), and decide on what that read returned: gone, not the
+//   caller's (`allowed` is the service's rule), or changed. Only the fields present in `changes` are written
+//   (a concurrent change of other fields stands). Tags are replaced whole under the link's lock: two nodes
+//   setting different tag sets at once end with one of the two sets, never a mix.
+// - takeVisit is ONE conditional write (visits_used < max_visits): however many requests on however many
+//   nodes race for a limited link's last visits, exactly max_visits of them are given.
+// - search and pageMatching match `pattern` (a LIKE pattern: containsPattern escapes %, _ and \ with a
+//   backslash) case-insensitively for ASCII letters only (SQLite's LIKE; PostgreSQL's ILIKE on COLLATE "C"
+//   text), so both engines give the same rows in the same order.
+// - count and total read the per-owner counters the schema's triggers keep (link_counts); on PostgreSQL the
+//   triggers add by upserts, never read-and-write-back, so creations and deletions on two nodes both count.
+//
+// On SQLite, `within` runs inside the synchronous transaction and must be synchronous itself (a webhook
+// queue's enqueue and a form token's claim are: see webhooks/queue.ts, dashboard/session-store.ts); insert
+// goes through a write group, so the creations of one event-loop turn commit together, as the service's do.
+//
+// The service (service.ts) still calls the synchronous store directly: it moves onto this interface when the
+// services go async. Not here: the service's cache of visited rows (the redirect path), click statistics
+// (clicks/counts.ts), and an account's deletion with its links (accounts/).
+import { storageError, stored, type Db } from '../db'
+import { createWriteGroup } from '../db/write-group'
+import { createLinkStore, type LinkChanges, type LinkRow, type NewLink } from './store'
+
+export type { LinkChanges, LinkRow, NewLink } from './store'
+
+/** insert's outcome when the code is in use (the service answers alias_taken, or draws another code). */
+export const CODE_TAKEN = 'code_taken'
+/** change's outcomes: no link with that id and code any more; or not the caller's to change. */
+export const GONE = 'gone'
+export const REFUSED = 'refused'
+
+/** The link a caller read before an await: checked again, by both, inside the write's transaction. */
+export interface ReadLink {
+  id: number
+  code: string
+}
+
+export interface RemovedLink {
+  row: LinkRow
+  /** Its tags as they were (sorted): the deletion's webhook event names them. */
+  tags: string[]
+}
+
+/** What pageMatching looked at: see LinkStorage.pageMatching. */
+export interface MatchingPage {
+  rows: LinkRow[]
+  floor: number
+  full: boolean
+}
+
+export interface LinkStorage<Tx> {
+  /**
+   * A new link with its tags; `within` runs in the same transaction after them (when it throws, no link is
+   * made). CODE_TAKEN, with nothing written, when the code is in use.
+   */
+  insert(link: NewLink, tags: readonly string[], within?: (tx: Tx, row: LinkRow) => unknown): Promise<LinkRow | typeof CODE_TAKEN>
+  byCode(code: string): Promise<LinkRow | null>
+  codeExists(code: string): Promise<boolean>
+  byIdAndCode(id: number, code: string): Promise<LinkRow | null>
+  /**
+   * The link read earlier, read again (locked) in one transaction: GONE when no link has that id and code,
+   * REFUSED when `allowed` says no to what was read; else the fields present in `changes` written (a removed
+   * visit limit takes its used visits with it), its tags replaced when `tags` is given, and `within` run.
+   */
+  change(
+    read: ReadLink,
+    changes: LinkChanges,
+    tags: readonly string[] | undefined,
+    now: number,
+    allowed: (current: LinkRow) => boolean,
+    within?: (tx: Tx, row: LinkRow) => unknown,
+  ): Promise<LinkRow | typeof GONE | typeof REFUSED>
+  /** Replaces the link's tags whole (each row carries the link's owner); false when the link is gone. */
+  setTags(link: ReadLink, tags: readonly string[]): Promise<boolean>
+  /** Deletes the link (its tags and click rows go with it); `within` runs in the same transaction. Null when it was gone. */
+  remove(link: ReadLink, within?: (tx: Tx, gone: RemovedLink) => unknown): Promise<RemovedLink | null>
+  /** An admin's disable (a reason) or enable (null); null when the row is gone. */
+  setDisabled(id: number, reason: string | null, now: number): Promise<LinkRow | null>
+  /** Takes one visit of a limited link: false when none is left (or the link is gone, or has no limit). */
+  takeVisit(id: number): Promise<boolean>
+  /** The visits a limited link has left (0 when used up); null for a link without a limit, or gone. */
+  visitsLeft(id: number): Promise<number | null>
+  /** A link's tags, sorted. */
+  tagsOf(linkId: number): Promise<string[]>
+  /** The tags of several links (each sorted); links without any are absent. */
+  tagsFor(linkIds: readonly number[]): Promise<Map<number, string[]>>
+  /** links.json: the account's links below `beforeId`, newest first. */
+  page(accountId: number, beforeId: number, limit: number): Promise<LinkRow[]>
+  /** links.json?tag=: the account's links with `tag` below `beforeId`, newest first. */
+  pageByTag(accountId: number, tag: string, beforeId: number, limit: number): Promise<LinkRow[]>
+  /**
+   * links.json?q=: the account's links below `beforeId` that match `tag` ('' for any) and the LIKE `pattern`,
+   * newest first, looking at no more than `scan` links: `floor` is the lowest id looked at, `full` whether the
+   * window was full (so that older links remain to be looked at).
+   */
+  pageMatching(accountId: number, beforeId: number, tag: string, pattern: string, limit: number, scan: number): Promise<MatchingPage>
+  /** The export: the account's links above `afterId`, oldest first. */
+  exportPage(accountId: number, afterId: number, limit: number): Promise<LinkRow[]>
+  /** The dashboard: a page of the account's links whose code, destination or a tag matches `pattern`, with the tag `tag` ('' for any). */
+  search(accountId: number, pattern: string, tag: string, sort: 'created' | 'clicks', limit: number, offset: number): Promise<LinkRow[]>
+  /** How many of the account's links search would find, counting up to `max`. */
+  searchCount(accountId: number, pattern: string, tag: string, max: number): Promise<number>
+  /** The account's links, from its counter. */
+  count(accountId: number): Promise<number>
+  /** Every link stored, with or without an account (for /metrics), from the counters. */
+  total(): Promise<number>
+}
+
+/** The UNIQUE error of links.code, as bun:sqlite throws it (what service.ts has always caught as "taken"). */
+const codeTaken = (err: unknown) => String(err).includes('UNIQUE constraint failed: links.code')
+
+/** SQLite: the synchronous store as the service uses it; `within` runs in the transaction (synchronously). */
+export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
+  const store = createLinkStore(db)
+  const creations = createWriteGroup(db)
+
+  function replaceTags(link: ReadLink, tags: readonly string[]): boolean {
+    const current = store.byIdAndCode(link.id, link.code)
+    if (!current) return false
+    store.setTags(current.id, current.account_id, tags)
+    return true
+  }
+
+  return {
+    async insert(link, tags, within) {
+      try {
+        // One savepoint of the turn's group: a taken code or a failing `within` undoes this link alone.
+        return await creations.run(() => {
+          let row: LinkRow
+          try {
+            row = store.insert(link)
+          } catch (err) {
+            if (codeTaken(err)) return CODE_TAKEN
+            throw err
+          }
+          store.setTags(row.id, row.account_id, tags)
+          within?.(db, row)
+          return row
+        })
+      } catch (err) {
+        throw storageError(db, err)
+      }
+    },
+    byCode: async (code) => store.byCode(code) ?? null,
+    codeExists: async (code) => store.codeExists(code),
+    byIdAndCode: async (id, code) => store.byIdAndCode(id, code) ?? null,
+
+    async change(read, changes, tags, now, allowed, within) {
+      return stored(db, () =>
+        db.transaction((): LinkRow | typeof GONE | typeof REFUSED => {
+          const current = store.byIdAndCode(read.id, read.code)
+          if (!current) return GONE
+          if (!allowed(current)) return REFUSED
+          const updated = store.update(current.id, changes, now)!
+          if (tags) store.setTags(updated.id, updated.account_id, tags)
+          within?.(db, updated)
+          return updated
+        })(),
+      )
+    },
+
+    setTags: async (link, tags) => stored(db, () => db.transaction(() => replaceTags(link, tags))()),
+
+    async remove(link, within) {
+      return stored(db, () =>
+        db.transaction((): RemovedLink | null => {
+          const row = store.byIdAndCode(link.id, link.code)
+          if (!row) return null
+          const gone = { row, tags: store.tagsOf(row.id) }
+          store.remove(row.id)
+          within?.(db, gone)
+          return gone
+        })(),
+      )
+    },
+
+    setDisabled: async (id, reason, now) => stored(db, () => store.setDisabled(id, reason, now)) ?? null,
+    takeVisit: async (id) => stored(db, () => store.takeVisit(id)),
+    visitsLeft: async (id) => store.visitsLeft(id),
+    tagsOf: async (linkId) => store.tagsOf(linkId),
+    tagsFor: async (linkIds) => store.tagsFor([...linkIds]),
+    page: async (accountId, beforeId, limit) => store.page(accountId, beforeId, limit),
+    pageByTag: async (accountId, tag, beforeId, limit) => store.pageByTag(accountId, tag, beforeId, limit),
+    pageMatching: async (accountId, beforeId, tag, pattern, limit, scan) => store.pageMatching(accountId, beforeId, tag, pattern, limit, scan),
+    exportPage: async (accountId, afterId, limit) => store.exportPage(accountId, afterId, limit),
+    search: async (accountId, pattern, tag, sort, limit, offset) => store.search(accountId, pattern, tag, sort, limit, offset),
+    searchCount: async (accountId, pattern, tag, max) => store.searchCount(accountId, pattern, tag, max),
+    count: async (accountId) => store.count(accountId),
+    total: async () => store.total(),
+  }
+}

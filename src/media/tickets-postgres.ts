@@ -1,0 +1,55 @@
+// Media download tickets on PostgreSQL (see tickets.ts for the contract). Tickets are written once and only
+// read or swept after, so nothing here waits on another node: two nodes sweeping at once each delete the
+// rows they find (a row the other deleted first is simply not counted twice).
+import type { SQL } from 'bun'
+import { SWEEP_BATCH, type TicketRow, type TicketStorage } from './tickets'
+
+const ticket = (r: any): TicketRow => ({
+  id: Number(r.id),
+  account_id: Number(r.account_id),
+  page_url: r.page_url,
+  format_id: r.format_id,
+  method: r.method,
+  upstream_url: r.upstream_url,
+  headers: r.headers,
+  filename: r.filename,
+  content_type: r.content_type,
+  created: Number(r.created),
+  expires: Number(r.expires),
+})
+
+export function postgresTicketStorage(sql: SQL): TicketStorage {
+  return {
+    async insertAll(tickets) {
+      // One statement a ticket: the ids come back in the order given (a multi-row INSERT's RETURNING does
+      // not promise an order).
+      return sql.begin(async (tx) => {
+        const ids: number[] = []
+        for (const t of tickets) {
+          const [row] = await tx`
+            INSERT INTO media_tickets (account_id, page_url, format_id, method, upstream_url, headers, filename, content_type, created, expires)
+            VALUES (${t.account_id}, ${t.page_url}, ${t.format_id}, ${t.method}, ${t.upstream_url}, ${t.headers}, ${t.filename},
+                    ${t.content_type}, ${t.created}, ${t.expires})
+            RETURNING id`
+          ids.push(Number(row.id))
+        }
+        return ids
+      })
+    },
+    async ticket(id) {
+      const [row] = await sql`SELECT * FROM media_tickets WHERE id = ${id}`
+      return row ? ticket(row) : null
+    },
+    async sweep(now) {
+      // SKIP LOCKED: a node sweeping while another does takes other rows rather than waiting for them.
+      return (
+        await sql`DELETE FROM media_tickets WHERE id IN
+          (SELECT id FROM media_tickets WHERE expires <= ${now} LIMIT ${SWEEP_BATCH} FOR UPDATE SKIP LOCKED)`
+      ).count
+    },
+    async count() {
+      const [row] = await sql`SELECT count(*) AS n FROM media_tickets`
+      return Number(row.n)
+    },
+  }
+}
