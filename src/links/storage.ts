@@ -26,7 +26,10 @@
 //
 // On SQLite, `within` runs inside the synchronous transaction and must be synchronous itself (a webhook
 // queue's enqueue and a form token's claim are: see webhooks/queue.ts, dashboard/session-store.ts); insert
-// goes through a write group, so the creations of one event-loop turn commit together, as the service's do.
+// goes through a write group, so the creations of one event-loop turn commit together, as the service's do
+// (and, as there, an insert's work may run twice when SQLite rolls a whole group back: `within` does only
+// database work). That group is this object's own: whoever closes the database first awaits the inserts
+// it started (the service's flushCreations does the same for its group today).
 //
 // The service (service.ts) still calls the synchronous store directly: it moves onto this interface when the
 // services go async. Not here: the service's cache of visited rows (the redirect path), click statistics
