@@ -107,8 +107,8 @@ async function made(node: Node, link: NewLink, tags: string[] = []): Promise<Lin
   return row
 }
 
-// JSON text as the service stores it, with what a careless round trip would change: key order, a non-ASCII
-// character, an escaped slash and a number that a float would print otherwise.
+// JSON text as the service stores it, with what a round trip through a JSON type would change: key order,
+// \u escapes beside the letter itself, and a 13-digit number.
 const RULES = '[{"if":{"country":["FR","BE"],"device":"mobile"},"to":"https://example.com/fr/\\u00e9t\\u00e9?x=1&y=%2F"},{"if":{"after":1800000000123},"to":"https://example.com/é"}]'
 const SPLIT = '[{"to":"https://a.example/","weight":70},{"to":"https://b.example/","weight":30}]'
 
