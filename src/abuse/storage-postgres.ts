@@ -1,0 +1,131 @@
+// Abuse handling's rows on PostgreSQL (see storage.ts for the contract), for any number of nodes sharing one
+// database.
+//
+// Concurrency (READ COMMITTED, where each statement sees what was committed when it started):
+// - fileReport counts open reports and inserts only under a transaction-level advisory lock
+//   (REPORTS_LOCK_KEY): the bound is on all open reports, a set with no row of its own to lock, so the lock
+//   stands for it. Filings take turns; each one's count, read after the lock, sees every report filed
+//   before it, so two nodes filing the last allowed report at once store exactly one. Reports come from
+//   visitors by hand and are few: one at a time is no cost. Closing a report needs no such lock (it only
+//   lowers the count).
+// - closeReport is one conditional UPDATE (… WHERE closed IS NULL): a second admin's update waits for the
+//   first's row lock, then re-checks the condition on the committed row and changes nothing.
+// - addBan is INSERT … ON CONFLICT (host) DO NOTHING: a second insert of the same host waits for the first's
+//   commit on the primary key, then writes nothing (or writes, when the first rolled back).
+import type { SQL, TransactionSQL } from 'bun'
+import type { AbuseRows, BanRow, OpenReport, ReportRow } from './storage'
+
+/** The advisory lock key under which reports are filed: "lbreport" in ASCII. */
+export const REPORTS_LOCK_KEY = 0x6c627265706f7274n
+
+/** bigint columns come back from Bun.SQL as text; every number here stays far below 2^53. */
+const num = (v: unknown) => (v === null || v === undefined ? null : Number(v))
+
+const report = (r: Record<string, unknown>): ReportRow => ({
+  id: Number(r.id),
+  link_id: num(r.link_id),
+  code: r.code as string,
+  reason: r.reason as ReportRow['reason'],
+  text: r.text as string,
+  contact: r.contact as string,
+  created: Number(r.created),
+  closed: num(r.closed),
+  action: (r.action ?? null) as ReportRow['action'],
+  closed_by: num(r.closed_by),
+})
+
+const openReport = (r: Record<string, unknown>): OpenReport => ({
+  ...report(r),
+  long_url: (r.long_url ?? null) as string | null,
+  clicks: num(r.clicks),
+  owner: (r.owner ?? null) as string | null,
+  link_disabled: (r.link_disabled ?? null) as string | null,
+})
+
+const ban = (r: Record<string, unknown>): BanRow => ({ host: r.host as string, reason: r.reason as string, created: Number(r.created), created_by: num(r.created_by) })
+
+export function postgresAbuseRows(sql: SQL): AbuseRows<TransactionSQL> {
+  return {
+    async fileReport(r, bounds, within) {
+      return sql.begin(async (tx) => {
+        await tx`SELECT pg_advisory_xact_lock(${REPORTS_LOCK_KEY.toString()}::bigint)`
+        const [n] = await tx`SELECT count(*) AS open, count(*) FILTER (WHERE link_id = ${r.linkId}) AS of_link FROM link_reports WHERE closed IS NULL`
+        if (Number(n.open) >= bounds.maxOpen) return 'full' as const
+        if (Number(n.of_link) >= bounds.maxPerLink) return 'link_full' as const
+        const [row] = await tx`INSERT INTO link_reports (link_id, code, reason, text, contact, created)
+                               VALUES (${r.linkId}, ${r.code}, ${r.reason}, ${r.text}, ${r.contact}, ${r.created}) RETURNING *`
+        const made = report(row)
+        if (within) await within(tx, made)
+        return made
+      })
+    },
+
+    async openReports(limit) {
+      const rows = await sql`
+        SELECT r.*, l.long_url, l.clicks, a.name AS owner, l.disabled AS link_disabled
+          FROM link_reports r LEFT JOIN links l ON l.id = r.link_id LEFT JOIN accounts a ON a.id = l.account_id
+         WHERE r.closed IS NULL ORDER BY r.id DESC LIMIT ${limit}`
+      return rows.map(openReport)
+    },
+
+    async openCount() {
+      return Number((await sql`SELECT count(*) AS n FROM link_reports WHERE closed IS NULL`)[0].n)
+    },
+
+    async openReport(id) {
+      const [row] = await sql`
+        SELECT r.*, l.long_url, l.clicks, a.name AS owner, l.disabled AS link_disabled
+          FROM link_reports r LEFT JOIN links l ON l.id = r.link_id LEFT JOIN accounts a ON a.id = l.account_id
+         WHERE r.id = ${id} AND r.closed IS NULL`
+      return row ? openReport(row) : null
+    },
+
+    async report(id) {
+      const [row] = await sql`SELECT * FROM link_reports WHERE id = ${id}`
+      return row ? report(row) : null
+    },
+
+    async closeReport(id, c, within) {
+      return sql.begin(async (tx) => {
+        const [row] = await tx`UPDATE link_reports SET closed = ${c.at}, action = ${c.action}, closed_by = ${c.by}
+                                WHERE id = ${id} AND closed IS NULL RETURNING *`
+        if (!row) return (await tx`SELECT 1 FROM link_reports WHERE id = ${id}`).length > 0 ? ('already_closed' as const) : ('missing' as const)
+        const closed = report(row)
+        if (within) await within(tx, closed)
+        return closed
+      })
+    },
+
+    async bans() {
+      return (await sql`SELECT * FROM banned_hosts ORDER BY host`).map(ban)
+    },
+
+    async addBan(b, within) {
+      return sql.begin(async (tx) => {
+        const [row] = await tx`INSERT INTO banned_hosts (host, reason, created, created_by) VALUES (${b.host}, ${b.reason}, ${b.at}, ${b.by})
+                               ON CONFLICT (host) DO NOTHING RETURNING *`
+        if (!row) return null
+        const made = ban(row)
+        if (within) await within(tx, made)
+        return made
+      })
+    },
+
+    async removeBan(host, within) {
+      return sql.begin(async (tx) => {
+        const removed = (await tx`DELETE FROM banned_hosts WHERE host = ${host} RETURNING host`).length > 0
+        if (removed && within) await within(tx)
+        return removed
+      })
+    },
+
+    async disabledAccounts() {
+      return (await sql`SELECT id FROM accounts WHERE disabled IS NOT NULL ORDER BY id`).map((r: { id: string }) => Number(r.id))
+    },
+
+    async destinations(after, limit) {
+      const rows = await sql`SELECT id, long_url FROM links WHERE id > ${after} ORDER BY id LIMIT ${limit}`
+      return rows.map((r: { id: string; long_url: string }) => ({ id: Number(r.id), long_url: r.long_url }))
+    },
+  }
+}

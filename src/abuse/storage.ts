@@ -1,0 +1,107 @@
+// Abuse handling's rows (visitors' reports, banned hosts, which accounts are disabled) behind one async
+// interface, on either engine (issue 22, SPEC §11). The SQLite implementation wraps the synchronous store
+// (store.ts) as it is; the PostgreSQL one is storage-postgres.ts. One test suite (test/abuse-storage.test.ts)
+// runs against both.
+//
+// What both promise, however many nodes write at once:
+// - fileReport decides and writes in one transaction: refused when MAX_OPEN_REPORTS are open ('full'), kept
+//   back when the link has its MAX_OPEN_REPORTS_PER_LINK ('link_full'), else stored; `within` (the outbox's
+//   link.reported) runs in the same transaction. Two nodes filing the last allowed report at once: exactly
+//   one is stored.
+// - closeReport closes an open report only: two admins closing the same one at once, one closes it and the
+//   other is told 'already_closed' (nothing of its `within`, the change and the audit row, is written).
+// - addBan writes a host once: the same host banned twice at once leaves one row, and only the call that
+//   wrote it runs its `within` (the audit row). removeBan likewise.
+// `within` runs in the write's transaction (on SQLite it must be synchronous); throwing undoes the write.
+import type { Db } from '../db'
+import { createAbuseStore, type BanRow, type CloseAction, type OpenReport, type ReportReason, type ReportRow } from './store'
+
+export type { BanRow, CloseAction, OpenReport, ReportReason, ReportRow } from './store'
+
+export interface NewReport {
+  linkId: number
+  code: string
+  reason: ReportReason
+  text: string
+  contact: string
+  created: number
+}
+
+export interface ReportBounds {
+  /** Open reports in all past which a report is refused. */
+  maxOpen: number
+  /** Open reports of one link past which a report is not stored (the visitor is thanked all the same). */
+  maxPerLink: number
+}
+
+export interface AbuseRows<Tx> {
+  /** The report stored (and `within` run with it), or why not: 'full' (all open reports), 'link_full' (the link's). */
+  fileReport(r: NewReport, bounds: ReportBounds, within?: (tx: Tx, row: ReportRow) => unknown): Promise<ReportRow | 'full' | 'link_full'>
+  /** The newest open reports, with their link, owner, clicks and destination. */
+  openReports(limit: number): Promise<OpenReport[]>
+  openCount(): Promise<number>
+  /** One open report with its link (null: closed, or none). */
+  openReport(id: number): Promise<OpenReport | null>
+  /** Any report, open or closed (null: none). */
+  report(id: number): Promise<ReportRow | null>
+  /**
+   * Closes the report if it is open, and runs `within` with it in the same transaction (the change that was
+   * made about it, the audit row); 'already_closed' (closed by someone else, nothing run) or 'missing'.
+   */
+  closeReport(
+    id: number,
+    close: { action: CloseAction; by: number | null; at: number },
+    within?: (tx: Tx, closed: ReportRow) => unknown,
+  ): Promise<ReportRow | 'already_closed' | 'missing'>
+  /** Every banned host, by host. */
+  bans(): Promise<BanRow[]>
+  /** The ban written (and `within` run), or null: the host was banned already (nothing written or run). */
+  addBan(ban: { host: string; reason: string; at: number; by: number | null }, within?: (tx: Tx, row: BanRow) => unknown): Promise<BanRow | null>
+  /** True when this call removed the ban (and ran `within`). */
+  removeBan(host: string, within?: (tx: Tx) => unknown): Promise<boolean>
+  /** The ids of disabled accounts. */
+  disabledAccounts(): Promise<number[]>
+  /** A page of destinations after link id `after`, by id (keyset paging). */
+  destinations(after: number, limit: number): Promise<{ id: number; long_url: string }[]>
+}
+
+/** The SQLite abuse store as it is, behind the async interface; `tx` is the connection inside db.transaction. */
+export function sqliteAbuseRows(db: Db): AbuseRows<Db> {
+  const store = createAbuseStore(db)
+  return {
+    fileReport: async (r, bounds, within) =>
+      db.transaction(() => {
+        if (store.openCount() >= bounds.maxOpen) return 'full' as const
+        if (store.openForLink(r.linkId) >= bounds.maxPerLink) return 'link_full' as const
+        const row = store.insertReport(r)
+        within?.(db, row)
+        return row
+      })(),
+    openReports: async (limit) => store.openReports(limit),
+    openCount: async () => store.openCount(),
+    openReport: async (id) => store.openReport(id) ?? null,
+    report: async (id) => store.report(id) ?? null,
+    closeReport: async (id, c, within) =>
+      db.transaction(() => {
+        const closed = store.closeReport(id, c.action, c.by, c.at)
+        if (!closed) return store.report(id) ? ('already_closed' as const) : ('missing' as const)
+        within?.(db, closed)
+        return closed
+      })(),
+    bans: async () => store.bans(),
+    addBan: async (b, within) =>
+      db.transaction(() => {
+        const row = store.addBan(b.host, b.reason, b.at, b.by) ?? null
+        if (row) within?.(db, row)
+        return row
+      })(),
+    removeBan: async (host, within) =>
+      db.transaction(() => {
+        const removed = store.removeBan(host)
+        if (removed) within?.(db)
+        return removed
+      })(),
+    disabledAccounts: async () => store.disabledAccounts(),
+    destinations: async (after, limit) => store.destinations(after, limit),
+  }
+}
