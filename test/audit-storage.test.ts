@@ -168,7 +168,7 @@ describe.each([
       expect(await b.audit.removeOlder(T0 + 5, 3)).toBe(3)
       expect(await b.audit.removeOlder(T0 + 5, 3)).toBe(2)
       expect(await b.audit.removeOlder(T0 + 5, 3)).toBe(0)
-      expect((await a.audit.page(query())).map((r) => r.id)).toEqual([ids[6], ids[5]])
+      expect((await a.audit.page(query())).map((r) => r.id)).toEqual([ids[6]!, ids[5]!])
       expect(await a.audit.removeOlder(T0 + 100, 10)).toBe(2)
       expect(await e.count()).toBe(0)
       const [next] = await write(b, [entry('webhook.create', T0 + 200)])

@@ -1,0 +1,123 @@
+// Webhook endpoints on PostgreSQL (see endpoints.ts for the contract), for any number of nodes sharing one
+// database.
+//
+// Concurrency (READ COMMITTED, where each statement sees what was committed when it started):
+// - insertUnder locks the account's row (FOR NO KEY UPDATE: it waits for another creation for the same
+//   account, not for the foreign-key checks of other tables' inserts) before counting: two nodes creating
+//   the last allowed endpoint take turns, and the second counts the first's.
+// - update locks the endpoint's row (FOR NO KEY UPDATE) and computes the new values from what the lock
+//   returned, the latest committed version: two edits at once both land, neither undoes the other.
+// - rotateSecret is one conditional UPDATE; remove one DELETE … RETURNING; requeueFailed locks the endpoint
+//   FOR KEY SHARE (a deletion waits for it, or it finds the endpoint gone) before touching its deliveries.
+// Lock order, as in queue-postgres.ts: an account before its endpoints, an endpoint before its deliveries.
+import type { SQL, TransactionSQL } from 'bun'
+import type { EndpointRow, EndpointRows, NamedEndpoint } from './endpoints'
+
+/** bigint columns come back from Bun.SQL as text; every number here stays far below 2^53. */
+const endpoint = (r: Record<string, unknown>): EndpointRow => ({
+  id: Number(r.id),
+  account_id: Number(r.account_id),
+  url: r.url as string,
+  events: r.events as string,
+  secret: r.secret as string,
+  enabled: Number(r.enabled),
+  failing: Number(r.failing),
+  disabled_reason: (r.disabled_reason ?? null) as string | null,
+  created: Number(r.created),
+})
+
+const named = (r: Record<string, unknown>): NamedEndpoint => ({ ...endpoint(r), account_name: r.account_name as string })
+
+export function postgresEndpointRows(sql: SQL): EndpointRows<TransactionSQL> {
+  const ownerOf = async (tx: SQL, accountId: number) => ((await tx`SELECT name FROM accounts WHERE id = ${accountId}`)[0]?.name as string | undefined) ?? `#${accountId}`
+
+  return {
+    async insertUnder(accountId, max, e, within) {
+      return sql.begin(async (tx) => {
+        const [account] = await tx`SELECT name FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE`
+        const [n] = await tx`SELECT count(*) AS n FROM webhook_endpoints WHERE account_id = ${accountId}`
+        if (Number(n.n) >= max) return 'full' as const
+        const [row] = await tx`INSERT INTO webhook_endpoints (account_id, url, events, secret, created)
+                               VALUES (${accountId}, ${e.url}, ${e.events}, ${e.secret}, ${e.now}) RETURNING *`
+        const made = endpoint(row)
+        if (within) await within(tx, made, (account?.name as string | undefined) ?? `#${accountId}`)
+        return made
+      })
+    },
+
+    async endpoint(id) {
+      const [row] = await sql`SELECT * FROM webhook_endpoints WHERE id = ${id}`
+      return row ? endpoint(row) : null
+    },
+
+    async endpointsOf(accountId) {
+      const rows = await sql`SELECT w.*, a.name AS account_name FROM webhook_endpoints w JOIN accounts a ON a.id = w.account_id
+                              WHERE w.account_id = ${accountId} ORDER BY w.id`
+      return rows.map(named)
+    },
+
+    async allEndpoints() {
+      return (await sql`SELECT w.*, a.name AS account_name FROM webhook_endpoints w JOIN accounts a ON a.id = w.account_id ORDER BY w.id`).map(named)
+    },
+
+    async countOf(accountId) {
+      return Number((await sql`SELECT count(*) AS n FROM webhook_endpoints WHERE account_id = ${accountId}`)[0].n)
+    },
+
+    async accountId(name) {
+      const [row] = await sql`SELECT id FROM accounts WHERE name = ${name}`
+      return row ? Number(row.id) : null
+    },
+
+    async accountName(id) {
+      const [row] = await sql`SELECT name FROM accounts WHERE id = ${id}`
+      return row ? (row.name as string) : null
+    },
+
+    async update(id, accountId, change, within) {
+      return sql.begin(async (tx) => {
+        const [locked] = await tx`SELECT * FROM webhook_endpoints WHERE id = ${id} AND account_id = ${accountId} FOR NO KEY UPDATE`
+        if (!locked) return null
+        const before = endpoint(locked)
+        const v = change(before)
+        const [row] = await tx`UPDATE webhook_endpoints SET url = ${v.url}, events = ${v.events}, enabled = ${v.enabled ? 1 : 0}, disabled_reason = ${v.disabledReason}
+                                WHERE id = ${id} RETURNING *`
+        const after = endpoint(row)
+        if (within) await within(tx, before, after, await ownerOf(tx, accountId))
+        return after
+      })
+    },
+
+    async rotateSecret(id, accountId, secret, within) {
+      return sql.begin(async (tx) => {
+        const [row] = await tx`UPDATE webhook_endpoints SET secret = ${secret} WHERE id = ${id} AND account_id = ${accountId} RETURNING *`
+        if (!row) return null
+        const made = endpoint(row)
+        if (within) await within(tx, made, await ownerOf(tx, accountId))
+        return made
+      })
+    },
+
+    async remove(id, within) {
+      return sql.begin(async (tx) => {
+        const [row] = await tx`DELETE FROM webhook_endpoints WHERE id = ${id} RETURNING *`
+        if (!row) return null
+        const removed = endpoint(row)
+        if (within) await within(tx, removed, await ownerOf(tx, removed.account_id))
+        return removed
+      })
+    },
+
+    async requeueFailed(id, now, within) {
+      return sql.begin(async (tx) => {
+        const [locked] = await tx`SELECT * FROM webhook_endpoints WHERE id = ${id} FOR KEY SHARE`
+        if (!locked) return null
+        const row = endpoint(locked)
+        const n = (await tx`UPDATE webhook_deliveries SET state = 'pending', next_at = ${now}, attempts = 0
+                             WHERE endpoint_id = ${id} AND state = 'failed'`).count
+        if (within) await within(tx, row, n, await ownerOf(tx, row.account_id))
+        return { row, n }
+      })
+    },
+  }
+}
