@@ -14,6 +14,7 @@ interface Engine {
   node(): AbuseRows<any>
   account(name: string, disabled?: number): Promise<number>
   link(code: string, url: string, accountId: number | null, clicks?: number): Promise<number>
+  removeLink(id: number): Promise<void>
   note(tx: any, text: string): unknown
   notes(): Promise<string[]>
   reportCount(): Promise<number>
@@ -32,6 +33,7 @@ async function sqliteEngine(): Promise<Engine> {
       Number(
         (main.query('INSERT INTO links (code, long_url, account_id, created, updated, clicks) VALUES (?, ?, ?, 0, 0, ?) RETURNING id').get(code, url, accountId, clicks) as { id: number }).id,
       ),
+    removeLink: async (id) => void main.query('DELETE FROM links WHERE id = ?').run(id),
     note: (tx: Db, text) => tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
     notes: async () => (main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]).map((r) => r.detail),
     reportCount: async () => (main.query('SELECT count(*) AS n FROM link_reports').get() as { n: number }).n,
@@ -46,6 +48,7 @@ async function postgresEngine(): Promise<Engine> {
     account: async (name, disabled) => Number((await main.sql`INSERT INTO accounts (name, created, disabled) VALUES (${name}, 0, ${disabled ?? null}) RETURNING id`)[0].id),
     link: async (code, url, accountId, clicks = 0) =>
       Number((await main.sql`INSERT INTO links (code, long_url, account_id, created, updated, clicks) VALUES (${code}, ${url}, ${accountId}, 0, 0, ${clicks}) RETURNING id`)[0].id),
+    removeLink: async (id) => void (await main.sql`DELETE FROM links WHERE id = ${id}`),
     note: (tx: SQL, text) => tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
     notes: async () => (await main.sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map((r: { detail: string }) => r.detail),
     reportCount: async () => Number((await main.sql`SELECT count(*) AS n FROM link_reports`)[0].n),
@@ -61,7 +64,7 @@ describe.each([
   ['SQLite', sqliteEngine],
   ['PostgreSQL', postgresEngine],
 ] as const)('abuse rows on %s', (_name, makeEngine) => {
-  test('a report filed through one node is read through the other with its link, owner and clicks; `within` goes in its transaction', async () => {
+  test('a report filed through one node is read through the other with its link, owner and clicks; `within` goes in its transaction; a link gone meanwhile: no_link', async () => {
     const e = await makeEngine()
     try {
       const [a, b] = [e.node(), e.node()]
@@ -105,6 +108,14 @@ describe.each([
         [row.id, 'abc', 'ann'],
       ])
       expect(await a.openReports(1)).toHaveLength(1)
+
+      // A link deleted (on another node) since the service found it: no_link, nothing stored or run; the
+      // reports it had stay, without their link.
+      await e.removeLink(link)
+      expect(await a.fileReport(filing(link, 'abc', 4), BIG, (tx) => e.note(tx, 'never'))).toBe('no_link')
+      expect(await e.reportCount()).toBe(2)
+      expect(await b.openReport(row.id)).toEqual({ ...open, link_id: null, long_url: null, clicks: null, owner: null })
+      expect(await e.notes()).toEqual([`reported #${row.id}`])
     } finally {
       await e.close()
     }

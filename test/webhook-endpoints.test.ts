@@ -13,6 +13,7 @@ import { engineHarness } from './support/engines'
 interface Engine {
   node(): EndpointRows<any>
   account(name: string): Promise<number>
+  removeAccount(id: number): Promise<void>
   /** An event of the account and one delivery of it to the endpoint, in that state; the delivery's id. */
   delivery(accountId: number, endpointId: number, state: 'pending' | 'ok' | 'failed', attempts: number): Promise<number>
   deliveries(endpointId: number): Promise<{ state: string; attempts: number; next_at: number }[]>
@@ -28,6 +29,7 @@ async function sqliteEngine(): Promise<Engine> {
   return {
     node: () => sqliteEndpointRows(connect()),
     account: async (name) => Number((main.query('INSERT INTO accounts (name, created) VALUES (?, 0) RETURNING id').get(name) as { id: number }).id),
+    removeAccount: async (id) => void main.query('DELETE FROM accounts WHERE id = ?').run(id),
     async delivery(accountId, endpointId, state, attempts) {
       const ev = main.query("INSERT INTO webhook_events (account_id, type, created, payload) VALUES (?, 'link.created', 0, '{}') RETURNING id").get(accountId) as { id: number }
       return (main.query('INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at, attempts) VALUES (?, ?, ?, 5, ?) RETURNING id').get(ev.id, endpointId, state, attempts) as { id: number }).id
@@ -45,6 +47,7 @@ async function postgresEngine(): Promise<Engine> {
   return {
     node: () => postgresEndpointRows(pool()),
     account: async (name) => Number((await sql`INSERT INTO accounts (name, created) VALUES (${name}, 0) RETURNING id`)[0].id),
+    removeAccount: async (id) => void (await sql`DELETE FROM accounts WHERE id = ${id}`),
     async delivery(accountId, endpointId, state, attempts) {
       const [ev] = await sql`INSERT INTO webhook_events (account_id, type, created, payload) VALUES (${accountId}, 'link.created', 0, '{}') RETURNING id`
       return Number((await sql`INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at, attempts) VALUES (${ev.id}, ${endpointId}, ${state}, 5, ${attempts}) RETURNING id`)[0].id)
@@ -59,13 +62,13 @@ async function postgresEngine(): Promise<Engine> {
 
 const T0 = 1_800_000_000_000
 const made = (n: number, events = 'link.created'): NewEndpoint => ({ url: `https://hooks.example/${n}`, events, secret: `whsec_${n}`, now: T0 + n })
-const row = (r: EndpointRow | 'full' | null) => r as EndpointRow
+const row = (r: EndpointRow | 'full' | 'no_account' | null) => r as EndpointRow
 
 describe.each([
   ['SQLite', sqliteEngine],
   ['PostgreSQL', postgresEngine],
 ] as const)('webhook endpoints on %s', (_name, makeEngine) => {
-  test('made through one node, listed through the other; `within` goes in its transaction with the owner’s name; past the limit: full', async () => {
+  test('made through one node, listed through the other; `within` goes in its transaction with the owner’s name; past the limit: full; an account gone: no_account', async () => {
     const e = await makeEngine()
     try {
       const [a, b] = [e.node(), e.node()]
@@ -109,6 +112,12 @@ describe.each([
       expect(await b.accountName(ann)).toBe('ann')
       expect(await b.accountName(ann + 100)).toBeNull()
       expect(await e.notes()).toEqual([`made ${first.id} of ann`])
+
+      // An account deleted (on another node) since its caller was checked: no_account, never a foreign key error.
+      await e.removeAccount(bob)
+      expect(await b.insertUnder(bob, 2, made(6), (tx) => e.note(tx, 'never'))).toBe('no_account')
+      expect(await a.endpoint(other.id)).toBeNull()
+      expect(await e.notes()).toHaveLength(1)
     } finally {
       await e.close()
     }

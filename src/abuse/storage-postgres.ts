@@ -52,6 +52,8 @@ export function postgresAbuseRows(sql: SQL): AbuseRows<TransactionSQL> {
         const [n] = await tx`SELECT count(*) AS open, count(*) FILTER (WHERE link_id = ${r.linkId}) AS of_link FROM link_reports WHERE closed IS NULL`
         if (Number(n.open) >= bounds.maxOpen) return 'full' as const
         if (Number(n.of_link) >= bounds.maxPerLink) return 'link_full' as const
+        // The link kept until the commit (a deletion waits), or found gone.
+        if ((await tx`SELECT 1 FROM links WHERE id = ${r.linkId} FOR KEY SHARE`).length === 0) return 'no_link' as const
         const [row] = await tx`INSERT INTO link_reports (link_id, code, reason, text, contact, created)
                                VALUES (${r.linkId}, ${r.code}, ${r.reason}, ${r.text}, ${r.contact}, ${r.created}) RETURNING *`
         const made = report(row)

@@ -7,7 +7,8 @@
 // - fileReport decides and writes in one transaction: refused when MAX_OPEN_REPORTS are open ('full'), kept
 //   back when the link has its MAX_OPEN_REPORTS_PER_LINK ('link_full'), else stored; `within` (the outbox's
 //   link.reported) runs in the same transaction. Two nodes filing the last allowed report at once: exactly
-//   one is stored.
+//   one is stored. A link deleted (on any node) since the service found it: 'no_link', nothing stored (on
+//   SQLite the foreign key refuses the row; on PostgreSQL the link's row is read under a key-share lock).
 // - closeReport closes an open report only: two admins closing the same one at once, one closes it and the
 //   other is told 'already_closed' (nothing of its `within`, the change and the audit row, is written).
 // - addBan writes a host once: the same host banned twice at once leaves one row, and only the call that
@@ -35,8 +36,11 @@ export interface ReportBounds {
 }
 
 export interface AbuseRows<Tx> {
-  /** The report stored (and `within` run with it), or why not: 'full' (all open reports), 'link_full' (the link's). */
-  fileReport(r: NewReport, bounds: ReportBounds, within?: (tx: Tx, row: ReportRow) => unknown): Promise<ReportRow | 'full' | 'link_full'>
+  /**
+   * The report stored (and `within` run with it), or why not: 'full' (all open reports), 'link_full' (the
+   * link's), 'no_link' (the link is gone).
+   */
+  fileReport(r: NewReport, bounds: ReportBounds, within?: (tx: Tx, row: ReportRow) => unknown): Promise<ReportRow | 'full' | 'link_full' | 'no_link'>
   /** The newest open reports, with their link, owner, clicks and destination. */
   openReports(limit: number): Promise<OpenReport[]>
   openCount(): Promise<number>
@@ -73,7 +77,14 @@ export function sqliteAbuseRows(db: Db): AbuseRows<Db> {
       db.transaction(() => {
         if (store.openCount() >= bounds.maxOpen) return 'full' as const
         if (store.openForLink(r.linkId) >= bounds.maxPerLink) return 'link_full' as const
-        const row = store.insertReport(r)
+        let row: ReportRow
+        try {
+          row = store.insertReport(r)
+        } catch (err) {
+          // The report's one foreign key is its link: deleted since the service found it.
+          if ((err as { code?: unknown }).code === 'SQLITE_CONSTRAINT_FOREIGNKEY') return 'no_link' as const
+          throw err
+        }
         within?.(db, row)
         return row
       })(),

@@ -35,12 +35,13 @@ export function postgresEndpointRows(sql: SQL): EndpointRows<TransactionSQL> {
     async insertUnder(accountId, max, e, within) {
       return sql.begin(async (tx) => {
         const [account] = await tx`SELECT name FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE`
+        if (!account) return 'no_account' as const
         const [n] = await tx`SELECT count(*) AS n FROM webhook_endpoints WHERE account_id = ${accountId}`
         if (Number(n.n) >= max) return 'full' as const
         const [row] = await tx`INSERT INTO webhook_endpoints (account_id, url, events, secret, created)
                                VALUES (${accountId}, ${e.url}, ${e.events}, ${e.secret}, ${e.now}) RETURNING *`
         const made = endpoint(row)
-        if (within) await within(tx, made, (account?.name as string | undefined) ?? `#${accountId}`)
+        if (within) await within(tx, made, account.name as string)
         return made
       })
     },

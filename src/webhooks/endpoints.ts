@@ -6,7 +6,8 @@
 // What both promise, however many nodes write at once. Each write that service.ts decides on a row it read
 // is one method here, the decision taken in the write's transaction:
 // - insertUnder counts the account's endpoints and inserts only below `max`: two creations at once cannot
-//   both be the last allowed one (PostgreSQL: they take turns on the account's row).
+//   both be the last allowed one (PostgreSQL: they take turns on the account's row); an account deleted
+//   meanwhile is 'no_account', never a foreign key error.
 // - update reads the endpoint in its transaction and hands it to `change`, which returns the new values; an
 //   edit made meanwhile on another node is what `change` sees, never overwritten by a stale copy.
 // - rotateSecret, remove and requeueFailed act on the endpoint if it is still there (and, but for remove
@@ -40,9 +41,14 @@ export type NamedEndpoint = EndpointRow & { account_name: string }
 export interface EndpointRows<Tx> {
   /**
    * The endpoint inserted when the account has fewer than `max`, and `within` run with it and the account's
-   * name; 'full' otherwise (nothing written or run).
+   * name; 'full' otherwise, or 'no_account' when the account is gone (nothing written or run).
    */
-  insertUnder(accountId: number, max: number, e: NewEndpoint, within?: (tx: Tx, made: EndpointRow, owner: string) => unknown): Promise<EndpointRow | 'full'>
+  insertUnder(
+    accountId: number,
+    max: number,
+    e: NewEndpoint,
+    within?: (tx: Tx, made: EndpointRow, owner: string) => unknown,
+  ): Promise<EndpointRow | 'full' | 'no_account'>
   endpoint(id: number): Promise<EndpointRow | null>
   /** The account's endpoints, by id. */
   endpointsOf(accountId: number): Promise<NamedEndpoint[]>
@@ -80,9 +86,11 @@ export function sqliteEndpointRows(db: Db): EndpointRows<Db> {
   return {
     insertUnder: async (accountId, max, e, within) =>
       db.transaction(() => {
+        const name = store.accountName(accountId)
+        if (name === null) return 'no_account' as const
         if (store.countOf(accountId) >= max) return 'full' as const
         const made = store.insertEndpoint(accountId, e.url, e.events, e.secret, e.now)
-        within?.(db, made, owner(accountId))
+        within?.(db, made, name)
         return made
       })(),
     endpoint: async (id) => store.endpoint(id) ?? null,
