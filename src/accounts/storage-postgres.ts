@@ -1,0 +1,257 @@
+// Accounts and API keys on PostgreSQL (see storage.ts for the contract), for any number of nodes sharing one
+// database.
+//
+// Concurrency (READ COMMITTED, where a plain read-then-write decides on a snapshot another node may already
+// have changed): every decision is taken on rows this transaction has locked, or is one conditional statement.
+// - A name is taken by INSERT … ON CONFLICT (name) DO NOTHING: a second creation of the name waits for the
+//   first's transaction, then inserts nothing (it committed: 'name_taken') or inserts (it rolled back).
+// - A disable or a deletion first locks every active administrator's row (FOR NO KEY UPDATE, in id order, so
+//   two such changes never wait on each other in a circle), then the target's row, and counts the rows it
+//   locked. Two nodes disabling the two last administrators take turns: the second's lock waits for the
+//   first's commit, and PostgreSQL then re-reads the row it waited on and drops it (no longer active), so the
+//   second counts one and refuses. FOR NO KEY UPDATE does not block the foreign-key checks (FOR KEY SHARE) of
+//   other nodes inserting sessions, keys or links of those accounts.
+// - A key under the bound locks its account's row first (FOR NO KEY UPDATE), so two nodes making the last key
+//   of one account take turns and the second counts the first's key.
+// - A revoke is one UPDATE … WHERE revoked IS NULL: of two revokers one changes the row, the other finds it
+//   revoked; activeKeyByHash reads revoked and disabled in the same statement as the key.
+import type { SQL, TransactionSQL } from 'bun'
+import type { AccountRow, AccountStorage, AccountSummaryRow, KeyRow, KeyWithAccount, NewKey, Refusal } from './storage'
+
+// Bun.SQL returns bigint columns as text: rows are mapped to numbers here (all far below 2^53).
+const int = (v: unknown) => Number(v)
+const intOrNull = (v: unknown) => (v === null || v === undefined ? null : Number(v))
+
+export const account = (r: any): AccountRow => ({
+  id: int(r.id),
+  name: r.name,
+  password_hash: r.password_hash,
+  admin: int(r.admin),
+  created: int(r.created),
+  disabled: intOrNull(r.disabled),
+  last_signin: intOrNull(r.last_signin),
+})
+
+const key = (r: any): KeyRow => ({
+  id: int(r.id),
+  account_id: int(r.account_id),
+  prefix: r.prefix,
+  hash: r.hash,
+  scopes: r.scopes,
+  label: r.label,
+  created: int(r.created),
+  last_used: intOrNull(r.last_used),
+  revoked: intOrNull(r.revoked),
+})
+
+const keyWithAccount = (r: any): KeyWithAccount => ({ ...key(r), account_name: r.account_name, admin: int(r.admin), disabled: intOrNull(r.disabled) })
+
+const summary = (r: any): AccountSummaryRow => ({
+  id: int(r.id),
+  name: r.name,
+  admin: int(r.admin),
+  created: int(r.created),
+  disabled: intOrNull(r.disabled),
+  last_signin: intOrNull(r.last_signin),
+  has_password: r.has_password ? 1 : 0,
+  sso: r.sso ? 1 : 0,
+  links: int(r.links),
+  keys: int(r.keys),
+  mailboxes: int(r.mailboxes),
+})
+
+const ACCOUNT = 'id, name, password_hash, admin, created, disabled, last_signin'
+const KEY = 'k.id, k.account_id, k.prefix, k.hash, k.scopes, k.label, k.created, k.last_used, k.revoked'
+const KEY_WITH_ACCOUNT = `${KEY}, a.name AS account_name, a.admin, a.disabled`
+const SUMMARY = `a.id, a.name, a.admin, a.created, a.disabled, a.last_signin, (a.password_hash IS NOT NULL) AS has_password,
+  EXISTS (SELECT 1 FROM oidc_identities i WHERE i.account_id = a.id) AS sso,
+  coalesce((SELECT c.links FROM link_counts c WHERE c.owner = a.id), 0) AS links,
+  (SELECT count(*) FROM api_keys k WHERE k.account_id = a.id AND k.revoked IS NULL) AS keys,
+  (SELECT count(*) FROM mailboxes m WHERE m.account_id = a.id) AS mailboxes`
+
+export function postgresAccountStorage(sql: SQL): AccountStorage<TransactionSQL> {
+  const insertKey = async (tx: SQL, accountId: number, k: NewKey, now: number) =>
+    key(
+      (
+        await tx`INSERT INTO api_keys (account_id, prefix, hash, scopes, label, created)
+                 VALUES (${accountId}, ${k.prefix}, ${k.hash}, ${k.scopes}, ${k.label}, ${now}) RETURNING *`
+      )[0],
+    )
+
+  /**
+   * The named account locked for a disable or a deletion, after every active administrator's row (see the
+   * header), and the refusal when there is one.
+   */
+  async function lockForRemoval(tx: SQL, name: string, actorId: number | null, lock: 'FOR UPDATE' | 'FOR NO KEY UPDATE'): Promise<AccountRow | Refusal> {
+    const admins = await tx`SELECT id FROM accounts WHERE admin = 1 AND disabled IS NULL ORDER BY id FOR NO KEY UPDATE`
+    const [row] = await tx.unsafe(`SELECT ${ACCOUNT} FROM accounts WHERE name = $1 ${lock}`, [name])
+    if (!row) return { ok: false, reason: 'not_found' }
+    const a = account(row)
+    if (actorId === a.id) return { ok: false, reason: 'own_account', account: a }
+    if (a.admin === 1 && a.disabled === null && admins.length <= 1) return { ok: false, reason: 'last_admin', account: a }
+    return a
+  }
+
+  const keyWhere = async (tx: SQL, id: number) =>
+    (await tx`SELECT ${tx.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ${id}`)[0]
+
+  return {
+    async accountByName(name) {
+      const [r] = await sql`SELECT ${sql.unsafe(ACCOUNT)} FROM accounts WHERE name = ${name}`
+      return r ? account(r) : null
+    },
+    async accountById(id) {
+      const [r] = await sql`SELECT ${sql.unsafe(ACCOUNT)} FROM accounts WHERE id = ${id}`
+      return r ? account(r) : null
+    },
+    count: async () => int((await sql`SELECT count(*) AS n FROM accounts`)[0].n),
+    activeAdmins: async () => int((await sql`SELECT count(*) AS n FROM accounts WHERE admin = 1 AND disabled IS NULL`)[0].n),
+    accountPage: async (limit, offset) => (await sql`SELECT ${sql.unsafe(SUMMARY)} FROM accounts a ORDER BY a.id LIMIT ${limit} OFFSET ${offset}`).map(summary),
+    async accountSummary(id) {
+      const [r] = await sql`SELECT ${sql.unsafe(SUMMARY)} FROM accounts a WHERE a.id = ${id}`
+      return r ? summary(r) : null
+    },
+    linkCount: async (accountId) => int((await sql`SELECT count(*) AS n FROM links WHERE account_id = ${accountId}`)[0].n),
+    async setLastSignin(accountId, at) {
+      await sql`UPDATE accounts SET last_signin = ${at} WHERE id = ${accountId}`
+    },
+
+    async keyById(id) {
+      const r = await keyWhere(sql, id)
+      return r ? keyWithAccount(r) : null
+    },
+    async activeKeyByHash(hash) {
+      const [r] = await sql`SELECT ${sql.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id
+                            WHERE k.hash = ${hash} AND k.revoked IS NULL AND a.disabled IS NULL`
+      return r ? keyWithAccount(r) : null
+    },
+    keysOfAccount: async (accountId) =>
+      (await sql`SELECT ${sql.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.account_id = ${accountId} ORDER BY k.id`).map(keyWithAccount),
+    allKeys: async () => (await sql`SELECT ${sql.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id ORDER BY k.id`).map(keyWithAccount),
+    keysByPrefix: async (prefix) => (await sql`SELECT ${sql.unsafe(KEY)} FROM api_keys k WHERE k.prefix = ${prefix}`).map(key),
+    keysOfAccountNewest: async (accountId, limit) =>
+      (await sql`SELECT ${sql.unsafe(KEY)} FROM api_keys k WHERE k.account_id = ${accountId} ORDER BY k.id DESC LIMIT ${limit}`).map(key),
+    activeKeyCount: async (accountId) => int((await sql`SELECT count(*) AS n FROM api_keys WHERE account_id = ${accountId} AND revoked IS NULL`)[0].n),
+    async touchKey(id, now) {
+      await sql`UPDATE api_keys SET last_used = ${now} WHERE id = ${id}`
+    },
+
+    async createAccount(input, within) {
+      return sql.begin(async (tx) => {
+        const [row] = await tx`INSERT INTO accounts (name, password_hash, admin, created)
+                               VALUES (${input.name}, ${input.passwordHash}, ${input.admin ? 1 : 0}, ${input.now})
+                               ON CONFLICT (name) DO NOTHING RETURNING ${tx.unsafe(ACCOUNT)}`
+        if (!row) return { ok: false as const, reason: 'name_taken' as const }
+        const made = account(row)
+        const first = input.key ? await insertKey(tx, made.id, input.key, input.now) : null
+        if (within) await within(tx, made, first)
+        return { ok: true as const, account: made, key: first }
+      })
+    },
+
+    async setDisabled(name, at, actorId, within) {
+      return sql.begin(async (tx) => {
+        let target: AccountRow
+        if (at !== null) {
+          const locked = await lockForRemoval(tx, name, actorId, 'FOR NO KEY UPDATE')
+          if ('ok' in locked) return locked
+          target = locked
+        } else {
+          const [row] = await tx`SELECT ${tx.unsafe(ACCOUNT)} FROM accounts WHERE name = ${name} FOR NO KEY UPDATE`
+          if (!row) return { ok: false as const, reason: 'not_found' as const }
+          target = account(row)
+        }
+        await tx`UPDATE accounts SET disabled = ${at} WHERE id = ${target.id}`
+        const sessionsEnded = at !== null ? (await tx`DELETE FROM web_sessions WHERE account_id = ${target.id}`).count : 0
+        if (within) await within(tx, target, sessionsEnded)
+        return { ok: true as const, account: target, sessionsEnded }
+      })
+    },
+
+    async deleteAccount(name, withLinks, actorId, within) {
+      return sql.begin(async (tx) => {
+        const locked = await lockForRemoval(tx, name, actorId, 'FOR UPDATE')
+        if ('ok' in locked) return locked
+        // The account's row is locked FOR UPDATE: no link can be given to it until this commits.
+        const links = int((await tx`SELECT count(*) AS n FROM links WHERE account_id = ${locked.id}`)[0].n)
+        const deletedLinks = withLinks ? (await tx`DELETE FROM links WHERE account_id = ${locked.id} RETURNING code`).map((r: { code: string }) => r.code) : []
+        await tx`DELETE FROM accounts WHERE id = ${locked.id}`
+        if (within) await within(tx, locked, links)
+        return { ok: true as const, account: locked, links, deletedLinks }
+      })
+    },
+
+    async setPassword(name, hash, within) {
+      return sql.begin(async (tx) => {
+        const [row] = await tx`SELECT ${tx.unsafe(ACCOUNT)} FROM accounts WHERE name = ${name} FOR NO KEY UPDATE`
+        if (!row) return null
+        const target = account(row)
+        await tx`UPDATE accounts SET password_hash = ${hash} WHERE id = ${target.id}`
+        const sessionsEnded = (await tx`DELETE FROM web_sessions WHERE account_id = ${target.id}`).count
+        if (within) await within(tx, target, sessionsEnded)
+        return { account: target, sessionsEnded }
+      })
+    },
+
+    async createKey(name, k, now, within) {
+      return sql.begin(async (tx) => {
+        // FOR KEY SHARE: the account cannot be deleted under the new key; other changes to it do not wait.
+        const [row] = await tx`SELECT ${tx.unsafe(ACCOUNT)} FROM accounts WHERE name = ${name} FOR KEY SHARE`
+        if (!row) return null
+        const owner = account(row)
+        const made = await insertKey(tx, owner.id, k, now)
+        if (within) await within(tx, owner, made)
+        return { account: owner, key: made }
+      })
+    },
+
+    async createKeyUnder(accountId, k, now, limits, within) {
+      return sql.begin(async (tx) => {
+        const [row] = await tx`SELECT ${tx.unsafe(ACCOUNT)} FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE`
+        if (!row) return { ok: false as const, reason: 'not_found' as const }
+        const active = int((await tx`SELECT count(*) AS n FROM api_keys WHERE account_id = ${accountId} AND revoked IS NULL`)[0].n)
+        if (active >= limits.max) return { ok: false as const, reason: 'full' as const }
+        await tx`DELETE FROM api_keys WHERE account_id = ${accountId} AND revoked IS NOT NULL AND id NOT IN
+                   (SELECT id FROM api_keys WHERE account_id = ${accountId} AND revoked IS NOT NULL ORDER BY revoked DESC, id DESC LIMIT ${limits.keepRevoked})`
+        const owner = account(row)
+        const made = await insertKey(tx, accountId, k, now)
+        if (within) await within(tx, owner, made)
+        return { ok: true as const, account: owner, key: made }
+      })
+    },
+
+    async editKeyOfAccount(id, accountId, label, scopes, within) {
+      return sql.begin(async (tx) => {
+        const [b] = await tx`SELECT ${tx.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ${id} FOR UPDATE OF k`
+        if (!b) return null
+        const [a] = await tx`UPDATE api_keys SET label = ${label}, scopes = ${scopes}
+                             WHERE id = ${id} AND account_id = ${accountId} AND revoked IS NULL RETURNING *`
+        if (!a) return null
+        const before = keyWithAccount(b)
+        const after = key(a)
+        if (within) await within(tx, before, after)
+        return { before, after }
+      })
+    },
+
+    async revokeKeyOfAccount(id, accountId, now, within) {
+      return sql.begin(async (tx) => {
+        const r = await tx`UPDATE api_keys SET revoked = ${now} WHERE id = ${id} AND account_id = ${accountId} AND revoked IS NULL`
+        if (r.count !== 1) return null
+        const revoked = keyWithAccount(await keyWhere(tx, id))
+        if (within) await within(tx, revoked)
+        return revoked
+      })
+    },
+
+    async revokeKey(id, now, within) {
+      return sql.begin(async (tx) => {
+        const r = await tx`UPDATE api_keys SET revoked = ${now} WHERE id = ${id} AND revoked IS NULL`
+        if (r.count !== 1) return null
+        const revoked = keyWithAccount(await keyWhere(tx, id))
+        if (within) await within(tx, revoked)
+        return revoked
+      })
+    },
+  }
+}

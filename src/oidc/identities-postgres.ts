@@ -1,0 +1,68 @@
+// Single sign-on's identities on PostgreSQL (see identities.ts for the contract), for any number of nodes
+// sharing one database.
+//
+// link() first takes a transaction-scoped advisory lock keyed by the person (issuer and sub, hashed into the
+// two-integer key space, apart from the migrations' one-number key): two nodes seeing the same new subject at
+// once take turns, and the second finds the identity the first committed and signs in to it. (Without the
+// lock both would find no identity and make an account each; the second identity insert would then fail.) A
+// hash shared by two people only makes their sign-ins take turns. A known person's account row is locked
+// (FOR NO KEY UPDATE) before it is read and changed. A new account's name is taken by INSERT … ON CONFLICT
+// (name) DO NOTHING, the next candidate tried when another node took it first.
+import type { SQL, TransactionSQL } from 'bun'
+import type { IdentityRow, IdentityStorage, Linked } from './identities'
+
+/** The advisory lock class of sign-ins: "oidc" in ASCII. */
+export const SIGN_IN_LOCK_CLASS = 0x6f696463
+
+const identity = (r: any): IdentityRow => ({
+  issuer: r.issuer,
+  sub: r.sub,
+  account_id: Number(r.account_id),
+  created: Number(r.created),
+  last_seen: Number(r.last_seen),
+})
+
+export function postgresIdentityStorage(sql: SQL): IdentityStorage<TransactionSQL> {
+  return {
+    async find(issuer, sub) {
+      const [r] = await sql`SELECT issuer, sub, account_id, created, last_seen FROM oidc_identities WHERE issuer = ${issuer} AND sub = ${sub}`
+      return r ? identity(r) : null
+    },
+    async ofAccount(accountId) {
+      const [r] = await sql`SELECT issuer, sub, account_id, created, last_seen FROM oidc_identities WHERE account_id = ${accountId}`
+      return r ? identity(r) : null
+    },
+    async link(input, within) {
+      return sql.begin(async (tx): Promise<Linked> => {
+        await tx`SELECT pg_advisory_xact_lock(${SIGN_IN_LOCK_CLASS}::int, hashtext(${`${input.issuer}\n${input.sub}`}))`
+        const [known] = await tx`SELECT a.id, a.name, a.admin, a.disabled FROM oidc_identities i JOIN accounts a ON a.id = i.account_id
+                                 WHERE i.issuer = ${input.issuer} AND i.sub = ${input.sub} FOR NO KEY UPDATE OF a`
+        if (known) {
+          const accountId = Number(known.id)
+          if (known.disabled !== null) return { outcome: 'disabled', accountId, name: known.name }
+          await tx`UPDATE oidc_identities SET last_seen = ${input.now} WHERE issuer = ${input.issuer} AND sub = ${input.sub}`
+          const adminBefore = Number(known.admin) === 1
+          const admin = input.admin ?? adminBefore
+          if (admin !== adminBefore) await tx`UPDATE accounts SET admin = ${admin ? 1 : 0} WHERE id = ${accountId}`
+          const linked: Linked = { outcome: 'signed_in', accountId, name: known.name, admin, adminBefore }
+          if (within) await within(tx, linked)
+          return linked
+        }
+        const admin = input.admin ?? false
+        for (let n = 1; ; n++) {
+          const name = n === 1 ? input.name : `${input.name}-${n}`
+          const [taken] = await tx`SELECT 1 FROM accounts WHERE name = ${name}`
+          if (taken) continue
+          const [made] = await tx`INSERT INTO accounts (name, password_hash, admin, created) VALUES (${name}, NULL, ${admin ? 1 : 0}, ${input.now})
+                                  ON CONFLICT (name) DO NOTHING RETURNING id`
+          if (!made) continue
+          const accountId = Number(made.id)
+          await tx`INSERT INTO oidc_identities (issuer, sub, account_id, created, last_seen) VALUES (${input.issuer}, ${input.sub}, ${accountId}, ${input.now}, ${input.now})`
+          const linked: Linked = { outcome: 'created', accountId, name, admin }
+          if (within) await within(tx, linked)
+          return linked
+        }
+      })
+    },
+  }
+}
