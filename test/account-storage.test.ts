@@ -468,3 +468,72 @@ describe.each([
     }
   }, 60_000)
 })
+
+describe.each([
+  ['SQLite', sqliteEngine],
+  ['PostgreSQL', postgresEngine],
+] as const)('many changes at once on %s', (_name, makeEngine) => {
+  test('disables, deletions, enables, passwords, keys and sign-ins of the same accounts from two nodes at once: none fails, one administrator is left', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const admins = ['ad0', 'ad1', 'ad2', 'ad3', 'ad4', 'ad5']
+      for (const name of admins) await made(a.accounts.createAccount(newAccount(name, { admin: true })))
+      const ids = new Map<string, number>()
+      for (const name of admins) ids.set(name, (await a.accounts.accountByName(name))!.id)
+      const limits = { max: 5, keepRevoked: 1 }
+      // Every change touches an administrator's row, in an order that differs from node to node.
+      const work: Promise<unknown>[] = []
+      for (let i = 0; i < 6; i++) {
+        const [n1, n2] = i % 2 ? [a, b] : [b, a]
+        const name = admins[i]!
+        const other = admins[(i + 3) % admins.length]!
+        work.push(
+          n1.accounts.setDisabled(name, T0 + i, null),
+          n2.accounts.deleteAccount(other, i % 3 === 0, null),
+          n1.accounts.createKeyUnder(ids.get(other)!, newKey(`storm-${i}`), T0, limits),
+          n2.accounts.setPassword(name, `$hash-${i}`),
+          n1.accounts.setDisabled(other, null, null),
+          n2.accounts.createKey(name, newKey(`cli-${i}`), T0),
+          n1.identities.link({ issuer: 'https://id.example', sub: `storm-${i % 2}`, name: 'storm', admin: i % 2 === 0, now: T0 + i }),
+        )
+      }
+      const results = await Promise.allSettled(work)
+      expect(results.filter((r) => r.status === 'rejected')).toEqual([])
+      // (The person of sub storm-0 is made an administrator by the groups: they count too.)
+      expect(await a.accounts.activeAdmins()).toBeGreaterThanOrEqual(1)
+      expect((await a.accounts.accountPage(50, 0)).filter((r) => r.name.startsWith('storm'))).toHaveLength(2)
+    } finally {
+      await e.close()
+    }
+  }, 60_000)
+})
+
+describe('key revocation on PostgreSQL while a node uses the key', () => {
+  test('until the revoke commits the key still works on the other node (the use came first); from its commit on it is found nowhere', async () => {
+    const { pool, close } = await engines.postgres(1)
+    try {
+      const [a, b] = [postgresAccountStorage(pool(2)), postgresAccountStorage(pool(2))]
+      const kim = await made(a.createAccount(newAccount('kim')))
+      let release!: () => void
+      const held = new Promise<void>((r) => (release = r))
+      let inside!: () => void
+      const revoking = new Promise<void>((r) => (inside = r))
+      const revoke = a.revokeKey(kim.key!.id, T0, async () => {
+        inside()
+        await held
+      })
+      await revoking
+      expect(await b.activeKeyByHash(hashKey('key-kim'))).toMatchObject({ id: kim.key!.id, revoked: null })
+      // last_used is written meanwhile (it waits for the revoke's row lock, then writes its column).
+      const touch = b.touchKey(kim.key!.id, T0 + 1)
+      release()
+      expect(await revoke).toMatchObject({ revoked: T0 })
+      await touch
+      expect(await b.activeKeyByHash(hashKey('key-kim'))).toBeNull()
+      expect(await b.keyById(kim.key!.id)).toMatchObject({ revoked: T0, last_used: T0 + 1 })
+    } finally {
+      await close()
+    }
+  }, 60_000)
+})

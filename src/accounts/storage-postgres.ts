@@ -5,12 +5,13 @@
 // have changed): every decision is taken on rows this transaction has locked, or is one conditional statement.
 // - A name is taken by INSERT … ON CONFLICT (name) DO NOTHING: a second creation of the name waits for the
 //   first's transaction, then inserts nothing (it committed: 'name_taken') or inserts (it rolled back).
-// - A disable or a deletion first locks every active administrator's row (FOR NO KEY UPDATE, in id order, so
-//   two such changes never wait on each other in a circle), then the target's row, and counts the rows it
-//   locked. Two nodes disabling the two last administrators take turns: the second's lock waits for the
-//   first's commit, and PostgreSQL then re-reads the row it waited on and drops it (no longer active), so the
-//   second counts one and refuses. FOR NO KEY UPDATE does not block the foreign-key checks (FOR KEY SHARE) of
-//   other nodes inserting sessions, keys or links of those accounts.
+// - A disable or a deletion first locks every active administrator's row and the target's, in one statement
+//   and in id order (so two such changes never wait on each other in a circle), and counts the administrators
+//   among the rows it locked. Two nodes disabling the two last administrators take turns: the second's lock
+//   waits for the first's commit, and PostgreSQL then re-reads the row it waited on and drops it (no longer
+//   active), so the second counts one and refuses. A disable locks FOR NO KEY UPDATE, which does not block the foreign-key
+//   checks (FOR KEY SHARE) of other nodes inserting sessions, keys or links of those accounts; a deletion FOR
+//   UPDATE (its DELETE needs that of the target; those inserts wait for it, as they would for the DELETE).
 // - A key under the bound locks its account's row first (FOR NO KEY UPDATE), so two nodes making the last key
 //   of one account take turns and the second counts the first's key.
 // - A revoke is one UPDATE … WHERE revoked IS NULL: of two revokers one changes the row, the other finds it
@@ -79,17 +80,23 @@ export function postgresAccountStorage(sql: SQL): AccountStorage<TransactionSQL>
     )
 
   /**
-   * The named account locked for a disable or a deletion, after every active administrator's row (see the
-   * header), and the refusal when there is one.
+   * The named account locked for a disable or a deletion, with every active administrator's row (see the
+   * header), and the refusal when there is one. One statement locks them all in id order: locking the target
+   * after the administrators would take it out of order when it is not one of them (a disabled administrator
+   * enabled meanwhile), and two such changes could then wait on each other. A deletion locks FOR UPDATE from
+   * the start, so that it never has to strengthen a lock it holds.
    */
   async function lockForRemoval(tx: SQL, name: string, actorId: number | null, lock: 'FOR UPDATE' | 'FOR NO KEY UPDATE'): Promise<AccountRow | Refusal> {
-    const admins = await tx`SELECT id FROM accounts WHERE admin = 1 AND disabled IS NULL ORDER BY id FOR NO KEY UPDATE`
-    const [row] = await tx.unsafe(`SELECT ${ACCOUNT} FROM accounts WHERE name = $1 ${lock}`, [name])
-    if (!row) return { ok: false, reason: 'not_found' }
-    const a = account(row)
-    if (actorId === a.id) return { ok: false, reason: 'own_account', account: a }
-    if (a.admin === 1 && a.disabled === null && admins.length <= 1) return { ok: false, reason: 'last_admin', account: a }
-    return a
+    const rows: AccountRow[] = (
+      await tx.unsafe(`SELECT ${ACCOUNT} FROM accounts WHERE (admin = 1 AND disabled IS NULL) OR name = $1 ORDER BY id ${lock}`, [name])
+    ).map(account)
+    // The rows as they are now: one that waited for another node's commit was read again after it.
+    const target = rows.find((r) => r.name === name)
+    if (!target) return { ok: false, reason: 'not_found' }
+    if (actorId === target.id) return { ok: false, reason: 'own_account', account: target }
+    const admins = rows.filter((r) => r.admin === 1 && r.disabled === null).length
+    if (target.admin === 1 && target.disabled === null && admins <= 1) return { ok: false, reason: 'last_admin', account: target }
+    return target
   }
 
   const keyWhere = async (tx: SQL, id: number) =>
