@@ -13,11 +13,13 @@ import { sqliteAccountStorage, type AccountStorage, type NewKey } from '../src/a
 import type { Db } from '../src/db'
 import { postgresIdentityStorage } from '../src/oidc/identities-postgres'
 import { sqliteIdentityStorage, type IdentityStorage } from '../src/oidc/identities'
-import { engineHarness } from './support/engines'
+import { engineHarness, postgresTransaction, sqliteTransaction } from './support/engines'
 
 interface Node {
   accounts: AccountStorage<any>
   identities: IdentityStorage<any>
+  /** Runs `work` in a transaction of this node's connection, then commits (or rolls back); its result. */
+  inTransaction<T>(work: (tx: any) => Promise<T>, rollback?: boolean): Promise<T>
 }
 
 interface Engine {
@@ -39,7 +41,7 @@ async function sqliteEngine(): Promise<Engine> {
   return {
     node() {
       const db = connect()
-      return { accounts: sqliteAccountStorage(db), identities: sqliteIdentityStorage(db) }
+      return { accounts: sqliteAccountStorage(db), identities: sqliteIdentityStorage(db), inTransaction: (work, rollback) => sqliteTransaction(db, work, rollback) }
     },
     note: (tx: Db, text) => tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
     notes: async () => (main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]).map((r) => r.detail),
@@ -57,7 +59,7 @@ async function postgresEngine(): Promise<Engine> {
   return {
     node() {
       const p = pool()
-      return { accounts: postgresAccountStorage(p), identities: postgresIdentityStorage(p) }
+      return { accounts: postgresAccountStorage(p), identities: postgresIdentityStorage(p), inTransaction: (work, rollback) => postgresTransaction(p, work, rollback) }
     },
     note: (tx: SQL, text) => tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
     notes: async () => (await sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map((r: { detail: string }) => r.detail),
@@ -137,8 +139,13 @@ describe.each([
       expect(await a.accounts.count()).toBe(2)
       expect(await a.accounts.activeAdmins()).toBe(1)
 
-      await b.accounts.setLastSignin(account.id, T0 + 5)
+      // In the transaction of a sign-in's session: it goes, or stays, with it.
+      await b.inTransaction((tx) => b.accounts.setLastSignin(account.id, T0 + 4, tx), true)
+      expect((await a.accounts.accountById(account.id))!.last_signin).toBeNull()
+      await b.inTransaction((tx) => b.accounts.setLastSignin(account.id, T0 + 5, tx))
       expect((await a.accounts.accountById(account.id))!.last_signin).toBe(T0 + 5)
+      await a.accounts.setLastSignin(bob.id, T0 + 6)
+      expect((await b.accounts.accountById(bob.id))!.last_signin).toBe(T0 + 6)
 
       // Keys: the CLI's (no bound) and the dashboard's (under a bound), read every way.
       const withAccount = { account_name: 'alice', admin: 1, disabled: null }
@@ -178,7 +185,7 @@ describe.each([
       expect(await b.accounts.accountSummary(999_999)).toBeNull()
       expect(await b.accounts.accountPage(10, 0)).toEqual([
         aliceSummary,
-        { id: bob.id, name: 'bob', admin: 0, created: T0 + 1, disabled: null, last_signin: null, has_password: 0, sso: 0, links: 0, keys: 0, mailboxes: 0 },
+        { id: bob.id, name: 'bob', admin: 0, created: T0 + 1, disabled: null, last_signin: T0 + 6, has_password: 0, sso: 0, links: 0, keys: 0, mailboxes: 0 },
         { id: carol.id, name: 'carol', admin: 0, created: T0 + 40, disabled: null, last_signin: null, has_password: 0, sso: 1, links: 0, keys: 0, mailboxes: 0 },
       ])
       expect((await b.accounts.accountPage(1, 1)).map((r) => r.name)).toEqual(['bob'])

@@ -119,8 +119,8 @@ export function postgresAccountStorage(sql: SQL): AccountStorage<TransactionSQL>
       return r ? summary(r) : null
     },
     linkCount: async (accountId) => int((await sql`SELECT count(*) AS n FROM links WHERE account_id = ${accountId}`)[0].n),
-    async setLastSignin(accountId, at) {
-      await sql`UPDATE accounts SET last_signin = ${at} WHERE id = ${accountId}`
+    async setLastSignin(accountId, at, tx) {
+      await (tx ?? sql)`UPDATE accounts SET last_signin = ${at} WHERE id = ${accountId}`
     },
 
     async keyById(id) {

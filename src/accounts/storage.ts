@@ -57,7 +57,8 @@ export interface AccountStorage<Tx> {
   accountSummary(id: number): Promise<AccountSummaryRow | null>
   /** Links the account owns. */
   linkCount(accountId: number): Promise<number>
-  setLastSignin(accountId: number, at: number): Promise<void>
+  /** In `tx` when given: a sign-in sets it in the transaction of its session (SessionRows.create's `within`). */
+  setLastSignin(accountId: number, at: number, tx?: Tx): Promise<void>
 
   /** The key with its account, any state (null: none). */
   keyById(id: number): Promise<KeyWithAccount | null>
@@ -126,12 +127,17 @@ export interface AccountStorage<Tx> {
   revokeKey(id: number, now: number, within?: (tx: Tx, key: KeyWithAccount) => unknown): Promise<KeyWithAccount | null>
 }
 
-/** Whether a SQLite error is the UNIQUE constraint on accounts.name. */
-const nameTaken = (err: unknown) => err instanceof Error && err.message.includes('UNIQUE constraint failed: accounts.name')
+/** The account stores of each SQLite connection, prepared once (a `tx` is a connection inside db.transaction). */
+const stores = new WeakMap<Db, ReturnType<typeof createAccountStore>>()
+const storeOf = (db: Db) => {
+  let store = stores.get(db)
+  if (!store) stores.set(db, (store = createAccountStore(db)))
+  return store
+}
 
 /** The SQLite account store as it is, behind the async interface; each decision is the service's transaction of today. */
 export function sqliteAccountStorage(db: Db): AccountStorage<Db> {
-  const store = createAccountStore(db)
+  const store = storeOf(db)
 
   /** refusedChange of service.ts, on the rows read inside the transaction. */
   function refused(account: AccountRow, actorId: number | null): Refusal | null {
@@ -150,7 +156,7 @@ export function sqliteAccountStorage(db: Db): AccountStorage<Db> {
     accountPage: async (limit, offset) => store.accountPage(limit, offset),
     accountSummary: async (id) => store.accountSummary(id) ?? null,
     linkCount: async (accountId) => store.linkCount(accountId),
-    setLastSignin: async (accountId, at) => void store.setLastSignin(accountId, at),
+    setLastSignin: async (accountId, at, tx) => void storeOf(tx ?? db).setLastSignin(accountId, at),
 
     keyById: async (id) => store.keyById(id) ?? null,
     async activeKeyByHash(hash) {
@@ -164,20 +170,16 @@ export function sqliteAccountStorage(db: Db): AccountStorage<Db> {
     activeKeyCount: async (accountId) => store.activeKeyCount(accountId),
     touchKey: async (id, now) => void store.touchKey(id, now),
 
+    // One writer at a time: no other connection can commit the name between the check and the insert (a
+    // transaction whose snapshot another commit has made stale cannot write: SQLITE_BUSY_SNAPSHOT).
     async createAccount(input, within) {
-      try {
-        return db.transaction(() => {
-          if (store.accountByName(input.name)) return { ok: false as const, reason: 'name_taken' as const }
-          const account = store.insertAccount(input.name, input.passwordHash, input.admin, input.now)
-          const key = input.key ? insertKey(account.id, input.key, input.now) : null
-          within?.(db, account, key)
-          return { ok: true as const, account, key }
-        })()
-      } catch (err) {
-        // Another process (the CLI) committed the name between the check and the insert.
-        if (nameTaken(err)) return { ok: false, reason: 'name_taken' }
-        throw err
-      }
+      return db.transaction(() => {
+        if (store.accountByName(input.name)) return { ok: false as const, reason: 'name_taken' as const }
+        const account = store.insertAccount(input.name, input.passwordHash, input.admin, input.now)
+        const key = input.key ? insertKey(account.id, input.key, input.now) : null
+        within?.(db, account, key)
+        return { ok: true as const, account, key }
+      })()
     },
 
     async setDisabled(name, at, actorId, within) {
