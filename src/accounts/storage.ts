@@ -18,7 +18,11 @@
 //
 // The service still calls the synchronous store directly: it moves onto this interface when the services go
 // async. On SQLite each decision is the service's transaction of today (one writer: nothing runs between
-// the read and the write).
+// the read and the write). Not here yet: PRAGMA data_version, with which the service's key cache sees a
+// revoke made by another connection at the next request: PostgreSQL has nothing like it, so on that engine
+// the cache must be dropped or told of revokes, disables and edits on every node (LISTEN/NOTIFY), or a key
+// revoked on one node works on another for up to KEY_CACHE_MS. The audit rows that `within` writes need the
+// audit log's own PostgreSQL form (a recorder taking `tx`).
 import type { Db } from '../db'
 import { createAccountStore, type AccountRow, type AccountSummaryRow, type KeyRow, type KeyWithAccount } from './store'
 
