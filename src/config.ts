@@ -189,7 +189,7 @@ const secretString: Check = (v, key) => {
 const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full']
 
 /** Why a database URL is not one linkbox can use, or null. Never repeats the URL (it may hold a password). */
-function databaseUrlProblem(v: string): string | null {
+export function databaseUrlProblem(v: string): string | null {
   let u: URL
   try {
     u = new URL(v)

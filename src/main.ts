@@ -34,6 +34,8 @@ Usage:
                                                   the mail store, consistent while the service runs
   linkbox restore FILE [--force]                  put a backup into data_dir (the service stopped);
                                                   --force moves what is there to before-restore-<time>/
+  linkbox migrate --to URL                        copy this data_dir (the service stopped) into an
+                                                  empty PostgreSQL database, and check the copy
   linkbox ytdlp update [--from URL|FILE]          install a newer yt-dlp into data_dir/bin; the service
                                                   switches to it at its next extraction, no restart.
                                                   Default: the official release, checked against its
@@ -154,6 +156,20 @@ written.
 Options:
   --force                 data_dir is not empty: move what is there to data_dir/before-restore-<time>/
 ${CONFIG_OPTION}`,
+  migrate: `Usage: linkbox migrate --to URL [--config FILE]
+
+Copies the data_dir of the config (SQLite) into an empty PostgreSQL database: every table with its ids, the
+mail (its bytes go into the database) and the signing secret (signed links keep working), in one transaction,
+then compares the rows of every table and the sha256 of every message's bytes on both sides. Prints one line
+per table with its rows, and a last line with the totals and the time taken. Refused while a service runs on
+the data_dir and when the database holds any linkbox row; a failure, or any difference, leaves the database
+without a row (exit 1), and migrate can be run again. Afterwards set [database] url to the URL and start
+the nodes; the data_dir stays as it was.
+
+Options:
+  --to URL                postgres://user:password@host:port/database (?sslmode=… allowed); - reads it
+                          from stdin (kept out of the process list); default: the config's database.url
+${CONFIG_OPTION}`,
   ytdlp: `Usage: linkbox ytdlp update [--from URL|FILE]
 
 Installs a newer yt-dlp into data_dir/bin; the service switches to it at its next extraction, no restart.
@@ -194,6 +210,7 @@ const OPTION_VALUES: Record<string, string> = {
   account: 'an account name',
   format: 'a format (csv, shlink, kutt, yourls, bitly)',
   since: 'a date (YYYY-MM-DD) or a time (ISO 8601)',
+  to: 'a postgres:// URL, or - to read it from stdin',
 }
 
 /**
@@ -561,6 +578,18 @@ async function importCommand(config: Config, file: string, accountName: string, 
   }
 }
 
+/** `linkbox migrate --to URL`: the data_dir's SQLite database, mail and signing secret into PostgreSQL (db/postgres/copy.ts). */
+async function migrateCommand(config: Config, sub: string | undefined, to: string | undefined) {
+  if (sub !== undefined) throw new ConfigError('usage: linkbox migrate --to URL')
+  const url = to === '-' ? (await readStdin()).trim() : (to ?? config.database.url)
+  if (!url) throw new ConfigError('usage: linkbox migrate --to URL (or set [database] url in the config)')
+  const [{ databaseUrlProblem }, { copyToPostgres }] = await Promise.all([import('./config'), import('./db/postgres/copy')])
+  const problem = databaseUrlProblem(url)
+  if (problem) throw new ConfigError(`--to ${problem} (the value is not shown: it may hold a password)`)
+  await copyToPostgres(config, url, (line) => console.log(line))
+  return 0
+}
+
 export async function main(argv: string[]): Promise<number> {
   // Before anything else loads: node:util and node:net (config checks addresses) alone cost ~10 ms.
   if (argv.length === 1 && argv[0] === 'version') {
@@ -582,6 +611,7 @@ export async function main(argv: string[]): Promise<number> {
     'with-links': { type: 'boolean' },
     since: { type: 'string' },
     json: { type: 'boolean' },
+    to: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   } as const
   const parse = () => parseArgs({ args: argv, allowPositionals: true, strict: true, options })
@@ -626,6 +656,8 @@ export async function main(argv: string[]): Promise<number> {
     return findings.some((f) => f.verdict === 'FAIL') ? 1 : 0
   }
   const config = loadConfig(configPath)
+  // migrate reads the SQLite file in data_dir whatever database.url says: it is how data gets to PostgreSQL.
+  if (command === 'migrate') return migrateCommand(config, sub, values.to)
   // PostgreSQL (issue 22) has its schema, its doctor checks and its first store, not yet the service: a
   // command that went on would use the SQLite file in data_dir while the operator believes the data is in
   // PostgreSQL. Refused in one line instead, until the stores are all there; ytdlp uses no database.

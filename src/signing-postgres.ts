@@ -6,18 +6,19 @@ import type { SQL } from 'bun'
 import { randomBytes } from 'node:crypto'
 import { SECRET_BYTES, type SigningSecretSource } from './signing'
 
-const NAME = 'signing'
+/** The row of the signing secret in secrets (also what `migrate --to` writes data_dir/secrets/signing.key into). */
+export const SIGNING_SECRET_NAME = 'signing'
 
 export function postgresSigningSecret(sql: SQL): SigningSecretSource {
   const read = async (): Promise<Buffer | null> => {
-    const [row] = await sql`SELECT value FROM secrets WHERE name = ${NAME}`
+    const [row] = await sql`SELECT value FROM secrets WHERE name = ${SIGNING_SECRET_NAME}`
     return row ? Buffer.from(row.value as Uint8Array) : null
   }
   return async () => {
     // Read first: after the first start this is all a node does (no write, no lock).
     let secret = await read()
     if (!secret) {
-      await sql`INSERT INTO secrets (name, value, created) VALUES (${NAME}, ${randomBytes(SECRET_BYTES)}, ${Date.now()}) ON CONFLICT (name) DO NOTHING`
+      await sql`INSERT INTO secrets (name, value, created) VALUES (${SIGNING_SECRET_NAME}, ${randomBytes(SECRET_BYTES)}, ${Date.now()}) ON CONFLICT (name) DO NOTHING`
       secret = await read()
     }
     if (!secret) throw new Error('the signing secret could not be stored in the database')

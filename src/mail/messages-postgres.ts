@@ -70,25 +70,28 @@ const attachmentMeta = (r: any) => ({
 /** Thrown inside a delivery's transaction when no mailbox can take the message: rolls its bytes back. */
 class NoTaker extends Error {}
 
+/**
+ * One part's bytes as rows of at most CHUNK_BYTES; an empty part is one empty row (so it exists). Also what
+ * `migrate --to` (db/copy.ts) writes a SQLite data_dir's message with, so both write one layout.
+ */
+export async function writeBodyPart(tx: SQL, blob: string, part: number, data: Uint8Array) {
+  let seq = 0
+  for (let at = 0; at === 0 || at < data.length; at += CHUNK_BYTES)
+    await tx`INSERT INTO mail_bodies (blob, part, seq, data) VALUES (${blob}, ${part}, ${seq++}, ${data.subarray(at, at + CHUNK_BYTES)})`
+}
+
+/** A part held in a file (a message larger than spool's in-memory bound, a data_dir's blob): read one chunk at a time. */
+export async function writeBodyFile(tx: SQL, blob: string, part: number, path: string) {
+  const file = Bun.file(path)
+  const size = file.size
+  let seq = 0
+  for (let at = 0; at === 0 || at < size; at += CHUNK_BYTES) {
+    const data = new Uint8Array(await file.slice(at, at + CHUNK_BYTES).arrayBuffer())
+    await tx`INSERT INTO mail_bodies (blob, part, seq, data) VALUES (${blob}, ${part}, ${seq++}, ${data})`
+  }
+}
+
 export function postgresMessageStore(sql: SQL): MessageStore {
-  /** One part's bytes as rows of at most CHUNK_BYTES; an empty part is one empty row (so it exists). */
-  async function writePart(tx: SQL, blob: string, part: number, data: Uint8Array) {
-    let seq = 0
-    for (let at = 0; at === 0 || at < data.length; at += CHUNK_BYTES)
-      await tx`INSERT INTO mail_bodies (blob, part, seq, data) VALUES (${blob}, ${part}, ${seq++}, ${data.subarray(at, at + CHUNK_BYTES)})`
-  }
-
-  /** A raw message that arrived into a file (larger than spool's in-memory bound): read one chunk at a time. */
-  async function writeFilePart(tx: SQL, blob: string, part: number, path: string) {
-    const file = Bun.file(path)
-    const size = file.size
-    let seq = 0
-    for (let at = 0; at === 0 || at < size; at += CHUNK_BYTES) {
-      const data = new Uint8Array(await file.slice(at, at + CHUNK_BYTES).arrayBuffer())
-      await tx`INSERT INTO mail_bodies (blob, part, seq, data) VALUES (${blob}, ${part}, ${seq++}, ${data})`
-    }
-  }
-
   /** After the commit that deleted rows: the bytes of each blob no row names any more. A failure is left to sweepOrphans. */
   async function dropBytes(blobs: Iterable<string>) {
     for (const blob of new Set(blobs)) {
@@ -121,10 +124,10 @@ export function postgresMessageStore(sql: SQL): MessageStore {
       try {
         return await sql.begin(async (tx) => {
           // The bytes first, the locks after: a mailbox is held only while its rows are written.
-          await writePart(tx, blob, BODY_PART, Buffer.from(body))
-          if (taken.bytes) await writePart(tx, blob, RAW_PART, taken.bytes)
-          else await writeFilePart(tx, blob, RAW_PART, taken.file!)
-          for (let i = 0; i < parts.length; i++) await writePart(tx, blob, i + 1, parts[i]!)
+          await writeBodyPart(tx, blob, BODY_PART, Buffer.from(body))
+          if (taken.bytes) await writeBodyPart(tx, blob, RAW_PART, taken.bytes)
+          else await writeBodyFile(tx, blob, RAW_PART, taken.file!)
+          for (let i = 0; i < parts.length; i++) await writeBodyPart(tx, blob, i + 1, parts[i]!)
           const boxes = await tx`SELECT * FROM mailboxes WHERE id IN ${tx(ids)} ORDER BY id FOR NO KEY UPDATE`
           const out: StoredMessage[] = []
           for (const box of boxes.map(mailbox)) {
