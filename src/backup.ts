@@ -55,7 +55,7 @@ export interface Manifest {
   files: ManifestFile[]
 }
 
-const BLOCK = 512
+export const BLOCK = 512
 const CHUNK = 1024 * 1024
 /** What an archive may hold: the database, the secrets and the mail store; nothing else is ever written. */
 const ALLOWED = /^(linkbox\.db|secrets\/[A-Za-z0-9._-]+|mail\/[0-9a-f]{2}\/[0-9a-f]{32}\/[A-Za-z0-9._-]+)$/
@@ -74,7 +74,7 @@ function octal(value: number, width: number): string {
   return value.toString(8).padStart(width - 1, '0') + '\0'
 }
 
-function header(path: string, size: number, mtime: number): Buffer {
+export function header(path: string, size: number, mtime: number): Buffer {
   const h = Buffer.alloc(BLOCK)
   // Names up to 100 bytes go in `name`; longer ones (none of ours today) are split at a slash into `prefix`.
   let name = path
@@ -108,7 +108,7 @@ const cString = (buf: Buffer, start: number, length: number) => {
   return field.subarray(0, end < 0 ? length : end).toString('utf8')
 }
 
-interface TarEntry {
+export interface TarEntry {
   path: string
   size: number
   /** Where the entry's bytes start in the archive file. */
@@ -142,7 +142,7 @@ function listTar(fd: number, total: number, file: string): TarEntry[] {
 }
 
 /** Copies `size` bytes at `offset` of fd to `out` (a fd, or null to only hash); returns their sha256. */
-function copyRange(fd: number, offset: number, size: number, out: number | null): string {
+export function copyRange(fd: number, offset: number, size: number, out: number | null): string {
   const hash = createHash('sha256')
   const buf = Buffer.alloc(Math.min(CHUNK, Math.max(size, 1)))
   let done = 0
@@ -156,12 +156,12 @@ function copyRange(fd: number, offset: number, size: number, out: number | null)
   return hash.digest('hex')
 }
 
-function writeAll(fd: number, data: Uint8Array) {
+export function writeAll(fd: number, data: Uint8Array) {
   let done = 0
   while (done < data.length) done += writeSync(fd, data, done, data.length - done)
 }
 
-function fsyncDir(path: string) {
+export function fsyncDir(path: string) {
   const fd = openSync(path, 'r')
   try {
     fsyncSync(fd)
@@ -340,7 +340,7 @@ export async function runningService(config: Config): Promise<string | null> {
 // ---- restore
 
 /** Reads and checks FILE completely (tar, manifest, every sha256); nothing is written. */
-function readArchive(fd: number, file: string): { manifest: Manifest; entries: Map<string, TarEntry> } {
+export function readArchive(fd: number, file: string): { manifest: Manifest; entries: Map<string, TarEntry> } {
   const total = statSync(file).size
   const list = listTar(fd, total, file)
   const entries = new Map<string, TarEntry>()
@@ -449,7 +449,7 @@ export async function restoreBackup(config: Config, file: string, opts: { force?
 }
 
 /** integrity_check, and a schema this linkbox knows (older ones are migrated by the next start). */
-function checkDatabase(path: string, file: string) {
+export function checkDatabase(path: string, file: string) {
   let db: Database | undefined
   try {
     db = new Database(path) // read-write: a WAL-mode file needs its -shm even to be read; it exists, so nothing is created

@@ -144,14 +144,16 @@ ${CONFIG_OPTION}`,
   backup: `Usage: linkbox backup FILE
 
 Writes one archive (tar, mode 0600) of the database, the secrets and the mail store, consistent while the
-service runs. FILE must not exist yet.
+service runs. FILE must not exist yet. With database.url: the same archive, its database copied from one
+snapshot of PostgreSQL into a SQLite file, so that it restores into either engine.
 
 Options:
 ${CONFIG_OPTION}`,
   restore: `Usage: linkbox restore FILE [--force]
 
 Puts a backup into data_dir, with the service stopped. The whole archive is checked before anything is
-written.
+written. With database.url: into that database, which must be empty (as linkbox migrate --to copies), from
+a backup of either engine.
 
 Options:
   --force                 data_dir is not empty: move what is there to data_dir/before-restore-<time>/
@@ -660,8 +662,9 @@ export async function main(argv: string[]): Promise<number> {
   if (command === 'migrate') return migrateCommand(config, sub, values.to)
   // PostgreSQL (issue 22) has its schema, its doctor checks and its first store, not yet the service: a
   // command that went on would use the SQLite file in data_dir while the operator believes the data is in
-  // PostgreSQL. Refused in one line instead, until the stores are all there; ytdlp uses no database.
-  if (config.database.url && command !== 'ytdlp')
+  // PostgreSQL. Refused in one line instead, until the stores are all there; ytdlp uses no database, and
+  // backup and restore have their PostgreSQL form (backup-postgres.ts).
+  if (config.database.url && command !== 'ytdlp' && command !== 'backup' && command !== 'restore')
     throw new ConfigError(
       'database.url: running on PostgreSQL is not finished yet; leave database.url empty to use SQLite in data_dir (`linkbox doctor` already checks the PostgreSQL connection, server and schema)',
     )
@@ -705,6 +708,12 @@ export async function main(argv: string[]): Promise<number> {
       return importCommand(config, sub, values.account, values.format ?? 'csv')
     case 'backup': {
       if (!sub || arg) throw new ConfigError('usage: linkbox backup FILE')
+      if (config.database.url) {
+        const { writePostgresBackup } = await import('./backup-postgres')
+        const manifest = await writePostgresBackup(config, sub)
+        console.log(`backup written to ${sub}: linkbox.db (schema ${manifest.schema}, copied from PostgreSQL) and ${manifest.files.length - 1} files`)
+        return 0
+      }
       const { writeBackup } = await import('./backup')
       const manifest = writeBackup(config, sub)
       console.log(`backup written to ${sub}: linkbox.db (schema ${manifest.schema}) and ${manifest.files.length - 1} files`)
@@ -712,6 +721,13 @@ export async function main(argv: string[]): Promise<number> {
     }
     case 'restore': {
       if (!sub || arg) throw new ConfigError('usage: linkbox restore FILE [--force]')
+      if (config.database.url) {
+        if (values.force) throw new ConfigError('--force moves a data_dir aside; restore into PostgreSQL (database.url) needs an empty database instead')
+        const [{ restoreToPostgres }, { redactDatabaseUrl }] = await Promise.all([import('./backup-postgres'), import('./config')])
+        const manifest = await restoreToPostgres(config, sub, (line) => console.log(line))
+        console.log(`restored ${sub} (made by linkbox ${manifest.version} on ${manifest.created}, schema ${manifest.schema}) into ${redactDatabaseUrl(config.database.url)}`)
+        return 0
+      }
       const { restoreBackup } = await import('./backup')
       const manifest = await restoreBackup(config, sub, { force: !!values.force })
       console.log(`restored ${sub} (made by linkbox ${manifest.version} on ${manifest.created}, schema ${manifest.schema}) into ${config.data_dir}`)

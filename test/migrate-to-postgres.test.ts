@@ -305,7 +305,7 @@ describe('a data_dir made by the real service, copied into PostgreSQL', () => {
       expect(r.code).toBe(1)
       expect(r.stdout).toBe('')
       expect(r.stderr).toContain(`linkbox: migrate: ${redacted(migratedUrl)} is not empty (rows in accounts, api_keys, audit_log`)
-      expect(r.stderr).toContain('migrate copies into an empty database only')
+      expect(r.stderr).toContain('the copy goes into an empty database only')
       expect(r.stderr.trim().split('\n').length).toBe(1)
       expect((await sql`SELECT count(*) AS n FROM links`)[0].n).toBe(before)
     } finally {
@@ -390,6 +390,114 @@ describe('a data_dir made by the real service, copied into PostgreSQL', () => {
       expect((await sql`SELECT count(*)::int AS n FROM webhook_deliveries`)[0].n).toBe(expected)
     } finally {
       await sql.close()
+    }
+  })
+})
+
+describe('backup and restore with database.url: one archive for either engine', () => {
+  let source: TestConfig
+  let url = ''
+  let archive = ''
+
+  test('backup copies the database (one snapshot) into the archive\'s linkbox.db, the mail bytes and the key into its files', async () => {
+    // A data_dir made by the real service (links, clicks, a message over SMTP), migrated into PostgreSQL.
+    source = writeConfig(tempDir('linkbox-pgbackup-'), { mail: { smtp_host: '127.0.0.1', smtp_port: await freePort(), domains: [DOMAIN] } })
+    dirs.push(source.dir)
+    const key = await createAccount(source.configPath, 'bob')
+    const server = await startServer({ config: source })
+    try {
+      for (const deadline = Date.now() + 15_000; !/SMTP on \S+:\d+ for /.test(server.stdout()); await Bun.sleep(20))
+        if (Date.now() > deadline) throw new Error(`no SMTP line\n${server.stdout()}\n${server.stderr()}`)
+      const made = await apiPost(server.url, 'getLink.json', { url: 'https://example.org/b', tags: 'x' }, { 'x-api-key': key })
+      await fetch(`${server.url}/${made.body.return.hex}`, { redirect: 'manual', headers: { 'user-agent': CHROME_UA } })
+      const address = ((await (await fetch(`${server.url}/api/mailbox.json?address=box`, { headers: { 'x-api-key': key } })).json()) as any).return.address
+      const smtp = nodemailer.createTransport({ host: '127.0.0.1', port: Number(server.stdout().match(/SMTP on \S+:(\d+) for /)![1]), secure: false, ignoreTLS: true } as any)
+      await smtp.sendMail({ from: 'a@example.org', to: address, subject: 's', text: 'hi', attachments: [{ filename: 'a.bin', content: randomBytes(CHUNK_BYTES + 10) }] })
+      smtp.close()
+      for (let i = 0; ; i++) {
+        if ((await apiPost(server.url, 'stats.json', { code: made.body.return.hex }, { 'x-api-key': key })).body.return?.clicks === 1) break
+        if (i > 100) throw new Error('clicks not flushed')
+        await Bun.sleep(100)
+      }
+    } finally {
+      expect(await server.stop()).toBe(0)
+    }
+    url = withPassword(await pg.createDatabase())
+    expect((await migrate(source, url)).code).toBe(0)
+
+    const onPg = writeConfig(tempDir('linkbox-pgbackup-'), { database: { url } })
+    dirs.push(onPg.dir)
+    archive = join(onPg.dir, 'pg.tar')
+    const r = await runCli(['backup', archive, '--config', onPg.configPath], { timeoutMs: 60_000 })
+    expect(r.stderr).toBe('')
+    expect(r.code).toBe(0)
+    expect(r.stdout).toMatch(/^backup written to .*pg\.tar: linkbox\.db \(schema \d+, copied from PostgreSQL\) and 4 files\n$/) // raw.eml, body.json, 1.bin, signing.key
+    expect(r.stdout + r.stderr).not.toContain(PASSWORD)
+  })
+
+  test('restored into SQLite: every table as on PostgreSQL, the mail readable, the key the same', async () => {
+    const target = writeConfig(tempDir('linkbox-pgbackup-'))
+    dirs.push(target.dir)
+    const r = await runCli(['restore', archive, '--config', target.configPath], { timeoutMs: 60_000 })
+    expect(r.stderr).toBe('')
+    expect(r.code).toBe(0)
+    const lite = new Database(join(target.dataDir, 'linkbox.db'), { readonly: true })
+    const sql = new Bun.SQL(url, { max: 1 })
+    try {
+      const keys = primaryKeys(lite)
+      for (const t of Object.keys(keys).filter((t) => !['mail_inline', 'mail_inline_parts', 'mail_bodies', 'secrets'].includes(t)))
+        expect({ [t]: liteTable(lite, t, keys[t]!) }).toEqual({ [t]: await pgTable(sql, t, keys[t]!) })
+      expect(liteTable(lite, 'links', ['id']).length).toBe(1)
+      // Ids: SQLite goes on after PostgreSQL's last one.
+      const [{ last_value }] = await sql`SELECT last_value FROM links_id_seq`
+      expect((lite.query("SELECT seq FROM sqlite_sequence WHERE name = 'links'").get() as { seq: number }).seq).toBe(Number(last_value))
+      expect(loadSigningSecret(target.dataDir).equals(await postgresSigningSecret(sql)())).toBe(true)
+      const db = openDatabase(join(target.dataDir, 'linkbox.db'))
+      try {
+        const mail = sqliteMessageStore(db, createSpool(target.dataDir))
+        const pgMail = postgresMessageStore(sql)
+        const [m] = await mail.list((await mail.mailboxByAddress(`box@${DOMAIN}`))!.id, 0, 10)
+        const row = (await mail.message(m!.id))!
+        expect(await mail.body(row.blob)).toEqual(await pgMail.body(row.blob))
+        for (const part of [0, 1]) expect((await readAll(await mail.bytes(row.blob, part))).equals(await readAll(await pgMail.bytes(row.blob, part)))).toBe(true)
+      } finally {
+        db.close()
+      }
+    } finally {
+      lite.close()
+      await sql.close()
+    }
+  })
+
+  test('restored into another PostgreSQL database: every table and every chunk as on the first; a non-empty one refused', async () => {
+    const other = withPassword(await pg.createDatabase())
+    const target = writeConfig(tempDir('linkbox-pgbackup-'), { database: { url: other } })
+    dirs.push(target.dir)
+    const r = await runCli(['restore', archive, '--config', target.configPath], { timeoutMs: 60_000 })
+    expect(r.stderr).toBe('')
+    expect(r.code).toBe(0)
+    expect(r.stdout.trimEnd().split('\n').at(-1)).toMatch(new RegExp(`^restored .*pg\\.tar \\(made by linkbox .*\\) into ${redacted(other).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`))
+    expect(r.stdout).not.toContain(PASSWORD)
+    const a = new Bun.SQL(url, { max: 1 })
+    const b = new Bun.SQL(other, { max: 1 })
+    try {
+      const lite = new Database(join(source.dataDir, 'linkbox.db'), { readonly: true })
+      const keys = primaryKeys(lite)
+      lite.close()
+      for (const t of Object.keys(keys).filter((t) => t !== 'secrets')) expect({ [t]: await pgTable(b, t, keys[t]!) }).toEqual({ [t]: await pgTable(a, t, keys[t]!) })
+      expect((await pgTable(b, 'mail_bodies', keys.mail_bodies!)).length).toBe(5) // body, raw (two chunks), attachment (two chunks)
+      expect((await b`SELECT value FROM secrets`)[0].value).toEqual((await a`SELECT value FROM secrets`)[0].value)
+
+      // Into a database that holds rows: refused, nothing changes; --force is for a data_dir only.
+      const again = await runCli(['restore', archive, '--config', target.configPath], { timeoutMs: 60_000 })
+      expect(again.code).toBe(1)
+      expect(again.stderr).toContain(`linkbox: restore: ${redacted(other)} is not empty (rows in `)
+      const forced = await runCli(['restore', archive, '--force', '--config', target.configPath])
+      expect(forced.code).toBe(2)
+      expect(forced.stderr).toBe('linkbox: --force moves a data_dir aside; restore into PostgreSQL (database.url) needs an empty database instead\n')
+    } finally {
+      await a.close()
+      await b.close()
     }
   })
 })

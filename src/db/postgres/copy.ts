@@ -290,7 +290,7 @@ export async function copyToPostgres(config: Config, url: string, log: (line: st
       const linkboxTables = [...columns.keys()]
       const busy = await nonEmpty(pg.sql, linkboxTables)
       if (busy.length > 0)
-        throw new Refusal(`migrate: ${target} is not empty (rows in ${busy.slice(0, 5).join(', ')}${busy.length > 5 ? ', …' : ''}); migrate copies into an empty database only`)
+        throw new Refusal(`migrate: ${target} is not empty (rows in ${busy.slice(0, 5).join(', ')}${busy.length > 5 ? ', …' : ''}); the copy goes into an empty database only`)
       for (const special of ['mail_bodies', 'secrets'])
         if (db.query(`SELECT 1 FROM ${q(special)} LIMIT 1`).get())
           throw new Refusal(`migrate: the SQLite table ${special} holds rows, which SQLite mode never writes; this copy does not know what they are`)
@@ -305,7 +305,7 @@ export async function copyToPostgres(config: Config, url: string, log: (line: st
           await tx.unsafe(`LOCK TABLE ${linkboxTables.filter((t) => !exclusive.has(t)).map(q).join(', ')} IN EXCLUSIVE MODE`)
           await tx.unsafe(`LOCK TABLE ${[...exclusive].map(q).join(', ')} IN ACCESS EXCLUSIVE MODE`)
           const late = await nonEmpty(tx, linkboxTables)
-          if (late.length > 0) throw new Refusal(`migrate: ${target} got rows in ${late.join(', ')} meanwhile; migrate copies into an empty database only`)
+          if (late.length > 0) throw new Refusal(`migrate: ${target} got rows in ${late.join(', ')} meanwhile; the copy goes into an empty database only`)
           for (const d of DERIVING_TRIGGERS) await tx.unsafe(`ALTER TABLE ${q(d.table)} DISABLE TRIGGER ${q(d.trigger)}`)
 
           const tables: CopyResult['tables'] = []
@@ -357,3 +357,66 @@ export async function copyToPostgres(config: Config, url: string, log: (line: st
     db.close()
   }
 }
+
+// ---- the reverse: PostgreSQL → a fresh SQLite file (backup in PostgreSQL mode: the archive's linkbox.db)
+
+/**
+ * Copies every table of the PostgreSQL transaction `tx` (a REPEATABLE READ snapshot) into `db`, a SQLite file
+ * just made at this binary's schema: the same plan and order as above, rows in pages, the counter triggers
+ * dropped for the copy and made again from their own SQL, sqlite_sequence set from the identities so that a
+ * SQLite service never gives an id PostgreSQL gave. Message bytes and secrets are the caller's (they go into
+ * the archive as files). Checked: the rows of every table counted on both sides.
+ */
+export async function copyIntoSqlite(tx: SQL, db: Db): Promise<{ name: string; rows: number }[]> {
+  const plans = planTables(db, await targetColumns(tx))
+  const triggers = db
+    .query(`SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN (${DERIVING_TRIGGERS.map(() => '?').join(', ')})`)
+    .all(...DERIVING_TRIGGERS.map((d) => d.trigger)) as { name: string; sql: string }[]
+  if (triggers.length !== DERIVING_TRIGGERS.length) throw new Refusal(`backup: the SQLite schema lacks the triggers ${DERIVING_TRIGGERS.map((d) => d.trigger).join(', ')}`)
+  const tables: { name: string; rows: number }[] = []
+  db.exec('BEGIN IMMEDIATE')
+  try {
+    for (const t of triggers) db.exec(`DROP TRIGGER ${q(t.name)}`)
+    for (const plan of plans) {
+      const cols = plan.columns.map(q).join(', ')
+      const key = plan.primaryKey.map(q).join(', ')
+      const insert = db.query(`INSERT INTO ${q(plan.name)} (${cols}) VALUES (${plan.columns.map(() => '?').join(', ')})`)
+      let rows = 0
+      let last: Record<string, unknown> | null = null
+      for (;;) {
+        const where = last === null ? '' : `WHERE (${key}) > (${plan.primaryKey.map((k, i) => `$${i + 1}::${plan.types[plan.columns.indexOf(k)]}`).join(', ')})`
+        const page = (await tx.unsafe(`SELECT ${cols} FROM ${q(plan.name)} ${where} ORDER BY ${key} LIMIT ${PAGE_ROWS}`, last === null ? [] : plan.primaryKey.map((k) => last![k]))) as Record<string, unknown>[]
+        for (const row of page) insert.run(...(plan.columns.map((c) => row[c] ?? null) as any[]))
+        rows += page.length
+        if (page.length < PAGE_ROWS) break
+        last = page[page.length - 1]!
+      }
+      const [there] = await tx.unsafe(`SELECT count(*) AS n FROM ${q(plan.name)}`)
+      const [here] = db.query(`SELECT count(*) AS n FROM ${q(plan.name)}`).all() as { n: number }[]
+      if (Number(there.n) !== rows || here!.n !== rows)
+        throw new Refusal(`backup: the table ${plan.name} has ${there.n} rows on PostgreSQL, ${rows} were copied and SQLite counts ${here!.n}`)
+      tables.push({ name: plan.name, rows })
+      if (plan.identity) {
+        const [seq] = await tx.unsafe(`SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS n FROM ${await sequenceOf(tx, plan)}`)
+        // SQLite keeps one row per table there (made by the first insert): raised, or made when the table is empty.
+        const given = BigInt(seq.n)
+        if (given > 0n && db.query('UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = ?').run(given, plan.name).changes === 0)
+          db.query('INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)').run(plan.name, given)
+      }
+    }
+    for (const t of triggers) db.exec(t.sql)
+    db.exec('COMMIT')
+  } catch (err) {
+    if (db.inTransaction) db.exec('ROLLBACK')
+    throw err
+  }
+  return tables
+}
+
+/** The sequence behind a table's identity column, as a name fit for SQL. */
+async function sequenceOf(tx: SQL, plan: TablePlan): Promise<string> {
+  const [row] = await tx`SELECT pg_get_serial_sequence(${q(plan.name)}, ${plan.identity}) AS name`
+  if (!row?.name) throw new Refusal(`backup: the identity of ${plan.name}.${plan.identity} has no sequence`)
+  return row.name as string
+}
+
