@@ -12,6 +12,8 @@ import { join } from 'node:path'
 import nodemailer from 'nodemailer'
 import { sqliteClickCounts } from '../src/clicks/counts'
 import { postgresClickCounts } from '../src/clicks/counts-postgres'
+import { restoreBackup } from '../src/backup'
+import { writePostgresBackup } from '../src/backup-postgres'
 import { buildConfig } from '../src/config'
 import { openDatabase } from '../src/db'
 import { openPostgres } from '../src/db/postgres'
@@ -392,6 +394,42 @@ describe('a data_dir made by the real service, copied into PostgreSQL', () => {
       await sql.close()
     }
   })
+  test('the checks can fail: a row that does not arrive, or bytes that arrive changed, stop the copy (exit 1, no row kept)', async () => {
+    const lite = new Database(join(config.dataDir, 'linkbox.db'), { readonly: true })
+    const audits = (lite.query('SELECT count(*) AS n FROM audit_log').get() as { n: number }).n
+    lite.close()
+    // A trigger that silently drops one audit row: the INSERT succeeds, the count does not match.
+    const dropping = withPassword(await pg.createDatabase())
+    await (await openPostgres(dropping)).close()
+    const a = new Bun.SQL(dropping, { max: 1 })
+    try {
+      await a.unsafe(`
+        CREATE FUNCTION skip_one() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.id = 1 THEN RETURN NULL; END IF; RETURN NEW; END $$;
+        CREATE TRIGGER skip_one BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION skip_one();`)
+      const r = await migrate(config, dropping)
+      expect(r.code).toBe(1)
+      expect(r.stdout).toBe('')
+      expect(r.stderr).toBe(`linkbox: migrate: the table audit_log has ${audits} rows on SQLite, ${audits} were copied and PostgreSQL counts ${audits - 1}; nothing was copied into ${redacted(dropping)} (one transaction: fix the cause and run migrate again)\n`)
+      expect(await tablesWithRows(a)).toEqual([])
+    } finally {
+      await a.close()
+    }
+    // A trigger that changes a byte of every chunk written: the read-back hashes differ.
+    const changing = withPassword(await pg.createDatabase())
+    await (await openPostgres(changing)).close()
+    const b = new Bun.SQL(changing, { max: 1 })
+    try {
+      await b.unsafe(`
+        CREATE FUNCTION flip() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF length(NEW.data) > 0 THEN NEW.data := set_byte(NEW.data, 0, 255 - get_byte(NEW.data, 0)); END IF; RETURN NEW; END $$;
+        CREATE TRIGGER flip BEFORE INSERT ON mail_bodies FOR EACH ROW EXECUTE FUNCTION flip();`)
+      const r = await migrate(config, changing)
+      expect(r.code).toBe(1)
+      expect(r.stderr).toMatch(/^linkbox: migrate: the bytes of message [0-9a-f]{32} read back from PostgreSQL differ from data_dir's \(\d+ chunks there, \d+ here\); nothing was copied into /)
+      expect(await tablesWithRows(b)).toEqual([])
+    } finally {
+      await b.close()
+    }
+  })
 })
 
 describe('backup and restore with database.url: one archive for either engine', () => {
@@ -533,6 +571,21 @@ describe('tables in pages, unknown tables, ids past SQLite’s sequence (in-proc
       expect(pgDays).toEqual(liteDays)
       expect(pgDays).toContain('1 2026-10-01 9007199254740993 {}')
       expect(Number((await sql`SELECT links FROM link_counts WHERE owner = 0`)[0].links)).toBe(n) // copied, not counted twice by the trigger
+
+      // The reverse copy (backup with database.url) pages the same way: back into SQLite, equal to the start.
+      const archive = join(liteDir().dir, 'back.tar')
+      await writePostgresBackup(buildConfig({ data_dir: liteDir().dir, server: { port: 0 }, database: { url } }), archive)
+      const restored = liteDir().dir
+      await restoreBackup(buildConfig({ data_dir: restored, server: { port: 0 } }), archive)
+      const back = new Database(join(restored, 'linkbox.db'), { readonly: true })
+      try {
+        expect(liteTable(back, 'links', ['id'])).toEqual(liteTable(lite, 'links', ['id']))
+        expect(liteTable(back, 'link_counts', ['owner'])).toEqual(liteTable(lite, 'link_counts', ['owner']))
+        const backDays = (back.query('SELECT link_id, day, clicks, dims FROM click_days ORDER BY link_id, day').safeIntegers(true).all() as any[]).map((r) => `${r.link_id} ${r.day} ${r.clicks} ${r.dims}`)
+        expect(backDays).toEqual(liteDays)
+      } finally {
+        back.close()
+      }
     } finally {
       lite.close()
       await sql.close()
