@@ -1,5 +1,5 @@
 #!/usr/bin/env bun
-// The command line: serve, account, key, import, doctor, backup, ytdlp update, webhook, audit, version. Each command builds what it needs from the config.
+// The command line: serve, account, key, import, doctor, backup, restore, migrate, ytdlp update, webhook, audit, version. Each command builds what it needs from the config.
 // Every change a command makes is written to the audit log as the actor "cli" (audit/service.ts CLI).
 //
 // Only what every command needs is imported here. The rest is loaded by the command that uses it

@@ -394,6 +394,29 @@ describe('a data_dir made by the real service, copied into PostgreSQL', () => {
       await sql.close()
     }
   })
+  test('a table another session holds locked: the copy waits 10 s at most, then says so; nothing kept', async () => {
+    const url = withPassword(await pg.createDatabase())
+    await (await openPostgres(url)).close()
+    const sql = new Bun.SQL(url, { max: 2 })
+    const holder = await sql.reserve()
+    try {
+      await holder`BEGIN`
+      await holder`LOCK TABLE audit_log IN ROW EXCLUSIVE MODE` // what an open INSERT holds
+      const started = Date.now()
+      const r = await migrate(config, url)
+      expect(Date.now() - started).toBeGreaterThanOrEqual(10_000)
+      expect(r.code).toBe(1)
+      expect(r.stderr).toBe(
+        `linkbox: migrate: another session holds a lock on a table of the database for longer than 10s (a node running on it, or an open transaction?): canceling statement due to lock timeout (SQLSTATE 55P03); nothing was copied into ${redacted(url)} (one transaction: fix the cause and run migrate again)\n`,
+      )
+      await holder`ROLLBACK`
+      expect(await tablesWithRows(sql)).toEqual([])
+    } finally {
+      holder.release()
+      await sql.close()
+    }
+  })
+
   test('the checks can fail: a row that does not arrive, or bytes that arrive changed, stop the copy (exit 1, no row kept)', async () => {
     const lite = new Database(join(config.dataDir, 'linkbox.db'), { readonly: true })
     const audits = (lite.query('SELECT count(*) AS n FROM audit_log').get() as { n: number }).n

@@ -349,7 +349,12 @@ export async function copyToPostgres(config: Config, url: string, log: (line: st
       }
     } catch (err) {
       const postgres = String((err as { code?: unknown } | null)?.code ?? '').startsWith('ERR_POSTGRES')
-      const why = err instanceof Refusal ? err.message.replace(/^migrate: /, '') : postgres ? pgReason(err) : storageReason(err)
+      const locked = (err as { errno?: unknown }).errno === '55P03'
+      const why =
+        err instanceof Refusal ? err.message.replace(/^migrate: /, '')
+        : locked ? `another session holds a lock on a table of the database for longer than ${LOCK_TIMEOUT} (a node running on it, or an open transaction?): ${pgReason(err)}`
+        : postgres ? pgReason(err)
+        : storageReason(err)
       throw new Refusal(`migrate: ${why}; nothing was copied into ${target} (one transaction: fix the cause and run migrate again)`)
     }
   } finally {
