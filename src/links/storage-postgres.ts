@@ -14,7 +14,7 @@
 //
 // Pattern matching is ILIKE with the same escape as SQLite's LIKE (a backslash): on COLLATE "C" text it folds
 // ASCII letters only, as SQLite's LIKE does, so both engines find the same rows.
-import type { SQL } from 'bun'
+import type { SQL, TransactionSQL } from 'bun'
 import { CODE_TAKEN, GONE, REFUSED, type LinkStorage, type MatchingPage, type RemovedLink } from './storage'
 import type { LinkRow } from './store'
 
@@ -43,7 +43,7 @@ const link = (r: any): LinkRow => ({
 })
 const links = (rows: any[]) => rows.map(link)
 
-export function postgresLinkStorage(sql: SQL): LinkStorage<SQL> {
+export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
   /** The link's tags replaced, in `tx` (whose caller holds the link's row lock). */
   async function replaceTags(tx: SQL, linkId: number, accountId: number | null, tags: readonly string[]) {
     await tx`DELETE FROM link_tags WHERE link_id = ${linkId}`
