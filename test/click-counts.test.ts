@@ -3,9 +3,23 @@
 // needs from it: increments add up (days, months, the link's totals, the names), a deleted link's clicks are
 // dropped, and two writers on two connections flushing the same links at once give exactly the sum.
 import { describe, expect, test } from 'bun:test'
+import { MAX_NAMES, OTHER } from '../src/clicks/classify'
 import { sqliteClickCounts, type ClickCounts } from '../src/clicks/counts'
 import { postgresClickCounts } from '../src/clicks/counts-postgres'
-import { bump, DAY_MS, newDayCounts, parseDims, type ClickBatch } from '../src/clicks/store'
+import {
+  bump,
+  DAY_MS,
+  DIMENSIONS,
+  EXTRA_DIMENSIONS,
+  MONTH_NAMES,
+  newDayCounts,
+  parseDims,
+  PartialWrite,
+  type ClickBatch,
+  type ClickEvent,
+  type DimNames,
+  type EncodedBatch,
+} from '../src/clicks/store'
 import { engineHarness } from './support/engines'
 
 /** What the suite needs of an engine: a fresh database, the store on one or two connections, and its rows. */
@@ -16,6 +30,15 @@ interface Engine {
   deleteLink(id: number): Promise<void>
   totals(id: number): Promise<{ clicks: number; bots: number }>
   row(table: 'click_days' | 'click_months', id: number, key: string): Promise<{ clicks: number; bots: number; dims: string } | null>
+  /** `n` links named `${prefix}0` … owned by `accountId` (null: none), their ids in order. */
+  links(prefix: string, n: number, accountId?: number | null): Promise<number[]>
+  account(name: string): Promise<number>
+  /** An enabled webhook endpoint of the account subscribed to `events` (comma-separated). */
+  endpoint(accountId: number, events: string): Promise<number>
+  /** The webhook events written (with their pending deliveries). */
+  events(): Promise<{ account_id: number; type: string; payload: string; deliveries: number }[]>
+  /** From now on, a transaction that writes a click_days row of this link fails (a trigger); null: none fails. */
+  failOn(linkId: number | null): Promise<void>
   close(): Promise<void>
 }
 
@@ -30,6 +53,20 @@ async function sqliteEngine(): Promise<Engine> {
     deleteLink: async (id) => void main.query('DELETE FROM links WHERE id = ?').run(id),
     totals: async (id) => main.query('SELECT clicks, bots FROM links WHERE id = ?').get(id) as { clicks: number; bots: number },
     row: async (table, id, key) => num(main.query(`SELECT clicks, bots, dims FROM ${table} WHERE link_id = ?1 AND ${table === 'click_days' ? 'day' : 'month'} = ?2`).get(id, key)),
+    links: async (prefix, n, accountId = null) => {
+      const insert = main.query("INSERT INTO links (code, long_url, account_id, created, updated) VALUES (?, 'https://example.com/', ?, 0, 0) RETURNING id")
+      return main.transaction(() => Array.from({ length: n }, (_, i) => Number((insert.get(`${prefix}${i}`, accountId) as { id: number }).id)))()
+    },
+    account: async (name) => Number((main.query('INSERT INTO accounts (name, created) VALUES (?, 0) RETURNING id').get(name) as { id: number }).id),
+    endpoint: async (accountId, events) =>
+      Number((main.query("INSERT INTO webhook_endpoints (account_id, url, events, secret, created) VALUES (?, 'https://hooks.example.com/in', ?, 'whsec_x', 0) RETURNING id").get(accountId, events) as { id: number }).id),
+    events: async () =>
+      main.query('SELECT account_id, type, payload, (SELECT count(*) FROM webhook_deliveries d WHERE d.event_id = e.id) AS deliveries FROM webhook_events e ORDER BY id').all() as any,
+    failOn: async (linkId) => {
+      main.exec('DROP TRIGGER IF EXISTS fail_clicks')
+      if (linkId !== null)
+        main.exec(`CREATE TRIGGER fail_clicks BEFORE INSERT ON click_days WHEN NEW.link_id = ${Number(linkId)} BEGIN SELECT RAISE(ABORT, 'injected failure'); END`)
+    },
     close,
   }
 }
@@ -47,6 +84,26 @@ async function postgresEngine(): Promise<Engine> {
     row: async (table, id, key) => {
       const [r] = await main.sql.unsafe(`SELECT clicks, bots, dims FROM ${table} WHERE link_id = $1 AND ${table === 'click_days' ? 'day' : 'month'} = $2`, [id, key])
       return r ? { clicks: Number(r.clicks), bots: Number(r.bots), dims: r.dims } : null
+    },
+    links: async (prefix, n, accountId = null) =>
+      (
+        await main.sql`INSERT INTO links (code, long_url, account_id, created, updated)
+                       SELECT ${prefix} || (i - 1), 'https://example.com/', ${accountId}, 0, 0 FROM generate_series(1, ${n}) AS i ORDER BY i RETURNING id`
+      )
+        .map((r: { id: string }) => Number(r.id))
+        .sort((a: number, b: number) => a - b),
+    account: async (name) => Number((await main.sql`INSERT INTO accounts (name, created) VALUES (${name}, 0) RETURNING id`)[0].id),
+    endpoint: async (accountId, events) =>
+      Number((await main.sql`INSERT INTO webhook_endpoints (account_id, url, events, secret, created) VALUES (${accountId}, 'https://hooks.example.com/in', ${events}, 'whsec_x', 0) RETURNING id`)[0].id),
+    events: async () =>
+      (await main.sql`SELECT account_id, type, payload, (SELECT count(*) FROM webhook_deliveries d WHERE d.event_id = e.id) AS deliveries FROM webhook_events e ORDER BY id`).map(
+        (r: any) => ({ account_id: Number(r.account_id), type: r.type, payload: r.payload, deliveries: Number(r.deliveries) }),
+      ),
+    failOn: async (linkId) => {
+      await main.sql`DROP TRIGGER IF EXISTS fail_clicks ON click_days`
+      await main.sql`CREATE OR REPLACE FUNCTION fail_clicks() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$`
+      if (linkId !== null)
+        await main.sql.unsafe(`CREATE TRIGGER fail_clicks BEFORE INSERT ON click_days FOR EACH ROW WHEN (NEW.link_id = ${Number(linkId)}) EXECUTE FUNCTION fail_clicks()`)
     },
     close,
   }
@@ -71,6 +128,28 @@ function batch(...items: [number, string, number, number, Record<string, number>
 }
 
 const sources = (dims: string | undefined) => Object.fromEntries(parseDims(dims ?? '{}').source)
+
+/**
+ * A batch as the recorder hands it to the writer (store.ts EncodedBatch), for a batch whose names are
+ * countries and destinations only (the names counted beside profiles), with `events`.
+ */
+function encode(b: ClickBatch, events?: ClickEvent[]): EncodedBatch {
+  const rows: number[] = []
+  const names: string[] = []
+  for (const [linkId, days] of b)
+    for (const [dayNumber, d] of days) {
+      for (const dim of ['source', 'device', 'browser', 'os'] as const) expect(d.dims[dim].size).toBe(0)
+      const extras = EXTRA_DIMENSIONS.flatMap((dim, i) => [...d.dims[dim]].map(([name, n]) => [i, names.push(name) - 1, n]))
+      rows.push(linkId, dayNumber, d.clicks, d.bots, d.visitors, 0, extras.length, ...extras.flat())
+    }
+  return { rows: new Float64Array(rows), profiles: [], names, ...(events ? { events } : {}) }
+}
+
+/** Per dimension, the names and their clicks, in name order (what two engines' answers are compared by). */
+const sorted = (names: DimNames) => Object.fromEntries(DIMENSIONS.map((dim) => [dim, [...names[dim]].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))]))
+const sum = (m: Map<string, number>) => [...m.values()].reduce((s, n) => s + n, 0)
+/** Names other than OTHER. */
+const named = (m: Map<string, number>) => (m.has(OTHER) ? m.size - 1 : m.size)
 
 describe.each([
   ['SQLite', sqliteEngine],
@@ -149,6 +228,133 @@ describe.each([
         expect({ clicks: june?.clicks, sources: sources(june?.dims) }).toEqual({ clicks: 80, sources: { shared: 80 } })
       }
     } finally {
+      await e.close()
+    }
+  }, 60_000)
+
+  test('names() reads a window: the days at its edges from their rows, the whole months inside it from their rollups', async () => {
+    const e = await makeEngine()
+    try {
+      const store = e.store()
+      const a = await e.link('a')
+      await store.add(
+        batch([a, '2026-02-27', 1, 0, { x: 1 }], [a, '2026-03-01', 2, 0, { y: 2 }], [a, '2026-03-31', 3, 1, { z: 3 }], [a, '2026-04-01', 4, 0, { w: 4 }], [a, '2026-04-30', 5, 0, { v: 5 }]),
+      )
+      await store.add(batch([a, '2026-03-01', 2, 0, { y: 1, x: 1 }]))
+      const source = async (from: string, to: string) => Object.fromEntries((await store.names(a, from, to)).source)
+      expect(await source('2026-03-01', '2026-03-01')).toEqual({ y: 3, x: 1 })
+      expect(await source('2026-03-02', '2026-03-30')).toEqual({})
+      expect(await source('2026-02-27', '2026-04-01')).toEqual({ x: 2, y: 3, z: 3, w: 4 })
+      expect(await source('2026-03-01', '2026-04-30')).toEqual({ x: 1, y: 3, z: 3, w: 4, v: 5 })
+      expect(await source('2026-03-31', '2026-04-01')).toEqual({ z: 3, w: 4 })
+      expect(await source('2025-04-01', '2026-03-31')).toEqual({ x: 2, y: 3, z: 3 })
+      expect(await source('2025-01-01', '2025-12-31')).toEqual({})
+      const none = await store.names(a, '2025-01-01', '2025-12-31')
+      for (const dim of DIMENSIONS) expect(none[dim].size).toBe(0)
+    } finally {
+      await e.close()
+    }
+  })
+
+  test('two nodes add new names to one link-day at once: per dimension the names and OTHER add up to the day’s clicks, never more than MAX_NAMES names', async () => {
+    const e = await makeEngine()
+    try {
+      const link = await e.link('busy')
+      const BATCHES = 25
+      const NEW = 6 // new names per batch and dimension: 2 nodes × 25 batches × 6 = 300, six times what a day keeps
+      const writer = async (store: ClickCounts, node: string) => {
+        for (let i = 0; i < BATCHES; i++) {
+          const b: ClickBatch = new Map([[link, new Map([[day('2026-08-15'), newDayCounts()]])]])
+          const d = b.get(link)!.get(day('2026-08-15'))!
+          for (let j = 0; j < NEW; j++) {
+            const n = 1 + ((i + j) % 3)
+            d.clicks += n
+            bump(d.dims.source, `${node}-${i}-${j}.example`, n)
+            bump(d.dims.country, `${node}${i}${j}`, n)
+          }
+          await store.add(b)
+        }
+      }
+      await Promise.all([writer(e.store(), 'a'), writer(e.store(), 'b')])
+      const clicks = 2 * BATCHES * NEW * 2 // n averages 2 over each batch's six names
+      const row = await e.row('click_days', link, '2026-08-15')
+      expect(row?.clicks).toBe(clicks)
+      const dims = parseDims(row!.dims)
+      for (const dim of ['source', 'country'] as const) {
+        expect(sum(dims[dim])).toBe(clicks)
+        expect(named(dims[dim])).toBe(MAX_NAMES)
+        expect(dims[dim].get(OTHER)).toBeGreaterThan(0)
+      }
+      const month = await e.row('click_months', link, '2026-08')
+      expect(month?.clicks).toBe(clicks)
+      const monthDims = parseDims(month!.dims)
+      for (const dim of ['source', 'country'] as const) {
+        expect(sum(monthDims[dim])).toBe(clicks)
+        expect(named(monthDims[dim])).toBeLessThanOrEqual(MONTH_NAMES)
+      }
+      for (const [from, to] of [['2026-08-15', '2026-08-15'], ['2026-08-01', '2026-08-31'], ['2026-07-20', '2026-09-10']]) {
+        const names = await e.store().names(link, from!, to!)
+        expect([sum(names.source), sum(names.country)]).toEqual([clicks, clicks])
+      }
+    } finally {
+      await e.close()
+    }
+  }, 60_000)
+
+  test('link.clicked events are written in the transaction of the batch’s last part; a failed part keeps them all, unwritten, for the retry', async () => {
+    const e = await makeEngine()
+    try {
+      const store = e.store()
+      const [alice, bob] = [await e.account('alice'), await e.account('bob')]
+      await e.endpoint(alice, 'link.clicked')
+      await e.endpoint(bob, 'link.created') // bob's endpoint does not take link.clicked: his event leaves no row
+      // 501 links: two parts (LINKS_PER_COMMIT = 500), the second one link.
+      const links = await e.links('c', 501, alice)
+      const [first, last] = [links[0]!, links[500]!]
+      const clicked = (on: number) => batch(...links.map((id): [number, string, number, number] => [id, '2026-07-04', on, 1]))
+      const events: ClickEvent[] = [
+        { accountId: alice, at: 1_783_000_000_000, clicks: [{ hex: 'c0', clicks: 1, bots: 1, day: '2026-07-04' }] },
+        { accountId: bob, at: 1_783_000_000_000, clicks: [{ hex: 'b0', clicks: 3, bots: 0, day: '2026-07-04' }] },
+      ]
+
+      // The last part fails: the first is committed and counted, no event is written, and all come back.
+      await e.failOn(last)
+      const failed = await store.addEncoded(encode(clicked(1), events)).catch((err) => err)
+      expect(failed).toBeInstanceOf(PartialWrite)
+      expect([...(failed as PartialWrite).unwritten.keys()]).toEqual([last])
+      expect((failed as PartialWrite).events).toEqual(events)
+      expect(await e.events()).toEqual([])
+      expect(await e.totals(first)).toEqual({ clicks: 1, bots: 1 })
+      expect(await e.totals(last)).toEqual({ clicks: 0, bots: 0 })
+
+      // The retry (what the recorder does with a PartialWrite): the unwritten part with the kept events.
+      await e.failOn(null)
+      await store.addEncoded(encode((failed as PartialWrite).unwritten, (failed as PartialWrite).events))
+      expect(await e.totals(last)).toEqual({ clicks: 1, bots: 1 })
+      expect(await e.totals(first)).toEqual({ clicks: 1, bots: 1 })
+      const written = await e.events()
+      expect(written.map((r) => ({ account_id: r.account_id, type: r.type, deliveries: r.deliveries }))).toEqual([{ account_id: alice, type: 'link.clicked', deliveries: 1 }])
+      expect(JSON.parse(written[0]!.payload)).toEqual({ type: 'link.clicked', timestamp: new Date(1_783_000_000_000).toISOString(), data: { clicks: events[0]!.clicks } })
+
+      // The first part fails: nothing is committed; the whole batch and its events come back.
+      await e.failOn(first)
+      const early = await store.addEncoded(encode(clicked(2), events)).catch((err) => err)
+      expect(early).toBeInstanceOf(PartialWrite)
+      expect((early as PartialWrite).unwritten.size).toBe(501)
+      expect((early as PartialWrite).events).toEqual(events)
+      expect(await e.totals(last)).toEqual({ clicks: 1, bots: 1 })
+      expect(await e.events()).toHaveLength(1)
+
+      // Events with no counts left to write go in a transaction of their own.
+      await e.failOn(null)
+      await store.addEncoded(encode(new Map(), events.slice(0, 1)))
+      expect((await e.events()).map((r) => r.deliveries)).toEqual([1, 1])
+      // A batch without events writes none.
+      await store.addEncoded(encode(clicked(1)))
+      expect(await e.events()).toHaveLength(2)
+      expect(await e.totals(last)).toEqual({ clicks: 2, bots: 2 })
+    } finally {
+      await e.failOn(null).catch(() => {})
       await e.close()
     }
   }, 60_000)
