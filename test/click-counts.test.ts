@@ -39,6 +39,8 @@ interface Engine {
   events(): Promise<{ account_id: number; type: string; payload: string; deliveries: number }[]>
   /** From now on, a transaction that writes a click_days row of this link fails (a trigger); null: none fails. */
   failOn(linkId: number | null): Promise<void>
+  /** The engine's plan for a query with numbered parameters ($1 …), as text. */
+  plan(query: string, params: (string | number)[]): Promise<string>
   close(): Promise<void>
 }
 
@@ -67,6 +69,8 @@ async function sqliteEngine(): Promise<Engine> {
       if (linkId !== null)
         main.exec(`CREATE TRIGGER fail_clicks BEFORE INSERT ON click_days WHEN NEW.link_id = ${Number(linkId)} BEGIN SELECT RAISE(ABORT, 'injected failure'); END`)
     },
+    plan: async (query, params) =>
+      (main.query(`EXPLAIN QUERY PLAN ${query.replace(/\$(\d+)/g, '?$1')}`).all(...params) as { detail: string }[]).map((r) => r.detail).join('\n'),
     close,
   }
 }
@@ -105,6 +109,7 @@ async function postgresEngine(): Promise<Engine> {
       if (linkId !== null)
         await main.sql.unsafe(`CREATE TRIGGER fail_clicks BEFORE INSERT ON click_days FOR EACH ROW WHEN (NEW.link_id = ${Number(linkId)}) EXECUTE FUNCTION fail_clicks()`)
     },
+    plan: async (query, params) => (await main.sql.unsafe(`EXPLAIN (ANALYZE, BUFFERS) ${query}`, params)).map((r: Record<string, string>) => r['QUERY PLAN']).join('\n'),
     close,
   }
 }
@@ -260,8 +265,8 @@ describe.each([
     const e = await makeEngine()
     try {
       const link = await e.link('busy')
-      const BATCHES = 25
-      const NEW = 6 // new names per batch and dimension: 2 nodes × 25 batches × 6 = 300, six times what a day keeps
+      const BATCHES = 60
+      const NEW = 6 // new names per batch and dimension: 2 nodes × 60 batches × 6 = 720, over fourteen times what a day keeps
       const writer = async (store: ClickCounts, node: string) => {
         for (let i = 0; i < BATCHES; i++) {
           const b: ClickBatch = new Map([[link, new Map([[day('2026-08-15'), newDayCounts()]])]])
@@ -358,4 +363,186 @@ describe.each([
       await e.close()
     }
   }, 60_000)
+})
+
+/** A small seeded random number generator (mulberry32): the same batches on both engines, and on every run. */
+function random(seed: number) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296
+  }
+}
+
+describe('names on both engines', () => {
+  test('the same batches written through both engines give the same names() for windows of 1, 30 and 365 days, a month and a window across months', async () => {
+    const [sqlite, postgres] = [await sqliteEngine(), await postgresEngine()]
+    try {
+      const rand = random(22)
+      const pick = (n: number, skew = 2) => Math.floor(rand() ** skew * n)
+      const first = day('2025-06-20')
+      // 30 batches over two links: each a dozen days of a year and three weeks, drawn in no order (a month's
+      // names are summed in the batch's order), up to 70 sources of 900 (a day keeps 50 and OTHER, a month
+      // 200 of the hundreds it sees), up to 20 countries of 120, a few destinations; counts of 1 to 4 (ties).
+      const batches: ClickBatch[] = []
+      for (let i = 0; i < 30; i++) {
+        const b: ClickBatch = new Map()
+        for (const link of [0, 1]) {
+          const days = new Map<number, ReturnType<typeof newDayCounts>>()
+          b.set(link, days)
+          for (let j = 0; j < 12; j++) {
+            const at = first + Math.floor(rand() * 386)
+            const d = days.get(at) ?? newDayCounts()
+            days.set(at, d)
+            for (let k = 1 + Math.floor(rand() * 70); k > 0; k--) {
+              const n = 1 + Math.floor(rand() * 4)
+              d.clicks += n
+              bump(d.dims.source, `s${pick(900)}.example`, n)
+              bump(d.dims.country, `c${pick(120)}`, n)
+              if (rand() < 0.1) bump(d.dims.destination, `https://d${pick(5, 1)}.example/`, n)
+            }
+            d.bots += Math.floor(rand() * 3)
+            d.visitors += Math.floor(rand() * 5)
+          }
+        }
+        batches.push(b)
+      }
+      const ids = new Map<ClickCounts, number[]>()
+      for (const e of [sqlite, postgres]) {
+        const links = [await e.link('n0'), await e.link('n1')]
+        const store = e.store()
+        ids.set(store, links)
+        // Each batch with its link numbers made the engine's ids (a fresh copy: a write takes the Maps it is given).
+        for (const b of batches) await store.add(new Map([...b].map(([link, days]) => [links[link]!, new Map([...days].map(([at, d]) => [at, structuredClone(d)]))])))
+      }
+      const windows = [
+        ['2025-11-15', '2025-11-15'],
+        ['2026-03-01', '2026-03-01'],
+        ['2025-10-20', '2025-11-18'],
+        ['2026-02-01', '2026-02-28'],
+        ['2026-01-25', '2026-03-05'],
+        ['2025-07-10', '2026-07-09'],
+        ['2025-06-01', '2026-07-31'],
+      ]
+      let others = 0
+      for (const link of [0, 1])
+        for (const [from, to] of windows) {
+          const answers = []
+          for (const [store, links] of ids) {
+            const names = await store.names(links[link]!, from!, to!)
+            const clicks = (await store.days(links[link]!, from!, to!)).reduce((s, d) => s + d.clicks, 0)
+            // Months and edge days add up: per dimension (destinations aside) the window's names sum to its clicks.
+            expect([sum(names.source), sum(names.country)]).toEqual([clicks, clicks])
+            others += names.source.get(OTHER) ?? 0
+            answers.push({ clicks, names: sorted(names) })
+          }
+          expect(answers[1]).toEqual(answers[0]!)
+        }
+      // The windows did see names put under OTHER by a day's cap and by a month's.
+      expect(others).toBeGreaterThan(0)
+    } finally {
+      await sqlite.close()
+      await postgres.close()
+    }
+  }, 60_000)
+})
+
+describe('statistics reads at 10M clicks', () => {
+  test('names() and days() for a 365-day window of a link with 10M clicks over a year: p50 of 50 reads per engine (printed, not asserted)', async () => {
+    const FROM = '2025-07-16'
+    const TO = '2026-07-15' // 365 days: 11 whole months and 31 edge days
+    const PER_DAY = 27_397 // × 365 = 9,999,905 clicks
+    const rand = random(10)
+    const pool = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i}`)
+    const sourcePool = pool('ref', 20_000).map((s) => `${s}.example`)
+    const countryPool = pool('C', 200)
+    const spread = (names: string[], clicks: number, into: Map<string, number>) => {
+      // Busy and quiet names (weight 1/rank), every click counted under one.
+      const weights = names.map((_, i) => 1 / (i + 1))
+      const total = weights.reduce((s, w) => s + w, 0)
+      let left = clicks
+      names.forEach((name, i) => {
+        const n = i === names.length - 1 ? left : Math.min(left, Math.floor((clicks * weights[i]!) / total))
+        if (n > 0) bump(into, name, n)
+        left -= n
+      })
+    }
+    // Names drawn evenly from the pools: every month fills its 200 places and every edge day its 50, the
+    // most names a 365-day answer can be read from (11 × 200 + 31 × 50 = 3,750 sources).
+    const draw = (from: string[], k: number) => {
+      const out = new Set<string>()
+      while (out.size < k) out.add(from[Math.floor(rand() * from.length)]!)
+      return [...out]
+    }
+    const year: [number, ReturnType<typeof newDayCounts>][] = []
+    for (let t = day(FROM); t <= day(TO); t++) {
+      const d = newDayCounts()
+      d.clicks = PER_DAY
+      d.bots = 900
+      d.visitors = 11_000
+      spread(['direct', ...draw(sourcePool, 119)], PER_DAY, d.dims.source)
+      spread(['mobile', 'desktop', 'tablet'], PER_DAY, d.dims.device)
+      spread(['Chrome', 'Safari', 'Firefox', 'Edge', 'Samsung Internet', 'Opera', 'other'], PER_DAY, d.dims.browser)
+      spread(['Android', 'iOS', 'Windows', 'macOS', 'Linux', 'other'], PER_DAY, d.dims.os)
+      spread(draw(countryPool, 60), PER_DAY, d.dims.country)
+      year.push([t, d])
+    }
+    expect(year).toHaveLength(365)
+    const median = (ms: number[]) => [...ms].sort((a, b) => a - b)[Math.floor(ms.length / 2)]!.toFixed(2)
+    for (const [name, makeEngine] of [
+      ['SQLite', sqliteEngine],
+      ['PostgreSQL', postgresEngine],
+    ] as const) {
+      const e = await makeEngine()
+      try {
+        const link = await e.link('big')
+        const store = e.store()
+        let started = performance.now()
+        // Five batches of 73 days (a copy each: a write takes the Maps it is given).
+        for (let at = 0; at < year.length; at += 73)
+          await store.add(new Map([[link, new Map(year.slice(at, at + 73).map(([t, d]) => [t, structuredClone(d)]))]]))
+        const setUp = performance.now() - started
+        expect(await e.totals(link)).toEqual({ clicks: 365 * PER_DAY, bots: 365 * 900 })
+        const names = await store.names(link, FROM, TO)
+        expect(sum(names.source)).toBe(365 * PER_DAY)
+        const times = { names: [] as number[], days: [] as number[], both: [] as number[] }
+        for (let i = 0; i < 50; i++) {
+          started = performance.now()
+          await store.names(link, FROM, TO)
+          times.names.push(performance.now() - started)
+          started = performance.now()
+          await store.days(link, FROM, TO)
+          times.days.push(performance.now() - started)
+          started = performance.now()
+          await Promise.all([store.days(link, FROM, TO), store.names(link, FROM, TO)])
+          times.both.push(performance.now() - started)
+        }
+        // What names() reads (11 months, 31 edge days) and what merging it costs here, without the query.
+        const texts: string[] = []
+        for (let m = 8; m <= 18; m++) texts.push((await e.row('click_months', link, `${2025 + Math.floor((m - 1) / 12)}-${String(((m - 1) % 12) + 1).padStart(2, '0')}`))!.dims)
+        for (const [t] of [...year.slice(0, 16), ...year.slice(-15)]) texts.push((await e.row('click_days', link, new Date(t * DAY_MS).toISOString().slice(0, 10)))!.dims)
+        const merged = parseDims('{}')
+        for (const text of texts) parseDims(text, merged)
+        expect(sorted(merged)).toEqual(sorted(names))
+        const parse: number[] = []
+        for (let i = 0; i < 50; i++) {
+          started = performance.now()
+          const into = parseDims('{}')
+          for (const text of texts) parseDims(text, into)
+          parse.push(performance.now() - started)
+        }
+        const bytes = texts.reduce((s, t) => s + t.length, 0)
+        console.log(
+          `${name}: set-up ${setUp.toFixed(0)} ms (365 link-days, 5 batches); 365-day window, p50 of 50: names() ${median(times.names)} ms, ` +
+            `days() ${median(times.days)} ms, both at once ${median(times.both)} ms; names() reads ${texts.length} rows, ${(bytes / 1024).toFixed(0)} KB of JSON, ` +
+            `merged in ${median(parse)} ms of it; ${names.source.size} source names in the answer`,
+        )
+        console.log(`${name} plan, the edge days:\n${await e.plan('SELECT dims FROM click_days WHERE link_id = $1 AND day BETWEEN $2 AND $3', [link, FROM, '2025-07-31'])}`)
+        console.log(`${name} plan, the months:\n${await e.plan('SELECT dims FROM click_months WHERE link_id = $1 AND month BETWEEN $2 AND $3', [link, '2025-08', '2026-06'])}`)
+      } finally {
+        await e.close()
+      }
+    }
+  }, 120_000)
 })
