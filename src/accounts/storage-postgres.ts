@@ -17,7 +17,7 @@
 // - A revoke is one UPDATE … WHERE revoked IS NULL: of two revokers one changes the row, the other finds it
 //   revoked; activeKeyByHash reads revoked and disabled in the same statement as the key.
 import type { SQL, TransactionSQL } from 'bun'
-import type { AccountRow, AccountStorage, AccountSummaryRow, KeyRow, KeyWithAccount, NewKey, Refusal } from './storage'
+import type { AccountRow, AccountStorage, AccountSummaryRow, Disabled, KeyRow, KeyWithAccount, NewKey, Refusal } from './storage'
 
 // Bun.SQL returns bigint columns as text: rows are mapped to numbers here (all far below 2^53).
 const int = (v: unknown) => Number(v)
@@ -99,6 +99,23 @@ export function postgresAccountStorage(sql: SQL): AccountStorage<TransactionSQL>
     return target
   }
 
+  /** A disable (at: unix ms) or an enable (null) in `tx`, on the rows it locked: setDisabled's decision. */
+  async function disable(tx: SQL, name: string, at: number | null, actorId: number | null): Promise<Disabled | Refusal> {
+    let target: AccountRow
+    if (at !== null) {
+      const locked = await lockForRemoval(tx, name, actorId, 'FOR NO KEY UPDATE')
+      if ('ok' in locked) return locked
+      target = locked
+    } else {
+      const [row] = await tx`SELECT ${tx.unsafe(ACCOUNT)} FROM accounts WHERE name = ${name} FOR NO KEY UPDATE`
+      if (!row) return { ok: false, reason: 'not_found' }
+      target = account(row)
+    }
+    await tx`UPDATE accounts SET disabled = ${at} WHERE id = ${target.id}`
+    const sessionsEnded = at !== null ? (await tx`DELETE FROM web_sessions WHERE account_id = ${target.id}`).count : 0
+    return { ok: true, account: target, sessionsEnded }
+  }
+
   const keyWhere = async (tx: SQL, id: number) =>
     (await tx`SELECT ${tx.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ${id}`)[0]
 
@@ -142,6 +159,9 @@ export function postgresAccountStorage(sql: SQL): AccountStorage<TransactionSQL>
     async touchKey(id, now) {
       await sql`UPDATE api_keys SET last_used = ${now} WHERE id = ${id}`
     },
+    // Until the change feed tells this node of other nodes' revokes, edits, disables and deletions: always,
+    // so that the key cache keeps nothing and a key revoked on one node is refused on every other at once.
+    keysChanged: () => true,
 
     async createAccount(input, within) {
       return sql.begin(async (tx) => {
@@ -158,22 +178,13 @@ export function postgresAccountStorage(sql: SQL): AccountStorage<TransactionSQL>
 
     async setDisabled(name, at, actorId, within) {
       return sql.begin(async (tx) => {
-        let target: AccountRow
-        if (at !== null) {
-          const locked = await lockForRemoval(tx, name, actorId, 'FOR NO KEY UPDATE')
-          if ('ok' in locked) return locked
-          target = locked
-        } else {
-          const [row] = await tx`SELECT ${tx.unsafe(ACCOUNT)} FROM accounts WHERE name = ${name} FOR NO KEY UPDATE`
-          if (!row) return { ok: false as const, reason: 'not_found' as const }
-          target = account(row)
-        }
-        await tx`UPDATE accounts SET disabled = ${at} WHERE id = ${target.id}`
-        const sessionsEnded = at !== null ? (await tx`DELETE FROM web_sessions WHERE account_id = ${target.id}`).count : 0
-        if (within) await within(tx, target, sessionsEnded)
-        return { ok: true as const, account: target, sessionsEnded }
+        const outcome = await disable(tx, name, at, actorId)
+        if (outcome.ok && within) await within(tx, outcome.account, outcome.sessionsEnded)
+        return outcome
       })
     },
+
+    disableIn: async (tx, name, at, actorId, then) => then(tx, await disable(tx, name, at, actorId)),
 
     async deleteAccount(name, withLinks, actorId, within) {
       return sql.begin(async (tx) => {

@@ -16,13 +16,18 @@
 // - revokeKey / revokeKeyOfAccount: a key is revoked once (the other revoker gets null); once revoked,
 //   activeKeyByHash finds nothing on any node.
 //
-// The service still calls the synchronous store directly: it moves onto this interface when the services go
-// async. On SQLite each decision is the service's transaction of today (one writer: nothing runs between
-// the read and the write). Not here yet: PRAGMA data_version, with which the service's key cache sees a
-// revoke made by another connection at the next request: PostgreSQL has nothing like it, so on that engine
-// the cache must be dropped or told of revokes, disables and edits on every node (LISTEN/NOTIFY), or a key
-// revoked on one node works on another for up to KEY_CACHE_MS. The audit rows that `within` writes need the
-// audit log's own PostgreSQL form (a recorder taking `tx`).
+// The account service (service.ts) and single sign-on (oidc/accounts.ts) use this interface only. On SQLite
+// each decision is one transaction of the connection (one writer: nothing runs between the read and the
+// write); `within` writes the audit row through AuditRows.insert(tx, …).
+//
+// keysChanged() is the service's key cache's question, asked on every API request with a key, so it is
+// synchronous and never a round trip: "has a change made elsewhere (another connection, another node) since
+// the last call perhaps changed what activeKeyByHash answers?" (changes made through this service empty the
+// cache themselves). One reader: the key cache. SQLite answers with PRAGMA data_version, which moves with
+// every commit of another connection (`linkbox key revoke` from the CLI). PostgreSQL has nothing like it:
+// until the change feed (db/changes.ts) tells every node of revokes, edits, disables and deletions, it
+// answers true, so the key cache keeps nothing and every request with a key reads its row (a revoke on one
+// node is refused on every other at once, at one query a request).
 import type { Db } from '../db'
 import { createAccountStore, type AccountRow, type AccountSummaryRow, type KeyRow, type KeyWithAccount } from './store'
 
@@ -48,6 +53,9 @@ export interface NewAccount {
 
 /** Why a disable or a deletion was refused: no such account, the caller's own, or the last active administrator. */
 export type Refusal = { ok: false; reason: 'not_found' } | { ok: false; reason: 'own_account' | 'last_admin'; account: AccountRow }
+
+/** A disable done: the account as it was before, and its dashboard sessions ended. */
+export type Disabled = { ok: true; account: AccountRow; sessionsEnded: number }
 
 export interface AccountStorage<Tx> {
   accountByName(name: string): Promise<AccountRow | null>
@@ -75,6 +83,8 @@ export interface AccountStorage<Tx> {
   keysOfAccountNewest(accountId: number, limit: number): Promise<KeyRow[]>
   activeKeyCount(accountId: number): Promise<number>
   touchKey(id: number, now: number): Promise<void>
+  /** Synchronous (the key cache asks on every request): whether keys may have changed elsewhere since the last call. */
+  keysChanged(): boolean
 
   /** A new account (and its first key) unless the name is taken. */
   createAccount(
@@ -91,7 +101,13 @@ export interface AccountStorage<Tx> {
     at: number | null,
     actorId: number | null,
     within?: (tx: Tx, account: AccountRow, sessionsEnded: number) => unknown,
-  ): Promise<{ ok: true; account: AccountRow; sessionsEnded: number } | Refusal>
+  ): Promise<Disabled | Refusal>
+  /**
+   * Inside the caller's transaction (another feature's change: a report closed by disabling its owner):
+   * setDisabled's disable, decided in the same way; `then` runs in that transaction with the outcome, and a
+   * refusal thrown there rolls the caller's change back with it. On SQLite it runs (or throws) before it returns.
+   */
+  disableIn(tx: Tx, name: string, at: number, actorId: number | null, then: (tx: Tx, outcome: Disabled | Refusal) => unknown): Promise<unknown>
   /**
    * Deletes the named account (its keys, sessions, mailboxes, webhooks and identity go with it); its links stay,
    * owned by nobody, or (withLinks) go too: their codes. Refused as setDisabled's disable is.
@@ -143,14 +159,29 @@ const storeOf = (db: Db) => {
 export function sqliteAccountStorage(db: Db): AccountStorage<Db> {
   const store = storeOf(db)
 
-  /** refusedChange of service.ts, on the rows read inside the transaction. */
-  function refused(account: AccountRow, actorId: number | null): Refusal | null {
+  /** Whether `actorId` may disable or delete the account, on the rows read inside the transaction. */
+  function refused(account: AccountRow, actorId: number | null, s = store): Refusal | null {
     if (actorId === account.id) return { ok: false, reason: 'own_account', account }
-    if (account.admin === 1 && account.disabled === null && store.activeAdmins() <= 1) return { ok: false, reason: 'last_admin', account }
+    if (account.admin === 1 && account.disabled === null && s.activeAdmins() <= 1) return { ok: false, reason: 'last_admin', account }
     return null
   }
 
+  /** A disable (at: unix ms) or an enable (null) on a connection inside its transaction: setDisabled's decision. */
+  function disable(s: typeof store, name: string, at: number | null, actorId: number | null): Disabled | Refusal {
+    const account = s.accountByName(name)
+    if (!account) return { ok: false, reason: 'not_found' }
+    if (at !== null) {
+      const refusal = refused(account, actorId, s)
+      if (refusal) return refusal
+    }
+    s.setDisabled(account.id, at)
+    const sessionsEnded = at !== null ? s.endSessions(account.id) : 0
+    return { ok: true, account, sessionsEnded }
+  }
+
   const insertKey = (accountId: number, k: NewKey, now: number) => store.insertKey(accountId, k.prefix, k.hash, k.scopes, k.label, now)
+  // PRAGMA data_version as keysChanged() last saw it: it moves when another connection commits.
+  let seenVersion = store.dataVersion()
 
   return {
     accountByName: async (name) => store.accountByName(name) ?? null,
@@ -173,6 +204,12 @@ export function sqliteAccountStorage(db: Db): AccountStorage<Db> {
     keysOfAccountNewest: async (accountId, limit) => store.keysOfAccountNewest(accountId, limit),
     activeKeyCount: async (accountId) => store.activeKeyCount(accountId),
     touchKey: async (id, now) => void store.touchKey(id, now),
+    keysChanged() {
+      const version = store.dataVersion()
+      if (version === seenVersion) return false
+      seenVersion = version
+      return true
+    },
 
     // One writer at a time: no other connection can commit the name between the check and the insert (a
     // transaction whose snapshot another commit has made stale cannot write: SQLITE_BUSY_SNAPSHOT).
@@ -188,17 +225,16 @@ export function sqliteAccountStorage(db: Db): AccountStorage<Db> {
 
     async setDisabled(name, at, actorId, within) {
       return db.transaction(() => {
-        const account = store.accountByName(name)
-        if (!account) return { ok: false as const, reason: 'not_found' as const }
-        if (at !== null) {
-          const refusal = refused(account, actorId)
-          if (refusal) return refusal
-        }
-        store.setDisabled(account.id, at)
-        const sessionsEnded = at !== null ? store.endSessions(account.id) : 0
-        within?.(db, account, sessionsEnded)
-        return { ok: true as const, account, sessionsEnded }
+        const outcome = disable(store, name, at, actorId)
+        if (outcome.ok) within?.(db, outcome.account, outcome.sessionsEnded)
+        return outcome
       })()
+    },
+
+    // Not async: it runs, and `then` may throw, inside the caller's synchronous transaction.
+    disableIn(tx, name, at, actorId, then) {
+      if (!tx.inTransaction) throw new Error('accounts: disableIn must run inside the transaction of its change')
+      return Promise.resolve(then(tx, disable(storeOf(tx), name, at, actorId)))
     },
 
     async deleteAccount(name, withLinks, actorId, within) {
