@@ -11,6 +11,7 @@ import { createClicksFeature } from './clicks/feature'
 import type { Config } from './config'
 import { createDashboardFeature } from './dashboard/feature'
 import { openDatabase } from './db'
+import { sqliteStorages } from './db/storages'
 import { createEvents } from './events'
 import { startJobs, type Feature, type Shared } from './feature'
 import { createGeo } from './geo'
@@ -46,16 +47,18 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const metrics = createMetrics()
   const startedAt = Date.now()
   let server: ReturnType<typeof Bun.serve> | null = null
+  const storages = sqliteStorages(db)
   const shared: Shared = {
     config,
     db,
+    storages,
     log,
     faults,
     clock,
     events: createEvents(log),
     // Webhook events are written by the services in the transaction of each change (webhooks/outbox.ts).
     outbox: createOutbox(db, clock, log),
-    accounts: createAccountService(db, clock),
+    accounts: createAccountService(storages, clock),
     signer: createLinkSigner(loadSigningSecret(config.data_dir)),
     limiter: createRateLimiter(clock),
     metrics,

@@ -7,6 +7,7 @@ import type { AnyElysia } from 'elysia'
 import type { AccountService } from './accounts/service'
 import type { Config } from './config'
 import type { Db } from './db'
+import type { Storages } from './db/storages'
 import type { Events } from './events'
 import type { ApiMethod } from './http/api'
 import type { Geo } from './geo'
@@ -66,6 +67,8 @@ export function startJobs(jobs: Job[], faults: FaultLog): () => void {
 export interface Shared {
   config: Config
   db: Db
+  /** Every store behind its async interface (db/storages.ts): what the services are handed. */
+  storages: Storages<Db>
   log: Logger
   /** Unexpected errors, with their stacks, into the log (at most 10 a minute: http/fault-log.ts). */
   faults: FaultLog

@@ -242,11 +242,11 @@ async function readStdin(): Promise<string> {
 }
 
 async function openAccounts(config: Config) {
-  const [{ openDatabase }, { createAccountService }] = await Promise.all([import('./db'), import('./accounts/service')])
+  const [{ openDatabase }, { sqliteStorages }, { createAccountService }] = await Promise.all([import('./db'), import('./db/storages'), import('./accounts/service')])
   mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
   // On stderr: stdout is the command's answer (a key, a list) that scripts read.
   const db = openDatabase(join(config.data_dir, 'linkbox.db'), { onUpgrade: (note) => console.error(`linkbox: ${note}`) })
-  return { db, accounts: createAccountService(db) }
+  return { db, accounts: createAccountService(sqliteStorages(db)) }
 }
 
 /**
@@ -411,7 +411,7 @@ async function accountCommand(config: Config, sub: string | undefined, arg: stri
         const fmt = (ms: number | null) => (ms ? new Date(ms).toISOString().slice(0, 19) + 'Z' : '-')
         console.log(['id', 'name', 'role', 'state', 'created', 'last sign-in', 'links', 'keys', 'mailboxes'].join('\t'))
         for (let page = 1, pages = 1; page <= pages; page++) {
-          const list = accounts.listAccounts({ page })
+          const list = await accounts.listAccounts({ page })
           pages = list.pages
           for (const a of list.accounts)
             console.log([a.id, printable(a.name), a.admin ? 'admin' : 'user', a.disabled === null ? 'active' : `disabled ${fmt(a.disabled)}`, fmt(a.created), fmt(a.lastSignin), a.links, a.keys, a.mailboxes].join('\t'))
@@ -420,12 +420,12 @@ async function accountCommand(config: Config, sub: string | undefined, arg: stri
       }
       case 'disable':
       case 'enable': {
-        const done = accounts.setDisabled(arg!, sub === 'disable', CLI)
+        const done = await accounts.setDisabled(arg!, sub === 'disable', CLI)
         console.log(sub === 'disable' ? `account ${done.name} disabled: its API keys are refused and its sessions ended` : `account ${done.name} enabled`)
         return 0
       }
       case 'delete': {
-        const done = accounts.deleteAccount(arg!, { withLinks: !!values['with-links'] }, CLI)
+        const done = await accounts.deleteAccount(arg!, { withLinks: !!values['with-links'] }, CLI)
         const links = `${done.links} link${done.links === 1 ? '' : 's'}`
         console.log(`account ${done.name} deleted with its keys, mailboxes and webhooks; ${values['with-links'] ? `its ${links} deleted too` : `its ${links} kept, owned by nobody`}`)
         return 0
@@ -530,10 +530,9 @@ async function webhookCommand(config: Config, sub: string | undefined, arg: stri
 /** `linkbox import FILE --account NAME`: the same import as POST /api/import.json, into that account. */
 async function importCommand(config: Config, file: string, accountName: string, format: string) {
   const { statSync, readFileSync } = await import('node:fs')
-  const [{ IMPORT_FORMATS, MAX_IMPORT_BYTES, importLinks, readImport }, { printable, SCOPES }, { createAccountStore }, { createLinkbox }] = await Promise.all([
+  const [{ IMPORT_FORMATS, MAX_IMPORT_BYTES, importLinks, readImport }, { printable, SCOPES }, { createLinkbox }] = await Promise.all([
     import('./links/import'),
     import('./accounts/service'),
-    import('./accounts/store'),
     import('./app'),
   ])
   if (!(IMPORT_FORMATS as readonly string[]).includes(format)) throw new ConfigError(`--format must be one of: ${IMPORT_FORMATS.join(', ')}`)
@@ -557,7 +556,7 @@ async function importCommand(config: Config, file: string, accountName: string, 
   }
   const box = createLinkbox(config)
   try {
-    const account = createAccountStore(box.db).accountByName(accountName)
+    const account = await box.accounts.accountByName(accountName)
     if (!account) throw new ConfigError(`no account "${accountName}" (linkbox account create makes one)`)
     if (account.disabled !== null) throw new ConfigError(`the account "${accountName}" is disabled`)
     // The same checks as a link made through the API, blocklists included.
@@ -682,18 +681,18 @@ export async function main(argv: string[]): Promise<number> {
       const { db, accounts } = await openAccounts(config)
       try {
         if (sub === 'create' && arg) {
-          const key = accounts.createKey({ account: arg, scopes: parseScopes(values.scopes), label: values.label }, CLI)
+          const key = await accounts.createKey({ account: arg, scopes: parseScopes(values.scopes), label: values.label }, CLI)
           console.log(`key ${key.id} for ${arg} with scopes ${key.scopes.join(',')} (shown once):`)
           console.log(key.key)
         } else if (sub === 'list') {
-          const rows = accounts.listKeys({ account: arg })
+          const rows = await accounts.listKeys({ account: arg })
           const fmt = (ms: number | null) => (ms ? new Date(ms).toISOString().slice(0, 19) + 'Z' : '-')
           console.log(['id', 'prefix', 'account', 'scopes', 'created', 'last used', 'revoked', 'label'].join('\t'))
           for (const r of rows)
             // Labels stored before they were checked may hold tabs or newlines: escaped, they cannot forge lines.
             console.log([r.id, r.prefix, printable(r.account), r.scopes.join(','), fmt(r.created), fmt(r.last_used), fmt(r.revoked), printable(r.label)].join('\t'))
         } else if (sub === 'revoke' && arg) {
-          accounts.revokeKey(arg, CLI)
+          await accounts.revokeKey(arg, CLI)
           console.log(`key ${arg} revoked`)
         } else throw new ConfigError('usage: linkbox key create ACCOUNT | key list [ACCOUNT] | key revoke ID|PREFIX')
       } finally {

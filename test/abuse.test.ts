@@ -191,10 +191,10 @@ describe('disabled links, banned hosts, disabled accounts', () => {
     const other = await t.box.account('spammer')
     const code = (await t.box.post('/api/getLink.json', { url: 'https://spam.example/' }, { 'x-api-key': other })).body.return.hex
     expect((await visit(code)).status).toBe(302)
-    t.box.accounts.setDisabled('spammer', true)
+    await t.box.accounts.setDisabled('spammer', true)
     await Bun.sleep(1_100)
     expect((await visit(code)).status).toBe(451)
-    t.box.accounts.setDisabled('spammer', false)
+    await t.box.accounts.setDisabled('spammer', false)
     await Bun.sleep(1_100)
     expect((await visit(code)).status).toBe(302)
   })

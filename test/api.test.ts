@@ -124,9 +124,9 @@ describe('keys and scopes', () => {
   })
 
   test('a revoked key stops working at once', async () => {
-    const k = box.accounts.createKey({ account: 'carol', label: 'temp' })
+    const k = (await box.accounts.createKey({ account: 'carol', label: 'temp' }))
     expect((await box.post('/api/links.json', {}, { 'x-api-key': k.key })).status).toBe(200)
-    box.accounts.revokeKey(String(k.id))
+    await box.accounts.revokeKey(String(k.id))
     const r = await box.post('/api/links.json', {}, { 'x-api-key': k.key })
     expect(r.status).toBe(401)
     expect(r.body.code).toBe('invalid_key')
@@ -141,7 +141,7 @@ describe('keys and scopes', () => {
   })
 
   test('a key without the links scope → 403 scope_denied', async () => {
-    const k = box.accounts.createKey({ account: 'carol', scopes: ['qr'] })
+    const k = (await box.accounts.createKey({ account: 'carol', scopes: ['qr'] }))
     for (const path of ['/api/getLink.json', '/api/links.json']) {
       const r = await box.post(path, { url: 'https://example.com' }, { 'x-api-key': k.key })
       expect(r.status).toBe(403)

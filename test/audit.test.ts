@@ -87,7 +87,7 @@ describe('every change leaves exactly its row (API, dashboard forms)', () => {
       {
         name: "dashboard: change a key's label and scopes",
         act: async () => {
-          const made = app.accounts.keysOfAccount(idOf('bob')).find((k) => k.label === 'deploy')!
+          const made = (await app.accounts.keysOfAccount(idOf('bob'))).find((k) => k.label === 'deploy')!
           expect((await postForm(http, bob, `/dashboard/keys/${made.id}/edit`, { scope: 'links', label: 'renamed' })).status).toBe(303)
         },
         rows: () => [{ ...by('bob'), action: 'key.update', target: /^key lbk_\w{7}… \(#\d+\) of bob$/, detail: /^label "deploy" → "renamed"$/ }],
@@ -95,7 +95,7 @@ describe('every change leaves exactly its row (API, dashboard forms)', () => {
       {
         name: 'dashboard: revoke a key',
         act: async () => {
-          const first = app.accounts.keysOfAccount(idOf('bob')).find((k) => k.label === 'created with the account')!
+          const first = (await app.accounts.keysOfAccount(idOf('bob'))).find((k) => k.label === 'created with the account')!
           expect((await postForm(http, bob, `/dashboard/keys/${first.id}/revoke`, {})).status).toBe(303)
         },
         rows: () => [{ ...by('bob'), action: 'key.revoke', target: /^key lbk_\w{7}… \(#\d+\) of bob$/ }],
@@ -104,7 +104,7 @@ describe('every change leaves exactly its row (API, dashboard forms)', () => {
         name: 'API: create a webhook',
         act: async () => {
           // A key with the webhooks scope, made by the service itself (no `by`: the system's row comes first).
-          hookKey = app.accounts.createKey({ account: 'bob', scopes: ['webhooks'] }).key
+          hookKey = (await app.accounts.createKey({ account: 'bob', scopes: ['webhooks'] })).key
           const res = await fetch(`${app.url}/api/webhooks.json`, { method: 'POST', headers: { 'x-api-key': hookKey }, body: new URLSearchParams({ action: 'create', url: 'http://127.0.0.1:9/hook' }) })
           expect(res.status).toBe(200)
           hookId = ((await res.json()) as any).return.id
@@ -258,12 +258,12 @@ describe('the row is part of its change', () => {
     await box.accounts.createAccount({ name: 'carol' })
     box.db.exec(`CREATE TRIGGER no_disable BEFORE UPDATE OF disabled ON accounts WHEN NEW.disabled IS NOT NULL BEGIN SELECT RAISE(ABORT, 'disabling is refused'); END`)
     const before = lastId(box.db)
-    expect(() => box.accounts.setDisabled('carol', true, CLI)).toThrow('disabling is refused')
+    await expect(box.accounts.setDisabled('carol', true, CLI)).rejects.toThrow('disabling is refused')
     expect(rowsAfter(box.db, before)).toEqual([])
     expect((box.db.query("SELECT disabled FROM accounts WHERE name = 'carol'").get() as any).disabled).toBeNull()
     // The same change without the trigger commits, with its row.
     box.db.exec('DROP TRIGGER no_disable')
-    box.accounts.setDisabled('carol', true, CLI)
+    await box.accounts.setDisabled('carol', true, CLI)
     expect(rowsAfter(box.db, before).map((r) => [r.action, r.actor_kind, r.address])).toEqual([['account.disable', 'cli', 'cli']])
   })
 
@@ -282,11 +282,11 @@ describe('the row is part of its change', () => {
     const { key } = await box.accounts.createAccount({ name: 'erin' })
     const made = await box.webhooks.createFor(box.webhooks.accountId('erin'), { url: 'http://127.0.0.1:9/h' }, {}, CLI)
     box.db.exec(`CREATE TRIGGER no_rows BEFORE INSERT ON audit_log WHEN NEW.action IN ('key.revoke', 'webhook.delete', 'account.delete') BEGIN SELECT RAISE(ABORT, 'the log is full'); END`)
-    expect(() => box.accounts.revokeKey(key.prefix, CLI)).toThrow('the log is full')
-    expect(box.accounts.authenticate(key.key)?.accountName).toBe('erin')
+    await expect(box.accounts.revokeKey(key.prefix, CLI)).rejects.toThrow('the log is full')
+    expect((await box.accounts.authenticate(key.key))?.accountName).toBe('erin')
     expect(() => box.webhooks.deleteById(made.id, CLI)).toThrow('the log is full')
     expect(box.webhooks.listFor(box.webhooks.accountId('erin')).webhooks.map((w) => w.id)).toEqual([made.id])
-    expect(() => box.accounts.deleteAccount('erin', { withLinks: true }, CLI)).toThrow('the log is full')
+    await expect(box.accounts.deleteAccount('erin', { withLinks: true }, CLI)).rejects.toThrow('the log is full')
     expect(box.db.query("SELECT name FROM accounts WHERE name = 'erin'").get()).toEqual({ name: 'erin' })
   })
 
@@ -307,13 +307,13 @@ describe('accounts an admin manages: refusals', () => {
     await box.accounts.createAccount({ name: 'root', admin: true })
     await box.accounts.createAccount({ name: 'ops', admin: true })
     const root = { actor: { kind: 'account' as const, id: 1, name: 'root' }, address: '127.0.0.1' }
-    expect(() => box.accounts.setDisabled('root', true, root)).toThrow('You cannot disable your own account')
-    expect(() => box.accounts.deleteAccount('root', { withLinks: false }, root)).toThrow('You cannot delete your own account')
-    box.accounts.setDisabled('ops', true, root)
-    expect(() => box.accounts.setDisabled('root', true, CLI)).toThrow('root is the last active administrator')
-    expect(() => box.accounts.deleteAccount('root', { withLinks: false }, CLI)).toThrow('root is the last active administrator')
+    await expect(box.accounts.setDisabled('root', true, root)).rejects.toThrow('You cannot disable your own account')
+    await expect(box.accounts.deleteAccount('root', { withLinks: false }, root)).rejects.toThrow('You cannot delete your own account')
+    await box.accounts.setDisabled('ops', true, root)
+    await expect(box.accounts.setDisabled('root', true, CLI)).rejects.toThrow('root is the last active administrator')
+    await expect(box.accounts.deleteAccount('root', { withLinks: false }, CLI)).rejects.toThrow('root is the last active administrator')
     // A disabled admin is not the last one standing: it may go.
-    box.accounts.deleteAccount('ops', { withLinks: false }, root)
+    await box.accounts.deleteAccount('ops', { withLinks: false }, root)
     const rows = box.db.query("SELECT action FROM audit_log WHERE action LIKE 'account.d%' ORDER BY id").all()
     expect(rows).toEqual([{ action: 'account.disable' }, { action: 'account.delete' }])
   })

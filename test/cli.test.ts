@@ -23,7 +23,7 @@ test('account create prints the key alone on the last line; the key works; only 
   expect(row.scopes).toBe('links,qr,media,mail,webhooks')
   const box = createLinkbox(loadConfig(config.configPath))
   try {
-    expect(box.accounts.authenticate(key)?.accountName).toBe('dora')
+    expect((await box.accounts.authenticate(key))?.accountName).toBe('dora')
   } finally {
     await box.close()
   }
@@ -62,7 +62,7 @@ test('key create with scopes, key list, key revoke by prefix', async () => {
   expect(revoked.code).toBe(0)
   const box = createLinkbox(loadConfig(config.configPath))
   try {
-    expect(box.accounts.authenticate(key)).toBeNull()
+    expect((await box.accounts.authenticate(key))).toBeNull()
   } finally {
     await box.close()
   }
@@ -77,7 +77,7 @@ test('last_used is recorded when a key is used', async () => {
   const key = await createAccount(config.configPath, 'fay')
   const box = createLinkbox(loadConfig(config.configPath))
   try {
-    box.accounts.authenticate(key)
+    await box.accounts.authenticate(key)
   } finally {
     await box.close()
   }

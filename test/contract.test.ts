@@ -83,9 +83,9 @@ beforeAll(async () => {
   keys.owner = (await box.accounts.createAccount({ name: 'owner' })).key.key
   keys.other = (await box.accounts.createAccount({ name: 'other' })).key.key
   await box.accounts.createAccount({ name: 'narrow', scopes: ['mail'] })
-  keys.noScope = box.accounts.createKey({ account: 'narrow', scopes: ['mail'] }).key
+  keys.noScope = (await box.accounts.createKey({ account: 'narrow', scopes: ['mail'] })).key
   // For the mail methods: every scope but theirs.
-  keys.noMail = box.accounts.createKey({ account: 'narrow', scopes: ['links', 'qr', 'media', 'webhooks'] }).key
+  keys.noMail = (await box.accounts.createKey({ account: 'narrow', scopes: ['links', 'qr', 'media', 'webhooks'] })).key
   const res = await fetch(`${base}/api/docs/openapi.json`)
   expect(res.status).toBe(200)
   raw = await res.json()
@@ -121,7 +121,7 @@ beforeAll(async () => {
  * delivers over real sockets).
  */
 async function mailFixture() {
-  const owner = box.accounts.authenticate(keys.owner)!
+  const owner = (await box.accounts.authenticate(keys.owner))!
   box.mail.getOrCreate(owner, 'signup-test')
   const check = box.mail.checkRecipient('signup-test@localhost')
   if (!check.ok) throw new Error('the fixture mailbox does not take mail')
@@ -150,18 +150,18 @@ async function mailFixture() {
 let mailMade = false
 
 async function fixture() {
-  webhookFixture()
+  await webhookFixture()
   await mailFixture()
   if (box.links.resolve('Ab3dE9')) return
-  await box.links.create({ url: 'https://example.com/fixture', alias: 'Ab3dE9' }, box.accounts.authenticate(keys.owner)!)
+  await box.links.create({ url: 'https://example.com/fixture', alias: 'Ab3dE9' }, (await box.accounts.authenticate(keys.owner))!)
 }
 
 /**
  * The webhook and the event the examples name (id 1, event 1), the owner's. Rows with given ids, made again
  * once deleted (ids are never handed out twice, so the API could not make id 1 again).
  */
-function webhookFixture() {
-  const owner = box.accounts.authenticate(keys.owner)!.accountId
+async function webhookFixture() {
+  const owner = (await box.accounts.authenticate(keys.owner))!.accountId
   box.db.query(
     "INSERT OR IGNORE INTO webhook_endpoints (id, account_id, url, events, secret, created) VALUES (1, ?, 'https://hooks.example.com/linkbox', 'link.created', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 0)",
   ).run(owner)

@@ -58,9 +58,9 @@ describe('accounts', () => {
     const { root, aliceKey } = await setup()
     for (let i = 0; i < 3; i++) expect((await box.post('/api/getLink.json', { url: `https://example.com/${i}` }, { 'x-api-key': aliceKey })).status).toBe(200)
     expect((await box.get('/api/mailbox.json', {}, { 'x-api-key': aliceKey })).status).toBe(200)
-    box.accounts.createKey({ account: 'alice' })
-    const revoked = box.accounts.createKey({ account: 'alice' })
-    box.accounts.revokeKey(String(revoked.id))
+    await box.accounts.createKey({ account: 'alice' })
+    const revoked = (await box.accounts.createKey({ account: 'alice' }))
+    await box.accounts.revokeKey(String(revoked.id))
 
     const res = await box.request('/dashboard/admin', { headers: { cookie: root.cookie } })
     expect(res.status).toBe(200)

@@ -40,7 +40,7 @@ describe('the audit page', () => {
     const { root } = await setup()
     await signIn(box, 'alice', PW)
     await expect(signIn(box, 'alice', 'wrong password!')).rejects.toThrow('sign-in refused')
-    box.accounts.createKey({ account: 'alice', scopes: ['qr'] }, CLI)
+    await box.accounts.createKey({ account: 'alice', scopes: ['qr'] }, CLI)
     const { status, html } = await page(root, '/dashboard/admin/audit')
     expect(status).toBe(200)
     expect(html).toContain('<a href="/dashboard/admin/audit" aria-current="page">Audit log</a>')
@@ -69,7 +69,7 @@ describe('the audit page', () => {
 
   test('pages of 50, newest first, with an "Older" link that keeps the filters', async () => {
     const { root } = await setup()
-    for (let i = 0; i < 120; i++) box.accounts.createKey({ account: 'alice' }, CLI)
+    for (let i = 0; i < 120; i++) await box.accounts.createKey({ account: 'alice' }, CLI)
     const first = await page(root, '/dashboard/admin/audit?action=key')
     expect(auditRows(first.html)).toHaveLength(50)
     const older = first.html.match(/<a href="([^"]+)" rel="next">Older →<\/a>/)![1]!.replace(/&amp;/g, '&')

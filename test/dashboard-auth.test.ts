@@ -171,7 +171,7 @@ describe('signed in', () => {
     const { key } = await box.accounts.createAccount({ name: 'alice', password: 'correct horse' })
     const who = await signIn(box, 'alice', 'correct horse')
     expect((await box.get('/api/qr.json', { data: 'x' }, { 'x-api-key': key.key })).status).toBe(200)
-    box.accounts.setDisabled('alice', true)
+    await box.accounts.setDisabled('alice', true)
     expect((await box.get('/api/qr.json', { data: 'x' }, { 'x-api-key': key.key })).status).toBe(401)
     expect((await box.request('/dashboard', { headers: { cookie: who.cookie } })).status).toBe(303)
     await expect(signIn(box, 'alice', 'correct horse')).rejects.toThrow('sign-in refused')

@@ -130,8 +130,8 @@ describe('create a key', () => {
     const revoked = () => keyRows().filter((r) => r.account_id === id && r.revoked !== null)
     // Each creation keeps the REVOKED_KEYS_KEPT latest revoked keys: after the loop, those and the last one.
     for (let i = 0; i < REVOKED_KEYS_KEPT + 5; i++) {
-      const k = box.accounts.createKeyForAccount({ accountId: id, scopes: ['qr'] })
-      box.accounts.revokeKeyOfAccount(id, k.id)
+      const k = (await box.accounts.createKeyForAccount({ accountId: id, scopes: ['qr'] }))
+      await box.accounts.revokeKeyOfAccount(id, k.id)
     }
     const revokedBefore = revoked()
     expect(revokedBefore).toHaveLength(REVOKED_KEYS_KEPT + 1)
@@ -144,7 +144,7 @@ describe('create a key', () => {
     expect(keyRows().filter((r) => r.account_id !== id)).toEqual(bobsBefore)
 
     while (keyRows().filter((r) => r.account_id === id && r.revoked === null).length < MAX_ACTIVE_KEYS)
-      box.accounts.createKeyForAccount({ accountId: id, scopes: ['qr'] })
+      await box.accounts.createKeyForAccount({ accountId: id, scopes: ['qr'] })
     const count = keyRows().length
     const full = await create(alice, { scope: 'qr' })
     expect(await full.text()).toContain(`An account can hold ${MAX_ACTIVE_KEYS} active keys`)

@@ -21,7 +21,7 @@ beforeAll(async () => {
   await box.accounts.createAccount({ name: 'bob', password: 'battery staple' })
   alice = await signIn(box, 'alice', 'correct horse')
   bob = await signIn(box, 'bob', 'battery staple')
-  const link = await box.links.create({ url: 'https://example.com/qr-styled', alias: 'styled' }, box.accounts.authenticate(aliceKey)!)
+  const link = await box.links.create({ url: 'https://example.com/qr-styled', alias: 'styled' }, (await box.accounts.authenticate(aliceKey))!)
   code = link.hex
   shortUrl = link.url
 })

@@ -91,7 +91,7 @@ describe('links.json?format=csv', () => {
 
   test('streams more links than a page, each once, in order', async () => {
     const carol = await box.account('carol')
-    const caller = box.accounts.authenticate(carol)!
+    const caller = (await box.accounts.authenticate(carol))!
     const n = EXPORT_PAGE * 2 + 7
     await Promise.all(Array.from({ length: n }, (_, i) => box.links.create({ url: `https://example.com/many/${i}`, tags: i % 2 ? 'odd' : '' }, caller)))
     const { res, text } = await exportCsv(box, carol)
@@ -213,7 +213,7 @@ describe('import.json', () => {
     const form = new FormData()
     form.set('file', 'long_url\nhttps://example.com/\n')
     expect((await box.request('/api/import.json', { method: 'POST', body: form })).status).toBe(401)
-    const qrOnly = box.accounts.createKey({ account: 'bob', scopes: ['qr'] }).key
+    const qrOnly = (await box.accounts.createKey({ account: 'bob', scopes: ['qr'] })).key
     expect((await box.request('/api/import.json', { method: 'POST', body: form, headers: as(qrOnly) })).status).toBe(403)
   })
 })

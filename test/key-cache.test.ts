@@ -24,14 +24,14 @@ test('a key is looked up once per few seconds: a change made on the service\'s o
   const box = await makeBox({}, { clock: () => now })
   boxes.push(box)
   const key = await box.account('alice')
-  expect([...box.accounts.authenticate(key)!.scopes]).toContain('links')
+  expect([...(await box.accounts.authenticate(key))!.scopes]).toContain('links')
   // Behind the service's back, on its own connection (so data_version does not change): only the
   // cache's lifetime bounds how long the old scopes are used.
   box.db.exec("UPDATE api_keys SET scopes = 'qr'")
   now += 1_000
-  expect([...box.accounts.authenticate(key)!.scopes]).toContain('links')
+  expect([...(await box.accounts.authenticate(key))!.scopes]).toContain('links')
   now += 5_000
-  expect([...box.accounts.authenticate(key)!.scopes]).toEqual(['qr'])
+  expect([...(await box.accounts.authenticate(key))!.scopes]).toEqual(['qr'])
 })
 
 test('revoked in this process: the next request with the key is refused', async () => {
@@ -39,7 +39,7 @@ test('revoked in this process: the next request with the key is refused', async 
   boxes.push(box)
   const key = await box.account('bob')
   expect((await box.post('/api/links.json', {}, { 'x-api-key': key })).status).toBe(200)
-  box.accounts.revokeKey(key.slice(0, 11))
+  await box.accounts.revokeKey(key.slice(0, 11))
   const r = await box.post('/api/links.json', {}, { 'x-api-key': key })
   expect(r.status).toBe(401)
   expect(r.body.code).toBe('invalid_key')
@@ -49,14 +49,14 @@ test('revoked through another connection to the same file: refused at the next r
   const box = await makeBox()
   boxes.push(box)
   const key = await box.account('carol')
-  expect(box.accounts.authenticate(key)).not.toBeNull()
+  expect((await box.accounts.authenticate(key))).not.toBeNull()
   const other = new Database(join(box.dir, 'linkbox.db'))
   try {
     other.exec('UPDATE api_keys SET revoked = 1')
   } finally {
     other.close()
   }
-  expect(box.accounts.authenticate(key)).toBeNull()
+  expect((await box.accounts.authenticate(key))).toBeNull()
 })
 
 test('`linkbox key revoke` from the CLI while the server runs: the key stops working', async () => {

@@ -38,13 +38,13 @@ function edit(who: SignedIn, id: number | string, scopes: string[], label: strin
 
 const aliceId = () => (box.db.query("SELECT id FROM accounts WHERE name = 'alice'").get() as { id: number }).id
 
-function aliceKey(scopes: ('links' | 'qr' | 'media' | 'mail' | 'webhooks')[] = ['links', 'qr'], label = 'script') {
+async function aliceKey(scopes: ('links' | 'qr' | 'media' | 'mail' | 'webhooks')[] = ['links', 'qr'], label = 'script') {
   return box.accounts.createKeyForAccount({ accountId: aliceId(), scopes, label })
 }
 
 describe('editing a key', () => {
   test('a scope taken away is refused at the next request (scope_denied), given back it works; the label shows in the list', async () => {
-    const k = aliceKey()
+    const k = await aliceKey()
     expect((await links(k.key)).status).toBe(200) // and now the caller is cached
     expect((await qr(k.key)).status).toBe(200)
 
@@ -74,11 +74,11 @@ describe('editing a key', () => {
     expect(row(k.id).scopes).toBe('links,webhooks')
     expect((await links(k.key)).status).toBe(200)
     expect((await qr(k.key)).status).toBe(403)
-    expect(box.accounts.listKeys({ account: 'alice' }).find((x) => x.id === k.id)).toMatchObject({ scopes: ['links', 'webhooks'], label: 'qr only now' })
+    expect((await box.accounts.listKeys({ account: 'alice' })).find((x) => x.id === k.id)).toMatchObject({ scopes: ['links', 'webhooks'], label: 'qr only now' })
   })
 
   test('refused: no scope, an unknown scope, a label with a control character — back to the form with the message, nothing changed', async () => {
-    const k = aliceKey(['links'], 'kept')
+    const k = await aliceKey(['links'], 'kept')
     const cases: [string[], string, string][] = [
       [[], 'kept', 'Choose at least one scope.'],
       [['links', 'admin'], 'kept', 'Scopes are links, qr, media, mail, webhooks.'],
@@ -100,7 +100,7 @@ describe('editing a key', () => {
   })
 
   test("another account's key, a revoked key, no such key: 404 and nothing changed; without the CSRF token: 403", async () => {
-    const k = aliceKey(['links'], 'mine')
+    const k = await aliceKey(['links'], 'mine')
     for (const res of [await page(bob, `/dashboard/keys/${k.id}/edit`), await edit(bob, k.id, ['qr'], 'taken')]) {
       expect(res.status).toBe(404)
       expect(await res.text()).toContain('This account has no such')
@@ -112,7 +112,7 @@ describe('editing a key', () => {
     expect((await edit(alice, 99999, ['qr'], 'none')).status).toBe(404)
     expect((await edit(alice, 'abc', ['qr'], 'none')).status).toBe(404)
 
-    box.accounts.revokeKeyOfAccount(aliceId(), k.id)
+    await box.accounts.revokeKeyOfAccount(aliceId(), k.id)
     const revoked = await edit(alice, k.id, ['qr'], 'after')
     expect(revoked.status).toBe(404)
     expect(row(k.id)).toMatchObject({ label: 'mine', scopes: 'links' })
@@ -124,7 +124,7 @@ describe('editing a key', () => {
   })
 
   test('signed out: the POST goes to sign in and comes back to the edit page; nothing changed', async () => {
-    const k = aliceKey(['links'], 'anon')
+    const k = await aliceKey(['links'], 'anon')
     const res = await postForm(http, { cookie: '', csrf: 'x' }, `/dashboard/keys/${k.id}/edit`, { scope: 'qr', label: 'anon' })
     expect(res.status).toBe(303)
     expect(decodeURIComponent(res.headers.get('location')!)).toContain(`/dashboard/keys/${k.id}/edit`)

@@ -219,7 +219,7 @@ describe('errors, as the GET methods give them', () => {
   test('no key: 401; a key without the mail scope: 403 scope_denied', async () => {
     const anon = await box.post('/api/message.json', { address, id: String(id), action: 'delete' })
     expect(anon.status).toBe(401)
-    const narrow = box.accounts.createKey({ account: 'alice', scopes: ['links'] }).key
+    const narrow = (await box.accounts.createKey({ account: 'alice', scopes: ['links'] })).key
     const r = await post('mailbox.json', { address, action: 'delete' }, narrow)
     expect([r.status, r.body.code]).toEqual([403, 'scope_denied'])
     expect(count('mailboxes', 'address = ?', address)).toBe(1)

@@ -711,7 +711,7 @@ describe('ownership and keys', () => {
     m = await mailBox({ mailbox_ttl: 3600 }, { marketplace: { proxy_secret: 's3cret' } }, { clock: () => now })
     alice = caller(m.box, { 'x-api-key': await m.box.account('alice') })
     bob = caller(m.box, { 'x-api-key': await m.box.account('bob') })
-    narrow = caller(m.box, { 'x-api-key': m.box.accounts.createKey({ account: 'alice', scopes: ['links', 'qr', 'media', 'webhooks'] }).key })
+    narrow = caller(m.box, { 'x-api-key': (await m.box.accounts.createKey({ account: 'alice', scopes: ['links', 'qr', 'media', 'webhooks'] })).key })
     anonymous = caller(m.box, {})
     expect((await alice('mailbox.json', { address: 'owned' })).status).toBe(200)
     ownedId = storedIds((await rawSend(m.port, [owned], eml(owned, 'for alice only', 'secret code 123456'))).final!)[0]!
@@ -1296,7 +1296,7 @@ describe('connections per address, the mail.received event, /metrics', () => {
     const r = await rawSend(m.port, [one, two], message)
     const ids = storedIds(r.final!)
     expect(ids).toHaveLength(2)
-    const account = m.box.accounts.authenticate(key)!.accountId
+    const account = (await m.box.accounts.authenticate(key))!.accountId
     expect(heard.map((e) => [e.accountId, e.message.address, e.message.id, e.message.subject])).toEqual([
       [account, one, ids[0], 'announced'],
       [account, two, ids[1], 'announced'],

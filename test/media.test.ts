@@ -282,7 +282,7 @@ describe('input that tries to become something else', () => {
 
   test('no key: 401; a key without the media scope: 403', async () => {
     expect((await box.get('/api/download.json', { url: fx.url('mp4') })).status).toBe(401)
-    const qrOnly = box.accounts.createKey({ account: 'media', scopes: ['qr'] }).key
+    const qrOnly = (await box.accounts.createKey({ account: 'media', scopes: ['qr'] })).key
     const r = await download(fx.url('mp4'), box, qrOnly)
     expect([r.status, r.body.code]).toEqual([403, 'scope_denied'])
   })

@@ -197,12 +197,12 @@ describe('sign-in with the provider', () => {
   })
 
   test('a disabled account cannot sign in with the provider', async () => {
-    app.accounts.setDisabled('bob', true)
+    await app.accounts.setDisabled('bob', true)
     const { callback, app: jar } = await throughProvider(appUrl, provider, 'bob')
     const res = await visit(jar, callback)
     expect(sessionOf(res)).toBeNull()
     expect(await pageAfter(jar, appUrl, res)).toContain('This account has been disabled by an administrator.')
-    app.accounts.setDisabled('bob', false)
+    await app.accounts.setDisabled('bob', false)
   })
 
   test('sign-out ends the session (the old cookie opens nothing) and offers the provider’s sign-out, which knows where to come back to', async () => {

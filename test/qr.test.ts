@@ -283,7 +283,7 @@ describe('qr.json refuses', () => {
 
   test('a key without the qr scope → 403 scope_denied', async () => {
     await box.account('links-only')
-    const { key: linksKey } = box.accounts.createKey({ account: 'links-only', scopes: ['links'] })
+    const { key: linksKey } = (await box.accounts.createKey({ account: 'links-only', scopes: ['links'] }))
     const r = await qrJson({ data: 'x' }, { 'x-api-key': linksKey })
     expect([r.status, r.body.code]).toEqual([403, 'scope_denied'])
     expect(r.body.message).toContain('"qr"')

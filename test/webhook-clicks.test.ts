@@ -71,7 +71,7 @@ for (const writeOn of ['worker', 'main'] as const) {
           ].sort((x, y) => (x.hex < y.hex ? -1 : 1)),
         )
         // One event, one delivery, all the watcher's; the quiet account's and the anonymous clicks none.
-        const watcher = box.accounts.authenticate(key)!.accountId!
+        const watcher = (await box.accounts.authenticate(key))!.accountId!
         expect(count(box, 'SELECT count(*) AS n FROM webhook_events')).toBe(1)
         expect(count(box, 'SELECT count(*) AS n FROM webhook_events WHERE account_id = ?', watcher)).toBe(1)
         expect(count(box, 'SELECT count(*) AS n FROM webhook_deliveries')).toBe(1)
@@ -97,7 +97,7 @@ for (const writeOn of ['worker', 'main'] as const) {
       const receiver = startReceiver()
       try {
         const key = await box.account('many')
-        const accountId = box.accounts.authenticate(key)!.accountId!
+        const accountId = (await box.accounts.authenticate(key))!.accountId!
         await endpoint(box, key, receiver, 'link.clicked')
         // More links than one part (LINKS_PER_COMMIT, 500): the first part commits, the second fails.
         const LINKS = 600

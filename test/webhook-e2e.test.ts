@@ -37,7 +37,7 @@ test('link and mail events reach the endpoint signed, once each, soon after the 
   expect((await box.post('/api/update.json', { code: 'hooked', url: 'https://example.com/changed' }, { 'x-api-key': key })).status).toBe(200)
   expect((await box.post('/api/delete.json', { code: 'hooked' }, { 'x-api-key': key })).status).toBe(200)
 
-  const owner = box.accounts.authenticate(key)!
+  const owner = (await box.accounts.authenticate(key))!
   box.mail.getOrCreate(owner, 'hooked')
   const check = box.mail.checkRecipient('hooked@localhost')
   if (!check.ok) throw new Error('the mailbox does not take mail')

@@ -131,7 +131,7 @@ describe('POST /api/webhooks.json', () => {
     const nf = await hook({ action: 'delete', id: '999' })
     expect([nf.status, nf.body.code]).toEqual([404, 'not_found'])
     expect((await box.post(W, { action: 'list' })).status).toBe(401)
-    const narrow = box.accounts.createKey({ account: 'alice', scopes: ['links'] }).key
+    const narrow = (await box.accounts.createKey({ account: 'alice', scopes: ['links'] })).key
     const denied = await hook({ action: 'list' }, narrow)
     expect([denied.status, denied.body.code]).toEqual([403, 'scope_denied'])
     expect(rows('SELECT count(*) AS n FROM webhook_endpoints')).toEqual([{ n: 1 }])
@@ -261,7 +261,7 @@ describe('events in the transaction of the change', () => {
 
   test('mail.received: once per mailbox, data as events.emit sends it, in the delivery\'s transaction', async () => {
     await createHook('mail.received')
-    const alice = box.accounts.authenticate(key)!
+    const alice = (await box.accounts.authenticate(key))!
     box.mail.getOrCreate(alice, 'inbox-one')
     box.mail.getOrCreate(alice, 'inbox-two')
     const ids = ['inbox-one', 'inbox-two'].map((a) => {

@@ -163,7 +163,8 @@ ${list.files.length === 0
           // A destination that is an address, not a name (banHost takes names): refused, said on the page, report left open.
           if (action === 'host_banned' && hostOf(report.long_url)) return `${abuse.banHost(hostOf(report.long_url)!, why, s.accountId, who).host} is banned.`
           if (action === 'account_disabled' && report.owner) {
-            accounts.setDisabled(report.owner, true, who)
+            // In the close's transaction: a refusal (the last active administrator) undoes the close too.
+            accounts.disableWithin(deps.db, report.owner, who)
             return `${report.owner} is disabled: its links answer 451 and its keys are refused.`
           }
           if (action === 'dismissed') return 'Dismissed.'

@@ -256,7 +256,8 @@ function createdCard(name: string, key: string, hasPassword: boolean, admin: boo
 </section>`
 }
 
-type AccountList = ReturnType<DashboardDeps['accounts']['listAccounts']>
+type AccountList = Awaited<ReturnType<DashboardDeps['accounts']['listAccounts']>>
+type Account = NonNullable<Awaited<ReturnType<DashboardDeps['accounts']['account']>>>
 
 /** A time in a narrow cell: it may break between the day and the time of day, nowhere else. */
 function whenCell(ms: number | null): string {
@@ -307,13 +308,13 @@ export function createAdminSection(deps: DashboardDeps) {
    * shown (a reload says it was); with ?form=ID the refused form as it was sent (never its password).
    */
   /** The accounts and the create form: a refused form (?form=ID) as it was sent, or what was typed before the session ended. */
-  function accountsPage(request: Request, s: Session, draft?: CreateForm) {
+  async function accountsPage(request: Request, s: Session, draft?: CreateForm) {
     const url = new URL(request.url)
     const owner = shell.ownerOf(s)
     const form = shell.refusedState<CreateForm>(request, owner) ?? draft ?? {}
     const createdId = url.searchParams.get('created')
     const made = createdId === null ? null : shell.flash.take<NewAccount>(owner, 'account key', createdId)
-    const list = accounts.listAccounts({ page: pageOf(url.searchParams.get('page')) })
+    const list = await accounts.listAccounts({ page: pageOf(url.searchParams.get('page')) })
     const notice =
       createdId !== null && !made
         ? ({ kind: 'ok', text: "The new account's key was shown once, and is not shown again: only its hash is kept." } as const)
@@ -331,7 +332,7 @@ ${accountsTable(s, list)}
   }
 
   const ACCOUNT_ID = /^[1-9][0-9]{0,15}$/
-  const accountOf = (idText: string) => (ACCOUNT_ID.test(idText) ? accounts.account(Number(idText)) : null)
+  const accountOf = async (idText: string) => (ACCOUNT_ID.test(idText) ? accounts.account(Number(idText)) : null)
 
   function noAccountPage(request: Request, s: Session) {
     const content = `<h1>Admin</h1>
@@ -341,13 +342,13 @@ ${tabs('accounts')}
   }
 
   /** Why `s` may not disable or delete account `a` (oneself, the last active admin), or null. */
-  function refusal(s: Session, a: NonNullable<ReturnType<typeof accountOf>>, what: 'disable' | 'delete'): string | null {
+  async function refusal(s: Session, a: Account, what: 'disable' | 'delete'): Promise<string | null> {
     if (a.id === s.accountId) return `You cannot ${what} your own account: ask another administrator, or use the command line.`
-    if (a.admin && a.disabled === null && accounts.activeAdmins() <= 1) return `${a.name} is the last active administrator: make another account an administrator first.`
+    if (a.admin && a.disabled === null && (await accounts.activeAdmins()) <= 1) return `${a.name} is the last active administrator: make another account an administrator first.`
     return null
   }
 
-  const facts = (a: NonNullable<ReturnType<typeof accountOf>>) => `<dl class="facts">
+  const facts = (a: Account) => `<dl class="facts">
 <dt>Account</dt><dd>${escapeHtml(a.name)}${a.admin ? ' <span class="badge admin">Admin</span>' : ''}</dd>
 <dt>Created</dt><dd>${escapeHtml(when(a.created))}</dd>
 <dt>Last sign-in</dt><dd>${escapeHtml(when(a.lastSignin))}</dd>
@@ -356,10 +357,10 @@ ${tabs('accounts')}
 </dl>`
 
   /** "Delete this account?": what it owns, the choice for its links, and the form (no script needed). */
-  function deletePage(request: Request, s: Session, idText: string) {
-    const a = accountOf(idText)
+  async function deletePage(request: Request, s: Session, idText: string) {
+    const a = await accountOf(idText)
     if (!a) return noAccountPage(request, s)
-    const refused = refusal(s, a, 'delete')
+    const refused = await refusal(s, a, 'delete')
     const form = refused
       ? `<p class="notice error" role="alert">${escapeHtml(refused)}</p><p><a href="${ADMIN}">Back to the accounts</a></p>`
       : `<form method="post" action="${ADMIN}/account/${a.id}/delete">
@@ -382,8 +383,8 @@ ${form}
   }
 
   /** Setting a new password for an account (its sessions end); a refused one comes back with its message. */
-  function passwordPage(request: Request, s: Session, idText: string) {
-    const a = accountOf(idText)
+  async function passwordPage(request: Request, s: Session, idText: string) {
+    const a = await accountOf(idText)
     if (!a) return noAccountPage(request, s)
     const refused = shell.refusedState<{ error: string }>(request, shell.ownerOf(s))
     const self = a.id === s.accountId
@@ -550,7 +551,7 @@ ${hooks}
         // The key waits for the page redirected to, in memory (flash.ts): never stored, never in a URL or a cookie.
         const id = shell.flash.put(shell.ownerOf(s), 'account key', { name: account.name, key: key.key, hasPassword: password !== '', admin } satisfies NewAccount)
         // The last page: where the new account is.
-        return shell.seeOther(`${ADMIN}?page=${Math.max(1, Math.ceil(accounts.count() / ACCOUNT_PAGE_MAX))}&created=${id}`)
+        return shell.seeOther(`${ADMIN}?page=${Math.max(1, Math.ceil((await accounts.count()) / ACCOUNT_PAGE_MAX))}&created=${id}`)
       } catch (err) {
         if (err instanceof AppError && err.status < 500)
           return shell.refused(shell.ownerOf(s), ADMIN, { name: name.slice(0, 200), admin, error: { field: fieldOf(err), text: err.message } } satisfies CreateForm)
@@ -567,7 +568,7 @@ ${hooks}
       const disable = params.action === 'disable'
       try {
         // Its sessions end in the same transaction (and oneself, or the last active admin, is refused there).
-        const done = accounts.setDisabled(name, disable, by(request, s))
+        const done = await accounts.setDisabled(name, disable, by(request, s))
         return shell.seeOther(back, {
           kind: 'ok',
           text: disable
@@ -600,11 +601,11 @@ ${hooks}
       const s = shell.requireAdmin(request, ADMIN)
       if (s instanceof Response) return s
       const fields = await shell.form(request, s)
-      const a = accountOf(params.id)
+      const a = await accountOf(params.id)
       if (!a) return shell.seeOther(ADMIN, { kind: 'error', text: 'That account does not exist any more: nothing was deleted.' })
       const withLinks = fields.get('links') === 'delete'
       try {
-        const done = accounts.deleteAccount(a.name, { withLinks }, by(request, s))
+        const done = await accounts.deleteAccount(a.name, { withLinks }, by(request, s))
         // The links deleted with it leave this process's cache of visited links.
         links.forget(done.deletedLinks)
         return shell.seeOther(ADMIN, {
@@ -626,7 +627,7 @@ ${hooks}
       const s = shell.requireAdmin(request, page)
       if (s instanceof Response) return s
       const fields = await shell.form(request, s)
-      const a = accountOf(params.id)
+      const a = await accountOf(params.id)
       if (!a) return shell.seeOther(ADMIN, { kind: 'error', text: 'That account does not exist any more: no password was set.' })
       try {
         const done = await accounts.setPassword(a.name, fields.get('password') ?? '', by(request, s))

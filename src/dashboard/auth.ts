@@ -140,7 +140,7 @@ export function createAuthRoutes(deps: DashboardDeps) {
         await shell.form(request, s)
         sessions.end(s.id)
       }
-      const page = s && oidc ? oidc.signedOutPage(s.accountId) : '/login'
+      const page = s && oidc ? await oidc.signedOutPage(s.accountId) : '/login'
       return shell.seeOther(page, { kind: 'ok', text: 'You are signed out.' }, { 'set-cookie': shell.clearSessionCookie() })
     })
 
@@ -152,7 +152,7 @@ export function createAuthRoutes(deps: DashboardDeps) {
         const name = (fields.get('name') ?? '').trim()
         const d = limiter.hit(`signup:${rateKeyOf(clientIp(request))}`, SIGN_UP_PER_CLIENT_PER_MINUTE)
         if (!d.allowed) return refuse(request, { signup: true, name, error: `Too many sign-ups from your address: wait ${d.reset} s.`, headers: { 'retry-after': String(d.reset) } })
-        if (accounts.count() >= SIGN_UP_MAX_ACCOUNTS)
+        if ((await accounts.count()) >= SIGN_UP_MAX_ACCOUNTS)
           return refuse(request, { signup: true, name, error: 'Sign-up is closed: this server has as many accounts as it takes. Ask its administrator.' })
         try {
           const { account } = await accounts.createAccount(

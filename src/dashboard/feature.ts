@@ -13,7 +13,7 @@ export function createDashboardFeature(
   deps: { links: LinkService; mail: MailService; webhooks: WebhookService; qr: QrService; abuse: AbuseService; databaseProblem: () => string | null },
 ) {
   const { config, db, clock, accounts, metrics, limiter, clientIp, log } = shared
-  const dashboard = createDashboard({ config, db, clock, accounts, metrics, limiter, clientIp, log, server: shared.server, ...deps })
+  const dashboard = createDashboard({ config, db, storages: shared.storages, clock, accounts, metrics, limiter, clientIp, log, server: shared.server, ...deps })
   const feature: Feature = {
     routes: dashboard.plugin,
     jobs: [{ name: 'session sweep', everyMs: 60_000, run: () => dashboard.sessions.sweep() }],

@@ -5,6 +5,7 @@ import { Elysia } from 'elysia'
 import type { AccountService } from '../accounts/service'
 import type { Config } from '../config'
 import type { Db } from '../db'
+import type { Storages } from '../db/storages'
 import type { RateLimiter } from '../http/rate-limit'
 import type { LinkService } from '../links/service'
 import type { MailService } from '../mail/service'
@@ -27,6 +28,8 @@ import { createOidcSignIn, type OidcSignIn } from './oidc'
 export interface DashboardDeps {
   config: Config
   db: Db
+  /** Single sign-on's identities and the audit log's rows (db/storages.ts). */
+  storages: Pick<Storages<Db>, 'identities' | 'audit'>
   clock: () => number
   accounts: AccountService
   links: LinkService

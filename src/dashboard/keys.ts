@@ -83,8 +83,8 @@ ${keyFields(form, errors)}
 </section>`
   }
 
-  function listCard(s: Session): string {
-    const keys = accounts.keysOfAccount(s.accountId)
+  async function listCard(s: Session): Promise<string> {
+    const keys = await accounts.keysOfAccount(s.accountId)
     if (keys.length === 0)
       return `<section class="card" aria-labelledby="keys-heading"><h2 id="keys-heading">Your keys</h2><p class="empty">No keys yet: create one above.</p></section>`
     const rows = keys
@@ -127,7 +127,7 @@ only the methods of its scopes; a revoked key is refused at once.</p>
    * The section's page. With ?created=ID: the new key, the one time it is shown (a reload shows instead
    * that it was shown once); with ?form=ID: the refused form as it was sent, with its errors.
    */
-  function page(request: Request, s: Session, draft?: Refused) {
+  async function page(request: Request, s: Session, draft?: Refused) {
     const url = new URL(request.url)
     const owner = shell.ownerOf(s)
     // A refused form (?form=ID) as it was sent, or what was typed before the session ended (shell.requireForm).
@@ -135,7 +135,7 @@ only the methods of its scopes; a revoked key is refused at once.</p>
     const createdId = url.searchParams.get('created')
     const made = createdId === null ? null : flash.take<NewKey>(owner, 'key', createdId)
     const created = made ? createdCard(made.key, made.scopes, made.label) : ''
-    const content = `<div class="keys-page"><h1>API</h1>${created}${createCard(s, refused?.form ?? { scopes: [...SCOPES], label: '' }, refused?.errors ?? {})}${listCard(s)}${howTo}</div>`
+    const content = `<div class="keys-page"><h1>API</h1>${created}${createCard(s, refused?.form ?? { scopes: [...SCOPES], label: '' }, refused?.errors ?? {})}${await listCard(s)}${howTo}</div>`
     const notice: Notice | undefined = refused?.formError
       ? { kind: 'error', text: refused.formError }
       : createdId !== null && !made
@@ -154,8 +154,8 @@ only the methods of its scopes; a revoked key is refused at once.</p>
   }
 
   /** "Revoke this key?": what the key is, and a form that revokes it (like deleting a link or a webhook). */
-  function confirmPage(request: Request, s: Session, idText: string) {
-    const k = KEY_ID.test(idText) ? accounts.keysOfAccount(s.accountId).find((x) => x.id === Number(idText)) : undefined
+  async function confirmPage(request: Request, s: Session, idText: string) {
+    const k = KEY_ID.test(idText) ? (await accounts.keysOfAccount(s.accountId)).find((x) => x.id === Number(idText)) : undefined
     if (!k) return notFoundPage(request, s, 'This account has no such key.')
     if (k.revoked) return notFoundPage(request, s, `The key ${k.prefix}… is revoked already.`)
     return shell.render(request, s, {
@@ -181,8 +181,8 @@ only the methods of its scopes; a revoked key is refused at once.</p>
   }
 
   /** A key's edit page: its scopes and label, with a refused edit's values and messages (?form=ID). */
-  function editPage(request: Request, s: Session, idText: string) {
-    const k = KEY_ID.test(idText) ? accounts.keysOfAccount(s.accountId).find((x) => x.id === Number(idText)) : undefined
+  async function editPage(request: Request, s: Session, idText: string) {
+    const k = KEY_ID.test(idText) ? (await accounts.keysOfAccount(s.accountId)).find((x) => x.id === Number(idText)) : undefined
     if (!k) return notFoundPage(request, s, 'This account has no such key.')
     if (k.revoked) return notFoundPage(request, s, `The key ${k.prefix}… is revoked: it cannot be changed.`)
     const refused = shell.refusedState<Refused>(request, shell.ownerOf(s))
@@ -246,7 +246,7 @@ ${keyFields(form, refused?.errors ?? {})}
         const shownId = flash.newId()
         const shown = withParam(PAGE, 'created', shownId)
         try {
-          const created = accounts.createKeyForAccount(
+          const created = await accounts.createKeyForAccount(
             { accountId: s.accountId, scopes, label: form.label },
             { within: () => tokens.claim(sent, s.id, shown) },
             byAccount(s.caller, clientIp(request)),
@@ -281,7 +281,7 @@ ${keyFields(form, refused?.errors ?? {})}
         if (form.scopes.length === 0) return refuse({ errors: { scopes: 'Choose at least one scope.' } })
         try {
           if (!KEY_ID.test(params.id)) throw new AppError(404, 'not_found', 'This account has no such key.')
-          const r = accounts.editKeyOfAccount(s.accountId, Number(params.id), { scopes: form.scopes, label: form.label }, byAccount(s.caller, clientIp(request)))
+          const r = await accounts.editKeyOfAccount(s.accountId, Number(params.id), { scopes: form.scopes, label: form.label }, byAccount(s.caller, clientIp(request)))
           return shell.seeOther(PAGE, { kind: 'ok', text: `The key ${r.prefix}… is changed: its scopes are ${r.scopes.join(', ')}.` })
         } catch (err) {
           if (!(err instanceof AppError) || err.status >= 500) throw err
@@ -305,7 +305,7 @@ ${keyFields(form, refused?.errors ?? {})}
         await shell.form(request, s)
         try {
           if (!KEY_ID.test(params.id)) throw new AppError(404, 'not_found', 'This account has no such key.')
-          const r = accounts.revokeKeyOfAccount(s.accountId, Number(params.id), byAccount(s.caller, clientIp(request)))
+          const r = await accounts.revokeKeyOfAccount(s.accountId, Number(params.id), byAccount(s.caller, clientIp(request)))
           return shell.seeOther('/dashboard/keys', { kind: 'ok', text: `Revoked the key ${r.prefix}…: it is refused from now on.` })
         } catch (err) {
           if (!(err instanceof AppError) || err.status !== 404) throw err

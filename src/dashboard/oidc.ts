@@ -21,7 +21,7 @@ export function createOidcSignIn(deps: DashboardDeps) {
   const { config, shell, sessions, limiter, clientIp, log } = deps
   const secure = config.server.base_url.startsWith('https:')
   const client = createOidcClient({ oidc: config.oidc, baseUrl: config.server.base_url, clock: deps.clock })
-  const people = createProviderAccounts({ db: deps.db, clock: deps.clock, issuer: config.oidc.issuer, adminGroups: config.oidc.admin_groups })
+  const people = createProviderAccounts({ storages: deps.storages, clock: deps.clock, issuer: config.oidc.issuer, adminGroups: config.oidc.admin_groups })
   // SameSite=Lax: the callback is a top-level navigation from the provider's site, which Lax lets through.
   const bindingCookie = (value: string) => `${BINDING_COOKIE}=${value}; Path=${PATH}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}; Max-Age=600`
 
@@ -65,7 +65,7 @@ export function createOidcSignIn(deps: DashboardDeps) {
       const query = new URL(request.url).searchParams
       try {
         const { claims, next } = await client.finish({ query, binding: cookiesOf(request).get(BINDING_COOKIE) ?? '' })
-        const linked = people.link(claims, clientIp(request))
+        const linked = await people.link(claims, clientIp(request))
         if (!linked.ok) return signInFailed(request, `account ${linked.name} is disabled`, 'This account has been disabled by an administrator.')
         return signInSucceeded(request, linked, next)
       } catch (err) {
@@ -86,7 +86,7 @@ export function createOidcSignIn(deps: DashboardDeps) {
     button: (next: string) =>
       `<p class="sso"><a class="button sso-button" href="${PATH}?next=${escapeHtml(encodeURIComponent(next))}">Sign in with ${escapeHtml(client.name)}</a></p>`,
     /** Where sign-out goes: after an account linked to the provider, the sign-in page offers its sign-out. */
-    signedOutPage: (accountId: number) => (people.isLinked(accountId) ? '/login?signed_out=provider' : '/login'),
+    signedOutPage: async (accountId: number) => ((await people.isLinked(accountId)) ? '/login?signed_out=provider' : '/login'),
     /** The offer the sign-in page shows after such a sign-out. */
     signOutOffer: () => `<p class="sso-signout">Still signed in at ${escapeHtml(client.name)}? <a href="${PATH}/logout">Also sign out of ${escapeHtml(client.name)}</a>.</p>`,
   }

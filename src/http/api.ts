@@ -204,10 +204,10 @@ export function createApi(methods: ApiMethod[], deps: ApiDeps) {
   const mp = config.marketplace
   for (const m of methods) for (const p of m.params) assertCheckable(p.schema, `${m.path} ${p.name}`)
 
-  function resolveCaller(method: ApiMethod, request: Request): Caller | null {
+  async function resolveCaller(method: ApiMethod, request: Request): Promise<Caller | null> {
     const raw = keyOf(request)
     if (raw) {
-      const caller = accounts.authenticate(raw)
+      const caller = await accounts.authenticate(raw)
       if (!caller) throw invalidKey()
       return caller
     }
@@ -237,7 +237,7 @@ export function createApi(methods: ApiMethod[], deps: ApiDeps) {
     try {
       let caller: Caller | null
       try {
-        caller = resolveCaller(method, request)
+        caller = await resolveCaller(method, request)
       } catch (err) {
         // A bad credential still counts against the client's anonymous allowance.
         decision = limiter.hit(`ip:${rateKeyOf(clientIp)}`, config.rate.anon_per_minute)
@@ -278,21 +278,21 @@ export function createApi(methods: ApiMethod[], deps: ApiDeps) {
   for (const m of methods) byPath.set(m.path, [...(byPath.get(m.path) ?? []), m])
 
   /** The bucket a request without a method counts against: its key's when the key is valid, else its address's. */
-  function unmatchedDecision(request: Request): RateDecision {
+  async function unmatchedDecision(request: Request): Promise<RateDecision> {
     const raw = keyOf(request)
-    const caller = raw ? accounts.authenticate(raw) : null
+    const caller = raw ? await accounts.authenticate(raw) : null
     return caller
       ? limiter.hit(caller.keyId !== null ? `key:${caller.keyId}` : `acct:${caller.accountId}`, config.rate.key_per_minute)
       : limiter.hit(`ip:${rateKeyOf(deps.clientIp(request))}`, config.rate.anon_per_minute)
   }
 
-  function unmatched(request: Request): Response {
+  async function unmatched(request: Request): Promise<Response> {
     // Never `new URL(request.url)`: a malformed Host header makes it throw (see path.ts).
     const path = pathOf(request.url)
     const known = byPath.get(path)
     if (known && request.method === 'OPTIONS') return new Response(null, { status: 204, headers: PREFLIGHT_HEADERS })
     // Unknown paths and wrong verbs count against the caller's allowance like any request, and say so.
-    const decision = unmatchedDecision(request)
+    const decision = await unmatchedDecision(request)
     const headers = rateHeaders(decision)
     if (!decision.allowed) return errorResponse(rateLimited(decision.reset), headers)
     const shown = path.length > 200 ? `${path.slice(0, 200)}…` : path

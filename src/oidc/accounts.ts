@@ -3,10 +3,8 @@
 // over at the provider, or by a password account here). `admin_groups`, when set, decides admin at each
 // sign-in of a linked account: in one of the groups, admin; in none, not (an admin removed from the group
 // at the provider loses it at the next sign-in). With no admin_groups, admin is left as linkbox has it.
-import type { Db } from '../db'
-import { createAccountStore } from '../accounts/store'
-import { accountTarget, createAuditLog } from '../audit/service'
-import { createIdentityStore } from './store'
+import { accountTarget, auditRow } from '../audit/service'
+import type { Storages } from '../db/storages'
 
 /** What a sign-in learned from the provider (the ID token's claims, completed by UserInfo). */
 export interface ProviderClaims {
@@ -49,59 +47,51 @@ export function groupsOf(claim: unknown): string[] {
   return []
 }
 
-export function createProviderAccounts(deps: { db: Db; clock: () => number; issuer: string; adminGroups: readonly string[] }) {
-  const { db, clock, issuer, adminGroups } = deps
-  const identities = createIdentityStore(db)
-  const accounts = createAccountStore(db)
-  // An account made, or its admin flag changed by the groups, is written to the audit log in the same transaction.
-  const audit = createAuditLog(db, clock)
-  const provider = { kind: 'system' as const, name: 'single sign-on' }
+/** What single sign-on's accounts are handed: the identity storage and the audit log's rows, of one engine. */
+export type ProviderStorages<Tx> = Pick<Storages<Tx>, 'identities' | 'audit'>
 
-  /** base, base-2, base-3, …: the first name no account has (checked inside the caller's transaction). */
-  function freeName(base: string): string {
-    if (!identities.nameTaken(base)) return base
-    for (let n = 2; ; n++) {
-      const name = `${base}-${n}`
-      if (!identities.nameTaken(name)) return name
-    }
-  }
+export function createProviderAccounts<Tx>(deps: { storages: ProviderStorages<Tx>; clock: () => number; issuer: string; adminGroups: readonly string[] }) {
+  const { storages, clock, issuer, adminGroups } = deps
+  const provider = { kind: 'system' as const, name: 'single sign-on' }
 
   return {
     /**
      * The account for this person, made (or its admin flag brought in line with the groups) in one
-     * transaction: two first sign-ins at once make one account, and no await sits between the read and
-     * the write. A disabled account is not signed in.
+     * decision of the identity storage: two first sign-ins at once make one account, and no await sits
+     * between the read and the write. A made account, or its admin flag changed by the groups, is written to
+     * the audit log in the same transaction. A disabled account is not signed in.
      */
-    link(claims: ProviderClaims, address: string): LinkResult {
+    async link(claims: ProviderClaims, address: string): Promise<LinkResult> {
       const groups = groupsOf(claims.groups)
-      const admin = adminGroups.some((g) => groups.includes(g))
+      const admin = adminGroups.length > 0 ? adminGroups.some((g) => groups.includes(g)) : null
       const now = clock()
-      return db.transaction((): LinkResult => {
-        const known = identities.find(issuer, claims.sub)
-        if (known) {
-          const row = identities.account(known.account_id)!
-          if (row.disabled !== null) return { ok: false, reason: 'disabled', name: row.name }
-          identities.seen(issuer, claims.sub, now)
-          const isAdmin = adminGroups.length > 0 ? admin : row.admin === 1
-          if (isAdmin !== (row.admin === 1)) {
-            identities.setAdmin(known.account_id, isAdmin)
-            audit.record({ actor: provider, address }, { action: 'account.admin', target: accountTarget(row.name, known.account_id), detail: isAdmin ? 'made an admin by its groups at the provider' : 'no longer an admin: not in admin_groups at the provider' })
-          }
-          return { ok: true, accountId: known.account_id, name: row.name, admin: isAdmin, created: false }
-        }
-        const name = freeName(accountNameFrom(claims.preferred_username, claims.email))
-        const account = accounts.insertAccount(name, null, admin, now)
-        identities.insert(issuer, claims.sub, account.id, now)
-        audit.record(
-          { actor: { kind: 'account', id: account.id, name }, address },
-          { action: 'account.create', target: accountTarget(name, account.id), detail: `first sign-in with the provider ${issuer}${admin ? ', admin by its groups' : ''}` },
-        )
-        return { ok: true, accountId: account.id, name, admin, created: true }
-      })()
+      const name = accountNameFrom(claims.preferred_username, claims.email)
+      const linked = await storages.identities.link({ issuer, sub: claims.sub, name, admin, now }, (tx, l) => {
+        if (l.outcome === 'created')
+          return storages.audit.insert(
+            tx,
+            auditRow(
+              { actor: { kind: 'account', id: l.accountId, name: l.name }, address },
+              { action: 'account.create', target: accountTarget(l.name, l.accountId), detail: `first sign-in with the provider ${issuer}${l.admin ? ', admin by its groups' : ''}` },
+              now,
+            ),
+          )
+        if (l.outcome === 'signed_in' && l.admin !== l.adminBefore)
+          return storages.audit.insert(
+            tx,
+            auditRow(
+              { actor: provider, address },
+              { action: 'account.admin', target: accountTarget(l.name, l.accountId), detail: l.admin ? 'made an admin by its groups at the provider' : 'no longer an admin: not in admin_groups at the provider' },
+              now,
+            ),
+          )
+      })
+      if (linked.outcome === 'disabled') return { ok: false, reason: 'disabled', name: linked.name }
+      return { ok: true, accountId: linked.accountId, name: linked.name, admin: linked.admin, created: linked.outcome === 'created' }
     },
 
     /** Whether an account was made by (is linked to) this provider: its sign-out may offer the provider's. */
-    isLinked: (accountId: number) => identities.ofAccount(accountId)?.issuer === issuer,
+    isLinked: async (accountId: number) => (await storages.identities.ofAccount(accountId))?.issuer === issuer,
   }
 }
 export type ProviderAccounts = ReturnType<typeof createProviderAccounts>

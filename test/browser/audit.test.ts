@@ -19,7 +19,7 @@ beforeAll(async () => {
   const { key } = await app.accounts.createAccount({ name: 'alice', password: PW }, CLI)
   await app.accounts.createAccount({ name: 'bob', password: PW }, CLI)
   await app.accounts.createAccount({ name: 'marketplace-bot' }, CLI)
-  for (let i = 0; i < 55; i++) app.accounts.createKey({ account: 'marketplace-bot', scopes: ['qr'], label: `batch ${i}` }, CLI)
+  for (let i = 0; i < 55; i++) await app.accounts.createKey({ account: 'marketplace-bot', scopes: ['qr'], label: `batch ${i}` }, CLI)
   await fetch(`${app.url}/api/getLink.json`, { method: 'POST', headers: { 'x-api-key': key.key }, body: new URLSearchParams({ url: 'https://example.com/a' }) })
   browser = await launchBrowser()
   page = await (await browser.newContext()).newPage()
@@ -132,7 +132,7 @@ describe('the audit log', () => {
   })
 
   test('a non-admin gets the 403 of the admin pages', async () => {
-    app.accounts.setDisabled('alice', false, CLI)
+    await app.accounts.setDisabled('alice', false, CLI)
     const other = await (await browser.newContext()).newPage()
     await signInBrowser(other, app.url, 'alice', 'a brand new password')
     const res = await other.goto(`${app.url}/dashboard/admin/audit`)

@@ -21,7 +21,7 @@ beforeAll(async () => {
   await app.accounts.createAccount({ name: 'newsletter-bot' })
   await app.accounts.createAccount({ name: 'ops@example.org', password: PW, admin: true })
   await app.accounts.createAccount({ name: 'old-intern', password: PW })
-  app.accounts.setDisabled('old-intern', true)
+  await app.accounts.setDisabled('old-intern', true)
   // Something to count and draw: links, visits of several outcomes, API answers of several classes.
   const post = (path: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
     fetch(`${app.url}${path}`, { method: 'POST', body: new URLSearchParams(fields), headers })

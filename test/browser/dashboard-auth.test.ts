@@ -178,7 +178,7 @@ describe('CSRF', () => {
     await page.goto(`${app.url}/dashboard/admin`)
     await Promise.all([page.waitForURL(`${app.url}/dashboard/admin?page=1`), page.locator('table.accounts tbody tr', { hasText: 'alice' }).getByRole('button', { name: 'Disable alice' }).click()])
     expect(disabled('alice')).toBeNumber()
-    app.accounts.setDisabled('alice', false)
+    await app.accounts.setDisabled('alice', false)
   })
 
   test('a page of another origin that posts to the dashboard by itself: refused, nothing changed', async () => {

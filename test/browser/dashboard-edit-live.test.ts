@@ -90,14 +90,14 @@ const endpointRow = (id: number) => app.db.query('SELECT url, events, enabled, d
   disabled_reason: string | null
   secret: string
 }
-const caller = () => app.accounts.authenticate(aliceKey)!
+const caller = async () => (await app.accounts.authenticate(aliceKey))!
 
 describe('a webhook endpoint', () => {
   let id = 0
   let t: Tab
 
   test('the delivery log shows a test delivery arrive without a reload; reload and back send nothing', async () => {
-    const made = await app.webhooks.create(caller(), { url: receiver.url, events: 'link.created' })
+    const made = await app.webhooks.create(await caller(), { url: receiver.url, events: 'link.created' })
     receiver.secret = made.secret
     id = made.id
     t = await tab()
@@ -173,8 +173,8 @@ describe('a webhook endpoint', () => {
 
     // What it now receives: a deletion, at the new URL; not a creation.
     second.secret = receiver.secret
-    const link = await app.links.create({ url: 'https://example.com/edited' }, caller())
-    await app.links.delete({ code: link.hex }, caller())
+    const link = await app.links.create({ url: 'https://example.com/edited' }, await caller())
+    await app.links.delete({ code: link.hex }, await caller())
     await until(() => second.got.length === 1, 'link.deleted at the new URL')
     await Bun.sleep(200)
     expect(second.got.map((g) => JSON.parse(g.body).type)).toEqual(['link.deleted'])
@@ -223,8 +223,8 @@ describe('a webhook endpoint', () => {
     expect(t.posts).toEqual([])
     expect(endpointRow(id).secret).toBe(shown)
 
-    const link = await app.links.create({ url: 'https://example.com/rotated' }, caller())
-    await app.links.delete({ code: link.hex }, caller())
+    const link = await app.links.create({ url: 'https://example.com/rotated' }, await caller())
+    await app.links.delete({ code: link.hex }, await caller())
     await until(() => second.got.length === 2, 'a delivery after the new secret')
     const got = second.got[1]!
     expect(() => new Webhook(shown).verify(got.body, got.headers)).not.toThrow()
@@ -232,10 +232,10 @@ describe('a webhook endpoint', () => {
   })
 
   test('redeliver all failed: they go out again once the receiver answers, under their first webhook-ids', async () => {
-    const made = await app.webhooks.create(caller(), { url: flaky.url, events: 'link.created' })
+    const made = await app.webhooks.create(await caller(), { url: flaky.url, events: 'link.created' })
     flaky.secret = made.secret
-    await app.links.create({ url: 'https://example.com/f1' }, caller())
-    await app.links.create({ url: 'https://example.com/f2' }, caller())
+    await app.links.create({ url: 'https://example.com/f1' }, await caller())
+    await app.links.create({ url: 'https://example.com/f2' }, await caller())
     await until(
       () => (app.db.query("SELECT count(*) AS n FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'failed'").get(made.id) as { n: number }).n === 2,
       'both failed',
@@ -283,8 +283,8 @@ describe('an API key', () => {
   test('its scopes and label edited: the API refuses the scope taken away; reload and back send nothing', async () => {
     const t = await tab()
     await signInBrowser(t.page, app.url, 'alice', PW)
-    const accountId = caller().accountId
-    const k = app.accounts.createKeyForAccount({ accountId, scopes: ['links', 'qr'], label: 'nightly job' })
+    const accountId = (await await caller()).accountId
+    const k = (await app.accounts.createKeyForAccount({ accountId, scopes: ['links', 'qr'], label: 'nightly job' }))
     await t.page.goto(`${app.url}/dashboard/keys`)
     await clickRole(t.page, 'link', `Edit the key ${k.prefix}…`)
     expect(await t.page.locator('h1').textContent()).toBe(`Edit the key ${k.prefix}…`)

@@ -50,7 +50,7 @@ async function tab(opts: { javaScriptEnabled?: boolean } = {}): Promise<Tab> {
 
 const click = (page: Page, selector: string) => Promise.all([page.waitForNavigation(), page.click(selector)])
 const count = (sql: string, ...args: (string | number)[]) => (app.db.query(sql).get(...args) as { n: number }).n
-const keysOfAlice = () => app.accounts.listKeys({ account: 'alice' }).length
+const keysOfAlice = async () => (await app.accounts.listKeys({ account: 'alice' })).length
 
 /**
  * Reloads. Returns a check for after the rows are counted (so that a reload that sent the form again
@@ -75,18 +75,18 @@ describe('reload after a form', () => {
     const t = await tab()
     await signInBrowser(t.page, app.url, 'alice', PW)
     await t.page.goto(`${app.url}/dashboard/keys`)
-    const before = keysOfAlice()
+    const before = await keysOfAlice()
     await t.page.fill('#label', 'made once')
     t.posts.length = 0
     await click(t.page, 'button:has-text("Create key")')
     expect(t.posts).toEqual(['POST /dashboard/keys'])
     const key = await t.page.inputValue('#new-key')
     expect(key).toMatch(/^lbk_[A-Za-z0-9]{40}$/)
-    expect(keysOfAlice()).toBe(before + 1)
+    expect((await keysOfAlice())).toBe(before + 1)
     const url = new URL(t.page.url())
 
     const reloaded = await reload(t)
-    expect(keysOfAlice()).toBe(before + 1)
+    expect((await keysOfAlice())).toBe(before + 1)
     reloaded()
     expect(url.pathname).toBe('/dashboard/keys')
     expect(url.searchParams.get('created')).toMatch(/^[A-Za-z0-9_-]{22}$/)
@@ -103,8 +103,8 @@ describe('reload after a form', () => {
     expect(new URL(t.page.url()).searchParams.get('created')).toBe(url.searchParams.get('created'))
     expect(await t.page.content()).not.toContain(key)
     expect(t.posts).toEqual([])
-    expect(keysOfAlice()).toBe(before + 1)
-    expect(app.accounts.listKeys({ account: 'alice' }).filter((k) => k.label === 'made once')).toHaveLength(1)
+    expect((await keysOfAlice())).toBe(before + 1)
+    expect((await app.accounts.listKeys({ account: 'alice' })).filter((k) => k.label === 'made once')).toHaveLength(1)
 
     // The one key made works.
     expect((await fetch(`${app.url}/api/qr.json?data=x`, { headers: { 'x-api-key': key } })).status).toBe(200)
