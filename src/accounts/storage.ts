@@ -191,7 +191,11 @@ export function sqliteAccountStorage(db: Db): AccountStorage<Db> {
     accountPage: async (limit, offset) => store.accountPage(limit, offset),
     accountSummary: async (id) => store.accountSummary(id) ?? null,
     linkCount: async (accountId) => store.linkCount(accountId),
-    setLastSignin: async (accountId, at, tx) => void storeOf(tx ?? db).setLastSignin(accountId, at),
+    // Not async: in `tx` (a sign-in's session) it is written, or throws, inside the caller's synchronous transaction.
+    setLastSignin(accountId, at, tx) {
+      storeOf(tx ?? db).setLastSignin(accountId, at)
+      return Promise.resolve()
+    },
 
     keyById: async (id) => store.keyById(id) ?? null,
     async activeKeyByHash(hash) {

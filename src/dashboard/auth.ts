@@ -98,8 +98,8 @@ export function createAuthRoutes(deps: DashboardDeps) {
     return fields
   }
 
-  function signedIn(accountId: number, next: string, notice?: string, signIn?: SignIn) {
-    const { token } = sessions.create(accountId, signIn)
+  async function signedIn(accountId: number, next: string, notice?: string, signIn?: SignIn) {
+    const { token } = await sessions.create(accountId, signIn)
     return shell.seeOther(next, notice ? { kind: 'ok', text: notice } : undefined, { 'set-cookie': shell.sessionCookie(token) })
   }
 
@@ -160,7 +160,7 @@ export function createAuthRoutes(deps: DashboardDeps) {
             // The account made itself: it is the actor of its row.
             (made) => byAccount({ accountId: made.id, accountName: made.name }, clientIp(request)),
           )
-          return signedIn(account.id, '/dashboard/keys', `Welcome, ${account.name}. Create an API key below to use the API.`)
+          return await signedIn(account.id, '/dashboard/keys', `Welcome, ${account.name}. Create an API key below to use the API.`)
         } catch (err) {
           if (err instanceof AppError && err.status < 500) return refuse(request, { signup: true, name, error: err.message })
           throw err

@@ -28,8 +28,8 @@ import { createOidcSignIn, type OidcSignIn } from './oidc'
 export interface DashboardDeps {
   config: Config
   db: Db
-  /** Single sign-on's identities and the audit log's rows (db/storages.ts). */
-  storages: Pick<Storages<Db>, 'identities' | 'audit'>
+  /** The accounts, sessions and single sign-on's identities as sign-in needs them, and the audit log's rows (db/storages.ts). */
+  storages: Pick<Storages<Db>, 'accounts' | 'sessions' | 'identities' | 'audit'>
   clock: () => number
   accounts: AccountService
   links: LinkService
@@ -52,7 +52,7 @@ export interface DashboardDeps {
 }
 
 export function createDashboard(deps: Omit<DashboardDeps, 'sessions' | 'shell' | 'oidc'>) {
-  const sessions = createSessions({ db: deps.db, clock: deps.clock })
+  const sessions = createSessions({ db: deps.db, storages: deps.storages, clock: deps.clock })
   const shell = createShell({ config: deps.config, sessions, db: deps.db, clock: deps.clock })
   const all: DashboardDeps = { ...deps, sessions, shell, oidc: null }
   if (deps.config.oidc.issuer) all.oidc = createOidcSignIn(all)

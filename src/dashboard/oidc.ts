@@ -26,9 +26,9 @@ export function createOidcSignIn(deps: DashboardDeps) {
   const bindingCookie = (value: string) => `${BINDING_COOKIE}=${value}; Path=${PATH}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}; Max-Age=600`
 
   /** A sign-in that worked: the session, as the password sign-in makes it, with its audit row (signin.ok, method oidc). */
-  function signInSucceeded(request: Request, account: { accountId: number; name: string; admin: boolean; created: boolean }, next: string): Response {
+  async function signInSucceeded(request: Request, account: { accountId: number; name: string; admin: boolean; created: boolean }, next: string): Promise<Response> {
     log.info('sign-in with the provider', { account: account.name, admin: account.admin, created: account.created, client: clientIp(request) })
-    const { token } = sessions.create(account.accountId, { address: clientIp(request), method: 'oidc' })
+    const { token } = await sessions.create(account.accountId, { address: clientIp(request), method: 'oidc' })
     const notice = account.created ? { kind: 'ok' as const, text: `Welcome, ${account.name}. Create an API key in the API section to use the API.` } : undefined
     return shell.seeOther(next, notice, { 'set-cookie': shell.sessionCookie(token) })
   }
@@ -67,7 +67,7 @@ export function createOidcSignIn(deps: DashboardDeps) {
         const { claims, next } = await client.finish({ query, binding: cookiesOf(request).get(BINDING_COOKIE) ?? '' })
         const linked = await people.link(claims, clientIp(request))
         if (!linked.ok) return signInFailed(request, `account ${linked.name} is disabled`, 'This account has been disabled by an administrator.')
-        return signInSucceeded(request, linked, next)
+        return await signInSucceeded(request, linked, next)
       } catch (err) {
         if (err instanceof SignInRefused) return signInFailed(request, err.reason, err.message)
         return signInFailed(request, `callback failed: ${describe(err)}`, `Signing in with ${client.name} did not work: start again.`)

@@ -7,8 +7,8 @@ import { randomBytes } from 'node:crypto'
 import type { Db } from '../db'
 import type { Caller } from '../accounts/service'
 import { hashKey, SCOPES } from '../accounts/service'
-import { createAccountStore } from '../accounts/store'
-import { accountTarget, createAuditLog } from '../audit/service'
+import { accountTarget, auditRow, createAuditLog } from '../audit/service'
+import type { Storages } from '../db/storages'
 import { createPasswordGate, type Verifier } from '../links/password-gate'
 import { createSessionStore, type SessionWithAccount } from './store'
 
@@ -37,10 +37,14 @@ export interface SignIn {
   method: string
 }
 
-export function createSessions(deps: { db: Db; clock: () => number; verify?: Verifier }) {
-  const { db, clock } = deps
+/**
+ * The accounts are read, and a session is made with its sign-in's rows, through the async storages
+ * (db/storages.ts); the lookup of a session on each page, its end and the sweep still use the synchronous
+ * session store (store.ts), so that every page can ask for its session without waiting.
+ */
+export function createSessions(deps: { db: Db; storages: Pick<Storages<Db>, 'accounts' | 'sessions' | 'audit'>; clock: () => number; verify?: Verifier }) {
+  const { db, storages, clock } = deps
   const store = createSessionStore(db)
-  const accounts = createAccountStore(db)
   const audit = createAuditLog(db, clock)
   const gate = createPasswordGate({ verify: deps.verify })
   // An unknown name costs the same hash check as a known one, so timing does not tell which names exist.
@@ -69,7 +73,7 @@ export function createSessions(deps: { db: Db; clock: () => number; verify?: Ver
      * reason is for the audit log (failed). Throws a 503 AppError when too many checks are under way.
      */
     async checkPassword(name: string, password: string): Promise<{ account: { id: number; name: string } } | { account: null; reason: string }> {
-      const row = name.length <= 64 ? accounts.accountByName(name) : null
+      const row = name.length <= 64 ? await storages.accounts.accountByName(name) : null
       const hash = row?.password_hash ?? (await (dummyHash ??= Bun.password.hash(randomToken(), 'argon2id')))
       const right = password.length > 0 && password.length <= 128 && (await gate.verify(password, hash))
       if (!row) return { account: null, reason: 'no such account' }
@@ -88,22 +92,26 @@ export function createSessions(deps: { db: Db; clock: () => number; verify?: Ver
      * A new session for the account; returns the token for the cookie (shown nowhere else). A sign-in
      * (`signIn`) also sets the account's last sign-in time and writes its audit row, in the same transaction.
      */
-    create(accountId: number, signIn?: SignIn): { token: string; session: Session } {
+    async create(accountId: number, signIn?: SignIn): Promise<{ token: string; session: Session }> {
       const token = randomToken()
       const now = clock()
-      const row = db.transaction(() => {
-        const inserted = store.insert(hashKey(token), accountId, randomToken(24), now, now + SESSION_TTL_MS)
-        store.trim(accountId, MAX_SESSIONS_PER_ACCOUNT)
-        const made = store.byHash(inserted.token_hash)!
-        if (signIn) {
-          accounts.setLastSignin(accountId, now)
-          audit.record(
-            { actor: { kind: 'account', id: accountId, name: made.account_name }, address: signIn.address },
-            { action: 'signin.ok', target: accountTarget(made.account_name, accountId), detail: signIn.method },
-          )
-        }
-        return made
-      })()
+      const row = await storages.sessions.create(
+        { tokenHash: hashKey(token), accountId, csrf: randomToken(24), now, expires: now + SESSION_TTL_MS },
+        MAX_SESSIONS_PER_ACCOUNT,
+        (tx, made) =>
+          signIn &&
+          Promise.all([
+            storages.accounts.setLastSignin(accountId, now, tx),
+            storages.audit.insert(
+              tx,
+              auditRow(
+                { actor: { kind: 'account', id: accountId, name: made.account_name }, address: signIn.address },
+                { action: 'signin.ok', target: accountTarget(made.account_name, accountId), detail: signIn.method },
+                clock(),
+              ),
+            ),
+          ]),
+      )
       return { token, session: toSession(row) }
     },
 

@@ -11,8 +11,7 @@
 // nothing is written. `within` runs in the transaction after the writes (the audit rows; on SQLite it must
 // be synchronous).
 //
-// The service (accounts.ts) still calls the synchronous stores directly: it moves onto this interface when
-// the services go async.
+// The service (accounts.ts) uses this interface only, with the audit rows written in `within`.
 import type { Db } from '../db'
 import { createAccountStore } from '../accounts/store'
 import { createIdentityStore, type IdentityRow } from './store'
