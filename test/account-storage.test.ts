@@ -346,6 +346,73 @@ describe.each([
     }
   })
 
+  test('disableIn: a disable inside another change’s transaction commits with it; a refusal thrown in then() rolls that change back', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const root = (await made(a.accounts.createAccount(newAccount('root', { admin: true })))).account
+      const ben = (await made(a.accounts.createAccount(newAccount('ben')))).account
+      const cal = (await made(a.accounts.createAccount(newAccount('cal')))).account
+      await e.session(ben.id, 'ben-1')
+
+      // The last active administrator: then() is told so and throws; the caller's change rolls back with it.
+      const refused = new Error('refused')
+      const told: unknown[] = []
+      const closeRoot = (tx: any) =>
+        Promise.all([
+          e.note(tx, 'closed with root'),
+          a.accounts.disableIn(tx, 'root', T0, null, (_tx, outcome) => {
+            told.push(outcome)
+            if (!outcome.ok) throw refused
+          }),
+        ])
+      await expect(a.inTransaction(closeRoot)).rejects.toBe(refused)
+      expect(told).toEqual([{ ok: false, reason: 'last_admin', account: root }])
+      expect(await e.notes()).toEqual([])
+      expect((await b.accounts.accountById(root.id))!.disabled).toBeNull()
+
+      // Another account: disabled with the change, its sessions ended, its key inactive on the other node.
+      await a.inTransaction((tx) =>
+        Promise.all([
+          e.note(tx, 'closed with ben'),
+          a.accounts.disableIn(tx, 'ben', T0 + 5, root.id, (tx, outcome) => e.note(tx, outcome.ok ? `ben disabled, ${outcome.sessionsEnded} ended` : outcome.reason)),
+        ]),
+      )
+      expect(await e.notes()).toEqual(['closed with ben', 'ben disabled, 1 ended'])
+      expect((await b.accounts.accountById(ben.id))!.disabled).toBe(T0 + 5)
+      expect(await e.sessions(ben.id)).toBe(0)
+      expect(await b.accounts.activeKeyByHash(hashKey('key-ben'))).toBeNull()
+
+      // The caller's transaction rolled back for its own reasons: the disable goes with it.
+      await a.inTransaction((tx) => a.accounts.disableIn(tx, 'cal', T0 + 9, root.id, () => {}), true)
+      expect((await b.accounts.accountById(cal.id))!.disabled).toBeNull()
+      expect(await b.accounts.activeKeyByHash(hashKey('key-cal'))).toMatchObject({ account_name: 'cal' })
+    } finally {
+      await e.close()
+    }
+  })
+
+  test('keysChanged: SQLite tells a change committed by another connection once (not its own); PostgreSQL always says so', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const dan = (await made(a.accounts.createAccount(newAccount('dan', { key: newKey('dan-1') })))).account
+      const postgres = _name === 'PostgreSQL'
+      a.accounts.keysChanged()
+      expect(a.accounts.keysChanged()).toBe(postgres)
+      // Its own connection's change: the service that made it empties its cache itself.
+      await a.accounts.createKey('dan', newKey('dan-2'), T0)
+      expect(a.accounts.keysChanged()).toBe(postgres)
+      // Another connection's (the CLI's, another node's) revoke: told at the next call, once.
+      const first = (await a.accounts.keysOfAccount(dan.id))[0]!
+      expect(await b.accounts.revokeKey(first.id, T0 + 1)).toMatchObject({ id: first.id })
+      expect(a.accounts.keysChanged()).toBe(true)
+      expect(a.accounts.keysChanged()).toBe(postgres)
+    } finally {
+      await e.close()
+    }
+  })
+
   test('MAX_ACTIVE_KEYS: two nodes making the last key of an account at once: one gets it, the other is told full', async () => {
     const e = await makeEngine()
     try {
