@@ -9,6 +9,11 @@
 // Synchronous: the key cache's hit. authenticate() is async for a miss (one read), but a hit reads only
 // memory and AccountStorage.keysChanged(), itself synchronous (SQLite: PRAGMA data_version), so an API
 // request with a known key never waits on the database; last_used is written without being waited for.
+// PostgreSQL, still to do: its keysChanged() says "always" (nothing is cached, one read a request) until the
+// change feed (db/changes.ts, branch pgnotify) is wired: each change here that affects a key (revokes, an
+// edit, a disable, a deletion; disableWithin after its caller's commit) publishes ('account', [account id])
+// once committed, the service subscribes with forgetKeys() for both the keys and a resync, and the
+// PostgreSQL keysChanged() then answers false.
 import { createHash, randomBytes } from 'node:crypto'
 import { accountTarget, auditRow, keyTarget, SYSTEM, type AuditEntry, type Who } from '../audit/service'
 import type { Storages } from '../db/storages'
