@@ -7,6 +7,7 @@
 import { describe, expect, test } from 'bun:test'
 import type { SQL } from 'bun'
 import type { Db } from '../src/db'
+import { postgresEndpointRows } from '../src/webhooks/endpoints-postgres'
 import { postgresWebhookQueue } from '../src/webhooks/queue-postgres'
 import { sqliteWebhookQueue, type LeasedAttempt, type NewEvent, type WebhookQueue } from '../src/webhooks/queue'
 import { engineHarness, postgresTransaction, sqliteTransaction } from './support/engines'
@@ -438,10 +439,12 @@ describe.each([
       const [a, b, sender] = [e.node(), e.node(), e.node()]
       const alice = await e.account('alice')
       const hook = await e.endpoint(alice, 'link.created')
-      for (let i = 0; i < 20; i++) await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice, 'link.created', `c${i}`), T0))
+      for (let i = 0; i < 40; i++) await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice, 'link.created', `c${i}`), T0))
       const events = await e.events()
-      // An endpoint that never had them: each pair of redeliveries races to insert its row.
+      // An endpoint that never had them: each pair of redeliveries races to insert its row. The nodes'
+      // connections are open before (else the first ones opened set the pace, not the race).
       const later = await e.endpoint(alice, 'link.deleted')
+      await Promise.all([a, b].flatMap((node) => Array.from({ length: 8 }, () => node.queue.event(events[0]!.id))))
       const racing = () => events.flatMap((ev) => [a.queue.redeliver(ev.id, later, alice, T0 + 10), b.queue.redeliver(ev.id, later, alice, T0 + 10)])
       for (const r of await Promise.all(racing())) expect(r).toMatchObject({ delivery: { state: 'pending', attempts: 0, next_at: T0 + 10 } })
       const rowsOf = async () => (await e.deliveries()).filter((r) => r.endpoint_id === later).map((r) => r.event_id).sort((x, y) => x - y)
@@ -694,6 +697,34 @@ describe('webhook queue on PostgreSQL, a sweep and a redelivery at the same mome
       expect(await a.sweepEvents(BEFORE, 10)).toBe(0)
       await sender.markOk(attempt(flying!, 200, T0 + 10), o.hookId)
       expect((await main.sql`SELECT state FROM webhook_deliveries WHERE id = ${o.deliveryId}`)[0].state).toBe('ok')
+    } finally {
+      await close()
+    }
+  }, 60_000)
+
+  test('a sweep that meets “redeliver all failed” of the event’s endpoint keeps the event: the delivery pending again is not cascaded away', async () => {
+    const { main, pool, close } = await engines.postgres()
+    try {
+      const a = postgresWebhookQueue(pool())
+      const o = await oldEvent(main.sql)
+      await main.sql`UPDATE webhook_deliveries SET state = 'failed' WHERE id = ${o.deliveryId}`
+      // The requeue has turned the row pending and not committed yet (its audit row, say, is being written).
+      let release!: () => void
+      const released = new Promise<void>((r) => (release = r))
+      let requeued!: () => void
+      const inside = new Promise<void>((r) => (requeued = r))
+      const requeue = postgresEndpointRows(pool()).requeueFailed(o.hookId, T0, async () => {
+        requeued()
+        await released
+      })
+      await inside
+      const sweeping = a.sweepEvents(BEFORE, 10)
+      await Bun.sleep(300)
+      release()
+      expect(await requeue).toMatchObject({ n: 1 })
+      expect(await sweeping).toBe(0)
+      const rows = await main.sql`SELECT id, state FROM webhook_deliveries`
+      expect(rows.map((r: { id: unknown; state: string }) => [Number(r.id), r.state])).toEqual([[o.deliveryId, 'pending']])
     } finally {
       await close()
     }
