@@ -16,7 +16,7 @@
 // createAuditLog(db, clock): it holds nothing but the statements.
 import type { Db } from '../db'
 import { AppError, invalidParameter } from '../errors'
-import { createAuditStore, type AuditRow } from './store'
+import { createAuditStore, type AuditInsert, type AuditRow } from './store'
 
 export type Actor =
   | { kind: 'account'; id: number; name: string }
@@ -115,6 +115,24 @@ export interface AuditFilter {
   limit?: number
 }
 
+/**
+ * The row of a change, clipped as the log keeps it: what a service on the async storage hands to
+ * AuditRows.insert(tx, …) inside its change's `within` (audit/storage.ts).
+ */
+export function auditRow(who: Who, entry: AuditEntry, at: number): AuditInsert {
+  const a = who.actor
+  return {
+    at,
+    actorKind: a.kind,
+    actorId: a.kind === 'account' ? a.id : null,
+    actorName: a.kind === 'cli' ? 'cli' : clip(a.name, 64),
+    action: entry.action,
+    target: clip(entry.target, 300),
+    detail: clip(entry.detail ?? '', 500),
+    address: clip(who.address, 100),
+  }
+}
+
 export function createAuditLog(db: Db, clock: () => number = Date.now) {
   const store = createAuditStore(db)
 
@@ -125,17 +143,7 @@ export function createAuditLog(db: Db, clock: () => number = Date.now) {
      */
     record(who: Who, entry: AuditEntry): number {
       if (!db.inTransaction) throw new Error(`audit: ${entry.action} must be recorded inside the transaction of its change`)
-      const a = who.actor
-      return store.insert({
-        at: clock(),
-        actorKind: a.kind,
-        actorId: a.kind === 'account' ? a.id : null,
-        actorName: a.kind === 'cli' ? 'cli' : clip(a.name, 64),
-        action: entry.action,
-        target: clip(entry.target, 300),
-        detail: clip(entry.detail ?? '', 500),
-        address: clip(who.address, 100),
-      })
+      return store.insert(auditRow(who, entry, clock()))
     },
 
     /** One page of the log, newest first, filtered; `next` is the `before` of the page after it (null: none). */
