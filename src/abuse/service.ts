@@ -67,10 +67,11 @@ export interface AbuseDeps<Tx> {
   audit: AuditRows<Tx>
   queue: WebhookQueue<Tx>
   config: Config
-  links: LinkService
+  /** The link service's cached rows: a code's, and dropping a changed one's. */
+  links: Pick<LinkService, 'resolve' | 'forget'>
   clock: () => number
   /** Who listens for link.reported (its index), and the deliverer's wake-up after a commit. */
-  outbox?: Outbox
+  outbox?: Pick<Outbox, 'wanted' | 'wake'>
 }
 
 /** What a report is closed with, besides its action: the service's own changes, or another feature's. */
