@@ -18,7 +18,10 @@
 //   call's transaction, through the tx-first methods of their own storages: audit.insert(tx, …),
 //   queue.enqueue(tx, …). A `within` starts its writes and returns their promise (Promise.all for several),
 //   never awaits: on SQLite it runs inside a synchronous transaction, where each write is done (or throws)
-//   before the call returns; on PostgreSQL the storage awaits what it returns.
+//   before the call returns; on PostgreSQL the storage awaits what it returns. A decision that depends on what
+//   a write found is the storage's (closeReport's 'no_link'), not the `within`'s; what may refuse goes first.
+// - Another feature's change in the same transaction (the owner's account disabled with the report's close)
+//   is handed in as `change(tx)`, run in the `within`: it throws to refuse, which undoes the close.
 import { auditRow, SYSTEM, type AuditEntry, type Who } from '../audit/service'
 import type { AuditRows } from '../audit/storage'
 import type { Config } from '../config'
@@ -282,10 +285,11 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
       let done: CloseDone = { link: null, ban: null }
       const closed = await rows.closeReport(id, close, (tx, report, d) => {
         done = d
+        // What may refuse first: a throw then leaves no write of this `within` started (and none dangling on PostgreSQL).
         return Promise.all([
+          what.change?.(tx),
           d.link && record(tx, by, { action: 'link.disable', target: `link ${d.link.code}`, detail: close.disableLink!.reason }),
           d.ban && record(tx, by, { action: 'host.ban', target: `host ${d.ban.host}`, detail: d.ban.reason }),
-          what.change?.(tx),
           record(tx, by, { action: 'report.close', target: `report ${id} (link ${report.code})`, detail: action }),
         ])
       })
