@@ -38,15 +38,18 @@ const CONNECTION_CODES = new Set([
  * SQLSTATEs (err.errno, with err.code ERR_POSTGRES_SERVER_ERROR) that say the server is going away or not
  * taking sessions: class 08 (connection exception), 57P01 admin_shutdown (pg_ctl stop -m fast, and
  * pg_terminate_backend of the session), 57P02 crash_shutdown, 57P03 cannot_connect_now (starting up, shutting
- * down, in recovery), 53300 too_many_connections. Not counted: an unknown database (3D000) or a refused login
- * (28P01, 28000) — a configuration to fix, which a probe would not see heal — and every error about the query
- * itself (constraints 23xxx, syntax 42xxx, serialization 40001, deadlock 40P01): the server is there.
+ * down, in recovery), 53300 too_many_connections. And any error of severity FATAL or PANIC: the server ends the
+ * session with it (a database that does not accept connections, 55000; one dropped, 3D000; a refused login,
+ * 28P01): no write can succeed until that changes, and the probe sees when it has. Never counted: an error
+ * about the statement itself (constraints 23xxx, syntax 42xxx, serialization 40001, deadlock 40P01, a too
+ * long NOTIFY payload 22023), whose severity is ERROR: the server is there and answered.
  */
 const CONNECTION_STATES = new Set(['57P01', '57P02', '57P03', '53300'])
 
 export function isConnectionError(err: unknown): boolean {
-  const e = err as { code?: unknown; errno?: unknown } | null
+  const e = err as { code?: unknown; errno?: unknown; severity?: unknown } | null
   if (typeof e?.code === 'string' && CONNECTION_CODES.has(e.code)) return true
+  if (e?.severity === 'FATAL' || e?.severity === 'PANIC') return true
   const state = typeof e?.errno === 'string' ? e.errno : ''
   return state.startsWith('08') || CONNECTION_STATES.has(state)
 }
