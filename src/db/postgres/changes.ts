@@ -23,7 +23,7 @@
 // within LOST_AFTER_MS, or the first one that goes out after the pool failed to reach the server, means the
 // listen is lost: the feed drops it and listens again at once (then every HEARTBEAT_MS until the server
 // answers). A node recovers within ~1–2 s of the database coming back, and one whose listening connection
-// dies silently (a firewall's idle timeout) finds out within ~2 s, not at the next TCP keepalive.
+// dies silently (a firewall's idle timeout) finds out within ~3 s, not at the next TCP keepalive.
 //
 // A publish that cannot reach the server (the database is down) is kept and sent again with the next
 // heartbeat, merged per topic and bounded: more than RESYNC_OVER pending keys of a topic become a resync of it.
@@ -168,6 +168,7 @@ export async function postgresChangeFeed(sql: SQL, opts: PostgresChangeFeedOptio
           const payloads = keys === 'resync' ? [JSON.stringify({ o: origin, t: topic, r: 1 })] : encodeChanges(origin, topic, [...keys])
           try {
             await notifyAll(payloads)
+            reported = false
             if (poolFailed) {
               poolFailed = false
               void relisten()
@@ -175,8 +176,7 @@ export async function postgresChangeFeed(sql: SQL, opts: PostgresChangeFeedOptio
           } catch (err) {
             if (keys === 'resync') pending.set(topic, 'resync')
             else keep(topic, [...keys])
-            if (isConnectionError(err)) poolFailed = true
-            else onError(err)
+            failed(err)
             return // the next heartbeat tries again
           }
         }
@@ -189,6 +189,16 @@ export async function postgresChangeFeed(sql: SQL, opts: PostgresChangeFeedOptio
     await sql.begin(async (tx) => {
       for (const payload of payloads) await tx.notify(CHANNEL, payload)
     })
+  }
+
+  // A NOTIFY that failed: the pool did not reach the server, and the listen may be lost with it. An error that
+  // is not about the connection (there should be none: payloads are sized) is reported once until one succeeds.
+  let reported = false
+  const failed = (err: unknown) => {
+    poolFailed = true
+    if (isConnectionError(err) || reported) return
+    reported = true
+    onError(err)
   }
 
   // The heartbeat: is the listen alive?
@@ -204,6 +214,7 @@ export async function postgresChangeFeed(sql: SQL, opts: PostgresChangeFeedOptio
     const seq = ++heartbeat.seq
     try {
       await sql.notify(CHANNEL, JSON.stringify({ o: origin, p: seq } satisfies Message))
+      reported = false
       if (closed || heartbeat.seq !== seq) return
       heartbeat.sentAt = performance.now()
       // The pool could not reach the server a moment ago: Bun's own reconnect of the listen may be seconds
@@ -213,8 +224,7 @@ export async function postgresChangeFeed(sql: SQL, opts: PostgresChangeFeedOptio
         await relisten()
       }
     } catch (err) {
-      if (isConnectionError(err)) poolFailed = true
-      else onError(err)
+      failed(err)
     }
   }
   let ticking = false
