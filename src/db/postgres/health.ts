@@ -66,7 +66,6 @@ export function postgresHealth(sql: SQL, opts: PostgresHealthOptions = {}): Data
   let up = true
   let reason: string | null = null
   let timer: ReturnType<typeof setInterval> | null = null
-  let probing = false
   let closed = false
 
   const set = (value: boolean, why: string | null) => {
@@ -81,26 +80,30 @@ export function postgresHealth(sql: SQL, opts: PostgresHealthOptions = {}): Data
       }
     }
   }
-  const probe = async () => {
+  // One probe at a time, until its query settles: one that has no answer within probeTimeoutMs says so
+  // (reason) but keeps its place, so probes never pile up against a hung server; a late answer still counts.
+  let probing: Promise<void> | null = null
+  const probe = () => {
     if (probing || closed) return
-    probing = true
-    let wait: ReturnType<typeof setTimeout> | undefined
-    try {
-      const timeout = new Promise<never>((_, reject) => {
-        wait = setTimeout(() => reject(new Error(`no answer within ${probeTimeoutMs} ms`)), probeTimeoutMs)
+    const wait = setTimeout(() => {
+      if (!closed && !up) reason = `the probe (SELECT 1) had no answer within ${probeTimeoutMs} ms`
+    }, probeTimeoutMs)
+    wait.unref()
+    probing = (async () => void (await sql`SELECT 1`))()
+      .then(
+        () => {
+          if (closed) return
+          stop()
+          set(true, null)
+        },
+        (err) => {
+          if (!closed && !up) reason = describe(err)
+        },
+      )
+      .finally(() => {
+        clearTimeout(wait)
+        probing = null
       })
-      const query = (async () => await sql`SELECT 1`)()
-      query.catch(() => {}) // the answer may come after the timeout: nobody waits for it then
-      await Promise.race([query, timeout])
-      if (closed) return
-      stop()
-      set(true, null)
-    } catch (err) {
-      if (!closed) reason = describe(err)
-    } finally {
-      clearTimeout(wait)
-      probing = false
-    }
   }
   const stop = () => {
     if (timer) clearInterval(timer)
@@ -114,7 +117,7 @@ export function postgresHealth(sql: SQL, opts: PostgresHealthOptions = {}): Data
       if (closed || !isConnectionError(err)) return false
       if (up) set(false, describe(err))
       if (!timer) {
-        timer = setInterval(() => void probe(), probeMs)
+        timer = setInterval(probe, probeMs)
         timer.unref()
       }
       return true
