@@ -279,6 +279,27 @@ describe('PostgreSQL: two nodes', () => {
     }
   }, 30_000)
 
+  test('a feed made from a database.url has a pool of its own, and close() closes it', async () => {
+    const { url, b } = await twoNodes()
+    const onB = recorder()
+    b.feed.subscribe('link', onB.onKeys, onB.onResync)
+    const c = await postgresChangeFeed(url)
+    open.push(c)
+    c.publish('link', ['from-c'])
+    await until('from-c on B', () => onB.keys().includes('from-c'), 1_000)
+    const connections = async () =>
+      Number((await b.sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database()`)[0].n)
+    const before = await connections()
+    await c.close()
+    let after = await connections()
+    for (let i = 0; i < 50 && after > before - 2; i++) {
+      await Bun.sleep(20)
+      after = await connections()
+    }
+    expect(after).toBe(before - 2) // its listen and its pool's one connection
+    await expect(postgresChangeFeed(url.replace(`:${pg.port}/`, ':1/'))).rejects.toMatchObject({ code: 'ERR_POSTGRES_CONNECTION_REFUSED' })
+  })
+
   test('close() stops listening: the LISTEN connection is gone from the server', async () => {
     const { a, b } = await twoNodes()
     expect((await listeners(a.sql)).length).toBe(2)

@@ -33,6 +33,7 @@
 import type { SQL } from 'bun'
 import { checkTopic, createSubscribers, type ChangeFeed } from '../changes'
 import { isConnectionError } from './health'
+import { pgClient } from './index'
 
 export const CHANNEL = 'linkbox_changes'
 /** Under PostgreSQL's limit (a payload must be shorter than 8000 bytes), with room for the envelope. */
@@ -99,11 +100,14 @@ export function decodeChange(payload: string): Message | null {
 }
 
 /**
- * The feed of one node: `sql` is the node's pool (listen() opens its own connection beside the pool's).
- * Resolves once the LISTEN is acknowledged, so that nothing published after it is missed; rejects when the
- * server cannot be reached (a node starts with its database).
+ * The feed of one node: `target` is the node's pool (listen() opens its own connection beside the pool's), or
+ * a database.url, for which the feed makes a pool of its own (two connections: the listen and the NOTIFYs)
+ * and closes it with itself. Resolves once the LISTEN is acknowledged, so that nothing published after it is
+ * missed; rejects when the server cannot be reached (a node starts with its database).
  */
-export async function postgresChangeFeed(sql: SQL, opts: PostgresChangeFeedOptions = {}): Promise<ChangeFeed> {
+export async function postgresChangeFeed(target: SQL | string, opts: PostgresChangeFeedOptions = {}): Promise<ChangeFeed> {
+  const own = typeof target === 'string' ? pgClient(target, { max: 1 }) : null
+  const sql = own ?? (target as SQL)
   const heartbeatMs = opts.heartbeatMs ?? HEARTBEAT_MS
   const lostAfterMs = opts.lostAfterMs ?? LOST_AFTER_MS
   const onError = opts.onError ?? ((err) => console.error('change feed:', err))
@@ -240,6 +244,7 @@ export async function postgresChangeFeed(sql: SQL, opts: PostgresChangeFeedOptio
   } catch (err) {
     closed = true
     clearInterval(timer)
+    await own?.close().catch(() => {})
     throw err
   }
 
@@ -261,6 +266,7 @@ export async function postgresChangeFeed(sql: SQL, opts: PostgresChangeFeedOptio
       await listening?.catch(() => {})
       await subscription?.unlisten().catch(() => {})
       subscription = null
+      await own?.close().catch(() => {})
     },
   }
 }
