@@ -287,17 +287,32 @@ describe('PostgreSQL: two nodes', () => {
     open.push(c)
     c.publish('link', ['from-c'])
     await until('from-c on B', () => onB.keys().includes('from-c'), 1_000)
-    const connections = async () =>
-      Number((await b.sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database()`)[0].n)
-    const before = await connections()
+    expect((await listeners(b.sql)).length).toBe(3)
     await c.close()
-    let after = await connections()
-    for (let i = 0; i < 50 && after > before - 2; i++) {
+    let left = await listeners(b.sql)
+    for (let i = 0; i < 50 && left.length !== 2; i++) {
       await Bun.sleep(20)
-      after = await connections()
+      left = await listeners(b.sql)
     }
-    expect(after).toBe(before - 2) // its listen and its pool's one connection
+    expect(left.length).toBe(2) // its pool is closed with it: see the process test at the end, which exits
     await expect(postgresChangeFeed(url.replace(`:${pg.port}/`, ':1/'))).rejects.toMatchObject({ code: 'ERR_POSTGRES_CONNECTION_REFUSED' })
+  })
+
+  test('close() stops the heartbeat: nothing more is sent on the channel', async () => {
+    const { url, a } = await twoNodes({ heartbeatMs: 100 })
+    const c = new Bun.SQL(url, { max: 1 })
+    open.push({ close: () => c.close() })
+    const heard: { o: string; at: number }[] = []
+    await c.listen(CHANNEL, (payload) => void heard.push({ o: (decodeChange(payload) as { o: string }).o, at: performance.now() }))
+    await until('heartbeats', () => heard.length >= 4, 2_000)
+    const origins = new Set(heard.map((h) => h.o))
+    expect(origins.size).toBe(2) // both nodes beat
+    await a.feed.close()
+    const closed = performance.now()
+    await Bun.sleep(600)
+    const after = heard.filter((h) => h.at > closed + 50)
+    expect(after.length).toBeGreaterThan(0) // B still beats…
+    expect(new Set(after.map((h) => h.o)).size).toBe(1) // …and A no more
   })
 
   test('close() stops listening: the LISTEN connection is gone from the server', async () => {
@@ -328,11 +343,13 @@ test('a process whose feeds are closed exits by itself: close() leaves no timer 
     feed.subscribe('link', () => heard++, () => {})
     const other = await postgresChangeFeed(sql)
     other.subscribe('link', () => heard++, () => {})
+    const byUrl = await postgresChangeFeed(${JSON.stringify(url)})
+    byUrl.subscribe('link', () => heard++, () => {})
     feed.publish('link', ['x'])
     const health = postgresHealth(sql)
     health.observe(Object.assign(new Error('gone'), { code: 'ERR_POSTGRES_CONNECTION_CLOSED' }))
     await Bun.sleep(1500) // heartbeats and a probe have run
-    await feed.close(); await other.close(); health.close(); localChangeFeed().close()
+    await feed.close(); await other.close(); await byUrl.close(); health.close(); localChangeFeed().close()
     await sql.close()
     console.log('closed ' + heard + ' ' + health.isUp())
   `
@@ -341,6 +358,6 @@ test('a process whose feeds are closed exits by itself: close() leaves no timer 
   const killer = setTimeout(() => child.kill(), 15_000)
   const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
   clearTimeout(killer)
-  expect({ out: out.trim(), err: err.trim(), code }).toEqual({ out: 'closed 2 true', err: '', code: 0 })
+  expect({ out: out.trim(), err: err.trim(), code }).toEqual({ out: 'closed 3 true', err: '', code: 0 })
   expect(performance.now() - started).toBeLessThan(10_000)
 }, 30_000)

@@ -141,6 +141,21 @@ test('the server stopped: a failing write marks it down at once; the probe marks
   await sql`INSERT INTO t VALUES (3)`
 }, 30_000)
 
+test('close() stops the probe: a closed health is not marked up by it', async () => {
+  const sql = new Bun.SQL(await pg.createDatabase(), { max: 1 })
+  open.push(sql)
+  const health = postgresHealth(sql, { probeMs: 100 })
+  health.observe(Object.assign(new Error('Connection closed'), { code: 'ERR_POSTGRES_CONNECTION_CLOSED' }))
+  health.close()
+  await Bun.sleep(500) // the server is there: a probe still running would mark it up
+  expect(health.isUp()).toBe(false)
+  // The same without close(): the probe marks it up.
+  const live = postgresHealth(sql, { probeMs: 100 })
+  open.push(live)
+  live.observe(Object.assign(new Error('Connection closed'), { code: 'ERR_POSTGRES_CONNECTION_CLOSED' }))
+  await until('up', () => live.isUp(), 1_000)
+})
+
 test('a probe that gets no answer says so after probeTimeoutMs, and stays down until the server answers', async () => {
   // A server that accepts the connection and never says a word (a hung host, a blackholed proxy).
   const sockets = new Set<Socket>()
