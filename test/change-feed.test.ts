@@ -329,7 +329,7 @@ describe('PostgreSQL: two nodes', () => {
   })
 })
 
-test('a process whose feeds are closed exits by itself: close() leaves no timer and no connection behind', async () => {
+test('a process whose feeds and health are closed exits by itself: nothing they hold keeps it alive, nothing on stderr, no unhandled rejection', async () => {
   const url = await pg.createDatabase()
   const src = join(import.meta.dir, '..', 'src', 'db')
   const script = `
