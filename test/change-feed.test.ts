@@ -157,6 +157,16 @@ describe('PostgreSQL: two nodes', () => {
     expect(onA.resyncs() + onB.resyncs()).toBe(0)
   })
 
+  test('idle nodes with a fast heartbeat never resync: a heartbeat that comes back is never taken for a lost listen', async () => {
+    const { a, b } = await twoNodes({ heartbeatMs: 20 })
+    const onA = recorder()
+    const onB = recorder()
+    a.feed.subscribe('link', onA.onKeys, onA.onResync)
+    b.feed.subscribe('link', onB.onKeys, onB.onResync)
+    await Bun.sleep(3_000) // ~150 heartbeats each
+    expect(onA.resyncs() + onB.resyncs()).toBe(0)
+  })
+
   test('1,000 keys at once arrive completely, in several messages; 1,001 arrive as a resync of the topic alone', async () => {
     const { a, b } = await twoNodes()
     const onB = recorder()

@@ -124,7 +124,7 @@ export async function postgresChangeFeed(target: SQL | string, opts: PostgresCha
     const m = decodeChange(payload)
     if (!m || closed) return
     if ('p' in m) {
-      if (m.o === origin && m.p === heartbeat.seq) heartbeat.sentAt = null
+      if (m.o === origin) heartbeat.heard = Math.max(heartbeat.heard, m.p)
       return
     }
     if (m.o === origin) return
@@ -205,15 +205,20 @@ export async function postgresChangeFeed(target: SQL | string, opts: PostgresCha
     onError(err)
   }
 
-  // The heartbeat: is the listen alive?
-  const heartbeat = { seq: 0, sentAt: null as number | null }
+  // The heartbeat: is the listen alive? `seq` is the last one sent, `sentAt` when the server took it (null:
+  // none outstanding), `heard` the last one back. The echo may come back before notify() resolves: it is
+  // compared at the next tick, never raced against.
+  const heartbeat = { seq: 0, heard: 0, sentAt: null as number | null }
   const tick = async () => {
     if (closed) return
     if (pending.size > 0) await send()
     if (!subscription) return void (await relisten())
     if (heartbeat.sentAt !== null) {
-      if (performance.now() - heartbeat.sentAt > lostAfterMs) await relisten()
-      return
+      if (heartbeat.heard < heartbeat.seq) {
+        if (performance.now() - heartbeat.sentAt > lostAfterMs) await relisten()
+        return
+      }
+      heartbeat.sentAt = null
     }
     const seq = ++heartbeat.seq
     try {
