@@ -42,7 +42,7 @@ async function until(what: string, ok: () => boolean, ms: number) {
   }
 }
 
-test('SQLite is always up and holds no timer', () => {
+test('SQLite is always up: no error marks it down', () => {
   const health = localHealth()
   expect(health.observe(new Error('disk I/O error'))).toBe(false)
   expect(health.isUp()).toBe(true)
