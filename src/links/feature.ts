@@ -22,9 +22,9 @@ export interface LinksOptions {
 }
 
 export function createLinksFeature(shared: Shared, deps: { recorder: ClickRecorder }, opts: LinksOptions = {}) {
-  const { db, config, events, clock, outbox, metrics, clientIp, geo } = shared
+  const { db, config, events, clock, outbox, metrics, clientIp, geo, changes } = shared
   const links = createLinkService({
-    db, config, recorder: deps.recorder, events, clock, hashPassword: opts.hashPassword, outbox,
+    db, config, recorder: deps.recorder, events, clock, hashPassword: opts.hashPassword, outbox, changes,
     checkDestination: (url) => abuse.checkDestination(url),
     // Countries for rules with a country condition: the app's one Geo (statistics ask it too).
     country: (address) => geo.country(address),
@@ -53,9 +53,11 @@ export function createLinksFeature(shared: Shared, deps: { recorder: ClickRecord
       m.sampled('linkbox_link_creation_commits_total', 'Transactions that committed new links (one per group of creations).', () => links.creationCommits.commits, 'counter')
       m.sampled('linkbox_links_created_total', 'Links created since start.', () => links.creationCommits.links, 'counter')
     },
-    // Creations still waiting for their group's commit; the abuse service's reads of disabled accounts.
+    // Creations still waiting for their group's commit; the abuse service's reads of disabled accounts; the
+    // links' subscription to changes.
     close: () => {
       abuse.close()
+      links.close()
       return links.flushCreations()
     },
   }
