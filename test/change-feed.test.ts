@@ -2,24 +2,15 @@
 // on one node is seen by every node within 1 s). Two feeds on two pools of one real PostgreSQL database are two
 // nodes; the server is restarted and the listening connection killed under them. The SQLite feed is one
 // process's and delivers in-process.
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
+import { afterEach, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import type { SQL } from 'bun'
 import { localChangeFeed } from '../src/db/changes'
 import { CHANNEL, decodeChange, encodeChanges, MAX_PAYLOAD_BYTES, postgresChangeFeed, RESYNC_OVER } from '../src/db/postgres/changes'
-import { startPostgres, type Postgres } from './support/postgres'
+import { postgresForFile, type Postgres } from './support/postgres'
 
 let pg: Postgres
-const unhandled: unknown[] = []
-const onUnhandled = (err: unknown) => void unhandled.push(err)
-beforeAll(async () => {
-  process.on('unhandledRejection', onUnhandled)
-  pg = await startPostgres()
-}, 120_000)
-afterAll(async () => {
-  process.off('unhandledRejection', onUnhandled)
-  await pg?.stop()
-})
+const unhandled = postgresForFile((started) => (pg = started))
 
 /** What a subscriber was told, in order, with when (performance.now()). */
 function recorder() {

@@ -2,23 +2,14 @@
 // SPEC §11: a node that loses the database answers 503 on writes and recovers by itself), against a real
 // PostgreSQL server that is stopped and started again under it. The errors classified are the ones Bun.SQL
 // really throws, provoked here, not written by hand.
-import { afterAll, afterEach, beforeAll, expect, test } from 'bun:test'
+import { afterEach, expect, test } from 'bun:test'
 import { createServer, type AddressInfo, type Socket } from 'node:net'
 import { localHealth } from '../src/db/health'
 import { isConnectionError, postgresHealth } from '../src/db/postgres/health'
-import { startPostgres, type Postgres } from './support/postgres'
+import { postgresForFile, type Postgres } from './support/postgres'
 
 let pg: Postgres
-const unhandled: unknown[] = []
-const onUnhandled = (err: unknown) => void unhandled.push(err)
-beforeAll(async () => {
-  process.on('unhandledRejection', onUnhandled)
-  pg = await startPostgres()
-}, 120_000)
-afterAll(async () => {
-  process.off('unhandledRejection', onUnhandled)
-  await pg?.stop()
-})
+const unhandled = postgresForFile((started) => (pg = started))
 const open: { close(): unknown }[] = []
 afterEach(async () => {
   for (const o of open.splice(0).reverse()) await o.close()

@@ -9,6 +9,7 @@
 // random name without a password. Durability is switched off (fsync, full-page writes): a test cluster that
 // dies is thrown away, never recovered. A watchdog stops and removes a cluster whose test process ended
 // without stop() (a crash, SIGKILL, a failed file: bun test runs no exit handlers).
+import { afterAll, beforeAll } from 'bun:test'
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -207,4 +208,25 @@ export async function startPostgres(): Promise<Postgres> {
     rmSync(dir, { recursive: true, force: true })
     throw err
   }
+}
+
+/**
+ * One server for the whole test file, started in beforeAll (handed to `started`) and stopped in afterAll;
+ * answers the list of unhandled rejections seen in between, for tests that assert there were none (code that
+ * loses its connection on purpose must not leave a promise rejected behind it).
+ */
+export function postgresForFile(started: (pg: Postgres) => void): unknown[] {
+  let pg: Postgres | undefined
+  const unhandled: unknown[] = []
+  const onUnhandled = (err: unknown) => void unhandled.push(err)
+  beforeAll(async () => {
+    process.on('unhandledRejection', onUnhandled)
+    pg = await startPostgres()
+    started(pg)
+  }, 120_000)
+  afterAll(async () => {
+    process.off('unhandledRejection', onUnhandled)
+    await pg?.stop()
+  })
+  return unhandled
 }
