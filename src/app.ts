@@ -10,6 +10,7 @@ import { createAuditFeature } from './audit/feature'
 import { createClicksFeature } from './clicks/feature'
 import type { Config } from './config'
 import { createDashboardFeature } from './dashboard/feature'
+import { localChangeFeed } from './db/changes'
 import { openDatabase } from './db'
 import { sqliteStorages } from './db/storages'
 import { createEvents } from './events'
@@ -58,6 +59,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     events: createEvents(log),
     // Webhook events are written by the services in the transaction of each change (webhooks/outbox.ts).
     outbox: createOutbox(db, clock, log),
+    changes: localChangeFeed({ onError: (err) => faults.fault('a subscriber of link changes failed', err) }),
     accounts: createAccountService(storages, clock),
     signer: createLinkSigner(loadSigningSecret(config.data_dir)),
     limiter: createRateLimiter(clock),

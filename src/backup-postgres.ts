@@ -8,17 +8,18 @@
 // Restore: the archive checked whole (as in SQLite mode), its files put into a staging folder laid out as a
 // data_dir, which `migrate --to` then copies into the (empty) database: the same copy, the same checks.
 import { createHash, randomBytes } from 'node:crypto'
-import { closeSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs'
+import { closeSync, existsSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import {
   BLOCK,
   checkDatabase,
   copyRange,
-  fsyncDir,
   header,
+  placeArchive,
   readArchive,
   Refusal,
   runningService,
+  sealArchive,
   stamp,
   writeAll,
   type Manifest,
@@ -127,19 +128,9 @@ export async function writePostgresBackup(config: Config, file: string, now = Da
       }
     })
     const manifest: Manifest = { format: 'linkbox-backup', format_version: 1, version: VERSION, schema: migrations.length, created: new Date(now).toISOString(), files }
-    const body = Buffer.from(JSON.stringify(manifest, null, 2) + '\n')
-    writeAll(out, header('manifest.json', body.length, now))
-    writeAll(out, body)
-    writeAll(out, Buffer.alloc((BLOCK - (body.length % BLOCK)) % BLOCK + 2 * BLOCK))
-    fsyncSync(out)
-    closeSync(out)
+    sealArchive(out, manifest, now)
     out = undefined
-    try {
-      linkSync(tmp, file) // fails on a FILE that appeared meanwhile, where rename would replace it
-    } catch (err) {
-      throw new Refusal(`backup: cannot write ${file}: ${(err as Error).message}`)
-    }
-    fsyncDir(folder)
+    placeArchive(tmp, file, folder)
     return manifest
   } catch (err) {
     if (err instanceof Refusal) throw err

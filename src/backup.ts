@@ -197,6 +197,26 @@ function collectFiles(dataDir: string): string[] {
  * a file that is there already. The database is copied first, then the files: a message that arrives in
  * between leaves an unreferenced blob (removed by the orphan sweep after a restore), never a row without one.
  */
+/** Ends an archive being written to `out`: the manifest last, the tar's end, fsync, and closes it. */
+export function sealArchive(out: number, manifest: Manifest, now: number) {
+  const body = Buffer.from(JSON.stringify(manifest, null, 2) + '\n')
+  writeAll(out, header('manifest.json', body.length, now))
+  writeAll(out, body)
+  writeAll(out, Buffer.alloc((BLOCK - (body.length % BLOCK)) % BLOCK + 2 * BLOCK))
+  fsyncSync(out)
+  closeSync(out)
+}
+
+/** Puts the sealed archive `tmp` in place as `file`, never over a file that appeared meanwhile. */
+export function placeArchive(tmp: string, file: string, folder: string) {
+  try {
+    linkSync(tmp, file) // fails on a FILE that appeared meanwhile, where rename would replace it
+  } catch (err) {
+    throw new Refusal(`backup: cannot write ${file}: ${(err as Error).message}`)
+  }
+  fsyncDir(folder)
+}
+
 export function writeBackup(config: Config, file: string, now = Date.now()): Manifest {
   const dataDir = config.data_dir
   const dbPath = join(dataDir, 'linkbox.db')
@@ -253,19 +273,9 @@ export function writeBackup(config: Config, file: string, now = Date.now()): Man
       add('linkbox.db', snapshot)
       for (const name of collectFiles(dataDir)) add(name, join(dataDir, name))
       const manifest: Manifest = { format: 'linkbox-backup', format_version: 1, version: VERSION, schema, created: new Date(now).toISOString(), files }
-      const body = Buffer.from(JSON.stringify(manifest, null, 2) + '\n')
-      writeAll(out, header('manifest.json', body.length, now))
-      writeAll(out, body)
-      writeAll(out, Buffer.alloc((BLOCK - (body.length % BLOCK)) % BLOCK + 2 * BLOCK))
-      fsyncSync(out)
-      closeSync(out)
+      sealArchive(out, manifest, now)
       out = undefined
-      try {
-        linkSync(tmp, file) // fails on a FILE that appeared meanwhile, where rename would replace it
-      } catch (err) {
-        throw new Refusal(`backup: cannot write ${file}: ${(err as Error).message}`)
-      }
-      fsyncDir(folder)
+      placeArchive(tmp, file, folder)
       return manifest
     } catch (err) {
       if (err instanceof Refusal) throw err

@@ -6,6 +6,7 @@
 import type { AnyElysia } from 'elysia'
 import type { AccountService } from './accounts/service'
 import type { Config } from './config'
+import type { ChangeFeed } from './db/changes'
 import type { Db } from './db'
 import type { Storages } from './db/storages'
 import type { Events } from './events'
@@ -76,6 +77,8 @@ export interface Shared {
   /** In-process events (link.created, …) and the webhook outbox written in each change's transaction. */
   events: Events
   outbox: Outbox
+  /** Changes between processes and nodes (db/changes.ts): a local feed on SQLite. */
+  changes: ChangeFeed
   accounts: AccountService
   signer: LinkSigner
   limiter: RateLimiter

@@ -18,6 +18,7 @@ interface Engine {
   note(tx: any, text: string): unknown
   notes(): Promise<string[]>
   reportCount(): Promise<number>
+  disabledOf(linkId: number): Promise<{ disabled: string | null; updated: number } | null>
   close(): Promise<void>
 }
 
@@ -37,6 +38,7 @@ async function sqliteEngine(): Promise<Engine> {
     note: (tx: Db, text) => tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
     notes: async () => (main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]).map((r) => r.detail),
     reportCount: async () => (main.query('SELECT count(*) AS n FROM link_reports').get() as { n: number }).n,
+    disabledOf: async (id) => (main.query('SELECT disabled, updated FROM links WHERE id = ?').get(id) as { disabled: string | null; updated: number } | null) ?? null,
     close,
   }
 }
@@ -52,6 +54,10 @@ async function postgresEngine(): Promise<Engine> {
     note: (tx: SQL, text) => tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
     notes: async () => (await main.sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map((r: { detail: string }) => r.detail),
     reportCount: async () => Number((await main.sql`SELECT count(*) AS n FROM link_reports`)[0].n),
+    disabledOf: async (id) => {
+      const [row] = await main.sql`SELECT disabled, updated FROM links WHERE id = ${id}`
+      return row ? { disabled: row.disabled, updated: Number(row.updated) } : null
+    },
     close,
   }
 }
@@ -193,6 +199,75 @@ describe.each([
       expect(await a.openReport(r.id)).toBeNull()
       expect(await a.openCount()).toBe(0)
       expect(await e.notes()).toEqual([`closed #${r.id} host_banned`])
+    } finally {
+      await e.close()
+    }
+  })
+
+  test('closing with a change: the link disabled or the host banned in the same transaction; a link gone meanwhile is no_link and the report stays open', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const root = await e.account('root')
+      const link = await e.link('abc', 'https://phish.example/', null)
+      const [r1, r2, r3] = [
+        (await a.fileReport(filing(link, 'abc', 1), BIG)) as ReportRow,
+        (await a.fileReport(filing(link, 'abc', 2), BIG)) as ReportRow,
+        (await a.fileReport(filing(link, 'abc', 3), BIG)) as ReportRow,
+      ]
+      // A failing `within` undoes the change with the close.
+      await expect(
+        b.closeReport(r1.id, { action: 'link_disabled', by: root, at: T0 + 5, disableLink: { code: 'abc', reason: 'phishing' } }, () => {
+          throw new Error('audit failed')
+        }),
+      ).rejects.toThrow('audit failed')
+      expect(await e.disabledOf(link)).toEqual({ disabled: null, updated: 0 })
+      expect(await a.openReport(r1.id)).not.toBeNull()
+
+      const closed = await b.closeReport(r1.id, { action: 'link_disabled', by: root, at: T0 + 6, disableLink: { code: 'abc', reason: 'phishing' } }, (tx, c, done) =>
+        e.note(tx, `closed #${c.id} link ${done.link?.code}#${done.link?.id} ban ${done.ban}`),
+      )
+      expect(closed).toMatchObject({ id: r1.id, action: 'link_disabled', closed: T0 + 6 })
+      expect(await e.disabledOf(link)).toEqual({ disabled: 'phishing', updated: T0 + 6 })
+      expect(await e.notes()).toEqual([`closed #${r1.id} link abc#${link} ban null`])
+
+      // A ban: written with the close; the same host banned already is left as it was (done.ban null).
+      expect(await a.closeReport(r2.id, { action: 'host_banned', by: root, at: T0 + 7, ban: { host: 'phish.example', reason: 'kit' } }, (tx, _c, done) => e.note(tx, `ban ${done.ban?.host}`))).toMatchObject({ action: 'host_banned' })
+      expect(await b.bans()).toEqual([{ host: 'phish.example', reason: 'kit', created: T0 + 7, created_by: root }])
+      expect(await b.closeReport(r3.id, { action: 'host_banned', by: null, at: T0 + 8, ban: { host: 'phish.example', reason: 'again' } }, (tx, _c, done) => e.note(tx, `ban again ${done.ban}`))).toMatchObject({ action: 'host_banned' })
+      expect(await a.bans()).toEqual([{ host: 'phish.example', reason: 'kit', created: T0 + 7, created_by: root }])
+      expect((await e.notes()).slice(1)).toEqual(['ban phish.example', 'ban again null'])
+
+      // The link deleted (on another node) before its report is closed by disabling it: nothing written or run.
+      const r4 = (await a.fileReport(filing(link, 'abc', 4), BIG)) as ReportRow
+      await e.removeLink(link)
+      expect(await b.closeReport(r4.id, { action: 'link_disabled', by: root, at: T0 + 9, disableLink: { code: 'abc', reason: 'x' } }, (tx) => e.note(tx, 'never'))).toBe('no_link')
+      expect(await a.openReport(r4.id)).toMatchObject({ id: r4.id, closed: null })
+      expect(await e.notes()).toHaveLength(3)
+      // An already closed report is not changed again, and nor is its link.
+      expect(await b.closeReport(r1.id, { action: 'link_disabled', by: root, at: T0 + 10, disableLink: { code: 'abc', reason: 'x' } })).toBe('already_closed')
+    } finally {
+      await e.close()
+    }
+  })
+
+  test('a link disabled and enabled by its code through either node, with `within` in its transaction; an unknown code is null', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const link = await e.link('abc', 'https://phish.example/', null)
+      expect(await a.setLinkDisabled('abc', 'phishing', T0, (tx, l) => e.note(tx, `disabled ${l.code}#${l.id}`))).toEqual({ id: link, code: 'abc' })
+      expect(await e.disabledOf(link)).toEqual({ disabled: 'phishing', updated: T0 })
+      await expect(
+        b.setLinkDisabled('abc', null, T0 + 1, () => {
+          throw new Error('audit failed')
+        }),
+      ).rejects.toThrow('audit failed')
+      expect(await e.disabledOf(link)).toEqual({ disabled: 'phishing', updated: T0 })
+      expect(await b.setLinkDisabled('abc', null, T0 + 2, (tx) => e.note(tx, 'enabled'))).toEqual({ id: link, code: 'abc' })
+      expect(await e.disabledOf(link)).toEqual({ disabled: null, updated: T0 + 2 })
+      expect(await a.setLinkDisabled('ABC', 'x', T0 + 3, (tx) => e.note(tx, 'never'))).toBeNull()
+      expect(await e.notes()).toEqual([`disabled abc#${link}`, 'enabled'])
     } finally {
       await e.close()
     }

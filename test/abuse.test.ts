@@ -5,6 +5,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { appendFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { createAbuseService } from '../src/abuse/service'
+import { sqliteAbuseRows } from '../src/abuse/storage'
+import { SYSTEM } from '../src/audit/service'
+import { sqliteAuditRows } from '../src/audit/storage'
+import { sqliteWebhookQueue } from '../src/webhooks/queue'
 import { makeBox } from './support/app'
 import { CHROME_UA, killAllServers, startServer, writeConfig } from './support/server'
 import { startReceiver, until, type Receiver } from './support/webhooks'
@@ -98,7 +103,7 @@ describe('reports', () => {
     expect(rows[0]).toMatchObject({ code, reason: 'phishing', text: 'It asks for my bank password.', contact: 'me@example.org', closed: null })
     expect(JSON.stringify(rows)).not.toContain('127.0.0.1')
     await t.box.recorder.flush()
-    expect(t.box.abuse.openReports()).toMatchObject([{ code, long_url: 'https://phish.example/login', owner: 'owner', clicks: 1 }])
+    expect(await t.box.abuse.openReports()).toMatchObject([{ code, long_url: 'https://phish.example/login', owner: 'owner', clicks: 1 }])
 
     await until(() => receiver.got.length >= 1, 'link.reported')
     expect(receiver.got[0]!.verifyError).toBeNull()
@@ -106,13 +111,13 @@ describe('reports', () => {
   })
 
   test('a report without a reason goes back to the form with what was typed; nothing stored', async () => {
-    const before = t.box.abuse.openReportCount()
+    const before = await t.box.abuse.openReportCount()
     const r = await t.send(`/${code}/report`, { method: 'POST', headers: { origin: t.origin }, body: new URLSearchParams({ text: 'spam' }) })
     expect(r.status).toBe(303)
     const back = await (await t.send(r.headers.get('location')!)).text()
     expect(back).toContain('Choose what is wrong with the link.')
     expect(back).toContain('>spam</textarea>')
-    expect(t.box.abuse.openReportCount()).toBe(before)
+    expect(await t.box.abuse.openReportCount()).toBe(before)
   })
 
   test('a report from another site is refused; 20 reports in a minute from one client are limited', async () => {
@@ -122,7 +127,7 @@ describe('reports', () => {
     for (let i = 0; i < 20; i++)
       statuses.push((await t.send(`/${code}/report`, { method: 'POST', headers: { origin: t.origin }, body: new URLSearchParams({ reason: 'spam' }) })).status)
     expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(14)
-    expect(t.box.abuse.openReportCount()).toBeLessThanOrEqual(5)
+    expect(await t.box.abuse.openReportCount()).toBeLessThanOrEqual(5)
   })
 })
 
@@ -139,7 +144,7 @@ describe('disabled links, banned hosts, disabled accounts', () => {
   test('a disabled link answers 451 with the reason, not its destination; its owner still lists it with its clicks; enabling restores it', async () => {
     const code = (await t.box.post('/api/getLink.json', { url: 'https://shady.example/x' }, { 'x-api-key': key })).body.return.hex
     expect((await visit(code)).status).toBe(302)
-    t.box.abuse.setLinkDisabled(code, 'Reported as phishing.')
+    await t.box.abuse.setLinkDisabled(code, 'Reported as phishing.')
     const stopped = await visit(code)
     expect(stopped.status).toBe(451)
     const page = await stopped.text()
@@ -148,19 +153,19 @@ describe('disabled links, banned hosts, disabled accounts', () => {
     await t.box.recorder.flush()
     const listed = await t.box.post('/api/links.json', {}, { 'x-api-key': key })
     expect(listed.body.return.links.find((l: { hex: string }) => l.hex === code)).toMatchObject({ clicks: 1, disabled: 'Reported as phishing.' })
-    t.box.abuse.setLinkDisabled(code, null)
+    await t.box.abuse.setLinkDisabled(code, null)
     expect((await visit(code)).status).toBe(302)
   })
 
   test("a banned host: its links and its subdomains' answer 451, a new one is refused naming the ban; unbanning restores them", async () => {
     const code = (await t.box.post('/api/getLink.json', { url: 'https://login.bad.example/x' }, { 'x-api-key': key })).body.return.hex
-    t.box.abuse.banHost('bad.example', 'phishing kit', null)
+    await t.box.abuse.banHost('bad.example', 'phishing kit', null)
     expect((await visit(code)).status).toBe(451)
     const refused = await t.create('https://a.b.bad.example/y', key)
     expect(refused.status).toBe(400)
     expect(await refused.json()).toMatchObject({ code: 'invalid_url', message: expect.stringContaining('bad.example') })
     expect((await t.create('https://notbad.example/y', key)).status).toBe(200)
-    t.box.abuse.unbanHost('bad.example')
+    await t.box.abuse.unbanHost('bad.example')
     expect((await visit(code)).status).toBe(302)
   })
 
@@ -180,10 +185,10 @@ describe('disabled links, banned hosts, disabled accounts', () => {
     ).body.return.hex
     expect((await visit(ruled)).status).toBe(302)
     expect((await visit(split)).status).toBe(302)
-    t.box.abuse.banHost('later-bad.example', 'went bad', null)
+    await t.box.abuse.banHost('later-bad.example', 'went bad', null)
     expect((await visit(ruled)).status).toBe(451)
     expect((await visit(split)).status).toBe(451)
-    t.box.abuse.unbanHost('later-bad.example')
+    await t.box.abuse.unbanHost('later-bad.example')
     expect((await visit(ruled)).status).toBe(302)
   })
 
@@ -233,18 +238,18 @@ test('reports are bounded: 50 open ones a link (more are thanked, not stored), 1
   try {
     const key = await box.account('owner')
     const code = (await box.post('/api/getLink.json', { url: 'https://reported.example/' }, { 'x-api-key': key })).body.return.hex
-    for (let i = 0; i < 60; i++) box.abuse.report({ code, reason: 'spam', text: `${i}`, contact: '' })
-    expect(box.abuse.openReportCount()).toBe(50)
+    for (let i = 0; i < 60; i++) await box.abuse.report({ code, reason: 'spam', text: `${i}`, contact: '' })
+    expect(await box.abuse.openReportCount()).toBe(50)
     // Fill the rest of the table's allowance directly, as 9,950 other links' reports would.
     const insert = box.db.query("INSERT INTO link_reports (link_id, code, reason, created) VALUES (NULL, 'gone', 'spam', 0)")
     box.db.transaction(() => {
       for (let i = 0; i < 9_950; i++) insert.run()
     })()
     const other = (await box.post('/api/getLink.json', { url: 'https://other.example/' }, { 'x-api-key': key })).body.return.hex
-    expect(() => box.abuse.report({ code: other, reason: 'spam', text: '', contact: '' })).toThrow('Too many reports are waiting')
+    await expect(box.abuse.report({ code: other, reason: 'spam', text: '', contact: '' })).rejects.toThrow('Too many reports are waiting')
     const page = await box.request(`/${other}/report`, { method: 'POST', headers: { origin: 'http://localhost:8080' }, body: new URLSearchParams({ reason: 'spam' }) })
     expect(page.status).toBe(503)
-    expect(box.abuse.openReportCount()).toBe(10_000)
+    expect(await box.abuse.openReportCount()).toBe(10_000)
   } finally {
     await box.cleanup()
   }
@@ -265,4 +270,74 @@ test('a reload counts the links a list catches across pages of links (12,000 lin
   } finally {
     await box.cleanup()
   }
+})
+
+describe('the abuse service on the async storage', () => {
+  test('bans and disabled accounts stored before the service starts are in its memory once `ready`: a second service on the same database refuses at once', async () => {
+    const box = await makeBox()
+    try {
+      const key = await box.account('owner')
+      const spammer = await box.account('spammer')
+      const code = (await box.post('/api/getLink.json', { url: 'https://x.old-bad.example/' }, { 'x-api-key': key })).body.return.hex
+      const spam = (await box.post('/api/getLink.json', { url: 'https://fine.example/' }, { 'x-api-key': spammer })).body.return.hex
+      await box.abuse.banHost('old-bad.example', 'went bad', null)
+      await box.accounts.setDisabled('spammer', true)
+      const second = createAbuseService({
+        rows: sqliteAbuseRows(box.db), audit: sqliteAuditRows(box.db), queue: sqliteWebhookQueue(box.db), config: box.config, links: box.links, clock: Date.now,
+      })
+      try {
+        await second.ready
+        expect(second.verdict(box.links.resolve(code)!)).toEqual({ kind: 'banned', host: 'old-bad.example', reason: 'went bad' })
+        expect(second.verdict(box.links.resolve(spam)!)).toEqual({ kind: 'account' })
+        expect(() => second.checkDestination('https://old-bad.example/')).toThrow('banned (went bad)')
+      } finally {
+        second.close()
+      }
+    } finally {
+      await box.cleanup()
+    }
+  })
+
+  test("a report closed by disabling its owner's account: the very next visit answers 451 (no wait for the next read of the accounts)", async () => {
+    const { box, send } = await listening()
+    try {
+      const key = await box.account('spammer')
+      const code = (await box.post('/api/getLink.json', { url: 'https://spam.example/' }, { 'x-api-key': key })).body.return.hex
+      const visit = () => send(`/${code}`, { headers: { 'user-agent': CHROME_UA } })
+      expect((await visit()).status).toBe(302)
+      const { id } = await box.abuse.report({ code, reason: 'spam', text: '', contact: '' })
+      await box.abuse.closeReport(id!, 'account_disabled', null, SYSTEM, { change: (tx) => box.accounts.disableWithin(tx, 'spammer', SYSTEM) })
+      expect((await visit()).status).toBe(451)
+      expect(box.db.query('SELECT action, closed IS NOT NULL AS closed FROM link_reports WHERE id = ?').get(id!)).toEqual({ action: 'account_disabled', closed: 1 })
+    } finally {
+      await box.cleanup()
+    }
+  })
+
+  test('two admins closing one report at once: one closes it with its change, the other is 409 and changes nothing (no ban, no audit row)', async () => {
+    const box = await makeBox()
+    try {
+      const key = await box.account('owner')
+      const code = (await box.post('/api/getLink.json', { url: 'https://racy.example/' }, { 'x-api-key': key })).body.return.hex
+      const { id } = await box.abuse.report({ code, reason: 'phishing', text: '', contact: '' })
+      const results = await Promise.allSettled([
+        box.abuse.closeReport(id!, 'link_disabled', null, SYSTEM, { disableLink: { code, reason: 'phishing' } }),
+        box.abuse.closeReport(id!, 'host_banned', null, SYSTEM, { ban: { host: 'racy.example', reason: 'phishing' } }),
+      ])
+      expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected'])
+      const lost = results.find((r) => r.status === 'rejected') as PromiseRejectedResult
+      expect(lost.reason).toMatchObject({ status: 409, message: expect.stringContaining('closed by someone else') })
+      const won = (results.find((r) => r.status === 'fulfilled') as PromiseFulfilledResult<{ closed: { action: string } }>).value.closed.action
+      expect(box.db.query('SELECT count(*) AS n FROM banned_hosts').get()).toEqual({ n: won === 'host_banned' ? 1 : 0 })
+      expect(box.db.query('SELECT disabled FROM links WHERE code = ?').get(code)).toEqual({ disabled: won === 'link_disabled' ? 'phishing' : null })
+      expect(box.db.query("SELECT detail FROM audit_log WHERE action = 'report.close'").all()).toEqual([{ detail: won }])
+      // A link deleted before its report is closed by disabling it: 404 naming the code, the report stays open.
+      const { id: next } = await box.abuse.report({ code, reason: 'spam', text: '', contact: '' })
+      box.db.query('DELETE FROM links WHERE code = ?').run(code)
+      await expect(box.abuse.closeReport(next!, 'link_disabled', null, SYSTEM, { disableLink: { code, reason: 'x' } })).rejects.toThrow(`No link with the code "${code}".`)
+      expect(await box.abuse.openReport(next!)).toMatchObject({ id: next, closed: null })
+    } finally {
+      await box.cleanup()
+    }
+  })
 })

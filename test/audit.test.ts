@@ -206,7 +206,7 @@ describe('every change leaves exactly its row (API, dashboard forms)', () => {
       {
         name: 'admin: close a report (dismissed)',
         act: async () => {
-          const { id } = app.abuse.report({ code, reason: 'spam', text: '', contact: '' })
+          const { id } = await app.abuse.report({ code, reason: 'spam', text: '', contact: '' })
           expect((await postForm(http, root, `/dashboard/admin/reports/${id}`, { action: 'dismissed' })).status).toBe(303)
         },
         rows: () => [{ ...by('root'), action: 'report.close', target: new RegExp(`^report \\d+ \\(link ${code}\\)$`), detail: /^dismissed$/ }],
@@ -214,7 +214,7 @@ describe('every change leaves exactly its row (API, dashboard forms)', () => {
       {
         name: 'admin: close a report by disabling its link (two changes, one transaction)',
         act: async () => {
-          const { id } = app.abuse.report({ code, reason: 'phishing', text: '', contact: '' })
+          const { id } = await app.abuse.report({ code, reason: 'phishing', text: '', contact: '' })
           expect((await postForm(http, root, `/dashboard/admin/reports/${id}`, { action: 'link_disabled' })).status).toBe(303)
         },
         rows: () => [

@@ -7,7 +7,8 @@ import type { Caller } from '../src/accounts/service'
 import { createClickRecorder } from '../src/clicks/recorder'
 import { openDatabase } from '../src/db'
 import { createEvents } from '../src/events'
-import { createLinkService } from '../src/links/service'
+import { localChangeFeed } from '../src/db/changes'
+import { createLinkService, LINK_CACHE_TTL_MS } from '../src/links/service'
 import { tempDir, testConfig } from './support/app'
 
 const dir = tempDir()
@@ -41,4 +42,57 @@ test('a row in the old generation is dropped when its link changes or goes, and 
   await links.update({ code: d, url: 'https://example.org/d' }, admin)
   expect(links.resolve(d)?.long_url).toBe('https://example.org/d')
   expect(links.resolve(a)?.long_url).toBe('https://example.org/changed')
+})
+
+// Two processes on one database file, as `serve` and a second linkbox process or node: each has its own
+// cache; what one changes it publishes on the change feed (db/changes.ts; here one local feed stands for the
+// channel between them), and the other drops its row at once. A change nobody published is served for
+// LINK_CACHE_TTL_MS at most.
+test('a link changed by another process is dropped from the cache at once when published, and after the TTL when not', async () => {
+  let now = Date.UTC(2026, 10, 26, 12)
+  const clock = () => now
+  const feed = localChangeFeed()
+  const other = openDatabase(join(dir, 'linkbox.db'))
+  const service = (on: typeof db) =>
+    createLinkService({ db: on, config: testConfig(dir), recorder: createClickRecorder(on, { writeOn: 'main' }), events: createEvents(), clock, changes: feed })
+  const a = service(db)
+  const b = service(other)
+  try {
+    const code = (await a.create({ url: 'https://example.com/feed' }, null)).hex
+    expect(a.resolve(code)?.long_url).toBe('https://example.com/feed')
+    // B changes it: published after its commit, A's next visit reads the new row.
+    await b.update({ code, url: 'https://example.org/feed-changed' }, admin)
+    expect(a.resolve(code)?.long_url).toBe('https://example.org/feed-changed')
+    b.delete({ code }, admin)
+    expect(a.resolve(code)).toBeNull()
+
+    // A change made behind the services (nothing published): the cached row until the TTL runs out.
+    const quiet = (await a.create({ url: 'https://example.com/quiet' }, null)).hex
+    expect(a.resolve(quiet)?.long_url).toBe('https://example.com/quiet')
+    other.run('UPDATE links SET long_url = ? WHERE code = ?', ['https://example.org/quiet-changed', quiet])
+    now += LINK_CACHE_TTL_MS - 1
+    expect(a.resolve(quiet)?.long_url).toBe('https://example.com/quiet')
+    now += 1
+    expect(a.resolve(quiet)?.long_url).toBe('https://example.org/quiet-changed')
+    // Also for a row that went to the old generation meanwhile, and for a link deleted behind the service.
+    other.run('DELETE FROM links WHERE code = ?', [quiet])
+    now += LINK_CACHE_TTL_MS
+    expect(a.resolve(quiet)).toBeNull()
+  } finally {
+    a.close()
+    b.close()
+    other.close()
+  }
+})
+
+test('a lost channel to the other processes (a resync) drops every cached row', async () => {
+  let onResync = () => {}
+  const feed = { ...localChangeFeed(), subscribe: (_topic: string, _onKeys: unknown, resync: () => void) => ((onResync = resync), () => {}) }
+  const c = createLinkService({ db, config: testConfig(dir), recorder: createClickRecorder(db, { writeOn: 'main' }), events: createEvents(), changes: feed })
+  const code = (await c.create({ url: 'https://example.com/resync' }, null)).hex
+  expect(c.resolve(code)?.long_url).toBe('https://example.com/resync')
+  db.run('UPDATE links SET long_url = ? WHERE code = ?', ['https://example.org/resync-changed', code])
+  expect(c.resolve(code)?.long_url).toBe('https://example.com/resync')
+  onResync()
+  expect(c.resolve(code)?.long_url).toBe('https://example.org/resync-changed')
 })

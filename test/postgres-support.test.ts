@@ -69,6 +69,30 @@ test('stop() stops the server and removes its directory; a second server starts 
   await other.stop() // twice: nothing happens
 }, 120_000)
 
+test('halt() takes the server away and resume() brings it back on the same port with the same data; stop() after halt() still cleans up', async () => {
+  const other = await startPostgres()
+  try {
+    const url = await other.createDatabase()
+    const sql = new Bun.SQL(url, { max: 1, connectionTimeout: 2 })
+    await sql`CREATE TABLE kept (x int)`
+    await sql`INSERT INTO kept VALUES (7)`
+    await other.halt() // fast: the open session is ended (57P01)
+    await other.halt() // twice: nothing happens
+    await expect(sql`SELECT 1`).rejects.toMatchObject({ code: 'ERR_POSTGRES_CONNECTION_REFUSED' })
+    await other.resume()
+    await other.resume() // twice: nothing happens
+    expect((await sql`SELECT x FROM kept`)[0].x).toBe(7)
+    await other.restart('immediate')
+    expect((await sql`SELECT x FROM kept`)[0].x).toBe(7)
+    await sql.close()
+    await other.halt('immediate')
+  } finally {
+    await other.stop()
+  }
+  expect(existsSync(other.dir)).toBe(false)
+  await expect(other.resume()).rejects.toThrow(/stopped and removed/)
+}, 120_000)
+
 test('a process that ends without stop() (a crash, a failed test file) leaves no server and no directory behind', async () => {
   const support = join(import.meta.dir, 'support', 'postgres.ts')
   const child = Bun.spawn([process.execPath, '-e', `const pg = await (await import(${JSON.stringify(support)})).startPostgres(); console.log(pg.dir + ' ' + pg.url); process.kill(process.pid, 'SIGKILL')`], {

@@ -7,6 +7,7 @@
 import { describe, expect, test } from 'bun:test'
 import type { SQL } from 'bun'
 import type { Db } from '../src/db'
+import { postgresEndpointRows } from '../src/webhooks/endpoints-postgres'
 import { postgresWebhookQueue } from '../src/webhooks/queue-postgres'
 import { sqliteWebhookQueue, type LeasedAttempt, type NewEvent, type WebhookQueue } from '../src/webhooks/queue'
 import { engineHarness, postgresTransaction, sqliteTransaction } from './support/engines'
@@ -40,6 +41,8 @@ interface Engine {
   /** A row written through the transaction handle `within` gets (the audit row of a 410, say). */
   note(tx: any, text: string): unknown
   notes(): Promise<string[]>
+  /** A statement of the test's own ($1, $2… parameters), on the main connection. */
+  exec(text: string, ...params: (number | string)[]): Promise<void>
   close(): Promise<void>
 }
 
@@ -70,6 +73,7 @@ async function sqliteEngine(): Promise<Engine> {
     events: async () => main.query('SELECT id, type, webhook_id, payload FROM webhook_events ORDER BY id').all() as any,
     note: (tx: Db, text) => tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
     notes: async () => (main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]).map((r) => r.detail),
+    exec: async (text, ...params) => void main.query(text.replace(/\$(\d+)/g, '?$1')).run(...params),
     close,
   }
 }
@@ -92,11 +96,16 @@ async function postgresEngine(): Promise<Engine> {
     events: async () => (await main.sql`SELECT id, type, webhook_id, payload FROM webhook_events ORDER BY id`).map(numbers<any>),
     note: (tx: SQL, text) => tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
     notes: async () => (await main.sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map((r: { detail: string }) => r.detail),
+    exec: async (text, ...params) => void (await main.sql.unsafe(text, params)),
     close,
   }
 }
 
 const T0 = 1_800_000_000_000
+const DAY = 86_400_000
+/** What the sweep is given: events created before it (7 days before T0) with nothing pending go. */
+const BEFORE = T0 - 7 * DAY
+const LONG_AGO = T0 - 30 * DAY
 const event = (accountId: number, type: NewEvent['type'] = 'link.created', code = 'abc'): NewEvent => ({ accountId, type, at: T0 - 5, data: { code } })
 const attempt = (d: { id: number; lease: number }, status: number | null, at: number, error: string | null = status === null ? 'network' : `HTTP ${status}`): LeasedAttempt => ({
   id: d.id,
@@ -374,6 +383,232 @@ describe.each([
       await e.close()
     }
   }, 60_000)
+  test('event reads the row; redeliver makes the endpoint’s one delivery of it pending again, due now, under the event’s webhook-id (a new row for an endpoint that never had it); one in flight keeps its lease; another account’s event or endpoint, or a gone one, writes nothing', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const [alice, bob] = [await e.account('alice'), await e.account('bob')]
+      const hook = await e.endpoint(alice, 'link.created')
+      await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice), T0))
+      const [ev] = await e.events()
+      const stored = { id: ev!.id, account_id: alice, type: 'link.created', created: T0 - 5, payload: ev!.payload, webhook_id: ev!.webhook_id }
+      expect(await b.queue.event(ev!.id)).toEqual(stored)
+      expect(await b.queue.event(ev!.id + 1_000)).toBeNull()
+
+      const [d] = await a.queue.claim(T0, { limit: 10, leaseMs: 1_000 })
+      expect(await a.queue.markFailed(attempt(d!, 500, T0 + 10), hook)).toBe(true)
+      // Failed → pending again: the same row (so the same webhook-id), due now, attempts from 0, its last result kept.
+      expect(await b.queue.redeliver(ev!.id, hook, alice, T0 + 100)).toEqual({
+        event: stored,
+        delivery: { event_id: ev!.id, webhook_id: ev!.webhook_id, type: 'link.created', state: 'pending', attempts: 0, last_status: 500, last_error: 'HTTP 500', last_ms: 12, last_at: T0 + 10, next_at: T0 + 100 },
+      })
+      expect((await e.deliveries()).map((r) => [r.id, r.state, r.attempts, r.next_at, r.claimed_until])).toEqual([[d!.id, 'pending', 0, T0 + 100, 0]])
+      // An endpoint subscribed since: a row of its own, the same webhook-id.
+      const later = await e.endpoint(alice, 'link.deleted')
+      expect(await a.queue.redeliver(ev!.id, later, alice, T0 + 200)).toMatchObject({
+        delivery: { event_id: ev!.id, webhook_id: ev!.webhook_id, state: 'pending', attempts: 0, last_status: null, next_at: T0 + 200 },
+      })
+      const flying = await a.queue.claim(T0 + 200, { limit: 10, leaseMs: 1_000 })
+      expect(flying.map((x) => [x.endpoint_id, x.webhook_id])).toEqual([
+        [hook, ev!.webhook_id],
+        [later, ev!.webhook_id],
+      ])
+      // Redelivered while in flight: due now, but held until its lease ends (not sent twice at once); the holder's result is still written.
+      await b.queue.redeliver(ev!.id, hook, alice, T0 + 300)
+      expect(await b.queue.claim(T0 + 300, { limit: 10 })).toEqual([])
+      expect((await e.deliveries()).find((r) => r.id === d!.id)).toMatchObject({ state: 'pending', next_at: T0 + 300, claimed_until: T0 + 1_200 })
+      expect(await a.queue.markRetry(attempt(flying[0]!, 503, T0 + 400), T0 + 5_000)).toBe(true)
+
+      // Not the account's event, not its endpoint, or gone: nothing written.
+      const bobs = await e.endpoint(bob, 'link.created')
+      await e.exec('DELETE FROM webhook_endpoints WHERE id = $1', later)
+      const before = await e.deliveries()
+      expect(await a.queue.redeliver(ev!.id, bobs, bob, T0 + 500)).toBe('no_event')
+      expect(await a.queue.redeliver(ev!.id, bobs, alice, T0 + 500)).toBe('no_endpoint')
+      expect(await a.queue.redeliver(ev!.id + 1_000, hook, alice, T0 + 500)).toBe('no_event')
+      expect(await a.queue.redeliver(ev!.id, later, alice, T0 + 500)).toBe('no_endpoint')
+      expect(await e.deliveries()).toEqual(before)
+    } finally {
+      await e.close()
+    }
+  })
+
+  test('two nodes redelivering the same events at once make one delivery each: one row per endpoint and event, claimed once, under the event’s webhook-id', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b, sender] = [e.node(), e.node(), e.node()]
+      const alice = await e.account('alice')
+      const hook = await e.endpoint(alice, 'link.created')
+      for (let i = 0; i < 40; i++) await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice, 'link.created', `c${i}`), T0))
+      const events = await e.events()
+      // An endpoint that never had them: each pair of redeliveries races to insert its row. The nodes'
+      // connections are open before (else the first ones opened set the pace, not the race).
+      const later = await e.endpoint(alice, 'link.deleted')
+      await Promise.all([a, b].flatMap((node) => Array.from({ length: 8 }, () => node.queue.event(events[0]!.id))))
+      const racing = () => events.flatMap((ev) => [a.queue.redeliver(ev.id, later, alice, T0 + 10), b.queue.redeliver(ev.id, later, alice, T0 + 10)])
+      for (const r of await Promise.all(racing())) expect(r).toMatchObject({ delivery: { state: 'pending', attempts: 0, next_at: T0 + 10 } })
+      const rowsOf = async () => (await e.deliveries()).filter((r) => r.endpoint_id === later).map((r) => r.event_id).sort((x, y) => x - y)
+      expect(await rowsOf()).toEqual(events.map((ev) => ev.id))
+      const byEvent = <D extends { event_id: number }>(ds: D[]) => [...ds].sort((x, y) => x.event_id - y.event_id)
+      const claimed = byEvent(await sender.queue.claim(T0 + 10, { limit: 100, busy: [hook] }))
+      expect(claimed.map((d) => [d.event_id, d.webhook_id])).toEqual(events.map((ev) => [ev.id, ev.webhook_id]))
+      // Delivered, then redelivered by both at once: pending once more, the same rows, claimed once.
+      for (const d of claimed) await sender.queue.markOk(attempt(d, 200, T0 + 20), later)
+      await Promise.all(racing())
+      expect(await rowsOf()).toEqual(events.map((ev) => ev.id))
+      const again = byEvent(await sender.queue.claim(T0 + 30, { limit: 100, busy: [hook] }))
+      expect(again.map((d) => [d.id, d.webhook_id])).toEqual(claimed.map((d) => [d.id, d.webhook_id]))
+      expect(await sender.queue.claim(T0 + 30, { limit: 100, busy: [hook] })).toEqual([])
+    } finally {
+      await e.close()
+    }
+  })
+
+  test('event ids and webhook-ids are never given again: the newest event swept, the next one has a new id and webhook-id, and redelivering the swept one is no_event', async () => {
+    const e = await makeEngine()
+    try {
+      const a = e.node()
+      const alice = await e.account('alice')
+      const hook = await e.endpoint(alice, 'link.created')
+      await a.inTransaction((tx) => a.queue.enqueue(tx, { ...event(alice), at: LONG_AGO }, LONG_AGO))
+      const [first] = await e.events()
+      await e.exec("UPDATE webhook_deliveries SET state = 'ok'")
+      expect(await a.queue.sweepEvents(BEFORE, 100)).toBe(1)
+      expect(await e.events()).toEqual([])
+      expect(await e.deliveries()).toEqual([])
+      await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice), T0))
+      const [next] = await e.events()
+      expect(next!.id).toBeGreaterThan(first!.id)
+      expect(next!.webhook_id).not.toBe(first!.webhook_id)
+      expect(await a.queue.event(first!.id)).toBeNull()
+      expect(await a.queue.redeliver(first!.id, hook, alice, T0)).toBe('no_event')
+    } finally {
+      await e.close()
+    }
+  })
+
+  test('two nodes sweeping at once: every old event with nothing pending goes once, its deliveries with it; an old one with a delivery waiting, or in flight, stays whole, and the sender’s result is written', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b, sender] = [e.node(), e.node(), e.node()]
+      const alice = await e.account('alice')
+      const [h1, h2] = [await e.endpoint(alice, 'link.created'), await e.endpoint(alice, 'link.created')]
+      const OLD = 40
+      for (let i = 0; i < OLD; i++) await a.inTransaction((tx) => a.queue.enqueue(tx, { ...event(alice, 'link.created', `o${i}`), at: LONG_AGO + i }, LONG_AGO + i))
+      for (let i = 0; i < 3; i++) await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice, 'link.created', `n${i}`), T0))
+      const events = await e.events()
+      const [waiting, inFlight] = [events[5]!, events[17]!]
+      // Every delivery of the old events over (ok or failed), but h2's of two of them: one waits for a retry, one is sent now.
+      await e.exec(
+        "UPDATE webhook_deliveries SET state = CASE WHEN id % 2 = 0 THEN 'ok' ELSE 'failed' END WHERE event_id <= $1 AND NOT (endpoint_id = $2 AND event_id IN ($3, $4))",
+        events[OLD - 1]!.id,
+        h2,
+        waiting.id,
+        inFlight.id,
+      )
+      await e.exec('UPDATE webhook_deliveries SET next_at = $1 WHERE event_id = $2', T0 + 10 ** 6, waiting.id)
+      const [flying] = await sender.queue.claim(T0, { limit: 1, busy: [h1] })
+      expect([flying!.event_id, flying!.endpoint_id]).toEqual([inFlight.id, h2])
+
+      const sweepAll = async (node: Node) => {
+        let n = 0
+        for (;;) {
+          const k = await node.queue.sweepEvents(BEFORE, 3)
+          n += k
+          if (k < 3) return n
+        }
+      }
+      const [na, nb] = await Promise.all([sweepAll(a), sweepAll(b)])
+      expect(na + nb).toBe(OLD - 2)
+      expect(await a.queue.sweepEvents(BEFORE, 100)).toBe(0)
+      const kept = [waiting, inFlight, ...events.slice(OLD)].map((ev) => ev.id).sort((x, y) => x - y)
+      expect((await e.events()).map((ev) => ev.id)).toEqual(kept)
+      const rows = await e.deliveries()
+      expect([...new Set(rows.map((r) => r.event_id))]).toEqual(kept)
+      expect(rows).toHaveLength(kept.length * 2)
+      expect(rows.find((r) => r.id === flying!.id)).toMatchObject({ state: 'pending', claimed_until: flying!.lease })
+      await sender.queue.markOk(attempt(flying!, 200, T0 + 100), h2)
+      expect((await e.deliveries()).find((r) => r.id === flying!.id)).toMatchObject({ state: 'ok', attempts: 1, claimed_until: 0 })
+    } finally {
+      await e.close()
+    }
+  })
+
+  test('the cap: per endpoint the newest `cap` pending deliveries stay and the older go, but not one in flight under a live lease; finished rows and endpoints under the cap are not touched', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const alice = await e.account('alice')
+      const [h1, h2] = [await e.endpoint(alice, 'link.created'), await e.endpoint(alice, 'link.deleted')]
+      for (let i = 0; i < 15; i++) await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice, 'link.created', `c${i}`), T0))
+      for (let i = 0; i < 3; i++) await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice, 'link.deleted', `d${i}`), T0))
+      const events = await e.events()
+      // h1's oldest is in flight, its second delivered: 14 pending, one of them in flight.
+      const [flying, done] = await a.queue.claim(T0, { limit: 2, leaseMs: 1_000, busy: [h2] })
+      expect([flying!.event_id, done!.event_id]).toEqual([events[0]!.id, events[1]!.id])
+      await a.queue.markOk(attempt(done!, 200, T0 + 1), h1)
+      // Beyond the newest 10: events 0, 2, 3, 4; the one in flight stays.
+      expect(await b.queue.trimPending(10, T0 + 10)).toBe(3)
+      expect(await b.queue.trimPending(10, T0 + 10)).toBe(0)
+      const pendingOf = async (hook: number) => (await e.deliveries()).filter((r) => r.endpoint_id === hook && r.state === 'pending').map((r) => r.event_id)
+      expect(await pendingOf(h1)).toEqual([events[0]!.id, ...events.slice(5, 15).map((ev) => ev.id)])
+      // Its lease ran out (its holder died): now it goes too.
+      expect(await a.queue.trimPending(10, T0 + 1_000)).toBe(1)
+      expect(await pendingOf(h1)).toEqual(events.slice(5, 15).map((ev) => ev.id))
+      expect((await e.deliveries()).find((r) => r.id === done!.id)).toMatchObject({ state: 'ok' })
+      expect(await pendingOf(h2)).toEqual(events.slice(15).map((ev) => ev.id))
+    } finally {
+      await e.close()
+    }
+  })
+
+  test('the cap across nodes: two nodes trimming at once, over and over while two others enqueue, drop each row beyond it once — never below `cap` — and leave the newest `cap`', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b, p, q] = [e.node(), e.node(), e.node(), e.node()]
+      const alice = await e.account('alice')
+      await e.endpoint(alice, 'link.created')
+      const CAP = 10
+      const EVENTS = 80
+      let enqueued = 0
+      const producer = async (node: Node, from: number) => {
+        for (let i = from; i < EVENTS; i += 2) {
+          await node.inTransaction((tx) => node.queue.enqueue(tx, event(alice, 'link.created', `c${i}`), T0))
+          enqueued++
+          await Bun.sleep(0)
+        }
+      }
+      let dropped = 0
+      const seen: number[] = []
+      const trimmer = async (node: Node) => {
+        while (enqueued < EVENTS) {
+          const n = await node.queue.trimPending(CAP, T0)
+          dropped += n
+          // Nothing finishes here: a trim that counted once and dropped twice would show fewer than CAP.
+          const pending = (await e.deliveries()).length
+          if (pending < CAP) seen.push(pending)
+          await Bun.sleep(0)
+        }
+      }
+      // Rounds of two trims at once, on a backlog: each pair must drop the excess once between them.
+      for (let round = 0; round < 5; round++) {
+        for (let i = 0; i < 15; i++) await p.inTransaction((tx) => p.queue.enqueue(tx, event(alice, 'link.created', `r${round}.${i}`), T0))
+        const before = (await e.deliveries()).length
+        const [x, y] = await Promise.all([a.queue.trimPending(CAP, T0), b.queue.trimPending(CAP, T0)])
+        expect(x + y).toBe(before - CAP)
+        expect((await e.deliveries()).length).toBe(CAP)
+      }
+      const rowsBefore = (await e.deliveries()).length
+      await Promise.all([producer(p, 0), producer(q, 1), trimmer(a), trimmer(b)])
+      dropped += await a.queue.trimPending(CAP, T0)
+      expect(seen).toEqual([])
+      expect(dropped).toBe(rowsBefore + EVENTS - CAP)
+      const newest = (await e.events()).map((ev) => ev.id).slice(-CAP)
+      expect((await e.deliveries()).map((r) => r.event_id)).toEqual(newest)
+    } finally {
+      await e.close()
+    }
+  }, 60_000)
 })
 
 describe('webhook queue on PostgreSQL, an endpoint deleted at that moment', () => {
@@ -406,6 +641,118 @@ describe('webhook queue on PostgreSQL, an endpoint deleted at that moment', () =
       await change
       expect(enqueued).toBe(0)
       expect(Number((await main.sql`SELECT count(*) AS n FROM links`)[0].n)).toBe(1)
+      expect(Number((await main.sql`SELECT count(*) AS n FROM webhook_events`)[0].n)).toBe(0)
+    } finally {
+      await close()
+    }
+  }, 60_000)
+})
+
+describe('webhook queue on PostgreSQL, a sweep and a redelivery at the same moment', () => {
+  /** An account, an endpoint and one event created long ago whose only delivery is over (ok): the sweep's to delete. */
+  async function oldEvent(sql: SQL) {
+    const [account] = await sql`INSERT INTO accounts (name, created) VALUES ('alice', 0) RETURNING id`
+    const [hook] = await sql`INSERT INTO webhook_endpoints (account_id, url, events, secret, created) VALUES (${account.id}, 'https://h.example/', 'link.created', 's', 0) RETURNING id`
+    const [ev] = await sql`INSERT INTO webhook_events (account_id, type, created, payload) VALUES (${account.id}, 'link.created', ${LONG_AGO}, '{}') RETURNING id, webhook_id`
+    const [d] = await sql`INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts, next_at) VALUES (${ev.id}, ${hook.id}, 'ok', 1, ${LONG_AGO}) RETURNING id`
+    return { accountId: Number(account.id), hookId: Number(hook.id), eventId: Number(ev.id), webhookId: ev.webhook_id as string, deliveryId: Number(d.id) }
+  }
+
+  /** A transaction of another pool that takes `lock` and holds it until release() (then commits). */
+  function holding(sql: SQL, lock: (tx: SQL) => Promise<unknown>) {
+    let release!: () => void
+    const released = new Promise<void>((r) => (release = r))
+    let locked!: () => void
+    const taken = new Promise<void>((r) => (locked = r))
+    const done = sql.begin(async (tx) => {
+      await lock(tx)
+      locked()
+      await released
+    })
+    return { taken, release, done }
+  }
+
+  test('a sweep that started before a redelivery and its claim leaves the event and the delivery in flight', async () => {
+    const { main, pool, close } = await engines.postgres()
+    try {
+      const [a, b, sender] = [postgresWebhookQueue(pool()), postgresWebhookQueue(pool()), postgresWebhookQueue(pool())]
+      const o = await oldEvent(main.sql)
+      // Something holds the event a moment (another redelivery between its statements, say), so the sweep
+      // that looks now is still at work when the redelivery and its claim below commit.
+      const other = holding(pool(2), (tx) => tx`SELECT id FROM webhook_events WHERE id = ${o.eventId} FOR KEY SHARE`)
+      await other.taken
+      let swept = null as number | null
+      const sweeping = a.sweepEvents(BEFORE, 10).then((n) => (swept = n))
+      await Bun.sleep(300)
+      expect(await b.redeliver(o.eventId, o.hookId, o.accountId, T0)).toMatchObject({ delivery: { state: 'pending' } })
+      const [flying] = await sender.claim(T0, { limit: 10 })
+      expect([flying!.id, flying!.webhook_id]).toEqual([o.deliveryId, o.webhookId])
+      other.release()
+      await other.done
+      await sweeping
+      expect(swept).toBe(0)
+      const [row] = await main.sql`SELECT state, claimed_until FROM webhook_deliveries WHERE id = ${o.deliveryId}`
+      expect(row && [row.state, Number(row.claimed_until)]).toEqual(['pending', flying!.lease])
+      // It is pending now: later sweeps leave it too, and its sender's result is written.
+      expect(await a.sweepEvents(BEFORE, 10)).toBe(0)
+      await sender.markOk(attempt(flying!, 200, T0 + 10), o.hookId)
+      expect((await main.sql`SELECT state FROM webhook_deliveries WHERE id = ${o.deliveryId}`)[0].state).toBe('ok')
+    } finally {
+      await close()
+    }
+  }, 60_000)
+
+  test('a sweep that meets “redeliver all failed” of the event’s endpoint keeps the event: the delivery pending again is not cascaded away', async () => {
+    const { main, pool, close } = await engines.postgres()
+    try {
+      const a = postgresWebhookQueue(pool())
+      const o = await oldEvent(main.sql)
+      await main.sql`UPDATE webhook_deliveries SET state = 'failed' WHERE id = ${o.deliveryId}`
+      // The requeue has turned the row pending and not committed yet (its audit row, say, is being written).
+      let release!: () => void
+      const released = new Promise<void>((r) => (release = r))
+      let requeued!: () => void
+      const inside = new Promise<void>((r) => (requeued = r))
+      const requeue = postgresEndpointRows(pool()).requeueFailed(o.hookId, T0, async () => {
+        requeued()
+        await released
+      })
+      await inside
+      const sweeping = a.sweepEvents(BEFORE, 10)
+      await Bun.sleep(300)
+      release()
+      expect(await requeue).toMatchObject({ n: 1 })
+      expect(await sweeping).toBe(0)
+      const rows = await main.sql`SELECT id, state FROM webhook_deliveries`
+      expect(rows.map((r: { id: unknown; state: string }) => [Number(r.id), r.state])).toEqual([[o.deliveryId, 'pending']])
+    } finally {
+      await close()
+    }
+  }, 60_000)
+
+  test('a redelivery that meets a sweep deleting its event waits for it and answers no_event: no foreign key error, no delivery left pending', async () => {
+    const { main, pool, close } = await engines.postgres()
+    try {
+      const [a, b] = [postgresWebhookQueue(pool()), postgresWebhookQueue(pool())]
+      const o = await oldEvent(main.sql)
+      // The delivery row held a moment: the sweep has locked the event and waits for it.
+      const other = holding(pool(2), (tx) => tx`SELECT id FROM webhook_deliveries WHERE id = ${o.deliveryId} FOR UPDATE`)
+      await other.taken
+      const sweeping = a.sweepEvents(BEFORE, 10)
+      await Bun.sleep(300)
+      let answer: unknown = null
+      const redelivering = b.redeliver(o.eventId, o.hookId, o.accountId, T0).then(
+        (r) => (answer = r),
+        (err) => (answer = err),
+      )
+      await Bun.sleep(300)
+      expect(answer).toBeNull() // waiting for the sweep's lock on the event
+      other.release()
+      await other.done
+      expect(await sweeping).toBe(1)
+      await redelivering
+      expect(answer).toBe('no_event')
+      expect(Number((await main.sql`SELECT count(*) AS n FROM webhook_deliveries`)[0].n)).toBe(0)
       expect(Number((await main.sql`SELECT count(*) AS n FROM webhook_events`)[0].n)).toBe(0)
     } finally {
       await close()

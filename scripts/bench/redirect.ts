@@ -5,7 +5,7 @@
 import { apiPost, CHROME_UA, startServer, tempDir, writeConfig } from '../../test/support/server'
 import { benchLink, startBare, THREE_RULES } from './context'
 import type { Figure } from './results'
-import { formatResult as fmt, median, peakRss, rssMiB, wrk } from './wrk'
+import { formatResult as fmt, median, peakRss, rssMiB, wrk, wrkWithCpu } from './wrk'
 
 export async function benchRedirect(opts: { rounds?: number; seconds?: number; command?: readonly string[]; figures?: Figure[] } = {}): Promise<string[]> {
   const rounds = opts.rounds ?? 3
@@ -40,20 +40,26 @@ export async function benchRedirect(opts: { rounds?: number; seconds?: number; c
     const logCosts: number[] = []
     const bares: number[] = []
     const floors: number[] = []
+    // The servers' CPU per request (all their threads): µs that load elsewhere on the machine disturbs less.
+    const cpus = { bare: [] as number[], floor: [] as number[], linkbox: [] as number[], quiet: [] as number[] }
     const overFloor: number[] = []
     let peak = 0
     for (let i = 0; i < rounds; i++) {
-      const b = await wrk(`${bare.url}/`, { seconds, headers })
-      const f = await wrk(`${floor.url}/${code}`, { seconds, headers })
-      const run = wrk(`${box.url}/${code}`, { seconds, headers })
+      const b = await wrkWithCpu(`${bare.url}/`, bare.proc.pid, { seconds, headers })
+      const f = await wrkWithCpu(`${floor.url}/${code}`, floor.proc.pid, { seconds, headers })
+      const run = wrkWithCpu(`${box.url}/${code}`, box.proc.pid, { seconds, headers })
       const [l, rss] = await Promise.all([run, peakRss(box.proc.pid, run)])
-      const q = await wrk(`${quiet.url}/${quietLink.code}`, { seconds, headers })
+      const q = await wrkWithCpu(`${quiet.url}/${quietLink.code}`, quiet.proc.pid, { seconds, headers })
       const r = await wrk(`${box.url}/${rulesCode}`, { seconds, headers })
       peak = Math.max(peak, rss)
       rulesRatios.push(r.rps / b.rps)
       rulesCosts.push(r.rps / l.rps)
       ratios.push(l.rps / b.rps)
       bares.push(b.rps)
+      cpus.bare.push(b.cpuUs)
+      cpus.floor.push(f.cpuUs)
+      cpus.linkbox.push(l.cpuUs)
+      cpus.quiet.push(q.cpuUs)
       floors.push(f.rps / b.rps)
       overFloor.push(l.rps / f.rps)
       logCosts.push(l.rps / q.rps)
@@ -61,11 +67,13 @@ export async function benchRedirect(opts: { rounds?: number; seconds?: number; c
       lines.push(`round ${i + 1}: floor (reads, 3 hdrs) ${fmt(f)}  (ratio ${(f.rps / b.rps).toFixed(2)})`)
       lines.push(`round ${i + 1}: linkbox /<code>       ${fmt(l)}  (ratio ${(l.rps / b.rps).toFixed(2)}; ÷ floor ${(l.rps / f.rps).toFixed(2)})`)
       lines.push(`round ${i + 1}: same, requests=false  ${fmt(q)}  (ratio ${(q.rps / b.rps).toFixed(2)}; logged ÷ not ${(l.rps / q.rps).toFixed(2)})`)
+      lines.push(`round ${i + 1}: server CPU per request: bare ${b.cpuUs.toFixed(1)} µs, floor ${f.cpuUs.toFixed(1)} µs, linkbox ${l.cpuUs.toFixed(1)} µs, requests=false ${q.cpuUs.toFixed(1)} µs`)
       lines.push(`round ${i + 1}: a code with 3 rules    ${fmt(r)}  (ratio ${(r.rps / b.rps).toFixed(2)}; ÷ without rules ${(r.rps / l.rps).toFixed(2)})`)
     }
     const stats = await apiPost(box.url, 'stats.json', { code }, { 'x-api-key': key })
     lines.push(`redirect throughput, linkbox / bare: median ratio ${median(ratios).toFixed(2)} over ${rounds} rounds of ${seconds} s (wrk -t2 -c64)`)
     lines.push(`the floor (a bare server reading what a redirect must read, bare-reads.ts): ${median(floors).toFixed(2)} of bare; linkbox ${median(overFloor).toFixed(2)} of the floor`)
+    lines.push(`server CPU per request (median): bare ${median(cpus.bare).toFixed(1)} µs, floor ${median(cpus.floor).toFixed(1)} µs, linkbox ${median(cpus.linkbox).toFixed(1)} µs (request lines off: ${median(cpus.quiet).toFixed(1)} µs)`)
     lines.push(`request lines (on by default) cost: throughput with them ÷ without ${median(logCosts).toFixed(2)}`)
     lines.push(`a code with 3 rules (none matching): ${median(rulesRatios).toFixed(2)} of bare, ${median(rulesCosts).toFixed(2)} of the same code without rules`)
     lines.push(`linkbox RSS: ${idleRss.toFixed(0)} MiB idle (${rulesRss.toFixed(0)} MiB after the rules code's 1 s warm-up, whose first country lookup read the country database), ${peak.toFixed(0)} MiB peak under load; clicks recorded: ${stats.body.return.clicks}`)
@@ -92,6 +100,13 @@ export async function benchRedirect(opts: { rounds?: number; seconds?: number; c
         value: median(overFloor),
         unit: '×',
         baseline: 'the floor server in the same rounds',
+      },
+      {
+        id: 'redirect-hot-cpu',
+        label: 'Server CPU per redirect of one hot code (all threads; request lines on)',
+        value: median(cpus.linkbox),
+        unit: 'µs',
+        baseline: `bare ${median(cpus.bare).toFixed(1)} µs, floor ${median(cpus.floor).toFixed(1)} µs, request lines off ${median(cpus.quiet).toFixed(1)} µs`,
       },
       {
         id: 'redirect-hot-rules-ratio',

@@ -38,6 +38,7 @@ export function formatValue(value: number, unit: string): string {
   if (!Number.isFinite(value)) return 'n/a'
   if (unit === '×') return `${value.toFixed(2)}×`
   if (unit === 'ms') return `${value < 10 ? value.toFixed(2) : value.toFixed(1)} ms`
+  if (unit === 'µs') return `${value.toFixed(1)} µs`
   return `${Math.round(value).toLocaleString('en-US')} ${unit}`
 }
 

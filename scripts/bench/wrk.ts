@@ -79,6 +79,30 @@ export function rssMiB(pid: number): number {
   }
 }
 
+/**
+ * CPU time a process has used so far (user + system, all its threads), in ms; 0 when it is gone. Read before
+ * and after a wrk run, it gives the server's CPU per request, which load on the machine's other cores
+ * disturbs far less than throughput.
+ */
+export function cpuMs(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS
+  } catch {
+    return 0
+  }
+}
+// USER_HZ: 100 on every Linux this runs on (sysconf(_SC_CLK_TCK); /proc/<pid>/stat counts in it).
+const CLOCK_TICKS = 100
+
+/** A wrk run of `url` and the CPU µs that process `pid` spent per request meanwhile. */
+export async function wrkWithCpu(url: string, pid: number, opts: WrkOptions = {}): Promise<WrkResult & { cpuUs: number }> {
+  const before = cpuMs(pid)
+  const r = await wrk(url, opts)
+  const used = cpuMs(pid) - before
+  return { ...r, cpuUs: (used * 1000) / Math.max(1, r.rps * (opts.seconds ?? 5)) }
+}
+
 /** One wrk result as a line: throughput, p50, p99 (and errors, when there were any). */
 export const formatResult = (r: WrkResult) =>
   `${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms${r.errors ? `  errors ${r.errors}` : ''}`

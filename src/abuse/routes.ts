@@ -107,7 +107,7 @@ export function createReportRoutes(deps: { config: Config; abuse: AbuseService; 
       const body = new URLSearchParams(new TextDecoder().decode(await readBodyLimited(request, FORM_LIMIT)))
       const fields = { reason: body.get('reason') ?? '', text: body.get('text') ?? '', contact: body.get('contact') ?? '' }
       try {
-        abuse.report({ code: row.code, ...fields })
+        await abuse.report({ code: row.code, ...fields })
       } catch (err) {
         if (err instanceof AppError && err.status === 503) return messagePage(503, 'Reports are full', err.message, err.headers)
         if (!(err instanceof AppError) || err.status !== 400) throw err

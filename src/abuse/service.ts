@@ -3,15 +3,36 @@
 // refuse listed destinations. What a visitor meets is one verdict per link — live, or 451 with the reason —
 // worked out once per link and kept beside the cached row until a ban, a list or an account changes, so the
 // redirect pays a WeakMap lookup for it.
-import { createAuditLog, SYSTEM, type Who } from '../audit/service'
+//
+// On the async storage (issue 22; the shape every service follows when it moves off the synchronous store):
+// - Async: whatever reads or writes the database — report, the open reports, closing, disabling a link,
+//   banning, the bans — goes through AbuseRows (storage.ts), handed in by whoever builds the service
+//   (sqliteAbuseRows(db) today, postgresAbuseRows(sql) on PostgreSQL). Callers await them.
+// - Sync: the visit path. verdict() and checkDestination() read only memory (the bans, the disabled accounts,
+//   the blocklists). That memory is loaded at start (`ready`), updated by each change of this process as soon
+//   as its write has committed (in the same turn, before anyone awaits: the very next visit sees a ban), and the
+//   disabled accounts are read again every half second (another process or node may change them).
+// - Every check-then-write is ONE storage call that decides inside its transaction (fileReport's bounds,
+//   closeReport's "still open", addBan's "not banned yet"); the service never reads, awaits, then writes.
+// - The rows that go with a change (the audit row, the outbox's event) are written by `within`, in the storage
+//   call's transaction, through the tx-first methods of their own storages: audit.insert(tx, …),
+//   queue.enqueue(tx, …). A `within` starts its writes and returns their promise (Promise.all for several),
+//   never awaits: on SQLite it runs inside a synchronous transaction, where each write is done (or throws)
+//   before the call returns; on PostgreSQL the storage awaits what it returns. A decision that depends on what
+//   a write found is the storage's (closeReport's 'no_link'), not the `within`'s; what may refuse goes first.
+// - Another feature's change in the same transaction (the owner's account disabled with the report's close)
+//   is handed in as `change(tx)`, run in the `within`: it throws to refuse, which undoes the close.
+import { auditRow, SYSTEM, type AuditEntry, type Who } from '../audit/service'
+import type { AuditRows } from '../audit/storage'
 import type { Config } from '../config'
-import type { Db } from '../db'
 import { AppError, badRequest, notFound } from '../errors'
 import type { LinkService } from '../links/service'
 import type { LinkRow } from '../links/store'
 import type { Outbox } from '../webhooks/outbox'
+import type { WebhookQueue } from '../webhooks/queue'
 import { HostSet, loadBlocklist, normalizeHost, type Blocklist } from './blocklist'
-import { CLOSE_ACTIONS, createAbuseStore, REPORT_REASONS, type CloseAction, type OpenReport, type ReportReason } from './store'
+import type { AbuseRows, BanRow, CloseDone, LinkRef, ReportClose, ReportRow } from './storage'
+import { CLOSE_ACTIONS, REPORT_REASONS, type CloseAction, type OpenReport, type ReportReason } from './store'
 
 export const MAX_REPORT_TEXT = 1000
 export const MAX_REPORT_CONTACT = 200
@@ -20,7 +41,7 @@ export const MAX_DISABLE_REASON = 300
 export const MAX_OPEN_REPORTS_PER_LINK = 50
 /** Open reports kept in all (what outsiders can grow): past it, reports are refused until admins close some. */
 export const MAX_OPEN_REPORTS = 10_000
-/** How often the set of disabled accounts is read again (a CLI in another process may change it). */
+/** How soon a disabled account's links answer 451 (a CLI in another process, or another node, may disable it). */
 const ACCOUNTS_RECHECK_MS = 1000
 
 /** The destinations a link's row can send visitors to: long_url, then its rules' and split's urls (validated JSON). */
@@ -43,12 +64,30 @@ export type Verdict =
   | { kind: 'listed'; host: string }
   | { kind: 'account' }
 
-export interface AbuseDeps {
-  db: Db
+export interface AbuseDeps<Tx> {
+  /** The abuse rows (storage.ts), and the storages whose rows its changes write in their transactions. */
+  rows: AbuseRows<Tx>
+  audit: AuditRows<Tx>
+  queue: WebhookQueue<Tx>
   config: Config
-  links: LinkService
+  /** The link service's cached rows: a code's, and dropping a changed one's. */
+  links: Pick<LinkService, 'resolve' | 'forget'>
   clock: () => number
-  outbox?: Outbox
+  /** Who listens for link.reported (its index), and the deliverer's wake-up after a commit. */
+  outbox?: Pick<Outbox, 'wanted' | 'wake'>
+}
+
+/** What a report is closed with, besides its action: the service's own changes, or another feature's. */
+export interface CloseWith<Tx> {
+  /** The report's link disabled (by its code), with this reason shown to visitors. */
+  disableLink?: { code: string; reason: string }
+  /** A host banned (as banHost takes it), with this reason. */
+  ban?: { host: string; reason: string }
+  /**
+   * Another feature's change (the owner's account disabled), run in the close's transaction after it: it
+   * throws to undo the close. On SQLite it must be synchronous (see the top of this file).
+   */
+  change?: (tx: Tx) => unknown
 }
 
 const EMPTY: Blocklist = { set: new HostSet(0), files: [], loadedAt: 0, ms: 0 }
@@ -62,39 +101,82 @@ function destinationHost(url: string): string | null {
   }
 }
 
-export function createAbuseService({ db, config, links, clock, outbox }: AbuseDeps) {
-  const store = createAbuseStore(db)
-  // Every admin action is written with its audit row, in one transaction (audit/service.ts).
-  const audit = createAuditLog(db, clock)
+/** A host to ban, as an admin types it (a URL will do): its name, or 400 naming the field. */
+function hostToBan(input: string): string {
+  const host = normalizeHost(input.replace(/^[a-z][a-z0-9+.-]*:\/\//i, '').split(/[/:?#]/)[0] ?? '')
+  if (!host) throw badRequest('invalid_parameter', 'The field "host" must be a host name, such as phish.example.')
+  return host
+}
+
+export function createAbuseService<Tx>({ rows, audit, queue, config, links, clock, outbox }: AbuseDeps<Tx>) {
+  /** The audit row of a change, written in its transaction (a promise: see the top of this file). */
+  const record = (tx: Tx, by: Who, entry: AuditEntry) => audit.insert(tx, auditRow(by, entry, clock()))
   let blocklist = EMPTY
   let bans = new Map<string, string>()
   let banned = new HostSet(0)
+  /** Bumped by each ban change of this process: a read of all bans begun before it is stale and dropped. */
+  let banChanges = 0
   let disabledAccounts = new Set<number>()
-  let accountsReadAt = -Infinity
+  /** Open reports, for /metrics: read at start and after each filing and closing of this process. */
+  let openKnown = 0
   /** Bumped whenever a ban, the lists or the disabled accounts change: every cached verdict is then stale. */
   let generation = 0
   const verdicts = new WeakMap<LinkRow, { generation: number; verdict: Verdict | null }>()
   // Visits answered 451 are counted with the other visits (linkbox_visits_total{outcome="unavailable"}).
   const counts = { refusedBanned: 0, refusedListed: 0, reports: 0 }
 
-  function readBans() {
-    bans = new Map(store.bans().map((b) => [b.host, b.reason]))
+  function setBans(next: Map<string, string>) {
+    bans = next
     banned = new HostSet(bans.size)
     for (const host of bans.keys()) banned.add(host)
     generation++
   }
-  readBans()
+  async function readBans() {
+    const seen = banChanges
+    const all = await rows.bans()
+    if (seen === banChanges) setBans(new Map(all.map((b) => [b.host, b.reason])))
+  }
+  /** A ban this process wrote, or lifted, in memory as soon as the write committed (no await before the next visit). */
+  function banChanged(host: string, added: BanRow | null) {
+    banChanges++
+    const next = new Map(bans)
+    if (added) next.set(host, added.reason)
+    else next.delete(host)
+    setBans(next)
+  }
 
-  function freshAccounts() {
-    const now = clock()
-    if (now - accountsReadAt < ACCOUNTS_RECHECK_MS) return
-    accountsReadAt = now
-    const ids = store.disabledAccounts()
+  // Reads may overlap (the timer's, and one after a change of this process): the later-begun one wins.
+  let accountReads = 0
+  let accountsApplied = 0
+  async function readAccounts() {
+    const begun = ++accountReads
+    const ids = await rows.disabledAccounts()
+    if (begun < accountsApplied) return
+    accountsApplied = begun
     if (ids.length !== disabledAccounts.size || ids.some((id) => !disabledAccounts.has(id))) {
       disabledAccounts = new Set(ids)
       generation++
     }
   }
+  // Twice a second, so that a change is seen within ACCOUNTS_RECHECK_MS (one read at a time). A failed read keeps
+  // the set as it was (a database gone for a moment: the redirects go on from memory); the next tick tries again.
+  let polling = false
+  const accountsTimer = setInterval(() => {
+    if (polling) return
+    polling = true
+    readAccounts()
+      .catch(() => {})
+      .finally(() => (polling = false))
+  }, ACCOUNTS_RECHECK_MS / 2)
+  accountsTimer.unref?.()
+
+  const countOpen = async () => {
+    openKnown = await rows.openCount()
+  }
+  /** After a filing or a closing that committed: the gauge read again, a failure of which fails nothing. */
+  const recount = () => void countOpen().catch(() => {})
+  /** The memory the visit path reads, loaded: awaited before serving (a redirect before it sees no bans). */
+  const ready = Promise.all([readBans(), readAccounts(), countOpen()]).then(() => {})
 
   /** Why a host may not be a destination, or null. */
   function hostVerdict(host: string | null): Extract<Verdict, { host: string }> | null {
@@ -118,10 +200,15 @@ export function createAbuseService({ db, config, links, clock, outbox }: AbuseDe
     return null
   }
 
+  const disableText = (reason: string | null) =>
+    reason === null ? null : reason.trim().slice(0, MAX_DISABLE_REASON) || 'It was disabled by the administrator of this service.'
+
   return {
-    /** What a visitor of this link meets: null (the link works) or why it answers 451. The visit's one lookup. */
+    /** Resolves once the bans, the disabled accounts and the count of open reports are in memory. */
+    ready,
+
+    /** What a visitor of this link meets: null (the link works) or why it answers 451. The visit's one lookup; never awaits. */
     verdict(row: LinkRow): Verdict | null {
-      freshAccounts()
       const kept = verdicts.get(row)
       if (kept && kept.generation === generation) return kept.verdict
       const verdict = compute(row)
@@ -143,7 +230,7 @@ export function createAbuseService({ db, config, links, clock, outbox }: AbuseDe
     },
 
     /** A visitor's report of a link: stored with the time and nothing of the visitor but what they typed. */
-    report(input: { code: string; reason: unknown; text: unknown; contact: unknown }): { id: number | null } {
+    async report(input: { code: string; reason: unknown; text: unknown; contact: unknown }): Promise<{ id: number | null }> {
       const row = links.resolve(input.code)
       if (!row) throw notFound('There is no short link at this address.')
       const reason = String(input.reason ?? '')
@@ -155,97 +242,95 @@ export function createAbuseService({ db, config, links, clock, outbox }: AbuseDe
       if ([...contact].length > MAX_REPORT_CONTACT)
         throw badRequest('invalid_parameter', `The field "contact" must be at most ${MAX_REPORT_CONTACT} characters.`)
       const now = clock()
-      const saved = db.transaction(() => {
-        // Bounds, checked inside the write: reports are what anyone on the internet can add to.
-        if (store.openCount() >= MAX_OPEN_REPORTS)
-          throw new AppError(503, 'busy', 'Too many reports are waiting for the administrator: try again later.', { 'Retry-After': '3600' })
-        if (store.openForLink(row.id) >= MAX_OPEN_REPORTS_PER_LINK) return null
-        const r = store.insertReport({ linkId: row.id, code: row.code, reason: reason as ReportReason, text, contact, created: now })
-        // The owner hears of it in the same transaction (their endpoints subscribed to link.reported).
-        outbox?.enqueue('link.reported', row.account_id, { hex: row.code, url: `${config.server.base_url}/${row.code}`, reason, text, report: r.id }, now)
-        return r
-      })()
+      const owner = row.account_id
+      const heard = owner !== null && (outbox?.wanted('link.reported', owner) ?? false)
+      // Bounds, checked inside the write: reports are what anyone on the internet can add to. The owner hears of
+      // it in the same transaction (their endpoints subscribed to link.reported).
+      const saved = await rows.fileReport(
+        { linkId: row.id, code: row.code, reason: reason as ReportReason, text, contact, created: now },
+        { maxOpen: MAX_OPEN_REPORTS, maxPerLink: MAX_OPEN_REPORTS_PER_LINK },
+        heard
+          ? (tx, r) =>
+              queue.enqueue(tx, { type: 'link.reported', accountId: owner, at: now, data: { hex: row.code, url: `${config.server.base_url}/${row.code}`, reason, text, report: r.id } }, now)
+          : undefined,
+      )
+      if (saved === 'full') throw new AppError(503, 'busy', 'Too many reports are waiting for the administrator: try again later.', { 'Retry-After': '3600' })
+      if (saved === 'no_link') throw notFound('There is no short link at this address.')
       counts.reports++
       // Past the per-link bound the visitor is thanked all the same: the link has enough reports waiting.
-      return { id: saved?.id ?? null }
+      if (saved === 'link_full') return { id: null }
+      if (heard) outbox?.wake()
+      recount()
+      return { id: saved.id }
     },
 
-    openReports: (limit = 200): OpenReport[] => store.openReports(limit),
-    openReportCount: () => store.openCount(),
+    openReports: (limit = 200): Promise<OpenReport[]> => rows.openReports(limit),
+    openReportCount: () => rows.openCount(),
+    /** For /metrics: the open reports as last counted (at start, and after each filing and closing here). */
+    openReportsKnown: () => openKnown,
     /** One open report with its link, owner, clicks and destination (null: closed, or no such report). */
-    openReport: (id: number): OpenReport | null => store.openReport(id) ?? null,
+    openReport: (id: number): Promise<OpenReport | null> => rows.openReport(id),
 
     /**
-     * Closes an open report with what was done about it: dismissed, or its link disabled, its destination's host
-     * banned, or its owner's account disabled (the caller does that part and says so). Null when it was not open.
+     * Closes an open report with what was done about it — dismissed, its link disabled (`disableLink`), its
+     * destination's host banned (`ban`), or its owner's account disabled (`change`) — in one transaction with
+     * the change and their audit rows: both or neither. 409 when someone else closed it meanwhile (nothing
+     * changed), 404 when there is no such report or the link to disable is gone. The banned host, if any.
      */
-    closeReport(id: number, action: CloseAction, adminId: number | null, by: Who = SYSTEM) {
+    async closeReport(id: number, action: CloseAction, adminId: number | null, by: Who = SYSTEM, what: CloseWith<Tx> = {}): Promise<{ closed: ReportRow; host: string | null }> {
       if (!(CLOSE_ACTIONS as readonly string[]).includes(action)) throw badRequest('invalid_parameter', `The field "action" must be one of: ${CLOSE_ACTIONS.join(', ')}.`)
-      const report = store.report(id)
-      if (!report) throw notFound('There is no such report.')
-      return db.transaction(() => {
-        const closed = store.closeReport(id, action, adminId, clock()) ?? null
-        if (closed) audit.record(by, { action: 'report.close', target: `report ${id} (link ${report.code})`, detail: action })
-        return closed
-      })()
-    },
-
-    /**
-     * Closes an open report together with what was done about it: `change` (disable the link, ban the host,
-     * disable the owner) runs first, in the same transaction, so both are done or neither (a report closed
-     * by another admin meanwhile undoes the change: 409). Returns what `change` returned.
-     */
-    closeReportWith<T>(id: number, action: CloseAction, adminId: number | null, by: Who, change: () => T): T {
-      try {
-        return db.transaction(() => {
-          const result = change()
-          if (!this.closeReport(id, action, adminId, by)) throw new AppError(409, 'closed', 'That report was closed by someone else meanwhile: nothing was changed.')
-          return result
-        })()
-      } finally {
-        readBans() // a ban made in `change` and undone with it leaves the memory too
-      }
+      const close: ReportClose = { action, by: adminId, at: clock() }
+      if (what.disableLink) close.disableLink = { code: what.disableLink.code, reason: disableText(what.disableLink.reason)! }
+      if (what.ban) close.ban = { host: hostToBan(what.ban.host), reason: what.ban.reason.trim().slice(0, MAX_DISABLE_REASON) }
+      let done: CloseDone = { link: null, ban: null }
+      const closed = await rows.closeReport(id, close, (tx, report, d) => {
+        done = d
+        // What may refuse first: a throw then leaves no write of this `within` started (and none dangling on PostgreSQL).
+        return Promise.all([
+          what.change?.(tx),
+          d.link && record(tx, by, { action: 'link.disable', target: `link ${d.link.code}`, detail: close.disableLink!.reason }),
+          d.ban && record(tx, by, { action: 'host.ban', target: `host ${d.ban.host}`, detail: d.ban.reason }),
+          record(tx, by, { action: 'report.close', target: `report ${id} (link ${report.code})`, detail: action }),
+        ])
+      })
+      if (closed === 'missing') throw notFound('There is no such report.')
+      if (closed === 'already_closed') throw new AppError(409, 'closed', 'That report was closed by someone else meanwhile: nothing was changed.')
+      if (closed === 'no_link') throw notFound(`No link with the code "${close.disableLink!.code}".`)
+      if (done.link) links.forget([done.link.code])
+      if (done.ban) banChanged(done.ban.host, done.ban)
+      recount()
+      // Another feature's change (an account disabled): what it changed of the visit path's memory is read before
+      // answering, so the very next visit sees it (a failed read is the timer's to retry: the close stands).
+      if (what.change) await readAccounts().catch(() => {})
+      return { closed, host: close.ban?.host ?? null }
     },
 
     /** An admin disables a link (reason shown to visitors) or enables it again. */
-    setLinkDisabled(code: string, reason: string | null, by: Who = SYSTEM) {
-      const text = reason === null ? null : reason.trim().slice(0, MAX_DISABLE_REASON) || 'It was disabled by the administrator of this service.'
-      return db.transaction(() => {
-        const row = links.setDisabled(code, text)
-        if (!row) throw notFound(`No link with the code "${code}".`)
-        audit.record(by, { action: text === null ? 'link.enable' : 'link.disable', target: `link ${row.code}`, detail: text ?? '' })
-        return row
-      })()
+    async setLinkDisabled(code: string, reason: string | null, by: Who = SYSTEM): Promise<LinkRef> {
+      const text = disableText(reason)
+      const link = await rows.setLinkDisabled(code, text, clock(), (tx, l) =>
+        record(tx, by, { action: text === null ? 'link.enable' : 'link.disable', target: `link ${l.code}`, detail: text ?? '' }),
+      )
+      if (!link) throw notFound(`No link with the code "${code}".`)
+      // The link service's cached row goes: the next visit reads the row again, and its verdict with it.
+      links.forget([link.code])
+      return link
     },
 
-    bans: () => store.bans(),
+    bans: () => rows.bans(),
     /** Bans a destination host and its subdomains: every link to it answers 451, new ones are refused. */
-    banHost(input: string, reason: string, adminId: number | null, by: Who = SYSTEM) {
-      const host = normalizeHost(input.replace(/^[a-z][a-z0-9+.-]*:\/\//i, '').split(/[/:?#]/)[0] ?? '')
-      if (!host) throw badRequest('invalid_parameter', 'The field "host" must be a host name, such as phish.example.')
+    async banHost(input: string, reason: string, adminId: number | null, by: Who = SYSTEM) {
+      const host = hostToBan(input)
       const why = reason.trim().slice(0, MAX_DISABLE_REASON)
-      try {
-        const added = db.transaction(() => {
-          const row = store.addBan(host, why, clock(), adminId)
-          if (row) audit.record(by, { action: 'host.ban', target: `host ${host}`, detail: why })
-          return row
-        })()
-        return { host, added: added !== null }
-      } finally {
-        // After the commit (or the rollback): the bans in memory are the ones stored.
-        readBans()
-      }
+      const added = await rows.addBan({ host, reason: why, at: clock(), by: adminId }, (tx) => record(tx, by, { action: 'host.ban', target: `host ${host}`, detail: why }))
+      // In memory as soon as it is stored: the very next visit of a link to it answers 451.
+      if (added) banChanged(host, added)
+      return { host, added: added !== null }
     },
-    unbanHost(host: string, by: Who = SYSTEM) {
-      try {
-        return db.transaction(() => {
-          const removed = store.removeBan(host)
-          if (removed) audit.record(by, { action: 'host.unban', target: `host ${host}` })
-          return removed
-        })()
-      } finally {
-        readBans()
-      }
+    async unbanHost(host: string, by: Who = SYSTEM) {
+      const removed = await rows.removeBan(host, (tx) => record(tx, by, { action: 'host.unban', target: `host ${host}` }))
+      if (removed) banChanged(host, null)
+      return removed
     },
 
     /** Reads links.blocklist_files again (start, SIGHUP): what it holds, and how many stored links it catches now. */
@@ -256,7 +341,7 @@ export function createAbuseService({ db, config, links, clock, outbox }: AbuseDe
       let caught = 0
       // A page at a time, yielding between pages: a million links must not hold up the redirects for seconds.
       for (let after = 0; next.set.size > 0; ) {
-        const page = store.destinations(after, 5_000)
+        const page = await rows.destinations(after, 5_000)
         for (const link of page) if (next.set.match(destinationHost(link.long_url) ?? '') !== null) caught++
         if (page.length < 5_000) break
         after = page[page.length - 1]!.id
@@ -268,9 +353,14 @@ export function createAbuseService({ db, config, links, clock, outbox }: AbuseDe
 
     /** For /metrics. */
     counts,
+
+    /** Stops reading the disabled accounts (before the database closes). */
+    close() {
+      clearInterval(accountsTimer)
+    },
   }
 }
-export type AbuseService = ReturnType<typeof createAbuseService>
+export type AbuseService = ReturnType<typeof createAbuseService<unknown>>
 
 /** The 451 page's words for a verdict: why, never the destination. */
 export function verdictText(v: Verdict): string {

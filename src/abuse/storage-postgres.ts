@@ -9,11 +9,14 @@
 //   visitors by hand and are few: one at a time is no cost. Closing a report needs no such lock (it only
 //   lowers the count).
 // - closeReport is one conditional UPDATE (… WHERE closed IS NULL): a second admin's update waits for the
-//   first's row lock, then re-checks the condition on the committed row and changes nothing.
+//   first's row lock, then re-checks the condition on the committed row and changes nothing. Its change is
+//   written after it in the same transaction: the link's UPDATE by code (none: rolled back, 'no_link'), the
+//   ban as addBan writes one.
+// - setLinkDisabled is one UPDATE by code.
 // - addBan is INSERT … ON CONFLICT (host) DO NOTHING: a second insert of the same host waits for the first's
 //   commit on the primary key, then writes nothing (or writes, when the first rolled back).
 import type { SQL, TransactionSQL } from 'bun'
-import type { AbuseRows, BanRow, OpenReport, ReportRow } from './storage'
+import type { AbuseRows, BanRow, LinkRef, OpenReport, ReportRow } from './storage'
 
 /** The advisory lock key under which reports are filed: "lbreport" in ASCII. */
 export const REPORTS_LOCK_KEY = 0x6c627265706f7274n
@@ -41,6 +44,11 @@ const openReport = (r: Record<string, unknown>): OpenReport => ({
   owner: (r.owner ?? null) as string | null,
   link_disabled: (r.link_disabled ?? null) as string | null,
 })
+
+const linkRef = (r: Record<string, unknown>): LinkRef => ({ id: Number(r.id), code: r.code as string })
+
+/** Thrown inside a transaction to roll it back: the link to disable is gone. */
+const NO_LINK = new Error('no_link')
 
 const ban = (r: Record<string, unknown>): BanRow => ({ host: r.host as string, reason: r.reason as string, created: Number(r.created), created_by: num(r.created_by) })
 
@@ -88,14 +96,31 @@ export function postgresAbuseRows(sql: SQL): AbuseRows<TransactionSQL> {
     },
 
     async closeReport(id, c, within) {
-      return sql.begin(async (tx) => {
-        const [row] = await tx`UPDATE link_reports SET closed = ${c.at}, action = ${c.action}, closed_by = ${c.by}
-                                WHERE id = ${id} AND closed IS NULL RETURNING *`
-        if (!row) return (await tx`SELECT 1 FROM link_reports WHERE id = ${id}`).length > 0 ? ('already_closed' as const) : ('missing' as const)
-        const closed = report(row)
-        if (within) await within(tx, closed)
-        return closed
-      })
+      try {
+        return await sql.begin(async (tx) => {
+          const [row] = await tx`UPDATE link_reports SET closed = ${c.at}, action = ${c.action}, closed_by = ${c.by}
+                                  WHERE id = ${id} AND closed IS NULL RETURNING *`
+          if (!row) return (await tx`SELECT 1 FROM link_reports WHERE id = ${id}`).length > 0 ? ('already_closed' as const) : ('missing' as const)
+          const closed = report(row)
+          let link: LinkRef | null = null
+          if (c.disableLink) {
+            const [l] = await tx`UPDATE links SET disabled = ${c.disableLink.reason}, updated = ${c.at} WHERE code = ${c.disableLink.code} RETURNING id, code`
+            if (!l) throw NO_LINK
+            link = linkRef(l)
+          }
+          let banned: BanRow | null = null
+          if (c.ban) {
+            const [b] = await tx`INSERT INTO banned_hosts (host, reason, created, created_by) VALUES (${c.ban.host}, ${c.ban.reason}, ${c.at}, ${c.by})
+                                 ON CONFLICT (host) DO NOTHING RETURNING *`
+            banned = b ? ban(b) : null
+          }
+          if (within) await within(tx, closed, { link, ban: banned })
+          return closed
+        })
+      } catch (err) {
+        if (err === NO_LINK) return 'no_link' as const
+        throw err
+      }
     },
 
     async bans() {
@@ -118,6 +143,16 @@ export function postgresAbuseRows(sql: SQL): AbuseRows<TransactionSQL> {
         const removed = (await tx`DELETE FROM banned_hosts WHERE host = ${host} RETURNING host`).length > 0
         if (removed && within) await within(tx)
         return removed
+      })
+    },
+
+    async setLinkDisabled(code, reason, at, within) {
+      return sql.begin(async (tx) => {
+        const [row] = await tx`UPDATE links SET disabled = ${reason}, updated = ${at} WHERE code = ${code} RETURNING id, code`
+        if (!row) return null
+        const link = linkRef(row)
+        if (within) await within(tx, link)
+        return link
       })
     },
 

@@ -10,14 +10,17 @@
 //   one is stored. A link deleted (on any node) since the service found it: 'no_link', nothing stored (on
 //   SQLite the foreign key refuses the row; on PostgreSQL the link's row is read under a key-share lock).
 // - closeReport closes an open report only: two admins closing the same one at once, one closes it and the
-//   other is told 'already_closed' (nothing of its `within`, the change and the audit row, is written).
+//   other is told 'already_closed' (nothing of its change or its `within`, the audit rows, is written). The
+//   change it is closed with (the link disabled, the host banned) is written in the same transaction: a link
+//   gone meanwhile is 'no_link' and the report stays open; a host banned already stays as it was.
+// - setLinkDisabled is one conditional write by code (null: no such link).
 // - addBan writes a host once: the same host banned twice at once leaves one row, and only the call that
 //   wrote it runs its `within` (the audit row). removeBan likewise.
 // `within` runs in the write's transaction (on SQLite it must be synchronous); throwing undoes the write.
 import type { Db } from '../db'
-import { createAbuseStore, type BanRow, type CloseAction, type OpenReport, type ReportReason, type ReportRow } from './store'
+import { createAbuseStore, type BanRow, type CloseAction, type LinkRef, type OpenReport, type ReportReason, type ReportRow } from './store'
 
-export type { BanRow, CloseAction, OpenReport, ReportReason, ReportRow } from './store'
+export type { BanRow, CloseAction, LinkRef, OpenReport, ReportReason, ReportRow } from './store'
 
 export interface NewReport {
   linkId: number
@@ -35,6 +38,23 @@ export interface ReportBounds {
   maxPerLink: number
 }
 
+/** How a report is closed: what was done, by whom, when, and the change made with it (none: dismissed, or done by `within`). */
+export interface ReportClose {
+  action: CloseAction
+  by: number | null
+  at: number
+  /** The link with this code disabled, with this reason shown to its visitors. */
+  disableLink?: { code: string; reason: string }
+  /** This host banned (with its subdomains). */
+  ban?: { host: string; reason: string }
+}
+
+/** What closeReport's change wrote: the link disabled, the ban (null: none asked, or the host was banned already). */
+export interface CloseDone {
+  link: LinkRef | null
+  ban: BanRow | null
+}
+
 export interface AbuseRows<Tx> {
   /**
    * The report stored (and `within` run with it), or why not: 'full' (all open reports), 'link_full' (the
@@ -49,20 +69,19 @@ export interface AbuseRows<Tx> {
   /** Any report, open or closed (null: none). */
   report(id: number): Promise<ReportRow | null>
   /**
-   * Closes the report if it is open, and runs `within` with it in the same transaction (the change that was
-   * made about it, the audit row); 'already_closed' (closed by someone else, nothing run) or 'missing'.
+   * Closes the report if it is open, makes its change (`disableLink`, `ban`) and runs `within` with both in the
+   * same transaction (the audit rows; another feature's change); 'already_closed' (closed by someone else) or
+   * 'missing', or 'no_link' (the link to disable is gone): then nothing is written or run.
    */
-  closeReport(
-    id: number,
-    close: { action: CloseAction; by: number | null; at: number },
-    within?: (tx: Tx, closed: ReportRow) => unknown,
-  ): Promise<ReportRow | 'already_closed' | 'missing'>
+  closeReport(id: number, close: ReportClose, within?: (tx: Tx, closed: ReportRow, done: CloseDone) => unknown): Promise<ReportRow | 'already_closed' | 'missing' | 'no_link'>
   /** Every banned host, by host. */
   bans(): Promise<BanRow[]>
   /** The ban written (and `within` run), or null: the host was banned already (nothing written or run). */
   addBan(ban: { host: string; reason: string; at: number; by: number | null }, within?: (tx: Tx, row: BanRow) => unknown): Promise<BanRow | null>
   /** True when this call removed the ban (and ran `within`). */
   removeBan(host: string, within?: (tx: Tx) => unknown): Promise<boolean>
+  /** Disables the link with this code (a reason shown to visitors) or enables it (null), and runs `within`; null: no such link. */
+  setLinkDisabled(code: string, reason: string | null, at: number, within?: (tx: Tx, link: LinkRef) => unknown): Promise<LinkRef | null>
   /** The ids of disabled accounts. */
   disabledAccounts(): Promise<number[]>
   /** A page of destinations after link id `after`, by id (keyset paging). */
@@ -92,13 +111,23 @@ export function sqliteAbuseRows(db: Db): AbuseRows<Db> {
     openCount: async () => store.openCount(),
     openReport: async (id) => store.openReport(id) ?? null,
     report: async (id) => store.report(id) ?? null,
-    closeReport: async (id, c, within) =>
-      db.transaction(() => {
-        const closed = store.closeReport(id, c.action, c.by, c.at)
-        if (!closed) return store.report(id) ? ('already_closed' as const) : ('missing' as const)
-        within?.(db, closed)
-        return closed
-      })(),
+    closeReport: async (id, c, within) => {
+      const noLink = new Error('no_link')
+      try {
+        return db.transaction(() => {
+          const closed = store.closeReport(id, c.action, c.by, c.at)
+          if (!closed) return store.report(id) ? ('already_closed' as const) : ('missing' as const)
+          const link = c.disableLink ? store.setLinkDisabled(c.disableLink.code, c.disableLink.reason, c.at) : null
+          if (c.disableLink && !link) throw noLink // undoes the close
+          const ban = c.ban ? store.addBan(c.ban.host, c.ban.reason, c.at, c.by) : null
+          within?.(db, closed, { link, ban })
+          return closed
+        })()
+      } catch (err) {
+        if (err === noLink) return 'no_link' as const
+        throw err
+      }
+    },
     bans: async () => store.bans(),
     addBan: async (b, within) =>
       db.transaction(() => {
@@ -111,6 +140,12 @@ export function sqliteAbuseRows(db: Db): AbuseRows<Db> {
         const removed = store.removeBan(host)
         if (removed) within?.(db)
         return removed
+      })(),
+    setLinkDisabled: async (code, reason, at, within) =>
+      db.transaction(() => {
+        const link = store.setLinkDisabled(code, reason, at)
+        if (link) within?.(db, link)
+        return link
       })(),
     disabledAccounts: async () => store.disabledAccounts(),
     destinations: async (after, limit) => store.destinations(after, limit),

@@ -35,6 +35,12 @@ export interface BanRow {
   created_by: number | null
 }
 
+/** A link as a write about it names it: its id and code. */
+export interface LinkRef {
+  id: number
+  code: string
+}
+
 export function createAbuseStore(db: Db) {
   const insertReport = db.query<ReportRow, [number | null, string, string, string, string, number]>(
     'INSERT INTO link_reports (link_id, code, reason, text, contact, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING *',
@@ -61,6 +67,9 @@ export function createAbuseStore(db: Db) {
     'INSERT INTO banned_hosts (host, reason, created, created_by) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (host) DO NOTHING RETURNING *',
   )
   const deleteBan = db.query<{ host: string }, [string]>('DELETE FROM banned_hosts WHERE host = ? RETURNING host')
+  // An admin's disable (a reason) or enable (null) of a link by its code: the column is the link store's, the
+  // write is abuse handling's (with its audit row, or as part of a report's closing).
+  const setLinkDisabled = db.query<LinkRef, [string, string | null, number]>('UPDATE links SET disabled = ?2, updated = ?3 WHERE code = ?1 RETURNING id, code')
   const disabledAccounts = db.query<{ id: number }, []>('SELECT id FROM accounts WHERE disabled IS NOT NULL')
   // Every destination, for counting what a list or a ban catches (a reload, not a visit, pays for it).
   const destinations = db.query<{ id: number; long_url: string }, [number, number]>('SELECT id, long_url FROM links WHERE id > ?1 ORDER BY id LIMIT ?2')
@@ -77,6 +86,7 @@ export function createAbuseStore(db: Db) {
     bans: () => bans.all(),
     addBan: (host: string, reason: string, at: number, by: number | null) => insertBan.get(host, reason, at, by),
     removeBan: (host: string) => deleteBan.get(host) !== null,
+    setLinkDisabled: (code: string, reason: string | null, at: number) => setLinkDisabled.get(code, reason, at),
     disabledAccounts: () => disabledAccounts.all().map((r) => r.id),
     /** A page of destinations after link id `after` (keyset paging: no cursor stays open between pages). */
     destinations: (after: number, limit: number) => destinations.all(after, limit),

@@ -73,6 +73,11 @@ export interface ClickRecorderOptions {
   log?: (line: string) => void
   /** 'worker' (the default for a database file) or 'main': where batches are written (writer.ts). */
   writeOn?: 'worker' | 'main'
+  /**
+   * Where batches go instead of the database file's writer (thread or main): e.g. countsWriter over the
+   * PostgreSQL click counts (writer.ts), where every node adds its increments to the same rows.
+   */
+  writer?: BatchWriter
   /** Starts the writer thread (tests substitute one that dies). */
   spawnWriter?: () => Worker
   /** How often the writer thread checkpoints the WAL besides after its own commits (default 5 s). */
@@ -403,7 +408,8 @@ function foldEvents(events: ClickEvent[]): ClickEvent[] {
   return out
 }
 
-export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
+/** `db`: the SQLite database the clicks are written to; null when `opts.writer` writes them elsewhere. */
+export function createClickRecorder(db: Db | null, opts: ClickRecorderOptions = {}) {
   // Link-days, not clicks: a batch over many links is written early (its transaction stays short), while
   // any number of clicks on the links of one interval is one write. Each early write at 1,000 would keep
   // the writer thread (and a core) busy all the time under traffic spread over ~1,000 links.
@@ -415,9 +421,10 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
   const log = opts.log ?? ((line: string) => rootLog.error(line))
   const hooks = opts.webhooks ?? null
   // A database without a file (":memory:") has no second connection to give a thread.
-  const onWorker = (opts.writeOn ?? 'worker') === 'worker' && db.filename !== '' && db.filename !== ':memory:'
-  let writer: BatchWriter | null = null
-  const writerOf = () => (writer ??= onWorker ? workerWriter(db, { log, spawn: opts.spawnWriter, checkpointMs: opts.checkpointMs }) : mainThreadWriter(db))
+  const onWorker = db !== null && (opts.writeOn ?? 'worker') === 'worker' && db.filename !== '' && db.filename !== ':memory:'
+  let writer: BatchWriter | null = opts.writer ?? null
+  if (!writer && !db) throw new Error('clicks: a recorder needs a database or a writer')
+  const writerOf = () => (writer ??= onWorker ? workerWriter(db!, { log, spawn: opts.spawnWriter, checkpointMs: opts.checkpointMs }) : mainThreadWriter(db!))
   let tally = emptyTally()
   // The batch the writer holds (one at a time), and the promise that settles when it is done with it.
   let sending: Tally | null = null
@@ -475,7 +482,7 @@ export function createClickRecorder(db: Db, opts: ClickRecorderOptions = {}) {
         return 0
       }
       flushedTotal += clicks
-      noteWriteSuccess(db)
+      if (db) noteWriteSuccess(db)
       if (events.length > 0) hooks?.written()
       return clicks
     } catch (err) {

@@ -9,6 +9,7 @@
 // over (PRAGMA data_version): then it was certainly not committed. Otherwise it may have been, and it is
 // reported as 'uncertain' rather than counted twice.
 import type { Db } from '../db'
+import type { ClickCounts } from './counts'
 import { createClickStore, PartialWrite, type EncodedBatch } from './store'
 import type { WriterReply, WriterRequest } from './write-worker'
 
@@ -22,6 +23,20 @@ export interface BatchWriter {
   write(batch: EncodedBatch): Promise<WriteOutcome>
   /** Finishes the thread's work, checkpoints and closes its connection; later writes run on the main thread. */
   close(): Promise<void>
+}
+
+/**
+ * Batches into click counts behind the async interface (counts.ts): on PostgreSQL the write is awaited on
+ * the pool's connection, so no thread of its own is needed; each node adds increments to the same rows.
+ */
+export function countsWriter(counts: ClickCounts): BatchWriter {
+  return {
+    write: async (batch) => {
+      await counts.addEncoded(batch)
+      return 'written'
+    },
+    close: async () => {},
+  }
 }
 
 export function mainThreadWriter(db: Db): BatchWriter {

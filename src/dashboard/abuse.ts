@@ -55,9 +55,8 @@ export function createAbuseSection(deps: DashboardDeps) {
 </tr>`
   }
 
-  function page(request: Request, s: Session): Response {
-    const reports = abuse.openReports()
-    const bans = abuse.bans()
+  async function page(request: Request, s: Session): Promise<Response> {
+    const [reports, bans] = await Promise.all([abuse.openReports(), abuse.bans()])
     const list = abuse.blocklist()
     const csrf = `<input type="hidden" name="_csrf" value="${e(s.csrf)}">`
     const reportsCard = `<section class="card" aria-labelledby="reports-h">
@@ -114,7 +113,7 @@ ${list.files.length === 0
       if (s instanceof Response) return s
       const f = await shell.form(request, s)
       try {
-        const { host, added } = abuse.banHost(f.get('host') ?? '', f.get('reason') ?? '', s.accountId, by(request, s))
+        const { host, added } = await abuse.banHost(f.get('host') ?? '', f.get('reason') ?? '', s.accountId, by(request, s))
         return back(added ? `${host} is banned: its links answer 451, and new ones are refused.` : `${host} was banned already.`)
       } catch (err) {
         if (err instanceof AppError && err.status < 500) return back(err.message, 'error')
@@ -125,7 +124,7 @@ ${list.files.length === 0
       const s = shell.requireAdmin(request, REPORTS)
       if (s instanceof Response) return s
       const host = (await shell.form(request, s)).get('host') ?? ''
-      return abuse.unbanHost(host, by(request, s)) ? back(`The ban on ${host} is lifted: its links work again.`) : back(`${host} was not banned.`, 'error')
+      return (await abuse.unbanHost(host, by(request, s))) ? back(`The ban on ${host} is lifted: its links work again.`) : back(`${host} was not banned.`, 'error')
     })
     .post(`${REPORTS}/link`, async ({ request }) => {
       const s = shell.requireAdmin(request, REPORTS)
@@ -134,7 +133,7 @@ ${list.files.length === 0
       const code = (f.get('code') ?? '').trim()
       const disable = f.get('do') !== 'enable'
       try {
-        abuse.setLinkDisabled(code, disable ? f.get('reason') ?? '' : null, by(request, s))
+        await abuse.setLinkDisabled(code, disable ? f.get('reason') ?? '' : null, by(request, s))
         return back(disable ? `${code} is disabled: visitors get a page saying so; its clicks stay.` : `${code} is enabled again.`)
       } catch (err) {
         if (err instanceof AppError && err.status < 500) return back(err.message, 'error')
@@ -146,7 +145,7 @@ ${list.files.length === 0
       if (s instanceof Response) return s
       const f = await shell.form(request, s)
       const id = /^[1-9][0-9]{0,15}$/.test(params.id) ? Number(params.id) : 0
-      const report = id ? abuse.openReport(id) : null
+      const report = id ? await abuse.openReport(id) : null
       if (!report) return back('That report is closed already, or there is no such report.', 'error')
       const action = f.get('action') ?? ''
       const why = `Reported as ${REASON_WORDS[report.reason]?.toLowerCase() ?? report.reason} and checked by the administrator.`
@@ -155,21 +154,22 @@ ${list.files.length === 0
       let done: string
       try {
         // The change and the report's closing, with their audit rows, in one transaction: both or neither.
-        done = abuse.closeReportWith(id, action as 'dismissed', s.accountId, who, () => {
-          if (action === 'link_disabled' && report.long_url !== null) {
-            abuse.setLinkDisabled(report.code, why, who)
-            return `${report.code} is disabled.`
-          }
+        const close = (what: Parameters<typeof abuse.closeReport>[4]) => abuse.closeReport(id, action as 'dismissed', s.accountId, who, what)
+        if (action === 'link_disabled' && report.long_url !== null) {
+          await close({ disableLink: { code: report.code, reason: why } })
+          done = `${report.code} is disabled.`
+        } else if (action === 'host_banned' && hostOf(report.long_url)) {
           // A destination that is an address, not a name (banHost takes names): refused, said on the page, report left open.
-          if (action === 'host_banned' && hostOf(report.long_url)) return `${abuse.banHost(hostOf(report.long_url)!, why, s.accountId, who).host} is banned.`
-          if (action === 'account_disabled' && report.owner) {
-            // In the close's transaction: a refusal (the last active administrator) undoes the close too.
-            accounts.disableWithin(deps.db, report.owner, who)
-            return `${report.owner} is disabled: its links answer 451 and its keys are refused.`
-          }
-          if (action === 'dismissed') return 'Dismissed.'
-          throw new AppError(400, 'invalid_parameter', 'That action does not fit this report (its link or owner is gone): choose another.')
-        })
+          done = `${(await close({ ban: { host: hostOf(report.long_url)!, reason: why } })).host} is banned.`
+        } else if (action === 'account_disabled' && report.owner) {
+          const owner = report.owner
+          // In the close's transaction: a refusal (the last active administrator) undoes the close too.
+          await close({ change: (tx) => accounts.disableWithin(tx, owner, who) })
+          done = `${owner} is disabled: its links answer 451 and its keys are refused.`
+        } else if (action === 'dismissed') {
+          await close({})
+          done = 'Dismissed.'
+        } else throw new AppError(400, 'invalid_parameter', 'That action does not fit this report (its link or owner is gone): choose another.')
       } catch (err) {
         if (err instanceof AppError && err.status < 500) return back(err.message, 'error')
         throw err

@@ -3,6 +3,8 @@
 // metrics. Clicks go to the clicks feature's recorder; link events to the outbox.
 import { createReportRoutes, visitGate } from '../abuse/routes'
 import { createAbuseService } from '../abuse/service'
+import { sqliteAbuseRows } from '../abuse/storage'
+import { sqliteAuditRows } from '../audit/storage'
 import type { ClickRecorder } from '../clicks/recorder'
 import type { Feature, Shared } from '../feature'
 import { createAnonymousCreations } from './anonymous'
@@ -10,6 +12,7 @@ import { linkApi } from './api'
 import type { Verifier } from './password-gate'
 import { createLinkService } from './service'
 import { createVisitRoutes } from './visit'
+import { sqliteWebhookQueue } from '../webhooks/queue'
 
 export interface LinksOptions {
   /** Link password checks (tests wrap the real one to count concurrent checks). */
@@ -19,15 +22,16 @@ export interface LinksOptions {
 }
 
 export function createLinksFeature(shared: Shared, deps: { recorder: ClickRecorder }, opts: LinksOptions = {}) {
-  const { db, config, events, clock, outbox, metrics, clientIp, geo } = shared
+  const { db, config, events, clock, outbox, metrics, clientIp, geo, changes } = shared
   const links = createLinkService({
-    db, config, recorder: deps.recorder, events, clock, hashPassword: opts.hashPassword, outbox,
+    db, config, recorder: deps.recorder, events, clock, hashPassword: opts.hashPassword, outbox, changes,
     checkDestination: (url) => abuse.checkDestination(url),
     // Countries for rules with a country condition: the app's one Geo (statistics ask it too).
     country: (address) => geo.country(address),
   })
   // Reports, bans, disabled links and blocklists (SPEC §3, §12): a 451 verdict per link, kept beside its cached row.
-  const abuse = createAbuseService({ db, config, links, clock, outbox })
+  // Its rows through the async storages (SQLite's today; PostgreSQL's are handed in the same way).
+  const abuse = createAbuseService({ rows: sqliteAbuseRows(db), audit: sqliteAuditRows(db), queue: sqliteWebhookQueue(db), config, links, clock, outbox })
   // Creations without a key (links.anonymous, rate.anon_per_day): the API's and the home form's, one count.
   const anonymous = createAnonymousCreations(config, clock)
   const visitCount = metrics.counter('linkbox_visits_total', 'Visits of short links and their pages, by outcome.', 'outcome')
@@ -41,7 +45,7 @@ export function createLinksFeature(shared: Shared, deps: { recorder: ClickRecord
     api: linkApi(links, anonymous),
     metrics(m) {
       m.sampled('linkbox_link_reports_total', 'Reports of links sent by visitors since start.', () => abuse.counts.reports, 'counter')
-      m.sampled('linkbox_link_reports_open', 'Reports no admin has closed yet.', () => abuse.openReportCount())
+      m.sampled('linkbox_link_reports_open', 'Reports no admin has closed yet.', () => abuse.openReportsKnown())
       m.sampled('linkbox_destinations_refused_total', 'Link creations and changes refused: a banned host.', () => abuse.counts.refusedBanned, 'counter')
       m.sampled('linkbox_destinations_listed_total', 'Link creations and changes refused: a host on a blocklist.', () => abuse.counts.refusedListed, 'counter')
       m.sampled('linkbox_blocklist_hosts', 'Hosts in the loaded blocklist files.', () => abuse.blocklist().set.size)
@@ -49,8 +53,13 @@ export function createLinksFeature(shared: Shared, deps: { recorder: ClickRecord
       m.sampled('linkbox_link_creation_commits_total', 'Transactions that committed new links (one per group of creations).', () => links.creationCommits.commits, 'counter')
       m.sampled('linkbox_links_created_total', 'Links created since start.', () => links.creationCommits.links, 'counter')
     },
-    // Creations still waiting for their group's commit.
-    close: () => links.flushCreations(),
+    // Creations still waiting for their group's commit; the abuse service's reads of disabled accounts; the
+    // links' subscription to changes.
+    close: () => {
+      abuse.close()
+      links.close()
+      return links.flushCreations()
+    },
   }
   return { feature, links, abuse, anonymous }
 }

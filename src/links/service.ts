@@ -7,6 +7,7 @@ import type { ClickRecorder } from '../clicks/recorder'
 import { createClickStore, DIMENSIONS, dayOf, type DimNames } from '../clicks/store'
 import type { Config } from '../config'
 import { iso, storageError, stored, type Db } from '../db'
+import { localChangeFeed, type ChangeFeed } from '../db/changes'
 import { createWriteGroup } from '../db/write-group'
 import { AppError, invalidParameter, notFound, notOwner } from '../errors'
 import type { Events } from '../events'
@@ -108,6 +109,18 @@ interface WindowAnswer {
 }
 const ANSWERS_KEPT = 1000
 
+/** A visited link in memory, and when its row was read (unix ms). */
+interface CachedLink {
+  row: LinkRow
+  at: number
+}
+/**
+ * The longest a visited link is served from memory: every change made through a linkbox process or node is
+ * published at once (db/changes.ts); this bounds what is not — a node killed between its commit and its
+ * notification, a change made behind the service. Reading a visited code again twice a minute costs nothing.
+ */
+export const LINK_CACHE_TTL_MS = 30_000
+
 /** The dashboard's list of links: a page of this many, and a search counted up to SEARCH_COUNT_MAX matches. */
 export const SEARCH_PAGE_SIZE = 25
 export const SEARCH_COUNT_MAX = 10_000
@@ -139,8 +152,18 @@ export function createLinkService(deps: {
   checkDestination?: (url: string) => void
   /** The ISO alpha-2 country of an address or null (geo): for rules with a country condition. */
   country?: (address: string) => string | null
+  /**
+   * Changes of links between processes and nodes (db/changes.ts): this service publishes the code of each
+   * link it changes or deletes, after the commit, and forgets the codes others publish (absent: this
+   * process alone, a local feed).
+   */
+  changes?: ChangeFeed
+  /** How long a visited link is served from memory at most before it is read again (the safety net). */
+  cacheTtlMs?: number
 }) {
   const { db, config, recorder, events, outbox } = deps
+  const feed = deps.changes ?? localChangeFeed()
+  const cacheTtlMs = deps.cacheTtlMs ?? LINK_CACHE_TTL_MS
   const clock = deps.clock ?? Date.now
   const randomCode = deps.randomCode ?? randomBase62
   const hashPassword = deps.hashPassword ?? ((password: string) => Bun.password.hash(password, 'argon2id'))
@@ -159,26 +182,38 @@ export function createLinkService(deps: {
   // deleted entries at its head (~96 µs at 100,000 entries), while replacing a generation costs nothing.
   // A row found in the old generation is copied to the young one; when the young one is full (in rows,
   // or in URL characters: a URL may be 4096 long) it becomes the old one and the old one goes. So the
-  // ~GENERATION most recently visited codes are always held, and at most twice that.
+  // ~GENERATION most recently visited codes are always held, and at most twice that. Each entry keeps the
+  // time its row was read: one older than cacheTtlMs is read again, so a change this process never heard
+  // of (another process's, or a node's whose notification was lost) is served for cacheTtlMs at most.
   const GENERATION = deps.hotGeneration ?? 65_536
   const GENERATION_CHARS = 8_000_000
-  let young = new Map<string, LinkRow>()
-  let old = new Map<string, LinkRow>()
+  let young = new Map<string, CachedLink>()
+  let old = new Map<string, CachedLink>()
   let youngChars = 0
   const forget = (code: string) => {
     young.delete(code)
     old.delete(code)
   }
-  const remember = (code: string, row: LinkRow) => {
-    const chars = code.length + row.long_url.length
+  const forgetAll = () => {
+    young = new Map()
+    old = new Map()
+    youngChars = 0
+  }
+  const remember = (code: string, entry: CachedLink) => {
+    const chars = code.length + entry.row.long_url.length
     if (young.size >= GENERATION || youngChars + chars > GENERATION_CHARS) {
       old = young
       young = new Map()
       youngChars = 0
     }
-    young.set(code, row)
+    young.set(code, entry)
     youngChars += chars
   }
+  // Every change of a link, this process's or another's, drops its cached row; a lost connection to the
+  // other nodes (onResync) drops them all.
+  const stopChanges = feed.subscribe('link', (codes) => codes.forEach(forget), forgetAll)
+  /** After the commit of a change of these links: every process's cache drops them (this one's at once). */
+  const published = (codes: readonly string[]) => feed.publish('link', codes)
   const urlRules: UrlRules = ownUrlRules(config.server, config.links.blocked_domains)
   const destinations = createDestinations({ clock, country: deps.country ?? (() => null) })
   const checkDestination = deps.checkDestination
@@ -297,6 +332,8 @@ export function createLinkService(deps: {
   return {
     /** Commits the creations still waiting for the end of this turn (before the database closes). */
     flushCreations: () => creations.flush(),
+    /** Stops hearing of other processes' changes (the app's close). */
+    close: () => stopChanges(),
     /** Transactions that committed creations, and the creations in them. */
     get creationCommits() {
       return { commits: creations.commits, links: creations.writes }
@@ -381,7 +418,7 @@ export function createLinkService(deps: {
         changes.password_hash = password ? await hashPassword(password) : null
       }
       const updated = stored(db, () => writeChanges(row, changes, tags, caller))
-      forget(row.code)
+      published([row.code])
       const rec = record(updated)
       events.emit('link.updated', { link: { ...rec }, accountId: updated.account_id })
       return rec
@@ -397,14 +434,14 @@ export function createLinkService(deps: {
           outbox?.enqueue('link.deleted', row.account_id, { ...gone }, clock())
         })(),
       )
-      forget(row.code)
+      published([row.code])
       events.emit('link.deleted', { hex: row.code, accountId: row.account_id })
       return { hex: row.code, deleted: true }
     },
 
     /** Drops the cached rows of links deleted behind the service (an account deleted with its links). */
     forget(codes: readonly string[]) {
-      for (const code of codes) forget(code)
+      published(codes)
     },
 
     /**
@@ -415,7 +452,7 @@ export function createLinkService(deps: {
       const row = store.byCode(code)
       if (!row) return null
       const changed = stored(db, () => store.setDisabled(row.id, reason, clock()))
-      forget(row.code)
+      published([row.code])
       return changed ?? null
     },
 
@@ -559,12 +596,22 @@ export function createLinkService(deps: {
 
     /** The link behind a visited code (null when unknown). */
     resolve(code: string): LinkRow | null {
-      const cached = young.get(code)
-      if (cached) return cached
-      const row = old.get(code) ?? store.byCode(code)
-      if (!row) return null
-      remember(code, row)
-      return row
+      const now = clock()
+      const hit = young.get(code)
+      if (hit !== undefined && now - hit.at < cacheTtlMs) return hit.row
+      const held = hit === undefined ? old.get(code) : undefined
+      let entry: CachedLink
+      if (held !== undefined && now - held.at < cacheTtlMs) entry = held
+      else {
+        const row = store.byCode(code)
+        if (!row) {
+          forget(code)
+          return null
+        }
+        entry = { row, at: now }
+      }
+      remember(code, entry)
+      return entry.row
     },
 
     isExpired(row: LinkRow) {

@@ -8,7 +8,8 @@
 // - update locks the endpoint's row (FOR NO KEY UPDATE) and computes the new values from what the lock
 //   returned, the latest committed version: two edits at once both land, neither undoes the other.
 // - rotateSecret is one conditional UPDATE; remove one DELETE … RETURNING; requeueFailed locks the endpoint
-//   FOR KEY SHARE (a deletion waits for it, or it finds the endpoint gone) before touching its deliveries.
+//   FOR KEY SHARE (a deletion waits for it, or it finds the endpoint gone) before touching its deliveries,
+//   then those deliveries in id order, as the sweep and markGone lock them (no two lock two rows crosswise).
 // Lock order, as in queue-postgres.ts: an account before its endpoints, an endpoint before its deliveries.
 import type { SQL, TransactionSQL } from 'bun'
 import type { EndpointRow, EndpointRows, NamedEndpoint } from './endpoints'
@@ -114,6 +115,8 @@ export function postgresEndpointRows(sql: SQL): EndpointRows<TransactionSQL> {
         const [locked] = await tx`SELECT * FROM webhook_endpoints WHERE id = ${id} FOR KEY SHARE`
         if (!locked) return null
         const row = endpoint(locked)
+        // Its failed deliveries locked in id order first, the order the sweep and markGone lock deliveries in.
+        await tx`SELECT id FROM webhook_deliveries WHERE endpoint_id = ${id} AND state = 'failed' ORDER BY id FOR UPDATE`
         const n = (await tx`UPDATE webhook_deliveries SET state = 'pending', next_at = ${now}, attempts = 0
                              WHERE endpoint_id = ${id} AND state = 'failed'`).count
         if (within) await within(tx, row, n, await ownerOf(tx, row.account_id))

@@ -11,13 +11,45 @@
 // id) before their endpoint's row. markGone locks the endpoint's pending deliveries first, then disables it.
 // enqueue takes the endpoints it writes deliveries for FOR KEY SHARE: one deleted at that moment is either
 // waited for and left out, or kept until the caller's commit, never a foreign-key error in the caller's change.
+// An event before its deliveries: the sweep locks the events it deletes (FOR UPDATE), then their deliveries;
+// a redelivery locks its event (FOR KEY SHARE), then its endpoint (FOR KEY SHARE), then writes the delivery.
+//
+// The sweep and the cap never take a delivery in flight: one in flight is pending under a live lease. The
+// sweep's check that an event has nothing pending runs in a statement that starts once the event and every
+// delivery of it are locked: no delivery of it can be inserted (the foreign key's check waits for the event's
+// lock) or turned pending (its row is locked) until the sweep commits. Without those locks, a check made from
+// the statement's start would miss a redelivery (and the claim of it) committed while the DELETE ran, and the
+// cascade would take the delivery out from under its sender. The cap re-checks each row it deletes on its
+// newest version (state, claimed_until), locked in id order.
 import type { SQL, TransactionSQL } from 'bun'
 import { payloadOf } from './outbox'
 import { LEASE_MS, type WebhookQueue } from './queue'
-import type { DeliveryLogRow, EndpointCounts, LeasedDelivery } from './store'
+import type { DeliveryLogRow, EndpointCounts, EventRow, LeasedDelivery } from './store'
 
 /** bigint columns come back from Bun.SQL as text; every number here stays far below 2^53. */
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v))
+
+const eventRow = (r: Record<string, unknown>): EventRow => ({
+  id: Number(r.id),
+  account_id: Number(r.account_id),
+  type: r.type as string,
+  created: Number(r.created),
+  payload: r.payload as string,
+  webhook_id: r.webhook_id as string,
+})
+
+const logRow = (r: Record<string, unknown>): DeliveryLogRow => ({
+  event_id: Number(r.event_id),
+  webhook_id: r.webhook_id as string,
+  type: r.type as string,
+  state: r.state as DeliveryLogRow['state'],
+  attempts: Number(r.attempts),
+  last_status: num(r.last_status),
+  last_error: r.last_error as string | null,
+  last_ms: num(r.last_ms),
+  last_at: num(r.last_at),
+  next_at: Number(r.next_at),
+})
 
 export function postgresWebhookQueue(sql: SQL): WebhookQueue<TransactionSQL> {
   return {
@@ -153,20 +185,7 @@ export function postgresWebhookQueue(sql: SQL): WebhookQueue<TransactionSQL> {
         SELECT d.event_id, e.webhook_id, e.type, d.state, d.attempts, d.last_status, d.last_error, d.last_ms, d.last_at, d.next_at
           FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
          WHERE d.endpoint_id = ${endpointId} ORDER BY d.event_id DESC LIMIT ${limit}`
-      return rows.map(
-        (r: Record<string, unknown>): DeliveryLogRow => ({
-          event_id: Number(r.event_id),
-          webhook_id: r.webhook_id as string,
-          type: r.type as string,
-          state: r.state as DeliveryLogRow['state'],
-          attempts: Number(r.attempts),
-          last_status: num(r.last_status),
-          last_error: r.last_error as string | null,
-          last_ms: num(r.last_ms),
-          last_at: num(r.last_at),
-          next_at: Number(r.next_at),
-        }),
-      )
+      return rows.map(logRow)
     },
 
     async counts(accountId) {
@@ -184,6 +203,67 @@ export function postgresWebhookQueue(sql: SQL): WebhookQueue<TransactionSQL> {
           retrying: Number(r.retrying),
         }),
       )
+    },
+
+    async event(id) {
+      const [row] = await sql`SELECT * FROM webhook_events WHERE id = ${id}`
+      return row ? eventRow(row) : null
+    },
+
+    async redeliver(eventId, endpointId, accountId, now) {
+      return sql.begin(async (tx) => {
+        // Locked, so a sweep deleting it waits for this commit or has deleted it already (then: no row here).
+        const [ev] = await tx`SELECT * FROM webhook_events WHERE id = ${eventId} FOR KEY SHARE`
+        if (!ev || Number(ev.account_id) !== accountId) return 'no_event' as const
+        const [hook] = await tx`SELECT account_id FROM webhook_endpoints WHERE id = ${endpointId} FOR KEY SHARE`
+        if (!hook || Number(hook.account_id) !== accountId) return 'no_endpoint' as const
+        const event = eventRow(ev)
+        // claimed_until is left as it is: a delivery in flight is not sent again before its lease ends.
+        const [d] = await tx`
+          INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (${eventId}, ${endpointId}, 'pending', ${now})
+          ON CONFLICT (endpoint_id, event_id) DO UPDATE SET state = 'pending', next_at = excluded.next_at, attempts = 0
+          RETURNING event_id, state, attempts, last_status, last_error, last_ms, last_at, next_at`
+        return { event, delivery: logRow({ ...d, webhook_id: event.webhook_id, type: event.type }) }
+      })
+    },
+
+    async sweepEvents(before, batch) {
+      return sql.begin(async (tx) => {
+        // Another node's sweep holds some: they are its to delete (SKIP LOCKED); so is an event a
+        // redelivery holds this instant, whose delivery will be pending.
+        const picked = await tx`
+          SELECT e.id FROM webhook_events e
+           WHERE e.created < ${before}
+             AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.state = 'pending')
+           ORDER BY e.id LIMIT ${batch}
+           FOR UPDATE OF e SKIP LOCKED`
+        if (picked.length === 0) return 0
+        const ids = sql.array(picked.map((r: { id: unknown }) => Number(r.id)), 'INT8')
+        await tx`SELECT id FROM webhook_deliveries WHERE event_id = ANY (${ids}) ORDER BY id FOR UPDATE`
+        // A new statement, so a new look: what was committed before the locks above were granted.
+        const gone = await tx`
+          DELETE FROM webhook_events e
+           WHERE e.id = ANY (${ids})
+             AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.state = 'pending')`
+        return gone.count
+      })
+    },
+
+    async trimPending(cap, now) {
+      const gone = await sql`
+        WITH over AS (
+          SELECT endpoint_id FROM webhook_deliveries WHERE state = 'pending' GROUP BY endpoint_id HAVING count(*) > ${cap}),
+        ranked AS (
+          SELECT d.id, row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.event_id DESC) AS rn
+            FROM webhook_deliveries d JOIN over ON over.endpoint_id = d.endpoint_id
+           WHERE d.state = 'pending'),
+        doomed AS (
+          SELECT d.id FROM webhook_deliveries d JOIN ranked ON ranked.id = d.id
+           WHERE ranked.rn > ${cap} AND d.state = 'pending' AND d.claimed_until <= ${now}
+           ORDER BY d.id
+           FOR UPDATE OF d)
+        DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM doomed)`
+      return gone.count
     },
   }
 }

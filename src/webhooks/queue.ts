@@ -16,6 +16,23 @@
 //   that comes back after its lease ran out does not overwrite the next holder's result. A success is
 //   written whoever reports it: the receiver has the event.
 //
+// - A redelivery is one decision: the event and the endpoint read (and, on PostgreSQL, locked FOR KEY SHARE)
+//   in the transaction that writes the delivery, so one swept or deleted meanwhile is 'no_event' or
+//   'no_endpoint', never a foreign key error. The endpoint has one delivery row per event (UNIQUE (endpoint_id,
+//   event_id)): redeliveries at once, on any nodes, make it pending once, a new row only when there was none,
+//   and always under the event's webhook-id. One in flight keeps its lease: not sent twice at once.
+// - The sweep deletes an event only when none of its deliveries is pending, checked under locks (PostgreSQL:
+//   the events FOR UPDATE SKIP LOCKED, then their deliveries FOR UPDATE in id order, then the check in a new
+//   statement), so a delivery pending again meanwhile (redelivered, requeued) and any delivery in flight
+//   (always pending) stays. Nodes sweeping at once take different events; each row goes once.
+// - The cap (trimPending) is one statement: per endpoint, the pending deliveries beyond the newest `cap` by
+//   event go, but none in flight under a live lease. What it guarantees across nodes: it never drops one of
+//   the newest `cap` pending deliveries it saw, so sweeps at once on several nodes drop the excess once, not
+//   once per node; right after it, an endpoint has at most `cap` pending deliveries plus those in flight plus
+//   those enqueued (by any node) since its statement began. Enqueue never checks the cap (it runs in the
+//   caller's change and must not fail it): between sweeps an endpoint can exceed `cap` by what all nodes
+//   enqueue in one sweep interval.
+//
 // Times are the caller's clock (unix ms), as next_at always was: nodes' clocks must agree to well within
 // LEASE_MS (NTP does).
 import type { Db } from '../db'
@@ -26,11 +43,12 @@ import {
   type DeliveryLogRow,
   type EndpointCounts,
   type EventIds,
+  type EventRow,
   type LeasedAttempt,
   type LeasedDelivery,
 } from './store'
 
-export type { LeasedAttempt, LeasedDelivery } from './store'
+export type { EventRow, LeasedAttempt, LeasedDelivery } from './store'
 
 /**
  * How long a claim holds a delivery: well over one attempt (a 15 s timeout for the answer, the body drained
@@ -78,6 +96,24 @@ export interface WebhookQueue<Tx> {
   log(endpointId: number, limit: number): Promise<DeliveryLogRow[]>
   /** Deliveries by state, per endpoint of the account. */
   counts(accountId: number): Promise<EndpointCounts[]>
+  /** The event (its webhook-id, its payload); null when there is none (swept, or never made). */
+  event(id: number): Promise<EventRow | null>
+  /**
+   * Event `eventId` sent to endpoint `endpointId` again, under the event's webhook-id: its delivery pending,
+   * due `now`, attempts from 0 (a new row when the endpoint never had it). 'no_event' when the event is gone
+   * or not `accountId`'s, 'no_endpoint' when the endpoint is; nothing written then. One in flight keeps its lease.
+   */
+  redeliver(eventId: number, endpointId: number, accountId: number, now: number): Promise<Redelivery | 'no_event' | 'no_endpoint'>
+  /** One batch of the sweep: up to `batch` events created before `before` with nothing pending, deleted with their deliveries; how many. */
+  sweepEvents(before: number, batch: number): Promise<number>
+  /** The outbox's cap: per endpoint, the pending deliveries beyond the newest `cap` dropped, but none in flight under a lease live at `now`; how many. */
+  trimPending(cap: number, now: number): Promise<number>
+}
+
+/** A redelivery: the event it sends again and its delivery as the log shows it now. */
+export interface Redelivery {
+  event: EventRow
+  delivery: DeliveryLogRow
 }
 
 /** The event inserts of each SQLite connection, prepared once (the outbox's own, or a click writer's). */
@@ -111,5 +147,17 @@ export function sqliteWebhookQueue(db: Db): WebhookQueue<Db> {
     markGone: async (a, endpointId, reason, within) => deliveries.markGoneLeased(a, endpointId, reason, within && (() => void within(db))),
     log: async (endpointId, limit) => webhooks.log(endpointId, limit),
     counts: async (accountId) => webhooks.counts(accountId),
+    event: async (id) => webhooks.event(id) ?? null,
+    redeliver: async (eventId, endpointId, accountId, now) =>
+      db.transaction(() => {
+        const event = webhooks.event(eventId)
+        if (!event || event.account_id !== accountId) return 'no_event' as const
+        const hook = webhooks.endpoint(endpointId)
+        if (!hook || hook.account_id !== accountId) return 'no_endpoint' as const
+        const d = webhooks.redeliver(eventId, endpointId, now)
+        return { event, delivery: { ...d, webhook_id: event.webhook_id, type: event.type } }
+      })(),
+    sweepEvents: async (before, batch) => webhooks.sweepEvents(before, batch),
+    trimPending: async (cap, now) => webhooks.trimPending(cap, now),
   }
 }

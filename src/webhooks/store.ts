@@ -136,6 +136,18 @@ export function createWebhookStore(db: Db) {
     `DELETE FROM webhook_deliveries WHERE id IN (
        SELECT id FROM webhook_deliveries WHERE endpoint_id = ?1 AND state = 'pending' ORDER BY event_id LIMIT ?2)`,
   )
+  // The cap as one decision (the async queue, queue.ts): per endpoint over the cap, its pending deliveries
+  // beyond the newest ?1 (by event) go, but for one in flight under a lease live at ?2 (claimed_until, which
+  // only the leased claims write). One statement: the count and the rows it drops come from one look.
+  const trimPending = db.query<unknown, [number, number]>(
+    `DELETE FROM webhook_deliveries WHERE id IN (
+       SELECT id FROM (
+         SELECT d.id, d.claimed_until, row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.event_id DESC) AS rn
+           FROM webhook_deliveries d
+          WHERE d.state = 'pending' AND d.endpoint_id IN (
+            SELECT endpoint_id FROM webhook_deliveries WHERE state = 'pending' GROUP BY endpoint_id HAVING count(*) > ?1))
+        WHERE rn > ?1 AND claimed_until <= ?2)`,
+  )
 
   return {
     insertEndpoint: (accountId: number, url: string, events: string, secret: string, now: number) =>
@@ -168,6 +180,8 @@ export function createWebhookStore(db: Db) {
     sweepEvents: (before: number, batch: number) => oldEvents.run(before, batch).changes,
     overfull: (cap: number) => overfull.all(cap),
     dropOldest: (endpointId: number, count: number) => dropOldest.run(endpointId, count).changes,
+    /** Per endpoint, pending deliveries beyond the newest `cap` dropped, but none in flight under a lease live at `now`; how many. */
+    trimPending: (cap: number, now: number) => trimPending.run(cap, now).changes,
   }
 }
 export type WebhookStore = ReturnType<typeof createWebhookStore>

@@ -9,6 +9,7 @@
 // random name without a password. Durability is switched off (fsync, full-page writes): a test cluster that
 // dies is thrown away, never recovered. A watchdog stops and removes a cluster whose test process ended
 // without stop() (a crash, SIGKILL, a failed file: bun test runs no exit handlers).
+import { afterAll, beforeAll } from 'bun:test'
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -22,7 +23,17 @@ export interface Postgres {
   dir: string
   /** Makes an empty database (a random name unless given) and returns its URL. */
   createDatabase(name?: string): Promise<string>
-  /** Stops the server (pg_ctl stop -m fast) and removes its directory. Safe to call twice. */
+  /**
+   * Stops the server and keeps its directory, for a test of a database that goes away: `fast` (the default)
+   * ends every session with 57P01 admin_shutdown, `immediate` drops them as a crash would. resume() starts it
+   * again on the same port, with the same data.
+   */
+  halt(mode?: 'fast' | 'immediate'): Promise<void>
+  /** Starts a halted server again (same port, same data); nothing when it runs. */
+  resume(): Promise<void>
+  /** halt() then resume(): every connection is dropped and the server answers again. */
+  restart(mode?: 'fast' | 'immediate'): Promise<void>
+  /** Stops the server (pg_ctl stop -m fast) and removes its directory. Safe to call twice, and after halt(). */
   stop(): Promise<void>
 }
 
@@ -112,10 +123,8 @@ export async function startPostgres(): Promise<Postgres> {
       '--no-instructions',
     ])
     guard = watchdog(bin, dir, data)
-    let port = 0
-    for (let attempt = 1; ; attempt++) {
-      port = await freePort()
-      const options = [
+    const options = (port: number) =>
+      [
         '-c', 'listen_addresses=127.0.0.1',
         '-c', `port=${port}`,
         '-c', `unix_socket_directories=${dir}`,
@@ -124,16 +133,42 @@ export async function startPostgres(): Promise<Postgres> {
         '-c', 'synchronous_commit=off',
         '-c', 'max_connections=100',
       ].join(' ')
-      const log = join(dir, `server-${attempt}.log`)
-      const started = await run(dir, [join(bin, 'pg_ctl'), 'start', '-D', data, '-l', log, '-w', '-t', '60', '-o', options], true)
-      if (started.code === 0) break
-      const why = existsSync(log) ? readFileSync(log, 'utf8') : started.output
+    let starts = 0
+    /** pg_ctl start on `port`: its result, and the server's log when it failed. */
+    const startOn = async (port: number) => {
+      const log = join(dir, `server-${++starts}.log`)
+      const started = await run(dir, [join(bin, 'pg_ctl'), 'start', '-D', data, '-l', log, '-w', '-t', '60', '-o', options(port)], true)
+      const why = started.code === 0 ? '' : existsSync(log) ? readFileSync(log, 'utf8') : started.output
+      return { ok: started.code === 0, output: started.output, why }
+    }
+    let port = 0
+    for (let attempt = 1; ; attempt++) {
+      port = await freePort()
+      const started = await startOn(port)
+      if (started.ok) break
       // Another process took the port between freePort() and the bind: try another one.
-      if (attempt < 5 && /could not bind|address already in use/i.test(why)) continue
-      throw new Error(`pg_ctl start failed:\n${started.output}\n${why}`)
+      if (attempt < 5 && /could not bind|address already in use/i.test(started.why)) continue
+      throw new Error(`pg_ctl start failed:\n${started.output}\n${started.why}`)
     }
     const url = `postgres://${superuser}@127.0.0.1:${port}/postgres`
     let stopped = false
+    let halted = false
+    const halt = async (mode: 'fast' | 'immediate' = 'fast') => {
+      if (stopped) throw new Error('halt(): the server was stopped and removed')
+      if (halted) return
+      await run(dir, [join(bin, 'pg_ctl'), 'stop', '-D', data, '-m', mode, '-w', '-t', '60'])
+      halted = true
+    }
+    const resume = async () => {
+      if (stopped) throw new Error('resume(): the server was stopped and removed')
+      if (!halted) return
+      // The same port (the clients' URLs name it). PostgreSQL binds with SO_REUSEADDR, so the connections
+      // it just closed do not hold the port; another process may have taken it meanwhile, which a test on
+      // loopback with ports from the kernel's ephemeral range makes unlikely: then this throws, with the log.
+      const started = await startOn(port)
+      if (!started.ok) throw new Error(`pg_ctl start (resume) failed:\n${started.output}\n${started.why}`)
+      halted = false
+    }
     return {
       url,
       port,
@@ -148,11 +183,17 @@ export async function startPostgres(): Promise<Postgres> {
         }
         return `postgres://${superuser}@127.0.0.1:${port}/${name}`
       },
+      halt,
+      resume,
+      async restart(mode) {
+        await halt(mode)
+        await resume()
+      },
       async stop() {
         if (stopped) return
         stopped = true
         try {
-          await run(dir, [join(bin, 'pg_ctl'), 'stop', '-D', data, '-m', 'fast', '-w', '-t', '60'])
+          if (!halted) await run(dir, [join(bin, 'pg_ctl'), 'stop', '-D', data, '-m', 'fast', '-w', '-t', '60'])
         } finally {
           guard?.kill()
           rmSync(dir, { recursive: true, force: true })
@@ -167,4 +208,25 @@ export async function startPostgres(): Promise<Postgres> {
     rmSync(dir, { recursive: true, force: true })
     throw err
   }
+}
+
+/**
+ * One server for the whole test file, started in beforeAll (handed to `started`) and stopped in afterAll;
+ * answers the list of unhandled rejections seen in between, for tests that assert there were none (code that
+ * loses its connection on purpose must not leave a promise rejected behind it).
+ */
+export function postgresForFile(started: (pg: Postgres) => void): unknown[] {
+  let pg: Postgres | undefined
+  const unhandled: unknown[] = []
+  const onUnhandled = (err: unknown) => void unhandled.push(err)
+  beforeAll(async () => {
+    process.on('unhandledRejection', onUnhandled)
+    pg = await startPostgres()
+    started(pg)
+  }, 120_000)
+  afterAll(async () => {
+    process.off('unhandledRejection', onUnhandled)
+    await pg?.stop()
+  })
+  return unhandled
 }

@@ -1,0 +1,142 @@
+// The database's availability as this node sees it (issue 22, SPEC §11: a node that loses the database answers
+// 503 on writes, keeps redirecting from its cache, and recovers by itself). See ../health.ts for the contract.
+//
+// Down: a query failed because the server could not be reached or dropped the session (isConnectionError) —
+// the service layer hands every failed write to observe(). The node then refuses writes at once (503) instead
+// of making each request wait for a connection timeout. Up again: while down, a probe (`SELECT 1`, at most
+// one in flight, its wait bounded by probeTimeoutMs) runs every probeMs; the first that answers marks it up.
+// Nothing else marks it up: a write that happens to succeed meanwhile is not told here (the probe follows
+// within probeMs). No timer runs while up.
+import type { SQL } from 'bun'
+import type { DatabaseHealth } from '../health'
+
+export const PROBE_MS = 1_000
+export const PROBE_TIMEOUT_MS = 1_000
+
+/**
+ * Bun.SQL's codes (err.code) for a server that cannot be reached or that dropped the connection, as Bun 1.4.4
+ * throws them (measured against a real server: a stopped server gives ERR_POSTGRES_CONNECTION_REFUSED at once).
+ */
+const CONNECTION_CODES = new Set([
+  'ERR_POSTGRES_CONNECTION_REFUSED',
+  'ERR_POSTGRES_CONNECTION_CLOSED',
+  'ERR_POSTGRES_CONNECTION_TIMEOUT',
+  'ERR_POSTGRES_CONNECTION_FAILED',
+  'ERR_POSTGRES_IDLE_TIMEOUT',
+  'ERR_POSTGRES_LIFETIME_TIMEOUT',
+  'ERR_POSTGRES_TLS_UPGRADE_FAILED',
+  // A socket error that Bun passes through as it is.
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+])
+
+/**
+ * SQLSTATEs (err.errno, with err.code ERR_POSTGRES_SERVER_ERROR) that say the server is going away or not
+ * taking sessions: class 08 (connection exception), 57P01 admin_shutdown (pg_ctl stop -m fast, and
+ * pg_terminate_backend of the session), 57P02 crash_shutdown, 57P03 cannot_connect_now (starting up, shutting
+ * down, in recovery), 53300 too_many_connections. And any error of severity FATAL or PANIC: the server ends the
+ * session with it (a database that does not accept connections, 55000; one dropped, 3D000; a refused login,
+ * 28P01): no write can succeed until that changes, and the probe sees when it has. Never counted: an error
+ * about the statement itself (constraints 23xxx, syntax 42xxx, serialization 40001, deadlock 40P01, a too
+ * long NOTIFY payload 22023), whose severity is ERROR: the server is there and answered.
+ */
+const CONNECTION_STATES = new Set(['57P01', '57P02', '57P03', '53300'])
+
+export function isConnectionError(err: unknown): boolean {
+  const e = err as { code?: unknown; errno?: unknown; severity?: unknown } | null
+  if (typeof e?.code === 'string' && CONNECTION_CODES.has(e.code)) return true
+  if (e?.severity === 'FATAL' || e?.severity === 'PANIC') return true
+  const state = typeof e?.errno === 'string' ? e.errno : ''
+  return state.startsWith('08') || CONNECTION_STATES.has(state)
+}
+
+export interface PostgresHealthOptions {
+  probeMs?: number
+  probeTimeoutMs?: number
+}
+
+export function postgresHealth(sql: SQL, opts: PostgresHealthOptions = {}): DatabaseHealth {
+  const probeMs = opts.probeMs ?? PROBE_MS
+  const probeTimeoutMs = opts.probeTimeoutMs ?? PROBE_TIMEOUT_MS
+  const listeners = new Set<(up: boolean) => void>()
+  let up = true
+  let reason: string | null = null
+  let timer: ReturnType<typeof setInterval> | null = null
+  let closed = false
+
+  const set = (value: boolean, why: string | null) => {
+    reason = why
+    if (up === value) return
+    up = value
+    for (const listener of [...listeners]) {
+      try {
+        listener(up)
+      } catch (err) {
+        console.error('database health: a listener failed:', err)
+      }
+    }
+  }
+  // One probe at a time, until its query settles: one that has no answer within probeTimeoutMs says so
+  // (reason) but keeps its place, so probes never pile up against a hung server; a late answer still counts.
+  let probing: Promise<void> | null = null
+  const probe = () => {
+    if (probing || closed) return
+    const wait = setTimeout(() => {
+      if (!closed && !up) reason = `the probe (SELECT 1) had no answer within ${probeTimeoutMs} ms`
+    }, probeTimeoutMs)
+    wait.unref()
+    probing = (async () => void (await sql`SELECT 1`))()
+      .then(
+        () => {
+          if (closed) return
+          stop()
+          set(true, null)
+        },
+        (err) => {
+          if (!closed && !up) reason = describe(err)
+        },
+      )
+      .finally(() => {
+        clearTimeout(wait)
+        probing = null
+      })
+  }
+  const stop = () => {
+    if (timer) clearInterval(timer)
+    timer = null
+  }
+
+  return {
+    isUp: () => up,
+    reason: () => reason,
+    observe(err) {
+      if (closed || !isConnectionError(err)) return false
+      if (up) set(false, describe(err))
+      if (!timer) {
+        timer = setInterval(probe, probeMs)
+        timer.unref()
+      }
+      return true
+    },
+    onChange(listener) {
+      listeners.add(listener)
+      return () => void listeners.delete(listener)
+    },
+    close() {
+      closed = true
+      stop()
+      listeners.clear()
+    },
+  }
+}
+
+const describe = (err: unknown) => {
+  const e = err as { code?: unknown; errno?: unknown; message?: unknown } | null
+  const what = [e?.code, e?.errno].filter((v) => typeof v === 'string').join(' ')
+  const message = typeof e?.message === 'string' ? e.message : String(err)
+  return `${message}${what ? ` (${what})` : ''}`.slice(0, 300)
+}
