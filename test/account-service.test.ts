@@ -2,7 +2,7 @@
 // - The key cache: a lookup whose read takes time (as every read does on PostgreSQL) while a revoke commits
 //   answers its own request, but does not keep that answer: the next request with the key is refused.
 // - disableWithin: a disable made inside another change's transaction (a report closed by disabling its
-//   owner) commits with it, or its refusal rolls that change back.
+//   owner) commits with it, or its refusal rolls that change back (the report stays open).
 import { afterEach, expect, test } from 'bun:test'
 import { createAccountService } from '../src/accounts/service'
 import { CLI } from '../src/audit/service'
@@ -78,4 +78,20 @@ test('disableWithin: inside another change’s transaction the disable commits w
   expect(await box.accounts.authenticate(bobKey)).toBeNull()
   const r = await box.post('/api/links.json', {}, { 'x-api-key': bobKey })
   expect(r.status).toBe(401)
+})
+
+test('a report closed by disabling its owner, the last active administrator: refused, and the report stays open with nothing written', async () => {
+  const box = await makeBox()
+  boxes.push(box)
+  const key = await box.account('root', { admin: true })
+  const code = (await box.post('/api/getLink.json', { url: 'https://spam.example/' }, { 'x-api-key': key })).body.return.hex
+  const { id } = await box.abuse.report({ code, reason: 'spam', text: '', contact: '' })
+  // A disable whose refusal came after the close's commit (setDisabled as the change) would close the report anyway.
+  await expect(box.abuse.closeReport(id!, 'account_disabled', null, CLI, { change: (tx) => box.accounts.disableWithin(tx, 'root', CLI) })).rejects.toThrow(
+    'root is the last active administrator',
+  )
+  expect(box.db.query('SELECT action, closed FROM link_reports WHERE id = ?').get(id!)).toEqual({ action: null, closed: null })
+  expect(box.db.query("SELECT disabled FROM accounts WHERE name = 'root'").get()).toEqual({ disabled: null })
+  expect(box.db.query("SELECT count(*) AS n FROM audit_log WHERE action IN ('report.close', 'account.disable')").get()).toEqual({ n: 0 })
+  expect((await box.accounts.authenticate(key))?.accountName).toBe('root')
 })
