@@ -12,6 +12,7 @@ import type { Config } from './config'
 import { createDashboardFeature } from './dashboard/feature'
 import { localChangeFeed } from './db/changes'
 import { openDatabase } from './db'
+import { sqliteStorages } from './db/storages'
 import { createEvents } from './events'
 import { startJobs, type Feature, type Shared } from './feature'
 import { createGeo } from './geo'
@@ -50,6 +51,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const shared: Shared = {
     config,
     db,
+    storages: sqliteStorages(db),
     log,
     faults,
     clock,

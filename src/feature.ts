@@ -8,6 +8,7 @@ import type { AccountService } from './accounts/service'
 import type { Config } from './config'
 import type { ChangeFeed } from './db/changes'
 import type { Db } from './db'
+import type { Storages } from './db/storages'
 import type { Events } from './events'
 import type { ApiMethod } from './http/api'
 import type { Geo } from './geo'
@@ -67,6 +68,8 @@ export function startJobs(jobs: Job[], faults: FaultLog): () => void {
 export interface Shared {
   config: Config
   db: Db
+  /** Every store's async interface, for the engine in use (db/storages.ts): SQLite's today. */
+  storages: Storages<unknown>
   log: Logger
   /** Unexpected errors, with their stacks, into the log (at most 10 a minute: http/fault-log.ts). */
   faults: FaultLog
