@@ -7,21 +7,20 @@
 // promise. Each write's re-check is the store's one-method decision (insertUnder counts and inserts, update
 // reads the row it changes, rotateSecret/remove/requeueFailed act only on a row still there), its audit row
 // written by `within` in that transaction. Synchronous: checking parameters, and the outbox's `wanted`
-// (the hot path of every change, an in-memory index: outbox.ts). Still on the synchronous SQLite store,
-// until the queue has them (branch pgwebhooks2): redeliver's event and row, and the sweep.
+// (the hot path of every change, an in-memory index: outbox.ts).
 import { newSecret } from './sign'
 import type { Caller } from '../accounts/service'
-import { byAccount, SYSTEM, webhookTarget, type AuditEntry, type Who } from '../audit/service'
+import { auditRow, byAccount, SYSTEM, webhookTarget, type AuditEntry, type Who } from '../audit/service'
 import type { AuditRows } from '../audit/storage'
 import type { Config } from '../config'
-import { iso, noteWriteSuccess, stored, storageError, type Db } from '../db'
+import { iso, noteWriteSuccess, storageError, type Db } from '../db'
 import { AppError, invalidParameter, missingParameter, notFound, notOwner } from '../errors'
 import { privateAddress } from '../media/extract'
 import { checkUrl, GuardError } from '../net/guard'
 import type { EndpointRows } from './endpoints'
 import { DEFAULT_EVENTS, EVENT_TYPES, type Outbox, type SubscribableType } from './outbox'
 import type { WebhookQueue } from './queue'
-import { createWebhookStore, type EndpointRow } from './store'
+import type { EndpointRow } from './store'
 
 export const MAX_URL_LENGTH = 2048
 /** Endpoints per account: each one multiplies every event the account causes. */
@@ -55,7 +54,7 @@ export interface CreateOptions<Tx = unknown> {
 }
 
 export interface WebhookServiceDeps<Tx> {
-  /** The SQLite database: its write failures become the 503 (storageError), and the TODO(pgwebhooks2) reads. */
+  /** The SQLite database: its write failures become the 503 (storageError). */
   db: Db
   config: Config
   outbox: Outbox
@@ -85,27 +84,11 @@ export function parseEvents(input: unknown): SubscribableType[] {
   return out
 }
 
-const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text)
-
 export function createWebhookService<Tx>({ db, config, outbox, endpoints, queue, audit, clock = Date.now, resolve, isAllowed }: WebhookServiceDeps<Tx>) {
-  // TODO(pgwebhooks2): event, redeliver, sweepEvents, overfull and dropOldest move to `queue` there.
-  const store = createWebhookStore(db)
   let dropped = 0
 
-  /** A change's audit row, inside its transaction (as audit/service.ts's record writes it). */
-  function record(tx: Tx, who: Who, entry: AuditEntry) {
-    const a = who.actor
-    return audit.insert(tx, {
-      at: clock(),
-      actorKind: a.kind,
-      actorId: a.kind === 'account' ? a.id : null,
-      actorName: a.kind === 'cli' ? 'cli' : clip(a.name, 64),
-      action: entry.action,
-      target: clip(entry.target, 300),
-      detail: clip(entry.detail ?? '', 500),
-      address: clip(who.address, 100),
-    })
-  }
+  /** A change's audit row, inside its transaction. */
+  const record = (tx: Tx, who: Who, entry: AuditEntry) => audit.insert(tx, auditRow(who, entry, clock()))
 
   /** Awaits a write; a storage failure becomes the 503 (and is remembered for /healthz), as stored() does. */
   async function written<T>(write: Promise<T>): Promise<T> {
@@ -355,14 +338,13 @@ export function createWebhookService<Tx>({ db, config, outbox, endpoints, queue,
       if (!present(input.event)) throw missingParameter('event')
       const eventId = Number(input.event)
       if (!Number.isSafeInteger(eventId) || eventId < 1) throw invalidParameter('event', 'the event_id of a delivery in the log')
-      // TODO(pgwebhooks2): queue.event and queue.redeliver (the event's account checked in the redeliver's transaction).
-      const event = store.event(eventId)
-      if (!event || event.account_id !== row.account_id) throw notFound(`There is no event ${eventId} of this account (events are kept 7 days).`)
-      const now = clock()
-      // TODO(pgwebhooks2)
-      const d = stored(db, () => store.redeliver(eventId, row.id, now))
+      // The event's account and the endpoint are checked again in the redelivery's own transaction.
+      const done = await written(queue.redeliver(eventId, row.id, row.account_id, clock()))
+      if (done === 'no_event') throw notFound(`There is no event ${eventId} of this account (events are kept 7 days).`)
+      if (done === 'no_endpoint') throw notFound(`There is no webhook ${row.id}.`)
       outbox.wake()
-      return { id: row.id, event_id: eventId, webhook_id: event.webhook_id, state: d.state, attempts: d.attempts, next_at: iso(d.next_at)! }
+      const d = done.delivery
+      return { id: row.id, event_id: eventId, webhook_id: done.event.webhook_id, state: d.state, attempts: d.attempts, next_at: iso(d.next_at)! }
     },
 
     /** `linkbox webhook test ID`: a webhook.test event for this endpoint alone; its webhook-id. */
@@ -379,15 +361,13 @@ export function createWebhookService<Tx>({ db, config, outbox, endpoints, queue,
      * their rows; an endpoint with more than 10,000 pending deliveries loses the oldest. Returns what went.
      */
     async sweep(now: number = clock()) {
-      // TODO(pgwebhooks2): queue.sweepEvents, queue.overfull and queue.dropOldest.
       let events = 0
       for (;;) {
-        const n = store.sweepEvents(now - RETENTION_MS, SWEEP_BATCH)
+        const n = await queue.sweepEvents(now - RETENTION_MS, SWEEP_BATCH)
         events += n
         if (n < SWEEP_BATCH) break
       }
-      let cut = 0
-      for (const { endpoint_id, n } of store.overfull(MAX_PENDING)) cut += store.dropOldest(endpoint_id, n - MAX_PENDING)
+      const cut = await queue.trimPending(MAX_PENDING, now)
       dropped += cut
       return { events, dropped: cut }
     },
