@@ -12,7 +12,6 @@ import { closeSync, existsSync, mkdirSync, openSync, rmSync, statSync } from 'no
 import { dirname, join, resolve } from 'node:path'
 import {
   BLOCK,
-  checkDatabase,
   copyRange,
   header,
   placeArchive,
@@ -21,6 +20,7 @@ import {
   runningService,
   sealArchive,
   stamp,
+  unpackArchive,
   writeAll,
   type Manifest,
   type ManifestFile,
@@ -160,19 +160,8 @@ export async function restoreToPostgres(config: Config, file: string, log: (line
   const staging = join(config.data_dir, `.restore-${stamp(now)}-${randomBytes(4).toString('hex')}`)
   try {
     const { manifest, entries } = readArchive(fd, file)
-    mkdirSync(staging, { mode: 0o700 })
-    for (const f of manifest.files) {
-      const e = entries.get(f.path)!
-      const target = join(staging, f.path)
-      mkdirSync(dirname(target), { recursive: true, mode: 0o700 })
-      const out = openSync(target, 'wx', 0o600)
-      try {
-        if (copyRange(fd, e.offset, e.size, out) !== f.sha256) throw new Refusal(`restore: ${file} changed while it was read`)
-      } finally {
-        closeSync(out)
-      }
-    }
-    checkDatabase(join(staging, 'linkbox.db'), file)
+    // A staging directory removed afterwards: nothing in it needs to survive a crash.
+    unpackArchive(fd, file, manifest, entries, staging, { durable: false })
     try {
       await copyToPostgres({ ...config, data_dir: staging }, config.database.url, log)
     } catch (err) {

@@ -417,21 +417,7 @@ export async function restoreBackup(config: Config, file: string, opts: { force?
     const staging = join(dataDir, `.restore-${stamp(now)}-${randomBytes(4).toString('hex')}`)
     let restored = false
     try {
-      mkdirSync(staging, { mode: 0o700 })
-      for (const f of manifest.files) {
-        const e = entries.get(f.path)!
-        const target = join(staging, f.path)
-        mkdirSync(dirname(target), { recursive: true, mode: 0o700 })
-        const out = openSync(target, 'wx', 0o600)
-        try {
-          // Hashed again as written: the archive could have changed since it was checked.
-          if (copyRange(fd, e.offset, e.size, out) !== f.sha256) throw new Refusal(`restore: ${file} changed while it was read`)
-          fsyncSync(out)
-        } finally {
-          closeSync(out)
-        }
-      }
-      checkDatabase(join(staging, 'linkbox.db'), file)
+      unpackArchive(fd, file, manifest, entries, staging, { durable: true })
       if (present.length > 0) {
         const aside = join(dataDir, `before-restore-${stamp(now)}`)
         mkdirSync(aside, { mode: 0o700 })
@@ -459,6 +445,28 @@ export async function restoreBackup(config: Config, file: string, opts: { force?
 }
 
 /** integrity_check, and a schema this linkbox knows (older ones are migrated by the next start). */
+/**
+ * Writes every file of a checked archive into the new directory `staging` (0700, files 0600), each hashed
+ * again as written (the archive could have changed since it was checked), fsynced when `durable`; then
+ * checks the database among them.
+ */
+export function unpackArchive(fd: number, file: string, manifest: Manifest, entries: Map<string, TarEntry>, staging: string, opts: { durable: boolean }) {
+  mkdirSync(staging, { mode: 0o700 })
+  for (const f of manifest.files) {
+    const e = entries.get(f.path)!
+    const target = join(staging, f.path)
+    mkdirSync(dirname(target), { recursive: true, mode: 0o700 })
+    const out = openSync(target, 'wx', 0o600)
+    try {
+      if (copyRange(fd, e.offset, e.size, out) !== f.sha256) throw new Refusal(`restore: ${file} changed while it was read`)
+      if (opts.durable) fsyncSync(out)
+    } finally {
+      closeSync(out)
+    }
+  }
+  checkDatabase(join(staging, 'linkbox.db'), file)
+}
+
 export function checkDatabase(path: string, file: string) {
   let db: Database | undefined
   try {

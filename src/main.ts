@@ -484,24 +484,26 @@ async function webhookCommand(config: Config, sub: string | undefined, arg: stri
     if (!text || !/^[1-9][0-9]{0,14}$/.test(text)) throw new ConfigError(usage)
     return Number(text)
   }
-  const [{ printable }, { createOutbox }, { createWebhookService }, { CLI }] = await Promise.all([
+  const [{ printable }, { createOutbox }, { createWebhookService }, { CLI }, { sqliteStorages }] = await Promise.all([
     import('./accounts/service'),
     import('./webhooks/outbox'),
     import('./webhooks/service'),
     import('./audit/service'),
+    import('./db/storages'),
   ])
   const { db } = await openAccounts(config)
   try {
-    const webhooks = createWebhookService({ db, config, outbox: createOutbox(db) })
+    const { endpoints, queue, audit } = sqliteStorages(db)
+    const webhooks = createWebhookService({ db, config, outbox: createOutbox(db), endpoints, queue, audit })
     if (sub === 'create' && arg && arg2) {
-      const made = await webhooks.createFor(webhooks.accountId(arg), { url: arg2, events }, {}, CLI)
+      const made = await webhooks.createFor(await webhooks.accountId(arg), { url: arg2, events }, {}, CLI)
       console.log(`webhook ${made.id} for ${arg}: ${made.url} (${made.events}); its signing secret (shown once):`)
       console.log(made.secret)
     } else if (sub === 'list' && !arg2) {
-      const rows = arg ? webhooks.listFor(webhooks.accountId(arg)).webhooks.map((w) => ({ ...w, account: arg })) : webhooks.listAll().map((r) => ({
+      const rows = arg ? (await webhooks.listFor(await webhooks.accountId(arg))).webhooks.map((w) => ({ ...w, account: arg })) : await Promise.all((await webhooks.listAll()).map(async (r) => ({
         id: r.id, url: r.url, events: r.events, enabled: r.enabled === 1, failing: r.failing === 1, disabled_reason: r.disabled_reason,
-        account: r.account_name, deliveries: webhooks.listFor(r.account_id).webhooks.find((w) => w.id === r.id)?.deliveries,
-      }))
+        account: r.account_name, deliveries: (await webhooks.listFor(r.account_id)).webhooks.find((w) => w.id === r.id)?.deliveries,
+      })))
       console.log(['id', 'account', 'state', 'ok', 'failed', 'pending', 'events', 'url'].join('\t'))
       for (const w of rows) {
         const state = !w.enabled ? `disabled (${printable(w.disabled_reason ?? '')})` : w.failing ? 'failing' : 'enabled'
@@ -510,15 +512,15 @@ async function webhookCommand(config: Config, sub: string | undefined, arg: stri
       }
     } else if (sub === 'log' && arg && !arg2) {
       // Read first: an unknown endpoint is its error alone on stderr, with no table header before it.
-      const deliveries = webhooks.deliveriesById(idOf(arg), 200).deliveries
+      const deliveries = (await webhooks.deliveriesById(idOf(arg), 200)).deliveries
       console.log(['webhook-id', 'type', 'state', 'attempts', 'status', 'ms', 'last attempt', 'next', 'error'].join('\t'))
       for (const d of deliveries)
         console.log([d.webhook_id, d.type, d.state, d.attempts, d.last_status ?? '-', d.last_ms ?? '-', d.last_at ?? '-', d.state === 'pending' ? d.next_at : '-', printable(d.last_error ?? '')].join('\t'))
     } else if (sub === 'delete' && arg && !arg2) {
-      webhooks.deleteById(idOf(arg), CLI)
+      await webhooks.deleteById(idOf(arg), CLI)
       console.log(`webhook ${arg} deleted`)
     } else if (sub === 'test' && arg && !arg2) {
-      const t = webhooks.test(idOf(arg))
+      const t = await webhooks.test(idOf(arg))
       console.log(`webhook.test queued for webhook ${arg}; the running service delivers it (linkbox webhook log ${arg} shows the outcome)${t.enabled ? '' : '; note: this endpoint is disabled'}`)
       console.log(t.webhook_id)
     } else throw new ConfigError(usage)

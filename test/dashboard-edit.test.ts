@@ -138,7 +138,7 @@ describe('the webhook forms', () => {
 
 describe('the live JSON', () => {
   test("log.json: the owner's log as the page shows it; 401 signed out, 404 for another account's; never cached", async () => {
-    box.webhooks.test(hook)
+    await box.webhooks.test(hook)
     const res = await get(alice, `/dashboard/webhooks/${hook}/log.json`)
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8')

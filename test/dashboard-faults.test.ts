@@ -80,8 +80,8 @@ describe('small dashboard faults', () => {
     const caller = callerOf('bob')
     const bad = await app.webhooks.create(caller, { url: broken.url })
     const good = await app.webhooks.create(caller, { url: healthy.url })
-    app.webhooks.testOwned(caller, { id: bad.id })
-    app.webhooks.testOwned(caller, { id: good.id })
+    await app.webhooks.testOwned(caller, { id: bad.id })
+    await app.webhooks.testOwned(caller, { id: good.id })
     const row = (id: number) => app.db.query('SELECT state, attempts FROM webhook_deliveries WHERE endpoint_id = ?').get(id) as { state: string; attempts: number }
     // The deliverer runs (the app listens): the first attempt fails, the next is 5 s later.
     await until(() => row(bad.id).attempts >= 1, 'the failed first attempt')
@@ -97,6 +97,6 @@ describe('small dashboard faults', () => {
     const one = await (await get(`/dashboard/webhooks/${bad.id}`, who.cookie)).text()
     expect(one).toContain('<dt>Status</dt><dd id="wh-state"><span class="state warn">Failing</span><div class="muted">1 pending retry</div></dd>')
     // The API's list is as the contract says: `failing` only once a delivery used up its retries.
-    expect(app.webhooks.list(caller).webhooks.find((w) => w.id === bad.id)).toMatchObject({ failing: false, deliveries: { ok: 0, failed: 0, pending: 1 } })
+    expect((await app.webhooks.list(caller)).webhooks.find((w) => w.id === bad.id)).toMatchObject({ failing: false, deliveries: { ok: 0, failed: 0, pending: 1 } })
   })
 })

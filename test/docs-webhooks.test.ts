@@ -80,7 +80,7 @@ test('every event type, sent for real, has the body the document describes and a
   smtp.close()
   // link.deleted, webhook.test
   expect((await box.post('/api/delete.json', { code: 'documented' }, { 'x-api-key': key })).status).toBe(200)
-  box.webhooks.test(webhookId)
+  await box.webhooks.test(webhookId)
 
   const types = [...EVENT_TYPES, 'webhook.test']
   await until(() => got.length >= types.length, 'one event of each type')

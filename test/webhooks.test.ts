@@ -323,7 +323,7 @@ describe('the sweep', () => {
     const oldNone = put(8, null)
     const oldPending = put(8, 'pending')
     const recentOk = put(6, 'ok')
-    expect(box.webhooks.sweep(now)).toEqual({ events: 3, dropped: 0 })
+    expect(await box.webhooks.sweep(now)).toEqual({ events: 3, dropped: 0 })
     expect(rows('SELECT id FROM webhook_events ORDER BY id').map((r) => r.id)).toEqual([oldPending, recentOk])
     expect(rows('SELECT count(*) AS n FROM webhook_deliveries WHERE event_id IN (?, ?, ?)', oldOk, oldFailed, oldNone)).toEqual([{ n: 0 }])
   })
@@ -342,7 +342,7 @@ describe('the sweep', () => {
       }
     })()
     const [{ first }] = rows('SELECT min(id) AS first FROM webhook_events')
-    expect(box.webhooks.sweep()).toEqual({ events: 0, dropped: 5 })
+    expect(await box.webhooks.sweep()).toEqual({ events: 0, dropped: 5 })
     expect(box.webhooks.dropped).toBe(5)
     expect(rows('SELECT endpoint_id, count(*) AS n, min(event_id) AS oldest FROM webhook_deliveries GROUP BY endpoint_id ORDER BY endpoint_id')).toEqual([
       { endpoint_id: a.id, n: 10_000, oldest: first + 5 },

@@ -35,7 +35,7 @@ const whenIso = (iso: string | null) => (iso ? when(Date.parse(iso)) : '')
 /** The service's messages speak of API parameters; on a form they are about its fields. */
 const forForm = (message: string) => message.replace('The parameter "url"', 'The URL').replace('The parameter "events"', 'The events')
 
-type Endpoint = ReturnType<DashboardDeps['webhooks']['overview']>[number]
+type Endpoint = Awaited<ReturnType<DashboardDeps['webhooks']['overview']>>[number]
 
 /** An endpoint's state in words (the colour only repeats them): what the list, its page and the live log show. */
 export interface EndpointState {
@@ -64,7 +64,7 @@ const counts = (w: Endpoint) =>
   `<span class="wh-counts"><span title="Delivered">${w.deliveries.ok} ok</span> · <span title="Failed">${w.deliveries.failed} failed</span> · <span title="Pending">${w.deliveries.pending} pending</span></span>`
 
 /** One row of the log as it is shown: the page's table and the live log's JSON (which app.js puts in the same cells). */
-function logRow(d: ReturnType<DashboardDeps['webhooks']['deliveries']>['deliveries'][number]) {
+function logRow(d: Awaited<ReturnType<DashboardDeps['webhooks']['deliveries']>>['deliveries'][number]) {
   return {
     event_id: d.event_id,
     type: d.type,
@@ -100,8 +100,8 @@ export function createWebhooksSection({ shell, webhooks, clientIp }: DashboardDe
       content: `<h1>Not found</h1><div class="card"><p>There is no such webhook in your account.</p><p><a href="/dashboard/webhooks">Back to your webhooks</a></p></div>`,
     })
 
-  const endpointOf = (s: Session, idText: string): Endpoint | null =>
-    /^[1-9][0-9]{0,14}$/.test(idText) ? (webhooks.overview(s.caller).find((w) => w.id === Number(idText)) ?? null) : null
+  const endpointOf = async (s: Session, idText: string): Promise<Endpoint | null> =>
+    /^[1-9][0-9]{0,14}$/.test(idText) ? ((await webhooks.overview(s.caller)).find((w) => w.id === Number(idText)) ?? null) : null
 
   // ---------------------------------------------------------------------------------------------------
   // The list and the form
@@ -135,9 +135,9 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
   }
 
   /** The list and the form: with ?form=ID, the refused form as it was sent, with its error; else what was typed before the session ended. */
-  function listPage(request: Request, s: Session, draft: FormState = {}) {
+  async function listPage(request: Request, s: Session, draft: FormState = {}) {
     const form = shell.refusedState<FormState>(request, shell.ownerOf(s)) ?? draft
-    const list = webhooks.overview(s.caller)
+    const list = await webhooks.overview(s.caller)
     const full = list.length >= MAX_ENDPOINTS
     const formHtml = `<section class="card" aria-labelledby="new-webhook">
 <h2 id="new-webhook">Add an endpoint</h2>
@@ -259,12 +259,12 @@ ${endpointFields(form, form.events ?? DEFAULT_EVENTS)}
   }
 
   /** What the live log polls: the endpoint's state, counts and log rows, as the page shows them. */
-  function liveLog(s: Session, w: Endpoint) {
+  async function liveLog(s: Session, w: Endpoint) {
     return {
       id: w.id,
       state: stateOf(w),
       counts: { ok: w.deliveries.ok, failed: w.deliveries.failed, pending: w.deliveries.pending },
-      deliveries: webhooks.deliveries(s.caller, { id: w.id, limit: LOG_SHOWN }).deliveries.map(logRow),
+      deliveries: (await webhooks.deliveries(s.caller, { id: w.id, limit: LOG_SHOWN })).deliveries.map(logRow),
       more: LOG_SHOWN,
     }
   }
@@ -273,8 +273,8 @@ ${endpointFields(form, form.events ?? DEFAULT_EVENTS)}
    * An endpoint's page; with ?created=ID (or ?rotated=ID), the secret just made, once (then a note that it
    * was). The state, counts and log are marked for app.js, which keeps them up to date from log.json.
    */
-  function endpointPage(request: Request, s: Session, idText: string) {
-    const w = endpointOf(s, idText)
+  async function endpointPage(request: Request, s: Session, idText: string) {
+    const w = await endpointOf(s, idText)
     if (!w) return notFoundPage(request, s)
     const query = new URL(request.url).searchParams
     const createdId = query.get('created')
@@ -282,7 +282,7 @@ ${endpointFields(form, form.events ?? DEFAULT_EVENTS)}
     const shownId = createdId ?? rotatedId
     const made = shownId === null ? null : flash.take<NewEndpoint>(shell.ownerOf(s), `webhook secret ${w.id}`, shownId)
     if (made) return secretPage(request, s, w, made, createdId === null)
-    const live = liveLog(s, w)
+    const live = await liveLog(s, w)
     const csrf = `<input type="hidden" name="_csrf" value="${h(s.csrf)}">`
     const toggle = w.enabled
       ? `<form method="post" action="/dashboard/webhooks/${w.id}/enabled">${csrf}<input type="hidden" name="enabled" value="0"><button type="submit" class="secondary">Disable</button></form>`
@@ -322,8 +322,8 @@ ${toggle}
   }
 
   /** The edit form: the URL and the events, as they are or as a refused edit sent them (?form=ID). */
-  function editPage(request: Request, s: Session, idText: string) {
-    const w = endpointOf(s, idText)
+  async function editPage(request: Request, s: Session, idText: string) {
+    const w = await endpointOf(s, idText)
     if (!w) return notFoundPage(request, s)
     const form = shell.refusedState<FormState>(request, shell.ownerOf(s)) ?? { url: w.url, events: w.events.split(',') }
     const content = `<p class="crumbs"><a href="/dashboard/webhooks">Webhooks</a> / <a href="/dashboard/webhooks/${w.id}">${h(w.url)}</a> /</p>
@@ -341,8 +341,8 @@ ${endpointFields(form, form.events ?? [])}
   }
 
   /** "A new secret?": what it does, and a form with a one-time token (sent twice, it makes one secret). */
-  function rotatePage(request: Request, s: Session, idText: string) {
-    const w = endpointOf(s, idText)
+  async function rotatePage(request: Request, s: Session, idText: string) {
+    const w = await endpointOf(s, idText)
     if (!w) return notFoundPage(request, s)
     const content = `<p class="crumbs"><a href="/dashboard/webhooks">Webhooks</a> / <a href="/dashboard/webhooks/${w.id}">${h(w.url)}</a> /</p>
 <h1>Make a new signing secret?</h1>
@@ -359,8 +359,8 @@ ${tokens.field()}
     return shell.render(request, s, { section: 'webhooks', title: 'New signing secret', content })
   }
 
-  function confirmPage(request: Request, s: Session, idText: string) {
-    const w = endpointOf(s, idText)
+  async function confirmPage(request: Request, s: Session, idText: string) {
+    const w = await endpointOf(s, idText)
     if (!w) return notFoundPage(request, s)
     const content = `<p class="crumbs"><a href="/dashboard/webhooks">Webhooks</a> / <a href="/dashboard/webhooks/${w.id}">${h(w.url)}</a> /</p>
 <h1>Delete this endpoint?</h1>
@@ -377,12 +377,12 @@ ${tokens.field()}
   }
 
   /** A POST on one endpoint: the form's checks, then `act`; another account's (or none) → the 404 page. */
-  async function onEndpoint(request: Request, s: Session, idText: string, act: (w: Endpoint, fields: URLSearchParams) => Response) {
+  async function onEndpoint(request: Request, s: Session, idText: string, act: (w: Endpoint, fields: URLSearchParams) => Promise<Response>) {
     const fields = await shell.form(request, s)
-    const w = endpointOf(s, idText)
+    const w = await endpointOf(s, idText)
     if (!w) return notFoundPage(request, s)
     try {
-      return act(w, fields)
+      return await act(w, fields)
     } catch (err) {
       // The endpoint is the caller's (checked above): what is left is about the request (an unknown event).
       if (err instanceof AppError && err.status < 500)
@@ -394,7 +394,7 @@ ${tokens.field()}
   /** The edit form sent: the service's update (its SSRF check and rules); a refusal goes back to the form with its message. */
   async function saveEdit(request: Request, s: Session, idText: string) {
     const fields = await shell.form(request, s)
-    const w = endpointOf(s, idText)
+    const w = await endpointOf(s, idText)
     if (!w) return notFoundPage(request, s)
     const page = `${LIST}/${w.id}/edit`
     const url = (fields.get('url') ?? '').trim()
@@ -416,7 +416,7 @@ ${tokens.field()}
   /** The new-secret form sent: once per form (its token), the secret kept for the one page that shows it. */
   async function rotate(request: Request, s: Session, idText: string) {
     const fields = await shell.form(request, s)
-    const w = endpointOf(s, idText)
+    const w = await endpointOf(s, idText)
     if (!w) return notFoundPage(request, s)
     const sent = tokens.of(fields)
     const before = tokens.used(sent, s.id)
@@ -425,7 +425,7 @@ ${tokens.field()}
     const shown = withParam(`${LIST}/${w.id}`, 'rotated', shownId)
     let made
     try {
-      made = webhooks.rotate(s.caller, { id: w.id }, { within: () => tokens.claim(sent, s.id, shown) }, byAccount(s.caller, clientIp(request)))
+      made = await webhooks.rotate(s.caller, { id: w.id }, { within: () => tokens.claim(sent, s.id, shown) }, byAccount(s.caller, clientIp(request)))
     } catch (err) {
       if (err instanceof RepeatedForm) return shell.repeated(err.result ?? `${LIST}/${w.id}`)
       if (err instanceof AppError && err.status === 404) return notFoundPage(request, s)
@@ -436,7 +436,7 @@ ${tokens.field()}
   }
 
   /** The live log's JSON: for the signed-in owner only (401 and 404 answer JSON too, never a page). */
-  function logJson(request: Request, idText: string) {
+  async function logJson(request: Request, idText: string) {
     const json = (status: number, body: unknown) =>
       new Response(JSON.stringify(body), {
         status,
@@ -444,15 +444,15 @@ ${tokens.field()}
       })
     const s = shell.session(request)
     if (!s) return json(401, { error: 'signed_out', message: 'Sign in again to see the log.' })
-    const w = endpointOf(s, idText)
+    const w = await endpointOf(s, idText)
     if (!w) return json(404, { error: 'not_found', message: 'There is no such webhook in your account.' })
-    return json(200, liveLog(s, w))
+    return json(200, await liveLog(s, w))
   }
 
   /** onEndpoint for an act that awaits (the URL check of an update). */
   async function onEndpointAsync(request: Request, s: Session, idText: string, act: (w: Endpoint, fields: URLSearchParams) => Promise<Response>) {
     const fields = await shell.form(request, s)
-    const w = endpointOf(s, idText)
+    const w = await endpointOf(s, idText)
     if (!w) return notFoundPage(request, s)
     try {
       return await act(w, fields)
@@ -506,8 +506,8 @@ ${tokens.field()}
       signedIn(
         request,
         (s) =>
-          onEndpoint(request, s, params.id, ({ id }) => {
-            const r = webhooks.redeliverFailed(s.caller, { id }, byAccount(s.caller, clientIp(request)))
+          onEndpoint(request, s, params.id, async ({ id }) => {
+            const r = await webhooks.redeliverFailed(s.caller, { id }, byAccount(s.caller, clientIp(request)))
             const text =
               r.redelivered === 0
                 ? 'No failed deliveries to send again.'
@@ -520,16 +520,16 @@ ${tokens.field()}
     .get('/dashboard/webhooks/:id/delete', ({ request, params }) => signedIn(request, (s) => confirmPage(request, s, params.id)))
     .post('/dashboard/webhooks/:id/delete', ({ request, params }) =>
       signedIn(request, (s) =>
-        onEndpoint(request, s, params.id, (w) => {
-          webhooks.delete(s.caller, { id: w.id }, byAccount(s.caller, clientIp(request)))
+        onEndpoint(request, s, params.id, async (w) => {
+          await webhooks.delete(s.caller, { id: w.id }, byAccount(s.caller, clientIp(request)))
           return shell.seeOther('/dashboard/webhooks', { kind: 'ok', text: `The endpoint ${w.url} is deleted.` })
         }),
       ),
     )
     .post('/dashboard/webhooks/:id/test', ({ request, params }) =>
       signedIn(request, (s) =>
-        onEndpoint(request, s, params.id, ({ id }) => {
-          const t = webhooks.testOwned(s.caller, { id })
+        onEndpoint(request, s, params.id, async ({ id }) => {
+          const t = await webhooks.testOwned(s.caller, { id })
           const text = t.enabled
             ? `A test event (${t.webhook_id}) is on its way: it shows in the log below (Reload if it does not).`
             : `A test event (${t.webhook_id}) is queued, but this endpoint is disabled: it will not be sent.`
@@ -540,8 +540,8 @@ ${tokens.field()}
     )
     .post('/dashboard/webhooks/:id/redeliver', ({ request, params }) =>
       signedIn(request, (s) =>
-        onEndpoint(request, s, params.id, ({ id }, fields) => {
-          const r = webhooks.redeliver(s.caller, { id, event: fields.get('event') ?? '' })
+        onEndpoint(request, s, params.id, async ({ id }, fields) => {
+          const r = await webhooks.redeliver(s.caller, { id, event: fields.get('event') ?? '' })
           return shell.seeOther(`/dashboard/webhooks/${id}`, { kind: 'ok', text: `Event ${r.event_id} (${r.webhook_id}) will be sent again.` })
         }),
         `/dashboard/webhooks/${params.id}`, // the endpoint's page, where these forms are

@@ -20,6 +20,12 @@
 //   shutdown does not wait out a 15 s receiver.
 //
 // Its SQL is in store.ts (createDeliveryStore), apart from the sending logic.
+//
+// Still on the synchronous store, not yet on Storages' queue (issue 22): the queue claims rows under a lease
+// (LEASE_MS, 60 s), so after a SIGKILL the restarted service would wait out its own dead lease before sending
+// again, where it now sends at once (test/webhook-durability.test.ts), and stop() would need a way to give a
+// lease back (the queue has none) for the rows it cuts to go out at once after a start. The /metrics gauge
+// (stats.outbox) is read synchronously at scrape time.
 import { createAuditLog, type Who } from '../audit/service'
 import type { Config } from '../config'
 import type { Db } from '../db'

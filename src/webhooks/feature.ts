@@ -8,8 +8,9 @@ import { createWebhookService } from './service'
 
 export function createWebhooksFeature(shared: Shared, opts: { schedule?: readonly number[] } = {}) {
   const { db, config, outbox, clock, log } = shared
+  const { endpoints, queue, audit } = shared.storages
   const { resolve, isAllowed } = shared.guard
-  const webhooks = createWebhookService({ db, config, outbox, clock, resolve, isAllowed })
+  const webhooks = createWebhookService({ db, config, outbox, endpoints, queue, audit, clock, resolve, isAllowed })
   const deliveries = shared.metrics.counter('linkbox_webhook_deliveries_total', 'Webhook delivery attempts by outcome (retry: failed, another attempt planned; gone: 410, endpoint disabled; private: refused by the SSRF guard).', 'outcome')
   for (const outcome of DELIVERY_OUTCOMES) deliveries.inc(outcome, 0)
   const deliverer = createDeliverer({

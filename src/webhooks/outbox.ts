@@ -8,9 +8,12 @@
 // deletes or disables an endpoint (`reload`), and, since the CLI changes the table from another process,
 // whenever SQLite's data_version says another connection committed (checked at most once a second).
 // The index only filters: which endpoints get a delivery is read from the table inside the transaction.
+// The index and its refresh stay synchronous on SQLite (issue 22): `wanted` is asked on every change and
+// every click, and a service started after the CLI wrote an endpoint must see it on its first question. The
+// test event is written through the queue (Storages' queue.enqueueFor, webhooks/service.ts).
 // Types only from ../db: the click writer's thread loads this module, and nothing more than it needs.
 import type { Db } from '../db'
-import { createWebhookStore, type EventIds } from './store'
+import { createWebhookStore } from './store'
 import { log as rootLog, type Logger } from '../log'
 
 export const EVENT_TYPES = ['link.created', 'link.updated', 'link.deleted', 'link.clicked', 'link.reported', 'mail.received'] as const
@@ -105,17 +108,6 @@ export function createOutbox(db: Db, clock: () => number = Date.now, log: Pick<L
       if (accountId === null || !wanted(type, accountId)) return
       const now = clock()
       if (insertEvent(type, accountId, at ?? now, data, now) > 0) wake()
-    },
-    /** One event for one endpoint only (webhook.test); its row id and webhook-id. Runs in a transaction of its own. */
-    enqueueFor(endpointId: number, accountId: number, type: EventType, data: Record<string, unknown>): EventIds {
-      const now = clock()
-      const event = db.transaction(() => {
-        const ids = store.insertEvent(accountId, type, now, payloadOf(type, now, data))
-        store.insertDelivery(ids.id, endpointId, now)
-        return ids
-      })()
-      wake()
-      return event
     },
     /** Cheap: whether any enabled endpoint of the account subscribes to `type` (the click path asks first). */
     wanted,

@@ -1,16 +1,26 @@
 // Webhook endpoints: the rules of creating, listing and deleting them, their delivery log, redelivery,
 // the test event, and the sweep that keeps the outbox tables bounded. Plain values in, plain records out,
 // AppErrors thrown; no HTTP here (api.ts) and no sending (deliverer.ts).
+//
+// Async (issue 22): every method that reads or writes the database goes through the storages it is handed
+// (`endpoints`, `queue`, `audit`: Storages' members, either engine), so every one of them returns a
+// promise. Each write's re-check is the store's one-method decision (insertUnder counts and inserts, update
+// reads the row it changes, rotateSecret/remove/requeueFailed act only on a row still there), its audit row
+// written by `within` in that transaction. Synchronous: checking parameters, and the outbox's `wanted`
+// (the hot path of every change, an in-memory index: outbox.ts).
 import { newSecret } from './sign'
 import type { Caller } from '../accounts/service'
-import { byAccount, createAuditLog, SYSTEM, webhookTarget, type Who } from '../audit/service'
+import { auditRow, byAccount, SYSTEM, webhookTarget, type AuditEntry, type Who } from '../audit/service'
+import type { AuditRows } from '../audit/storage'
 import type { Config } from '../config'
-import { iso, stored, type Db } from '../db'
+import { iso, noteWriteSuccess, storageError, type Db } from '../db'
 import { AppError, invalidParameter, missingParameter, notFound, notOwner } from '../errors'
 import { privateAddress } from '../media/extract'
 import { checkUrl, GuardError } from '../net/guard'
+import type { EndpointRows } from './endpoints'
 import { DEFAULT_EVENTS, EVENT_TYPES, type Outbox, type SubscribableType } from './outbox'
-import { createWebhookStore, type EndpointRow } from './store'
+import type { WebhookQueue } from './queue'
+import type { EndpointRow } from './store'
 
 export const MAX_URL_LENGTH = 2048
 /** Endpoints per account: each one multiplies every event the account causes. */
@@ -35,15 +45,23 @@ function parseEnabled(input: unknown): boolean {
   throw invalidParameter('enabled', 'true or 1 (send events to it), false or 0 (send none)')
 }
 
-/** `within` runs in the transaction that inserts the endpoint, after the insert; throwing undoes it. */
-export interface CreateOptions {
-  within?: (endpoint: { id: number }) => void
+/**
+ * `within` runs in the transaction that inserts the endpoint (or writes its new secret), after the write,
+ * with that transaction's handle; throwing undoes it. On SQLite it must be synchronous.
+ */
+export interface CreateOptions<Tx = unknown> {
+  within?: (endpoint: { id: number }, tx: Tx) => unknown
 }
 
-export interface WebhookServiceDeps {
+export interface WebhookServiceDeps<Tx> {
+  /** The SQLite database: its write failures become the 503 (storageError). */
   db: Db
   config: Config
   outbox: Outbox
+  /** Storages' members (db/storages.ts). */
+  endpoints: EndpointRows<Tx>
+  queue: WebhookQueue<Tx>
+  audit: AuditRows<Tx>
   clock?: () => number
   /** Name resolution and address rule for the SSRF check (tests); see net/guard.ts. */
   resolve?: (host: string) => Promise<string[]>
@@ -66,11 +84,22 @@ export function parseEvents(input: unknown): SubscribableType[] {
   return out
 }
 
-export function createWebhookService({ db, config, outbox, clock = Date.now, resolve, isAllowed }: WebhookServiceDeps) {
-  const store = createWebhookStore(db)
-  // Creations and deletions are written with their audit row, in one transaction (audit/service.ts).
-  const audit = createAuditLog(db, clock)
+export function createWebhookService<Tx>({ db, config, outbox, endpoints, queue, audit, clock = Date.now, resolve, isAllowed }: WebhookServiceDeps<Tx>) {
   let dropped = 0
+
+  /** A change's audit row, inside its transaction. */
+  const record = (tx: Tx, who: Who, entry: AuditEntry) => audit.insert(tx, auditRow(who, entry, clock()))
+
+  /** Awaits a write; a storage failure becomes the 503 (and is remembered for /healthz), as stored() does. */
+  async function written<T>(write: Promise<T>): Promise<T> {
+    try {
+      const result = await write
+      noteWriteSuccess(db)
+      return result
+    } catch (err) {
+      throw storageError(db, err)
+    }
+  }
 
   /** http(s), at most 2048 characters, no credentials, and (unless media.allow_private_networks) not private. */
   async function checkTarget(input: unknown): Promise<string> {
@@ -99,10 +128,10 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
     return url.href
   }
 
-  function owned(caller: Caller, idInput: unknown): EndpointRow {
+  async function owned(caller: Caller, idInput: unknown): Promise<EndpointRow> {
     const id = Number(idInput)
     if (!present(idInput) || !Number.isSafeInteger(id) || id < 1) throw invalidParameter('id', 'the id of one of your webhooks')
-    const row = store.endpoint(id)
+    const row = await endpoints.endpoint(id)
     if (!row) throw notFound(`There is no webhook ${id}.`)
     if (row.account_id !== caller.accountId) throw notOwner('webhook')
     return row
@@ -132,43 +161,42 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
    * `within` runs in the transaction that inserts it (the dashboard claims its form token there); when it
    * throws, no endpoint is made.
    */
-  async function createFor(accountId: number, input: { url?: unknown; events?: unknown }, opts: CreateOptions = {}, by: Who = SYSTEM) {
+  async function createFor(accountId: number, input: { url?: unknown; events?: unknown }, opts: CreateOptions<Tx> = {}, by: Who = SYSTEM) {
     const url = await checkTarget(input.url)
     const events = parseEvents(input.events).join(',')
     const secret = newSecret()
-    // Counted and inserted in one transaction: two creations at once cannot both be the 20th.
-    const row = stored(db, () =>
-      db.transaction(() => {
-        if (store.countOf(accountId) >= MAX_ENDPOINTS)
-          throw new AppError(400, 'too_many_webhooks', `An account can have at most ${MAX_ENDPOINTS} webhooks: delete one first.`)
-        const inserted = store.insertEndpoint(accountId, url, events, secret, clock())
-        audit.record(by, { action: 'webhook.create', target: webhookTarget(inserted.id, store.accountName(accountId) ?? `#${accountId}`, url), detail: `events ${events}` })
-        opts.within?.(inserted)
-        return inserted
-      })(),
+    // Counted and inserted in one decision of the store: two creations at once cannot both be the 20th.
+    const row = await written(
+      endpoints.insertUnder(accountId, MAX_ENDPOINTS, { url, events, secret, now: clock() }, (tx, inserted, owner) =>
+        Promise.all([
+          record(tx, by, { action: 'webhook.create', target: webhookTarget(inserted.id, owner, url), detail: `events ${events}` }),
+          opts.within?.(inserted, tx),
+        ]),
+      ),
     )
+    if (row === 'full') throw new AppError(400, 'too_many_webhooks', `An account can have at most ${MAX_ENDPOINTS} webhooks: delete one first.`)
+    if (row === 'no_account') throw notFound(`There is no account #${accountId}.`)
     outbox.reload()
     return { id: row.id, url: row.url, events: row.events, secret: row.secret }
   }
 
-  function listFor(accountId: number) {
-    const counts = new Map(store.counts(accountId).map((c) => [c.endpoint_id, c]))
-    return { webhooks: store.endpointsOf(accountId).map((r) => summary(r, counts.get(r.id))) }
+  async function listFor(accountId: number) {
+    const [counts, rows] = await Promise.all([queue.counts(accountId), endpoints.endpointsOf(accountId)])
+    const byId = new Map(counts.map((c) => [c.endpoint_id, c]))
+    return { webhooks: rows.map((r) => summary(r, byId.get(r.id))) }
   }
 
-  function removeRow(row: EndpointRow, by: Who) {
+  async function removeRow(row: EndpointRow, by: Who) {
     // Its deliveries go with it (ON DELETE CASCADE); its events stay until the sweep, for other endpoints.
-    stored(db, () =>
-      db.transaction(() => {
-        if (!store.removeEndpoint(row.id)) throw notFound(`There is no webhook ${row.id}.`)
-        audit.record(by, { action: 'webhook.delete', target: webhookTarget(row.id, store.accountName(row.account_id) ?? `#${row.account_id}`, row.url) })
-      })(),
+    const gone = await written(
+      endpoints.remove(row.id, (tx, removed, owner) => record(tx, by, { action: 'webhook.delete', target: webhookTarget(removed.id, owner, removed.url) })),
     )
+    if (!gone) throw notFound(`There is no webhook ${row.id}.`)
     outbox.reload()
     return { id: row.id, deleted: true as const }
   }
 
-  function log(row: EndpointRow, limitInput: unknown) {
+  async function log(row: EndpointRow, limitInput: unknown) {
     let limit = LOG_LIMIT.default
     if (present(limitInput)) {
       limit = Number(limitInput)
@@ -176,7 +204,7 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
     }
     return {
       id: row.id,
-      deliveries: store.log(row.id, limit).map((d) => ({
+      deliveries: (await queue.log(row.id, limit)).map((d) => ({
         event_id: d.event_id,
         webhook_id: d.webhook_id,
         type: d.type,
@@ -198,78 +226,78 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
    * the reason it was disabled (a 410, or its owner); deliveries pending when it was disabled go out again.
    */
   async function update(caller: Caller, input: { id?: unknown; url?: unknown; events?: unknown; enabled?: unknown }, by: Who = byAccount(caller, '')) {
-    const before = owned(caller, input.id)
+    const before = await owned(caller, input.id)
     const url = present(input.url) ? await checkTarget(input.url) : undefined
     const events = present(input.events) ? parseEvents(input.events).join(',') : undefined
     const enabled = present(input.enabled) ? parseEnabled(input.enabled) : undefined
-    const row = stored(db, () =>
-      db.transaction(() => {
-        const now = stillThere(store.endpoint(before.id), before.id)
-        const on = enabled ?? now.enabled === 1
-        const reason = on ? null : enabled === false && now.enabled === 1 ? DISABLED_BY_OWNER : now.disabled_reason
-        const after = stillThere(
-          store.updateEndpoint(now.id, caller.accountId, { url: url ?? now.url, events: events ?? now.events, enabled: on, disabledReason: reason }),
-          now.id,
-        )
-        const changed = [
-          after.url !== now.url ? `url ${now.url} → ${after.url}` : '',
-          after.events !== now.events ? `events ${now.events} → ${after.events}` : '',
-          after.enabled !== now.enabled ? (after.enabled === 1 ? 'enabled' : 'disabled') : '',
-        ].filter(Boolean)
-        if (changed.length > 0)
-          audit.record(by, { action: 'webhook.update', target: webhookTarget(after.id, store.accountName(after.account_id) ?? `#${after.account_id}`, after.url), detail: changed.join('; ') })
-        return after
-      })(),
+    // The store reads the row again in the write's transaction and hands it to the change.
+    const updated = await written(
+      endpoints.update(
+        before.id,
+        caller.accountId,
+        (now) => {
+          const on = enabled ?? now.enabled === 1
+          const reason = on ? null : enabled === false && now.enabled === 1 ? DISABLED_BY_OWNER : now.disabled_reason
+          return { url: url ?? now.url, events: events ?? now.events, enabled: on, disabledReason: reason }
+        },
+        (tx, now, after, owner) => {
+          const changed = [
+            after.url !== now.url ? `url ${now.url} → ${after.url}` : '',
+            after.events !== now.events ? `events ${now.events} → ${after.events}` : '',
+            after.enabled !== now.enabled ? (after.enabled === 1 ? 'enabled' : 'disabled') : '',
+          ].filter(Boolean)
+          if (changed.length > 0)
+            return record(tx, by, { action: 'webhook.update', target: webhookTarget(after.id, owner, after.url), detail: changed.join('; ') })
+        },
+      ),
     )
+    const row = stillThere(updated, before.id)
     outbox.reload()
     if (row.enabled === 1) outbox.wake()
     return { id: row.id, url: row.url, events: row.events, enabled: row.enabled === 1, disabled_reason: row.disabled_reason }
   }
 
   /** A new signing secret, shown only in this answer: every send from now on (retries too) is signed with it alone. */
-  function rotate(caller: Caller, input: { id?: unknown }, opts: CreateOptions = {}, by: Who = byAccount(caller, '')) {
-    const before = owned(caller, input.id)
+  async function rotate(caller: Caller, input: { id?: unknown }, opts: CreateOptions<Tx> = {}, by: Who = byAccount(caller, '')) {
+    const before = await owned(caller, input.id)
     const secret = newSecret()
-    const row = stored(db, () =>
-      db.transaction(() => {
-        const r = stillThere(store.setSecret(before.id, caller.accountId, secret), before.id)
-        opts.within?.(r)
+    const rotated = await written(
+      endpoints.rotateSecret(before.id, caller.accountId, secret, (tx, r, owner) =>
         // Never the secret itself: that a new one was made, and when.
-        audit.record(by, { action: 'webhook.rotate', target: webhookTarget(r.id, store.accountName(r.account_id) ?? `#${r.account_id}`, r.url) })
-        return r
-      })(),
+        Promise.all([opts.within?.(r, tx), record(tx, by, { action: 'webhook.rotate', target: webhookTarget(r.id, owner, r.url) })]),
+      ),
     )
+    const row = stillThere(rotated, before.id)
     return { id: row.id, secret: row.secret }
   }
 
   /** Every failed delivery of the endpoint is sent again (each under its event's webhook-id); how many. */
-  function redeliverFailed(caller: Caller, input: { id?: unknown }, by: Who = byAccount(caller, '')) {
-    const before = owned(caller, input.id)
-    const { n, enabled } = stored(db, () =>
-      db.transaction(() => {
-        const now = stillThere(store.endpoint(before.id), before.id)
-        const n = store.requeueFailed(now.id, clock())
-        if (n > 0)
-          audit.record(by, { action: 'webhook.redeliver', target: webhookTarget(now.id, store.accountName(now.account_id) ?? `#${now.account_id}`, now.url), detail: `${n} failed deliveries sent again` })
-        return { n, enabled: now.enabled === 1 }
-      })(),
+  async function redeliverFailed(caller: Caller, input: { id?: unknown }, by: Who = byAccount(caller, '')) {
+    const before = await owned(caller, input.id)
+    const requeued = await written(
+      endpoints.requeueFailed(before.id, clock(), (tx, now, n, owner) => {
+        if (n > 0) return record(tx, by, { action: 'webhook.redeliver', target: webhookTarget(now.id, owner, now.url), detail: `${n} failed deliveries sent again` })
+      }),
     )
+    const { row, n } = stillThere(requeued, before.id)
     if (n > 0) outbox.wake()
-    return { id: before.id, redelivered: n, enabled }
+    return { id: before.id, redelivered: n, enabled: row.enabled === 1 }
   }
 
-  function testRow(row: EndpointRow) {
-    const event = outbox.enqueueFor(row.id, row.account_id, 'webhook.test', { webhook: row.id, url: row.url })
+  async function testRow(row: EndpointRow) {
+    const now = clock()
+    const event = await queue.enqueueFor(row.id, { type: 'webhook.test', accountId: row.account_id, at: now, data: { webhook: row.id, url: row.url } }, now)
+    outbox.wake()
     return { event_id: event.id, webhook_id: event.webhook_id, enabled: row.enabled === 1 }
   }
 
   return {
-    create: (caller: Caller, input: { url?: unknown; events?: unknown }, opts: CreateOptions = {}, by: Who = byAccount(caller, '')) =>
+    create: (caller: Caller, input: { url?: unknown; events?: unknown }, opts: CreateOptions<Tx> = {}, by: Who = byAccount(caller, '')) =>
       createFor(caller.accountId, input, opts, by),
     createFor,
     /** The account of that name (the CLI's ACCOUNT), or 404. */
-    accountId(name: string): number {
-      const id = store.accountId(name)
+    async accountId(name: string): Promise<number> {
+      const id = await endpoints.accountId(name)
       if (id === null) throw notFound(`No account named "${name}".`)
       return id
     },
@@ -279,66 +307,67 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
      * The dashboard's list: the API's, and for each endpoint the deliveries waiting for a retry after a
      * failed attempt (the API's `failing` says only that one used up its retries, hours later).
      */
-    overview(caller: Caller) {
-      const counts = new Map(store.counts(caller.accountId).map((c) => [c.endpoint_id, c]))
-      return store.endpointsOf(caller.accountId).map((r) => ({ ...summary(r, counts.get(r.id)), retrying: counts.get(r.id)?.retrying ?? 0 }))
+    async overview(caller: Caller) {
+      const [counts, rows] = await Promise.all([queue.counts(caller.accountId), endpoints.endpointsOf(caller.accountId)])
+      const byId = new Map(counts.map((c) => [c.endpoint_id, c]))
+      return rows.map((r) => ({ ...summary(r, byId.get(r.id)), retrying: byId.get(r.id)?.retrying ?? 0 }))
     },
     /** Every endpoint with its account's name (the CLI's `webhook list` without an account). */
-    listAll: () => store.allEndpoints(),
-    delete: (caller: Caller, input: { id?: unknown }, by: Who = byAccount(caller, '')) => removeRow(owned(caller, input.id), by),
+    listAll: () => endpoints.allEndpoints(),
+    delete: async (caller: Caller, input: { id?: unknown }, by: Who = byAccount(caller, '')) => removeRow(await owned(caller, input.id), by),
     update,
     rotate,
     redeliverFailed,
     /** The CLI: any endpoint by id. */
-    deleteById(id: number, by: Who = SYSTEM) {
-      const row = store.endpoint(id)
+    async deleteById(id: number, by: Who = SYSTEM) {
+      const row = await endpoints.endpoint(id)
       if (!row) throw notFound(`There is no webhook ${id}.`)
       return removeRow(row, by)
     },
     /** The delivery log of one endpoint, newest event first. */
-    deliveries: (caller: Caller, input: { id?: unknown; limit?: unknown }) => log(owned(caller, input.id), input.limit),
-    deliveriesById(id: number, limit?: number) {
-      const row = store.endpoint(id)
+    deliveries: async (caller: Caller, input: { id?: unknown; limit?: unknown }) => log(await owned(caller, input.id), input.limit),
+    async deliveriesById(id: number, limit?: number) {
+      const row = await endpoints.endpoint(id)
       if (!row) throw notFound(`There is no webhook ${id}.`)
       return log(row, limit)
     },
 
     /** Sends an event to an endpoint again, under the same webhook-id: pending now, attempts kept. */
-    redeliver(caller: Caller, input: { id?: unknown; event?: unknown }) {
-      const row = owned(caller, input.id)
+    async redeliver(caller: Caller, input: { id?: unknown; event?: unknown }) {
+      const row = await owned(caller, input.id)
       if (!present(input.event)) throw missingParameter('event')
       const eventId = Number(input.event)
       if (!Number.isSafeInteger(eventId) || eventId < 1) throw invalidParameter('event', 'the event_id of a delivery in the log')
-      const event = store.event(eventId)
-      if (!event || event.account_id !== row.account_id) throw notFound(`There is no event ${eventId} of this account (events are kept 7 days).`)
-      const now = clock()
-      const d = stored(db, () => store.redeliver(eventId, row.id, now))
+      // The event's account and the endpoint are checked again in the redelivery's own transaction.
+      const done = await written(queue.redeliver(eventId, row.id, row.account_id, clock()))
+      if (done === 'no_event') throw notFound(`There is no event ${eventId} of this account (events are kept 7 days).`)
+      if (done === 'no_endpoint') throw notFound(`There is no webhook ${row.id}.`)
       outbox.wake()
-      return { id: row.id, event_id: eventId, webhook_id: event.webhook_id, state: d.state, attempts: d.attempts, next_at: iso(d.next_at)! }
+      const d = done.delivery
+      return { id: row.id, event_id: eventId, webhook_id: done.event.webhook_id, state: d.state, attempts: d.attempts, next_at: iso(d.next_at)! }
     },
 
     /** `linkbox webhook test ID`: a webhook.test event for this endpoint alone; its webhook-id. */
-    test(id: number) {
-      const row = store.endpoint(id)
+    async test(id: number) {
+      const row = await endpoints.endpoint(id)
       if (!row) throw notFound(`There is no webhook ${id}.`)
       return testRow(row)
     },
     /** The dashboard's "Send a test event": the same, for one of the caller's own endpoints. */
-    testOwned: (caller: Caller, input: { id?: unknown }) => testRow(owned(caller, input.id)),
+    testOwned: async (caller: Caller, input: { id?: unknown }) => testRow(await owned(caller, input.id)),
 
     /**
      * Keeps the outbox bounded: events delivered or failed (nothing pending) more than 7 days ago go with
      * their rows; an endpoint with more than 10,000 pending deliveries loses the oldest. Returns what went.
      */
-    sweep(now: number = clock()) {
+    async sweep(now: number = clock()) {
       let events = 0
       for (;;) {
-        const n = store.sweepEvents(now - RETENTION_MS, SWEEP_BATCH)
+        const n = await queue.sweepEvents(now - RETENTION_MS, SWEEP_BATCH)
         events += n
         if (n < SWEEP_BATCH) break
       }
-      let cut = 0
-      for (const { endpoint_id, n } of store.overfull(MAX_PENDING)) cut += store.dropOldest(endpoint_id, n - MAX_PENDING)
+      const cut = await queue.trimPending(MAX_PENDING, now)
       dropped += cut
       return { events, dropped: cut }
     },
@@ -348,4 +377,4 @@ export function createWebhookService({ db, config, outbox, clock = Date.now, res
     },
   }
 }
-export type WebhookService = ReturnType<typeof createWebhookService>
+export type WebhookService = ReturnType<typeof createWebhookService<unknown>>

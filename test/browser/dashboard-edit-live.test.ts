@@ -129,7 +129,7 @@ describe('a webhook endpoint', () => {
     await t.page.locator('#wh-log button', { hasText: 'Redeliver' }).first().focus()
     t.loads.length = 0
     // Sent from elsewhere (the CLI's `webhook test`): only the polling can show it.
-    app.webhooks.test(id)
+    await app.webhooks.test(id)
     await until(() => receiver.got.length === 2, 'the second test delivery')
     await t.page.locator('#wh-log tbody tr').nth(1).waitFor()
     await t.page.locator('#wh-log tbody tr').first().locator('.state.good').waitFor()

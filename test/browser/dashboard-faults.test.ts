@@ -109,8 +109,8 @@ describe('small dashboard faults', () => {
     const bob = callerOf('bob')
     const bad = await app.webhooks.create(bob, { url: broken.url })
     const good = await app.webhooks.create(bob, { url: healthy.url })
-    app.webhooks.testOwned(bob, { id: bad.id })
-    app.webhooks.testOwned(bob, { id: good.id })
+    await app.webhooks.testOwned(bob, { id: bad.id })
+    await app.webhooks.testOwned(bob, { id: good.id })
     const row = (id: number) => app.db.query('SELECT state, attempts FROM webhook_deliveries WHERE endpoint_id = ?').get(id) as { state: string; attempts: number }
     await until(() => row(bad.id).attempts >= 1 && row(good.id).state === 'ok', 'one failed attempt and one delivery')
 
