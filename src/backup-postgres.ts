@@ -14,10 +14,10 @@ import {
   BLOCK,
   copyRange,
   header,
+  openForRestore,
   placeArchive,
   readArchive,
   Refusal,
-  runningService,
   sealArchive,
   stamp,
   unpackArchive,
@@ -148,14 +148,7 @@ export async function writePostgresBackup(config: Config, file: string, now = Da
  * files staged in data_dir as a data_dir of their own, then copied in by migrate's copy (one transaction).
  */
 export async function restoreToPostgres(config: Config, file: string, log: (line: string) => void, now = Date.now()): Promise<Manifest> {
-  const running = await runningService(config)
-  if (running) throw new Refusal(`restore: ${running}; stop it first (restore never writes under a running service)`)
-  let fd: number
-  try {
-    fd = openSync(file, 'r')
-  } catch (err) {
-    throw new Refusal(`restore: cannot read ${file}: ${(err as Error).message}`)
-  }
+  const fd = await openForRestore(config, file)
   mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
   const staging = join(config.data_dir, `.restore-${stamp(now)}-${randomBytes(4).toString('hex')}`)
   try {

@@ -396,17 +396,21 @@ export const stamp = (ms: number) => new Date(ms).toISOString().replace(/[-:.]/g
  * `force` (then its contents move to data_dir/before-restore-<time>/, nothing is deleted). The files are
  * written into a folder inside data_dir and checked there before anything in data_dir moves.
  */
-export async function restoreBackup(config: Config, file: string, opts: { force?: boolean; now?: number } = {}): Promise<Manifest> {
-  const dataDir = config.data_dir
-  const now = opts.now ?? Date.now()
+/** The archive to restore, opened: refused while a service runs on the data directory, or when unreadable. */
+export async function openForRestore(config: Config, file: string): Promise<number> {
   const running = await runningService(config)
   if (running) throw new Refusal(`restore: ${running}; stop it first (restore never writes under a running service)`)
-  let fd: number
   try {
-    fd = openSync(file, 'r')
+    return openSync(file, 'r')
   } catch (err) {
     throw new Refusal(`restore: cannot read ${file}: ${(err as Error).message}`)
   }
+}
+
+export async function restoreBackup(config: Config, file: string, opts: { force?: boolean; now?: number } = {}): Promise<Manifest> {
+  const dataDir = config.data_dir
+  const now = opts.now ?? Date.now()
+  const fd = await openForRestore(config, file)
   try {
     const { manifest, entries } = readArchive(fd, file)
     const present = existsSync(dataDir) ? readdirSync(dataDir).filter((n) => !n.startsWith('before-restore-')) : []
