@@ -243,11 +243,18 @@ async function readStdin(): Promise<string> {
 }
 
 async function openAccounts(config: Config) {
-  const [{ openDatabase }, { sqliteStorages }, { createAccountService }] = await Promise.all([import('./db'), import('./db/storages'), import('./accounts/service')])
+  // Only the stores the account commands use: db/storages.ts would load every feature's (the click
+  // classifier's user-agent parser among them) into a command that lists keys.
+  const [{ openDatabase }, { sqliteAccountStorage }, { sqliteAuditRows }, { createAccountService }] = await Promise.all([
+    import('./db'),
+    import('./accounts/storage'),
+    import('./audit/storage'),
+    import('./accounts/service'),
+  ])
   mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
   // On stderr: stdout is the command's answer (a key, a list) that scripts read.
   const db = openDatabase(join(config.data_dir, 'linkbox.db'), { onUpgrade: (note) => console.error(`linkbox: ${note}`) })
-  return { db, accounts: createAccountService(sqliteStorages(db)) }
+  return { db, accounts: createAccountService({ accounts: sqliteAccountStorage(db), audit: sqliteAuditRows(db) }) }
 }
 
 /**
@@ -484,17 +491,18 @@ async function webhookCommand(config: Config, sub: string | undefined, arg: stri
     if (!text || !/^[1-9][0-9]{0,14}$/.test(text)) throw new ConfigError(usage)
     return Number(text)
   }
-  const [{ printable }, { createOutbox }, { createWebhookService }, { CLI }, { sqliteStorages }] = await Promise.all([
+  const [{ printable }, { createOutbox }, { createWebhookService }, { CLI }, { sqliteEndpointRows }, { sqliteWebhookQueue }, { sqliteAuditRows }] = await Promise.all([
     import('./accounts/service'),
     import('./webhooks/outbox'),
     import('./webhooks/service'),
     import('./audit/service'),
-    import('./db/storages'),
+    import('./webhooks/endpoints'),
+    import('./webhooks/queue'),
+    import('./audit/storage'),
   ])
   const { db } = await openAccounts(config)
   try {
-    const { endpoints, queue, audit } = sqliteStorages(db)
-    const webhooks = createWebhookService({ db, config, outbox: createOutbox(db), endpoints, queue, audit })
+    const webhooks = createWebhookService({ db, config, outbox: createOutbox(db), endpoints: sqliteEndpointRows(db), queue: sqliteWebhookQueue(db), audit: sqliteAuditRows(db) })
     if (sub === 'create' && arg && arg2) {
       const made = await webhooks.createFor(await webhooks.accountId(arg), { url: arg2, events }, {}, CLI)
       console.log(`webhook ${made.id} for ${arg}: ${made.url} (${made.events}); its signing secret (shown once):`)
