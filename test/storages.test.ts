@@ -2,7 +2,8 @@
 // members, and one `within` written once for both — a link, its webhook event and its audit row committed in
 // one transaction, or none of them — which is the shape every service takes once it runs on either engine.
 import { describe, expect, test } from 'bun:test'
-import { postgresStorages, sqliteStorages, type Storages } from '../src/db/storages'
+import { postgresStorages } from '../src/db/postgres/storages'
+import { sqliteStorages, type Storages } from '../src/db/storages'
 import { engineHarness } from './support/engines'
 
 const engines = engineHarness()

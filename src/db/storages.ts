@@ -1,5 +1,6 @@
 // Every store of linkbox behind its async interface, for one engine (issue 22, SPEC §11): the one place where
-// the engine is chosen. The composition root builds one Storages from `[database] url` — SQLite's from the
+// the engine is chosen (PostgreSQL's: db/postgres/storages.ts, kept apart so that a SQLite start-up does not
+// load the PostgreSQL stores). The composition root builds one Storages from `[database] url` — SQLite's from the
 // data_dir's database, PostgreSQL's from the pool — and hands each feature the members it needs; services
 // never ask which engine they run on.
 //
@@ -18,27 +19,16 @@
 // Not here (they are built with parts that are not the database's): the mail store (SQLite's keeps bytes
 // in data_dir, mail/messages.ts), the signing secret (a file on SQLite, signing-postgres.ts), the
 // statistics' read side and the change feed between nodes.
-import type { SQL, TransactionSQL } from 'bun'
 import type { Db } from '.'
-import { postgresAbuseRows } from '../abuse/storage-postgres'
 import { sqliteAbuseRows, type AbuseRows } from '../abuse/storage'
-import { postgresAccountStorage } from '../accounts/storage-postgres'
 import { sqliteAccountStorage, type AccountStorage } from '../accounts/storage'
-import { postgresAuditRows } from '../audit/storage-postgres'
 import { sqliteAuditRows, type AuditRows } from '../audit/storage'
-import { postgresClickCounts } from '../clicks/counts-postgres'
 import { sqliteClickCounts, type ClickCounts } from '../clicks/counts'
-import { postgresFormTokenRows, postgresSessionRows } from '../dashboard/session-store-postgres'
 import { sqliteFormTokenRows, sqliteSessionRows, type FormTokenRows, type SessionRows } from '../dashboard/session-store'
-import { postgresLinkStorage } from '../links/storage-postgres'
 import { sqliteLinkStorage, type LinkStorage } from '../links/storage'
-import { postgresTicketStorage } from '../media/tickets-postgres'
 import { sqliteTicketStorage, type TicketStorage } from '../media/tickets'
-import { postgresIdentityStorage } from '../oidc/identities-postgres'
 import { sqliteIdentityStorage, type IdentityStorage } from '../oidc/identities'
-import { postgresEndpointRows } from '../webhooks/endpoints-postgres'
 import { sqliteEndpointRows, type EndpointRows } from '../webhooks/endpoints'
-import { postgresWebhookQueue } from '../webhooks/queue-postgres'
 import { sqliteWebhookQueue, type WebhookQueue } from '../webhooks/queue'
 
 export interface Storages<Tx> {
@@ -70,22 +60,5 @@ export function sqliteStorages(db: Db): Storages<Db> {
     queue: sqliteWebhookQueue(db),
     counts: sqliteClickCounts(db),
     tickets: sqliteTicketStorage(db),
-  }
-}
-
-export function postgresStorages(sql: SQL): Storages<TransactionSQL> {
-  return {
-    engine: 'postgres',
-    links: postgresLinkStorage(sql),
-    accounts: postgresAccountStorage(sql),
-    identities: postgresIdentityStorage(sql),
-    sessions: postgresSessionRows(sql),
-    formTokens: postgresFormTokenRows(sql),
-    abuse: postgresAbuseRows(sql),
-    audit: postgresAuditRows(sql),
-    endpoints: postgresEndpointRows(sql),
-    queue: postgresWebhookQueue(sql),
-    counts: postgresClickCounts(sql),
-    tickets: postgresTicketStorage(sql),
   }
 }

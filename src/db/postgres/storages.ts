@@ -1,0 +1,31 @@
+// The PostgreSQL stores as one Storages (see ../storages.ts): a module of its own, loaded only when
+// [database] url names a PostgreSQL database.
+import type { SQL, TransactionSQL } from 'bun'
+import { postgresAbuseRows } from '../../abuse/storage-postgres'
+import { postgresAccountStorage } from '../../accounts/storage-postgres'
+import { postgresAuditRows } from '../../audit/storage-postgres'
+import { postgresClickCounts } from '../../clicks/counts-postgres'
+import { postgresFormTokenRows, postgresSessionRows } from '../../dashboard/session-store-postgres'
+import { postgresLinkStorage } from '../../links/storage-postgres'
+import { postgresTicketStorage } from '../../media/tickets-postgres'
+import { postgresIdentityStorage } from '../../oidc/identities-postgres'
+import { postgresEndpointRows } from '../../webhooks/endpoints-postgres'
+import { postgresWebhookQueue } from '../../webhooks/queue-postgres'
+import type { Storages } from '../storages'
+
+export function postgresStorages(sql: SQL): Storages<TransactionSQL> {
+  return {
+    engine: 'postgres',
+    links: postgresLinkStorage(sql),
+    accounts: postgresAccountStorage(sql),
+    identities: postgresIdentityStorage(sql),
+    sessions: postgresSessionRows(sql),
+    formTokens: postgresFormTokenRows(sql),
+    abuse: postgresAbuseRows(sql),
+    audit: postgresAuditRows(sql),
+    endpoints: postgresEndpointRows(sql),
+    queue: postgresWebhookQueue(sql),
+    counts: postgresClickCounts(sql),
+    tickets: postgresTicketStorage(sql),
+  }
+}
