@@ -46,19 +46,50 @@ export interface Storages<Tx> {
   tickets: TicketStorage
 }
 
+/**
+ * SQLite's stores, each made on its first use: making them all prepares a hundred-odd statements, which a
+ * start-up (serve's first answer, a CLI command) should not pay for stores it does not touch yet.
+ */
 export function sqliteStorages(db: Db): Storages<Db> {
+  const made = new Map<string, unknown>()
+  const once = <T>(name: string, make: () => T): T => {
+    if (!made.has(name)) made.set(name, make())
+    return made.get(name) as T
+  }
   return {
     engine: 'sqlite',
-    links: sqliteLinkStorage(db),
-    accounts: sqliteAccountStorage(db),
-    identities: sqliteIdentityStorage(db),
-    sessions: sqliteSessionRows(db),
-    formTokens: sqliteFormTokenRows(db),
-    abuse: sqliteAbuseRows(db),
-    audit: sqliteAuditRows(db),
-    endpoints: sqliteEndpointRows(db),
-    queue: sqliteWebhookQueue(db),
-    counts: sqliteClickCounts(db),
-    tickets: sqliteTicketStorage(db),
+    get links() {
+      return once('links', () => sqliteLinkStorage(db))
+    },
+    get accounts() {
+      return once('accounts', () => sqliteAccountStorage(db))
+    },
+    get identities() {
+      return once('identities', () => sqliteIdentityStorage(db))
+    },
+    get sessions() {
+      return once('sessions', () => sqliteSessionRows(db))
+    },
+    get formTokens() {
+      return once('formTokens', () => sqliteFormTokenRows(db))
+    },
+    get abuse() {
+      return once('abuse', () => sqliteAbuseRows(db))
+    },
+    get audit() {
+      return once('audit', () => sqliteAuditRows(db))
+    },
+    get endpoints() {
+      return once('endpoints', () => sqliteEndpointRows(db))
+    },
+    get queue() {
+      return once('queue', () => sqliteWebhookQueue(db))
+    },
+    get counts() {
+      return once('counts', () => sqliteClickCounts(db))
+    },
+    get tickets() {
+      return once('tickets', () => sqliteTicketStorage(db))
+    },
   }
 }
