@@ -445,18 +445,6 @@ export function createLinkService(deps: {
     },
 
     /**
-     * An admin disables a link (visitors get a 451 page that gives `reason`; its clicks and statistics stay)
-     * or enables it again (null). Null when there is no such link.
-     */
-    setDisabled(code: string, reason: string | null): LinkRow | null {
-      const row = store.byCode(code)
-      if (!row) return null
-      const changed = stored(db, () => store.setDisabled(row.id, reason, clock()))
-      published([row.code])
-      return changed ?? null
-    },
-
-    /**
      * links.json: a page of the caller's links, newest first. `tag` keeps the links with that tag (along an
      * index); `q` those whose code, destination or a tag contains it (case-insensitive), looking at no more
      * than LIST_SCAN links per page: such a page may hold fewer than `limit` links while `next` goes on.

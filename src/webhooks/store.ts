@@ -129,13 +129,6 @@ export function createWebhookStore(db: Db) {
        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.state = 'pending')
        ORDER BY e.id LIMIT ?2)`,
   )
-  const overfull = db.query<{ endpoint_id: number; n: number }, [number]>(
-    `SELECT endpoint_id, count(*) AS n FROM webhook_deliveries WHERE state = 'pending' GROUP BY endpoint_id HAVING n > ?`,
-  )
-  const dropOldest = db.query<unknown, [number, number]>(
-    `DELETE FROM webhook_deliveries WHERE id IN (
-       SELECT id FROM webhook_deliveries WHERE endpoint_id = ?1 AND state = 'pending' ORDER BY event_id LIMIT ?2)`,
-  )
   // The cap as one decision (the async queue, queue.ts): per endpoint over the cap, its pending deliveries
   // beyond the newest ?1 (by event) go, but for one in flight under a lease live at ?2 (claimed_until, which
   // only the leased claims write). One statement: the count and the rows it drops come from one look.
@@ -178,8 +171,6 @@ export function createWebhookStore(db: Db) {
     event: (id: number) => event.get(id),
     redeliver: (eventId: number, endpointId: number, now: number) => redeliver.get(eventId, endpointId, now)!,
     sweepEvents: (before: number, batch: number) => oldEvents.run(before, batch).changes,
-    overfull: (cap: number) => overfull.all(cap),
-    dropOldest: (endpointId: number, count: number) => dropOldest.run(endpointId, count).changes,
     /** Per endpoint, pending deliveries beyond the newest `cap` dropped, but none in flight under a lease live at `now`; how many. */
     trimPending: (cap: number, now: number) => trimPending.run(cap, now).changes,
   }
