@@ -122,8 +122,8 @@ beforeAll(async () => {
  */
 async function mailFixture() {
   const owner = (await box.accounts.authenticate(keys.owner))!
-  box.mail.getOrCreate(owner, 'signup-test')
-  const check = box.mail.checkRecipient('signup-test@localhost')
+  await box.mail.getOrCreate(owner, 'signup-test')
+  const check = await box.mail.checkRecipient('signup-test@localhost')
   if (!check.ok) throw new Error('the fixture mailbox does not take mail')
   const has17 = () => box.db.query('SELECT 1 FROM mail_messages WHERE id = 17 AND mailbox_id = ?').get(check.mailboxId) !== null
   if (has17()) return

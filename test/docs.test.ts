@@ -198,8 +198,8 @@ describe('the curl examples', () => {
   async function fixtures() {
     const owner = (await box.accounts.authenticate(key))!
     if (!box.links.resolve('Ab3dE9')) await box.links.create({ url: 'https://example.com/fixture', alias: 'Ab3dE9' }, owner)
-    box.mail.getOrCreate(owner, 'signup-test')
-    const mailbox = box.mail.checkRecipient('signup-test@localhost')
+    await box.mail.getOrCreate(owner, 'signup-test')
+    const mailbox = await box.mail.checkRecipient('signup-test@localhost')
     if (!mailbox.ok) throw new Error('the example mailbox does not take mail')
     const has17 = () => box.db.query('SELECT 1 FROM mail_messages WHERE id = 17 AND mailbox_id = ?').get(mailbox.mailboxId) !== null
     // Made again once an example deleted it (POST mailbox.json and message.json do): ids are never handed

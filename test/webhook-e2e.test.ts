@@ -38,8 +38,8 @@ test('link and mail events reach the endpoint signed, once each, soon after the 
   expect((await box.post('/api/delete.json', { code: 'hooked' }, { 'x-api-key': key })).status).toBe(200)
 
   const owner = (await box.accounts.authenticate(key))!
-  box.mail.getOrCreate(owner, 'hooked')
-  const check = box.mail.checkRecipient('hooked@localhost')
+  await box.mail.getOrCreate(owner, 'hooked')
+  const check = await box.mail.checkRecipient('hooked@localhost')
   if (!check.ok) throw new Error('the mailbox does not take mail')
   const bytes = Buffer.from('From: a@example.com\r\nTo: hooked@localhost\r\nSubject: hi\r\n\r\nhello\r\n')
   await box.mail.deliver({ size: bytes.length, oversize: false, bytes, file: null }, 'a@example.com', [check.mailboxId], () => false)

@@ -262,13 +262,13 @@ describe('events in the transaction of the change', () => {
   test('mail.received: once per mailbox, data as events.emit sends it, in the delivery\'s transaction', async () => {
     await createHook('mail.received')
     const alice = (await box.accounts.authenticate(key))!
-    box.mail.getOrCreate(alice, 'inbox-one')
-    box.mail.getOrCreate(alice, 'inbox-two')
-    const ids = ['inbox-one', 'inbox-two'].map((a) => {
-      const c = box.mail.checkRecipient(`${a}@localhost`)
+    await box.mail.getOrCreate(alice, 'inbox-one')
+    await box.mail.getOrCreate(alice, 'inbox-two')
+    const ids = await Promise.all(['inbox-one', 'inbox-two'].map(async (a) => {
+      const c = await box.mail.checkRecipient(`${a}@localhost`)
       if (!c.ok) throw new Error('no mailbox')
       return c.mailboxId
-    })
+    }))
     const emitted: any[] = []
     box.events.on('mail.received', (p) => emitted.push(p.message))
     const bytes = Buffer.from('From: Ann <ann@example.com>\r\nTo: inbox-one@localhost\r\nSubject: Hello\r\n\r\nHi there\r\n')

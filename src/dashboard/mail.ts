@@ -130,10 +130,10 @@ export function createMailSection({ shell, mail, config, server }: DashboardDeps
   }
 
   /** The list and the form; with ?form=ID, the refused form as it was sent, with its error. */
-  function listPage(request: Request, s: Session, draft: FormState = {}) {
+  async function listPage(request: Request, s: Session, draft: FormState = {}) {
     // A refused form (?form=ID) as it was sent, or what was typed before the session ended (shell.requireForm).
     const form = shell.refusedState<FormState>(request, shell.ownerOf(s)) ?? draft
-    const { mailboxes, total } = mail.mailboxesOf(s.caller, MAILBOXES_SHOWN)
+    const { mailboxes, total } = await mail.mailboxesOf(s.caller, MAILBOXES_SHOWN)
     const err = form.error
     const options = domains
       .map((d) => `<option value="${h(d)}"${d === (form.domain ?? domains[0]) ? ' selected' : ''}>@${h(d)}</option>`)
@@ -193,7 +193,7 @@ ${err ? `<span class="error" id="mail-local-error">${h(err)}</span>` : ''}
     if (!domains.includes(domain)) return again(`Choose one of the domains listed.`)
     if (local && !LOCAL_PART.test(local)) return again('The name must be 1 to 64 characters: letters, digits, ".", "_" and "-".')
     try {
-      const box = mail.getOrCreate(s.caller, local ? `${local}@${domain}` : undefined, domain)
+      const box = await mail.getOrCreate(s.caller, local ? `${local}@${domain}` : undefined, domain)
       return shell.seeOther(`/dashboard/mail/${box.address}`, { kind: 'ok', text: `${box.address} is ready until ${whenIso(box.expires)}.` })
     } catch (err) {
       if (err instanceof AppError && err.status < 500) return again(err.message)
@@ -207,9 +207,9 @@ ${err ? `<span class="error" id="mail-local-error">${h(err)}</span>` : ''}
   async function mailboxPage(request: Request, s: Session, address: string) {
     let box, list, unread
     try {
-      box = mail.mailbox(s.caller, address)
+      box = await mail.mailbox(s.caller, address)
       list = await mail.listMessages(s.caller, { address: box.address, limit: MESSAGES_SHOWN })
-      unread = mail.unread(s.caller, box.address)
+      unread = await mail.unread(s.caller, box.address)
     } catch (err) {
       if (missing(err)) return notFoundPage(request, s)
       throw err
@@ -244,10 +244,10 @@ ${table}</section>`
   }
 
   /** The confirmation page before a mailbox is deleted (a form: it works without a script). */
-  function confirmDeletePage(request: Request, s: Session, address: string) {
+  async function confirmDeletePage(request: Request, s: Session, address: string) {
     let box
     try {
-      box = mail.mailbox(s.caller, address)
+      box = await mail.mailbox(s.caller, address)
     } catch (err) {
       if (missing(err)) return notFoundPage(request, s)
       throw err
@@ -283,13 +283,13 @@ ${table}</section>`
   }
 
   async function deleteMailbox(s: Session, address: string) {
-    const box = mail.mailbox(s.caller, address)
+    const box = await mail.mailbox(s.caller, address)
     await mail.deleteMailbox(s.caller, { address: box.address })
     return shell.seeOther('/dashboard/mail', { kind: 'ok', text: `${box.address} is deleted, with its ${messagesText(box.messages)}.` })
   }
 
   async function deleteSelected(s: Session, address: string, fields: URLSearchParams) {
-    const box = mail.mailbox(s.caller, address)
+    const box = await mail.mailbox(s.caller, address)
     const base = `/dashboard/mail/${box.address}`
     const ids = fields.getAll('id').filter((v) => /^[1-9][0-9]{0,14}$/.test(v)).map(Number)
     if (ids.length === 0) return shell.seeOther(base, { kind: 'error', text: 'Select the messages to delete first.' })
@@ -300,7 +300,7 @@ ${table}</section>`
 
   /** Delete or mark unread one message; back to its mailbox (its own page would mark it read again). */
   async function onMessage(s: Session, address: string, idText: string, action: 'delete' | 'unseen') {
-    const box = mail.mailbox(s.caller, address)
+    const box = await mail.mailbox(s.caller, address)
     const base = `/dashboard/mail/${box.address}`
     const id = /^[1-9][0-9]{0,14}$/.test(idText) ? Number(idText) : 0
     if (action === 'delete') {
@@ -308,7 +308,7 @@ ${table}</section>`
       return shell.seeOther(base, gone.length ? { kind: 'ok', text: 'The message is deleted.' } : { kind: 'ok', text: 'That message was deleted already.' })
     }
     try {
-      mail.setSeen(s.caller, { address: box.address, id, seen: false })
+      await mail.setSeen(s.caller, { address: box.address, id, seen: false })
     } catch (err) {
       if (err instanceof AppError && err.status === 404) return shell.seeOther(base, { kind: 'error', text: 'That message is no longer there.' })
       throw err
@@ -326,7 +326,7 @@ ${table}</section>`
    * markup). `event: gone` when the mailbox is deleted or expires; the stream ends then, when the session
    * ends, and when the server stops (the browser connects again by itself). Bounded by mail.watch.
    */
-  function events(request: Request, address: string): Response {
+  async function events(request: Request, address: string): Promise<Response> {
     const plain = (status: number, text: string, headers: Record<string, string> = {}) =>
       new Response(text, { status, headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', ...headers } })
     const s = shell.session(request)
@@ -338,7 +338,7 @@ ${table}</section>`
     let closed = false
     let keepAlive: ReturnType<typeof setInterval> | undefined
     let queue = Promise.resolve()
-    let watching: ReturnType<typeof mail.watch> | null = null
+    let watching: Awaited<ReturnType<typeof mail.watch>> | null = null
 
     const write = (text: string) => {
       if (closed || !controller) return
@@ -372,8 +372,8 @@ ${table}</section>`
         after = list.messages[0]!.id
         const data = {
           messages: list.messages.map((m) => ({ id: m.id, html: messageRow(list.address, m) })),
-          unread: mail.unread(s.caller, list.address),
-          count: mail.mailbox(s.caller, list.address).messages,
+          unread: await mail.unread(s.caller, list.address),
+          count: (await mail.mailbox(s.caller, list.address)).messages,
         }
         write(`id: ${after}\nevent: mail\ndata: ${JSON.stringify(data)}\n\n`)
       } catch (err) {
@@ -385,7 +385,7 @@ ${table}</section>`
       queue = queue.then(sendNew).catch(() => finish())
     }
     try {
-      watching = mail.watch(s.caller, address, (e) => (e === 'mail' ? next() : e === 'gone' ? gone() : finish()))
+      watching = await mail.watch(s.caller, address, (e) => (e === 'mail' ? next() : e === 'gone' ? gone() : finish()))
     } catch (err) {
       if (missing(err)) return plain(404, 'Not found')
       if (err instanceof AppError && err.status === 503) return plain(503, err.message, err.headers)
@@ -400,6 +400,7 @@ ${table}</section>`
     const stream = new ReadableStream<Uint8Array>({
       start(c) {
         controller = c
+        if (closed) return void c.close() // the request went away while its mailbox was being looked up
         write(': linkbox mail\nretry: 3000\n\n')
         next() // what arrived between the page and this stream
         keepAlive = setInterval(() => {
@@ -410,6 +411,7 @@ ${table}</section>`
       cancel: finish,
     })
     request.signal.addEventListener('abort', finish, { once: true })
+    if (request.signal.aborted) finish()
     return new Response(stream, {
       headers: {
         'content-type': 'text/event-stream; charset=utf-8',

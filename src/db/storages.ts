@@ -16,9 +16,14 @@
 // A decision that depends on what a transaction read is a store method of its own (a re-check), never a
 // read in `within` followed by a write: see each store's header.
 //
-// Not here (they are built with parts that are not the database's): the mail store (SQLite's keeps bytes
-// in data_dir, mail/messages.ts), the signing secret (a file on SQLite, signing-postgres.ts), the
+// The mail store (messages) on SQLite keeps larger messages' bytes in files beside the database: its spool is
+// <the database file's directory>/mail, i.e. data_dir/mail, since the database is data_dir/linkbox.db. Taken from
+// the Db rather than passed as a second argument: the rows and the files are one store, so they cannot be paired
+// with another directory's by mistake, and no caller (the root, the CLI, the tests) has a path to get right.
+//
+// Not here (they are built with parts that are not the database's): the signing secret (a file on SQLite, signing-postgres.ts), the
 // statistics' read side and the change feed between nodes.
+import { dirname } from 'node:path'
 import type { Db } from '.'
 import { sqliteAbuseRows, type AbuseRows } from '../abuse/storage'
 import { sqliteAccountStorage, type AccountStorage } from '../accounts/storage'
@@ -26,6 +31,8 @@ import { sqliteAuditRows, type AuditRows } from '../audit/storage'
 import { sqliteClickCounts, type ClickCounts } from '../clicks/counts'
 import { sqliteFormTokenRows, sqliteSessionRows, type FormTokenRows, type SessionRows } from '../dashboard/session-store'
 import { sqliteLinkStorage, type LinkStorage } from '../links/storage'
+import { sqliteMessageStore, type MessageStore } from '../mail/messages'
+import { createSpool } from '../mail/spool'
 import { sqliteTicketStorage, type TicketStorage } from '../media/tickets'
 import { sqliteIdentityStorage, type IdentityStorage } from '../oidc/identities'
 import { sqliteEndpointRows, type EndpointRows } from '../webhooks/endpoints'
@@ -44,6 +51,14 @@ export interface Storages<Tx> {
   queue: WebhookQueue<Tx>
   counts: ClickCounts
   tickets: TicketStorage
+  /** Temporary mail: mailboxes, messages and their bytes (mail/messages.ts). */
+  messages: MessageStore<Tx>
+}
+
+/** Where a SQLite database's mail bytes are: the mail folder beside the database file (data_dir/mail). */
+function dataDirOf(db: Db): string {
+  if (!db.filename || db.filename === ':memory:') throw new Error('storages: the mail store needs a database file (its bytes are kept beside it)')
+  return dirname(db.filename)
 }
 
 /**
@@ -90,6 +105,9 @@ export function sqliteStorages(db: Db): Storages<Db> {
     },
     get tickets() {
       return once('tickets', () => sqliteTicketStorage(db))
+    },
+    get messages() {
+      return once('messages', () => sqliteMessageStore(db, createSpool(dataDirOf(db))))
     },
   }
 }

@@ -3,9 +3,7 @@
 // declared here once, as schemas: the /api pipeline checks requests against them and the documents are
 // made from them.
 import { Type } from '@sinclair/typebox'
-import { existsSync } from 'node:fs'
 import { Elysia } from 'elysia'
-import { notFound } from '../errors'
 import type { ApiMethod } from '../http/api'
 import { contentDisposition } from '../http/disposition'
 import { queryParams } from '../http/params'
@@ -310,13 +308,12 @@ export function mailApi(mail: MailService, deps: MailApiDeps = {}): ApiMethod[] 
 
 /** GET /mail/raw/<id> and /mail/attachment/<id>: the bytes behind a signed link, always as a download. */
 export function createMailRoutes(mail: MailService) {
-  const serve = (kind: 'raw' | 'attachment') => ({ params, request }: { params: { id: string }; request: Request }) => {
+  const serve = (kind: 'raw' | 'attachment') => async ({ params, request }: { params: { id: string }; request: Request }) => {
     const query = queryParams(request.url)
     const text = (v: unknown) => (typeof v === 'string' ? v : null)
-    const file = mail.download(kind, params.id, text(query.exp), text(query.sig))
-    // A small message's bytes are in the database (file.bytes); a larger one's in files.
-    if (!file.bytes && !existsSync(file.path)) throw notFound('This file no longer exists.')
-    return new Response((file.bytes as Uint8Array<ArrayBuffer> | null) ?? Bun.file(file.path), {
+    // The bytes as the store has them: a file (SQLite, a larger message), bytes, or a stream of chunks (PostgreSQL).
+    const file = await mail.download(kind, params.id, text(query.exp), text(query.sig))
+    return new Response(file.body as BodyInit, {
       headers: {
         'content-type': file.contentType,
         'content-disposition': contentDisposition(file.filename),

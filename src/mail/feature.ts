@@ -1,4 +1,5 @@
-// Temporary mail as a feature of the composition root: the spool and mail service, the mail API and the
+// Temporary mail as a feature of the composition root: the mail service on shared.storages.messages (and the
+// webhook queue, and the change feed's 'mail' topic), the SMTP intake's spool, the mail API and the
 // raw/attachment routes, the SMTP receiver (started by startSmtp(), after listen()), its gauges and the
 // minute's sweep of expired mailboxes (files a crash left behind: at start and every hour).
 import type { Config } from '../config'
@@ -9,19 +10,16 @@ import type { SmtpReceiver } from './smtp'
 import { createSpool } from './spool'
 
 export function createMailFeature(shared: Shared, opts: { smtpPort?: number } = {}) {
-  const { db, config, signer, events, clock, outbox } = shared
+  const { config, signer, events, clock, outbox, storages, changes } = shared
+  // The SMTP intake's: messages arriving (data_dir/mail/incoming). The stored bytes are the message store's.
   const spool = createSpool(config.data_dir)
-  const mail = createMailService({ db, config, spool, signer, events, clock, outbox })
+  const mail = createMailService({ messages: storages.messages, queue: storages.queue, config, signer, events, clock, outbox, changes })
   let smtp: SmtpReceiver | null = null
   let smtpClosed: Promise<void> = Promise.resolve()
   let sweeps = 0
 
-  // One query for the three mail gauges of a scrape, not three.
-  let mailTotals = { at: -1, value: { mailboxes: 0, messages: 0, bytes: 0 } }
-  const totals = () => {
-    if (Date.now() - mailTotals.at > 1000) mailTotals = { at: Date.now(), value: mail.totals() }
-    return mailTotals.value
-  }
+  // The three mail gauges of a scrape from one read (the service's totals as last read, at most a second old).
+  const totals = () => mail.totalsKnown()
 
   const feature: Feature = {
     routes: createMailRoutes(mail),

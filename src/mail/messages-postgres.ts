@@ -20,9 +20,9 @@
 // two nodes: whichever cleans up last sees both gone); a crash in between is what sweepOrphans is for. The
 // bytes are written in the same transaction as the rows: before they commit no other node sees either, so
 // neither a reader nor sweepOrphans can meet a row without its bytes or take bytes that are about to be named.
-import type { SQL } from 'bun'
+import type { SQL, TransactionSQL } from 'bun'
 import { randomBytes } from 'node:crypto'
-import type { MailBytes, MessageStore, StoredMessage } from './messages'
+import type { MailboxGot, MailBytes, MessageStore, StoredMessage } from './messages'
 import { RAW_PART } from './messages'
 import type { AttachmentRow, MailboxRow, MessageBody, MessageRow, MessageSummaryRow } from './store'
 
@@ -91,7 +91,10 @@ export async function writeBodyFile(tx: SQL, blob: string, part: number, path: s
   }
 }
 
-export function postgresMessageStore(sql: SQL): MessageStore {
+/** Attempts of getOrCreate at one address another node keeps making and deleting meanwhile (never in practice). */
+const MAX_ATTEMPTS = 100
+
+export function postgresMessageStore(sql: SQL): MessageStore<TransactionSQL> {
   /** After the commit that deleted rows: the bytes of each blob no row names any more. A failure is left to sweepOrphans. */
   async function dropBytes(blobs: Iterable<string>) {
     for (const blob of new Set(blobs)) {
@@ -117,7 +120,56 @@ export function postgresMessageStore(sql: SQL): MessageStore {
       await sql`UPDATE mailboxes SET expires = ${expires} WHERE id = ${id}`
     },
 
-    async storeMessage({ mailboxIds, received, maxMessages, taken, fields: f, body, parts }) {
+    async getOrCreate({ address, draw, accountId, now, expires }) {
+      let freed: string[] = []
+      const got: MailboxGot = await sql.begin(async (tx) => {
+        for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+          const at = address ?? draw()
+          // Locked: a renewal, a sweep or a deletion on another node waits for this decision, or this one for it.
+          const [found] = await tx`SELECT * FROM mailboxes WHERE address = ${at} FOR UPDATE`
+          let replaced: number | null = null
+          if (found) {
+            const box = mailbox(found)
+            if (box.expires > now) {
+              if (address === null) continue // a random name that is taken: draw again
+              if (box.account_id !== accountId) return 'taken'
+              await tx`UPDATE mailboxes SET expires = ${expires} WHERE id = ${box.id}`
+              return { mailbox: { ...box, expires }, replaced: null }
+            }
+            // Expired, not yet swept: it goes with its mail (the bytes after the commit).
+            freed = (await tx`SELECT DISTINCT blob FROM mail_messages WHERE mailbox_id = ${box.id}`).map((r: { blob: string }) => r.blob)
+            await tx`DELETE FROM mailboxes WHERE id = ${box.id}`
+            replaced = box.id
+          }
+          // ON CONFLICT waits for another node's insert of this address to commit or roll back: committed, it
+          // makes nothing here, and the next round reads (a new statement, a new snapshot) and decides on it.
+          const [made] = await tx`
+            INSERT INTO mailboxes (address, account_id, created, expires) VALUES (${at}, ${accountId}, ${now}, ${expires})
+            ON CONFLICT (address) DO NOTHING RETURNING *`
+          if (made) return { mailbox: mailbox(made), replaced }
+        }
+        throw new Error(`mailbox ${address}: no decision after ${MAX_ATTEMPTS} attempts`)
+      })
+      if (freed.length) await dropBytes(freed)
+      return got
+    },
+
+    async mailboxesOf(accountId, now, limit) {
+      const rows = await sql`
+        SELECT b.*, (SELECT count(*) FROM mail_messages m WHERE m.mailbox_id = b.id AND m.seen = 0) AS unread
+          FROM mailboxes b WHERE b.account_id = ${accountId} AND b.expires > ${now} ORDER BY b.id DESC LIMIT ${limit}`
+      return rows.map((r: any) => ({ ...mailbox(r), unread: int(r.unread) }))
+    },
+    async countOf(accountId, now) {
+      const [row] = await sql`SELECT count(*) AS n FROM mailboxes WHERE account_id = ${accountId} AND expires > ${now}`
+      return int(row.n)
+    },
+    async unread(mailboxId) {
+      const [row] = await sql`SELECT count(*) AS n FROM mail_messages WHERE mailbox_id = ${mailboxId} AND seen = 0`
+      return int(row.n)
+    },
+
+    async storeMessage({ mailboxIds, received, maxMessages, taken, fields: f, body, parts }, within) {
       const ids = [...new Set(mailboxIds)].sort((a, b) => a - b)
       if (ids.length === 0) return []
       const blob = randomBytes(16).toString('hex')
@@ -144,6 +196,7 @@ export function postgresMessageStore(sql: SQL): MessageStore {
             out.push({ mailboxId: box.id, id, accountId: box.account_id, address: box.address })
           }
           if (out.length === 0) throw new NoTaker()
+          if (within) await within(tx, out)
           return out
         })
       } catch (err) {

@@ -15,22 +15,29 @@
 // - every deletion checks the mailbox again inside its transaction: taken over by another account, or
 //   renewed (for the sweep), since the caller read it means nothing is deleted.
 //
-// The service (service.ts) still calls the synchronous store and spool directly: it moves onto this
-// interface when the services go async, and then its storage steps (inline or files, the write group, the
-// WAL sync) are the ones here, not a copy. Not here yet: getOrCreate (mailbox.json) and the dashboard's
-// mailboxesOf / countOf / unread, and the mail.received webhook event that a delivery writes in its own
-// transaction (the outbox has no PostgreSQL form yet).
+// - getOrCreate decides inside its transaction: the address read again (locked on PostgreSQL) — the
+//   caller's live mailbox is renewed, another account's live one is 'taken', an expired one not yet swept is
+//   deleted with its mail and the address made anew; two nodes asking for one free address at once make ONE
+//   mailbox (the address is UNIQUE: the second finds the first's and decides again).
+// - storeMessage's `within(tx, stored)` runs in the delivery's transaction (the mail.received events through
+//   queue.enqueue(tx, …)): it throws to undo the delivery. On SQLite it runs synchronously in the write
+//   group's savepoint (Tx: the Db) and may run more than once (db/write-group.ts): database work only.
+//
+// The service (service.ts) talks to mail's storage only through this interface; the synchronous store and
+// spool are this file's (and the SMTP intake's, for the incoming file) alone.
 import { randomBytes } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { stored, type Db } from '../db'
 import { createWalSync } from '../db/wal-sync'
 import { createWriteGroup } from '../db/write-group'
-import { INLINE_BYTES } from './service'
 import type { Spool, Taken } from './spool'
 import { createMailStore, type AttachmentRow, type MailboxRow, type MessageBody, type MessageRow, type MessageSummaryRow, type ParsedFields } from './store'
 
 /** A message's bytes as a response body: a file (sent without reading it into memory), bytes, or a stream of chunks. */
 export type MailBytes = Blob | Uint8Array | ReadableStream<Uint8Array>
+
+/** A message this small (raw, body and attachments together) is kept in the database, not in files (SQLite). */
+export const INLINE_BYTES = 256 * 1024
 
 /** The part number of a message's raw bytes (attachments are 1, 2, … as in mail_attachments.part). */
 export const RAW_PART = 0
@@ -57,13 +64,44 @@ export interface StoredMessage {
   address: string
 }
 
-export interface MessageStore {
+/** mailbox.json's question: this address (or, `address` null, a free one `draw` makes up) for this account. */
+export interface MailboxWanted {
+  /** The address asked for; null: a random one, drawn with `draw` until one is free. */
+  address: string | null
+  draw: () => string
+  accountId: number
+  now: number
+  /** The expiry it gets (made, or the caller's renewed). */
+  expires: number
+}
+
+/**
+ * The caller's mailbox — made, or theirs renewed — and the id of an expired one (not yet swept) that was at the
+ * address and was deleted with its mail to make room (null: none); or 'taken': another account's live mailbox.
+ */
+export type MailboxGot = { mailbox: MailboxRow; replaced: number | null } | 'taken'
+
+/** A mailbox as the dashboard lists it: with its unread messages. */
+export type MailboxListed = MailboxRow & { unread: number }
+
+export interface MessageStore<Tx = unknown> {
   mailboxByAddress(address: string): Promise<MailboxRow | null>
   mailboxById(id: number): Promise<MailboxRow | null>
   /** Moves a mailbox's expiry (a read renews it). */
   renew(mailboxId: number, expires: number): Promise<void>
-  /** One message for every mailbox that can still take it, rows and bytes in one commit; [] when none can. */
-  storeMessage(message: NewMessage): Promise<StoredMessage[]>
+  /** mailbox.json: get, renew or make the mailbox, one decision in one transaction (see the top of this file). */
+  getOrCreate(wanted: MailboxWanted): Promise<MailboxGot>
+  /** The account's live mailboxes at `now`, newest first, at most `limit`, each with its unread count. */
+  mailboxesOf(accountId: number, now: number, limit: number): Promise<MailboxListed[]>
+  /** How many live mailboxes the account has at `now`. */
+  countOf(accountId: number, now: number): Promise<number>
+  /** The unread messages of a mailbox. */
+  unread(mailboxId: number): Promise<number>
+  /**
+   * One message for every mailbox that can still take it, rows and bytes in one commit; [] when none can. With
+   * at least one stored, `within` runs in that transaction before the commit (it throws to undo the delivery).
+   */
+  storeMessage(message: NewMessage, within?: (tx: Tx, stored: StoredMessage[]) => unknown): Promise<StoredMessage[]>
   /** Newest first: the messages of a mailbox with an id above `after`, at most `limit`. */
   list(mailboxId: number, after: number, limit: number): Promise<MessageSummaryRow[]>
   message(id: number): Promise<MessageRow | null>
@@ -95,7 +133,7 @@ export interface MessageStore {
  * a larger one as files, written and fsynced before the rows that name them commit (spool.ts); the rows go in
  * through a write group, and the answer waits for the WAL's fsync.
  */
-export function sqliteMessageStore(db: Db, spool: Spool): MessageStore {
+export function sqliteMessageStore(db: Db, spool: Spool): MessageStore<Db> {
   const store = createMailStore(db)
   const group = createWriteGroup(db)
   const walSync = createWalSync(db.filename)
@@ -112,7 +150,36 @@ export function sqliteMessageStore(db: Db, spool: Spool): MessageStore {
     mailboxById: async (id) => store.byId(id) ?? null,
     renew: async (id, expires) => stored(db, () => store.renew(id, expires)),
 
-    async storeMessage({ mailboxIds, received, maxMessages, taken, fields, body, parts }) {
+    async getOrCreate({ address, draw, accountId, now, expires }) {
+      let freed: string[] = []
+      const got = stored(db, () => db.transaction((): MailboxGot => {
+        for (;;) {
+          const at = address ?? draw()
+          const existing: MailboxRow | null = store.byAddress(at) ?? null
+          if (existing && existing.expires > now) {
+            if (address === null) continue // a random name that is taken: draw again
+            if (existing.account_id !== accountId) return 'taken'
+            store.renew(existing.id, expires)
+            return { mailbox: { ...existing, expires }, replaced: null }
+          }
+          let replaced: number | null = null
+          if (existing) {
+            freed = store.deleteMailbox(existing.id) // expired, not yet swept: its mail goes
+            replaced = existing.id
+          }
+          const id = store.createMailbox(at, accountId, now, expires)
+          return { mailbox: store.byId(id)!, replaced }
+        }
+      })())
+      if (freed.length) await dropBlobs(freed)
+      return got
+    },
+
+    mailboxesOf: async (accountId, now, limit) => store.mailboxesOf(accountId, now, limit),
+    countOf: async (accountId, now) => store.countOf(accountId, now),
+    unread: async (mailboxId) => store.unread(mailboxId),
+
+    async storeMessage({ mailboxIds, received, maxMessages, taken, fields, body, parts }, within) {
       const bytes = taken.size + Buffer.byteLength(body) + parts.reduce((n, p) => n + p.length, 0)
       const inline = taken.bytes !== null && bytes <= INLINE_BYTES
       const name = inline ? randomBytes(16).toString('hex') : await spool.store(taken, body, parts)
@@ -127,6 +194,7 @@ export function sqliteMessageStore(db: Db, spool: Spool): MessageStore {
             rows.push({ mailboxId, id, accountId: row.account_id, address: row.address })
           }
           if (inline && rows.length > 0) store.insertInline(name, taken.bytes!, body, parts)
+          if (rows.length > 0) within?.(db, rows)
           return rows
         })
         // Committed: from here the files are named by rows, whatever the WAL's fsync says.

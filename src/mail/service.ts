@@ -1,28 +1,41 @@
 // Temporary mail: the rules. Mailboxes belong to accounts and live for mail.mailbox_ttl seconds after
 // their last use; SMTP delivers into them (smtp.ts), the three methods read them (api.ts), a sweep removes
 // them when they expire. Nothing here knows about HTTP or the SMTP dialogue.
+//
+// On the async storage (issue 22; the recipe is abuse/service.ts's):
+// - Async: everything that reads or writes mail's rows or bytes goes through MessageStore (messages.ts), on
+//   either engine; callers await it. Each check-then-write is one store decision in its transaction:
+//   getOrCreate (taken, expired-not-yet-swept, made), storeMessage (each mailbox live and below max_messages),
+//   setSeen, deleteMessages, deleteMailbox (the owner again), sweepExpired (still expired). A delivery's
+//   mail.received events go in through storeMessage's `within`, by queue.enqueue(tx, …), in its commit.
+// - Sync, in memory: the held messages.json requests and the dashboard's live views (waiters, watchers) and
+//   their bounds. They hear of new mail through the change feed's 'mail' topic (keys: mailbox ids), published
+//   after each delivery's commit and each deletion of a mailbox — by whichever node took it, so a request held
+//   on one node wakes for mail taken by another; on one process the feed calls them at once, as before.
+// - The gauges (/metrics is read synchronously) show the totals as last read: after each change of this
+//   process and, at most once a second, when scraped (another node's changes show at the next scrape).
+// - The incoming message (taken by smtp.ts into memory or data_dir/mail/incoming) is the SMTP intake's: it
+//   hands it in and discards it; storing its bytes is the store's.
 import { randomBytes } from 'node:crypto'
 import type { Caller } from '../accounts/service'
 import type { Config } from '../config'
-import { iso, stored, type Db } from '../db'
-import { createWalSync } from '../db/wal-sync'
-import { createWriteGroup } from '../db/write-group'
+import { iso } from '../db'
+import type { ChangeFeed } from '../db/changes'
 import { AppError, invalidParameter, notFound, notOwner } from '../errors'
 import type { Events } from '../events'
 import type { LinkSigner } from '../signing'
 import type { Outbox } from '../webhooks/outbox'
+import type { WebhookQueue } from '../webhooks/queue'
+import { RAW_PART, type MailBytes, type MessageStore, type StoredMessage } from './messages'
 import { parseMessage } from './parse'
-import type { Spool, Taken } from './spool'
-import { readFile } from 'node:fs/promises'
-import { createMailStore, type MailboxRow, type MessageBody, type MessageSummaryRow } from './store'
+import { takenSource, type Taken } from './spool'
+import type { MailboxRow, MessageBody, MessageSummaryRow } from './store'
 
 export const MAX_RECIPIENTS = 50
 export const MAX_WAIT_SECONDS = 60
 /** Signed links to attachments and raw sources work this long after message.json gave them. */
 export const MAIL_LINK_TTL_MS = 60 * 60 * 1000
 export const LIST_LIMIT = { default: 200, max: 1000 }
-/** A message this small (raw, body and attachments together) is kept in the database, not in files. */
-export const INLINE_BYTES = 256 * 1024
 const RANDOM_LOCAL_LENGTH = 10
 /** Held messages.json requests, in all and per account: each is a socket and a promise, so both are bounded. */
 const MAX_WAITERS = 2000
@@ -35,6 +48,10 @@ export const MAX_WATCHERS_PER_ACCOUNT = 20
 /** The most messages one deletion names (the dashboard's selection; a mailbox holds mail.max_messages). */
 export const MAX_DELETE_IDS = 1000
 const SWEEP_BATCH = 200
+/** The gauges' totals are read again at most this often when scraped. */
+const TOTALS_EVERY_MS = 1000
+/** The change feed's topic for "this mailbox changed" (mail arrived, or it was deleted): keys are mailbox ids. */
+export const MAIL_TOPIC = 'mail'
 
 const LOCAL_PART = /^[a-z0-9._-]{1,64}$/
 
@@ -84,15 +101,26 @@ const summary = (r: MessageSummaryRow) => ({
   attachments: r.attachments,
 })
 
-export interface MailServiceDeps {
-  db: Db
+export interface MailServiceDeps<Tx> {
+  /** Mailboxes, messages and their bytes (messages.ts), and the queue the mail.received events go into. */
+  messages: MessageStore<Tx>
+  queue: WebhookQueue<Tx>
   config: Config
-  spool: Spool
   signer: LinkSigner
   events: Events
   clock: () => number
-  /** Webhook events (mail.received) are written here, in the delivery's transaction (absent: no webhooks). */
-  outbox?: Outbox
+  /** Who listens for mail.received (its index), and the deliverer's wake-up after a commit (absent: no webhooks). */
+  outbox?: Pick<Outbox, 'wanted' | 'wake'>
+  /** Changes between nodes: mailboxes changed anywhere wake this node's waiters and live views (absent: this process only). */
+  changes?: ChangeFeed
+}
+
+/** A signed download: its bytes and how to name them. */
+export interface MailDownload {
+  body: MailBytes
+  filename: string
+  contentType: string
+  size: number
 }
 
 /** A stored message as messages.json lists it, from what delivery knows (no read back). */
@@ -103,16 +131,10 @@ function summaryOf(id: number, now: number, size: number, f: Awaited<ReturnType<
   }
 }
 
-export function createMailService({ db, config, spool, signer, events, clock, outbox }: MailServiceDeps) {
-  const store = createMailStore(db)
+export function createMailService<Tx>({ messages, queue, config, signer, events, clock, outbox, changes }: MailServiceDeps<Tx>) {
   const { domains, mailbox_ttl, max_messages } = config.mail
   const ttlMs = mailbox_ttl * 1000
   const base = config.server.base_url
-  // Deliveries are committed in groups (the messages that finished in one turn of the event loop), and the
-  // WAL is then fsynced off the event loop (db/wal-sync.ts): on disk before any of them hears 250, not
-  // merely in the OS's cache, and without holding up the other sessions while the disk works.
-  const group = createWriteGroup(db)
-  const walSync = createWalSync(db.filename)
 
   // ---------------------------------------------------------------------------------------------------
   // Addresses and mailboxes
@@ -131,9 +153,9 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
   }
 
   /** A write that a read does on the side (renewal, "seen"): a storage failure skips it, is remembered, and the read goes on. */
-  function bestEffort(write: () => void): boolean {
+  async function bestEffort(write: () => Promise<unknown>): Promise<boolean> {
     try {
-      stored(db, write)
+      await write()
       return true
     } catch (err) {
       if (err instanceof AppError && err.code === 'storage_unavailable') return false
@@ -150,60 +172,41 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
     messages: row.messages,
   })
 
-  /** Blobs left without a row after a deletion are removed (after the commit: the rows went first). */
-  async function dropBlobs(blobs: string[]) {
-    for (const blob of blobs) if (!store.blobUsed(blob)) await spool.remove(blob).catch(() => {})
-  }
-
   /** The caller's live mailbox at `address`; renews its expiry (at most once a minute). */
-  function owned(caller: Caller, input: string): MailboxRow {
+  async function owned(caller: Caller, input: string): Promise<MailboxRow> {
     const address = normalizeAddress(input)
     const now = clock()
-    const row = store.byAddress(address)
+    const row = await messages.mailboxByAddress(address)
     if (!live(row, now)) throw notFound(`There is no mailbox ${address} (it may have expired).`)
     if (row.account_id !== caller.accountId) throw notOwner('mailbox')
     if (row.expires - now < ttlMs - RENEW_EVERY_MS) {
       // A read must work on a database that cannot be written: the renewal then waits for a later read.
-      if (bestEffort(() => store.renew(row.id, now + ttlMs))) row.expires = now + ttlMs
+      if (await bestEffort(() => messages.renew(row.id, now + ttlMs))) row.expires = now + ttlMs
     }
     return row
   }
 
   /**
    * mailbox.json: the caller's mailbox at `address`, made when there is none (or only an expired one, whose
-   * messages go with it). Everything between the read and the write is synchronous, in one transaction:
-   * two accounts asking for one name at once cannot both get it.
+   * messages go with it). One decision of the store, in one transaction: two accounts (or two nodes) asking
+   * for one name at once cannot both get it.
    */
-  function getOrCreate(caller: Caller, input: string | undefined, randomDomain?: string): MailboxAnswer {
+  async function getOrCreate(caller: Caller, input: string | undefined, randomDomain?: string): Promise<MailboxAnswer> {
     const wanted = input && input.trim() ? normalizeAddress(input) : null
     // A random name goes on the default domain, or on `randomDomain` (the dashboard's domain choice) when it is one of ours.
     const domain = randomDomain && domains.includes(randomDomain) ? randomDomain : domains[0]!
     const now = clock()
-    let freed: string[] = []
-    let gone: number | null = null
-    const row = stored(db, () => db.transaction((): MailboxRow => {
-      for (let attempt = 0; ; attempt++) {
-        const address = wanted ?? `${randomLocalPart()}@${domain}`
-        const existing = store.byAddress(address)
-        if (live(existing, now)) {
-          if (wanted === null) continue // a random name that is taken: draw again
-          if (existing.account_id !== caller.accountId)
-            throw new AppError(403, 'address_taken', `The address ${address} belongs to another account.`)
-          existing.expires = now + ttlMs
-          store.renew(existing.id, existing.expires)
-          return existing
-        }
-        if (existing as MailboxRow | null) {
-          freed = store.deleteMailbox(existing!.id) // expired, not yet swept: its mail goes
-          gone = existing!.id
-        }
-        const id = store.createMailbox(address, caller.accountId, now, now + ttlMs)
-        return store.byId(id)!
-      }
-    })())
-    if (gone !== null) tellWatchers(gone, 'gone')
-    if (freed.length) void dropBlobs(freed)
-    return answer(row)
+    const got = await messages.getOrCreate({
+      address: wanted,
+      draw: () => `${randomLocalPart()}@${domain}`,
+      accountId: caller.accountId,
+      now,
+      expires: now + ttlMs,
+    })
+    if (got === 'taken') throw new AppError(403, 'address_taken', `The address ${wanted} belongs to another account.`)
+    if (got.replaced !== null) mailboxGone([got.replaced])
+    totalsChanged()
+    return answer(got.mailbox)
   }
 
   // ---------------------------------------------------------------------------------------------------
@@ -262,8 +265,8 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
    * (at most once per listener, safe to call twice). Bounded in all and per account: past either, 503 busy.
    * At shutdown every listener hears 'closing' and is stopped.
    */
-  function watch(caller: Caller, address: string, listener: (e: WatchEvent) => void): { mailbox: MailboxRow; stop: () => void } {
-    const box = owned(caller, address)
+  async function watch(caller: Caller, address: string, listener: (e: WatchEvent) => void): Promise<{ mailbox: MailboxRow; stop: () => void }> {
+    const box = await owned(caller, address)
     if (closing) throw new AppError(503, 'busy', 'The service is shutting down.', { 'Retry-After': '1' })
     const accountId = caller.accountId
     if (watching >= MAX_WATCHERS || (watchersByAccount.get(accountId) ?? 0) >= MAX_WATCHERS_PER_ACCOUNT)
@@ -292,6 +295,32 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
     for (const w of [...(watchers.get(mailboxId) ?? [])]) w(e)
   }
 
+  /** A mailbox changed (mail arrived, or it went), here or on another node: its held requests and live views read again. */
+  function mailboxChanged(mailboxId: number) {
+    wake(mailboxId)
+    tellWatchers(mailboxId, 'mail')
+  }
+  const unsubscribe = changes?.subscribe(
+    MAIL_TOPIC,
+    (keys) => keys.forEach((key) => mailboxChanged(Number(key))),
+    // Anything may have changed: every held request and live view reads again (and finds what is new, or nothing).
+    () => {
+      for (const id of [...waiters.keys()]) wake(id)
+      for (const id of [...watchers.keys()]) tellWatchers(id, 'mail')
+    },
+  )
+  /** After a commit that changed these mailboxes: every node (this one before this returns) hears of it. */
+  function announce(mailboxIds: number[]) {
+    if (mailboxIds.length === 0) return
+    if (changes) changes.publish(MAIL_TOPIC, mailboxIds.map(String))
+    else mailboxIds.forEach(mailboxChanged)
+  }
+  /** Mailboxes deleted here (by the owner, the sweep, or made anew after expiry): open pages hear 'gone', other nodes' read again. */
+  function mailboxGone(ids: number[]) {
+    for (const id of ids) tellWatchers(id, 'gone')
+    announce(ids)
+  }
+
   // ---------------------------------------------------------------------------------------------------
   // Reading
 
@@ -301,15 +330,15 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
   ) {
     const after = input.after ?? 0
     const limit = input.limit ?? LIST_LIMIT.default
-    let box = owned(caller, input.address)
-    let rows = store.list(box.id, after, limit)
+    let box = await owned(caller, input.address)
+    let rows = await messages.list(box.id, after, limit)
     if (rows.length === 0 && input.wait) {
       await waitForMail(box.id, caller.accountId, input.wait * 1000, input.signal ?? new AbortController().signal)
       // The mailbox may have gone (swept, or taken over after expiry) while we waited: read it again.
-      const again = store.byId(box.id)
+      const again = await messages.mailboxById(box.id)
       if (again && again.account_id === caller.accountId) {
         box = again
-        rows = store.list(box.id, after, limit)
+        rows = await messages.list(box.id, after, limit)
       }
     }
     return { address: box.address, messages: rows.map(summary) }
@@ -319,20 +348,20 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
     return `${base}${path}?${signer.sign(id, now + MAIL_LINK_TTL_MS).query}`
   }
 
+  /** What a message's row names is gone (null from the store): deleted meanwhile means 404, like the row; else a fault. */
+  async function vanished(messageId: number, address: string, what: string): Promise<never> {
+    if (!(await messages.message(messageId))) throw notFound(`There is no message ${messageId} in ${address}.`)
+    throw new Error(`mail: the ${what} of message ${messageId} is missing`)
+  }
+
   async function readMessage(caller: Caller, input: { address: string; id: number }) {
-    const box = owned(caller, input.address)
-    const row = store.message(input.id)
+    const box = await owned(caller, input.address)
+    const row = await messages.message(input.id)
     if (!row || row.mailbox_id !== box.id) throw notFound(`There is no message ${input.id} in ${box.address}.`)
-    const attachments = store.attachmentsOf(row.id)
-    let body: MessageBody
-    try {
-      body = JSON.parse(store.inlineBody(row.blob) ?? (await readFile(spool.bodyPath(row.blob), 'utf8'))) as MessageBody
-    } catch (err) {
-      // Deleted meanwhile (swept, or the mailbox taken over): gone, like the row.
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !store.message(row.id)) throw notFound(`There is no message ${input.id} in ${box.address}.`)
-      throw err
-    }
-    bestEffort(() => store.markSeen(row.id))
+    const [attachments, body] = await Promise.all([messages.attachmentsOf(row.id), messages.body(row.blob)])
+    // Deleted meanwhile (swept, or the mailbox taken over): gone, like the row.
+    if (!body) return vanished(row.id, box.address, 'body')
+    await bestEffort(() => messages.markSeen(row.id))
     const now = clock()
     const { id, from, subject, date, received, size } = summary(row)
     return {
@@ -361,8 +390,8 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
   }
 
   /** The number of unread messages in one of the caller's mailboxes (the dashboard's title). */
-  function unread(caller: Caller, address: string): number {
-    return store.unread(owned(caller, address).id)
+  async function unread(caller: Caller, address: string): Promise<number> {
+    return messages.unread((await owned(caller, address)).id)
   }
 
   /**
@@ -370,44 +399,24 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
    * bytes, its whole size, and whether they were cut.
    */
   async function source(caller: Caller, input: { address: string; id: number }, maxBytes: number) {
-    const box = owned(caller, input.address)
-    const row = store.message(input.id)
+    const box = await owned(caller, input.address)
+    const row = await messages.message(input.id)
     if (!row || row.mailbox_id !== box.id) throw notFound(`There is no message ${input.id} in ${box.address}.`)
-    let bytes: Uint8Array | null = store.inlineRaw(row.blob)
-    if (!bytes) {
-      try {
-        const file = Bun.file(spool.rawPath(row.blob))
-        bytes = new Uint8Array(await file.slice(0, maxBytes).arrayBuffer())
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !store.message(row.id)) throw notFound(`There is no message ${input.id} in ${box.address}.`)
-        throw err
-      }
-    }
+    const bytes = await messages.head(row.blob, maxBytes)
+    if (!bytes) return vanished(row.id, box.address, 'source')
     return { bytes: bytes.subarray(0, maxBytes), size: row.size, truncated: row.size > maxBytes }
   }
 
   /**
-   * Deletes messages of one of the caller's mailboxes; the ids that were there (and are gone now). Rows
-   * first, in one transaction that reads each again; files after the commit, of blobs no row names any
-   * more (a crash between leaves files without rows, which the sweep removes, never rows without files).
+   * Deletes messages of one of the caller's mailboxes; the ids that were there (and are gone now). The store
+   * checks the mailbox again inside its transaction (swept or taken over since the read: nothing is deleted),
+   * deletes the rows, and after the commit the bytes no row names any more.
    */
   async function deleteMessages(caller: Caller, input: { address: string; ids: number[] }): Promise<number[]> {
-    const box = owned(caller, input.address)
+    const box = await owned(caller, input.address)
     const ids = [...new Set(input.ids)].slice(0, MAX_DELETE_IDS)
-    const gone: number[] = []
-    const blobs = new Set<string>()
-    stored(db, () => db.transaction(() => {
-      // The mailbox again, inside the write: swept or taken over since the read means nothing is deleted.
-      const again = store.byId(box.id)
-      if (!again || again.account_id !== caller.accountId) return
-      for (const id of ids) {
-        const blob = store.deleteMessage(id, box.id)
-        if (blob === null) continue
-        gone.push(id)
-        blobs.add(blob)
-      }
-    })())
-    if (blobs.size) await dropBlobs([...blobs])
+    const gone = await messages.deleteMessages(box.id, caller.accountId, ids)
+    if (gone.length) totalsChanged()
     return gone
   }
 
@@ -419,40 +428,31 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
   }
 
   /** message.json action=seen / unseen: `{id, seen}`. */
-  function setSeen(caller: Caller, input: { address: string; id: number; seen: boolean }) {
-    const box = owned(caller, input.address)
-    stored(db, () => db.transaction(() => {
-      const row = store.message(input.id)
-      if (!row || row.mailbox_id !== box.id) throw notFound(`There is no message ${input.id} in ${box.address}.`)
-      store.setSeen(row.id, input.seen)
-    })())
+  async function setSeen(caller: Caller, input: { address: string; id: number; seen: boolean }) {
+    const box = await owned(caller, input.address)
+    if (!(await messages.setSeen(input.id, box.id, input.seen))) throw notFound(`There is no message ${input.id} in ${box.address}.`)
     return { id: input.id, seen: input.seen }
   }
 
   /**
-   * mailbox.json action=delete: the mailbox with its messages and their files; the address is free again
-   * at once. Rows first (one transaction, which checks the owner again), then the files.
+   * mailbox.json action=delete: the mailbox with its messages and their bytes; the address is free again
+   * at once. The store checks the owner again in its transaction; the bytes go after the commit.
    */
   async function deleteMailbox(caller: Caller, input: { address: string }) {
-    const box = owned(caller, input.address)
-    let blobs: string[] = []
-    stored(db, () => db.transaction(() => {
-      const again = store.byId(box.id)
-      if (!again || again.account_id !== caller.accountId) throw notFound(`There is no mailbox ${box.address} (it may have expired).`)
-      blobs = store.deleteMailbox(box.id)
-    })())
-    // Held messages.json requests answer (with nothing), and open pages of it are told it is gone.
+    const box = await owned(caller, input.address)
+    if (!(await messages.deleteMailbox(box.id, caller.accountId))) throw notFound(`There is no mailbox ${box.address} (it may have expired).`)
+    // Held messages.json requests answer (with nothing), and open pages of it are told it is gone (on every node).
     wake(box.id)
-    tellWatchers(box.id, 'gone')
-    await dropBlobs([...new Set(blobs)])
+    mailboxGone([box.id])
+    totalsChanged()
     return { address: box.address, deleted: true as const }
   }
 
   /**
-   * A signed download: the file and how to name it, or an AppError (403 tampered, 410 expired, 404 gone).
+   * A signed download: the bytes and how to name them, or an AppError (403 tampered, 410 expired, 404 gone).
    * The signature is checked before anything is looked up, so a guessed id learns nothing.
    */
-  function download(kind: 'raw' | 'attachment', idText: string, exp: string | null, sig: string | null) {
+  async function download(kind: 'raw' | 'attachment', idText: string, exp: string | null, sig: string | null): Promise<MailDownload> {
     if (!/^[1-9][0-9]{0,15}$/.test(idText)) throw notFound('There is no such file.')
     const check = signer.check(`mail-${kind}-${idText}`, exp, sig, clock())
     if (check === 'tampered') throw new AppError(403, 'invalid_signature', 'This link is not valid: its signature does not match.')
@@ -460,17 +460,19 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
     const id = Number(idText)
     const now = clock()
     if (kind === 'raw') {
-      const row = store.message(id)
-      const box = row && store.byId(row.mailbox_id)
+      const row = await messages.message(id)
+      const box = row && (await messages.mailboxById(row.mailbox_id))
       if (!row || !live(box, now)) throw notFound('This message no longer exists.')
-      const file = { path: spool.rawPath(row.blob), bytes: store.inlineRaw(row.blob) }
-      return { ...file, filename: `message-${row.id}.eml`, contentType: 'message/rfc822', size: row.size }
+      const body = await messages.bytes(row.blob, RAW_PART)
+      if (!body) throw notFound('This file no longer exists.')
+      return { body, filename: `message-${row.id}.eml`, contentType: 'message/rfc822', size: row.size }
     }
-    const a = store.attachment(id)
-    const box = a && store.byId(a.mailbox_id)
+    const a = await messages.attachment(id)
+    const box = a && (await messages.mailboxById(a.mailbox_id))
     if (!a || !live(box, now)) throw notFound('This attachment no longer exists.')
-    const file = { path: spool.partPath(a.blob, a.part), bytes: store.inlinePart(a.blob, a.part) }
-    return { ...file, filename: a.filename, contentType: a.content_type, size: a.size }
+    const body = await messages.bytes(a.blob, a.part)
+    if (!body) throw notFound('This file no longer exists.')
+    return { body, filename: a.filename, contentType: a.content_type, size: a.size }
   }
 
   // ---------------------------------------------------------------------------------------------------
@@ -481,11 +483,11 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
   }
 
   /** RCPT TO: a live mailbox with room → its id; else the reply (550 unknown or foreign, 452 full). */
-  function checkRecipient(rawAddress: string): RecipientCheck {
+  async function checkRecipient(rawAddress: string): Promise<RecipientCheck> {
     const address = rawAddress.toLowerCase()
     if (!domains.includes(domainOf(address)))
       return { ok: false, reply: new SmtpReply(550, `5.1.1 <${address}>: this server does not receive mail for that domain`) }
-    const row = store.byAddress(address)
+    const row = await messages.mailboxByAddress(address)
     if (!live(row, clock())) return { ok: false, reply: new SmtpReply(550, `5.1.1 <${address}>: no such mailbox here`) }
     if (row.messages >= max_messages) return { ok: false, reply: new SmtpReply(452, `4.2.2 <${address}>: mailbox full`) }
     return { ok: true, mailboxId: row.id }
@@ -493,58 +495,43 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
 
   let received = 0
   const inFlight = new Set<Promise<unknown>>()
+  const shuttingDown = () => new SmtpReply(421, '4.3.2 the server is shutting down; try again later')
 
   /**
-   * Stores a message for the mailboxes accepted at RCPT and resolves once it is on disk and committed;
-   * only then may the client hear 250. Each mailbox is checked again inside the transaction (it may have
-   * expired or filled while the message arrived); when none can take it any more, a 452 is thrown and
-   * nothing is kept. `abandon()` true (the server is closing) before the commit: nothing is kept either.
+   * Stores a message for the mailboxes accepted at RCPT and resolves once it is durable and committed; only
+   * then may the client hear 250. Each mailbox is checked again inside the store's transaction (it may have
+   * expired or filled while the message arrived); when none can take it any more, a 452 is thrown and nothing
+   * is kept. `abandon()` true (the server is closing) before the commit: nothing is kept either. The caller
+   * (smtp.ts) discards the incoming message afterwards, whatever happened.
    */
   async function deliver(taken: Taken, envelopeFrom: string, mailboxIds: number[], abandon: () => boolean): Promise<number[]> {
     const work = (async () => {
-      let blob: string | null = null
-      try {
-        const parsed = await parseMessage(spool.source(taken), envelopeFrom)
-        if (abandon()) throw new SmtpReply(421, '4.3.2 the server is shutting down; try again later')
-        const f = parsed.fields
-        const body = JSON.stringify({ to: f.to, cc: f.cc, text: f.text, html: f.html, links: f.links } satisfies MessageBody)
-        const bytes = taken.size + Buffer.byteLength(body) + parsed.parts.reduce((n, p) => n + p.length, 0)
-        const inline = taken.bytes !== null && bytes <= INLINE_BYTES
-        const name = inline ? randomBytes(16).toString('hex') : await spool.store(taken, body, parsed.parts)
-        if (!inline) blob = name
-        if (abandon()) throw new SmtpReply(421, '4.3.2 the server is shutting down; try again later')
-        const now = clock()
-        const ids = await group.run(() => {
-          const out: { mailboxId: number; id: number }[] = []
-          for (const mailboxId of mailboxIds) {
-            const row = store.byId(mailboxId)
-            if (!live(row, now) || row.messages >= max_messages) continue
-            const id = store.insertMessage(mailboxId, name, now, taken.size, f)
-            out.push({ mailboxId, id })
-            // mail.received, once per mailbox, with what events.emit sends below; in this write's savepoint.
-            outbox?.enqueue('mail.received', row.account_id, { address: row.address, ...summary(summaryOf(id, now, taken.size, f)) }, now)
-          }
-          if (inline && out.length > 0) store.insertInline(name, taken.bytes!, body, parsed.parts)
-          return out
-        })
-        // Committed rows name the files from here on: a failing fsync below must not remove them.
-        if (ids.length > 0) blob = null
-        await walSync()
-        if (ids.length === 0) {
-          throw new SmtpReply(452, '4.2.2 the mailbox filled up or expired while the message arrived')
-        }
-        received += ids.length
-        for (const { mailboxId, id } of ids) {
-          wake(mailboxId)
-          tellWatchers(mailboxId, 'mail')
-          const box = events.has('mail.received') ? store.byId(mailboxId) : null
-          if (box) events.emit('mail.received', { accountId: box.account_id, message: { address: box.address, ...summary(summaryOf(id, now, taken.size, parsed.fields)) } })
-        }
-        return ids.map((x) => x.id)
-      } finally {
-        await spool.discard(taken)
-        if (blob) await spool.remove(blob).catch(() => {})
-      }
+      const parsed = await parseMessage(takenSource(taken), envelopeFrom)
+      if (abandon()) throw shuttingDown()
+      const f = parsed.fields
+      const body = JSON.stringify({ to: f.to, cc: f.cc, text: f.text, html: f.html, links: f.links } satisfies MessageBody)
+      const now = clock()
+      /** mail.received, once per mailbox, with what events.emit sends below. */
+      const eventOf = (s: StoredMessage) => ({ address: s.address, ...summary(summaryOf(s.id, now, taken.size, f)) })
+      let heard = false
+      const stored = await messages.storeMessage(
+        { mailboxIds, received: now, maxMessages: max_messages, taken, fields: f, body, parts: parsed.parts },
+        // In the delivery's transaction, before its commit (the bytes are written by then): closing meanwhile
+        // undoes it; the events of the accounts that listen commit with the messages.
+        (tx, rows) => {
+          if (abandon()) throw shuttingDown()
+          const wanted = rows.filter((s) => outbox?.wanted('mail.received', s.accountId))
+          heard = wanted.length > 0
+          return Promise.all(wanted.map((s) => queue.enqueue(tx, { type: 'mail.received', accountId: s.accountId, at: now, data: eventOf(s) }, now)))
+        },
+      )
+      if (stored.length === 0) throw new SmtpReply(452, '4.2.2 the mailbox filled up or expired while the message arrived')
+      if (heard) outbox?.wake()
+      received += stored.length
+      announce(stored.map((s) => s.mailboxId))
+      totalsChanged()
+      if (events.has('mail.received')) for (const s of stored) events.emit('mail.received', { accountId: s.accountId, message: eventOf(s) })
+      return stored.map((s) => s.id)
     })()
     inFlight.add(work)
     work.then(
@@ -557,49 +544,65 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
   // ---------------------------------------------------------------------------------------------------
   // Housekeeping
 
-  /** Deletes expired mailboxes (with their messages and files) and files a crash left behind. */
+  /** Deletes expired mailboxes (with their messages and bytes) and bytes a crash left behind. */
   async function sweep(opts: { orphans?: boolean } = {}): Promise<{ mailboxes: number; orphans: number }> {
     let mailboxes = 0
     for (;;) {
-      const now = clock()
-      const ids = store.expiredMailboxes(now, SWEEP_BATCH)
-      if (ids.length === 0) break
-      let blobs: string[] = []
-      const deleted: number[] = []
-      db.transaction(() => {
-        for (const id of ids) {
-          // Checked again in the transaction: renewed since the read means it stays.
-          const row = store.byId(id)
-          if (row && row.expires <= now) {
-            blobs = blobs.concat(store.deleteMailbox(id))
-            deleted.push(id)
-          }
-        }
-      })()
-      for (const id of deleted) tellWatchers(id, 'gone')
-      mailboxes += ids.length
-      await dropBlobs([...new Set(blobs)])
-      if (ids.length < SWEEP_BATCH) break
+      // Each candidate is checked again in the store's transaction: renewed since the read means it stays.
+      const deleted = await messages.sweepExpired(clock(), SWEEP_BATCH)
+      if (deleted.length === 0) break
+      mailboxGone(deleted)
+      mailboxes += deleted.length
+      if (deleted.length < SWEEP_BATCH) break
     }
-    const orphans = opts.orphans ? await spool.sweepOrphans((blob) => store.blobUsed(blob)) : 0
+    if (mailboxes > 0) totalsChanged()
+    const orphans = opts.orphans ? await messages.sweepOrphans() : 0
     return { mailboxes, orphans }
   }
 
   /** The dashboard's list: the caller's live mailboxes, newest first, at most `limit`, with unread counts; and how many in all. */
-  function mailboxesOf(caller: Caller, limit: number) {
+  async function mailboxesOf(caller: Caller, limit: number) {
     const now = clock()
-    return {
-      total: store.countOf(caller.accountId, now),
-      mailboxes: store.mailboxesOf(caller.accountId, now, limit).map((r) => ({ ...answer(r), unread: r.unread })),
-    }
+    const [total, rows] = await Promise.all([messages.countOf(caller.accountId, now), messages.mailboxesOf(caller.accountId, now, limit)])
+    return { total, mailboxes: rows.map((r) => ({ ...answer(r), unread: r.unread })) }
   }
+
+  // The gauges' totals, as last read: after each change of this process, and when scraped (at most once a
+  // second: what other nodes changed). One read at a time; a change during a read asks for one more after it.
+  let totalsKnown = { mailboxes: 0, messages: 0, bytes: 0 }
+  let totalsAt = -Infinity
+  let totalsReading: Promise<void> | null = null
+  let totalsAgain = false
+  function refreshTotals(): Promise<void> {
+    if (totalsReading) {
+      totalsAgain = true
+      return totalsReading
+    }
+    totalsAt = Date.now()
+    totalsReading = messages
+      .totals()
+      .then((t) => void (totalsKnown = t))
+      .catch(() => {}) // the last value stays; the next change or scrape reads again
+      .finally(() => {
+        totalsReading = null
+        if (totalsAgain) {
+          totalsAgain = false
+          void refreshTotals()
+        }
+      })
+    return totalsReading
+  }
+  function totalsChanged() {
+    void refreshTotals()
+  }
+  const ready = refreshTotals()
 
   return {
     domains,
     normalizeAddress,
     mailboxesOf,
     /** One of the caller's live mailboxes (renewed like any use), or 404 / 403 not_owner. */
-    mailbox: (caller: Caller, address: string): MailboxAnswer => answer(owned(caller, address)),
+    mailbox: async (caller: Caller, address: string): Promise<MailboxAnswer> => answer(await owned(caller, address)),
     getOrCreate,
     listMessages,
     readMessage,
@@ -614,7 +617,15 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
     checkRecipient,
     deliver,
     sweep,
-    totals: () => store.totals(),
+    /** Resolves once the gauges' totals have been read the first time. */
+    ready,
+    /** The totals read now (the store's count). */
+    totals: () => messages.totals(),
+    /** For the gauges (read synchronously): the totals as last read; a scrape asks for a new read when these are over a second old. */
+    totalsKnown(): { mailboxes: number; messages: number; bytes: number } {
+      if (Date.now() - totalsAt > TOTALS_EVERY_MS) void refreshTotals()
+      return totalsKnown
+    },
     get received() {
       return received
     },
@@ -628,13 +639,15 @@ export function createMailService({ db, config, spool, signer, events, clock, ou
     /** Shutdown, first step: every held messages.json request is answered now, and none is held from here on. */
     release() {
       closing = true
+      unsubscribe?.()
       for (const id of [...waiters.keys()]) wake(id)
       for (const id of [...watchers.keys()]) tellWatchers(id, 'closing')
     },
     /** Shutdown, last step: waits for deliveries in progress to commit (or give up, see deliver). */
     async settle() {
       await Promise.allSettled([...inFlight])
+      await totalsReading
     },
   }
 }
-export type MailService = ReturnType<typeof createMailService>
+export type MailService = ReturnType<typeof createMailService<unknown>>

@@ -92,10 +92,17 @@ export function startSmtp(config: Config, mail: MailService, spool: Spool, fault
     onRcptTo(address: Recipient, session, callback) {
       if (session.envelope.rcptTo.length >= MAX_RECIPIENTS)
         return callback(new SmtpReply(452, `4.5.3 too many recipients: at most ${MAX_RECIPIENTS} a message`))
-      const check = mail.checkRecipient(address.address)
-      if (!check.ok) return callback(check.reply)
-      address.mailboxId = check.mailboxId
-      callback()
+      mail.checkRecipient(address.address).then(
+        (check) => {
+          if (!check.ok) return callback(check.reply)
+          address.mailboxId = check.mailboxId
+          callback()
+        },
+        (err) => {
+          faults.fault('mail: a recipient could not be checked', err)
+          callback(new SmtpReply(451, '4.3.0 the recipient could not be checked; try again later'))
+        },
+      )
     },
     onData(stream, session, callback) {
       const ids = [...new Set((session.envelope.rcptTo as Recipient[]).map((r) => r.mailboxId!).filter((id) => id !== undefined))]
@@ -119,8 +126,13 @@ export function startSmtp(config: Config, mail: MailService, spool: Spool, fault
             await spool.discard(taken)
             throw new SmtpReply(421, '4.3.2 the server is shutting down; try again later')
           }
-          const stored = await mail.deliver(taken, from, ids, () => forced)
-          answer(null, `2.0.0 OK: stored as ${stored.join(', ')}`)
+          try {
+            const stored = await mail.deliver(taken, from, ids, () => forced)
+            answer(null, `2.0.0 OK: stored as ${stored.join(', ')}`)
+          } finally {
+            // Stored (moved into its blob, or copied into the database) or refused: the incoming file goes.
+            await spool.discard(taken)
+          }
         })
         .catch((err) => {
           if (err instanceof SmtpReply) return answer(err)

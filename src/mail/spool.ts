@@ -26,6 +26,11 @@ export interface Taken {
   file: string | null
 }
 
+/** The message for the parser: its bytes, or a stream of its incoming file. */
+export function takenSource(taken: Taken): Buffer | Readable {
+  return taken.bytes ?? createReadStream(taken.file!)
+}
+
 async function fsyncPath(path: string): Promise<void> {
   const handle = await open(path, 'r')
   try {
@@ -113,9 +118,7 @@ export function createSpool(dataDir: string) {
     },
 
     /** The message for the parser: its bytes, or a stream of its file. */
-    source(taken: Taken): Buffer | Readable {
-      return taken.bytes ?? createReadStream(taken.file!)
-    },
+    source: takenSource,
 
     /** Forgets a message that will not be stored (refused, or the server is closing). */
     async discard(taken: Taken): Promise<void> {

@@ -7,6 +7,7 @@ import { postgresAuditRows } from '../../audit/storage-postgres'
 import { postgresClickCounts } from '../../clicks/counts-postgres'
 import { postgresFormTokenRows, postgresSessionRows } from '../../dashboard/session-store-postgres'
 import { postgresLinkStorage } from '../../links/storage-postgres'
+import { postgresMessageStore } from '../../mail/messages-postgres'
 import { postgresTicketStorage } from '../../media/tickets-postgres'
 import { postgresIdentityStorage } from '../../oidc/identities-postgres'
 import { postgresEndpointRows } from '../../webhooks/endpoints-postgres'
@@ -27,5 +28,6 @@ export function postgresStorages(sql: SQL): Storages<TransactionSQL> {
     queue: postgresWebhookQueue(sql),
     counts: postgresClickCounts(sql),
     tickets: postgresTicketStorage(sql),
+    messages: postgresMessageStore(sql),
   }
 }
