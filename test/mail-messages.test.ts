@@ -15,6 +15,8 @@ import { createSpool, type Spool } from '../src/mail/spool'
 import type { MessageBody } from '../src/mail/store'
 import { createLinkSigner, fileSigningSecret, SECRET_BYTES, type SigningSecretSource } from '../src/signing'
 import { postgresSigningSecret } from '../src/signing-postgres'
+import type { TransactionSQL } from 'bun'
+import type { Db } from '../src/db'
 import { engineHarness } from './support/engines'
 
 const HOUR = 3_600_000
@@ -25,7 +27,7 @@ const MAX_MESSAGES = 200
 interface Engine {
   name: string
   /** The store on a connection (pool) of its own: a second call is a second node. */
-  node(): MessageStore
+  node(): MessageStore<any>
   /** A delivery's input, as smtp.ts and the service make it: the DATA taken by the spool (past 1 MiB into a file), then parsed. */
   message(eml: Buffer, mailboxIds: number[], opts?: { maxMessages?: number; received?: number }): Promise<NewMessage>
   account(name: string): Promise<number>
@@ -34,6 +36,10 @@ interface Engine {
   blobs(): Promise<number>
   /** Bytes of a blob that no row names, as a crash between a deletion's commit and its cleanup leaves them. */
   orphan(): Promise<void>
+  /** Inside a store's transaction (`within`): writes an account row by that name (on SQLite synchronously). */
+  mark(tx: unknown, name: string): unknown
+  /** Whether an account by that name is committed. */
+  marked(name: string): Promise<boolean>
   /** The signing secret as one node reads it (a second call: a second node). */
   secret(): SigningSecretSource
   close(): Promise<void>
@@ -71,6 +77,8 @@ async function sqliteEngine(): Promise<Engine> {
       const t = await spool.take(Readable.from([Buffer.alloc(2 * 1024 * 1024, 'x')]), 50 * 1024 * 1024)
       await spool.store(t, '{}', [])
     },
+    mark: (tx, name) => (tx as Db).query('INSERT INTO accounts (name, created) VALUES (?, 0)').run(name),
+    marked: async (name) => main.query('SELECT 1 FROM accounts WHERE name = ?').get(name) !== null,
     secret: () => fileSigningSecret(dir),
     close,
   }
@@ -89,6 +97,8 @@ async function postgresEngine(): Promise<Engine> {
       Number((await main.sql`INSERT INTO mailboxes (address, account_id, created, expires) VALUES (${address}, ${accountId}, 0, ${expires}) RETURNING id`)[0].id),
     blobs: async () => Number((await main.sql`SELECT count(DISTINCT blob) AS n FROM mail_bodies`)[0].n),
     orphan: async () => void (await main.sql`INSERT INTO mail_bodies (blob, part, seq, data) VALUES ('0123456789abcdef0123456789abcdef', 0, 0, ${Buffer.from('x')})`),
+    mark: (tx, name) => (tx as TransactionSQL)`INSERT INTO accounts (name, created) VALUES (${name}, 0)`,
+    marked: async (name) => (await main.sql`SELECT 1 FROM accounts WHERE name = ${name}`).length > 0,
     secret: () => postgresSigningSecret(pool()),
     close,
   }
@@ -360,6 +370,144 @@ describe.each([
       expect(await a.storeMessage(await e.message(eml('small'), [expired, 987654]))).toEqual([])
       expect(await e.blobs()).toBe(0)
       expect((await a.mailboxById(expired))!.messages).toBe(0)
+    } finally {
+      await e.close()
+    }
+  }, 60_000)
+
+  // ---------------------------------------------------------------------------------------------------------
+  // Mailboxes: getOrCreate, the dashboard's list, and the delivery's `within`
+
+  test('getOrCreate: made, the owner\'s renewed, another account\'s taken, an expired one replaced with its mail gone, a random name drawn again when taken', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const [ann, bob] = [await e.account('ann'), await e.account('bob')]
+      const ask = (address: string | null, accountId: number, now = NOW, draw = () => 'never@mail.test') =>
+        ({ address, draw, accountId, now, expires: now + HOUR })
+      const made = await a.getOrCreate(ask('new@mail.test', ann))
+      expect(made).toEqual({ mailbox: { id: expect.any(Number), address: 'new@mail.test', account_id: ann, created: NOW, expires: NOW + HOUR, messages: 0, bytes: 0 }, replaced: null })
+      const id = (made as { mailbox: { id: number } }).mailbox.id
+      // The owner again, later, on the other node: the same mailbox, renewed.
+      const again = await b.getOrCreate(ask('new@mail.test', ann, NOW + 1000))
+      expect(again).toEqual({ mailbox: expect.objectContaining({ id, created: NOW, expires: NOW + 1000 + HOUR }), replaced: null })
+      expect((await a.mailboxById(id))!.expires).toBe(NOW + 1000 + HOUR)
+      expect(await a.getOrCreate(ask('new@mail.test', bob))).toBe('taken')
+      expect((await b.mailboxById(id))!.account_id).toBe(ann)
+
+      // Expired, not yet swept, with a message: another account gets the address anew, the old mail is gone.
+      const old = await e.mailbox('old@mail.test', ann, NOW - 1)
+      const stored = await b.storeMessage(await e.message(eml('old mail', { 'big.bin': BIG }), [old], { received: NOW - 10 }))
+      expect(stored.length).toBe(1)
+      expect(await e.blobs()).toBe(1)
+      const taken = await a.getOrCreate(ask('old@mail.test', bob))
+      expect(taken).toEqual({ mailbox: expect.objectContaining({ address: 'old@mail.test', account_id: bob, messages: 0 }), replaced: old })
+      expect((taken as { mailbox: { id: number } }).mailbox.id).not.toBe(old)
+      expect(await b.mailboxById(old)).toBeNull()
+      expect(await b.message(stored[0]!.id)).toBeNull()
+      expect(await e.blobs()).toBe(0)
+
+      // A random name: drawn until one is free (a live one is skipped, whoever owns it).
+      const names = ['new@mail.test', 'new@mail.test', 'free@mail.test']
+      const random = await b.getOrCreate(ask(null, bob, NOW, () => names.shift()!))
+      expect(random).toEqual({ mailbox: expect.objectContaining({ address: 'free@mail.test', account_id: bob }), replaced: null })
+      expect(names).toEqual([])
+    } finally {
+      await e.close()
+    }
+  }, 60_000)
+
+  test('two nodes asking for one free address at once get one mailbox: one account each → one has it, the other is refused; the same account → the same mailbox (10 rounds)', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const [ann, bob] = [await e.account('ann'), await e.account('bob')]
+      const ask = (address: string, accountId: number) => ({ address, draw: () => 'x@mail.test', accountId, now: NOW, expires: NOW + HOUR })
+      for (let round = 0; round < 10; round++) {
+        const contested = await Promise.all([a.getOrCreate(ask(`race${round}@mail.test`, ann)), b.getOrCreate(ask(`race${round}@mail.test`, bob))])
+        const won = contested.filter((g) => g !== 'taken')
+        expect(won.length).toBe(1)
+        expect(contested.filter((g) => g === 'taken').length).toBe(1)
+        expect((await a.mailboxByAddress(`race${round}@mail.test`))!.id).toBe((won[0] as { mailbox: { id: number } }).mailbox.id)
+
+        const shared = await Promise.all([a.getOrCreate(ask(`same${round}@mail.test`, ann)), b.getOrCreate(ask(`same${round}@mail.test`, ann))])
+        const ids = shared.map((g) => (g as { mailbox: { id: number } }).mailbox.id)
+        expect(ids[0]).toBe(ids[1]!)
+
+        // Over an expired one: it is replaced once, and one mailbox is there after.
+        const expired = await e.mailbox(`stale${round}@mail.test`, bob, NOW - 1)
+        const over = await Promise.all([a.getOrCreate(ask(`stale${round}@mail.test`, ann)), b.getOrCreate(ask(`stale${round}@mail.test`, ann))])
+        expect(over.map((g) => (g as { replaced: number | null }).replaced).sort()).toEqual([expired, null].sort())
+        const overIds = over.map((g) => (g as { mailbox: { id: number } }).mailbox.id)
+        expect(overIds[0]).toBe(overIds[1]!)
+        expect((await a.mailboxByAddress(`stale${round}@mail.test`))!.account_id).toBe(ann)
+      }
+      expect((await a.totals()).mailboxes).toBe(30)
+    } finally {
+      await e.close()
+    }
+  }, 60_000)
+
+  test('the dashboard\'s list: an account\'s live mailboxes, newest first, with unread counts; how many; a mailbox\'s unread', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const [ann, bob] = [await e.account('ann'), await e.account('bob')]
+      const one = await e.mailbox('one@mail.test', ann)
+      const two = await e.mailbox('two@mail.test', ann)
+      await e.mailbox('gone@mail.test', ann, NOW - 1)
+      await e.mailbox('bobs@mail.test', bob)
+      const [first] = await a.storeMessage(await e.message(eml('first'), [one, two]))
+      await a.storeMessage(await e.message(eml('second'), [one]))
+      await b.markSeen(first!.id)
+      expect(await b.unread(one)).toBe(1)
+      expect(await b.unread(two)).toBe(1)
+      expect(await b.countOf(ann, NOW)).toBe(2)
+      expect(await b.countOf(ann, NOW - 10)).toBe(3)
+      const listed = await b.mailboxesOf(ann, NOW, 10)
+      expect(listed.map((m) => [m.address, m.messages, m.unread])).toEqual([['two@mail.test', 1, 1], ['one@mail.test', 2, 1]])
+      expect(listed[0]).toEqual({ id: two, address: 'two@mail.test', account_id: ann, created: 0, expires: NOW + HOUR, messages: 1, bytes: expect.any(Number), unread: 1 })
+      expect((await b.mailboxesOf(ann, NOW, 1)).map((m) => m.id)).toEqual([two])
+      expect(await a.mailboxesOf(bob, NOW, 10)).toEqual([expect.objectContaining({ address: 'bobs@mail.test', unread: 0 })])
+    } finally {
+      await e.close()
+    }
+  })
+
+  test('storeMessage\'s within runs in the delivery\'s transaction: its write commits with the message; a throw undoes both (no rows, no bytes); not run when nothing is stored', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const ann = await e.account('ann')
+      const box = await e.mailbox('within@mail.test', ann)
+      const full = await e.mailbox('full@mail.test', ann, NOW - 1)
+      let seen: unknown = null
+      const stored = await a.storeMessage(await e.message(eml('kept', { 'all-bytes.bin': EVERY_BYTE }), [box, full]), (tx, rows) => {
+        seen = rows
+        return e.mark(tx, 'with-the-message')
+      })
+      expect(seen).toEqual(stored)
+      expect(stored).toEqual([{ mailboxId: box, id: expect.any(Number), accountId: ann, address: 'within@mail.test' }])
+      expect(await e.marked('with-the-message')).toBe(true)
+      expect(await e.blobs()).toBe(1)
+
+      // A refusal after its write (as the service's "closing" check): nothing of either is kept, small or large.
+      for (const attachments of [{ 'all-bytes.bin': EVERY_BYTE }, { 'big.bin': BIG }] as Record<string, Uint8Array>[]) {
+        const refused = a.storeMessage(await e.message(eml('refused', attachments), [box]), (tx) => {
+          const write = e.mark(tx, 'refused')
+          if (write instanceof Promise) write.catch(() => {})
+          throw new Error('refused in within')
+        })
+        await expect(refused).rejects.toThrow('refused in within')
+        expect(await e.marked('refused')).toBe(false)
+        expect((await b.list(box, 0, 10)).length).toBe(1)
+        expect((await b.mailboxById(box))!.messages).toBe(1)
+        expect(await e.blobs()).toBe(1)
+      }
+
+      let called = false
+      expect(await a.storeMessage(await e.message(eml('nobody'), [full]), () => void (called = true))).toEqual([])
+      expect(called).toBe(false)
     } finally {
       await e.close()
     }
