@@ -259,6 +259,51 @@ describe.each([
     }
   })
 
+  test('renew keeps a lease its holder still names (one statement for all of them); release gives leases back, due at once, attempts not counted; neither touches a lease lost, a row finished, or a lease another holder took', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const alice = await e.account('alice')
+      const hook = await e.endpoint(alice, 'link.created')
+      for (let i = 0; i < 4; i++) await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice, 'link.created', `c${i}`), T0))
+      const [d1, d2, d3, d4] = await a.queue.claim(T0, { limit: 10, leaseMs: 1_000 })
+      expect(await a.queue.renew([], T0 + 9_999)).toEqual([])
+      expect(await a.queue.release([])).toBe(0)
+
+      // Renewed before it ran out: the rows stay a's past their first lease; b gets none of them.
+      const renewed = await a.queue.renew([d1!, d2!, d3!, d4!].map((d) => ({ id: d.id, lease: d.lease })), T0 + 1_900)
+      expect(renewed.sort((x, y) => x - y)).toEqual([d1!.id, d2!.id, d3!.id, d4!.id])
+      expect(await b.queue.claim(T0 + 1_500, { limit: 10 })).toEqual([])
+      expect(await b.queue.nextDue(T0 + 1_500)).toBe(T0 + 1_900)
+      // The old lease is no longer the fence: a result under it writes nothing, under the renewed one it does.
+      expect(await a.queue.markRetry(attempt(d4!, 503, T0 + 1_600), T0 + 60_000)).toBe(false)
+      expect(await a.queue.markRetry(attempt({ id: d4!.id, lease: T0 + 1_900 }, 503, T0 + 1_600), T0 + 60_000)).toBe(true)
+
+      // d1 finished, d2's lease runs out and b takes it: a renewal naming them (or an old lease) renews nothing of them.
+      await a.queue.markOk(attempt({ id: d1!.id, lease: T0 + 1_900 }, 200, T0 + 1_700), hook)
+      const [taken] = await b.queue.claim(T0 + 1_900, { limit: 1, leaseMs: 1_000 })
+      expect(taken!.id).toBe(d2!.id)
+      const held = [d1!, d2!, d3!].map((d) => ({ id: d.id, lease: T0 + 1_900 }))
+      expect(await a.queue.renew([...held, { id: d3!.id, lease: d3!.lease }], T0 + 3_000)).toEqual([d3!.id])
+      // A release by the old holder leaves b's lease alone; the finished row stays finished.
+      expect(await a.queue.release(held)).toBe(0)
+      expect(await a.queue.release([{ id: d3!.id, lease: T0 + 3_000 }, { id: d4!.id, lease: T0 + 1_900 }])).toBe(1)
+      const rows = await e.deliveries()
+      expect(rows.map((r) => [r.id, r.state, r.attempts, r.next_at, r.claimed_until])).toEqual([
+        [d1!.id, 'ok', 1, T0, 0],
+        [d2!.id, 'pending', 0, T0, T0 + 2_900],
+        [d3!.id, 'pending', 0, T0, 0],
+        [d4!.id, 'pending', 1, T0 + 60_000, 0],
+      ])
+      // Given back: due at once, for anyone, under the same webhook-id, its attempts as they were.
+      const [back] = await b.queue.claim(T0 + 2_000, { limit: 10, leaseMs: 1_000 })
+      expect([back!.id, back!.attempts, back!.webhook_id]).toEqual([d3!.id, 0, d3!.webhook_id])
+      expect(await b.queue.claim(T0 + 2_000, { limit: 10 })).toEqual([])
+    } finally {
+      await e.close()
+    }
+  })
+
   test('a 410 disables the endpoint once, fails its pending deliveries, and runs `within` in that transaction', async () => {
     const e = await makeEngine()
     try {

@@ -23,7 +23,7 @@
 // newest version (state, claimed_until), locked in id order.
 import type { SQL, TransactionSQL } from 'bun'
 import { payloadOf } from './outbox'
-import { LEASE_MS, type WebhookQueue } from './queue'
+import { LEASE_MS, type HeldLease, type WebhookQueue } from './queue'
 import type { DeliveryLogRow, EndpointCounts, EventRow, LeasedDelivery } from './store'
 
 /** bigint columns come back from Bun.SQL as text; every number here stays far below 2^53. */
@@ -50,6 +50,9 @@ const logRow = (r: Record<string, unknown>): DeliveryLogRow => ({
   last_at: num(r.last_at),
   next_at: Number(r.next_at),
 })
+
+/** The ids and the leases of `held`, as two int8 arrays for unnest (heldRows below). */
+const heldArrays = (sql: SQL, held: readonly HeldLease[]) => [sql.array(held.map((h) => h.id), 'INT8'), sql.array(held.map((h) => h.lease), 'INT8')]
 
 export function postgresWebhookQueue(sql: SQL): WebhookQueue<TransactionSQL> {
   return {
@@ -127,6 +130,33 @@ export function postgresWebhookQueue(sql: SQL): WebhookQueue<TransactionSQL> {
             lease: Number(r.lease),
           }),
         )
+    },
+
+    async renew(held, until) {
+      if (held.length === 0) return []
+      // The rows still pending under the lease named, locked in id order (the lock order above: a renewal that
+      // meets a 410's markGone, which locks the endpoint's deliveries in id order too, never waits in a circle);
+      // one changed meanwhile is re-checked on its newest version once its lock is granted.
+      const [ids, leases] = heldArrays(sql, held)
+      const rows = await sql`
+        WITH kept AS (
+          SELECT d.id FROM webhook_deliveries d JOIN unnest(${ids}::int8[], ${leases}::int8[]) AS h(id, lease) ON d.id = h.id AND d.claimed_until = h.lease
+           WHERE d.state = 'pending' ORDER BY d.id FOR UPDATE OF d)
+        UPDATE webhook_deliveries d SET claimed_until = ${until} FROM kept WHERE d.id = kept.id
+        RETURNING d.id`
+      return rows.map((r: { id: unknown }) => Number(r.id))
+    },
+
+    async release(held) {
+      if (held.length === 0) return 0
+      // As renew: the rows still held, locked in id order. next_at and attempts stay: due at once again.
+      const [ids, leases] = heldArrays(sql, held)
+      const r = await sql`
+        WITH kept AS (
+          SELECT d.id FROM webhook_deliveries d JOIN unnest(${ids}::int8[], ${leases}::int8[]) AS h(id, lease) ON d.id = h.id AND d.claimed_until = h.lease
+           WHERE d.state = 'pending' ORDER BY d.id FOR UPDATE OF d)
+        UPDATE webhook_deliveries d SET claimed_until = 0 FROM kept WHERE d.id = kept.id`
+      return r.count
     },
 
     async nextDue(now) {

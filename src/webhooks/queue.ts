@@ -12,6 +12,14 @@
 //   statement that picks the row (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: one writer). A holder that
 //   dies gives the row back when its lease runs out; a recorded result ends the lease, and a finished row
 //   (ok, failed) is never claimed again. The webhook-id is the event row's, the same on every node and retry.
+// - A lease is short (LEASE_MS) and its holder renews it while the request is in flight (renew, one
+//   statement for all of a node's requests): a node that dies gives its rows back within LEASE_MS of its last
+//   renewal, whereas a live node keeps a row however long its request takes. A holder that stops before an
+//   answer gives its leases back (release, one statement): those rows are due at once again, their attempt
+//   not counted. Both act only on rows still pending under the lease the holder names: a lease that ran out
+//   and was taken by another claim is neither stretched nor ended by its old holder. Nothing releases a lease
+//   it does not name: a node starting up finds its dead predecessor's rows leased like any other node's, and
+//   takes them when the lease runs out (it cannot tell them from a live node's).
 // - The lease is a fence: a retry or a failure is written only under the lease its claim wrote, so a node
 //   that comes back after its lease ran out does not overwrite the next holder's result. A success is
 //   written whoever reports it: the receiver has the event.
@@ -34,7 +42,7 @@
 //   enqueue in one sweep interval.
 //
 // Times are the caller's clock (unix ms), as next_at always was: nodes' clocks must agree to well within
-// LEASE_MS (NTP does).
+// LEASE_MS (15 s; NTP keeps them within milliseconds).
 import type { Db } from '../db'
 import { eventInserts, payloadOf, type EventType } from './outbox'
 import {
@@ -51,10 +59,18 @@ import {
 export type { EventRow, LeasedAttempt, LeasedDelivery } from './store'
 
 /**
- * How long a claim holds a delivery: well over one attempt (a 15 s timeout for the answer, the body drained
- * within it) and the writing of its result, so a live node never loses a row it is still sending.
+ * How long a claim (or a renewal) holds a delivery. Short, so that a node that died gives its rows back soon
+ * (a node restarted after a SIGKILL sends them again after at most this); its holder renews it every
+ * LEASE_MS / 3 while the request is in flight (the deliverer), so a live node never loses a row it is still
+ * sending, whatever the 15 s answer timeout and the writing of the result take.
  */
-export const LEASE_MS = 60_000
+export const LEASE_MS = 15_000
+
+/** A lease a holder names: the delivery and the claimed_until its claim (or last renewal) wrote. */
+export interface HeldLease {
+  id: number
+  lease: number
+}
 
 /** An event as the outbox writes it: `at` is when the change happened. */
 export interface NewEvent {
@@ -78,6 +94,16 @@ export interface WebhookQueue<Tx> {
   outbox(): Promise<{ pending: number; oldest: number | null }>
   /** Up to `limit` due deliveries, oldest due first, none of the `busy` endpoints, each under a lease of `leaseMs`. */
   claim(now: number, opts: { limit: number; busy?: Iterable<number>; leaseMs?: number }): Promise<LeasedDelivery[]>
+  /**
+   * The leases still held (each row pending, its claimed_until the `lease` named) extended to end at `until`,
+   * in one statement; the ids renewed (a row missing from it was finished, or its lease lost: not this holder's).
+   */
+  renew(held: readonly HeldLease[], until: number): Promise<number[]>
+  /**
+   * The leases still held given back (a shutdown cut their requests), in one statement: each row due at once
+   * again, next_at and attempts as they were. How many were given back.
+   */
+  release(held: readonly HeldLease[]): Promise<number>
   /** When the next delivery not due at `now` (due later, or under a lease) becomes due; null: none. */
   nextDue(now: number): Promise<number | null>
   /** A 2xx: the delivery done (whoever reports it), its endpoint healthy again. */
@@ -140,6 +166,8 @@ export function sqliteWebhookQueue(db: Db): WebhookQueue<Db> {
     subscriptions: async () => webhooks.subscriptions(),
     outbox: async () => deliveries.outbox(),
     claim: async (now, o) => deliveries.claim(now, now + (o.leaseMs ?? LEASE_MS), o.limit, o.busy ?? []),
+    renew: async (held, until) => deliveries.renewLeased(held, until),
+    release: async (held) => deliveries.releaseLeased(held),
     nextDue: async (now) => deliveries.nextLeased(now),
     markOk: async (a, endpointId) => deliveries.markOkLeased(a, endpointId),
     markRetry: async (a, next) => deliveries.markRetryLeased(a, next),

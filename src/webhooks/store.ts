@@ -298,6 +298,15 @@ export function createDeliveryStore(db: Db) {
   const failPendingLeased = db.prepare(
     `UPDATE webhook_deliveries SET state = 'failed', last_error = $error, claimed_until = 0 WHERE endpoint_id = $endpoint AND state = 'pending'`,
   )
+  // A lease kept (renewed while its request is in flight) or given back (a request cut by a shutdown): each
+  // row only while it is still pending under the lease its holder names, so a lease that ran out and was
+  // taken by another claim is neither stretched nor ended by its old holder. Giving one back leaves next_at
+  // and attempts as they are: the row is due at once again, its attempt not counted.
+  const heldBy = `state = 'pending' AND id IN (SELECT json_extract(value, '$[0]') FROM json_each($held))
+       AND claimed_until = (SELECT json_extract(h.value, '$[1]') FROM json_each($held) h WHERE json_extract(h.value, '$[0]') = webhook_deliveries.id)`
+  const renewLeased = db.prepare(`UPDATE webhook_deliveries SET claimed_until = $until WHERE ${heldBy} RETURNING id`)
+  const releaseLeased = db.prepare(`UPDATE webhook_deliveries SET claimed_until = 0 WHERE ${heldBy}`)
+  const heldParams = (held: readonly { id: number; lease: number }[]) => JSON.stringify(held.map((h) => [h.id, h.lease]))
   const attemptParams = (r: LeasedAttempt) => ({ id: r.id, lease: r.lease, status: r.status, error: r.error, ms: r.ms, at: r.at })
   const inflightParams = (inflight: Iterable<number>, busy: Iterable<number>) => ({
     inflight: JSON.stringify([...inflight]),
@@ -371,6 +380,16 @@ export function createDeliveryStore(db: Db) {
     /** True when this turned the endpoint failing (only when the result was written: the lease still held). */
     markFailedLeased(r: LeasedAttempt, endpointId: number): boolean {
       return db.transaction(() => failedLeased.run(attemptParams(r) as any).changes > 0 && failing.run(endpointId).changes > 0)()
+    },
+    /** The leases still held (pending, claimed_until as named) now end at `until`; the ids renewed. */
+    renewLeased(held: readonly { id: number; lease: number }[], until: number): number[] {
+      if (held.length === 0) return []
+      return (renewLeased.all({ held: heldParams(held), until } as any) as { id: number }[]).map((r) => r.id)
+    },
+    /** The leases still held given back: those rows due at once again, attempts as they were; how many. */
+    releaseLeased(held: readonly { id: number; lease: number }[]): number {
+      if (held.length === 0) return 0
+      return releaseLeased.run({ held: heldParams(held) } as any).changes
     },
     /**
      * A 410, under a lease: the endpoint is disabled whoever reports it, every pending delivery to it failed.
