@@ -6,6 +6,8 @@ import { afterAll, afterEach, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { openDatabase, type Db } from '../src/db'
+import { sqliteAuditRows } from '../src/audit/storage'
+import { sqliteWebhookQueue } from '../src/webhooks/queue'
 import { createDeliverer, retryAfterMs, type Deliverer, type DelivererDeps } from '../src/webhooks/deliverer'
 import { makeBox, tempDir, testConfig } from './support/app'
 import {
@@ -37,12 +39,13 @@ interface Rig {
 }
 
 /** A database file in a temp dir, one account, and a started deliverer (stopped and removed after the test). */
-function rig(opts: Partial<DelivererDeps> & { allowPrivate?: boolean } = {}): Rig {
+function rig(opts: Partial<DelivererDeps<Db>> & { allowPrivate?: boolean } = {}): Rig {
   const dir = tempDir('linkbox-webhooks-')
   const db = openDatabase(join(dir, 'linkbox.db'))
   const logs: string[] = []
   const deliverer = createDeliverer({
-    db,
+    queue: sqliteWebhookQueue(db),
+    audit: sqliteAuditRows(db),
     config: testConfig(dir, { media: { allow_private_networks: opts.allowPrivate ?? true } }),
     clock: Date.now,
     schedule: SHORT,

@@ -1,10 +1,11 @@
 // The background deliverer: sends each pending row of webhook_deliveries (the outbox whcore fills in the
 // transaction of the change) to its endpoint, signed per Standard Webhooks, through the SSRF guard, and
 // records every attempt on the row. Nothing about a delivery lives only in memory but the fact that it is
-// in flight right now: a crash (SIGKILL) at any moment leaves the row pending, and it is sent again after
-// the restart under the same webhook-id (the event row's) — at least once, never under another id.
+// in flight right now (and its lease, below): a crash (SIGKILL) at any moment leaves the row pending, and it
+// is sent again once its lease has run out, under the same webhook-id (the event row's) — at least once,
+// never under another id.
 //
-// Fairness: at most PER_ENDPOINT requests in flight per endpoint and TOTAL in all, and the query that picks
+// Fairness: at most PER_ENDPOINT requests in flight per endpoint and TOTAL in all, and the claim that picks
 // due rows leaves out endpoints already at their limit, so a receiver that takes 10 s per answer holds two
 // slots and nothing else: another endpoint's deliveries go out beside it.
 //
@@ -16,22 +17,34 @@
 //   schedule, never earlier (a receiver answering "Retry-After: 0" every time must not turn the schedule
 //   into a burst), and is capped at 24 h from now.
 // - A 3xx is a failed attempt like a 5xx: a POST is never re-sent to where a receiver points.
-// - stop() aborts requests in flight and leaves their rows pending (sent again after the restart): a
-//   shutdown does not wait out a 15 s receiver.
+// - stop() aborts requests in flight and gives their leases back (queue.release): their rows are due at once
+//   again, their attempt not counted, and go out as soon as a deliverer (this one restarted, or another
+//   node's) looks. A shutdown does not wait out a 15 s receiver.
 //
-// Its SQL is in store.ts (createDeliveryStore), apart from the sending logic.
-//
-// Still on the synchronous store, not yet on Storages' queue (issue 22): the queue claims rows under a lease
-// (LEASE_MS, 60 s), so after a SIGKILL the restarted service would wait out its own dead lease before sending
-// again, where it now sends at once (test/webhook-durability.test.ts), and stop() would need a way to give a
-// lease back (the queue has none) for the rows it cuts to go out at once after a start. The /metrics gauge
-// (stats.outbox) is read synchronously at scrape time.
-import { createAuditLog, type Who } from '../audit/service'
+// On the async storages (issue 22; SPEC §11: each event delivered by one node only, under one webhook-id):
+// every read and write goes through the queue (storages.queue: claim, renew, release, the results, the
+// outbox figures) and the audit rows (storages.audit), either engine, so two deliverers on two nodes of one
+// PostgreSQL share the work: a row is sent by the node whose claim holds its lease.
+// - The lease is short (LEASE_MS, 15 s) and renewed every third of it, for all of this node's requests in
+//   flight in one statement, so a slow receiver never loses its row to another node, while a node that died
+//   (SIGKILL) gives its rows back within LEASE_MS of its last renewal. A node starting up releases nothing: it
+//   cannot tell its dead predecessor's leases from a live node's, so after a SIGKILL the restarted node (or any
+//   other) sends the cut rows once their lease has run out (test/webhook-durability.test.ts).
+// - A renewal that does not get a row back (its lease ran out and another node took it, or a 410 on a sibling
+//   failed it) cuts that request: the row is another's now. A result is written under the newest lease (the
+//   fence): a request being recorded is left out of the renewal in flight, and waits for it to end.
+// - A claim takes rows of endpoints with a free slot; rows of one endpoint beyond its PER_ENDPOINT slots in
+//   one claim are given back at once (release), due as they were.
+// - Async: everything above. Synchronous: the counters, the in-flight figures, and the outbox gauge
+//   (stats.outbox), a value the loop refreshes (at most once a second after a pass that changed something,
+//   and at every look of the timer): at most MAX_SLEEP_MS (5 s) stale, a second after a change of this node.
+import { auditRow, type Who } from '../audit/service'
+import type { AuditRows } from '../audit/storage'
 import type { Config } from '../config'
-import type { Db } from '../db'
 import { GuardError, guardedFetch } from '../net/guard'
+import { LEASE_MS, type HeldLease, type LeasedDelivery, type WebhookQueue } from './queue'
 import { signatureHeaders } from './sign'
-import { createDeliveryStore, DELIVERY_BATCH as BATCH, type AttemptRecord, type DueDelivery } from './store'
+import { DELIVERY_BATCH as BATCH, type LeasedAttempt } from './store'
 
 /** SPEC §9: the waits after the 1st … 7th failed attempt; the 8th failure is final. */
 export const RETRY_SCHEDULE_MS: readonly number[] = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]
@@ -45,14 +58,21 @@ const TOTAL = 16
 const TIMEOUT_MS = 15_000
 /** Bytes of an answer's body read (and thrown away) before the connection is let go. */
 const BODY_CAP = 4096
-/** The timer looks at the outbox at least this often (rows written by another process: the CLI). */
+/**
+ * The timer looks at the outbox at least this often: rows written by a process that wakes nobody here (the
+ * CLI on SQLite; a node whose wake-up was lost), and the outbox gauge.
+ */
 const MAX_SLEEP_MS = 5_000
 const RETRY_AFTER_CAP_MS = 24 * 60 * 60 * 1000
 /** After a write of a result failed (full disk), nothing is sent for this long: no resending storm. */
 const PAUSE_AFTER_WRITE_FAILURE_MS = 5_000
+/** The outbox gauge is read again at most this often. */
+const GAUGE_EVERY_MS = 1_000
 
-export interface DelivererDeps {
-  db: Db
+export interface DelivererDeps<Tx> {
+  /** Storages' members (db/storages.ts), either engine. */
+  queue: WebhookQueue<Tx>
+  audit: AuditRows<Tx>
   config: Config
   clock: () => number
   /** Name resolution for the guard (tests); default the system resolver. */
@@ -61,6 +81,8 @@ export interface DelivererDeps {
   isAllowed?: (address: string) => boolean
   /** Waits after each failed attempt, in ms (tests use milliseconds); default RETRY_SCHEDULE_MS. */
   schedule?: readonly number[]
+  /** How long a claim holds a row, renewed every third of it (tests shorten it); default LEASE_MS. */
+  leaseMs?: number
   /** Endpoint state changes (disabled, failing) as one line; faults with the error. */
   log: (line: string, err?: unknown) => void
   /** Called once per finished attempt (the /metrics counter). */
@@ -103,82 +125,173 @@ async function drain(response: Response, signal: AbortSignal): Promise<void> {
 
 const DELIVERER: Who = { actor: { kind: 'system', name: 'webhook deliverer' }, address: '' }
 
-export function createDeliverer(deps: DelivererDeps) {
-  const store = createDeliveryStore(deps.db)
-  // An endpoint its receiver turns off (410) is a change to a webhook: in the audit log, by the system.
-  const audit = createAuditLog(deps.db, deps.clock)
+/** A request in flight: its row, the lease it holds now (renewals move it), and how it ends. */
+interface Flight {
+  row: LeasedDelivery
+  lease: number
+  controller: AbortController
+  done: Promise<void>
+  /** Its answer is being written: left out of renewals (its result is written under `lease`). */
+  recording: boolean
+  /** A renewal did not get its row back: cut, and nothing of it is written. */
+  lost: boolean
+  /** Cut by stop(): its lease is given back. */
+  cut: boolean
+}
+
+export function createDeliverer<Tx>(deps: DelivererDeps<Tx>) {
+  const { queue, audit, clock, log } = deps
   const schedule = deps.schedule ?? RETRY_SCHEDULE_MS
-  const { clock, log } = deps
+  const leaseMs = deps.leaseMs ?? LEASE_MS
   const allowPrivate = deps.config.media.allow_private_networks
 
-  /** Delivery id → its request's controller and its settling promise (at most TOTAL entries). */
-  const inflight = new Map<number, { controller: AbortController; done: Promise<void> }>()
+  /** Delivery id → its request (at most TOTAL entries). */
+  const inflight = new Map<number, Flight>()
   /** Endpoint id → requests in flight to it (only endpoints with at least one). */
   const perEndpoint = new Map<number, number>()
   const outcomes: Record<DeliveryOutcome, number> = { ok: 0, failed: 0, retry: 0, gone: 0, private: 0 }
   let running = false
   let stopping = false
   let timer: ReturnType<typeof setTimeout> | null = null
+  let renewTimer: ReturnType<typeof setInterval> | null = null
   let pumpQueued = false
   let pausedUntil = 0
+  /** The pass running now (one at a time), and whether another was asked for meanwhile. */
+  let pumping: Promise<void> | null = null
+  let pumpAgain = false
+  /** The renewal in flight (one at a time): a result waits for it, so that it is written under the newest lease. */
+  let renewing: Promise<void> | null = null
+  let outbox: { pending: number; oldest: number | null } = { pending: 0, oldest: null }
+  let gaugeAt = -Infinity
+  let gaugeReading = false
+  let gaugeTimer: ReturnType<typeof setTimeout> | null = null
 
   const busyEndpoints = () => [...perEndpoint].filter(([, n]) => n >= PER_ENDPOINT).map(([id]) => id)
+  const held = (f: Flight): HeldLease => ({ id: f.row.id, lease: f.lease })
 
   function count(outcome: DeliveryOutcome) {
     outcomes[outcome]++
     deps.onOutcome?.(outcome)
   }
 
-  /** Starts every due delivery a free slot allows, then sets the timer for the next due one. */
+  /** The outbox gauge read again now, or (read less than GAUGE_EVERY_MS ago) once that much has passed. */
+  function refreshGauge() {
+    if (gaugeReading || gaugeTimer || !running) return
+    const wait = gaugeAt + GAUGE_EVERY_MS - Date.now()
+    if (wait > 0) {
+      gaugeTimer = setTimeout(() => {
+        gaugeTimer = null
+        refreshGauge()
+      }, wait)
+      gaugeTimer.unref?.()
+      return
+    }
+    gaugeReading = true
+    gaugeAt = Date.now()
+    queue
+      .outbox()
+      .then((value) => void (outbox = value))
+      .catch((err) => log('webhook deliveries: reading the outbox figures failed', err))
+      .finally(() => void (gaugeReading = false))
+  }
+
+  /** Passes until none is asked for; then the timer for the next due row (or the next look). */
   function pump() {
     if (!running || stopping) return
+    if (pumping) {
+      pumpAgain = true
+      return
+    }
     if (timer) clearTimeout(timer)
     timer = null
-    let wait = MAX_SLEEP_MS
+    pumping = (async () => {
+      let wait = MAX_SLEEP_MS
+      do {
+        pumpAgain = false
+        wait = await pass()
+      } while (pumpAgain && running && !stopping)
+      if (running && !stopping) {
+        timer = setTimeout(pump, wait)
+        timer.unref?.()
+      }
+      refreshGauge()
+    })().finally(() => void (pumping = null))
+  }
+
+  /** Starts every due delivery a free slot allows; how long until the next look. */
+  async function pass(): Promise<number> {
     try {
       const now = clock()
-      if (now < pausedUntil) wait = pausedUntil - now
-      else {
-        // A batch shorter than BATCH held every startable row; a full one may hide more behind rows of
-        // endpoints it filled up, so the query runs again (without them) while it still starts something.
-        for (let more = true; more && inflight.size < TOTAL; ) {
-          const rows = store.due(clock(), inflight.keys(), busyEndpoints())
-          let started = 0
-          for (const row of rows) {
-            if (inflight.size >= TOTAL) break
-            if ((perEndpoint.get(row.endpoint_id) ?? 0) >= PER_ENDPOINT) continue
+      if (now < pausedUntil) return pausedUntil - now
+      // A claim that filled every slot it asked for may have left more behind rows of endpoints it filled up,
+      // so it runs again (without them) while it still starts something.
+      for (let more = true; more && inflight.size < TOTAL && !stopping; ) {
+        const limit = Math.min(BATCH, TOTAL - inflight.size)
+        const rows = await queue.claim(clock(), { limit, busy: busyEndpoints(), leaseMs })
+        const extra: HeldLease[] = []
+        let started = 0
+        for (const row of rows) {
+          if (stopping || inflight.size >= TOTAL || (perEndpoint.get(row.endpoint_id) ?? 0) >= PER_ENDPOINT) extra.push({ id: row.id, lease: row.lease })
+          else {
             send(row)
             started++
           }
-          more = rows.length === BATCH && started > 0
         }
-        // Due rows not started wait for a slot (a finishing request pumps again); the rest by the clock.
-        const next = store.nextDue(clock())
-        if (next !== null) wait = Math.min(MAX_SLEEP_MS, Math.max(10, next - clock()))
+        // Claimed beyond an endpoint's slots (or while stopping): due again at once, for the next free slot.
+        if (extra.length > 0) await queue.release(extra)
+        more = rows.length === limit && started > 0
       }
+      // Due rows not started wait for a slot (a finishing request pumps again); the rest by the clock.
+      const next = await queue.nextDue(clock())
+      return next === null ? MAX_SLEEP_MS : Math.min(MAX_SLEEP_MS, Math.max(10, next - clock()))
     } catch (err) {
       log('webhook deliveries: reading the outbox failed', err)
+      return MAX_SLEEP_MS
     }
-    timer = setTimeout(pump, wait)
-    timer.unref?.()
   }
 
-  function send(row: DueDelivery) {
-    const controller = new AbortController()
+  function send(row: LeasedDelivery) {
+    const flight: Flight = { row, lease: row.lease, controller: new AbortController(), done: Promise.resolve(), recording: false, lost: false, cut: false }
     perEndpoint.set(row.endpoint_id, (perEndpoint.get(row.endpoint_id) ?? 0) + 1)
-    const done = attempt(row, controller)
+    inflight.set(row.id, flight)
+    flight.done = attempt(flight)
       .catch((err) => log('webhook delivery', err))
       .finally(() => {
-        inflight.delete(row.id)
+        if (!flight.cut) inflight.delete(row.id)
         const left = (perEndpoint.get(row.endpoint_id) ?? 1) - 1
         if (left > 0) perEndpoint.set(row.endpoint_id, left)
         else perEndpoint.delete(row.endpoint_id)
         wake()
       })
-    inflight.set(row.id, { controller, done })
   }
 
-  async function attempt(row: DueDelivery, controller: AbortController): Promise<void> {
+  /** Every request in flight (but those being recorded) keeps its row for another leaseMs: one statement. */
+  function renew() {
+    if (renewing || stopping) return
+    const flights = [...inflight.values()].filter((f) => !f.recording && !f.lost && !f.cut)
+    if (flights.length === 0) return
+    renewing = (async () => {
+      const until = clock() + leaseMs
+      try {
+        const kept = new Set(await queue.renew(flights.map(held), until))
+        for (const f of flights) {
+          if (kept.has(f.row.id)) f.lease = until
+          else if (!f.recording) {
+            // Finished by another (a 410 on a sibling request) or taken by another node once the lease ran
+            // out (renewals failed for that long): not this node's to send any more.
+            f.lost = true
+            f.controller.abort(new GuardError('aborted', 'lease lost'))
+          }
+        }
+      } catch (err) {
+        // Tried again at the next tick; the leases hold leaseMs from their last renewal.
+        log('webhook deliveries: renewing leases failed', err)
+      }
+    })().finally(() => void (renewing = null))
+  }
+
+  async function attempt(flight: Flight): Promise<void> {
+    const { row, controller } = flight
     const headers = { 'content-type': 'application/json', ...signatureHeaders(row.secret, row.webhook_id, row.payload, clock()) }
     const started = performance.now()
     const deadline = setTimeout(() => controller.abort(new GuardError('timeout', 'no answer in time')), TIMEOUT_MS)
@@ -207,8 +320,13 @@ export function createDeliverer(deps: DelivererDeps) {
       await drain(response, controller.signal)
     } catch (err) {
       ms = Math.round(performance.now() - started)
-      // Shutting down: the row stays pending and goes out again after the restart.
-      if (stopping) return
+      // Shutting down: stop() gives the lease back, and the row goes out again at once after a start.
+      if (stopping) {
+        flight.cut = true
+        return
+      }
+      // The row is another's now (a renewal found it so): nothing of this attempt is written.
+      if (flight.lost) return
       const reason = err instanceof GuardError ? err.reason : 'network'
       if (reason === 'private') {
         permanent = true
@@ -222,32 +340,34 @@ export function createDeliverer(deps: DelivererDeps) {
       clearTimeout(deadline)
     }
 
-    const record: AttemptRecord = { id: row.id, status, error, ms, at: clock() }
+    // Written under the newest lease: a renewal in flight (which may have moved it) ends first.
+    flight.recording = true
+    while (renewing) await renewing
+    const record: LeasedAttempt = { id: row.id, lease: flight.lease, status, error, ms, at: clock() }
     const attemptNo = row.attempts + 1
     try {
       if (status !== null && status >= 200 && status <= 299) {
-        store.markOk(record, row.endpoint_id)
+        await queue.markOk(record, row.endpoint_id)
         count('ok')
       } else if (status === 410) {
         const reason = 'the receiver answered 410 Gone'
-        const disabled = deps.db.transaction(() => {
-          const done = store.markGone(record, row.endpoint_id, reason)
-          if (done) audit.record(DELIVERER, { action: 'webhook.disable', target: `webhook ${row.endpoint_id}: ${row.url}`, detail: reason })
-          return done
-        })()
+        // The endpoint's change, in the audit log by the system, in the transaction that disabled it.
+        const entry = { action: 'webhook.disable' as const, target: `webhook ${row.endpoint_id}: ${row.url}`, detail: reason }
+        const disabled = await queue.markGone(record, row.endpoint_id, reason, (tx) => audit.insert(tx, auditRow(DELIVERER, entry, clock())))
         if (disabled) log(`webhook endpoint ${row.endpoint_id} disabled: ${reason}`)
         count('gone')
       } else if (permanent || attemptNo > schedule.length) {
-        if (store.markFailed(record, row.endpoint_id))
+        if (await queue.markFailed(record, row.endpoint_id))
           log(`webhook endpoint ${row.endpoint_id} is failing: event ${row.event_id} not delivered after ${attemptNo} attempts (${error})`)
         count(permanent && error!.startsWith('private') ? 'private' : 'failed')
       } else {
         const planned = schedule[attemptNo - 1]! * (0.9 + Math.random() * 0.2)
-        store.markRetry(record, record.at + Math.round(Math.max(planned, retryAfter ?? 0)))
+        await queue.markRetry(record, record.at + Math.round(Math.max(planned, retryAfter ?? 0)))
         count('retry')
       }
     } catch (err) {
-      // The result could not be written (full disk): the row stays as it was and is sent again, but not at once.
+      // The result could not be written (full disk, the database away): the row stays as it was, under its
+      // lease, and is sent again once that runs out, but nothing is sent for a while.
       pausedUntil = clock() + PAUSE_AFTER_WRITE_FAILURE_MS
       log('webhook deliveries: recording an attempt failed', err)
     }
@@ -263,21 +383,43 @@ export function createDeliverer(deps: DelivererDeps) {
   }
 
   return {
-    /** Starts sending: at once whatever is due (left by a crash too), then on wake() and on the timer. */
+    /**
+     * Starts sending: at once whatever is due (rows released by a stop among them), then on wake() and on the
+     * timer. Rows a killed process held are due once their lease has run out.
+     */
     start() {
       if (running) return
       running = true
       stopping = false
+      renewTimer = setInterval(renew, Math.max(1, Math.floor(leaseMs / 3)))
+      renewTimer.unref?.()
       pump()
     },
-    /** Stops sending; requests in flight are aborted and their rows stay pending. Resolves when none is left. */
+    /**
+     * Stops sending: requests in flight are aborted and their leases given back (due at once again, their
+     * attempt not counted). Resolves when none is left.
+     */
     async stop(): Promise<void> {
       stopping = true
       running = false
-      if (timer) clearTimeout(timer)
-      timer = null
+      for (const t of [timer, gaugeTimer]) if (t) clearTimeout(t)
+      if (renewTimer) clearInterval(renewTimer)
+      timer = gaugeTimer = renewTimer = null
       for (const { controller } of inflight.values()) controller.abort(new GuardError('aborted', 'shutting down'))
+      // A pass claiming now gives back what it gets (stopping); then every request ends, then any renewal.
+      await pumping
       await Promise.allSettled([...inflight.values()].map((f) => f.done))
+      while (renewing) await renewing
+      const cut = [...inflight.values()].filter((f) => f.cut)
+      for (const f of cut) inflight.delete(f.row.id)
+      if (cut.length > 0) {
+        try {
+          await queue.release(cut.map(held))
+        } catch (err) {
+          // They come back when their lease runs out, as after a crash.
+          log('webhook deliveries: giving leases back failed', err)
+        }
+      }
     },
     /** Something was committed to the outbox: look now rather than at the next tick. */
     wake,
@@ -287,8 +429,11 @@ export function createDeliverer(deps: DelivererDeps) {
       get inFlight() {
         return inflight.size
       },
-      /** Pending deliveries (enabled endpoints) and the creation time (unix ms) of the oldest one's event. */
-      outbox: () => store.outbox(),
+      /**
+       * Pending deliveries (enabled endpoints) and the creation time (unix ms) of the oldest one's event, as
+       * the loop last read them (see the header: at most MAX_SLEEP_MS old while it runs).
+       */
+      outbox: () => outbox,
     },
   }
 }

@@ -14,7 +14,8 @@ export function createWebhooksFeature(shared: Shared, opts: { schedule?: readonl
   const deliveries = shared.metrics.counter('linkbox_webhook_deliveries_total', 'Webhook delivery attempts by outcome (retry: failed, another attempt planned; gone: 410, endpoint disabled; private: refused by the SSRF guard).', 'outcome')
   for (const outcome of DELIVERY_OUTCOMES) deliveries.inc(outcome, 0)
   const deliverer = createDeliverer({
-    db,
+    queue,
+    audit,
     config,
     clock,
     resolve,
@@ -33,21 +34,16 @@ export function createWebhooksFeature(shared: Shared, opts: { schedule?: readonl
   const feature: Feature = {
     api: webhookApi(webhooks),
     metrics(m) {
-      // One query for both outbox gauges of a scrape.
-      let outboxGauge = { at: -1, value: { pending: 0, oldest: null as number | null } }
-      const outboxNow = () => {
-        if (Date.now() - outboxGauge.at > 1000) outboxGauge = { at: Date.now(), value: deliverer.stats.outbox() }
-        return outboxGauge.value
-      }
-      m.sampled('linkbox_webhook_outbox', 'Webhook deliveries waiting to be sent or retried (enabled endpoints).', () => outboxNow().pending)
+      // The deliverer's loop keeps the outbox figures (a second old after a change it saw, at most 5 s otherwise).
+      m.sampled('linkbox_webhook_outbox', 'Webhook deliveries waiting to be sent or retried (enabled endpoints).', () => deliverer.stats.outbox().pending)
       m.sampled('linkbox_webhook_oldest_pending_seconds', 'Age of the oldest event with a delivery still pending (0: none).', () => {
-        const oldest = outboxNow().oldest
+        const oldest = deliverer.stats.outbox().oldest
         return oldest === null ? 0 : Math.max(0, Math.round((clock() - oldest) / 1000))
       })
     },
     jobs: [{ name: 'webhook sweep', everyMs: 60_000, run: () => webhooks.sweep() }],
     listen: () => deliverer.start(),
-    // Requests in flight are cut; their rows stay pending and go out after the restart.
+    // Requests in flight are cut; their leases are given back, so their rows go out at once after a start.
     close: () => deliverer.stop(),
   }
   return { feature, webhooks, deliverer }
