@@ -265,7 +265,8 @@ describe('one event, one webhook-id', () => {
     t.deliverer.start()
     await until(() => r.got.length === 1, 'the first request arrives')
     await t.deliverer.stop()
-    expect(delivery(t.db, ev.id, e.id)).toMatchObject({ state: 'pending', attempts: 0 })
+    // Its lease given back: due at once, not after the lease (15 s) has run out.
+    expect(delivery(t.db, ev.id, e.id)).toMatchObject({ state: 'pending', attempts: 0, claimed_until: 0 })
     hold = false
     t.deliverer.start()
     await until(() => delivery(t.db, ev.id, e.id).state === 'ok', 'sent again')

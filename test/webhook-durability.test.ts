@@ -38,10 +38,21 @@ function holdingReceiver(holding: () => boolean): Receiver {
   return r
 }
 
-test('SIGKILL between the commit and the send: after the restart the event is delivered, under the same webhook-id', async () => {
+// Restated for the lease (issue 22): this used to expect the restarted service to send at once. The deliverer
+// now claims each row under a lease (webhooks/queue.ts, LEASE_MS 15 s, renewed while a request is in flight),
+// which is what keeps two nodes of one PostgreSQL from sending one event twice; a process starting up cannot
+// tell its dead predecessor's lease from a live node's, so it releases none, and the row goes out once the
+// lease has run out — no sooner (still under the same webhook-id, still at least once).
+test('SIGKILL between the commit and the send: after the restart the event is delivered once the dead process’s lease has run out, under the same webhook-id', async () => {
   const { config, db } = setup()
   let hold = true
-  const r = holdingReceiver(() => hold)
+  const arrivals: number[] = []
+  const r = startReceiver(async () => {
+    arrivals.push(Date.now())
+    while (hold) await Bun.sleep(10)
+    return new Response('ok')
+  })
+  cleanups.push(() => r.stop())
   const account = addAccount(db, 'owner')
   const endpoint = addEndpoint(db, account, r.url)
   r.secret = endpoint.secret
@@ -51,16 +62,22 @@ test('SIGKILL between the commit and the send: after the restart the event is de
   const first = await startServer({ config })
   await until(() => r.got.length === 1, 'the first attempt reaches the receiver')
   await first.kill() // kill -9 while the request is in flight: no answer was recorded
-  expect(delivery(db, ev.id, endpoint.id)).toMatchObject({ state: 'pending', attempts: 0 })
+  const killed = delivery(db, ev.id, endpoint.id)
+  expect(killed).toMatchObject({ state: 'pending', attempts: 0 })
+  // Still under the dead process's lease, at most LEASE_MS (15 s) from its claim.
+  const lease = killed.claimed_until
+  expect(lease).toBeGreaterThan(Date.now())
+  expect(lease).toBeLessThanOrEqual(arrivals[0]! + 15_000)
 
   hold = false
   const second = await startServer({ config })
-  await until(() => delivery(db, ev.id, endpoint.id).state === 'ok', 'delivered after the restart')
+  await until(() => delivery(db, ev.id, endpoint.id).state === 'ok', 'delivered after the restart, once the lease ran out', 30_000)
+  expect(arrivals[1]!).toBeGreaterThanOrEqual(lease)
   expect(r.got.map((g) => [g.id, g.verifyError, g.body])).toEqual([
     [ev.webhookId, null, ev.payload],
     [ev.webhookId, null, ev.payload],
   ])
-  expect(delivery(db, ev.id, endpoint.id)).toMatchObject({ state: 'ok', attempts: 1, last_status: 200 })
+  expect(delivery(db, ev.id, endpoint.id)).toMatchObject({ state: 'ok', attempts: 1, last_status: 200, claimed_until: 0 })
 
   // An event committed by another process while the service runs (the CLI's `webhook test`) is found by the timer.
   const later = addEvent(db, account, 'link.deleted', { hex: 'abc' })
@@ -82,7 +99,8 @@ test('SIGTERM does not wait out a receiver that hangs: the row stays pending and
   await until(() => r.got.length === 1, 'the first attempt reaches the receiver')
   // Well under the 15 s delivery timeout: the shutdown cut the request rather than waiting for it.
   expect(await first.stop('SIGTERM', 10_000)).toBe(0)
-  expect(delivery(db, ev.id, endpoint.id)).toMatchObject({ state: 'pending', attempts: 0 })
+  // Its lease given back by the shutdown: due at once for the next start.
+  expect(delivery(db, ev.id, endpoint.id)).toMatchObject({ state: 'pending', attempts: 0, claimed_until: 0 })
 
   hold = false
   const second = await startServer({ config })

@@ -65,6 +65,8 @@ export interface DeliveryRow {
   last_error: string | null
   last_ms: number | null
   last_at: number | null
+  /** The lease of the claim holding it (unix ms; 0: none): webhooks/queue.ts. */
+  claimed_until: number
 }
 
 export function delivery(db: Database, eventId: number, endpointId: number): DeliveryRow {
