@@ -54,8 +54,12 @@ export interface CreateOptions<Tx = unknown> {
 }
 
 export interface WebhookServiceDeps<Tx> {
-  /** The SQLite database: its write failures become the 503 (storageError). */
-  db: Db
+  /**
+   * SQLite only (a SQLite-file concern, handed in by feature.ts when storages.engine is 'sqlite'): its write
+   * failures (a full disk, a read-only file) become the 503 and are remembered for /healthz (storageError).
+   * Without it a failed write is thrown as it is.
+   */
+  db?: Db
   config: Config
   outbox: Outbox
   /** Storages' members (db/storages.ts). */
@@ -94,10 +98,10 @@ export function createWebhookService<Tx>({ db, config, outbox, endpoints, queue,
   async function written<T>(write: Promise<T>): Promise<T> {
     try {
       const result = await write
-      noteWriteSuccess(db)
+      if (db) noteWriteSuccess(db)
       return result
     } catch (err) {
-      throw storageError(db, err)
+      throw db ? storageError(db, err) : err
     }
   }
 
