@@ -164,6 +164,7 @@ export function createDeliverer<Tx>(deps: DelivererDeps<Tx>) {
   let outbox: { pending: number; oldest: number | null } = { pending: 0, oldest: null }
   let gaugeAt = -Infinity
   let gaugeReading = false
+  let gaugeAgain = false
   let gaugeTimer: ReturnType<typeof setTimeout> | null = null
 
   const busyEndpoints = () => [...perEndpoint].filter(([, n]) => n >= PER_ENDPOINT).map(([id]) => id)
@@ -174,9 +175,17 @@ export function createDeliverer<Tx>(deps: DelivererDeps<Tx>) {
     deps.onOutcome?.(outcome)
   }
 
-  /** The outbox gauge read again now, or (read less than GAUGE_EVERY_MS ago) once that much has passed. */
+  /**
+   * The outbox gauge read again now, or (read less than GAUGE_EVERY_MS ago, or being read) once that much has
+   * passed: one read at a time, and a change seen meanwhile is read after it.
+   */
   function refreshGauge() {
-    if (gaugeReading || gaugeTimer || !running) return
+    if (!running) return
+    if (gaugeReading) {
+      gaugeAgain = true
+      return
+    }
+    if (gaugeTimer) return
     const wait = gaugeAt + GAUGE_EVERY_MS - Date.now()
     if (wait > 0) {
       gaugeTimer = setTimeout(() => {
@@ -192,7 +201,13 @@ export function createDeliverer<Tx>(deps: DelivererDeps<Tx>) {
       .outbox()
       .then((value) => void (outbox = value))
       .catch((err) => log('webhook deliveries: reading the outbox figures failed', err))
-      .finally(() => void (gaugeReading = false))
+      .finally(() => {
+        gaugeReading = false
+        if (gaugeAgain) {
+          gaugeAgain = false
+          refreshGauge()
+        }
+      })
   }
 
   /** Passes until none is asked for; then the timer for the next due row (or the next look). */

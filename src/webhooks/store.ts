@@ -1,5 +1,5 @@
 // The SQL of webhook endpoints, events and the delivery log, and nothing else: the rules live in
-// service.ts, outbox.ts and deliverer.ts (whose own queries, due rows and attempts, are createDeliveryStore below).
+// service.ts, outbox.ts and deliverer.ts (the queue's claims and attempts are createDeliveryStore below).
 import type { Db } from '../db'
 
 export interface EndpointRow {
@@ -177,7 +177,7 @@ export function createWebhookStore(db: Db) {
 }
 export type WebhookStore = ReturnType<typeof createWebhookStore>
 
-/** Due rows read per query by the deliverer; the query runs again as long as it finds something to start. */
+/** Due rows claimed per query by the deliverer at most; the claim runs again as long as it starts something. */
 export const DELIVERY_BATCH = 32
 
 export interface DueDelivery {
@@ -209,27 +209,8 @@ export interface LeasedAttempt extends AttemptRecord {
   lease: number
 }
 
-/** The deliverer's SQL, prepared once; parameters only (json_each for the small in-flight lists). */
+/** The delivery queue's SQL on SQLite (queue.ts), prepared once; parameters only (json_each for the small lists). */
 export function createDeliveryStore(db: Db) {
-  const due = db.prepare(
-    `SELECT d.id, d.event_id, ev.webhook_id, d.endpoint_id, d.attempts, e.url, e.secret, ev.payload
-       FROM webhook_deliveries d
-       JOIN webhook_endpoints e ON e.id = d.endpoint_id
-       JOIN webhook_events ev ON ev.id = d.event_id
-      WHERE d.state = 'pending' AND d.next_at <= $now AND e.enabled = 1
-        AND d.id NOT IN (SELECT value FROM json_each($inflight))
-        AND d.endpoint_id NOT IN (SELECT value FROM json_each($busy))
-      ORDER BY d.next_at, d.id
-      LIMIT ${DELIVERY_BATCH}`,
-  )
-  // Only rows due later: what is due now and not started waits for a slot, and a finishing request wakes
-  // the pump (looking at those here would walk a busy endpoint's whole backlog on every pass).
-  const nextDue = db.prepare(
-    `SELECT d.next_at AS at
-       FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-      WHERE d.state = 'pending' AND d.next_at > $now AND e.enabled = 1
-      ORDER BY d.next_at LIMIT 1`,
-  )
   const outbox = db.prepare(
     `SELECT count(*) AS pending, min(ev.created) AS oldest
        FROM webhook_deliveries d
@@ -237,25 +218,9 @@ export function createDeliveryStore(db: Db) {
        JOIN webhook_events ev ON ev.id = d.event_id
       WHERE d.state = 'pending'`,
   )
-  const ok = db.prepare(
-    `UPDATE webhook_deliveries SET state = 'ok', attempts = attempts + 1, last_status = $status, last_error = NULL,
-            last_ms = $ms, last_at = $at WHERE id = $id`,
-  )
   const healthy = db.prepare('UPDATE webhook_endpoints SET failing = 0 WHERE id = ? AND failing = 1')
-  // Only a pending row is retried or failed: a 410 on a sibling request may have failed it meanwhile.
-  const retry = db.prepare(
-    `UPDATE webhook_deliveries SET attempts = attempts + 1, next_at = $next, last_status = $status, last_error = $error,
-            last_ms = $ms, last_at = $at WHERE id = $id AND state = 'pending'`,
-  )
-  const failed = db.prepare(
-    `UPDATE webhook_deliveries SET state = 'failed', attempts = attempts + 1, last_status = $status, last_error = $error,
-            last_ms = $ms, last_at = $at WHERE id = $id AND state = 'pending'`,
-  )
   const failing = db.prepare('UPDATE webhook_endpoints SET failing = 1 WHERE id = ? AND failing = 0')
   const disable = db.prepare('UPDATE webhook_endpoints SET enabled = 0, disabled_reason = $reason WHERE id = $id AND enabled = 1')
-  const failPending = db.prepare(
-    `UPDATE webhook_deliveries SET state = 'failed', last_error = $error WHERE endpoint_id = $endpoint AND state = 'pending'`,
-  )
   // Claims under a lease (the async queue, queue.ts; migration 15). One UPDATE picks the due rows and writes
   // their lease: SQLite runs one writer at a time, so two connections (two processes) never take one row.
   // A row is due again when its lease has run out (claimed_until <= now): its holder died mid-delivery.
@@ -308,49 +273,11 @@ export function createDeliveryStore(db: Db) {
   const releaseLeased = db.prepare(`UPDATE webhook_deliveries SET claimed_until = 0 WHERE ${heldBy}`)
   const heldParams = (held: readonly { id: number; lease: number }[]) => JSON.stringify(held.map((h) => [h.id, h.lease]))
   const attemptParams = (r: LeasedAttempt) => ({ id: r.id, lease: r.lease, status: r.status, error: r.error, ms: r.ms, at: r.at })
-  const inflightParams = (inflight: Iterable<number>, busy: Iterable<number>) => ({
-    inflight: JSON.stringify([...inflight]),
-    busy: JSON.stringify([...busy]),
-  })
 
   return {
-    /** Due pending deliveries of enabled endpoints, oldest due first, leaving out those in flight and full endpoints. */
-    due(now: number, inflight: Iterable<number>, busy: Iterable<number>): DueDelivery[] {
-      return due.all({ now, ...inflightParams(inflight, busy) } as any) as DueDelivery[]
-    },
-    /** When the next delivery due after `now` is due (null: none). */
-    nextDue(now: number): number | null {
-      return (nextDue.get({ now } as any) as { at: number } | null)?.at ?? null
-    },
     /** Pending deliveries of enabled endpoints and the creation time of the oldest one's event. */
     outbox(): { pending: number; oldest: number | null } {
       return outbox.get() as { pending: number; oldest: number | null }
-    },
-    /** A 2xx: the delivery is done and its endpoint healthy again. */
-    markOk(r: AttemptRecord, endpointId: number): void {
-      db.transaction(() => {
-        ok.run({ id: r.id, status: r.status, ms: r.ms, at: r.at } as any)
-        healthy.run(endpointId)
-      })()
-    },
-    markRetry(r: AttemptRecord, next: number): void {
-      retry.run({ ...r, next } as any)
-    },
-    /** The last attempt failed (or a permanent refusal): true when this turned the endpoint failing. */
-    markFailed(r: AttemptRecord, endpointId: number): boolean {
-      return db.transaction(() => {
-        failed.run(r as any)
-        return failing.run(endpointId).changes > 0
-      })()
-    },
-    /** A 410: the endpoint is disabled and every pending delivery to it failed. True when this disabled it. */
-    markGone(r: AttemptRecord, endpointId: number, reason: string): boolean {
-      return db.transaction(() => {
-        failed.run(r as any)
-        const disabled = disable.run({ id: endpointId, reason } as any).changes > 0
-        failPending.run({ endpoint: endpointId, error: `not sent: ${reason}` } as any)
-        return disabled
-      })()
     },
 
     /**
