@@ -1,6 +1,8 @@
 // Webhooks as a feature of the composition root: endpoints (service, API), the deliverer that sends the
 // outbox from listen() on, their metrics and the sweep of old deliveries. Events are written into the
-// outbox (Shared) by the services, in the transaction of each change; a commit wakes the deliverer.
+// outbox (Shared) by the services, in the transaction of each change; a commit wakes the deliverer (on
+// PostgreSQL every node's, through the change feed: outbox.ts's createQueueOutbox). The deliverer and the
+// service are handed Storages' members only; the database file only on SQLite, for the service's 503.
 import type { Feature, Shared } from '../feature'
 import { webhookApi } from './api'
 import { createDeliverer, DELIVERY_OUTCOMES } from './deliverer'
