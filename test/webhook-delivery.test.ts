@@ -274,6 +274,24 @@ describe('one event, one webhook-id', () => {
   })
 })
 
+describe('the lease', () => {
+  test('a request that outlasts the lease keeps its row (renewed while in flight): not sent twice, its result written under the renewed lease', async () => {
+    const t = rig({ leaseMs: 300 })
+    const r = receiver(async () => {
+      await Bun.sleep(1_200) // four leases
+      return new Response('', { status: 503 })
+    })
+    const e = endpointFor(t, r)
+    const ev = addEvent(t.db, t.account, 'link.created', { hex: 'a' })
+    t.deliverer.start()
+    await until(() => delivery(t.db, ev.id, e.id).attempts === 1, 'the attempt recorded')
+    expect(r.got).toHaveLength(1)
+    // The retry was written: under the lease its last renewal wrote, not the claim's (the fence).
+    expect(delivery(t.db, ev.id, e.id)).toMatchObject({ state: 'pending', last_status: 503, claimed_until: 0 })
+    expect(t.deliverer.stats.outcomes.retry).toBe(1)
+  })
+})
+
 describe('the SSRF guard', () => {
   test('a receiver on a private address is refused unless allowed, and the refusal is final at once', async () => {
     const resolve = async (host: string) => (host === 'hooks.test' ? ['127.0.0.1'] : [])
