@@ -281,6 +281,70 @@ describe.each([
     }
   }, 60_000)
 
+  test('insertFresh tries the codes it is given in one transaction: the first free one wins, CODE_TAKEN when none is, and flush awaits what is under way', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const alice = await e.account('alice')
+      await made(b, newLink('Taken1'))
+      await made(b, newLink('Taken2'))
+      const before = a.links.creations()
+      const drawn: string[] = []
+      const draw = function* () {
+        for (const code of ['Taken1', 'Taken2', 'Fresh1', 'Fresh2']) {
+          drawn.push(code)
+          yield code
+        }
+      }
+      const row = await a.links.insertFresh({ ...newLink('unused', { account_id: alice }) }, draw, ['x', 'a'], (tx, r) => e.note(tx, `fresh ${r.code}`))
+      expect(row).toMatchObject({ code: 'Fresh1', account_id: alice, long_url: 'https://example.com/unused' })
+      // Drawing stops at the first free code; the taken ones wrote nothing.
+      expect(drawn).toEqual(['Taken1', 'Taken2', 'Fresh1'])
+      expect(await e.tagRows((row as LinkRow).id)).toEqual([{ tag: 'a', account_id: alice }, { tag: 'x', account_id: alice }])
+      expect(await e.notes()).toEqual(['fresh Fresh1'])
+      expect(await b.links.byCode('Taken1')).toMatchObject({ long_url: 'https://example.com/Taken1' })
+      // One transaction, one link, whatever the number of codes tried.
+      expect(a.links.creations()).toEqual({ commits: before.commits + 1, links: before.links + 1 })
+      expect(await a.links.insertFresh(newLink('unused'), () => ['Taken1', 'Fresh1'], [])).toBe(CODE_TAKEN)
+      expect(await a.links.insertFresh(newLink('unused'), () => [], [])).toBe(CODE_TAKEN)
+      expect(a.links.creations().links).toBe(before.links + 1)
+      // Inserts under way are committed (or failed) once flush settles.
+      const pending = [a.links.insert(newLink('Flush1'), []), a.links.insertFresh(newLink('unused'), () => ['Taken1', 'Flush2'], [])]
+      let flushed = false
+      await a.links.flush().then(() => (flushed = true))
+      expect(flushed).toBe(true)
+      expect(await b.links.codeExists('Flush1')).toBe(true)
+      expect(await b.links.codeExists('Flush2')).toBe(true)
+      expect(await Promise.all(pending)).toMatchObject([{ code: 'Flush1' }, { code: 'Flush2' }])
+      expect(await a.links.flush()).toBeUndefined()
+    } finally {
+      await e.close()
+    }
+  }, 60_000)
+
+  test('change hands `within` the link as written and its tags: those given, or those it has, read in the transaction', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const row = await made(a, newLink('Tagged'), ['b', 'a'])
+      const seen: { url: string; tags: readonly string[] }[] = []
+      const note = (tx: any, r: LinkRow, tags: readonly string[]) => {
+        seen.push({ url: r.long_url, tags })
+        return e.note(tx, `${r.code} ${tags.join(',')}`)
+      }
+      await b.links.change(row, { long_url: 'https://example.com/one' }, undefined, T0 + 1, () => true, note)
+      await b.links.change(row, { long_url: 'https://example.com/two' }, ['z', 'c'], T0 + 2, () => true, note)
+      expect(seen).toEqual([
+        { url: 'https://example.com/one', tags: ['a', 'b'] },
+        { url: 'https://example.com/two', tags: ['c', 'z'] },
+      ])
+      expect(await e.notes()).toEqual(['Tagged a,b', 'Tagged c,z'])
+      expect(await a.links.tagsOf(row.id)).toEqual(['c', 'z'])
+    } finally {
+      await e.close()
+    }
+  })
+
   test('takeVisit under a race: two nodes, ten visits each at once, on a link limited to 5 give exactly 5', async () => {
     const e = await makeEngine()
     try {

@@ -16,7 +16,7 @@
 // ASCII letters only, as SQLite's LIKE does, so both engines find the same rows.
 import type { SQL, TransactionSQL } from 'bun'
 import { CODE_TAKEN, GONE, REFUSED, type LinkStorage, type MatchingPage, type RemovedLink } from './storage'
-import type { LinkRow } from './store'
+import type { LinkRow, NewLink } from './store'
 
 // Bun.SQL returns bigint columns as text: rows are mapped to numbers here (all far below 2^53).
 const int = (v: unknown) => Number(v)
@@ -56,21 +56,54 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
       OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag ILIKE ${pattern} ESCAPE '\\'))
     AND (${tag} = '' OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag = ${tag}))`
 
-  return {
-    async insert(l, tags, within) {
-      return sql.begin(async (tx) => {
-        const [inserted] = await tx`
-          INSERT INTO links (code, long_url, account_id, mode, password_hash, created, updated, expires, max_visits, rules, split)
-          VALUES (${l.code}, ${l.long_url}, ${l.account_id}, ${l.mode}, ${l.password_hash}, ${l.created}, ${l.created}, ${l.expires},
-                  ${l.max_visits}, ${l.rules}, ${l.split})
-          ON CONFLICT (code) DO NOTHING RETURNING *`
-        if (!inserted) return CODE_TAKEN
-        const row = link(inserted)
-        await replaceTags(tx, row.id, row.account_id, tags)
-        if (within) await within(tx, row)
+  // Creations committed (one link per transaction here), and the inserts under way (flush awaits them).
+  let commits = 0
+  const inFlight = new Set<Promise<unknown>>()
+
+  /** The first of `codes` that is free inserted, with its tags and `within`, in one transaction. */
+  function insertFirstFree(
+    l: Omit<NewLink, 'code'>,
+    codes: () => Iterable<string>,
+    tags: readonly string[],
+    within: ((tx: TransactionSQL, row: LinkRow) => unknown) | undefined,
+  ): Promise<LinkRow | typeof CODE_TAKEN> {
+    const done = sql
+      .begin(async (tx) => {
+        for (const code of codes()) {
+          // ON CONFLICT DO NOTHING raises no error: the transaction stays usable for the next code.
+          const [inserted] = await tx`
+            INSERT INTO links (code, long_url, account_id, mode, password_hash, created, updated, expires, max_visits, rules, split)
+            VALUES (${code}, ${l.long_url}, ${l.account_id}, ${l.mode}, ${l.password_hash}, ${l.created}, ${l.created}, ${l.expires},
+                    ${l.max_visits}, ${l.rules}, ${l.split})
+            ON CONFLICT (code) DO NOTHING RETURNING *`
+          if (!inserted) continue
+          const row = link(inserted)
+          await replaceTags(tx, row.id, row.account_id, tags)
+          if (within) await within(tx, row)
+          return row
+        }
+        return CODE_TAKEN
+      })
+      .then((row) => {
+        if (row !== CODE_TAKEN) commits++
         return row
       })
+    const settled = done.then(
+      () => {},
+      () => {},
+    )
+    inFlight.add(settled)
+    void settled.then(() => inFlight.delete(settled))
+    return done
+  }
+
+  return {
+    insert: (l, tags, within) => insertFirstFree(l, () => [l.code], tags, within),
+    insertFresh: (l, codes, tags, within) => insertFirstFree(l, codes, tags, within),
+    async flush() {
+      await Promise.all([...inFlight])
     },
+    creations: () => ({ commits, links: commits }),
     async byCode(code) {
       const [row] = await sql`SELECT * FROM links WHERE code = ${code}`
       return row ? link(row) : null
@@ -105,7 +138,12 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
           WHERE id = ${read.id} RETURNING *`
         const row = link(updated)
         if (tags) await replaceTags(tx, row.id, row.account_id, tags)
-        if (within) await within(tx, row)
+        if (within) {
+          const now = tags
+            ? [...tags].sort()
+            : (await tx`SELECT tag FROM link_tags WHERE link_id = ${row.id} ORDER BY tag`).map((r: { tag: string }) => r.tag)
+          await within(tx, row, now)
+        }
         return row
       })
     },

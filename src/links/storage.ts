@@ -71,13 +71,33 @@ export interface LinkStorage<Tx> {
    * made). CODE_TAKEN, with nothing written, when the code is in use.
    */
   insert(link: NewLink, tags: readonly string[], within?: (tx: Tx, row: LinkRow) => unknown): Promise<LinkRow | typeof CODE_TAKEN>
+  /**
+   * insert with a code drawn by the caller: the codes `codes()` gives are tried in turn, in the one
+   * transaction, until one is free (a random code that collides is drawn again without another commit);
+   * CODE_TAKEN, with nothing written, when every code it gave was taken. `codes` is called afresh for each
+   * run of the write (SQLite may run a group's writes again).
+   */
+  insertFresh(
+    link: Omit<NewLink, 'code'>,
+    codes: () => Iterable<string>,
+    tags: readonly string[],
+    within?: (tx: Tx, row: LinkRow) => unknown,
+  ): Promise<LinkRow | typeof CODE_TAKEN>
+  /**
+   * Settles once every insert started so far has committed or failed: whoever closes the database awaits it
+   * first (SQLite's inserts wait for the end of their event-loop turn).
+   */
+  flush(): Promise<void>
+  /** Transactions that committed new links since start, and the links they committed (for /metrics). */
+  creations(): { commits: number; links: number }
   byCode(code: string): Promise<LinkRow | null>
   codeExists(code: string): Promise<boolean>
   byIdAndCode(id: number, code: string): Promise<LinkRow | null>
   /**
    * The link read earlier, read again (locked) in one transaction: GONE when no link has that id and code,
    * REFUSED when `allowed` says no to what was read; else the fields present in `changes` written (a removed
-   * visit limit takes its used visits with it), its tags replaced when `tags` is given, and `within` run.
+   * visit limit takes its used visits with it), its tags replaced when `tags` is given, and `within` run
+   * with the link as written and its tags as they are then (sorted; read in the transaction when not given).
    */
   change(
     read: ReadLink,
@@ -85,7 +105,7 @@ export interface LinkStorage<Tx> {
     tags: readonly string[] | undefined,
     now: number,
     allowed: (current: LinkRow) => boolean,
-    within?: (tx: Tx, row: LinkRow) => unknown,
+    within?: (tx: Tx, row: LinkRow, tags: readonly string[]) => unknown,
   ): Promise<LinkRow | typeof GONE | typeof REFUSED>
   /** Replaces the link's tags whole (each row carries the link's owner); false when the link is gone. */
   setTags(link: ReadLink, tags: readonly string[]): Promise<boolean>
@@ -138,26 +158,60 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
     return true
   }
 
-  return {
-    async insert(link, tags, within) {
-      try {
-        // One savepoint of the turn's group: a taken code or a failing `within` undoes this link alone.
-        return await creations.run(() => {
+  /** The first of `codes` that is free inserted, with its tags and `within`, in the savepoint of its group. */
+  async function insertFirstFree(
+    fields: Omit<NewLink, 'code'>,
+    codes: () => Iterable<string>,
+    tags: readonly string[],
+    within: ((tx: Db, row: LinkRow) => unknown) | undefined,
+  ): Promise<LinkRow | typeof CODE_TAKEN> {
+    try {
+      // One savepoint of the turn's group: a taken code or a failing `within` undoes this link alone. A code
+      // inserted earlier in the same group, uncommitted, is seen as taken here too.
+      return await creations.run(() => {
+        for (const code of codes()) {
           let row: LinkRow
           try {
-            row = store.insert(link)
+            row = store.insert({ ...fields, code })
           } catch (err) {
-            if (codeTaken(err)) return CODE_TAKEN
+            if (codeTaken(err)) continue
             throw err
           }
           store.setTags(row.id, row.account_id, tags)
           within?.(db, row)
           return row
-        })
-      } catch (err) {
-        throw storageError(db, err)
-      }
+        }
+        return CODE_TAKEN
+      }).then((row) => {
+        if (row !== CODE_TAKEN) made++
+        return row
+      })
+    } catch (err) {
+      throw storageError(db, err)
+    } finally {
+      inFlight--
+      if (inFlight === 0) for (const settled of waiting.splice(0)) settled()
+    }
+  }
+  let inFlight = 0
+  let made = 0
+  const waiting: (() => void)[] = []
+
+  return {
+    insert(link, tags, within) {
+      inFlight++
+      return insertFirstFree(link, () => [link.code], tags, within)
     },
+    insertFresh(link, codes, tags, within) {
+      inFlight++
+      return insertFirstFree(link, codes, tags, within)
+    },
+    flush() {
+      // The waiting group committed now (not at the end of this turn): the database may close right after.
+      creations.flush()
+      return inFlight === 0 ? Promise.resolve() : new Promise<void>((settled) => waiting.push(settled))
+    },
+    creations: () => ({ commits: creations.commits, links: made }),
     byCode: async (code) => store.byCode(code) ?? null,
     codeExists: async (code) => store.codeExists(code),
     byIdAndCode: async (id, code) => store.byIdAndCode(id, code) ?? null,
@@ -170,7 +224,7 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
           if (!allowed(current)) return REFUSED
           const updated = store.update(current.id, changes, now)!
           if (tags) store.setTags(updated.id, updated.account_id, tags)
-          within?.(db, updated)
+          if (within) within(db, updated, tags ? [...tags].sort() : store.tagsOf(updated.id))
           return updated
         })(),
       )
