@@ -22,6 +22,8 @@ const labelText = (labels?: Labels) =>
 
 export function createMetrics() {
   const families = new Map<string, Family>()
+  // Reads made before a scrape, for gauges whose source is async (a storage's count): see refresh().
+  const refreshers: (() => Promise<unknown>)[] = []
   // Label texts kept across counters, bounded: a label value may come from outside.
   let labelCount = 0
 
@@ -64,6 +66,14 @@ export function createMetrics() {
     /** A value read at scrape time: a gauge, or a counter kept by someone else. */
     sampled(name: string, help: string, read: () => number, type: Family['type'] = 'gauge') {
       family(name, help, type).read = read
+    },
+    /** A read to make before the gauges are (the database's, which is async): it stores what a gauge then reads. */
+    refreshing(read: () => Promise<unknown>) {
+      refreshers.push(read)
+    },
+    /** Makes every refreshing read (awaited before render and snapshot); a failed one leaves its gauge as it was. */
+    async refresh(): Promise<void> {
+      await Promise.all(refreshers.map((read) => read().catch(() => {})))
     },
     render(): string {
       const lines: string[] = []

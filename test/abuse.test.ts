@@ -42,7 +42,7 @@ describe('links.anonymous = false', () => {
       // The form posted anyway (an old tab): refused, sent back to the page, no link made.
       const posted = await send('/', { method: 'POST', body: new URLSearchParams({ url: 'https://example.com/b' }), headers: { origin } })
       expect(posted.status).toBe(303)
-      expect(box.links.total()).toBe(1)
+      expect(await box.links.total()).toBe(1)
     } finally {
       await box.cleanup()
     }
@@ -287,8 +287,8 @@ describe('the abuse service on the async storage', () => {
       })
       try {
         await second.ready
-        expect(second.verdict(box.links.resolve(code)!)).toEqual({ kind: 'banned', host: 'old-bad.example', reason: 'went bad' })
-        expect(second.verdict(box.links.resolve(spam)!)).toEqual({ kind: 'account' })
+        expect(second.verdict((await box.links.resolve(code))!)).toEqual({ kind: 'banned', host: 'old-bad.example', reason: 'went bad' })
+        expect(second.verdict((await box.links.resolve(spam))!)).toEqual({ kind: 'account' })
         expect(() => second.checkDestination('https://old-bad.example/')).toThrow('banned (went bad)')
       } finally {
         second.close()

@@ -6,6 +6,7 @@ import { afterAll, afterEach, expect, setDefaultTimeout, test } from 'bun:test'
 import { join } from 'node:path'
 import { createLinkService } from '../src/links/service'
 import { makeBox, type TestBox } from './support/app'
+import { sqliteLinkDeps } from './support/links'
 import { apiPost, CHROME_UA, createAccount, killAllServers, removeDir, startServer, tempDir, writeConfig } from './support/server'
 
 setDefaultTimeout(30_000)
@@ -97,7 +98,7 @@ test('code collisions inside one group are retried: the second creation never ge
   const draws: string[] = []
   const sequence = ['Same01', 'Same01', 'Same02']
   const links = createLinkService({
-    db: b.db, config: b.config, recorder: b.recorder, events: b.events,
+    ...sqliteLinkDeps(b.db), config: b.config, recorder: b.recorder, events: b.events,
     randomCode: () => {
       const code = sequence[draws.length] ?? 'Later9'
       draws.push(code)

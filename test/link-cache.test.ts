@@ -10,6 +10,7 @@ import { createEvents } from '../src/events'
 import { localChangeFeed } from '../src/db/changes'
 import { createLinkService, LINK_CACHE_TTL_MS } from '../src/links/service'
 import { tempDir, testConfig } from './support/app'
+import { sqliteLinkDeps } from './support/links'
 
 const dir = tempDir()
 const db = openDatabase(join(dir, 'linkbox.db'))
@@ -20,7 +21,7 @@ afterAll(() => {
 const admin: Caller = { accountId: 0, accountName: 'admin', admin: true, scopes: new Set(), keyId: null, via: 'key' }
 // Two rows per generation: the third visited code turns the first two into the old generation.
 const links = createLinkService({
-  db,
+  ...sqliteLinkDeps(db),
   config: testConfig(dir),
   recorder: createClickRecorder(db, { writeOn: 'main' }),
   events: createEvents(),
@@ -31,17 +32,17 @@ test('a row in the old generation is dropped when its link changes or goes, and 
   const codes: string[] = []
   for (let i = 0; i < 5; i++) codes.push((await links.create({ url: `https://example.com/${i}` }, null)).hex)
   const [a, b, c, d] = codes as [string, string, string, string]
-  for (const code of [a, b, c]) expect(links.resolve(code)?.long_url).toStartWith('https://example.com/')
+  for (const code of [a, b, c]) expect((await links.resolve(code))?.long_url).toStartWith('https://example.com/')
   // a and b are in the old generation now, c in the young one.
   await links.update({ code: a, url: 'https://example.org/changed' }, admin)
-  expect(links.resolve(a)?.long_url).toBe('https://example.org/changed')
-  links.delete({ code: b }, admin)
-  expect(links.resolve(b)).toBeNull()
+  expect((await links.resolve(a))?.long_url).toBe('https://example.org/changed')
+  await links.delete({ code: b }, admin)
+  expect((await links.resolve(b))).toBeNull()
   // Visited again and again across many swaps, a row keeps its latest state.
-  for (let round = 0; round < 5; round++) for (const code of [a, c, d, codes[4]!]) expect(links.resolve(code)).not.toBeNull()
+  for (let round = 0; round < 5; round++) for (const code of [a, c, d, codes[4]!]) expect((await links.resolve(code))).not.toBeNull()
   await links.update({ code: d, url: 'https://example.org/d' }, admin)
-  expect(links.resolve(d)?.long_url).toBe('https://example.org/d')
-  expect(links.resolve(a)?.long_url).toBe('https://example.org/changed')
+  expect((await links.resolve(d))?.long_url).toBe('https://example.org/d')
+  expect((await links.resolve(a))?.long_url).toBe('https://example.org/changed')
 })
 
 // Two processes on one database file, as `serve` and a second linkbox process or node: each has its own
@@ -54,30 +55,30 @@ test('a link changed by another process is dropped from the cache at once when p
   const feed = localChangeFeed()
   const other = openDatabase(join(dir, 'linkbox.db'))
   const service = (on: typeof db) =>
-    createLinkService({ db: on, config: testConfig(dir), recorder: createClickRecorder(on, { writeOn: 'main' }), events: createEvents(), clock, changes: feed })
+    createLinkService({ ...sqliteLinkDeps(on), config: testConfig(dir), recorder: createClickRecorder(on, { writeOn: 'main' }), events: createEvents(), clock, changes: feed })
   const a = service(db)
   const b = service(other)
   try {
     const code = (await a.create({ url: 'https://example.com/feed' }, null)).hex
-    expect(a.resolve(code)?.long_url).toBe('https://example.com/feed')
+    expect((await a.resolve(code))?.long_url).toBe('https://example.com/feed')
     // B changes it: published after its commit, A's next visit reads the new row.
     await b.update({ code, url: 'https://example.org/feed-changed' }, admin)
-    expect(a.resolve(code)?.long_url).toBe('https://example.org/feed-changed')
-    b.delete({ code }, admin)
-    expect(a.resolve(code)).toBeNull()
+    expect((await a.resolve(code))?.long_url).toBe('https://example.org/feed-changed')
+    await b.delete({ code }, admin)
+    expect((await a.resolve(code))).toBeNull()
 
     // A change made behind the services (nothing published): the cached row until the TTL runs out.
     const quiet = (await a.create({ url: 'https://example.com/quiet' }, null)).hex
-    expect(a.resolve(quiet)?.long_url).toBe('https://example.com/quiet')
+    expect((await a.resolve(quiet))?.long_url).toBe('https://example.com/quiet')
     other.run('UPDATE links SET long_url = ? WHERE code = ?', ['https://example.org/quiet-changed', quiet])
     now += LINK_CACHE_TTL_MS - 1
-    expect(a.resolve(quiet)?.long_url).toBe('https://example.com/quiet')
+    expect((await a.resolve(quiet))?.long_url).toBe('https://example.com/quiet')
     now += 1
-    expect(a.resolve(quiet)?.long_url).toBe('https://example.org/quiet-changed')
+    expect((await a.resolve(quiet))?.long_url).toBe('https://example.org/quiet-changed')
     // Also for a row that went to the old generation meanwhile, and for a link deleted behind the service.
     other.run('DELETE FROM links WHERE code = ?', [quiet])
     now += LINK_CACHE_TTL_MS
-    expect(a.resolve(quiet)).toBeNull()
+    expect((await a.resolve(quiet))).toBeNull()
   } finally {
     a.close()
     b.close()
@@ -88,11 +89,11 @@ test('a link changed by another process is dropped from the cache at once when p
 test('a lost channel to the other processes (a resync) drops every cached row', async () => {
   let onResync = () => {}
   const feed = { ...localChangeFeed(), subscribe: (_topic: string, _onKeys: unknown, resync: () => void) => ((onResync = resync), () => {}) }
-  const c = createLinkService({ db, config: testConfig(dir), recorder: createClickRecorder(db, { writeOn: 'main' }), events: createEvents(), changes: feed })
+  const c = createLinkService({ ...sqliteLinkDeps(db), config: testConfig(dir), recorder: createClickRecorder(db, { writeOn: 'main' }), events: createEvents(), changes: feed })
   const code = (await c.create({ url: 'https://example.com/resync' }, null)).hex
-  expect(c.resolve(code)?.long_url).toBe('https://example.com/resync')
+  expect((await c.resolve(code))?.long_url).toBe('https://example.com/resync')
   db.run('UPDATE links SET long_url = ? WHERE code = ?', ['https://example.org/resync-changed', code])
-  expect(c.resolve(code)?.long_url).toBe('https://example.com/resync')
+  expect((await c.resolve(code))?.long_url).toBe('https://example.com/resync')
   onResync()
-  expect(c.resolve(code)?.long_url).toBe('https://example.org/resync-changed')
+  expect((await c.resolve(code))?.long_url).toBe('https://example.org/resync-changed')
 })

@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createLinkService } from '../src/links/service'
 import { makeBox, type TestBox } from './support/app'
+import { sqliteLinkDeps } from './support/links'
 
 let now = Date.parse('2026-06-01T12:00:00Z')
 let box: TestBox
@@ -47,7 +48,7 @@ describe('getLink.json', () => {
     // Every 6-character draw collides with one existing code or is reserved; 7-character ones are free.
     const taken = (await create({ url: 'https://example.com/taken', alias: 'Taken6' })).body.return.hex
     const links = createLinkService({
-      db: box.db, config: box.config, recorder: box.recorder, events: box.events,
+      ...sqliteLinkDeps(box.db), config: box.config, recorder: box.recorder, events: box.events,
       randomCode: (length) => {
         const code = length === 6 ? (tried.length % 2 ? taken : 'assets') : 'Grown07'.slice(0, length)
         tried.push(code)

@@ -89,15 +89,15 @@ export function createReportRoutes(deps: { config: Config; abuse: AbuseService; 
   const seeOther = (location: string) => new Response(null, { status: 303, headers: { location, 'cache-control': 'no-store' } })
 
   return new Elysia({ name: 'abuse-report' })
-    .get('/:code/report', ({ params, request }) => {
-      const row = links.resolve(params.code)
+    .get('/:code/report', async ({ params, request }) => {
+      const row = await links.resolve(params.code)
       if (!row) return notFoundPage()
       const url = new URL(request.url)
       return url.searchParams.get('sent') === '1' ? sent(row.code) : form(row.code, url)
     })
     .post('/:code/report', async ({ params, request }) => {
       if (isCrossSite(request, base)) return messagePage(403, 'Request refused', 'This form can only be sent from this site.')
-      const row = links.resolve(params.code)
+      const row = await links.resolve(params.code)
       if (!row) return notFoundPage()
       const client = rateKeyOf(clientIp(request))
       const minute = perMinute.hit(client, REPORTS_PER_MINUTE)

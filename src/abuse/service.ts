@@ -231,7 +231,7 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
 
     /** A visitor's report of a link: stored with the time and nothing of the visitor but what they typed. */
     async report(input: { code: string; reason: unknown; text: unknown; contact: unknown }): Promise<{ id: number | null }> {
-      const row = links.resolve(input.code)
+      const row = await links.resolve(input.code)
       if (!row) throw notFound('There is no short link at this address.')
       const reason = String(input.reason ?? '')
       if (!(REPORT_REASONS as readonly string[]).includes(reason))

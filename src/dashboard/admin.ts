@@ -590,7 +590,7 @@ ${hooks}
       const s = shell.session(request)
       if (!s) return json(401, { error: 'signed_out', message: 'Sign in again to see the figures.' })
       if (!s.admin) return json(403, { error: 'not_admin', message: 'This page is for administrator accounts.' })
-      return json(200, healthJson())
+      return metrics.refresh().then(() => json(200, healthJson()))
     })
     .get(`${ADMIN}/account/:id/delete`, ({ request, params }) => {
       const s = shell.requireAdmin(request)
@@ -643,6 +643,6 @@ ${hooks}
     .get(HEALTH, ({ request }) => {
       const s = shell.requireAdmin(request)
       if (s instanceof Response) return s
-      return healthPage(request, s)
+      return metrics.refresh().then(() => healthPage(request, s))
     })
 }

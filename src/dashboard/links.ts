@@ -265,7 +265,7 @@ function row(r: LinkRecord, fresh: boolean, query: ListQuery): string {
 </tr>`
 }
 
-function listCard(result: ReturnType<DashboardDeps['links']['search']>, query: ListQuery, fresh: string | null): string {
+function listCard(result: Awaited<ReturnType<DashboardDeps['links']['search']>>, query: ListQuery, fresh: string | null): string {
   const { q, tag, sort } = query
   const sortLink = (value: LinkSort, text: string) =>
     `<a href="${e(listHref({ q, tag, sort: value }))}"${sort === value ? ' aria-current="true"' : ''}>${text}</a>`
@@ -312,14 +312,14 @@ export function createLinksSection({ shell, links, qr, clock }: DashboardDeps) {
   const { tokens } = shell
 
   /** The list with the create form; with ?form=ID, the refused form as it was sent, with its errors. */
-  function listPage(request: Request, s: Session, draft?: { form: CreateForm }) {
+  async function listPage(request: Request, s: Session, draft?: { form: CreateForm }) {
     const url = new URL(request.url)
     // A refused form (?form=ID) as it was sent, or what was typed before the session ended (shell.requireForm).
     const refused = shell.refusedState<Refused<CreateForm>>(request, shell.ownerOf(s)) ?? (draft ? { values: draft.form, errors: {} } : null)
     const query = listQuery(url)
     const freshParam = url.searchParams.get('new')
     const fresh = freshParam && CODE.test(freshParam) ? freshParam : null
-    const result = links.search(query, s.caller)
+    const result = await links.search(query, s.caller)
     const content = `<div class="links-page"><h1>Links</h1>${createCard(s, tokens, refused?.values ?? EMPTY_FORM, refused?.errors ?? {})}${listCard(result, query, fresh)}</div>`
     return shell.render(request, s, {
       section: 'links',
@@ -339,10 +339,10 @@ export function createLinksSection({ shell, links, qr, clock }: DashboardDeps) {
   }
 
   /** The caller's link, or null (unknown, another account's, or not a code at all: all answered 404). */
-  function ownedLink(code: string, s: Session): LinkRecord | null {
+  async function ownedLink(code: string, s: Session): Promise<LinkRecord | null> {
     if (!CODE.test(code)) return null
     try {
-      return links.get({ code }, s.caller)
+      return await links.get({ code }, s.caller)
     } catch (err) {
       if (err instanceof AppError && (err.status === 404 || err.code === 'not_owner' || err.status === 400)) return null
       throw err
@@ -418,10 +418,10 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
   }
 
   /** A link's QR image styled by the query (link-qr.ts): the session's own links only. */
-  function linkQr(request: Request, code: string, format: 'png' | 'svg') {
+  async function linkQr(request: Request, code: string, format: 'png' | 'svg') {
     const s = shell.require(request)
     if (s instanceof Response) return s
-    const r = ownedLink(code, s)
+    const r = await ownedLink(code, s)
     if (!r) return new Response('No such link.', { status: 404, headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' } })
     return qrImage(qr, s.caller.accountId, r.hex, r.url, format, new URL(request.url))
   }
@@ -434,7 +434,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
   async function statsPage(request: Request, code: string, csv: boolean): Promise<Response> {
     const s = shell.require(request)
     if (s instanceof Response) return s
-    const r = ownedLink(code, s)
+    const r = await ownedLink(code, s)
     if (!r) return notFoundPage(request, s, code)
     const window = windowOf(request.url)
     const now = clock()
@@ -518,10 +518,10 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
       if (s instanceof Response) return s
       return csvExportResponse(links.exportPages(s.caller), links.now())
     })
-    .get('/dashboard/links/:code', ({ request, params }) => {
+    .get('/dashboard/links/:code', async ({ request, params }) => {
       const s = shell.require(request)
       if (s instanceof Response) return s
-      const r = ownedLink(params.code, s)
+      const r = await ownedLink(params.code, s)
       if (!r) return notFoundPage(request, s, params.code)
       const d = shell.draft(request)
       if (!d) return editPage(request, s, r)
@@ -545,7 +545,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
         const s = await shell.requireForm(request, { keep: ['url', 'mode', 'expire', 'password_action', 'tags', ...ROUTING_FIELDS] })
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
-        const r = ownedLink(params.code, s)
+        const r = await ownedLink(params.code, s)
         if (!r) return notFoundPage(request, s, params.code)
         const values: EditForm = {
           url: (f.get('url') ?? '').trim(),
@@ -597,7 +597,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
       async ({ request, params }) => {
         const s = shell.require(request, `/dashboard/links/${CODE.test(params.code) ? params.code : ''}`)
         if (s instanceof Response) return s
-        const r = ownedLink(params.code, s)
+        const r = await ownedLink(params.code, s)
         if (!r) return notFoundPage(request, s, params.code)
         const opts = { request, accountId: s.caller.accountId, csrf: s.csrf, crossSite: shell.crossSite(request), refused: shell.csrfRefused, code: r.hex, shortUrl: r.url }
         return qrWithLogo(qr, opts, (location, reason) => shell.seeOther(location, { kind: 'error', text: reason }))
@@ -606,10 +606,10 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
     )
     .get('/dashboard/links/:code/stats', ({ request, params }) => statsPage(request, params.code, false))
     .get('/dashboard/links/:code/stats.csv', ({ request, params }) => statsPage(request, params.code, true))
-    .get('/dashboard/links/:code/delete', ({ request, params }) => {
+    .get('/dashboard/links/:code/delete', async ({ request, params }) => {
       const s = shell.require(request)
       if (s instanceof Response) return s
-      const r = ownedLink(params.code, s)
+      const r = await ownedLink(params.code, s)
       if (!r) return notFoundPage(request, s, params.code)
       const c = e(r.hex)
       return shell.render(request, s, {
@@ -638,10 +638,10 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
         const s = shell.require(request)
         if (s instanceof Response) return s
         await shell.form(request, s)
-        const r = ownedLink(params.code, s)
+        const r = await ownedLink(params.code, s)
         if (!r) return notFoundPage(request, s, params.code)
         try {
-          links.delete({ code: r.hex }, s.caller)
+          await links.delete({ code: r.hex }, s.caller)
         } catch (err) {
           if (err instanceof AppError && (err.status === 404 || err.code === 'not_owner')) return notFoundPage(request, s, r.hex)
           throw err

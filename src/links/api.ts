@@ -596,7 +596,7 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations): Api
       queryToo: true,
       returns: ListSchema,
       otherContent: { description: 'with format=csv, every link of the caller as a CSV file (an attachment)', types: ['text/csv'] },
-      handler: ({ params, caller }): Static<typeof ListSchema> | Response => {
+      handler: ({ params, caller }): Promise<Static<typeof ListSchema>> | Response => {
         if (String(params.format ?? '').toLowerCase() === 'csv') return csvExportResponse(links.exportPages(caller!), links.now())
         return links.list({ limit: params.limit, cursor: params.cursor, tag: params.tag, q: params.q }, caller!)
       },

@@ -25,17 +25,17 @@ export function exportLine(r: LinkRecord): string {
  * The export as a streamed answer: `nextPage` gives the following page of records each time it is called
  * (empty at the end). The file is named links-YYYY-MM-DD.csv after the day (UTC) of `now`.
  */
-export function csvExportResponse(nextPage: () => LinkRecord[], now: number, headers: Record<string, string> = {}): Response {
+export function csvExportResponse(nextPage: () => Promise<LinkRecord[]>, now: number, headers: Record<string, string> = {}): Response {
   const encoder = new TextEncoder()
   let started = false
   const body = new ReadableStream<Uint8Array>({
     // One page per pull: the stream asks for more only as the client reads.
-    pull(controller) {
+    async pull(controller) {
       if (!started) {
         started = true
         controller.enqueue(encoder.encode(csvLine([...EXPORT_COLUMNS])))
       }
-      const page = nextPage()
+      const page = await nextPage()
       if (page.length === 0) return controller.close()
       controller.enqueue(encoder.encode(page.map(exportLine).join('')))
     },

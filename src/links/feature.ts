@@ -10,7 +10,7 @@ import type { Feature, Shared } from '../feature'
 import { createAnonymousCreations } from './anonymous'
 import { linkApi } from './api'
 import type { Verifier } from './password-gate'
-import { createLinkService } from './service'
+import { createLinkService, type LinkService } from './service'
 import { createVisitRoutes } from './visit'
 import { sqliteWebhookQueue } from '../webhooks/queue'
 
@@ -22,9 +22,10 @@ export interface LinksOptions {
 }
 
 export function createLinksFeature(shared: Shared, deps: { recorder: ClickRecorder }, opts: LinksOptions = {}) {
-  const { db, config, events, clock, outbox, metrics, clientIp, geo, changes } = shared
-  const links = createLinkService({
-    db, config, recorder: deps.recorder, events, clock, hashPassword: opts.hashPassword, outbox, changes,
+  const { db, config, events, clock, outbox, metrics, clientIp, geo, changes, storages } = shared
+  const links: LinkService = createLinkService({
+    links: storages.links, counts: storages.counts, queue: storages.queue,
+    config, recorder: deps.recorder, events, clock, hashPassword: opts.hashPassword, outbox, changes,
     checkDestination: (url) => abuse.checkDestination(url),
     // Countries for rules with a country condition: the app's one Geo (statistics ask it too).
     country: (address) => geo.country(address),
@@ -49,7 +50,12 @@ export function createLinksFeature(shared: Shared, deps: { recorder: ClickRecord
       m.sampled('linkbox_destinations_refused_total', 'Link creations and changes refused: a banned host.', () => abuse.counts.refusedBanned, 'counter')
       m.sampled('linkbox_destinations_listed_total', 'Link creations and changes refused: a host on a blocklist.', () => abuse.counts.refusedListed, 'counter')
       m.sampled('linkbox_blocklist_hosts', 'Hosts in the loaded blocklist files.', () => abuse.blocklist().set.size)
-      m.sampled('linkbox_links', 'Short links stored.', () => links.total())
+      // Read from the storage's counters before each scrape (metrics.refresh).
+      let stored = 0
+      m.refreshing(async () => {
+        stored = await links.total()
+      })
+      m.sampled('linkbox_links', 'Short links stored.', () => stored)
       m.sampled('linkbox_link_creation_commits_total', 'Transactions that committed new links (one per group of creations).', () => links.creationCommits.commits, 'counter')
       m.sampled('linkbox_links_created_total', 'Links created since start.', () => links.creationCommits.links, 'counter')
     },

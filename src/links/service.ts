@@ -1,19 +1,33 @@
 // The rules of short links: creation, change, deletion, listing and statistics. It takes plain values
 // and a caller, returns plain records, and throws AppErrors; it never sees HTTP.
+//
+// On the async storages (issue 22; the recipe is abuse/service.ts's): the database is reached only through
+// LinkStorage (the links, their tags, visits of limited links), ClickCounts (statistics' days and names) and
+// the webhook queue's enqueue(tx, …), written in the `within` of the storage call that makes the change, so
+// the same service runs on SQLite or PostgreSQL by being handed either engine's storages.
+// - Async: create, update, delete, list, get, search, exportPages' pages, total, stats, takeVisit and
+//   visitsLeft (limited links only), and resolve on a miss of its cache.
+// - Sync: resolve on a hit — the redirect's lookup answers the cached row itself, no Promise, no allocation,
+//   so the plain redirect never waits (visit.ts's `hot` hands a miss to the router, which awaits the read that
+//   resolve started) — and isExpired, destination and recordClick (memory and the click buffer only).
+// - The cache of visited rows is dropped per code on every change this process publishes or hears of
+//   (db/changes.ts), and a read that was under way when its code changed does not keep its row.
 import type { Caller } from '../accounts/service'
 import { randomBase62 } from '../accounts/service'
 import { MAX_NAMES, OTHER } from '../clicks/classify'
 import type { ClickRecorder } from '../clicks/recorder'
-import { createClickStore, DIMENSIONS, dayOf, type DimNames } from '../clicks/store'
+import type { ClickCounts } from '../clicks/counts'
+import { DIMENSIONS, dayOf, type DimNames } from '../clicks/store'
 import type { Config } from '../config'
-import { iso, storageError, stored, type Db } from '../db'
+import { iso } from '../db'
 import { localChangeFeed, type ChangeFeed } from '../db/changes'
-import { createWriteGroup } from '../db/write-group'
 import { AppError, invalidParameter, notFound, notOwner } from '../errors'
 import type { Events } from '../events'
-import type { Outbox } from '../webhooks/outbox'
+import type { EventType, Outbox } from '../webhooks/outbox'
+import type { WebhookQueue } from '../webhooks/queue'
 import { createDestinations, type Visitor } from './destinations'
-import { createLinkStore, type LinkChanges, type LinkRow, type NameCount, type NewLink } from './store'
+import { CODE_TAKEN, GONE, REFUSED, type LinkStorage } from './storage'
+import type { LinkChanges, LinkRow, NameCount } from './store'
 import {
   isReserved,
   ownUrlRules,
@@ -70,6 +84,7 @@ export interface CreateLinkInput {
   split?: unknown
 }
 
+const aliasTaken = (alias: string) => new AppError(409, 'alias_taken', `The alias "${alias}" is already in use.`)
 const present = (v: unknown) => v !== undefined && v !== null && v !== ''
 const DAY_MS = 86_400_000
 const DATE = /^\d{4}-\d{2}-\d{2}$/
@@ -134,8 +149,14 @@ export const EXPORT_PAGE = 500
 /** A LIKE pattern matching `text` anywhere, with LIKE's own characters (and the escape) taken literally. */
 export const containsPattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
 
-export function createLinkService(deps: {
-  db: Db
+/** What the service is built with: the storages of one engine (db/storages.ts) and the process's parts. */
+export interface LinkDeps<Tx> {
+  /** The links, their tags and limited links' visits. */
+  links: LinkStorage<Tx>
+  /** Statistics: the days and names of a link's window. */
+  counts: ClickCounts
+  /** The webhook events of each change, written in its transaction. */
+  queue: WebhookQueue<Tx>
   config: Config
   recorder: ClickRecorder
   events: Events
@@ -146,8 +167,8 @@ export function createLinkService(deps: {
   hashPassword?: (password: string) => Promise<string>
   /** Rows per generation of the cache of visited links (tests make it tiny). */
   hotGeneration?: number
-  /** Webhook events are written here, in the transaction of each change (absent: no webhooks). */
-  outbox?: Outbox
+  /** Who listens for which event (events are built only then), and the deliverer's wake-up after a commit (absent: no webhooks). */
+  outbox?: Pick<Outbox, 'wanted' | 'wake'>
   /** Refuses a destination that is banned or on a blocklist (abuse/service.ts), with invalid_url. */
   checkDestination?: (url: string) => void
   /** The ISO alpha-2 country of an address or null (geo): for rules with a country condition. */
@@ -160,21 +181,21 @@ export function createLinkService(deps: {
   changes?: ChangeFeed
   /** How long a visited link is served from memory at most before it is read again (the safety net). */
   cacheTtlMs?: number
-}) {
-  const { db, config, recorder, events, outbox } = deps
+}
+
+export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
+  const { config, recorder, events, outbox, queue, counts } = deps
+  const store = deps.links
   const feed = deps.changes ?? localChangeFeed()
   const cacheTtlMs = deps.cacheTtlMs ?? LINK_CACHE_TTL_MS
   const clock = deps.clock ?? Date.now
   const randomCode = deps.randomCode ?? randomBase62
   const hashPassword = deps.hashPassword ?? ((password: string) => Bun.password.hash(password, 'argon2id'))
-  const store = createLinkStore(db)
-  const clickStore = createClickStore(db)
   // Answers per link and window, valid while no click of the link has been written since: every write adds
   // to links.clicks or links.bots in the same transaction, so their sum, read with the row, says so. A page
   // polled by many visitors costs one build per write of its link at most. Ids are never reused, so a
   // deleted link's entries can only go stale, never answer for another link.
   const answers = new Map<string, WindowAnswer>()
-  const creations = createWriteGroup(db)
   const base = config.server.base_url
   // Visits read links far more often than anything changes them, and only this process changes them:
   // keep recently visited rows in memory and drop a row whenever it is updated or deleted. Two
@@ -190,14 +211,21 @@ export function createLinkService(deps: {
   let young = new Map<string, CachedLink>()
   let old = new Map<string, CachedLink>()
   let youngChars = 0
+  // Reads of missed codes under way, so that visits of one code at once share one read (the hot path's miss
+  // and the router's lookup of the same request among them). Bounded by the requests in flight, and capped.
+  const reading = new Map<string, Promise<LinkRow | null>>()
+  const READING_MAX = 10_000
   const forget = (code: string) => {
     young.delete(code)
     old.delete(code)
+    // A read begun before this change may return the row as it was: it is not kept (see readMissed).
+    reading.delete(code)
   }
   const forgetAll = () => {
     young = new Map()
     old = new Map()
     youngChars = 0
+    reading.clear()
   }
   const remember = (code: string, entry: CachedLink) => {
     const chars = code.length + entry.row.long_url.length
@@ -227,8 +255,8 @@ export function createLinkService(deps: {
     return split.length ? JSON.stringify(split) : null
   }
 
-  /** A link as the API answers it; `tags` when the caller has them already (a page reads them at once). */
-  function record(row: LinkRow, tags: string[] = store.tagsOf(row.id)): LinkRecord {
+  /** A link as the API answers it, with its tags (sorted). */
+  function record(row: LinkRow, tags: readonly string[]): LinkRecord {
     const now = clock()
     return {
       hex: row.code,
@@ -243,7 +271,7 @@ export function createLinkService(deps: {
       password: row.password_hash !== null,
       clicks: row.clicks,
       disabled: row.disabled,
-      tags,
+      tags: [...tags],
       max_visits: row.max_visits,
       visits_left: row.max_visits === null ? null : Math.max(0, row.max_visits - row.visits_used),
       ...(row.rules ? { rules: JSON.parse(row.rules) as Rule[] } : {}),
@@ -252,102 +280,119 @@ export function createLinkService(deps: {
   }
 
   /** Records of several links, their tags read in one statement. */
-  function records(rows: LinkRow[]): LinkRecord[] {
-    const tags = store.tagsFor(rows.map((r) => r.id))
+  async function records(rows: LinkRow[]): Promise<LinkRecord[]> {
+    const tags = await store.tagsFor(rows.map((r) => r.id))
     return rows.map((r) => record(r, tags.get(r.id) ?? []))
   }
+  /** One link's record, its tags read. */
+  const recordOf = async (row: LinkRow) => record(row, await store.tagsOf(row.id))
 
   const mayChange = (row: LinkRow, caller: Caller) => caller.admin || (row.account_id !== null && row.account_id === caller.accountId)
 
-  function owned(code: unknown, caller: Caller): LinkRow {
-    const row = store.byCode(validateCode(code))
+  async function owned(code: unknown, caller: Caller): Promise<LinkRow> {
+    const row = await store.byCode(validateCode(code))
     if (!row) throw notFound(`No link with the code "${code}".`)
     if (!mayChange(row, caller)) throw notOwner()
     return row
   }
 
-  // In one transaction: the link read before an await is read again by its id AND code (ids are never
-  // reused, and a code can be taken again after a delete), its owner checked again, and only the fields
-  // that were sent are written, so a concurrent update of other fields stands.
-  const writeChanges = db.transaction((read: LinkRow, changes: LinkChanges, tags: string[] | undefined, caller: Caller): LinkRow => {
-    const current = store.byIdAndCode(read.id, read.code)
-    if (!current) throw notFound(`No link with the code "${read.code}".`)
-    if (!mayChange(current, caller)) throw notOwner()
-    const updated = store.update(current.id, changes, clock())!
-    if (tags) store.setTags(updated.id, updated.account_id, tags)
-    outbox?.enqueue('link.updated', updated.account_id, { ...record(updated) }, updated.updated)
-    return updated
-  })
+  /**
+   * The webhook event of a change, written by the storage call's `within` in its transaction when anyone of
+   * the account listens for it (the promise of the write: see abuse/service.ts); `heard` says one was.
+   */
+  function eventWriter() {
+    let heard = false
+    return {
+      write(tx: Tx, type: EventType, accountId: number | null, data: () => Record<string, unknown>, at: number) {
+        if (accountId === null || !outbox?.wanted(type, accountId)) return undefined
+        heard = true
+        return queue.enqueue(tx, { type, accountId, at, data: data() }, clock())
+      },
+      /** After the commit: the deliverer is woken when an event was written. */
+      wake() {
+        if (heard) outbox?.wake()
+      },
+    }
+  }
 
-  function insertWithFreshCode(fields: Omit<NewLink, 'code'>): LinkRow {
-    // 6 random characters (62^6 ≈ 5.7e10); after repeated collisions the codes grow by one character.
+  /** Random codes as creation draws them: 6 characters (62^6 ≈ 5.7e10); after repeated collisions one more, up to 12. */
+  function* freshCodes(): Generator<string> {
     for (let length = 6; length <= 12; length++) {
       for (let attempt = 0; attempt < 4; attempt++) {
         const code = randomCode(length)
         if (isReserved(code)) continue
         // No look-up first: a collision is rare (62^6 codes), and the UNIQUE index finds it in the insert.
-        try {
-          return store.insert({ ...fields, code })
-        } catch (err) {
-          if (!String(err).includes('UNIQUE')) throw err
-        }
+        yield code
       }
     }
-    throw new AppError(503, 'busy', 'Could not find a free short code; try again.')
   }
 
-  function windowAnswer(row: LinkRow, from: string, to: string, span: number): WindowAnswer {
+  async function windowAnswer(row: LinkRow, from: string, to: string, span: number): Promise<WindowAnswer> {
     const linkId = row.id
     const key = `${linkId} ${from} ${to}`
     const written = row.clicks + row.bots
     const kept = answers.get(key)
     if (kept && kept.written === written) return kept
-    const byDay = new Map(clickStore.days(linkId, from, to).map((d) => [d.day, d]))
+    const [daysStored, stored] = await Promise.all([counts.days(linkId, from, to), counts.names(linkId, from, to)])
+    const byDay = new Map(daysStored.map((d) => [d.day, d]))
     const days: { date: string; clicks: number; visitors: number }[] = []
     for (let t = Date.parse(`${from}T00:00:00Z`), i = 0; i < span; i++, t += DAY_MS) {
       const date = dayOf(t)
       const d = byDay.get(date)
       days.push({ date, clicks: d?.clicks ?? 0, visitors: d?.visitors ?? 0 })
     }
-    const stored: DimNames = clickStore.names(linkId, from, to)
     const names = {} as WindowAnswer['names']
-    for (const dim of DIMENSIONS) names[dim] = topNames(stored[dim])
+    for (const dim of DIMENSIONS) names[dim] = topNames((stored as DimNames)[dim])
     const answer: WindowAnswer = { written, days, names }
     if (answers.size >= ANSWERS_KEPT) answers.clear()
     answers.set(key, answer)
     return answer
   }
 
-  function insertAlias(fields: Omit<NewLink, 'code'>, alias: string): LinkRow {
-    const taken = () => new AppError(409, 'alias_taken', `The alias "${alias}" is already in use.`)
-    if (store.codeExists(alias)) throw taken()
-    try {
-      return store.insert({ ...fields, code: alias })
-    } catch (err) {
-      if (String(err).includes('UNIQUE')) throw taken()
-      throw err
-    }
+  /** A code missed by the cache, read; kept unless its code changed while the read was under way. */
+  function readMissed(code: string, now: number): Promise<LinkRow | null> {
+    const under = reading.get(code)
+    if (under !== undefined) return under
+    const read: Promise<LinkRow | null> = store.byCode(code).then(
+      (row) => {
+        const current = reading.get(code) === read
+        if (current) reading.delete(code)
+        if (!row) forget(code)
+        else if (current) remember(code, { row, at: now })
+        return row
+      },
+      (err) => {
+        if (reading.get(code) === read) reading.delete(code)
+        throw err
+      },
+    )
+    if (reading.size < READING_MAX) reading.set(code, read)
+    // Whoever awaits it hears of a failure; a read nobody awaits (the hot path's, for a path the router
+    // answers without a link, /healthz) must not be an unhandled rejection.
+    read.catch(() => {})
+    return read
   }
 
   return {
-    /** Commits the creations still waiting for the end of this turn (before the database closes). */
-    flushCreations: () => creations.flush(),
+    /** Settles once the creations under way are committed or failed (the app's close, before the database closes). */
+    flushCreations: () => store.flush(),
     /** Stops hearing of other processes' changes (the app's close). */
     close: () => stopChanges(),
     /** Transactions that committed creations, and the creations in them. */
     get creationCommits() {
-      return { commits: creations.commits, links: creations.writes }
+      return store.creations()
     },
 
     /**
-     * `within` runs in the savepoint that inserts the link, after the insert (the pages claim their form
-     * token there); when it throws, no link is made. It may run more than once, like the write itself.
+     * `within` runs in the transaction that inserts the link, after the insert and before its webhook event (the
+     * pages claim their form token there); when it throws, no link is made. On SQLite it must be synchronous
+     * and may run more than once, like the write itself (see storage.ts).
      */
     async create(
       input: CreateLinkInput,
       caller: Caller | null,
       opts: {
-        within?: (link: { code: string }) => void
+        within?: (tx: Tx, link: LinkRow) => unknown
         /** An import's expiry, as a moment (unix ms), instead of `expire`: it may have passed already. */
         expiresAt?: number | null
       } = {},
@@ -376,27 +421,27 @@ export function createLinkService(deps: {
         rules,
         split,
       }
-      // Committed with the other creations of this event-loop turn; answered once that commit is done.
-      let row: LinkRow
-      try {
-        // The webhook event is written in the same savepoint: a creation that fails leaves none.
-        row = await creations.run(() => {
-          const inserted = alias ? insertAlias(fields, alias) : insertWithFreshCode(fields)
-          store.setTags(inserted.id, inserted.account_id, tags)
-          opts.within?.(inserted)
-          outbox?.enqueue('link.created', inserted.account_id, { ...record(inserted, tags) }, inserted.created)
-          return inserted
-        })
-      } catch (err) {
-        throw storageError(db, err)
+      // Committed with the other creations of this event-loop turn on SQLite; answered once that commit is
+      // done. The webhook event is written in the same transaction: a creation that fails leaves none. What
+      // may refuse (the caller's `within`: a form token already used) goes first.
+      const event = eventWriter()
+      const within = (tx: Tx, inserted: LinkRow) => {
+        const claimed = opts.within?.(tx, inserted)
+        return Promise.all([claimed, event.write(tx, 'link.created', inserted.account_id, () => ({ ...record(inserted, tags) }), inserted.created)])
       }
+      const row = alias ? await store.insert({ ...fields, code: alias }, tags, within) : await store.insertFresh(fields, freshCodes, tags, within)
+      if (row === CODE_TAKEN) {
+        if (alias) throw aliasTaken(alias)
+        throw new AppError(503, 'busy', 'Could not find a free short code; try again.')
+      }
+      event.wake()
       const rec = record(row, tags)
       events.emit('link.created', { link: { ...rec }, accountId: row.account_id })
       return rec
     },
 
     async update(input: { code: unknown } & Omit<CreateLinkInput, 'alias' | 'url'> & { url?: unknown }, caller: Caller) {
-      const row = owned(input.code, caller)
+      const row = await owned(input.code, caller)
       const changes: LinkChanges = {}
       if (input.url !== undefined) {
         changes.long_url = validateUrl(input.url, urlRules)
@@ -417,24 +462,35 @@ export function createLinkService(deps: {
         // above is only a promise that is checked again below.
         changes.password_hash = password ? await hashPassword(password) : null
       }
-      const updated = stored(db, () => writeChanges(row, changes, tags, caller))
+      // In one transaction: the link read above is read again by its id AND code (ids are never reused, and a
+      // code can be taken again after a delete), its owner checked again, and only the fields that were sent
+      // are written, so a concurrent update of other fields stands.
+      const event = eventWriter()
+      let tagsNow: readonly string[] = []
+      const updated = await store.change(row, changes, tags, clock(), (current) => mayChange(current, caller), (tx, written, now) => {
+        tagsNow = now
+        return event.write(tx, 'link.updated', written.account_id, () => ({ ...record(written, now) }), written.updated)
+      })
+      if (updated === GONE) throw notFound(`No link with the code "${row.code}".`)
+      if (updated === REFUSED) throw notOwner()
       published([row.code])
-      const rec = record(updated)
+      event.wake()
+      const rec = record(updated, tagsNow)
       events.emit('link.updated', { link: { ...rec }, accountId: updated.account_id })
       return rec
     },
 
-    delete(input: { code: unknown }, caller: Caller) {
-      const row = owned(input.code, caller)
+    async delete(input: { code: unknown }, caller: Caller) {
+      const row = await owned(input.code, caller)
       // Click aggregates go with it (ON DELETE CASCADE); the webhook event is written in the same transaction.
-      stored(db, () =>
-        db.transaction(() => {
-          const gone = record(row)
-          store.remove(row.id)
-          outbox?.enqueue('link.deleted', row.account_id, { ...gone }, clock())
-        })(),
-      )
+      const event = eventWriter()
+      const removed = await store.remove(row, (tx, gone) => {
+        if (!mayChange(gone.row, caller)) throw notOwner()
+        return event.write(tx, 'link.deleted', gone.row.account_id, () => ({ ...record(gone.row, gone.tags) }), clock())
+      })
+      if (!removed) throw notFound(`No link with the code "${row.code}".`)
       published([row.code])
+      event.wake()
       events.emit('link.deleted', { hex: row.code, accountId: row.account_id })
       return { hex: row.code, deleted: true }
     },
@@ -449,7 +505,7 @@ export function createLinkService(deps: {
      * index); `q` those whose code, destination or a tag contains it (case-insensitive), looking at no more
      * than LIST_SCAN links per page: such a page may hold fewer than `limit` links while `next` goes on.
      */
-    list(input: { limit?: unknown; cursor?: unknown; tag?: unknown; q?: unknown }, caller: Caller) {
+    async list(input: { limit?: unknown; cursor?: unknown; tag?: unknown; q?: unknown }, caller: Caller) {
       let limit = 100
       if (present(input.limit)) {
         const s = String(input.limit)
@@ -471,20 +527,20 @@ export function createLinkService(deps: {
           throw invalidParameter('q', `text of at most ${MAX_SEARCH_LENGTH} characters`)
         q = input.q.trim()
       }
-      const count = store.count(caller.accountId)
+      const count = await store.count(caller.accountId)
       if (q) {
-        const { rows, floor, full } = store.pageMatching(caller.accountId, before, tag, containsPattern(q), limit + 1, LIST_SCAN)
+        const { rows, floor, full } = await store.pageMatching(caller.accountId, before, tag, containsPattern(q), limit + 1, LIST_SCAN)
         const more = rows.length > limit
         const pageRows = more ? rows.slice(0, limit) : rows
         // Past the page's last link, or (the window looked at without filling the page) past the window.
         const next = more ? pageRows[pageRows.length - 1]!.id : full ? floor : null
-        return { links: records(pageRows), count, next: next === null ? null : String(next) }
+        return { links: await records(pageRows), count, next: next === null ? null : String(next) }
       }
-      const rows = tag ? store.pageByTag(caller.accountId, tag, before, limit + 1) : store.page(caller.accountId, before, limit + 1)
+      const rows = await (tag ? store.pageByTag(caller.accountId, tag, before, limit + 1) : store.page(caller.accountId, before, limit + 1))
       const more = rows.length > limit
       const pageRows = more ? rows.slice(0, limit) : rows
       return {
-        links: records(pageRows),
+        links: await records(pageRows),
         count,
         next: more ? String(pageRows[pageRows.length - 1]!.id) : null,
       }
@@ -496,16 +552,16 @@ export function createLinkService(deps: {
      */
     exportPages(caller: Caller) {
       let after = 0
-      return (): LinkRecord[] => {
-        const rows = store.exportPage(caller.accountId, after, EXPORT_PAGE)
+      return async (): Promise<LinkRecord[]> => {
+        const rows = await store.exportPage(caller.accountId, after, EXPORT_PAGE)
         if (rows.length > 0) after = rows[rows.length - 1]!.id
         return records(rows)
       }
     },
 
     /** One of the caller's links (or any, for an admin), as links.json lists it: 404/403 otherwise. */
-    get(input: { code: unknown }, caller: Caller): LinkRecord {
-      return record(owned(input.code, caller))
+    async get(input: { code: unknown }, caller: Caller): Promise<LinkRecord> {
+      return recordOf(await owned(input.code, caller))
     },
 
     /**
@@ -514,21 +570,21 @@ export function createLinkService(deps: {
      * first, SEARCH_PAGE_SIZE a page. `total` is exact without a filter (a counter) and counted up to
      * SEARCH_COUNT_MAX with one (`capped` then says there are more); a page past the end answers the last page.
      */
-    search(input: { q?: string; tag?: string; sort?: LinkSort; page?: number }, caller: Caller) {
+    async search(input: { q?: string; tag?: string; sort?: LinkSort; page?: number }, caller: Caller) {
       const q = (input.q ?? '').trim()
       const tag = input.tag ? validateTag(input.tag) : ''
       if ([...q].length > MAX_SEARCH_LENGTH) throw invalidParameter('q', `at most ${MAX_SEARCH_LENGTH} characters`)
       const sort: LinkSort = input.sort === 'clicks' ? 'clicks' : 'created'
       const pattern = q ? containsPattern(q) : '%'
       const filtered = q !== '' || tag !== ''
-      const counted = filtered ? store.searchCount(caller.accountId, pattern, tag, SEARCH_COUNT_MAX + 1) : store.count(caller.accountId)
+      const counted = await (filtered ? store.searchCount(caller.accountId, pattern, tag, SEARCH_COUNT_MAX + 1) : store.count(caller.accountId))
       const capped = filtered && counted > SEARCH_COUNT_MAX
       const total = capped ? SEARCH_COUNT_MAX : counted
       const pages = Math.max(1, Math.ceil(total / SEARCH_PAGE_SIZE))
       const page = Math.min(Math.max(1, Math.floor(input.page ?? 1) || 1), pages)
       const offset = (page - 1) * SEARCH_PAGE_SIZE
-      const rows = store.search(caller.accountId, pattern, tag, sort, SEARCH_PAGE_SIZE, offset)
-      return { links: records(rows), q, tag, sort, page, pages, total, capped, offset, perPage: SEARCH_PAGE_SIZE }
+      const rows = await store.search(caller.accountId, pattern, tag, sort, SEARCH_PAGE_SIZE, offset)
+      return { links: await records(rows), q, tag, sort, page, pages, total, capped, offset, perPage: SEARCH_PAGE_SIZE }
     },
 
     /** The service's clock (unix ms). */
@@ -549,7 +605,7 @@ export function createLinkService(deps: {
       const span = (Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / DAY_MS + 1
       if (span < 1) throw invalidParameter('from', 'a date on or before "to"')
       if (span > 366) throw invalidParameter('from', 'at most 366 days before "to"')
-      let row = store.byCode(code)
+      let row = await store.byCode(code)
       if (!row) throw notFound(`No link with the code "${code}".`)
       // Pending clicks of this link are at most a second old; writing them first makes the answer exact.
       // Only this link's, in a write of their own: a polled answer that flushed everything forced a write of
@@ -557,10 +613,10 @@ export function createLinkService(deps: {
       // be written this is skipped (or fails quietly): the answer is read all the same.
       if (opts.flush !== false && recorder.hasPending(row.id)) {
         await recorder.flushLinkIfWritable(row.id)
-        row = store.byCode(code) // with the clicks just written; or gone, deleted meanwhile
+        row = await store.byCode(code) // with the clicks just written; or gone, deleted meanwhile
         if (!row) throw notFound(`No link with the code "${code}".`)
       }
-      const { days, names } = windowAnswer(row, from, to, span)
+      const { days, names } = await windowAnswer(row, from, to, span)
       const isOwner = !!caller && mayChange(row, caller)
       return {
         hex: row.code,
@@ -582,24 +638,20 @@ export function createLinkService(deps: {
       }
     },
 
-    /** The link behind a visited code (null when unknown). */
-    resolve(code: string): LinkRow | null {
+    /**
+     * The link behind a visited code: the cached row itself on a hit (synchronous: the redirect never waits),
+     * a promise of the stored row (null when unknown) on a miss.
+     */
+    resolve(code: string): LinkRow | null | Promise<LinkRow | null> {
       const now = clock()
       const hit = young.get(code)
       if (hit !== undefined && now - hit.at < cacheTtlMs) return hit.row
       const held = hit === undefined ? old.get(code) : undefined
-      let entry: CachedLink
-      if (held !== undefined && now - held.at < cacheTtlMs) entry = held
-      else {
-        const row = store.byCode(code)
-        if (!row) {
-          forget(code)
-          return null
-        }
-        entry = { row, at: now }
+      if (held !== undefined && now - held.at < cacheTtlMs) {
+        remember(code, held)
+        return held.row
       }
-      remember(code, entry)
-      return entry.row
+      return readMissed(code, now)
     },
 
     isExpired(row: LinkRow) {
@@ -617,13 +669,13 @@ export function createLinkService(deps: {
      * is never trusted): false when none is left. Storage failures throw (a 503 page): a visit that cannot
      * be counted is not given.
      */
-    takeVisit(row: LinkRow): boolean {
-      return stored(db, () => store.takeVisit(row.id))
+    takeVisit(row: LinkRow): Promise<boolean> {
+      return store.takeVisit(row.id)
     },
 
     /** The visits a limited link has left, read from the database (HEAD and bots look without taking). */
-    visitsLeft(row: LinkRow): number {
-      return store.visitsLeft(row.id) ?? 0
+    async visitsLeft(row: LinkRow): Promise<number> {
+      return (await store.visitsLeft(row.id)) ?? 0
     },
 
     /**
@@ -639,4 +691,4 @@ export function createLinkService(deps: {
     },
   }
 }
-export type LinkService = ReturnType<typeof createLinkService>
+export type LinkService = ReturnType<typeof createLinkService<any>>

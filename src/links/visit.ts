@@ -160,6 +160,9 @@ export function createVisitRoutes(deps: {
     // A link's code is never a reserved name (validate.ts, and random codes skip them), so a row found here
     // is what the router would find too, and /healthz or /login (no row) go on to the router.
     const row = links.resolve(code)
+    // Not in the link cache: the router's visit awaits the read this lookup started (resolve shares it), and
+    // the next visit of the code is answered here.
+    if (row instanceof Promise) return undefined
     // A limited link takes a visit in the database: the router's path does that (reachDestination).
     if (!row || row.mode !== 'redirect' || row.password_hash || row.max_visits !== null || links.isExpired(row)) return undefined
     // Disabled, banned or listed (a WeakMap lookup beside the cached row): the router's lookup answers 451.
@@ -188,11 +191,18 @@ export function createVisitRoutes(deps: {
     const ua = request.headers.get('user-agent') ?? ''
     const address = clientIp(request)
     // A limited link: a person's visit takes one in the database, or finds none left. HEAD and bots take
-    // none (SPEC §2a: previews never use a visit up); they only look whether any is left.
+    // none (SPEC §2a: previews never use a visit up); they only look whether any is left. Any other link
+    // goes on at once, without waiting for anything.
     if (row.max_visits !== null) {
       const looking = request.method === 'HEAD' || isbot(ua)
-      if (looking ? links.visitsLeft(row) <= 0 : !links.takeVisit(row)) return usedUpPage(row)
+      const allowed = looking ? links.visitsLeft(row).then((left) => left > 0) : links.takeVisit(row)
+      return allowed.then((ok) => (ok ? arrive(row, request, via, referer, ua, address) : usedUpPage(row)))
     }
+    return arrive(row, request, via, referer, ua, address)
+  }
+
+  /** The visit answered: the destination chosen, the click recorded, the page or redirect of the link's mode. */
+  function arrive(row: LinkRow, request: Request, via: 'get' | 'post', referer: string, ua: string, address: string): Response | Promise<Response> {
     const routed = row.rules !== null || row.split !== null
     const destination = routed ? links.destination(row, { ua, address, acceptLanguage: request.headers.get('accept-language') ?? '' }) : row.long_url
     if (request.method !== 'HEAD') links.recordClick(row, ua, referer, address, routed ? destination : '')
@@ -242,9 +252,14 @@ export function createVisitRoutes(deps: {
     )
   }
 
-  /** Shared gate for every visit: unknown → 404, expired → 410. */
-  function lookup(code: string): LinkRow | Response {
+  /** Shared gate for every visit: unknown → 404, expired → 410. A promise of it when the link is not in the cache. */
+  function lookup(code: string): LinkRow | Response | Promise<LinkRow | Response> {
     const row = links.resolve(code)
+    if (row instanceof Promise) return row.then(gateOf)
+    return gateOf(row)
+  }
+
+  function gateOf(row: LinkRow | null): LinkRow | Response {
     if (!row) {
       count('not_found')
       return notFoundPage()
@@ -299,7 +314,7 @@ export function createVisitRoutes(deps: {
         'retry-after': String(d.reset),
       })
     }
-    const row = links.resolve(code)
+    const row = await links.resolve(code)
     if (!row) return notFoundPage()
     count('stats_page')
     // No flush for a page view: the page may be a second behind, and a view never costs a write.
@@ -321,6 +336,18 @@ export function createVisitRoutes(deps: {
     )
   }
 
+  /** GET /<code> once the link is looked up: its password form, or on to its destination. */
+  function visit(found: LinkRow | Response, request: Request): Response | Promise<Response> {
+    if (found instanceof Response) return found
+    const referer = request.headers.get('referer') ?? ''
+    if (found.password_hash) {
+      const header = request.headers.get('x-link-password')
+      if (header !== null) return checkHeaderPassword(found, header, request, referer)
+      return passwordForm(found, referer)
+    }
+    return reachDestination(found, request, 'get', referer)
+  }
+
   const routes = new Elysia({ name: 'visit' })
     // Not async: the common case answers synchronously, without a promise per redirect.
     .get('/:code', ({ params, request }) => {
@@ -330,17 +357,11 @@ export function createVisitRoutes(deps: {
       if (code.endsWith('+')) return statsPage(code.slice(0, -1), request)
       if (code.endsWith('+.csv')) return statsPage(code.slice(0, -5), request, true)
       const found = lookup(code)
-      if (found instanceof Response) return found
-      const referer = request.headers.get('referer') ?? ''
-      if (found.password_hash) {
-        const header = request.headers.get('x-link-password')
-        if (header !== null) return checkHeaderPassword(found, header, request, referer)
-        return passwordForm(found, referer)
-      }
-      return reachDestination(found, request, 'get', referer)
+      if (found instanceof Promise) return found.then((f) => visit(f, request))
+      return visit(found, request)
     }, { parse: 'none' })
     .post('/:code', async ({ params, request }) => {
-      const found = lookup(params.code)
+      const found = await lookup(params.code)
       if (found instanceof Response) return found
       // Too large (413) or stalled (408): the app's error handler turns the AppError into a page.
       const form = new URLSearchParams(new TextDecoder().decode(await readBodyLimited(request, FORM_LIMIT)))

@@ -33,7 +33,7 @@ export function createPagesFeature(
       })
     })
     // Loopback, private networks and the bearer token only (http/metrics-access.ts); others: a plain 404.
-    .get('/metrics', ({ request }) => metricsAllowed(request) ? new Response(metrics.render(), {
+    .get('/metrics', async ({ request }) => metricsAllowed(request) ? new Response((await metrics.refresh(), metrics.render()), {
       headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' },
     }) : notFoundPage())
     .get('/assets/style.css', () => new Response(STYLE_CSS, { headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': IMMUTABLE } }))

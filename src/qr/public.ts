@@ -141,7 +141,7 @@ export function createQrRoutes(deps: { config: Config; links: LinkService; qr: Q
     const m = FILE_NAME.exec(file)
     // An expired (or password-protected) link still gets its image: it only shows the short address,
     // and visiting it answers for the link's state. Unknown codes get nothing.
-    if (!m || !links.resolve(m[1]!)) return notFoundPage()
+    if (!m || !(await links.resolve(m[1]!))) return notFoundPage()
     const image = await imageOf(m[1]!, m[2] as QrFormat) // a full renderer queue throws a 503 AppError
     const headers = { etag: image.etag, 'cache-control': IMMUTABLE }
     if (matchesIfNoneMatch(request.headers.get('if-none-match'), image.etag))
