@@ -97,3 +97,23 @@ test('a lost channel to the other processes (a resync) drops every cached row', 
   onResync()
   expect((await c.resolve(code))?.long_url).toBe('https://example.org/resync-changed')
 })
+
+test('a miss is one read shared by the visits of that code at once, and a read under way when its code changes is not kept', async () => {
+  const c = createLinkService({ ...sqliteLinkDeps(db), config: testConfig(dir), recorder: createClickRecorder(db, { writeOn: 'main' }), events: createEvents() })
+  const code = (await c.create({ url: 'https://example.com/shared' }, null)).hex
+  const first = c.resolve(code)
+  expect(first).toBeInstanceOf(Promise)
+  expect(c.resolve(code)).toBe(first)
+  // Its link changes (published) while the read is under way: the row read is answered, never kept.
+  c.forget([code])
+  expect((await first)?.long_url).toBe('https://example.com/shared')
+  const again = c.resolve(code)
+  expect(again).toBeInstanceOf(Promise)
+  expect(again).not.toBe(first)
+  // This read was not overtaken by a change: the next lookup is the cached row itself, synchronously.
+  const row = await again
+  expect(c.resolve(code)).toBe(row)
+  // An unknown code is a read each time (nothing is cached for it), answered null.
+  expect(c.resolve('nosuch9')).toBeInstanceOf(Promise)
+  expect(await c.resolve('nosuch9')).toBeNull()
+})

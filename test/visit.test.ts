@@ -33,6 +33,25 @@ describe('redirect mode', () => {
     expect(await clicks(code)).toBe(1)
   })
 
+  test('the first visit (not cached yet: the router awaits the read) and the next (the cached row, answered before the router) give the same answer', async () => {
+    const code = await link({ url: 'https://example.com/first?x=1' })
+    const shape = (r: Response) => ({ status: r.status, headers: [...r.headers].filter(([name]) => name !== 'x-request-id') })
+    const [first, second] = [await visit(`/${code}`), await visit(`/${code}`)]
+    expect(shape(first)).toEqual(shape(second))
+    expect(shape(first)).toEqual({ status: 302, headers: [['cache-control', 'private, no-cache'], ['location', 'https://example.com/first?x=1']] })
+    expect([await first.text(), await second.text()]).toEqual(['', ''])
+    for (const r of [first, second]) expect(r.headers.get('x-request-id')).toMatch(/\S/)
+    expect(await clicks(code)).toBe(2)
+    const head = await link({ url: 'https://example.com/first-head' })
+    const [h1, h2] = [await visit(`/${head}`, { method: 'HEAD' }), await visit(`/${head}`, { method: 'HEAD' })]
+    // The router's HEAD names its empty body's length, which the server sends for the other as well
+    // (Content-Length: 0 on the wire for both).
+    const bare = (r: Response) => ({ ...shape(r), headers: shape(r).headers.filter(([name]) => name !== 'content-length') })
+    expect(bare(h1)).toEqual(bare(h2))
+    expect(h1.headers.get('content-length') ?? '0').toBe('0')
+    expect(await clicks(head)).toBe(0)
+  })
+
   test('HEAD answers like GET without counting a click', async () => {
     const code = await link({ url: 'https://example.com/head' })
     const r = await visit(`/${code}`, { method: 'HEAD' })
