@@ -35,7 +35,7 @@ describe('redirect mode', () => {
 
   test('the first visit (not cached yet: the router awaits the read) and the next (the cached row, answered before the router) give the same answer', async () => {
     const code = await link({ url: 'https://example.com/first?x=1' })
-    const shape = (r: Response) => ({ status: r.status, headers: [...r.headers].filter(([name]) => name !== 'x-request-id') })
+    const shape = (r: Response) => ({ status: r.status, headers: [...(r.headers as unknown as Iterable<[string, string]>)].filter(([name]) => name !== 'x-request-id') })
     const [first, second] = [await visit(`/${code}`), await visit(`/${code}`)]
     expect(shape(first)).toEqual(shape(second))
     expect(shape(first)).toEqual({ status: 302, headers: [['cache-control', 'private, no-cache'], ['location', 'https://example.com/first?x=1']] })

@@ -3,8 +3,6 @@
 // metrics. Clicks go to the clicks feature's recorder; link events to the outbox.
 import { createReportRoutes, visitGate } from '../abuse/routes'
 import { createAbuseService } from '../abuse/service'
-import { sqliteAbuseRows } from '../abuse/storage'
-import { sqliteAuditRows } from '../audit/storage'
 import type { ClickRecorder } from '../clicks/recorder'
 import type { Feature, Shared } from '../feature'
 import { createAnonymousCreations } from './anonymous'
@@ -12,7 +10,6 @@ import { linkApi } from './api'
 import type { Verifier } from './password-gate'
 import { createLinkService, type LinkService } from './service'
 import { createVisitRoutes } from './visit'
-import { sqliteWebhookQueue } from '../webhooks/queue'
 
 export interface LinksOptions {
   /** Link password checks (tests wrap the real one to count concurrent checks). */
@@ -22,7 +19,7 @@ export interface LinksOptions {
 }
 
 export function createLinksFeature(shared: Shared, deps: { recorder: ClickRecorder }, opts: LinksOptions = {}) {
-  const { db, config, events, clock, outbox, metrics, clientIp, geo, changes, storages } = shared
+  const { config, events, clock, outbox, metrics, clientIp, geo, changes, storages } = shared
   const links: LinkService = createLinkService({
     links: storages.links, counts: storages.counts, queue: storages.queue,
     config, recorder: deps.recorder, events, clock, hashPassword: opts.hashPassword, outbox, changes,
@@ -31,8 +28,8 @@ export function createLinksFeature(shared: Shared, deps: { recorder: ClickRecord
     country: (address) => geo.country(address),
   })
   // Reports, bans, disabled links and blocklists (SPEC §3, §12): a 451 verdict per link, kept beside its cached row.
-  // Its rows through the async storages (SQLite's today; PostgreSQL's are handed in the same way).
-  const abuse = createAbuseService({ rows: sqliteAbuseRows(db), audit: sqliteAuditRows(db), queue: sqliteWebhookQueue(db), config, links, clock, outbox })
+  // Its rows through the async storages (Shared.storages: SQLite's today; PostgreSQL's are handed in the same way).
+  const abuse = createAbuseService({ rows: storages.abuse, audit: storages.audit, queue: storages.queue, config, links, clock, outbox })
   // Creations without a key (links.anonymous, rate.anon_per_day): the API's and the home form's, one count.
   const anonymous = createAnonymousCreations(config, clock)
   const visitCount = metrics.counter('linkbox_visits_total', 'Visits of short links and their pages, by outcome.', 'outcome')
