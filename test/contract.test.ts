@@ -152,7 +152,7 @@ let mailMade = false
 async function fixture() {
   await webhookFixture()
   await mailFixture()
-  if (box.links.resolve('Ab3dE9')) return
+  if (await box.links.resolve('Ab3dE9')) return
   await box.links.create({ url: 'https://example.com/fixture', alias: 'Ab3dE9' }, (await box.accounts.authenticate(keys.owner))!)
 }
 

@@ -496,7 +496,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
               max_visits: form.max_visits, rules: form.rules, split: form.split,
             },
             s.caller,
-            { within: (link) => tokens.claim(sent, s.id, fresh(link.code)) },
+            { within: (_tx, link) => tokens.claim(sent, s.id, fresh(link.code)) },
           )
           return shell.seeOther(fresh(r.hex), { kind: 'ok', text: `Created ${r.url} → ${shortDestination(r.long_url)}` })
         } catch (err) {
