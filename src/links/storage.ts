@@ -31,9 +31,10 @@
 // database work). That group is this object's own: whoever closes the database first awaits the inserts
 // it started (the service's flushCreations does the same for its group today).
 //
-// The service (service.ts) still calls the synchronous store directly: it moves onto this interface when the
-// services go async. Not here: the service's cache of visited rows (the redirect path), click statistics
-// (clicks/counts.ts), and an account's deletion with its links (accounts/).
+// The service (service.ts) reaches links only through this interface; a random code is drawn by the service
+// and tried here (insertFresh), so that a collision is drawn again in the same transaction. Not here: the
+// service's cache of visited rows (the redirect path), click statistics (clicks/counts.ts), and an account's
+// deletion with its links (accounts/).
 import { storageError, stored, type Db } from '../db'
 import { createWriteGroup } from '../db/write-group'
 import { createLinkStore, type LinkChanges, type LinkRow, type NewLink } from './store'
