@@ -197,7 +197,7 @@ describe('the curl examples', () => {
   /** The things the examples name: the link Ab3dE9 and the mailbox signup-test with message 17, the reader's. */
   async function fixtures() {
     const owner = (await box.accounts.authenticate(key))!
-    if (!box.links.resolve('Ab3dE9')) await box.links.create({ url: 'https://example.com/fixture', alias: 'Ab3dE9' }, owner)
+    if (!(await box.links.resolve('Ab3dE9'))) await box.links.create({ url: 'https://example.com/fixture', alias: 'Ab3dE9' }, owner)
     await box.mail.getOrCreate(owner, 'signup-test')
     const mailbox = await box.mail.checkRecipient('signup-test@localhost')
     if (!mailbox.ok) throw new Error('the example mailbox does not take mail')
@@ -287,7 +287,7 @@ describe('the further examples (visit limits, rules, splits)', () => {
     for (const m of box.methods) {
       const blocks = moreBlocks(section(methodAnchor(m)))
       for (const [i, cmd] of blocks.entries()) {
-        if (!box.links.resolve('Ab3dE9')) await box.links.create({ url: 'https://example.com/fixture', alias: 'Ab3dE9' }, (await box.accounts.authenticate(key))!)
+        if (!(await box.links.resolve('Ab3dE9'))) await box.links.create({ url: 'https://example.com/fixture', alias: 'Ab3dE9' }, (await box.accounts.authenticate(key))!)
         const proc = Bun.spawn(['bash', '-c', cmd], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LINKBOX: base, KEY: key }, stdout: 'pipe', stderr: 'pipe' })
         const [out, exit] = await Promise.all([new Response(proc.stdout).text(), proc.exited])
         expect(exit).toBe(0)
