@@ -355,10 +355,11 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     if (under !== undefined) return under
     const read: Promise<LinkRow | null> = store.byCode(code).then(
       (row) => {
-        const current = reading.get(code) === read
-        if (current) reading.delete(code)
-        if (!row) forget(code)
-        else if (current) remember(code, { row, at: now })
+        // Overtaken by a change of the code (or not shared, past READING_MAX): answered, never kept.
+        if (reading.get(code) !== read) return row
+        reading.delete(code)
+        if (row) remember(code, { row, at: now })
+        else forget(code) // a row kept past its TTL, gone since
         return row
       },
       (err) => {
