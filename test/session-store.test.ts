@@ -182,6 +182,48 @@ describe.each([
       await e.close()
     }
   })
+
+  test('claimIn hands `then` the outcome in the claim’s transaction: the first claim’s row when taken; a `then` that throws undoes the caller’s change and the claim', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const alice = await e.account('alice')
+      const s = await a.sessions.create(newSession(alice, 1), 20)
+      const once = 'FFFFFFFFFFFFFFFFFFFFFF'
+      const outcomes: unknown[] = []
+      // A change and its claim, written as a service's `within` is: started, not awaited (SQLite's transaction is synchronous).
+      const change = (node: Node, note: string, token: string, result: string, then: (outcome: unknown) => unknown) =>
+        node.inTransaction((tx) => Promise.all([e.note(tx, note), node.tokens.claimIn(tx, token, s.id, 'fp', T0, result, (_, o) => (outcomes.push(o), then(o)))]).then((r) => r[1]))
+      // Free: claimed, and what `then` gives is what claimIn gives.
+      expect(await change(a, 'first', once, '/first', () => 'made')).toBe('made')
+      // Taken: `then` gets the first claim's row, read in this transaction; its refusal undoes this change.
+      const refused = change(b, 'second', once, '/second', () => {
+        throw new Error('sent twice')
+      })
+      await expect(refused).rejects.toThrow('sent twice')
+      expect(outcomes).toEqual([{ claimed: true }, { claimed: false, first: { token: once, session_id: s.id, fingerprint: 'fp', created: T0, result: '/first' } }])
+      expect(await e.notes()).toEqual(['first'])
+      expect((await a.tokens.byToken(once))?.result).toBe('/first')
+      // A refusal of a free token's claim leaves it free.
+      const refusedFree = change(a, 'third', 'GGGGGGGGGGGGGGGGGGGGGG', '/third', () => {
+        throw new Error('refused')
+      })
+      await expect(refusedFree).rejects.toThrow('refused')
+      expect(await b.tokens.byToken('GGGGGGGGGGGGGGGGGGGGGG')).toBeNull()
+      expect(await e.notes()).toEqual(['first'])
+      if (_name === 'SQLite') {
+        // `then` runs, or throws, before claimIn returns: a synchronous transaction cannot wait for it.
+        let ran = false
+        await a.inTransaction((tx) => {
+          const claimed = a.tokens.claimIn(tx, 'HHHHHHHHHHHHHHHHHHHHHH', s.id, 'fp', T0, '/h', () => (ran = true))
+          expect(ran).toBe(true)
+          return claimed
+        })
+      }
+    } finally {
+      await e.close()
+    }
+  })
 })
 
 describe('form tokens on PostgreSQL, two nodes at the same moment', () => {

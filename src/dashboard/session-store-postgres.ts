@@ -62,17 +62,27 @@ export function postgresSessionRows(sql: SQL): SessionRows<TransactionSQL> {
   }
 }
 
+const claim = async (tx: TransactionSQL, token: string, sessionId: number | null, fingerprint: string, now: number, result: string) =>
+  (
+    await tx`INSERT INTO form_tokens (token, session_id, fingerprint, created, result)
+             VALUES (${token}, ${sessionId}, ${fingerprint}, ${now}, ${result}) ON CONFLICT (token) DO NOTHING`
+  ).count === 1
+
+const byToken = async (sql: SQL, token: string): Promise<FormTokenRow | null> => {
+  const [r] = await sql`SELECT token, session_id, fingerprint, created, result FROM form_tokens WHERE token = ${token}`
+  return r ? { token: r.token, session_id: num(r.session_id), fingerprint: r.fingerprint, created: Number(r.created), result: r.result } : null
+}
+
 export function postgresFormTokenRows(sql: SQL): FormTokenRows<TransactionSQL> {
   return {
-    async claim(tx, token, sessionId, fingerprint, now, result) {
-      const r = await tx`INSERT INTO form_tokens (token, session_id, fingerprint, created, result)
-                         VALUES (${token}, ${sessionId}, ${fingerprint}, ${now}, ${result}) ON CONFLICT (token) DO NOTHING`
-      return r.count === 1
+    claim,
+    async claimIn(tx, token, sessionId, fingerprint, now, result, then) {
+      // Not claimed: the first claim committed (ON CONFLICT waited for it), so this statement, a new
+      // snapshot in READ COMMITTED, sees its row.
+      if (await claim(tx, token, sessionId, fingerprint, now, result)) return then(tx, { claimed: true })
+      return then(tx, { claimed: false, first: await byToken(tx, token) })
     },
-    async byToken(token, tx) {
-      const [r] = await (tx ?? sql)`SELECT token, session_id, fingerprint, created, result FROM form_tokens WHERE token = ${token}`
-      return r ? ({ token: r.token, session_id: num(r.session_id), fingerprint: r.fingerprint, created: Number(r.created), result: r.result } as FormTokenRow) : null
-    },
+    byToken: (token, tx) => byToken(tx ?? sql, token),
     async removeOld(before, tx) {
       // SKIP LOCKED: two nodes tidying at once each take other rows, neither waits for the other.
       return (

@@ -46,6 +46,21 @@ export interface SessionRows<Tx> {
 export interface FormTokenRows<Tx> {
   /** Inside the caller's transaction: the token taken for this creation; false when it was taken already. */
   claim(tx: Tx, token: string, sessionId: number | null, fingerprint: string, now: number, result: string): Promise<boolean>
+  /**
+   * claim, with its outcome handed to `then` in the same transaction: claimed, or not and the row that had
+   * taken the token (read in `tx`; null when it went meanwhile). `then` decides what a taken token means and
+   * throws to undo the caller's change; what it returns is what claimIn gives. On SQLite `then` runs, or
+   * throws, before claimIn returns.
+   */
+  claimIn(
+    tx: Tx,
+    token: string,
+    sessionId: number | null,
+    fingerprint: string,
+    now: number,
+    result: string,
+    then: (tx: Tx, outcome: { claimed: true } | { claimed: false; first: FormTokenRow | null }) => unknown,
+  ): Promise<unknown>
   /** The token's row (in `tx` when given: what a claim that found it taken compares against); null: none. */
   byToken(token: string, tx?: Tx): Promise<FormTokenRow | null>
   /** A few of the tokens created at `before` or earlier (in `tx` when given); how many. */
@@ -88,7 +103,15 @@ export function sqliteFormTokenRows(db: Db): FormTokenRows<Db> {
       if (!tx.inTransaction) throw new Error('form tokens: a token is claimed inside the transaction of its creation')
       return Promise.resolve(tokensOf(tx).insert(token, sessionId, fingerprint, now, result))
     },
+    // Not async either: `then` may throw inside the caller's synchronous transaction.
+    claimIn(tx, token, sessionId, fingerprint, now, result, then) {
+      if (!tx.inTransaction) throw new Error('form tokens: a token is claimed inside the transaction of its creation')
+      const store = tokensOf(tx)
+      if (store.insert(token, sessionId, fingerprint, now, result)) return Promise.resolve(then(tx, { claimed: true }))
+      return Promise.resolve(then(tx, { claimed: false, first: store.byToken(token) ?? null }))
+    },
     byToken: async (token, tx) => tokensOf(tx ?? db).byToken(token) ?? null,
-    removeOld: async (before, tx) => tokensOf(tx ?? db).removeOld(before),
+    // Not async: in a claim's transaction it runs, or throws, before it returns.
+    removeOld: (before, tx) => Promise.resolve(tokensOf(tx ?? db).removeOld(before)),
   }
 }
