@@ -102,6 +102,23 @@ describe.each([
     }
   })
 
+  test('insertAlone: a row that is no change’s (a failed sign-in) is written on its own and read through the other node; ids keep growing', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const id = await a.audit.insertAlone(entry('signin.failed', T0, 'mallory', { actorKind: 'anonymous', actorId: null, detail: 'wrong password' }))
+      expect(await b.audit.page(query())).toEqual([
+        { id, at: T0, actor_kind: 'anonymous', actor_id: null, actor_name: 'mallory', action: 'signin.failed', target: 'target of signin.failed', detail: 'wrong password', address: '192.0.2.1' },
+      ])
+      const [inChange] = await write(b, [entry('key.create', T0 + 1)])
+      expect(inChange!).toBeGreaterThan(id)
+      expect(await b.audit.insertAlone(entry('signin.failed', T0 + 2, 'x', { actorKind: 'anonymous', actorId: null }))).toBeGreaterThan(inChange!)
+      expect(await e.count()).toBe(3)
+    } finally {
+      await e.close()
+    }
+  })
+
   test('pages: newest first by id, filtered by actor, exact action, group (byte order), time range, and the keyset cursor', async () => {
     const e = await makeEngine()
     try {

@@ -6,7 +6,7 @@
 // column (the columns are COLLATE "C": byte order, as SQLite's BINARY). removeOlder takes its batch FOR
 // UPDATE SKIP LOCKED: two nodes sweeping at once each take other rows, neither waits for the other.
 import type { SQL, TransactionSQL } from 'bun'
-import type { AuditRow, AuditRows } from './storage'
+import type { AuditInsert, AuditRow, AuditRows } from './storage'
 
 /** bigint columns come back from Bun.SQL as text; every number here stays far below 2^53. */
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v))
@@ -23,13 +23,16 @@ const row = (r: Record<string, unknown>): AuditRow => ({
   address: r.address as string,
 })
 
+const insert = async (tx: SQL, r: AuditInsert) => {
+  const [made] = await tx`INSERT INTO audit_log (at, actor_kind, actor_id, actor_name, action, target, detail, address)
+                          VALUES (${r.at}, ${r.actorKind}, ${r.actorId}, ${r.actorName}, ${r.action}, ${r.target}, ${r.detail}, ${r.address}) RETURNING id`
+  return Number(made.id)
+}
+
 export function postgresAuditRows(sql: SQL): AuditRows<TransactionSQL> {
   return {
-    async insert(tx, r) {
-      const [made] = await tx`INSERT INTO audit_log (at, actor_kind, actor_id, actor_name, action, target, detail, address)
-                              VALUES (${r.at}, ${r.actorKind}, ${r.actorId}, ${r.actorName}, ${r.action}, ${r.target}, ${r.detail}, ${r.address}) RETURNING id`
-      return Number(made.id)
-    },
+    insert,
+    insertAlone: (r) => insert(sql, r),
 
     async page(q) {
       // Numbers as bigint (MAX_SAFE_INTEGER stands for "no bound"), compared with the bigint columns as they are indexed.

@@ -24,6 +24,8 @@ export type { ActorKind, AuditInsert, AuditQuery, AuditRow } from './store'
 export interface AuditRows<Tx> {
   /** Inside the caller's transaction: the row of its change; its id. */
   insert(tx: Tx, row: AuditInsert): Promise<number>
+  /** A row that is no change's (a failed sign-in: nothing else is written), in a statement of its own; its id. */
+  insertAlone(row: AuditInsert): Promise<number>
   /** One page, newest first (by id), filtered (see AuditQuery). */
   page(q: AuditQuery): Promise<AuditRow[]>
   /** Rows from `from` (unix ms) on, after row `afterId`, oldest first (by id). */
@@ -49,6 +51,7 @@ export function sqliteAuditRows(db: Db): AuditRows<Db> {
       if (!tx.inTransaction) throw new Error(`audit: ${row.action} must be written inside the transaction of its change`)
       return Promise.resolve(storeOf(tx).insert(row))
     },
+    insertAlone: async (row) => store.insert(row),
     page: async (q) => store.page(q),
     since: async (from, afterId, limit) => store.since(from, afterId, limit),
     removeOlder: async (before, limit) => store.removeOlder(before, limit),
