@@ -103,13 +103,13 @@ ${list.files.length === 0
   const back = (text: string, kind: 'ok' | 'error' = 'ok') => shell.seeOther(REPORTS, { kind, text })
 
   return new Elysia({ name: 'dashboard-abuse' })
-    .get(REPORTS, ({ request }) => {
-      const s = shell.requireAdmin(request)
+    .get(REPORTS, async ({ request }) => {
+      const s = await shell.requireAdmin(request)
       if (s instanceof Response) return s
       return page(request, s)
     })
     .post(`${REPORTS}/bans`, async ({ request }) => {
-      const s = shell.requireAdmin(request, REPORTS)
+      const s = await shell.requireAdmin(request, REPORTS)
       if (s instanceof Response) return s
       const f = await shell.form(request, s)
       try {
@@ -121,13 +121,13 @@ ${list.files.length === 0
       }
     })
     .post(`${REPORTS}/bans/remove`, async ({ request }) => {
-      const s = shell.requireAdmin(request, REPORTS)
+      const s = await shell.requireAdmin(request, REPORTS)
       if (s instanceof Response) return s
       const host = (await shell.form(request, s)).get('host') ?? ''
       return (await abuse.unbanHost(host, by(request, s))) ? back(`The ban on ${host} is lifted: its links work again.`) : back(`${host} was not banned.`, 'error')
     })
     .post(`${REPORTS}/link`, async ({ request }) => {
-      const s = shell.requireAdmin(request, REPORTS)
+      const s = await shell.requireAdmin(request, REPORTS)
       if (s instanceof Response) return s
       const f = await shell.form(request, s)
       const code = (f.get('code') ?? '').trim()
@@ -141,7 +141,7 @@ ${list.files.length === 0
       }
     })
     .post(`${REPORTS}/:id`, async ({ request, params }) => {
-      const s = shell.requireAdmin(request, REPORTS)
+      const s = await shell.requireAdmin(request, REPORTS)
       if (s instanceof Response) return s
       const f = await shell.form(request, s)
       const id = /^[1-9][0-9]{0,15}$/.test(params.id) ? Number(params.id) : 0

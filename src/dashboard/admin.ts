@@ -532,8 +532,8 @@ ${hooks}
   const fieldOf = (err: AppError): 'name' | 'password' => (/password/i.test(err.message) ? 'password' : 'name')
 
   return new Elysia({ name: 'dashboard-admin' })
-    .get(ADMIN, ({ request }) => {
-      const s = shell.requireAdmin(request)
+    .get(ADMIN, async ({ request }) => {
+      const s = await shell.requireAdmin(request)
       if (s instanceof Response) return s
       // Typed before the session ended (see shell.requireForm): the form shows it again.
       const d = shell.draft(request)
@@ -559,7 +559,7 @@ ${hooks}
       }
     })
     .post(`${ADMIN}/accounts/:action`, async ({ request, params }) => {
-      const s = shell.requireAdmin(request, ADMIN)
+      const s = await shell.requireAdmin(request, ADMIN)
       if (s instanceof Response) return s
       if (params.action !== 'disable' && params.action !== 'enable') throw new AppError(404, 'not_found', 'Not found.')
       const fields = await shell.form(request, s)
@@ -581,24 +581,24 @@ ${hooks}
       }
     })
     // The live page's figures: for a signed-in administrator only, as JSON (a 401 or 403 too, never a page).
-    .get(`${HEALTH}.json`, ({ request }) => {
+    .get(`${HEALTH}.json`, async ({ request }) => {
       const json = (status: number, body: unknown) =>
         new Response(JSON.stringify(body), {
           status,
           headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' },
         })
-      const s = shell.session(request)
+      const s = await shell.session(request)
       if (!s) return json(401, { error: 'signed_out', message: 'Sign in again to see the figures.' })
       if (!s.admin) return json(403, { error: 'not_admin', message: 'This page is for administrator accounts.' })
       return metrics.refresh().then(() => json(200, healthJson()))
     })
-    .get(`${ADMIN}/account/:id/delete`, ({ request, params }) => {
-      const s = shell.requireAdmin(request)
+    .get(`${ADMIN}/account/:id/delete`, async ({ request, params }) => {
+      const s = await shell.requireAdmin(request)
       if (s instanceof Response) return s
       return deletePage(request, s, params.id)
     })
     .post(`${ADMIN}/account/:id/delete`, async ({ request, params }) => {
-      const s = shell.requireAdmin(request, ADMIN)
+      const s = await shell.requireAdmin(request, ADMIN)
       if (s instanceof Response) return s
       const fields = await shell.form(request, s)
       const a = await accountOf(params.id)
@@ -617,14 +617,14 @@ ${hooks}
         throw err
       }
     })
-    .get(`${ADMIN}/account/:id/password`, ({ request, params }) => {
-      const s = shell.requireAdmin(request)
+    .get(`${ADMIN}/account/:id/password`, async ({ request, params }) => {
+      const s = await shell.requireAdmin(request)
       if (s instanceof Response) return s
       return passwordPage(request, s, params.id)
     })
     .post(`${ADMIN}/account/:id/password`, async ({ request, params }) => {
       const page = `${ADMIN}/account/${ACCOUNT_ID.test(params.id) ? params.id : 0}/password`
-      const s = shell.requireAdmin(request, page)
+      const s = await shell.requireAdmin(request, page)
       if (s instanceof Response) return s
       const fields = await shell.form(request, s)
       const a = await accountOf(params.id)
@@ -640,8 +640,8 @@ ${hooks}
         throw err
       }
     })
-    .get(HEALTH, ({ request }) => {
-      const s = shell.requireAdmin(request)
+    .get(HEALTH, async ({ request }) => {
+      const s = await shell.requireAdmin(request)
       if (s instanceof Response) return s
       return metrics.refresh().then(() => healthPage(request, s))
     })

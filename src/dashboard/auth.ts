@@ -104,10 +104,10 @@ export function createAuthRoutes(deps: DashboardDeps) {
   }
 
   const app = new Elysia({ name: 'dashboard-auth' })
-    .get('/login', ({ request }) => {
+    .get('/login', async ({ request }) => {
       const query = new URL(request.url).searchParams
       const next = safeNext(query.get('next'))
-      if (shell.session(request)) return shell.seeOther(next)
+      if (await shell.session(request)) return shell.seeOther(next)
       return form(request, { signup: false, next, ended: query.get('reason') === 'session_ended', signedOut: query.get('signed_out') === 'provider' })
     })
     .post('/login', async ({ request }) => {
@@ -129,16 +129,16 @@ export function createAuthRoutes(deps: DashboardDeps) {
       // client can add to the log is bounded by the same limits.
       const checked = await sessions.checkPassword(name, fields.get('password') ?? '')
       if (!checked.account) {
-        sessions.failed(name, checked.reason, clientIp(request))
+        await sessions.failed(name, checked.reason, clientIp(request))
         return refuse(request, { signup: false, name, next, error: 'That account name and password do not match.' })
       }
       return signedIn(checked.account.id, next, undefined, { address: clientIp(request), method: 'password' })
     })
     .post('/logout', async ({ request }) => {
-      const s = shell.session(request)
+      const s = await shell.session(request)
       if (s) {
         await shell.form(request, s)
-        sessions.end(s.id)
+        await sessions.end(s.id)
       }
       const page = s && oidc ? await oidc.signedOutPage(s.accountId) : '/login'
       return shell.seeOther(page, { kind: 'ok', text: 'You are signed out.' }, { 'set-cookie': shell.clearSessionCookie() })
@@ -146,7 +146,7 @@ export function createAuthRoutes(deps: DashboardDeps) {
 
   if (signup) {
     app
-      .get('/signup', ({ request }) => (shell.session(request) ? shell.seeOther('/dashboard') : form(request, { signup: true })))
+      .get('/signup', async ({ request }) => ((await shell.session(request)) ? shell.seeOther('/dashboard') : form(request, { signup: true })))
       .post('/signup', async ({ request }) => {
         const fields = await readLoginForm(request)
         const name = (fields.get('name') ?? '').trim()

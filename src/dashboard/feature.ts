@@ -12,8 +12,8 @@ export function createDashboardFeature(
   shared: Shared,
   deps: { links: LinkService; mail: MailService; webhooks: WebhookService; qr: QrService; abuse: AbuseService; databaseProblem: () => string | null },
 ) {
-  const { config, db, clock, accounts, metrics, limiter, clientIp, log } = shared
-  const dashboard = createDashboard({ config, db, storages: shared.storages, clock, accounts, metrics, limiter, clientIp, log, server: shared.server, ...deps })
+  const { config, clock, accounts, metrics, limiter, clientIp, log } = shared
+  const dashboard = createDashboard({ config, storages: shared.storages, clock, accounts, metrics, limiter, clientIp, log, server: shared.server, ...deps })
   const feature: Feature = {
     routes: dashboard.plugin,
     jobs: [{ name: 'session sweep', everyMs: 60_000, run: () => dashboard.sessions.sweep() }],

@@ -7,10 +7,15 @@
 // back from the browser's cache and filled in anew carries an old token, but makes what it asks for.
 // A form sent without a token (a script) is not protected. Used tokens go with their session, or after
 // FORM_TOKEN_KEPT_MS.
+//
+// On the async storage (issue 22): the tokens' rows are FormTokenRows (session-store.ts: SQLite's or
+// PostgreSQL's), so a form sent twice through two nodes is made once. Async: `used` (a read before the work)
+// and `claim`, which runs in the creation's transaction (`tx`, as the service's `within` hands it) and decides
+// there, through the storage's claimIn: on SQLite it throws before it returns, inside the synchronous
+// transaction. Synchronous: issuing a token, the hidden field, the fingerprint (no database).
 import { randomBytes } from 'node:crypto'
-import type { Db } from '../db'
 import { escapeHtml } from '../pages/render'
-import { createFormTokenStore } from './store'
+import type { FormTokenRow, FormTokenRows } from './session-store'
 
 export const FORM_TOKEN_FIELD = '_once'
 /** How long a used token is remembered (a form page left open longer may be sent once more). */
@@ -34,12 +39,10 @@ export class RepeatedForm extends Error {
   }
 }
 
-export function createFormTokens(deps: { db: Db; clock: () => number }) {
-  const { clock } = deps
-  const store = createFormTokenStore(deps.db)
+export function createFormTokens<Tx>(deps: { rows: FormTokenRows<Tx>; clock: () => number }) {
+  const { rows, clock } = deps
   /** undefined: not sent before; else where the first answer went (null: not this session's). */
-  const before = (sent: SentForm, sessionId: number | null): string | null | undefined => {
-    const row = store.byToken(sent.token)
+  const before = (row: FormTokenRow | null, sent: SentForm, sessionId: number | null): string | null | undefined => {
     if (!row || row.fingerprint !== sent.fingerprint) return undefined
     return row.session_id === sessionId ? row.result : null
   }
@@ -63,22 +66,24 @@ export function createFormTokens(deps: { db: Db; clock: () => number }) {
      * Checked before doing the work: undefined when this form was not sent before; else where its first
      * answer went (null: not this session's). The claim in the transaction is what holds under a race.
      */
-    used: (sent: SentForm | null, sessionId: number | null) => (sent ? before(sent, sessionId) : undefined),
+    async used(sent: SentForm | null, sessionId: number | null): Promise<string | null | undefined> {
+      return sent ? before(await rows.byToken(sent.token), sent, sessionId) : undefined
+    },
     /**
-     * Inside the creation's transaction: takes the token for this creation, or throws RepeatedForm when the
-     * same form took it before (which undoes the transaction). Also removes a few tokens older than
-     * FORM_TOKEN_KEPT_MS.
+     * Inside the creation's transaction (`tx`, as the service's `within` hands it): takes the token for this
+     * creation, or throws RepeatedForm when the same form took it before (which undoes the transaction). Also
+     * removes a few tokens older than FORM_TOKEN_KEPT_MS. Its promise is the `within`'s to return, not to await.
      */
-    claim(sent: SentForm | null, sessionId: number | null, result: string) {
-      if (!sent) return
+    claim(tx: Tx, sent: SentForm | null, sessionId: number | null, result: string): Promise<unknown> {
+      if (!sent) return Promise.resolve()
       const now = clock()
-      if (!store.insert(sent.token, sessionId, sent.fingerprint, now, result)) {
-        const first = before(sent, sessionId)
+      return rows.claimIn(tx, sent.token, sessionId, sent.fingerprint, now, result, (tx, outcome) => {
+        if (outcome.claimed) return rows.removeOld(now - FORM_TOKEN_KEPT_MS, tx)
+        const first = before(outcome.first, sent, sessionId)
         if (first !== undefined) throw new RepeatedForm(first)
-        return // the token of another form's content: that one is not protected
-      }
-      store.removeOld(now - FORM_TOKEN_KEPT_MS)
+        // the token of another form's content: that one is not protected
+      })
     },
   }
 }
-export type FormTokens = ReturnType<typeof createFormTokens>
+export type FormTokens = ReturnType<typeof createFormTokens<unknown>>

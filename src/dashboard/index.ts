@@ -4,7 +4,6 @@
 import { Elysia } from 'elysia'
 import type { AccountService } from '../accounts/service'
 import type { Config } from '../config'
-import type { Db } from '../db'
 import type { Storages } from '../db/storages'
 import type { RateLimiter } from '../http/rate-limit'
 import type { LinkService } from '../links/service'
@@ -27,9 +26,8 @@ import { createOidcSignIn, type OidcSignIn } from './oidc'
 
 export interface DashboardDeps {
   config: Config
-  db: Db
-  /** The accounts, sessions and single sign-on's identities as sign-in needs them, and the audit log's rows (db/storages.ts). */
-  storages: Pick<Storages<Db>, 'accounts' | 'sessions' | 'identities' | 'audit'>
+  /** The accounts, sessions, form tokens and single sign-on's identities as sign-in and the forms need them, and the audit log's rows (db/storages.ts). */
+  storages: Pick<Storages<unknown>, 'accounts' | 'sessions' | 'formTokens' | 'identities' | 'audit'>
   clock: () => number
   accounts: AccountService
   links: LinkService
@@ -52,8 +50,8 @@ export interface DashboardDeps {
 }
 
 export function createDashboard(deps: Omit<DashboardDeps, 'sessions' | 'shell' | 'oidc'>) {
-  const sessions = createSessions({ db: deps.db, storages: deps.storages, clock: deps.clock })
-  const shell = createShell({ config: deps.config, sessions, db: deps.db, clock: deps.clock })
+  const sessions = createSessions({ storages: deps.storages, clock: deps.clock })
+  const shell = createShell({ config: deps.config, sessions, formTokens: deps.storages.formTokens, clock: deps.clock })
   const all: DashboardDeps = { ...deps, sessions, shell, oidc: null }
   if (deps.config.oidc.issuer) all.oidc = createOidcSignIn(all)
   const plugin = new Elysia({ name: 'dashboard' })

@@ -217,8 +217,8 @@ ${keyFields(form, refused?.errors ?? {})}
   }
 
   return new Elysia({ name: 'dashboard-keys' })
-    .get('/dashboard/keys', ({ request }) => {
-      const s = shell.require(request)
+    .get('/dashboard/keys', async ({ request }) => {
+      const s = await shell.require(request)
       if (s instanceof Response) return s
       // Typed before the session ended (see shell.requireForm): the form shows it again.
       const d = shell.draft(request)
@@ -234,7 +234,7 @@ ${keyFields(form, refused?.errors ?? {})}
         const owner = shell.ownerOf(s)
         // Sent before (a double click, back and send again): no second key; the first answer's page.
         const sent = tokens.of(f)
-        const before = tokens.used(sent, s.id)
+        const before = await tokens.used(sent, s.id)
         if (before !== undefined) return shell.repeated(before ?? PAGE)
         const chosen = f.getAll('scope').slice(0, SCOPES.length * 2)
         const scopes = SCOPES.filter((sc) => chosen.includes(sc))
@@ -248,7 +248,7 @@ ${keyFields(form, refused?.errors ?? {})}
         try {
           const created = await accounts.createKeyForAccount(
             { accountId: s.accountId, scopes, label: form.label },
-            { within: () => tokens.claim(sent, s.id, shown) },
+            { within: (tx) => tokens.claim(tx, sent, s.id, shown) },
             byAccount(s.caller, clientIp(request)),
           )
           flash.put(owner, 'key', { key: created.key, scopes: created.scopes, label: form.label } satisfies NewKey, shownId)
@@ -262,8 +262,8 @@ ${keyFields(form, refused?.errors ?? {})}
       },
       { parse: 'none' },
     )
-    .get('/dashboard/keys/:id/edit', ({ request, params }) => {
-      const s = shell.require(request)
+    .get('/dashboard/keys/:id/edit', async ({ request, params }) => {
+      const s = await shell.require(request)
       if (s instanceof Response) return s
       return editPage(request, s, params.id)
     })
@@ -271,7 +271,7 @@ ${keyFields(form, refused?.errors ?? {})}
       '/dashboard/keys/:id/edit',
       async ({ request, params }) => {
         const page = `/dashboard/keys/${encodeURIComponent(params.id)}/edit`
-        const s = shell.require(request, page)
+        const s = await shell.require(request, page)
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
         const chosen = f.getAll('scope').slice(0, SCOPES.length * 2)
@@ -292,15 +292,15 @@ ${keyFields(form, refused?.errors ?? {})}
       },
       { parse: 'none' },
     )
-    .get('/dashboard/keys/:id/revoke', ({ request, params }) => {
-      const s = shell.require(request)
+    .get('/dashboard/keys/:id/revoke', async ({ request, params }) => {
+      const s = await shell.require(request)
       if (s instanceof Response) return s
       return confirmPage(request, s, params.id)
     })
     .post(
       '/dashboard/keys/:id/revoke',
       async ({ request, params }) => {
-        const s = shell.require(request)
+        const s = await shell.require(request)
         if (s instanceof Response) return s
         await shell.form(request, s)
         try {

@@ -419,7 +419,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
 
   /** A link's QR image styled by the query (link-qr.ts): the session's own links only. */
   async function linkQr(request: Request, code: string, format: 'png' | 'svg') {
-    const s = shell.require(request)
+    const s = await shell.require(request)
     if (s instanceof Response) return s
     const r = await ownedLink(code, s)
     if (!r) return new Response('No such link.', { status: 404, headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' } })
@@ -432,7 +432,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
    * visitors without a session get what any dashboard page gives them (404, the sign-in page).
    */
   async function statsPage(request: Request, code: string, csv: boolean): Promise<Response> {
-    const s = shell.require(request)
+    const s = await shell.require(request)
     if (s instanceof Response) return s
     const r = await ownedLink(code, s)
     if (!r) return notFoundPage(request, s, code)
@@ -454,8 +454,8 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
   }
 
   const app = new Elysia({ name: 'dashboard-links' })
-    .get('/dashboard', ({ request }) => {
-      const s = shell.require(request)
+    .get('/dashboard', async ({ request }) => {
+      const s = await shell.require(request)
       if (s instanceof Response) return s
       // Typed before the session ended (see shell.requireForm): the form shows it again.
       const d = shell.draft(request)
@@ -476,7 +476,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
         const f = await shell.form(request, s)
         // Sent before (a double click, back and send again): no second link; the first answer's page.
         const sent = tokens.of(f)
-        const before = tokens.used(sent, s.id)
+        const before = await tokens.used(sent, s.id)
         if (before !== undefined) return shell.repeated(before ?? '/dashboard')
         const form: CreateForm = {
           url: (f.get('url') ?? '').trim(),
@@ -496,7 +496,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
               max_visits: form.max_visits, rules: form.rules, split: form.split,
             },
             s.caller,
-            { within: (_tx, link) => tokens.claim(sent, s.id, fresh(link.code)) },
+            { within: (tx, link) => tokens.claim(tx, sent, s.id, fresh(link.code)) },
           )
           return shell.seeOther(fresh(r.hex), { kind: 'ok', text: `Created ${r.url} → ${shortDestination(r.long_url)}` })
         } catch (err) {
@@ -513,13 +513,13 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
       { parse: 'none' },
     )
     // Every link of the account as CSV: the same file as the API's links.json?format=csv.
-    .get('/dashboard/links.csv', ({ request }) => {
-      const s = shell.require(request)
+    .get('/dashboard/links.csv', async ({ request }) => {
+      const s = await shell.require(request)
       if (s instanceof Response) return s
       return csvExportResponse(links.exportPages(s.caller), links.now())
     })
     .get('/dashboard/links/:code', async ({ request, params }) => {
-      const s = shell.require(request)
+      const s = await shell.require(request)
       if (s instanceof Response) return s
       const r = await ownedLink(params.code, s)
       if (!r) return notFoundPage(request, s, params.code)
@@ -595,7 +595,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
     .post(
       '/dashboard/links/:code/qr',
       async ({ request, params }) => {
-        const s = shell.require(request, `/dashboard/links/${CODE.test(params.code) ? params.code : ''}`)
+        const s = await shell.require(request, `/dashboard/links/${CODE.test(params.code) ? params.code : ''}`)
         if (s instanceof Response) return s
         const r = await ownedLink(params.code, s)
         if (!r) return notFoundPage(request, s, params.code)
@@ -607,7 +607,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
     .get('/dashboard/links/:code/stats', ({ request, params }) => statsPage(request, params.code, false))
     .get('/dashboard/links/:code/stats.csv', ({ request, params }) => statsPage(request, params.code, true))
     .get('/dashboard/links/:code/delete', async ({ request, params }) => {
-      const s = shell.require(request)
+      const s = await shell.require(request)
       if (s instanceof Response) return s
       const r = await ownedLink(params.code, s)
       if (!r) return notFoundPage(request, s, params.code)
@@ -635,7 +635,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
     .post(
       '/dashboard/links/:code/delete',
       async ({ request, params }) => {
-        const s = shell.require(request)
+        const s = await shell.require(request)
         if (s instanceof Response) return s
         await shell.form(request, s)
         const r = await ownedLink(params.code, s)

@@ -329,7 +329,7 @@ ${table}</section>`
   async function events(request: Request, address: string): Promise<Response> {
     const plain = (status: number, text: string, headers: Record<string, string> = {}) =>
       new Response(text, { status, headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', ...headers } })
-    const s = shell.session(request)
+    const s = await shell.session(request)
     if (!s) return plain(401, 'Sign in first.')
     const given = request.headers.get('last-event-id') ?? new URL(request.url).searchParams.get('after') ?? '0'
     let after = /^[0-9]{1,15}$/.test(given) ? Number(given) : 0
@@ -365,7 +365,7 @@ ${table}</section>`
     /** The messages newer than the last one sent (read again each time: nothing is missed or sent twice). */
     const sendNew = async () => {
       if (closed) return
-      if (!shell.session(request)) return finish() // signed out meanwhile
+      if (!(await shell.session(request))) return finish() // signed out meanwhile
       try {
         const list = await mail.listMessages(s.caller, { address, after, limit: MESSAGES_SHOWN })
         if (list.messages.length === 0) return
@@ -403,8 +403,8 @@ ${table}</section>`
         if (closed) return void c.close() // the request went away while its mailbox was being looked up
         write(': linkbox mail\nretry: 3000\n\n')
         next() // what arrived between the page and this stream
-        keepAlive = setInterval(() => {
-          if (!shell.session(request)) return finish()
+        keepAlive = setInterval(async () => {
+          if (!(await shell.session(request).catch(() => null))) return finish()
           write(': keep-alive\n\n')
         }, KEEPALIVE_MS)
       },
@@ -514,7 +514,7 @@ ${links}${attachments}`
   }
 
   async function htmlPart(request: Request, address: string, idText: string) {
-    const s = shell.session(request)
+    const s = await shell.session(request)
     const m = s ? await read(s, address, idText) : null
     // No redirect to the sign-in page inside a frame: a plain 404 under the same strict headers.
     if (!m || m.html === null) return new Response('Not found', { status: 404, headers: { ...MAIL_HTML_HEADERS, 'content-type': 'text/plain; charset=utf-8' } })
@@ -522,8 +522,8 @@ ${links}${attachments}`
   }
 
   /** `page`: where a form comes back to after signing in, when that is not its own path. */
-  const signedIn = (request: Request, then: (s: Session) => Response | Promise<Response>, page?: string) => {
-    const s = shell.require(request, page)
+  const signedIn = async (request: Request, then: (s: Session) => Response | Promise<Response>, page?: string) => {
+    const s = await shell.require(request, page)
     return s instanceof Response ? s : then(s)
   }
 

@@ -39,18 +39,18 @@ export function createOidcSignIn(deps: DashboardDeps) {
    * bounded as its starts are (OIDC_STARTS_PER_CLIENT_PER_MINUTE); past that, and for a start refused by
    * that limit, only the log line.
    */
-  function signInFailed(request: Request, reason: string, message: string, audited = true): Response {
+  async function signInFailed(request: Request, reason: string, message: string, audited = true): Promise<Response> {
     const ip = clientIp(request)
     log.warn('sign-in with the provider refused', { reason, client: ip })
     if (audited && limiter.hit(`oidc-failed:${rateKeyOf(ip)}`, OIDC_STARTS_PER_CLIENT_PER_MINUTE).allowed)
-      sessions.failed(`(single sign-on with ${client.name})`, reason, ip)
+      await sessions.failed(`(single sign-on with ${client.name})`, reason, ip)
     return shell.seeOther('/login', { kind: 'error', text: message })
   }
 
   const app = new Elysia({ name: 'dashboard-oidc' })
     .get(PATH, async ({ request }) => {
       const next = safeNext(new URL(request.url).searchParams.get('next'))
-      if (shell.session(request)) return shell.seeOther(next)
+      if (await shell.session(request)) return shell.seeOther(next)
       const hit = limiter.hit(`oidc:${rateKeyOf(clientIp(request))}`, OIDC_STARTS_PER_CLIENT_PER_MINUTE)
       if (!hit.allowed) return signInFailed(request, 'too many sign-ins started from this address', `Too many sign-ins started: wait ${hit.reset} s and try again.`, false)
       try {

@@ -3,14 +3,23 @@
 // each use moves the expiry SESSION_TTL_MS ahead (written at most once a minute), up to SESSION_MAX_MS
 // after sign-in. Passwords are argon2id (Bun.password); checks go through the same bounded gate as link
 // passwords, so a flood of sign-ins cannot eat the memory or the CPU.
+//
+// On the async storages (issue 22; SPEC §11: a session made on one node works on every node):
+// - Async: everything that reads or writes the database, through the storages handed in (SQLite's or
+//   PostgreSQL's): the account for a password check, a new session (its sign-in's last sign-in time and
+//   signin.ok row in create's `within`, one transaction), a failed sign-in's row, the lookup each page
+//   makes (the shell and every page handler await it), its touch, sign-out, signing out everywhere, the sweep.
+// - The lookup reads the session's row on every request: no copy per process, so a sign-out or a disabled
+//   account on any node ends the session everywhere at its next request. The touch (at most once a minute,
+//   best effort) and the removal of an expired or disabled session are decided as before.
+// - Synchronous: only turning a row into a Session.
 import { randomBytes } from 'node:crypto'
-import type { Db } from '../db'
 import type { Caller } from '../accounts/service'
 import { hashKey, SCOPES } from '../accounts/service'
-import { accountTarget, auditRow, createAuditLog } from '../audit/service'
+import { accountTarget, auditRow, type Who } from '../audit/service'
 import type { Storages } from '../db/storages'
 import { createPasswordGate, type Verifier } from '../links/password-gate'
-import { createSessionStore, type SessionWithAccount } from './store'
+import type { SessionWithAccount } from './store'
 
 export const SESSION_TTL_MS = 7 * 24 * 3600_000
 export const SESSION_MAX_MS = 30 * 24 * 3600_000
@@ -37,15 +46,9 @@ export interface SignIn {
   method: string
 }
 
-/**
- * The accounts are read, and a session is made with its sign-in's rows, through the async storages
- * (db/storages.ts); the lookup of a session on each page, its end and the sweep still use the synchronous
- * session store (store.ts), so that every page can ask for its session without waiting.
- */
-export function createSessions(deps: { db: Db; storages: Pick<Storages<Db>, 'accounts' | 'sessions' | 'audit'>; clock: () => number; verify?: Verifier }) {
-  const { db, storages, clock } = deps
-  const store = createSessionStore(db)
-  const audit = createAuditLog(db, clock)
+/** The sign-in and the sessions, over the storages handed in (the engine's: see the header). */
+export function createSessions<Tx>(deps: { storages: Pick<Storages<Tx>, 'accounts' | 'sessions' | 'audit'>; clock: () => number; verify?: Verifier }) {
+  const { storages, clock } = deps
   const gate = createPasswordGate({ verify: deps.verify })
   // An unknown name costs the same hash check as a known one, so timing does not tell which names exist.
   let dummyHash: Promise<string> | null = null
@@ -84,8 +87,9 @@ export function createSessions(deps: { db: Db; storages: Pick<Storages<Db>, 'acc
     },
 
     /** A failed sign-in's audit row: nobody, the name tried (at most 64 characters) and why; never the password. */
-    failed(name: string, reason: string, address: string) {
-      db.transaction(() => audit.record({ actor: { kind: 'anonymous', name: name.slice(0, 64) }, address }, { action: 'signin.failed', target: `account ${name.slice(0, 64)}`, detail: reason }))()
+    async failed(name: string, reason: string, address: string): Promise<void> {
+      const who: Who = { actor: { kind: 'anonymous', name: name.slice(0, 64) }, address }
+      await storages.audit.insertAlone(auditRow(who, { action: 'signin.failed', target: `account ${name.slice(0, 64)}`, detail: reason }, clock()))
     },
 
     /**
@@ -116,35 +120,35 @@ export function createSessions(deps: { db: Db; storages: Pick<Storages<Db>, 'acc
     },
 
     /** The live session for a cookie's token, or null (unknown, expired, signed out, account disabled). */
-    lookup(token: string): Session | null {
+    async lookup(token: string): Promise<Session | null> {
       if (token.length < 20 || token.length > 100) return null
-      const row = store.byHash(hashKey(token))
+      const row = await storages.sessions.byHash(hashKey(token))
       if (!row) return null
       const now = clock()
       if (row.expires <= now || row.disabled !== null) {
-        store.remove(row.id)
+        await storages.sessions.remove(row.id)
         return null
       }
       if (now - row.last_seen >= TOUCH_EVERY_MS) {
         try {
-          store.touch(row.id, now, Math.min(now + SESSION_TTL_MS, row.created + SESSION_MAX_MS))
+          await storages.sessions.touch(row.id, now, Math.min(now + SESSION_TTL_MS, row.created + SESSION_MAX_MS))
         } catch {} // best effort: a full disk must not sign everyone out
       }
       return toSession(row)
     },
 
-    end(sessionId: number) {
-      store.remove(sessionId)
+    async end(sessionId: number): Promise<void> {
+      await storages.sessions.remove(sessionId)
     },
 
     /** Signs an account out everywhere (it was disabled, or its password changed). */
-    endAll(accountId: number): number {
-      return store.removeOfAccount(accountId)
+    endAll(accountId: number): Promise<number> {
+      return storages.sessions.removeOfAccount(accountId)
     },
 
-    sweep(now = clock()) {
-      return store.sweep(now)
+    sweep(now = clock()): Promise<number> {
+      return storages.sessions.sweep(now)
     },
   }
 }
-export type Sessions = ReturnType<typeof createSessions>
+export type Sessions = ReturnType<typeof createSessions<unknown>>

@@ -8,14 +8,14 @@
 import dashboardCss from '../../assets/dashboard.css' with { type: 'text' }
 import layout from '../../assets/dashboard-layout.html' with { type: 'text' }
 import type { Config } from '../config'
-import type { Db } from '../db'
 import { AppError } from '../errors'
 import { sameSecret } from '../http/api'
 import { isCrossSite } from '../http/cross-site'
 import { readBodyLimited } from '../http/params'
 import { escapeHtml, fill, LOGO_SVG, SCRIPT_CSP, SCRIPT_TAG, STYLE_VERSION, THEME_SWITCH } from '../pages/render'
 import { createFlash } from './flash'
-import { createFormTokens } from './form-tokens'
+import { createFormTokens, type FormTokens } from './form-tokens'
+import type { FormTokenRows } from './session-store'
 import { SESSION_TTL_MS, type Session, type Sessions } from './sessions'
 
 export const DASHBOARD_CSS = dashboardCss as unknown as string
@@ -113,13 +113,13 @@ export function withParam(path: string, name: string, value: string): string {
   return `${path}${path.includes('?') ? '&' : '?'}${name}=${encodeURIComponent(value)}`
 }
 
-export function createShell(deps: { config: Config; sessions: Sessions; db: Db; clock: () => number }) {
+export function createShell<Tx>(deps: { config: Config; sessions: Sessions; formTokens: FormTokenRows<Tx>; clock: () => number }) {
   const { config, sessions } = deps
   const clock = deps.clock
   // Two stores (flash.ts): a flood of anonymous forms cannot push out what a session waits for.
   const flash = createFlash(deps.clock)
   const visitorFlash = createFlash(deps.clock)
-  const tokens = createFormTokens({ db: deps.db, clock: deps.clock })
+  const tokens: FormTokens = createFormTokens({ rows: deps.formTokens, clock: deps.clock })
   const secure = config.server.base_url.startsWith('https:')
   // __Host-: a cookie only this origin over https can set (no Domain, Path=/, Secure).
   const SESSION_COOKIE = secure ? '__Host-lb_session' : 'lb_session'
@@ -138,7 +138,8 @@ export function createShell(deps: { config: Config; sessions: Sessions; db: Db; 
 
   const notAdmin = () => new AppError(403, 'not_admin', 'This page is for administrator accounts.')
 
-  function session(request: Request): Session | null {
+  /** The live session of the request's cookie, or null (read from the database on every request: SPEC §11). */
+  async function session(request: Request): Promise<Session | null> {
     const token = cookiesOf(request).get(SESSION_COOKIE)
     return token ? sessions.lookup(token) : null
   }
@@ -301,8 +302,8 @@ export function createShell(deps: { config: Config; sessions: Sessions; db: Db; 
      * The session, or a redirect to the sign-in page that comes back here. For a form, `page` is the page it
      * is on when that is not the form's own path (a GET there shows it).
      */
-    require(request: Request, page?: string): Session | Response {
-      return session(request) ?? toSignIn(request, page)
+    async require(request: Request, page?: string): Promise<Session | Response> {
+      return (await session(request)) ?? toSignIn(request, page)
     },
 
     /**
@@ -310,7 +311,7 @@ export function createShell(deps: { config: Config; sessions: Sessions; db: Db; 
      * password) are kept for its page, which shows them again after signing in (see `draft`).
      */
     async requireForm(request: Request, opts: { page?: string; keep: readonly string[]; admin?: boolean }): Promise<Session | Response> {
-      const s = session(request)
+      const s = await session(request)
       if (s) {
         if (opts.admin && !s.admin) throw notAdmin()
         return s
@@ -337,8 +338,8 @@ export function createShell(deps: { config: Config; sessions: Sessions; db: Db; 
     },
 
     /** The admin's session, or a redirect to sign in, or a 403 for a signed-in account that is not admin. */
-    requireAdmin(request: Request, page?: string): Session | Response {
-      const s = this.require(request, page)
+    async requireAdmin(request: Request, page?: string): Promise<Session | Response> {
+      const s = await this.require(request, page)
       if (s instanceof Response) return s
       if (!s.admin) throw notAdmin()
       return s

@@ -180,7 +180,7 @@ ${endpointFields(form, form.events ?? DEFAULT_EVENTS)}
     const fields = await shell.form(request, s)
     // Sent before (a double click, back and send again): no second endpoint; the first answer's page.
     const sent = tokens.of(fields)
-    const before = tokens.used(sent, s.id)
+    const before = await tokens.used(sent, s.id)
     if (before !== undefined) return shell.repeated(before ?? LIST)
     const url = (fields.get('url') ?? '').trim()
     const events = fields.getAll('events').filter((e) => (EVENT_TYPES as readonly string[]).includes(e))
@@ -197,9 +197,9 @@ ${endpointFields(form, form.events ?? DEFAULT_EVENTS)}
         s.caller,
         { url, events: events.join(',') },
         {
-          within: (endpoint) => {
+          within: (endpoint, tx) => {
             shown = withParam(`${LIST}/${endpoint.id}`, 'created', shownId)
-            tokens.claim(sent, s.id, shown)
+            return tokens.claim(tx, sent, s.id, shown)
           },
         },
         byAccount(s.caller, clientIp(request)),
@@ -419,13 +419,13 @@ ${tokens.field()}
     const w = await endpointOf(s, idText)
     if (!w) return notFoundPage(request, s)
     const sent = tokens.of(fields)
-    const before = tokens.used(sent, s.id)
+    const before = await tokens.used(sent, s.id)
     if (before !== undefined) return shell.repeated(before ?? `${LIST}/${w.id}`)
     const shownId = flash.newId()
     const shown = withParam(`${LIST}/${w.id}`, 'rotated', shownId)
     let made
     try {
-      made = await webhooks.rotate(s.caller, { id: w.id }, { within: () => tokens.claim(sent, s.id, shown) }, byAccount(s.caller, clientIp(request)))
+      made = await webhooks.rotate(s.caller, { id: w.id }, { within: (_, tx) => tokens.claim(tx, sent, s.id, shown) }, byAccount(s.caller, clientIp(request)))
     } catch (err) {
       if (err instanceof RepeatedForm) return shell.repeated(err.result ?? `${LIST}/${w.id}`)
       if (err instanceof AppError && err.status === 404) return notFoundPage(request, s)
@@ -442,7 +442,7 @@ ${tokens.field()}
         status,
         headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' },
       })
-    const s = shell.session(request)
+    const s = await shell.session(request)
     if (!s) return json(401, { error: 'signed_out', message: 'Sign in again to see the log.' })
     const w = await endpointOf(s, idText)
     if (!w) return json(404, { error: 'not_found', message: 'There is no such webhook in your account.' })
@@ -464,8 +464,8 @@ ${tokens.field()}
   }
 
   /** `page`: where a form comes back to after signing in, when that is not its own path. */
-  const signedIn = (request: Request, then: (s: Session) => Response | Promise<Response>, page?: string) => {
-    const s = shell.require(request, page)
+  const signedIn = async (request: Request, then: (s: Session) => Response | Promise<Response>, page?: string) => {
+    const s = await shell.require(request, page)
     return s instanceof Response ? s : then(s)
   }
 

@@ -275,7 +275,7 @@ export interface DocsDeps extends OpenApiOptions {
   /** media.link_ttl, in seconds. */
   mediaLinkTtl: number
   /** Who is signed in to the dashboard, for the header (as on the home page). */
-  session?: (request: Request) => { accountName: string; csrf: string } | null
+  session?: (request: Request) => Promise<{ accountName: string; csrf: string } | null>
 }
 
 /** "600 requests a minute per key and 60 a minute per address without a key" (0: no limit). */
@@ -315,8 +315,8 @@ export function createDocsRoutes(deps: DocsDeps) {
     }
   }
   return new Elysia({ name: 'docs' })
-    .get('/api/docs', ({ request }) => {
-      const s = deps.session?.(request) ?? null
+    .get('/api/docs', async ({ request }) => {
+      const s = (await deps.session?.(request)) ?? null
       const vars = {
         ...(body ??= render()),
         limits: limitsText(deps.rate),

@@ -211,8 +211,8 @@ export function createHomeRoutes(deps: {
   }
 
   return new Elysia({ name: 'home' })
-    .get('/', ({ request }) => {
-      const s = shell.session(request)
+    .get('/', async ({ request }) => {
+      const s = await shell.session(request)
       // links.anonymous = false: a visitor is asked to sign in instead of being shown a form that cannot work.
       if (!s && !config.links.anonymous) return page(tpl(homeClosedTpl), {}, { title: 'Sign in to shorten a link', brand: true, nav: [['/api/docs', 'API'], ['/dashboard', 'Sign in']] })
       const owner = s ? shell.ownerOf(s) : visitorOf(request)
@@ -241,7 +241,7 @@ export function createHomeRoutes(deps: {
         if (value !== null) values[name] = value
       }
       const inPlace = wantsJson(request)
-      const s = shell.session(request)
+      const s = await shell.session(request)
       const sent = tokens.of(form)
       // Whose the answer's flash is: the session's, or the visitor's — bound to a cookie whose value is the
       // form's token, so that the same form sent twice (both answers setting it) finds the same result.
@@ -284,7 +284,7 @@ export function createHomeRoutes(deps: {
       }
 
       // Sent before (a double click, back and send again): no second link; the first answer's page.
-      const before = tokens.used(sent, s?.id ?? null)
+      const before = await tokens.used(sent, s?.id ?? null)
       if (before !== undefined) {
         if (inPlace) return json(409, { status: 'error', message: 'This form was sent already: the link was made the first time.', code: 'form_repeated', form_token: tokens.issue() })
         return shell.repeated(before ?? '/')
@@ -308,7 +308,7 @@ export function createHomeRoutes(deps: {
       const shown = `/?made=${madeId}`
       let result: LinkRecord
       try {
-        result = await links.create({ ...values, url: values.url ?? '' }, caller, { within: () => tokens.claim(sent, s?.id ?? null, shown) })
+        result = await links.create({ ...values, url: values.url ?? '' }, caller, { within: (tx) => tokens.claim(tx, sent, s?.id ?? null, shown) })
       } catch (err) {
         if (err instanceof RepeatedForm) {
           if (inPlace) return json(409, { status: 'error', message: 'This form was sent already: the link was made the first time.', code: 'form_repeated', form_token: tokens.issue() })
