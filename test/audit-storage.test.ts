@@ -4,6 +4,7 @@
 // transaction and read through the other node; pages, filters and `since` give the same rows in the same
 // order on both engines; ids are never reused; two nodes writing (or sweeping) at once lose nothing.
 import { describe, expect, test } from 'bun:test'
+import { createAuditReader } from '../src/audit/service'
 import { postgresAuditRows } from '../src/audit/storage-postgres'
 import { sqliteAuditRows, type AuditInsert, type AuditQuery, type AuditRows } from '../src/audit/storage'
 import { engineHarness, postgresTransaction, sqliteTransaction } from './support/engines'
@@ -242,4 +243,30 @@ describe.each([
       await e.close()
     }
   }, 60_000)
+})
+
+describe.each([
+  ['SQLite', sqliteEngine],
+  ['PostgreSQL', postgresEngine],
+] as const)('the audit page and sweep (createAuditReader) over the rows on %s', (_name, makeEngine) => {
+  test('pages with their "older" cursor and filters, a refused filter naming its field, and the keep_days sweep', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const reader = createAuditReader(b.audit, () => T0 + 10 * DAY)
+      const ids = await write(a, [entry('key.create', T0), entry('signin.ok', T0 + DAY), entry('key.revoke', T0 + 5 * DAY), entry('key.create', T0 + 9 * DAY, 'carol')])
+      const first = await reader.page({ limit: 3 })
+      expect(first.rows.map((r) => r.id)).toEqual([ids[3]!, ids[2]!, ids[1]!])
+      expect(first.next).toBe(String(ids[1]))
+      expect(await reader.page({ limit: 3, before: first.next! })).toEqual({ rows: [expect.objectContaining({ id: ids[0] })], next: null })
+      expect((await reader.page({ action: 'key', actor: 'bob' })).rows.map((r) => r.id)).toEqual([ids[2]!, ids[0]!])
+      await expect(reader.page({ action: 'key.*' })).rejects.toMatchObject({ status: 400, message: expect.stringContaining('"action"') })
+      // Rows older than 6 days at T0 + 10 days: the first two.
+      expect(await reader.sweep(6)).toBe(2)
+      expect((await reader.page()).rows.map((r) => r.id)).toEqual([ids[3]!, ids[2]!])
+      expect(await reader.sweep(6)).toBe(0)
+    } finally {
+      await e.close()
+    }
+  })
 })

@@ -332,11 +332,11 @@ describe('the keep_days sweep', () => {
     await box.accounts.createAccount({ name: 'middle' }, CLI) // 2026-01-21
     now += 20 * DAY
     await box.accounts.createAccount({ name: 'new' }, CLI) // 2026-02-10
-    expect(box.audit.sweep(box.config.audit.keep_days)).toBe(1) // before 2026-01-11
+    expect(await box.audit.sweep(box.config.audit.keep_days)).toBe(1) // before 2026-01-11
     expect(box.db.query('SELECT target FROM audit_log ORDER BY id').all().map((r: any) => r.target.split(' ')[1])).toEqual(['middle', 'new'])
     now += 15 * DAY
-    expect(box.audit.sweep(box.config.audit.keep_days)).toBe(1)
-    expect(box.audit.sweep(box.config.audit.keep_days)).toBe(0)
+    expect(await box.audit.sweep(box.config.audit.keep_days)).toBe(1)
+    expect(await box.audit.sweep(box.config.audit.keep_days)).toBe(0)
     expect(box.db.query('SELECT count(*) AS n FROM audit_log').get()).toEqual({ n: 1 })
   })
 

@@ -4,11 +4,11 @@
 import type { Shell } from '../dashboard/shell'
 import type { Feature, Shared } from '../feature'
 import { createAuditPage } from './page'
-import { createAuditLog } from './service'
+import { createAuditReader } from './service'
 
 export function createAuditFeature(shared: Shared, deps: { shell: Shell }) {
-  const { db, clock, config } = shared
-  const audit = createAuditLog(db, clock)
+  const { clock, config } = shared
+  const audit = createAuditReader(shared.storages.audit, clock)
   const feature: Feature = {
     routes: createAuditPage({ shell: deps.shell, audit, keepDays: () => config.audit.keep_days }),
     // Read at each run: SIGHUP may change keep_days.

@@ -7,7 +7,7 @@ import type { Session } from '../dashboard/sessions'
 import { when, type Shell } from '../dashboard/shell'
 import { AppError } from '../errors'
 import { escapeHtml } from '../pages/render'
-import { ACTIONS, actorText, type AuditFilter, type AuditLog } from './service'
+import { ACTIONS, actorText, type AuditFilter, type AuditPage, type AuditReader } from './service'
 import type { AuditRow } from './store'
 
 const e = escapeHtml
@@ -34,10 +34,10 @@ function rowHtml(r: AuditRow): string {
   return `<tr><td class="nowrap" data-label="Time"><time datetime="${new Date(r.at).toISOString()}">${e(when(r.at))}</time></td><td data-label="Actor">${actor}</td><td data-label="Action"><code>${e(r.action)}</code></td><td class="audit-target wide" data-label="Target">${e(r.target)}${r.detail ? `<span class="sub">${e(r.detail)}</span>` : ''}</td><td class="nowrap" data-label="Address">${e(r.address)}</td></tr>`
 }
 
-export function createAuditPage(deps: { shell: Shell; audit: AuditLog; keepDays: () => number }) {
+export function createAuditPage(deps: { shell: Shell; audit: AuditReader; keepDays: () => number }) {
   const { shell, audit } = deps
 
-  function page(request: Request, s: Session): Response {
+  async function page(request: Request, s: Session): Promise<Response> {
     const query = new URL(request.url).searchParams
     const filter: AuditFilter = {}
     for (const k of FIELDS) {
@@ -45,10 +45,10 @@ export function createAuditPage(deps: { shell: Shell; audit: AuditLog; keepDays:
       if (v) filter[k] = v.slice(0, 100)
     }
     const before = query.get('before')
-    let result: ReturnType<AuditLog['page']> = { rows: [], next: null }
+    let result: AuditPage = { rows: [], next: null }
     let error: { field: string; text: string } | null = null
     try {
-      result = audit.page({ ...filter, before: before ?? undefined })
+      result = await audit.page({ ...filter, before: before ?? undefined })
     } catch (err) {
       if (!(err instanceof AppError) || err.status >= 500) throw err
       error = { field: /"(\w+)"/.exec(err.message)?.[1] ?? '', text: err.message }
@@ -75,8 +75,8 @@ ${pager}
     return shell.render(request, s, { section: 'admin', title: 'Admin · Audit log', content })
   }
 
-  return new Elysia({ name: 'dashboard-audit' }).get(AUDIT, ({ request }) => {
-    const s = shell.requireAdmin(request)
+  return new Elysia({ name: 'dashboard-audit' }).get(AUDIT, async ({ request }) => {
+    const s = await shell.requireAdmin(request)
     if (s instanceof Response) return s
     return page(request, s)
   })

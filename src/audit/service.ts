@@ -14,9 +14,15 @@
 // where `who` is the caller: byAccount(caller, clientIp(request)) in a page or the API, CLI on the command
 // line. The services take it as their last argument (`by`); any service can make its own recorder with
 // createAuditLog(db, clock): it holds nothing but the statements.
+//
+// On the async storages (issue 22): services write the row through AuditRows.insert(tx, …) in their
+// storage call's `within` (storage.ts), with auditRow() below; the page and the sweep read through
+// createAuditReader (async, either engine). createAuditLog stays for the callers still on a synchronous
+// SQLite transaction: the webhook deliverer, serve's SIGHUP row and `linkbox audit` (main.ts).
 import type { Db } from '../db'
 import { AppError, invalidParameter } from '../errors'
-import { createAuditStore, type AuditInsert, type AuditRow } from './store'
+import type { AuditRows } from './storage'
+import { createAuditStore, type AuditInsert, type AuditQuery, type AuditRow } from './store'
 
 export type Actor =
   | { kind: 'account'; id: number; name: string }
@@ -133,6 +139,39 @@ export function auditRow(who: Who, entry: AuditEntry, at: number): AuditInsert {
   }
 }
 
+/** A page of the log: its rows, newest first, and the `before` of the page after it (null: none). */
+export interface AuditPage {
+  rows: AuditRow[]
+  next: string | null
+}
+
+/** What a page of the log asks the store for (one more row than `limit`: is there a page after it?); an AppError naming the field otherwise. */
+function pageQuery(filter: AuditFilter): { query: AuditQuery; limit: number } {
+  const actor = filter.actor?.trim() || null
+  if (actor !== null && actor.length > 64) throw invalidParameter('actor', 'an account name (at most 64 characters), or cli')
+  const action = filter.action?.trim() || null
+  if (action !== null && !ACTION_FILTER.test(action)) throw invalidParameter('action', `an action such as ${ACTIONS[0]}, or a group such as account`)
+  const from = filter.from ? dayStart(filter.from, 'from') : 0
+  const to = filter.to ? dayStart(filter.to, 'to') + DAY_MS : Number.MAX_SAFE_INTEGER
+  if (from >= to) throw new AppError(400, 'invalid_parameter', 'The parameter "to" must be the day of "from" or later.')
+  let before = Number.MAX_SAFE_INTEGER
+  if (filter.before) {
+    if (!/^[1-9][0-9]{0,15}$/.test(filter.before)) throw invalidParameter('before', 'the row id of an "older" link')
+    before = Number(filter.before)
+  }
+  const limit = Math.min(Math.max(1, Math.floor(filter.limit ?? AUDIT_PAGE_DEFAULT) || AUDIT_PAGE_DEFAULT), AUDIT_PAGE_MAX)
+  // An exact action is the range [a, a + "\u0001"); a group ("account") is ["account.", "account/").
+  const range = action === null ? null : action.includes('.') ? { from: action, to: `${action}\u0001` } : { from: `${action}.`, to: `${action}/` }
+  return { query: { actor, action: range, from, to, before, limit: limit + 1 }, limit }
+}
+
+/** The page from the rows pageQuery's query found. */
+function pageOf(rows: AuditRow[], limit: number): AuditPage {
+  const more = rows.length > limit
+  if (more) rows.pop()
+  return { rows, next: more ? String(rows[rows.length - 1]!.id) : null }
+}
+
 export function createAuditLog(db: Db, clock: () => number = Date.now) {
   const store = createAuditStore(db)
 
@@ -146,45 +185,42 @@ export function createAuditLog(db: Db, clock: () => number = Date.now) {
       return store.insert(auditRow(who, entry, clock()))
     },
 
-    /** One page of the log, newest first, filtered; `next` is the `before` of the page after it (null: none). */
-    page(filter: AuditFilter = {}): { rows: AuditRow[]; next: string | null } {
-      const actor = filter.actor?.trim() || null
-      if (actor !== null && actor.length > 64) throw invalidParameter('actor', 'an account name (at most 64 characters), or cli')
-      const action = filter.action?.trim() || null
-      if (action !== null && !ACTION_FILTER.test(action)) throw invalidParameter('action', `an action such as ${ACTIONS[0]}, or a group such as account`)
-      const from = filter.from ? dayStart(filter.from, 'from') : 0
-      const to = filter.to ? dayStart(filter.to, 'to') + DAY_MS : Number.MAX_SAFE_INTEGER
-      if (from >= to) throw new AppError(400, 'invalid_parameter', 'The parameter "to" must be the day of "from" or later.')
-      let before = Number.MAX_SAFE_INTEGER
-      if (filter.before) {
-        if (!/^[1-9][0-9]{0,15}$/.test(filter.before)) throw invalidParameter('before', 'the row id of an "older" link')
-        before = Number(filter.before)
-      }
-      const limit = Math.min(Math.max(1, Math.floor(filter.limit ?? AUDIT_PAGE_DEFAULT) || AUDIT_PAGE_DEFAULT), AUDIT_PAGE_MAX)
-      // An exact action is the range [a, a + "\u0001"); a group ("account") is ["account.", "account/").
-      const range = action === null ? null : action.includes('.') ? { from: action, to: `${action}\u0001` } : { from: `${action}.`, to: `${action}/` }
-      const rows = store.page({ actor, action: range, from, to, before, limit: limit + 1 })
-      const more = rows.length > limit
-      if (more) rows.pop()
-      return { rows, next: more ? String(rows[rows.length - 1]!.id) : null }
-    },
-
     /** Rows from `from` (unix ms) on, oldest first, after row `afterId`: `linkbox audit --since` reads in pages. */
     since: (from: number, afterId = 0, limit = AUDIT_PAGE_MAX) => store.since(from, afterId, limit),
+  }
+}
+export type AuditLog = ReturnType<typeof createAuditLog>
 
-    /** Deletes rows older than `keepDays` days (audit.keep_days); returns how many went. */
-    sweep(keepDays: number, now = clock()): number {
+/**
+ * The log as its page, the sweep and `since` read it, through AuditRows (storage.ts: SQLite's or
+ * PostgreSQL's, as the composition root hands it): every call is async. The rows themselves are written by
+ * the services, in their changes' transactions (AuditRows.insert). createAuditLog above is the synchronous
+ * SQLite recorder kept for the callers still on a synchronous transaction (the webhook deliverer, the CLI).
+ */
+export function createAuditReader(rows: AuditRows<unknown>, clock: () => number = Date.now) {
+  return {
+    /** One page of the log, newest first, filtered; `next` is the `before` of the page after it (null: none). */
+    async page(filter: AuditFilter = {}): Promise<AuditPage> {
+      const { query, limit } = pageQuery(filter)
+      return pageOf(await rows.page(query), limit)
+    },
+
+    /** Rows from `from` (unix ms) on, oldest first, after row `afterId`. */
+    since: (from: number, afterId = 0, limit = AUDIT_PAGE_MAX) => rows.since(from, afterId, limit),
+
+    /** Deletes rows older than `keepDays` days (audit.keep_days), a batch a statement; returns how many went. */
+    async sweep(keepDays: number, now = clock()): Promise<number> {
       const before = now - keepDays * DAY_MS
       let removed = 0
       for (;;) {
-        const n = store.removeOlder(before, SWEEP_BATCH)
+        const n = await rows.removeOlder(before, SWEEP_BATCH)
         removed += n
         if (n < SWEEP_BATCH) return removed
       }
     },
   }
 }
-export type AuditLog = ReturnType<typeof createAuditLog>
+export type AuditReader = ReturnType<typeof createAuditReader>
 
 /** The actor of a row as people read it: "bob", "cli", "nobody (tried "x")", "linkbox (system)". */
 export function actorText(row: Pick<AuditRow, 'actor_kind' | 'actor_name'>): string {
