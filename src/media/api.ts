@@ -127,10 +127,10 @@ export function mediaApi(media: MediaService): ApiMethod[] {
 
 /** GET and HEAD /dl/<id>?exp=&sig=: the file behind a signed link, always as a download. */
 export function createMediaRoutes(media: MediaService) {
-  const serve = ({ params, request }: { params: { id: string }; request: Request }) => {
+  const serve = async ({ params, request }: { params: { id: string }; request: Request }) => {
     const query = queryParams(request.url)
     const text = (v: unknown) => (typeof v === 'string' ? v : null)
-    const ticket = media.ticket(params.id, text(query.exp), text(query.sig))
+    const ticket = await media.ticket(params.id, text(query.exp), text(query.sig))
     return media.serve(ticket, request)
   }
   return new Elysia({ name: 'media-files' }).get('/dl/:id', serve).head('/dl/:id', serve)

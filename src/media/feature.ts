@@ -29,7 +29,7 @@ function headOfDownload(media: MediaService): HotRoute {
     return (async () => {
       const query = queryParams(request.url)
       const text = (v: unknown) => (typeof v === 'string' ? v : null)
-      const res = await media.serve(media.ticket(ticketId, text(query.exp), text(query.sig)), request)
+      const res = await media.serve(await media.ticket(ticketId, text(query.exp), text(query.sig)), request)
       res.headers.set('x-request-id', id)
       return res
     })()
@@ -37,7 +37,7 @@ function headOfDownload(media: MediaService): HotRoute {
 }
 
 export function createMediaFeature(shared: Shared) {
-  const { db, config, signer, clock } = shared
+  const { config, signer, clock } = shared
   const { resolve, isAllowed } = shared.guard
   const ytdlp = createYtdlp({ ytdlpPath: config.media.ytdlp_path, dataDir: config.data_dir })
   // The proxy every request of yt-dlp goes through (the SSRF guard for a program we do not control);
@@ -45,7 +45,7 @@ export function createMediaFeature(shared: Shared) {
   let guardProxy: Promise<GuardProxy> | null = null
   const extractions = shared.metrics.counter('linkbox_media_extractions_total', 'download.json answers by outcome (cached: from the 10-minute cache).', 'outcome')
   const media = createMediaService({
-    db,
+    tickets: shared.storages.tickets,
     config,
     signer,
     clock,

@@ -2,12 +2,17 @@
 // links (/dl/<id>) stream the bytes through us, or, for segmented and merged formats, have yt-dlp fetch them
 // whole into a bounded cache first. Every request to the outside goes through the SSRF guard: ours through
 // guardedFetch (which connects to the address it checked), yt-dlp's through the guard proxy.
+//
+// On the async storages (issue 22, SPEC §11): the tickets are TicketStorage's (tickets.ts, SQLite's or
+// PostgreSQL's), so a link made by one node's download.json is redeemed through any node. Async: storing an
+// answer's tickets, looking one up for /dl, the sweep and the count. Per node and in memory, as SPEC §11
+// says: the 10-minute cache of answers (with the ticket ids each account was given), yt-dlp and the file
+// cache in data_dir; the signed links use the shared signer, so any node checks them before any lookup.
 import { createHash } from 'node:crypto'
 import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, utimesSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Caller } from '../accounts/service'
 import type { Config } from '../config'
-import type { Db } from '../db'
 import { AppError, badRequest, notFound } from '../errors'
 import { contentDisposition } from '../http/disposition'
 import type { FaultLog } from '../http/fault-log'
@@ -27,7 +32,7 @@ import {
 } from './extract'
 import { findPhoto, PAGE_LIMIT, photoExtraction } from './photo'
 import { createLimiter, runYtdlp } from './runner'
-import { createMediaStore, type TicketRow } from './store'
+import type { TicketRow, TicketStorage } from './tickets'
 import { unsafeYtdlpReason, type Ytdlp, type YtdlpChoice } from './ytdlp'
 
 /** Results are kept per URL this long (SPEC §6): a second ask is answered without yt-dlp. */
@@ -48,7 +53,8 @@ const UPSTREAM_HEADERS_MS = 30_000
 const GUARD_BYPASS = /__youtubedl_smuggle|ytdl-[a-z-]*proxy/i
 
 export interface MediaDeps {
-  db: Db
+  /** The download tickets (tickets.ts: the engine's). */
+  tickets: TicketStorage
   config: Config
   signer: LinkSigner
   clock: () => number
@@ -70,15 +76,15 @@ export interface MediaDeps {
 interface CacheEntry {
   at: number
   extraction: Extraction
-  tickets: Map<number, number[]>
+  /** Per account: its tickets' ids, once stored. */
+  tickets: Map<number, Promise<number[]>>
 }
 
 export type ExtractionOutcome = 'ok' | 'photo' | 'cached' | 'unsupported' | 'private' | 'upstream' | 'timeout' | 'busy' | 'invalid'
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex')
 
-export function createMediaService({ db, config, signer, clock, ytdlp, proxy, canMerge, resolve, isAllowed, onOutcome, faults }: MediaDeps) {
-  const store = createMediaStore(db)
+export function createMediaService({ tickets, config, signer, clock, ytdlp, proxy, canMerge, resolve, isAllowed, onOutcome, faults }: MediaDeps) {
   const base = config.server.base_url
   const allowPrivate = config.media.allow_private_networks
   const guard = { allowPrivate, resolve, isAllowed }
@@ -291,14 +297,18 @@ export function createMediaService({ db, config, signer, clock, ytdlp, proxy, ca
     return { entry, cached: false }
   }
 
-  function ticketsFor(entry: CacheEntry, caller: Caller, url: string): number[] {
+  /**
+   * The tickets of this answer for the caller's account: the ones stored for it earlier from the same
+   * entry (or being stored: two answers at once store them once), else new ones.
+   */
+  function ticketsFor(entry: CacheEntry, caller: Caller, url: string): Promise<number[]> {
     const kept = entry.tickets.get(caller.accountId)
     if (kept) return kept
     // A ticket outlives every link an answer from this entry can carry: the last such answer comes at
     // entry.at + CACHE_MS, and its links live link_ttl.
     const expires = entry.at + CACHE_MS + config.media.link_ttl * 1000
     const title = entry.extraction.title || 'download'
-    const ids = store.insertAll(
+    const ids = tickets.insertAll(
       entry.extraction.formats.map((f: MediaFormat) => ({
         account_id: caller.accountId,
         page_url: url,
@@ -312,7 +322,11 @@ export function createMediaService({ db, config, signer, clock, ytdlp, proxy, ca
         expires,
       })),
     )
-    if (entry.tickets.size < ACCOUNTS_PER_ENTRY) entry.tickets.set(caller.accountId, ids)
+    if (entry.tickets.size < ACCOUNTS_PER_ENTRY) {
+      entry.tickets.set(caller.accountId, ids)
+      // Not stored (the database refused): the next answer tries again.
+      ids.catch(() => entry.tickets.get(caller.accountId) === ids && entry.tickets.delete(caller.accountId))
+    }
     return ids
   }
 
@@ -320,7 +334,7 @@ export function createMediaService({ db, config, signer, clock, ytdlp, proxy, ca
   async function download(caller: Caller, input: string) {
     const url = normalize(input)
     const { entry } = await extract(url)
-    const ids = ticketsFor(entry, caller, url)
+    const ids = await ticketsFor(entry, caller, url)
     const now = clock()
     const expires = now + config.media.link_ttl * 1000
     const { extraction } = entry
@@ -352,12 +366,12 @@ export function createMediaService({ db, config, signer, clock, ytdlp, proxy, ca
    * The ticket behind a signed link, or an AppError (403 tampered, 410 expired, 404 unknown). The signature
    * is checked before anything is looked up, so a guessed id learns nothing.
    */
-  function ticket(idText: string, exp: string | null, sig: string | null): TicketRow {
+  async function ticket(idText: string, exp: string | null, sig: string | null): Promise<TicketRow> {
     if (!/^[1-9][0-9]{0,15}$/.test(idText)) throw notFound('There is no such download.')
     const check = signer.check(`dl-${idText}`, exp, sig, clock())
     if (check === 'tampered') throw new AppError(403, 'invalid_signature', 'This link is not valid: its signature does not match.')
     if (check === 'expired') throw new AppError(410, 'expired', 'This link has expired: ask download.json for a new one.')
-    const row = store.ticket(Number(idText))
+    const row = await tickets.ticket(Number(idText))
     if (!row) throw notFound('There is no such download.')
     return row
   }
@@ -540,7 +554,7 @@ export function createMediaService({ db, config, signer, clock, ytdlp, proxy, ca
     const now = clock()
     for (const [url, entry] of cache) if (now - entry.at >= CACHE_MS) cache.delete(url)
     try {
-      return store.sweep(now)
+      return await tickets.sweep(now)
     } catch (err) {
       faults.fault('media sweep', err)
       return 0
@@ -560,7 +574,7 @@ export function createMediaService({ db, config, signer, clock, ytdlp, proxy, ca
     get running() {
       return limiter.running + fetchLimiter.running
     },
-    tickets: () => store.count(),
+    tickets: () => tickets.count(),
   }
 }
 export type MediaService = ReturnType<typeof createMediaService>

@@ -8,8 +8,7 @@
 // ticket); a ticket reads back field for field (headers: its JSON text byte for byte); the sweep deletes
 // expired tickets a bounded batch at a time. The media cache and yt-dlp stay per node.
 //
-// The service (service.ts) still calls the synchronous store: it moves onto this interface when the
-// services go async.
+// The service (service.ts) is handed the engine's TicketStorage by the composition root (feature.ts).
 import type { Db } from '../db'
 import { createMediaStore, type TicketInput, type TicketRow } from './store'
 
