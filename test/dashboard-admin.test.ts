@@ -3,6 +3,8 @@
 // and enabling (keys refused at once, sessions ended; never oneself); forms without their CSRF token or
 // from another site change nothing; the health page's numbers; and metrics.snapshot(), which it draws.
 import { afterEach, describe, expect, test } from 'bun:test'
+import { renameSync } from 'node:fs'
+import { join } from 'node:path'
 import { createMetrics } from '../src/metrics'
 import { barTable, bytes, duration } from '../src/dashboard/admin'
 import { makeBox, type TestBox } from './support/app'
@@ -273,6 +275,23 @@ describe('health', () => {
     expect(html).toMatch(/Delivery attempts by outcome[^<]*<\/p><p class="empty">Nothing counted yet.<\/p>/)
     // No inline style anywhere (the CSP would refuse it).
     expect(html).not.toMatch(/\sstyle=/)
+  })
+
+  test('no SQLite file in data_dir (as on PostgreSQL): the Database figure is "—", the page and health.json still answer', async () => {
+    const { root } = await setup()
+    const file = join(box.config.data_dir, 'linkbox.db')
+    // The open connection keeps working on the renamed file; the page reads the size by the name.
+    renameSync(file, `${file}.away`)
+    try {
+      const res = await box.request('/dashboard/admin/health', { headers: { cookie: root.cookie } })
+      expect(res.status).toBe(200)
+      const html = await res.text()
+      expect(html.match(/<dt>Database<\/dt><dd><span class="stat-value">([^<]+)<\/span>/)?.[1]).toBe('—')
+      const json = await (await box.request('/dashboard/admin/health.json', { headers: { cookie: root.cookie } })).json()
+      expect(json.stats.find((x: { key: string }) => x.key === 'database')).toEqual({ key: 'database', value: '—', note: 'file and write-ahead log', tone: null })
+    } finally {
+      renameSync(`${file}.away`, file)
+    }
   })
 
   test('a database that cannot be written: Degraded, with the reason /healthz gives', async () => {

@@ -176,7 +176,10 @@ function barsOf(m: Map<string, number>, labels: Record<string, string> = {}, ton
     .map(([k, value]) => ({ label: labels[k] ?? k, value, tone: tones[k] }))
 }
 
-/** The size of the database on disk: the file and its write-ahead log. Null when it cannot be read. */
+/**
+ * The size of the SQLite database on disk: the file and its write-ahead log. Null (the page shows "—") when it
+ * cannot be read, and when there is none: on PostgreSQL, data_dir holds no database file.
+ */
 function databaseBytes(dataDir: string): number | null {
   try {
     const main = statSync(join(dataDir, 'linkbox.db')).size
