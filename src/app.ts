@@ -3,20 +3,18 @@
 // methods, the router over all their routes, and the request pipeline in front. Tests build exactly this
 // with a temporary data directory; `linkbox serve` builds it and listens.
 import { mkdirSync } from 'node:fs'
-import { join } from 'node:path'
 import { Elysia } from 'elysia'
+import { databaseUnavailable } from './errors'
 import { createAccountService } from './accounts/service'
 import { createAuditFeature } from './audit/feature'
 import { createClicksFeature } from './clicks/feature'
 import type { Config } from './config'
 import { createDashboardFeature } from './dashboard/feature'
-import { localChangeFeed } from './db/changes'
-import { openDatabase } from './db'
-import { sqliteStorages } from './db/storages'
+import { sqliteBackend, type Backend } from './db/backend'
+import type { Db } from './db'
 import { createEvents } from './events'
 import { startJobs, type Feature, type Shared } from './feature'
 import { createGeo } from './geo'
-import { createDatabaseCheck } from './health'
 import { createApi } from './http/api'
 import { createClientIp } from './http/client-ip'
 import { faultAnswer } from './http/fault'
@@ -33,35 +31,52 @@ import type { AppOptions } from './options'
 import { createPagesFeature } from './pages/feature'
 import { createQrFeature } from './qr/feature'
 import { reloadConfig, type ReloadOutcome } from './reload'
-import { createLinkSigner, loadSigningSecret } from './signing'
+import { createLinkSigner } from './signing'
 import { createWebhooksFeature } from './webhooks/feature'
 import { createOutbox } from './webhooks/outbox'
 
 export type { AppOptions, ReloadOutcome }
+
+/**
+ * The app on the database its config names: SQLite in data_dir (as createLinkbox), or the PostgreSQL of
+ * `[database] url`, connected, migrated and listened to before the app is made (what `serve` uses).
+ */
+export async function openLinkbox(config: Config, opts: AppOptions = {}) {
+  if (opts.backend || !config.database.url) return createLinkbox(config, opts)
+  const log = opts.logger ?? rootLog
+  const { postgresBackend } = await import('./db/postgres/backend')
+  const faults = createFaultLog(log)
+  const backend = await postgresBackend(config.database.url, log, (err) => faults.fault('a subscriber of changes from other nodes failed', err))
+  return createLinkbox(config, { ...opts, backend })
+}
+
 export function createLinkbox(config: Config, opts: AppOptions = {}) {
   // The shared parts.
   mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
   const log = opts.logger ?? rootLog
   const faults = createFaultLog(log)
-  const db = openDatabase(join(config.data_dir, 'linkbox.db'), { onUpgrade: (note) => log.info(note) })
+  const backend: Backend = opts.backend ?? sqliteBackend(config.data_dir, log, (err) => faults.fault('a subscriber of link changes failed', err))
+  // TODO(issue 22): null on PostgreSQL once every feature is off the synchronous stores.
+  const db = backend.db as Db
+  const storages = backend.storages
   const clock = opts.clock ?? Date.now
   const metrics = createMetrics()
   const startedAt = Date.now()
   let server: ReturnType<typeof Bun.serve> | null = null
-  const storages = sqliteStorages(db)
   const shared: Shared = {
     config,
     db,
     storages,
+    health: backend.health,
     log,
     faults,
     clock,
     events: createEvents(log),
     // Webhook events are written by the services in the transaction of each change (webhooks/outbox.ts).
     outbox: createOutbox(db, clock, log),
-    changes: localChangeFeed({ onError: (err) => faults.fault('a subscriber of link changes failed', err) }),
+    changes: backend.changes,
     accounts: createAccountService(storages, clock),
-    signer: createLinkSigner(loadSigningSecret(config.data_dir)),
+    signer: createLinkSigner(backend.signingSecret),
     limiter: createRateLimiter(clock),
     metrics,
     geo: createGeo({ database: config.geo.database }),
@@ -71,13 +86,13 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   }
 
   // The features, in order: a later one may use an earlier one's service.
-  const clicks = createClicksFeature(shared, opts.clicks)
+  const clicks = createClicksFeature(shared, { ...(backend.clickWriter ? { writer: backend.clickWriter } : {}), ...opts.clicks })
   const webhooks = createWebhooksFeature(shared, { schedule: opts.webhookSchedule })
   const links = createLinksFeature(shared, { recorder: clicks.recorder }, opts)
   const qr = createQrFeature(shared, { links: links.links }, { renderer: opts.qrRenderer })
   const mail = createMailFeature(shared, { smtpPort: opts.smtpPort })
   const media = createMediaFeature(shared)
-  const databaseProblem = createDatabaseCheck(db, clicks.recorder)
+  const databaseProblem = backend.writeProblem(clicks.recorder)
   const dashboard = createDashboardFeature(shared, { links: links.links, mail: mail.mail, webhooks: webhooks.webhooks, qr: qr.qr, abuse: links.abuse, databaseProblem })
   const methods = [links, qr, media, mail, webhooks].flatMap((f) => f.feature.api ?? [])
   const audit = createAuditFeature(shared, { shell: dashboard.shell })
@@ -89,6 +104,8 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   metrics.sampled('linkbox_log_lines_dropped_total', 'Request lines dropped because the log output could not keep up (the buffer was full).', () => log.dropped, 'counter')
   metrics.sampled('process_resident_memory_bytes', 'Resident memory of the process.', () => process.memoryUsage.rss())
   metrics.sampled('process_uptime_seconds', 'Seconds since the service started.', () => Math.round((Date.now() - startedAt) / 1000))
+  // A query that failed because the database is gone (PostgreSQL) marks it down and answers 503, not 500.
+  const unavailable = (err: unknown) => (backend.health.observe(err) ? databaseUnavailable() : null)
   const answers = metrics.counter('linkbox_api_requests_total', 'Answers of /api methods, by method and HTTP status.')
   const api = createApi(methods, {
     config,
@@ -96,9 +113,10 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     limiter: shared.limiter,
     clientIp: shared.clientIp,
     faults,
+    unavailable,
     onAnswer: (m, status) => answers.incLabels({ method: m.path.replace('/api/', ''), status: String(status) }),
   })
-  const answerFault = faultAnswer(faults)
+  const answerFault = faultAnswer(faults, unavailable)
   const router = new Elysia({ name: 'linkbox' })
     .onError(({ code, error, request }) => answerFault(error, request, String(code)))
     // A Host shorter than four characters ("nas") makes Elysia's router read the path from the wrong
@@ -123,6 +141,10 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   return {
     config,
     db,
+    /** 'sqlite' or 'postgres': which database this node runs on (db/backend.ts). */
+    engine: backend.engine,
+    storages,
+    health: backend.health,
     /** Answers a request without a socket (tests): the pipeline of listen(), without peer addresses. */
     app: { handle: (request: Request) => Promise.resolve(pipeline.handle(request)) },
     accounts: shared.accounts,
@@ -176,7 +198,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
       try {
         for (const f of [...features].reverse()) await f.close?.()
       } finally {
-        db.close()
+        await backend.close()
       }
     },
   }

@@ -12,6 +12,10 @@ export class AppError extends Error {
   }
 }
 
+/** The database (PostgreSQL) cannot be reached: a write is refused until it can (db/health.ts). */
+export const databaseUnavailable = () =>
+  new AppError(503, 'storage_unavailable', 'The database cannot be reached right now. Try again in a few seconds.', { 'retry-after': '5' })
+
 export const badRequest = (code: string, message: string) => new AppError(400, code, message)
 export const missingParameter = (name: string) =>
   new AppError(400, 'missing_parameter', `The parameter "${name}" is required.`)

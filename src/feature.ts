@@ -7,6 +7,7 @@ import type { AnyElysia } from 'elysia'
 import type { AccountService } from './accounts/service'
 import type { Config } from './config'
 import type { ChangeFeed } from './db/changes'
+import type { DatabaseHealth } from './db/health'
 import type { Db } from './db'
 import type { Storages } from './db/storages'
 import type { Events } from './events'
@@ -70,6 +71,8 @@ export interface Shared {
   db: Db
   /** Every store behind its async interface (db/storages.ts): what the services are handed. */
   storages: Storages<Db>
+  /** Whether the database can be reached (db/health.ts): always on SQLite; PostgreSQL's goes down and up. */
+  health: DatabaseHealth
   log: Logger
   /** Unexpected errors, with their stacks, into the log (at most 10 a minute: http/fault-log.ts). */
   faults: FaultLog

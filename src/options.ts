@@ -1,5 +1,6 @@
 // Options of createLinkbox (app.ts): what tests change (a clock, small bounds, a logger of their own); `serve` passes none.
 import type { ClickRecorderOptions } from './clicks/recorder'
+import type { Backend } from './db/backend'
 import type { Verifier } from './links/password-gate'
 import type { Logger } from './log'
 import type { QrRenderer } from './qr/renderer'
@@ -26,4 +27,9 @@ export interface AppOptions {
   webhookSchedule?: readonly number[]
   /** The log (default: the process's, which `serve` configures from [log]). */
   logger?: Logger
+  /**
+   * Where the data is (db/backend.ts): default SQLite in data_dir. openLinkbox makes PostgreSQL's for a
+   * database.url; tests make one to run two nodes on one database.
+   */
+  backend?: Backend
 }

@@ -1,6 +1,7 @@
 // The command line with [database] url set (SPEC §11), on a real PostgreSQL server, as an operator runs it:
-// `linkbox doctor` checks the connection, the server's version and the schema; `serve` and the commands that
-// use the database refuse in one line while running on PostgreSQL is not finished. The password is never printed.
+// `linkbox doctor` checks the connection, the server's version and the schema; account, key and audit work on
+// the database; `serve`, webhook and import refuse in one line while running on PostgreSQL is not finished.
+// The password is never printed.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
@@ -92,12 +93,12 @@ test('server version: 14 and newer ok, 13 and older a FAIL naming both', () => {
   expect(judgePostgresVersion(90624, '9.6.24').verdict).toBe('FAIL')
 })
 
-test('serve (and the commands that use the database) refuse a postgres database.url in one line, exit 2, touching neither database', async () => {
+test('serve, webhook and import refuse a postgres database.url in one line, exit 2, touching neither database', async () => {
   const url = withPassword(await pg.createDatabase())
   const c = writeConfig(tempDir(), { database: { url } })
   dirs.push(c.dir)
   const line = 'linkbox: database.url: running on PostgreSQL is not finished yet; leave database.url empty to use SQLite in data_dir (`linkbox doctor` already checks the PostgreSQL connection, server and schema)\n'
-  for (const args of [['serve'], ['account', 'list'], ['account', 'create', 'alice'], ['audit']]) {
+  for (const args of [['serve'], ['webhook', 'list'], ['import', 'links.csv', '--account', 'alice']]) {
     const r = await runCli([...args, '--config', c.configPath], { timeoutMs: 30_000 })
     expect([args.join(' '), r.code, r.stdout, r.stderr]).toEqual([args.join(' '), 2, '', line])
   }
@@ -109,4 +110,36 @@ test('serve (and the commands that use the database) refuse a postgres database.
   const plain = writeConfig(tempDir())
   dirs.push(plain.dir)
   expect((await runCli(['account', 'list', '--config', plain.configPath])).code).toBe(0)
+})
+
+test('account, key and audit run on the PostgreSQL database: the rows are there, none in data_dir, the password never printed', async () => {
+  const url = withPassword(await pg.createDatabase())
+  const c = writeConfig(tempDir(), { database: { url } })
+  dirs.push(c.dir)
+  const cli = async (...args: string[]) => {
+    const r = await runCli([...args, '--config', c.configPath], { timeoutMs: 30_000 })
+    expect(r.stdout + r.stderr).not.toContain(PASSWORD)
+    expect([args.join(' '), r.code, r.stderr]).toEqual([args.join(' '), 0, ''])
+    return r.stdout
+  }
+  const made = await cli('account', 'create', 'alice', '--admin')
+  expect(made).toMatch(/^account alice created \(admin\); its API key \(shown once\):\nlbk_[A-Za-z0-9_]+\n$/)
+  const key = made.split('\n')[1]!
+  expect(await cli('key', 'create', 'alice', '--label', 'ci')).toMatch(/^key 2 for alice with scopes /)
+  expect((await cli('account', 'list')).split('\n')[1]).toMatch(/^1\talice\tadmin\tactive\t/)
+  expect((await cli('key', 'list', 'alice')).split('\n').filter(Boolean).length).toBe(3) // the header and two keys
+  expect(await cli('key', 'revoke', '2')).toBe('key 2 revoked\n')
+  const audit = (await cli('audit', '--json')).trim().split('\n').map((l) => JSON.parse(l))
+  expect(audit.map((r) => r.action)).toEqual(['account.create', 'key.create', 'key.revoke'])
+  expect(existsSync(c.dataDir)).toBe(false)
+  // What the CLI wrote is in the database: the account, its two keys (one revoked), the first one's hash.
+  const sql = new Bun.SQL(url)
+  try {
+    const [a] = await sql`SELECT name, admin FROM accounts`
+    expect([a.name, Number(a.admin)]).toEqual(['alice', 1])
+    expect((await sql`SELECT id, revoked IS NOT NULL AS revoked FROM api_keys ORDER BY id`).map((k: any) => [Number(k.id), k.revoked])).toEqual([[1, false], [2, true]])
+  } finally {
+    await sql.close()
+  }
+  expect(key.length).toBeGreaterThan(20)
 })

@@ -144,6 +144,8 @@ export interface ApiDeps {
   clientIp: (request: Request) => string
   /** Where a method's unexpected error goes (with its stack; the answer never shows it). */
   faults: FaultLog
+  /** An error that says the database cannot be reached, as its 503 (null for any other): app.ts, from the health. */
+  unavailable?: (err: unknown) => AppError | null
   /** Told of every answer (for metrics). */
   onAnswer?: (method: ApiMethod, status: number) => void
 }
@@ -268,7 +270,8 @@ export function createApi(methods: ApiMethod[], deps: ApiDeps) {
         return result
       }
       return jsonResponse(200, { status: 'success', return: result }, rateHeaders(decision))
-    } catch (err) {
+    } catch (thrown) {
+      const err = thrown instanceof AppError ? thrown : (deps.unavailable?.(thrown) ?? thrown)
       if (!(err instanceof AppError) && !isAbort(err)) deps.faults.fault('internal error', err)
       return errorResponse(err, rateHeaders(decision))
     }

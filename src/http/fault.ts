@@ -6,9 +6,13 @@ import { errorResponse } from './api'
 import type { FaultLog } from './fault-log'
 import { pathOf } from './path'
 
-/** The answer for an error of a request; `code` NOT_FOUND is the router's "no route". Faults go to `faults`. */
-export const faultAnswer = (faults: FaultLog) => (error: unknown, request: Request, code?: string): Response => {
+/**
+ * The answer for an error of a request; `code` NOT_FOUND is the router's "no route". Faults go to `faults`.
+ * `unavailable` turns an error that says the database cannot be reached into its 503 (app.ts: the health's).
+ */
+export const faultAnswer = (faults: FaultLog, unavailable: (err: unknown) => AppError | null = () => null) => (error: unknown, request: Request, code?: string): Response => {
   try {
+    if (!(error instanceof AppError)) error = unavailable(error) ?? error
     const isApi = pathOf(request.url).startsWith('/api')
     if (code === 'NOT_FOUND') return isApi ? errorResponse(notFound()) : notFoundPage()
     // A page's route may throw an AppError too (a full QR queue: 503 with Retry-After): its status,

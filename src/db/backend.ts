@@ -1,0 +1,58 @@
+// Where linkbox keeps its data, chosen once by `[database] url` (SPEC §11, issue 22): what the composition root
+// (app.ts) builds everything else on. A Backend is the one engine's parts together:
+// - the stores behind their async interfaces (storages.ts), which the services are handed;
+// - the change feed between processes and nodes (changes.ts): local on SQLite, LISTEN/NOTIFY on PostgreSQL;
+// - the database's availability (health.ts): SQLite is a file of this process, always "up" (a full disk is
+//   /healthz's business, ../health.ts); PostgreSQL's goes down on a connection error and comes back by itself;
+// - the signing secret: a file in data_dir on SQLite, a row of the database on PostgreSQL, so that a link signed
+//   by one node opens on all;
+// - where click batches go: SQLite's writer thread (the recorder's default), PostgreSQL's increments;
+// - what /healthz says about writing.
+// SQLite's is made here, synchronously (tests build apps in one call); PostgreSQL's (postgres/backend.ts) needs
+// a connection first, so it is made by openLinkbox (app.ts) before the app, and only then loaded.
+import { join } from 'node:path'
+import type { ClickRecorder } from '../clicks/recorder'
+import type { BatchWriter } from '../clicks/writer'
+import { createDatabaseCheck } from '../health'
+import type { Logger } from '../log'
+import { loadSigningSecret } from '../signing'
+import { localChangeFeed, type ChangeFeed } from './changes'
+import { localHealth, type DatabaseHealth } from './health'
+import { openDatabase, type Db } from './index'
+import { sqliteStorages, type Storages } from './storages'
+
+export interface Backend {
+  engine: 'sqlite' | 'postgres'
+  /** SQLite's connection (data_dir/linkbox.db); null on PostgreSQL. */
+  db: Db | null
+  // The transaction type differs by engine; the services take it as a type parameter and never look at it.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  storages: Storages<any>
+  changes: ChangeFeed
+  health: DatabaseHealth
+  signingSecret: Buffer
+  /** Where click batches are written instead of the SQLite file's writer thread (PostgreSQL). */
+  clickWriter?: BatchWriter
+  /** Why the database cannot be written right now, or null: /healthz and the admin's health page. */
+  writeProblem(recorder: ClickRecorder): () => string | null
+  /** Closes the connections (after every feature closed). */
+  close(): Promise<void>
+}
+
+export function sqliteBackend(dataDir: string, log: Pick<Logger, 'info'>, onFeedError: (err: unknown) => void): Backend {
+  const db = openDatabase(join(dataDir, 'linkbox.db'), { onUpgrade: (note) => log.info(note) })
+  const changes = localChangeFeed({ onError: onFeedError })
+  return {
+    engine: 'sqlite',
+    db,
+    storages: sqliteStorages(db),
+    changes,
+    health: localHealth(),
+    signingSecret: loadSigningSecret(dataDir),
+    writeProblem: (recorder) => createDatabaseCheck(db, recorder),
+    async close() {
+      await changes.close()
+      db.close()
+    },
+  }
+}

@@ -1,0 +1,50 @@
+// PostgreSQL's Backend (../backend.ts): one pool of this node to the database that every node shares, its schema
+// brought up to date once under the migration lock (index.ts), the stores (storages.ts), the change feed
+// (changes.ts: LISTEN/NOTIFY beside the pool), the database's availability (health.ts) and the signing secret
+// from the database (signing-postgres.ts). Loaded only when `[database] url` is set.
+import type { ClickRecorder } from '../../clicks/recorder'
+import { countsWriter } from '../../clicks/writer'
+import type { Logger } from '../../log'
+import { postgresSigningSecret } from '../../signing-postgres'
+import type { Backend } from '../backend'
+import { openPostgres, pgReason } from './index'
+import { postgresChangeFeed } from './changes'
+import { postgresHealth } from './health'
+import { postgresStorages } from './storages'
+
+export interface PostgresBackendOptions {
+  /** Connections in this node's pool (default 10). */
+  max?: number
+}
+
+export async function postgresBackend(url: string, log: Pick<Logger, 'info'>, onFeedError: (err: unknown) => void, opts: PostgresBackendOptions = {}): Promise<Backend> {
+  const pg = await openPostgres(url, { max: opts.max, onUpgrade: (note) => log.info(note) })
+  const { sql } = pg
+  try {
+    const storages = postgresStorages(sql)
+    const [changes, signingSecret] = await Promise.all([postgresChangeFeed(sql, { onError: onFeedError }), postgresSigningSecret(sql)()])
+    const health = postgresHealth(sql)
+    return {
+      engine: 'postgres',
+      db: null,
+      storages,
+      changes,
+      health,
+      signingSecret,
+      clickWriter: countsWriter(storages.counts),
+      writeProblem: (recorder: ClickRecorder) => () => {
+        if (!health.isUp()) return `the database cannot be reached (${health.reason() ?? 'connection lost'})`
+        if (recorder.failing) return recorder.lastError
+        return null
+      },
+      async close() {
+        health.close()
+        await changes.close().catch(() => {})
+        await pg.close()
+      },
+    }
+  } catch (err) {
+    await pg.close().catch(() => {})
+    throw new Error(`${pg.redacted}: ${pgReason(err)}`)
+  }
+}
