@@ -17,7 +17,9 @@
 // - A revoke is one UPDATE … WHERE revoked IS NULL: of two revokers one changes the row, the other finds it
 //   revoked; activeKeyByHash reads revoked and disabled in the same statement as the key.
 import type { SQL, TransactionSQL } from 'bun'
-import type { AccountRow, AccountStorage, AccountSummaryRow, Disabled, KeyRow, KeyWithAccount, NewKey, Refusal } from './storage'
+import type { ChangeFeed } from '../db/changes'
+import { CHANNEL, encodeChanges } from '../db/postgres/changes'
+import { ACCOUNT_TOPIC, type AccountRow, AccountStorage, AccountSummaryRow, Disabled, KeyRow, KeyWithAccount, NewKey, Refusal } from './storage'
 
 // Bun.SQL returns bigint columns as text: rows are mapped to numbers here (all far below 2^53).
 const int = (v: unknown) => Number(v)
@@ -70,7 +72,24 @@ const SUMMARY = `a.id, a.name, a.admin, a.created, a.disabled, a.last_signin, (a
   (SELECT count(*) FROM api_keys k WHERE k.account_id = a.id AND k.revoked IS NULL) AS keys,
   (SELECT count(*) FROM mailboxes m WHERE m.account_id = a.id) AS mailboxes`
 
-export function postgresAccountStorage(sql: SQL): AccountStorage<TransactionSQL> {
+/**
+ * What a change that may turn a cached key away says on the change feed's channel, from inside its transaction:
+ * PostgreSQL delivers a NOTIFY at the commit, and never for a rollback, so every node (this one too: the
+ * origin is no node's) hears of exactly the committed revokes, edits, disables and deletions, whichever
+ * process made them — a node, or `linkbox key revoke` on the command line.
+ */
+const KEYS_CHANGED = encodeChanges('db', ACCOUNT_TOPIC, ['keys'])[0]!
+
+/**
+ * `changes`: this node's feed (db/postgres/changes.ts); with it keysChanged() answers true only after a
+ * notification (or a lost connection, when messages may have been missed), so the service's key cache holds.
+ * Without one (the command line, which caches nothing): always true.
+ */
+export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } = {}): AccountStorage<TransactionSQL> {
+  // True until the feed says nothing is missed: set by every notification and every resync.
+  let changed = true
+  opts.changes?.subscribe(ACCOUNT_TOPIC, () => void (changed = true), () => void (changed = true))
+  const notify = (tx: SQL) => tx`SELECT pg_notify(${CHANNEL}, ${KEYS_CHANGED})`
   const insertKey = async (tx: SQL, accountId: number, k: NewKey, now: number) =>
     key(
       (
@@ -112,6 +131,7 @@ export function postgresAccountStorage(sql: SQL): AccountStorage<TransactionSQL>
       target = account(row)
     }
     await tx`UPDATE accounts SET disabled = ${at} WHERE id = ${target.id}`
+    await notify(tx)
     const sessionsEnded = at !== null ? (await tx`DELETE FROM web_sessions WHERE account_id = ${target.id}`).count : 0
     return { ok: true, account: target, sessionsEnded }
   }
@@ -159,9 +179,12 @@ export function postgresAccountStorage(sql: SQL): AccountStorage<TransactionSQL>
     async touchKey(id, now) {
       await sql`UPDATE api_keys SET last_used = ${now} WHERE id = ${id}`
     },
-    // Until the change feed tells this node of other nodes' revokes, edits, disables and deletions: always,
-    // so that the key cache keeps nothing and a key revoked on one node is refused on every other at once.
-    keysChanged: () => true,
+    // Without a feed: always, so that the key cache keeps nothing and a key revoked anywhere is refused at once.
+    keysChanged() {
+      if (!changed) return false
+      changed = !opts.changes
+      return true
+    },
 
     async createAccount(input, within) {
       return sql.begin(async (tx) => {
@@ -194,6 +217,7 @@ export function postgresAccountStorage(sql: SQL): AccountStorage<TransactionSQL>
         const links = int((await tx`SELECT count(*) AS n FROM links WHERE account_id = ${locked.id}`)[0].n)
         const deletedLinks = withLinks ? (await tx`DELETE FROM links WHERE account_id = ${locked.id} RETURNING code`).map((r: { code: string }) => r.code) : []
         await tx`DELETE FROM accounts WHERE id = ${locked.id}`
+        await notify(tx)
         if (within) await within(tx, locked, links)
         return { ok: true as const, account: locked, links, deletedLinks }
       })
@@ -245,6 +269,7 @@ export function postgresAccountStorage(sql: SQL): AccountStorage<TransactionSQL>
         const [a] = await tx`UPDATE api_keys SET label = ${label}, scopes = ${scopes}
                              WHERE id = ${id} AND account_id = ${accountId} AND revoked IS NULL RETURNING *`
         if (!a) return null
+        await notify(tx)
         const before = keyWithAccount(b)
         const after = key(a)
         if (within) await within(tx, before, after)
@@ -256,6 +281,7 @@ export function postgresAccountStorage(sql: SQL): AccountStorage<TransactionSQL>
       return sql.begin(async (tx) => {
         const r = await tx`UPDATE api_keys SET revoked = ${now} WHERE id = ${id} AND account_id = ${accountId} AND revoked IS NULL`
         if (r.count !== 1) return null
+        await notify(tx)
         const revoked = keyWithAccount(await keyWhere(tx, id))
         if (within) await within(tx, revoked)
         return revoked
@@ -266,6 +292,7 @@ export function postgresAccountStorage(sql: SQL): AccountStorage<TransactionSQL>
       return sql.begin(async (tx) => {
         const r = await tx`UPDATE api_keys SET revoked = ${now} WHERE id = ${id} AND revoked IS NULL`
         if (r.count !== 1) return null
+        await notify(tx)
         const revoked = keyWithAccount(await keyWhere(tx, id))
         if (within) await within(tx, revoked)
         return revoked

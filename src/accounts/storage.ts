@@ -31,6 +31,9 @@
 import type { Db } from '../db'
 import { createAccountStore, type AccountRow, type AccountSummaryRow, type KeyRow, type KeyWithAccount } from './store'
 
+/** The change feed's topic (db/changes.ts) of changes that may turn a cached key away. */
+export const ACCOUNT_TOPIC = 'account'
+
 export type { AccountRow, AccountSummaryRow, KeyRow, KeyWithAccount } from './store'
 
 /** A key as stored: the visible prefix and the SHA-256 of the key (never the key). */

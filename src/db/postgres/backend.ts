@@ -21,8 +21,8 @@ export async function postgresBackend(url: string, log: Pick<Logger, 'info'>, on
   const pg = await openPostgres(url, { max: opts.max, onUpgrade: (note) => log.info(note) })
   const { sql } = pg
   try {
-    const storages = postgresStorages(sql)
     const [changes, signingSecret] = await Promise.all([postgresChangeFeed(sql, { onError: onFeedError }), postgresSigningSecret(sql)()])
+    const storages = postgresStorages(sql, { changes })
     const health = postgresHealth(sql)
     return {
       engine: 'postgres',

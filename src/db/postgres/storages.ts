@@ -12,13 +12,15 @@ import { postgresTicketStorage } from '../../media/tickets-postgres'
 import { postgresIdentityStorage } from '../../oidc/identities-postgres'
 import { postgresEndpointRows } from '../../webhooks/endpoints-postgres'
 import { postgresWebhookQueue } from '../../webhooks/queue-postgres'
+import type { ChangeFeed } from '../changes'
 import type { Storages } from '../storages'
 
-export function postgresStorages(sql: SQL): Storages<TransactionSQL> {
+/** `changes`: the node's feed, which the stores that keep something in memory listen to (the key cache's). */
+export function postgresStorages(sql: SQL, opts: { changes?: ChangeFeed } = {}): Storages<TransactionSQL> {
   return {
     engine: 'postgres',
     links: postgresLinkStorage(sql),
-    accounts: postgresAccountStorage(sql),
+    accounts: postgresAccountStorage(sql, { changes: opts.changes }),
     identities: postgresIdentityStorage(sql),
     sessions: postgresSessionRows(sql),
     formTokens: postgresFormTokenRows(sql),
