@@ -553,7 +553,7 @@ async function webhookCommand(config: Config, sub: string | undefined, arg: stri
 /** `linkbox import FILE --account NAME`: the same import as POST /api/import.json, into that account. */
 async function importCommand(config: Config, file: string, accountName: string, format: string) {
   const { statSync, readFileSync } = await import('node:fs')
-  const [{ IMPORT_FORMATS, MAX_IMPORT_BYTES, importLinks, readImport }, { printable, SCOPES }, { createLinkbox }] = await Promise.all([
+  const [{ IMPORT_FORMATS, MAX_IMPORT_BYTES, importLinks, readImport }, { printable, SCOPES }, { openLinkbox }] = await Promise.all([
     import('./links/import'),
     import('./accounts/service'),
     import('./app'),
@@ -577,7 +577,7 @@ async function importCommand(config: Config, file: string, accountName: string, 
     console.error(`linkbox: import refused: ${file} is not UTF-8 text`)
     return 1
   }
-  const box = createLinkbox(config)
+  const box = await openLinkbox(config)
   try {
     const account = await box.accounts.accountByName(accountName)
     if (!account) throw new ConfigError(`no account "${accountName}" (linkbox account create makes one)`)
