@@ -33,7 +33,7 @@ import { createQrFeature } from './qr/feature'
 import { reloadConfig, type ReloadOutcome } from './reload'
 import { createLinkSigner } from './signing'
 import { createWebhooksFeature } from './webhooks/feature'
-import { createOutbox } from './webhooks/outbox'
+import { createOutbox, createQueueOutbox } from './webhooks/outbox'
 
 export type { AppOptions, ReloadOutcome }
 
@@ -72,8 +72,9 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     faults,
     clock,
     events: createEvents(log),
-    // Webhook events are written by the services in the transaction of each change (webhooks/outbox.ts).
-    outbox: createOutbox(db, clock, log),
+    // Webhook events are written by the services in the transaction of each change (webhooks/outbox.ts); the
+    // outbox knows who subscribes and wakes the deliverers (on PostgreSQL every node's, through the feed).
+    outbox: backend.db ? createOutbox(backend.db, clock, log) : createQueueOutbox({ queue: storages.queue, changes: backend.changes, log }),
     changes: backend.changes,
     accounts: createAccountService(storages, clock),
     signer: createLinkSigner(backend.signingSecret),
@@ -198,6 +199,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
       try {
         for (const f of [...features].reverse()) await f.close?.()
       } finally {
+        shared.outbox.close()
         await backend.close()
       }
     },
