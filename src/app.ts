@@ -11,7 +11,6 @@ import { createClicksFeature } from './clicks/feature'
 import type { Config } from './config'
 import { createDashboardFeature } from './dashboard/feature'
 import { sqliteBackend, type Backend } from './db/backend'
-import type { Db } from './db'
 import { createEvents } from './events'
 import { startJobs, type Feature, type Shared } from './feature'
 import { createGeo } from './geo'
@@ -56,8 +55,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const log = opts.logger ?? rootLog
   const faults = createFaultLog(log)
   const backend: Backend = opts.backend ?? sqliteBackend(config.data_dir, log, (err) => faults.fault('a subscriber of link changes failed', err))
-  // TODO(issue 22): null on PostgreSQL once every feature is off the synchronous stores.
-  const db = backend.db as Db
+  const db = backend.db
   const storages = backend.storages
   const clock = opts.clock ?? Date.now
   const metrics = createMetrics()

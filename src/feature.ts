@@ -68,9 +68,12 @@ export function startJobs(jobs: Job[], faults: FaultLog): () => void {
 /** The parts every feature may use, made by the root before any feature. */
 export interface Shared {
   config: Config
-  db: Db
+  /** SQLite's connection (data_dir/linkbox.db); null on PostgreSQL: features use `storages`, not this. */
+  db: Db | null
   /** Every store behind its async interface (db/storages.ts): what the services are handed. */
-  storages: Storages<Db>
+  // The transaction type is the engine's (db/storages.ts): services take it as a type parameter.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  storages: Storages<any>
   /** Whether the database can be reached (db/health.ts): always on SQLite; PostgreSQL's goes down and up. */
   health: DatabaseHealth
   log: Logger

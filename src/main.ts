@@ -270,6 +270,43 @@ async function openAccounts(config: Config) {
   return { db, audit, accounts: createAccountService({ accounts: sqliteAccountStorage(db), audit }), close: async () => db.close() }
 }
 
+/** The webhook service for a CLI command, on the database of the config; close() when done. */
+async function openWebhooks(config: Config) {
+  const [{ createOutbox, createQueueOutbox }, { createWebhookService }] = await Promise.all([import('./webhooks/outbox'), import('./webhooks/service')])
+  if (config.database.url) {
+    const [{ openPostgres }, { postgresStorages }, { postgresChangeFeed }] = await Promise.all([
+      import('./db/postgres'),
+      import('./db/postgres/storages'),
+      import('./db/postgres/changes'),
+    ])
+    const pg = await openPostgres(config.database.url, { max: 2, onUpgrade: (note) => console.error(`linkbox: ${note}`) })
+    // The feed tells the running nodes at once: an endpoint made or deleted, an event to deliver.
+    const changes = await postgresChangeFeed(pg.sql)
+    const { endpoints, queue, audit } = postgresStorages(pg.sql)
+    const outbox = createQueueOutbox({ queue, changes })
+    return {
+      webhooks: createWebhookService({ config, outbox, endpoints, queue, audit }),
+      async close() {
+        outbox.close()
+        await changes.close()
+        await pg.close()
+      },
+    }
+  }
+  const [{ openDatabase }, { sqliteEndpointRows }, { sqliteWebhookQueue }, { sqliteAuditRows }] = await Promise.all([
+    import('./db'),
+    import('./webhooks/endpoints'),
+    import('./webhooks/queue'),
+    import('./audit/storage'),
+  ])
+  mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
+  const db = openDatabase(join(config.data_dir, 'linkbox.db'), { onUpgrade: (note) => console.error(`linkbox: ${note}`) })
+  return {
+    webhooks: createWebhookService({ db, config, outbox: createOutbox(db), endpoints: sqliteEndpointRows(db), queue: sqliteWebhookQueue(db), audit: sqliteAuditRows(db) }),
+    close: async () => db.close(),
+  }
+}
+
 /**
  * Extracts the yt-dlp bundled into the binary into data_dir/bin when it is missing or another build's. A failure
  * (a full disk) costs media download only, so it is a warning; the service then uses one on PATH.
@@ -502,19 +539,9 @@ async function webhookCommand(config: Config, sub: string | undefined, arg: stri
     if (!text || !/^[1-9][0-9]{0,14}$/.test(text)) throw new ConfigError(usage)
     return Number(text)
   }
-  const [{ printable }, { createOutbox }, { createWebhookService }, { CLI }, { sqliteEndpointRows }, { sqliteWebhookQueue }, { sqliteAuditRows }] = await Promise.all([
-    import('./accounts/service'),
-    import('./webhooks/outbox'),
-    import('./webhooks/service'),
-    import('./audit/service'),
-    import('./webhooks/endpoints'),
-    import('./webhooks/queue'),
-    import('./audit/storage'),
-  ])
-  const { db, close } = await openAccounts(config)
+  const [{ printable }, { CLI }] = await Promise.all([import('./accounts/service'), import('./audit/service')])
+  const { webhooks, close } = await openWebhooks(config)
   try {
-    if (!db) throw new ConfigError('linkbox webhook: not yet on PostgreSQL (database.url); use POST /api/webhooks.json or the dashboard')
-    const webhooks = createWebhookService({ db, config, outbox: createOutbox(db), endpoints: sqliteEndpointRows(db), queue: sqliteWebhookQueue(db), audit: sqliteAuditRows(db) })
     if (sub === 'create' && arg && arg2) {
       const made = await webhooks.createFor(await webhooks.accountId(arg), { url: arg2, events }, {}, CLI)
       console.log(`webhook ${made.id} for ${arg}: ${made.url} (${made.events}); its signing secret (shown once):`)
@@ -682,14 +709,6 @@ export async function main(argv: string[]): Promise<number> {
   const config = loadConfig(configPath)
   // migrate reads the SQLite file in data_dir whatever database.url says: it is how data gets to PostgreSQL.
   if (command === 'migrate') return migrateCommand(config, sub, values.to)
-  // The commands that have their PostgreSQL form (the accounts, keys and audit on the database's stores;
-  // backup and restore: backup-postgres.ts; ytdlp uses no database). Any other would use the SQLite file in
-  // data_dir while the operator believes the data is in PostgreSQL: refused in one line instead.
-  // TODO(issue 22): serve, webhook and import once every service runs on the async stores.
-  if (config.database.url && !['ytdlp', 'backup', 'restore', 'account', 'key', 'audit'].includes(command))
-    throw new ConfigError(
-      'database.url: running on PostgreSQL is not finished yet; leave database.url empty to use SQLite in data_dir (`linkbox doctor` already checks the PostgreSQL connection, server and schema)',
-    )
 
   switch (command) {
     case 'serve':

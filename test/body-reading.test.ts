@@ -3,19 +3,18 @@
 // read piece by piece and refused (413) as soon as it passes the limit, before the client has finished.
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { rmSync } from 'node:fs'
-import { createLinkbox, type Linkbox } from '../src/app'
-import { tempDir, testConfig } from './support/app'
+import { tempDir, testConfig, sqliteLinkbox, type SqliteLinkbox } from './support/app'
 import { rawRequest } from './support/raw-http'
 
 setDefaultTimeout(30_000)
 
-let box: Linkbox
+let box: SqliteLinkbox
 let port: number
 let dir: string
 beforeAll(() => {
   dir = tempDir()
   // A short idle timeout, so that the stalled body below is ended within seconds (Bun checks every few).
-  box = createLinkbox(testConfig(dir, { server: { host: '127.0.0.1', port: 0 } }), { idleTimeoutSeconds: 1 })
+  box = sqliteLinkbox(testConfig(dir, { server: { host: '127.0.0.1', port: 0 } }), { idleTimeoutSeconds: 1 })
   port = box.listen().port!
 })
 afterAll(async () => {

@@ -1,7 +1,6 @@
 // The command line with [database] url set (SPEC §11), on a real PostgreSQL server, as an operator runs it:
-// `linkbox doctor` checks the connection, the server's version and the schema; account, key and audit work on
-// the database; `serve`, webhook and import refuse in one line while running on PostgreSQL is not finished.
-// The password is never printed.
+// `linkbox doctor` checks the connection, the server's version and the schema; account, key, audit, import and
+// webhook work on the database, never on a SQLite file in data_dir. The password is never printed.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
@@ -93,23 +92,33 @@ test('server version: 14 and newer ok, 13 and older a FAIL naming both', () => {
   expect(judgePostgresVersion(90624, '9.6.24').verdict).toBe('FAIL')
 })
 
-test('serve, webhook and import refuse a postgres database.url in one line, exit 2, touching neither database', async () => {
+test('import and webhook run on the PostgreSQL database too: the links and the endpoint are rows there, none in data_dir', async () => {
   const url = withPassword(await pg.createDatabase())
   const c = writeConfig(tempDir(), { database: { url } })
   dirs.push(c.dir)
-  const line = 'linkbox: database.url: running on PostgreSQL is not finished yet; leave database.url empty to use SQLite in data_dir (`linkbox doctor` already checks the PostgreSQL connection, server and schema)\n'
-  for (const args of [['serve'], ['webhook', 'list'], ['import', 'links.csv', '--account', 'alice']]) {
+  const cli = async (...args: string[]) => {
     const r = await runCli([...args, '--config', c.configPath], { timeoutMs: 30_000 })
-    expect([args.join(' '), r.code, r.stdout, r.stderr]).toEqual([args.join(' '), 2, '', line])
+    expect(r.stdout + r.stderr).not.toContain(PASSWORD)
+    expect([args.join(' '), r.code, r.stderr]).toEqual([args.join(' '), 0, ''])
+    return r.stdout
   }
-  expect(existsSync(c.dataDir)).toBe(false) // no SQLite file, no directory made
+  await cli('account', 'create', 'alice')
+  const csv = join(c.dir, 'links.csv')
+  await Bun.write(csv, 'code,longurl\nfirst,https://example.com/1\nsecond,https://example.com/2\n')
+  expect(await cli('import', csv, '--account', 'alice')).toContain('2')
+  expect(await cli('webhook', 'create', 'alice', 'https://hooks.example.com/in', '--events', 'link.created')).toStartWith('webhook 1 for alice: https://hooks.example.com/in')
+  expect((await cli('webhook', 'list')).split('\n')[1]).toMatch(/^1\talice\tenabled\t/)
+  expect(existsSync(join(c.dataDir, 'linkbox.db'))).toBe(false)
   const sql = new Bun.SQL(url)
-  expect((await sql`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'`)[0].n).toBe(0) // nor a schema
-  await sql.close()
-  // Without database.url the same config serves as before (SQLite): the refusal is the URL's alone.
-  const plain = writeConfig(tempDir())
-  dirs.push(plain.dir)
-  expect((await runCli(['account', 'list', '--config', plain.configPath])).code).toBe(0)
+  try {
+    expect((await sql`SELECT code, long_url FROM links ORDER BY code`).map((r: any) => [r.code, r.long_url])).toEqual([
+      ['first', 'https://example.com/1'],
+      ['second', 'https://example.com/2'],
+    ])
+    expect((await sql`SELECT url FROM webhook_endpoints`).map((r: any) => r.url)).toEqual(['https://hooks.example.com/in'])
+  } finally {
+    await sql.close()
+  }
 })
 
 test('account, key and audit run on the PostgreSQL database: the rows are there, none in data_dir, the password never printed', async () => {

@@ -5,9 +5,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { createLinkbox, type Linkbox } from '../src/app'
 import { EMBEDDED_ATTRIBUTION } from '../src/geo'
-import { METRICS_TOKEN, tempDir, testConfig } from './support/app'
+import { METRICS_TOKEN, tempDir, testConfig, sqliteLinkbox, type SqliteLinkbox } from './support/app'
 
 const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36'
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0'
@@ -24,12 +23,12 @@ const PLACES: [string, string][] = [
 
 const now = Date.parse('2026-07-01T10:00:00Z')
 let dir: string
-let box: Linkbox
+let box: SqliteLinkbox
 let base: string
 let key: string
 
 function start(trusted: string[] = ['127.0.0.1/32']) {
-  box = createLinkbox(
+  box = sqliteLinkbox(
     testConfig(dir, { server: { host: '127.0.0.1', port: 0, trusted_proxies: trusted, metrics_token: METRICS_TOKEN } }),
     { clock: () => now, clicks: { intervalMs: 3_600_000 } },
   )

@@ -11,9 +11,8 @@ import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020'
 import addFormats from 'ajv-formats'
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { createLinkbox, type Linkbox } from '../src/app'
 import { createQrRenderer } from '../src/qr/renderer'
-import { tempDir, testConfig } from './support/app'
+import { tempDir, testConfig, sqliteLinkbox, type SqliteLinkbox } from './support/app'
 
 type Schema = Record<string, any>
 type Doc = Record<string, any>
@@ -57,7 +56,7 @@ const EXAMPLE_INFO = {
 }
 
 let dir: string
-let box: Linkbox
+let box: SqliteLinkbox
 let base: string
 let raw: Doc // as published
 let doc: Doc // dereferenced
@@ -75,7 +74,7 @@ beforeAll(async () => {
   const standIn = `${dir}/yt-dlp-stand-in`
   // It answers --version as a yt-dlp the service may run (2024.07.01 or later) does.
   writeFileSync(standIn, `#!/bin/sh\nif [ "$1" = --version ]; then echo 2025.04.30; exit 0; fi\ncat <<'JSON'\n${JSON.stringify(EXAMPLE_INFO)}\nJSON\n`, { mode: 0o755 })
-  box = createLinkbox(
+  box = sqliteLinkbox(
     testConfig(dir, { server: { host: '127.0.0.1', port: 0 }, rate: RATE, marketplace: MP, media: { ytdlp_path: standIn } }),
     { resolve: async (host) => (host === 'video.example.com' ? ['93.184.215.14'] : []) },
   )
@@ -511,7 +510,7 @@ describe('every operation answers as documented', () => {
 
   test('past the rate limit → 429 with Retry-After; a full QR queue → 503', async () => {
     const d = tempDir()
-    const tight = createLinkbox(testConfig(d, { server: { host: '127.0.0.1', port: 0 }, rate: { anon_per_minute: 1, key_per_minute: 1 } }))
+    const tight = sqliteLinkbox(testConfig(d, { server: { host: '127.0.0.1', port: 0 }, rate: { anon_per_minute: 1, key_per_minute: 1 } }))
     try {
       const at = `http://127.0.0.1:${tight.listen().port}`
       for (const o of ops) {
@@ -536,7 +535,7 @@ describe('every operation answers as documented', () => {
     // A renderer that takes one rendering at a time and queues none: of several at once, some are refused.
     const qrOp = ops.find((o) => o.op.responses['503'] && o.verb === 'GET')!
     const d2 = tempDir()
-    const busy = createLinkbox(testConfig(d2, { server: { host: '127.0.0.1', port: 0 } }), {
+    const busy = sqliteLinkbox(testConfig(d2, { server: { host: '127.0.0.1', port: 0 } }), {
       qrRenderer: createQrRenderer({ maxWaiting: 0, inFlight: 1 }),
     })
     try {

@@ -12,11 +12,10 @@ import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020'
 import addFormats from 'ajv-formats'
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { createLinkbox, type Linkbox } from '../src/app'
 import type { ApiMethod } from '../src/http/api'
 import { curlExample, exampleAnswer, inlineMarkdown, methodAnchor } from '../src/pages/docs'
 import { EVENT_TYPES } from '../src/webhooks/outbox'
-import { makeBox, tempDir, testConfig } from './support/app'
+import { makeBox, tempDir, testConfig, sqliteLinkbox, type SqliteLinkbox } from './support/app'
 import { accountWithPassword, signIn } from './support/dashboard'
 
 type Schema = Record<string, any>
@@ -46,7 +45,7 @@ const EXAMPLE_INFO = {
 }
 
 let dir: string
-let box: Linkbox
+let box: SqliteLinkbox
 let base: string
 let key: string
 let html: string
@@ -60,7 +59,7 @@ beforeAll(async () => {
   // one too, so that webhooks.json's example passes the address check.
   const standIn = `${dir}/yt-dlp-stand-in`
   writeFileSync(standIn, `#!/bin/sh\nif [ "$1" = --version ]; then echo 2025.04.30; exit 0; fi\ncat <<'JSON'\n${JSON.stringify(EXAMPLE_INFO)}\nJSON\n`, { mode: 0o755 })
-  box = createLinkbox(testConfig(dir, { server: { host: '127.0.0.1', port: 0 }, rate: RATE, media: { ytdlp_path: standIn } }), {
+  box = sqliteLinkbox(testConfig(dir, { server: { host: '127.0.0.1', port: 0 }, rate: RATE, media: { ytdlp_path: standIn } }), {
     resolve: async (host) => (host === 'video.example.com' || host === 'hooks.example.com' ? ['93.184.215.14'] : []),
   })
   base = `http://127.0.0.1:${box.listen().port}`

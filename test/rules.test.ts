@@ -2,8 +2,7 @@
 // SQLite file, visitors told apart by user agent, Accept-Language and X-Forwarded-For from a trusted proxy.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
-import { createLinkbox, type Linkbox } from '../src/app'
-import { makeBox, readAnswer, tempDir, testConfig } from './support/app'
+import { makeBox, readAnswer, tempDir, testConfig, sqliteLinkbox, type SqliteLinkbox } from './support/app'
 
 const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36'
 const IPHONE = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1'
@@ -11,11 +10,11 @@ const SLACKBOT = 'Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)'
 const DISCORDBOT = 'Mozilla/5.0 (compatible; Discordbot/2.0; +https://discordapp.com)'
 
 interface Server {
-  box: Linkbox
+  box: SqliteLinkbox
   base: string
 }
 function start(dir: string): Server {
-  const box = createLinkbox(testConfig(dir, { server: { host: '127.0.0.1', port: 0, trusted_proxies: ['127.0.0.1/32'] } }))
+  const box = sqliteLinkbox(testConfig(dir, { server: { host: '127.0.0.1', port: 0, trusted_proxies: ['127.0.0.1/32'] } }))
   return { box, base: `http://127.0.0.1:${box.listen().port}` }
 }
 
@@ -392,7 +391,7 @@ describe('validation: every refused input names its field', () => {
   let blockedKey: string
   let target: string
   beforeAll(async () => {
-    blocked = { box: createLinkbox(testConfig(tempDir(), { server: { host: '127.0.0.1', port: 0 }, links: { blocked_domains: ['evil.test'] } })), base: '' }
+    blocked = { box: sqliteLinkbox(testConfig(tempDir(), { server: { host: '127.0.0.1', port: 0 }, links: { blocked_domains: ['evil.test'] } })), base: '' }
     blocked.base = `http://127.0.0.1:${blocked.box.listen().port}`
     blockedKey = (await blocked.box.accounts.createAccount({ name: 'v' })).key.key
     const made = await readAnswer(await fetch(`${blocked.base}/api/getLink.json`, { method: 'POST', body: new URLSearchParams({ url: 'https://example.com/t' }), headers: { 'x-api-key': blockedKey } }))

@@ -13,7 +13,7 @@ export function createWebhooksFeature(shared: Shared, opts: { schedule?: readonl
   const { endpoints, queue, audit } = shared.storages
   const { resolve, isAllowed } = shared.guard
   // The database file only for SQLite's write failures (the 503 and /healthz): nothing of it on PostgreSQL.
-  const db = shared.storages.engine === 'sqlite' ? shared.db : undefined
+  const db = shared.db ?? undefined
   const webhooks = createWebhookService({ db, config, outbox, endpoints, queue, audit, clock, resolve, isAllowed })
   const deliveries = shared.metrics.counter('linkbox_webhook_deliveries_total', 'Webhook delivery attempts by outcome (retry: failed, another attempt planned; gone: 410, endpoint disabled; private: refused by the SSRF guard).', 'outcome')
   for (const outcome of DELIVERY_OUTCOMES) deliveries.inc(outcome, 0)

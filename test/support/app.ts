@@ -2,6 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { Database } from 'bun:sqlite'
 import { createLinkbox, type AppOptions, type Linkbox } from '../../src/app'
 import { buildConfig, type Config } from '../../src/config'
 import { createLogger, type Logger } from '../../src/log'
@@ -14,6 +15,8 @@ export const BASE = 'http://localhost:8080'
 export const METRICS_TOKEN = 'test-metrics-token-0123456789'
 
 export interface TestBox extends Linkbox {
+  /** The SQLite connection (makeBox's apps run on SQLite). */
+  db: Database
   dir: string
   /** Sends a request through the app (no socket); paths are relative to the base URL. */
   request(path: string, init?: RequestInit): Promise<Response>
@@ -80,7 +83,9 @@ export async function makeBox(overrides: Record<string, unknown> = {}, opts: App
   const box = createLinkbox(config, opts)
   const request = (path: string, init?: RequestInit) => box.app.handle(new Request(`${BASE}${path}`, init))
   let closed = false
+  if (!box.db) throw new Error('makeBox: the app runs on SQLite (no database.url)')
   return Object.assign(box, {
+    db: box.db,
     dir,
     request,
     readMetrics: () => request('/metrics', { headers: { authorization: `Bearer ${config.server.metrics_token}` } }),
@@ -104,4 +109,12 @@ export async function makeBox(overrides: Record<string, unknown> = {}, opts: App
       rmSync(dir, { recursive: true, force: true })
     },
   })
+}
+
+/** An app on SQLite, its connection typed as such (what createLinkbox makes without a database.url). */
+export type SqliteLinkbox = Linkbox & { db: Database }
+export function sqliteLinkbox(config: Config, opts: AppOptions = {}): SqliteLinkbox {
+  const box = createLinkbox(config, opts)
+  if (!box.db) throw new Error('sqliteLinkbox: the config names a PostgreSQL database')
+  return box as SqliteLinkbox
 }

@@ -4,6 +4,7 @@
 import { expect } from 'bun:test'
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
+import type { Database } from 'bun:sqlite'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { createLinkbox, type AppOptions, type Linkbox } from '../../src/app'
 import { REPO_ROOT } from './server'
@@ -40,6 +41,8 @@ export const htmlPage = (heading: string, headers: Record<string, string> = {}) 
   })
 
 export interface RunningApp extends Linkbox {
+  /** The SQLite connection (startApp's apps run on SQLite). */
+  db: Database
   url: string
   stop(): Promise<void>
 }
@@ -55,7 +58,9 @@ export function startApp(overrides: Record<string, unknown> = {}, opts: AppOptio
     opts,
   )
   const port = box.listen().port!
+  if (!box.db) throw new Error('startApp: the app runs on SQLite (no database.url)')
   return Object.assign(box, {
+    db: box.db,
     url: `http://127.0.0.1:${port}`,
     async stop() {
       await box.close({ graceMs: 1_000 })
