@@ -99,12 +99,12 @@ test('500 visits split over A and B give exactly 500 clicks in stats.json, on ei
   const t0 = Date.now()
   let clicks = { a: -1, b: -1 }
   while (Date.now() - t0 < 5_000 && (clicks.a !== 500 || clicks.b !== 500)) {
-    const [sa, sb] = await Promise.all([get(a, 'stats.json', { code: 'counted' }), get(b, 'stats.json', { code: 'counted' })])
+    const [sa, sb] = await Promise.all([api(a, 'stats.json', { code: 'counted' }), api(b, 'stats.json', { code: 'counted' })])
     clicks = { a: sa.body.return.clicks, b: sb.body.return.clicks }
     if (clicks.a !== 500 || clicks.b !== 500) await Bun.sleep(200)
   }
   expect(clicks).toEqual({ a: 500, b: 500 })
-  const day = (await get(b, 'stats.json', { code: 'counted' })).body.return.days.at(-1)
+  const day = (await api(b, 'stats.json', { code: 'counted' })).body.return.days.at(-1)
   expect(day.clicks).toBe(500)
 })
 
@@ -123,7 +123,7 @@ test('50 creations split over both nodes give 50 deliveries with 50 distinct web
     expect(receiver.got.length).toBe(50)
     expect(new Set(receiver.got.map((g) => g.id)).size).toBe(50)
     expect(receiver.got.every((g) => g.verifyError === null)).toBe(true)
-    expect(new Set(receiver.got.map((g) => JSON.parse(g.body).data.link.hex))).toEqual(new Set(codes))
+    expect(new Set(receiver.got.map((g) => JSON.parse(g.body).data.hex))).toEqual(new Set(codes))
   } finally {
     receiver.stop()
   }

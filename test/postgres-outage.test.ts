@@ -60,6 +60,8 @@ test('the database gone: writes 503 with Retry-After, visited links still redire
       again = await create('after')
     }
     expect(again.status).toBe(200)
+    // The health's probe (once a second while down) marks it up: /healthz follows.
+    for (let i = 0; i < 30 && !box.health.isUp(); i++) await Bun.sleep(100)
     expect(box.health.isUp()).toBe(true)
     expect((await request('/after')).status).toBe(302)
     expect((await request('/healthz')).status).toBe(200)
