@@ -126,6 +126,8 @@ describe('a data_dir made by the real service, copied into PostgreSQL', () => {
   const sent = { small: randomBytes(1500), large: randomBytes(CHUNK_BYTES + 300 * 1024) } // the large one spans two chunks
   let signedUrl = ''
   let migratedUrl = ''
+  /** What the SQLite service answered before it stopped: the PostgreSQL node must answer the same. */
+  const answered: { links?: unknown; stats?: unknown; messages?: unknown; address?: string; code?: string } = {}
 
   test('the service makes the data: links, clicks, accounts, keys, a session, webhooks, mail, a signed link; then stops', async () => {
     const receiver = startReceiver()
@@ -195,6 +197,13 @@ describe('a data_dir made by the real service, copied into PostgreSQL', () => {
     // A dashboard session (web_sessions, and the sign-in's form token).
     await dashboardHttp(() => ({ url: server.url }) as any).signIn('alice', 'correct horse battery')
 
+    // The answers the PostgreSQL node must give the same (read last: nothing changes them after this).
+    answered.code = codes[0]!
+    answered.address = address
+    answered.links = (await apiPost(server.url, 'links.json', {}, { 'x-api-key': key })).body
+    answered.stats = (await apiPost(server.url, 'stats.json', { code: codes[0]! }, { 'x-api-key': key })).body
+    answered.messages = ((await (await fetch(`${server.url}/api/messages.json?address=${address}`, { headers: { 'x-api-key': key } })).json()) as any).return.messages
+    expect((answered.links as any).return.links.length).toBe(4)
     expect(await server.stop()).toBe(0)
   })
 
@@ -296,6 +305,29 @@ describe('a data_dir made by the real service, copied into PostgreSQL', () => {
     } finally {
       lite.close()
       await sql.close()
+    }
+  })
+
+  test('a node serving the migrated database answers links.json, stats.json and messages.json as the SQLite service did', async () => {
+    const url = await pg.createDatabase()
+    expect((await migrate(config, url)).code).toBe(0)
+    // A node of its own: an empty data_dir, the same config otherwise, the database named by database.url.
+    const node = writeConfig(tempDir('linkbox-migrated-node-'), { database: { url }, mail: { domains: [DOMAIN] } })
+    dirs.push(node.dir)
+    const onPg = await startServer({ config: node })
+    try {
+      expect((await apiPost(onPg.url, 'links.json', {}, { 'x-api-key': key })).body).toEqual(answered.links)
+      expect((await apiPost(onPg.url, 'stats.json', { code: answered.code! }, { 'x-api-key': key })).body).toEqual(answered.stats)
+      const messages = ((await (await fetch(`${onPg.url}/api/messages.json?address=${answered.address}`, { headers: { 'x-api-key': key } })).json()) as any).return.messages
+      expect(messages).toEqual(answered.messages)
+      // The link signed by the SQLite service opens on the PostgreSQL node, its bytes as sent.
+      const u = new URL(signedUrl)
+      const res = await fetch(`${onPg.url}${u.pathname}${u.search}`)
+      expect(res.status).toBe(200)
+      expect(Buffer.from(await res.arrayBuffer()).equals(sent.large)).toBe(true)
+      expect(await Bun.file(join(node.dataDir, 'linkbox.db')).exists()).toBe(false)
+    } finally {
+      await onPg.stop()
     }
   })
 
