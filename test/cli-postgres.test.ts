@@ -92,7 +92,8 @@ test('server version: 14 and newer ok, 13 and older a FAIL naming both', () => {
   expect(judgePostgresVersion(90624, '9.6.24').verdict).toBe('FAIL')
 })
 
-test('import and webhook run on the PostgreSQL database too: the links and the endpoint are rows there, none in data_dir', async () => {
+/** A config on a new database (its URL with the password) and a runner of commands on it that must succeed quietly. */
+async function onNewDatabase() {
   const url = withPassword(await pg.createDatabase())
   const c = writeConfig(tempDir(), { database: { url } })
   dirs.push(c.dir)
@@ -102,6 +103,11 @@ test('import and webhook run on the PostgreSQL database too: the links and the e
     expect([args.join(' '), r.code, r.stderr]).toEqual([args.join(' '), 0, ''])
     return r.stdout
   }
+  return { url, c, cli }
+}
+
+test('import and webhook run on the PostgreSQL database too: the links and the endpoint are rows there, none in data_dir', async () => {
+  const { url, c, cli } = await onNewDatabase()
   await cli('account', 'create', 'alice')
   const csv = join(c.dir, 'links.csv')
   await Bun.write(csv, 'code,longurl\nfirst,https://example.com/1\nsecond,https://example.com/2\n')
@@ -122,15 +128,7 @@ test('import and webhook run on the PostgreSQL database too: the links and the e
 })
 
 test('account, key and audit run on the PostgreSQL database: the rows are there, none in data_dir, the password never printed', async () => {
-  const url = withPassword(await pg.createDatabase())
-  const c = writeConfig(tempDir(), { database: { url } })
-  dirs.push(c.dir)
-  const cli = async (...args: string[]) => {
-    const r = await runCli([...args, '--config', c.configPath], { timeoutMs: 30_000 })
-    expect(r.stdout + r.stderr).not.toContain(PASSWORD)
-    expect([args.join(' '), r.code, r.stderr]).toEqual([args.join(' '), 0, ''])
-    return r.stdout
-  }
+  const { url, c, cli } = await onNewDatabase()
   const made = await cli('account', 'create', 'alice', '--admin')
   expect(made).toMatch(/^account alice created \(admin\); its API key \(shown once\):\nlbk_[A-Za-z0-9_]+\n$/)
   const key = made.split('\n')[1]!

@@ -1,22 +1,17 @@
 // A node that loses its PostgreSQL database (issue 22, SPEC §11): it answers 503 storage_unavailable on writes
 // (not a 500, no stack), keeps redirecting the links it has in memory, says so on /healthz, and recovers by
 // itself once the server is back — no restart of the node.
-import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
+import { afterAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { openLinkbox } from '../src/app'
 import { METRICS_TOKEN, capturedLog, readAnswer, tempDir, testConfig } from './support/app'
-import { startPostgres, type Postgres } from './support/postgres'
+import { postgresForFile, type Postgres } from './support/postgres'
 import { removeDir } from './support/server'
 
 setDefaultTimeout(60_000)
 let pg: Postgres
+const unhandled = postgresForFile((started) => (pg = started))
 const dirs: string[] = []
-beforeAll(async () => {
-  pg = await startPostgres()
-}, 120_000)
-afterAll(async () => {
-  dirs.forEach(removeDir)
-  await pg?.stop()
-})
+afterAll(() => dirs.forEach(removeDir))
 
 test('the database gone: writes 503 with Retry-After, visited links still redirect, /healthz 503; back: it recovers by itself', async () => {
   const dir = tempDir()
@@ -65,8 +60,9 @@ test('the database gone: writes 503 with Retry-After, visited links still redire
     expect(box.health.isUp()).toBe(true)
     expect((await request('/after')).status).toBe(302)
     expect((await request('/healthz')).status).toBe(200)
-    // What the lost database caused was told once as the 503s, not as faults with stacks.
+    // What the lost database caused was told as the 503s, not as faults with stacks, nor left unhandled.
     expect(errors.filter((e) => e.startsWith('internal error'))).toEqual([])
+    expect(unhandled).toEqual([])
   } finally {
     await box.close()
   }
