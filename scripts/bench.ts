@@ -1,7 +1,7 @@
 #!/usr/bin/env bun
 // `bun run bench [filter]`: the compiled binary under wrk (and, for mail, under the bench's own SMTP
 // client; for media, curl), each figure beside a baseline measured in the same run and against its target from issue 7, 8, 9 or 10
-// (the machine is shared and noisy: ratios, not absolutes). Needs wrk (Debian package `wrk`), and curl for media. A full run (no filter) writes bench/RESULTS.md, with the "before"
+// (the machine is shared and noisy: ratios, not absolutes). Needs wrk (Debian package `wrk`), curl for media, and the `postgresql` package for postgres (a throwaway server). A full run (no filter) writes bench/RESULTS.md, with the "before"
 // figures of bench/before.json beside this run's.
 //
 //   bun run bench                      every section; writes bench/RESULTS.md
@@ -21,6 +21,7 @@ import { benchDistinctUa } from './bench/distinct-ua'
 import { benchLists } from './bench/lists'
 import { benchMail } from './bench/mail'
 import { benchMedia } from './bench/media'
+import { benchPostgres } from './bench/postgres'
 import { benchQr } from './bench/qr'
 import { benchRedirect } from './bench/redirect'
 import { machine, resultsMarkdown, resultsTable, withoutMachinePaths, type Run } from './bench/results'
@@ -81,6 +82,7 @@ const sections: { name: string; title: string; run: () => Promise<string[]> }[] 
     title: 'Webhooks: redirects with a link.clicked endpoint against none; deliveries/s to a local receiver',
     run: () => benchWebhooks({ rounds: ctx.rounds, seconds: ctx.seconds, command: [binary.path], figures: ctx.figures, commands: ctx.commands }),
   },
+  { name: 'postgres', title: 'PostgreSQL: one node against one on SQLite, and two nodes against one', run: () => benchPostgres(ctx) },
 ]
 const filter = positionals[0]?.toLowerCase()
 const exact = sections.filter((s) => s.name === filter)
@@ -115,7 +117,7 @@ const run: Run = {
 const beforePath = join(ROOT, 'bench/before.json')
 const before: Run | undefined = existsSync(beforePath) ? JSON.parse(readFileSync(beforePath, 'utf8')) : undefined
 if (run.figures.length)
-  console.log(`\n## Figures against the targets of issues 7, 8, 9, 10 and 21\n\n${resultsTable(run.figures, process.env.LINKBOX_BENCH_BINARY ? undefined : before)}`)
+  console.log(`\n## Figures against the targets of issues 7, 8, 9, 10, 21 and 22\n\n${resultsTable(run.figures, process.env.LINKBOX_BENCH_BINARY ? undefined : before)}`)
 if (values.save) {
   writeFileSync(values.save, JSON.stringify(run, null, 2) + '\n')
   console.log(`\nbench: figures saved to ${values.save}`)
