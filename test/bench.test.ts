@@ -16,6 +16,7 @@ import { startBareSmtp, startMailBox, type MailBox } from '../scripts/bench/mail
 import { quantile, replyReader, smallMessage, smtpLoad } from '../scripts/bench/smtp-load'
 import { alternating, curlGets, parseCurl, throughput } from '../scripts/bench/media'
 import { createEndpoint, drain, startReceiver } from '../scripts/bench/webhooks'
+import { checkRedirects, loadedUrl, summed } from '../scripts/bench/postgres'
 
 const WRK_OUTPUT = `Running 4s test @ http://127.0.0.1:40123
   2 threads and 64 connections
@@ -128,11 +129,46 @@ test('load: the accounts, their links and a year of clicks in a database of the 
     const codes = readFileSync(join(dir, 'data/codes.txt'), 'utf8').trim().split('\n')
     expect(codes).toHaveLength(300)
     expect(codes[0]).toBe(data.statsCode)
+    // The postgres bench expects each code of codes.txt to redirect to loadedUrl(its index).
+    const again = new Database(join(dir, 'data/linkbox.db'), { readonly: true })
+    try {
+      for (const i of [0, 1, 150, 299]) expect(again.query('SELECT long_url FROM links WHERE code = ?').get(codes[i]!)).toEqual({ long_url: loadedUrl(i) })
+    } finally {
+      again.close()
+    }
     expect(JSON.parse(readFileSync(join(dir, 'data/bench.json'), 'utf8'))).toEqual(data)
     await expect(load({ links: 1, data: join(dir, 'data') })).rejects.toThrow('is not empty')
   } finally {
     removeDir(dir)
   }
+})
+
+describe('the postgres bench', () => {
+  test('two wrk runs at once count as one: throughputs and errors added, the worse percentiles, both commands', () => {
+    const a = { rps: 1000, p50ms: 2, p99ms: 9, errors: 1, command: 'wrk A' }
+    const b = { rps: 1500.5, p50ms: 3, p99ms: 7, errors: 0, command: 'wrk B' }
+    expect(summed(a, b)).toEqual({ rps: 2500.5, p50ms: 3, p99ms: 9, errors: 1, command: 'wrk A & wrk B' })
+  })
+  test('checkRedirects passes right answers and throws on a wrong location or an unknown code, naming them', async () => {
+    const box = await startServer()
+    try {
+      const key = await createAccount(box.configPath, 'bench')
+      const made = await apiPost(box.url, 'getLink.json', { url: 'https://example.com/right' }, { 'x-api-key': key })
+      expect(made.status).toBe(200)
+      const code = made.body.return.hex as string
+      await checkRedirects(box.url, new Map([[code, 'https://example.com/right']]), 'the server')
+      await expect(checkRedirects(box.url, new Map([[code, 'https://example.com/wrong']]), 'the server')).rejects.toThrow(
+        `the server answers 1 of 1 codes wrongly: /${code}: 302 https://example.com/right, expected 302 https://example.com/wrong`,
+      )
+      const unknown = code === 'zzzzzz' ? 'yyyyyy' : 'zzzzzz'
+      await expect(checkRedirects(box.url, new Map([[code, 'https://example.com/right'], [unknown, 'https://example.com/right']]), 'the server')).rejects.toThrow(
+        `the server answers 1 of 2 codes wrongly: /${unknown}: 404 (no location)`,
+      )
+    } finally {
+      await box.stop()
+      removeDir(box.dir)
+    }
+  })
 })
 
 describe('the mail bench client', () => {
