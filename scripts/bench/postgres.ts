@@ -228,7 +228,8 @@ export async function benchPostgres(ctx: BenchContext): Promise<string[]> {
     lines.push(`stats.json (365 days, 10M clicks) on PostgreSQL: p50 ${pgStats.p50ms.toFixed(2)} ms (SQLite node ${sqliteStats.p50ms.toFixed(2)} ms); ` +
       `a different window each request ${pgMoving.p50ms.toFixed(2)} ms (SQLite node ${sqliteMoving.p50ms.toFixed(2)} ms); one request at a time (wrk -t1 -c1)`)
     lines.push(`two nodes ÷ one node (1,000 codes; two wrk -t1 -c32 at once, summed, against one wrk -t2 -c64): median ${median(twoRatios).toFixed(2)}`)
-    lines.push(`this machine has ${navigator.hardwareConcurrency} cores: the two nodes share them with each other, with PostgreSQL and with wrk, so a second node adds no CPU here; the figure shows what the sharing costs, not what a second machine would add`)
+    lines.push(`this machine has ${navigator.hardwareConcurrency} cores: the two nodes share them with each other, with PostgreSQL and with wrk (one node's ` +
+      'JavaScript runs on one core, so a second node can use what is left of the others); two nodes on machines of their own would not be bounded by these cores')
     if (errors) lines.push(`ERRORS: ${errors} answers were not 2xx/3xx`)
   } finally {
     for (const s of servers) await s.stop().catch(() => {})
