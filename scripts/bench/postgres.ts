@@ -5,7 +5,8 @@
 // initdb + pg_ctl in a temporary directory, fsync off), on the same cores as the nodes and wrk.
 //
 // Ratios, not absolutes, measured alternately round by round (the order swapped each round): one hot code,
-// 1,000 codes (random-code.lua), creations (getLink.json, post.lua with distinct URLs). Also stats.json of the
+// 1,000 codes (random-code.lua), creations (getLink.json, post.lua with distinct URLs; with the CPU each cost the
+// node and the PostgreSQL server, which says where a missed ratio goes). Also stats.json of the
 // clicked link one request at a time (wrk -t1 -c1; the fixed 365-day window of stats.ts, and a different window
 // each request, which no answer cache serves), and 1,000 codes over two nodes (two wrk of half the connections
 // at once, summed) against one node (one wrk). Every answer used is checked first: each code's 302
@@ -19,7 +20,7 @@ import { removingOnStop, serveCopy, type Binary } from './binary'
 import { addDays, bodiesFile, codesFile, keyHeader, LUA, noted, type BenchContext } from './context'
 import { cachedData } from './load'
 import { STATS_DATA } from './spread'
-import { formatResult as fmt, median, wrk, type WrkOptions, type WrkResult } from './wrk'
+import { cpuMs, formatResult as fmt, median, wrk, type WrkOptions, type WrkResult } from './wrk'
 
 /** The long URL the loader gives the link at `index` of codes.txt (load.ts: in code order, as codes.txt lists them). */
 export const loadedUrl = (index: number) => `https://example.com/articles/${index}?utm_source=bench&utm_medium=short`
@@ -52,6 +53,13 @@ export function summed(a: WrkResult, b: WrkResult): WrkResult {
     errors: a.errors + b.errors,
     command: `${a.command} & ${b.command}`,
   }
+}
+
+/** The server's processes: the postmaster (its pid is the first line of postmaster.pid) and its children. */
+function postgresPids(pg: Postgres): number[] {
+  const master = Number(readFileSync(join(pg.dir, 'data/postmaster.pid'), 'utf8').split('\n')[0])
+  const children = readFileSync(`/proc/${master}/task/${master}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+  return [master, ...children]
 }
 
 /** A `linkbox serve` of the binary on the PostgreSQL database `url` (a data_dir of its own, removed on stop). */
@@ -181,7 +189,21 @@ export async function benchPostgres(ctx: BenchContext): Promise<string[]> {
     lines.push(`the same, a different 365-day window each request: PostgreSQL node ${fmt(pgMoving)}`)
     lines.push(`the same, a different 365-day window each request: SQLite node     ${fmt(sqliteMoving)}`)
 
-    const createRatio = await versus('creations           ', (box) => createRun(box))
+    // With the CPU each creation cost the node (all its threads) and, on PostgreSQL, the database server.
+    const cpuPerCreation = { sqlite: [] as number[], node: [] as number[], postgres: [] as number[] }
+    const postgresCpu = () => postgresPids(pg!).reduce((sum, pid) => sum + cpuMs(pid), 0)
+    const createRatio = await versus('creations           ', async (box) => {
+      const [node0, server0] = [cpuMs(box.proc.pid), box === a ? postgresCpu() : 0]
+      const r = await createRun(box)
+      const perCreation = (ms: number) => (ms * 1000) / Math.max(1, r.rps * ctx.seconds)
+      if (box === a) {
+        cpuPerCreation.node.push(perCreation(cpuMs(box.proc.pid) - node0))
+        cpuPerCreation.postgres.push(perCreation(postgresCpu() - server0))
+      } else cpuPerCreation.sqlite.push(perCreation(cpuMs(box.proc.pid) - node0))
+      return r
+    })
+    const µs = (xs: number[]) => `${median(xs).toFixed(0)} µs`
+    lines.push(`CPU per creation (median): SQLite node ${µs(cpuPerCreation.sqlite)}; PostgreSQL node ${µs(cpuPerCreation.node)} and the PostgreSQL server ${µs(cpuPerCreation.postgres)}`)
 
     // Two nodes against one: the same offered load (64 connections), to one node or split over two.
     const twoRatios: number[] = []
