@@ -165,9 +165,8 @@ mail (its bytes go into the database) and the signing secret (signed links keep 
 then compares the rows of every table and the sha256 of every message's bytes on both sides. Prints one line
 per table with its rows, and a last line with the totals and the time taken. Refused while a service runs on
 the data_dir and when the database holds any linkbox row; a failure, or any difference, leaves the database
-without a row (exit 1), and migrate can be run again. The data_dir stays as it was. Running the service on
-PostgreSQL is not finished yet: serve still refuses [database] url, so keep serving from the data_dir (the
-copy is for testing the way over, and for backup/restore between the engines).
+without a row (exit 1), and migrate can be run again. The data_dir stays as it was. Then set [database] url
+to the same URL and start the service (or any number of nodes) on PostgreSQL.
 
 Options:
   --to URL                postgres://user:password@host:port/database (?sslmode=… allowed); - reads it
