@@ -322,6 +322,46 @@ describe.each([
     }
   }, 60_000)
 
+  test('creations of one turn go in together: one commit; a code two of them ask for goes to the first; one whose within refuses fails alone', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const alice = await e.account('alice')
+      await made(b, newLink('Before1'))
+      const before = a.links.creations()
+      // Started in one turn: the group of the turn.
+      const turn = await Promise.all([
+        a.links.insert(newLink('Group1', { account_id: alice }), ['t1'], (tx, r) => e.note(tx, `made ${r.code}`)),
+        a.links.insert(newLink('Group2'), []),
+        a.links.insert(newLink('Group2'), []), // the same alias again: the first asked has it
+        a.links.insertFresh(newLink('unused'), () => ['Before1', 'Group1', 'Group3'], ['t3']), // taken, taken in this group, free
+        a.links.insert(newLink('Before1'), []),
+      ])
+      expect(turn.map((r) => (r === CODE_TAKEN ? r : (r as LinkRow).code))).toEqual(['Group1', 'Group2', CODE_TAKEN, 'Group3', CODE_TAKEN])
+      expect(a.links.creations()).toEqual({ commits: before.commits + 1, links: before.links + 3 })
+      expect(await e.notes()).toEqual(['made Group1'])
+      expect(await e.tagRows((turn[3] as LinkRow).id)).toEqual([{ tag: 't3', account_id: null }])
+      expect(await b.links.byCode('Group2')).toMatchObject({ long_url: 'https://example.com/Group2' })
+      // A refusal inside one creation's transaction: that one fails, the others of its turn are made.
+      const refusing = await Promise.allSettled([
+        a.links.insert(newLink('Ok1'), ['k'], (tx, r) => e.note(tx, `made ${r.code}`)),
+        a.links.insert(newLink('Refused1'), [], () => {
+          throw new Error('this form was sent already')
+        }),
+        a.links.insert(newLink('Ok2'), []),
+      ])
+      expect(refusing.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled'])
+      expect(String((refusing[1] as PromiseRejectedResult).reason)).toContain('this form was sent already')
+      expect(await b.links.codeExists('Refused1')).toBe(false)
+      expect(await b.links.codeExists('Ok1')).toBe(true)
+      expect(await b.links.codeExists('Ok2')).toBe(true)
+      expect(await e.notes()).toEqual(['made Group1', 'made Ok1'])
+      expect(a.links.creations().links).toBe(before.links + 5)
+    } finally {
+      await e.close()
+    }
+  }, 60_000)
+
   test('change hands `within` the link as written and its tags: those given, or those it has, read in the transaction', async () => {
     const e = await makeEngine()
     try {
