@@ -57,13 +57,16 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
     AND (${tag} = '' OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag = ${tag}))`
 
   // Creations: those asked for in one event-loop turn, or while the batch before them is being written, go in
-  // one transaction (as SQLite's write group commits a turn's), in one multi-row INSERT per round of codes: a transaction per link cost ~1.6 ms of CPU on
-  // the node and the server together, and every creation of an account waited for the one before it on the
-  // account's link_counts row. A group's rows are inserted in code order, so two nodes' groups take the
-  // codes' index entries in one order and never wait on each other in a circle. When anything in a group
-  // fails (a `within` that refuses, a row the database will not take), the group is rolled back and each of
-  // its creations is made again on its own, in a transaction of its own, as a lone creation is: one refusal
-  // never costs the others their link (and, as on SQLite, a `within` may run twice: it does only database work).
+  // one transaction (as SQLite's write group commits a turn's), in one multi-row INSERT per round of codes: a
+  // transaction per link cost ~1.6 ms of CPU on the node and the server together, and every creation of an
+  // account waited for the one before it on the account's link_counts row. A group's rows are inserted in
+  // owner order, then code order, so two nodes' groups take the codes' index entries, then (the triggers, at
+  // the statement's end) the owners' counter rows in one order: they wait on each other in a circle only when
+  // both ask for one code and one of them is already in a second round of codes — then PostgreSQL ends one (a
+  // deadlock error) and its creations are made alone. When anything in a group fails (a `within` that
+  // refuses, a row the database will not take), the group is rolled back and each of its creations is made
+  // again on its own, in a transaction of its own, as a lone creation is: one refusal never costs the others
+  // their link (and, as on SQLite, a `within` may run twice: it does only database work).
   interface Creation {
     l: Omit<NewLink, 'code'>
     codes: () => Iterable<string>
@@ -134,7 +137,9 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
             else trying.push([c, next.value])
           }
           if (trying.length === 0) break
-          trying.sort((a, b) => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0))
+          // In owner order, then code order (see above).
+          const owner = (c: Creation) => c.l.account_id ?? 0
+          trying.sort((a, b) => owner(a[0]) - owner(b[0]) || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0))
           const inserted = await tx`INSERT INTO links ${tx(trying.map(([c, code]) => values(c.l, code)))} ON CONFLICT (code) DO NOTHING RETURNING *`
           const byCode = new Map<string, LinkRow>(inserted.map((r: unknown) => [(r as { code: string }).code, link(r)]))
           open = []
