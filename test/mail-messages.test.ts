@@ -18,6 +18,7 @@ import { postgresSigningSecret } from '../src/signing-postgres'
 import type { TransactionSQL } from 'bun'
 import type { Db } from '../src/db'
 import { engineHarness } from './support/engines'
+import { EVERY_BYTE, seededBytes } from './support/bytes'
 
 const HOUR = 3_600_000
 const NOW = Date.parse('2026-06-01T12:00:00Z')
@@ -107,20 +108,8 @@ async function postgresEngine(): Promise<Engine> {
 // ---------------------------------------------------------------------------------------------------------
 // Messages
 
-/** Every byte value, in order: an attachment that a text-minded step anywhere would damage. */
-const EVERY_BYTE = Uint8Array.from({ length: 256 }, (_, i) => i)
-/** 3 MiB and some, not a multiple of the chunk size, from a simple generator (no two chunks alike). */
-const BIG = (() => {
-  const out = new Uint8Array(3 * 1024 * 1024 + 12_345)
-  let x = 0x2545f491
-  for (let i = 0; i < out.length; i++) {
-    x ^= x << 13
-    x ^= x >>> 17
-    x ^= x << 5
-    out[i] = x & 255
-  }
-  return out
-})()
+/** 3 MiB and some, not a multiple of the chunk size (several chunks of mail_bodies). */
+const BIG = seededBytes(3 * 1024 * 1024 + 12_345, 0x2545f491)
 
 function base64Lines(data: Uint8Array): string {
   return (Buffer.from(data).toString('base64').match(/.{1,76}/g) ?? []).join('\r\n')

@@ -22,23 +22,13 @@ import { createLinkSigner } from '../src/signing'
 import { postgresSigningSecret } from '../src/signing-postgres'
 import { testConfig } from './support/app'
 import { engineHarness, type PostgresDatabase } from './support/engines'
+import { EVERY_BYTE, seededBytes } from './support/bytes'
 
 const engines = engineHarness()
 const DOMAIN = 'mail.test'
 
-/** Every byte value, and 3 MiB and some from a simple generator (several chunks of mail_bodies). */
-const EVERY_BYTE = Uint8Array.from({ length: 256 }, (_, i) => i)
-const BIG = (() => {
-  const out = new Uint8Array(3 * 1024 * 1024 + 4321)
-  let x = 0x1234567
-  for (let i = 0; i < out.length; i++) {
-    x ^= x << 13
-    x ^= x >>> 17
-    x ^= x << 5
-    out[i] = x & 255
-  }
-  return out
-})()
+/** 3 MiB and some, not a multiple of the chunk size (several chunks of mail_bodies). */
+const BIG = seededBytes(3 * 1024 * 1024 + 4321, 0x1234567)
 
 function eml(to: string, subject: string, attachments: Record<string, Uint8Array>): Buffer {
   const lines = [
