@@ -4,13 +4,13 @@
 // with a temporary data directory; `linkbox serve` builds it and listens.
 import { mkdirSync } from 'node:fs'
 import { Elysia } from 'elysia'
-import { databaseUnavailable } from './errors'
 import { createAccountService } from './accounts/service'
 import { createAuditFeature } from './audit/feature'
 import { createClicksFeature } from './clicks/feature'
 import type { Config } from './config'
 import { createDashboardFeature } from './dashboard/feature'
 import { sqliteBackend, type Backend } from './db/backend'
+import { databaseUnavailable } from './errors'
 import { createEvents } from './events'
 import { startJobs, type Feature, type Shared } from './feature'
 import { createGeo } from './geo'
@@ -46,7 +46,13 @@ export async function openLinkbox(config: Config, opts: AppOptions = {}) {
   const { postgresBackend } = await import('./db/postgres/backend')
   const faults = createFaultLog(log)
   const backend = await postgresBackend(config.database.url, log, (err) => faults.fault('a subscriber of changes from other nodes failed', err))
-  return createLinkbox(config, { ...opts, backend })
+  try {
+    return createLinkbox(config, { ...opts, backend })
+  } catch (err) {
+    // Nothing may keep the pool and the listening connection open behind a start that failed.
+    await backend.close().catch(() => {})
+    throw err
+  }
 }
 
 export function createLinkbox(config: Config, opts: AppOptions = {}) {

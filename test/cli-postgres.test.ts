@@ -127,6 +127,14 @@ test('import and webhook run on the PostgreSQL database too: the links and the e
   }
 })
 
+test('serve with a database that is not there: one line naming the redacted URL and the cause, exit 1, no stack', async () => {
+  const port = await freePort()
+  const c = writeConfig(tempDir(), { database: { url: `postgres://linkbox:${PASSWORD}@127.0.0.1:${port}/linkbox` } })
+  dirs.push(c.dir)
+  const r = await runCli(['serve', '--config', c.configPath], { timeoutMs: 30_000 })
+  expect([r.code, r.stdout, r.stderr]).toEqual([1, '', `linkbox: postgres://linkbox:***@127.0.0.1:${port}/linkbox: connection refused: is PostgreSQL running on that host and port?\n`])
+})
+
 test('account, key and audit run on the PostgreSQL database: the rows are there, none in data_dir, the password never printed', async () => {
   const { url, c, cli } = await onNewDatabase()
   const made = await cli('account', 'create', 'alice', '--admin')

@@ -7,6 +7,7 @@ import { countsWriter } from '../../clicks/writer'
 import type { Logger } from '../../log'
 import { postgresSigningSecret } from '../../signing-postgres'
 import type { Backend } from '../backend'
+import { DatabaseError } from '../index'
 import { openPostgres, pgReason } from './index'
 import { postgresChangeFeed } from './changes'
 import { postgresHealth } from './health'
@@ -45,6 +46,6 @@ export async function postgresBackend(url: string, log: Pick<Logger, 'info'>, on
     }
   } catch (err) {
     await pg.close().catch(() => {})
-    throw new Error(`${pg.redacted}: ${pgReason(err)}`)
+    throw new DatabaseError(`${pg.redacted}: ${pgReason(err)}`)
   }
 }
