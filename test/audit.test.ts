@@ -7,7 +7,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
-import { CLI, createAuditLog } from '../src/audit/service'
+import { auditRow, CLI } from '../src/audit/service'
+import { sqliteAuditRows } from '../src/audit/storage'
 import { openDatabase } from '../src/db'
 import { buildConfig } from '../src/config'
 import { ConfigError } from '../src/errors'
@@ -292,8 +293,8 @@ describe('the row is part of its change', () => {
 
   test('record() outside a transaction is refused: a row must ride with its change', () => {
     const db = openDatabase(':memory:')
-    const audit = createAuditLog(db)
-    expect(() => audit.record(CLI, { action: 'key.revoke', target: 'x' })).toThrow('must be recorded inside the transaction of its change')
+    const audit = sqliteAuditRows(db)
+    expect(() => audit.insert(db, auditRow(CLI, { action: 'key.revoke', target: 'x' }, Date.now()))).toThrow('must be written inside the transaction of its change')
     db.close()
   })
 })

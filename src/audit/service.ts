@@ -2,27 +2,15 @@
 // per sign-in (failed ones too: the name tried, never the password) and per admin action, with the time,
 // the actor as it was then, a stable dotted action name, a readable target and the client address.
 //
-// A row is part of its change: record() runs inside the transaction that makes the change (bun:sqlite is
-// synchronous, so nothing else runs between them), and refuses to run outside one. A change that does not
-// commit leaves no row; a change that commits always has its row. To audit a new change:
-//
-//   db.transaction(() => {
-//     …the change…
-//     audit.record(who, { action: 'webhook.update', target: webhookTarget(id, owner, url), detail: 'events link.created' })
-//   })()
-//
-// where `who` is the caller: byAccount(caller, clientIp(request)) in a page or the API, CLI on the command
-// line. The services take it as their last argument (`by`); any service can make its own recorder with
-// createAuditLog(db, clock): it holds nothing but the statements.
-//
-// On the async storages (issue 22): services write the row through AuditRows.insert(tx, …) in their
-// storage call's `within` (storage.ts), with auditRow() below; the page and the sweep read through
-// createAuditReader (async, either engine). createAuditLog stays for the callers still on a synchronous
-// SQLite transaction: the webhook deliverer, serve's SIGHUP row and `linkbox audit` (main.ts).
-import type { Db } from '../db'
+// A row is part of its change: it is written inside the transaction that makes the change, through
+// AuditRows.insert(tx, auditRow(who, entry, now)) in the storage call's `within` (storage.ts; either engine),
+// so a change that does not commit leaves no row and a change that commits always has its row. `who` is the
+// caller: byAccount(caller, clientIp(request)) in a page or the API, CLI on the command line. The services
+// take it as their last argument (`by`). A row of no change (a failed sign-in, a reload of the config) goes
+// through AuditRows.insertAlone. The page, the sweep and `linkbox audit` read through createAuditReader.
 import { AppError, invalidParameter } from '../errors'
 import type { AuditRows } from './storage'
-import { createAuditStore, type AuditInsert, type AuditQuery, type AuditRow } from './store'
+import type { AuditInsert, AuditQuery, AuditRow } from './store'
 
 export type Actor =
   | { kind: 'account'; id: number; name: string }
@@ -172,30 +160,10 @@ function pageOf(rows: AuditRow[], limit: number): AuditPage {
   return { rows, next: more ? String(rows[rows.length - 1]!.id) : null }
 }
 
-export function createAuditLog(db: Db, clock: () => number = Date.now) {
-  const store = createAuditStore(db)
-
-  return {
-    /**
-     * Writes the row of a change, inside that change's transaction (throws when called outside one: a
-     * row written on its own could outlive a change that rolled back, or be missing for one that did not).
-     */
-    record(who: Who, entry: AuditEntry): number {
-      if (!db.inTransaction) throw new Error(`audit: ${entry.action} must be recorded inside the transaction of its change`)
-      return store.insert(auditRow(who, entry, clock()))
-    },
-
-    /** Rows from `from` (unix ms) on, oldest first, after row `afterId`: `linkbox audit --since` reads in pages. */
-    since: (from: number, afterId = 0, limit = AUDIT_PAGE_MAX) => store.since(from, afterId, limit),
-  }
-}
-export type AuditLog = ReturnType<typeof createAuditLog>
-
 /**
  * The log as its page, the sweep and `since` read it, through AuditRows (storage.ts: SQLite's or
  * PostgreSQL's, as the composition root hands it): every call is async. The rows themselves are written by
- * the services, in their changes' transactions (AuditRows.insert). createAuditLog above is the synchronous
- * SQLite recorder kept for the callers still on a synchronous transaction (the webhook deliverer, the CLI).
+ * the services, in their changes' transactions (AuditRows.insert).
  */
 export function createAuditReader(rows: AuditRows<unknown>, clock: () => number = Date.now) {
   return {
