@@ -99,7 +99,11 @@ test('a lost channel to the other processes (a resync) drops every cached row', 
 })
 
 test('a miss is one read shared by the visits of that code at once, and a read under way when its code changes is not kept', async () => {
-  const c = createLinkService({ ...sqliteLinkDeps(db), config: testConfig(dir), recorder: createClickRecorder(db, { writeOn: 'main' }), events: createEvents() })
+  // The storage as PostgreSQL's is: reads only with a promise.
+  const deps = sqliteLinkDeps(db)
+  const { byCodeNow, ...readsLater } = deps.links
+  expect(byCodeNow).toBeFunction()
+  const c = createLinkService({ ...deps, links: readsLater, config: testConfig(dir), recorder: createClickRecorder(db, { writeOn: 'main' }), events: createEvents() })
   const code = (await c.create({ url: 'https://example.com/shared' }, null)).hex
   const first = c.resolve(code)
   expect(first).toBeInstanceOf(Promise)
@@ -116,4 +120,29 @@ test('a miss is one read shared by the visits of that code at once, and a read u
   // An unknown code is a read each time (nothing is cached for it), answered null.
   expect(c.resolve('nosuch9')).toBeInstanceOf(Promise)
   expect(await c.resolve('nosuch9')).toBeNull()
+})
+
+test('on SQLite a miss is read at once, without a promise; a reserved name is no read at all', async () => {
+  const deps = sqliteLinkDeps(db)
+  const reads: string[] = []
+  const counted = { ...deps.links, byCodeNow: (code: string) => (reads.push(code), deps.links.byCodeNow!(code)) }
+  const c = createLinkService({ ...deps, links: counted, config: testConfig(dir), recorder: createClickRecorder(db, { writeOn: 'main' }), events: createEvents() })
+  const code = (await c.create({ url: 'https://example.com/at-once' }, null)).hex
+  const row = c.resolve(code)
+  expect(row).not.toBeInstanceOf(Promise)
+  expect((row as { long_url: string }).long_url).toBe('https://example.com/at-once')
+  // Kept: the next visit is the cached row itself, no read.
+  expect(c.resolve(code)).toBe(row)
+  expect(reads).toEqual([code])
+  // An unknown code is read each time, answered null at once.
+  expect(c.resolve('nosuch8')).toBeNull()
+  expect(c.resolve('nosuch8')).toBeNull()
+  // /healthz, /Dashboard: names no link can have are never read.
+  expect(c.resolve('healthz')).toBeNull()
+  expect(c.resolve('Dashboard')).toBeNull()
+  expect(reads).toEqual([code, 'nosuch8', 'nosuch8'])
+  // A link changed behind the cache is read again once forgotten.
+  c.forget([code])
+  expect(c.resolve(code)).not.toBe(row)
+  expect(reads).toEqual([code, 'nosuch8', 'nosuch8', code])
 })

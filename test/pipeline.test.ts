@@ -66,3 +66,46 @@ test('a hot route, a synchronous answer and an async one each ask the socket onc
   // /b answered first (its await is shorter): lines come in the order answers do, each with its own address.
   expect(lines.map((l) => [l.path, l.ip])).toEqual(['/hot', '/sync', '/b', '/a'].map((p) => [p, ADDRESS[p]]))
 })
+
+test('a hot route that reads first answers after its read, or passes the request on to the next hot route and the router', async () => {
+  const lines: string[] = []
+  const logger = createLogger({ requests: true, format: 'json', write: (text) => void lines.push(text) })
+  const asked: string[] = []
+  const pipeline = createPipeline({
+    logger,
+    hot: [
+      // As the redirect of a code not in the link cache on PostgreSQL: known only once read.
+      async (request, id) => {
+        asked.push('reads')
+        await Bun.sleep(2)
+        if (request.url.endsWith('/known')) return new Response(null, { status: 302, headers: { location: 'https://example.com/', 'x-request-id': id } })
+        if (request.url.endsWith('/broken')) throw new Error('the read failed')
+        return undefined
+      },
+      (request) => {
+        asked.push('second')
+        return request.url.endsWith('/second') ? new Response('second') : undefined
+      },
+    ],
+    route: () => {
+      asked.push('router')
+      return new Response('routed')
+    },
+    fault: () => new Response('fault', { status: 500 }),
+    clientIpOf: (peer) => peer ?? 'unknown',
+  })
+  const known = await pipeline.handle(new Request('http://x/known', { headers: { 'x-request-id': 'abc-1' } }))
+  expect([known.status, known.headers.get('location'), known.headers.get('x-request-id')]).toEqual([302, 'https://example.com/', 'abc-1'])
+  expect(asked.splice(0)).toEqual(['reads'])
+  expect(await (await pipeline.handle(new Request('http://x/second'))).text()).toBe('second')
+  expect(asked.splice(0)).toEqual(['reads', 'second'])
+  const routed = await pipeline.handle(new Request('http://x/other', { headers: { 'x-request-id': 'abc-2' } }))
+  expect([await routed.text(), routed.headers.get('x-request-id')]).toEqual(['routed', 'abc-2'])
+  expect(asked.splice(0)).toEqual(['reads', 'second', 'router'])
+  const broken = await pipeline.handle(new Request('http://x/broken'))
+  expect(broken.status).toBe(500)
+  expect(asked.splice(0)).toEqual(['reads'])
+  logger.flush()
+  const logged = lines.flatMap((t) => t.trimEnd().split('\n')).map((l) => JSON.parse(l)).filter((l) => l.msg === 'request')
+  expect(logged.map((l) => [l.path, l.status])).toEqual([['/known', 302], ['/second', 200], ['/other', 200], ['/broken', 500]])
+})

@@ -33,7 +33,7 @@ describe('redirect mode', () => {
     expect(await clicks(code)).toBe(1)
   })
 
-  test('the first visit (not cached yet: the router awaits the read) and the next (the cached row, answered before the router) give the same answer', async () => {
+  test('the first visit (read from the database) and the next (the cached row) give the same answer', async () => {
     const code = await link({ url: 'https://example.com/first?x=1' })
     const shape = (r: Response) => ({ status: r.status, headers: [...(r.headers as unknown as Iterable<[string, string]>)].filter(([name]) => name !== 'x-request-id') })
     const [first, second] = [await visit(`/${code}`), await visit(`/${code}`)]
@@ -174,11 +174,20 @@ describe('expired, unknown, statistics page', () => {
     expect(await clicks(code)).toBe(1)
   })
 
-  test('an unknown code answers 404 with a page', async () => {
-    const r = await visit('/NoSuchCode')
+  test('an unknown code answers 404 with a page, with its request id; so does a path that is not valid percent-encoding', async () => {
+    const r = await visit('/NoSuchCode', { headers: { 'x-request-id': 'unknown-code-1' } })
     expect(r.status).toBe(404)
     expect(r.headers.get('content-type')).toContain('text/html')
+    expect(r.headers.get('x-request-id')).toBe('unknown-code-1')
     expect(await r.text()).toContain('Link not found')
+    // The router's answer for a code the hot path does not take (percent-encoded) is the same page.
+    const routed = await visit('/NoSuch%43ode')
+    expect([routed.status, await routed.text()]).toEqual([404, await (await visit('/NoSuchCode')).text()])
+    for (const method of ['GET', 'POST']) {
+      const bad = await visit('/%ff', { method, ...(method === 'POST' ? { body: 'password=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } } : {}) })
+      expect([method, bad.status]).toEqual([method, 404])
+      expect(await bad.text()).toContain('Link not found')
+    }
   })
 
   test('/<code>+ is the public statistics page; it hides the destination of a protected link', async () => {

@@ -9,9 +9,11 @@ import { pathOf } from './path'
 /**
  * A route tried before the router: its answer, with `id` as its X-Request-Id, or undefined when the request
  * is not one it takes. The plain redirect answers this way; so does what the router gets wrong (HEAD of a
- * path with a GET route of its own: it answers with the GET route and the length of its body).
+ * path with a GET route of its own: it answers with the GET route and the length of its body). A route that
+ * must read before it knows (a code not in the link cache, on PostgreSQL) gives a promise, and undefined
+ * from it passes the request on as well.
  */
-export type HotRoute = (request: Request, id: string) => Response | Promise<Response> | undefined
+export type HotRoute = (request: Request, id: string) => Response | Promise<Response | undefined> | undefined
 
 /** What Bun.serve's `fetch` is given as its second argument (the part of it the pipeline uses). */
 export interface PeerSource {
@@ -66,18 +68,19 @@ export function createPipeline(deps: PipelineDeps) {
     return res
   }
 
-  function handle(request: Request): Response | Promise<Response> {
-    const started = logger.requests ? performance.now() : 0
-    const id = requestIdOf(request.headers.get('x-request-id'))
+  /** The hot routes from the i-th on, then the router. */
+  function from(i: number, request: Request, id: string, started: number): Response | Promise<Response> {
     try {
-      for (let i = 0; i < hot.length; i++) {
+      for (; i < hot.length; i++) {
         const own = hot[i]!(request, id)
         if (own === undefined) continue
-        if (own instanceof Promise)
+        if (own instanceof Promise) {
+          const next = i + 1
           return own.then(
-            (res) => finish(request, id, started, res, true),
+            (res) => (res === undefined ? from(next, request, id, started) : finish(request, id, started, res, true)),
             (err) => finish(request, id, started, fault(err, request), false),
           )
+        }
         return finish(request, id, started, own, true)
       }
     } catch (err) {
@@ -95,6 +98,11 @@ export function createPipeline(deps: PipelineDeps) {
         (err) => finish(request, id, started, fault(err, request), false),
       )
     return finish(request, id, started, answer, false)
+  }
+
+  function handle(request: Request): Response | Promise<Response> {
+    const started = logger.requests ? performance.now() : 0
+    return from(0, request, requestIdOf(request.headers.get('x-request-id')), started)
   }
 
   return {

@@ -186,6 +186,7 @@ export interface LinkDeps<Tx> {
 export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
   const { config, recorder, events, outbox, queue, counts } = deps
   const store = deps.links
+  const readNow = store.byCodeNow?.bind(store)
   const feed = deps.changes ?? localChangeFeed()
   const cacheTtlMs = deps.cacheTtlMs ?? LINK_CACHE_TTL_MS
   const clock = deps.clock ?? Date.now
@@ -640,8 +641,9 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     },
 
     /**
-     * The link behind a visited code: the cached row itself on a hit (synchronous: the redirect never waits),
-     * a promise of the stored row (null when unknown) on a miss.
+     * The link behind a visited code (null when unknown, or a reserved name): the cached row itself on a hit
+     * (synchronous: the redirect never waits); on a miss the stored row read at once where the engine can
+     * (SQLite), else a promise of it (PostgreSQL; visits of one code at once share one read).
      */
     resolve(code: string): LinkRow | null | Promise<LinkRow | null> {
       const now = clock()
@@ -652,7 +654,17 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         remember(code, held)
         return held.row
       }
-      return readMissed(code, now)
+      // No link has a reserved name (validate.ts; random codes skip them): /healthz costs no read.
+      if (isReserved(code)) return null
+      if (readNow === undefined) return readMissed(code, now)
+      // SQLite: read at once, on this thread; nothing can overtake a read that does not wait.
+      const row = readNow(code)
+      if (row) remember(code, { row, at: now })
+      else {
+        young.delete(code) // a row kept past its TTL, gone since
+        old.delete(code)
+      }
+      return row
     },
 
     isExpired(row: LinkRow) {

@@ -92,6 +92,11 @@ export interface LinkStorage<Tx> {
   /** Transactions that committed new links since start, and the links they committed (for /metrics). */
   creations(): { commits: number; links: number }
   byCode(code: string): Promise<LinkRow | null>
+  /**
+   * The same read at once, where the engine reads synchronously (SQLite, on this thread): the redirect of a
+   * code not in the cache is then answered without a promise. Absent on PostgreSQL.
+   */
+  byCodeNow?(code: string): LinkRow | null
   codeExists(code: string): Promise<boolean>
   byIdAndCode(id: number, code: string): Promise<LinkRow | null>
   /**
@@ -214,6 +219,7 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
     },
     creations: () => ({ commits: creations.commits, links: made }),
     byCode: async (code) => store.byCode(code) ?? null,
+    byCodeNow: (code) => store.byCode(code) ?? null,
     codeExists: async (code) => store.codeExists(code),
     byIdAndCode: async (id, code) => store.byIdAndCode(id, code) ?? null,
 

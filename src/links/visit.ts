@@ -21,7 +21,7 @@ import { createPasswordGate, type Verifier } from './password-gate'
 import type { LinkService } from './service'
 import { csvTableOf, dayOf, statsBody, statsCsv, statsFor, windowOf } from './stats-view'
 import type { LinkRow } from './store'
-import { MAX_PASSWORD_LENGTH } from './validate'
+import { isReserved, MAX_PASSWORD_LENGTH } from './validate'
 
 const tpl = (t: unknown) => t as string
 const FORM_LIMIT = 8 * 1024
@@ -151,22 +151,39 @@ export function createVisitRoutes(deps: {
   // The headers of a redirect but its Location and X-Request-Id, in the order they are sent.
   const CACHE_CONTROL = 'private, no-cache'
 
-  /** The hot path: GET or HEAD of /<code> for a plain redirect; anything else is left to `routes` (undefined). */
-  function hot(request: Request, id: string): Response | undefined {
+  /**
+   * The hot path: GET or HEAD of /<code> for a plain redirect, and a code no link has; anything else is left
+   * to `routes` (undefined). A code not in the link cache is read first (on PostgreSQL: a promise).
+   */
+  function hot(request: Request, id: string): Response | Promise<Response | undefined> | undefined {
     const method = request.method
     if (method !== 'GET' && method !== 'HEAD') return undefined
     const code = codeOf(request.url)
     if (code === null) return undefined
     // A link's code is never a reserved name (validate.ts, and random codes skip them), so a row found here
-    // is what the router would find too, and /healthz or /login (no row) go on to the router.
+    // is what the router would find too; /healthz or /login (null, no read) go on to the router.
     const row = links.resolve(code)
-    // Not in the link cache: the router's visit awaits the read this lookup started (resolve shares it), and
-    // the next visit of the code is answered here.
-    if (row instanceof Promise) return undefined
+    if (row instanceof Promise) return row.then((read) => (read === null ? missing(code, id) : redirect(request, id, read)))
+    if (row === null) return missing(code, id)
+    return redirect(request, id, row)
+  }
+
+  /** The 404 of a code no link has; a reserved name (/healthz) is the router's. */
+  function missing(code: string, id: string): Response | undefined {
+    if (isReserved(code)) return undefined
+    count('not_found')
+    const answer = notFoundPage()
+    answer.headers.set('x-request-id', id)
+    return answer
+  }
+
+  /** The plain redirect of a link; undefined for any other (the router's visit answers it from the cache). */
+  function redirect(request: Request, id: string, row: LinkRow): Response | undefined {
     // A limited link takes a visit in the database: the router's path does that (reachDestination).
-    if (!row || row.mode !== 'redirect' || row.password_hash || row.max_visits !== null || links.isExpired(row)) return undefined
+    if (row.mode !== 'redirect' || row.password_hash || row.max_visits !== null || links.isExpired(row)) return undefined
     // Disabled, banned or listed (a WeakMap lookup beside the cached row): the router's lookup answers 451.
     if (deps.gate?.stops(row)) return undefined
+    const method = request.method
     let location = row.long_url
     if (row.rules !== null || row.split !== null) {
       const ua = request.headers.get('user-agent') ?? ''
@@ -361,6 +378,7 @@ export function createVisitRoutes(deps: {
       return visit(found, request)
     }, { parse: 'none' })
     .post('/:code', async ({ params, request }) => {
+      if (typeof params.code !== 'string') return notFoundPage() // /%ff, as above
       const found = await lookup(params.code)
       if (found instanceof Response) return found
       // Too large (413) or stalled (408): the app's error handler turns the AppError into a page.
