@@ -3,7 +3,6 @@
 // methods, the router over all their routes, and the request pipeline in front. Tests build exactly this
 // with a temporary data directory; `linkbox serve` builds it and listens.
 import { mkdirSync } from 'node:fs'
-import { Elysia } from 'elysia'
 import { createAccountService } from './accounts/service'
 import { createAuditFeature } from './audit/feature'
 import { createClicksFeature } from './clicks/feature'
@@ -20,12 +19,13 @@ import { faultAnswer } from './http/fault'
 import { createFaultLog } from './http/fault-log'
 import { createPipeline } from './http/pipeline'
 import { createRateLimiter } from './http/rate-limit'
+import { createRouter } from './http/router'
 import { serve, stopGracefully } from './http/server'
 import { createLinksFeature } from './links/feature'
 import { log as rootLog } from './log'
 import { createMailFeature } from './mail/feature'
 import { createMediaFeature } from './media/feature'
-import { createMetrics } from './metrics'
+import { createMetrics, processMetrics } from './metrics'
 import type { AppOptions } from './options'
 import { createPagesFeature } from './pages/feature'
 import { createQrFeature } from './qr/feature'
@@ -65,7 +65,6 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const storages = backend.storages
   const clock = opts.clock ?? Date.now
   const metrics = createMetrics()
-  const startedAt = Date.now()
   let server: ReturnType<typeof Bun.serve> | null = null
   const shared: Shared = {
     config,
@@ -106,9 +105,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
 
   // The wiring: metrics, the API, the router, the pipeline.
   for (const f of features) f.metrics?.(metrics)
-  metrics.sampled('linkbox_log_lines_dropped_total', 'Request lines dropped because the log output could not keep up (the buffer was full).', () => log.dropped, 'counter')
-  metrics.sampled('process_resident_memory_bytes', 'Resident memory of the process.', () => process.memoryUsage.rss())
-  metrics.sampled('process_uptime_seconds', 'Seconds since the service started.', () => Math.round((Date.now() - startedAt) / 1000))
+  processMetrics(metrics, log, Date.now())
   // A query that failed because the database is gone (PostgreSQL) marks it down and answers 503, not 500.
   const unavailable = (err: unknown) => (backend.health.observe(err) ? databaseUnavailable() : null)
   const answers = metrics.counter('linkbox_api_requests_total', 'Answers of /api methods, by method and HTTP status.')
@@ -122,17 +119,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     onAnswer: (m, status) => answers.incLabels({ method: m.path.replace('/api/', ''), status: String(status) }),
   })
   const answerFault = faultAnswer(faults, unavailable)
-  const router = new Elysia({ name: 'linkbox' })
-    .onError(({ code, error, request }) => answerFault(error, request, String(code)))
-    // A Host shorter than four characters ("nas") makes Elysia's router read the path from the wrong
-    // slash (see api.ts dispatch); /api requests with such a Host are answered by their real path.
-    .onRequest(({ request }) => {
-      const url = request.url
-      const slash = url.indexOf('/', url.indexOf('://') + 3)
-      if (slash > 0 && slash < 11 && url.startsWith('/api', slash)) return api.dispatch(request)
-    })
-    .use(api.plugin)
-  for (const f of features) if (f.routes) router.use(f.routes)
+  const router = createRouter(api, features.flatMap((f) => f.routes ?? []), answerFault)
   const pipeline = createPipeline({
     logger: log,
     hot: features.flatMap((f) => f.hot ?? []),

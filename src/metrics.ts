@@ -109,4 +109,11 @@ export interface MetricFamily {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>
+
+/** The process's own figures: request lines dropped, resident memory, uptime. */
+export function processMetrics(metrics: Metrics, log: { readonly dropped: number }, startedAt: number) {
+  metrics.sampled('linkbox_log_lines_dropped_total', 'Request lines dropped because the log output could not keep up (the buffer was full).', () => log.dropped, 'counter')
+  metrics.sampled('process_resident_memory_bytes', 'Resident memory of the process.', () => process.memoryUsage.rss())
+  metrics.sampled('process_uptime_seconds', 'Seconds since the service started.', () => Math.round((Date.now() - startedAt) / 1000))
+}
 export type Counter = ReturnType<Metrics['counter']>
