@@ -337,3 +337,22 @@ test('RESULTS.md names no path of the machine that ran it: the checkout is ".", 
   const text = `wrk -s /srv/co/scripts/bench/post.lua -- ${tmpdir()}/linkbox-bench-x/codes.txt; ${homedir()}/.pyenv/shims/python3`
   expect(withoutMachinePaths(text, '/srv/co')).toBe('wrk -s ./scripts/bench/post.lua -- $TMPDIR/linkbox-bench-x/codes.txt; ~/.pyenv/shims/python3')
 })
+
+test("the bench's servers write their output to a file: the start is found there, the request lines land there, stdout() reads it", async () => {
+  const { startBenchServer } = await import('../scripts/bench/binary')
+  const box = await startBenchServer({})
+  try {
+    expect(box.stdout()).toContain('listening on')
+    const r = await fetch(`${box.url}/healthz`)
+    expect(r.status).toBe(200)
+    // Request lines are written in batches (at most 100 ms after the first): the stop drains them.
+    await box.stop()
+    const written = readFileSync(join(box.dir, 'stdout.log'), 'utf8')
+    expect(written).toContain('listening on')
+    expect(written).toContain('"path":"/healthz"')
+    expect(box.stdout()).toBe(written)
+  } finally {
+    await box.stop()
+    removeDir(box.dir)
+  }
+})

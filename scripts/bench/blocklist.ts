@@ -3,7 +3,8 @@
 // hot code from a service that has it loaded against the same service without it, alternately in one run.
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { CHROME_UA, startServer, tempDir, writeConfig } from '../../test/support/server'
+import { CHROME_UA, tempDir, writeConfig } from '../../test/support/server'
+import { startBenchServer } from './binary'
 import { benchLink } from './context'
 import type { Figure } from './results'
 import { formatResult as fmt, median, wrk } from './wrk'
@@ -50,8 +51,8 @@ export async function benchBlocklist(opts: { rounds?: number; seconds?: number; 
   const rss = median(loads.map((l) => l.rss)) / 2 ** 20
   lines.push(`load of ${loads[0]!.hosts.toLocaleString('en-US')} hosts: ${loads.map((l) => `${l.ms.toFixed(0)} ms`).join(', ')} (median ${ms.toFixed(0)} ms); table ${(loads[0]!.table / 2 ** 20).toFixed(0)} MiB, RSS +${rss.toFixed(0)} MiB`)
 
-  const withList = await startServer({ command: opts.command, config: writeConfig(tempDir(), { links: { blocklist_files: [list] } }) })
-  const without = await startServer({ command: opts.command })
+  const withList = await startBenchServer({ command: opts.command, config: writeConfig(tempDir(), { links: { blocklist_files: [list] } }) })
+  const without = await startBenchServer({ command: opts.command })
   try {
     const a = await benchLink(withList, opts.command)
     const b = await benchLink(without, opts.command)

@@ -4,7 +4,8 @@
 // the same distinct-user-agent load shows what the 1 KB header and wrk's Lua requests cost by themselves.
 import { rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { apiPost, CHROME_UA, startServer, tempDir } from '../../test/support/server'
+import { apiPost, CHROME_UA, tempDir } from '../../test/support/server'
+import { startBenchServer } from './binary'
 import { benchLink, startBare } from './context'
 import { formatResult as fmt, median, wrk } from './wrk'
 
@@ -30,7 +31,7 @@ export async function benchDistinctUa(opts: { rounds?: number; seconds?: number;
   writeFileSync(script, DISTINCT_UA_LUA)
   const bare = await startBare('bare-redirect')
   // The linkbox under test: the bench's binary, or `bun src/main.ts` when run alone.
-  const box = await startServer({ command: opts.command })
+  const box = await startBenchServer({ command: opts.command })
   const lines: string[] = []
   try {
     const { key, code } = await benchLink(box, opts.command)

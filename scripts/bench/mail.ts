@@ -7,8 +7,8 @@
 //   bun scripts/bench/mail.ts          this section alone, linkbox from source (`bun src/main.ts serve`)
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { createAccount, freePort, startServer, tempDir, writeConfig, type RunningServer } from '../../test/support/server'
-import { removingOnStop } from './binary'
+import { createAccount, freePort, tempDir, writeConfig, type RunningServer } from '../../test/support/server'
+import { removingOnStop, startBenchServer } from './binary'
 import type { BenchContext } from './context'
 import { smtpLoad, type LoadResult } from './smtp-load'
 import { median, peakRss, rssMiB } from './wrk'
@@ -88,7 +88,7 @@ export async function startMailBox(command: readonly string[] | undefined): Prom
   const config = writeConfig(tempDir('linkbox-bench-mail-'), {
     mail: { domains: [DOMAIN], smtp_host: '127.0.0.1', smtp_port: smtpPort, max_messages: MAX_MESSAGES, max_connections_per_ip: 1000 },
   })
-  const server = await startServer({ config, command, startTimeoutMs: 60_000 })
+  const server = await startBenchServer({ config, command, startTimeoutMs: 60_000 })
   try {
     await waitFor(server.stdout, /linkbox: SMTP on [^\s:]+:(\d+)/, 15_000, 'linkbox serve', () => server.proc.exitCode !== null)
     const key = await createAccount(server.configPath, 'bench', { command })

@@ -20,7 +20,7 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { startMediaFixtures, type MediaFixtures } from '../../test/support/media-fixtures'
 import { createAccount, startServer, tempDir, writeConfig, type RunningServer } from '../../test/support/server'
-import { benchBinary, removingOnStop } from './binary'
+import { benchBinary, removingOnStop, startBenchServer } from './binary'
 import { startBare, type BenchContext } from './context'
 import { quantile } from './smtp-load'
 import { median, peakRss, rssMiB, wrk } from './wrk'
@@ -113,7 +113,7 @@ export interface MediaBox {
 /** `linkbox serve` (the given command) with media on and private addresses allowed, and an account with a key. */
 export async function startMediaBox(command: readonly string[] | undefined): Promise<MediaBox> {
   const config = writeConfig(tempDir('linkbox-bench-media-'), { media: { allow_private_networks: true } })
-  const server = await startServer({ config, command, startTimeoutMs: 60_000 })
+  const server = await startBenchServer({ config, command, startTimeoutMs: 60_000 })
   try {
     const key = await createAccount(server.configPath, 'bench', { command })
     const download = async (url: string) => {

@@ -15,8 +15,8 @@
 import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { startPostgres, type Postgres } from '../../test/support/postgres'
-import { apiPost, CHROME_UA, runCli, startServer, tempDir, writeConfig, type RunningServer } from '../../test/support/server'
-import { removingOnStop, serveCopy, type Binary } from './binary'
+import { apiPost, CHROME_UA, runCli, tempDir, writeConfig, type RunningServer } from '../../test/support/server'
+import { removingOnStop, startBenchServer, serveCopy, type Binary } from './binary'
 import { addDays, bodiesFile, codesFile, keyHeader, LUA, noted, type BenchContext } from './context'
 import { cachedData } from './load'
 import { STATS_DATA } from './spread'
@@ -65,7 +65,7 @@ function postgresPids(pg: Postgres): number[] {
 /** A `linkbox serve` of the binary on the PostgreSQL database `url` (a data_dir of its own, removed on stop). */
 async function servePostgres(binary: Binary, url: string): Promise<RunningServer> {
   const config = writeConfig(tempDir('linkbox-bench-'), { database: { url } })
-  const server = await startServer({ config, command: [binary.path], startTimeoutMs: 60_000 })
+  const server = await startBenchServer({ config, command: [binary.path], startTimeoutMs: 60_000 })
   return removingOnStop(server, config.dir)
 }
 

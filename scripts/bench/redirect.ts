@@ -2,7 +2,8 @@
 // Bun.serve answering 302, measured alternately in the same run so both see the same machine load; and the
 // same service with `[log] requests = false`, for what the request lines (on by default) cost. The servers'
 // output goes through a pipe that this process reads, as journald reads the service's.
-import { apiPost, CHROME_UA, startServer, tempDir, writeConfig } from '../../test/support/server'
+import { apiPost, CHROME_UA, tempDir, writeConfig } from '../../test/support/server'
+import { startBenchServer } from './binary'
 import { benchLink, startBare, THREE_RULES } from './context'
 import type { Figure } from './results'
 import { formatResult as fmt, median, peakRss, rssMiB, wrk, wrkWithCpu } from './wrk'
@@ -14,8 +15,8 @@ export async function benchRedirect(opts: { rounds?: number; seconds?: number; c
   // The floor: a bare server that reads what a redirect must read and sends its three headers (bare-reads.ts).
   const floor = await startBare('bare-reads')
   // The linkbox under test: the bench's binary, or `bun src/main.ts` when run alone.
-  const box = await startServer({ command: opts.command })
-  const quiet = await startServer({ command: opts.command, config: writeConfig(tempDir(), { log: { requests: false } }) })
+  const box = await startBenchServer({ command: opts.command })
+  const quiet = await startBenchServer({ command: opts.command, config: writeConfig(tempDir(), { log: { requests: false } }) })
   const lines: string[] = []
   try {
     const { key, code } = await benchLink(box, opts.command)
