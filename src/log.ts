@@ -138,6 +138,11 @@ export function createLogger(opts: LoggerOptions = {}) {
     return isoText
   }
 
+  let lastUa = ''
+  let lastUaJson = '""'
+  let lastIp = ''
+  let lastIpJson = '""'
+
   const line = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => {
     if (RANK[level] < minRank) return
     if (plain) {
@@ -185,12 +190,22 @@ export function createLogger(opts: LoggerOptions = {}) {
     request(r: RequestLine) {
       if (!requests || minRank > RANK.info) return
       const t = now()
-      const ua = r.ua.length > 120 ? r.ua.slice(0, 120) : r.ua
       // The hot path: the line is put together by hand (the same text JSON.stringify of the object gives,
-      // field for field), with the time's text reused within a millisecond and plain strings not escaped.
-      const text = pretty
-        ? `${clock(t)} ${printable(r.method)} ${printable(r.path)} ${r.status} ${r.ms.toFixed(1)}ms ${printable(r.ip)}\n`
-        : `{"time":"${isoOf(t)}","level":"info","msg":"request","id":${jsonString(r.id)},"method":${jsonString(r.method)},"path":${jsonString(r.path)},"status":${r.status},"ms":${Math.round(r.ms * 10) / 10},"ip":${jsonString(r.ip)},"ua":${jsonString(ua)}}\n`
+      // field for field), with the time's text reused within a millisecond, plain strings not escaped, and
+      // the JSON of the address and user agent reused while they repeat (a busy client sends the same ones).
+      if (pretty) {
+        lines.append(`${clock(t)} ${printable(r.method)} ${printable(r.path)} ${r.status} ${r.ms.toFixed(1)}ms ${printable(r.ip)}\n`)
+        return
+      }
+      if (r.ua !== lastUa) {
+        lastUa = r.ua
+        lastUaJson = jsonString(r.ua.length > 120 ? r.ua.slice(0, 120) : r.ua)
+      }
+      if (r.ip !== lastIp) {
+        lastIp = r.ip
+        lastIpJson = jsonString(r.ip)
+      }
+      const text = `{"time":"${isoOf(t)}","level":"info","msg":"request","id":${jsonString(r.id)},"method":${jsonString(r.method)},"path":${jsonString(r.path)},"status":${r.status},"ms":${Math.round(r.ms * 10) / 10},"ip":${lastIpJson},"ua":${lastUaJson}}\n`
       lines.append(text)
     },
     /** Request lines dropped because the buffer was full (the output could not keep up). */
