@@ -29,6 +29,13 @@ export function createWriteGroup(db: Db, schedule: (fn: () => void) => void = se
   let scheduled = false
   let commits = 0
   let writes = 0
+  // Compiled once (db.query's cache, finalized when the database closes): db.exec parses each statement
+  // again, ~2 µs of the ~3 µs a write's savepoint costs.
+  const begin = db.query('BEGIN IMMEDIATE')
+  const commit = db.query('COMMIT')
+  const savepoint = db.query('SAVEPOINT item')
+  const release = db.query('RELEASE item')
+  const rollbackTo = db.query('ROLLBACK TO item')
 
   function flush() {
     scheduled = false
@@ -51,9 +58,9 @@ export function createWriteGroup(db: Db, schedule: (fn: () => void) => void = se
       const done: { item: Pending; value: unknown }[] = []
       let lost = false
       try {
-        db.exec('BEGIN IMMEDIATE')
+        begin.run()
         for (const item of todo) {
-          db.exec('SAVEPOINT item')
+          savepoint.run()
           let value: unknown
           try {
             value = item.write()
@@ -63,15 +70,15 @@ export function createWriteGroup(db: Db, schedule: (fn: () => void) => void = se
               lost = true
               break
             }
-            db.exec('ROLLBACK TO item')
-            db.exec('RELEASE item')
+            rollbackTo.run()
+            release.run()
             fail(item, err)
             continue
           }
-          db.exec('RELEASE item')
+          release.run()
           done.push({ item, value })
         }
-        if (!lost) db.exec('COMMIT')
+        if (!lost) commit.run()
       } catch {
         // BEGIN, the commit or undoing one write failed (a full disk, a WAL that cannot grow): one large
         // row must not fail the small ones, so each write left is tried alone, as it was before groups.
