@@ -183,7 +183,7 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
             if (codeTaken(err)) continue
             throw err
           }
-          store.setTags(row.id, row.account_id, tags)
+          store.addTags(row.id, row.account_id, tags)
           within?.(db, row)
           return row
         }

@@ -127,6 +127,10 @@ export function createLinkStore(db: Db) {
       clearTags.run(linkId)
       for (const tag of tags) addTag.run(linkId, tag, accountId)
     },
+    /** The tags of a link just inserted, which has none yet (ids are never reused): nothing to clear. */
+    addTags(linkId: number, accountId: number | null, tags: readonly string[]) {
+      for (const tag of tags) addTag.run(linkId, tag, accountId)
+    },
     pageByTag: (accountId: number, tag: string, beforeId: number, limit: number) => pageByTag.all(accountId, tag, beforeId, limit),
     /**
      * The account's links below `beforeId` that match `tag` ('' for any) and the LIKE `pattern`, newest first,
