@@ -14,7 +14,7 @@
 // edit, a disable, a deletion; disableWithin after its caller's commit) publishes ('account', [account id])
 // once committed, the service subscribes with forgetKeys() for both the keys and a resync, and the
 // PostgreSQL keysChanged() then answers false.
-import { createHash, randomBytes } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { accountTarget, auditRow, keyTarget, SYSTEM, type AuditEntry, type Who } from '../audit/service'
 import type { Storages } from '../db/storages'
 import { AppError } from '../errors'
@@ -46,7 +46,8 @@ export function randomBase62(length: number): string {
   return out
 }
 
-export const hashKey = (key: string) => createHash('sha256').update(key).digest('hex')
+// Every API request hashes its key: Bun's one-shot SHA-256 is the same digest at a quarter of node:crypto's cost.
+export const hashKey = (key: string) => Bun.SHA256.hash(key, 'hex')
 
 const ACCOUNT_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/
 export const MAX_LABEL_LENGTH = 200
