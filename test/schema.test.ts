@@ -20,6 +20,17 @@ describe('violation: the keywords as JSON Schema defines them', () => {
     expect(violation(s, '😀😀😀')).toBeNull() // 6 UTF-16 units
     expect(violation(s, '😀😀😀😀')).toBe('maxLength')
   })
+  test('at every length near the bounds, astral or not, min and max compare code points', () => {
+    const min = Type.String({ minLength: 3 })
+    const both = Type.String({ minLength: 2, maxLength: 4 })
+    const points = (n: number, astral: number) => 'a'.repeat(n - astral) + '😀'.repeat(astral)
+    for (let n = 0; n <= 6; n++)
+      for (let astral = 0; astral <= n; astral++) {
+        const v = points(n, astral)
+        expect({ v, got: violation(min, v) }).toEqual({ v, got: n < 3 ? 'minLength' : null })
+        expect({ v, got: violation(both, v) }).toEqual({ v, got: n < 2 ? 'minLength' : n > 4 ? 'maxLength' : null })
+      }
+  })
   test('patterns are Unicode regular expressions', () => {
     const s = Type.String({ pattern: '^.$' })
     expect(violation(s, '😀')).toBeNull()
