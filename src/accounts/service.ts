@@ -14,7 +14,6 @@
 // edit, a disable, a deletion; disableWithin after its caller's commit) publishes ('account', [account id])
 // once committed, the service subscribes with forgetKeys() for both the keys and a resync, and the
 // PostgreSQL keysChanged() then answers false.
-import { randomBytes } from 'node:crypto'
 import { accountTarget, auditRow, keyTarget, SYSTEM, type AuditEntry, type Who } from '../audit/service'
 import type { Storages } from '../db/storages'
 import { AppError } from '../errors'
@@ -35,13 +34,25 @@ export interface Caller {
 }
 
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
+// Random bytes drawn 4 KiB at a time from the system's CSPRNG (every creation draws a code), each used once.
+const pool = new Uint8Array(4096)
+let pooled = 0
+function randomByte(): number {
+  if (pooled === 0) {
+    crypto.getRandomValues(pool)
+    pooled = pool.length
+  }
+  const b = pool[--pooled]!
+  pool[pooled] = 0
+  return b
+}
+
 export function randomBase62(length: number): string {
   // Rejection sampling keeps every character equally likely (256 is not a multiple of 62).
   let out = ''
   while (out.length < length) {
-    for (const b of randomBytes(length * 2)) {
-      if (b < 248 && out.length < length) out += BASE62[b % 62]
-    }
+    const b = randomByte()
+    if (b < 248) out += BASE62[b % 62]
   }
   return out
 }
