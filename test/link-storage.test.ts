@@ -153,6 +153,11 @@ describe.each([
       }
       expect(row).toEqual(expected)
       expect(await b.links.byCode('Full_1')).toEqual(expected)
+      // The row insert hands back is the stored row, key for key in the same order, bare fields too.
+      expect(Object.keys(row)).toEqual(Object.keys((await b.links.byCode('Full_1'))!))
+      const plain = await made(a, newLink('Bare_1'))
+      expect(plain).toEqual((await b.links.byCode('Bare_1'))!)
+      expect(plain.id).toBeGreaterThan(row.id)
       expect(await b.links.byIdAndCode(row.id, 'Full_1')).toEqual(expected)
       expect(typeof (await b.links.byCode('Full_1'))!.created).toBe('number')
       expect(await b.links.codeExists('Full_1')).toBe(true)

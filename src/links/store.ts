@@ -32,9 +32,11 @@ export interface NameCount {
 }
 
 export function createLinkStore(db: Db) {
-  const insert = db.query<LinkRow, [string, string, number | null, string, string | null, number, number, number | null, number | null, string | null, string | null]>(
+  // Without RETURNING * (~7 µs of the ~20 µs an insert costs): the row is what was bound and the columns'
+  // defaults, which insert() below writes out (the trigger on links touches only link_counts).
+  const insert = db.query<never, [string, string, number | null, string, string | null, number, number, number | null, number | null, string | null, string | null]>(
     `INSERT INTO links (code, long_url, account_id, mode, password_hash, created, updated, expires, max_visits, rules, split)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING *`,
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)`,
   )
   const byCode = db.query<LinkRow, [string]>('SELECT * FROM links WHERE code = ?')
   const codeExists = db.query<{ one: number }, [string]>('SELECT 1 AS one FROM links WHERE code = ?')
@@ -143,8 +145,28 @@ export function createLinkStore(db: Db) {
       return { rows: pageMatching.all(accountId, beforeId, tag, pattern, w.floor, limit), floor: w.floor, full: w.n >= scan }
     },
     exportPage: (accountId: number, afterId: number, limit: number) => exportPage.all(accountId, afterId, limit),
-    insert: (r: NewLink) =>
-      insert.get(r.code, r.long_url, r.account_id, r.mode, r.password_hash, r.created, r.created, r.expires, r.max_visits, r.rules, r.split)!,
+    /** The new link's row as stored, in the table's column order (as SELECT * gives it). */
+    insert(r: NewLink): LinkRow {
+      const { lastInsertRowid } = insert.run(r.code, r.long_url, r.account_id, r.mode, r.password_hash, r.created, r.created, r.expires, r.max_visits, r.rules, r.split)
+      return {
+        id: Number(lastInsertRowid),
+        code: r.code,
+        long_url: r.long_url,
+        account_id: r.account_id,
+        mode: r.mode,
+        password_hash: r.password_hash,
+        created: r.created,
+        updated: r.created,
+        expires: r.expires,
+        clicks: 0,
+        bots: 0,
+        disabled: null,
+        max_visits: r.max_visits,
+        visits_used: 0,
+        rules: r.rules,
+        split: r.split,
+      }
+    },
     byCode: (code: string) => byCode.get(code),
     codeExists: (code: string) => codeExists.get(code) !== null,
     page: (accountId: number, beforeId: number, limit: number) => page.all(accountId, beforeId, limit),
