@@ -151,6 +151,44 @@ describe('keys and scopes', () => {
   })
 })
 
+describe('answer headers', () => {
+  test('every JSON answer has its own headers: one answer\'s request id, rate or Retry-After headers never reach the next', async () => {
+    const b = await makeBox()
+    try {
+      const expectJson = (r: { headers: Headers }) => {
+        expect(r.headers.get('content-type')).toBe('application/json; charset=utf-8')
+        expect(r.headers.get('cache-control')).toBe('no-store')
+        expect(r.headers.get('access-control-allow-origin')).toBe('*')
+        expect(r.headers.get('access-control-expose-headers')).toBe('RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After')
+      }
+      const key = await b.account('headers')
+      const one = await b.post('/api/getLink.json', { url: 'https://example.com/h1' }, { 'x-api-key': key, 'x-request-id': 'first.1' })
+      const bad = await b.post('/api/getLink.json', { url: 'nope' }, { 'x-api-key': key, 'x-request-id': 'second.2' })
+      const two = await b.post('/api/getLink.json', { url: 'https://example.com/h2' }, { 'x-api-key': key })
+      expect([one.status, bad.status, two.status]).toEqual([200, 400, 200])
+      for (const r of [one, bad, two]) expectJson(r)
+      expect([one.headers.get('x-request-id'), bad.headers.get('x-request-id')]).toEqual(['first.1', 'second.2'])
+      expect(['first.1', 'second.2']).not.toContain(two.headers.get('x-request-id'))
+      for (const r of [one, bad, two]) expect([r.headers.get('ratelimit-limit'), r.headers.get('retry-after')]).toEqual([null, null])
+    } finally {
+      await b.cleanup()
+    }
+    const limited = await makeBox({ rate: { anon_per_minute: 1, key_per_minute: 1 } })
+    try {
+      const first = await limited.post('/api/getLink.json', { url: 'https://example.com/l1' })
+      const over = await limited.post('/api/getLink.json', { url: 'https://example.com/l2' })
+      const keyed = await limited.post('/api/getLink.json', { url: 'https://example.com/l3' }, { 'x-api-key': await limited.account('k') })
+      expect([first.status, over.status, keyed.status]).toEqual([200, 429, 200])
+      expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0)
+      expect([first.headers.get('retry-after'), keyed.headers.get('retry-after')]).toEqual([null, null])
+      expect([first.headers.get('ratelimit-remaining'), keyed.headers.get('ratelimit-remaining')]).toEqual(['0', '0'])
+      expect(keyed.headers.get('content-type')).toBe('application/json; charset=utf-8')
+    } finally {
+      await limited.cleanup()
+    }
+  })
+})
+
 describe('rate limits', () => {
   test('anonymous callers: RateLimit-* headers on every answer, 429 + Retry-After past the limit', async () => {
     const b = await makeBox({ rate: { anon_per_minute: 3, key_per_minute: 5 } })
