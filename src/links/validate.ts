@@ -112,21 +112,24 @@ export function validateUrl(value: unknown, rules: UrlRules, name = 'url'): stri
   } catch {
     return fail('is not a valid URL')
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') fail('must use the scheme http or https')
+  // Each part read once (every creation comes here; each getter of a URL is a call into the runtime).
+  const protocol = url.protocol
+  if (protocol !== 'http:' && protocol !== 'https:') fail('must use the scheme http or https')
   const host = hostOf(url)
   if (!host) fail('must have a host')
   if (!isPlainHost(host))
     fail('must have a host that is a DNS name (letters, digits, "-" and "."), an IPv4 address or an IPv6 address in brackets')
   // "https://bank.example@evil.example/" reads as the first host but leads to the second.
   if (url.username || url.password) fail('must not contain a user name or password before the host')
-  if (url.href.length > MAX_URL_LENGTH) fail(`must be at most ${MAX_URL_LENGTH} characters once normalised`)
-  const origin = originOf(url)
+  const href = url.href
+  if (href.length > MAX_URL_LENGTH) fail(`must be at most ${MAX_URL_LENGTH} characters once normalised`)
+  const port = url.port || DEFAULT_PORT[protocol]!
+  const origin = `${protocol}//${host}:${port}` // originOf(url)
   if (rules.ownOrigins.includes(origin)) fail(`must not point at this service's own origin ${origin} (a link to itself would loop)`)
-  const port = Number(url.port || DEFAULT_PORT[url.protocol])
-  if (rules.loopbackPorts.includes(port) && isLoopback(host))
+  if (rules.loopbackPorts.includes(Number(port)) && isLoopback(host))
     fail(`must not point at ${origin}: a loopback address on the port this service listens on, that is the service itself`)
   if (rules.blockedDomains.some((d) => hostMatches(host, d))) fail(`must not point at the blocked domain ${host}`)
-  return url.href
+  return href
 }
 
 export function validateAlias(value: unknown, name = 'alias'): string {
