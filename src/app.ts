@@ -122,7 +122,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const router = createRouter(api, features.flatMap((f) => f.routes ?? []), answerFault)
   const pipeline = createPipeline({
     logger: log,
-    hot: features.flatMap((f) => f.hot ?? []),
+    hot: [...features.flatMap((f) => f.hot ?? []), api.hot],
     route: router.fetch,
     fault: answerFault,
     clientIpOf: createClientIp(config.server.trusted_proxies),
