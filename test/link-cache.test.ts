@@ -146,3 +146,18 @@ test('on SQLite a miss is read at once, without a promise; a reserved name is no
   expect(c.resolve(code)).not.toBe(row)
   expect(reads).toEqual([code, 'nosuch8', 'nosuch8', code])
 })
+
+test('a row read again after its TTL is held once: its stale copy in the old generation goes', () => {
+  let now = Date.parse('2026-06-01T12:00:00Z')
+  const c = createLinkService({ ...sqliteLinkDeps(db), config: testConfig(dir), recorder: createClickRecorder(db, { writeOn: 'main' }), events: createEvents(), hotGeneration: 3, clock: () => now })
+  const made = db.query('SELECT code FROM links ORDER BY id LIMIT 4').all() as { code: string }[]
+  const [a, b, x, y] = made.map((r) => r.code) as [string, string, string, string]
+  for (const code of [a, b, x, y]) expect(c.resolve(code)).not.toBeNull()
+  // a, b and x filled the first generation, which became the old one when y came: 4 rows.
+  expect(c.cachedRows).toBe(4)
+  now += LINK_CACHE_TTL_MS + 1
+  // Past the TTL a and b are read again: each is kept once, in the young generation, not twice.
+  expect(c.resolve(a)).not.toBeNull()
+  expect(c.resolve(b)).not.toBeNull()
+  expect(c.cachedRows).toBe(4)
+})

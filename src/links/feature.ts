@@ -53,6 +53,7 @@ export function createLinksFeature(shared: Shared, deps: { recorder: ClickRecord
         stored = await links.total()
       })
       m.sampled('linkbox_links', 'Short links stored.', () => stored)
+      m.sampled('linkbox_link_cache_rows', 'Rows of visited links held in memory (the redirect reads no others).', () => links.cachedRows)
       m.sampled('linkbox_link_creation_commits_total', 'Transactions that committed new links (one per group of creations).', () => links.creationCommits.commits, 'counter')
       m.sampled('linkbox_links_created_total', 'Links created since start.', () => links.creationCommits.links, 'counter')
     },

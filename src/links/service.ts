@@ -359,6 +359,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         // Overtaken by a change of the code (or not shared, past READING_MAX): answered, never kept.
         if (reading.get(code) !== read) return row
         reading.delete(code)
+        old.delete(code) // a copy past its TTL: the row read again is kept in the young generation alone
         if (row) remember(code, { row, at: now })
         else forget(code) // a row kept past its TTL, gone since
         return row
@@ -376,6 +377,10 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
   }
 
   return {
+    /** Rows held in the cache of visited links (both generations; /metrics). */
+    get cachedRows() {
+      return young.size + old.size
+    },
     /** Settles once the creations under way are committed or failed (the app's close, before the database closes). */
     flushCreations: () => store.flush(),
     /** Stops hearing of other processes' changes (the app's close). */
@@ -657,13 +662,12 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       // No link has a reserved name (validate.ts; random codes skip them): /healthz costs no read.
       if (isReserved(code)) return null
       if (readNow === undefined) return readMissed(code, now)
-      // SQLite: read at once, on this thread; nothing can overtake a read that does not wait.
+      // SQLite: read at once, on this thread; nothing can overtake a read that does not wait. A copy past
+      // its TTL in the old generation goes: the row read again is kept in the young one alone.
       const row = readNow(code)
+      old.delete(code)
       if (row) remember(code, { row, at: now })
-      else {
-        young.delete(code) // a row kept past its TTL, gone since
-        old.delete(code)
-      }
+      else young.delete(code) // a row kept past its TTL, gone since
       return row
     },
 
