@@ -112,6 +112,7 @@ export interface MetricFamily {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>
+export type Counter = ReturnType<Metrics['counter']>
 
 /** The process's own figures: request lines dropped, resident memory, uptime. */
 export function processMetrics(metrics: Metrics, log: { readonly dropped: number }, startedAt: number) {
@@ -119,4 +120,3 @@ export function processMetrics(metrics: Metrics, log: { readonly dropped: number
   metrics.sampled('process_resident_memory_bytes', 'Resident memory of the process.', () => process.memoryUsage.rss())
   metrics.sampled('process_uptime_seconds', 'Seconds since the service started.', () => Math.round((Date.now() - startedAt) / 1000))
 }
-export type Counter = ReturnType<Metrics['counter']>

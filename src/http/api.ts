@@ -324,10 +324,12 @@ export function createApi(methods: ApiMethod[], deps: ApiDeps) {
    * four characters ("nas", "pi"): such requests come here instead of through the router.
    */
   function dispatch(request: Request): Promise<Response> | Response {
-    const path = pathOf(request.url)
-    const method = byPath.get(path)?.find((m) => m.verb === request.method)
+    const method = methodOf(request, pathOf(request.url))
     return method ? serve(method, request) : unmatched(request)
   }
+
+  /** The method whose path and verb the request has, or undefined. */
+  const methodOf = (request: Request, path: string) => byPath.get(path)?.find((m) => m.verb === request.method)
 
   /**
    * The pipeline's hot route for the API (http/pipeline.ts): a request for a method's own path and verb is
@@ -335,10 +337,8 @@ export function createApi(methods: ApiMethod[], deps: ApiDeps) {
    * /api (a wrong verb, HEAD, an unknown method, /api/docs) goes on to the router.
    */
   function hot(request: Request, id: string): Promise<Response> | undefined {
-    const url = request.url
-    const slash = url.indexOf('/', url.indexOf('://') + 3)
-    if (slash < 0 || !url.startsWith('/api/', slash)) return undefined
-    const method = byPath.get(pathOf(url))?.find((m) => m.verb === request.method)
+    const path = pathOf(request.url)
+    const method = path.startsWith('/api/') ? methodOf(request, path) : undefined
     if (!method) return undefined
     return serve(method, request).then((res) => {
       try {

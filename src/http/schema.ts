@@ -81,9 +81,11 @@ export function violation(schema: TSchema, value: unknown): Keyword | null {
       // Lengths count code points, which lie between half the UTF-16 units and all of them: counted (an
       // array of the characters) only when those bounds do not settle it, as they do for nearly every value.
       const settled = (s.minLength === undefined || Math.ceil(value.length / 2) >= s.minLength) && (s.maxLength === undefined || value.length <= s.maxLength)
-      const length = settled ? -1 : [...value].length
-      if (length >= 0 && s.minLength !== undefined && length < s.minLength) return 'minLength'
-      if (length >= 0 && s.maxLength !== undefined && length > s.maxLength) return 'maxLength'
+      if (!settled) {
+        const length = [...value].length
+        if (s.minLength !== undefined && length < s.minLength) return 'minLength'
+        if (s.maxLength !== undefined && length > s.maxLength) return 'maxLength'
+      }
     }
     if (s.pattern !== undefined && !pattern(s.pattern).test(value)) return 'pattern'
     if (s.format === 'date' && !isDate(value)) return 'format'

@@ -350,6 +350,17 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     return answer
   }
 
+  /**
+   * A row read after a miss, kept: in the young generation alone (a copy past its TTL in the old one goes),
+   * or, read as gone, dropped from both.
+   */
+  function keepRead(code: string, row: LinkRow | null, now: number): LinkRow | null {
+    old.delete(code)
+    if (row) remember(code, { row, at: now })
+    else young.delete(code)
+    return row
+  }
+
   /** A code missed by the cache, read; kept unless its code changed while the read was under way. */
   function readMissed(code: string, now: number): Promise<LinkRow | null> {
     const under = reading.get(code)
@@ -359,10 +370,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         // Overtaken by a change of the code (or not shared, past READING_MAX): answered, never kept.
         if (reading.get(code) !== read) return row
         reading.delete(code)
-        old.delete(code) // a copy past its TTL: the row read again is kept in the young generation alone
-        if (row) remember(code, { row, at: now })
-        else forget(code) // a row kept past its TTL, gone since
-        return row
+        return keepRead(code, row, now)
       },
       (err) => {
         if (reading.get(code) === read) reading.delete(code)
@@ -370,8 +378,8 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       },
     )
     if (reading.size < READING_MAX) reading.set(code, read)
-    // Whoever awaits it hears of a failure; a read nobody awaits (the hot path's, for a path the router
-    // answers without a link, /healthz) must not be an unhandled rejection.
+    // Whoever awaits it hears of a failure; a read left with nobody awaiting it must not be an unhandled
+    // rejection.
     read.catch(() => {})
     return read
   }
@@ -662,13 +670,8 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       // No link has a reserved name (validate.ts; random codes skip them): /healthz costs no read.
       if (isReserved(code)) return null
       if (readNow === undefined) return readMissed(code, now)
-      // SQLite: read at once, on this thread; nothing can overtake a read that does not wait. A copy past
-      // its TTL in the old generation goes: the row read again is kept in the young one alone.
-      const row = readNow(code)
-      old.delete(code)
-      if (row) remember(code, { row, at: now })
-      else young.delete(code) // a row kept past its TTL, gone since
-      return row
+      // SQLite: read at once, on this thread; nothing can overtake a read that does not wait.
+      return keepRead(code, readNow(code), now)
     },
 
     isExpired(row: LinkRow) {

@@ -110,6 +110,9 @@ export function createLinkStore(db: Db) {
   const exportPage = db.query<LinkRow, [number, number, number]>(
     'SELECT * FROM links WHERE account_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3',
   )
+  const addTags = (linkId: number, accountId: number | null, tags: readonly string[]) => {
+    for (const tag of tags) addTag.run(linkId, tag, accountId)
+  }
   return {
     /** A link's tags, sorted. */
     tagsOf: (linkId: number) => tagsOf.all(linkId).map((r) => r.tag),
@@ -127,12 +130,10 @@ export function createLinkStore(db: Db) {
     /** Replaces a link's tags (call inside the write's transaction). */
     setTags(linkId: number, accountId: number | null, tags: readonly string[]) {
       clearTags.run(linkId)
-      for (const tag of tags) addTag.run(linkId, tag, accountId)
+      addTags(linkId, accountId, tags)
     },
     /** The tags of a link just inserted, which has none yet (ids are never reused): nothing to clear. */
-    addTags(linkId: number, accountId: number | null, tags: readonly string[]) {
-      for (const tag of tags) addTag.run(linkId, tag, accountId)
-    },
+    addTags,
     pageByTag: (accountId: number, tag: string, beforeId: number, limit: number) => pageByTag.all(accountId, tag, beforeId, limit),
     /**
      * The account's links below `beforeId` that match `tag` ('' for any) and the LIKE `pattern`, newest first,

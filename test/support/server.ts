@@ -1,7 +1,7 @@
 // Runs the real service as a child process: `bun src/main.ts serve` (or a compiled executable) on a free
 // port, with a TOML config written here and a temporary data directory. For tests that need what an
 // in-process app cannot give: real sockets, signals, crashes, restarts on the same SQLite file, the binary.
-import { closeSync, existsSync, fstatSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync } from 'node:fs'
+import { closeSync, mkdtempSync, openSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import type { Subprocess } from 'bun'
@@ -143,15 +143,7 @@ function collectFile(path: string, watch: (all: string) => boolean): { text(): s
       closeSync(fd)
     }
   }
-  const size = () => {
-    if (!existsSync(path)) return 0
-    const fd = openSync(path, 'r')
-    try {
-      return fstatSync(fd).size
-    } finally {
-      closeSync(fd)
-    }
-  }
+  const size = () => statSync(path, { throwIfNoEntry: false })?.size ?? 0
   const text = () => {
     const n = size()
     if (n <= HEAD_CHARS + TAIL_CHARS) return read(0, n)
