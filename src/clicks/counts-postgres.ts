@@ -42,7 +42,7 @@ import {
   type ClickBatch,
   type ClickEvent,
   type DayCounts,
-  type DimNames,
+  type StoredNames,
 } from './store'
 
 const hasNames = (d: DayCounts) => DIMENSIONS.some((dim) => d.dims[dim].size > 0)
@@ -67,7 +67,7 @@ export function postgresClickCounts(sql: SQL): ClickCounts {
       const [live] = await tx`UPDATE links SET clicks = clicks + ${clicks}, bots = bots + ${bots} WHERE id = ${linkId} RETURNING id`
       if (!live) continue
       // What each day stored of the batch's names (placed names and OTHER), for its month to add up.
-      const placed = new Map<number, DimNames>()
+      const placed = new Map<number, StoredNames>()
       for (const dayNumber of [...days.keys()].sort((a, b) => a - b)) {
         const d = days.get(dayNumber)!
         const day = dayOf(dayNumber * DAY_MS)
@@ -78,7 +78,7 @@ export function postgresClickCounts(sql: SQL): ClickCounts {
           RETURNING dims`
         if (!hasNames(d)) continue
         const held = parseDims(row.dims)
-        const stored = parseDims('{}')
+        const stored = {} as StoredNames
         for (const dim of DIMENSIONS) stored[dim] = placeNames(held[dim], d.dims[dim])
         placed.set(dayNumber, stored)
         await tx`UPDATE click_days SET dims = ${stringifyDims(held)} WHERE link_id = ${linkId} AND day = ${day}`

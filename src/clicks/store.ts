@@ -166,6 +166,7 @@ const emptyDims = (): DimNames => ({ source: new Map(), device: new Map(), brows
 /** The `dims` column as Maps. Names are attacker-chosen text (a referrer host may be "__proto__"): they
  *  only ever live in Maps, and JSON.parse / Object.fromEntries define plain own properties. */
 export function parseDims(text: string, into: DimNames = emptyDims()): DimNames {
+  if (text === '{}') return into
   let parsed: unknown
   try {
     parsed = JSON.parse(text)
@@ -188,14 +189,17 @@ export function stringifyDims(dims: DimNames): string {
   return JSON.stringify(out)
 }
 
+/** What placeNames stores of no names: one shared, never written, map. */
+const NO_NAMES: ReadonlyMap<string, number> = new Map()
+
 /**
  * Adds a batch's names to what a day holds: a name that has a place keeps it and counts on; a new one takes
  * a free place, the batch's busiest first; the clicks of the rest go to OTHER. Returns what was added, as
  * stored (placed names and OTHER), for the month to add up.
  */
-export function placeNames(day: Names, added: Names): Names {
+export function placeNames(day: Names, added: Names): ReadonlyMap<string, number> {
+  if (added.size === 0) return NO_NAMES
   const stored = new Map<string, number>()
-  if (added.size === 0) return stored
   let placed = day.has(OTHER) ? day.size - 1 : day.size
   const names = placed + added.size > MAX_NAMES ? [...added].sort((a, b) => b[1] - a[1]) : added
   let rest = 0
@@ -222,7 +226,8 @@ export const MONTH_NAMES = 4 * MAX_NAMES
  * busy, else the newcomer's clicks go to OTHER. The batch's busiest come first. Nothing is ever counted
  * twice or lost: a name's earlier clicks stay where they were counted.
  */
-export function placeByVolume(held: Names, added: Names, limit = MONTH_NAMES): void {
+export function placeByVolume(held: Names, added: ReadonlyMap<string, number>, limit = MONTH_NAMES): void {
+  if (added.size === 0) return
   for (const [name, n] of [...added].sort((a, b) => b[1] - a[1])) {
     if (name === OTHER || held.has(name)) {
       bump(held, name, n)
@@ -244,6 +249,16 @@ export function placeByVolume(held: Names, added: Names, limit = MONTH_NAMES): v
 }
 
 const monthOf = (day: string) => day.slice(0, 7)
+
+/** What placeNames stored of each dimension's names, for one day. */
+export type StoredNames = Record<Dimension, ReadonlyMap<string, number>>
+
+/** The names several days stored in one dimension, added up in the days' order. */
+function sumNames(days: StoredNames[], dim: Dimension): Names {
+  const sum: Names = new Map()
+  for (const placed of days) for (const [name, n] of placed[dim]) bump(sum, name, n)
+  return sum
+}
 
 /** Links written per transaction: at ~40 µs a link, a transaction holds the write lock for ~20 ms. */
 export const LINKS_PER_COMMIT = 500
@@ -273,7 +288,6 @@ export function clicksIn(batch: ClickBatch): number {
 }
 
 export function createClickStore(db: Db) {
-  const linkExists = db.query<{ one: number }, [number]>('SELECT 1 AS one FROM links WHERE id = ?')
   const dayDims = db.query<{ dims: string }, [number, string]>('SELECT dims FROM click_days WHERE link_id = ?1 AND day = ?2')
   // Visitors are added as an increment, like clicks: the same statement works with several writers.
   const putDay = db.query<unknown, [number, string, number, number, number, string]>(
@@ -300,29 +314,37 @@ export function createClickStore(db: Db) {
   const write = db.transaction((batch: ClickBatch, events: ClickEvent[]) => {
     if (events.length > 0) writeEvents(events)
     for (const [linkId, days] of batch) {
-      // A click on a link deleted before the flush is dropped (its rows went with it).
-      if (linkExists.get(linkId) === null) continue
       let clicks = 0
       let bots = 0
-      const months = new Map<string, DayCounts>()
-      for (const [dayNumber, d] of days) {
-        const day = dayOf(dayNumber * DAY_MS)
-        const held = parseDims(dayDims.get(linkId, day)?.dims ?? '{}')
-        let month = months.get(monthOf(day))
-        if (!month) months.set(monthOf(day), (month = newDayCounts()))
-        for (const dim of DIMENSIONS) for (const [name, n] of placeNames(held[dim], d.dims[dim])) bump(month.dims[dim], name, n)
-        putDay.run(linkId, day, d.clicks, d.bots, d.visitors, stringifyDims(held))
-        month.clicks += d.clicks
-        month.bots += d.bots
+      for (const d of days.values()) {
         clicks += d.clicks
         bots += d.bots
       }
+      // A click on a link deleted before the flush is dropped (its rows went with it): its totals change no
+      // row. One statement finds that out and adds the totals (no look-up of the link first).
+      if (addTotals.run(clicks, bots, linkId).changes === 0) continue
+      // Per month of the link's days (almost always one): its counts and what each day stored of its names.
+      const months = new Map<string, { clicks: number; bots: number; placed: StoredNames[] }>()
+      for (const [dayNumber, d] of days) {
+        const day = dayOf(dayNumber * DAY_MS)
+        const held = parseDims(dayDims.get(linkId, day)?.dims ?? '{}')
+        const placed = {} as StoredNames
+        for (const dim of DIMENSIONS) placed[dim] = placeNames(held[dim], d.dims[dim])
+        putDay.run(linkId, day, d.clicks, d.bots, d.visitors, stringifyDims(held))
+        const key = monthOf(day)
+        const month = months.get(key)
+        if (month === undefined) months.set(key, { clicks: d.clicks, bots: d.bots, placed: [placed] })
+        else {
+          month.clicks += d.clicks
+          month.bots += d.bots
+          month.placed.push(placed)
+        }
+      }
       for (const [key, m] of months) {
         const held = parseDims(monthDims.get(linkId, key)?.dims ?? '{}')
-        for (const dim of DIMENSIONS) placeByVolume(held[dim], m.dims[dim])
+        for (const dim of DIMENSIONS) placeByVolume(held[dim], m.placed.length === 1 ? m.placed[0]![dim] : sumNames(m.placed, dim))
         putMonth.run(linkId, key, m.clicks, m.bots, stringifyDims(held))
       }
-      addTotals.run(clicks, bots, linkId)
     }
   })
 
