@@ -30,6 +30,7 @@ import { CODE_TAKEN, GONE, REFUSED, type LinkStorage } from './storage'
 import type { LinkChanges, LinkRow, NameCount } from './store'
 import {
   isReserved,
+  MODES,
   ownUrlRules,
   validateAlias,
   validateCode,
@@ -356,8 +357,13 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
    */
   function keepRead(code: string, row: LinkRow | null, now: number): LinkRow | null {
     old.delete(code)
-    if (row) remember(code, { row, at: now })
-    else young.delete(code)
+    if (row) {
+      // Held with the row's own code as its key (equal to `code`: codes compare exactly) and the one string
+      // of its mode, so that a row holds no string of the request's and no copy of 'redirect': 62 of the
+      // ~390 bytes a cached row took (100,000 rows of the bench's 1M-link data).
+      row.mode = MODES.find((m) => m === row.mode) ?? row.mode
+      remember(row.code, { row, at: now })
+    } else young.delete(code)
     return row
   }
 
