@@ -347,6 +347,22 @@ describe.each([
       expect(await e.notes()).toEqual(['made Group1'])
       expect(await e.tagRows((turn[3] as LinkRow).id)).toEqual([{ tag: 't3', account_id: null }])
       expect(await b.links.byCode('Group2')).toMatchObject({ long_url: 'https://example.com/Group2' })
+      // The rows a group's insert hands back are the stored rows, key for key in the same order: every field
+      // set on one, none on another, one made with its third code.
+      const full = { mode: 'frame' as const, password_hash: '$argon2id$v=19$x', expires: T0 + 5, max_visits: 2, rules: RULES, split: SPLIT }
+      const rows = await Promise.all([
+        a.links.insert(newLink('Rows1', { account_id: alice, ...full }), ['r']),
+        a.links.insert(newLink('Rows2'), []),
+        a.links.insertFresh(newLink('unused', { account_id: alice, expires: T0 + 9 }), () => ['Before1', 'Rows1', 'Rows3'], []),
+      ])
+      for (const row of rows as LinkRow[]) {
+        const stored = (await b.links.byCode(row.code))!
+        expect(row).toEqual(stored)
+        expect(Object.entries(row)).toEqual(Object.entries(stored))
+      }
+      expect(rows.map((r) => (r as LinkRow).code)).toEqual(['Rows1', 'Rows2', 'Rows3'])
+      expect(rows[0]).toMatchObject({ account_id: alice, ...full, clicks: 0, bots: 0, disabled: null, visits_used: 0 })
+      expect(a.links.creations()).toEqual({ commits: before.commits + 2, links: before.links + 6 })
       // A refusal inside one creation's transaction: that one fails, the others of its turn are made.
       const refusing = await Promise.allSettled([
         a.links.insert(newLink('Ok1'), ['k'], (tx, r) => e.note(tx, `made ${r.code}`)),
@@ -361,7 +377,7 @@ describe.each([
       expect(await b.links.codeExists('Ok1')).toBe(true)
       expect(await b.links.codeExists('Ok2')).toBe(true)
       expect(await e.notes()).toEqual(['made Group1', 'made Ok1'])
-      expect(a.links.creations().links).toBe(before.links + 5)
+      expect(a.links.creations().links).toBe(before.links + 8)
     } finally {
       await e.close()
     }
