@@ -43,11 +43,39 @@ const link = (r: any): LinkRow => ({
 })
 const links = (rows: any[]) => rows.map(link)
 
+/**
+ * A new link's row as the insert stored it, built from the values bound and the id the insert gave (the
+ * table's defaults for the rest), in the table's column order: RETURNING * sent every column back, and
+ * each was decoded again, for values this process had just sent (~16 columns a creation).
+ */
+const insertedRow = (id: unknown, code: string, l: Omit<NewLink, 'code'>): LinkRow => ({
+  id: int(id),
+  code,
+  long_url: l.long_url,
+  account_id: l.account_id,
+  mode: l.mode,
+  password_hash: l.password_hash,
+  created: l.created,
+  updated: l.created,
+  expires: l.expires,
+  clicks: 0,
+  bots: 0,
+  disabled: null,
+  max_visits: l.max_visits,
+  visits_used: 0,
+  rules: l.rules,
+  split: l.split,
+})
+
 export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
+  /** Tags added to a link, in `tx`. */
+  async function addTags(tx: SQL, linkId: number, accountId: number | null, tags: readonly string[]) {
+    if (tags.length > 0) await tx`INSERT INTO link_tags ${tx(tags.map((tag) => ({ link_id: linkId, tag, account_id: accountId })))}`
+  }
   /** The link's tags replaced, in `tx` (whose caller holds the link's row lock). */
   async function replaceTags(tx: SQL, linkId: number, accountId: number | null, tags: readonly string[]) {
     await tx`DELETE FROM link_tags WHERE link_id = ${linkId}`
-    if (tags.length > 0) await tx`INSERT INTO link_tags ${tx(tags.map((tag) => ({ link_id: linkId, tag, account_id: accountId })))}`
+    await addTags(tx, linkId, accountId, tags)
   }
 
   // The dashboard's search: the same condition as store.ts's SEARCH, with ILIKE for LIKE.
@@ -101,10 +129,11 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
       const row = await sql.begin(async (tx) => {
         for (const code of c.codes()) {
           // ON CONFLICT DO NOTHING raises no error: the transaction stays usable for the next code.
-          const [inserted] = await tx`INSERT INTO links ${tx(values(c.l, code))} ON CONFLICT (code) DO NOTHING RETURNING *`
+          const [inserted] = await tx`INSERT INTO links ${tx(values(c.l, code))} ON CONFLICT (code) DO NOTHING RETURNING id`
           if (!inserted) continue
-          const row = link(inserted)
-          await replaceTags(tx, row.id, row.account_id, c.tags)
+          const row = insertedRow(inserted.id, code, c.l)
+          // A new id has no tags yet: nothing to delete first (a round trip less than replaceTags).
+          await addTags(tx, row.id, row.account_id, c.tags)
           if (c.within) await c.within(tx, row)
           return row
         }
@@ -140,15 +169,16 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
           // In owner order, then code order (see above).
           const owner = (c: Creation) => c.l.account_id ?? 0
           trying.sort((a, b) => owner(a[0]) - owner(b[0]) || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0))
-          const inserted = await tx`INSERT INTO links ${tx(trying.map(([c, code]) => values(c.l, code)))} ON CONFLICT (code) DO NOTHING RETURNING *`
-          const byCode = new Map<string, LinkRow>(inserted.map((r: unknown) => [(r as { code: string }).code, link(r)]))
+          // Each row inserted names its code and id; the rest of the row is what was bound (insertedRow).
+          const inserted = await tx`INSERT INTO links ${tx(trying.map(([c, code]) => values(c.l, code)))} ON CONFLICT (code) DO NOTHING RETURNING id, code`
+          const idOf = new Map<string, unknown>(inserted.map((r: { id: unknown; code: string }) => [r.code, r.id]))
           open = []
           for (const [c, code] of trying) {
             // Two creations of one group asking for one code: the first has it, the second tries its next.
-            const row = byCode.get(code)
-            if (row) {
-              byCode.delete(code)
-              out.set(c, row)
+            const id = idOf.get(code)
+            if (id !== undefined) {
+              idOf.delete(code)
+              out.set(c, insertedRow(id, code, c.l))
             } else open.push(c)
           }
         }
