@@ -354,15 +354,18 @@ describe.each([
         a.links.insert(newLink('Rows1', { account_id: alice, ...full }), ['r']),
         a.links.insert(newLink('Rows2'), []),
         a.links.insertFresh(newLink('unused', { account_id: alice, expires: T0 + 9 }), () => ['Before1', 'Rows1', 'Rows3'], []),
+        // Text that means something inside an array literal or a VALUES list, and the word NULL, kept as text.
+        a.links.insert(newLink('Rows4', { long_url: 'https://example.com/{"a\\b",NULL} (x)\'y\'', password_hash: 'NULL', rules: '', split: ' {} ' }), []),
       ])
       for (const row of rows as LinkRow[]) {
         const stored = (await b.links.byCode(row.code))!
         expect(row).toEqual(stored)
         expect(Object.entries(row)).toEqual(Object.entries(stored))
       }
-      expect(rows.map((r) => (r as LinkRow).code)).toEqual(['Rows1', 'Rows2', 'Rows3'])
+      expect(rows.map((r) => (r as LinkRow).code)).toEqual(['Rows1', 'Rows2', 'Rows3', 'Rows4'])
       expect(rows[0]).toMatchObject({ account_id: alice, ...full, clicks: 0, bots: 0, disabled: null, visits_used: 0 })
-      expect(a.links.creations()).toEqual({ commits: before.commits + 2, links: before.links + 6 })
+      expect(await b.links.byCode('Rows4')).toMatchObject({ long_url: 'https://example.com/{"a\\b",NULL} (x)\'y\'', password_hash: 'NULL', rules: '', split: ' {} ' })
+      expect(a.links.creations()).toEqual({ commits: before.commits + 2, links: before.links + 7 })
       // A refusal inside one creation's transaction: that one fails, the others of its turn are made.
       const refusing = await Promise.allSettled([
         a.links.insert(newLink('Ok1'), ['k'], (tx, r) => e.note(tx, `made ${r.code}`)),
@@ -377,7 +380,7 @@ describe.each([
       expect(await b.links.codeExists('Ok1')).toBe(true)
       expect(await b.links.codeExists('Ok2')).toBe(true)
       expect(await e.notes()).toEqual(['made Group1', 'made Ok1'])
-      expect(a.links.creations().links).toBe(before.links + 8)
+      expect(a.links.creations().links).toBe(before.links + 9)
     } finally {
       await e.close()
     }
