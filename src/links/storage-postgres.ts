@@ -95,6 +95,10 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
   // refuses, a row the database will not take), the group is rolled back and each of its creations is made
   // again on its own, in a transaction of its own, as a lone creation is: one refusal never costs the others
   // their link (and, as on SQLite, a `within` may run twice: it does only database work).
+  // Where the server's CPU goes (perf of the PostgreSQL processes, ~32 creations a transaction): ~70% in the
+  // triggers on links, mostly link_counts_insert (a PL/pgSQL row trigger calling a SQL function, which
+  // PostgreSQL parses and plans again for every row), the rest the foreign key's check of account_id. The
+  // statements sent from here are the smaller part: one INSERT of the group's rows, its tags, BEGIN/COMMIT.
   interface Creation {
     l: Omit<NewLink, 'code'>
     codes: () => Iterable<string>
