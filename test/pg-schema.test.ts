@@ -264,6 +264,14 @@ describe('the triggers do what SQLite’s do', () => {
       const [b1] = await link('b1', bob.id)
       await link('n1', null)
       expect(await counts()).toEqual({ 0: 1, [alice.id]: 2, [bob.id]: 1 })
+      // One statement of several rows and owners (a group of creations, storage-postgres.ts): each owner
+      // gets its rows' count (migration 19 counts a statement's rows, not a row at a time).
+      await sql`INSERT INTO links (code, long_url, account_id, created, updated) VALUES
+        ('g1', 'https://example.com/', ${bob.id}, 1, 1), ('g2', 'https://example.com/', ${alice.id}, 1, 1),
+        ('g3', 'https://example.com/', NULL, 1, 1), ('g4', 'https://example.com/', ${bob.id}, 1, 1)`
+      expect(await counts()).toEqual({ 0: 2, [alice.id]: 3, [bob.id]: 3 })
+      await sql`DELETE FROM links WHERE code IN ('g1', 'g2', 'g3', 'g4')`
+      expect(await counts()).toEqual({ 0: 1, [alice.id]: 2, [bob.id]: 1 })
       await sql`UPDATE links SET account_id = ${alice.id} WHERE id = ${b1.id}`
       await sql`UPDATE links SET long_url = 'https://example.org/' WHERE id = ${b1.id}` // not an owner change
       expect(await counts()).toEqual({ 0: 1, [alice.id]: 3, [bob.id]: 0 })
