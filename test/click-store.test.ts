@@ -196,6 +196,40 @@ test('clicks of a link deleted before the flush are dropped, and the others in t
   }
 })
 
+test("a link-day's first write: its names as they came, or placed when there are too many or one is OTHER", () => {
+  const db = freshDb()
+  try {
+    const store = createClickStore(db)
+    const firstWrite = (link: number, day: number, sources: [string, number][]) => {
+      const d = newDayCounts()
+      for (const [name, n] of sources) {
+        bump(d.dims.source, name, n)
+        d.clicks += n
+      }
+      store.write(new Map([[link, new Map([[START_DAY + day, d]])]]))
+      const row = db.query('SELECT dims FROM click_days WHERE link_id = ?1 ORDER BY day DESC LIMIT 1').get(link) as { dims: string }
+      return [...parseDims(row.dims).source]
+    }
+    // A few names: stored as they came, in their order.
+    const few: [string, number][] = [['b.example', 2], ['a.example', 5], ['c.example', 1]]
+    expect(firstWrite(1, 0, few)).toEqual(few)
+    // More than MAX_NAMES: the busiest MAX_NAMES keep their name, the rest go to OTHER.
+    const many = Array.from({ length: MAX_NAMES + 3 }, (_, i) => [`n${i}.example`, i + 1] as [string, number])
+    const placed = new Map(firstWrite(1, 1, many))
+    expect(placed.size).toBe(MAX_NAMES + 1)
+    expect(placed.get(OTHER)).toBe(1 + 2 + 3)
+    expect(placed.has('n0.example')).toBe(false)
+    expect(placed.get(`n${MAX_NAMES + 2}.example`)).toBe(MAX_NAMES + 3)
+    // A name that is OTHER itself is counted under OTHER, after the named ones.
+    expect(firstWrite(2, 0, [[OTHER, 4], ['a.example', 1]])).toEqual([['a.example', 1], [OTHER, 4]])
+    // The month holds what its day stored.
+    const month = db.query('SELECT dims FROM click_months WHERE link_id = 2').get() as { dims: string }
+    expect(Object.fromEntries(parseDims(month.dims).source)).toEqual({ 'a.example': 1, [OTHER]: 4 })
+  } finally {
+    db.close()
+  }
+})
+
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0'
 
 test('stats.json: a year is answered from months; the answer is kept until a click is written', async () => {

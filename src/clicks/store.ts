@@ -253,6 +253,12 @@ const monthOf = (day: string) => day.slice(0, 7)
 /** What placeNames stored of each dimension's names, for one day. */
 export type StoredNames = Record<Dimension, ReadonlyMap<string, number>>
 
+/** Whether placeNames would place every name of an empty day as it is: none past MAX_NAMES, no OTHER. */
+function placedAsTheyCome(dims: DimNames): boolean {
+  for (const dim of DIMENSIONS) if (dims[dim].size > MAX_NAMES || dims[dim].has(OTHER)) return false
+  return true
+}
+
 /** The names several days stored in one dimension, added up in the days' order. */
 function sumNames(days: StoredNames[], dim: Dimension): Names {
   const sum: Names = new Map()
@@ -327,10 +333,20 @@ export function createClickStore(db: Db) {
       const months = new Map<string, { clicks: number; bots: number; placed: StoredNames[] }>()
       for (const [dayNumber, d] of days) {
         const day = dayOf(dayNumber * DAY_MS)
-        const held = parseDims(dayDims.get(linkId, day)?.dims ?? '{}')
-        const placed = {} as StoredNames
-        for (const dim of DIMENSIONS) placed[dim] = placeNames(held[dim], d.dims[dim])
-        putDay.run(linkId, day, d.clicks, d.bots, d.visitors, stringifyDims(held))
+        const stored = dayDims.get(linkId, day)
+        let placed: StoredNames
+        let dims: string
+        if (stored === null && placedAsTheyCome(d.dims)) {
+          // The link-day's first write, as placeNames would place it on an empty day: every name as it came.
+          placed = d.dims
+          dims = stringifyDims(d.dims)
+        } else {
+          const held = parseDims(stored?.dims ?? '{}')
+          placed = {} as StoredNames
+          for (const dim of DIMENSIONS) placed[dim] = placeNames(held[dim], d.dims[dim])
+          dims = stringifyDims(held)
+        }
+        putDay.run(linkId, day, d.clicks, d.bots, d.visitors, dims)
         const key = monthOf(day)
         const month = months.get(key)
         if (month === undefined) months.set(key, { clicks: d.clicks, bots: d.bots, placed: [placed] })
