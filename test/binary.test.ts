@@ -221,6 +221,36 @@ describe('serving from the binary', () => {
     expect(server.stdout()).toContain('SIGTERM')
     expect(server.stderr()).toBe('')
   })
+
+  // A start knows the bundled yt-dlp from its sidecar without reading the embedded file (media/ytdlp.ts
+  // embeddedMeta): the one there is kept as it is, and one that is not this build's is extracted again.
+  test('a later start keeps the extracted yt-dlp; one changed behind its sidecar, or another build\'s, is extracted again', async () => {
+    const vendored = JSON.parse(readFileSync(join(REPO_ROOT, 'vendor/yt-dlp.json'), 'utf8'))
+    const file = join(server.dataDir, 'bin', 'yt-dlp-bundled')
+    const sha = () => createHash('sha256').update(readFileSync(file)).digest('hex')
+    const restart = async () => {
+      const again = await startServer({ config: { dir: server.dir, dataDir: server.dataDir, configPath: server.configPath }, command: linkbox, cwd })
+      expect(await again.stop('SIGTERM')).toBe(0)
+      expect(again.stderr()).toBe('')
+      expect(again.stdout()).not.toContain('yt-dlp could not be put')
+    }
+    const before = statSync(file)
+    await restart()
+    expect(statSync(file)).toMatchObject({ ino: before.ino, mtimeMs: before.mtimeMs, size: before.size })
+
+    writeFileSync(file, 'not the bundled one')
+    await restart()
+    expect(sha()).toBe(vendored.sha256)
+    expect(statSync(file).mode & 0o777).toBe(0o755)
+
+    const sidecar = `${file}.json`
+    const kept = statSync(file)
+    writeFileSync(sidecar, JSON.stringify({ ...JSON.parse(readFileSync(sidecar, 'utf8')), sha256: '0'.repeat(64) }))
+    await restart()
+    expect(statSync(file).ino).not.toBe(kept.ino)
+    expect(sha()).toBe(vendored.sha256)
+    expect(JSON.parse(readFileSync(sidecar, 'utf8')).sha256).toBe(vendored.sha256)
+  })
 })
 
 test('doctor extracts the bundled yt-dlp and reports it as the one used, with its version', async () => {

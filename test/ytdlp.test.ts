@@ -10,6 +10,7 @@ import {
   BUNDLED_NAME,
   UPDATED_NAME,
   YtdlpUpdateError,
+  bundledInstalled,
   compareVersions,
   createYtdlp,
   installBundled,
@@ -292,6 +293,22 @@ describe('which one runs', () => {
       'damaged',
     )
     expect(sha256(readFileSync(path))).toBe(sha256(b))
+  })
+
+  test('bundledInstalled: true only for the build\'s own file as its sidecar names it', async () => {
+    const dir = dataDir()
+    const a = zipapp('installed-a', '2050.01.01')
+    const metaA = { version: '2050.01.01', sha256: sha256(a), source: 'test' }
+    expect(bundledInstalled(dir, metaA)).toBe(false) // nothing there yet
+    await installBundled(dir, new Blob([a]), metaA)
+    expect(bundledInstalled(dir, metaA)).toBe(true)
+    expect(bundledInstalled(dir, { ...metaA, sha256: '0'.repeat(64) })).toBe(false) // another build's
+    writeFileSync(join(dir, 'bin', BUNDLED_NAME), zipapp('installed-b', '2040.04.04')) // changed behind its sidecar
+    expect(bundledInstalled(dir, metaA)).toBe(false)
+    expect(await installBundled(dir, new Blob([a]), metaA)).toBe(true)
+    expect(bundledInstalled(dir, metaA)).toBe(true)
+    writeFileSync(join(dir, 'bin', `${BUNDLED_NAME}.json`), '{') // a sidecar cut short
+    expect(bundledInstalled(dir, metaA)).toBe(false)
   })
 
   test('a bundled file replaced behind its sidecar is asked for its version, not trusted', async () => {

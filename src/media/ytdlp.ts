@@ -236,6 +236,35 @@ export async function embeddedYtdlp(): Promise<{ file: Blob; meta: YtdlpMeta } |
 }
 
 /**
+ * The meta of the yt-dlp compiled into this binary, read from its file alone: compile.assets puts it at
+ * /$bunfs/root/yt-dlp.json, beside the modules (see qr/renderer.ts for import.meta.url there). Bun.embeddedFiles,
+ * which embeddedYtdlp() needs for the yt-dlp itself, costs 5 ms and more at its first use in this binary: a
+ * start whose data_dir/bin already holds this build's yt-dlp does not pay it. null when it cannot be read
+ * (run from source; another layout): prepare() then asks embeddedYtdlp() as before.
+ */
+async function embeddedMeta(): Promise<YtdlpMeta | null> {
+  if (!Bun.isStandaloneExecutable) return null
+  try {
+    const meta = JSON.parse(await Bun.file(new URL(`./${EMBEDDED_META}`, import.meta.url)).text()) as YtdlpMeta
+    return typeof meta.sha256 === 'string' ? meta : null
+  } catch {
+    return null
+  }
+}
+
+/** Whether data_dir/bin/yt-dlp-bundled is the one `meta` describes: its sidecar has that sha256 and names the file as it is. */
+export function bundledInstalled(dataDir: string, meta: YtdlpMeta): boolean {
+  const target = join(binDir(dataDir), BUNDLED_NAME)
+  const have = readSidecar(`${target}.json`)
+  if (!have || have.sha256 !== meta.sha256) return false
+  try {
+    return sameFile(statSync(target), have)
+  } catch {
+    return false
+  }
+}
+
+/**
  * Puts `file` at data_dir/bin/yt-dlp-bundled when it is missing or another build's: the sidecar's sha256 is
  * compared, not the file's bytes, so an unchanged start costs a stat and a small read. Written to a temporary
  * name, fsynced, renamed (a crash leaves the old one or the new one, never half). Returns whether it wrote.
@@ -243,12 +272,7 @@ export async function embeddedYtdlp(): Promise<{ file: Blob; meta: YtdlpMeta } |
 export async function installBundled(dataDir: string, file: Blob, meta: YtdlpMeta): Promise<boolean> {
   const dir = binDir(dataDir)
   const target = join(dir, BUNDLED_NAME)
-  const have = readSidecar(`${target}.json`)
-  if (have && have.sha256 === meta.sha256) {
-    try {
-      if (sameFile(statSync(target), have)) return false
-    } catch {}
-  }
+  if (bundledInstalled(dataDir, meta)) return false
   const bytes = new Uint8Array(await file.arrayBuffer())
   const sha256 = createHash('sha256').update(bytes).digest('hex')
   if (sha256 !== meta.sha256) throw new Error(`the bundled yt-dlp is damaged: its SHA-256 is ${sha256}, the build recorded ${meta.sha256}`)
@@ -350,6 +374,9 @@ export function createYtdlp(opts: { ytdlpPath: string; dataDir: string; env?: Re
     prepare() {
       preparing ??= (async () => {
         sweepTemps(dir, Date.now())
+        // The usual start: this build's yt-dlp is there already, known from the meta alone.
+        const meta = await embeddedMeta()
+        if (meta && bundledInstalled(opts.dataDir, meta)) return
         const embedded = await embeddedYtdlp()
         if (embedded) await installBundled(opts.dataDir, embedded.file, embedded.meta)
       })().finally(() => (preparing = null))
