@@ -96,8 +96,9 @@ function dateField(name: 'from' | 'to', label: string, value: string, max: strin
 <input id="range-${name}" name="${name}" type="date" min="1970-01-01" max="${escapeHtml(max)}" value="${escapeHtml(value)}"${mine ? ` aria-invalid="true" aria-describedby="range-error"` : ''}></div>`
 }
 
-// Country names in English, like the rest of the pages, from the runtime's own data (no request made).
-const regionNames = new Intl.DisplayNames(['en'], { type: 'region', fallback: 'code' })
+// Country names in English, like the rest of the pages, from the runtime's own data (no request made). Made
+// at the first name asked for, not when the module loads: serve's first answer does not wait for its data.
+let regionNames: Intl.DisplayNames | undefined
 
 /** A country code's flag: its two regional indicator letters, drawn by the reader's own emoji font. */
 export function flagOf(code: string): string {
@@ -111,7 +112,7 @@ export function countryName(code: string): string {
   if (code === 'other') return 'Other countries'
   if (!/^[A-Z]{2}$/.test(code)) return code
   try {
-    return regionNames.of(code) ?? code
+    return (regionNames ??= new Intl.DisplayNames(['en'], { type: 'region', fallback: 'code' })).of(code) ?? code
   } catch {
     return code
   }
