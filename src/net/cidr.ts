@@ -1,6 +1,6 @@
 // IP addresses as 16-byte values (IPv4 as IPv4-mapped IPv6), and CIDR ranges over them. Used for
 // trusted proxies now and by the SSRF guard (address classification) for media and webhooks.
-import { isIP } from 'node:net'
+import { isIP } from './ip'
 
 export type Bytes16 = Uint8Array
 

@@ -11,7 +11,7 @@
 // into dotted quads and IPv6 into its canonical text before we look. Credentials in a URL
 // (`http://user:pass@host/`) are not refused but never sent: the request URL is rebuilt without them.
 import { lookup } from 'node:dns/promises'
-import { isIP } from 'node:net'
+import { isIP } from './ip'
 import { cidrContains, parseCidr, parseIp, type Bytes16, type Cidr } from './cidr'
 
 // Not the public internet: "this network", private, CGNAT, loopback, link-local, IETF/benchmark/

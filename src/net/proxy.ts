@@ -9,7 +9,7 @@
 // tunnels carry whatever the client speaks (TLS). Any port is allowed: fixture servers use random ones,
 // and a public host's odd port is no danger to us.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
-import { connect, createServer, type Socket } from 'node:net'
+import type { Socket } from 'node:net'
 import { GuardError, checkUrl, type GuardOptions } from './guard'
 
 export interface GuardProxy {
@@ -82,6 +82,8 @@ function parseHead(text: string): Head | null {
 const digest = (text: string) => createHash('sha256').update(text).digest()
 
 export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardProxy> {
+  // Loaded here, at the first download, not with the app: node:net brings node's streams (~4 ms of serve's start).
+  const { connect, createServer } = await import('node:net')
   const maxConnections = opts.maxConnections ?? 64
   const connectTimeoutMs = opts.connectTimeoutMs ?? 10_000
   const idleTimeoutMs = opts.idleTimeoutMs ?? 120_000
