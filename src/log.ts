@@ -5,7 +5,7 @@
 // in /metrics), never waited for. Every other line is rare and goes out at once
 // (writeSync), so that a start-up line or a fault is never held back — unless request lines are being
 // written just then: it follows them, in order. drain() waits for all of it (close() calls it).
-import { write as writeAsync, writeSync } from 'node:fs'
+import { fstatSync, statSync, write as writeAsync, writeSync } from 'node:fs'
 import { createLineBuffer } from './log-buffer'
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const
@@ -91,9 +91,22 @@ function writeOffThread(text: string, done: () => void) {
   next(0)
 }
 
+/**
+ * Whether stdout is a terminal, as process.stdout.isTTY says; but making process.stdout loads node's streams
+ * (~3 ms, before serve's first answer). A terminal is a character device and never /dev/null, so a pipe, a
+ * file, a socket or /dev/null is known from one fstat; only another character device asks process.stdout.
+ */
+function stdoutIsTty(): boolean {
+  try {
+    const st = fstatSync(1)
+    if (!st.isCharacterDevice() || st.rdev === statSync('/dev/null').rdev) return false
+  } catch {}
+  return process.stdout.isTTY === true
+}
+
 export function createLogger(opts: LoggerOptions = {}) {
   const write = opts.write ?? ((text: string, level: LogLevel) => writeFd(RANK[level] >= RANK.warn ? 2 : 1, text))
-  const tty = opts.tty ?? process.stdout.isTTY === true
+  const tty = opts.tty ?? stdoutIsTty()
   const now = opts.now ?? Date.now
   let minRank = RANK[opts.level ?? 'info']
   let pretty = (opts.format ?? 'auto') === 'pretty' || ((opts.format ?? 'auto') === 'auto' && tty)

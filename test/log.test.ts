@@ -4,7 +4,8 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { createLogger, jsonString, requestIdOf, type LogLevel } from '../src/log'
-import { killAllServers, startServer, writeConfig } from './support/server'
+import { closeSync, openSync } from 'node:fs'
+import { killAllServers, removeDir, startServer, tempDir, writeConfig } from './support/server'
 
 afterAll(killAllServers)
 
@@ -114,6 +115,39 @@ describe('lines', () => {
     const made = ['', 'a b', 'x'.repeat(65), 'é', 'a\nb', '../x', null].map((v) => requestIdOf(v))
     for (const id of made) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-z]+$/)
     expect(new Set(made).size).toBe(made.length)
+  })
+})
+
+// auto decides by what stdout is, found out without process.stdout (log.ts stdoutIsTty): the logger's lines go
+// to stderr here, so that each kind of stdout can be tried, a terminal (a pty from script(1)) among them.
+describe('auto: what stdout is', () => {
+  const LOG_SRC = `${import.meta.dir}/../src/log.ts`
+  const program = `import { createLogger } from ${JSON.stringify(LOG_SRC)}; createLogger({ now: () => Date.UTC(2026, 0, 2, 12, 1, 2), write: (t) => process.stderr.write(t) }).info('x')`
+  const run = (stdout: 'pipe' | 'ignore' | number) => {
+    const r = Bun.spawnSync([process.execPath, '-e', program], { stdout, stderr: 'pipe' })
+    expect(r.exitCode).toBe(0)
+    return r.stderr.toString()
+  }
+  const json = (text: string) => expect(JSON.parse(text)).toMatchObject({ level: 'info', msg: 'x' })
+
+  test('a pipe, /dev/null and a file: JSON lines', () => {
+    json(run('pipe'))
+    json(run('ignore')) // /dev/null
+    const dir = tempDir('linkbox-log-')
+    const fd = openSync(`${dir}/out`, 'w')
+    try {
+      json(run(fd))
+    } finally {
+      closeSync(fd)
+      removeDir(dir)
+    }
+  })
+
+  test.skipIf(!Bun.which('script'))('a terminal: pretty', () => {
+    const command = [process.execPath, '-e', program].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')
+    const r = Bun.spawnSync(['script', '-qec', command, '/dev/null'], { stdin: 'pipe', stdout: 'pipe', stderr: 'pipe' })
+    expect(r.exitCode).toBe(0)
+    expect(r.stdout.toString().replace(/\r/g, '')).toBe('12:01:02 x\n')
   })
 })
 
