@@ -1,4 +1,5 @@
 import type { Db } from '../db'
+import { lazyStatements } from '../db/lazy'
 
 export interface AccountRow {
   id: number
@@ -47,63 +48,64 @@ export interface AccountSummaryRow {
 }
 
 export function createAccountStore(db: Db) {
-  const insertAccount = db.query<AccountRow, [string, string | null, number, number]>(
+  const q = lazyStatements(db) // prepared at their first use (db/lazy.ts)
+  const insertAccount = q.query<AccountRow, [string, string | null, number, number]>(
     'INSERT INTO accounts (name, password_hash, admin, created) VALUES (?, ?, ?, ?) RETURNING *',
   )
-  const accountByName = db.query<AccountRow, [string]>('SELECT * FROM accounts WHERE name = ?')
-  const accountById = db.query<AccountRow, [number]>('SELECT * FROM accounts WHERE id = ?')
-  const activeAdmins = db.query<{ n: number }, []>('SELECT count(*) AS n FROM accounts WHERE admin = 1 AND disabled IS NULL')
-  const setPassword = db.query<unknown, [string, number]>('UPDATE accounts SET password_hash = ? WHERE id = ?')
-  const setLastSignin = db.query<unknown, [number, number]>('UPDATE accounts SET last_signin = ? WHERE id = ?')
+  const accountByName = q.query<AccountRow, [string]>('SELECT * FROM accounts WHERE name = ?')
+  const accountById = q.query<AccountRow, [number]>('SELECT * FROM accounts WHERE id = ?')
+  const activeAdmins = q.query<{ n: number }, []>('SELECT count(*) AS n FROM accounts WHERE admin = 1 AND disabled IS NULL')
+  const setPassword = q.query<unknown, [string, number]>('UPDATE accounts SET password_hash = ? WHERE id = ?')
+  const setLastSignin = q.query<unknown, [number, number]>('UPDATE accounts SET last_signin = ? WHERE id = ?')
   // Its keys, sessions, mailboxes (their messages) and webhooks go with it (ON DELETE CASCADE); its links
   // stay, owned by nobody (ON DELETE SET NULL), unless they are deleted first (deleteLinksOf).
-  const deleteAccount = db.query<unknown, [number]>('DELETE FROM accounts WHERE id = ?')
-  const linksOf = db.query<{ n: number }, [number]>('SELECT count(*) AS n FROM links WHERE account_id = ?')
-  const deleteLinksOf = db.query<{ code: string }, [number]>('DELETE FROM links WHERE account_id = ? RETURNING code')
+  const deleteAccount = q.query<unknown, [number]>('DELETE FROM accounts WHERE id = ?')
+  const linksOf = q.query<{ n: number }, [number]>('SELECT count(*) AS n FROM links WHERE account_id = ?')
+  const deleteLinksOf = q.query<{ code: string }, [number]>('DELETE FROM links WHERE account_id = ? RETURNING code')
   // An account's dashboard sessions (web_sessions, migration 8) end with a change of its password or state.
-  const endSessions = db.query<unknown, [number]>('DELETE FROM web_sessions WHERE account_id = ?')
-  const count = db.query<{ n: number }, []>('SELECT count(*) AS n FROM accounts')
-  const setDisabled = db.query<unknown, [number | null, number]>('UPDATE accounts SET disabled = ? WHERE id = ?')
-  const insertKey = db.query<KeyRow, [number, string, string, string, string, number]>(
+  const endSessions = q.query<unknown, [number]>('DELETE FROM web_sessions WHERE account_id = ?')
+  const count = q.query<{ n: number }, []>('SELECT count(*) AS n FROM accounts')
+  const setDisabled = q.query<unknown, [number | null, number]>('UPDATE accounts SET disabled = ? WHERE id = ?')
+  const insertKey = q.query<KeyRow, [number, string, string, string, string, number]>(
     'INSERT INTO api_keys (account_id, prefix, hash, scopes, label, created) VALUES (?, ?, ?, ?, ?, ?) RETURNING *',
   )
-  const keyByHash = db.query<KeyWithAccount, [string]>(
+  const keyByHash = q.query<KeyWithAccount, [string]>(
     `SELECT k.*, a.name AS account_name, a.admin AS admin, a.disabled AS disabled FROM api_keys k JOIN accounts a ON a.id = k.account_id
      WHERE k.hash = ?`,
   )
-  const keysOfAccount = db.query<KeyWithAccount, [number]>(
+  const keysOfAccount = q.query<KeyWithAccount, [number]>(
     `SELECT k.*, a.name AS account_name, a.admin AS admin, a.disabled AS disabled FROM api_keys k JOIN accounts a ON a.id = k.account_id
      WHERE k.account_id = ? ORDER BY k.id`,
   )
-  const allKeys = db.query<KeyWithAccount, []>(
+  const allKeys = q.query<KeyWithAccount, []>(
     'SELECT k.*, a.name AS account_name, a.admin AS admin, a.disabled AS disabled FROM api_keys k JOIN accounts a ON a.id = k.account_id ORDER BY k.id',
   )
   // The dashboard's API section: one account's keys, newest first, bounded; and the account-scoped revoke.
-  const keysOfAccountNewest = db.query<KeyRow, [number, number]>(
+  const keysOfAccountNewest = q.query<KeyRow, [number, number]>(
     'SELECT * FROM api_keys WHERE account_id = ? ORDER BY id DESC LIMIT ?',
   )
-  const activeKeyCount = db.query<{ n: number }, [number]>('SELECT count(*) AS n FROM api_keys WHERE account_id = ? AND revoked IS NULL')
-  const keyOfAccount = db.query<KeyRow, [number, number]>('SELECT * FROM api_keys WHERE id = ? AND account_id = ?')
-  const revokeOfAccount = db.query<unknown, [number, number, number]>(
+  const activeKeyCount = q.query<{ n: number }, [number]>('SELECT count(*) AS n FROM api_keys WHERE account_id = ? AND revoked IS NULL')
+  const keyOfAccount = q.query<KeyRow, [number, number]>('SELECT * FROM api_keys WHERE id = ? AND account_id = ?')
+  const revokeOfAccount = q.query<unknown, [number, number, number]>(
     'UPDATE api_keys SET revoked = ? WHERE id = ? AND account_id = ? AND revoked IS NULL',
   )
   // Keeps an account's `keep` most recently revoked keys (older revoked ones are only history).
-  const pruneRevoked = db.query<unknown, [number, number, number]>(
+  const pruneRevoked = q.query<unknown, [number, number, number]>(
     `DELETE FROM api_keys WHERE account_id = ? AND revoked IS NOT NULL AND id NOT IN
        (SELECT id FROM api_keys WHERE account_id = ? AND revoked IS NOT NULL ORDER BY revoked DESC, id DESC LIMIT ?)`,
   )
   // The owner's edit of an active key: its label and scopes (null: no such active key of this account).
-  const editOfAccount = db.query<KeyRow, [string, string, number, number]>(
+  const editOfAccount = q.query<KeyRow, [string, string, number, number]>(
     'UPDATE api_keys SET label = ?, scopes = ? WHERE id = ? AND account_id = ? AND revoked IS NULL RETURNING *',
   )
-  const keysByPrefix = db.query<KeyRow, [string]>('SELECT * FROM api_keys WHERE prefix = ?')
-  const keyById = db.query<KeyWithAccount, [number]>(
+  const keysByPrefix = q.query<KeyRow, [string]>('SELECT * FROM api_keys WHERE prefix = ?')
+  const keyById = q.query<KeyWithAccount, [number]>(
     'SELECT k.*, a.name AS account_name, a.admin AS admin, a.disabled AS disabled FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ?',
   )
-  const revoke = db.query<unknown, [number, number]>('UPDATE api_keys SET revoked = ? WHERE id = ? AND revoked IS NULL')
-  const touch = db.query<unknown, [number, number]>('UPDATE api_keys SET last_used = ? WHERE id = ?')
+  const revoke = q.query<unknown, [number, number]>('UPDATE api_keys SET revoked = ? WHERE id = ? AND revoked IS NULL')
+  const touch = q.query<unknown, [number, number]>('UPDATE api_keys SET last_used = ? WHERE id = ?')
   // One page of accounts: LIMIT bounds the rows, each count reads an index (link_counts is kept by triggers).
-  const accountPage = db.query<AccountSummaryRow, [number, number]>(
+  const accountPage = q.query<AccountSummaryRow, [number, number]>(
     `SELECT a.id, a.name, a.admin, a.created, a.disabled, a.last_signin, (a.password_hash IS NOT NULL) AS has_password,
        EXISTS (SELECT 1 FROM oidc_identities i WHERE i.account_id = a.id) AS sso,
        coalesce((SELECT c.links FROM link_counts c WHERE c.owner = a.id), 0) AS links,
@@ -111,7 +113,7 @@ export function createAccountStore(db: Db) {
        (SELECT count(*) FROM mailboxes m WHERE m.account_id = a.id) AS mailboxes
      FROM accounts a ORDER BY a.id LIMIT ? OFFSET ?`,
   )
-  const accountSummary = db.query<AccountSummaryRow, [number]>(
+  const accountSummary = q.query<AccountSummaryRow, [number]>(
     `SELECT a.id, a.name, a.admin, a.created, a.disabled, a.last_signin, (a.password_hash IS NOT NULL) AS has_password,
        EXISTS (SELECT 1 FROM oidc_identities i WHERE i.account_id = a.id) AS sso,
        coalesce((SELECT c.links FROM link_counts c WHERE c.owner = a.id), 0) AS links,
@@ -120,7 +122,7 @@ export function createAccountStore(db: Db) {
      FROM accounts a WHERE a.id = ?`,
   )
   // Changes whenever another connection (another process: the CLI) has committed since the last call.
-  const dataVersion = db.query<{ data_version: number }, []>('PRAGMA data_version')
+  const dataVersion = q.query<{ data_version: number }, []>('PRAGMA data_version')
 
   return {
     insertAccount: (name: string, passwordHash: string | null, admin: boolean, now: number) =>

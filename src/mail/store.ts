@@ -1,6 +1,7 @@
 // The SQL of temporary mail, and nothing else: mailboxes, their messages and the attachments of each.
 // The files a message's rows point at are the spool's business (spool.ts).
 import type { Db } from '../db'
+import { lazyStatements } from '../db/lazy'
 
 export interface MailboxRow {
   id: number
@@ -74,53 +75,54 @@ export interface AttachmentRow {
 const SUMMARY = 'id, received, size, seen, from_address, from_name, subject, date, intro, attachments'
 
 export function createMailStore(db: Db) {
+  const lazy = lazyStatements(db) // prepared at their first use (db/lazy.ts)
   const q = {
-    byAddress: db.query<MailboxRow, [string]>('SELECT * FROM mailboxes WHERE address = ?'),
-    byId: db.query<MailboxRow, [number]>('SELECT * FROM mailboxes WHERE id = ?'),
-    insertMailbox: db.query<{ id: number }, [string, number, number, number]>(
+    byAddress: lazy.query<MailboxRow, [string]>('SELECT * FROM mailboxes WHERE address = ?'),
+    byId: lazy.query<MailboxRow, [number]>('SELECT * FROM mailboxes WHERE id = ?'),
+    insertMailbox: lazy.query<{ id: number }, [string, number, number, number]>(
       'INSERT INTO mailboxes (address, account_id, created, expires) VALUES (?, ?, ?, ?) RETURNING id',
     ),
-    renew: db.query<unknown, [number, number]>('UPDATE mailboxes SET expires = ? WHERE id = ?'),
-    deleteMailbox: db.query<unknown, [number]>('DELETE FROM mailboxes WHERE id = ?'),
-    blobsOfMailbox: db.query<{ blob: string }, [number]>('SELECT DISTINCT blob FROM mail_messages WHERE mailbox_id = ?'),
-    expired: db.query<{ id: number }, [number, number]>('SELECT id FROM mailboxes WHERE expires <= ? ORDER BY expires LIMIT ?'),
-    insertMessage: db.query<{ id: number }, any[]>(
+    renew: lazy.query<unknown, [number, number]>('UPDATE mailboxes SET expires = ? WHERE id = ?'),
+    deleteMailbox: lazy.query<unknown, [number]>('DELETE FROM mailboxes WHERE id = ?'),
+    blobsOfMailbox: lazy.query<{ blob: string }, [number]>('SELECT DISTINCT blob FROM mail_messages WHERE mailbox_id = ?'),
+    expired: lazy.query<{ id: number }, [number, number]>('SELECT id FROM mailboxes WHERE expires <= ? ORDER BY expires LIMIT ?'),
+    insertMessage: lazy.query<{ id: number }, any[]>(
       `INSERT INTO mail_messages (mailbox_id, blob, received, size, envelope_from, from_address, from_name, subject, date,
          intro, attachments, parse_error)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
     ),
-    insertAttachment: db.query<unknown, [number, number, string, string, number]>(
+    insertAttachment: lazy.query<unknown, [number, number, string, string, number]>(
       'INSERT INTO mail_attachments (message_id, part, filename, content_type, size) VALUES (?, ?, ?, ?, ?)',
     ),
-    list: db.query<MessageSummaryRow, [number, number, number]>(
+    list: lazy.query<MessageSummaryRow, [number, number, number]>(
       `SELECT ${SUMMARY} FROM mail_messages WHERE mailbox_id = ? AND id > ? ORDER BY id DESC LIMIT ?`,
     ),
-    message: db.query<MessageRow, [number]>(`SELECT ${SUMMARY}, mailbox_id, blob FROM mail_messages WHERE id = ?`),
-    attachmentsOf: db.query<Omit<AttachmentRow, 'blob' | 'mailbox_id'>, [number]>(
+    message: lazy.query<MessageRow, [number]>(`SELECT ${SUMMARY}, mailbox_id, blob FROM mail_messages WHERE id = ?`),
+    attachmentsOf: lazy.query<Omit<AttachmentRow, 'blob' | 'mailbox_id'>, [number]>(
       'SELECT id, message_id, part, filename, content_type, size FROM mail_attachments WHERE message_id = ? ORDER BY part',
     ),
-    attachment: db.query<AttachmentRow, [number]>(
+    attachment: lazy.query<AttachmentRow, [number]>(
       `SELECT a.id, a.message_id, a.part, a.filename, a.content_type, a.size, m.blob, m.mailbox_id
          FROM mail_attachments a JOIN mail_messages m ON m.id = a.message_id WHERE a.id = ?`,
     ),
-    markSeen: db.query<unknown, [number]>('UPDATE mail_messages SET seen = 1 WHERE id = ? AND seen = 0'),
-    setSeen: db.query<unknown, [number, number]>('UPDATE mail_messages SET seen = ? WHERE id = ?'),
-    deleteMessage: db.query<{ blob: string }, [number, number]>('DELETE FROM mail_messages WHERE id = ? AND mailbox_id = ? RETURNING blob'),
-    unread: db.query<{ n: number }, [number]>('SELECT count(*) AS n FROM mail_messages WHERE mailbox_id = ? AND seen = 0'),
-    blobUsed: db.query<{ n: number }, [string]>('SELECT EXISTS (SELECT 1 FROM mail_messages WHERE blob = ?) AS n'),
-    insertInline: db.query<unknown, [string, Uint8Array, string]>('INSERT INTO mail_inline (blob, raw, body) VALUES (?, ?, ?)'),
-    insertInlinePart: db.query<unknown, [string, number, Uint8Array]>('INSERT INTO mail_inline_parts (blob, part, data) VALUES (?, ?, ?)'),
-    inlineRaw: db.query<{ raw: Uint8Array }, [string]>('SELECT raw FROM mail_inline WHERE blob = ?'),
-    inlineBody: db.query<{ body: string }, [string]>('SELECT body FROM mail_inline WHERE blob = ?'),
-    inlinePart: db.query<{ data: Uint8Array }, [string, number]>('SELECT data FROM mail_inline_parts WHERE blob = ? AND part = ?'),
+    markSeen: lazy.query<unknown, [number]>('UPDATE mail_messages SET seen = 1 WHERE id = ? AND seen = 0'),
+    setSeen: lazy.query<unknown, [number, number]>('UPDATE mail_messages SET seen = ? WHERE id = ?'),
+    deleteMessage: lazy.query<{ blob: string }, [number, number]>('DELETE FROM mail_messages WHERE id = ? AND mailbox_id = ? RETURNING blob'),
+    unread: lazy.query<{ n: number }, [number]>('SELECT count(*) AS n FROM mail_messages WHERE mailbox_id = ? AND seen = 0'),
+    blobUsed: lazy.query<{ n: number }, [string]>('SELECT EXISTS (SELECT 1 FROM mail_messages WHERE blob = ?) AS n'),
+    insertInline: lazy.query<unknown, [string, Uint8Array, string]>('INSERT INTO mail_inline (blob, raw, body) VALUES (?, ?, ?)'),
+    insertInlinePart: lazy.query<unknown, [string, number, Uint8Array]>('INSERT INTO mail_inline_parts (blob, part, data) VALUES (?, ?, ?)'),
+    inlineRaw: lazy.query<{ raw: Uint8Array }, [string]>('SELECT raw FROM mail_inline WHERE blob = ?'),
+    inlineBody: lazy.query<{ body: string }, [string]>('SELECT body FROM mail_inline WHERE blob = ?'),
+    inlinePart: lazy.query<{ data: Uint8Array }, [string, number]>('SELECT data FROM mail_inline_parts WHERE blob = ? AND part = ?'),
     // The dashboard's list of an account's live mailboxes (mailboxes_account), with each one's unread count
     // (at most mail.max_messages rows per mailbox, through mail_messages_mailbox).
-    mailboxesOf: db.query<MailboxRow & { unread: number }, [number, number, number]>(
+    mailboxesOf: lazy.query<MailboxRow & { unread: number }, [number, number, number]>(
       `SELECT b.*, (SELECT count(*) FROM mail_messages m WHERE m.mailbox_id = b.id AND m.seen = 0) AS unread
          FROM mailboxes b WHERE b.account_id = ? AND b.expires > ? ORDER BY b.id DESC LIMIT ?`,
     ),
-    countOf: db.query<{ n: number }, [number, number]>('SELECT count(*) AS n FROM mailboxes WHERE account_id = ? AND expires > ?'),
-    totals: db.query<{ mailboxes: number; messages: number; bytes: number }, []>(
+    countOf: lazy.query<{ n: number }, [number, number]>('SELECT count(*) AS n FROM mailboxes WHERE account_id = ? AND expires > ?'),
+    totals: lazy.query<{ mailboxes: number; messages: number; bytes: number }, []>(
       'SELECT count(*) AS mailboxes, coalesce(sum(messages), 0) AS messages, coalesce(sum(bytes), 0) AS bytes FROM mailboxes',
     ),
   }

@@ -1,6 +1,7 @@
 // The SQL of webhook endpoints, events and the delivery log, and nothing else: the rules live in
 // service.ts, outbox.ts and deliverer.ts (the queue's claims and attempts are createDeliveryStore below).
 import type { Db } from '../db'
+import { lazyStatements } from '../db/lazy'
 
 export interface EndpointRow {
   id: number
@@ -53,69 +54,70 @@ export interface EventIds {
 }
 
 export function createWebhookStore(db: Db) {
-  const insertEndpoint = db.query<EndpointRow, [number, string, string, string, number]>(
+  const q = lazyStatements(db) // prepared at their first use (db/lazy.ts)
+  const insertEndpoint = q.query<EndpointRow, [number, string, string, string, number]>(
     'INSERT INTO webhook_endpoints (account_id, url, events, secret, created) VALUES (?1, ?2, ?3, ?4, ?5) RETURNING *',
   )
-  const endpoint = db.query<EndpointRow, [number]>('SELECT * FROM webhook_endpoints WHERE id = ?')
-  const endpointsOf = db.query<EndpointRow & { account_name: string }, [number]>(
+  const endpoint = q.query<EndpointRow, [number]>('SELECT * FROM webhook_endpoints WHERE id = ?')
+  const endpointsOf = q.query<EndpointRow & { account_name: string }, [number]>(
     `SELECT w.*, a.name AS account_name FROM webhook_endpoints w JOIN accounts a ON a.id = w.account_id
      WHERE w.account_id = ? ORDER BY w.id`,
   )
-  const allEndpoints = db.query<EndpointRow & { account_name: string }, []>(
+  const allEndpoints = q.query<EndpointRow & { account_name: string }, []>(
     'SELECT w.*, a.name AS account_name FROM webhook_endpoints w JOIN accounts a ON a.id = w.account_id ORDER BY w.id',
   )
-  const accountNamed = db.query<{ id: number }, [string]>('SELECT id FROM accounts WHERE name = ?')
-  const accountName = db.query<{ name: string }, [number]>('SELECT name FROM accounts WHERE id = ?')
-  const countOf = db.query<{ n: number }, [number]>('SELECT count(*) AS n FROM webhook_endpoints WHERE account_id = ?')
-  const removeEndpoint = db.query<unknown, [number]>('DELETE FROM webhook_endpoints WHERE id = ?')
+  const accountNamed = q.query<{ id: number }, [string]>('SELECT id FROM accounts WHERE name = ?')
+  const accountName = q.query<{ name: string }, [number]>('SELECT name FROM accounts WHERE id = ?')
+  const countOf = q.query<{ n: number }, [number]>('SELECT count(*) AS n FROM webhook_endpoints WHERE account_id = ?')
+  const removeEndpoint = q.query<unknown, [number]>('DELETE FROM webhook_endpoints WHERE id = ?')
   // An owner's edit: the row as it is after it, or null when it is gone (deleted meanwhile).
-  const updateEndpoint = db.query<EndpointRow, [number, number, string, string, number, string | null]>(
+  const updateEndpoint = q.query<EndpointRow, [number, number, string, string, number, string | null]>(
     `UPDATE webhook_endpoints SET url = ?3, events = ?4, enabled = ?5, disabled_reason = ?6
      WHERE id = ?1 AND account_id = ?2 RETURNING *`,
   )
-  const setSecret = db.query<EndpointRow, [number, number, string]>(
+  const setSecret = q.query<EndpointRow, [number, number, string]>(
     'UPDATE webhook_endpoints SET secret = ?3 WHERE id = ?1 AND account_id = ?2 RETURNING *',
   )
   // Failed deliveries back to pending: the same rows (so the same webhook-ids), due now, attempts from 0.
-  const requeueFailed = db.query<unknown, [number, number]>(
+  const requeueFailed = q.query<unknown, [number, number]>(
     `UPDATE webhook_deliveries SET state = 'pending', next_at = ?2, attempts = 0 WHERE endpoint_id = ?1 AND state = 'failed'`,
   )
   // What the outbox's in-memory index holds: which enabled endpoint of which account wants which types.
-  const subscriptions = db.query<{ id: number; account_id: number; events: string }, []>(
+  const subscriptions = q.query<{ id: number; account_id: number; events: string }, []>(
     'SELECT id, account_id, events FROM webhook_endpoints WHERE enabled = 1',
   )
   // The endpoint_id half of UNIQUE (endpoint_id, event_id) serves these two.
-  const counts = db.query<EndpointCounts, [number]>(
+  const counts = q.query<EndpointCounts, [number]>(
     `SELECT d.endpoint_id, sum(d.state = 'ok') AS ok, sum(d.state = 'failed') AS failed, sum(d.state = 'pending') AS pending,
             sum(d.state = 'pending' AND d.attempts > 0) AS retrying
      FROM webhook_deliveries d WHERE d.endpoint_id IN (SELECT id FROM webhook_endpoints WHERE account_id = ?)
      GROUP BY d.endpoint_id`,
   )
-  const log = db.query<DeliveryLogRow, [number, number]>(
+  const log = q.query<DeliveryLogRow, [number, number]>(
     `SELECT d.event_id, e.webhook_id, e.type, d.state, d.attempts, d.last_status, d.last_error, d.last_ms, d.last_at, d.next_at
      FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
      WHERE d.endpoint_id = ?1 ORDER BY d.event_id DESC LIMIT ?2`,
   )
 
   // The webhook-id is the column's default: random, never computed here.
-  const insertEvent = db.query<EventIds, [number, string, number, string]>(
+  const insertEvent = q.query<EventIds, [number, string, number, string]>(
     'INSERT INTO webhook_events (account_id, type, created, payload) VALUES (?1, ?2, ?3, ?4) RETURNING id, webhook_id',
   )
   // The endpoints are read from the table inside the caller's transaction, not from the outbox's index:
   // an endpoint deleted or disabled a moment ago (by this process or the CLI) simply gets nothing.
-  const insertDeliveries = db.query<unknown, [number, number, number, string]>(
+  const insertDeliveries = q.query<unknown, [number, number, number, string]>(
     `INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at)
      SELECT ?1, id, 'pending', ?2 FROM webhook_endpoints
      WHERE account_id = ?3 AND enabled = 1 AND instr(',' || events || ',', ',' || ?4 || ',') > 0`,
   )
-  const insertDelivery = db.query<unknown, [number, number, number]>(
+  const insertDelivery = q.query<unknown, [number, number, number]>(
     `INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (?1, ?2, 'pending', ?3)`,
   )
-  const removeEvent = db.query<unknown, [number]>('DELETE FROM webhook_events WHERE id = ?')
-  const event = db.query<EventRow, [number]>('SELECT * FROM webhook_events WHERE id = ?')
+  const removeEvent = q.query<unknown, [number]>('DELETE FROM webhook_events WHERE id = ?')
+  const event = q.query<EventRow, [number]>('SELECT * FROM webhook_events WHERE id = ?')
   // Redelivery: the same row (so the same webhook-id) back to pending, attempts kept; or a new row when
   // the endpoint never had this event (subscribed later, or its row was dropped).
-  const redeliver = db.query<DeliveryLogRow, [number, number, number]>(
+  const redeliver = q.query<DeliveryLogRow, [number, number, number]>(
     `INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (?1, ?2, 'pending', ?3)
      ON CONFLICT (endpoint_id, event_id) DO UPDATE SET state = 'pending', next_at = excluded.next_at, attempts = 0
      RETURNING event_id, '' AS webhook_id, '' AS type, state, attempts, last_status, last_error, last_ms, last_at, next_at`,
@@ -123,7 +125,7 @@ export function createWebhookStore(db: Db) {
 
   // The sweep. Events whose deliveries are all over (ok or failed, or none left) go after the retention
   // time, with their delivery rows; a batch at a time, so the write lock is never held long.
-  const oldEvents = db.query<unknown, [number, number]>(
+  const oldEvents = q.query<unknown, [number, number]>(
     `DELETE FROM webhook_events WHERE id IN (
        SELECT e.id FROM webhook_events e WHERE e.created < ?1
        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.state = 'pending')
@@ -132,7 +134,7 @@ export function createWebhookStore(db: Db) {
   // The cap as one decision (the async queue, queue.ts): per endpoint over the cap, its pending deliveries
   // beyond the newest ?1 (by event) go, but for one in flight under a lease live at ?2 (claimed_until, which
   // only the leased claims write). One statement: the count and the rows it drops come from one look.
-  const trimPending = db.query<unknown, [number, number]>(
+  const trimPending = q.query<unknown, [number, number]>(
     `DELETE FROM webhook_deliveries WHERE id IN (
        SELECT id FROM (
          SELECT d.id, d.claimed_until, row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.event_id DESC) AS rn
@@ -211,20 +213,21 @@ export interface LeasedAttempt extends AttemptRecord {
 
 /** The delivery queue's SQL on SQLite (queue.ts), prepared once; parameters only (json_each for the small lists). */
 export function createDeliveryStore(db: Db) {
-  const outbox = db.prepare(
+  const q = lazyStatements(db) // prepared at their first use (db/lazy.ts)
+  const outbox = q.prepare(
     `SELECT count(*) AS pending, min(ev.created) AS oldest
        FROM webhook_deliveries d
        JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.enabled = 1
        JOIN webhook_events ev ON ev.id = d.event_id
       WHERE d.state = 'pending'`,
   )
-  const healthy = db.prepare('UPDATE webhook_endpoints SET failing = 0 WHERE id = ? AND failing = 1')
-  const failing = db.prepare('UPDATE webhook_endpoints SET failing = 1 WHERE id = ? AND failing = 0')
-  const disable = db.prepare('UPDATE webhook_endpoints SET enabled = 0, disabled_reason = $reason WHERE id = $id AND enabled = 1')
+  const healthy = q.prepare('UPDATE webhook_endpoints SET failing = 0 WHERE id = ? AND failing = 1')
+  const failing = q.prepare('UPDATE webhook_endpoints SET failing = 1 WHERE id = ? AND failing = 0')
+  const disable = q.prepare('UPDATE webhook_endpoints SET enabled = 0, disabled_reason = $reason WHERE id = $id AND enabled = 1')
   // Claims under a lease (the async queue, queue.ts; migration 15). One UPDATE picks the due rows and writes
   // their lease: SQLite runs one writer at a time, so two connections (two processes) never take one row.
   // A row is due again when its lease has run out (claimed_until <= now): its holder died mid-delivery.
-  const claim = db.prepare(
+  const claim = q.prepare(
     `UPDATE webhook_deliveries SET claimed_until = $until WHERE id IN (
        SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
         WHERE d.state = 'pending' AND d.next_at <= $now AND d.claimed_until <= $now AND e.enabled = 1
@@ -232,7 +235,7 @@ export function createDeliveryStore(db: Db) {
         ORDER BY d.next_at, d.id LIMIT $limit)
      RETURNING id`,
   )
-  const claimed = db.prepare(
+  const claimed = q.prepare(
     `SELECT d.id, d.event_id, ev.webhook_id, d.endpoint_id, d.attempts, e.url, e.secret, ev.payload, d.claimed_until AS lease
        FROM webhook_deliveries d
        JOIN webhook_endpoints e ON e.id = d.endpoint_id
@@ -241,26 +244,26 @@ export function createDeliveryStore(db: Db) {
       ORDER BY d.next_at, d.id`,
   )
   // When a row not due now becomes due: its next_at, or the end of its lease, whichever is later.
-  const nextLeased = db.prepare(
+  const nextLeased = q.prepare(
     `SELECT min(max(d.next_at, d.claimed_until)) AS at
        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
       WHERE d.state = 'pending' AND max(d.next_at, d.claimed_until) > $now AND e.enabled = 1`,
   )
   // A result ends the lease. A success is written whoever reports it (the receiver has the event); a retry
   // or a failure only while the row is still pending under the lease its claim wrote (the fence).
-  const okLeased = db.prepare(
+  const okLeased = q.prepare(
     `UPDATE webhook_deliveries SET state = 'ok', attempts = attempts + 1, last_status = $status, last_error = NULL,
             last_ms = $ms, last_at = $at, claimed_until = 0 WHERE id = $id`,
   )
-  const retryLeased = db.prepare(
+  const retryLeased = q.prepare(
     `UPDATE webhook_deliveries SET attempts = attempts + 1, next_at = $next, last_status = $status, last_error = $error,
             last_ms = $ms, last_at = $at, claimed_until = 0 WHERE id = $id AND state = 'pending' AND claimed_until = $lease`,
   )
-  const failedLeased = db.prepare(
+  const failedLeased = q.prepare(
     `UPDATE webhook_deliveries SET state = 'failed', attempts = attempts + 1, last_status = $status, last_error = $error,
             last_ms = $ms, last_at = $at, claimed_until = 0 WHERE id = $id AND state = 'pending' AND claimed_until = $lease`,
   )
-  const failPendingLeased = db.prepare(
+  const failPendingLeased = q.prepare(
     `UPDATE webhook_deliveries SET state = 'failed', last_error = $error, claimed_until = 0 WHERE endpoint_id = $endpoint AND state = 'pending'`,
   )
   // A lease kept (renewed while its request is in flight) or given back (a request cut by a shutdown): each
@@ -269,8 +272,8 @@ export function createDeliveryStore(db: Db) {
   // and attempts as they are: the row is due at once again, its attempt not counted.
   const heldBy = `state = 'pending' AND id IN (SELECT json_extract(value, '$[0]') FROM json_each($held))
        AND claimed_until = (SELECT json_extract(h.value, '$[1]') FROM json_each($held) h WHERE json_extract(h.value, '$[0]') = webhook_deliveries.id)`
-  const renewLeased = db.prepare(`UPDATE webhook_deliveries SET claimed_until = $until WHERE ${heldBy} RETURNING id`)
-  const releaseLeased = db.prepare(`UPDATE webhook_deliveries SET claimed_until = 0 WHERE ${heldBy}`)
+  const renewLeased = q.prepare(`UPDATE webhook_deliveries SET claimed_until = $until WHERE ${heldBy} RETURNING id`)
+  const releaseLeased = q.prepare(`UPDATE webhook_deliveries SET claimed_until = 0 WHERE ${heldBy}`)
   const heldParams = (held: readonly { id: number; lease: number }[]) => JSON.stringify(held.map((h) => [h.id, h.lease]))
   const attemptParams = (r: LeasedAttempt) => ({ id: r.id, lease: r.lease, status: r.status, error: r.error, ms: r.ms, at: r.at })
 
