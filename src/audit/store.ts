@@ -1,5 +1,6 @@
 // The SQL of the audit log (audit_log, migration 16). The rules are in service.ts.
 import type { Db } from '../db'
+import { lazyStatements } from '../db/lazy'
 
 export type ActorKind = 'account' | 'cli' | 'anonymous' | 'system'
 
@@ -44,31 +45,32 @@ export interface AuditQuery {
 const COLUMNS = 'id, at, actor_kind, actor_id, actor_name, action, target, detail, address'
 
 export function createAuditStore(db: Db) {
-  const insert = db.query<{ id: number }, [number, string, number | null, string | null, string, string, string, string]>(
+  const q = lazyStatements(db) // prepared at their first use (db/lazy.ts)
+  const insert = q.query<{ id: number }, [number, string, number | null, string | null, string, string, string, string]>(
     `INSERT INTO audit_log (at, actor_kind, actor_id, actor_name, action, target, detail, address)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id`,
   )
   // Four fixed statements, one per combination of filters, so that each reads the index that fits (a
   // single statement with "?1 IS NULL OR …" would scan); never SQL text built per call.
   type Args = [number, number, number, number]
-  const all = db.query<AuditRow, Args>(
+  const all = q.query<AuditRow, Args>(
     `SELECT ${COLUMNS} FROM audit_log WHERE id < ?1 AND at >= ?2 AND at < ?3 ORDER BY id DESC LIMIT ?4`,
   )
-  const byActor = db.query<AuditRow, [...Args, string]>(
+  const byActor = q.query<AuditRow, [...Args, string]>(
     `SELECT ${COLUMNS} FROM audit_log WHERE actor_name = ?5 AND id < ?1 AND at >= ?2 AND at < ?3 ORDER BY id DESC LIMIT ?4`,
   )
-  const byAction = db.query<AuditRow, [...Args, string, string]>(
+  const byAction = q.query<AuditRow, [...Args, string, string]>(
     `SELECT ${COLUMNS} FROM audit_log WHERE action >= ?5 AND action < ?6 AND id < ?1 AND at >= ?2 AND at < ?3 ORDER BY id DESC LIMIT ?4`,
   )
-  const byBoth = db.query<AuditRow, [...Args, string, string, string]>(
+  const byBoth = q.query<AuditRow, [...Args, string, string, string]>(
     `SELECT ${COLUMNS} FROM audit_log WHERE actor_name = ?7 AND action >= ?5 AND action < ?6 AND id < ?1 AND at >= ?2 AND at < ?3 ORDER BY id DESC LIMIT ?4`,
   )
   // Oldest first from a time on, after a row id: `linkbox audit --since` reads the log in pages.
-  const since = db.query<AuditRow, [number, number, number]>(
+  const since = q.query<AuditRow, [number, number, number]>(
     `SELECT ${COLUMNS} FROM audit_log WHERE at >= ?1 AND id > ?2 ORDER BY id LIMIT ?3`,
   )
   // A batch at a time: a year of rows going at once must not hold the write lock for long.
-  const old = db.query<unknown, [number, number]>('DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < ?1 ORDER BY at LIMIT ?2)')
+  const old = q.query<unknown, [number, number]>('DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < ?1 ORDER BY at LIMIT ?2)')
 
   return {
     insert: (r: AuditInsert) => insert.get(r.at, r.actorKind, r.actorId, r.actorName, r.action, r.target, r.detail, r.address)!.id,

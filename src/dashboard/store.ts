@@ -1,5 +1,6 @@
 // The SQL of dashboard sessions (web_sessions, migration 8). Only hashes of session tokens are stored.
 import type { Db } from '../db'
+import { lazyStatements } from '../db/lazy'
 
 export interface SessionRow {
   id: number
@@ -17,22 +18,23 @@ export interface SessionWithAccount extends SessionRow {
 }
 
 export function createSessionStore(db: Db) {
-  const insert = db.query<SessionRow, [string, number, string, number, number, number]>(
+  const q = lazyStatements(db) // prepared at their first use (db/lazy.ts)
+  const insert = q.query<SessionRow, [string, number, string, number, number, number]>(
     'INSERT INTO web_sessions (token_hash, account_id, csrf, created, expires, last_seen) VALUES (?, ?, ?, ?, ?, ?) RETURNING *',
   )
-  const byHash = db.query<SessionWithAccount, [string]>(
+  const byHash = q.query<SessionWithAccount, [string]>(
     `SELECT s.*, a.name AS account_name, a.admin AS admin, a.disabled AS disabled
      FROM web_sessions s JOIN accounts a ON a.id = s.account_id WHERE s.token_hash = ?`,
   )
-  const touch = db.query<unknown, [number, number, number]>('UPDATE web_sessions SET last_seen = ?, expires = ? WHERE id = ?')
-  const remove = db.query<unknown, [number]>('DELETE FROM web_sessions WHERE id = ?')
-  const removeOfAccount = db.query<unknown, [number]>('DELETE FROM web_sessions WHERE account_id = ?')
+  const touch = q.query<unknown, [number, number, number]>('UPDATE web_sessions SET last_seen = ?, expires = ? WHERE id = ?')
+  const remove = q.query<unknown, [number]>('DELETE FROM web_sessions WHERE id = ?')
+  const removeOfAccount = q.query<unknown, [number]>('DELETE FROM web_sessions WHERE account_id = ?')
   // Keeps an account's newest `keep` sessions (a sign-in beyond them signs out the oldest).
-  const trim = db.query<unknown, [number, number, number]>(
+  const trim = q.query<unknown, [number, number, number]>(
     `DELETE FROM web_sessions WHERE account_id = ? AND id NOT IN
        (SELECT id FROM web_sessions WHERE account_id = ? ORDER BY id DESC LIMIT ?)`,
   )
-  const expired = db.query<unknown, [number]>('DELETE FROM web_sessions WHERE id IN (SELECT id FROM web_sessions WHERE expires <= ? LIMIT 5000)')
+  const expired = q.query<unknown, [number]>('DELETE FROM web_sessions WHERE id IN (SELECT id FROM web_sessions WHERE expires <= ? LIMIT 5000)')
 
   return {
     insert: (tokenHash: string, accountId: number, csrf: string, now: number, expires: number) =>
@@ -57,12 +59,13 @@ export interface FormTokenRow {
 }
 
 export function createFormTokenStore(db: Db) {
-  const insert = db.query<unknown, [string, number | null, string, number, string]>(
+  const q = lazyStatements(db) // prepared at their first use (db/lazy.ts)
+  const insert = q.query<unknown, [string, number | null, string, number, string]>(
     'INSERT INTO form_tokens (token, session_id, fingerprint, created, result) VALUES (?, ?, ?, ?, ?) ON CONFLICT (token) DO NOTHING',
   )
-  const byToken = db.query<FormTokenRow, [string]>('SELECT * FROM form_tokens WHERE token = ?')
+  const byToken = q.query<FormTokenRow, [string]>('SELECT * FROM form_tokens WHERE token = ?')
   // A few of the oldest at a time: each claim removes more than it adds, so the table holds about a day's.
-  const old = db.query<unknown, [number]>(
+  const old = q.query<unknown, [number]>(
     'DELETE FROM form_tokens WHERE token IN (SELECT token FROM form_tokens WHERE created <= ? ORDER BY created LIMIT 20)',
   )
   return {

@@ -1,5 +1,6 @@
 // The SQL of media download tickets, and nothing else (migration 6 says what a ticket is).
 import { stored, type Db } from '../db'
+import { lazyStatements } from '../db/lazy'
 
 export interface TicketInput {
   account_id: number
@@ -21,14 +22,15 @@ export interface TicketRow extends TicketInput {
 }
 
 export function createMediaStore(db: Db) {
-  const insert = db.prepare(
+  const q = lazyStatements(db) // prepared at their first use (db/lazy.ts)
+  const insert = q.prepare(
     `INSERT INTO media_tickets (account_id, page_url, format_id, method, upstream_url, headers, filename, content_type, created, expires)
      VALUES ($account_id, $page_url, $format_id, $method, $upstream_url, $headers, $filename, $content_type, $created, $expires)
      RETURNING id`,
   )
-  const byId = db.prepare('SELECT * FROM media_tickets WHERE id = ?')
-  const sweep = db.prepare('DELETE FROM media_tickets WHERE rowid IN (SELECT rowid FROM media_tickets WHERE expires <= ? LIMIT 5000)')
-  const count = db.prepare('SELECT count(*) AS n FROM media_tickets')
+  const byId = q.prepare('SELECT * FROM media_tickets WHERE id = ?')
+  const sweep = q.prepare('DELETE FROM media_tickets WHERE rowid IN (SELECT rowid FROM media_tickets WHERE expires <= ? LIMIT 5000)')
+  const count = q.prepare('SELECT count(*) AS n FROM media_tickets')
 
   return {
     /** Stores the tickets of one extraction in one transaction; returns their ids in order. */
