@@ -4,7 +4,7 @@
 // deliverer's claim, a sweep): the webhook, mail and account stores alone prepared ~90 (~5 ms of the start).
 // The statement is the connection's own (db.query, cached by SQL as before; db.prepare, not cached), made at
 // its first get, all, run or values; a statement whose SQL the schema refuses throws there instead of at start.
-import type { Statement } from 'bun:sqlite'
+import type { SQLQueryBindings, Statement } from 'bun:sqlite'
 import type { Db } from '.'
 
 class LazyStatement {
@@ -24,10 +24,16 @@ class LazyStatement {
   }
 }
 
-/** The connection's query and prepare, typed as they are, whose statements are made at their first use. */
-export function lazyStatements(db: Db): Pick<Db, 'query' | 'prepare'> {
+/** What a lazy statement offers: the four calls the stores make (anything else is a type error, not a crash). */
+export type LazyQuery<R, P extends SQLQueryBindings[]> = Pick<Statement<R, P>, 'get' | 'all' | 'run' | 'values'>
+type Bindings<P> = P extends SQLQueryBindings[] ? P : [P]
+
+/** The connection's query and prepare, whose statements are made at their first use. */
+export function lazyStatements(db: Db) {
   return {
-    query: ((sql: string) => new LazyStatement(() => db.query(sql))) as unknown as Db['query'],
-    prepare: ((sql: string, params?: never) => new LazyStatement(() => db.prepare(sql, params))) as unknown as Db['prepare'],
+    query: <R, P extends SQLQueryBindings | SQLQueryBindings[]>(sql: string): LazyQuery<R, Bindings<P>> =>
+      new LazyStatement(() => db.query(sql)) as unknown as LazyQuery<R, Bindings<P>>,
+    prepare: <R, P extends SQLQueryBindings | SQLQueryBindings[]>(sql: string): LazyQuery<R, Bindings<P>> =>
+      new LazyStatement(() => db.prepare(sql)) as unknown as LazyQuery<R, Bindings<P>>,
   }
 }
