@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { migrations } from '../src/db/migrations'
 import { load, nthCode, seeded, split } from '../scripts/bench/load'
 import { apiPost, createAccount, removeDir, startServer, tempDir, writeConfig, type RunningServer } from './support/server'
-import { formatValue, met, resultsTable, type Run } from '../scripts/bench/results'
+import { formatFigure, formatValue, met, resultsMarkdown, resultsTable, roundsDisagree, type Run } from '../scripts/bench/results'
 import { parseWrk } from '../scripts/bench/wrk'
 import { startBareSmtp, startMailBox, type MailBox } from '../scripts/bench/mail'
 import { quantile, replyReader, smallMessage, smtpLoad } from '../scripts/bench/smtp-load'
@@ -77,6 +77,39 @@ describe('figures and the table', () => {
     expect(table[0]).toBe('| figure | target | before (commit 8e060d8) | now | met now | baseline in this run |')
     expect(table[2]).toBe('| A | ≥ 0.80× | 0.20× (missed) | 0.90× | met | bare: 1 req/s |')
     expect(table[3]).toBe('| B \\| new | — | not measured | 12.0 ms | — |  |')
+  })
+  test("a figure's rounds: their range beside the median, and a verdict not every round agrees with is marked", () => {
+    expect(formatFigure({ value: 0.49, unit: '×', rounds: [0.27, 0.78, 0.49] })).toBe('0.49× (rounds 0.27–0.78×)')
+    expect(formatFigure({ value: 87.9, unit: 'ms', rounds: [68.4, 87.9, 91.2] })).toBe('87.9 ms (rounds 68.4–91.2 ms)')
+    expect(formatFigure({ value: 0.49, unit: '×', rounds: [0.49] })).toBe('0.49×')
+    expect(formatFigure({ value: 0.49, unit: '×' })).toBe('0.49×')
+    const target = { op: '>=' as const, value: 0.8 }
+    expect(roundsDisagree({ target, rounds: [0.79, 0.86, 0.8] })).toBe(true)
+    expect(roundsDisagree({ target, rounds: [0.81, 0.86, 0.8] })).toBe(false)
+    expect(roundsDisagree({ target, rounds: [0.5, 0.6] })).toBe(false)
+    expect(roundsDisagree({ rounds: [0.1, 0.9] })).toBeNull()
+    expect(roundsDisagree({ target })).toBeNull()
+    const rows = resultsTable([
+      { id: 'a', label: 'A', value: 0.795, unit: '×', target, rounds: [0.79, 0.795, 0.86] },
+      { id: 'b', label: 'B', value: 0.86, unit: '×', target, rounds: [0.79, 0.86, 0.9] },
+      { id: 'c', label: 'C', value: 0.5, unit: '×', target, rounds: [0.4, 0.5, 0.6] },
+    ]).split('\n')
+    expect(rows[2]).toBe('| A | ≥ 0.80× | 0.80× (rounds 0.79–0.86×) | **missed** (met in some rounds) |  |')
+    expect(rows[3]).toBe('| B | ≥ 0.80× | 0.86× (rounds 0.79–0.90×) | met (not in every round) |  |')
+    expect(rows[4]).toBe('| C | ≥ 0.80× | 0.50× (rounds 0.40–0.60×) | **missed** |  |')
+    const run: Run = {
+      binary: 'x', version: '0', commit: 'c', date: 'd', machine: 'm',
+      figures: [
+        { id: 'a', label: 'A', value: 0.795, unit: '×', target, rounds: [0.79, 0.795, 0.86] },
+        { id: 'c', label: 'C', value: 0.5, unit: '×', target, rounds: [0.4, 0.5, 0.6] },
+      ],
+    }
+    const md = resultsMarkdown({ run, commands: [], sections: [], seconds: 4, rounds: 3, totalSeconds: 1 })
+    expect(md).toContain('0 of 2 targets met in this run; missed: A; C.')
+    expect(md).toContain('1 of these verdicts rest on rounds that disagree (some rounds met the target, some missed it)')
+    expect(md).toMatch(/another run may turn them: A\.\n/)
+    const steady = resultsMarkdown({ run: { ...run, figures: [run.figures[1]!] }, commands: [], sections: [], seconds: 4, rounds: 3, totalSeconds: 1 })
+    expect(steady).not.toContain('rounds that disagree')
   })
   test("issue 21's rows come first, in its order; the others keep the order they were measured in", () => {
     const fig = (id: string) => ({ id, label: id, value: 1, unit: '×' })

@@ -75,6 +75,7 @@ export async function benchBlocklist(opts: { rounds?: number; seconds?: number; 
         id: 'blocklist-redirect-ratio',
         label: 'Redirects of one hot code with 1M hosts listed ÷ without',
         value: median(ratios),
+        rounds: ratios,
         unit: '×',
         target: { op: '>=', value: 0.95 },
         baseline: 'the same binary without blocklist_files',

@@ -56,6 +56,7 @@ export async function benchLists(ctx: BenchContext): Promise<string[]> {
         id: `links-${page}-cost`,
         label: `links.json ${page} page: time at 100,000 links ÷ at 100`,
         value: median(ratios),
+        rounds: ratios,
         unit: '×',
         target: { op: '<=', value: 1.5 },
         baseline: `the same page at 100 links: ${Math.round(small).toLocaleString('en-US')} req/s`,

@@ -17,6 +17,11 @@ export interface Figure {
   target?: Target
   /** The baseline beside it, in words ("bare Bun.serve 302: 41,200 req/s"). */
   baseline?: string
+  /**
+   * The figure in each round, when `value` is their median: the table shows their range, and a verdict
+   * that not every round agrees with is marked, so that a machine disturbed while it ran is seen as such.
+   */
+  rounds?: number[]
 }
 
 export interface Run {
@@ -43,7 +48,31 @@ export function formatValue(value: number, unit: string): string {
 }
 
 const formatTarget = (t: Target | undefined, unit: string) => (t ? `${t.op === '>=' ? '≥' : '≤'} ${formatValue(t.value, unit)}` : '—')
-const verdict = (f: Figure) => ({ true: 'met', false: '**missed**', null: '—' })[String(met(f)) as 'true' | 'false' | 'null']
+
+/** The value, and the range of its rounds when there are several: "0.49× (rounds 0.27–0.78×)". */
+export function formatFigure(f: Pick<Figure, 'value' | 'unit' | 'rounds'>): string {
+  const value = formatValue(f.value, f.unit)
+  const rounds = (f.rounds ?? []).filter(Number.isFinite)
+  if (rounds.length < 2) return value
+  const suffix = f.unit === '×' ? '×' : ` ${f.unit}`
+  const low = formatValue(Math.min(...rounds), f.unit)
+  return `${value} (rounds ${low.endsWith(suffix) ? low.slice(0, -suffix.length) : low}–${formatValue(Math.max(...rounds), f.unit)})`
+}
+
+/** Whether the rounds disagree on the target: some meet it and some miss it (null: no target or rounds). */
+export function roundsDisagree(f: Pick<Figure, 'target' | 'rounds'>): boolean | null {
+  const rounds = (f.rounds ?? []).filter(Number.isFinite)
+  if (!f.target || rounds.length < 2) return null
+  const verdicts = new Set(rounds.map((value) => met({ value, target: f.target })))
+  return verdicts.size > 1
+}
+
+function verdict(f: Figure): string {
+  const v = met(f)
+  if (v === null) return '—'
+  if (!roundsDisagree(f)) return v ? 'met' : '**missed**'
+  return v ? 'met (not in every round)' : '**missed** (met in some rounds)'
+}
 
 /**
  * Issue 21's rows (the redirect path as a new user runs it: the default config, request lines on), in the
@@ -65,7 +94,7 @@ export function resultsTable(figures: Figure[], before?: Run): string {
   const rows = headlineFirst(figures).map((f) => {
     const b = old.get(f.id)
     const beforeCell = b ? `${formatValue(b.value, b.unit)}${met(b) === false ? ' (missed)' : ''}` : 'not measured'
-    const cells = [f.label, formatTarget(f.target, f.unit), formatValue(f.value, f.unit), verdict(f), f.baseline ?? '']
+    const cells = [f.label, formatTarget(f.target, f.unit), formatFigure(f), verdict(f), f.baseline ?? '']
     if (before) cells.splice(2, 0, beforeCell)
     return cells
   })
@@ -105,6 +134,7 @@ export function resultsMarkdown(opts: {
   const { run, before } = opts
   const met_ = run.figures.filter((f) => met(f) === true).length
   const missed = run.figures.filter((f) => met(f) === false)
+  const unsettled = run.figures.filter((f) => roundsDisagree(f) === true)
   return [
     '# Bench results',
     '',
@@ -122,6 +152,12 @@ export function resultsMarkdown(opts: {
       : '- Before: no bench/before.json',
     '',
     `${met_} of ${run.figures.filter((f) => f.target).length} targets met in this run${missed.length ? `; missed: ${missed.map((f) => f.label).join('; ')}` : ''}.`,
+    ...(unsettled.length
+      ? [
+          '',
+          `${unsettled.length} of these verdicts rest on rounds that disagree (some rounds met the target, some missed it): the machine's load moved while they ran, and another run may turn them: ${unsettled.map((f) => f.label).join('; ')}.`,
+        ]
+      : []),
     '',
     resultsTable(run.figures, before),
     '',
