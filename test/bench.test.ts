@@ -106,10 +106,13 @@ describe('figures and the table', () => {
     }
     const md = resultsMarkdown({ run, commands: [], sections: [], seconds: 4, rounds: 3, totalSeconds: 1 })
     expect(md).toContain('0 of 2 targets met in this run; missed: A; C.')
-    expect(md).toContain('1 of these verdicts rest on rounds that disagree (some rounds met the target, some missed it)')
+    expect(md).toContain('1 of these verdicts rests on rounds that disagree (some rounds met the target, some missed it)')
     expect(md).toMatch(/another run may turn them: A\.\n/)
     const steady = resultsMarkdown({ run: { ...run, figures: [run.figures[1]!] }, commands: [], sections: [], seconds: 4, rounds: 3, totalSeconds: 1 })
     expect(steady).not.toContain('rounds that disagree')
+    const two = resultsMarkdown({ run: { ...run, figures: [run.figures[0]!, { ...run.figures[0]!, id: 'b', label: 'B' }] }, commands: [], sections: [], seconds: 4, rounds: 3, totalSeconds: 1 })
+    expect(two).toContain('2 of these verdicts rest on rounds that disagree')
+    expect(two).toMatch(/another run may turn them: A; B\.\n/)
   })
   test("issue 21's rows come first, in its order; the others keep the order they were measured in", () => {
     const fig = (id: string) => ({ id, label: id, value: 1, unit: '×' })

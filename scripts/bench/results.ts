@@ -155,7 +155,7 @@ export function resultsMarkdown(opts: {
     ...(unsettled.length
       ? [
           '',
-          `${unsettled.length} of these verdicts rest on rounds that disagree (some rounds met the target, some missed it): the machine's load moved while they ran, and another run may turn them: ${unsettled.map((f) => f.label).join('; ')}.`,
+          `${unsettled.length} of these ${unsettled.length === 1 ? 'verdicts rests' : 'verdicts rest'} on rounds that disagree (some rounds met the target, some missed it): the machine's load moved while they ran, and another run may turn them: ${unsettled.map((f) => f.label).join('; ')}.`,
         ]
       : []),
     '',
