@@ -9,6 +9,8 @@ import { readFileSync } from 'node:fs'
 import { Reader, type Response } from 'mmdb-lib'
 import embeddedPath from '@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb' with { type: 'file' }
 import { ConfigError } from '../errors'
+import { parseIp } from '../net/cidr'
+import { isPublicAddress } from '../net/guard'
 
 /** Credit for the embedded database, as its licence (CC BY 4.0) asks: the README and /api/docs show it. */
 export const EMBEDDED_ATTRIBUTION = 'Country data: ip-location-db (geo-whois-asn-country), from data by the Number Resource Organization (NRO), CC BY 4.0'
@@ -48,10 +50,16 @@ export function createGeo(opts: GeoOptions = {}): Geo {
 
   function lookup(address: string): string | null {
     reader ??= open(embeddedPath)
-    let ip = address
-    if (ip.startsWith('::ffff:') && ip.includes('.')) ip = ip.slice(7) // an IPv4 address on an IPv6 socket
-    const zone = ip.indexOf('%')
-    if (zone >= 0) ip = ip.slice(0, zone)
+    const zone = address.indexOf('%')
+    const bytes = parseIp(zone >= 0 ? address.slice(0, zone) : address)
+    if (bytes === null) return null // not an address
+    // Special-purpose ranges (RFC 6890 and IANA's registries: private, loopback, link-local, CGNAT,
+    // documentation, benchmarking, ULA, multicast, reserved, 6to4, Teredo…) are nobody's country, whatever a
+    // database says (the embedded one put 192.168.1.1 in Australia): the SSRF guard's list, so one list says
+    // what is public. An IPv4-mapped address is judged, and looked up, as its IPv4 address.
+    const mapped = bytes.subarray(0, 10).every((b) => b === 0) && bytes[10] === 0xff && bytes[11] === 0xff
+    const ip = mapped ? bytes.subarray(12).join('.') : zone >= 0 ? address.slice(0, zone) : address
+    if (!isPublicAddress(ip)) return null
     let record: CountryRecord | null
     try {
       record = reader.get(ip) as CountryRecord | null
