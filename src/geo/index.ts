@@ -51,14 +51,19 @@ export function createGeo(opts: GeoOptions = {}): Geo {
   function lookup(address: string): string | null {
     reader ??= open(embeddedPath)
     const zone = address.indexOf('%')
-    const bytes = parseIp(zone >= 0 ? address.slice(0, zone) : address)
-    if (bytes === null) return null // not an address
+    let ip = zone >= 0 ? address.slice(0, zone) : address
+    // An IPv4-mapped address (an IPv4 client on an IPv6 socket, in either spelling) is judged, and looked
+    // up, as its IPv4 address.
+    if (ip.includes(':')) {
+      const b = parseIp(ip)
+      if (b === null) return null // not an address
+      if (b[10] === 0xff && b[11] === 0xff && b[0] === 0 && b[1] === 0 && b[2] === 0 && b[3] === 0 && b[4] === 0 && b[5] === 0 && b[6] === 0 && b[7] === 0 && b[8] === 0 && b[9] === 0)
+        ip = `${b[12]}.${b[13]}.${b[14]}.${b[15]}`
+    }
     // Special-purpose ranges (RFC 6890 and IANA's registries: private, loopback, link-local, CGNAT,
     // documentation, benchmarking, ULA, multicast, reserved, 6to4, Teredo…) are nobody's country, whatever a
-    // database says (the embedded one put 192.168.1.1 in Australia): the SSRF guard's list, so one list says
-    // what is public. An IPv4-mapped address is judged, and looked up, as its IPv4 address.
-    const mapped = bytes.subarray(0, 10).every((b) => b === 0) && bytes[10] === 0xff && bytes[11] === 0xff
-    const ip = mapped ? bytes.subarray(12).join('.') : zone >= 0 ? address.slice(0, zone) : address
+    // database says (the embedded one put 192.168.1.1 in Australia): the SSRF guard's list, so that one list
+    // says what is public. Not an address at all: not public either.
     if (!isPublicAddress(ip)) return null
     let record: CountryRecord | null
     try {
