@@ -79,20 +79,22 @@ test('the database gone: writes 503 with Retry-After, visited links still redire
   }
 })
 
-// Nobody writes through the node while the server is away: /readyz finds out by itself (a write it tries and
+// No change is made through the node while the server is away: /readyz finds out by itself (a write it tries and
 // rolls back, at most every 5 s), and says so on /healthz too; the cached link keeps redirecting.
-test('the database gone while nothing is written: /readyz 503 from its own write probe, /healthz 200 naming it down', async () => {
+test('the database gone while no change is made: /readyz 503 from its own write probe, /healthz 200 naming it down (real socket)', async () => {
   const dir = tempDir()
   dirs.push(dir)
-  const box = await openLinkbox(testConfig(dir, { database: { url: await pg.createDatabase() } }), { logger: capturedLog().logger })
-  const request = (path: string) => box.app.handle(new Request(`http://localhost:8080${path}`))
+  const config = testConfig(dir, { database: { url: await pg.createDatabase() }, server: { host: '127.0.0.1', port: 0 } })
+  const box = await openLinkbox(config, { logger: capturedLog().logger })
+  const base = `http://127.0.0.1:${box.listen().port}`
+  const request = (path: string) => fetch(`${base}${path}`, { redirect: 'manual' })
   try {
     const key = (await box.accounts.createAccount({ name: 'bob' })).key.key
-    const made = await box.app.handle(new Request('http://localhost:8080/api/getLink.json', {
+    const made = await fetch(`${base}/api/getLink.json`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-api-key': key },
       body: 'url=https%3A%2F%2Fexample.com%2Fquiet&alias=quiet',
-    }))
+    })
     expect(made.status).toBe(200)
     expect((await request('/quiet')).status).toBe(302)
     expect((await request('/readyz')).status).toBe(200)
