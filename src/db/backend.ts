@@ -3,7 +3,7 @@
 // - the stores behind their async interfaces (storages.ts), which the services are handed;
 // - the change feed between processes and nodes (changes.ts): local on SQLite, LISTEN/NOTIFY on PostgreSQL;
 // - the database's availability (health.ts): SQLite is a file of this process, always "up" (a full disk is
-//   /healthz's business, ../health.ts); PostgreSQL's goes down on a connection error and comes back by itself;
+//   /readyz's business, ../health.ts); PostgreSQL's goes down on a connection error and comes back by itself;
 // - the signing secret: a file in data_dir on SQLite, a row of the database on PostgreSQL, so that a link signed
 //   by one node opens on all;
 // - where click batches go: SQLite's writer thread (the recorder's default), PostgreSQL's increments;
