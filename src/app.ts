@@ -96,11 +96,12 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const qr = createQrFeature(shared, { links: links.links }, { renderer: opts.qrRenderer })
   const mail = createMailFeature(shared, { smtpPort: opts.smtpPort })
   const media = createMediaFeature(shared)
-  const databaseProblem = backend.writeProblem(clicks.recorder)
+  const database = backend.databaseCheck(clicks.recorder)
+  const databaseProblem = () => database.known().reason
   const dashboard = createDashboardFeature(shared, { links: links.links, mail: mail.mail, webhooks: webhooks.webhooks, qr: qr.qr, abuse: links.abuse, databaseProblem })
   const methods = [links, qr, media, mail, webhooks].flatMap((f) => f.feature.api ?? [])
   const audit = createAuditFeature(shared, { shell: dashboard.shell })
-  const pages = createPagesFeature(shared, { links: links.links, methods, databaseProblem, shell: dashboard.shell, anonymous: links.anonymous })
+  const pages = createPagesFeature(shared, { links: links.links, methods, database, shell: dashboard.shell, anonymous: links.anonymous })
   const features: Feature[] = [clicks, webhooks, links, qr, mail, media, dashboard, audit, pages].map((f) => f.feature)
 
   // The wiring: metrics, the API, the router, the pipeline.

@@ -80,13 +80,16 @@ export function judgePostgresVersion(versionNum: number, version: string): Findi
  * schema, read without changing anything (serve creates or upgrades it, under its lock). Also the newest
  * creation time, for the clock check.
  */
-async function checkPostgres(url: string): Promise<{ findings: Finding[]; newest: number | null }> {
+async function checkPostgres(url: string): Promise<{ findings: Finding[]; newest: number | null; mail: Finding }> {
   const { pgClient, pgReason, schemaVersion } = await import('./db/postgres')
   const { PG_SCHEMA_VERSION } = await import('./db/postgres/migrations')
+  const { probePostgresWrite } = await import('./db/postgres/health')
   const shown = redactDatabaseUrl(url) ?? 'database.url'
   const sql = pgClient(url, { max: 1, connectionTimeout: 5 })
   const findings: Finding[] = []
   let newest: number | null = null
+  // Mail lives in the database on this engine (the data directory holds none): counted there.
+  let mail: Finding = { verdict: 'skip', what: 'mail store', detail: 'the database cannot be read' }
   try {
     let server: { num: number; version: string; standby: boolean }
     try {
@@ -98,8 +101,10 @@ async function checkPostgres(url: string): Promise<{ findings: Finding[]; newest
           { verdict: 'FAIL', what: 'database', detail: `${shown}: ${pgReason(err)}` },
           { verdict: 'skip', what: 'database server', detail: 'no connection' },
           { verdict: 'skip', what: 'database schema', detail: 'no connection' },
+          { verdict: 'skip', what: 'database write', detail: 'no connection' },
         ],
         newest,
+        mail,
       }
     }
     findings.push({ verdict: 'ok', what: 'database', detail: `${shown}: connected` })
@@ -113,7 +118,10 @@ async function checkPostgres(url: string): Promise<{ findings: Finding[]; newest
       const version = await schemaVersion(sql)
       if (version === null)
         findings.push({ verdict: 'FAIL', what: 'database schema', detail: "tables named like linkbox's (links, accounts) but no linkbox_schema: not a linkbox database; give linkbox an empty one" })
-      else if (version === 0) findings.push({ verdict: 'ok', what: 'database schema', detail: `empty, will be created at the first start (schema ${PG_SCHEMA_VERSION})` })
+      else if (version === 0) {
+        findings.push({ verdict: 'ok', what: 'database schema', detail: `empty, will be created at the first start (schema ${PG_SCHEMA_VERSION})` })
+        mail = { verdict: 'ok', what: 'mail store', detail: 'in the database: empty (no mail received yet)' }
+      }
       else if (version > PG_SCHEMA_VERSION)
         findings.push({ verdict: 'FAIL', what: 'database schema', detail: `schema ${version} is newer than this linkbox knows (${PG_SCHEMA_VERSION}): upgrade linkbox on this node` })
       else {
@@ -124,11 +132,21 @@ async function checkPostgres(url: string): Promise<{ findings: Finding[]; newest
         )
         const [row] = await sql`SELECT greatest((SELECT max(created) FROM accounts), (SELECT max(created) FROM links), (SELECT max(created) FROM webhook_events)) AS newest`
         newest = row.newest === null ? null : Number(row.newest)
+        // The mailboxes' own counters (kept by triggers): one read however much mail there is.
+        const [m] = await sql`SELECT count(*) AS mailboxes, coalesce(sum(messages), 0) AS messages, coalesce(sum(bytes), 0) AS bytes FROM mailboxes`
+        mail = { verdict: 'ok', what: 'mail store', detail: `in the database: ${size(Number(m.bytes))} in ${Number(m.messages)} messages, ${Number(m.mailboxes)} mailboxes` }
       }
     } catch (err) {
       findings.push({ verdict: 'FAIL', what: 'database schema', detail: `cannot be read: ${pgReason(err)}` })
     }
-    return { findings, newest }
+    // A write that is rolled back (the schema's row, or on an empty database the CREATE TABLE the first start needs).
+    try {
+      await probePostgresWrite(sql, 5_000)
+      findings.push({ verdict: 'ok', what: 'database write', detail: 'writable (a write tried and rolled back)' })
+    } catch (err) {
+      findings.push({ verdict: 'FAIL', what: 'database write', detail: `not writable: ${pgReason(err)}` })
+    }
+    return { findings, newest, mail }
   } finally {
     await sql.close().catch(() => {})
   }
@@ -464,7 +482,8 @@ export async function runDoctor(config: Config, source: string): Promise<Finding
   findings.push(await checkPort('server.port', config.server.host, config.server.port))
   if (config.mail.smtp_port !== 0) findings.push(await checkPort('mail.smtp_port', config.mail.smtp_host, config.mail.smtp_port))
   findings.push(checkTls(config))
-  if (dataDir.verdict === 'ok') findings.push(checkMailStore(config.data_dir))
+  if (postgres) findings.push(postgres.mail)
+  else if (dataDir.verdict === 'ok') findings.push(checkMailStore(config.data_dir))
   findings.push(...(await checkMx(config)))
   if (dataDir.verdict === 'ok') findings.push(checkDisk(config.data_dir), checkClock(Date.now(), buildTime(), postgres ? postgres.newest : newestRow(config.data_dir)))
   else findings.push({ verdict: 'skip', what: 'free disk', detail: 'the data directory is not usable' }, { verdict: 'skip', what: 'clock', detail: 'the data directory is not usable' })

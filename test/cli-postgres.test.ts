@@ -2,7 +2,7 @@
 // `linkbox doctor` checks the connection, the server's version and the schema; account, key, audit, import and
 // webhook work on the database, never on a SQLite file in data_dir. The password is never printed.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { existsSync } from 'node:fs'
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { judgePostgresVersion } from '../src/doctor'
 import { openPostgres } from '../src/db/postgres'
@@ -45,7 +45,45 @@ test('an empty database: connected (password shown as ***), the server version, 
   expect(existsSync(join(r.dataDir, 'linkbox.db'))).toBe(false)
   const sql = new Bun.SQL(url)
   expect((await sql`SELECT to_regclass('linkbox_schema') IS NULL AS missing`)[0].missing).toBe(true) // doctor changed nothing
+  expect((await sql`SELECT to_regclass('linkbox_write_probe') IS NULL AS missing`)[0].missing).toBe(true) // its write was rolled back
   await sql.close()
+  expect(r.stdout).toMatch(/^ok\s+database write\s+writable \(a write tried and rolled back\)$/m)
+  expect(r.stdout).toMatch(/^ok\s+mail store\s+in the database: empty \(no mail received yet\)$/m)
+})
+
+// Issue 36: doctor on PostgreSQL tries a write (rolled back), and counts mail where it is, in the database.
+test('a database that takes no writes: FAIL database write with the server\'s words, exit 1; the schema row unchanged', async () => {
+  const url = withPassword(await pg.createDatabase())
+  const db = await openPostgres(url)
+  const [before] = await db.sql`SELECT version, migrated FROM linkbox_schema`
+  await db.sql.unsafe(`ALTER DATABASE "${new URL(url).pathname.slice(1)}" SET default_transaction_read_only = on`)
+  const r = await doctor(url)
+  expect(r.code).toBe(1)
+  expect(r.stdout).toMatch(/^FAIL\s+database write\s+not writable: .*read-only transaction/m)
+  expect(r.stdout).toMatch(/^ok\s+database schema\s+schema \d+\/\d+$/m)
+  const sql = new Bun.SQL(url)
+  expect((await sql`SELECT version, migrated FROM linkbox_schema`)[0]).toEqual(before)
+  await sql.close()
+  await db.close()
+})
+
+test('mail store: counted in the database (messages, bytes, mailboxes), not in data_dir/mail', async () => {
+  const url = withPassword(await pg.createDatabase())
+  const db = await openPostgres(url)
+  const [account] = await db.sql`INSERT INTO accounts (name, created) VALUES ('mallory', 1) RETURNING id`
+  const [box] = await db.sql`INSERT INTO mailboxes (address, account_id, created, expires) VALUES ('m@localhost', ${account.id}, 1, 9999999999999) RETURNING id`
+  for (const [blob, size] of [['a'.repeat(32), 1500], ['b'.repeat(32), 2596]] as const)
+    await db.sql`INSERT INTO mail_messages (mailbox_id, blob, received, size, envelope_from, from_address, from_name, subject, intro, attachments)
+      VALUES (${box.id}, ${blob}, 1, ${size}, 'x@example.com', 'x@example.com', '', 'hi', '', 0)`
+  await db.close()
+  const c = writeConfig(tempDir(), { database: { url } })
+  dirs.push(c.dir)
+  // What a node's data directory may still hold from before: not the store, not counted.
+  mkdirSync(join(c.dataDir, 'mail', 'ab'), { recursive: true })
+  writeFileSync(join(c.dataDir, 'mail', 'ab', 'raw.eml'), 'x'.repeat(3000))
+  const r = await runCli(['doctor', '--config', c.configPath], { timeoutMs: 30_000 })
+  expect(r.stdout).toMatch(/^ok\s+mail store\s+in the database: 4\.0 KiB in 2 messages, 1 mailboxes$/m)
+  expect(r.stdout).toMatch(/^ok\s+database write\s+writable/m)
 })
 
 test('a migrated database: schema N/N; a newer one is a FAIL that says to upgrade linkbox', async () => {

@@ -294,10 +294,10 @@ describe('health', () => {
     }
   })
 
-  test('a database that cannot be written: Degraded, with the reason /healthz gives', async () => {
+  test('a database that cannot be written: Degraded, with the reason /readyz gives', async () => {
     const { root } = await setup()
     box.db.exec('PRAGMA query_only = ON')
-    expect((await box.request('/healthz')).status).toBe(503)
+    expect((await box.request('/readyz')).status).toBe(503)
     const html = await (await box.request('/dashboard/admin/health', { headers: { cookie: root.cookie } })).text()
     expect(html).toContain('class="card health-status degraded"')
     expect(html).toMatch(/The database cannot be written: [^<]*readonly/)

@@ -100,7 +100,7 @@ describe('getLink.json', () => {
     expect(r.body.message).toContain('My_alias-1')
   })
 
-  test.each(['api', 'qr', 'dl', 'mail', 'assets', 'dashboard', 'login', 'logout', 'docs', 'healthz', 'metrics', 'API', 'Docs'])(
+  test.each(['api', 'qr', 'dl', 'mail', 'assets', 'dashboard', 'login', 'logout', 'docs', 'healthz', 'readyz', 'ReadyZ', 'metrics', 'API', 'Docs'])(
     'the reserved alias %s is refused with 409 alias_reserved',
     async (alias) => {
       const r = await create({ url: 'https://example.com/', alias })

@@ -91,9 +91,12 @@ describe('a full database (max_page_count at the file size), in process', () => 
       expect(create.body).toEqual({ status: 'error', code: 'storage_unavailable', message: expect.stringContaining('could not be stored') })
       expect(create.body.message).not.toContain('SQLITE')
 
-      const health = await box.get('/healthz')
-      expect(health.status).toBe(503)
-      expect(health.body).toEqual({ status: 'degraded', version: expect.any(String), database: expect.stringMatching(/^not writable: database or disk is full/) })
+      // Not ready for writes (/readyz 503), alive and serving (/healthz 200), both naming the state and why.
+      const full = { version: expect.any(String), database: 'unwritable', reason: expect.stringMatching(/^database or disk is full/) }
+      const ready = await box.get('/readyz')
+      expect([ready.status, ready.body]).toEqual([503, { status: 'degraded', ...full }])
+      const live = await box.get('/healthz')
+      expect([live.status, live.body]).toEqual([200, { status: 'ok', ...full }])
 
       // The retries back off; each failure stays silent.
       await until('three more failed retries', async () => {
@@ -114,24 +117,27 @@ describe('a full database (max_page_count at the file size), in process', () => 
       expect((box.db.query('SELECT clicks FROM links WHERE code = ?').get(code) as { clicks: number }).clicks).toBe(2800)
       expect((box.db.query('SELECT count(*) AS n FROM click_days').get() as { n: number }).n).toBe(300)
 
-      expect((await box.get('/healthz')).body).toEqual({ status: 'ok', version: expect.any(String) })
+      expect((await box.get('/healthz')).body).toEqual({ status: 'ok', version: expect.any(String), database: 'ok' })
+      expect((await box.get('/readyz')).status).toBe(200)
       expect((await box.post('/api/getLink.json', { url: LONG_URL }, { 'x-api-key': key })).status).toBe(200)
     } finally {
       await box.cleanup()
     }
   })
 
-  test('a change that could not be stored keeps /healthz degraded until a write succeeds', async () => {
+  test('a change that could not be stored keeps /readyz 503 until a write succeeds', async () => {
     const box = await makeBox({}, { clicks: { intervalMs: 3_600_000 } })
     try {
       box.db.exec('VACUUM') // no free pages left behind (migration 2 rebuilds tables) for writes to reuse
       const pages = (box.db.query('PRAGMA page_count').get() as { page_count: number }).page_count
       box.db.exec(`PRAGMA max_page_count = ${pages}`)
       expect((await box.post('/api/getLink.json', { url: LONG_URL })).status).toBe(503)
-      expect((await box.get('/healthz')).status).toBe(503)
+      expect((await box.get('/readyz')).status).toBe(503)
+      expect((await box.get('/healthz')).body.database).toBe('unwritable')
       box.db.exec('PRAGMA max_page_count = 1073741823')
       expect((await box.post('/api/getLink.json', { url: LONG_URL })).status).toBe(200)
-      expect((await box.get('/healthz')).status).toBe(200)
+      expect((await box.get('/readyz')).status).toBe(200)
+      expect((await box.get('/healthz')).body.database).toBe('ok')
     } finally {
       await box.cleanup()
     }
@@ -139,16 +145,17 @@ describe('a full database (max_page_count at the file size), in process', () => 
 })
 
 describe('a read-only database (query_only), in process', () => {
-  test('update and delete get 503 storage_unavailable; /healthz degraded by its write probe; reads work', async () => {
+  test('update and delete get 503 storage_unavailable; /readyz 503 by its write probe; reads work', async () => {
     const box = await makeBox({}, { clicks: { intervalMs: 3_600_000 } })
     try {
       const key = await box.account('ro')
       const code = (await box.post('/api/getLink.json', { url: 'https://example.com/ro' }, { 'x-api-key': key })).body.return.hex
       box.db.exec('PRAGMA query_only = ON')
       // Before any change fails, only the probe can tell.
-      const health = await box.get('/healthz')
+      const health = await box.get('/readyz')
       expect(health.status).toBe(503)
-      expect(health.body.database).toMatch(/^not writable: attempt to write a readonly database/)
+      expect(health.body).toMatchObject({ database: 'unwritable', reason: expect.stringMatching(/^attempt to write a readonly database/) })
+      expect((await box.get('/healthz')).status).toBe(200)
       const update = await box.post('/api/update.json', { code, mode: 'preview' }, { 'x-api-key': key })
       expect(update.status).toBe(503)
       expect(update.body.code).toBe('storage_unavailable')
@@ -191,7 +198,7 @@ describe('the real server with a file size limit (the WAL cannot grow)', () => {
     dirs.forEach(removeDir)
   })
 
-  test('changes get 503, stats and the page 200, healthz 503; SIGTERM says which clicks are lost, exit 1, no stack', async () => {
+  test('changes get 503, stats and the page 200, readyz 503 (healthz 200); SIGTERM says which clicks are lost, exit 1, no stack', async () => {
     const config = writeConfig(tempDir('linkbox-unwritable-'))
     dirs.push(config.dir)
     const key = await createAccount(config.configPath, 'alice') // the database exists before the limit
@@ -221,9 +228,11 @@ describe('the real server with a file size limit (the WAL cannot grow)', () => {
       expect(server.stderr()).toMatch(/click writes failing: disk I\/O error \(SQLITE_IOERR_WRITE\); \d+ clicks kept in memory/)
       for (let i = 0; i < 10; i++) expect((await visit()).status).toBe(302)
 
-      const health = await fetch(`${server.url}/healthz`)
-      expect(health.status).toBe(503)
-      expect((await health.json()).status).toBe('degraded')
+      const ready = await fetch(`${server.url}/readyz`)
+      expect(ready.status).toBe(503)
+      expect(await ready.json()).toMatchObject({ status: 'degraded', database: 'unwritable' })
+      const live = await fetch(`${server.url}/healthz`)
+      expect([live.status, (await live.json()).database]).toEqual([200, 'unwritable'])
       expect((await apiPost(server.url, 'stats.json', { code })).status).toBe(200)
       expect((await fetch(`${server.url}/${code}+`)).status).toBe(200)
       expect((await apiPost(server.url, 'links.json', {}, { 'x-api-key': key })).status).toBe(200)

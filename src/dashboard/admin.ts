@@ -494,8 +494,8 @@ ${refused ? `<span class="error" id="new-password-error">${escapeHtml(refused.er
   function healthPage(request: Request, s: Session) {
     const { problem, read, cards, bars } = healthModel()
     const status = problem === null
-      ? `<section class="card health-status ok" aria-labelledby="status-h" data-health-status><h2 id="status-h"><span class="dot" aria-hidden="true"></span>Working</h2><p>The database can be written: <code>/healthz</code> answers <code>ok</code>.</p>`
-      : `<section class="card health-status degraded" aria-labelledby="status-h" data-health-status><h2 id="status-h"><span class="dot" aria-hidden="true"></span>Degraded</h2><p>The database cannot be written: ${escapeHtml(problem)}. Visits and reads still work; <code>/healthz</code> answers 503.</p>`
+      ? `<section class="card health-status ok" aria-labelledby="status-h" data-health-status><h2 id="status-h"><span class="dot" aria-hidden="true"></span>Working</h2><p>The database can be written: <code>/readyz</code> answers <code>ok</code>.</p>`
+      : `<section class="card health-status degraded" aria-labelledby="status-h" data-health-status><h2 id="status-h"><span class="dot" aria-hidden="true"></span>Degraded</h2><p>The database cannot be written: ${escapeHtml(problem)}. Visits and reads still work; <code>/readyz</code> answers 503, <code>/healthz</code> 200 naming the database's state.</p>`
     const statusCard = `${status}
 ${stats(cards.status)}
 </section>`

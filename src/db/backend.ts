@@ -3,17 +3,17 @@
 // - the stores behind their async interfaces (storages.ts), which the services are handed;
 // - the change feed between processes and nodes (changes.ts): local on SQLite, LISTEN/NOTIFY on PostgreSQL;
 // - the database's availability (health.ts): SQLite is a file of this process, always "up" (a full disk is
-//   /healthz's business, ../health.ts); PostgreSQL's goes down on a connection error and comes back by itself;
+//   /readyz's business, ../health.ts); PostgreSQL's goes down on a connection error and comes back by itself;
 // - the signing secret: a file in data_dir on SQLite, a row of the database on PostgreSQL, so that a link signed
 //   by one node opens on all;
 // - where click batches go: SQLite's writer thread (the recorder's default), PostgreSQL's increments;
-// - what /healthz says about writing.
+// - what /healthz and /readyz say about the database (../health.ts).
 // SQLite's is made here, synchronously (tests build apps in one call); PostgreSQL's (postgres/backend.ts) needs
 // a connection first, so it is made by openLinkbox (app.ts) before the app, and only then loaded.
 import { join } from 'node:path'
 import type { ClickRecorder } from '../clicks/recorder'
 import type { BatchWriter } from '../clicks/writer'
-import { createDatabaseCheck } from '../health'
+import { createDatabaseCheck, type DatabaseCheck } from '../health'
 import type { Logger } from '../log'
 import { loadSigningSecret } from '../signing'
 import { localChangeFeed, type ChangeFeed } from './changes'
@@ -33,8 +33,8 @@ export interface Backend {
   signingSecret: Buffer
   /** Where click batches are written instead of the SQLite file's writer thread (PostgreSQL). */
   clickWriter?: BatchWriter
-  /** Why the database cannot be written right now, or null: /healthz and the admin's health page. */
-  writeProblem(recorder: ClickRecorder): () => string | null
+  /** Whether the database can be written right now, and why not: /healthz, /readyz and the admin's health page. */
+  databaseCheck(recorder: ClickRecorder): DatabaseCheck
   /** Closes the connections (after every feature closed). */
   close(): Promise<void>
 }
@@ -49,7 +49,7 @@ export function sqliteBackend(dataDir: string, log: Pick<Logger, 'info'>, onFeed
     changes,
     health: localHealth(),
     signingSecret: loadSigningSecret(dataDir),
-    writeProblem: (recorder) => createDatabaseCheck(db, recorder),
+    databaseCheck: (recorder) => createDatabaseCheck(db, recorder),
     async close() {
       await changes.close()
       db.close()

@@ -5,7 +5,7 @@
 // server is gone marks the database down, and while it is down a write is refused at once with 503 instead of
 // waiting for a connection timeout; redirects keep answering from the cache. The node recovers by itself: the
 // PostgreSQL implementation (postgres/health.ts) probes the server while it is down and marks it up again.
-// SQLite is a file of this process: it is never "down" in this sense (a full disk is reported by /healthz,
+// SQLite is a file of this process: it is never "down" in this sense (a full disk is reported by /readyz,
 // src/health.ts), so localHealth() is always up.
 export interface DatabaseHealth {
   isUp(): boolean

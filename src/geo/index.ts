@@ -9,6 +9,8 @@ import { readFileSync } from 'node:fs'
 import { Reader, type Response } from 'mmdb-lib'
 import embeddedPath from '@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb' with { type: 'file' }
 import { ConfigError } from '../errors'
+import { parseIp } from '../net/cidr'
+import { isPublicAddress } from '../net/guard'
 
 /** Credit for the embedded database, as its licence (CC BY 4.0) asks: the README and /api/docs show it. */
 export const EMBEDDED_ATTRIBUTION = 'Country data: ip-location-db (geo-whois-asn-country), from data by the Number Resource Organization (NRO), CC BY 4.0'
@@ -48,10 +50,21 @@ export function createGeo(opts: GeoOptions = {}): Geo {
 
   function lookup(address: string): string | null {
     reader ??= open(embeddedPath)
-    let ip = address
-    if (ip.startsWith('::ffff:') && ip.includes('.')) ip = ip.slice(7) // an IPv4 address on an IPv6 socket
-    const zone = ip.indexOf('%')
-    if (zone >= 0) ip = ip.slice(0, zone)
+    const zone = address.indexOf('%')
+    let ip = zone >= 0 ? address.slice(0, zone) : address
+    // An IPv4-mapped address (an IPv4 client on an IPv6 socket, in either spelling) is judged, and looked
+    // up, as its IPv4 address.
+    if (ip.includes(':')) {
+      const b = parseIp(ip)
+      if (b === null) return null // not an address
+      if (b[10] === 0xff && b[11] === 0xff && b[0] === 0 && b[1] === 0 && b[2] === 0 && b[3] === 0 && b[4] === 0 && b[5] === 0 && b[6] === 0 && b[7] === 0 && b[8] === 0 && b[9] === 0)
+        ip = `${b[12]}.${b[13]}.${b[14]}.${b[15]}`
+    }
+    // Special-purpose ranges (RFC 6890 and IANA's registries: private, loopback, link-local, CGNAT,
+    // documentation, benchmarking, ULA, multicast, reserved, 6to4, Teredo…) are nobody's country, whatever a
+    // database says (the embedded one put 192.168.1.1 in Australia): the SSRF guard's list, so that one list
+    // says what is public. Not an address at all: not public either.
+    if (!isPublicAddress(ip)) return null
     let record: CountryRecord | null
     try {
       record = reader.get(ip) as CountryRecord | null

@@ -548,7 +548,7 @@ const DeletedSchema = Type.Object(
 const STORAGE = 'storage_unavailable'
 
 export function linkApi(links: LinkService, anonymous?: AnonymousCreations): ApiMethod[] {
-  return [
+  const methods: ApiMethod[] = [
     {
       verb: 'POST',
       path: '/api/getLink.json',
@@ -662,4 +662,8 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations): Api
       handler: ({ params, caller }) => links.delete({ code: params.code }, caller!),
     },
   ]
+  // links.json by GET too, its parameters in the query string, so that `links.json?format=csv` downloads the
+  // export as the README says (curl -H 'X-Api-Key: …' -OJ); the same method otherwise.
+  const list = methods.find((m) => m.path === '/api/links.json')!
+  return [...methods, { ...list, verb: 'GET', operationId: 'linksGet', queryToo: undefined }]
 }

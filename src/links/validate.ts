@@ -14,7 +14,7 @@ export const MAX_TAG_LENGTH = 32
 
 /** First path segments the service itself uses (compared case-insensitively). */
 export const RESERVED_CODES = new Set([
-  'api', 'qr', 'dl', 'mail', 'assets', 'dashboard', 'login', 'logout', 'docs', 'healthz', 'metrics',
+  'api', 'qr', 'dl', 'mail', 'assets', 'dashboard', 'login', 'logout', 'docs', 'healthz', 'readyz', 'metrics',
   'robots.txt', 'favicon.ico', 'admin', 'static', 'webhooks', 'account', 'settings', 'stats', 'health',
   'status', 'well-known', '.well-known', 'sitemap.xml', 'index', 'app', 'signup', 'signin', 'register',
 ])

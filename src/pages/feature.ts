@@ -1,7 +1,8 @@
 // The service's own pages as a feature of the composition root: the home page and its form, the API
-// documents, /healthz, /metrics, the shared assets, the favicon and robots.txt.
+// documents, /healthz and /readyz, /metrics, the shared assets, the favicon and robots.txt.
 import type { Shell } from '../dashboard/shell'
 import type { Feature, Shared } from '../feature'
+import type { DatabaseCheck, DatabaseStatus } from '../health'
 import type { ApiMethod } from '../http/api'
 import { createMetricsAccess } from '../http/metrics-access'
 import { notFoundPage } from '../links/visit'
@@ -16,21 +17,26 @@ import { APP_JS, FAVICON_SVG, STYLE_CSS } from './render'
 
 const IMMUTABLE = 'public, max-age=31536000, immutable'
 
+const health = (code: number, { database, reason }: DatabaseStatus) =>
+  new Response(JSON.stringify({ status: code === 200 ? 'ok' : 'degraded', version: VERSION, database, ...(reason === null ? {} : { reason }) }), {
+    status: code,
+    headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
+  })
+
 export function createPagesFeature(
   shared: Shared,
-  deps: { links: LinkService; methods: ApiMethod[]; databaseProblem: () => string | null; shell: Shell; anonymous: AnonymousCreations },
+  deps: { links: LinkService; methods: ApiMethod[]; database: DatabaseCheck; shell: Shell; anonymous: AnonymousCreations },
 ) {
   const { config, metrics, limiter, clientIp } = shared
   const metricsAllowed = createMetricsAccess({ config, clientIp })
   const routes = new Elysia({ name: 'pages' })
-    // 503 when the database cannot be written, so that a monitor notices; visits and reads still work.
-    .get('/healthz', () => {
-      const problem = deps.databaseProblem()
-      if (problem === null) return { status: 'ok', version: VERSION }
-      return new Response(JSON.stringify({ status: 'degraded', version: VERSION, database: `not writable: ${problem}` }), {
-        status: 503,
-        headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
-      })
+    // Liveness and readiness (SPEC §10, issue 36). /healthz: 200 while this process serves — cached redirects go
+    // on while the database is down — naming the database's state, so a balancer keeps routing visits here.
+    // /readyz: 503 while writes cannot be taken, for a balancer or monitor that cares about writes.
+    .get('/healthz', () => health(200, deps.database.known()))
+    .get('/readyz', async () => {
+      const status = await deps.database.check()
+      return health(status.database === 'ok' ? 200 : 503, status)
     })
     // Loopback, private networks and the bearer token only (http/metrics-access.ts); others: a plain 404.
     .get('/metrics', async ({ request }) => metricsAllowed(request) ? new Response((await metrics.refresh(), metrics.render()), {

@@ -10,7 +10,7 @@ import type { Backend } from '../backend'
 import { DatabaseError } from '../index'
 import { openPostgres, pgReason } from './index'
 import { postgresChangeFeed } from './changes'
-import { postgresHealth } from './health'
+import { createPostgresCheck, postgresHealth } from './health'
 import { postgresStorages } from './storages'
 
 export interface PostgresBackendOptions {
@@ -33,11 +33,7 @@ export async function postgresBackend(url: string, log: Pick<Logger, 'info'>, on
       health,
       signingSecret,
       clickWriter: countsWriter(storages.counts),
-      writeProblem: (recorder: ClickRecorder) => () => {
-        if (!health.isUp()) return `the database cannot be reached (${health.reason() ?? 'connection lost'})`
-        if (recorder.failing) return recorder.lastError
-        return null
-      },
+      databaseCheck: (recorder: ClickRecorder) => createPostgresCheck(sql, health, recorder),
       async close() {
         health.close()
         await changes.close().catch(() => {})

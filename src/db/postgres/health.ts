@@ -8,6 +8,8 @@
 // Nothing else marks it up: a write that happens to succeed meanwhile is not told here (the probe follows
 // within probeMs). No timer runs while up.
 import type { SQL } from 'bun'
+import type { ClickRecorder } from '../../clicks/recorder'
+import { DATABASE_OK, type DatabaseCheck, type DatabaseStatus } from '../../health'
 import type { DatabaseHealth } from '../health'
 
 export const PROBE_MS = 1_000
@@ -139,4 +141,81 @@ const describe = (err: unknown) => {
   const what = [e?.code, e?.errno].filter((v) => typeof v === 'string').join(' ')
   const message = typeof e?.message === 'string' ? e.message : String(err)
   return `${message}${what ? ` (${what})` : ''}`.slice(0, 300)
+}
+
+/**
+ * A real write that is not kept (issue 36: doctor and /readyz): in a transaction that is rolled back, a no-op
+ * UPDATE of linkbox_schema's one row (a row version written, a lock taken), or on a database without linkbox's
+ * tables yet the CREATE TABLE that serve's first start needs. Finds a read-only server or database
+ * (default_transaction_read_only, a standby), missing privileges, and a lock held too long; like SQLite's
+ * probe, not a disk that fills up only when a write is kept. Throws what the server said; waits at most timeoutMs.
+ */
+export async function probePostgresWrite(sql: SQL, timeoutMs = 2_000): Promise<void> {
+  const rollback = new Error('rollback')
+  try {
+    await sql.begin(async (tx) => {
+      await tx`SELECT set_config('statement_timeout', ${String(timeoutMs)}, true), set_config('lock_timeout', ${String(timeoutMs)}, true)`
+      const [found] = await tx`SELECT to_regclass('linkbox_schema') IS NOT NULL AS has`
+      if (found.has) await tx`UPDATE linkbox_schema SET migrated = migrated`
+      else await tx`CREATE TABLE linkbox_write_probe (x integer)`
+      throw rollback
+    })
+  } catch (err) {
+    if (err !== rollback) throw err
+  }
+}
+
+/**
+ * PostgreSQL's DatabaseCheck (../../health.ts): 'down' while health says so; else what the last write probe
+ * found (one at most every PROBE_EVERY_MS, started by a poll, so that a node nobody writes through still
+ * learns that the server went away or turned read-only); else the click writes' failure.
+ */
+export const PROBE_EVERY_MS = 5_000
+
+export function createPostgresCheck(sql: SQL, health: DatabaseHealth, recorder: ClickRecorder, opts: { everyMs?: number; timeoutMs?: number } = {}): DatabaseCheck {
+  const everyMs = opts.everyMs ?? PROBE_EVERY_MS
+  const timeoutMs = opts.timeoutMs ?? 2_000
+  let probed = { at: -Infinity, status: DATABASE_OK }
+  let probing: Promise<void> | null = null
+  // A probe past its time keeps its connection until the server answers: no second one meanwhile.
+  let unsettled = false
+
+  const probe = (): Promise<void> => {
+    if (probing) return probing
+    // Failing click writes may mean the server is gone: probed sooner, so that it is named 'down', not 'unwritable'.
+    const due = recorder.failing ? Math.min(everyMs, 1_000) : everyMs
+    if (unsettled || !health.isUp() || Date.now() - probed.at < due) return Promise.resolve()
+    unsettled = true
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const late = new Promise<DatabaseStatus>((resolve) => {
+      timer = setTimeout(() => resolve({ database: 'down', reason: `the write probe had no answer within ${timeoutMs} ms` }), timeoutMs + 500)
+      timer.unref?.()
+    })
+    const written = probePostgresWrite(sql, timeoutMs).then(
+      (): DatabaseStatus => DATABASE_OK,
+      // A connection error marks the database down (health then probes until it is back): said by health.
+      (err): DatabaseStatus => (health.observe(err) ? DATABASE_OK : { database: 'unwritable', reason: describe(err) }),
+    ).finally(() => (unsettled = false))
+    probing = Promise.race([written, late]).then((status) => {
+      clearTimeout(timer)
+      probed = { at: Date.now(), status }
+      probing = null
+    })
+    return probing
+  }
+
+  const known = (): DatabaseStatus => {
+    if (!health.isUp()) return { database: 'down', reason: `the database cannot be reached (${health.reason() ?? 'connection lost'})` }
+    void probe()
+    if (probed.status.database !== 'ok') return probed.status
+    if (recorder.failing) return { database: 'unwritable', reason: recorder.lastError }
+    return DATABASE_OK
+  }
+  return {
+    known,
+    async check() {
+      await probe()
+      return known()
+    },
+  }
 }
