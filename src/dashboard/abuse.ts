@@ -159,7 +159,7 @@ ${list.files.length === 0
           await close({ disableLink: { code: report.code, reason: why } })
           done = `${report.code} is disabled.`
         } else if (action === 'host_banned' && hostOf(report.long_url)) {
-          // A destination that is an address, not a name (banHost takes names): refused, said on the page, report left open.
+          // The destination's host, a name or an address (banHost takes either, in any spelling).
           done = `${(await close({ ban: { host: hostOf(report.long_url)!, reason: why } })).host} is banned.`
         } else if (action === 'account_disabled' && report.owner) {
           const owner = report.owner

@@ -29,7 +29,7 @@ export function createLinksFeature(shared: Shared, deps: { recorder: ClickRecord
   })
   // Reports, bans, disabled links and blocklists (SPEC §3, §12): a 451 verdict per link, kept beside its cached row.
   // Its rows through the async storages (Shared.storages: SQLite's today; PostgreSQL's are handed in the same way).
-  const abuse = createAbuseService({ rows: storages.abuse, audit: storages.audit, queue: storages.queue, config, links, clock, outbox })
+  const abuse = createAbuseService({ rows: storages.abuse, audit: storages.audit, queue: storages.queue, config, links, clock, outbox, changes })
   // Creations without a key (links.anonymous, rate.anon_per_day): the API's and the home form's, one count.
   const anonymous = createAnonymousCreations(config, clock)
   const visitCount = metrics.counter('linkbox_visits_total', 'Visits of short links and their pages, by outcome.', 'outcome')
