@@ -24,6 +24,7 @@ export function createLinksFeature(shared: Shared, deps: { recorder: ClickRecord
     links: storages.links, counts: storages.counts, queue: storages.queue,
     config, recorder: deps.recorder, events, clock, hashPassword: opts.hashPassword, outbox, changes,
     checkDestination: (url) => abuse.checkDestination(url),
+    stopped: (row) => abuse.verdict(row) !== null,
     // Countries for rules with a country condition: the app's one Geo (statistics ask it too).
     country: (address) => geo.country(address),
   })
