@@ -389,10 +389,21 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
       if (added) banChanged(host, added)
       return { host, added: added !== null }
     },
-    async unbanHost(host: string, by: Who = SYSTEM) {
-      const removed = await rows.removeBan(host, (tx) => record(tx, by, { action: 'host.unban', target: `host ${host}` }))
-      if (removed) banChanged(host, null)
-      return removed
+    /** Lifts the ban of a host as stored, or else as banHost would spell what was typed ([2001:DB8::1] lifts 2001:db8::1). */
+    async unbanHost(input: string, by: Who = SYSTEM) {
+      const lift = async (host: string) => {
+        const removed = await rows.removeBan(host, (tx) => record(tx, by, { action: 'host.unban', target: `host ${host}` }))
+        if (removed) banChanged(host, null)
+        return removed
+      }
+      if (await lift(input)) return true
+      let canonical: string | null = null
+      try {
+        canonical = hostToBan(input)
+      } catch {
+        // Not a host: there is nothing else to lift.
+      }
+      return canonical !== null && canonical !== input ? lift(canonical) : false
     },
 
     /** Reads links.blocklist_files again (start, SIGHUP): what it holds, and how many stored links it catches now. */
