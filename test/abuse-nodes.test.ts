@@ -24,7 +24,9 @@ beforeAll(async () => {
   pg = await startPostgres()
   dbUrl = await pg.createDatabase()
   configs = [0, 1].map(() => writeConfig(tempDir('linkbox-abuse-node-'), { database: { url: dbUrl } }))
-  ;[a, b] = await Promise.all(configs.map((config) => startServer({ config, startTimeoutMs: 30_000 })))
+  const started = await Promise.all(configs.map((config) => startServer({ config, startTimeoutMs: 30_000 })))
+  a = started[0]!
+  b = started[1]!
   key = await createAccount(configs[0]!.configPath, 'root', { admin: true })
   expect((await runCli(['account', 'password', 'root', '--password', '-', '--config', configs[0]!.configPath], { stdin: 'correct horse battery\n' })).code).toBe(0)
   admin = await signIn(overSocket(a!.url), 'root', 'correct horse battery')
