@@ -94,7 +94,7 @@ ${csrf}
 <h2 id="lists-h">Blocklists</h2>
 ${list.files.length === 0
   ? '<p class="empty">No blocklist files (<code>links.blocklist_files</code>).</p>'
-  : `<ul>${list.files.map((f) => `<li><code>${e(f.path)}</code>: ${f.error ? `<strong>not readable (${e(f.error)})</strong>` : `${f.hosts} hosts`}</li>`).join('')}</ul><p class="muted">${list.set.size} distinct hosts, loaded ${e(when(list.loadedAt))}; read again on SIGHUP.</p>`}
+  : `<ul>${list.files.map((f) => `<li><code>${e(f.path)}</code>: ${f.error ? `<strong>not readable (${e(f.error)})</strong>` : `${f.hosts} hosts${f.skipped ? `, ${f.skipped} line${f.skipped === 1 ? '' : 's'} skipped (not hosts: see the log)` : ''}`}</li>`).join('')}</ul><p class="muted">${list.set.size} distinct hosts, loaded ${e(when(list.loadedAt))}; read again on SIGHUP.</p>`}
 </section>`
     const content = `<h1>Admin</h1>\n${tabs('reports')}\n${reportsCard}\n${bansCard}\n${linkCard}\n${lists}`
     return shell.render(request, s, { section: 'admin', title: 'Admin · Reports and bans', content })
