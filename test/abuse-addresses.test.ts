@@ -91,6 +91,10 @@ test('an IPv6 address is banned under its own name, whatever its spelling, and h
   expect((await create('http://[2001:db8::2]/')).status).toBe(200)
   // A range is not a host: refused by name, rather than cut to its first address.
   expect(await ban('2001:db8::/32')).toContain('a range of addresses')
+  expect(await ban('10.0.0.0/8')).toContain('a range of addresses')
+  // A name with a path of digits is a name.
+  expect(await ban('paths.example/2')).toContain('paths.example is banned')
+  await unban('paths.example')
   // Lifted in another spelling too.
   await unban('[2001:DB8:0::1]')
   for (const code of codes) expect((await visit(code)).status).toBe(302)

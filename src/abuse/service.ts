@@ -127,7 +127,8 @@ function matchHost(set: HostSet, host: string): string | null {
 export function hostToBan(input: string): string {
   const text = input.trim()
   const rest = text.replace(/^[a-z][a-z0-9+.-]*:\/\//i, '')
-  if (rest === text && /^[^/?#]+\/\d{1,3}$/.test(text))
+  const range = rest === text ? /^([^/?#]+)\/\d{1,3}$/.exec(text) : null
+  if (range && (range[1]!.includes(':') || /^[0-9.]+$/.test(range[1]!)))
     throw badRequest('invalid_parameter', 'The field "host" must be one host or address: a range of addresses (/prefix) cannot be banned.')
   let authority = rest.split(/[/?#]/)[0] ?? ''
   authority = authority.slice(authority.lastIndexOf('@') + 1)
