@@ -194,7 +194,7 @@ test('on PostgreSQL with the change feed: a ban and its lifting on node A reach 
       return check() ? Date.now() - t0 : -1
     }
     expect(b.verdict(row)).toBeNull()
-    expect(await a.banHost('[2001:0db8::1]', 'kit')).toEqual({ host: '2001:db8::1', added: true })
+    expect(await a.banHost('[2001:0db8::1]', 'kit', null)).toEqual({ host: '2001:db8::1', added: true })
     const seen = await within(() => b.verdict(row) !== null)
     expect(seen).toBeGreaterThanOrEqual(0)
     expect(seen).toBeLessThan(1_000)
@@ -212,8 +212,8 @@ test('on PostgreSQL with the change feed: a ban and its lifting on node A reach 
       if (m && 't' in m && m.t === BAN_TOPIC && 'k' in m) heard.push(...m.k)
     })
     try {
-      await a.banHost('kit.example', 'kit')
-      expect(await a.banHost('KIT.example.', 'again')).toEqual({ host: 'kit.example', added: false })
+      await a.banHost('kit.example', 'kit', null)
+      expect(await a.banHost('KIT.example.', 'again', null)).toEqual({ host: 'kit.example', added: false })
       // A report closed with a ban, undone by the change that goes with it: no ban, nothing said.
       await p.main.sql`INSERT INTO link_reports (link_id, code, reason, text, contact, created) VALUES (${row.id}, 'v6', 'phishing', '', '', 0)`
       const [{ id }] = await p.main.sql`SELECT id FROM link_reports`
