@@ -428,12 +428,16 @@ async function serve(config: Config, configPath: string | undefined) {
 function logBlocklist(
   log: { info(line: string, fields?: Record<string, unknown>): void; warn(line: string): void },
   when: string,
-  r: { hosts: number; files: { path: string; hosts: number; error?: string }[]; ms: number; caught: number },
+  r: { hosts: number; files: { path: string; hosts: number; error?: string; skipped: number; skippedLines: { line: number; text: string }[] }[]; ms: number; caught: number },
 ) {
   for (const f of r.files) if (f.error) log.warn(`${when}: blocklist ${f.path} could not be read (${f.error}); the other lists still hold`)
+  // Lines that name no host (a typo, a format not understood): counted, and the first few named (JSON-quoted).
+  const skipped = r.files.reduce((n, f) => n + f.skipped, 0)
+  const named = r.files.flatMap((f) => f.skippedLines.map((l) => `${f.path}:${l.line} ${JSON.stringify(l.text)}`))
   log.info(
-    `${when}: blocklists: ${r.hosts} hosts from ${r.files.filter((f) => !f.error).length} of ${r.files.length} files in ${Math.round(r.ms)} ms; ${r.caught} existing links are on them and answer 451`,
-    { hosts: r.hosts, caught: r.caught },
+    `${when}: blocklists: ${r.hosts} hosts from ${r.files.filter((f) => !f.error).length} of ${r.files.length} files in ${Math.round(r.ms)} ms; ${r.caught} existing links are on them and answer 451` +
+      (skipped ? `; ${skipped} line${skipped === 1 ? '' : 's'} skipped, not hosts: ${named.join(', ')}${skipped > named.length ? ', …' : ''}` : ''),
+    { hosts: r.hosts, caught: r.caught, skipped },
   )
 }
 

@@ -11,6 +11,8 @@ import type { SQL } from 'bun'
 import { createAbuseService } from '../src/abuse/service'
 import { sqliteAbuseRows } from '../src/abuse/storage'
 import { postgresAbuseRows } from '../src/abuse/storage-postgres'
+import { BAN_TOPIC } from '../src/abuse/storage'
+import { CHANNEL, decodeChange, postgresChangeFeed } from '../src/db/postgres/changes'
 import { sqliteAuditRows } from '../src/audit/storage'
 import { postgresAuditRows } from '../src/audit/storage-postgres'
 import { byAccount } from '../src/audit/service'
@@ -164,3 +166,71 @@ describe.each([
     }
   }, 60_000)
 })
+
+test('on PostgreSQL with the change feed: a ban and its lifting on node A reach node B within a second (any spelling of an IPv6 address); only committed ban changes are announced', async () => {
+  const p = await engines.postgres()
+  const feeds: Awaited<ReturnType<typeof postgresChangeFeed>>[] = []
+  const services: ReturnType<typeof createAbuseService<any>>[] = []
+  try {
+    await p.main.sql`INSERT INTO links (code, long_url, created, updated) VALUES ('v6', 'http://[2001:DB8::0:1]/x', 0, 0)`
+    const row = (await postgresLinkStorage(p.pool()).byCode('v6'))!
+    const node = async (name: string) => {
+      const sql = p.pool()
+      const changes = await postgresChangeFeed(sql)
+      feeds.push(changes)
+      const abuse = createAbuseService<any>({
+        rows: postgresAbuseRows(sql), audit: postgresAuditRows(sql), queue: postgresWebhookQueue(sql),
+        config: testConfig(engines.tracked(`linkbox-abusefeed-${name}-`)), links: { resolve: () => null, forget: () => {} }, clock: Date.now, changes,
+      })
+      services.push(abuse)
+      await abuse.ready
+      return abuse
+    }
+    const [a, b] = [await node('a'), await node('b')]
+    // Seen by B within a second, with nothing of B's own to wait for (its half-second timer reads accounts, not bans).
+    const within = async (check: () => boolean) => {
+      const t0 = Date.now()
+      while (!check() && Date.now() - t0 < 2_000) await Bun.sleep(10)
+      return check() ? Date.now() - t0 : -1
+    }
+    expect(b.verdict(row)).toBeNull()
+    expect(await a.banHost('[2001:0db8::1]', 'kit', null)).toEqual({ host: '2001:db8::1', added: true })
+    const seen = await within(() => b.verdict(row) !== null)
+    expect(seen).toBeGreaterThanOrEqual(0)
+    expect(seen).toBeLessThan(1_000)
+    expect(b.verdict(row)).toEqual({ kind: 'banned', host: '2001:db8::1', reason: 'kit' })
+    expect(() => b.checkDestination('http://[2001:db8:0:0:0:0:0:1]/')).toThrow('2001:db8::1, which the administrator of this service has banned (kit)')
+    expect(await b.unbanHost('2001:db8::1')).toBe(true)
+    const lifted = await within(() => a.verdict(row) === null)
+    expect(lifted).toBeGreaterThanOrEqual(0)
+    expect(lifted).toBeLessThan(1_000)
+
+    // What the channel carries about bans: the committed changes only.
+    const heard: string[] = []
+    const listener = await p.main.sql.listen(CHANNEL, (payload: string) => {
+      const m = decodeChange(payload)
+      if (m && 't' in m && m.t === BAN_TOPIC && 'k' in m) heard.push(...m.k)
+    })
+    try {
+      await a.banHost('kit.example', 'kit', null)
+      expect(await a.banHost('KIT.example.', 'again', null)).toEqual({ host: 'kit.example', added: false })
+      // A report closed with a ban, undone by the change that goes with it: no ban, nothing said.
+      await p.main.sql`INSERT INTO link_reports (link_id, code, reason, text, contact, created) VALUES (${row.id}, 'v6', 'phishing', '', '', 0)`
+      const [{ id }] = await p.main.sql`SELECT id FROM link_reports`
+      await expect(
+        a.closeReport(Number(id), 'host_banned', null, undefined, { ban: { host: 'undone.example', reason: 'x' }, change: () => Promise.reject(new Error('refused')) }),
+      ).rejects.toThrow('refused')
+      await a.unbanHost('kit.example')
+      await within(() => heard.length >= 2)
+      await Bun.sleep(200)
+      expect(heard).toEqual(['kit.example', 'kit.example'])
+      expect((await a.bans()).map((x) => x.host)).toEqual([])
+    } finally {
+      await listener.unlisten()
+    }
+  } finally {
+    for (const s of services) s.close()
+    for (const f of feeds) await f.close()
+    await p.close()
+  }
+}, 60_000)

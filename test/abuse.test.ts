@@ -233,6 +233,32 @@ test('blocklist files: a listed destination is refused; SIGHUP after adding a ho
   await server.stop()
 })
 
+test('blocklist lines `*.host` and addresses in any spelling are taken; lines that are not hosts are counted and named in the reload line (issue 36)', async () => {
+  const config = writeConfig()
+  const list = join(config.dir, 'mixed.txt')
+  writeFileSync(list, ['# a list', '*.wild-bad.example', 'not a host!', '2001:0DB8::0:7', '0x01020307', '0.0.0.0 fine-bad.example bad!name', 'a b c'].join('\n') + '\n')
+  writeFileSync(
+    config.configPath,
+    `data_dir = ${JSON.stringify(config.dataDir)}\n[server]\nhost = "127.0.0.1"\nport = 0\n[rate]\nanon_per_minute = 0\nkey_per_minute = 0\n[mail]\nsmtp_port = 0\n[links]\nblocklist_files = [${JSON.stringify(list)}]\n`,
+  )
+  const server = await startServer({ config })
+  const create = (url: string) => fetch(`${server.url}/api/getLink.json`, { method: 'POST', body: new URLSearchParams({ url }) })
+  // The log is JSON lines: the message of the one that starts with `when`.
+  const logged = (when: string) =>
+    server.stdout().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l).msg as string).find((m) => m.startsWith(when)) ?? ''
+  expect(logged('start: blocklists')).toContain('blocklists: 4 hosts from 1 of 1 files')
+  expect(logged('start: blocklists')).toEndWith(`; 3 lines skipped, not hosts: ${list}:3 "not a host!", ${list}:6 "0.0.0.0 fine-bad.example bad!name", ${list}:7 "a b c"`)
+  for (const url of ['https://wild-bad.example/', 'https://a.wild-bad.example/', 'http://[2001:db8::7]/', 'http://[::ffff:1.2.3.7]/', 'http://1.2.3.7/', 'https://fine-bad.example/'])
+    expect((await create(url)).status, url).toBe(400)
+  expect((await create('http://[2001:db8::8]/')).status).toBe(200)
+  appendFileSync(list, '||^\n')
+  server.proc.kill('SIGHUP')
+  for (let i = 0; i < 200 && !server.stdout().includes('SIGHUP: blocklists'); i++) await Bun.sleep(25)
+  expect(logged('SIGHUP: blocklists')).toContain('; 4 lines skipped, not hosts:')
+  expect(logged('SIGHUP: blocklists')).toEndWith(', …')
+  await server.stop()
+})
+
 test('reports are bounded: 50 open ones a link (more are thanked, not stored), 10,000 open in all (then 503 busy)', async () => {
   const box = await makeBox()
   try {

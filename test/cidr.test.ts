@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { cidrMatcher, parseCidr, parseIp } from '../src/net/cidr'
+import { canonicalIp, cidrMatcher, parseCidr, parseIp } from '../src/net/cidr'
 import { createClientIp } from '../src/http/client-ip'
 
 describe('addresses and ranges', () => {
@@ -33,5 +33,30 @@ describe('addresses and ranges', () => {
     expect(ip('127.0.0.1', 'spoofed, 198.51.100.7, 10.0.0.5')).toBe('198.51.100.7')
     expect(ip('127.0.0.1', null)).toBe('127.0.0.1')
     expect(createClientIp([])('127.0.0.1', '1.2.3.4')).toBe('127.0.0.1')
+  })
+})
+
+describe('canonicalIp (issue 36: one spelling for bans and blocklists)', () => {
+  test('IPv6 as RFC 5952 writes it: lower case, no leading zeros, the first longest zero run as ::, not a single group', () => {
+    expect(canonicalIp('2001:0DB8:0000:0000:0000:0000:0000:0001')).toBe('2001:db8::1')
+    expect(canonicalIp('[2001:db8::1]')).toBe('2001:db8::1')
+    expect(canonicalIp('2001:db8:0:1:0:0:0:1')).toBe('2001:db8:0:1::1')
+    expect(canonicalIp('1:0:0:2:0:0:3:4')).toBe('1::2:0:0:3:4')
+    expect(canonicalIp('2001:db8:0:1:1:1:1:1')).toBe('2001:db8:0:1:1:1:1:1')
+    expect(canonicalIp('::1')).toBe('::1')
+    expect(canonicalIp('::')).toBe('::')
+    expect(canonicalIp('fe80::')).toBe('fe80::')
+  })
+
+  test('an IPv6 address that carries an IPv4 one is that IPv4 address', () => {
+    for (const t of ['::ffff:1.2.3.4', '::FFFF:0102:0304', '[0:0:0:0:0:ffff:102:304]', '::ffff:0:1.2.3.4', '64:ff9b::1.2.3.4', '::1.2.3.4', '1.2.3.4'])
+      expect(canonicalIp(t), t).toBe('1.2.3.4')
+    // 6to4 and the NAT64 local-use prefix name other hosts: kept as IPv6.
+    expect(canonicalIp('2002:102:304::1')).toBe('2002:102:304::1')
+    expect(canonicalIp('64:ff9b:1::102:304')).toBe('64:ff9b:1::102:304')
+  })
+
+  test('zone ids and non-addresses are refused', () => {
+    for (const t of ['fe80::1%eth0', '2001', '1.2.3', 'example.com', '1:2:3:4:5:6:7:8:9', '']) expect(canonicalIp(t), t).toBeNull()
   })
 })

@@ -8,13 +8,42 @@
 // in an open-addressing table of typed arrays (at most half full: 16 to 32 bytes a host), no object per
 // entry, nothing for the garbage collector to walk. A lookup is one pass over the host's characters and a
 // probe for each parent domain of a depth (label count) that the lists use.
+import { canonicalIp } from '../net/cidr'
 
-/** A host as the lists and URLs spell it: lower case, no trailing dot, punycode for IDNs; null when it is not one. */
+/**
+ * Whether a host's last label is a number (the URL standard's "ends in a number": digits, or 0x and hex), which
+ * makes the URL parser read the host as an IPv4 address in one of its spellings (0x01020304, 16909060, 1.2.3)
+ * or refuse it: such a host is matched as the address the parser makes of it, never as a name.
+ */
+function endsInNumber(host: string): boolean {
+  // By character codes, without a substring: every line of a million-host list asks.
+  const start = host.lastIndexOf('.') + 1
+  if (start === host.length) return false
+  const hex = host.length - start >= 2 && host.charCodeAt(start) === 48 && (host.charCodeAt(start + 1) | 32) === 120 // 0x, 0X
+  for (let i = hex ? start + 2 : start; i < host.length; i++) {
+    const c = host.charCodeAt(i)
+    const digit = c >= 48 && c <= 57
+    if (!digit && !(hex && (c | 32) >= 97 && (c | 32) <= 102)) return false
+  }
+  return true
+}
+
+/**
+ * A host as the lists and URLs spell it, or null when it is not one: lower case, no trailing dot, punycode for
+ * IDNs; an address in one spelling whatever it was typed as (issue 36): IPv4 as a.b.c.d (from the URL
+ * parser's hex, decimal and short forms too), IPv6 without brackets as RFC 5952 writes it, and an IPv6 address
+ * that carries an IPv4 one (::ffff:1.2.3.4, 64:ff9b::1.2.3.4) as that IPv4 address (net/cidr.ts canonicalIp).
+ */
 export function normalizeHost(raw: string): string | null {
-  let host = raw.trim().toLowerCase().replace(/\.$/, '')
+  let host = raw.trim().toLowerCase()
+  if (host.startsWith('[') || host.includes(':')) return canonicalIp(host)
+  host = host.replace(/\.$/, '')
   if (host.length === 0 || host.length > 253) return null
-  if (!/^[a-z0-9._-]+$/.test(host)) {
-    // An IDN, or something that is not a host at all: the URL parser knows which (and makes the punycode).
+  if (!/^[a-z0-9._-]+$/.test(host) || endsInNumber(host)) {
+    // What the URL parser would read as a path, a user or a port is not part of a host.
+    if (/[/?#@\\%\s]/.test(host)) return null
+    // An IDN, an IPv4 address in another spelling, or something that is not a host at all: the URL parser
+    // knows which (and makes the punycode, or the dotted address).
     try {
       host = new URL(`http://${host}/`).hostname.replace(/\.$/, '')
     } catch {
@@ -26,36 +55,56 @@ export function normalizeHost(raw: string): string | null {
   return host
 }
 
+/** A name of a list (or of a ban): `*.host` stands for `host` and its subdomains, as every entry does. */
+export function listedHost(word: string): string | null {
+  return normalizeHost(word.startsWith('*.') ? word.slice(2) : word)
+}
+
 // Names that hosts files map for the machine's own sake, not as entries of the list.
 const HOSTS_FILE_NOISE = new Set(['localhost', 'localhost.localdomain', 'local', 'broadcasthost', 'ip6-localhost', 'ip6-loopback', '0.0.0.0'])
 const ADDRESS = /^(\d{1,3}(\.\d{1,3}){3}|[0-9a-f:]*:[0-9a-f:.]*)$/i
 
-// Most lines of a million-host list are a plain lower-case name, alone or after the address: taken as they are.
+// Most lines of a million-host list are a plain lower-case name, alone or after the address: taken as they are
+// (but a name whose last label is a number: an address, made canonical by the slow path).
 const PLAIN = /^(?:(?:0\.0\.0\.0|127\.0\.0\.1)[ \t]+)?([a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*)\r?$/
 
-/** The hosts one line of a list names: `host`, `0.0.0.0 host …`, `||host^`; comments (`#`, `!`) and blanks give none. */
-export function hostsOfLine(line: string): string[] {
+const NONE: string[] = []
+
+/**
+ * The hosts one line of a list names: `host`, `*.host`, `0.0.0.0 host …`, `||host^`; comments (`#`, `!`),
+ * section headers and blanks give none. `refused` is called once for a line with something that is not a
+ * host (the line's other hosts are still taken), so that the loader can count and name skipped lines.
+ */
+export function hostsOfLine(line: string, refused?: () => void): string[] {
   const plain = PLAIN.exec(line)
-  if (plain) {
+  if (plain && !endsInNumber(plain[1]!)) {
     const host = plain[1]!
-    return host.length <= 253 && !HOSTS_FILE_NOISE.has(host) ? [host] : []
+    if (host.length <= 253) return HOSTS_FILE_NOISE.has(host) ? NONE : [host]
   }
   const hash = line.indexOf('#')
   const text = (hash >= 0 ? line.slice(0, hash) : line).trim()
-  if (text.length === 0 || text.startsWith('!') || text.startsWith('[')) return []
+  if (text.length === 0 || text.startsWith('!') || text.startsWith('[')) return NONE
   if (text.startsWith('||')) {
     const end = text.search(/[\^/$]/)
-    const host = normalizeHost(text.slice(2, end < 0 ? undefined : end))
-    return host ? [host] : []
+    const host = listedHost(text.slice(2, end < 0 ? undefined : end))
+    if (!host) refused?.()
+    return host ? [host] : NONE
   }
   const words = text.split(/\s+/)
   // hosts format: an address, then the names mapped to it.
-  const names = words.length > 1 && ADDRESS.test(words[0]!) ? words.slice(1) : words.length === 1 ? words : []
-  const out: string[] = []
-  for (const w of names) {
-    const host = normalizeHost(w)
-    if (host && !HOSTS_FILE_NOISE.has(host)) out.push(host)
+  const names = words.length > 1 && ADDRESS.test(words[0]!) ? words.slice(1) : words.length === 1 ? words : null
+  if (names === null) {
+    refused?.()
+    return NONE
   }
+  const out: string[] = []
+  let bad = false
+  for (const w of names) {
+    const host = listedHost(w)
+    if (host === null) bad = true
+    else if (!HOSTS_FILE_NOISE.has(host)) out.push(host)
+  }
+  if (bad) refused?.()
   return out
 }
 
@@ -128,6 +177,19 @@ export class HostSet {
     return this.depths & (1 << (Math.min(labels, MAX_DEPTH + 1) - 1)) && this.has(a >>> 0, (b | 1) >>> 0) ? host : null
   }
 
+  /** Whether `host` (normalised) itself is in the set: its parent domains not looked at (an address has none). */
+  includes(host: string): boolean {
+    if (this.count === 0) return false
+    let a = A0
+    let b = B0
+    for (let i = host.length - 1; i >= 0; i--) {
+      const c = host.charCodeAt(i)
+      a = foldA(a, c)
+      b = foldB(b, c)
+    }
+    return this.has(a >>> 0, (b | 1) >>> 0)
+  }
+
   private has(a: number, b: number): boolean {
     const keys = this.keys
     for (let i = a & this.mask; ; i = (i + 1) & this.mask) {
@@ -168,7 +230,14 @@ export interface ListFile {
   mtime: number | null
   /** Why it could not be read. */
   error?: string
+  /** Lines with something that is not a host (counted once each), and the first SKIPPED_SHOWN of them. */
+  skipped: number
+  skippedLines: { line: number; text: string }[]
 }
+
+/** Skipped lines named in the reload's log line, each cut to SKIPPED_TEXT characters. */
+export const SKIPPED_SHOWN = 3
+const SKIPPED_TEXT = 60
 
 export interface Blocklist {
   set: HostSet
@@ -196,19 +265,28 @@ export async function loadBlocklist(paths: string[], clock: () => number = Date.
   // Size the table once for lines of ~32 bytes (it grows past that) instead of through a million adds.
   const set = new HostSet(Math.ceil(bytes / 32))
   const files: ListFile[] = texts.map(({ path, text, mtime, error }) => {
-    if (text === null) return { path, hosts: 0, mtime, error }
+    if (text === null) return { path, hosts: 0, mtime, error, skipped: 0, skippedLines: [] }
     let hosts = 0
     let start = 0
+    let lineNo = 0
+    let line = ''
+    const skippedLines: ListFile['skippedLines'] = []
+    let skipped = 0
+    const refused = () => {
+      if (skipped++ < SKIPPED_SHOWN) skippedLines.push({ line: lineNo, text: line.trim().slice(0, SKIPPED_TEXT) })
+    }
     while (start < text.length) {
       let end = text.indexOf('\n', start)
       if (end < 0) end = text.length
-      for (const host of hostsOfLine(text.slice(start, end))) {
+      lineNo++
+      line = text.slice(start, end)
+      for (const host of hostsOfLine(line, refused)) {
         set.add(host)
         hosts++
       }
       start = end + 1
     }
-    return { path, hosts, mtime }
+    return { path, hosts, mtime, skipped, skippedLines }
   })
   return { set, files, loadedAt: clock(), ms: performance.now() - started }
 }

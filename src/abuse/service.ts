@@ -10,8 +10,13 @@
 //   (sqliteAbuseRows(db) today, postgresAbuseRows(sql) on PostgreSQL). Callers await them.
 // - Sync: the visit path. verdict() and checkDestination() read only memory (the bans, the disabled accounts,
 //   the blocklists). That memory is loaded at start (`ready`), updated by each change of this process as soon
-//   as its write has committed (in the same turn, before anyone awaits: the very next visit sees a ban), and the
-//   disabled accounts are read again every half second (another process or node may change them).
+//   as its write has committed (in the same turn, before anyone awaits: the very next visit sees a ban), and
+//   read again when the change feed says another node changed it (issue 36, SPEC §11: within 1 s): bans on
+//   BAN_TOPIC, disabled accounts on ACCOUNT_TOPIC (both announced by the writing transaction on PostgreSQL),
+//   everything on a resync. Disabled links need nothing here: the link service's feed drops the row, and the
+//   row read again carries `disabled`. Safety nets for what no feed carries: the disabled accounts are read
+//   again every half second (`linkbox account disable` in another process on SQLite), the bans every 30 s.
+//   Blocklists are files of each node: each node reads its own on its own SIGHUP.
 // - Every check-then-write is ONE storage call that decides inside its transaction (fileReport's bounds,
 //   closeReport's "still open", addBan's "not banned yet"); the service never reads, awaits, then writes.
 // - The rows that go with a change (the audit row, the outbox's event) are written by `within`, in the storage
@@ -30,8 +35,10 @@ import type { LinkService } from '../links/service'
 import type { LinkRow } from '../links/store'
 import type { Outbox } from '../webhooks/outbox'
 import type { WebhookQueue } from '../webhooks/queue'
-import { HostSet, loadBlocklist, normalizeHost, type Blocklist } from './blocklist'
-import type { AbuseRows, BanRow, CloseDone, LinkRef, ReportClose, ReportRow } from './storage'
+import { ACCOUNT_TOPIC } from '../accounts/storage'
+import type { ChangeFeed } from '../db/changes'
+import { HostSet, listedHost, loadBlocklist, normalizeHost, type Blocklist } from './blocklist'
+import { BAN_TOPIC, type AbuseRows, type BanRow, type CloseDone, type LinkRef, type ReportClose, type ReportRow } from './storage'
 import { CLOSE_ACTIONS, REPORT_REASONS, type CloseAction, type OpenReport, type ReportReason } from './store'
 
 export const MAX_REPORT_TEXT = 1000
@@ -41,8 +48,10 @@ export const MAX_DISABLE_REASON = 300
 export const MAX_OPEN_REPORTS_PER_LINK = 50
 /** Open reports kept in all (what outsiders can grow): past it, reports are refused until admins close some. */
 export const MAX_OPEN_REPORTS = 10_000
-/** How soon a disabled account's links answer 451 (a CLI in another process, or another node, may disable it). */
+/** How soon a disabled account's links answer 451 when no feed says so (a CLI in another process on SQLite). */
 const ACCOUNTS_RECHECK_MS = 1000
+/** How often the bans are read again all the same (a feed's message lost without a resync: bounded by this). */
+const BANS_RECHECK_MS = 30_000
 
 /** The destinations a link's row can send visitors to: long_url, then its rules' and split's urls (validated JSON). */
 function destinationsOf(row: LinkRow): string[] {
@@ -75,6 +84,8 @@ export interface AbuseDeps<Tx> {
   clock: () => number
   /** Who listens for link.reported (its index), and the deliverer's wake-up after a commit. */
   outbox?: Pick<Outbox, 'wanted' | 'wake'>
+  /** Changes made by other nodes (db/changes.ts): bans and disabled accounts read again when told. */
+  changes?: ChangeFeed
 }
 
 /** What a report is closed with, besides its action: the service's own changes, or another feature's. */
@@ -92,23 +103,47 @@ export interface CloseWith<Tx> {
 
 const EMPTY: Blocklist = { set: new HostSet(0), files: [], loadedAt: 0, ms: 0 }
 
-/** The host of a stored destination, as the lists spell hosts; null for one that does not parse. */
+/** The host of a stored destination as the lists and bans spell hosts (addresses in one form); null for one that does not parse. */
 function destinationHost(url: string): string | null {
   try {
-    return normalizeHost(new URL(url).hostname.replace(/^\[|\]$/g, ''))
+    return normalizeHost(new URL(url).hostname)
   } catch {
     return null
   }
 }
 
-/** A host to ban, as an admin types it (a URL will do): its name, or 400 naming the field. */
-function hostToBan(input: string): string {
-  const host = normalizeHost(input.replace(/^[a-z][a-z0-9+.-]*:\/\//i, '').split(/[/:?#]/)[0] ?? '')
-  if (!host) throw badRequest('invalid_parameter', 'The field "host" must be a host name, such as phish.example.')
-  return host
+/** Whether a normalised host is an address: matched as itself only (a.b.c.d has no parent domains). */
+const isAddress = (host: string) => host.includes(':') || /^[0-9.]+$/.test(host)
+
+/** The entry of `set` that a normalised host is listed under: a name by itself or a parent domain, an address exactly. */
+function matchHost(set: HostSet, host: string): string | null {
+  return isAddress(host) ? (set.includes(host) ? host : null) : set.match(host)
 }
 
-export function createAbuseService<Tx>({ rows, audit, queue, config, links, clock, outbox }: AbuseDeps<Tx>) {
+/**
+ * A host to ban, as an admin types it — a name, `*.name`, an IPv4 or IPv6 address (bracketed or not), or a
+ * URL with any of them — in the one spelling destinations are matched in; or 400 naming the field.
+ */
+export function hostToBan(input: string): string {
+  const text = input.trim()
+  const rest = text.replace(/^[a-z][a-z0-9+.-]*:\/\//i, '')
+  const range = rest === text ? /^([^/?#]+)\/\d{1,3}$/.exec(text) : null
+  if (range && (range[1]!.includes(':') || /^[0-9.]+$/.test(range[1]!)))
+    throw badRequest('invalid_parameter', 'The field "host" must be one host or address: a range of addresses (/prefix) cannot be banned.')
+  let authority = rest.split(/[/?#]/)[0] ?? ''
+  authority = authority.slice(authority.lastIndexOf('@') + 1)
+  // [v6]:port, a bare IPv6 address (two colons or more), or name:port.
+  const host = authority.startsWith('[')
+    ? authority.slice(0, authority.indexOf(']') + 1)
+    : authority.indexOf(':') !== authority.lastIndexOf(':')
+      ? authority
+      : authority.split(':')[0]!
+  const canonical = listedHost(host)
+  if (!canonical) throw badRequest('invalid_parameter', 'The field "host" must be a host name or an address, such as phish.example or 2001:db8::1.')
+  return canonical
+}
+
+export function createAbuseService<Tx>({ rows, audit, queue, config, links, clock, outbox, changes }: AbuseDeps<Tx>) {
   /** The audit row of a change, written in its transaction (a promise: see the top of this file). */
   const record = (tx: Tx, by: Who, entry: AuditEntry) => audit.insert(tx, auditRow(by, entry, clock()))
   let blocklist = EMPTY
@@ -136,6 +171,27 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
     const all = await rows.bans()
     if (seen === banChanges) setBans(new Map(all.map((b) => [b.host, b.reason])))
   }
+  // Reads asked for by the feed: one at a time; one asked for during a read runs after it (it may have begun
+  // before the change committed); a failed one is tried again a second later, until one succeeds.
+  let bansReading = false
+  let bansWanted = false
+  let stopped = false
+  function refreshBans() {
+    bansWanted = true
+    if (bansReading || stopped) return
+    bansReading = true
+    bansWanted = false
+    readBans().then(
+      () => {
+        bansReading = false
+        if (bansWanted) refreshBans()
+      },
+      () => {
+        bansReading = false
+        setTimeout(() => refreshBans(), 1000).unref?.()
+      },
+    )
+  }
   /** A ban this process wrote, or lifted, in memory as soon as the write committed (no await before the next visit). */
   function banChanged(host: string, added: BanRow | null) {
     banChanges++
@@ -161,7 +217,9 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
   // Twice a second, so that a change is seen within ACCOUNTS_RECHECK_MS (one read at a time). A failed read keeps
   // the set as it was (a database gone for a moment: the redirects go on from memory); the next tick tries again.
   let polling = false
+  let ticks = 0
   const accountsTimer = setInterval(() => {
+    if (++ticks % (BANS_RECHECK_MS / (ACCOUNTS_RECHECK_MS / 2)) === 0) refreshBans()
     if (polling) return
     polling = true
     readAccounts()
@@ -169,6 +227,11 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
       .finally(() => (polling = false))
   }, ACCOUNTS_RECHECK_MS / 2)
   accountsTimer.unref?.()
+  // Another node's changes (its transaction announced them): read again at once. A resync: anything may have changed.
+  const readAccountsNow = () => void readAccounts().catch(() => {}) // a failure: the timer's next tick reads again
+  const unsubscribe = changes
+    ? [changes.subscribe(BAN_TOPIC, refreshBans, refreshBans), changes.subscribe(ACCOUNT_TOPIC, readAccountsNow, readAccountsNow)]
+    : []
 
   const countOpen = async () => {
     openKnown = await rows.openCount()
@@ -181,9 +244,9 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
   /** Why a host may not be a destination, or null. */
   function hostVerdict(host: string | null): Extract<Verdict, { host: string }> | null {
     if (host === null) return null
-    const ban = banned.match(host)
+    const ban = matchHost(banned, host)
     if (ban !== null) return { kind: 'banned', host: ban, reason: bans.get(ban) ?? '' }
-    const listed = blocklist.set.match(host)
+    const listed = matchHost(blocklist.set, host)
     return listed !== null ? { kind: 'listed', host: listed } : null
   }
 
@@ -327,10 +390,21 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
       if (added) banChanged(host, added)
       return { host, added: added !== null }
     },
-    async unbanHost(host: string, by: Who = SYSTEM) {
-      const removed = await rows.removeBan(host, (tx) => record(tx, by, { action: 'host.unban', target: `host ${host}` }))
-      if (removed) banChanged(host, null)
-      return removed
+    /** Lifts the ban of a host as stored, or else as banHost would spell what was typed ([2001:DB8::1] lifts 2001:db8::1). */
+    async unbanHost(input: string, by: Who = SYSTEM) {
+      const lift = async (host: string) => {
+        const removed = await rows.removeBan(host, (tx) => record(tx, by, { action: 'host.unban', target: `host ${host}` }))
+        if (removed) banChanged(host, null)
+        return removed
+      }
+      if (await lift(input)) return true
+      let canonical: string | null = null
+      try {
+        canonical = hostToBan(input)
+      } catch {
+        // Not a host: there is nothing else to lift.
+      }
+      return canonical !== null && canonical !== input ? lift(canonical) : false
     },
 
     /** Reads links.blocklist_files again (start, SIGHUP): what it holds, and how many stored links it catches now. */
@@ -342,7 +416,10 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
       // A page at a time, yielding between pages: a million links must not hold up the redirects for seconds.
       for (let after = 0; next.set.size > 0; ) {
         const page = await rows.destinations(after, 5_000)
-        for (const link of page) if (next.set.match(destinationHost(link.long_url) ?? '') !== null) caught++
+        for (const link of page) {
+          const host = destinationHost(link.long_url)
+          if (host !== null && matchHost(next.set, host) !== null) caught++
+        }
         if (page.length < 5_000) break
         after = page[page.length - 1]!.id
         await new Promise((resolve) => setImmediate(resolve))
@@ -354,9 +431,11 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
     /** For /metrics. */
     counts,
 
-    /** Stops reading the disabled accounts (before the database closes). */
+    /** Stops reading the disabled accounts and the bans (before the database closes). */
     close() {
+      stopped = true
       clearInterval(accountsTimer)
+      for (const off of unsubscribe) off()
     },
   }
 }

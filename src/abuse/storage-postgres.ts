@@ -15,8 +15,12 @@
 // - setLinkDisabled is one UPDATE by code.
 // - addBan is INSERT … ON CONFLICT (host) DO NOTHING: a second insert of the same host waits for the first's
 //   commit on the primary key, then writes nothing (or writes, when the first rolled back).
+// - A ban written or lifted says so on the change feed's channel from inside its transaction (BAN_TOPIC):
+//   PostgreSQL delivers the NOTIFY at the commit and never for a rollback, so every node (the writer's too)
+//   reads the bans again after exactly the committed changes, whichever process made them (issue 36).
 import type { SQL, TransactionSQL } from 'bun'
-import type { AbuseRows, BanRow, LinkRef, OpenReport, ReportRow } from './storage'
+import { CHANNEL, encodeChanges } from '../db/postgres/changes'
+import { BAN_TOPIC, type AbuseRows, type BanRow, type LinkRef, type OpenReport, type ReportRow } from './storage'
 
 /** The advisory lock key under which reports are filed: "lbreport" in ASCII. */
 export const REPORTS_LOCK_KEY = 0x6c627265706f7274n
@@ -49,6 +53,9 @@ const linkRef = (r: Record<string, unknown>): LinkRef => ({ id: Number(r.id), co
 
 /** Thrown inside a transaction to roll it back: the link to disable is gone. */
 const NO_LINK = new Error('no_link')
+
+/** In a ban's transaction: every node reads the bans again once it commits (the origin is no node's, so the writer hears it too). */
+const bansChanged = (tx: SQL, host: string) => tx`SELECT pg_notify(${CHANNEL}, ${encodeChanges('db', BAN_TOPIC, [host])[0]!})`
 
 const ban = (r: Record<string, unknown>): BanRow => ({ host: r.host as string, reason: r.reason as string, created: Number(r.created), created_by: num(r.created_by) })
 
@@ -113,6 +120,7 @@ export function postgresAbuseRows(sql: SQL): AbuseRows<TransactionSQL> {
             const [b] = await tx`INSERT INTO banned_hosts (host, reason, created, created_by) VALUES (${c.ban.host}, ${c.ban.reason}, ${c.at}, ${c.by})
                                  ON CONFLICT (host) DO NOTHING RETURNING *`
             banned = b ? ban(b) : null
+            if (banned) await bansChanged(tx, banned.host)
           }
           if (within) await within(tx, closed, { link, ban: banned })
           return closed
@@ -133,6 +141,7 @@ export function postgresAbuseRows(sql: SQL): AbuseRows<TransactionSQL> {
                                ON CONFLICT (host) DO NOTHING RETURNING *`
         if (!row) return null
         const made = ban(row)
+        await bansChanged(tx, made.host)
         if (within) await within(tx, made)
         return made
       })
@@ -141,6 +150,7 @@ export function postgresAbuseRows(sql: SQL): AbuseRows<TransactionSQL> {
     async removeBan(host, within) {
       return sql.begin(async (tx) => {
         const removed = (await tx`DELETE FROM banned_hosts WHERE host = ${host} RETURNING host`).length > 0
+        if (removed) await bansChanged(tx, host)
         if (removed && within) await within(tx)
         return removed
       })

@@ -94,7 +94,7 @@ ${csrf}
 <h2 id="lists-h">Blocklists</h2>
 ${list.files.length === 0
   ? '<p class="empty">No blocklist files (<code>links.blocklist_files</code>).</p>'
-  : `<ul>${list.files.map((f) => `<li><code>${e(f.path)}</code>: ${f.error ? `<strong>not readable (${e(f.error)})</strong>` : `${f.hosts} hosts`}</li>`).join('')}</ul><p class="muted">${list.set.size} distinct hosts, loaded ${e(when(list.loadedAt))}; read again on SIGHUP.</p>`}
+  : `<ul>${list.files.map((f) => `<li><code>${e(f.path)}</code>: ${f.error ? `<strong>not readable (${e(f.error)})</strong>` : `${f.hosts} hosts${f.skipped ? `, ${f.skipped} line${f.skipped === 1 ? '' : 's'} skipped (not hosts: see the log)` : ''}`}</li>`).join('')}</ul><p class="muted">${list.set.size} distinct hosts, loaded ${e(when(list.loadedAt))}; read again on SIGHUP.</p>`}
 </section>`
     const content = `<h1>Admin</h1>\n${tabs('reports')}\n${reportsCard}\n${bansCard}\n${linkCard}\n${lists}`
     return shell.render(request, s, { section: 'admin', title: 'Admin · Reports and bans', content })
@@ -159,7 +159,7 @@ ${list.files.length === 0
           await close({ disableLink: { code: report.code, reason: why } })
           done = `${report.code} is disabled.`
         } else if (action === 'host_banned' && hostOf(report.long_url)) {
-          // A destination that is an address, not a name (banHost takes names): refused, said on the page, report left open.
+          // The destination's host, a name or an address (banHost takes either, in any spelling).
           done = `${(await close({ ban: { host: hostOf(report.long_url)!, reason: why } })).host} is banned.`
         } else if (action === 'account_disabled' && report.owner) {
           const owner = report.owner

@@ -24,12 +24,13 @@ export function createLinksFeature(shared: Shared, deps: { recorder: ClickRecord
     links: storages.links, counts: storages.counts, queue: storages.queue,
     config, recorder: deps.recorder, events, clock, hashPassword: opts.hashPassword, outbox, changes,
     checkDestination: (url) => abuse.checkDestination(url),
+    stopped: (row) => abuse.verdict(row) !== null,
     // Countries for rules with a country condition: the app's one Geo (statistics ask it too).
     country: (address) => geo.country(address),
   })
   // Reports, bans, disabled links and blocklists (SPEC §3, §12): a 451 verdict per link, kept beside its cached row.
   // Its rows through the async storages (Shared.storages: SQLite's today; PostgreSQL's are handed in the same way).
-  const abuse = createAbuseService({ rows: storages.abuse, audit: storages.audit, queue: storages.queue, config, links, clock, outbox })
+  const abuse = createAbuseService({ rows: storages.abuse, audit: storages.audit, queue: storages.queue, config, links, clock, outbox, changes })
   // Creations without a key (links.anonymous, rate.anon_per_day): the API's and the home form's, one count.
   const anonymous = createAnonymousCreations(config, clock)
   const visitCount = metrics.counter('linkbox_visits_total', 'Visits of short links and their pages, by outcome.', 'outcome')

@@ -172,6 +172,8 @@ export interface LinkDeps<Tx> {
   outbox?: Pick<Outbox, 'wanted' | 'wake'>
   /** Refuses a destination that is banned or on a blocklist (abuse/service.ts), with invalid_url. */
   checkDestination?: (url: string) => void
+  /** Whether a link answers 451 (abuse/service.ts): its destination is then shown only to its owner and admins (SPEC §3). */
+  stopped?: (row: LinkRow) => boolean
   /** The ISO alpha-2 country of an address or null (geo): for rules with a country condition. */
   country?: (address: string) => string | null
   /**
@@ -639,10 +641,13 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       }
       const { days, names } = await windowAnswer(row, from, to, span)
       const isOwner = !!caller && mayChange(row, caller)
+      // A link stopped by an admin, a ban or a blocklist shows where it led nowhere public (SPEC §3): not its
+      // destination, nor those of its rules and split.
+      const hidden = !isOwner && (deps.stopped?.(row) ?? false)
       return {
         hex: row.code,
         url: `${base}/${row.code}`,
-        long_url: row.password_hash && !isOwner ? null : row.long_url,
+        long_url: (row.password_hash || hidden) && !isOwner ? null : row.long_url,
         created: iso(row.created),
         clicks: row.clicks,
         bots: row.bots,
@@ -655,7 +660,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         os: names.os,
         countries: names.country,
         // For a link with rules or a split (SPEC §2a), even before its first visit; also for one that had them in the window.
-        ...(names.destination.length > 0 || row.rules || row.split ? { destinations: names.destination } : {}),
+        ...(!hidden && (names.destination.length > 0 || row.rules || row.split) ? { destinations: names.destination } : {}),
       }
     },
 

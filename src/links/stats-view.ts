@@ -87,6 +87,8 @@ export interface StatsBodyOptions {
   error?: { field: 'from' | 'to'; message: string }
   /** The latest day the date fields offer (today, UTC). */
   today: string
+  /** The link answers 451 (disabled, banned, listed): why its destination is hidden, when it is. */
+  stopped?: boolean
 }
 
 /** A date input of the range form, with what was typed kept and its error tied to it. */
@@ -136,7 +138,7 @@ export function statsBody(s: StatsAnswer, opts: StatsBodyOptions): string {
   ).join('')
   const destination =
     s.long_url === null
-      ? '<p class="dest muted">The destination is hidden: the link is password-protected.</p>'
+      ? `<p class="dest muted">The destination is hidden: ${opts.stopped ? 'the administrator of this service has disabled the link' : 'the link is password-protected'}.</p>`
       : `<p class="dest"><span class="visually-hidden">Destination: </span>${breakable(s.long_url)}</p>`
   const none =
     w.kind === 'dates' ? 'No clicks in these days.' : days === 365 ? 'No clicks in the last year.' : `No clicks in the last ${days} days.`

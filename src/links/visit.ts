@@ -344,7 +344,7 @@ export function createVisitRoutes(deps: {
       return statsCsv(s, csvTableOf(request.url))
     }
     const path = `/${encodeURIComponent(s.hex)}+`
-    const body = statsBody(s, { path, csvPath: `${path}.csv`, window, error, today: dayOf(now) })
+    const body = statsBody(s, { path, csvPath: `${path}.csv`, window, error, today: dayOf(now), stopped: deps.gate?.stops(row) })
     return page(
       '<main class="wide stats">{{{body}}}<p class="report-link"><a href="{{report}}">Report this link</a></p></main>',
       { body, report: reportPath(s.hex) },

@@ -97,3 +97,44 @@ export function cidrMatcher(list: string[]): (ip: string) => boolean {
     return !!bytes && ranges.some((r) => cidrContains(r, bytes))
   }
 }
+
+// IPv6 prefixes whose last 32 bits are an IPv4 address that the packet reaches (issue 36): IPv4-mapped
+// (::ffff:0:0/96), IPv4-translated (::ffff:0:0:0/96), NAT64's well-known prefix (64:ff9b::/96) and the
+// deprecated IPv4-compatible form (::/96, but :: and ::1 themselves). A ban of 1.2.3.4 must hold for each.
+const EMBEDS_V4: Cidr[] = ['::ffff:0:0/96', '::ffff:0:0:0/96', '64:ff9b::/96', '::/96'].map((c) => parseCidr(c)!)
+
+/** The IPv4 address (a.b.c.d) an IPv6 one carries in a form above, or null. */
+export function embeddedV4(ip: Bytes16): string | null {
+  if (!EMBEDS_V4.some((r) => cidrContains(r, ip))) return null
+  if (ip.subarray(0, 15).every((b) => b === 0) && ip[15]! <= 1) return null // :: and ::1
+  return `${ip[12]}.${ip[13]}.${ip[14]}.${ip[15]}`
+}
+
+/** An IPv6 address as RFC 5952 writes it: lower case, no leading zeros, the first longest run of 2+ zero groups as `::`. */
+export function formatV6(ip: Bytes16): string {
+  const groups = Array.from({ length: 8 }, (_, i) => (ip[i * 2]! << 8) | ip[i * 2 + 1]!)
+  let best = -1
+  let bestLen = 1
+  for (let i = 0; i < 8; ) {
+    if (groups[i] !== 0) {
+      i++
+      continue
+    }
+    let j = i
+    while (j < 8 && groups[j] === 0) j++
+    if (j - i > bestLen) [best, bestLen] = [i, j - i]
+    i = j
+  }
+  const hex = (from: number, to: number) => groups.slice(from, to).map((g) => g.toString(16)).join(':')
+  return best < 0 ? hex(0, 8) : `${hex(0, best)}::${hex(best + bestLen, 8)}`
+}
+
+/**
+ * One spelling for an IP address, bracketed or not (null: not one): IPv4 as a.b.c.d, an IPv6 address that
+ * carries an IPv4 one (above) as that IPv4 address, any other IPv6 as formatV6 writes it. Zone ids are refused.
+ */
+export function canonicalIp(text: string): string | null {
+  const bytes = parseIp(text)
+  if (!bytes) return null
+  return embeddedV4(bytes) ?? formatV6(bytes)
+}
