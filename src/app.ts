@@ -148,6 +148,8 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     links: links.links,
     /** Reports, bans, disabled links and the blocklists (reloadBlocklist() at start and on SIGHUP). */
     abuse: links.abuse,
+    /** The change feed between nodes (db/changes.ts): serve announces a blocklist reload on it. */
+    changes: shared.changes,
     methods,
     mail: mail.mail,
     spool: mail.spool,

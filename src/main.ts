@@ -11,6 +11,8 @@ import type { Config } from './config'
 import { AppError, ConfigError } from './errors'
 import { VERSION } from './version'
 
+const BLOCKLIST_TOPIC = 'blocklist'
+
 const USAGE = `linkbox ${VERSION} — short links, QR codes, media download and temporary mail
 
 Usage:
@@ -379,6 +381,21 @@ async function serve(config: Config, configPath: string | undefined) {
   // An IPv6 address goes in brackets, so that the line carries a URL scripts can use as is.
   const host = server.hostname?.includes(':') ? `[${server.hostname}]` : server.hostname
   log.info(`linkbox ${VERSION} listening on http://${host}:${server.port} (base_url ${config.server.base_url}, data ${config.data_dir})`)
+  // Blocklist files are each node's own: a reload on one node has every other node read its own files again
+  // within a second (SPEC §11), so one SIGHUP is enough where the nodes' files are kept alike.
+  const nodeId = crypto.randomUUID()
+  const reloadLists = (when: string) =>
+    box.abuse.reloadBlocklist().then(
+      (r) => (logBlocklist(log, when, r), true),
+      (err) => (log.error(`${when}: blocklists not reloaded: ${(err as Error).message}`), false),
+    )
+  box.changes.subscribe(
+    BLOCKLIST_TOPIC,
+    (nodes) => {
+      if (!closing && config.links.blocklist_files.length && nodes.some((n) => n !== nodeId)) void reloadLists('another node reloaded its blocklists')
+    },
+    () => {},
+  )
   // SIGHUP re-reads the config file and applies what can change without a restart (app.ts reload()); a
   // file that does not load now is one error line, and the running config stays as it is.
   process.on('SIGHUP', () => {
@@ -404,7 +421,7 @@ async function serve(config: Config, configPath: string | undefined) {
         .catch((err: unknown) => log.error(`SIGHUP: the audit row of the reload could not be written: ${storageReason(err)}`))
     // The list files are read again whether or not the config changed: their owner edits the files.
     if (config.links.blocklist_files.length || applied.includes('links.blocklist_files'))
-      box.abuse.reloadBlocklist().then((r) => logBlocklist(log, 'SIGHUP', r), (err) => log.error(`SIGHUP: blocklists not reloaded: ${(err as Error).message}`))
+      void reloadLists('SIGHUP').then((ok) => ok && box.changes.publish(BLOCKLIST_TOPIC, [nodeId]))
   })
   try {
     const smtp = await box.startSmtp()
