@@ -468,6 +468,11 @@ describe('a hostile SVG logo', () => {
     expect(out).toContain('<rect id="r2" fill="url(#g) red" stroke="none"></rect>')
     expect(out).toContain('<circle r="1" fill="none"></circle>')
     expect(out).toContain('<text>a &amp; b</text>')
+    // A second element with an id keeps none (resvg might resolve the id to it); a clip path that clips itself is refused.
+    expect(cleanSvg(`<svg xmlns="http://www.w3.org/2000/svg"><linearGradient id="g"/><clipPath id="g"><rect/></clipPath><rect fill="url(#g)" clip-path="url(#g)"/></svg>`)).toBe(
+      '<svg xmlns="http://www.w3.org/2000/svg"><linearGradient id="g"></linearGradient><clipPath><rect></rect></clipPath><rect fill="url(#g)"></rect></svg>',
+    )
+    expect(() => cleanSvg(`<svg xmlns="http://www.w3.org/2000/svg"><clipPath id="c"><rect clip-path="url(#c)"/></clipPath><rect clip-path="url(#c)"/></svg>`)).toThrow('refers to itself')
     for (const gone of ['<image', 'http://x', '/etc/z.png', 'file:', 'missing', 'pattern', 'foreignObject', 'script', 'alert', 'blur', 'mask', 'style', 'inkscape', 'label', 'xlink', 'ñ'])
       expect(out).not.toContain(gone)
   })

@@ -229,13 +229,15 @@ export function cleanSvg(text: string): string {
   const count = (el: El): number => {
     const known = cost.get(el)
     if (known !== undefined) return known
-    if (counting.has(el)) throw badLogo('a <use> in the SVG logo refers to itself or to an element that contains it')
+    if (counting.has(el)) throw badLogo('a <use> or clip path in the SVG logo refers to itself or to an element that contains it')
     counting.add(el)
     let n = 1
-    if (el.name === 'use') {
-      const t = target(el.href)
-      if (t) n += count(t)
-    }
+    // A use draws its target again, a clip path its clipPath's content: both count (and may not loop).
+    const copied = el.name === 'use' ? target(el.href) : undefined
+    if (copied) n += count(copied)
+    const clip = /^url\(#(.+)\)$/.exec(props.get(el)!.get('clip-path') ?? '')
+    const clipTarget = clip ? target(`#${clip[1]}`, REFERRING['clip-path']) : undefined
+    if (clipTarget) n += count(clipTarget)
     for (const c of el.children) if (typeof c !== 'string') n += count(c)
     counting.delete(el)
     if (n > SVG_MAX_ELEMENTS)
@@ -264,7 +266,10 @@ export function cleanSvg(text: string): string {
       if (first && !t) href = ` href="#${escapeXml(first.attrs.get('id')!)}"`
     }
     let attrs = el.name === 'svg' && el === root ? ` xmlns="${SVG_NS}"` : ''
-    for (const [name, value] of props.get(el)!) attrs += ` ${name}="${escapeXml(value)}"`
+    for (const [name, value] of props.get(el)!) {
+      // Only the element references were resolved to keeps an id: a second one could be resolved otherwise by resvg.
+      if (name !== 'id' || byId.get(value) === el) attrs += ` ${name}="${escapeXml(value)}"`
+    }
     const inner = el.children.map((c) => (typeof c === 'string' ? escapeXml(c) : write(c))).join('')
     return `<${el.name}${attrs}${href}>${inner}</${el.name}>`
   }
