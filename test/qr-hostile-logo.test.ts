@@ -18,6 +18,9 @@ beforeAll(async () => {
   server = await startServer()
   key = await createAccount(server.configPath, 'logos')
   files = tempDir('linkbox-logo-files-')
+  // Both workers started once (a thread and its modules), so that the 1 s below measures a rendering.
+  expect((await publicQr()).status).toBe(200)
+  expect((await postLogo(svg(''))).status).toBe(200)
 }, 30_000)
 afterAll(async () => {
   await killAllServers()

@@ -95,7 +95,8 @@ const QR_PARAMS: ApiParam[] = [
     schema: Type.String({
       minLength: 1,
       description: `Text to encode (UTF-8); at most ${capacity} (more if only digits or A-Z 0-9 $%*+-./: and space)`,
-      examples: ['https://example.com/'],
+      // Short enough for the smallest size at the default margin (version 1: 29 modules, 58 px).
+      examples: ['hello, world'],
     }),
     error: { code: 'invalid_parameter', messages: { default: rule('data', 'it must be a string') } },
   },
