@@ -402,8 +402,11 @@ describe('a hostile SVG logo', () => {
   test('embedded PNG or JPEG pixels are not drawn, whatever they declare', async () => {
     const red = Buffer.from(RED_PNG).toString('base64')
     const bomb = Buffer.from(declaredPng(100_000, 100_000, deflateSync(Buffer.alloc(1024)))).toString('base64')
-    // A JPEG whose frame header hides behind fill bytes (FF FF … FF C0): it declares 65535×65535.
-    const jpeg = Buffer.from([0xff, 0xd8, 0xff, 0xff, 0xff, 0xc0, 0, 17, 8, 0xff, 0xff, 0xff, 0xff, 3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1, 0xff, 0xd9]).toString('base64')
+    // A JPEG whose frame header hides behind fill bytes (FF FF … FF C0, 65535×65535): a reader that takes
+    // FF FF for a marker with length FF C0 skips to a decoy frame header of 16×16 (the old check did).
+    const sof = (side: number) => [0xff, 0xc0, 0, 17, 8, side >> 8, side & 255, side >> 8, side & 255, 3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1]
+    const head = [0xff, 0xd8, 0xff, 0xff, ...sof(65535).slice(0)]
+    const jpeg = Buffer.concat([Buffer.from(head), Buffer.alloc(2 + 2 + 0xffc0 - head.length), Buffer.from([...sof(16), 0xff, 0xd9])]).toString('base64')
     const svg = (uri: string) => `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 10" width="100" height="100"><image href="${uri}" width="10" height="10"/></svg>`
     for (const uri of [`data:image/png;base64,${red}`, `data:image/png;base64,${bomb}`, `data:image/jpeg;base64,${jpeg}`]) {
       const started = performance.now()
