@@ -13,7 +13,7 @@ import { inflateSync } from 'node:zlib'
 import { AppError, invalidParameter } from '../errors'
 
 export const LOGO_MAX_BYTES = 256 * 1024
-/** The largest width or height a PNG logo (or a PNG or JPEG inside an SVG logo) may declare. */
+/** The largest width or height a PNG logo may declare (refused from its header, before decoding). */
 export const LOGO_MAX_SIDE = 4096
 /** The plate under the logo covers at most this share of the symbol's side (about 5 % of its area). */
 const LOGO_SHARE = 0.22
