@@ -8,6 +8,9 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import jsQR from 'jsqr'
 import { PNG } from 'pngjs'
+import { createLinkbox } from '../src/app'
+import { createQrRenderer } from '../src/qr/renderer'
+import { testConfig } from './support/app'
 import { apiPost, createAccount, killAllServers, removeDir, startServer, tempDir, type RunningServer } from './support/server'
 
 let server: RunningServer
@@ -124,5 +127,50 @@ describe('hostile SVG logos (issue 36)', () => {
     expect(spawnSync('mkfifo', [fifo]).status).toBe(0)
     await survives(svg(`<image href="${fifo}" width="100" height="100"/>`))
     await survives(svg(`<image ñ:href="${fifo}" width="100" height="100"/>`, ` xmlns:ñ="${XLINK}"`))
+  }, 30_000)
+})
+
+// The layer under the allow-list: a rendering that never ends (resvg stuck in native code, here a worker
+// in a synchronous sleep, which terminate() cannot cut short either), over a real socket.
+describe('a rendering stuck where its worker cannot be interrupted', () => {
+  test('is refused at the deadline naming logo; public images are answered meanwhile; the next logo is drawn', async () => {
+    const dir = tempDir()
+    const real = new URL('../src/qr/render-worker.ts', import.meta.url).href
+    let spawned = 0
+    const qrRenderer = createQrRenderer({
+      deadlineMs: 1500,
+      // The first worker started is the shared one (the logo's call comes first): it never answers.
+      spawn: () => new Worker(spawned++ === 0 ? URL.createObjectURL(new Blob(['self.onmessage = () => Bun.sleepSync(4000)'])) : real),
+    })
+    const box = createLinkbox(testConfig(dir, { server: { host: '127.0.0.1', port: 0 } }), { qrRenderer })
+    const base = `http://127.0.0.1:${box.listen().port}`
+    try {
+      const owner = (await box.accounts.createAccount({ name: 'stuck' })).key.key
+      const form = () => {
+        const f = new FormData()
+        f.set('data', 'stuck logo')
+        f.set('logo', new File([svg('')], 'logo.svg', { type: 'image/svg+xml' }))
+        return f
+      }
+      const started = performance.now()
+      const call = fetch(`${base}/api/qr.json`, { method: 'POST', body: form(), headers: { 'x-api-key': owner } })
+      await Bun.sleep(100)
+      for (let i = 0; i < 3; i++) {
+        const link = await box.links.create({ url: `https://example.org/stuck/${i}` }, null)
+        const sent = performance.now()
+        const image = await fetch(`${base}/qr/${link.hex}.png`, { signal: AbortSignal.timeout(5000) })
+        expect(image.status).toBe(200)
+        expect(performance.now() - sent).toBeLessThan(1000)
+      }
+      const r = await call
+      expect(r.status).toBe(400)
+      expect((await r.json()).message).toContain('"logo" is invalid: it took longer than 1.5 s')
+      expect(performance.now() - started).toBeLessThan(5000)
+      const again = await fetch(`${base}/api/qr.json`, { method: 'POST', body: form(), headers: { 'x-api-key': owner } })
+      expect(again.status).toBe(200)
+    } finally {
+      await box.close()
+      removeDir(dir)
+    }
   }, 30_000)
 })
