@@ -118,6 +118,21 @@ describe('the image', () => {
     expect([colour.status, await colour.text()]).toEqual([400, 'The background colour is invalid: it must be a hex colour of 3, 6 or 8 digits (RGB, RRGGBB or RRGGBBAA), "#" optional.'])
   })
 
+  // Issue 36: modules under 2 px decode nowhere. The short URL (~28 bytes) at ecc Q is 29 modules, 37 with the
+  // margin: 64 px is 1.7 px a module. The smallest size that works is named, and it decodes.
+  test('a size whose modules would be under 2 pixels is a 400 naming size and the smallest that works', async () => {
+    const res = await get(alice, `/dashboard/links/${code}/qr.png?size=64&margin=4&ecc=Q`)
+    expect(res.status).toBe(400)
+    const text = await res.text()
+    const smallest = Number(/^The size is invalid: it must be at least (\d+) pixels .*2 pixels/.exec(text)?.[1])
+    expect(smallest).toBeGreaterThan(64)
+    expect(smallest % 2).toBe(0)
+    expect((await get(alice, `/dashboard/links/${code}/qr.png?size=${smallest - 1}&margin=4&ecc=Q`)).status).toBe(400)
+    const ok = await get(alice, `/dashboard/links/${code}/qr.png?size=${smallest}&margin=4&ecc=Q`)
+    expect(ok.status).toBe(200)
+    expect(decodePng(new Uint8Array(await ok.arrayBuffer())).data).toBe(shortUrl)
+  })
+
   test("another account's link, an unknown code: 404; without a session: to the sign-in page", async () => {
     expect((await get(bob, `/dashboard/links/${code}/qr.png`)).status).toBe(404)
     expect((await get(alice, '/dashboard/links/no-such-code/qr.svg')).status).toBe(404)

@@ -26,7 +26,8 @@ const outcome = (p: Promise<unknown>) =>
 
 describe('the renderer', () => {
   test('one caller gets its share, the callers together the shared room, public images their own', async () => {
-    const r = renderer({ maxWaiting: 4, perCaller: 2, publicWaiting: 1, inFlight: 1 })
+    // One worker for every lane (no public one of its own: that is the next describe's), so that rooms fill.
+    const r = renderer({ maxWaiting: 4, perCaller: 2, publicWaiting: 1, inFlight: 1, publicWorkers: 0 })
     const a = callerLane(1)
     const b = callerLane(2)
     const s = (data: string) => parseQrSettings({ data })
@@ -48,7 +49,7 @@ describe('the renderer', () => {
   }, 30_000)
 
   test('the lanes take turns: a public image waits behind one rendering of each caller, not all of them', async () => {
-    const r = renderer({ maxWaiting: 16, perCaller: 8, inFlight: 1 })
+    const r = renderer({ maxWaiting: 16, perCaller: 8, inFlight: 1, publicWorkers: 0 })
     const done: string[] = []
     const render = (name: string, lane: string) =>
       r.render(parseQrSettings({ data: name }), lane).then(() => {
@@ -65,7 +66,7 @@ describe('the renderer', () => {
   }, 30_000)
 
   test('a refusal frees nothing it did not take: shares come back as renderings finish', async () => {
-    const r = renderer({ maxWaiting: 2, perCaller: 1, inFlight: 1 })
+    const r = renderer({ maxWaiting: 2, perCaller: 1, inFlight: 1, publicWorkers: 0 })
     const a = callerLane(1)
     const first = [r.render(parseQrSettings({ data: 'a0' }), a), r.render(parseQrSettings({ data: 'a1' }), a)]
     expect(await outcome(r.render(parseQrSettings({ data: 'a2' }), a))).toBe(503)

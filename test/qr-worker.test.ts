@@ -5,7 +5,7 @@ import { rmSync } from 'node:fs'
 import { createLinkbox, type Linkbox } from '../src/app'
 import { AppError } from '../src/errors'
 import { errorResponse } from '../src/http/api'
-import { callerLane, createQrRenderer, type QrRenderer, type QrRendererOptions } from '../src/qr/renderer'
+import { callerLane, createQrRenderer, PUBLIC_LANE, type QrRenderer, type QrRendererOptions } from '../src/qr/renderer'
 import { parseQrSettings, type QrImage } from '../src/qr/service'
 import { makeBox, tempDir, testConfig } from './support/app'
 
@@ -123,7 +123,8 @@ describe('the queue bound', () => {
   }, 30_000)
 
   test('a public image refused for it is a 503 page with Retry-After, not a 500', async () => {
-    const { renderer } = testRenderer({ publicWaiting: 1, inFlight: 1 })
+    // One worker for all (no public one of its own), so that the public room fills.
+    const { renderer } = testRenderer({ publicWaiting: 1, inFlight: 1, publicWorkers: 0 })
     const box = await makeBox({}, { qrRenderer: renderer })
     try {
       const codes = await Promise.all([1, 2, 3].map(async (i) => (await box.links.create({ url: `https://example.com/${i}` }, null)).hex))
@@ -171,4 +172,76 @@ describe('a worker that dies', () => {
     renderer.close()
     for (const p of renderings) expect((await refusal(p)).code).toBe('internal')
   })
+})
+
+// Issue 36: a rendering stuck where the worker cannot be interrupted (resvg in native code; here a
+// synchronous sleep, which terminate() cannot cut short either) must not stall what comes after it.
+describe('the deadline', () => {
+  const stuckUrl = (ms: number) => URL.createObjectURL(new Blob([`self.onmessage = () => Bun.sleepSync(${ms})`]))
+
+  /** A renderer whose first `stuck` workers never answer (for `ms`), then real ones. */
+  function stuckRenderer(stuck: number, ms: number, opts: QrRendererOptions) {
+    const spawned: { worker: Worker; at: number; closed?: number }[] = []
+    const renderer = createQrRenderer({
+      ...opts,
+      spawn: () => {
+        const worker = new Worker(spawned.length < stuck ? stuckUrl(ms) : WORKER_URL)
+        const entry: (typeof spawned)[number] = { worker, at: performance.now() }
+        worker.addEventListener('close', () => (entry.closed = performance.now()))
+        spawned.push(entry)
+        return worker
+      },
+    })
+    renderers.push(renderer)
+    return { renderer, spawned }
+  }
+
+  test('a worker silent past it is abandoned: its oldest rendering refused, the other queued again and drawn by a new worker', async () => {
+    const { renderer, spawned } = stuckRenderer(1, 2000, { deadlineMs: 300, publicWorkers: 0, inFlight: 2 })
+    const started = performance.now()
+    const stuck = renderer.render(parseQrSettings({ data: 'stuck' }), LANE)
+    const withLogo = renderer.render({ ...parseQrSettings({ data: 'again' }), ecc: 'H', logo: { kind: 'png', bytes: new Uint8Array(8) } }, LANE)
+    const plain = await refusal(stuck)
+    expect([plain.status, plain.code, plain.headers]).toEqual([503, 'busy', { 'Retry-After': '1' }])
+    expect(performance.now() - started).toBeLessThan(1500)
+    // Queued again, it went to the new worker, which refused the 8 bytes as a PNG: a 400 naming logo.
+    const err = await refusal(withLogo)
+    expect([err.status, err.message]).toEqual([400, expect.stringContaining('"logo"')])
+    isPng(await renderer.render(parseQrSettings({ data: 'after' }), LANE))
+    expect(spawned).toHaveLength(2)
+  }, 30_000)
+
+  test('a rendering with a logo past it is a 400 naming logo', async () => {
+    const { renderer } = stuckRenderer(1, 1500, { deadlineMs: 300, publicWorkers: 0 })
+    const err = await refusal(renderer.render({ ...parseQrSettings({ data: 'slow logo' }), ecc: 'H', logo: { kind: 'svg', bytes: new Uint8Array() } }, LANE))
+    expect([err.status, err.code]).toEqual([400, 'invalid_parameter'])
+    expect(err.message).toContain('"logo"')
+    expect(err.message).toContain('took longer than 0.3 s')
+  }, 30_000)
+
+  test('public images have a worker of their own: answered at once while the shared one is stuck', async () => {
+    const { renderer, spawned } = stuckRenderer(1, 3000, { deadlineMs: 10_000 })
+    const stuck = renderer.render(parseQrSettings({ data: 'stuck' }), LANE).catch(() => null)
+    await Bun.sleep(50)
+    const started = performance.now()
+    isPng(await renderer.render(parseQrSettings({ data: 'https://example.com/abc' }), PUBLIC_LANE))
+    expect(performance.now() - started).toBeLessThan(1000)
+    expect(spawned).toHaveLength(2)
+    renderer.close()
+    await stuck
+  }, 30_000)
+
+  test('at most two abandoned workers may still be running: the next waits for one to end', async () => {
+    const { renderer, spawned } = stuckRenderer(2, 1500, { deadlineMs: 200, publicWorkers: 0, inFlight: 1 })
+    const first = refusal(renderer.render(parseQrSettings({ data: 'one' }), LANE))
+    const second = refusal(renderer.render(parseQrSettings({ data: 'two' }), LANE))
+    const third = renderer.render(parseQrSettings({ data: 'three' }), LANE)
+    expect((await first).status).toBe(503)
+    expect((await second).status).toBe(503)
+    isPng(await third)
+    expect(spawned).toHaveLength(3)
+    // The third worker was started only after one of the stuck threads had ended.
+    const ended = Math.min(spawned[0]!.closed ?? Infinity, spawned[1]!.closed ?? Infinity)
+    expect(ended).toBeLessThanOrEqual(spawned[2]!.at)
+  }, 30_000)
 })

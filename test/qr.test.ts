@@ -263,15 +263,32 @@ describe('qr.json refuses', () => {
     expect(r.body.message).toContain('at ecc L: at most 2953 bytes (7089 if only digits')
   })
 
-  test('a size below one pixel per module → 400 naming "size" and the minimum', async () => {
-    // 1500 bytes at L is version 28: 129 modules + 2×4 margin = 137.
-    const r = await qrJson({ data: 'a'.repeat(1500), ecc: 'L', size: '136' })
+  test('a size below two pixels per module → 400 naming "size" and the minimum', async () => {
+    // 1500 bytes at L is version 28: 129 modules + 2×4 margin = 137, so 274 pixels.
+    const r = await qrJson({ data: 'a'.repeat(1500), ecc: 'L', size: '273' })
     expect([r.status, r.body.code]).toEqual([400, 'invalid_parameter'])
     expect(r.body.message).toContain('"size"')
-    expect(r.body.message).toContain('at least 137 pixels')
-    expect((await qrJson({ data: 'a'.repeat(1500), ecc: 'L', size: '136', format: 'svg' })).status).toBe(400)
-    const png = await pngOf({ data: 'a'.repeat(1500), ecc: 'L', size: '137' })
-    expect([png.width, png.height]).toEqual([137, 137])
+    expect(r.body.message).toContain('at least 274 pixels')
+    expect((await qrJson({ data: 'a'.repeat(1500), ecc: 'L', size: '273', format: 'svg' })).status).toBe(400)
+    const png = await pngOf({ data: 'a'.repeat(1500), ecc: 'L', size: '274' })
+    expect([png.width, png.height]).toEqual([274, 274])
+  })
+
+  // Issue 36: 35 bytes at ecc Q are version 4 (33 modules, 41 with the margin): at 64 px a module is
+  // 1.56 px, which no reader decoded. Refused naming the smallest size that works, which decodes.
+  test('35 characters at ecc=Q size=64 margin=4 (modules under 2 px) → 400 naming size and 82, the smallest that works', async () => {
+    const data = 'https://example.com/abcdefghijklmno'
+    expect(data).toHaveLength(35)
+    for (const format of ['png', 'svg']) {
+      const r = await qrJson({ data, ecc: 'Q', size: '64', margin: '4', format })
+      expect([r.status, r.body.code]).toEqual([400, 'invalid_parameter'])
+      expect(r.body.message).toContain('"size"')
+      expect(r.body.message).toContain('at least 82 pixels')
+      expect((await qrJson({ data, ecc: 'Q', size: '81', margin: '4', format })).status).toBe(400)
+    }
+    const png = await pngOf({ data, ecc: 'Q', size: '82', margin: '4' })
+    expect([png.width, png.height]).toEqual([82, 82])
+    expect(decode(padWhite(png, 40)).data).toBe(data)
   })
 
   test('no key → 401 missing_key; unknown key → 401 invalid_key', async () => {

@@ -2,14 +2,14 @@
 // image itself with raw=1 (for <img src> and scripts that want the bytes). POST takes the same fields in a
 // body, and (multipart only) a `logo` file drawn in the middle at ecc H (see logo.ts). The parameters and the answer
 // are declared here once, as schemas that both check requests and make the API documents; the service
-// keeps what a schema cannot state (the capacity of a symbol, at least one pixel per module).
+// keeps what a schema cannot state (the capacity of a symbol, at least two pixels per module).
 import { Type } from '@sinclair/typebox'
 import { invalidParameter } from '../errors'
 import type { ApiFile, ApiMethod } from '../http/api'
 import type { Params } from '../http/params'
 import type { ApiParam } from '../http/schema'
-import { LOGO_MAX_BYTES, LOGO_MAX_SIDE } from './logo'
-import { callerLane } from './renderer'
+import { LOGO_MAX_BYTES, LOGO_MAX_SIDE, SVG_MAX_ELEMENTS } from './logo'
+import { callerLane, RENDER_DEADLINE_MS } from './renderer'
 import { QR_CAPACITY, QR_ECC_LEVELS, QR_FORMATS, QR_MARGIN, QR_MIME, QR_SIZE, type QrImage, type QrService } from './service'
 
 // The same parameters give the same image, but the request carries a key and is rate limited: only
@@ -95,7 +95,8 @@ const QR_PARAMS: ApiParam[] = [
     schema: Type.String({
       minLength: 1,
       description: `Text to encode (UTF-8); at most ${capacity} (more if only digits or A-Z 0-9 $%*+-./: and space)`,
-      examples: ['https://example.com/'],
+      // Short enough for the smallest size at the default margin (version 1: 29 modules, 58 px).
+      examples: ['hello, world'],
     }),
     error: { code: 'invalid_parameter', messages: { default: rule('data', 'it must be a string') } },
   },
@@ -103,7 +104,7 @@ const QR_PARAMS: ApiParam[] = [
   colourParam('fg', '000000', 'Foreground'),
   colourParam('bg', 'ffffff', 'Background'),
   oneOfParam('ecc', QR_ECC_LEVELS, 'M', 'Error correction level: L 7 %, M 15 %, Q 25 %, H 30 %', 'Q'),
-  wholeParam('size', QR_SIZE, 'pixels', 'Width and height in pixels; at least one pixel per module'),
+  wholeParam('size', QR_SIZE, 'pixels', 'Width and height in pixels; at least two pixels per module (a smaller size is refused naming the smallest that works)'),
   wholeParam('margin', QR_MARGIN, 'modules', 'Quiet zone around the symbol, in modules'),
   {
     name: 'raw',
@@ -155,8 +156,9 @@ const LOGO: ApiFile = {
   description:
     `A PNG or SVG drawn in the middle, on a plate of the background colour about a fifth of the code wide; ` +
     `error correction is then H (the answer says so). Recognised by its bytes, whatever its part's type; a PNG ` +
-    `at most ${LOGO_MAX_SIDE}×${LOGO_MAX_SIDE} pixels; an SVG's references to anything but itself or embedded ` +
-    `PNG/JPEG pixels are ignored, and its text is not drawn`,
+    `at most ${LOGO_MAX_SIDE}×${LOGO_MAX_SIDE} pixels; an SVG is rebuilt from its shapes, paths, groups, gradients, ` +
+    `clip paths and text (images, patterns, filters, masks and references to anything outside it are dropped; ` +
+    `text is not drawn), at most ${SVG_MAX_ELEMENTS} elements drawn and ${RENDER_DEADLINE_MS / 1000} s to draw`,
 }
 
 export function qrApi(qr: QrService): ApiMethod[] {

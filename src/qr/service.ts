@@ -2,7 +2,7 @@
 // values, returns the image and the settings it used, and throws AppErrors that name the parameter;
 // it never sees HTTP, so the API method and the public /qr/<code> images share it.
 import { invalidParameter, missingParameter } from '../errors'
-import { drawOver, encodePng, LOGO_MIN_VERSION, logoPlace, logoRaster, readLogo, type QrLogo, type Raster } from './logo'
+import { drawOver, encodePng, LOGO_MIN_VERSION, SVG_MAX_SIDE, logoPlace, logoRaster, readLogo, type QrLogo, type Raster } from './logo'
 
 // qrcode takes ~25 ms to load: `linkbox serve` would pay it before its first answer, though most
 // requests never draw a code. It is loaded with the first QR drawn (in a render worker, see renderer.ts).
@@ -140,14 +140,19 @@ async function withinCapacity<T>(s: QrSettings, encode: () => T | Promise<T>): P
   }
 }
 
-// Below one pixel per module qrcode silently ignores `width`, but the image must have the size asked
-// for. The widest symbol (version 40) is 177 modules: only smaller sizes need the symbol built first.
+/**
+ * Pixels a module needs at least. Below 2 no reader decodes the code (modules of 1-2 pixels alternate and
+ * blur), and below 1 qrcode silently ignores `width`; a smaller size is refused, naming the smallest that works.
+ */
+export const QR_MIN_MODULE_PX = 2
+
+// The widest symbol (version 40) is 177 modules: only smaller sizes need the symbol built first.
 async function checkSizeFits(s: QrSettings) {
-  if (s.size >= 177 + 2 * s.margin) return
+  if (s.size >= QR_MIN_MODULE_PX * (177 + 2 * s.margin)) return
   const QRCode = await loadQrcode()
   const symbol = await withinCapacity(s, () => QRCode.create(s.data, { errorCorrectionLevel: s.ecc }))
   const modules = symbol.modules.size + 2 * s.margin
-  if (s.size < modules) throw sizeTooSmall(s, modules)
+  if (s.size < QR_MIN_MODULE_PX * modules) throw sizeTooSmall(s, modules)
 }
 
 // A QR raster repeats each row of modules over many pixel rows: the PNG "Up" filter turns those into
@@ -181,7 +186,8 @@ async function draw(s: QrSettings): Promise<Uint8Array<ArrayBuffer>> {
 const sizeTooSmall = (s: QrSettings, modules: number) =>
   invalidParameter(
     'size',
-    `it must be at least ${modules} pixels for this data at ecc ${s.ecc} with margin ${s.margin}${s.logo ? ' and a logo' : ''} (one pixel per module)`,
+    `it must be at least ${QR_MIN_MODULE_PX * modules} pixels for this data at ecc ${s.ecc} with margin ${s.margin}${s.logo ? ' and a logo' : ''} ` +
+      `(${modules} modules of ${QR_MIN_MODULE_PX} pixels: smaller modules cannot be scanned); or use less data, a lower ecc or a smaller margin`,
   )
 
 /** "rrggbb" or "rrggbbaa" → [r, g, b, a]. */
@@ -223,11 +229,11 @@ async function drawWithLogo(s: QrSettings, logo: QrLogo): Promise<Uint8Array<Arr
   if (symbol.version < LOGO_MIN_VERSION) symbol = QRCode.create(s.data, { errorCorrectionLevel: s.ecc, version: LOGO_MIN_VERSION })
   const n = symbol.modules.size
   const modules = n + 2 * s.margin
-  if (s.size < modules) throw sizeTooSmall(s, modules)
+  if (s.size < QR_MIN_MODULE_PX * modules) throw sizeTooSmall(s, modules)
   const scale = s.size / modules
   const { plate, box } = logoPlace(n, s.margin)
   if (s.format === 'svg') {
-    const side = Math.min(1024, Math.max(64, Math.round(box.side * scale * 2)))
+    const side = Math.min(SVG_MAX_SIDE, Math.max(64, Math.round(box.side * scale * 2)))
     const pixels = await encodePng(await logoRaster(logo, side, side))
     const svg = await QRCode.toString(s.data, {
       type: 'svg',
@@ -254,7 +260,7 @@ async function drawWithLogo(s: QrSettings, logo: QrLogo): Promise<Uint8Array<Arr
   return encodePng(raster, PNG_ENCODING)
 }
 
-/** Renders a QR code; `data` over the capacity, or a `size` below one pixel per module, is refused. */
+/** Renders a QR code; `data` over the capacity, or a `size` below QR_MIN_MODULE_PX per module, is refused. */
 export async function renderQr(settings: QrSettings): Promise<QrImage> {
   const logo = settings.logo
   if (!logo) await checkSizeFits(settings)
