@@ -30,6 +30,7 @@ import { sqliteAccountStorage, type AccountStorage } from '../accounts/storage'
 import { sqliteAuditRows, type AuditRows } from '../audit/storage'
 import { sqliteClickCounts, type ClickCounts } from '../clicks/counts'
 import { sqliteFormTokenRows, sqliteSessionRows, type FormTokenRows, type SessionRows } from '../dashboard/session-store'
+import { sqliteFlashRows, type FlashRows } from '../dashboard/flash-rows'
 import { sqliteLinkStorage, type LinkStorage } from '../links/storage'
 import { sqliteMessageStore, type MessageStore } from '../mail/messages'
 import { createSpool } from '../mail/spool'
@@ -45,6 +46,8 @@ export interface Storages<Tx> {
   identities: IdentityStorage<Tx>
   sessions: SessionRows<Tx>
   formTokens: FormTokenRows<Tx>
+  /** Values carried across a redirect and started sign-ins, sealed (dashboard/flash.ts). */
+  flashes: FlashRows
   abuse: AbuseRows<Tx>
   audit: AuditRows<Tx>
   endpoints: EndpointRows<Tx>
@@ -87,6 +90,9 @@ export function sqliteStorages(db: Db): Storages<Db> {
     },
     get formTokens() {
       return once('formTokens', () => sqliteFormTokenRows(db))
+    },
+    get flashes() {
+      return once('flashes', () => sqliteFlashRows(db))
     },
     get abuse() {
       return once('abuse', () => sqliteAbuseRows(db))
