@@ -31,6 +31,8 @@ import { sqliteAuditRows, type AuditRows } from '../audit/storage'
 import { sqliteClickCounts, type ClickCounts } from '../clicks/counts'
 import { sqliteFormTokenRows, sqliteSessionRows, type FormTokenRows, type SessionRows } from '../dashboard/session-store'
 import { sqliteFlashRows, type FlashRows } from '../dashboard/flash-rows'
+import { sqliteDayKeyRows, type DayKeyRows } from '../clicks/day-keys'
+import { sqliteDailyCountRows, type DailyCountRows } from '../http/daily-limit'
 import { sqliteLinkStorage, type LinkStorage } from '../links/storage'
 import { sqliteMessageStore, type MessageStore } from '../mail/messages'
 import { createSpool } from '../mail/spool'
@@ -48,6 +50,10 @@ export interface Storages<Tx> {
   formTokens: FormTokenRows<Tx>
   /** Values carried across a redirect and started sign-ins, sealed (dashboard/flash.ts). */
   flashes: FlashRows
+  /** The key of each UTC day that hashes visitors (clicks/day-keys.ts). */
+  dayKeys: DayKeyRows
+  /** Per-day counts of anonymous creations (http/daily-limit.ts). */
+  dailyCounts: DailyCountRows
   abuse: AbuseRows<Tx>
   audit: AuditRows<Tx>
   endpoints: EndpointRows<Tx>
@@ -93,6 +99,12 @@ export function sqliteStorages(db: Db): Storages<Db> {
     },
     get flashes() {
       return once('flashes', () => sqliteFlashRows(db))
+    },
+    get dayKeys() {
+      return once('dayKeys', () => sqliteDayKeyRows(db))
+    },
+    get dailyCounts() {
+      return once('dailyCounts', () => sqliteDailyCountRows(db))
     },
     get abuse() {
       return once('abuse', () => sqliteAbuseRows(db))

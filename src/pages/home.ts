@@ -297,7 +297,7 @@ export function createHomeRoutes(deps: {
           return refuse({ status: 429, code: 'rate_limited', message: `Too many links from your address: wait ${decision.reset} s and try again.`, headers: { 'retry-after': String(decision.reset) } })
         // Closed to visitors (links.anonymous = false), or the address's links of the day used up.
         try {
-          deps.anonymous?.check(clientIp(request))
+          await deps.anonymous?.check(clientIp(request))
         } catch (err) {
           if (!(err instanceof AppError)) throw err
           const message = err.status === 401 ? 'This linkbox makes short links for its accounts only: sign in to shorten a link.' : err.message

@@ -7,6 +7,8 @@ import { postgresAuditRows } from '../../audit/storage-postgres'
 import { postgresClickCounts } from '../../clicks/counts-postgres'
 import { postgresFormTokenRows, postgresSessionRows } from '../../dashboard/session-store-postgres'
 import { postgresFlashRows } from '../../dashboard/flash-rows-postgres'
+import { postgresDayKeyRows } from '../../clicks/day-keys-postgres'
+import { postgresDailyCountRows } from '../../http/daily-limit-postgres'
 import { postgresLinkStorage } from '../../links/storage-postgres'
 import { postgresMessageStore } from '../../mail/messages-postgres'
 import { postgresTicketStorage } from '../../media/tickets-postgres'
@@ -26,6 +28,8 @@ export function postgresStorages(sql: SQL, opts: { changes?: ChangeFeed } = {}):
     sessions: postgresSessionRows(sql),
     formTokens: postgresFormTokenRows(sql),
     flashes: postgresFlashRows(sql),
+    dayKeys: postgresDayKeyRows(sql),
+    dailyCounts: postgresDailyCountRows(sql),
     abuse: postgresAbuseRows(sql),
     audit: postgresAuditRows(sql),
     endpoints: postgresEndpointRows(sql),
