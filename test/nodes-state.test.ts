@@ -3,7 +3,8 @@
 // base URL, as behind a round-robin balancer without sticky sessions, and requests that ALTERNATE between
 // them: a new API key, a new webhook secret and the home form's result (JavaScript off) are shown once after
 // the redirect on the other node (and never stored in clear); a sign-in started on one node completes on
-// the other; one visitor gets one split arm on both; rate.anon_per_day holds across both.
+// the other; one visitor gets one split arm on both and counts as one visitor; rate.anon_per_day holds
+// across both.
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { Jar, startProvider, throughProvider, visit, type TestProvider } from './support/oidc-provider'
 import { startPostgres, type Postgres } from './support/postgres'
@@ -134,7 +135,7 @@ test('a sign-in with the provider started on A completes on B', async () => {
   expect(replay.headers.get('location')).toBe('/login')
 })
 
-test('one visitor gets the same split arm on A and B (the day key is shared)', async () => {
+test('one visitor gets the same split arm on A and B, and counts as one visitor', async () => {
   const split = JSON.stringify([{ url: 'https://example.com/arm-a', weight: 50 }, { url: 'https://example.com/arm-b', weight: 50 }])
   const made = await fetch(`${a.url}/api/getLink.json`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify({ url: 'https://example.com/fallback', split, alias: 'abtest' }) })
   expect(made.status, await made.clone().text()).toBe(200)
@@ -152,6 +153,19 @@ test('one visitor gets the same split arm on A and B (the day key is shared)', a
   }
   for (const seen of arms) expect(new Set(seen).size).toBe(1)
   expect(new Set(arms.map((s) => s[0])).size).toBe(2) // both arms are given out
+  // Clicks are written within a second on each node; then the day counts 24 visitors, not 48.
+  const t0 = Date.now()
+  let day: any = null
+  while (Date.now() - t0 < 10_000) {
+    const stats = await fetch(`${b.url}/api/stats.json`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: '{"code":"abtest"}' })
+    day = (await stats.json()).return.days.at(-1)
+    if (day?.clicks === visitors * 4 && day.visitors >= visitors) break
+    await Bun.sleep(200)
+  }
+  expect(day.clicks).toBe(visitors * 4)
+  await Bun.sleep(1500) // a second more: nothing late adds to it
+  const stats = await fetch(`${a.url}/api/stats.json`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: '{"code":"abtest"}' })
+  expect((await stats.json()).return.days.at(-1).visitors).toBe(visitors)
 })
 
 test(`rate.anon_per_day (${ANON_PER_DAY}) holds across A and B`, async () => {

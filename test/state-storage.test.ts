@@ -8,6 +8,7 @@ import { createDayKeys, postgresDayKeyRows, sqliteDayKeyRows, type DayKeyRows } 
 import { createFlash, postgresFlashRows, sqliteFlashRows, type FlashRows } from './support/state-stores'
 import { createSharedDailyLimiter, postgresDailyCountRows, sqliteDailyCountRows, type DailyCountRows } from './support/state-stores'
 import { engineHarness } from './support/engines'
+import { postgresSharedVisitorRows } from '../src/clicks/shared-visitors-postgres'
 
 interface Node {
   flashes: FlashRows
@@ -158,3 +159,25 @@ for (const [name, make] of [['SQLite', sqliteEngine], ['PostgreSQL', postgresEng
     })
   })
 }
+
+describe('PostgreSQL', () => {
+  test('shared visitor hashes: two nodes adding overlapping visitors at once count each once; a deleted link is skipped; old days go', async () => {
+    const { main, pool, close } = await engines.postgres()
+    try {
+      const [id] = (await main.sql`INSERT INTO links (code, long_url, created, updated) VALUES ('shared', 'https://example.com/', 1, 1) RETURNING id`).map((r: any) => Number(r.id))
+      const today = Math.floor(T0 / DAY)
+      const [n1, n2] = [postgresSharedVisitorRows(pool()), postgresSharedVisitorRows(pool())]
+      const triples = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => [id!, today, 1_000 + from + i]).flat()
+      // 0-59 on one node, 40-99 on the other (40 seen by both), and a link that is gone.
+      await Promise.all([n1.add([...triples(0, 60), 999_999, today, 5], today - 1), n2.add(triples(40, 100), today - 1)])
+      await n1.add(triples(0, 100), today - 1) // all seen before: nothing added
+      const [row] = await main.sql`SELECT visitors FROM click_days WHERE link_id = ${id}`
+      expect(Number(row.visitors)).toBe(100)
+      expect(Number((await main.sql`SELECT count(*) AS n FROM visitor_hashes`)[0].n)).toBe(100)
+      await n2.add(triples(0, 1), today + 2)
+      expect(Number((await main.sql`SELECT count(*) AS n FROM visitor_hashes`)[0].n)).toBe(0)
+    } finally {
+      await close()
+    }
+  })
+})

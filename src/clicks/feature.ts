@@ -4,12 +4,17 @@
 import type { Feature, Shared } from '../feature'
 import { createDayKeys } from './day-keys'
 import { createClickRecorder, type ClickRecorderOptions } from './recorder'
+import { createSharedVisitors } from './shared-visitors'
 
 export function createClicksFeature(shared: Shared, opts: ClickRecorderOptions = {}) {
   const { db, outbox, clock, geo } = shared
   // The day's key every node shares (day-keys.ts): distinct visitors here, A/B splits and daily counts in links.
   const dayKeys = createDayKeys({ rows: shared.storages.dayKeys, clock, log: (line) => shared.log.warn(line) })
+  // Several nodes (PostgreSQL): a visitor counts once whichever nodes saw them (shared-visitors.ts).
+  const rows = shared.storages.visitorHashes
+  const sharedVisitors = rows ? createSharedVisitors({ rows, clock, log: shared.log }) : null
   const recorder = createClickRecorder(db, {
+    ...(sharedVisitors ? { sharedVisitors } : {}),
     log: (line) => shared.log.error(line),
     geo,
     ...opts,
@@ -35,9 +40,16 @@ export function createClicksFeature(shared: Shared, opts: ClickRecorderOptions =
     listen: () => {
       dayKeys.refresh().catch(() => {}) // logged by day-keys.ts; current() tries again
       recorder.start()
+      sharedVisitors?.start()
     },
     // Throws ClicksNotWritten when the last write fails (the root closes the database all the same).
-    close: () => recorder.stop(),
+    close: async () => {
+      try {
+        await recorder.stop()
+      } finally {
+        await sharedVisitors?.stop()
+      }
+    },
   }
   return { feature, recorder, dayKeys }
 }

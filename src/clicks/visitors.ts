@@ -118,6 +118,8 @@ export function createVisitorCounter(opts: VisitorCounterOptions = {}) {
   let lastAddress = ''
   let lastUa = ''
   let lastHash = -1
+  // The hash of the visitor the last add() counted as new while its link-day was exact (else -1).
+  let lastNew = -1
 
   const sizeOf = (t: number | Tracker) => (typeof t === 'number' ? SINGLE_BYTES : t.bytes)
 
@@ -187,6 +189,7 @@ export function createVisitorCounter(opts: VisitorCounterOptions = {}) {
      */
     add(linkDay: number, d: number, address: string, ua: string): number {
       const h = hash(d, address, ua)
+      lastNew = -1
       let held = young.get(linkDay)
       if (held === undefined) {
         held = old.get(linkDay)
@@ -199,12 +202,14 @@ export function createVisitorCounter(opts: VisitorCounterOptions = {}) {
       }
       if (held === undefined) {
         put(linkDay, h, 0)
+        lastNew = h
         return 1
       }
       if (typeof held === 'number') {
         if (held === h) return 0
         const t: Tracker = { exact: [held, h], sketch: null, reported: 2, bytes: TRACKER_BYTES + 2 * HASH_BYTES }
         put(linkDay, t, SINGLE_BYTES)
+        lastNew = h
         return 1
       }
       const t = held
@@ -216,6 +221,7 @@ export function createVisitorCounter(opts: VisitorCounterOptions = {}) {
           t.exact.push(h)
           t.bytes += HASH_BYTES
           count = t.exact.length
+          lastNew = h
         } else {
           const sketch = new HyperLogLog()
           for (const e of t.exact) sketch.add(e)
@@ -234,6 +240,13 @@ export function createVisitorCounter(opts: VisitorCounterOptions = {}) {
       const fresh = count - t.reported
       t.reported = count
       return fresh
+    },
+    /**
+     * The hash of the visitor the last add() answered as new while its link-day was counted exactly (-1:
+     * none, or a sketch): what nodes sharing one database compare (shared-visitors.ts).
+     */
+    get lastNew() {
+      return lastNew
     },
     /** Link-days tracked now. */
     get tracked() {

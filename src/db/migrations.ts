@@ -505,7 +505,8 @@ export const migrations: Migration[] = [
      (dashboard/flash.ts); id and owner are SHA-256 hashes. pool: 0 sessions', 1 visitors', 2 sign-ins.
      day_keys: the random key of each UTC day that hashes visitors (splits, distinct visitors, daily
      counts), made once by the first node to ask. daily_counts: anonymous creations per keyed hash of the
-     client address and UTC day (rate.anon_per_day); never the address. */ `
+     client address and UTC day (rate.anon_per_day); never the address. visitor_hashes: the day's visitor
+     hashes nodes compare so that a visitor counts once (PostgreSQL only: clicks/shared-visitors.ts). */ `
   CREATE TABLE flashes (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
@@ -531,5 +532,12 @@ export const migrations: Migration[] = [
     PRIMARY KEY (scope, who, day)
   ) WITHOUT ROWID;
   CREATE INDEX daily_counts_day ON daily_counts (day);
+  CREATE TABLE visitor_hashes (
+    link_id INTEGER NOT NULL,
+    day INTEGER NOT NULL,
+    hash INTEGER NOT NULL,
+    PRIMARY KEY (link_id, day, hash)
+  ) WITHOUT ROWID;
+  CREATE INDEX visitor_hashes_day ON visitor_hashes (day);
   `,
 ]

@@ -32,6 +32,7 @@ import { sqliteClickCounts, type ClickCounts } from '../clicks/counts'
 import { sqliteFormTokenRows, sqliteSessionRows, type FormTokenRows, type SessionRows } from '../dashboard/session-store'
 import { sqliteFlashRows, type FlashRows } from '../dashboard/flash-rows'
 import { sqliteDayKeyRows, type DayKeyRows } from '../clicks/day-keys'
+import type { SharedVisitorRows } from '../clicks/shared-visitors'
 import { sqliteDailyCountRows, type DailyCountRows } from '../http/daily-limit'
 import { sqliteLinkStorage, type LinkStorage } from '../links/storage'
 import { sqliteMessageStore, type MessageStore } from '../mail/messages'
@@ -54,6 +55,8 @@ export interface Storages<Tx> {
   dayKeys: DayKeyRows
   /** Per-day counts of anonymous creations (http/daily-limit.ts). */
   dailyCounts: DailyCountRows
+  /** The visitor hashes nodes compare (clicks/shared-visitors.ts): PostgreSQL's; null on SQLite (one node counts exactly). */
+  visitorHashes: SharedVisitorRows | null
   abuse: AbuseRows<Tx>
   audit: AuditRows<Tx>
   endpoints: EndpointRows<Tx>
@@ -106,6 +109,7 @@ export function sqliteStorages(db: Db): Storages<Db> {
     get dailyCounts() {
       return once('dailyCounts', () => sqliteDailyCountRows(db))
     },
+    visitorHashes: null,
     get abuse() {
       return once('abuse', () => sqliteAbuseRows(db))
     },

@@ -407,6 +407,13 @@ export const pgMigrations: PgMigration[] = [
     PRIMARY KEY (scope, who, day)
   );
   CREATE INDEX daily_counts_day ON daily_counts (day);
+  CREATE TABLE visitor_hashes (
+    link_id bigint NOT NULL,
+    day bigint NOT NULL,
+    hash bigint NOT NULL,
+    PRIMARY KEY (link_id, day, hash)
+  );
+  CREATE INDEX visitor_hashes_day ON visitor_hashes (day);
   `,
   },
 ]

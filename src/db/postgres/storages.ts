@@ -8,6 +8,7 @@ import { postgresClickCounts } from '../../clicks/counts-postgres'
 import { postgresFormTokenRows, postgresSessionRows } from '../../dashboard/session-store-postgres'
 import { postgresFlashRows } from '../../dashboard/flash-rows-postgres'
 import { postgresDayKeyRows } from '../../clicks/day-keys-postgres'
+import { postgresSharedVisitorRows } from '../../clicks/shared-visitors-postgres'
 import { postgresDailyCountRows } from '../../http/daily-limit-postgres'
 import { postgresLinkStorage } from '../../links/storage-postgres'
 import { postgresMessageStore } from '../../mail/messages-postgres'
@@ -30,6 +31,7 @@ export function postgresStorages(sql: SQL, opts: { changes?: ChangeFeed } = {}):
     flashes: postgresFlashRows(sql),
     dayKeys: postgresDayKeyRows(sql),
     dailyCounts: postgresDailyCountRows(sql),
+    visitorHashes: postgresSharedVisitorRows(sql),
     abuse: postgresAbuseRows(sql),
     audit: postgresAuditRows(sql),
     endpoints: postgresEndpointRows(sql),
