@@ -553,7 +553,7 @@ ${hooks}
       const admin = fields.get('admin') === '1'
       try {
         const { account, key } = await accounts.createAccount({ name, password: password === '' ? undefined : password, admin }, by(request, s))
-        // The key waits for the page redirected to, in memory (flash.ts): never stored, never in a URL or a cookie.
+        // The key waits for the page redirected to sealed in the database (flash.ts): never in clear, in a URL or a cookie.
         const id = await shell.flash.put(shell.ownerOf(s), 'account key', { name: account.name, key: key.key, hasPassword: password !== '', admin } satisfies NewAccount)
         // The last page: where the new account is.
         return shell.seeOther(`${ADMIN}?page=${Math.max(1, Math.ceil((await accounts.count()) / ACCOUNT_PAGE_MAX))}&created=${id}`)

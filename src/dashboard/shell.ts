@@ -1,7 +1,7 @@
 // What every dashboard page shares: the session from its cookie, the checks every form passes (same
 // origin, the session's CSRF token, a bounded body), the page frame with its navigation, and what a form's
-// answer carries across its redirect (post → 303 → get): one-shot notices, and on the server (flash.ts) a
-// refused form's values and errors and a secret shown once; one-time form tokens (form-tokens.ts) make a
+// answer carries across its redirect (post → 303 → get): one-shot notices, and in the database, sealed
+// (flash.ts), a refused form's values and errors and a secret shown once; one-time form tokens (form-tokens.ts) make a
 // creation sent twice happen once. Every form is answered with a redirect, never with a page, so the
 // address bar never stays on a POST and a reload never sends one again. Sections (links.ts, keys.ts, …)
 // build on this.

@@ -1,6 +1,7 @@
 // Per-caller allowances per UTC day: a count per key that starts again at midnight UTC. In this process
-// (reports), or in the database (rate.anon_per_day: createSharedDailyLimiter below). Bounded: at MAX_KEYS keys in one day the oldest key is dropped (its caller starts again with
-// a full allowance); reaching that takes 100k distinct callers in a day (IPv6 clients count per /64).
+// (reports), or in the database (rate.anon_per_day: createSharedDailyLimiter below). In this process it is
+// bounded: at MAX_KEYS keys in one day the oldest key is dropped (its caller starts again with a full
+// allowance); reaching that takes 100k distinct callers in a day (IPv6 clients count per /64).
 import { createHmac } from 'node:crypto'
 import type { Db } from '../db'
 import { lazyStatements } from '../db/lazy'
