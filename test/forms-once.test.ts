@@ -1,9 +1,9 @@
 // Issue 20, item 2, over real sockets: a form that creates something carries a one-time token, claimed in
 // the transaction that stores the new row, so the same form sent twice — one after the other, or both at
 // once — makes one API key, one webhook endpoint, one link (dashboard and home page), and the second answer
-// leads to the first one's page. A secret shown once travels through the redirect on the server: in memory,
-// bound to the session (or to the visitor's cookie), shown on one GET and then gone; never in the database,
-// a URL or a cookie. And the bounds of what those stores hold.
+// leads to the first one's page. A secret shown once travels through the redirect on the server: in the
+// database, sealed (issue 36), bound to the session (or to the visitor's cookie), shown on one GET and then
+// gone; never in clear in the database, a URL or a cookie. And the bounds of what those stores hold.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createFlash, FLASH_MAX, FLASH_MAX_CHARS, FLASH_PER_OWNER, FLASH_TTL_MS } from '../src/dashboard/flash'
 import { FORM_TOKEN_KEPT_MS } from '../src/dashboard/form-tokens'
