@@ -151,7 +151,11 @@ for (const [name, make] of [['SQLite', sqliteEngine], ['PostgreSQL', postgresEng
         expect((await l1.hit('x', 0)).allowed).toBe(true) // 0: unlimited, not counted
         t += 2 * DAY
         expect((await l2.hit('198.51.100.1', 10)).remaining).toBe(9)
-        await n1.counts.sweep(Math.floor(t / DAY))
+        // The limiter sweeps at its first use of a day too (in the background): the two sweeps share the rows.
+        for (let i = 0; i < 100 && (await e.rows('daily_counts')).length > 1; i++) {
+          await n1.counts.sweep(Math.floor(t / DAY))
+          await Bun.sleep(10)
+        }
         expect((await e.rows('daily_counts')).map((r) => Number(r.count))).toEqual([1])
       } finally {
         await e.close()
