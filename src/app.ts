@@ -92,7 +92,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   // The features, in order: a later one may use an earlier one's service.
   const clicks = createClicksFeature(shared, { ...(backend.clickWriter ? { writer: backend.clickWriter } : {}), ...opts.clicks })
   const webhooks = createWebhooksFeature(shared, { schedule: opts.webhookSchedule })
-  const links = createLinksFeature(shared, { recorder: clicks.recorder }, opts)
+  const links = createLinksFeature(shared, { recorder: clicks.recorder, dayKeys: clicks.dayKeys }, opts)
   const qr = createQrFeature(shared, { links: links.links }, { renderer: opts.qrRenderer })
   const mail = createMailFeature(shared, { smtpPort: opts.smtpPort })
   const media = createMediaFeature(shared)

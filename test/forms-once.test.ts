@@ -1,9 +1,9 @@
 // Issue 20, item 2, over real sockets: a form that creates something carries a one-time token, claimed in
 // the transaction that stores the new row, so the same form sent twice — one after the other, or both at
 // once — makes one API key, one webhook endpoint, one link (dashboard and home page), and the second answer
-// leads to the first one's page. A secret shown once travels through the redirect on the server: in memory,
-// bound to the session (or to the visitor's cookie), shown on one GET and then gone; never in the database,
-// a URL or a cookie. And the bounds of what those stores hold.
+// leads to the first one's page. A secret shown once travels through the redirect on the server: in the
+// database, sealed (issue 36), bound to the session (or to the visitor's cookie), shown on one GET and then
+// gone; never in clear in the database, a URL or a cookie. And the bounds of what those stores hold.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createFlash, FLASH_MAX, FLASH_MAX_CHARS, FLASH_PER_OWNER, FLASH_TTL_MS } from '../src/dashboard/flash'
 import { FORM_TOKEN_KEPT_MS } from '../src/dashboard/form-tokens'
@@ -67,7 +67,7 @@ describe('the same form sent twice', () => {
     expect(keyIn(again)).toBeNull()
     expect(again).toContain('shown once')
     // Never in the database (only its hash), nor in the form token's row.
-    const dump = ['api_keys', 'web_sessions', 'form_tokens'].map((t) => JSON.stringify(app.db.query(`SELECT * FROM ${t}`).all())).join()
+    const dump = ['api_keys', 'web_sessions', 'form_tokens', 'flashes'].map((t) => JSON.stringify(app.db.query(`SELECT * FROM ${t}`).all())).join()
     expect(dump).not.toContain(key.slice(11))
   })
 
@@ -147,34 +147,41 @@ describe('bounds', () => {
     expect(count('SELECT count(*) AS n FROM form_tokens')).toBe(0)
   })
 
-  test('the flash store: once, per owner and kind, a lifetime, and bounded per owner, in entries and in size', () => {
+  test('the flash store: once, per owner and kind, a lifetime, and bounded per owner, in entries and in size', async () => {
+    // In the database now (issue 36), sealed: the same rules as when it was in memory, on the app's SQLite file.
     let t = 0
-    const flash = createFlash(() => t)
-    const id = flash.put('s1', 'key', { key: 'k1' })
-    expect(flash.take('s2', 'key', id)).toBeNull() // another owner: nothing, and it stays
-    expect(flash.take('s1', 'other', id)).toBeNull()
-    expect(flash.take('s1', 'key', id)).toEqual({ key: 'k1' })
-    expect(flash.take('s1', 'key', id)).toBeNull()
-    expect(flash.take('s1', 'key', 'not an id')).toBeNull()
+    const bounds = { perOwner: FLASH_PER_OWNER, rows: 300, bytes: 64 * 1024 }
+    const flash = createFlash({ rows: app.storages.flashes, clock: () => t, bounds: { 0: bounds, 1: bounds } })
+    const size = async () => (await app.storages.flashes.usage(1)).rows + (await app.storages.flashes.usage(0)).rows
+    await app.storages.flashes.sweep(Number.MAX_SAFE_INTEGER)
+    const id = await flash.put('s1', 'key', { key: 'k1' })
+    expect(await flash.take('s2', 'key', id)).toBeNull() // another owner: nothing, and it stays
+    expect(await flash.take('s1', 'other', id)).toBeNull()
+    expect(await flash.take('s1', 'key', id)).toEqual({ key: 'k1' })
+    expect(await flash.take('s1', 'key', id)).toBeNull()
+    expect(await flash.take('s1', 'key', 'not an id')).toBeNull()
 
-    const late = flash.put('s1', 'key', 1)
+    const late = await flash.put('s1', 'key', 1)
     t += FLASH_TTL_MS
-    expect(flash.take('s1', 'key', late)).toBeNull()
+    expect(await flash.take('s1', 'key', late)).toBeNull()
 
-    const ids = Array.from({ length: FLASH_PER_OWNER + 3 }, (_, i) => flash.put('s1', 'k', i))
-    expect(flash.size).toBe(FLASH_PER_OWNER)
-    expect(flash.take('s1', 'k', ids[0]!)).toBeNull() // the oldest went first
-    expect(flash.take('s1', 'k', ids.at(-1)!)).toBe(FLASH_PER_OWNER + 2)
+    const ids: string[] = []
+    for (let i = 0; i < FLASH_PER_OWNER + 3; i++) ids.push(await flash.put('s1', 'k', i))
+    expect(await size()).toBe(FLASH_PER_OWNER)
+    expect(await flash.take('s1', 'k', ids[0]!)).toBeNull() // the oldest went first
+    expect(await flash.take('s1', 'k', ids.at(-1)!)).toBe(FLASH_PER_OWNER + 2)
 
-    for (let i = 0; i < FLASH_MAX + 50; i++) flash.put(`v${i}`, 'k', i)
-    expect(flash.size).toBe(FLASH_MAX)
-    const big = 'x'.repeat(64 * 1024)
-    for (let i = 0; i < 200; i++) flash.put(`b${i}`, 'k', big)
-    expect(flash.chars).toBeLessThanOrEqual(FLASH_MAX_CHARS)
-    expect(flash.size).toBeLessThan(200)
-    // Expired ones are swept as new ones come.
+    for (let i = 0; i < bounds.rows + 50; i++) await flash.put(`v${i}`, 'k', i)
+    expect((await app.storages.flashes.usage(1)).rows).toBe(bounds.rows)
+    const big = 'x'.repeat(4 * 1024)
+    for (let i = 0; i < 200; i++) await flash.put(`b${i}`, 'k', big)
+    expect((await app.storages.flashes.usage(1)).bytes).toBeLessThanOrEqual(bounds.bytes)
+    expect((await app.storages.flashes.usage(1)).rows).toBeLessThan(200)
+    // Expired ones are swept.
     t += FLASH_TTL_MS
-    flash.put('s9', 'k', 0)
-    expect(flash.size).toBe(1)
+    await flash.sweep()
+    expect(await size()).toBe(0)
+    expect([FLASH_MAX, FLASH_MAX_CHARS]).toEqual([10_000, 8 * 1024 * 1024]) // the bounds the app uses
   })
+
 })

@@ -75,10 +75,11 @@ test('a version 1 database migrates with every row, id, index and aggregate kept
     )
     after.links = after.links!.map(({ disabled: _, max_visits: _m, visits_used: _v, rules: _r, split: _s, ...rest }) => rest)
     expect(after).toEqual(before)
-    // Migrations 5 to 12 and 14 add the mail, media, webhook, session, form token, report, tag and audit
-    // tables and their indexes (named mail…, media…, webhook…, web_sessions…, form_tokens…, link_reports…,
-    // link_tags…, audit_log…); the others are kept.
-    expect(indexes(db).filter((n) => !/^(mail|media|webhook|web_sessions|form_tokens|link_reports|link_tags|audit_log)/.test(n))).toEqual(indexesBefore)
+    // Migrations 5 to 12, 14 and 20 add the mail, media, webhook, session, form token, report, tag, audit,
+    // flash, daily count and visitor hash tables and their indexes (named mail…, media…, webhook…, web_sessions…,
+    // form_tokens…, link_reports…, link_tags…, audit_log…, flashes…, daily_counts…, visitor_hashes…); the others
+    // are kept.
+    expect(indexes(db).filter((n) => !/^(mail|media|webhook|web_sessions|form_tokens|link_reports|link_tags|audit_log|flashes|daily_counts|visitor_hashes)/.test(n))).toEqual(indexesBefore)
     expect(db.query('PRAGMA foreign_key_check').all()).toEqual([])
     // Migration 3: each day's names become the JSON of its row, and each month adds up its days.
     const json = (rows: unknown[]): unknown[] => (rows as { dims: string }[]).map((r) => ({ ...r, dims: JSON.parse(r.dims) }))

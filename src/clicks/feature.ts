@@ -2,14 +2,23 @@
 // writer thread) every second, its metrics, and the last write at close. link.clicked events are decided at
 // flush time through the outbox (webhooks/outbox.ts); countries come from the app's one Geo (Shared.geo).
 import type { Feature, Shared } from '../feature'
+import { createDayKeys } from './day-keys'
 import { createClickRecorder, type ClickRecorderOptions } from './recorder'
+import { createSharedVisitors } from './shared-visitors'
 
 export function createClicksFeature(shared: Shared, opts: ClickRecorderOptions = {}) {
   const { db, outbox, clock, geo } = shared
+  // The day's key every node shares (day-keys.ts): distinct visitors here, A/B splits and daily counts in links.
+  const dayKeys = createDayKeys({ rows: shared.storages.dayKeys, clock, log: (line) => shared.log.warn(line) })
+  // Several nodes (PostgreSQL): a visitor counts once whichever nodes saw them (shared-visitors.ts).
+  const rows = shared.storages.visitorHashes
+  const sharedVisitors = rows ? createSharedVisitors({ rows, clock, log: shared.log }) : null
   const recorder = createClickRecorder(db, {
+    ...(sharedVisitors ? { sharedVisitors } : {}),
     log: (line) => shared.log.error(line),
     geo,
     ...opts,
+    visitors: { dayKey: (day) => dayKeys.current(day)?.visitors ?? null, ...opts.visitors },
     webhooks: { wanted: (accountId) => outbox.wanted('link.clicked', accountId), written: () => outbox.wake(), now: clock },
   })
   const feature: Feature = {
@@ -26,9 +35,21 @@ export function createClicksFeature(shared: Shared, opts: ClickRecorderOptions =
         'counter',
       )
     },
-    listen: () => recorder.start(),
+    // Today's key at the start and tomorrow's ahead of midnight, so that no visit waits for the database.
+    jobs: [{ name: 'day keys', everyMs: 5 * 60_000, run: () => dayKeys.refresh() }],
+    listen: () => {
+      dayKeys.refresh().catch(() => {}) // logged by day-keys.ts; current() tries again
+      recorder.start()
+      sharedVisitors?.start()
+    },
     // Throws ClicksNotWritten when the last write fails (the root closes the database all the same).
-    close: () => recorder.stop(),
+    close: async () => {
+      try {
+        await recorder.stop()
+      } finally {
+        await sharedVisitors?.stop()
+      }
+    },
   }
-  return { feature, recorder }
+  return { feature, recorder, dayKeys }
 }

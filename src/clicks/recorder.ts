@@ -88,6 +88,8 @@ export interface ClickRecorderOptions {
   geo?: Geo
   /** The visitor counter's memory bound (visitors.ts). */
   visitors?: VisitorCounterOptions
+  /** Several nodes on one database: new visitors of exact link-days go to the shared set instead (false: count here). */
+  sharedVisitors?: { take(linkId: number, day: number, hash: number): boolean }
 }
 
 /** What the recorder needs of the webhook outbox (app.ts wires it to webhooks/outbox.ts). */
@@ -444,6 +446,7 @@ export function createClickRecorder(db: Db | null, opts: ClickRecorderOptions = 
   const source = createSourceCache()
   const geo = opts.geo ?? null
   const visitors = createVisitorCounter(opts.visitors)
+  const sharedVisitors = opts.sharedVisitors ?? null
 
   /** Writes what is counted so far; resolves with the clicks written once their transaction committed. */
   async function flush(): Promise<number> {
@@ -580,7 +583,9 @@ export function createClickRecorder(db: Db | null, opts: ClickRecorderOptions = 
         // A new country or destination under the link-day takes a counter past the bound's check: at most
         // one each per click, and the next click that needs one is then refused.
         if (geo) tally.counters += countCountry(e, (address && geo.country(address)) || UNKNOWN_COUNTRY, 1)
-        e.visitors += visitors.add(keyOf(linkId, day), day, address, ua)
+        const fresh = visitors.add(keyOf(linkId, day), day, address, ua)
+        // Several nodes: a visitor new to this node may be known to another; the shared set decides (shared-visitors.ts).
+        if (fresh > 0 && !(sharedVisitors && visitors.lastNew >= 0 && sharedVisitors.take(linkId, day, visitors.lastNew))) e.visitors += fresh
         if (destination) tally.counters += countDestination(e, destination, 1)
       }
       if (tally.entries.size >= maxBatch) flushEarlyIfFull()

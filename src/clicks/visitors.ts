@@ -1,8 +1,10 @@
 // Distinct visitors of a link-day (SPEC §4 `days[].visitors`), counted in memory and never written down as
 // anything but counts. A visitor is known by HMAC-SHA-256 of their address and user agent under a random
-// 128-bit key made in memory for each UTC day: at the first click of a new day a new key is made and the
-// old one, with every tracker of the days before, is dropped, so no hash of one day can be matched with one
-// of another (and after a restart the key is new: a visitor of the day before and after it counts twice).
+// 128-bit key of each UTC day, the same on every node (`dayKey`: day-keys.ts; SPEC §11): at the first click
+// of a new day the new day's key is taken and the old one, with every tracker of the days before, is
+// dropped, so no hash of one day can be matched with one of another. While the shared key is not here yet
+// (the first moments after a start) a key of this process stands in; when it comes the day's trackers start
+// again (their visitors may count twice: an over-count, never an under-count).
 //
 // Per link-day: the exact hashes up to EXACT_MAX, then a HyperLogLog sketch (2^12 one-byte registers,
 // ~1.6% standard error). The count only grows; `add` answers how many visitors are new since the last
@@ -78,6 +80,8 @@ export interface VisitorCounterOptions {
   maxBytes?: number
   /** The key of a day (tests pass fixed ones; by default random, in memory only). */
   newKey?: () => Buffer
+  /** The shared key of a UTC day, or null while it is not here (day-keys.ts `current(day).visitors`). */
+  dayKey?: (day: number) => Buffer | null
 }
 
 /** A visitor's hash as 53 bits of the HMAC: exact in a JS number, and what the sketch splits. */
@@ -106,21 +110,28 @@ export function createVisitorCounter(opts: VisitorCounterOptions = {}) {
   let oldBytes = 0
   let day = -1
   let key: Buffer | null = null
+  // The key is this process's own, standing in until the shared one comes.
+  let standIn = false
   let dropped = 0
   let memo = new Map<string, number>()
   let memoOld = new Map<string, number>()
   let lastAddress = ''
   let lastUa = ''
   let lastHash = -1
+  // The hash of the visitor the last add() counted as new while its link-day was exact (else -1).
+  let lastNew = -1
 
   const sizeOf = (t: number | Tracker) => (typeof t === 'number' ? SINGLE_BYTES : t.bytes)
 
   /** The key of `d`: a click of a later day than any before makes a new one and forgets the days before. */
   function keyOf(d: number): Buffer {
-    if (d === day && key) return key
-    if (d > day || !key) {
+    if (d === day && key && !standIn) return key
+    if (d > day || !key || (d === day && standIn)) {
+      const shared = opts.dayKey ? opts.dayKey(d) : null
+      if (d === day && key && !shared) return key
       day = d
-      key = newKey()
+      key = shared ?? newKey()
+      standIn = opts.dayKey !== undefined && shared === null
       memo = new Map()
       memoOld = new Map()
       lastHash = -1
@@ -178,6 +189,7 @@ export function createVisitorCounter(opts: VisitorCounterOptions = {}) {
      */
     add(linkDay: number, d: number, address: string, ua: string): number {
       const h = hash(d, address, ua)
+      lastNew = -1
       let held = young.get(linkDay)
       if (held === undefined) {
         held = old.get(linkDay)
@@ -190,12 +202,14 @@ export function createVisitorCounter(opts: VisitorCounterOptions = {}) {
       }
       if (held === undefined) {
         put(linkDay, h, 0)
+        lastNew = h
         return 1
       }
       if (typeof held === 'number') {
         if (held === h) return 0
         const t: Tracker = { exact: [held, h], sketch: null, reported: 2, bytes: TRACKER_BYTES + 2 * HASH_BYTES }
         put(linkDay, t, SINGLE_BYTES)
+        lastNew = h
         return 1
       }
       const t = held
@@ -207,6 +221,7 @@ export function createVisitorCounter(opts: VisitorCounterOptions = {}) {
           t.exact.push(h)
           t.bytes += HASH_BYTES
           count = t.exact.length
+          lastNew = h
         } else {
           const sketch = new HyperLogLog()
           for (const e of t.exact) sketch.add(e)
@@ -225,6 +240,13 @@ export function createVisitorCounter(opts: VisitorCounterOptions = {}) {
       const fresh = count - t.reported
       t.reported = count
       return fresh
+    },
+    /**
+     * The hash of the visitor the last add() answered as new while its link-day was counted exactly (-1:
+     * none, or a sketch): what nodes sharing one database compare (shared-visitors.ts).
+     */
+    get lastNew() {
+      return lastNew
     },
     /** Link-days tracked now. */
     get tracked() {

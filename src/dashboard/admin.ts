@@ -316,9 +316,9 @@ export function createAdminSection(deps: DashboardDeps) {
   async function accountsPage(request: Request, s: Session, draft?: CreateForm) {
     const url = new URL(request.url)
     const owner = shell.ownerOf(s)
-    const form = shell.refusedState<CreateForm>(request, owner) ?? draft ?? {}
+    const form = (await shell.refusedState<CreateForm>(request, owner)) ?? draft ?? {}
     const createdId = url.searchParams.get('created')
-    const made = createdId === null ? null : shell.flash.take<NewAccount>(owner, 'account key', createdId)
+    const made = createdId === null ? null : (await shell.flash.take<NewAccount>(owner, 'account key', createdId))
     const list = await accounts.listAccounts({ page: pageOf(url.searchParams.get('page')) })
     const notice =
       createdId !== null && !made
@@ -391,7 +391,7 @@ ${form}
   async function passwordPage(request: Request, s: Session, idText: string) {
     const a = await accountOf(idText)
     if (!a) return noAccountPage(request, s)
-    const refused = shell.refusedState<{ error: string }>(request, shell.ownerOf(s))
+    const refused = (await shell.refusedState<{ error: string }>(request, shell.ownerOf(s)))
     const self = a.id === s.accountId
     const content = `<h1>Admin</h1>
 ${tabs('accounts')}
@@ -553,8 +553,8 @@ ${hooks}
       const admin = fields.get('admin') === '1'
       try {
         const { account, key } = await accounts.createAccount({ name, password: password === '' ? undefined : password, admin }, by(request, s))
-        // The key waits for the page redirected to, in memory (flash.ts): never stored, never in a URL or a cookie.
-        const id = shell.flash.put(shell.ownerOf(s), 'account key', { name: account.name, key: key.key, hasPassword: password !== '', admin } satisfies NewAccount)
+        // The key waits for the page redirected to sealed in the database (flash.ts): never in clear, in a URL or a cookie.
+        const id = await shell.flash.put(shell.ownerOf(s), 'account key', { name: account.name, key: key.key, hasPassword: password !== '', admin } satisfies NewAccount)
         // The last page: where the new account is.
         return shell.seeOther(`${ADMIN}?page=${Math.max(1, Math.ceil((await accounts.count()) / ACCOUNT_PAGE_MAX))}&created=${id}`)
       } catch (err) {

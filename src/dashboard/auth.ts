@@ -42,9 +42,9 @@ export function createAuthRoutes(deps: DashboardDeps) {
   /** Whose flash entries a sign-in form's are: the browser's sign-in cookie (a visitor's, not a session's). */
   const ownerOf = (csrf: string) => `l${csrf}`
 
-  function form(request: Request, opts: { signup: boolean; next?: string; ended?: boolean; signedOut?: boolean }) {
+  async function form(request: Request, opts: { signup: boolean; next?: string; ended?: boolean; signedOut?: boolean }) {
     const csrf = shell.loginToken(request) || randomToken(24)
-    const refused = shell.refusedState<Refused>(request, ownerOf(csrf))
+    const refused = (await shell.refusedState<Refused>(request, ownerOf(csrf)))
     const error = refused?.error
     const name = refused?.name ?? ''
     const retype = !!error && !opts.signup && name !== ''

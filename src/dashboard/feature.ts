@@ -16,7 +16,10 @@ export function createDashboardFeature(
   const dashboard = createDashboard({ config, storages: shared.storages, clock, accounts, metrics, limiter, clientIp, log, server: shared.server, ...deps })
   const feature: Feature = {
     routes: dashboard.plugin,
-    jobs: [{ name: 'session sweep', everyMs: 60_000, run: () => dashboard.sessions.sweep() }],
+    jobs: [
+      { name: 'session sweep', everyMs: 60_000, run: () => dashboard.sessions.sweep() },
+      { name: 'flash sweep', everyMs: 60_000, run: () => dashboard.shell.flash.sweep() },
+    ],
   }
   return { feature, sessions: dashboard.sessions, shell: dashboard.shell }
 }

@@ -1,70 +1,76 @@
-// What a form's answer hands to the page it redirects to (post → 303 → get), kept on the server: a new
-// API key or webhook secret (shown once), a refused form's values and messages (never a password), the
-// home form's result. Only in this process's memory: a key's secret must never reach the database or a
-// backup, where only its hash is kept. Each entry is bound to an owner (a session, a sign-in form, a
-// visitor's home form) and to a kind, behind a random id the redirect's URL carries; it is read once and
-// then gone, and unread it is gone after FLASH_TTL_MS. Bounded: FLASH_PER_OWNER an owner, FLASH_MAX
-// entries and FLASH_MAX_CHARS (of their JSON) in all, the oldest going first. The pages keep two stores,
-// one for sessions and one for visitors who are not signed in, so that a flood of anonymous forms cannot
-// push a signed-in person's new key out before it is shown.
-import { randomBytes } from 'node:crypto'
+// What a form's answer hands to the page it redirects to (post → 303 → get): a new API key or webhook secret
+// (shown once), a refused form's values and messages (never a password), the home form's result; and a
+// started sign-in's state (oidc.ts). In the database (SPEC §11: the GET may land on another node), bound
+// to an owner (a session, a sign-in form, a visitor's home form) and to a kind, behind a random id the
+// redirect's URL carries; read once (the take deletes the row in the same statement) and unread gone after
+// FLASH_TTL_MS. Bounded: FLASH_PER_OWNER an owner, FLASH_MAX rows and FLASH_MAX_CHARS bytes a pool, the
+// oldest going first; sessions, visitors and sign-ins are pools of their own, so a flood of anonymous forms
+// cannot push a signed-in person's new key out before it is shown.
+//
+// A key's secret must never be readable from the database or a backup: the value is sealed (AES-256-GCM)
+// under a key derived (HKDF-SHA-256) from the owner string and the id, and the owner string carries a
+// secret only the browser holds — the session cookie's token (the database has its hash), the sign-in
+// form's cookie, the sign-in binding cookie. The row keeps SHA-256 hashes of id and owner, so a row alone
+// opens to nothing. (A visitor's home form is bound to its form token, which form_tokens keeps: its result
+// is a link record the links table holds anyway.)
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto'
+import type { FlashRows } from './flash-rows'
 
 export const FLASH_TTL_MS = 5 * 60_000
 export const FLASH_PER_OWNER = 10
 export const FLASH_MAX = 10_000
 export const FLASH_MAX_CHARS = 8 * 1024 * 1024
-const ID = /^[A-Za-z0-9_-]{22}$/
+const ID = /^[A-Za-z0-9_-]{22,64}$/
+const IV_BYTES = 12
+const TAG_BYTES = 16
 
-interface Entry {
-  owner: string
-  kind: string
-  value: unknown
-  chars: number
-  expires: number
+/** The pool of an owner, by its first letter: "s" a session's, "o" a started sign-in's, else a visitor's. */
+const poolOf = (owner: string) => (owner.startsWith('s') ? 0 : owner.startsWith('o') ? 2 : 1)
+const hash = (what: string, text: string) => createHash('sha256').update(`linkbox flash ${what}\u0000${text}`).digest('base64url')
+const keyOf = (owner: string, id: string) => Buffer.from(hkdfSync('sha256', owner, id, 'linkbox flash value', 32))
+
+function seal(owner: string, id: string, kind: string, json: string): Uint8Array {
+  const iv = randomBytes(IV_BYTES)
+  const cipher = createCipheriv('aes-256-gcm', keyOf(owner, id), iv)
+  cipher.setAAD(Buffer.from(kind))
+  const body = Buffer.concat([cipher.update(json, 'utf8'), cipher.final()])
+  return Buffer.concat([iv, cipher.getAuthTag(), body])
 }
 
-export function createFlash(clock: () => number = Date.now) {
-  // In insertion order, which is expiry order (one lifetime for all): expired ones are at the head.
-  const entries = new Map<string, Entry>()
-  const byOwner = new Map<string, string[]>()
-  let chars = 0
-
-  function drop(id: string) {
-    const e = entries.get(id)
-    if (!e) return
-    entries.delete(id)
-    chars -= e.chars
-    const ids = byOwner.get(e.owner)!
-    ids.splice(ids.indexOf(id), 1)
-    if (ids.length === 0) byOwner.delete(e.owner)
+/** The value, or undefined when it does not open with this owner's key (another owner, a changed row). */
+function open(owner: string, id: string, kind: string, sealed: Uint8Array): unknown {
+  try {
+    const b = Buffer.from(sealed)
+    const decipher = createDecipheriv('aes-256-gcm', keyOf(owner, id), b.subarray(0, IV_BYTES))
+    decipher.setAAD(Buffer.from(kind))
+    decipher.setAuthTag(b.subarray(IV_BYTES, IV_BYTES + TAG_BYTES))
+    const json = Buffer.concat([decipher.update(b.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8')
+    return JSON.parse(json)
+  } catch {
+    return undefined
   }
+}
 
-  function sweep(now: number) {
-    for (const [id, e] of entries) {
-      if (e.expires > now) break
-      drop(id)
-    }
-  }
+/** What takeAny found: whether it was this owner's and kind, and whether it had expired. */
+export type Taken<T> = { mine: true; expired: boolean; value: T } | { mine: false; expired: boolean; value: null }
 
+export function createFlash(deps: { rows: FlashRows; clock?: () => number; bounds?: Partial<Record<0 | 1 | 2, { perOwner: number; rows: number; bytes: number }>> }) {
+  const { rows } = deps
+  const clock = deps.clock ?? Date.now
+  const boundsOf = (pool: 0 | 1 | 2) => deps.bounds?.[pool] ?? { perOwner: FLASH_PER_OWNER, rows: FLASH_MAX, bytes: FLASH_MAX_CHARS }
   const newId = () => randomBytes(16).toString('base64url')
 
   return {
     /** An id for put() chosen before the value exists (a redirect's URL written inside a transaction). */
     newId,
 
-    /** Keeps `value` for `owner` until it is taken or expires; returns its id. */
-    put(owner: string, kind: string, value: unknown, id = newId()): string {
-      const now = clock()
-      sweep(now)
-      const size = owner.length + kind.length + JSON.stringify(value).length
-      drop(id)
-      const ids = byOwner.get(owner) ?? []
-      while (ids.length >= FLASH_PER_OWNER) drop(ids[0]!)
-      while (entries.size > 0 && (entries.size >= FLASH_MAX || chars + size > FLASH_MAX_CHARS)) drop(entries.keys().next().value!)
-      entries.set(id, { owner, kind, value, chars: size, expires: now + FLASH_TTL_MS })
-      chars += size
-      ids.push(id)
-      byOwner.set(owner, ids)
+    /** Keeps `value` for `owner` until it is taken or expires (`ttlMs`, default FLASH_TTL_MS); returns its id. */
+    async put(owner: string, kind: string, value: unknown, id = newId(), ttlMs = FLASH_TTL_MS): Promise<string> {
+      const pool = poolOf(owner) as 0 | 1 | 2
+      const sealed = seal(owner, id, kind, JSON.stringify(value))
+      const hashedOwner = hash('owner', owner)
+      const size = hashedOwner.length + kind.length + sealed.length
+      await rows.put({ id: hash('id', id), pool, owner: hashedOwner, kind, value: sealed, size, expires: clock() + ttlMs }, boundsOf(pool))
       return id
     },
 
@@ -72,21 +78,29 @@ export function createFlash(clock: () => number = Date.now) {
      * The value behind `id` when it is this owner's and of this kind, once: then it is gone. Null for none,
      * shown already, expired, or another owner's (which is left alone: a guessed id destroys nothing).
      */
-    take<T>(owner: string, kind: string, id: string | null | undefined): T | null {
+    async take<T>(owner: string, kind: string, id: string | null | undefined): Promise<T | null> {
       if (!id || !ID.test(id)) return null
-      const e = entries.get(id)
-      if (!e || e.owner !== owner || e.kind !== kind) return null
-      drop(id)
-      return e.expires > clock() ? (e.value as T) : null
+      const row = await rows.take(hash('id', id), { owner: hash('owner', owner), kind })
+      if (!row || row.expires <= clock()) return null
+      const value = open(owner, id, kind, row.value)
+      return value === undefined ? null : (value as T)
     },
 
-    /** Entries held, and the characters of their JSON (for tests and bounds). */
-    get size() {
-      return entries.size
+    /**
+     * The row behind `id` whoever's it is, once (a started sign-in: used once, whatever comes of it); null
+     * when there is none. `mine` says whether it was this owner's and kind.
+     */
+    async takeAny<T>(owner: string, kind: string, id: string | null | undefined): Promise<Taken<T> | null> {
+      if (!id || !ID.test(id)) return null
+      const row = await rows.take(hash('id', id))
+      if (!row) return null
+      const expired = row.expires <= clock()
+      const value = row.owner === hash('owner', owner) && row.kind === kind ? open(owner, id, kind, row.value) : undefined
+      return value === undefined ? { mine: false, expired, value: null } : { mine: true, expired, value: value as T }
     },
-    get chars() {
-      return chars
-    },
+
+    /** Removes what expired (a periodic job). */
+    sweep: (now = clock()) => rows.sweep(now),
   }
 }
 export type Flash = ReturnType<typeof createFlash>

@@ -27,7 +27,7 @@ import { createOidcSignIn, type OidcSignIn } from './oidc'
 export interface DashboardDeps {
   config: Config
   /** The accounts, sessions, form tokens and single sign-on's identities as sign-in and the forms need them, and the audit log's rows (db/storages.ts). */
-  storages: Pick<Storages<unknown>, 'accounts' | 'sessions' | 'formTokens' | 'identities' | 'audit'>
+  storages: Pick<Storages<unknown>, 'accounts' | 'sessions' | 'formTokens' | 'flashes' | 'identities' | 'audit'>
   clock: () => number
   accounts: AccountService
   links: LinkService
@@ -51,7 +51,7 @@ export interface DashboardDeps {
 
 export function createDashboard(deps: Omit<DashboardDeps, 'sessions' | 'shell' | 'oidc'>) {
   const sessions = createSessions({ storages: deps.storages, clock: deps.clock })
-  const shell = createShell({ config: deps.config, sessions, formTokens: deps.storages.formTokens, clock: deps.clock })
+  const shell = createShell({ config: deps.config, sessions, formTokens: deps.storages.formTokens, flashes: deps.storages.flashes, clock: deps.clock })
   const all: DashboardDeps = { ...deps, sessions, shell, oidc: null }
   if (deps.config.oidc.issuer) all.oidc = createOidcSignIn(all)
   const plugin = new Elysia({ name: 'dashboard' })

@@ -131,9 +131,9 @@ only the methods of its scopes; a revoked key is refused at once.</p>
     const url = new URL(request.url)
     const owner = shell.ownerOf(s)
     // A refused form (?form=ID) as it was sent, or what was typed before the session ended (shell.requireForm).
-    const refused = shell.refusedState<Refused>(request, owner) ?? draft ?? null
+    const refused = (await shell.refusedState<Refused>(request, owner)) ?? draft ?? null
     const createdId = url.searchParams.get('created')
-    const made = createdId === null ? null : flash.take<NewKey>(owner, 'key', createdId)
+    const made = createdId === null ? null : (await flash.take<NewKey>(owner, 'key', createdId))
     const created = made ? createdCard(made.key, made.scopes, made.label) : ''
     const content = `<div class="keys-page"><h1>API</h1>${created}${createCard(s, refused?.form ?? { scopes: [...SCOPES], label: '' }, refused?.errors ?? {})}${await listCard(s)}${howTo}</div>`
     const notice: Notice | undefined = refused?.formError
@@ -185,7 +185,7 @@ only the methods of its scopes; a revoked key is refused at once.</p>
     const k = KEY_ID.test(idText) ? (await accounts.keysOfAccount(s.accountId)).find((x) => x.id === Number(idText)) : undefined
     if (!k) return notFoundPage(request, s, 'This account has no such key.')
     if (k.revoked) return notFoundPage(request, s, `The key ${k.prefix}… is revoked: it cannot be changed.`)
-    const refused = shell.refusedState<Refused>(request, shell.ownerOf(s))
+    const refused = (await shell.refusedState<Refused>(request, shell.ownerOf(s)))
     const form = refused?.form ?? { scopes: k.scopes, label: k.label }
     return shell.render(request, s, {
       section: 'keys',
@@ -251,7 +251,7 @@ ${keyFields(form, refused?.errors ?? {})}
             { within: (tx) => tokens.claim(tx, sent, s.id, shown) },
             byAccount(s.caller, clientIp(request)),
           )
-          flash.put(owner, 'key', { key: created.key, scopes: created.scopes, label: form.label } satisfies NewKey, shownId)
+          await flash.put(owner, 'key', { key: created.key, scopes: created.scopes, label: form.label } satisfies NewKey, shownId)
           return shell.seeOther(shown)
         } catch (err) {
           if (err instanceof RepeatedForm) return shell.repeated(err.result ?? PAGE)

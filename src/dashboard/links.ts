@@ -315,7 +315,7 @@ export function createLinksSection({ shell, links, qr, clock }: DashboardDeps) {
   async function listPage(request: Request, s: Session, draft?: { form: CreateForm }) {
     const url = new URL(request.url)
     // A refused form (?form=ID) as it was sent, or what was typed before the session ended (shell.requireForm).
-    const refused = shell.refusedState<Refused<CreateForm>>(request, shell.ownerOf(s)) ?? (draft ? { values: draft.form, errors: {} } : null)
+    const refused = (await shell.refusedState<Refused<CreateForm>>(request, shell.ownerOf(s))) ?? (draft ? { values: draft.form, errors: {} } : null)
     const query = listQuery(url)
     const freshParam = url.searchParams.get('new')
     const fresh = freshParam && CODE.test(freshParam) ? freshParam : null
@@ -350,8 +350,8 @@ export function createLinksSection({ shell, links, qr, clock }: DashboardDeps) {
   }
 
   /** A link's edit page; with ?form=ID, the refused form as it was sent, with its errors. */
-  function editPage(request: Request, s: Session, r: LinkRecord, draft?: { values: EditForm }) {
-    const opts = shell.refusedState<Refused<EditForm>>(request, shell.ownerOf(s)) ?? (draft ? { values: draft.values, errors: {} } : undefined)
+  async function editPage(request: Request, s: Session, r: LinkRecord, draft?: { values: EditForm }) {
+    const opts = (await shell.refusedState<Refused<EditForm>>(request, shell.ownerOf(s))) ?? (draft ? { values: draft.values, errors: {} } : undefined)
     const v = opts?.values ?? { url: r.long_url, mode: r.mode, expire: 'keep', passwordAction: 'keep', tags: r.tags.join(', '), ...currentRouting(r) }
     const errors = opts?.errors ?? {}
     const url = errorOf(errors, 'url')

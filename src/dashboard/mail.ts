@@ -132,7 +132,7 @@ export function createMailSection({ shell, mail, config, server }: DashboardDeps
   /** The list and the form; with ?form=ID, the refused form as it was sent, with its error. */
   async function listPage(request: Request, s: Session, draft: FormState = {}) {
     // A refused form (?form=ID) as it was sent, or what was typed before the session ended (shell.requireForm).
-    const form = shell.refusedState<FormState>(request, shell.ownerOf(s)) ?? draft
+    const form = (await shell.refusedState<FormState>(request, shell.ownerOf(s))) ?? draft
     const { mailboxes, total } = await mail.mailboxesOf(s.caller, MAILBOXES_SHOWN)
     const err = form.error
     const options = domains

@@ -7,7 +7,7 @@
 import { Elysia } from 'elysia'
 import { rateKeyOf } from '../http/client-ip'
 import { createProviderAccounts } from '../oidc/accounts'
-import { createOidcClient, describe, SignInRefused } from '../oidc/client'
+import { createOidcClient, describe, SignInRefused, type PendingEntry, type PendingSignIns } from '../oidc/client'
 import { escapeHtml } from '../pages/render'
 import type { DashboardDeps } from './index'
 import { cookiesOf, safeNext } from './shell'
@@ -20,7 +20,16 @@ const PATH = '/login/oidc'
 export function createOidcSignIn(deps: DashboardDeps) {
   const { config, shell, sessions, limiter, clientIp, log } = deps
   const secure = config.server.base_url.startsWith('https:')
-  const client = createOidcClient({ oidc: config.oidc, baseUrl: config.server.base_url, clock: deps.clock })
+  // Started sign-ins in the database, sealed with the browser's binding (dashboard/flash.ts, the sign-ins' pool):
+  // the callback may come back through another node (SPEC §11).
+  const pending: PendingSignIns = {
+    put: async (state, binding, entry, ttlMs) => void (await shell.flash.put(`o${binding}`, 'oidc sign-in', entry, state, ttlMs)),
+    take: async (state, binding) => {
+      const t = await shell.flash.takeAny<PendingEntry>(`o${binding}`, 'oidc sign-in', state)
+      return t && { entry: t.value, mine: t.mine, expired: t.expired }
+    },
+  }
+  const client = createOidcClient({ oidc: config.oidc, baseUrl: config.server.base_url, clock: deps.clock, pending })
   const people = createProviderAccounts({ storages: deps.storages, clock: deps.clock, issuer: config.oidc.issuer, adminGroups: config.oidc.admin_groups })
   // SameSite=Lax: the callback is a top-level navigation from the provider's site, which Lax lets through.
   const bindingCookie = (value: string) => `${BINDING_COOKIE}=${value}; Path=${PATH}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}; Max-Age=600`

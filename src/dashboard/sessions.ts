@@ -36,6 +36,8 @@ export interface Session {
   accountName: string
   admin: boolean
   csrf: string
+  /** The cookie's token (the database has only its hash): what the session's flashes are sealed with (flash.ts). */
+  token: string
   /** The caller the services see: the account, with every scope. */
   caller: Caller
 }
@@ -53,7 +55,8 @@ export function createSessions<Tx>(deps: { storages: Pick<Storages<Tx>, 'account
   // An unknown name costs the same hash check as a known one, so timing does not tell which names exist.
   let dummyHash: Promise<string> | null = null
 
-  const toSession = (row: SessionWithAccount): Session => ({
+  const toSession = (row: SessionWithAccount, token: string): Session => ({
+    token,
     id: row.id,
     accountId: row.account_id,
     accountName: row.account_name,
@@ -116,7 +119,7 @@ export function createSessions<Tx>(deps: { storages: Pick<Storages<Tx>, 'account
             ),
           ]),
       )
-      return { token, session: toSession(row) }
+      return { token, session: toSession(row, token) }
     },
 
     /** The live session for a cookie's token, or null (unknown, expired, signed out, account disabled). */
@@ -134,7 +137,7 @@ export function createSessions<Tx>(deps: { storages: Pick<Storages<Tx>, 'account
           await storages.sessions.touch(row.id, now, Math.min(now + SESSION_TTL_MS, row.created + SESSION_MAX_MS))
         } catch {} // best effort: a full disk must not sign everyone out
       }
-      return toSession(row)
+      return toSession(row, token)
     },
 
     async end(sessionId: number): Promise<void> {

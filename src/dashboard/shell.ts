@@ -1,7 +1,7 @@
 // What every dashboard page shares: the session from its cookie, the checks every form passes (same
 // origin, the session's CSRF token, a bounded body), the page frame with its navigation, and what a form's
-// answer carries across its redirect (post → 303 → get): one-shot notices, and on the server (flash.ts) a
-// refused form's values and errors and a secret shown once; one-time form tokens (form-tokens.ts) make a
+// answer carries across its redirect (post → 303 → get): one-shot notices, and in the database, sealed
+// (flash.ts), a refused form's values and errors and a secret shown once; one-time form tokens (form-tokens.ts) make a
 // creation sent twice happen once. Every form is answered with a redirect, never with a page, so the
 // address bar never stays on a POST and a reload never sends one again. Sections (links.ts, keys.ts, …)
 // build on this.
@@ -14,6 +14,7 @@ import { isCrossSite } from '../http/cross-site'
 import { readBodyLimited } from '../http/params'
 import { escapeHtml, fill, LOGO_SVG, SCRIPT_CSP, SCRIPT_TAG, STYLE_VERSION, THEME_SWITCH } from '../pages/render'
 import { createFlash } from './flash'
+import type { FlashRows } from './flash-rows'
 import { createFormTokens, type FormTokens } from './form-tokens'
 import type { FormTokenRows } from './session-store'
 import { SESSION_TTL_MS, type Session, type Sessions } from './sessions'
@@ -113,12 +114,11 @@ export function withParam(path: string, name: string, value: string): string {
   return `${path}${path.includes('?') ? '&' : '?'}${name}=${encodeURIComponent(value)}`
 }
 
-export function createShell<Tx>(deps: { config: Config; sessions: Sessions; formTokens: FormTokenRows<Tx>; clock: () => number }) {
+export function createShell<Tx>(deps: { config: Config; sessions: Sessions; formTokens: FormTokenRows<Tx>; flashes: FlashRows; clock: () => number }) {
   const { config, sessions } = deps
   const clock = deps.clock
-  // Two stores (flash.ts): a flood of anonymous forms cannot push out what a session waits for.
-  const flash = createFlash(deps.clock)
-  const visitorFlash = createFlash(deps.clock)
+  // In the database, sealed (flash.ts); sessions and visitors are pools of their own.
+  const flash = createFlash({ rows: deps.flashes, clock: deps.clock })
   const tokens: FormTokens = createFormTokens({ rows: deps.formTokens, clock: deps.clock })
   const secure = config.server.base_url.startsWith('https:')
   // __Host-: a cookie only this origin over https can set (no Domain, Path=/, Secure).
@@ -259,21 +259,19 @@ export function createShell<Tx>(deps: { config: Config; sessions: Sessions; form
   }
 
   /**
-   * Flash owners are strings: a session's is "s" and its id (ownerOf); others — a visitor's home form, a
-   * sign-in form — start with another letter, and their entries go to the visitors' store.
+   * Flash owners are strings carrying a secret only the browser has (flash.ts): a session's is "s", its id
+   * and its cookie's token (ownerOf); others — a visitor's home form, a sign-in form — start with another
+   * letter, and their entries go to the visitors' pool.
    */
-  const ownerOf = (s: Session) => `s${s.id}`
-  const flashFor = (owner: string) => (owner.startsWith('s') ? flash : visitorFlash)
+  const ownerOf = (s: Session) => `s${s.id}.${s.token}`
 
   return {
     SESSION_COOKIE,
     crossSite,
     csrfRefused,
     session,
-    /** Values carried across a redirect, on the server (flash.ts): sessions' ones. */
+    /** Values carried across a redirect, in the database and sealed (flash.ts). */
     flash,
-    /** The store of a flash owner (ownerOf's for a session, anything else for visitors). */
-    flashFor,
     /** One-time form tokens (form-tokens.ts). */
     tokens,
     ownerOf,
@@ -282,8 +280,8 @@ export function createShell<Tx>(deps: { config: Config; sessions: Sessions; form
      * The answer to a refused form: 303 back to its page (`page`, a path of this site), with the form's
      * state — what was typed, never a password, and the messages — kept for that page to show once.
      */
-    refused(owner: string, page: string, state: unknown, headers: Record<string, string> = {}): Response {
-      const id = flashFor(owner).put(owner, `form ${page.split('?')[0]}`, state)
+    async refused(owner: string, page: string, state: unknown, headers: Record<string, string> = {}): Promise<Response> {
+      const id = await flash.put(owner, `form ${page.split('?')[0]}`, state)
       return this.seeOther(withParam(page, 'form', id), undefined, headers)
     },
 
@@ -293,9 +291,9 @@ export function createShell<Tx>(deps: { config: Config; sessions: Sessions; form
     },
 
     /** The state of the refused form this page's URL names, once (null: none, shown already, expired, not this owner's). */
-    refusedState<T>(request: Request, owner: string): T | null {
+    refusedState<T>(request: Request, owner: string): Promise<T | null> {
       const url = new URL(request.url)
-      return flashFor(owner).take<T>(owner, `form ${url.pathname}`, url.searchParams.get('form'))
+      return flash.take<T>(owner, `form ${url.pathname}`, url.searchParams.get('form'))
     },
 
     /**

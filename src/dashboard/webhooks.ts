@@ -136,7 +136,7 @@ ${evErr ? `<span class="error" id="wh-events-error">${h(err!.text)}</span>` : ''
 
   /** The list and the form: with ?form=ID, the refused form as it was sent, with its error; else what was typed before the session ended. */
   async function listPage(request: Request, s: Session, draft: FormState = {}) {
-    const form = shell.refusedState<FormState>(request, shell.ownerOf(s)) ?? draft
+    const form = (await shell.refusedState<FormState>(request, shell.ownerOf(s))) ?? draft
     const list = await webhooks.overview(s.caller)
     const full = list.length >= MAX_ENDPOINTS
     const formHtml = `<section class="card" aria-labelledby="new-webhook">
@@ -210,7 +210,7 @@ ${endpointFields(form, form.events ?? DEFAULT_EVENTS)}
         return again(err.code === 'invalid_parameter' && err.message.includes('"events"') ? 'events' : 'url', forForm(err.message))
       throw err
     }
-    flash.put(shell.ownerOf(s), `webhook secret ${made.id}`, { secret: made.secret } satisfies NewEndpoint, shownId)
+    await flash.put(shell.ownerOf(s), `webhook secret ${made.id}`, { secret: made.secret } satisfies NewEndpoint, shownId)
     return shell.seeOther(shown)
   }
 
@@ -280,7 +280,7 @@ ${endpointFields(form, form.events ?? DEFAULT_EVENTS)}
     const createdId = query.get('created')
     const rotatedId = query.get('rotated')
     const shownId = createdId ?? rotatedId
-    const made = shownId === null ? null : flash.take<NewEndpoint>(shell.ownerOf(s), `webhook secret ${w.id}`, shownId)
+    const made = shownId === null ? null : (await flash.take<NewEndpoint>(shell.ownerOf(s), `webhook secret ${w.id}`, shownId))
     if (made) return secretPage(request, s, w, made, createdId === null)
     const live = await liveLog(s, w)
     const csrf = `<input type="hidden" name="_csrf" value="${h(s.csrf)}">`
@@ -325,7 +325,7 @@ ${toggle}
   async function editPage(request: Request, s: Session, idText: string) {
     const w = await endpointOf(s, idText)
     if (!w) return notFoundPage(request, s)
-    const form = shell.refusedState<FormState>(request, shell.ownerOf(s)) ?? { url: w.url, events: w.events.split(',') }
+    const form = (await shell.refusedState<FormState>(request, shell.ownerOf(s))) ?? { url: w.url, events: w.events.split(',') }
     const content = `<p class="crumbs"><a href="/dashboard/webhooks">Webhooks</a> / <a href="/dashboard/webhooks/${w.id}">${h(w.url)}</a> /</p>
 <h1>Edit this endpoint</h1>
 <section class="card" aria-labelledby="edit-h">
@@ -431,7 +431,7 @@ ${tokens.field()}
       if (err instanceof AppError && err.status === 404) return notFoundPage(request, s)
       throw err
     }
-    flash.put(shell.ownerOf(s), `webhook secret ${made.id}`, { secret: made.secret } satisfies NewEndpoint, shownId)
+    await flash.put(shell.ownerOf(s), `webhook secret ${made.id}`, { secret: made.secret } satisfies NewEndpoint, shownId)
     return shell.seeOther(shown)
   }
 

@@ -499,4 +499,45 @@ export const migrations: Migration[] = [
      server's CPU per creation. SQLite's trigger (4) is a plain statement per row and costs nothing like it. */ `
   SELECT 1;
   `,
+  /* 20: what every node must see, not one process's memory (issue 36, SPEC §11). flashes: values carried
+     across a redirect (a key or secret shown once, a refused form, the home form's result) and started
+     sign-ins, sealed with AES-256-GCM under a key derived from a secret only the browser holds
+     (dashboard/flash.ts); id and owner are SHA-256 hashes. pool: 0 sessions', 1 visitors', 2 sign-ins.
+     day_keys: the random key of each UTC day that hashes visitors (splits, distinct visitors, daily
+     counts), made once by the first node to ask. daily_counts: anonymous creations per keyed hash of the
+     client address and UTC day (rate.anon_per_day); never the address. visitor_hashes: the day's visitor
+     hashes nodes compare so that a visitor counts once (PostgreSQL only: clicks/shared-visitors.ts). */ `
+  CREATE TABLE flashes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    pool INTEGER NOT NULL,
+    owner TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    value BLOB NOT NULL,
+    size INTEGER NOT NULL,
+    expires INTEGER NOT NULL              -- unix ms
+  );
+  CREATE INDEX flashes_owner ON flashes (owner);
+  CREATE INDEX flashes_pool ON flashes (pool, seq);
+  CREATE INDEX flashes_expires ON flashes (expires);
+  CREATE TABLE day_keys (
+    day INTEGER PRIMARY KEY,              -- UTC day number (unix ms / 86,400,000)
+    key BLOB NOT NULL
+  );
+  CREATE TABLE daily_counts (
+    scope TEXT NOT NULL,
+    who TEXT NOT NULL,
+    day INTEGER NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (scope, who, day)
+  ) WITHOUT ROWID;
+  CREATE INDEX daily_counts_day ON daily_counts (day);
+  CREATE TABLE visitor_hashes (
+    link_id INTEGER NOT NULL,
+    day INTEGER NOT NULL,
+    hash INTEGER NOT NULL,
+    PRIMARY KEY (link_id, day, hash)
+  ) WITHOUT ROWID;
+  CREATE INDEX visitor_hashes_day ON visitor_hashes (day);
+  `,
 ]

@@ -30,6 +30,10 @@ import { sqliteAccountStorage, type AccountStorage } from '../accounts/storage'
 import { sqliteAuditRows, type AuditRows } from '../audit/storage'
 import { sqliteClickCounts, type ClickCounts } from '../clicks/counts'
 import { sqliteFormTokenRows, sqliteSessionRows, type FormTokenRows, type SessionRows } from '../dashboard/session-store'
+import { sqliteFlashRows, type FlashRows } from '../dashboard/flash-rows'
+import { sqliteDayKeyRows, type DayKeyRows } from '../clicks/day-keys'
+import type { SharedVisitorRows } from '../clicks/shared-visitors'
+import { sqliteDailyCountRows, type DailyCountRows } from '../http/daily-limit'
 import { sqliteLinkStorage, type LinkStorage } from '../links/storage'
 import { sqliteMessageStore, type MessageStore } from '../mail/messages'
 import { createSpool } from '../mail/spool'
@@ -45,6 +49,14 @@ export interface Storages<Tx> {
   identities: IdentityStorage<Tx>
   sessions: SessionRows<Tx>
   formTokens: FormTokenRows<Tx>
+  /** Values carried across a redirect and started sign-ins, sealed (dashboard/flash.ts). */
+  flashes: FlashRows
+  /** The key of each UTC day that hashes visitors (clicks/day-keys.ts). */
+  dayKeys: DayKeyRows
+  /** Per-day counts of anonymous creations (http/daily-limit.ts). */
+  dailyCounts: DailyCountRows
+  /** The visitor hashes nodes compare (clicks/shared-visitors.ts): PostgreSQL's; null on SQLite (one node counts exactly). */
+  visitorHashes: SharedVisitorRows | null
   abuse: AbuseRows<Tx>
   audit: AuditRows<Tx>
   endpoints: EndpointRows<Tx>
@@ -88,6 +100,16 @@ export function sqliteStorages(db: Db): Storages<Db> {
     get formTokens() {
       return once('formTokens', () => sqliteFormTokenRows(db))
     },
+    get flashes() {
+      return once('flashes', () => sqliteFlashRows(db))
+    },
+    get dayKeys() {
+      return once('dayKeys', () => sqliteDayKeyRows(db))
+    },
+    get dailyCounts() {
+      return once('dailyCounts', () => sqliteDailyCountRows(db))
+    },
+    visitorHashes: null,
     get abuse() {
       return once('abuse', () => sqliteAbuseRows(db))
     },

@@ -1,6 +1,11 @@
-// Per-caller allowances per UTC day (rate.anon_per_day, reports): a count per key that starts again at
-// midnight UTC. Bounded: at MAX_KEYS keys in one day the oldest key is dropped (its caller starts again with
-// a full allowance); reaching that takes 100k distinct callers in a day (IPv6 clients count per /64).
+// Per-caller allowances per UTC day: a count per key that starts again at midnight UTC. In this process
+// (reports), or in the database (rate.anon_per_day: createSharedDailyLimiter below). In this process it is
+// bounded: at MAX_KEYS keys in one day the oldest key is dropped (its caller starts again with a full
+// allowance); reaching that takes 100k distinct callers in a day (IPv6 clients count per /64).
+import { createHmac } from 'node:crypto'
+import type { Db } from '../db'
+import { lazyStatements } from '../db/lazy'
+
 export const MAX_KEYS = 100_000
 const DAY_MS = 86_400_000
 
@@ -38,3 +43,61 @@ export function createDailyLimiter(clock: () => number = Date.now, maxKeys = MAX
   }
 }
 export type DailyLimiter = ReturnType<typeof createDailyLimiter>
+
+// The same allowance counted in the database (rate.anon_per_day; SPEC §11: the limit holds across nodes):
+// daily_counts (migration 20), one row per scope, caller and UTC day. The caller is a keyed hash (the day's
+// key, clicks/day-keys.ts) of its rate key, never the address. A use is one statement — insert 1, or add 1
+// while under the limit — so two nodes racing for the last use give it once. Rows of days before yesterday
+// are swept. The rows an outsider adds are one per address a day, each with a link made: they grow no
+// faster than the links do.
+export interface DailyCountRows {
+  /** One more use of (scope, who, day) while under `limit`: the count after it, or null (refused, not counted). */
+  hit(scope: string, who: string, day: number, limit: number): Promise<number | null>
+  /** Rows of days before `day` (up to 5,000 a call); how many. */
+  sweep(day: number): Promise<number>
+}
+
+export function sqliteDailyCountRows(db: Db): DailyCountRows {
+  const q = lazyStatements(db)
+  const hit = q.query<{ count: number }, [string, string, number, number]>(
+    `INSERT INTO daily_counts (scope, who, day, count) VALUES (?, ?, ?, 1)
+     ON CONFLICT (scope, who, day) DO UPDATE SET count = count + 1 WHERE daily_counts.count < ?4 RETURNING count`,
+  )
+  const sweep = q.query<unknown, [number]>(
+    'DELETE FROM daily_counts WHERE (scope, who, day) IN (SELECT scope, who, day FROM daily_counts WHERE day < ? LIMIT 5000)',
+  )
+  return {
+    hit: async (scope, who, day, limit) => hit.get(scope, who, day, limit)?.count ?? null,
+    sweep: async (day) => sweep.run(day).changes,
+  }
+}
+
+/** rate.anon_per_day across nodes: the allowance of a caller (its rate key) in daily_counts. */
+export function createSharedDailyLimiter(deps: {
+  rows: DailyCountRows
+  /** The HMAC key of a UTC day (day-keys.ts `counts`). */
+  keyOf: (day: number) => Promise<Buffer>
+  scope: string
+  clock?: () => number
+}) {
+  const clock = deps.clock ?? Date.now
+  let swept = -1
+  return {
+    /** Counts one use of `key` against `limit` a day (0 = unlimited); a refused use is not counted. */
+    async hit(key: string, limit: number): Promise<DailyDecision> {
+      const now = clock()
+      const today = Math.floor(now / DAY_MS)
+      const reset = Math.max(1, Math.ceil(((today + 1) * DAY_MS - now) / 1000))
+      if (limit <= 0) return { allowed: true, limit: 0, remaining: 0, reset }
+      if (swept !== today) {
+        swept = today
+        void deps.rows.sweep(today - 1).catch(() => {}) // best effort; the next day tries again
+      }
+      const who = createHmac('sha256', await deps.keyOf(today)).update(key).digest('base64url').slice(0, 32)
+      const used = await deps.rows.hit(deps.scope, who, today, limit)
+      if (used === null) return { allowed: false, limit, remaining: 0, reset }
+      return { allowed: true, limit, remaining: limit - used, reset }
+    },
+  }
+}
+export type SharedDailyLimiter = ReturnType<typeof createSharedDailyLimiter>

@@ -1,22 +1,24 @@
 // Who may create a link without a key (SPEC §12): nobody when links.anonymous is false (401 missing_key),
 // else an address at most rate.anon_per_day times a UTC day, besides the per-minute bucket every anonymous
-// call counts against. The API's getLink.json and the home page's form share one daily count per address.
+// call counts against. The API's getLink.json and the home page's form share one daily count per address,
+// kept in the database (SPEC §11: it holds across nodes), under a hash keyed by the day's key.
 import type { Config } from '../config'
 import { AppError, rateLimited } from '../errors'
 import { rateKeyOf } from '../http/client-ip'
-import { createDailyLimiter } from '../http/daily-limit'
+import type { DayKeys } from '../clicks/day-keys'
+import { createSharedDailyLimiter, type DailyCountRows } from '../http/daily-limit'
 
 export const anonymousClosed = () =>
   new AppError(401, 'missing_key', 'This service does not create links without an API key: send one in the X-Api-Key header.')
 
-export function createAnonymousCreations(config: Config, clock: () => number = Date.now) {
-  const perDay = createDailyLimiter(clock)
+export function createAnonymousCreations(config: Config, clock: () => number, deps: { rows: DailyCountRows; dayKeys: DayKeys }) {
+  const perDay = createSharedDailyLimiter({ rows: deps.rows, keyOf: async (day) => (await deps.dayKeys.keyFor(day)).counts, scope: 'anon', clock })
   let refused = 0
   return {
     /** Throws 401 (closed) or 429 (the day's allowance used up) for an anonymous creation from `clientIp`. */
-    check(clientIp: string) {
+    async check(clientIp: string): Promise<void> {
       if (!config.links.anonymous) throw anonymousClosed()
-      const d = perDay.hit(rateKeyOf(clientIp), config.rate.anon_per_day)
+      const d = await perDay.hit(rateKeyOf(clientIp), config.rate.anon_per_day)
       if (!d.allowed) {
         refused++
         const err = rateLimited(d.reset)

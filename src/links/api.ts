@@ -564,9 +564,9 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations): Api
       ],
       returns: LinkRecordSchema,
       errors: { 409: ['alias_taken', 'alias_reserved'], 503: ['busy', STORAGE] },
-      handler: ({ params: p, caller, clientIp }): Promise<Static<typeof LinkRecordSchema>> => {
+      handler: async ({ params: p, caller, clientIp }): Promise<Static<typeof LinkRecordSchema>> => {
         // Without a key: refused when links.anonymous is false, and counted against rate.anon_per_day.
-        if (!caller) anonymous?.check(clientIp)
+        if (!caller) await anonymous?.check(clientIp)
         return links.create(
           { url: p.url, alias: p.alias, mode: p.mode, expire: p.expire, password: p.password, tags: p.tags, max_visits: p.max_visits, rules: p.rules, split: p.split },
           caller,

@@ -6,8 +6,9 @@
 // Rules: device and system from the user agent (a bounded memo of clicks/classify.ts), the country from the
 // address (only when some rule asks for one), the language from Accept-Language; the first rule whose
 // every condition matches decides. Else the split: a keyed hash of the visitor's address and user agent and
-// the link's id picks an arm by weight, with a random key made for each UTC day and kept only in memory, so
-// one visitor gets the same arm all day and no one can be followed from one day to the next. Else long_url.
+// the link's id picks an arm by weight, with a random key of each UTC day shared by every node (dayKey:
+// clicks/day-keys.ts; deleted after the day), so one visitor gets the same arm all day on any node and no
+// one can be followed from one day to the next. Else long_url.
 import { createClassifier } from '../clicks/classify'
 import type { LinkRow } from './store'
 import type { Rule, SplitArm } from './validate'
@@ -81,19 +82,25 @@ export function createDestinations(deps: {
   clock: () => number
   /** The ISO alpha-2 country of an address, or null (geo/index.ts). */
   country: (address: string) => string | null
+  /** The shared key of a UTC day, or null while this node does not have it yet (a key of its own stands in). */
+  dayKey?: (day: number) => Uint8Array | null
 }) {
   const decisions = new WeakMap<LinkRow, Decision>()
   const classify = createClassifier()
   let keyDay = -1
-  let key = new Uint8Array(0)
+  let key: Uint8Array = new Uint8Array(0)
+  let standIn = false
 
   /** A number in [0, total) for this visitor, link and UTC day. */
   function bucket(v: Visitor, linkId: number, total: number): number {
     const now = deps.clock()
     const day = Math.floor(now / DAY_MS)
-    if (day !== keyDay) {
+    if (day !== keyDay || standIn) {
+      const shared = deps.dayKey ? deps.dayKey(day) : null
+      if (shared) key = shared
+      else if (day !== keyDay) key = crypto.getRandomValues(new Uint8Array(32))
+      standIn = !shared && deps.dayKey !== undefined
       keyDay = day
-      key = crypto.getRandomValues(new Uint8Array(32))
     }
     const mac = new Bun.CryptoHasher('sha256', key).update(`${linkId}\n${v.address}\n${v.ua}`).digest()
     return (((mac[0]! << 24) | (mac[1]! << 16) | (mac[2]! << 8) | mac[3]!) >>> 0) % total

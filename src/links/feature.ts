@@ -3,6 +3,7 @@
 // metrics. Clicks go to the clicks feature's recorder; link events to the outbox.
 import { createReportRoutes, visitGate } from '../abuse/routes'
 import { createAbuseService } from '../abuse/service'
+import type { DayKeys } from '../clicks/day-keys'
 import type { ClickRecorder } from '../clicks/recorder'
 import type { Feature, Shared } from '../feature'
 import { createAnonymousCreations } from './anonymous'
@@ -18,7 +19,7 @@ export interface LinksOptions {
   hashPassword?: (password: string) => Promise<string>
 }
 
-export function createLinksFeature(shared: Shared, deps: { recorder: ClickRecorder }, opts: LinksOptions = {}) {
+export function createLinksFeature(shared: Shared, deps: { recorder: ClickRecorder; dayKeys: DayKeys }, opts: LinksOptions = {}) {
   const { config, events, clock, outbox, metrics, clientIp, geo, changes, storages } = shared
   const links: LinkService = createLinkService({
     links: storages.links, counts: storages.counts, queue: storages.queue,
@@ -27,12 +28,13 @@ export function createLinksFeature(shared: Shared, deps: { recorder: ClickRecord
     stopped: (row) => abuse.verdict(row) !== null,
     // Countries for rules with a country condition: the app's one Geo (statistics ask it too).
     country: (address) => geo.country(address),
+    splitKey: (day) => deps.dayKeys.current(day)?.split ?? null,
   })
   // Reports, bans, disabled links and blocklists (SPEC §3, §12): a 451 verdict per link, kept beside its cached row.
   // Its rows through the async storages (Shared.storages: SQLite's today; PostgreSQL's are handed in the same way).
   const abuse = createAbuseService({ rows: storages.abuse, audit: storages.audit, queue: storages.queue, config, links, clock, outbox, changes })
   // Creations without a key (links.anonymous, rate.anon_per_day): the API's and the home form's, one count.
-  const anonymous = createAnonymousCreations(config, clock)
+  const anonymous = createAnonymousCreations(config, clock, { rows: storages.dailyCounts, dayKeys: deps.dayKeys })
   const visitCount = metrics.counter('linkbox_visits_total', 'Visits of short links and their pages, by outcome.', 'outcome')
   const visits = createVisitRoutes({
     config, links, clientIp, clock, count: (outcome) => visitCount.inc(outcome), verifyPassword: opts.verifyPassword, gate: visitGate(abuse),

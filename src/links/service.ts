@@ -176,6 +176,8 @@ export interface LinkDeps<Tx> {
   stopped?: (row: LinkRow) => boolean
   /** The ISO alpha-2 country of an address or null (geo): for rules with a country condition. */
   country?: (address: string) => string | null
+  /** The shared key of a UTC day for A/B splits (clicks/day-keys.ts), or null while this node waits for it. */
+  splitKey?: (day: number) => Uint8Array | null
   /**
    * Changes of links between processes and nodes (db/changes.ts): this service publishes the code of each
    * link it changes or deletes, after the commit, and forgets the codes others publish (absent: this
@@ -247,7 +249,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
   /** After the commit of a change of these links: every process's cache drops them (this one's at once). */
   const published = (codes: readonly string[]) => feed.publish('link', codes)
   const urlRules: UrlRules = ownUrlRules(config.server, config.links.blocked_domains)
-  const destinations = createDestinations({ clock, country: deps.country ?? (() => null) })
+  const destinations = createDestinations({ clock, country: deps.country ?? (() => null), dayKey: deps.splitKey })
   const checkDestination = deps.checkDestination
   /** Rules and split as stored: the validated arrays as JSON text, null for none. */
   const rulesText = (value: unknown) => {

@@ -3,11 +3,11 @@
 // flow with PKCE (S256), `state` and `nonce`, and the ID token checked against the provider's keys (its
 // signature too, though it comes straight from the token endpoint) with CLOCK_TOLERANCE_S of clock skew.
 //
-// What a started sign-in needs at its callback (the PKCE verifier, the nonce, where to go after) is kept in
-// this process, keyed by its `state`, bound to the browser that started it by a random cookie value, used
-// once, gone after PENDING_TTL_MS, at most PENDING_MAX of them (the oldest go first). Several nodes behind
-// one balancer need it sticky for the few seconds of a sign-in, or the callback lands where it is unknown
-// (it then says so: the person starts again).
+// What a started sign-in needs at its callback (the PKCE verifier, the nonce, where to go after) is kept
+// under its `state`, bound to the browser that started it by a random cookie value, used once, gone after
+// PENDING_TTL_MS, at most PENDING_MAX of them (the oldest go first). Where: `pending` — the app's is the
+// database, sealed with the binding (dashboard/oidc.ts; SPEC §11: the callback may land on another node);
+// without one, this process's memory.
 //
 // openid-client is imported at the first sign-in, not with this module: it takes about 50 ms to load, which
 // a start-up (SPEC's 80 ms target, issue 21) without single sign-on, or before anyone signs in, need not pay.
@@ -52,6 +52,44 @@ interface Pending {
   expires: number
 }
 
+/** What a started sign-in keeps for its callback. */
+export type PendingEntry = Pick<Pending, 'verifier' | 'nonce' | 'next'>
+
+/** Where started sign-ins wait for their callback. */
+export interface PendingSignIns {
+  put(state: string, binding: string, entry: PendingEntry, ttlMs: number): Promise<void>
+  /** The entry of `state` whoever's it is, once (then gone); `mine`: started with this binding. Null: none. */
+  take(state: string, binding: string): Promise<{ entry: PendingEntry | null; mine: boolean; expired: boolean } | null>
+  /** Entries held (the in-memory store's; tests and bounds). */
+  readonly size?: number
+}
+
+/** Started sign-ins in this process's memory (a client made without `pending`). */
+export function memoryPendingSignIns(clock: () => number): PendingSignIns {
+  const pending = new Map<string, Pending>()
+  return {
+    async put(state, binding, entry, ttlMs) {
+      const now = clock()
+      for (const [s, p] of pending) {
+        if (p.expires > now) break // in insertion order, which is expiry order
+        pending.delete(s)
+      }
+      while (pending.size >= PENDING_MAX) pending.delete(pending.keys().next().value!)
+      pending.set(state, { binding, ...entry, expires: now + ttlMs })
+    },
+    async take(state, binding) {
+      const p = pending.get(state)
+      if (!p) return null
+      pending.delete(state)
+      const mine = !!binding && sameSecret(binding, p.binding)
+      return { entry: mine ? p : null, mine, expired: p.expires <= clock() }
+    },
+    get size() {
+      return pending.size
+    },
+  }
+}
+
 /** Claims of a finished sign-in: the ID token's, completed by the UserInfo answer (same `sub`). */
 export interface SignedInClaims {
   sub: string
@@ -69,12 +107,12 @@ export function describe(err: unknown): string {
   return [...new Set(parts)].join(': ') + cause
 }
 
-export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; clock: () => number }) {
+export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; clock: () => number; pending?: PendingSignIns }) {
   const { clock } = deps
   const settings = deps.oidc
   const name = settings.name
   const redirectUri = redirectUriOf(deps.baseUrl)
-  const pending = new Map<string, Pending>()
+  const pending = deps.pending ?? memoryPendingSignIns(clock)
   let discovered: Promise<{ oidc: typeof OidcLib; config: OidcLib.Configuration }> | null = null
   let failure: { at: number; reason: string } | null = null
 
@@ -117,13 +155,6 @@ export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; 
   const unreachable = () => `${name} cannot be reached right now, so signing in with it does not work: try again in a minute, or ask the administrator.`
   const startAgain = (what: string) => `${what} Start again with “Sign in with ${name}”.`
 
-  function sweep(now: number) {
-    for (const [state, p] of pending) {
-      if (p.expires > now) break // in insertion order, which is expiry order
-      pending.delete(state)
-    }
-  }
-
   return {
     name,
     redirectUri,
@@ -134,14 +165,11 @@ export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; 
      */
     async start(opts: { next: string; binding?: string }): Promise<{ url: string; binding: string }> {
       const { oidc, config } = await configuration()
-      const now = clock()
-      sweep(now)
       const binding = opts.binding && /^[A-Za-z0-9_-]{32,64}$/.test(opts.binding) ? opts.binding : randomBytes(32).toString('base64url')
       const state = oidc.randomState()
       const nonce = oidc.randomNonce()
       const verifier = oidc.randomPKCECodeVerifier()
-      while (pending.size >= PENDING_MAX) pending.delete(pending.keys().next().value!)
-      pending.set(state, { binding, verifier, nonce, next: opts.next, expires: now + PENDING_TTL_MS })
+      await pending.put(state, binding, { verifier, nonce, next: opts.next }, PENDING_TTL_MS)
       const url = oidc.buildAuthorizationUrl(config, {
         redirect_uri: redirectUri,
         scope: settings.scopes,
@@ -160,8 +188,7 @@ export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; 
     async finish(opts: { query: URLSearchParams; binding: string }): Promise<{ claims: SignedInClaims; next: string }> {
       const { query } = opts
       const state = query.get('state') ?? ''
-      const entry = state ? pending.get(state) : undefined
-      if (entry) pending.delete(state) // once, whatever comes of it
+      const taken = state ? await pending.take(state, opts.binding) : null // once, whatever comes of it
       const error = query.get('error')
       if (error !== null) {
         const code = error.replace(/[^\x20-\x7e]/g, '?').slice(0, 64)
@@ -171,9 +198,10 @@ export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; 
         throw new SignInRefused(`provider answered error=${code} ${detail}`.trim(), startAgain(`${name} refused the sign-in.`))
       }
       if (!state) throw new SignInRefused('callback without state', startAgain('That sign-in answer is incomplete.'))
-      if (!entry || entry.expires <= clock())
-        throw new SignInRefused(entry ? 'state expired' : 'state unknown (used already, expired, made up, or started on another node)', startAgain('That sign-in was used already or has expired.'))
-      if (!opts.binding || !sameSecret(opts.binding, entry.binding))
+      if (!taken || taken.expired)
+        throw new SignInRefused(taken ? 'state expired' : 'state unknown (used already, expired, or made up)', startAgain('That sign-in was used already or has expired.'))
+      const entry = taken.entry
+      if (!taken.mine || !entry)
         throw new SignInRefused('state belongs to another browser (the binding cookie is missing or different)', startAgain('That sign-in was started in another browser.'))
       const { oidc, config } = await configuration()
       const current = new URL(redirectUri)
@@ -222,7 +250,7 @@ export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; 
 
     /** Started sign-ins waiting for their callback (tests and bounds). */
     get pending() {
-      return pending.size
+      return pending.size ?? -1
     },
   }
 }

@@ -217,9 +217,9 @@ export function createHomeRoutes(deps: {
       if (!s && !config.links.anonymous) return page(tpl(homeClosedTpl), {}, { title: 'Sign in to shorten a link', brand: true, nav: [['/api/docs', 'API'], ['/dashboard', 'Sign in']] })
       const owner = s ? shell.ownerOf(s) : visitorOf(request)
       const url = new URL(request.url)
-      const refused = owner ? shell.refusedState<Refused>(request, owner) : null
+      const refused = owner ? (await shell.refusedState<Refused>(request, owner)) : null
       const madeId = url.searchParams.get('made')
-      const result = madeId !== null && owner ? shell.flashFor(owner).take<LinkRecord>(owner, 'home result', madeId) : null
+      const result = madeId !== null && owner ? (await shell.flash.take<LinkRecord>(owner, 'home result', madeId)) : null
       return homePage({
         session: s,
         formField: tokens.field(),
@@ -297,7 +297,7 @@ export function createHomeRoutes(deps: {
           return refuse({ status: 429, code: 'rate_limited', message: `Too many links from your address: wait ${decision.reset} s and try again.`, headers: { 'retry-after': String(decision.reset) } })
         // Closed to visitors (links.anonymous = false), or the address's links of the day used up.
         try {
-          deps.anonymous?.check(clientIp(request))
+          await deps.anonymous?.check(clientIp(request))
         } catch (err) {
           if (!(err instanceof AppError)) throw err
           const message = err.status === 401 ? 'This linkbox makes short links for its accounts only: sign in to shorten a link.' : err.message
@@ -319,7 +319,7 @@ export function createHomeRoutes(deps: {
       }
       // In place: the result, and a new token for the next link (this one is used).
       if (inPlace) return json(200, { status: 'success', return: result, form_token: tokens.issue() })
-      shell.flashFor(owner).put(owner, 'home result', result, madeId)
+      await shell.flash.put(owner, 'home result', result, madeId)
       return shell.seeOther(shown, undefined, headers)
     }, { parse: 'none' })
 }

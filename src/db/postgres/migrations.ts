@@ -378,6 +378,44 @@ export const pgMigrations: PgMigration[] = [
     FOR EACH STATEMENT EXECUTE FUNCTION link_counts_insert_rows();
   `,
   },
+  {
+    // Twin of SQLite's 20: flashes and started sign-ins (sealed), the day keys, the daily counts.
+    version: 20,
+    sql: `
+  CREATE TABLE flashes (
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id ${T} NOT NULL UNIQUE,
+    pool bigint NOT NULL,
+    owner ${T} NOT NULL,
+    kind ${T} NOT NULL,
+    value bytea NOT NULL,
+    size bigint NOT NULL,
+    expires bigint NOT NULL
+  );
+  CREATE INDEX flashes_owner ON flashes (owner);
+  CREATE INDEX flashes_pool ON flashes (pool, seq);
+  CREATE INDEX flashes_expires ON flashes (expires);
+  CREATE TABLE day_keys (
+    day bigint PRIMARY KEY,
+    key bytea NOT NULL
+  );
+  CREATE TABLE daily_counts (
+    scope ${T} NOT NULL,
+    who ${T} NOT NULL,
+    day bigint NOT NULL,
+    count bigint NOT NULL,
+    PRIMARY KEY (scope, who, day)
+  );
+  CREATE INDEX daily_counts_day ON daily_counts (day);
+  CREATE TABLE visitor_hashes (
+    link_id bigint NOT NULL,
+    day bigint NOT NULL,
+    hash bigint NOT NULL,
+    PRIMARY KEY (link_id, day, hash)
+  );
+  CREATE INDEX visitor_hashes_day ON visitor_hashes (day);
+  `,
+  },
 ]
 
 /** The schema version this binary brings a PostgreSQL database to: the last entry's. */

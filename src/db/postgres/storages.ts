@@ -6,6 +6,10 @@ import { postgresAccountStorage } from '../../accounts/storage-postgres'
 import { postgresAuditRows } from '../../audit/storage-postgres'
 import { postgresClickCounts } from '../../clicks/counts-postgres'
 import { postgresFormTokenRows, postgresSessionRows } from '../../dashboard/session-store-postgres'
+import { postgresFlashRows } from '../../dashboard/flash-rows-postgres'
+import { postgresDayKeyRows } from '../../clicks/day-keys-postgres'
+import { postgresSharedVisitorRows } from '../../clicks/shared-visitors-postgres'
+import { postgresDailyCountRows } from '../../http/daily-limit-postgres'
 import { postgresLinkStorage } from '../../links/storage-postgres'
 import { postgresMessageStore } from '../../mail/messages-postgres'
 import { postgresTicketStorage } from '../../media/tickets-postgres'
@@ -24,6 +28,10 @@ export function postgresStorages(sql: SQL, opts: { changes?: ChangeFeed } = {}):
     identities: postgresIdentityStorage(sql),
     sessions: postgresSessionRows(sql),
     formTokens: postgresFormTokenRows(sql),
+    flashes: postgresFlashRows(sql),
+    dayKeys: postgresDayKeyRows(sql),
+    dailyCounts: postgresDailyCountRows(sql),
+    visitorHashes: postgresSharedVisitorRows(sql),
     abuse: postgresAbuseRows(sql),
     audit: postgresAuditRows(sql),
     endpoints: postgresEndpointRows(sql),

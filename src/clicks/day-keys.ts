@@ -1,0 +1,119 @@
+// The key of each UTC day that hashes visitors: an A/B split's "same visitor, same arm all day"
+// (links/destinations.ts), the day's distinct visitors (visitors.ts) and the anonymous creations counted per
+// address (links/anonymous.ts). SPEC §11: every node must use the same one, or two nodes give one visitor two
+// arms and count them twice. So it is a row of day_keys (migration 20), made once by the first node to ask
+// (INSERT … ON CONFLICT DO NOTHING, then read: every node reads the one that won), and keys of days before
+// yesterday are deleted, so that no hash of one day can be matched with one of another once it has passed.
+//
+// The redirect never waits for the database: each node reads the key at its first need, then ahead of
+// midnight (the periodic refresh makes tomorrow's), and keeps it; current() is a synchronous look-up that
+// answers null while a key is still on its way (its users then use a key of their own until it comes).
+import { createHmac, randomBytes } from 'node:crypto'
+import type { Db } from '../db'
+import { lazyStatements } from '../db/lazy'
+
+export const DAY_MS = 86_400_000
+/** Tomorrow's key is made and read when midnight is this close. */
+export const AHEAD_MS = 30 * 60_000
+/** After a failed read, the next attempt waits this long. */
+const RETRY_MS = 5_000
+
+export interface DayKeyRows {
+  /**
+   * The key of `day`: the stored one, or `fresh` stored when there is none (two nodes at once: one wins,
+   * both read it). Keys of days before `keepFrom` are deleted.
+   */
+  ensure(day: number, fresh: Uint8Array, keepFrom: number): Promise<Uint8Array>
+}
+
+export function sqliteDayKeyRows(db: Db): DayKeyRows {
+  const q = lazyStatements(db)
+  const insert = q.query<unknown, [number, Uint8Array]>('INSERT INTO day_keys (day, key) VALUES (?, ?) ON CONFLICT (day) DO NOTHING')
+  const read = q.query<{ key: Uint8Array }, [number]>('SELECT key FROM day_keys WHERE day = ?')
+  const old = q.query<unknown, [number]>('DELETE FROM day_keys WHERE day < ?')
+  return {
+    ensure: async (day, fresh, keepFrom) =>
+      db.transaction(() => {
+        old.run(keepFrom)
+        insert.run(day, fresh)
+        return new Uint8Array(read.get(day)!.key)
+      })(),
+  }
+}
+
+/** What each user derives from a day's key, so that none of them can be matched with another's. */
+export interface DayKey {
+  day: number
+  /** The A/B split's HMAC key (destinations.ts). */
+  split: Uint8Array
+  /** The distinct visitors' HMAC key (visitors.ts). */
+  visitors: Buffer
+  /** The daily counts' HMAC key (anonymous creations per address). */
+  counts: Buffer
+}
+
+const derive = (day: number, key: Uint8Array): DayKey => {
+  const sub = (what: string) => createHmac('sha256', key).update(what).digest()
+  return { day, split: new Uint8Array(sub('split')), visitors: sub('visitors').subarray(0, 16), counts: sub('daily counts') }
+}
+
+export function createDayKeys(deps: { rows: DayKeyRows; clock?: () => number; log?: (line: string) => void }) {
+  const clock = deps.clock ?? Date.now
+  // At most today's, yesterday's and tomorrow's (older ones are dropped as new ones come).
+  const known = new Map<number, DayKey>()
+  const loading = new Map<number, Promise<DayKey>>()
+  let retryAt = 0
+  let failing = false
+  let last: DayKey | null = null
+
+  function load(day: number): Promise<DayKey> {
+    const held = known.get(day)
+    if (held) return Promise.resolve(held)
+    let p = loading.get(day)
+    if (p) return p
+    const today = Math.floor(clock() / DAY_MS)
+    p = deps.rows
+      .ensure(day, randomBytes(32), today - 1)
+      .then((key) => {
+        const made = derive(day, key)
+        known.set(day, made)
+        for (const d of known.keys()) if (d < today - 1) known.delete(d)
+        if (failing) deps.log?.('the day key could be read again')
+        failing = false
+        return made
+      })
+      .catch((err) => {
+        retryAt = clock() + RETRY_MS
+        if (!failing) deps.log?.(`the day key could not be read (visitors are hashed with this node's own key meanwhile): ${err instanceof Error ? err.message : String(err)}`)
+        failing = true
+        throw err
+      })
+      .finally(() => loading.delete(day))
+    loading.set(day, p)
+    return p
+  }
+
+  return {
+    /**
+     * The key of `day` when this node has it; else null, and a read starts in the background (at most one
+     * at a time a day, none for RETRY_MS after a failure). O(1), no allocation when it is known.
+     */
+    current(day: number): DayKey | null {
+      if (last !== null && last.day === day) return last
+      const held = known.get(day)
+      if (held) return (last = held)
+      if (!loading.has(day) && clock() >= retryAt) load(day).catch(() => {})
+      return null
+    },
+    /** The key of `day`, read (or made) when this node does not have it yet. */
+    keyFor: load,
+    /** Reads today's key, and tomorrow's when midnight is near (a periodic job): the redirect never waits at midnight. */
+    async refresh(): Promise<void> {
+      const now = clock()
+      const today = Math.floor(now / DAY_MS)
+      await load(today)
+      if ((today + 1) * DAY_MS - now <= AHEAD_MS) await load(today + 1)
+    },
+  }
+}
+export type DayKeys = ReturnType<typeof createDayKeys>
