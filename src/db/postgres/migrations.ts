@@ -378,6 +378,9 @@ export const pgMigrations: PgMigration[] = [
     FOR EACH STATEMENT EXECUTE FUNCTION link_counts_insert_rows();
   `,
   },
+  // 20, 21: placeholders on this branch (numbers other branches of issue 36 use; reconciled at merge).
+  { version: 20, sql: `SELECT 1;` },
+  { version: 21, sql: `SELECT 1;` },
 ]
 
 /** The schema version this binary brings a PostgreSQL database to: the last entry's. */
