@@ -194,7 +194,7 @@ ${CONFIG_OPTION}`,
 
 Options:
   --events a,b            create: of link.created, link.updated, link.deleted, link.clicked,
-                          link.reported, mail.received (default: all but link.clicked)
+                          link.reported, links.imported, mail.received (default: all but link.clicked)
 ${CONFIG_OPTION}`,
   version: `Usage: linkbox version
 
@@ -579,7 +579,7 @@ async function webhookCommand(config: Config, sub: string | undefined, arg: stri
 /** `linkbox import FILE --account NAME`: the same import as POST /api/import.json, into that account. */
 async function importCommand(config: Config, file: string, accountName: string, format: string) {
   const { statSync, readFileSync } = await import('node:fs')
-  const [{ IMPORT_FORMATS, MAX_IMPORT_BYTES, importLinks, readImport }, { printable, SCOPES }, { openLinkbox }] = await Promise.all([
+  const [{ IMPORT_FORMATS, MAX_IMPORT_BYTES, importLinks }, { printable, SCOPES }, { openLinkbox }] = await Promise.all([
     import('./links/import'),
     import('./accounts/service'),
     import('./app'),
@@ -613,7 +613,7 @@ async function importCommand(config: Config, file: string, accountName: string, 
     const caller = { accountId: account.id, accountName, admin: account.admin === 1, scopes: new Set(SCOPES), keyId: null, via: 'dashboard' as const }
     let result
     try {
-      result = await importLinks(box.links, caller, readImport(text, format as (typeof IMPORT_FORMATS)[number]), box.links.now)
+      result = await importLinks(box.links, caller, text, format as (typeof IMPORT_FORMATS)[number], { maxRows: config.links.import_max_rows })
     } catch (err) {
       if (!(err instanceof AppError) || err.status >= 500) throw err
       console.error(`linkbox: import refused: ${err.message}`)

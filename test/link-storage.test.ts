@@ -131,6 +131,7 @@ describe.each([
         max_visits: 3,
         rules: RULES,
         split: SPLIT,
+        title: 'Ünïcode title, "quoted", over\ntwo lines',
       })
       const row = await made(a, full, ['red', 'blue'])
       const expected: LinkRow = {
@@ -150,6 +151,7 @@ describe.each([
         visits_used: 0,
         rules: RULES,
         split: SPLIT,
+        title: 'Ünïcode title, "quoted", over\ntwo lines',
       }
       expect(row).toEqual(expected)
       expect(await b.links.byCode('Full_1')).toEqual(expected)
@@ -170,7 +172,7 @@ describe.each([
       const bare = await made(b, newLink('bare'))
       expect(await a.links.byCode('bare')).toEqual({
         id: bare.id, code: 'bare', long_url: 'https://example.com/bare', account_id: null, mode: 'redirect', password_hash: null,
-        created: T0, updated: T0, expires: null, clicks: 0, bots: 0, disabled: null, max_visits: null, visits_used: 0, rules: null, split: null,
+        created: T0, updated: T0, expires: null, clicks: 0, bots: 0, disabled: null, max_visits: null, visits_used: 0, rules: null, split: null, title: '',
       })
       expect(await a.links.tagsOf(bare.id)).toEqual([])
 

@@ -381,6 +381,18 @@ export const pgMigrations: PgMigration[] = [
   // 20, 21: placeholders on this branch (numbers other branches of issue 36 use; reconciled at merge).
   { version: 20, sql: `SELECT 1;` },
   { version: 21, sql: `SELECT 1;` },
+  {
+    // Twin of SQLite's 22: a link's title ('' for none), and the per-account import lock (a leased row).
+    version: 22,
+    sql: `
+  ALTER TABLE links ADD COLUMN title ${T} NOT NULL DEFAULT '';
+  CREATE TABLE import_locks (
+    account_id bigint PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+    holder ${T} NOT NULL,
+    until bigint NOT NULL
+  );
+  `,
+  },
 ]
 
 /** The schema version this binary brings a PostgreSQL database to: the last entry's. */
