@@ -5,6 +5,7 @@
 // time to the answer, the redirects' p99 while it runs (CONCURRENCY fetch loops on loopback, each redirect
 // timed alone, only those that began while the import ran), and the memory it added (the server's RSS,
 // sampled every 50 ms, peak minus before). Each file once per round; the figures are the worst round's.
+import { join } from 'node:path'
 import { apiPost, createAccount, type RunningServer } from '../../test/support/server'
 import { serveCopy } from './binary'
 import { mib, type BenchContext } from './context'
@@ -13,27 +14,30 @@ import { median, peakRss, rssMiB } from './wrk'
 const CONCURRENCY = 16
 const ROWS = 50_000
 
-/** Redirect latencies (ms) of `url`, CONCURRENCY at a time, until `until` settles. */
-async function redirectsDuring(url: string, until: Promise<unknown>): Promise<{ ms: number[]; errors: number }> {
-  const ms: number[] = []
-  let errors = 0
-  let running = true
-  void until.finally(() => (running = false))
-  const loop = async () => {
-    while (running) {
-      const t = performance.now()
-      try {
-        const res = await fetch(url, { redirect: 'manual' })
-        await res.arrayBuffer()
-        if (res.status !== 302) errors++
-      } catch {
-        errors++
-      }
-      ms.push(performance.now() - t)
-    }
+/**
+ * Redirect latencies (ms) of `url` from a process of its own (redirect-loop.ts), CONCURRENCY at a time, of
+ * the requests begun while `run` ran: the loops start first, then `run`, and the samples of its window count.
+ */
+async function redirectsDuring<T>(url: string, run: () => Promise<T>): Promise<{ result: T; ms: number[]; errors: number }> {
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, 'redirect-loop.ts'), url, String(CONCURRENCY)], { stdout: 'pipe', stderr: 'inherit' })
+  const out = new Response(proc.stdout).text()
+  // The loops run for 500 ms before the window opens (started, connected, warm).
+  await Bun.sleep(500)
+  const from = performance.timeOrigin + performance.now()
+  let result: T | undefined
+  let failure: unknown = null
+  try {
+    result = await run()
+  } catch (err) {
+    failure = err
   }
-  await Promise.all(Array.from({ length: CONCURRENCY }, loop))
-  return { ms, errors }
+  const to = performance.timeOrigin + performance.now()
+  await Bun.sleep(50)
+  proc.kill('SIGTERM')
+  await proc.exited
+  const samples = (JSON.parse((await out).trim().split('\n').pop()!) as [number, number, number][]).filter(([at]) => at >= from && at <= to)
+  if (failure) throw failure
+  return { result: result as T, ms: samples.map((s) => s[1]), errors: samples.filter((s) => s[2] !== 302).length }
 }
 const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))] ?? NaN
 
@@ -98,7 +102,7 @@ export async function benchImport(ctx: BenchContext): Promise<string[]> {
     const key = await createAccount(box.configPath, 'bench', { command: [ctx.binary.path] })
     const hot = `${box.url}/${(await apiPost(box.url, 'getLink.json', { url: 'https://example.com/hot' }, { 'x-api-key': key })).body.return.hex}`
     // Warm: redirects alone for a second, and one small import.
-    const alone = await redirectsDuring(hot, Bun.sleep(1000))
+    const alone = await redirectsDuring(hot, () => Bun.sleep(1000))
     await importOnce(box, key, form('long_url\r\nhttps://example.com/warm\r\n'))
     lines.push(`redirects alone: p99 ${p99(alone.ms).toFixed(2)} ms over ${alone.ms.length} (${CONCURRENCY} fetch loops)`)
     for (const c of CASES) {
@@ -110,10 +114,17 @@ export async function benchImport(ctx: BenchContext): Promise<string[]> {
         Bun.gc(true)
         await Bun.sleep(200)
         const before = rssMiB(box.proc.pid)
-        const started = performance.now()
-        const answer = importOnce(box, key, body)
-        const [got, peak, redirects] = await Promise.all([answer, peakRss(box.proc.pid, answer), redirectsDuring(hot, answer)])
-        const seconds = (performance.now() - started) / 1000
+        let seconds = 0
+        let peak = 0
+        const redirects = await redirectsDuring(hot, async () => {
+          const started = performance.now()
+          const answer = importOnce(box, key, body)
+          const [got, rss] = await Promise.all([answer, peakRss(box.proc.pid, answer)])
+          seconds = (performance.now() - started) / 1000
+          peak = rss
+          return got
+        })
+        const got = redirects.result
         const wrong = c.expect(got.status, got.body)
         if (wrong) lines.push(`ERROR: ${c.label}: ${wrong}`)
         if (redirects.errors) lines.push(`ERROR: ${c.label}: ${redirects.errors} redirects not answered 302`)

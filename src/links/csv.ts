@@ -118,3 +118,68 @@ export function* csvRecords(text: string, delimiter = ','): Generator<CsvRecord>
     if (i >= n) break
   }
 }
+
+/**
+ * Counts the records of `text` from `start` (0, or a `next` this returned) without building them: at most
+ * `max` records, or to the end (`next` -1). The same records as csvRecords (blank lines are none), the same
+ * errors (CsvError naming the line), and a record of more than `maxFields` fields is an error too. An
+ * import counts a 10 MiB file this way, a slice at a time, before it makes any link.
+ */
+export function countCsvRecords(text: string, start: { at: number; line: number }, max: number, maxFields: number, delimiter = ','): { records: number; next: { at: number; line: number } | null } {
+  const d = delimiter.charCodeAt(0)
+  const n = text.length
+  let i = start.at === 0 && text.charCodeAt(0) === 0xfeff ? 1 : start.at
+  let line = start.line
+  let records = 0
+  while (i < n && records < max) {
+    const first = line
+    let fields = 0
+    let empty = true
+    for (;;) {
+      fields++
+      if (fields > maxFields) throw new CsvError(`line ${first} has more than ${maxFields} fields`, first)
+      empty = true
+      if (text.charCodeAt(i) === 34) {
+        let from = i + 1
+        for (;;) {
+          const quote = text.indexOf('"', from)
+          if (quote < 0) throw new CsvError(`line ${first}: a quoted field is not closed before the end of the file`, first)
+          for (let k = from; k < quote; k++) {
+            const c = text.charCodeAt(k)
+            if (c === 10 || (c === 13 && text.charCodeAt(k + 1) !== 10)) line++
+          }
+          if (quote > from) empty = false
+          if (text.charCodeAt(quote + 1) === 34) {
+            empty = false
+            from = quote + 2
+            continue
+          }
+          i = quote + 1
+          break
+        }
+        const c = text.charCodeAt(i)
+        if (i < n && c !== d && c !== 13 && c !== 10)
+          throw new CsvError(`line ${line}: a quoted field must end at a ${delimiter === '\t' ? 'tab' : `"${delimiter}"`} or a line end`, line)
+      } else {
+        while (i < n) {
+          const c = text.charCodeAt(i)
+          if (c === d || c === 13 || c === 10) break
+          empty = false
+          i++
+        }
+      }
+      if (i < n && text.charCodeAt(i) === d) {
+        i++
+        continue
+      }
+      break
+    }
+    // The record ends at a line end or the end of the text; a blank line is none.
+    if (!(fields === 1 && empty)) records++
+    if (i < n) {
+      i += text.charCodeAt(i) === 13 && text.charCodeAt(i + 1) === 10 ? 2 : 1
+      line++
+    }
+  }
+  return { records, next: i < n ? { at: i, line } : null }
+}

@@ -16,7 +16,7 @@
 // mode, expiry and visit limit. A row whose date, title or tags cannot be kept as written is reported with
 // the column it came from (`problem`), never changed silently.
 import { AppError } from '../errors'
-import { CsvError, csvRecords, unneutralise, type CsvRecord } from './csv'
+import { countCsvRecords, CsvError, csvRecords, unneutralise, type CsvRecord } from './csv'
 import { MAX_TAG_LENGTH, MAX_TAGS, MAX_TITLE_LENGTH, TITLE_CONTROLS } from './validate'
 
 export const IMPORT_FORMATS = ['csv', 'shlink', 'kutt', 'yourls', 'bitly'] as const
@@ -262,6 +262,38 @@ function* bitlyRows(doc: string): Generator<ImportRow> {
   }
 }
 
+/**
+ * How many rows `importRows` would give, counted cheaply and `slice` records at a time (each call of the
+ * generator's next: the count so far): records scanned without being built, a Kutt list's items without
+ * being parsed. A file that is not CSV (or JSON) is refused here as importRows refuses it.
+ */
+export function* rowCounts(doc: string, format: ImportFormat, slice: number): Generator<number> {
+  const trimmed = format === 'kutt' ? doc.replace(/^\uFEFF/, '').trimStart() : ''
+  let rows = 0
+  if (trimmed.startsWith('{') || trimmed.startsWith('[')) {
+    for (const _ of jsonItems(trimmed, false)) if (++rows % slice === 0) yield rows
+    return yield rows
+  }
+  // The header row is no row; a YOURLS dump may come without one (see yourlsRows).
+  const first = records(doc).next().value as CsvRecord | undefined
+  if (first && format === 'yourls' && !first.fields.map(key).includes('url')) rows++
+  let at: { at: number; line: number } | null = { at: 0, line: 1 }
+  let header = true
+  while (at) {
+    let counted: ReturnType<typeof countCsvRecords>
+    try {
+      counted = countCsvRecords(doc, at, slice, MAX_FIELDS)
+    } catch (err) {
+      if (err instanceof CsvError) throw refused(`is not CSV as RFC 4180 writes it: ${err.message}`)
+      throw err
+    }
+    rows += counted.records - (header && counted.records > 0 ? 1 : 0)
+    if (counted.records > 0) header = false
+    at = counted.next
+    yield rows
+  }
+}
+
 /** The rows of a file in one of the formats, one at a time; a file that is not of that format is refused (400, "file"). */
 export function importRows(doc: string, format: ImportFormat): Generator<ImportRow> {
   return format === 'shlink' ? shlinkRows(doc)
@@ -278,7 +310,7 @@ export function importRows(doc: string, format: ImportFormat): Generator<ImportR
 
 const notJson = () => refused('is not valid JSON (a Kutt file is the answer of GET /api/v2/links)')
 
-function* jsonItems(doc: string): Generator<unknown> {
+function* jsonItems(doc: string, parse = true): Generator<unknown> {
   const n = doc.length
   const ws = (i: number) => {
     while (i < n && (doc[i] === ' ' || doc[i] === '\n' || doc[i] === '\r' || doc[i] === '\t')) i++
@@ -334,7 +366,7 @@ function* jsonItems(doc: string): Generator<unknown> {
   if (doc[i] === ']') return
   for (;;) {
     const end = valueEnd(i)
-    if (end - i > MAX_JSON_ITEM) yield null
+    if (end - i > MAX_JSON_ITEM || !parse) yield null
     else {
       let item: unknown
       try {
