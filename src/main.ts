@@ -121,10 +121,11 @@ ${CONFIG_OPTION}`,
 
 Makes links for the account NAME from FILE (UTF-8, at most 10 MiB), as POST /api/import.json does: each
 link passes the rules of a new link, a code is kept when it is free and valid here, and a row whose code is
-taken or reserved is skipped, never overwritten. Prints how many were made, then one line per skipped row
-(line, code, reason, message; tab-separated). Exit 1 when the file is refused as a whole (too large, not of
-the format), 2 on a usage error; skipped rows do not change the exit code. Webhook events are queued for
-the running service to deliver.
+taken or reserved is skipped, never overwritten; each link keeps the file's creation date and title.
+Prints how many were made, then one line per skipped row (line, code, reason, message; tab-separated).
+Exit 1 when the file is refused as a whole (too large, more than links.import_max_rows rows, not of the
+format, another import of the account under way), 2 on a usage error; skipped rows do not change the exit
+code. One links.imported webhook event is queued for the running service to deliver.
 
 Options:
   --account NAME          the account that owns the new links
