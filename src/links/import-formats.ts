@@ -264,14 +264,15 @@ function* bitlyRows(doc: string): Generator<ImportRow> {
 
 /**
  * How many rows `importRows` would give, counted cheaply and `slice` records at a time (each call of the
- * generator's next: the count so far): records scanned without being built, a Kutt list's items without
- * being parsed. A file that is not CSV (or JSON) is refused here as importRows refuses it.
+ * generator's next: the count so far): records scanned without being built, a Kutt list's items parsed one
+ * at a time. A file that is not CSV (or JSON) is refused here as importRows refuses it.
  */
 export function* rowCounts(doc: string, format: ImportFormat, slice: number): Generator<number> {
   const trimmed = format === 'kutt' ? doc.replace(/^\uFEFF/, '').trimStart() : ''
   let rows = 0
   if (trimmed.startsWith('{') || trimmed.startsWith('[')) {
-    for (const _ of jsonItems(trimmed, false)) if (++rows % slice === 0) yield rows
+    // Each item parsed (and dropped): one that is not JSON refuses the file here, before any link is made.
+    for (const _ of jsonItems(trimmed)) if (++rows % slice === 0) yield rows
     return yield rows
   }
   // The header row is no row; a YOURLS dump may come without one (see yourlsRows).
@@ -310,7 +311,7 @@ export function importRows(doc: string, format: ImportFormat): Generator<ImportR
 
 const notJson = () => refused('is not valid JSON (a Kutt file is the answer of GET /api/v2/links)')
 
-function* jsonItems(doc: string, parse = true): Generator<unknown> {
+function* jsonItems(doc: string): Generator<unknown> {
   const n = doc.length
   const ws = (i: number) => {
     while (i < n && (doc[i] === ' ' || doc[i] === '\n' || doc[i] === '\r' || doc[i] === '\t')) i++
@@ -366,7 +367,7 @@ function* jsonItems(doc: string, parse = true): Generator<unknown> {
   if (doc[i] === ']') return
   for (;;) {
     const end = valueEnd(i)
-    if (end - i > MAX_JSON_ITEM || !parse) yield null
+    if (end - i > MAX_JSON_ITEM) yield null
     else {
       let item: unknown
       try {
