@@ -54,6 +54,8 @@ const validRows = (round: number) =>
   `code,long_url,title,tags\r\n${Array.from({ length: ROWS }, (_, i) => `r${round}-${i},https://example.com/bench/${round}/${i}?ref=import,Row ${i},bench\r\n`).join('')}`
 /** 10 MiB (the largest file taken) of short junk lines: 2.6 million rows, over the row limit. */
 const junkRows = () => 'long_url\n' + 'x,y\n'.repeat((10 * 1024 * 1024 - 9) / 4)
+/** 10 MiB of junk in 50,000 rows (the most a file may hold) that pass the count and are each refused. */
+const junkValid = () => `long_url,title\r\n${Array.from({ length: ROWS }, (_, i) => `not a url ${i} ${'z'.repeat(186)},t\r\n`).join('')}`
 /** 20 MiB of junk: over the body limit. */
 const junk20 = () => 'long_url\n' + 'j'.repeat(20 * 1024 * 1024)
 
@@ -76,6 +78,12 @@ const CASES: Case[] = [
     label: '10 MiB of junk rows',
     body: () => form(junkRows()),
     expect: (status, body) => (status === 413 && body?.code === 'too_large' ? null : `answered ${status} ${body?.code}`),
+  },
+  {
+    id: 'import-junk-50k',
+    label: `${ROWS.toLocaleString('en-US')} rows of junk (10 MiB)`,
+    body: () => form(junkValid()),
+    expect: (status, body) => (status === 200 && body?.return?.skipped_total === ROWS ? null : `answered ${status}, skipped ${body?.return?.skipped_total}`),
   },
   {
     id: 'import-junk-20m',

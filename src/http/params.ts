@@ -169,7 +169,11 @@ export async function bodyParams(request: Request, limit: number, upload?: Uploa
     const params = await multipartParams(request, bytes, () => isUtf8(bytes))
     // A file field of a method that takes one as text (import.json's CSV) is its text; other files stay as they are.
     const file = upload ? params[upload.param] : undefined
-    if (upload && file instanceof Blob) params[upload.param] = fileText(new Uint8Array(await file.arrayBuffer()), upload)
+    if (upload && file instanceof Blob) {
+      // A large file was just parsed out of the body: the event loop turns (redirects waiting) before it is decoded.
+      if (file.size > 1024 * 1024) await new Promise<void>((resolve) => setImmediate(resolve))
+      params[upload.param] = fileText(new Uint8Array(await file.arrayBuffer()), upload)
+    }
     return checkFileSize(params, upload)
   }
   let text: string

@@ -24,7 +24,7 @@ export const SKIPPED_LISTED = 1000
 /** links.import_max_rows when the config does not say. */
 export const DEFAULT_IMPORT_MAX_ROWS = 50_000
 /** Rows handed to the service at once (one transaction of its write group), between two turns of the event loop. */
-const BATCH = 200
+const BATCH = 100
 /** The count runs this long at most before it lets the event loop turn, looking at the time every COUNT_SLICE records. */
 const SLICE_MS = 4
 const COUNT_SLICE = 2_000
@@ -112,11 +112,12 @@ async function createBatch(links: LinkService, caller: Caller, batch: ImportRow[
     result.skipped_total++
     if (result.skipped.length < SKIPPED_LISTED) result.skipped.push({ line: row.line, code: row.code, reason, message })
   }
+  // Rows refused by what was read are skipped here, without an error object each (its stack trace is not free).
   const outcomes = await Promise.allSettled(
     batch.map((row) => {
-      if (row.problem) return Promise.reject(new AppError(400, row.problem.reason, row.problem.message))
       if (row.expiresAt !== undefined && row.expiresAt !== null && (Number.isNaN(row.expiresAt) || row.expiresAt > now + MAX_EXPIRE * 1000 || row.expiresAt < 0))
-        return Promise.reject(new AppError(400, 'invalid_expire', 'The expiry must be a date (ISO 8601) at most 10 years from now.'))
+        row.problem ??= { reason: 'invalid_expire', message: 'The expiry must be a date (ISO 8601) at most 10 years from now.' }
+      if (row.problem) return Promise.resolve(null)
       return links.create(
         { url: row.long_url, alias: row.code, mode: row.mode, tags: row.tags, max_visits: row.max_visits, title: row.title },
         caller,
@@ -125,7 +126,9 @@ async function createBatch(links: LinkService, caller: Caller, batch: ImportRow[
     }),
   )
   outcomes.forEach((o, i) => {
+    const row = batch[i]!
     if (o.status === 'fulfilled') {
+      if (o.value === null) return skip(row, row.problem!.reason, row.problem!.message)
       result.created++
       if (codes.length < IMPORTED_CODES_MAX) codes.push(o.value.hex)
       return
@@ -133,7 +136,6 @@ async function createBatch(links: LinkService, caller: Caller, batch: ImportRow[
     const err = o.reason
     // Anything but a refusal of the row (the disk is full, the database is read-only) stops the import.
     if (!(err instanceof AppError) || err.status >= 500) throw err
-    const row = batch[i]!
     if (err.code === 'missing_parameter') skip(row, 'missing_url', 'The row has no destination URL.')
     else skip(row, err.code, err.message)
   })

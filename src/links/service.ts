@@ -546,7 +546,8 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       const now = clock()
       if (await store.claimImport(caller.accountId, holder, now + leaseMs, now)) return
       const until = (await store.importUntil(caller.accountId)) ?? now + 1000
-      const wait = Math.min(Math.max(1, Math.ceil((until - now) / 1000)), Math.ceil(leaseMs / 1000))
+      // The lease's end is only a bound (an import of 50,000 rows takes a few seconds): at most 10 s.
+      const wait = Math.min(Math.max(1, Math.ceil((until - now) / 1000)), 10)
       throw new AppError(429, 'rate_limited', `Another import of this account is under way: one import at a time; try again in ${wait} s.`, { 'Retry-After': String(wait) })
     },
     /** Keeps the lock while the import runs; false when it was lost (its lease ran out and another took it). */
