@@ -112,9 +112,14 @@ async function createBatch(links: LinkService, caller: Caller, batch: ImportRow[
     result.skipped_total++
     if (result.skipped.length < SKIPPED_LISTED) result.skipped.push({ line: row.line, code: row.code, reason, message })
   }
-  // Rows refused by what was read are skipped here, without an error object each (its stack trace is not free).
-  const outcomes = await Promise.allSettled(
-    batch.map((row) => {
+  // Rows refused by what was read are skipped here, without an error object each; the service's refusals
+  // (thrown before its first await, while this map runs) carry no stack trace: 50,000 junk rows made 50,000
+  // traces, and the server's memory grew by 170 MiB before they were collected.
+  const traces = Error.stackTraceLimit
+  Error.stackTraceLimit = 0
+  let created: Promise<unknown>[]
+  try {
+    created = batch.map((row) => {
       if (row.expiresAt !== undefined && row.expiresAt !== null && (Number.isNaN(row.expiresAt) || row.expiresAt > now + MAX_EXPIRE * 1000 || row.expiresAt < 0))
         row.problem ??= { reason: 'invalid_expire', message: 'The expiry must be a date (ISO 8601) at most 10 years from now.' }
       if (row.problem) return Promise.resolve(null)
@@ -123,8 +128,11 @@ async function createBatch(links: LinkService, caller: Caller, batch: ImportRow[
         caller,
         { ...(row.expiresAt !== undefined ? { expiresAt: row.expiresAt } : {}), ...(row.created !== undefined ? { createdAt: row.created } : {}), quiet: true },
       )
-    }),
-  )
+    })
+  } finally {
+    Error.stackTraceLimit = traces
+  }
+  const outcomes = (await Promise.allSettled(created)) as PromiseSettledResult<{ hex: string } | null>[]
   outcomes.forEach((o, i) => {
     const row = batch[i]!
     if (o.status === 'fulfilled') {
