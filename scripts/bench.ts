@@ -18,6 +18,7 @@ import { benchBlocklist } from './bench/blocklist'
 import { removeScratch, type BenchContext } from './bench/context'
 import { benchCreate } from './bench/create'
 import { benchDistinctUa } from './bench/distinct-ua'
+import { benchImport } from './bench/import'
 import { benchLists } from './bench/lists'
 import { benchMail } from './bench/mail'
 import { benchMedia } from './bench/media'
@@ -63,6 +64,7 @@ const sections: { name: string; title: string; run: () => Promise<string[]> }[] 
   { name: 'stats', title: 'Statistics of a link with 10M clicks: stats.json and /<code>+; redirects while polled', run: () => benchStats(ctx) },
   { name: 'links', title: 'links.json at 100,000 links against 100 links, first and deep page', run: () => benchLists(ctx) },
   { name: 'create', title: 'Creations: getLink.json against a bare JSON answer', run: () => benchCreate(ctx) },
+  { name: 'import', title: 'Imports: 50,000 rows, 10 MiB of junk rows (2.6M, and 50,000), 20 MiB of junk; redirect p99 and memory added meanwhile', run: () => benchImport(ctx) },
   { name: 'startup', title: 'Start-up: linkbox version, serve to first answer', run: () => benchStartup(ctx) },
   { name: 'distinct-ua', title: 'Redirect with distinct 1 KB user agents against one repeated user agent', run: () => benchDistinctUa(opts) },
   { name: 'qr', title: 'QR: cached public image against the redirect; qr.json renderings (in-process, from source)', run: () => benchQr() },

@@ -22,6 +22,8 @@ export interface Config {
     anonymous: boolean
     /** Files of hosts (one a line, hosts format, or ||host^), read at start and on SIGHUP. */
     blocklist_files: string[]
+    /** An import file with more rows is refused whole (SPEC §2a). */
+    import_max_rows: number
   }
   rate: { anon_per_minute: number; anon_per_day: number; key_per_minute: number }
   mail: {
@@ -81,7 +83,7 @@ export function defaultConfig(): Config {
   return {
     data_dir: './data',
     server: { host: '0.0.0.0', port: 8080, base_url: 'http://localhost:8080', trusted_proxies: [], metrics_token: '' },
-    links: { redirect_status: 302, blocked_domains: [], anonymous: true, blocklist_files: [] },
+    links: { redirect_status: 302, blocked_domains: [], anonymous: true, blocklist_files: [], import_max_rows: 50_000 },
     rate: { anon_per_minute: 60, anon_per_day: 200, key_per_minute: 600 },
     mail: {
       domains: ['localhost'],
@@ -253,6 +255,7 @@ const schema: Record<string, Check | Record<string, Check>> = {
     blocked_domains: list(str(hostname)),
     anonymous: bool,
     blocklist_files: list(str((v) => (v.trim() ? null : 'must not be empty'))),
+    import_max_rows: int(1, 1_000_000),
   },
   rate: { anon_per_minute: int(0, 1_000_000), anon_per_day: int(0, 100_000_000), key_per_minute: int(0, 1_000_000) },
   mail: {

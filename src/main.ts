@@ -123,10 +123,11 @@ ${CONFIG_OPTION}`,
 
 Makes links for the account NAME from FILE (UTF-8, at most 10 MiB), as POST /api/import.json does: each
 link passes the rules of a new link, a code is kept when it is free and valid here, and a row whose code is
-taken or reserved is skipped, never overwritten. Prints how many were made, then one line per skipped row
-(line, code, reason, message; tab-separated). Exit 1 when the file is refused as a whole (too large, not of
-the format), 2 on a usage error; skipped rows do not change the exit code. Webhook events are queued for
-the running service to deliver.
+taken or reserved is skipped, never overwritten; each link keeps the file's creation date and title.
+Prints how many were made, then one line per skipped row (line, code, reason, message; tab-separated).
+Exit 1 when the file is refused as a whole (too large, more than links.import_max_rows rows, not of the
+format, another import of the account under way), 2 on a usage error; skipped rows do not change the exit
+code. One links.imported webhook event is queued for the running service to deliver.
 
 Options:
   --account NAME          the account that owns the new links
@@ -196,7 +197,7 @@ ${CONFIG_OPTION}`,
 
 Options:
   --events a,b            create: of link.created, link.updated, link.deleted, link.clicked,
-                          link.reported, mail.received (default: all but link.clicked)
+                          link.reported, links.imported, mail.received (default: all but link.clicked)
 ${CONFIG_OPTION}`,
   version: `Usage: linkbox version
 
@@ -600,7 +601,7 @@ async function webhookCommand(config: Config, sub: string | undefined, arg: stri
 /** `linkbox import FILE --account NAME`: the same import as POST /api/import.json, into that account. */
 async function importCommand(config: Config, file: string, accountName: string, format: string) {
   const { statSync, readFileSync } = await import('node:fs')
-  const [{ IMPORT_FORMATS, MAX_IMPORT_BYTES, importLinks, readImport }, { printable, SCOPES }, { openLinkbox }] = await Promise.all([
+  const [{ IMPORT_FORMATS, MAX_IMPORT_BYTES, importLinks }, { printable, SCOPES }, { openLinkbox }] = await Promise.all([
     import('./links/import'),
     import('./accounts/service'),
     import('./app'),
@@ -634,7 +635,7 @@ async function importCommand(config: Config, file: string, accountName: string, 
     const caller = { accountId: account.id, accountName, admin: account.admin === 1, scopes: new Set(SCOPES), keyId: null, via: 'dashboard' as const }
     let result
     try {
-      result = await importLinks(box.links, caller, readImport(text, format as (typeof IMPORT_FORMATS)[number]), box.links.now)
+      result = await importLinks(box.links, caller, text, format as (typeof IMPORT_FORMATS)[number], { maxRows: config.links.import_max_rows })
     } catch (err) {
       if (!(err instanceof AppError) || err.status >= 500) throw err
       console.error(`linkbox: import refused: ${err.message}`)

@@ -20,7 +20,7 @@ describe('config', () => {
     expect(c.mail.smtp_port).toBe(2525)
     expect(c.mail.domains).toEqual(['localhost'])
     expect(c.rate).toEqual({ anon_per_minute: 60, anon_per_day: 200, key_per_minute: 600 })
-    expect(c.links).toEqual({ redirect_status: 302, blocked_domains: [], anonymous: true, blocklist_files: [] })
+    expect(c.links).toEqual({ redirect_status: 302, blocked_domains: [], anonymous: true, blocklist_files: [], import_max_rows: 50_000 })
     expect(c.data_dir).toBe(join(process.cwd(), 'data'))
     expect(c.links.redirect_status).toBe(302)
     expect(c.media.link_ttl).toBe(3600)

@@ -252,6 +252,30 @@ describe('edit and delete', () => {
     expect(rowOf('edit-me')).toEqual(row)
   })
 
+  test('title (issue 36): made from the form, shown in the list, found by search, edited; a title over two lines is kept when other fields are saved', async () => {
+    const { alice, aliceCaller } = await setup()
+    const made = await postForm(box, alice, '/dashboard/links', { url: 'https://example.com/t', alias: 'titled', title: 'Spring <sale> 2026' })
+    expect(made.status).toBe(303)
+    const titleOf = (code: string) => (box.db.query('SELECT title FROM links WHERE code = ?').get(code) as { title: string }).title
+    expect(titleOf('titled')).toBe('Spring <sale> 2026')
+    const list = await page(alice, '/dashboard')
+    expect(list.html).toContain('<div class="link-title">Spring &lt;sale&gt; 2026</div>')
+    await box.links.create({ url: 'https://example.com/other', alias: 'untitled' }, aliceCaller)
+    expect(codesIn((await page(alice, '/dashboard?q=SALE')).html)).toEqual(['titled'])
+    const edit = await page(alice, '/dashboard/links/titled')
+    expect(edit.html).toContain('<input id="title" name="title" autocomplete="off" maxlength="200" value="Spring &lt;sale&gt; 2026"')
+    await postForm(box, alice, '/dashboard/links/titled', { url: 'https://example.com/t', mode: 'redirect', expire: 'keep', password_action: 'keep', title: 'Summer' })
+    expect(titleOf('titled')).toBe('Summer')
+    const tooLong = await postForm(box, alice, '/dashboard/links/titled', { url: 'https://example.com/t', mode: 'redirect', expire: 'keep', password_action: 'keep', title: 'x'.repeat(201) })
+    expect(await (await follow(box, tooLong, alice.cookie)).text()).toContain('id="title-error"')
+    expect(titleOf('titled')).toBe('Summer')
+    // An imported title over two lines: the form's text input cannot hold the line break; saving the mode leaves it.
+    await box.links.create({ url: 'https://example.com/two', alias: 'two-lines', title: 'A post\nover two lines' }, aliceCaller)
+    await postForm(box, alice, '/dashboard/links/two-lines', { url: 'https://example.com/two', mode: 'preview', expire: 'keep', password_action: 'keep', title: 'A postover two lines' })
+    expect(rowOf('two-lines')!.mode).toBe('preview')
+    expect(titleOf('two-lines')).toBe('A post\nover two lines')
+  })
+
   test('delete: a confirmation page, then the POST removes the link', async () => {
     const { alice, aliceCaller } = await setup()
     await box.links.create({ url: 'https://example.com/d', alias: 'doomed' }, aliceCaller)

@@ -78,6 +78,10 @@ test('every event type, sent for real, has the body the document describes and a
   const smtp = nodemailer.createTransport({ host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true } as any)
   await smtp.sendMail({ from: 'Sender <a@example.com>', to: 'hooked@localhost', subject: 'Hello hooks', text: 'Hi https://example.com/x', attachments: [{ filename: 'a.txt', content: 'hello' }] })
   smtp.close()
+  // links.imported: one event for a whole file
+  const form = new FormData()
+  form.set('file', 'code,long_url,title\r\nimported-1,https://example.com/imported,Imported\r\n')
+  expect((await box.request('/api/import.json', { method: 'POST', headers: { 'x-api-key': key }, body: form })).status).toBe(200)
   // link.deleted, webhook.test
   expect((await box.post('/api/delete.json', { code: 'documented' }, { 'x-api-key': key })).status).toBe(200)
   await box.webhooks.test(webhookId)

@@ -13,6 +13,7 @@ import { localChangeFeed } from '../src/db/changes'
 import { postgresStorages } from '../src/db/postgres/storages'
 import { AppError } from '../src/errors'
 import { createEvents } from '../src/events'
+import { importLinks } from '../src/links/import'
 import { createLinkService } from '../src/links/service'
 import { testConfig } from './support/app'
 import { engineHarness } from './support/engines'
@@ -129,6 +130,45 @@ describe('the link service on PostgreSQL', () => {
       }
       // Taken once committed, whichever node asks.
       await expect(two.links.create({ url: 'https://example.com/late', alias: 'shared-0' }, null)).rejects.toMatchObject({ status: 409 })
+    } finally {
+      await Promise.all([one.recorder.stop(), two.recorder.stop?.()])
+      await pg.close()
+    }
+  }, 60_000)
+})
+
+describe('imports on PostgreSQL (issue 36)', () => {
+  test('two nodes: one import of an account at a time (the other node answers 429), dates and titles kept, one links.imported event', async () => {
+    const pg = await engines.postgres()
+    const dir = engines.tracked('linkbox-link-import-pg-')
+    const now = () => Date.now()
+    const one = nodeOn(pg.pool(4), dir, now)
+    const two = nodeOn(pg.pool(4), dir, now)
+    const sql = pg.main.sql
+    try {
+      const [{ id }] = await sql`INSERT INTO accounts (name, created) VALUES ('importer', 0) RETURNING id`
+      const caller = callerOf(Number(id), 'importer')
+      await sql`INSERT INTO webhook_endpoints (account_id, url, events, secret, created)
+                VALUES (${id}, 'https://hooks.example/', 'link.created,links.imported', 'whsec_x', 0)`
+      const rows = Array.from({ length: 3000 }, (_, i) => `pg-${i},https://example.com/pg/${i},2024-01-02T03:04:05.000Z,Title ${i}\r\n`)
+      const file = `code,long_url,created,title\r\n${rows.join('')}`
+      const first = importLinks(one.links, caller, file, 'csv', { maxRows: 50_000 })
+      // The lock row is there once the first import began (it is taken before the file is read).
+      for (let i = 0; i < 500 && (await sql`SELECT 1 FROM import_locks WHERE account_id = ${id}`).length === 0; i++) await Bun.sleep(5)
+      const second = await importLinks(two.links, caller, 'long_url\r\nhttps://example.com/other\r\n', 'csv', { maxRows: 50_000 }).catch((err) => err)
+      expect(second).toBeInstanceOf(AppError)
+      expect(second).toMatchObject({ status: 429, code: 'rate_limited' })
+      expect(Number(second.headers['Retry-After'])).toBeGreaterThanOrEqual(1)
+      expect(await first).toEqual({ created: 3000, skipped: [], skipped_total: 0 })
+      const [kept] = await sql`SELECT created, title FROM links WHERE code = 'pg-2999'`
+      expect({ created: Number(kept.created), title: kept.title }).toEqual({ created: Date.parse('2024-01-02T03:04:05Z'), title: 'Title 2999' })
+      const events = await sql`SELECT type, payload FROM webhook_events ORDER BY id`
+      expect(events.map((e: { type: string }) => e.type)).toEqual(['links.imported'])
+      const data = JSON.parse(events[0].payload).data
+      expect({ ...data, codes: data.codes.length }).toEqual({ account: 'importer', created: 3000, skipped: 0, codes: 1000 })
+      expect((await sql`SELECT count(*)::int AS n FROM import_locks`)[0].n).toBe(0)
+      // Free again, on either node.
+      expect((await importLinks(two.links, caller, 'long_url\r\nhttps://example.com/after\r\n', 'csv', { maxRows: 50_000 })).created).toBe(1)
     } finally {
       await Promise.all([one.recorder.stop(), two.recorder.stop?.()])
       await pg.close()

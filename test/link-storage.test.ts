@@ -131,6 +131,7 @@ describe.each([
         max_visits: 3,
         rules: RULES,
         split: SPLIT,
+        title: 'Ünïcode title, "quoted", over\ntwo lines',
       })
       const row = await made(a, full, ['red', 'blue'])
       const expected: LinkRow = {
@@ -150,6 +151,7 @@ describe.each([
         visits_used: 0,
         rules: RULES,
         split: SPLIT,
+        title: 'Ünïcode title, "quoted", over\ntwo lines',
       }
       expect(row).toEqual(expected)
       expect(await b.links.byCode('Full_1')).toEqual(expected)
@@ -170,7 +172,7 @@ describe.each([
       const bare = await made(b, newLink('bare'))
       expect(await a.links.byCode('bare')).toEqual({
         id: bare.id, code: 'bare', long_url: 'https://example.com/bare', account_id: null, mode: 'redirect', password_hash: null,
-        created: T0, updated: T0, expires: null, clicks: 0, bots: 0, disabled: null, max_visits: null, visits_used: 0, rules: null, split: null,
+        created: T0, updated: T0, expires: null, clicks: 0, bots: 0, disabled: null, max_visits: null, visits_used: 0, rules: null, split: null, title: '',
       })
       expect(await a.links.tagsOf(bare.id)).toEqual([])
 
@@ -224,6 +226,60 @@ describe.each([
       expect(await a.links.setTags(row, ['x'])).toBe(false)
       expect(await a.links.setDisabled(row.id, 'x', T0)).toBeNull()
       expect(await e.notes()).toEqual(['changed Full_1 redirect', 'deleted Full_1 kept'])
+    } finally {
+      await e.close()
+    }
+  })
+
+  test('title (issue 36): written, changed alone, cleared; search and pageMatching find it (ASCII case folded)', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const alice = await e.account('alice')
+      const mine = (r: LinkRow) => r.account_id === alice
+      const row = await made(a, newLink('Titled', { account_id: alice, title: 'Spring SALE 50%_off' }))
+      const other = await made(a, newLink('Other', { account_id: alice }))
+      expect(await b.links.byCode('Titled')).toMatchObject({ title: 'Spring SALE 50%_off' })
+      expect(await b.links.byCode('Other')).toMatchObject({ title: '' })
+      const codes = (rows: LinkRow[]) => rows.map((r) => r.code)
+      expect(codes(await b.links.search(alice, containsPattern('sale 50%_'), '', 'created', 10, 0))).toEqual(['Titled'])
+      expect(await b.links.searchCount(alice, containsPattern('spring'), '', 10)).toBe(1)
+      expect(codes((await b.links.pageMatching(alice, Number.MAX_SAFE_INTEGER, '', containsPattern('SALE'), 10, 10)).rows)).toEqual(['Titled'])
+      expect(codes((await b.links.pageMatching(alice, Number.MAX_SAFE_INTEGER, '', containsPattern('sale 50_'), 10, 10)).rows)).toEqual([])
+      // A change of the title alone leaves the rest; another field's change leaves the title.
+      expect(await b.links.change(row, { title: 'Ελλάδα, "quoted"' }, undefined, T0 + 1, mine)).toMatchObject({ title: 'Ελλάδα, "quoted"', long_url: row.long_url })
+      expect(await a.links.change(row, { mode: 'preview' }, undefined, T0 + 2, mine)).toMatchObject({ title: 'Ελλάδα, "quoted"', mode: 'preview' })
+      expect(codes(await a.links.search(alice, containsPattern('Ελλάδα'), '', 'created', 10, 0))).toEqual(['Titled'])
+      expect(await a.links.change(row, { title: '' }, undefined, T0 + 3, mine)).toMatchObject({ title: '' })
+      expect(await b.links.exportPage(alice, 0, 10)).toEqual([{ ...row, title: '', mode: 'preview', updated: T0 + 3 }, other])
+    } finally {
+      await e.close()
+    }
+  })
+
+  test('the import lock (issue 36): one holder per account across nodes, renewed only by it, taken over after its lease; release writes `within`', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const alice = await e.account('alice')
+      const bob = await e.account('bob')
+      const claims = await Promise.all([a.links.claimImport(alice, 'h1', T0 + 1000, T0), b.links.claimImport(alice, 'h2', T0 + 1000, T0)])
+      expect(claims.filter(Boolean).length).toBe(1)
+      const [winner, loser] = claims[0] ? ['h1', 'h2'] : ['h2', 'h1']
+      expect(await a.links.importUntil(alice)).toBe(T0 + 1000)
+      expect(await b.links.claimImport(bob, 'h3', T0 + 1000, T0)).toBe(true) // another account is not held up
+      expect(await a.links.renewImport(alice, loser, T0 + 5000)).toBe(false)
+      expect(await a.links.renewImport(alice, winner, T0 + 2000)).toBe(true)
+      expect(await b.links.claimImport(alice, loser, T0 + 9000, T0 + 1999)).toBe(false)
+      // Past its lease (a node that died mid-import) the lock is taken over; the old holder can no longer renew or free it.
+      expect(await b.links.claimImport(alice, loser, T0 + 9000, T0 + 2000)).toBe(true)
+      expect(await a.links.renewImport(alice, winner, T0 + 9999)).toBe(false)
+      await a.links.releaseImport(alice, winner)
+      expect(await a.links.importUntil(alice)).toBe(T0 + 9000)
+      await b.links.releaseImport(alice, loser, (tx) => e.note(tx, 'imported'))
+      expect(await a.links.importUntil(alice)).toBeNull()
+      expect(await e.notes()).toEqual(['imported'])
+      expect(await a.links.claimImport(alice, 'h4', T0 + 1000, T0)).toBe(true)
     } finally {
       await e.close()
     }

@@ -338,7 +338,8 @@ describe('the record, the export and the webhook payload', () => {
     expect(res.headers.get('content-type')).toContain('text/csv')
     const text = await res.text()
     const line = text.split('\r\n').find((l) => l.startsWith(`${code},`))!
-    expect(line.endsWith(',42')).toBe(true)
+    // max_visits, then the (empty) title, the last column since issue 36.
+    expect(line.endsWith(',42,')).toBe(true)
   })
 
   test('link.updated (the event webhooks are made from) carries the new fields', async () => {

@@ -39,7 +39,7 @@ describe('POST /api/webhooks.json', () => {
     const made = await createHook()
     expect(Object.keys(made).sort()).toEqual(['events', 'id', 'secret', 'url'])
     expect(made.url).toBe('http://127.0.0.1:9/hook')
-    expect(made.events).toBe('link.created,link.updated,link.deleted,link.reported,mail.received') // all but link.clicked
+    expect(made.events).toBe('link.created,link.updated,link.deleted,link.reported,links.imported,mail.received') // all but link.clicked
     expect(made.secret).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/)
     expect(Buffer.from(made.secret.slice(6), 'base64').length).toBe(24)
 

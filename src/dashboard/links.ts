@@ -14,7 +14,7 @@ import { csvExportResponse } from '../links/export'
 import type { LinkRecord, LinkSort } from '../links/service'
 import { MAX_SEARCH_LENGTH } from '../links/service'
 import { breakable, dayOf, statsBody, statsCsv, csvTableOf, statsFor, windowOf } from '../links/stats-view'
-import { MAX_JSON_CHARS, MAX_RULES, MAX_SPLIT, MAX_TAG_LENGTH, MAX_TAGS, MAX_VISITS, MIN_SPLIT, MODES } from '../links/validate'
+import { MAX_JSON_CHARS, MAX_RULES, MAX_SPLIT, MAX_TAG_LENGTH, MAX_TAGS, MAX_TITLE_LENGTH, MAX_VISITS, MIN_SPLIT, MODES } from '../links/validate'
 import { escapeHtml as e } from '../pages/render'
 import type { FormTokens } from './form-tokens'
 import { qrImage, qrSection, qrWithLogo } from './link-qr'
@@ -44,7 +44,7 @@ const DEST_SHOWN = 64
 /** Field names as people read them, for the service's messages ("The parameter "url"…" → "The URL…"). */
 const FIELD_NAMES: Record<string, string> = {
   url: 'The URL', alias: 'The alias', mode: 'The mode', expire: 'The expiry', password: 'The password', tags: 'The tags',
-  max_visits: 'The visit limit', rules: 'The rules', split: 'The split',
+  max_visits: 'The visit limit', rules: 'The rules', split: 'The split', title: 'The title',
 }
 /** A tag in the list's URL (?tag=): the alphabet of tags; anything else means no filter. */
 const TAG = /^[A-Za-z0-9_-]{1,32}$/
@@ -154,8 +154,9 @@ export interface CreateForm {
   max_visits: string
   rules: string
   split: string
+  title: string
 }
-const EMPTY_FORM: CreateForm = { url: '', alias: '', mode: 'redirect', expire: '', tags: '', max_visits: '', rules: '', split: '' }
+const EMPTY_FORM: CreateForm = { url: '', alias: '', mode: 'redirect', expire: '', tags: '', max_visits: '', rules: '', split: '', title: '' }
 /** The fields of the limit, rules and split, as both forms send them (and a lost session keeps them). */
 const ROUTING_FIELDS = ['max_visits', 'rules', 'split'] as const
 
@@ -197,8 +198,8 @@ function createCard(s: Session, tokens: FormTokens, form: CreateForm, errors: Fi
   const mode = errorOf(errors, 'mode')
   const expire = errorOf(errors, 'expire')
   const password = errorOf(errors, 'password')
-  const more = !!(form.alias || form.mode !== 'redirect' || form.expire || form.tags || form.max_visits || form.rules || form.split ||
-    errors.alias || errors.mode || errors.expire || errors.password || errors.tags || errors.max_visits || errors.rules || errors.split)
+  const more = !!(form.alias || form.mode !== 'redirect' || form.expire || form.tags || form.max_visits || form.rules || form.split || form.title ||
+    errors.alias || errors.mode || errors.expire || errors.password || errors.tags || errors.max_visits || errors.rules || errors.split || errors.title)
   return `<section class="card link-new" aria-labelledby="new-heading">
 <h2 id="new-heading">Shorten a link</h2>
 <form method="post" action="/dashboard/links">
@@ -220,12 +221,20 @@ ${tokens.field()}
 <select id="expire" name="expire"${expire.attrs}>${selectOptions(LIFETIMES, form.expire)}</select>${expire.html}</div>
 <div class="field"><label for="password">Password <span class="optional">(optional)</span></label>
 <input id="password" name="password" type="password" autocomplete="new-password" maxlength="128"${password.attrs}>${password.html}</div>
+${titleField(form.title, errors)}
 ${tagsField(form.tags, errors)}
 ${routingFields(form, errors)}
 </div>
 </details>
 </form>
 </section>`
+}
+
+/** The title field of both forms (ids: title, title-error). */
+function titleField(value: string, errors: FieldErrors): string {
+  const title = errorOf(errors, 'title')
+  return `<div class="field"><label for="title">Title <span class="optional">(optional)</span></label>
+<input id="title" name="title" autocomplete="off" maxlength="${MAX_TITLE_LENGTH}" value="${e(value)}"${title.attrs}>${title.html}</div>`
 }
 
 /** The tags field of both forms (ids: tags, tags-hint, tags-error). */
@@ -255,7 +264,7 @@ function row(r: LinkRecord, fresh: boolean, query: ListQuery): string {
   const label = `<span class="visually-hidden"> ${e(c)}</span>`
   // Each cell's content is one element: on a phone a cell is a two-column grid of its label and that.
   return `<tr${fresh ? ' class="fresh"' : ''}>
-<td class="link-cell" data-label="Link"><div class="short-line"><a class="short" id="short-${e(c)}" href="${e(r.url)}">${e(r.url)}</a>${lock(r.password)}${routingBadges(r)}<button type="button" class="copy secondary small" data-copy="short-${e(c)}" aria-label="Copy ${e(r.url)}" hidden>Copy</button></div>
+<td class="link-cell" data-label="Link">${r.title ? `<div class="link-title">${e(r.title)}</div>` : ''}<div class="short-line"><a class="short" id="short-${e(c)}" href="${e(r.url)}">${e(r.url)}</a>${lock(r.password)}${routingBadges(r)}<button type="button" class="copy secondary small" data-copy="short-${e(c)}" aria-label="Copy ${e(r.url)}" hidden>Copy</button></div>
 <div class="dest-line"><span class="dest-text" title="${e(r.long_url)}">→&nbsp;${breakable(shortDestination(r.long_url))}</span><input type="hidden" id="dest-${e(c)}" value="${e(r.long_url)}"><button type="button" class="copy link small" data-copy="dest-${e(c)}" aria-label="Copy the whole destination of ${e(c)}" hidden>Copy</button></div>${tagChips(r, query)}${r.max_visits !== null ? `<div class="visits-left${r.visits_left === 0 ? ' used-up' : ''}">${e(visitsLeftText(r))}</div>` : ''}</td>
 <td data-label="Mode"><span>${e(r.mode)}</span></td>
 <td class="n" data-label="Clicks"><span>${r.clicks}</span></td>
@@ -273,7 +282,7 @@ function listCard(result: Awaited<ReturnType<DashboardDeps['links']['search']>>,
   const search = `<div class="list-tools">
 <form method="get" action="/dashboard" role="search" class="link-search">
 <label for="search" class="visually-hidden">Search your links</label>
-<input id="search" name="q" type="search" maxlength="${MAX_SEARCH_LENGTH}" placeholder="Search code, destination or tag" value="${e(q)}">
+<input id="search" name="q" type="search" maxlength="${MAX_SEARCH_LENGTH}" placeholder="Search code, destination, title or tag" value="${e(q)}">
 ${tag ? `<input type="hidden" name="tag" value="${e(tag)}">` : ''}${sort !== 'created' ? `<input type="hidden" name="sort" value="${e(sort)}">` : ''}<button type="submit" class="secondary">Search</button>
 ${q ? `<a href="${e(listHref({ tag, sort }))}">Clear</a>` : ''}
 </form>
@@ -352,7 +361,7 @@ export function createLinksSection({ shell, links, qr, clock }: DashboardDeps) {
   /** A link's edit page; with ?form=ID, the refused form as it was sent, with its errors. */
   async function editPage(request: Request, s: Session, r: LinkRecord, draft?: { values: EditForm }) {
     const opts = (await shell.refusedState<Refused<EditForm>>(request, shell.ownerOf(s))) ?? (draft ? { values: draft.values, errors: {} } : undefined)
-    const v = opts?.values ?? { url: r.long_url, mode: r.mode, expire: 'keep', passwordAction: 'keep', tags: r.tags.join(', '), ...currentRouting(r) }
+    const v = opts?.values ?? { url: r.long_url, mode: r.mode, expire: 'keep', passwordAction: 'keep', tags: r.tags.join(', '), title: r.title, ...currentRouting(r) }
     const errors = opts?.errors ?? {}
     const url = errorOf(errors, 'url')
     const mode = errorOf(errors, 'mode')
@@ -378,6 +387,7 @@ export function createLinksSection({ shell, links, qr, clock }: DashboardDeps) {
 <div class="field"><label for="expire">Expiry</label>
 <select id="expire" name="expire" aria-describedby="expire-hint${errors.expire ? ' expire-error' : ''}"${errors.expire ? ' aria-invalid="true"' : ''}>${selectOptions(expireOptions, v.expire)}</select>
 <span class="hint" id="expire-hint">${e(currentExpiry)}</span>${expire.html}</div>
+${titleField(v.title, errors)}
 ${tagsField(v.tags, errors)}
 ${routingFields(v, errors, visitsLeftText(r))}
 </div>
@@ -463,7 +473,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
         return listPage(request, s, {
           form: {
             url: d.get('url') ?? '', alias: d.get('alias') ?? '', mode: d.get('mode') || 'redirect', expire: d.get('expire') ?? '', tags: d.get('tags') ?? '',
-            max_visits: d.get('max_visits') ?? '', rules: d.get('rules') ?? '', split: d.get('split') ?? '',
+            max_visits: d.get('max_visits') ?? '', rules: d.get('rules') ?? '', split: d.get('split') ?? '', title: d.get('title') ?? '',
           },
         })
       return listPage(request, s)
@@ -471,7 +481,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
     .post(
       '/dashboard/links',
       async ({ request }) => {
-        const s = await shell.requireForm(request, { page: '/dashboard', keep: ['url', 'alias', 'mode', 'expire', 'tags', ...ROUTING_FIELDS] })
+        const s = await shell.requireForm(request, { page: '/dashboard', keep: ['url', 'alias', 'mode', 'expire', 'tags', 'title', ...ROUTING_FIELDS] })
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
         // Sent before (a double click, back and send again): no second link; the first answer's page.
@@ -487,13 +497,14 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
           max_visits: (f.get('max_visits') ?? '').trim(),
           rules: (f.get('rules') ?? '').trim(),
           split: (f.get('split') ?? '').trim(),
+          title: f.get('title') ?? '',
         }
         const fresh = (code: string) => `/dashboard?new=${encodeURIComponent(code)}`
         try {
           const r = await links.create(
             {
               url: form.url, alias: form.alias, mode: form.mode, expire: form.expire, password: f.get('password') ?? '', tags: tidyTags(form.tags),
-              max_visits: form.max_visits, rules: form.rules, split: form.split,
+              max_visits: form.max_visits, rules: form.rules, split: form.split, title: form.title,
             },
             s.caller,
             { within: (tx, link) => tokens.claim(tx, sent, s.id, fresh(link.code)) },
@@ -536,13 +547,14 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
           max_visits: d.get('max_visits') ?? currentRouting(r).max_visits,
           rules: d.get('rules') ?? currentRouting(r).rules,
           split: d.get('split') ?? currentRouting(r).split,
+          title: d.get('title') ?? r.title,
         },
       })
     })
     .post(
       '/dashboard/links/:code',
       async ({ request, params }) => {
-        const s = await shell.requireForm(request, { keep: ['url', 'mode', 'expire', 'password_action', 'tags', ...ROUTING_FIELDS] })
+        const s = await shell.requireForm(request, { keep: ['url', 'mode', 'expire', 'password_action', 'tags', 'title', ...ROUTING_FIELDS] })
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
         const r = await ownedLink(params.code, s)
@@ -557,13 +569,16 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
           // A browser sends a text area's line ends as CRLF; the page showed LF.
           rules: (f.get('rules') ?? '').replace(/\r\n?/g, '\n').trim(),
           split: (f.get('split') ?? '').replace(/\r\n?/g, '\n').trim(),
+          title: f.get('title') ?? r.title,
         }
-        const changes: { url?: string; mode?: string; expire?: string; password?: string; tags?: string; max_visits?: string; rules?: string; split?: string } = {}
+        const changes: { url?: string; mode?: string; expire?: string; password?: string; tags?: string; max_visits?: string; rules?: string; split?: string; title?: string } = {}
         // The limit, rules and split are sent when they differ from what the page showed ("" removes each).
         const shown = currentRouting(r)
         for (const k of ROUTING_FIELDS) if (f.has(k) && values[k] !== shown[k].trim()) changes[k] = values[k]
         if (values.url !== r.long_url) changes.url = values.url
         if (values.mode !== r.mode) changes.mode = values.mode
+        // A text input drops line breaks: a title over two lines (an import's) is changed only when edited.
+        if (values.title !== r.title.replace(/[\r\n]/g, '')) changes.title = values.title
         if (values.expire !== 'keep') changes.expire = values.expire
         if (values.passwordAction === 'remove') changes.password = ''
         // Tags as typed, compared as the service would store them (case and order do not count).
@@ -662,6 +677,7 @@ interface EditForm {
   max_visits: string
   rules: string
   split: string
+  title: string
 }
 
 /** The limit, rules and split of a link as the edit form shows them. */

@@ -27,6 +27,7 @@ const EVENT_HELP: Record<string, string> = {
   'link.deleted': 'a link is deleted',
   'link.clicked': 'a link is visited (busy: one event per click)',
   'link.reported': 'a visitor reports one of your links',
+  'links.imported': 'an import of links ends (one event for all its links)',
   'mail.received': 'a mailbox receives a message',
 }
 

@@ -540,4 +540,18 @@ export const migrations: Migration[] = [
   ) WITHOUT ROWID;
   CREATE INDEX visitor_hashes_day ON visitor_hashes (day);
   `,
+  /* 21: nothing (a number no change of issue 36 needed in the end; the two lists keep one numbering). */ `
+  SELECT 1;
+  `,
+  /* 22: imports (issue 36, SPEC §2a). links.title: 0-200 characters, '' for none (create, update, q=, export,
+     import). import_locks: one import at a time per account on every node: a row is the lock, held by
+     `holder` (random, per import) until `until` (unix ms, renewed while the import runs), so a node that dies
+     mid-import frees the account when its lease runs out. */ `
+  ALTER TABLE links ADD COLUMN title TEXT NOT NULL DEFAULT '';
+  CREATE TABLE import_locks (
+    account_id INTEGER PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+    holder TEXT NOT NULL,
+    until INTEGER NOT NULL
+  );
+  `,
 ]

@@ -8,7 +8,7 @@ import type { ApiMethod } from '../http/api'
 import type { ApiParam } from '../http/schema'
 import type { AnonymousCreations } from './anonymous'
 import { csvExportResponse, EXPORT_COLUMNS } from './export'
-import { IMPORT_FORMATS, importLinks, MAX_IMPORT_BYTES, readImport, SKIPPED_LISTED, type ImportFormat } from './import'
+import { DEFAULT_IMPORT_MAX_ROWS, IMPORT_FORMATS, importLinks, MAX_IMPORT_BYTES, SKIPPED_LISTED, type ImportFormat } from './import'
 import { LIST_SCAN, MAX_SEARCH_LENGTH, type LinkRecord, type LinkService } from './service'
 import {
   CONDITIONS,
@@ -21,6 +21,7 @@ import {
   MAX_SPLIT,
   MAX_TAG_LENGTH,
   MAX_TAGS,
+  MAX_TITLE_LENGTH,
   MAX_URL_LENGTH,
   MAX_VISITS,
   MAX_WEIGHT,
@@ -164,6 +165,27 @@ function tagsParam(onCreate: boolean): ApiParam {
   }
 }
 
+function titleParam(onCreate: boolean): ApiParam {
+  return {
+    name: 'title',
+    absent: onCreate ? ['', null] : [null],
+    schema: Type.String({
+      maxLength: MAX_TITLE_LENGTH,
+      pattern: '^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$',
+      description: `Title: 0 to ${MAX_TITLE_LENGTH} characters, no control characters but line breaks and tabs; ${onCreate ? 'none by default' : '"" removes it'}. links.json's q= searches it`,
+      examples: ['Spring sale 2026'],
+    }),
+    error: {
+      code: 'invalid_parameter',
+      messages: {
+        type: `${named('title')} must be a string.`,
+        maxLength: `${named('title')} is invalid: at most ${MAX_TITLE_LENGTH} characters.`,
+        default: `${named('title')} is invalid: a title must not contain control characters.`,
+      },
+    },
+  }
+}
+
 const VISITS_RULE = `a whole number of visits from 1 to ${MAX_VISITS} (0 or empty: no limit)`
 function maxVisitsParam(onCreate: boolean): ApiParam {
   const integer = { minimum: 0, maximum: MAX_VISITS }
@@ -247,7 +269,7 @@ const queryParam: ApiParam = {
   schema: Type.String({
     maxLength: MAX_SEARCH_LENGTH,
     description:
-      'Only links whose code, destination or a tag contains this text (letter case ignored). Each page looks at ' +
+      'Only links whose code, destination, title or a tag contains this text (letter case ignored). Each page looks at ' +
       `no more than ${LIST_SCAN} links, so a page may hold fewer than "limit" links while "next" goes on`,
     examples: ['spring'],
   }),
@@ -290,7 +312,7 @@ const importFormatParam: ApiParam = {
     enum: [...IMPORT_FORMATS],
     default: 'csv',
     description:
-      "csv: linkbox's own export (only long_url is required; code, mode, expires, tags and max_visits are read); shlink: the web " +
+      "csv: linkbox's own export (only long_url is required; code, mode, created, expires, tags, max_visits and title are read); shlink: the web " +
       "client's CSV export; kutt: the answer of Kutt's GET /api/v2/links (JSON) or a CSV with its field names; yourls: " +
       'the yourls_url table as CSV (keyword, url, …); bitly: the CSV export of Bitly links',
     examples: ['shlink'],
@@ -380,6 +402,7 @@ const exampleRecord: LinkRecord = {
   max_visits: 100,
   visits_left: 58,
   rules: [{ url: 'https://example.com/de', country: ['DE', 'AT', 'CH'] }],
+  title: 'Spring sale 2026',
 }
 
 const dateTime = (description: string) => Type.String({ format: 'date-time', description })
@@ -437,6 +460,7 @@ export const LinkRecordSchema = Type.Object(
         { minItems: MIN_SPLIT, maxItems: MAX_SPLIT, description: 'Its A/B split (present only when it has one)' },
       ),
     ),
+    title: Type.String({ maxLength: MAX_TITLE_LENGTH, description: 'Its title ("" without)' }),
   },
   { title: 'LinkRecord', additionalProperties: false, examples: [exampleRecord] },
 )
@@ -520,7 +544,11 @@ const ImportSchema = Type.Object(
         {
           line: Type.Integer({ minimum: 0, description: "The row's line in the file (for Kutt's JSON: its place in the list, from 1)" }),
           code: Type.String({ description: 'The short code the row asked for ("" for none)' }),
-          reason: Type.String({ description: 'Why, for programs: alias_taken, alias_reserved, invalid_alias, invalid_url, invalid_mode, invalid_expire, invalid_parameter, missing_url' }),
+          reason: Type.String({
+            description:
+              'Why, for programs: alias_taken, alias_reserved, invalid_alias, invalid_url, invalid_mode, invalid_expire, ' +
+              'invalid_created, invalid_title, invalid_tag, invalid_row, invalid_parameter, missing_url',
+          }),
           message: Type.String({ description: 'Why, for people' }),
         },
         { additionalProperties: false },
@@ -547,7 +575,7 @@ const DeletedSchema = Type.Object(
 /** Writes that cannot be stored (a full disk, a read-only database) are refused rather than half done. */
 const STORAGE = 'storage_unavailable'
 
-export function linkApi(links: LinkService, anonymous?: AnonymousCreations): ApiMethod[] {
+export function linkApi(links: LinkService, anonymous?: AnonymousCreations, importMaxRows: () => number = () => DEFAULT_IMPORT_MAX_ROWS): ApiMethod[] {
   const methods: ApiMethod[] = [
     {
       verb: 'POST',
@@ -556,7 +584,7 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations): Api
       scope: 'links',
       tag: 'links',
       summary: 'Create a short link (anonymous without a key; owned by the key\'s account with one)',
-      params: [urlParam(true), aliasParam, modeParam(true), expireParam(true), passwordParam(true), tagsParam(true), maxVisitsParam(true), rulesParam(true), splitParam(true)],
+      params: [urlParam(true), aliasParam, modeParam(true), expireParam(true), passwordParam(true), tagsParam(true), maxVisitsParam(true), rulesParam(true), splitParam(true), titleParam(true)],
       moreExamples: [
         { title: 'A link that stops after 100 visits by people (`max_visits`)', with: ['max_visits'] },
         { title: 'A link that sends visitors from Germany, Austria and Switzerland, and phones, elsewhere (`rules`)', with: ['rules'] },
@@ -568,7 +596,7 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations): Api
         // Without a key: refused when links.anonymous is false, and counted against rate.anon_per_day.
         if (!caller) await anonymous?.check(clientIp)
         return links.create(
-          { url: p.url, alias: p.alias, mode: p.mode, expire: p.expire, password: p.password, tags: p.tags, max_visits: p.max_visits, rules: p.rules, split: p.split },
+          { url: p.url, alias: p.alias, mode: p.mode, expire: p.expire, password: p.password, tags: p.tags, max_visits: p.max_visits, rules: p.rules, split: p.split, title: p.title },
           caller,
         )
       },
@@ -609,7 +637,7 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations): Api
       tag: 'links',
       summary: 'Change a link: only the fields sent are changed',
       description: "Only the owning account's keys (or an admin's) may change a link; anonymous links cannot be changed.",
-      params: [codeParam, urlParam(false), modeParam(false), expireParam(false), passwordParam(false), tagsParam(false), maxVisitsParam(false), rulesParam(false), splitParam(false)],
+      params: [codeParam, urlParam(false), modeParam(false), expireParam(false), passwordParam(false), tagsParam(false), maxVisitsParam(false), rulesParam(false), splitParam(false), titleParam(false)],
       exampleWith: ['url'],
       moreExamples: [
         { title: 'Raise or set the visit limit (`max_visits`; 0 removes it)', with: ['max_visits'] },
@@ -622,7 +650,7 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations): Api
         links.update(
           {
             code: params.code, url: params.url, mode: params.mode, expire: params.expire, password: params.password, tags: params.tags,
-            max_visits: params.max_visits, rules: params.rules, split: params.split,
+            max_visits: params.max_visits, rules: params.rules, split: params.split, title: params.title,
           },
           caller!,
         ),
@@ -635,18 +663,24 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations): Api
       tag: 'links',
       summary: "Import links from a file: linkbox's own CSV export, or Shlink's, Kutt's, YOURLS' or Bitly's",
       description:
-        'Each row is made as getLink.json makes a link (the same URL rules and checks; webhooks fire). A code is kept ' +
+        'Each row is made as getLink.json makes a link (the same URL rules and checks). A code is kept ' +
         'when it is free and valid here; a row whose code is taken, reserved or invalid is skipped, never overwritten. ' +
-        `Passwords and statistics are not imported. A file over ${MAX_IMPORT_BYTES / 1048576} MiB is refused (413, naming "file"); ` +
-        'one that is not of the format is refused whole (400, naming "file").',
+        "Each row keeps its creation date and title where the format has them (Shlink createdAt and title, Kutt created_at and " +
+        "description, YOURLS timestamp and title, Bitly Date created and Title, linkbox's created and title); tags are folded to " +
+        'ASCII where that is faithful (ünïcode: unicode), and a row whose date, title or tags cannot be kept as written is skipped ' +
+        'naming the column. Passwords and statistics are not imported. ' +
+        `A file over ${MAX_IMPORT_BYTES / 1048576} MiB, or over links.import_max_rows rows (default ${DEFAULT_IMPORT_MAX_ROWS}), is refused (413, naming "file"); ` +
+        'one that is not of the format is refused whole (400, naming "file"). One import at a time per account: another one ' +
+        'started meanwhile is answered 429 rate_limited with Retry-After. The account\'s webhooks get one links.imported event ' +
+        'for the whole file, not a link.created per link.',
       params: [fileParam, importFormatParam],
       upload: { param: 'file', limit: MAX_IMPORT_BYTES, types: ['text/csv', 'application/csv', 'text/plain'] },
       queryToo: true,
       returns: ImportSchema,
-      errors: { 503: ['busy', STORAGE] },
+      errors: { 413: ['too_large'], 429: ['rate_limited'], 503: ['busy', STORAGE] },
       handler: ({ params, caller }): Promise<Static<typeof ImportSchema>> => {
         const format = (String(params.format || 'csv').toLowerCase()) as ImportFormat
-        return importLinks(links, caller!, readImport(params.file as string, format), links.now)
+        return importLinks(links, caller!, params.file as string, format, { maxRows: importMaxRows() })
       },
     },
     {

@@ -4,7 +4,8 @@
 import { csvField, csvLine } from './csv'
 import type { LinkRecord } from './service'
 
-export const EXPORT_COLUMNS = ['code', 'short_url', 'long_url', 'mode', 'created', 'expires', 'clicks', 'tags', 'max_visits'] as const
+// title came last (issue 36): readers of the older nine columns keep working.
+export const EXPORT_COLUMNS = ['code', 'short_url', 'long_url', 'mode', 'created', 'expires', 'clicks', 'tags', 'max_visits', 'title'] as const
 
 /** One link as a CSV line. Clicks and max_visits are numbers linkbox writes: never neutralised. */
 export function exportLine(r: LinkRecord): string {
@@ -18,6 +19,7 @@ export function exportLine(r: LinkRecord): string {
     csvField(r.clicks, true),
     csvField(r.tags.join(',')),
     csvField(r.max_visits, true),
+    csvField(r.title),
   ])
 }
 

@@ -43,7 +43,7 @@ export function createLinksFeature(shared: Shared, deps: { recorder: ClickRecord
     hot: [visits.hot],
     // The report form before the visit routes' /:code.
     routes: createReportRoutes({ config, abuse, links, clientIp }).use(visits.routes),
-    api: linkApi(links, anonymous),
+    api: linkApi(links, anonymous, () => config.links.import_max_rows),
     metrics(m) {
       m.sampled('linkbox_link_reports_total', 'Reports of links sent by visitors since start.', () => abuse.counts.reports, 'counter')
       m.sampled('linkbox_link_reports_open', 'Reports no admin has closed yet.', () => abuse.openReportsKnown())

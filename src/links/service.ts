@@ -42,6 +42,7 @@ import {
   validateRules,
   validateSplit,
   validateTags,
+  validateTitle,
   validateUrl,
   type Mode,
   type Rule,
@@ -71,6 +72,8 @@ export interface LinkRecord {
   /** Its redirect rules and A/B split, when it has them (absent otherwise). */
   rules?: Rule[]
   split?: SplitArm[]
+  /** 0-200 characters, "" for none. */
+  title: string
 }
 
 export interface CreateLinkInput {
@@ -83,7 +86,17 @@ export interface CreateLinkInput {
   max_visits?: unknown
   rules?: unknown
   split?: unknown
+  title?: unknown
 }
+
+/** What an import tells the account's webhooks, once (SPEC §9 links.imported). */
+export interface ImportSummary {
+  created: number
+  skipped: number
+  /** The codes made, in file order: the first IMPORTED_CODES_MAX. */
+  codes: string[]
+}
+export const IMPORTED_CODES_MAX = 1000
 
 const aliasTaken = (alias: string) => new AppError(409, 'alias_taken', `The alias "${alias}" is already in use.`)
 const present = (v: unknown) => v !== undefined && v !== null && v !== ''
@@ -282,6 +295,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       visits_left: row.max_visits === null ? null : Math.max(0, row.max_visits - row.visits_used),
       ...(row.rules ? { rules: JSON.parse(row.rules) as Rule[] } : {}),
       ...(row.split ? { split: JSON.parse(row.split) as SplitArm[] } : {}),
+      title: row.title,
     }
   }
 
@@ -420,6 +434,10 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         within?: (tx: Tx, link: LinkRow) => unknown
         /** An import's expiry, as a moment (unix ms), instead of `expire`: it may have passed already. */
         expiresAt?: number | null
+        /** An import's creation moment (unix ms) from its file, checked by the import, instead of now. */
+        createdAt?: number
+        /** An import's row: no link.created event (the import sends one links.imported for all its links). */
+        quiet?: boolean
       } = {},
     ): Promise<LinkRecord> {
       if (!present(input.url)) throw new AppError(400, 'missing_parameter', 'The parameter "url" is required.')
@@ -432,6 +450,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       const max_visits = present(input.max_visits) ? validateMaxVisits(input.max_visits) : null
       const rules = present(input.rules) ? rulesText(input.rules) : null
       const split = present(input.split) ? splitText(input.split) : null
+      const title = present(input.title) ? validateTitle(input.title) : ''
       const password = input.password !== undefined ? validatePassword(input.password, { allowEmpty: true }) : null
       const password_hash = password ? await hashPassword(password) : null
       const now = clock()
@@ -440,11 +459,12 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         account_id: caller?.accountId ?? null,
         mode,
         password_hash,
-        created: now,
+        created: opts.createdAt ?? now,
         expires: opts.expiresAt !== undefined ? opts.expiresAt : expire ? now + expire * 1000 : null,
         max_visits,
         rules,
         split,
+        title,
       }
       // Committed with the other creations of this event-loop turn on SQLite; answered once that commit is
       // done. The webhook event is written in the same transaction: a creation that fails leaves none. What
@@ -452,6 +472,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       const event = eventWriter()
       const within = (tx: Tx, inserted: LinkRow) => {
         const claimed = opts.within?.(tx, inserted)
+        if (opts.quiet) return claimed
         return Promise.all([claimed, event.write(tx, 'link.created', inserted.account_id, () => ({ ...record(inserted, tags) }), inserted.created)])
       }
       const row = alias ? await store.insert({ ...fields, code: alias }, tags, within) : await store.insertFresh(fields, freshCodes, tags, within)
@@ -477,6 +498,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       if (input.max_visits !== undefined) changes.max_visits = validateMaxVisits(input.max_visits)
       if (input.rules !== undefined) changes.rules = rulesText(input.rules)
       if (input.split !== undefined) changes.split = splitText(input.split)
+      if (input.title !== undefined && input.title !== null) changes.title = validateTitle(input.title)
       if (input.expire !== undefined) {
         const expire = validateExpire(input.expire)
         changes.expires = expire ? clock() + expire * 1000 : null
@@ -518,6 +540,32 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       event.wake()
       events.emit('link.deleted', { hex: row.code, accountId: row.account_id })
       return { hex: row.code, deleted: true }
+    },
+
+    /**
+     * One import at a time per account, on every node (SPEC §2a): the account's import lock taken for
+     * `holder` for `leaseMs`, or 429 rate_limited with Retry-After while another import holds it.
+     */
+    async claimImport(caller: Caller, holder: string, leaseMs: number) {
+      const now = clock()
+      if (await store.claimImport(caller.accountId, holder, now + leaseMs, now)) return
+      const until = (await store.importUntil(caller.accountId)) ?? now + 1000
+      // The lease's end is only a bound (an import of 50,000 rows takes a few seconds): at most 10 s.
+      const wait = Math.min(Math.max(1, Math.ceil((until - now) / 1000)), 10)
+      throw new AppError(429, 'rate_limited', `Another import of this account is under way: one import at a time; try again in ${wait} s.`, { 'Retry-After': String(wait) })
+    },
+    /** Keeps the lock while the import runs; false when it was lost (its lease ran out and another took it). */
+    renewImport: (caller: Caller, holder: string, leaseMs: number) => store.renewImport(caller.accountId, holder, clock() + leaseMs),
+    /** Frees the lock and, in the same transaction, writes the import's one links.imported event (SPEC §9). */
+    async finishImport(caller: Caller, holder: string, summary: ImportSummary | null) {
+      const event = eventWriter()
+      const at = clock()
+      await store.releaseImport(caller.accountId, holder, summary
+        ? (tx) => event.write(tx, 'links.imported', caller.accountId, () => ({
+            account: caller.accountName, created: summary.created, skipped: summary.skipped, codes: summary.codes.slice(0, IMPORTED_CODES_MAX),
+          }), at)
+        : undefined)
+      event.wake()
     },
 
     /** Drops the cached rows of links deleted behind the service (an account deleted with its links). */

@@ -40,6 +40,7 @@ const link = (r: any): LinkRow => ({
   visits_used: int(r.visits_used),
   rules: r.rules,
   split: r.split,
+  title: r.title,
 })
 const links = (rows: any[]) => rows.map(link)
 
@@ -65,6 +66,7 @@ const insertedRow = (id: unknown, code: string, l: Omit<NewLink, 'code'>): LinkR
   visits_used: 0,
   rules: l.rules,
   split: l.split,
+  title: l.title ?? '',
 })
 
 export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
@@ -80,7 +82,7 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
 
   // The dashboard's search: the same condition as store.ts's SEARCH, with ILIKE for LIKE.
   const search = (q: SQL, accountId: number, pattern: string, tag: string) => q`
-    account_id = ${accountId} AND (code ILIKE ${pattern} ESCAPE '\\' OR long_url ILIKE ${pattern} ESCAPE '\\'
+    account_id = ${accountId} AND (code ILIKE ${pattern} ESCAPE '\\' OR long_url ILIKE ${pattern} ESCAPE '\\' OR title ILIKE ${pattern} ESCAPE '\\'
       OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag ILIKE ${pattern} ESCAPE '\\'))
     AND (${tag} = '' OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag = ${tag}))`
 
@@ -125,6 +127,7 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
     max_visits: l.max_visits,
     rules: l.rules,
     split: l.split,
+    title: l.title ?? '',
   })
 
   /** One creation in a transaction of its own: the first of its codes that is free, its tags, its `within`. */
@@ -288,7 +291,8 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
             max_visits = CASE WHEN ${has('max_visits')} THEN ${changes.max_visits ?? null}::bigint ELSE max_visits END,
             visits_used = CASE WHEN ${has('max_visits')} AND ${changes.max_visits ?? null}::bigint IS NULL THEN 0 ELSE visits_used END,
             rules = CASE WHEN ${has('rules')} THEN ${changes.rules ?? null}::text ELSE rules END,
-            split = CASE WHEN ${has('split')} THEN ${changes.split ?? null}::text ELSE split END
+            split = CASE WHEN ${has('split')} THEN ${changes.split ?? null}::text ELSE split END,
+            title = CASE WHEN ${has('title')} THEN ${changes.title ?? null}::text ELSE title END
           WHERE id = ${read.id} RETURNING *`
         const row = link(updated)
         if (tags) await replaceTags(tx, row.id, row.account_id, tags)
@@ -368,7 +372,7 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
       const rows = await sql`
         SELECT * FROM links WHERE account_id = ${accountId} AND id < ${beforeId} AND id >= ${floor}
           AND (${tag} = '' OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag = ${tag}))
-          AND (code ILIKE ${pattern} ESCAPE '\\' OR long_url ILIKE ${pattern} ESCAPE '\\'
+          AND (code ILIKE ${pattern} ESCAPE '\\' OR long_url ILIKE ${pattern} ESCAPE '\\' OR title ILIKE ${pattern} ESCAPE '\\'
                OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag ILIKE ${pattern} ESCAPE '\\'))
         ORDER BY id DESC LIMIT ${limit}`
       return { rows: links(rows), floor, full: int(w.n) >= scan }
@@ -387,6 +391,26 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
     async searchCount(accountId, pattern, tag, max) {
       const [row] = await sql`SELECT count(*) AS n FROM (SELECT 1 FROM links WHERE ${search(sql, accountId, pattern, tag)} LIMIT ${max}) AS m`
       return int(row.n)
+    },
+    async claimImport(accountId, holder, until, now) {
+      const rows = await sql`
+        INSERT INTO import_locks (account_id, holder, until) VALUES (${accountId}, ${holder}, ${until})
+        ON CONFLICT (account_id) DO UPDATE SET holder = excluded.holder, until = excluded.until WHERE import_locks.until <= ${now}
+        RETURNING account_id`
+      return rows.length === 1
+    },
+    async renewImport(accountId, holder, until) {
+      return (await sql`UPDATE import_locks SET until = ${until} WHERE account_id = ${accountId} AND holder = ${holder}`).count === 1
+    },
+    async releaseImport(accountId, holder, within) {
+      await sql.begin(async (tx) => {
+        await tx`DELETE FROM import_locks WHERE account_id = ${accountId} AND holder = ${holder}`
+        if (within) await within(tx)
+      })
+    },
+    async importUntil(accountId) {
+      const [row] = await sql`SELECT until FROM import_locks WHERE account_id = ${accountId}`
+      return row ? int(row.until) : null
     },
     async count(accountId) {
       const [row] = await sql`SELECT links AS n FROM link_counts WHERE owner = ${accountId}`

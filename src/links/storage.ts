@@ -143,6 +143,17 @@ export interface LinkStorage<Tx> {
   search(accountId: number, pattern: string, tag: string, sort: 'created' | 'clicks', limit: number, offset: number): Promise<LinkRow[]>
   /** How many of the account's links search would find, counting up to `max`. */
   searchCount(accountId: number, pattern: string, tag: string, max: number): Promise<number>
+  /**
+   * The account's import lock (one import at a time per account, on every node): taken for `holder` until
+   * `until` (unix ms) when no one holds it or its lease ran out by `now`; false while another holds it.
+   */
+  claimImport(accountId: number, holder: string, until: number, now: number): Promise<boolean>
+  /** Extends the lease; false when `holder` no longer has it. */
+  renewImport(accountId: number, holder: string, until: number): Promise<boolean>
+  /** Frees the lock if `holder` has it; `within` runs in the same transaction (the import's one event). */
+  releaseImport(accountId: number, holder: string, within?: (tx: Tx) => unknown): Promise<void>
+  /** When the account's import lock runs out at the latest; null when none is held. */
+  importUntil(accountId: number): Promise<number | null>
   /** The account's links, from its counter. */
   count(accountId: number): Promise<number>
   /** Every link stored, with or without an account (for /metrics), from the counters. */
@@ -263,6 +274,16 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
     exportPage: async (accountId, afterId, limit) => store.exportPage(accountId, afterId, limit),
     search: async (accountId, pattern, tag, sort, limit, offset) => store.search(accountId, pattern, tag, sort, limit, offset),
     searchCount: async (accountId, pattern, tag, max) => store.searchCount(accountId, pattern, tag, max),
+    claimImport: async (accountId, holder, until, now) => stored(db, () => store.claimImport(accountId, holder, until, now)),
+    renewImport: async (accountId, holder, until) => stored(db, () => store.renewImport(accountId, holder, until)),
+    releaseImport: async (accountId, holder, within) =>
+      stored(db, () =>
+        db.transaction(() => {
+          store.releaseImport(accountId, holder)
+          within?.(db)
+        })(),
+      ),
+    importUntil: async (accountId) => store.importUntil(accountId),
     count: async (accountId) => store.count(accountId),
     total: async () => store.total(),
   }

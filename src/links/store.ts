@@ -22,10 +22,12 @@ export interface LinkRow {
   /** Null, or the validated JSON arrays of its redirect rules and A/B split (validate.ts). */
   rules: string | null
   split: string | null
+  /** 0-200 characters, '' for none (SPEC §2a). */
+  title: string
 }
-export type LinkChanges = Partial<Pick<LinkRow, 'long_url' | 'mode' | 'password_hash' | 'expires' | 'max_visits' | 'rules' | 'split'>>
-/** The fields a new link is made with. */
-export type NewLink = Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'disabled' | 'visits_used'>
+export type LinkChanges = Partial<Pick<LinkRow, 'long_url' | 'mode' | 'password_hash' | 'expires' | 'max_visits' | 'rules' | 'split' | 'title'>>
+/** The fields a new link is made with (no title: ''). */
+export type NewLink = Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'disabled' | 'visits_used' | 'title'> & { title?: string }
 export interface NameCount {
   name: string
   clicks: number
@@ -34,9 +36,9 @@ export interface NameCount {
 export function createLinkStore(db: Db) {
   // Without RETURNING * (~7 µs of the ~20 µs an insert costs): the row is what was bound and the columns'
   // defaults, which insert() below writes out (the trigger on links touches only link_counts).
-  const insert = db.query<never, [string, string, number | null, string, string | null, number, number, number | null, number | null, string | null, string | null]>(
-    `INSERT INTO links (code, long_url, account_id, mode, password_hash, created, updated, expires, max_visits, rules, split)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)`,
+  const insert = db.query<never, [string, string, number | null, string, string | null, number, number, number | null, number | null, string | null, string | null, string]>(
+    `INSERT INTO links (code, long_url, account_id, mode, password_hash, created, updated, expires, max_visits, rules, split, title)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)`,
   )
   const byCode = db.query<LinkRow, [string]>('SELECT * FROM links WHERE code = ?')
   const codeExists = db.query<{ one: number }, [string]>('SELECT 1 AS one FROM links WHERE code = ?')
@@ -50,13 +52,13 @@ export function createLinkStore(db: Db) {
   // One fixed statement for any set of changed fields: each field has a flag, and a field whose flag is 0
   // keeps what is stored, so an update never writes back values it read earlier.
   // A limit removed takes its count of used visits with it: a later limit counts from then.
-  type UpdateArgs = [number, string | null, number, string | null, number, string | null, number, number | null, number, number, number, number | null, number, string | null, number, string | null]
+  type UpdateArgs = [number, string | null, number, string | null, number, string | null, number, number | null, number, number, number, number | null, number, string | null, number, string | null, number, string | null]
   const update = db.query<LinkRow, UpdateArgs>(
     `UPDATE links SET
        long_url = iif(?1, ?2, long_url), mode = iif(?3, ?4, mode),
        password_hash = iif(?5, ?6, password_hash), expires = iif(?7, ?8, expires), updated = ?9,
        max_visits = iif(?11, ?12, max_visits), visits_used = iif(?11 AND ?12 IS NULL, 0, visits_used),
-       rules = iif(?13, ?14, rules), split = iif(?15, ?16, split)
+       rules = iif(?13, ?14, rules), split = iif(?15, ?16, split), title = iif(?17, ?18, title)
      WHERE id = ?10 RETURNING *`,
   )
   // A visit of a limited link takes one of its visits, or finds none left: one conditional write, atomic
@@ -67,7 +69,7 @@ export function createLinkStore(db: Db) {
   // The dashboard's list: one account's links matching a LIKE pattern ('%' for all; the service escapes what
   // was typed), newest first (by id, the order of creation, along links_account) or most clicked first, a
   // page at a time. Two fixed statements rather than SQL text built per call.
-  const SEARCH = `account_id = ?1 AND (code LIKE ?2 ESCAPE '\\' OR long_url LIKE ?2 ESCAPE '\\'
+  const SEARCH = `account_id = ?1 AND (code LIKE ?2 ESCAPE '\\' OR long_url LIKE ?2 ESCAPE '\\' OR title LIKE ?2 ESCAPE '\\'
     OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag LIKE ?2 ESCAPE '\\'))
     AND (?5 = '' OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag = ?5))`
   const searchNewest = db.query<LinkRow, [number, string, number, number, string]>(
@@ -98,7 +100,7 @@ export function createLinkStore(db: Db) {
   // links.json?q=: the matches among at most SCAN rows of the account below the cursor (the window's lowest
   // id is read first, from the index alone), so that a page costs a bounded scan however rare the match.
   const FILTER = `(?3 = '' OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag = ?3))
-    AND (code LIKE ?4 ESCAPE '\\' OR long_url LIKE ?4 ESCAPE '\\'
+    AND (code LIKE ?4 ESCAPE '\\' OR long_url LIKE ?4 ESCAPE '\\' OR title LIKE ?4 ESCAPE '\\'
          OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag LIKE ?4 ESCAPE '\\'))`
   const windowFloor = db.query<{ floor: number | null; n: number }, [number, number, number]>(
     'SELECT min(id) AS floor, count(*) AS n FROM (SELECT id FROM links WHERE account_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3)',
@@ -110,6 +112,14 @@ export function createLinkStore(db: Db) {
   const exportPage = db.query<LinkRow, [number, number, number]>(
     'SELECT * FROM links WHERE account_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3',
   )
+  // The import lock (migration 22): taken when free or when its lease ran out; renewed and freed only by its holder.
+  const claimImport = db.query<unknown, [number, string, number, number]>(
+    `INSERT INTO import_locks (account_id, holder, until) VALUES (?1, ?2, ?3)
+     ON CONFLICT (account_id) DO UPDATE SET holder = excluded.holder, until = excluded.until WHERE import_locks.until <= ?4`,
+  )
+  const renewImport = db.query<unknown, [number, string, number]>('UPDATE import_locks SET until = ?3 WHERE account_id = ?1 AND holder = ?2')
+  const releaseImport = db.query<unknown, [number, string]>('DELETE FROM import_locks WHERE account_id = ?1 AND holder = ?2')
+  const importUntil = db.query<{ until: number }, [number]>('SELECT until FROM import_locks WHERE account_id = ?')
   const addTags = (linkId: number, accountId: number | null, tags: readonly string[]) => {
     for (const tag of tags) addTag.run(linkId, tag, accountId)
   }
@@ -148,7 +158,7 @@ export function createLinkStore(db: Db) {
     exportPage: (accountId: number, afterId: number, limit: number) => exportPage.all(accountId, afterId, limit),
     /** The new link's row as stored, in the table's column order (as SELECT * gives it). */
     insert(r: NewLink): LinkRow {
-      const { lastInsertRowid } = insert.run(r.code, r.long_url, r.account_id, r.mode, r.password_hash, r.created, r.created, r.expires, r.max_visits, r.rules, r.split)
+      const { lastInsertRowid } = insert.run(r.code, r.long_url, r.account_id, r.mode, r.password_hash, r.created, r.created, r.expires, r.max_visits, r.rules, r.split, r.title ?? '')
       return {
         id: Number(lastInsertRowid),
         code: r.code,
@@ -166,8 +176,16 @@ export function createLinkStore(db: Db) {
         visits_used: 0,
         rules: r.rules,
         split: r.split,
+        title: r.title ?? '',
       }
     },
+    /** Takes the account's import lock for `holder` until `until` (unix ms): false while another holds it. */
+    claimImport: (accountId: number, holder: string, until: number, now: number) => claimImport.run(accountId, holder, until, now).changes === 1,
+    /** Extends the lease: false when `holder` lost it (it ran out and another took it). */
+    renewImport: (accountId: number, holder: string, until: number) => renewImport.run(accountId, holder, until).changes === 1,
+    releaseImport: (accountId: number, holder: string) => void releaseImport.run(accountId, holder),
+    /** When the account's current import lock runs out at the latest (null: none). */
+    importUntil: (accountId: number) => importUntil.get(accountId)?.until ?? null,
     byCode: (code: string) => byCode.get(code),
     codeExists: (code: string) => codeExists.get(code) !== null,
     page: (accountId: number, beforeId: number, limit: number) => page.all(accountId, beforeId, limit),
@@ -186,6 +204,7 @@ export function createLinkStore(db: Db) {
         'max_visits' in changes ? 1 : 0, changes.max_visits ?? null,
         'rules' in changes ? 1 : 0, changes.rules ?? null,
         'split' in changes ? 1 : 0, changes.split ?? null,
+        'title' in changes ? 1 : 0, changes.title ?? null,
       ),
     /** Takes one visit of a limited link: false when none is left (or the link is gone). */
     takeVisit: (id: number) => takeVisit.run(id).changes === 1,
@@ -197,7 +216,7 @@ export function createLinkStore(db: Db) {
     remove: (id: number) => remove.run(id),
     /** An admin's disable (a reason) or enable (null); null when the row is gone. */
     setDisabled: (id: number, reason: string | null, now: number) => setDisabled.get(id, reason, now),
-    /** A page of an account's links whose code, destination or a tag matches `pattern` (LIKE; its own %, _ and \\ escaped with a backslash), with the tag `tag` ('' for any). */
+    /** A page of an account's links whose code, destination, title or a tag matches `pattern` (LIKE; its own %, _ and \\ escaped with a backslash), with the tag `tag` ('' for any). */
     search: (accountId: number, pattern: string, tag: string, sort: 'created' | 'clicks', limit: number, offset: number) =>
       (sort === 'clicks' ? searchClicks : searchNewest).all(accountId, pattern, limit, offset, tag),
     /** How many of an account's links match `pattern` and `tag` ('' for any; the code, destination or a tag match the pattern), counting up to `max`. */

@@ -218,6 +218,19 @@ export function validateTag(value: unknown, name = 'tag'): string {
   return raw.toLowerCase()
 }
 
+export const MAX_TITLE_LENGTH = 200
+/** Control characters a title may not hold: C0 but tab, line feed and carriage return (a title over two lines is kept), DEL, C1. */
+export const TITLE_CONTROLS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/
+
+/** A link's title (SPEC §2a): 0-200 characters (code points), no control characters but line breaks and tabs; "" is none. */
+export function validateTitle(value: unknown, name = 'title'): string {
+  const raw = asString(name, value, 'invalid_parameter')
+  if (TITLE_CONTROLS.test(raw)) throw new AppError(400, 'invalid_parameter', `The parameter "${name}" is invalid: a title must not contain control characters.`)
+  if (raw.length > MAX_TITLE_LENGTH && [...raw].length > MAX_TITLE_LENGTH)
+    throw new AppError(400, 'invalid_parameter', `The parameter "${name}" is invalid: at most ${MAX_TITLE_LENGTH} characters (it has ${[...raw].length}).`)
+  return raw
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Visit limits, redirect rules and A/B splits (SPEC §2a)
 

@@ -192,7 +192,7 @@ export function webhookApi(webhooks: WebhookService): ApiMethod[] {
       tag: 'webhooks',
       summary: 'Your webhook endpoints: create, list, update, rotate the secret, delete, their delivery log, redeliver',
       description:
-        'Events (`link.created`, `link.updated`, `link.deleted`, `link.clicked`, `link.reported`, `mail.received`) are POSTed as ' +
+        'Events (`link.created`, `link.updated`, `link.deleted`, `link.clicked`, `link.reported`, `links.imported`, `mail.received`) are POSTed as ' +
         '`{"type","timestamp","data"}`, signed per the Standard Webhooks spec (headers webhook-id, webhook-timestamp, ' +
         'webhook-signature) with the secret that `create` (and each `rotate`) shows once. An event is stored with the change that caused it and ' +
         'retried until a 2xx (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h); 410 Gone disables the webhook. At most ' +

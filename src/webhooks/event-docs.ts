@@ -11,6 +11,7 @@ import { REPORT_REASONS } from '../abuse/store'
 import { CLICK_ITEMS_PER_EVENT, type ClickItem } from '../clicks/store'
 import type { WebhookEventDoc } from '../http/openapi'
 import { LinkRecordSchema } from '../links/api'
+import { IMPORTED_CODES_MAX } from '../links/service'
 import { MailReceivedSchema } from '../mail/api'
 import type { EventType } from './outbox'
 
@@ -57,6 +58,23 @@ const LinkReportSchema = Type.Object(
   },
 )
 
+const LinksImportedSchema = Type.Object(
+  {
+    account: Type.String({ description: 'The account the links were imported into' }),
+    created: Type.Integer({ minimum: 0, description: 'Links made' }),
+    skipped: Type.Integer({ minimum: 0, description: 'Rows not imported' }),
+    codes: Type.Array(Type.String({ pattern: '^[A-Za-z0-9_-]+$' }), {
+      maxItems: IMPORTED_CODES_MAX,
+      description: `The short codes made, in file order: the first ${IMPORTED_CODES_MAX} (read the rest with links.json)`,
+    }),
+  },
+  {
+    title: 'LinksImported',
+    additionalProperties: false,
+    examples: [{ account: 'alice', created: 2, skipped: 1, codes: ['spring25', 'Ab3dE9'] }],
+  },
+)
+
 const WebhookTestSchema = Type.Object(
   {
     webhook: Type.Integer({ minimum: 1, description: 'The webhook the test was sent to' }),
@@ -92,6 +110,13 @@ const EVENTS: Record<EventType, Omit<WebhookEventDoc, 'type'>> = {
     summary: 'A visitor reported a link',
     description: 'A visitor reported one of your links as abuse (the report form under the link). An administrator decides what happens to it.',
     data: LinkReportSchema,
+  },
+  'links.imported': {
+    summary: 'Links were imported',
+    description:
+      'An import (import.json, `linkbox import`) into your account ended: one event for the whole file, never one ' +
+      '`link.created` per imported link; `data` gives the counts and the first codes made.',
+    data: LinksImportedSchema,
   },
   'mail.received': {
     summary: 'A mailbox received a message',

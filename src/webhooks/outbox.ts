@@ -34,7 +34,7 @@ import { createWebhookStore } from './store'
 import { log as rootLog, type Logger } from '../log'
 import type { WebhookQueue } from './queue'
 
-export const EVENT_TYPES = ['link.created', 'link.updated', 'link.deleted', 'link.clicked', 'link.reported', 'mail.received'] as const
+export const EVENT_TYPES = ['link.created', 'link.updated', 'link.deleted', 'link.clicked', 'link.reported', 'links.imported', 'mail.received'] as const
 /** What an endpoint can subscribe to. */
 export type SubscribableType = (typeof EVENT_TYPES)[number]
 /** `webhook.test` is sent to one endpoint on request (linkbox webhook test), whatever it subscribes to. */

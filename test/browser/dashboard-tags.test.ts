@@ -130,7 +130,7 @@ describe('tags in the dashboard', () => {
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('a.export-link')])
     expect(download.suggestedFilename()).toMatch(/^links-\d{4}-\d{2}-\d{2}\.csv$/)
     const rows = parseCsv(readFileSync((await download.path())!, 'utf8'))
-    expect(rows[0]!.fields).toEqual(['code', 'short_url', 'long_url', 'mode', 'created', 'expires', 'clicks', 'tags', 'max_visits'])
+    expect(rows[0]!.fields).toEqual(['code', 'short_url', 'long_url', 'mode', 'created', 'expires', 'clicks', 'tags', 'max_visits', 'title'])
     expect(rows.slice(1).map((r) => [r.fields[0], r.fields[7]])).toEqual([
       ['news-one', 'news,world'],
       ['sport-two', ''],

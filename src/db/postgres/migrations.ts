@@ -416,6 +416,19 @@ export const pgMigrations: PgMigration[] = [
   CREATE INDEX visitor_hashes_day ON visitor_hashes (day);
   `,
   },
+  { version: 21, sql: `SELECT 1;` },
+  {
+    // Twin of SQLite's 22: a link's title ('' for none), and the per-account import lock (a leased row).
+    version: 22,
+    sql: `
+  ALTER TABLE links ADD COLUMN title ${T} NOT NULL DEFAULT '';
+  CREATE TABLE import_locks (
+    account_id bigint PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+    holder ${T} NOT NULL,
+    until bigint NOT NULL
+  );
+  `,
+  },
 ]
 
 /** The schema version this binary brings a PostgreSQL database to: the last entry's. */

@@ -1,0 +1,385 @@
+// The formats an import reads (SPEC §2a), each as a generator of rows, so that an import holds one batch of
+// rows at a time, never the whole file's (issue 36: a 10 MiB file of junk rows took 5 GB as one array).
+//
+// Where each layout comes from (read from the peers' own code and documents):
+// - shlink: the web client's "Export" button (shlink-web-component ExportShortUrlsBtn): createdAt, domain,
+//   shortCode, shortUrl, longUrl, title, tags (joined with |), visits; also the shlink-importer CSV source's
+//   headers (Long URL, Short code, Tags …), matched, as there, in any case and without spaces.
+// - kutt: Kutt has no export; its API's list (GET /api/v2/links: {data: [{address, target, description,
+//   expire_in, created_at, visit_count, …}], total, limit, skip}) saved to a file, which is how
+//   shlink-importer reads Kutt too; a CSV with those column names works as well.
+// - yourls: the yourls_url table (keyword, url, title, timestamp, ip, clicks) as database tools export it,
+//   with or without its header row.
+// - bitly: the links export of Bitly's web app: Link, Custom Link, Date created, Title, Destination URL,
+//   Engagements, Status (a Tags column, when there is one, is read too).
+// What every format keeps: the code, destination, creation date, title and tags; linkbox's own CSV also
+// mode, expiry and visit limit. A row whose date, title or tags cannot be kept as written is reported with
+// the column it came from (`problem`), never changed silently.
+import { AppError } from '../errors'
+import { countCsvRecords, CsvError, csvRecords, unneutralise, type CsvRecord } from './csv'
+import { MAX_TAG_LENGTH, MAX_TAGS, MAX_TITLE_LENGTH, TITLE_CONTROLS } from './validate'
+
+export const IMPORT_FORMATS = ['csv', 'shlink', 'kutt', 'yourls', 'bitly'] as const
+export type ImportFormat = (typeof IMPORT_FORMATS)[number]
+
+/** One link to make, as read from a file. */
+export interface ImportRow {
+  line: number
+  code: string
+  long_url: string
+  mode?: string
+  /** Unix ms; null: none; undefined: none given; NaN: not a date. */
+  expiresAt?: number | null
+  /** Tags folded to linkbox's alphabet, comma-separated. */
+  tags?: string
+  /** linkbox's own export: the visit limit ("" or absent: none). */
+  max_visits?: string
+  /** When the link was made (unix ms; absent: now), from the file's own column. */
+  created?: number
+  title?: string
+  /** Why the row cannot be kept as written (reason and message naming the column); it is skipped. */
+  problem?: { reason: string; message: string }
+}
+
+/** A CSV record has at most this many fields: a line of 5 million empty fields is not a link. */
+const MAX_FIELDS = 200
+/** A Kutt link (one element of its list) larger than this is skipped unread, not parsed into memory. */
+const MAX_JSON_ITEM = 64 * 1024
+/** A creation date may be this far ahead of the clock (another machine's clock), no further. */
+export const CREATED_SKEW_MS = 5 * 60_000
+
+export const refused = (why: string) => new AppError(400, 'invalid_parameter', `The parameter "file" ${why}.`)
+
+/** Header names compared without case, spaces, underscores and dashes ("Destination URL" is destinationurl). */
+const key = (name: string) => name.toLowerCase().replace(/[\s_-]+/g, '')
+
+function* records(text: string): Generator<CsvRecord> {
+  try {
+    for (const rec of csvRecords(text)) {
+      if (rec.fields.length > MAX_FIELDS) throw new CsvError(`line ${rec.line} has more than ${MAX_FIELDS} fields`, rec.line)
+      yield rec
+    }
+  } catch (err) {
+    if (err instanceof CsvError) throw refused(`is not CSV as RFC 4180 writes it: ${err.message}`)
+    throw err
+  }
+}
+
+interface Cells {
+  line: number
+  /** The cell trimmed ('' when the column is absent). */
+  get(name: string): string
+  /** The cell as written. */
+  raw(name: string): string
+  /** The column's name as the file's header writes it. */
+  column(name: string): string
+}
+
+/** The records after a header, as cells keyed by `key(header)`; `required` columns must be there. */
+function* table(recs: Iterator<CsvRecord>, required: string[], label: string, first?: CsvRecord): Generator<Cells> {
+  const header = first ?? recs.next().value
+  if (!header) throw refused('holds no rows')
+  const names = header.fields.map(key)
+  for (const r of required) if (!names.includes(r)) throw refused(`is not a ${label} file: it has no "${r}" column (the header row has: ${header.fields.slice(0, 12).join(', ').slice(0, 300)})`)
+  const at = new Map<string, number>()
+  names.forEach((name: string, i: number) => at.has(name) || at.set(name, i))
+  for (let next = recs.next(); !next.done; next = recs.next()) {
+    const fields = next.value.fields
+    const raw = (name: string) => fields[at.get(name) ?? -1] ?? ''
+    yield { line: next.value.line, raw, get: (name) => raw(name).trim(), column: (name) => header.fields[at.get(name) ?? -1] ?? name }
+  }
+}
+
+const DAYS = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+const MOMENT = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?)?\s*(Z|UTC|[+-]\d{2}:?\d{2})?$/i
+
+/**
+ * A moment written by another tool: ISO 8601, or "YYYY-MM-DD HH:MM:SS" (UTC, as Kutt and YOURLS store it), a
+ * real calendar date (no 31 April): unix ms; null for none; NaN for anything else.
+ */
+export function moment(text: string): number | null {
+  if (text === '' || text.toLowerCase() === 'null') return null
+  const m = MOMENT.exec(text)
+  if (!m) return Number.NaN
+  const [y, mo, d, h = 0, mi = 0, s = 0] = m.slice(1, 7).map((v) => (v === undefined ? undefined : Number(v))) as number[]
+  const leap = y! % 4 === 0 && (y! % 100 !== 0 || y! % 400 === 0)
+  if (mo! < 1 || mo! > 12 || d! < 1 || d! > (mo === 2 && !leap ? 28 : DAYS[mo! - 1]!) || h > 23 || mi > 59 || s > 59) return Number.NaN
+  const zone = m[8]?.toUpperCase() ?? 'Z'
+  const offset = zone === 'Z' || zone === 'UTC' ? 0 : (zone[0] === '-' ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(-2))) * 60_000
+  const ms = Date.UTC(y!, mo! - 1, d!, h, mi, s) + Math.floor(Number(m[7] ?? 0) * 1000) - offset
+  return y! < 100 ? Number.NaN : ms
+}
+
+/**
+ * Another tool's tags made into linkbox tags where that is faithful: letters with accents lose them (NFKD,
+ * combining marks dropped: "ünïcode" is "unicode"), upper case is lowered, spaces become "-". A tag that
+ * still is not 1-32 of [a-z0-9_-] ("Ελλάδα", "a/b"), or more than 10 tags, is a problem naming it.
+ */
+export function foldTags(list: string[], column: string): { tags: string; problem?: ImportRow['problem'] } {
+  const out = new Set<string>()
+  for (const raw of list) {
+    const written = raw.trim()
+    if (written === '') continue
+    const tag = written.normalize('NFKD').replace(/\p{M}+/gu, '').toLowerCase().replace(/\s+/g, '-')
+    if (!/^[a-z0-9_-]+$/.test(tag) || tag.length > MAX_TAG_LENGTH) {
+      const why = tag.length > MAX_TAG_LENGTH ? `longer than ${MAX_TAG_LENGTH} characters` : 'not made of letters, digits, _ and - (not even without accents)'
+      return { tags: '', problem: { reason: 'invalid_tag', message: `The tag "${written.slice(0, 40)}" in the column "${column}" is ${why}.` } }
+    }
+    out.add(tag)
+  }
+  if (out.size > MAX_TAGS) return { tags: '', problem: { reason: 'invalid_tag', message: `The column "${column}" has ${out.size} tags: at most ${MAX_TAGS}.` } }
+  return { tags: [...out].join(',') }
+}
+
+/** The date, title and tags of a row, each checked against its column; the first problem is the row's. */
+function kept(c: { created: string; createdColumn: string; title: string; titleColumn: string; tags: string[]; tagsColumn: string }) {
+  const row: Pick<ImportRow, 'created' | 'title' | 'tags' | 'problem'> = {}
+  const at = moment(c.created.trim())
+  if (at !== null) {
+    if (Number.isNaN(at) || at < 0)
+      row.problem = { reason: 'invalid_created', message: `The column "${c.createdColumn}" is not a date (ISO 8601, or YYYY-MM-DD HH:MM:SS in UTC) from 1970 on: "${c.created.slice(0, 40)}".` }
+    else if (at > Date.now() + CREATED_SKEW_MS) row.problem = { reason: 'invalid_created', message: `The column "${c.createdColumn}" is in the future: "${c.created.slice(0, 40)}".` }
+    else row.created = at
+  }
+  if (c.title !== '') {
+    if (TITLE_CONTROLS.test(c.title)) row.problem ??= { reason: 'invalid_title', message: `The column "${c.titleColumn}" holds control characters.` }
+    else if ([...c.title].length > MAX_TITLE_LENGTH) row.problem ??= { reason: 'invalid_title', message: `The column "${c.titleColumn}" holds ${[...c.title].length} characters: a title is at most ${MAX_TITLE_LENGTH}.` }
+    else row.title = c.title
+  }
+  const tags = foldTags(c.tags, c.tagsColumn)
+  if (tags.problem) row.problem ??= tags.problem
+  else if (tags.tags) row.tags = tags.tags
+  return row
+}
+
+/** The path of a short URL as a code: "https://bit.ly/AbC" and "bit.ly/AbC" are "AbC". */
+function codeOfShortUrl(url: string): string {
+  const bare = url.trim().replace(/^[a-z][a-z0-9+.-]*:\/\//i, '')
+  const slash = bare.indexOf('/')
+  return slash < 0 ? '' : bare.slice(slash + 1).replace(/[?#].*$/, '').replace(/\/$/, '')
+}
+
+function* linkboxRows(text: string): Generator<ImportRow> {
+  for (const r of table(records(text), ['longurl'], 'linkbox CSV')) {
+    yield {
+      line: r.line,
+      code: unneutralise(r.get('code')),
+      long_url: r.get('longurl'),
+      mode: r.get('mode') || undefined,
+      expiresAt: moment(r.get('expires')),
+      max_visits: r.get('maxvisits') || undefined,
+      ...kept({
+        created: r.get('created'), createdColumn: r.column('created'),
+        title: unneutralise(r.raw('title')), titleColumn: r.column('title'),
+        tags: unneutralise(r.get('tags')).split(','), tagsColumn: r.column('tags'),
+      }),
+    }
+  }
+}
+
+function* shlinkRows(text: string): Generator<ImportRow> {
+  for (const r of table(records(text), ['longurl'], 'Shlink export')) {
+    yield {
+      line: r.line,
+      code: r.get('shortcode'),
+      long_url: r.get('longurl'),
+      ...kept({
+        created: r.get('createdat'), createdColumn: r.column('createdat'),
+        title: r.raw('title'), titleColumn: r.column('title'),
+        tags: r.get('tags').split('|'), tagsColumn: r.column('tags'),
+      }),
+    }
+  }
+}
+
+const text = (v: unknown) => (typeof v === 'string' ? v : '')
+
+/** Kutt's list: each link parsed alone, in order, from the text (see jsonItems). */
+function* kuttJsonRows(doc: string): Generator<ImportRow> {
+  let place = 0
+  for (const item of jsonItems(doc)) {
+    // JSON has no lines: the link's place in the list, from 1.
+    const line = ++place
+    if (item === null) {
+      yield { line, code: '', long_url: '', problem: { reason: 'invalid_row', message: `The link is larger than ${MAX_JSON_ITEM / 1024} KiB.` } }
+      continue
+    }
+    const o = (typeof item === 'object' && item ? item : {}) as Record<string, unknown>
+    yield {
+      line,
+      code: text(o.address),
+      long_url: text(o.target),
+      expiresAt: moment(text(o.expire_in)),
+      ...kept({ created: text(o.created_at), createdColumn: 'created_at', title: text(o.description), titleColumn: 'description', tags: [], tagsColumn: '' }),
+    }
+  }
+}
+
+function* kuttRows(doc: string): Generator<ImportRow> {
+  const trimmed = doc.replace(/^\uFEFF/, '').trimStart()
+  if (trimmed.startsWith('{') || trimmed.startsWith('[')) return yield* kuttJsonRows(trimmed)
+  for (const r of table(records(doc), ['target'], 'Kutt')) {
+    yield {
+      line: r.line,
+      code: r.get('address'),
+      long_url: r.get('target'),
+      expiresAt: moment(r.get('expirein')),
+      ...kept({ created: r.get('createdat'), createdColumn: r.column('createdat'), title: r.raw('description'), titleColumn: r.column('description'), tags: [], tagsColumn: '' }),
+    }
+  }
+}
+
+const YOURLS_COLUMNS = ['keyword', 'url', 'title', 'timestamp', 'ip', 'clicks']
+
+function* yourlsRows(doc: string): Generator<ImportRow> {
+  const recs = records(doc)
+  const first = recs.next().value as CsvRecord | undefined
+  // A dump without its header row has the table's columns in the table's order.
+  const headless = !!first && !first.fields.map(key).includes('url')
+  const all = headless ? (function* () { yield first!; yield* recs })() : recs
+  for (const r of table(all, ['keyword', 'url'], 'YOURLS', headless ? { line: 0, fields: YOURLS_COLUMNS } : first)) {
+    yield {
+      line: r.line,
+      code: r.get('keyword'),
+      long_url: r.get('url'),
+      ...kept({ created: r.get('timestamp'), createdColumn: r.column('timestamp'), title: r.raw('title'), titleColumn: r.column('title'), tags: [], tagsColumn: '' }),
+    }
+  }
+}
+
+function* bitlyRows(doc: string): Generator<ImportRow> {
+  for (const r of table(records(doc), ['link', 'destinationurl'], 'Bitly export')) {
+    yield {
+      line: r.line,
+      code: codeOfShortUrl(r.get('customlink') || r.get('link')),
+      long_url: r.get('destinationurl'),
+      ...kept({
+        created: r.get('datecreated'), createdColumn: r.column('datecreated'),
+        title: r.raw('title'), titleColumn: r.column('title'),
+        tags: r.get('tags').split(/[|,]/), tagsColumn: r.column('tags'),
+      }),
+    }
+  }
+}
+
+/**
+ * How many rows `importRows` would give, counted cheaply and `slice` records at a time (each call of the
+ * generator's next: the count so far): records scanned without being built, a Kutt list's items parsed one
+ * at a time. A file that is not CSV (or JSON) is refused here as importRows refuses it.
+ */
+export function* rowCounts(doc: string, format: ImportFormat, slice: number): Generator<number> {
+  const trimmed = format === 'kutt' ? doc.replace(/^\uFEFF/, '').trimStart() : ''
+  let rows = 0
+  if (trimmed.startsWith('{') || trimmed.startsWith('[')) {
+    // Each item parsed (and dropped): one that is not JSON refuses the file here, before any link is made.
+    for (const _ of jsonItems(trimmed)) if (++rows % slice === 0) yield rows
+    return yield rows
+  }
+  // The header row is no row; a YOURLS dump may come without one (see yourlsRows).
+  const first = records(doc).next().value as CsvRecord | undefined
+  if (first && format === 'yourls' && !first.fields.map(key).includes('url')) rows++
+  let at: { at: number; line: number } | null = { at: 0, line: 1 }
+  let header = true
+  while (at) {
+    let counted: ReturnType<typeof countCsvRecords>
+    try {
+      counted = countCsvRecords(doc, at, slice, MAX_FIELDS)
+    } catch (err) {
+      if (err instanceof CsvError) throw refused(`is not CSV as RFC 4180 writes it: ${err.message}`)
+      throw err
+    }
+    rows += counted.records - (header && counted.records > 0 ? 1 : 0)
+    if (counted.records > 0) header = false
+    at = counted.next
+    yield rows
+  }
+}
+
+/** The rows of a file in one of the formats, one at a time; a file that is not of that format is refused (400, "file"). */
+export function importRows(doc: string, format: ImportFormat): Generator<ImportRow> {
+  return format === 'shlink' ? shlinkRows(doc)
+    : format === 'kutt' ? kuttRows(doc)
+    : format === 'yourls' ? yourlsRows(doc)
+    : format === 'bitly' ? bitlyRows(doc)
+    : linkboxRows(doc)
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// A JSON list read one item at a time: the text is scanned for the extent of each item of the top-level
+// array, or of the "data" array of a top-level object, and only that item is parsed (JSON.parse of the
+// whole 10 MiB made every link an object at once). An item over MAX_JSON_ITEM is given as null, unparsed.
+
+const notJson = () => refused('is not valid JSON (a Kutt file is the answer of GET /api/v2/links)')
+
+function* jsonItems(doc: string): Generator<unknown> {
+  const n = doc.length
+  const ws = (i: number) => {
+    while (i < n && (doc[i] === ' ' || doc[i] === '\n' || doc[i] === '\r' || doc[i] === '\t')) i++
+    return i
+  }
+  const stringEnd = (i: number) => {
+    for (let j = i + 1; j < n; j++) {
+      const c = doc.charCodeAt(j)
+      if (c === 92) j++
+      else if (c === 34) return j + 1
+    }
+    throw notJson()
+  }
+  // The end of the value starting at i (its inside checked by JSON.parse when it is parsed).
+  const valueEnd = (i: number) => {
+    const c = doc[i]
+    if (c === '"') return stringEnd(i)
+    if (c !== '{' && c !== '[') {
+      let j = i
+      while (j < n && !',]} \n\r\t'.includes(doc[j]!)) j++
+      if (j === i) throw notJson()
+      return j
+    }
+    let depth = 0
+    for (let j = i; j < n; j++) {
+      const d = doc[j]
+      if (d === '"') j = stringEnd(j) - 1
+      else if (d === '{' || d === '[') depth++
+      else if ((d === '}' || d === ']') && --depth === 0) return j + 1
+    }
+    throw notJson()
+  }
+  let i = ws(0)
+  let list = -1
+  if (doc[i] === '[') list = i
+  else if (doc[i] === '{') {
+    i = ws(i + 1)
+    while (doc[i] !== '}') {
+      if (doc[i] !== '"') throw notJson()
+      const end = stringEnd(i)
+      const name = JSON.parse(doc.slice(i, end)) as string
+      i = ws(end)
+      if (doc[i] !== ':') throw notJson()
+      i = ws(i + 1)
+      if (name === 'data' && doc[i] === '[') list = i
+      i = ws(valueEnd(i))
+      if (doc[i] === ',') i = ws(i + 1)
+      else if (doc[i] !== '}') throw notJson()
+    }
+    if (list < 0) throw refused('is JSON without a "data" list of links (a Kutt file is the answer of GET /api/v2/links)')
+  } else throw notJson()
+  i = ws(list + 1)
+  if (doc[i] === ']') return
+  for (;;) {
+    const end = valueEnd(i)
+    if (end - i > MAX_JSON_ITEM) yield null
+    else {
+      let item: unknown
+      try {
+        item = JSON.parse(doc.slice(i, end))
+      } catch {
+        throw notJson()
+      }
+      yield item
+    }
+    i = ws(end)
+    if (doc[i] === ']') return
+    if (doc[i] !== ',') throw notJson()
+    i = ws(i + 1)
+  }
+}
