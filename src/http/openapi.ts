@@ -212,6 +212,8 @@ function webhooksSection(events: WebhookEventDoc[], components: Record<string, u
         summary: e.summary,
         description: e.description,
         tags: ['webhooks'],
+        // linkbox sends the request: no API key of the receiver's is involved (the body's signature is the proof).
+        security: [],
         parameters: WEBHOOK_HEADERS,
         requestBody: {
           required: true,
@@ -310,9 +312,14 @@ export function openApiDocument(methods: ApiMethod[], opts: OpenApiOptions) {
       for (const p of m.params) properties[p.name] = { ...plain(p.schema), description: paramDescription(p) }
       const required = m.params.filter((p) => p.required).map((p) => p.name)
       // A parameter needed for one value of another (action=create needs url): JSON Schema's if/then.
+      // The `then` names what it requires among its own properties too (the schema is the outer one's), so
+      // that a linter that looks only inside `then` (redocly's no-required-schema-properties-undefined) finds them.
       const conditional = (m.requiredWhen ?? []).map((r) => ({
         if: { properties: { [r.param]: { const: r.value } }, required: [r.param] },
-        then: { required: r.required },
+        then: {
+          properties: Object.fromEntries(r.required.map((name) => [name, { description: `Required when ${r.param} is ${JSON.stringify(r.value)}` }])),
+          required: r.required,
+        },
       }))
       const schema = { type: 'object', properties, ...(required.length ? { required } : {}), ...(conditional.length ? { allOf: conditional } : {}) }
       const example = Object.fromEntries(
