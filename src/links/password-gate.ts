@@ -49,3 +49,25 @@ export function createPasswordGate(opts: { concurrency?: number; queue?: number;
   }
 }
 export type PasswordGate = ReturnType<typeof createPasswordGate>
+
+/**
+ * Where a browser's form post with a wrong password is sent (303): the form again, by GET, with a flag that
+ * makes it say so, so that Back and reload never send the password again. No secret rides in it: the flag,
+ * and the visitor's original referrer (the form's `ref`, which would else be lost) when it is short.
+ */
+export const WRONG_FLAG = 'wrong'
+const MAX_REF_IN_URL = 1024
+export function wrongPasswordLocation(code: string, ref: string): string {
+  const q = new URLSearchParams({ [WRONG_FLAG]: '1' })
+  if (ref && ref.length <= MAX_REF_IN_URL) q.set('ref', ref)
+  return `/${encodeURIComponent(code)}?${q}`
+}
+
+/** The GET after that 303: whether it says "wrong", and the referrer it carried (else the request's). */
+export function wrongPasswordShown(url: string, referer: string): { wrong: boolean; ref: string } {
+  const at = url.indexOf('?')
+  if (at < 0) return { wrong: false, ref: referer }
+  const q = new URLSearchParams(url.slice(at + 1))
+  if (q.get(WRONG_FLAG) !== '1') return { wrong: false, ref: referer }
+  return { wrong: true, ref: (q.get('ref') ?? '').slice(0, MAX_REF_IN_URL) }
+}

@@ -17,7 +17,7 @@ import { pathOf } from '../http/path'
 import { createRateLimiter } from '../http/rate-limit'
 import { LOGO_SVG, page } from '../pages/render'
 import { createFrameCheck, type FrameCheck } from './frame-check'
-import { createPasswordGate, type Verifier } from './password-gate'
+import { createPasswordGate, type Verifier, wrongPasswordLocation, wrongPasswordShown } from './password-gate'
 import type { LinkService } from './service'
 import { csvTableOf, dayOf, statsBody, statsCsv, statsFor, windowOf } from './stats-view'
 import type { LinkRow } from './store'
@@ -29,6 +29,7 @@ const PASSWORD_ATTEMPTS_PER_MINUTE = 10
 /** Per client across all links: guessing on many links at once is still guessing. */
 const PASSWORD_ATTEMPTS_PER_CLIENT_PER_MINUTE = 30
 const STATS_PAGES_PER_MINUTE = 60
+const WRONG_PASSWORD = 'That password is not right.'
 // The period links of the statistics page, and ?days= (tests import them from here as before).
 export { rangeOf, STATS_RANGES } from './stats-view'
 
@@ -312,7 +313,12 @@ export function createVisitRoutes(deps: {
       }
     }
     if (right) return reachDestination(row, request, request.method === 'POST' ? 'post' : 'get', referer)
-    return passwordForm(row, referer, 'That password is not right.', 401)
+    // A browser's form post: 303 to a GET that says so (no resubmission on Back); scripts get their 401.
+    if (request.method === 'POST' && !request.headers.has('x-link-password') && isBrowserNavigation(request)) {
+      count('password_wrong')
+      return new Response(null, { status: 303, headers: { location: wrongPasswordLocation(row.code, referer), 'cache-control': 'no-store' } })
+    }
+    return passwordForm(row, referer, WRONG_PASSWORD, 401)
   }
 
   function checkHeaderPassword(row: LinkRow, header: string, request: Request, referer: string) {
@@ -360,7 +366,8 @@ export function createVisitRoutes(deps: {
     if (found.password_hash) {
       const header = request.headers.get('x-link-password')
       if (header !== null) return checkHeaderPassword(found, header, request, referer)
-      return passwordForm(found, referer)
+      const shown = wrongPasswordShown(request.url, referer)
+      return passwordForm(found, shown.ref, shown.wrong ? WRONG_PASSWORD : '')
     }
     return reachDestination(found, request, 'get', referer)
   }
