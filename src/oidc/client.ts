@@ -24,6 +24,10 @@ export const CLOCK_TOLERANCE_S = 60
 export const DISCOVERY_RETRY_MS = 10_000
 /** Seconds each request to the provider may take. */
 export const PROVIDER_TIMEOUT_S = 10
+/** A sign-in's start asks the provider whether it is up (its discovery document) within this long. */
+export const REACH_TIMEOUT_MS = 2500
+/** ...and that answer serves the starts of this long after it (one request, however many click at once). */
+export const REACH_REUSE_MS = 2000
 
 /** The URL the provider sends the browser back to: register exactly this at the provider. */
 export const redirectUriOf = (baseUrl: string) => `${baseUrl}/login/oidc/callback`
@@ -152,6 +156,25 @@ export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; 
     return attempt
   }
 
+  // A provider that went down after its discovery: the browser is not sent to it, the sign-in page says so.
+  // Any answer below 500 is a provider that is up (a 5xx is its proxy saying it is not).
+  let reach: { at: number; check: Promise<string | null> } | null = null
+  function reachable(): Promise<void> {
+    if (!reach || clock() - reach.at >= REACH_REUSE_MS) {
+      const url = `${settings.issuer.replace(/\/$/, '')}/.well-known/openid-configuration`
+      const check = fetch(url, { redirect: 'manual', signal: AbortSignal.timeout(REACH_TIMEOUT_MS) })
+        .then(async (r) => {
+          await r.body?.cancel()
+          return r.status < 500 ? null : `answered ${r.status}`
+        })
+        .catch((err: unknown) => describe(err))
+      reach = { at: clock(), check }
+    }
+    return reach.check.then((why) => {
+      if (why !== null) throw new SignInRefused(`provider unreachable at sign-in start: ${why}`, unreachable())
+    })
+  }
+
   const unreachable = () => `${name} cannot be reached right now, so signing in with it does not work: try again in a minute, or ask the administrator.`
   const startAgain = (what: string) => `${what} Start again with “Sign in with ${name}”.`
 
@@ -165,6 +188,7 @@ export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; 
      */
     async start(opts: { next: string; binding?: string }): Promise<{ url: string; binding: string }> {
       const { oidc, config } = await configuration()
+      await reachable()
       const binding = opts.binding && /^[A-Za-z0-9_-]{32,64}$/.test(opts.binding) ? opts.binding : randomBytes(32).toString('base64url')
       const state = oidc.randomState()
       const nonce = oidc.randomNonce()
