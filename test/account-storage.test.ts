@@ -263,6 +263,46 @@ describe.each([
     }
   }, 60_000)
 
+  test('names compare in any case (issue 36): Carol is taken when carol exists, also when two nodes make Dana and dana at once, and by single sign-on', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      await made(a.accounts.createAccount(newAccount('carol')))
+      expect(await b.accounts.createAccount(newAccount('Carol', { key: newKey('Carol') }))).toEqual({ ok: false, reason: 'name_taken' })
+      expect(await b.accounts.createAccount(newAccount('CAROL', { key: null }))).toEqual({ ok: false, reason: 'name_taken' })
+      expect(await a.accounts.activeKeyByHash(hashKey('key-Carol'))).toBeNull()
+      expect((await b.accounts.accountByNameAnyCase('cArOl'))!.name).toBe('carol')
+      expect(await b.accounts.accountByName('Carol')).toBeNull() // the exact lookup (sign-in) is unchanged
+      // At once from two nodes, the first's transaction held open: one account.
+      const meet = meeting(2)
+      const hold = async (tx: unknown, acc: { name: string }) => {
+        await e.note(tx, `made ${acc.name}`)
+        await meet()
+      }
+      const results = await Promise.all([
+        a.accounts.createAccount(newAccount('Dana', { key: newKey('Dana') }), hold),
+        b.accounts.createAccount(newAccount('dana', { key: newKey('dana') }), hold),
+      ])
+      expect(results.filter((r) => r.ok)).toHaveLength(1)
+      expect(await e.notes()).toHaveLength(1)
+      // Single sign-on: the provider's Carol gets the next free name in any case; Erin and erin at once differ.
+      const issuer = 'https://id.example'
+      expect(await a.identities.link({ issuer, sub: 'c-1', name: 'Carol', admin: null, now: T0 })).toMatchObject({ outcome: 'created', name: 'Carol-2' })
+      expect(await b.identities.link({ issuer, sub: 'c-2', name: 'CAROL-2', admin: null, now: T0 })).toMatchObject({ outcome: 'created', name: 'CAROL-2-2' })
+      const erins = await Promise.all([
+        a.identities.link({ issuer, sub: 'e-1', name: 'Erin', admin: null, now: T0 }, () => Bun.sleep(50)),
+        b.identities.link({ issuer, sub: 'e-2', name: 'erin', admin: null, now: T0 }, () => Bun.sleep(50)),
+      ])
+      expect(new Set(erins.map((l) => l.name.toLowerCase())).size).toBe(2)
+      // The marketplace's made-up names stay exact: two users told apart by case are two accounts.
+      await made(a.accounts.createAccount(newAccount('marketplace:Bob', { key: null })))
+      await made(b.accounts.createAccount(newAccount('marketplace:bob', { key: null })))
+      expect(await a.accounts.count()).toBe(8) // carol, Dana|dana, Carol-2, CAROL-2-2, Erin, erin-2, two marketplace users
+    } finally {
+      await e.close()
+    }
+  }, 60_000)
+
   test('the last active administrator: two nodes disabling or deleting the two last ones at once leave one', async () => {
     const e = await makeEngine()
     try {

@@ -225,9 +225,14 @@ export function createAccountService<Tx>(storages: AccountStorages<Tx>, clock: (
     async createAccount(input: { name: string; admin?: boolean; password?: string; scopes?: Scope[] }, by: Who | ((account: { id: number; name: string }) => Who) = SYSTEM) {
       if (!ACCOUNT_NAME.test(input.name))
         throw new AppError(400, 'invalid_parameter', 'Account names are 1-64 characters: letters, digits, . _ @ -, starting with a letter or digit.')
-      const taken = () => new AppError(409, 'account_exists', `The account "${input.name}" exists already.`)
+      // Names compare in any case: Carol is refused when carol exists, and the message names carol.
+      const taken = (existing: string) =>
+        new AppError(409, 'account_exists', existing === input.name
+          ? `The account "${existing}" exists already.`
+          : `The account "${existing}" exists already: account names are the same in any case, so "${input.name}" is taken.`)
       // Before the hash, so that a taken name costs no hash; the storage checks again in its write.
-      if (await store.accountByName(input.name)) throw taken()
+      const existing = await store.accountByNameAnyCase(input.name)
+      if (existing) throw taken(existing.name)
       const hash = input.password !== undefined ? await hashPassword(input.password) : null
       const scopes = input.scopes ?? [...SCOPES]
       const made = newKey(scopes, 'created with the account')
@@ -238,7 +243,7 @@ export function createAccountService<Tx>(storages: AccountStorages<Tx>, clock: (
           detail: `${input.admin ? 'administrator' : 'user'}, ${hash ? 'with a dashboard password' : 'API only'}; first key ${key!.prefix}… (#${key!.id})`,
         }),
       )
-      if (!done.ok) throw taken()
+      if (!done.ok) throw taken((await store.accountByNameAnyCase(input.name))?.name ?? input.name)
       return { account: done.account, key: { key: made.key, id: done.key!.id, prefix: done.key!.prefix, scopes } }
     },
 

@@ -3,8 +3,10 @@
 //
 // Concurrency (READ COMMITTED, where a plain read-then-write decides on a snapshot another node may already
 // have changed): every decision is taken on rows this transaction has locked, or is one conditional statement.
-// - A name is taken by INSERT … ON CONFLICT (name) DO NOTHING: a second creation of the name waits for the
-//   first's transaction, then inserts nothing (it committed: 'name_taken') or inserts (it rolled back).
+// - A name is taken under a transaction-scoped advisory lock keyed by the name in lower case (names compare
+//   in any case, store.ts nameFolds), by INSERT … ON CONFLICT (name) DO NOTHING after looking for it in any
+//   case: a second creation of Carol or carol waits for the first's transaction, then finds its row.
+//   Single sign-on's first sign-ins (oidc/identities-postgres.ts) take the same lock.
 // - A disable or a deletion first locks every active administrator's row and the target's, in one statement
 //   and in id order (so two such changes never wait on each other in a circle), and counts the administrators
 //   among the rows it locked. Two nodes disabling the two last administrators take turns: the second's lock
@@ -20,6 +22,19 @@ import type { SQL, TransactionSQL } from 'bun'
 import type { ChangeFeed } from '../db/changes'
 import { CHANNEL, encodeChanges } from '../db/postgres/changes'
 import { ACCOUNT_TOPIC, type AccountRow, AccountStorage, AccountSummaryRow, Disabled, KeyRow, KeyWithAccount, NewKey, Refusal } from './storage'
+import { nameFolds } from './store'
+
+/** The advisory lock class of account names: "name" in ASCII. */
+export const ACCOUNT_NAME_LOCK_CLASS = 0x6e616d65
+
+/** In `tx`: holds the name (in any case) until the commit, and answers whether an account has it already. */
+export async function lockAccountName(tx: TransactionSQL, name: string): Promise<boolean> {
+  await tx`SELECT pg_advisory_xact_lock(${ACCOUNT_NAME_LOCK_CLASS}::int, hashtext(lower(${name})))`
+  const [taken] = nameFolds(name)
+    ? await tx`SELECT 1 FROM accounts WHERE lower(name) = lower(${name}) LIMIT 1`
+    : await tx`SELECT 1 FROM accounts WHERE name = ${name}`
+  return !!taken
+}
 
 // Bun.SQL returns bigint columns as text: rows are mapped to numbers here (all far below 2^53).
 const int = (v: unknown) => Number(v)
@@ -144,6 +159,12 @@ export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } 
       const [r] = await sql`SELECT ${sql.unsafe(ACCOUNT)} FROM accounts WHERE name = ${name}`
       return r ? account(r) : null
     },
+    async accountByNameAnyCase(name) {
+      const [r] = nameFolds(name)
+        ? await sql`SELECT ${sql.unsafe(ACCOUNT)} FROM accounts WHERE lower(name) = lower(${name}) ORDER BY name = ${name} DESC, id LIMIT 1`
+        : await sql`SELECT ${sql.unsafe(ACCOUNT)} FROM accounts WHERE name = ${name}`
+      return r ? account(r) : null
+    },
     async accountById(id) {
       const [r] = await sql`SELECT ${sql.unsafe(ACCOUNT)} FROM accounts WHERE id = ${id}`
       return r ? account(r) : null
@@ -188,6 +209,7 @@ export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } 
 
     async createAccount(input, within) {
       return sql.begin(async (tx) => {
+        if (await lockAccountName(tx, input.name)) return { ok: false as const, reason: 'name_taken' as const }
         const [row] = await tx`INSERT INTO accounts (name, password_hash, admin, created)
                                VALUES (${input.name}, ${input.passwordHash}, ${input.admin ? 1 : 0}, ${input.now})
                                ON CONFLICT (name) DO NOTHING RETURNING ${tx.unsafe(ACCOUNT)}`

@@ -7,7 +7,8 @@
 // ONE method here, its decision returned as a typed outcome, and `within(tx, …)` runs in the same
 // transaction after the write (the service writes the audit row there; on SQLite it must be synchronous).
 // What they promise, on any number of nodes:
-// - createAccount: two creations of one name at once make one account; the other gets 'name_taken'.
+// - createAccount: two creations of one name at once make one account; the other gets 'name_taken'. Names
+//   compare in any case (store.ts nameFolds): Carol is taken when carol exists.
 // - setDisabled / deleteAccount: the last active administrator is never disabled or deleted, nor is the
 //   account of the one asking ('own_account'); two nodes disabling (or deleting) the two last administrators
 //   at once leave one.
@@ -62,6 +63,8 @@ export type Disabled = { ok: true; account: AccountRow; sessionsEnded: number }
 
 export interface AccountStorage<Tx> {
   accountByName(name: string): Promise<AccountRow | null>
+  /** The account of this name in any case (store.ts nameFolds), the exact spelling first. */
+  accountByNameAnyCase(name: string): Promise<AccountRow | null>
   accountById(id: number): Promise<AccountRow | null>
   /** Accounts stored. */
   count(): Promise<number>
@@ -188,6 +191,7 @@ export function sqliteAccountStorage(db: Db): AccountStorage<Db> {
 
   return {
     accountByName: async (name) => store.accountByName(name) ?? null,
+    accountByNameAnyCase: async (name) => store.accountByNameAnyCase(name) ?? null,
     accountById: async (id) => store.accountById(id) ?? null,
     count: async () => store.count(),
     activeAdmins: async () => store.activeAdmins(),
@@ -222,7 +226,7 @@ export function sqliteAccountStorage(db: Db): AccountStorage<Db> {
     // transaction whose snapshot another commit has made stale cannot write: SQLITE_BUSY_SNAPSHOT).
     async createAccount(input, within) {
       return db.transaction(() => {
-        if (store.accountByName(input.name)) return { ok: false as const, reason: 'name_taken' as const }
+        if (store.accountByNameAnyCase(input.name)) return { ok: false as const, reason: 'name_taken' as const }
         const account = store.insertAccount(input.name, input.passwordHash, input.admin, input.now)
         const key = input.key ? insertKey(account.id, input.key, input.now) : null
         within?.(db, account, key)

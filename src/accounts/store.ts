@@ -47,12 +47,20 @@ export interface AccountSummaryRow {
   mailboxes: number
 }
 
+/**
+ * Account names compare without regard to case: `Carol` is taken when `carol` exists (issue 36). Names are
+ * ASCII (ACCOUNT_NAME), so SQLite's lower() and PostgreSQL's (COLLATE "C") agree. The marketplace's made-up
+ * names (marketplace:<user>, which no account may be given) stay exact: its users are told apart as it does.
+ */
+export const nameFolds = (name: string) => !name.includes(':')
+
 export function createAccountStore(db: Db) {
   const q = lazyStatements(db) // prepared at their first use (db/lazy.ts)
   const insertAccount = q.query<AccountRow, [string, string | null, number, number]>(
     'INSERT INTO accounts (name, password_hash, admin, created) VALUES (?, ?, ?, ?) RETURNING *',
   )
   const accountByName = q.query<AccountRow, [string]>('SELECT * FROM accounts WHERE name = ?')
+  const accountByFoldedName = q.query<AccountRow, [string]>('SELECT * FROM accounts WHERE lower(name) = lower(?) ORDER BY id LIMIT 1')
   const accountById = q.query<AccountRow, [number]>('SELECT * FROM accounts WHERE id = ?')
   const activeAdmins = q.query<{ n: number }, []>('SELECT count(*) AS n FROM accounts WHERE admin = 1 AND disabled IS NULL')
   const setPassword = q.query<unknown, [string, number]>('UPDATE accounts SET password_hash = ? WHERE id = ?')
@@ -128,6 +136,8 @@ export function createAccountStore(db: Db) {
     insertAccount: (name: string, passwordHash: string | null, admin: boolean, now: number) =>
       insertAccount.get(name, passwordHash, admin ? 1 : 0, now)!,
     accountByName: (name: string) => accountByName.get(name),
+    /** The account of this name in any case (Carol is carol): the exact spelling first (see nameFolds). */
+    accountByNameAnyCase: (name: string) => accountByName.get(name) ?? (nameFolds(name) ? accountByFoldedName.get(name) : null) ?? null,
     accountById: (id: number) => accountById.get(id),
     activeAdmins: () => activeAdmins.get()!.n,
     setPassword: (id: number, hash: string) => setPassword.run(hash, id).changes > 0,

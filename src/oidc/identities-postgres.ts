@@ -6,9 +6,11 @@
 // once take turns, and the second finds the identity the first committed and signs in to it. (Without the
 // lock both would find no identity and make an account each; the second identity insert would then fail.) A
 // hash shared by two people only makes their sign-ins take turns. A known person's account row is locked
-// (FOR NO KEY UPDATE) before it is read and changed. A new account's name is taken by INSERT … ON CONFLICT
-// (name) DO NOTHING, the next candidate tried when another node took it first.
+// (FOR NO KEY UPDATE) before it is read and changed. A new account's name is held by the account names'
+// lock (accounts/storage-postgres.ts) and taken when no account has it in any case, by INSERT … ON CONFLICT
+// (name) DO NOTHING, the next candidate tried when it is taken.
 import type { SQL, TransactionSQL } from 'bun'
+import { lockAccountName } from '../accounts/storage-postgres'
 import type { IdentityRow, IdentityStorage, Linked } from './identities'
 
 /** The advisory lock class of sign-ins: "oidc" in ASCII. */
@@ -51,8 +53,8 @@ export function postgresIdentityStorage(sql: SQL): IdentityStorage<TransactionSQ
         const admin = input.admin ?? false
         for (let n = 1; ; n++) {
           const name = n === 1 ? input.name : `${input.name}-${n}`
-          const [taken] = await tx`SELECT 1 FROM accounts WHERE name = ${name}`
-          if (taken) continue
+          // Names compare in any case: Carol is taken when carol exists (the lock: another node's Carol waits).
+          if (await lockAccountName(tx, name)) continue
           const [made] = await tx`INSERT INTO accounts (name, password_hash, admin, created) VALUES (${name}, NULL, ${admin ? 1 : 0}, ${input.now})
                                   ON CONFLICT (name) DO NOTHING RETURNING id`
           if (!made) continue

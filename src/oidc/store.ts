@@ -18,7 +18,8 @@ export function createIdentityStore(db: Db) {
   const seen = db.query<unknown, [number, string, string]>('UPDATE oidc_identities SET last_seen = ? WHERE issuer = ? AND sub = ?')
   const setAdmin = db.query<unknown, [number, number]>('UPDATE accounts SET admin = ? WHERE id = ?')
   const account = db.query<{ name: string; admin: number; disabled: number | null }, [number]>('SELECT name, admin, disabled FROM accounts WHERE id = ?')
-  const nameTaken = db.query<{ n: number }, [string]>('SELECT count(*) AS n FROM accounts WHERE name = ?')
+  // In any case (accounts/store.ts nameFolds): the provider's Carol is not made beside a carol.
+  const nameTaken = db.query<{ n: number }, [string]>('SELECT count(*) AS n FROM accounts WHERE lower(name) = lower(?)')
   return {
     find: (issuer: string, sub: string) => find.get(issuer, sub),
     ofAccount: (accountId: number) => ofAccount.get(accountId),
