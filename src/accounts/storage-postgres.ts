@@ -24,7 +24,7 @@ import { CHANNEL, encodeChanges } from '../db/postgres/changes'
 import { ACCOUNT_TOPIC, type AccountRow, AccountStorage, AccountSummaryRow, Disabled, KeyRow, KeyWithAccount, NewKey, Refusal } from './storage'
 import { nameFolds } from './store'
 
-/** The advisory lock class of account names: "name" in ASCII. */
+/** The advisory lock class of account names: "name" in ASCII (migration 23's trigger takes it too). */
 export const ACCOUNT_NAME_LOCK_CLASS = 0x6e616d65
 
 /** In `tx`: holds the name (in any case) until the commit, and answers whether an account has it already. */

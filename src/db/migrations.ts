@@ -554,4 +554,20 @@ export const migrations: Migration[] = [
     until INTEGER NOT NULL
   );
   `,
+  /* 23: account names compare in any case (issue 36): no new name (or rename) may equal another account's in
+     another case (Carol beside carol); the same spelling is the UNIQUE constraint's. A trigger, not a unique
+     index on lower(name): a database may hold both spellings from before, and the index would fail this
+     migration (and copies of such a database, db/postgres/copy.ts, which switches it off). Names holding ":"
+     (the marketplace's made-up ones, accounts/store.ts nameFolds) stay exact. */ `
+  CREATE TRIGGER accounts_name_any_case BEFORE INSERT ON accounts
+  WHEN instr(NEW.name, ':') = 0 AND EXISTS (SELECT 1 FROM accounts WHERE lower(name) = lower(NEW.name) AND name <> NEW.name)
+  BEGIN
+    SELECT RAISE(ABORT, 'account name taken in another case');
+  END;
+  CREATE TRIGGER accounts_name_any_case_update BEFORE UPDATE OF name ON accounts
+  WHEN instr(NEW.name, ':') = 0 AND EXISTS (SELECT 1 FROM accounts WHERE lower(name) = lower(NEW.name) AND name <> NEW.name AND id <> NEW.id)
+  BEGIN
+    SELECT RAISE(ABORT, 'account name taken in another case');
+  END;
+  `,
 ]

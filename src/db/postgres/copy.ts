@@ -51,10 +51,14 @@ const SPECIAL: Record<string, string> = {
   mail_bodies: 'unused on SQLite: filled from data_dir/mail and mail_inline',
   secrets: 'unused on SQLite: filled from data_dir/secrets',
 }
-/** The triggers that derive rows of copied tables (link_counts, mailboxes.messages/bytes): off during the copy. */
+/**
+ * The triggers that derive rows of copied tables (link_counts, mailboxes.messages/bytes): off during the copy.
+ * So is the account names' check (migration 23): a database may hold names that differ only in case from before it.
+ */
 const DERIVING_TRIGGERS = [
   { table: 'links', trigger: 'link_counts_insert' },
   { table: 'mail_messages', trigger: 'mail_count_insert' },
+  { table: 'accounts', trigger: 'accounts_name_any_case' },
 ]
 /** PostgreSQL's schema-version row, written by openPostgres. */
 const PG_BOOKKEEPING = 'linkbox_schema'

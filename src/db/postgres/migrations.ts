@@ -429,6 +429,26 @@ export const pgMigrations: PgMigration[] = [
   );
   `,
   },
+  {
+    // Twin of SQLite's 23: no new name (or rename) equal to another account's in another case. Under the
+    // account names' advisory lock (accounts/storage-postgres.ts ACCOUNT_NAME_LOCK_CLASS, "name"), held to the
+    // commit, so that two nodes making Carol and carol at once take turns and the second sees the first.
+    version: 23,
+    sql: `
+  CREATE FUNCTION accounts_name_any_case() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    IF position(':' in NEW.name) = 0 THEN
+      PERFORM pg_advisory_xact_lock(1851878757, hashtext(lower(NEW.name)));
+      IF EXISTS (SELECT 1 FROM accounts WHERE lower(name) = lower(NEW.name) AND name <> NEW.name AND id <> NEW.id) THEN
+        RAISE EXCEPTION 'account name taken in another case' USING ERRCODE = 'unique_violation';
+      END IF;
+    END IF;
+    RETURN NEW;
+  END $$;
+  CREATE TRIGGER accounts_name_any_case BEFORE INSERT ON accounts FOR EACH ROW EXECUTE FUNCTION accounts_name_any_case();
+  CREATE TRIGGER accounts_name_any_case_update BEFORE UPDATE OF name ON accounts FOR EACH ROW EXECUTE FUNCTION accounts_name_any_case();
+  `,
+  },
 ]
 
 /** The schema version this binary brings a PostgreSQL database to: the last entry's. */
