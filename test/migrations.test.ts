@@ -235,3 +235,34 @@ test('migration 9: events keep their ids and get msg_<id>; new ones a random web
     db.close()
   }
 })
+
+test('migration 21: an endpoint that listened for link.created also gets links.imported; others keep their events', () => {
+  const dir = tempDir('linkbox-migrate-')
+  dirs.push(dir)
+  const path = join(dir, 'linkbox.db')
+  const raw = new Database(path, { create: true, strict: true })
+  raw.exec('PRAGMA journal_mode = WAL')
+  for (let v = 0; v < 20; v++) {
+    const m = migrations[v]!
+    raw.exec(typeof m === 'string' ? m : m.sql)
+    raw.exec(`PRAGMA user_version = ${v + 1}`)
+  }
+  raw.exec(`
+    INSERT INTO accounts (id, name, admin, created) VALUES (1, 'alice', 0, 1);
+    INSERT INTO webhook_endpoints (account_id, url, events, secret, created) VALUES
+      (1, 'https://a.example/', 'link.created,mail.received', 'whsec_a', 1),
+      (1, 'https://b.example/', 'mail.received,link.clicked', 'whsec_b', 1),
+      (1, 'https://c.example/', 'link.created', 'whsec_c', 1);
+  `)
+  raw.close()
+  const db = openDatabase(path)
+  try {
+    expect(db.query('SELECT events FROM webhook_endpoints ORDER BY id').all()).toEqual([
+      { events: 'link.created,mail.received,links.imported' },
+      { events: 'mail.received,link.clicked' },
+      { events: 'link.created,links.imported' },
+    ])
+  } finally {
+    db.close()
+  }
+})

@@ -540,8 +540,10 @@ export const migrations: Migration[] = [
   ) WITHOUT ROWID;
   CREATE INDEX visitor_hashes_day ON visitor_hashes (day);
   `,
-  /* 21: nothing (a number no change of issue 36 needed in the end; the two lists keep one numbering). */ `
-  SELECT 1;
+  /* 21: an import now sends one links.imported event instead of a link.created per link (issue 36): an
+     endpoint that listened for link.created keeps hearing of imported links. */ `
+  UPDATE webhook_endpoints SET events = events || ',links.imported'
+  WHERE ',' || events || ',' LIKE '%,link.created,%' AND ',' || events || ',' NOT LIKE '%,links.imported,%';
   `,
   /* 22: imports (issue 36, SPEC §2a). links.title: 0-200 characters, '' for none (create, update, q=, export,
      import). import_locks: one import at a time per account on every node: a row is the lock, held by

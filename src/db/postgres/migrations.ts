@@ -416,7 +416,14 @@ export const pgMigrations: PgMigration[] = [
   CREATE INDEX visitor_hashes_day ON visitor_hashes (day);
   `,
   },
-  { version: 21, sql: `SELECT 1;` },
+  {
+    // Twin of SQLite's 21: endpoints that listened for link.created hear of imports (links.imported).
+    version: 21,
+    sql: `
+  UPDATE webhook_endpoints SET events = events || ',links.imported'
+  WHERE ',' || events || ',' LIKE '%,link.created,%' AND ',' || events || ',' NOT LIKE '%,links.imported,%';
+  `,
+  },
   {
     // Twin of SQLite's 22: a link's title ('' for none), and the per-account import lock (a leased row).
     version: 22,
