@@ -292,6 +292,20 @@ describe('split', () => {
     expect('destinations' in (await api('stats.json', { code: plain })).body.return).toBe(false)
   })
 
+  test("a password-protected split link: keyless stats.json and the public page show neither its destination nor its split's; its owner sees them", async () => {
+    const split = JSON.stringify([{ url: 'https://hidden-left.example/a', weight: 50 }, { url: 'https://hidden-right.example/b', weight: 50 }])
+    const code = await link({ url: 'https://hidden-fallback.example/', split, password: 'opensesame' })
+    for (let i = 0; i < 6; i++) await fetch(`${s.base}/${code}`, { redirect: 'manual', headers: { 'user-agent': CHROME, 'x-link-password': 'opensesame', 'x-forwarded-for': `203.0.113.${i}` } })
+    await s.box.recorder.flush()
+    const keyless = await readAnswer(await fetch(`${s.base}/api/stats.json`, { method: 'POST', body: new URLSearchParams({ code }) }))
+    expect(keyless.status).toBe(200)
+    expect(JSON.stringify(keyless.body)).not.toContain('hidden-')
+    expect(await (await fetch(`${s.base}/${code}+`)).text()).not.toContain('hidden-')
+    const own = (await api('stats.json', { code })).body.return
+    expect(own.long_url).toBe('https://hidden-fallback.example/')
+    expect((own.destinations as { name: string }[]).map((d) => d.name).sort()[0]).toStartWith('https://hidden-')
+  })
+
   test('weights are followed (90/10), and a rule that matches comes before the split', async () => {
     const code = await link({
       url: 'https://example.com/fallback',

@@ -691,13 +691,13 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       }
       const { days, names } = await windowAnswer(row, from, to, span)
       const isOwner = !!caller && mayChange(row, caller)
-      // A link stopped by an admin, a ban or a blocklist shows where it led nowhere public (SPEC §3): not its
-      // destination, nor those of its rules and split.
-      const hidden = !isOwner && (deps.stopped?.(row) ?? false)
+      // A password-protected link, or one stopped by an admin, a ban or a blocklist, shows where it leads
+      // nowhere public (SPEC §3, §4): not its destination, nor those of its rules and split.
+      const hidden = !isOwner && (row.password_hash !== null || (deps.stopped?.(row) ?? false))
       return {
         hex: row.code,
         url: `${base}/${row.code}`,
-        long_url: (row.password_hash || hidden) && !isOwner ? null : row.long_url,
+        long_url: hidden ? null : row.long_url,
         created: iso(row.created),
         clicks: row.clicks,
         bots: row.bots,
