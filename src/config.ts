@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs'
 import { isAbsolute, resolve } from 'node:path'
 import { ConfigError } from './errors'
-import { parseCidr } from './net/cidr'
+import { canonicalIp, parseCidr } from './net/cidr'
 
 export interface Config {
   data_dir: string
@@ -139,6 +139,7 @@ const list =
 
 const hostname = (v: string) =>
   /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i.test(v) ? null : 'must be a host name'
+const hostOrAddress = (v: string) => (hostname(v) === null || canonicalIp(v) !== null ? null : 'must be a host name or an IP address')
 const baseUrl = (v: string) => {
   try {
     const u = new URL(v)
@@ -252,7 +253,7 @@ const schema: Record<string, Check | Record<string, Check>> = {
   },
   links: {
     redirect_status: int(301, 308, [301, 302, 307, 308]),
-    blocked_domains: list(str(hostname)),
+    blocked_domains: list(str(hostOrAddress)),
     anonymous: bool,
     blocklist_files: list(str((v) => (v.trim() ? null : 'must not be empty'))),
     import_max_rows: int(1, 1_000_000),
@@ -322,7 +323,8 @@ export function buildConfig(doc: Record<string, unknown>, relativeTo = process.c
   const result = config as unknown as Config
   result.server.base_url = result.server.base_url.replace(/\/+$/, '')
   result.mail.domains = result.mail.domains.map((d) => d.toLowerCase())
-  result.links.blocked_domains = result.links.blocked_domains.map((d) => d.toLowerCase())
+  // Addresses in one spelling (links/validate.ts matches them so), names in lower case.
+  result.links.blocked_domains = result.links.blocked_domains.map((d) => canonicalIp(d) ?? d.toLowerCase())
   if (!isAbsolute(result.data_dir)) result.data_dir = resolve(relativeTo, result.data_dir)
   const { tls_cert, tls_key } = result.mail
   if (!tls_cert !== !tls_key)

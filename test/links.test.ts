@@ -165,6 +165,18 @@ describe('getLink.json', () => {
     }
   })
 
+  test('blocked addresses are refused in every spelling (IPv4 forms, IPv4-mapped IPv6, IPv6 compressed or not)', async () => {
+    const b = await makeBox({ links: { blocked_domains: ['1.2.3.4', '2001:db8::1'] } })
+    try {
+      const spellings = ['http://1.2.3.4/', 'http://0x01020304/', 'http://16909060/', 'http://[::ffff:1.2.3.4]/', 'http://[::ffff:102:304]/', 'http://[2001:db8::1]/', 'http://[2001:0db8:0:0:0:0:0:1]/']
+      for (const url of spellings) expect({ url, code: (await b.post('/api/getLink.json', { url })).body.code }).toEqual({ url, code: 'invalid_url' })
+      // An address matches only itself: not a name ending in it, not its neighbour.
+      for (const url of ['http://1.2.3.5/', 'http://[2001:db8::2]/']) expect({ url, status: (await b.post('/api/getLink.json', { url })).status }).toEqual({ url, status: 200 })
+    } finally {
+      await b.cleanup()
+    }
+  })
+
   test('JSON and multipart bodies are accepted too', async () => {
     const j = await box.request('/api/getLink.json', {
       method: 'POST',

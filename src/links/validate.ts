@@ -1,7 +1,7 @@
 // The rules of a link's fields, as pure functions: each returns the clean value or throws an AppError
 // whose message names the parameter and the rule.
 import { AppError } from '../errors'
-import { parseIp } from '../net/cidr'
+import { canonicalIp, parseIp } from '../net/cidr'
 
 export const MAX_URL_LENGTH = 4096
 export const MAX_EXPIRE = 10 * 365 * 86400
@@ -93,7 +93,13 @@ const IPV4 = /^\d{1,3}(\.\d{1,3}){3}$/
 const IPV6 = /^\[[0-9a-f:.]+\]$/
 const isPlainHost = (host: string) => DNS_NAME.test(host) || IPV4.test(host) || IPV6.test(host)
 
-const hostMatches = (host: string, domain: string) => host === domain || host.endsWith(`.${domain}`)
+// An address matches only itself, in any spelling ([::ffff:1.2.3.4] is 1.2.3.4); a name, itself and its subdomains.
+function blockedBy(host: string, domains: readonly string[]): boolean {
+  if (domains.length === 0) return false
+  const ip = canonicalIp(host)
+  if (ip !== null) return domains.includes(ip) // the config writes addresses as canonicalIp does
+  return domains.some((d) => host === d || host.endsWith(`.${d}`))
+}
 
 export function validateUrl(value: unknown, rules: UrlRules, name = 'url'): string {
   const fail = (rule: string) => {
@@ -128,7 +134,7 @@ export function validateUrl(value: unknown, rules: UrlRules, name = 'url'): stri
   if (rules.ownOrigins.includes(origin)) fail(`must not point at this service's own origin ${origin} (a link to itself would loop)`)
   if (rules.loopbackPorts.includes(Number(port)) && isLoopback(host))
     fail(`must not point at ${origin}: a loopback address on the port this service listens on, that is the service itself`)
-  if (rules.blockedDomains.some((d) => hostMatches(host, d))) fail(`must not point at the blocked domain ${host}`)
+  if (blockedBy(host, rules.blockedDomains)) fail(`must not point at the blocked domain ${host}`)
   return href
 }
 
