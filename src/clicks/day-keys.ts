@@ -7,7 +7,8 @@
 //
 // The redirect never waits for the database: each node reads the key at its first need, then ahead of
 // midnight (the periodic refresh makes tomorrow's), and keeps it; current() is a synchronous look-up that
-// answers null while a key is still on its way (its users then use a key of their own until it comes).
+// answers null while a key is still on its way on PostgreSQL (its users then use a key of their own until it
+// comes); SQLite's is read at once.
 import { createHmac, randomBytes } from 'node:crypto'
 import type { Db } from '../db'
 import { lazyStatements } from '../db/lazy'
@@ -24,6 +25,8 @@ export interface DayKeyRows {
    * both read it). Keys of days before `keepFrom` are deleted.
    */
   ensure(day: number, fresh: Uint8Array, keepFrom: number): Promise<Uint8Array>
+  /** The same, at once, where the engine can (SQLite): current() then never answers null. */
+  ensureNow?(day: number, fresh: Uint8Array, keepFrom: number): Uint8Array
 }
 
 export function sqliteDayKeyRows(db: Db): DayKeyRows {
@@ -31,14 +34,13 @@ export function sqliteDayKeyRows(db: Db): DayKeyRows {
   const insert = q.query<unknown, [number, Uint8Array]>('INSERT INTO day_keys (day, key) VALUES (?, ?) ON CONFLICT (day) DO NOTHING')
   const read = q.query<{ key: Uint8Array }, [number]>('SELECT key FROM day_keys WHERE day = ?')
   const old = q.query<unknown, [number]>('DELETE FROM day_keys WHERE day < ?')
-  return {
-    ensure: async (day, fresh, keepFrom) =>
-      db.transaction(() => {
-        old.run(keepFrom)
-        insert.run(day, fresh)
-        return new Uint8Array(read.get(day)!.key)
-      })(),
-  }
+  const ensureNow = (day: number, fresh: Uint8Array, keepFrom: number) =>
+    db.transaction(() => {
+      old.run(keepFrom)
+      insert.run(day, fresh)
+      return new Uint8Array(read.get(day)!.key)
+    })()
+  return { ensure: async (day, fresh, keepFrom) => ensureNow(day, fresh, keepFrom), ensureNow }
 }
 
 /** What each user derives from a day's key, so that none of them can be matched with another's. */
@@ -66,6 +68,22 @@ export function createDayKeys(deps: { rows: DayKeyRows; clock?: () => number; lo
   let failing = false
   let last: DayKey | null = null
 
+  function keep(day: number, key: Uint8Array): DayKey {
+    const made = derive(day, key)
+    const today = Math.floor(clock() / DAY_MS)
+    known.set(day, made)
+    for (const d of known.keys()) if (d < today - 1) known.delete(d)
+    if (failing) deps.log?.('the day key could be read again')
+    failing = false
+    return made
+  }
+
+  function failed(err: unknown) {
+    retryAt = clock() + RETRY_MS
+    if (!failing) deps.log?.(`the day key could not be read (visitors are hashed with this node's own key meanwhile): ${err instanceof Error ? err.message : String(err)}`)
+    failing = true
+  }
+
   function load(day: number): Promise<DayKey> {
     const held = known.get(day)
     if (held) return Promise.resolve(held)
@@ -74,18 +92,9 @@ export function createDayKeys(deps: { rows: DayKeyRows; clock?: () => number; lo
     const today = Math.floor(clock() / DAY_MS)
     p = deps.rows
       .ensure(day, randomBytes(32), today - 1)
-      .then((key) => {
-        const made = derive(day, key)
-        known.set(day, made)
-        for (const d of known.keys()) if (d < today - 1) known.delete(d)
-        if (failing) deps.log?.('the day key could be read again')
-        failing = false
-        return made
-      })
+      .then((key) => keep(day, key))
       .catch((err) => {
-        retryAt = clock() + RETRY_MS
-        if (!failing) deps.log?.(`the day key could not be read (visitors are hashed with this node's own key meanwhile): ${err instanceof Error ? err.message : String(err)}`)
-        failing = true
+        failed(err)
         throw err
       })
       .finally(() => loading.delete(day))
@@ -102,6 +111,15 @@ export function createDayKeys(deps: { rows: DayKeyRows; clock?: () => number; lo
       if (last !== null && last.day === day) return last
       const held = known.get(day)
       if (held) return (last = held)
+      // SQLite: read (or made) at once, once a day, so that no visit of the day is hashed with another key.
+      if (deps.rows.ensureNow && clock() >= retryAt) {
+        try {
+          return (last = keep(day, deps.rows.ensureNow(day, randomBytes(32), Math.floor(clock() / DAY_MS) - 1)))
+        } catch (err) {
+          failed(err)
+          return null
+        }
+      }
       if (!loading.has(day) && clock() >= retryAt) load(day).catch(() => {})
       return null
     },
