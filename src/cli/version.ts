@@ -1,0 +1,8 @@
+// `linkbox version` with options (`-c FILE`): the plain `linkbox version` is answered by main.ts before
+// anything loads (test/startup.test.ts holds it to that).
+import { VERSION } from '../version'
+
+export async function run(): Promise<number> {
+  console.log(VERSION)
+  return 0
+}
