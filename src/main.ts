@@ -28,7 +28,8 @@ export async function main(argv: string[]): Promise<number> {
     console.log(VERSION)
     return 0
   }
-  const [{ parseCommandLine }, { COMMAND_HELP, USAGE }] = await Promise.all([import('./cli/args'), import('./cli/help')])
+  const [{ parseCommandLine }, help] = await Promise.all([import('./cli/args'), import('./cli/help')])
+  const { COMMAND_HELP, USAGE } = help
   const invocation = parseCommandLine(argv)
   const { command, sub, values } = invocation
   // `linkbox help key` and `linkbox key --help` (any subcommand: `linkbox key create -h`) say the same.
@@ -57,7 +58,8 @@ if (import.meta.main) {
     },
     async (err) => {
       const { DatabaseError } = await import('./db')
-      if (err instanceof ConfigError || err instanceof AppError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      const parseError = (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
+      if (err instanceof ConfigError || err instanceof AppError || parseError) {
         console.error(`linkbox: ${(err as Error).message}`)
         process.exit(2)
       }

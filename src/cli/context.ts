@@ -58,14 +58,16 @@ function services<C, Tx>(
     accounts: () =>
       once('accountService', async () => {
         const { createAccountService } = await import('../accounts/service')
-        return createAccountService({ accounts: await store('accounts'), audit: await store('audit') }) as AccountService
+        const [accounts, audit] = await Promise.all([store('accounts'), store('audit')])
+        return createAccountService({ accounts, audit }) as AccountService
       }),
     audit: () => store('audit') as Promise<AuditRows<unknown>>,
     webhooks: () =>
       once('webhookService', async () => {
         const { createWebhookService } = await import('../webhooks/service')
         const [endpoints, queue, audit] = await Promise.all([store('endpoints'), store('queue'), store('audit')])
-        return createWebhookService({ ...(db ? { db } : {}), config, outbox: await outbox(queue), endpoints, queue, audit }) as WebhookService
+        const deps = { ...(db ? { db } : {}), config, outbox: await outbox(queue), endpoints, queue, audit }
+        return createWebhookService(deps) as WebhookService
       }),
     close,
   }
@@ -82,7 +84,10 @@ async function connect(config: Config, url: string | null): Promise<Services> {
     let feed: { outbox: Outbox; changes: ChangeFeed } | null = null
     // The feed tells the running nodes at once: an endpoint made or deleted, an event to deliver.
     const outbox = async (queue: Storages<TransactionSQL>['queue']) => {
-      const [{ postgresChangeFeed }, { createQueueOutbox }] = await Promise.all([import('../db/postgres/changes'), import('../webhooks/outbox')])
+      const [{ postgresChangeFeed }, { createQueueOutbox }] = await Promise.all([
+        import('../db/postgres/changes'),
+        import('../webhooks/outbox'),
+      ])
       const changes = await postgresChangeFeed(pg.sql)
       feed = { outbox: createQueueOutbox({ queue, changes }), changes }
       return feed.outbox

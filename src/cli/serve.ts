@@ -10,12 +10,11 @@ import { prepareYtdlp } from './ytdlp'
 const BLOCKLIST_TOPIC = 'blocklist'
 
 export async function run(invocation: Invocation): Promise<number> {
-  const cx = context(invocation)
-  await serve(cx.config, cx.configPath, cx.linkbox)
+  await serve(context(invocation))
   return -1 // keeps running
 }
 
-async function serve(config: Config, configPath: string | undefined, openLinkbox: Context['linkbox']) {
+async function serve({ config, configPath, linkbox: openLinkbox }: Context) {
   // The app is loaded alongside (most of the start-up); context.linkbox() then finds it loaded.
   const [{ probeWrite, storageReason }, { ClicksNotWritten }, { log }, { loadConfig }] = await Promise.all([
     import('../db'),
