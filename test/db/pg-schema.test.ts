@@ -11,14 +11,14 @@ import { migrations } from '../../src/db/migrations'
 import { MIGRATION_LOCK_KEY, openPostgres, type PgDb } from '../../src/db/postgres'
 import { PG_SCHEMA_VERSION, pgMigrations } from '../../src/db/postgres/migrations'
 import { tempDir } from '../support/app'
-import { startPostgres, type Postgres } from '../support/postgres'
+import { sharedPostgres, type Postgres } from '../support/postgres'
 
 let pg: Postgres
 let sqliteDir: string
 let lite: Db
 let migrated: PgDb
 beforeAll(async () => {
-  pg = await startPostgres()
+  pg = await sharedPostgres()
   sqliteDir = tempDir('linkbox-pgschema-')
   lite = openDatabase(join(sqliteDir, 'linkbox.db'))
   migrated = await openPostgres(await pg.createDatabase())

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { REPORTS } from '../../src/dashboard/admin'
 import { overSocket, postForm, signIn, type SignedIn } from '../support/dashboard'
-import { startPostgres, type Postgres } from '../support/postgres'
+import { sharedPostgres, type Postgres } from '../support/postgres'
 import { apiPost, CHROME_UA, createAccount, killAllServers, removeDir, runCli, startServer, tempDir, writeConfig, type RunningServer, type TestConfig } from '../support/server'
 
 setDefaultTimeout(60_000)
@@ -21,8 +21,8 @@ let key: string
 let admin: SignedIn
 
 beforeAll(async () => {
-  pg = await startPostgres()
-  dbUrl = await pg.createDatabase()
+  pg = await sharedPostgres()
+  dbUrl = await pg.createDatabase({ migrated: true })
   configs = [0, 1].map(() => writeConfig(tempDir('linkbox-abuse-node-'), { database: { url: dbUrl } }))
   const started = await Promise.all(configs.map((config) => startServer({ config, startTimeoutMs: 30_000 })))
   a = started[0]!

@@ -4,7 +4,7 @@
 // (the real provider, on sockets). The storage's rule, on both engines and from two nodes at once, is in
 // account-storage.test.ts ("names compare in any case").
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { startPostgres, type Postgres } from '../support/postgres'
+import { sharedPostgres, type Postgres } from '../support/postgres'
 import type { RunningApp } from '../support/browser'
 import { startWithProvider, throughProvider, visit, type TestProvider } from '../support/oidc-provider'
 import { removeDir, runCli, tempDir, writeConfig } from '../support/server'
@@ -12,7 +12,7 @@ import { removeDir, runCli, tempDir, writeConfig } from '../support/server'
 let pg: Postgres
 const dirs: string[] = []
 beforeAll(async () => {
-  pg = await startPostgres()
+  pg = await sharedPostgres()
 }, 120_000)
 afterAll(async () => {
   dirs.forEach(removeDir)
@@ -21,7 +21,7 @@ afterAll(async () => {
 
 describe.each([
   ['SQLite', async () => ({})],
-  ['PostgreSQL', async () => ({ database: { url: await pg.createDatabase() } })],
+  ['PostgreSQL', async () => ({ database: { url: await pg.createDatabase({ migrated: true }) } })],
 ] as const)('linkbox account create on %s', (_name, overrides) => {
   test('Carol is refused when carol exists, and the message names carol; CAROL-2 is a new name', async () => {
     const c = writeConfig(tempDir(), await overrides())

@@ -10,13 +10,13 @@ import { openDatabase } from '../../src/db'
 import { migrations } from '../../src/db/migrations'
 import { openPostgres } from '../../src/db/postgres'
 import { copyIntoSqlite } from '../../src/db/postgres/copy'
-import { startPostgres, type Postgres } from '../support/postgres'
+import { sharedPostgres, type Postgres } from '../support/postgres'
 import { removeDir, runCli, tempDir, writeConfig } from '../support/server'
 
 let pg: Postgres
 const dirs: string[] = []
 beforeAll(async () => {
-  pg = await startPostgres()
+  pg = await sharedPostgres()
 }, 120_000)
 afterAll(async () => {
   dirs.forEach(removeDir)

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { appendFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { startPostgres, type Postgres } from '../support/postgres'
+import { sharedPostgres, type Postgres } from '../support/postgres'
 import { CHROME_UA, killAllServers, removeDir, startServer, tempDir, writeConfig, type RunningServer, type TestConfig } from '../support/server'
 
 setDefaultTimeout(60_000)
@@ -15,8 +15,8 @@ let nodes: RunningServer[] = []
 const lists: string[] = []
 
 beforeAll(async () => {
-  pg = await startPostgres()
-  const url = await pg.createDatabase()
+  pg = await sharedPostgres()
+  const url = await pg.createDatabase({ migrated: true })
   configs = [0, 1].map(() => {
     const dir = tempDir('linkbox-list-node-')
     const list = join(dir, 'list.txt')

@@ -7,13 +7,13 @@ import { join } from 'node:path'
 import { judgePostgresVersion } from '../../src/doctor'
 import { openPostgres } from '../../src/db/postgres'
 import { PG_SCHEMA_VERSION } from '../../src/db/postgres/migrations'
-import { startPostgres, type Postgres } from '../support/postgres'
+import { sharedPostgres, type Postgres } from '../support/postgres'
 import { freePort, removeDir, runCli, tempDir, writeConfig } from '../support/server'
 
 let pg: Postgres
 const dirs: string[] = []
 beforeAll(async () => {
-  pg = await startPostgres()
+  pg = await sharedPostgres()
 }, 120_000)
 afterAll(async () => {
   dirs.forEach(removeDir)

@@ -4,7 +4,7 @@
 // imports on B meanwhile; once A's import ends B takes alice's; and the webhook receiver gets one links.imported
 // event per import, delivered once.
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
-import { startPostgres, type Postgres } from '../support/postgres'
+import { sharedPostgres, type Postgres } from '../support/postgres'
 import { readAnswer } from '../support/app'
 import { apiPost, createAccount, killAllServers, removeDir, startServer, tempDir, writeConfig, type RunningServer, type TestConfig } from '../support/server'
 import { startReceiver, until, type Receiver } from '../support/webhooks'
@@ -27,8 +27,8 @@ function nodeConfig(): TestConfig {
 }
 
 beforeAll(async () => {
-  pg = await startPostgres()
-  url = await pg.createDatabase()
+  pg = await sharedPostgres()
+  url = await pg.createDatabase({ migrated: true })
   const configs = [nodeConfig(), nodeConfig()]
   const started = await Promise.all(configs.map((config) => startServer({ config, startTimeoutMs: 30_000 })))
   a = started[0]!

@@ -26,7 +26,7 @@ import { postgresSigningSecret } from '../../src/signing-postgres'
 import { sqliteWebhookQueue } from '../../src/webhooks/queue'
 import { postgresWebhookQueue } from '../../src/webhooks/queue-postgres'
 import { dashboardHttp } from '../support/dashboard-http'
-import { startPostgres, type Postgres } from '../support/postgres'
+import { sharedPostgres, type Postgres } from '../support/postgres'
 import {
   CHROME_UA,
   apiPost,
@@ -49,7 +49,7 @@ let pg: Postgres
 const dirs: string[] = []
 const receivers: Receiver[] = []
 beforeAll(async () => {
-  pg = await startPostgres()
+  pg = await sharedPostgres()
 }, 120_000)
 afterAll(async () => {
   await killAllServers()

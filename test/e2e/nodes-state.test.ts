@@ -7,7 +7,7 @@
 // across both.
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { Jar, startProvider, throughProvider, visit, type TestProvider } from '../support/oidc-provider'
-import { startPostgres, type Postgres } from '../support/postgres'
+import { sharedPostgres, type Postgres } from '../support/postgres'
 import { CHROME_UA, createAccount, freePort, killAllServers, removeDir, runCli, startServer, tempDir, writeConfig, type RunningServer } from '../support/server'
 import { cookiesSet, overSocket, signIn, type SignedIn } from '../support/dashboard'
 
@@ -26,8 +26,8 @@ let alice: SignedIn
 const dirs: string[] = []
 
 beforeAll(async () => {
-  pg = await startPostgres()
-  url = await pg.createDatabase()
+  pg = await sharedPostgres()
+  url = await pg.createDatabase({ migrated: true })
   // One base URL for both (the balancer's); A listens on its port, B on another.
   const portA = await freePort()
   base = `http://127.0.0.1:${portA}`

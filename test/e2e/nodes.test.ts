@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import nodemailer from 'nodemailer'
 import { signIn, overSocket } from '../support/dashboard'
-import { startPostgres, type Postgres } from '../support/postgres'
+import { sharedPostgres, type Postgres } from '../support/postgres'
 import { apiPost, CHROME_UA, createAccount, freePort, killAllServers, removeDir, runCli, startServer, tempDir, writeConfig, type RunningServer, type TestConfig } from '../support/server'
 import { startReceiver, until, type Receiver } from '../support/webhooks'
 
@@ -35,8 +35,8 @@ function nodeConfig(smtpPort: number): TestConfig {
 }
 
 beforeAll(async () => {
-  pg = await startPostgres()
-  url = await pg.createDatabase()
+  pg = await sharedPostgres()
+  url = await pg.createDatabase({ migrated: true })
   bSmtp = await freePort()
   configs = [nodeConfig(await freePort()), nodeConfig(bSmtp)]
   // Both start at once: the schema is made once, under the migration lock, whichever is first.

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { existsSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { startPostgres, type Postgres } from '../support/postgres'
+import { PG_SCHEMA_VERSION } from '../../src/db/postgres/migrations'
+import { sharedPostgres, startPostgres, type Postgres } from '../support/postgres'
 
 let pg: Postgres
 beforeAll(async () => {
@@ -109,3 +110,36 @@ test('a process that ends without stop() (a crash, a failed test file) leaves no
   await expect(gone`SELECT 1`).rejects.toThrow()
   await gone.close().catch(() => {})
 }, 60_000)
+
+test('the shared server: one per process, a migrated copy in a few milliseconds, empty by default; it cannot be halted, and stop() drops only its handle\'s databases', async () => {
+  const one = await sharedPostgres()
+  const two = await sharedPostgres()
+  expect(two.url).toBe(one.url)
+  await one.createDatabase({ migrated: true }) // the template is made once, at the first migrated database
+  const started = performance.now()
+  const migrated = await one.createDatabase({ migrated: true })
+  const took = performance.now() - started
+  console.log(`a migrated database from the template: ${took.toFixed(0)} ms`)
+  const empty = await two.createDatabase()
+  const m = new Bun.SQL(migrated, { max: 1 })
+  const e = new Bun.SQL(empty, { max: 1 })
+  try {
+    expect(Number((await m`SELECT version FROM linkbox_schema`)[0].version)).toBe(PG_SCHEMA_VERSION)
+    expect((await e`SELECT to_regclass('linkbox_schema') AS t`)[0].t).toBeNull()
+  } finally {
+    await m.close()
+    await e.close()
+  }
+  await expect(one.halt()).rejects.toThrow(/cannot be halted/)
+  await expect(one.restart()).rejects.toThrow(/cannot be halted/)
+  await one.stop()
+  const admin = new Bun.SQL(two.url, { max: 1 })
+  try {
+    const names = (await admin`SELECT datname FROM pg_database`).map((r: { datname: string }) => r.datname)
+    expect(names).toContain(empty.slice(empty.lastIndexOf('/') + 1))
+    expect(names).not.toContain(migrated.slice(migrated.lastIndexOf('/') + 1))
+  } finally {
+    await admin.close()
+  }
+  await two.stop()
+}, 120_000)
