@@ -105,15 +105,15 @@ const randomName = (prefix: string) => `${prefix}${Buffer.from(crypto.getRandomV
 /**
  * A watchdog for one cluster: a shell that waits for this process to end, however it ends (bun test runs no
  * 'exit' handlers, and a crash or SIGKILL runs nothing), then stops the server at once and removes its
- * directory, so that no test run leaves a postgres behind. stop() ends the watchdog first.
+ * directory (and `extra`), so that no test run leaves a postgres behind. It runs in a session of its own
+ * (setsid -f), out of reach of bun test --isolate, which ends what a file spawned when the file is done: the
+ * shared cluster outlives the file that started it. stop() removes the directory, which ends the watchdog.
  */
 function watchdog(bin: string, dir: string, data: string, extra?: string) {
   const q = (v: string) => `'${v.replace(/'/g, `'\\''`)}'`
   const stop = [...(asRoot ? ['runuser', '-u', 'postgres', '--'] : []), join(bin, 'pg_ctl'), 'stop', '-D', data, '-m', 'immediate', '-w'].map(q).join(' ')
-  const script = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; cd / && ${stop} >/dev/null 2>&1; rm -rf ${q(dir)}${extra ? ` ${q(extra)}` : ''}`
-  const proc = Bun.spawn(['sh', '-c', script], { stdin: 'ignore', stdout: 'ignore', stderr: 'ignore' })
-  proc.unref()
-  return proc
+  const script = `while kill -0 ${process.pid} 2>/dev/null && [ -d ${q(dir)} ]; do sleep 1; done; cd / && ${stop} >/dev/null 2>&1; rm -rf ${q(dir)}${extra ? ` ${q(extra)}` : ''}`
+  Bun.spawnSync(['setsid', '-f', 'sh', '-c', script], { stdin: 'ignore', stdout: 'ignore', stderr: 'ignore' })
 }
 
 /** Where a process's shared cluster is recorded: files of one process share it though each has its own globals (--isolate). */
@@ -123,7 +123,7 @@ export async function startPostgres(opts: { maxConnections?: number; record?: st
   const bin = postgresBin()
   const dir = mkdtempSync(join(tmpdir(), 'linkbox-pg-'))
   const data = join(dir, 'data')
-  let guard: ReturnType<typeof watchdog> | null = null
+  let guarded = false
   try {
     if (asRoot) {
       const { uid, gid } = postgresUser()
@@ -140,7 +140,8 @@ export async function startPostgres(opts: { maxConnections?: number; record?: st
       '--no-sync',
       '--no-instructions',
     ])
-    guard = watchdog(bin, dir, data, opts.record)
+    watchdog(bin, dir, data, opts.record)
+    guarded = true
     const options = (port: number) =>
       [
         '-c', 'listen_addresses=127.0.0.1',
@@ -205,14 +206,12 @@ export async function startPostgres(opts: { maxConnections?: number; record?: st
         try {
           if (!halted) await run(dir, [join(bin, 'pg_ctl'), 'stop', '-D', data, '-m', 'fast', '-w', '-t', '60'])
         } finally {
-          guard?.kill()
           rmSync(dir, { recursive: true, force: true })
         }
       },
     }
   } catch (err) {
-    if (guard) {
-      guard.kill()
+    if (guarded) {
       await run(dir, [join(bin, 'pg_ctl'), 'stop', '-D', data, '-m', 'immediate', '-w'], true)
     }
     rmSync(dir, { recursive: true, force: true })
