@@ -254,6 +254,10 @@ describe('redeliver_failed', () => {
     for (const g of redelivered) expect(g.verifyError).toBeNull()
     // The same bytes as the first attempt of each event.
     for (const g of redelivered) expect(g.body).toBe(r.got.find((x) => x.id === g.id)!.body)
+    // The receiver has the requests before the deliverer records their answers: wait for the rows.
+    const okBoth = () =>
+      (box.db.query("SELECT count(*) AS n FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'ok'").get(id) as { n: number }).n === 2
+    await until(okBoth, 'both redeliveries recorded')
     const log = (await hooks({ action: 'deliveries', id: String(id) })).body.return.deliveries
     expect(log.map((d: any) => [d.state, d.last_status])).toEqual([['ok', 204], ['ok', 204]])
     // No id is used for two events: across every event of this box, ids are distinct.
