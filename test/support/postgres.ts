@@ -285,13 +285,27 @@ export async function sharedPostgres(): Promise<Postgres> {
     throw err
   }
   const made: string[] = []
+  /**
+   * The next migrated database, made ahead while the test that asked for the last one runs: a test then finds
+   * its database ready (CREATE DATABASE takes 0.1 to 0.3 s on a busy machine, its checkpoints included).
+   * One left unused when the file ends goes with the server.
+   */
+  let spare: Promise<string> | undefined
+  const makeSpare = () => {
+    const next = createDatabaseOn(server.url, { migrated: true })
+    next.catch(() => {}) // a failure is met by the caller that takes it
+    spare = next
+  }
   const refuse = async () => {
     throw new Error('the shared PostgreSQL server cannot be halted or restarted: use startPostgres() for a server of your own')
   }
   return {
     ...server,
     async createDatabase(nameOrOptions) {
-      const url = await createDatabaseOn(server.url, nameOrOptions)
+      const plainMigrated = typeof nameOrOptions === 'object' && nameOrOptions.migrated && !nameOrOptions.name
+      const ahead = plainMigrated ? spare : undefined
+      if (plainMigrated) makeSpare()
+      const url = (await ahead?.catch(() => undefined)) ?? (await createDatabaseOn(server.url, nameOrOptions))
       made.push(url.slice(url.lastIndexOf('/') + 1))
       return url
     },
