@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs test tiers (test/unit, test/db, test/e2e, test/browser), each as one `bun test --parallel` over its
-# folder, the slowest files first (test/timings.json); with no tier named, all four (e2e and browser side by
-# side) with `tsc --noEmit` running beside them. Exits non-zero when the type check or any tier failed (every tier
+# folder, the slowest files first (test/timings.json); with no tier named, all four in turn with
+# `tsc --noEmit` running beside them. Exits non-zero when the type check or any tier failed (every tier
 # still runs). `--update-timings` rewrites test/timings.json from this run's durations.
 #   bash scripts/test-tiers.sh                  # tsc + unit, db, e2e, browser (npm test, after the set-up)
 #   bash scripts/test-tiers.sh unit             # one tier (npm run test:unit)
@@ -42,30 +42,14 @@ if ((typecheck)); then
   tsc_pid=$!
 fi
 
-run_tier() {
-  local tier=$1 n=${TEST_WORKERS:-$(workers "$1")} start=$SECONDS code=0
-  echo "== tier $tier ($n workers)"
-  "$BUN" test --parallel="$n" --timeout 30000 --timings=test/timings.json "${update[@]}" "./test/$tier/" || code=1
-  echo "== tier $tier: $((SECONDS - start)) s"
-  return $code
-}
-
 status=0
-if [[ ${tiers[*]} == "unit db e2e browser" && ${#update[@]} == 0 ]]; then
-  # All of them: unit (busy on the CPU) and db first, then e2e and browser side by side, as both mostly wait
-  # on sockets, servers and Chromium; the browser tier's output follows e2e's when both are done.
-  run_tier unit || status=1
-  run_tier db || status=1
-  browser_log=$(mktemp)
-  run_tier browser >"$browser_log" 2>&1 &
-  browser_pid=$!
-  run_tier e2e || status=1
-  wait "$browser_pid" || status=1
-  cat "$browser_log"
-  rm -f "$browser_log"
-else
-  for tier in "${tiers[@]}"; do run_tier "$tier" || status=1; done
-fi
+for tier in "${tiers[@]}"; do
+  n=${TEST_WORKERS:-$(workers "$tier")}
+  echo "== tier $tier ($n workers)"
+  start=$SECONDS
+  "$BUN" test --parallel="$n" --timeout 30000 --timings=test/timings.json "${update[@]}" "./test/$tier/" || status=1
+  echo "== tier $tier: $((SECONDS - start)) s"
+done
 
 if [[ -n $tsc_pid ]]; then
   if wait "$tsc_pid"; then
