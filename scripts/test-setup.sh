@@ -4,7 +4,7 @@
 # - Debian packages: Chromium for the browser tests (test/browser/, driven by playwright-core at /usr/bin/chromium;
 #   no browser is ever downloaded); ffmpeg and python3 for the media tests (never skipped) and the build's yt-dlp
 #   zipapp; systemd for systemd-analyze, which checks the installed unit (no systemd runs, only its analyser);
-#   postgresql for the PostgreSQL tests (test/support/postgres.ts starts its own server in a temporary directory,
+#   postgresql for the PostgreSQL tests (test/support/postgres.ts starts its own servers in temporary directories,
 #   as the postgres user when run as root; the package's own cluster is not used);
 # - a yt-dlp of 2024.07.01 or later from the distribution (scripts/apt-ytdlp.sh: Debian 12 takes it from its
 #   backports, as its own is too old to be run);

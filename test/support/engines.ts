@@ -1,6 +1,7 @@
 // The set-up shared by the store suites that run ONE suite against both engines (click counts, sessions and
 // form tokens, the webhook queue, mail messages): SQLite, a database file in a temporary directory, and a real
-// PostgreSQL server (./postgres.ts), a fresh database per test. Each suite keeps only what is its own: its
+// PostgreSQL server (./postgres.ts: the process's shared one), a fresh database per test (a copy of the
+// migrated template). Each suite keeps only what is its own: its
 // Engine interface and its queries; this file makes the databases, the "nodes" and the cleaning up.
 //
 //   const engines = engineHarness()      // at the top of the file: starts PostgreSQL in beforeAll, and in
@@ -20,7 +21,7 @@ import type { SQL } from 'bun'
 import { openDatabase, type Db } from '../../src/db'
 import { openPostgres, type PgDb } from '../../src/db/postgres'
 import { tempDir } from './app'
-import { startPostgres, type Postgres } from './postgres'
+import { sharedPostgres, type Postgres } from './postgres'
 
 /** One SQLite database file (linkbox.db in `dir`) and the connections open on it. */
 export interface SqliteDatabase {
@@ -54,12 +55,12 @@ export interface EngineHarness {
   tracked(prefix: string): string
 }
 
-/** Registers the file's beforeAll (start PostgreSQL) and afterAll (remove the directories, stop it). */
+/** Registers the file's beforeAll (the shared PostgreSQL server) and afterAll (remove the directories, drop its databases). */
 export function engineHarness(): EngineHarness {
   const dirs: string[] = []
   let pg: Postgres
   beforeAll(async () => {
-    pg = await startPostgres()
+    pg = await sharedPostgres()
   }, 120_000)
   afterAll(async () => {
     for (const d of dirs) rmSync(d, { recursive: true, force: true })
@@ -91,7 +92,7 @@ export function engineHarness(): EngineHarness {
   }
 
   async function postgres(mainMax = 2): Promise<PostgresDatabase> {
-    const url = await pg.createDatabase()
+    const url = await pg.createDatabase({ migrated: true })
     const main = await openPostgres(url, { max: mainMax })
     const pools: SQL[] = [main.sql]
     return {
