@@ -1,6 +1,6 @@
 // Abuse handling's rows (visitors' reports, banned hosts, which accounts are disabled) behind one async
 // interface, on either engine (issue 22, SPEC §11). The SQLite implementation wraps the synchronous store
-// (store.ts) as it is; the PostgreSQL one is storage-postgres.ts. One test suite (test/abuse-storage.test.ts)
+// (store.ts) as it is; the PostgreSQL one is storage-postgres.ts. One test suite (test/db/abuse-storage.test.ts)
 // runs against both.
 //
 // What both promise, however many nodes write at once:

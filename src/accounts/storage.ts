@@ -1,7 +1,7 @@
 // Accounts and API keys behind one async interface, on either engine (issue 22, SPEC §11): what the account
 // service (service.ts), the dashboard's sign-in and single sign-on read and write. The SQLite implementation
 // wraps the synchronous store (store.ts) as it is; the PostgreSQL one is storage-postgres.ts. One test suite
-// (test/account-storage.test.ts) runs against both.
+// (test/db/account-storage.test.ts) runs against both.
 //
 // Every change the service makes today in one transaction that reads, decides and writes (a "re-check") is
 // ONE method here, its decision returned as a typed outcome, and `within(tx, …)` runs in the same

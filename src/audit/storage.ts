@@ -1,6 +1,6 @@
 // The audit log's rows behind one async interface, on either engine (issue 22, SPEC §11). The SQLite
 // implementation wraps the synchronous store (store.ts) as it is; the PostgreSQL one is storage-postgres.ts.
-// One test suite (test/audit-storage.test.ts) runs against both.
+// One test suite (test/db/audit-storage.test.ts) runs against both.
 //
 // What both promise:
 // - insert runs INSIDE the caller's transaction (`tx`: the SQLite connection inside db.transaction, or the

@@ -1,5 +1,5 @@
 // `linkbox version` with options (`-c FILE`): the plain `linkbox version` is answered by main.ts before
-// anything loads (test/startup.test.ts holds it to that).
+// anything loads (test/e2e/startup.test.ts holds it to that).
 import { VERSION } from '../version'
 
 export async function run(): Promise<number> {

@@ -28,7 +28,7 @@ export const MAX_NAMES = 50
  * link previews in their "compatible" spelling, and Microsoft Office, which fetches a link clicked in Word
  * or Outlook (`ms-office`, "Microsoft Office Existence/Protocol Discovery") before it opens the browser
  * that then visits it for real. The link previews of Slack, Discord, Mastodon, WhatsApp, Facebook, X,
- * Telegram, iMessage, LinkedIn, Skype and Google are isbot's own (test/clicks-bots.test.ts checks each).
+ * Telegram, iMessage, LinkedIn, Skype and Google are isbot's own (test/unit/clicks-bots.test.ts checks each).
  */
 const EXTRA_BOTS = /discourse forum onebox|\bms-office\b|microsoft office (?:existence|protocol) discovery/i
 

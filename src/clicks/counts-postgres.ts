@@ -9,7 +9,7 @@
 // and the day's or month's upsert locks that row and reads its `dims` with RETURNING, the newest committed
 // version. Read any earlier (a plain SELECT before the locks), two nodes adding names to one day each
 // write back what they read plus their own, one overwrites the other, and the day's names no longer add
-// up to its clicks (test/click-counts.test.ts, "two nodes add new names to one link-day at once", fails so).
+// up to its clicks (test/db/click-counts.test.ts, "two nodes add new names to one link-day at once", fails so).
 //
 // Lock order, the same in every writer so that two of them never wait on each other in a circle: links by id,
 // and per link its row in `links` first (the increment locks it: a concurrent delete of the link waits for

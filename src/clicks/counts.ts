@@ -1,6 +1,6 @@
 // Click counts behind one async interface, on either engine (issue 22): the pattern every store follows on
 // its way to PostgreSQL. The SQLite implementation wraps the synchronous store (store.ts) as it is; the
-// PostgreSQL one is counts-postgres.ts. One test suite (test/click-counts.test.ts) runs against both.
+// PostgreSQL one is counts-postgres.ts. One test suite (test/db/click-counts.test.ts) runs against both.
 //
 // What both promise: every count is an increment, never read and written back, so writers on several nodes
 // add up exactly; a batch is written in parts of LINKS_PER_COMMIT links, each part in one transaction, and a

@@ -1,7 +1,7 @@
 // Dashboard sessions and one-time form tokens behind one async interface, on either engine (issue 22, SPEC
 // §11: a session made on one node works on every node). The SQLite implementation wraps the synchronous
 // stores (store.ts) as they are; the PostgreSQL one is session-store-postgres.ts. One test suite
-// (test/session-store.test.ts) runs against both.
+// (test/db/session-store.test.ts) runs against both.
 //
 // What both promise:
 // - create writes the session and trims the account to its newest `keep` in one transaction; the rows a

@@ -457,7 +457,7 @@ export const migrations: Migration[] = [
   ALTER TABLE webhook_deliveries ADD COLUMN claimed_until INTEGER NOT NULL DEFAULT 0;
   `,
   /* 16: what PostgreSQL mode (issue 22, SPEC §11) keeps in the database that SQLite mode keeps in data_dir.
-     Made on SQLite too, and UNUSED there, so that both engines have one schema (test/pg-schema.test.ts) and
+     Made on SQLite too, and UNUSED there, so that both engines have one schema (test/db/pg-schema.test.ts) and
      `migrate --to` copies table to table; on SQLite a message's bytes stay in data_dir/mail (or mail_inline)
      and the signing key in data_dir/secrets/signing.key.
      mail_bodies: the bytes of a message's blob on PostgreSQL, in chunks of at most 1 MiB (mail/messages-postgres.ts

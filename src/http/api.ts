@@ -65,7 +65,7 @@ export interface ApiMethod {
   otherContent?: { description: string; types: string[] }
   /** Optional parameters the documents' example request sends too (at their schemas' examples). */
   exampleWith?: string[]
-  /** More example requests the documents show (and test/docs.test.ts runs): each sends these optional parameters too. */
+  /** More example requests the documents show (and test/e2e/docs.test.ts runs): each sends these optional parameters too. */
   moreExamples?: { title: string; with: string[] }[]
   /** The errors the handler itself can give beyond the parameters' own, by HTTP status: machine codes. */
   errors?: Partial<Record<number, string[]>>

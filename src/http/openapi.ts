@@ -1,7 +1,7 @@
 // The OpenAPI 3.1 document, generated from the same method declarations that serve /api: the parameter
 // schemas the pipeline checks requests against, the schema of each method's `return`, and the error
 // answers the pipeline can give for it (answerCodes in api.ts). Nothing here is written by hand per method,
-// so the document and the code cannot drift; test/contract.test.ts holds every answer to it.
+// so the document and the code cannot drift; test/e2e/contract.test.ts holds every answer to it.
 import type { TSchema } from '@sinclair/typebox'
 import { answerCodes, type ApiMethod } from './api'
 import type { ApiParam } from './schema'
@@ -34,7 +34,7 @@ const TAGS: Record<string, string> = {
 }
 
 // What the service does, feature by feature: the first thing a reader of the document (or a generated client's
-// README) sees. Markdown (CommonMark) as OpenAPI allows; test/docs.test.ts checks that it names every feature.
+// README) sees. Markdown (CommonMark) as OpenAPI allows; test/e2e/docs.test.ts checks that it names every feature.
 const DESCRIPTION = [
   'A self-hosted box for **short links** with **click statistics**, **QR codes**, **media download** and **temporary e-mail**, with **webhooks** for what happens to them.',
   '',

@@ -20,7 +20,7 @@ const SLOTS = 61
  * bound (at most once a second there); if the bound is still reached, the oldest bucket is dropped, though
  * still counting: its caller starts again with a full allowance. Reaching it takes 100k callers active in
  * one minute (IPv6 clients count per /64). A bucket is a fixed 61 counters: measured, 100k buckets take
- * 45 MiB of heap, and a hit under 1 µs (test/rate-limit.test.ts prints both).
+ * 45 MiB of heap, and a hit under 1 µs (test/unit/rate-limit.test.ts prints both).
  */
 export const MAX_BUCKETS = 100_000
 

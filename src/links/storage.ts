@@ -1,7 +1,7 @@
 // Short links' storage behind one async interface, on either engine (issue 22, SPEC §11): the links, their
 // tags, the dashboard's search, links.json's pages by cursor, the export's pages and the visits of limited
 // links. The SQLite implementation below wraps today's synchronous store (store.ts) as it is; the PostgreSQL
-// one is storage-postgres.ts. One test suite (test/link-storage.test.ts) runs against both.
+// one is storage-postgres.ts. One test suite (test/db/link-storage.test.ts) runs against both.
 //
 // What both promise:
 // - ids are never reused (AUTOINCREMENT, an identity column): a deleted link's id never names another link,

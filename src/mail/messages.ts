@@ -3,7 +3,7 @@
 // sweep of expired mailboxes need. The SQLite implementation below wraps today's store (store.ts: rows) and
 // spool (spool.ts: files under data_dir/mail, or mail_inline for a small message) as they are; the PostgreSQL
 // one is messages-postgres.ts, which keeps the bytes in the database too (mail_bodies), so that mail taken by
-// any node is read through every node. One test suite (test/mail-messages.test.ts) runs against both.
+// any node is read through every node. One test suite (test/db/mail-messages.test.ts) runs against both.
 //
 // What both promise:
 // - storeMessage keeps a message with its bytes in ONE commit, never a row without its bytes; each mailbox

@@ -1,6 +1,6 @@
 // Media download tickets behind one async interface, on either engine (issue 22, SPEC §11): a ticket made by
 // one node's extraction is redeemed through any node. The SQLite implementation wraps the synchronous store
-// (store.ts) as it is; the PostgreSQL one is tickets-postgres.ts. One test suite (test/link-storage.test.ts,
+// (store.ts) as it is; the PostgreSQL one is tickets-postgres.ts. One test suite (test/db/link-storage.test.ts,
 // "media tickets on …") runs against both.
 //
 // What both promise: the tickets of one extraction are stored in one transaction, their ids in the order

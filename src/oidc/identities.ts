@@ -2,7 +2,7 @@
 // §11): which account a provider's person is, and the account made at their first sign-in. The SQLite
 // implementation wraps the synchronous stores (store.ts, accounts/store.ts) as they are, in the transaction
 // of accounts.ts's link(); the PostgreSQL one is identities-postgres.ts. One test suite
-// (test/account-storage.test.ts) runs against both.
+// (test/db/account-storage.test.ts) runs against both.
 //
 // What both promise: link() finds the person's account, or makes it, in ONE transaction; two nodes seeing
 // the same new subject at once make one account (the second signs in to it). A new account takes the first

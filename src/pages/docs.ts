@@ -2,7 +2,7 @@
 // made from the method declarations: the parameter table's type, required and rule columns are read from
 // the same schemas the /api pipeline checks requests against, so the page cannot promise other rules. The
 // example requests are made from the parameters' schema examples and the example answers are the `return`
-// schemas' own examples (test/docs.test.ts runs every curl line against a real server and checks every
+// schemas' own examples (test/e2e/docs.test.ts runs every curl line against a real server and checks every
 // example answer against the document); the webhook events are the schemas of webhooks/event-docs.ts.
 import type { TSchema } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
@@ -243,7 +243,7 @@ function statusRows(): string {
     .join('')
 }
 
-/** Verifying a webhook by hand (Node.js, no package); test/docs-webhooks.test.ts runs this very text. */
+/** Verifying a webhook by hand (Node.js, no package); test/e2e/docs-webhooks.test.ts runs this very text. */
 export const VERIFY_BY_HAND = `import { createHmac, timingSafeEqual } from 'node:crypto'
 
 // secret: the whsec_… value that create showed once.

@@ -29,7 +29,7 @@
 //   flight in one statement, so a slow receiver never loses its row to another node, while a node that died
 //   (SIGKILL) gives its rows back within LEASE_MS of its last renewal. A node starting up releases nothing: it
 //   cannot tell its dead predecessor's leases from a live node's, so after a SIGKILL the restarted node (or any
-//   other) sends the cut rows once their lease has run out (test/webhook-durability.test.ts).
+//   other) sends the cut rows once their lease has run out (test/e2e/webhook-durability.test.ts).
 // - A renewal that does not get a row back (its lease ran out and another node took it, or a 410 on a sibling
 //   failed it) cuts that request: the row is another's now. A result is written under the newest lease (the
 //   fence): a request being recorded is left out of the renewal in flight, and waits for it to end.

@@ -1,7 +1,7 @@
 // Webhook endpoints and what each subscribes to, behind one async interface, on either engine (issue 22, SPEC
 // §11): what service.ts does with webhook_endpoints. The SQLite implementation wraps the synchronous store
 // (store.ts) as it is; the PostgreSQL one is endpoints-postgres.ts. One test suite
-// (test/webhook-endpoints.test.ts) runs against both. The outbox and the delivery queue are queue.ts.
+// (test/db/webhook-endpoints.test.ts) runs against both. The outbox and the delivery queue are queue.ts.
 //
 // What both promise, however many nodes write at once. Each write that service.ts decides on a row it read
 // is one method here, the decision taken in the write's transaction:

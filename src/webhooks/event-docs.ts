@@ -3,7 +3,7 @@
 // writes (the callers of outbox.enqueue): the link events the LinkRecord that links.json lists (links/service.ts
 // record()), mail.received the messages.json entry with its address (mail/service.ts), link.clicked the
 // counts of a flush (clicks/store.ts ClickItem), link.reported the report (abuse/service.ts), webhook.test
-// the endpoint (webhooks/service.ts). test/docs-webhooks.test.ts has every kind sent for real and checks
+// the endpoint (webhooks/service.ts). test/e2e/docs-webhooks.test.ts has every kind sent for real and checks
 // each body against these schemas with ajv.
 import { Type, type Static } from '@sinclair/typebox'
 import { MAX_REPORT_TEXT } from '../abuse/service'

@@ -1,7 +1,7 @@
 // The webhook outbox and delivery queue behind one async interface, on either engine (issue 22, SPEC §11):
 // what the outbox and the deliverer do with the database. The SQLite implementation wraps the synchronous
 // stores (store.ts, outbox.ts's eventInserts) as they are; the PostgreSQL one is queue-postgres.ts. One test
-// suite (test/webhook-queue.test.ts) runs against both.
+// suite (test/db/webhook-queue.test.ts) runs against both.
 //
 // What both promise:
 // - enqueue runs INSIDE the caller's transaction (`tx`: the SQLite connection inside db.transaction, or the

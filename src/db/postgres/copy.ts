@@ -2,7 +2,7 @@
 // database, everything included, checked, in ONE transaction: a failure anywhere leaves the target without a
 // row (its schema stays: openPostgres made it, and a rerun finds it), and a rerun starts over.
 //
-// What goes where. Both engines have one logical schema (test/pg-schema.test.ts), so tables are copied table
+// What goes where. Both engines have one logical schema (test/db/pg-schema.test.ts), so tables are copied table
 // to table, with their ids (OVERRIDING SYSTEM VALUE), in foreign-key order read from the SQLite file itself
 // (sqlite_master, PRAGMA foreign_key_list); a table this file has no rule for stops the copy rather than being
 // left behind. Three kinds of table are not copied row for row, each for its reason (SPECIAL below):

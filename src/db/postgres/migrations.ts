@@ -7,7 +7,7 @@
 // trigger), recorded as version 14; SQLite's rebuilds and data moves of 2, 3 and 9 have nothing to do here.
 // Every later SQLite migration N gets its PostgreSQL entry { version: N } here, in the same commit, written
 // for PostgreSQL (ALTER TABLE … ADD COLUMN … DEFAULT <expression> needs no rebuild here, for one). Both run
-// up to the same number, and test/pg-schema.test.ts compares the two schemas column by column, so a SQLite
+// up to the same number, and test/db/pg-schema.test.ts compares the two schemas column by column, so a SQLite
 // migration without its PostgreSQL twin (or a twin that differs) fails the tests.
 //
 // Type rules:
