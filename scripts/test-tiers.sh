@@ -31,7 +31,7 @@ workers() {
     unit) echo 2 ;;
     db) echo 4 ;;
     e2e) echo 4 ;;
-    browser) echo 3 ;;
+    browser) echo 2 ;;
   esac
 }
 

@@ -310,11 +310,14 @@ describe('daily use', () => {
   test('after a refused sign-in the focus is on the password field, the name kept', async () => {
     const page = await tab()
     await page.goto(`${app.url}/login`)
-    expect(await page.evaluate(() => document.activeElement?.id)).toBe('name')
+    // autofocus is applied at the page's next rendering update (HTML spec), which can come after 'load'.
+    const focusOn = (id: string) => page.waitForFunction((want) => document.activeElement?.id === want, id, { timeout: 5_000 })
+    await focusOn('name')
     await page.fill('#name', 'alice')
     await page.fill('#password', 'not it')
     await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')])
     expect(await page.locator('#auth-error').textContent()).toBe('That account name and password do not match.')
+    await focusOn('password')
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('password')
     expect(await page.inputValue('#name')).toBe('alice')
     await check(page, 'login-refused')
