@@ -15,6 +15,9 @@ const XLINK_NS = 'http://www.w3.org/1999/xlink'
 const XML_NS = 'http://www.w3.org/XML/1998/namespace'
 
 const badLogo = (rule: string) => invalidParameter('logo', rule)
+const tooMany = () => badLogo(`an SVG logo may draw at most ${SVG_MAX_ELEMENTS} elements (each <use> copy counted); this one has more`)
+/** Style rules are matched against every element: both bounded, so that cleaning stays milliseconds on the request's thread. */
+export const SVG_MAX_RULES = 500
 
 // `a` and `switch` are kept as plain groups (their link or conditions dropped).
 const AS_GROUP = new Set(['a', 'switch'])
@@ -107,6 +110,7 @@ function parse(text: string): { root: El; sheets: string[] } {
   const sheets: string[] = []
   let root: El | null = null
   let inStyle = false
+  let kept = 0
   parser.on('doctype', (doctype) => {
     if (/<!ENTITY/i.test(doctype)) throw badLogo('an SVG logo may not declare XML entities')
     if (doctype.includes('[')) throw badLogo('an SVG logo may not have an internal DTD subset')
@@ -119,11 +123,13 @@ function parse(text: string): { root: El; sheets: string[] } {
     const svg = tag.uri === SVG_NS || tag.uri === ''
     if (parent === undefined && !(svg && local === 'svg')) throw badLogo('its root element must be <svg>')
     // A dropped element drops what is inside it (null on the stack).
-    const kept = parent !== null && svg && ELEMENTS.has(local) && (local !== 'svg' || parent === undefined)
-    if (!kept) {
+    const keep = parent !== null && svg && ELEMENTS.has(local) && (local !== 'svg' || parent === undefined)
+    if (!keep) {
       stack.push(null)
       return
     }
+    // Each kept element is drawn at least once: past the bound the logo is refused before any more work.
+    if (++kept > SVG_MAX_ELEMENTS) throw tooMany()
     const el: El = { name: local, attrs: new Map(), classes: [], style: '', children: [] }
     for (const a of Object.values(tag.attributes)) {
       if (a.uri === XLINK_NS && a.local === 'href') el.href ??= a.value
@@ -173,6 +179,7 @@ export function cleanSvg(text: string): string {
   const { root, sheets } = parse(text)
   const rules: Rule[] = []
   for (const css of sheets) styleRules(css, rules)
+  if (rules.length > SVG_MAX_RULES) throw badLogo(`an SVG logo's style sheet may have at most ${SVG_MAX_RULES} rules; this one has ${rules.length}`)
   rules.sort((a, b) => a.specificity - b.specificity || a.order - b.order)
 
   const byId = new Map<string, El>()
@@ -240,8 +247,7 @@ export function cleanSvg(text: string): string {
     if (clipTarget) n += count(clipTarget)
     for (const c of el.children) if (typeof c !== 'string') n += count(c)
     counting.delete(el)
-    if (n > SVG_MAX_ELEMENTS)
-      throw badLogo(`an SVG logo may draw at most ${SVG_MAX_ELEMENTS} elements (each <use> copy counted); this one has more`)
+    if (n > SVG_MAX_ELEMENTS) throw tooMany()
     cost.set(el, n)
     return n
   }
