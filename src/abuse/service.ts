@@ -169,7 +169,9 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
   async function readBans() {
     const seen = banChanges
     const all = await rows.bans()
-    if (seen === banChanges) setBans(new Map(all.map((b) => [b.host, b.reason])))
+    // Unchanged (the periodic read, mostly): the cached verdicts stay good.
+    if (seen !== banChanges || (all.length === bans.size && all.every((b) => bans.get(b.host) === b.reason))) return
+    setBans(new Map(all.map((b) => [b.host, b.reason])))
   }
   // Reads asked for by the feed: one at a time; one asked for during a read runs after it (it may have begun
   // before the change committed); a failed one is tried again a second later, until one succeeds.
