@@ -12,7 +12,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { migrations } from '../src/db/migrations'
+import { migrations } from '../src/db/sqlite/migrations'
 import { benchBinary, ROOT } from './bench/binary'
 import { benchBlocklist } from './bench/blocklist'
 import { removeScratch, type BenchContext } from './bench/context'

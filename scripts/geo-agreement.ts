@@ -1,4 +1,4 @@
-// How close the embedded country database (src/geo) is to a second source, GeoLite2 Country (issue 36): both are
+// How close the embedded country database (src/kernel/geo.ts) is to a second source, GeoLite2 Country (issue 36): both are
 // asked, through linkbox's own lookup, about a deterministic spread of public addresses, and the share of
 // addresses on which they name the same country is printed. GeoLite2 is a devDependency used only here, never
 // built into the binary (its data: CC BY-SA 4.0 under MaxMind's GeoLite2 EULA; "This product includes GeoLite2
@@ -8,13 +8,13 @@
 //   bun scripts/geo-agreement.ts --list     and every address on which they differ
 //
 // The addresses: IPv4, four in each /8 from 1 to 223 (a.37.91.13, a.101.13.201, a.165.201.77, a.229.77.139),
-// those in special-purpose ranges left out (they have no country, src/geo); IPv6, 64 in each regional
+// those in special-purpose ranges left out (they have no country, src/kernel/geo.ts); IPv6, 64 in each regional
 // registry's main /12 (2400::/12 APNIC, 2600::/12 ARIN, 2800::/12 LACNIC, 2a00::/12 RIPE NCC, 2c00::/12
 // AFRINIC) and in 2001::/16 (the first allocations), at steps through the first two groups. Counted: addresses
 // that at least one of the two locates; agreement = the same country / those.
 import geolitePath from '@ip-location-db/geolite2-country-mmdb/geolite2-country.mmdb' with { type: 'file' }
-import { createGeo } from '../src/geo'
-import { isPublicAddress } from '../src/net/guard'
+import { createGeo } from '../src/kernel/geo'
+import { isPublicAddress } from '../src/kernel/net/guard'
 
 export function sampleAddresses(): string[] {
   const out: string[] = []

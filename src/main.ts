@@ -2,8 +2,8 @@
 // The command line: argv → one module of cli/ per command, imported only when it runs. The HTTP app alone
 // (Elysia, the QR encoder) takes tens of milliseconds to load, which `linkbox version`, `key list` or a
 // script's `account create` should not pay. Every change a command makes is audited as the actor "cli".
-import { AppError, ConfigError } from './errors'
-import { VERSION } from './version'
+import { AppError, ConfigError } from './kernel/errors'
+import { VERSION } from './kernel/version'
 import type { Invocation } from './cli/args'
 
 type Command = { run(invocation: Invocation): Promise<number> }
@@ -45,7 +45,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   if (!Object.hasOwn(COMMANDS, command)) {
     // The config is loaded first, as for every command: its error comes before this one.
-    ;(await import('./config')).loadConfig(invocation.configPath)
+    ;(await import('./kernel/config')).loadConfig(invocation.configPath)
     throw new ConfigError(`unknown command "${command}"\n\n${USAGE}`)
   }
   return (await COMMANDS[command]!()).run(invocation)
@@ -57,7 +57,7 @@ if (import.meta.main) {
       if (code >= 0) process.exit(code) // serve answers -1: it keeps running
     },
     async (err) => {
-      const { DatabaseError } = await import('./db')
+      const { DatabaseError } = await import('./db/sqlite')
       const parseError = (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
       if (err instanceof ConfigError || err instanceof AppError || parseError) {
         console.error(`linkbox: ${(err as Error).message}`)

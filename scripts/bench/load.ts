@@ -19,8 +19,8 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { hashKey, randomBase62, SCOPES } from '../../src/accounts/service'
 import { bump, createClickStore, DAY_MS, dayOf, newDayCounts, type ClickBatch, type DayCounts } from '../../src/clicks/store'
-import { openDatabase } from '../../src/db'
-import { migrations } from '../../src/db/migrations'
+import { openDatabase } from '../../src/db/sqlite'
+import { migrations } from '../../src/db/sqlite/migrations'
 import { isReserved } from '../../src/links/validate'
 
 /** What bench.json holds: enough for the bench to use the data without reading the database. */

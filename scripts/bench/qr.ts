@@ -3,8 +3,8 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createLinkbox } from '../../src/app'
-import { buildConfig } from '../../src/config'
+import { createLinkbox } from '../../src/app/app'
+import { buildConfig } from '../../src/kernel/config'
 import { wrk, type WrkResult } from './wrk'
 
 const SECONDS = 5

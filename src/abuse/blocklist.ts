@@ -8,7 +8,7 @@
 // in an open-addressing table of typed arrays (at most half full: 16 to 32 bytes a host), no object per
 // entry, nothing for the garbage collector to walk. A lookup is one pass over the host's characters and a
 // probe for each parent domain of a depth (label count) that the lists use.
-import { canonicalIp } from '../net/cidr'
+import { canonicalIp } from '../kernel/net/cidr'
 
 /**
  * Whether a host's last label is a number (the URL standard's "ends in a number": digits, or 0x and hex), which

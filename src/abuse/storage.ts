@@ -19,7 +19,7 @@
 // `within` runs in the write's transaction (on SQLite it must be synchronous); throwing undoes the write.
 // On PostgreSQL a committed ban or unban is announced on the change feed (BAN_TOPIC, keys: hosts) by the
 // transaction itself; on SQLite the one process that writes keeps its memory as it writes.
-import type { Db } from '../db'
+import type { Db } from '../db/sqlite'
 import { createAbuseStore, type BanRow, type CloseAction, type LinkRef, type OpenReport, type ReportReason, type ReportRow } from './store'
 
 /** The change feed's topic (db/changes.ts) of bans written or lifted: every node reads its bans again. */

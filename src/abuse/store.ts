@@ -1,7 +1,7 @@
 // The SQL of abuse handling (migration 11): visitors' reports, banned destination hosts, and which accounts
 // are disabled (a link's own disabled flag is the link store's). The rules are in service.ts.
-import type { Db } from '../db'
-import { lazyStatements } from '../db/lazy'
+import type { Db } from '../db/sqlite'
+import { lazyStatements } from '../db/sqlite/lazy'
 
 export const REPORT_REASONS = ['phishing', 'malware', 'spam', 'illegal', 'other'] as const
 export type ReportReason = (typeof REPORT_REASONS)[number]

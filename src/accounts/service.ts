@@ -15,23 +15,12 @@
 // once committed, the service subscribes with forgetKeys() for both the keys and a resync, and the
 // PostgreSQL keysChanged() then answers false.
 import { accountTarget, auditRow, keyTarget, SYSTEM, type AuditEntry, type Who } from '../audit/service'
-import type { Storages } from '../db/storages'
-import { AppError } from '../errors'
+import type { Storages } from '../app/storages'
+import { SCOPES, type Caller, type Scope } from '../kernel/caller'
+import { AppError } from '../kernel/errors'
 import type { AccountSummaryRow, KeyRow, KeyWithAccount, NewKey, Refusal } from './storage'
 
-export const SCOPES = ['links', 'qr', 'media', 'mail', 'webhooks'] as const
-export type Scope = (typeof SCOPES)[number]
-
-/** Who is calling: an account reached through a key or the marketplace route. */
-export interface Caller {
-  accountId: number
-  accountName: string
-  admin: boolean
-  scopes: ReadonlySet<Scope>
-  keyId: number | null
-  /** dashboard: a signed-in browser session (all scopes of its account). */
-  via: 'key' | 'marketplace' | 'dashboard'
-}
+export { SCOPES, type Caller, type Scope } from '../kernel/caller'
 
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
 // Random bytes drawn 4 KiB at a time from the system's CSPRNG (every creation draws a code), each used once.

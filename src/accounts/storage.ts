@@ -29,7 +29,7 @@
 // until the change feed (db/changes.ts) tells every node of revokes, edits, disables and deletions, it
 // answers true, so the key cache keeps nothing and every request with a key reads its row (a revoke on one
 // node is refused on every other at once, at one query a request).
-import type { Db } from '../db'
+import type { Db } from '../db/sqlite'
 import { createAccountStore, type AccountRow, type AccountSummaryRow, type KeyRow, type KeyWithAccount } from './store'
 
 /** The change feed's topic (db/changes.ts) of changes that may turn a cached key away. */

@@ -1,5 +1,5 @@
-import type { Db } from '../db'
-import { lazyStatements } from '../db/lazy'
+import type { Db } from '../db/sqlite'
+import { lazyStatements } from '../db/sqlite/lazy'
 
 export interface AccountRow {
   id: number

@@ -2,7 +2,7 @@
 // hourly sweep of rows older than audit.keep_days. The rows themselves are written by the services that
 // make the changes, each in its change's transaction (service.ts).
 import type { Shell } from '../dashboard/shell'
-import type { Feature, Shared } from '../feature'
+import type { Feature, Shared } from '../web/feature'
 import { createAuditPage } from './page'
 import { createAuditReader } from './service'
 

@@ -8,7 +8,7 @@
 // caller: byAccount(caller, clientIp(request)) in a page or the API, CLI on the command line. The services
 // take it as their last argument (`by`). A row of no change (a failed sign-in, a reload of the config) goes
 // through AuditRows.insertAlone. The page, the sweep and `linkbox audit` read through createAuditReader.
-import { AppError, invalidParameter } from '../errors'
+import { AppError, invalidParameter } from '../kernel/errors'
 import type { AuditRows } from './storage'
 import type { AuditInsert, AuditQuery, AuditRow } from './store'
 

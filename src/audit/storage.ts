@@ -16,7 +16,7 @@
 // committed row can have a higher id than one still being written on another node. A reader paging `since`
 // an id may then pass over that slower row; `linkbox audit --since` reads the log once, from a time, and
 // does not follow it.
-import type { Db } from '../db'
+import type { Db } from '../db/sqlite'
 import { createAuditStore, type AuditInsert, type AuditQuery, type AuditRow } from './store'
 
 export type { ActorKind, AuditInsert, AuditQuery, AuditRow } from './store'

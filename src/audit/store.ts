@@ -1,6 +1,6 @@
 // The SQL of the audit log (audit_log, migration 16). The rules are in service.ts.
-import type { Db } from '../db'
-import { lazyStatements } from '../db/lazy'
+import type { Db } from '../db/sqlite'
+import { lazyStatements } from '../db/sqlite/lazy'
 
 export type ActorKind = 'account' | 'cli' | 'anonymous' | 'system'
 

@@ -1,6 +1,6 @@
 // argv → the command, its positionals and options (node:util's parseArgs), with parse errors in plain words.
 import { parseArgs } from 'node:util'
-import { ConfigError } from '../errors'
+import { ConfigError } from '../kernel/errors'
 import { COMMAND_HELP, OPTION_VALUES } from './help'
 
 const options = {

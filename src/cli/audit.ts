@@ -1,5 +1,5 @@
 // `linkbox audit [--since DATE] [--json]`: the audit log from --since on, oldest first, read in pages.
-import { ConfigError } from '../errors'
+import { ConfigError } from '../kernel/errors'
 import type { Invocation } from './args'
 import { context } from './context'
 import { OPTION_VALUES } from './help'

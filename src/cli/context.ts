@@ -7,11 +7,11 @@ import { join } from 'node:path'
 import type { SQL, TransactionSQL } from 'bun'
 import type { AccountService } from '../accounts/service'
 import type { AuditRows } from '../audit/storage'
-import { loadConfig, type Config } from '../config'
-import type { Db } from '../db'
+import { loadConfig, type Config } from '../kernel/config'
+import type { Db } from '../db/sqlite'
 import type { ChangeFeed } from '../db/changes'
-import type { Storages } from '../db/storages'
-import type { Outbox } from '../webhooks/outbox'
+import type { Storages } from '../app/storages'
+import type { Outbox } from '../kernel/outbox'
 import type { WebhookService } from '../webhooks/service'
 import type { Invocation } from './args'
 
@@ -100,7 +100,7 @@ async function connect(config: Config, url: string | null): Promise<Services> {
       await pg.close()
     })
   }
-  const { openDatabase } = await import('../db')
+  const { openDatabase } = await import('../db/sqlite')
   mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
   const db = openDatabase(join(config.data_dir, 'linkbox.db'), { onUpgrade: upgraded })
   const outbox = async () => (await import('../webhooks/outbox')).createOutbox(db)
@@ -114,7 +114,7 @@ export interface Context extends Invocation {
   /** The database and its services, opened on the first call. */
   open(): Promise<Services>
   /** The whole app (app.ts), as serve builds it. */
-  linkbox(): Promise<import('../app').Linkbox>
+  linkbox(): Promise<import('../app/app').Linkbox>
   /** Closes what open() opened (the app is closed by its command). */
   close(): Promise<void>
 }
@@ -129,7 +129,7 @@ export function context(invocation: Invocation): Context {
     config,
     databaseUrl,
     open: () => (opened ??= connect(config, databaseUrl)),
-    linkbox: async () => (await import('../app')).openLinkbox(config),
+    linkbox: async () => (await import('../app/app')).openLinkbox(config),
     async close() {
       // A database that did not open has nothing to close; its error is the command's already.
       const services = await opened?.catch(() => null)

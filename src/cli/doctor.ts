@@ -1,11 +1,11 @@
 // `linkbox doctor`: checks config, data directory, database, ports and helper programs (doctor.ts). A config
 // that does not load is a failing check like any other, not a stop.
-import { loadConfig, type Config } from '../config'
-import { ConfigError } from '../errors'
+import { loadConfig, type Config } from '../kernel/config'
+import { ConfigError } from '../kernel/errors'
 import type { Invocation } from './args'
 
 export async function run({ configPath }: Invocation): Promise<number> {
-  const { configFailure, formatFindings, runDoctor } = await import('../doctor')
+  const { configFailure, formatFindings, runDoctor } = await import('../app/doctor')
   let config: Config
   try {
     config = loadConfig(configPath)

@@ -1,5 +1,5 @@
 // What `linkbox --help`, `linkbox COMMAND --help` and the usage errors print (tests compare it byte for byte).
-import { VERSION } from '../version'
+import { VERSION } from '../kernel/version'
 
 export const USAGE = `linkbox ${VERSION} — short links, QR codes, media download and temporary mail
 

@@ -1,7 +1,7 @@
 // `linkbox import FILE --account NAME [--format F]`: the same import as POST /api/import.json, into that account,
 // through the whole app (its link service, blocklists and webhook events).
 import { readFileSync, statSync } from 'node:fs'
-import { AppError, ConfigError } from '../errors'
+import { AppError, ConfigError } from '../kernel/errors'
 import type { Invocation } from './args'
 import { context } from './context'
 

@@ -1,5 +1,5 @@
 // `linkbox key create|list|revoke`: API keys through the account service, as the actor "cli".
-import { ConfigError } from '../errors'
+import { ConfigError } from '../kernel/errors'
 import type { Invocation } from './args'
 import { context } from './context'
 

@@ -1,8 +1,8 @@
 // `linkbox serve`: the service's lifecycle around the app (app.ts): start-up checks, listening, the signals
 // (SIGTERM/SIGINT shut down, SIGHUP re-reads the config and the blocklists, announced to the other nodes).
-import type { Config } from '../config'
-import { ConfigError } from '../errors'
-import { VERSION } from '../version'
+import type { Config } from '../kernel/config'
+import { ConfigError } from '../kernel/errors'
+import { VERSION } from '../kernel/version'
 import type { Invocation } from './args'
 import { context, type Context } from './context'
 import { prepareYtdlp } from './ytdlp'
@@ -17,16 +17,16 @@ export async function run(invocation: Invocation): Promise<number> {
 async function serve({ config, configPath, linkbox: openLinkbox }: Context) {
   // The app is loaded alongside (most of the start-up); context.linkbox() then finds it loaded.
   const [{ probeWrite, storageReason }, { ClicksNotWritten }, { log }, { loadConfig }] = await Promise.all([
-    import('../db'),
+    import('../db/sqlite'),
     import('../clicks/recorder'),
-    import('../log'),
-    import('../config'),
-    import('../app'),
+    import('../kernel/log'),
+    import('../kernel/config'),
+    import('../app/app'),
   ])
   // The service's lines go through the log ([log] in the config: level, format, request lines).
   log.configure(config.log)
   // Start-up safety: refuse a data_dir anyone can write to (see backup.ts), before anything is read from it.
-  const { Refusal, checkDataDirMode, holdLock } = await import('../backup')
+  const { Refusal, checkDataDirMode, holdLock } = await import('../app/backup')
   const unsafe = checkDataDirMode(config.data_dir)
   if (unsafe) throw new Refusal(unsafe)
   await prepareYtdlp(config, (line) => log.warn(line))

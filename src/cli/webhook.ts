@@ -1,5 +1,5 @@
 // `linkbox webhook …`: the same service as POST /api/webhooks.json, for any account, as the actor "cli".
-import { ConfigError } from '../errors'
+import { ConfigError } from '../kernel/errors'
 import type { Invocation } from './args'
 import { context } from './context'
 

@@ -2,8 +2,8 @@
 // switches to it at its next extraction.
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import type { Config } from '../config'
-import { ConfigError } from '../errors'
+import type { Config } from '../kernel/config'
+import { ConfigError } from '../kernel/errors'
 import { createYtdlp, updateYtdlp, YtdlpUpdateError } from '../media/ytdlp'
 import type { Invocation } from './args'
 import { context } from './context'

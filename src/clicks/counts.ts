@@ -15,7 +15,7 @@
 //
 // link.clicked events (addEncoded): the events an encoded batch carries are enqueued in the transaction of
 // its LAST part; a part that fails throws PartialWrite with the events, none of them written, for the retry.
-import type { Db } from '../db'
+import type { Db } from '../db/sqlite'
 import { createClickStore, type ClickBatch, type DimNames, type EncodedBatch } from './store'
 
 export interface ClickCounts {

@@ -10,8 +10,8 @@
 // answers null while a key is still on its way on PostgreSQL (its users then use a key of their own until it
 // comes); SQLite's is read at once.
 import { createHmac, randomBytes } from 'node:crypto'
-import type { Db } from '../db'
-import { lazyStatements } from '../db/lazy'
+import type { Db } from '../db/sqlite'
+import { lazyStatements } from '../db/sqlite/lazy'
 
 export const DAY_MS = 86_400_000
 /** Tomorrow's key is made and read when midnight is this close. */

@@ -1,7 +1,7 @@
 // Clicks as a feature of the composition root: the recorder that buffers clicks and writes them (on its
 // writer thread) every second, its metrics, and the last write at close. link.clicked events are decided at
 // flush time through the outbox (webhooks/outbox.ts); countries come from the app's one Geo (Shared.geo).
-import type { Feature, Shared } from '../feature'
+import type { Feature, Shared } from '../web/feature'
 import { createDayKeys } from './day-keys'
 import { createClickRecorder, type ClickRecorderOptions } from './recorder'
 import { createSharedVisitors } from './shared-visitors'

@@ -16,8 +16,8 @@
 // batch and committed in its last transaction (store.ts). A batch that fails keeps its events for the next
 // attempt, and the clicks it puts back are marked as already reported (Entry.heldClicks), so each click is
 // reported once, in the transaction that counts it or after that one.
-import { noteWriteSuccess, storageReason, type Db } from '../db'
-import type { Geo } from '../geo'
+import { noteWriteSuccess, storageReason, type Db } from '../db/sqlite'
+import type { Geo } from '../kernel/geo'
 import { createClassifier, createSourceCache } from './classify'
 import type { Classified } from './classify'
 import {
@@ -36,7 +36,7 @@ import {
 } from './store'
 import { createVisitorCounter, type VisitorCounterOptions } from './visitors'
 import { mainThreadWriter, workerWriter, type BatchWriter } from './writer'
-import { log as rootLog } from '../log'
+import { log as rootLog } from '../kernel/log'
 
 // Real user agents fit in 256 characters; a longer one costs time to parse.
 const USER_AGENT_CHARS = 256

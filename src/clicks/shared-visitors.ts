@@ -8,7 +8,7 @@
 // nodes may count twice, never less). Hashes of days before yesterday are deleted (their key is gone too).
 // Bounded: at most `max` hashes wait; past that (the database away for long) a node counts its own.
 // SQLite has one node, whose memory already counts exactly: this is made on PostgreSQL only.
-import type { Logger } from '../log'
+import type { Logger } from '../kernel/log'
 import { DAY_MS } from './day-keys'
 
 export interface SharedVisitorRows {

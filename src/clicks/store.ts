@@ -19,7 +19,7 @@
 // `link.clicked` webhook events travel with a batch (EncodedBatch.events, built by the recorder at flush
 // time) and are inserted in the transaction of the batch's LAST part: committed with the batch, or, when
 // any part fails, not at all and handed back with the unwritten rest (PartialWrite.events).
-import type { Db } from '../db'
+import type { Db } from '../db/sqlite'
 import { eventInserts } from '../webhooks/outbox'
 import { MAX_NAMES, OTHER } from './classify'
 

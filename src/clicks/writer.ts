@@ -8,7 +8,7 @@
 // it held is written again only when the file shows no commit by another connection since it was handed
 // over (PRAGMA data_version): then it was certainly not committed. Otherwise it may have been, and it is
 // reported as 'uncertain' rather than counted twice.
-import type { Db } from '../db'
+import type { Db } from '../db/sqlite'
 import type { ClickCounts } from './counts'
 import { createClickStore, PartialWrite, type EncodedBatch } from './store'
 import type { WriterReply, WriterRequest } from './write-worker'

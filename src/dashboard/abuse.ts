@@ -4,8 +4,8 @@
 // enabled by its code. Every form posts, then redirects back here with what happened (Post/Redirect/Get).
 import { Elysia } from 'elysia'
 import type { OpenReport } from '../abuse/store'
-import { AppError } from '../errors'
-import { escapeHtml } from '../pages/render'
+import { AppError } from '../kernel/errors'
+import { escapeHtml } from '../web/render'
 import { REPORTS, tabs } from './admin'
 import type { DashboardDeps } from './index'
 import { byAccount } from '../audit/service'

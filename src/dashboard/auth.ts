@@ -8,11 +8,11 @@
 // that button, refuses the password POST and closes sign-up.
 import { Elysia } from 'elysia'
 import loginTpl from '../../assets/login.html' with { type: 'text' }
-import { AppError } from '../errors'
-import { sameSecret } from '../http/api'
-import { readBodyLimited } from '../http/params'
-import { rateKeyOf } from '../http/client-ip'
-import { escapeHtml, fill } from '../pages/render'
+import { AppError } from '../kernel/errors'
+import { sameSecret } from '../web/api'
+import { readBodyLimited } from '../web/params'
+import { rateKeyOf } from '../web/client-ip'
+import { escapeHtml, fill } from '../web/render'
 import type { DashboardDeps } from './index'
 import { randomToken, type SignIn } from './sessions'
 import { byAccount } from '../audit/service'

@@ -1,7 +1,7 @@
 // The dashboard as a feature of the composition root: its pages over the other features' services, and the
 // minute's sweep of expired sign-in sessions.
 import type { AbuseService } from '../abuse/service'
-import type { Feature, Shared } from '../feature'
+import type { Feature, Shared } from '../web/feature'
 import type { LinkService } from '../links/service'
 import type { MailService } from '../mail/service'
 import type { QrService } from '../qr/service'

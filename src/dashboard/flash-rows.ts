@@ -1,8 +1,8 @@
 // The rows of flashes (migration 20; the rules are in flash.ts), behind one async interface on either engine:
 // SQLite's here, PostgreSQL's in flash-rows-postgres.ts; test/db/state-storage.test.ts runs against both.
 // A row holds only hashes (id, owner) and a sealed value: nothing in it reads without the owner's secret.
-import type { Db } from '../db'
-import { lazyStatements } from '../db/lazy'
+import type { Db } from '../db/sqlite'
+import { lazyStatements } from '../db/sqlite/lazy'
 
 export interface FlashRow {
   /** SHA-256 of the id the redirect's URL carries. */

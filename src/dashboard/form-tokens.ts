@@ -14,7 +14,7 @@
 // there, through the storage's claimIn: on SQLite it throws before it returns, inside the synchronous
 // transaction. Synchronous: issuing a token, the hidden field, the fingerprint (no database).
 import { randomBytes } from 'node:crypto'
-import { escapeHtml } from '../pages/render'
+import { escapeHtml } from '../web/render'
 import type { FormTokenRow, FormTokenRows } from './session-store'
 
 export const FORM_TOKEN_FIELD = '_once'

@@ -5,9 +5,10 @@
 // The form's one-time token makes a form sent twice make one key. Only the account's own keys are listed,
 // changed or revoked.
 import { Elysia } from 'elysia'
-import { printable, SCOPES, type Scope } from '../accounts/service'
-import { AppError } from '../errors'
-import { escapeHtml as e } from '../pages/render'
+import { printable } from '../accounts/service'
+import { SCOPES, type Scope } from '../kernel/caller'
+import { AppError } from '../kernel/errors'
+import { escapeHtml as e } from '../web/render'
 import { RepeatedForm } from './form-tokens'
 import type { DashboardDeps } from './index'
 import { byAccount } from '../audit/service'

@@ -5,11 +5,11 @@
 // links, drawn by the same QR service (and worker lane) as the API caller's. The form is autocomplete=off:
 // Back to the page must show the fields of its URL, as its preview does, not what was typed before. assets/app.js updates the
 // preview and the downloads as the fields change. Every value is checked by the QR service's own rules.
-import { AppError } from '../errors'
-import { sameSecret } from '../http/api'
-import { contentDisposition } from '../http/disposition'
-import { readBodyLimited } from '../http/params'
-import { escapeHtml as e } from '../pages/render'
+import { AppError } from '../kernel/errors'
+import { sameSecret } from '../web/api'
+import { contentDisposition } from '../web/disposition'
+import { readBodyLimited } from '../web/params'
+import { escapeHtml as e } from '../web/render'
 import { LOGO_MAX_BYTES } from '../qr/logo'
 import { callerLane } from '../qr/renderer'
 import { parseQrSettings, QR_ECC_LEVELS, QR_MARGIN, QR_SIZE, type QrFormat, type QrService } from '../qr/service'

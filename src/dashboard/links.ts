@@ -9,13 +9,13 @@
 // and A/B splits (SPEC §2a): a number field and two JSON text areas (an example in each hint), under "More
 // options" and on the edit page; the list says "3 of 10 visits left" and badges links with rules or a split.
 import { Elysia } from 'elysia'
-import { AppError } from '../errors'
+import { AppError } from '../kernel/errors'
 import { csvExportResponse } from '../links/export'
 import type { LinkRecord, LinkSort } from '../links/service'
 import { MAX_SEARCH_LENGTH } from '../links/service'
 import { breakable, dayOf, statsBody, statsCsv, csvTableOf, statsFor, windowOf } from '../links/stats-view'
 import { MAX_JSON_CHARS, MAX_RULES, MAX_SPLIT, MAX_TAG_LENGTH, MAX_TAGS, MAX_TITLE_LENGTH, MAX_VISITS, MIN_SPLIT, MODES } from '../links/validate'
-import { escapeHtml as e } from '../pages/render'
+import { escapeHtml as e } from '../web/render'
 import type { FormTokens } from './form-tokens'
 import { qrImage, qrSection, qrWithLogo } from './link-qr'
 import { RepeatedForm } from './form-tokens'

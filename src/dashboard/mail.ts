@@ -7,8 +7,8 @@
 // forms answered with a redirect. An open mailbox page hears of new mail over Server-Sent Events
 // (/dashboard/mail/<address>/events): the rows it inserts are the markup messageRow() renders for the page.
 import { Elysia } from 'elysia'
-import { AppError } from '../errors'
-import { escapeHtml as h } from '../pages/render'
+import { AppError } from '../kernel/errors'
+import { escapeHtml as h } from '../web/render'
 import type { DashboardDeps } from './index'
 import { when } from './shell'
 import type { Session } from './sessions'

@@ -5,10 +5,10 @@
 // reload does not repeat it), and its technical reason goes to the log at warn level. All paths are under
 // /login, which no short link can take (links/validate.ts RESERVED_CODES).
 import { Elysia } from 'elysia'
-import { rateKeyOf } from '../http/client-ip'
+import { rateKeyOf } from '../web/client-ip'
 import { createProviderAccounts } from '../oidc/accounts'
 import { createOidcClient, describe, SignInRefused, type PendingEntry, type PendingSignIns } from '../oidc/client'
-import { escapeHtml } from '../pages/render'
+import { escapeHtml } from '../web/render'
 import type { DashboardDeps } from './index'
 import { cookiesOf, safeNext } from './shell'
 

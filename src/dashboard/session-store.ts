@@ -12,7 +12,7 @@
 //   db.transaction, or a PostgreSQL sql.begin handle), so a creation that rolls back leaves its token free.
 //   The same token claimed on two nodes at once: the second waits for the first's commit and finds it taken
 //   (or takes it, when the first rolled back). On SQLite the claim is done, or thrown, before the call returns.
-import type { Db } from '../db'
+import type { Db } from '../db/sqlite'
 import { createFormTokenStore, createSessionStore, type FormTokenRow, type SessionWithAccount } from './store'
 
 export type { FormTokenRow, SessionWithAccount } from './store'

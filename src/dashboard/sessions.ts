@@ -14,10 +14,10 @@
 //   best effort) and the removal of an expired or disabled session are decided as before.
 // - Synchronous: only turning a row into a Session.
 import { randomBytes } from 'node:crypto'
-import type { Caller } from '../accounts/service'
+import type { Caller } from '../kernel/caller'
 import { hashKey, SCOPES } from '../accounts/service'
 import { accountTarget, auditRow, type Who } from '../audit/service'
-import type { Storages } from '../db/storages'
+import type { Storages } from '../app/storages'
 import { createPasswordGate, type Verifier } from '../links/password-gate'
 import type { SessionWithAccount } from './store'
 

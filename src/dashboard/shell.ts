@@ -7,12 +7,12 @@
 // build on this.
 import dashboardCss from '../../assets/dashboard.css' with { type: 'text' }
 import layout from '../../assets/dashboard-layout.html' with { type: 'text' }
-import type { Config } from '../config'
-import { AppError } from '../errors'
-import { sameSecret } from '../http/api'
-import { isCrossSite } from '../http/cross-site'
-import { readBodyLimited } from '../http/params'
-import { escapeHtml, fill, LOGO_SVG, SCRIPT_CSP, SCRIPT_TAG, STYLE_VERSION, THEME_SWITCH } from '../pages/render'
+import type { Config } from '../kernel/config'
+import { AppError } from '../kernel/errors'
+import { sameSecret } from '../web/api'
+import { isCrossSite } from '../web/cross-site'
+import { readBodyLimited } from '../web/params'
+import { escapeHtml, fill, LOGO_SVG, SCRIPT_CSP, SCRIPT_TAG, STYLE_VERSION, THEME_SWITCH } from '../web/render'
 import { createFlash } from './flash'
 import type { FlashRows } from './flash-rows'
 import { createFormTokens, type FormTokens } from './form-tokens'

@@ -1,6 +1,6 @@
 // The SQL of dashboard sessions (web_sessions, migration 8). Only hashes of session tokens are stored.
-import type { Db } from '../db'
-import { lazyStatements } from '../db/lazy'
+import type { Db } from '../db/sqlite'
+import { lazyStatements } from '../db/sqlite/lazy'
 
 export interface SessionRow {
   id: number

@@ -8,9 +8,9 @@
 // Everything goes through the webhook service with the session's caller, so the API's rules (SSRF guard, 20
 // endpoints, ownership) hold here; another account's endpoint is a 404, as if it did not exist.
 import { Elysia } from 'elysia'
-import { AppError } from '../errors'
-import { escapeHtml as h } from '../pages/render'
-import { DEFAULT_EVENTS, EVENT_TYPES } from '../webhooks/outbox'
+import { AppError } from '../kernel/errors'
+import { escapeHtml as h } from '../web/render'
+import { DEFAULT_EVENTS, EVENT_TYPES } from '../kernel/outbox'
 import { MAX_ENDPOINTS } from '../webhooks/service'
 import { RepeatedForm } from './form-tokens'
 import type { DashboardDeps } from './index'

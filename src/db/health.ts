@@ -6,7 +6,7 @@
 // waiting for a connection timeout; redirects keep answering from the cache. The node recovers by itself: the
 // PostgreSQL implementation (postgres/health.ts) probes the server while it is down and marks it up again.
 // SQLite is a file of this process: it is never "down" in this sense (a full disk is reported by /readyz,
-// src/health.ts), so localHealth() is always up.
+// src/app/health.ts), so localHealth() is always up.
 export interface DatabaseHealth {
   isUp(): boolean
   /** Why it is down (the last connection error, without the URL), or null while up. */

@@ -2,11 +2,11 @@
 // else an address at most rate.anon_per_day times a UTC day, besides the per-minute bucket every anonymous
 // call counts against. The API's getLink.json and the home page's form share one daily count per address,
 // kept in the database (SPEC §11: it holds across nodes), under a hash keyed by the day's key.
-import type { Config } from '../config'
-import { AppError, rateLimited } from '../errors'
-import { rateKeyOf } from '../http/client-ip'
+import type { Config } from '../kernel/config'
+import { AppError, rateLimited } from '../kernel/errors'
+import { rateKeyOf } from '../web/client-ip'
 import type { DayKeys } from '../clicks/day-keys'
-import { createSharedDailyLimiter, type DailyCountRows } from '../http/daily-limit'
+import { createSharedDailyLimiter, type DailyCountRows } from '../web/daily-limit'
 
 export const anonymousClosed = () =>
   new AppError(401, 'missing_key', 'This service does not create links without an API key: send one in the X-Api-Key header.')

@@ -1,11 +1,11 @@
 // The five link methods of the user's document: HTTP parameters in, service call, record out. Each
 // parameter and each answer is declared here once, as a schema: the /api pipeline checks requests against
-// it and the API documents are made from it (see http/schema.ts). The service keeps the rules a schema
+// it and the API documents are made from it (see web/schema.ts). The service keeps the rules a schema
 // cannot state (the service's own origin, reserved aliases, real dates in the window, ownership).
 import { Type, type Static } from '@sinclair/typebox'
-import { EMBEDDED_ATTRIBUTION } from '../geo'
-import type { ApiMethod } from '../http/api'
-import type { ApiParam } from '../http/schema'
+import { EMBEDDED_ATTRIBUTION } from '../kernel/geo'
+import type { ApiMethod } from '../web/api'
+import type { ApiParam } from '../web/schema'
 import type { AnonymousCreations } from './anonymous'
 import { csvExportResponse, EXPORT_COLUMNS } from './export'
 import { DEFAULT_IMPORT_MAX_ROWS, IMPORT_FORMATS, importLinks, MAX_IMPORT_BYTES, SKIPPED_LISTED, type ImportFormat } from './import'

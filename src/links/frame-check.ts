@@ -3,7 +3,7 @@
 // so the frame page asks first (through the SSRF guard) and shows a message and "Open directly" instead.
 // Verdicts are kept per page (origin and path: a site may allow framing of /embed and not of /) for a
 // few minutes, in a bounded map; at most a few checks run at once.
-import { GuardError, guardedFetch, type GuardOptions } from '../net/guard'
+import { GuardError, guardedFetch, type GuardOptions } from '../kernel/net/guard'
 
 export type FrameVerdict =
   | { framing: 'allowed' }

@@ -15,7 +15,7 @@
 // What every format keeps: the code, destination, creation date, title and tags; linkbox's own CSV also
 // mode, expiry and visit limit. A row whose date, title or tags cannot be kept as written is reported with
 // the column it came from (`problem`), never changed silently.
-import { AppError } from '../errors'
+import { AppError } from '../kernel/errors'
 import { countCsvRecords, CsvError, csvRecords, unneutralise, type CsvRecord } from './csv'
 import { MAX_TAG_LENGTH, MAX_TAGS, MAX_TITLE_LENGTH, TITLE_CONTROLS } from './validate'
 

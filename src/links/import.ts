@@ -10,8 +10,8 @@
 // so that redirects are answered meanwhile. One import at a time per account, on every node (a leased row in
 // the database); the account's webhooks hear of it once (links.imported), not once per link.
 import { randomUUID } from 'node:crypto'
-import type { Caller } from '../accounts/service'
-import { AppError } from '../errors'
+import type { Caller } from '../kernel/caller'
+import { AppError } from '../kernel/errors'
 import { importRows, refused, rowCounts, type ImportFormat, type ImportRow } from './import-formats'
 import { IMPORTED_CODES_MAX, type LinkService } from './service'
 import { MAX_EXPIRE } from './validate'

@@ -2,7 +2,7 @@
 // wrong passwords at once took the process from 48 to 273 MiB and made a real visitor wait seconds.
 // So at most `concurrency` checks run at once, a bounded queue waits behind them, and past that the
 // visitor is told to come back (503 with Retry-After) instead of growing the queue.
-import { AppError } from '../errors'
+import { AppError } from '../kernel/errors'
 
 export type Verifier = (password: string, hash: string) => Promise<boolean>
 

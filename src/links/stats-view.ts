@@ -4,8 +4,8 @@
 // days and of the breakdowns. Everything here works from one stats() answer: a download shows nothing the
 // page it is linked from does not (a password-protected link's destination is in neither).
 import statsTpl from '../../assets/stats.html' with { type: 'text' }
-import { AppError } from '../errors'
-import { barTable, dayChart, escapeHtml, fill, formatCount } from '../pages/render'
+import { AppError } from '../kernel/errors'
+import { barTable, dayChart, escapeHtml, fill, formatCount } from '../web/render'
 import type { LinkService } from './service'
 
 type StatsAnswer = Awaited<ReturnType<LinkService['stats']>>

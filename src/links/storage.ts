@@ -35,8 +35,8 @@
 // and tried here (insertFresh), so that a collision is drawn again in the same transaction. Not here: the
 // service's cache of visited rows (the redirect path), click statistics (clicks/counts.ts), and an account's
 // deletion with its links (accounts/).
-import { storageError, stored, type Db } from '../db'
-import { createWriteGroup } from '../db/write-group'
+import { storageError, stored, type Db } from '../db/sqlite'
+import { createWriteGroup } from '../db/sqlite/write-group'
 import { createLinkStore, type LinkChanges, type LinkRow, type NewLink } from './store'
 
 export type { LinkChanges, LinkRow, NewLink } from './store'

@@ -1,5 +1,5 @@
 // The SQL of short links, and nothing else: the rules live in service.ts (statistics: clicks/store.ts).
-import type { Db } from '../db'
+import type { Db } from '../db/sqlite'
 import type { Mode } from './validate'
 
 export interface LinkRow {

@@ -1,7 +1,7 @@
 // The rules of a link's fields, as pure functions: each returns the clean value or throws an AppError
 // whose message names the parameter and the rule.
-import { AppError } from '../errors'
-import { canonicalIp, parseIp } from '../net/cidr'
+import { AppError } from '../kernel/errors'
+import { canonicalIp, parseIp } from '../kernel/net/cidr'
 
 export const MAX_URL_LENGTH = 4096
 export const MAX_EXPIRE = 10 * 365 * 86400

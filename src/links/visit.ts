@@ -1,21 +1,21 @@
 // Public routes of a short link: /<code> (redirect, preview, frame, password), /<code>+ (statistics page).
 // The redirect is the hot path: one lookup in the link cache, one push into the click buffer, one small
-// response. `hot` answers it before any router (http/pipeline.ts); every other visit goes through `routes`.
+// response. `hot` answers it before any router (web/pipeline.ts); every other visit goes through `routes`.
 import { Elysia } from 'elysia'
 import { isbot } from 'isbot'
 import continueTpl from '../../assets/continue.html' with { type: 'text' }
 import frameRefusedTpl from '../../assets/frame-refused.html' with { type: 'text' }
 import frameTpl from '../../assets/frame.html' with { type: 'text' }
-import messageTpl from '../../assets/message.html' with { type: 'text' }
 import passwordTpl from '../../assets/password.html' with { type: 'text' }
 import previewTpl from '../../assets/preview.html' with { type: 'text' }
-import type { Config } from '../config'
-import { AppError } from '../errors'
-import { readBodyLimited } from '../http/params'
-import { rateKeyOf } from '../http/client-ip'
-import { pathOf } from '../http/path'
-import { createRateLimiter } from '../http/rate-limit'
-import { LOGO_SVG, page } from '../pages/render'
+import type { Config } from '../kernel/config'
+import { AppError } from '../kernel/errors'
+import { readBodyLimited } from '../web/params'
+import { rateKeyOf } from '../web/client-ip'
+import { pathOf } from '../web/path'
+import { createRateLimiter } from '../web/rate-limit'
+import { LOGO_SVG, page } from '../web/render'
+import { messagePage, notFoundPage } from '../web/error-pages'
 import { createFrameCheck, type FrameCheck } from './frame-check'
 import { createPasswordGate, type Verifier, wrongPasswordLocation, wrongPasswordShown } from './password-gate'
 import type { LinkService } from './service'
@@ -57,21 +57,6 @@ export function decodePasswordHeader(value: string): string | null {
     return null
   }
 }
-
-export function messagePage(status: number, heading: string, text: string, headers?: Record<string, string>) {
-  return page(tpl(messageTpl), { heading, text, kicker: `Error ${status}` }, { status, title: heading, headers, brand: true })
-}
-const HEADINGS: Record<number, string> = {
-  408: 'Request timed out',
-  413: 'Request too large',
-  429: 'Too many requests',
-  503: 'Busy: try again in a moment',
-}
-/** A page for an AppError thrown on a public route: its status, message and headers (Retry-After). */
-export const errorPage = (err: AppError) =>
-  messagePage(err.status, HEADINGS[err.status] ?? 'Request refused', err.message, err.headers)
-export const notFoundPage = () =>
-  messagePage(404, 'Link not found', 'There is no short link at this address. Check that it was copied in full — codes are case-sensitive.')
 
 /**
  * The code of a path /<code> made of the characters of codes and aliases (letters, digits, _ and -), from

@@ -4,10 +4,10 @@
 // made from them.
 import { Type } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
-import type { ApiMethod } from '../http/api'
-import { contentDisposition } from '../http/disposition'
-import { queryParams } from '../http/params'
-import type { ApiParam } from '../http/schema'
+import type { ApiMethod } from '../web/api'
+import { contentDisposition } from '../web/disposition'
+import { queryParams } from '../web/params'
+import type { ApiParam } from '../web/schema'
 import { INTRO_CHARS } from './parse'
 import { LIST_LIMIT, MAX_WAIT_SECONDS, type MailService } from './service'
 

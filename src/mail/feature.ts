@@ -2,8 +2,8 @@
 // webhook queue, and the change feed's 'mail' topic), the SMTP intake's spool, the mail API and the
 // raw/attachment routes, the SMTP receiver (started by startSmtp(), after listen()), its gauges and the
 // minute's sweep of expired mailboxes (files a crash left behind: at start and every hour).
-import type { Config } from '../config'
-import type { Feature, Shared } from '../feature'
+import type { Config } from '../kernel/config'
+import type { Feature, Shared } from '../web/feature'
 import { createMailRoutes, mailApi } from './api'
 import { createMailService } from './service'
 import type { SmtpReceiver } from './smtp'

@@ -27,9 +27,9 @@
 // spool are this file's (and the SMTP intake's, for the incoming file) alone.
 import { randomBytes } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
-import { stored, type Db } from '../db'
-import { createWalSync } from '../db/wal-sync'
-import { createWriteGroup } from '../db/write-group'
+import { stored, type Db } from '../db/sqlite'
+import { createWalSync } from '../db/sqlite/wal-sync'
+import { createWriteGroup } from '../db/sqlite/write-group'
 import type { Spool, Taken } from './spool'
 import { createMailStore, type AttachmentRow, type MailboxRow, type MessageBody, type MessageRow, type MessageSummaryRow, type ParsedFields } from './store'
 

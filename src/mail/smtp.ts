@@ -6,9 +6,9 @@
 import { readFileSync } from 'node:fs'
 import type { Readable } from 'node:stream'
 import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from 'smtp-server'
-import type { Config } from '../config'
-import { ConfigError } from '../errors'
-import type { FaultLog } from '../http/fault-log'
+import type { Config } from '../kernel/config'
+import { ConfigError } from '../kernel/errors'
+import type { FaultLog } from '../web/fault-log'
 import { MAX_RECIPIENTS, SmtpReply, type MailService } from './service'
 import type { Spool } from './spool'
 

@@ -1,7 +1,7 @@
 // The SQL of temporary mail, and nothing else: mailboxes, their messages and the attachments of each.
 // The files a message's rows point at are the spool's business (spool.ts).
-import type { Db } from '../db'
-import { lazyStatements } from '../db/lazy'
+import type { Db } from '../db/sqlite'
+import { lazyStatements } from '../db/sqlite/lazy'
 
 export interface MailboxRow {
   id: number

@@ -3,8 +3,8 @@
 // them and the documents are made from them.
 import { Type, type TSchema } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
-import type { ApiMethod } from '../http/api'
-import { queryParams } from '../http/params'
+import type { ApiMethod } from '../web/api'
+import { queryParams } from '../web/params'
 import { MAX_URL_LENGTH } from '../links/validate'
 import type { MediaService } from './service'
 

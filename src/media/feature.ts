@@ -1,11 +1,11 @@
 // Media download as a feature of the composition root: yt-dlp and the guard proxy its requests go through
 // (started with the first extraction), the media service and API, the signed /dl files (HEAD answered
 // before the router, see headOfDownload), their metrics and the sweep of the file cache.
-import type { Feature, Shared } from '../feature'
-import { queryParams } from '../http/params'
-import { pathOf } from '../http/path'
-import type { HotRoute } from '../http/pipeline'
-import { startGuardProxy, type GuardProxy } from '../net/proxy'
+import type { Feature, Shared } from '../web/feature'
+import { queryParams } from '../web/params'
+import { pathOf } from '../web/path'
+import type { HotRoute } from '../web/pipeline'
+import { startGuardProxy, type GuardProxy } from '../kernel/net/proxy'
 import { createMediaRoutes, mediaApi } from './api'
 import { killRunning } from './runner'
 import { createMediaService, type MediaService } from './service'

@@ -2,7 +2,7 @@
 // ours, the guard proxy for every request it makes), its own process group so that a time limit kills it
 // and whatever it started (ffmpeg), and bounded output. And the limiter that keeps at most N of them running
 // with a short queue, so a burst of requests cannot fork the machine to death.
-import { AppError } from '../errors'
+import { AppError } from '../kernel/errors'
 
 export interface RunOptions {
   /** The command prefix chosen by ytdlp.ts: [python3, zipapp] or [binary]. */

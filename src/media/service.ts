@@ -11,13 +11,13 @@
 import { createHash } from 'node:crypto'
 import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, utimesSync } from 'node:fs'
 import { join } from 'node:path'
-import type { Caller } from '../accounts/service'
-import type { Config } from '../config'
-import { AppError, badRequest, notFound } from '../errors'
-import { contentDisposition } from '../http/disposition'
-import type { FaultLog } from '../http/fault-log'
-import { checkUrl, GuardError, guardedFetch } from '../net/guard'
-import type { LinkSigner } from '../signing'
+import type { Caller } from '../kernel/caller'
+import type { Config } from '../kernel/config'
+import { AppError, badRequest, notFound } from '../kernel/errors'
+import { contentDisposition } from '../web/disposition'
+import type { FaultLog } from '../web/fault-log'
+import { checkUrl, GuardError, guardedFetch } from '../kernel/net/guard'
+import type { LinkSigner } from '../kernel/signing'
 import {
   classifyFailure,
   errorLine,

@@ -1,6 +1,6 @@
 // The SQL of media download tickets, and nothing else (migration 6 says what a ticket is).
-import { stored, type Db } from '../db'
-import { lazyStatements } from '../db/lazy'
+import { stored, type Db } from '../db/sqlite'
+import { lazyStatements } from '../db/sqlite/lazy'
 
 export interface TicketInput {
   account_id: number

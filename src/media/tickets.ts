@@ -9,7 +9,7 @@
 // expired tickets a bounded batch at a time. The media cache and yt-dlp stay per node.
 //
 // The service (service.ts) is handed the engine's TicketStorage by the composition root (feature.ts).
-import type { Db } from '../db'
+import type { Db } from '../db/sqlite'
 import { createMediaStore, type TicketInput, type TicketRow } from './store'
 
 export type { TicketInput, TicketRow } from './store'

@@ -4,7 +4,7 @@
 // sign-in of a linked account: in one of the groups, admin; in none, not (an admin removed from the group
 // at the provider loses it at the next sign-in). With no admin_groups, admin is left as linkbox has it.
 import { accountTarget, auditRow } from '../audit/service'
-import type { Storages } from '../db/storages'
+import type { Storages } from '../app/storages'
 
 /** What a sign-in learned from the provider (the ID token's claims, completed by UserInfo). */
 export interface ProviderClaims {

@@ -13,8 +13,8 @@
 // a start-up (SPEC's 80 ms target, issue 21) without single sign-on, or before anyone signs in, need not pay.
 import { randomBytes } from 'node:crypto'
 import type * as OidcLib from 'openid-client'
-import type { Config } from '../config'
-import { sameSecret } from '../http/api'
+import type { Config } from '../kernel/config'
+import { sameSecret } from '../web/api'
 
 export const PENDING_TTL_MS = 10 * 60_000
 export const PENDING_MAX = 10_000

@@ -12,7 +12,7 @@
 // be synchronous).
 //
 // The service (accounts.ts) uses this interface only, with the audit rows written in `within`.
-import type { Db } from '../db'
+import type { Db } from '../db/sqlite'
 import { createAccountStore } from '../accounts/store'
 import { createIdentityStore, type IdentityRow } from './store'
 

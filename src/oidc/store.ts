@@ -1,5 +1,5 @@
 // The SQL of single sign-on (oidc_identities, migration 13): which account a provider's person is.
-import type { Db } from '../db'
+import type { Db } from '../db/sqlite'
 
 export interface IdentityRow {
   issuer: string

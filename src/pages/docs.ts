@@ -7,11 +7,11 @@
 import type { TSchema } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
 import docsTpl from '../../assets/docs.html' with { type: 'text' }
-import { answerCodes, type ApiFile, type ApiMethod } from '../http/api'
-import { exampleEvent, openApiDocument, operationId, STATUS_TEXT, type OpenApiOptions, type WebhookEventDoc } from '../http/openapi'
-import type { ApiParam } from '../http/schema'
+import { answerCodes, type ApiFile, type ApiMethod } from '../web/api'
+import { exampleEvent, openApiDocument, operationId, STATUS_TEXT, type OpenApiOptions, type WebhookEventDoc } from '../web/openapi'
+import type { ApiParam } from '../web/schema'
 import { MAIL_LINK_TTL_MS } from '../mail/service'
-import { escapeHtml, page } from './render'
+import { escapeHtml, page } from '../web/render'
 
 type Schema = Record<string, any>
 

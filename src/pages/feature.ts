@@ -1,19 +1,19 @@
 // The service's own pages as a feature of the composition root: the home page and its form, the API
 // documents, /healthz and /readyz, /metrics, the shared assets, the favicon and robots.txt.
 import type { Shell } from '../dashboard/shell'
-import type { Feature, Shared } from '../feature'
-import type { DatabaseCheck, DatabaseStatus } from '../health'
-import type { ApiMethod } from '../http/api'
-import { createMetricsAccess } from '../http/metrics-access'
-import { notFoundPage } from '../links/visit'
+import type { Feature, Shared } from '../web/feature'
+import type { DatabaseCheck, DatabaseStatus } from '../app/health'
+import type { ApiMethod } from '../web/api'
+import { createMetricsAccess } from '../web/metrics-access'
+import { notFoundPage } from '../web/error-pages'
 import type { AnonymousCreations } from '../links/anonymous'
 import type { LinkService } from '../links/service'
-import { VERSION } from '../version'
+import { VERSION } from '../kernel/version'
 import { Elysia } from 'elysia'
 import { WEBHOOK_EVENT_DOCS } from '../webhooks/event-docs'
 import { createDocsRoutes } from './docs'
 import { createHomeRoutes } from './home'
-import { APP_JS, FAVICON_SVG, STYLE_CSS } from './render'
+import { APP_JS, FAVICON_SVG, STYLE_CSS } from '../web/render'
 
 const IMMUTABLE = 'public, max-age=31536000, immutable'
 
@@ -38,7 +38,7 @@ export function createPagesFeature(
       const status = await deps.database.check()
       return health(status.database === 'ok' ? 200 : 503, status)
     })
-    // Loopback, private networks and the bearer token only (http/metrics-access.ts); others: a plain 404.
+    // Loopback, private networks and the bearer token only (web/metrics-access.ts); others: a plain 404.
     .get('/metrics', async ({ request }) => metricsAllowed(request) ? new Response((await metrics.refresh(), metrics.render()), {
       headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' },
     }) : notFoundPage())

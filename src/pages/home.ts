@@ -11,21 +11,21 @@
 import { Elysia } from 'elysia'
 import homeTpl from '../../assets/home.html' with { type: 'text' }
 import homeClosedTpl from '../../assets/home-closed.html' with { type: 'text' }
-import type { Caller } from '../accounts/service'
-import type { Config } from '../config'
+import type { Caller } from '../kernel/caller'
+import type { Config } from '../kernel/config'
 import { RepeatedForm } from '../dashboard/form-tokens'
 import type { Session } from '../dashboard/sessions'
 import { cookiesOf, type Shell } from '../dashboard/shell'
-import { AppError } from '../errors'
-import { sameSecret } from '../http/api'
-import { rateKeyOf } from '../http/client-ip'
-import { isCrossSite } from '../http/cross-site'
-import { readBodyLimited } from '../http/params'
-import type { RateLimiter } from '../http/rate-limit'
-import { messagePage } from '../links/visit'
+import { AppError } from '../kernel/errors'
+import { sameSecret } from '../web/api'
+import { rateKeyOf } from '../web/client-ip'
+import { isCrossSite } from '../web/cross-site'
+import { readBodyLimited } from '../web/params'
+import type { RateLimiter } from '../web/rate-limit'
+import { messagePage } from '../web/error-pages'
 import type { AnonymousCreations } from '../links/anonymous'
 import type { LinkRecord, LinkService } from '../links/service'
-import { escapeHtml, page } from './render'
+import { escapeHtml, page } from '../web/render'
 
 const FORM_LIMIT = 8 * 1024
 export const HOME_FIELDS = ['url', 'alias', 'mode', 'expire', 'password'] as const

@@ -4,10 +4,10 @@
 // are declared here once, as schemas that both check requests and make the API documents; the service
 // keeps what a schema cannot state (the capacity of a symbol, at least two pixels per module).
 import { Type } from '@sinclair/typebox'
-import { invalidParameter } from '../errors'
-import type { ApiFile, ApiMethod } from '../http/api'
-import type { Params } from '../http/params'
-import type { ApiParam } from '../http/schema'
+import { invalidParameter } from '../kernel/errors'
+import type { ApiFile, ApiMethod } from '../web/api'
+import type { Params } from '../web/params'
+import type { ApiParam } from '../web/schema'
 import { LOGO_MAX_BYTES, LOGO_MAX_SIDE, SVG_MAX_ELEMENTS } from './logo'
 import { callerLane, RENDER_DEADLINE_MS } from './renderer'
 import { QR_CAPACITY, QR_ECC_LEVELS, QR_FORMATS, QR_MARGIN, QR_MIME, QR_SIZE, type QrImage, type QrService } from './service'

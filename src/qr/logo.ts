@@ -10,7 +10,7 @@
 // SVG_MAX_SIDE a side), a PNG over LOGO_MAX_SIDE on a side is refused from its header, before it is decoded.
 // The render worker also has a deadline (renderer.ts).
 import { inflateSync } from 'node:zlib'
-import { AppError, invalidParameter } from '../errors'
+import { AppError, invalidParameter } from '../kernel/errors'
 
 export const LOGO_MAX_BYTES = 256 * 1024
 /** The largest width or height a PNG logo may declare (refused from its header, before decoding). */

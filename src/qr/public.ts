@@ -8,13 +8,13 @@ import { rmSync } from 'node:fs'
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Elysia } from 'elysia'
-import type { Config } from '../config'
-import type { Events } from '../events'
+import type { Config } from '../kernel/config'
+import type { Events } from '../kernel/events'
 import type { LinkService } from '../links/service'
-import { notFoundPage } from '../links/visit'
+import { notFoundPage } from '../web/error-pages'
 import { PUBLIC_LANE } from './renderer'
 import { QR_FORMATS, QR_MIME, type QrFormat, type QrInput, type QrService } from './service'
-import type { Logger } from '../log'
+import type { Logger } from '../kernel/log'
 
 const FILE_NAME = /^([A-Za-z0-9_-]{1,64})\.(png|svg)$/
 const MEMORY_ENTRIES = 512

@@ -12,7 +12,7 @@
 // images have a worker of their own besides the shared one, so a rendering stuck on the shared worker
 // never holds them up. A worker stuck in native code (resvg) only stops once that call returns: at most
 // MAX_ABANDONED such threads are left to finish before the shared worker is no longer replaced.
-import { AppError, internalError } from '../errors'
+import { AppError, internalError } from '../kernel/errors'
 import type { QrImage, QrSettings } from './service'
 
 /** The machine has 2 cores: one draws, the other keeps serving. */

@@ -7,7 +7,7 @@
 // the tree resvg builds is bounded too. Whatever the parser got wrong can only leave something out: the
 // output is written by this file, never copied from the input.
 import { SaxesParser, type SaxesTagNS } from 'saxes'
-import { invalidParameter } from '../errors'
+import { invalidParameter } from '../kernel/errors'
 import { SVG_MAX_DEPTH, SVG_MAX_ELEMENTS, SVG_MAX_LAYERS } from './logo'
 
 const SVG_NS = 'http://www.w3.org/2000/svg'

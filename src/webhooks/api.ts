@@ -3,8 +3,8 @@
 // pipeline checks requests against them and the documents are made from them.
 import { Type, type TSchema } from '@sinclair/typebox'
 import { byAccount } from '../audit/service'
-import type { ApiMethod } from '../http/api'
-import type { ApiParam } from '../http/schema'
+import type { ApiMethod } from '../web/api'
+import type { ApiParam } from '../web/schema'
 import { DEFAULT_EVENTS, EVENT_TYPES } from './outbox'
 import { LOG_LIMIT, MAX_ENDPOINTS, MAX_URL_LENGTH, type WebhookService } from './service'
 

@@ -40,8 +40,8 @@
 //   and at every look of the timer): at most MAX_SLEEP_MS (5 s) stale, a second after a change of this node.
 import { auditRow, type Who } from '../audit/service'
 import type { AuditRows } from '../audit/storage'
-import type { Config } from '../config'
-import { GuardError, guardedFetch } from '../net/guard'
+import type { Config } from '../kernel/config'
+import { GuardError, guardedFetch } from '../kernel/net/guard'
 import { LEASE_MS, type HeldLease, type LeasedDelivery, type WebhookQueue } from './queue'
 import { signatureHeaders } from './sign'
 import { DELIVERY_BATCH as BATCH, type LeasedAttempt } from './store'

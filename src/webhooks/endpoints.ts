@@ -14,7 +14,7 @@
 //   and requeueFailed, still the account's); null when it is not.
 // `within` runs in the write's transaction (the audit row, the dashboard's form token; on SQLite it must be
 // synchronous); throwing undoes the write.
-import type { Db } from '../db'
+import type { Db } from '../db/sqlite'
 import { createWebhookStore, type EndpointRow } from './store'
 
 export type { EndpointRow } from './store'

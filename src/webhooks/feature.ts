@@ -3,7 +3,7 @@
 // outbox (Shared) by the services, in the transaction of each change; a commit wakes the deliverer (on
 // PostgreSQL every node's, through the change feed: outbox.ts's createQueueOutbox). The deliverer and the
 // service are handed Storages' members only; the database file only on SQLite, for the service's 503.
-import type { Feature, Shared } from '../feature'
+import type { Feature, Shared } from '../web/feature'
 import { webhookApi } from './api'
 import { createDeliverer, DELIVERY_OUTCOMES } from './deliverer'
 import { createWebhookService } from './service'

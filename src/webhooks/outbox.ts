@@ -28,19 +28,14 @@
 //   lost one is covered by the feed's resync (which wakes the deliverer) and by the deliverer's 5 s timer.
 //   `enqueue` is SQLite's alone: there it throws.
 // Types only from ../db and the feed: the click writer's thread loads this module, and nothing more than it needs.
-import type { Db } from '../db'
+import type { Db } from '../db/sqlite'
 import type { ChangeFeed } from '../db/changes'
 import { createWebhookStore } from './store'
-import { log as rootLog, type Logger } from '../log'
+import { log as rootLog, type Logger } from '../kernel/log'
 import type { WebhookQueue } from './queue'
+import type { EventType, Outbox } from '../kernel/outbox'
 
-export const EVENT_TYPES = ['link.created', 'link.updated', 'link.deleted', 'link.clicked', 'link.reported', 'links.imported', 'mail.received'] as const
-/** What an endpoint can subscribe to. */
-export type SubscribableType = (typeof EVENT_TYPES)[number]
-/** `webhook.test` is sent to one endpoint on request (linkbox webhook test), whatever it subscribes to. */
-export type EventType = SubscribableType | 'webhook.test'
-/** What an endpoint gets when `events` is not given: everything but the (busy, opt-in) clicks. */
-export const DEFAULT_EVENTS: SubscribableType[] = EVENT_TYPES.filter((t) => t !== 'link.clicked')
+export { DEFAULT_EVENTS, EVENT_TYPES, type EventType, type Outbox, type SubscribableType } from '../kernel/outbox'
 
 const RECHECK_MS = 1_000
 /** The queue outbox reads its index again when it is older than this (a change nobody told it of). */
@@ -51,24 +46,6 @@ export const WAKE_EVERY_MS = 50
 const WAKE_TOPIC = 'webhook'
 const INDEX_TOPIC = 'endpoint'
 
-export interface Outbox {
-  /**
-   * SQLite only. Call INSIDE the transaction of the change: writes the event and its pending deliveries, or
-   * nothing when no enabled endpoint of the account subscribes to `type`. `at` is when the change happened
-   * (default now).
-   */
-  enqueue(type: EventType, accountId: number | null, data: Record<string, unknown>, at?: number): void
-  /** Cheap, synchronous: whether any enabled endpoint of the account may subscribe to `type` (the click path asks first). */
-  wanted(type: EventType, accountId: number | null): boolean
-  /** Reads the index again: after an endpoint is created, deleted, enabled or disabled. */
-  reload(): void
-  /** Called (after the commit, in a microtask) whenever events were enqueued: the deliverer's wake-up. */
-  onEnqueued(listener: () => void): void
-  /** After a commit that wrote events (or a redelivery): wakes the deliverer. */
-  wake(): void
-  /** Stops listening and its timers. */
-  close(): void
-}
 
 /** account → the event types its enabled endpoints subscribe to. */
 function indexOf(rows: readonly { account_id: number; events: string }[]): Map<number, Set<string>> {

@@ -43,7 +43,7 @@
 //
 // Times are the caller's clock (unix ms), as next_at always was: nodes' clocks must agree to well within
 // LEASE_MS (15 s; NTP keeps them within milliseconds).
-import type { Db } from '../db'
+import type { Db } from '../db/sqlite'
 import { eventInserts, payloadOf, type EventType } from './outbox'
 import {
   createDeliveryStore,

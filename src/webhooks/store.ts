@@ -1,7 +1,7 @@
 // The SQL of webhook endpoints, events and the delivery log, and nothing else: the rules live in
 // service.ts, outbox.ts and deliverer.ts (the queue's claims and attempts are createDeliveryStore below).
-import type { Db } from '../db'
-import { lazyStatements } from '../db/lazy'
+import type { Db } from '../db/sqlite'
+import { lazyStatements } from '../db/sqlite/lazy'
 
 export interface EndpointRow {
   id: number

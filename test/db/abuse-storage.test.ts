@@ -7,7 +7,7 @@ import { describe, expect, test } from 'bun:test'
 import type { SQL } from 'bun'
 import { postgresAbuseRows } from '../../src/abuse/storage-postgres'
 import { sqliteAbuseRows, type AbuseRows, type NewReport, type ReportRow } from '../../src/abuse/storage'
-import type { Db } from '../../src/db'
+import type { Db } from '../../src/db/sqlite'
 import { engineHarness } from '../support/engines'
 
 interface Engine {

@@ -9,8 +9,8 @@ import { sqliteClickCounts, type ClickCounts } from '../../src/clicks/counts'
 import { createClickRecorder, type ClickRecorder } from '../../src/clicks/recorder'
 import { dayOf } from '../../src/clicks/store'
 import { countsWriter } from '../../src/clicks/writer'
-import { postgresStorages } from '../../src/db/postgres/storages'
-import { sqliteStorages, type Storages } from '../../src/db/storages'
+import { postgresStorages } from '../../src/app/storages-postgres'
+import { sqliteStorages, type Storages } from '../../src/app/storages'
 import { engineHarness } from '../support/engines'
 
 const engines = engineHarness()

@@ -4,8 +4,8 @@
 // sign-out on either ends it on both at once (no copy kept per process), a disabled account is refused
 // everywhere, and the sign-in's rows (last sign-in, signin.ok) and a failed sign-in's row are written.
 import { describe, expect, test } from 'bun:test'
-import { postgresStorages } from '../../src/db/postgres/storages'
-import { sqliteStorages, type Storages } from '../../src/db/storages'
+import { postgresStorages } from '../../src/app/storages-postgres'
+import { sqliteStorages, type Storages } from '../../src/app/storages'
 import { createSessions, SESSION_TTL_MS } from '../../src/dashboard/sessions'
 import { engineHarness } from '../support/engines'
 

@@ -6,7 +6,7 @@
 // under a race; tags replaced whole; the same search and pages on both engines; counters that add up.
 import { describe, expect, test } from 'bun:test'
 import type { SQL } from 'bun'
-import type { Db } from '../../src/db'
+import type { Db } from '../../src/db/sqlite'
 import { containsPattern } from '../../src/links/service'
 import { CODE_TAKEN, GONE, REFUSED, sqliteLinkStorage, type LinkRow, type LinkStorage, type NewLink } from '../../src/links/storage'
 import { postgresLinkStorage } from '../../src/links/storage-postgres'

@@ -13,10 +13,10 @@ import { CHUNK_BYTES, postgresMessageStore } from '../../src/mail/messages-postg
 import { parseMessage } from '../../src/mail/parse'
 import { createSpool, type Spool } from '../../src/mail/spool'
 import type { MessageBody } from '../../src/mail/store'
-import { createLinkSigner, fileSigningSecret, SECRET_BYTES, type SigningSecretSource } from '../../src/signing'
-import { postgresSigningSecret } from '../../src/signing-postgres'
+import { createLinkSigner, fileSigningSecret, SECRET_BYTES, type SigningSecretSource } from '../../src/kernel/signing'
+import { postgresSigningSecret } from '../../src/db/postgres/signing'
 import type { TransactionSQL } from 'bun'
-import type { Db } from '../../src/db'
+import type { Db } from '../../src/db/sqlite'
 import { engineHarness } from '../support/engines'
 import { EVERY_BYTE, seededBytes } from '../support/bytes'
 

@@ -1,4 +1,4 @@
-// The PostgreSQL schema (src/db/postgres/) against SQLite's (src/db/migrations.ts), on a real server: the
+// The PostgreSQL schema (src/db/postgres/) against SQLite's (src/db/sqlite/migrations.ts), on a real server: the
 // same tables, columns (order, type, nullability, default), primary keys, unique and other indexes, foreign
 // keys with their ON DELETE, checks and triggers, read mechanically from both catalogs, so a SQLite migration
 // without its PostgreSQL twin fails here. Then what openPostgres promises: one migration however many nodes
@@ -6,8 +6,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { DatabaseError, openDatabase, type Db } from '../../src/db'
-import { migrations } from '../../src/db/migrations'
+import { DatabaseError, openDatabase, type Db } from '../../src/db/sqlite'
+import { migrations } from '../../src/db/sqlite/migrations'
 import { MIGRATION_LOCK_KEY, openPostgres, type PgDb } from '../../src/db/postgres'
 import { PG_SCHEMA_VERSION, pgMigrations } from '../../src/db/postgres/migrations'
 import { tempDir } from '../support/app'

@@ -6,7 +6,7 @@
 import { describe, expect, test } from 'bun:test'
 import type { SQL } from 'bun'
 import { hashKey } from '../../src/accounts/service'
-import type { Db } from '../../src/db'
+import type { Db } from '../../src/db/sqlite'
 import { postgresFormTokenRows, postgresSessionRows } from '../../src/dashboard/session-store-postgres'
 import { sqliteFormTokenRows, sqliteSessionRows, type FormTokenRows, type SessionRows } from '../../src/dashboard/session-store'
 import { engineHarness, postgresTransaction, ROLLBACK, sqliteTransaction } from '../support/engines'

@@ -1,9 +1,9 @@
-// The composition of the stores (src/db/storages.ts), on both engines: one Storages per engine with the same
+// The composition of the stores (src/app/storages.ts), on both engines: one Storages per engine with the same
 // members, and one `within` written once for both — a link, its webhook event and its audit row committed in
 // one transaction, or none of them — which is the shape every service takes once it runs on either engine.
 import { describe, expect, test } from 'bun:test'
-import { postgresStorages } from '../../src/db/postgres/storages'
-import { sqliteStorages, type Storages } from '../../src/db/storages'
+import { postgresStorages } from '../../src/app/storages-postgres'
+import { sqliteStorages, type Storages } from '../../src/app/storages'
 import { engineHarness } from '../support/engines'
 
 const engines = engineHarness()

@@ -5,7 +5,7 @@
 // once make exactly one; two edits at once both land; a rotation racing a deletion is one or the other.
 import { describe, expect, test } from 'bun:test'
 import type { SQL } from 'bun'
-import type { Db } from '../../src/db'
+import type { Db } from '../../src/db/sqlite'
 import { postgresEndpointRows } from '../../src/webhooks/endpoints-postgres'
 import { sqliteEndpointRows, type EndpointRow, type EndpointRows, type NewEndpoint } from '../../src/webhooks/endpoints'
 import { engineHarness } from '../support/engines'

@@ -6,7 +6,7 @@
 // and two "nodes" (two connections, two pools) claiming at once take every delivery exactly once.
 import { describe, expect, test } from 'bun:test'
 import type { SQL } from 'bun'
-import type { Db } from '../../src/db'
+import type { Db } from '../../src/db/sqlite'
 import { postgresEndpointRows } from '../../src/webhooks/endpoints-postgres'
 import { postgresWebhookQueue } from '../../src/webhooks/queue-postgres'
 import { sqliteWebhookQueue, type LeasedAttempt, type NewEvent, type WebhookQueue } from '../../src/webhooks/queue'

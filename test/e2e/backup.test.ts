@@ -9,9 +9,9 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, u
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import nodemailer from 'nodemailer'
-import { openDatabase } from '../../src/db'
+import { openDatabase } from '../../src/db/sqlite'
 import { createMediaStore } from '../../src/media/store'
-import { createLinkSigner, loadSigningSecret } from '../../src/signing'
+import { createLinkSigner, loadSigningSecret } from '../../src/kernel/signing'
 import {
   CHROME_UA,
   apiPost,

@@ -2,8 +2,8 @@
 import { afterAll, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
-import { createLinkbox } from '../../src/app'
-import { loadConfig } from '../../src/config'
+import { createLinkbox } from '../../src/app/app'
+import { loadConfig } from '../../src/kernel/config'
 import { createAccount, removeDir, runCli, writeConfig } from '../support/server'
 
 const config = writeConfig()

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { EMBEDDED_ATTRIBUTION } from '../../src/geo'
+import { EMBEDDED_ATTRIBUTION } from '../../src/kernel/geo'
 import { METRICS_TOKEN, tempDir, testConfig, sqliteLinkbox, type SqliteLinkbox } from '../support/app'
 
 const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36'

@@ -2,8 +2,8 @@
 // limited per /128, and a trusted proxy's X-Forwarded-For became a bucket key even when it was not an address).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
-import { createLinkbox, type Linkbox } from '../../src/app'
-import { createClientIp, parseHop, rateKeyOf } from '../../src/http/client-ip'
+import { createLinkbox, type Linkbox } from '../../src/app/app'
+import { createClientIp, parseHop, rateKeyOf } from '../../src/web/client-ip'
 import { tempDir, testConfig } from '../support/app'
 
 describe('parseHop', () => {

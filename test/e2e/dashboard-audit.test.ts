@@ -4,9 +4,9 @@
 // password that ends the sessions, disabling that stops the key and the session at once (also from the CLI
 // while the service runs), and the refusals (oneself, the last admin).
 import { afterEach, describe, expect, test } from 'bun:test'
-import { createLinkbox, type Linkbox } from '../../src/app'
+import { createLinkbox, type Linkbox } from '../../src/app/app'
 import { CLI } from '../../src/audit/service'
-import { loadConfig } from '../../src/config'
+import { loadConfig } from '../../src/kernel/config'
 import { makeBox, type TestBox } from '../support/app'
 import { follow, postForm, signIn, type SignedIn } from '../support/dashboard'
 import { removeDir, runCli, startServer, writeConfig } from '../support/server'

@@ -3,8 +3,8 @@ import { afterAll, expect, test } from 'bun:test'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
-import { defaultConfig } from '../../src/config'
-import { checkGeo } from '../../src/doctor'
+import { defaultConfig } from '../../src/kernel/config'
+import { checkGeo } from '../../src/app/doctor'
 import { removeDir, runCli, tempDir, writeConfig } from '../support/server'
 
 const dirs: string[] = []

@@ -2,10 +2,10 @@
 // stack trace, the working directory or source text; and the log cannot be flooded by them.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
-import { createLinkbox, type Linkbox } from '../../src/app'
-import { createFaultLog } from '../../src/http/fault-log'
-import { createLogger } from '../../src/log'
-import { pathOf } from '../../src/http/path'
+import { createLinkbox, type Linkbox } from '../../src/app/app'
+import { createFaultLog } from '../../src/web/fault-log'
+import { createLogger } from '../../src/kernel/log'
+import { pathOf } from '../../src/web/path'
 import { tempDir, testConfig } from '../support/app'
 import { rawRequest } from '../support/raw-http'
 

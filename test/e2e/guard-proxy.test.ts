@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { startGuardProxy, type GuardProxy } from '../../src/net/proxy'
+import { startGuardProxy, type GuardProxy } from '../../src/kernel/net/proxy'
 
 type Server = ReturnType<typeof Bun.serve>
 let dir: string

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { checkUrl, GuardError, guardedFetch, isPublicAddress } from '../../src/net/guard'
+import { checkUrl, GuardError, guardedFetch, isPublicAddress } from '../../src/kernel/net/guard'
 
 type Server = ReturnType<typeof Bun.serve>
 let v4: Server

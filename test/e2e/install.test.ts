@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { loadConfig } from '../../src/config'
+import { loadConfig } from '../../src/kernel/config'
 import { REPO_ROOT, removeDir, tempDir } from '../support/server'
 
 const SCRIPT = join(REPO_ROOT, 'scripts/install.sh')

@@ -1,9 +1,9 @@
-// The service's log: the line formats and levels (src/log.ts), and what a real `serve` writes for real
+// The service's log: the line formats and levels (src/kernel/log.ts), and what a real `serve` writes for real
 // requests — one line each, with a request id it also sends back, and never a query string, header value,
 // body, key, password or cookie.
 import { afterAll, describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { createLogger, jsonString, requestIdOf, type LogLevel } from '../../src/log'
+import { createLogger, jsonString, requestIdOf, type LogLevel } from '../../src/kernel/log'
 import { closeSync, openSync } from 'node:fs'
 import { killAllServers, removeDir, startServer, tempDir, writeConfig } from '../support/server'
 
@@ -121,7 +121,7 @@ describe('lines', () => {
 // auto decides by what stdout is, found out without process.stdout (log.ts stdoutIsTty): the logger's lines go
 // to stderr here, so that each kind of stdout can be tried, a terminal (a pty from script(1)) among them.
 describe('auto: what stdout is', () => {
-  const LOG_SRC = `${import.meta.dir}/../../src/log.ts`
+  const LOG_SRC = `${import.meta.dir}/../../src/kernel/log.ts`
   const program = `import { createLogger } from ${JSON.stringify(LOG_SRC)}; createLogger({ now: () => Date.UTC(2026, 0, 2, 12, 1, 2), write: (t) => process.stderr.write(t) }).info('x')`
   const run = (stdout: 'pipe' | 'ignore' | number) => {
     const r = Bun.spawnSync([process.execPath, '-e', program], { stdout, stderr: 'pipe' })

@@ -10,7 +10,7 @@ import { Socket } from 'node:net'
 import { join } from 'node:path'
 import nodemailer from 'nodemailer'
 import type Mail from 'nodemailer/lib/mailer'
-import { createLinkbox } from '../../src/app'
+import { createLinkbox } from '../../src/app/app'
 import { readAnswer, testConfig, type ApiAnswer } from '../support/app'
 import {
   createAccount,

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import nodemailer from 'nodemailer'
-import { createLinkbox, type Linkbox } from '../../src/app'
+import { createLinkbox, type Linkbox } from '../../src/app/app'
 import { MAX_WATCHERS_PER_ACCOUNT } from '../../src/mail/service'
 import { tempDir, testConfig } from '../support/app'
 import { overSocket, postForm, signIn, type SignedIn } from '../support/dashboard'

@@ -8,10 +8,10 @@ import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs
 import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
 import nodemailer from 'nodemailer'
-import type { AppOptions } from '../../src/app'
+import type { AppOptions } from '../../src/app/app'
 import { introOf, INTRO_CHARS, linksOf, safeContentType, safeFilename } from '../../src/mail/parse'
 import { MAIL_LINK_TTL_MS } from '../../src/mail/service'
-import { createLinkSigner, loadSigningSecret } from '../../src/signing'
+import { createLinkSigner, loadSigningSecret } from '../../src/kernel/signing'
 import { BASE, makeBox, tempDir, type TestBox } from '../support/app'
 
 // Sockets, files and fsyncs: bun's default of 5 s per test is tight on a slow disk.

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { lookup } from 'node:dns/promises'
 import { rmSync } from 'node:fs'
-import { createLinkbox } from '../../src/app'
+import { createLinkbox } from '../../src/app/app'
 import { makeBox, readAnswer, tempDir, testConfig, type TestBox } from '../support/app'
 import { startMediaFixtures, type FixtureName, type MediaFixtures } from '../support/media-fixtures'
 

@@ -4,7 +4,7 @@
 // Over a real socket; the in-process request of the other tests has no client address and is refused.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
-import { createLinkbox, type Linkbox } from '../../src/app'
+import { createLinkbox, type Linkbox } from '../../src/app/app'
 import { BASE, tempDir, testConfig } from '../support/app'
 
 const TOKEN = 'mt_9fK2-vQ7.xR4_zL8pW3nB6'

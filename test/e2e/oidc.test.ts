@@ -5,9 +5,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { buildConfig } from '../../src/config'
+import { buildConfig } from '../../src/kernel/config'
 import { OIDC_STARTS_PER_CLIENT_PER_MINUTE } from '../../src/dashboard/oidc'
-import { checkOidc } from '../../src/doctor'
+import { checkOidc } from '../../src/app/doctor'
 import { isReserved } from '../../src/links/validate'
 import { accountNameFrom, groupsOf } from '../../src/oidc/accounts'
 import { createOidcClient, PENDING_MAX, PENDING_TTL_MS, SignInRefused } from '../../src/oidc/client'
@@ -426,7 +426,7 @@ describe('[oidc] config', () => {
   })
 
   test('oidc keys need a restart on SIGHUP (they are not applied while running)', async () => {
-    const { reloadConfig } = await import('../../src/reload')
+    const { reloadConfig } = await import('../../src/kernel/reload')
     const dir = tempDir()
     const running = testConfig(dir)
     const next = testConfig(dir, { oidc: base })

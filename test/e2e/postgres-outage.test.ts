@@ -3,11 +3,11 @@
 // back — no restart of the node. /healthz (liveness) stays 200 meanwhile, naming the database down, so a balancer
 // that checks it keeps routing visits to the node; /readyz (readiness) answers 503 (issue 36).
 import { afterAll, expect, setDefaultTimeout, test } from 'bun:test'
-import { openLinkbox } from '../../src/app'
+import { openLinkbox } from '../../src/app/app'
 import { METRICS_TOKEN, capturedLog, readAnswer, tempDir, testConfig } from '../support/app'
 import { postgresForFile, type Postgres } from '../support/postgres'
 import { removeDir } from '../support/server'
-import { VERSION } from '../../src/version'
+import { VERSION } from '../../src/kernel/version'
 
 setDefaultTimeout(60_000)
 let pg: Postgres

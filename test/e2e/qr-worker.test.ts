@@ -2,9 +2,9 @@
 // encoder finds still reach the client as 400s, a full queue answers 503, and a dead worker is replaced.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
-import { createLinkbox, type Linkbox } from '../../src/app'
-import { AppError } from '../../src/errors'
-import { errorResponse } from '../../src/http/api'
+import { createLinkbox, type Linkbox } from '../../src/app/app'
+import { AppError } from '../../src/kernel/errors'
+import { errorResponse } from '../../src/web/api'
 import { callerLane, createQrRenderer, PUBLIC_LANE, type QrRenderer, type QrRendererOptions } from '../../src/qr/renderer'
 import { parseQrSettings, type QrImage } from '../../src/qr/service'
 import { makeBox, tempDir, testConfig } from '../support/app'

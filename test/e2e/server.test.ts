@@ -1,7 +1,7 @@
 // The real server on a free port, over real sockets: the same app as `linkbox serve`.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
-import { createLinkbox, type Linkbox } from '../../src/app'
+import { createLinkbox, type Linkbox } from '../../src/app/app'
 import { tempDir, testConfig } from '../support/app'
 
 let box: Linkbox

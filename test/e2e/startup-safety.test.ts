@@ -5,8 +5,8 @@ import { afterAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { chmodSync, existsSync, readdirSync, statSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import nodemailer from 'nodemailer'
-import { buildConfig } from '../../src/config'
-import { checkClock, checkDisk, checkMx } from '../../src/doctor'
+import { buildConfig } from '../../src/kernel/config'
+import { checkClock, checkDisk, checkMx } from '../../src/app/doctor'
 import { SOURCE_COMMAND, apiPost, createAccount, freePort, killAllServers, removeDir, runCli, startServer, tempDir, writeConfig, type TestConfig } from '../support/server'
 
 setDefaultTimeout(60_000)

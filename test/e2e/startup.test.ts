@@ -18,11 +18,11 @@ async function loadedBy(args: string[]): Promise<string[]> {
   return report.loaded.map((p) => p.replace(`${REPO_ROOT}/`, ''))
 }
 
-const HEAVY = /src\/app\.ts|node_modules\/(elysia|qrcode|@sinclair\/typebox|ua-parser-js|isbot)\//
+const HEAVY = /src\/app\/app\.ts|node_modules\/(elysia|qrcode|@sinclair\/typebox|ua-parser-js|isbot)\//
 
 test('`linkbox version` loads neither the app nor the database, nor even the config', async () => {
   const loaded = await loadedBy(['version'])
-  expect(loaded.filter((p) => p.startsWith('src/')).sort()).toEqual(['src/errors.ts', 'src/main.ts', 'src/version.ts'])
+  expect(loaded.filter((p) => p.startsWith('src/')).sort()).toEqual(['src/kernel/errors.ts', 'src/kernel/version.ts', 'src/main.ts'])
   expect(loaded.filter((p) => HEAVY.test(p))).toEqual([])
 })
 
@@ -30,7 +30,7 @@ test('`linkbox key list` opens the database but does not load the HTTP app', asy
   const config = writeConfig()
   try {
     const loaded = await loadedBy(['key', 'list', '--config', config.configPath])
-    expect(loaded).toContain('src/db/index.ts')
+    expect(loaded).toContain('src/db/sqlite/index.ts')
     expect(loaded).toContain('src/accounts/service.ts')
     expect(loaded.filter((p) => HEAVY.test(p))).toEqual([])
   } finally {

@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
-import { isStorageFailure } from '../../src/db'
+import { isStorageFailure } from '../../src/db/sqlite'
 import { capturedLog, makeBox } from '../support/app'
 import {
   CHROME_UA,

@@ -7,8 +7,8 @@ import { Database } from 'bun:sqlite'
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, statSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { KEPT_MIGRATION_COPIES, openDatabase } from '../../src/db'
-import { migrations } from '../../src/db/migrations'
+import { KEPT_MIGRATION_COPIES, openDatabase } from '../../src/db/sqlite'
+import { migrations } from '../../src/db/sqlite/migrations'
 import { REPO_ROOT, apiPost, createAccount, killAllServers, removeDir, runCli, startServer, tempDir, writeConfig, type TestConfig } from '../support/server'
 
 setDefaultTimeout(60_000)
@@ -41,7 +41,7 @@ const userVersion = (path: string) => {
 function previousRelease(): { command: string[]; commit: string } | null {
   const git = (...args: string[]) => Bun.spawnSync(['git', '-C', REPO_ROOT, ...args])
   // The commit that added the newest migration: its comment opens with "/* <number>: ".
-  const found = git('log', '--format=%H', '-1', '-S', `/* ${migrations.length}: `, '--', 'src/db/migrations.ts')
+  const found = git('log', '--format=%H', '-1', '-S', `/* ${migrations.length}: `, '--', 'src/db/sqlite/migrations.ts')
   const introducing = found.stdout.toString().trim()
   if (found.exitCode !== 0 || !introducing) return null
   const commit = git('rev-parse', `${introducing}^`).stdout.toString().trim()

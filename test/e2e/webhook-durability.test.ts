@@ -5,7 +5,7 @@
 import { afterAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { openDatabase, type Db } from '../../src/db'
+import { openDatabase, type Db } from '../../src/db/sqlite'
 import { killAllServers, removeDir, startServer, tempDir, writeConfig, type TestConfig } from '../support/server'
 import { addAccount, addEndpoint, addEvent, delivery, startReceiver, until, type Receiver } from '../support/webhooks'
 

@@ -4,8 +4,8 @@
 import { Database } from 'bun:sqlite'
 import { afterAll, afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
-import { loadConfig } from '../../src/config'
-import { createLinkbox } from '../../src/app'
+import { loadConfig } from '../../src/kernel/config'
+import { createLinkbox } from '../../src/app/app'
 import { makeBox, type TestBox } from '../support/app'
 import { removeDir, runCli, writeConfig } from '../support/server'
 

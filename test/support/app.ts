@@ -3,14 +3,14 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Database } from 'bun:sqlite'
-import { createLinkbox, type AppOptions, type Linkbox } from '../../src/app'
-import { buildConfig, type Config } from '../../src/config'
-import { createLogger, type Logger } from '../../src/log'
+import { createLinkbox, type AppOptions, type Linkbox } from '../../src/app/app'
+import { buildConfig, type Config } from '../../src/kernel/config'
+import { createLogger, type Logger } from '../../src/kernel/log'
 
 export const BASE = 'http://localhost:8080'
 /**
  * server.metrics_token of every makeBox() (unless the test sets its own): a request sent through the app, not
- * a socket, has no client address, so /metrics answers it only with the token (http/metrics-access.ts).
+ * a socket, has no client address, so /metrics answers it only with the token (web/metrics-access.ts).
  */
 export const METRICS_TOKEN = 'test-metrics-token-0123456789'
 

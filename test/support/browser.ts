@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Database } from 'bun:sqlite'
 import { chromium, type Browser, type Page } from 'playwright-core'
-import { createLinkbox, type AppOptions, type Linkbox } from '../../src/app'
+import { createLinkbox, type AppOptions, type Linkbox } from '../../src/app/app'
 import { REPO_ROOT } from './server'
 import { tempDir, testConfig } from './app'
 

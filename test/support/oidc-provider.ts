@@ -9,8 +9,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net'
 import { createServer as createNetServer } from 'node:net'
 import Provider from 'oidc-provider'
-import type { AppOptions } from '../../src/app'
-import { createLogger } from '../../src/log'
+import type { AppOptions } from '../../src/app/app'
+import { createLogger } from '../../src/kernel/log'
 import { startApp, type RunningApp } from './browser'
 
 export interface TestUser {

@@ -6,7 +6,7 @@
 import { afterEach, expect, test } from 'bun:test'
 import { createAccountService } from '../../src/accounts/service'
 import { CLI } from '../../src/audit/service'
-import { sqliteStorages } from '../../src/db/storages'
+import { sqliteStorages } from '../../src/app/storages'
 import { makeBox, type TestBox } from '../support/app'
 
 const boxes: TestBox[] = []

@@ -1,11 +1,11 @@
 // The /api surface (SPEC §1, §7): envelope, status codes, keys and scopes, marketplace route, rate limits.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { AppError } from '../../src/errors'
-import { createFaultLog } from '../../src/http/fault-log'
-import { log } from '../../src/log'
-import { createApi, type ApiMethod } from '../../src/http/api'
-import { readBodyLimited } from '../../src/http/params'
-import { createRateLimiter } from '../../src/http/rate-limit'
+import { AppError } from '../../src/kernel/errors'
+import { createFaultLog } from '../../src/web/fault-log'
+import { log } from '../../src/kernel/log'
+import { createApi, type ApiMethod } from '../../src/web/api'
+import { readBodyLimited } from '../../src/web/params'
+import { createRateLimiter } from '../../src/web/rate-limit'
 import { capturedLog, makeBox, type TestBox } from '../support/app'
 
 let box: TestBox

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
-import { canonicalIp, cidrMatcher, parseCidr, parseIp } from '../../src/net/cidr'
-import { createClientIp } from '../../src/http/client-ip'
+import { canonicalIp, cidrMatcher, parseCidr, parseIp } from '../../src/kernel/net/cidr'
+import { createClientIp } from '../../src/web/client-ip'
 
 describe('addresses and ranges', () => {
   test('IPv4, IPv6 and mapped forms parse to the same 16 bytes', () => {

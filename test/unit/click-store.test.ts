@@ -22,7 +22,7 @@ import {
   wholeMonths,
   type ClickBatch,
 } from '../../src/clicks/store'
-import { openDatabase } from '../../src/db'
+import { openDatabase } from '../../src/db/sqlite'
 import { makeBox, tempDir } from '../support/app'
 
 const dirs: string[] = []

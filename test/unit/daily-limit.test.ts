@@ -1,6 +1,6 @@
 // The per-day allowance (rate.anon_per_day, reports): a count per key, back at UTC midnight, bounded.
 import { expect, test } from 'bun:test'
-import { createDailyLimiter } from '../../src/http/daily-limit'
+import { createDailyLimiter } from '../../src/web/daily-limit'
 
 test('limit a day per key; refused uses do not count; back at the next UTC midnight', () => {
   let now = Date.parse('2026-11-25T23:59:00Z')

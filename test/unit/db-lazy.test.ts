@@ -2,7 +2,7 @@
 // and account stores but runs few of their statements). A lazy statement answers as the connection's own.
 import { Database } from 'bun:sqlite'
 import { expect, test } from 'bun:test'
-import { lazyStatements } from '../../src/db/lazy'
+import { lazyStatements } from '../../src/db/sqlite/lazy'
 
 test('nothing is prepared until the first use: a statement made before its table exists works once it does', () => {
   const db = new Database(':memory:')

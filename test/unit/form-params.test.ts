@@ -1,11 +1,11 @@
-// Form decoding (http/params.ts): a form component is percent-decoded like URLSearchParams ("+" a space, a
+// Form decoding (web/params.ts): a form component is percent-decoded like URLSearchParams ("+" a space, a
 // stray "%" kept), except that escaped bytes which are not UTF-8 make the parameter invalid instead of U+FFFD.
 // The decoder takes decodeURIComponent's fast path when it succeeds: these tests hold it to the byte-by-byte
 // rule (the reference below), on chosen cases and on random mixes of escapes, stray signs and literal text.
 import { expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { AppError } from '../../src/errors'
-import { bodyParams, queryParams } from '../../src/http/params'
+import { AppError } from '../../src/kernel/errors'
+import { bodyParams, queryParams } from '../../src/web/params'
 
 const isHex = (b: number | undefined) => b !== undefined && /^[0-9A-Fa-f]$/.test(String.fromCharCode(b))
 

@@ -4,8 +4,8 @@ import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import embeddedPath from '@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb' with { type: 'file' }
-import { buildConfig } from '../../src/config'
-import { createGeo } from '../../src/geo'
+import { buildConfig } from '../../src/kernel/config'
+import { createGeo } from '../../src/kernel/geo'
 
 describe('the embedded country database', () => {
   const geo = createGeo()

@@ -1,9 +1,9 @@
-// src/net/ip.ts: node:net's isIP without loading node:net (which brings node's streams into serve's start).
+// src/kernel/net/ip.ts: node:net's isIP without loading node:net (which brings node's streams into serve's start).
 // It must answer exactly as node:net does, since the SSRF guard and the trusted-proxy ranges decide by it.
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { isIP as nodeIsIP } from 'node:net'
-import { isIP } from '../../src/net/ip'
+import { isIP } from '../../src/kernel/net/ip'
 
 const same = (s: string) => expect({ s, kind: isIP(s) as number }).toEqual({ s, kind: nodeIsIP(s) })
 

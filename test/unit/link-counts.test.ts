@@ -5,8 +5,8 @@ import { Database } from 'bun:sqlite'
 import { afterEach, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { openDatabase, type Db } from '../../src/db'
-import { migrations, type Migration } from '../../src/db/migrations'
+import { openDatabase, type Db } from '../../src/db/sqlite'
+import { migrations, type Migration } from '../../src/db/sqlite/migrations'
 import { makeBox, tempDir, type TestBox } from '../support/app'
 
 const boxes: TestBox[] = []

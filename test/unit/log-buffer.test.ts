@@ -1,9 +1,9 @@
-// The request-line buffer (src/log-buffer.ts): lines go out together, off the request's path; while a write
+// The request-line buffer (src/kernel/log-buffer.ts): lines go out together, off the request's path; while a write
 // is under way the next ones wait, up to the bound, and past it they are dropped and counted, never waited
 // for. And through the app: the count is in /metrics.
 import { afterAll, describe, expect, test } from 'bun:test'
-import { createLineBuffer, WAIT_MS, WRITE_AT } from '../../src/log-buffer'
-import { createLogger } from '../../src/log'
+import { createLineBuffer, WAIT_MS, WRITE_AT } from '../../src/kernel/log-buffer'
+import { createLogger } from '../../src/kernel/log'
 import { makeBox, type TestBox } from '../support/app'
 
 /** A buffer whose writes finish only when the test says so. */

@@ -1,7 +1,7 @@
 // The Prometheus text of counters (metrics.ts): label values escaped as the format wants (backslash, double
 // quote, newline), label sets kept apart, one line per set; the same numbers as data in snapshot().
 import { expect, test } from 'bun:test'
-import { createMetrics } from '../../src/metrics'
+import { createMetrics } from '../../src/kernel/metrics'
 
 test('labels are written in order and escaped; each label set counts on its own line', () => {
   const m = createMetrics()

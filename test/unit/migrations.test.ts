@@ -4,8 +4,8 @@ import { Database } from 'bun:sqlite'
 import { afterEach, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { openDatabase, type Db } from '../../src/db'
-import { migrations } from '../../src/db/migrations'
+import { openDatabase, type Db } from '../../src/db/sqlite'
+import { migrations } from '../../src/db/sqlite/migrations'
 import { tempDir } from '../support/app'
 
 const dirs: string[] = []

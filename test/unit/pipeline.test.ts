@@ -1,8 +1,8 @@
-// The request pipeline (src/http/pipeline.ts): the client address is asked of the socket once a request,
+// The request pipeline (src/web/pipeline.ts): the client address is asked of the socket once a request,
 // whether a hot route, a synchronous or an async router answer asks for it, and the request line carries it.
 import { expect, test } from 'bun:test'
-import { createPipeline, type PeerSource } from '../../src/http/pipeline'
-import { createLogger } from '../../src/log'
+import { createPipeline, type PeerSource } from '../../src/web/pipeline'
+import { createLogger } from '../../src/kernel/log'
 
 const ADDRESS: Record<string, string> = { '/hot': '198.51.100.1', '/sync': '198.51.100.2', '/a': '198.51.100.3', '/b': '198.51.100.4' }
 

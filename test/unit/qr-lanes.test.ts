@@ -2,7 +2,7 @@
 // 503). Public images have room of their own, each API caller a bounded share of the rest, and the lanes
 // take turns. Renderers with tiny queues, as in qr-worker.test.ts.
 import { afterAll, describe, expect, test } from 'bun:test'
-import { AppError } from '../../src/errors'
+import { AppError } from '../../src/kernel/errors'
 import { callerLane, createQrRenderer, PUBLIC_LANE, type QrRenderer, type QrRendererOptions } from '../../src/qr/renderer'
 import { parseQrSettings } from '../../src/qr/service'
 import { makeBox } from '../support/app'

@@ -6,7 +6,7 @@ import { copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } fr
 import { join } from 'node:path'
 import jsQR from 'jsqr'
 import { PNG } from 'pngjs'
-import { createLinkbox } from '../../src/app'
+import { createLinkbox } from '../../src/app/app'
 import { BASE, makeBox, testConfig } from '../support/app'
 
 let now = Date.now()

@@ -3,7 +3,7 @@
 // 5/min); Retry-After that is right; and a bounded number of buckets.
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { createRateLimiter } from '../../src/http/rate-limit'
+import { createRateLimiter } from '../../src/web/rate-limit'
 
 function clocked(start = 1_700_000_000_000, maxBuckets?: number) {
   let now = start

@@ -1,12 +1,12 @@
-// The parameter gate of src/http/schema.ts: JSON Schema's meaning (what the document promises), form text
+// The parameter gate of src/web/schema.ts: JSON Schema's meaning (what the document promises), form text
 // read as the declared type, every declared message naming its parameter, and the gate before the handler.
 import { afterAll, describe, expect, test } from 'bun:test'
 import { Type } from '@sinclair/typebox'
-import { createFaultLog } from '../../src/http/fault-log'
-import { log } from '../../src/log'
-import { createApi, type ApiMethod } from '../../src/http/api'
-import { createRateLimiter } from '../../src/http/rate-limit'
-import { assertCheckable, checkParams, coerce, violation, type ApiParam } from '../../src/http/schema'
+import { createFaultLog } from '../../src/web/fault-log'
+import { log } from '../../src/kernel/log'
+import { createApi, type ApiMethod } from '../../src/web/api'
+import { createRateLimiter } from '../../src/web/rate-limit'
+import { assertCheckable, checkParams, coerce, violation, type ApiParam } from '../../src/web/schema'
 import { makeBox, type TestBox } from '../support/app'
 
 const boxes: TestBox[] = []

@@ -2,7 +2,7 @@
 // written independently of the implementation (no reuse of its regular expressions).
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { AppError } from '../../src/errors'
+import { AppError } from '../../src/kernel/errors'
 import {
   MAX_EXPIRE,
   MAX_URL_LENGTH,

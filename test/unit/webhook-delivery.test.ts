@@ -5,7 +5,7 @@
 import { afterAll, afterEach, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { openDatabase, type Db } from '../../src/db'
+import { openDatabase, type Db } from '../../src/db/sqlite'
 import { sqliteAuditRows } from '../../src/audit/storage'
 import { sqliteWebhookQueue } from '../../src/webhooks/queue'
 import { createDeliverer, retryAfterMs, type Deliverer, type DelivererDeps } from '../../src/webhooks/deliverer'

@@ -9,7 +9,7 @@
 // within probeMs). No timer runs while up.
 import type { SQL } from 'bun'
 import type { ClickRecorder } from '../../clicks/recorder'
-import { DATABASE_OK, type DatabaseCheck, type DatabaseStatus } from '../../health'
+import { DATABASE_OK, type DatabaseCheck, type DatabaseStatus } from '../../app/health'
 import type { DatabaseHealth } from '../health'
 
 export const PROBE_MS = 1_000

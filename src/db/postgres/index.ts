@@ -8,8 +8,8 @@
 // transaction with the update of the version row: DDL is transactional in PostgreSQL, so a migration that
 // fails leaves the database as it was.
 import { SQL } from 'bun'
-import { redactDatabaseUrl } from '../../config'
-import { DatabaseError } from '../index'
+import { redactDatabaseUrl } from '../../kernel/config'
+import { DatabaseError } from '../sqlite/index'
 import { PG_SCHEMA_VERSION, pgMigrations } from './migrations'
 
 /** The advisory lock key of migrations: "linkbox" in ASCII, one 64-bit number that no other program is likely to use. */

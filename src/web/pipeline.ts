@@ -3,7 +3,7 @@
 // hands everything else to the app's router (Elysia's compiled handler), and appends one request line to
 // the log's buffer. Nothing global is patched and no answer is copied: an answer from the router gets its
 // id with one headers.set.
-import { requestIdOf, type Logger } from '../log'
+import { requestIdOf, type Logger } from '../kernel/log'
 import { pathOf } from './path'
 
 /**

@@ -4,7 +4,7 @@
 // node then reads the one that is there. Same length and source of randomness as the file (signing.ts).
 import type { SQL } from 'bun'
 import { randomBytes } from 'node:crypto'
-import { SECRET_BYTES, type SigningSecretSource } from './signing'
+import { SECRET_BYTES, type SigningSecretSource } from '../../kernel/signing'
 
 /** The row of the signing secret in secrets (also what `migrate --to` writes data_dir/secrets/signing.key into). */
 export const SIGNING_SECRET_NAME = 'signing'

@@ -1,7 +1,7 @@
 // Who the client is, for rate limits: its address, and the key its requests are counted under. The socket
 // peer is the client unless it is a trusted proxy; only then is X-Forwarded-For read, and only the hops that
 // trusted proxies vouch for.
-import { cidrMatcher, parseIp } from '../net/cidr'
+import { cidrMatcher, parseIp } from '../kernel/net/cidr'
 
 /** Hops of X-Forwarded-For looked at, from the right: a longer chain of trusted proxies is not believed. */
 const MAX_HOPS = 32

@@ -2,16 +2,16 @@
 // brought up to date once under the migration lock (index.ts), the stores (storages.ts), the change feed
 // (changes.ts: LISTEN/NOTIFY beside the pool), the database's availability (health.ts) and the signing secret
 // from the database (signing-postgres.ts). Loaded only when `[database] url` is set.
-import type { ClickRecorder } from '../../clicks/recorder'
-import { countsWriter } from '../../clicks/writer'
-import type { Logger } from '../../log'
-import { postgresSigningSecret } from '../../signing-postgres'
-import type { Backend } from '../backend'
-import { DatabaseError } from '../index'
-import { openPostgres, pgReason } from './index'
-import { postgresChangeFeed } from './changes'
-import { createPostgresCheck, postgresHealth } from './health'
-import { postgresStorages } from './storages'
+import type { ClickRecorder } from '../clicks/recorder'
+import { countsWriter } from '../clicks/writer'
+import type { Logger } from '../kernel/log'
+import { postgresSigningSecret } from '../db/postgres/signing'
+import type { Backend } from './backend-sqlite'
+import { DatabaseError } from '../db/sqlite/index'
+import { openPostgres, pgReason } from '../db/postgres/index'
+import { postgresChangeFeed } from '../db/postgres/changes'
+import { createPostgresCheck, postgresHealth } from '../db/postgres/health'
+import { postgresStorages } from './storages-postgres'
 
 export interface PostgresBackendOptions {
   /** Connections in this node's pool (default 10). */

@@ -8,8 +8,8 @@
 // A request that came through no socket (app.handle, in-process) has no known client and is not local.
 // A reverse proxy on this host that is not in server.trusted_proxies makes every client look like
 // loopback: the proxy's own address is the only one the service can see.
-import type { Config } from '../config'
-import { cidrMatcher } from '../net/cidr'
+import type { Config } from '../kernel/config'
+import { cidrMatcher } from '../kernel/net/cidr'
 import { sameSecret } from './api'
 
 /** Loopback and private networks: 127/8, ::1, RFC 1918 and IPv6 unique local addresses. */
@@ -18,7 +18,7 @@ export const LOCAL_NETWORKS: readonly string[] = ['127.0.0.0/8', '::1/128', '10.
 export interface MetricsAccessDeps {
   /** Read on every request: server.metrics_token. */
   config: Pick<Config, 'server'>
-  /** The client address, as the rest of the app finds it (http/client-ip.ts). */
+  /** The client address, as the rest of the app finds it (web/client-ip.ts). */
   clientIp: (request: Request) => string
 }
 

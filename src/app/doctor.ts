@@ -8,11 +8,11 @@ import { promises as dns } from 'node:dns'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { checkDataDirMode } from './backup'
-import { redactDatabaseUrl, type Config } from './config'
-import { DatabaseError, openDatabase, probeWrite, type Db } from './db'
-import { migrations } from './db/migrations'
-import { createGeo } from './geo'
-import { createYtdlp, embeddedYtdlp, isSafeYtdlpVersion, MIN_YTDLP_VERSION, unsafeYtdlpReason } from './media/ytdlp'
+import { redactDatabaseUrl, type Config } from '../kernel/config'
+import { DatabaseError, openDatabase, probeWrite, type Db } from '../db/sqlite'
+import { migrations } from '../db/sqlite/migrations'
+import { createGeo } from '../kernel/geo'
+import { createYtdlp, embeddedYtdlp, isSafeYtdlpVersion, MIN_YTDLP_VERSION, unsafeYtdlpReason } from '../media/ytdlp'
 
 export type Verdict = 'ok' | 'warn' | 'FAIL' | 'skip'
 export interface Finding {
@@ -81,9 +81,9 @@ export function judgePostgresVersion(versionNum: number, version: string): Findi
  * creation time, for the clock check.
  */
 async function checkPostgres(url: string): Promise<{ findings: Finding[]; newest: number | null; mail: Finding }> {
-  const { pgClient, pgReason, schemaVersion } = await import('./db/postgres')
-  const { PG_SCHEMA_VERSION } = await import('./db/postgres/migrations')
-  const { probePostgresWrite } = await import('./db/postgres/health')
+  const { pgClient, pgReason, schemaVersion } = await import('../db/postgres')
+  const { PG_SCHEMA_VERSION } = await import('../db/postgres/migrations')
+  const { probePostgresWrite } = await import('../db/postgres/health')
   const shown = redactDatabaseUrl(url) ?? 'database.url'
   const sql = pgClient(url, { max: 1, connectionTimeout: 5 })
   const findings: Finding[] = []
@@ -282,7 +282,7 @@ async function checkProgram(what: string, command: string[], needed: string): Pr
 /** links.blocklist_files: each file read as serve reads it, its hosts and its age (a list never updated goes stale). */
 async function checkBlocklists(config: Config): Promise<Finding[]> {
   if (config.links.blocklist_files.length === 0) return [{ verdict: 'ok', what: 'blocklists', detail: 'none (links.blocklist_files)' }]
-  const { loadBlocklist } = await import('./abuse/blocklist')
+  const { loadBlocklist } = await import('../abuse/blocklist')
   const list = await loadBlocklist(config.links.blocklist_files)
   const days = (ms: number) => Math.floor((Date.now() - ms) / 86_400_000)
   return list.files.map((f): Finding => {

@@ -1,7 +1,7 @@
 // Faults (errors nobody expected) are logged with their stack for the operator — but a client that can
 // trigger one at will must not be able to fill the disk with them: at most `perMinute` are written a
 // minute, and the next line written says how many were left out meanwhile.
-import type { Logger } from '../log'
+import type { Logger } from '../kernel/log'
 
 /** The fault log of one app, written into its log at level error, with the stack (see log.ts fault()). */
 export function createFaultLog(log: Pick<Logger, 'error' | 'fault'>, opts: { perMinute?: number; clock?: () => number } = {}) {

@@ -1,7 +1,7 @@
 // The last line of defence: whatever the request (a malformed Host header makes its URL unparseable), an
 // error becomes the envelope (/api) or a page, never internals, and this must not throw itself.
-import { AppError, internalError, notFound } from '../errors'
-import { errorPage, messagePage, notFoundPage } from '../links/visit'
+import { AppError, internalError, notFound } from '../kernel/errors'
+import { errorPage, messagePage, notFoundPage } from './error-pages'
 import { errorResponse } from './api'
 import type { FaultLog } from './fault-log'
 import { pathOf } from './path'

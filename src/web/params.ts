@@ -1,7 +1,7 @@
 // Request parameters: the query string for GET, the body for POST (form-encoded, multipart or JSON).
 // Unknown parameters are ignored by the services; a parameter given twice: the last one wins.
 import { isUtf8 } from 'node:buffer'
-import { AppError, tooLarge } from '../errors'
+import { AppError, tooLarge } from '../kernel/errors'
 
 export type Params = Record<string, unknown>
 

@@ -58,9 +58,9 @@ export interface Config {
   web: { signup: boolean }
   /** The audit log (SPEC §7): rows older than keep_days days are deleted by an hourly sweep. */
   audit: { keep_days: number }
-  /** Countries of visits (SPEC §4; src/geo/): empty database: the embedded one; else a MaxMind-format .mmdb file (relative to the config file). */
+  /** Countries of visits (SPEC §4; src/kernel/geo.ts/): empty database: the embedded one; else a MaxMind-format .mmdb file (relative to the config file). */
   geo: { database: string }
-  /** The service's log (src/log.ts): level, format (auto: pretty on a terminal, else JSON lines), request lines. */
+  /** The service's log (src/kernel/log.ts): level, format (auto: pretty on a terminal, else JSON lines), request lines. */
   log: { level: 'debug' | 'info' | 'warn' | 'error'; format: 'auto' | 'json' | 'pretty'; requests: boolean }
   /**
    * Single sign-on with an OpenID provider (SPEC §7; src/oidc/). Empty issuer: off. client_secret_file, when

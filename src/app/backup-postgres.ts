@@ -25,15 +25,15 @@ import {
   type Manifest,
   type ManifestFile,
 } from './backup'
-import type { Config } from './config'
-import { openDatabase, storageReason } from './db'
-import { migrations } from './db/migrations'
-import { copyIntoSqlite, copyToPostgres } from './db/postgres/copy'
-import { openPostgres, pgReason } from './db/postgres'
-import { BODY_PART } from './mail/messages-postgres'
-import { RAW_PART } from './mail/messages'
-import { SIGNING_SECRET_NAME } from './signing-postgres'
-import { VERSION } from './version'
+import type { Config } from '../kernel/config'
+import { openDatabase, storageReason } from '../db/sqlite'
+import { migrations } from '../db/sqlite/migrations'
+import { copyIntoSqlite, copyToPostgres } from './copy-postgres'
+import { openPostgres, pgReason } from '../db/postgres'
+import { BODY_PART } from '../mail/messages-postgres'
+import { RAW_PART } from '../mail/messages'
+import { SIGNING_SECRET_NAME } from '../db/postgres/signing'
+import { VERSION } from '../kernel/version'
 
 const fileOfPart = (part: number) => (part === RAW_PART ? 'raw.eml' : part === BODY_PART ? 'body.json' : `${part}.bin`)
 

@@ -3,36 +3,36 @@
 // methods, the router over all their routes, and the request pipeline in front. Tests build exactly this
 // with a temporary data directory; `linkbox serve` builds it and listens.
 import { mkdirSync } from 'node:fs'
-import { createAccountService } from './accounts/service'
-import { createAuditFeature } from './audit/feature'
-import { createClicksFeature } from './clicks/feature'
-import type { Config } from './config'
-import { createDashboardFeature } from './dashboard/feature'
-import { sqliteBackend, type Backend } from './db/backend'
-import { databaseUnavailable } from './errors'
-import { createEvents } from './events'
-import { startJobs, type Feature, type Shared } from './feature'
-import { createGeo } from './geo'
-import { createApi } from './http/api'
-import { createClientIp } from './http/client-ip'
-import { faultAnswer } from './http/fault'
-import { createFaultLog } from './http/fault-log'
-import { createPipeline } from './http/pipeline'
-import { createRateLimiter } from './http/rate-limit'
-import { createRouter } from './http/router'
-import { serve, stopGracefully } from './http/server'
-import { createLinksFeature } from './links/feature'
-import { log as rootLog } from './log'
-import { createMailFeature } from './mail/feature'
-import { createMediaFeature } from './media/feature'
-import { createMetrics, processMetrics } from './metrics'
+import { createAccountService } from '../accounts/service'
+import { createAuditFeature } from '../audit/feature'
+import { createClicksFeature } from '../clicks/feature'
+import type { Config } from '../kernel/config'
+import { createDashboardFeature } from '../dashboard/feature'
+import { sqliteBackend, type Backend } from './backend-sqlite'
+import { databaseUnavailable } from '../kernel/errors'
+import { createEvents } from '../kernel/events'
+import { startJobs, type Feature, type Shared } from '../web/feature'
+import { createGeo } from '../kernel/geo'
+import { createApi } from '../web/api'
+import { createClientIp } from '../web/client-ip'
+import { faultAnswer } from '../web/fault'
+import { createFaultLog } from '../web/fault-log'
+import { createPipeline } from '../web/pipeline'
+import { createRateLimiter } from '../web/rate-limit'
+import { createRouter } from '../web/router'
+import { serve, stopGracefully } from '../web/server'
+import { createLinksFeature } from '../links/feature'
+import { log as rootLog } from '../kernel/log'
+import { createMailFeature } from '../mail/feature'
+import { createMediaFeature } from '../media/feature'
+import { createMetrics, processMetrics } from '../kernel/metrics'
 import type { AppOptions } from './options'
-import { createPagesFeature } from './pages/feature'
-import { createQrFeature } from './qr/feature'
-import { reloadConfig, type ReloadOutcome } from './reload'
-import { createLinkSigner } from './signing'
-import { createWebhooksFeature } from './webhooks/feature'
-import { createOutbox, createQueueOutbox } from './webhooks/outbox'
+import { createPagesFeature } from '../pages/feature'
+import { createQrFeature } from '../qr/feature'
+import { reloadConfig, type ReloadOutcome } from '../kernel/reload'
+import { createLinkSigner } from '../kernel/signing'
+import { createWebhooksFeature } from '../webhooks/feature'
+import { createOutbox, createQueueOutbox } from '../webhooks/outbox'
 
 export type { AppOptions, ReloadOutcome }
 
@@ -43,7 +43,7 @@ export type { AppOptions, ReloadOutcome }
 export async function openLinkbox(config: Config, opts: AppOptions = {}) {
   if (opts.backend || !config.database.url) return createLinkbox(config, opts)
   const log = opts.logger ?? rootLog
-  const { postgresBackend } = await import('./db/postgres/backend')
+  const { postgresBackend } = await import('./backend-postgres')
   const faults = createFaultLog(log)
   const backend = await postgresBackend(config.database.url, log, (err) => faults.fault('a subscriber of changes from other nodes failed', err))
   try {

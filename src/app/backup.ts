@@ -26,10 +26,10 @@ import {
   writeSync,
 } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
-import type { Config } from './config'
-import { openDatabase, storageReason } from './db'
-import { migrations } from './db/migrations'
-import { VERSION } from './version'
+import type { Config } from '../kernel/config'
+import { openDatabase, storageReason } from '../db/sqlite'
+import { migrations } from '../db/sqlite/migrations'
+import { VERSION } from '../kernel/version'
 
 /** A refusal or failure of backup, restore or start-up: one line for the operator, exit 1. */
 export class Refusal extends Error {

@@ -1,11 +1,11 @@
 // The HTTP server of the composition root: Bun.serve with linkbox's pipeline as its one handler, and the
 // graceful stop of close().
-import type { Config } from '../config'
-import type { Logger } from '../log'
+import type { Config } from '../kernel/config'
+import type { Logger } from '../kernel/log'
 import type { Pipeline } from './pipeline'
 
 // A connection that sends nothing for this long is closed, whatever it is doing: a request body that
-// stalls (the body reader has no timer of its own for bodies with a Content-Length, see http/params.ts),
+// stalls (the body reader has no timer of its own for bodies with a Content-Length, see web/params.ts),
 // a client that never sends its headers. Bun's own default, made explicit: no handler here waits longer.
 const IDLE_TIMEOUT_SECONDS = 10
 

@@ -8,7 +8,7 @@
 // does not model (`enum` on a string), so it would accept or refuse other values than the document says.
 // A parameter schema with any other keyword is refused when the method list is built, never ignored.
 import type { TSchema } from '@sinclair/typebox'
-import { AppError, missingParameter } from '../errors'
+import { AppError, missingParameter } from '../kernel/errors'
 import type { Params } from './params'
 
 export interface ApiParam {

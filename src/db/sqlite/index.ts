@@ -5,7 +5,7 @@
 import { Database } from 'bun:sqlite'
 import { closeSync, mkdirSync, openSync, readdirSync, rmSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { AppError } from '../errors'
+import { AppError } from '../../kernel/errors'
 import { migrations } from './migrations'
 
 export type Db = Database

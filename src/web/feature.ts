@@ -4,25 +4,25 @@
 // methods into the API, the routes into the router, the metrics into /metrics, the jobs onto timers;
 // listen() starts them in order and close() stops them in the reverse order.
 import type { AnyElysia } from 'elysia'
-import type { AccountService } from './accounts/service'
-import type { Config } from './config'
-import type { ChangeFeed } from './db/changes'
-import type { DatabaseHealth } from './db/health'
-import type { Db } from './db'
-import type { Storages } from './db/storages'
-import type { Events } from './events'
-import type { ApiMethod } from './http/api'
-import type { Geo } from './geo'
-import type { FaultLog } from './http/fault-log'
-import type { HotRoute } from './http/pipeline'
-import type { RateLimiter } from './http/rate-limit'
-import type { Logger } from './log'
-import type { Metrics } from './metrics'
-import type { LinkSigner } from './signing'
-import type { Outbox } from './webhooks/outbox'
+import type { AccountService } from '../accounts/service'
+import type { Config } from '../kernel/config'
+import type { ChangeFeed } from '../db/changes'
+import type { DatabaseHealth } from '../db/health'
+import type { Db } from '../db/sqlite'
+import type { Storages } from '../app/storages'
+import type { Events } from '../kernel/events'
+import type { ApiMethod } from './api'
+import type { Geo } from '../kernel/geo'
+import type { FaultLog } from './fault-log'
+import type { HotRoute } from './pipeline'
+import type { RateLimiter } from './rate-limit'
+import type { Logger } from '../kernel/log'
+import type { Metrics } from '../kernel/metrics'
+import type { LinkSigner } from '../kernel/signing'
+import type { Outbox } from '../kernel/outbox'
 
 export interface Feature {
-  /** Routes answered before the router (the redirect; see http/pipeline.ts). */
+  /** Routes answered before the router (the redirect; see web/pipeline.ts). */
   hot?: HotRoute[]
   /** Its pages and files, as an Elysia plugin. */
   routes?: AnyElysia
@@ -77,7 +77,7 @@ export interface Shared {
   /** Whether the database can be reached (db/health.ts): always on SQLite; PostgreSQL's goes down and up. */
   health: DatabaseHealth
   log: Logger
-  /** Unexpected errors, with their stacks, into the log (at most 10 a minute: http/fault-log.ts). */
+  /** Unexpected errors, with their stacks, into the log (at most 10 a minute: web/fault-log.ts). */
   faults: FaultLog
   clock: () => number
   /** In-process events (link.created, …) and the webhook outbox written in each change's transaction. */
@@ -91,7 +91,7 @@ export interface Shared {
   metrics: Metrics
   /** Countries of addresses (geo/index.ts), made once: visit statistics and redirect rules ask it. */
   geo: Geo
-  /** The client address of a request (http/pipeline.ts). */
+  /** The client address of a request (web/pipeline.ts). */
   clientIp: (request: Request) => string
   /** The SSRF guard's settings for features that reach out (media, webhooks, frame checks). */
   guard: {

@@ -13,12 +13,12 @@
 import { join } from 'node:path'
 import type { ClickRecorder } from '../clicks/recorder'
 import type { BatchWriter } from '../clicks/writer'
-import { createDatabaseCheck, type DatabaseCheck } from '../health'
-import type { Logger } from '../log'
-import { loadSigningSecret } from '../signing'
-import { localChangeFeed, type ChangeFeed } from './changes'
-import { localHealth, type DatabaseHealth } from './health'
-import { openDatabase, type Db } from './index'
+import { createDatabaseCheck, type DatabaseCheck } from './health'
+import type { Logger } from '../kernel/log'
+import { loadSigningSecret } from '../kernel/signing'
+import { localChangeFeed, type ChangeFeed } from '../db/changes'
+import { localHealth, type DatabaseHealth } from '../db/health'
+import { openDatabase, type Db } from '../db/sqlite/index'
 import { sqliteStorages, type Storages } from './storages'
 
 export interface Backend {

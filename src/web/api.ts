@@ -7,9 +7,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { TSchema } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
-import type { AccountService, Caller, Scope } from '../accounts/service'
-import type { Config } from '../config'
-import { AppError, internalError, invalidKey, invalidParameter, missingKey, missingParameter, notFound, rateLimited, scopeDenied } from '../errors'
+import type { Authenticator, Caller, Scope } from '../kernel/caller'
+import type { Config } from '../kernel/config'
+import { AppError, internalError, invalidKey, invalidParameter, missingKey, missingParameter, notFound, rateLimited, scopeDenied } from '../kernel/errors'
 import type { FaultLog } from './fault-log'
 import { bodyParams, queryParams, type Params } from './params'
 import { pathOf } from './path'
@@ -139,7 +139,7 @@ function checkFiles(method: ApiMethod, params: Params) {
 
 export interface ApiDeps {
   config: Config
-  accounts: AccountService
+  accounts: Authenticator
   limiter: RateLimiter
   clientIp: (request: Request) => string
   /** Where a method's unexpected error goes (with its stack; the answer never shows it). */
@@ -332,7 +332,7 @@ export function createApi(methods: ApiMethod[], deps: ApiDeps) {
   const methodOf = (request: Request, path: string) => byPath.get(path)?.find((m) => m.verb === request.method)
 
   /**
-   * The pipeline's hot route for the API (http/pipeline.ts): a request for a method's own path and verb is
+   * The pipeline's hot route for the API (web/pipeline.ts): a request for a method's own path and verb is
    * answered as its route would answer it, without the router (~8 µs of a creation); anything else under
    * /api (a wrong verb, HEAD, an unknown method, /api/docs) goes on to the router.
    */

@@ -24,7 +24,7 @@
 // Not here (they are built with parts that are not the database's): the signing secret (a file on SQLite, signing-postgres.ts), the
 // statistics' read side and the change feed between nodes.
 import { dirname } from 'node:path'
-import type { Db } from '.'
+import type { Db } from '../db/sqlite'
 import { sqliteAbuseRows, type AbuseRows } from '../abuse/storage'
 import { sqliteAccountStorage, type AccountStorage } from '../accounts/storage'
 import { sqliteAuditRows, type AuditRows } from '../audit/storage'
@@ -33,7 +33,7 @@ import { sqliteFormTokenRows, sqliteSessionRows, type FormTokenRows, type Sessio
 import { sqliteFlashRows, type FlashRows } from '../dashboard/flash-rows'
 import { sqliteDayKeyRows, type DayKeyRows } from '../clicks/day-keys'
 import type { SharedVisitorRows } from '../clicks/shared-visitors'
-import { sqliteDailyCountRows, type DailyCountRows } from '../http/daily-limit'
+import { sqliteDailyCountRows, type DailyCountRows } from '../web/daily-limit'
 import { sqliteLinkStorage, type LinkStorage } from '../links/storage'
 import { sqliteMessageStore, type MessageStore } from '../mail/messages'
 import { createSpool } from '../mail/spool'
@@ -53,7 +53,7 @@ export interface Storages<Tx> {
   flashes: FlashRows
   /** The key of each UTC day that hashes visitors (clicks/day-keys.ts). */
   dayKeys: DayKeyRows
-  /** Per-day counts of anonymous creations (http/daily-limit.ts). */
+  /** Per-day counts of anonymous creations (web/daily-limit.ts). */
   dailyCounts: DailyCountRows
   /** The visitor hashes nodes compare (clicks/shared-visitors.ts): PostgreSQL's; null on SQLite (one node counts exactly). */
   visitorHashes: SharedVisitorRows | null

@@ -8,9 +8,9 @@
 import { readFileSync } from 'node:fs'
 import { Reader, type Response } from 'mmdb-lib'
 import embeddedPath from '@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb' with { type: 'file' }
-import { ConfigError } from '../errors'
-import { parseIp } from '../net/cidr'
-import { isPublicAddress } from '../net/guard'
+import { ConfigError } from './errors'
+import { parseIp } from './net/cidr'
+import { isPublicAddress } from './net/guard'
 
 /** Credit for the embedded database, as its licence (CC BY 4.0) asks: the README and /api/docs show it. */
 export const EMBEDDED_ATTRIBUTION = 'Country data: ip-location-db (geo-whois-asn-country), from data by the Number Resource Organization (NRO), CC BY 4.0'

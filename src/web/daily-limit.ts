@@ -3,8 +3,8 @@
 // bounded: at MAX_KEYS keys in one day the oldest key is dropped (its caller starts again with a full
 // allowance); reaching that takes 100k distinct callers in a day (IPv6 clients count per /64).
 import { createHmac } from 'node:crypto'
-import type { Db } from '../db'
-import { lazyStatements } from '../db/lazy'
+import type { Db } from '../db/sqlite'
+import { lazyStatements } from '../db/sqlite/lazy'
 
 export const MAX_KEYS = 100_000
 const DAY_MS = 86_400_000

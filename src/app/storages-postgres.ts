@@ -1,0 +1,43 @@
+// The PostgreSQL stores as one Storages (see ../storages.ts): a module of its own, loaded only when
+// [database] url names a PostgreSQL database.
+import type { SQL, TransactionSQL } from 'bun'
+import { postgresAbuseRows } from '../abuse/storage-postgres'
+import { postgresAccountStorage } from '../accounts/storage-postgres'
+import { postgresAuditRows } from '../audit/storage-postgres'
+import { postgresClickCounts } from '../clicks/counts-postgres'
+import { postgresFormTokenRows, postgresSessionRows } from '../dashboard/session-store-postgres'
+import { postgresFlashRows } from '../dashboard/flash-rows-postgres'
+import { postgresDayKeyRows } from '../clicks/day-keys-postgres'
+import { postgresSharedVisitorRows } from '../clicks/shared-visitors-postgres'
+import { postgresDailyCountRows } from '../web/daily-limit-postgres'
+import { postgresLinkStorage } from '../links/storage-postgres'
+import { postgresMessageStore } from '../mail/messages-postgres'
+import { postgresTicketStorage } from '../media/tickets-postgres'
+import { postgresIdentityStorage } from '../oidc/identities-postgres'
+import { postgresEndpointRows } from '../webhooks/endpoints-postgres'
+import { postgresWebhookQueue } from '../webhooks/queue-postgres'
+import type { ChangeFeed } from '../db/changes'
+import type { Storages } from './storages'
+
+/** `changes`: the node's feed, which the stores that keep something in memory listen to (the key cache's). */
+export function postgresStorages(sql: SQL, opts: { changes?: ChangeFeed } = {}): Storages<TransactionSQL> {
+  return {
+    engine: 'postgres',
+    links: postgresLinkStorage(sql),
+    accounts: postgresAccountStorage(sql, { changes: opts.changes }),
+    identities: postgresIdentityStorage(sql),
+    sessions: postgresSessionRows(sql),
+    formTokens: postgresFormTokenRows(sql),
+    flashes: postgresFlashRows(sql),
+    dayKeys: postgresDayKeyRows(sql),
+    dailyCounts: postgresDailyCountRows(sql),
+    visitorHashes: postgresSharedVisitorRows(sql),
+    abuse: postgresAbuseRows(sql),
+    audit: postgresAuditRows(sql),
+    endpoints: postgresEndpointRows(sql),
+    queue: postgresWebhookQueue(sql),
+    counts: postgresClickCounts(sql),
+    tickets: postgresTicketStorage(sql),
+    messages: postgresMessageStore(sql),
+  }
+}
