@@ -34,7 +34,7 @@ import { AppError, badRequest, notFound } from '../kernel/errors'
 import type { LinkService } from '../links/service'
 import type { LinkRow } from '../links/store'
 import type { Outbox } from '../kernel/outbox'
-import type { WebhookQueue } from '../webhooks/queue'
+import type { EventWriter } from '../kernel/outbox'
 import { ACCOUNT_TOPIC } from '../accounts/storage'
 import type { ChangeFeed } from '../db/changes'
 import { HostSet, listedHost, loadBlocklist, normalizeHost, type Blocklist } from './blocklist'
@@ -77,7 +77,7 @@ export interface AbuseDeps<Tx> {
   /** The abuse rows (storage.ts), and the storages whose rows its changes write in their transactions. */
   rows: AbuseRows<Tx>
   audit: AuditRows<Tx>
-  queue: WebhookQueue<Tx>
+  queue: EventWriter<Tx>
   config: Config
   /** The link service's cached rows: a code's, and dropping a changed one's. */
   links: Pick<LinkService, 'resolve' | 'forget'>

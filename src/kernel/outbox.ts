@@ -27,3 +27,16 @@ export interface Outbox {
   /** Stops listening and its timers. */
   close(): void
 }
+
+/** An event as a change writes it (webhooks/queue.ts stores it with one delivery per subscribed endpoint). */
+export interface NewEvent {
+  type: EventType
+  accountId: number
+  at: number
+  data: Record<string, unknown>
+}
+
+/** What a feature needs of the webhook queue: write an event INSIDE its change's transaction `tx`. */
+export interface EventWriter<Tx> {
+  enqueue(tx: Tx, event: NewEvent, now: number): Promise<number>
+}

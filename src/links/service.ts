@@ -24,7 +24,7 @@ import { localChangeFeed, type ChangeFeed } from '../db/changes'
 import { AppError, invalidParameter, notFound, notOwner } from '../kernel/errors'
 import type { Events } from '../kernel/events'
 import type { EventType, Outbox } from '../kernel/outbox'
-import type { WebhookQueue } from '../webhooks/queue'
+import type { EventWriter } from '../kernel/outbox'
 import { createDestinations, type Visitor } from './destinations'
 import { CODE_TAKEN, GONE, REFUSED, type LinkStorage } from './storage'
 import type { LinkChanges, LinkRow, NameCount } from './store'
@@ -170,7 +170,7 @@ export interface LinkDeps<Tx> {
   /** Statistics: the days and names of a link's window. */
   counts: ClickCounts
   /** The webhook events of each change, written in its transaction. */
-  queue: WebhookQueue<Tx>
+  queue: EventWriter<Tx>
   config: Config
   recorder: ClickRecorder
   events: Events

@@ -25,7 +25,7 @@ import { AppError, invalidParameter, notFound, notOwner } from '../kernel/errors
 import type { Events } from '../kernel/events'
 import type { LinkSigner } from '../kernel/signing'
 import type { Outbox } from '../kernel/outbox'
-import type { WebhookQueue } from '../webhooks/queue'
+import type { EventWriter } from '../kernel/outbox'
 import { RAW_PART, type MailBytes, type MessageStore, type StoredMessage } from './messages'
 import { parseMessage } from './parse'
 import { takenSource, type Taken } from './spool'
@@ -104,7 +104,7 @@ const summary = (r: MessageSummaryRow) => ({
 export interface MailServiceDeps<Tx> {
   /** Mailboxes, messages and their bytes (messages.ts), and the queue the mail.received events go into. */
   messages: MessageStore<Tx>
-  queue: WebhookQueue<Tx>
+  queue: EventWriter<Tx>
   config: Config
   signer: LinkSigner
   events: Events

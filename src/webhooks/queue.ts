@@ -44,7 +44,8 @@
 // Times are the caller's clock (unix ms), as next_at always was: nodes' clocks must agree to well within
 // LEASE_MS (15 s; NTP keeps them within milliseconds).
 import type { Db } from '../db/sqlite'
-import { eventInserts, payloadOf, type EventType } from './outbox'
+import { eventInserts, payloadOf } from './outbox'
+import type { EventWriter, NewEvent } from '../kernel/outbox'
 import {
   createDeliveryStore,
   createWebhookStore,
@@ -73,14 +74,10 @@ export interface HeldLease {
 }
 
 /** An event as the outbox writes it: `at` is when the change happened. */
-export interface NewEvent {
-  type: EventType
-  accountId: number
-  at: number
-  data: Record<string, unknown>
-}
+export type { NewEvent } from '../kernel/outbox'
 
-export interface WebhookQueue<Tx> {
+
+export interface WebhookQueue<Tx> extends EventWriter<Tx> {
   /**
    * Inside the caller's transaction: the event and one pending delivery (due `now`) per enabled endpoint of
    * the account subscribed to its type; nothing at all when there is none. The deliveries written.
