@@ -9,7 +9,7 @@ import { postgresFormTokenRows, postgresSessionRows } from '../dashboard/session
 import { postgresFlashRows } from '../dashboard/flash-rows-postgres'
 import { postgresDayKeyRows } from '../clicks/day-keys-postgres'
 import { postgresSharedVisitorRows } from '../clicks/shared-visitors-postgres'
-import { postgresDailyCountRows } from '../web/daily-limit-postgres'
+import { postgresDailyCountRows } from '../db/postgres/daily-counts'
 import { postgresLinkStorage } from '../links/storage-postgres'
 import { postgresMessageStore } from '../mail/messages-postgres'
 import { postgresTicketStorage } from '../media/tickets-postgres'
