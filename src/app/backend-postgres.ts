@@ -1,7 +1,5 @@
-// PostgreSQL's Backend (../backend.ts): one pool of this node to the database that every node shares, its schema
-// brought up to date once under the migration lock (index.ts), the stores (storages.ts), the change feed
-// (changes.ts: LISTEN/NOTIFY beside the pool), the database's availability (health.ts) and the signing secret
-// from the database (signing-postgres.ts). Loaded only when `[database] url` is set.
+// PostgreSQL's Backend (backend-sqlite.ts): the pool, migrated once, its stores, the LISTEN/NOTIFY feed, its
+// availability and the signing secret from the database. Loaded only when `[database] url` is set.
 import type { WriteFailures } from '../db/health'
 import { countsWriter } from '../clicks/writer'
 import type { Logger } from '../kernel/log'

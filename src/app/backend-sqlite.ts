@@ -1,15 +1,5 @@
-// Where linkbox keeps its data, chosen once by `[database] url` (SPEC §11, issue 22): what the composition root
-// (app.ts) builds everything else on. A Backend is the one engine's parts together:
-// - the stores behind their async interfaces (storages.ts), which the services are handed;
-// - the change feed between processes and nodes (changes.ts): local on SQLite, LISTEN/NOTIFY on PostgreSQL;
-// - the database's availability (health.ts): SQLite is a file of this process, always "up" (a full disk is
-//   /readyz's business, ../health.ts); PostgreSQL's goes down on a connection error and comes back by itself;
-// - the signing secret: a file in data_dir on SQLite, a row of the database on PostgreSQL, so that a link signed
-//   by one node opens on all;
-// - where click batches go: SQLite's writer thread (the recorder's default), PostgreSQL's increments;
-// - what /healthz and /readyz say about the database (../health.ts).
-// SQLite's is made here, synchronously (tests build apps in one call); PostgreSQL's (postgres/backend.ts) needs
-// a connection first, so it is made by openLinkbox (app.ts) before the app, and only then loaded.
+// Where linkbox keeps its data, chosen once by `[database] url`: a Backend is one engine's parts together (stores,
+// change feed, availability, signing secret, click writer, database check). SQLite's is made here, synchronously.
 import { join } from 'node:path'
 import type { TransactionSQL } from 'bun'
 import type { BatchWriter } from '../clicks/writer'

@@ -1,7 +1,5 @@
-// Per-caller allowances per UTC day: a count per key that starts again at midnight UTC. In this process
-// (reports), or in the database (rate.anon_per_day: createSharedDailyLimiter below). In this process it is
-// bounded: at MAX_KEYS keys in one day the oldest key is dropped (its caller starts again with a full
-// allowance); reaching that takes 100k distinct callers in a day (IPv6 clients count per /64).
+// Per-caller allowances per UTC day: in this process (bounded at MAX_KEYS keys a day), or in the database across
+// nodes (rate.anon_per_day: createSharedDailyLimiter, its rows in db/*/daily-counts.ts).
 import { createHmac } from 'node:crypto'
 import type { DailyCountRows } from '../db/daily-counts'
 

@@ -1,12 +1,5 @@
-// The database's availability as this node sees it (issue 22, SPEC §11: a node that loses the database answers
-// 503 on writes, keeps redirecting from its cache, and recovers by itself). See ../health.ts for the contract.
-//
-// Down: a query failed because the server could not be reached or dropped the session (isConnectionError) —
-// the service layer hands every failed write to observe(). The node then refuses writes at once (503) instead
-// of making each request wait for a connection timeout. Up again: while down, a probe (`SELECT 1`, at most
-// one in flight, its wait bounded by probeTimeoutMs) runs every probeMs; the first that answers marks it up.
-// Nothing else marks it up: a write that happens to succeed meanwhile is not told here (the probe follows
-// within probeMs). No timer runs while up.
+// The database's availability as this node sees it (contract: ../health.ts): a connection error marks it down
+// (writes answer 503 at once), a probe every probeMs marks it up again; no timer runs while up.
 import type { SQL } from 'bun'
 import { DATABASE_OK, type DatabaseCheck, type DatabaseHealth, type DatabaseStatus, type WriteFailures } from '../health'
 
