@@ -69,7 +69,7 @@ export async function copyMail(db: Db, tx: SQL, dataDir: string): Promise<CopyRe
         result.bytes += hashes.reduce((n, h) => n + h.size, 0)
       }
       const written = await tx`SELECT part, seq, length(data) AS size, encode(sha256(data), 'hex') AS sha256 FROM mail_bodies WHERE blob = ${blob} ORDER BY part, seq`
-      const got = written.map((r: any) => `${r.part}/${r.seq}/${r.size}/${r.sha256}`)
+      const got = (written as { part: number; seq: number; size: number; sha256: string }[]).map((r) => `${r.part}/${r.seq}/${r.size}/${r.sha256}`)
       if (got.join('\n') !== expected.join('\n'))
         throw new Refusal(`migrate: the bytes of message ${blob} read back from PostgreSQL differ from data_dir's (${got.length} chunks there, ${expected.length} here)`)
       result.blobs++

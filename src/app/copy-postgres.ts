@@ -1,6 +1,7 @@
 // `linkbox migrate --to URL` (issue 22, SPEC §11): a stopped SQLite data_dir copied into an empty PostgreSQL
 // database in ONE transaction, checked before the commit; and the reverse, for backups in PostgreSQL mode.
 import type { SQL } from 'bun'
+import type { SQLQueryBindings } from 'bun:sqlite'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { Refusal } from './archive'
@@ -142,7 +143,7 @@ export async function copyIntoSqlite(tx: SQL, db: Db): Promise<{ name: string; r
       for (;;) {
         const where = last === null ? '' : `WHERE (${key}) > (${plan.primaryKey.map((k, i) => `$${i + 1}::${plan.types[plan.columns.indexOf(k)]}`).join(', ')})`
         const page = (await tx.unsafe(`SELECT ${cols} FROM ${q(plan.name)} ${where} ORDER BY ${key} LIMIT ${PAGE_ROWS}`, last === null ? [] : plan.primaryKey.map((k) => last![k]))) as Record<string, unknown>[]
-        for (const row of page) insert.run(...(plan.columns.map((c) => row[c] ?? null) as any[]))
+        for (const row of page) insert.run(...(plan.columns.map((c) => row[c] ?? null) as SQLQueryBindings[]))
         rows += page.length
         if (page.length < PAGE_ROWS) break
         last = page[page.length - 1]!

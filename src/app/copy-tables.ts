@@ -1,6 +1,7 @@
 // The table-by-table part of the copy between engines: the tables in foreign-key order, read from the SQLite file
 // itself, copied in pages of their primary key with their ids; a table without a rule stops the copy.
 import type { SQL } from 'bun'
+import type { SQLQueryBindings } from 'bun:sqlite'
 import { Refusal } from './archive'
 import type { Db } from '../db/sqlite/index'
 
@@ -130,7 +131,7 @@ export async function copyTable(db: Db, tx: SQL, plan: TablePlan): Promise<numbe
   let rows = 0
   let last: Record<string, unknown> | null = null
   for (;;) {
-    const page = (last === null ? first.all() : after.all(...(plan.primaryKey.map((k) => last![k]) as any[]))) as Record<string, unknown>[]
+    const page = (last === null ? first.all() : after.all(...(plan.primaryKey.map((k) => last![k]) as SQLQueryBindings[]))) as Record<string, unknown>[]
     if (page.length === 0) break
     const params: unknown[] = []
     const tuples = page.map((row) => `(${plan.columns.map((c, i) => `$${params.push(param(row[c]))}::${plan.types[i]}`).join(', ')})`)
