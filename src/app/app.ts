@@ -134,7 +134,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   return {
     config,
     db,
-    /** 'sqlite' or 'postgres': which database this node runs on (db/backend.ts). */
+    /** 'sqlite' or 'postgres': which database this node runs on (backend-sqlite.ts). */
     engine: backend.engine,
     storages,
     health: backend.health,

@@ -1,4 +1,4 @@
-// The PostgreSQL stores as one Storages (see ../storages.ts): a module of its own, loaded only when
+// The PostgreSQL stores as one Storages (see storages.ts): a module of its own, loaded only when
 // [database] url names a PostgreSQL database.
 import type { SQL, TransactionSQL } from 'bun'
 import { postgresAbuseRows } from '../abuse/storage-postgres'

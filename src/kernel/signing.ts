@@ -57,7 +57,7 @@ export function loadSigningSecret(dataDir: string): Buffer {
 
 /**
  * Where the secret lives, behind one async shape for both engines: the file in data_dir on SQLite (below),
- * the database's secrets table on PostgreSQL (signing-postgres.ts), so that every node signs with one key.
+ * the database's secrets table on PostgreSQL (db/postgres/signing.ts), so that every node signs with one key.
  */
 export type SigningSecretSource = () => Promise<Buffer>
 

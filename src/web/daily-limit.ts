@@ -1,5 +1,5 @@
 // Per-caller allowances per UTC day: in this process (bounded at MAX_KEYS keys a day), or in the database across
-// nodes (rate.anon_per_day: createSharedDailyLimiter, its rows in db/*/daily-counts.ts).
+// nodes (rate.anon_per_day: createSharedDailyLimiter, its rows in db/sqlite/daily-counts.ts and db/postgres/).
 import { createHmac } from 'node:crypto'
 import type { DailyCountRows } from '../db/daily-counts'
 

@@ -3,7 +3,7 @@
 import { BASELINE_SQL, T } from './baseline'
 
 export interface PgMigration {
-  /** The SQLite schema version this brings a PostgreSQL database to (db/migrations.ts numbering). */
+  /** The SQLite schema version this brings a PostgreSQL database to (db/sqlite/migrations.ts numbering). */
   version: number
   sql: string
 }
