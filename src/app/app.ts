@@ -8,7 +8,7 @@ import { createAuditFeature } from '../audit/feature'
 import { createClicksFeature } from '../clicks/feature'
 import type { Config } from '../kernel/config'
 import { createDashboardFeature } from '../dashboard/feature'
-import { sqliteBackend, type Backend } from './backend-sqlite'
+import { sqliteBackend, withStorages, type Backend } from './backend-sqlite'
 import { databaseUnavailable } from '../kernel/errors'
 import { createEvents } from '../kernel/events'
 import { startJobs, type Feature, type Shared } from '../web/feature'
@@ -79,7 +79,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     // outbox knows who subscribes and wakes the deliverers (on PostgreSQL every node's, through the feed).
     outbox: backend.db ? createOutbox(backend.db, clock, log) : createQueueOutbox({ queue: storages.queue, changes: backend.changes, log }),
     changes: backend.changes,
-    accounts: createAccountService(storages, clock),
+    accounts: withStorages(backend, (engine) => createAccountService(engine, clock)),
     signer: createLinkSigner(backend.signingSecret),
     limiter: createRateLimiter(clock),
     metrics,
@@ -134,7 +134,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   return {
     config,
     db,
-    /** 'sqlite' or 'postgres': which database this node runs on (db/backend.ts). */
+    /** 'sqlite' or 'postgres': which database this node runs on (backend-sqlite.ts). */
     engine: backend.engine,
     storages,
     health: backend.health,

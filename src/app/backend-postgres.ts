@@ -1,12 +1,10 @@
-// PostgreSQL's Backend (../backend.ts): one pool of this node to the database that every node shares, its schema
-// brought up to date once under the migration lock (index.ts), the stores (storages.ts), the change feed
-// (changes.ts: LISTEN/NOTIFY beside the pool), the database's availability (health.ts) and the signing secret
-// from the database (signing-postgres.ts). Loaded only when `[database] url` is set.
-import type { ClickRecorder } from '../clicks/recorder'
+// PostgreSQL's Backend (backend-sqlite.ts): the pool, migrated once, its stores, the LISTEN/NOTIFY feed, its
+// availability and the signing secret from the database. Loaded only when `[database] url` is set.
+import type { WriteFailures } from '../db/health'
 import { countsWriter } from '../clicks/writer'
 import type { Logger } from '../kernel/log'
 import { postgresSigningSecret } from '../db/postgres/signing'
-import type { Backend } from './backend-sqlite'
+import type { PostgresBackend } from './backend-sqlite'
 import { DatabaseError } from '../db/sqlite/index'
 import { openPostgres, pgReason } from '../db/postgres/index'
 import { postgresChangeFeed } from '../db/postgres/changes'
@@ -18,7 +16,7 @@ export interface PostgresBackendOptions {
   max?: number
 }
 
-export async function postgresBackend(url: string, log: Pick<Logger, 'info'>, onFeedError: (err: unknown) => void, opts: PostgresBackendOptions = {}): Promise<Backend> {
+export async function postgresBackend(url: string, log: Pick<Logger, 'info'>, onFeedError: (err: unknown) => void, opts: PostgresBackendOptions = {}): Promise<PostgresBackend> {
   const pg = await openPostgres(url, { max: opts.max, onUpgrade: (note) => log.info(note) })
   const { sql } = pg
   try {
@@ -33,7 +31,7 @@ export async function postgresBackend(url: string, log: Pick<Logger, 'info'>, on
       health,
       signingSecret,
       clickWriter: countsWriter(storages.counts),
-      databaseCheck: (recorder: ClickRecorder) => createPostgresCheck(sql, health, recorder),
+      databaseCheck: (recorder: WriteFailures) => createPostgresCheck(sql, health, recorder),
       async close() {
         health.close()
         await changes.close().catch(() => {})

@@ -1,45 +1,50 @@
-// Where linkbox keeps its data, chosen once by `[database] url` (SPEC §11, issue 22): what the composition root
-// (app.ts) builds everything else on. A Backend is the one engine's parts together:
-// - the stores behind their async interfaces (storages.ts), which the services are handed;
-// - the change feed between processes and nodes (changes.ts): local on SQLite, LISTEN/NOTIFY on PostgreSQL;
-// - the database's availability (health.ts): SQLite is a file of this process, always "up" (a full disk is
-//   /readyz's business, ../health.ts); PostgreSQL's goes down on a connection error and comes back by itself;
-// - the signing secret: a file in data_dir on SQLite, a row of the database on PostgreSQL, so that a link signed
-//   by one node opens on all;
-// - where click batches go: SQLite's writer thread (the recorder's default), PostgreSQL's increments;
-// - what /healthz and /readyz say about the database (../health.ts).
-// SQLite's is made here, synchronously (tests build apps in one call); PostgreSQL's (postgres/backend.ts) needs
-// a connection first, so it is made by openLinkbox (app.ts) before the app, and only then loaded.
+// Where linkbox keeps its data, chosen once by `[database] url`: a Backend is one engine's parts together (stores,
+// change feed, availability, signing secret, click writer, database check). SQLite's is made here, synchronously.
 import { join } from 'node:path'
-import type { ClickRecorder } from '../clicks/recorder'
+import type { TransactionSQL } from 'bun'
 import type { BatchWriter } from '../clicks/writer'
-import { createDatabaseCheck, type DatabaseCheck } from './health'
+import { createDatabaseCheck } from './health'
 import type { Logger } from '../kernel/log'
 import { loadSigningSecret } from '../kernel/signing'
 import { localChangeFeed, type ChangeFeed } from '../db/changes'
-import { localHealth, type DatabaseHealth } from '../db/health'
+import { localHealth, type DatabaseCheck, type DatabaseHealth, type WriteFailures } from '../db/health'
 import { openDatabase, type Db } from '../db/sqlite/index'
 import { sqliteStorages, type Storages } from './storages'
 
-export interface Backend {
-  engine: 'sqlite' | 'postgres'
-  /** SQLite's connection (data_dir/linkbox.db); null on PostgreSQL. */
-  db: Db | null
-  // The transaction type differs by engine; the services take it as a type parameter and never look at it.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  storages: Storages<any>
+/** The parts of one engine, its transaction type `Tx` (what a store's `within` hands its callback). */
+interface EngineParts<Tx> {
+  storages: Storages<Tx>
   changes: ChangeFeed
   health: DatabaseHealth
   signingSecret: Buffer
   /** Where click batches are written instead of the SQLite file's writer thread (PostgreSQL). */
   clickWriter?: BatchWriter
   /** Whether the database can be written right now, and why not: /healthz, /readyz and the admin's health page. */
-  databaseCheck(recorder: ClickRecorder): DatabaseCheck
+  databaseCheck(recorder: WriteFailures): DatabaseCheck
   /** Closes the connections (after every feature closed). */
   close(): Promise<void>
 }
 
-export function sqliteBackend(dataDir: string, log: Pick<Logger, 'info'>, onFeedError: (err: unknown) => void): Backend {
+/** SQLite: data_dir/linkbox.db, its connection `db`. */
+export interface SqliteBackend extends EngineParts<Db> {
+  engine: 'sqlite'
+  db: Db
+}
+
+/** PostgreSQL: a pool (no SQLite connection). */
+export interface PostgresBackend extends EngineParts<TransactionSQL> {
+  engine: 'postgres'
+  db: null
+}
+
+export type Backend = SqliteBackend | PostgresBackend
+
+/** Calls `use` with the backend's stores, their transaction type kept: the one place that narrows the engine. */
+export function withStorages<R>(backend: Backend, use: <Tx>(storages: Storages<Tx>) => R): R {
+  return backend.engine === 'sqlite' ? use(backend.storages) : use(backend.storages)
+}
+
+export function sqliteBackend(dataDir: string, log: Pick<Logger, 'info'>, onFeedError: (err: unknown) => void): SqliteBackend {
   const db = openDatabase(join(dataDir, 'linkbox.db'), { onUpgrade: (note) => log.info(note) })
   const changes = localChangeFeed({ onError: onFeedError })
   return {

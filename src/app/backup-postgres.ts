@@ -1,30 +1,10 @@
-// `linkbox backup FILE` and `linkbox restore FILE` with [database] url set (issue 22, SPEC §11): the same
-// archive as in SQLite mode (backup.ts), so that a backup restores into either engine.
-//
-// Backup: one REPEATABLE READ snapshot of the PostgreSQL database (consistent while the nodes run) is copied
-// into a fresh SQLite file, the archive's linkbox.db (db/postgres/copy.ts, copyIntoSqlite); each message's
-// bytes are written into the archive as the files a SQLite data_dir holds them in (mail/<xx>/<blob>/raw.eml,
-// body.json, <part>.bin), streamed a chunk at a time; the signing secret becomes secrets/signing.key.
-// Restore: the archive checked whole (as in SQLite mode), its files put into a staging folder laid out as a
-// data_dir, which `migrate --to` then copies into the (empty) database: the same copy, the same checks.
+// `linkbox backup` and `restore` with [database] url: the same archive as SQLite mode's (backup.ts), made from one
+// REPEATABLE READ snapshot copied into a fresh SQLite file; restore goes through `migrate --to`'s copy.
 import { createHash, randomBytes } from 'node:crypto'
 import { closeSync, existsSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
-import {
-  BLOCK,
-  copyRange,
-  header,
-  openForRestore,
-  placeArchive,
-  readArchive,
-  Refusal,
-  sealArchive,
-  stamp,
-  unpackArchive,
-  writeAll,
-  type Manifest,
-  type ManifestFile,
-} from './backup'
+import { BLOCK, copyRange, header, readArchive, Refusal, unpackArchive, writeAll, type Manifest, type ManifestFile } from './archive'
+import { openForRestore, placeArchive, sealArchive, stamp } from './backup'
 import type { Config } from '../kernel/config'
 import { openDatabase, storageReason } from '../db/sqlite'
 import { migrations } from '../db/sqlite/migrations'

@@ -28,7 +28,7 @@ export interface AppOptions {
   /** The log (default: the process's, which `serve` configures from [log]). */
   logger?: Logger
   /**
-   * Where the data is (db/backend.ts): default SQLite in data_dir. openLinkbox makes PostgreSQL's for a
+   * Where the data is (backend-sqlite.ts): default SQLite in data_dir. openLinkbox makes PostgreSQL's for a
    * database.url; tests make one to run two nodes on one database.
    */
   backend?: Backend

@@ -1,4 +1,4 @@
-// The PostgreSQL stores as one Storages (see ../storages.ts): a module of its own, loaded only when
+// The PostgreSQL stores as one Storages (see storages.ts): a module of its own, loaded only when
 // [database] url names a PostgreSQL database.
 import type { SQL, TransactionSQL } from 'bun'
 import { postgresAbuseRows } from '../abuse/storage-postgres'
@@ -9,7 +9,7 @@ import { postgresFormTokenRows, postgresSessionRows } from '../dashboard/session
 import { postgresFlashRows } from '../dashboard/flash-rows-postgres'
 import { postgresDayKeyRows } from '../clicks/day-keys-postgres'
 import { postgresSharedVisitorRows } from '../clicks/shared-visitors-postgres'
-import { postgresDailyCountRows } from '../web/daily-limit-postgres'
+import { postgresDailyCountRows } from '../db/postgres/daily-counts'
 import { postgresLinkStorage } from '../links/storage-postgres'
 import { postgresMessageStore } from '../mail/messages-postgres'
 import { postgresTicketStorage } from '../media/tickets-postgres'

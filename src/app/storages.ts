@@ -1,28 +1,5 @@
-// Every store of linkbox behind its async interface, for one engine (issue 22, SPEC §11): the one place where
-// the engine is chosen (PostgreSQL's: db/postgres/storages.ts, kept apart so that a SQLite start-up does not
-// load the PostgreSQL stores). The composition root builds one Storages from `[database] url` — SQLite's from the
-// data_dir's database, PostgreSQL's from the pool — and hands each feature the members it needs; services
-// never ask which engine they run on.
-//
-// `Tx` is the transaction handle a store's `within` gives and the stores' tx-taking methods accept (the
-// webhook queue's enqueue, the audit log's insert): a SQLite connection inside its synchronous transaction,
-// or Bun.SQL's TransactionSQL. So a service writes one `within` for both engines:
-//
-//   await storages.links.insert(link, tags, (tx, row) =>
-//     Promise.all([storages.queue.enqueue(tx, created(row), now), storages.audit.insert(tx, auditOf(row))]))
-//
-// On SQLite each of those runs (or throws) synchronously inside the transaction, so a failure rolls it back;
-// on PostgreSQL they are queued on the transaction's one connection in order and awaited before the commit.
-// A decision that depends on what a transaction read is a store method of its own (a re-check), never a
-// read in `within` followed by a write: see each store's header.
-//
-// The mail store (messages) on SQLite keeps larger messages' bytes in files beside the database: its spool is
-// <the database file's directory>/mail, i.e. data_dir/mail, since the database is data_dir/linkbox.db. Taken from
-// the Db rather than passed as a second argument: the rows and the files are one store, so they cannot be paired
-// with another directory's by mistake, and no caller (the root, the CLI, the tests) has a path to get right.
-//
-// Not here (they are built with parts that are not the database's): the signing secret (a file on SQLite, signing-postgres.ts), the
-// statistics' read side and the change feed between nodes.
+// Every store behind its async interface, for one engine: `Tx` is what a store's `within` hands its callback
+// (SQLite's connection inside its synchronous transaction, or TransactionSQL). PostgreSQL's: storages-postgres.ts.
 import { dirname } from 'node:path'
 import type { Db } from '../db/sqlite'
 import { sqliteAbuseRows, type AbuseRows } from '../abuse/storage'
@@ -33,7 +10,8 @@ import { sqliteFormTokenRows, sqliteSessionRows, type FormTokenRows, type Sessio
 import { sqliteFlashRows, type FlashRows } from '../dashboard/flash-rows'
 import { sqliteDayKeyRows, type DayKeyRows } from '../clicks/day-keys'
 import type { SharedVisitorRows } from '../clicks/shared-visitors'
-import { sqliteDailyCountRows, type DailyCountRows } from '../web/daily-limit'
+import type { DailyCountRows } from '../db/daily-counts'
+import { sqliteDailyCountRows } from '../db/sqlite/daily-counts'
 import { sqliteLinkStorage, type LinkStorage } from '../links/storage'
 import { sqliteMessageStore, type MessageStore } from '../mail/messages'
 import { createSpool } from '../mail/spool'

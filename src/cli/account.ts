@@ -15,7 +15,7 @@ export async function run(invocation: Invocation): Promise<number> {
   if (sub === 'password' && values.password === undefined) throw new ConfigError('usage: linkbox account password NAME --password PASS|- (- reads it from stdin)')
   if (sub === 'delete' && values['with-links']) {
     // The service keeps visited links in memory and would go on redirecting the deleted ones.
-    const { runningService } = await import('../app/backup')
+    const { runningService } = await import('../app/lock')
     const running = await runningService(config)
     if (running) throw new ConfigError(`account delete --with-links: ${running}, which keeps visited links in memory; delete the account from the dashboard (Admin), or stop the service first`)
   }

@@ -1,5 +1,5 @@
 // `linkbox migrate --to URL`: the data_dir's SQLite database, mail and signing secret into PostgreSQL
-// (db/postgres/copy.ts). It reads the SQLite file whatever database.url says: it is how data gets there.
+// (app/copy-postgres.ts). It reads the SQLite file whatever database.url says: it is how data gets there.
 import { ConfigError } from '../kernel/errors'
 import type { Invocation } from './args'
 import { context, readStdin } from './context'

@@ -26,7 +26,7 @@ async function serve({ config, configPath, linkbox: openLinkbox }: Context) {
   // The service's lines go through the log ([log] in the config: level, format, request lines).
   log.configure(config.log)
   // Start-up safety: refuse a data_dir anyone can write to (see backup.ts), before anything is read from it.
-  const { Refusal, checkDataDirMode, holdLock } = await import('../app/backup')
+  const [{ Refusal }, { checkDataDirMode, holdLock }] = await Promise.all([import('../app/archive'), import('../app/lock')])
   const unsafe = checkDataDirMode(config.data_dir)
   if (unsafe) throw new Refusal(unsafe)
   await prepareYtdlp(config, (line) => log.warn(line))

@@ -1,29 +1,5 @@
-// The change feed between nodes (issue 22, SPEC §11: a link created, changed or deleted on one node is seen by
-// every node within 1 s). A writer publishes what it changed once the change is committed; every node's
-// in-memory caches subscribe and drop those entries. The feed says WHICH entries to drop, never their new
-// values: a cache reads the row again from the database, so a late or doubled message costs a read, never a
-// wrong answer.
-//
-//   feed.publish('link', [code])                    // after the write's commit; returns at once
-//   const off = feed.subscribe('link', (codes) => codes.forEach(forget), () => dropEverything())
-//
-// Topics: 'link' (keys: codes), 'account' (keys: account ids as text, or 'keys': a change that may turn a
-// cached API key away), 'endpoint' (webhook endpoint ids; '*': the webhook outbox's index is read again),
-// 'webhook' (key 'due': events were committed, deliverers look), 'settings' (keys: setting names), 'mail'
-// (mailbox ids: mail arrived, or the mailbox went; mail/service.ts wakes its held messages.json requests and
-// live views), 'ban' (banned hosts written or lifted, announced by their transaction: abuse/storage-postgres.ts),
-// 'blocklist' (keys: ids of nodes that read their blocklist files again on SIGHUP; the others read theirs: main.ts).
-// A topic is a short lower-case name; keys are any strings.
-//
-// onResync(): the feed cannot say what changed, so the subscriber drops every entry of its cache. It comes when
-// messages may have been lost (PostgreSQL: the listening connection was lost and is back) and when one change
-// touched too many keys to list them (postgres/changes.ts: more than RESYNC_OVER). A subscriber must treat
-// it as "anything may have changed".
-//
-// Two implementations: localChangeFeed() here (SQLite: one process is the only writer), and
-// postgresChangeFeed() in postgres/changes.ts (LISTEN/NOTIFY between nodes). Both deliver a node's own
-// publications to its own subscribers before publish() returns, so that a service reading right after its
-// own write (in the same request) never finds the old entry, whatever the engine.
+// The change feed between nodes (issue 22, SPEC §11): a writer publishes which entries changed after its commit,
+// every node's caches drop them (and read the row again). localChangeFeed here; PostgreSQL's in postgres/changes.ts.
 
 export interface ChangeFeed {
   /**

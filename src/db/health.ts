@@ -1,12 +1,5 @@
-// Whether the database can be written, as this node sees it (issue 22, SPEC §11: a node that loses the
-// database answers 503 on writes, keeps redirecting from its cache, and recovers by itself).
-//
-// The service layer (once it is async) hands every error of a write to observe(): an error that says the
-// server is gone marks the database down, and while it is down a write is refused at once with 503 instead of
-// waiting for a connection timeout; redirects keep answering from the cache. The node recovers by itself: the
-// PostgreSQL implementation (postgres/health.ts) probes the server while it is down and marks it up again.
-// SQLite is a file of this process: it is never "down" in this sense (a full disk is reported by /readyz,
-// src/app/health.ts), so localHealth() is always up.
+// Whether the database can be reached and written, as this node sees it (issue 22, SPEC §11): the contracts;
+// PostgreSQL's availability is in postgres/health.ts, the checks /healthz and /readyz ask in app/health.ts.
 export interface DatabaseHealth {
   isUp(): boolean
   /** Why it is down (the last connection error, without the URL), or null while up. */
@@ -28,4 +21,26 @@ export function localHealth(): DatabaseHealth {
     onChange: () => () => {},
     close() {},
   }
+}
+
+export type DatabaseState = 'ok' | 'down' | 'unwritable'
+export interface DatabaseStatus {
+  database: DatabaseState
+  /** Why not 'ok' (null when it is). */
+  reason: string | null
+}
+
+export interface DatabaseCheck {
+  /** What is known now, without waiting (a stale probe is started): /healthz and the admin's page. */
+  known(): DatabaseStatus
+  /** The same once a due probe has answered (bounded): /readyz. */
+  check(): Promise<DatabaseStatus>
+}
+
+export const DATABASE_OK: DatabaseStatus = { database: 'ok', reason: null }
+
+/** Whether the click writes fail (the clicks' recorder): a failing write means the database is unwritable. */
+export interface WriteFailures {
+  readonly failing: boolean
+  readonly lastError: string | null
 }

@@ -1,10 +1,5 @@
-// Countries of visitors' addresses (SPEC §4): a MaxMind-format database read with mmdb-lib. By default the
-// one embedded in the binary (@ip-location-db/geo-whois-asn-country, data by the NRO under CC BY 4.0,
-// see the README); `geo.database` names the owner's own file instead (GeoLite2-Country or -City, DB-IP…).
-// The embedded file is read on the first lookup, not at start (7.8 MB: start-up stays fast); an owner's
-// file is read at once, so a wrong path stops start-up with a message naming the key. Lookups are
-// synchronous tree walks of ~2 µs, behind a bounded cache: real traffic repeats addresses. Nothing here
-// keeps an address beyond the cache's memory.
+// Countries of visitors' addresses (SPEC §4) from a MaxMind-format database: the embedded one (read at the first
+// lookup) or geo.database (read at start); lookups are synchronous tree walks behind a bounded cache.
 import { readFileSync } from 'node:fs'
 import { Reader, type Response } from 'mmdb-lib'
 import embeddedPath from '@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb' with { type: 'file' }

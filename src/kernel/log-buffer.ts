@@ -1,9 +1,5 @@
-// The buffer of request lines (log.ts). Appending a line is the only work on the request's path; the lines
-// go out together, off that path: once WRITE_AT characters wait (at the next turn of the event loop), or
-// WAIT_MS after the first of them — few writes of many lines, so that a busy server does not wake its log
-// reader for every request. `write` gets the text and says when it is written (log.ts writes on a thread
-// of the runtime's pool, so a slow reader holds that thread, never the event loop). One write at a time;
-// lines that come meanwhile wait, and past `capacity` a line is dropped and counted, never waited for.
+// The buffer of request lines (log.ts): appending is the only work on the request's path; lines go out together,
+// one write at a time; past `capacity` a line is dropped and counted, never waited for.
 export interface LineBuffer {
   /** Adds a line; false (and counted in `dropped`) when it does not fit. */
   append(text: string): boolean

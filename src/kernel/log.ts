@@ -1,10 +1,5 @@
-// The service's log: one line per event, JSON (for journald and log shippers) or pretty (for a terminal),
-// filtered by level. Request lines are the hot path: each is appended to a bounded buffer (log-buffer.ts)
-// that goes out in batches, off the request's path, in a write outside the main thread (a slow log reader
-// holds that write, never a request); when the buffer is full a line is dropped and counted (`dropped`,
-// in /metrics), never waited for. Every other line is rare and goes out at once
-// (writeSync), so that a start-up line or a fault is never held back — unless request lines are being
-// written just then: it follows them, in order. drain() waits for all of it (close() calls it).
+// The service's log: JSON or pretty lines, filtered by level. Request lines go through a bounded buffer written
+// off the request's path (log-buffer.ts); other lines go out at once, after the request lines already waiting.
 import { fstatSync, statSync, write as writeAsync, writeSync } from 'node:fs'
 import { createLineBuffer } from './log-buffer'
 

@@ -1,7 +1,5 @@
-// Signed links: `{base}/<path>/<id>?exp=<unix s>&sig=<base64url HMAC-SHA256 of "<id>.<exp>">`. A link
-// carries its own proof, so an attachment or a media file can be fetched by a browser, a mail client or
-// curl without the API key; the secret never leaves the data directory. Mail downloads use it now and
-// media downloads will (SPEC §6): the id names what is signed, so a link for one thing never opens another.
+// Signed links: `{base}/<path>/<id>?exp=<unix s>&sig=<HMAC-SHA256 of "<id>.<exp>">`, fetched without the API key;
+// the id names what is signed, so a link for one thing never opens another.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs'
 import { dirname, join } from 'node:path'
@@ -59,7 +57,7 @@ export function loadSigningSecret(dataDir: string): Buffer {
 
 /**
  * Where the secret lives, behind one async shape for both engines: the file in data_dir on SQLite (below),
- * the database's secrets table on PostgreSQL (signing-postgres.ts), so that every node signs with one key.
+ * the database's secrets table on PostgreSQL (db/postgres/signing.ts), so that every node signs with one key.
  */
 export type SigningSecretSource = () => Promise<Buffer>
 

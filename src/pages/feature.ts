@@ -2,7 +2,7 @@
 // documents, /healthz and /readyz, /metrics, the shared assets, the favicon and robots.txt.
 import type { Shell } from '../dashboard/shell'
 import type { Feature, Shared } from '../web/feature'
-import type { DatabaseCheck, DatabaseStatus } from '../app/health'
+import type { DatabaseCheck, DatabaseStatus } from '../db/health'
 import type { ApiMethod } from '../web/api'
 import { createMetricsAccess } from '../web/metrics-access'
 import { notFoundPage } from '../web/error-pages'

@@ -1,9 +1,5 @@
-// The /api surface: every method is declared once (path, verb, key rule, scope, parameter and answer
-// schemas) and served through one pipeline — caller, rate limit, parameters checked against their schemas,
-// handler, envelope — so that every answer, errors included, has the same shape and the RateLimit-*
-// headers. The same declaration makes the OpenAPI document (openapi.ts), and `answerCodes` below says
-// which errors the pipeline can give for a method. Features add methods to the list; nothing here knows
-// about links, QR codes or mail.
+// The /api surface: every method declared once and served through one pipeline (caller, rate limit, parameters,
+// handler, envelope); the same declaration makes the OpenAPI document. Features add the methods.
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { TSchema } from '@sinclair/typebox'
 import { Elysia } from 'elysia'

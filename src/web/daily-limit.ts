@@ -1,10 +1,9 @@
-// Per-caller allowances per UTC day: a count per key that starts again at midnight UTC. In this process
-// (reports), or in the database (rate.anon_per_day: createSharedDailyLimiter below). In this process it is
-// bounded: at MAX_KEYS keys in one day the oldest key is dropped (its caller starts again with a full
-// allowance); reaching that takes 100k distinct callers in a day (IPv6 clients count per /64).
+// Per-caller allowances per UTC day: in this process (bounded at MAX_KEYS keys a day), or in the database across
+// nodes (rate.anon_per_day: createSharedDailyLimiter, its rows in db/sqlite/daily-counts.ts and db/postgres/).
 import { createHmac } from 'node:crypto'
-import type { Db } from '../db/sqlite'
-import { lazyStatements } from '../db/sqlite/lazy'
+import type { DailyCountRows } from '../db/daily-counts'
+
+export type { DailyCountRows }
 
 export const MAX_KEYS = 100_000
 const DAY_MS = 86_400_000
@@ -43,34 +42,6 @@ export function createDailyLimiter(clock: () => number = Date.now, maxKeys = MAX
   }
 }
 export type DailyLimiter = ReturnType<typeof createDailyLimiter>
-
-// The same allowance counted in the database (rate.anon_per_day; SPEC §11: the limit holds across nodes):
-// daily_counts (migration 20), one row per scope, caller and UTC day. The caller is a keyed hash (the day's
-// key, clicks/day-keys.ts) of its rate key, never the address. A use is one statement — insert 1, or add 1
-// while under the limit — so two nodes racing for the last use give it once. Rows of days before yesterday
-// are swept. The rows an outsider adds are one per address a day, each with a link made: they grow no
-// faster than the links do.
-export interface DailyCountRows {
-  /** One more use of (scope, who, day) while under `limit`: the count after it, or null (refused, not counted). */
-  hit(scope: string, who: string, day: number, limit: number): Promise<number | null>
-  /** Rows of days before `day` (up to 5,000 a call); how many. */
-  sweep(day: number): Promise<number>
-}
-
-export function sqliteDailyCountRows(db: Db): DailyCountRows {
-  const q = lazyStatements(db)
-  const hit = q.query<{ count: number }, [string, string, number, number]>(
-    `INSERT INTO daily_counts (scope, who, day, count) VALUES (?, ?, ?, 1)
-     ON CONFLICT (scope, who, day) DO UPDATE SET count = count + 1 WHERE daily_counts.count < ?4 RETURNING count`,
-  )
-  const sweep = q.query<unknown, [number]>(
-    'DELETE FROM daily_counts WHERE (scope, who, day) IN (SELECT scope, who, day FROM daily_counts WHERE day < ? LIMIT 5000)',
-  )
-  return {
-    hit: async (scope, who, day, limit) => hit.get(scope, who, day, limit)?.count ?? null,
-    sweep: async (day) => sweep.run(day).changes,
-  }
-}
 
 /** rate.anon_per_day across nodes: the allowance of a caller (its rate key) in daily_counts. */
 export function createSharedDailyLimiter(deps: {

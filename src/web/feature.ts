@@ -1,8 +1,5 @@
-// What a feature hands the composition root (app.ts): one object with its routes, its API methods, its
-// metrics, its periodic jobs and its start and close steps. The root builds the shared parts (Shared),
-// makes the features in order — a later one may use an earlier one's service — and wires them: the
-// methods into the API, the routes into the router, the metrics into /metrics, the jobs onto timers;
-// listen() starts them in order and close() stops them in the reverse order.
+// What a feature hands the composition root (app.ts): its routes, API methods, metrics, jobs, start and close steps;
+// the root makes the shared parts (Shared), the features in order, and wires them.
 import type { AnyElysia } from 'elysia'
 import type { AccountService } from '../accounts/service'
 import type { Config } from '../kernel/config'

@@ -1,13 +1,5 @@
-// Who may read GET /metrics (SPEC §10). It tells how the API is used (answers by method and status), how
-// much is stored, the memory in use and the SSRF attempts refused: for the operator's monitor, not for
-// anyone on the internet. It answers a client on loopback or a private network (RFC 1918, IPv6 ULA), the
-// client being who the rate limits see (behind a trusted proxy, the address it forwards), and, when
-// server.metrics_token is set, any client that sends `Authorization: Bearer <token>`. Everyone else gets
-// the 404 of a path that does not exist.
-//
-// A request that came through no socket (app.handle, in-process) has no known client and is not local.
-// A reverse proxy on this host that is not in server.trusted_proxies makes every client look like
-// loopback: the proxy's own address is the only one the service can see.
+// Who may read GET /metrics (SPEC §10): a client on loopback or a private network, or one with
+// server.metrics_token as its bearer token; everyone else gets the 404 of a path that does not exist.
 import type { Config } from '../kernel/config'
 import { cidrMatcher } from '../kernel/net/cidr'
 import { sameSecret } from './api'

@@ -1,8 +1,5 @@
-// linkbox's request pipeline: the one function Bun.serve calls for every request. It gives the request its
-// id, lets the hot routes answer first (the plain redirect, built with its X-Request-Id among its headers),
-// hands everything else to the app's router (Elysia's compiled handler), and appends one request line to
-// the log's buffer. Nothing global is patched and no answer is copied: an answer from the router gets its
-// id with one headers.set.
+// The request pipeline Bun.serve calls for every request: its id, the hot routes first (the redirect), the
+// router for the rest, one request line into the log's buffer.
 import { requestIdOf, type Logger } from '../kernel/log'
 import { pathOf } from './path'
 

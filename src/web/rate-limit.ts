@@ -1,9 +1,5 @@
-// Per-caller request limits, in memory: a sliding window of one minute. Fixed windows let twice the limit
-// through across a window boundary (10 requests in 2.5 s under 5/min), and a token bucket of `limit` per
-// minute lets a full bucket plus a minute's refill through in one minute; this does neither. Each bucket
-// counts its accepted requests per second; a request is allowed while fewer than `limit` were accepted in
-// the last 61 one-second slots, so that two requests counted together are never more than 61 s apart and
-// any 60 s contains at most `limit` of them. A refused request is not counted: waiting out `reset` works.
+// Per-caller request limits in memory: a sliding window of one minute counted in one-second slots, so that any
+// 60 s hold at most `limit` accepted requests; a refused request is not counted.
 export interface RateDecision {
   limit: number
   remaining: number

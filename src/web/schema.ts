@@ -1,12 +1,5 @@
-// Method parameters are declared once, as JSON Schemas built with TypeBox: the /api pipeline checks every
-// request against them before a handler runs, and the OpenAPI document and the /api/docs page print them,
-// so what is documented and what is accepted cannot drift apart.
-//
-// The check is a small interpreter of exactly the keywords parameters use, with JSON Schema's own meaning
-// (lengths in code points, patterns as Unicode regular expressions): the meaning the document promises and
-// that ajv applies in the contract test. TypeBox's Value.Check counts UTF-16 units and skips keywords it
-// does not model (`enum` on a string), so it would accept or refuse other values than the document says.
-// A parameter schema with any other keyword is refused when the method list is built, never ignored.
+// Method parameters declared once as JSON Schemas (TypeBox), checked by a small interpreter of exactly the
+// keywords they use, with JSON Schema's meaning (code points, Unicode patterns): what the document promises.
 import type { TSchema } from '@sinclair/typebox'
 import { AppError, missingParameter } from '../kernel/errors'
 import type { Params } from './params'

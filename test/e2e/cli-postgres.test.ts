@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { judgePostgresVersion } from '../../src/app/doctor'
+import { judgePostgresVersion } from '../../src/app/doctor-storage'
 import { openPostgres } from '../../src/db/postgres'
 import { PG_SCHEMA_VERSION } from '../../src/db/postgres/migrations'
 import { sharedPostgres, type Postgres } from '../support/postgres'

@@ -4,7 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { defaultConfig } from '../../src/kernel/config'
-import { checkGeo } from '../../src/app/doctor'
+import { checkGeo } from '../../src/app/doctor-services'
 import { removeDir, runCli, tempDir, writeConfig } from '../support/server'
 
 const dirs: string[] = []

@@ -6,7 +6,8 @@ import { chmodSync, existsSync, readdirSync, statSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import nodemailer from 'nodemailer'
 import { buildConfig } from '../../src/kernel/config'
-import { checkClock, checkDisk, checkMx } from '../../src/app/doctor'
+import { checkClock, checkDisk } from '../../src/app/doctor-storage'
+import { checkMx } from '../../src/app/doctor-services'
 import { SOURCE_COMMAND, apiPost, createAccount, freePort, killAllServers, removeDir, runCli, startServer, tempDir, writeConfig, type TestConfig } from '../support/server'
 
 setDefaultTimeout(60_000)

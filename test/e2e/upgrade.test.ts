@@ -40,9 +40,10 @@ const userVersion = (path: string) => {
  */
 function previousRelease(): { command: string[]; commit: string } | null {
   const git = (...args: string[]) => Bun.spawnSync(['git', '-C', REPO_ROOT, ...args])
-  // The commit that added the newest migration: its comment opens with "/* <number>: ".
-  const found = git('log', '--format=%H', '-1', '-S', `/* ${migrations.length}: `, '--', 'src/db/sqlite/migrations.ts')
-  const introducing = found.stdout.toString().trim()
+  // The commit that added the newest migration: its comment opens with "/* <number>: ". The oldest commit that
+  // changed that text under src/, since the list has moved between files since (a move changes it too).
+  const found = git('log', '--format=%H', '-S', `/* ${migrations.length}: `, '--', 'src')
+  const introducing = found.stdout.toString().trim().split('\n').at(-1) ?? ''
   if (found.exitCode !== 0 || !introducing) return null
   const commit = git('rev-parse', `${introducing}^`).stdout.toString().trim()
   if (!/^[0-9a-f]{40}$/.test(commit)) return null

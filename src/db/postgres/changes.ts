@@ -1,35 +1,5 @@
-// The change feed between nodes on PostgreSQL (see ../changes.ts for the contract): LISTEN/NOTIFY on one
-// channel, CHANNEL, through Bun.SQL's listen() (one dedicated connection per pool) and notify().
-//
-// A message is JSON text: {"o":origin,"t":topic,"k":[keys…]} (these keys changed), {"o","t","r":1} (the whole
-// topic: resync it) or {"o","p":n} (a heartbeat, below). JSON escapes any key (quotes, backslashes, unicode,
-// control characters) and the receiver parses it back to the same string. PostgreSQL refuses a payload of
-// 8000 bytes or more: keys are packed into messages of at most MAX_PAYLOAD_BYTES (UTF-8 bytes, not
-// characters), as many as needed, sent in one transaction so that they arrive together. More than RESYNC_OVER
-// keys at once (an account deleted with all its links) are sent as ONE topic resync instead: a few hundred
-// messages that every node must parse cost more than refilling a cache, and the receivers would drop most
-// of their entries anyway. A single key too long for a message is sent as a resync of its topic too.
-//
-// A node's own messages come back to it from the server: they are skipped (by `o`, a random id per feed),
-// since publish() has told the node's own subscribers already, synchronously (as the local feed does).
-// Skipping is only a saving: a message delivered twice would drop an entry that is gone already.
-//
-// Lost messages. NOTIFY is not stored: whatever is sent while the listening connection is down is gone.
-// So whenever the listen comes back (Bun reconnects it by itself, or the feed makes a new one, below),
-// every subscriber is told onResync() — after the LISTEN is acknowledged, so nothing sent later is missed.
-// Bun's reconnect backs off exponentially (measured with Bun 1.4.4: ~0.1, 0.6, 1.2, 2.5, 4, 6 s… between
-// attempts, 15 s and more after a long outage), and it cannot be asked whether its connection is alive. The
-// feed therefore sends itself a heartbeat every HEARTBEAT_MS through the pool; one that does not come back
-// within LOST_AFTER_MS, or the first one that goes out after the pool failed to reach the server, means the
-// listen is lost: the feed drops it and listens again at once (then every HEARTBEAT_MS until the server
-// answers). A node recovers within ~1–2 s of the database coming back, and one whose listening connection
-// dies silently (a firewall's idle timeout) finds out within ~3 s, not at the next TCP keepalive.
-//
-// A publish that cannot reach the server (the database is down) is kept and sent again with the next
-// heartbeat, merged per topic and bounded: more than RESYNC_OVER pending keys of a topic become a resync of it.
-//
-// Every structure is bounded: the subscribers (the code's own), the pending keys (RESYNC_OVER per topic, and
-// topics are names in the code), one heartbeat outstanding, one send and one listen in flight at a time.
+// The change feed between nodes on PostgreSQL (contract: ../changes.ts): LISTEN/NOTIFY on one channel, a heartbeat
+// that finds a lost listen within seconds, and a resync of every subscriber when messages may have been lost.
 import type { SQL } from 'bun'
 import { checkTopic, createSubscribers, type ChangeFeed } from '../changes'
 import { isConnectionError } from './health'

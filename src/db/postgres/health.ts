@@ -1,16 +1,7 @@
-// The database's availability as this node sees it (issue 22, SPEC §11: a node that loses the database answers
-// 503 on writes, keeps redirecting from its cache, and recovers by itself). See ../health.ts for the contract.
-//
-// Down: a query failed because the server could not be reached or dropped the session (isConnectionError) —
-// the service layer hands every failed write to observe(). The node then refuses writes at once (503) instead
-// of making each request wait for a connection timeout. Up again: while down, a probe (`SELECT 1`, at most
-// one in flight, its wait bounded by probeTimeoutMs) runs every probeMs; the first that answers marks it up.
-// Nothing else marks it up: a write that happens to succeed meanwhile is not told here (the probe follows
-// within probeMs). No timer runs while up.
+// The database's availability as this node sees it (contract: ../health.ts): a connection error marks it down
+// (writes answer 503 at once), a probe every probeMs marks it up again; no timer runs while up.
 import type { SQL } from 'bun'
-import type { ClickRecorder } from '../../clicks/recorder'
-import { DATABASE_OK, type DatabaseCheck, type DatabaseStatus } from '../../app/health'
-import type { DatabaseHealth } from '../health'
+import { DATABASE_OK, type DatabaseCheck, type DatabaseHealth, type DatabaseStatus, type WriteFailures } from '../health'
 
 export const PROBE_MS = 1_000
 export const PROBE_TIMEOUT_MS = 1_000
@@ -166,13 +157,13 @@ export async function probePostgresWrite(sql: SQL, timeoutMs = 2_000): Promise<v
 }
 
 /**
- * PostgreSQL's DatabaseCheck (../../health.ts): 'down' while health says so; else what the last write probe
+ * PostgreSQL's DatabaseCheck (../health.ts): 'down' while health says so; else what the last write probe
  * found (one at most every PROBE_EVERY_MS, started by a poll, so that a node nobody writes through still
  * learns that the server went away or turned read-only); else the click writes' failure.
  */
 export const PROBE_EVERY_MS = 5_000
 
-export function createPostgresCheck(sql: SQL, health: DatabaseHealth, recorder: ClickRecorder, opts: { everyMs?: number; timeoutMs?: number } = {}): DatabaseCheck {
+export function createPostgresCheck(sql: SQL, health: DatabaseHealth, recorder: WriteFailures, opts: { everyMs?: number; timeoutMs?: number } = {}): DatabaseCheck {
   const everyMs = opts.everyMs ?? PROBE_EVERY_MS
   const timeoutMs = opts.timeoutMs ?? 2_000
   let probed = { at: -Infinity, status: DATABASE_OK }

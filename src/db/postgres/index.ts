@@ -1,12 +1,5 @@
-// One PostgreSQL database that any number of linkbox nodes share (issue 22, SPEC §11), through Bun's built-in
-// client (Bun.SQL). openPostgres connects, brings the schema up to this binary's version once however many
-// nodes start at the same moment, and refuses a database that a newer linkbox has migrated.
-//
-// Migrations run under a session advisory lock (pg_advisory_lock with a fixed key) held on one reserved
-// connection: the first node migrates, the others wait on the lock, then find the version already there and
-// do nothing. A node that dies holding it loses its session, and with it the lock. Each migration runs in a
-// transaction with the update of the version row: DDL is transactional in PostgreSQL, so a migration that
-// fails leaves the database as it was.
+// One PostgreSQL database that any number of nodes share (issue 22, SPEC §11), through Bun.SQL: openPostgres
+// connects and migrates once under an advisory lock, and refuses a database a newer linkbox has migrated.
 import { SQL } from 'bun'
 import { redactDatabaseUrl } from '../../kernel/config'
 import { DatabaseError } from '../sqlite/index'

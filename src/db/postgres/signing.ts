@@ -1,7 +1,5 @@
-// The signing secret in PostgreSQL mode (issue 22, SPEC §11): in the database's `secrets` table, so a link
-// signed by one node opens on every node, and a node's data_dir holds no secret. Made once, by whichever node
-// asks first: each makes a candidate, INSERT … ON CONFLICT DO NOTHING keeps the first committed, and every
-// node then reads the one that is there. Same length and source of randomness as the file (signing.ts).
+// The signing secret in PostgreSQL mode, in the `secrets` table so that a link signed by one node opens on all:
+// made once by whichever node asks first (INSERT … ON CONFLICT DO NOTHING), then read by every node.
 import type { SQL } from 'bun'
 import { randomBytes } from 'node:crypto'
 import { SECRET_BYTES, type SigningSecretSource } from '../../kernel/signing'

@@ -1,7 +1,5 @@
-// One SQLite file in WAL mode. Migrations are plain SQL embedded in the code (so the compiled binary
-// carries them); each runs once, in its own transaction, recorded in PRAGMA user_version.
-// Also here: telling "the database cannot be written" (full disk, read-only file) from other faults, so
-// that callers can answer 503 and keep serving reads instead of failing with a bare 500.
+// One SQLite file in WAL mode, migrated by plain SQL embedded in the code (PRAGMA user_version); also telling
+// "cannot be written" (full disk, read-only) from other faults, so callers answer 503 and keep serving reads.
 import { Database } from 'bun:sqlite'
 import { closeSync, mkdirSync, openSync, readdirSync, rmSync } from 'node:fs'
 import { dirname, join } from 'node:path'

@@ -1,9 +1,5 @@
-// Statements prepared at their first use instead of when their store is made. A store's factory prepares
-// every statement it may ever run, ~70-90 µs each in the compiled binary, and serve makes its stores before
-// its first answer although a start runs only a few of their statements (the outbox's subscriptions, the
-// deliverer's claim, a sweep): the webhook, mail and account stores alone prepared ~90 (~5 ms of the start).
-// The statement is the connection's own (db.query, cached by SQL as before; db.prepare, not cached), made at
-// its first get, all, run or values; a statement whose SQL the schema refuses throws there instead of at start.
+// Statements prepared at their first use instead of when their store is made: a start runs few of them, and
+// preparing them all cost milliseconds of serve's start.
 import type { SQLQueryBindings, Statement } from 'bun:sqlite'
 import type { Db } from '.'
 

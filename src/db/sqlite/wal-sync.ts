@@ -1,9 +1,5 @@
-// Durable commits without blocking the event loop. At synchronous=FULL SQLite fsyncs the WAL inside COMMIT,
-// on the thread that commits: 1-2 ms during which no socket is served. Committing at NORMAL (the frames are
-// written to the WAL file, not yet forced to disk) and then fsyncing the WAL file from libuv's thread pool
-// gives the same guarantee once the fsync returns — fsync is per file, whichever descriptor asks — and one
-// fsync covers every commit made before it started, so a busy moment costs one fsync, not one per commit.
-// If a checkpoint has meanwhile copied the frames into the database file, SQLite synced that file first.
+// Durable commits without blocking the event loop: commit at synchronous=NORMAL, then fsync the WAL file from
+// the thread pool; one fsync covers every commit made before it started.
 import { open } from 'node:fs/promises'
 
 export type WalSync = () => Promise<void>

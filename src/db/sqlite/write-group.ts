@@ -1,9 +1,5 @@
-// Group commit: the writes that arrive in one event-loop turn are committed in one transaction (a commit
-// costs ~130 µs, an insert inside a transaction ~25 µs), and each caller hears back only after that
-// commit, so an acknowledged write survives a crash as before. Each write runs in a SAVEPOINT of its own:
-// one that fails (a taken alias, a full disk for a large row) is undone alone and fails alone.
-//
-// A write may run more than once (see below), so it must do nothing but database work.
+// Group commit: the writes of one event-loop turn commit in one transaction, each in its own SAVEPOINT, each
+// caller told after that commit. A write may run more than once, so it must do nothing but database work.
 import type { Db } from '.'
 import { noteWriteSuccess } from '.'
 

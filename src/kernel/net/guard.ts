@@ -1,15 +1,5 @@
-// Outbound HTTP requests the service makes on a visitor's or a caller's behalf (frame checks, media
-// downloads, webhook deliveries). Whoever chooses the URL must not be able to reach the machine's own
-// network through us (SSRF): every hop's host must resolve to public addresses only, redirects are
-// followed here, one by one, and each is checked again. The request then goes to the very address that
-// was checked (the URL's host is replaced by it; Host and TLS SNI keep the name, and the certificate is
-// verified against the name), so a DNS answer that changes between check and connect (rebinding) cannot
-// move it. Subprocesses that do their own DNS (yt-dlp) are guarded by the proxy in ./proxy.ts, which
-// uses checkUrl below.
-//
-// Numeric host forms (decimal, hex, octal, short IPv4) need no parsing here: WHATWG `new URL()` turns them
-// into dotted quads and IPv6 into its canonical text before we look. Credentials in a URL
-// (`http://user:pass@host/`) are not refused but never sent: the request URL is rebuilt without them.
+// Outbound HTTP on a visitor's or caller's behalf (frame checks, media, webhooks), guarded against SSRF: every
+// hop's host resolves to public addresses only, and the request goes to the very address that was checked.
 import { lookup } from 'node:dns/promises'
 import { isIP } from './ip'
 import { cidrContains, parseCidr, parseIp, type Bytes16, type Cidr } from './cidr'

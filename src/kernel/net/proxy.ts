@@ -1,13 +1,5 @@
-// A forward HTTP proxy on 127.0.0.1 that yt-dlp is pointed at. yt-dlp resolves names and follows
-// redirects itself, so the SSRF guard cannot sit in front of its requests; behind them it can: every
-// request and every CONNECT tunnel it makes passes here, is checked with the guard's own checkUrl, and
-// goes to the address that was checked. The proxy asks for credentials made at start, so other local
-// users' programs cannot use it to reach what linkbox may reach; the service hands the URL to yt-dlp in
-// its environment (http_proxy/https_proxy), never on its command line, where `ps` would show it.
-//
-// One request per client connection for plain http (upstream is told `Connection: close`); CONNECT
-// tunnels carry whatever the client speaks (TLS). Any port is allowed: fixture servers use random ones,
-// and a public host's odd port is no danger to us.
+// A forward HTTP proxy on 127.0.0.1 for yt-dlp (which resolves names itself): every request and CONNECT tunnel
+// is checked with the guard's checkUrl and goes to the checked address; credentials made at start keep others out.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import type { Socket } from 'node:net'
 import { GuardError, checkUrl, type GuardOptions } from './guard'

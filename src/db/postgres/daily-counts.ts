@@ -1,7 +1,7 @@
-// The daily counts on PostgreSQL (see daily-limit.ts): a use is one upsert, so two nodes racing for the last
+// The daily counts on PostgreSQL (../daily-counts.ts): a use is one upsert, so two nodes racing for the last
 // use of a day give it once (the second waits for the first's row lock and then sees its count).
 import type { SQL } from 'bun'
-import type { DailyCountRows } from './daily-limit'
+import type { DailyCountRows } from '../daily-counts'
 
 export function postgresDailyCountRows(sql: SQL): DailyCountRows {
   return {

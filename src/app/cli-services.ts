@@ -1,0 +1,107 @@
+// What a command opens (cli/context.ts asks): one connection to the database of the config and the services on
+// it, built by the same factories as the app's (app.ts). Only the stores a command uses are loaded.
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import type { SQL, TransactionSQL } from 'bun'
+import type { AccountService } from '../accounts/service'
+import type { AuditRows } from '../audit/storage'
+import type { Config } from '../kernel/config'
+import type { Db } from '../db/sqlite'
+import type { ChangeFeed } from '../db/changes'
+import type { Storages } from './storages'
+import type { Outbox } from '../kernel/outbox'
+import type { WebhookService } from '../webhooks/service'
+import { databaseUrl } from './database-url'
+
+type StoreName = 'accounts' | 'audit' | 'endpoints' | 'queue'
+type Loaders<C, Tx> = { [K in StoreName]: (connection: C) => Promise<Storages<Tx>[K]> }
+
+const sqliteStores: Loaders<Db, Db> = {
+  accounts: async (db) => (await import('../accounts/storage')).sqliteAccountStorage(db),
+  audit: async (db) => (await import('../audit/storage')).sqliteAuditRows(db),
+  endpoints: async (db) => (await import('../webhooks/endpoints')).sqliteEndpointRows(db),
+  queue: async (db) => (await import('../webhooks/queue')).sqliteWebhookQueue(db),
+}
+
+const postgresStores: Loaders<SQL, TransactionSQL> = {
+  accounts: async (sql) => (await import('../accounts/storage-postgres')).postgresAccountStorage(sql),
+  audit: async (sql) => (await import('../audit/storage-postgres')).postgresAuditRows(sql),
+  endpoints: async (sql) => (await import('../webhooks/endpoints-postgres')).postgresEndpointRows(sql),
+  queue: async (sql) => (await import('../webhooks/queue-postgres')).postgresWebhookQueue(sql),
+}
+
+export interface Services {
+  accounts(): Promise<AccountService>
+  audit(): Promise<AuditRows<unknown>>
+  webhooks(): Promise<WebhookService>
+  close(): Promise<void>
+}
+
+/** The services on one engine's connection, each made once; `outbox` is the engine's (as in app.ts). */
+function services<C, Tx>(
+  config: Config,
+  connection: C,
+  stores: Loaders<C, Tx>,
+  db: Db | null,
+  outbox: (queue: Storages<Tx>['queue']) => Promise<Outbox>,
+  close: () => Promise<void>,
+): Services {
+  const made = new Map<string, Promise<unknown>>()
+  const once = <T>(name: string, make: () => Promise<T>): Promise<T> => {
+    if (!made.has(name)) made.set(name, make())
+    return made.get(name) as Promise<T>
+  }
+  const store = <K extends StoreName>(name: K) => once(name, () => stores[name](connection))
+  return {
+    accounts: () =>
+      once('accountService', async () => {
+        const { createAccountService } = await import('../accounts/service')
+        const [accounts, audit] = await Promise.all([store('accounts'), store('audit')])
+        return createAccountService({ accounts, audit }) as AccountService
+      }),
+    audit: () => store('audit') as Promise<AuditRows<unknown>>,
+    webhooks: () =>
+      once('webhookService', async () => {
+        const { createWebhookService } = await import('../webhooks/service')
+        const [endpoints, queue, audit] = await Promise.all([store('endpoints'), store('queue'), store('audit')])
+        const deps = { ...(db ? { db } : {}), config, outbox: await outbox(queue), endpoints, queue, audit }
+        return createWebhookService(deps) as WebhookService
+      }),
+    close,
+  }
+}
+
+// On stderr: stdout is the command's answer (a key, a list) that scripts read.
+const upgraded = (note: string) => console.error(`linkbox: ${note}`)
+
+/** One connection to the database of the config, the engine chosen here; close() when done. */
+export async function openServices(config: Config): Promise<Services> {
+  const url = databaseUrl(config)
+  if (url) {
+    const { openPostgres } = await import('../db/postgres')
+    const pg = await openPostgres(url, { max: 2, onUpgrade: upgraded })
+    let feed: { outbox: Outbox; changes: ChangeFeed } | null = null
+    // The feed tells the running nodes at once: an endpoint made or deleted, an event to deliver.
+    const outbox = async (queue: Storages<TransactionSQL>['queue']) => {
+      const [{ postgresChangeFeed }, { createQueueOutbox }] = await Promise.all([
+        import('../db/postgres/changes'),
+        import('../webhooks/outbox'),
+      ])
+      const changes = await postgresChangeFeed(pg.sql)
+      feed = { outbox: createQueueOutbox({ queue, changes }), changes }
+      return feed.outbox
+    }
+    return services(config, pg.sql, postgresStores, null, outbox, async () => {
+      if (feed) {
+        feed.outbox.close()
+        await feed.changes.close()
+      }
+      await pg.close()
+    })
+  }
+  const { openDatabase } = await import('../db/sqlite')
+  mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
+  const db = openDatabase(join(config.data_dir, 'linkbox.db'), { onUpgrade: upgraded })
+  const outbox = async () => (await import('../webhooks/outbox')).createOutbox(db)
+  return services(config, db, sqliteStores, db, outbox, async () => db.close())
+}
