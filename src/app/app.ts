@@ -3,7 +3,7 @@
 // methods, the router over all their routes, and the request pipeline in front. Tests build exactly this
 // with a temporary data directory; `linkbox serve` builds it and listens.
 import { mkdirSync } from 'node:fs'
-import { createAccountService } from '../accounts/service'
+import { createAccountService } from '../accounts'
 import { createAuditFeature } from '../audit/feature'
 import { createClicksFeature } from '../clicks/feature'
 import type { Config } from '../kernel/config'

@@ -1,10 +1,7 @@
-// Who a provider's person is in linkbox: the account linked to the issuer and `sub` (SPEC §7), made at the
-// first sign-in and named from `preferred_username`; never found by name or e-mail (a name can be taken
-// over at the provider, or by a password account here). `admin_groups`, when set, decides admin at each
-// sign-in of a linked account: in one of the groups, admin; in none, not (an admin removed from the group
-// at the provider loses it at the next sign-in). With no admin_groups, admin is left as linkbox has it.
-import { accountTarget, auditRow } from '../audit/service'
-import type { Storages } from '../app/storages'
+// Who a provider's person is in linkbox: the account linked to the issuer and `sub`, made at the first sign-in
+// (never found by name or e-mail); admin_groups, when set, decide admin at each sign-in. Notes: ARCHITECTURE (oidc).
+import { accountTarget, auditRow, type AuditRows } from '../audit'
+import type { IdentityStorage } from './storage/contract'
 
 /** What a sign-in learned from the provider (the ID token's claims, completed by UserInfo). */
 export interface ProviderClaims {
@@ -47,8 +44,11 @@ export function groupsOf(claim: unknown): string[] {
   return []
 }
 
-/** What single sign-on's accounts are handed: the identity storage and the audit log's rows, of one engine. */
-export type ProviderStorages<Tx> = Pick<Storages<Tx>, 'identities' | 'audit'>
+/** What single sign-on's accounts are handed: the identity storage and the audit log's insert, of one engine. */
+export interface ProviderStorages<Tx> {
+  identities: IdentityStorage<Tx>
+  audit: Pick<AuditRows<Tx>, 'insert'>
+}
 
 export function createProviderAccounts<Tx>(deps: { storages: ProviderStorages<Tx>; clock: () => number; issuer: string; adminGroups: readonly string[] }) {
   const { storages, clock, issuer, adminGroups } = deps

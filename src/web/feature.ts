@@ -4,7 +4,7 @@
 // methods into the API, the routes into the router, the metrics into /metrics, the jobs onto timers;
 // listen() starts them in order and close() stops them in the reverse order.
 import type { AnyElysia } from 'elysia'
-import type { AccountService } from '../accounts/service'
+import type { AccountService } from '../accounts'
 import type { Config } from '../kernel/config'
 import type { ChangeFeed } from '../db/changes'
 import type { DatabaseHealth } from '../db/health'

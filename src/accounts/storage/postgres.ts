@@ -1,40 +1,21 @@
-// Accounts and API keys on PostgreSQL (see storage.ts for the contract), for any number of nodes sharing one
-// database.
-//
-// Concurrency (READ COMMITTED, where a plain read-then-write decides on a snapshot another node may already
-// have changed): every decision is taken on rows this transaction has locked, or is one conditional statement.
-// - A name is taken under a transaction-scoped advisory lock keyed by the name in lower case (names compare
-//   in any case, store.ts nameFolds), by INSERT … ON CONFLICT (name) DO NOTHING after looking for it in any
-//   case: a second creation of Carol or carol waits for the first's transaction, then finds its row.
-//   Single sign-on's first sign-ins (oidc/identities-postgres.ts) take the same lock.
-// - A disable or a deletion first locks every active administrator's row and the target's, in one statement
-//   and in id order (so two such changes never wait on each other in a circle), and counts the administrators
-//   among the rows it locked. Two nodes disabling the two last administrators take turns: the second's lock
-//   waits for the first's commit, and PostgreSQL then re-reads the row it waited on and drops it (no longer
-//   active), so the second counts one and refuses. A disable locks FOR NO KEY UPDATE, which does not block the foreign-key
-//   checks (FOR KEY SHARE) of other nodes inserting sessions, keys or links of those accounts; a deletion FOR
-//   UPDATE (its DELETE needs that of the target; those inserts wait for it, as they would for the DELETE).
-// - A key under the bound locks its account's row first (FOR NO KEY UPDATE), so two nodes making the last key
-//   of one account take turns and the second counts the first's key.
-// - A revoke is one UPDATE … WHERE revoked IS NULL: of two revokers one changes the row, the other finds it
-//   revoked; activeKeyByHash reads revoked and disabled in the same statement as the key.
+// Accounts and API keys on PostgreSQL, for any number of nodes: each decision is taken on rows its transaction
+// has locked, or is one conditional statement (READ COMMITTED). The locks: ARCHITECTURE (accounts).
 import type { SQL, TransactionSQL } from 'bun'
-import type { ChangeFeed } from '../db/changes'
-import { CHANNEL, encodeChanges } from '../db/postgres/changes'
-import { ACCOUNT_TOPIC, type AccountRow, AccountStorage, AccountSummaryRow, Disabled, KeyRow, KeyWithAccount, NewKey, Refusal } from './storage'
-import { nameFolds } from './store'
-
-/** The advisory lock class of account names: "name" in ASCII (migration 23's trigger takes it too). */
-export const ACCOUNT_NAME_LOCK_CLASS = 0x6e616d65
-
-/** In `tx`: holds the name (in any case) until the commit, and answers whether an account has it already. */
-export async function lockAccountName(tx: TransactionSQL, name: string): Promise<boolean> {
-  await tx`SELECT pg_advisory_xact_lock(${ACCOUNT_NAME_LOCK_CLASS}::int, hashtext(lower(${name})))`
-  const [taken] = nameFolds(name)
-    ? await tx`SELECT 1 FROM accounts WHERE lower(name) = lower(${name}) LIMIT 1`
-    : await tx`SELECT 1 FROM accounts WHERE name = ${name}`
-  return !!taken
-}
+import type { ChangeFeed } from '../../db/changes'
+import { CHANNEL, encodeChanges } from '../../db/postgres/changes'
+import {
+  ACCOUNT_TOPIC,
+  nameFolds,
+  type AccountRow,
+  type AccountStorage,
+  type AccountSummaryRow,
+  type Disabled,
+  type KeyRow,
+  type KeyWithAccount,
+  type NewKey,
+  type Refusal,
+} from './contract'
+import { lockAccountName } from './name-lock'
 
 // Bun.SQL returns bigint columns as text: rows are mapped to numbers here (all far below 2^53).
 const int = (v: unknown) => Number(v)
