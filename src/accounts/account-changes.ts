@@ -15,12 +15,21 @@ export const ACCOUNT_PAGE_MAX = 50
 function refusalError(what: 'disable' | 'delete', name: string, refusal: Refusal): AppError {
   if (refusal.reason === 'not_found') return new AppError(404, 'not_found', `No account named "${name}".`)
   if (refusal.reason === 'own_account')
-    return new AppError(409, 'own_account', `You cannot ${what} your own account: ask another administrator, or use the command line.`)
-  return new AppError(409, 'last_admin', `${refusal.account.name} is the last active administrator: make another account an administrator first, so that someone can still manage this service.`)
+    return new AppError(
+      409,
+      'own_account',
+      `You cannot ${what} your own account: ask another administrator, or use the command line.`,
+    )
+  return new AppError(
+    409,
+    'last_admin',
+    `${refusal.account.name} is the last active administrator: make another account an administrator first, so that someone can still manage this service.`,
+  )
 }
 
 async function hashPassword(password: string) {
-  if (password.length < 8 || password.length > 128) throw new AppError(400, 'invalid_parameter', 'The dashboard password must be 8 to 128 characters.')
+  if (password.length < 8 || password.length > 128)
+    throw new AppError(400, 'invalid_parameter', 'The dashboard password must be 8 to 128 characters.')
   return Bun.password.hash(password, 'argon2id')
 }
 
@@ -41,26 +50,39 @@ const summary = (r: AccountSummaryRow) => ({
 export function accountChanges<Tx>({ store, clock, record, forgetKeys }: AccountContext<Tx>) {
   return {
     /** `by` may name the new account itself (open sign-up: the account made itself), given its row. */
-    async createAccount(input: { name: string; admin?: boolean; password?: string; scopes?: Scope[] }, by: Who | ((account: { id: number; name: string }) => Who) = SYSTEM) {
+    async createAccount(
+      input: { name: string; admin?: boolean; password?: string; scopes?: Scope[] },
+      by: Who | ((account: { id: number; name: string }) => Who) = SYSTEM,
+    ) {
       if (!ACCOUNT_NAME.test(input.name))
-        throw new AppError(400, 'invalid_parameter', 'Account names are 1-64 characters: letters, digits, . _ @ -, starting with a letter or digit.')
+        throw new AppError(
+          400,
+          'invalid_parameter',
+          'Account names are 1-64 characters: letters, digits, . _ @ -, starting with a letter or digit.',
+        )
       // Names compare in any case: Carol is refused when carol exists, and the message names carol.
       const taken = (existing: string) =>
-        new AppError(409, 'account_exists', existing === input.name
-          ? `The account "${existing}" exists already.`
-          : `The account "${existing}" exists already: account names are the same in any case, so "${input.name}" is taken.`)
+        new AppError(
+          409,
+          'account_exists',
+          existing === input.name
+            ? `The account "${existing}" exists already.`
+            : `The account "${existing}" exists already: account names are the same in any case, so "${input.name}" is taken.`,
+        )
       // Before the hash, so that a taken name costs no hash; the storage checks again in its write.
       const existing = await store.accountByNameAnyCase(input.name)
       if (existing) throw taken(existing.name)
       const hash = input.password !== undefined ? await hashPassword(input.password) : null
       const scopes = input.scopes ?? [...SCOPES]
       const made = newKey(scopes, 'created with the account')
-      const done = await store.createAccount({ name: input.name, passwordHash: hash, admin: !!input.admin, now: clock(), key: made.stored }, (tx, account, key) =>
-        record(tx, typeof by === 'function' ? by(account) : by, {
-          action: 'account.create',
-          target: accountTarget(account.name, account.id),
-          detail: `${input.admin ? 'administrator' : 'user'}, ${hash ? 'with a dashboard password' : 'API only'}; first key ${key!.prefix}… (#${key!.id})`,
-        }),
+      const done = await store.createAccount(
+        { name: input.name, passwordHash: hash, admin: !!input.admin, now: clock(), key: made.stored },
+        (tx, account, key) =>
+          record(tx, typeof by === 'function' ? by(account) : by, {
+            action: 'account.create',
+            target: accountTarget(account.name, account.id),
+            detail: `${input.admin ? 'administrator' : 'user'}, ${hash ? 'with a dashboard password' : 'API only'}; first key ${key!.prefix}… (#${key!.id})`,
+          }),
       )
       if (!done.ok) throw taken((await store.accountByNameAnyCase(input.name))?.name ?? input.name)
       return { account: done.account, key: { key: made.key, id: done.key!.id, prefix: done.key!.prefix, scopes } }
@@ -96,7 +118,11 @@ export function accountChanges<Tx>({ store, clock, record, forgetKeys }: Account
         // A lookup that reads before the caller's commit does not keep its answer (on SQLite none can run in between).
         forgetKeys()
         const ended = done.sessionsEnded
-        return record(tx, by, { action: 'account.disable', target: accountTarget(done.account.name, done.account.id), detail: `${ended} session${ended === 1 ? '' : 's'} ended` })
+        return record(tx, by, {
+          action: 'account.disable',
+          target: accountTarget(done.account.name, done.account.id),
+          detail: `${ended} session${ended === 1 ? '' : 's'} ended`,
+        })
       })
     },
 
@@ -110,7 +136,9 @@ export function accountChanges<Tx>({ store, clock, record, forgetKeys }: Account
         record(tx, by, {
           action: 'account.delete',
           target: accountTarget(account.name, account.id),
-          detail: opts.withLinks ? `its ${links} link${links === 1 ? '' : 's'} deleted with it` : `its ${links} link${links === 1 ? '' : 's'} kept, owned by nobody`,
+          detail: opts.withLinks
+            ? `its ${links} link${links === 1 ? '' : 's'} deleted with it`
+            : `its ${links} link${links === 1 ? '' : 's'} kept, owned by nobody`,
         }),
       )
       if (!done.ok) throw refusalError('delete', name, done)
@@ -124,7 +152,11 @@ export function accountChanges<Tx>({ store, clock, record, forgetKeys }: Account
       if (!(await store.accountByName(name))) throw noSuch()
       const hash = await hashPassword(password)
       const done = await store.setPassword(name, hash, (tx, account, ended) =>
-        record(tx, by, { action: 'account.password', target: accountTarget(account.name, account.id), detail: `${ended} session${ended === 1 ? '' : 's'} ended` }),
+        record(tx, by, {
+          action: 'account.password',
+          target: accountTarget(account.name, account.id),
+          detail: `${ended} session${ended === 1 ? '' : 's'} ended`,
+        }),
       )
       if (!done) throw noSuch()
       return { id: done.account.id, name: done.account.name, sessionsEnded: done.sessionsEnded }

@@ -10,14 +10,20 @@ import type { KeyRow, KeyWithAccount } from './storage/contract'
 export function keyChanges<Tx>({ store, clock, record, forgetKeys }: AccountContext<Tx>) {
   /** The audit row of a key made (an account's first key is part of the account's row instead). */
   const keyCreated = (tx: Tx, by: Who, row: KeyRow, ownerName: string, scopes: Scope[], label: string) =>
-    record(tx, by, { action: 'key.create', target: keyTarget(row.prefix, row.id, ownerName), detail: `scopes ${scopes.join(',')}${label ? `; label "${label}"` : ''}` })
+    record(tx, by, {
+      action: 'key.create',
+      target: keyTarget(row.prefix, row.id, ownerName),
+      detail: `scopes ${scopes.join(',')}${label ? `; label "${label}"` : ''}`,
+    })
 
   return {
     async createKey(input: { account: string; scopes?: Scope[]; label?: string }, by: Who = SYSTEM) {
       const label = validateLabel(input.label ?? '')
       const scopes = input.scopes ?? [...SCOPES]
       const made = newKey(scopes, label)
-      const done = await store.createKey(input.account, made.stored, clock(), (tx, account, key) => keyCreated(tx, by, key, account.name, scopes, label))
+      const done = await store.createKey(input.account, made.stored, clock(), (tx, account, key) =>
+        keyCreated(tx, by, key, account.name, scopes, label),
+      )
       if (!done) throw new AppError(404, 'not_found', `No account named "${input.account}".`)
       return { key: made.key, id: done.key.id, prefix: done.key.prefix, scopes }
     },
@@ -28,7 +34,11 @@ export function keyChanges<Tx>({ store, clock, record, forgetKeys }: AccountCont
      * `within` runs in that transaction after the insert (the dashboard claims its form token there; on
      * SQLite it must be synchronous); when it throws, no key is made.
      */
-    async createKeyForAccount(input: { accountId: number; scopes: Scope[]; label?: string }, opts: { within?: (tx: Tx, key: { id: number }) => unknown } = {}, by: Who = SYSTEM) {
+    async createKeyForAccount(
+      input: { accountId: number; scopes: Scope[]; label?: string },
+      opts: { within?: (tx: Tx, key: { id: number }) => unknown } = {},
+      by: Who = SYSTEM,
+    ) {
       const label = validateLabel(input.label ?? '')
       if (input.scopes.length === 0) throw new AppError(400, 'invalid_parameter', 'Choose at least one scope.')
       for (const s of input.scopes)
@@ -36,11 +46,20 @@ export function keyChanges<Tx>({ store, clock, record, forgetKeys }: AccountCont
           throw new AppError(400, 'invalid_parameter', `Unknown scope "${s}": scopes are ${SCOPES.join(', ')}.`)
       const scopes = [...new Set(input.scopes)]
       const made = newKey(scopes, label)
-      const done = await store.createKeyUnder(input.accountId, made.stored, clock(), { max: MAX_ACTIVE_KEYS, keepRevoked: REVOKED_KEYS_KEPT }, (tx, account, key) =>
-        allWritten([keyCreated(tx, by, key, account.name, scopes, label), opts.within?.(tx, { id: key.id })]),
+      const done = await store.createKeyUnder(
+        input.accountId,
+        made.stored,
+        clock(),
+        { max: MAX_ACTIVE_KEYS, keepRevoked: REVOKED_KEYS_KEPT },
+        (tx, account, key) =>
+          allWritten([keyCreated(tx, by, key, account.name, scopes, label), opts.within?.(tx, { id: key.id })]),
       )
       if (!done.ok && done.reason === 'full')
-        throw new AppError(409, 'too_many_keys', `An account can hold ${MAX_ACTIVE_KEYS} active keys: revoke one you no longer use first.`)
+        throw new AppError(
+          409,
+          'too_many_keys',
+          `An account can hold ${MAX_ACTIVE_KEYS} active keys: revoke one you no longer use first.`,
+        )
       if (!done.ok) throw new AppError(404, 'not_found', 'This account does not exist any more.')
       return { key: made.key, id: done.key.id, prefix: done.key.prefix, scopes }
     },
@@ -62,12 +81,21 @@ export function keyChanges<Tx>({ store, clock, record, forgetKeys }: AccountCont
      * Changes the label and scopes of one of this account's active keys (the same rules as at creation): 404
      * when the account has no such key or it is revoked. A scope taken away is refused from the next request.
      */
-    async editKeyOfAccount(accountId: number, id: number, input: { scopes: readonly string[]; label?: string }, by: Who = SYSTEM) {
+    async editKeyOfAccount(
+      accountId: number,
+      id: number,
+      input: { scopes: readonly string[]; label?: string },
+      by: Who = SYSTEM,
+    ) {
       const label = validateLabel(input.label ?? '')
       if (input.scopes.length === 0) throw new AppError(400, 'invalid_parameter', 'Choose at least one scope.')
       for (const s of input.scopes)
         if (!(SCOPES as readonly string[]).includes(s))
-          throw new AppError(400, 'invalid_parameter', `Unknown scope "${String(s).slice(0, 40)}": scopes are ${SCOPES.join(', ')}.`)
+          throw new AppError(
+            400,
+            'invalid_parameter',
+            `Unknown scope "${String(s).slice(0, 40)}": scopes are ${SCOPES.join(', ')}.`,
+          )
       const scopes = SCOPES.filter((s) => input.scopes.includes(s))
       // The change and its audit row in one transaction.
       const done = Number.isSafeInteger(id)
@@ -75,10 +103,15 @@ export function keyChanges<Tx>({ store, clock, record, forgetKeys }: AccountCont
             record(tx, by, {
               action: 'key.update',
               target: keyTarget(after.prefix, after.id, before.account_name),
-              detail: [
-                before.scopes !== after.scopes ? `scopes ${before.scopes} → ${after.scopes}` : '',
-                before.label !== after.label ? `label ${JSON.stringify(before.label)} → ${JSON.stringify(after.label)}` : '',
-              ].filter(Boolean).join('; ') || 'nothing changed',
+              detail:
+                [
+                  before.scopes !== after.scopes ? `scopes ${before.scopes} → ${after.scopes}` : '',
+                  before.label !== after.label
+                    ? `label ${JSON.stringify(before.label)} → ${JSON.stringify(after.label)}`
+                    : '',
+                ]
+                  .filter(Boolean)
+                  .join('; ') || 'nothing changed',
             }),
           )
         : null
@@ -129,7 +162,9 @@ export function keyChanges<Tx>({ store, clock, record, forgetKeys }: AccountCont
       }
       const done =
         id !== undefined && Number.isSafeInteger(id)
-          ? await store.revokeKey(id, clock(), (tx, key) => record(tx, by, { action: 'key.revoke', target: keyTarget(key.prefix, key.id, key.account_name) }))
+          ? await store.revokeKey(id, clock(), (tx, key) =>
+              record(tx, by, { action: 'key.revoke', target: keyTarget(key.prefix, key.id, key.account_name) }),
+            )
           : null
       if (!done) throw new AppError(404, 'not_found', `No active key "${ref}".`)
       forgetKeys()

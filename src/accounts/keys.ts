@@ -73,7 +73,10 @@ export const KEY_PREFIX_LENGTH = 11 // "lbk_" + 7 characters
 
 export function parseScopes(text: string | undefined): Scope[] {
   if (!text || text === 'all') return [...SCOPES]
-  const scopes = text.split(',').map((s) => s.trim()).filter(Boolean)
+  const scopes = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
   for (const s of scopes)
     if (!(SCOPES as readonly string[]).includes(s))
       throw new AppError(400, 'invalid_parameter', `Unknown scope "${s}": scopes are ${SCOPES.join(', ')}.`)

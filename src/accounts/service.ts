@@ -49,14 +49,25 @@ export function createAccountService<Tx>(deps: AccountServiceDeps<Tx>, clock: ()
       const name = `marketplace:${user}`
       let account = await store.accountByName(name)
       if (!account) {
-        const made = await store.createAccount({ name, passwordHash: null, admin: false, now: clock(), key: null }, (tx, row) =>
-          context.record(tx, { actor: { kind: 'system', name: 'marketplace' }, address }, { action: 'account.create', target: accountTarget(name, row.id), detail: 'a marketplace user, on first use' }),
+        const made = await store.createAccount(
+          { name, passwordHash: null, admin: false, now: clock(), key: null },
+          (tx, row) =>
+            context.record(
+              tx,
+              { actor: { kind: 'system', name: 'marketplace' }, address },
+              {
+                action: 'account.create',
+                target: accountTarget(name, row.id),
+                detail: 'a marketplace user, on first use',
+              },
+            ),
         )
         // Made at the same moment by another request: that one is the account.
         account = made.ok ? made.account : await store.accountByName(name)
         if (!account) throw new AppError(503, 'unavailable', 'The marketplace account could not be made: try again.')
       }
-      if (account.disabled !== null) throw new AppError(403, 'account_disabled', 'This account has been disabled by an administrator.')
+      if (account.disabled !== null)
+        throw new AppError(403, 'account_disabled', 'This account has been disabled by an administrator.')
       return {
         accountId: account.id,
         accountName: name,

@@ -79,7 +79,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     // outbox knows who subscribes and wakes the deliverers (on PostgreSQL every node's, through the feed).
     outbox: backend.db ? createOutbox(backend.db, clock, log) : createQueueOutbox({ queue: storages.queue, changes: backend.changes, log }),
     changes: backend.changes,
-    accounts: createAccountService(storages, clock),
+    accounts: createAccountService({ accounts: storages.accounts, audit: storages.audit }, clock),
     signer: createLinkSigner(backend.signingSecret),
     limiter: createRateLimiter(clock),
     metrics,

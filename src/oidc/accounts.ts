@@ -50,7 +50,12 @@ export interface ProviderStorages<Tx> {
   audit: Pick<AuditRows<Tx>, 'insert'>
 }
 
-export function createProviderAccounts<Tx>(deps: { storages: ProviderStorages<Tx>; clock: () => number; issuer: string; adminGroups: readonly string[] }) {
+export function createProviderAccounts<Tx>(deps: {
+  storages: ProviderStorages<Tx>
+  clock: () => number
+  issuer: string
+  adminGroups: readonly string[]
+}) {
   const { storages, clock, issuer, adminGroups } = deps
   const provider = { kind: 'system' as const, name: 'single sign-on' }
 
@@ -72,7 +77,11 @@ export function createProviderAccounts<Tx>(deps: { storages: ProviderStorages<Tx
             tx,
             auditRow(
               { actor: { kind: 'account', id: l.accountId, name: l.name }, address },
-              { action: 'account.create', target: accountTarget(l.name, l.accountId), detail: `first sign-in with the provider ${issuer}${l.admin ? ', admin by its groups' : ''}` },
+              {
+                action: 'account.create',
+                target: accountTarget(l.name, l.accountId),
+                detail: `first sign-in with the provider ${issuer}${l.admin ? ', admin by its groups' : ''}`,
+              },
               now,
             ),
           )
@@ -81,13 +90,25 @@ export function createProviderAccounts<Tx>(deps: { storages: ProviderStorages<Tx
             tx,
             auditRow(
               { actor: provider, address },
-              { action: 'account.admin', target: accountTarget(l.name, l.accountId), detail: l.admin ? 'made an admin by its groups at the provider' : 'no longer an admin: not in admin_groups at the provider' },
+              {
+                action: 'account.admin',
+                target: accountTarget(l.name, l.accountId),
+                detail: l.admin
+                  ? 'made an admin by its groups at the provider'
+                  : 'no longer an admin: not in admin_groups at the provider',
+              },
               now,
             ),
           )
       })
       if (linked.outcome === 'disabled') return { ok: false, reason: 'disabled', name: linked.name }
-      return { ok: true, accountId: linked.accountId, name: linked.name, admin: linked.admin, created: linked.outcome === 'created' }
+      return {
+        ok: true,
+        accountId: linked.accountId,
+        name: linked.name,
+        admin: linked.admin,
+        created: linked.outcome === 'created',
+      }
     },
 
     /** Whether an account was made by (is linked to) this provider: its sign-out may offer the provider's. */

@@ -1,5 +1,5 @@
-// Accounts and API keys on either engine: each read-decide-write is ONE method, its decision a typed outcome,
-// with `within(tx, …)` run in its transaction after the write (synchronous on SQLite). Design notes: ARCHITECTURE (accounts).
+// Accounts and API keys on either engine: each read-decide-write is ONE method, its decision a typed outcome, with
+// `within(tx, …)` run in its transaction after the write (synchronous on SQLite). Notes: ARCHITECTURE (accounts).
 import type { Written } from '../../db/written'
 
 export interface AccountRow {
@@ -76,7 +76,9 @@ export interface NewAccount {
 }
 
 /** Why a disable or a deletion was refused: no such account, the caller's own, or the last active administrator. */
-export type Refusal = { ok: false; reason: 'not_found' } | { ok: false; reason: 'own_account' | 'last_admin'; account: AccountRow }
+export type Refusal =
+  | { ok: false; reason: 'not_found' }
+  | { ok: false; reason: 'own_account' | 'last_admin'; account: AccountRow }
 
 /** A disable done: the account as it was before, and its dashboard sessions ended. */
 export type Disabled = { ok: true; account: AccountRow; sessionsEnded: number }
@@ -99,7 +101,7 @@ export interface AccountReads {
 
   /** The key with its account, any state (null: none). */
   keyById(id: number): Promise<KeyWithAccount | null>
-  /** The key of this hash with its account, when the key is not revoked and its account not disabled; null otherwise. */
+  /** The key of this hash with its account, when the key is not revoked and its account not disabled. */
   activeKeyByHash(hash: string): Promise<KeyWithAccount | null>
   keysOfAccount(accountId: number): Promise<KeyWithAccount[]>
   allKeys(): Promise<KeyWithAccount[]>
@@ -135,8 +137,14 @@ export interface AccountStorage<Tx> extends AccountReads {
    * Inside the caller's transaction (a report closed by disabling its owner): setDisabled's disable; `then` runs
    * there with the outcome, and a refusal thrown there rolls the caller's change back. SQLite: done on return.
    */
-  disableIn(tx: Tx, name: string, at: number, actorId: number | null, then: (tx: Tx, outcome: Disabled | Refusal) => unknown): Written<unknown>
-  /** Deletes the named account (its keys, sessions, mailboxes, webhooks, identity); its links stay, or (withLinks) go. */
+  disableIn(
+    tx: Tx,
+    name: string,
+    at: number,
+    actorId: number | null,
+    then: (tx: Tx, outcome: Disabled | Refusal) => unknown,
+  ): Written<unknown>
+  /** Deletes the named account (keys, sessions, mailboxes, webhooks, identity go); its links stay, or (withLinks) go. */
   deleteAccount(
     name: string,
     withLinks: boolean,

@@ -43,7 +43,12 @@ const key = (r: any): KeyRow => ({
   revoked: intOrNull(r.revoked),
 })
 
-const keyWithAccount = (r: any): KeyWithAccount => ({ ...key(r), account_name: r.account_name, admin: int(r.admin), disabled: intOrNull(r.disabled) })
+const keyWithAccount = (r: any): KeyWithAccount => ({
+  ...key(r),
+  account_name: r.account_name,
+  admin: int(r.admin),
+  disabled: intOrNull(r.disabled),
+})
 
 const summary = (r: any): AccountSummaryRow => ({
   id: int(r.id),
@@ -84,7 +89,11 @@ const KEYS_CHANGED = encodeChanges('db', ACCOUNT_TOPIC, ['keys'])[0]!
 export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } = {}): AccountStorage<TransactionSQL> {
   // True until the feed says nothing is missed: set by every notification and every resync.
   let changed = true
-  opts.changes?.subscribe(ACCOUNT_TOPIC, () => void (changed = true), () => void (changed = true))
+  opts.changes?.subscribe(
+    ACCOUNT_TOPIC,
+    () => void (changed = true),
+    () => void (changed = true),
+  )
   const notify = (tx: SQL) => tx`SELECT pg_notify(${CHANNEL}, ${KEYS_CHANGED})`
   const insertKey = async (tx: SQL, accountId: number, k: NewKey, now: number) =>
     key(
@@ -101,21 +110,35 @@ export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } 
    * enabled meanwhile), and two such changes could then wait on each other. A deletion locks FOR UPDATE from
    * the start, so that it never has to strengthen a lock it holds.
    */
-  async function lockForRemoval(tx: SQL, name: string, actorId: number | null, lock: 'FOR UPDATE' | 'FOR NO KEY UPDATE'): Promise<AccountRow | Refusal> {
+  async function lockForRemoval(
+    tx: SQL,
+    name: string,
+    actorId: number | null,
+    lock: 'FOR UPDATE' | 'FOR NO KEY UPDATE',
+  ): Promise<AccountRow | Refusal> {
     const rows: AccountRow[] = (
-      await tx.unsafe(`SELECT ${ACCOUNT} FROM accounts WHERE (admin = 1 AND disabled IS NULL) OR name = $1 ORDER BY id ${lock}`, [name])
+      await tx.unsafe(
+        `SELECT ${ACCOUNT} FROM accounts WHERE (admin = 1 AND disabled IS NULL) OR name = $1 ORDER BY id ${lock}`,
+        [name],
+      )
     ).map(account)
     // The rows as they are now: one that waited for another node's commit was read again after it.
     const target = rows.find((r) => r.name === name)
     if (!target) return { ok: false, reason: 'not_found' }
     if (actorId === target.id) return { ok: false, reason: 'own_account', account: target }
     const admins = rows.filter((r) => r.admin === 1 && r.disabled === null).length
-    if (target.admin === 1 && target.disabled === null && admins <= 1) return { ok: false, reason: 'last_admin', account: target }
+    if (target.admin === 1 && target.disabled === null && admins <= 1)
+      return { ok: false, reason: 'last_admin', account: target }
     return target
   }
 
   /** A disable (at: unix ms) or an enable (null) in `tx`, on the rows it locked: setDisabled's decision. */
-  async function disable(tx: SQL, name: string, at: number | null, actorId: number | null): Promise<Disabled | Refusal> {
+  async function disable(
+    tx: SQL,
+    name: string,
+    at: number | null,
+    actorId: number | null,
+  ): Promise<Disabled | Refusal> {
     let target: AccountRow
     if (at !== null) {
       const locked = await lockForRemoval(tx, name, actorId, 'FOR NO KEY UPDATE')
@@ -133,7 +156,9 @@ export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } 
   }
 
   const keyWhere = async (tx: SQL, id: number) =>
-    (await tx`SELECT ${tx.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ${id}`)[0]
+    (
+      await tx`SELECT ${tx.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ${id}`
+    )[0]
 
   return {
     async accountByName(name) {
@@ -151,13 +176,18 @@ export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } 
       return r ? account(r) : null
     },
     count: async () => int((await sql`SELECT count(*) AS n FROM accounts`)[0].n),
-    activeAdmins: async () => int((await sql`SELECT count(*) AS n FROM accounts WHERE admin = 1 AND disabled IS NULL`)[0].n),
-    accountPage: async (limit, offset) => (await sql`SELECT ${sql.unsafe(SUMMARY)} FROM accounts a ORDER BY a.id LIMIT ${limit} OFFSET ${offset}`).map(summary),
+    activeAdmins: async () =>
+      int((await sql`SELECT count(*) AS n FROM accounts WHERE admin = 1 AND disabled IS NULL`)[0].n),
+    accountPage: async (limit, offset) =>
+      (await sql`SELECT ${sql.unsafe(SUMMARY)} FROM accounts a ORDER BY a.id LIMIT ${limit} OFFSET ${offset}`).map(
+        summary,
+      ),
     async accountSummary(id) {
       const [r] = await sql`SELECT ${sql.unsafe(SUMMARY)} FROM accounts a WHERE a.id = ${id}`
       return r ? summary(r) : null
     },
-    linkCount: async (accountId) => int((await sql`SELECT count(*) AS n FROM links WHERE account_id = ${accountId}`)[0].n),
+    linkCount: async (accountId) =>
+      int((await sql`SELECT count(*) AS n FROM links WHERE account_id = ${accountId}`)[0].n),
     async setLastSignin(accountId, at, tx) {
       await (tx ?? sql)`UPDATE accounts SET last_signin = ${at} WHERE id = ${accountId}`
     },
@@ -167,17 +197,27 @@ export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } 
       return r ? keyWithAccount(r) : null
     },
     async activeKeyByHash(hash) {
-      const [r] = await sql`SELECT ${sql.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id
+      const [r] =
+        await sql`SELECT ${sql.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id
                             WHERE k.hash = ${hash} AND k.revoked IS NULL AND a.disabled IS NULL`
       return r ? keyWithAccount(r) : null
     },
     keysOfAccount: async (accountId) =>
-      (await sql`SELECT ${sql.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.account_id = ${accountId} ORDER BY k.id`).map(keyWithAccount),
-    allKeys: async () => (await sql`SELECT ${sql.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id ORDER BY k.id`).map(keyWithAccount),
-    keysByPrefix: async (prefix) => (await sql`SELECT ${sql.unsafe(KEY)} FROM api_keys k WHERE k.prefix = ${prefix}`).map(key),
+      (
+        await sql`SELECT ${sql.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.account_id = ${accountId} ORDER BY k.id`
+      ).map(keyWithAccount),
+    allKeys: async () =>
+      (
+        await sql`SELECT ${sql.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id ORDER BY k.id`
+      ).map(keyWithAccount),
+    keysByPrefix: async (prefix) =>
+      (await sql`SELECT ${sql.unsafe(KEY)} FROM api_keys k WHERE k.prefix = ${prefix}`).map(key),
     keysOfAccountNewest: async (accountId, limit) =>
-      (await sql`SELECT ${sql.unsafe(KEY)} FROM api_keys k WHERE k.account_id = ${accountId} ORDER BY k.id DESC LIMIT ${limit}`).map(key),
-    activeKeyCount: async (accountId) => int((await sql`SELECT count(*) AS n FROM api_keys WHERE account_id = ${accountId} AND revoked IS NULL`)[0].n),
+      (
+        await sql`SELECT ${sql.unsafe(KEY)} FROM api_keys k WHERE k.account_id = ${accountId} ORDER BY k.id DESC LIMIT ${limit}`
+      ).map(key),
+    activeKeyCount: async (accountId) =>
+      int((await sql`SELECT count(*) AS n FROM api_keys WHERE account_id = ${accountId} AND revoked IS NULL`)[0].n),
     async touchKey(id, now) {
       await sql`UPDATE api_keys SET last_used = ${now} WHERE id = ${id}`
     },
@@ -218,7 +258,11 @@ export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } 
         if ('ok' in locked) return locked
         // The account's row is locked FOR UPDATE: no link can be given to it until this commits.
         const links = int((await tx`SELECT count(*) AS n FROM links WHERE account_id = ${locked.id}`)[0].n)
-        const deletedLinks = withLinks ? (await tx`DELETE FROM links WHERE account_id = ${locked.id} RETURNING code`).map((r: { code: string }) => r.code) : []
+        const deletedLinks = withLinks
+          ? (await tx`DELETE FROM links WHERE account_id = ${locked.id} RETURNING code`).map(
+              (r: { code: string }) => r.code,
+            )
+          : []
         await tx`DELETE FROM accounts WHERE id = ${locked.id}`
         await notify(tx)
         if (within) await within(tx, locked, links)
@@ -254,7 +298,9 @@ export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } 
       return sql.begin(async (tx) => {
         const [row] = await tx`SELECT ${tx.unsafe(ACCOUNT)} FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE`
         if (!row) return { ok: false as const, reason: 'not_found' as const }
-        const active = int((await tx`SELECT count(*) AS n FROM api_keys WHERE account_id = ${accountId} AND revoked IS NULL`)[0].n)
+        const active = int(
+          (await tx`SELECT count(*) AS n FROM api_keys WHERE account_id = ${accountId} AND revoked IS NULL`)[0].n,
+        )
         if (active >= limits.max) return { ok: false as const, reason: 'full' as const }
         await tx`DELETE FROM api_keys WHERE account_id = ${accountId} AND revoked IS NOT NULL AND id NOT IN
                    (SELECT id FROM api_keys WHERE account_id = ${accountId} AND revoked IS NOT NULL ORDER BY revoked DESC, id DESC LIMIT ${limits.keepRevoked})`
@@ -267,7 +313,8 @@ export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } 
 
     async editKeyOfAccount(id, accountId, label, scopes, within) {
       return sql.begin(async (tx) => {
-        const [b] = await tx`SELECT ${tx.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ${id} FOR UPDATE OF k`
+        const [b] =
+          await tx`SELECT ${tx.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ${id} FOR UPDATE OF k`
         if (!b) return null
         const [a] = await tx`UPDATE api_keys SET label = ${label}, scopes = ${scopes}
                              WHERE id = ${id} AND account_id = ${accountId} AND revoked IS NULL RETURNING *`
@@ -282,7 +329,8 @@ export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } 
 
     async revokeKeyOfAccount(id, accountId, now, within) {
       return sql.begin(async (tx) => {
-        const r = await tx`UPDATE api_keys SET revoked = ${now} WHERE id = ${id} AND account_id = ${accountId} AND revoked IS NULL`
+        const r =
+          await tx`UPDATE api_keys SET revoked = ${now} WHERE id = ${id} AND account_id = ${accountId} AND revoked IS NULL`
         if (r.count !== 1) return null
         await notify(tx)
         const revoked = keyWithAccount(await keyWhere(tx, id))

@@ -243,7 +243,9 @@ export function sqliteAccountStorage(db: Db): AccountStorage<Db> {
     },
 
     async revokeKeyOfAccount(id, accountId, now, within) {
-      return db.transaction(() => (s.revokeOfAccount.run(now, id, accountId).changes > 0 ? revoked(id, within) : null))()
+      return db.transaction(() =>
+        s.revokeOfAccount.run(now, id, accountId).changes > 0 ? revoked(id, within) : null,
+      )()
     },
 
     async revokeKey(id, now, within) {

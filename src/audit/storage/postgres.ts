@@ -51,7 +51,8 @@ export function postgresAuditRows(sql: SQL): AuditRows<TransactionSQL> {
     },
 
     async since(from, afterId, limit) {
-      const rows = await sql`SELECT id, at, actor_kind, actor_id, actor_name, action, target, detail, address FROM audit_log
+      const rows =
+        await sql`SELECT id, at, actor_kind, actor_id, actor_name, action, target, detail, address FROM audit_log
                               WHERE at >= ${String(from)}::bigint AND id > ${String(afterId)}::bigint ORDER BY id LIMIT ${limit}`
       return rows.map(row)
     },

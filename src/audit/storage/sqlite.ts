@@ -67,7 +67,8 @@ export function sqliteAuditRows(db: Db): AuditRows<Db> {
   return {
     // Not async: the row is written (or the error thrown) inside the caller's synchronous transaction.
     insert(tx, row) {
-      if (!tx.inTransaction) throw new Error(`audit: ${row.action} must be written inside the transaction of its change`)
+      if (!tx.inTransaction)
+        throw new Error(`audit: ${row.action} must be written inside the transaction of its change`)
       return insert(statementsOf(tx), row)
     },
     insertAlone: async (row) => insert(s, row),

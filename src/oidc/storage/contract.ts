@@ -15,7 +15,7 @@ export interface SignIn {
   sub: string
   /** The name wanted for a new account (accountNameFrom): taken as it is when free, else with -2, -3, … */
   name: string
-  /** What the provider's groups say (null: no admin_groups, leave admin as linkbox has it; a new account is not one). */
+  /** What the provider's groups say (null: no admin_groups: admin left as it is; a new account is not one). */
   admin: boolean | null
   now: number
 }

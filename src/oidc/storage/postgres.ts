@@ -18,17 +18,20 @@ const identity = (r: any): IdentityRow => ({
 export function postgresIdentityStorage(sql: SQL): IdentityStorage<TransactionSQL> {
   return {
     async find(issuer, sub) {
-      const [r] = await sql`SELECT issuer, sub, account_id, created, last_seen FROM oidc_identities WHERE issuer = ${issuer} AND sub = ${sub}`
+      const [r] =
+        await sql`SELECT issuer, sub, account_id, created, last_seen FROM oidc_identities WHERE issuer = ${issuer} AND sub = ${sub}`
       return r ? identity(r) : null
     },
     async ofAccount(accountId) {
-      const [r] = await sql`SELECT issuer, sub, account_id, created, last_seen FROM oidc_identities WHERE account_id = ${accountId}`
+      const [r] =
+        await sql`SELECT issuer, sub, account_id, created, last_seen FROM oidc_identities WHERE account_id = ${accountId}`
       return r ? identity(r) : null
     },
     async link(input, within) {
       return sql.begin(async (tx): Promise<Linked> => {
         await tx`SELECT pg_advisory_xact_lock(${SIGN_IN_LOCK_CLASS}::int, hashtext(${`${input.issuer}\n${input.sub}`}))`
-        const [known] = await tx`SELECT a.id, a.name, a.admin, a.disabled FROM oidc_identities i JOIN accounts a ON a.id = i.account_id
+        const [known] =
+          await tx`SELECT a.id, a.name, a.admin, a.disabled FROM oidc_identities i JOIN accounts a ON a.id = i.account_id
                                  WHERE i.issuer = ${input.issuer} AND i.sub = ${input.sub} FOR NO KEY UPDATE OF a`
         if (known) {
           const accountId = Number(known.id)
@@ -46,7 +49,8 @@ export function postgresIdentityStorage(sql: SQL): IdentityStorage<TransactionSQ
           const name = n === 1 ? input.name : `${input.name}-${n}`
           // Names compare in any case: Carol is taken when carol exists (the lock: another node's Carol waits).
           if (await lockAccountName(tx, name)) continue
-          const [made] = await tx`INSERT INTO accounts (name, password_hash, admin, created) VALUES (${name}, NULL, ${admin ? 1 : 0}, ${input.now})
+          const [made] =
+            await tx`INSERT INTO accounts (name, password_hash, admin, created) VALUES (${name}, NULL, ${admin ? 1 : 0}, ${input.now})
                                   ON CONFLICT (name) DO NOTHING RETURNING id`
           if (!made) continue
           const accountId = Number(made.id)

@@ -44,7 +44,13 @@ export function sqliteIdentityStorage(db: Db): IdentityStorage<Db> {
           const adminBefore = row.admin === 1
           const admin = input.admin ?? adminBefore
           if (admin !== adminBefore) setAdmin.run(admin ? 1 : 0, known.account_id)
-          const linked: Linked = { outcome: 'signed_in', accountId: known.account_id, name: row.name, admin, adminBefore }
+          const linked: Linked = {
+            outcome: 'signed_in',
+            accountId: known.account_id,
+            name: row.name,
+            admin,
+            adminBefore,
+          }
           if (within) syncWithin(within(db, linked))
           return linked
         }
