@@ -29,10 +29,8 @@ export function keyChanges<Tx>({ store, clock, record, forgetKeys }: AccountCont
     },
 
     /**
-     * A key for the account with this id (the dashboard's signed-in account), within MAX_ACTIVE_KEYS; the
-     * account's revoked keys beyond the REVOKED_KEYS_KEPT latest are deleted in the same transaction.
-     * `within` runs in that transaction after the insert (the dashboard claims its form token there; on
-     * SQLite it must be synchronous); when it throws, no key is made.
+     * A key for the dashboard's account, within MAX_ACTIVE_KEYS (revoked ones beyond REVOKED_KEYS_KEPT go); `within`
+     * runs in that transaction (the form token's claim; synchronous on SQLite): when it throws, no key is made.
      */
     async createKeyForAccount(
       input: { accountId: number; scopes: Scope[]; label?: string },

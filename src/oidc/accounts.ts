@@ -61,10 +61,8 @@ export function createProviderAccounts<Tx>(deps: {
 
   return {
     /**
-     * The account for this person, made (or its admin flag brought in line with the groups) in one
-     * decision of the identity storage: two first sign-ins at once make one account, and no await sits
-     * between the read and the write. A made account, or its admin flag changed by the groups, is written to
-     * the audit log in the same transaction. A disabled account is not signed in.
+     * The account for this person, made (or its admin flag brought in line with the groups) in one decision of
+     * the identity storage, with its audit row in the same transaction. A disabled account is not signed in.
      */
     async link(claims: ProviderClaims, address: string): Promise<LinkResult> {
       const groups = groupsOf(claims.groups)

@@ -73,19 +73,11 @@ const SUMMARY = `a.id, a.name, a.admin, a.created, a.disabled, a.last_signin, (a
   (SELECT count(*) FROM api_keys k WHERE k.account_id = a.id AND k.revoked IS NULL) AS keys,
   (SELECT count(*) FROM mailboxes m WHERE m.account_id = a.id) AS mailboxes`
 
-/**
- * What a change that may turn a cached key away says on the change feed's channel, from inside its transaction:
- * PostgreSQL delivers a NOTIFY at the commit, and never for a rollback, so every node (this one too: the
- * origin is no node's) hears of exactly the committed revokes, edits, disables and deletions, whichever
- * process made them — a node, or `linkbox key revoke` on the command line.
- */
+// Sent from inside a change that may turn a cached key away: NOTIFY is delivered at the commit, never for a
+// rollback, so every node (this one too) hears of exactly the committed revokes, edits, disables and deletions.
 const KEYS_CHANGED = encodeChanges('db', ACCOUNT_TOPIC, ['keys'])[0]!
 
-/**
- * `changes`: this node's feed (db/postgres/changes.ts); with it keysChanged() answers true only after a
- * notification (or a lost connection, when messages may have been missed), so the service's key cache holds.
- * Without one (the command line, which caches nothing): always true.
- */
+/** `changes`: this node's feed; with it keysChanged() is true only after a notification or a resync, else always. */
 export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } = {}): AccountStorage<TransactionSQL> {
   // True until the feed says nothing is missed: set by every notification and every resync.
   let changed = true
@@ -104,11 +96,8 @@ export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } 
     )
 
   /**
-   * The named account locked for a disable or a deletion, with every active administrator's row (see the
-   * header), and the refusal when there is one. One statement locks them all in id order: locking the target
-   * after the administrators would take it out of order when it is not one of them (a disabled administrator
-   * enabled meanwhile), and two such changes could then wait on each other. A deletion locks FOR UPDATE from
-   * the start, so that it never has to strengthen a lock it holds.
+   * The named account locked for a disable or a deletion with every active administrator's row, in one statement
+   * and in id order (so two such changes never wait on each other); the refusal when there is one.
    */
   async function lockForRemoval(
     tx: SQL,
