@@ -3,7 +3,7 @@
 // methods, the router over all their routes, and the request pipeline in front. Tests build exactly this
 // with a temporary data directory; `linkbox serve` builds it and listens.
 import { mkdirSync } from 'node:fs'
-import { createAccountService } from '../accounts/service'
+import { createAccountService } from '../accounts'
 import { createAuditFeature } from '../audit/feature'
 import { createClicksFeature } from '../clicks/feature'
 import type { Config } from '../kernel/config'
@@ -79,7 +79,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     // outbox knows who subscribes and wakes the deliverers (on PostgreSQL every node's, through the feed).
     outbox: backend.db ? createOutbox(backend.db, clock, log) : createQueueOutbox({ queue: storages.queue, changes: backend.changes, log }),
     changes: backend.changes,
-    accounts: withStorages(backend, (engine) => createAccountService(engine, clock)),
+    accounts: withStorages(backend, (s) => createAccountService({ accounts: s.accounts, audit: s.audit }, clock)),
     signer: createLinkSigner(backend.signingSecret),
     limiter: createRateLimiter(clock),
     metrics,

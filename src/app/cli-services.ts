@@ -3,8 +3,8 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { SQL, TransactionSQL } from 'bun'
-import type { AccountService } from '../accounts/service'
-import type { AuditRows } from '../audit/storage'
+import type { AccountService } from '../accounts'
+import type { AuditRows } from '../audit'
 import type { Config } from '../kernel/config'
 import type { Db } from '../db/sqlite'
 import type { ChangeFeed } from '../db/changes'
@@ -17,15 +17,15 @@ type StoreName = 'accounts' | 'audit' | 'endpoints' | 'queue'
 type Loaders<C, Tx> = { [K in StoreName]: (connection: C) => Promise<Storages<Tx>[K]> }
 
 const sqliteStores: Loaders<Db, Db> = {
-  accounts: async (db) => (await import('../accounts/storage')).sqliteAccountStorage(db),
-  audit: async (db) => (await import('../audit/storage')).sqliteAuditRows(db),
+  accounts: async (db) => (await import('../accounts/storage/sqlite')).sqliteAccountStorage(db),
+  audit: async (db) => (await import('../audit/storage/sqlite')).sqliteAuditRows(db),
   endpoints: async (db) => (await import('../webhooks/endpoints')).sqliteEndpointRows(db),
   queue: async (db) => (await import('../webhooks/queue')).sqliteWebhookQueue(db),
 }
 
 const postgresStores: Loaders<SQL, TransactionSQL> = {
-  accounts: async (sql) => (await import('../accounts/storage-postgres')).postgresAccountStorage(sql),
-  audit: async (sql) => (await import('../audit/storage-postgres')).postgresAuditRows(sql),
+  accounts: async (sql) => (await import('../accounts/storage/postgres')).postgresAccountStorage(sql),
+  audit: async (sql) => (await import('../audit/storage/postgres')).postgresAuditRows(sql),
   endpoints: async (sql) => (await import('../webhooks/endpoints-postgres')).postgresEndpointRows(sql),
   queue: async (sql) => (await import('../webhooks/queue-postgres')).postgresWebhookQueue(sql),
 }
@@ -55,7 +55,7 @@ function services<C, Tx>(
   return {
     accounts: () =>
       once('accountService', async () => {
-        const { createAccountService } = await import('../accounts/service')
+        const { createAccountService } = await import('../accounts')
         const [accounts, audit] = await Promise.all([store('accounts'), store('audit')])
         return createAccountService({ accounts, audit }) as AccountService
       }),

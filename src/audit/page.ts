@@ -8,7 +8,7 @@ import { when, type Shell } from '../dashboard/shell'
 import { AppError } from '../kernel/errors'
 import { escapeHtml } from '../web/render'
 import { ACTIONS, actorText, type AuditFilter, type AuditPage, type AuditReader } from './service'
-import type { AuditRow } from './store'
+import type { AuditRow } from './storage/contract'
 
 const e = escapeHtml
 /** The groups of actions the filter offers before the actions themselves. */

@@ -1,16 +1,7 @@
-// The audit log (SPEC §7): who changed what. One row per change to accounts, keys, webhooks and settings,
-// per sign-in (failed ones too: the name tried, never the password) and per admin action, with the time,
-// the actor as it was then, a stable dotted action name, a readable target and the client address.
-//
-// A row is part of its change: it is written inside the transaction that makes the change, through
-// AuditRows.insert(tx, auditRow(who, entry, now)) in the storage call's `within` (storage.ts; either engine),
-// so a change that does not commit leaves no row and a change that commits always has its row. `who` is the
-// caller: byAccount(caller, clientIp(request)) in a page or the API, CLI on the command line. The services
-// take it as their last argument (`by`). A row of no change (a failed sign-in, a reload of the config) goes
-// through AuditRows.insertAlone. The page, the sweep and `linkbox audit` read through createAuditReader.
+// The audit log (SPEC §7): who changed what. A row is part of its change, written by AuditRows.insert(tx, …) in
+// the storage call's `within`; a row of no change goes through insertAlone. Design notes: ARCHITECTURE (audit).
 import { AppError, invalidParameter } from '../kernel/errors'
-import type { AuditRows } from './storage'
-import type { AuditInsert, AuditQuery, AuditRow } from './store'
+import type { AuditInsert, AuditQuery, AuditRow, AuditRows } from './storage/contract'
 
 export type Actor =
   | { kind: 'account'; id: number; name: string }
@@ -165,7 +156,7 @@ function pageOf(rows: AuditRow[], limit: number): AuditPage {
  * PostgreSQL's, as the composition root hands it): every call is async. The rows themselves are written by
  * the services, in their changes' transactions (AuditRows.insert).
  */
-export function createAuditReader(rows: AuditRows<unknown>, clock: () => number = Date.now) {
+export function createAuditReader(rows: Pick<AuditRows<unknown>, 'page' | 'since' | 'removeOlder'>, clock: () => number = Date.now) {
   return {
     /** One page of the log, newest first, filtered; `next` is the `before` of the page after it (null: none). */
     async page(filter: AuditFilter = {}): Promise<AuditPage> {

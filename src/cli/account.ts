@@ -20,7 +20,7 @@ export async function run(invocation: Invocation): Promise<number> {
     if (running) throw new ConfigError(`account delete --with-links: ${running}, which keeps visited links in memory; delete the account from the dashboard (Admin), or stop the service first`)
   }
   const password = values.password === '-' ? await readStdin() : values.password
-  const [{ printable }, { CLI }] = await Promise.all([import('../accounts/service'), import('../audit/service')])
+  const [{ printable }, { CLI }] = await Promise.all([import('../accounts'), import('../audit')])
   const accounts = await (await cx.open()).accounts()
   try {
     switch (sub) {

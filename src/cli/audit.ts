@@ -19,7 +19,7 @@ export async function run(invocation: Invocation): Promise<number> {
   if (sub !== undefined) throw new ConfigError('usage: linkbox audit [--since DATE] [--json]')
   const json = !!values.json
   const from = values.since === undefined ? 0 : sinceOf(values.since)
-  const [{ printable }, { actorText, auditJson, AUDIT_PAGE_MAX }] = await Promise.all([import('../accounts/service'), import('../audit/service')])
+  const [{ printable }, { actorText, auditJson, AUDIT_PAGE_MAX }] = await Promise.all([import('../accounts'), import('../audit')])
   const audit = await (await cx.open()).audit()
   try {
     if (!json) console.log(['time', 'actor', 'action', 'target', 'address', 'detail'].join('\t'))

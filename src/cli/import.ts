@@ -1,6 +1,7 @@
 // `linkbox import FILE --account NAME [--format F]`: the same import as POST /api/import.json, into that account,
 // through the whole app (its link service, blocklists and webhook events).
 import { readFileSync, statSync } from 'node:fs'
+import { SCOPES } from '../kernel/caller'
 import { AppError, ConfigError } from '../kernel/errors'
 import type { Invocation } from './args'
 import { context } from './context'
@@ -11,7 +12,7 @@ export async function run(invocation: Invocation): Promise<number> {
   if (!file || arg || !values.account) throw new ConfigError('usage: linkbox import FILE --account NAME [--format F]')
   const accountName = values.account
   const format = values.format ?? 'csv'
-  const [{ IMPORT_FORMATS, MAX_IMPORT_BYTES, importLinks }, { printable, SCOPES }] = await Promise.all([import('../links/import'), import('../accounts/service')])
+  const [{ IMPORT_FORMATS, MAX_IMPORT_BYTES, importLinks }, { printable }] = await Promise.all([import('../links/import'), import('../accounts')])
   if (!(IMPORT_FORMATS as readonly string[]).includes(format)) throw new ConfigError(`--format must be one of: ${IMPORT_FORMATS.join(', ')}`)
   let size: number
   try {

@@ -6,7 +6,7 @@ import { context } from './context'
 export async function run(invocation: Invocation): Promise<number> {
   const cx = context(invocation)
   const { sub, arg, values } = cx
-  const [{ parseScopes, printable }, { CLI }] = await Promise.all([import('../accounts/service'), import('../audit/service')])
+  const [{ parseScopes, printable }, { CLI }] = await Promise.all([import('../accounts'), import('../audit')])
   const accounts = await (await cx.open()).accounts()
   try {
     if (sub === 'create' && arg) {

@@ -33,7 +33,7 @@ async function serve({ config, configPath, linkbox: openLinkbox }: Context) {
   // On PostgreSQL: connected, the schema brought up to date (once, whichever node is first) and listening
   // to the other nodes' changes before anything is answered.
   const box = await openLinkbox()
-  const { auditRow, CLI } = await import('../audit/service')
+  const { auditRow, CLI } = await import('../audit')
   // The blocklists hold before the first visit is answered (a million hosts load in about a second).
   if (config.links.blocklist_files.length) logBlocklist(log, 'start', await box.abuse.reloadBlocklist())
   const server = box.listen()

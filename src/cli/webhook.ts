@@ -12,7 +12,7 @@ export async function run(invocation: Invocation): Promise<number> {
     if (!text || !/^[1-9][0-9]{0,14}$/.test(text)) throw new ConfigError(usage)
     return Number(text)
   }
-  const [{ printable }, { CLI }] = await Promise.all([import('../accounts/service'), import('../audit/service')])
+  const [{ printable }, { CLI }] = await Promise.all([import('../accounts'), import('../audit')])
   const webhooks = await (await cx.open()).webhooks()
   try {
     if (sub === 'create' && arg && arg2) {

@@ -8,7 +8,7 @@ import { AppError } from '../kernel/errors'
 import { escapeHtml } from '../web/render'
 import { REPORTS, tabs } from './admin'
 import type { DashboardDeps } from './index'
-import { byAccount } from '../audit/service'
+import { byAccount } from '../audit'
 import type { Session } from './sessions'
 import { when } from './shell'
 

@@ -15,7 +15,7 @@ import { rateKeyOf } from '../web/client-ip'
 import { escapeHtml, fill } from '../web/render'
 import type { DashboardDeps } from './index'
 import { randomToken, type SignIn } from './sessions'
-import { byAccount } from '../audit/service'
+import { byAccount } from '../audit'
 import { safeNext, SESSION_ENDED } from './shell'
 
 export { safeNext }

@@ -2,7 +2,7 @@
 // section — links.ts, keys.ts (the API section), mail.ts, webhooks.ts, admin.ts — each an Elysia plugin
 // over the same services the API uses, with the signed-in account as the caller.
 import { Elysia } from 'elysia'
-import type { AccountService } from '../accounts/service'
+import type { AccountService } from '../accounts'
 import type { Config } from '../kernel/config'
 import type { Storages } from '../app/storages'
 import type { RateLimiter } from '../web/rate-limit'

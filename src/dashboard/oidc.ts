@@ -6,8 +6,8 @@
 // /login, which no short link can take (links/validate.ts RESERVED_CODES).
 import { Elysia } from 'elysia'
 import { rateKeyOf } from '../web/client-ip'
-import { createProviderAccounts } from '../oidc/accounts'
-import { createOidcClient, describe, SignInRefused, type PendingEntry, type PendingSignIns } from '../oidc/client'
+import { createProviderAccounts } from '../oidc'
+import { createOidcClient, describe, SignInRefused, type PendingEntry, type PendingSignIns } from '../oidc'
 import { escapeHtml } from '../web/render'
 import type { DashboardDeps } from './index'
 import { cookiesOf, safeNext } from './shell'

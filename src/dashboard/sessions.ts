@@ -15,8 +15,9 @@
 // - Synchronous: only turning a row into a Session.
 import { randomBytes } from 'node:crypto'
 import type { Caller } from '../kernel/caller'
-import { hashKey, SCOPES } from '../accounts/service'
-import { accountTarget, auditRow, type Who } from '../audit/service'
+import { hashKey } from '../accounts'
+import { SCOPES } from '../kernel/caller'
+import { accountTarget, auditRow, type Who } from '../audit'
 import type { Storages } from '../app/storages'
 import { createPasswordGate, type Verifier } from '../links/password-gate'
 import type { SessionWithAccount } from './store'

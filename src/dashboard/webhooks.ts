@@ -14,7 +14,7 @@ import { DEFAULT_EVENTS, EVENT_TYPES } from '../kernel/outbox'
 import { MAX_ENDPOINTS } from '../webhooks/service'
 import { RepeatedForm } from './form-tokens'
 import type { DashboardDeps } from './index'
-import { byAccount } from '../audit/service'
+import { byAccount } from '../audit'
 import type { Session } from './sessions'
 import { when, withParam } from './shell'
 

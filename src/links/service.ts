@@ -13,7 +13,7 @@
 // - The cache of visited rows is dropped per code on every change this process publishes or hears of
 //   (db/changes.ts), and a read that was under way when its code changed does not keep its row.
 import type { Caller } from '../kernel/caller'
-import { randomBase62 } from '../accounts/service'
+import { randomBase62 } from '../accounts'
 import { MAX_NAMES, OTHER } from '../clicks/classify'
 import type { ClickRecorder } from '../clicks/recorder'
 import type { ClickCounts } from '../clicks/counts'

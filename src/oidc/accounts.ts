@@ -1,10 +1,7 @@
-// Who a provider's person is in linkbox: the account linked to the issuer and `sub` (SPEC §7), made at the
-// first sign-in and named from `preferred_username`; never found by name or e-mail (a name can be taken
-// over at the provider, or by a password account here). `admin_groups`, when set, decides admin at each
-// sign-in of a linked account: in one of the groups, admin; in none, not (an admin removed from the group
-// at the provider loses it at the next sign-in). With no admin_groups, admin is left as linkbox has it.
-import { accountTarget, auditRow } from '../audit/service'
-import type { Storages } from '../app/storages'
+// Who a provider's person is in linkbox: the account linked to the issuer and `sub`, made at the first sign-in
+// (never found by name or e-mail); admin_groups, when set, decide admin at each sign-in. Notes: ARCHITECTURE (oidc).
+import { accountTarget, auditRow, type AuditRows } from '../audit'
+import type { IdentityStorage } from './storage/contract'
 
 /** What a sign-in learned from the provider (the ID token's claims, completed by UserInfo). */
 export interface ProviderClaims {
@@ -47,19 +44,25 @@ export function groupsOf(claim: unknown): string[] {
   return []
 }
 
-/** What single sign-on's accounts are handed: the identity storage and the audit log's rows, of one engine. */
-export type ProviderStorages<Tx> = Pick<Storages<Tx>, 'identities' | 'audit'>
+/** What single sign-on's accounts are handed: the identity storage and the audit log's insert, of one engine. */
+export interface ProviderStorages<Tx> {
+  identities: IdentityStorage<Tx>
+  audit: Pick<AuditRows<Tx>, 'insert'>
+}
 
-export function createProviderAccounts<Tx>(deps: { storages: ProviderStorages<Tx>; clock: () => number; issuer: string; adminGroups: readonly string[] }) {
+export function createProviderAccounts<Tx>(deps: {
+  storages: ProviderStorages<Tx>
+  clock: () => number
+  issuer: string
+  adminGroups: readonly string[]
+}) {
   const { storages, clock, issuer, adminGroups } = deps
   const provider = { kind: 'system' as const, name: 'single sign-on' }
 
   return {
     /**
-     * The account for this person, made (or its admin flag brought in line with the groups) in one
-     * decision of the identity storage: two first sign-ins at once make one account, and no await sits
-     * between the read and the write. A made account, or its admin flag changed by the groups, is written to
-     * the audit log in the same transaction. A disabled account is not signed in.
+     * The account for this person, made (or its admin flag brought in line with the groups) in one decision of
+     * the identity storage, with its audit row in the same transaction. A disabled account is not signed in.
      */
     async link(claims: ProviderClaims, address: string): Promise<LinkResult> {
       const groups = groupsOf(claims.groups)
@@ -72,7 +75,11 @@ export function createProviderAccounts<Tx>(deps: { storages: ProviderStorages<Tx
             tx,
             auditRow(
               { actor: { kind: 'account', id: l.accountId, name: l.name }, address },
-              { action: 'account.create', target: accountTarget(l.name, l.accountId), detail: `first sign-in with the provider ${issuer}${l.admin ? ', admin by its groups' : ''}` },
+              {
+                action: 'account.create',
+                target: accountTarget(l.name, l.accountId),
+                detail: `first sign-in with the provider ${issuer}${l.admin ? ', admin by its groups' : ''}`,
+              },
               now,
             ),
           )
@@ -81,13 +88,25 @@ export function createProviderAccounts<Tx>(deps: { storages: ProviderStorages<Tx
             tx,
             auditRow(
               { actor: provider, address },
-              { action: 'account.admin', target: accountTarget(l.name, l.accountId), detail: l.admin ? 'made an admin by its groups at the provider' : 'no longer an admin: not in admin_groups at the provider' },
+              {
+                action: 'account.admin',
+                target: accountTarget(l.name, l.accountId),
+                detail: l.admin
+                  ? 'made an admin by its groups at the provider'
+                  : 'no longer an admin: not in admin_groups at the provider',
+              },
               now,
             ),
           )
       })
       if (linked.outcome === 'disabled') return { ok: false, reason: 'disabled', name: linked.name }
-      return { ok: true, accountId: linked.accountId, name: linked.name, admin: linked.admin, created: linked.outcome === 'created' }
+      return {
+        ok: true,
+        accountId: linked.accountId,
+        name: linked.name,
+        admin: linked.admin,
+        created: linked.outcome === 'created',
+      }
     },
 
     /** Whether an account was made by (is linked to) this provider: its sign-out may offer the provider's. */

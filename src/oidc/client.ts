@@ -1,16 +1,5 @@
-// Single sign-on with an OpenID provider (SPEC §7), through openid-client: the provider's discovery document
-// (fetched at the first sign-in, not at start, cached, asked again after a failure), the authorization code
-// flow with PKCE (S256), `state` and `nonce`, and the ID token checked against the provider's keys (its
-// signature too, though it comes straight from the token endpoint) with CLOCK_TOLERANCE_S of clock skew.
-//
-// What a started sign-in needs at its callback (the PKCE verifier, the nonce, where to go after) is kept
-// under its `state`, bound to the browser that started it by a random cookie value, used once, gone after
-// PENDING_TTL_MS, at most PENDING_MAX of them (the oldest go first). Where: `pending` — the app's is the
-// database, sealed with the binding (dashboard/oidc.ts; SPEC §11: the callback may land on another node);
-// without one, this process's memory.
-//
-// openid-client is imported at the first sign-in, not with this module: it takes about 50 ms to load, which
-// a start-up (SPEC's 80 ms target, issue 21) without single sign-on, or before anyone signs in, need not pay.
+// Single sign-on with an OpenID provider (SPEC §7) through openid-client, imported at the first sign-in (about
+// 50 ms to load, which a start-up need not pay). Design notes: ARCHITECTURE (oidc).
 import { randomBytes } from 'node:crypto'
 import type * as OidcLib from 'openid-client'
 import type { Config } from '../kernel/config'

@@ -1,7 +1,7 @@
 // What a feature hands the composition root (app.ts): its routes, API methods, metrics, jobs, start and close steps;
 // the root makes the shared parts (Shared), the features in order, and wires them.
 import type { AnyElysia } from 'elysia'
-import type { AccountService } from '../accounts/service'
+import type { AccountService } from '../accounts'
 import type { Config } from '../kernel/config'
 import type { ChangeFeed } from '../db/changes'
 import type { DatabaseHealth } from '../db/health'

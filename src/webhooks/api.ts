@@ -2,7 +2,7 @@
 // secret), delete, the delivery log (deliveries), redeliver (one event) and redeliver_failed (all failed). Parameters and the answer are declared here once, as schemas: the /api
 // pipeline checks requests against them and the documents are made from them.
 import { Type, type TSchema } from '@sinclair/typebox'
-import { byAccount } from '../audit/service'
+import { byAccount } from '../audit'
 import type { ApiMethod } from '../web/api'
 import type { ApiParam } from '../web/schema'
 import { DEFAULT_EVENTS, EVENT_TYPES } from './outbox'

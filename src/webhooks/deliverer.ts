@@ -38,8 +38,8 @@
 // - Async: everything above. Synchronous: the counters, the in-flight figures, and the outbox gauge
 //   (stats.outbox), a value the loop refreshes (at most once a second after a pass that changed something,
 //   and at every look of the timer): at most MAX_SLEEP_MS (5 s) stale, a second after a change of this node.
-import { auditRow, type Who } from '../audit/service'
-import type { AuditRows } from '../audit/storage'
+import { auditRow, type Who } from '../audit'
+import type { AuditRows } from '../audit'
 import type { Config } from '../kernel/config'
 import { GuardError, guardedFetch } from '../kernel/net/guard'
 import { LEASE_MS, type HeldLease, type LeasedDelivery, type WebhookQueue } from './queue'

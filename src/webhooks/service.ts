@@ -10,8 +10,8 @@
 // (the hot path of every change, an in-memory index: outbox.ts).
 import { newSecret } from './sign'
 import type { Caller } from '../kernel/caller'
-import { auditRow, byAccount, SYSTEM, webhookTarget, type AuditEntry, type Who } from '../audit/service'
-import type { AuditRows } from '../audit/storage'
+import { auditRow, byAccount, SYSTEM, webhookTarget, type AuditEntry, type Who } from '../audit'
+import type { AuditRows } from '../audit'
 import type { Config } from '../kernel/config'
 import { iso, noteWriteSuccess, storageError, type Db } from '../db/sqlite'
 import { AppError, invalidParameter, missingParameter, notFound, notOwner } from '../kernel/errors'

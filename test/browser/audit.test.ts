@@ -4,7 +4,7 @@
 // Every page is checked with axe-core in both themes and at 390 px, and screenshotted.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
-import { CLI } from '../../src/audit/service'
+import { CLI } from '../../src/audit'
 import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 

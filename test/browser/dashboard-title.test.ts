@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
-import type { Caller } from '../../src/accounts/service'
+import type { Caller } from '../../src/kernel/caller'
 import { parseCsv } from '../../src/links/csv'
 import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'

@@ -4,9 +4,9 @@
 // from inside its transaction, so a revoked key is refused everywhere once the change has committed — and a
 // change that rolled back tells nobody.
 import { expect, test } from 'bun:test'
-import { createAccountService } from '../../src/accounts/service'
-import { postgresAccountStorage } from '../../src/accounts/storage-postgres'
-import { postgresAuditRows } from '../../src/audit/storage-postgres'
+import { createAccountService } from '../../src/accounts'
+import { postgresAccountStorage } from '../../src/accounts/storage/postgres'
+import { postgresAuditRows } from '../../src/audit/storage/postgres'
 import { postgresChangeFeed } from '../../src/db/postgres/changes'
 import { engineHarness } from '../support/engines'
 

@@ -5,7 +5,7 @@
 // it is handed (there is no SQLite database here at all). Two services on two pools stand for two nodes: one
 // alias is taken once, whichever asks first.
 import { describe, expect, test } from 'bun:test'
-import type { Caller } from '../../src/accounts/service'
+import type { Caller } from '../../src/kernel/caller'
 import { createClickRecorder } from '../../src/clicks/recorder'
 import { countsWriter } from '../../src/clicks/writer'
 import { dayOf } from '../../src/clicks/store'

@@ -5,7 +5,7 @@
 // byte; the link checks out on B before any lookup; the sweep on either removes the expired tickets.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { randomBytes } from 'node:crypto'
-import type { Caller } from '../../src/accounts/service'
+import type { Caller } from '../../src/kernel/caller'
 import { postgresStorages } from '../../src/app/storages-postgres'
 import { sqliteStorages } from '../../src/app/storages'
 import { createFaultLog } from '../../src/web/fault-log'

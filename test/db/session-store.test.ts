@@ -5,7 +5,7 @@
 // account in at once leave it exactly its newest sessions; a form token is taken once, with its transaction.
 import { describe, expect, test } from 'bun:test'
 import type { SQL } from 'bun'
-import { hashKey } from '../../src/accounts/service'
+import { hashKey } from '../../src/accounts'
 import type { Db } from '../../src/db/sqlite'
 import { postgresFormTokenRows, postgresSessionRows } from '../../src/dashboard/session-store-postgres'
 import { sqliteFormTokenRows, sqliteSessionRows, type FormTokenRows, type SessionRows } from '../../src/dashboard/session-store'

@@ -5,8 +5,8 @@
 // (the PostgreSQL database would not have the rows). Redeliver and the sweep are left out: they are still on
 // the synchronous store (TODO(pgwebhooks2)).
 import { describe, expect, test } from 'bun:test'
-import type { Caller } from '../../src/accounts/service'
-import { CLI } from '../../src/audit/service'
+import type { Caller } from '../../src/kernel/caller'
+import { CLI } from '../../src/audit'
 import { postgresStorages } from '../../src/app/storages-postgres'
 import { sqliteStorages, type Storages } from '../../src/app/storages'
 import { createOutbox } from '../../src/webhooks/outbox'

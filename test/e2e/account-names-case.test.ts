@@ -2,7 +2,7 @@
 // create Carol` refused when carol exists, naming carol (the real CLI, on a SQLite file and on a real
 // PostgreSQL server), and single sign-on's preferred_username `Carol` making `Carol-2` beside a `carol`
 // (the real provider, on sockets). The storage's rule, on both engines and from two nodes at once, is in
-// account-storage.test.ts ("names compare in any case").
+// accounts-contract.test.ts ("names compare in any case").
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sharedPostgres, type Postgres } from '../support/postgres'
 import type { RunningApp } from '../support/browser'

@@ -5,7 +5,7 @@
 // while the service runs), and the refusals (oneself, the last admin).
 import { afterEach, describe, expect, test } from 'bun:test'
 import { createLinkbox, type Linkbox } from '../../src/app/app'
-import { CLI } from '../../src/audit/service'
+import { CLI } from '../../src/audit'
 import { loadConfig } from '../../src/kernel/config'
 import { makeBox, type TestBox } from '../support/app'
 import { follow, postForm, signIn, type SignedIn } from '../support/dashboard'

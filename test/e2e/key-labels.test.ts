@@ -3,7 +3,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
-import { MAX_LABEL_LENGTH, printable } from '../../src/accounts/service'
+import { MAX_LABEL_LENGTH, printable } from '../../src/accounts'
 import { AppError } from '../../src/kernel/errors'
 import { makeBox } from '../support/app'
 import { createAccount, removeDir, runCli, writeConfig } from '../support/server'

@@ -7,7 +7,7 @@
 import { afterEach, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import type { SQL, TransactionSQL } from 'bun'
-import { postgresAuditRows } from '../../src/audit/storage-postgres'
+import { postgresAuditRows } from '../../src/audit/storage/postgres'
 import type { ChangeFeed } from '../../src/db/changes'
 import { postgresChangeFeed } from '../../src/db/postgres/changes'
 import { createDeliverer, type Deliverer } from '../../src/webhooks/deliverer'

@@ -2,7 +2,7 @@
 // carried by hand) and with redirects not followed: for tests that read the 303s, their Location and
 // their Set-Cookie lines. Also the services' caller of an account, to set up rows as the dashboard would.
 import { expect } from 'bun:test'
-import { SCOPES, type Caller } from '../../src/accounts/service'
+import { SCOPES, type Caller } from '../../src/kernel/caller'
 import type { RunningApp } from './browser'
 
 /** The value a response sets for cookie `name` (null: not set), and its whole Set-Cookie line. */

@@ -1,7 +1,7 @@
 // A webhook deliverer as a process of its own on a PostgreSQL database (test/webhook-nodes.test.ts): a
 // "node" the test can SIGKILL while its requests are in flight. Arguments: the database URL, the lease (ms).
 // It may send to 127.0.0.1 (the test's receiver); it prints "started" once its deliverer runs.
-import { postgresAuditRows } from '../../src/audit/storage-postgres'
+import { postgresAuditRows } from '../../src/audit/storage/postgres'
 import { pgClient } from '../../src/db/postgres'
 import { createDeliverer } from '../../src/webhooks/deliverer'
 import { postgresWebhookQueue } from '../../src/webhooks/queue-postgres'

@@ -4,8 +4,8 @@
 // - disableWithin: a disable made inside another change's transaction (a report closed by disabling its
 //   owner) commits with it, or its refusal rolls that change back (the report stays open).
 import { afterEach, expect, test } from 'bun:test'
-import { createAccountService } from '../../src/accounts/service'
-import { CLI } from '../../src/audit/service'
+import { createAccountService } from '../../src/accounts'
+import { CLI } from '../../src/audit'
 import { sqliteStorages } from '../../src/app/storages'
 import { makeBox, type TestBox } from '../support/app'
 

@@ -4,7 +4,7 @@
 // listed; revoking works only on the account's own keys (another account's → 404, left alone); the bounds
 // on keys; every form refused without its CSRF token.
 import { afterEach, describe, expect, test } from 'bun:test'
-import { hashKey, MAX_ACTIVE_KEYS, REVOKED_KEYS_KEPT } from '../../src/accounts/service'
+import { hashKey, MAX_ACTIVE_KEYS, REVOKED_KEYS_KEPT } from '../../src/accounts'
 import { makeBox, type TestBox } from '../support/app'
 import { follow, postForm, signIn, type SignedIn } from '../support/dashboard'
 

@@ -3,7 +3,7 @@
 import { afterAll, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
-import type { Caller } from '../../src/accounts/service'
+import type { Caller } from '../../src/kernel/caller'
 import { createClickRecorder } from '../../src/clicks/recorder'
 import { openDatabase } from '../../src/db/sqlite'
 import { createEvents } from '../../src/kernel/events'

@@ -1,7 +1,7 @@
 // randomBase62 (accounts/service.ts): API keys and short codes. Every character of the 62 equally likely
 // (bytes from the CSPRNG, those that would favour some characters dropped), across refills of its pool.
 import { expect, test } from 'bun:test'
-import { randomBase62 } from '../../src/accounts/service'
+import { randomBase62 } from '../../src/accounts'
 
 test('codes of any length are base62, distinct, and every character is about equally frequent', () => {
   for (const length of [1, 6, 12, 40]) expect(randomBase62(length)).toMatch(new RegExp(`^[A-Za-z0-9]{${length}}$`))

@@ -1,18 +1,19 @@
-// Accounts, API keys and single sign-on's identities behind the async interfaces (src/accounts/storage.ts,
-// src/oidc/identities.ts), ONE suite run against both engines: SQLite (the synchronous stores wrapped) and a
-// real PostgreSQL server (storage-postgres.ts, identities-postgres.ts). Two "nodes" are two connections
+// The accounts storage contract (src/accounts/storage/), ONE suite run against both engines: SQLite and a real
+// PostgreSQL server; single sign-on's identities join where names meet. Two "nodes" are two connections
 // (SQLite) or two pools (PostgreSQL) on one database. Each re-check the services make is raced from both
 // nodes at once, the first one's transaction held open (in `within`) until the other has arrived too, or for
 // HOLD_MS: with the row locks the other waits and then finds the first's commit; without them both would
 // decide on what they read and both would write.
 import { describe, expect, test } from 'bun:test'
 import type { SQL } from 'bun'
-import { hashKey } from '../../src/accounts/service'
-import { postgresAccountStorage } from '../../src/accounts/storage-postgres'
-import { sqliteAccountStorage, type AccountStorage, type NewKey } from '../../src/accounts/storage'
+import { hashKey } from '../../src/accounts'
+import { postgresAccountStorage } from '../../src/accounts/storage/postgres'
+import { sqliteAccountStorage } from '../../src/accounts/storage/sqlite'
+import type { AccountStorage, NewKey } from '../../src/accounts'
 import type { Db } from '../../src/db/sqlite'
-import { postgresIdentityStorage } from '../../src/oidc/identities-postgres'
-import { sqliteIdentityStorage, type IdentityStorage } from '../../src/oidc/identities'
+import { postgresIdentityStorage } from '../../src/oidc/storage/postgres'
+import { sqliteIdentityStorage } from '../../src/oidc/storage/sqlite'
+import type { IdentityStorage } from '../../src/oidc'
 import { engineHarness, postgresTransaction, sqliteTransaction } from '../support/engines'
 
 interface Node {
@@ -23,6 +24,8 @@ interface Node {
 }
 
 interface Engine {
+  /** SQLite: a `within` must be synchronous (a promise returned is refused). */
+  sqlite: boolean
   node(): Node
   /** A row in audit_log, written in `tx` (what the services' `within` does). */
   note(tx: any, text: string): unknown
@@ -39,6 +42,7 @@ const engines = engineHarness()
 async function sqliteEngine(): Promise<Engine> {
   const { main, connect, close } = engines.sqlite('linkbox-accounts-')
   return {
+    sqlite: true,
     node() {
       const db = connect()
       return { accounts: sqliteAccountStorage(db), identities: sqliteIdentityStorage(db), inTransaction: (work, rollback) => sqliteTransaction(db, work, rollback) }
@@ -57,6 +61,7 @@ async function postgresEngine(): Promise<Engine> {
   const { main, pool, close } = await engines.postgres()
   const sql = main.sql
   return {
+    sqlite: false,
     node() {
       const p = pool()
       return { accounts: postgresAccountStorage(p), identities: postgresIdentityStorage(p), inTransaction: (work, rollback) => postgresTransaction(p, work, rollback) }
@@ -93,6 +98,18 @@ function meeting(n: number, ms = HOLD_MS) {
   return () => {
     if (++arrived >= n) open()
     return Promise.race([all, Bun.sleep(ms)])
+  }
+}
+
+/**
+ * A racer's `within`: its note, then (PostgreSQL) its transaction held open until the other racer arrives. On
+ * SQLite `within` must be synchronous, and nothing can run between its read and its write anyway: the note only.
+ */
+function holding<A extends unknown[]>(e: Engine, meet: () => Promise<unknown>, text: (...args: A) => string) {
+  return (tx: unknown, ...args: A): unknown => {
+    if (!e.sqlite) return Promise.resolve(e.note(tx, text(...args))).then(meet)
+    e.note(tx, text(...args))
+    void meet()
   }
 }
 
@@ -140,9 +157,9 @@ describe.each([
       expect(await a.accounts.activeAdmins()).toBe(1)
 
       // In the transaction of a sign-in's session: it goes, or stays, with it.
-      await b.inTransaction((tx) => b.accounts.setLastSignin(account.id, T0 + 4, tx), true)
+      await b.inTransaction(async (tx) => b.accounts.setLastSignin(account.id, T0 + 4, tx), true)
       expect((await a.accounts.accountById(account.id))!.last_signin).toBeNull()
-      await b.inTransaction((tx) => b.accounts.setLastSignin(account.id, T0 + 5, tx))
+      await b.inTransaction(async (tx) => b.accounts.setLastSignin(account.id, T0 + 5, tx))
       expect((await a.accounts.accountById(account.id))!.last_signin).toBe(T0 + 5)
       await a.accounts.setLastSignin(bob.id, T0 + 6)
       expect((await b.accounts.accountById(bob.id))!.last_signin).toBe(T0 + 6)
@@ -211,6 +228,39 @@ describe.each([
     }
   })
 
+  test('an async `within` stores nothing: SQLite refuses it (its transaction is synchronous); on PostgreSQL one that throws after an await rolls back', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const late = async () => {
+        await Bun.sleep(1)
+        throw new Error('thrown after an await')
+      }
+      const refused = e.sqlite ? 'within must be synchronous on SQLite' : 'thrown after an await'
+      await expect(a.accounts.createAccount(newAccount('late'), late)).rejects.toThrow(refused)
+      expect(await b.accounts.accountByName('late')).toBeNull()
+      expect(await b.accounts.activeKeyByHash(hashKey('key-late'))).toBeNull()
+
+      const owner = await made(a.accounts.createAccount(newAccount('owner')))
+      await expect(a.accounts.createKey('owner', newKey('late-key'), T0, late)).rejects.toThrow(refused)
+      await expect(a.accounts.createKeyUnder(owner.account.id, newKey('late-under'), T0, { max: 9, keepRevoked: 9 }, late)).rejects.toThrow(refused)
+      expect(await b.accounts.keysOfAccount(owner.account.id)).toHaveLength(1)
+      await expect(a.accounts.editKeyOfAccount(owner.key!.id, owner.account.id, 'late', 'mail', late)).rejects.toThrow(refused)
+      await expect(a.accounts.revokeKey(owner.key!.id, T0, late)).rejects.toThrow(refused)
+      await expect(a.accounts.revokeKeyOfAccount(owner.key!.id, owner.account.id, T0, late)).rejects.toThrow(refused)
+      expect(await b.accounts.activeKeyByHash(hashKey('key-owner'))).toMatchObject({ label: 'label owner', scopes: 'links,qr' })
+      await expect(a.accounts.setPassword('owner', '$late', late)).rejects.toThrow(refused)
+      await expect(a.accounts.setDisabled('owner', T0, null, late)).rejects.toThrow(refused)
+      // disableIn's `then` runs in the caller's transaction: refused there, the caller's change rolls back.
+      await expect(a.inTransaction((tx) => Promise.resolve(a.accounts.disableIn(tx, 'owner', T0, null, late)))).rejects.toThrow(refused)
+      expect(await b.accounts.accountByName('owner')).toMatchObject({ password_hash: null, disabled: null })
+      await expect(a.accounts.deleteAccount('owner', true, null, late)).rejects.toThrow(refused)
+      expect(await b.accounts.accountByName('owner')).not.toBeNull()
+    } finally {
+      await e.close()
+    }
+  })
+
   test('ids are never reused: an account or a key made after the newest one was deleted gets a new id', async () => {
     const e = await makeEngine()
     try {
@@ -238,10 +288,7 @@ describe.each([
       const [a, b] = [e.node(), e.node()]
       for (const name of ['zoe', 'yann', 'xavier']) {
         const meet = meeting(2)
-        const hold = async (tx: unknown, acc: { name: string }) => {
-          await e.note(tx, `made ${acc.name}`)
-          await meet()
-        }
+        const hold = holding(e, meet, (acc: { name: string }) => `made ${acc.name}`)
         const results = await Promise.all([
           a.accounts.createAccount(newAccount(name, { key: newKey(`${name}-a`) }), hold),
           b.accounts.createAccount(newAccount(name, { key: newKey(`${name}-b`) }), hold),
@@ -275,10 +322,7 @@ describe.each([
       expect(await b.accounts.accountByName('Carol')).toBeNull() // the exact lookup (sign-in) is unchanged
       // At once from two nodes, the first's transaction held open: one account.
       const meet = meeting(2)
-      const hold = async (tx: unknown, acc: { name: string }) => {
-        await e.note(tx, `made ${acc.name}`)
-        await meet()
-      }
+      const hold = holding(e, meet, (acc: { name: string }) => `made ${acc.name}`)
       const results = await Promise.all([
         a.accounts.createAccount(newAccount('Dana', { key: newKey('Dana') }), hold),
         b.accounts.createAccount(newAccount('dana', { key: newKey('dana') }), hold),
@@ -289,9 +333,10 @@ describe.each([
       const issuer = 'https://id.example'
       expect(await a.identities.link({ issuer, sub: 'c-1', name: 'Carol', admin: null, now: T0 })).toMatchObject({ outcome: 'created', name: 'Carol-2' })
       expect(await b.identities.link({ issuer, sub: 'c-2', name: 'CAROL-2', admin: null, now: T0 })).toMatchObject({ outcome: 'created', name: 'CAROL-2-2' })
+      const wait = e.sqlite ? undefined : () => Bun.sleep(50)
       const erins = await Promise.all([
-        a.identities.link({ issuer, sub: 'e-1', name: 'Erin', admin: null, now: T0 }, () => Bun.sleep(50)),
-        b.identities.link({ issuer, sub: 'e-2', name: 'erin', admin: null, now: T0 }, () => Bun.sleep(50)),
+        a.identities.link({ issuer, sub: 'e-1', name: 'Erin', admin: null, now: T0 }, wait),
+        b.identities.link({ issuer, sub: 'e-2', name: 'erin', admin: null, now: T0 }, wait),
       ])
       expect(new Set(erins.map((l) => l.name.toLowerCase())).size).toBe(2)
       // The marketplace's made-up names stay exact: two users told apart by case are two accounts.
@@ -321,10 +366,7 @@ describe.each([
         for (const acc of await a.accounts.accountPage(50, 0)) if (acc.admin === 1 && acc.disabled === null && acc.name !== x && acc.name !== y) await a.accounts.setDisabled(acc.name, T0, null)
         expect(await b.accounts.activeAdmins()).toBe(2)
         const meet = meeting(2)
-        const hold = async (tx: unknown, acc: { name: string }) => {
-          await e.note(tx, `${acc.name} removed`)
-          await meet()
-        }
+        const hold = holding(e, meet, (acc: { name: string }) => `${acc.name} removed`)
         const act = (node: Node, what: 'disable' | 'delete', name: string) =>
           what === 'disable' ? node.accounts.setDisabled(name, T0 + i, null, hold) : node.accounts.deleteAccount(name, false, null, hold)
         const results = await Promise.all([act(a, one, x), act(b, two, y)])
@@ -424,7 +466,7 @@ describe.each([
       expect(await b.accounts.activeKeyByHash(hashKey('key-ben'))).toBeNull()
 
       // The caller's transaction rolled back for its own reasons: the disable goes with it.
-      await a.inTransaction((tx) => a.accounts.disableIn(tx, 'cal', T0 + 9, root.id, () => {}), true)
+      await a.inTransaction(async (tx) => a.accounts.disableIn(tx, 'cal', T0 + 9, root.id, () => {}), true)
       expect((await b.accounts.accountById(cal.id))!.disabled).toBeNull()
       expect(await b.accounts.activeKeyByHash(hashKey('key-cal'))).toMatchObject({ account_name: 'cal' })
     } finally {
@@ -463,10 +505,7 @@ describe.each([
       for (let round = 0; round < 4; round++) {
         expect(await a.accounts.activeKeyCount(owner.id)).toBe(2)
         const meet = meeting(2)
-        const hold = async (tx: unknown, _acc: unknown, k: { prefix: string }) => {
-          await e.note(tx, `key ${k.prefix}`)
-          await meet()
-        }
+        const hold = holding(e, meet, (_acc: unknown, k: { prefix: string }) => `key ${k.prefix}`)
         const results = await Promise.all([
           a.accounts.createKeyUnder(owner.id, newKey(`a${round}`), T0 + round, limits, hold),
           b.accounts.createKeyUnder(owner.id, newKey(`b${round}`), T0 + round, limits, hold),
@@ -509,74 +548,11 @@ describe.each([
 
       // Two nodes revoking one key at once (the CLI's revoke on one, the dashboard's on the other).
       const meet = meeting(2)
-      const hold = async (tx: unknown, k: { prefix: string }) => {
-        await e.note(tx, `revoked ${k.prefix}`)
-        await meet()
-      }
+      const hold = holding(e, meet, (k: { prefix: string }) => `revoked ${k.prefix}`)
       const both = await Promise.all([a.accounts.revokeKey(lee.key!.id, T0 + 3, hold), b.accounts.revokeKeyOfAccount(lee.key!.id, lee.account.id, T0 + 3, hold)])
       expect(both.filter((r) => r !== null)).toHaveLength(1)
       expect(await b.accounts.activeKeyByHash(hashKey('key-lee'))).toBeNull()
       expect(await e.notes()).toEqual(['revoked lbk_0000kim of kim', 'revoked lbk_0000lee'])
-    } finally {
-      await e.close()
-    }
-  }, 60_000)
-
-  test('single sign-on: two nodes seeing the same new subject at once make ONE account; names, admin by groups, disabled', async () => {
-    const e = await makeEngine()
-    try {
-      const [a, b] = [e.node(), e.node()]
-      const issuer = 'https://id.example'
-      for (const [round, sub] of ['s-1', 's-2', 's-3'].entries()) {
-        const meet = meeting(2)
-        const hold = async (tx: unknown, l: { outcome: string; name: string }) => {
-          await e.note(tx, `${l.outcome} ${l.name}`)
-          await meet()
-        }
-        const both = await Promise.all([
-          a.identities.link({ issuer, sub, name: 'pat', admin: null, now: T0 + round }, hold),
-          b.identities.link({ issuer, sub, name: 'pat', admin: null, now: T0 + round }, hold),
-        ])
-        expect(both.map((l) => l.outcome).sort()).toEqual(['created', 'signed_in'])
-        expect(new Set(both.map((l) => l.accountId)).size).toBe(1)
-        // Each person is one account: pat, pat-2, pat-3.
-        expect(both[0]!.name).toBe(round === 0 ? 'pat' : `pat-${round + 1}`)
-      }
-      expect(await a.accounts.count()).toBe(3)
-      expect(await e.notes()).toEqual(['created pat', 'signed_in pat', 'created pat-2', 'signed_in pat-2', 'created pat-3', 'signed_in pat-3'])
-
-      const pat = (await b.identities.find(issuer, 's-1'))!
-      expect(pat).toEqual({ issuer, sub: 's-1', account_id: expect.any(Number), created: T0, last_seen: T0 })
-      expect(await b.identities.ofAccount(pat.account_id)).toEqual(pat)
-      expect(await b.identities.find(issuer, 'nobody')).toBeNull()
-      expect(await b.identities.find('https://other.example', 's-1')).toBeNull()
-
-      // The groups decide admin at each sign-in when admin_groups is set (admin given); null leaves it.
-      const up = await a.identities.link({ issuer, sub: 's-1', name: 'ignored', admin: true, now: T0 + 10 })
-      expect(up).toEqual({ outcome: 'signed_in', accountId: pat.account_id, name: 'pat', admin: true, adminBefore: false })
-      expect((await b.accounts.accountById(pat.account_id))!.admin).toBe(1)
-      expect((await b.identities.find(issuer, 's-1'))!.last_seen).toBe(T0 + 10)
-      expect(await b.identities.link({ issuer, sub: 's-1', name: 'pat', admin: null, now: T0 + 11 })).toMatchObject({ admin: true, adminBefore: true })
-      expect(await b.identities.link({ issuer, sub: 's-1', name: 'pat', admin: false, now: T0 + 12 })).toMatchObject({ admin: false, adminBefore: true })
-      // A new person in the admin groups is made an admin.
-      expect(await b.identities.link({ issuer, sub: 's-9', name: 'boss', admin: true, now: T0 })).toMatchObject({ outcome: 'created', name: 'boss', admin: true })
-      expect((await a.accounts.accountByName('boss'))!.admin).toBe(1)
-
-      // A disabled account is not signed in, and nothing of the sign-in is written.
-      await a.accounts.setDisabled('pat', T0 + 20, null)
-      let called = false
-      const refused = await b.identities.link({ issuer, sub: 's-1', name: 'pat', admin: true, now: T0 + 21 }, () => (called = true))
-      expect(refused).toEqual({ outcome: 'disabled', accountId: pat.account_id, name: 'pat' })
-      expect(called).toBe(false)
-      expect((await a.identities.find(issuer, 's-1'))!.last_seen).toBe(T0 + 12)
-      expect((await a.accounts.accountById(pat.account_id))!.admin).toBe(0)
-
-      // Its account deleted, the person is new again: a new account (and a new id).
-      await a.accounts.deleteAccount('pat', false, null)
-      expect(await a.identities.find(issuer, 's-1')).toBeNull()
-      const again = await b.identities.link({ issuer, sub: 's-1', name: 'pat', admin: null, now: T0 + 30 })
-      expect(again).toMatchObject({ outcome: 'created', name: 'pat' })
-      expect(again.accountId).toBeGreaterThan(pat.account_id)
     } finally {
       await e.close()
     }

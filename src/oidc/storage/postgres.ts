@@ -1,17 +1,8 @@
-// Single sign-on's identities on PostgreSQL (see identities.ts for the contract), for any number of nodes
-// sharing one database.
-//
-// link() first takes a transaction-scoped advisory lock keyed by the person (issuer and sub, hashed into the
-// two-integer key space, apart from the migrations' one-number key): two nodes seeing the same new subject at
-// once take turns, and the second finds the identity the first committed and signs in to it. (Without the
-// lock both would find no identity and make an account each; the second identity insert would then fail.) A
-// hash shared by two people only makes their sign-ins take turns. A known person's account row is locked
-// (FOR NO KEY UPDATE) before it is read and changed. A new account's name is held by the account names'
-// lock (accounts/storage-postgres.ts) and taken when no account has it in any case, by INSERT … ON CONFLICT
-// (name) DO NOTHING, the next candidate tried when it is taken.
+// Single sign-on's identities on PostgreSQL: link() holds an advisory lock keyed by the person, so two nodes
+// seeing one new subject take turns and the second signs in to the first's account. Design notes: ARCHITECTURE (oidc).
 import type { SQL, TransactionSQL } from 'bun'
-import { lockAccountName } from '../accounts/storage-postgres'
-import type { IdentityRow, IdentityStorage, Linked } from './identities'
+import { lockAccountName } from '../../accounts'
+import type { IdentityRow, IdentityStorage, Linked } from './contract'
 
 /** The advisory lock class of sign-ins: "oidc" in ASCII. */
 export const SIGN_IN_LOCK_CLASS = 0x6f696463
@@ -27,17 +18,20 @@ const identity = (r: any): IdentityRow => ({
 export function postgresIdentityStorage(sql: SQL): IdentityStorage<TransactionSQL> {
   return {
     async find(issuer, sub) {
-      const [r] = await sql`SELECT issuer, sub, account_id, created, last_seen FROM oidc_identities WHERE issuer = ${issuer} AND sub = ${sub}`
+      const [r] =
+        await sql`SELECT issuer, sub, account_id, created, last_seen FROM oidc_identities WHERE issuer = ${issuer} AND sub = ${sub}`
       return r ? identity(r) : null
     },
     async ofAccount(accountId) {
-      const [r] = await sql`SELECT issuer, sub, account_id, created, last_seen FROM oidc_identities WHERE account_id = ${accountId}`
+      const [r] =
+        await sql`SELECT issuer, sub, account_id, created, last_seen FROM oidc_identities WHERE account_id = ${accountId}`
       return r ? identity(r) : null
     },
     async link(input, within) {
       return sql.begin(async (tx): Promise<Linked> => {
         await tx`SELECT pg_advisory_xact_lock(${SIGN_IN_LOCK_CLASS}::int, hashtext(${`${input.issuer}\n${input.sub}`}))`
-        const [known] = await tx`SELECT a.id, a.name, a.admin, a.disabled FROM oidc_identities i JOIN accounts a ON a.id = i.account_id
+        const [known] =
+          await tx`SELECT a.id, a.name, a.admin, a.disabled FROM oidc_identities i JOIN accounts a ON a.id = i.account_id
                                  WHERE i.issuer = ${input.issuer} AND i.sub = ${input.sub} FOR NO KEY UPDATE OF a`
         if (known) {
           const accountId = Number(known.id)
@@ -55,7 +49,8 @@ export function postgresIdentityStorage(sql: SQL): IdentityStorage<TransactionSQ
           const name = n === 1 ? input.name : `${input.name}-${n}`
           // Names compare in any case: Carol is taken when carol exists (the lock: another node's Carol waits).
           if (await lockAccountName(tx, name)) continue
-          const [made] = await tx`INSERT INTO accounts (name, password_hash, admin, created) VALUES (${name}, NULL, ${admin ? 1 : 0}, ${input.now})
+          const [made] =
+            await tx`INSERT INTO accounts (name, password_hash, admin, created) VALUES (${name}, NULL, ${admin ? 1 : 0}, ${input.now})
                                   ON CONFLICT (name) DO NOTHING RETURNING id`
           if (!made) continue
           const accountId = Number(made.id)

@@ -1,12 +1,7 @@
-// The audit log's rows on PostgreSQL (see storage.ts for the contract), for any number of nodes sharing one
-// database: each node inserts with the transaction of its change; ids come from the identity column, so two
-// nodes never draw the same one and none is drawn twice.
-//
-// As in store.ts, four fixed statements for page, one per combination of filters, each a range of one indexed
-// column (the columns are COLLATE "C": byte order, as SQLite's BINARY). removeOlder takes its batch FOR
-// UPDATE SKIP LOCKED: two nodes sweeping at once each take other rows, neither waits for the other.
+// The audit log's rows on PostgreSQL: ids from the identity column (two nodes never draw the same one); page has one
+// fixed statement per combination of filters; removeOlder takes its batch FOR UPDATE SKIP LOCKED (sweeps never wait).
 import type { SQL, TransactionSQL } from 'bun'
-import type { AuditInsert, AuditRow, AuditRows } from './storage'
+import type { AuditInsert, AuditRow, AuditRows } from './contract'
 
 /** bigint columns come back from Bun.SQL as text; every number here stays far below 2^53. */
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v))
@@ -56,7 +51,8 @@ export function postgresAuditRows(sql: SQL): AuditRows<TransactionSQL> {
     },
 
     async since(from, afterId, limit) {
-      const rows = await sql`SELECT id, at, actor_kind, actor_id, actor_name, action, target, detail, address FROM audit_log
+      const rows =
+        await sql`SELECT id, at, actor_kind, actor_id, actor_name, action, target, detail, address FROM audit_log
                               WHERE at >= ${String(from)}::bigint AND id > ${String(afterId)}::bigint ORDER BY id LIMIT ${limit}`
       return rows.map(row)
     },

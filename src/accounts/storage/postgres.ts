@@ -1,40 +1,21 @@
-// Accounts and API keys on PostgreSQL (see storage.ts for the contract), for any number of nodes sharing one
-// database.
-//
-// Concurrency (READ COMMITTED, where a plain read-then-write decides on a snapshot another node may already
-// have changed): every decision is taken on rows this transaction has locked, or is one conditional statement.
-// - A name is taken under a transaction-scoped advisory lock keyed by the name in lower case (names compare
-//   in any case, store.ts nameFolds), by INSERT … ON CONFLICT (name) DO NOTHING after looking for it in any
-//   case: a second creation of Carol or carol waits for the first's transaction, then finds its row.
-//   Single sign-on's first sign-ins (oidc/identities-postgres.ts) take the same lock.
-// - A disable or a deletion first locks every active administrator's row and the target's, in one statement
-//   and in id order (so two such changes never wait on each other in a circle), and counts the administrators
-//   among the rows it locked. Two nodes disabling the two last administrators take turns: the second's lock
-//   waits for the first's commit, and PostgreSQL then re-reads the row it waited on and drops it (no longer
-//   active), so the second counts one and refuses. A disable locks FOR NO KEY UPDATE, which does not block the foreign-key
-//   checks (FOR KEY SHARE) of other nodes inserting sessions, keys or links of those accounts; a deletion FOR
-//   UPDATE (its DELETE needs that of the target; those inserts wait for it, as they would for the DELETE).
-// - A key under the bound locks its account's row first (FOR NO KEY UPDATE), so two nodes making the last key
-//   of one account take turns and the second counts the first's key.
-// - A revoke is one UPDATE … WHERE revoked IS NULL: of two revokers one changes the row, the other finds it
-//   revoked; activeKeyByHash reads revoked and disabled in the same statement as the key.
+// Accounts and API keys on PostgreSQL, for any number of nodes: each decision is taken on rows its transaction
+// has locked, or is one conditional statement (READ COMMITTED). The locks: ARCHITECTURE (accounts).
 import type { SQL, TransactionSQL } from 'bun'
-import type { ChangeFeed } from '../db/changes'
-import { CHANNEL, encodeChanges } from '../db/postgres/changes'
-import { ACCOUNT_TOPIC, type AccountRow, AccountStorage, AccountSummaryRow, Disabled, KeyRow, KeyWithAccount, NewKey, Refusal } from './storage'
-import { nameFolds } from './store'
-
-/** The advisory lock class of account names: "name" in ASCII (migration 23's trigger takes it too). */
-export const ACCOUNT_NAME_LOCK_CLASS = 0x6e616d65
-
-/** In `tx`: holds the name (in any case) until the commit, and answers whether an account has it already. */
-export async function lockAccountName(tx: TransactionSQL, name: string): Promise<boolean> {
-  await tx`SELECT pg_advisory_xact_lock(${ACCOUNT_NAME_LOCK_CLASS}::int, hashtext(lower(${name})))`
-  const [taken] = nameFolds(name)
-    ? await tx`SELECT 1 FROM accounts WHERE lower(name) = lower(${name}) LIMIT 1`
-    : await tx`SELECT 1 FROM accounts WHERE name = ${name}`
-  return !!taken
-}
+import type { ChangeFeed } from '../../db/changes'
+import { CHANNEL, encodeChanges } from '../../db/postgres/changes'
+import {
+  ACCOUNT_TOPIC,
+  nameFolds,
+  type AccountRow,
+  type AccountStorage,
+  type AccountSummaryRow,
+  type Disabled,
+  type KeyRow,
+  type KeyWithAccount,
+  type NewKey,
+  type Refusal,
+} from './contract'
+import { lockAccountName } from './name-lock'
 
 // Bun.SQL returns bigint columns as text: rows are mapped to numbers here (all far below 2^53).
 const int = (v: unknown) => Number(v)
@@ -62,7 +43,12 @@ const key = (r: any): KeyRow => ({
   revoked: intOrNull(r.revoked),
 })
 
-const keyWithAccount = (r: any): KeyWithAccount => ({ ...key(r), account_name: r.account_name, admin: int(r.admin), disabled: intOrNull(r.disabled) })
+const keyWithAccount = (r: any): KeyWithAccount => ({
+  ...key(r),
+  account_name: r.account_name,
+  admin: int(r.admin),
+  disabled: intOrNull(r.disabled),
+})
 
 const summary = (r: any): AccountSummaryRow => ({
   id: int(r.id),
@@ -87,23 +73,19 @@ const SUMMARY = `a.id, a.name, a.admin, a.created, a.disabled, a.last_signin, (a
   (SELECT count(*) FROM api_keys k WHERE k.account_id = a.id AND k.revoked IS NULL) AS keys,
   (SELECT count(*) FROM mailboxes m WHERE m.account_id = a.id) AS mailboxes`
 
-/**
- * What a change that may turn a cached key away says on the change feed's channel, from inside its transaction:
- * PostgreSQL delivers a NOTIFY at the commit, and never for a rollback, so every node (this one too: the
- * origin is no node's) hears of exactly the committed revokes, edits, disables and deletions, whichever
- * process made them — a node, or `linkbox key revoke` on the command line.
- */
+// Sent from inside a change that may turn a cached key away: NOTIFY is delivered at the commit, never for a
+// rollback, so every node (this one too) hears of exactly the committed revokes, edits, disables and deletions.
 const KEYS_CHANGED = encodeChanges('db', ACCOUNT_TOPIC, ['keys'])[0]!
 
-/**
- * `changes`: this node's feed (db/postgres/changes.ts); with it keysChanged() answers true only after a
- * notification (or a lost connection, when messages may have been missed), so the service's key cache holds.
- * Without one (the command line, which caches nothing): always true.
- */
+/** `changes`: this node's feed; with it keysChanged() is true only after a notification or a resync, else always. */
 export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } = {}): AccountStorage<TransactionSQL> {
   // True until the feed says nothing is missed: set by every notification and every resync.
   let changed = true
-  opts.changes?.subscribe(ACCOUNT_TOPIC, () => void (changed = true), () => void (changed = true))
+  opts.changes?.subscribe(
+    ACCOUNT_TOPIC,
+    () => void (changed = true),
+    () => void (changed = true),
+  )
   const notify = (tx: SQL) => tx`SELECT pg_notify(${CHANNEL}, ${KEYS_CHANGED})`
   const insertKey = async (tx: SQL, accountId: number, k: NewKey, now: number) =>
     key(
@@ -114,27 +96,38 @@ export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } 
     )
 
   /**
-   * The named account locked for a disable or a deletion, with every active administrator's row (see the
-   * header), and the refusal when there is one. One statement locks them all in id order: locking the target
-   * after the administrators would take it out of order when it is not one of them (a disabled administrator
-   * enabled meanwhile), and two such changes could then wait on each other. A deletion locks FOR UPDATE from
-   * the start, so that it never has to strengthen a lock it holds.
+   * The named account locked for a disable or a deletion with every active administrator's row, in one statement
+   * and in id order (so two such changes never wait on each other); the refusal when there is one.
    */
-  async function lockForRemoval(tx: SQL, name: string, actorId: number | null, lock: 'FOR UPDATE' | 'FOR NO KEY UPDATE'): Promise<AccountRow | Refusal> {
+  async function lockForRemoval(
+    tx: SQL,
+    name: string,
+    actorId: number | null,
+    lock: 'FOR UPDATE' | 'FOR NO KEY UPDATE',
+  ): Promise<AccountRow | Refusal> {
     const rows: AccountRow[] = (
-      await tx.unsafe(`SELECT ${ACCOUNT} FROM accounts WHERE (admin = 1 AND disabled IS NULL) OR name = $1 ORDER BY id ${lock}`, [name])
+      await tx.unsafe(
+        `SELECT ${ACCOUNT} FROM accounts WHERE (admin = 1 AND disabled IS NULL) OR name = $1 ORDER BY id ${lock}`,
+        [name],
+      )
     ).map(account)
     // The rows as they are now: one that waited for another node's commit was read again after it.
     const target = rows.find((r) => r.name === name)
     if (!target) return { ok: false, reason: 'not_found' }
     if (actorId === target.id) return { ok: false, reason: 'own_account', account: target }
     const admins = rows.filter((r) => r.admin === 1 && r.disabled === null).length
-    if (target.admin === 1 && target.disabled === null && admins <= 1) return { ok: false, reason: 'last_admin', account: target }
+    if (target.admin === 1 && target.disabled === null && admins <= 1)
+      return { ok: false, reason: 'last_admin', account: target }
     return target
   }
 
   /** A disable (at: unix ms) or an enable (null) in `tx`, on the rows it locked: setDisabled's decision. */
-  async function disable(tx: SQL, name: string, at: number | null, actorId: number | null): Promise<Disabled | Refusal> {
+  async function disable(
+    tx: SQL,
+    name: string,
+    at: number | null,
+    actorId: number | null,
+  ): Promise<Disabled | Refusal> {
     let target: AccountRow
     if (at !== null) {
       const locked = await lockForRemoval(tx, name, actorId, 'FOR NO KEY UPDATE')
@@ -152,7 +145,9 @@ export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } 
   }
 
   const keyWhere = async (tx: SQL, id: number) =>
-    (await tx`SELECT ${tx.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ${id}`)[0]
+    (
+      await tx`SELECT ${tx.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ${id}`
+    )[0]
 
   return {
     async accountByName(name) {
@@ -170,13 +165,18 @@ export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } 
       return r ? account(r) : null
     },
     count: async () => int((await sql`SELECT count(*) AS n FROM accounts`)[0].n),
-    activeAdmins: async () => int((await sql`SELECT count(*) AS n FROM accounts WHERE admin = 1 AND disabled IS NULL`)[0].n),
-    accountPage: async (limit, offset) => (await sql`SELECT ${sql.unsafe(SUMMARY)} FROM accounts a ORDER BY a.id LIMIT ${limit} OFFSET ${offset}`).map(summary),
+    activeAdmins: async () =>
+      int((await sql`SELECT count(*) AS n FROM accounts WHERE admin = 1 AND disabled IS NULL`)[0].n),
+    accountPage: async (limit, offset) =>
+      (await sql`SELECT ${sql.unsafe(SUMMARY)} FROM accounts a ORDER BY a.id LIMIT ${limit} OFFSET ${offset}`).map(
+        summary,
+      ),
     async accountSummary(id) {
       const [r] = await sql`SELECT ${sql.unsafe(SUMMARY)} FROM accounts a WHERE a.id = ${id}`
       return r ? summary(r) : null
     },
-    linkCount: async (accountId) => int((await sql`SELECT count(*) AS n FROM links WHERE account_id = ${accountId}`)[0].n),
+    linkCount: async (accountId) =>
+      int((await sql`SELECT count(*) AS n FROM links WHERE account_id = ${accountId}`)[0].n),
     async setLastSignin(accountId, at, tx) {
       await (tx ?? sql)`UPDATE accounts SET last_signin = ${at} WHERE id = ${accountId}`
     },
@@ -186,17 +186,27 @@ export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } 
       return r ? keyWithAccount(r) : null
     },
     async activeKeyByHash(hash) {
-      const [r] = await sql`SELECT ${sql.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id
+      const [r] =
+        await sql`SELECT ${sql.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id
                             WHERE k.hash = ${hash} AND k.revoked IS NULL AND a.disabled IS NULL`
       return r ? keyWithAccount(r) : null
     },
     keysOfAccount: async (accountId) =>
-      (await sql`SELECT ${sql.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.account_id = ${accountId} ORDER BY k.id`).map(keyWithAccount),
-    allKeys: async () => (await sql`SELECT ${sql.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id ORDER BY k.id`).map(keyWithAccount),
-    keysByPrefix: async (prefix) => (await sql`SELECT ${sql.unsafe(KEY)} FROM api_keys k WHERE k.prefix = ${prefix}`).map(key),
+      (
+        await sql`SELECT ${sql.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.account_id = ${accountId} ORDER BY k.id`
+      ).map(keyWithAccount),
+    allKeys: async () =>
+      (
+        await sql`SELECT ${sql.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id ORDER BY k.id`
+      ).map(keyWithAccount),
+    keysByPrefix: async (prefix) =>
+      (await sql`SELECT ${sql.unsafe(KEY)} FROM api_keys k WHERE k.prefix = ${prefix}`).map(key),
     keysOfAccountNewest: async (accountId, limit) =>
-      (await sql`SELECT ${sql.unsafe(KEY)} FROM api_keys k WHERE k.account_id = ${accountId} ORDER BY k.id DESC LIMIT ${limit}`).map(key),
-    activeKeyCount: async (accountId) => int((await sql`SELECT count(*) AS n FROM api_keys WHERE account_id = ${accountId} AND revoked IS NULL`)[0].n),
+      (
+        await sql`SELECT ${sql.unsafe(KEY)} FROM api_keys k WHERE k.account_id = ${accountId} ORDER BY k.id DESC LIMIT ${limit}`
+      ).map(key),
+    activeKeyCount: async (accountId) =>
+      int((await sql`SELECT count(*) AS n FROM api_keys WHERE account_id = ${accountId} AND revoked IS NULL`)[0].n),
     async touchKey(id, now) {
       await sql`UPDATE api_keys SET last_used = ${now} WHERE id = ${id}`
     },
@@ -237,7 +247,11 @@ export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } 
         if ('ok' in locked) return locked
         // The account's row is locked FOR UPDATE: no link can be given to it until this commits.
         const links = int((await tx`SELECT count(*) AS n FROM links WHERE account_id = ${locked.id}`)[0].n)
-        const deletedLinks = withLinks ? (await tx`DELETE FROM links WHERE account_id = ${locked.id} RETURNING code`).map((r: { code: string }) => r.code) : []
+        const deletedLinks = withLinks
+          ? (await tx`DELETE FROM links WHERE account_id = ${locked.id} RETURNING code`).map(
+              (r: { code: string }) => r.code,
+            )
+          : []
         await tx`DELETE FROM accounts WHERE id = ${locked.id}`
         await notify(tx)
         if (within) await within(tx, locked, links)
@@ -273,7 +287,9 @@ export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } 
       return sql.begin(async (tx) => {
         const [row] = await tx`SELECT ${tx.unsafe(ACCOUNT)} FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE`
         if (!row) return { ok: false as const, reason: 'not_found' as const }
-        const active = int((await tx`SELECT count(*) AS n FROM api_keys WHERE account_id = ${accountId} AND revoked IS NULL`)[0].n)
+        const active = int(
+          (await tx`SELECT count(*) AS n FROM api_keys WHERE account_id = ${accountId} AND revoked IS NULL`)[0].n,
+        )
         if (active >= limits.max) return { ok: false as const, reason: 'full' as const }
         await tx`DELETE FROM api_keys WHERE account_id = ${accountId} AND revoked IS NOT NULL AND id NOT IN
                    (SELECT id FROM api_keys WHERE account_id = ${accountId} AND revoked IS NOT NULL ORDER BY revoked DESC, id DESC LIMIT ${limits.keepRevoked})`
@@ -286,7 +302,8 @@ export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } 
 
     async editKeyOfAccount(id, accountId, label, scopes, within) {
       return sql.begin(async (tx) => {
-        const [b] = await tx`SELECT ${tx.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ${id} FOR UPDATE OF k`
+        const [b] =
+          await tx`SELECT ${tx.unsafe(KEY_WITH_ACCOUNT)} FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ${id} FOR UPDATE OF k`
         if (!b) return null
         const [a] = await tx`UPDATE api_keys SET label = ${label}, scopes = ${scopes}
                              WHERE id = ${id} AND account_id = ${accountId} AND revoked IS NULL RETURNING *`
@@ -301,7 +318,8 @@ export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } 
 
     async revokeKeyOfAccount(id, accountId, now, within) {
       return sql.begin(async (tx) => {
-        const r = await tx`UPDATE api_keys SET revoked = ${now} WHERE id = ${id} AND account_id = ${accountId} AND revoked IS NULL`
+        const r =
+          await tx`UPDATE api_keys SET revoked = ${now} WHERE id = ${id} AND account_id = ${accountId} AND revoked IS NULL`
         if (r.count !== 1) return null
         await notify(tx)
         const revoked = keyWithAccount(await keyWhere(tx, id))

@@ -1,12 +1,13 @@
-// The audit log's rows behind the async interface (src/audit/storage.ts), ONE suite run against both engines:
-// SQLite (the synchronous store wrapped) and a real PostgreSQL server (storage-postgres.ts). Two "nodes" are
+// The audit log's storage contract (src/audit/storage/), ONE suite run against both engines: SQLite and a real
+// PostgreSQL server. Two "nodes" are
 // two connections (SQLite) or two pools (PostgreSQL) on one database: a row is written with its change's
 // transaction and read through the other node; pages, filters and `since` give the same rows in the same
 // order on both engines; ids are never reused; two nodes writing (or sweeping) at once lose nothing.
 import { describe, expect, test } from 'bun:test'
-import { createAuditReader } from '../../src/audit/service'
-import { postgresAuditRows } from '../../src/audit/storage-postgres'
-import { sqliteAuditRows, type AuditInsert, type AuditQuery, type AuditRows } from '../../src/audit/storage'
+import { createAuditReader } from '../../src/audit'
+import { postgresAuditRows } from '../../src/audit/storage/postgres'
+import { sqliteAuditRows } from '../../src/audit/storage/sqlite'
+import type { AuditInsert, AuditQuery, AuditRows } from '../../src/audit'
 import { engineHarness, postgresTransaction, sqliteTransaction } from '../support/engines'
 
 interface Node {
@@ -84,7 +85,7 @@ describe.each([
       expect(await b.audit.page(query())).toEqual([
         { id: id!, at: T0, actor_kind: 'account', actor_id: 7, actor_name: 'bob', action: 'key.create', target: 'target of key.create', detail: 'scopes links:write', address: '192.0.2.1' },
       ])
-      await a.inTransaction((tx) => a.audit.insert(tx, entry('key.revoke', T0 + 1)), true)
+      await a.inTransaction(async (tx) => a.audit.insert(tx, entry('key.revoke', T0 + 1)), true)
       expect(await e.count()).toBe(1)
       // The other kinds of actor: the command line, a failed sign-in, the service itself.
       await write(b, [
