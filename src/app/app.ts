@@ -5,7 +5,7 @@
 import { mkdirSync } from 'node:fs'
 import { createAccountService } from '../accounts/service'
 import { createAuditFeature } from '../audit/feature'
-import { createClicksFeature } from '../clicks/feature'
+import { createClicksFeature } from '../clicks'
 import type { Config } from '../kernel/config'
 import { createDashboardFeature } from '../dashboard/feature'
 import { sqliteBackend, type Backend } from './backend-sqlite'
@@ -33,6 +33,7 @@ import { reloadConfig, type ReloadOutcome } from '../kernel/reload'
 import { createLinkSigner } from '../kernel/signing'
 import { createWebhooksFeature } from '../webhooks/feature'
 import { createOutbox, createQueueOutbox } from '../webhooks/outbox'
+import { eventInserts } from '../webhooks'
 
 export type { AppOptions, ReloadOutcome }
 
@@ -54,6 +55,9 @@ export async function openLinkbox(config: Config, opts: AppOptions = {}) {
     throw err
   }
 }
+
+// The click writer thread; scripts/build.ts makes its entry one of the binary's, beside this chunk.
+const spawnClickWriter = () => new Worker(new URL('./click-write-worker.ts', import.meta.url).href)
 
 export function createLinkbox(config: Config, opts: AppOptions = {}) {
   // The shared parts.
@@ -90,7 +94,11 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   }
 
   // The features, in order: a later one may use an earlier one's service.
-  const clicks = createClicksFeature(shared, { ...(backend.clickWriter ? { writer: backend.clickWriter } : {}), ...opts.clicks })
+  const clicks = createClicksFeature(
+    shared,
+    { dayKeys: storages.dayKeys, visitorHashes: storages.visitorHashes, outbox: shared.outbox, eventRows: eventInserts, spawnWriter: spawnClickWriter },
+    { ...(backend.clickWriter ? { writer: backend.clickWriter } : {}), ...opts.clicks },
+  )
   const webhooks = createWebhooksFeature(shared, { schedule: opts.webhookSchedule })
   const links = createLinksFeature(shared, { recorder: clicks.recorder, dayKeys: clicks.dayKeys }, opts)
   const qr = createQrFeature(shared, { links: links.links }, { renderer: opts.qrRenderer })

@@ -2,8 +2,7 @@
 // brought up to date once under the migration lock (index.ts), the stores (storages.ts), the change feed
 // (changes.ts: LISTEN/NOTIFY beside the pool), the database's availability (health.ts) and the signing secret
 // from the database (signing-postgres.ts). Loaded only when `[database] url` is set.
-import type { ClickRecorder } from '../clicks/recorder'
-import { countsWriter } from '../clicks/writer'
+import { countsWriter, type ClickRecorder } from '../clicks'
 import type { Logger } from '../kernel/log'
 import { postgresSigningSecret } from '../db/postgres/signing'
 import type { Backend } from './backend-sqlite'

@@ -11,8 +11,7 @@
 // SQLite's is made here, synchronously (tests build apps in one call); PostgreSQL's (postgres/backend.ts) needs
 // a connection first, so it is made by openLinkbox (app.ts) before the app, and only then loaded.
 import { join } from 'node:path'
-import type { ClickRecorder } from '../clicks/recorder'
-import type { BatchWriter } from '../clicks/writer'
+import type { BatchWriter, ClickRecorder } from '../clicks'
 import { createDatabaseCheck, type DatabaseCheck } from './health'
 import type { Logger } from '../kernel/log'
 import { loadSigningSecret } from '../kernel/signing'

@@ -5,7 +5,7 @@
 // SQLite: failing click writes (retried by the recorder) and a change that could not be stored (until a write
 // succeeds again) are known at once; otherwise a write is tried and rolled back — at most once per PROBE_MS,
 // since /healthz and /readyz are public and polled. PostgreSQL's is in db/postgres/health.ts.
-import type { ClickRecorder } from '../clicks/recorder'
+import type { ClickRecorder } from '../clicks'
 import { lastWriteFailure, probeWrite, type Db } from '../db/sqlite'
 
 const PROBE_MS = 5_000

@@ -28,11 +28,10 @@ import type { Db } from '../db/sqlite'
 import { sqliteAbuseRows, type AbuseRows } from '../abuse/storage'
 import { sqliteAccountStorage, type AccountStorage } from '../accounts/storage'
 import { sqliteAuditRows, type AuditRows } from '../audit/storage'
-import { sqliteClickCounts, type ClickCounts } from '../clicks/counts'
+import type { ClickCounts, DayKeyRows, SharedVisitorRows } from '../clicks'
+import { sqliteClickCounts, sqliteDayKeyRows } from '../clicks/storage/sqlite'
 import { sqliteFormTokenRows, sqliteSessionRows, type FormTokenRows, type SessionRows } from '../dashboard/session-store'
 import { sqliteFlashRows, type FlashRows } from '../dashboard/flash-rows'
-import { sqliteDayKeyRows, type DayKeyRows } from '../clicks/day-keys'
-import type { SharedVisitorRows } from '../clicks/shared-visitors'
 import { sqliteDailyCountRows, type DailyCountRows } from '../web/daily-limit'
 import { sqliteLinkStorage, type LinkStorage } from '../links/storage'
 import { sqliteMessageStore, type MessageStore } from '../mail/messages'
@@ -41,6 +40,7 @@ import { sqliteTicketStorage, type TicketStorage } from '../media/tickets'
 import { sqliteIdentityStorage, type IdentityStorage } from '../oidc/identities'
 import { sqliteEndpointRows, type EndpointRows } from '../webhooks/endpoints'
 import { sqliteWebhookQueue, type WebhookQueue } from '../webhooks/queue'
+import { eventInserts } from '../webhooks'
 
 export interface Storages<Tx> {
   engine: 'sqlite' | 'postgres'
@@ -123,7 +123,7 @@ export function sqliteStorages(db: Db): Storages<Db> {
       return once('queue', () => sqliteWebhookQueue(db))
     },
     get counts() {
-      return once('counts', () => sqliteClickCounts(db))
+      return once('counts', () => sqliteClickCounts(db, eventInserts))
     },
     get tickets() {
       return once('tickets', () => sqliteTicketStorage(db))
