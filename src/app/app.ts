@@ -24,11 +24,11 @@ import { serve, stopGracefully } from '../web/server'
 import { createLinksFeature } from '../links/feature'
 import { log as rootLog } from '../kernel/log'
 import { createMailFeature } from '../mail/feature'
-import { createMediaFeature } from '../media/feature'
+import { createMediaFeature } from '../media'
 import { createMetrics, processMetrics } from '../kernel/metrics'
 import type { AppOptions } from './options'
 import { createPagesFeature } from '../pages/feature'
-import { createQrFeature } from '../qr/feature'
+import { createQrFeature } from '../qr'
 import { reloadConfig, type ReloadOutcome } from '../kernel/reload'
 import { createLinkSigner } from '../kernel/signing'
 import { createWebhooksFeature } from '../webhooks/feature'
@@ -103,7 +103,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const links = createLinksFeature(shared, { recorder: clicks.recorder, dayKeys: clicks.dayKeys }, opts)
   const qr = createQrFeature(shared, { links: links.links }, { renderer: opts.qrRenderer })
   const mail = createMailFeature(shared, { smtpPort: opts.smtpPort })
-  const media = createMediaFeature(shared)
+  const media = createMediaFeature(shared, { tickets: storages.tickets })
   const database = backend.databaseCheck(clicks.recorder)
   const databaseProblem = () => database.known().reason
   const dashboard = createDashboardFeature(shared, { links: links.links, mail: mail.mail, webhooks: webhooks.webhooks, qr: qr.qr, abuse: links.abuse, databaseProblem })

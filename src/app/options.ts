@@ -3,7 +3,7 @@ import type { ClickRecorderOptions } from '../clicks'
 import type { Backend } from './backend-sqlite'
 import type { Verifier } from '../links/password-gate'
 import type { Logger } from '../kernel/log'
-import type { QrRenderer } from '../qr/renderer'
+import type { QrRenderer } from '../qr'
 
 export interface AppOptions {
   clock?: () => number

@@ -5,7 +5,7 @@ import { Type, type TSchema } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
 import type { ApiMethod } from '../web/api'
 import { queryParams } from '../web/params'
-import { MAX_URL_LENGTH } from '../links/validate'
+import { MAX_URL_LENGTH } from '../links'
 import type { MediaService } from './service'
 
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()])
