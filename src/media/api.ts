@@ -1,6 +1,5 @@
-// The user's method 6 (GET /api/download.json) and the signed links its answers carry (/dl/<id>). The
-// parameter and the answer are declared here once, as schemas: the /api pipeline checks requests against
-// them and the documents are made from them.
+// GET /api/download.json and the signed links its answers carry (/dl/<id>): the parameter and the answer declared
+// once as schemas, which check requests and make the API documents.
 import { Type, type TSchema } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
 import type { ApiMethod } from '../web/api'

@@ -1,6 +1,5 @@
-// What yt-dlp's JSON (-J) means for download.json, as pure functions: the formats a caller may fetch and
-// how each is fetched, and what its failures mean (a `code` and a message for each). Kept apart from the
-// subprocess so that the rules are tested without one.
+// What yt-dlp's JSON (-J) means for download.json, as pure functions: the formats a caller may fetch, how each is
+// fetched, and what failures mean (a `code` and a message each), testable without a subprocess.
 import { AppError } from '../kernel/errors'
 
 export type FormatKind = 'video+audio' | 'video' | 'audio' | 'photo'

@@ -1,8 +1,5 @@
-// Which yt-dlp the media service runs, and how a newer one gets in. Sites change and a frozen extractor rots
-// within months, so there are up to four: the admin's own (media.ytdlp_path), one installed later by
-// `linkbox ytdlp update` into data_dir/bin, the one bundled into the binary (extracted into data_dir/bin at
-// start), and one on PATH. The choice is re-made before every extraction from a few stat calls, so an update
-// takes effect without a restart; a program is only spawned (`--version`) when a file changed.
+// Which yt-dlp the media service runs, chosen again before every extraction from a few stat calls: the admin's,
+// the updated one, the bundled one, or one on PATH (ARCHITECTURE, media).
 import { statSync, type Stats } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { BUNDLED_NAME, UPDATED_NAME, type Ytdlp, type YtdlpChoice, compareVersions, isSafeYtdlpVersion, isZipapp, runVersion } from './ytdlp-version'
