@@ -35,12 +35,12 @@ const started = performance.now()
 const result = await Bun.build({
   // The QR and click-writer workers are loaded by URL at run time, so each is an entrypoint of its own
   // (bun bundles each into the executable). Entry names without their directory put them at
-  // /$bunfs/root/render-worker.js and write-worker.js, next to the main module, where src/qr/renderer.ts
-  // and src/clicks/writer.ts look for them.
-  entrypoints: [resolve(root, 'src/main.ts'), resolve(root, 'src/qr/render-worker.ts'), resolve(root, 'src/clicks/write-worker.ts')],
+  // /$bunfs/root/render-worker.js and click-write-worker.js, next to the main module, where src/qr/renderer.ts
+  // and src/app/app.ts look for them.
+  entrypoints: [resolve(root, 'src/main.ts'), resolve(root, 'src/qr/render-worker.ts'), resolve(root, 'src/app/click-write-worker.ts')],
   // Modules that main.ts imports only when a command needs them (the HTTP app for serve) go into chunks of
   // their own, which are not even parsed otherwise: `linkbox version` starts in ~20 ms instead of ~55.
-  // The chunks sit beside the entries too: renderer.ts and writer.ts, now in a chunk, find their workers
+  // The chunks sit beside the entries too: renderer.ts and app.ts, now in a chunk, find their workers
   // relative to themselves.
   splitting: true,
   naming: { entry: '[name].[ext]', chunk: '[name]-[hash].[ext]' },

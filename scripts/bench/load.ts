@@ -11,7 +11,7 @@
 //
 // Links go in as plain SQL at schema version 2, whose links table this file knows; openDatabase then runs
 // the later migrations on them as on any existing database (a counter they add is filled by them). Clicks
-// go through the code's own writer, createClickStore(db).write(ClickBatch), one day per entry, so they land
+// go through the code's own writer, sqliteClickWriter(db).write(ClickBatch), one day per entry, so they land
 // in whatever statistics tables the current schema has. Everything is seeded: same arguments, same data.
 import { Database } from 'bun:sqlite'
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
@@ -19,7 +19,9 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { hashKey, randomBase62 } from '../../src/accounts'
 import { SCOPES } from '../../src/kernel/caller'
-import { bump, createClickStore, DAY_MS, dayOf, newDayCounts, type ClickBatch, type DayCounts } from '../../src/clicks/store'
+import { DAY_MS, dayOf, newDayCounts, type ClickBatch, type DayCounts } from '../../src/clicks/batch'
+import { bump } from '../../src/clicks/names'
+import { sqliteClickWriter } from '../../src/clicks/storage/sqlite'
 import { openDatabase } from '../../src/db/sqlite'
 import { migrations } from '../../src/db/sqlite/migrations'
 import { isReserved } from '../../src/links/validate'
@@ -213,7 +215,7 @@ export async function load(opts: { links: number; clicks?: number; data: string;
     const rnd = seeded(7)
     const firstDay = endDayNumber - 364
     const perDay = dailyTotals(clicks, firstDay, rnd)
-    const store = createClickStore(db)
+    const store = sqliteClickWriter(db)
     for (let start = 0; start < 365; start += 30) {
       const days = new Map<number, DayCounts>()
       for (let i = start; i < Math.min(start + 30, 365); i++) days.set(firstDay + i, dayCounts(perDay[i]!, rnd))

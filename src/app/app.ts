@@ -5,7 +5,7 @@
 import { mkdirSync } from 'node:fs'
 import { createAccountService } from '../accounts'
 import { createAuditFeature } from '../audit/feature'
-import { createClicksFeature } from '../clicks/feature'
+import { createClicksFeature } from '../clicks'
 import type { Config } from '../kernel/config'
 import { createDashboardFeature } from '../dashboard/feature'
 import { sqliteBackend, withStorages, type Backend } from './backend-sqlite'
@@ -24,15 +24,16 @@ import { serve, stopGracefully } from '../web/server'
 import { createLinksFeature } from '../links/feature'
 import { log as rootLog } from '../kernel/log'
 import { createMailFeature } from '../mail/feature'
-import { createMediaFeature } from '../media/feature'
+import { createMediaFeature } from '../media'
 import { createMetrics, processMetrics } from '../kernel/metrics'
 import type { AppOptions } from './options'
 import { createPagesFeature } from '../pages/feature'
-import { createQrFeature } from '../qr/feature'
+import { createQrFeature } from '../qr'
 import { reloadConfig, type ReloadOutcome } from '../kernel/reload'
 import { createLinkSigner } from '../kernel/signing'
 import { createWebhooksFeature } from '../webhooks/feature'
 import { createOutbox, createQueueOutbox } from '../webhooks/outbox'
+import { eventInserts } from '../webhooks'
 
 export type { AppOptions, ReloadOutcome }
 
@@ -54,6 +55,9 @@ export async function openLinkbox(config: Config, opts: AppOptions = {}) {
     throw err
   }
 }
+
+// The click writer thread; scripts/build.ts makes its entry one of the binary's, beside this chunk.
+const spawnClickWriter = () => new Worker(new URL('./click-write-worker.ts', import.meta.url).href)
 
 export function createLinkbox(config: Config, opts: AppOptions = {}) {
   // The shared parts.
@@ -90,12 +94,16 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   }
 
   // The features, in order: a later one may use an earlier one's service.
-  const clicks = createClicksFeature(shared, { ...(backend.clickWriter ? { writer: backend.clickWriter } : {}), ...opts.clicks })
+  const clicks = createClicksFeature(
+    shared,
+    { dayKeys: storages.dayKeys, visitorHashes: storages.visitorHashes, outbox: shared.outbox, eventRows: eventInserts, spawnWriter: spawnClickWriter },
+    { ...(backend.clickWriter ? { writer: backend.clickWriter } : {}), ...opts.clicks },
+  )
   const webhooks = createWebhooksFeature(shared, { schedule: opts.webhookSchedule })
   const links = createLinksFeature(shared, { recorder: clicks.recorder, dayKeys: clicks.dayKeys }, opts)
   const qr = createQrFeature(shared, { links: links.links }, { renderer: opts.qrRenderer })
   const mail = createMailFeature(shared, { smtpPort: opts.smtpPort })
-  const media = createMediaFeature(shared)
+  const media = createMediaFeature(shared, { tickets: storages.tickets })
   const database = backend.databaseCheck(clicks.recorder)
   const databaseProblem = () => database.known().reason
   const dashboard = createDashboardFeature(shared, { links: links.links, mail: mail.mail, webhooks: webhooks.webhooks, qr: qr.qr, abuse: links.abuse, databaseProblem })

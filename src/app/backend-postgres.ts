@@ -1,7 +1,7 @@
 // PostgreSQL's Backend (backend-sqlite.ts): the pool, migrated once, its stores, the LISTEN/NOTIFY feed, its
 // availability and the signing secret from the database. Loaded only when `[database] url` is set.
 import type { WriteFailures } from '../db/health'
-import { countsWriter } from '../clicks/writer'
+import { countsWriter } from '../clicks'
 import type { Logger } from '../kernel/log'
 import { postgresSigningSecret } from '../db/postgres/signing'
 import type { PostgresBackend } from './backend-sqlite'

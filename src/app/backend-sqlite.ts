@@ -2,7 +2,7 @@
 // change feed, availability, signing secret, click writer, database check). SQLite's is made here, synchronously.
 import { join } from 'node:path'
 import type { TransactionSQL } from 'bun'
-import type { BatchWriter } from '../clicks/writer'
+import type { BatchWriter } from '../clicks'
 import { createDatabaseCheck } from './health'
 import type { Logger } from '../kernel/log'
 import { loadSigningSecret } from '../kernel/signing'

@@ -4,15 +4,13 @@ import type { SQL, TransactionSQL } from 'bun'
 import { postgresAbuseRows } from '../abuse/storage-postgres'
 import { postgresAccountStorage } from '../accounts/storage/postgres'
 import { postgresAuditRows } from '../audit/storage/postgres'
-import { postgresClickCounts } from '../clicks/counts-postgres'
+import { postgresClickCounts, postgresDayKeyRows, postgresSharedVisitorRows } from '../clicks/storage/postgres'
 import { postgresFormTokenRows, postgresSessionRows } from '../dashboard/session-store-postgres'
 import { postgresFlashRows } from '../dashboard/flash-rows-postgres'
-import { postgresDayKeyRows } from '../clicks/day-keys-postgres'
-import { postgresSharedVisitorRows } from '../clicks/shared-visitors-postgres'
 import { postgresDailyCountRows } from '../db/postgres/daily-counts'
 import { postgresLinkStorage } from '../links/storage-postgres'
 import { postgresMessageStore } from '../mail/messages-postgres'
-import { postgresTicketStorage } from '../media/tickets-postgres'
+import { postgresTicketStorage } from '../media/storage/postgres'
 import { postgresIdentityStorage } from '../oidc/storage/postgres'
 import { postgresEndpointRows } from '../webhooks/endpoints-postgres'
 import { postgresWebhookQueue } from '../webhooks/queue-postgres'
@@ -21,6 +19,7 @@ import type { Storages } from './storages'
 
 /** `changes`: the node's feed, which the stores that keep something in memory listen to (the key cache's). */
 export function postgresStorages(sql: SQL, opts: { changes?: ChangeFeed } = {}): Storages<TransactionSQL> {
+  const queue = postgresWebhookQueue(sql)
   return {
     engine: 'postgres',
     links: postgresLinkStorage(sql),
@@ -35,8 +34,8 @@ export function postgresStorages(sql: SQL, opts: { changes?: ChangeFeed } = {}):
     abuse: postgresAbuseRows(sql),
     audit: postgresAuditRows(sql),
     endpoints: postgresEndpointRows(sql),
-    queue: postgresWebhookQueue(sql),
-    counts: postgresClickCounts(sql),
+    queue,
+    counts: postgresClickCounts(sql, queue),
     tickets: postgresTicketStorage(sql),
     messages: postgresMessageStore(sql),
   }

@@ -7,21 +7,22 @@ import { sqliteAccountStorage } from '../accounts/storage/sqlite'
 import type { AccountStorage } from '../accounts'
 import { sqliteAuditRows } from '../audit/storage/sqlite'
 import type { AuditRows } from '../audit'
-import { sqliteClickCounts, type ClickCounts } from '../clicks/counts'
+import type { ClickCounts, DayKeyRows, SharedVisitorRows } from '../clicks'
+import { sqliteClickCounts, sqliteDayKeyRows } from '../clicks/storage/sqlite'
 import { sqliteFormTokenRows, sqliteSessionRows, type FormTokenRows, type SessionRows } from '../dashboard/session-store'
 import { sqliteFlashRows, type FlashRows } from '../dashboard/flash-rows'
-import { sqliteDayKeyRows, type DayKeyRows } from '../clicks/day-keys'
-import type { SharedVisitorRows } from '../clicks/shared-visitors'
 import type { DailyCountRows } from '../db/daily-counts'
 import { sqliteDailyCountRows } from '../db/sqlite/daily-counts'
 import { sqliteLinkStorage, type LinkStorage } from '../links/storage'
 import { sqliteMessageStore, type MessageStore } from '../mail/messages'
 import { createSpool } from '../mail/spool'
-import { sqliteTicketStorage, type TicketStorage } from '../media/tickets'
+import type { TicketStorage } from '../media'
+import { sqliteTicketStorage } from '../media/storage/sqlite'
 import { sqliteIdentityStorage } from '../oidc/storage/sqlite'
 import type { IdentityStorage } from '../oidc'
 import { sqliteEndpointRows, type EndpointRows } from '../webhooks/endpoints'
 import { sqliteWebhookQueue, type WebhookQueue } from '../webhooks/queue'
+import { eventInserts } from '../webhooks'
 
 export interface Storages<Tx> {
   engine: 'sqlite' | 'postgres'
@@ -104,7 +105,7 @@ export function sqliteStorages(db: Db): Storages<Db> {
       return once('queue', () => sqliteWebhookQueue(db))
     },
     get counts() {
-      return once('counts', () => sqliteClickCounts(db))
+      return once('counts', () => sqliteClickCounts(db, eventInserts))
     },
     get tickets() {
       return once('tickets', () => sqliteTicketStorage(db))

@@ -1,6 +1,5 @@
-// User agent → bot / device / browser / os, with maintained libraries (isbot, ua-parser-js 1.x, MIT).
-// Runs at flush time, off the request path, behind a small cache: real traffic repeats user agents.
-// Also the names statistics are kept under: referrer hosts, and the reserved name for "the rest".
+// User agent → bot / device / browser / os (isbot, ua-parser-js 1.x) behind a small cache, at flush time; and the
+// names statistics are kept under: referrer hosts, and the reserved name for "the rest".
 import { isbot } from 'isbot'
 import UAParser from 'ua-parser-js'
 

@@ -1,47 +1,13 @@
-// The key of each UTC day that hashes visitors: an A/B split's "same visitor, same arm all day"
-// (links/destinations.ts), the day's distinct visitors (visitors.ts) and the anonymous creations counted per
-// address (links/anonymous.ts). SPEC §11: every node must use the same one, or two nodes give one visitor two
-// arms and count them twice. So it is a row of day_keys (migration 20), made once by the first node to ask
-// (INSERT … ON CONFLICT DO NOTHING, then read: every node reads the one that won), and keys of days before
-// yesterday are deleted, so that no hash of one day can be matched with one of another once it has passed.
-//
-// The redirect never waits for the database: each node reads the key at its first need, then ahead of
-// midnight (the periodic refresh makes tomorrow's), and keeps it; current() is a synchronous look-up that
-// answers null while a key is still on its way on PostgreSQL (its users then use a key of their own until it
-// comes); SQLite's is read at once.
+// The key of each UTC day that hashes visitors, one for every node (SPEC §11): a row of day_keys, read ahead of
+// need so that the redirect never waits (ARCHITECTURE, clicks).
 import { createHmac, randomBytes } from 'node:crypto'
-import type { Db } from '../db/sqlite'
-import { lazyStatements } from '../db/sqlite/lazy'
+import type { DayKeyRows } from './storage/contract'
 
 export const DAY_MS = 86_400_000
 /** Tomorrow's key is made and read when midnight is this close. */
 export const AHEAD_MS = 30 * 60_000
 /** After a failed read, the next attempt waits this long. */
 const RETRY_MS = 5_000
-
-export interface DayKeyRows {
-  /**
-   * The key of `day`: the stored one, or `fresh` stored when there is none (two nodes at once: one wins,
-   * both read it). Keys of days before `keepFrom` are deleted.
-   */
-  ensure(day: number, fresh: Uint8Array, keepFrom: number): Promise<Uint8Array>
-  /** The same, at once, where the engine can (SQLite): current() then never answers null. */
-  ensureNow?(day: number, fresh: Uint8Array, keepFrom: number): Uint8Array
-}
-
-export function sqliteDayKeyRows(db: Db): DayKeyRows {
-  const q = lazyStatements(db)
-  const insert = q.query<unknown, [number, Uint8Array]>('INSERT INTO day_keys (day, key) VALUES (?, ?) ON CONFLICT (day) DO NOTHING')
-  const read = q.query<{ key: Uint8Array }, [number]>('SELECT key FROM day_keys WHERE day = ?')
-  const old = q.query<unknown, [number]>('DELETE FROM day_keys WHERE day < ?')
-  const ensureNow = (day: number, fresh: Uint8Array, keepFrom: number) =>
-    db.transaction(() => {
-      old.run(keepFrom)
-      insert.run(day, fresh)
-      return new Uint8Array(read.get(day)!.key)
-    })()
-  return { ensure: async (day, fresh, keepFrom) => ensureNow(day, fresh, keepFrom), ensureNow }
-}
 
 /** What each user derives from a day's key, so that none of them can be matched with another's. */
 export interface DayKey {

@@ -1,22 +1,38 @@
-// Clicks as a feature of the composition root: the recorder that buffers clicks and writes them (on its
-// writer thread) every second, its metrics, and the last write at close. link.clicked events are decided at
-// flush time through the outbox (webhooks/outbox.ts); countries come from the app's one Geo (Shared.geo).
+// Clicks as a feature of the composition root: the recorder that writes clicks every second (on its writer
+// thread), its metrics, the last write at close; link.clicked events through the outbox the root hands in.
+import type { Outbox } from '../kernel/outbox'
 import type { Feature, Shared } from '../web/feature'
 import { createDayKeys } from './day-keys'
 import { createClickRecorder, type ClickRecorderOptions } from './recorder'
 import { createSharedVisitors } from './shared-visitors'
+import type { DayKeyRows, SharedVisitorRows, SqliteClickEvents } from './storage/contract'
 
-export function createClicksFeature(shared: Shared, opts: ClickRecorderOptions = {}) {
-  const { db, outbox, clock, geo } = shared
+/** What the root hands the clicks feature: its storage members and the webhook outbox (clicks import no webhooks). */
+export interface ClicksDeps {
+  dayKeys: DayKeyRows
+  /** PostgreSQL's shared visitor hashes; null on SQLite (one node counts exactly). */
+  visitorHashes: SharedVisitorRows | null
+  outbox: Pick<Outbox, 'wanted' | 'wake'>
+  /** SQLite: how link.clicked rows are written on the main thread (the thread's entry names its own). */
+  eventRows?: SqliteClickEvents
+  /** SQLite: starts the writer thread (app/click-write-worker.ts). */
+  spawnWriter?: () => Worker
+}
+
+export function createClicksFeature(shared: Shared, deps: ClicksDeps, opts: ClickRecorderOptions = {}) {
+  const { db, clock, geo } = shared
+  const { outbox } = deps
   // The day's key every node shares (day-keys.ts): distinct visitors here, A/B splits and daily counts in links.
-  const dayKeys = createDayKeys({ rows: shared.storages.dayKeys, clock, log: (line) => shared.log.warn(line) })
+  const dayKeys = createDayKeys({ rows: deps.dayKeys, clock, log: (line) => shared.log.warn(line) })
   // Several nodes (PostgreSQL): a visitor counts once whichever nodes saw them (shared-visitors.ts).
-  const rows = shared.storages.visitorHashes
+  const rows = deps.visitorHashes
   const sharedVisitors = rows ? createSharedVisitors({ rows, clock, log: shared.log }) : null
   const recorder = createClickRecorder(db, {
     ...(sharedVisitors ? { sharedVisitors } : {}),
     log: (line) => shared.log.error(line),
     geo,
+    ...(deps.eventRows ? { eventRows: deps.eventRows } : {}),
+    ...(deps.spawnWriter ? { spawnWriter: deps.spawnWriter } : {}),
     ...opts,
     visitors: { dayKey: (day) => dayKeys.current(day)?.visitors ?? null, ...opts.visitors },
     webhooks: { wanted: (accountId) => outbox.wanted('link.clicked', accountId), written: () => outbox.wake(), now: clock },

@@ -1,42 +1,17 @@
-// Clicks are counted in memory as they come — per link, day and name, the shape the store writes — and
-// the counters are written in one transaction every interval (or sooner when a batch holds `maxBatch`
-// link-days), on a worker thread (writer.ts), so a visit never waits for the disk or for a write. The user
-// agent and referrer become counters at once, and so does the visitor's address: a country (geo/index.ts)
-// and a visitor of the link-day (visitors.ts), each through a cache that real traffic hits (~0.1 µs; a
-// new address costs a ~2 µs tree walk, a new address and user agent of the day a ~2 µs HMAC). It is
-// never written: not to the database, nor to the webhook events. Measured (in-process server, one hot
-// code under wrk, 6 s): keeping the addresses and user agents of a second's clicks for the flush to
-// resolve cost 20-25 MiB more peak RSS (122-127 against 102-104 MiB) for no throughput gained.
-// When the database cannot be written (a full disk, a read-only file), the counters stay in memory and the
-// writes are retried with a growing pause; a visit never pays for a failing write, and the log gets one
-// line when writes start failing and one when they work again. A batch is counted as written only once
-// its transaction committed; one that failed is merged back into the counters being filled.
-// Webhooks (`link.clicked`, opt-in): at each flush the links of accounts with a subscribed endpoint
-// (`webhooks.wanted`, an in-memory look-up per account) become one event per account, carried with the
-// batch and committed in its last transaction (store.ts). A batch that fails keeps its events for the next
-// attempt, and the clicks it puts back are marked as already reported (Entry.heldClicks), so each click is
-// reported once, in the transaction that counts it or after that one.
+// Clicks counted in memory as they come, written every interval (or at `maxBatch` link-days) by a writer, so a
+// visit never waits for the disk; failing writes are retried with a growing pause (ARCHITECTURE, clicks).
 import { noteWriteSuccess, storageReason, type Db } from '../db/sqlite'
 import type { Geo } from '../kernel/geo'
+import { log as rootLog } from '../kernel/log'
+import { clicksIn, DAY_MS, decodeBatch } from './batch'
+import { clickEvents, foldEvents, type ClickWebhooks } from './click-events'
 import { createClassifier, createSourceCache } from './classify'
-import type { Classified } from './classify'
-import {
-  CLICK_ITEMS_PER_EVENT,
-  clicksIn,
-  DAY_MS,
-  dayOf,
-  decodeBatch,
-  EXTRA_DIMENSIONS,
-  PartialWrite,
-  PROFILE_DIMENSIONS,
-  type ClickBatch,
-  type ClickEvent,
-  type ClickItem,
-  type EncodedBatch,
-} from './store'
+import { PartialWrite, type SqliteClickEvents } from './storage/contract'
+import { absorb, countCountry, countDestination, countProfile, emptyTally, encode, entryOf, joinNames, keyOf, takeLink, type Tally } from './tally'
 import { createVisitorCounter, type VisitorCounterOptions } from './visitors'
 import { mainThreadWriter, workerWriter, type BatchWriter } from './writer'
-import { log as rootLog } from '../kernel/log'
+
+export type { ClickWebhooks } from './click-events'
 
 // Real user agents fit in 256 characters; a longer one costs time to parse.
 const USER_AGENT_CHARS = 256
@@ -71,15 +46,17 @@ export interface ClickRecorderOptions {
   maxRetryMs?: number
   /** Where the state changes are reported (one line each). */
   log?: (line: string) => void
-  /** 'worker' (the default for a database file) or 'main': where batches are written (writer.ts). */
+  /** 'worker' (the default for a database file given `spawnWriter`) or 'main': where batches are written (writer.ts). */
   writeOn?: 'worker' | 'main'
   /**
    * Where batches go instead of the database file's writer (thread or main): e.g. countsWriter over the
    * PostgreSQL click counts (writer.ts), where every node adds its increments to the same rows.
    */
   writer?: BatchWriter
-  /** Starts the writer thread (tests substitute one that dies). */
+  /** Starts the writer thread (the root's, app/click-write-worker.ts; tests substitute one that dies). None: the main thread writes. */
   spawnWriter?: () => Worker
+  /** SQLite: how the main-thread writer writes link.clicked rows (the root hands in the webhooks feature's). */
+  eventRows?: SqliteClickEvents
   /** How often the writer thread checkpoints the WAL besides after its own commits (default 5 s). */
   checkpointMs?: number
   /** link.clicked webhooks (absent: none are built). */
@@ -92,323 +69,6 @@ export interface ClickRecorderOptions {
   sharedVisitors?: { take(linkId: number, day: number, hash: number): boolean }
 }
 
-/** What the recorder needs of the webhook outbox (app.ts wires it to webhooks/outbox.ts). */
-export interface ClickWebhooks {
-  /** Cheap: whether an enabled endpoint of the account subscribes to link.clicked. */
-  wanted(accountId: number): boolean
-  /** After a batch that carried events committed: wakes the deliverer. */
-  written(): void
-  /** The events' timestamp (the app's clock). */
-  now(): number
-}
-
-/**
- * One link's clicks on one day, as counted: bots, and human clicks per profile (the first profile inline,
- * others in `more`: most link-days see one or two). ~100 bytes, where a DayCounts with its four Maps took
- * ~1,400: under traffic over 100,000 links the counters of a second or two are ~30,000 link-days.
- */
-interface Entry {
-  linkId: number
-  day: number
-  clicks: number
-  bots: number
-  profile: number
-  n: number
-  more: Map<number, number> | null
-  /** The link's account (-1: none) and code, for link.clicked events. */
-  account: number
-  code: string
-  /** Of clicks and bots, those already in kept events (put back by absorb after a failed write). */
-  heldClicks: number
-  heldBots: number
-  /** Visitors new since the link-day's last flush. */
-  visitors: number
-  /** Human clicks per country: the first inline (most link-days of a flush see one), others in `countries`. */
-  country: string
-  countryN: number
-  countries: Map<string, number> | null
-  /** Human clicks per destination a rule or split chose (null: none). */
-  destinations: Map<string, number> | null
-}
-
-/**
- * Counters being filled: link-days by key, and profiles (source, device, browser, os) interned per tally
- * by the classifier's result object and the source. `counters` is what the memory bound counts: a
- * link-day, a profile counted under it, a profile in the table.
- */
-interface Tally {
-  entries: Map<number, Entry>
-  /** Link id → the days it has entries for. */
-  links: Map<number, number[]>
-  profiles: string[]
-  profileIds: Map<Classified, Map<string, number>>
-  /** Profiles put back by absorb(), by their four names (empty unless a write failed). */
-  joined: Map<string, number>
-  clicks: number
-  counters: number
-  /** link.clicked events of failed writes, to go with the next batch. */
-  events: ClickEvent[]
-}
-const emptyTally = (): Tally => ({ entries: new Map(), links: new Map(), profiles: [], profileIds: new Map(), joined: new Map(), clicks: 0, counters: 0, events: [] })
-const joinNames = (names: string[]) => names.join('\u0000')
-// Day numbers fit in 17 bits until the year 2328; ids up to 2^36 keep the key an exact integer.
-const DAY_BITS = 131_072
-const keyOf = (linkId: number, day: number) => linkId * DAY_BITS + (day % DAY_BITS)
-
-/** The tally as the writer takes it (store.ts EncodedBatch). */
-function encode(t: Tally): EncodedBatch {
-  let length = 0
-  for (const e of t.entries.values())
-    length += 7 + (e.n > 0 ? 2 : 0) + 2 * (e.more?.size ?? 0) + 3 * extraCount(e)
-  const rows = new Float64Array(length)
-  const names: string[] = []
-  const nameIds = new Map<string, number>()
-  const nameId = (name: string) => {
-    let id = nameIds.get(name)
-    if (id === undefined) nameIds.set(name, (id = names.push(name) - 1))
-    return id
-  }
-  let i = 0
-  const extra = (dim: number, name: string, n: number) => {
-    rows[i++] = dim
-    rows[i++] = nameId(name)
-    rows[i++] = n
-  }
-  for (const e of t.entries.values()) {
-    rows[i++] = e.linkId
-    rows[i++] = e.day
-    rows[i++] = e.clicks
-    rows[i++] = e.bots
-    rows[i++] = e.visitors
-    rows[i++] = (e.n > 0 ? 1 : 0) + (e.more?.size ?? 0)
-    if (e.n > 0) {
-      rows[i++] = e.profile
-      rows[i++] = e.n
-    }
-    if (e.more)
-      for (const [p, n] of e.more) {
-        rows[i++] = p
-        rows[i++] = n
-      }
-    rows[i++] = extraCount(e)
-    if (e.countryN > 0) extra(COUNTRY, e.country, e.countryN)
-    if (e.countries) for (const [name, n] of e.countries) extra(COUNTRY, name, n)
-    if (e.destinations) for (const [name, n] of e.destinations) extra(DESTINATION, name, n)
-  }
-  return { rows, profiles: t.profiles, names }
-}
-
-const COUNTRY = EXTRA_DIMENSIONS.indexOf('country')
-const DESTINATION = EXTRA_DIMENSIONS.indexOf('destination')
-/** The names a link-day counts beside its profiles. */
-const extraCount = (e: Entry) => (e.countryN > 0 ? 1 : 0) + (e.countries?.size ?? 0) + (e.destinations?.size ?? 0)
-
-/** Counts `n` human clicks of a link-day under a country. Returns 1 when that takes a new slot. */
-function countCountry(e: Entry, name: string, n: number): number {
-  if (e.countryN === 0 || e.country === name) {
-    const fresh = e.countryN === 0 ? 1 : 0
-    e.country = name
-    e.countryN += n
-    return fresh
-  }
-  e.countries ??= new Map()
-  const held = e.countries.get(name)
-  e.countries.set(name, (held ?? 0) + n)
-  return held === undefined ? 1 : 0
-}
-
-/** Counts `n` human clicks of a link-day under a chosen destination. Returns 1 when that takes a new slot. */
-function countDestination(e: Entry, url: string, n: number): number {
-  e.destinations ??= new Map()
-  const held = e.destinations.get(url)
-  e.destinations.set(url, (held ?? 0) + n)
-  return held === undefined ? 1 : 0
-}
-
-/** One more link-day of `t`, or the one it has. */
-function entryOf(t: Tally, linkId: number, day: number, account: number, code: string): { entry: Entry; created: boolean } {
-  const key = keyOf(linkId, day)
-  const held = t.entries.get(key)
-  if (held) return { entry: held, created: false }
-  const entry: Entry = {
-    linkId,
-    day,
-    clicks: 0,
-    bots: 0,
-    profile: -1,
-    n: 0,
-    more: null,
-    account,
-    code,
-    heldClicks: 0,
-    heldBots: 0,
-    visitors: 0,
-    country: '',
-    countryN: 0,
-    countries: null,
-    destinations: null,
-  }
-  t.entries.set(key, entry)
-  const days = t.links.get(linkId)
-  if (days) days.push(day)
-  else t.links.set(linkId, [day])
-  return { entry, created: true }
-}
-
-/** Moves one link's entries out of `t` into a tally of their own (to be written ahead of the rest). */
-function takeLink(t: Tally, linkId: number): Tally {
-  const part = emptyTally()
-  const remap = new Map<number, number>()
-  const mapped = (p: number) => {
-    let q = remap.get(p)
-    if (q === undefined) {
-      q = part.profiles.length / 4
-      part.profiles.push(...t.profiles.slice(p * 4, p * 4 + 4))
-      remap.set(p, q)
-      part.counters++
-    }
-    return q
-  }
-  for (const day of t.links.get(linkId) ?? []) {
-    const key = keyOf(linkId, day)
-    const e = t.entries.get(key)
-    if (!e) continue
-    t.entries.delete(key)
-    const slots = (e.n > 0 ? 1 : 0) + (e.more?.size ?? 0) + extraCount(e)
-    t.clicks -= e.clicks + e.bots
-    t.counters -= 1 + slots // its profiles stay in t's table (others may count under them), and counted
-    const { entry } = entryOf(part, linkId, day, e.account, e.code)
-    entry.heldClicks = e.heldClicks
-    entry.heldBots = e.heldBots
-    entry.bots = e.bots
-    entry.visitors = e.visitors
-    entry.country = e.country
-    entry.countryN = e.countryN
-    entry.countries = e.countries
-    entry.destinations = e.destinations
-    if (e.n > 0) countProfile(entry, mapped(e.profile), e.n)
-    if (e.more) for (const [p, n] of e.more) countProfile(entry, mapped(p), n)
-    entry.clicks = e.clicks // human clicks without a profile too (absorb's remainder; never in practice)
-    part.clicks += e.clicks + e.bots
-    part.counters += 1 + slots
-  }
-  t.links.delete(linkId)
-  return part
-}
-
-/** Counts `n` human clicks of a link-day under a profile. Returns 1 when that takes a new slot. */
-function countProfile(e: Entry, profile: number, n: number): number {
-  e.clicks += n
-  if (e.n === 0 || e.profile === profile) {
-    const fresh = e.n === 0 ? 1 : 0
-    e.profile = profile
-    e.n += n
-    return fresh
-  }
-  e.more ??= new Map()
-  const held = e.more.get(profile)
-  e.more.set(profile, (held ?? 0) + n)
-  return held === undefined ? 1 : 0
-}
-
-/**
- * Adds what a failed write left unwritten back into the tally being filled. The store only ever reads a
- * link-day's names per dimension, so any profiles with those sums will do: each dimension's names are
- * taken in turn, a profile at a time, as many clicks as the smallest of the four heads has left.
- * `from` is the tally the batch was made of (for each link-day's account and code). The clicks put back
- * are already in the kept events: they count as held, not to be reported again.
- */
-function absorb(t: Tally, batch: ClickBatch, from: Tally) {
-  for (const [linkId, days] of batch)
-    for (const [day, d] of days) {
-      const was = from.entries.get(keyOf(linkId, day))
-      const { entry, created } = entryOf(t, linkId, day, was?.account ?? -1, was?.code ?? '')
-      if (created) t.counters++
-      entry.heldClicks += d.clicks
-      entry.heldBots += d.bots
-      entry.bots += d.bots
-      entry.visitors += d.visitors
-      t.clicks += d.clicks + d.bots
-      for (const [name, n] of d.dims.country) t.counters += countCountry(entry, name, n)
-      for (const [name, n] of d.dims.destination) t.counters += countDestination(entry, name, n)
-      const heads = PROFILE_DIMENSIONS.map((dim) => [...d.dims[dim]])
-      const at = [0, 0, 0, 0]
-      const left = heads.map((h) => h[0]?.[1] ?? 0)
-      let humans = d.clicks
-      while (humans > 0) {
-        const n = Math.min(...left)
-        if (!(n > 0)) break // the dimensions do not add up (never, for batches this module made)
-        const names = heads.map((h, i) => h[at[i]!]![0])
-        let profile = t.joined.get(joinNames(names))
-        if (profile === undefined) {
-          profile = t.profiles.length / 4
-          t.profiles.push(...names)
-          t.joined.set(joinNames(names), profile)
-          t.counters++
-        }
-        t.counters += countProfile(entry, profile, n)
-        humans -= n
-        for (let i = 0; i < 4; i++) {
-          left[i]! -= n
-          if (left[i] === 0) left[i] = heads[i]![++at[i]!]?.[1] ?? 0
-        }
-      }
-      if (humans > 0) entry.clicks += humans
-    }
-}
-
-/**
- * The link.clicked events of a tally: its link-days' clicks not yet reported, for the accounts that want
- * them, one event per account (split at CLICK_ITEMS_PER_EVENT items). The look-up is made once per account.
- */
-function clickEvents(t: Tally, hooks: ClickWebhooks): ClickEvent[] {
-  let wanted: Map<number, ClickItem[] | null> | null = null
-  for (const e of t.entries.values()) {
-    if (e.account < 0) continue
-    wanted ??= new Map()
-    let items = wanted.get(e.account)
-    if (items === undefined) wanted.set(e.account, (items = hooks.wanted(e.account) ? [] : null))
-    if (items === null) continue
-    const clicks = e.clicks - e.heldClicks
-    const bots = e.bots - e.heldBots
-    if (clicks + bots > 0) items.push({ hex: e.code, clicks, bots, day: dayOf(e.day * DAY_MS) })
-  }
-  const events: ClickEvent[] = []
-  if (!wanted) return events
-  const at = hooks.now()
-  for (const [accountId, items] of wanted)
-    for (let i = 0; items && i < items.length; i += CLICK_ITEMS_PER_EVENT)
-      events.push({ accountId, at, clicks: items.slice(i, i + CLICK_ITEMS_PER_EVENT) })
-  return events
-}
-
-/**
- * Events kept across failed writes, folded into one per account (split at CLICK_ITEMS_PER_EVENT items) with
- * each link-day's counts summed, at the time of the latest: while writes keep failing, what is kept
- * grows with the link-days clicked, not with the number of attempts.
- */
-function foldEvents(events: ClickEvent[]): ClickEvent[] {
-  const byAccount = new Map<number, { at: number; items: Map<string, ClickItem> }>()
-  for (const e of events) {
-    let acc = byAccount.get(e.accountId)
-    if (!acc) byAccount.set(e.accountId, (acc = { at: e.at, items: new Map() }))
-    acc.at = Math.max(acc.at, e.at)
-    for (const item of e.clicks) {
-      const key = `${item.hex}\u0000${item.day}`
-      const held = acc.items.get(key)
-      if (held) {
-        held.clicks += item.clicks
-        held.bots += item.bots
-      } else acc.items.set(key, { ...item })
-    }
-  }
-  const out: ClickEvent[] = []
-  for (const [accountId, { at, items }] of byAccount) {
-    const all = [...items.values()]
-    for (let i = 0; i < all.length; i += CLICK_ITEMS_PER_EVENT) out.push({ accountId, at, clicks: all.slice(i, i + CLICK_ITEMS_PER_EVENT) })
-  }
-  return out
-}
 
 /** `db`: the SQLite database the clicks are written to; null when `opts.writer` writes them elsewhere. */
 export function createClickRecorder(db: Db | null, opts: ClickRecorderOptions = {}) {
@@ -423,10 +83,13 @@ export function createClickRecorder(db: Db | null, opts: ClickRecorderOptions = 
   const log = opts.log ?? ((line: string) => rootLog.error(line))
   const hooks = opts.webhooks ?? null
   // A database without a file (":memory:") has no second connection to give a thread.
-  const onWorker = db !== null && (opts.writeOn ?? 'worker') === 'worker' && db.filename !== '' && db.filename !== ':memory:'
+  const onWorker = db !== null && opts.spawnWriter !== undefined && (opts.writeOn ?? 'worker') === 'worker' && db.filename !== '' && db.filename !== ':memory:'
   let writer: BatchWriter | null = opts.writer ?? null
   if (!writer && !db) throw new Error('clicks: a recorder needs a database or a writer')
-  const writerOf = () => (writer ??= onWorker ? workerWriter(db!, { log, spawn: opts.spawnWriter, checkpointMs: opts.checkpointMs }) : mainThreadWriter(db!))
+  const writerOf = () =>
+    (writer ??= onWorker
+      ? workerWriter(db!, { log, spawn: opts.spawnWriter!, eventRows: opts.eventRows, checkpointMs: opts.checkpointMs })
+      : mainThreadWriter(db!, opts.eventRows))
   let tally = emptyTally()
   // The batch the writer holds (one at a time), and the promise that settles when it is done with it.
   let sending: Tally | null = null

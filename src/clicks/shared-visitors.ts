@@ -1,23 +1,8 @@
-// Distinct visitors counted once across nodes (SPEC §11, issue 36): on PostgreSQL several nodes count the
-// visitors of one link-day, each in its own memory (visitors.ts), so a visitor seen by two nodes would count
-// twice. With the day's key shared (day-keys.ts) a visitor has one hash on every node, and the hashes new to
-// a node while its link-day is counted exactly (the first EXACT_MAX) go here instead of to the click batch:
-// every second they are inserted into visitor_hashes (migration 20) with ON CONFLICT DO NOTHING, and each
-// link-day's visitors grow by the rows that were new to the database, in the same transaction. Past
-// EXACT_MAX a link-day's visitors are estimated per node and added (a visitor of a busy link-day seen by two
-// nodes may count twice, never less). Hashes of days before yesterday are deleted (their key is gone too).
-// Bounded: at most `max` hashes wait; past that (the database away for long) a node counts its own.
-// SQLite has one node, whose memory already counts exactly: this is made on PostgreSQL only.
+// Distinct visitors counted once across nodes (PostgreSQL): hashes new to a node go to visitor_hashes every
+// second (ARCHITECTURE, clicks). SQLite has one node, whose memory already counts exactly.
 import type { Logger } from '../kernel/log'
 import { DAY_MS } from './day-keys'
-
-export interface SharedVisitorRows {
-  /**
-   * In one transaction: the hashes (link id, UTC day number, hash; flat triples) that no node stored yet,
-   * and each link-day's visitors added to by those; rows of days before `keepFrom` removed.
-   */
-  add(triples: number[], keepFrom: number): Promise<void>
-}
+import type { SharedVisitorRows } from './storage/contract'
 
 export function createSharedVisitors(deps: { rows: SharedVisitorRows; clock: () => number; log: Logger; max?: number; everyMs?: number }) {
   const max = (deps.max ?? 100_000) * 3

@@ -1,21 +1,5 @@
-// Distinct visitors of a link-day (SPEC §4 `days[].visitors`), counted in memory and never written down as
-// anything but counts. A visitor is known by HMAC-SHA-256 of their address and user agent under a random
-// 128-bit key of each UTC day, the same on every node (`dayKey`: day-keys.ts; SPEC §11): at the first click
-// of a new day the new day's key is taken and the old one, with every tracker of the days before, is
-// dropped, so no hash of one day can be matched with one of another. While the shared key is not here yet
-// (the first moments after a start) a key of this process stands in; when it comes the day's trackers start
-// again (their visitors may count twice: an over-count, never an under-count).
-//
-// Per link-day: the exact hashes up to EXACT_MAX, then a HyperLogLog sketch (2^12 one-byte registers,
-// ~1.6% standard error). The count only grows; `add` answers how many visitors are new since the last
-// answer for that link-day, so each flush adds an increment to click_days.visitors (never a read-modify-
-// write: several nodes may add to the same row).
-//
-// Memory is bounded by bytes (`maxBytes`, default 16 MiB: ~350,000 link-days of one visitor, or ~4,000
-// sketches): past it, the link-days not touched since the bound was last reached are dropped (counted in
-// `dropped`; see the generations below). Their visitors counted so far stay counted; if one is visited
-// again the same day its count starts from nothing, so its later visitors are all counted as new — a
-// visitor seen before and after the drop counts twice (an over-count, never an under-count).
+// Distinct visitors of a link-day, counted in memory by an HMAC of address and user agent under the day's key:
+// exact hashes, then a HyperLogLog sketch; bounded in bytes, an over-count never an under-count (ARCHITECTURE).
 import { createHmac, randomBytes } from 'node:crypto'
 
 /** Hashes kept exactly per link-day before it becomes a sketch. */

@@ -1,16 +1,9 @@
-// Where click batches are written. Normally on a worker thread with its own connection to the same file
-// (write-worker.ts): a transaction over a thousand links, and the WAL checkpoints, then never hold up the
-// event loop that answers redirects. On the main thread for a database without a file (":memory:"), when
-// asked (tests that limit the main connection), and as the fallback when the thread dies.
-//
-// If the thread dies, the log says so once and every later batch is written on the main thread (slower
-// under load, but nothing is lost; a restart loop on a thread that cannot start would be worse). A batch
-// it held is written again only when the file shows no commit by another connection since it was handed
-// over (PRAGMA data_version): then it was certainly not committed. Otherwise it may have been, and it is
-// reported as 'uncertain' rather than counted twice.
+// Where click batches are written: a worker thread with its own connection (write-worker.ts), so a long write
+// and the WAL checkpoints never hold up redirects; the main thread as the fallback (ARCHITECTURE, clicks).
 import type { Db } from '../db/sqlite'
-import type { ClickCounts } from './counts'
-import { createClickStore, PartialWrite, type EncodedBatch } from './store'
+import type { EncodedBatch } from './batch'
+import { PartialWrite, type ClickCounts, type SqliteClickEvents } from './storage/contract'
+import { sqliteClickWriter } from './storage/sqlite'
 import type { WriterReply, WriterRequest } from './write-worker'
 
 export type WriteOutcome = 'written' | 'uncertain'
@@ -26,7 +19,7 @@ export interface BatchWriter {
 }
 
 /**
- * Batches into click counts behind the async interface (counts.ts): on PostgreSQL the write is awaited on
+ * Batches into click counts behind the async interface (storage/contract.ts): on PostgreSQL the write is awaited on
  * the pool's connection, so no thread of its own is needed; each node adds increments to the same rows.
  */
 export function countsWriter(counts: ClickCounts): BatchWriter {
@@ -39,8 +32,8 @@ export function countsWriter(counts: ClickCounts): BatchWriter {
   }
 }
 
-export function mainThreadWriter(db: Db): BatchWriter {
-  const store = createClickStore(db)
+export function mainThreadWriter(db: Db, eventRows?: SqliteClickEvents): BatchWriter {
+  const store = sqliteClickWriter(db, eventRows)
   return {
     write: async (batch) => {
       store.writeEncoded(batch)
@@ -50,10 +43,6 @@ export function mainThreadWriter(db: Db): BatchWriter {
   }
 }
 
-// In the compiled binary import.meta.url is the executable's (file:///$bunfs/root/linkbox) and
-// scripts/build.ts puts this entrypoint at /$bunfs/root/write-worker.js, as for the QR worker (qr/renderer.ts).
-const spawnWriteWorker = () => new Worker(new URL('./write-worker.ts', import.meta.url).href)
-
 // Bun's Worker can stop keeping the process alive; the DOM typings do not know it.
 const hold = (w: Worker, on: boolean) => void (w as Worker & { ref?(): void; unref?(): void })[on ? 'ref' : 'unref']?.()
 
@@ -62,15 +51,17 @@ const CLOSE_WAIT_MS = 10_000
 
 export interface WorkerWriterOptions {
   log: (line: string) => void
-  /** Starts the thread; tests substitute one that dies. */
-  spawn?: () => Worker
+  /** Starts the thread (the root's app/click-write-worker.ts; tests substitute one that dies). */
+  spawn: () => Worker
+  /** How the main thread writes link.clicked rows once the thread is gone. */
+  eventRows?: SqliteClickEvents
   /** How often the thread checkpoints when no click commit does (link creations also fill the WAL). */
   checkpointMs?: number
 }
 
 export function workerWriter(db: Db, opts: WorkerWriterOptions): BatchWriter {
-  const { log, spawn = spawnWriteWorker, checkpointMs = 5_000 } = opts
-  const onMain = mainThreadWriter(db)
+  const { log, spawn, checkpointMs = 5_000 } = opts
+  const onMain = mainThreadWriter(db, opts.eventRows)
   const dataVersion = () => (db.query('PRAGMA data_version').get() as { data_version: number }).data_version
   let worker: Worker | null = null
   let dead = false

@@ -9,7 +9,7 @@
 // the link's id picks an arm by weight, with a random key of each UTC day shared by every node (dayKey:
 // clicks/day-keys.ts; deleted after the day), so one visitor gets the same arm all day on any node and no
 // one can be followed from one day to the next. Else long_url.
-import { createClassifier } from '../clicks/classify'
+import { createClassifier } from '../clicks'
 import type { LinkRow } from './store'
 import type { Rule, SplitArm } from './validate'
 

@@ -3,8 +3,7 @@
 // metrics. Clicks go to the clicks feature's recorder; link events to the outbox.
 import { createReportRoutes, visitGate } from '../abuse/routes'
 import { createAbuseService } from '../abuse/service'
-import type { DayKeys } from '../clicks/day-keys'
-import type { ClickRecorder } from '../clicks/recorder'
+import type { ClickRecorder, DayKeys } from '../clicks'
 import type { Feature, Shared } from '../web/feature'
 import { createAnonymousCreations } from './anonymous'
 import { linkApi } from './api'

@@ -14,10 +14,7 @@
 //   (db/changes.ts), and a read that was under way when its code changed does not keep its row.
 import type { Caller } from '../kernel/caller'
 import { randomBase62 } from '../accounts'
-import { MAX_NAMES, OTHER } from '../clicks/classify'
-import type { ClickRecorder } from '../clicks/recorder'
-import type { ClickCounts } from '../clicks/counts'
-import { DIMENSIONS, dayOf, type DimNames } from '../clicks/store'
+import { DIMENSIONS, dayOf, MAX_NAMES, OTHER, type ClickCounts, type ClickRecorder, type DimNames } from '../clicks'
 import type { Config } from '../kernel/config'
 import { iso } from '../db/sqlite'
 import { localChangeFeed, type ChangeFeed } from '../db/changes'

@@ -1,11 +1,10 @@
-// The user's method 6 (GET /api/download.json) and the signed links its answers carry (/dl/<id>). The
-// parameter and the answer are declared here once, as schemas: the /api pipeline checks requests against
-// them and the documents are made from them.
+// GET /api/download.json and the signed links its answers carry (/dl/<id>): the parameter and the answer declared
+// once as schemas, which check requests and make the API documents.
 import { Type, type TSchema } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
 import type { ApiMethod } from '../web/api'
 import { queryParams } from '../web/params'
-import { MAX_URL_LENGTH } from '../links/validate'
+import { MAX_URL_LENGTH } from '../links'
 import type { MediaService } from './service'
 
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()])

@@ -1,6 +1,5 @@
-// What yt-dlp's JSON (-J) means for download.json, as pure functions: the formats a caller may fetch and
-// how each is fetched, and what its failures mean (a `code` and a message for each). Kept apart from the
-// subprocess so that the rules are tested without one.
+// What yt-dlp's JSON (-J) means for download.json, as pure functions: the formats a caller may fetch, how each is
+// fetched, and what failures mean (a `code` and a message each), testable without a subprocess.
 import { AppError } from '../kernel/errors'
 
 export type FormatKind = 'video+audio' | 'video' | 'audio' | 'photo'
@@ -237,12 +236,6 @@ export function classifyFailure(stderr: string): FailureKind {
   return 'upstream'
 }
 
-export const privateAddress = () =>
-  new AppError(
-    400,
-    'private_address',
-    'The parameter "url" leads to a private or local network address, which this service does not fetch.',
-  )
 export const unsupportedUrl = () =>
   new AppError(400, 'unsupported_url', 'The parameter "url" names a page with no video, audio or photo that could be found.')
 export const upstreamFailed = (detail: string) =>

@@ -1,6 +1,5 @@
-// Media download as a feature of the composition root: yt-dlp and the guard proxy its requests go through
-// (started with the first extraction), the media service and API, the signed /dl files (HEAD answered
-// before the router, see headOfDownload), their metrics and the sweep of the file cache.
+// Media download as a feature of the composition root: yt-dlp and the guard proxy (started with the first
+// extraction), the service and API, the signed /dl files, their metrics and the sweep of the file cache.
 import type { Feature, Shared } from '../web/feature'
 import { queryParams } from '../web/params'
 import { pathOf } from '../web/path'
@@ -9,6 +8,7 @@ import { startGuardProxy, type GuardProxy } from '../kernel/net/proxy'
 import { createMediaRoutes, mediaApi } from './api'
 import { killRunning } from './runner'
 import { createMediaService, type MediaService } from './service'
+import type { TicketStorage } from './storage/contract'
 import { createYtdlp } from './ytdlp'
 
 /**
@@ -36,7 +36,12 @@ function headOfDownload(media: MediaService): HotRoute {
   }
 }
 
-export function createMediaFeature(shared: Shared) {
+/** What the root hands the media feature: its storage. */
+export interface MediaFeatureDeps {
+  tickets: TicketStorage
+}
+
+export function createMediaFeature(shared: Shared, deps: MediaFeatureDeps) {
   const { config, signer, clock } = shared
   const { resolve, isAllowed } = shared.guard
   const ytdlp = createYtdlp({ ytdlpPath: config.media.ytdlp_path, dataDir: config.data_dir })
@@ -45,7 +50,7 @@ export function createMediaFeature(shared: Shared) {
   let guardProxy: Promise<GuardProxy> | null = null
   const extractions = shared.metrics.counter('linkbox_media_extractions_total', 'download.json answers by outcome (cached: from the 10-minute cache).', 'outcome')
   const media = createMediaService({
-    tickets: shared.storages.tickets,
+    tickets: deps.tickets,
     config,
     signer,
     clock,

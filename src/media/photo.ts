@@ -1,7 +1,5 @@
-// Photos: yt-dlp finds videos and audio, not pictures. A page it cannot read but that names its picture for
-// link previews (Open Graph `og:image`, Twitter `twitter:image`) — most photo pages do — gives that picture,
-// and a URL that is itself an image gives itself. Parsing is a pure function; the page is fetched under the
-// SSRF guard by the service.
+// Photos: a page yt-dlp cannot read but that names its picture for link previews (og:image, twitter:image) gives
+// that picture, and an image URL gives itself. Pure parsing; the page is fetched by page.ts under the guard.
 import he from 'he'
 import { contentTypeOf, oneLine, type Extraction } from './extract'
 

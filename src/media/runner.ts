@@ -1,7 +1,5 @@
-// yt-dlp as a managed subprocess: an argument array (never a shell), a clean environment (no secrets of
-// ours, the guard proxy for every request it makes), its own process group so that a time limit kills it
-// and whatever it started (ffmpeg), and bounded output. And the limiter that keeps at most N of them running
-// with a short queue, so a burst of requests cannot fork the machine to death.
+// yt-dlp as a managed subprocess (argument array, clean environment, own process group, bounded output), and the
+// limiter that keeps at most N running with a short queue.
 import { AppError } from '../kernel/errors'
 
 export interface RunOptions {

@@ -1,8 +1,5 @@
-// GET /api/qr.json: query parameters in, QR image out — described in the envelope by default, or the
-// image itself with raw=1 (for <img src> and scripts that want the bytes). POST takes the same fields in a
-// body, and (multipart only) a `logo` file drawn in the middle at ecc H (see logo.ts). The parameters and the answer
-// are declared here once, as schemas that both check requests and make the API documents; the service
-// keeps what a schema cannot state (the capacity of a symbol, at least two pixels per module).
+// GET/POST /api/qr.json: the parameters and the answer declared once as schemas (requests and API documents);
+// the image described in the envelope, or itself with raw=1; POST may carry a `logo` file (logo.ts).
 import { Type } from '@sinclair/typebox'
 import { invalidParameter } from '../kernel/errors'
 import type { ApiFile, ApiMethod } from '../web/api'

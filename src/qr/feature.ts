@@ -1,7 +1,7 @@
 // QR codes as a feature of the composition root: the renderer (a worker thread with a bounded queue), the
 // QR service and API, the public /qr/<code>.png images of links, and the renderer's gauge.
 import type { Feature, Shared } from '../web/feature'
-import type { LinkService } from '../links/service'
+import type { LinkService } from '../links'
 import { qrApi } from './api'
 import { createQrRoutes } from './public'
 import { createQrRenderer, type QrRenderer } from './renderer'

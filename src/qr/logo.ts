@@ -1,14 +1,5 @@
-// A logo in the middle of a QR code (qr.json's POST `logo`): a PNG or SVG file, checked on the main thread
-// by its bytes alone (never by the type its sender claims), then drawn on the render worker onto a plate of
-// the background colour that covers at most LOGO_SHARE of the symbol's side, at error correction H.
-//
-// Every logo is turned into pixels first, and only pixels reach the answer: the markup of an SVG logo is
-// never copied into an image this service hands out. An SVG is parsed and rebuilt from an allow-list
-// (svg-clean.ts) before resvg draws it: no image, pattern, filter or reference but to its own elements is
-// left, so a logo can make the server neither read a file nor fetch an address nor draw without end.
-// Whatever a logo declares, the pixels drawn are bounded: an SVG is drawn into the box it fills (at most
-// SVG_MAX_SIDE a side), a PNG over LOGO_MAX_SIDE on a side is refused from its header, before it is decoded.
-// The render worker also has a deadline (renderer.ts).
+// A logo in the middle of a QR code: a PNG or SVG checked by its bytes, turned into bounded pixels (SVG through
+// svg-clean.ts's allow-list) and drawn on the render worker; no markup of a logo reaches an answer (ARCHITECTURE).
 import { inflateSync } from 'node:zlib'
 import { AppError, invalidParameter } from '../kernel/errors'
 

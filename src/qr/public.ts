@@ -1,8 +1,5 @@
-// Public QR images of short links: GET /qr/<code>.png and /qr/<code>.svg. The image encodes only the
-// short URL {base}/<code>, so it never changes for a code — even when the link is deleted and the code
-// reused, the new link has the same short URL. Each image is rendered once, kept in a small in-memory
-// LRU and in files under {data_dir}/cache/qr/ (surviving restarts), and served as immutable with a
-// strong ETag. When a link is deleted its images go too: nothing of a deleted link stays on disk.
+// Public QR images of short links (/qr/<code>.png and .svg): the short URL only, rendered once, kept in memory and
+// under data_dir/cache/qr, served immutable; a deleted link's images go with it (ARCHITECTURE, qr).
 import { createHash, randomBytes } from 'node:crypto'
 import { rmSync } from 'node:fs'
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
@@ -10,7 +7,7 @@ import { join } from 'node:path'
 import { Elysia } from 'elysia'
 import type { Config } from '../kernel/config'
 import type { Events } from '../kernel/events'
-import type { LinkService } from '../links/service'
+import type { LinkService } from '../links'
 import { notFoundPage } from '../web/error-pages'
 import { PUBLIC_LANE } from './renderer'
 import { QR_FORMATS, QR_MIME, type QrFormat, type QrInput, type QrService } from './service'

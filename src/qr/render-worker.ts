@@ -1,6 +1,5 @@
-// The QR rendering thread (see renderer.ts): settings in, image or error out. The settings were checked
-// on the main thread; what only the encoder can tell (data over the capacity, a size below two pixels per
-// module) comes back as the AppError's fields, for the main thread to raise as the same 400.
+// The QR rendering thread (see renderer.ts): settings in, image or error out; what only the encoder can tell comes
+// back as the AppError's fields, for the main thread to raise as the same 400.
 import { AppError, internalError } from '../kernel/errors'
 import type { RenderFailure, RenderReply, RenderRequest } from './renderer'
 import { renderQr } from './service'

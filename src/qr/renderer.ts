@@ -1,17 +1,5 @@
-// QR rendering off the main thread. A 2048 px PNG costs 80-200 ms of CPU; drawn inline it would hold up
-// every other request, redirects included, for that long. Renderings queue here for a small pool of
-// workers (render-worker.ts), each handed a couple at a time; past a bound, callers are told to come
-// back rather than queued without end. The queue has lanes: the public images of short links have room of
-// their own, and each API caller (account) a bounded share of the rest, so that one caller's flood of big
-// renderings can neither refuse a visitor's QR image nor fill the queue for the other callers. Waiting
-// renderings are handed out one lane at a time, in turn, so a lane with one waits behind one of each other
-// lane, not behind a long queue of someone else's.
-//
-// A rendering has a deadline: a worker that has answered nothing for RENDER_DEADLINE_MS is abandoned
-// (terminated and replaced), its oldest rendering refused and the others it held queued again. Public
-// images have a worker of their own besides the shared one, so a rendering stuck on the shared worker
-// never holds them up. A worker stuck in native code (resvg) only stops once that call returns: at most
-// MAX_ABANDONED such threads are left to finish before the shared worker is no longer replaced.
+// QR rendering off the main thread: a small pool of workers (render-worker.ts) behind a bounded queue with lanes
+// (public images, then each API caller in turn) and a deadline per rendering (ARCHITECTURE, qr).
 import { AppError, internalError } from '../kernel/errors'
 import type { QrImage, QrSettings } from './service'
 

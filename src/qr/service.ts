@@ -1,6 +1,5 @@
-// QR codes: the rules of the parameters and the rendering (by the `qrcode` package). It takes plain
-// values, returns the image and the settings it used, and throws AppErrors that name the parameter;
-// it never sees HTTP, so the API method and the public /qr/<code> images share it.
+// QR codes: the rules of the parameters and the rendering (the `qrcode` package), on plain values, never HTTP,
+// so the API method and the public /qr/<code> images share it.
 import { invalidParameter, missingParameter } from '../kernel/errors'
 import { drawOver, encodePng, LOGO_MIN_VERSION, SVG_MAX_SIDE, logoPlace, logoRaster, readLogo, type QrLogo, type Raster } from './logo'
 

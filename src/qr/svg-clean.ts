@@ -1,11 +1,5 @@
-// An SVG logo rebuilt from an allow-list before resvg sees it. The text is read by a conforming XML
-// parser (saxes) with namespaces resolved, so `xmlns:ñ="…xlink"` is XLink whatever its prefix; then a new
-// document is written with only shapes, paths, groups, gradients, clip paths, text and `use` of local ids.
-// Everything resvg could turn into a file read, a fetch or unbounded work is simply not in the output:
-// no image, pattern, filter, mask, marker, foreignObject, script, no reference but `#id` to an element of
-// the right kind, no `url(` elsewhere. Elements that multiply others (`use`) and nesting are bounded, so
-// the tree resvg builds is bounded too. Whatever the parser got wrong can only leave something out: the
-// output is written by this file, never copied from the input.
+// An SVG logo rebuilt from an allow-list before resvg sees it: parsed by saxes, written anew with only bounded,
+// local shapes, so nothing can read a file, fetch or multiply without end (ARCHITECTURE, qr).
 import { SaxesParser, type SaxesTagNS } from 'saxes'
 import { invalidParameter } from '../kernel/errors'
 import { SVG_MAX_DEPTH, SVG_MAX_ELEMENTS, SVG_MAX_LAYERS } from './logo'

@@ -8,7 +8,7 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { MAX_REPORT_TEXT } from '../abuse/service'
 import { REPORT_REASONS } from '../abuse/store'
-import { CLICK_ITEMS_PER_EVENT, type ClickItem } from '../clicks/store'
+import { CLICK_ITEMS_PER_EVENT, type ClickItem } from '../clicks'
 import type { WebhookEventDoc } from '../web/openapi'
 import { LinkRecordSchema } from '../links/api'
 import { IMPORTED_CODES_MAX } from '../links/service'

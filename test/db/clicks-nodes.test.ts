@@ -4,11 +4,14 @@
 // click counts, record clicks of the same link and flush them at the same moments. Every count is an
 // increment, so the day's clicks, its names and its new visitors are the sums of both, exactly.
 import { describe, expect, test } from 'bun:test'
-import { postgresClickCounts } from '../../src/clicks/counts-postgres'
-import { sqliteClickCounts, type ClickCounts } from '../../src/clicks/counts'
+import { dayOf } from '../../src/clicks/batch'
 import { createClickRecorder, type ClickRecorder } from '../../src/clicks/recorder'
-import { dayOf } from '../../src/clicks/store'
+import type { ClickCounts } from '../../src/clicks/storage/contract'
+import { postgresClickCounts } from '../../src/clicks/storage/postgres'
+import { sqliteClickCounts } from '../../src/clicks/storage/sqlite'
 import { countsWriter } from '../../src/clicks/writer'
+import { eventInserts } from '../../src/webhooks/outbox'
+import { postgresWebhookQueue } from '../../src/webhooks/queue-postgres'
 import { postgresStorages } from '../../src/app/storages-postgres'
 import { sqliteStorages, type Storages } from '../../src/app/storages'
 import { engineHarness } from '../support/engines'
@@ -27,14 +30,17 @@ const ENGINES: [string, () => Promise<Setup>][] = [
     'SQLite',
     async () => {
       const d = engines.sqlite('linkbox-clicks-nodes-')
-      return { storages: sqliteStorages(d.main), node: () => sqliteClickCounts(d.connect()), close: d.close }
+      return { storages: sqliteStorages(d.main), node: () => sqliteClickCounts(d.connect(), eventInserts), close: d.close }
     },
   ],
   [
     'PostgreSQL',
     async () => {
       const d = await engines.postgres()
-      return { storages: postgresStorages(d.main.sql), node: () => postgresClickCounts(d.pool()), close: d.close }
+      return { storages: postgresStorages(d.main.sql), node: () => {
+          const pool = d.pool()
+          return postgresClickCounts(pool, postgresWebhookQueue(pool))
+        }, close: d.close }
     },
   ],
 ]

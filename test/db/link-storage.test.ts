@@ -1,6 +1,6 @@
-// Short links' storage behind the async interface (src/links/storage.ts) and media tickets' (src/media/
-// tickets.ts), ONE suite run against both engines: SQLite (the synchronous stores wrapped) and a real
-// PostgreSQL server (storage-postgres.ts, tickets-postgres.ts). Two "nodes" are two connections (SQLite) or
+// Short links' storage behind the async interface (src/links/storage.ts), ONE suite run against both engines:
+// SQLite (the synchronous store wrapped) and a real PostgreSQL server (storage-postgres.ts); media tickets'
+// suite is test/db/media-contract.test.ts. Two "nodes" are two connections (SQLite) or
 // two pools (PostgreSQL) on one database. What a node needs: every field of a link read back as written; ids
 // never reused; one code, one link, and the loser told so by a typed outcome; exactly max_visits visits given
 // under a race; tags replaced whole; the same search and pages on both engines; counters that add up.
@@ -10,13 +10,10 @@ import type { Db } from '../../src/db/sqlite'
 import { containsPattern } from '../../src/links/service'
 import { CODE_TAKEN, GONE, REFUSED, sqliteLinkStorage, type LinkRow, type LinkStorage, type NewLink } from '../../src/links/storage'
 import { postgresLinkStorage } from '../../src/links/storage-postgres'
-import { postgresTicketStorage } from '../../src/media/tickets-postgres'
-import { sqliteTicketStorage, type TicketInput, type TicketStorage } from '../../src/media/tickets'
 import { engineHarness, ROLLBACK } from '../support/engines'
 
 interface Node {
   links: LinkStorage<any>
-  tickets: TicketStorage
 }
 
 /** What the suite needs of an engine: a fresh database, the stores on one more connection (a node), its rows. */
@@ -43,7 +40,7 @@ async function sqliteEngine(): Promise<Engine> {
   return {
     node() {
       const db = connect()
-      return { links: sqliteLinkStorage(db), tickets: sqliteTicketStorage(db) }
+      return { links: sqliteLinkStorage(db) }
     },
     account: async (name) => Number((main.query('INSERT INTO accounts (name, created) VALUES (?, 0) RETURNING id').get(name) as { id: number }).id),
     deleteAccount: async (id) => void main.query('DELETE FROM accounts WHERE id = ?').run(id),
@@ -65,7 +62,7 @@ async function postgresEngine(): Promise<Engine> {
   return {
     node() {
       const sql = pool(10)
-      return { links: postgresLinkStorage(sql), tickets: postgresTicketStorage(sql) }
+      return { links: postgresLinkStorage(sql) }
     },
     account: async (name) => Number((await main.sql`INSERT INTO accounts (name, created) VALUES (${name}, 0) RETURNING id`)[0].id),
     deleteAccount: async (id) => void (await main.sql`DELETE FROM accounts WHERE id = ${id}`),
@@ -785,72 +782,6 @@ describe('links on PostgreSQL, two nodes at the same moment', () => {
       expect(Number((await main.sql`SELECT count(*) AS n FROM link_tags`)[0].n)).toBe(0)
     } finally {
       await close()
-    }
-  }, 60_000)
-})
-
-const ticketInput = (n: number, o: Partial<TicketInput> = {}): TicketInput => ({
-  account_id: 0,
-  page_url: `https://video.example/watch?v=${n}&t=1`,
-  format_id: `hls-${n}`,
-  method: n % 2 ? 'direct' : 'ytdlp',
-  upstream_url: `https://cdn.example/${n}.m3u8?sig=a%2Fb`,
-  headers: '{"User-Agent":"Mozilla/5.0 (X11; Linux x86_64)","Referer":"https://video.example/é"}',
-  filename: `Vidéo ${n} "quoted".mp4`,
-  content_type: 'video/mp4',
-  created: T0 + n,
-  expires: T0 + 1000 * n,
-  ...o,
-})
-
-describe.each([
-  ['SQLite', sqliteEngine],
-  ['PostgreSQL', postgresEngine],
-] as const)('media tickets on %s', (_name, makeEngine) => {
-  test('an extraction’s tickets read back field for field on the other node, ids in order and never reused; the sweep takes the expired', async () => {
-    const e = await makeEngine()
-    try {
-      const [a, b] = [e.node(), e.node()]
-      const alice = await e.account('alice')
-      const inputs = [1, 2, 3, 4].map((n) => ticketInput(n, { account_id: alice }))
-      const ids = await a.tickets.insertAll(inputs)
-      expect(ids).toHaveLength(4)
-      expect(ids).toEqual([...ids].sort((x, y) => x - y))
-      for (const [i, id] of ids.entries()) expect(await b.tickets.ticket(id)).toEqual({ id, ...inputs[i]! })
-      expect(await b.tickets.ticket(999_999)).toBeNull()
-      expect(await b.tickets.count()).toBe(4)
-      expect(await a.tickets.insertAll([])).toEqual([])
-      // Expired at T0 + 2000: the first two.
-      expect(await b.tickets.sweep(T0 + 1999)).toBe(1)
-      expect(await a.tickets.sweep(T0 + 2000)).toBe(1)
-      expect(await a.tickets.ticket(ids[1]!)).toBeNull()
-      expect(await b.tickets.count()).toBe(2)
-      // Deleting the newest does not give its id again.
-      await b.tickets.sweep(T0 + 10_000)
-      const [next] = await b.tickets.insertAll([ticketInput(9, { account_id: alice })])
-      expect(next).toBeGreaterThan(ids[3]!)
-      // A ticket's account must exist: a failing ticket stores none of its extraction.
-      await expect(a.tickets.insertAll([ticketInput(10, { account_id: alice }), ticketInput(11, { account_id: 999_999 })])).rejects.toThrow()
-      expect(await b.tickets.count()).toBe(1)
-    } finally {
-      await e.close()
-    }
-  })
-
-  test('the sweep deletes at most 5000 a call; two nodes sweeping at once delete each ticket once', async () => {
-    const e = await makeEngine()
-    try {
-      const [a, b] = [e.node(), e.node()]
-      const alice = await e.account('alice')
-      const batch = [...Array(1000)].map((_, i) => ticketInput(i, { account_id: alice, expires: T0 }))
-      for (let i = 0; i < 6; i++) await a.tickets.insertAll(batch)
-      expect(await b.tickets.count()).toBe(6000)
-      const swept = await Promise.all([a.tickets.sweep(T0), b.tickets.sweep(T0)])
-      expect(swept[0]! + swept[1]!).toBe(6000)
-      expect(Math.max(...swept)).toBeLessThanOrEqual(5000)
-      expect(await a.tickets.count()).toBe(0)
-    } finally {
-      await e.close()
     }
   }, 60_000)
 })

@@ -1,18 +1,15 @@
 // The stores of issue 36 item 2 (migration 20) behind their async interfaces, ONE suite run against both
 // engines: SQLite (two connections on one file) and a real PostgreSQL server (two pools on one database).
 // Flashes: a row is taken once, by one node, only by its owner and kind, sealed (nothing of the value or the
-// owner in clear), bounded per owner and per pool, swept. Day keys: two nodes asking at once get one key;
-// old days go. Daily counts: two nodes racing for the last uses of a day give exactly the limit.
+// owner in clear), bounded per owner and per pool, swept. Daily counts: two nodes racing for the last uses
+// of a day give exactly the limit. (Day keys and shared visitor hashes: test/db/clicks-contract.test.ts.)
 import { describe, expect, test } from 'bun:test'
-import { createDayKeys, postgresDayKeyRows, sqliteDayKeyRows, type DayKeyRows } from '../support/state-stores'
 import { createFlash, postgresFlashRows, sqliteFlashRows, type FlashRows } from '../support/state-stores'
 import { createSharedDailyLimiter, postgresDailyCountRows, sqliteDailyCountRows, type DailyCountRows } from '../support/state-stores'
 import { engineHarness } from '../support/engines'
-import { postgresSharedVisitorRows } from '../../src/clicks/shared-visitors-postgres'
 
 interface Node {
   flashes: FlashRows
-  dayKeys: DayKeyRows
   counts: DailyCountRows
 }
 
@@ -29,7 +26,7 @@ async function sqliteEngine(): Promise<Engine> {
   return {
     node() {
       const db = connect()
-      return { flashes: sqliteFlashRows(db), dayKeys: sqliteDayKeyRows(db), counts: sqliteDailyCountRows(db) }
+      return { flashes: sqliteFlashRows(db), counts: sqliteDailyCountRows(db) }
     },
     rows: async (table) => main.query(`SELECT * FROM ${table}`).all() as Record<string, unknown>[],
     close,
@@ -41,7 +38,7 @@ async function postgresEngine(): Promise<Engine> {
   return {
     node() {
       const sql = pool()
-      return { flashes: postgresFlashRows(sql), dayKeys: postgresDayKeyRows(sql), counts: postgresDailyCountRows(sql) }
+      return { flashes: postgresFlashRows(sql), counts: postgresDailyCountRows(sql) }
     },
     rows: async (table) => [...(await main.sql.unsafe(`SELECT * FROM ${table}`))],
     close,
@@ -112,28 +109,6 @@ for (const [name, make] of [['SQLite', sqliteEngine], ['PostgreSQL', postgresEng
       }
     })
 
-    test('day keys: two nodes asking at once for a day get one key; keys of days before yesterday go', async () => {
-      const e = await make()
-      try {
-        const [n1, n2] = [e.node(), e.node()]
-        const t = T0
-        const today = Math.floor(t / DAY)
-        await n1.dayKeys.ensure(today - 5, new Uint8Array(32).fill(5), today - 10)
-        // Asynchronous reads on both engines here (SQLite's at-once read is day-keys.test.ts's).
-        const k1 = createDayKeys({ rows: { ensure: (...a) => n1.dayKeys.ensure(...a) }, clock: () => t })
-        const k2 = createDayKeys({ rows: { ensure: (...a) => n2.dayKeys.ensure(...a) }, clock: () => t })
-        expect(k1.current(today)).toBeNull() // not here yet: a read starts in the background
-        const [a, b] = await Promise.all([k1.keyFor(today), k2.keyFor(today)])
-        expect(Buffer.from(a.split).equals(Buffer.from(b.split))).toBe(true)
-        expect(a.visitors.equals(b.visitors)).toBe(true)
-        expect(Buffer.from(a.split).equals(a.visitors)).toBe(false)
-        expect(k1.current(today)).toBe(a)
-        expect((await e.rows('day_keys')).map((r) => Number(r.day))).toEqual([today])
-      } finally {
-        await e.close()
-      }
-    })
-
     test('daily counts: two nodes racing for a day of 10 give exactly 10; another day starts again; old days swept', async () => {
       const e = await make()
       try {
@@ -164,25 +139,3 @@ for (const [name, make] of [['SQLite', sqliteEngine], ['PostgreSQL', postgresEng
     })
   })
 }
-
-describe('PostgreSQL', () => {
-  test('shared visitor hashes: two nodes adding overlapping visitors at once count each once; a deleted link is skipped; old days go', async () => {
-    const { main, pool, close } = await engines.postgres()
-    try {
-      const [id] = (await main.sql`INSERT INTO links (code, long_url, created, updated) VALUES ('shared', 'https://example.com/', 1, 1) RETURNING id`).map((r: any) => Number(r.id))
-      const today = Math.floor(T0 / DAY)
-      const [n1, n2] = [postgresSharedVisitorRows(pool()), postgresSharedVisitorRows(pool())]
-      const triples = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => [id!, today, 1_000 + from + i]).flat()
-      // 0-59 on one node, 40-99 on the other (40 seen by both), and a link that is gone.
-      await Promise.all([n1.add([...triples(0, 60), 999_999, today, 5], today - 1), n2.add(triples(40, 100), today - 1)])
-      await n1.add(triples(0, 100), today - 1) // all seen before: nothing added
-      const [row] = await main.sql`SELECT visitors FROM click_days WHERE link_id = ${id}`
-      expect(Number(row.visitors)).toBe(100)
-      expect(Number((await main.sql`SELECT count(*) AS n FROM visitor_hashes`)[0].n)).toBe(100)
-      await n2.add(triples(0, 1), today + 2)
-      expect(Number((await main.sql`SELECT count(*) AS n FROM visitor_hashes`)[0].n)).toBe(0)
-    } finally {
-      await close()
-    }
-  })
-})

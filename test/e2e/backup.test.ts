@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import nodemailer from 'nodemailer'
 import { openDatabase } from '../../src/db/sqlite'
-import { createMediaStore } from '../../src/media/store'
+import { sqliteTicketStorage } from '../../src/media/storage/sqlite'
 import { createLinkSigner, loadSigningSecret } from '../../src/kernel/signing'
 import {
   CHROME_UA,
@@ -109,11 +109,11 @@ const fetchSigned = (server: RunningServer, signed: string) => {
 }
 
 /** A made-up but well-formed ticket, inserted through the media store as an extraction would. */
-function addTickets(dataDir: string, accountId: number): number[] {
+async function addTickets(dataDir: string, accountId: number): Promise<number[]> {
   const db = openDatabase(join(dataDir, 'linkbox.db'))
   try {
     const now = Date.now()
-    return createMediaStore(db).insertAll(
+    return await sqliteTicketStorage(db).insertAll(
       [1, 2].map((n) => ({
         account_id: accountId,
         page_url: `https://video.example/watch?v=${n}`,
@@ -175,7 +175,7 @@ describe('backup → wipe → restore', () => {
       expect(Object.keys(fileHashes(config.dataDir)).some((p) => p.endsWith('raw.eml'))).toBe(true) // the large one is on disk
       // Media tickets, and /dl links to them signed with the service's secret.
       const aliceId = (JSON.parse(JSON.stringify(dumpTables(config.dataDir).accounts)) as { id: number; name: string }[]).find((a) => a.name === 'alice')!.id
-      const tickets = addTickets(config.dataDir, aliceId)
+      const tickets = await addTickets(config.dataDir, aliceId)
       const signer = createLinkSigner(loadSigningSecret(config.dataDir))
       const dl = `/dl/${tickets[0]}?${signer.sign(`dl-${tickets[0]}`, Date.now() + 3600_000).query}`
       const dlForged = `/dl/${tickets[0]}?${createLinkSigner(randomBytes(32)).sign(`dl-${tickets[0]}`, Date.now() + 3600_000).query}`

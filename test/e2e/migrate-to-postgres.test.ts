@@ -10,8 +10,8 @@ import { Database } from 'bun:sqlite'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import nodemailer from 'nodemailer'
-import { sqliteClickCounts } from '../../src/clicks/counts'
-import { postgresClickCounts } from '../../src/clicks/counts-postgres'
+import { sqliteClickCounts } from '../../src/clicks/storage/sqlite'
+import { postgresClickCounts } from '../../src/clicks/storage/postgres'
 import { restoreBackup } from '../../src/app/backup'
 import { writePostgresBackup } from '../../src/app/backup-postgres'
 import { buildConfig } from '../../src/kernel/config'
@@ -270,7 +270,7 @@ describe('a data_dir made by the real service, copied into PostgreSQL', () => {
         // Click counts per day, through both stores.
         const tagged = lite.query("SELECT id FROM links WHERE long_url = 'https://example.org/tagged'").get() as { id: number }
         const today = new Date().toISOString().slice(0, 10)
-        const days = await postgresClickCounts(sql).days(tagged.id, '2000-01-01', today)
+        const days = await postgresClickCounts(sql, postgresWebhookQueue(sql)).days(tagged.id, '2000-01-01', today)
         expect(days).toEqual(await sqliteClickCounts(db).days(tagged.id, '2000-01-01', today))
         expect(days.reduce((n, d) => n + d.clicks, 0)).toBe(4)
 

@@ -1,7 +1,8 @@
 // A click-writer thread that dies holding a batch (test/clicks.test.ts): before it commits anything, or,
 // with DIE_AFTER_COMMIT set, right after its commit and before it can say so.
 import { Database } from 'bun:sqlite'
-import { createClickStore } from '../../src/clicks/store'
+import { sqliteClickWriter } from '../../src/clicks/storage/sqlite'
+import { eventInserts } from '../../src/webhooks/outbox'
 import type { WriterRequest } from '../../src/clicks/write-worker'
 
 declare var self: Worker
@@ -13,7 +14,7 @@ self.onmessage = ({ data }: MessageEvent<WriterRequest>) => {
   if (process.env.DIE_AFTER_COMMIT) {
     const db = new Database(path, { strict: true })
     db.exec('PRAGMA busy_timeout = 5000')
-    createClickStore(db).writeEncoded(data.batch)
+    sqliteClickWriter(db, eventInserts).writeEncoded(data.batch)
     db.close()
     throw new Error('the writer died after its commit')
   }

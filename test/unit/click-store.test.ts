@@ -7,21 +7,10 @@ import fc from 'fast-check'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { MAX_NAMES, OTHER } from '../../src/clicks/classify'
-import {
-  bump,
-  createClickStore,
-  DAY_MS,
-  DIMENSIONS,
-  LINKS_PER_COMMIT,
-  PartialWrite,
-  newDayCounts,
-  parseDims,
-  placeByVolume,
-  placeNames,
-  stringifyDims,
-  wholeMonths,
-  type ClickBatch,
-} from '../../src/clicks/store'
+import { DAY_MS, newDayCounts, type ClickBatch } from '../../src/clicks/batch'
+import { bump, DIMENSIONS, parseDims, placeByVolume, placeNames, stringifyDims, wholeMonths } from '../../src/clicks/names'
+import { LINKS_PER_COMMIT, PartialWrite } from '../../src/clicks/storage/contract'
+import { sqliteClickCounts, sqliteClickWriter } from '../../src/clicks/storage/sqlite'
 import { openDatabase } from '../../src/db/sqlite'
 import { makeBox, tempDir } from '../support/app'
 
@@ -121,23 +110,24 @@ function toBatch(clicks: Click[]): ClickBatch {
   return batch
 }
 
-test('property: a window reads exactly the sum of its days, and each month is the sum of its days', () => {
-  fc.assert(
-    fc.property(
+test('property: a window reads exactly the sum of its days, and each month is the sum of its days', async () => {
+  await fc.assert(
+    fc.asyncProperty(
       fc.array(fc.array(clickArb, { maxLength: 300 }), { minLength: 1, maxLength: 4 }),
       fc.integer({ min: -5, max: 105 }),
       fc.integer({ min: 0, max: 120 }),
-      (batches, startOffset, length) => {
+      async (batches, startOffset, length) => {
         const db = freshDb()
         try {
-          const store = createClickStore(db)
+          const store = sqliteClickWriter(db)
+          const counts = sqliteClickCounts(db)
           for (const clicks of batches) store.write(toBatch(clicks))
           const day = (n: number) => new Date((START_DAY + n) * DAY_MS).toISOString().slice(0, 10)
           const from = day(startOffset)
           const to = day(startOffset + length)
           // The oracle: sum the JSON of every day row in the window with SQL.
           for (const link of [1, 2]) {
-            const got = store.names(link, from, to)
+            const got = await counts.names(link, from, to)
             for (const dim of DIMENSIONS) {
               const rows = db.query(
                 `SELECT j.key AS name, sum(j.value) AS clicks FROM click_days, json_each(dims, '$.' || ?4) j
@@ -156,7 +146,7 @@ test('property: a window reads exactly the sum of its days, and each month is th
             ).get(m.link_id, m.month) as { clicks: number; bots: number }
             expect({ clicks: m.clicks, bots: m.bots }).toEqual(days)
             const last = new Date(Date.UTC(Number(m.month.slice(0, 4)), Number(m.month.slice(5)), 0)).toISOString().slice(0, 10)
-            const fromDays = store.names(m.link_id, `${m.month}-02`, last) // not whole: read from days…
+            const fromDays = await counts.names(m.link_id, `${m.month}-02`, last) // not whole: read from days…
             const first = parseDims((db.query('SELECT dims FROM click_days WHERE link_id = ?1 AND day = ?2').get(m.link_id, `${m.month}-01`) as { dims: string } | null)?.dims ?? '{}', fromDays)
             expect(parseDims(m.dims)).toEqual(first) // …and equal to the month row
           }
@@ -185,7 +175,7 @@ test('clicks of a link deleted before the flush are dropped, and the others in t
   const db = freshDb()
   try {
     db.exec('DELETE FROM links WHERE id = 2')
-    createClickStore(db).write(toBatch([
+    sqliteClickWriter(db).write(toBatch([
       { link: 1, day: 3, bot: false, source: 'a.example', browser: 'Chrome' },
       { link: 2, day: 3, bot: false, source: 'a.example', browser: 'Chrome' },
     ]))
@@ -199,7 +189,7 @@ test('clicks of a link deleted before the flush are dropped, and the others in t
 test("a link-day's first write: its names as they came, or placed when there are too many or one is OTHER", () => {
   const db = freshDb()
   try {
-    const store = createClickStore(db)
+    const store = sqliteClickWriter(db)
     const firstWrite = (link: number, day: number, sources: [string, number][]) => {
       const d = newDayCounts()
       for (const [name, n] of sources) {
@@ -277,7 +267,7 @@ describe('a batch is committed in parts of LINKS_PER_COMMIT links', () => {
       const batch = toBatch(Array.from({ length: 1200 }, (_, i) => ({ link: i + 1, day: 0, bot: false, source: 'a.example', browser: 'Chrome' })))
       let thrown: unknown
       try {
-        createClickStore(db).write(batch)
+        sqliteClickWriter(db).write(batch)
       } catch (err) {
         thrown = err
       }

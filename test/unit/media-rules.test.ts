@@ -5,7 +5,7 @@ import { describe, expect, test } from 'bun:test'
 import { classifyFailure, errorLine, forwardedHeaders, mediaFilename, MAX_FORMATS, parseInfo } from '../../src/media/extract'
 import { findPhoto, photoExt } from '../../src/media/photo'
 import { createLimiter } from '../../src/media/runner'
-import { parseRange } from '../../src/media/service'
+import { parseRange } from '../../src/media/delivery'
 
 const fmt = (over: Record<string, unknown>) => ({ format_id: 'f', ext: 'mp4', protocol: 'https', url: 'https://cdn.example/f.mp4', ...over })
 

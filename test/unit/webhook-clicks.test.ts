@@ -4,7 +4,7 @@
 // come one per account per flush (never one per click), only to endpoints that subscribed, and exactly once
 // across a flush that failed in part and the one that wrote the rest.
 import { describe, expect, test } from 'bun:test'
-import { dayOf } from '../../src/clicks/store'
+import { dayOf } from '../../src/clicks/batch'
 import { makeBox, type TestBox } from '../support/app'
 import { startReceiver, until, type Receiver } from '../support/webhooks'
 

@@ -1,36 +1,33 @@
-// Click counts behind the async store interface (src/clicks/counts.ts), ONE suite run against both engines:
-// SQLite (the synchronous store wrapped) and a real PostgreSQL server (counts-postgres.ts). What a node
+// The clicks storage contract (src/clicks/storage/contract.ts), ONE suite run against both engines:
+// SQLite (storage/sqlite.ts) and a real PostgreSQL server (storage/postgres.ts). What a node
 // needs from it: increments add up (days, months, the link's totals, the names), a deleted link's clicks are
 // dropped, and two writers on two connections flushing the same links at once give exactly the sum; two
 // adding new names to one link-day keep its names (at most MAX_NAMES and OTHER) summing to its clicks;
 // names() reads a window from months and edge days; a batch's link.clicked events commit with its last part
 // or come back, all of them, with the parts a failure left unwritten. Then: the same batches through both
 // engines give the same names() (the rollup rules are one), and a printed measurement of the reads of a
-// 365-day window at 10M clicks.
+// 365-day window at 10M clicks. Day keys: two nodes asking at once get one key; old days go. Shared visitor
+// hashes (PostgreSQL only: SQLite has one node): two nodes adding overlapping visitors count each once.
 import { describe, expect, test } from 'bun:test'
 import { MAX_NAMES, OTHER } from '../../src/clicks/classify'
-import { sqliteClickCounts, type ClickCounts } from '../../src/clicks/counts'
-import { postgresClickCounts } from '../../src/clicks/counts-postgres'
-import {
-  bump,
-  DAY_MS,
-  DIMENSIONS,
-  EXTRA_DIMENSIONS,
-  MONTH_NAMES,
-  newDayCounts,
-  parseDims,
-  PartialWrite,
-  type ClickBatch,
-  type ClickEvent,
-  type DimNames,
-  type EncodedBatch,
-} from '../../src/clicks/store'
+import { DAY_MS, EXTRA_DIMENSIONS, newDayCounts, type ClickBatch, type ClickEvent, type EncodedBatch } from '../../src/clicks/batch'
+import { createDayKeys } from '../../src/clicks/day-keys'
+import { bump, DIMENSIONS, MONTH_NAMES, parseDims, type DimNames } from '../../src/clicks/names'
+import { PartialWrite, type ClickCounts, type DayKeyRows } from '../../src/clicks/storage/contract'
+import { postgresClickCounts, postgresDayKeyRows, postgresSharedVisitorRows } from '../../src/clicks/storage/postgres'
+import { sqliteClickCounts, sqliteDayKeyRows } from '../../src/clicks/storage/sqlite'
+import { eventInserts } from '../../src/webhooks/outbox'
+import { postgresWebhookQueue } from '../../src/webhooks/queue-postgres'
 import { engineHarness } from '../support/engines'
 
 /** What the suite needs of an engine: a fresh database, the store on one or two connections, and its rows. */
 interface Engine {
   /** The store on a connection of its own (a second call: a second connection, as a second node). */
   store(): ClickCounts
+  /** The day key rows on a connection of their own (a second call: a second node). */
+  dayKeys(): DayKeyRows
+  /** The days of the stored day keys. */
+  dayKeyDays(): Promise<number[]>
   link(code: string): Promise<number>
   deleteLink(id: number): Promise<void>
   totals(id: number): Promise<{ clicks: number; bots: number }>
@@ -55,7 +52,9 @@ async function sqliteEngine(): Promise<Engine> {
   const { main, connect, close } = engines.sqlite('linkbox-counts-')
   const num = (r: any) => (r ? { clicks: Number(r.clicks), bots: Number(r.bots), dims: r.dims } : null)
   return {
-    store: () => sqliteClickCounts(connect()),
+    store: () => sqliteClickCounts(connect(), eventInserts),
+    dayKeys: () => sqliteDayKeyRows(connect()),
+    dayKeyDays: async () => (main.query('SELECT day FROM day_keys ORDER BY day').all() as { day: number }[]).map((r) => Number(r.day)),
     link: async (code) => Number((main.query("INSERT INTO links (code, long_url, created, updated) VALUES (?, 'https://example.com/', 0, 0) RETURNING id").get(code) as { id: number }).id),
     deleteLink: async (id) => void main.query('DELETE FROM links WHERE id = ?').run(id),
     totals: async (id) => main.query('SELECT clicks, bots FROM links WHERE id = ?').get(id) as { clicks: number; bots: number },
@@ -83,7 +82,12 @@ async function sqliteEngine(): Promise<Engine> {
 async function postgresEngine(): Promise<Engine> {
   const { main, pool, close } = await engines.postgres()
   return {
-    store: () => postgresClickCounts(pool()),
+    store: () => {
+      const sql = pool()
+      return postgresClickCounts(sql, postgresWebhookQueue(sql))
+    },
+    dayKeys: () => postgresDayKeyRows(pool()),
+    dayKeyDays: async () => (await main.sql`SELECT day FROM day_keys ORDER BY day`).map((r: { day: string }) => Number(r.day)),
     link: async (code) => Number((await main.sql`INSERT INTO links (code, long_url, created, updated) VALUES (${code}, 'https://example.com/', 0, 0) RETURNING id`)[0].id),
     deleteLink: async (id) => void (await main.sql`DELETE FROM links WHERE id = ${id}`),
     totals: async (id) => {
@@ -140,7 +144,7 @@ function batch(...items: [number, string, number, number, Record<string, number>
 const sources = (dims: string | undefined) => Object.fromEntries(parseDims(dims ?? '{}').source)
 
 /**
- * A batch as the recorder hands it to the writer (store.ts EncodedBatch), for a batch whose names are
+ * A batch as the recorder hands it to the writer (batch.ts EncodedBatch), for a batch whose names are
  * countries and destinations only (the names counted beside profiles), with `events`.
  */
 function encode(b: ClickBatch, events?: ClickEvent[]): EncodedBatch {
@@ -368,6 +372,50 @@ describe.each([
       await e.close()
     }
   }, 60_000)
+
+  test('day keys: two nodes asking at once for a day get one key; keys of days before yesterday go', async () => {
+    const e = await makeEngine()
+    try {
+      const [n1, n2] = [e.dayKeys(), e.dayKeys()]
+      const t = 1_800_000_000_000
+      const today = Math.floor(t / DAY_MS)
+      await n1.ensure(today - 5, new Uint8Array(32).fill(5), today - 10)
+      // Asynchronous reads on both engines here (SQLite's at-once read is day-keys.test.ts's).
+      const k1 = createDayKeys({ rows: { ensure: (...a) => n1.ensure(...a) }, clock: () => t })
+      const k2 = createDayKeys({ rows: { ensure: (...a) => n2.ensure(...a) }, clock: () => t })
+      expect(k1.current(today)).toBeNull() // not here yet: a read starts in the background
+      const [a, b] = await Promise.all([k1.keyFor(today), k2.keyFor(today)])
+      expect(Buffer.from(a.split).equals(Buffer.from(b.split))).toBe(true)
+      expect(a.visitors.equals(b.visitors)).toBe(true)
+      expect(Buffer.from(a.split).equals(a.visitors)).toBe(false)
+      expect(k1.current(today)).toBe(a)
+      expect(await e.dayKeyDays()).toEqual([today])
+    } finally {
+      await e.close()
+    }
+  })
+})
+
+describe('shared visitor hashes (PostgreSQL: SQLite has one node, which counts exactly)', () => {
+  test('two nodes adding overlapping visitors at once count each once; a deleted link is skipped; old days go', async () => {
+    const { main, pool, close } = await engines.postgres()
+    try {
+      const [id] = (await main.sql`INSERT INTO links (code, long_url, created, updated) VALUES ('shared', 'https://example.com/', 1, 1) RETURNING id`).map((r: any) => Number(r.id))
+      const today = Math.floor(1_800_000_000_000 / DAY_MS)
+      const [n1, n2] = [postgresSharedVisitorRows(pool()), postgresSharedVisitorRows(pool())]
+      const triples = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => [id!, today, 1_000 + from + i]).flat()
+      // 0-59 on one node, 40-99 on the other (40 seen by both), and a link that is gone.
+      await Promise.all([n1.add([...triples(0, 60), 999_999, today, 5], today - 1), n2.add(triples(40, 100), today - 1)])
+      await n1.add(triples(0, 100), today - 1) // all seen before: nothing added
+      const [row] = await main.sql`SELECT visitors FROM click_days WHERE link_id = ${id}`
+      expect(Number(row.visitors)).toBe(100)
+      expect(Number((await main.sql`SELECT count(*) AS n FROM visitor_hashes`)[0].n)).toBe(100)
+      await n2.add(triples(0, 1), today + 2)
+      expect(Number((await main.sql`SELECT count(*) AS n FROM visitor_hashes`)[0].n)).toBe(0)
+    } finally {
+      await close()
+    }
+  })
 })
 
 /** A small seeded random number generator (mulberry32): the same batches on both engines, and on every run. */

@@ -1,60 +1,15 @@
-// Click counts on PostgreSQL (see counts.ts for the contract), for any number of nodes writing at once.
-//
-// Counts are increments in the statement itself (INSERT … ON CONFLICT … DO UPDATE SET clicks = t.clicks +
-// excluded.clicks; UPDATE links SET clicks = clicks + n): the server adds to the latest committed value, so
-// two nodes flushing the same link-day both count. The names of a day or month (the `dims` JSON, capped by
-// placeNames/placeByVolume) cannot be added by the server: they are decided here, read then written, so the
-// read must be made under a lock that every other writer of the row waits for, held to commit. It is, twice
-// over: the link's row in `links` is locked first (the increment), so the writers of one link take turns;
-// and the day's or month's upsert locks that row and reads its `dims` with RETURNING, the newest committed
-// version. Read any earlier (a plain SELECT before the locks), two nodes adding names to one day each
-// write back what they read plus their own, one overwrites the other, and the day's names no longer add
-// up to its clicks (test/db/click-counts.test.ts, "two nodes add new names to one link-day at once", fails so).
-//
-// Lock order, the same in every writer so that two of them never wait on each other in a circle: links by id,
-// and per link its row in `links` first (the increment locks it: a concurrent delete of the link waits for
-// this transaction, and a link already deleted updates no row and its clicks are dropped), then its days,
-// then its months, each in ascending order; last, in the transaction of a batch's last part, the endpoints
-// its link.clicked events are enqueued for (FOR KEY SHARE, queue-postgres.ts). store.ts (SQLite, one
-// writer at a time) writes the events first; the rows written are the same.
-//
-// A month's names are summed from its days in the batch's order of days, as store.ts does, though the rows
-// are locked in ascending order: placeByVolume breaks ties between equally busy names by that order, and
-// the same batches must leave the same names on both engines.
+// Click counts, day keys and shared visitor hashes on PostgreSQL, for any number of nodes writing at once: every
+// count an increment in the statement, names read under row locks taken in one order (ARCHITECTURE, clicks).
 import type { SQL, TransactionSQL } from 'bun'
-import { postgresWebhookQueue } from '../webhooks/queue-postgres'
-import type { ClickCounts } from './counts'
-import {
-  bump,
-  DAY_MS,
-  dayOf,
-  decodeInParts,
-  DIMENSIONS,
-  LINKS_PER_COMMIT,
-  mergeBatch,
-  newDayCounts,
-  parseDims,
-  PartialWrite,
-  placeByVolume,
-  placeNames,
-  stringifyDims,
-  wholeMonths,
-  type ClickBatch,
-  type ClickEvent,
-  type DayCounts,
-  type StoredNames,
-} from './store'
+import type { EventWriter } from '../../kernel/outbox'
+import { DAY_MS, dayOf, decodeInParts, inParts, mergeBatch, newDayCounts, type ClickBatch, type ClickEvent, type DayCounts } from '../batch'
+import { bump, DIMENSIONS, parseDims, placeByVolume, placeNames, stringifyDims, wholeMonths, type StoredNames } from '../names'
+import { LINKS_PER_COMMIT, PartialWrite, type ClickCounts, type DayKeyRows, type SharedVisitorRows } from './contract'
 
 const hasNames = (d: DayCounts) => DIMENSIONS.some((dim) => d.dims[dim].size > 0)
 
-function* inParts(batch: ClickBatch, links: number): Generator<ClickBatch> {
-  const all = [...batch]
-  for (let at = 0; at < all.length; at += links) yield new Map(all.slice(at, at + links))
-}
-
-export function postgresClickCounts(sql: SQL): ClickCounts {
-  const queue = postgresWebhookQueue(sql)
-
+/** `queue`: where link.clicked events are written in the last part's transaction (the root hands in webhooks'). */
+export function postgresClickCounts(sql: SQL, queue: EventWriter<TransactionSQL>): ClickCounts {
   async function writeLinks(tx: TransactionSQL, part: ClickBatch) {
     for (const linkId of [...part.keys()].sort((a, b) => a - b)) {
       const days = part.get(linkId)!
@@ -108,7 +63,7 @@ export function postgresClickCounts(sql: SQL): ClickCounts {
   }
 
   /**
-   * Each part in a transaction of its own, the events in the last one's (see store.ts writeParts): one part
+   * Each part in a transaction of its own, the events in the last one's (as storage/sqlite.ts writeParts): one part
    * ahead, to know which is the last. A part that fails is thrown with the parts after it and every event.
    */
   async function writeParts(parts: Generator<ClickBatch>, events: ClickEvent[] = []) {
@@ -146,7 +101,7 @@ export function postgresClickCounts(sql: SQL): ClickCounts {
     async names(linkId, from, to) {
       const out = parseDims('{}')
       const [firstMonth, lastMonth] = wholeMonths(from, to)
-      // The rows store.ts reads, in one round trip: the whole months inside the window, and the days before
+      // The rows storage/sqlite.ts reads, in one round trip: the whole months inside the window, and the days before
       // the first ('-00' sorts before every day of a month) and after the last ('-32' after every one).
       const rows: { dims: string }[] =
         firstMonth > lastMonth
@@ -157,6 +112,55 @@ export function postgresClickCounts(sql: SQL): ClickCounts {
               UNION ALL SELECT dims FROM click_days WHERE link_id = ${linkId} AND day BETWEEN ${`${lastMonth}-32`} AND ${to}`
       for (const r of rows) parseDims(r.dims, out)
       return out
+    },
+  }
+}
+
+// Two nodes making the same day's key at once both insert with ON CONFLICT DO NOTHING, then read the one row.
+export function postgresDayKeyRows(sql: SQL): DayKeyRows {
+  return {
+    async ensure(day, fresh, keepFrom) {
+      await sql`DELETE FROM day_keys WHERE day < ${keepFrom}`
+      await sql`INSERT INTO day_keys (day, key) VALUES (${day}, ${fresh}) ON CONFLICT (day) DO NOTHING`
+      const [r] = await sql`SELECT key FROM day_keys WHERE day = ${day}`
+      return new Uint8Array(r.key as Uint8Array)
+    },
+  }
+}
+
+// Rows inserted, and click_days added to, in (link, day, hash) order, as the click writer takes link-days in
+// (link, day) order, so that two nodes writing at once wait for each other rather than deadlock.
+export function postgresSharedVisitorRows(sql: SQL): SharedVisitorRows {
+  return {
+    async add(triples, keepFrom) {
+      const links: number[] = []
+      const days: number[] = []
+      const hashes: number[] = []
+      for (let i = 0; i < triples.length; i += 3) {
+        links.push(triples[i]!)
+        days.push(triples[i + 1]!)
+        hashes.push(triples[i + 2]!)
+      }
+      await sql.begin(async (tx) => {
+        const fresh = await tx`
+          INSERT INTO visitor_hashes (link_id, day, hash)
+            SELECT u.link_id, u.day, u.hash FROM unnest(${links}::bigint[], ${days}::bigint[], ${hashes}::bigint[]) AS u(link_id, day, hash)
+            JOIN links l ON l.id = u.link_id ORDER BY 1, 2, 3
+          ON CONFLICT DO NOTHING RETURNING link_id, day`
+        const counts = new Map<string, { link: number; day: string; n: number }>()
+        for (const r of fresh) {
+          const day = dayOf(Number(r.day) * DAY_MS)
+          const key = `${r.link_id} ${day}`
+          const c = counts.get(key)
+          if (c) c.n++
+          else counts.set(key, { link: Number(r.link_id), day, n: 1 })
+        }
+        const rows = [...counts.values()].sort((a, b) => a.link - b.link || (a.day < b.day ? -1 : 1))
+        for (const c of rows)
+          await tx`INSERT INTO click_days (link_id, day, visitors) VALUES (${c.link}, ${c.day}, ${c.n})
+                   ON CONFLICT (link_id, day) DO UPDATE SET visitors = click_days.visitors + excluded.visitors`
+        await tx`DELETE FROM visitor_hashes WHERE day < ${keepFrom}`
+      })
     },
   }
 }

@@ -1,8 +1,6 @@
-// Media download tickets on PostgreSQL (see tickets.ts for the contract). Tickets are written once and only
-// read or swept after, so nothing here waits on another node: two nodes sweeping at once each delete the
-// rows they find (a row the other deleted first is simply not counted twice).
+// Media download tickets on PostgreSQL: written once, then only read or swept, so no node waits on another.
 import type { SQL } from 'bun'
-import { SWEEP_BATCH, type TicketRow, type TicketStorage } from './tickets'
+import { SWEEP_BATCH, type TicketRow, type TicketStorage } from './contract'
 
 const ticket = (r: any): TicketRow => ({
   id: Number(r.id),

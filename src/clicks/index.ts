@@ -1,0 +1,10 @@
+// The clicks feature's public face: the recorder and its writers, the day keys, the rules of click names, the storage contract.
+export { CLICK_ITEMS_PER_EVENT, DAY_MS, dayOf, type ClickItem } from './batch'
+export { createClassifier, MAX_NAMES, OTHER } from './classify'
+export { createDayKeys, type DayKey, type DayKeys } from './day-keys'
+export { createClicksFeature, type ClicksDeps } from './feature'
+export { DIMENSIONS, type DimNames } from './names'
+export { ClicksNotWritten, UNKNOWN_COUNTRY, type ClickRecorder, type ClickRecorderOptions } from './recorder'
+export type { ClickCounts, DayKeyRows, SharedVisitorRows, SqliteClickEvents } from './storage/contract'
+export { serveClickWrites } from './write-worker'
+export { countsWriter, type BatchWriter } from './writer'

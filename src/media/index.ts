@@ -1,0 +1,14 @@
+// The media feature's public face: the feature, its service, its storage contract and the yt-dlp it runs.
+export { createMediaFeature, type MediaFeatureDeps } from './feature'
+export type { MediaService } from './service'
+export type { TicketInput, TicketRow, TicketStorage } from './storage/contract'
+export {
+  createYtdlp,
+  embeddedYtdlp,
+  isSafeYtdlpVersion,
+  MIN_YTDLP_VERSION,
+  unsafeYtdlpReason,
+  updateYtdlp,
+  YtdlpUpdateError,
+  type Ytdlp,
+} from './ytdlp'

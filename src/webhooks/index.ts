@@ -1,0 +1,2 @@
+// The webhooks feature's public face.
+export { eventInserts } from './outbox'
