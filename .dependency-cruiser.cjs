@@ -105,10 +105,10 @@ module.exports = {
     },
     {
       name: 'app-public-face',
-      comment: "app/ reaches a feature through its index.ts, or its storage/sqlite.ts / storage/postgres.ts",
+      comment: 'app/ reaches a feature through its index.ts, or its storage/sqlite.ts / storage/postgres.ts (or one per store: sqlite-endpoints.ts)',
       severity: 'error',
       from: { path: at('app') },
-      to: { path: at(F), pathNot: [INDEX, `${at(F)}storage/(sqlite|postgres)\\.ts$`] },
+      to: { path: at(F), pathNot: [INDEX, `${at(F)}storage/(sqlite|postgres)[-a-z0-9]*\\.ts$`] },
     },
     {
       name: 'cli-public-face',
@@ -116,6 +116,16 @@ module.exports = {
       severity: 'error',
       from: { path: [at('cli'), MAIN] },
       to: { path: at(F), pathNot: INDEX },
+    },
+    {
+      name: 'index-not-postgres',
+      comment: "A feature's index.ts loads no PostgreSQL code, so a SQLite start never does (app imports it lazily)",
+      severity: 'error',
+      from: { path: `(^|/)src/(${F})/index\\.ts$` },
+      to: {
+        path: ['(^|/)src/[^/]+/storage/postgres[^/]*\\.ts$', '(^|/)src/db/postgres/'],
+        dependencyTypesNot: ['type-only', 'dynamic-import'],
+      },
     },
     ...dagRules,
     {

@@ -68,7 +68,7 @@ describe('the house rules fail on planted violations (test/fixtures/house)', () 
     'the cruiser, as npm run lint runs it, exits non-zero and names the rules',
     async () => {
       const { exitCode, stdout } = await plantedText
-      expect(exitCode).toBe(6)
+      expect(exitCode).toBe(7)
       for (const rule of [
         'no-circular',
         'layer-kernel',
@@ -90,6 +90,7 @@ describe('the house rules fail on planted violations (test/fixtures/house)', () 
           `feature-dag-clicks: ${at('clicks/counter.ts')} → ${at('links/cache.ts')}`,
           `feature-public-face: ${at('clicks/counter.ts')} → ${at('links/cache.ts')}`,
           `feature-public-face: ${at('links/cache.ts')} → ${at('clicks/counter.ts')}`,
+          `index-not-postgres: ${at('links/index.ts')} → ${at('links/storage/postgres.ts')}`,
           `layer-kernel: ${at('kernel/clock.ts')} → ${at('links/cache.ts')}`,
           `no-circular: ${at('clicks/counter.ts')} → ${at('links/cache.ts')} → ${at('clicks/counter.ts')}`,
         ].sort(),
