@@ -204,10 +204,11 @@ export const SQL_PATTERNS: RegExp[] = [
 
 /**
  * Where SQL may be written: the features' storage/ folders and db/. The allow-list holds the whole-database
- * operations of app/ (an integrity check, a snapshot, a copy between engines), which are no feature's storage.
+ * operations of app/, which are no feature's storage: the doctor's integrity checks (doctor*.ts), backup and
+ * restore (backup*.ts, archive.ts) and the copy between engines (copy*.ts).
  */
 export const SQL_HOMES = /(^|\/)src\/(db\/|[^/]+\/storage\/)/
-export const SQL_ALLOWED = /(^|\/)src\/app\/(doctor|backup|backup-postgres|copy-postgres)\.ts$/
+export const SQL_ALLOWED = /(^|\/)src\/app\/(doctor|backup|archive|copy)[-a-z]*\.ts$/
 
 /** Each file with SQL outside its homes: `file: N lines (line numbers): the first one`. */
 export function sqlOutsideStorage(dir: string): string[] {
