@@ -16,7 +16,7 @@ import { reportPath, type VisitGate } from '../links/visit'
 import { messagePage, notFoundPage } from '../web/error-pages'
 import { escapeHtml, page } from '../web/render'
 import { MAX_REPORT_CONTACT, MAX_REPORT_TEXT, verdictText, type AbuseService, type Verdict } from './service'
-import { REPORT_REASONS } from './store'
+import { REPORT_REASONS } from './storage/contract'
 
 const tpl = (t: unknown) => t as string
 const FORM_LIMIT = 16 * 1024

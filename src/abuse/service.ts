@@ -32,14 +32,27 @@ import type { AuditRows } from '../audit/storage'
 import type { Config } from '../kernel/config'
 import { AppError, badRequest, notFound } from '../kernel/errors'
 import type { LinkService } from '../links/service'
-import type { LinkRow } from '../links/store'
+import type { LinkRow } from '../links'
 import type { Outbox } from '../kernel/outbox'
 import type { EventWriter } from '../kernel/outbox'
 import { ACCOUNT_TOPIC } from '../accounts/storage'
 import type { ChangeFeed } from '../db/changes'
+import { allWrites } from '../db/sqlite/within'
 import { HostSet, listedHost, loadBlocklist, normalizeHost, type Blocklist } from './blocklist'
-import { BAN_TOPIC, type AbuseRows, type BanRow, type CloseDone, type LinkRef, type ReportClose, type ReportRow } from './storage'
-import { CLOSE_ACTIONS, REPORT_REASONS, type CloseAction, type OpenReport, type ReportReason } from './store'
+import {
+  BAN_TOPIC,
+  CLOSE_ACTIONS,
+  REPORT_REASONS,
+  type AbuseRows,
+  type BanRow,
+  type CloseAction,
+  type CloseDone,
+  type LinkRef,
+  type OpenReport,
+  type ReportClose,
+  type ReportReason,
+  type ReportRow,
+} from './storage/contract'
 
 export const MAX_REPORT_TEXT = 1000
 export const MAX_REPORT_CONTACT = 200
@@ -351,7 +364,7 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
       const closed = await rows.closeReport(id, close, (tx, report, d) => {
         done = d
         // What may refuse first: a throw then leaves no write of this `within` started (and none dangling on PostgreSQL).
-        return Promise.all([
+        return allWrites([
           what.change?.(tx),
           d.link && record(tx, by, { action: 'link.disable', target: `link ${d.link.code}`, detail: close.disableLink!.reason }),
           d.ban && record(tx, by, { action: 'host.ban', target: `host ${d.ban.host}`, detail: d.ban.reason }),

@@ -1,7 +1,7 @@
 // The PostgreSQL stores as one Storages (see ../storages.ts): a module of its own, loaded only when
 // [database] url names a PostgreSQL database.
 import type { SQL, TransactionSQL } from 'bun'
-import { postgresAbuseRows } from '../abuse/storage-postgres'
+import { postgresAbuseRows } from '../abuse/storage/postgres'
 import { postgresAccountStorage } from '../accounts/storage-postgres'
 import { postgresAuditRows } from '../audit/storage-postgres'
 import { postgresClickCounts } from '../clicks/counts-postgres'
@@ -10,7 +10,7 @@ import { postgresFlashRows } from '../dashboard/flash-rows-postgres'
 import { postgresDayKeyRows } from '../clicks/day-keys-postgres'
 import { postgresSharedVisitorRows } from '../clicks/shared-visitors-postgres'
 import { postgresDailyCountRows } from '../web/daily-limit-postgres'
-import { postgresLinkStorage } from '../links/storage-postgres'
+import { postgresLinkStorage } from '../links/storage/postgres'
 import { postgresMessageStore } from '../mail/messages-postgres'
 import { postgresTicketStorage } from '../media/tickets-postgres'
 import { postgresIdentityStorage } from '../oidc/identities-postgres'

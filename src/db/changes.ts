@@ -11,7 +11,7 @@
 // cached API key away), 'endpoint' (webhook endpoint ids; '*': the webhook outbox's index is read again),
 // 'webhook' (key 'due': events were committed, deliverers look), 'settings' (keys: setting names), 'mail'
 // (mailbox ids: mail arrived, or the mailbox went; mail/service.ts wakes its held messages.json requests and
-// live views), 'ban' (banned hosts written or lifted, announced by their transaction: abuse/storage-postgres.ts),
+// live views), 'ban' (banned hosts written or lifted, announced by their transaction: abuse/storage/postgres.ts),
 // 'blocklist' (keys: ids of nodes that read their blocklist files again on SIGHUP; the others read theirs: main.ts).
 // A topic is a short lower-case name; keys are any strings.
 //

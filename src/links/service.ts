@@ -20,14 +20,14 @@ import type { ClickCounts } from '../clicks/counts'
 import { DIMENSIONS, dayOf, type DimNames } from '../clicks/store'
 import type { Config } from '../kernel/config'
 import { iso } from '../db/sqlite'
+import { allWrites } from '../db/sqlite/within'
 import { localChangeFeed, type ChangeFeed } from '../db/changes'
 import { AppError, invalidParameter, notFound, notOwner } from '../kernel/errors'
 import type { Events } from '../kernel/events'
 import type { EventType, Outbox } from '../kernel/outbox'
 import type { EventWriter } from '../kernel/outbox'
 import { createDestinations, type Visitor } from './destinations'
-import { CODE_TAKEN, GONE, REFUSED, type LinkStorage } from './storage'
-import type { LinkChanges, LinkRow, NameCount } from './store'
+import { CODE_TAKEN, GONE, REFUSED, type LinkChanges, type LinkRow, type LinkStorage, type NameCount } from './storage/contract'
 import {
   isReserved,
   MODES,
@@ -473,7 +473,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       const within = (tx: Tx, inserted: LinkRow) => {
         const claimed = opts.within?.(tx, inserted)
         if (opts.quiet) return claimed
-        return Promise.all([claimed, event.write(tx, 'link.created', inserted.account_id, () => ({ ...record(inserted, tags) }), inserted.created)])
+        return allWrites([claimed, event.write(tx, 'link.created', inserted.account_id, () => ({ ...record(inserted, tags) }), inserted.created)])
       }
       const row = alias ? await store.insert({ ...fields, code: alias }, tags, within) : await store.insertFresh(fields, freshCodes, tags, within)
       if (row === CODE_TAKEN) {

@@ -20,7 +20,7 @@ import { createFrameCheck, type FrameCheck } from './frame-check'
 import { createPasswordGate, type Verifier, wrongPasswordLocation, wrongPasswordShown } from './password-gate'
 import type { LinkService } from './service'
 import { csvTableOf, dayOf, statsBody, statsCsv, statsFor, windowOf } from './stats-view'
-import type { LinkRow } from './store'
+import type { LinkRow } from './storage/contract'
 import { isReserved, MAX_PASSWORD_LENGTH } from './validate'
 
 const tpl = (t: unknown) => t as string

@@ -2,7 +2,7 @@
 // themselves; the app hands it Storages' members, links/feature.ts).
 import { sqliteClickCounts } from '../../src/clicks/counts'
 import type { Db } from '../../src/db/sqlite'
-import { sqliteLinkStorage } from '../../src/links/storage'
+import { sqliteLinkStorage } from '../../src/links/storage/sqlite'
 import { sqliteWebhookQueue } from '../../src/webhooks/queue'
 
 export const sqliteLinkDeps = (db: Db) => ({ links: sqliteLinkStorage(db), counts: sqliteClickCounts(db), queue: sqliteWebhookQueue(db) })

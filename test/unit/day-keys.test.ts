@@ -8,7 +8,7 @@ import { AHEAD_MS, createDayKeys, DAY_MS, sqliteDayKeyRows } from '../../src/cli
 import { createVisitorCounter } from '../../src/clicks/visitors'
 import { openDatabase } from '../../src/db/sqlite'
 import { createDestinations } from '../../src/links/destinations'
-import type { LinkRow } from '../../src/links/store'
+import type { LinkRow } from '../../src/links'
 import { tempDir } from '../support/app'
 
 const dir = tempDir('linkbox-daykeys-')
