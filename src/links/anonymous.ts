@@ -5,7 +5,7 @@
 import type { Config } from '../kernel/config'
 import { AppError, rateLimited } from '../kernel/errors'
 import { rateKeyOf } from '../web/client-ip'
-import type { DayKeys } from '../clicks/day-keys'
+import type { DayKeys } from '../clicks'
 import { createSharedDailyLimiter, type DailyCountRows } from '../web/daily-limit'
 
 export const anonymousClosed = () =>

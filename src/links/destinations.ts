@@ -9,8 +9,8 @@
 // the link's id picks an arm by weight, with a random key of each UTC day shared by every node (dayKey:
 // clicks/day-keys.ts; deleted after the day), so one visitor gets the same arm all day on any node and no
 // one can be followed from one day to the next. Else long_url.
-import { createClassifier } from '../clicks/classify'
-import type { LinkRow } from './store'
+import { createClassifier } from '../clicks'
+import type { LinkRow } from './storage/contract'
 import type { Rule, SplitArm } from './validate'
 
 const DAY_MS = 86_400_000
