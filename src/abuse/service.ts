@@ -27,15 +27,12 @@
 //   a write found is the storage's (closeReport's 'no_link'), not the `within`'s; what may refuse goes first.
 // - Another feature's change in the same transaction (the owner's account disabled with the report's close)
 //   is handed in as `change(tx)`, run in the `within`: it throws to refuse, which undoes the close.
-import { auditRow, SYSTEM, type AuditEntry, type Who } from '../audit/service'
-import type { AuditRows } from '../audit/storage'
+import { auditRow, SYSTEM, type AuditEntry, type AuditRows, type Who } from '../audit'
 import type { Config } from '../kernel/config'
 import { AppError, badRequest, notFound } from '../kernel/errors'
-import type { LinkService } from '../links/service'
-import type { LinkRow } from '../links'
-import type { Outbox } from '../kernel/outbox'
-import type { EventWriter } from '../kernel/outbox'
-import { ACCOUNT_TOPIC } from '../accounts/storage'
+import type { LinkRow, LinkService } from '../links'
+import type { EventWriter, Outbox } from '../kernel/outbox'
+import { ACCOUNT_TOPIC } from '../accounts'
 import type { ChangeFeed } from '../db/changes'
 import { allWrites } from '../db/sqlite/within'
 import { HostSet, listedHost, loadBlocklist, normalizeHost, type Blocklist } from './blocklist'
