@@ -14,7 +14,8 @@ import { createRateLimiter } from '../web/rate-limit'
 import { reportPath, type LinkService, type VisitGate } from '../links'
 import { messagePage, notFoundPage } from '../web/error-pages'
 import { escapeHtml, page } from '../web/render'
-import { MAX_REPORT_CONTACT, MAX_REPORT_TEXT, verdictText, type AbuseService, type Verdict } from './service'
+import { MAX_REPORT_CONTACT, MAX_REPORT_TEXT, type AbuseService } from './service'
+import { verdictText, type Verdict } from './verdict'
 import { REPORT_REASONS } from './storage/contract'
 
 const tpl = (t: unknown) => t as string
