@@ -1,6 +1,5 @@
-// The visitor's side of abuse handling: "Report this link" (GET /<code>/report, a form; POST, the report,
-// then a redirect to the GET page, so a reload never sends it twice), and the 451 page a disabled, banned or
-// listed link answers with. Reports are limited per client address; nothing of the client is stored.
+// The visitor's side of abuse handling: "Report this link" (GET a form; POST, then a redirect so a reload never
+// sends it twice) and the 451 page; reports are limited per client address, nothing of the client is stored.
 import { Elysia } from 'elysia'
 import reportSentTpl from '../../assets/report-sent.html' with { type: 'text' }
 import reportTpl from '../../assets/report.html' with { type: 'text' }

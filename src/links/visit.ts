@@ -1,6 +1,5 @@
-// Public routes of a short link: /<code> (redirect, preview, frame, password), /<code>+ (statistics page).
-// The redirect is the hot path: one lookup in the link cache, one push into the click buffer, one small
-// response. `hot` answers it before any router (web/pipeline.ts); every other visit goes through `routes`.
+// Public routes of a short link: /<code> (redirect, preview, frame, password), /<code>+ (statistics page); the
+// redirect is the hot path, answered by `hot` before any router (web/pipeline.ts).
 import { Elysia } from 'elysia'
 import { isbot } from 'isbot'
 import continueTpl from '../../assets/continue.html' with { type: 'text' }
