@@ -81,9 +81,9 @@ export interface LinkDeps<Tx> {
   hotGeneration?: number
   /** Who listens for which event (events are built only then), and the deliverer's wake-up after a commit (absent: no webhooks). */
   outbox?: Pick<Outbox, 'wanted' | 'wake'>
-  /** Refuses a destination that is banned or on a blocklist (abuse/service.ts), with invalid_url. */
+  /** Refuses a destination that is banned or on a blocklist (the LinkGuard app.ts hands in), with invalid_url. */
   checkDestination?: (url: string) => void
-  /** Whether a link answers 451 (abuse/service.ts): its destination is then shown only to its owner and admins (SPEC §3). */
+  /** Whether a link answers 451 (the LinkGuard): its destination is then shown only to its owner and admins (SPEC §3). */
   stopped?: (row: LinkRow) => boolean
   /** The ISO alpha-2 country of an address or null (geo): for rules with a country condition. */
   country?: (address: string) => string | null
@@ -142,7 +142,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
 
   /**
    * The webhook event of a change, written by the storage call's `within` in its transaction when anyone of
-   * the account listens for it (the promise of the write: see abuse/service.ts); `heard` says one was.
+   * the account listens for it (a promise of the write, joined by allWrites); `heard` says one was.
    */
   function eventWriter() {
     let heard = false
@@ -188,7 +188,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     /**
      * `within` runs in the transaction that inserts the link, after the insert and before its webhook event (the
      * pages claim their form token there); when it throws, no link is made. On SQLite it must be synchronous
-     * and may run more than once, like the write itself (see storage.ts).
+     * and may run more than once, like the write itself (see storage/sqlite.ts).
      */
     async create(
       input: CreateLinkInput,

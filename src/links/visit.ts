@@ -79,7 +79,7 @@ export type VisitOutcome =
 /** Where the report form of a code lives (abuse/routes.ts). */
 export const reportPath = (code: string) => `/${encodeURIComponent(code)}/report`
 
-/** What stops a link for its visitors (abuse/service.ts): null, or the 451 page to answer with. */
+/** What stops a link for its visitors (abuse handling, handed in by app.ts): null, or the 451 page to answer with. */
 export interface VisitGate {
   /** Whether the link is stopped for visitors (the hot path's question). */
   stops(row: LinkRow): boolean
