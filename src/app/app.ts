@@ -3,7 +3,7 @@
 // methods, the router over all their routes, and the request pipeline in front. Tests build exactly this
 // with a temporary data directory; `linkbox serve` builds it and listens.
 import { mkdirSync } from 'node:fs'
-import { createAbuseFeature } from '../abuse/feature'
+import { createAbuseFeature } from '../abuse'
 import { createAccountService } from '../accounts/service'
 import { createAuditFeature } from '../audit/feature'
 import { createClicksFeature } from '../clicks/feature'
