@@ -10,11 +10,17 @@ import type { AbuseRows } from './storage/contract'
 
 export function createAbuseFeature<Tx>(
   shared: Shared,
-  deps: { storages: { abuse: AbuseRows<Tx>; audit: AuditRows<Tx>; queue: EventWriter<Tx> }; outbox: Outbox; links: LinkService },
+  deps: {
+    storages: { abuse: AbuseRows<Tx>; audit: AuditRows<Tx>; queue: EventWriter<Tx> }
+    outbox: Outbox
+    links: LinkService
+  },
 ) {
   const { config, clock, changes, clientIp } = shared
   const { storages, outbox, links } = deps
-  const abuse = createAbuseService({ rows: storages.abuse, audit: storages.audit, queue: storages.queue, config, links, clock, outbox, changes })
+  const abuse = createAbuseService({
+    rows: storages.abuse, audit: storages.audit, queue: storages.queue, config, links, clock, outbox, changes,
+  })
   const gate = visitGate(abuse)
   const guard: LinkGuard = { ...gate, checkDestination: (url) => abuse.checkDestination(url) }
   const feature: Feature = {

@@ -29,7 +29,11 @@ export interface LinkRecord {
   title: string
 }
 
-export function createRecords(base: string, clock: () => number, store: Pick<LinkStorage<unknown>, 'tagsFor' | 'tagsOf'>) {
+export function createRecords(
+  base: string,
+  clock: () => number,
+  store: Pick<LinkStorage<unknown>, 'tagsFor' | 'tagsOf'>,
+) {
   /** A link as the API answers it, with its tags (sorted). */
   function record(row: LinkRow, tags: readonly string[]): LinkRecord {
     const now = clock()
