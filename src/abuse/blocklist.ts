@@ -1,13 +1,5 @@
-// Blocklists (SPEC §12 `links.blocklist_files`, issue 26): files of hosts the owner keeps — one host a line, or
-// the hosts-file format the public phishing and malware lists are published in (`0.0.0.0 host [host…]`), or
-// adblock's `||host^` — loaded at start and on SIGHUP. A destination is listed when its host or any parent
-// domain of it is: `evil.example` lists `a.b.evil.example` too.
-//
-// The lists run to millions of hosts, so they are not kept as strings: each host is two 32-bit hashes (64
-// bits; a chance of about 1 in 10^13 per lookup that an unlisted host collides with one of a million listed)
-// in an open-addressing table of typed arrays (at most half full: 16 to 32 bytes a host), no object per
-// entry, nothing for the garbage collector to walk. A lookup is one pass over the host's characters and a
-// probe for each parent domain of a depth (label count) that the lists use.
+// Blocklists (SPEC §12 `links.blocklist_files`): hosts kept as 64-bit hashes in typed arrays, since the lists run
+// to millions; a host is listed when it or a parent domain is (design notes: abuse).
 import { canonicalIp } from '../kernel/net/cidr'
 
 /**

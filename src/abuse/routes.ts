@@ -1,6 +1,5 @@
-// The visitor's side of abuse handling: "Report this link" (GET /<code>/report, a form; POST, the report,
-// then a redirect to the GET page, so a reload never sends it twice), and the 451 page a disabled, banned or
-// listed link answers with. Reports are limited per client address; nothing of the client is stored.
+// The visitor's side of abuse handling: "Report this link" (GET a form; POST, then a redirect so a reload never
+// sends it twice) and the 451 page; reports are limited per client address, nothing of the client is stored.
 import { Elysia } from 'elysia'
 import reportSentTpl from '../../assets/report-sent.html' with { type: 'text' }
 import reportTpl from '../../assets/report.html' with { type: 'text' }
@@ -11,12 +10,12 @@ import { isCrossSite } from '../web/cross-site'
 import { readBodyLimited } from '../web/params'
 import { createDailyLimiter } from '../web/daily-limit'
 import { createRateLimiter } from '../web/rate-limit'
-import type { LinkService } from '../links/service'
-import { reportPath, type VisitGate } from '../links/visit'
+import { reportPath, type LinkService, type VisitGate } from '../links'
 import { messagePage, notFoundPage } from '../web/error-pages'
 import { escapeHtml, page } from '../web/render'
-import { MAX_REPORT_CONTACT, MAX_REPORT_TEXT, verdictText, type AbuseService, type Verdict } from './service'
-import { REPORT_REASONS } from './store'
+import { MAX_REPORT_CONTACT, MAX_REPORT_TEXT, type AbuseService } from './service'
+import { verdictText, type Verdict } from './verdict'
+import { REPORT_REASONS } from './storage/contract'
 
 const tpl = (t: unknown) => t as string
 const FORM_LIMIT = 16 * 1024

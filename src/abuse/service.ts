@@ -1,45 +1,29 @@
-// Abuse handling for a shortener on the open internet (SPEC §3, §12; issue 26): visitors report links, an
-// admin disables a link, bans a destination host or disables an account, and the owner's blocklist files
-// refuse listed destinations. What a visitor meets is one verdict per link — live, or 451 with the reason —
-// worked out once per link and kept beside the cached row until a ban, a list or an account changes, so the
-// redirect pays a WeakMap lookup for it.
-//
-// On the async storage (issue 22; the shape every service follows when it moves off the synchronous store):
-// - Async: whatever reads or writes the database — report, the open reports, closing, disabling a link,
-//   banning, the bans — goes through AbuseRows (storage.ts), handed in by whoever builds the service
-//   (sqliteAbuseRows(db) today, postgresAbuseRows(sql) on PostgreSQL). Callers await them.
-// - Sync: the visit path. verdict() and checkDestination() read only memory (the bans, the disabled accounts,
-//   the blocklists). That memory is loaded at start (`ready`), updated by each change of this process as soon
-//   as its write has committed (in the same turn, before anyone awaits: the very next visit sees a ban), and
-//   read again when the change feed says another node changed it (issue 36, SPEC §11: within 1 s): bans on
-//   BAN_TOPIC, disabled accounts on ACCOUNT_TOPIC (both announced by the writing transaction on PostgreSQL),
-//   everything on a resync. Disabled links need nothing here: the link service's feed drops the row, and the
-//   row read again carries `disabled`. Safety nets for what no feed carries: the disabled accounts are read
-//   again every half second (`linkbox account disable` in another process on SQLite), the bans every 30 s.
-//   Blocklists are files of each node: each node reads its own on its own SIGHUP.
-// - Every check-then-write is ONE storage call that decides inside its transaction (fileReport's bounds,
-//   closeReport's "still open", addBan's "not banned yet"); the service never reads, awaits, then writes.
-// - The rows that go with a change (the audit row, the outbox's event) are written by `within`, in the storage
-//   call's transaction, through the tx-first methods of their own storages: audit.insert(tx, …),
-//   queue.enqueue(tx, …). A `within` starts its writes and returns their promise (Promise.all for several),
-//   never awaits: on SQLite it runs inside a synchronous transaction, where each write is done (or throws)
-//   before the call returns; on PostgreSQL the storage awaits what it returns. A decision that depends on what
-//   a write found is the storage's (closeReport's 'no_link'), not the `within`'s; what may refuse goes first.
-// - Another feature's change in the same transaction (the owner's account disabled with the report's close)
-//   is handed in as `change(tx)`, run in the `within`: it throws to refuse, which undoes the close.
-import { auditRow, SYSTEM, type AuditEntry, type Who } from '../audit'
-import type { AuditRows } from '../audit'
+// Abuse handling (SPEC §3, §12): reports, an admin's disables and bans, blocklists, and one verdict per link for
+// its visitors, kept beside the cached row (the redirect pays a WeakMap lookup); design notes: abuse.
+import { auditRow, SYSTEM, type AuditEntry, type AuditRows, type Who } from '../audit'
 import type { Config } from '../kernel/config'
 import { AppError, badRequest, notFound } from '../kernel/errors'
-import type { LinkService } from '../links/service'
-import type { LinkRow } from '../links/store'
-import type { Outbox } from '../kernel/outbox'
-import type { EventWriter } from '../kernel/outbox'
+import type { LinkRow, LinkService } from '../links'
+import type { EventWriter, Outbox } from '../kernel/outbox'
 import { ACCOUNT_TOPIC } from '../accounts'
 import type { ChangeFeed } from '../db/changes'
-import { HostSet, listedHost, loadBlocklist, normalizeHost, type Blocklist } from './blocklist'
-import { BAN_TOPIC, type AbuseRows, type BanRow, type CloseDone, type LinkRef, type ReportClose, type ReportRow } from './storage'
-import { CLOSE_ACTIONS, REPORT_REASONS, type CloseAction, type OpenReport, type ReportReason } from './store'
+import { allWritten } from '../db/written'
+import { HostSet, loadBlocklist, type Blocklist } from './blocklist'
+import { destinationHost, destinationsOf, hostToBan, matchHost, type Verdict } from './verdict'
+import {
+  BAN_TOPIC,
+  CLOSE_ACTIONS,
+  REPORT_REASONS,
+  type AbuseRows,
+  type BanRow,
+  type CloseAction,
+  type CloseDone,
+  type LinkRef,
+  type OpenReport,
+  type ReportClose,
+  type ReportReason,
+  type ReportRow,
+} from './storage/contract'
 
 export const MAX_REPORT_TEXT = 1000
 export const MAX_REPORT_CONTACT = 200
@@ -53,28 +37,8 @@ const ACCOUNTS_RECHECK_MS = 1000
 /** How often the bans are read again all the same (a feed's message lost without a resync: bounded by this). */
 const BANS_RECHECK_MS = 30_000
 
-/** The destinations a link's row can send visitors to: long_url, then its rules' and split's urls (validated JSON). */
-function destinationsOf(row: LinkRow): string[] {
-  const urls = [row.long_url]
-  for (const json of [row.rules, row.split]) {
-    if (!json) continue
-    try {
-      for (const item of JSON.parse(json) as { url?: unknown }[]) if (typeof item?.url === 'string') urls.push(item.url)
-    } catch {
-      // Stored only after validation (links/validate.ts): never malformed.
-    }
-  }
-  return urls
-}
-
-export type Verdict =
-  | { kind: 'disabled'; reason: string }
-  | { kind: 'banned'; host: string; reason: string }
-  | { kind: 'listed'; host: string }
-  | { kind: 'account' }
-
 export interface AbuseDeps<Tx> {
-  /** The abuse rows (storage.ts), and the storages whose rows its changes write in their transactions. */
+  /** The abuse rows (storage/contract.ts), and the storages whose rows its changes write in their transactions. */
   rows: AbuseRows<Tx>
   audit: AuditRows<Tx>
   queue: EventWriter<Tx>
@@ -96,55 +60,15 @@ export interface CloseWith<Tx> {
   ban?: { host: string; reason: string }
   /**
    * Another feature's change (the owner's account disabled), run in the close's transaction after it: it
-   * throws to undo the close. On SQLite it must be synchronous (see the top of this file).
+   * throws to undo the close. On SQLite it must be synchronous (storage/sqlite.ts refuses a pending promise).
    */
   change?: (tx: Tx) => unknown
 }
 
 const EMPTY: Blocklist = { set: new HostSet(0), files: [], loadedAt: 0, ms: 0 }
 
-/** The host of a stored destination as the lists and bans spell hosts (addresses in one form); null for one that does not parse. */
-function destinationHost(url: string): string | null {
-  try {
-    return normalizeHost(new URL(url).hostname)
-  } catch {
-    return null
-  }
-}
-
-/** Whether a normalised host is an address: matched as itself only (a.b.c.d has no parent domains). */
-const isAddress = (host: string) => host.includes(':') || /^[0-9.]+$/.test(host)
-
-/** The entry of `set` that a normalised host is listed under: a name by itself or a parent domain, an address exactly. */
-function matchHost(set: HostSet, host: string): string | null {
-  return isAddress(host) ? (set.includes(host) ? host : null) : set.match(host)
-}
-
-/**
- * A host to ban, as an admin types it — a name, `*.name`, an IPv4 or IPv6 address (bracketed or not), or a
- * URL with any of them — in the one spelling destinations are matched in; or 400 naming the field.
- */
-export function hostToBan(input: string): string {
-  const text = input.trim()
-  const rest = text.replace(/^[a-z][a-z0-9+.-]*:\/\//i, '')
-  const range = rest === text ? /^([^/?#]+)\/\d{1,3}$/.exec(text) : null
-  if (range && (range[1]!.includes(':') || /^[0-9.]+$/.test(range[1]!)))
-    throw badRequest('invalid_parameter', 'The field "host" must be one host or address: a range of addresses (/prefix) cannot be banned.')
-  let authority = rest.split(/[/?#]/)[0] ?? ''
-  authority = authority.slice(authority.lastIndexOf('@') + 1)
-  // [v6]:port, a bare IPv6 address (two colons or more), or name:port.
-  const host = authority.startsWith('[')
-    ? authority.slice(0, authority.indexOf(']') + 1)
-    : authority.indexOf(':') !== authority.lastIndexOf(':')
-      ? authority
-      : authority.split(':')[0]!
-  const canonical = listedHost(host)
-  if (!canonical) throw badRequest('invalid_parameter', 'The field "host" must be a host name or an address, such as phish.example or 2001:db8::1.')
-  return canonical
-}
-
 export function createAbuseService<Tx>({ rows, audit, queue, config, links, clock, outbox, changes }: AbuseDeps<Tx>) {
-  /** The audit row of a change, written in its transaction (a promise: see the top of this file). */
+  /** The audit row of a change, written in its transaction (a promise: see the design notes). */
   const record = (tx: Tx, by: Who, entry: AuditEntry) => audit.insert(tx, auditRow(by, entry, clock()))
   let blocklist = EMPTY
   let bans = new Map<string, string>()
@@ -351,7 +275,7 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
       const closed = await rows.closeReport(id, close, (tx, report, d) => {
         done = d
         // What may refuse first: a throw then leaves no write of this `within` started (and none dangling on PostgreSQL).
-        return Promise.all([
+        return allWritten([
           what.change?.(tx),
           d.link && record(tx, by, { action: 'link.disable', target: `link ${d.link.code}`, detail: close.disableLink!.reason }),
           d.ban && record(tx, by, { action: 'host.ban', target: `host ${d.ban.host}`, detail: d.ban.reason }),
@@ -442,17 +366,4 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
   }
 }
 export type AbuseService = ReturnType<typeof createAbuseService<unknown>>
-
-/** The 451 page's words for a verdict: why, never the destination. */
-export function verdictText(v: Verdict): string {
-  switch (v.kind) {
-    case 'disabled':
-      return `The administrator of this service disabled this short link: ${v.reason}`
-    case 'banned':
-      return `This short link leads to a site that the administrator of this service has banned${v.reason ? `: ${v.reason}` : '.'}`
-    case 'listed':
-      return 'This short link leads to a site on a blocklist of phishing and malware sites, so this service does not send visitors there.'
-    case 'account':
-      return 'The account that made this short link has been disabled by the administrator of this service.'
-  }
-}
+export { hostToBan, verdictText, type Verdict } from './verdict'

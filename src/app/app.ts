@@ -3,6 +3,7 @@
 // methods, the router over all their routes, and the request pipeline in front. Tests build exactly this
 // with a temporary data directory; `linkbox serve` builds it and listens.
 import { mkdirSync } from 'node:fs'
+import { createAbuseFeature } from '../abuse'
 import { createAccountService } from '../accounts'
 import { createAuditFeature } from '../audit/feature'
 import { createClicksFeature } from '../clicks'
@@ -21,7 +22,7 @@ import { createPipeline } from '../web/pipeline'
 import { createRateLimiter } from '../web/rate-limit'
 import { createRouter } from '../web/router'
 import { serve, stopGracefully } from '../web/server'
-import { createLinksFeature } from '../links/feature'
+import { createLinksFeature, type LinkGuard } from '../links'
 import { log as rootLog } from '../kernel/log'
 import { createMailFeature } from '../mail/feature'
 import { createMediaFeature } from '../media'
@@ -100,17 +101,27 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     { ...(backend.clickWriter ? { writer: backend.clickWriter } : {}), ...opts.clicks },
   )
   const webhooks = createWebhooksFeature(shared, { schedule: opts.webhookSchedule })
-  const links = createLinksFeature(shared, { recorder: clicks.recorder, dayKeys: clicks.dayKeys }, opts)
+  // Links and abuse need each other: links asks abuse's guard (at request time), abuse reads links' rows.
+  const guard: LinkGuard = {
+    checkDestination: (url) => abuse.guard.checkDestination(url),
+    stops: (row) => abuse.guard.stops(row),
+    unavailable: (row) => abuse.guard.unavailable(row),
+  }
+  const links = withStorages(backend, (s) =>
+    createLinksFeature(shared, { storages: s, outbox: shared.outbox, recorder: clicks.recorder, dayKeys: clicks.dayKeys, guard }, opts),
+  )
+  // Reports, bans, disabled links and blocklists (SPEC §3, §12): a 451 verdict per link, kept beside its cached row.
+  const abuse = withStorages(backend, (s) => createAbuseFeature(shared, { storages: s, outbox: shared.outbox, links: links.links }))
   const qr = createQrFeature(shared, { links: links.links }, { renderer: opts.qrRenderer })
   const mail = createMailFeature(shared, { smtpPort: opts.smtpPort })
   const media = createMediaFeature(shared, { tickets: storages.tickets })
   const database = backend.databaseCheck(clicks.recorder)
   const databaseProblem = () => database.known().reason
-  const dashboard = createDashboardFeature(shared, { links: links.links, mail: mail.mail, webhooks: webhooks.webhooks, qr: qr.qr, abuse: links.abuse, databaseProblem })
+  const dashboard = createDashboardFeature(shared, { links: links.links, mail: mail.mail, webhooks: webhooks.webhooks, qr: qr.qr, abuse: abuse.abuse, databaseProblem })
   const methods = [links, qr, media, mail, webhooks].flatMap((f) => f.feature.api ?? [])
   const audit = createAuditFeature(shared, { shell: dashboard.shell })
   const pages = createPagesFeature(shared, { links: links.links, methods, database, shell: dashboard.shell, anonymous: links.anonymous })
-  const features: Feature[] = [clicks, webhooks, links, qr, mail, media, dashboard, audit, pages].map((f) => f.feature)
+  const features: Feature[] = [clicks, webhooks, abuse, links, qr, mail, media, dashboard, audit, pages].map((f) => f.feature)
 
   // The wiring: metrics, the API, the router, the pipeline.
   for (const f of features) f.metrics?.(metrics)
@@ -155,7 +166,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     recorder: clicks.recorder,
     links: links.links,
     /** Reports, bans, disabled links and the blocklists (reloadBlocklist() at start and on SIGHUP). */
-    abuse: links.abuse,
+    abuse: abuse.abuse,
     /** The change feed between nodes (db/changes.ts): serve announces a blocklist reload on it. */
     changes: shared.changes,
     methods,

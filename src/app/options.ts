@@ -1,7 +1,7 @@
 // Options of createLinkbox (app.ts): what tests change (a clock, small bounds, a logger of their own); `serve` passes none.
 import type { ClickRecorderOptions } from '../clicks'
 import type { Backend } from './backend-sqlite'
-import type { Verifier } from '../links/password-gate'
+import type { Verifier } from '../links'
 import type { Logger } from '../kernel/log'
 import type { QrRenderer } from '../qr'
 

@@ -1,14 +1,14 @@
 // The PostgreSQL stores as one Storages (see storages.ts): a module of its own, loaded only when
 // [database] url names a PostgreSQL database.
 import type { SQL, TransactionSQL } from 'bun'
-import { postgresAbuseRows } from '../abuse/storage-postgres'
+import { postgresAbuseRows } from '../abuse/storage/postgres'
 import { postgresAccountStorage } from '../accounts/storage/postgres'
 import { postgresAuditRows } from '../audit/storage/postgres'
 import { postgresClickCounts, postgresDayKeyRows, postgresSharedVisitorRows } from '../clicks/storage/postgres'
 import { postgresFormTokenRows, postgresSessionRows } from '../dashboard/session-store-postgres'
 import { postgresFlashRows } from '../dashboard/flash-rows-postgres'
 import { postgresDailyCountRows } from '../db/postgres/daily-counts'
-import { postgresLinkStorage } from '../links/storage-postgres'
+import { postgresLinkStorage } from '../links/storage/postgres'
 import { postgresMessageStore } from '../mail/messages-postgres'
 import { postgresTicketStorage } from '../media/storage/postgres'
 import { postgresIdentityStorage } from '../oidc/storage/postgres'

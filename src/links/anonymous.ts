@@ -1,7 +1,5 @@
-// Who may create a link without a key (SPEC §12): nobody when links.anonymous is false (401 missing_key),
-// else an address at most rate.anon_per_day times a UTC day, besides the per-minute bucket every anonymous
-// call counts against. The API's getLink.json and the home page's form share one daily count per address,
-// kept in the database (SPEC §11: it holds across nodes), under a hash keyed by the day's key.
+// Who may create a link without a key (SPEC §12): nobody when links.anonymous is false, else an address at
+// most rate.anon_per_day times a UTC day, one count for the API and the home form, kept in the database.
 import type { Config } from '../kernel/config'
 import { AppError, rateLimited } from '../kernel/errors'
 import { rateKeyOf } from '../web/client-ip'

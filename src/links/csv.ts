@@ -1,7 +1,5 @@
-// CSV as RFC 4180 says (a header row, fields in double quotes where they hold a comma, a quote or a line
-// break, a quote inside written twice, lines ended by CRLF), both ways: the export writes it and the
-// import reads it. Reading is lenient where exports in the wild are: a UTF-8 byte order mark, LF or CR
-// line ends, a last line without its line end, and blank lines are all accepted.
+// CSV as RFC 4180 says, both ways (the export writes it, the import reads it); reading is lenient where
+// exports in the wild are (a BOM, LF or CR line ends, no last line end, blank lines).
 
 /**
  * A cell a spreadsheet would run as a formula (=, +, -, @, and tab or CR before them) gets a ' in front; so

@@ -1,16 +1,7 @@
-// Where a visit of a link with redirect rules or an A/B split goes (SPEC §2a). A link's rules and split are
-// compiled once, when its row is first asked about (rows stay the same objects while the link cache holds
-// them, so a WeakMap keeps one compiled decision per cached row and drops it with the row); a link without
-// either is answered before any of this by one check of the row.
-//
-// Rules: device and system from the user agent (a bounded memo of clicks/classify.ts), the country from the
-// address (only when some rule asks for one), the language from Accept-Language; the first rule whose
-// every condition matches decides. Else the split: a keyed hash of the visitor's address and user agent and
-// the link's id picks an arm by weight, with a random key of each UTC day shared by every node (dayKey:
-// clicks/day-keys.ts; deleted after the day), so one visitor gets the same arm all day on any node and no
-// one can be followed from one day to the next. Else long_url.
+// Where a visit of a link with redirect rules or an A/B split goes (SPEC §2a): compiled once per cached row;
+// the first matching rule decides, else the split's arm by a keyed daily hash, else long_url (design notes).
 import { createClassifier } from '../clicks'
-import type { LinkRow } from './store'
+import type { LinkRow } from './storage/contract'
 import type { Rule, SplitArm } from './validate'
 
 const DAY_MS = 86_400_000

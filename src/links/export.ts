@@ -1,6 +1,5 @@
-// Links out (SPEC §2a): every link of an account as CSV (RFC 4180, a header row, UTF-8), streamed: the rows
-// are read a page at a time by id as the client takes them, so a million links never sit in memory. Used
-// by links.json?format=csv and the dashboard's "Export CSV".
+// Links out (SPEC §2a): every link of an account as CSV, streamed a page at a time by id as the client takes
+// them (links.json?format=csv and the dashboard's "Export CSV").
 import { csvField, csvLine } from './csv'
 import type { LinkRecord } from './service'
 

@@ -1,8 +1,5 @@
-// Whether a frame link's destination lets itself be shown in our iframe. A page that refuses framing
-// (X-Frame-Options, CSP frame-ancestors) would show the browser's grey error page with no explanation,
-// so the frame page asks first (through the SSRF guard) and shows a message and "Open directly" instead.
-// Verdicts are kept per page (origin and path: a site may allow framing of /embed and not of /) for a
-// few minutes, in a bounded map; at most a few checks run at once.
+// Whether a frame link's destination lets itself be framed, asked through the SSRF guard first, so a refusing
+// page gets a message and "Open directly" instead of the browser's grey error; verdicts kept a few minutes.
 import { GuardError, guardedFetch, type GuardOptions } from '../kernel/net/guard'
 
 export type FrameVerdict =

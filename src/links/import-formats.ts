@@ -1,20 +1,5 @@
-// The formats an import reads (SPEC §2a), each as a generator of rows, so that an import holds one batch of
-// rows at a time, never the whole file's (issue 36: a 10 MiB file of junk rows took 5 GB as one array).
-//
-// Where each layout comes from (read from the peers' own code and documents):
-// - shlink: the web client's "Export" button (shlink-web-component ExportShortUrlsBtn): createdAt, domain,
-//   shortCode, shortUrl, longUrl, title, tags (joined with |), visits; also the shlink-importer CSV source's
-//   headers (Long URL, Short code, Tags …), matched, as there, in any case and without spaces.
-// - kutt: Kutt has no export; its API's list (GET /api/v2/links: {data: [{address, target, description,
-//   expire_in, created_at, visit_count, …}], total, limit, skip}) saved to a file, which is how
-//   shlink-importer reads Kutt too; a CSV with those column names works as well.
-// - yourls: the yourls_url table (keyword, url, title, timestamp, ip, clicks) as database tools export it,
-//   with or without its header row.
-// - bitly: the links export of Bitly's web app: Link, Custom Link, Date created, Title, Destination URL,
-//   Engagements, Status (a Tags column, when there is one, is read too).
-// What every format keeps: the code, destination, creation date, title and tags; linkbox's own CSV also
-// mode, expiry and visit limit. A row whose date, title or tags cannot be kept as written is reported with
-// the column it came from (`problem`), never changed silently.
+// The formats an import reads (SPEC §2a: linkbox, shlink, kutt, yourls, bitly), each a generator of rows so that
+// an import holds one batch at a time; where each layout comes from: design notes, links.
 import { AppError } from '../kernel/errors'
 import { countCsvRecords, CsvError, csvRecords, unneutralise, type CsvRecord } from './csv'
 import { MAX_TAG_LENGTH, MAX_TAGS, MAX_TITLE_LENGTH, TITLE_CONTROLS } from './validate'

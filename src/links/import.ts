@@ -1,14 +1,5 @@
-// Links in from a file (SPEC §2a): linkbox's own export, or what Shlink, Kutt, YOURLS and Bitly give their
-// users (import-formats.ts reads each into the same rows). Each row is created through the link service, as
-// getLink.json would: the same URL rules and abuse checks, the same alias rules. A code is kept when it is
-// free and valid here; a taken, reserved or invalid one skips its row, never overwrites.
-//
-// What an import may take of the machine (issue 36: a 10 MiB file of junk rows took 63 s and 5 GB, and
-// redirects waited up to 30 s): the file is read twice as a stream of rows, never held as rows — once to
-// count them (a file over links.import_max_rows is refused whole, before anything is made), once to make
-// them, BATCH rows at a time with a turn of the event loop between batches (and between slices of the count),
-// so that redirects are answered meanwhile. One import at a time per account, on every node (a leased row in
-// the database); the account's webhooks hear of it once (links.imported), not once per link.
+// Links in from a file (SPEC §2a), each row created through the link service as getLink.json would; read as a
+// stream twice (count, then make) in batches, one import per account at a time (design notes: links).
 import { randomUUID } from 'node:crypto'
 import type { Caller } from '../kernel/caller'
 import { AppError } from '../kernel/errors'

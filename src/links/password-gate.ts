@@ -1,7 +1,5 @@
-// Checking a link password costs an argon2id hash: tens of MiB and tens of ms each. Unbounded, 500
-// wrong passwords at once took the process from 48 to 273 MiB and made a real visitor wait seconds.
-// So at most `concurrency` checks run at once, a bounded queue waits behind them, and past that the
-// visitor is told to come back (503 with Retry-After) instead of growing the queue.
+// Link password checks (argon2id: tens of MiB and ms each) run a bounded number at once behind a bounded queue;
+// past that the visitor is told to come back (503 with Retry-After).
 import { AppError } from '../kernel/errors'
 
 export type Verifier = (password: string, hash: string) => Promise<boolean>

@@ -1,77 +1,40 @@
-// The rules of short links: creation, change, deletion, listing and statistics. It takes plain values
-// and a caller, returns plain records, and throws AppErrors; it never sees HTTP.
-//
-// On the async storages (issue 22; the recipe is abuse/service.ts's): the database is reached only through
-// LinkStorage (the links, their tags, visits of limited links), ClickCounts (statistics' days and names) and
-// the webhook queue's enqueue(tx, …), written in the `within` of the storage call that makes the change, so
-// the same service runs on SQLite or PostgreSQL by being handed either engine's storages.
-// - Async: create, update, delete, list, get, search, exportPages' pages, total, stats, takeVisit and
-//   visitsLeft (limited links only), and resolve on a miss of its cache.
-// - Sync: resolve on a hit — the redirect's lookup answers the cached row itself, no Promise, no allocation,
-//   so the plain redirect never waits (visit.ts's `hot` hands a miss to the router, which awaits the read that
-//   resolve started) — and isExpired, destination and recordClick (memory and the click buffer only).
-// - The cache of visited rows is dropped per code on every change this process publishes or hears of
-//   (db/changes.ts), and a read that was under way when its code changed does not keep its row.
+// The rules of short links: creation, change and deletion, with their webhook events; it composes the link
+// cache, listing and statistics into one service. Plain values and a caller in, records out; never HTTP.
 import type { Caller } from '../kernel/caller'
 import { randomBase62 } from '../accounts'
-import { DIMENSIONS, dayOf, MAX_NAMES, OTHER, type ClickCounts, type ClickRecorder, type DimNames } from '../clicks'
+import type { ClickCounts, ClickRecorder } from '../clicks'
 import type { Config } from '../kernel/config'
-import { iso } from '../db/sqlite'
 import { localChangeFeed, type ChangeFeed } from '../db/changes'
-import { AppError, invalidParameter, notFound, notOwner } from '../kernel/errors'
+import { allWritten } from '../db/written'
+import { AppError, notFound, notOwner } from '../kernel/errors'
 import type { Events } from '../kernel/events'
-import type { EventType, Outbox } from '../kernel/outbox'
-import type { EventWriter } from '../kernel/outbox'
+import type { EventType, EventWriter, Outbox } from '../kernel/outbox'
+import { createLinkCache } from './cache'
 import { createDestinations, type Visitor } from './destinations'
-import { CODE_TAKEN, GONE, REFUSED, type LinkStorage } from './storage'
-import type { LinkChanges, LinkRow, NameCount } from './store'
+import { createListing } from './listing'
+import { createRecords, type LinkRecord } from './record'
+import { createStatistics } from './statistics'
+import { CODE_TAKEN, GONE, REFUSED, type LinkChanges, type LinkRow, type LinkStorage } from './storage/contract'
 import {
   isReserved,
-  MODES,
   ownUrlRules,
   validateAlias,
   validateCode,
   validateExpire,
   validateMode,
   validatePassword,
-  validateTag,
   validateMaxVisits,
   validateRules,
   validateSplit,
   validateTags,
   validateTitle,
   validateUrl,
-  type Mode,
-  type Rule,
-  type SplitArm,
   type UrlRules,
 } from './validate'
 
-export interface LinkRecord {
-  hex: string
-  url: string
-  long_url: string
-  qr: string
-  stats: string
-  mode: Mode
-  created: string
-  expires: string | null
-  expired: boolean
-  password: boolean
-  clicks: number
-  /** Null while the link works; else why an admin disabled it. */
-  disabled: string | null
-  /** Its tags, sorted (SPEC §2a); empty without. */
-  tags: string[]
-  /** The visit limit (null: none) and the visits it has left (null without a limit). */
-  max_visits: number | null
-  visits_left: number | null
-  /** Its redirect rules and A/B split, when it has them (absent otherwise). */
-  rules?: Rule[]
-  split?: SplitArm[]
-  /** 0-200 characters, "" for none. */
-  title: string
-}
+export { LINK_CACHE_TTL_MS } from './cache'
+export { containsPattern, EXPORT_PAGE, LIST_SCAN, MAX_SEARCH_LENGTH, SEARCH_COUNT_MAX, SEARCH_PAGE_SIZE, type LinkSort } from './listing'
+export type { LinkRecord } from './record'
 
 export interface CreateLinkInput {
   url: unknown
@@ -97,68 +60,6 @@ export const IMPORTED_CODES_MAX = 1000
 
 const aliasTaken = (alias: string) => new AppError(409, 'alias_taken', `The alias "${alias}" is already in use.`)
 const present = (v: unknown) => v !== undefined && v !== null && v !== ''
-const DAY_MS = 86_400_000
-const DATE = /^\d{4}-\d{2}-\d{2}$/
-
-// Statistics cannot predate the service: the window is kept to years 1970-9999, where every day is a
-// plain YYYY-MM-DD (a window reaching into year 0 would print days as "-000001-12-03").
-function parseDay(value: unknown, name: string): string {
-  const rule = 'a date as YYYY-MM-DD (UTC), from 1970-01-01 to 9999-12-31'
-  if (typeof value !== 'string' || !DATE.test(value) || value < '1970-01-01') throw invalidParameter(name, rule)
-  const ms = Date.parse(`${value}T00:00:00Z`)
-  if (Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== value) throw invalidParameter(name, rule)
-  return value
-}
-
-/**
- * At most MAX_NAMES names, the busiest, and the rest (with what was stored as OTHER on days that were full)
- * summed as one OTHER entry, placed by its clicks (after its ties). Names of equal clicks in name order.
- */
-function topNames(names: Map<string, number>): NameCount[] {
-  const sorted = [...names]
-    .filter(([name]) => name !== OTHER)
-    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
-  const top: NameCount[] = sorted.slice(0, MAX_NAMES).map(([name, clicks]) => ({ name, clicks }))
-  let rest = names.get(OTHER) ?? 0
-  for (let i = MAX_NAMES; i < sorted.length; i++) rest += sorted[i]![1]
-  if (rest === 0) return top
-  const at = top.findIndex((item) => item.clicks < rest)
-  top.splice(at === -1 ? top.length : at, 0, { name: OTHER, clicks: rest })
-  return top
-}
-
-/** What a statistics answer costs to build, kept briefly per link and window (see `stats`). */
-interface WindowAnswer {
-  written: number
-  days: { date: string; clicks: number; visitors: number }[]
-  names: Record<(typeof DIMENSIONS)[number], NameCount[]>
-}
-const ANSWERS_KEPT = 1000
-
-/** A visited link in memory, and when its row was read (unix ms). */
-interface CachedLink {
-  row: LinkRow
-  at: number
-}
-/**
- * The longest a visited link is served from memory: every change made through a linkbox process or node is
- * published at once (db/changes.ts); this bounds what is not — a node killed between its commit and its
- * notification, a change made behind the service. Reading a visited code again twice a minute costs nothing.
- */
-export const LINK_CACHE_TTL_MS = 30_000
-
-/** The dashboard's list of links: a page of this many, and a search counted up to SEARCH_COUNT_MAX matches. */
-export const SEARCH_PAGE_SIZE = 25
-export const SEARCH_COUNT_MAX = 10_000
-export const MAX_SEARCH_LENGTH = 200
-export type LinkSort = 'created' | 'clicks'
-/** links.json?q=: the links looked at for one page at most (a rare match costs a bounded scan per page). */
-export const LIST_SCAN = 5_000
-/** The export reads the links this many at a time. */
-export const EXPORT_PAGE = 500
-
-/** A LIKE pattern matching `text` anywhere, with LIKE's own characters (and the escape) taken literally. */
-export const containsPattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
 
 /** What the service is built with: the storages of one engine (db/storages.ts) and the process's parts. */
 export interface LinkDeps<Tx> {
@@ -180,9 +81,9 @@ export interface LinkDeps<Tx> {
   hotGeneration?: number
   /** Who listens for which event (events are built only then), and the deliverer's wake-up after a commit (absent: no webhooks). */
   outbox?: Pick<Outbox, 'wanted' | 'wake'>
-  /** Refuses a destination that is banned or on a blocklist (abuse/service.ts), with invalid_url. */
+  /** Refuses a destination that is banned or on a blocklist (the LinkGuard app.ts hands in), with invalid_url. */
   checkDestination?: (url: string) => void
-  /** Whether a link answers 451 (abuse/service.ts): its destination is then shown only to its owner and admins (SPEC §3). */
+  /** Whether a link answers 451 (the LinkGuard): its destination is then shown only to its owner and admins (SPEC §3). */
   stopped?: (row: LinkRow) => boolean
   /** The ISO alpha-2 country of an address or null (geo): for rules with a country condition. */
   country?: (address: string) => string | null
@@ -201,63 +102,18 @@ export interface LinkDeps<Tx> {
 export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
   const { config, recorder, events, outbox, queue, counts } = deps
   const store = deps.links
-  const readNow = store.byCodeNow?.bind(store)
-  const feed = deps.changes ?? localChangeFeed()
-  const cacheTtlMs = deps.cacheTtlMs ?? LINK_CACHE_TTL_MS
   const clock = deps.clock ?? Date.now
   const randomCode = deps.randomCode ?? randomBase62
   const hashPassword = deps.hashPassword ?? ((password: string) => Bun.password.hash(password, 'argon2id'))
-  // Answers per link and window, valid while no click of the link has been written since: every write adds
-  // to links.clicks or links.bots in the same transaction, so their sum, read with the row, says so. A page
-  // polled by many visitors costs one build per write of its link at most. Ids are never reused, so a
-  // deleted link's entries can only go stale, never answer for another link.
-  const answers = new Map<string, WindowAnswer>()
   const base = config.server.base_url
-  // Visits read links far more often than anything changes them, and only this process changes them:
-  // keep recently visited rows in memory and drop a row whenever it is updated or deleted. Two
-  // generations rather than one Map evicted oldest-first: taking the first key of a Map walks over the
-  // deleted entries at its head (~96 µs at 100,000 entries), while replacing a generation costs nothing.
-  // A row found in the old generation is copied to the young one; when the young one is full (in rows,
-  // or in URL characters: a URL may be 4096 long) it becomes the old one and the old one goes. So the
-  // ~GENERATION most recently visited codes are always held, and at most twice that. Each entry keeps the
-  // time its row was read: one older than cacheTtlMs is read again, so a change this process never heard
-  // of (another process's, or a node's whose notification was lost) is served for cacheTtlMs at most.
-  const GENERATION = deps.hotGeneration ?? 65_536
-  const GENERATION_CHARS = 8_000_000
-  let young = new Map<string, CachedLink>()
-  let old = new Map<string, CachedLink>()
-  let youngChars = 0
-  // Reads of missed codes under way, so that visits of one code at once share one read (the hot path's miss
-  // and the router's lookup of the same request among them). Bounded by the requests in flight, and capped.
-  const reading = new Map<string, Promise<LinkRow | null>>()
-  const READING_MAX = 10_000
-  const forget = (code: string) => {
-    young.delete(code)
-    old.delete(code)
-    // A read begun before this change may return the row as it was: it is not kept (see readMissed).
-    reading.delete(code)
-  }
-  const forgetAll = () => {
-    young = new Map()
-    old = new Map()
-    youngChars = 0
-    reading.clear()
-  }
-  const remember = (code: string, entry: CachedLink) => {
-    const chars = code.length + entry.row.long_url.length
-    if (young.size >= GENERATION || youngChars + chars > GENERATION_CHARS) {
-      old = young
-      young = new Map()
-      youngChars = 0
-    }
-    young.set(code, entry)
-    youngChars += chars
-  }
-  // Every change of a link, this process's or another's, drops its cached row; a lost connection to the
-  // other nodes (onResync) drops them all.
-  const stopChanges = feed.subscribe('link', (codes) => codes.forEach(forget), forgetAll)
-  /** After the commit of a change of these links: every process's cache drops them (this one's at once). */
-  const published = (codes: readonly string[]) => feed.publish('link', codes)
+  const cache = createLinkCache({
+    store,
+    feed: deps.changes ?? localChangeFeed(),
+    clock,
+    generation: deps.hotGeneration,
+    ttlMs: deps.cacheTtlMs,
+  })
+  const published = cache.published
   const urlRules: UrlRules = ownUrlRules(config.server, config.links.blocked_domains)
   const destinations = createDestinations({ clock, country: deps.country ?? (() => null), dayKey: deps.splitKey })
   const checkDestination = deps.checkDestination
@@ -270,39 +126,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     const split = validateSplit(value, urlRules, checkDestination)
     return split.length ? JSON.stringify(split) : null
   }
-
-  /** A link as the API answers it, with its tags (sorted). */
-  function record(row: LinkRow, tags: readonly string[]): LinkRecord {
-    const now = clock()
-    return {
-      hex: row.code,
-      url: `${base}/${row.code}`,
-      long_url: row.long_url,
-      qr: `${base}/qr/${row.code}.png`,
-      stats: `${base}/${row.code}+`,
-      mode: row.mode,
-      created: iso(row.created)!,
-      expires: iso(row.expires),
-      expired: row.expires !== null && row.expires <= now,
-      password: row.password_hash !== null,
-      clicks: row.clicks,
-      disabled: row.disabled,
-      tags: [...tags],
-      max_visits: row.max_visits,
-      visits_left: row.max_visits === null ? null : Math.max(0, row.max_visits - row.visits_used),
-      ...(row.rules ? { rules: JSON.parse(row.rules) as Rule[] } : {}),
-      ...(row.split ? { split: JSON.parse(row.split) as SplitArm[] } : {}),
-      title: row.title,
-    }
-  }
-
-  /** Records of several links, their tags read in one statement. */
-  async function records(rows: LinkRow[]): Promise<LinkRecord[]> {
-    const tags = await store.tagsFor(rows.map((r) => r.id))
-    return rows.map((r) => record(r, tags.get(r.id) ?? []))
-  }
-  /** One link's record, its tags read. */
-  const recordOf = async (row: LinkRow) => record(row, await store.tagsOf(row.id))
+  const { record, records, recordOf } = createRecords(base, clock, store)
 
   const mayChange = (row: LinkRow, caller: Caller) => caller.admin || (row.account_id !== null && row.account_id === caller.accountId)
 
@@ -313,9 +137,12 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     return row
   }
 
+  const listing = createListing(store, { records })
+  const statistics = createStatistics({ store, counts, recorder, clock, base, mayChange, stopped: deps.stopped })
+
   /**
    * The webhook event of a change, written by the storage call's `within` in its transaction when anyone of
-   * the account listens for it (the promise of the write: see abuse/service.ts); `heard` says one was.
+   * the account listens for it (a promise of the write, joined by allWritten); `heard` says one was.
    */
   function eventWriter() {
     let heard = false
@@ -344,76 +171,15 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     }
   }
 
-  async function windowAnswer(row: LinkRow, from: string, to: string, span: number): Promise<WindowAnswer> {
-    const linkId = row.id
-    const key = `${linkId} ${from} ${to}`
-    const written = row.clicks + row.bots
-    const kept = answers.get(key)
-    if (kept && kept.written === written) return kept
-    const [daysStored, stored] = await Promise.all([counts.days(linkId, from, to), counts.names(linkId, from, to)])
-    const byDay = new Map(daysStored.map((d) => [d.day, d]))
-    const days: { date: string; clicks: number; visitors: number }[] = []
-    for (let t = Date.parse(`${from}T00:00:00Z`), i = 0; i < span; i++, t += DAY_MS) {
-      const date = dayOf(t)
-      const d = byDay.get(date)
-      days.push({ date, clicks: d?.clicks ?? 0, visitors: d?.visitors ?? 0 })
-    }
-    const names = {} as WindowAnswer['names']
-    for (const dim of DIMENSIONS) names[dim] = topNames((stored as DimNames)[dim])
-    const answer: WindowAnswer = { written, days, names }
-    if (answers.size >= ANSWERS_KEPT) answers.clear()
-    answers.set(key, answer)
-    return answer
-  }
-
-  /**
-   * A row read after a miss, kept: in the young generation alone (a copy past its TTL in the old one goes),
-   * or, read as gone, dropped from both.
-   */
-  function keepRead(code: string, row: LinkRow | null, now: number): LinkRow | null {
-    old.delete(code)
-    if (row) {
-      // Held with the row's own code as its key (equal to `code`: codes compare exactly) and the one string
-      // of its mode, so that a row holds no string of the request's and no copy of 'redirect': 62 of the
-      // ~390 bytes a cached row took (100,000 rows of the bench's 1M-link data).
-      row.mode = MODES.find((m) => m === row.mode) ?? row.mode
-      remember(row.code, { row, at: now })
-    } else young.delete(code)
-    return row
-  }
-
-  /** A code missed by the cache, read; kept unless its code changed while the read was under way. */
-  function readMissed(code: string, now: number): Promise<LinkRow | null> {
-    const under = reading.get(code)
-    if (under !== undefined) return under
-    const read: Promise<LinkRow | null> = store.byCode(code).then(
-      (row) => {
-        // Overtaken by a change of the code (or not shared, past READING_MAX): answered, never kept.
-        if (reading.get(code) !== read) return row
-        reading.delete(code)
-        return keepRead(code, row, now)
-      },
-      (err) => {
-        if (reading.get(code) === read) reading.delete(code)
-        throw err
-      },
-    )
-    if (reading.size < READING_MAX) reading.set(code, read)
-    // Whoever awaits it hears of a failure; a read left with nobody awaiting it must not be an unhandled
-    // rejection.
-    read.catch(() => {})
-    return read
-  }
-
   return {
     /** Rows held in the cache of visited links (both generations; /metrics). */
     get cachedRows() {
-      return young.size + old.size
+      return cache.rows
     },
     /** Settles once the creations under way are committed or failed (the app's close, before the database closes). */
     flushCreations: () => store.flush(),
     /** Stops hearing of other processes' changes (the app's close). */
-    close: () => stopChanges(),
+    close: () => cache.close(),
     /** Transactions that committed creations, and the creations in them. */
     get creationCommits() {
       return store.creations()
@@ -422,7 +188,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     /**
      * `within` runs in the transaction that inserts the link, after the insert and before its webhook event (the
      * pages claim their form token there); when it throws, no link is made. On SQLite it must be synchronous
-     * and may run more than once, like the write itself (see storage.ts).
+     * and may run more than once, like the write itself (see storage/sqlite.ts).
      */
     async create(
       input: CreateLinkInput,
@@ -470,7 +236,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       const within = (tx: Tx, inserted: LinkRow) => {
         const claimed = opts.within?.(tx, inserted)
         if (opts.quiet) return claimed
-        return Promise.all([claimed, event.write(tx, 'link.created', inserted.account_id, () => ({ ...record(inserted, tags) }), inserted.created)])
+        return allWritten([claimed, event.write(tx, 'link.created', inserted.account_id, () => ({ ...record(inserted, tags) }), inserted.created)])
       }
       const row = alias ? await store.insert({ ...fields, code: alias }, tags, within) : await store.insertFresh(fields, freshCodes, tags, within)
       if (row === CODE_TAKEN) {
@@ -570,92 +336,15 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       published(codes)
     },
 
-    /**
-     * links.json: a page of the caller's links, newest first. `tag` keeps the links with that tag (along an
-     * index); `q` those whose code, destination or a tag contains it (case-insensitive), looking at no more
-     * than LIST_SCAN links per page: such a page may hold fewer than `limit` links while `next` goes on.
-     */
-    async list(input: { limit?: unknown; cursor?: unknown; tag?: unknown; q?: unknown }, caller: Caller) {
-      let limit = 100
-      if (present(input.limit)) {
-        const s = String(input.limit)
-        if (typeof input.limit === 'object' || !/^\d{1,3}$/.test(s) || Number(s) < 1 || Number(s) > 500)
-          throw invalidParameter('limit', 'a whole number from 1 to 500')
-        limit = Number(s)
-      }
-      let before = Number.MAX_SAFE_INTEGER
-      if (present(input.cursor)) {
-        const s = String(input.cursor)
-        if (typeof input.cursor === 'object' || !/^\d{1,15}$/.test(s))
-          throw invalidParameter('cursor', 'the "next" value of a previous answer')
-        before = Number(s)
-      }
-      const tag = present(input.tag) ? validateTag(input.tag) : ''
-      let q = ''
-      if (present(input.q)) {
-        if (typeof input.q !== 'string' || [...input.q].length > MAX_SEARCH_LENGTH)
-          throw invalidParameter('q', `text of at most ${MAX_SEARCH_LENGTH} characters`)
-        q = input.q.trim()
-      }
-      const count = await store.count(caller.accountId)
-      if (q) {
-        const { rows, floor, full } = await store.pageMatching(caller.accountId, before, tag, containsPattern(q), limit + 1, LIST_SCAN)
-        const more = rows.length > limit
-        const pageRows = more ? rows.slice(0, limit) : rows
-        // Past the page's last link, or (the window looked at without filling the page) past the window.
-        const next = more ? pageRows[pageRows.length - 1]!.id : full ? floor : null
-        return { links: await records(pageRows), count, next: next === null ? null : String(next) }
-      }
-      const rows = await (tag ? store.pageByTag(caller.accountId, tag, before, limit + 1) : store.page(caller.accountId, before, limit + 1))
-      const more = rows.length > limit
-      const pageRows = more ? rows.slice(0, limit) : rows
-      return {
-        links: await records(pageRows),
-        count,
-        next: more ? String(pageRows[pageRows.length - 1]!.id) : null,
-      }
-    },
-
-    /**
-     * Every link of the caller, oldest first, read EXPORT_PAGE at a time by id (a million links never sit in
-     * memory at once): each call of the returned function gives the next page, empty at the end.
-     */
-    exportPages(caller: Caller) {
-      let after = 0
-      return async (): Promise<LinkRecord[]> => {
-        const rows = await store.exportPage(caller.accountId, after, EXPORT_PAGE)
-        if (rows.length > 0) after = rows[rows.length - 1]!.id
-        return records(rows)
-      }
-    },
+    list: listing.list,
+    exportPages: listing.exportPages,
 
     /** One of the caller's links (or any, for an admin), as links.json lists it: 404/403 otherwise. */
     async get(input: { code: unknown }, caller: Caller): Promise<LinkRecord> {
       return recordOf(await owned(input.code, caller))
     },
 
-    /**
-     * The dashboard's list: the caller's own links whose code, destination or a tag contains `q`
-     * (case-insensitive for ASCII letters) and that have the tag `tag` (when given), newest or most clicked
-     * first, SEARCH_PAGE_SIZE a page. `total` is exact without a filter (a counter) and counted up to
-     * SEARCH_COUNT_MAX with one (`capped` then says there are more); a page past the end answers the last page.
-     */
-    async search(input: { q?: string; tag?: string; sort?: LinkSort; page?: number }, caller: Caller) {
-      const q = (input.q ?? '').trim()
-      const tag = input.tag ? validateTag(input.tag) : ''
-      if ([...q].length > MAX_SEARCH_LENGTH) throw invalidParameter('q', `at most ${MAX_SEARCH_LENGTH} characters`)
-      const sort: LinkSort = input.sort === 'clicks' ? 'clicks' : 'created'
-      const pattern = q ? containsPattern(q) : '%'
-      const filtered = q !== '' || tag !== ''
-      const counted = await (filtered ? store.searchCount(caller.accountId, pattern, tag, SEARCH_COUNT_MAX + 1) : store.count(caller.accountId))
-      const capped = filtered && counted > SEARCH_COUNT_MAX
-      const total = capped ? SEARCH_COUNT_MAX : counted
-      const pages = Math.max(1, Math.ceil(total / SEARCH_PAGE_SIZE))
-      const page = Math.min(Math.max(1, Math.floor(input.page ?? 1) || 1), pages)
-      const offset = (page - 1) * SEARCH_PAGE_SIZE
-      const rows = await store.search(caller.accountId, pattern, tag, sort, SEARCH_PAGE_SIZE, offset)
-      return { links: await records(rows), q, tag, sort, page, pages, total, capped, offset, perPage: SEARCH_PAGE_SIZE }
-    },
+    search: listing.search,
 
     /** The service's clock (unix ms). */
     now: () => clock(),
@@ -663,74 +352,9 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     /** How many links are stored (for /metrics): read from the per-account counters, not counted. */
     total: () => store.total(),
 
-    /** `flush: false` reads what is written (at most a second behind): for the public page, which any
-     *  visitor may load, so that a view never costs a write. */
-    async stats(input: { code: unknown; from?: unknown; to?: unknown }, caller: Caller | null, opts: { flush?: boolean } = {}) {
-      const code = validateCode(input.code)
-      const today = dayOf(clock())
-      const to = present(input.to) ? parseDay(input.to, 'to') : today
-      const from = present(input.from)
-        ? parseDay(input.from, 'from')
-        : dayOf(Date.parse(`${to}T00:00:00Z`) - 29 * DAY_MS)
-      const span = (Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / DAY_MS + 1
-      if (span < 1) throw invalidParameter('from', 'a date on or before "to"')
-      if (span > 366) throw invalidParameter('from', 'at most 366 days before "to"')
-      let row = await store.byCode(code)
-      if (!row) throw notFound(`No link with the code "${code}".`)
-      // Pending clicks of this link are at most a second old; writing them first makes the answer exact.
-      // Only this link's, in a write of their own: a polled answer that flushed everything forced a write of
-      // every link per request (10 answers/s at p50 90 ms, and redirects fell to 0.63 of alone). While the database cannot
-      // be written this is skipped (or fails quietly): the answer is read all the same.
-      if (opts.flush !== false && recorder.hasPending(row.id)) {
-        await recorder.flushLinkIfWritable(row.id)
-        row = await store.byCode(code) // with the clicks just written; or gone, deleted meanwhile
-        if (!row) throw notFound(`No link with the code "${code}".`)
-      }
-      const { days, names } = await windowAnswer(row, from, to, span)
-      const isOwner = !!caller && mayChange(row, caller)
-      // A password-protected link, or one stopped by an admin, a ban or a blocklist, shows where it leads
-      // nowhere public (SPEC §3, §4): not its destination, nor those of its rules and split.
-      const hidden = !isOwner && (row.password_hash !== null || (deps.stopped?.(row) ?? false))
-      return {
-        hex: row.code,
-        url: `${base}/${row.code}`,
-        long_url: hidden ? null : row.long_url,
-        created: iso(row.created),
-        clicks: row.clicks,
-        bots: row.bots,
-        from,
-        to,
-        days,
-        sources: names.source,
-        devices: names.device,
-        browsers: names.browser,
-        os: names.os,
-        countries: names.country,
-        // For a link with rules or a split (SPEC §2a), even before its first visit; also for one that had them in the window.
-        ...(!hidden && (names.destination.length > 0 || row.rules || row.split) ? { destinations: names.destination } : {}),
-      }
-    },
+    stats: statistics.stats,
 
-    /**
-     * The link behind a visited code (null when unknown, or a reserved name): the cached row itself on a hit
-     * (synchronous: the redirect never waits); on a miss the stored row read at once where the engine can
-     * (SQLite), else a promise of it (PostgreSQL; visits of one code at once share one read).
-     */
-    resolve(code: string): LinkRow | null | Promise<LinkRow | null> {
-      const now = clock()
-      const hit = young.get(code)
-      if (hit !== undefined && now - hit.at < cacheTtlMs) return hit.row
-      const held = hit === undefined ? old.get(code) : undefined
-      if (held !== undefined && now - held.at < cacheTtlMs) {
-        remember(code, held)
-        return held.row
-      }
-      // No link has a reserved name (validate.ts; random codes skip them): /healthz costs no read.
-      if (isReserved(code)) return null
-      if (readNow === undefined) return readMissed(code, now)
-      // SQLite: read at once, on this thread; nothing can overtake a read that does not wait.
-      return keepRead(code, readNow(code), now)
-    },
+    resolve: cache.resolve,
 
     isExpired(row: LinkRow) {
       return row.expires !== null && row.expires <= clock()

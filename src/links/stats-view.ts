@@ -1,8 +1,5 @@
-// A link's statistics as people see them and take them away: the window a page asks for (a period of the
-// last N days, or from/to dates as stats.json takes them), the page body (assets/stats.html) shared by the
-// public page (/<code>+) and the dashboard's (/dashboard/links/<code>/stats), and the CSV downloads of the
-// days and of the breakdowns. Everything here works from one stats() answer: a download shows nothing the
-// page it is linked from does not (a password-protected link's destination is in neither).
+// A link's statistics as people see them: the window a page asks for, the page body shared by the public and
+// dashboard pages, and the CSV downloads — all from one stats() answer (design notes: links).
 import statsTpl from '../../assets/stats.html' with { type: 'text' }
 import { AppError } from '../kernel/errors'
 import { barTable, dayChart, escapeHtml, fill, formatCount } from '../web/render'

@@ -1,6 +1,5 @@
-// Public routes of a short link: /<code> (redirect, preview, frame, password), /<code>+ (statistics page).
-// The redirect is the hot path: one lookup in the link cache, one push into the click buffer, one small
-// response. `hot` answers it before any router (web/pipeline.ts); every other visit goes through `routes`.
+// Public routes of a short link: /<code> (redirect, preview, frame, password), /<code>+ (statistics page); the
+// redirect is the hot path, answered by `hot` before any router (web/pipeline.ts).
 import { Elysia } from 'elysia'
 import { isbot } from 'isbot'
 import continueTpl from '../../assets/continue.html' with { type: 'text' }
@@ -20,7 +19,7 @@ import { createFrameCheck, type FrameCheck } from './frame-check'
 import { createPasswordGate, type Verifier, wrongPasswordLocation, wrongPasswordShown } from './password-gate'
 import type { LinkService } from './service'
 import { csvTableOf, dayOf, statsBody, statsCsv, statsFor, windowOf } from './stats-view'
-import type { LinkRow } from './store'
+import type { LinkRow } from './storage/contract'
 import { isReserved, MAX_PASSWORD_LENGTH } from './validate'
 
 const tpl = (t: unknown) => t as string
@@ -80,7 +79,7 @@ export type VisitOutcome =
 /** Where the report form of a code lives (abuse/routes.ts). */
 export const reportPath = (code: string) => `/${encodeURIComponent(code)}/report`
 
-/** What stops a link for its visitors (abuse/service.ts): null, or the 451 page to answer with. */
+/** What stops a link for its visitors (abuse handling, handed in by app.ts): null, or the 451 page to answer with. */
 export interface VisitGate {
   /** Whether the link is stopped for visitors (the hot path's question). */
   stops(row: LinkRow): boolean

@@ -6,8 +6,7 @@
 // the endpoint (webhooks/service.ts). test/e2e/docs-webhooks.test.ts has every kind sent for real and checks
 // each body against these schemas with ajv.
 import { Type, type Static } from '@sinclair/typebox'
-import { MAX_REPORT_TEXT } from '../abuse/service'
-import { REPORT_REASONS } from '../abuse/store'
+import { MAX_REPORT_TEXT, REPORT_REASONS } from '../abuse'
 import { CLICK_ITEMS_PER_EVENT, type ClickItem } from '../clicks'
 import type { WebhookEventDoc } from '../web/openapi'
 import { LinkRecordSchema } from '../links/api'

@@ -3,7 +3,7 @@
 import { sqliteClickCounts } from '../../src/clicks/storage/sqlite'
 import { eventInserts } from '../../src/webhooks/outbox'
 import type { Db } from '../../src/db/sqlite'
-import { sqliteLinkStorage } from '../../src/links/storage'
+import { sqliteLinkStorage } from '../../src/links/storage/sqlite'
 import { sqliteWebhookQueue } from '../../src/webhooks/queue'
 
 export const sqliteLinkDeps = (db: Db) => ({ links: sqliteLinkStorage(db), counts: sqliteClickCounts(db, eventInserts), queue: sqliteWebhookQueue(db) })

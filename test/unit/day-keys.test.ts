@@ -9,7 +9,7 @@ import { sqliteDayKeyRows } from '../../src/clicks/storage/sqlite'
 import { createVisitorCounter } from '../../src/clicks/visitors'
 import { openDatabase } from '../../src/db/sqlite'
 import { createDestinations } from '../../src/links/destinations'
-import type { LinkRow } from '../../src/links/store'
+import type { LinkRow } from '../../src/links'
 import { tempDir } from '../support/app'
 
 const dir = tempDir('linkbox-daykeys-')

@@ -1,6 +1,6 @@
 // Tags on links and links.json's tag= and q= (SPEC §2a), through the real app and SQLite file.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createLinkStore } from '../../src/links/store'
+import { sqliteLinkStorage } from '../../src/links/storage/sqlite'
 import { makeBox, type TestBox } from '../support/app'
 
 let box: TestBox
@@ -139,12 +139,12 @@ describe('links.json tag= and q=', () => {
     expect(long.body.message).toContain('"q"')
   })
 
-  test('q= looks at a bounded window of links per page and says where to go on', () => {
-    const store = createLinkStore(box.db)
+  test('q= looks at a bounded window of links per page and says where to go on', async () => {
+    const store = sqliteLinkStorage(box.db)
     const accountId = (box.db.query("SELECT id FROM accounts WHERE name = 'alice'").get() as any).id
     const ids = (box.db.query('SELECT id FROM links WHERE account_id = ? ORDER BY id DESC').all(accountId) as any[]).map((r) => r.id)
     // A window of 2 links: the newest two are looked at, none of them matches "_", and the window was full.
-    const w = store.pageMatching(accountId, Number.MAX_SAFE_INTEGER, '', '%\\_%', 10, 2)
+    const w = await store.pageMatching(accountId, Number.MAX_SAFE_INTEGER, '', '%\\_%', 10, 2)
     expect(w.rows).toEqual([])
     expect(w.full).toBe(true)
     expect(w.floor).toBe(ids[1])
@@ -152,7 +152,7 @@ describe('links.json tag= and q=', () => {
     let before = Number.MAX_SAFE_INTEGER
     const found: string[] = []
     for (let i = 0; i < ids.length; i++) {
-      const page = store.pageMatching(accountId, before, '', '%\\_%', 10, 2)
+      const page = await store.pageMatching(accountId, before, '', '%\\_%', 10, 2)
       found.push(...page.rows.map((r) => r.code))
       if (!page.full) break
       before = page.floor

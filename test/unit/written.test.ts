@@ -12,10 +12,13 @@ test('allWritten stays synchronous for values and settled promises, and is a pro
   expect(() => allWritten([1, Promise.reject(new Error('the row could not be written'))])).toThrow('could not be written')
 })
 
-test('syncWithin passes a value through and refuses a promise (without leaving it unhandled)', async () => {
+test('syncWithin passes values and settled work through, and refuses a pending promise (without leaving it unhandled)', async () => {
   expect(syncWithin(5)).toBe(5)
   expect(syncWithin(undefined)).toBeUndefined()
-  expect(() => syncWithin(Promise.resolve(1))).toThrow('within must be synchronous on SQLite')
-  expect(() => syncWithin(Promise.reject(new Error('late')))).toThrow('within must be synchronous on SQLite')
+  const done = Promise.resolve(1)
+  expect(syncWithin(done)).toBe(done)
+  expect(() => syncWithin(Bun.sleep(1).then(() => 1))).toThrow('within must be synchronous on SQLite')
+  expect(() => syncWithin(Bun.sleep(1).then(() => Promise.reject(new Error('late'))))).toThrow('within must be synchronous on SQLite')
+  expect(() => syncWithin(Promise.reject(new Error('the row could not be written')))).toThrow('could not be written')
   await Bun.sleep(1)
 })

@@ -1,26 +1,7 @@
-// Abuse handling's rows on PostgreSQL (see storage.ts for the contract), for any number of nodes sharing one
-// database.
-//
-// Concurrency (READ COMMITTED, where each statement sees what was committed when it started):
-// - fileReport counts open reports and inserts only under a transaction-level advisory lock
-//   (REPORTS_LOCK_KEY): the bound is on all open reports, a set with no row of its own to lock, so the lock
-//   stands for it. Filings take turns; each one's count, read after the lock, sees every report filed
-//   before it, so two nodes filing the last allowed report at once store exactly one. Reports come from
-//   visitors by hand and are few: one at a time is no cost. Closing a report needs no such lock (it only
-//   lowers the count).
-// - closeReport is one conditional UPDATE (… WHERE closed IS NULL): a second admin's update waits for the
-//   first's row lock, then re-checks the condition on the committed row and changes nothing. Its change is
-//   written after it in the same transaction: the link's UPDATE by code (none: rolled back, 'no_link'), the
-//   ban as addBan writes one.
-// - setLinkDisabled is one UPDATE by code.
-// - addBan is INSERT … ON CONFLICT (host) DO NOTHING: a second insert of the same host waits for the first's
-//   commit on the primary key, then writes nothing (or writes, when the first rolled back).
-// - A ban written or lifted says so on the change feed's channel from inside its transaction (BAN_TOPIC):
-//   PostgreSQL delivers the NOTIFY at the commit and never for a rollback, so every node (the writer's too)
-//   reads the bans again after exactly the committed changes, whichever process made them (issue 36).
+// Abuse handling's rows on PostgreSQL, for any number of nodes sharing one database (concurrency: design notes, abuse).
 import type { SQL, TransactionSQL } from 'bun'
-import { CHANNEL, encodeChanges } from '../db/postgres/changes'
-import { BAN_TOPIC, type AbuseRows, type BanRow, type LinkRef, type OpenReport, type ReportRow } from './storage'
+import { CHANNEL, encodeChanges } from '../../db/postgres/changes'
+import { BAN_TOPIC, type AbuseRows, type BanRow, type LinkRef, type OpenReport, type ReportRow } from './contract'
 
 /** The advisory lock key under which reports are filed: "lbreport" in ASCII. */
 export const REPORTS_LOCK_KEY = 0x6c627265706f7274n

@@ -1,12 +1,13 @@
-// Abuse handling's rows behind the async interface (src/abuse/storage.ts), ONE suite run against both engines:
-// SQLite (the synchronous store wrapped) and a real PostgreSQL server (storage-postgres.ts). Two "nodes" are
+// Abuse handling's rows behind the async interface (src/abuse/storage/contract.ts), ONE suite run against both engines:
+// SQLite (storage/sqlite.ts) and a real PostgreSQL server (storage/postgres.ts). Two "nodes" are
 // two connections (SQLite) or two pools (PostgreSQL) on one database: a report filed through one is read and
 // closed through the other; the bounds on open reports hold when two nodes file the last allowed one at once;
 // two admins closing one report at once close it once; a host banned twice at once is one row.
 import { describe, expect, test } from 'bun:test'
 import type { SQL } from 'bun'
-import { postgresAbuseRows } from '../../src/abuse/storage-postgres'
-import { sqliteAbuseRows, type AbuseRows, type NewReport, type ReportRow } from '../../src/abuse/storage'
+import { postgresAbuseRows } from '../../src/abuse/storage/postgres'
+import type { AbuseRows, NewReport, ReportRow } from '../../src/abuse/storage/contract'
+import { sqliteAbuseRows } from '../../src/abuse/storage/sqlite'
 import type { Db } from '../../src/db/sqlite'
 import { engineHarness } from '../support/engines'
 
@@ -70,6 +71,28 @@ describe.each([
   ['SQLite', sqliteEngine],
   ['PostgreSQL', postgresEngine],
 ] as const)('abuse rows on %s', (_name, makeEngine) => {
+  test('a `within` that is async and throws after an await: the write rejects and nothing of it is stored (either engine)', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const link = await e.link('late', 'https://phish.example/', null)
+      const late = (what: string) => async (tx: unknown) => {
+        await e.note(tx, `${what} before the await`)
+        await new Promise((resolve) => setTimeout(resolve, 5))
+        throw new Error('refused after an await')
+      }
+      await expect(a.fileReport(filing(link, 'late', 1), BIG, late('report'))).rejects.toThrow()
+      expect(await e.reportCount()).toBe(0)
+      await expect(a.addBan({ host: 'late.example', reason: '', at: T0, by: null }, late('ban'))).rejects.toThrow()
+      expect(await b.bans()).toEqual([])
+      await expect(a.setLinkDisabled('late', 'gone bad', T0 + 5, late('disable'))).rejects.toThrow()
+      expect(await e.disabledOf(link)).toEqual({ disabled: null, updated: 0 })
+      expect(await e.notes()).toEqual([])
+    } finally {
+      await e.close()
+    }
+  })
+
   test('a report filed through one node is read through the other with its link, owner and clicks; `within` goes in its transaction; a link gone meanwhile: no_link', async () => {
     const e = await makeEngine()
     try {

@@ -1,6 +1,6 @@
-// Short links' storage behind the async interface (src/links/storage.ts), ONE suite run against both engines:
-// SQLite (the synchronous store wrapped) and a real PostgreSQL server (storage-postgres.ts); media tickets'
-// suite is test/db/media-contract.test.ts. Two "nodes" are two connections (SQLite) or
+// Short links' storage contract (src/links/storage/contract.ts), ONE suite run against both engines: SQLite
+// (storage/sqlite.ts) and a real PostgreSQL server (storage/postgres.ts); media tickets' suite is
+// test/db/media-contract.test.ts. Two "nodes" are two connections (SQLite) or
 // two pools (PostgreSQL) on one database. What a node needs: every field of a link read back as written; ids
 // never reused; one code, one link, and the loser told so by a typed outcome; exactly max_visits visits given
 // under a race; tags replaced whole; the same search and pages on both engines; counters that add up.
@@ -8,8 +8,9 @@ import { describe, expect, test } from 'bun:test'
 import type { SQL } from 'bun'
 import type { Db } from '../../src/db/sqlite'
 import { containsPattern } from '../../src/links/service'
-import { CODE_TAKEN, GONE, REFUSED, sqliteLinkStorage, type LinkRow, type LinkStorage, type NewLink } from '../../src/links/storage'
-import { postgresLinkStorage } from '../../src/links/storage-postgres'
+import { CODE_TAKEN, GONE, REFUSED, type LinkRow, type LinkStorage, type NewLink } from '../../src/links/storage/contract'
+import { sqliteLinkStorage } from '../../src/links/storage/sqlite'
+import { postgresLinkStorage } from '../../src/links/storage/postgres'
 import { engineHarness, ROLLBACK } from '../support/engines'
 
 interface Node {
@@ -338,6 +339,39 @@ describe.each([
       await e.close()
     }
   }, 60_000)
+
+  test('a `within` that is async and throws after an await: the insert rejects and no link is stored (either engine)', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const inserting = a.links.insert(newLink('late'), ['t'], async (tx, r) => {
+        await e.note(tx, `${r.code} before the await`)
+        await Promise.resolve()
+        throw new Error('refused after an await')
+      })
+      await expect(inserting).rejects.toThrow()
+      expect(await b.links.codeExists('late')).toBe(false)
+      expect(await b.links.byCode('late')).toBeNull()
+      expect((await e.notes()).filter((n) => n.startsWith('late '))).toEqual([])
+      // The same for a code drawn by the storage's caller (insertFresh), and the code stays free.
+      const fresh = a.links.insertFresh(
+        { ...newLink('unused') },
+        () => ['late2'],
+        [],
+        async () => {
+          await new Promise((resolve) => setTimeout(resolve, 5))
+          throw new Error('refused after an await')
+        },
+      )
+      await expect(fresh).rejects.toThrow()
+      expect(await b.links.codeExists('late2')).toBe(false)
+      expect(await b.links.insert(newLink('late'), [])).not.toBe(CODE_TAKEN)
+      const counted = await e.counters()
+      expect(counted.stored).toEqual(counted.actual)
+    } finally {
+      await e.close()
+    }
+  })
 
   test('insertFresh tries the codes it is given in one transaction: the first free one wins, CODE_TAKEN when none is, and flush awaits what is under way', async () => {
     const e = await makeEngine()

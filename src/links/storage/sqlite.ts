@@ -1,39 +1,24 @@
-// The SQL of short links, and nothing else: the rules live in service.ts (statistics: clicks/store.ts).
-import type { Db } from '../db/sqlite'
-import type { Mode } from './validate'
+// Short links on SQLite: the statements, run directly; the one synchronous read is byCodeNow (the redirect's miss).
+import { storageError, stored, type Db } from '../../db/sqlite'
+import { syncWithin } from '../../db/sqlite/within'
+import { createWriteGroup } from '../../db/sqlite/write-group'
+import {
+  CODE_TAKEN,
+  GONE,
+  REFUSED,
+  type LinkChanges,
+  type LinkRow,
+  type LinkStorage,
+  type NewLink,
+  type ReadLink,
+  type RemovedLink,
+} from './contract'
 
-export interface LinkRow {
-  id: number
-  code: string
-  long_url: string
-  account_id: number | null
-  mode: Mode
-  password_hash: string | null
-  created: number
-  updated: number
-  expires: number | null
-  clicks: number
-  bots: number
-  /** Null while live; else why an admin disabled it (visitors get a 451 page). */
-  disabled: string | null
-  /** Null: no visit limit; else the human visits it gives (SPEC §2a), visits_used of them taken. */
-  max_visits: number | null
-  visits_used: number
-  /** Null, or the validated JSON arrays of its redirect rules and A/B split (validate.ts). */
-  rules: string | null
-  split: string | null
-  /** 0-200 characters, '' for none (SPEC §2a). */
-  title: string
-}
-export type LinkChanges = Partial<Pick<LinkRow, 'long_url' | 'mode' | 'password_hash' | 'expires' | 'max_visits' | 'rules' | 'split' | 'title'>>
-/** The fields a new link is made with (no title: ''). */
-export type NewLink = Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'disabled' | 'visits_used' | 'title'> & { title?: string }
-export interface NameCount {
-  name: string
-  clicks: number
-}
+/** The UNIQUE error of links.code, as bun:sqlite throws it (what the service has always caught as "taken"). */
+const codeTaken = (err: unknown) => String(err).includes('UNIQUE constraint failed: links.code')
 
-export function createLinkStore(db: Db) {
+/** SQLite: `within` runs in the transaction and must be synchronous (syncWithin refuses a pending promise). */
+export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
   // Without RETURNING * (~7 µs of the ~20 µs an insert costs): the row is what was bound and the columns'
   // defaults, which insert() below writes out (the trigger on links touches only link_counts).
   const insert = db.query<never, [string, string, number | null, string, string | null, number, number, number | null, number | null, string | null, string | null, string]>(
@@ -123,11 +108,151 @@ export function createLinkStore(db: Db) {
   const addTags = (linkId: number, accountId: number | null, tags: readonly string[]) => {
     for (const tag of tags) addTag.run(linkId, tag, accountId)
   }
+  const tagsOfNow = (linkId: number) => tagsOf.all(linkId).map((r) => r.tag)
+  const setTagsNow = (linkId: number, accountId: number | null, tags: readonly string[]) => {
+    clearTags.run(linkId)
+    addTags(linkId, accountId, tags)
+  }
+  /** The new link's row as stored, in the table's column order (as SELECT * gives it). */
+  function insertRow(r: NewLink): LinkRow {
+    const { lastInsertRowid } = insert.run(
+      r.code, r.long_url, r.account_id, r.mode, r.password_hash, r.created, r.created, r.expires, r.max_visits, r.rules, r.split, r.title ?? '',
+    )
+    return {
+      id: Number(lastInsertRowid),
+      code: r.code,
+      long_url: r.long_url,
+      account_id: r.account_id,
+      mode: r.mode,
+      password_hash: r.password_hash,
+      created: r.created,
+      updated: r.created,
+      expires: r.expires,
+      clicks: 0,
+      bots: 0,
+      disabled: null,
+      max_visits: r.max_visits,
+      visits_used: 0,
+      rules: r.rules,
+      split: r.split,
+      title: r.title ?? '',
+    }
+  }
+  /** Writes only the fields present in `changes`. */
+  const updateRow = (id: number, changes: LinkChanges, now: number) =>
+    update.get(
+      'long_url' in changes ? 1 : 0, changes.long_url ?? null,
+      'mode' in changes ? 1 : 0, changes.mode ?? null,
+      'password_hash' in changes ? 1 : 0, changes.password_hash ?? null,
+      'expires' in changes ? 1 : 0, changes.expires ?? null,
+      now, id,
+      'max_visits' in changes ? 1 : 0, changes.max_visits ?? null,
+      'rules' in changes ? 1 : 0, changes.rules ?? null,
+      'split' in changes ? 1 : 0, changes.split ?? null,
+      'title' in changes ? 1 : 0, changes.title ?? null,
+    )
+
+  const creations = createWriteGroup(db)
+  let inFlight = 0
+  let made = 0
+  const waiting: (() => void)[] = []
+
+  /** The first of `codes` that is free inserted, with its tags and `within`, in the savepoint of its group. */
+  async function insertFirstFree(
+    fields: Omit<NewLink, 'code'>,
+    codes: () => Iterable<string>,
+    tags: readonly string[],
+    within: ((tx: Db, row: LinkRow) => unknown) | undefined,
+  ): Promise<LinkRow | typeof CODE_TAKEN> {
+    inFlight++
+    try {
+      // One savepoint of the turn's group: a taken code or a failing `within` undoes this link alone. A code
+      // inserted earlier in the same group, uncommitted, is seen as taken here too.
+      return await creations.run(() => {
+        for (const code of codes()) {
+          let row: LinkRow
+          try {
+            row = insertRow({ ...fields, code })
+          } catch (err) {
+            if (codeTaken(err)) continue
+            throw err
+          }
+          addTags(row.id, row.account_id, tags)
+          if (within) syncWithin(within(db, row))
+          return row
+        }
+        return CODE_TAKEN
+      }).then((row) => {
+        if (row !== CODE_TAKEN) made++
+        return row
+      })
+    } catch (err) {
+      throw storageError(db, err)
+    } finally {
+      inFlight--
+      if (inFlight === 0) for (const settled of waiting.splice(0)) settled()
+    }
+  }
+
   return {
-    /** A link's tags, sorted. */
-    tagsOf: (linkId: number) => tagsOf.all(linkId).map((r) => r.tag),
-    /** The tags of several links (each sorted); links without any are absent. */
-    tagsFor(linkIds: number[]): Map<number, string[]> {
+    insert: (link, tags, within) => insertFirstFree(link, () => [link.code], tags, within),
+    insertFresh: (link, codes, tags, within) => insertFirstFree(link, codes, tags, within),
+    flush() {
+      // The waiting group committed now (not at the end of this turn): the database may close right after.
+      creations.flush()
+      return inFlight === 0 ? Promise.resolve() : new Promise<void>((settled) => waiting.push(settled))
+    },
+    creations: () => ({ commits: creations.commits, links: made }),
+    byCode: async (code) => byCode.get(code) ?? null,
+    byCodeNow: (code) => byCode.get(code) ?? null,
+    codeExists: async (code) => codeExists.get(code) !== null,
+    byIdAndCode: async (id, code) => byIdAndCode.get(id, code) ?? null,
+
+    async change(read, changes, tags, now, allowed, within) {
+      return stored(db, () =>
+        db.transaction((): LinkRow | typeof GONE | typeof REFUSED => {
+          const current = byIdAndCode.get(read.id, read.code)
+          if (!current) return GONE
+          if (!allowed(current)) return REFUSED
+          const updated = updateRow(current.id, changes, now)!
+          if (tags) setTagsNow(updated.id, updated.account_id, tags)
+          if (within) syncWithin(within(db, updated, tags ? [...tags].sort() : tagsOfNow(updated.id)))
+          return updated
+        })(),
+      )
+    },
+
+    setTags: async (link: ReadLink, tags) =>
+      stored(db, () =>
+        db.transaction(() => {
+          const current = byIdAndCode.get(link.id, link.code)
+          if (!current) return false
+          setTagsNow(current.id, current.account_id, tags)
+          return true
+        })(),
+      ),
+
+    async remove(link, within) {
+      return stored(db, () =>
+        db.transaction((): RemovedLink | null => {
+          const row = byIdAndCode.get(link.id, link.code)
+          if (!row) return null
+          const gone = { row, tags: tagsOfNow(row.id) }
+          remove.run(row.id)
+          if (within) syncWithin(within(db, gone))
+          return gone
+        })(),
+      )
+    },
+
+    setDisabled: async (id, reason, now) => stored(db, () => setDisabled.get(id, reason, now)) ?? null,
+    takeVisit: async (id) => stored(db, () => takeVisit.run(id).changes === 1),
+    async visitsLeft(id) {
+      const r = visitsLeft.get(id)
+      return r ? Math.max(0, r.left) : null
+    },
+    tagsOf: async (linkId) => tagsOfNow(linkId),
+    async tagsFor(linkIds) {
       const out = new Map<number, string[]>()
       if (linkIds.length === 0) return out
       for (const r of tagsFor.all(JSON.stringify(linkIds))) {
@@ -137,90 +262,29 @@ export function createLinkStore(db: Db) {
       }
       return out
     },
-    /** Replaces a link's tags (call inside the write's transaction). */
-    setTags(linkId: number, accountId: number | null, tags: readonly string[]) {
-      clearTags.run(linkId)
-      addTags(linkId, accountId, tags)
-    },
-    /** The tags of a link just inserted, which has none yet (ids are never reused): nothing to clear. */
-    addTags,
-    pageByTag: (accountId: number, tag: string, beforeId: number, limit: number) => pageByTag.all(accountId, tag, beforeId, limit),
-    /**
-     * The account's links below `beforeId` that match `tag` ('' for any) and the LIKE `pattern`, newest first,
-     * looking at no more than `scan` links: `floor` is the lowest id looked at, `full` whether the window was
-     * full (so that older links remain to be looked at).
-     */
-    pageMatching(accountId: number, beforeId: number, tag: string, pattern: string, limit: number, scan: number) {
+    page: async (accountId, beforeId, limit) => page.all(accountId, beforeId, limit),
+    pageByTag: async (accountId, tag, beforeId, limit) => pageByTag.all(accountId, tag, beforeId, limit),
+    async pageMatching(accountId, beforeId, tag, pattern, limit, scan) {
       const w = windowFloor.get(accountId, beforeId, scan)!
-      if (w.floor === null) return { rows: [] as LinkRow[], floor: 0, full: false }
+      if (w.floor === null) return { rows: [], floor: 0, full: false }
       return { rows: pageMatching.all(accountId, beforeId, tag, pattern, w.floor, limit), floor: w.floor, full: w.n >= scan }
     },
-    exportPage: (accountId: number, afterId: number, limit: number) => exportPage.all(accountId, afterId, limit),
-    /** The new link's row as stored, in the table's column order (as SELECT * gives it). */
-    insert(r: NewLink): LinkRow {
-      const { lastInsertRowid } = insert.run(r.code, r.long_url, r.account_id, r.mode, r.password_hash, r.created, r.created, r.expires, r.max_visits, r.rules, r.split, r.title ?? '')
-      return {
-        id: Number(lastInsertRowid),
-        code: r.code,
-        long_url: r.long_url,
-        account_id: r.account_id,
-        mode: r.mode,
-        password_hash: r.password_hash,
-        created: r.created,
-        updated: r.created,
-        expires: r.expires,
-        clicks: 0,
-        bots: 0,
-        disabled: null,
-        max_visits: r.max_visits,
-        visits_used: 0,
-        rules: r.rules,
-        split: r.split,
-        title: r.title ?? '',
-      }
-    },
-    /** Takes the account's import lock for `holder` until `until` (unix ms): false while another holds it. */
-    claimImport: (accountId: number, holder: string, until: number, now: number) => claimImport.run(accountId, holder, until, now).changes === 1,
-    /** Extends the lease: false when `holder` lost it (it ran out and another took it). */
-    renewImport: (accountId: number, holder: string, until: number) => renewImport.run(accountId, holder, until).changes === 1,
-    releaseImport: (accountId: number, holder: string) => void releaseImport.run(accountId, holder),
-    /** When the account's current import lock runs out at the latest (null: none). */
-    importUntil: (accountId: number) => importUntil.get(accountId)?.until ?? null,
-    byCode: (code: string) => byCode.get(code),
-    codeExists: (code: string) => codeExists.get(code) !== null,
-    page: (accountId: number, beforeId: number, limit: number) => page.all(accountId, beforeId, limit),
-    count: (accountId: number) => count.get(accountId)?.n ?? 0,
-    /** Every link stored, with or without an account. */
-    total: () => total.get()!.n,
-    byIdAndCode: (id: number, code: string) => byIdAndCode.get(id, code),
-    /** Writes only the fields present in `changes`; null when the row is gone. */
-    update: (id: number, changes: LinkChanges, now: number) =>
-      update.get(
-        'long_url' in changes ? 1 : 0, changes.long_url ?? null,
-        'mode' in changes ? 1 : 0, changes.mode ?? null,
-        'password_hash' in changes ? 1 : 0, changes.password_hash ?? null,
-        'expires' in changes ? 1 : 0, changes.expires ?? null,
-        now, id,
-        'max_visits' in changes ? 1 : 0, changes.max_visits ?? null,
-        'rules' in changes ? 1 : 0, changes.rules ?? null,
-        'split' in changes ? 1 : 0, changes.split ?? null,
-        'title' in changes ? 1 : 0, changes.title ?? null,
-      ),
-    /** Takes one visit of a limited link: false when none is left (or the link is gone). */
-    takeVisit: (id: number) => takeVisit.run(id).changes === 1,
-    /** The visits a limited link has left (0 when used up); null for a link without a limit, or gone. */
-    visitsLeft: (id: number): number | null => {
-      const r = visitsLeft.get(id)
-      return r ? Math.max(0, r.left) : null
-    },
-    remove: (id: number) => remove.run(id),
-    /** An admin's disable (a reason) or enable (null); null when the row is gone. */
-    setDisabled: (id: number, reason: string | null, now: number) => setDisabled.get(id, reason, now),
-    /** A page of an account's links whose code, destination, title or a tag matches `pattern` (LIKE; its own %, _ and \\ escaped with a backslash), with the tag `tag` ('' for any). */
-    search: (accountId: number, pattern: string, tag: string, sort: 'created' | 'clicks', limit: number, offset: number) =>
+    exportPage: async (accountId, afterId, limit) => exportPage.all(accountId, afterId, limit),
+    search: async (accountId, pattern, tag, sort, limit, offset) =>
       (sort === 'clicks' ? searchClicks : searchNewest).all(accountId, pattern, limit, offset, tag),
-    /** How many of an account's links match `pattern` and `tag` ('' for any; the code, destination or a tag match the pattern), counting up to `max`. */
-    searchCount: (accountId: number, pattern: string, tag: string, max: number) => searchCount.get(accountId, pattern, max, 0, tag)!.n,
+    searchCount: async (accountId, pattern, tag, max) => searchCount.get(accountId, pattern, max, 0, tag)!.n,
+    claimImport: async (accountId, holder, until, now) =>
+      stored(db, () => claimImport.run(accountId, holder, until, now).changes === 1),
+    renewImport: async (accountId, holder, until) => stored(db, () => renewImport.run(accountId, holder, until).changes === 1),
+    releaseImport: async (accountId, holder, within) =>
+      stored(db, () =>
+        db.transaction(() => {
+          releaseImport.run(accountId, holder)
+          if (within) syncWithin(within(db))
+        })(),
+      ),
+    importUntil: async (accountId) => importUntil.get(accountId)?.until ?? null,
+    count: async (accountId) => count.get(accountId)?.n ?? 0,
+    total: async () => total.get()!.n,
   }
 }
-export type LinkStore = ReturnType<typeof createLinkStore>

@@ -1,22 +1,6 @@
-// Short links on PostgreSQL (see storage.ts for the contract), for any number of nodes sharing one database.
-//
-// Concurrency (READ COMMITTED: each statement sees what was committed when it started):
-// - insert is INSERT … ON CONFLICT (code) DO NOTHING: a second insert of a code waits for the first one's
-//   transaction, then inserts nothing (it committed) or its own row (it rolled back). No error is raised, so
-//   the transaction stays usable and the outcome is CODE_TAKEN, as SQLite's caught UNIQUE error gives.
-// - change, setTags and remove lock the link's row first (SELECT … FOR NO KEY UPDATE, FOR UPDATE for the
-//   delete) and decide on what the lock returned, the latest committed version. The lock is what makes
-//   replacing tags whole atomic across nodes: without it, two nodes' DELETEs each see only the tags committed
-//   before they started, and both sets' INSERTs land (a mix).
-// - takeVisit is one UPDATE … WHERE visits_used < max_visits: a second writer of the row waits for the first
-//   and evaluates the condition again on the row the first committed, so no visit is given twice.
-// - the per-owner counters (link_counts) are kept by triggers that add through upserts (migrations.ts).
-//
-// Pattern matching is ILIKE with the same escape as SQLite's LIKE (a backslash): on COLLATE "C" text it folds
-// ASCII letters only, as SQLite's LIKE does, so both engines find the same rows.
+// Short links on PostgreSQL, for any number of nodes sharing one database (concurrency: design notes, links).
 import type { SQL, TransactionSQL } from 'bun'
-import { CODE_TAKEN, GONE, REFUSED, type LinkStorage, type MatchingPage, type RemovedLink } from './storage'
-import type { LinkRow, NewLink } from './store'
+import { CODE_TAKEN, GONE, REFUSED, type LinkRow, type LinkStorage, type MatchingPage, type NewLink, type RemovedLink } from './contract'
 
 // Bun.SQL returns bigint columns as text: rows are mapped to numbers here (all far below 2^53).
 const int = (v: unknown) => Number(v)
@@ -44,11 +28,7 @@ const link = (r: any): LinkRow => ({
 })
 const links = (rows: any[]) => rows.map(link)
 
-/**
- * A new link's row as the insert stored it, built from the values bound and the id the insert gave (the
- * table's defaults for the rest), in the table's column order: RETURNING * sent every column back, and
- * each was decoded again, for values this process had just sent (~16 columns a creation).
- */
+/** A new link's row built from the values bound and the id the insert gave (RETURNING * cost ~16 decodes). */
 const insertedRow = (id: unknown, code: string, l: Omit<NewLink, 'code'>): LinkRow => ({
   id: int(id),
   code,
@@ -80,27 +60,14 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
     await addTags(tx, linkId, accountId, tags)
   }
 
-  // The dashboard's search: the same condition as store.ts's SEARCH, with ILIKE for LIKE.
+  // The dashboard's search: the same condition as sqlite.ts's SEARCH, with ILIKE for LIKE.
   const search = (q: SQL, accountId: number, pattern: string, tag: string) => q`
     account_id = ${accountId} AND (code ILIKE ${pattern} ESCAPE '\\' OR long_url ILIKE ${pattern} ESCAPE '\\' OR title ILIKE ${pattern} ESCAPE '\\'
       OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag ILIKE ${pattern} ESCAPE '\\'))
     AND (${tag} = '' OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag = ${tag}))`
 
-  // Creations: those asked for in one event-loop turn, or while the batch before them is being written, go in
-  // one transaction (as SQLite's write group commits a turn's), in one multi-row INSERT per round of codes: a
-  // transaction per link cost ~1.6 ms of CPU on the node and the server together, and every creation of an
-  // account waited for the one before it on the account's link_counts row. A group's rows are inserted in
-  // owner order, then code order, so two nodes' groups take the codes' index entries, then (the triggers, at
-  // the statement's end) the owners' counter rows in one order: they wait on each other in a circle only when
-  // both ask for one code and one of them is already in a second round of codes — then PostgreSQL ends one (a
-  // deadlock error) and its creations are made alone. When anything in a group fails (a `within` that
-  // refuses, a row the database will not take), the group is rolled back and each of its creations is made
-  // again on its own, in a transaction of its own, as a lone creation is: one refusal never costs the others
-  // their link (and, as on SQLite, a `within` may run twice: it does only database work).
-  // Where the server's CPU goes (perf of the PostgreSQL processes, ~32 creations a transaction): ~70% in the
-  // triggers on links, mostly link_counts_insert (a PL/pgSQL row trigger calling a SQL function, which
-  // PostgreSQL parses and plans again for every row), the rest the foreign key's check of account_id. The
-  // statements sent from here are the smaller part: one INSERT of the group's rows, its tags, BEGIN/COMMIT.
+  // Creations of one turn (or made while a batch is written) go in one transaction, a multi-row INSERT per
+  // round of codes; a failing group is made again one by one (design notes: links, creations on PostgreSQL).
   interface Creation {
     l: Omit<NewLink, 'code'>
     codes: () => Iterable<string>
@@ -278,7 +245,7 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
         const [locked] = await tx`SELECT * FROM links WHERE id = ${read.id} AND code = ${read.code} FOR NO KEY UPDATE`
         if (!locked) return GONE
         if (!allowed(link(locked))) return REFUSED
-        // One fixed statement for any set of changed fields, as in store.ts: a field whose flag is false keeps
+        // One fixed statement for any set of changed fields, as in sqlite.ts: a field whose flag is false keeps
         // what is stored (the row as locked, not a value read before).
         const has = (field: keyof typeof changes) => field in changes
         const [updated] = await tx`

@@ -1,0 +1,5 @@
+// The abuse feature's public face: what app/, cli/, other features and tests reach abuse by.
+export { BAN_TOPIC, CLOSE_ACTIONS, REPORT_REASONS } from './storage/contract'
+export type { AbuseRows, BanRow, CloseAction, OpenReport, ReportReason, ReportRow } from './storage/contract'
+export { createAbuseService, MAX_REPORT_TEXT, type AbuseService, type Verdict } from './service'
+export { createAbuseFeature } from './feature'

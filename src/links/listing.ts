@@ -1,0 +1,107 @@
+// Lists of a caller's links: links.json's pages by cursor, the export's pages, the dashboard's search.
+import type { Caller } from '../kernel/caller'
+import { invalidParameter } from '../kernel/errors'
+import type { LinkRecord, Records } from './record'
+import type { LinkStorage } from './storage/contract'
+import { validateTag } from './validate'
+
+/** The dashboard's list of links: a page of this many, and a search counted up to SEARCH_COUNT_MAX matches. */
+export const SEARCH_PAGE_SIZE = 25
+export const SEARCH_COUNT_MAX = 10_000
+export const MAX_SEARCH_LENGTH = 200
+export type LinkSort = 'created' | 'clicks'
+/** links.json?q=: the links looked at for one page at most (a rare match costs a bounded scan per page). */
+export const LIST_SCAN = 5_000
+/** The export reads the links this many at a time. */
+export const EXPORT_PAGE = 500
+
+/** A LIKE pattern matching `text` anywhere, with LIKE's own characters (and the escape) taken literally. */
+export const containsPattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+
+const present = (v: unknown) => v !== undefined && v !== null && v !== ''
+
+export function createListing<Tx>(store: LinkStorage<Tx>, { records }: Pick<Records, 'records'>) {
+  return {
+    /**
+     * links.json: a page of the caller's links, newest first. `tag` keeps the links with that tag (along an
+     * index); `q` those whose code, destination or a tag contains it (case-insensitive), looking at no more
+     * than LIST_SCAN links per page: such a page may hold fewer than `limit` links while `next` goes on.
+     */
+    async list(input: { limit?: unknown; cursor?: unknown; tag?: unknown; q?: unknown }, caller: Caller) {
+      let limit = 100
+      if (present(input.limit)) {
+        const s = String(input.limit)
+        if (typeof input.limit === 'object' || !/^\d{1,3}$/.test(s) || Number(s) < 1 || Number(s) > 500)
+          throw invalidParameter('limit', 'a whole number from 1 to 500')
+        limit = Number(s)
+      }
+      let before = Number.MAX_SAFE_INTEGER
+      if (present(input.cursor)) {
+        const s = String(input.cursor)
+        if (typeof input.cursor === 'object' || !/^\d{1,15}$/.test(s))
+          throw invalidParameter('cursor', 'the "next" value of a previous answer')
+        before = Number(s)
+      }
+      const tag = present(input.tag) ? validateTag(input.tag) : ''
+      let q = ''
+      if (present(input.q)) {
+        if (typeof input.q !== 'string' || [...input.q].length > MAX_SEARCH_LENGTH)
+          throw invalidParameter('q', `text of at most ${MAX_SEARCH_LENGTH} characters`)
+        q = input.q.trim()
+      }
+      const count = await store.count(caller.accountId)
+      if (q) {
+        const { rows, floor, full } = await store.pageMatching(caller.accountId, before, tag, containsPattern(q), limit + 1, LIST_SCAN)
+        const more = rows.length > limit
+        const pageRows = more ? rows.slice(0, limit) : rows
+        // Past the page's last link, or (the window looked at without filling the page) past the window.
+        const next = more ? pageRows[pageRows.length - 1]!.id : full ? floor : null
+        return { links: await records(pageRows), count, next: next === null ? null : String(next) }
+      }
+      const rows = await (tag ? store.pageByTag(caller.accountId, tag, before, limit + 1) : store.page(caller.accountId, before, limit + 1))
+      const more = rows.length > limit
+      const pageRows = more ? rows.slice(0, limit) : rows
+      return {
+        links: await records(pageRows),
+        count,
+        next: more ? String(pageRows[pageRows.length - 1]!.id) : null,
+      }
+    },
+
+    /**
+     * Every link of the caller, oldest first, read EXPORT_PAGE at a time by id (a million links never sit in
+     * memory at once): each call of the returned function gives the next page, empty at the end.
+     */
+    exportPages(caller: Caller) {
+      let after = 0
+      return async (): Promise<LinkRecord[]> => {
+        const rows = await store.exportPage(caller.accountId, after, EXPORT_PAGE)
+        if (rows.length > 0) after = rows[rows.length - 1]!.id
+        return records(rows)
+      }
+    },
+
+    /**
+     * The dashboard's list: the caller's own links whose code, destination or a tag contains `q`
+     * (case-insensitive for ASCII letters) and that have the tag `tag` (when given), newest or most clicked
+     * first, SEARCH_PAGE_SIZE a page. `total` is exact without a filter (a counter) and counted up to
+     * SEARCH_COUNT_MAX with one (`capped` then says there are more); a page past the end answers the last page.
+     */
+    async search(input: { q?: string; tag?: string; sort?: LinkSort; page?: number }, caller: Caller) {
+      const q = (input.q ?? '').trim()
+      const tag = input.tag ? validateTag(input.tag) : ''
+      if ([...q].length > MAX_SEARCH_LENGTH) throw invalidParameter('q', `at most ${MAX_SEARCH_LENGTH} characters`)
+      const sort: LinkSort = input.sort === 'clicks' ? 'clicks' : 'created'
+      const pattern = q ? containsPattern(q) : '%'
+      const filtered = q !== '' || tag !== ''
+      const counted = await (filtered ? store.searchCount(caller.accountId, pattern, tag, SEARCH_COUNT_MAX + 1) : store.count(caller.accountId))
+      const capped = filtered && counted > SEARCH_COUNT_MAX
+      const total = capped ? SEARCH_COUNT_MAX : counted
+      const pages = Math.max(1, Math.ceil(total / SEARCH_PAGE_SIZE))
+      const page = Math.min(Math.max(1, Math.floor(input.page ?? 1) || 1), pages)
+      const offset = (page - 1) * SEARCH_PAGE_SIZE
+      const rows = await store.search(caller.accountId, pattern, tag, sort, SEARCH_PAGE_SIZE, offset)
+      return { links: await records(rows), q, tag, sort, page, pages, total, capped, offset, perPage: SEARCH_PAGE_SIZE }
+    },
+  }
+}

@@ -1,0 +1,152 @@
+// The storage contract of short links, one for both engines (sqlite.ts, postgres.ts); the promises are in the design notes.
+import type { Mode } from '../validate'
+
+export interface LinkRow {
+  id: number
+  code: string
+  long_url: string
+  account_id: number | null
+  mode: Mode
+  password_hash: string | null
+  created: number
+  updated: number
+  expires: number | null
+  clicks: number
+  bots: number
+  /** Null while live; else why an admin disabled it (visitors get a 451 page). */
+  disabled: string | null
+  /** Null: no visit limit; else the human visits it gives (SPEC §2a), visits_used of them taken. */
+  max_visits: number | null
+  visits_used: number
+  /** Null, or the validated JSON arrays of its redirect rules and A/B split (validate.ts). */
+  rules: string | null
+  split: string | null
+  /** 0-200 characters, '' for none (SPEC §2a). */
+  title: string
+}
+export type LinkChanges = Partial<Pick<LinkRow, 'long_url' | 'mode' | 'password_hash' | 'expires' | 'max_visits' | 'rules' | 'split' | 'title'>>
+/** The fields a new link is made with (no title: ''). */
+export type NewLink = Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'disabled' | 'visits_used' | 'title'> & { title?: string }
+export interface NameCount {
+  name: string
+  clicks: number
+}
+
+/** insert's outcome when the code is in use (the service answers alias_taken, or draws another code). */
+export const CODE_TAKEN = 'code_taken'
+/** change's outcomes: no link with that id and code any more; or not the caller's to change. */
+export const GONE = 'gone'
+export const REFUSED = 'refused'
+
+/** The link a caller read before an await: checked again, by both, inside the write's transaction. */
+export interface ReadLink {
+  id: number
+  code: string
+}
+
+export interface RemovedLink {
+  row: LinkRow
+  /** Its tags as they were (sorted): the deletion's webhook event names them. */
+  tags: string[]
+}
+
+/** What pageMatching looked at: see LinkStorage.pageMatching. */
+export interface MatchingPage {
+  rows: LinkRow[]
+  floor: number
+  full: boolean
+}
+
+export interface LinkStorage<Tx> {
+  /**
+   * A new link with its tags; `within` runs in the same transaction after them (when it throws, no link is
+   * made). CODE_TAKEN, with nothing written, when the code is in use.
+   */
+  insert(link: NewLink, tags: readonly string[], within?: (tx: Tx, row: LinkRow) => unknown): Promise<LinkRow | typeof CODE_TAKEN>
+  /**
+   * insert with a code drawn by the caller: the codes `codes()` gives are tried in turn, in the one
+   * transaction, until one is free (a random code that collides is drawn again without another commit);
+   * CODE_TAKEN, with nothing written, when every code it gave was taken. `codes` is called afresh for each
+   * run of the write (SQLite may run a group's writes again).
+   */
+  insertFresh(
+    link: Omit<NewLink, 'code'>,
+    codes: () => Iterable<string>,
+    tags: readonly string[],
+    within?: (tx: Tx, row: LinkRow) => unknown,
+  ): Promise<LinkRow | typeof CODE_TAKEN>
+  /**
+   * Settles once every insert started so far has committed or failed: whoever closes the database awaits it
+   * first (SQLite's inserts wait for the end of their event-loop turn).
+   */
+  flush(): Promise<void>
+  /** Transactions that committed new links since start, and the links they committed (for /metrics). */
+  creations(): { commits: number; links: number }
+  byCode(code: string): Promise<LinkRow | null>
+  /**
+   * The same read at once, where the engine reads synchronously (SQLite, on this thread): the redirect of a
+   * code not in the cache is then answered without a promise. Absent on PostgreSQL.
+   */
+  byCodeNow?(code: string): LinkRow | null
+  codeExists(code: string): Promise<boolean>
+  byIdAndCode(id: number, code: string): Promise<LinkRow | null>
+  /**
+   * The link read earlier, read again (locked) in one transaction: GONE when no link has that id and code,
+   * REFUSED when `allowed` says no to what was read; else the fields present in `changes` written (a removed
+   * visit limit takes its used visits with it), its tags replaced when `tags` is given, and `within` run
+   * with the link as written and its tags as they are then (sorted; read in the transaction when not given).
+   */
+  change(
+    read: ReadLink,
+    changes: LinkChanges,
+    tags: readonly string[] | undefined,
+    now: number,
+    allowed: (current: LinkRow) => boolean,
+    within?: (tx: Tx, row: LinkRow, tags: readonly string[]) => unknown,
+  ): Promise<LinkRow | typeof GONE | typeof REFUSED>
+  /** Replaces the link's tags whole (each row carries the link's owner); false when the link is gone. */
+  setTags(link: ReadLink, tags: readonly string[]): Promise<boolean>
+  /** Deletes the link (its tags and click rows go with it); `within` runs in the same transaction. Null when it was gone. */
+  remove(link: ReadLink, within?: (tx: Tx, gone: RemovedLink) => unknown): Promise<RemovedLink | null>
+  /** An admin's disable (a reason) or enable (null); null when the row is gone. */
+  setDisabled(id: number, reason: string | null, now: number): Promise<LinkRow | null>
+  /** Takes one visit of a limited link: false when none is left (or the link is gone, or has no limit). */
+  takeVisit(id: number): Promise<boolean>
+  /** The visits a limited link has left (0 when used up); null for a link without a limit, or gone. */
+  visitsLeft(id: number): Promise<number | null>
+  /** A link's tags, sorted. */
+  tagsOf(linkId: number): Promise<string[]>
+  /** The tags of several links (each sorted); links without any are absent. */
+  tagsFor(linkIds: readonly number[]): Promise<Map<number, string[]>>
+  /** links.json: the account's links below `beforeId`, newest first. */
+  page(accountId: number, beforeId: number, limit: number): Promise<LinkRow[]>
+  /** links.json?tag=: the account's links with `tag` below `beforeId`, newest first. */
+  pageByTag(accountId: number, tag: string, beforeId: number, limit: number): Promise<LinkRow[]>
+  /**
+   * links.json?q=: the account's links below `beforeId` that match `tag` ('' for any) and the LIKE `pattern`,
+   * newest first, looking at no more than `scan` links: `floor` is the lowest id looked at, `full` whether the
+   * window was full (so that older links remain to be looked at).
+   */
+  pageMatching(accountId: number, beforeId: number, tag: string, pattern: string, limit: number, scan: number): Promise<MatchingPage>
+  /** The export: the account's links above `afterId`, oldest first. */
+  exportPage(accountId: number, afterId: number, limit: number): Promise<LinkRow[]>
+  /** The dashboard: a page of the account's links whose code, destination or a tag matches `pattern`, with the tag `tag` ('' for any). */
+  search(accountId: number, pattern: string, tag: string, sort: 'created' | 'clicks', limit: number, offset: number): Promise<LinkRow[]>
+  /** How many of the account's links search would find, counting up to `max`. */
+  searchCount(accountId: number, pattern: string, tag: string, max: number): Promise<number>
+  /**
+   * The account's import lock (one import at a time per account, on every node): taken for `holder` until
+   * `until` (unix ms) when no one holds it or its lease ran out by `now`; false while another holds it.
+   */
+  claimImport(accountId: number, holder: string, until: number, now: number): Promise<boolean>
+  /** Extends the lease; false when `holder` no longer has it. */
+  renewImport(accountId: number, holder: string, until: number): Promise<boolean>
+  /** Frees the lock if `holder` has it; `within` runs in the same transaction (the import's one event). */
+  releaseImport(accountId: number, holder: string, within?: (tx: Tx) => unknown): Promise<void>
+  /** When the account's import lock runs out at the latest; null when none is held. */
+  importUntil(accountId: number): Promise<number | null>
+  /** The account's links, from its counter. */
+  count(accountId: number): Promise<number>
+  /** Every link stored, with or without an account (for /metrics), from the counters. */
+  total(): Promise<number>
+}
