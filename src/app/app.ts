@@ -33,6 +33,11 @@ import { reloadConfig, type ReloadOutcome } from '../kernel/reload'
 import { createLinkSigner } from '../kernel/signing'
 import { createWebhooksFeature } from '../webhooks/feature'
 import { createOutbox, createQueueOutbox } from '../webhooks/outbox'
+import { webhookEventDocs } from '../webhooks'
+import { LINK_EVENT_DOCS } from '../links'
+import { CLICK_EVENT_DOCS } from '../clicks'
+import { ABUSE_EVENT_DOCS } from '../abuse'
+import { MAIL_EVENT_DOCS } from '../mail'
 
 export type { AppOptions, ReloadOutcome }
 
@@ -101,7 +106,9 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const dashboard = createDashboardFeature(shared, { links: links.links, mail: mail.mail, webhooks: webhooks.webhooks, qr: qr.qr, abuse: links.abuse, databaseProblem })
   const methods = [links, qr, media, mail, webhooks].flatMap((f) => f.feature.api ?? [])
   const audit = createAuditFeature(shared, { shell: dashboard.shell })
-  const pages = createPagesFeature(shared, { links: links.links, methods, database, shell: dashboard.shell, anonymous: links.anonymous })
+  // Each feature documents its own webhook events; webhooks adds its test event and puts them in order.
+  const eventDocs = webhookEventDocs([LINK_EVENT_DOCS, CLICK_EVENT_DOCS, ABUSE_EVENT_DOCS, MAIL_EVENT_DOCS])
+  const pages = createPagesFeature(shared, { links: links.links, methods, database, shell: dashboard.shell, anonymous: links.anonymous, eventDocs })
   const features: Feature[] = [clicks, webhooks, links, qr, mail, media, dashboard, audit, pages].map((f) => f.feature)
 
   // The wiring: metrics, the API, the router, the pipeline.

@@ -1,0 +1,1 @@
+export { ABUSE_EVENT_DOCS } from './event-docs'

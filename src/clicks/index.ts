@@ -1,0 +1,1 @@
+export { CLICK_EVENT_DOCS } from './event-docs'

@@ -1,0 +1,1 @@
+export { LINK_EVENT_DOCS } from './event-docs'

@@ -1,0 +1,1 @@
+export { MAIL_EVENT_DOCS } from './event-docs'

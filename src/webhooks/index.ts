@@ -1,0 +1,1 @@
+export { webhookEventDocs } from './event-docs'
