@@ -31,9 +31,7 @@ import { createPagesFeature } from '../pages/feature'
 import { createQrFeature } from '../qr/feature'
 import { reloadConfig, type ReloadOutcome } from '../kernel/reload'
 import { createLinkSigner } from '../kernel/signing'
-import { createWebhooksFeature } from '../webhooks/feature'
-import { createOutbox, createQueueOutbox } from '../webhooks/outbox'
-import { webhookEventDocs } from '../webhooks'
+import { createOutbox, createQueueOutbox, createWebhooksFeature, webhookEventDocs } from '../webhooks'
 import { LINK_EVENT_DOCS } from '../links'
 import { CLICK_EVENT_DOCS } from '../clicks'
 import { ABUSE_EVENT_DOCS } from '../abuse'
@@ -96,7 +94,11 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
 
   // The features, in order: a later one may use an earlier one's service.
   const clicks = createClicksFeature(shared, { ...(backend.clickWriter ? { writer: backend.clickWriter } : {}), ...opts.clicks })
-  const webhooks = createWebhooksFeature(shared, { schedule: opts.webhookSchedule })
+  const webhooks = createWebhooksFeature(
+    shared,
+    { endpoints: storages.endpoints, queue: storages.queue, audit: storages.audit, outbox: shared.outbox },
+    { schedule: opts.webhookSchedule },
+  )
   const links = createLinksFeature(shared, { recorder: clicks.recorder, dayKeys: clicks.dayKeys }, opts)
   const qr = createQrFeature(shared, { links: links.links }, { renderer: opts.qrRenderer })
   const mail = createMailFeature(shared, { smtpPort: opts.smtpPort })

@@ -39,8 +39,8 @@ import { sqliteMessageStore, type MessageStore } from '../mail/messages'
 import { createSpool } from '../mail/spool'
 import { sqliteTicketStorage, type TicketStorage } from '../media/tickets'
 import { sqliteIdentityStorage, type IdentityStorage } from '../oidc/identities'
-import { sqliteEndpointRows, type EndpointRows } from '../webhooks/endpoints'
-import { sqliteWebhookQueue, type WebhookQueue } from '../webhooks/queue'
+import type { EndpointRows, WebhookQueue } from '../webhooks'
+import { sqliteEndpointRows, sqliteWebhookQueue } from '../webhooks/storage/sqlite'
 
 export interface Storages<Tx> {
   engine: 'sqlite' | 'postgres'

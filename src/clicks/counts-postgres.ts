@@ -22,7 +22,7 @@
 // are locked in ascending order: placeByVolume breaks ties between equally busy names by that order, and
 // the same batches must leave the same names on both engines.
 import type { SQL, TransactionSQL } from 'bun'
-import { postgresWebhookQueue } from '../webhooks/queue-postgres'
+import { postgresWebhookQueue } from '../webhooks/storage/postgres'
 import type { ClickCounts } from './counts'
 import {
   bump,

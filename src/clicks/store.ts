@@ -20,7 +20,7 @@
 // time) and are inserted in the transaction of the batch's LAST part: committed with the batch, or, when
 // any part fails, not at all and handed back with the unwritten rest (PartialWrite.events).
 import type { Db } from '../db/sqlite'
-import { eventInserts } from '../webhooks/outbox'
+import { eventInserts } from '../webhooks/storage/sqlite'
 import { MAX_NAMES, OTHER } from './classify'
 
 export const DAY_MS = 86_400_000

@@ -237,12 +237,6 @@ export function classifyFailure(stderr: string): FailureKind {
   return 'upstream'
 }
 
-export const privateAddress = () =>
-  new AppError(
-    400,
-    'private_address',
-    'The parameter "url" leads to a private or local network address, which this service does not fetch.',
-  )
 export const unsupportedUrl = () =>
   new AppError(400, 'unsupported_url', 'The parameter "url" names a page with no video, audio or photo that could be found.')
 export const upstreamFailed = (detail: string) =>

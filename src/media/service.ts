@@ -17,6 +17,7 @@ import { AppError, badRequest, notFound } from '../kernel/errors'
 import { contentDisposition } from '../web/disposition'
 import type { FaultLog } from '../web/fault-log'
 import { checkUrl, GuardError, guardedFetch } from '../kernel/net/guard'
+import { privateAddress } from '../kernel/net/private-address'
 import type { LinkSigner } from '../kernel/signing'
 import {
   classifyFailure,
@@ -24,7 +25,6 @@ import {
   extractionTimeout,
   mediaFilename,
   parseInfo,
-  privateAddress,
   unsupportedUrl,
   upstreamFailed,
   type Extraction,

@@ -2,10 +2,10 @@
 // secret), delete, the delivery log (deliveries), redeliver (one event) and redeliver_failed (all failed). Parameters and the answer are declared here once, as schemas: the /api
 // pipeline checks requests against them and the documents are made from them.
 import { Type, type TSchema } from '@sinclair/typebox'
-import { byAccount } from '../audit/service'
+import { byAccount } from '../audit'
 import type { ApiMethod } from '../web/api'
 import type { ApiParam } from '../web/schema'
-import { DEFAULT_EVENTS, EVENT_TYPES } from './outbox'
+import { DEFAULT_EVENTS, EVENT_TYPES } from '../kernel/outbox'
 import { LOG_LIMIT, MAX_ENDPOINTS, MAX_URL_LENGTH, type WebhookService } from './service'
 
 const ACTIONS = ['list', 'create', 'update', 'rotate', 'delete', 'deliveries', 'redeliver', 'redeliver_failed'] as const

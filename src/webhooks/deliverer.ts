@@ -38,13 +38,11 @@
 // - Async: everything above. Synchronous: the counters, the in-flight figures, and the outbox gauge
 //   (stats.outbox), a value the loop refreshes (at most once a second after a pass that changed something,
 //   and at every look of the timer): at most MAX_SLEEP_MS (5 s) stale, a second after a change of this node.
-import { auditRow, type Who } from '../audit/service'
-import type { AuditRows } from '../audit/storage'
+import { auditRow, type AuditRows, type Who } from '../audit'
 import type { Config } from '../kernel/config'
 import { GuardError, guardedFetch } from '../kernel/net/guard'
-import { LEASE_MS, type HeldLease, type LeasedDelivery, type WebhookQueue } from './queue'
+import { LEASE_MS, type HeldLease, type LeasedAttempt, type LeasedDelivery, type WebhookQueue } from './storage/contract'
 import { signatureHeaders } from './sign'
-import { DELIVERY_BATCH as BATCH, type LeasedAttempt } from './store'
 
 /** SPEC §9: the waits after the 1st … 7th failed attempt; the 8th failure is final. */
 export const RETRY_SCHEDULE_MS: readonly number[] = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]
@@ -52,6 +50,8 @@ export const RETRY_SCHEDULE_MS: readonly number[] = [5_000, 300_000, 1_800_000, 
 export type DeliveryOutcome = 'ok' | 'failed' | 'retry' | 'gone' | 'private'
 export const DELIVERY_OUTCOMES: readonly DeliveryOutcome[] = ['ok', 'failed', 'retry', 'gone', 'private']
 
+/** Due rows claimed per query at most; the claim runs again as long as it starts something. */
+const BATCH = 32
 const PER_ENDPOINT = 2
 const TOTAL = 16
 /** The answer's headers must come within this, and the (discarded) body too. */

@@ -3,6 +3,6 @@
 import { sqliteClickCounts } from '../../src/clicks/counts'
 import type { Db } from '../../src/db/sqlite'
 import { sqliteLinkStorage } from '../../src/links/storage'
-import { sqliteWebhookQueue } from '../../src/webhooks/queue'
+import { sqliteWebhookQueue } from '../../src/webhooks/storage/sqlite'
 
 export const sqliteLinkDeps = (db: Db) => ({ links: sqliteLinkStorage(db), counts: sqliteClickCounts(db), queue: sqliteWebhookQueue(db) })
