@@ -23,7 +23,6 @@ import { createRouter } from '../web/router'
 import { serve, stopGracefully } from '../web/server'
 import { createLinksFeature } from '../links/feature'
 import { log as rootLog } from '../kernel/log'
-import { createMailFeature } from '../mail/feature'
 import { createMediaFeature } from '../media/feature'
 import { createMetrics, processMetrics } from '../kernel/metrics'
 import type { AppOptions } from './options'
@@ -35,7 +34,7 @@ import { createOutbox, createQueueOutbox, createWebhooksFeature, webhookEventDoc
 import { LINK_EVENT_DOCS } from '../links'
 import { CLICK_EVENT_DOCS } from '../clicks'
 import { ABUSE_EVENT_DOCS } from '../abuse'
-import { MAIL_EVENT_DOCS } from '../mail'
+import { createMailFeature, MAIL_EVENT_DOCS } from '../mail'
 
 export type { AppOptions, ReloadOutcome }
 
@@ -101,7 +100,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   )
   const links = createLinksFeature(shared, { recorder: clicks.recorder, dayKeys: clicks.dayKeys }, opts)
   const qr = createQrFeature(shared, { links: links.links }, { renderer: opts.qrRenderer })
-  const mail = createMailFeature(shared, { smtpPort: opts.smtpPort })
+  const mail = createMailFeature(shared, { messages: storages.messages, queue: storages.queue, outbox: shared.outbox }, { smtpPort: opts.smtpPort })
   const media = createMediaFeature(shared)
   const database = backend.databaseCheck(clicks.recorder)
   const databaseProblem = () => database.known().reason

@@ -21,15 +21,15 @@ import type { Caller } from '../kernel/caller'
 import type { Config } from '../kernel/config'
 import { iso } from '../db/sqlite'
 import type { ChangeFeed } from '../db/changes'
+import { allWrites } from '../db/sqlite/within'
 import { AppError, invalidParameter, notFound, notOwner } from '../kernel/errors'
 import type { Events } from '../kernel/events'
 import type { LinkSigner } from '../kernel/signing'
 import type { Outbox } from '../kernel/outbox'
 import type { EventWriter } from '../kernel/outbox'
-import { RAW_PART, type MailBytes, type MessageStore, type StoredMessage } from './messages'
 import { parseMessage } from './parse'
 import { takenSource, type Taken } from './spool'
-import type { MailboxRow, MessageBody, MessageSummaryRow } from './store'
+import { RAW_PART, type MailboxRow, type MailBytes, type MessageBody, type MessageStore, type MessageSummaryRow, type StoredMessage } from './storage/contract'
 
 export const MAX_RECIPIENTS = 50
 export const MAX_WAIT_SECONDS = 60
@@ -522,7 +522,7 @@ export function createMailService<Tx>({ messages, queue, config, signer, events,
           if (abandon()) throw shuttingDown()
           const wanted = rows.filter((s) => outbox?.wanted('mail.received', s.accountId))
           heard = wanted.length > 0
-          return Promise.all(wanted.map((s) => queue.enqueue(tx, { type: 'mail.received', accountId: s.accountId, at: now, data: eventOf(s) }, now)))
+          return allWrites(wanted.map((s) => queue.enqueue(tx, { type: 'mail.received', accountId: s.accountId, at: now, data: eventOf(s) }, now)))
         },
       )
       if (stored.length === 0) throw new SmtpReply(452, '4.2.2 the mailbox filled up or expired while the message arrived')
