@@ -9,7 +9,8 @@ import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from 'smtp
 import type { Config } from '../kernel/config'
 import { ConfigError } from '../kernel/errors'
 import type { FaultLog } from '../web/fault-log'
-import { MAX_RECIPIENTS, SmtpReply, type MailService } from './service'
+import { MAX_RECIPIENTS, SmtpReply } from './delivery'
+import type { MailService } from './service'
 import type { Spool } from './spool'
 
 /** Connections at once, in all: beyond it smtp-server answers 421. */
