@@ -1,6 +1,5 @@
-// POST /api/webhooks.json (SPEC §9): one method, `action` says what — create, list, update, rotate (the
-// secret), delete, the delivery log (deliveries), redeliver (one event) and redeliver_failed (all failed). Parameters and the answer are declared here once, as schemas: the /api
-// pipeline checks requests against them and the documents are made from them.
+// POST /api/webhooks.json (SPEC §9): one method, `action` says what; parameters and answers declared once, as
+// schemas, which the /api pipeline checks requests against and the documents are made from.
 import { Type, type TSchema } from '@sinclair/typebox'
 import { byAccount } from '../audit'
 import type { ApiMethod } from '../web/api'

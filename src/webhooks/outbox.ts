@@ -7,8 +7,6 @@ import type { EventType, Outbox } from '../kernel/outbox'
 import type { Subscription, WebhookQueue } from './storage/contract'
 import { eventInserts, sqliteOutboxReads } from './storage/sqlite'
 
-export { DEFAULT_EVENTS, EVENT_TYPES, type EventType, type Outbox, type SubscribableType } from '../kernel/outbox'
-
 const RECHECK_MS = 1_000
 /** The queue outbox reads its index again when it is older than this (a change nobody told it of). */
 export const INDEX_MAX_AGE_MS = 10_000
