@@ -63,7 +63,7 @@ export interface Storages<Tx> {
   queue: WebhookQueue<Tx>
   counts: ClickCounts
   tickets: TicketStorage
-  /** Temporary mail: mailboxes, messages and their bytes (mail/messages.ts). */
+  /** Temporary mail: mailboxes, messages and their bytes (mail/storage/contract.ts). */
   messages: MessageStore<Tx>
 }
 
