@@ -24,7 +24,6 @@ import { createRouter } from '../web/router'
 import { serve, stopGracefully } from '../web/server'
 import { createLinksFeature, type LinkGuard } from '../links'
 import { log as rootLog } from '../kernel/log'
-import { createMailFeature } from '../mail/feature'
 import { createMediaFeature } from '../media'
 import { createMetrics, processMetrics } from '../kernel/metrics'
 import type { AppOptions } from './options'
@@ -32,9 +31,11 @@ import { createPagesFeature } from '../pages/feature'
 import { createQrFeature } from '../qr'
 import { reloadConfig, type ReloadOutcome } from '../kernel/reload'
 import { createLinkSigner } from '../kernel/signing'
-import { createWebhooksFeature } from '../webhooks/feature'
-import { createOutbox, createQueueOutbox } from '../webhooks/outbox'
-import { eventInserts } from '../webhooks'
+import { createOutbox, createQueueOutbox, createWebhooksFeature, eventInserts, webhookEventDocs } from '../webhooks'
+import { LINK_EVENT_DOCS } from '../links'
+import { CLICK_EVENT_DOCS } from '../clicks'
+import { ABUSE_EVENT_DOCS } from '../abuse'
+import { createMailFeature, MAIL_EVENT_DOCS } from '../mail'
 
 export type { AppOptions, ReloadOutcome }
 
@@ -100,7 +101,13 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     { dayKeys: storages.dayKeys, visitorHashes: storages.visitorHashes, outbox: shared.outbox, eventRows: eventInserts, spawnWriter: spawnClickWriter },
     { ...(backend.clickWriter ? { writer: backend.clickWriter } : {}), ...opts.clicks },
   )
-  const webhooks = createWebhooksFeature(shared, { schedule: opts.webhookSchedule })
+  const webhooks = withStorages(backend, (s) =>
+    createWebhooksFeature(
+      shared,
+      { endpoints: s.endpoints, queue: s.queue, audit: s.audit, outbox: shared.outbox },
+      { schedule: opts.webhookSchedule },
+    ),
+  )
   // Links and abuse need each other: links asks abuse's guard (at request time), abuse reads links' rows.
   const guard: LinkGuard = {
     checkDestination: (url) => abuse.guard.checkDestination(url),
@@ -113,14 +120,18 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   // Reports, bans, disabled links and blocklists (SPEC §3, §12): a 451 verdict per link, kept beside its cached row.
   const abuse = withStorages(backend, (s) => createAbuseFeature(shared, { storages: s, outbox: shared.outbox, links: links.links }))
   const qr = createQrFeature(shared, { links: links.links }, { renderer: opts.qrRenderer })
-  const mail = createMailFeature(shared, { smtpPort: opts.smtpPort })
+  const mail = withStorages(backend, (s) =>
+    createMailFeature(shared, { messages: s.messages, queue: s.queue, outbox: shared.outbox }, { smtpPort: opts.smtpPort }),
+  )
   const media = createMediaFeature(shared, { tickets: storages.tickets })
   const database = backend.databaseCheck(clicks.recorder)
   const databaseProblem = () => database.known().reason
   const dashboard = createDashboardFeature(shared, { links: links.links, mail: mail.mail, webhooks: webhooks.webhooks, qr: qr.qr, abuse: abuse.abuse, databaseProblem })
   const methods = [links, qr, media, mail, webhooks].flatMap((f) => f.feature.api ?? [])
   const audit = createAuditFeature(shared, { shell: dashboard.shell })
-  const pages = createPagesFeature(shared, { links: links.links, methods, database, shell: dashboard.shell, anonymous: links.anonymous })
+  // Each feature documents its own webhook events; webhooks adds its test event and puts them in order.
+  const eventDocs = webhookEventDocs([LINK_EVENT_DOCS, CLICK_EVENT_DOCS, ABUSE_EVENT_DOCS, MAIL_EVENT_DOCS])
+  const pages = createPagesFeature(shared, { links: links.links, methods, database, shell: dashboard.shell, anonymous: links.anonymous, eventDocs })
   const features: Feature[] = [clicks, webhooks, abuse, links, qr, mail, media, dashboard, audit, pages].map((f) => f.feature)
 
   // The wiring: metrics, the API, the router, the pipeline.

@@ -19,15 +19,15 @@ type Loaders<C, Tx> = { [K in StoreName]: (connection: C) => Promise<Storages<Tx
 const sqliteStores: Loaders<Db, Db> = {
   accounts: async (db) => (await import('../accounts/storage/sqlite')).sqliteAccountStorage(db),
   audit: async (db) => (await import('../audit/storage/sqlite')).sqliteAuditRows(db),
-  endpoints: async (db) => (await import('../webhooks/endpoints')).sqliteEndpointRows(db),
-  queue: async (db) => (await import('../webhooks/queue')).sqliteWebhookQueue(db),
+  endpoints: async (db) => (await import('../webhooks/storage/sqlite')).sqliteEndpointRows(db),
+  queue: async (db) => (await import('../webhooks/storage/sqlite')).sqliteWebhookQueue(db),
 }
 
 const postgresStores: Loaders<SQL, TransactionSQL> = {
   accounts: async (sql) => (await import('../accounts/storage/postgres')).postgresAccountStorage(sql),
   audit: async (sql) => (await import('../audit/storage/postgres')).postgresAuditRows(sql),
-  endpoints: async (sql) => (await import('../webhooks/endpoints-postgres')).postgresEndpointRows(sql),
-  queue: async (sql) => (await import('../webhooks/queue-postgres')).postgresWebhookQueue(sql),
+  endpoints: async (sql) => (await import('../webhooks/storage/postgres')).postgresEndpointRows(sql),
+  queue: async (sql) => (await import('../webhooks/storage/postgres')).postgresWebhookQueue(sql),
 }
 
 export interface Services {

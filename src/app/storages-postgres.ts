@@ -9,11 +9,10 @@ import { postgresFormTokenRows, postgresSessionRows } from '../dashboard/session
 import { postgresFlashRows } from '../dashboard/flash-rows-postgres'
 import { postgresDailyCountRows } from '../db/postgres/daily-counts'
 import { postgresLinkStorage } from '../links/storage/postgres'
-import { postgresMessageStore } from '../mail/messages-postgres'
+import { postgresMessageStore } from '../mail/storage/postgres'
 import { postgresTicketStorage } from '../media/storage/postgres'
 import { postgresIdentityStorage } from '../oidc/storage/postgres'
-import { postgresEndpointRows } from '../webhooks/endpoints-postgres'
-import { postgresWebhookQueue } from '../webhooks/queue-postgres'
+import { postgresEndpointRows, postgresWebhookQueue } from '../webhooks/storage/postgres'
 import type { ChangeFeed } from '../db/changes'
 import type { Storages } from './storages'
 

@@ -16,15 +16,14 @@ import type { DailyCountRows } from '../db/daily-counts'
 import { sqliteDailyCountRows } from '../db/sqlite/daily-counts'
 import type { LinkStorage } from '../links'
 import { sqliteLinkStorage } from '../links/storage/sqlite'
-import { sqliteMessageStore, type MessageStore } from '../mail/messages'
-import { createSpool } from '../mail/spool'
+import type { MessageStore } from '../mail'
+import { createSpool, sqliteMessageStore } from '../mail/storage/sqlite'
 import type { TicketStorage } from '../media'
 import { sqliteTicketStorage } from '../media/storage/sqlite'
 import { sqliteIdentityStorage } from '../oidc/storage/sqlite'
 import type { IdentityStorage } from '../oidc'
-import { sqliteEndpointRows, type EndpointRows } from '../webhooks/endpoints'
-import { sqliteWebhookQueue, type WebhookQueue } from '../webhooks/queue'
-import { eventInserts } from '../webhooks'
+import type { EndpointRows, WebhookQueue } from '../webhooks'
+import { eventInserts, sqliteEndpointRows, sqliteWebhookQueue } from '../webhooks/storage/sqlite'
 
 export interface Storages<Tx> {
   engine: 'sqlite' | 'postgres'
@@ -47,7 +46,7 @@ export interface Storages<Tx> {
   queue: WebhookQueue<Tx>
   counts: ClickCounts
   tickets: TicketStorage
-  /** Temporary mail: mailboxes, messages and their bytes (mail/messages.ts). */
+  /** Temporary mail: mailboxes, messages and their bytes (mail/storage/contract.ts). */
   messages: MessageStore<Tx>
 }
 

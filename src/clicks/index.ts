@@ -8,3 +8,4 @@ export { ClicksNotWritten, UNKNOWN_COUNTRY, type ClickRecorder, type ClickRecord
 export type { ClickCounts, DayKeyRows, SharedVisitorRows, SqliteClickEvents } from './storage/contract'
 export { serveClickWrites } from './write-worker'
 export { countsWriter, type BatchWriter } from './writer'
+export { CLICK_EVENT_DOCS } from './event-docs'

@@ -28,7 +28,7 @@ export interface Outbox {
   close(): void
 }
 
-/** An event as a change writes it (webhooks/queue.ts stores it with one delivery per subscribed endpoint). */
+/** An event as a change writes it (webhooks/storage stores it with one delivery per subscribed endpoint). */
 export interface NewEvent {
   type: EventType
   accountId: number

@@ -1,7 +1,5 @@
-// The three mail methods of the user's document (mailbox.json, messages.json, message.json), their POST
-// forms that delete (SPEC §8) and mark read or unread, and the signed downloads their answers link to (/mail/raw/<id>, /mail/attachment/<id>). Parameters and answers are
-// declared here once, as schemas: the /api pipeline checks requests against them and the documents are
-// made from them.
+// The three mail methods (mailbox.json, messages.json, message.json), their POST forms, and the signed downloads
+// their answers link to; parameters and answers declared once, as schemas (the pipeline's checks, the documents).
 import { Type } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
 import type { ApiMethod } from '../web/api'

@@ -1,19 +1,27 @@
-// Temporary mail as a feature of the composition root: the mail service on shared.storages.messages (and the
-// webhook queue, and the change feed's 'mail' topic), the SMTP intake's spool, the mail API and the
-// raw/attachment routes, the SMTP receiver (started by startSmtp(), after listen()), its gauges and the
-// minute's sweep of expired mailboxes (files a crash left behind: at start and every hour).
+// Temporary mail as a feature of the composition root: the service, the SMTP intake's spool and receiver (started
+// after listen()), the mail API and download routes, the gauges and the minute's sweep of expired mailboxes.
 import type { Config } from '../kernel/config'
+import type { EventWriter, Outbox } from '../kernel/outbox'
 import type { Feature, Shared } from '../web/feature'
 import { createMailRoutes, mailApi } from './api'
 import { createMailService } from './service'
 import type { SmtpReceiver } from './smtp'
 import { createSpool } from './spool'
+import type { MessageStore } from './storage/contract'
 
-export function createMailFeature(shared: Shared, opts: { smtpPort?: number } = {}) {
-  const { config, signer, events, clock, outbox, storages, changes } = shared
+/** What the root hands in: the mail store and the webhook queue (either engine), and the outbox. */
+export interface MailDeps<Tx> {
+  messages: MessageStore<Tx>
+  queue: EventWriter<Tx>
+  outbox: Outbox
+}
+
+export function createMailFeature<Tx>(shared: Shared, deps: MailDeps<Tx>, opts: { smtpPort?: number } = {}) {
+  const { config, signer, events, clock, changes } = shared
+  const { messages, queue, outbox } = deps
   // The SMTP intake's: messages arriving (data_dir/mail/incoming). The stored bytes are the message store's.
   const spool = createSpool(config.data_dir)
-  const mail = createMailService({ messages: storages.messages, queue: storages.queue, config, signer, events, clock, outbox, changes })
+  const mail = createMailService({ messages, queue, config, signer, events, clock, outbox, changes })
   let smtp: SmtpReceiver | null = null
   let smtpClosed: Promise<void> = Promise.resolve()
   let sweeps = 0

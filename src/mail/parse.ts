@@ -3,7 +3,7 @@
 import he from 'he'
 import type { AddressObject, EmailAddress } from 'mailparser'
 import type { Readable } from 'node:stream'
-import type { ParsedFields, Person } from './store'
+import type { ParsedFields, Person } from './storage/contract'
 
 export const INTRO_CHARS = 160
 const MAX_PEOPLE = 100

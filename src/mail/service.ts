@@ -1,21 +1,5 @@
-// Temporary mail: the rules. Mailboxes belong to accounts and live for mail.mailbox_ttl seconds after
-// their last use; SMTP delivers into them (smtp.ts), the three methods read them (api.ts), a sweep removes
-// them when they expire. Nothing here knows about HTTP or the SMTP dialogue.
-//
-// On the async storage (issue 22; the recipe is abuse/service.ts's):
-// - Async: everything that reads or writes mail's rows or bytes goes through MessageStore (messages.ts), on
-//   either engine; callers await it. Each check-then-write is one store decision in its transaction:
-//   getOrCreate (taken, expired-not-yet-swept, made), storeMessage (each mailbox live and below max_messages),
-//   setSeen, deleteMessages, deleteMailbox (the owner again), sweepExpired (still expired). A delivery's
-//   mail.received events go in through storeMessage's `within`, by queue.enqueue(tx, …), in its commit.
-// - Sync, in memory: the held messages.json requests and the dashboard's live views (waiters, watchers) and
-//   their bounds. They hear of new mail through the change feed's 'mail' topic (keys: mailbox ids), published
-//   after each delivery's commit and each deletion of a mailbox — by whichever node took it, so a request held
-//   on one node wakes for mail taken by another; on one process the feed calls them at once, as before.
-// - The gauges (/metrics is read synchronously) show the totals as last read: after each change of this
-//   process and, at most once a second, when scraped (another node's changes show at the next scrape).
-// - The incoming message (taken by smtp.ts into memory or data_dir/mail/incoming) is the SMTP intake's: it
-//   hands it in and discards it; storing its bytes is the store's.
+// Temporary mail: the rules. Mailboxes belong to accounts and live for mail.mailbox_ttl seconds after their last
+// use; SMTP delivers into them (delivery.ts), the API reads them; each check-then-write is one store decision.
 import { randomBytes } from 'node:crypto'
 import type { Caller } from '../kernel/caller'
 import type { Config } from '../kernel/config'
@@ -24,51 +8,27 @@ import type { ChangeFeed } from '../db/changes'
 import { AppError, invalidParameter, notFound, notOwner } from '../kernel/errors'
 import type { Events } from '../kernel/events'
 import type { LinkSigner } from '../kernel/signing'
-import type { Outbox } from '../kernel/outbox'
-import type { EventWriter } from '../kernel/outbox'
-import { RAW_PART, type MailBytes, type MessageStore, type StoredMessage } from './messages'
-import { parseMessage } from './parse'
-import { takenSource, type Taken } from './spool'
-import type { MailboxRow, MessageBody, MessageSummaryRow } from './store'
+import type { EventWriter, Outbox } from '../kernel/outbox'
+import { createDelivery } from './delivery'
+import { createMailboxNotices, type WatchEvent } from './live'
+import { RAW_PART, type MailboxRow, type MailBytes, type MessageStore } from './storage/contract'
+import { summary } from './summary'
+import { createTotals } from './totals'
 
-export const MAX_RECIPIENTS = 50
+export { MAX_RECIPIENTS, SmtpReply, type RecipientCheck } from './delivery'
+export { MAIL_TOPIC, MAX_WATCHERS, MAX_WATCHERS_PER_ACCOUNT } from './live'
+
 export const MAX_WAIT_SECONDS = 60
 /** Signed links to attachments and raw sources work this long after message.json gave them. */
 export const MAIL_LINK_TTL_MS = 60 * 60 * 1000
 export const LIST_LIMIT = { default: 200, max: 1000 }
 const RANDOM_LOCAL_LENGTH = 10
-/** Held messages.json requests, in all and per account: each is a socket and a promise, so both are bounded. */
-const MAX_WAITERS = 2000
-const MAX_WAITERS_PER_ACCOUNT = 100
 /** Renewing the expiry is a write: done at most this often per mailbox, however often it is read. */
 const RENEW_EVERY_MS = 60_000
-/** Open live views of mailboxes (the dashboard's event streams), in all and per account: each is a socket. */
-export const MAX_WATCHERS = 1000
-export const MAX_WATCHERS_PER_ACCOUNT = 20
 /** The most messages one deletion names (the dashboard's selection; a mailbox holds mail.max_messages). */
 export const MAX_DELETE_IDS = 1000
 const SWEEP_BATCH = 200
-/** The gauges' totals are read again at most this often when scraped. */
-const TOTALS_EVERY_MS = 1000
-/** The change feed's topic for "this mailbox changed" (mail arrived, or it was deleted): keys are mailbox ids. */
-export const MAIL_TOPIC = 'mail'
-
 const LOCAL_PART = /^[a-z0-9._-]{1,64}$/
-
-/** An SMTP reply for a refused recipient or message: the code and the text after it (enhanced code first). */
-export class SmtpReply extends Error {
-  constructor(
-    readonly responseCode: number,
-    message: string,
-  ) {
-    super(message)
-    this.name = 'SmtpReply'
-  }
-}
-
-export type RecipientCheck =
-  | { ok: true; mailboxId: number }
-  | { ok: false; reply: SmtpReply }
 
 export interface MailboxAnswer {
   address: string
@@ -89,20 +49,8 @@ function randomLocalPart(): string {
   return out
 }
 
-const summary = (r: MessageSummaryRow) => ({
-  id: r.id,
-  from: { address: r.from_address, name: r.from_name },
-  subject: r.subject,
-  date: iso(r.date),
-  received: iso(r.received)!,
-  size: r.size,
-  seen: r.seen === 1,
-  intro: r.intro,
-  attachments: r.attachments,
-})
-
 export interface MailServiceDeps<Tx> {
-  /** Mailboxes, messages and their bytes (messages.ts), and the queue the mail.received events go into. */
+  /** Mailboxes, messages and their bytes (storage/contract.ts), and the queue the mail.received events go into. */
   messages: MessageStore<Tx>
   queue: EventWriter<Tx>
   config: Config
@@ -123,18 +71,15 @@ export interface MailDownload {
   size: number
 }
 
-/** A stored message as messages.json lists it, from what delivery knows (no read back). */
-function summaryOf(id: number, now: number, size: number, f: Awaited<ReturnType<typeof parseMessage>>['fields']): MessageSummaryRow {
-  return {
-    id, received: now, size, seen: 0, from_address: f.from.address, from_name: f.from.name,
-    subject: f.subject, date: f.date, intro: f.intro, attachments: f.attachments.length,
-  }
-}
-
 export function createMailService<Tx>({ messages, queue, config, signer, events, clock, outbox, changes }: MailServiceDeps<Tx>) {
-  const { domains, mailbox_ttl, max_messages } = config.mail
+  const { domains, mailbox_ttl } = config.mail
   const ttlMs = mailbox_ttl * 1000
   const base = config.server.base_url
+  const notices = createMailboxNotices(changes)
+  const { wake, waitForMail, announce, mailboxGone } = notices
+  const totals = createTotals(messages)
+  const totalsChanged = totals.changed
+  const delivery = createDelivery({ messages, queue, config, events, clock, outbox, announce, totalsChanged })
 
   // ---------------------------------------------------------------------------------------------------
   // Addresses and mailboxes
@@ -209,116 +154,10 @@ export function createMailService<Tx>({ messages, queue, config, signer, events,
     return answer(got.mailbox)
   }
 
-  // ---------------------------------------------------------------------------------------------------
-  // Waiting for mail (messages.json?wait=N)
-
-  const waiters = new Map<number, Set<() => void>>()
-  const waitersByAccount = new Map<number, number>()
-  let waiting = 0
-  let closing = false
-
-  function wake(mailboxId: number) {
-    const set = waiters.get(mailboxId)
-    if (!set) return
-    waiters.delete(mailboxId)
-    for (const w of set) w()
-  }
-
-  /** Resolves when mail arrives for the mailbox, after `ms`, when the request goes away, or at shutdown. */
-  function waitForMail(mailboxId: number, accountId: number, ms: number, signal: AbortSignal): Promise<void> {
-    if (closing || ms <= 0 || signal.aborted) return Promise.resolve()
-    if (waiting >= MAX_WAITERS || (waitersByAccount.get(accountId) ?? 0) >= MAX_WAITERS_PER_ACCOUNT)
-      throw new AppError(503, 'busy', 'Too many requests are waiting for mail; try again in a moment.', { 'Retry-After': '1' })
-    waiting++
-    waitersByAccount.set(accountId, (waitersByAccount.get(accountId) ?? 0) + 1)
-    return new Promise<void>((resolve) => {
-      let set = waiters.get(mailboxId)
-      if (!set) waiters.set(mailboxId, (set = new Set()))
-      const done = () => {
-        clearTimeout(timer)
-        signal.removeEventListener('abort', done)
-        waiters.get(mailboxId)?.delete(done)
-        if (waiters.get(mailboxId)?.size === 0) waiters.delete(mailboxId)
-        waiting--
-        const left = (waitersByAccount.get(accountId) ?? 1) - 1
-        if (left > 0) waitersByAccount.set(accountId, left)
-        else waitersByAccount.delete(accountId)
-        resolve()
-      }
-      const timer = setTimeout(done, ms)
-      signal.addEventListener('abort', done, { once: true })
-      set.add(done)
-    })
-  }
-
-  // ---------------------------------------------------------------------------------------------------
-  // Watching a mailbox (the dashboard's live view): told of every change until it stops watching
-
-  /** 'mail': a message arrived; 'gone': the mailbox was deleted; 'closing': the server stops. */
-  type WatchEvent = 'mail' | 'gone' | 'closing'
-  const watchers = new Map<number, Set<(e: WatchEvent) => void>>()
-  const watchersByAccount = new Map<number, number>()
-  let watching = 0
-
-  /**
-   * Calls `listener` on every change of one of the caller's mailboxes until the returned stop is called
-   * (at most once per listener, safe to call twice). Bounded in all and per account: past either, 503 busy.
-   * At shutdown every listener hears 'closing' and is stopped.
-   */
+  /** The dashboard's live view of one of the caller's mailboxes: `listener` hears of every change until stop(). */
   async function watch(caller: Caller, address: string, listener: (e: WatchEvent) => void): Promise<{ mailbox: MailboxRow; stop: () => void }> {
     const box = await owned(caller, address)
-    if (closing) throw new AppError(503, 'busy', 'The service is shutting down.', { 'Retry-After': '1' })
-    const accountId = caller.accountId
-    if (watching >= MAX_WATCHERS || (watchersByAccount.get(accountId) ?? 0) >= MAX_WATCHERS_PER_ACCOUNT)
-      throw new AppError(503, 'busy', 'Too many mailboxes are open at once; close some pages and try again.', { 'Retry-After': '5' })
-    let set = watchers.get(box.id)
-    if (!set) watchers.set(box.id, (set = new Set()))
-    const own = set
-    own.add(listener)
-    watching++
-    watchersByAccount.set(accountId, (watchersByAccount.get(accountId) ?? 0) + 1)
-    let stopped = false
-    const stop = () => {
-      if (stopped) return
-      stopped = true
-      own.delete(listener)
-      if (own.size === 0 && watchers.get(box.id) === own) watchers.delete(box.id)
-      watching--
-      const left = (watchersByAccount.get(accountId) ?? 1) - 1
-      if (left > 0) watchersByAccount.set(accountId, left)
-      else watchersByAccount.delete(accountId)
-    }
-    return { mailbox: box, stop }
-  }
-
-  function tellWatchers(mailboxId: number, e: WatchEvent) {
-    for (const w of [...(watchers.get(mailboxId) ?? [])]) w(e)
-  }
-
-  /** A mailbox changed (mail arrived, or it went), here or on another node: its held requests and live views read again. */
-  function mailboxChanged(mailboxId: number) {
-    wake(mailboxId)
-    tellWatchers(mailboxId, 'mail')
-  }
-  const unsubscribe = changes?.subscribe(
-    MAIL_TOPIC,
-    (keys) => keys.forEach((key) => mailboxChanged(Number(key))),
-    // Anything may have changed: every held request and live view reads again (and finds what is new, or nothing).
-    () => {
-      for (const id of [...waiters.keys()]) wake(id)
-      for (const id of [...watchers.keys()]) tellWatchers(id, 'mail')
-    },
-  )
-  /** After a commit that changed these mailboxes: every node (this one before this returns) hears of it. */
-  function announce(mailboxIds: number[]) {
-    if (mailboxIds.length === 0) return
-    if (changes) changes.publish(MAIL_TOPIC, mailboxIds.map(String))
-    else mailboxIds.forEach(mailboxChanged)
-  }
-  /** Mailboxes deleted here (by the owner, the sweep, or made anew after expiry): open pages hear 'gone', other nodes' read again. */
-  function mailboxGone(ids: number[]) {
-    for (const id of ids) tellWatchers(id, 'gone')
-    announce(ids)
+    return { mailbox: box, stop: notices.watch(box.id, caller.accountId, listener) }
   }
 
   // ---------------------------------------------------------------------------------------------------
@@ -476,72 +315,6 @@ export function createMailService<Tx>({ messages, queue, config, signer, events,
   }
 
   // ---------------------------------------------------------------------------------------------------
-  // Delivery (called by smtp.ts)
-
-  function domainOf(address: string) {
-    return address.slice(address.lastIndexOf('@') + 1).toLowerCase()
-  }
-
-  /** RCPT TO: a live mailbox with room → its id; else the reply (550 unknown or foreign, 452 full). */
-  async function checkRecipient(rawAddress: string): Promise<RecipientCheck> {
-    const address = rawAddress.toLowerCase()
-    if (!domains.includes(domainOf(address)))
-      return { ok: false, reply: new SmtpReply(550, `5.1.1 <${address}>: this server does not receive mail for that domain`) }
-    const row = await messages.mailboxByAddress(address)
-    if (!live(row, clock())) return { ok: false, reply: new SmtpReply(550, `5.1.1 <${address}>: no such mailbox here`) }
-    if (row.messages >= max_messages) return { ok: false, reply: new SmtpReply(452, `4.2.2 <${address}>: mailbox full`) }
-    return { ok: true, mailboxId: row.id }
-  }
-
-  let received = 0
-  const inFlight = new Set<Promise<unknown>>()
-  const shuttingDown = () => new SmtpReply(421, '4.3.2 the server is shutting down; try again later')
-
-  /**
-   * Stores a message for the mailboxes accepted at RCPT and resolves once it is durable and committed; only
-   * then may the client hear 250. Each mailbox is checked again inside the store's transaction (it may have
-   * expired or filled while the message arrived); when none can take it any more, a 452 is thrown and nothing
-   * is kept. `abandon()` true (the server is closing) before the commit: nothing is kept either. The caller
-   * (smtp.ts) discards the incoming message afterwards, whatever happened.
-   */
-  async function deliver(taken: Taken, envelopeFrom: string, mailboxIds: number[], abandon: () => boolean): Promise<number[]> {
-    const work = (async () => {
-      const parsed = await parseMessage(takenSource(taken), envelopeFrom)
-      if (abandon()) throw shuttingDown()
-      const f = parsed.fields
-      const body = JSON.stringify({ to: f.to, cc: f.cc, text: f.text, html: f.html, links: f.links } satisfies MessageBody)
-      const now = clock()
-      /** mail.received, once per mailbox, with what events.emit sends below. */
-      const eventOf = (s: StoredMessage) => ({ address: s.address, ...summary(summaryOf(s.id, now, taken.size, f)) })
-      let heard = false
-      const stored = await messages.storeMessage(
-        { mailboxIds, received: now, maxMessages: max_messages, taken, fields: f, body, parts: parsed.parts },
-        // In the delivery's transaction, before its commit (the bytes are written by then): closing meanwhile
-        // undoes it; the events of the accounts that listen commit with the messages.
-        (tx, rows) => {
-          if (abandon()) throw shuttingDown()
-          const wanted = rows.filter((s) => outbox?.wanted('mail.received', s.accountId))
-          heard = wanted.length > 0
-          return Promise.all(wanted.map((s) => queue.enqueue(tx, { type: 'mail.received', accountId: s.accountId, at: now, data: eventOf(s) }, now)))
-        },
-      )
-      if (stored.length === 0) throw new SmtpReply(452, '4.2.2 the mailbox filled up or expired while the message arrived')
-      if (heard) outbox?.wake()
-      received += stored.length
-      announce(stored.map((s) => s.mailboxId))
-      totalsChanged()
-      if (events.has('mail.received')) for (const s of stored) events.emit('mail.received', { accountId: s.accountId, message: eventOf(s) })
-      return stored.map((s) => s.id)
-    })()
-    inFlight.add(work)
-    work.then(
-      () => inFlight.delete(work),
-      () => inFlight.delete(work),
-    )
-    return work
-  }
-
-  // ---------------------------------------------------------------------------------------------------
   // Housekeeping
 
   /** Deletes expired mailboxes (with their messages and bytes) and bytes a crash left behind. */
@@ -567,36 +340,6 @@ export function createMailService<Tx>({ messages, queue, config, signer, events,
     return { total, mailboxes: rows.map((r) => ({ ...answer(r), unread: r.unread })) }
   }
 
-  // The gauges' totals, as last read: after each change of this process, and when scraped (at most once a
-  // second: what other nodes changed). One read at a time; a change during a read asks for one more after it.
-  let totalsKnown = { mailboxes: 0, messages: 0, bytes: 0 }
-  let totalsAt = -Infinity
-  let totalsReading: Promise<void> | null = null
-  let totalsAgain = false
-  function refreshTotals(): Promise<void> {
-    if (totalsReading) {
-      totalsAgain = true
-      return totalsReading
-    }
-    totalsAt = Date.now()
-    totalsReading = messages
-      .totals()
-      .then((t) => void (totalsKnown = t))
-      .catch(() => {}) // the last value stays; the next change or scrape reads again
-      .finally(() => {
-        totalsReading = null
-        if (totalsAgain) {
-          totalsAgain = false
-          void refreshTotals()
-        }
-      })
-    return totalsReading
-  }
-  function totalsChanged() {
-    void refreshTotals()
-  }
-  const ready = refreshTotals()
-
   return {
     domains,
     normalizeAddress,
@@ -614,39 +357,31 @@ export function createMailService<Tx>({ messages, queue, config, signer, events,
     deleteMailbox,
     watch,
     download,
-    checkRecipient,
-    deliver,
+    checkRecipient: delivery.checkRecipient,
+    deliver: delivery.deliver,
     sweep,
     /** Resolves once the gauges' totals have been read the first time. */
-    ready,
+    ready: totals.ready,
     /** The totals read now (the store's count). */
     totals: () => messages.totals(),
     /** For the gauges (read synchronously): the totals as last read; a scrape asks for a new read when these are over a second old. */
-    totalsKnown(): { mailboxes: number; messages: number; bytes: number } {
-      if (Date.now() - totalsAt > TOTALS_EVERY_MS) void refreshTotals()
-      return totalsKnown
-    },
+    totalsKnown: totals.known,
     get received() {
-      return received
+      return delivery.received
     },
     get waiting() {
-      return waiting
+      return notices.waiting
     },
     /** Live views open (the dashboard's event streams). */
     get watching() {
-      return watching
+      return notices.watching
     },
     /** Shutdown, first step: every held messages.json request is answered now, and none is held from here on. */
-    release() {
-      closing = true
-      unsubscribe?.()
-      for (const id of [...waiters.keys()]) wake(id)
-      for (const id of [...watchers.keys()]) tellWatchers(id, 'closing')
-    },
+    release: notices.release,
     /** Shutdown, last step: waits for deliveries in progress to commit (or give up, see deliver). */
     async settle() {
-      await Promise.allSettled([...inFlight])
-      await totalsReading
+      await delivery.settled()
+      await totals.reading()
     },
   }
 }

@@ -1,15 +1,13 @@
-// The SMTP receiver: smtp-server speaks the protocol; this file decides what it answers. Recipients are
-// checked at RCPT (550 unknown or foreign, 452 full, at most 50); a size declared over mail.max_message_bytes
-// is refused at MAIL FROM, and the message is counted as it arrives (552 5.3.4 both times; an over-size one
-// is never parsed); 250 comes only once the message is on disk and committed (service.deliver). No AUTH:
-// this is an inbound server for its own domains, not a relay.
+// The SMTP receiver: smtp-server speaks the protocol, this file decides the answers (RCPT checks, size limits);
+// 250 only once the message is stored and committed. No AUTH: inbound for its own domains, never a relay.
 import { readFileSync } from 'node:fs'
 import type { Readable } from 'node:stream'
 import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from 'smtp-server'
 import type { Config } from '../kernel/config'
 import { ConfigError } from '../kernel/errors'
 import type { FaultLog } from '../web/fault-log'
-import { MAX_RECIPIENTS, SmtpReply, type MailService } from './service'
+import { MAX_RECIPIENTS, SmtpReply } from './delivery'
+import type { MailService } from './service'
 import type { Spool } from './spool'
 
 /** Connections at once, in all: beyond it smtp-server answers 421. */

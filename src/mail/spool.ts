@@ -1,10 +1,5 @@
-// The bytes of mail on disk, under <data_dir>/mail:
-//   incoming/<random>.eml      a message being received (larger ones are streamed here, never into memory)
-//   <xx>/<blob>/raw.eml        the message as received; body.json its text, HTML, recipients and links;
-//                              <part>.bin each attachment, decoded
-// A blob is written and fsynced (files, then its folder, then the folder above) before the rows that name
-// it are committed, and only then does the client hear 250: an acknowledged message survives a crash.
-// A crash between the files and the commit leaves a blob no row names; sweepOrphans() removes those.
+// The bytes of mail on disk under <data_dir>/mail (incoming/ while received; <xx>/<blob>/ stored), fsynced
+// before the rows that name them commit; a crash in between leaves a blob no row names (sweepOrphans).
 import { randomUUID } from 'node:crypto'
 import { createReadStream } from 'node:fs'
 import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises'

@@ -4,13 +4,13 @@ import type { Shell } from '../dashboard/shell'
 import type { Feature, Shared } from '../web/feature'
 import type { DatabaseCheck, DatabaseStatus } from '../db/health'
 import type { ApiMethod } from '../web/api'
+import type { WebhookEventDoc } from '../web/openapi'
 import { createMetricsAccess } from '../web/metrics-access'
 import { notFoundPage } from '../web/error-pages'
 import type { AnonymousCreations } from '../links/anonymous'
 import type { LinkService } from '../links/service'
 import { VERSION } from '../kernel/version'
 import { Elysia } from 'elysia'
-import { WEBHOOK_EVENT_DOCS } from '../webhooks/event-docs'
 import { createDocsRoutes } from './docs'
 import { createHomeRoutes } from './home'
 import { APP_JS, FAVICON_SVG, STYLE_CSS } from '../web/render'
@@ -25,7 +25,15 @@ const health = (code: number, { database, reason }: DatabaseStatus) =>
 
 export function createPagesFeature(
   shared: Shared,
-  deps: { links: LinkService; methods: ApiMethod[]; database: DatabaseCheck; shell: Shell; anonymous: AnonymousCreations },
+  deps: {
+    links: LinkService
+    methods: ApiMethod[]
+    database: DatabaseCheck
+    shell: Shell
+    anonymous: AnonymousCreations
+    /** Every webhook event's docs, in order (app.ts gathers them from the features). */
+    eventDocs: WebhookEventDoc[]
+  },
 ) {
   const { config, metrics, limiter, clientIp } = shared
   const metricsAllowed = createMetricsAccess({ config, clientIp })
@@ -54,7 +62,7 @@ export function createPagesFeature(
       marketplace: config.marketplace.proxy_secret
         ? { secretHeader: config.marketplace.secret_header, userHeader: config.marketplace.user_header }
         : null,
-      webhooks: WEBHOOK_EVENT_DOCS,
+      webhooks: deps.eventDocs,
       rate: config.rate,
       mediaLinkTtl: config.media.link_ttl,
       session: (request) => deps.shell.session(request),

@@ -1,11 +1,10 @@
-// POST /api/webhooks.json (SPEC §9): one method, `action` says what — create, list, update, rotate (the
-// secret), delete, the delivery log (deliveries), redeliver (one event) and redeliver_failed (all failed). Parameters and the answer are declared here once, as schemas: the /api
-// pipeline checks requests against them and the documents are made from them.
+// POST /api/webhooks.json (SPEC §9): one method, `action` says what; parameters and answers declared once, as
+// schemas, which the /api pipeline checks requests against and the documents are made from.
 import { Type, type TSchema } from '@sinclair/typebox'
 import { byAccount } from '../audit'
 import type { ApiMethod } from '../web/api'
 import type { ApiParam } from '../web/schema'
-import { DEFAULT_EVENTS, EVENT_TYPES } from './outbox'
+import { DEFAULT_EVENTS, EVENT_TYPES } from '../kernel/outbox'
 import { LOG_LIMIT, MAX_ENDPOINTS, MAX_URL_LENGTH, type WebhookService } from './service'
 
 const ACTIONS = ['list', 'create', 'update', 'rotate', 'delete', 'deliveries', 'redeliver', 'redeliver_failed'] as const

@@ -1,50 +1,12 @@
-// The background deliverer: sends each pending row of webhook_deliveries (the outbox whcore fills in the
-// transaction of the change) to its endpoint, signed per Standard Webhooks, through the SSRF guard, and
-// records every attempt on the row. Nothing about a delivery lives only in memory but the fact that it is
-// in flight right now (and its lease, below): a crash (SIGKILL) at any moment leaves the row pending, and it
-// is sent again once its lease has run out, under the same webhook-id (the event row's) — at least once,
-// never under another id.
-//
-// Fairness: at most PER_ENDPOINT requests in flight per endpoint and TOTAL in all, and the claim that picks
-// due rows leaves out endpoints already at their limit, so a receiver that takes 10 s per answer holds two
-// slots and nothing else: another endpoint's deliveries go out beside it.
-//
-// Decisions (SPEC §9 leaves them open):
-// - A private address (or a scheme the guard refuses) is permanent for that URL: the delivery fails at
-//   once, its last_error says 'private address', and the endpoint is marked failing. Retrying would only
-//   knock on the same closed door seven times over 32 hours.
-// - Retry-After (seconds or an HTTP date) on a failed answer can only move the next attempt later than the
-//   schedule, never earlier (a receiver answering "Retry-After: 0" every time must not turn the schedule
-//   into a burst), and is capped at 24 h from now.
-// - A 3xx is a failed attempt like a 5xx: a POST is never re-sent to where a receiver points.
-// - stop() aborts requests in flight and gives their leases back (queue.release): their rows are due at once
-//   again, their attempt not counted, and go out as soon as a deliverer (this one restarted, or another
-//   node's) looks. A shutdown does not wait out a 15 s receiver.
-//
-// On the async storages (issue 22; SPEC §11: each event delivered by one node only, under one webhook-id):
-// every read and write goes through the queue (storages.queue: claim, renew, release, the results, the
-// outbox figures) and the audit rows (storages.audit), either engine, so two deliverers on two nodes of one
-// PostgreSQL share the work: a row is sent by the node whose claim holds its lease.
-// - The lease is short (LEASE_MS, 15 s) and renewed every third of it, for all of this node's requests in
-//   flight in one statement, so a slow receiver never loses its row to another node, while a node that died
-//   (SIGKILL) gives its rows back within LEASE_MS of its last renewal. A node starting up releases nothing: it
-//   cannot tell its dead predecessor's leases from a live node's, so after a SIGKILL the restarted node (or any
-//   other) sends the cut rows once their lease has run out (test/e2e/webhook-durability.test.ts).
-// - A renewal that does not get a row back (its lease ran out and another node took it, or a 410 on a sibling
-//   failed it) cuts that request: the row is another's now. A result is written under the newest lease (the
-//   fence): a request being recorded is left out of the renewal in flight, and waits for it to end.
-// - A claim takes rows of endpoints with a free slot; rows of one endpoint beyond its PER_ENDPOINT slots in
-//   one claim are given back at once (release), due as they were.
-// - Async: everything above. Synchronous: the counters, the in-flight figures, and the outbox gauge
-//   (stats.outbox), a value the loop refreshes (at most once a second after a pass that changed something,
-//   and at every look of the timer): at most MAX_SLEEP_MS (5 s) stale, a second after a change of this node.
-import { auditRow, type Who } from '../audit'
-import type { AuditRows } from '../audit'
+// The background deliverer: claims due deliveries under a lease (renewed while in flight), sends them (post.ts) at
+// most PER_ENDPOINT per endpoint and TOTAL in all, and records each attempt under its lease. Design: ARCHITECTURE.
+import { auditRow, type AuditRows, type Who } from '../audit'
 import type { Config } from '../kernel/config'
-import { GuardError, guardedFetch } from '../kernel/net/guard'
-import { LEASE_MS, type HeldLease, type LeasedDelivery, type WebhookQueue } from './queue'
-import { signatureHeaders } from './sign'
-import { DELIVERY_BATCH as BATCH, type LeasedAttempt } from './store'
+import { GuardError } from '../kernel/net/guard'
+import { LEASE_MS, type HeldLease, type LeasedAttempt, type LeasedDelivery, type WebhookQueue } from './storage/contract'
+import { post } from './post'
+
+export { retryAfterMs } from './post'
 
 /** SPEC §9: the waits after the 1st … 7th failed attempt; the 8th failure is final. */
 export const RETRY_SCHEDULE_MS: readonly number[] = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]
@@ -52,18 +14,15 @@ export const RETRY_SCHEDULE_MS: readonly number[] = [5_000, 300_000, 1_800_000, 
 export type DeliveryOutcome = 'ok' | 'failed' | 'retry' | 'gone' | 'private'
 export const DELIVERY_OUTCOMES: readonly DeliveryOutcome[] = ['ok', 'failed', 'retry', 'gone', 'private']
 
+/** Due rows claimed per query at most; the claim runs again as long as it starts something. */
+const BATCH = 32
 const PER_ENDPOINT = 2
 const TOTAL = 16
-/** The answer's headers must come within this, and the (discarded) body too. */
-const TIMEOUT_MS = 15_000
-/** Bytes of an answer's body read (and thrown away) before the connection is let go. */
-const BODY_CAP = 4096
 /**
  * The timer looks at the outbox at least this often: rows written by a process that wakes nobody here (the
  * CLI on SQLite; a node whose wake-up was lost), and the outbox gauge.
  */
 const MAX_SLEEP_MS = 5_000
-const RETRY_AFTER_CAP_MS = 24 * 60 * 60 * 1000
 /** After a write of a result failed (full disk), nothing is sent for this long: no resending storm. */
 const PAUSE_AFTER_WRITE_FAILURE_MS = 5_000
 /** The outbox gauge is read again at most this often. */
@@ -87,40 +46,6 @@ export interface DelivererDeps<Tx> {
   log: (line: string, err?: unknown) => void
   /** Called once per finished attempt (the /metrics counter). */
   onOutcome?: (outcome: DeliveryOutcome) => void
-}
-
-/** `Retry-After` as ms from now (delta seconds or an HTTP date); null when absent or unreadable. */
-export function retryAfterMs(value: string | null, now: number): number | null {
-  if (value === null) return null
-  const text = value.trim()
-  if (/^\d+$/.test(text)) return Math.min(Number(text) * 1000, RETRY_AFTER_CAP_MS)
-  const date = Date.parse(text)
-  if (Number.isNaN(date)) return null
-  return Math.min(Math.max(date - now, 0), RETRY_AFTER_CAP_MS)
-}
-
-const short = (text: string) => (text.length > 200 ? `${text.slice(0, 197)}...` : text)
-
-/** Reads at most BODY_CAP bytes of an answer (until `signal`), then lets it go; the bytes are not kept. */
-async function drain(response: Response, signal: AbortSignal): Promise<void> {
-  const body = response.body
-  if (!body) return
-  const reader = body.getReader()
-  const onAbort = () => void reader.cancel().catch(() => {})
-  signal.addEventListener('abort', onAbort, { once: true })
-  try {
-    let read = 0
-    while (read < BODY_CAP) {
-      const r = await reader.read()
-      if (r.done) return
-      read += r.value.byteLength
-    }
-    await reader.cancel()
-  } catch {
-    // A body cut short changes nothing: the status decided.
-  } finally {
-    signal.removeEventListener('abort', onAbort)
-  }
 }
 
 const DELIVERER: Who = { actor: { kind: 'system', name: 'webhook deliverer' }, address: '' }
@@ -307,34 +232,8 @@ export function createDeliverer<Tx>(deps: DelivererDeps<Tx>) {
 
   async function attempt(flight: Flight): Promise<void> {
     const { row, controller } = flight
-    const headers = { 'content-type': 'application/json', ...signatureHeaders(row.secret, row.webhook_id, row.payload, clock()) }
-    const started = performance.now()
-    const deadline = setTimeout(() => controller.abort(new GuardError('timeout', 'no answer in time')), TIMEOUT_MS)
-    let status: number | null = null
-    let error: string | null = null
-    let retryAfter: number | null = null
-    let permanent = false
-    let ms = 0
-    try {
-      const { response } = await guardedFetch(row.url, {
-        allowPrivate,
-        method: 'POST',
-        body: row.payload,
-        headers,
-        timeoutMs: TIMEOUT_MS,
-        signal: controller.signal,
-        resolve: deps.resolve,
-        isAllowed: deps.isAllowed,
-      })
-      ms = Math.round(performance.now() - started)
-      status = response.status
-      if (status < 200 || status > 299) {
-        error = status >= 300 && status <= 399 ? `HTTP ${status}: redirects are not followed` : `HTTP ${status}`
-        retryAfter = retryAfterMs(response.headers.get('retry-after'), clock())
-      }
-      await drain(response, controller.signal)
-    } catch (err) {
-      ms = Math.round(performance.now() - started)
+    const answer = await post(row, { allowPrivate, clock, controller, resolve: deps.resolve, isAllowed: deps.isAllowed })
+    if (answer.thrown) {
       // Shutting down: stop() gives the lease back, and the row goes out again at once after a start.
       if (stopping) {
         flight.cut = true
@@ -342,18 +241,8 @@ export function createDeliverer<Tx>(deps: DelivererDeps<Tx>) {
       }
       // The row is another's now (a renewal found it so): nothing of this attempt is written.
       if (flight.lost) return
-      const reason = err instanceof GuardError ? err.reason : 'network'
-      if (reason === 'private') {
-        permanent = true
-        error = 'private address: the host is on a private or local network'
-      } else if (reason === 'scheme') {
-        permanent = true
-        error = short(`refused: ${(err as Error).message}`)
-      } else if (reason === 'timeout' || reason === 'aborted') error = `timeout: no answer within ${TIMEOUT_MS / 1000} s`
-      else error = short(`${reason}: ${err instanceof Error ? err.message : String(err)}`)
-    } finally {
-      clearTimeout(deadline)
     }
+    const { status, error, retryAfter, permanent, ms } = answer
 
     // Written under the newest lease: a renewal in flight (which may have moved it) ends first.
     flight.recording = true

@@ -1,16 +1,24 @@
-// Webhooks as a feature of the composition root: endpoints (service, API), the deliverer that sends the
-// outbox from listen() on, their metrics and the sweep of old deliveries. Events are written into the
-// outbox (Shared) by the services, in the transaction of each change; a commit wakes the deliverer (on
-// PostgreSQL every node's, through the change feed: outbox.ts's createQueueOutbox). The deliverer and the
-// service are handed Storages' members only; the database file only on SQLite, for the service's 503.
+// Webhooks as a feature of the composition root: endpoints (service, API), the deliverer that sends the outbox
+// from listen() on, its metrics and the sweep; a commit that wrote events wakes the deliverer.
+import type { AuditRows } from '../audit'
+import type { Outbox } from '../kernel/outbox'
 import type { Feature, Shared } from '../web/feature'
 import { webhookApi } from './api'
 import { createDeliverer, DELIVERY_OUTCOMES } from './deliverer'
 import { createWebhookService } from './service'
+import type { EndpointRows, WebhookQueue } from './storage/contract'
 
-export function createWebhooksFeature(shared: Shared, opts: { schedule?: readonly number[] } = {}) {
-  const { config, outbox, clock, log } = shared
-  const { endpoints, queue, audit } = shared.storages
+/** What the root hands in: the storages' members (either engine) and the outbox. */
+export interface WebhooksDeps<Tx> {
+  endpoints: EndpointRows<Tx>
+  queue: WebhookQueue<Tx>
+  audit: AuditRows<Tx>
+  outbox: Outbox
+}
+
+export function createWebhooksFeature<Tx>(shared: Shared, deps: WebhooksDeps<Tx>, opts: { schedule?: readonly number[] } = {}) {
+  const { config, clock, log } = shared
+  const { endpoints, queue, audit, outbox } = deps
   const { resolve, isAllowed } = shared.guard
   // The database file only for SQLite's write failures (the 503 and /healthz): nothing of it on PostgreSQL.
   const db = shared.db ?? undefined

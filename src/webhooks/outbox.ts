@@ -1,41 +1,11 @@
-// The outbox: an event is written in the same transaction as the change that caused it (one
-// webhook_events row, one pending webhook_deliveries row per subscribed endpoint), so a crash never loses
-// an event and a rolled-back change never sends one. The deliverer reads the rows; it is woken after the
-// commit through `onEnqueued`.
-//
-// Most changes have nobody listening: an in-memory index (account → its enabled endpoints' event types)
-// answers "does anyone want this?" without touching the database. The index only filters: which endpoints
-// get a delivery is read from the table inside the transaction. Two builds of it:
-//
-// - createOutbox(db): SQLite. The index and its refresh stay synchronous (issue 22): `wanted` is asked on
-//   every change and every click, and a service started after the CLI wrote an endpoint must see it on its
-//   first question. It is rebuilt when this process creates, deletes or disables an endpoint (`reload`), and,
-//   since the CLI changes the table from another process, whenever SQLite's data_version says another
-//   connection committed (checked at most once a second). Its `enqueue` is the synchronous one of the
-//   services not yet on the async storages; a converted service writes through Storages' queue.enqueue in
-//   its storage call's `within` and calls `wake()` after the commit. Wake-ups are this process's only: the
-//   CLI's rows are found by the deliverer's timer (5 s).
-// - createQueueOutbox({ queue, changes }): no `db`, for PostgreSQL (any engine's Storages' queue). The index
-//   is read through queue.subscriptions(): at start, after `reload()` (which also tells every node, on the
-//   change feed's 'endpoint' topic, to read it again), on a resync of the feed, and when it is older than
-//   INDEX_MAX_AGE_MS (a change whose node died before telling, or the CLI). While it is not loaded, or being
-//   read again, `wanted` answers true: building an event nobody takes costs one statement that writes
-//   nothing, whereas a false "no" would lose it. `wake()` wakes this node's deliverer and tells every other
-//   node's, on the feed's 'webhook' topic (at most once per WAKE_EVERY_MS, the last one always sent), so an
-//   event committed on a node whose deliverer is not running goes out from another within milliseconds.
-//   Why the feed and not a poll of the queue every second: a poll costs every node a query a second while
-//   nothing happens, and still leaves up to a second; the feed costs one NOTIFY per burst of commits, and a
-//   lost one is covered by the feed's resync (which wakes the deliverer) and by the deliverer's 5 s timer.
-//   `enqueue` is SQLite's alone: there it throws.
-// Types only from ../db and the feed: the click writer's thread loads this module, and nothing more than it needs.
+// The outbox: a change writes its event in its own transaction; an in-memory index (account → subscribed types)
+// answers `wanted` without the database. createOutbox: SQLite, synchronous; createQueueOutbox: PostgreSQL, the feed.
 import type { Db } from '../db/sqlite'
 import type { ChangeFeed } from '../db/changes'
-import { createWebhookStore } from './store'
 import { log as rootLog, type Logger } from '../kernel/log'
-import type { WebhookQueue } from './queue'
 import type { EventType, Outbox } from '../kernel/outbox'
-
-export { DEFAULT_EVENTS, EVENT_TYPES, type EventType, type Outbox, type SubscribableType } from '../kernel/outbox'
+import type { Subscription, WebhookQueue } from './storage/contract'
+import { eventInserts, sqliteOutboxReads } from './storage/sqlite'
 
 const RECHECK_MS = 1_000
 /** The queue outbox reads its index again when it is older than this (a change nobody told it of). */
@@ -46,9 +16,8 @@ export const WAKE_EVERY_MS = 50
 const WAKE_TOPIC = 'webhook'
 const INDEX_TOPIC = 'endpoint'
 
-
 /** account → the event types its enabled endpoints subscribe to. */
-function indexOf(rows: readonly { account_id: number; events: string }[]): Map<number, Set<string>> {
+function indexOf(rows: readonly Subscription[]): Map<number, Set<string>> {
   const next = new Map<number, Set<string>>()
   for (const row of rows) {
     const set = next.get(row.account_id) ?? new Set<string>()
@@ -83,39 +52,17 @@ function listenerList(log: Pick<Logger, 'fault'>) {
   }
 }
 
-/** The exact body sent for an event (SPEC §9): `timestamp` is when the change happened. */
-export const payloadOf = (type: EventType, at: number, data: Record<string, unknown>) =>
-  JSON.stringify({ type, timestamp: new Date(at).toISOString(), data })
-
-/**
- * The inserts of one event and its pending deliveries, prepared on any connection: the outbox's own, or the
- * click writer's thread, which writes `link.clicked` events in the transaction of its flush (clicks/store.ts).
- * Call INSIDE the caller's transaction. The endpoints are read from the table there (INSERT … SELECT of the
- * enabled ones subscribed to `type`); with none, no event row is left. Returns the deliveries written.
- */
-export function eventInserts(db: Db) {
-  const store = createWebhookStore(db)
-  return (type: EventType, accountId: number, at: number, data: Record<string, unknown>, now: number): number => {
-    const { id } = store.insertEvent(accountId, type, at, payloadOf(type, at, data))
-    const n = store.insertDeliveries(id, now, accountId, type)
-    // The index said yes but the table has no taker (deleted a moment ago): no event without a delivery.
-    if (n === 0) store.removeEvent(id)
-    return n
-  }
-}
-
 export function createOutbox(db: Db, clock: () => number = Date.now, log: Pick<Logger, 'fault'> = rootLog): Outbox {
-  const store = createWebhookStore(db)
+  const reads = sqliteOutboxReads(db)
   const insertEvent = eventInserts(db)
-  const dataVersion = db.query<{ data_version: number }, []>('PRAGMA data_version')
   let index = new Map<number, Set<string>>()
   let seenVersion = -1
   let checkedAt = -Infinity
   const listeners = listenerList(log)
 
   function reload() {
-    index = indexOf(store.subscriptions())
-    seenVersion = dataVersion.get()!.data_version
+    index = indexOf(reads.subscriptions())
+    seenVersion = reads.dataVersion()
     checkedAt = Date.now()
   }
 
@@ -123,7 +70,7 @@ export function createOutbox(db: Db, clock: () => number = Date.now, log: Pick<L
     const now = Date.now()
     if (now - checkedAt < RECHECK_MS) return
     checkedAt = now
-    if (dataVersion.get()!.data_version !== seenVersion) reload()
+    if (reads.dataVersion() !== seenVersion) reload()
   }
 
   function wanted(type: EventType, accountId: number | null): boolean {
@@ -154,7 +101,10 @@ export interface QueueOutboxDeps {
   log?: Pick<Logger, 'fault'>
 }
 
-/** The outbox without `db` (PostgreSQL): see the header. Its index is read at the first question. */
+/**
+ * The outbox without `db` (PostgreSQL): the index is read through queue.subscriptions() (at start, on reload, on a
+ * resync, when older than INDEX_MAX_AGE_MS) and answers true while unread; wake() tells every node on the feed.
+ */
 export function createQueueOutbox({ queue, changes, log = rootLog }: QueueOutboxDeps): Outbox {
   const listeners = listenerList(log)
   /** null: not read yet (everything is wanted). */

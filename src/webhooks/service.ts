@@ -1,26 +1,16 @@
-// Webhook endpoints: the rules of creating, listing and deleting them, their delivery log, redelivery,
-// the test event, and the sweep that keeps the outbox tables bounded. Plain values in, plain records out,
-// AppErrors thrown; no HTTP here (api.ts) and no sending (deliverer.ts).
-//
-// Async (issue 22): every method that reads or writes the database goes through the storages it is handed
-// (`endpoints`, `queue`, `audit`: Storages' members, either engine), so every one of them returns a
-// promise. Each write's re-check is the store's one-method decision (insertUnder counts and inserts, update
-// reads the row it changes, rotateSecret/remove/requeueFailed act only on a row still there), its audit row
-// written by `within` in that transaction. Synchronous: checking parameters, and the outbox's `wanted`
-// (the hot path of every change, an in-memory index: outbox.ts).
+// Webhook endpoints: the rules of creating, listing, changing and deleting them, their delivery log, redelivery,
+// the test event and the sweep. No HTTP here (api.ts), no sending (deliverer.ts); each write's re-check is the store's.
 import { newSecret } from './sign'
 import type { Caller } from '../kernel/caller'
-import { auditRow, byAccount, SYSTEM, webhookTarget, type AuditEntry, type Who } from '../audit'
-import type { AuditRows } from '../audit'
+import { auditRow, byAccount, SYSTEM, webhookTarget, type AuditEntry, type AuditRows, type Who } from '../audit'
 import type { Config } from '../kernel/config'
 import { iso, noteWriteSuccess, storageError, type Db } from '../db/sqlite'
 import { AppError, invalidParameter, missingParameter, notFound, notOwner } from '../kernel/errors'
 import { privateAddress } from '../kernel/net/private-address'
 import { checkUrl, GuardError } from '../kernel/net/guard'
-import type { EndpointRows } from './endpoints'
-import { DEFAULT_EVENTS, EVENT_TYPES, type Outbox, type SubscribableType } from './outbox'
-import type { WebhookQueue } from './queue'
-import type { EndpointRow } from './store'
+import { DEFAULT_EVENTS, EVENT_TYPES, type Outbox, type SubscribableType } from '../kernel/outbox'
+import { allWritten } from '../db/written'
+import type { EndpointRow, EndpointRows, WebhookQueue } from './storage/contract'
 
 export const MAX_URL_LENGTH = 2048
 /** Endpoints per account: each one multiplies every event the account causes. */
@@ -172,7 +162,7 @@ export function createWebhookService<Tx>({ db, config, outbox, endpoints, queue,
     // Counted and inserted in one decision of the store: two creations at once cannot both be the 20th.
     const row = await written(
       endpoints.insertUnder(accountId, MAX_ENDPOINTS, { url, events, secret, now: clock() }, (tx, inserted, owner) =>
-        Promise.all([
+        allWritten([
           record(tx, by, { action: 'webhook.create', target: webhookTarget(inserted.id, owner, url), detail: `events ${events}` }),
           opts.within?.(inserted, tx),
         ]),
@@ -268,7 +258,7 @@ export function createWebhookService<Tx>({ db, config, outbox, endpoints, queue,
     const rotated = await written(
       endpoints.rotateSecret(before.id, caller.accountId, secret, (tx, r, owner) =>
         // Never the secret itself: that a new one was made, and when.
-        Promise.all([opts.within?.(r, tx), record(tx, by, { action: 'webhook.rotate', target: webhookTarget(r.id, owner, r.url) })]),
+        allWritten([opts.within?.(r, tx), record(tx, by, { action: 'webhook.rotate', target: webhookTarget(r.id, owner, r.url) })]),
       ),
     )
     const row = stillThere(rotated, before.id)

@@ -1,10 +1,5 @@
-// Standard Webhooks signing (https://www.standardwebhooks.com): what a receiver checks with the spec's
-// own libraries (`new Webhook(secret).verify(body, headers)`), so nothing here may be our own invention.
-// The id names the event, not the attempt: a retry or a redelivery of an event carries its id again, which
-// is what lets a receiver drop duplicates. It is random and stored on the event's row (migration 9), never
-// the row number: row numbers come round again after a restore, and a receiver would drop a new event as
-// one it had seen. The timestamp is the moment of each send (receivers refuse
-// old ones: a retry an hour later must carry a fresh one), and it is part of what is signed.
+// Standard Webhooks signing (https://www.standardwebhooks.com): what receivers check with the spec's own libraries.
+// The id names the event (random, kept on its row: a retry carries it again); the timestamp is each send's.
 import { createHmac, randomBytes } from 'node:crypto'
 
 const PREFIX = 'whsec_'

@@ -16,8 +16,8 @@ import { bump, DIMENSIONS, MONTH_NAMES, parseDims, type DimNames } from '../../s
 import { PartialWrite, type ClickCounts, type DayKeyRows } from '../../src/clicks/storage/contract'
 import { postgresClickCounts, postgresDayKeyRows, postgresSharedVisitorRows } from '../../src/clicks/storage/postgres'
 import { sqliteClickCounts, sqliteDayKeyRows } from '../../src/clicks/storage/sqlite'
-import { eventInserts } from '../../src/webhooks/outbox'
-import { postgresWebhookQueue } from '../../src/webhooks/queue-postgres'
+import { eventInserts } from '../../src/webhooks/storage/sqlite'
+import { postgresWebhookQueue } from '../../src/webhooks/storage/postgres'
 import { engineHarness } from '../support/engines'
 
 /** What the suite needs of an engine: a fresh database, the store on one or two connections, and its rows. */

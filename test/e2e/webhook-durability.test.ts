@@ -39,7 +39,7 @@ function holdingReceiver(holding: () => boolean): Receiver {
 }
 
 // Restated for the lease (issue 22): this used to expect the restarted service to send at once. The deliverer
-// now claims each row under a lease (webhooks/queue.ts, LEASE_MS 15 s, renewed while a request is in flight),
+// now claims each row under a lease (webhooks/storage, LEASE_MS 15 s, renewed while a request is in flight),
 // which is what keeps two nodes of one PostgreSQL from sending one event twice; a process starting up cannot
 // tell its dead predecessor's lease from a live node's, so it releases none, and the row goes out once the
 // lease has run out — no sooner (still under the same webhook-id, still at least once).

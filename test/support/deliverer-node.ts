@@ -4,7 +4,7 @@
 import { postgresAuditRows } from '../../src/audit/storage/postgres'
 import { pgClient } from '../../src/db/postgres'
 import { createDeliverer } from '../../src/webhooks/deliverer'
-import { postgresWebhookQueue } from '../../src/webhooks/queue-postgres'
+import { postgresWebhookQueue } from '../../src/webhooks/storage/postgres'
 import { testConfig } from './app'
 import { tmpdir } from 'node:os'
 

@@ -2,7 +2,7 @@
 // with DIE_AFTER_COMMIT set, right after its commit and before it can say so.
 import { Database } from 'bun:sqlite'
 import { sqliteClickWriter } from '../../src/clicks/storage/sqlite'
-import { eventInserts } from '../../src/webhooks/outbox'
+import { eventInserts } from '../../src/webhooks/storage/sqlite'
 import type { WriterRequest } from '../../src/clicks/write-worker'
 
 declare var self: Worker

@@ -65,7 +65,7 @@ export interface DeliveryRow {
   last_error: string | null
   last_ms: number | null
   last_at: number | null
-  /** The lease of the claim holding it (unix ms; 0: none): webhooks/queue.ts. */
+  /** The lease of the claim holding it (unix ms; 0: none): webhooks/storage/contract.ts. */
   claimed_until: number
 }
 

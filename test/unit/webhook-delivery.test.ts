@@ -7,7 +7,7 @@ import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { openDatabase, type Db } from '../../src/db/sqlite'
 import { sqliteAuditRows } from '../../src/audit/storage/sqlite'
-import { sqliteWebhookQueue } from '../../src/webhooks/queue'
+import { sqliteWebhookQueue } from '../../src/webhooks/storage/sqlite'
 import { createDeliverer, retryAfterMs, type Deliverer, type DelivererDeps } from '../../src/webhooks/deliverer'
 import { makeBox, tempDir, testConfig } from '../support/app'
 import {

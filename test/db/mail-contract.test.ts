@@ -1,18 +1,14 @@
-// Temporary mail's storage behind the async store interface (src/mail/messages.ts), ONE suite run against both
-// engines: SQLite (rows, and files under data_dir/mail or mail_inline: the synchronous store and the spool
-// wrapped) and a real PostgreSQL server (messages-postgres.ts: rows, and the bytes in mail_bodies). Every test
-// works through two "nodes" (two connections to one SQLite file; two connection pools on one database): what
-// one stores, the other lists and reads, byte for byte. Then the signing secret on both engines (the file;
-// the secrets table), made once however many nodes ask at once.
+// Temporary mail's storage contract (src/mail/storage), one suite on both engines: what one "node" (a connection,
+// a pool) stores, the other lists and reads, byte for byte. Then the signing secret on both engines.
 import { describe, expect, test } from 'bun:test'
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
-import { RAW_PART, sqliteMessageStore, type MailBytes, type MessageStore, type NewMessage } from '../../src/mail/messages'
-import { CHUNK_BYTES, postgresMessageStore } from '../../src/mail/messages-postgres'
+import { sqliteMessageStore } from '../../src/mail/storage/sqlite'
+import { CHUNK_BYTES, postgresMessageStore } from '../../src/mail/storage/postgres'
+import { RAW_PART, type MailBytes, type MessageBody, type MessageStore, type NewMessage } from '../../src/mail/storage/contract'
 import { parseMessage } from '../../src/mail/parse'
 import { createSpool, type Spool } from '../../src/mail/spool'
-import type { MessageBody } from '../../src/mail/store'
 import { createLinkSigner, fileSigningSecret, SECRET_BYTES, type SigningSecretSource } from '../../src/kernel/signing'
 import { postgresSigningSecret } from '../../src/db/postgres/signing'
 import type { TransactionSQL } from 'bun'
@@ -504,6 +500,28 @@ describe.each([
 
   // ---------------------------------------------------------------------------------------------------------
   // The signing secret
+
+  test('an async `within` of storeMessage throws and stores nothing: SQLite refuses it, PostgreSQL rolls back what it wrote before the throw', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const ann = await e.account('ann')
+      const box = await e.mailbox('late@mail.test', ann)
+      for (const attachments of [{ 'all-bytes.bin': EVERY_BYTE }, { 'big.bin': BIG }] as Record<string, Uint8Array>[]) {
+        const late = a.storeMessage(await e.message(eml('late', attachments), [box]), async (tx) => {
+          await e.mark(tx, 'late')
+          throw new Error('thrown after an await')
+        })
+        await expect(late).rejects.toThrow()
+        expect(await e.marked('late')).toBe(false)
+        expect(await b.list(box, 0, 10)).toEqual([])
+        expect((await b.mailboxById(box))!.messages).toBe(0)
+        expect(await e.blobs()).toBe(0)
+      }
+    } finally {
+      await e.close()
+    }
+  })
 
   test('the signing secret: two nodes asking at once get one secret of 32 random bytes; a link signed on one verifies on the other', async () => {
     const e = await makeEngine()

@@ -1,30 +1,21 @@
-// Temporary mail on PostgreSQL (see messages.ts for the contract), for any number of nodes sharing one
-// database: the rows in the tables SQLite has, and every byte of a message in mail_bodies, so a message taken
-// by one node's SMTP is listed, read and downloaded through every node, and nothing of it is in a data_dir.
-//
-// Bytes in chunks of CHUNK_BYTES, one row each (blob, part, seq): part -1 the body JSON, 0 the message as
-// received, n ≥ 1 attachment n. Why not one bytea per part: Bun.SQL (like every client) sends and receives a
-// value whole, so a 10 MiB attachment would be 10 MiB in one message each way and in memory at once on both
-// ends, and one value stops at 1 GB. With chunks a download holds one chunk at a time (bytes() streams them
-// one query each) and a write sends one chunk per statement, whatever mail.max_message_bytes is. Why not
-// large objects: they are not rows (DELETE and ON DELETE CASCADE leave them behind: they need lo_unlink or
-// vacuumlo), they have their own permissions and dump handling, are not carried by logical replication, and
-// Bun.SQL has no API for them; chunk rows stream the same way with plain SQL. So no size switches to them.
-//
-// Concurrency (READ COMMITTED): every write that depends on a mailbox row locks it first (SELECT … FOR NO
-// KEY UPDATE, or FOR UPDATE when it deletes the row) and decides on what the lock returned, the latest
-// committed version: two nodes storing into a mailbox with one place left are serialized on that lock and
-// the second finds it full. Several mailboxes are locked in ascending id order, in every writer, so that two
-// never wait on each other in a circle. The bytes of a blob are removed after the commit that deleted rows,
-// by a statement that deletes them only when no row names the blob (two deletions of the two last rows on
-// two nodes: whichever cleans up last sees both gone); a crash in between is what sweepOrphans is for. The
-// bytes are written in the same transaction as the rows: before they commit no other node sees either, so
-// neither a reader nor sweepOrphans can meet a row without its bytes or take bytes that are about to be named.
+// Temporary mail on PostgreSQL (the contract: contract.ts), for any number of nodes: every byte in mail_bodies, in
+// chunks; each write locks the mailboxes it depends on (ascending id) and decides on what the lock returned.
 import type { SQL, TransactionSQL } from 'bun'
 import { randomBytes } from 'node:crypto'
-import type { MailboxGot, MailBytes, MessageStore, StoredMessage } from './messages'
-import { RAW_PART } from './messages'
-import type { AttachmentRow, MailboxRow, MessageBody, MessageRow, MessageSummaryRow } from './store'
+import {
+  RAW_PART,
+  type AttachmentRow,
+  type MailboxGot,
+  type MailboxRow,
+  type MailBytes,
+  type MessageBody,
+  type MessageRow,
+  type MessageStore,
+  type MessageSummaryRow,
+  type StoredMessage,
+} from './contract'
+
+export { RAW_PART } from './contract'
 
 /** The most bytes in one row of mail_bodies. */
 export const CHUNK_BYTES = 1024 * 1024

@@ -1,18 +1,7 @@
-// Webhook endpoints on PostgreSQL (see endpoints.ts for the contract), for any number of nodes sharing one
-// database.
-//
-// Concurrency (READ COMMITTED, where each statement sees what was committed when it started):
-// - insertUnder locks the account's row (FOR NO KEY UPDATE: it waits for another creation for the same
-//   account, not for the foreign-key checks of other tables' inserts) before counting: two nodes creating
-//   the last allowed endpoint take turns, and the second counts the first's.
-// - update locks the endpoint's row (FOR NO KEY UPDATE) and computes the new values from what the lock
-//   returned, the latest committed version: two edits at once both land, neither undoes the other.
-// - rotateSecret is one conditional UPDATE; remove one DELETE … RETURNING; requeueFailed locks the endpoint
-//   FOR KEY SHARE (a deletion waits for it, or it finds the endpoint gone) before touching its deliveries,
-//   then those deliveries in id order, as the sweep and markGone lock them (no two lock two rows crosswise).
-// Lock order, as in queue-postgres.ts: an account before its endpoints, an endpoint before its deliveries.
+// Webhook endpoints on PostgreSQL (the contract: contract.ts): each decision locks the row it depends on
+// (the account's, the endpoint's), an account before its endpoints, an endpoint before its deliveries.
 import type { SQL, TransactionSQL } from 'bun'
-import type { EndpointRow, EndpointRows, NamedEndpoint } from './endpoints'
+import type { EndpointRow, EndpointRows, NamedEndpoint } from './contract'
 
 /** bigint columns come back from Bun.SQL as text; every number here stays far below 2^53. */
 const endpoint = (r: Record<string, unknown>): EndpointRow => ({

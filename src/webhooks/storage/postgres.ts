@@ -1,30 +1,18 @@
-// The webhook outbox and delivery queue on PostgreSQL (see queue.ts for the contract), for any number of
-// nodes delivering from one database.
-//
-// One node per delivery: claim picks due rows with FOR UPDATE SKIP LOCKED (a row another node is claiming
-// this instant is passed over, never waited for) and writes their lease in the same statement. A row
-// claimed and committed by another node after this statement's snapshot is locked, then re-checked on its
-// newest version (READ COMMITTED's re-check of a locked row), where its lease excludes it. So two nodes
-// never hold the same delivery, and one that dies gives it back when the lease runs out.
-//
-// Lock order, the same in every writer so that none waits on another in a circle: delivery rows (ascending
-// id) before their endpoint's row. markGone locks the endpoint's pending deliveries first, then disables it.
-// enqueue takes the endpoints it writes deliveries for FOR KEY SHARE: one deleted at that moment is either
-// waited for and left out, or kept until the caller's commit, never a foreign-key error in the caller's change.
-// An event before its deliveries: the sweep locks the events it deletes (FOR UPDATE), then their deliveries;
-// a redelivery locks its event (FOR KEY SHARE), then its endpoint (FOR KEY SHARE), then writes the delivery.
-//
-// The sweep and the cap never take a delivery in flight: one in flight is pending under a live lease. The
-// sweep's check that an event has nothing pending runs in a statement that starts once the event and every
-// delivery of it are locked: no delivery of it can be inserted (the foreign key's check waits for the event's
-// lock) or turned pending (its row is locked) until the sweep commits. Without those locks, a check made from
-// the statement's start would miss a redelivery (and the claim of it) committed while the DELETE ran, and the
-// cascade would take the delivery out from under its sender. The cap re-checks each row it deletes on its
-// newest version (state, claimed_until), locked in id order.
+// The webhook outbox and delivery queue on PostgreSQL (the contract: contract.ts), for any number of nodes: claims
+// FOR UPDATE SKIP LOCKED under a lease; locks in one order (deliveries by id, then their endpoint). Notes: ARCHITECTURE.
 import type { SQL, TransactionSQL } from 'bun'
-import { payloadOf } from './outbox'
-import { LEASE_MS, type HeldLease, type WebhookQueue } from './queue'
-import type { DeliveryLogRow, EndpointCounts, EventRow, LeasedDelivery } from './store'
+import {
+  LEASE_MS,
+  payloadOf,
+  type DeliveryLogRow,
+  type EndpointCounts,
+  type EventRow,
+  type HeldLease,
+  type LeasedDelivery,
+  type WebhookQueue,
+} from './contract'
+
+export { postgresEndpointRows } from './postgres-endpoints'
 
 /** bigint columns come back from Bun.SQL as text; every number here stays far below 2^53. */
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v))

@@ -1,0 +1,4 @@
+export { createMailFeature } from './feature'
+export { MAIL_EVENT_DOCS } from './event-docs'
+export { MAIL_LINK_TTL_MS, type MailService } from './service'
+export type { MailboxRow, MessageStore } from './storage/contract'
