@@ -4,10 +4,10 @@
 // with a temporary data directory; `linkbox serve` builds it and listens.
 import { mkdirSync } from 'node:fs'
 import { createAccountService } from '../accounts/service'
-import { createAuditFeature } from '../audit/feature'
+import { createAuditReader } from '../audit'
 import { createClicksFeature } from '../clicks/feature'
 import type { Config } from '../kernel/config'
-import { createDashboardFeature } from '../dashboard/feature'
+import { createDashboardFeature } from '../dashboard'
 import { sqliteBackend, type Backend } from './backend-sqlite'
 import { databaseUnavailable } from '../kernel/errors'
 import { createEvents } from '../kernel/events'
@@ -27,10 +27,11 @@ import { createMailFeature } from '../mail/feature'
 import { createMediaFeature } from '../media/feature'
 import { createMetrics, processMetrics } from '../kernel/metrics'
 import type { AppOptions } from './options'
-import { createPagesFeature } from '../pages/feature'
+import { createPagesFeature } from '../pages'
 import { createQrFeature } from '../qr/feature'
 import { reloadConfig, type ReloadOutcome } from '../kernel/reload'
 import { createLinkSigner } from '../kernel/signing'
+import { WEBHOOK_EVENT_DOCS } from '../webhooks/event-docs'
 import { createWebhooksFeature } from '../webhooks/feature'
 import { createOutbox, createQueueOutbox } from '../webhooks/outbox'
 
@@ -98,11 +99,28 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const media = createMediaFeature(shared)
   const database = backend.databaseCheck(clicks.recorder)
   const databaseProblem = () => database.known().reason
-  const dashboard = createDashboardFeature(shared, { links: links.links, mail: mail.mail, webhooks: webhooks.webhooks, qr: qr.qr, abuse: links.abuse, databaseProblem })
+  const audit = createAuditReader(storages.audit, clock)
+  const dashboard = createDashboardFeature(shared, {
+    storages,
+    accounts: shared.accounts,
+    audit,
+    links: links.links,
+    mail: mail.mail,
+    webhooks: webhooks.webhooks,
+    qr: qr.qr,
+    abuse: links.abuse,
+    databaseProblem,
+  })
   const methods = [links, qr, media, mail, webhooks].flatMap((f) => f.feature.api ?? [])
-  const audit = createAuditFeature(shared, { shell: dashboard.shell })
-  const pages = createPagesFeature(shared, { links: links.links, methods, database, shell: dashboard.shell, anonymous: links.anonymous })
-  const features: Feature[] = [clicks, webhooks, links, qr, mail, media, dashboard, audit, pages].map((f) => f.feature)
+  const pages = createPagesFeature(shared, {
+    links: links.links,
+    methods,
+    database,
+    shell: dashboard.shell,
+    anonymous: links.anonymous,
+    eventDocs: WEBHOOK_EVENT_DOCS,
+  })
+  const features: Feature[] = [clicks, webhooks, links, qr, mail, media, dashboard, pages].map((f) => f.feature)
 
   // The wiring: metrics, the API, the router, the pipeline.
   for (const f of features) f.metrics?.(metrics)
@@ -161,7 +179,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     /** Dashboard sign-in sessions (tests sign in through the pages; the sweep removes expired ones). */
     sessions: dashboard.sessions,
     /** The audit log (audit/service.ts): its rows are written by the services, in each change's transaction. */
-    audit: audit.audit,
+    audit,
     /** The SMTP receiver, once startSmtp() has run (null when mail.smtp_port is 0). */
     get smtp() {
       return mail.smtp

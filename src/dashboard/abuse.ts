@@ -3,12 +3,12 @@
 // banned, or its owner's account disabled; the banned hosts, added and lifted; and any link disabled or
 // enabled by its code. Every form posts, then redirects back here with what happened (Post/Redirect/Get).
 import { Elysia } from 'elysia'
-import type { OpenReport } from '../abuse/store'
+import type { OpenReport } from '../abuse'
 import { AppError } from '../kernel/errors'
 import { escapeHtml } from '../web/render'
-import { REPORTS, tabs } from './admin'
-import type { DashboardDeps } from './index'
-import { byAccount } from '../audit/service'
+import { REPORTS, tabs } from './admin-tabs'
+import type { DashboardDeps } from './deps'
+import { byAccount } from '../audit'
 import type { Session } from './sessions'
 import { when } from './shell'
 

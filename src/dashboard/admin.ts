@@ -11,18 +11,17 @@
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { Elysia } from 'elysia'
-import { ACCOUNT_PAGE_MAX } from '../accounts/service'
-import { byAccount } from '../audit/service'
+import { ACCOUNT_PAGE_MAX } from '../accounts'
+import { byAccount } from '../audit'
 import { AppError } from '../kernel/errors'
 import type { MetricFamily } from '../kernel/metrics'
 import { escapeHtml } from '../web/render'
 import { VERSION } from '../kernel/version'
-import type { DashboardDeps } from './index'
+import type { DashboardDeps } from './deps'
 import type { Session } from './sessions'
 import { when } from './shell'
+import { ADMIN, AUDIT, HEALTH, tabs } from './admin-tabs'
 
-const ADMIN = '/dashboard/admin'
-const HEALTH = '/dashboard/admin/health'
 /** Page numbers people can ask for (far beyond any real list: the page count bounds it again). */
 const MAX_PAGE = 100_000
 
@@ -197,15 +196,6 @@ function databaseBytes(dataDir: string): number | null {
 
 // ---------------------------------------------------------------------------------------------------------
 // The pages
-
-export const REPORTS = '/dashboard/admin/reports'
-export const AUDIT = '/dashboard/admin/audit'
-
-export function tabs(current: 'accounts' | 'health' | 'reports' | 'audit'): string {
-  const tab = (id: string, href: string, label: string) =>
-    `<li><a href="${href}"${id === current ? ' aria-current="page"' : ''}>${label}</a></li>`
-  return `<nav aria-label="Admin"><ul class="admin-tabs">${tab('accounts', ADMIN, 'Accounts')}${tab('reports', REPORTS, 'Reports and bans')}${tab('audit', AUDIT, 'Audit log')}${tab('health', HEALTH, 'Health')}</ul></nav>`
-}
 
 interface CreateForm {
   name?: string

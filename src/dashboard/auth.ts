@@ -13,9 +13,10 @@ import { sameSecret } from '../web/api'
 import { readBodyLimited } from '../web/params'
 import { rateKeyOf } from '../web/client-ip'
 import { escapeHtml, fill } from '../web/render'
-import type { DashboardDeps } from './index'
+import type { DashboardDeps } from './deps'
+import type { OidcSignIn } from './oidc'
 import { randomToken, type SignIn } from './sessions'
-import { byAccount } from '../audit/service'
+import { byAccount } from '../audit'
 import { safeNext, SESSION_ENDED } from './shell'
 
 export { safeNext }
@@ -32,8 +33,8 @@ interface Refused {
   error: string
 }
 
-export function createAuthRoutes(deps: DashboardDeps) {
-  const { shell, sessions, accounts, limiter, clientIp, config, oidc } = deps
+export function createAuthRoutes(deps: DashboardDeps, oidc: OidcSignIn | null) {
+  const { shell, sessions, accounts, limiter, clientIp, config } = deps
   // oidc.only: the provider is the one way in; the password form is not shown and its POST is refused.
   const passwords = !config.oidc.only
   // Open sign-up makes password accounts: off when passwords are.

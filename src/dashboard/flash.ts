@@ -14,7 +14,7 @@
 // opens to nothing. (A visitor's home form is bound to its form token, which form_tokens keeps: its result
 // is a link record the links table holds anyway.)
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto'
-import type { FlashRows } from './flash-rows'
+import type { FlashRows } from './storage/contract'
 
 export const FLASH_TTL_MS = 5 * 60_000
 export const FLASH_PER_OWNER = 10

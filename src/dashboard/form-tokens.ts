@@ -14,8 +14,9 @@
 // there, through the storage's claimIn: on SQLite it throws before it returns, inside the synchronous
 // transaction. Synchronous: issuing a token, the hidden field, the fingerprint (no database).
 import { randomBytes } from 'node:crypto'
+import { written } from '../db/written'
 import { escapeHtml } from '../web/render'
-import type { FormTokenRow, FormTokenRows } from './session-store'
+import type { FormTokenRow, FormTokenRows } from './storage/contract'
 
 export const FORM_TOKEN_FIELD = '_once'
 /** How long a used token is remembered (a form page left open longer may be sent once more). */
@@ -72,17 +73,18 @@ export function createFormTokens<Tx>(deps: { rows: FormTokenRows<Tx>; clock: () 
     /**
      * Inside the creation's transaction (`tx`, as the service's `within` hands it): takes the token for this
      * creation, or throws RepeatedForm when the same form took it before (which undoes the transaction). Also
-     * removes a few tokens older than FORM_TOKEN_KEPT_MS. Its promise is the `within`'s to return, not to await.
+     * removes a few tokens older than FORM_TOKEN_KEPT_MS. What it gives (at once on SQLite, a promise on
+     * PostgreSQL: db/written.ts) is the `within`'s to return, not to await.
      */
-    claim(tx: Tx, sent: SentForm | null, sessionId: number | null, result: string): Promise<unknown> {
-      if (!sent) return Promise.resolve()
+    claim(tx: Tx, sent: SentForm | null, sessionId: number | null, result: string): unknown {
+      if (!sent) return undefined
       const now = clock()
-      return rows.claimIn(tx, sent.token, sessionId, sent.fingerprint, now, result, (tx, outcome) => {
-        if (outcome.claimed) return rows.removeOld(now - FORM_TOKEN_KEPT_MS, tx)
+      return written(rows.claimIn(tx, sent.token, sessionId, sent.fingerprint, now, result, (tx, outcome) => {
+        if (outcome.claimed) return written(rows.removeOld(now - FORM_TOKEN_KEPT_MS, tx))
         const first = before(outcome.first, sent, sessionId)
         if (first !== undefined) throw new RepeatedForm(first)
         // the token of another form's content: that one is not protected
-      })
+      }))
     },
   }
 }

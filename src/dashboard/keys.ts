@@ -5,13 +5,13 @@
 // The form's one-time token makes a form sent twice make one key. Only the account's own keys are listed,
 // changed or revoked.
 import { Elysia } from 'elysia'
-import { printable } from '../accounts/service'
+import { printable } from '../accounts'
 import { SCOPES, type Scope } from '../kernel/caller'
 import { AppError } from '../kernel/errors'
 import { escapeHtml as e } from '../web/render'
 import { RepeatedForm } from './form-tokens'
-import type { DashboardDeps } from './index'
-import { byAccount } from '../audit/service'
+import type { DashboardDeps } from './deps'
+import { byAccount } from '../audit'
 import type { Session } from './sessions'
 import { when, withParam, type Notice } from './shell'
 

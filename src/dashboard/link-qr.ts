@@ -10,9 +10,9 @@ import { sameSecret } from '../web/api'
 import { contentDisposition } from '../web/disposition'
 import { readBodyLimited } from '../web/params'
 import { escapeHtml as e } from '../web/render'
-import { LOGO_MAX_BYTES } from '../qr/logo'
-import { callerLane } from '../qr/renderer'
-import { parseQrSettings, QR_ECC_LEVELS, QR_MARGIN, QR_SIZE, type QrFormat, type QrService } from '../qr/service'
+import { LOGO_MAX_BYTES } from '../qr'
+import { callerLane } from '../qr'
+import { parseQrSettings, QR_ECC_LEVELS, QR_MARGIN, QR_SIZE, type QrFormat, type QrService } from '../qr'
 
 /** The fields of the form, as the query string names them (the API's names). */
 const FIELDS = ['fg', 'bg', 'size', 'ecc', 'margin'] as const

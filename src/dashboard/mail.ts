@@ -9,7 +9,7 @@
 import { Elysia } from 'elysia'
 import { AppError } from '../kernel/errors'
 import { escapeHtml as h } from '../web/render'
-import type { DashboardDeps } from './index'
+import type { DashboardDeps } from './deps'
 import { when } from './shell'
 import type { Session } from './sessions'
 

@@ -6,10 +6,10 @@
 // /login, which no short link can take (links/validate.ts RESERVED_CODES).
 import { Elysia } from 'elysia'
 import { rateKeyOf } from '../web/client-ip'
-import { createProviderAccounts } from '../oidc/accounts'
-import { createOidcClient, describe, SignInRefused, type PendingEntry, type PendingSignIns } from '../oidc/client'
+import { createProviderAccounts } from '../oidc'
+import { createOidcClient, describe, SignInRefused, type PendingEntry, type PendingSignIns } from '../oidc'
 import { escapeHtml } from '../web/render'
-import type { DashboardDeps } from './index'
+import type { DashboardDeps } from './deps'
 import { cookiesOf, safeNext } from './shell'
 
 /** Sign-ins one client address may start a minute (each holds a pending entry until its callback). */

@@ -15,11 +15,12 @@
 // - Synchronous: only turning a row into a Session.
 import { randomBytes } from 'node:crypto'
 import type { Caller } from '../kernel/caller'
-import { hashKey, SCOPES } from '../accounts/service'
-import { accountTarget, auditRow, type Who } from '../audit/service'
-import type { Storages } from '../app/storages'
-import { createPasswordGate, type Verifier } from '../links/password-gate'
-import type { SessionWithAccount } from './store'
+import { SCOPES } from '../kernel/caller'
+import { hashKey } from '../accounts'
+import { accountTarget, auditRow, type Who } from '../audit'
+import { written } from '../db/written'
+import { createPasswordGate, type Verifier } from '../links'
+import type { DashboardStores, SessionWithAccount } from './storage/contract'
 
 export const SESSION_TTL_MS = 7 * 24 * 3600_000
 export const SESSION_MAX_MS = 30 * 24 * 3600_000
@@ -49,7 +50,7 @@ export interface SignIn {
 }
 
 /** The sign-in and the sessions, over the storages handed in (the engine's: see the header). */
-export function createSessions<Tx>(deps: { storages: Pick<Storages<Tx>, 'accounts' | 'sessions' | 'audit'>; clock: () => number; verify?: Verifier }) {
+export function createSessions<Tx>(deps: { storages: Pick<DashboardStores<Tx>, 'accounts' | 'sessions' | 'audit'>; clock: () => number; verify?: Verifier }) {
   const { storages, clock } = deps
   const gate = createPasswordGate({ verify: deps.verify })
   // An unknown name costs the same hash check as a known one, so timing does not tell which names exist.
@@ -107,7 +108,7 @@ export function createSessions<Tx>(deps: { storages: Pick<Storages<Tx>, 'account
         MAX_SESSIONS_PER_ACCOUNT,
         (tx, made) =>
           signIn &&
-          Promise.all([
+          written(
             storages.accounts.setLastSignin(accountId, now, tx),
             storages.audit.insert(
               tx,
@@ -117,7 +118,7 @@ export function createSessions<Tx>(deps: { storages: Pick<Storages<Tx>, 'account
                 clock(),
               ),
             ),
-          ]),
+          ),
       )
       return { token, session: toSession(row, token) }
     },

@@ -14,9 +14,9 @@ import { isCrossSite } from '../web/cross-site'
 import { readBodyLimited } from '../web/params'
 import { escapeHtml, fill, LOGO_SVG, SCRIPT_CSP, SCRIPT_TAG, STYLE_VERSION, THEME_SWITCH } from '../web/render'
 import { createFlash } from './flash'
-import type { FlashRows } from './flash-rows'
+import type { FlashRows } from './storage/contract'
 import { createFormTokens, type FormTokens } from './form-tokens'
-import type { FormTokenRows } from './session-store'
+import type { FormTokenRows } from './storage/contract'
 import { SESSION_TTL_MS, type Session, type Sessions } from './sessions'
 
 export const DASHBOARD_CSS = dashboardCss as unknown as string

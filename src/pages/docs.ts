@@ -10,7 +10,7 @@ import docsTpl from '../../assets/docs.html' with { type: 'text' }
 import { answerCodes, type ApiFile, type ApiMethod } from '../web/api'
 import { exampleEvent, openApiDocument, operationId, STATUS_TEXT, type OpenApiOptions, type WebhookEventDoc } from '../web/openapi'
 import type { ApiParam } from '../web/schema'
-import { MAIL_LINK_TTL_MS } from '../mail/service'
+import { MAIL_LINK_TTL_MS } from '../mail'
 import { escapeHtml, page } from '../web/render'
 
 type Schema = Record<string, any>

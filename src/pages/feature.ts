@@ -1,19 +1,27 @@
 // The service's own pages as a feature of the composition root: the home page and its form, the API
 // documents, /healthz and /readyz, /metrics, the shared assets, the favicon and robots.txt.
-import type { Shell } from '../dashboard/shell'
+import type { Shell } from '../dashboard'
 import type { Feature, Shared } from '../web/feature'
-import type { DatabaseCheck, DatabaseStatus } from '../app/health'
 import type { ApiMethod } from '../web/api'
+import type { WebhookEventDoc } from '../web/openapi'
 import { createMetricsAccess } from '../web/metrics-access'
 import { notFoundPage } from '../web/error-pages'
-import type { AnonymousCreations } from '../links/anonymous'
-import type { LinkService } from '../links/service'
+import type { AnonymousCreations, LinkService } from '../links'
 import { VERSION } from '../kernel/version'
 import { Elysia } from 'elysia'
-import { WEBHOOK_EVENT_DOCS } from '../webhooks/event-docs'
 import { createDocsRoutes } from './docs'
 import { createHomeRoutes } from './home'
 import { APP_JS, FAVICON_SVG, STYLE_CSS } from '../web/render'
+
+/** The database's state as /healthz and /readyz tell it (app/health.ts makes the check). */
+interface DatabaseStatus {
+  database: string
+  reason: string | null
+}
+export interface DatabaseCheck {
+  known(): DatabaseStatus
+  check(): Promise<DatabaseStatus>
+}
 
 const IMMUTABLE = 'public, max-age=31536000, immutable'
 
@@ -23,10 +31,17 @@ const health = (code: number, { database, reason }: DatabaseStatus) =>
     headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
   })
 
-export function createPagesFeature(
-  shared: Shared,
-  deps: { links: LinkService; methods: ApiMethod[]; database: DatabaseCheck; shell: Shell; anonymous: AnonymousCreations },
-) {
+export interface PagesDeps {
+  links: LinkService
+  methods: ApiMethod[]
+  database: DatabaseCheck
+  shell: Shell
+  anonymous: AnonymousCreations
+  /** The webhook events the API documents describe (each feature's, joined by app.ts). */
+  eventDocs: WebhookEventDoc[]
+}
+
+export function createPagesFeature(shared: Shared, deps: PagesDeps) {
   const { config, metrics, limiter, clientIp } = shared
   const metricsAllowed = createMetricsAccess({ config, clientIp })
   const routes = new Elysia({ name: 'pages' })
@@ -54,7 +69,7 @@ export function createPagesFeature(
       marketplace: config.marketplace.proxy_secret
         ? { secretHeader: config.marketplace.secret_header, userHeader: config.marketplace.user_header }
         : null,
-      webhooks: WEBHOOK_EVENT_DOCS,
+      webhooks: deps.eventDocs,
       rate: config.rate,
       mediaLinkTtl: config.media.link_ttl,
       session: (request) => deps.shell.session(request),

@@ -13,9 +13,7 @@ import homeTpl from '../../assets/home.html' with { type: 'text' }
 import homeClosedTpl from '../../assets/home-closed.html' with { type: 'text' }
 import type { Caller } from '../kernel/caller'
 import type { Config } from '../kernel/config'
-import { RepeatedForm } from '../dashboard/form-tokens'
-import type { Session } from '../dashboard/sessions'
-import { cookiesOf, type Shell } from '../dashboard/shell'
+import { cookiesOf, RepeatedForm, type Session, type Shell } from '../dashboard'
 import { AppError } from '../kernel/errors'
 import { sameSecret } from '../web/api'
 import { rateKeyOf } from '../web/client-ip'
@@ -23,8 +21,7 @@ import { isCrossSite } from '../web/cross-site'
 import { readBodyLimited } from '../web/params'
 import type { RateLimiter } from '../web/rate-limit'
 import { messagePage } from '../web/error-pages'
-import type { AnonymousCreations } from '../links/anonymous'
-import type { LinkRecord, LinkService } from '../links/service'
+import type { AnonymousCreations, LinkRecord, LinkService } from '../links'
 import { escapeHtml, page } from '../web/render'
 
 const FORM_LIMIT = 8 * 1024
