@@ -1,11 +1,5 @@
-// Sign in, sign out and (when [web] signup = true) open sign-up. The sign-in form has no session yet, so
-// its CSRF token is a double-submit cookie (SameSite=Strict) that the form repeats; every POST is also
-// refused when the browser says it came from another site. Attempts are limited per client and per
-// client + name, and each costs one bounded argon2id check whether or not the name exists. A refused
-// sign-in is answered with a redirect back to the form (the name and the message kept on the server,
-// bound to that cookie; never the password), so that a reload does not send the password again.
-// With single sign-on (oidc.ts) the form also shows "Sign in with <provider>"; oidc.only = true leaves only
-// that button, refuses the password POST and closes sign-up.
+// Sign in, sign out and open sign-up: a double-submit CSRF cookie, limited attempts, refusals answered with a
+// redirect (never the password kept); with single sign-on, its button too (design: notes, dashboard/auth.ts).
 import { Elysia } from 'elysia'
 import loginTpl from '../../assets/login.html' with { type: 'text' }
 import { AppError } from '../kernel/errors'
@@ -17,7 +11,8 @@ import type { DashboardDeps } from './deps'
 import type { OidcSignIn } from './oidc'
 import { randomToken, type SignIn } from './sessions'
 import { byAccount } from '../audit'
-import { safeNext, SESSION_ENDED } from './shell'
+import { safeNext } from './page-helpers'
+import { SESSION_ENDED } from './shell'
 
 export { safeNext }
 

@@ -4,6 +4,7 @@ import { Elysia } from 'elysia'
 import type { Feature, Shared } from '../web/feature'
 import { createAbuseSection } from './abuse'
 import { createAdminSection } from './admin'
+import { createHealthSection } from './admin-health'
 import { createAuditPage } from './audit'
 import { createAuthRoutes } from './auth'
 import type { DashboardDeps } from './deps'
@@ -15,13 +16,19 @@ import { createSessions } from './sessions'
 import { createShell, DASHBOARD_CSS } from './shell'
 import { createWebhooksSection } from './webhooks'
 
-export type DashboardFeatureDeps = Omit<DashboardDeps, 'config' | 'clock' | 'metrics' | 'limiter' | 'clientIp' | 'log' | 'server' | 'sessions' | 'shell'>
+/** What app.ts hands the dashboard besides Shared: the storages, the account service, the audit reader, the services. */
+export type DashboardFeatureDeps = Omit<
+  DashboardDeps,
+  'config' | 'clock' | 'metrics' | 'limiter' | 'clientIp' | 'log' | 'server' | 'sessions' | 'shell'
+>
 
 export function createDashboardFeature(shared: Shared, deps: DashboardFeatureDeps) {
   const { config, clock, metrics, limiter, clientIp, log } = shared
   const sessions = createSessions({ storages: deps.storages, clock })
-  const shell = createShell({ config, sessions, formTokens: deps.storages.formTokens, flashes: deps.storages.flashes, clock })
-  const all: DashboardDeps = { ...deps, config, clock, metrics, limiter, clientIp, log, server: shared.server, sessions, shell }
+  const { formTokens, flashes } = deps.storages
+  const shell = createShell({ config, sessions, formTokens, flashes, clock })
+  const server = shared.server
+  const all: DashboardDeps = { ...deps, config, clock, metrics, limiter, clientIp, log, server, sessions, shell }
   const oidc = config.oidc.issuer ? createOidcSignIn(all) : null
   const routes = new Elysia({ name: 'dashboard' })
     .get('/assets/dashboard.css', () => new Response(DASHBOARD_CSS, {
@@ -34,6 +41,7 @@ export function createDashboardFeature(shared: Shared, deps: DashboardFeatureDep
     .use(createMailSection(all))
     .use(createWebhooksSection(all))
     .use(createAdminSection(all))
+    .use(createHealthSection(all))
     .use(createAbuseSection(all))
     .use(createAuditPage({ shell, audit: deps.audit, keepDays: () => config.audit.keep_days }))
   const feature: Feature = {

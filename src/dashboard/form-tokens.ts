@@ -1,18 +1,5 @@
-// One-time form tokens: a form that creates something (an API key, a webhook endpoint, a link — in the
-// dashboard and on the home page) carries a random token in the hidden field FORM_TOKEN_FIELD, new with
-// each page. The creation claims the token inside the transaction that inserts the new row, with the page
-// its answer redirects to: the same form sent again (a double click, back and send again, a browser that
-// retries) finds it taken, so its transaction is undone and nothing is made twice; it is sent to the
-// first answer's page instead. "The same form" is the same token with the same fields: a page brought
-// back from the browser's cache and filled in anew carries an old token, but makes what it asks for.
-// A form sent without a token (a script) is not protected. Used tokens go with their session, or after
-// FORM_TOKEN_KEPT_MS.
-//
-// On the async storage (issue 22): the tokens' rows are FormTokenRows (session-store.ts: SQLite's or
-// PostgreSQL's), so a form sent twice through two nodes is made once. Async: `used` (a read before the work)
-// and `claim`, which runs in the creation's transaction (`tx`, as the service's `within` hands it) and decides
-// there, through the storage's claimIn: on SQLite it throws before it returns, inside the synchronous
-// transaction. Synchronous: issuing a token, the hidden field, the fingerprint (no database).
+// One-time form tokens: a creation claims its form's token in its own transaction, so the same form sent twice
+// makes one thing and goes to the first answer's page.
 import { randomBytes } from 'node:crypto'
 import { written } from '../db/written'
 import { escapeHtml } from '../web/render'

@@ -3,7 +3,8 @@
 export { createDashboardFeature, type DashboardFeatureDeps } from './feature'
 export { RepeatedForm } from './form-tokens'
 export type { Session } from './sessions'
-export { cookiesOf, type Shell } from './shell'
+export { cookiesOf } from './page-helpers'
+export type { Shell } from './shell'
 export type {
   DashboardStorage,
   DashboardStores,

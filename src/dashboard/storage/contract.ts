@@ -33,7 +33,11 @@ export interface SessionRows<Tx> {
    * A new session, and the account's sessions beyond its newest `keep` deleted, in one transaction; `within`
    * runs in it with the new session (on SQLite it must not return a promise: see db/written.ts).
    */
-  create(s: NewSession, keep: number, within?: (tx: Tx, made: SessionWithAccount) => unknown): Promise<SessionWithAccount>
+  create(
+    s: NewSession,
+    keep: number,
+    within?: (tx: Tx, made: SessionWithAccount) => unknown,
+  ): Promise<SessionWithAccount>
   /** The session with its account's name, admin flag and disabled time; null when there is none. */
   byHash(tokenHash: string): Promise<SessionWithAccount | null>
   /** Its last use and its new expiry. */
@@ -57,7 +61,14 @@ export type ClaimOutcome = { claimed: true } | { claimed: false; first: FormToke
 
 export interface FormTokenRows<Tx> {
   /** Inside the caller's transaction: the token taken for this creation; false when it was taken already. */
-  claim(tx: Tx, token: string, sessionId: number | null, fingerprint: string, now: number, result: string): Promise<boolean>
+  claim(
+    tx: Tx,
+    token: string,
+    sessionId: number | null,
+    fingerprint: string,
+    now: number,
+    result: string,
+  ): Promise<boolean>
   /**
    * claim, with its outcome handed to `then` in the same transaction (the first claim's row, read in `tx`, when
    * taken). `then` decides and throws to undo the caller's change; what it returns is what claimIn gives. On

@@ -3,7 +3,15 @@
 import type { Db } from '../../db/sqlite'
 import { lazyStatements } from '../../db/sqlite/lazy'
 import { syncWithin } from '../../db/sqlite/within'
-import type { FlashRow, FlashRows, FormTokenRow, FormTokenRows, SessionRow, SessionRows, SessionWithAccount } from './contract'
+import type {
+  FlashRow,
+  FlashRows,
+  FormTokenRow,
+  FormTokenRows,
+  SessionRow,
+  SessionRows,
+  SessionWithAccount,
+} from './contract'
 
 export function sqliteSessionRows(db: Db): SessionRows<Db> {
   const q = lazyStatements(db) // prepared at their first use (db/lazy.ts)
