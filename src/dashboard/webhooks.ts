@@ -26,6 +26,7 @@ import { createWebhookEndpointPages } from './webhooks-endpoint'
 export function createWebhooksSection(deps: DashboardDeps) {
   const { shell, webhooks, clientIp } = deps
   const { flash, tokens } = shell
+
   // ---------------------------------------------------------------------------------------------------
   // The list and the form
 
