@@ -5,10 +5,10 @@
 import { mkdirSync } from 'node:fs'
 import { createAbuseFeature } from '../abuse'
 import { createAccountService } from '../accounts'
-import { createAuditFeature } from '../audit/feature'
+import { createAuditReader } from '../audit'
 import { createClicksFeature } from '../clicks'
 import type { Config } from '../kernel/config'
-import { createDashboardFeature } from '../dashboard/feature'
+import { createDashboardFeature } from '../dashboard'
 import { sqliteBackend, withStorages, type Backend } from './backend-sqlite'
 import { databaseUnavailable } from '../kernel/errors'
 import { createEvents } from '../kernel/events'
@@ -27,7 +27,7 @@ import { log as rootLog } from '../kernel/log'
 import { createMediaFeature } from '../media'
 import { createMetrics, processMetrics } from '../kernel/metrics'
 import type { AppOptions } from './options'
-import { createPagesFeature } from '../pages/feature'
+import { createPagesFeature } from '../pages'
 import { createQrFeature } from '../qr'
 import { reloadConfig, type ReloadOutcome } from '../kernel/reload'
 import { createLinkSigner } from '../kernel/signing'
@@ -126,13 +126,23 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const media = createMediaFeature(shared, { tickets: storages.tickets })
   const database = backend.databaseCheck(clicks.recorder)
   const databaseProblem = () => database.known().reason
-  const dashboard = createDashboardFeature(shared, { links: links.links, mail: mail.mail, webhooks: webhooks.webhooks, qr: qr.qr, abuse: abuse.abuse, databaseProblem })
+  const audit = createAuditReader(storages.audit, clock)
+  const dashboard = createDashboardFeature(shared, {
+    storages,
+    accounts: shared.accounts,
+    audit,
+    links: links.links,
+    mail: mail.mail,
+    webhooks: webhooks.webhooks,
+    qr: qr.qr,
+    abuse: abuse.abuse,
+    databaseProblem,
+  })
   const methods = [links, qr, media, mail, webhooks].flatMap((f) => f.feature.api ?? [])
-  const audit = createAuditFeature(shared, { shell: dashboard.shell })
   // Each feature documents its own webhook events; webhooks adds its test event and puts them in order.
   const eventDocs = webhookEventDocs([LINK_EVENT_DOCS, CLICK_EVENT_DOCS, ABUSE_EVENT_DOCS, MAIL_EVENT_DOCS])
   const pages = createPagesFeature(shared, { links: links.links, methods, database, shell: dashboard.shell, anonymous: links.anonymous, eventDocs })
-  const features: Feature[] = [clicks, webhooks, abuse, links, qr, mail, media, dashboard, audit, pages].map((f) => f.feature)
+  const features: Feature[] = [clicks, webhooks, abuse, links, qr, mail, media, dashboard, pages].map((f) => f.feature)
 
   // The wiring: metrics, the API, the router, the pipeline.
   for (const f of features) f.metrics?.(metrics)
@@ -191,7 +201,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     /** Dashboard sign-in sessions (tests sign in through the pages; the sweep removes expired ones). */
     sessions: dashboard.sessions,
     /** The audit log (audit/service.ts): its rows are written by the services, in each change's transaction. */
-    audit: audit.audit,
+    audit,
     /** The SMTP receiver, once startSmtp() has run (null when mail.smtp_port is 0). */
     get smtp() {
       return mail.smtp

@@ -1,16 +1,14 @@
-// The admin's side of abuse handling (issue 26): the open reports with the link, its owner, its clicks and
-// its destination, each closed with what was done — dismissed, the link disabled, its destination's host
-// banned, or its owner's account disabled; the banned hosts, added and lifted; and any link disabled or
-// enabled by its code. Every form posts, then redirects back here with what happened (Post/Redirect/Get).
+// The admin's side of abuse handling: open reports closed with what was done (dismissed, link disabled, host
+// banned, owner disabled), the banned hosts, links disabled or enabled by code; every form is Post/Redirect/Get.
 import { Elysia } from 'elysia'
 import type { OpenReport } from '../abuse'
 import { AppError } from '../kernel/errors'
 import { escapeHtml } from '../web/render'
-import { REPORTS, tabs } from './admin'
-import type { DashboardDeps } from './index'
+import { REPORTS, tabs } from './admin-tabs'
+import type { DashboardDeps } from './deps'
 import { byAccount } from '../audit'
 import type { Session } from './sessions'
-import { when } from './shell'
+import { when } from './page-helpers'
 
 const e = escapeHtml
 const ACTIONS: [string, string][] = [

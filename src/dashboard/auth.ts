@@ -1,11 +1,5 @@
-// Sign in, sign out and (when [web] signup = true) open sign-up. The sign-in form has no session yet, so
-// its CSRF token is a double-submit cookie (SameSite=Strict) that the form repeats; every POST is also
-// refused when the browser says it came from another site. Attempts are limited per client and per
-// client + name, and each costs one bounded argon2id check whether or not the name exists. A refused
-// sign-in is answered with a redirect back to the form (the name and the message kept on the server,
-// bound to that cookie; never the password), so that a reload does not send the password again.
-// With single sign-on (oidc.ts) the form also shows "Sign in with <provider>"; oidc.only = true leaves only
-// that button, refuses the password POST and closes sign-up.
+// Sign in, sign out and open sign-up: a double-submit CSRF cookie, limited attempts, refusals answered with a
+// redirect (never the password kept); with single sign-on, its button too (design: notes, dashboard/auth.ts).
 import { Elysia } from 'elysia'
 import loginTpl from '../../assets/login.html' with { type: 'text' }
 import { AppError } from '../kernel/errors'
@@ -13,10 +7,12 @@ import { sameSecret } from '../web/api'
 import { readBodyLimited } from '../web/params'
 import { rateKeyOf } from '../web/client-ip'
 import { escapeHtml, fill } from '../web/render'
-import type { DashboardDeps } from './index'
+import type { DashboardDeps } from './deps'
+import type { OidcSignIn } from './oidc'
 import { randomToken, type SignIn } from './sessions'
 import { byAccount } from '../audit'
-import { safeNext, SESSION_ENDED } from './shell'
+import { safeNext } from './page-helpers'
+import { SESSION_ENDED } from './shell'
 
 export { safeNext }
 
@@ -32,8 +28,8 @@ interface Refused {
   error: string
 }
 
-export function createAuthRoutes(deps: DashboardDeps) {
-  const { shell, sessions, accounts, limiter, clientIp, config, oidc } = deps
+export function createAuthRoutes(deps: DashboardDeps, oidc: OidcSignIn | null) {
+  const { shell, sessions, accounts, limiter, clientIp, config } = deps
   // oidc.only: the provider is the one way in; the password form is not shown and its POST is refused.
   const passwords = !config.oidc.only
   // Open sign-up makes password accounts: off when passwords are.

@@ -1,20 +1,7 @@
-// What a form's answer hands to the page it redirects to (post → 303 → get): a new API key or webhook secret
-// (shown once), a refused form's values and messages (never a password), the home form's result; and a
-// started sign-in's state (oidc.ts). In the database (SPEC §11: the GET may land on another node), bound
-// to an owner (a session, a sign-in form, a visitor's home form) and to a kind, behind a random id the
-// redirect's URL carries; read once (the take deletes the row in the same statement) and unread gone after
-// FLASH_TTL_MS. Bounded: FLASH_PER_OWNER an owner, FLASH_MAX rows and FLASH_MAX_CHARS bytes a pool, the
-// oldest going first; sessions, visitors and sign-ins are pools of their own, so a flood of anonymous forms
-// cannot push a signed-in person's new key out before it is shown.
-//
-// A key's secret must never be readable from the database or a backup: the value is sealed (AES-256-GCM)
-// under a key derived (HKDF-SHA-256) from the owner string and the id, and the owner string carries a
-// secret only the browser holds — the session cookie's token (the database has its hash), the sign-in
-// form's cookie, the sign-in binding cookie. The row keeps SHA-256 hashes of id and owner, so a row alone
-// opens to nothing. (A visitor's home form is bound to its form token, which form_tokens keeps: its result
-// is a link record the links table holds anyway.)
+// What a form's answer hands to the page it redirects to (a secret shown once, a refused form), in the database,
+// sealed under a key only the owner's browser can derive, read once, bounded per owner and pool.
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto'
-import type { FlashRows } from './flash-rows'
+import type { FlashRows } from './storage/contract'
 
 export const FLASH_TTL_MS = 5 * 60_000
 export const FLASH_PER_OWNER = 10

@@ -1,21 +1,9 @@
-// One-time form tokens: a form that creates something (an API key, a webhook endpoint, a link — in the
-// dashboard and on the home page) carries a random token in the hidden field FORM_TOKEN_FIELD, new with
-// each page. The creation claims the token inside the transaction that inserts the new row, with the page
-// its answer redirects to: the same form sent again (a double click, back and send again, a browser that
-// retries) finds it taken, so its transaction is undone and nothing is made twice; it is sent to the
-// first answer's page instead. "The same form" is the same token with the same fields: a page brought
-// back from the browser's cache and filled in anew carries an old token, but makes what it asks for.
-// A form sent without a token (a script) is not protected. Used tokens go with their session, or after
-// FORM_TOKEN_KEPT_MS.
-//
-// On the async storage (issue 22): the tokens' rows are FormTokenRows (session-store.ts: SQLite's or
-// PostgreSQL's), so a form sent twice through two nodes is made once. Async: `used` (a read before the work)
-// and `claim`, which runs in the creation's transaction (`tx`, as the service's `within` hands it) and decides
-// there, through the storage's claimIn: on SQLite it throws before it returns, inside the synchronous
-// transaction. Synchronous: issuing a token, the hidden field, the fingerprint (no database).
+// One-time form tokens: a creation claims its form's token in its own transaction, so the same form sent twice
+// makes one thing and goes to the first answer's page.
 import { randomBytes } from 'node:crypto'
+import { allWritten } from '../db/written'
 import { escapeHtml } from '../web/render'
-import type { FormTokenRow, FormTokenRows } from './session-store'
+import type { FormTokenRow, FormTokenRows } from './storage/contract'
 
 export const FORM_TOKEN_FIELD = '_once'
 /** How long a used token is remembered (a form page left open longer may be sent once more). */
@@ -72,17 +60,18 @@ export function createFormTokens<Tx>(deps: { rows: FormTokenRows<Tx>; clock: () 
     /**
      * Inside the creation's transaction (`tx`, as the service's `within` hands it): takes the token for this
      * creation, or throws RepeatedForm when the same form took it before (which undoes the transaction). Also
-     * removes a few tokens older than FORM_TOKEN_KEPT_MS. Its promise is the `within`'s to return, not to await.
+     * removes a few tokens older than FORM_TOKEN_KEPT_MS. What it gives (at once on SQLite, a promise on
+     * PostgreSQL: db/written.ts) is the `within`'s to return, not to await.
      */
-    claim(tx: Tx, sent: SentForm | null, sessionId: number | null, result: string): Promise<unknown> {
-      if (!sent) return Promise.resolve()
+    claim(tx: Tx, sent: SentForm | null, sessionId: number | null, result: string): unknown {
+      if (!sent) return undefined
       const now = clock()
-      return rows.claimIn(tx, sent.token, sessionId, sent.fingerprint, now, result, (tx, outcome) => {
-        if (outcome.claimed) return rows.removeOld(now - FORM_TOKEN_KEPT_MS, tx)
+      return allWritten([rows.claimIn(tx, sent.token, sessionId, sent.fingerprint, now, result, (tx, outcome) => {
+        if (outcome.claimed) return allWritten([rows.removeOld(now - FORM_TOKEN_KEPT_MS, tx)])
         const first = before(outcome.first, sent, sessionId)
         if (first !== undefined) throw new RepeatedForm(first)
         // the token of another form's content: that one is not protected
-      })
+      })])
     },
   }
 }

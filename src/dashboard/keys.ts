@@ -1,19 +1,16 @@
-// The dashboard's API section (/dashboard/keys): the signed-in account creates API keys with chosen
-// scopes, sees the new key once (the POST answers 303 to /dashboard/keys?created=ID, and the key waits for
-// that one GET in the server's memory, bound to the session: never in the database, where only its hash
-// is kept, nor in a URL or a cookie), lists its keys, changes a key's label and scopes, and revokes them.
-// The form's one-time token makes a form sent twice make one key. Only the account's own keys are listed,
-// changed or revoked.
+// The dashboard's API section (/dashboard/keys): create keys with chosen scopes (the key shown once, sealed in a
+// flash), list them, change a key's label and scopes, revoke one.
 import { Elysia } from 'elysia'
 import { printable } from '../accounts'
 import { SCOPES, type Scope } from '../kernel/caller'
 import { AppError } from '../kernel/errors'
 import { escapeHtml as e } from '../web/render'
 import { RepeatedForm } from './form-tokens'
-import type { DashboardDeps } from './index'
+import type { DashboardDeps } from './deps'
 import { byAccount } from '../audit'
 import type { Session } from './sessions'
-import { when, withParam, type Notice } from './shell'
+import { when, withParam } from './page-helpers'
+import type { Notice } from './shell'
 
 const SCOPE_TEXT: Record<Scope, string> = {
   links: 'create, list, change and delete short links, and read their statistics',

@@ -1,18 +1,13 @@
-// A link's QR code, styled on its dashboard page (links.ts puts the section there): colours, size, error
-// correction and margin, a preview and PNG/SVG downloads. The settings are a GET form — the page's own URL
-// carries them, so Preview works without JavaScript, a reload shows the same, and nothing is stored —
-// and the images come from /dashboard/links/<code>/qr.png|.svg with the same query, for the session's own
-// links, drawn by the same QR service (and worker lane) as the API caller's. The form is autocomplete=off:
-// Back to the page must show the fields of its URL, as its preview does, not what was typed before. assets/app.js updates the
-// preview and the downloads as the fields change. Every value is checked by the QR service's own rules.
+// A link's QR code on its dashboard page: a GET form of colours, size, error correction and margin (nothing is
+// stored), a preview and PNG/SVG downloads drawn by the QR service in the caller's lane.
 import { AppError } from '../kernel/errors'
 import { sameSecret } from '../web/api'
 import { contentDisposition } from '../web/disposition'
 import { readBodyLimited } from '../web/params'
 import { escapeHtml as e } from '../web/render'
-import { LOGO_MAX_BYTES } from '../qr/logo'
-import { callerLane } from '../qr/renderer'
-import { parseQrSettings, QR_ECC_LEVELS, QR_MARGIN, QR_SIZE, type QrFormat, type QrService } from '../qr/service'
+import { LOGO_MAX_BYTES } from '../qr'
+import { callerLane } from '../qr'
+import { parseQrSettings, QR_ECC_LEVELS, QR_MARGIN, QR_SIZE, type QrFormat, type QrService } from '../qr'
 
 /** The fields of the form, as the query string names them (the API's names). */
 const FIELDS = ['fg', 'bg', 'size', 'ecc', 'margin'] as const

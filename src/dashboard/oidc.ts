@@ -1,16 +1,12 @@
-// "Sign in with <provider>" (SPEC §7; the protocol is in src/oidc/client.ts, the accounts in
-// src/oidc/accounts.ts). GET /login/oidc starts a sign-in, GET /login/oidc/callback finishes it with the
-// same session and cookie as the password sign-in; GET /login/oidc/logout sends the browser to the
-// provider's sign-out. Every refusal goes back to the sign-in page (a redirect carrying one sentence, so a
-// reload does not repeat it), and its technical reason goes to the log at warn level. All paths are under
-// /login, which no short link can take (links/validate.ts RESERVED_CODES).
+// "Sign in with <provider>" (SPEC §7): /login/oidc starts, /login/oidc/callback finishes with the same session
+// as the password sign-in, /login/oidc/logout signs out at the provider; refusals go back to the sign-in page.
 import { Elysia } from 'elysia'
 import { rateKeyOf } from '../web/client-ip'
 import { createProviderAccounts } from '../oidc'
 import { createOidcClient, describe, SignInRefused, type PendingEntry, type PendingSignIns } from '../oidc'
 import { escapeHtml } from '../web/render'
-import type { DashboardDeps } from './index'
-import { cookiesOf, safeNext } from './shell'
+import type { DashboardDeps } from './deps'
+import { cookiesOf, safeNext } from './page-helpers'
 
 /** Sign-ins one client address may start a minute (each holds a pending entry until its callback). */
 export const OIDC_STARTS_PER_CLIENT_PER_MINUTE = 30

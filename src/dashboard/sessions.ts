@@ -1,26 +1,13 @@
-// Dashboard sign-in and sessions. A session is a random token in an HttpOnly cookie; the database keeps
-// only its SHA-256 (a stolen backup does not sign anyone in) and the session's CSRF token. Sessions slide:
-// each use moves the expiry SESSION_TTL_MS ahead (written at most once a minute), up to SESSION_MAX_MS
-// after sign-in. Passwords are argon2id (Bun.password); checks go through the same bounded gate as link
-// passwords, so a flood of sign-ins cannot eat the memory or the CPU.
-//
-// On the async storages (issue 22; SPEC §11: a session made on one node works on every node):
-// - Async: everything that reads or writes the database, through the storages handed in (SQLite's or
-//   PostgreSQL's): the account for a password check, a new session (its sign-in's last sign-in time and
-//   signin.ok row in create's `within`, one transaction), a failed sign-in's row, the lookup each page
-//   makes (the shell and every page handler await it), its touch, sign-out, signing out everywhere, the sweep.
-// - The lookup reads the session's row on every request: no copy per process, so a sign-out or a disabled
-//   account on any node ends the session everywhere at its next request. The touch (at most once a minute,
-//   best effort) and the removal of an expired or disabled session are decided as before.
-// - Synchronous: only turning a row into a Session.
+// Dashboard sign-in and sessions: a random token in an HttpOnly cookie, only its hash stored, read from the
+// database on every request (a sign-out on one node ends it everywhere); argon2id behind a bounded gate.
 import { randomBytes } from 'node:crypto'
 import type { Caller } from '../kernel/caller'
-import { hashKey } from '../accounts'
 import { SCOPES } from '../kernel/caller'
+import { hashKey } from '../accounts'
 import { accountTarget, auditRow, type Who } from '../audit'
-import type { Storages } from '../app/storages'
-import { createPasswordGate, type Verifier } from '../links/password-gate'
-import type { SessionWithAccount } from './store'
+import { allWritten } from '../db/written'
+import { createPasswordGate, type Verifier } from '../links'
+import type { DashboardStores, SessionWithAccount } from './storage/contract'
 
 export const SESSION_TTL_MS = 7 * 24 * 3600_000
 export const SESSION_MAX_MS = 30 * 24 * 3600_000
@@ -50,7 +37,7 @@ export interface SignIn {
 }
 
 /** The sign-in and the sessions, over the storages handed in (the engine's: see the header). */
-export function createSessions<Tx>(deps: { storages: Pick<Storages<Tx>, 'accounts' | 'sessions' | 'audit'>; clock: () => number; verify?: Verifier }) {
+export function createSessions<Tx>(deps: { storages: Pick<DashboardStores<Tx>, 'accounts' | 'sessions' | 'audit'>; clock: () => number; verify?: Verifier }) {
   const { storages, clock } = deps
   const gate = createPasswordGate({ verify: deps.verify })
   // An unknown name costs the same hash check as a known one, so timing does not tell which names exist.
@@ -108,7 +95,7 @@ export function createSessions<Tx>(deps: { storages: Pick<Storages<Tx>, 'account
         MAX_SESSIONS_PER_ACCOUNT,
         (tx, made) =>
           signIn &&
-          Promise.all([
+          allWritten([
             storages.accounts.setLastSignin(accountId, now, tx),
             storages.audit.insert(
               tx,

@@ -1,10 +1,5 @@
-// What every dashboard page shares: the session from its cookie, the checks every form passes (same
-// origin, the session's CSRF token, a bounded body), the page frame with its navigation, and what a form's
-// answer carries across its redirect (post → 303 → get): one-shot notices, and in the database, sealed
-// (flash.ts), a refused form's values and errors and a secret shown once; one-time form tokens (form-tokens.ts) make a
-// creation sent twice happen once. Every form is answered with a redirect, never with a page, so the
-// address bar never stays on a POST and a reload never sends one again. Sections (links.ts, keys.ts, …)
-// build on this.
+// What every dashboard page shares: the session from its cookie, the checks every form passes, the page frame,
+// and what a form's answer carries across its redirect (notices; sealed refused forms and secrets: flash.ts).
 import dashboardCss from '../../assets/dashboard.css' with { type: 'text' }
 import layout from '../../assets/dashboard-layout.html' with { type: 'text' }
 import type { Config } from '../kernel/config'
@@ -14,9 +9,9 @@ import { isCrossSite } from '../web/cross-site'
 import { readBodyLimited } from '../web/params'
 import { escapeHtml, fill, LOGO_SVG, SCRIPT_CSP, SCRIPT_TAG, STYLE_VERSION, THEME_SWITCH } from '../web/render'
 import { createFlash } from './flash'
-import type { FlashRows } from './flash-rows'
 import { createFormTokens, type FormTokens } from './form-tokens'
-import type { FormTokenRows } from './session-store'
+import type { FlashRows, FormTokenRows } from './storage/contract'
+import { cookiesOf, originOf, safeNext, withParam } from './page-helpers'
 import { SESSION_TTL_MS, type Session, type Sessions } from './sessions'
 
 export const DASHBOARD_CSS = dashboardCss as unknown as string
@@ -40,42 +35,9 @@ const SECTIONS: { id: Section; href: string; label: string; admin?: boolean }[] 
   { id: 'admin', href: '/dashboard/admin', label: 'Admin', admin: true },
 ]
 
-export function cookiesOf(request: Request): Map<string, string> {
-  const out = new Map<string, string>()
-  const header = request.headers.get('cookie')
-  if (!header || header.length > 8192) return out
-  for (const part of header.split(';')) {
-    const eq = part.indexOf('=')
-    if (eq < 0) continue
-    const name = part.slice(0, eq).trim()
-    if (!out.has(name)) out.set(name, part.slice(eq + 1).trim())
-  }
-  return out
-}
-
 export interface Notice {
   kind: 'ok' | 'error' | 'warn'
   text: string
-}
-
-/**
- * Where to go after signing in: a dashboard path only (never another site, never "//host" or "/\host"), in
- * printable ASCII (it goes into a Location header). Checked where `next` is made and where it is followed.
- */
-export function safeNext(next: string | null): string {
-  if (!next || next.length > 500) return '/dashboard'
-  if (!/^\/dashboard(?:[/?#]|$)/.test(next)) return '/dashboard'
-  if (/[^\x21-\x7e]|\\/.test(next)) return '/dashboard'
-  return next
-}
-
-/** The origin of a URL, or null when it does not parse. */
-function originOf(url: string): string | null {
-  try {
-    return new URL(url).origin
-  } catch {
-    return null
-  }
 }
 
 /** A form the browser sent after its session ended, kept for the page it was on (never a password). */
@@ -107,11 +69,6 @@ export interface RenderOptions {
   headers?: Record<string, string>
   /** Shown above the content (besides any notice carried by the redirect that led here). */
   notice?: Notice
-}
-
-/** A path of this site with one more query parameter. */
-export function withParam(path: string, name: string, value: string): string {
-  return `${path}${path.includes('?') ? '&' : '?'}${name}=${encodeURIComponent(value)}`
 }
 
 export function createShell<Tx>(deps: { config: Config; sessions: Sessions; formTokens: FormTokenRows<Tx>; flashes: FlashRows; clock: () => number }) {
@@ -404,9 +361,3 @@ export function createShell<Tx>(deps: { config: Config; sessions: Sessions; form
   }
 }
 export type Shell = ReturnType<typeof createShell>
-
-/** Time as people read it in a table: "2026-11-23 14:05 UTC" (or "never" for null). */
-export function when(ms: number | null | undefined): string {
-  if (ms === null || ms === undefined) return 'never'
-  return new Date(ms).toISOString().slice(0, 16).replace('T', ' ') + ' UTC'
-}

@@ -20,3 +20,18 @@ export { reportPath, type VisitGate } from './visit'
 export type { Verifier } from './password-gate'
 export { MAX_URL_LENGTH } from './validate'
 export { LINK_EVENT_DOCS } from './event-docs'
+export { csvExportResponse } from './export'
+export { createPasswordGate } from './password-gate'
+export { breakable, csvTableOf, dayOf, statsBody, statsCsv, statsFor, windowOf } from './stats-view'
+export {
+  MAX_JSON_CHARS,
+  MAX_RULES,
+  MAX_SPLIT,
+  MAX_TAG_LENGTH,
+  MAX_TAGS,
+  MAX_TITLE_LENGTH,
+  MAX_VISITS,
+  MIN_SPLIT,
+  MODES,
+} from './validate'
+export type { AnonymousCreations } from './anonymous'

@@ -1,16 +1,12 @@
-// GET /api/docs (a page for people, rendered here: no third-party CDN) and /api/docs/openapi.json. Both are
-// made from the method declarations: the parameter table's type, required and rule columns are read from
-// the same schemas the /api pipeline checks requests against, so the page cannot promise other rules. The
-// example requests are made from the parameters' schema examples and the example answers are the `return`
-// schemas' own examples (test/e2e/docs.test.ts runs every curl line against a real server and checks every
-// example answer against the document); the webhook events are the schemas of webhooks/event-docs.ts.
+// GET /api/docs (a page for people) and /api/docs/openapi.json, both made from the method declarations and their
+// schemas, so the page cannot promise other rules than the API checks.
 import type { TSchema } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
 import docsTpl from '../../assets/docs.html' with { type: 'text' }
 import { answerCodes, type ApiFile, type ApiMethod } from '../web/api'
 import { exampleEvent, openApiDocument, operationId, STATUS_TEXT, type OpenApiOptions, type WebhookEventDoc } from '../web/openapi'
 import type { ApiParam } from '../web/schema'
-import { MAIL_LINK_TTL_MS } from '../mail/service'
+import { MAIL_LINK_TTL_MS } from '../mail'
 import { escapeHtml, page } from '../web/render'
 
 type Schema = Record<string, any>

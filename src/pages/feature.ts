@@ -1,14 +1,13 @@
 // The service's own pages as a feature of the composition root: the home page and its form, the API
 // documents, /healthz and /readyz, /metrics, the shared assets, the favicon and robots.txt.
-import type { Shell } from '../dashboard/shell'
+import type { Shell } from '../dashboard'
 import type { Feature, Shared } from '../web/feature'
 import type { DatabaseCheck, DatabaseStatus } from '../db/health'
 import type { ApiMethod } from '../web/api'
 import type { WebhookEventDoc } from '../web/openapi'
 import { createMetricsAccess } from '../web/metrics-access'
 import { notFoundPage } from '../web/error-pages'
-import type { AnonymousCreations } from '../links/anonymous'
-import type { LinkService } from '../links/service'
+import type { AnonymousCreations, LinkService } from '../links'
 import { VERSION } from '../kernel/version'
 import { Elysia } from 'elysia'
 import { createDocsRoutes } from './docs'
@@ -23,18 +22,17 @@ const health = (code: number, { database, reason }: DatabaseStatus) =>
     headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
   })
 
-export function createPagesFeature(
-  shared: Shared,
-  deps: {
-    links: LinkService
-    methods: ApiMethod[]
-    database: DatabaseCheck
-    shell: Shell
-    anonymous: AnonymousCreations
-    /** Every webhook event's docs, in order (app.ts gathers them from the features). */
-    eventDocs: WebhookEventDoc[]
-  },
-) {
+export interface PagesDeps {
+  links: LinkService
+  methods: ApiMethod[]
+  database: DatabaseCheck
+  shell: Shell
+  anonymous: AnonymousCreations
+  /** The webhook events the API documents describe (each feature's, joined by app.ts). */
+  eventDocs: WebhookEventDoc[]
+}
+
+export function createPagesFeature(shared: Shared, deps: PagesDeps) {
   const { config, metrics, limiter, clientIp } = shared
   const metricsAllowed = createMetricsAccess({ config, clientIp })
   const routes = new Elysia({ name: 'pages' })

@@ -1,21 +1,11 @@
-// The home page at /: what the box does, and a form that shortens a link — anonymously, or for the
-// signed-in account when the browser has a dashboard session (the header then says who is signed in, the
-// form carries the session's CSRF token, and the link is the account's, in its dashboard). It works
-// without JavaScript: the form POSTs here and is answered with a redirect (post → 303 → get) to /?made=ID,
-// the result shown there once (kept in the server's memory meanwhile, bound to the session, or for a
-// visitor to a short-lived cookie), or to /?form=ID with what was typed and the error; so a reload never
-// sends the form again. The form's one-time token makes a form sent twice make one link. With
-// assets/app.js the same form is sent here with `Accept: application/json`, answered in JSON (the API's
-// envelope) and drawn in place with the same markup. An anonymous POST costs what an anonymous API call
-// costs: the same per-address bucket, the same 8 KiB body bound.
+// The home page at /: a form that shortens a link, anonymously or for the signed-in account, answered with a
+// redirect to its result shown once (or in JSON for assets/app.js); an anonymous POST costs what an API call does.
 import { Elysia } from 'elysia'
 import homeTpl from '../../assets/home.html' with { type: 'text' }
 import homeClosedTpl from '../../assets/home-closed.html' with { type: 'text' }
 import type { Caller } from '../kernel/caller'
 import type { Config } from '../kernel/config'
-import { RepeatedForm } from '../dashboard/form-tokens'
-import type { Session } from '../dashboard/sessions'
-import { cookiesOf, type Shell } from '../dashboard/shell'
+import { cookiesOf, RepeatedForm, type Session, type Shell } from '../dashboard'
 import { AppError } from '../kernel/errors'
 import { sameSecret } from '../web/api'
 import { rateKeyOf } from '../web/client-ip'
@@ -23,8 +13,7 @@ import { isCrossSite } from '../web/cross-site'
 import { readBodyLimited } from '../web/params'
 import type { RateLimiter } from '../web/rate-limit'
 import { messagePage } from '../web/error-pages'
-import type { AnonymousCreations } from '../links/anonymous'
-import type { LinkRecord, LinkService } from '../links/service'
+import type { AnonymousCreations, LinkRecord, LinkService } from '../links'
 import { escapeHtml, page } from '../web/render'
 
 const FORM_LIMIT = 8 * 1024

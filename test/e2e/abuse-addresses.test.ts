@@ -4,7 +4,7 @@
 // dashboard under its own name; and a stopped link's destination is shown nowhere public (its page, keyless
 // stats.json and its CSV), while its owner and admins still see it.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { REPORTS } from '../../src/dashboard/admin'
+import { REPORTS } from '../../src/dashboard/admin-tabs'
 import { makeBox, type TestBox } from '../support/app'
 import { accountWithPassword, follow, overSocket, postForm, signIn, type SignedIn } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'

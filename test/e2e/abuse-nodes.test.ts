@@ -5,7 +5,7 @@
 // B redirects again; a link disabled on A answers 451 on B, and redirects again once enabled; an account
 // disabled from the command line stops its links on both.
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
-import { REPORTS } from '../../src/dashboard/admin'
+import { REPORTS } from '../../src/dashboard/admin-tabs'
 import { overSocket, postForm, signIn, type SignedIn } from '../support/dashboard'
 import { sharedPostgres, type Postgres } from '../support/postgres'
 import { apiPost, CHROME_UA, createAccount, killAllServers, removeDir, runCli, startServer, tempDir, writeConfig, type RunningServer, type TestConfig } from '../support/server'

@@ -6,7 +6,7 @@
 // forms answered with a redirect; the live view's event stream.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import nodemailer from 'nodemailer'
-import { headerFields, MAIL_HTML_HEADERS } from '../../src/dashboard/mail'
+import { headerFields, MAIL_HTML_HEADERS } from '../../src/dashboard/mail-view'
 import { makeBox, type TestBox } from '../support/app'
 import { follow, postForm, signIn, type SignedIn } from '../support/dashboard'
 

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, test } from 'bun:test'
 import { renameSync } from 'node:fs'
 import { join } from 'node:path'
 import { createMetrics } from '../../src/kernel/metrics'
-import { barTable, bytes, duration } from '../../src/dashboard/admin'
+import { barTable, bytes, duration } from '../../src/dashboard/admin-figures'
 import { makeBox, type TestBox } from '../support/app'
 import { follow, postForm, signIn, type SignedIn } from '../support/dashboard'
 

@@ -10,6 +10,9 @@ test('allWritten stays synchronous for values and settled promises, and is a pro
   expect(pending).toBeInstanceOf(Promise)
   expect(await pending).toEqual([1, 3])
   expect(() => allWritten([1, Promise.reject(new Error('the row could not be written'))])).toThrow('could not be written')
+  // A query object (thenable, not a native promise) is still running.
+  const query = { then: (ok: (v: number) => void) => ok(3) }
+  expect(await allWritten([query])).toEqual([3])
 })
 
 test('syncWithin passes values and settled work through, and refuses a pending promise (without leaving it unhandled)', async () => {

@@ -1,13 +1,7 @@
-// Dashboard sessions and one-time form tokens on PostgreSQL (see session-store.ts for the contract), for any
-// number of nodes sharing one database: a session made on one node is found by every other.
-//
-// create locks the account's row (FOR NO KEY UPDATE: it waits for another session being made for the same
-// account, not for the foreign-key checks of other tables) before inserting, so two nodes signing one
-// account in at once take turns, and each trim sees every committed session: the account keeps exactly
-// `keep`, the newest by id. A form token's claim is INSERT … ON CONFLICT DO NOTHING: a second claim of the
-// same token waits for the first transaction and then does nothing (it committed) or inserts (it rolled back).
+// The dashboard's state on PostgreSQL (contract.ts), for any number of nodes sharing one database: a session made
+// on one node is found by every other.
 import type { SQL, TransactionSQL } from 'bun'
-import type { FormTokenRow, FormTokenRows, SessionRows, SessionWithAccount } from './session-store'
+import type { FlashRow, FlashRows, FormTokenRow, FormTokenRows, SessionRows, SessionWithAccount } from './contract'
 
 /** bigint columns come back from Bun.SQL as text; every number here stays far below 2^53. */
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v))
@@ -31,6 +25,8 @@ const byHash = (sql: SQL, tokenHash: string) => sql`
 
 export function postgresSessionRows(sql: SQL): SessionRows<TransactionSQL> {
   return {
+    // Locks the account's row first (FOR NO KEY UPDATE): two sign-ins of one account take turns, so each trim
+    // sees every committed session and the account keeps exactly `keep`.
     async create(s, keep, within) {
       return sql.begin(async (tx) => {
         await tx`SELECT 1 FROM accounts WHERE id = ${s.accountId} FOR NO KEY UPDATE`
@@ -62,6 +58,8 @@ export function postgresSessionRows(sql: SQL): SessionRows<TransactionSQL> {
   }
 }
 
+// ON CONFLICT DO NOTHING: a second claim of a token waits for the first transaction, then does nothing (it
+// committed) or inserts (it rolled back).
 const claim = async (tx: TransactionSQL, token: string, sessionId: number | null, fingerprint: string, now: number, result: string) =>
   (
     await tx`INSERT INTO form_tokens (token, session_id, fingerprint, created, result)
@@ -89,6 +87,49 @@ export function postgresFormTokenRows(sql: SQL): FormTokenRows<TransactionSQL> {
         await (tx ?? sql)`DELETE FROM form_tokens WHERE token IN
           (SELECT token FROM form_tokens WHERE created <= ${before} ORDER BY created LIMIT 20 FOR UPDATE SKIP LOCKED)`
       ).count
+    },
+  }
+}
+
+const row = (r: Record<string, unknown>): FlashRow => ({
+  id: r.id as string,
+  pool: Number(r.pool),
+  owner: r.owner as string,
+  kind: r.kind as string,
+  value: new Uint8Array(r.value as Uint8Array),
+  size: Number(r.size),
+  expires: Number(r.expires),
+})
+
+export function postgresFlashRows(sql: SQL): FlashRows {
+  return {
+    async put(r, bounds) {
+      await sql.begin(async (tx) => {
+        await tx`INSERT INTO flashes (id, pool, owner, kind, value, size, expires)
+                 VALUES (${r.id}, ${r.pool}, ${r.owner}, ${r.kind}, ${r.value}, ${r.size}, ${r.expires})
+                 ON CONFLICT (id) DO UPDATE SET pool = excluded.pool, owner = excluded.owner, kind = excluded.kind,
+                   value = excluded.value, size = excluded.size, expires = excluded.expires`
+        await tx`DELETE FROM flashes WHERE owner = ${r.owner} AND seq NOT IN
+                   (SELECT seq FROM flashes WHERE owner = ${r.owner} ORDER BY seq DESC LIMIT ${bounds.perOwner})`
+        await tx`DELETE FROM flashes WHERE seq IN (SELECT seq FROM (
+                   SELECT seq, row_number() OVER w AS n, sum(size) OVER w AS total FROM flashes WHERE pool = ${r.pool}
+                   WINDOW w AS (ORDER BY seq DESC)) t WHERE n > ${bounds.rows} OR total > ${bounds.bytes})`
+      })
+    },
+    // DELETE … RETURNING: of two nodes taking one row, one gets it; the other waits for its commit, finds nothing.
+    async take(id, owner) {
+      const [r] = owner
+        ? await sql`DELETE FROM flashes WHERE id = ${id} AND owner = ${owner.owner} AND kind = ${owner.kind}
+                    RETURNING id, pool, owner, kind, value, size, expires`
+        : await sql`DELETE FROM flashes WHERE id = ${id} RETURNING id, pool, owner, kind, value, size, expires`
+      return r ? row(r) : null
+    },
+    async sweep(now) {
+      return (await sql`DELETE FROM flashes WHERE seq IN (SELECT seq FROM flashes WHERE expires <= ${now} LIMIT 5000)`).count
+    },
+    async usage(pool) {
+      const [r] = await sql`SELECT count(*) AS rows, coalesce(sum(size), 0) AS bytes FROM flashes WHERE pool = ${pool}`
+      return { rows: Number(r.rows), bytes: Number(r.bytes) }
     },
   }
 }

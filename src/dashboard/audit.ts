@@ -1,14 +1,13 @@
-// The audit log in the dashboard, for administrators (shell.requireAdmin: others get the same 403 as every
-// admin page): a GET form of filters (actor, action, a date range) and a page of rows, newest first, at
-// most AUDIT_PAGE_DEFAULT a page, with an "Older" link carrying the filters and the last row's id.
+// The audit log in the Admin section (administrators only): a GET form of filters and a page of rows, newest
+// first, with an "Older" link carrying the filters and the last row's id.
 import { Elysia } from 'elysia'
-import { AUDIT, tabs } from '../dashboard/admin'
-import type { Session } from '../dashboard/sessions'
-import { when, type Shell } from '../dashboard/shell'
+import { ACTIONS, actorText, type AuditFilter, type AuditPage, type AuditReader, type AuditRow } from '../audit'
 import { AppError } from '../kernel/errors'
 import { escapeHtml } from '../web/render'
-import { ACTIONS, actorText, type AuditFilter, type AuditPage, type AuditReader } from './service'
-import type { AuditRow } from './storage/contract'
+import { AUDIT, tabs } from './admin-tabs'
+import type { Session } from './sessions'
+import { when } from './page-helpers'
+import type { Shell } from './shell'
 
 const e = escapeHtml
 /** The groups of actions the filter offers before the actions themselves. */

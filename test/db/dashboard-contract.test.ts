@@ -1,19 +1,25 @@
-// Dashboard sessions and one-time form tokens behind the async interface (src/dashboard/session-store.ts),
-// ONE suite run against both engines: SQLite (the synchronous stores wrapped) and a real PostgreSQL server
-// (session-store-postgres.ts). Two "nodes" are two connections (SQLite) or two pools (PostgreSQL) on one
-// database: a session made through one is found, touched and ended through the other; two nodes signing one
-// account in at once leave it exactly its newest sessions; a form token is taken once, with its transaction.
+// The dashboard's storage contract (src/dashboard/storage), ONE suite on both engines: SQLite (connections on one
+// file) and a real PostgreSQL server (pools on one database). Two "nodes" share a database: sessions made on one
+// work on the other, an account keeps its newest sessions under races, a form token is taken once with its
+// transaction, flashes are sealed, taken once and bounded, and a `within` that returns a promise stores nothing.
 import { describe, expect, test } from 'bun:test'
 import type { SQL } from 'bun'
 import { hashKey } from '../../src/accounts'
+import { postgresStorages } from '../../src/app/storages-postgres'
+import { sqliteStorages, type Storages } from '../../src/app/storages'
 import type { Db } from '../../src/db/sqlite'
-import { postgresFormTokenRows, postgresSessionRows } from '../../src/dashboard/session-store-postgres'
-import { sqliteFormTokenRows, sqliteSessionRows, type FormTokenRows, type SessionRows } from '../../src/dashboard/session-store'
+import { createFlash } from '../../src/dashboard/flash'
+import { createSessions, SESSION_TTL_MS } from '../../src/dashboard/sessions'
+import type { FlashRows, FormTokenRows, SessionRows } from '../../src/dashboard/storage/contract'
+import { postgresFormTokenRows } from '../../src/dashboard/storage/postgres'
 import { engineHarness, postgresTransaction, ROLLBACK, sqliteTransaction } from '../support/engines'
 
 interface Node {
   sessions: SessionRows<any>
   tokens: FormTokenRows<any>
+  flashes: FlashRows
+  /** The node's whole storages (what app.ts hands the dashboard). */
+  storages: Storages<unknown>
   /** Runs `work` in a transaction of this node's connection, then commits (or rolls back); its result. */
   inTransaction<T>(work: (tx: any) => Promise<T>, rollback?: boolean): Promise<T>
 }
@@ -21,28 +27,44 @@ interface Node {
 interface Engine {
   node(): Node
   account(name: string, opts?: { admin?: boolean; disabled?: number }): Promise<number>
+  disable(accountId: number): Promise<void>
+  lastSignin(accountId: number): Promise<number | null>
+  audit(): Promise<{ action: string; actor_name: string; detail: string }[]>
   sessionIds(accountId: number): Promise<number[]>
   tokenCount(): Promise<number>
   note(tx: any, text: string): unknown
   notes(): Promise<string[]>
+  rows(table: string): Promise<Record<string, unknown>[]>
   close(): Promise<void>
 }
 
 const engines = engineHarness()
 
 async function sqliteEngine(): Promise<Engine> {
-  const { main, connect, close } = engines.sqlite('linkbox-sessions-')
+  const { main, connect, close } = engines.sqlite('linkbox-dashboard-')
+  const one = <T>(sql: string, ...args: (string | number | null)[]) => main.query(sql).get(...args) as T
   return {
     node() {
       const db = connect()
-      return { sessions: sqliteSessionRows(db), tokens: sqliteFormTokenRows(db), inTransaction: (work, rollback) => sqliteTransaction(db, work, rollback) }
+      const storages = sqliteStorages(db) as Storages<unknown>
+      return {
+        sessions: storages.sessions,
+        tokens: storages.formTokens,
+        flashes: storages.flashes,
+        storages,
+        inTransaction: (work, rollback) => sqliteTransaction(db, work, rollback),
+      }
     },
     account: async (name, o = {}) =>
-      Number((main.query('INSERT INTO accounts (name, admin, created, disabled) VALUES (?, ?, 0, ?) RETURNING id').get(name, o.admin ? 1 : 0, o.disabled ?? null) as { id: number }).id),
+      one<{ id: number }>('INSERT INTO accounts (name, admin, created, disabled) VALUES (?, ?, 0, ?) RETURNING id', name, o.admin ? 1 : 0, o.disabled ?? null).id,
+    disable: async (id) => void main.query('UPDATE accounts SET disabled = ? WHERE id = ?').run(T0, id),
+    lastSignin: async (id) => one<{ last_signin: number | null }>('SELECT last_signin FROM accounts WHERE id = ?', id).last_signin,
+    audit: async () => main.query("SELECT action, actor_name, detail FROM audit_log WHERE action != 'test.note' ORDER BY id").all() as never,
     sessionIds: async (accountId) => (main.query('SELECT id FROM web_sessions WHERE account_id = ? ORDER BY id').all(accountId) as { id: number }[]).map((r) => r.id),
     tokenCount: async () => (main.query('SELECT count(*) AS n FROM form_tokens').get() as { n: number }).n,
     note: (tx: Db, text) => tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
     notes: async () => (main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]).map((r) => r.detail),
+    rows: async (table) => main.query(`SELECT * FROM ${table}`).all() as Record<string, unknown>[],
     close,
   }
 }
@@ -52,25 +74,42 @@ async function postgresEngine(): Promise<Engine> {
   return {
     node() {
       const sql = pool()
-      return { sessions: postgresSessionRows(sql), tokens: postgresFormTokenRows(sql), inTransaction: (work, rollback) => postgresTransaction(sql, work, rollback) }
+      const storages = postgresStorages(sql) as Storages<unknown>
+      return {
+        sessions: storages.sessions,
+        tokens: storages.formTokens,
+        flashes: storages.flashes,
+        storages,
+        inTransaction: (work, rollback) => postgresTransaction(sql, work, rollback),
+      }
     },
-    account: async (name, o = {}) => Number((await main.sql`INSERT INTO accounts (name, admin, created, disabled) VALUES (${name}, ${o.admin ? 1 : 0}, 0, ${o.disabled ?? null}) RETURNING id`)[0].id),
+    account: async (name, o = {}) =>
+      Number((await main.sql`INSERT INTO accounts (name, admin, created, disabled) VALUES (${name}, ${o.admin ? 1 : 0}, 0, ${o.disabled ?? null}) RETURNING id`)[0].id),
+    disable: async (id) => void (await main.sql`UPDATE accounts SET disabled = ${T0} WHERE id = ${id}`),
+    lastSignin: async (id) => {
+      const [r] = await main.sql`SELECT last_signin FROM accounts WHERE id = ${id}`
+      return r.last_signin === null ? null : Number(r.last_signin)
+    },
+    audit: async () => [...(await main.sql`SELECT action, actor_name, detail FROM audit_log WHERE action != 'test.note' ORDER BY id`)],
     sessionIds: async (accountId) => (await main.sql`SELECT id FROM web_sessions WHERE account_id = ${accountId} ORDER BY id`).map((r: { id: string }) => Number(r.id)),
     tokenCount: async () => Number((await main.sql`SELECT count(*) AS n FROM form_tokens`)[0].n),
     note: (tx: SQL, text) => tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
     notes: async () => (await main.sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map((r: { detail: string }) => r.detail),
+    rows: async (table) => [...(await main.sql.unsafe(`SELECT * FROM ${table}`))],
     close,
   }
 }
 
+const ENGINES = [
+  ['SQLite', sqliteEngine],
+  ['PostgreSQL', postgresEngine],
+] as const
 const T0 = 1_800_000_000_000
+
 const token = (n: number) => `token-${n}-${'x'.repeat(30)}`
 const newSession = (accountId: number, n: number, now = T0, ttl = 3_600_000) => ({ tokenHash: hashKey(token(n)), accountId, csrf: `csrf-${n}`, now, expires: now + ttl })
 
-describe.each([
-  ['SQLite', sqliteEngine],
-  ['PostgreSQL', postgresEngine],
-] as const)('sessions and form tokens on %s', (_name, makeEngine) => {
+describe.each(ENGINES)('sessions and form tokens on %s', (_name, makeEngine) => {
   test('a session made through one node is found, touched and ended through the other; the sign-in’s rows go in its transaction', async () => {
     const e = await makeEngine()
     try {
@@ -271,4 +310,173 @@ describe('form tokens on PostgreSQL, two nodes at the same moment', () => {
       await close()
     }
   }, 60_000)
+})
+
+describe.each(ENGINES)('dashboard sessions on two nodes, %s', (_name, makeEngine) => {
+  test('made on A, valid on B; signed out on B, refused on A at once; a disabled account is refused on both', async () => {
+    const e = await makeEngine()
+    let now = T0
+    const clock = () => now
+    const [a, b] = [createSessions({ storages: e.node().storages, clock }), createSessions({ storages: e.node().storages, clock })]
+    try {
+      const alice = await e.account('alice')
+      const made = await a.create(alice, { address: '192.0.2.7', method: 'password' })
+      // The sign-in's rows, in the session's transaction.
+      expect(await e.lastSignin(alice)).toBe(T0)
+      expect(await e.audit()).toEqual([{ action: 'signin.ok', actor_name: 'alice', detail: 'password' }])
+
+      const onB = await b.lookup(made.token)
+      expect(onB).toEqual(made.session)
+      expect(onB).toMatchObject({ accountId: alice, accountName: 'alice', admin: false })
+      // Used a minute later on B: its expiry slides there, and A reads the new one.
+      now = T0 + 60_000
+      expect(await b.lookup(made.token)).not.toBeNull()
+      now = T0 + SESSION_TTL_MS + 30_000 // past the first expiry, within the slid one
+      expect(await a.lookup(made.token)).not.toBeNull()
+
+      // Signed out on B: A refuses it on its very next request (nothing cached on A).
+      await b.end(made.session.id)
+      expect(await a.lookup(made.token)).toBeNull()
+      expect(await b.lookup(made.token)).toBeNull()
+
+      // Signed in on B, disabled (by anyone, anywhere): refused on A.
+      const again = await b.create(alice)
+      expect(await a.lookup(again.token)).not.toBeNull()
+      await e.disable(alice)
+      expect(await a.lookup(again.token)).toBeNull()
+      expect(await b.lookup(again.token)).toBeNull()
+
+      // Signed out everywhere from one node (endAll): every node refuses.
+      const bob = await e.account('bob')
+      const [one, two] = [await a.create(bob), await b.create(bob)]
+      expect(await b.endAll(bob)).toBe(2)
+      expect(await a.lookup(one.token)).toBeNull()
+      expect(await a.lookup(two.token)).toBeNull()
+
+      // A failed sign-in's row, written on its own; a session made without a sign-in writes none.
+      await b.failed('mallory', 'no such account', '192.0.2.9')
+      expect((await e.audit()).slice(1)).toEqual([{ action: 'signin.failed', actor_name: 'mallory', detail: 'no such account' }])
+    } finally {
+      await e.close()
+    }
+  })
+
+  test('the sweep on one node removes the sessions expired on every node', async () => {
+    const e = await makeEngine()
+    let now = T0
+    const clock = () => now
+    const [a, b] = [createSessions({ storages: e.node().storages, clock }), createSessions({ storages: e.node().storages, clock })]
+    try {
+      const alice = await e.account('alice')
+      const old = await a.create(alice)
+      now = T0 + 1_000
+      const young = await a.create(alice)
+      expect(await b.sweep(T0 + SESSION_TTL_MS)).toBe(1)
+      now = T0 + 2_000
+      expect(await b.lookup(old.token)).toBeNull()
+      expect(await b.lookup(young.token)).not.toBeNull()
+    } finally {
+      await e.close()
+    }
+  })
+})
+
+describe.each(ENGINES)('flashes on %s', (_name, makeEngine) => {
+  test('a flash: sealed, taken once by one of two nodes, only by its owner and kind', async () => {
+    const e = await makeEngine()
+    try {
+      const [n1, n2] = [e.node(), e.node()]
+      const t = T0
+      const f1 = createFlash({ rows: n1.flashes, clock: () => t })
+      const f2 = createFlash({ rows: n2.flashes, clock: () => t })
+      const owner = 's7.TOKEN-only-the-browser-has-0123456789'
+      const id = await f1.put(owner, 'key', { key: 'lbk_SECRETVALUE' })
+      const dump = JSON.stringify(await e.rows('flashes'), (_k, v) => (v instanceof Uint8Array ? Buffer.from(v).toString('latin1') : v))
+      for (const clear of ['SECRETVALUE', 'TOKEN-only', id]) expect(dump).not.toContain(clear)
+      expect(await f2.take('s7.another-token-of-the-same-session-id', 'key', id)).toBeNull() // another owner: left alone
+      expect(await f2.take(owner, 'other kind', id)).toBeNull()
+      const both = await Promise.all([f1.take(owner, 'key', id), f2.take(owner, 'key', id)])
+      expect(both.filter((v) => v !== null)).toEqual([{ key: 'lbk_SECRETVALUE' }])
+      expect(await e.rows('flashes')).toEqual([])
+      // A row whose owner hash matches but whose value was changed opens to nothing.
+      const id2 = await f1.put(owner, 'key', 'x')
+      const [row] = await e.rows('flashes')
+      const sealed = Buffer.from(row!.value as Uint8Array)
+      sealed[sealed.length - 1]! ^= 1
+      await n1.flashes.put({ id: row!.id as string, pool: 0, owner: row!.owner as string, kind: 'key', value: sealed, size: 1, expires: T0 + 60_000 }, { perOwner: 10, rows: 10, bytes: 1e6 })
+      expect(await f2.take(owner, 'key', id2)).toBeNull()
+      // takeAny: whoever's, once, saying whether it was this owner's.
+      const id3 = await f1.put('oBINDING-of-a-browser-000000000000', 'oidc sign-in', { nonce: 'n' }, undefined, 600_000)
+      expect(await f2.takeAny('oANOTHER-binding-0000000000000000', 'oidc sign-in', id3)).toEqual({ mine: false, expired: false, value: null })
+      expect(await f2.takeAny('oBINDING-of-a-browser-000000000000', 'oidc sign-in', id3)).toBeNull()
+    } finally {
+      await e.close()
+    }
+  })
+
+  test('flashes: bounded per owner and per pool (the oldest go first), apart by pool; expired ones swept', async () => {
+    const e = await makeEngine()
+    try {
+      const n = e.node()
+      let t = T0
+      const bounds = { perOwner: 3, rows: 5, bytes: 100_000 }
+      const f = createFlash({ rows: n.flashes, clock: () => t, bounds: { 0: bounds, 1: bounds, 2: bounds } })
+      const ids: string[] = []
+      for (let i = 0; i < 5; i++) ids.push(await f.put('sA.tok', 'k', i))
+      expect(await f.take('sA.tok', 'k', ids[1]!)).toBeNull()
+      expect(await f.take('sA.tok', 'k', ids[4]!)).toBe(4)
+      for (let i = 0; i < 8; i++) await f.put(`v${i}`, 'k', i) // visitors: their own pool
+      expect(await n.flashes.usage(1)).toMatchObject({ rows: 5 })
+      expect(await n.flashes.usage(0)).toMatchObject({ rows: 2 })
+      for (let i = 0; i < 3; i++) await f.put(`vbig${i}`, 'k', 'x'.repeat(40_000))
+      expect((await n.flashes.usage(1)).bytes).toBeLessThanOrEqual(100_000)
+      const late = await f.put('sA.tok', 'k', 'late', undefined, 1_000)
+      t += 1_000
+      expect(await f.take('sA.tok', 'k', late)).toBeNull() // expired
+      t += 5 * 60_000 // FLASH_TTL_MS: all the others have expired too
+      expect(await f.sweep()).toBeGreaterThan(0)
+      expect(await e.rows('flashes')).toEqual([])
+    } finally {
+      await e.close()
+    }
+  })
+})
+
+describe.each(ENGINES)('a `within` that returns a promise, %s', (name, makeEngine) => {
+  test('an async `within` of a new session throws and stores nothing (SQLite refuses it; PostgreSQL rolls back after the await)', async () => {
+    const e = await makeEngine()
+    try {
+      const a = e.node()
+      const alice = await e.account('alice')
+      const made = a.sessions.create(newSession(alice, 1), 20, async (tx) => {
+        await e.note(tx, 'before the await')
+        await Bun.sleep(1)
+        throw new Error('failed after an await')
+      })
+      await expect(made).rejects.toThrow(name === 'SQLite' ? 'within must be synchronous on SQLite' : 'failed after an await')
+      expect(await e.sessionIds(alice)).toEqual([])
+      expect(await e.notes()).toEqual([])
+    } finally {
+      await e.close()
+    }
+  })
+
+  test('an async `then` of a form token claim throws and leaves the token free', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const once = 'IIIIIIIIIIIIIIIIIIIIII'
+      const claimed = a.inTransaction((tx) =>
+        a.tokens.claimIn(tx, once, null, 'fp', T0, '/i', async () => {
+          await Bun.sleep(1)
+          throw new Error('refused after an await')
+        }),
+      )
+      await expect(claimed).rejects.toThrow(name === 'SQLite' ? 'within must be synchronous on SQLite' : 'refused after an await')
+      expect(await b.tokens.byToken(once)).toBeNull()
+      expect(await e.tokenCount()).toBe(0)
+    } finally {
+      await e.close()
+    }
+  })
 })
