@@ -2,7 +2,7 @@
 // local shapes, so nothing can read a file, fetch or multiply without end (ARCHITECTURE, qr).
 import { SaxesParser, type SaxesTagNS } from 'saxes'
 import { invalidParameter } from '../kernel/errors'
-import { SVG_MAX_DEPTH, SVG_MAX_ELEMENTS, SVG_MAX_LAYERS } from './logo'
+import { SVG_MAX_DEPTH, SVG_MAX_ELEMENTS, SVG_MAX_LAYERS } from './svg-limits'
 
 const SVG_NS = 'http://www.w3.org/2000/svg'
 const XLINK_NS = 'http://www.w3.org/1999/xlink'
