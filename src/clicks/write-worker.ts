@@ -1,6 +1,7 @@
 // The click-writing thread (see writer.ts): batches in, "committed" or the SQLite error out, on its own connection.
 // Its entry is the root's (app/click-write-worker.ts), which hands in how link.clicked rows are written.
-import { Database } from 'bun:sqlite'
+import type { Database } from 'bun:sqlite'
+import { checkpoint, openWriterConnection } from '../db/sqlite/wal'
 import { decodeBatch, type ClickBatch, type ClickEvent, type EncodedBatch } from './batch'
 import { PartialWrite, type SqliteClickEvents } from './storage/contract'
 import { sqliteClickWriter } from './storage/sqlite'
@@ -32,18 +33,8 @@ export function serveClickWrites(eventRows: SqliteClickEvents) {
   // Opened on the first write, and again after a failure to open (a file that is read-only for a while).
   function connect() {
     if (db) return write!
-    const opened = new Database(path, { readwrite: true, strict: true })
+    const opened = openWriterConnection(path)
     try {
-      opened.exec('PRAGMA busy_timeout = 5000')
-      opened.exec('PRAGMA synchronous = NORMAL')
-      opened.exec('PRAGMA foreign_keys = ON')
-      // The main connection runs no checkpoints (wal_autocheckpoint = 0, see writer.ts); this one does, after
-      // a commit that leaves the WAL over 10,000 pages (40 MB), not SQLite's 1,000: a batch over 100,000
-      // codes is ~30 commits of 500 links, each ~1,500 pages, and a checkpoint (with its fsync) after each
-      // one doubled the time of a batch (2.5 s → 1.1 s for 14,000 links on a 1M-link database). A 16 MiB
-      // page cache keeps the pages of busy links between commits (the default 2 MiB re-read them).
-      opened.exec('PRAGMA wal_autocheckpoint = 10000')
-      opened.exec('PRAGMA cache_size = -16384')
       write = sqliteClickWriter(opened, eventRows).writeEncoded
     } catch (err) {
       opened.close()
@@ -70,7 +61,7 @@ export function serveClickWrites(eventRows: SqliteClickEvents) {
       checkpoints = setInterval(() => {
         try {
           connect()
-          db!.exec('PRAGMA wal_checkpoint(PASSIVE)')
+          checkpoint(db!, 'PASSIVE')
         } catch {
           // A full disk or a busy lock: the next one tries again; the writes report storage problems.
         }
@@ -91,8 +82,7 @@ export function serveClickWrites(eventRows: SqliteClickEvents) {
       try {
         // At close the WAL is emptied and cut to nothing. Without waiting: a reader on the main connection
         // would hold it for the whole busy timeout, and the main connection checkpoints as it closes anyway.
-        db?.exec('PRAGMA busy_timeout = 0')
-        db?.exec('PRAGMA wal_checkpoint(TRUNCATE)')
+        if (db) checkpoint(db, 'TRUNCATE')
       } catch {}
       db?.close()
       db = null

@@ -1,6 +1,7 @@
 // Where click batches are written: a worker thread with its own connection (write-worker.ts), so a long write
 // and the WAL checkpoints never hold up redirects; the main thread as the fallback (ARCHITECTURE, clicks).
 import type { Db } from '../db/sqlite'
+import { autocheckpoint, dataVersion } from '../db/sqlite/wal'
 import type { EncodedBatch } from './batch'
 import { PartialWrite, type ClickCounts, type SqliteClickEvents } from './storage/contract'
 import { sqliteClickWriter } from './storage/sqlite'
@@ -62,7 +63,6 @@ export interface WorkerWriterOptions {
 export function workerWriter(db: Db, opts: WorkerWriterOptions): BatchWriter {
   const { log, spawn, checkpointMs = 5_000 } = opts
   const onMain = mainThreadWriter(db, opts.eventRows)
-  const dataVersion = () => (db.query('PRAGMA data_version').get() as { data_version: number }).data_version
   let worker: Worker | null = null
   let dead = false
   let closed = false
@@ -72,7 +72,7 @@ export function workerWriter(db: Db, opts: WorkerWriterOptions): BatchWriter {
 
   // The main connection never checkpoints: a commit there (a new link) would otherwise copy up to a
   // thousand pages inside a request. The thread does it (write-worker.ts).
-  db.exec('PRAGMA wal_autocheckpoint = 0')
+  autocheckpoint(db, 0)
 
   function start(): Worker | null {
     if (worker || dead) return worker
@@ -120,7 +120,7 @@ export function workerWriter(db: Db, opts: WorkerWriterOptions): BatchWriter {
     worker?.terminate()
     worker = null
     // Back to SQLite's default, now that no thread checkpoints.
-    db.exec('PRAGMA wal_autocheckpoint = 1000')
+    autocheckpoint(db, 1000)
     log(`click writer thread stopped (${reason}); clicks are written on the main thread from now on`)
     settleHeld()
   }
@@ -130,7 +130,7 @@ export function workerWriter(db: Db, opts: WorkerWriterOptions): BatchWriter {
     const h = held
     held = null
     if (!h) return
-    if (dataVersion() === h.version) onMain.write(h.batch).then(h.resolve, h.reject)
+    if (dataVersion(db) === h.version) onMain.write(h.batch).then(h.resolve, h.reject)
     else h.resolve('uncertain')
   }
 
@@ -142,7 +142,7 @@ export function workerWriter(db: Db, opts: WorkerWriterOptions): BatchWriter {
       if (!w) return onMain.write(batch)
       if (held) return Promise.reject(new Error('click writer: one batch at a time'))
       return new Promise<WriteOutcome>((resolve, reject) => {
-        held = { id: ++lastId, batch, version: dataVersion(), resolve, reject }
+        held = { id: ++lastId, batch, version: dataVersion(db), resolve, reject }
         hold(w, true)
         w.postMessage({ type: 'write', id: held.id, batch } satisfies WriterRequest)
       })
