@@ -393,4 +393,4 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     },
   }
 }
-export type LinkService = ReturnType<typeof createLinkService<any>>
+export type LinkService = ReturnType<typeof createLinkService<unknown>>
