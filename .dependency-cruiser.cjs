@@ -105,10 +105,10 @@ module.exports = {
     },
     {
       name: 'app-public-face',
-      comment: 'app/ reaches a feature through its index.ts, or its storage/sqlite.ts / storage/postgres.ts (or one per store: sqlite-endpoints.ts)',
+      comment: 'app/ reaches a feature through its index.ts, its feature.ts (to wire it), or its storage/sqlite.ts / storage/postgres.ts (or one per store: sqlite-endpoints.ts)',
       severity: 'error',
       from: { path: at('app') },
-      to: { path: at(F), pathNot: [INDEX, `${at(F)}storage/(sqlite|postgres)[-a-z0-9]*\\.ts$`] },
+      to: { path: at(F), pathNot: [INDEX, `${at(F)}feature\\.ts$`, `${at(F)}storage/(sqlite|postgres)[-a-z0-9]*\\.ts$`] },
     },
     {
       name: 'cli-public-face',

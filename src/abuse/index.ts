@@ -2,5 +2,5 @@
 export { BAN_TOPIC, CLOSE_ACTIONS, REPORT_REASONS } from './storage/contract'
 export type { AbuseRows, BanRow, CloseAction, OpenReport, ReportReason, ReportRow } from './storage/contract'
 export { createAbuseService, MAX_REPORT_TEXT, type AbuseService, type Verdict } from './service'
-export { createAbuseFeature } from './feature'
 export { ABUSE_EVENT_DOCS } from './event-docs'
+export { loadBlocklist } from './blocklist'

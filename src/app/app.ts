@@ -3,39 +3,28 @@
 // methods, the router over all their routes, and the request pipeline in front. Tests build exactly this
 // with a temporary data directory; `linkbox serve` builds it and listens.
 import { mkdirSync } from 'node:fs'
-import { createAbuseFeature } from '../abuse'
 import { createAccountService } from '../accounts'
-import { createAuditReader } from '../audit'
-import { createClicksFeature } from '../clicks'
 import type { Config } from '../kernel/config'
-import { createDashboardFeature } from '../dashboard'
-import { sqliteBackend, withStorages, type Backend } from './backend-sqlite'
 import { databaseUnavailable } from '../kernel/errors'
 import { createEvents } from '../kernel/events'
-import { startJobs, type Feature, type Shared } from '../web/feature'
 import { createGeo } from '../kernel/geo'
+import { log as rootLog } from '../kernel/log'
+import { createMetrics, processMetrics } from '../kernel/metrics'
+import { reloadConfig, type ReloadOutcome } from '../kernel/reload'
+import { createLinkSigner } from '../kernel/signing'
 import { createApi } from '../web/api'
 import { createClientIp } from '../web/client-ip'
 import { faultAnswer } from '../web/fault'
 import { createFaultLog } from '../web/fault-log'
+import { startJobs, type Shared } from '../web/feature'
 import { createPipeline } from '../web/pipeline'
 import { createRateLimiter } from '../web/rate-limit'
 import { createRouter } from '../web/router'
 import { serve, stopGracefully } from '../web/server'
-import { createLinksFeature, type LinkGuard } from '../links'
-import { log as rootLog } from '../kernel/log'
-import { createMediaFeature } from '../media'
-import { createMetrics, processMetrics } from '../kernel/metrics'
+import { createOutbox, createQueueOutbox } from '../webhooks'
+import { sqliteBackend, withStorages, type Backend } from './backend-sqlite'
+import { createFeatures } from './features'
 import type { AppOptions } from './options'
-import { createPagesFeature } from '../pages'
-import { createQrFeature } from '../qr'
-import { reloadConfig, type ReloadOutcome } from '../kernel/reload'
-import { createLinkSigner } from '../kernel/signing'
-import { createOutbox, createQueueOutbox, createWebhooksFeature, eventInserts, webhookEventDocs } from '../webhooks'
-import { LINK_EVENT_DOCS } from '../links'
-import { CLICK_EVENT_DOCS } from '../clicks'
-import { ABUSE_EVENT_DOCS } from '../abuse'
-import { createMailFeature, MAIL_EVENT_DOCS } from '../mail'
 
 export type { AppOptions, ReloadOutcome }
 
@@ -58,34 +47,32 @@ export async function openLinkbox(config: Config, opts: AppOptions = {}) {
   }
 }
 
-// The click writer thread; scripts/build.ts makes its entry one of the binary's, beside this chunk.
-const spawnClickWriter = () => new Worker(new URL('./click-write-worker.ts', import.meta.url).href)
-
 export function createLinkbox(config: Config, opts: AppOptions = {}) {
   // The shared parts.
   mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
   const log = opts.logger ?? rootLog
   const faults = createFaultLog(log)
   const backend: Backend = opts.backend ?? sqliteBackend(config.data_dir, log, (err) => faults.fault('a subscriber of link changes failed', err))
-  const db = backend.db
-  const storages = backend.storages
+  const { db, storages } = backend
   const clock = opts.clock ?? Date.now
   const metrics = createMetrics()
   let server: ReturnType<typeof Bun.serve> | null = null
+  // Webhook events are written by the services in the transaction of each change (webhooks/outbox.ts); the
+  // outbox knows who subscribes and wakes the deliverers (on PostgreSQL every node's, through the feed).
+  const outbox =
+    backend.engine === 'sqlite'
+      ? createOutbox(backend.db, clock, log)
+      : createQueueOutbox({ queue: backend.storages.queue, changes: backend.changes, log })
+  const accounts = withStorages(backend, (s) => createAccountService({ accounts: s.accounts, audit: s.audit }, clock))
   const shared: Shared = {
     config,
     db,
-    storages,
     health: backend.health,
     log,
     faults,
     clock,
     events: createEvents(log),
-    // Webhook events are written by the services in the transaction of each change (webhooks/outbox.ts); the
-    // outbox knows who subscribes and wakes the deliverers (on PostgreSQL every node's, through the feed).
-    outbox: backend.db ? createOutbox(backend.db, clock, log) : createQueueOutbox({ queue: storages.queue, changes: backend.changes, log }),
     changes: backend.changes,
-    accounts: withStorages(backend, (s) => createAccountService({ accounts: s.accounts, audit: s.audit }, clock)),
     signer: createLinkSigner(backend.signingSecret),
     limiter: createRateLimiter(clock),
     metrics,
@@ -94,55 +81,10 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     guard: { resolve: opts.resolve, isAllowed: opts.isAllowed },
     server: () => server,
   }
-
-  // The features, in order: a later one may use an earlier one's service.
-  const clicks = createClicksFeature(
-    shared,
-    { dayKeys: storages.dayKeys, visitorHashes: storages.visitorHashes, outbox: shared.outbox, eventRows: eventInserts, spawnWriter: spawnClickWriter },
-    { ...(backend.clickWriter ? { writer: backend.clickWriter } : {}), ...opts.clicks },
+  const parts = { outbox, accounts, clickWriter: backend.clickWriter, databaseCheck: backend.databaseCheck, opts }
+  const { clicks, webhooks, abuse, links, mail, media, dashboard, audit, methods, features } = withStorages(backend, (s) =>
+    createFeatures(shared, s, parts),
   )
-  const webhooks = withStorages(backend, (s) =>
-    createWebhooksFeature(
-      shared,
-      { endpoints: s.endpoints, queue: s.queue, audit: s.audit, outbox: shared.outbox },
-      { schedule: opts.webhookSchedule },
-    ),
-  )
-  // Links and abuse need each other: links asks abuse's guard (at request time), abuse reads links' rows.
-  const guard: LinkGuard = {
-    checkDestination: (url) => abuse.guard.checkDestination(url),
-    stops: (row) => abuse.guard.stops(row),
-    unavailable: (row) => abuse.guard.unavailable(row),
-  }
-  const links = withStorages(backend, (s) =>
-    createLinksFeature(shared, { storages: s, outbox: shared.outbox, recorder: clicks.recorder, dayKeys: clicks.dayKeys, guard }, opts),
-  )
-  // Reports, bans, disabled links and blocklists (SPEC §3, §12): a 451 verdict per link, kept beside its cached row.
-  const abuse = withStorages(backend, (s) => createAbuseFeature(shared, { storages: s, outbox: shared.outbox, links: links.links }))
-  const qr = createQrFeature(shared, { links: links.links }, { renderer: opts.qrRenderer })
-  const mail = withStorages(backend, (s) =>
-    createMailFeature(shared, { messages: s.messages, queue: s.queue, outbox: shared.outbox }, { smtpPort: opts.smtpPort }),
-  )
-  const media = createMediaFeature(shared, { tickets: storages.tickets })
-  const database = backend.databaseCheck(clicks.recorder)
-  const databaseProblem = () => database.known().reason
-  const audit = createAuditReader(storages.audit, clock)
-  const dashboard = createDashboardFeature(shared, {
-    storages,
-    accounts: shared.accounts,
-    audit,
-    links: links.links,
-    mail: mail.mail,
-    webhooks: webhooks.webhooks,
-    qr: qr.qr,
-    abuse: abuse.abuse,
-    databaseProblem,
-  })
-  const methods = [links, qr, media, mail, webhooks].flatMap((f) => f.feature.api ?? [])
-  // Each feature documents its own webhook events; webhooks adds its test event and puts them in order.
-  const eventDocs = webhookEventDocs([LINK_EVENT_DOCS, CLICK_EVENT_DOCS, ABUSE_EVENT_DOCS, MAIL_EVENT_DOCS])
-  const pages = createPagesFeature(shared, { links: links.links, methods, database, shell: dashboard.shell, anonymous: links.anonymous, eventDocs })
-  const features: Feature[] = [clicks, webhooks, abuse, links, qr, mail, media, dashboard, pages].map((f) => f.feature)
 
   // The wiring: metrics, the API, the router, the pipeline.
   for (const f of features) f.metrics?.(metrics)
@@ -152,7 +94,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   const answers = metrics.counter('linkbox_api_requests_total', 'Answers of /api methods, by method and HTTP status.')
   const api = createApi(methods, {
     config,
-    accounts: shared.accounts,
+    accounts,
     limiter: shared.limiter,
     clientIp: shared.clientIp,
     faults,
@@ -180,9 +122,9 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     health: backend.health,
     /** Answers a request without a socket (tests): the pipeline of listen(), without peer addresses. */
     app: { handle: (request: Request) => Promise.resolve(pipeline.handle(request)) },
-    accounts: shared.accounts,
+    accounts,
     events: shared.events,
-    outbox: shared.outbox,
+    outbox,
     signer: shared.signer,
     recorder: clicks.recorder,
     links: links.links,
@@ -233,7 +175,7 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
       try {
         for (const f of [...features].reverse()) await f.close?.()
       } finally {
-        shared.outbox.close()
+        outbox.close()
         await backend.close()
       }
     },

@@ -10,7 +10,7 @@ import type { Db } from '../db/sqlite'
 import type { ChangeFeed } from '../db/changes'
 import type { Storages } from './storages'
 import type { Outbox } from '../kernel/outbox'
-import type { WebhookService } from '../webhooks/service'
+import type { WebhookService } from '../webhooks'
 import { databaseUrl } from './database-url'
 
 type StoreName = 'accounts' | 'audit' | 'endpoints' | 'queue'
@@ -62,7 +62,7 @@ function services<C, Tx>(
     audit: () => store('audit') as Promise<AuditRows<unknown>>,
     webhooks: () =>
       once('webhookService', async () => {
-        const { createWebhookService } = await import('../webhooks/service')
+        const { createWebhookService } = await import('../webhooks')
         const [endpoints, queue, audit] = await Promise.all([store('endpoints'), store('queue'), store('audit')])
         const deps = { ...(db ? { db } : {}), config, outbox: await outbox(queue), endpoints, queue, audit }
         return createWebhookService(deps) as WebhookService
@@ -85,7 +85,7 @@ export async function openServices(config: Config): Promise<Services> {
     const outbox = async (queue: Storages<TransactionSQL>['queue']) => {
       const [{ postgresChangeFeed }, { createQueueOutbox }] = await Promise.all([
         import('../db/postgres/changes'),
-        import('../webhooks/outbox'),
+        import('../webhooks'),
       ])
       const changes = await postgresChangeFeed(pg.sql)
       feed = { outbox: createQueueOutbox({ queue, changes }), changes }
@@ -102,6 +102,6 @@ export async function openServices(config: Config): Promise<Services> {
   const { openDatabase } = await import('../db/sqlite')
   mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
   const db = openDatabase(join(config.data_dir, 'linkbox.db'), { onUpgrade: upgraded })
-  const outbox = async () => (await import('../webhooks/outbox')).createOutbox(db)
+  const outbox = async () => (await import('../webhooks')).createOutbox(db)
   return services(config, db, sqliteStores, db, outbox, async () => db.close())
 }

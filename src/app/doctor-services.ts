@@ -6,7 +6,7 @@ import { createServer } from 'node:net'
 import { join } from 'node:path'
 import type { Config } from '../kernel/config'
 import { createGeo } from '../kernel/geo'
-import { createYtdlp, embeddedYtdlp, isSafeYtdlpVersion, MIN_YTDLP_VERSION, unsafeYtdlpReason } from '../media/ytdlp'
+import { createYtdlp, embeddedYtdlp, isSafeYtdlpVersion, MIN_YTDLP_VERSION, unsafeYtdlpReason } from '../media'
 import { size, type Finding } from './doctor-finding'
 
 type ResolveMx = (domain: string) => Promise<{ exchange: string; priority: number }[]>
@@ -67,7 +67,7 @@ export async function checkProgram(what: string, command: string[], needed: stri
 /** links.blocklist_files: each file read as serve reads it, its hosts and its age (a list never updated goes stale). */
 export async function checkBlocklists(config: Config): Promise<Finding[]> {
   if (config.links.blocklist_files.length === 0) return [{ verdict: 'ok', what: 'blocklists', detail: 'none (links.blocklist_files)' }]
-  const { loadBlocklist } = await import('../abuse/blocklist')
+  const { loadBlocklist } = await import('../abuse')
   const list = await loadBlocklist(config.links.blocklist_files)
   const days = (ms: number) => Math.floor((Date.now() - ms) / 86_400_000)
   return list.files.map((f): Finding => {

@@ -12,7 +12,7 @@ export async function run(invocation: Invocation): Promise<number> {
   if (!file || arg || !values.account) throw new ConfigError('usage: linkbox import FILE --account NAME [--format F]')
   const accountName = values.account
   const format = values.format ?? 'csv'
-  const [{ IMPORT_FORMATS, MAX_IMPORT_BYTES, importLinks }, { printable }] = await Promise.all([import('../links/import'), import('../accounts')])
+  const [{ IMPORT_FORMATS, MAX_IMPORT_BYTES, importLinks }, { printable }] = await Promise.all([import('../links'), import('../accounts')])
   if (!(IMPORT_FORMATS as readonly string[]).includes(format)) throw new ConfigError(`--format must be one of: ${IMPORT_FORMATS.join(', ')}`)
   let size: number
   try {

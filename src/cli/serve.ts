@@ -18,7 +18,7 @@ async function serve({ config, configPath, linkbox: openLinkbox }: Context) {
   // The app is loaded alongside (most of the start-up); context.linkbox() then finds it loaded.
   const [{ probeWrite, storageReason }, { ClicksNotWritten }, { log }, { loadConfig }] = await Promise.all([
     import('../db/sqlite'),
-    import('../clicks/recorder'),
+    import('../clicks'),
     import('../kernel/log'),
     import('../kernel/config'),
     import('../app/app'),

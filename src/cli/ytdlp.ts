@@ -4,7 +4,7 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Config } from '../kernel/config'
 import { ConfigError } from '../kernel/errors'
-import { createYtdlp, updateYtdlp, YtdlpUpdateError } from '../media/ytdlp'
+import { createYtdlp, updateYtdlp, YtdlpUpdateError } from '../media'
 import type { Invocation } from './args'
 import { context } from './context'
 

@@ -2,7 +2,7 @@
 export { CLICK_ITEMS_PER_EVENT, DAY_MS, dayOf, type ClickItem } from './batch'
 export { createClassifier, MAX_NAMES, OTHER } from './classify'
 export { createDayKeys, type DayKey, type DayKeys } from './day-keys'
-export { createClicksFeature, type ClicksDeps } from './feature'
+export type { ClicksDeps } from './feature'
 export { DIMENSIONS, type DimNames } from './names'
 export { ClicksNotWritten, UNKNOWN_COUNTRY, type ClickRecorder, type ClickRecorderOptions } from './recorder'
 export type { ClickCounts, DayKeyRows, SharedVisitorRows, SqliteClickEvents } from './storage/contract'

@@ -1,6 +1,6 @@
-// The dashboard's public face: the feature for app.ts, what the home page shares with it (the page frame, the
+// The dashboard's public face: what the home page shares with it (the page frame, the
 // session, one-time form tokens) and its storage contract.
-export { createDashboardFeature, type DashboardFeatureDeps } from './feature'
+export type { DashboardFeatureDeps } from './feature'
 export { RepeatedForm } from './form-tokens'
 export type { Session } from './sessions'
 export { cookiesOf } from './page-helpers'

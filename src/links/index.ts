@@ -1,6 +1,6 @@
 // The links feature's public face: what app/, cli/, other features and tests reach links by.
 export type { LinkChanges, LinkRow, LinkStorage, NewLink } from './storage/contract'
-export { createLinksFeature, type LinkGuard, type LinkStorages, type LinksOptions } from './feature'
+export type { LinkGuard, LinkStorages, LinksOptions } from './feature'
 export {
   containsPattern,
   createLinkService,
@@ -35,3 +35,4 @@ export {
   MODES,
 } from './validate'
 export type { AnonymousCreations } from './anonymous'
+export { IMPORT_FORMATS, importLinks, MAX_IMPORT_BYTES } from './import'

@@ -1,5 +1,5 @@
-// The media feature's public face: the feature, its service, its storage contract and the yt-dlp it runs.
-export { createMediaFeature, type MediaFeatureDeps } from './feature'
+// The media feature's public face: its service, its storage contract and the yt-dlp it runs.
+export type { MediaFeatureDeps } from './feature'
 export type { MediaService } from './service'
 export type { TicketInput, TicketRow, TicketStorage } from './storage/contract'
 export {

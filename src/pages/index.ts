@@ -1,2 +1,2 @@
-// The service's own pages (home, API documents, health, metrics, assets): the feature for app.ts.
-export { createPagesFeature, type PagesDeps } from './feature'
+// The service's own pages (home, API documents, health, metrics, assets); app.ts wires their feature.ts.
+export type { PagesDeps } from './feature'

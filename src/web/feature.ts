@@ -1,12 +1,10 @@
 // What a feature hands the composition root (app.ts): its routes, API methods, metrics, jobs, start and close steps;
 // the root makes the shared parts (Shared), the features in order, and wires them.
 import type { AnyElysia } from 'elysia'
-import type { AccountService } from '../accounts'
 import type { Config } from '../kernel/config'
 import type { ChangeFeed } from '../db/changes'
 import type { DatabaseHealth } from '../db/health'
 import type { Db } from '../db/sqlite'
-import type { Storages } from '../app/storages'
 import type { Events } from '../kernel/events'
 import type { ApiMethod } from './api'
 import type { Geo } from '../kernel/geo'
@@ -16,7 +14,6 @@ import type { RateLimiter } from './rate-limit'
 import type { Logger } from '../kernel/log'
 import type { Metrics } from '../kernel/metrics'
 import type { LinkSigner } from '../kernel/signing'
-import type { Outbox } from '../kernel/outbox'
 
 export interface Feature {
   /** Routes answered before the router (the redirect; see web/pipeline.ts). */
@@ -65,24 +62,18 @@ export function startJobs(jobs: Job[], faults: FaultLog): () => void {
 /** The parts every feature may use, made by the root before any feature. */
 export interface Shared {
   config: Config
-  /** SQLite's connection (data_dir/linkbox.db); null on PostgreSQL: features use `storages`, not this. */
+  /** SQLite's connection (data_dir/linkbox.db); null on PostgreSQL: features are handed their stores by app/. */
   db: Db | null
-  /** Every store behind its async interface (db/storages.ts): what the services are handed. */
-  // The transaction type is the engine's (db/storages.ts): services take it as a type parameter.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  storages: Storages<any>
   /** Whether the database can be reached (db/health.ts): always on SQLite; PostgreSQL's goes down and up. */
   health: DatabaseHealth
   log: Logger
   /** Unexpected errors, with their stacks, into the log (at most 10 a minute: web/fault-log.ts). */
   faults: FaultLog
   clock: () => number
-  /** In-process events (link.created, …) and the webhook outbox written in each change's transaction. */
+  /** In-process events (link.created, …). */
   events: Events
-  outbox: Outbox
   /** Changes between processes and nodes (db/changes.ts): a local feed on SQLite. */
   changes: ChangeFeed
-  accounts: AccountService
   signer: LinkSigner
   limiter: RateLimiter
   metrics: Metrics

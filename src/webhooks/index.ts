@@ -1,5 +1,4 @@
 // The webhooks feature's public face.
-export { createWebhooksFeature } from './feature'
 export { createOutbox, createQueueOutbox, INDEX_MAX_AGE_MS } from './outbox'
 export { webhookEventDocs } from './event-docs'
 export { createWebhookService, MAX_ENDPOINTS, type WebhookService } from './service'
