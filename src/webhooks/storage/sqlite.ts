@@ -57,10 +57,12 @@ export function eventInserts(db: Db) {
   }
 }
 
+const SUBSCRIPTIONS = 'SELECT id, account_id, events FROM webhook_endpoints WHERE enabled = 1'
+
 /** What SQLite's outbox reads synchronously (issue 22: `wanted` is asked on every change and every click). */
 export function sqliteOutboxReads(db: Db) {
   const q = lazyStatements(db)
-  const subscriptions = q.query<Subscription, []>('SELECT id, account_id, events FROM webhook_endpoints WHERE enabled = 1')
+  const subscriptions = q.query<Subscription, []>(SUBSCRIPTIONS)
   const dataVersion = q.query<{ data_version: number }, []>('PRAGMA data_version')
   return {
     subscriptions: () => subscriptions.all(),
@@ -75,7 +77,7 @@ const inserters = new WeakMap<Db, ReturnType<typeof eventInserts>>()
 export function sqliteWebhookQueue(db: Db): WebhookQueue<Db> {
   const q = lazyStatements(db) // prepared at their first use (db/lazy.ts)
   const events = eventStatements(db)
-  const reads = sqliteOutboxReads(db)
+  const subscriptions = q.query<Subscription, []>(SUBSCRIPTIONS)
   const endpointOf = q.query<{ account_id: number }, [number]>('SELECT account_id FROM webhook_endpoints WHERE id = ?')
   // The endpoint_id half of UNIQUE (endpoint_id, event_id) serves these two.
   const counts = q.query<EndpointCounts, [number]>(
@@ -191,7 +193,7 @@ export function sqliteWebhookQueue(db: Db): WebhookQueue<Db> {
         events.insertDelivery.run(ids.id, endpointId, now)
         return ids
       })(),
-    subscriptions: async () => reads.subscriptions(),
+    subscriptions: async () => subscriptions.all(),
     outbox: async () => outbox.get() as { pending: number; oldest: number | null },
     claim: async (now, o) =>
       db.transaction(() => {
