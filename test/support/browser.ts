@@ -96,9 +96,10 @@ export const WIDTHS = [1280, 390] as const
  * Screenshots of the page at desktop and phone widths, in the light and the dark theme, into
  * test-results/screenshots/NAME-WIDTH-light.png and NAME-WIDTH-dark.png (git-ignored; look at them);
  * returns the page's scroll width at each width (a page wider than the screen scrolls sideways). The
- * viewport is left at the last width and the colour scheme at light.
+ * viewport is left at the last width and the colour scheme at light. `name` null: the same steps and
+ * widths without the files (a page another test already shoots).
  */
-export async function screenshots(page: Page, name: string): Promise<Record<number, number>> {
+export async function screenshots(page: Page, name: string | null): Promise<Record<number, number>> {
   mkdirSync(SCREENSHOTS, { recursive: true })
   const widths: Record<number, number> = {}
   for (const width of WIDTHS) {
@@ -106,7 +107,8 @@ export async function screenshots(page: Page, name: string): Promise<Record<numb
     widths[width] = await page.evaluate(() => document.documentElement.scrollWidth)
     for (const scheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme: scheme })
-      await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}-${scheme}.png`), fullPage: true, timeout: 30_000 })
+      if (name !== null)
+        await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}-${scheme}.png`), fullPage: true, timeout: 30_000 })
     }
   }
   await page.emulateMedia({ colorScheme: 'light' })
@@ -116,9 +118,9 @@ export async function screenshots(page: Page, name: string): Promise<Record<numb
 /**
  * What every page a test shows gets: axe-core (no serious or critical violation) in the light and the
  * dark theme and on a phone, then the screenshots (both widths, both themes). Returns the scroll width at
- * 390 px; the viewport goes back to 1280 × 800 and the theme to light.
+ * 390 px; the viewport goes back to 1280 × 800 and the theme to light. `name` null: every check, no files.
  */
-export async function checkPage(page: Page, name: string): Promise<number> {
+export async function checkPage(page: Page, name: string | null): Promise<number> {
   for (const scheme of ['light', 'dark'] as const) {
     await page.emulateMedia({ colorScheme: scheme })
     expect({ scheme, violations: await seriousViolations(page) }).toEqual({ scheme, violations: [] })
