@@ -40,8 +40,8 @@ const userVersion = (path: string) => {
  */
 function previousRelease(): { command: string[]; commit: string } | null {
   const git = (...args: string[]) => Bun.spawnSync(['git', '-C', REPO_ROOT, ...args])
-  // The commit that added the newest migration: its comment opens with "/* <number>: ".
-  const found = git('log', '--format=%H', '-1', '-S', `/* ${migrations.length}: `, '--', 'src/db/sqlite/migrations.ts')
+  // The commit that added the newest migration: its comment opens with "/* <number>: " (--follow: the file moved).
+  const found = git('log', '--format=%H', '-1', '--follow', '-S', `/* ${migrations.length}: `, '--', 'src/db/sqlite/migrations.ts')
   const introducing = found.stdout.toString().trim()
   if (found.exitCode !== 0 || !introducing) return null
   const commit = git('rev-parse', `${introducing}^`).stdout.toString().trim()
