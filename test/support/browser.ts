@@ -2,10 +2,10 @@
 // (Bun.serve on 127.0.0.1, port 0: each its own origin), and Debian's Chromium driven by playwright-core,
 // with axe-core for accessibility and screenshots at desktop and phone widths for people to look at.
 import { expect } from 'bun:test'
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Database } from 'bun:sqlite'
-import { chromium, type Browser, type Page } from 'playwright-core'
+import { chromium, type Browser, type CDPSession, type Page } from 'playwright-core'
 import { createLinkbox, type AppOptions, type Linkbox } from '../../src/app/app'
 import { REPO_ROOT } from './server'
 import { tempDir, testConfig } from './app'
@@ -92,13 +92,48 @@ export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
 
 export const WIDTHS = [1280, 390] as const
 
+const sessions = new WeakMap<Page, Promise<CDPSession>>()
+
+/**
+ * page.screenshot({ fullPage: true }) in one evaluate and one DevTools call: Chromium's fast PNG encoding
+ * (the same pixels in a bigger file) without Playwright's round trips per shot, which cost more than a small
+ * page's capture; a focused text field (whose caret Playwright hides) is left to page.screenshot.
+ */
+async function fullPageShot(page: Page, path: string): Promise<void> {
+  // Playwright's full-page size, after its wait for the fonts.
+  const size = await page.evaluate(async () => {
+    await document.fonts.ready
+    const active = document.activeElement as HTMLElement | null
+    if (active && (active.isContentEditable || ['INPUT', 'TEXTAREA', 'IFRAME', 'FRAME'].includes(active.tagName))) return null
+    const { body, documentElement: root } = document
+    if (!body || !root) return null
+    return {
+      width: Math.max(body.scrollWidth, root.scrollWidth, body.offsetWidth, root.offsetWidth, body.clientWidth, root.clientWidth),
+      height: Math.max(body.scrollHeight, root.scrollHeight, body.offsetHeight, root.offsetHeight, body.clientHeight, root.clientHeight),
+    }
+  })
+  const viewport = page.viewportSize()
+  if (!size || !viewport) return void (await page.screenshot({ path, fullPage: true, timeout: 30_000 }))
+  if (!sessions.has(page)) sessions.set(page, page.context().newCDPSession(page))
+  const cdp = await sessions.get(page)!
+  const fits = size.width <= viewport.width && size.height <= viewport.height
+  const shot = await cdp.send('Page.captureScreenshot', {
+    format: 'png',
+    clip: { x: 0, y: 0, width: size.width, height: size.height, scale: 1 },
+    captureBeyondViewport: !fits,
+    optimizeForSpeed: true,
+  })
+  writeFileSync(path, Buffer.from(shot.data, 'base64'))
+}
+
 /**
  * Screenshots of the page at desktop and phone widths, in the light and the dark theme, into
  * test-results/screenshots/NAME-WIDTH-light.png and NAME-WIDTH-dark.png (git-ignored; look at them);
  * returns the page's scroll width at each width (a page wider than the screen scrolls sideways). The
- * viewport is left at the last width and the colour scheme at light.
+ * viewport is left at the last width and the colour scheme at light. `name` null: the same steps and
+ * widths without the files (a page another test already shoots).
  */
-export async function screenshots(page: Page, name: string): Promise<Record<number, number>> {
+export async function screenshots(page: Page, name: string | null): Promise<Record<number, number>> {
   mkdirSync(SCREENSHOTS, { recursive: true })
   const widths: Record<number, number> = {}
   for (const width of WIDTHS) {
@@ -106,7 +141,8 @@ export async function screenshots(page: Page, name: string): Promise<Record<numb
     widths[width] = await page.evaluate(() => document.documentElement.scrollWidth)
     for (const scheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme: scheme })
-      await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}-${scheme}.png`), fullPage: true, timeout: 30_000 })
+      if (name !== null)
+        await fullPageShot(page, join(SCREENSHOTS, `${name}-${width}-${scheme}.png`))
     }
   }
   await page.emulateMedia({ colorScheme: 'light' })
@@ -116,9 +152,9 @@ export async function screenshots(page: Page, name: string): Promise<Record<numb
 /**
  * What every page a test shows gets: axe-core (no serious or critical violation) in the light and the
  * dark theme and on a phone, then the screenshots (both widths, both themes). Returns the scroll width at
- * 390 px; the viewport goes back to 1280 × 800 and the theme to light.
+ * 390 px; the viewport goes back to 1280 × 800 and the theme to light. `name` null: every check, no files.
  */
-export async function checkPage(page: Page, name: string): Promise<number> {
+export async function checkPage(page: Page, name: string | null): Promise<number> {
   for (const scheme of ['light', 'dark'] as const) {
     await page.emulateMedia({ colorScheme: scheme })
     expect({ scheme, violations: await seriousViolations(page) }).toEqual({ scheme, violations: [] })
