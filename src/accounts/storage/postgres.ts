@@ -3,6 +3,7 @@
 import type { SQL, TransactionSQL } from 'bun'
 import type { ChangeFeed } from '../../db/changes'
 import { CHANNEL, encodeChanges } from '../../db/postgres/changes'
+import { int, intOrNull, text, textOrNull, type PgRow } from '../../db/postgres/rows'
 import {
   ACCOUNT_TOPIC,
   nameFolds,
@@ -17,42 +18,38 @@ import {
 } from './contract'
 import { lockAccountName } from './name-lock'
 
-// Bun.SQL returns bigint columns as text: rows are mapped to numbers here (all far below 2^53).
-const int = (v: unknown) => Number(v)
-const intOrNull = (v: unknown) => (v === null || v === undefined ? null : Number(v))
-
-export const account = (r: any): AccountRow => ({
+export const account = (r: PgRow): AccountRow => ({
   id: int(r.id),
-  name: r.name,
-  password_hash: r.password_hash,
+  name: text(r.name),
+  password_hash: textOrNull(r.password_hash),
   admin: int(r.admin),
   created: int(r.created),
   disabled: intOrNull(r.disabled),
   last_signin: intOrNull(r.last_signin),
 })
 
-const key = (r: any): KeyRow => ({
+const key = (r: PgRow): KeyRow => ({
   id: int(r.id),
   account_id: int(r.account_id),
-  prefix: r.prefix,
-  hash: r.hash,
-  scopes: r.scopes,
-  label: r.label,
+  prefix: text(r.prefix),
+  hash: text(r.hash),
+  scopes: text(r.scopes),
+  label: text(r.label),
   created: int(r.created),
   last_used: intOrNull(r.last_used),
   revoked: intOrNull(r.revoked),
 })
 
-const keyWithAccount = (r: any): KeyWithAccount => ({
+const keyWithAccount = (r: PgRow): KeyWithAccount => ({
   ...key(r),
-  account_name: r.account_name,
+  account_name: text(r.account_name),
   admin: int(r.admin),
   disabled: intOrNull(r.disabled),
 })
 
-const summary = (r: any): AccountSummaryRow => ({
+const summary = (r: PgRow): AccountSummaryRow => ({
   id: int(r.id),
-  name: r.name,
+  name: text(r.name),
   admin: int(r.admin),
   created: int(r.created),
   disabled: intOrNull(r.disabled),

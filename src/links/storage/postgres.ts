@@ -1,32 +1,29 @@
 // Short links on PostgreSQL, for any number of nodes sharing one database (concurrency: design notes, links).
 import type { SQL, TransactionSQL } from 'bun'
+import { int, intOrNull, text, textOrNull, type PgRow } from '../../db/postgres/rows'
 import { CODE_TAKEN, GONE, REFUSED, type LinkRow, type LinkStorage, type MatchingPage, type NewLink, type RemovedLink } from './contract'
 
-// Bun.SQL returns bigint columns as text: rows are mapped to numbers here (all far below 2^53).
-const int = (v: unknown) => Number(v)
-const intOrNull = (v: unknown) => (v === null || v === undefined ? null : Number(v))
-
 /** A links row as SQLite gives it: numbers as numbers, columns in the table's order. */
-const link = (r: any): LinkRow => ({
+const link = (r: PgRow): LinkRow => ({
   id: int(r.id),
-  code: r.code,
-  long_url: r.long_url,
+  code: text(r.code),
+  long_url: text(r.long_url),
   account_id: intOrNull(r.account_id),
-  mode: r.mode,
-  password_hash: r.password_hash,
+  mode: r.mode as LinkRow['mode'],
+  password_hash: textOrNull(r.password_hash),
   created: int(r.created),
   updated: int(r.updated),
   expires: intOrNull(r.expires),
   clicks: int(r.clicks),
   bots: int(r.bots),
-  disabled: r.disabled,
+  disabled: textOrNull(r.disabled),
   max_visits: intOrNull(r.max_visits),
   visits_used: int(r.visits_used),
-  rules: r.rules,
-  split: r.split,
-  title: r.title,
+  rules: textOrNull(r.rules),
+  split: textOrNull(r.split),
+  title: text(r.title),
 })
-const links = (rows: any[]) => rows.map(link)
+const links = (rows: PgRow[]) => rows.map(link)
 
 /** A new link's row built from the values bound and the id the insert gave (RETURNING * cost ~16 decodes). */
 const insertedRow = (id: unknown, code: string, l: Omit<NewLink, 'code'>): LinkRow => ({

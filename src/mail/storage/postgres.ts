@@ -2,6 +2,7 @@
 // chunks; each write locks the mailboxes it depends on (ascending id) and decides on what the lock returned.
 import type { SQL, TransactionSQL } from 'bun'
 import { randomBytes } from 'node:crypto'
+import { int, intOrNull, text, type PgRow } from '../../db/postgres/rows'
 import {
   RAW_PART,
   type AttachmentRow,
@@ -22,13 +23,9 @@ export const CHUNK_BYTES = 1024 * 1024
 /** The part number of a message's body JSON (text, HTML, recipients, links). */
 export const BODY_PART = -1
 
-// Bun.SQL returns bigint columns as text: rows are mapped to numbers here (all far below 2^53).
-const int = (v: unknown) => Number(v)
-const intOrNull = (v: unknown) => (v === null || v === undefined ? null : Number(v))
-
-const mailbox = (r: any): MailboxRow => ({
+const mailbox = (r: PgRow): MailboxRow => ({
   id: int(r.id),
-  address: r.address,
+  address: text(r.address),
   account_id: int(r.account_id),
   created: int(r.created),
   expires: int(r.expires),
@@ -36,25 +33,25 @@ const mailbox = (r: any): MailboxRow => ({
   bytes: int(r.bytes),
 })
 
-const summary = (r: any): MessageSummaryRow => ({
+const summary = (r: PgRow): MessageSummaryRow => ({
   id: int(r.id),
   received: int(r.received),
   size: int(r.size),
   seen: int(r.seen),
-  from_address: r.from_address,
-  from_name: r.from_name,
-  subject: r.subject,
+  from_address: text(r.from_address),
+  from_name: text(r.from_name),
+  subject: text(r.subject),
   date: intOrNull(r.date),
-  intro: r.intro,
+  intro: text(r.intro),
   attachments: int(r.attachments),
 })
 
-const attachmentMeta = (r: any) => ({
+const attachmentMeta = (r: PgRow): Omit<AttachmentRow, 'blob' | 'mailbox_id'> => ({
   id: int(r.id),
   message_id: int(r.message_id),
   part: int(r.part),
-  filename: r.filename,
-  content_type: r.content_type,
+  filename: text(r.filename),
+  content_type: text(r.content_type),
   size: int(r.size),
 })
 
@@ -149,7 +146,7 @@ export function postgresMessageStore(sql: SQL): MessageStore<TransactionSQL> {
       const rows = await sql`
         SELECT b.*, (SELECT count(*) FROM mail_messages m WHERE m.mailbox_id = b.id AND m.seen = 0) AS unread
           FROM mailboxes b WHERE b.account_id = ${accountId} AND b.expires > ${now} ORDER BY b.id DESC LIMIT ${limit}`
-      return rows.map((r: any) => ({ ...mailbox(r), unread: int(r.unread) }))
+      return rows.map((r: PgRow) => ({ ...mailbox(r), unread: int(r.unread) }))
     },
     async countOf(accountId, now) {
       const [row] = await sql`SELECT count(*) AS n FROM mailboxes WHERE account_id = ${accountId} AND expires > ${now}`

@@ -42,7 +42,10 @@ function mailStatements(db: Db) {
     deleteMailbox: lazy.query<unknown, [number]>('DELETE FROM mailboxes WHERE id = ?'),
     blobsOfMailbox: lazy.query<{ blob: string }, [number]>('SELECT DISTINCT blob FROM mail_messages WHERE mailbox_id = ?'),
     expired: lazy.query<{ id: number }, [number, number]>('SELECT id FROM mailboxes WHERE expires <= ? ORDER BY expires LIMIT ?'),
-    insertMessage: lazy.query<{ id: number }, any[]>(
+    insertMessage: lazy.query<
+      { id: number },
+      [number, string, number, number, string, string, string, string, number | null, string, number, string | null]
+    >(
       `INSERT INTO mail_messages (mailbox_id, blob, received, size, envelope_from, from_address, from_name, subject, date,
          intro, attachments, parse_error)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,

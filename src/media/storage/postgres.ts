@@ -1,19 +1,20 @@
 // Media download tickets on PostgreSQL: written once, then only read or swept, so no node waits on another.
 import type { SQL } from 'bun'
+import { int, text, type PgRow } from '../../db/postgres/rows'
 import { SWEEP_BATCH, type TicketRow, type TicketStorage } from './contract'
 
-const ticket = (r: any): TicketRow => ({
-  id: Number(r.id),
-  account_id: Number(r.account_id),
-  page_url: r.page_url,
-  format_id: r.format_id,
-  method: r.method,
-  upstream_url: r.upstream_url,
-  headers: r.headers,
-  filename: r.filename,
-  content_type: r.content_type,
-  created: Number(r.created),
-  expires: Number(r.expires),
+const ticket = (r: PgRow): TicketRow => ({
+  id: int(r.id),
+  account_id: int(r.account_id),
+  page_url: text(r.page_url),
+  format_id: text(r.format_id),
+  method: r.method as TicketRow['method'],
+  upstream_url: text(r.upstream_url),
+  headers: text(r.headers),
+  filename: text(r.filename),
+  content_type: text(r.content_type),
+  created: int(r.created),
+  expires: int(r.expires),
 })
 
 export function postgresTicketStorage(sql: SQL): TicketStorage {

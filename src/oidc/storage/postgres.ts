@@ -2,17 +2,18 @@
 // seeing one new subject take turns and the second signs in to the first's account. Design notes: ARCHITECTURE (oidc).
 import type { SQL, TransactionSQL } from 'bun'
 import { lockAccountName } from '../../accounts'
+import { int, text, type PgRow } from '../../db/postgres/rows'
 import type { IdentityRow, IdentityStorage, Linked } from './contract'
 
 /** The advisory lock class of sign-ins: "oidc" in ASCII. */
 export const SIGN_IN_LOCK_CLASS = 0x6f696463
 
-const identity = (r: any): IdentityRow => ({
-  issuer: r.issuer,
-  sub: r.sub,
-  account_id: Number(r.account_id),
-  created: Number(r.created),
-  last_seen: Number(r.last_seen),
+const identity = (r: PgRow): IdentityRow => ({
+  issuer: text(r.issuer),
+  sub: text(r.sub),
+  account_id: int(r.account_id),
+  created: int(r.created),
+  last_seen: int(r.last_seen),
 })
 
 export function postgresIdentityStorage(sql: SQL): IdentityStorage<TransactionSQL> {
