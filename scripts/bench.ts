@@ -37,7 +37,11 @@ if (!hasWrk()) {
   console.error('bench: wrk is not installed (apt-get install -y wrk)')
   process.exit(2)
 }
-const { values, positionals } = parseArgs({ args: Bun.argv.slice(2), allowPositionals: true, options: { save: { type: 'string' } } })
+const { values, positionals } = parseArgs({
+  args: Bun.argv.slice(2),
+  allowPositionals: true,
+  options: { save: { type: 'string' } },
+})
 const started = performance.now()
 const binary = await benchBinary()
 if (binary.schema !== migrations.length) {
@@ -58,43 +62,112 @@ const ctx: BenchContext = {
 const opts = { rounds: ctx.rounds, seconds: ctx.seconds, command: [binary.path] }
 
 const sections: { name: string; title: string; run: () => Promise<string[]> }[] = [
-  { name: 'redirect', title: 'Redirect of one hot code against a bare Bun.serve 302, and with request lines off', run: () => benchRedirect({ ...opts, figures: ctx.figures }) },
-  { name: 'blocklist', title: 'Blocklist of 1,000,000 hosts: load time, memory, and the redirect with it loaded against without', run: () => benchBlocklist({ ...opts, figures: ctx.figures }) },
-  { name: 'spread', title: 'Redirects over 1,000 codes and over 100,000 codes on 1M links, against bare', run: () => benchSpread(ctx) },
-  { name: 'stats', title: 'Statistics of a link with 10M clicks: stats.json and /<code>+; redirects while polled', run: () => benchStats(ctx) },
-  { name: 'links', title: 'links.json at 100,000 links against 100 links, first and deep page', run: () => benchLists(ctx) },
+  {
+    name: 'redirect',
+    title: 'Redirect of one hot code against a bare Bun.serve 302, and with request lines off',
+    run: () => benchRedirect({ ...opts, figures: ctx.figures }),
+  },
+  {
+    name: 'blocklist',
+    title: 'Blocklist of 1,000,000 hosts: load time, memory, and the redirect with it loaded against without',
+    run: () => benchBlocklist({ ...opts, figures: ctx.figures }),
+  },
+  {
+    name: 'spread',
+    title: 'Redirects over 1,000 codes and over 100,000 codes on 1M links, against bare',
+    run: () => benchSpread(ctx),
+  },
+  {
+    name: 'stats',
+    title: 'Statistics of a link with 10M clicks: stats.json and /<code>+; redirects while polled',
+    run: () => benchStats(ctx),
+  },
+  {
+    name: 'links',
+    title: 'links.json at 100,000 links against 100 links, first and deep page',
+    run: () => benchLists(ctx),
+  },
   { name: 'create', title: 'Creations: getLink.json against a bare JSON answer', run: () => benchCreate(ctx) },
-  { name: 'import', title: 'Imports: 50,000 rows, 10 MiB of junk rows (2.6M, and 50,000), 20 MiB of junk; redirect p99 and memory added meanwhile', run: () => benchImport(ctx) },
+  {
+    name: 'import',
+    title:
+      'Imports: 50,000 rows, 10 MiB of junk rows (2.6M, and 50,000), 20 MiB of junk; redirect p99 and memory added meanwhile',
+    run: () => benchImport(ctx),
+  },
   { name: 'startup', title: 'Start-up: linkbox version, serve to first answer', run: () => benchStartup(ctx) },
-  { name: 'distinct-ua', title: 'Redirect with distinct 1 KB user agents against one repeated user agent', run: () => benchDistinctUa(opts) },
-  { name: 'qr', title: 'QR: cached public image against the redirect; qr.json renderings (in-process, from source)', run: () => benchQr() },
-  { name: 'unwritable', title: 'Redirects while the database cannot be written, against a writable one', run: () => benchUnwritable(opts) },
+  {
+    name: 'distinct-ua',
+    title: 'Redirect with distinct 1 KB user agents against one repeated user agent',
+    run: () => benchDistinctUa(opts),
+  },
+  {
+    name: 'qr',
+    title: 'QR: cached public image against the redirect; qr.json renderings (in-process, from source)',
+    run: () => benchQr(),
+  },
+  {
+    name: 'unwritable',
+    title: 'Redirects while the database cannot be written, against a writable one',
+    run: () => benchUnwritable(opts),
+  },
   {
     name: 'mail',
     title: 'Mail: small messages ingested end to end (250 received) against a bare smtp-server',
-    run: () => benchMail({ rounds: ctx.rounds, seconds: ctx.seconds, command: [binary.path], figures: ctx.figures, commands: ctx.commands }),
+    run: () =>
+      benchMail({
+        rounds: ctx.rounds,
+        seconds: ctx.seconds,
+        command: [binary.path],
+        figures: ctx.figures,
+        commands: ctx.commands,
+      }),
   },
   {
     name: 'media',
-    title: 'Media: download.json against yt-dlp directly, cached, and signed downloads against the file straight from its server',
-    run: () => benchMedia({ rounds: ctx.rounds, seconds: ctx.seconds, command: [binary.path], figures: ctx.figures, commands: ctx.commands }),
+    title:
+      'Media: download.json against yt-dlp directly, cached, and signed downloads against the file straight from its server',
+    run: () =>
+      benchMedia({
+        rounds: ctx.rounds,
+        seconds: ctx.seconds,
+        command: [binary.path],
+        figures: ctx.figures,
+        commands: ctx.commands,
+      }),
   },
   {
     name: 'webhooks',
     title: 'Webhooks: redirects with a link.clicked endpoint against none; deliveries/s to a local receiver',
-    run: () => benchWebhooks({ rounds: ctx.rounds, seconds: ctx.seconds, command: [binary.path], figures: ctx.figures, commands: ctx.commands }),
+    run: () =>
+      benchWebhooks({
+        rounds: ctx.rounds,
+        seconds: ctx.seconds,
+        command: [binary.path],
+        figures: ctx.figures,
+        commands: ctx.commands,
+      }),
   },
-  { name: 'postgres', title: 'PostgreSQL: one node against one on SQLite, and two nodes against one', run: () => benchPostgres(ctx) },
+  {
+    name: 'postgres',
+    title: 'PostgreSQL: one node against one on SQLite, and two nodes against one',
+    run: () => benchPostgres(ctx),
+  },
 ]
 const filter = positionals[0]?.toLowerCase()
 const exact = sections.filter((s) => s.name === filter)
-const chosen = !filter ? sections : exact.length ? exact : sections.filter((s) => s.name.includes(filter) || s.title.toLowerCase().includes(filter))
+const chosen = !filter
+  ? sections
+  : exact.length
+    ? exact
+    : sections.filter((s) => s.name.includes(filter) || s.title.toLowerCase().includes(filter))
 if (chosen.length === 0) {
   console.error(`bench: no section matches "${filter}"; sections: ${sections.map((s) => s.name).join(', ')}`)
   process.exit(2)
 }
 
-console.log(`bench: ${binary.label}: ${binary.path}, linkbox ${binary.version}, schema ${binary.schema}; ${ctx.rounds} rounds of ${ctx.seconds} s`)
+console.log(
+  `bench: ${binary.label}: ${binary.path}, linkbox ${binary.version}, schema ${binary.schema}; ${ctx.rounds} rounds of ${ctx.seconds} s`,
+)
 const printed: { title: string; lines: string[] }[] = []
 try {
   for (const s of chosen) {
@@ -107,7 +180,10 @@ try {
   removeScratch()
 }
 
-const git = (...args: string[]) => Bun.spawnSync(['git', ...args], { cwd: ROOT }).stdout.toString().trim()
+const git = (...args: string[]) =>
+  Bun.spawnSync(['git', ...args], { cwd: ROOT })
+    .stdout.toString()
+    .trim()
 const run: Run = {
   binary: binary.label,
   version: binary.version,
@@ -119,12 +195,16 @@ const run: Run = {
 const beforePath = join(ROOT, 'bench/before.json')
 const before: Run | undefined = existsSync(beforePath) ? JSON.parse(readFileSync(beforePath, 'utf8')) : undefined
 if (run.figures.length)
-  console.log(`\n## Figures against the targets of issues 7, 8, 9, 10, 21 and 22\n\n${resultsTable(run.figures, process.env.LINKBOX_BENCH_BINARY ? undefined : before)}`)
+  console.log(
+    `\n## Figures against the targets of issues 7, 8, 9, 10, 21 and 22\n\n${resultsTable(run.figures, process.env.LINKBOX_BENCH_BINARY ? undefined : before)}`,
+  )
 if (values.save) {
   writeFileSync(values.save, JSON.stringify(run, null, 2) + '\n')
   console.log(`\nbench: figures saved to ${values.save}`)
 } else if (process.env.LINKBOX_BENCH_BINARY) {
-  console.log('\nbench: another binary was measured: bench/RESULTS.md is left as it was (--save FILE keeps these figures)')
+  console.log(
+    '\nbench: another binary was measured: bench/RESULTS.md is left as it was (--save FILE keeps these figures)',
+  )
 } else if (filter) {
   console.log('\nbench: a filtered run: bench/RESULTS.md is written by a full run only')
 } else {
@@ -133,7 +213,15 @@ if (values.save) {
   writeFileSync(
     join(ROOT, 'bench/RESULTS.md'),
     withoutMachinePaths(
-      resultsMarkdown({ run, before, commands: ctx.commands, sections: printed, seconds: ctx.seconds, rounds: ctx.rounds, totalSeconds }),
+      resultsMarkdown({
+        run,
+        before,
+        commands: ctx.commands,
+        sections: printed,
+        seconds: ctx.seconds,
+        rounds: ctx.rounds,
+        totalSeconds,
+      }),
       ROOT,
     ),
   )

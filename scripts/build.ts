@@ -37,7 +37,11 @@ const result = await Bun.build({
   // (bun bundles each into the executable). Entry names without their directory put them at
   // /$bunfs/root/render-worker.js and click-write-worker.js, next to the main module, where src/qr/renderer.ts
   // and src/app/app.ts look for them.
-  entrypoints: [resolve(root, 'src/main.ts'), resolve(root, 'src/qr/render-worker.ts'), resolve(root, 'src/app/click-write-worker.ts')],
+  entrypoints: [
+    resolve(root, 'src/main.ts'),
+    resolve(root, 'src/qr/render-worker.ts'),
+    resolve(root, 'src/app/click-write-worker.ts'),
+  ],
   // Modules that main.ts imports only when a command needs them (the HTTP app for serve) go into chunks of
   // their own, which are not even parsed otherwise: `linkbox version` starts in ~20 ms instead of ~55.
   // The chunks sit beside the entries too: renderer.ts and app.ts, now in a chunk, find their workers
@@ -77,5 +81,7 @@ for (const log of result.logs) console.warn(log)
 
 const size = statSync(outfile).size
 const ms = Math.round(performance.now() - started)
-console.log(`built ${relative(process.cwd(), outfile) || outfile}: ${(size / 1024 / 1024).toFixed(1)} MiB (${size} bytes) in ${ms} ms`)
+console.log(
+  `built ${relative(process.cwd(), outfile) || outfile}: ${(size / 1024 / 1024).toFixed(1)} MiB (${size} bytes) in ${ms} ms`,
+)
 console.log(ytdlp ? `  with yt-dlp ${ytdlp.version} (${ytdlp.source})` : '  WITHOUT a bundled yt-dlp')

@@ -26,7 +26,9 @@ const sha256Of = (path: string) => createHash('sha256').update(readFileSync(path
 function vendored(): YtdlpMeta | null {
   try {
     const meta = JSON.parse(readFileSync(VENDOR_META, 'utf8')) as YtdlpMeta
-    return existsSync(VENDOR_FILE) && !unsafeYtdlpReason(meta.version) && sha256Of(VENDOR_FILE) === meta.sha256 ? meta : null
+    return existsSync(VENDOR_FILE) && !unsafeYtdlpReason(meta.version) && sha256Of(VENDOR_FILE) === meta.sha256
+      ? meta
+      : null
   } catch {
     return null
   }
@@ -68,7 +70,8 @@ async function fromRelease(log: (line: string) => void): Promise<YtdlpMeta | nul
   }
 }
 
-const FIND_PACKAGE = 'import os, yt_dlp, yt_dlp.version; print(os.path.dirname(yt_dlp.__file__)); print(yt_dlp.version.__version__)'
+const FIND_PACKAGE =
+  'import os, yt_dlp, yt_dlp.version; print(os.path.dirname(yt_dlp.__file__)); print(yt_dlp.version.__version__)'
 
 // A zipapp as `python3 -m zipapp` makes it (a `#!/usr/bin/env python3` line, then a zip whose __main__.py
 // calls yt_dlp.main()), written with zipfile directly so that __pycache__ is left out and the entries are
@@ -141,7 +144,9 @@ async function fromPackage(log: (line: string) => void): Promise<YtdlpMeta | nul
   // Never bundle one that linkbox would refuse to run (Debian 12's own is 2023.03.04).
   const unsafe = unsafeYtdlpReason(pkg.version)
   if (unsafe) {
-    log(`the yt_dlp package here is not bundled: ${unsafe} (Debian/Ubuntu: bash scripts/apt-ytdlp.sh installs a recent one)`)
+    log(
+      `the yt_dlp package here is not bundled: ${unsafe} (Debian/Ubuntu: bash scripts/apt-ytdlp.sh installs a recent one)`,
+    )
     return null
   }
   const python = Bun.which('python3')
@@ -150,7 +155,9 @@ async function fromPackage(log: (line: string) => void): Promise<YtdlpMeta | nul
     return null
   }
   // The bytecode is for this python3's version: a change of it makes a new zipapp.
-  const pyVersion = Bun.spawnSync([python, '-c', 'import sys; print("%d.%d" % sys.version_info[:2])']).stdout.toString().trim()
+  const pyVersion = Bun.spawnSync([python, '-c', 'import sys; print("%d.%d" % sys.version_info[:2])'])
+    .stdout.toString()
+    .trim()
   const source = `zipapp from the yt_dlp ${pkg.version} package, bytecode for Python ${pyVersion}`
   const have = vendored()
   if (have && have.source === source) {
@@ -160,16 +167,27 @@ async function fromPackage(log: (line: string) => void): Promise<YtdlpMeta | nul
   mkdirSync(join(root, 'vendor'), { recursive: true })
   const tmp = join(root, 'vendor', `.yt-dlp.${process.pid}.tmp`)
   try {
-    const made = Bun.spawnSync([python, '-c', MAKE_ZIPAPP, pkg.dir, tmp], { stdout: 'pipe', stderr: 'pipe', timeout: 120_000 })
+    const made = Bun.spawnSync([python, '-c', MAKE_ZIPAPP, pkg.dir, tmp], {
+      stdout: 'pipe',
+      stderr: 'pipe',
+      timeout: 120_000,
+    })
     if (made.exitCode !== 0) {
       log(`the zipapp could not be built: ${made.stderr.toString().trim().split('\n').pop()}`)
       return null
     }
     // It must run on its own (without the package folder): python3 of PATH, a neutral working directory.
-    const ran = Bun.spawnSync([python, tmp, '--version'], { cwd: tmpdir(), stdout: 'pipe', stderr: 'pipe', timeout: 30_000 })
+    const ran = Bun.spawnSync([python, tmp, '--version'], {
+      cwd: tmpdir(),
+      stdout: 'pipe',
+      stderr: 'pipe',
+      timeout: 30_000,
+    })
     const printed = ran.stdout.toString().trim()
     if (ran.exitCode !== 0 || printed !== pkg.version) {
-      log(`the zipapp does not run (exit ${ran.exitCode}, printed ${JSON.stringify(printed)}): ${ran.stderr.toString().trim().split('\n').pop() ?? ''}`)
+      log(
+        `the zipapp does not run (exit ${ran.exitCode}, printed ${JSON.stringify(printed)}): ${ran.stderr.toString().trim().split('\n').pop() ?? ''}`,
+      )
       return null
     }
     return keep(tmp, { version: pkg.version, sha256: sha256Of(tmp), source })
@@ -179,10 +197,13 @@ async function fromPackage(log: (line: string) => void): Promise<YtdlpMeta | nul
 }
 
 /** Fills vendor/ (or keeps what is there); null when there is no yt-dlp to bundle. */
-export async function bundleYtdlp(opts: { source?: 'auto' | 'release' | 'local'; log?: (line: string) => void } = {}): Promise<YtdlpMeta | null> {
+export async function bundleYtdlp(
+  opts: { source?: 'auto' | 'release' | 'local'; log?: (line: string) => void } = {},
+): Promise<YtdlpMeta | null> {
   const log = opts.log ?? ((line: string) => console.log(`bundle-ytdlp: ${line}`))
   const source = opts.source ?? 'auto'
-  const meta = (source !== 'local' ? await fromRelease(log) : null) ?? (source !== 'release' ? await fromPackage(log) : null)
+  const meta =
+    (source !== 'local' ? await fromRelease(log) : null) ?? (source !== 'release' ? await fromPackage(log) : null)
   if (meta) return meta
   const left = vendored()
   if (left) {

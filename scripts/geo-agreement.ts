@@ -19,12 +19,18 @@ import { isPublicAddress } from '../src/kernel/net/guard'
 export function sampleAddresses(): string[] {
   const out: string[] = []
   for (let a = 1; a <= 223; a++)
-    for (const [b, c, d] of [[37, 91, 13], [101, 13, 201], [165, 201, 77], [229, 77, 139]] as const) {
+    for (const [b, c, d] of [
+      [37, 91, 13],
+      [101, 13, 201],
+      [165, 201, 77],
+      [229, 77, 139],
+    ] as const) {
       const ip = `${a}.${b}.${c}.${d}`
       if (isPublicAddress(ip)) out.push(ip)
     }
   for (const block of [0x2400, 0x2600, 0x2800, 0x2a00, 0x2c00])
-    for (let i = 0; i < 64; i++) out.push(`${(block + (i % 16)).toString(16)}:${((i >> 4) * 0x2000 + (i % 16) * 0x0110).toString(16)}::1`)
+    for (let i = 0; i < 64; i++)
+      out.push(`${(block + (i % 16)).toString(16)}:${((i >> 4) * 0x2000 + (i % 16) * 0x0110).toString(16)}::1`)
   for (let i = 0; i < 64; i++) out.push(`2001:${(0x0200 + i * 0x0380).toString(16)}::1`)
   return out.filter((ip) => isPublicAddress(ip))
 }
@@ -43,7 +49,14 @@ export interface Agreement {
 export function measure(addresses = sampleAddresses()): Agreement {
   const embedded = createGeo()
   const geolite = createGeo({ database: geolitePath })
-  const result: Agreement = { sampled: addresses.length, compared: 0, same: 0, onlyGeolite: 0, onlyEmbedded: 0, different: [] }
+  const result: Agreement = {
+    sampled: addresses.length,
+    compared: 0,
+    same: 0,
+    onlyGeolite: 0,
+    onlyEmbedded: 0,
+    different: [],
+  }
   for (const ip of addresses) {
     const e = embedded.country(ip)
     const g = geolite.country(ip)
@@ -65,9 +78,20 @@ if (import.meta.main) {
   const v4 = measure(all.filter((ip) => !ip.includes(':')))
   const v6 = measure(all.filter((ip) => ip.includes(':')))
   const pct = (x: Agreement) => `${((100 * x.same) / Math.max(1, x.compared)).toFixed(1)}%`
-  const built = (db?: string) => createGeo(db ? { database: db } : {}).source().built?.slice(0, 10) ?? '?'
+  const built = (db?: string) =>
+    createGeo(db ? { database: db } : {})
+      .source()
+      .built?.slice(0, 10) ?? '?'
   console.log(`embedded (built ${built()}) against GeoLite2 Country (built ${built(geolitePath)})`)
-  for (const [name, x] of [['all', r], ['IPv4', v4], ['IPv6', v6]] as const)
-    console.log(`${name.padEnd(5)} ${pct(x).padStart(6)} the same country: ${x.same} of ${x.compared} located (of ${x.sampled} sampled); located by GeoLite2 only ${x.onlyGeolite}, by the embedded only ${x.onlyEmbedded}, differently ${x.different.length - x.onlyGeolite - x.onlyEmbedded}`)
-  if (process.argv.includes('--list')) for (const d of r.different) console.log(`${d.ip.padEnd(24)} embedded ${d.embedded ?? '-'}  GeoLite2 ${d.geolite ?? '-'}`)
+  for (const [name, x] of [
+    ['all', r],
+    ['IPv4', v4],
+    ['IPv6', v6],
+  ] as const)
+    console.log(
+      `${name.padEnd(5)} ${pct(x).padStart(6)} the same country: ${x.same} of ${x.compared} located (of ${x.sampled} sampled); located by GeoLite2 only ${x.onlyGeolite}, by the embedded only ${x.onlyEmbedded}, differently ${x.different.length - x.onlyGeolite - x.onlyEmbedded}`,
+    )
+  if (process.argv.includes('--list'))
+    for (const d of r.different)
+      console.log(`${d.ip.padEnd(24)} embedded ${d.embedded ?? '-'}  GeoLite2 ${d.geolite ?? '-'}`)
 }

@@ -2,7 +2,13 @@
 // envelope like getLink.json's, without reading the body or touching a database.
 const answer = JSON.stringify({
   status: 'success',
-  return: { hex: 'abcDEF', url: 'http://127.0.0.1/abcDEF', qr: 'http://127.0.0.1/qr/abcDEF.png', stats: 'http://127.0.0.1/abcDEF+', mode: 'redirect' },
+  return: {
+    hex: 'abcDEF',
+    url: 'http://127.0.0.1/abcDEF',
+    qr: 'http://127.0.0.1/qr/abcDEF.png',
+    stats: 'http://127.0.0.1/abcDEF+',
+    mode: 'redirect',
+  },
 })
 const server = Bun.serve({
   hostname: '127.0.0.1',

@@ -15,7 +15,11 @@ const server = Bun.serve({
     sink += srv.requestIP(request)?.address.length ?? 0
     return new Response(null, {
       status: 302,
-      headers: { location: 'https://example.com/bench', 'cache-control': 'private, no-cache', 'x-request-id': `bench-${(++n).toString(36)}` },
+      headers: {
+        location: 'https://example.com/bench',
+        'cache-control': 'private, no-cache',
+        'x-request-id': `bench-${(++n).toString(36)}`,
+      },
     })
   },
 })

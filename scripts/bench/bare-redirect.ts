@@ -2,6 +2,10 @@
 const server = Bun.serve({
   hostname: '127.0.0.1',
   port: 0,
-  fetch: () => new Response(null, { status: 302, headers: { location: 'https://example.com/bench', 'cache-control': 'private, no-cache' } }),
+  fetch: () =>
+    new Response(null, {
+      status: 302,
+      headers: { location: 'https://example.com/bench', 'cache-control': 'private, no-cache' },
+    }),
 })
 console.log(`listening on http://127.0.0.1:${server.port}`)

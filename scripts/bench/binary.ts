@@ -4,7 +4,15 @@
 import { Database } from 'bun:sqlite'
 import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { runCli, startServer, tempDir, writeConfig, type RunningServer, type ServerOptions, type TomlDoc } from '../../test/support/server'
+import {
+  runCli,
+  startServer,
+  tempDir,
+  writeConfig,
+  type RunningServer,
+  type ServerOptions,
+  type TomlDoc,
+} from '../../test/support/server'
 
 export const ROOT = resolve(import.meta.dir, '../..')
 const DIST = join(ROOT, 'dist/linkbox')
@@ -37,7 +45,11 @@ export async function benchBinary(): Promise<Binary> {
     const sources = Math.max(...SOURCES.filter((p) => existsSync(join(ROOT, p))).map((p) => newestMtime(join(ROOT, p))))
     if (!existsSync(path) || statSync(path).mtimeMs < sources) {
       console.log('bench: building dist/linkbox (missing or older than the sources)')
-      const build = Bun.spawnSync([process.execPath, join(ROOT, 'scripts/build.ts')], { cwd: ROOT, stdout: 'inherit', stderr: 'inherit' })
+      const build = Bun.spawnSync([process.execPath, join(ROOT, 'scripts/build.ts')], {
+        cwd: ROOT,
+        stdout: 'inherit',
+        stderr: 'inherit',
+      })
       if (build.exitCode !== 0) throw new Error('bench: the build failed')
     }
   }
@@ -69,7 +81,11 @@ export function startBenchServer(opts: ServerOptions): Promise<RunningServer> {
 }
 
 /** A server of the binary on a copy of a cached data directory (the cache itself stays as it was made). */
-export async function serveCopy(binary: Binary, dataDir: string | null, overrides: TomlDoc = {}): Promise<RunningServer> {
+export async function serveCopy(
+  binary: Binary,
+  dataDir: string | null,
+  overrides: TomlDoc = {},
+): Promise<RunningServer> {
   const config = writeConfig(tempDir('linkbox-bench-'), overrides)
   mkdirSync(config.dataDir, { recursive: true })
   if (dataDir) copyFileSync(join(dataDir, 'linkbox.db'), join(config.dataDir, 'linkbox.db'))

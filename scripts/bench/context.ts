@@ -2,7 +2,14 @@
 // and where each section puts its figures and the commands it ran (for bench/RESULTS.md).
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { apiPost, createAccount, startServer, tempDir, writeConfig, type RunningServer } from '../../test/support/server'
+import {
+  apiPost,
+  createAccount,
+  startServer,
+  tempDir,
+  writeConfig,
+  type RunningServer,
+} from '../../test/support/server'
 import type { Binary } from './binary'
 import type { Figure } from './results'
 import { seeded } from './load'
@@ -44,7 +51,8 @@ export const LUA = {
  */
 export function codesFile(dataDir: string, n: number, offset = 0): string {
   const all = readFileSync(join(dataDir, 'codes.txt'), 'utf8').trim().split('\n')
-  if (all.length < n * (offset + 1)) throw new Error(`bench: ${dataDir} has ${all.length} codes, ${n * (offset + 1)} needed`)
+  if (all.length < n * (offset + 1))
+    throw new Error(`bench: ${dataDir} has ${all.length} codes, ${n * (offset + 1)} needed`)
   const step = all.length / n
   const picked = Array.from({ length: n }, (_, i) => all[Math.floor(i * step) + offset]!)
   const rnd = seeded(n)
@@ -69,7 +77,8 @@ export const FORM = { 'content-type': 'application/x-www-form-urlencoded' }
 export const keyHeader = (key: string) => ({ ...FORM, 'x-api-key': key })
 
 /** A day `days` before/after YYYY-MM-DD. */
-export const addDays = (day: string, days: number) => new Date(Date.parse(`${day}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10)
+export const addDays = (day: string, days: number) =>
+  new Date(Date.parse(`${day}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10)
 
 export const mib = (n: number) => `${n.toFixed(0)} MiB`
 
@@ -88,7 +97,10 @@ export const THREE_RULES = JSON.stringify([
 ])
 
 /** An account "bench" on a running linkbox, its key, and one link to visit. */
-export async function benchLink(box: RunningServer, command?: readonly string[]): Promise<{ key: string; code: string }> {
+export async function benchLink(
+  box: RunningServer,
+  command?: readonly string[],
+): Promise<{ key: string; code: string }> {
   const key = await createAccount(box.configPath, 'bench', { command })
   const link = await apiPost(box.url, 'getLink.json', { url: 'https://example.com/bench' }, { 'x-api-key': key })
   return { key, code: link.body.return.hex as string }

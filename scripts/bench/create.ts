@@ -8,7 +8,10 @@ import { formatResult as fmt, median, peakRss, rssMiB, wrk } from './wrk'
 
 export async function benchCreate(ctx: BenchContext): Promise<string[]> {
   const lines: string[] = []
-  const bodies = bodiesFile('create', Array.from({ length: 1000 }, (_, i) => ({ url: `https://example.com/new/${i}?ref=bench` })))
+  const bodies = bodiesFile(
+    'create',
+    Array.from({ length: 1000 }, (_, i) => ({ url: `https://example.com/new/${i}?ref=bench` })),
+  )
   const bare = await startBare('bare-json')
   const box = await serveCopy(ctx.binary, null)
   try {
@@ -36,10 +39,26 @@ export async function benchCreate(ctx: BenchContext): Promise<string[]> {
     }
     const baseline = `bare JSON answer: ${Math.round(median(bares)).toLocaleString('en-US')} req/s`
     ctx.figures.push(
-      { id: 'create-ratio', label: 'Creations (getLink.json) ÷ bare JSON answer', value: median(ratios), rounds: ratios, unit: '×', target: { op: '>=', value: 0.3 }, baseline },
-      { id: 'rss-peak-create', label: 'RSS peak, creations', value: peak, unit: 'MiB', target: { op: '<=', value: 200 } },
+      {
+        id: 'create-ratio',
+        label: 'Creations (getLink.json) ÷ bare JSON answer',
+        value: median(ratios),
+        rounds: ratios,
+        unit: '×',
+        target: { op: '>=', value: 0.3 },
+        baseline,
+      },
+      {
+        id: 'rss-peak-create',
+        label: 'RSS peak, creations',
+        value: peak,
+        unit: 'MiB',
+        target: { op: '<=', value: 200 },
+      },
     )
-    lines.push(`creations / bare JSON: median ratio ${median(ratios).toFixed(2)} over ${ctx.rounds} rounds of ${ctx.seconds} s (wrk -t2 -c64); RSS ${mib(idle)} before, peak ${mib(peak)}`)
+    lines.push(
+      `creations / bare JSON: median ratio ${median(ratios).toFixed(2)} over ${ctx.rounds} rounds of ${ctx.seconds} s (wrk -t2 -c64); RSS ${mib(idle)} before, peak ${mib(peak)}`,
+    )
     if (errors) lines.push(`ERRORS: ${errors} creations were not answered 200`)
   } finally {
     await box.stop()

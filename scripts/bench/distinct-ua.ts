@@ -24,7 +24,9 @@ function request()
 end
 `
 
-export async function benchDistinctUa(opts: { rounds?: number; seconds?: number; command?: readonly string[] } = {}): Promise<string[]> {
+export async function benchDistinctUa(
+  opts: { rounds?: number; seconds?: number; command?: readonly string[] } = {},
+): Promise<string[]> {
   const rounds = opts.rounds ?? 3
   const seconds = opts.seconds ?? 5
   const script = join(tempDir('linkbox-bench-'), 'distinct-ua.lua')
@@ -50,13 +52,23 @@ export async function benchDistinctUa(opts: { rounds?: number; seconds?: number;
       bareRatios.push(distinct.rps / base.rps)
       lines.push(`round ${i + 1}: bare Bun.serve, distinct 1 KB user agents ${fmt(base)}`)
       lines.push(`round ${i + 1}: linkbox, one browser user agent          ${fmt(same)}`)
-      lines.push(`round ${i + 1}: linkbox, distinct 1 KB user agents       ${fmt(distinct)}  (ratio to one user agent ${(distinct.rps / same.rps).toFixed(2)}, to bare ${(distinct.rps / base.rps).toFixed(2)})`)
+      lines.push(
+        `round ${i + 1}: linkbox, distinct 1 KB user agents       ${fmt(distinct)}  (ratio to one user agent ${(distinct.rps / same.rps).toFixed(2)}, to bare ${(distinct.rps / base.rps).toFixed(2)})`,
+      )
     }
     const stats = await apiPost(box.url, 'stats.json', { code }, { 'x-api-key': key })
-    lines.push(`redirect throughput, distinct 1 KB user agents / one user agent: median ratio ${median(ratios).toFixed(2)} over ${rounds} rounds of ${seconds} s (wrk -t2 -c64)`)
-    lines.push(`redirect throughput with distinct 1 KB user agents, linkbox / bare Bun.serve: median ratio ${median(bareRatios).toFixed(2)}`)
-    const browsers = (stats.body.return.browsers as { name: string; clicks: number }[]).map((b) => `${b.name} ${b.clicks}`).join(', ')
-    lines.push(`clicks recorded: ${stats.body.return.clicks} humans, ${stats.body.return.bots} bots; browsers: ${browsers}`)
+    lines.push(
+      `redirect throughput, distinct 1 KB user agents / one user agent: median ratio ${median(ratios).toFixed(2)} over ${rounds} rounds of ${seconds} s (wrk -t2 -c64)`,
+    )
+    lines.push(
+      `redirect throughput with distinct 1 KB user agents, linkbox / bare Bun.serve: median ratio ${median(bareRatios).toFixed(2)}`,
+    )
+    const browsers = (stats.body.return.browsers as { name: string; clicks: number }[])
+      .map((b) => `${b.name} ${b.clicks}`)
+      .join(', ')
+    lines.push(
+      `clicks recorded: ${stats.body.return.clicks} humans, ${stats.body.return.bots} bots; browsers: ${browsers}`,
+    )
   } finally {
     await box.stop()
     await bare.stop()

@@ -18,8 +18,14 @@ const ROWS = 50_000
  * Redirect latencies (ms) of `url` from a process of its own (redirect-loop.ts), CONCURRENCY at a time, of
  * the requests begun while `run` ran: the loops start first, then `run`, and the samples of its window count.
  */
-async function redirectsDuring<T>(url: string, run: () => Promise<T>): Promise<{ result: T; ms: number[]; errors: number }> {
-  const proc = Bun.spawn([process.execPath, join(import.meta.dir, 'redirect-loop.ts'), url, String(CONCURRENCY)], { stdout: 'pipe', stderr: 'inherit' })
+async function redirectsDuring<T>(
+  url: string,
+  run: () => Promise<T>,
+): Promise<{ result: T; ms: number[]; errors: number }> {
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, 'redirect-loop.ts'), url, String(CONCURRENCY)], {
+    stdout: 'pipe',
+    stderr: 'inherit',
+  })
   const out = new Response(proc.stdout).text()
   // The loops run for 500 ms before the window opens (started, connected, warm).
   await Bun.sleep(500)
@@ -35,11 +41,14 @@ async function redirectsDuring<T>(url: string, run: () => Promise<T>): Promise<{
   await Bun.sleep(50)
   proc.kill('SIGTERM')
   await proc.exited
-  const samples = (JSON.parse((await out).trim().split('\n').pop()!) as [number, number, number][]).filter(([at]) => at >= from && at <= to)
+  const samples = (JSON.parse((await out).trim().split('\n').pop()!) as [number, number, number][]).filter(
+    ([at]) => at >= from && at <= to,
+  )
   if (failure) throw failure
   return { result: result as T, ms: samples.map((s) => s[1]), errors: samples.filter((s) => s[2] !== 302).length }
 }
-const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))] ?? NaN
+const p99 = (xs: number[]) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))] ?? NaN
 
 interface Case {
   id: string
@@ -55,7 +64,8 @@ const validRows = (round: number) =>
 /** 10 MiB (the largest file taken) of short junk lines: 2.6 million rows, over the row limit. */
 const junkRows = () => 'long_url\n' + 'x,y\n'.repeat((10 * 1024 * 1024 - 9) / 4)
 /** 10 MiB of junk in 50,000 rows (the most a file may hold) that pass the count and are each refused. */
-const junkValid = () => `long_url,title\r\n${Array.from({ length: ROWS }, (_, i) => `not a url ${i} ${'z'.repeat(186)},t\r\n`).join('')}`
+const junkValid = () =>
+  `long_url,title\r\n${Array.from({ length: ROWS }, (_, i) => `not a url ${i} ${'z'.repeat(186)},t\r\n`).join('')}`
 /** 20 MiB of junk: over the body limit. */
 const junk20 = () => 'long_url\n' + 'j'.repeat(20 * 1024 * 1024)
 
@@ -71,25 +81,31 @@ const CASES: Case[] = [
     id: 'import-50k',
     label: `${ROWS.toLocaleString('en-US')} valid rows`,
     body: (round) => form(validRows(round)),
-    expect: (status, body) => (status === 200 && body?.return?.created === ROWS ? null : `answered ${status}, created ${body?.return?.created}`),
+    expect: (status, body) =>
+      status === 200 && body?.return?.created === ROWS ? null : `answered ${status}, created ${body?.return?.created}`,
   },
   {
     id: 'import-junk-10m',
     label: '10 MiB of junk rows',
     body: () => form(junkRows()),
-    expect: (status, body) => (status === 413 && body?.code === 'too_large' ? null : `answered ${status} ${body?.code}`),
+    expect: (status, body) =>
+      status === 413 && body?.code === 'too_large' ? null : `answered ${status} ${body?.code}`,
   },
   {
     id: 'import-junk-50k',
     label: `${ROWS.toLocaleString('en-US')} rows of junk (10 MiB)`,
     body: () => form(junkValid()),
-    expect: (status, body) => (status === 200 && body?.return?.skipped_total === ROWS ? null : `answered ${status}, skipped ${body?.return?.skipped_total}`),
+    expect: (status, body) =>
+      status === 200 && body?.return?.skipped_total === ROWS
+        ? null
+        : `answered ${status}, skipped ${body?.return?.skipped_total}`,
   },
   {
     id: 'import-junk-20m',
     label: '20 MiB of junk (over the body limit)',
     body: () => form(junk20()),
-    expect: (status, body) => (status === 413 && body?.code === 'too_large' ? null : `answered ${status} ${body?.code}`),
+    expect: (status, body) =>
+      status === 413 && body?.code === 'too_large' ? null : `answered ${status} ${body?.code}`,
   },
 ]
 
@@ -112,7 +128,9 @@ export async function benchImport(ctx: BenchContext): Promise<string[]> {
     // Warm: redirects alone for a second, and one small import.
     const alone = await redirectsDuring(hot, () => Bun.sleep(1000))
     await importOnce(box, key, form('long_url\r\nhttps://example.com/warm\r\n'))
-    lines.push(`redirects alone: p99 ${p99(alone.ms).toFixed(2)} ms over ${alone.ms.length} (${CONCURRENCY} fetch loops)`)
+    lines.push(
+      `redirects alone: p99 ${p99(alone.ms).toFixed(2)} ms over ${alone.ms.length} (${CONCURRENCY} fetch loops)`,
+    )
     for (const c of CASES) {
       const p99s: number[] = []
       const added: number[] = []
@@ -145,9 +163,29 @@ export async function benchImport(ctx: BenchContext): Promise<string[]> {
         )
       }
       ctx.figures.push(
-        { id: `${c.id}-p99`, label: `Import of ${c.label}: redirect p99 meanwhile (worst round)`, value: Math.max(...p99s), rounds: p99s, unit: 'ms', target: { op: '<=', value: 50 } },
-        { id: `${c.id}-rss`, label: `Import of ${c.label}: memory added (RSS, worst round)`, value: Math.max(...added), rounds: added, unit: 'MiB', target: { op: '<=', value: 100 } },
-        { id: `${c.id}-time`, label: `Import of ${c.label}: time to the answer (median)`, value: median(times), rounds: times, unit: 'ms' },
+        {
+          id: `${c.id}-p99`,
+          label: `Import of ${c.label}: redirect p99 meanwhile (worst round)`,
+          value: Math.max(...p99s),
+          rounds: p99s,
+          unit: 'ms',
+          target: { op: '<=', value: 50 },
+        },
+        {
+          id: `${c.id}-rss`,
+          label: `Import of ${c.label}: memory added (RSS, worst round)`,
+          value: Math.max(...added),
+          rounds: added,
+          unit: 'MiB',
+          target: { op: '<=', value: 100 },
+        },
+        {
+          id: `${c.id}-time`,
+          label: `Import of ${c.label}: time to the answer (median)`,
+          value: median(times),
+          rounds: times,
+          unit: 'ms',
+        },
       )
     }
   } finally {

@@ -21,20 +21,28 @@ export async function benchLists(ctx: BenchContext): Promise<string[]> {
       { name: '100 links', key: data.smallKey, deep: data.smallFirstId + PAGE, links: data.smallLinks },
     ]
     const pages = accounts.flatMap((a) =>
-      ([
-        ['first page', { limit: String(PAGE) }],
-        ['deep page', { limit: String(PAGE), cursor: String(a.deep) }],
-      ] as [string, Record<string, string>][]).map(([page, fields]) => ({ ...a, page, fields, body: bodiesFile('links', [fields]) })),
+      (
+        [
+          ['first page', { limit: String(PAGE) }],
+          ['deep page', { limit: String(PAGE), cursor: String(a.deep) }],
+        ] as [string, Record<string, string>][]
+      ).map(([page, fields]) => ({ ...a, page, fields, body: bodiesFile('links', [fields]) })),
     )
     for (const p of pages) {
       const res = await fetch(api, { method: 'POST', headers: keyHeader(p.key), body: new URLSearchParams(p.fields) })
       const body = (await res.json()) as { return?: { links: unknown[]; count: number | null; next: string | null } }
       if (res.status !== 200 || body.return?.links.length !== PAGE)
-        throw new Error(`bench: links.json (${p.name}, ${p.page}) answered ${res.status}: ${JSON.stringify(body).slice(0, 300)}`)
-      lines.push(`${p.name}, ${p.page}: ${body.return.links.length} links, count ${body.return.count}, next ${body.return.next}`)
+        throw new Error(
+          `bench: links.json (${p.name}, ${p.page}) answered ${res.status}: ${JSON.stringify(body).slice(0, 300)}`,
+        )
+      lines.push(
+        `${p.name}, ${p.page}: ${body.return.links.length} links, count ${body.return.count}, next ${body.return.next}`,
+      )
     }
     const run = (p: (typeof pages)[number], seconds = ctx.seconds) =>
-      wrk(api, { seconds, headers: keyHeader(p.key), script: LUA.post, scriptArgs: [p.body] }).then((r) => noted(ctx, r))
+      wrk(api, { seconds, headers: keyHeader(p.key), script: LUA.post, scriptArgs: [p.body] }).then((r) =>
+        noted(ctx, r),
+      )
     for (const p of pages) await run(p, 1)
     const idle = rssMiB(box.proc.pid)
     let peak = 0
@@ -49,7 +57,10 @@ export async function benchLists(ctx: BenchContext): Promise<string[]> {
       }
     }
     // pages: [big first, big deep, small first, small deep]
-    for (const [k, page] of [[0, 'first'], [1, 'deep']] as const) {
+    for (const [k, page] of [
+      [0, 'first'],
+      [1, 'deep'],
+    ] as const) {
       const ratios = results[k]!.map((big, i) => results[k + 2]![i]!.rps / big.rps)
       const small = median(results[k + 2]!.map((r) => r.rps))
       ctx.figures.push({
@@ -61,9 +72,17 @@ export async function benchLists(ctx: BenchContext): Promise<string[]> {
         target: { op: '<=', value: 1.5 },
         baseline: `the same page at 100 links: ${Math.round(small).toLocaleString('en-US')} req/s`,
       })
-      lines.push(`${page} page: 100 links / 100,000 links throughput, median ${median(ratios).toFixed(2)} (target ≤ 1.5)`)
+      lines.push(
+        `${page} page: 100 links / 100,000 links throughput, median ${median(ratios).toFixed(2)} (target ≤ 1.5)`,
+      )
     }
-    ctx.figures.push({ id: 'rss-peak-links', label: 'RSS peak, links.json', value: peak, unit: 'MiB', target: { op: '<=', value: 200 } })
+    ctx.figures.push({
+      id: 'rss-peak-links',
+      label: 'RSS peak, links.json',
+      value: peak,
+      unit: 'MiB',
+      target: { op: '<=', value: 200 },
+    })
     lines.push(`RSS ${mib(idle)} before, peak ${mib(peak)} (wrk -t2 -c64, ${ctx.rounds} rounds of ${ctx.seconds} s)`)
   } finally {
     await box.stop()

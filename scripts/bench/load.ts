@@ -86,11 +86,31 @@ export function split(total: number, weights: number[], rnd: () => number, jitte
 // What a popular link's visitors look like: a few big sources and a long tail of small sites (the issue's
 // link had 18,714 distinct referrer hosts in a year), browsers and systems as ua-parser-js names them.
 const SOURCES: [string, number][] = [
-  ['direct', 30], ['google.com', 18], ['t.co', 8], ['facebook.com', 6], ['linkedin.com', 4], ['reddit.com', 4],
-  ['news.ycombinator.com', 3], ['bing.com', 2], ['duckduckgo.com', 2], ['instagram.com', 1.5], ['youtube.com', 1.5],
-  ['mail.google.com', 1], ['outlook.live.com', 1], ['github.com', 1], ['app.slack.com', 0.8], ['l.facebook.com', 0.8],
-  ['m.facebook.com', 0.6], ['lnkd.in', 0.5], ['mastodon.social', 0.5], ['discord.com', 0.4], ['teams.microsoft.com', 0.4],
-  ['yandex.ru', 0.3], ['baidu.com', 0.3], ['medium.com', 0.3], ['substack.com', 0.3],
+  ['direct', 30],
+  ['google.com', 18],
+  ['t.co', 8],
+  ['facebook.com', 6],
+  ['linkedin.com', 4],
+  ['reddit.com', 4],
+  ['news.ycombinator.com', 3],
+  ['bing.com', 2],
+  ['duckduckgo.com', 2],
+  ['instagram.com', 1.5],
+  ['youtube.com', 1.5],
+  ['mail.google.com', 1],
+  ['outlook.live.com', 1],
+  ['github.com', 1],
+  ['app.slack.com', 0.8],
+  ['l.facebook.com', 0.8],
+  ['m.facebook.com', 0.6],
+  ['lnkd.in', 0.5],
+  ['mastodon.social', 0.5],
+  ['discord.com', 0.4],
+  ['teams.microsoft.com', 0.4],
+  ['yandex.ru', 0.3],
+  ['baidu.com', 0.3],
+  ['medium.com', 0.3],
+  ['substack.com', 0.3],
 ]
 const TAIL_SHARE = 0.15 // of a day's human clicks, from the long tail
 const TAIL_POOL = 20_000 // distinct small hosts the tail draws from
@@ -98,19 +118,47 @@ const TAIL_PER_DAY = 600
 const TAIL_WORDS = ['blog', 'news', 'forum', 'wiki', 'shop', 'docs', 'www2', 'community', 'info', 'portal']
 const TAIL_TLDS = ['com', 'net', 'org', 'io', 'de', 'fr', 'co.uk', 'nl', 'es', 'it', 'jp', 'com.br']
 const tailHost = (k: number) => `${TAIL_WORDS[k % 10]}-${(k * 7919) % 100_003}.example-${k % 97}.${TAIL_TLDS[k % 12]}`
-const DEVICES: [string, number][] = [['desktop', 55], ['mobile', 38], ['tablet', 5], ['other', 2]]
+const DEVICES: [string, number][] = [
+  ['desktop', 55],
+  ['mobile', 38],
+  ['tablet', 5],
+  ['other', 2],
+]
 const BROWSERS: [string, number][] = [
-  ['Chrome', 40], ['Mobile Safari', 16], ['Safari', 8], ['Firefox', 7], ['Edge', 6], ['Samsung Browser', 3],
-  ['Chrome WebView', 3], ['Opera', 2], ['Facebook', 2], ['Instagram', 1.5], ['Yandex', 0.5], ['UCBrowser', 0.5],
-  ['Vivaldi', 0.3], ['Brave', 0.3], ['Other', 1],
+  ['Chrome', 40],
+  ['Mobile Safari', 16],
+  ['Safari', 8],
+  ['Firefox', 7],
+  ['Edge', 6],
+  ['Samsung Browser', 3],
+  ['Chrome WebView', 3],
+  ['Opera', 2],
+  ['Facebook', 2],
+  ['Instagram', 1.5],
+  ['Yandex', 0.5],
+  ['UCBrowser', 0.5],
+  ['Vivaldi', 0.3],
+  ['Brave', 0.3],
+  ['Other', 1],
 ]
 const SYSTEMS: [string, number][] = [
-  ['Windows', 36], ['Android', 26], ['iOS', 20], ['Mac OS', 11], ['Linux', 3], ['Chromium OS', 1.5], ['Ubuntu', 1],
-  ['HarmonyOS', 0.5], ['Other', 1],
+  ['Windows', 36],
+  ['Android', 26],
+  ['iOS', 20],
+  ['Mac OS', 11],
+  ['Linux', 3],
+  ['Chromium OS', 1.5],
+  ['Ubuntu', 1],
+  ['HarmonyOS', 0.5],
+  ['Other', 1],
 ]
 
 function spread(into: Map<string, number>, total: number, names: [string, number][], rnd: () => number) {
-  const parts = split(total, names.map((n) => n[1]), rnd)
+  const parts = split(
+    total,
+    names.map((n) => n[1]),
+    rnd,
+  )
   names.forEach(([name], i) => parts[i]! > 0 && bump(into, name, parts[i]))
 }
 
@@ -122,7 +170,12 @@ function dayCounts(humans: number, rnd: () => number): DayCounts {
   const tail = Math.round(humans * TAIL_SHARE)
   spread(d.dims.source, humans - tail, SOURCES, rnd)
   const hosts = Array.from({ length: TAIL_PER_DAY }, () => Math.floor(rnd() * TAIL_POOL))
-  const parts = split(tail, hosts.map(() => 1 + rnd() * 3), rnd, 0)
+  const parts = split(
+    tail,
+    hosts.map(() => 1 + rnd() * 3),
+    rnd,
+    0,
+  )
   hosts.forEach((k, i) => parts[i]! > 0 && bump(d.dims.source, tailHost(k), parts[i]))
   spread(d.dims.device, humans, DEVICES, rnd)
   spread(d.dims.browser, humans, BROWSERS, rnd)
@@ -152,12 +205,19 @@ function migrateTo(db: Database, version: number) {
   }
 }
 
-export async function load(opts: { links: number; clicks?: number; data: string; today?: number }): Promise<LoadedData> {
+export async function load(opts: {
+  links: number
+  clicks?: number
+  data: string
+  today?: number
+}): Promise<LoadedData> {
   const { links, data } = opts
   const clicks = opts.clicks ?? 0
-  if (!Number.isInteger(links) || links < 1 || links > 3_000_000) throw new Error("load: --links must be a whole number from 1 to 3,000,000")
+  if (!Number.isInteger(links) || links < 1 || links > 3_000_000)
+    throw new Error('load: --links must be a whole number from 1 to 3,000,000')
   if (!Number.isInteger(clicks) || clicks < 0) throw new Error('load: --clicks must be a whole number, 0 or more')
-  if (existsSync(data) && readdirSync(data).length > 0) throw new Error(`load: ${data} is not empty; give a new directory`)
+  if (existsSync(data) && readdirSync(data).length > 0)
+    throw new Error(`load: ${data} is not empty; give a new directory`)
   mkdirSync(data, { recursive: true })
   const path = join(data, 'linkbox.db')
   const now = opts.today ?? Date.now()
@@ -174,8 +234,12 @@ export async function load(opts: { links: number; clicks?: number; data: string;
   const codes: string[] = []
   const firstIds: number[] = []
   raw.transaction(() => {
-    const account = raw.query<{ id: number }, [string, number]>('INSERT INTO accounts (name, created) VALUES (?1, ?2) RETURNING id')
-    const apiKey = raw.query('INSERT INTO api_keys (account_id, prefix, hash, scopes, label, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6)')
+    const account = raw.query<{ id: number }, [string, number]>(
+      'INSERT INTO accounts (name, created) VALUES (?1, ?2) RETURNING id',
+    )
+    const apiKey = raw.query(
+      'INSERT INTO api_keys (account_id, prefix, hash, scopes, label, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6)',
+    )
     const link = raw.query<{ id: number }, [string, string, number, number]>(
       `INSERT INTO links (code, long_url, account_id, created, updated) VALUES (?1, ?2, ?3, ?4, ?4) RETURNING id`,
     )
@@ -192,7 +256,12 @@ export async function load(opts: { links: number; clicks?: number; data: string;
       for (let i = 0; i < count; i++) {
         const code = sorted[i]!
         const created = Math.floor(yearAgo + ((i + 1) / count) * 365 * DAY_MS * 0.99)
-        const id = link.get(code, `https://example.com/articles/${i}?utm_source=bench&utm_medium=short`, accountId, created)!.id
+        const id = link.get(
+          code,
+          `https://example.com/articles/${i}?utm_source=bench&utm_medium=short`,
+          accountId,
+          created,
+        )!.id
         if (i === 0) firstIds.push(id)
         keep?.push(code)
       }
@@ -249,14 +318,20 @@ export async function load(opts: { links: number; clicks?: number; data: string;
  * (migrations.length), the sizes, and for clicks the day they end (the public page shows the last 30 days
  * up to today). The bench runs servers on a copy, never on these.
  */
-export async function cachedData(cacheDir: string, links: number, clicks = 0): Promise<{ dir: string; data: LoadedData; made: boolean; ms: number }> {
+export async function cachedData(
+  cacheDir: string,
+  links: number,
+  clicks = 0,
+): Promise<{ dir: string; data: LoadedData; made: boolean; ms: number }> {
   const kind = `schema${migrations.length}-links${links}-clicks${clicks}`
   const name = clicks > 0 ? `${kind}-${dayOf(Date.now())}` : kind
   const dir = join(cacheDir, name)
-  if (existsSync(join(dir, 'bench.json'))) return { dir, data: await Bun.file(join(dir, 'bench.json')).json(), made: false, ms: 0 }
+  if (existsSync(join(dir, 'bench.json')))
+    return { dir, data: await Bun.file(join(dir, 'bench.json')).json(), made: false, ms: 0 }
   // An interrupted load, or the same data set ending on an earlier day: made again.
   mkdirSync(cacheDir, { recursive: true })
-  for (const old of readdirSync(cacheDir)) if (old === name || old.startsWith(`${kind}-`)) rmSync(join(cacheDir, old), { recursive: true, force: true })
+  for (const old of readdirSync(cacheDir))
+    if (old === name || old.startsWith(`${kind}-`)) rmSync(join(cacheDir, old), { recursive: true, force: true })
   const started = performance.now()
   const data = await load({ links, clicks, data: dir })
   return { dir, data, made: true, ms: performance.now() - started }
@@ -273,8 +348,10 @@ if (import.meta.main) {
   }
   const started = performance.now()
   const d = await load({ links: Number(values.links), clicks: Number(values.clicks), data: values.data })
-  console.log(`${values.data}: account "bench" with ${d.links} links, "small" with ${d.smallLinks}; ` +
-    `${d.clicks} clicks on ${d.statsCode} over 365 days to ${d.endDay}; schema ${d.schema}; ` +
-    `${((performance.now() - started) / 1000).toFixed(1)} s`)
+  console.log(
+    `${values.data}: account "bench" with ${d.links} links, "small" with ${d.smallLinks}; ` +
+      `${d.clicks} clicks on ${d.statsCode} over 365 days to ${d.endDay}; schema ${d.schema}; ` +
+      `${((performance.now() - started) / 1000).toFixed(1)} s`,
+  )
   console.log(`key of "bench": ${d.key}`)
 }

@@ -28,7 +28,13 @@ export interface SmtpChild {
 }
 
 /** Resolves with the first match of `pattern` in what `text()` returns, polled; rejects after `ms`. */
-async function waitFor(text: () => string, pattern: RegExp, ms: number, what: string, exited: () => boolean): Promise<RegExpMatchArray> {
+async function waitFor(
+  text: () => string,
+  pattern: RegExp,
+  ms: number,
+  what: string,
+  exited: () => boolean,
+): Promise<RegExpMatchArray> {
   const until = performance.now() + ms
   for (;;) {
     const m = text().match(pattern)
@@ -41,7 +47,11 @@ async function waitFor(text: () => string, pattern: RegExp, ms: number, what: st
 
 /** The bare smtp-server (bare-smtp.ts) in a process of its own. */
 export async function startBareSmtp(): Promise<SmtpChild> {
-  const proc = Bun.spawn([process.execPath, join(import.meta.dir, 'bare-smtp.ts')], { stdout: 'pipe', stderr: 'inherit', stdin: 'ignore' })
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, 'bare-smtp.ts')], {
+    stdout: 'pipe',
+    stderr: 'inherit',
+    stdin: 'ignore',
+  })
   let out = ''
   void (async () => {
     const decoder = new TextDecoder()
@@ -49,7 +59,13 @@ export async function startBareSmtp(): Promise<SmtpChild> {
     for (let r = await reader.read(); !r.done; r = await reader.read()) out += decoder.decode(r.value, { stream: true })
   })()
   try {
-    const m = await waitFor(() => out, /bare SMTP on 127\.0\.0\.1:(\d+)/, 15_000, 'bare-smtp.ts', () => proc.exitCode !== null)
+    const m = await waitFor(
+      () => out,
+      /bare SMTP on 127\.0\.0\.1:(\d+)/,
+      15_000,
+      'bare-smtp.ts',
+      () => proc.exitCode !== null,
+    )
     return {
       port: Number(m[1]),
       pid: proc.pid,
@@ -77,7 +93,12 @@ export interface MailBox {
 }
 
 /** GET an /api method (the mail methods take GET only). */
-async function apiGet(base: string, method: string, query: Record<string, string>, key: string): Promise<{ status: number; body: any }> {
+async function apiGet(
+  base: string,
+  method: string,
+  query: Record<string, string>,
+  key: string,
+): Promise<{ status: number; body: any }> {
   const res = await fetch(`${base}/api/${method}?${new URLSearchParams(query)}`, { headers: { 'x-api-key': key } })
   return { status: res.status, body: await res.json() }
 }
@@ -86,21 +107,35 @@ async function apiGet(base: string, method: string, query: Record<string, string
 export async function startMailBox(command: readonly string[] | undefined): Promise<MailBox> {
   const smtpPort = await freePort()
   const config = writeConfig(tempDir('linkbox-bench-mail-'), {
-    mail: { domains: [DOMAIN], smtp_host: '127.0.0.1', smtp_port: smtpPort, max_messages: MAX_MESSAGES, max_connections_per_ip: 1000 },
+    mail: {
+      domains: [DOMAIN],
+      smtp_host: '127.0.0.1',
+      smtp_port: smtpPort,
+      max_messages: MAX_MESSAGES,
+      max_connections_per_ip: 1000,
+    },
   })
   const server = await startBenchServer({ config, command, startTimeoutMs: 60_000 })
   try {
-    await waitFor(server.stdout, /linkbox: SMTP on [^\s:]+:(\d+)/, 15_000, 'linkbox serve', () => server.proc.exitCode !== null)
+    await waitFor(
+      server.stdout,
+      /linkbox: SMTP on [^\s:]+:(\d+)/,
+      15_000,
+      'linkbox serve',
+      () => server.proc.exitCode !== null,
+    )
     const key = await createAccount(server.configPath, 'bench', { command })
     const recipients: string[] = []
     for (let i = 0; i < MAILBOXES; i++) {
       const made = await apiGet(server.url, 'mailbox.json', { address: `bench${i}@${DOMAIN}` }, key)
-      if (made.status !== 200) throw new Error(`bench: mailbox.json answered ${made.status}: ${JSON.stringify(made.body)}`)
+      if (made.status !== 200)
+        throw new Error(`bench: mailbox.json answered ${made.status}: ${JSON.stringify(made.body)}`)
       recipients.push(made.body.return.address)
     }
     const stored = async () => {
       let n = 0
-      for (const address of recipients) n += (await apiGet(server.url, 'mailbox.json', { address }, key)).body.return.messages as number
+      for (const address of recipients)
+        n += (await apiGet(server.url, 'mailbox.json', { address }, key)).body.return.messages as number
       return n
     }
     return {
@@ -136,7 +171,8 @@ export async function benchMail(opts: {
   try {
     box = await startMailBox(opts.command)
     const { recipients, smtpPort } = box
-    const load = (port: number, seconds: number) => smtpLoad({ port, connections: MAIL_CONNECTIONS, seconds, recipients })
+    const load = (port: number, seconds: number) =>
+      smtpLoad({ port, connections: MAIL_CONNECTIONS, seconds, recipients })
     // Warm both (JIT, mailparser's first use, the statement cache).
     await load(bare.port, 1)
     let acknowledged = (await load(smtpPort, 1)).accepted
@@ -169,9 +205,14 @@ export async function benchMail(opts: {
       `mail ingested end to end / bare smtp-server: median ratio ${ratio.toFixed(2)} over ${opts.rounds} rounds of ${opts.seconds} s ` +
         `(${MAIL_CONNECTIONS} connections, ~1 KB messages over ${recipients.length} mailboxes); target ≥ 0.50: ${met ? 'met' : 'MISSED'}`,
     )
-    lines.push(`end of DATA → 250, p99 (median of the rounds): linkbox ${boxP99.toFixed(2)} ms, bare ${bareP99.toFixed(2)} ms`)
-    lines.push(`linkbox: ${stored.toLocaleString('en-US')} messages stored, ${acknowledged.toLocaleString('en-US')} acknowledged with 250; RSS ${idle.toFixed(0)} MiB before, peak ${peak.toFixed(0)} MiB`)
-    if (stored !== acknowledged) lines.push(`MISMATCH: ${acknowledged - stored} messages were acknowledged but are not in their mailboxes`)
+    lines.push(
+      `end of DATA → 250, p99 (median of the rounds): linkbox ${boxP99.toFixed(2)} ms, bare ${bareP99.toFixed(2)} ms`,
+    )
+    lines.push(
+      `linkbox: ${stored.toLocaleString('en-US')} messages stored, ${acknowledged.toLocaleString('en-US')} acknowledged with 250; RSS ${idle.toFixed(0)} MiB before, peak ${peak.toFixed(0)} MiB`,
+    )
+    if (stored !== acknowledged)
+      lines.push(`MISMATCH: ${acknowledged - stored} messages were acknowledged but are not in their mailboxes`)
     if (errors) lines.push(`ERRORS: ${errors} messages were refused or lost (see the rounds)`)
     opts.figures?.push(
       {

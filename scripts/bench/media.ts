@@ -38,7 +38,15 @@ export const PARALLEL_CLIENTS = 4
 const MiB = 1024 * 1024
 
 /** What the service gives yt-dlp before the URL (src/media/service.ts runExtraction), for the direct baseline. */
-const YTDLP_ARGS = ['--ignore-config', '--no-cache-dir', '--no-playlist', '--no-warnings', '--socket-timeout', '15', '--dump-single-json']
+const YTDLP_ARGS = [
+  '--ignore-config',
+  '--no-cache-dir',
+  '--no-playlist',
+  '--no-warnings',
+  '--socket-timeout',
+  '15',
+  '--dump-single-json',
+]
 
 export interface Transfer {
   status: number
@@ -68,19 +76,27 @@ export async function curlGets(urls: string[], size: number): Promise<Transfer[]
   const args = ['curl', '--silent', '--show-error', '-H', 'accept-encoding: identity']
   for (const url of urls) args.push('-o', '/dev/null', '-w', '%{http_code} %{size_download} %{time_total}\\n', url)
   const proc = Bun.spawn(args, { stdout: 'pipe', stderr: 'pipe', stdin: 'ignore' })
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  const [out, err, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ])
   if (code !== 0) throw new Error(`bench: curl exited ${code}: ${err}`)
   const transfers = parseCurl(out)
-  if (transfers.length !== urls.length) throw new Error(`bench: curl reported ${transfers.length} transfers, ${urls.length} asked: ${out}`)
+  if (transfers.length !== urls.length)
+    throw new Error(`bench: curl reported ${transfers.length} transfers, ${urls.length} asked: ${out}`)
   transfers.forEach((t, i) => {
     if (t.status !== 200 || t.bytes !== size)
-      throw new Error(`bench: ${urls[i]!.replace(/sig=[^&]+/, 'sig=…')} gave HTTP ${t.status} with ${t.bytes} bytes, ${size} expected`)
+      throw new Error(
+        `bench: ${urls[i]!.replace(/sig=[^&]+/, 'sig=…')} gave HTTP ${t.status} with ${t.bytes} bytes, ${size} expected`,
+      )
   })
   return transfers
 }
 
 /** MiB/s of transfers one after another: their bytes over the time curl spent in them. */
-export const throughput = (ts: Transfer[]) => ts.reduce((n, t) => n + t.bytes, 0) / MiB / ts.reduce((s, t) => s + t.seconds, 0)
+export const throughput = (ts: Transfer[]) =>
+  ts.reduce((n, t) => n + t.bytes, 0) / MiB / ts.reduce((s, t) => s + t.seconds, 0)
 
 /**
  * One round of the single client: `rounds` GETs of each URL by one curl, taking them in turn (starting with
@@ -89,7 +105,10 @@ export const throughput = (ts: Transfer[]) => ts.reduce((n, t) => n + t.bytes, 0
 export async function alternating(urls: string[], rounds: number, size: number, first: number): Promise<number[]> {
   const order = urls.map((_, i) => (first + i) % urls.length)
   const asked = Array.from({ length: rounds }, () => order).flat()
-  const ts = await curlGets(asked.map((i) => urls[i]!), size)
+  const ts = await curlGets(
+    asked.map((i) => urls[i]!),
+    size,
+  )
   return urls.map((_, u) => throughput(ts.filter((_, k) => asked[k] === u)))
 }
 
@@ -118,7 +137,9 @@ export async function startMediaBox(command: readonly string[] | undefined): Pro
     const key = await createAccount(server.configPath, 'bench', { command })
     const download = async (url: string) => {
       const started = performance.now()
-      const res = await fetch(`${server.url}/api/download.json?${new URLSearchParams({ url })}`, { headers: { 'x-api-key': key } })
+      const res = await fetch(`${server.url}/api/download.json?${new URLSearchParams({ url })}`, {
+        headers: { 'x-api-key': key },
+      })
       const body = await res.json()
       return { status: res.status, body, ms: performance.now() - started }
     }
@@ -133,7 +154,8 @@ export async function startMediaBox(command: readonly string[] | undefined): Pro
 /** The yt-dlp the binary runs: the bundled one it extracted into data_dir/bin, a zipapp run with python3 from PATH. */
 function bundledYtdlp(dataDir: string): string[] {
   const file = join(dataDir, 'bin/yt-dlp-bundled')
-  if (!existsSync(file)) throw new Error(`bench: ${file} is missing: this linkbox has no bundled yt-dlp (see scripts/bundle-ytdlp.ts)`)
+  if (!existsSync(file))
+    throw new Error(`bench: ${file} is missing: this linkbox has no bundled yt-dlp (see scripts/bundle-ytdlp.ts)`)
   const python = Bun.which('python3')
   if (!python) throw new Error('bench: python3 is not on PATH')
   return [python, file]
@@ -144,12 +166,22 @@ async function directExtraction(ytdlp: string[], url: string): Promise<number> {
   const started = performance.now()
   const proc = Bun.spawn([...ytdlp, ...YTDLP_ARGS, '--', url], {
     // As runner.ts gives it (minus the proxy, which is the service's part).
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8', PYTHONIOENCODING: 'utf-8', PYTHONDONTWRITEBYTECODE: '1' },
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      LANG: 'C.UTF-8',
+      LC_ALL: 'C.UTF-8',
+      PYTHONIOENCODING: 'utf-8',
+      PYTHONDONTWRITEBYTECODE: '1',
+    },
     stdin: 'ignore',
     stdout: 'pipe',
     stderr: 'pipe',
   })
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  const [out, err, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ])
   const elapsed = performance.now() - started
   if (code !== 0) throw new Error(`bench: yt-dlp exited ${code}: ${err.slice(-2000)}`)
   if (!Array.isArray(JSON.parse(out).formats)) throw new Error('bench: yt-dlp found no formats')
@@ -180,7 +212,8 @@ export async function benchMedia(opts: {
     // --- extraction, uncached ---
     // The first extraction also waits for the bundled yt-dlp to be in place and warms the page cache.
     const first = await box.download(fresh())
-    if (first.status !== 200) throw new Error(`bench: download.json answered ${first.status}: ${JSON.stringify(first.body)}`)
+    if (first.status !== 200)
+      throw new Error(`bench: download.json answered ${first.status}: ${JSON.stringify(first.body)}`)
     const ytdlp = bundledYtdlp(box.server.dataDir)
     await directExtraction(ytdlp, fresh())
     const direct: number[] = []
@@ -199,18 +232,37 @@ export async function benchMedia(opts: {
     }
     const d = median(direct)
     const s = median(service)
-    lines.push(`yt-dlp ${ytdlp.slice(1).join(' ').replace(box.server.dataDir, 'data_dir')} run with ${ytdlp[0]}, directly:  ${direct.map(ms).join(', ')}`)
-    lines.push(`download.json of the same page (unique query string each), through the service:  ${service.map(ms).join(', ')}`)
-    lines.push(`extraction, median of ${EXTRACTIONS}: service ${ms(s)}, yt-dlp directly ${ms(d)}; overhead ${ms(s - d)} (ratio ${(s / d).toFixed(2)})`)
+    lines.push(
+      `yt-dlp ${ytdlp.slice(1).join(' ').replace(box.server.dataDir, 'data_dir')} run with ${ytdlp[0]}, directly:  ${direct.map(ms).join(', ')}`,
+    )
+    lines.push(
+      `download.json of the same page (unique query string each), through the service:  ${service.map(ms).join(', ')}`,
+    )
+    lines.push(
+      `extraction, median of ${EXTRACTIONS}: service ${ms(s)}, yt-dlp directly ${ms(d)}; overhead ${ms(s - d)} (ratio ${(s / d).toFixed(2)})`,
+    )
     figures.push(
-      { id: 'media-extract-ms', label: 'download.json, uncached extraction of a fixture page: median', value: s, unit: 'ms', baseline: `the same yt-dlp run directly: ${ms(d)}` },
-      { id: 'media-extract-overhead', label: 'download.json, uncached: overhead over yt-dlp directly', value: s - d, unit: 'ms', baseline: `ratio ${(s / d).toFixed(2)}` },
+      {
+        id: 'media-extract-ms',
+        label: 'download.json, uncached extraction of a fixture page: median',
+        value: s,
+        unit: 'ms',
+        baseline: `the same yt-dlp run directly: ${ms(d)}`,
+      },
+      {
+        id: 'media-extract-overhead',
+        label: 'download.json, uncached: overhead over yt-dlp directly',
+        value: s - d,
+        unit: 'ms',
+        baseline: `ratio ${(s / d).toFixed(2)}`,
+      },
     )
 
     // --- extraction, cached ---
     bare = await startBare('bare-json')
     const cachedUrl = fresh()
-    if ((await box.download(cachedUrl)).status !== 200) throw new Error('bench: download.json of the cached page failed')
+    if ((await box.download(cachedUrl)).status !== 200)
+      throw new Error('bench: download.json of the cached page failed')
     const cachedMs: number[] = []
     const bareMs: number[] = []
     for (let i = 0; i < CACHED_REQUESTS; i++) {
@@ -240,9 +292,26 @@ export async function benchMedia(opts: {
         `p99 ${load.p99ms.toFixed(2)} ms${load.errors ? `  ERRORS ${load.errors}` : ''}`,
     )
     figures.push(
-      { id: 'media-cached-p50', label: 'download.json, cached: p50 (one at a time)', value: c50, unit: 'ms', baseline: `bare JSON answer: p50 ${b50.toFixed(2)} ms` },
-      { id: 'media-cached-p99', label: 'download.json, cached: p99 (one at a time)', value: c99, unit: 'ms', baseline: `bare JSON answer: p99 ${b99.toFixed(2)} ms` },
-      { id: 'media-cached-rps', label: 'download.json, cached, under wrk (16 connections)', value: load.rps, unit: 'req/s' },
+      {
+        id: 'media-cached-p50',
+        label: 'download.json, cached: p50 (one at a time)',
+        value: c50,
+        unit: 'ms',
+        baseline: `bare JSON answer: p50 ${b50.toFixed(2)} ms`,
+      },
+      {
+        id: 'media-cached-p99',
+        label: 'download.json, cached: p99 (one at a time)',
+        value: c99,
+        unit: 'ms',
+        baseline: `bare JSON answer: p99 ${b99.toFixed(2)} ms`,
+      },
+      {
+        id: 'media-cached-rps',
+        label: 'download.json, cached, under wrk (16 connections)',
+        value: load.rps,
+        unit: 'req/s',
+      },
     )
     await bare.stop()
     bare = undefined
@@ -250,16 +319,22 @@ export async function benchMedia(opts: {
     // --- signed download throughput ---
     const big = fx.bytes('big.mp4')
     const asked = await box.download(fx.url('big-mp4'))
-    if (asked.status !== 200) throw new Error(`bench: download.json of big-mp4 answered ${asked.status}: ${JSON.stringify(asked.body)}`)
+    if (asked.status !== 200)
+      throw new Error(`bench: download.json of big-mp4 answered ${asked.status}: ${JSON.stringify(asked.body)}`)
     const signed = new URL(asked.body.return.formats[0].url)
     const dl = `${box.server.url}${signed.pathname}${signed.search}`
     const straight = fx.url('big-mp4')
     // Once, byte for byte: what is timed below is the right file.
     const got = new Uint8Array(await (await fetch(dl)).arrayBuffer())
-    if (got.length !== big.length || Buffer.compare(got, big) !== 0) throw new Error('bench: the /dl link does not give the fixture\'s bytes')
+    if (got.length !== big.length || Buffer.compare(got, big) !== 0)
+      throw new Error("bench: the /dl link does not give the fixture's bytes")
     const proxyConfig = writeConfig(tempDir('linkbox-bench-proxy-'))
     proxy = removingOnStop(
-      await startServer({ command: [process.execPath, join(import.meta.dir, 'bare-proxy.ts')], config: proxyConfig, env: { LINKBOX_BENCH_UPSTREAM: straight } }),
+      await startServer({
+        command: [process.execPath, join(import.meta.dir, 'bare-proxy.ts')],
+        config: proxyConfig,
+        env: { LINKBOX_BENCH_UPSTREAM: straight },
+      }),
       proxyConfig.dir,
     )
     const proxied = `${proxy.url}/big.mp4`
@@ -305,10 +380,14 @@ export async function benchMedia(opts: {
       peak = Math.max(peak, rss)
       pStraight.push(a)
       pRatios.push(b / a)
-      lines.push(`round ${i + 1}, ${PARALLEL_CLIENTS} clients at once: straight ${a.toFixed(0).padStart(5)} MiB/s   through /dl ${b.toFixed(0).padStart(5)} MiB/s   (ratio ${(b / a).toFixed(2)})`)
+      lines.push(
+        `round ${i + 1}, ${PARALLEL_CLIENTS} clients at once: straight ${a.toFixed(0).padStart(5)} MiB/s   through /dl ${b.toFixed(0).padStart(5)} MiB/s   (ratio ${(b / a).toFixed(2)})`,
+      )
     }
     const pRatio = median(pRatios)
-    lines.push(`with ${PARALLEL_CLIENTS} clients at once: median ratio ${pRatio.toFixed(2)} (MiB/s of all over the wall-clock time, curl's start included on both sides)`)
+    lines.push(
+      `with ${PARALLEL_CLIENTS} clients at once: median ratio ${pRatio.toFixed(2)} (MiB/s of all over the wall-clock time, curl's start included on both sides)`,
+    )
     lines.push(`linkbox RSS ${idle.toFixed(0)} MiB before the downloads, peak ${peak.toFixed(0)} MiB during them`)
     lines.push(
       'the fixture server runs in the bench process on 127.0.0.1, so linkbox runs with media.allow_private_networks = true; ' +

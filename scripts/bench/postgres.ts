@@ -38,10 +38,14 @@ export async function checkRedirects(base: string, expected: Map<string, string>
         const res = await fetch(`${base}/${code}`, { redirect: 'manual', headers: { 'user-agent': CHROME_UA } })
         await res.arrayBuffer()
         const location = res.headers.get('location')
-        if (res.status !== 302 || location !== url) wrong.push(`/${code}: ${res.status} ${location ?? '(no location)'}, expected 302 ${url}`)
+        if (res.status !== 302 || location !== url)
+          wrong.push(`/${code}: ${res.status} ${location ?? '(no location)'}, expected 302 ${url}`)
       }),
     )
-  if (wrong.length) throw new Error(`bench: ${name} answers ${wrong.length} of ${entries.length} codes wrongly: ${wrong.slice(0, 3).join('; ')}`)
+  if (wrong.length)
+    throw new Error(
+      `bench: ${name} answers ${wrong.length} of ${entries.length} codes wrongly: ${wrong.slice(0, 3).join('; ')}`,
+    )
 }
 
 /** Two wrk runs made at the same time, as one: throughputs and errors added, the worse of their percentiles. */
@@ -58,7 +62,11 @@ export function summed(a: WrkResult, b: WrkResult): WrkResult {
 /** The server's processes: the postmaster (its pid is the first line of postmaster.pid) and its children. */
 function postgresPids(pg: Postgres): number[] {
   const master = Number(readFileSync(join(pg.dir, 'data/postmaster.pid'), 'utf8').split('\n')[0])
-  const children = readFileSync(`/proc/${master}/task/${master}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+  const children = readFileSync(`/proc/${master}/task/${master}/children`, 'utf8')
+    .trim()
+    .split(/\s+/)
+    .filter(Boolean)
+    .map(Number)
   return [master, ...children]
 }
 
@@ -76,7 +84,10 @@ async function migrateCopy(binary: Binary, dataDir: string, url: string): Promis
     mkdirSync(config.dataDir, { recursive: true })
     copyFileSync(join(dataDir, 'linkbox.db'), join(config.dataDir, 'linkbox.db'))
     const started = performance.now()
-    const r = await runCli(['migrate', '--to', url, '--config', config.configPath], { command: [binary.path], timeoutMs: 600_000 })
+    const r = await runCli(['migrate', '--to', url, '--config', config.configPath], {
+      command: [binary.path],
+      timeoutMs: 600_000,
+    })
     const ms = performance.now() - started
     if (r.code !== 0) throw new Error(`bench: linkbox migrate --to exited with ${r.code}: ${r.stderr}${r.stdout}`)
     const last = r.stdout.trimEnd().split('\n').pop() ?? ''
@@ -90,7 +101,9 @@ async function migrateCopy(binary: Binary, dataDir: string, url: string): Promis
 export async function benchPostgres(ctx: BenchContext): Promise<string[]> {
   const lines: string[] = []
   const { dir, data, made, ms: madeMs } = await cachedData(ctx.cacheDir, STATS_DATA.links, STATS_DATA.clicks)
-  lines.push(`data: ${data.links.toLocaleString('en-US')} links, ${data.clicks.toLocaleString('en-US')} clicks on one, schema ${data.schema}, ${made ? `made in ${(madeMs / 1000).toFixed(1)} s` : 'from the cache'}`)
+  lines.push(
+    `data: ${data.links.toLocaleString('en-US')} links, ${data.clicks.toLocaleString('en-US')} clicks on one, schema ${data.schema}, ${made ? `made in ${(madeMs / 1000).toFixed(1)} s` : 'from the cache'}`,
+  )
   const allCodes = readFileSync(join(dir, 'codes.txt'), 'utf8').trim().split('\n')
   const indexOf = new Map(allCodes.map((c, i) => [c, i]))
   const codes1k = codesFile(dir, 1_000)
@@ -101,50 +114,94 @@ export async function benchPostgres(ctx: BenchContext): Promise<string[]> {
   const window365 = { code: data.statsCode, from: addDays(data.endDay, -364), to: data.endDay }
   const stats365 = bodiesFile('pg-stats-365', [window365])
   // A different 365-day window each request (as stats.ts's third variant): no answer cache serves these.
-  const moving = bodiesFile('pg-stats-365-moving', Array.from({ length: 300 }, (_, i) => ({ ...window365, from: addDays(data.endDay, -364 - i), to: addDays(data.endDay, -i) })))
-  const creations = bodiesFile('pg-create', Array.from({ length: 1000 }, (_, i) => ({ url: `https://example.com/new/${i}?ref=pg-bench` })))
+  const moving = bodiesFile(
+    'pg-stats-365-moving',
+    Array.from({ length: 300 }, (_, i) => ({
+      ...window365,
+      from: addDays(data.endDay, -364 - i),
+      to: addDays(data.endDay, -i),
+    })),
+  )
+  const creations = bodiesFile(
+    'pg-create',
+    Array.from({ length: 1000 }, (_, i) => ({ url: `https://example.com/new/${i}?ref=pg-bench` })),
+  )
   const headers = { 'user-agent': CHROME_UA }
   const servers: RunningServer[] = []
   let pg: Postgres | undefined
   try {
     pg = await startPostgres()
     const admin = new Bun.SQL(pg.url, { max: 1 })
-    const pgVersion = await admin`SHOW server_version`.then((rows) => rows[0].server_version as string).finally(() => admin.close())
+    const pgVersion = await admin`SHOW server_version`
+      .then((rows) => rows[0].server_version as string)
+      .finally(() => admin.close())
     const url = await pg.createDatabase()
     const copy = await migrateCopy(ctx.binary, dir, url)
     lines.push(`PostgreSQL ${pgVersion} (a throwaway cluster: fsync and synchronous_commit off, on the same machine)`)
-    lines.push(`linkbox migrate --to (the binary under test) copied the data set in ${(copy.ms / 1000).toFixed(1)} s: "${copy.summary}"`)
+    lines.push(
+      `linkbox migrate --to (the binary under test) copied the data set in ${(copy.ms / 1000).toFixed(1)} s: "${copy.summary}"`,
+    )
     // Two nodes on the one database (A is the node of every one-node figure), and the SQLite node.
-    const [sqlite, a, b] = await Promise.all([serveCopy(ctx.binary, dir), servePostgres(ctx.binary, url), servePostgres(ctx.binary, url)])
+    const [sqlite, a, b] = await Promise.all([
+      serveCopy(ctx.binary, dir),
+      servePostgres(ctx.binary, url),
+      servePostgres(ctx.binary, url),
+    ])
     servers.push(sqlite, a, b)
 
     // The answers, before anything is measured (and before any visit adds to the clicked link's count).
     const statsOn = async (box: RunningServer, name: string) => {
       const r = await apiPost(box.url, 'stats.json', window365, keyHeader(data.key))
-      if (r.status !== 200) throw new Error(`bench: stats.json on ${name} answered ${r.status}: ${JSON.stringify(r.body).slice(0, 300)}`)
+      if (r.status !== 200)
+        throw new Error(`bench: stats.json on ${name} answered ${r.status}: ${JSON.stringify(r.body).slice(0, 300)}`)
       const sum = (r.body.return.days as { clicks: number }[]).reduce((s, d) => s + d.clicks, 0)
       if (sum !== data.clicks || r.body.return.clicks !== data.clicks)
-        throw new Error(`bench: stats.json on ${name}: days add up to ${sum}, all time ${r.body.return.clicks}; the data set has ${data.clicks} clicks`)
+        throw new Error(
+          `bench: stats.json on ${name}: days add up to ${sum}, all time ${r.body.return.clicks}; the data set has ${data.clicks} clicks`,
+        )
       return r.body.return
     }
     const [fromSqlite, fromPg] = [await statsOn(sqlite, 'the SQLite node'), await statsOn(a, 'the PostgreSQL node')]
-    if (JSON.stringify(fromPg.days) !== JSON.stringify(fromSqlite.days)) throw new Error('bench: stats.json on PostgreSQL gives other days than on SQLite')
-    lines.push(`checked: stats.json (365 days) of the clicked link adds up to ${data.clicks.toLocaleString('en-US')} clicks on both engines, the same days on both`)
+    if (JSON.stringify(fromPg.days) !== JSON.stringify(fromSqlite.days))
+      throw new Error('bench: stats.json on PostgreSQL gives other days than on SQLite')
+    lines.push(
+      `checked: stats.json (365 days) of the clicked link adds up to ${data.clicks.toLocaleString('en-US')} clicks on both engines, the same days on both`,
+    )
     await checkRedirects(sqlite.url, expected, 'the SQLite node')
     await checkRedirects(a.url, expected, 'PostgreSQL node A')
     await checkRedirects(b.url, expected, 'PostgreSQL node B')
-    const onA = await apiPost(a.url, 'getLink.json', { url: 'https://example.com/new/check?ref=pg-bench' }, keyHeader(data.key))
-    if (onA.status !== 200) throw new Error(`bench: getLink.json on node A answered ${onA.status}: ${JSON.stringify(onA.body)}`)
-    await checkRedirects(b.url, new Map([[onA.body.return.hex as string, 'https://example.com/new/check?ref=pg-bench']]), 'PostgreSQL node B (a link made on A)')
-    lines.push(`checked: the hot code and the 1,000 codes answer 302 to their URLs on the SQLite node and on both PostgreSQL nodes; a link made on A redirects on B`)
+    const onA = await apiPost(
+      a.url,
+      'getLink.json',
+      { url: 'https://example.com/new/check?ref=pg-bench' },
+      keyHeader(data.key),
+    )
+    if (onA.status !== 200)
+      throw new Error(`bench: getLink.json on node A answered ${onA.status}: ${JSON.stringify(onA.body)}`)
+    await checkRedirects(
+      b.url,
+      new Map([[onA.body.return.hex as string, 'https://example.com/new/check?ref=pg-bench']]),
+      'PostgreSQL node B (a link made on A)',
+    )
+    lines.push(
+      `checked: the hot code and the 1,000 codes answer 302 to their URLs on the SQLite node and on both PostgreSQL nodes; a link made on A redirects on B`,
+    )
 
     let errors = 0
-    const run = (target: string, opts: WrkOptions) => wrk(target, { seconds: ctx.seconds, ...opts }).then((r) => noted(ctx, r))
+    const run = (target: string, opts: WrkOptions) =>
+      wrk(target, { seconds: ctx.seconds, ...opts }).then((r) => noted(ctx, r))
     const hotRun = (box: RunningServer, seconds = ctx.seconds) => run(`${box.url}/${hot}`, { seconds, headers })
     const spreadRun = (box: RunningServer, seconds = ctx.seconds, half = false) =>
-      run(box.url, { seconds, headers, script: LUA.randomCode, scriptArgs: [codes1k], ...(half ? { threads: 1, connections: 32 } : {}) })
+      run(box.url, {
+        seconds,
+        headers,
+        script: LUA.randomCode,
+        scriptArgs: [codes1k],
+        ...(half ? { threads: 1, connections: 32 } : {}),
+      })
     const api = (box: RunningServer) => `${box.url}/api/getLink.json`
-    const createRun = (box: RunningServer, seconds = ctx.seconds) => run(api(box), { seconds, headers: keyHeader(data.key), script: LUA.post, scriptArgs: [creations] })
+    const createRun = (box: RunningServer, seconds = ctx.seconds) =>
+      run(api(box), { seconds, headers: keyHeader(data.key), script: LUA.post, scriptArgs: [creations] })
     // Warm: JIT, statement caches, the link caches, PostgreSQL's buffers.
     for (const box of [sqlite, a]) {
       await hotRun(box, 1)
@@ -169,7 +226,10 @@ export async function benchPostgres(ctx: BenchContext): Promise<string[]> {
         lines.push(`round ${i + 1}: ${what}, SQLite node       ${fmt(s)}`)
         lines.push(`round ${i + 1}: ${what}, PostgreSQL node   ${fmt(p)}  (÷ SQLite ${(p.rps / s.rps).toFixed(2)})`)
       }
-      return { ratio: median(ratios), baseline: `SQLite node: ${Math.round(median(sqliteRps)).toLocaleString('en-US')} req/s` }
+      return {
+        ratio: median(ratios),
+        baseline: `SQLite node: ${Math.round(median(sqliteRps)).toLocaleString('en-US')} req/s`,
+      }
     }
     const hotRatio = await versus('one hot code        ', (box) => hotRun(box))
     const spreadRatio = await versus('1,000 codes         ', (box) => spreadRun(box))
@@ -203,7 +263,9 @@ export async function benchPostgres(ctx: BenchContext): Promise<string[]> {
       return r
     })
     const µs = (xs: number[]) => `${median(xs).toFixed(0)} µs`
-    lines.push(`CPU per creation (median): SQLite node ${µs(cpuPerCreation.sqlite)}; PostgreSQL node ${µs(cpuPerCreation.node)} and the PostgreSQL server ${µs(cpuPerCreation.postgres)}`)
+    lines.push(
+      `CPU per creation (median): SQLite node ${µs(cpuPerCreation.sqlite)}; PostgreSQL node ${µs(cpuPerCreation.node)} and the PostgreSQL server ${µs(cpuPerCreation.postgres)}`,
+    )
 
     // Two nodes against one: the same offered load (64 connections), to one node or split over two.
     const twoRatios: number[] = []
@@ -220,16 +282,52 @@ export async function benchPostgres(ctx: BenchContext): Promise<string[]> {
       twoRatios.push(both.rps / single.rps)
       oneRps.push(single.rps)
       lines.push(`round ${i + 1}: 1,000 codes, one node       ${fmt(single)}`)
-      lines.push(`round ${i + 1}: 1,000 codes, two nodes      ${fmt(both)}  (÷ one node ${(both.rps / single.rps).toFixed(2)})`)
+      lines.push(
+        `round ${i + 1}: 1,000 codes, two nodes      ${fmt(both)}  (÷ one node ${(both.rps / single.rps).toFixed(2)})`,
+      )
     }
 
     const sqliteP50 = `SQLite node, same request: p50 ${sqliteStats.p50ms.toFixed(2)} ms`
     ctx.figures.push(
-      { id: 'pg-redirect-hot-ratio', label: 'PostgreSQL node ÷ SQLite node: redirects of one hot code', value: hotRatio.ratio, unit: '×', target: { op: '>=', value: 0.8 }, baseline: hotRatio.baseline },
-      { id: 'pg-redirect-1k-ratio', label: 'PostgreSQL node ÷ SQLite node: redirects over 1,000 codes', value: spreadRatio.ratio, unit: '×', target: { op: '>=', value: 0.8 }, baseline: spreadRatio.baseline },
-      { id: 'pg-create-ratio', label: 'PostgreSQL node ÷ SQLite node: creations (getLink.json)', value: createRatio.ratio, unit: '×', target: { op: '>=', value: 0.5 }, baseline: createRatio.baseline },
-      { id: 'pg-stats-365-p50', label: 'stats.json on PostgreSQL at 10M clicks, 365 days: p50', value: pgStats.p50ms, unit: 'ms', target: { op: '<=', value: 10 }, baseline: sqliteP50 },
-      { id: 'pg-stats-365-p99', label: 'stats.json on PostgreSQL at 10M clicks, 365 days: p99', value: pgStats.p99ms, unit: 'ms', baseline: `SQLite node: p99 ${sqliteStats.p99ms.toFixed(2)} ms` },
+      {
+        id: 'pg-redirect-hot-ratio',
+        label: 'PostgreSQL node ÷ SQLite node: redirects of one hot code',
+        value: hotRatio.ratio,
+        unit: '×',
+        target: { op: '>=', value: 0.8 },
+        baseline: hotRatio.baseline,
+      },
+      {
+        id: 'pg-redirect-1k-ratio',
+        label: 'PostgreSQL node ÷ SQLite node: redirects over 1,000 codes',
+        value: spreadRatio.ratio,
+        unit: '×',
+        target: { op: '>=', value: 0.8 },
+        baseline: spreadRatio.baseline,
+      },
+      {
+        id: 'pg-create-ratio',
+        label: 'PostgreSQL node ÷ SQLite node: creations (getLink.json)',
+        value: createRatio.ratio,
+        unit: '×',
+        target: { op: '>=', value: 0.5 },
+        baseline: createRatio.baseline,
+      },
+      {
+        id: 'pg-stats-365-p50',
+        label: 'stats.json on PostgreSQL at 10M clicks, 365 days: p50',
+        value: pgStats.p50ms,
+        unit: 'ms',
+        target: { op: '<=', value: 10 },
+        baseline: sqliteP50,
+      },
+      {
+        id: 'pg-stats-365-p99',
+        label: 'stats.json on PostgreSQL at 10M clicks, 365 days: p99',
+        value: pgStats.p99ms,
+        unit: 'ms',
+        baseline: `SQLite node: p99 ${sqliteStats.p99ms.toFixed(2)} ms`,
+      },
       {
         id: 'pg-stats-365-moving-p50',
         label: 'stats.json on PostgreSQL, 365 days, a different window each request: p50',
@@ -239,19 +337,28 @@ export async function benchPostgres(ctx: BenchContext): Promise<string[]> {
       },
       {
         id: 'pg-two-nodes-ratio',
-        label: 'Two PostgreSQL nodes ÷ one: redirects over 1,000 codes (2 cores shared by both nodes, PostgreSQL and wrk)',
+        label:
+          'Two PostgreSQL nodes ÷ one: redirects over 1,000 codes (2 cores shared by both nodes, PostgreSQL and wrk)',
         value: median(twoRatios),
         unit: '×',
         baseline: `one node: ${Math.round(median(oneRps)).toLocaleString('en-US')} req/s`,
       },
     )
-    lines.push(`PostgreSQL ÷ SQLite, median over ${ctx.rounds} rounds of ${ctx.seconds} s (wrk -t2 -c64, order swapped each round): ` +
-      `one hot code ${hotRatio.ratio.toFixed(2)}, 1,000 codes ${spreadRatio.ratio.toFixed(2)}, creations ${createRatio.ratio.toFixed(2)}`)
-    lines.push(`stats.json (365 days, 10M clicks) on PostgreSQL: p50 ${pgStats.p50ms.toFixed(2)} ms (SQLite node ${sqliteStats.p50ms.toFixed(2)} ms); ` +
-      `a different window each request ${pgMoving.p50ms.toFixed(2)} ms (SQLite node ${sqliteMoving.p50ms.toFixed(2)} ms); one request at a time (wrk -t1 -c1)`)
-    lines.push(`two nodes ÷ one node (1,000 codes; two wrk -t1 -c32 at once, summed, against one wrk -t2 -c64): median ${median(twoRatios).toFixed(2)}`)
-    lines.push(`this machine has ${navigator.hardwareConcurrency} cores: the two nodes share them with each other, with PostgreSQL and with wrk (one node's ` +
-      'JavaScript runs on one core, so a second node can use what is left of the others); two nodes on machines of their own would not be bounded by these cores')
+    lines.push(
+      `PostgreSQL ÷ SQLite, median over ${ctx.rounds} rounds of ${ctx.seconds} s (wrk -t2 -c64, order swapped each round): ` +
+        `one hot code ${hotRatio.ratio.toFixed(2)}, 1,000 codes ${spreadRatio.ratio.toFixed(2)}, creations ${createRatio.ratio.toFixed(2)}`,
+    )
+    lines.push(
+      `stats.json (365 days, 10M clicks) on PostgreSQL: p50 ${pgStats.p50ms.toFixed(2)} ms (SQLite node ${sqliteStats.p50ms.toFixed(2)} ms); ` +
+        `a different window each request ${pgMoving.p50ms.toFixed(2)} ms (SQLite node ${sqliteMoving.p50ms.toFixed(2)} ms); one request at a time (wrk -t1 -c1)`,
+    )
+    lines.push(
+      `two nodes ÷ one node (1,000 codes; two wrk -t1 -c32 at once, summed, against one wrk -t2 -c64): median ${median(twoRatios).toFixed(2)}`,
+    )
+    lines.push(
+      `this machine has ${navigator.hardwareConcurrency} cores: the two nodes share them with each other, with PostgreSQL and with wrk (one node's ` +
+        'JavaScript runs on one core, so a second node can use what is left of the others); two nodes on machines of their own would not be bounded by these cores',
+    )
     if (errors) lines.push(`ERRORS: ${errors} answers were not 2xx/3xx`)
   } finally {
     for (const s of servers) await s.stop().catch(() => {})

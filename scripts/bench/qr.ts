@@ -19,7 +19,11 @@ const fmt = (label: string, r: WrkResult) =>
 export async function benchQr(): Promise<string[]> {
   const dir = mkdtempSync(join(tmpdir(), 'linkbox-bench-qr-'))
   const box = createLinkbox(
-    buildConfig({ data_dir: dir, server: { host: '127.0.0.1', port: 0 }, rate: { anon_per_minute: 0, key_per_minute: 0 } }),
+    buildConfig({
+      data_dir: dir,
+      server: { host: '127.0.0.1', port: 0 },
+      rate: { anon_per_minute: 0, key_per_minute: 0 },
+    }),
   )
   try {
     const server = box.listen()
@@ -41,7 +45,10 @@ export async function benchQr(): Promise<string[]> {
     const image = await run(`/qr/${code}.png`)
     const auth = { 'x-api-key': key }
     const png = await run(`/api/qr.json?data=${encodeURIComponent('https://example.com/some/page?id=42')}`, auth)
-    const svg = await run(`/api/qr.json?format=svg&data=${encodeURIComponent('https://example.com/some/page?id=42')}`, auth)
+    const svg = await run(
+      `/api/qr.json?format=svg&data=${encodeURIComponent('https://example.com/some/page?id=42')}`,
+      auth,
+    )
     // Both at once: what a client hammering qr.json costs everyone else's redirects.
     const [mixedRedirect, mixedPng] = await Promise.all([
       run(`/${code}`),

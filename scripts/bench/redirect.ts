@@ -8,7 +8,9 @@ import { benchLink, startBare, THREE_RULES } from './context'
 import type { Figure } from './results'
 import { formatResult as fmt, median, peakRss, rssMiB, wrk, wrkWithCpu } from './wrk'
 
-export async function benchRedirect(opts: { rounds?: number; seconds?: number; command?: readonly string[]; figures?: Figure[] } = {}): Promise<string[]> {
+export async function benchRedirect(
+  opts: { rounds?: number; seconds?: number; command?: readonly string[]; figures?: Figure[] } = {},
+): Promise<string[]> {
   const rounds = opts.rounds ?? 3
   const seconds = opts.seconds ?? 5
   const bare = await startBare('bare-redirect')
@@ -16,14 +18,23 @@ export async function benchRedirect(opts: { rounds?: number; seconds?: number; c
   const floor = await startBare('bare-reads')
   // The linkbox under test: the bench's binary, or `bun src/main.ts` when run alone.
   const box = await startBenchServer({ command: opts.command })
-  const quiet = await startBenchServer({ command: opts.command, config: writeConfig(tempDir(), { log: { requests: false } }) })
+  const quiet = await startBenchServer({
+    command: opts.command,
+    config: writeConfig(tempDir(), { log: { requests: false } }),
+  })
   const lines: string[] = []
   try {
     const { key, code } = await benchLink(box, opts.command)
     const quietLink = await benchLink(quiet, opts.command)
     // A link with three rules (none matching) on the same server, measured in the same rounds.
-    const ruled = await apiPost(box.url, 'getLink.json', { url: 'https://example.com/bench', rules: THREE_RULES }, { 'x-api-key': key })
-    if (ruled.status !== 200) throw new Error(`bench: a link with rules could not be made: ${JSON.stringify(ruled.body)}`)
+    const ruled = await apiPost(
+      box.url,
+      'getLink.json',
+      { url: 'https://example.com/bench', rules: THREE_RULES },
+      { 'x-api-key': key },
+    )
+    if (ruled.status !== 200)
+      throw new Error(`bench: a link with rules could not be made: ${JSON.stringify(ruled.body)}`)
     const rulesCode = ruled.body.return.hex as string
     const headers = { 'user-agent': CHROME_UA }
     // Warm all four (JIT, statement cache). The country database is read on the first country rule's
@@ -66,18 +77,36 @@ export async function benchRedirect(opts: { rounds?: number; seconds?: number; c
       logCosts.push(l.rps / q.rps)
       lines.push(`round ${i + 1}: bare Bun.serve 302   ${fmt(b)}`)
       lines.push(`round ${i + 1}: floor (reads, 3 hdrs) ${fmt(f)}  (ratio ${(f.rps / b.rps).toFixed(2)})`)
-      lines.push(`round ${i + 1}: linkbox /<code>       ${fmt(l)}  (ratio ${(l.rps / b.rps).toFixed(2)}; ÷ floor ${(l.rps / f.rps).toFixed(2)})`)
-      lines.push(`round ${i + 1}: same, requests=false  ${fmt(q)}  (ratio ${(q.rps / b.rps).toFixed(2)}; logged ÷ not ${(l.rps / q.rps).toFixed(2)})`)
-      lines.push(`round ${i + 1}: server CPU per request: bare ${b.cpuUs.toFixed(1)} µs, floor ${f.cpuUs.toFixed(1)} µs, linkbox ${l.cpuUs.toFixed(1)} µs, requests=false ${q.cpuUs.toFixed(1)} µs`)
-      lines.push(`round ${i + 1}: a code with 3 rules    ${fmt(r)}  (ratio ${(r.rps / b.rps).toFixed(2)}; ÷ without rules ${(r.rps / l.rps).toFixed(2)})`)
+      lines.push(
+        `round ${i + 1}: linkbox /<code>       ${fmt(l)}  (ratio ${(l.rps / b.rps).toFixed(2)}; ÷ floor ${(l.rps / f.rps).toFixed(2)})`,
+      )
+      lines.push(
+        `round ${i + 1}: same, requests=false  ${fmt(q)}  (ratio ${(q.rps / b.rps).toFixed(2)}; logged ÷ not ${(l.rps / q.rps).toFixed(2)})`,
+      )
+      lines.push(
+        `round ${i + 1}: server CPU per request: bare ${b.cpuUs.toFixed(1)} µs, floor ${f.cpuUs.toFixed(1)} µs, linkbox ${l.cpuUs.toFixed(1)} µs, requests=false ${q.cpuUs.toFixed(1)} µs`,
+      )
+      lines.push(
+        `round ${i + 1}: a code with 3 rules    ${fmt(r)}  (ratio ${(r.rps / b.rps).toFixed(2)}; ÷ without rules ${(r.rps / l.rps).toFixed(2)})`,
+      )
     }
     const stats = await apiPost(box.url, 'stats.json', { code }, { 'x-api-key': key })
-    lines.push(`redirect throughput, linkbox / bare: median ratio ${median(ratios).toFixed(2)} over ${rounds} rounds of ${seconds} s (wrk -t2 -c64)`)
-    lines.push(`the floor (a bare server reading what a redirect must read, bare-reads.ts): ${median(floors).toFixed(2)} of bare; linkbox ${median(overFloor).toFixed(2)} of the floor`)
-    lines.push(`server CPU per request (median): bare ${median(cpus.bare).toFixed(1)} µs, floor ${median(cpus.floor).toFixed(1)} µs, linkbox ${median(cpus.linkbox).toFixed(1)} µs (request lines off: ${median(cpus.quiet).toFixed(1)} µs)`)
+    lines.push(
+      `redirect throughput, linkbox / bare: median ratio ${median(ratios).toFixed(2)} over ${rounds} rounds of ${seconds} s (wrk -t2 -c64)`,
+    )
+    lines.push(
+      `the floor (a bare server reading what a redirect must read, bare-reads.ts): ${median(floors).toFixed(2)} of bare; linkbox ${median(overFloor).toFixed(2)} of the floor`,
+    )
+    lines.push(
+      `server CPU per request (median): bare ${median(cpus.bare).toFixed(1)} µs, floor ${median(cpus.floor).toFixed(1)} µs, linkbox ${median(cpus.linkbox).toFixed(1)} µs (request lines off: ${median(cpus.quiet).toFixed(1)} µs)`,
+    )
     lines.push(`request lines (on by default) cost: throughput with them ÷ without ${median(logCosts).toFixed(2)}`)
-    lines.push(`a code with 3 rules (none matching): ${median(rulesRatios).toFixed(2)} of bare, ${median(rulesCosts).toFixed(2)} of the same code without rules`)
-    lines.push(`linkbox RSS: ${idleRss.toFixed(0)} MiB idle (${rulesRss.toFixed(0)} MiB after the rules code's 1 s warm-up, whose first country lookup read the country database), ${peak.toFixed(0)} MiB peak under load; clicks recorded: ${stats.body.return.clicks}`)
+    lines.push(
+      `a code with 3 rules (none matching): ${median(rulesRatios).toFixed(2)} of bare, ${median(rulesCosts).toFixed(2)} of the same code without rules`,
+    )
+    lines.push(
+      `linkbox RSS: ${idleRss.toFixed(0)} MiB idle (${rulesRss.toFixed(0)} MiB after the rules code's 1 s warm-up, whose first country lookup read the country database), ${peak.toFixed(0)} MiB peak under load; clicks recorded: ${stats.body.return.clicks}`,
+    )
     const bareRps = median(bares)
     opts.figures?.push(
       {
@@ -91,7 +120,8 @@ export async function benchRedirect(opts: { rounds?: number; seconds?: number; c
       },
       {
         id: 'redirect-floor-ratio',
-        label: 'The floor: a bare Bun.serve that reads what a redirect must (method, path, X-Request-Id, User-Agent, Referer, peer address) and sends its 3 headers ÷ bare',
+        label:
+          'The floor: a bare Bun.serve that reads what a redirect must (method, path, X-Request-Id, User-Agent, Referer, peer address) and sends its 3 headers ÷ bare',
         value: median(floors),
         rounds: floors,
         unit: '×',
@@ -115,7 +145,8 @@ export async function benchRedirect(opts: { rounds?: number; seconds?: number; c
       },
       {
         id: 'redirect-hot-rules-ratio',
-        label: 'Redirects of one hot code with 3 redirect rules (none matching: device, country and language looked at) ÷ bare',
+        label:
+          'Redirects of one hot code with 3 redirect rules (none matching: device, country and language looked at) ÷ bare',
         value: median(rulesRatios),
         rounds: rulesRatios,
         unit: '×',

@@ -36,7 +36,11 @@ export interface Run {
 }
 
 export const met = (f: Pick<Figure, 'value' | 'target'>): boolean | null =>
-  !f.target || !Number.isFinite(f.value) ? null : f.target.op === '>=' ? f.value >= f.target.value : f.value <= f.target.value
+  !f.target || !Number.isFinite(f.value)
+    ? null
+    : f.target.op === '>='
+      ? f.value >= f.target.value
+      : f.value <= f.target.value
 
 /** A figure's value with its unit, to a sensible precision: ratios 2 decimals, ms 1–2, sizes whole. */
 export function formatValue(value: number, unit: string): string {
@@ -47,7 +51,8 @@ export function formatValue(value: number, unit: string): string {
   return `${Math.round(value).toLocaleString('en-US')} ${unit}`
 }
 
-const formatTarget = (t: Target | undefined, unit: string) => (t ? `${t.op === '>=' ? '≥' : '≤'} ${formatValue(t.value, unit)}` : '—')
+const formatTarget = (t: Target | undefined, unit: string) =>
+  t ? `${t.op === '>=' ? '≥' : '≤'} ${formatValue(t.value, unit)}` : '—'
 
 /** The value, and the range of its rounds when there are several: "0.49× (rounds 0.27–0.78×)". */
 export function formatFigure(f: Pick<Figure, 'value' | 'unit' | 'rounds'>): string {
@@ -78,11 +83,23 @@ function verdict(f: Figure): string {
  * Issue 21's rows (the redirect path as a new user runs it: the default config, request lines on), in the
  * order of its table; the table shows them first, then the other figures in the order they were measured.
  */
-export const HEADLINE = ['redirect-hot-ratio', 'redirect-1k-ratio', 'redirect-1k-p99', 'redirect-100k-ratio', 'rss-peak-redirect-100k', 'redirect-log-cost', 'create-ratio', 'startup-serve']
+export const HEADLINE = [
+  'redirect-hot-ratio',
+  'redirect-1k-ratio',
+  'redirect-1k-p99',
+  'redirect-100k-ratio',
+  'rss-peak-redirect-100k',
+  'redirect-log-cost',
+  'create-ratio',
+  'startup-serve',
+]
 
 export function headlineFirst(figures: Figure[]): Figure[] {
   const rank = (f: Figure) => (HEADLINE.includes(f.id) ? HEADLINE.indexOf(f.id) : HEADLINE.length)
-  return figures.map((f, i) => ({ f, i })).sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i).map(({ f }) => f)
+  return figures
+    .map((f, i) => ({ f, i }))
+    .sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i)
+    .map(({ f }) => f)
 }
 
 /** The Markdown table: one row a figure (issue 21's first), the before column when a before run is given. */
@@ -140,7 +157,7 @@ export function resultsMarkdown(opts: {
     '',
     `Written by \`bun run bench\` (scripts/bench.ts) on ${run.date}; the whole run took ${Math.round(opts.totalSeconds)} s.`,
     'Targets are the ones of issue 7 (links), issue 8 (mail), issue 9 (media), issue 10 (webhooks) and issue 21 (the redirect path with every feature on). Ratios compare figures measured in the same run,',
-    'alternately, so that both sides see the same machine load; the load generator (wrk, or for mail the bench\'s',
+    "alternately, so that both sides see the same machine load; the load generator (wrk, or for mail the bench's",
     'own SMTP client, scripts/bench/smtp-load.ts, for media curl) and the server share the CPUs.',
     '',
     `- Machine: ${run.machine}`,
@@ -166,7 +183,7 @@ export function resultsMarkdown(opts: {
     ...opts.sections.flatMap((s) => [`### ${s.title}`, '', '```', ...s.lines, '```', '']),
     '## Commands',
     '',
-    'Ports and temporary paths are those of this run; `$KEY` is the bench account\'s key.',
+    "Ports and temporary paths are those of this run; `$KEY` is the bench account's key.",
     '',
     '```',
     ...[...new Set(opts.commands)],

@@ -30,9 +30,16 @@ async function timeServe(command: string, configPath: string, port: number): Pro
   const proc = Bun.spawn([command, 'serve', '--config', configPath], { stdout: 'ignore', stderr: 'pipe' })
   try {
     for (;;) {
-      if (proc.exitCode !== null) throw new Error(`bench: ${command} serve exited with ${proc.exitCode}: ${await new Response(proc.stderr).text()}`)
-      if (performance.now() - started > 30_000) throw new Error(`bench: ${command} serve did not answer /healthz within 30 s`)
-      const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status === 200, () => false)
+      if (proc.exitCode !== null)
+        throw new Error(
+          `bench: ${command} serve exited with ${proc.exitCode}: ${await new Response(proc.stderr).text()}`,
+        )
+      if (performance.now() - started > 30_000)
+        throw new Error(`bench: ${command} serve did not answer /healthz within 30 s`)
+      const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+        (r) => r.status === 200,
+        () => false,
+      )
       if (ok) break
       await Bun.sleep(2)
     }
@@ -49,7 +56,10 @@ export async function benchStartup(ctx: BenchContext): Promise<string[]> {
   const lines: string[] = []
   const work = tempDir('linkbox-bench-start-')
   const bareBinary = join(work, 'bare-start')
-  const build = Bun.spawnSync([process.execPath, 'build', '--compile', join(import.meta.dir, 'bare-start.ts'), '--outfile', bareBinary], { stdout: 'ignore', stderr: 'pipe' })
+  const build = Bun.spawnSync(
+    [process.execPath, 'build', '--compile', join(import.meta.dir, 'bare-start.ts'), '--outfile', bareBinary],
+    { stdout: 'ignore', stderr: 'pipe' },
+  )
   if (build.exitCode !== 0) throw new Error(`bench: could not compile bare-start.ts: ${build.stderr}`)
   try {
     const versions: number[] = []
@@ -61,7 +71,9 @@ export async function benchStartup(ctx: BenchContext): Promise<string[]> {
       bareVersions.push(await timeVersion(bareBinary))
     }
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length
-    lines.push(`linkbox version: mean ${mean(versions).toFixed(1)} ms over 20 runs (min ${Math.min(...versions).toFixed(1)}); compiled bare program: ${mean(bareVersions).toFixed(1)} ms`)
+    lines.push(
+      `linkbox version: mean ${mean(versions).toFixed(1)} ms over 20 runs (min ${Math.min(...versions).toFixed(1)}); compiled bare program: ${mean(bareVersions).toFixed(1)} ms`,
+    )
 
     const { dir } = await cachedData(ctx.cacheDir, STATS_DATA.links, STATS_DATA.clicks)
     const port = freePort()
@@ -80,11 +92,34 @@ export async function benchStartup(ctx: BenchContext): Promise<string[]> {
       rss = Math.max(rss, s.rss)
       bareServes.push((await timeServe(bareBinary, bareConfig.configPath, port)).ms)
     }
-    lines.push(`serve to the first 200 from /healthz: median ${median(serves).toFixed(1)} ms over 5 starts (100k links, 10M clicks); compiled bare program: ${median(bareServes).toFixed(1)} ms; RSS just after start ${mib(rss)}`)
+    lines.push(
+      `serve to the first 200 from /healthz: median ${median(serves).toFixed(1)} ms over 5 starts (100k links, 10M clicks); compiled bare program: ${median(bareServes).toFixed(1)} ms; RSS just after start ${mib(rss)}`,
+    )
     ctx.figures.push(
-      { id: 'startup-version', label: '`linkbox version` (mean of 20)', value: mean(versions), unit: 'ms', target: { op: '<=', value: 20 }, baseline: `compiled bare program: ${mean(bareVersions).toFixed(1)} ms` },
-      { id: 'startup-serve', label: '`serve` to first answer (median of 5)', value: median(serves), rounds: serves, unit: 'ms', target: { op: '<=', value: 80 }, baseline: `compiled bare program: ${median(bareServes).toFixed(1)} ms` },
-      { id: 'rss-after-start', label: 'RSS just after start, 100k links + 10M clicks', value: rss, unit: 'MiB', target: { op: '<=', value: 80 } },
+      {
+        id: 'startup-version',
+        label: '`linkbox version` (mean of 20)',
+        value: mean(versions),
+        unit: 'ms',
+        target: { op: '<=', value: 20 },
+        baseline: `compiled bare program: ${mean(bareVersions).toFixed(1)} ms`,
+      },
+      {
+        id: 'startup-serve',
+        label: '`serve` to first answer (median of 5)',
+        value: median(serves),
+        rounds: serves,
+        unit: 'ms',
+        target: { op: '<=', value: 80 },
+        baseline: `compiled bare program: ${median(bareServes).toFixed(1)} ms`,
+      },
+      {
+        id: 'rss-after-start',
+        label: 'RSS just after start, 100k links + 10M clicks',
+        value: rss,
+        unit: 'MiB',
+        target: { op: '<=', value: 80 },
+      },
     )
   } finally {
     rmSync(work, { recursive: true, force: true })

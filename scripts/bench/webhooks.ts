@@ -24,7 +24,15 @@
 // LINKBOX_BENCH_WEBHOOKS_AA=1 makes no endpoint on either side (an A/A run): the spread of its ratios is the
 // noise the redirect ratio has to be read against on this machine.
 import { rmSync } from 'node:fs'
-import { apiPost, CHROME_UA, createAccount, startServer, tempDir, writeConfig, type RunningServer } from '../../test/support/server'
+import {
+  apiPost,
+  CHROME_UA,
+  createAccount,
+  startServer,
+  tempDir,
+  writeConfig,
+  type RunningServer,
+} from '../../test/support/server'
 import { benchBinary, removingOnStop } from './binary'
 import type { BenchContext } from './context'
 import { formatResult as fmt, median, peakRss, rssMiB, wrk, type WrkResult } from './wrk'
@@ -74,7 +82,14 @@ export function startReceiver(): Receiver {
   let bytes = 0
   let malformed = 0
   const types = new Map<string, number>()
-  const known = new Set(['link.created', 'link.updated', 'link.deleted', 'link.clicked', 'mail.received', 'webhook.test'])
+  const known = new Set([
+    'link.created',
+    'link.updated',
+    'link.deleted',
+    'link.clicked',
+    'mail.received',
+    'webhook.test',
+  ])
   let gate: Promise<void> | null = null
   let open: (() => void) | null = null
   const waiters: { n: number; resolve: (t: number) => void }[] = []
@@ -91,7 +106,12 @@ export function startReceiver(): Receiver {
         const t = JSON.parse(body).type
         if (typeof t === 'string' && known.has(t)) type = t
       } catch {}
-      if (type === 'other' || !req.headers.get('webhook-id') || !req.headers.get('webhook-timestamp') || !req.headers.get('webhook-signature'))
+      if (
+        type === 'other' ||
+        !req.headers.get('webhook-id') ||
+        !req.headers.get('webhook-timestamp') ||
+        !req.headers.get('webhook-signature')
+      )
         malformed++
       types.set(type, (types.get(type) ?? 0) + 1)
       for (let i = waiters.length - 1; i >= 0; i--) {
@@ -167,24 +187,30 @@ async function settle(box: RunningServer, receiver: Receiver): Promise<void> {
   const until = performance.now() + SETTLE_MS
   let last = -1
   for (;;) {
-    const [buffer, outbox] = await Promise.all([metric(box, 'linkbox_click_buffer'), metric(box, 'linkbox_webhook_outbox')])
+    const [buffer, outbox] = await Promise.all([
+      metric(box, 'linkbox_click_buffer'),
+      metric(box, 'linkbox_webhook_outbox'),
+    ])
     const quiet = receiver.requests === last
     last = receiver.requests
     if (buffer === 0 && outbox === 0 && quiet) return
-    if (performance.now() > until) throw new Error(`bench: not settled after ${SETTLE_MS} ms: click buffer ${buffer}, outbox ${outbox}`)
+    if (performance.now() > until)
+      throw new Error(`bench: not settled after ${SETTLE_MS} ms: click buffer ${buffer}, outbox ${outbox}`)
     await Bun.sleep(250)
   }
 }
 
 export async function createEndpoint(box: RunningServer, key: string, url: string, events: string): Promise<number> {
   const made = await apiPost(box.url, 'webhooks.json', { action: 'create', url, events }, { 'x-api-key': key })
-  if (made.status !== 200) throw new Error(`bench: webhooks.json create answered ${made.status}: ${JSON.stringify(made.body)}`)
+  if (made.status !== 200)
+    throw new Error(`bench: webhooks.json create answered ${made.status}: ${JSON.stringify(made.body)}`)
   return made.body.return.id as number
 }
 
 async function deleteEndpoint(box: RunningServer, key: string, id: number): Promise<void> {
   const gone = await apiPost(box.url, 'webhooks.json', { action: 'delete', id: String(id) }, { 'x-api-key': key })
-  if (gone.status !== 200) throw new Error(`bench: webhooks.json delete answered ${gone.status}: ${JSON.stringify(gone.body)}`)
+  if (gone.status !== 200)
+    throw new Error(`bench: webhooks.json delete answered ${gone.status}: ${JSON.stringify(gone.body)}`)
 }
 
 let created = 0
@@ -208,7 +234,12 @@ async function createLinks(box: RunningServer, key: string, n: number): Promise<
 }
 
 /** `n` events committed while the receiver holds its answers, then released: deliveries/s of the deliverer alone. */
-export async function drain(box: RunningServer, key: string, receiver: Receiver, n: number): Promise<{ rate: number; seconds: number }> {
+export async function drain(
+  box: RunningServer,
+  key: string,
+  receiver: Receiver,
+  n: number,
+): Promise<{ rate: number; seconds: number }> {
   const base = receiver.requests
   receiver.hold()
   await createLinks(box, key, n)
@@ -283,10 +314,13 @@ export async function benchWebhooks(opts: {
       ratios.push(sub.rps / none.rps)
       plain.push(none.rps)
       lines.push(`round ${i + 1}: no endpoint              ${fmt(none)}${subscribedFirst ? '' : '  (first)'}`)
-      lines.push(`round ${i + 1}: link.clicked endpoint    ${fmt(sub)}  (ratio ${(sub.rps / none.rps).toFixed(2)})${subscribedFirst ? '  (first)' : ''}`)
+      lines.push(
+        `round ${i + 1}: link.clicked endpoint    ${fmt(sub)}  (ratio ${(sub.rps / none.rps).toFixed(2)})${subscribedFirst ? '  (first)' : ''}`,
+      )
     }
     const ratio = median(ratios)
-    if (AA) lines.push('A/A RUN (LINKBOX_BENCH_WEBHOOKS_AA=1): no endpoint was made on either side; the ratios are noise')
+    if (AA)
+      lines.push('A/A RUN (LINKBOX_BENCH_WEBHOOKS_AA=1): no endpoint was made on either side; the ratios are noise')
     const stats = await apiPost(box.url, 'stats.json', { code }, { 'x-api-key': key })
     lines.push(
       `redirects with a link.clicked endpoint / with none: median ratio ${ratio.toFixed(2)} over ${opts.rounds} rounds of ${opts.seconds} s ` +
@@ -297,7 +331,9 @@ export async function benchWebhooks(opts: {
         ? 'link.clicked deliveries received during the subscribed rounds: 0: this binary writes no click events yet, so both sides ran the same redirect code (the ratio is the noise of the measurement)'
         : `link.clicked deliveries received during the subscribed rounds: ${clickDeliveries.toLocaleString('en-US')} (${(clickBytes / 1024).toFixed(0)} KiB), all sent before the next round began`,
     )
-    lines.push(`clicks recorded: ${stats.body.return.clicks.toLocaleString('en-US')}; linkbox RSS ${idle.toFixed(0)} MiB idle, peak ${peak.toFixed(0)} MiB under load`)
+    lines.push(
+      `clicks recorded: ${stats.body.return.clicks.toLocaleString('en-US')}; linkbox RSS ${idle.toFixed(0)} MiB idle, peak ${peak.toFixed(0)} MiB under load`,
+    )
     if (errors) lines.push(`ERRORS: ${errors} redirects were not answered 3xx`)
 
     // Part 2: deliveries/s, from another account whose endpoint subscribes to link.created.
@@ -318,7 +354,11 @@ export async function benchWebhooks(opts: {
       await createLinks(box, hooksKey, BURST)
       const createdAt = performance.now()
       const done = await receiver.until(base + BURST, 120_000)
-      const b = { create: BURST / ((createdAt - started) / 1000), endToEnd: BURST / ((done - started) / 1000), lag: Math.max(0, done - createdAt) }
+      const b = {
+        create: BURST / ((createdAt - started) / 1000),
+        endToEnd: BURST / ((done - started) / 1000),
+        lag: Math.max(0, done - createdAt),
+      }
       bursts.push(b)
       lines.push(
         `round ${i + 1}: burst: ${BURST} creations at ${perSecond(b.create)}, all ${BURST} delivered ${(b.lag / 1000).toFixed(2)} s after the last creation: ` +
@@ -327,7 +367,9 @@ export async function benchWebhooks(opts: {
       await settle(box, receiver)
       const d = await drain(box, hooksKey, receiver, BURST)
       drains.push(d.rate)
-      lines.push(`round ${i + 1}: drain: ${BURST} committed events delivered in ${d.seconds.toFixed(2)} s: ${perSecond(d.rate)}`)
+      lines.push(
+        `round ${i + 1}: drain: ${BURST} committed events delivered in ${d.seconds.toFixed(2)} s: ${perSecond(d.rate)}`,
+      )
       await settle(box, receiver)
       receiver.delayMs = SLOW_MS
       try {
@@ -355,7 +397,8 @@ export async function benchWebhooks(opts: {
         `${PER_ENDPOINT} / ${SLOW_MS} ms = ${bound.toFixed(0)}/s (${((slowRate / bound) * 100).toFixed(0)} % of it): one endpoint's backlog ` +
         `empties no faster than its receiver answers two at a time (a receiver at 1 s per answer gets 2/s, 7,200 an hour); other endpoints are not held back by it`,
     )
-    if (receiver.malformed) lines.push(`MALFORMED: ${receiver.malformed} requests lacked a webhook header or an event body`)
+    if (receiver.malformed)
+      lines.push(`MALFORMED: ${receiver.malformed} requests lacked a webhook header or an event body`)
     lines.push(
       'the receiver runs in the bench process on 127.0.0.1, so linkbox runs with media.allow_private_networks = true; the guard still resolves and pins the address of each delivery',
     )
@@ -369,8 +412,18 @@ export async function benchWebhooks(opts: {
         target: { op: '>=', value: 0.9 },
         baseline: `no endpoint: ${Math.round(median(plain)).toLocaleString('en-US')} req/s; link.clicked deliveries in the subscribed rounds: ${clickDeliveries}`,
       },
-      { id: 'webhook-drain', label: 'Webhook deliveries/s, one endpoint, backlog drained', value: drainRate, unit: '/s' },
-      { id: 'webhook-burst', label: `Webhook deliveries/s, ${BURST} creations → last delivery`, value: burstRate, unit: '/s' },
+      {
+        id: 'webhook-drain',
+        label: 'Webhook deliveries/s, one endpoint, backlog drained',
+        value: drainRate,
+        unit: '/s',
+      },
+      {
+        id: 'webhook-burst',
+        label: `Webhook deliveries/s, ${BURST} creations → last delivery`,
+        value: burstRate,
+        unit: '/s',
+      },
       {
         id: 'webhook-slow',
         label: `Webhook deliveries/s, one endpoint answering after ${SLOW_MS} ms`,

@@ -96,7 +96,11 @@ export function cpuMs(pid: number): number {
 const CLOCK_TICKS = 100
 
 /** A wrk run of `url` and the CPU µs that process `pid` spent per request meanwhile. */
-export async function wrkWithCpu(url: string, pid: number, opts: WrkOptions = {}): Promise<WrkResult & { cpuUs: number }> {
+export async function wrkWithCpu(
+  url: string,
+  pid: number,
+  opts: WrkOptions = {},
+): Promise<WrkResult & { cpuUs: number }> {
   const before = cpuMs(pid)
   const r = await wrk(url, opts)
   const used = cpuMs(pid) - before

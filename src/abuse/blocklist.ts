@@ -53,12 +53,21 @@ export function listedHost(word: string): string | null {
 }
 
 // Names that hosts files map for the machine's own sake, not as entries of the list.
-const HOSTS_FILE_NOISE = new Set(['localhost', 'localhost.localdomain', 'local', 'broadcasthost', 'ip6-localhost', 'ip6-loopback', '0.0.0.0'])
+const HOSTS_FILE_NOISE = new Set([
+  'localhost',
+  'localhost.localdomain',
+  'local',
+  'broadcasthost',
+  'ip6-localhost',
+  'ip6-loopback',
+  '0.0.0.0',
+])
 const ADDRESS = /^(\d{1,3}(\.\d{1,3}){3}|[0-9a-f:]*:[0-9a-f:.]*)$/i
 
 // Most lines of a million-host list are a plain lower-case name, alone or after the address: taken as they are
 // (but a name whose last label is a number: an address, made canonical by the slow path).
-const PLAIN = /^(?:(?:0\.0\.0\.0|127\.0\.0\.1)[ \t]+)?([a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*)\r?$/
+const PLAIN =
+  /^(?:(?:0\.0\.0\.0|127\.0\.0\.1)[ \t]+)?([a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*)\r?$/
 
 const NONE: string[] = []
 
@@ -160,7 +169,8 @@ export class HostSet {
       const c = host.charCodeAt(i)
       if (c === 46) {
         // host.slice(i + 1) is complete: is it listed?
-        if (this.depths & (1 << (Math.min(labels, MAX_DEPTH + 1) - 1)) && this.has(a >>> 0, (b | 1) >>> 0)) return host.slice(i + 1)
+        if (this.depths & (1 << (Math.min(labels, MAX_DEPTH + 1) - 1)) && this.has(a >>> 0, (b | 1) >>> 0))
+          return host.slice(i + 1)
         labels++
       }
       a = foldA(a, c)
@@ -251,7 +261,12 @@ export async function loadBlocklist(paths: string[], clock: () => number = Date.
       bytes += text.length
       texts.push({ path, text, mtime: file.lastModified })
     } catch (err) {
-      texts.push({ path, text: null, mtime: null, error: (err as NodeJS.ErrnoException).code ?? (err as Error).message })
+      texts.push({
+        path,
+        text: null,
+        mtime: null,
+        error: (err as NodeJS.ErrnoException).code ?? (err as Error).message,
+      })
     }
   }
   // Size the table once for lines of ~32 bytes (it grows past that) instead of through a million adds.

@@ -19,17 +19,39 @@ export function createAbuseFeature<Tx>(
   const { config, clock, changes, clientIp } = shared
   const { storages, outbox, links } = deps
   const abuse = createAbuseService({
-    rows: storages.abuse, audit: storages.audit, queue: storages.queue, config, links, clock, outbox, changes,
+    rows: storages.abuse,
+    audit: storages.audit,
+    queue: storages.queue,
+    config,
+    links,
+    clock,
+    outbox,
+    changes,
   })
   const gate = visitGate(abuse)
   const guard: LinkGuard = { ...gate, checkDestination: (url) => abuse.checkDestination(url) }
   const feature: Feature = {
     routes: createReportRoutes({ config, abuse, links, clientIp }),
     metrics(m) {
-      m.sampled('linkbox_link_reports_total', 'Reports of links sent by visitors since start.', () => abuse.counts.reports, 'counter')
+      m.sampled(
+        'linkbox_link_reports_total',
+        'Reports of links sent by visitors since start.',
+        () => abuse.counts.reports,
+        'counter',
+      )
       m.sampled('linkbox_link_reports_open', 'Reports no admin has closed yet.', () => abuse.openReportsKnown())
-      m.sampled('linkbox_destinations_refused_total', 'Link creations and changes refused: a banned host.', () => abuse.counts.refusedBanned, 'counter')
-      m.sampled('linkbox_destinations_listed_total', 'Link creations and changes refused: a host on a blocklist.', () => abuse.counts.refusedListed, 'counter')
+      m.sampled(
+        'linkbox_destinations_refused_total',
+        'Link creations and changes refused: a banned host.',
+        () => abuse.counts.refusedBanned,
+        'counter',
+      )
+      m.sampled(
+        'linkbox_destinations_listed_total',
+        'Link creations and changes refused: a host on a blocklist.',
+        () => abuse.counts.refusedListed,
+        'counter',
+      )
       m.sampled('linkbox_blocklist_hosts', 'Hosts in the loaded blocklist files.', () => abuse.blocklist().set.size)
     },
     // The service's reads of disabled accounts and bans stop before the database closes.

@@ -48,7 +48,12 @@ export function visitGate(abuse: AbuseService): VisitGate {
   }
 }
 
-export function createReportRoutes(deps: { config: Config; abuse: AbuseService; links: LinkService; clientIp: (r: Request) => string }) {
+export function createReportRoutes(deps: {
+  config: Config
+  abuse: AbuseService
+  links: LinkService
+  clientIp: (r: Request) => string
+}) {
   const { config, abuse, links, clientIp } = deps
   const base = config.server.base_url
   const perMinute = createRateLimiter()
@@ -69,14 +74,20 @@ export function createReportRoutes(deps: { config: Config; abuse: AbuseService; 
       {
         short_url: `${base}/${code}`,
         action: reportPath(code),
-        notice: error ? '<p class="callout warn" role="alert">The report was not sent: see the field marked below.</p>' : '',
+        notice: error
+          ? '<p class="callout warn" role="alert">The report was not sent: see the field marked below.</p>'
+          : '',
         reasons,
         reason_invalid: reasonError ? ' aria-invalid="true"' : '',
-        reason_error: reasonError ? '<span class="error" id="reason-error">Choose what is wrong with the link.</span>' : '',
+        reason_error: reasonError
+          ? '<span class="error" id="reason-error">Choose what is wrong with the link.</span>'
+          : '',
         text: (q.get('text') ?? '').slice(0, MAX_REPORT_TEXT * 2),
         text_invalid: textError ? ' aria-invalid="true"' : '',
         text_error_id: textError ? ' report-text-error' : '',
-        text_error: textError ? `<span class="error" id="report-text-error">At most ${MAX_REPORT_TEXT.toLocaleString('en-US')} characters.</span>` : '',
+        text_error: textError
+          ? `<span class="error" id="report-text-error">At most ${MAX_REPORT_TEXT.toLocaleString('en-US')} characters.</span>`
+          : '',
         contact: (q.get('contact') ?? '').slice(0, MAX_REPORT_CONTACT),
       },
       { status, title: `Report ${base}/${code}`, brand: true, referrer: 'same-origin' }, // no-referrer would make the POST's Origin "null": refused as cross-site
@@ -86,7 +97,8 @@ export function createReportRoutes(deps: { config: Config; abuse: AbuseService; 
   const sent = (code: string) =>
     page(tpl(reportSentTpl), { short_url: `${base}/${code}` }, { title: 'Report sent', brand: true })
 
-  const seeOther = (location: string) => new Response(null, { status: 303, headers: { location, 'cache-control': 'no-store' } })
+  const seeOther = (location: string) =>
+    new Response(null, { status: 303, headers: { location, 'cache-control': 'no-store' } })
 
   return new Elysia({ name: 'abuse-report' })
     .get('/:code/report', async ({ params, request }) => {
@@ -95,27 +107,47 @@ export function createReportRoutes(deps: { config: Config; abuse: AbuseService; 
       const url = new URL(request.url)
       return url.searchParams.get('sent') === '1' ? sent(row.code) : form(row.code, url)
     })
-    .post('/:code/report', async ({ params, request }) => {
-      if (isCrossSite(request, base)) return messagePage(403, 'Request refused', 'This form can only be sent from this site.')
-      const row = await links.resolve(params.code)
-      if (!row) return notFoundPage()
-      const client = rateKeyOf(clientIp(request))
-      const minute = perMinute.hit(client, REPORTS_PER_MINUTE)
-      const d = minute.allowed ? perDay.hit(client, REPORTS_PER_DAY) : minute
-      if (!d.allowed)
-        return messagePage(429, 'Too many reports', `Too many reports from your address: wait ${d.reset} s and try again.`, { 'retry-after': String(d.reset) })
-      const body = new URLSearchParams(new TextDecoder().decode(await readBodyLimited(request, FORM_LIMIT)))
-      const fields = { reason: body.get('reason') ?? '', text: body.get('text') ?? '', contact: body.get('contact') ?? '' }
-      try {
-        await abuse.report({ code: row.code, ...fields })
-      } catch (err) {
-        if (err instanceof AppError && err.status === 503) return messagePage(503, 'Reports are full', err.message, err.headers)
-        if (!(err instanceof AppError) || err.status !== 400) throw err
-        // Back to the form with what was typed (in this browser's own address bar, never stored) and the field.
-        const field = /"text"/.test(err.message) ? 'text' : /"contact"/.test(err.message) ? 'contact' : 'reason'
-        const q = new URLSearchParams({ error: field, reason: fields.reason, text: fields.text.slice(0, MAX_REPORT_TEXT * 2), contact: fields.contact.slice(0, MAX_REPORT_CONTACT) })
-        return seeOther(`${reportPath(row.code)}?${q}`)
-      }
-      return seeOther(`${reportPath(row.code)}?sent=1`)
-    }, { parse: 'none' })
+    .post(
+      '/:code/report',
+      async ({ params, request }) => {
+        if (isCrossSite(request, base))
+          return messagePage(403, 'Request refused', 'This form can only be sent from this site.')
+        const row = await links.resolve(params.code)
+        if (!row) return notFoundPage()
+        const client = rateKeyOf(clientIp(request))
+        const minute = perMinute.hit(client, REPORTS_PER_MINUTE)
+        const d = minute.allowed ? perDay.hit(client, REPORTS_PER_DAY) : minute
+        if (!d.allowed)
+          return messagePage(
+            429,
+            'Too many reports',
+            `Too many reports from your address: wait ${d.reset} s and try again.`,
+            { 'retry-after': String(d.reset) },
+          )
+        const body = new URLSearchParams(new TextDecoder().decode(await readBodyLimited(request, FORM_LIMIT)))
+        const fields = {
+          reason: body.get('reason') ?? '',
+          text: body.get('text') ?? '',
+          contact: body.get('contact') ?? '',
+        }
+        try {
+          await abuse.report({ code: row.code, ...fields })
+        } catch (err) {
+          if (err instanceof AppError && err.status === 503)
+            return messagePage(503, 'Reports are full', err.message, err.headers)
+          if (!(err instanceof AppError) || err.status !== 400) throw err
+          // Back to the form with what was typed (in this browser's own address bar, never stored) and the field.
+          const field = /"text"/.test(err.message) ? 'text' : /"contact"/.test(err.message) ? 'contact' : 'reason'
+          const q = new URLSearchParams({
+            error: field,
+            reason: fields.reason,
+            text: fields.text.slice(0, MAX_REPORT_TEXT * 2),
+            contact: fields.contact.slice(0, MAX_REPORT_CONTACT),
+          })
+          return seeOther(`${reportPath(row.code)}?${q}`)
+        }
+        return seeOther(`${reportPath(row.code)}?sent=1`)
+      },
+      { parse: 'none' },
+    )
 }

@@ -156,7 +156,10 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
   // Another node's changes (its transaction announced them): read again at once. A resync: anything may have changed.
   const readAccountsNow = () => void readAccounts().catch(() => {}) // a failure: the timer's next tick reads again
   const unsubscribe = changes
-    ? [changes.subscribe(BAN_TOPIC, refreshBans, refreshBans), changes.subscribe(ACCOUNT_TOPIC, readAccountsNow, readAccountsNow)]
+    ? [
+        changes.subscribe(BAN_TOPIC, refreshBans, refreshBans),
+        changes.subscribe(ACCOUNT_TOPIC, readAccountsNow, readAccountsNow),
+      ]
     : []
 
   const countOpen = async () => {
@@ -190,7 +193,9 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
   }
 
   const disableText = (reason: string | null) =>
-    reason === null ? null : reason.trim().slice(0, MAX_DISABLE_REASON) || 'It was disabled by the administrator of this service.'
+    reason === null
+      ? null
+      : reason.trim().slice(0, MAX_DISABLE_REASON) || 'It was disabled by the administrator of this service.'
 
   return {
     /** Resolves once the bans, the disabled accounts and the count of open reports are in memory. */
@@ -205,28 +210,39 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
       return verdict
     },
 
-
     /** At creation and change: a banned or listed destination is refused with invalid_url, naming why. */
     checkDestination(url: string) {
       const v = hostVerdict(destinationHost(url))
       if (!v) return
       if (v.kind === 'banned') {
         counts.refusedBanned++
-        throw badRequest('invalid_url', `The parameter "url" points to ${v.host}, which the administrator of this service has banned${v.reason ? ` (${v.reason})` : ''}.`)
+        throw badRequest(
+          'invalid_url',
+          `The parameter "url" points to ${v.host}, which the administrator of this service has banned${v.reason ? ` (${v.reason})` : ''}.`,
+        )
       }
       counts.refusedListed++
-      throw badRequest('invalid_url', `The parameter "url" points to ${v.host}, which is on this service's blocklist of phishing and malware hosts.`)
+      throw badRequest(
+        'invalid_url',
+        `The parameter "url" points to ${v.host}, which is on this service's blocklist of phishing and malware hosts.`,
+      )
     },
 
     /** A visitor's report of a link: stored with the time and nothing of the visitor but what they typed. */
-    async report(input: { code: string; reason: unknown; text: unknown; contact: unknown }): Promise<{ id: number | null }> {
+    async report(input: {
+      code: string
+      reason: unknown
+      text: unknown
+      contact: unknown
+    }): Promise<{ id: number | null }> {
       const row = await links.resolve(input.code)
       if (!row) throw notFound('There is no short link at this address.')
       const reason = String(input.reason ?? '')
       if (!(REPORT_REASONS as readonly string[]).includes(reason))
         throw badRequest('invalid_parameter', `The field "reason" must be one of: ${REPORT_REASONS.join(', ')}.`)
       const text = typeof input.text === 'string' ? input.text.trim() : ''
-      if ([...text].length > MAX_REPORT_TEXT) throw badRequest('invalid_parameter', `The field "text" must be at most ${MAX_REPORT_TEXT} characters.`)
+      if ([...text].length > MAX_REPORT_TEXT)
+        throw badRequest('invalid_parameter', `The field "text" must be at most ${MAX_REPORT_TEXT} characters.`)
       const contact = typeof input.contact === 'string' ? input.contact.trim() : ''
       if ([...contact].length > MAX_REPORT_CONTACT)
         throw badRequest('invalid_parameter', `The field "contact" must be at most ${MAX_REPORT_CONTACT} characters.`)
@@ -240,10 +256,22 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
         { maxOpen: MAX_OPEN_REPORTS, maxPerLink: MAX_OPEN_REPORTS_PER_LINK },
         heard
           ? (tx, r) =>
-              queue.enqueue(tx, { type: 'link.reported', accountId: owner, at: now, data: { hex: row.code, url: `${config.server.base_url}/${row.code}`, reason, text, report: r.id } }, now)
+              queue.enqueue(
+                tx,
+                {
+                  type: 'link.reported',
+                  accountId: owner,
+                  at: now,
+                  data: { hex: row.code, url: `${config.server.base_url}/${row.code}`, reason, text, report: r.id },
+                },
+                now,
+              )
           : undefined,
       )
-      if (saved === 'full') throw new AppError(503, 'busy', 'Too many reports are waiting for the administrator: try again later.', { 'Retry-After': '3600' })
+      if (saved === 'full')
+        throw new AppError(503, 'busy', 'Too many reports are waiting for the administrator: try again later.', {
+          'Retry-After': '3600',
+        })
       if (saved === 'no_link') throw notFound('There is no short link at this address.')
       counts.reports++
       // Past the per-link bound the visitor is thanked all the same: the link has enough reports waiting.
@@ -266,24 +294,39 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
      * the change and their audit rows: both or neither. 409 when someone else closed it meanwhile (nothing
      * changed), 404 when there is no such report or the link to disable is gone. The banned host, if any.
      */
-    async closeReport(id: number, action: CloseAction, adminId: number | null, by: Who = SYSTEM, what: CloseWith<Tx> = {}): Promise<{ closed: ReportRow; host: string | null }> {
-      if (!(CLOSE_ACTIONS as readonly string[]).includes(action)) throw badRequest('invalid_parameter', `The field "action" must be one of: ${CLOSE_ACTIONS.join(', ')}.`)
+    async closeReport(
+      id: number,
+      action: CloseAction,
+      adminId: number | null,
+      by: Who = SYSTEM,
+      what: CloseWith<Tx> = {},
+    ): Promise<{ closed: ReportRow; host: string | null }> {
+      if (!(CLOSE_ACTIONS as readonly string[]).includes(action))
+        throw badRequest('invalid_parameter', `The field "action" must be one of: ${CLOSE_ACTIONS.join(', ')}.`)
       const close: ReportClose = { action, by: adminId, at: clock() }
-      if (what.disableLink) close.disableLink = { code: what.disableLink.code, reason: disableText(what.disableLink.reason)! }
-      if (what.ban) close.ban = { host: hostToBan(what.ban.host), reason: what.ban.reason.trim().slice(0, MAX_DISABLE_REASON) }
+      if (what.disableLink)
+        close.disableLink = { code: what.disableLink.code, reason: disableText(what.disableLink.reason)! }
+      if (what.ban)
+        close.ban = { host: hostToBan(what.ban.host), reason: what.ban.reason.trim().slice(0, MAX_DISABLE_REASON) }
       let done: CloseDone = { link: null, ban: null }
       const closed = await rows.closeReport(id, close, (tx, report, d) => {
         done = d
         // What may refuse first: a throw then leaves no write of this `within` started (and none dangling on PostgreSQL).
         return allWritten([
           what.change?.(tx),
-          d.link && record(tx, by, { action: 'link.disable', target: `link ${d.link.code}`, detail: close.disableLink!.reason }),
+          d.link &&
+            record(tx, by, {
+              action: 'link.disable',
+              target: `link ${d.link.code}`,
+              detail: close.disableLink!.reason,
+            }),
           d.ban && record(tx, by, { action: 'host.ban', target: `host ${d.ban.host}`, detail: d.ban.reason }),
           record(tx, by, { action: 'report.close', target: `report ${id} (link ${report.code})`, detail: action }),
         ])
       })
       if (closed === 'missing') throw notFound('There is no such report.')
-      if (closed === 'already_closed') throw new AppError(409, 'closed', 'That report was closed by someone else meanwhile: nothing was changed.')
+      if (closed === 'already_closed')
+        throw new AppError(409, 'closed', 'That report was closed by someone else meanwhile: nothing was changed.')
       if (closed === 'no_link') throw notFound(`No link with the code "${close.disableLink!.code}".`)
       if (done.link) links.forget([done.link.code])
       if (done.ban) banChanged(done.ban.host, done.ban)
@@ -298,7 +341,11 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
     async setLinkDisabled(code: string, reason: string | null, by: Who = SYSTEM): Promise<LinkRef> {
       const text = disableText(reason)
       const link = await rows.setLinkDisabled(code, text, clock(), (tx, l) =>
-        record(tx, by, { action: text === null ? 'link.enable' : 'link.disable', target: `link ${l.code}`, detail: text ?? '' }),
+        record(tx, by, {
+          action: text === null ? 'link.enable' : 'link.disable',
+          target: `link ${l.code}`,
+          detail: text ?? '',
+        }),
       )
       if (!link) throw notFound(`No link with the code "${code}".`)
       // The link service's cached row goes: the next visit reads the row again, and its verdict with it.
@@ -311,7 +358,9 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
     async banHost(input: string, reason: string, adminId: number | null, by: Who = SYSTEM) {
       const host = hostToBan(input)
       const why = reason.trim().slice(0, MAX_DISABLE_REASON)
-      const added = await rows.addBan({ host, reason: why, at: clock(), by: adminId }, (tx) => record(tx, by, { action: 'host.ban', target: `host ${host}`, detail: why }))
+      const added = await rows.addBan({ host, reason: why, at: clock(), by: adminId }, (tx) =>
+        record(tx, by, { action: 'host.ban', target: `host ${host}`, detail: why }),
+      )
       // In memory as soon as it is stored: the very next visit of a link to it answers 451.
       if (added) banChanged(host, added)
       return { host, added: added !== null }
@@ -319,7 +368,9 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
     /** Lifts the ban of a host as stored, or else as banHost would spell what was typed ([2001:DB8::1] lifts 2001:db8::1). */
     async unbanHost(input: string, by: Who = SYSTEM) {
       const lift = async (host: string) => {
-        const removed = await rows.removeBan(host, (tx) => record(tx, by, { action: 'host.unban', target: `host ${host}` }))
+        const removed = await rows.removeBan(host, (tx) =>
+          record(tx, by, { action: 'host.unban', target: `host ${host}` }),
+        )
         if (removed) banChanged(host, null)
         return removed
       }
@@ -335,7 +386,9 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
 
     /** Reads links.blocklist_files again (start, SIGHUP): what it holds, and how many stored links it catches now. */
     async reloadBlocklist(): Promise<{ hosts: number; files: Blocklist['files']; ms: number; caught: number }> {
-      const next = config.links.blocklist_files.length ? await loadBlocklist(config.links.blocklist_files, clock) : { ...EMPTY, loadedAt: clock() }
+      const next = config.links.blocklist_files.length
+        ? await loadBlocklist(config.links.blocklist_files, clock)
+        : { ...EMPTY, loadedAt: clock() }
       blocklist = next
       generation++
       let caught = 0

@@ -49,7 +49,10 @@ export function hostToBan(input: string): string {
   const rest = text.replace(/^[a-z][a-z0-9+.-]*:\/\//i, '')
   const range = rest === text ? /^([^/?#]+)\/\d{1,3}$/.exec(text) : null
   if (range && (range[1]!.includes(':') || /^[0-9.]+$/.test(range[1]!)))
-    throw badRequest('invalid_parameter', 'The field "host" must be one host or address: a range of addresses (/prefix) cannot be banned.')
+    throw badRequest(
+      'invalid_parameter',
+      'The field "host" must be one host or address: a range of addresses (/prefix) cannot be banned.',
+    )
   let authority = rest.split(/[/?#]/)[0] ?? ''
   authority = authority.slice(authority.lastIndexOf('@') + 1)
   // [v6]:port, a bare IPv6 address (two colons or more), or name:port.
@@ -59,7 +62,11 @@ export function hostToBan(input: string): string {
       ? authority
       : authority.split(':')[0]!
   const canonical = listedHost(host)
-  if (!canonical) throw badRequest('invalid_parameter', 'The field "host" must be a host name or an address, such as phish.example or 2001:db8::1.')
+  if (!canonical)
+    throw badRequest(
+      'invalid_parameter',
+      'The field "host" must be a host name or an address, such as phish.example or 2001:db8::1.',
+    )
   return canonical
 }
 

@@ -37,7 +37,9 @@ export async function openLinkbox(config: Config, opts: AppOptions = {}) {
   const log = opts.logger ?? rootLog
   const { postgresBackend } = await import('./backend-postgres')
   const faults = createFaultLog(log)
-  const backend = await postgresBackend(config.database.url, log, (err) => faults.fault('a subscriber of changes from other nodes failed', err))
+  const backend = await postgresBackend(config.database.url, log, (err) =>
+    faults.fault('a subscriber of changes from other nodes failed', err),
+  )
   try {
     return createLinkbox(config, { ...opts, backend })
   } catch (err) {
@@ -52,7 +54,9 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
   mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
   const log = opts.logger ?? rootLog
   const faults = createFaultLog(log)
-  const backend: Backend = opts.backend ?? sqliteBackend(config.data_dir, log, (err) => faults.fault('a subscriber of link changes failed', err))
+  const backend: Backend =
+    opts.backend ??
+    sqliteBackend(config.data_dir, log, (err) => faults.fault('a subscriber of link changes failed', err))
   const { db, storages } = backend
   const clock = opts.clock ?? Date.now
   const metrics = createMetrics()
@@ -82,8 +86,9 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     server: () => server,
   }
   const parts = { outbox, accounts, clickWriter: backend.clickWriter, databaseCheck: backend.databaseCheck, opts }
-  const { clicks, webhooks, abuse, links, mail, media, dashboard, audit, methods, features } = withStorages(backend, (s) =>
-    createFeatures(shared, s, parts),
+  const { clicks, webhooks, abuse, links, mail, media, dashboard, audit, methods, features } = withStorages(
+    backend,
+    (s) => createFeatures(shared, s, parts),
   )
 
   // The wiring: metrics, the API, the router, the pipeline.
@@ -102,7 +107,11 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     onAnswer: (m, status) => answers.incLabels({ method: m.path.replace('/api/', ''), status: String(status) }),
   })
   const answerFault = faultAnswer(faults, unavailable)
-  const router = createRouter(api, features.flatMap((f) => f.routes ?? []), answerFault)
+  const router = createRouter(
+    api,
+    features.flatMap((f) => f.routes ?? []),
+    answerFault,
+  )
   const pipeline = createPipeline({
     logger: log,
     hot: [...features.flatMap((f) => f.hot ?? []), api.hot],
@@ -150,7 +159,10 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     },
     /** Starts the periodic jobs (sweeps) and the SMTP receiver on mail.smtp_host:smtp_port (0: none). */
     async startSmtp() {
-      stopJobs ??= startJobs(features.flatMap((f) => f.jobs ?? []), faults)
+      stopJobs ??= startJobs(
+        features.flatMap((f) => f.jobs ?? []),
+        faults,
+      )
       return mail.startSmtp()
     },
     /** Starts listening (port 0 picks a free port) and what runs meanwhile (click writes, deliveries). */

@@ -57,7 +57,8 @@ export function header(path: string, size: number, mtime: number): Buffer {
   let prefix = ''
   if (Buffer.byteLength(path) > 100) {
     const cut = path.lastIndexOf('/', 155)
-    if (cut < 0 || Buffer.byteLength(path.slice(cut + 1)) > 100) throw new Refusal(`backup: the path ${path} is too long for the archive`)
+    if (cut < 0 || Buffer.byteLength(path.slice(cut + 1)) > 100)
+      throw new Refusal(`backup: the path ${path} is too long for the archive`)
     prefix = path.slice(0, cut)
     name = path.slice(cut + 1)
   }
@@ -102,7 +103,8 @@ function listTar(fd: number, total: number, file: string): TarEntry[] {
     let sum = 0
     for (let i = 0; i < BLOCK; i++) sum += i >= 148 && i < 156 ? 32 : h[i]!
     const stored = parseInt(cString(h, 148, 8).trim(), 8)
-    if (stored !== sum) throw new Refusal(`restore: ${file} is not a linkbox backup (a damaged tar header at byte ${at})`)
+    if (stored !== sum)
+      throw new Refusal(`restore: ${file} is not a linkbox backup (a damaged tar header at byte ${at})`)
     const size = parseInt(cString(h, 124, 12).trim() || '0', 8)
     const type = String.fromCharCode(h[156]!)
     const prefix = cString(h, 345, 155)
@@ -111,7 +113,8 @@ function listTar(fd: number, total: number, file: string): TarEntry[] {
     if (!Number.isSafeInteger(size) || size < 0 || at + BLOCK + size > total)
       throw new Refusal(`restore: ${file} is cut short or damaged (the entry ${path} runs past its end)`)
     if (type === '0' || type === '\0') entries.push({ path, size, offset: at + BLOCK })
-    else if (type !== '5') throw new Refusal(`restore: ${file} holds ${path}, which is not a plain file; not a linkbox backup`)
+    else if (type !== '5')
+      throw new Refusal(`restore: ${file} holds ${path}, which is not a plain file; not a linkbox backup`)
     at += BLOCK + Math.ceil(size / BLOCK) * BLOCK
   }
   throw new Refusal(`restore: ${file} is cut short (no end-of-archive marker)`)
@@ -167,19 +170,27 @@ export function readArchive(fd: number, file: string): { manifest: Manifest; ent
   }
   if (manifest?.format !== 'linkbox-backup' || !Array.isArray(manifest.files))
     throw new Refusal(`restore: ${file}: manifest.json is not a linkbox backup's`)
-  if (manifest.format_version !== 1) throw new Refusal(`restore: ${file} is in backup format ${manifest.format_version}, this linkbox reads 1: upgrade linkbox`)
+  if (manifest.format_version !== 1)
+    throw new Refusal(
+      `restore: ${file} is in backup format ${manifest.format_version}, this linkbox reads 1: upgrade linkbox`,
+    )
   const named = new Set<string>()
   for (const f of manifest.files) {
     if (typeof f?.path !== 'string' || !allowedPath(f.path) || named.has(f.path))
-      throw new Refusal(`restore: ${file}: manifest.json names ${JSON.stringify(f?.path)}, which a linkbox backup never holds`)
+      throw new Refusal(
+        `restore: ${file}: manifest.json names ${JSON.stringify(f?.path)}, which a linkbox backup never holds`,
+      )
     named.add(f.path)
     const e = entries.get(f.path)
     if (!e) throw new Refusal(`restore: ${file} lacks ${f.path}, which its manifest lists`)
     if (e.size !== f.size || copyRange(fd, e.offset, e.size, null) !== f.sha256)
-      throw new Refusal(`restore: ${file}: ${f.path} does not match its sha256 in manifest.json; the archive is damaged or was changed`)
+      throw new Refusal(
+        `restore: ${file}: ${f.path} does not match its sha256 in manifest.json; the archive is damaged or was changed`,
+      )
   }
   for (const path of entries.keys())
-    if (path !== 'manifest.json' && !named.has(path)) throw new Refusal(`restore: ${file} holds ${path}, which its manifest does not list`)
+    if (path !== 'manifest.json' && !named.has(path))
+      throw new Refusal(`restore: ${file} holds ${path}, which its manifest does not list`)
   if (!named.has('linkbox.db')) throw new Refusal(`restore: ${file} holds no linkbox.db`)
   return { manifest, entries }
 }
@@ -189,7 +200,14 @@ export function readArchive(fd: number, file: string): { manifest: Manifest; ent
  * again as written (the archive could have changed since it was checked), fsynced when `durable`; then
  * checks the database among them.
  */
-export function unpackArchive(fd: number, file: string, manifest: Manifest, entries: Map<string, TarEntry>, staging: string, opts: { durable: boolean }) {
+export function unpackArchive(
+  fd: number,
+  file: string,
+  manifest: Manifest,
+  entries: Map<string, TarEntry>,
+  staging: string,
+  opts: { durable: boolean },
+) {
   mkdirSync(staging, { mode: 0o700 })
   for (const f of manifest.files) {
     const e = entries.get(f.path)!
@@ -197,7 +215,8 @@ export function unpackArchive(fd: number, file: string, manifest: Manifest, entr
     mkdirSync(dirname(target), { recursive: true, mode: 0o700 })
     const out = openSync(target, 'wx', 0o600)
     try {
-      if (copyRange(fd, e.offset, e.size, out) !== f.sha256) throw new Refusal(`restore: ${file} changed while it was read`)
+      if (copyRange(fd, e.offset, e.size, out) !== f.sha256)
+        throw new Refusal(`restore: ${file} changed while it was read`)
       if (opts.durable) fsyncSync(out)
     } finally {
       closeSync(out)
@@ -213,10 +232,14 @@ export function checkDatabase(path: string, file: string) {
     db = new Database(path) // read-write: a WAL-mode file needs its -shm even to be read; it exists, so nothing is created
     const version = (db.query('PRAGMA user_version').get() as { user_version: number }).user_version
     if (version > migrations.length)
-      throw new Refusal(`restore: the linkbox.db in ${file} has schema ${version}, this linkbox knows ${migrations.length}: upgrade linkbox first`)
+      throw new Refusal(
+        `restore: the linkbox.db in ${file} has schema ${version}, this linkbox knows ${migrations.length}: upgrade linkbox first`,
+      )
     const rows = db.query('PRAGMA integrity_check').all() as { integrity_check: string }[]
     if (rows.length !== 1 || rows[0]!.integrity_check !== 'ok')
-      throw new Refusal(`restore: the linkbox.db in ${file} fails integrity_check: ${rows[0]?.integrity_check ?? 'no answer'}`)
+      throw new Refusal(
+        `restore: the linkbox.db in ${file} fails integrity_check: ${rows[0]?.integrity_check ?? 'no answer'}`,
+      )
   } catch (err) {
     if (err instanceof Refusal) throw err
     throw new Refusal(`restore: the linkbox.db in ${file} is not a usable database: ${storageReason(err)}`)

@@ -16,11 +16,19 @@ export interface PostgresBackendOptions {
   max?: number
 }
 
-export async function postgresBackend(url: string, log: Pick<Logger, 'info'>, onFeedError: (err: unknown) => void, opts: PostgresBackendOptions = {}): Promise<PostgresBackend> {
+export async function postgresBackend(
+  url: string,
+  log: Pick<Logger, 'info'>,
+  onFeedError: (err: unknown) => void,
+  opts: PostgresBackendOptions = {},
+): Promise<PostgresBackend> {
   const pg = await openPostgres(url, { max: opts.max, onUpgrade: (note) => log.info(note) })
   const { sql } = pg
   try {
-    const [changes, signingSecret] = await Promise.all([postgresChangeFeed(sql, { onError: onFeedError }), postgresSigningSecret(sql)()])
+    const [changes, signingSecret] = await Promise.all([
+      postgresChangeFeed(sql, { onError: onFeedError }),
+      postgresSigningSecret(sql)(),
+    ])
     const storages = postgresStorages(sql, { changes })
     const health = postgresHealth(sql)
     return {

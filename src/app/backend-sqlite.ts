@@ -44,7 +44,11 @@ export function withStorages<R>(backend: Backend, use: <Tx>(storages: Storages<T
   return backend.engine === 'sqlite' ? use(backend.storages) : use(backend.storages)
 }
 
-export function sqliteBackend(dataDir: string, log: Pick<Logger, 'info'>, onFeedError: (err: unknown) => void): SqliteBackend {
+export function sqliteBackend(
+  dataDir: string,
+  log: Pick<Logger, 'info'>,
+  onFeedError: (err: unknown) => void,
+): SqliteBackend {
   const db = openDatabase(join(dataDir, 'linkbox.db'), { onUpgrade: (note) => log.info(note) })
   const changes = localChangeFeed({ onError: onFeedError })
   return {

@@ -3,7 +3,17 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { closeSync, existsSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
-import { BLOCK, copyRange, header, readArchive, Refusal, unpackArchive, writeAll, type Manifest, type ManifestFile } from './archive'
+import {
+  BLOCK,
+  copyRange,
+  header,
+  readArchive,
+  Refusal,
+  unpackArchive,
+  writeAll,
+  type Manifest,
+  type ManifestFile,
+} from './archive'
 import { openForRestore, placeArchive, sealArchive, stamp } from './backup'
 import type { Config } from '../kernel/config'
 import { openDatabase, storageReason } from '../db/sqlite'
@@ -17,12 +27,14 @@ import { VERSION } from '../kernel/version'
 const fileOfPart = (part: number) => (part === RAW_PART ? 'raw.eml' : part === BODY_PART ? 'body.json' : `${part}.bin`)
 
 /** The reason of a failure that is not a Refusal: PostgreSQL's words, or the file system's. */
-const reason = (err: unknown) => (String((err as { code?: unknown } | null)?.code ?? '').startsWith('ERR_POSTGRES') ? pgReason(err) : storageReason(err))
+const reason = (err: unknown) =>
+  String((err as { code?: unknown } | null)?.code ?? '').startsWith('ERR_POSTGRES') ? pgReason(err) : storageReason(err)
 
 export async function writePostgresBackup(config: Config, file: string, now = Date.now()): Promise<Manifest> {
   if (existsSync(file)) throw new Refusal(`backup: ${file} exists already; choose a new file`)
   const folder = dirname(resolve(file))
-  if (!existsSync(folder) || !statSync(folder).isDirectory()) throw new Refusal(`backup: the folder ${folder} does not exist; create it first`)
+  if (!existsSync(folder) || !statSync(folder).isDirectory())
+    throw new Refusal(`backup: the folder ${folder} does not exist; create it first`)
   mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
   const tmp = `${file}.tmp`
   const snapshot = join(config.data_dir, `.backup-${randomBytes(6).toString('hex')}.db`)
@@ -38,12 +50,19 @@ export async function writePostgresBackup(config: Config, file: string, now = Da
   } catch (err) {
     await pg.close()
     const exists = (err as NodeJS.ErrnoException).code === 'EEXIST'
-    throw new Refusal(`backup: cannot create ${tmp}: ${exists ? 'it exists (left by a backup that was stopped?); remove it' : (err as Error).message}`)
+    throw new Refusal(
+      `backup: cannot create ${tmp}: ${exists ? 'it exists (left by a backup that was stopped?); remove it' : (err as Error).message}`,
+    )
   }
   try {
     const files: ManifestFile[] = []
     /** One archive entry of `size` bytes, written by `write` (which gets a function to send bytes through). */
-    const entry = async (name: string, size: number, mtime: number, write: (put: (data: Uint8Array) => void) => Promise<void>) => {
+    const entry = async (
+      name: string,
+      size: number,
+      mtime: number,
+      write: (put: (data: Uint8Array) => void) => Promise<void>,
+    ) => {
       writeAll(out!, header(name, size, mtime))
       const hash = createHash('sha256')
       let written = 0
@@ -52,7 +71,8 @@ export async function writePostgresBackup(config: Config, file: string, now = Da
         writeAll(out!, data)
         written += data.length
       })
-      if (written !== size) throw new Refusal(`backup: ${name} changed while it was written (${written} bytes where ${size} were counted)`)
+      if (written !== size)
+        throw new Refusal(`backup: ${name} changed while it was written (${written} bytes where ${size} were counted)`)
       writeAll(out!, Buffer.alloc((BLOCK - (size % BLOCK)) % BLOCK))
       files.push({ path: name, size, sha256: hash.digest('hex') })
     }
@@ -80,17 +100,25 @@ export async function writePostgresBackup(config: Config, file: string, now = Da
 
       // Each message's bytes, as the files of a SQLite data_dir; bytes no message names are left out.
       for (let last = ''; ; ) {
-        const blobs = (await tx`SELECT DISTINCT blob FROM mail_messages WHERE blob > ${last} ORDER BY blob LIMIT 200`).map((r: { blob: string }) => r.blob)
+        const blobs = (
+          await tx`SELECT DISTINCT blob FROM mail_messages WHERE blob > ${last} ORDER BY blob LIMIT 200`
+        ).map((r: { blob: string }) => r.blob)
         if (blobs.length === 0) break
         for (const blob of blobs) {
-          if (!/^[0-9a-f]{32}$/.test(blob)) throw new Refusal(`backup: a message's bytes are named ${JSON.stringify(blob.slice(0, 40))}, which is not a name linkbox gives; this backup does not know how to store it`)
-          const parts = await tx`SELECT part, count(*) AS chunks, sum(length(data)) AS size FROM mail_bodies WHERE blob = ${blob} GROUP BY part ORDER BY part`
+          if (!/^[0-9a-f]{32}$/.test(blob))
+            throw new Refusal(
+              `backup: a message's bytes are named ${JSON.stringify(blob.slice(0, 40))}, which is not a name linkbox gives; this backup does not know how to store it`,
+            )
+          const parts =
+            await tx`SELECT part, count(*) AS chunks, sum(length(data)) AS size FROM mail_bodies WHERE blob = ${blob} GROUP BY part ORDER BY part`
           for (const p of parts) {
             const part = Number(p.part)
             await entry(`mail/${blob.slice(0, 2)}/${blob}/${fileOfPart(part)}`, Number(p.size), now, async (put) => {
               for (let seq = 0; seq < Number(p.chunks); seq++) {
-                const [row] = await tx`SELECT data FROM mail_bodies WHERE blob = ${blob} AND part = ${part} AND seq = ${seq}`
-                if (!row) throw new Refusal(`backup: the bytes of message ${blob} lack their chunk ${seq} of part ${part}`)
+                const [row] =
+                  await tx`SELECT data FROM mail_bodies WHERE blob = ${blob} AND part = ${part} AND seq = ${seq}`
+                if (!row)
+                  throw new Refusal(`backup: the bytes of message ${blob} lack their chunk ${seq} of part ${part}`)
                 put(row.data as Uint8Array)
               }
             })
@@ -101,12 +129,20 @@ export async function writePostgresBackup(config: Config, file: string, now = Da
 
       const secrets = await tx`SELECT name, value, created FROM secrets ORDER BY name`
       for (const s of secrets) {
-        if (s.name !== SIGNING_SECRET_NAME) throw new Refusal(`backup: the secret "${s.name}" is not one this backup knows how to store`)
+        if (s.name !== SIGNING_SECRET_NAME)
+          throw new Refusal(`backup: the secret "${s.name}" is not one this backup knows how to store`)
         const value = Buffer.from(s.value as Uint8Array)
         await entry('secrets/signing.key', value.length, Number(s.created), async (put) => put(value))
       }
     })
-    const manifest: Manifest = { format: 'linkbox-backup', format_version: 1, version: VERSION, schema: migrations.length, created: new Date(now).toISOString(), files }
+    const manifest: Manifest = {
+      format: 'linkbox-backup',
+      format_version: 1,
+      version: VERSION,
+      schema: migrations.length,
+      created: new Date(now).toISOString(),
+      files,
+    }
     sealArchive(out, manifest, now)
     out = undefined
     placeArchive(tmp, file, folder)
@@ -126,7 +162,12 @@ export async function writePostgresBackup(config: Config, file: string, now = Da
  * Restores an archive (of either engine) into the empty database of database.url: checked whole first, its
  * files staged in data_dir as a data_dir of their own, then copied in by migrate's copy (one transaction).
  */
-export async function restoreToPostgres(config: Config, file: string, log: (line: string) => void, now = Date.now()): Promise<Manifest> {
+export async function restoreToPostgres(
+  config: Config,
+  file: string,
+  log: (line: string) => void,
+  now = Date.now(),
+): Promise<Manifest> {
   const fd = await openForRestore(config, file)
   mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
   const staging = join(config.data_dir, `.restore-${stamp(now)}-${randomBytes(4).toString('hex')}`)

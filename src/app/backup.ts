@@ -1,12 +1,36 @@
 // `linkbox backup FILE` and `linkbox restore FILE`: the database (a VACUUM INTO copy, taken while the service
 // runs), the secrets and the mail store's files in one archive (archive.ts) that restore checks before writing.
 import { randomBytes } from 'node:crypto'
-import { closeSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, rmdirSync, rmSync, statSync } from 'node:fs'
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+} from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import type { Config } from '../kernel/config'
 import { openDatabase, storageReason } from '../db/sqlite'
 import { VERSION } from '../kernel/version'
-import { allowedPath, BLOCK, copyRange, fsyncDir, header, type Manifest, type ManifestFile, readArchive, Refusal, unpackArchive, writeAll } from './archive'
+import {
+  allowedPath,
+  BLOCK,
+  copyRange,
+  fsyncDir,
+  header,
+  type Manifest,
+  type ManifestFile,
+  readArchive,
+  Refusal,
+  unpackArchive,
+  writeAll,
+} from './archive'
 import { runningService } from './lock'
 
 // ---- backup
@@ -27,7 +51,9 @@ function collectFiles(dataDir: string): string[] {
   for (const a of list('mail'))
     if (a.isDirectory() && /^[0-9a-f]{2}$/.test(a.name))
       for (const b of list(`mail/${a.name}`))
-        if (b.isDirectory()) for (const f of list(`mail/${a.name}/${b.name}`)) if (f.isFile()) found.push(`mail/${a.name}/${b.name}/${f.name}`)
+        if (b.isDirectory())
+          for (const f of list(`mail/${a.name}/${b.name}`))
+            if (f.isFile()) found.push(`mail/${a.name}/${b.name}/${f.name}`)
   return found.filter(allowedPath).sort()
 }
 
@@ -36,7 +62,7 @@ export function sealArchive(out: number, manifest: Manifest, now: number) {
   const body = Buffer.from(JSON.stringify(manifest, null, 2) + '\n')
   writeAll(out, header('manifest.json', body.length, now))
   writeAll(out, body)
-  writeAll(out, Buffer.alloc((BLOCK - (body.length % BLOCK)) % BLOCK + 2 * BLOCK))
+  writeAll(out, Buffer.alloc(((BLOCK - (body.length % BLOCK)) % BLOCK) + 2 * BLOCK))
   fsyncSync(out)
   closeSync(out)
 }
@@ -63,7 +89,8 @@ export function writeBackup(config: Config, file: string, now = Date.now()): Man
   // Never archive an empty database just made: a wrong --config must not look like a good backup.
   if (!existsSync(dbPath)) throw new Refusal(`backup: there is no database at ${dbPath}; check --config`)
   const folder = dirname(resolve(file))
-  if (!existsSync(folder) || !statSync(folder).isDirectory()) throw new Refusal(`backup: the folder ${folder} does not exist; create it first`)
+  if (!existsSync(folder) || !statSync(folder).isDirectory())
+    throw new Refusal(`backup: the folder ${folder} does not exist; create it first`)
   const tmp = `${file}.tmp`
   const snapshot = join(dataDir, `.backup-${randomBytes(6).toString('hex')}.db`)
   let out: number | undefined
@@ -84,7 +111,9 @@ export function writeBackup(config: Config, file: string, now = Date.now()): Man
       out = openSync(tmp, 'wx', 0o600)
     } catch (err) {
       const exists = (err as NodeJS.ErrnoException).code === 'EEXIST'
-      throw new Refusal(`backup: cannot create ${tmp}: ${exists ? 'it exists (left by a backup that was stopped?); remove it' : (err as Error).message}`)
+      throw new Refusal(
+        `backup: cannot create ${tmp}: ${exists ? 'it exists (left by a backup that was stopped?); remove it' : (err as Error).message}`,
+      )
     }
     const files: ManifestFile[] = []
     let position = 0
@@ -111,7 +140,14 @@ export function writeBackup(config: Config, file: string, now = Date.now()): Man
     try {
       add('linkbox.db', snapshot)
       for (const name of collectFiles(dataDir)) add(name, join(dataDir, name))
-      const manifest: Manifest = { format: 'linkbox-backup', format_version: 1, version: VERSION, schema, created: new Date(now).toISOString(), files }
+      const manifest: Manifest = {
+        format: 'linkbox-backup',
+        format_version: 1,
+        version: VERSION,
+        schema,
+        created: new Date(now).toISOString(),
+        files,
+      }
       sealArchive(out, manifest, now)
       out = undefined
       placeArchive(tmp, file, folder)
@@ -150,7 +186,11 @@ export async function openForRestore(config: Config, file: string): Promise<numb
  * written into a folder inside data_dir and checked there before anything in data_dir moves.
  */
 
-export async function restoreBackup(config: Config, file: string, opts: { force?: boolean; now?: number } = {}): Promise<Manifest> {
+export async function restoreBackup(
+  config: Config,
+  file: string,
+  opts: { force?: boolean; now?: number } = {},
+): Promise<Manifest> {
   const dataDir = config.data_dir
   const now = opts.now ?? Date.now()
   const fd = await openForRestore(config, file)
@@ -158,7 +198,9 @@ export async function restoreBackup(config: Config, file: string, opts: { force?
     const { manifest, entries } = readArchive(fd, file)
     const present = existsSync(dataDir) ? readdirSync(dataDir).filter((n) => !n.startsWith('before-restore-')) : []
     if (present.length > 0 && !opts.force)
-      throw new Refusal(`restore: ${dataDir} is not empty (${present.slice(0, 3).join(', ')}${present.length > 3 ? ', …' : ''}); add --force to move its contents to ${dataDir}/before-restore-<time>/ first`)
+      throw new Refusal(
+        `restore: ${dataDir} is not empty (${present.slice(0, 3).join(', ')}${present.length > 3 ? ', …' : ''}); add --force to move its contents to ${dataDir}/before-restore-<time>/ first`,
+      )
     const made = !existsSync(dataDir)
     mkdirSync(dataDir, { recursive: true, mode: 0o700 })
     const staging = join(dataDir, `.restore-${stamp(now)}-${randomBytes(4).toString('hex')}`)
@@ -168,7 +210,8 @@ export async function restoreBackup(config: Config, file: string, opts: { force?
       if (present.length > 0) {
         const aside = join(dataDir, `before-restore-${stamp(now)}`)
         mkdirSync(aside, { mode: 0o700 })
-        for (const name of present) if (join(dataDir, name) !== staging) renameSync(join(dataDir, name), join(aside, name))
+        for (const name of present)
+          if (join(dataDir, name) !== staging) renameSync(join(dataDir, name), join(aside, name))
         fsyncDir(aside)
       }
       for (const name of readdirSync(staging)) renameSync(join(staging, name), join(dataDir, name))

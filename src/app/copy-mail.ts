@@ -17,7 +17,9 @@ async function chunkHashes(source: Uint8Array | string): Promise<{ sha256: strin
   const size = typeof source === 'string' ? statSync(source).size : source.length
   const file = typeof source === 'string' ? Bun.file(source) : null
   for (let at = 0; at === 0 || at < size; at += CHUNK_BYTES) {
-    const data = file ? new Uint8Array(await file.slice(at, at + CHUNK_BYTES).arrayBuffer()) : (source as Uint8Array).subarray(at, at + CHUNK_BYTES)
+    const data = file
+      ? new Uint8Array(await file.slice(at, at + CHUNK_BYTES).arrayBuffer())
+      : (source as Uint8Array).subarray(at, at + CHUNK_BYTES)
     out.push({ sha256: createHash('sha256').update(data).digest('hex'), size: data.length })
   }
   return out
@@ -26,25 +28,42 @@ async function chunkHashes(source: Uint8Array | string): Promise<{ sha256: strin
 /** A message's parts in SQLite mode: part number → its bytes (inline) or the file that holds them. */
 function blobParts(db: Db, dataDir: string, blob: string): Map<number, Uint8Array | string> {
   const parts = new Map<number, Uint8Array | string>()
-  const inline = db.query('SELECT raw, body FROM mail_inline WHERE blob = ?').get(blob) as { raw: Uint8Array; body: string } | null
+  const inline = db.query('SELECT raw, body FROM mail_inline WHERE blob = ?').get(blob) as {
+    raw: Uint8Array
+    body: string
+  } | null
   if (inline) {
     parts.set(BODY_PART, Buffer.from(inline.body))
     parts.set(RAW_PART, inline.raw)
-    for (const p of db.query('SELECT part, data FROM mail_inline_parts WHERE blob = ? ORDER BY part').all(blob) as { part: number; data: Uint8Array }[])
+    for (const p of db.query('SELECT part, data FROM mail_inline_parts WHERE blob = ? ORDER BY part').all(blob) as {
+      part: number
+      data: Uint8Array
+    }[])
       parts.set(p.part, p.data)
     return parts
   }
   const dir = join(dataDir, 'mail', blob.slice(0, 2), blob)
   if (!/^[0-9a-f]{32}$/.test(blob) || !existsSync(dir))
-    throw new Refusal(`migrate: the message bytes ${blob} are neither in mail_inline nor in ${dir}: the data_dir is damaged (restore a backup, or delete those messages first)`)
+    throw new Refusal(
+      `migrate: the message bytes ${blob} are neither in mail_inline nor in ${dir}: the data_dir is damaged (restore a backup, or delete those messages first)`,
+    )
   for (const name of readdirSync(dir)) {
     const n = /^([1-9][0-9]{0,5})\.bin$/.exec(name)?.[1]
     const part = name === 'raw.eml' ? RAW_PART : name === 'body.json' ? BODY_PART : n ? Number(n) : null
-    if (part === null) throw new Refusal(`migrate: ${join(dir, name)} is not a file a message's bytes are made of; this copy does not know where it goes`)
+    if (part === null)
+      throw new Refusal(
+        `migrate: ${join(dir, name)} is not a file a message's bytes are made of; this copy does not know where it goes`,
+      )
     parts.set(part, join(dir, name))
   }
-  for (const [part, file] of [[RAW_PART, 'raw.eml'], [BODY_PART, 'body.json']] as const)
-    if (!parts.has(part)) throw new Refusal(`migrate: ${join(dir, file)} is missing: the data_dir is damaged (restore a backup, or delete that message first)`)
+  for (const [part, file] of [
+    [RAW_PART, 'raw.eml'],
+    [BODY_PART, 'body.json'],
+  ] as const)
+    if (!parts.has(part))
+      throw new Refusal(
+        `migrate: ${join(dir, file)} is missing: the data_dir is damaged (restore a backup, or delete that message first)`,
+      )
   return parts
 }
 
@@ -67,20 +86,32 @@ export async function copyMail(db: Db, tx: SQL, dataDir: string): Promise<CopyRe
         result.chunks += hashes.length
         result.bytes += hashes.reduce((n, h) => n + h.size, 0)
       }
-      const written = await tx`SELECT part, seq, length(data) AS size, encode(sha256(data), 'hex') AS sha256 FROM mail_bodies WHERE blob = ${blob} ORDER BY part, seq`
-      const got = (written as { part: number; seq: number; size: number; sha256: string }[]).map((r) => `${r.part}/${r.seq}/${r.size}/${r.sha256}`)
+      const written =
+        await tx`SELECT part, seq, length(data) AS size, encode(sha256(data), 'hex') AS sha256 FROM mail_bodies WHERE blob = ${blob} ORDER BY part, seq`
+      const got = (written as { part: number; seq: number; size: number; sha256: string }[]).map(
+        (r) => `${r.part}/${r.seq}/${r.size}/${r.sha256}`,
+      )
       if (got.join('\n') !== expected.join('\n'))
-        throw new Refusal(`migrate: the bytes of message ${blob} read back from PostgreSQL differ from data_dir's (${got.length} chunks there, ${expected.length} here)`)
+        throw new Refusal(
+          `migrate: the bytes of message ${blob} read back from PostgreSQL differ from data_dir's (${got.length} chunks there, ${expected.length} here)`,
+        )
       result.blobs++
     }
     last = blobs[blobs.length - 1]!
   }
   // Bytes no message names (left by a crash; the orphan sweep removes them): not copied, counted.
   const named = db.query('SELECT 1 FROM mail_messages WHERE blob = ? LIMIT 1')
-  result.orphans += (db.query('SELECT count(*) AS n FROM mail_inline i WHERE NOT EXISTS (SELECT 1 FROM mail_messages m WHERE m.blob = i.blob)').get() as { n: number }).n
+  result.orphans += (
+    db
+      .query(
+        'SELECT count(*) AS n FROM mail_inline i WHERE NOT EXISTS (SELECT 1 FROM mail_messages m WHERE m.blob = i.blob)',
+      )
+      .get() as { n: number }
+  ).n
   const root = join(dataDir, 'mail')
   for (const shard of existsSync(root) ? readdirSync(root) : [])
-    if (/^[0-9a-f]{2}$/.test(shard)) for (const blob of readdirSync(join(root, shard))) if (!named.get(blob)) result.orphans++
+    if (/^[0-9a-f]{2}$/.test(shard))
+      for (const blob of readdirSync(join(root, shard))) if (!named.get(blob)) result.orphans++
   return result
 }
 
@@ -89,13 +120,16 @@ export async function copySigningKey(tx: SQL, dataDir: string): Promise<boolean>
   const dir = join(dataDir, 'secrets')
   const names = existsSync(dir) ? readdirSync(dir) : []
   for (const name of names)
-    if (name !== 'signing.key') throw new Refusal(`migrate: ${join(dir, name)} is not a secret this copy knows; it does not know where it goes`)
+    if (name !== 'signing.key')
+      throw new Refusal(`migrate: ${join(dir, name)} is not a secret this copy knows; it does not know where it goes`)
   if (!names.includes('signing.key')) return false
   const path = join(dir, 'signing.key')
   const key = readFileSync(path)
-  if (key.length < SECRET_BYTES) throw new Refusal(`migrate: ${path} is shorter than ${SECRET_BYTES} bytes; it is not a signing key linkbox made`)
+  if (key.length < SECRET_BYTES)
+    throw new Refusal(`migrate: ${path} is shorter than ${SECRET_BYTES} bytes; it is not a signing key linkbox made`)
   await tx`INSERT INTO secrets (name, value, created) VALUES (${SIGNING_SECRET_NAME}, ${key}, ${Math.floor(statSync(path).mtimeMs)})`
   const [back] = await tx`SELECT value FROM secrets WHERE name = ${SIGNING_SECRET_NAME}`
-  if (!Buffer.from(back.value as Uint8Array).equals(key)) throw new Refusal(`migrate: the signing key read back from PostgreSQL differs from ${path}`)
+  if (!Buffer.from(back.value as Uint8Array).equals(key))
+    throw new Refusal(`migrate: the signing key read back from PostgreSQL differs from ${path}`)
   return true
 }

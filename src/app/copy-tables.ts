@@ -49,25 +49,41 @@ export interface CopyResult {
 export const q = (name: string) => `"${name.replace(/"/g, '""')}"`
 
 /** The tables to copy, parents before children (Kahn's order, ties by name); anything unknown is an error. */
-export function planTables(db: Db, pgColumns: Map<string, { name: string; type: string; identity: boolean }[]>): TablePlan[] {
-  const names = (db.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[])
+export function planTables(
+  db: Db,
+  pgColumns: Map<string, { name: string; type: string; identity: boolean }[]>,
+): TablePlan[] {
+  const names = (
+    db.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]
+  )
     .map((t) => t.name)
     .filter((n) => !n.startsWith('sqlite_') && !Object.hasOwn(SPECIAL, n))
   for (const name of pgColumns.keys())
     if (name !== PG_BOOKKEEPING && !Object.hasOwn(SPECIAL, name) && !names.includes(name))
-      throw new Refusal(`migrate: the PostgreSQL database has a table "${name}" that the SQLite database has not; this copy does not know how to fill it`)
+      throw new Refusal(
+        `migrate: the PostgreSQL database has a table "${name}" that the SQLite database has not; this copy does not know how to fill it`,
+      )
   const plans = new Map<string, TablePlan>()
   const parents = new Map<string, Set<string>>()
   for (const name of names) {
     const target = pgColumns.get(name)
-    if (!target) throw new Refusal(`migrate: the SQLite table "${name}" has no counterpart in PostgreSQL; this copy does not know where it goes`)
+    if (!target)
+      throw new Refusal(
+        `migrate: the SQLite table "${name}" has no counterpart in PostgreSQL; this copy does not know where it goes`,
+      )
     const info = db.query(`PRAGMA table_info(${q(name)})`).all() as { name: string; pk: number }[]
     const columns = info.map((c) => c.name)
     const pgNames = target.map((c) => c.name)
     if (columns.length !== pgNames.length || columns.some((c) => !pgNames.includes(c)))
-      throw new Refusal(`migrate: the table "${name}" has the columns ${columns.join(', ')} on SQLite and ${pgNames.join(', ')} on PostgreSQL; this copy does not know how to map them`)
-    const primaryKey = info.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk).map((c) => c.name)
-    if (primaryKey.length === 0) throw new Refusal(`migrate: the SQLite table "${name}" has no primary key to copy it in pages by`)
+      throw new Refusal(
+        `migrate: the table "${name}" has the columns ${columns.join(', ')} on SQLite and ${pgNames.join(', ')} on PostgreSQL; this copy does not know how to map them`,
+      )
+    const primaryKey = info
+      .filter((c) => c.pk > 0)
+      .sort((a, b) => a.pk - b.pk)
+      .map((c) => c.name)
+    if (primaryKey.length === 0)
+      throw new Refusal(`migrate: the SQLite table "${name}" has no primary key to copy it in pages by`)
     const identities = target.filter((c) => c.identity).map((c) => c.name)
     plans.set(name, {
       name,
@@ -81,12 +97,18 @@ export function planTables(db: Db, pgColumns: Map<string, { name: string; type: 
   }
   for (const [name, of] of parents)
     for (const parent of of)
-      if (!plans.has(parent)) throw new Refusal(`migrate: the table "${name}" refers to "${parent}", which is not copied; this copy does not know how to order it`)
+      if (!plans.has(parent))
+        throw new Refusal(
+          `migrate: the table "${name}" refers to "${parent}", which is not copied; this copy does not know how to order it`,
+        )
   const ordered: TablePlan[] = []
   const done = new Set<string>()
   while (ordered.length < plans.size) {
     const next = [...plans.keys()].find((n) => !done.has(n) && [...parents.get(n)!].every((p) => done.has(p)))
-    if (!next) throw new Refusal(`migrate: the foreign keys of ${[...plans.keys()].filter((n) => !done.has(n)).join(', ')} form a cycle; this copy does not know which to copy first`)
+    if (!next)
+      throw new Refusal(
+        `migrate: the foreign keys of ${[...plans.keys()].filter((n) => !done.has(n)).join(', ')} form a cycle; this copy does not know which to copy first`,
+      )
     done.add(next)
     ordered.push(plans.get(next)!)
   }
@@ -94,7 +116,9 @@ export function planTables(db: Db, pgColumns: Map<string, { name: string; type: 
 }
 
 /** Every table of the target's schema with its columns: name, type, identity. */
-export async function targetColumns(sql: SQL): Promise<Map<string, { name: string; type: string; identity: boolean }[]>> {
+export async function targetColumns(
+  sql: SQL,
+): Promise<Map<string, { name: string; type: string; identity: boolean }[]>> {
   const rows = await sql`
     SELECT c.relname AS table, a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type, a.attidentity <> '' AS identity
       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_attribute a ON a.attrelid = c.oid
@@ -111,7 +135,8 @@ export async function targetColumns(sql: SQL): Promise<Map<string, { name: strin
 /** The linkbox tables of the target that hold a row (the schema-version row aside). */
 export async function nonEmpty(sql: SQL, tables: string[]): Promise<string[]> {
   const found: string[] = []
-  for (const t of tables) if (t !== PG_BOOKKEEPING && (await sql.unsafe(`SELECT EXISTS (SELECT 1 FROM ${q(t)}) AS any`))[0].any) found.push(t)
+  for (const t of tables)
+    if (t !== PG_BOOKKEEPING && (await sql.unsafe(`SELECT EXISTS (SELECT 1 FROM ${q(t)}) AS any`))[0].any) found.push(t)
   return found
 }
 
@@ -125,16 +150,22 @@ export async function copyTable(db: Db, tx: SQL, plan: TablePlan): Promise<numbe
   const key = plan.primaryKey.map(q).join(', ')
   const first = db.query(`SELECT ${cols} FROM ${q(plan.name)} ORDER BY ${key} LIMIT ${perPage}`).safeIntegers(true)
   const after = db
-    .query(`SELECT ${cols} FROM ${q(plan.name)} WHERE (${key}) > (${plan.primaryKey.map(() => '?').join(', ')}) ORDER BY ${key} LIMIT ${perPage}`)
+    .query(
+      `SELECT ${cols} FROM ${q(plan.name)} WHERE (${key}) > (${plan.primaryKey.map(() => '?').join(', ')}) ORDER BY ${key} LIMIT ${perPage}`,
+    )
     .safeIntegers(true)
   const head = `INSERT INTO ${q(plan.name)} (${cols})${plan.identity ? ' OVERRIDING SYSTEM VALUE' : ''} VALUES `
   let rows = 0
   let last: Record<string, unknown> | null = null
   for (;;) {
-    const page = (last === null ? first.all() : after.all(...(plan.primaryKey.map((k) => last![k]) as SQLQueryBindings[]))) as Record<string, unknown>[]
+    const page = (
+      last === null ? first.all() : after.all(...(plan.primaryKey.map((k) => last![k]) as SQLQueryBindings[]))
+    ) as Record<string, unknown>[]
     if (page.length === 0) break
     const params: unknown[] = []
-    const tuples = page.map((row) => `(${plan.columns.map((c, i) => `$${params.push(param(row[c]))}::${plan.types[i]}`).join(', ')})`)
+    const tuples = page.map(
+      (row) => `(${plan.columns.map((c, i) => `$${params.push(param(row[c]))}::${plan.types[i]}`).join(', ')})`,
+    )
     await tx.unsafe(head + tuples.join(', '), params)
     rows += page.length
     last = page[page.length - 1]!

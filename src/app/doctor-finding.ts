@@ -8,4 +8,8 @@ export interface Finding {
 
 /** Bytes as the findings show them: KiB, MiB or GiB. */
 export const size = (bytes: number) =>
-  bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(1)} GiB` : bytes >= 2 ** 20 ? `${(bytes / 2 ** 20).toFixed(1)} MiB` : `${(bytes / 1024).toFixed(1)} KiB`
+  bytes >= 2 ** 30
+    ? `${(bytes / 2 ** 30).toFixed(1)} GiB`
+    : bytes >= 2 ** 20
+      ? `${(bytes / 2 ** 20).toFixed(1)} MiB`
+      : `${(bytes / 1024).toFixed(1)} KiB`

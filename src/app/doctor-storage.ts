@@ -9,7 +9,8 @@ import { size, type Finding } from './doctor-finding'
 
 export function checkDataDir(dir: string): Finding {
   try {
-    if (existsSync(dir) && !statSync(dir).isDirectory()) return { verdict: 'FAIL', what: 'data_dir', detail: `${dir} is not a directory` }
+    if (existsSync(dir) && !statSync(dir).isDirectory())
+      return { verdict: 'FAIL', what: 'data_dir', detail: `${dir} is not a directory` }
     // serve refuses to start on it: say why here, with the fix.
     const unsafe = checkDataDirMode(dir)
     if (unsafe) return { verdict: 'FAIL', what: 'data_dir', detail: unsafe.replace(/^data_dir /, '') }
@@ -42,7 +43,11 @@ export function checkDatabase(dir: string): Finding[] {
     const version = (db.query('PRAGMA user_version').get() as { user_version: number }).user_version
     const opened: Finding =
       check === 'ok'
-        ? { verdict: 'ok', what: 'database', detail: `${path} ${fresh ? 'created' : 'opens'}, schema ${version}/${migrations.length}, quick_check ok` }
+        ? {
+            verdict: 'ok',
+            what: 'database',
+            detail: `${path} ${fresh ? 'created' : 'opens'}, schema ${version}/${migrations.length}, quick_check ok`,
+          }
         : { verdict: 'FAIL', what: 'database', detail: `${path}: quick_check says ${check}` }
     return [opened, checkWritable(db, dir)]
   } catch (err) {
@@ -57,7 +62,12 @@ export const MIN_POSTGRES = 14
 
 export function judgePostgresVersion(versionNum: number, version: string): Finding {
   const major = Math.floor(versionNum / 10_000)
-  if (major < MIN_POSTGRES) return { verdict: 'FAIL', what: 'database server', detail: `PostgreSQL ${version}: linkbox needs ${MIN_POSTGRES} or newer; upgrade the server` }
+  if (major < MIN_POSTGRES)
+    return {
+      verdict: 'FAIL',
+      what: 'database server',
+      detail: `PostgreSQL ${version}: linkbox needs ${MIN_POSTGRES} or newer; upgrade the server`,
+    }
   return { verdict: 'ok', what: 'database server', detail: `PostgreSQL ${version}` }
 }
 
@@ -66,7 +76,9 @@ export function judgePostgresVersion(versionNum: number, version: string): Findi
  * schema, read without changing anything (serve creates or upgrades it, under its lock). Also the newest
  * creation time, for the clock check.
  */
-export async function checkPostgres(url: string): Promise<{ findings: Finding[]; newest: number | null; mail: Finding }> {
+export async function checkPostgres(
+  url: string,
+): Promise<{ findings: Finding[]; newest: number | null; mail: Finding }> {
   const { pgClient, pgReason, schemaVersion } = await import('../db/postgres')
   const { PG_SCHEMA_VERSION } = await import('../db/postgres/migrations')
   const { probePostgresWrite } = await import('../db/postgres/health')
@@ -79,7 +91,8 @@ export async function checkPostgres(url: string): Promise<{ findings: Finding[];
   try {
     let server: { num: number; version: string; standby: boolean }
     try {
-      const [row] = await sql`SELECT current_setting('server_version_num')::int AS num, current_setting('server_version') AS version, pg_is_in_recovery() AS standby`
+      const [row] =
+        await sql`SELECT current_setting('server_version_num')::int AS num, current_setting('server_version') AS version, pg_is_in_recovery() AS standby`
       server = { num: row.num, version: String(row.version).split(' ')[0]!, standby: row.standby }
     } catch (err) {
       return {
@@ -97,30 +110,56 @@ export async function checkPostgres(url: string): Promise<{ findings: Finding[];
     const judged = judgePostgresVersion(server.num, server.version)
     findings.push(
       judged.verdict === 'ok' && server.standby
-        ? { verdict: 'FAIL', what: 'database server', detail: `PostgreSQL ${server.version} is a read-only standby: point database.url at the primary` }
+        ? {
+            verdict: 'FAIL',
+            what: 'database server',
+            detail: `PostgreSQL ${server.version} is a read-only standby: point database.url at the primary`,
+          }
         : judged,
     )
     try {
       const version = await schemaVersion(sql)
       if (version === null)
-        findings.push({ verdict: 'FAIL', what: 'database schema', detail: "tables named like linkbox's (links, accounts) but no linkbox_schema: not a linkbox database; give linkbox an empty one" })
+        findings.push({
+          verdict: 'FAIL',
+          what: 'database schema',
+          detail:
+            "tables named like linkbox's (links, accounts) but no linkbox_schema: not a linkbox database; give linkbox an empty one",
+        })
       else if (version === 0) {
-        findings.push({ verdict: 'ok', what: 'database schema', detail: `empty, will be created at the first start (schema ${PG_SCHEMA_VERSION})` })
+        findings.push({
+          verdict: 'ok',
+          what: 'database schema',
+          detail: `empty, will be created at the first start (schema ${PG_SCHEMA_VERSION})`,
+        })
         mail = { verdict: 'ok', what: 'mail store', detail: 'in the database: empty (no mail received yet)' }
-      }
-      else if (version > PG_SCHEMA_VERSION)
-        findings.push({ verdict: 'FAIL', what: 'database schema', detail: `schema ${version} is newer than this linkbox knows (${PG_SCHEMA_VERSION}): upgrade linkbox on this node` })
+      } else if (version > PG_SCHEMA_VERSION)
+        findings.push({
+          verdict: 'FAIL',
+          what: 'database schema',
+          detail: `schema ${version} is newer than this linkbox knows (${PG_SCHEMA_VERSION}): upgrade linkbox on this node`,
+        })
       else {
         findings.push(
           version < PG_SCHEMA_VERSION
-            ? { verdict: 'ok', what: 'database schema', detail: `schema ${version}/${PG_SCHEMA_VERSION}: upgraded at the next start` }
+            ? {
+                verdict: 'ok',
+                what: 'database schema',
+                detail: `schema ${version}/${PG_SCHEMA_VERSION}: upgraded at the next start`,
+              }
             : { verdict: 'ok', what: 'database schema', detail: `schema ${version}/${PG_SCHEMA_VERSION}` },
         )
-        const [row] = await sql`SELECT greatest((SELECT max(created) FROM accounts), (SELECT max(created) FROM links), (SELECT max(created) FROM webhook_events)) AS newest`
+        const [row] =
+          await sql`SELECT greatest((SELECT max(created) FROM accounts), (SELECT max(created) FROM links), (SELECT max(created) FROM webhook_events)) AS newest`
         newest = row.newest === null ? null : Number(row.newest)
         // The mailboxes' own counters (kept by triggers): one read however much mail there is.
-        const [m] = await sql`SELECT count(*) AS mailboxes, coalesce(sum(messages), 0) AS messages, coalesce(sum(bytes), 0) AS bytes FROM mailboxes`
-        mail = { verdict: 'ok', what: 'mail store', detail: `in the database: ${size(Number(m.bytes))} in ${Number(m.messages)} messages, ${Number(m.mailboxes)} mailboxes` }
+        const [m] =
+          await sql`SELECT count(*) AS mailboxes, coalesce(sum(messages), 0) AS messages, coalesce(sum(bytes), 0) AS bytes FROM mailboxes`
+        mail = {
+          verdict: 'ok',
+          what: 'mail store',
+          detail: `in the database: ${size(Number(m.bytes))} in ${Number(m.messages)} messages, ${Number(m.mailboxes)} mailboxes`,
+        }
       }
     } catch (err) {
       findings.push({ verdict: 'FAIL', what: 'database schema', detail: `cannot be read: ${pgReason(err)}` })
@@ -162,8 +201,18 @@ export const DISK_FAIL = 100 * 2 ** 20
 export function checkDisk(dir: string, free: number | null = freeBytes(dir)): Finding {
   if (free === null) return { verdict: 'warn', what: 'free disk', detail: `${dir}: the free space cannot be read` }
   const where = `${size(free)} free for ${dir}`
-  if (free < DISK_FAIL) return { verdict: 'FAIL', what: 'free disk', detail: `only ${where}: links, clicks and mail stop being stored when it is full; free some space` }
-  if (free < DISK_WARN) return { verdict: 'warn', what: 'free disk', detail: `only ${where}: under 1 GiB, mail and the media cache can fill it` }
+  if (free < DISK_FAIL)
+    return {
+      verdict: 'FAIL',
+      what: 'free disk',
+      detail: `only ${where}: links, clicks and mail stop being stored when it is full; free some space`,
+    }
+  if (free < DISK_WARN)
+    return {
+      verdict: 'warn',
+      what: 'free disk',
+      detail: `only ${where}: under 1 GiB, mail and the media cache can fill it`,
+    }
   return { verdict: 'ok', what: 'free disk', detail: where }
 }
 
@@ -174,9 +223,17 @@ export function checkDisk(dir: string, free: number | null = freeBytes(dir)): Fi
 export function checkClock(now: number, built: number | null, newestRow: number | null): Finding {
   const at = (ms: number) => new Date(ms).toISOString().slice(0, 19) + 'Z'
   if (built !== null && now < built)
-    return { verdict: 'warn', what: 'clock', detail: `${at(now)} is before this linkbox was built (${at(built)}): set the time (timedatectl set-ntp true); links and mail expire wrongly` }
+    return {
+      verdict: 'warn',
+      what: 'clock',
+      detail: `${at(now)} is before this linkbox was built (${at(built)}): set the time (timedatectl set-ntp true); links and mail expire wrongly`,
+    }
   if (newestRow !== null && now < newestRow)
-    return { verdict: 'warn', what: 'clock', detail: `${at(now)} is before the newest row in the database (${at(newestRow)}): the clock went back; set the time (timedatectl set-ntp true)` }
+    return {
+      verdict: 'warn',
+      what: 'clock',
+      detail: `${at(now)} is before the newest row in the database (${at(newestRow)}): the clock went back; set the time (timedatectl set-ntp true)`,
+    }
   return { verdict: 'ok', what: 'clock', detail: at(now) }
 }
 

@@ -2,8 +2,27 @@
 // A skip is a check that could not run because one it depends on failed (no config: no data directory).
 import type { Config } from '../kernel/config'
 import type { Finding } from './doctor-finding'
-import { buildTime, checkClock, checkDatabase, checkDataDir, checkDisk, checkPostgres, newestRow } from './doctor-storage'
-import { checkBaseUrl, checkBlocklists, checkGeo, checkMailStore, checkMx, checkOidc, checkPort, checkProgram, checkTls, checkYtdlp } from './doctor-services'
+import {
+  buildTime,
+  checkClock,
+  checkDatabase,
+  checkDataDir,
+  checkDisk,
+  checkPostgres,
+  newestRow,
+} from './doctor-storage'
+import {
+  checkBaseUrl,
+  checkBlocklists,
+  checkGeo,
+  checkMailStore,
+  checkMx,
+  checkOidc,
+  checkPort,
+  checkProgram,
+  checkTls,
+  checkYtdlp,
+} from './doctor-services'
 
 export async function runDoctor(config: Config, source: string): Promise<Finding[]> {
   const findings: Finding[] = [{ verdict: 'ok', what: 'config', detail: source }]
@@ -15,13 +34,22 @@ export async function runDoctor(config: Config, source: string): Promise<Finding
   else if (dataDir.verdict === 'ok') findings.push(...checkDatabase(config.data_dir))
   else findings.push({ verdict: 'skip', what: 'database', detail: 'the data directory is not usable' })
   findings.push(await checkPort('server.port', config.server.host, config.server.port))
-  if (config.mail.smtp_port !== 0) findings.push(await checkPort('mail.smtp_port', config.mail.smtp_host, config.mail.smtp_port))
+  if (config.mail.smtp_port !== 0)
+    findings.push(await checkPort('mail.smtp_port', config.mail.smtp_host, config.mail.smtp_port))
   findings.push(checkTls(config))
   if (postgres) findings.push(postgres.mail)
   else if (dataDir.verdict === 'ok') findings.push(checkMailStore(config.data_dir))
   findings.push(...(await checkMx(config)))
-  if (dataDir.verdict === 'ok') findings.push(checkDisk(config.data_dir), checkClock(Date.now(), buildTime(), postgres ? postgres.newest : newestRow(config.data_dir)))
-  else findings.push({ verdict: 'skip', what: 'free disk', detail: 'the data directory is not usable' }, { verdict: 'skip', what: 'clock', detail: 'the data directory is not usable' })
+  if (dataDir.verdict === 'ok')
+    findings.push(
+      checkDisk(config.data_dir),
+      checkClock(Date.now(), buildTime(), postgres ? postgres.newest : newestRow(config.data_dir)),
+    )
+  else
+    findings.push(
+      { verdict: 'skip', what: 'free disk', detail: 'the data directory is not usable' },
+      { verdict: 'skip', what: 'clock', detail: 'the data directory is not usable' },
+    )
   findings.push(checkBaseUrl(config))
   findings.push(await checkOidc(config))
   findings.push(checkGeo(config))
@@ -42,9 +70,22 @@ export async function configFailure(path: string, problem: string): Promise<Find
   const skipped = 'needs a config that loads'
   return [
     { verdict: 'FAIL', what: 'config', detail: path && !why.includes(path) ? `${path}: ${why}` : why },
-    ...['data_dir', 'database', 'server.port', 'mail.smtp_port', 'mail.tls', 'mail store', 'mail MX', 'free disk', 'clock', 'server.base_url', 'oidc', 'blocklists', 'yt-dlp bundled', 'yt-dlp'].map(
-      (what): Finding => ({ verdict: 'skip', what, detail: skipped }),
-    ),
+    ...[
+      'data_dir',
+      'database',
+      'server.port',
+      'mail.smtp_port',
+      'mail.tls',
+      'mail store',
+      'mail MX',
+      'free disk',
+      'clock',
+      'server.base_url',
+      'oidc',
+      'blocklists',
+      'yt-dlp bundled',
+      'yt-dlp',
+    ].map((what): Finding => ({ verdict: 'skip', what, detail: skipped })),
     await checkProgram('ffmpeg', ['ffmpeg', '-version'], 'needed for media download (merging formats)'),
     await checkProgram('python3', ['python3', '--version'], 'needed to run a yt-dlp zipapp (the bundled one is)'),
   ]

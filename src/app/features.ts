@@ -39,7 +39,13 @@ export function createFeatures<Tx>(shared: Shared, storages: Storages<Tx>, parts
   const { outbox, accounts, opts } = parts
   const clicks = createClicksFeature(
     shared,
-    { dayKeys: storages.dayKeys, visitorHashes: storages.visitorHashes, outbox, eventRows: eventInserts, spawnWriter: spawnClickWriter },
+    {
+      dayKeys: storages.dayKeys,
+      visitorHashes: storages.visitorHashes,
+      outbox,
+      eventRows: eventInserts,
+      spawnWriter: spawnClickWriter,
+    },
     { ...(parts.clickWriter ? { writer: parts.clickWriter } : {}), ...opts.clicks },
   )
   const webhooks = createWebhooksFeature(
@@ -53,10 +59,18 @@ export function createFeatures<Tx>(shared: Shared, storages: Storages<Tx>, parts
     stops: (row) => abuse.guard.stops(row),
     unavailable: (row) => abuse.guard.unavailable(row),
   }
-  const links = createLinksFeature(shared, { storages, outbox, recorder: clicks.recorder, dayKeys: clicks.dayKeys, guard }, opts)
+  const links = createLinksFeature(
+    shared,
+    { storages, outbox, recorder: clicks.recorder, dayKeys: clicks.dayKeys, guard },
+    opts,
+  )
   const abuse = createAbuseFeature(shared, { storages, outbox, links: links.links })
   const qr = createQrFeature(shared, { links: links.links }, { renderer: opts.qrRenderer })
-  const mail = createMailFeature(shared, { messages: storages.messages, queue: storages.queue, outbox }, { smtpPort: opts.smtpPort })
+  const mail = createMailFeature(
+    shared,
+    { messages: storages.messages, queue: storages.queue, outbox },
+    { smtpPort: opts.smtpPort },
+  )
   const media = createMediaFeature(shared, { tickets: storages.tickets })
   const database = parts.databaseCheck(clicks.recorder)
   const audit = createAuditReader(storages.audit, shared.clock)
@@ -75,7 +89,14 @@ export function createFeatures<Tx>(shared: Shared, storages: Storages<Tx>, parts
   // Each feature documents its own webhook events; webhooks adds its test event and puts them in order.
   const eventDocs = webhookEventDocs([LINK_EVENT_DOCS, CLICK_EVENT_DOCS, ABUSE_EVENT_DOCS, MAIL_EVENT_DOCS])
   const shell = dashboard.shell
-  const pages = createPagesFeature(shared, { links: links.links, methods, database, shell, anonymous: links.anonymous, eventDocs })
+  const pages = createPagesFeature(shared, {
+    links: links.links,
+    methods,
+    database,
+    shell,
+    anonymous: links.anonymous,
+    eventDocs,
+  })
   const features = [clicks, webhooks, abuse, links, qr, mail, media, dashboard, pages].map((f) => f.feature)
   return { clicks, webhooks, abuse, links, mail, media, dashboard, audit, methods, features }
 }

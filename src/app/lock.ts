@@ -51,7 +51,11 @@ export async function runningService(config: Config): Promise<string | null> {
   if (pid !== null) return `linkbox (pid ${pid}) holds ${lockPath(config.data_dir)}`
   if (config.server.port === 0) return null
   const wildcard = ['0.0.0.0', '::', ''].includes(config.server.host)
-  const host = wildcard ? '127.0.0.1' : config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host
+  const host = wildcard
+    ? '127.0.0.1'
+    : config.server.host.includes(':')
+      ? `[${config.server.host}]`
+      : config.server.host
   try {
     const res = await fetch(`http://${host}:${config.server.port}/healthz`, { signal: AbortSignal.timeout(2000) })
     await res.body?.cancel()

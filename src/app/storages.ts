@@ -52,7 +52,8 @@ export interface Storages<Tx> {
 
 /** Where a SQLite database's mail bytes are: the mail folder beside the database file (data_dir/mail). */
 function dataDirOf(db: Db): string {
-  if (!db.filename || db.filename === ':memory:') throw new Error('storages: the mail store needs a database file (its bytes are kept beside it)')
+  if (!db.filename || db.filename === ':memory:')
+    throw new Error('storages: the mail store needs a database file (its bytes are kept beside it)')
   return dirname(db.filename)
 }
 

@@ -127,9 +127,11 @@ export interface AuditPage {
 /** What a page of the log asks the store for (one more row than `limit`: is there a page after it?); an AppError naming the field otherwise. */
 function pageQuery(filter: AuditFilter): { query: AuditQuery; limit: number } {
   const actor = filter.actor?.trim() || null
-  if (actor !== null && actor.length > 64) throw invalidParameter('actor', 'an account name (at most 64 characters), or cli')
+  if (actor !== null && actor.length > 64)
+    throw invalidParameter('actor', 'an account name (at most 64 characters), or cli')
   const action = filter.action?.trim() || null
-  if (action !== null && !ACTION_FILTER.test(action)) throw invalidParameter('action', `an action such as ${ACTIONS[0]}, or a group such as account`)
+  if (action !== null && !ACTION_FILTER.test(action))
+    throw invalidParameter('action', `an action such as ${ACTIONS[0]}, or a group such as account`)
   const from = filter.from ? dayStart(filter.from, 'from') : 0
   const to = filter.to ? dayStart(filter.to, 'to') + DAY_MS : Number.MAX_SAFE_INTEGER
   if (from >= to) throw new AppError(400, 'invalid_parameter', 'The parameter "to" must be the day of "from" or later.')
@@ -138,9 +140,17 @@ function pageQuery(filter: AuditFilter): { query: AuditQuery; limit: number } {
     if (!/^[1-9][0-9]{0,15}$/.test(filter.before)) throw invalidParameter('before', 'the row id of an "older" link')
     before = Number(filter.before)
   }
-  const limit = Math.min(Math.max(1, Math.floor(filter.limit ?? AUDIT_PAGE_DEFAULT) || AUDIT_PAGE_DEFAULT), AUDIT_PAGE_MAX)
+  const limit = Math.min(
+    Math.max(1, Math.floor(filter.limit ?? AUDIT_PAGE_DEFAULT) || AUDIT_PAGE_DEFAULT),
+    AUDIT_PAGE_MAX,
+  )
   // An exact action is the range [a, a + "\u0001"); a group ("account") is ["account.", "account/").
-  const range = action === null ? null : action.includes('.') ? { from: action, to: `${action}\u0001` } : { from: `${action}.`, to: `${action}/` }
+  const range =
+    action === null
+      ? null
+      : action.includes('.')
+        ? { from: action, to: `${action}\u0001` }
+        : { from: `${action}.`, to: `${action}/` }
   return { query: { actor, action: range, from, to, before, limit: limit + 1 }, limit }
 }
 
@@ -156,7 +166,10 @@ function pageOf(rows: AuditRow[], limit: number): AuditPage {
  * PostgreSQL's, as the composition root hands it): every call is async. The rows themselves are written by
  * the services, in their changes' transactions (AuditRows.insert).
  */
-export function createAuditReader(rows: Pick<AuditRows<unknown>, 'page' | 'since' | 'removeOlder'>, clock: () => number = Date.now) {
+export function createAuditReader(
+  rows: Pick<AuditRows<unknown>, 'page' | 'since' | 'removeOlder'>,
+  clock: () => number = Date.now,
+) {
   return {
     /** One page of the log, newest first, filtered; `next` is the `before` of the page after it (null: none). */
     async page(filter: AuditFilter = {}): Promise<AuditPage> {

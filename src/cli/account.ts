@@ -11,13 +11,18 @@ export async function run(invocation: Invocation): Promise<number> {
   if (arg2 !== undefined || !(sub === 'list' ? arg === undefined : arg)) throw new ConfigError(usage)
   if (values.admin && sub !== 'create') throw new ConfigError(`--admin is for account create; ${usage}`)
   if (values['with-links'] && sub !== 'delete') throw new ConfigError(`--with-links is for account delete; ${usage}`)
-  if (values.password !== undefined && sub !== 'create' && sub !== 'password') throw new ConfigError(`--password is for account create and account password; ${usage}`)
-  if (sub === 'password' && values.password === undefined) throw new ConfigError('usage: linkbox account password NAME --password PASS|- (- reads it from stdin)')
+  if (values.password !== undefined && sub !== 'create' && sub !== 'password')
+    throw new ConfigError(`--password is for account create and account password; ${usage}`)
+  if (sub === 'password' && values.password === undefined)
+    throw new ConfigError('usage: linkbox account password NAME --password PASS|- (- reads it from stdin)')
   if (sub === 'delete' && values['with-links']) {
     // The service keeps visited links in memory and would go on redirecting the deleted ones.
     const { runningService } = await import('../app/lock')
     const running = await runningService(config)
-    if (running) throw new ConfigError(`account delete --with-links: ${running}, which keeps visited links in memory; delete the account from the dashboard (Admin), or stop the service first`)
+    if (running)
+      throw new ConfigError(
+        `account delete --with-links: ${running}, which keeps visited links in memory; delete the account from the dashboard (Admin), or stop the service first`,
+      )
   }
   const password = values.password === '-' ? await readStdin() : values.password
   const [{ printable }, { CLI }] = await Promise.all([import('../accounts'), import('../audit')])
@@ -37,25 +42,45 @@ export async function run(invocation: Invocation): Promise<number> {
           const list = await accounts.listAccounts({ page })
           pages = list.pages
           for (const a of list.accounts)
-            console.log([a.id, printable(a.name), a.admin ? 'admin' : 'user', a.disabled === null ? 'active' : `disabled ${fmt(a.disabled)}`, fmt(a.created), fmt(a.lastSignin), a.links, a.keys, a.mailboxes].join('\t'))
+            console.log(
+              [
+                a.id,
+                printable(a.name),
+                a.admin ? 'admin' : 'user',
+                a.disabled === null ? 'active' : `disabled ${fmt(a.disabled)}`,
+                fmt(a.created),
+                fmt(a.lastSignin),
+                a.links,
+                a.keys,
+                a.mailboxes,
+              ].join('\t'),
+            )
         }
         return 0
       }
       case 'disable':
       case 'enable': {
         const done = await accounts.setDisabled(arg!, sub === 'disable', CLI)
-        console.log(sub === 'disable' ? `account ${done.name} disabled: its API keys are refused and its sessions ended` : `account ${done.name} enabled`)
+        console.log(
+          sub === 'disable'
+            ? `account ${done.name} disabled: its API keys are refused and its sessions ended`
+            : `account ${done.name} enabled`,
+        )
         return 0
       }
       case 'delete': {
         const done = await accounts.deleteAccount(arg!, { withLinks: !!values['with-links'] }, CLI)
         const links = `${done.links} link${done.links === 1 ? '' : 's'}`
-        console.log(`account ${done.name} deleted with its keys, mailboxes and webhooks; ${values['with-links'] ? `its ${links} deleted too` : `its ${links} kept, owned by nobody`}`)
+        console.log(
+          `account ${done.name} deleted with its keys, mailboxes and webhooks; ${values['with-links'] ? `its ${links} deleted too` : `its ${links} kept, owned by nobody`}`,
+        )
         return 0
       }
       case 'password': {
         const done = await accounts.setPassword(arg!, password ?? '', CLI)
-        console.log(`account ${done.name} has a new dashboard password; ${done.sessionsEnded} session${done.sessionsEnded === 1 ? '' : 's'} ended`)
+        console.log(
+          `account ${done.name} has a new dashboard password; ${done.sessionsEnded} session${done.sessionsEnded === 1 ? '' : 's'} ended`,
+        )
         return 0
       }
       default:

@@ -58,9 +58,11 @@ function argumentError(err: Error & { code?: string }, argv: string[]): ConfigEr
   const help = command ? `linkbox ${command} --help` : 'linkbox --help'
   const named = /'(?:-[a-z], )?(--?[a-z-]+)/i.exec(err.message)?.[1]
   const option = named?.replace(/^--/, '')
-  if (err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && named) return new ConfigError(`unknown option ${named}; ${help} lists the options`)
+  if (err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && named)
+    return new ConfigError(`unknown option ${named}; ${help} lists the options`)
   if (err.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && option) {
-    if (/does not take an argument/.test(err.message)) return new ConfigError(`--${option} takes no value; ${help} lists the options`)
+    if (/does not take an argument/.test(err.message))
+      return new ConfigError(`--${option} takes no value; ${help} lists the options`)
     const needs = Object.hasOwn(OPTION_VALUES, option) ? OPTION_VALUES[option] : undefined
     if (needs) {
       // "Ambiguous": the next word starts with a dash (another option, most likely).

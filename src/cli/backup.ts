@@ -10,11 +10,15 @@ export async function run(invocation: Invocation): Promise<number> {
   if (databaseUrl) {
     const { writePostgresBackup } = await import('../app/backup-postgres')
     const manifest = await writePostgresBackup(config, file)
-    console.log(`backup written to ${file}: linkbox.db (schema ${manifest.schema}, copied from PostgreSQL) and ${manifest.files.length - 1} files`)
+    console.log(
+      `backup written to ${file}: linkbox.db (schema ${manifest.schema}, copied from PostgreSQL) and ${manifest.files.length - 1} files`,
+    )
     return 0
   }
   const { writeBackup } = await import('../app/backup')
   const manifest = writeBackup(config, file)
-  console.log(`backup written to ${file}: linkbox.db (schema ${manifest.schema}) and ${manifest.files.length - 1} files`)
+  console.log(
+    `backup written to ${file}: linkbox.db (schema ${manifest.schema}) and ${manifest.files.length - 1} files`,
+  )
   return 0
 }

@@ -12,17 +12,25 @@ export async function run(invocation: Invocation): Promise<number> {
   if (!file || arg || !values.account) throw new ConfigError('usage: linkbox import FILE --account NAME [--format F]')
   const accountName = values.account
   const format = values.format ?? 'csv'
-  const [{ IMPORT_FORMATS, MAX_IMPORT_BYTES, importLinks }, { printable }] = await Promise.all([import('../links'), import('../accounts')])
-  if (!(IMPORT_FORMATS as readonly string[]).includes(format)) throw new ConfigError(`--format must be one of: ${IMPORT_FORMATS.join(', ')}`)
+  const [{ IMPORT_FORMATS, MAX_IMPORT_BYTES, importLinks }, { printable }] = await Promise.all([
+    import('../links'),
+    import('../accounts'),
+  ])
+  if (!(IMPORT_FORMATS as readonly string[]).includes(format))
+    throw new ConfigError(`--format must be one of: ${IMPORT_FORMATS.join(', ')}`)
   let size: number
   try {
     size = statSync(file).size
   } catch (err) {
-    console.error(`linkbox: import refused: ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`)
+    console.error(
+      `linkbox: import refused: ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    )
     return 1
   }
   if (size > MAX_IMPORT_BYTES) {
-    console.error(`linkbox: import refused: ${file} is ${size} bytes, over the limit of ${MAX_IMPORT_BYTES} (10 MiB) for "file"`)
+    console.error(
+      `linkbox: import refused: ${file} is ${size} bytes, over the limit of ${MAX_IMPORT_BYTES} (10 MiB) for "file"`,
+    )
     return 1
   }
   let text: string
@@ -39,10 +47,19 @@ export async function run(invocation: Invocation): Promise<number> {
     if (account.disabled !== null) throw new ConfigError(`the account "${accountName}" is disabled`)
     // The same checks as a link made through the API, blocklists included.
     if (config.links.blocklist_files.length) await box.abuse.reloadBlocklist()
-    const caller = { accountId: account.id, accountName, admin: account.admin === 1, scopes: new Set(SCOPES), keyId: null, via: 'dashboard' as const }
+    const caller = {
+      accountId: account.id,
+      accountName,
+      admin: account.admin === 1,
+      scopes: new Set(SCOPES),
+      keyId: null,
+      via: 'dashboard' as const,
+    }
     let result
     try {
-      result = await importLinks(box.links, caller, text, format as (typeof IMPORT_FORMATS)[number], { maxRows: config.links.import_max_rows })
+      result = await importLinks(box.links, caller, text, format as (typeof IMPORT_FORMATS)[number], {
+        maxRows: config.links.import_max_rows,
+      })
     } catch (err) {
       if (!(err instanceof AppError) || err.status >= 500) throw err
       console.error(`linkbox: import refused: ${err.message}`)
@@ -50,10 +67,10 @@ export async function run(invocation: Invocation): Promise<number> {
     }
     console.log(`created ${result.created} links for ${accountName}; skipped ${result.skipped_total}`)
     for (const s of result.skipped) console.log([s.line, printable(s.code), s.reason, printable(s.message)].join('\t'))
-    if (result.skipped_total > result.skipped.length) console.log(`… and ${result.skipped_total - result.skipped.length} more skipped`)
+    if (result.skipped_total > result.skipped.length)
+      console.log(`… and ${result.skipped_total - result.skipped.length} more skipped`)
     return 0
   } finally {
     await box.close()
   }
 }
-

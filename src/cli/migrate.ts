@@ -10,7 +10,10 @@ export async function run(invocation: Invocation): Promise<number> {
   const to = cx.values.to
   const url = to === '-' ? (await readStdin()).trim() : (to ?? cx.databaseUrl ?? '')
   if (!url) throw new ConfigError('usage: linkbox migrate --to URL (or set [database] url in the config)')
-  const [{ databaseUrlProblem }, { copyToPostgres }] = await Promise.all([import('../kernel/config'), import('../app/copy-postgres')])
+  const [{ databaseUrlProblem }, { copyToPostgres }] = await Promise.all([
+    import('../kernel/config'),
+    import('../app/copy-postgres'),
+  ])
   const problem = databaseUrlProblem(url)
   if (problem) throw new ConfigError(`--to ${problem} (the value is not shown: it may hold a password)`)
   await copyToPostgres(cx.config, url, (line) => console.log(line))

@@ -26,7 +26,10 @@ async function serve({ config, configPath, linkbox: openLinkbox }: Context) {
   // The service's lines go through the log ([log] in the config: level, format, request lines).
   log.configure(config.log)
   // Start-up safety: refuse a data_dir anyone can write to (see backup.ts), before anything is read from it.
-  const [{ Refusal }, { checkDataDirMode, holdLock }] = await Promise.all([import('../app/archive'), import('../app/lock')])
+  const [{ Refusal }, { checkDataDirMode, holdLock }] = await Promise.all([
+    import('../app/archive'),
+    import('../app/lock'),
+  ])
   const unsafe = checkDataDirMode(config.data_dir)
   if (unsafe) throw new Refusal(unsafe)
   await prepareYtdlp(config, (line) => log.warn(line))
@@ -65,7 +68,9 @@ async function serve({ config, configPath, linkbox: openLinkbox }: Context) {
       // One line for the operator: what is lost and why (a full disk, say), never a stack trace.
       // The last line before exit 1, plain like the CLI's own errors (scripts and tests match it whole).
       log.flush()
-      console.error(err instanceof ClicksNotWritten ? `linkbox: ${err.message}` : `linkbox: shutdown failed: ${storageReason(err)}`)
+      console.error(
+        err instanceof ClicksNotWritten ? `linkbox: ${err.message}` : `linkbox: shutdown failed: ${storageReason(err)}`,
+      )
       process.exit(1)
     }
   }
@@ -74,7 +79,9 @@ async function serve({ config, configPath, linkbox: openLinkbox }: Context) {
   // Announced once the handlers are in: a script that sends SIGTERM on seeing this line gets a clean stop.
   // An IPv6 address goes in brackets, so that the line carries a URL scripts can use as is.
   const host = server.hostname?.includes(':') ? `[${server.hostname}]` : server.hostname
-  log.info(`linkbox ${VERSION} listening on http://${host}:${server.port} (base_url ${config.server.base_url}, data ${config.data_dir})`)
+  log.info(
+    `linkbox ${VERSION} listening on http://${host}:${server.port} (base_url ${config.server.base_url}, data ${config.data_dir})`,
+  )
   // Blocklist files are each node's own: a reload on one node has every other node read its own files again
   // within a second (SPEC §11), so one SIGHUP is enough where the nodes' files are kept alike.
   const nodeId = crypto.randomUUID()
@@ -86,7 +93,8 @@ async function serve({ config, configPath, linkbox: openLinkbox }: Context) {
   box.changes.subscribe(
     BLOCKLIST_TOPIC,
     (nodes) => {
-      if (!closing && config.links.blocklist_files.length && nodes.some((n) => n !== nodeId)) void reloadLists('another node reloaded its blocklists')
+      if (!closing && config.links.blocklist_files.length && nodes.some((n) => n !== nodeId))
+        void reloadLists('another node reloaded its blocklists')
     },
     () => {},
   )
@@ -107,12 +115,23 @@ async function serve({ config, configPath, linkbox: openLinkbox }: Context) {
     }
     const { applied, restart } = box.reload(next)
     const what = applied.length ? `applied ${applied.join(', ')}` : 'nothing to apply'
-    log.info(`SIGHUP: config ${configPath} re-read: ${what}${restart.length ? `; changed but needs a restart: ${restart.join(', ')}` : ''}`, { applied, restart })
+    log.info(
+      `SIGHUP: config ${configPath} re-read: ${what}${restart.length ? `; changed but needs a restart: ${restart.join(', ')}` : ''}`,
+      { applied, restart },
+    )
     // A change of settings is in the audit log, by whoever can signal the service on the machine ("cli").
     if (applied.length > 0)
       box.storages.audit
-        .insertAlone(auditRow(CLI, { action: 'settings.reload', target: `config ${configPath}`, detail: `applied ${applied.join(', ')}` }, Date.now()))
-        .catch((err: unknown) => log.error(`SIGHUP: the audit row of the reload could not be written: ${storageReason(err)}`))
+        .insertAlone(
+          auditRow(
+            CLI,
+            { action: 'settings.reload', target: `config ${configPath}`, detail: `applied ${applied.join(', ')}` },
+            Date.now(),
+          ),
+        )
+        .catch((err: unknown) =>
+          log.error(`SIGHUP: the audit row of the reload could not be written: ${storageReason(err)}`),
+        )
     // The list files are read again whether or not the config changed: their owner edits the files.
     if (config.links.blocklist_files.length || applied.includes('links.blocklist_files'))
       void reloadLists('SIGHUP').then((ok) => ok && box.changes.publish(BLOCKLIST_TOPIC, [nodeId]))
@@ -132,22 +151,39 @@ async function serve({ config, configPath, linkbox: openLinkbox }: Context) {
   }
   // Reads still work on a database that cannot be written, so the service runs; but say so at once.
   const unwritable = box.db ? probeWrite(box.db) : null
-  if (unwritable) log.warn(`linkbox: warning: the database cannot be written (${unwritable}); new links fail with 503 and clicks wait in memory until it can`)
+  if (unwritable)
+    log.warn(
+      `linkbox: warning: the database cannot be written (${unwritable}); new links fail with 503 and clicks wait in memory until it can`,
+    )
 }
 
 /** One line on what the blocklists hold and catch; a file that could not be read is a warning of its own. */
 function logBlocklist(
   log: { info(line: string, fields?: Record<string, unknown>): void; warn(line: string): void },
   when: string,
-  r: { hosts: number; files: { path: string; hosts: number; error?: string; skipped: number; skippedLines: { line: number; text: string }[] }[]; ms: number; caught: number },
+  r: {
+    hosts: number
+    files: {
+      path: string
+      hosts: number
+      error?: string
+      skipped: number
+      skippedLines: { line: number; text: string }[]
+    }[]
+    ms: number
+    caught: number
+  },
 ) {
-  for (const f of r.files) if (f.error) log.warn(`${when}: blocklist ${f.path} could not be read (${f.error}); the other lists still hold`)
+  for (const f of r.files)
+    if (f.error) log.warn(`${when}: blocklist ${f.path} could not be read (${f.error}); the other lists still hold`)
   // Lines that name no host (a typo, a format not understood): counted, and the first few named (JSON-quoted).
   const skipped = r.files.reduce((n, f) => n + f.skipped, 0)
   const named = r.files.flatMap((f) => f.skippedLines.map((l) => `${f.path}:${l.line} ${JSON.stringify(l.text)}`))
   log.info(
     `${when}: blocklists: ${r.hosts} hosts from ${r.files.filter((f) => !f.error).length} of ${r.files.length} files in ${Math.round(r.ms)} ms; ${r.caught} existing links are on them and answer 451` +
-      (skipped ? `; ${skipped} line${skipped === 1 ? '' : 's'} skipped, not hosts: ${named.join(', ')}${skipped > named.length ? ', …' : ''}` : ''),
+      (skipped
+        ? `; ${skipped} line${skipped === 1 ? '' : 's'} skipped, not hosts: ${named.join(', ')}${skipped > named.length ? ', …' : ''}`
+        : ''),
     { hosts: r.hosts, caught: r.caught, skipped },
   )
 }

@@ -16,7 +16,9 @@ export async function prepareYtdlp(config: Config, warn: (line: string) => void 
   try {
     await createYtdlp({ ytdlpPath: config.media.ytdlp_path, dataDir: config.data_dir }).prepare()
   } catch (err) {
-    warn(`linkbox: warning: the bundled yt-dlp could not be put into ${join(config.data_dir, 'bin')}: ${(err as Error).message}`)
+    warn(
+      `linkbox: warning: the bundled yt-dlp could not be put into ${join(config.data_dir, 'bin')}: ${(err as Error).message}`,
+    )
   }
 }
 
@@ -37,6 +39,8 @@ export async function run(invocation: Invocation): Promise<number> {
   // Say what the service will actually run: a newer bundled one, or media.ytdlp_path, still wins.
   const used = await createYtdlp({ ytdlpPath: config.media.ytdlp_path, dataDir: config.data_dir }).current()
   if (used && used.source !== 'updated')
-    console.log(`note: the service uses the ${used.source} one instead (${used.path}, ${used.version ?? 'version unknown'})`)
+    console.log(
+      `note: the service uses the ${used.source} one instead (${used.path}, ${used.version ?? 'version unknown'})`,
+    )
   return 0
 }

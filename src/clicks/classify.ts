@@ -31,7 +31,8 @@ export const MAX_NAMES = 50
  */
 const EXTRA_BOTS = /discourse forum onebox|\bms-office\b|microsoft office (?:existence|protocol) discovery/i
 
-const DESKTOP_OS = /^(windows|mac os|macos|linux|ubuntu|debian|fedora|chromium os|chrome os|freebsd|openbsd|netbsd|solaris|mint|arch|gentoo|suse|red hat|centos|manjaro)/i
+const DESKTOP_OS =
+  /^(windows|mac os|macos|linux|ubuntu|debian|fedora|chromium os|chrome os|freebsd|openbsd|netbsd|solaris|mint|arch|gentoo|suse|red hat|centos|manjaro)/i
 
 export function classifyUserAgent(ua: string): Classified {
   if (!ua) return { bot: false, device: 'other', browser: 'Unknown', os: 'Unknown' }
@@ -40,7 +41,8 @@ export function classifyUserAgent(ua: string): Classified {
   let device: Classified['device']
   if (r.device.type === 'mobile') device = 'mobile'
   else if (r.device.type === 'tablet') device = 'tablet'
-  else if (r.device.type) device = 'other' // smarttv, console, wearable, embedded, xr
+  else if (r.device.type)
+    device = 'other' // smarttv, console, wearable, embedded, xr
   else if (r.os.name && DESKTOP_OS.test(r.os.name)) device = 'desktop'
   else device = 'other'
   return { bot, device, browser: r.browser.name || 'Other', os: r.os.name || 'Other' }

@@ -61,7 +61,8 @@ export function foldEvents(events: ClickEvent[]): ClickEvent[] {
   const out: ClickEvent[] = []
   for (const [accountId, { at, items }] of byAccount) {
     const all = [...items.values()]
-    for (let i = 0; i < all.length; i += CLICK_ITEMS_PER_EVENT) out.push({ accountId, at, clicks: all.slice(i, i + CLICK_ITEMS_PER_EVENT) })
+    for (let i = 0; i < all.length; i += CLICK_ITEMS_PER_EVENT)
+      out.push({ accountId, at, clicks: all.slice(i, i + CLICK_ITEMS_PER_EVENT) })
   }
   return out
 }

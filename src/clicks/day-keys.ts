@@ -22,7 +22,12 @@ export interface DayKey {
 
 const derive = (day: number, key: Uint8Array): DayKey => {
   const sub = (what: string) => createHmac('sha256', key).update(what).digest()
-  return { day, split: new Uint8Array(sub('split')), visitors: sub('visitors').subarray(0, 16), counts: sub('daily counts') }
+  return {
+    day,
+    split: new Uint8Array(sub('split')),
+    visitors: sub('visitors').subarray(0, 16),
+    counts: sub('daily counts'),
+  }
 }
 
 export function createDayKeys(deps: { rows: DayKeyRows; clock?: () => number; log?: (line: string) => void }) {
@@ -46,7 +51,10 @@ export function createDayKeys(deps: { rows: DayKeyRows; clock?: () => number; lo
 
   function failed(err: unknown) {
     retryAt = clock() + RETRY_MS
-    if (!failing) deps.log?.(`the day key could not be read (visitors are hashed with this node's own key meanwhile): ${err instanceof Error ? err.message : String(err)}`)
+    if (!failing)
+      deps.log?.(
+        `the day key could not be read (visitors are hashed with this node's own key meanwhile): ${err instanceof Error ? err.message : String(err)}`,
+      )
     failing = true
   }
 

@@ -35,18 +35,40 @@ export function createClicksFeature(shared: Shared, deps: ClicksDeps, opts: Clic
     ...(deps.spawnWriter ? { spawnWriter: deps.spawnWriter } : {}),
     ...opts,
     visitors: { dayKey: (day) => dayKeys.current(day)?.visitors ?? null, ...opts.visitors },
-    webhooks: { wanted: (accountId) => outbox.wanted('link.clicked', accountId), written: () => outbox.wake(), now: clock },
+    webhooks: {
+      wanted: (accountId) => outbox.wanted('link.clicked', accountId),
+      written: () => outbox.wake(),
+      now: clock,
+    },
   })
   const feature: Feature = {
     metrics(m) {
-      m.sampled('linkbox_clicks_written_total', 'Clicks (human and bot) written to the database since start.', () => recorder.flushed, 'counter')
+      m.sampled(
+        'linkbox_clicks_written_total',
+        'Clicks (human and bot) written to the database since start.',
+        () => recorder.flushed,
+        'counter',
+      )
       m.sampled('linkbox_click_buffer', 'Clicks waiting in memory for the next write.', () => recorder.pending)
-      m.sampled('linkbox_clicks_dropped_total', 'Clicks dropped because writes kept failing and the buffer was full.', () => recorder.dropped, 'counter')
-      m.sampled('linkbox_visitor_link_days', "Link-days whose distinct visitors are tracked in memory (today's).", () => recorder.visitors.tracked)
-      m.sampled('linkbox_visitor_memory_bytes', 'Memory the distinct-visitor trackers take, as their bound counts it.', () => recorder.visitors.bytes)
+      m.sampled(
+        'linkbox_clicks_dropped_total',
+        'Clicks dropped because writes kept failing and the buffer was full.',
+        () => recorder.dropped,
+        'counter',
+      )
+      m.sampled(
+        'linkbox_visitor_link_days',
+        "Link-days whose distinct visitors are tracked in memory (today's).",
+        () => recorder.visitors.tracked,
+      )
+      m.sampled(
+        'linkbox_visitor_memory_bytes',
+        'Memory the distinct-visitor trackers take, as their bound counts it.',
+        () => recorder.visitors.bytes,
+      )
       m.sampled(
         'linkbox_visitor_link_days_dropped_total',
-        "Link-days whose visitor tracker was dropped to stay within the memory bound (their later visitors that day are counted again).",
+        'Link-days whose visitor tracker was dropped to stay within the memory bound (their later visitors that day are counted again).',
         () => recorder.visitors.dropped,
         'counter',
       )

@@ -10,7 +10,14 @@ export const bump = (m: Map<string, number>, name: string, n = 1) => m.set(name,
 type Names = Map<string, number>
 export type DimNames = Record<Dimension, Names>
 
-export const emptyDims = (): DimNames => ({ source: new Map(), device: new Map(), browser: new Map(), os: new Map(), country: new Map(), destination: new Map() })
+export const emptyDims = (): DimNames => ({
+  source: new Map(),
+  device: new Map(),
+  browser: new Map(),
+  os: new Map(),
+  country: new Map(),
+  destination: new Map(),
+})
 
 /** The `dims` column as Maps. Names are attacker-chosen text (a referrer host may be "__proto__"): they
  *  only ever live in Maps, and JSON.parse / Object.fromEntries define plain own properties. */

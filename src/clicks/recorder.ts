@@ -7,7 +7,19 @@ import { clicksIn, DAY_MS, decodeBatch } from './batch'
 import { clickEvents, foldEvents, type ClickWebhooks } from './click-events'
 import { createClassifier, createSourceCache } from './classify'
 import { PartialWrite, type SqliteClickEvents } from './storage/contract'
-import { absorb, countCountry, countDestination, countProfile, emptyTally, encode, entryOf, joinNames, keyOf, takeLink, type Tally } from './tally'
+import {
+  absorb,
+  countCountry,
+  countDestination,
+  countProfile,
+  emptyTally,
+  encode,
+  entryOf,
+  joinNames,
+  keyOf,
+  takeLink,
+  type Tally,
+} from './tally'
 import { createVisitorCounter, type VisitorCounterOptions } from './visitors'
 import { mainThreadWriter, workerWriter, type BatchWriter } from './writer'
 
@@ -69,7 +81,6 @@ export interface ClickRecorderOptions {
   sharedVisitors?: { take(linkId: number, day: number, hash: number): boolean }
 }
 
-
 /** `db`: the SQLite database the clicks are written to; null when `opts.writer` writes them elsewhere. */
 export function createClickRecorder(db: Db | null, opts: ClickRecorderOptions = {}) {
   // Link-days, not clicks: a batch over many links is written early (its transaction stays short), while
@@ -83,7 +94,12 @@ export function createClickRecorder(db: Db | null, opts: ClickRecorderOptions = 
   const log = opts.log ?? ((line: string) => rootLog.error(line))
   const hooks = opts.webhooks ?? null
   // A database without a file (":memory:") has no second connection to give a thread.
-  const onWorker = db !== null && opts.spawnWriter !== undefined && (opts.writeOn ?? 'worker') === 'worker' && db.filename !== '' && db.filename !== ':memory:'
+  const onWorker =
+    db !== null &&
+    opts.spawnWriter !== undefined &&
+    (opts.writeOn ?? 'worker') === 'worker' &&
+    db.filename !== '' &&
+    db.filename !== ':memory:'
   let writer: BatchWriter | null = opts.writer ?? null
   if (!writer && !db) throw new Error('clicks: a recorder needs a database or a writer')
   const writerOf = () =>
@@ -144,7 +160,9 @@ export function createClickRecorder(db: Db | null, opts: ClickRecorderOptions = 
       const outcome = await writerOf().write(batch)
       if (outcome === 'uncertain') {
         droppedTotal += clicks
-        log(`${clicks} clicks may or may not have been written when the writer thread stopped; they are not written again (counted as dropped)`)
+        log(
+          `${clicks} clicks may or may not have been written when the writer thread stopped; they are not written again (counted as dropped)`,
+        )
         return 0
       }
       flushedTotal += clicks
@@ -187,7 +205,9 @@ export function createClickRecorder(db: Db | null, opts: ClickRecorderOptions = 
       if (failure !== null) {
         const dropped = droppedTotal - droppedAtFailure
         failure = null
-        log(`click writes work again; ${written} clicks written${dropped ? `, ${dropped} dropped while failing (buffer full)` : ''}`)
+        log(
+          `click writes work again; ${written} clicks written${dropped ? `, ${dropped} dropped while failing (buffer full)` : ''}`,
+        )
       }
     } catch (err) {
       failedFlushes++
@@ -195,7 +215,9 @@ export function createClickRecorder(db: Db | null, opts: ClickRecorderOptions = 
       if (failure === null) {
         retryDelay = retryMs
         droppedAtFailure = droppedTotal
-        log(`click writes failing: ${reason}; ${tally.clicks} clicks kept in memory (retrying from ${retryMs} ms up to every ${maxRetryMs} ms)`)
+        log(
+          `click writes failing: ${reason}; ${tally.clicks} clicks kept in memory (retrying from ${retryMs} ms up to every ${maxRetryMs} ms)`,
+        )
       } else retryDelay = Math.min(retryDelay * 2, maxRetryMs)
       failure = reason
       retryAt = Date.now() + retryDelay
@@ -208,7 +230,16 @@ export function createClickRecorder(db: Db | null, opts: ClickRecorderOptions = 
      * (made a country and a visitor at once; held only in those two bounded caches, never written);
      * `destination` the URL a rule or split chose ('' for a link without them).
      */
-    record(linkId: number, at: number, ua: string, referer: string, account = -1, code = '', address = '', destination = '') {
+    record(
+      linkId: number,
+      at: number,
+      ua: string,
+      referer: string,
+      account = -1,
+      code = '',
+      address = '',
+      destination = '',
+    ) {
       if (ua.length > USER_AGENT_CHARS) ua = ua.slice(0, USER_AGENT_CHARS)
       const who = classify(ua, at)
       const day = Math.floor(at / DAY_MS)
@@ -223,7 +254,8 @@ export function createClickRecorder(db: Db | null, opts: ClickRecorderOptions = 
         from = source(referer.length > 2048 ? referer.slice(0, 2048) : referer)
         byFrom = tally.profileIds.get(who)
         profile = byFrom?.get(from) ?? -1
-        if (profile < 0 && tally.joined.size > 0) profile = tally.joined.get(joinNames([from, who.device, who.browser, who.os])) ?? -1
+        if (profile < 0 && tally.joined.size > 0)
+          profile = tally.joined.get(joinNames([from, who.device, who.browser, who.os])) ?? -1
         if (profile < 0) needed += 2
         else if (!e || e.n === 0 || (e.profile !== profile && !e.more?.has(profile))) needed++
       }
@@ -248,7 +280,11 @@ export function createClickRecorder(db: Db | null, opts: ClickRecorderOptions = 
         if (geo) tally.counters += countCountry(e, (address && geo.country(address)) || UNKNOWN_COUNTRY, 1)
         const fresh = visitors.add(keyOf(linkId, day), day, address, ua)
         // Several nodes: a visitor new to this node may be known to another; the shared set decides (shared-visitors.ts).
-        if (fresh > 0 && !(sharedVisitors && visitors.lastNew >= 0 && sharedVisitors.take(linkId, day, visitors.lastNew))) e.visitors += fresh
+        if (
+          fresh > 0 &&
+          !(sharedVisitors && visitors.lastNew >= 0 && sharedVisitors.take(linkId, day, visitors.lastNew))
+        )
+          e.visitors += fresh
         if (destination) tally.counters += countDestination(e, destination, 1)
       }
       if (tally.entries.size >= maxBatch) flushEarlyIfFull()

@@ -4,7 +4,13 @@ import type { Logger } from '../kernel/log'
 import { DAY_MS } from './day-keys'
 import type { SharedVisitorRows } from './storage/contract'
 
-export function createSharedVisitors(deps: { rows: SharedVisitorRows; clock: () => number; log: Logger; max?: number; everyMs?: number }) {
+export function createSharedVisitors(deps: {
+  rows: SharedVisitorRows
+  clock: () => number
+  log: Logger
+  max?: number
+  everyMs?: number
+}) {
   const max = (deps.max ?? 100_000) * 3
   let pending: number[] = []
   let timer: ReturnType<typeof setInterval> | null = null
@@ -22,7 +28,10 @@ export function createSharedVisitors(deps: { rows: SharedVisitorRows; clock: () 
     } catch (err) {
       // Kept for the next attempt, within the bound (what does not fit is lost: an under-count of visitors only).
       pending = batch.concat(pending).slice(0, max)
-      if (!failing) deps.log.warn('shared visitor counts could not be written; retrying', { error: err instanceof Error ? err.message : String(err) })
+      if (!failing)
+        deps.log.warn('shared visitor counts could not be written; retrying', {
+          error: err instanceof Error ? err.message : String(err),
+        })
       failing = true
     }
   }

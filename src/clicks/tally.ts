@@ -50,7 +50,16 @@ export interface Tally {
   /** link.clicked events of failed writes, to go with the next batch. */
   events: ClickEvent[]
 }
-export const emptyTally = (): Tally => ({ entries: new Map(), links: new Map(), profiles: [], profileIds: new Map(), joined: new Map(), clicks: 0, counters: 0, events: [] })
+export const emptyTally = (): Tally => ({
+  entries: new Map(),
+  links: new Map(),
+  profiles: [],
+  profileIds: new Map(),
+  joined: new Map(),
+  clicks: 0,
+  counters: 0,
+  events: [],
+})
 export const joinNames = (names: string[]) => names.join('\u0000')
 // Day numbers fit in 17 bits until the year 2328; ids up to 2^36 keep the key an exact integer.
 const DAY_BITS = 131_072
@@ -59,8 +68,7 @@ export const keyOf = (linkId: number, day: number) => linkId * DAY_BITS + (day %
 /** The tally as the writer takes it (batch.ts EncodedBatch). */
 export function encode(t: Tally): EncodedBatch {
   let length = 0
-  for (const e of t.entries.values())
-    length += 7 + (e.n > 0 ? 2 : 0) + 2 * (e.more?.size ?? 0) + 3 * extraCount(e)
+  for (const e of t.entries.values()) length += 7 + (e.n > 0 ? 2 : 0) + 2 * (e.more?.size ?? 0) + 3 * extraCount(e)
   const rows = new Float64Array(length)
   const names: string[] = []
   const nameIds = new Map<string, number>()
@@ -127,7 +135,13 @@ export function countDestination(e: Entry, url: string, n: number): number {
 }
 
 /** One more link-day of `t`, or the one it has. */
-export function entryOf(t: Tally, linkId: number, day: number, account: number, code: string): { entry: Entry; created: boolean } {
+export function entryOf(
+  t: Tally,
+  linkId: number,
+  day: number,
+  account: number,
+  code: string,
+): { entry: Entry; created: boolean } {
   const key = keyOf(linkId, day)
   const held = t.entries.get(key)
   if (held) return { entry: held, created: false }

@@ -21,7 +21,10 @@ export interface WriterFailure {
   /** The batch's link.clicked events, not written either (they go with the last part). */
   events?: ClickEvent[]
 }
-export type WriterReply = { type: 'written'; id: number } | { type: 'failed'; id: number; error: WriterFailure } | { type: 'closed' }
+export type WriterReply =
+  | { type: 'written'; id: number }
+  | { type: 'failed'; id: number; error: WriterFailure }
+  | { type: 'closed' }
 
 /** Serves the thread's requests; called once by the worker entry. */
 export function serveClickWrites(eventRows: SqliteClickEvents) {

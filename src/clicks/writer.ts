@@ -67,7 +67,13 @@ export function workerWriter(db: Db, opts: WorkerWriterOptions): BatchWriter {
   let dead = false
   let closed = false
   let lastId = 0
-  let held: { id: number; batch: EncodedBatch; version: number; resolve: (o: WriteOutcome) => void; reject: (e: Error) => void } | null = null
+  let held: {
+    id: number
+    batch: EncodedBatch
+    version: number
+    resolve: (o: WriteOutcome) => void
+    reject: (e: Error) => void
+  } | null = null
   let closedReply: (() => void) | null = null
 
   // The main connection never checkpoints: a commit there (a new link) would otherwise copy up to a

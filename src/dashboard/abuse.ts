@@ -17,7 +17,13 @@ const ACTIONS: [string, string][] = [
   ['host_banned', "Ban the destination's host"],
   ['account_disabled', "Disable the owner's account"],
 ]
-const REASON_WORDS: Record<string, string> = { phishing: 'Phishing', malware: 'Malware', spam: 'Spam', illegal: 'Illegal content', other: 'Something else' }
+const REASON_WORDS: Record<string, string> = {
+  phishing: 'Phishing',
+  malware: 'Malware',
+  spam: 'Spam',
+  illegal: 'Illegal content',
+  other: 'Something else',
+}
 
 function hostOf(url: string | null): string | null {
   if (!url) return null
@@ -34,7 +40,9 @@ export function createAbuseSection(deps: DashboardDeps) {
 
   function reportRow(s: Session, r: OpenReport): string {
     const gone = r.long_url === null
-    const link = gone ? `<s>${e(r.code)}</s> <span class="muted">(deleted)</span>` : `<a href="/${encodeURIComponent(r.code)}+">${e(r.code)}</a>`
+    const link = gone
+      ? `<s>${e(r.code)}</s> <span class="muted">(deleted)</span>`
+      : `<a href="/${encodeURIComponent(r.code)}+">${e(r.code)}</a>`
     const state = r.link_disabled !== null ? ' <span class="badge warn">disabled</span>' : ''
     const options = ACTIONS.map(([v, label]) => `<option value="${v}">${e(label)}</option>`).join('')
     return `<tr>
@@ -59,11 +67,13 @@ export function createAbuseSection(deps: DashboardDeps) {
     const csrf = `<input type="hidden" name="_csrf" value="${e(s.csrf)}">`
     const reportsCard = `<section class="card" aria-labelledby="reports-h">
 <h2 id="reports-h">Open reports <span class="count">${reports.length}</span></h2>
-${reports.length === 0
-  ? '<p class="empty">No open reports. Visitors report a link from its preview, password or statistics page.</p>'
-  : `<div class="table-wrap"><table class="reports"><caption class="visually-hidden">Open reports, newest first</caption>
+${
+  reports.length === 0
+    ? '<p class="empty">No open reports. Visitors report a link from its preview, password or statistics page.</p>'
+    : `<div class="table-wrap"><table class="reports"><caption class="visually-hidden">Open reports, newest first</caption>
 <thead><tr><th scope="col">Reported</th><th scope="col">Link</th><th scope="col">Destination</th><th scope="col">Owner</th><th scope="col">Clicks</th><th scope="col">Report</th><th scope="col">Action</th></tr></thead>
-<tbody>${reports.map((r) => reportRow(s, r)).join('')}</tbody></table></div>`}
+<tbody>${reports.map((r) => reportRow(s, r)).join('')}</tbody></table></div>`
+}
 </section>`
     const bansCard = `<section class="card" aria-labelledby="bans-h">
 <h2 id="bans-h">Banned hosts <span class="count">${bans.length}</span></h2>
@@ -74,10 +84,18 @@ ${csrf}
 <div class="field"><label for="ban-reason">Reason <span class="optional">(optional, shown to visitors)</span></label><input id="ban-reason" name="reason" maxlength="300" autocomplete="off"></div>
 <p class="actions"><button type="submit">Ban the host</button></p>
 </form>
-${bans.length === 0 ? '<p class="empty">No host is banned.</p>' : `<ul class="bans">${bans
-  .map((b) => `<li><code>${e(b.host)}</code>${b.reason ? ` — ${e(b.reason)}` : ''} <span class="muted">since ${e(when(b.created))}</span>
-<form method="post" action="${REPORTS}/bans/remove" class="inline-form">${csrf}<input type="hidden" name="host" value="${e(b.host)}"><button type="submit" class="secondary">Lift the ban on ${e(b.host)}</button></form></li>`)
-  .join('')}</ul>`}
+${
+  bans.length === 0
+    ? '<p class="empty">No host is banned.</p>'
+    : `<ul class="bans">${bans
+        .map(
+          (
+            b,
+          ) => `<li><code>${e(b.host)}</code>${b.reason ? ` — ${e(b.reason)}` : ''} <span class="muted">since ${e(when(b.created))}</span>
+<form method="post" action="${REPORTS}/bans/remove" class="inline-form">${csrf}<input type="hidden" name="host" value="${e(b.host)}"><button type="submit" class="secondary">Lift the ban on ${e(b.host)}</button></form></li>`,
+        )
+        .join('')}</ul>`
+}
 </section>`
     const linkCard = `<section class="card" aria-labelledby="link-h">
 <h2 id="link-h">Disable or enable a link</h2>
@@ -90,9 +108,11 @@ ${csrf}
 </section>`
     const lists = `<section class="card" aria-labelledby="lists-h">
 <h2 id="lists-h">Blocklists</h2>
-${list.files.length === 0
-  ? '<p class="empty">No blocklist files (<code>links.blocklist_files</code>).</p>'
-  : `<ul>${list.files.map((f) => `<li><code>${e(f.path)}</code>: ${f.error ? `<strong>not readable (${e(f.error)})</strong>` : `${f.hosts} hosts${f.skipped ? `, ${f.skipped} line${f.skipped === 1 ? '' : 's'} skipped (not hosts: see the log)` : ''}`}</li>`).join('')}</ul><p class="muted">${list.set.size} distinct hosts, loaded ${e(when(list.loadedAt))}; read again on SIGHUP.</p>`}
+${
+  list.files.length === 0
+    ? '<p class="empty">No blocklist files (<code>links.blocklist_files</code>).</p>'
+    : `<ul>${list.files.map((f) => `<li><code>${e(f.path)}</code>: ${f.error ? `<strong>not readable (${e(f.error)})</strong>` : `${f.hosts} hosts${f.skipped ? `, ${f.skipped} line${f.skipped === 1 ? '' : 's'} skipped (not hosts: see the log)` : ''}`}</li>`).join('')}</ul><p class="muted">${list.set.size} distinct hosts, loaded ${e(when(list.loadedAt))}; read again on SIGHUP.</p>`
+}
 </section>`
     const content = `<h1>Admin</h1>\n${tabs('reports')}\n${reportsCard}\n${bansCard}\n${linkCard}\n${lists}`
     return shell.render(request, s, { section: 'admin', title: 'Admin · Reports and bans', content })
@@ -111,8 +131,15 @@ ${list.files.length === 0
       if (s instanceof Response) return s
       const f = await shell.form(request, s)
       try {
-        const { host, added } = await abuse.banHost(f.get('host') ?? '', f.get('reason') ?? '', s.accountId, by(request, s))
-        return back(added ? `${host} is banned: its links answer 451, and new ones are refused.` : `${host} was banned already.`)
+        const { host, added } = await abuse.banHost(
+          f.get('host') ?? '',
+          f.get('reason') ?? '',
+          s.accountId,
+          by(request, s),
+        )
+        return back(
+          added ? `${host} is banned: its links answer 451, and new ones are refused.` : `${host} was banned already.`,
+        )
       } catch (err) {
         if (err instanceof AppError && err.status < 500) return back(err.message, 'error')
         throw err
@@ -122,7 +149,9 @@ ${list.files.length === 0
       const s = await shell.requireAdmin(request, REPORTS)
       if (s instanceof Response) return s
       const host = (await shell.form(request, s)).get('host') ?? ''
-      return (await abuse.unbanHost(host, by(request, s))) ? back(`The ban on ${host} is lifted: its links work again.`) : back(`${host} was not banned.`, 'error')
+      return (await abuse.unbanHost(host, by(request, s)))
+        ? back(`The ban on ${host} is lifted: its links work again.`)
+        : back(`${host} was not banned.`, 'error')
     })
     .post(`${REPORTS}/link`, async ({ request }) => {
       const s = await shell.requireAdmin(request, REPORTS)
@@ -131,8 +160,12 @@ ${list.files.length === 0
       const code = (f.get('code') ?? '').trim()
       const disable = f.get('do') !== 'enable'
       try {
-        await abuse.setLinkDisabled(code, disable ? f.get('reason') ?? '' : null, by(request, s))
-        return back(disable ? `${code} is disabled: visitors get a page saying so; its clicks stay.` : `${code} is enabled again.`)
+        await abuse.setLinkDisabled(code, disable ? (f.get('reason') ?? '') : null, by(request, s))
+        return back(
+          disable
+            ? `${code} is disabled: visitors get a page saying so; its clicks stay.`
+            : `${code} is enabled again.`,
+        )
       } catch (err) {
         if (err instanceof AppError && err.status < 500) return back(err.message, 'error')
         throw err
@@ -148,11 +181,13 @@ ${list.files.length === 0
       const action = f.get('action') ?? ''
       const why = `Reported as ${REASON_WORDS[report.reason]?.toLowerCase() ?? report.reason} and checked by the administrator.`
       const who = by(request, s)
-      if (action === 'account_disabled' && report.owner === s.accountName) return back('You cannot disable your own account here.', 'error')
+      if (action === 'account_disabled' && report.owner === s.accountName)
+        return back('You cannot disable your own account here.', 'error')
       let done: string
       try {
         // The change and the report's closing, with their audit rows, in one transaction: both or neither.
-        const close = (what: Parameters<typeof abuse.closeReport>[4]) => abuse.closeReport(id, action as 'dismissed', s.accountId, who, what)
+        const close = (what: Parameters<typeof abuse.closeReport>[4]) =>
+          abuse.closeReport(id, action as 'dismissed', s.accountId, who, what)
         if (action === 'link_disabled' && report.long_url !== null) {
           await close({ disableLink: { code: report.code, reason: why } })
           done = `${report.code} is disabled.`
@@ -167,7 +202,12 @@ ${list.files.length === 0
         } else if (action === 'dismissed') {
           await close({})
           done = 'Dismissed.'
-        } else throw new AppError(400, 'invalid_parameter', 'That action does not fit this report (its link or owner is gone): choose another.')
+        } else
+          throw new AppError(
+            400,
+            'invalid_parameter',
+            'That action does not fit this report (its link or owner is gone): choose another.',
+          )
       } catch (err) {
         if (err instanceof AppError && err.status < 500) return back(err.message, 'error')
         throw err

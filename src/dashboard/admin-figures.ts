@@ -103,7 +103,8 @@ export interface Bars {
   head: string
   bars: Bar[]
 }
-export const barBlock = (b: Bars) => `<div class="metric-bars-live" data-bars="${escapeHtml(b.key)}">${barTable(b.caption, b.bars, b.head)}</div>`
+export const barBlock = (b: Bars) =>
+  `<div class="metric-bars-live" data-bars="${escapeHtml(b.key)}">${barTable(b.caption, b.bars, b.head)}</div>`
 
 // The metrics, read from a snapshot
 
@@ -141,12 +142,42 @@ export const VISIT_LABELS: Record<string, string> = {
   stats_limited: 'Statistics limited',
   unavailable: 'Stopped: disabled, banned or listed (451)',
 }
-export const VISIT_TONES: Record<string, Bar['tone']> = { unavailable: 'warn', password_wrong: 'warn', password_limited: 'warn', password_busy: 'danger', not_found: 'warn', expired: 'warn', stats_limited: 'warn' }
-export const MEDIA_TONES: Record<string, Bar['tone']> = { unsupported: 'warn', private: 'warn', invalid: 'warn', upstream: 'danger', timeout: 'danger', busy: 'danger' }
-export const DELIVERY_LABELS: Record<string, string> = { ok: 'Delivered', failed: 'Failed for good', retry: 'Failed, retry planned', gone: 'Gone (410): endpoint disabled', private: 'Refused: private address' }
-export const DELIVERY_TONES: Record<string, Bar['tone']> = { failed: 'danger', retry: 'warn', gone: 'warn', private: 'warn' }
+export const VISIT_TONES: Record<string, Bar['tone']> = {
+  unavailable: 'warn',
+  password_wrong: 'warn',
+  password_limited: 'warn',
+  password_busy: 'danger',
+  not_found: 'warn',
+  expired: 'warn',
+  stats_limited: 'warn',
+}
+export const MEDIA_TONES: Record<string, Bar['tone']> = {
+  unsupported: 'warn',
+  private: 'warn',
+  invalid: 'warn',
+  upstream: 'danger',
+  timeout: 'danger',
+  busy: 'danger',
+}
+export const DELIVERY_LABELS: Record<string, string> = {
+  ok: 'Delivered',
+  failed: 'Failed for good',
+  retry: 'Failed, retry planned',
+  gone: 'Gone (410): endpoint disabled',
+  private: 'Refused: private address',
+}
+export const DELIVERY_TONES: Record<string, Bar['tone']> = {
+  failed: 'danger',
+  retry: 'warn',
+  gone: 'warn',
+  private: 'warn',
+}
 
-export function barsOf(m: Map<string, number>, labels: Record<string, string> = {}, tones: Record<string, Bar['tone']> = {}): Bar[] {
+export function barsOf(
+  m: Map<string, number>,
+  labels: Record<string, string> = {},
+  tones: Record<string, Bar['tone']> = {},
+): Bar[] {
   return [...m]
     .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
     .map(([k, value]) => ({ label: labels[k] ?? k, value, tone: tones[k] }))

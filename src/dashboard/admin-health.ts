@@ -48,7 +48,11 @@ export function createHealthSection(deps: DashboardDeps) {
     const classes = m.by('linkbox_api_requests_total', 'status', (v) => (/^[1-5]\d\d$/.test(v) ? `${v[0]}xx` : 'other'))
     const apiBars: Bar[] = ['2xx', '3xx', '4xx', '5xx', 'other']
       .filter((c) => classes.has(c) || c === '2xx' || c === '4xx' || c === '5xx')
-      .map((c) => ({ label: c, value: classes.get(c) ?? 0, tone: c === '5xx' ? 'danger' : c === '4xx' ? 'warn' : undefined }))
+      .map((c) => ({
+        label: c,
+        value: classes.get(c) ?? 0,
+        tone: c === '5xx' ? 'danger' : c === '4xx' ? 'warn' : undefined,
+      }))
     const apiTotal = [...classes.values()].reduce((a, b) => a + b, 0)
     const oldest = n('linkbox_webhook_oldest_pending_seconds') ?? 0
     const cards = {
@@ -56,41 +60,110 @@ export function createHealthSection(deps: DashboardDeps) {
         { key: 'version', label: 'Version', value: VERSION },
         { key: 'uptime', label: 'Uptime', value: uptime === null ? '—' : duration(uptime) },
         { key: 'memory', label: 'Memory', value: rss === null ? '—' : bytes(rss), note: 'resident' },
-        { key: 'database', label: 'Database', value: dbBytes === null ? '—' : bytes(dbBytes), note: 'file and write-ahead log' },
+        {
+          key: 'database',
+          label: 'Database',
+          value: dbBytes === null ? '—' : bytes(dbBytes),
+          note: 'file and write-ahead log',
+        },
       ],
       links: [
-        { key: 'links', label: 'Links', value: num('linkbox_links'), note: `${num('linkbox_links_created_total')} created ${since}` },
+        {
+          key: 'links',
+          label: 'Links',
+          value: num('linkbox_links'),
+          note: `${num('linkbox_links_created_total')} created ${since}`,
+        },
         { key: 'clicks', label: 'Clicks written', value: num('linkbox_clicks_written_total'), note: since },
-        { key: 'click-buffer', label: 'Click buffer', value: num('linkbox_click_buffer'), note: 'waiting for the next write', tone: buffer > 1000 ? 'warn' : undefined },
-        { key: 'clicks-dropped', label: 'Dropped clicks', value: num('linkbox_clicks_dropped_total'), note: dropped > 0 ? 'writes kept failing' : 'none lost', tone: dropped > 0 ? 'danger' : undefined },
+        {
+          key: 'click-buffer',
+          label: 'Click buffer',
+          value: num('linkbox_click_buffer'),
+          note: 'waiting for the next write',
+          tone: buffer > 1000 ? 'warn' : undefined,
+        },
+        {
+          key: 'clicks-dropped',
+          label: 'Dropped clicks',
+          value: num('linkbox_clicks_dropped_total'),
+          note: dropped > 0 ? 'writes kept failing' : 'none lost',
+          tone: dropped > 0 ? 'danger' : undefined,
+        },
         { key: 'qr-waiting', label: 'QR waiting', value: num('linkbox_qr_waiting'), note: 'renderings queued' },
       ],
       api: [
         { key: 'api-answers', label: 'Answers', value: count(apiTotal), note: since },
-        { key: 'api-5xx', label: 'Server errors', value: count(classes.get('5xx') ?? 0), note: '5xx answers', tone: (classes.get('5xx') ?? 0) > 0 ? 'danger' : undefined },
+        {
+          key: 'api-5xx',
+          label: 'Server errors',
+          value: count(classes.get('5xx') ?? 0),
+          note: '5xx answers',
+          tone: (classes.get('5xx') ?? 0) > 0 ? 'danger' : undefined,
+        },
       ],
       mail: [
         { key: 'mailboxes', label: 'Mailboxes', value: num('linkbox_mailboxes') },
-        { key: 'messages', label: 'Messages', value: num('linkbox_mail_messages'), note: `${num('linkbox_mail_received_total')} received ${since}` },
-        { key: 'mail-bytes', label: 'Stored', value: n('linkbox_mail_bytes') === null ? '—' : bytes(n('linkbox_mail_bytes')!), note: 'as received' },
+        {
+          key: 'messages',
+          label: 'Messages',
+          value: num('linkbox_mail_messages'),
+          note: `${num('linkbox_mail_received_total')} received ${since}`,
+        },
+        {
+          key: 'mail-bytes',
+          label: 'Stored',
+          value: n('linkbox_mail_bytes') === null ? '—' : bytes(n('linkbox_mail_bytes')!),
+          note: 'as received',
+        },
         { key: 'smtp', label: 'SMTP connections', value: num('linkbox_smtp_connections'), note: 'open now' },
-        { key: 'mail-waiting', label: 'Waiting requests', value: num('linkbox_mail_waiting'), note: 'messages.json held open' },
+        {
+          key: 'mail-waiting',
+          label: 'Waiting requests',
+          value: num('linkbox_mail_waiting'),
+          note: 'messages.json held open',
+        },
       ],
       media: [
         { key: 'media-queue', label: 'Queue', value: num('linkbox_media_queue'), note: 'yt-dlp runs waiting' },
         { key: 'media-running', label: 'Running', value: num('linkbox_media_running'), note: 'yt-dlp runs' },
-        { key: 'media-served', label: 'Served', value: n('linkbox_media_bytes_served_total') === null ? '—' : bytes(n('linkbox_media_bytes_served_total')!), note: since },
+        {
+          key: 'media-served',
+          label: 'Served',
+          value: n('linkbox_media_bytes_served_total') === null ? '—' : bytes(n('linkbox_media_bytes_served_total')!),
+          note: since,
+        },
       ],
       hooks: [
         { key: 'outbox', label: 'Outbox', value: num('linkbox_webhook_outbox'), note: 'deliveries to send or retry' },
-        { key: 'oldest-pending', label: 'Oldest pending', value: oldest > 0 ? duration(oldest) : 'none', note: 'age of the oldest event waiting', tone: oldest > 3600 ? 'warn' : undefined },
+        {
+          key: 'oldest-pending',
+          label: 'Oldest pending',
+          value: oldest > 0 ? duration(oldest) : 'none',
+          note: 'age of the oldest event waiting',
+          tone: oldest > 3600 ? 'warn' : undefined,
+        },
       ],
     } satisfies Record<string, Stat[]>
     const bars = {
-      visits: { key: 'visits', caption: `Visits by outcome, ${since}`, head: 'Outcome', bars: barsOf(m.by('linkbox_visits_total', 'outcome'), VISIT_LABELS, VISIT_TONES) },
+      visits: {
+        key: 'visits',
+        caption: `Visits by outcome, ${since}`,
+        head: 'Outcome',
+        bars: barsOf(m.by('linkbox_visits_total', 'outcome'), VISIT_LABELS, VISIT_TONES),
+      },
       api: { key: 'api', caption: 'Answers by status class', head: 'Status class', bars: apiBars },
-      media: { key: 'media', caption: `Extractions by outcome, ${since}`, head: 'Outcome', bars: barsOf(m.by('linkbox_media_extractions_total', 'outcome'), {}, MEDIA_TONES) },
-      hooks: { key: 'hooks', caption: `Delivery attempts by outcome, ${since}`, head: 'Outcome', bars: barsOf(m.by('linkbox_webhook_deliveries_total', 'outcome'), DELIVERY_LABELS, DELIVERY_TONES) },
+      media: {
+        key: 'media',
+        caption: `Extractions by outcome, ${since}`,
+        head: 'Outcome',
+        bars: barsOf(m.by('linkbox_media_extractions_total', 'outcome'), {}, MEDIA_TONES),
+      },
+      hooks: {
+        key: 'hooks',
+        caption: `Delivery attempts by outcome, ${since}`,
+        head: 'Outcome',
+        bars: barsOf(m.by('linkbox_webhook_deliveries_total', 'outcome'), DELIVERY_LABELS, DELIVERY_TONES),
+      },
     } satisfies Record<string, Bars>
     return { problem, read: when(clock()), cards, bars }
   }
@@ -104,15 +177,21 @@ export function createHealthSection(deps: DashboardDeps) {
       stats: Object.values(model.cards)
         .flat()
         .map((x: Stat) => ({ key: x.key, value: x.value, note: x.note ?? '', tone: x.tone ?? null })),
-      bars: Object.values(model.bars).map((b) => ({ key: b.key, caption: b.caption, head: b.head, rows: barRows(b.bars) })),
+      bars: Object.values(model.bars).map((b) => ({
+        key: b.key,
+        caption: b.caption,
+        head: b.head,
+        rows: barRows(b.bars),
+      })),
     }
   }
 
   function healthPage(request: Request, s: Session) {
     const { problem, read, cards, bars } = healthModel()
-    const status = problem === null
-      ? `<section class="card health-status ok" aria-labelledby="status-h" data-health-status><h2 id="status-h"><span class="dot" aria-hidden="true"></span>Working</h2><p>The database can be written: <code>/readyz</code> answers <code>ok</code>.</p>`
-      : `<section class="card health-status degraded" aria-labelledby="status-h" data-health-status><h2 id="status-h"><span class="dot" aria-hidden="true"></span>Degraded</h2><p>The database cannot be written: ${escapeHtml(problem)}. Visits and reads still work; <code>/readyz</code> answers 503, <code>/healthz</code> 200 naming the database's state.</p>`
+    const status =
+      problem === null
+        ? `<section class="card health-status ok" aria-labelledby="status-h" data-health-status><h2 id="status-h"><span class="dot" aria-hidden="true"></span>Working</h2><p>The database can be written: <code>/readyz</code> answers <code>ok</code>.</p>`
+        : `<section class="card health-status degraded" aria-labelledby="status-h" data-health-status><h2 id="status-h"><span class="dot" aria-hidden="true"></span>Degraded</h2><p>The database cannot be written: ${escapeHtml(problem)}. Visits and reads still work; <code>/readyz</code> answers 503, <code>/healthz</code> 200 naming the database's state.</p>`
     const statusCard = `${status}
 ${stats(cards.status)}
 </section>`
@@ -150,22 +229,28 @@ ${hooks}
     return shell.render(request, s, { section: 'admin', title: 'Admin · Health', content })
   }
 
-  return new Elysia({ name: 'dashboard-admin-health' })
-    // The live page's figures: for a signed-in administrator only, as JSON (a 401 or 403 too, never a page).
-    .get(`${HEALTH}.json`, async ({ request }) => {
-      const json = (status: number, body: unknown) =>
-        new Response(JSON.stringify(body), {
-          status,
-          headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' },
-        })
-      const s = await shell.session(request)
-      if (!s) return json(401, { error: 'signed_out', message: 'Sign in again to see the figures.' })
-      if (!s.admin) return json(403, { error: 'not_admin', message: 'This page is for administrator accounts.' })
-      return metrics.refresh().then(() => json(200, healthJson()))
-    })
-    .get(HEALTH, async ({ request }) => {
-      const s = await shell.requireAdmin(request)
-      if (s instanceof Response) return s
-      return metrics.refresh().then(() => healthPage(request, s))
-    })
+  return (
+    new Elysia({ name: 'dashboard-admin-health' })
+      // The live page's figures: for a signed-in administrator only, as JSON (a 401 or 403 too, never a page).
+      .get(`${HEALTH}.json`, async ({ request }) => {
+        const json = (status: number, body: unknown) =>
+          new Response(JSON.stringify(body), {
+            status,
+            headers: {
+              'content-type': 'application/json; charset=utf-8',
+              'cache-control': 'no-store',
+              'x-content-type-options': 'nosniff',
+            },
+          })
+        const s = await shell.session(request)
+        if (!s) return json(401, { error: 'signed_out', message: 'Sign in again to see the figures.' })
+        if (!s.admin) return json(403, { error: 'not_admin', message: 'This page is for administrator accounts.' })
+        return metrics.refresh().then(() => json(200, healthJson()))
+      })
+      .get(HEALTH, async ({ request }) => {
+        const s = await shell.requireAdmin(request)
+        if (s instanceof Response) return s
+        return metrics.refresh().then(() => healthPage(request, s))
+      })
+  )
 }

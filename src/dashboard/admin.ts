@@ -30,7 +30,9 @@ interface NewAccount {
 function createForm(s: Session, f: CreateForm): string {
   const err = f.error
   const described = (field: 'name' | 'password', hint: string) =>
-    err?.field === field ? ` aria-describedby="${hint} acc-${field}-error" aria-invalid="true"` : ` aria-describedby="${hint}"`
+    err?.field === field
+      ? ` aria-describedby="${hint} acc-${field}-error" aria-invalid="true"`
+      : ` aria-describedby="${hint}"`
   const message = (field: 'name' | 'password') =>
     err?.field === field ? `<span class="error" id="acc-${field}-error">${escapeHtml(err.text)}</span>` : ''
   return `<section class="card" aria-labelledby="new-account-h">
@@ -75,7 +77,9 @@ type Account = NonNullable<Awaited<ReturnType<DashboardDeps['accounts']['account
 function whenCell(ms: number | null): string {
   const text = when(ms)
   const space = text.indexOf(' ')
-  return space < 0 ? escapeHtml(text) : `<span class="nowrap">${escapeHtml(text.slice(0, space))}</span> <span class="nowrap">${escapeHtml(text.slice(space + 1))}</span>`
+  return space < 0
+    ? escapeHtml(text)
+    : `<span class="nowrap">${escapeHtml(text.slice(0, space))}</span> <span class="nowrap">${escapeHtml(text.slice(space + 1))}</span>`
 }
 
 function accountsTable(s: Session, list: AccountList): string {
@@ -84,9 +88,10 @@ function accountsTable(s: Session, list: AccountList): string {
     .map((a) => {
       const self = a.id === s.accountId
       const nameCell = `<span class="acc-name">${escapeHtml(a.name)}</span>${self ? ' <span class="tag">you</span>' : ''}${a.hasPassword ? '' : a.sso ? '<span class="sub">single sign-on</span>' : '<span class="sub">API only</span>'}`
-      const status = a.disabled === null
-        ? '<span class="badge on">Active</span>'
-        : `<span class="badge off">Disabled</span><span class="sub">since ${escapeHtml(when(a.disabled))}</span>`
+      const status =
+        a.disabled === null
+          ? '<span class="badge on">Active</span>'
+          : `<span class="badge off">Disabled</span><span class="sub">since ${escapeHtml(when(a.disabled))}</span>`
       const hidden = `<span class="visually-hidden"> ${escapeHtml(a.name)}</span>`
       const password = `<a href="${ADMIN}/account/${a.id}/password">Set password${hidden}</a>`
       let action: string
@@ -125,11 +130,14 @@ export function createAdminSection(deps: DashboardDeps) {
     const owner = shell.ownerOf(s)
     const form = (await shell.refusedState<CreateForm>(request, owner)) ?? draft ?? {}
     const createdId = url.searchParams.get('created')
-    const made = createdId === null ? null : (await shell.flash.take<NewAccount>(owner, 'account key', createdId))
+    const made = createdId === null ? null : await shell.flash.take<NewAccount>(owner, 'account key', createdId)
     const list = await accounts.listAccounts({ page: pageOf(url.searchParams.get('page')) })
     const notice =
       createdId !== null && !made
-        ? ({ kind: 'ok', text: "The new account's key was shown once, and is not shown again: only its hash is kept." } as const)
+        ? ({
+            kind: 'ok',
+            text: "The new account's key was shown once, and is not shown again: only its hash is kept.",
+          } as const)
         : undefined
     const content = `<h1>Admin</h1>
 ${tabs('accounts')}
@@ -155,8 +163,10 @@ ${tabs('accounts')}
 
   /** Why `s` may not disable or delete account `a` (oneself, the last active admin), or null. */
   async function refusal(s: Session, a: Account, what: 'disable' | 'delete'): Promise<string | null> {
-    if (a.id === s.accountId) return `You cannot ${what} your own account: ask another administrator, or use the command line.`
-    if (a.admin && a.disabled === null && (await accounts.activeAdmins()) <= 1) return `${a.name} is the last active administrator: make another account an administrator first.`
+    if (a.id === s.accountId)
+      return `You cannot ${what} your own account: ask another administrator, or use the command line.`
+    if (a.admin && a.disabled === null && (await accounts.activeAdmins()) <= 1)
+      return `${a.name} is the last active administrator: make another account an administrator first.`
     return null
   }
 
@@ -198,7 +208,7 @@ ${form}
   async function passwordPage(request: Request, s: Session, idText: string) {
     const a = await accountOf(idText)
     if (!a) return noAccountPage(request, s)
-    const refused = (await shell.refusedState<{ error: string }>(request, shell.ownerOf(s)))
+    const refused = await shell.refusedState<{ error: string }>(request, shell.ownerOf(s))
     const self = a.id === s.accountId
     const content = `<h1>Admin</h1>
 ${tabs('accounts')}
@@ -239,14 +249,28 @@ ${refused ? `<span class="error" id="new-password-error">${escapeHtml(refused.er
       const password = fields.get('password') ?? ''
       const admin = fields.get('admin') === '1'
       try {
-        const { account, key } = await accounts.createAccount({ name, password: password === '' ? undefined : password, admin }, by(request, s))
+        const { account, key } = await accounts.createAccount(
+          { name, password: password === '' ? undefined : password, admin },
+          by(request, s),
+        )
         // The key waits for the page redirected to sealed in the database (flash.ts): never in clear, in a URL or a cookie.
-        const id = await shell.flash.put(shell.ownerOf(s), 'account key', { name: account.name, key: key.key, hasPassword: password !== '', admin } satisfies NewAccount)
+        const id = await shell.flash.put(shell.ownerOf(s), 'account key', {
+          name: account.name,
+          key: key.key,
+          hasPassword: password !== '',
+          admin,
+        } satisfies NewAccount)
         // The last page: where the new account is.
-        return shell.seeOther(`${ADMIN}?page=${Math.max(1, Math.ceil((await accounts.count()) / ACCOUNT_PAGE_MAX))}&created=${id}`)
+        return shell.seeOther(
+          `${ADMIN}?page=${Math.max(1, Math.ceil((await accounts.count()) / ACCOUNT_PAGE_MAX))}&created=${id}`,
+        )
       } catch (err) {
         if (err instanceof AppError && err.status < 500)
-          return shell.refused(shell.ownerOf(s), ADMIN, { name: name.slice(0, 200), admin, error: { field: fieldOf(err), text: err.message } } satisfies CreateForm)
+          return shell.refused(shell.ownerOf(s), ADMIN, {
+            name: name.slice(0, 200),
+            admin,
+            error: { field: fieldOf(err), text: err.message },
+          } satisfies CreateForm)
         throw err
       }
     })
@@ -268,7 +292,8 @@ ${refused ? `<span class="error" id="new-password-error">${escapeHtml(refused.er
             : `${done.name} is enabled again: its API keys work, and it can sign in.`,
         })
       } catch (err) {
-        if (err instanceof AppError && err.status < 500) return shell.seeOther(back, { kind: 'error', text: err.message })
+        if (err instanceof AppError && err.status < 500)
+          return shell.seeOther(back, { kind: 'error', text: err.message })
         throw err
       }
     })
@@ -282,7 +307,11 @@ ${refused ? `<span class="error" id="new-password-error">${escapeHtml(refused.er
       if (s instanceof Response) return s
       const fields = await shell.form(request, s)
       const a = await accountOf(params.id)
-      if (!a) return shell.seeOther(ADMIN, { kind: 'error', text: 'That account does not exist any more: nothing was deleted.' })
+      if (!a)
+        return shell.seeOther(ADMIN, {
+          kind: 'error',
+          text: 'That account does not exist any more: nothing was deleted.',
+        })
       const withLinks = fields.get('links') === 'delete'
       try {
         const done = await accounts.deleteAccount(a.name, { withLinks }, by(request, s))
@@ -293,7 +322,8 @@ ${refused ? `<span class="error" id="new-password-error">${escapeHtml(refused.er
           text: `${done.name} is deleted, with its keys, mailboxes and webhooks; ${withLinks ? `its ${done.links} link${done.links === 1 ? '' : 's'} too` : `its ${done.links} link${done.links === 1 ? '' : 's'} stay, owned by nobody`}.`,
         })
       } catch (err) {
-        if (err instanceof AppError && err.status < 500) return shell.seeOther(ADMIN, { kind: 'error', text: err.message })
+        if (err instanceof AppError && err.status < 500)
+          return shell.seeOther(ADMIN, { kind: 'error', text: err.message })
         throw err
       }
     })
@@ -308,7 +338,11 @@ ${refused ? `<span class="error" id="new-password-error">${escapeHtml(refused.er
       if (s instanceof Response) return s
       const fields = await shell.form(request, s)
       const a = await accountOf(params.id)
-      if (!a) return shell.seeOther(ADMIN, { kind: 'error', text: 'That account does not exist any more: no password was set.' })
+      if (!a)
+        return shell.seeOther(ADMIN, {
+          kind: 'error',
+          text: 'That account does not exist any more: no password was set.',
+        })
       try {
         const done = await accounts.setPassword(a.name, fields.get('password') ?? '', by(request, s))
         return shell.seeOther(ADMIN, {
@@ -316,7 +350,8 @@ ${refused ? `<span class="error" id="new-password-error">${escapeHtml(refused.er
           text: `${done.name} has a new password; ${done.sessionsEnded} session${done.sessionsEnded === 1 ? '' : 's'} ended.`,
         })
       } catch (err) {
-        if (err instanceof AppError && err.status < 500) return shell.refused(shell.ownerOf(s), page, { error: err.message })
+        if (err instanceof AppError && err.status < 500)
+          return shell.refused(shell.ownerOf(s), page, { error: err.message })
         throw err
       }
     })

@@ -15,8 +15,10 @@ const GROUPS = [...new Set(ACTIONS.map((a) => a.split('.')[0]!))]
 const FIELDS = ['actor', 'action', 'from', 'to'] as const
 
 function filterForm(f: AuditFilter, error: { field: string; text: string } | null): string {
-  const invalid = (field: string) => (error?.field === field ? ` aria-invalid="true" aria-describedby="audit-error"` : '')
-  const option = (value: string, label: string) => `<option value="${e(value)}"${f.action === value ? ' selected' : ''}>${e(label)}</option>`
+  const invalid = (field: string) =>
+    error?.field === field ? ` aria-invalid="true" aria-describedby="audit-error"` : ''
+  const option = (value: string, label: string) =>
+    `<option value="${e(value)}"${f.action === value ? ' selected' : ''}>${e(label)}</option>`
   return `<form method="get" action="${AUDIT}" class="audit-filters" role="search" aria-label="Filter the audit log">
 <div class="field"><label for="audit-actor">Actor</label><input id="audit-actor" name="actor" maxlength="64" autocomplete="off" spellcheck="false" placeholder="account name, or cli" value="${e(f.actor ?? '')}"${invalid('actor')}></div>
 <div class="field"><label for="audit-action">Action</label><select id="audit-action" name="action"${invalid('action')}>${option('', 'Every action')}<optgroup label="All of a kind">${GROUPS.map((g) => option(g, `${g}.*`)).join('')}</optgroup><optgroup label="One action">${ACTIONS.map((a) => option(a, a)).join('')}</optgroup></select></div>
@@ -28,7 +30,10 @@ ${error ? `<p class="error" id="audit-error" role="alert">${e(error.text)}</p>` 
 }
 
 function rowHtml(r: AuditRow): string {
-  const actor = r.actor_kind === 'account' ? `${e(r.actor_name ?? '')} <span class="sub">#${r.actor_id}</span>` : `<span class="actor-${r.actor_kind}">${e(actorText(r))}</span>`
+  const actor =
+    r.actor_kind === 'account'
+      ? `${e(r.actor_name ?? '')} <span class="sub">#${r.actor_id}</span>`
+      : `<span class="actor-${r.actor_kind}">${e(actorText(r))}</span>`
   // data-label: on a phone each row is a small block of labelled cells (table.stack in dashboard.css).
   return `<tr><td class="nowrap" data-label="Time"><time datetime="${new Date(r.at).toISOString()}">${e(when(r.at))}</time></td><td data-label="Actor">${actor}</td><td data-label="Action"><code>${e(r.action)}</code></td><td class="audit-target wide" data-label="Target">${e(r.target)}${r.detail ? `<span class="sub">${e(r.detail)}</span>` : ''}</td><td class="nowrap" data-label="Address">${e(r.address)}</td></tr>`
 }
@@ -56,12 +61,14 @@ export function createAuditPage(deps: { shell: Shell; audit: AuditReader; keepDa
     const older = result.next ? `${AUDIT}?${new URLSearchParams([...kept, ['before', result.next]])}` : null
     const newest = before ? `${AUDIT}${kept.size ? `?${kept}` : ''}` : null
     const filtered = kept.size > 0
-    const table = result.rows.length === 0
-      ? `<p class="empty">${error ? 'Nothing shown: the filter above needs a change.' : filtered || before ? 'No rows match these filters.' : 'Nothing recorded yet.'}</p>`
-      : `<div class="table-wrap"><table class="audit stack"><caption class="visually-hidden">Audit log, newest first</caption><thead><tr><th scope="col">Time</th><th scope="col">Actor</th><th scope="col">Action</th><th scope="col">Target</th><th scope="col">Address</th></tr></thead><tbody>${result.rows.map(rowHtml).join('')}</tbody></table></div>`
-    const pager = older || newest
-      ? `<nav class="pager" aria-label="Pages of the audit log">${newest ? `<a href="${e(newest)}">← Newest</a>` : '<span></span>'}${older ? `<a href="${e(older)}" rel="next">Older →</a>` : '<span></span>'}</nav>`
-      : ''
+    const table =
+      result.rows.length === 0
+        ? `<p class="empty">${error ? 'Nothing shown: the filter above needs a change.' : filtered || before ? 'No rows match these filters.' : 'Nothing recorded yet.'}</p>`
+        : `<div class="table-wrap"><table class="audit stack"><caption class="visually-hidden">Audit log, newest first</caption><thead><tr><th scope="col">Time</th><th scope="col">Actor</th><th scope="col">Action</th><th scope="col">Target</th><th scope="col">Address</th></tr></thead><tbody>${result.rows.map(rowHtml).join('')}</tbody></table></div>`
+    const pager =
+      older || newest
+        ? `<nav class="pager" aria-label="Pages of the audit log">${newest ? `<a href="${e(newest)}">← Newest</a>` : '<span></span>'}${older ? `<a href="${e(older)}" rel="next">Older →</a>` : '<span></span>'}</nav>`
+        : ''
     const content = `<h1>Admin</h1>
 ${tabs('audit')}
 <section class="card" aria-labelledby="audit-h">

@@ -38,17 +38,22 @@ export function createAuthRoutes(deps: DashboardDeps, oidc: OidcSignIn | null) {
   /** Whose flash entries a sign-in form's are: the browser's sign-in cookie (a visitor's, not a session's). */
   const ownerOf = (csrf: string) => `l${csrf}`
 
-  async function form(request: Request, opts: { signup: boolean; next?: string; ended?: boolean; signedOut?: boolean }) {
+  async function form(
+    request: Request,
+    opts: { signup: boolean; next?: string; ended?: boolean; signedOut?: boolean },
+  ) {
     const csrf = shell.loginToken(request) || randomToken(24)
-    const refused = (await shell.refusedState<Refused>(request, ownerOf(csrf)))
+    const refused = await shell.refusedState<Refused>(request, ownerOf(csrf))
     const error = refused?.error
     const name = refused?.name ?? ''
     const retype = !!error && !opts.signup && name !== ''
-    const signupLink = signup && !opts.signup ? '<p class="muted">No account yet? <a href="/signup">Create one</a>.</p>' : ''
+    const signupLink =
+      signup && !opts.signup ? '<p class="muted">No account yet? <a href="/signup">Create one</a>.</p>' : ''
     // Single sign-on: its button above the password form (or alone), and after a sign-out its own sign-out.
-    const sso = oidc && !opts.signup
-      ? `${opts.signedOut ? oidc.signOutOffer() : ''}${oidc.button(opts.next ?? '/dashboard')}${passwords ? '<p class="sso-or"><span>or with a password</span></p>' : ''}`
-      : ''
+    const sso =
+      oidc && !opts.signup
+        ? `${opts.signedOut ? oidc.signOutOffer() : ''}${oidc.button(opts.next ?? '/dashboard')}${passwords ? '<p class="sso-or"><span>or with a password</span></p>' : ''}`
+        : ''
     const errorHtml = error ? `<p id="auth-error" class="notice error" role="alert">${escapeHtml(error)}</p>` : ''
     const content =
       !passwords && !opts.signup
@@ -81,9 +86,17 @@ export function createAuthRoutes(deps: DashboardDeps, oidc: OidcSignIn | null) {
   }
 
   /** 303 back to the form with the name and the message (`headers`: a Retry-After). */
-  function refuse(request: Request, opts: { signup: boolean; name: string; next?: string; error: string; headers?: Record<string, string> }) {
+  function refuse(
+    request: Request,
+    opts: { signup: boolean; name: string; next?: string; error: string; headers?: Record<string, string> },
+  ) {
     const page = opts.signup ? '/signup' : `/login?next=${encodeURIComponent(opts.next ?? '/dashboard')}`
-    return shell.refused(ownerOf(shell.loginToken(request)), page, { name: opts.name.slice(0, 64), error: opts.error } satisfies Refused, opts.headers)
+    return shell.refused(
+      ownerOf(shell.loginToken(request)),
+      page,
+      { name: opts.name.slice(0, 64), error: opts.error } satisfies Refused,
+      opts.headers,
+    )
   }
 
   async function readLoginForm(request: Request): Promise<URLSearchParams> {
@@ -96,7 +109,9 @@ export function createAuthRoutes(deps: DashboardDeps, oidc: OidcSignIn | null) {
 
   async function signedIn(accountId: number, next: string, notice?: string, signIn?: SignIn) {
     const { token } = await sessions.create(accountId, signIn)
-    return shell.seeOther(next, notice ? { kind: 'ok', text: notice } : undefined, { 'set-cookie': shell.sessionCookie(token) })
+    return shell.seeOther(next, notice ? { kind: 'ok', text: notice } : undefined, {
+      'set-cookie': shell.sessionCookie(token),
+    })
   }
 
   const app = new Elysia({ name: 'dashboard-auth' })
@@ -104,14 +119,24 @@ export function createAuthRoutes(deps: DashboardDeps, oidc: OidcSignIn | null) {
       const query = new URL(request.url).searchParams
       const next = safeNext(query.get('next'))
       if (await shell.session(request)) return shell.seeOther(next)
-      return form(request, { signup: false, next, ended: query.get('reason') === 'session_ended', signedOut: query.get('signed_out') === 'provider' })
+      return form(request, {
+        signup: false,
+        next,
+        ended: query.get('reason') === 'session_ended',
+        signedOut: query.get('signed_out') === 'provider',
+      })
     })
     .post('/login', async ({ request }) => {
       const fields = await readLoginForm(request)
       const name = (fields.get('name') ?? '').trim()
       const next = safeNext(fields.get('next'))
       if (!passwords)
-        return refuse(request, { signup: false, name, next, error: `Password sign-in is off on this server: use “Sign in with ${oidc!.name}”.` })
+        return refuse(request, {
+          signup: false,
+          name,
+          next,
+          error: `Password sign-in is off on this server: use “Sign in with ${oidc!.name}”.`,
+        })
       const client = rateKeyOf(clientIp(request))
       // The name is part of a bucket's key: at most 64 characters of it (no account name is longer), so that
       // a flood of made-up long names cannot make the limiter's keys large.
@@ -119,7 +144,13 @@ export function createAuthRoutes(deps: DashboardDeps, oidc: OidcSignIn | null) {
       const all = one.allowed ? limiter.hit(`signin:${client}`, SIGN_IN_PER_CLIENT_PER_MINUTE) : one
       if (!one.allowed || !all.allowed) {
         const reset = Math.max(one.reset, all.reset)
-        return refuse(request, { signup: false, name, next, error: `Too many sign-in attempts: wait ${reset} s and try again.`, headers: { 'retry-after': String(reset) } })
+        return refuse(request, {
+          signup: false,
+          name,
+          next,
+          error: `Too many sign-in attempts: wait ${reset} s and try again.`,
+          headers: { 'retry-after': String(reset) },
+        })
       }
       // Attempts past the limits above are not checked, and not written to the audit log either: what one
       // client can add to the log is bounded by the same limits.
@@ -137,28 +168,49 @@ export function createAuthRoutes(deps: DashboardDeps, oidc: OidcSignIn | null) {
         await sessions.end(s.id)
       }
       const page = s && oidc ? await oidc.signedOutPage(s.accountId) : '/login'
-      return shell.seeOther(page, { kind: 'ok', text: 'You are signed out.' }, { 'set-cookie': shell.clearSessionCookie() })
+      return shell.seeOther(
+        page,
+        { kind: 'ok', text: 'You are signed out.' },
+        { 'set-cookie': shell.clearSessionCookie() },
+      )
     })
 
   if (signup) {
     app
-      .get('/signup', async ({ request }) => ((await shell.session(request)) ? shell.seeOther('/dashboard') : form(request, { signup: true })))
+      .get('/signup', async ({ request }) =>
+        (await shell.session(request)) ? shell.seeOther('/dashboard') : form(request, { signup: true }),
+      )
       .post('/signup', async ({ request }) => {
         const fields = await readLoginForm(request)
         const name = (fields.get('name') ?? '').trim()
         const d = limiter.hit(`signup:${rateKeyOf(clientIp(request))}`, SIGN_UP_PER_CLIENT_PER_MINUTE)
-        if (!d.allowed) return refuse(request, { signup: true, name, error: `Too many sign-ups from your address: wait ${d.reset} s.`, headers: { 'retry-after': String(d.reset) } })
+        if (!d.allowed)
+          return refuse(request, {
+            signup: true,
+            name,
+            error: `Too many sign-ups from your address: wait ${d.reset} s.`,
+            headers: { 'retry-after': String(d.reset) },
+          })
         if ((await accounts.count()) >= SIGN_UP_MAX_ACCOUNTS)
-          return refuse(request, { signup: true, name, error: 'Sign-up is closed: this server has as many accounts as it takes. Ask its administrator.' })
+          return refuse(request, {
+            signup: true,
+            name,
+            error: 'Sign-up is closed: this server has as many accounts as it takes. Ask its administrator.',
+          })
         try {
           const { account } = await accounts.createAccount(
             { name, password: fields.get('password') ?? '' },
             // The account made itself: it is the actor of its row.
             (made) => byAccount({ accountId: made.id, accountName: made.name }, clientIp(request)),
           )
-          return await signedIn(account.id, '/dashboard/keys', `Welcome, ${account.name}. Create an API key below to use the API.`)
+          return await signedIn(
+            account.id,
+            '/dashboard/keys',
+            `Welcome, ${account.name}. Create an API key below to use the API.`,
+          )
         } catch (err) {
-          if (err instanceof AppError && err.status < 500) return refuse(request, { signup: true, name, error: err.message })
+          if (err instanceof AppError && err.status < 500)
+            return refuse(request, { signup: true, name, error: err.message })
           throw err
         }
       })

@@ -31,9 +31,16 @@ export function createDashboardFeature(shared: Shared, deps: DashboardFeatureDep
   const all: DashboardDeps = { ...deps, config, clock, metrics, limiter, clientIp, log, server, sessions, shell }
   const oidc = config.oidc.issuer ? createOidcSignIn(all) : null
   const routes = new Elysia({ name: 'dashboard' })
-    .get('/assets/dashboard.css', () => new Response(DASHBOARD_CSS, {
-      headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=31536000, immutable' },
-    }))
+    .get(
+      '/assets/dashboard.css',
+      () =>
+        new Response(DASHBOARD_CSS, {
+          headers: {
+            'content-type': 'text/css; charset=utf-8',
+            'cache-control': 'public, max-age=31536000, immutable',
+          },
+        }),
+    )
     .use(createAuthRoutes(all, oidc))
     .use(oidc?.plugin ?? new Elysia({ name: 'dashboard-oidc-off' }))
     .use(createLinksSection(all))

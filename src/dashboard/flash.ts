@@ -13,7 +13,8 @@ const TAG_BYTES = 16
 
 /** The pool of an owner, by its first letter: "s" a session's, "o" a started sign-in's, else a visitor's. */
 const poolOf = (owner: string) => (owner.startsWith('s') ? 0 : owner.startsWith('o') ? 2 : 1)
-const hash = (what: string, text: string) => createHash('sha256').update(`linkbox flash ${what}\u0000${text}`).digest('base64url')
+const hash = (what: string, text: string) =>
+  createHash('sha256').update(`linkbox flash ${what}\u0000${text}`).digest('base64url')
 const keyOf = (owner: string, id: string) => Buffer.from(hkdfSync('sha256', owner, id, 'linkbox flash value', 32))
 
 function seal(owner: string, id: string, kind: string, json: string): Uint8Array {
@@ -41,10 +42,15 @@ function open(owner: string, id: string, kind: string, sealed: Uint8Array): unkn
 /** What takeAny found: whether it was this owner's and kind, and whether it had expired. */
 export type Taken<T> = { mine: true; expired: boolean; value: T } | { mine: false; expired: boolean; value: null }
 
-export function createFlash(deps: { rows: FlashRows; clock?: () => number; bounds?: Partial<Record<0 | 1 | 2, { perOwner: number; rows: number; bytes: number }>> }) {
+export function createFlash(deps: {
+  rows: FlashRows
+  clock?: () => number
+  bounds?: Partial<Record<0 | 1 | 2, { perOwner: number; rows: number; bytes: number }>>
+}) {
   const { rows } = deps
   const clock = deps.clock ?? Date.now
-  const boundsOf = (pool: 0 | 1 | 2) => deps.bounds?.[pool] ?? { perOwner: FLASH_PER_OWNER, rows: FLASH_MAX, bytes: FLASH_MAX_CHARS }
+  const boundsOf = (pool: 0 | 1 | 2) =>
+    deps.bounds?.[pool] ?? { perOwner: FLASH_PER_OWNER, rows: FLASH_MAX, bytes: FLASH_MAX_CHARS }
   const newId = () => randomBytes(16).toString('base64url')
 
   return {
@@ -57,7 +63,10 @@ export function createFlash(deps: { rows: FlashRows; clock?: () => number; bound
       const sealed = seal(owner, id, kind, JSON.stringify(value))
       const hashedOwner = hash('owner', owner)
       const size = hashedOwner.length + kind.length + sealed.length
-      await rows.put({ id: hash('id', id), pool, owner: hashedOwner, kind, value: sealed, size, expires: clock() + ttlMs }, boundsOf(pool))
+      await rows.put(
+        { id: hash('id', id), pool, owner: hashedOwner, kind, value: sealed, size, expires: clock() + ttlMs },
+        boundsOf(pool),
+      )
       return id
     },
 
@@ -82,7 +91,8 @@ export function createFlash(deps: { rows: FlashRows; clock?: () => number; bound
       const row = await rows.take(hash('id', id))
       if (!row) return null
       const expired = row.expires <= clock()
-      const value = row.owner === hash('owner', owner) && row.kind === kind ? open(owner, id, kind, row.value) : undefined
+      const value =
+        row.owner === hash('owner', owner) && row.kind === kind ? open(owner, id, kind, row.value) : undefined
       return value === undefined ? { mine: false, expired, value: null } : { mine: true, expired, value: value as T }
     },
 

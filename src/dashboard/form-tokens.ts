@@ -66,12 +66,14 @@ export function createFormTokens<Tx>(deps: { rows: FormTokenRows<Tx>; clock: () 
     claim(tx: Tx, sent: SentForm | null, sessionId: number | null, result: string): unknown {
       if (!sent) return undefined
       const now = clock()
-      return allWritten([rows.claimIn(tx, sent.token, sessionId, sent.fingerprint, now, result, (tx, outcome) => {
-        if (outcome.claimed) return allWritten([rows.removeOld(now - FORM_TOKEN_KEPT_MS, tx)])
-        const first = before(outcome.first, sent, sessionId)
-        if (first !== undefined) throw new RepeatedForm(first)
-        // the token of another form's content: that one is not protected
-      })])
+      return allWritten([
+        rows.claimIn(tx, sent.token, sessionId, sent.fingerprint, now, result, (tx, outcome) => {
+          if (outcome.claimed) return allWritten([rows.removeOld(now - FORM_TOKEN_KEPT_MS, tx)])
+          const first = before(outcome.first, sent, sessionId)
+          if (first !== undefined) throw new RepeatedForm(first)
+          // the token of another form's content: that one is not protected
+        }),
+      ])
     },
   }
 }

@@ -23,7 +23,8 @@ const KEY_ID = /^\d{1,15}$/
 
 /** The example a new key is shown with: a method its scopes allow (qr.json first, the simplest). */
 export function curlExample(baseUrl: string, key: string, scopes: readonly Scope[]): string {
-  if (scopes.includes('qr') || !scopes.includes('links')) return `curl -H "X-Api-Key: ${key}" "${baseUrl}/api/qr.json?data=hello"`
+  if (scopes.includes('qr') || !scopes.includes('links'))
+    return `curl -H "X-Api-Key: ${key}" "${baseUrl}/api/qr.json?data=hello"`
   return `curl -H "X-Api-Key: ${key}" -d limit=5 "${baseUrl}/api/links.json"`
 }
 
@@ -55,7 +56,9 @@ export function createKeysSection({ shell, accounts, config, clientIp }: Dashboa
     const scopeErr = errors.scopes
     const labelErr = errors.label
     const boxes = SCOPES.map(
-      (sc) => `<label class="choice scope"><input type="checkbox" name="scope" value="${sc}"${form.scopes.includes(sc) ? ' checked' : ''}${scopeErr ? ' aria-invalid="true"' : ''}>
+      (
+        sc,
+      ) => `<label class="choice scope"><input type="checkbox" name="scope" value="${sc}"${form.scopes.includes(sc) ? ' checked' : ''}${scopeErr ? ' aria-invalid="true"' : ''}>
 <span><strong>${sc}</strong> <span class="muted">— ${e(SCOPE_TEXT[sc])}</span></span></label>`,
     ).join('\n')
     return `<fieldset class="scopes" aria-describedby="scopes-hint${scopeErr ? ' scopes-error' : ''}">
@@ -131,13 +134,16 @@ only the methods of its scopes; a revoked key is refused at once.</p>
     // A refused form (?form=ID) as it was sent, or what was typed before the session ended (shell.requireForm).
     const refused = (await shell.refusedState<Refused>(request, owner)) ?? draft ?? null
     const createdId = url.searchParams.get('created')
-    const made = createdId === null ? null : (await flash.take<NewKey>(owner, 'key', createdId))
+    const made = createdId === null ? null : await flash.take<NewKey>(owner, 'key', createdId)
     const created = made ? createdCard(made.key, made.scopes, made.label) : ''
     const content = `<div class="keys-page"><h1>API</h1>${created}${createCard(s, refused?.form ?? { scopes: [...SCOPES], label: '' }, refused?.errors ?? {})}${await listCard(s)}${howTo}</div>`
     const notice: Notice | undefined = refused?.formError
       ? { kind: 'error', text: refused.formError }
       : createdId !== null && !made
-        ? { kind: 'ok', text: 'Your new key was shown once, and is not shown again: linkbox keeps only its hash. If it was not copied, revoke it below and create another.' }
+        ? {
+            kind: 'ok',
+            text: 'Your new key was shown once, and is not shown again: linkbox keeps only its hash. If it was not copied, revoke it below and create another.',
+          }
         : undefined
     return shell.render(request, s, { section: 'keys', title: made ? 'Your new API key' : 'API', content, notice })
   }
@@ -153,7 +159,9 @@ only the methods of its scopes; a revoked key is refused at once.</p>
 
   /** "Revoke this key?": what the key is, and a form that revokes it (like deleting a link or a webhook). */
   async function confirmPage(request: Request, s: Session, idText: string) {
-    const k = KEY_ID.test(idText) ? (await accounts.keysOfAccount(s.accountId)).find((x) => x.id === Number(idText)) : undefined
+    const k = KEY_ID.test(idText)
+      ? (await accounts.keysOfAccount(s.accountId)).find((x) => x.id === Number(idText))
+      : undefined
     if (!k) return notFoundPage(request, s, 'This account has no such key.')
     if (k.revoked) return notFoundPage(request, s, `The key ${k.prefix}… is revoked already.`)
     return shell.render(request, s, {
@@ -180,10 +188,12 @@ only the methods of its scopes; a revoked key is refused at once.</p>
 
   /** A key's edit page: its scopes and label, with a refused edit's values and messages (?form=ID). */
   async function editPage(request: Request, s: Session, idText: string) {
-    const k = KEY_ID.test(idText) ? (await accounts.keysOfAccount(s.accountId)).find((x) => x.id === Number(idText)) : undefined
+    const k = KEY_ID.test(idText)
+      ? (await accounts.keysOfAccount(s.accountId)).find((x) => x.id === Number(idText))
+      : undefined
     if (!k) return notFoundPage(request, s, 'This account has no such key.')
     if (k.revoked) return notFoundPage(request, s, `The key ${k.prefix}… is revoked: it cannot be changed.`)
-    const refused = (await shell.refusedState<Refused>(request, shell.ownerOf(s)))
+    const refused = await shell.refusedState<Refused>(request, shell.ownerOf(s))
     const form = refused?.form ?? { scopes: k.scopes, label: k.label }
     return shell.render(request, s, {
       section: 'keys',
@@ -220,7 +230,10 @@ ${keyFields(form, refused?.errors ?? {})}
       if (s instanceof Response) return s
       // Typed before the session ended (see shell.requireForm): the form shows it again.
       const d = shell.draft(request)
-      if (d) return page(request, s, { form: { scopes: SCOPES.filter((sc) => d.getAll('scope').includes(sc)), label: d.get('label') ?? '' } })
+      if (d)
+        return page(request, s, {
+          form: { scopes: SCOPES.filter((sc) => d.getAll('scope').includes(sc)), label: d.get('label') ?? '' },
+        })
       return page(request, s)
     })
     .post(
@@ -238,7 +251,8 @@ ${keyFields(form, refused?.errors ?? {})}
         const scopes = SCOPES.filter((sc) => chosen.includes(sc))
         const form: KeyForm = { scopes, label: (f.get('label') ?? '').trim() }
         const refuse = (r: Omit<Refused, 'form'>) => shell.refused(owner, PAGE, { form, ...r } satisfies Refused)
-        if (chosen.some((c) => !(SCOPES as readonly string[]).includes(c))) return refuse({ errors: { scopes: `Scopes are ${SCOPES.join(', ')}.` } })
+        if (chosen.some((c) => !(SCOPES as readonly string[]).includes(c)))
+          return refuse({ errors: { scopes: `Scopes are ${SCOPES.join(', ')}.` } })
         if (scopes.length === 0) return refuse({ errors: { scopes: 'Choose at least one scope.' } })
         // The page that shows the key once: its id is chosen now, so that the token's row can name it.
         const shownId = flash.newId()
@@ -249,7 +263,12 @@ ${keyFields(form, refused?.errors ?? {})}
             { within: (tx) => tokens.claim(tx, sent, s.id, shown) },
             byAccount(s.caller, clientIp(request)),
           )
-          await flash.put(owner, 'key', { key: created.key, scopes: created.scopes, label: form.label } satisfies NewKey, shownId)
+          await flash.put(
+            owner,
+            'key',
+            { key: created.key, scopes: created.scopes, label: form.label } satisfies NewKey,
+            shownId,
+          )
           return shell.seeOther(shown)
         } catch (err) {
           if (err instanceof RepeatedForm) return shell.repeated(err.result ?? PAGE)
@@ -273,14 +292,27 @@ ${keyFields(form, refused?.errors ?? {})}
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
         const chosen = f.getAll('scope').slice(0, SCOPES.length * 2)
-        const form: KeyForm = { scopes: SCOPES.filter((sc) => chosen.includes(sc)), label: (f.get('label') ?? '').trim() }
-        const refuse = (r: Omit<Refused, 'form'>) => shell.refused(shell.ownerOf(s), page, { form, ...r } satisfies Refused)
-        if (chosen.some((c) => !(SCOPES as readonly string[]).includes(c))) return refuse({ errors: { scopes: `Scopes are ${SCOPES.join(', ')}.` } })
+        const form: KeyForm = {
+          scopes: SCOPES.filter((sc) => chosen.includes(sc)),
+          label: (f.get('label') ?? '').trim(),
+        }
+        const refuse = (r: Omit<Refused, 'form'>) =>
+          shell.refused(shell.ownerOf(s), page, { form, ...r } satisfies Refused)
+        if (chosen.some((c) => !(SCOPES as readonly string[]).includes(c)))
+          return refuse({ errors: { scopes: `Scopes are ${SCOPES.join(', ')}.` } })
         if (form.scopes.length === 0) return refuse({ errors: { scopes: 'Choose at least one scope.' } })
         try {
           if (!KEY_ID.test(params.id)) throw new AppError(404, 'not_found', 'This account has no such key.')
-          const r = await accounts.editKeyOfAccount(s.accountId, Number(params.id), { scopes: form.scopes, label: form.label }, byAccount(s.caller, clientIp(request)))
-          return shell.seeOther(PAGE, { kind: 'ok', text: `The key ${r.prefix}… is changed: its scopes are ${r.scopes.join(', ')}.` })
+          const r = await accounts.editKeyOfAccount(
+            s.accountId,
+            Number(params.id),
+            { scopes: form.scopes, label: form.label },
+            byAccount(s.caller, clientIp(request)),
+          )
+          return shell.seeOther(PAGE, {
+            kind: 'ok',
+            text: `The key ${r.prefix}… is changed: its scopes are ${r.scopes.join(', ')}.`,
+          })
         } catch (err) {
           if (!(err instanceof AppError) || err.status >= 500) throw err
           if (err.status === 404) return notFoundPage(request, s, err.message)
@@ -303,8 +335,15 @@ ${keyFields(form, refused?.errors ?? {})}
         await shell.form(request, s)
         try {
           if (!KEY_ID.test(params.id)) throw new AppError(404, 'not_found', 'This account has no such key.')
-          const r = await accounts.revokeKeyOfAccount(s.accountId, Number(params.id), byAccount(s.caller, clientIp(request)))
-          return shell.seeOther('/dashboard/keys', { kind: 'ok', text: `Revoked the key ${r.prefix}…: it is refused from now on.` })
+          const r = await accounts.revokeKeyOfAccount(
+            s.accountId,
+            Number(params.id),
+            byAccount(s.caller, clientIp(request)),
+          )
+          return shell.seeOther('/dashboard/keys', {
+            kind: 'ok',
+            text: `Revoked the key ${r.prefix}…: it is refused from now on.`,
+          })
         } catch (err) {
           if (!(err instanceof AppError) || err.status !== 404) throw err
           return notFoundPage(request, s, err.message)

@@ -14,9 +14,21 @@ const FIELDS = ['fg', 'bg', 'size', 'ecc', 'margin'] as const
 type Field = (typeof FIELDS)[number]
 export type QrStyle = Record<Field, string>
 
-const DEFAULTS: QrStyle = { fg: '000000', bg: 'ffffff', size: String(QR_SIZE.default), ecc: 'M', margin: String(QR_MARGIN.default) }
+const DEFAULTS: QrStyle = {
+  fg: '000000',
+  bg: 'ffffff',
+  size: String(QR_SIZE.default),
+  ecc: 'M',
+  margin: String(QR_MARGIN.default),
+}
 const ECC_LABELS: Record<string, string> = { L: 'L — 7 %', M: 'M — 15 %', Q: 'Q — 25 %', H: 'H — 30 %' }
-const FIELD_NAMES: Record<Field, string> = { fg: 'The foreground colour', bg: 'The background colour', size: 'The size', ecc: 'The error correction', margin: 'The margin' }
+const FIELD_NAMES: Record<Field, string> = {
+  fg: 'The foreground colour',
+  bg: 'The background colour',
+  size: 'The size',
+  ecc: 'The error correction',
+  margin: 'The margin',
+}
 
 /**
  * The style a page's URL asks for, each field checked on its own by the QR service's rules: a field that
@@ -41,7 +53,8 @@ export function styleOf(url: URL): { style: QrStyle; errors: Partial<Record<Fiel
   return { style, errors }
 }
 
-const queryOf = (style: QrStyle, extra: Record<string, string> = {}) => new URLSearchParams({ ...style, ...extra }).toString()
+const queryOf = (style: QrStyle, extra: Record<string, string> = {}) =>
+  new URLSearchParams({ ...style, ...extra }).toString()
 
 /** The section of a link's page. `code` is a checked code, `shortUrl` the link's address, `csrf` the session's token. */
 export function qrSection(code: string, shortUrl: string, url: URL, csrf: string): string {
@@ -56,7 +69,9 @@ export function qrSection(code: string, shortUrl: string, url: URL, csrf: string
     const attrs = `id="qr-${name}" name="${name}"${described ? ` aria-describedby="${described}"` : ''}${error ? ' aria-invalid="true"' : ''}`
     return `<div class="field"><label for="qr-${name}">${label}</label>${control(attrs)}${hint ? `<span class="hint" id="qr-${name}-hint">${e(hint)}</span>` : ''}${error ? `<span class="error" id="qr-${name}-error">${e(error)}</span>` : ''}</div>`
   }
-  const eccOptions = QR_ECC_LEVELS.map((l) => `<option value="${l}"${style.ecc === l ? ' selected' : ''}>${e(ECC_LABELS[l]!)}</option>`).join('')
+  const eccOptions = QR_ECC_LEVELS.map(
+    (l) => `<option value="${l}"${style.ecc === l ? ' selected' : ''}>${e(ECC_LABELS[l]!)}</option>`,
+  ).join('')
   return `<section class="card qr-style" id="qr-style" aria-labelledby="qr-style-heading">
 <h2 id="qr-style-heading">QR code</h2>
 <p class="muted">Colours, size and error correction of the code for <code>${e(shortUrl)}</code>. Nothing is saved: download the image you want.</p>
@@ -95,15 +110,30 @@ ${FIELDS.map((name) => `<input type="hidden" name="${name}" value="${e(style[nam
 const IMAGE_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; sandbox"
 
 const plain = (status: number, text: string, headers: Record<string, string> = {}) =>
-  new Response(text, { status, headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', ...headers } })
+  new Response(text, {
+    status,
+    headers: {
+      'content-type': 'text/plain; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-content-type-options': 'nosniff',
+      ...headers,
+    },
+  })
 
 /** The fields of the logo form: a multipart body of at most the logo and a form's worth more, from this site, with the session's token. */
-async function logoForm(request: Request, csrf: string, crossSite: boolean, refused: () => AppError): Promise<FormData> {
+async function logoForm(
+  request: Request,
+  csrf: string,
+  crossSite: boolean,
+  refused: () => AppError,
+): Promise<FormData> {
   if (crossSite) throw refused()
   const bytes = await readBodyLimited(request, LOGO_MAX_BYTES + 64 * 1024)
   let form: FormData
   try {
-    form = await new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { 'content-type': request.headers.get('content-type') ?? '' } }).formData()
+    form = await new Response(bytes as Uint8Array<ArrayBuffer>, {
+      headers: { 'content-type': request.headers.get('content-type') ?? '' },
+    }).formData()
   } catch {
     throw refused()
   }
@@ -119,7 +149,15 @@ async function logoForm(request: Request, csrf: string, crossSite: boolean, refu
  */
 export async function qrWithLogo(
   qr: QrService,
-  opts: { request: Request; accountId: number; csrf: string; crossSite: boolean; refused: () => AppError; code: string; shortUrl: string },
+  opts: {
+    request: Request
+    accountId: number
+    csrf: string
+    crossSite: boolean
+    refused: () => AppError
+    code: string
+    shortUrl: string
+  },
   back: (location: string, reason: string) => Response,
 ): Promise<Response> {
   const { request, code } = opts
@@ -128,7 +166,10 @@ export async function qrWithLogo(
     form = await logoForm(request, opts.csrf, opts.crossSite, opts.refused)
   } catch (err) {
     if (err instanceof AppError && err.code === 'too_large')
-      return back(`/dashboard/links/${code}#qr-style`, `The logo is larger than ${LOGO_MAX_BYTES / 1024} KiB: choose a smaller file.`)
+      return back(
+        `/dashboard/links/${code}#qr-style`,
+        `The logo is larger than ${LOGO_MAX_BYTES / 1024} KiB: choose a smaller file.`,
+      )
     throw err
   }
   const text = (name: string) => {
@@ -139,7 +180,8 @@ export async function qrWithLogo(
   const format: QrFormat = text('format') === 'svg' ? 'svg' : 'png'
   const logo = form.get('logo')
   const page = `/dashboard/links/${code}?${new URLSearchParams(style)}#qr-style`
-  if (!(logo instanceof Blob) || logo.size === 0) return back(page, 'Choose a logo file (PNG or SVG) to draw in the middle of the code.')
+  if (!(logo instanceof Blob) || logo.size === 0)
+    return back(page, 'Choose a logo file (PNG or SVG) to draw in the middle of the code.')
   try {
     const image = await qr.generate({ data: opts.shortUrl, format, ...style, logo }, callerLane(opts.accountId))
     return new Response(image.body, {
@@ -153,7 +195,9 @@ export async function qrWithLogo(
     })
   } catch (err) {
     if (!(err instanceof AppError) || err.status >= 500) throw err
-    const reason = err.message.replace(/^The parameter "(\w+)"/, (all, name: string) => (name === 'logo' ? 'The logo' : FIELD_NAMES[name as Field] ?? all))
+    const reason = err.message.replace(/^The parameter "(\w+)"/, (all, name: string) =>
+      name === 'logo' ? 'The logo' : (FIELD_NAMES[name as Field] ?? all),
+    )
     return back(page, reason)
   }
 }
@@ -162,9 +206,24 @@ export async function qrWithLogo(
  * The image of /dashboard/links/<code>/qr.<format>?fg&bg&size&ecc&margin[&download=1], for the signed-in
  * account's link: a 400 (text, for the page's script to show) when a value breaks the QR service's rules.
  */
-export async function qrImage(qr: QrService, accountId: number, code: string, shortUrl: string, format: QrFormat, url: URL): Promise<Response> {
+export async function qrImage(
+  qr: QrService,
+  accountId: number,
+  code: string,
+  shortUrl: string,
+  format: QrFormat,
+  url: URL,
+): Promise<Response> {
   const q = url.searchParams
-  const input = { data: shortUrl, format, fg: q.get('fg'), bg: q.get('bg'), size: q.get('size'), ecc: q.get('ecc'), margin: q.get('margin') }
+  const input = {
+    data: shortUrl,
+    format,
+    fg: q.get('fg'),
+    bg: q.get('bg'),
+    size: q.get('size'),
+    ecc: q.get('ecc'),
+    margin: q.get('margin'),
+  }
   try {
     const image = await qr.generate(input, callerLane(accountId))
     const download = q.get('download') === '1'
@@ -180,6 +239,10 @@ export async function qrImage(qr: QrService, accountId: number, code: string, sh
     })
   } catch (err) {
     if (!(err instanceof AppError) || (err.status >= 500 && err.status !== 503)) throw err
-    return plain(err.status, err.message.replace(/^The parameter "(\w+)"/, (all, name: string) => FIELD_NAMES[name as Field] ?? all), err.headers)
+    return plain(
+      err.status,
+      err.message.replace(/^The parameter "(\w+)"/, (all, name: string) => FIELD_NAMES[name as Field] ?? all),
+      err.headers,
+    )
   }
 }

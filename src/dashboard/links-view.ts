@@ -1,5 +1,5 @@
 // The Links section's views: the list, its query, the create and edit forms' fields and their errors (no I/O).
-import { AppError } from '../kernel/errors'
+import type { AppError } from '../kernel/errors'
 import {
   breakable,
   MAX_JSON_CHARS,
@@ -41,19 +41,35 @@ export const DEST_SHOWN = 64
 
 /** Field names as people read them, for the service's messages ("The parameter "url"…" → "The URL…"). */
 export const FIELD_NAMES: Record<string, string> = {
-  url: 'The URL', alias: 'The alias', mode: 'The mode', expire: 'The expiry', password: 'The password', tags: 'The tags',
-  max_visits: 'The visit limit', rules: 'The rules', split: 'The split', title: 'The title',
+  url: 'The URL',
+  alias: 'The alias',
+  mode: 'The mode',
+  expire: 'The expiry',
+  password: 'The password',
+  tags: 'The tags',
+  max_visits: 'The visit limit',
+  rules: 'The rules',
+  split: 'The split',
+  title: 'The title',
 }
 /** A tag in the list's URL (?tag=): the alphabet of tags; anything else means no filter. */
 export const TAG = /^[A-Za-z0-9_-]{1,32}$/
 export const TAGS_HINT = `Up to ${MAX_TAGS}, separated by commas: letters, digits, _ or -, at most ${MAX_TAG_LENGTH} each.`
 /** The tags field as typed, tidied for the service: empty items (a trailing comma) left out. */
-export const tidyTags = (typed: string) => typed.split(',').map((t) => t.trim()).filter(Boolean).join(',')
+export const tidyTags = (typed: string) =>
+  typed
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean)
+    .join(',')
 // A rule's or an arm's own field ("rules[2].url") keeps its path after the area's name: "The rules: rules[2].url must…".
 export const humane = (message: string) =>
   message
     .replace(/^The parameter "rules" is\b/, 'The rules are')
-    .replace(/^The parameter "((rules|split)\[[^"]*)"/, (_all, path: string, area: string) => `${FIELD_NAMES[area]}: ${path}`)
+    .replace(
+      /^The parameter "((rules|split)\[[^"]*)"/,
+      (_all, path: string, area: string) => `${FIELD_NAMES[area]}: ${path}`,
+    )
     .replace(/^The parameter "(\w+)"/, (all, name: string) => FIELD_NAMES[name] ?? all)
 
 /** Which field of the form an error of the link service is about (null: the form as a whole). */
@@ -90,7 +106,9 @@ export function errorOf(errors: FieldErrors, id: string) {
 }
 
 export const selectOptions = (options: readonly (readonly [string, string])[], selected: string) =>
-  options.map(([v, label]) => `<option value="${e(v)}"${v === selected ? ' selected' : ''}>${e(label)}</option>`).join('')
+  options
+    .map(([v, label]) => `<option value="${e(v)}"${v === selected ? ' selected' : ''}>${e(label)}</option>`)
+    .join('')
 
 /** A destination as a table shows it: at most DEST_SHOWN characters, without the scheme. */
 export function shortDestination(url: string): string {
@@ -100,14 +118,19 @@ export function shortDestination(url: string): string {
 
 export const LOCK_SVG =
   '<svg class="lock" viewBox="0 0 16 16" width="14" height="14" aria-hidden="true" focusable="false"><path fill="currentColor" d="M4.5 7V5a3.5 3.5 0 0 1 7 0v2h.5A1 1 0 0 1 13 8v6a1 1 0 0 1-1 1H4a1 1 0 0 1-1-1V8a1 1 0 0 1 1-1zm1.5 0h4V5a2 2 0 0 0-4 0z"/></svg>'
-export const lock = (has: boolean) => (has ? `<span class="lock-badge" title="Protected by a password">${LOCK_SVG}<span class="visually-hidden">Password protected</span></span>` : '')
+export const lock = (has: boolean) =>
+  has
+    ? `<span class="lock-badge" title="Protected by a password">${LOCK_SVG}<span class="visually-hidden">Password protected</span></span>`
+    : ''
 
 export const day = (iso: string) => iso.slice(0, 10)
-export const time = (iso: string) => `<time datetime="${e(iso)}" title="${e(when(Date.parse(iso)))}">${e(day(iso))}</time>`
+export const time = (iso: string) =>
+  `<time datetime="${e(iso)}" title="${e(when(Date.parse(iso)))}">${e(day(iso))}</time>`
 
 export function expiryCell(r: LinkRecord): string {
   // Disabled by an administrator (issue 26): visitors get a 451 page; the reason is the owner's to read.
-  if (r.disabled !== null) return `<span class="tag off" title="${e(r.disabled)}">disabled</span> <span class="disabled-why">${e(r.disabled)}</span>`
+  if (r.disabled !== null)
+    return `<span class="tag off" title="${e(r.disabled)}">disabled</span> <span class="disabled-why">${e(r.disabled)}</span>`
   if (!r.expires) return '<span class="muted">never</span>'
   if (r.expired) return `<span class="tag expired">expired</span> ${time(r.expires)}`
   return time(r.expires)
@@ -154,20 +177,42 @@ export interface CreateForm {
   split: string
   title: string
 }
-export const EMPTY_FORM: CreateForm = { url: '', alias: '', mode: 'redirect', expire: '', tags: '', max_visits: '', rules: '', split: '', title: '' }
+export const EMPTY_FORM: CreateForm = {
+  url: '',
+  alias: '',
+  mode: 'redirect',
+  expire: '',
+  tags: '',
+  max_visits: '',
+  rules: '',
+  split: '',
+  title: '',
+}
 /** The fields of the limit, rules and split, as both forms send them (and a lost session keeps them). */
 export const ROUTING_FIELDS = ['max_visits', 'rules', 'split'] as const
 
-export const RULES_EXAMPLE = '[{"device": ["mobile"], "url": "https://m.example.com/"},\n {"country": ["DE", "AT"], "url": "https://example.com/de"}]'
-export const SPLIT_EXAMPLE = '[{"url": "https://example.com/a", "weight": 50},\n {"url": "https://example.com/b", "weight": 50}]'
+export const RULES_EXAMPLE =
+  '[{"device": ["mobile"], "url": "https://m.example.com/"},\n {"country": ["DE", "AT"], "url": "https://example.com/de"}]'
+export const SPLIT_EXAMPLE =
+  '[{"url": "https://example.com/a", "weight": 50},\n {"url": "https://example.com/b", "weight": 50}]'
 
 /**
  * The visit limit and the two JSON areas of both forms (ids: max_visits, rules, split, each with -hint and
  * -error). `left` is the edit page's "3 of 10 visits left".
  */
-export function routingFields(v: Pick<CreateForm, 'max_visits' | 'rules' | 'split'>, errors: FieldErrors, left = ''): string {
-  const described = (id: string) => `aria-describedby="${id}-hint${errors[id] ? ` ${id}-error` : ''}"${errors[id] ? ' aria-invalid="true"' : ''}`
-  const area = (id: 'rules' | 'split', label: string, hint: string, example: string) => `<div class="field span-all"><label for="${id}">${label} <span class="optional">(optional)</span></label>
+export function routingFields(
+  v: Pick<CreateForm, 'max_visits' | 'rules' | 'split'>,
+  errors: FieldErrors,
+  left = '',
+): string {
+  const described = (id: string) =>
+    `aria-describedby="${id}-hint${errors[id] ? ` ${id}-error` : ''}"${errors[id] ? ' aria-invalid="true"' : ''}`
+  const area = (
+    id: 'rules' | 'split',
+    label: string,
+    hint: string,
+    example: string,
+  ) => `<div class="field span-all"><label for="${id}">${label} <span class="optional">(optional)</span></label>
 <textarea id="${id}" name="${id}" class="json" rows="3" maxlength="${MAX_JSON_CHARS}" spellcheck="false" autocapitalize="off" autocomplete="off" placeholder="${e(example)}" ${described(id)}>${e(v[id])}</textarea>
 <span class="hint" id="${id}-hint">${hint} For example: <code>${e(example)}</code></span>${errorOf(errors, id).html}</div>`
   return `<div class="field"><label for="max_visits">Visit limit <span class="optional">(optional)</span></label>
@@ -181,7 +226,8 @@ ${area('split', 'A/B split', `A JSON list of ${MIN_SPLIT} to ${MAX_SPLIT} URLs w
 export const visitsLeftText = (r: LinkRecord) =>
   r.max_visits === null ? '' : `${r.visits_left} of ${r.max_visits} ${r.max_visits === 1 ? 'visit' : 'visits'} left`
 /** Rules and split as the edit form shows them: the stored JSON, one item a line ('' for none). */
-export const jsonArea = (items: readonly unknown[] | undefined) => (items?.length ? `[${items.map((i) => JSON.stringify(i)).join(',\n ')}]` : '')
+export const jsonArea = (items: readonly unknown[] | undefined) =>
+  items?.length ? `[${items.map((i) => JSON.stringify(i)).join(',\n ')}]` : ''
 
 /** A refused form, kept for the page it is sent back to (what was typed, never the password). */
 export interface Refused<F> {
@@ -196,8 +242,25 @@ export function createCard(s: Session, tokens: FormTokens, form: CreateForm, err
   const mode = errorOf(errors, 'mode')
   const expire = errorOf(errors, 'expire')
   const password = errorOf(errors, 'password')
-  const more = !!(form.alias || form.mode !== 'redirect' || form.expire || form.tags || form.max_visits || form.rules || form.split || form.title ||
-    errors.alias || errors.mode || errors.expire || errors.password || errors.tags || errors.max_visits || errors.rules || errors.split || errors.title)
+  const more = !!(
+    form.alias ||
+    form.mode !== 'redirect' ||
+    form.expire ||
+    form.tags ||
+    form.max_visits ||
+    form.rules ||
+    form.split ||
+    form.title ||
+    errors.alias ||
+    errors.mode ||
+    errors.expire ||
+    errors.password ||
+    errors.tags ||
+    errors.max_visits ||
+    errors.rules ||
+    errors.split ||
+    errors.title
+  )
   return `<section class="card link-new" aria-labelledby="new-heading">
 <h2 id="new-heading">Shorten a link</h2>
 <form method="post" action="/dashboard/links">
@@ -214,7 +277,10 @@ ${tokens.field()}
 <input id="alias" name="alias" autocomplete="off" maxlength="32" value="${e(form.alias)}" aria-describedby="alias-hint${errors.alias ? ' alias-error' : ''}"${errors.alias ? ' aria-invalid="true"' : ''}>
 <span class="hint" id="alias-hint">2–32 letters, digits, _ or -; a random code otherwise.</span>${alias.html}</div>
 <div class="field"><label for="mode">Mode</label>
-<select id="mode" name="mode"${mode.attrs}>${selectOptions(MODES.map((m) => [m, MODE_LABELS[m] ?? m] as const), form.mode)}</select>${mode.html}</div>
+<select id="mode" name="mode"${mode.attrs}>${selectOptions(
+    MODES.map((m) => [m, MODE_LABELS[m] ?? m] as const),
+    form.mode,
+  )}</select>${mode.html}</div>
 <div class="field"><label for="expire">Expires after</label>
 <select id="expire" name="expire"${expire.attrs}>${selectOptions(LIFETIMES, form.expire)}</select>${expire.html}</div>
 <div class="field"><label for="password">Password <span class="optional">(optional)</span></label>
@@ -246,7 +312,8 @@ export function tagsField(value: string, errors: FieldErrors): string {
 export function tagChips(r: LinkRecord, current: ListQuery): string {
   if (r.tags.length === 0) return ''
   const chips = r.tags.map(
-    (t) => `<li><a class="tag-chip" href="${e(listHref({ tag: t, sort: current.sort }))}"${t === current.tag ? ' aria-current="true"' : ''}><span class="visually-hidden">Links tagged </span>${e(t)}</a></li>`,
+    (t) =>
+      `<li><a class="tag-chip" href="${e(listHref({ tag: t, sort: current.sort }))}"${t === current.tag ? ' aria-current="true"' : ''}><span class="visually-hidden">Links tagged </span>${e(t)}</a></li>`,
   )
   return `<ul class="tag-chips" aria-label="Tags of ${e(r.hex)}">${chips.join('')}</ul>`
 }
@@ -254,7 +321,10 @@ export function tagChips(r: LinkRecord, current: ListQuery): string {
 /** "rules" and "A/B" badges for a link whose visitors may go elsewhere than its URL. */
 export function routingBadges(r: LinkRecord): string {
   const badge = (text: string, title: string) => ` <span class="tag routing" title="${title}">${text}</span>`
-  return (r.rules ? badge('rules', `${r.rules.length} redirect ${r.rules.length === 1 ? 'rule' : 'rules'}`) : '') + (r.split ? badge('A/B', `Split over ${r.split.length} destinations`) : '')
+  return (
+    (r.rules ? badge('rules', `${r.rules.length} redirect ${r.rules.length === 1 ? 'rule' : 'rules'}`) : '') +
+    (r.split ? badge('A/B', `Split over ${r.split.length} destinations`) : '')
+  )
 }
 
 export function row(r: LinkRecord, fresh: boolean, query: ListQuery): string {
@@ -272,7 +342,11 @@ export function row(r: LinkRecord, fresh: boolean, query: ListQuery): string {
 </tr>`
 }
 
-export function listCard(result: Awaited<ReturnType<DashboardDeps['links']['search']>>, query: ListQuery, fresh: string | null): string {
+export function listCard(
+  result: Awaited<ReturnType<DashboardDeps['links']['search']>>,
+  query: ListQuery,
+  fresh: string | null,
+): string {
   const { q, tag, sort } = query
   const sortLink = (value: LinkSort, text: string) =>
     `<a href="${e(listHref({ q, tag, sort: value }))}"${sort === value ? ' aria-current="true"' : ''}>${text}</a>`
@@ -297,8 +371,14 @@ ${q ? `<a href="${e(listHref({ tag, sort }))}">Clear</a>` : ''}
   const from = result.offset + 1
   const to = result.offset + result.links.length
   const range = `${from}–${to} of ${result.total}${result.capped ? '+' : ''}`
-  const prev = result.page > 1 ? `<a href="${e(listHref({ q, tag, sort, page: result.page - 1 }))}" rel="prev">← Previous</a>` : '<span></span>'
-  const next = result.page < result.pages ? `<a href="${e(listHref({ q, tag, sort, page: result.page + 1 }))}" rel="next">Next →</a>` : '<span></span>'
+  const prev =
+    result.page > 1
+      ? `<a href="${e(listHref({ q, tag, sort, page: result.page - 1 }))}" rel="prev">← Previous</a>`
+      : '<span></span>'
+  const next =
+    result.page < result.pages
+      ? `<a href="${e(listHref({ q, tag, sort, page: result.page + 1 }))}" rel="next">Next →</a>`
+      : '<span></span>'
   return `<section class="card" aria-labelledby="list-heading">
 <h2 id="list-heading">Your links <span class="count">${result.capped ? `${result.total}+` : result.total}</span></h2>
 ${search}
@@ -329,5 +409,9 @@ export interface EditForm {
 
 /** The limit, rules and split of a link as the edit form shows them. */
 export function currentRouting(r: LinkRecord): Pick<EditForm, 'max_visits' | 'rules' | 'split'> {
-  return { max_visits: r.max_visits === null ? '' : String(r.max_visits), rules: jsonArea(r.rules), split: jsonArea(r.split) }
+  return {
+    max_visits: r.max_visits === null ? '' : String(r.max_visits),
+    rules: jsonArea(r.rules),
+    split: jsonArea(r.split),
+  }
 }

@@ -2,7 +2,18 @@
 // delete, QR and statistics — through the link service with the session's caller; every form is Post/Redirect/Get.
 import { Elysia } from 'elysia'
 import { AppError } from '../kernel/errors'
-import { breakable, csvExportResponse, csvTableOf, dayOf, MODES, statsBody, statsCsv, statsFor, windowOf, type LinkRecord } from '../links'
+import {
+  breakable,
+  csvExportResponse,
+  csvTableOf,
+  dayOf,
+  MODES,
+  statsBody,
+  statsCsv,
+  statsFor,
+  windowOf,
+  type LinkRecord,
+} from '../links'
 import { escapeHtml as e } from '../web/render'
 import { qrImage, qrSection, qrWithLogo } from './link-qr'
 import { RepeatedForm } from './form-tokens'
@@ -43,7 +54,9 @@ export function createLinksSection({ shell, links, qr, clock }: DashboardDeps) {
   async function listPage(request: Request, s: Session, draft?: { form: CreateForm }) {
     const url = new URL(request.url)
     // A refused form (?form=ID) as it was sent, or what was typed before the session ended (shell.requireForm).
-    const refused = (await shell.refusedState<Refused<CreateForm>>(request, shell.ownerOf(s))) ?? (draft ? { values: draft.form, errors: {} } : null)
+    const refused =
+      (await shell.refusedState<Refused<CreateForm>>(request, shell.ownerOf(s))) ??
+      (draft ? { values: draft.form, errors: {} } : null)
     const query = listQuery(url)
     const freshParam = url.searchParams.get('new')
     const fresh = freshParam && CODE.test(freshParam) ? freshParam : null
@@ -79,16 +92,34 @@ export function createLinksSection({ shell, links, qr, clock }: DashboardDeps) {
 
   /** A link's edit page; with ?form=ID, the refused form as it was sent, with its errors. */
   async function editPage(request: Request, s: Session, r: LinkRecord, draft?: { values: EditForm }) {
-    const opts = (await shell.refusedState<Refused<EditForm>>(request, shell.ownerOf(s))) ?? (draft ? { values: draft.values, errors: {} } : undefined)
-    const v = opts?.values ?? { url: r.long_url, mode: r.mode, expire: 'keep', passwordAction: 'keep', tags: r.tags.join(', '), title: r.title, ...currentRouting(r) }
+    const opts =
+      (await shell.refusedState<Refused<EditForm>>(request, shell.ownerOf(s))) ??
+      (draft ? { values: draft.values, errors: {} } : undefined)
+    const v = opts?.values ?? {
+      url: r.long_url,
+      mode: r.mode,
+      expire: 'keep',
+      passwordAction: 'keep',
+      tags: r.tags.join(', '),
+      title: r.title,
+      ...currentRouting(r),
+    }
     const errors = opts?.errors ?? {}
     const url = errorOf(errors, 'url')
     const mode = errorOf(errors, 'mode')
     const expire = errorOf(errors, 'expire')
     const pw = errorOf(errors, 'password')
     const c = e(r.hex)
-    const currentExpiry = !r.expires ? 'It never expires.' : r.expired ? `It expired ${when(Date.parse(r.expires))}.` : `It expires ${when(Date.parse(r.expires))}.`
-    const expireOptions: [string, string][] = [['keep', 'Keep as it is'], ['0', 'Never'], ...LIFETIMES.slice(1).map(([sec, label]) => [sec, `${label} from now`] as [string, string])]
+    const currentExpiry = !r.expires
+      ? 'It never expires.'
+      : r.expired
+        ? `It expired ${when(Date.parse(r.expires))}.`
+        : `It expires ${when(Date.parse(r.expires))}.`
+    const expireOptions: [string, string][] = [
+      ['keep', 'Keep as it is'],
+      ['0', 'Never'],
+      ...LIFETIMES.slice(1).map(([sec, label]) => [sec, `${label} from now`] as [string, string]),
+    ]
     const radio = (value: string, text: string, extra = '') =>
       `<label class="choice"><input type="radio" name="password_action" value="${value}"${v.passwordAction === value ? ' checked' : ''}${extra}> ${text}</label>`
     const content = `<div class="links-page"><p class="back"><a href="/dashboard">← All links</a></p>
@@ -102,7 +133,10 @@ export function createLinksSection({ shell, links, qr, clock }: DashboardDeps) {
 <input id="url" name="url" type="url" inputmode="url" autocomplete="off" required maxlength="4096" value="${e(v.url)}"${url.attrs}>${url.html}</div>
 <div class="form-grid">
 <div class="field"><label for="mode">Mode</label>
-<select id="mode" name="mode"${mode.attrs}>${selectOptions(MODES.map((m) => [m, MODE_LABELS[m] ?? m] as const), v.mode)}</select>${mode.html}</div>
+<select id="mode" name="mode"${mode.attrs}>${selectOptions(
+      MODES.map((m) => [m, MODE_LABELS[m] ?? m] as const),
+      v.mode,
+    )}</select>${mode.html}</div>
 <div class="field"><label for="expire">Expiry</label>
 <select id="expire" name="expire" aria-describedby="expire-hint${errors.expire ? ' expire-error' : ''}"${errors.expire ? ' aria-invalid="true"' : ''}>${selectOptions(expireOptions, v.expire)}</select>
 <span class="hint" id="expire-hint">${e(currentExpiry)}</span>${expire.html}</div>
@@ -151,7 +185,11 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
     const s = await shell.require(request)
     if (s instanceof Response) return s
     const r = await ownedLink(code, s)
-    if (!r) return new Response('No such link.', { status: 404, headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' } })
+    if (!r)
+      return new Response('No such link.', {
+        status: 404,
+        headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' },
+      })
     return qrImage(qr, s.caller.accountId, r.hex, r.url, format, new URL(request.url))
   }
 
@@ -167,11 +205,20 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
     if (!r) return notFoundPage(request, s, code)
     const window = windowOf(request.url)
     const now = clock()
-    const { s: answer, error } = await statsFor((from, to) => links.stats({ code: r.hex, from, to }, s.caller), window, now)
+    const { s: answer, error } = await statsFor(
+      (from, to) => links.stats({ code: r.hex, from, to }, s.caller),
+      window,
+      now,
+    )
     const path = `/dashboard/links/${encodeURIComponent(r.hex)}/stats`
     if (csv) {
       if (!error) return statsCsv(answer, csvTableOf(request.url), { 'cache-control': 'no-store' })
-      return shell.render(request, s, { section: 'links', title: 'Dates refused', status: 400, content: `<div class="links-page"><h1>Dates refused</h1><div class="card"><p>${e(error.message)}</p><p><a href="${e(path)}">Back to the statistics</a></p></div></div>` })
+      return shell.render(request, s, {
+        section: 'links',
+        title: 'Dates refused',
+        status: 400,
+        content: `<div class="links-page"><h1>Dates refused</h1><div class="card"><p>${e(error.message)}</p><p><a href="${e(path)}">Back to the statistics</a></p></div></div>`,
+      })
     }
     const body = statsBody(answer, { path, csvPath: `${path}.csv`, window, error, today: dayOf(now) })
     return shell.render(request, s, {
@@ -191,8 +238,15 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
       if (d)
         return listPage(request, s, {
           form: {
-            url: d.get('url') ?? '', alias: d.get('alias') ?? '', mode: d.get('mode') || 'redirect', expire: d.get('expire') ?? '', tags: d.get('tags') ?? '',
-            max_visits: d.get('max_visits') ?? '', rules: d.get('rules') ?? '', split: d.get('split') ?? '', title: d.get('title') ?? '',
+            url: d.get('url') ?? '',
+            alias: d.get('alias') ?? '',
+            mode: d.get('mode') || 'redirect',
+            expire: d.get('expire') ?? '',
+            tags: d.get('tags') ?? '',
+            max_visits: d.get('max_visits') ?? '',
+            rules: d.get('rules') ?? '',
+            split: d.get('split') ?? '',
+            title: d.get('title') ?? '',
           },
         })
       return listPage(request, s)
@@ -200,7 +254,10 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
     .post(
       '/dashboard/links',
       async ({ request }) => {
-        const s = await shell.requireForm(request, { page: '/dashboard', keep: ['url', 'alias', 'mode', 'expire', 'tags', 'title', ...ROUTING_FIELDS] })
+        const s = await shell.requireForm(request, {
+          page: '/dashboard',
+          keep: ['url', 'alias', 'mode', 'expire', 'tags', 'title', ...ROUTING_FIELDS],
+        })
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
         // Sent before (a double click, back and send again): no second link; the first answer's page.
@@ -222,13 +279,24 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
         try {
           const r = await links.create(
             {
-              url: form.url, alias: form.alias, mode: form.mode, expire: form.expire, password: f.get('password') ?? '', tags: tidyTags(form.tags),
-              max_visits: form.max_visits, rules: form.rules, split: form.split, title: form.title,
+              url: form.url,
+              alias: form.alias,
+              mode: form.mode,
+              expire: form.expire,
+              password: f.get('password') ?? '',
+              tags: tidyTags(form.tags),
+              max_visits: form.max_visits,
+              rules: form.rules,
+              split: form.split,
+              title: form.title,
             },
             s.caller,
             { within: (tx, link) => tokens.claim(tx, sent, s.id, fresh(link.code)) },
           )
-          return shell.seeOther(fresh(r.hex), { kind: 'ok', text: `Created ${r.url} → ${shortDestination(r.long_url)}` })
+          return shell.seeOther(fresh(r.hex), {
+            kind: 'ok',
+            text: `Created ${r.url} → ${shortDestination(r.long_url)}`,
+          })
         } catch (err) {
           if (err instanceof RepeatedForm) return shell.repeated(err.result ?? '/dashboard')
           if (!(err instanceof AppError) || err.status >= 500) throw err
@@ -273,7 +341,9 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
     .post(
       '/dashboard/links/:code',
       async ({ request, params }) => {
-        const s = await shell.requireForm(request, { keep: ['url', 'mode', 'expire', 'password_action', 'tags', 'title', ...ROUTING_FIELDS] })
+        const s = await shell.requireForm(request, {
+          keep: ['url', 'mode', 'expire', 'password_action', 'tags', 'title', ...ROUTING_FIELDS],
+        })
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
         const r = await ownedLink(params.code, s)
@@ -282,7 +352,9 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
           url: (f.get('url') ?? '').trim(),
           mode: f.get('mode') ?? r.mode,
           expire: f.get('expire') ?? 'keep',
-          passwordAction: ['set', 'remove'].includes(f.get('password_action') ?? '') ? (f.get('password_action') as 'set' | 'remove') : 'keep',
+          passwordAction: ['set', 'remove'].includes(f.get('password_action') ?? '')
+            ? (f.get('password_action') as 'set' | 'remove')
+            : 'keep',
           tags: f.get('tags') ?? r.tags.join(', '),
           max_visits: (f.get('max_visits') ?? '').trim(),
           // A browser sends a text area's line ends as CRLF; the page showed LF.
@@ -290,7 +362,17 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
           split: (f.get('split') ?? '').replace(/\r\n?/g, '\n').trim(),
           title: f.get('title') ?? r.title,
         }
-        const changes: { url?: string; mode?: string; expire?: string; password?: string; tags?: string; max_visits?: string; rules?: string; split?: string; title?: string } = {}
+        const changes: {
+          url?: string
+          mode?: string
+          expire?: string
+          password?: string
+          tags?: string
+          max_visits?: string
+          rules?: string
+          split?: string
+          title?: string
+        } = {}
         // The limit, rules and split are sent when they differ from what the page showed ("" removes each).
         const shown = currentRouting(r)
         for (const k of ROUTING_FIELDS) if (f.has(k) && values[k] !== shown[k].trim()) changes[k] = values[k]
@@ -303,22 +385,29 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
         // Tags as typed, compared as the service would store them (case and order do not count).
         const typedTags = tidyTags(values.tags)
         const sameTags = (a: string[], b: string[]) => a.length === b.length && a.every((t, i) => t === b[i])
-        if (!sameTags([...new Set(typedTags.toLowerCase().split(',').filter(Boolean))].sort(), r.tags)) changes.tags = typedTags
+        if (!sameTags([...new Set(typedTags.toLowerCase().split(',').filter(Boolean))].sort(), r.tags))
+          changes.tags = typedTags
         const page = `/dashboard/links/${r.hex}`
         const refuse = (state: Refused<EditForm>) => shell.refused(shell.ownerOf(s), page, state)
         if (values.passwordAction === 'set') {
           const pw = f.get('password') ?? ''
-          if (pw === '') return refuse({ values, errors: { password: 'Type the new password, or choose to keep the current one.' } })
+          if (pw === '')
+            return refuse({ values, errors: { password: 'Type the new password, or choose to keep the current one.' } })
           changes.password = pw
         }
-        if (Object.keys(changes).length === 0) return shell.seeOther(`/dashboard/links/${r.hex}`, { kind: 'ok', text: 'Nothing to change.' })
+        if (Object.keys(changes).length === 0)
+          return shell.seeOther(`/dashboard/links/${r.hex}`, { kind: 'ok', text: 'Nothing to change.' })
         try {
           await links.update({ code: r.hex, ...changes }, s.caller)
         } catch (err) {
           if (!(err instanceof AppError) || err.status >= 500) throw err
           if (err.status === 404 || err.code === 'not_owner') return notFoundPage(request, s, r.hex)
           const field = fieldOf(err)
-          return refuse({ values, errors: field ? { [field]: humane(err.message) } : {}, formError: field ? undefined : humane(err.message) })
+          return refuse({
+            values,
+            errors: field ? { [field]: humane(err.message) } : {},
+            formError: field ? undefined : humane(err.message),
+          })
         }
         return shell.seeOther(`/dashboard/links/${r.hex}`, { kind: 'ok', text: `Saved the changes to ${r.url}.` })
       },
@@ -333,7 +422,15 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
         if (s instanceof Response) return s
         const r = await ownedLink(params.code, s)
         if (!r) return notFoundPage(request, s, params.code)
-        const opts = { request, accountId: s.caller.accountId, csrf: s.csrf, crossSite: shell.crossSite(request), refused: shell.csrfRefused, code: r.hex, shortUrl: r.url }
+        const opts = {
+          request,
+          accountId: s.caller.accountId,
+          csrf: s.csrf,
+          crossSite: shell.crossSite(request),
+          refused: shell.csrfRefused,
+          code: r.hex,
+          shortUrl: r.url,
+        }
         return qrWithLogo(qr, opts, (location, reason) => shell.seeOther(location, { kind: 'error', text: reason }))
       },
       { parse: 'none' },
@@ -377,7 +474,8 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
         try {
           await links.delete({ code: r.hex }, s.caller)
         } catch (err) {
-          if (err instanceof AppError && (err.status === 404 || err.code === 'not_owner')) return notFoundPage(request, s, r.hex)
+          if (err instanceof AppError && (err.status === 404 || err.code === 'not_owner'))
+            return notFoundPage(request, s, r.hex)
           throw err
         }
         return shell.seeOther('/dashboard', { kind: 'ok', text: `Deleted ${r.url}.` })

@@ -1,12 +1,7 @@
 // The Mailboxes section's live view: an event stream of the rows of new messages in an open mailbox page.
 import type { DashboardDeps } from './deps'
 import { AppError } from '../kernel/errors'
-import {
-  KEEPALIVE_MS,
-  messageRow,
-  MESSAGES_SHOWN,
-  missing,
-} from './mail-view'
+import { KEEPALIVE_MS, messageRow, MESSAGES_SHOWN, missing } from './mail-view'
 
 export function createMailEvents({ shell, mail, server }: DashboardDeps) {
   /**
@@ -18,7 +13,10 @@ export function createMailEvents({ shell, mail, server }: DashboardDeps) {
    */
   async function events(request: Request, address: string): Promise<Response> {
     const plain = (status: number, text: string, headers: Record<string, string> = {}) =>
-      new Response(text, { status, headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', ...headers } })
+      new Response(text, {
+        status,
+        headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', ...headers },
+      })
     const s = await shell.session(request)
     if (!s) return plain(401, 'Sign in first.')
     const given = request.headers.get('last-event-id') ?? new URL(request.url).searchParams.get('after') ?? '0'

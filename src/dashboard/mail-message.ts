@@ -65,16 +65,24 @@ export function createMessagePages({ shell, mail }: DashboardDeps) {
       : ''
     // The views are links (?view=…): each is a page of its own, so reload, back and a bookmark show it again.
     const tabs = `<nav class="mail-tabs" aria-label="Show the message as"><ul>${views
-      .map((v) => `<li><a href="${here}?view=${v}"${v === view ? ' aria-current="page"' : ''}>${VIEW_LABELS[v]}</a></li>`)
+      .map(
+        (v) => `<li><a href="${here}?view=${v}"${v === view ? ' aria-current="page"' : ''}>${VIEW_LABELS[v]}</a></li>`,
+      )
       .join('')}</ul></nav>`
     let panel: string
     if (view === 'html') {
       panel = `<p class="mail-note" id="html-note">Shown in a sandbox: scripts do not run, and remote content (images, fonts, styles from other sites) is blocked, so opening this message tells nobody you read it.</p>
 <iframe class="mail-html" sandbox src="${here}/html" title="The message as sent: ${h(subject)}" aria-describedby="html-note"></iframe>`
     } else if (view === 'text') {
-      panel = m.text.trim() ? `<pre class="mail-text">${h(m.text)}</pre>` : '<p class="empty">This message has no text.</p>'
+      panel = m.text.trim()
+        ? `<pre class="mail-text">${h(m.text)}</pre>`
+        : '<p class="empty">This message has no text.</p>'
     } else {
-      const source = await mail.source(s.caller, { address: m.address, id: m.id }, view === 'headers' ? HEADERS_READ : SOURCE_SHOWN)
+      const source = await mail.source(
+        s.caller,
+        { address: m.address, id: m.id },
+        view === 'headers' ? HEADERS_READ : SOURCE_SHOWN,
+      )
       if (view === 'headers') {
         const fields = headerFields(source.bytes)
         panel = fields.length
@@ -110,7 +118,11 @@ ${links}${attachments}`
     const s = await shell.session(request)
     const m = s ? await read(s, address, idText) : null
     // No redirect to the sign-in page inside a frame: a plain 404 under the same strict headers.
-    if (!m || m.html === null) return new Response('Not found', { status: 404, headers: { ...MAIL_HTML_HEADERS, 'content-type': 'text/plain; charset=utf-8' } })
+    if (!m || m.html === null)
+      return new Response('Not found', {
+        status: 404,
+        headers: { ...MAIL_HTML_HEADERS, 'content-type': 'text/plain; charset=utf-8' },
+      })
     return new Response(m.html, { headers: MAIL_HTML_HEADERS })
   }
   return { messagePage, htmlPart }

@@ -17,7 +17,8 @@ export const MESSAGES_SHOWN = 200
  */
 export const MAIL_HTML_HEADERS: Readonly<Record<string, string>> = {
   'content-type': 'text/html; charset=utf-8',
-  'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; frame-ancestors 'self'; sandbox",
+  'content-security-policy':
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; frame-ancestors 'self'; sandbox",
   'x-content-type-options': 'nosniff',
   'cache-control': 'no-store',
   'referrer-policy': 'no-referrer',
@@ -33,7 +34,12 @@ export const KEEPALIVE_MS = 15_000
 /** What a message page shows: ?view=text|html|headers|source (the tabs are links: they work without a script). */
 export const VIEWS = ['text', 'html', 'headers', 'source'] as const
 export type View = (typeof VIEWS)[number]
-export const VIEW_LABELS: Record<View, string> = { text: 'Text', html: 'HTML', headers: 'Headers', source: 'Raw source' }
+export const VIEW_LABELS: Record<View, string> = {
+  text: 'Text',
+  html: 'HTML',
+  headers: 'Headers',
+  source: 'Raw source',
+}
 
 /** "2026-11-23 14:05 UTC" from an ISO time the service answered with ("" for none). */
 export const whenIso = (iso: string | null) => (iso ? when(Date.parse(iso)) : '')
@@ -45,7 +51,9 @@ export function size(bytes: number): string {
 }
 
 export const person = (p: { address: string; name: string }) =>
-  p.name && p.address ? `${h(p.name)} <span class="muted">&lt;${h(p.address)}&gt;</span>` : h(p.name || p.address || '(unknown)')
+  p.name && p.address
+    ? `${h(p.name)} <span class="muted">&lt;${h(p.address)}&gt;</span>`
+    : h(p.name || p.address || '(unknown)')
 
 /** Not found, or another account's: the same answer, so a guess learns nothing. */
 export const missing = (err: unknown) =>

@@ -77,7 +77,8 @@ ${err ? `<span class="error" id="mail-local-error">${h(err)}</span>` : ''}
 </tr>`
         })
         .join('')
-      const more = total > mailboxes.length ? `<p class="muted">Showing the newest ${mailboxes.length} of ${total}.</p>` : ''
+      const more =
+        total > mailboxes.length ? `<p class="muted">Showing the newest ${mailboxes.length} of ${total}.</p>` : ''
       listHtml = `<div class="table-wrap"><table class="mail-boxes stack">
 <caption class="visually-hidden">Your mailboxes, newest first</caption>
 <thead><tr><th scope="col">Address</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col" class="n">Messages</th><th scope="col" class="n">Unread</th></tr></thead>
@@ -95,12 +96,20 @@ ${err ? `<span class="error" id="mail-local-error">${h(err)}</span>` : ''}
     const local = (fields.get('local') ?? '').trim().toLowerCase()
     const domain = fields.get('domain') ?? domains[0]!
     const again = (error: string) =>
-      shell.refused(shell.ownerOf(s), '/dashboard/mail', { local: (fields.get('local') ?? '').slice(0, 200), domain: domain.slice(0, 300), error } satisfies FormState)
+      shell.refused(shell.ownerOf(s), '/dashboard/mail', {
+        local: (fields.get('local') ?? '').slice(0, 200),
+        domain: domain.slice(0, 300),
+        error,
+      } satisfies FormState)
     if (!domains.includes(domain)) return again(`Choose one of the domains listed.`)
-    if (local && !LOCAL_PART.test(local)) return again('The name must be 1 to 64 characters: letters, digits, ".", "_" and "-".')
+    if (local && !LOCAL_PART.test(local))
+      return again('The name must be 1 to 64 characters: letters, digits, ".", "_" and "-".')
     try {
       const box = await mail.getOrCreate(s.caller, local ? `${local}@${domain}` : undefined, domain)
-      return shell.seeOther(`/dashboard/mail/${box.address}`, { kind: 'ok', text: `${box.address} is ready until ${whenIso(box.expires)}.` })
+      return shell.seeOther(`/dashboard/mail/${box.address}`, {
+        kind: 'ok',
+        text: `${box.address} is ready until ${whenIso(box.expires)}.`,
+      })
     } catch (err) {
       if (err instanceof AppError && err.status < 500) return again(err.message)
       throw err
@@ -175,10 +184,18 @@ ${table}</section>`
 
   /** Mailbox gone (deleted, expired) or another account's: the same answer, back to the list. */
   const noMailbox = (address: string) =>
-    shell.seeOther('/dashboard/mail', { kind: 'error', text: `There is no mailbox ${address.slice(0, 200)} in your account: it was deleted or has expired.` })
+    shell.seeOther('/dashboard/mail', {
+      kind: 'error',
+      text: `There is no mailbox ${address.slice(0, 200)} in your account: it was deleted or has expired.`,
+    })
 
   /** A form on one mailbox: the form's checks, then `act`; a mailbox that is not the caller's → back to the list. */
-  async function onMailbox(request: Request, s: Session, address: string, act: (fields: URLSearchParams) => Promise<Response> | Response) {
+  async function onMailbox(
+    request: Request,
+    s: Session,
+    address: string,
+    act: (fields: URLSearchParams) => Promise<Response> | Response,
+  ) {
     const fields = await shell.form(request, s)
     try {
       return await act(fields)
@@ -191,13 +208,19 @@ ${table}</section>`
   async function deleteMailbox(s: Session, address: string) {
     const box = await mail.mailbox(s.caller, address)
     await mail.deleteMailbox(s.caller, { address: box.address })
-    return shell.seeOther('/dashboard/mail', { kind: 'ok', text: `${box.address} is deleted, with its ${messagesText(box.messages)}.` })
+    return shell.seeOther('/dashboard/mail', {
+      kind: 'ok',
+      text: `${box.address} is deleted, with its ${messagesText(box.messages)}.`,
+    })
   }
 
   async function deleteSelected(s: Session, address: string, fields: URLSearchParams) {
     const box = await mail.mailbox(s.caller, address)
     const base = `/dashboard/mail/${box.address}`
-    const ids = fields.getAll('id').filter((v) => /^[1-9][0-9]{0,14}$/.test(v)).map(Number)
+    const ids = fields
+      .getAll('id')
+      .filter((v) => /^[1-9][0-9]{0,14}$/.test(v))
+      .map(Number)
     if (ids.length === 0) return shell.seeOther(base, { kind: 'error', text: 'Select the messages to delete first.' })
     const gone = await mail.deleteMessages(s.caller, { address: box.address, ids })
     const text = gone.length === 0 ? 'Those messages were deleted already.' : `${messagesText(gone.length)} deleted.`
@@ -211,12 +234,18 @@ ${table}</section>`
     const id = /^[1-9][0-9]{0,14}$/.test(idText) ? Number(idText) : 0
     if (action === 'delete') {
       const gone = id ? await mail.deleteMessages(s.caller, { address: box.address, ids: [id] }) : []
-      return shell.seeOther(base, gone.length ? { kind: 'ok', text: 'The message is deleted.' } : { kind: 'ok', text: 'That message was deleted already.' })
+      return shell.seeOther(
+        base,
+        gone.length
+          ? { kind: 'ok', text: 'The message is deleted.' }
+          : { kind: 'ok', text: 'That message was deleted already.' },
+      )
     }
     try {
       await mail.setSeen(s.caller, { address: box.address, id, seen: false })
     } catch (err) {
-      if (err instanceof AppError && err.status === 404) return shell.seeOther(base, { kind: 'error', text: 'That message is no longer there.' })
+      if (err instanceof AppError && err.status === 404)
+        return shell.seeOther(base, { kind: 'error', text: 'That message is no longer there.' })
       throw err
     }
     return shell.seeOther(base, { kind: 'ok', text: 'The message is marked unread.' })
@@ -239,21 +268,43 @@ ${table}</section>`
       const s = await shell.requireForm(request, { keep: ['local', 'domain'] })
       return s instanceof Response ? s : create(request, s)
     })
-    .get('/dashboard/mail/:address', ({ request, params }) => signedIn(request, (s) => mailboxPage(request, s, params.address)))
+    .get('/dashboard/mail/:address', ({ request, params }) =>
+      signedIn(request, (s) => mailboxPage(request, s, params.address)),
+    )
     .get('/dashboard/mail/:address/events', ({ request, params }) => events(request, params.address))
-    .get('/dashboard/mail/:address/delete', ({ request, params }) => signedIn(request, (s) => confirmDeletePage(request, s, params.address)))
+    .get('/dashboard/mail/:address/delete', ({ request, params }) =>
+      signedIn(request, (s) => confirmDeletePage(request, s, params.address)),
+    )
     .post('/dashboard/mail/:address/delete', ({ request, params }) =>
-      signedIn(request, (s) => onMailbox(request, s, params.address, () => deleteMailbox(s, params.address)), `/dashboard/mail/${params.address}/delete`),
+      signedIn(
+        request,
+        (s) => onMailbox(request, s, params.address, () => deleteMailbox(s, params.address)),
+        `/dashboard/mail/${params.address}/delete`,
+      ),
     )
     .post('/dashboard/mail/:address/delete-messages', ({ request, params }) =>
-      signedIn(request, (s) => onMailbox(request, s, params.address, (fields) => deleteSelected(s, params.address, fields)), `/dashboard/mail/${params.address}`),
+      signedIn(
+        request,
+        (s) => onMailbox(request, s, params.address, (fields) => deleteSelected(s, params.address, fields)),
+        `/dashboard/mail/${params.address}`,
+      ),
     )
-    .get('/dashboard/mail/:address/:id', ({ request, params }) => signedIn(request, (s) => messagePage(request, s, params.address, params.id)))
+    .get('/dashboard/mail/:address/:id', ({ request, params }) =>
+      signedIn(request, (s) => messagePage(request, s, params.address, params.id)),
+    )
     .post('/dashboard/mail/:address/:id/delete', ({ request, params }) =>
-      signedIn(request, (s) => onMailbox(request, s, params.address, () => onMessage(s, params.address, params.id, 'delete')), `/dashboard/mail/${params.address}/${params.id}`),
+      signedIn(
+        request,
+        (s) => onMailbox(request, s, params.address, () => onMessage(s, params.address, params.id, 'delete')),
+        `/dashboard/mail/${params.address}/${params.id}`,
+      ),
     )
     .post('/dashboard/mail/:address/:id/unseen', ({ request, params }) =>
-      signedIn(request, (s) => onMailbox(request, s, params.address, () => onMessage(s, params.address, params.id, 'unseen')), `/dashboard/mail/${params.address}/${params.id}`),
+      signedIn(
+        request,
+        (s) => onMailbox(request, s, params.address, () => onMessage(s, params.address, params.id, 'unseen')),
+        `/dashboard/mail/${params.address}/${params.id}`,
+      ),
     )
     .get('/dashboard/mail/:address/:id/html', ({ request, params }) => htmlPart(request, params.address, params.id))
 }

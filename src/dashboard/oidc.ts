@@ -19,22 +19,40 @@ export function createOidcSignIn(deps: DashboardDeps) {
   // Started sign-ins in the database, sealed with the browser's binding (dashboard/flash.ts, the sign-ins' pool):
   // the callback may come back through another node (SPEC §11).
   const pending: PendingSignIns = {
-    put: async (state, binding, entry, ttlMs) => void (await shell.flash.put(`o${binding}`, 'oidc sign-in', entry, state, ttlMs)),
+    put: async (state, binding, entry, ttlMs) =>
+      void (await shell.flash.put(`o${binding}`, 'oidc sign-in', entry, state, ttlMs)),
     take: async (state, binding) => {
       const t = await shell.flash.takeAny<PendingEntry>(`o${binding}`, 'oidc sign-in', state)
       return t && { entry: t.value, mine: t.mine, expired: t.expired }
     },
   }
   const client = createOidcClient({ oidc: config.oidc, baseUrl: config.server.base_url, clock: deps.clock, pending })
-  const people = createProviderAccounts({ storages: deps.storages, clock: deps.clock, issuer: config.oidc.issuer, adminGroups: config.oidc.admin_groups })
+  const people = createProviderAccounts({
+    storages: deps.storages,
+    clock: deps.clock,
+    issuer: config.oidc.issuer,
+    adminGroups: config.oidc.admin_groups,
+  })
   // SameSite=Lax: the callback is a top-level navigation from the provider's site, which Lax lets through.
-  const bindingCookie = (value: string) => `${BINDING_COOKIE}=${value}; Path=${PATH}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}; Max-Age=600`
+  const bindingCookie = (value: string) =>
+    `${BINDING_COOKIE}=${value}; Path=${PATH}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}; Max-Age=600`
 
   /** A sign-in that worked: the session, as the password sign-in makes it, with its audit row (signin.ok, method oidc). */
-  async function signInSucceeded(request: Request, account: { accountId: number; name: string; admin: boolean; created: boolean }, next: string): Promise<Response> {
-    log.info('sign-in with the provider', { account: account.name, admin: account.admin, created: account.created, client: clientIp(request) })
+  async function signInSucceeded(
+    request: Request,
+    account: { accountId: number; name: string; admin: boolean; created: boolean },
+    next: string,
+  ): Promise<Response> {
+    log.info('sign-in with the provider', {
+      account: account.name,
+      admin: account.admin,
+      created: account.created,
+      client: clientIp(request),
+    })
     const { token } = await sessions.create(account.accountId, { address: clientIp(request), method: 'oidc' })
-    const notice = account.created ? { kind: 'ok' as const, text: `Welcome, ${account.name}. Create an API key in the API section to use the API.` } : undefined
+    const notice = account.created
+      ? { kind: 'ok' as const, text: `Welcome, ${account.name}. Create an API key in the API section to use the API.` }
+      : undefined
     return shell.seeOther(next, notice, { 'set-cookie': shell.sessionCookie(token) })
   }
 
@@ -57,13 +75,26 @@ export function createOidcSignIn(deps: DashboardDeps) {
       const next = safeNext(new URL(request.url).searchParams.get('next'))
       if (await shell.session(request)) return shell.seeOther(next)
       const hit = limiter.hit(`oidc:${rateKeyOf(clientIp(request))}`, OIDC_STARTS_PER_CLIENT_PER_MINUTE)
-      if (!hit.allowed) return signInFailed(request, 'too many sign-ins started from this address', `Too many sign-ins started: wait ${hit.reset} s and try again.`, false)
+      if (!hit.allowed)
+        return signInFailed(
+          request,
+          'too many sign-ins started from this address',
+          `Too many sign-ins started: wait ${hit.reset} s and try again.`,
+          false,
+        )
       try {
         const { url, binding } = await client.start({ next, binding: cookiesOf(request).get(BINDING_COOKIE) })
-        return new Response(null, { status: 303, headers: { location: url, 'cache-control': 'no-store', 'set-cookie': bindingCookie(binding) } })
+        return new Response(null, {
+          status: 303,
+          headers: { location: url, 'cache-control': 'no-store', 'set-cookie': bindingCookie(binding) },
+        })
       } catch (err) {
         if (err instanceof SignInRefused) return signInFailed(request, err.reason, err.message)
-        return signInFailed(request, `could not start: ${describe(err)}`, `Signing in with ${client.name} does not work right now: try again in a minute.`)
+        return signInFailed(
+          request,
+          `could not start: ${describe(err)}`,
+          `Signing in with ${client.name} does not work right now: try again in a minute.`,
+        )
       }
     })
     .get(`${PATH}/callback`, async ({ request }) => {
@@ -71,16 +102,29 @@ export function createOidcSignIn(deps: DashboardDeps) {
       try {
         const { claims, next } = await client.finish({ query, binding: cookiesOf(request).get(BINDING_COOKIE) ?? '' })
         const linked = await people.link(claims, clientIp(request))
-        if (!linked.ok) return signInFailed(request, `account ${linked.name} is disabled`, 'This account has been disabled by an administrator.')
+        if (!linked.ok)
+          return signInFailed(
+            request,
+            `account ${linked.name} is disabled`,
+            'This account has been disabled by an administrator.',
+          )
         return await signInSucceeded(request, linked, next)
       } catch (err) {
         if (err instanceof SignInRefused) return signInFailed(request, err.reason, err.message)
-        return signInFailed(request, `callback failed: ${describe(err)}`, `Signing in with ${client.name} did not work: start again.`)
+        return signInFailed(
+          request,
+          `callback failed: ${describe(err)}`,
+          `Signing in with ${client.name} did not work: start again.`,
+        )
       }
     })
     .get(`${PATH}/logout`, async () => {
       const url = await client.endSessionUrl()
-      if (!url) return shell.seeOther('/login', { kind: 'warn', text: `${client.name} offers no sign-out page: sign out there yourself if you mean to.` })
+      if (!url)
+        return shell.seeOther('/login', {
+          kind: 'warn',
+          text: `${client.name} offers no sign-out page: sign out there yourself if you mean to.`,
+        })
       return new Response(null, { status: 303, headers: { location: url, 'cache-control': 'no-store' } })
     })
 
@@ -91,9 +135,11 @@ export function createOidcSignIn(deps: DashboardDeps) {
     button: (next: string) =>
       `<p class="sso"><a class="button sso-button" href="${PATH}?next=${escapeHtml(encodeURIComponent(next))}">Sign in with ${escapeHtml(client.name)}</a></p>`,
     /** Where sign-out goes: after an account linked to the provider, the sign-in page offers its sign-out. */
-    signedOutPage: async (accountId: number) => ((await people.isLinked(accountId)) ? '/login?signed_out=provider' : '/login'),
+    signedOutPage: async (accountId: number) =>
+      (await people.isLinked(accountId)) ? '/login?signed_out=provider' : '/login',
     /** The offer the sign-in page shows after such a sign-out. */
-    signOutOffer: () => `<p class="sso-signout">Still signed in at ${escapeHtml(client.name)}? <a href="${PATH}/logout">Also sign out of ${escapeHtml(client.name)}</a>.</p>`,
+    signOutOffer: () =>
+      `<p class="sso-signout">Still signed in at ${escapeHtml(client.name)}? <a href="${PATH}/logout">Also sign out of ${escapeHtml(client.name)}</a>.</p>`,
   }
 }
 export type OidcSignIn = ReturnType<typeof createOidcSignIn>

@@ -17,7 +17,6 @@ const TOUCH_EVERY_MS = 60_000
 
 export const randomToken = (bytes = 32) => randomBytes(bytes).toString('base64url')
 
-
 export interface Session {
   id: number
   accountId: number
@@ -37,7 +36,11 @@ export interface SignIn {
 }
 
 /** The sign-in and the sessions, over the storages handed in (the engine's: see the header). */
-export function createSessions<Tx>(deps: { storages: Pick<DashboardStores<Tx>, 'accounts' | 'sessions' | 'audit'>; clock: () => number; verify?: Verifier }) {
+export function createSessions<Tx>(deps: {
+  storages: Pick<DashboardStores<Tx>, 'accounts' | 'sessions' | 'audit'>
+  clock: () => number
+  verify?: Verifier
+}) {
   const { storages, clock } = deps
   const gate = createPasswordGate({ verify: deps.verify })
   // An unknown name costs the same hash check as a known one, so timing does not tell which names exist.
@@ -66,7 +69,10 @@ export function createSessions<Tx>(deps: { storages: Pick<DashboardStores<Tx>, '
      * disabled account). The visitor gets one answer for all, so that they cannot tell them apart; the
      * reason is for the audit log (failed). Throws a 503 AppError when too many checks are under way.
      */
-    async checkPassword(name: string, password: string): Promise<{ account: { id: number; name: string } } | { account: null; reason: string }> {
+    async checkPassword(
+      name: string,
+      password: string,
+    ): Promise<{ account: { id: number; name: string } } | { account: null; reason: string }> {
       const row = name.length <= 64 ? await storages.accounts.accountByName(name) : null
       const hash = row?.password_hash ?? (await (dummyHash ??= Bun.password.hash(randomToken(), 'argon2id')))
       const right = password.length > 0 && password.length <= 128 && (await gate.verify(password, hash))
@@ -80,7 +86,9 @@ export function createSessions<Tx>(deps: { storages: Pick<DashboardStores<Tx>, '
     /** A failed sign-in's audit row: nobody, the name tried (at most 64 characters) and why; never the password. */
     async failed(name: string, reason: string, address: string): Promise<void> {
       const who: Who = { actor: { kind: 'anonymous', name: name.slice(0, 64) }, address }
-      await storages.audit.insertAlone(auditRow(who, { action: 'signin.failed', target: `account ${name.slice(0, 64)}`, detail: reason }, clock()))
+      await storages.audit.insertAlone(
+        auditRow(who, { action: 'signin.failed', target: `account ${name.slice(0, 64)}`, detail: reason }, clock()),
+      )
     },
 
     /**

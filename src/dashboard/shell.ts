@@ -71,7 +71,13 @@ export interface RenderOptions {
   notice?: Notice
 }
 
-export function createShell<Tx>(deps: { config: Config; sessions: Sessions; formTokens: FormTokenRows<Tx>; flashes: FlashRows; clock: () => number }) {
+export function createShell<Tx>(deps: {
+  config: Config
+  sessions: Sessions
+  formTokens: FormTokenRows<Tx>
+  flashes: FlashRows
+  clock: () => number
+}) {
   const { config, sessions } = deps
   const clock = deps.clock
   // In the database, sealed (flash.ts); sessions and visitors are pools of their own.
@@ -106,7 +112,8 @@ export function createShell<Tx>(deps: { config: Config; sessions: Sessions; form
     if (!raw) return null
     try {
       const n = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as Notice
-      if ((n.kind === 'ok' || n.kind === 'error' || n.kind === 'warn') && typeof n.text === 'string') return { kind: n.kind, text: n.text.slice(0, 500) }
+      if ((n.kind === 'ok' || n.kind === 'error' || n.kind === 'warn') && typeof n.text === 'string')
+        return { kind: n.kind, text: n.text.slice(0, 500) }
     } catch {}
     return null
   }
@@ -138,7 +145,13 @@ export function createShell<Tx>(deps: { config: Config; sessions: Sessions; form
 
   function draftCookie(next: string, kept?: Typed): string {
     const encode = (d: object) => Buffer.from(JSON.stringify(d)).toString('base64url')
-    const draft = { p: next.split(/[?#]/)[0], e: clock() + DRAFT_TTL_MS, f: kept?.fields ?? [], x: kept?.dropped ? 1 : 0, l: kept?.tooLong ? 1 : 0 }
+    const draft = {
+      p: next.split(/[?#]/)[0],
+      e: clock() + DRAFT_TTL_MS,
+      f: kept?.fields ?? [],
+      x: kept?.dropped ? 1 : 0,
+      l: kept?.tooLong ? 1 : 0,
+    }
     let value = encode(draft)
     if (value.length > DRAFT_MAX_CHARS) value = encode({ ...draft, f: [], l: 1 })
     return `${DRAFT_COOKIE}=${value}; ${draftAttrs}; Max-Age=${DRAFT_TTL_MS / 1000}`
@@ -151,7 +164,8 @@ export function createShell<Tx>(deps: { config: Config; sessions: Sessions; form
       const d = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'))
       if (typeof d?.p !== 'string' || typeof d.e !== 'number' || d.e <= clock() || !Array.isArray(d.f)) return null
       const fields = (d.f as unknown[]).filter(
-        (f): f is [string, string] => Array.isArray(f) && f.length === 2 && typeof f[0] === 'string' && typeof f[1] === 'string',
+        (f): f is [string, string] =>
+          Array.isArray(f) && f.length === 2 && typeof f[0] === 'string' && typeof f[1] === 'string',
       )
       return { path: d.p, fields, dropped: d.x === 1, tooLong: d.l === 1 }
     } catch {
@@ -199,7 +213,10 @@ export function createShell<Tx>(deps: { config: Config; sessions: Sessions; form
     const next = reading ? safeNext(path + query) : formPage(request, page ?? path)
     const from = sameOriginReferer(request)?.pathname ?? null
     const ended = !reading || cookiesOf(request).has(SESSION_COOKIE) || (from !== null && safeNext(from) === from)
-    const headers = new Headers({ location: `/login?next=${encodeURIComponent(next)}${ended ? '&reason=session_ended' : ''}`, 'cache-control': 'no-store' })
+    const headers = new Headers({
+      location: `/login?next=${encodeURIComponent(next)}${ended ? '&reason=session_ended' : ''}`,
+      'cache-control': 'no-store',
+    })
     // Only for a form of this site: another site must not be able to fill in the next form its visitor sees.
     if (!reading && !crossSite(request)) headers.append('set-cookie', draftCookie(next, kept))
     return new Response(null, { status: 303, headers })
@@ -237,14 +254,22 @@ export function createShell<Tx>(deps: { config: Config; sessions: Sessions; form
      * The answer to a refused form: 303 back to its page (`page`, a path of this site), with the form's
      * state — what was typed, never a password, and the messages — kept for that page to show once.
      */
-    async refused(owner: string, page: string, state: unknown, headers: Record<string, string> = {}): Promise<Response> {
+    async refused(
+      owner: string,
+      page: string,
+      state: unknown,
+      headers: Record<string, string> = {},
+    ): Promise<Response> {
       const id = await flash.put(owner, `form ${page.split('?')[0]}`, state)
       return this.seeOther(withParam(page, 'form', id), undefined, headers)
     },
 
     /** The answer to a create form sent again (form-tokens.ts): 303 to the first answer's page, saying so. */
     repeated(location: string): Response {
-      return this.seeOther(location, { kind: 'ok', text: 'That form was sent twice: it was done once, the first time.' })
+      return this.seeOther(location, {
+        kind: 'ok',
+        text: 'That form was sent twice: it was done once, the first time.',
+      })
     },
 
     /** The state of the refused form this page's URL names, once (null: none, shown already, expired, not this owner's). */
@@ -265,7 +290,10 @@ export function createShell<Tx>(deps: { config: Config; sessions: Sessions; form
      * As require, for a form where people type: without a session, the fields named in `keep` (never a
      * password) are kept for its page, which shows them again after signing in (see `draft`).
      */
-    async requireForm(request: Request, opts: { page?: string; keep: readonly string[]; admin?: boolean }): Promise<Session | Response> {
+    async requireForm(
+      request: Request,
+      opts: { page?: string; keep: readonly string[]; admin?: boolean },
+    ): Promise<Session | Response> {
       const s = await session(request)
       if (s) {
         if (opts.admin && !s.admin) throw notAdmin()
@@ -312,10 +340,12 @@ export function createShell<Tx>(deps: { config: Config; sessions: Sessions; form
     },
 
     /** Set-Cookie for a new session (sign-in). */
-    sessionCookie: (token: string) => `${SESSION_COOKIE}=${token}; ${attrs}; Max-Age=${Math.floor(SESSION_TTL_MS / 1000)}`,
+    sessionCookie: (token: string) =>
+      `${SESSION_COOKIE}=${token}; ${attrs}; Max-Age=${Math.floor(SESSION_TTL_MS / 1000)}`,
     clearSessionCookie: () => `${SESSION_COOKIE}=; ${attrs}; Max-Age=0`,
     /** A cookie for the sign-in form's CSRF token (double submit: there is no session yet). */
-    loginCookie: (token: string) => `lb_login=${token}; Path=/; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}; Max-Age=3600`,
+    loginCookie: (token: string) =>
+      `lb_login=${token}; Path=/; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}; Max-Age=3600`,
     loginToken: (request: Request) => cookiesOf(request).get('lb_login') ?? '',
 
     /** 303 to `location` (a path of this site), carrying a notice to the page shown there. */
@@ -334,7 +364,10 @@ export function createShell<Tx>(deps: { config: Config; sessions: Sessions; form
       const carried = noticeOf(request)
       // The page a form was on when its session ended, shown again after signing in: say it was not sent.
       const draft = s ? draftHere(request) : null
-      const notices = [carried, draft && draftNotice(draft), opts.notice].filter((n): n is Notice => !!n).map(noticeHtml).join('')
+      const notices = [carried, draft && draftNotice(draft), opts.notice]
+        .filter((n): n is Notice => !!n)
+        .map(noticeHtml)
+        .join('')
       const html = fill(layout as unknown as string, {
         title: opts.title,
         style_version: STYLE_VERSION,
@@ -354,7 +387,11 @@ export function createShell<Tx>(deps: { config: Config; sessions: Sessions; form
         'cache-control': 'no-store',
         ...opts.headers,
       })
-      if (carried) headers.append('set-cookie', `${NOTICE_COOKIE}=; Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}; Max-Age=0`)
+      if (carried)
+        headers.append(
+          'set-cookie',
+          `${NOTICE_COOKIE}=; Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}; Max-Age=0`,
+        )
       if (draft) headers.append('set-cookie', `${DRAFT_COOKIE}=; ${draftAttrs}; Max-Age=0`)
       return new Response(html, { status: opts.status ?? 200, headers })
     },

@@ -72,7 +72,8 @@ export function createWebhookEndpointPages({ shell, webhooks, clientIp }: Dashbo
     const createdId = query.get('created')
     const rotatedId = query.get('rotated')
     const shownId = createdId ?? rotatedId
-    const made = shownId === null ? null : (await flash.take<NewEndpoint>(shell.ownerOf(s), `webhook secret ${w.id}`, shownId))
+    const made =
+      shownId === null ? null : await flash.take<NewEndpoint>(shell.ownerOf(s), `webhook secret ${w.id}`, shownId)
     if (made) return secretPage(request, s, w, made, createdId === null)
     const live = await liveLog(s, w)
     const csrf = `<input type="hidden" name="_csrf" value="${h(s.csrf)}">`
@@ -117,7 +118,10 @@ ${toggle}
   async function editPage(request: Request, s: Session, idText: string) {
     const w = await endpointOf(webhooks, s, idText)
     if (!w) return notFoundPage(shell, request, s)
-    const form = (await shell.refusedState<FormState>(request, shell.ownerOf(s))) ?? { url: w.url, events: w.events.split(',') }
+    const form = (await shell.refusedState<FormState>(request, shell.ownerOf(s))) ?? {
+      url: w.url,
+      events: w.events.split(','),
+    }
     const content = `<p class="crumbs"><a href="/dashboard/webhooks">Webhooks</a> / <a href="/dashboard/webhooks/${w.id}">${h(w.url)}</a> /</p>
 <h1>Edit this endpoint</h1>
 <section class="card" aria-labelledby="edit-h">
@@ -169,7 +173,12 @@ ${tokens.field()}
   }
 
   /** A POST on one endpoint: the form's checks, then `act`; another account's (or none) → the 404 page. */
-  async function onEndpoint(request: Request, s: Session, idText: string, act: (w: Endpoint, fields: URLSearchParams) => Promise<Response>) {
+  async function onEndpoint(
+    request: Request,
+    s: Session,
+    idText: string,
+    act: (w: Endpoint, fields: URLSearchParams) => Promise<Response>,
+  ) {
     const fields = await shell.form(request, s)
     const w = await endpointOf(webhooks, s, idText)
     if (!w) return notFoundPage(shell, request, s)
@@ -191,16 +200,27 @@ ${tokens.field()}
     const page = `${LIST}/${w.id}/edit`
     const url = (fields.get('url') ?? '').trim()
     const events = fields.getAll('events').filter((e) => (EVENT_TYPES as readonly string[]).includes(e))
-    const again = (field: 'url' | 'events', text: string) => shell.refused(shell.ownerOf(s), page, { url, events, error: { field, text } } satisfies FormState)
+    const again = (field: 'url' | 'events', text: string) =>
+      shell.refused(shell.ownerOf(s), page, { url, events, error: { field, text } } satisfies FormState)
     if (!url) return again('url', 'Enter the URL events are sent to.')
     if (events.length === 0) return again('events', 'Choose at least one event.')
     try {
-      const r = await webhooks.update(s.caller, { id: w.id, url, events: events.join(',') }, byAccount(s.caller, clientIp(request)))
-      return shell.seeOther(`${LIST}/${w.id}`, { kind: 'ok', text: `Saved: events go to ${r.url} (${r.events.split(',').join(', ')}).` })
+      const r = await webhooks.update(
+        s.caller,
+        { id: w.id, url, events: events.join(',') },
+        byAccount(s.caller, clientIp(request)),
+      )
+      return shell.seeOther(`${LIST}/${w.id}`, {
+        kind: 'ok',
+        text: `Saved: events go to ${r.url} (${r.events.split(',').join(', ')}).`,
+      })
     } catch (err) {
       if (err instanceof AppError && err.status === 404) return notFoundPage(shell, request, s)
       if (err instanceof AppError && err.status < 500)
-        return again(err.code === 'invalid_parameter' && err.message.includes('"events"') ? 'events' : 'url', forForm(err.message))
+        return again(
+          err.code === 'invalid_parameter' && err.message.includes('"events"') ? 'events' : 'url',
+          forForm(err.message),
+        )
       throw err
     }
   }
@@ -217,13 +237,23 @@ ${tokens.field()}
     const shown = withParam(`${LIST}/${w.id}`, 'rotated', shownId)
     let made
     try {
-      made = await webhooks.rotate(s.caller, { id: w.id }, { within: (_, tx) => tokens.claim(tx, sent, s.id, shown) }, byAccount(s.caller, clientIp(request)))
+      made = await webhooks.rotate(
+        s.caller,
+        { id: w.id },
+        { within: (_, tx) => tokens.claim(tx, sent, s.id, shown) },
+        byAccount(s.caller, clientIp(request)),
+      )
     } catch (err) {
       if (err instanceof RepeatedForm) return shell.repeated(err.result ?? `${LIST}/${w.id}`)
       if (err instanceof AppError && err.status === 404) return notFoundPage(shell, request, s)
       throw err
     }
-    await flash.put(shell.ownerOf(s), `webhook secret ${made.id}`, { secret: made.secret } satisfies NewEndpoint, shownId)
+    await flash.put(
+      shell.ownerOf(s),
+      `webhook secret ${made.id}`,
+      { secret: made.secret } satisfies NewEndpoint,
+      shownId,
+    )
     return shell.seeOther(shown)
   }
 
@@ -232,7 +262,11 @@ ${tokens.field()}
     const json = (status: number, body: unknown) =>
       new Response(JSON.stringify(body), {
         status,
-        headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' },
+        headers: {
+          'content-type': 'application/json; charset=utf-8',
+          'cache-control': 'no-store',
+          'x-content-type-options': 'nosniff',
+        },
       })
     const s = await shell.session(request)
     if (!s) return json(401, { error: 'signed_out', message: 'Sign in again to see the log.' })
@@ -242,7 +276,12 @@ ${tokens.field()}
   }
 
   /** onEndpoint for an act that awaits (the URL check of an update). */
-  async function onEndpointAsync(request: Request, s: Session, idText: string, act: (w: Endpoint, fields: URLSearchParams) => Promise<Response>) {
+  async function onEndpointAsync(
+    request: Request,
+    s: Session,
+    idText: string,
+    act: (w: Endpoint, fields: URLSearchParams) => Promise<Response>,
+  ) {
     const fields = await shell.form(request, s)
     const w = await endpointOf(webhooks, s, idText)
     if (!w) return notFoundPage(shell, request, s)
@@ -250,7 +289,8 @@ ${tokens.field()}
       return await act(w, fields)
     } catch (err) {
       if (err instanceof AppError && err.status === 404) return notFoundPage(shell, request, s)
-      if (err instanceof AppError && err.status < 500) return shell.seeOther(`${LIST}/${idText}`, { kind: 'error', text: err.message })
+      if (err instanceof AppError && err.status < 500)
+        return shell.seeOther(`${LIST}/${idText}`, { kind: 'error', text: err.message })
       throw err
     }
   }
@@ -262,12 +302,22 @@ ${tokens.field()}
   }
 
   return new Elysia({ name: 'dashboard-webhook-endpoint' })
-    .get('/dashboard/webhooks/:id', ({ request, params }) => signedIn(request, (s) => endpointPage(request, s, params.id)))
+    .get('/dashboard/webhooks/:id', ({ request, params }) =>
+      signedIn(request, (s) => endpointPage(request, s, params.id)),
+    )
     .get('/dashboard/webhooks/:id/log.json', ({ request, params }) => logJson(request, params.id))
-    .get('/dashboard/webhooks/:id/edit', ({ request, params }) => signedIn(request, (s) => editPage(request, s, params.id)))
-    .post('/dashboard/webhooks/:id/edit', ({ request, params }) => signedIn(request, (s) => saveEdit(request, s, params.id)))
-    .get('/dashboard/webhooks/:id/rotate', ({ request, params }) => signedIn(request, (s) => rotatePage(request, s, params.id)))
-    .post('/dashboard/webhooks/:id/rotate', ({ request, params }) => signedIn(request, (s) => rotate(request, s, params.id)))
+    .get('/dashboard/webhooks/:id/edit', ({ request, params }) =>
+      signedIn(request, (s) => editPage(request, s, params.id)),
+    )
+    .post('/dashboard/webhooks/:id/edit', ({ request, params }) =>
+      signedIn(request, (s) => saveEdit(request, s, params.id)),
+    )
+    .get('/dashboard/webhooks/:id/rotate', ({ request, params }) =>
+      signedIn(request, (s) => rotatePage(request, s, params.id)),
+    )
+    .post('/dashboard/webhooks/:id/rotate', ({ request, params }) =>
+      signedIn(request, (s) => rotate(request, s, params.id)),
+    )
     .post('/dashboard/webhooks/:id/enabled', ({ request, params }) =>
       signedIn(
         request,
@@ -298,7 +348,9 @@ ${tokens.field()}
         `/dashboard/webhooks/${params.id}`,
       ),
     )
-    .get('/dashboard/webhooks/:id/delete', ({ request, params }) => signedIn(request, (s) => confirmPage(request, s, params.id)))
+    .get('/dashboard/webhooks/:id/delete', ({ request, params }) =>
+      signedIn(request, (s) => confirmPage(request, s, params.id)),
+    )
     .post('/dashboard/webhooks/:id/delete', ({ request, params }) =>
       signedIn(request, (s) =>
         onEndpoint(request, s, params.id, async (w) => {
@@ -308,23 +360,30 @@ ${tokens.field()}
       ),
     )
     .post('/dashboard/webhooks/:id/test', ({ request, params }) =>
-      signedIn(request, (s) =>
-        onEndpoint(request, s, params.id, async ({ id }) => {
-          const t = await webhooks.testOwned(s.caller, { id })
-          const text = t.enabled
-            ? `A test event (${t.webhook_id}) is on its way: it shows in the log below (Reload if it does not).`
-            : `A test event (${t.webhook_id}) is queued, but this endpoint is disabled: it will not be sent.`
-          return shell.seeOther(`/dashboard/webhooks/${id}`, { kind: 'ok', text })
-        }),
+      signedIn(
+        request,
+        (s) =>
+          onEndpoint(request, s, params.id, async ({ id }) => {
+            const t = await webhooks.testOwned(s.caller, { id })
+            const text = t.enabled
+              ? `A test event (${t.webhook_id}) is on its way: it shows in the log below (Reload if it does not).`
+              : `A test event (${t.webhook_id}) is queued, but this endpoint is disabled: it will not be sent.`
+            return shell.seeOther(`/dashboard/webhooks/${id}`, { kind: 'ok', text })
+          }),
         `/dashboard/webhooks/${params.id}`, // the endpoint's page, where these forms are
       ),
     )
     .post('/dashboard/webhooks/:id/redeliver', ({ request, params }) =>
-      signedIn(request, (s) =>
-        onEndpoint(request, s, params.id, async ({ id }, fields) => {
-          const r = await webhooks.redeliver(s.caller, { id, event: fields.get('event') ?? '' })
-          return shell.seeOther(`/dashboard/webhooks/${id}`, { kind: 'ok', text: `Event ${r.event_id} (${r.webhook_id}) will be sent again.` })
-        }),
+      signedIn(
+        request,
+        (s) =>
+          onEndpoint(request, s, params.id, async ({ id }, fields) => {
+            const r = await webhooks.redeliver(s.caller, { id, event: fields.get('event') ?? '' })
+            return shell.seeOther(`/dashboard/webhooks/${id}`, {
+              kind: 'ok',
+              text: `Event ${r.event_id} (${r.webhook_id}) will be sent again.`,
+            })
+          }),
         `/dashboard/webhooks/${params.id}`, // the endpoint's page, where these forms are
       ),
     )

@@ -22,7 +22,8 @@ export const EVENT_HELP: Record<string, string> = {
 export const whenIso = (iso: string | null) => (iso ? when(Date.parse(iso)) : '')
 
 /** The service's messages speak of API parameters; on a form they are about its fields. */
-export const forForm = (message: string) => message.replace('The parameter "url"', 'The URL').replace('The parameter "events"', 'The events')
+export const forForm = (message: string) =>
+  message.replace('The parameter "url"', 'The URL').replace('The parameter "events"', 'The events')
 
 export type Endpoint = Awaited<ReturnType<DashboardDeps['webhooks']['overview']>>[number]
 
@@ -91,7 +92,9 @@ export function endpointFields(form: FormState, chosen: readonly string[]): stri
   const urlErr = err?.field === 'url'
   const evErr = err?.field === 'events'
   const boxes = EVENT_TYPES.map(
-    (t) => `<label class="wh-event"><input type="checkbox" name="events" value="${h(t)}"${chosen.includes(t) ? ' checked' : ''}>
+    (
+      t,
+    ) => `<label class="wh-event"><input type="checkbox" name="events" value="${h(t)}"${chosen.includes(t) ? ' checked' : ''}>
 <span><code>${h(t)}</code> <span class="muted">when ${h(EVENT_HELP[t] ?? t)}</span></span></label>`,
   ).join('')
   return `<div class="field">
@@ -142,5 +145,11 @@ export const notFoundPage = (shell: Shell, request: Request, s: Session) =>
   })
 
 /** The account's endpoint of a path's id, or null. */
-export const endpointOf = async (webhooks: DashboardDeps['webhooks'], s: Session, idText: string): Promise<Endpoint | null> =>
-  /^[1-9][0-9]{0,14}$/.test(idText) ? ((await webhooks.overview(s.caller)).find((w) => w.id === Number(idText)) ?? null) : null
+export const endpointOf = async (
+  webhooks: DashboardDeps['webhooks'],
+  s: Session,
+  idText: string,
+): Promise<Endpoint | null> =>
+  /^[1-9][0-9]{0,14}$/.test(idText)
+    ? ((await webhooks.overview(s.caller)).find((w) => w.id === Number(idText)) ?? null)
+    : null

@@ -47,7 +47,8 @@ ${endpointFields(form, form.events ?? DEFAULT_EVENTS)}
 </section>`
     let listHtml: string
     if (list.length === 0) {
-      listHtml = '<p class="empty">No endpoints yet. <a href="#new-webhook">Add one below</a> to be told when links change or mail arrives.</p>'
+      listHtml =
+        '<p class="empty">No endpoints yet. <a href="#new-webhook">Add one below</a> to be told when links change or mail arrives.</p>'
     } else {
       const rows = list
         .map(
@@ -80,7 +81,8 @@ ${endpointFields(form, form.events ?? DEFAULT_EVENTS)}
     if (before !== undefined) return shell.repeated(before ?? LIST)
     const url = (fields.get('url') ?? '').trim()
     const events = fields.getAll('events').filter((e) => (EVENT_TYPES as readonly string[]).includes(e))
-    const again = (field: 'url' | 'events', text: string) => shell.refused(shell.ownerOf(s), LIST, { url, events, error: { field, text } } satisfies FormState)
+    const again = (field: 'url' | 'events', text: string) =>
+      shell.refused(shell.ownerOf(s), LIST, { url, events, error: { field, text } } satisfies FormState)
     if (!url) return again('url', 'Enter the URL events are sent to.')
     // The service reads an empty list as "the default events": on this form nothing ticked means nothing chosen.
     if (events.length === 0) return again('events', 'Choose at least one event.')
@@ -103,10 +105,18 @@ ${endpointFields(form, form.events ?? DEFAULT_EVENTS)}
     } catch (err) {
       if (err instanceof RepeatedForm) return shell.repeated(err.result ?? LIST)
       if (err instanceof AppError && err.status < 500)
-        return again(err.code === 'invalid_parameter' && err.message.includes('"events"') ? 'events' : 'url', forForm(err.message))
+        return again(
+          err.code === 'invalid_parameter' && err.message.includes('"events"') ? 'events' : 'url',
+          forForm(err.message),
+        )
       throw err
     }
-    await flash.put(shell.ownerOf(s), `webhook secret ${made.id}`, { secret: made.secret } satisfies NewEndpoint, shownId)
+    await flash.put(
+      shell.ownerOf(s),
+      `webhook secret ${made.id}`,
+      { secret: made.secret } satisfies NewEndpoint,
+      shownId,
+    )
     return shell.seeOther(shown)
   }
 
@@ -119,7 +129,12 @@ ${endpointFields(form, form.events ?? DEFAULT_EVENTS)}
   /** Typed before the session ended (see shell.requireForm): the form shows it again. */
   const drafted = (request: Request): FormState => {
     const d = shell.draft(request)
-    return d ? { url: d.get('url') ?? '', events: d.getAll('events').filter((e) => (EVENT_TYPES as readonly string[]).includes(e)) } : {}
+    return d
+      ? {
+          url: d.get('url') ?? '',
+          events: d.getAll('events').filter((e) => (EVENT_TYPES as readonly string[]).includes(e)),
+        }
+      : {}
   }
 
   return new Elysia({ name: 'dashboard-webhooks' })

@@ -19,7 +19,8 @@ export interface ChangeFeed {
 export const TOPIC = /^[a-z][a-z_]{0,31}$/
 
 export function checkTopic(topic: string): void {
-  if (!TOPIC.test(topic)) throw new Error(`change feed: ${JSON.stringify(topic)} is not a topic name (a-z and _, at most 32)`)
+  if (!TOPIC.test(topic))
+    throw new Error(`change feed: ${JSON.stringify(topic)} is not a topic name (a-z and _, at most 32)`)
 }
 
 interface Subscriber {
@@ -71,7 +72,10 @@ export function createSubscribers(onError: (err: unknown) => void) {
         if (set) each(set, (s) => s.onResync())
         return
       }
-      each([...byTopic.values()].flatMap((set) => [...set]), (s) => s.onResync())
+      each(
+        [...byTopic.values()].flatMap((set) => [...set]),
+        (s) => s.onResync(),
+      )
     },
     close() {
       closed = true
@@ -87,7 +91,9 @@ export function createSubscribers(onError: (err: unknown) => void) {
  * gain nothing. Nothing is ever lost, so there is no onResync; it holds no timer and no queue.
  */
 export function localChangeFeed(opts: { onError?: (err: unknown) => void } = {}): ChangeFeed {
-  const subscribers = createSubscribers(opts.onError ?? ((err) => console.error('change feed: a subscriber failed:', err)))
+  const subscribers = createSubscribers(
+    opts.onError ?? ((err) => console.error('change feed: a subscriber failed:', err)),
+  )
   return {
     publish(topic, keys) {
       checkTopic(topic)

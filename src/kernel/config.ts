@@ -96,14 +96,30 @@ export function defaultConfig(): Config {
       tls_key: '',
       max_connections_per_ip: 10,
     },
-    media: { ytdlp_path: '', allow_private_networks: false, max_concurrent: 2, link_ttl: 3600, extract_timeout: 60, cache_max_bytes: 2 * 1024 * 1024 * 1024 },
+    media: {
+      ytdlp_path: '',
+      allow_private_networks: false,
+      max_concurrent: 2,
+      link_ttl: 3600,
+      extract_timeout: 60,
+      cache_max_bytes: 2 * 1024 * 1024 * 1024,
+    },
     marketplace: { proxy_secret: '', user_header: 'X-RapidAPI-User', secret_header: 'X-RapidAPI-Proxy-Secret' },
     database: { url: '' },
     web: { signup: false },
     audit: { keep_days: 365 },
     geo: { database: '' },
     log: { level: 'info', format: 'auto', requests: true },
-    oidc: { issuer: '', client_id: '', client_secret: '', client_secret_file: '', scopes: 'openid profile email groups', admin_groups: [], only: false, name: '' },
+    oidc: {
+      issuer: '',
+      client_id: '',
+      client_secret: '',
+      client_secret_file: '',
+      scopes: 'openid profile email groups',
+      admin_groups: [],
+      only: false,
+      name: '',
+    },
   }
 }
 
@@ -139,7 +155,8 @@ const list =
 
 const hostname = (v: string) =>
   /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i.test(v) ? null : 'must be a host name'
-const hostOrAddress = (v: string) => (hostname(v) === null || canonicalIp(v) !== null ? null : 'must be a host name or an IP address')
+const hostOrAddress = (v: string) =>
+  hostname(v) === null || canonicalIp(v) !== null ? null : 'must be a host name or an IP address'
 const baseUrl = (v: string) => {
   try {
     const u = new URL(v)
@@ -151,7 +168,8 @@ const baseUrl = (v: string) => {
   }
 }
 /** A loopback host of a URL: the only place an http:// issuer is accepted (a provider in the same test process). */
-export const isLoopbackHost = (host: string) => host === 'localhost' || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
+export const isLoopbackHost = (host: string) =>
+  host === 'localhost' || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
 /** oidc.issuer: empty (off), or an https URL (http only on a loopback address) without query or fragment. */
 const issuerUrl = (v: string) => {
   if (v === '') return null
@@ -167,7 +185,8 @@ const issuerUrl = (v: string) => {
   return 'must be an https URL (http is accepted only on a loopback address such as 127.0.0.1)'
 }
 const cidr = (v: string) => (parseCidr(v) ? null : 'must be an IP address or CIDR range')
-const oneOf = (allowed: string[]) => (v: string) => (allowed.includes(v) ? null : `must be one of ${allowed.join(', ')}`)
+const oneOf = (allowed: string[]) => (v: string) =>
+  allowed.includes(v) ? null : `must be one of ${allowed.join(', ')}`
 const headerName = (v: string) => (/^[A-Za-z0-9-]{1,64}$/.test(v) ? null : 'must be an HTTP header name')
 /**
  * A bearer token: empty (off), or 16 to 256 visible ASCII characters, what a header carries unchanged. A
@@ -177,7 +196,9 @@ const headerName = (v: string) => (/^[A-Za-z0-9-]{1,64}$/.test(v) ? null : 'must
 const bearerToken: Check = (v, key) => {
   if (typeof v !== 'string') return fail(key, 'must be a string', typeof v)
   if (v !== '' && !/^[\x21-\x7e]{16,256}$/.test(v))
-    throw new ConfigError(`config: "${key}" must be empty or 16 to 256 visible ASCII characters, no spaces (got ${v.length} characters; the value is not shown)`)
+    throw new ConfigError(
+      `config: "${key}" must be empty or 16 to 256 visible ASCII characters, no spaces (got ${v.length} characters; the value is not shown)`,
+    )
   return v
 }
 
@@ -185,7 +206,9 @@ const bearerToken: Check = (v, key) => {
 const secretString: Check = (v, key) => {
   if (typeof v !== 'string') return fail(key, 'must be a string', typeof v)
   if (v.length > 1024 || /[\u0000-\u001f\u007f]/.test(v))
-    throw new ConfigError(`config: "${key}" must be at most 1024 characters without control characters (got ${v.length} characters; the value is not shown)`)
+    throw new ConfigError(
+      `config: "${key}" must be at most 1024 characters without control characters (got ${v.length} characters; the value is not shown)`,
+    )
   return v
 }
 
@@ -199,10 +222,12 @@ export function databaseUrlProblem(v: string): string | null {
   } catch {
     return 'must be a URL: postgres://user:password@host:port/database (a password with : / @ ? # in it must be percent-encoded)'
   }
-  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') return 'must start with postgres:// or postgresql:// (empty means SQLite in data_dir)'
+  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:')
+    return 'must start with postgres:// or postgresql:// (empty means SQLite in data_dir)'
   if (!u.hostname) return 'must name a host: postgres://user:password@host:port/database'
   const name = u.pathname.replace(/^\//, '')
-  if (!name || name.includes('/')) return 'must name one database after the host: postgres://user:password@host:port/database'
+  if (!name || name.includes('/'))
+    return 'must name one database after the host: postgres://user:password@host:port/database'
   if (u.hash) return 'must not have a #fragment'
   for (const [key, value] of u.searchParams) {
     if (key !== 'sslmode') return `takes no query parameter but sslmode (got "${key.slice(0, 40)}")`
@@ -297,7 +322,11 @@ const schema: Record<string, Check | Record<string, Check>> = {
     scopes: str((v) => (v.split(/ +/).includes('openid') ? null : 'must include "openid" (space-separated scopes)')),
     admin_groups: list(str((v) => (v.trim() && v.length <= 256 ? null : 'must be a group name (1 to 256 characters)'))),
     only: bool,
-    name: str((v) => (v.length <= 64 && !/[\u0000-\u001f\u007f]/.test(v) ? null : 'must be at most 64 characters, no control characters')),
+    name: str((v) =>
+      v.length <= 64 && !/[\u0000-\u001f\u007f]/.test(v)
+        ? null
+        : 'must be at most 64 characters, no control characters',
+    ),
   },
 }
 
@@ -328,10 +357,13 @@ export function buildConfig(doc: Record<string, unknown>, relativeTo = process.c
   if (!isAbsolute(result.data_dir)) result.data_dir = resolve(relativeTo, result.data_dir)
   const { tls_cert, tls_key } = result.mail
   if (!tls_cert !== !tls_key)
-    throw new ConfigError(`config: "mail.${tls_cert ? 'tls_key' : 'tls_cert'}" must be set too: STARTTLS needs both a certificate and its key`)
+    throw new ConfigError(
+      `config: "mail.${tls_cert ? 'tls_key' : 'tls_cert'}" must be set too: STARTTLS needs both a certificate and its key`,
+    )
   if (tls_cert && !isAbsolute(tls_cert)) result.mail.tls_cert = resolve(relativeTo, tls_cert)
   if (tls_key && !isAbsolute(tls_key)) result.mail.tls_key = resolve(relativeTo, tls_key)
-  if (result.geo.database && !isAbsolute(result.geo.database)) result.geo.database = resolve(relativeTo, result.geo.database)
+  if (result.geo.database && !isAbsolute(result.geo.database))
+    result.geo.database = resolve(relativeTo, result.geo.database)
   checkOidc(result.oidc, relativeTo)
   return result
 }
@@ -342,25 +374,33 @@ function checkOidc(oidc: Config['oidc'], relativeTo: string) {
   // exactly it (Authentik's ends with a slash, Keycloak's does not).
   oidc.scopes = oidc.scopes.trim().split(/ +/).join(' ')
   if (!oidc.issuer) {
-    if (oidc.only) throw new ConfigError('config: "oidc.only" needs "oidc.issuer": without a provider nobody could sign in')
+    if (oidc.only)
+      throw new ConfigError('config: "oidc.only" needs "oidc.issuer": without a provider nobody could sign in')
     return
   }
   if (!oidc.client_id) throw new ConfigError('config: "oidc.client_id" must be set when "oidc.issuer" is set')
   if (oidc.client_secret && oidc.client_secret_file)
     throw new ConfigError('config: "oidc.client_secret_file" and "oidc.client_secret" are both set: use one of them')
   if (oidc.client_secret_file) {
-    const path = isAbsolute(oidc.client_secret_file) ? oidc.client_secret_file : resolve(relativeTo, oidc.client_secret_file)
+    const path = isAbsolute(oidc.client_secret_file)
+      ? oidc.client_secret_file
+      : resolve(relativeTo, oidc.client_secret_file)
     oidc.client_secret_file = path
     try {
       oidc.client_secret = readFileSync(path, 'utf8').trim()
     } catch (err) {
-      throw new ConfigError(`config: "oidc.client_secret_file" cannot be read: ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+      throw new ConfigError(
+        `config: "oidc.client_secret_file" cannot be read: ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      )
     }
     if (!oidc.client_secret) throw new ConfigError(`config: "oidc.client_secret_file" ${path} is empty`)
     if (oidc.client_secret.length > 1024 || /[\u0000-\u001f\u007f]/.test(oidc.client_secret))
       throw new ConfigError(`config: "oidc.client_secret_file" ${path} must hold one line of at most 1024 characters`)
   }
-  if (!oidc.client_secret) throw new ConfigError('config: "oidc.client_secret" (or "oidc.client_secret_file") must be set when "oidc.issuer" is set')
+  if (!oidc.client_secret)
+    throw new ConfigError(
+      'config: "oidc.client_secret" (or "oidc.client_secret_file") must be set when "oidc.issuer" is set',
+    )
   if (!oidc.name) oidc.name = new URL(oidc.issuer).hostname
 }
 

@@ -14,7 +14,9 @@ export class AppError extends Error {
 
 /** The database (PostgreSQL) cannot be reached: a write is refused until it can (db/health.ts). */
 export const databaseUnavailable = () =>
-  new AppError(503, 'storage_unavailable', 'The database cannot be reached right now. Try again in a few seconds.', { 'retry-after': '5' })
+  new AppError(503, 'storage_unavailable', 'The database cannot be reached right now. Try again in a few seconds.', {
+    'retry-after': '5',
+  })
 
 export const badRequest = (code: string, message: string) => new AppError(400, code, message)
 export const missingParameter = (name: string) =>
@@ -27,8 +29,7 @@ export const missingKey = () =>
 export const invalidKey = () => new AppError(401, 'invalid_key', 'The API key is unknown or has been revoked.')
 export const scopeDenied = (scope: string) =>
   new AppError(403, 'scope_denied', `The API key does not have the "${scope}" scope.`)
-export const notOwner = (what = 'link') =>
-  new AppError(403, 'not_owner', `This ${what} belongs to another account.`)
+export const notOwner = (what = 'link') => new AppError(403, 'not_owner', `This ${what} belongs to another account.`)
 export const tooLarge = (limit: number) =>
   new AppError(413, 'too_large', `The request body is larger than the limit of ${limit} bytes.`)
 export const rateLimited = (retryAfter: number) =>

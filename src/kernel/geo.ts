@@ -8,7 +8,8 @@ import { parseIp } from './net/cidr'
 import { isPublicAddress } from './net/guard'
 
 /** Credit for the embedded database, as its licence (CC BY 4.0) asks: the README and /api/docs show it. */
-export const EMBEDDED_ATTRIBUTION = 'Country data: ip-location-db (geo-whois-asn-country), from data by the Number Resource Organization (NRO), CC BY 4.0'
+export const EMBEDDED_ATTRIBUTION =
+  'Country data: ip-location-db (geo-whois-asn-country), from data by the Number Resource Organization (NRO), CC BY 4.0'
 
 export interface Geo {
   /** The ISO 3166-1 alpha-2 code of the address's country (upper case), or null: not located, or not an address. */
@@ -52,7 +53,20 @@ export function createGeo(opts: GeoOptions = {}): Geo {
     if (ip.includes(':')) {
       const b = parseIp(ip)
       if (b === null) return null // not an address
-      if (b[10] === 0xff && b[11] === 0xff && b[0] === 0 && b[1] === 0 && b[2] === 0 && b[3] === 0 && b[4] === 0 && b[5] === 0 && b[6] === 0 && b[7] === 0 && b[8] === 0 && b[9] === 0)
+      if (
+        b[10] === 0xff &&
+        b[11] === 0xff &&
+        b[0] === 0 &&
+        b[1] === 0 &&
+        b[2] === 0 &&
+        b[3] === 0 &&
+        b[4] === 0 &&
+        b[5] === 0 &&
+        b[6] === 0 &&
+        b[7] === 0 &&
+        b[8] === 0 &&
+        b[9] === 0
+      )
         ip = `${b[12]}.${b[13]}.${b[14]}.${b[15]}`
     }
     // Special-purpose ranges (RFC 6890 and IANA's registries: private, loopback, link-local, CGNAT,
@@ -86,7 +100,10 @@ export function createGeo(opts: GeoOptions = {}): Geo {
     source() {
       reader ??= open(embeddedPath)
       const epoch = reader.metadata.buildEpoch
-      return { database: path || 'embedded', built: epoch instanceof Date && !isNaN(epoch.getTime()) ? epoch.toISOString() : null }
+      return {
+        database: path || 'embedded',
+        built: epoch instanceof Date && !Number.isNaN(epoch.getTime()) ? epoch.toISOString() : null,
+      }
     },
   }
 }
@@ -96,11 +113,15 @@ function open(path: string): Reader<Response> {
   try {
     bytes = readFileSync(path)
   } catch (err) {
-    throw new ConfigError(`config: "geo.database" cannot be read: ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+    throw new ConfigError(
+      `config: "geo.database" cannot be read: ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    )
   }
   try {
     return new Reader<Response>(bytes)
   } catch (err) {
-    throw new ConfigError(`config: "geo.database" ${path} is not a MaxMind-format (.mmdb) database: ${(err as Error).message}`)
+    throw new ConfigError(
+      `config: "geo.database" ${path} is not a MaxMind-format (.mmdb) database: ${(err as Error).message}`,
+    )
   }
 }

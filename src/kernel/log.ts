@@ -161,7 +161,13 @@ export function createLogger(opts: LoggerOptions = {}) {
     const t = now()
     let text: string
     if (pretty) {
-      const extra = fields ? Object.entries(fields).map(([k, v]) => (k === 'stack' ? `\n${v}` : ` ${k}=${typeof v === 'string' ? printable(v) : JSON.stringify(v)}`)).join('') : ''
+      const extra = fields
+        ? Object.entries(fields)
+            .map(([k, v]) =>
+              k === 'stack' ? `\n${v}` : ` ${k}=${typeof v === 'string' ? printable(v) : JSON.stringify(v)}`,
+            )
+            .join('')
+        : ''
       text = `${clock(t)} ${level === 'info' ? '' : `${level.toUpperCase()} `}${printable(msg)}${extra}\n`
     } else {
       text = `${JSON.stringify({ time: new Date(t).toISOString(), level, msg, ...fields })}\n`
@@ -202,7 +208,9 @@ export function createLogger(opts: LoggerOptions = {}) {
       // field for field), with the time's text reused within a millisecond, plain strings not escaped, and
       // the JSON of the address and user agent reused while they repeat (a busy client sends the same ones).
       if (pretty) {
-        lines.append(`${clock(t)} ${printable(r.method)} ${printable(r.path)} ${r.status} ${r.ms.toFixed(1)}ms ${printable(r.ip)}\n`)
+        lines.append(
+          `${clock(t)} ${printable(r.method)} ${printable(r.path)} ${r.status} ${r.ms.toFixed(1)}ms ${printable(r.ip)}\n`,
+        )
         return
       }
       if (r.ua !== lastUa) {
@@ -249,7 +257,9 @@ export type Logger = ReturnType<typeof createLogger>
 export const log = createLogger({ requests: false, console: true })
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/
-const bootPrefix = Math.floor(Math.random() * 2 ** 32).toString(16).padStart(8, '0')
+const bootPrefix = Math.floor(Math.random() * 2 ** 32)
+  .toString(16)
+  .padStart(8, '0')
 let counter = 0
 
 /** The request's id: a sane incoming X-Request-Id (a proxy's) is kept, else a new one, unique in this process. */

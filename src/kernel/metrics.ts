@@ -16,7 +16,8 @@ interface Family {
 
 // Most label values have nothing to escape: one test instead of three replaces (every API answer counts one).
 const NEEDS_ESCAPE = /[\\"\n]/
-const escapeLabel = (v: string) => (NEEDS_ESCAPE.test(v) ? v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n') : v)
+const escapeLabel = (v: string) =>
+  NEEDS_ESCAPE.test(v) ? v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n') : v
 function labelText(labels?: Labels): string {
   let text = ''
   for (const k in labels) text += `${text ? ',' : '{'}${k}="${escapeLabel(labels[k]!)}"`
@@ -54,7 +55,8 @@ export function createMetrics() {
             }
           }
           const before = f.values.get(key)
-          if (before === undefined) f.labels.set(key, label !== undefined && value !== undefined ? { [label]: value } : {})
+          if (before === undefined)
+            f.labels.set(key, label !== undefined && value !== undefined ? { [label]: value } : {})
           f.values.set(key, (before ?? 0) + by)
         },
         /** Counts under several labels (off the hot path). */
@@ -116,7 +118,14 @@ export type Counter = ReturnType<Metrics['counter']>
 
 /** The process's own figures: request lines dropped, resident memory, uptime. */
 export function processMetrics(metrics: Metrics, log: { readonly dropped: number }, startedAt: number) {
-  metrics.sampled('linkbox_log_lines_dropped_total', 'Request lines dropped because the log output could not keep up (the buffer was full).', () => log.dropped, 'counter')
+  metrics.sampled(
+    'linkbox_log_lines_dropped_total',
+    'Request lines dropped because the log output could not keep up (the buffer was full).',
+    () => log.dropped,
+    'counter',
+  )
   metrics.sampled('process_resident_memory_bytes', 'Resident memory of the process.', () => process.memoryUsage.rss())
-  metrics.sampled('process_uptime_seconds', 'Seconds since the service started.', () => Math.round((Date.now() - startedAt) / 1000))
+  metrics.sampled('process_uptime_seconds', 'Seconds since the service started.', () =>
+    Math.round((Date.now() - startedAt) / 1000),
+  )
 }

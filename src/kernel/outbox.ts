@@ -1,7 +1,15 @@
 // The webhook events a change can cause, and the outbox a feature writes them to in the change's own
 // transaction. The webhooks feature implements the outbox (webhooks/outbox.ts); the root hands it to the
 // features that cause events, so none of them imports webhooks.
-export const EVENT_TYPES = ['link.created', 'link.updated', 'link.deleted', 'link.clicked', 'link.reported', 'links.imported', 'mail.received'] as const
+export const EVENT_TYPES = [
+  'link.created',
+  'link.updated',
+  'link.deleted',
+  'link.clicked',
+  'link.reported',
+  'links.imported',
+  'mail.received',
+] as const
 /** What an endpoint can subscribe to. */
 export type SubscribableType = (typeof EVENT_TYPES)[number]
 /** `webhook.test` is sent to one endpoint on request (linkbox webhook test), whatever it subscribes to. */

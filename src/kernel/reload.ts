@@ -11,8 +11,16 @@ export interface ReloadOutcome {
 // Keys whose new value takes effect at once: read from `config` on every use (rate.*), held by reference
 // (links.blocked_domains, in the URL rules of the link service), or the log's own settings.
 const RELOADABLE = new Set([
-  'rate.anon_per_minute', 'rate.anon_per_day', 'rate.key_per_minute', 'links.blocked_domains', 'links.anonymous',
-  'links.blocklist_files', 'log.level', 'log.requests', 'log.format', 'audit.keep_days',
+  'rate.anon_per_minute',
+  'rate.anon_per_day',
+  'rate.key_per_minute',
+  'links.blocked_domains',
+  'links.anonymous',
+  'links.blocklist_files',
+  'log.level',
+  'log.requests',
+  'log.format',
+  'audit.keep_days',
 ])
 
 /** "section.key" → its value as JSON, for every key of a config. */

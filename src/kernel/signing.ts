@@ -26,7 +26,9 @@ export function loadSigningSecret(dataDir: string): Buffer {
   try {
     const secret = readFileSync(path)
     if (secret.length >= SECRET_BYTES) return secret
-    throw new Error(`${path} is shorter than ${SECRET_BYTES} bytes; remove it to make a new one (signed links then stop working)`)
+    throw new Error(
+      `${path} is shorter than ${SECRET_BYTES} bytes; remove it to make a new one (signed links then stop working)`,
+    )
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
   }
@@ -61,7 +63,10 @@ export function loadSigningSecret(dataDir: string): Buffer {
  */
 export type SigningSecretSource = () => Promise<Buffer>
 
-export const fileSigningSecret = (dataDir: string): SigningSecretSource => async () => loadSigningSecret(dataDir)
+export const fileSigningSecret =
+  (dataDir: string): SigningSecretSource =>
+  async () =>
+    loadSigningSecret(dataDir)
 
 export function createLinkSigner(secret: Buffer): LinkSigner {
   const mac = (id: string, exp: number) => createHmac('sha256', secret).update(`${id}.${exp}`).digest()
@@ -72,7 +77,8 @@ export function createLinkSigner(secret: Buffer): LinkSigner {
       return { exp, sig, query: `exp=${exp}&sig=${sig}` }
     },
     check(id, exp, sig, now) {
-      if (exp === null || sig === null || !/^[0-9]{1,12}$/.test(exp) || !/^[A-Za-z0-9_-]{43}$/.test(sig)) return 'tampered'
+      if (exp === null || sig === null || !/^[0-9]{1,12}$/.test(exp) || !/^[A-Za-z0-9_-]{43}$/.test(sig))
+        return 'tampered'
       // Compared as the text the signer writes, not as decoded bytes: the last of the 43 characters has two
       // spare bits, and decoding would let three other spellings of a signature pass too.
       const given = Buffer.from(sig)

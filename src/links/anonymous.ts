@@ -7,10 +7,23 @@ import type { DayKeys } from '../clicks'
 import { createSharedDailyLimiter, type DailyCountRows } from '../web/daily-limit'
 
 export const anonymousClosed = () =>
-  new AppError(401, 'missing_key', 'This service does not create links without an API key: send one in the X-Api-Key header.')
+  new AppError(
+    401,
+    'missing_key',
+    'This service does not create links without an API key: send one in the X-Api-Key header.',
+  )
 
-export function createAnonymousCreations(config: Config, clock: () => number, deps: { rows: DailyCountRows; dayKeys: DayKeys }) {
-  const perDay = createSharedDailyLimiter({ rows: deps.rows, keyOf: async (day) => (await deps.dayKeys.keyFor(day)).counts, scope: 'anon', clock })
+export function createAnonymousCreations(
+  config: Config,
+  clock: () => number,
+  deps: { rows: DailyCountRows; dayKeys: DayKeys },
+) {
+  const perDay = createSharedDailyLimiter({
+    rows: deps.rows,
+    keyOf: async (day) => (await deps.dayKeys.keyFor(day)).counts,
+    scope: 'anon',
+    clock,
+  })
   let refused = 0
   return {
     /** Throws 401 (closed) or 429 (the day's allowance used up) for an anonymous creation from `clientIp`. */
@@ -20,7 +33,12 @@ export function createAnonymousCreations(config: Config, clock: () => number, de
       if (!d.allowed) {
         refused++
         const err = rateLimited(d.reset)
-        throw new AppError(429, 'rate_limited', `Too many links created from your address today (${d.limit} a day without a key): try again in ${d.reset} s, or use an API key.`, err.headers)
+        throw new AppError(
+          429,
+          'rate_limited',
+          `Too many links created from your address today (${d.limit} a day without a key): try again in ${d.reset} s, or use an API key.`,
+          err.headers,
+        )
       }
     },
     get refused() {

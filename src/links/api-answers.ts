@@ -60,10 +60,17 @@ export const LinkRecordSchema = Type.Object(
     password: Type.Boolean({ description: 'Whether visitors must give a password' }),
     clicks: Type.Integer({ minimum: 0, description: 'Visits by people (bots are not counted)' }),
     disabled: Type.Union([Type.String({ maxLength: 300 }), Type.Null()], {
-      description: 'Null while the link works; else why the administrator disabled it (visitors get a 451 page; clicks and statistics stay)',
+      description:
+        'Null while the link works; else why the administrator disabled it (visitors get a 451 page; clicks and statistics stay)',
     }),
-    tags: Type.Array(Type.String({ pattern: '^[a-z0-9_-]{1,32}$' }), { maxItems: MAX_TAGS, uniqueItems: true, description: 'Its tags, sorted; empty without' }),
-    max_visits: Type.Union([Type.Integer({ minimum: 1, maximum: MAX_VISITS }), Type.Null()], { description: 'The visit limit; null: none' }),
+    tags: Type.Array(Type.String({ pattern: '^[a-z0-9_-]{1,32}$' }), {
+      maxItems: MAX_TAGS,
+      uniqueItems: true,
+      description: 'Its tags, sorted; empty without',
+    }),
+    max_visits: Type.Union([Type.Integer({ minimum: 1, maximum: MAX_VISITS }), Type.Null()], {
+      description: 'The visit limit; null: none',
+    }),
     visits_left: Type.Union([Type.Integer({ minimum: 0, maximum: MAX_VISITS }), Type.Null()], {
       description: 'Visits by people it still gives (0: it answers 410); null without a limit',
     }),
@@ -72,14 +79,26 @@ export const LinkRecordSchema = Type.Object(
         Type.Object(
           {
             url: Type.String({ format: 'uri' }),
-            device: Type.Optional(Type.Array(Type.String({ enum: [...DEVICES] }), { minItems: 1, maxItems: MAX_CONDITION_VALUES })),
-            os: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: MAX_CONDITION_VALUES })),
-            country: Type.Optional(Type.Array(Type.String({ pattern: '^[A-Z]{2}$' }), { minItems: 1, maxItems: MAX_CONDITION_VALUES })),
-            language: Type.Optional(Type.Array(Type.String({ pattern: '^[a-z]{1,8}$' }), { minItems: 1, maxItems: MAX_CONDITION_VALUES })),
+            device: Type.Optional(
+              Type.Array(Type.String({ enum: [...DEVICES] }), { minItems: 1, maxItems: MAX_CONDITION_VALUES }),
+            ),
+            os: Type.Optional(
+              Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: MAX_CONDITION_VALUES }),
+            ),
+            country: Type.Optional(
+              Type.Array(Type.String({ pattern: '^[A-Z]{2}$' }), { minItems: 1, maxItems: MAX_CONDITION_VALUES }),
+            ),
+            language: Type.Optional(
+              Type.Array(Type.String({ pattern: '^[a-z]{1,8}$' }), { minItems: 1, maxItems: MAX_CONDITION_VALUES }),
+            ),
           },
           { additionalProperties: false },
         ),
-        { minItems: 1, maxItems: MAX_RULES, description: 'Its redirect rules, in order (present only when it has some)' },
+        {
+          minItems: 1,
+          maxItems: MAX_RULES,
+          description: 'Its redirect rules, in order (present only when it has some)',
+        },
       ),
     ),
     split: Type.Optional(
@@ -138,9 +157,13 @@ export const StatsSchema = Type.Object(
     devices: nameCounts('desktop, mobile, tablet, other'),
     browsers: nameCounts('Browsers'),
     os: nameCounts('Operating systems'),
-    countries: nameCounts('Countries of the visitors\' addresses, ISO 3166-1 alpha-2 ("unknown" when not located; the address is never stored)'),
+    countries: nameCounts(
+      'Countries of the visitors\' addresses, ISO 3166-1 alpha-2 ("unknown" when not located; the address is never stored)',
+    ),
     destinations: Type.Optional(
-      nameCounts('Only for a link with redirect rules or a split: the URL each visit was sent to (the default one included)'),
+      nameCounts(
+        'Only for a link with redirect rules or a split: the URL each visit was sent to (the default one included)',
+      ),
     ),
   },
   {
@@ -156,12 +179,21 @@ export const StatsSchema = Type.Object(
         bots: 1,
         from: '2026-01-30',
         to: '2026-01-31',
-        days: [{ date: '2026-01-30', clicks: 1, visitors: 1 }, { date: '2026-01-31', clicks: 2, visitors: 1 }],
-        sources: [{ name: 'direct', clicks: 2 }, { name: 'news.example', clicks: 1 }],
+        days: [
+          { date: '2026-01-30', clicks: 1, visitors: 1 },
+          { date: '2026-01-31', clicks: 2, visitors: 1 },
+        ],
+        sources: [
+          { name: 'direct', clicks: 2 },
+          { name: 'news.example', clicks: 1 },
+        ],
         devices: [{ name: 'mobile', clicks: 3 }],
         browsers: [{ name: 'Firefox', clicks: 3 }],
         os: [{ name: 'Android', clicks: 3 }],
-        countries: [{ name: 'NL', clicks: 2 }, { name: 'unknown', clicks: 1 }],
+        countries: [
+          { name: 'NL', clicks: 2 },
+          { name: 'unknown', clicks: 1 },
+        ],
       },
     ],
   },
@@ -173,7 +205,10 @@ export const ImportSchema = Type.Object(
     skipped: Type.Array(
       Type.Object(
         {
-          line: Type.Integer({ minimum: 0, description: "The row's line in the file (for Kutt's JSON: its place in the list, from 1)" }),
+          line: Type.Integer({
+            minimum: 0,
+            description: "The row's line in the file (for Kutt's JSON: its place in the list, from 1)",
+          }),
           code: Type.String({ description: 'The short code the row asked for ("" for none)' }),
           reason: Type.String({
             description:
@@ -191,7 +226,13 @@ export const ImportSchema = Type.Object(
   {
     title: 'ImportResult',
     additionalProperties: false,
-    examples: [{ created: 41, skipped: [{ line: 7, code: 'spring', reason: 'alias_taken', message: 'The alias "spring" is already in use.' }], skipped_total: 1 }],
+    examples: [
+      {
+        created: 41,
+        skipped: [{ line: 7, code: 'spring', reason: 'alias_taken', message: 'The alias "spring" is already in use.' }],
+        skipped_total: 1,
+      },
+    ],
   },
 )
 

@@ -61,7 +61,8 @@ export const aliasParam: ApiParam = {
     minLength: 2,
     maxLength: 32,
     pattern: CODE_PATTERN,
-    description: 'Custom short code instead of a generated one (case-sensitive); reserved words such as "api" are refused (409)',
+    description:
+      'Custom short code instead of a generated one (case-sensitive); reserved words such as "api" are refused (409)',
     examples: ['spring-sale'],
   }),
   error: {
@@ -80,12 +81,16 @@ export function modeParam(onCreate: boolean): ApiParam {
     schema: Type.String({
       enum: [...MODES],
       ...(onCreate ? { default: 'redirect' } : {}),
-      description: 'redirect: straight to the destination; preview: a page showing it first; frame: it under a slim bar',
+      description:
+        'redirect: straight to the destination; preview: a page showing it first; frame: it under a slim bar',
       examples: ['preview'],
     }),
     error: {
       code: 'invalid_mode',
-      messages: { type: `${named('mode')} must be a string.`, default: `${named('mode')} must be one of: ${MODES.join(', ')}.` },
+      messages: {
+        type: `${named('mode')} must be a string.`,
+        default: `${named('mode')} must be one of: ${MODES.join(', ')}.`,
+      },
     },
   }
 }
@@ -180,21 +185,27 @@ export function maxVisitsParam(onCreate: boolean): ApiParam {
   const integer = { minimum: 0, maximum: MAX_VISITS }
   const description =
     `Visit limit: after this many visits by people (bots and link previews use none) the link answers 410; ` +
-    (onCreate ? '0 = no limit' : 'changing it keeps the visits already used (raising it opens the link again); 0 or "" removes the limit and its count')
+    (onCreate
+      ? '0 = no limit'
+      : 'changing it keeps the visits already used (raising it opens the link again); 0 or "" removes the limit and its count')
   return {
     name: 'max_visits',
     absent: onCreate ? ['', null] : [null],
     // On update "" removes the limit, as password="" removes a password: a form's blank field means none.
     schema: onCreate
       ? Type.Integer({ ...integer, default: 0, description, examples: [100] })
-      : Type.Union([Type.Integer(integer), Type.String({ pattern: '^[0-9]{0,10}$' })], { description, examples: [100] }),
+      : Type.Union([Type.Integer(integer), Type.String({ pattern: '^[0-9]{0,10}$' })], {
+          description,
+          examples: [100],
+        }),
     error: { code: 'invalid_parameter', messages: { default: `${named('max_visits')} must be ${VISITS_RULE}.` } },
   }
 }
 
 /** A JSON array as text ("" too, which on update removes); what is in it the service checks, naming the place. */
 const JSON_ARRAY = '^(\\[[\\s\\S]*\\])?$'
-const RULES_EXAMPLE = '[{"country":["DE","AT","CH"],"url":"https://example.com/de"},{"device":["mobile"],"url":"https://m.example.com/"}]'
+const RULES_EXAMPLE =
+  '[{"country":["DE","AT","CH"],"url":"https://example.com/de"},{"device":["mobile"],"url":"https://m.example.com/"}]'
 export function rulesParam(onCreate: boolean): ApiParam {
   return {
     name: 'rules',
@@ -213,7 +224,10 @@ export function rulesParam(onCreate: boolean): ApiParam {
     }),
     error: {
       code: 'invalid_parameter',
-      messages: { type: `${named('rules')} must be a string: a JSON array of rules.`, default: `${named('rules')} is invalid: a JSON array of rules, at most ${MAX_JSON_CHARS} characters.` },
+      messages: {
+        type: `${named('rules')} must be a string: a JSON array of rules.`,
+        default: `${named('rules')} is invalid: a JSON array of rules, at most ${MAX_JSON_CHARS} characters.`,
+      },
     },
   }
 }
@@ -234,7 +248,10 @@ export function splitParam(onCreate: boolean): ApiParam {
     }),
     error: {
       code: 'invalid_parameter',
-      messages: { type: `${named('split')} must be a string: a JSON array of destinations.`, default: `${named('split')} is invalid: a JSON array of destinations, at most ${MAX_JSON_CHARS} characters.` },
+      messages: {
+        type: `${named('split')} must be a string: a JSON array of destinations.`,
+        default: `${named('split')} is invalid: a JSON array of destinations, at most ${MAX_JSON_CHARS} characters.`,
+      },
     },
   }
 }
@@ -249,7 +266,10 @@ export const tagFilterParam: ApiParam = {
     description: 'Only links with this tag (any letter case)',
     examples: ['news'],
   }),
-  error: { code: 'invalid_parameter', messages: { default: `${named('tag')} is invalid: a tag, 1 to ${MAX_TAG_LENGTH} of letters, digits, _ and -.` } },
+  error: {
+    code: 'invalid_parameter',
+    messages: { default: `${named('tag')} is invalid: a tag, 1 to ${MAX_TAG_LENGTH} of letters, digits, _ and -.` },
+  },
 }
 
 export const queryParam: ApiParam = {
@@ -262,7 +282,10 @@ export const queryParam: ApiParam = {
       `no more than ${LIST_SCAN} links, so a page may hold fewer than "limit" links while "next" goes on`,
     examples: ['spring'],
   }),
-  error: { code: 'invalid_parameter', messages: { default: `${named('q')} is invalid: text of at most ${MAX_SEARCH_LENGTH} characters.` } },
+  error: {
+    code: 'invalid_parameter',
+    messages: { default: `${named('q')} is invalid: text of at most ${MAX_SEARCH_LENGTH} characters.` },
+  },
 }
 
 export const listFormatParam: ApiParam = {
@@ -290,7 +313,10 @@ export const fileParam: ApiParam = {
       '(then give "format" in the query string)',
     examples: ['long_url,tags\r\nhttps://example.com/a/long/path,news\r\n'],
   }),
-  error: { code: 'invalid_parameter', messages: { type: `${named('file')} must be a file or text.`, default: `${named('file')} is invalid.` } },
+  error: {
+    code: 'invalid_parameter',
+    messages: { type: `${named('file')} must be a file or text.`, default: `${named('file')} is invalid.` },
+  },
 }
 
 export const importFormatParam: ApiParam = {
@@ -306,7 +332,10 @@ export const importFormatParam: ApiParam = {
       'the yourls_url table as CSV (keyword, url, …); bitly: the CSV export of Bitly links',
     examples: ['shlink'],
   }),
-  error: { code: 'invalid_parameter', messages: { default: `${named('format')} must be one of: ${IMPORT_FORMATS.join(', ')}.` } },
+  error: {
+    code: 'invalid_parameter',
+    messages: { default: `${named('format')} must be one of: ${IMPORT_FORMATS.join(', ')}.` },
+  },
 }
 
 export const codeParam: ApiParam = {
@@ -354,17 +383,20 @@ export const limitParam: ApiParam = {
   name: 'limit',
   absent: ['', null],
   schema: Type.Integer({ minimum: 1, maximum: 500, default: 100, description: 'Links per page', examples: [50] }),
-  error: { code: 'invalid_parameter', messages: { default: `${named('limit')} is invalid: a whole number from 1 to 500.` } },
+  error: {
+    code: 'invalid_parameter',
+    messages: { default: `${named('limit')} is invalid: a whole number from 1 to 500.` },
+  },
 }
 
 const MAX_CURSOR = 999_999_999_999_999
 export const cursorParam: ApiParam = {
   name: 'cursor',
   absent: ['', null],
-  schema: Type.Union(
-    [Type.String({ pattern: '^[0-9]{1,15}$' }), Type.Integer({ minimum: 0, maximum: MAX_CURSOR })],
-    { description: 'The "next" value of the previous page; absent for the first page', examples: ['1234'] },
-  ),
+  schema: Type.Union([Type.String({ pattern: '^[0-9]{1,15}$' }), Type.Integer({ minimum: 0, maximum: MAX_CURSOR })], {
+    description: 'The "next" value of the previous page; absent for the first page',
+    examples: ['1234'],
+  }),
   error: {
     code: 'invalid_parameter',
     messages: { default: `${named('cursor')} is invalid: the "next" value of a previous answer.` },

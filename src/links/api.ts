@@ -38,7 +38,11 @@ const COUNTRY_CREDIT = `Countries are looked up in an IP database embedded in th
 /** Writes that cannot be stored (a full disk, a read-only database) are refused rather than half done. */
 const STORAGE = 'storage_unavailable'
 
-export function linkApi(links: LinkService, anonymous?: AnonymousCreations, importMaxRows: () => number = () => DEFAULT_IMPORT_MAX_ROWS): ApiMethod[] {
+export function linkApi(
+  links: LinkService,
+  anonymous?: AnonymousCreations,
+  importMaxRows: () => number = () => DEFAULT_IMPORT_MAX_ROWS,
+): ApiMethod[] {
   const methods: ApiMethod[] = [
     {
       verb: 'POST',
@@ -46,11 +50,25 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations, impo
       key: 'optional',
       scope: 'links',
       tag: 'links',
-      summary: 'Create a short link (anonymous without a key; owned by the key\'s account with one)',
-      params: [urlParam(true), aliasParam, modeParam(true), expireParam(true), passwordParam(true), tagsParam(true), maxVisitsParam(true), rulesParam(true), splitParam(true), titleParam(true)],
+      summary: "Create a short link (anonymous without a key; owned by the key's account with one)",
+      params: [
+        urlParam(true),
+        aliasParam,
+        modeParam(true),
+        expireParam(true),
+        passwordParam(true),
+        tagsParam(true),
+        maxVisitsParam(true),
+        rulesParam(true),
+        splitParam(true),
+        titleParam(true),
+      ],
       moreExamples: [
         { title: 'A link that stops after 100 visits by people (`max_visits`)', with: ['max_visits'] },
-        { title: 'A link that sends visitors from Germany, Austria and Switzerland, and phones, elsewhere (`rules`)', with: ['rules'] },
+        {
+          title: 'A link that sends visitors from Germany, Austria and Switzerland, and phones, elsewhere (`rules`)',
+          with: ['rules'],
+        },
         { title: 'An A/B test: half the visitors to each of two pages (`split`)', with: ['split'] },
       ],
       returns: LinkRecordSchema,
@@ -59,7 +77,18 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations, impo
         // Without a key: refused when links.anonymous is false, and counted against rate.anon_per_day.
         if (!caller) await anonymous?.check(clientIp)
         return links.create(
-          { url: p.url, alias: p.alias, mode: p.mode, expire: p.expire, password: p.password, tags: p.tags, max_visits: p.max_visits, rules: p.rules, split: p.split, title: p.title },
+          {
+            url: p.url,
+            alias: p.alias,
+            mode: p.mode,
+            expire: p.expire,
+            password: p.password,
+            tags: p.tags,
+            max_visits: p.max_visits,
+            rules: p.rules,
+            split: p.split,
+            title: p.title,
+          },
           caller,
         )
       },
@@ -69,7 +98,8 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations, impo
       path: '/api/stats.json',
       key: 'optional',
       tag: 'links',
-      summary: 'Statistics of a link: clicks and visitors by day, sources, devices, browsers, operating systems and countries',
+      summary:
+        'Statistics of a link: clicks and visitors by day, sources, devices, browsers, operating systems and countries',
       description: `Public, as the statistics page is; at most 366 days at once. ${COUNTRY_CREDIT}`,
       params: [codeParam, dayParam('from'), dayParam('to')],
       returns: StatsSchema,
@@ -86,9 +116,13 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations, impo
       params: [limitParam, cursorParam, tagFilterParam, queryParam, listFormatParam],
       queryToo: true,
       returns: ListSchema,
-      otherContent: { description: 'with format=csv, every link of the caller as a CSV file (an attachment)', types: ['text/csv'] },
+      otherContent: {
+        description: 'with format=csv, every link of the caller as a CSV file (an attachment)',
+        types: ['text/csv'],
+      },
       handler: ({ params, caller }): Promise<Static<typeof ListSchema>> | Response => {
-        if (String(params.format ?? '').toLowerCase() === 'csv') return csvExportResponse(links.exportPages(caller!), links.now())
+        if (String(params.format ?? '').toLowerCase() === 'csv')
+          return csvExportResponse(links.exportPages(caller!), links.now())
         return links.list({ limit: params.limit, cursor: params.cursor, tag: params.tag, q: params.q }, caller!)
       },
     },
@@ -99,8 +133,20 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations, impo
       scope: 'links',
       tag: 'links',
       summary: 'Change a link: only the fields sent are changed',
-      description: "Only the owning account's keys (or an admin's) may change a link; anonymous links cannot be changed.",
-      params: [codeParam, urlParam(false), modeParam(false), expireParam(false), passwordParam(false), tagsParam(false), maxVisitsParam(false), rulesParam(false), splitParam(false), titleParam(false)],
+      description:
+        "Only the owning account's keys (or an admin's) may change a link; anonymous links cannot be changed.",
+      params: [
+        codeParam,
+        urlParam(false),
+        modeParam(false),
+        expireParam(false),
+        passwordParam(false),
+        tagsParam(false),
+        maxVisitsParam(false),
+        rulesParam(false),
+        splitParam(false),
+        titleParam(false),
+      ],
       exampleWith: ['url'],
       moreExamples: [
         { title: 'Raise or set the visit limit (`max_visits`; 0 removes it)', with: ['max_visits'] },
@@ -112,8 +158,16 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations, impo
       handler: ({ params, caller }): Promise<Static<typeof LinkRecordSchema>> =>
         links.update(
           {
-            code: params.code, url: params.url, mode: params.mode, expire: params.expire, password: params.password, tags: params.tags,
-            max_visits: params.max_visits, rules: params.rules, split: params.split, title: params.title,
+            code: params.code,
+            url: params.url,
+            mode: params.mode,
+            expire: params.expire,
+            password: params.password,
+            tags: params.tags,
+            max_visits: params.max_visits,
+            rules: params.rules,
+            split: params.split,
+            title: params.title,
           },
           caller!,
         ),
@@ -128,13 +182,13 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations, impo
       description:
         'Each row is made as getLink.json makes a link (the same URL rules and checks). A code is kept ' +
         'when it is free and valid here; a row whose code is taken, reserved or invalid is skipped, never overwritten. ' +
-        "Each row keeps its creation date and title where the format has them (Shlink createdAt and title, Kutt created_at and " +
+        'Each row keeps its creation date and title where the format has them (Shlink createdAt and title, Kutt created_at and ' +
         "description, YOURLS timestamp and title, Bitly Date created and Title, linkbox's created and title); tags are folded to " +
         'ASCII where that is faithful (ünïcode: unicode), and a row whose date, title or tags cannot be kept as written is skipped ' +
         'naming the column. Passwords and statistics are not imported. ' +
         `A file over ${MAX_IMPORT_BYTES / 1048576} MiB, or over links.import_max_rows rows (default ${DEFAULT_IMPORT_MAX_ROWS}), is refused (413, naming "file"); ` +
         'one that is not of the format is refused whole (400, naming "file"). One import at a time per account: another one ' +
-        'started meanwhile is answered 429 rate_limited with Retry-After. The account\'s webhooks get one links.imported event ' +
+        "started meanwhile is answered 429 rate_limited with Retry-After. The account's webhooks get one links.imported event " +
         'for the whole file, not a link.created per link.',
       params: [fileParam, importFormatParam],
       upload: { param: 'file', limit: MAX_IMPORT_BYTES, types: ['text/csv', 'application/csv', 'text/plain'] },
@@ -142,7 +196,7 @@ export function linkApi(links: LinkService, anonymous?: AnonymousCreations, impo
       returns: ImportSchema,
       errors: { 413: ['too_large'], 429: ['rate_limited'], 503: ['busy', STORAGE] },
       handler: ({ params, caller }): Promise<Static<typeof ImportSchema>> => {
-        const format = (String(params.format || 'csv').toLowerCase()) as ImportFormat
+        const format = String(params.format || 'csv').toLowerCase() as ImportFormat
         return importLinks(links, caller!, params.file as string, format, { maxRows: importMaxRows() })
       },
     },

@@ -73,7 +73,8 @@ export function* csvRecords(text: string, delimiter = ','): Generator<CsvRecord>
       field = ''
       for (;;) {
         const quote = text.indexOf('"', from)
-        if (quote < 0) throw new CsvError(`line ${start}: a quoted field is not closed before the end of the file`, start)
+        if (quote < 0)
+          throw new CsvError(`line ${start}: a quoted field is not closed before the end of the file`, start)
         field += text.slice(from, quote)
         line += lineEnds(from, quote)
         if (text[quote + 1] === '"') {
@@ -86,7 +87,10 @@ export function* csvRecords(text: string, delimiter = ','): Generator<CsvRecord>
       }
       const next = text[i]
       if (next !== undefined && next !== delimiter && next !== '\r' && next !== '\n')
-        throw new CsvError(`line ${line}: a quoted field must end at a ${delimiter === '\t' ? 'tab' : `"${delimiter}"`} or a line end`, line)
+        throw new CsvError(
+          `line ${line}: a quoted field must end at a ${delimiter === '\t' ? 'tab' : `"${delimiter}"`} or a line end`,
+          line,
+        )
     } else {
       let end = i
       while (end < n) {
@@ -123,7 +127,13 @@ export function* csvRecords(text: string, delimiter = ','): Generator<CsvRecord>
  * errors (CsvError naming the line), and a record of more than `maxFields` fields is an error too. An
  * import counts a 10 MiB file this way, a slice at a time, before it makes any link.
  */
-export function countCsvRecords(text: string, start: { at: number; line: number }, max: number, maxFields: number, delimiter = ','): { records: number; next: { at: number; line: number } | null } {
+export function countCsvRecords(
+  text: string,
+  start: { at: number; line: number },
+  max: number,
+  maxFields: number,
+  delimiter = ',',
+): { records: number; next: { at: number; line: number } | null } {
   const d = delimiter.charCodeAt(0)
   const n = text.length
   let i = start.at === 0 && text.charCodeAt(0) === 0xfeff ? 1 : start.at
@@ -141,7 +151,8 @@ export function countCsvRecords(text: string, start: { at: number; line: number 
         let from = i + 1
         for (;;) {
           const quote = text.indexOf('"', from)
-          if (quote < 0) throw new CsvError(`line ${first}: a quoted field is not closed before the end of the file`, first)
+          if (quote < 0)
+            throw new CsvError(`line ${first}: a quoted field is not closed before the end of the file`, first)
           for (let k = from; k < quote; k++) {
             const c = text.charCodeAt(k)
             if (c === 10 || (c === 13 && text.charCodeAt(k + 1) !== 10)) line++
@@ -157,7 +168,10 @@ export function countCsvRecords(text: string, start: { at: number; line: number 
         }
         const c = text.charCodeAt(i)
         if (i < n && c !== d && c !== 13 && c !== 10)
-          throw new CsvError(`line ${line}: a quoted field must end at a ${delimiter === '\t' ? 'tab' : `"${delimiter}"`} or a line end`, line)
+          throw new CsvError(
+            `line ${line}: a quoted field must end at a ${delimiter === '\t' ? 'tab' : `"${delimiter}"`} or a line end`,
+            line,
+          )
       } else {
         while (i < n) {
           const c = text.charCodeAt(i)

@@ -25,13 +25,15 @@ export const LINK_EVENT_DOCS: WebhookEventDoc[] = [
   {
     type: 'link.created',
     summary: 'A link was made',
-    description: 'A link of your account was made (through the API, the dashboard or the home page while signed in); `data` is its record, as links.json lists it.',
+    description:
+      'A link of your account was made (through the API, the dashboard or the home page while signed in); `data` is its record, as links.json lists it.',
     data: LinkRecordSchema,
   },
   {
     type: 'link.updated',
     summary: 'A link was changed',
-    description: 'A link of your account was changed (update.json or the dashboard); `data` is its record after the change.',
+    description:
+      'A link of your account was changed (update.json or the dashboard); `data` is its record after the change.',
     data: LinkRecordSchema,
   },
   {

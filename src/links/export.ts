@@ -4,7 +4,18 @@ import { csvField, csvLine } from './csv'
 import type { LinkRecord } from './service'
 
 // title came last (issue 36): readers of the older nine columns keep working.
-export const EXPORT_COLUMNS = ['code', 'short_url', 'long_url', 'mode', 'created', 'expires', 'clicks', 'tags', 'max_visits', 'title'] as const
+export const EXPORT_COLUMNS = [
+  'code',
+  'short_url',
+  'long_url',
+  'mode',
+  'created',
+  'expires',
+  'clicks',
+  'tags',
+  'max_visits',
+  'title',
+] as const
 
 /** One link as a CSV line. Clicks and max_visits are numbers linkbox writes: never neutralised. */
 export function exportLine(r: LinkRecord): string {
@@ -26,7 +37,11 @@ export function exportLine(r: LinkRecord): string {
  * The export as a streamed answer: `nextPage` gives the following page of records each time it is called
  * (empty at the end). The file is named links-YYYY-MM-DD.csv after the day (UTC) of `now`.
  */
-export function csvExportResponse(nextPage: () => Promise<LinkRecord[]>, now: number, headers: Record<string, string> = {}): Response {
+export function csvExportResponse(
+  nextPage: () => Promise<LinkRecord[]>,
+  now: number,
+  headers: Record<string, string> = {},
+): Response {
   const encoder = new TextEncoder()
   let started = false
   const body = new ReadableStream<Uint8Array>({

@@ -40,8 +40,16 @@ export function createLinksFeature<Tx>(
   const { config, events, clock, metrics, clientIp, geo, changes } = shared
   const { storages, outbox, guard } = deps
   const links: LinkService = createLinkService({
-    links: storages.links, counts: storages.counts, queue: storages.queue,
-    config, recorder: deps.recorder, events, clock, hashPassword: opts.hashPassword, outbox, changes,
+    links: storages.links,
+    counts: storages.counts,
+    queue: storages.queue,
+    config,
+    recorder: deps.recorder,
+    events,
+    clock,
+    hashPassword: opts.hashPassword,
+    outbox,
+    changes,
     checkDestination: guard && ((url) => guard.checkDestination(url)),
     stopped: guard && ((row: LinkRow) => guard.stops(row)),
     // Countries for rules with a country condition: the app's one Geo (statistics ask it too).
@@ -50,9 +58,19 @@ export function createLinksFeature<Tx>(
   })
   // Creations without a key (links.anonymous, rate.anon_per_day): the API's and the home form's, one count.
   const anonymous = createAnonymousCreations(config, clock, { rows: storages.dailyCounts, dayKeys: deps.dayKeys })
-  const visitCount = metrics.counter('linkbox_visits_total', 'Visits of short links and their pages, by outcome.', 'outcome')
+  const visitCount = metrics.counter(
+    'linkbox_visits_total',
+    'Visits of short links and their pages, by outcome.',
+    'outcome',
+  )
   const visits = createVisitRoutes({
-    config, links, clientIp, clock, count: (outcome) => visitCount.inc(outcome), verifyPassword: opts.verifyPassword, gate: guard,
+    config,
+    links,
+    clientIp,
+    clock,
+    count: (outcome) => visitCount.inc(outcome),
+    verifyPassword: opts.verifyPassword,
+    gate: guard,
   })
   const feature: Feature = {
     hot: [visits.hot],
@@ -65,9 +83,23 @@ export function createLinksFeature<Tx>(
         stored = await links.total()
       })
       m.sampled('linkbox_links', 'Short links stored.', () => stored)
-      m.sampled('linkbox_link_cache_rows', 'Rows of visited links held in memory (the redirect reads no others).', () => links.cachedRows)
-      m.sampled('linkbox_link_creation_commits_total', 'Transactions that committed new links (one per group of creations).', () => links.creationCommits.commits, 'counter')
-      m.sampled('linkbox_links_created_total', 'Links created since start.', () => links.creationCommits.links, 'counter')
+      m.sampled(
+        'linkbox_link_cache_rows',
+        'Rows of visited links held in memory (the redirect reads no others).',
+        () => links.cachedRows,
+      )
+      m.sampled(
+        'linkbox_link_creation_commits_total',
+        'Transactions that committed new links (one per group of creations).',
+        () => links.creationCommits.commits,
+        'counter',
+      )
+      m.sampled(
+        'linkbox_links_created_total',
+        'Links created since start.',
+        () => links.creationCommits.links,
+        'counter',
+      )
     },
     // Creations still waiting for their group's commit; the links' subscription to changes.
     close: () => {

@@ -55,7 +55,10 @@ export function framingAllowed(headers: Headers, ours: URL, theirs: URL): boolea
     }
   }
   if (ancestors) return true
-  const xfo = (headers.get('x-frame-options') ?? '').toLowerCase().split(',').map((v) => v.trim())
+  const xfo = (headers.get('x-frame-options') ?? '')
+    .toLowerCase()
+    .split(',')
+    .map((v) => v.trim())
   return !xfo.some((v) => v === 'deny' || (v === 'sameorigin' && ours.origin !== theirs.origin))
 }
 
@@ -83,7 +86,9 @@ export function createFrameCheck(opts: { baseUrl: string; guard: Omit<GuardOptio
       return { framing: 'unknown', why: WHY[reason] ?? 'it could not be reached from here' }
     }
     void answer.response.body?.cancel().catch(() => {})
-    return framingAllowed(answer.response.headers, ours, new URL(answer.url)) ? { framing: 'allowed' } : { framing: 'refused' }
+    return framingAllowed(answer.response.headers, ours, new URL(answer.url))
+      ? { framing: 'allowed' }
+      : { framing: 'refused' }
   }
 
   return {

@@ -41,7 +41,8 @@ const key = (name: string) => name.toLowerCase().replace(/[\s_-]+/g, '')
 function* records(text: string): Generator<CsvRecord> {
   try {
     for (const rec of csvRecords(text)) {
-      if (rec.fields.length > MAX_FIELDS) throw new CsvError(`line ${rec.line} has more than ${MAX_FIELDS} fields`, rec.line)
+      if (rec.fields.length > MAX_FIELDS)
+        throw new CsvError(`line ${rec.line} has more than ${MAX_FIELDS} fields`, rec.line)
       yield rec
     }
   } catch (err) {
@@ -65,13 +66,22 @@ function* table(recs: Iterator<CsvRecord>, required: string[], label: string, fi
   const header = first ?? recs.next().value
   if (!header) throw refused('holds no rows')
   const names = header.fields.map(key)
-  for (const r of required) if (!names.includes(r)) throw refused(`is not a ${label} file: it has no "${r}" column (the header row has: ${header.fields.slice(0, 12).join(', ').slice(0, 300)})`)
+  for (const r of required)
+    if (!names.includes(r))
+      throw refused(
+        `is not a ${label} file: it has no "${r}" column (the header row has: ${header.fields.slice(0, 12).join(', ').slice(0, 300)})`,
+      )
   const at = new Map<string, number>()
   names.forEach((name: string, i: number) => at.has(name) || at.set(name, i))
   for (let next = recs.next(); !next.done; next = recs.next()) {
     const fields = next.value.fields
     const raw = (name: string) => fields[at.get(name) ?? -1] ?? ''
-    yield { line: next.value.line, raw, get: (name) => raw(name).trim(), column: (name) => header.fields[at.get(name) ?? -1] ?? name }
+    yield {
+      line: next.value.line,
+      raw,
+      get: (name) => raw(name).trim(),
+      column: (name) => header.fields[at.get(name) ?? -1] ?? name,
+    }
   }
 }
 
@@ -86,11 +96,17 @@ export function moment(text: string): number | null {
   if (text === '' || text.toLowerCase() === 'null') return null
   const m = MOMENT.exec(text)
   if (!m) return Number.NaN
-  const [y, mo, d, h = 0, mi = 0, s = 0] = m.slice(1, 7).map((v) => (v === undefined ? undefined : Number(v))) as number[]
+  const [y, mo, d, h = 0, mi = 0, s = 0] = m
+    .slice(1, 7)
+    .map((v) => (v === undefined ? undefined : Number(v))) as number[]
   const leap = y! % 4 === 0 && (y! % 100 !== 0 || y! % 400 === 0)
-  if (mo! < 1 || mo! > 12 || d! < 1 || d! > (mo === 2 && !leap ? 28 : DAYS[mo! - 1]!) || h > 23 || mi > 59 || s > 59) return Number.NaN
+  if (mo! < 1 || mo! > 12 || d! < 1 || d! > (mo === 2 && !leap ? 28 : DAYS[mo! - 1]!) || h > 23 || mi > 59 || s > 59)
+    return Number.NaN
   const zone = m[8]?.toUpperCase() ?? 'Z'
-  const offset = zone === 'Z' || zone === 'UTC' ? 0 : (zone[0] === '-' ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(-2))) * 60_000
+  const offset =
+    zone === 'Z' || zone === 'UTC'
+      ? 0
+      : (zone[0] === '-' ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(-2))) * 60_000
   const ms = Date.UTC(y!, mo! - 1, d!, h, mi, s) + Math.floor(Number(m[7] ?? 0) * 1000) - offset
   return y! < 100 ? Number.NaN : ms
 }
@@ -105,30 +121,66 @@ export function foldTags(list: string[], column: string): { tags: string; proble
   for (const raw of list) {
     const written = raw.trim()
     if (written === '') continue
-    const tag = written.normalize('NFKD').replace(/\p{M}+/gu, '').toLowerCase().replace(/\s+/g, '-')
+    const tag = written
+      .normalize('NFKD')
+      .replace(/\p{M}+/gu, '')
+      .toLowerCase()
+      .replace(/\s+/g, '-')
     if (!/^[a-z0-9_-]+$/.test(tag) || tag.length > MAX_TAG_LENGTH) {
-      const why = tag.length > MAX_TAG_LENGTH ? `longer than ${MAX_TAG_LENGTH} characters` : 'not made of letters, digits, _ and - (not even without accents)'
-      return { tags: '', problem: { reason: 'invalid_tag', message: `The tag "${written.slice(0, 40)}" in the column "${column}" is ${why}.` } }
+      const why =
+        tag.length > MAX_TAG_LENGTH
+          ? `longer than ${MAX_TAG_LENGTH} characters`
+          : 'not made of letters, digits, _ and - (not even without accents)'
+      return {
+        tags: '',
+        problem: {
+          reason: 'invalid_tag',
+          message: `The tag "${written.slice(0, 40)}" in the column "${column}" is ${why}.`,
+        },
+      }
     }
     out.add(tag)
   }
-  if (out.size > MAX_TAGS) return { tags: '', problem: { reason: 'invalid_tag', message: `The column "${column}" has ${out.size} tags: at most ${MAX_TAGS}.` } }
+  if (out.size > MAX_TAGS)
+    return {
+      tags: '',
+      problem: { reason: 'invalid_tag', message: `The column "${column}" has ${out.size} tags: at most ${MAX_TAGS}.` },
+    }
   return { tags: [...out].join(',') }
 }
 
 /** The date, title and tags of a row, each checked against its column; the first problem is the row's. */
-function kept(c: { created: string; createdColumn: string; title: string; titleColumn: string; tags: string[]; tagsColumn: string }) {
+function kept(c: {
+  created: string
+  createdColumn: string
+  title: string
+  titleColumn: string
+  tags: string[]
+  tagsColumn: string
+}) {
   const row: Pick<ImportRow, 'created' | 'title' | 'tags' | 'problem'> = {}
   const at = moment(c.created.trim())
   if (at !== null) {
     if (Number.isNaN(at) || at < 0)
-      row.problem = { reason: 'invalid_created', message: `The column "${c.createdColumn}" is not a date (ISO 8601, or YYYY-MM-DD HH:MM:SS in UTC) from 1970 on: "${c.created.slice(0, 40)}".` }
-    else if (at > Date.now() + CREATED_SKEW_MS) row.problem = { reason: 'invalid_created', message: `The column "${c.createdColumn}" is in the future: "${c.created.slice(0, 40)}".` }
+      row.problem = {
+        reason: 'invalid_created',
+        message: `The column "${c.createdColumn}" is not a date (ISO 8601, or YYYY-MM-DD HH:MM:SS in UTC) from 1970 on: "${c.created.slice(0, 40)}".`,
+      }
+    else if (at > Date.now() + CREATED_SKEW_MS)
+      row.problem = {
+        reason: 'invalid_created',
+        message: `The column "${c.createdColumn}" is in the future: "${c.created.slice(0, 40)}".`,
+      }
     else row.created = at
   }
   if (c.title !== '') {
-    if (TITLE_CONTROLS.test(c.title)) row.problem ??= { reason: 'invalid_title', message: `The column "${c.titleColumn}" holds control characters.` }
-    else if ([...c.title].length > MAX_TITLE_LENGTH) row.problem ??= { reason: 'invalid_title', message: `The column "${c.titleColumn}" holds ${[...c.title].length} characters: a title is at most ${MAX_TITLE_LENGTH}.` }
+    if (TITLE_CONTROLS.test(c.title))
+      row.problem ??= { reason: 'invalid_title', message: `The column "${c.titleColumn}" holds control characters.` }
+    else if ([...c.title].length > MAX_TITLE_LENGTH)
+      row.problem ??= {
+        reason: 'invalid_title',
+        message: `The column "${c.titleColumn}" holds ${[...c.title].length} characters: a title is at most ${MAX_TITLE_LENGTH}.`,
+      }
     else row.title = c.title
   }
   const tags = foldTags(c.tags, c.tagsColumn)
@@ -141,7 +193,12 @@ function kept(c: { created: string; createdColumn: string; title: string; titleC
 function codeOfShortUrl(url: string): string {
   const bare = url.trim().replace(/^[a-z][a-z0-9+.-]*:\/\//i, '')
   const slash = bare.indexOf('/')
-  return slash < 0 ? '' : bare.slice(slash + 1).replace(/[?#].*$/, '').replace(/\/$/, '')
+  return slash < 0
+    ? ''
+    : bare
+        .slice(slash + 1)
+        .replace(/[?#].*$/, '')
+        .replace(/\/$/, '')
 }
 
 function* linkboxRows(text: string): Generator<ImportRow> {
@@ -154,9 +211,12 @@ function* linkboxRows(text: string): Generator<ImportRow> {
       expiresAt: moment(r.get('expires')),
       max_visits: r.get('maxvisits') || undefined,
       ...kept({
-        created: r.get('created'), createdColumn: r.column('created'),
-        title: unneutralise(r.raw('title')), titleColumn: r.column('title'),
-        tags: unneutralise(r.get('tags')).split(','), tagsColumn: r.column('tags'),
+        created: r.get('created'),
+        createdColumn: r.column('created'),
+        title: unneutralise(r.raw('title')),
+        titleColumn: r.column('title'),
+        tags: unneutralise(r.get('tags')).split(','),
+        tagsColumn: r.column('tags'),
       }),
     }
   }
@@ -169,9 +229,12 @@ function* shlinkRows(text: string): Generator<ImportRow> {
       code: r.get('shortcode'),
       long_url: r.get('longurl'),
       ...kept({
-        created: r.get('createdat'), createdColumn: r.column('createdat'),
-        title: r.raw('title'), titleColumn: r.column('title'),
-        tags: r.get('tags').split('|'), tagsColumn: r.column('tags'),
+        created: r.get('createdat'),
+        createdColumn: r.column('createdat'),
+        title: r.raw('title'),
+        titleColumn: r.column('title'),
+        tags: r.get('tags').split('|'),
+        tagsColumn: r.column('tags'),
       }),
     }
   }
@@ -186,7 +249,12 @@ function* kuttJsonRows(doc: string): Generator<ImportRow> {
     // JSON has no lines: the link's place in the list, from 1.
     const line = ++place
     if (item === null) {
-      yield { line, code: '', long_url: '', problem: { reason: 'invalid_row', message: `The link is larger than ${MAX_JSON_ITEM / 1024} KiB.` } }
+      yield {
+        line,
+        code: '',
+        long_url: '',
+        problem: { reason: 'invalid_row', message: `The link is larger than ${MAX_JSON_ITEM / 1024} KiB.` },
+      }
       continue
     }
     const o = (typeof item === 'object' && item ? item : {}) as Record<string, unknown>
@@ -195,7 +263,14 @@ function* kuttJsonRows(doc: string): Generator<ImportRow> {
       code: text(o.address),
       long_url: text(o.target),
       expiresAt: moment(text(o.expire_in)),
-      ...kept({ created: text(o.created_at), createdColumn: 'created_at', title: text(o.description), titleColumn: 'description', tags: [], tagsColumn: '' }),
+      ...kept({
+        created: text(o.created_at),
+        createdColumn: 'created_at',
+        title: text(o.description),
+        titleColumn: 'description',
+        tags: [],
+        tagsColumn: '',
+      }),
     }
   }
 }
@@ -209,7 +284,14 @@ function* kuttRows(doc: string): Generator<ImportRow> {
       code: r.get('address'),
       long_url: r.get('target'),
       expiresAt: moment(r.get('expirein')),
-      ...kept({ created: r.get('createdat'), createdColumn: r.column('createdat'), title: r.raw('description'), titleColumn: r.column('description'), tags: [], tagsColumn: '' }),
+      ...kept({
+        created: r.get('createdat'),
+        createdColumn: r.column('createdat'),
+        title: r.raw('description'),
+        titleColumn: r.column('description'),
+        tags: [],
+        tagsColumn: '',
+      }),
     }
   }
 }
@@ -221,13 +303,25 @@ function* yourlsRows(doc: string): Generator<ImportRow> {
   const first = recs.next().value as CsvRecord | undefined
   // A dump without its header row has the table's columns in the table's order.
   const headless = !!first && !first.fields.map(key).includes('url')
-  const all = headless ? (function* () { yield first!; yield* recs })() : recs
+  const all = headless
+    ? (function* () {
+        yield first!
+        yield* recs
+      })()
+    : recs
   for (const r of table(all, ['keyword', 'url'], 'YOURLS', headless ? { line: 0, fields: YOURLS_COLUMNS } : first)) {
     yield {
       line: r.line,
       code: r.get('keyword'),
       long_url: r.get('url'),
-      ...kept({ created: r.get('timestamp'), createdColumn: r.column('timestamp'), title: r.raw('title'), titleColumn: r.column('title'), tags: [], tagsColumn: '' }),
+      ...kept({
+        created: r.get('timestamp'),
+        createdColumn: r.column('timestamp'),
+        title: r.raw('title'),
+        titleColumn: r.column('title'),
+        tags: [],
+        tagsColumn: '',
+      }),
     }
   }
 }
@@ -239,9 +333,12 @@ function* bitlyRows(doc: string): Generator<ImportRow> {
       code: codeOfShortUrl(r.get('customlink') || r.get('link')),
       long_url: r.get('destinationurl'),
       ...kept({
-        created: r.get('datecreated'), createdColumn: r.column('datecreated'),
-        title: r.raw('title'), titleColumn: r.column('title'),
-        tags: r.get('tags').split(/[|,]/), tagsColumn: r.column('tags'),
+        created: r.get('datecreated'),
+        createdColumn: r.column('datecreated'),
+        title: r.raw('title'),
+        titleColumn: r.column('title'),
+        tags: r.get('tags').split(/[|,]/),
+        tagsColumn: r.column('tags'),
       }),
     }
   }
@@ -282,11 +379,15 @@ export function* rowCounts(doc: string, format: ImportFormat, slice: number): Ge
 
 /** The rows of a file in one of the formats, one at a time; a file that is not of that format is refused (400, "file"). */
 export function importRows(doc: string, format: ImportFormat): Generator<ImportRow> {
-  return format === 'shlink' ? shlinkRows(doc)
-    : format === 'kutt' ? kuttRows(doc)
-    : format === 'yourls' ? yourlsRows(doc)
-    : format === 'bitly' ? bitlyRows(doc)
-    : linkboxRows(doc)
+  return format === 'shlink'
+    ? shlinkRows(doc)
+    : format === 'kutt'
+      ? kuttRows(doc)
+      : format === 'yourls'
+        ? yourlsRows(doc)
+        : format === 'bitly'
+          ? bitlyRows(doc)
+          : linkboxRows(doc)
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -346,7 +447,8 @@ function* jsonItems(doc: string): Generator<unknown> {
       if (doc[i] === ',') i = ws(i + 1)
       else if (doc[i] !== '}') throw notJson()
     }
-    if (list < 0) throw refused('is JSON without a "data" list of links (a Kutt file is the answer of GET /api/v2/links)')
+    if (list < 0)
+      throw refused('is JSON without a "data" list of links (a Kutt file is the answer of GET /api/v2/links)')
   } else throw notJson()
   i = ws(list + 1)
   if (doc[i] === ']') return

@@ -56,7 +56,11 @@ async function countRows(text: string, format: ImportFormat, maxRows: number): P
   let sliceStart = performance.now()
   for (rows of rowCounts(text, format, COUNT_SLICE)) {
     if (rows > maxRows)
-      throw new AppError(413, 'too_large', `The parameter "file" holds more than ${maxRows} rows (links.import_max_rows): split it into several files.`)
+      throw new AppError(
+        413,
+        'too_large',
+        `The parameter "file" holds more than ${maxRows} rows (links.import_max_rows): split it into several files.`,
+      )
     if (performance.now() - sliceStart > SLICE_MS) {
       await turn()
       sliceStart = performance.now()
@@ -71,7 +75,13 @@ async function countRows(text: string, format: ImportFormat, maxRows: number): P
  * refused whole), then made BATCH at a time. Rows that cannot be made are skipped with the reason the
  * service gives, or the file's column that is wrong; the account's webhooks get one links.imported event.
  */
-export async function importLinks(links: LinkService, caller: Caller, text: string, format: ImportFormat, opts: ImportOptions): Promise<ImportResult> {
+export async function importLinks(
+  links: LinkService,
+  caller: Caller,
+  text: string,
+  format: ImportFormat,
+  opts: ImportOptions,
+): Promise<ImportResult> {
   const clock = opts.clock ?? links.now
   const holder = randomUUID()
   await links.claimImport(caller, holder, IMPORT_LEASE_MS)
@@ -87,18 +97,34 @@ export async function importLinks(links: LinkService, caller: Caller, text: stri
       if (batch.length < BATCH) continue
       await createBatch(links, caller, batch, clock(), result, codes)
       batch = []
-      if (!(await links.renewImport(caller, holder, IMPORT_LEASE_MS))) throw new AppError(503, 'busy', 'The import lost its lock (it ran longer than its lease): the rows made so far stay.')
+      if (!(await links.renewImport(caller, holder, IMPORT_LEASE_MS)))
+        throw new AppError(
+          503,
+          'busy',
+          'The import lost its lock (it ran longer than its lease): the rows made so far stay.',
+        )
       await turn()
     }
     if (batch.length > 0) await createBatch(links, caller, batch, clock(), result, codes)
     return result
   } finally {
     // An import that made links is announced even when it stopped half way; a refused file made none.
-    await links.finishImport(caller, holder, started ? { created: result.created, skipped: result.skipped_total, codes } : null)
+    await links.finishImport(
+      caller,
+      holder,
+      started ? { created: result.created, skipped: result.skipped_total, codes } : null,
+    )
   }
 }
 
-async function createBatch(links: LinkService, caller: Caller, batch: ImportRow[], now: number, result: ImportResult, codes: string[]) {
+async function createBatch(
+  links: LinkService,
+  caller: Caller,
+  batch: ImportRow[],
+  now: number,
+  result: ImportResult,
+  codes: string[],
+) {
   const skip = (row: ImportRow, reason: string, message: string) => {
     result.skipped_total++
     if (result.skipped.length < SKIPPED_LISTED) result.skipped.push({ line: row.line, code: row.code, reason, message })
@@ -111,13 +137,31 @@ async function createBatch(links: LinkService, caller: Caller, batch: ImportRow[
   let created: Promise<unknown>[]
   try {
     created = batch.map((row) => {
-      if (row.expiresAt !== undefined && row.expiresAt !== null && (Number.isNaN(row.expiresAt) || row.expiresAt > now + MAX_EXPIRE * 1000 || row.expiresAt < 0))
-        row.problem ??= { reason: 'invalid_expire', message: 'The expiry must be a date (ISO 8601) at most 10 years from now.' }
+      if (
+        row.expiresAt !== undefined &&
+        row.expiresAt !== null &&
+        (Number.isNaN(row.expiresAt) || row.expiresAt > now + MAX_EXPIRE * 1000 || row.expiresAt < 0)
+      )
+        row.problem ??= {
+          reason: 'invalid_expire',
+          message: 'The expiry must be a date (ISO 8601) at most 10 years from now.',
+        }
       if (row.problem) return Promise.resolve(null)
       return links.create(
-        { url: row.long_url, alias: row.code, mode: row.mode, tags: row.tags, max_visits: row.max_visits, title: row.title },
+        {
+          url: row.long_url,
+          alias: row.code,
+          mode: row.mode,
+          tags: row.tags,
+          max_visits: row.max_visits,
+          title: row.title,
+        },
         caller,
-        { ...(row.expiresAt !== undefined ? { expiresAt: row.expiresAt } : {}), ...(row.created !== undefined ? { createdAt: row.created } : {}), quiet: true },
+        {
+          ...(row.expiresAt !== undefined ? { expiresAt: row.expiresAt } : {}),
+          ...(row.created !== undefined ? { createdAt: row.created } : {}),
+          quiet: true,
+        },
       )
     })
   } finally {

@@ -51,14 +51,23 @@ export function createListing<Tx>(store: LinkStorage<Tx>, { records }: Pick<Reco
       }
       const count = await store.count(caller.accountId)
       if (q) {
-        const { rows, floor, full } = await store.pageMatching(caller.accountId, before, tag, containsPattern(q), limit + 1, LIST_SCAN)
+        const { rows, floor, full } = await store.pageMatching(
+          caller.accountId,
+          before,
+          tag,
+          containsPattern(q),
+          limit + 1,
+          LIST_SCAN,
+        )
         const more = rows.length > limit
         const pageRows = more ? rows.slice(0, limit) : rows
         // Past the page's last link, or (the window looked at without filling the page) past the window.
         const next = more ? pageRows[pageRows.length - 1]!.id : full ? floor : null
         return { links: await records(pageRows), count, next: next === null ? null : String(next) }
       }
-      const rows = await (tag ? store.pageByTag(caller.accountId, tag, before, limit + 1) : store.page(caller.accountId, before, limit + 1))
+      const rows = await (tag
+        ? store.pageByTag(caller.accountId, tag, before, limit + 1)
+        : store.page(caller.accountId, before, limit + 1))
       const more = rows.length > limit
       const pageRows = more ? rows.slice(0, limit) : rows
       return {
@@ -94,7 +103,9 @@ export function createListing<Tx>(store: LinkStorage<Tx>, { records }: Pick<Reco
       const sort: LinkSort = input.sort === 'clicks' ? 'clicks' : 'created'
       const pattern = q ? containsPattern(q) : '%'
       const filtered = q !== '' || tag !== ''
-      const counted = await (filtered ? store.searchCount(caller.accountId, pattern, tag, SEARCH_COUNT_MAX + 1) : store.count(caller.accountId))
+      const counted = await (filtered
+        ? store.searchCount(caller.accountId, pattern, tag, SEARCH_COUNT_MAX + 1)
+        : store.count(caller.accountId))
       const capped = filtered && counted > SEARCH_COUNT_MAX
       const total = capped ? SEARCH_COUNT_MAX : counted
       const pages = Math.max(1, Math.ceil(total / SEARCH_PAGE_SIZE))

@@ -33,7 +33,15 @@ import {
 } from './validate'
 
 export { LINK_CACHE_TTL_MS } from './cache'
-export { containsPattern, EXPORT_PAGE, LIST_SCAN, MAX_SEARCH_LENGTH, SEARCH_COUNT_MAX, SEARCH_PAGE_SIZE, type LinkSort } from './listing'
+export {
+  containsPattern,
+  EXPORT_PAGE,
+  LIST_SCAN,
+  MAX_SEARCH_LENGTH,
+  SEARCH_COUNT_MAX,
+  SEARCH_PAGE_SIZE,
+  type LinkSort,
+} from './listing'
 export type { LinkRecord } from './record'
 
 export interface CreateLinkInput {
@@ -128,7 +136,8 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
   }
   const { record, records, recordOf } = createRecords(base, clock, store)
 
-  const mayChange = (row: LinkRow, caller: Caller) => caller.admin || (row.account_id !== null && row.account_id === caller.accountId)
+  const mayChange = (row: LinkRow, caller: Caller) =>
+    caller.admin || (row.account_id !== null && row.account_id === caller.accountId)
 
   async function owned(code: unknown, caller: Caller): Promise<LinkRow> {
     const row = await store.byCode(validateCode(code))
@@ -236,9 +245,14 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       const within = (tx: Tx, inserted: LinkRow) => {
         const claimed = opts.within?.(tx, inserted)
         if (opts.quiet) return claimed
-        return allWritten([claimed, event.write(tx, 'link.created', inserted.account_id, () => ({ ...record(inserted, tags) }), inserted.created)])
+        return allWritten([
+          claimed,
+          event.write(tx, 'link.created', inserted.account_id, () => ({ ...record(inserted, tags) }), inserted.created),
+        ])
       }
-      const row = alias ? await store.insert({ ...fields, code: alias }, tags, within) : await store.insertFresh(fields, freshCodes, tags, within)
+      const row = alias
+        ? await store.insert({ ...fields, code: alias }, tags, within)
+        : await store.insertFresh(fields, freshCodes, tags, within)
       if (row === CODE_TAKEN) {
         if (alias) throw aliasTaken(alias)
         throw new AppError(503, 'busy', 'Could not find a free short code; try again.')
@@ -249,7 +263,10 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       return rec
     },
 
-    async update(input: { code: unknown } & Omit<CreateLinkInput, 'alias' | 'url'> & { url?: unknown }, caller: Caller) {
+    async update(
+      input: { code: unknown } & Omit<CreateLinkInput, 'alias' | 'url'> & { url?: unknown },
+      caller: Caller,
+    ) {
       const row = await owned(input.code, caller)
       const changes: LinkChanges = {}
       if (input.url !== undefined) {
@@ -277,10 +294,23 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       // are written, so a concurrent update of other fields stands.
       const event = eventWriter()
       let tagsNow: readonly string[] = []
-      const updated = await store.change(row, changes, tags, clock(), (current) => mayChange(current, caller), (tx, written, now) => {
-        tagsNow = now
-        return event.write(tx, 'link.updated', written.account_id, () => ({ ...record(written, now) }), written.updated)
-      })
+      const updated = await store.change(
+        row,
+        changes,
+        tags,
+        clock(),
+        (current) => mayChange(current, caller),
+        (tx, written, now) => {
+          tagsNow = now
+          return event.write(
+            tx,
+            'link.updated',
+            written.account_id,
+            () => ({ ...record(written, now) }),
+            written.updated,
+          )
+        },
+      )
       if (updated === GONE) throw notFound(`No link with the code "${row.code}".`)
       if (updated === REFUSED) throw notOwner()
       published([row.code])
@@ -315,19 +345,39 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       const until = (await store.importUntil(caller.accountId)) ?? now + 1000
       // The lease's end is only a bound (an import of 50,000 rows takes a few seconds): at most 10 s.
       const wait = Math.min(Math.max(1, Math.ceil((until - now) / 1000)), 10)
-      throw new AppError(429, 'rate_limited', `Another import of this account is under way: one import at a time; try again in ${wait} s.`, { 'Retry-After': String(wait) })
+      throw new AppError(
+        429,
+        'rate_limited',
+        `Another import of this account is under way: one import at a time; try again in ${wait} s.`,
+        { 'Retry-After': String(wait) },
+      )
     },
     /** Keeps the lock while the import runs; false when it was lost (its lease ran out and another took it). */
-    renewImport: (caller: Caller, holder: string, leaseMs: number) => store.renewImport(caller.accountId, holder, clock() + leaseMs),
+    renewImport: (caller: Caller, holder: string, leaseMs: number) =>
+      store.renewImport(caller.accountId, holder, clock() + leaseMs),
     /** Frees the lock and, in the same transaction, writes the import's one links.imported event (SPEC §9). */
     async finishImport(caller: Caller, holder: string, summary: ImportSummary | null) {
       const event = eventWriter()
       const at = clock()
-      await store.releaseImport(caller.accountId, holder, summary
-        ? (tx) => event.write(tx, 'links.imported', caller.accountId, () => ({
-            account: caller.accountName, created: summary.created, skipped: summary.skipped, codes: summary.codes.slice(0, IMPORTED_CODES_MAX),
-          }), at)
-        : undefined)
+      await store.releaseImport(
+        caller.accountId,
+        holder,
+        summary
+          ? (tx) =>
+              event.write(
+                tx,
+                'links.imported',
+                caller.accountId,
+                () => ({
+                  account: caller.accountName,
+                  created: summary.created,
+                  skipped: summary.skipped,
+                  codes: summary.codes.slice(0, IMPORTED_CODES_MAX),
+                }),
+                at,
+              )
+          : undefined,
+      )
       event.wake()
     },
 

@@ -83,13 +83,15 @@ export function createStatistics(deps: {
 
   /** `flush: false` reads what is written (at most a second behind): for the public page, which any
    *  visitor may load, so that a view never costs a write. */
-  async function stats(input: { code: unknown; from?: unknown; to?: unknown }, caller: Caller | null, opts: { flush?: boolean } = {}) {
+  async function stats(
+    input: { code: unknown; from?: unknown; to?: unknown },
+    caller: Caller | null,
+    opts: { flush?: boolean } = {},
+  ) {
     const code = validateCode(input.code)
     const today = dayOf(clock())
     const to = present(input.to) ? parseDay(input.to, 'to') : today
-    const from = present(input.from)
-      ? parseDay(input.from, 'from')
-      : dayOf(Date.parse(`${to}T00:00:00Z`) - 29 * DAY_MS)
+    const from = present(input.from) ? parseDay(input.from, 'from') : dayOf(Date.parse(`${to}T00:00:00Z`) - 29 * DAY_MS)
     const span = (Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / DAY_MS + 1
     if (span < 1) throw invalidParameter('from', 'a date on or before "to"')
     if (span > 366) throw invalidParameter('from', 'at most 366 days before "to"')
@@ -123,7 +125,9 @@ export function createStatistics(deps: {
       os: names.os,
       countries: names.country,
       // For a link with rules or a split (SPEC §2a), even before its first visit; also for one that had them in the window.
-      ...(!hidden && (names.destination.length > 0 || row.rules || row.split) ? { destinations: names.destination } : {}),
+      ...(!hidden && (names.destination.length > 0 || row.rules || row.split)
+        ? { destinations: names.destination }
+        : {}),
     }
   }
   return { stats }

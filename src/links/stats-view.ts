@@ -44,12 +44,16 @@ export const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10)
 /** The from/to of the last `days` UTC days, today included. */
 export function lastDays(days: number, now: number): { from: string; to: string } {
   const today = Date.parse(`${new Date(now).toISOString().slice(0, 10)}T00:00:00Z`)
-  return { from: new Date(today - (days - 1) * DAY_MS).toISOString().slice(0, 10), to: new Date(today).toISOString().slice(0, 10) }
+  return {
+    from: new Date(today - (days - 1) * DAY_MS).toISOString().slice(0, 10),
+    to: new Date(today).toISOString().slice(0, 10),
+  }
 }
 
 /** A refused date as people read it: 'The parameter "from" is invalid: …' → 'The start date (from) is invalid: …'. */
 const DATE_FIELDS: Record<string, string> = { from: 'The start date (from)', to: 'The end date (to)' }
-export const humaneRangeError = (message: string) => message.replace(/^The parameter "(from|to)"/, (_, name: string) => DATE_FIELDS[name]!)
+export const humaneRangeError = (message: string) =>
+  message.replace(/^The parameter "(from|to)"/, (_, name: string) => DATE_FIELDS[name]!)
 
 /**
  * stats() for a window; a refused from/to (400) gives the default period instead, with the message and the
@@ -89,7 +93,13 @@ export interface StatsBodyOptions {
 }
 
 /** A date input of the range form, with what was typed kept and its error tied to it. */
-function dateField(name: 'from' | 'to', label: string, value: string, max: string, error?: { field: string; message: string }): string {
+function dateField(
+  name: 'from' | 'to',
+  label: string,
+  value: string,
+  max: string,
+  error?: { field: string; message: string },
+): string {
   const mine = error?.field === name
   return `<div class="range-field"><label for="range-${name}">${label}</label>
 <input id="range-${name}" name="${name}" type="date" min="1970-01-01" max="${escapeHtml(max)}" value="${escapeHtml(value)}"${mine ? ` aria-invalid="true" aria-describedby="range-error"` : ''}></div>`
@@ -130,15 +140,20 @@ export function statsBody(s: StatsAnswer, opts: StatsBodyOptions): string {
   const days = w.kind === 'period' ? w.days : s.days.length
   const windowClicks = s.days.reduce((sum, d) => sum + d.clicks, 0)
   const path = opts.path
-  const ranges = STATS_RANGES.map((n) =>
-    `<a href="${escapeHtml(n === DEFAULT_RANGE ? path : `${path}?days=${n}`)}"${w.kind === 'period' && n === w.days ? ' aria-current="page"' : ''}>${n === 365 ? '1 year' : `${n} days`}</a>`,
+  const ranges = STATS_RANGES.map(
+    (n) =>
+      `<a href="${escapeHtml(n === DEFAULT_RANGE ? path : `${path}?days=${n}`)}"${w.kind === 'period' && n === w.days ? ' aria-current="page"' : ''}>${n === 365 ? '1 year' : `${n} days`}</a>`,
   ).join('')
   const destination =
     s.long_url === null
       ? `<p class="dest muted">The destination is hidden: ${opts.stopped ? 'the administrator of this service has disabled the link' : 'the link is password-protected'}.</p>`
       : `<p class="dest"><span class="visually-hidden">Destination: </span>${breakable(s.long_url)}</p>`
   const none =
-    w.kind === 'dates' ? 'No clicks in these days.' : days === 365 ? 'No clicks in the last year.' : `No clicks in the last ${days} days.`
+    w.kind === 'dates'
+      ? 'No clicks in these days.'
+      : days === 365
+        ? 'No clicks in the last year.'
+        : `No clicks in the last ${days} days.`
   // The form shows the dates as typed when one was refused; else the window shown.
   const typed = opts.error && opts.window.kind === 'dates' ? opts.window : { from: s.from, to: s.to }
   const rangeForm = `<form class="range-form" method="get" action="${escapeHtml(path)}" aria-label="Custom dates">

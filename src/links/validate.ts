@@ -14,9 +14,36 @@ export const MAX_TAG_LENGTH = 32
 
 /** First path segments the service itself uses (compared case-insensitively). */
 export const RESERVED_CODES = new Set([
-  'api', 'qr', 'dl', 'mail', 'assets', 'dashboard', 'login', 'logout', 'docs', 'healthz', 'readyz', 'metrics',
-  'robots.txt', 'favicon.ico', 'admin', 'static', 'webhooks', 'account', 'settings', 'stats', 'health',
-  'status', 'well-known', '.well-known', 'sitemap.xml', 'index', 'app', 'signup', 'signin', 'register',
+  'api',
+  'qr',
+  'dl',
+  'mail',
+  'assets',
+  'dashboard',
+  'login',
+  'logout',
+  'docs',
+  'healthz',
+  'readyz',
+  'metrics',
+  'robots.txt',
+  'favicon.ico',
+  'admin',
+  'static',
+  'webhooks',
+  'account',
+  'settings',
+  'stats',
+  'health',
+  'status',
+  'well-known',
+  '.well-known',
+  'sitemap.xml',
+  'index',
+  'app',
+  'signup',
+  'signin',
+  'register',
 ])
 export const isReserved = (code: string) => RESERVED_CODES.has(code.toLowerCase())
 
@@ -66,12 +93,14 @@ function isLoopback(host: string): boolean {
  * every loopback spelling on the listening port. Other ports on the same host are other programs
  * (links to the other apps of a home server) and are allowed.
  */
-export function ownUrlRules(server: { base_url: string; host: string; port: number }, blockedDomains: string[]): UrlRules {
+export function ownUrlRules(
+  server: { base_url: string; host: string; port: number },
+  blockedDomains: string[],
+): UrlRules {
   const base = new URL(server.base_url)
   const origins = new Set([originOf(base)])
   // Behind a TLS proxy, http://host/ is normally redirected to https://host/, that is to base_url.
-  if (base.protocol === 'https:' && (base.port === '' || base.port === '443'))
-    origins.add(`http://${hostOf(base)}:80`)
+  if (base.protocol === 'https:' && (base.port === '' || base.port === '443')) origins.add(`http://${hostOf(base)}:80`)
   const listenHost = server.host.includes(':') && !server.host.startsWith('[') ? `[${server.host}]` : server.host
   let listening: URL | null = null
   try {
@@ -79,7 +108,7 @@ export function ownUrlRules(server: { base_url: string; host: string; port: numb
   } catch {}
   if (listening && server.port > 0) origins.add(originOf(listening))
   const ports = new Set<number>()
-  if (listening && server.port > 0 && (isLoopback(hostOf(listening)))) ports.add(server.port)
+  if (listening && server.port > 0 && isLoopback(hostOf(listening))) ports.add(server.port)
   if (isLoopback(hostOf(base))) ports.add(Number(base.port || DEFAULT_PORT[base.protocol]))
   return { ownOrigins: [...origins], loopbackPorts: [...ports], blockedDomains }
 }
@@ -108,7 +137,8 @@ export function validateUrl(value: unknown, rules: UrlRules, name = 'url'): stri
   const raw = asString(name, value, 'invalid_url')
   if (raw === '') fail('must not be empty')
   if (raw.length > MAX_URL_LENGTH) fail(`must be at most ${MAX_URL_LENGTH} characters`)
-  if (CONTROL_OR_SPACE.test(raw)) fail('must not contain spaces, control characters or invisible formatting characters (percent-encode them)')
+  if (CONTROL_OR_SPACE.test(raw))
+    fail('must not contain spaces, control characters or invisible formatting characters (percent-encode them)')
   if (!/^https?:\/\//i.test(raw)) fail('must be an absolute URL with the scheme http or https')
   // The URL parser would take "https:///x" or "http://\x" as the host x; the sender gave no host.
   if (/^https?:\/\/[/\\]/i.test(raw)) fail('must have a host')
@@ -124,16 +154,21 @@ export function validateUrl(value: unknown, rules: UrlRules, name = 'url'): stri
   const host = hostOf(url)
   if (!host) fail('must have a host')
   if (!isPlainHost(host))
-    fail('must have a host that is a DNS name (letters, digits, "-" and "."), an IPv4 address or an IPv6 address in brackets')
+    fail(
+      'must have a host that is a DNS name (letters, digits, "-" and "."), an IPv4 address or an IPv6 address in brackets',
+    )
   // "https://bank.example@evil.example/" reads as the first host but leads to the second.
   if (url.username || url.password) fail('must not contain a user name or password before the host')
   const href = url.href
   if (href.length > MAX_URL_LENGTH) fail(`must be at most ${MAX_URL_LENGTH} characters once normalised`)
   const port = url.port || DEFAULT_PORT[protocol]!
   const origin = `${protocol}//${host}:${port}` // originOf(url)
-  if (rules.ownOrigins.includes(origin)) fail(`must not point at this service's own origin ${origin} (a link to itself would loop)`)
+  if (rules.ownOrigins.includes(origin))
+    fail(`must not point at this service's own origin ${origin} (a link to itself would loop)`)
   if (rules.loopbackPorts.includes(Number(port)) && isLoopback(host))
-    fail(`must not point at ${origin}: a loopback address on the port this service listens on, that is the service itself`)
+    fail(
+      `must not point at ${origin}: a loopback address on the port this service listens on, that is the service itself`,
+    )
   if (blockedBy(host, rules.blockedDomains)) fail(`must not point at the blocked domain ${host}`)
   return href
 }
@@ -179,7 +214,11 @@ export function validatePassword(value: unknown, opts: { allowEmpty: boolean }, 
   if (raw === '' && opts.allowEmpty) return null
   const length = [...raw].length // characters as people count them, not UTF-16 units
   if (length < 1 || length > MAX_PASSWORD_LENGTH)
-    throw new AppError(400, 'invalid_parameter', `The parameter "${name}" must be 1 to ${MAX_PASSWORD_LENGTH} characters.`)
+    throw new AppError(
+      400,
+      'invalid_parameter',
+      `The parameter "${name}" must be 1 to ${MAX_PASSWORD_LENGTH} characters.`,
+    )
   if (/[\u0000-\u001f\u007f-\u009f]/.test(raw))
     throw new AppError(400, 'invalid_parameter', `The parameter "${name}" must not contain control characters.`)
   return raw
@@ -191,7 +230,11 @@ export function validateCode(value: unknown, name = 'code'): string {
     throw new AppError(400, 'missing_parameter', `The parameter "${name}" is required.`)
   const raw = asString(name, value, 'invalid_parameter')
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(raw))
-    throw new AppError(400, 'invalid_parameter', `The parameter "${name}" must be a short code: letters, digits, _ and -.`)
+    throw new AppError(
+      400,
+      'invalid_parameter',
+      `The parameter "${name}" must be a short code: letters, digits, _ and -.`,
+    )
   return raw
 }
 
@@ -206,12 +249,21 @@ export function validateTags(value: unknown, name = 'tags'): string[] {
   const raw = asString(name, value, 'invalid_parameter')
   if (/^ *$/.test(raw)) return []
   const items = raw.split(',').map((item) => item.replace(/^ +| +$/g, ''))
-  if (items.length > MAX_TAGS) throw new AppError(400, 'invalid_parameter', `The parameter "${name}" is invalid: at most ${MAX_TAGS} tags.`)
+  if (items.length > MAX_TAGS)
+    throw new AppError(400, 'invalid_parameter', `The parameter "${name}" is invalid: at most ${MAX_TAGS} tags.`)
   for (const tag of items) {
     if (!/^[A-Za-z0-9_-]*$/.test(tag) || tag === '')
-      throw new AppError(400, 'invalid_parameter', `The parameter "${name}" is invalid: ${TAG_RULE}; ${tag === '' ? 'one is empty' : `"${tag.slice(0, 40)}" is not one`}.`)
+      throw new AppError(
+        400,
+        'invalid_parameter',
+        `The parameter "${name}" is invalid: ${TAG_RULE}; ${tag === '' ? 'one is empty' : `"${tag.slice(0, 40)}" is not one`}.`,
+      )
     if (tag.length > MAX_TAG_LENGTH)
-      throw new AppError(400, 'invalid_parameter', `The parameter "${name}" is invalid: each tag at most ${MAX_TAG_LENGTH} characters; "${tag.slice(0, 40)}…" is longer.`)
+      throw new AppError(
+        400,
+        'invalid_parameter',
+        `The parameter "${name}" is invalid: each tag at most ${MAX_TAG_LENGTH} characters; "${tag.slice(0, 40)}…" is longer.`,
+      )
   }
   return [...new Set(items.map((t) => t.toLowerCase()))].sort()
 }
@@ -220,7 +272,11 @@ export function validateTags(value: unknown, name = 'tags'): string[] {
 export function validateTag(value: unknown, name = 'tag'): string {
   const raw = asString(name, value, 'invalid_parameter')
   if (!/^[A-Za-z0-9_-]+$/.test(raw) || raw.length > MAX_TAG_LENGTH)
-    throw new AppError(400, 'invalid_parameter', `The parameter "${name}" is invalid: a tag, 1 to ${MAX_TAG_LENGTH} of letters, digits, _ and -.`)
+    throw new AppError(
+      400,
+      'invalid_parameter',
+      `The parameter "${name}" is invalid: a tag, 1 to ${MAX_TAG_LENGTH} of letters, digits, _ and -.`,
+    )
   return raw.toLowerCase()
 }
 
@@ -231,9 +287,18 @@ export const TITLE_CONTROLS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u0
 /** A link's title (SPEC §2a): 0-200 characters (code points), no control characters but line breaks and tabs; "" is none. */
 export function validateTitle(value: unknown, name = 'title'): string {
   const raw = asString(name, value, 'invalid_parameter')
-  if (TITLE_CONTROLS.test(raw)) throw new AppError(400, 'invalid_parameter', `The parameter "${name}" is invalid: a title must not contain control characters.`)
+  if (TITLE_CONTROLS.test(raw))
+    throw new AppError(
+      400,
+      'invalid_parameter',
+      `The parameter "${name}" is invalid: a title must not contain control characters.`,
+    )
   if (raw.length > MAX_TITLE_LENGTH && [...raw].length > MAX_TITLE_LENGTH)
-    throw new AppError(400, 'invalid_parameter', `The parameter "${name}" is invalid: at most ${MAX_TITLE_LENGTH} characters (it has ${[...raw].length}).`)
+    throw new AppError(
+      400,
+      'invalid_parameter',
+      `The parameter "${name}" is invalid: at most ${MAX_TITLE_LENGTH} characters (it has ${[...raw].length}).`,
+    )
   return raw
 }
 
@@ -269,7 +334,11 @@ export interface SplitArm {
 /** The visit limit, or null for none: 0 and "" (on update: removes it) are none. */
 export function validateMaxVisits(value: unknown, name = 'max_visits'): number | null {
   const fail = () => {
-    throw new AppError(400, 'invalid_parameter', `The parameter "${name}" must be a whole number of visits from 1 to ${MAX_VISITS} (0 or empty: no limit).`)
+    throw new AppError(
+      400,
+      'invalid_parameter',
+      `The parameter "${name}" must be a whole number of visits from 1 to ${MAX_VISITS} (0 or empty: no limit).`,
+    )
   }
   let n: number
   if (typeof value === 'number') n = value
@@ -284,18 +353,33 @@ function jsonArray(value: unknown, name: string, what: string): unknown[] {
   let parsed = value
   if (typeof value === 'string' && value.trim() === '') return [] // a form's blank field: none
   if (typeof value === 'string') {
-    if (value.length > MAX_JSON_CHARS) throw new AppError(400, 'invalid_parameter', `The parameter "${name}" is invalid: at most ${MAX_JSON_CHARS} characters of JSON.`)
+    if (value.length > MAX_JSON_CHARS)
+      throw new AppError(
+        400,
+        'invalid_parameter',
+        `The parameter "${name}" is invalid: at most ${MAX_JSON_CHARS} characters of JSON.`,
+      )
     try {
       parsed = JSON.parse(value)
     } catch {
-      throw new AppError(400, 'invalid_parameter', `The parameter "${name}" must be a JSON array of ${what}; it is not valid JSON.`)
+      throw new AppError(
+        400,
+        'invalid_parameter',
+        `The parameter "${name}" must be a JSON array of ${what}; it is not valid JSON.`,
+      )
     }
   }
-  if (!Array.isArray(parsed)) throw new AppError(400, 'invalid_parameter', `The parameter "${name}" must be a JSON array of ${what} ([] removes them).`)
+  if (!Array.isArray(parsed))
+    throw new AppError(
+      400,
+      'invalid_parameter',
+      `The parameter "${name}" must be a JSON array of ${what} ([] removes them).`,
+    )
   return parsed
 }
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v)
 
 /** A rule's or an arm's URL, under the url rules of SPEC §2 (own origin, blocked domains), named by its place. */
 function itemUrl(value: unknown, where: string, rules: UrlRules, checkDestination?: (url: string) => void): string {
@@ -305,19 +389,37 @@ function itemUrl(value: unknown, where: string, rules: UrlRules, checkDestinatio
     checkDestination?.(url)
   } catch (err) {
     // The abuse check names "url"; here it is this rule's.
-    if (err instanceof AppError) throw new AppError(err.status, err.code, err.message.replace('"url"', `"${where}"`), err.headers)
+    if (err instanceof AppError)
+      throw new AppError(err.status, err.code, err.message.replace('"url"', `"${where}"`), err.headers)
     throw err
   }
   return url
 }
 
-const CONDITION_RULES: Record<Condition, { rule: string; test: (v: string) => boolean; clean: (v: string) => string }> = {
-  device: { rule: `one of ${DEVICES.join(', ')}`, test: (v) => (DEVICES as readonly string[]).includes(v.toLowerCase()), clean: (v) => v.toLowerCase() },
-  // Names as statistics give them ("iOS", "Android", "Windows", "Mac OS"), compared without letter case.
-  os: { rule: 'an operating system as statistics name it (e.g. iOS, Android, Windows, Mac OS, Linux), 1 to 64 characters', test: (v) => /^[\p{L}\p{N} ._()/+-]{1,64}$/u.test(v) && v.trim() !== '', clean: (v) => v.trim() },
-  country: { rule: 'an ISO 3166-1 alpha-2 country code (two letters, e.g. DE)', test: (v) => /^[A-Za-z]{2}$/.test(v), clean: (v) => v.toUpperCase() },
-  language: { rule: 'a primary language tag (1 to 8 letters, e.g. de)', test: (v) => /^[A-Za-z]{1,8}$/.test(v), clean: (v) => v.toLowerCase() },
-}
+const CONDITION_RULES: Record<Condition, { rule: string; test: (v: string) => boolean; clean: (v: string) => string }> =
+  {
+    device: {
+      rule: `one of ${DEVICES.join(', ')}`,
+      test: (v) => (DEVICES as readonly string[]).includes(v.toLowerCase()),
+      clean: (v) => v.toLowerCase(),
+    },
+    // Names as statistics give them ("iOS", "Android", "Windows", "Mac OS"), compared without letter case.
+    os: {
+      rule: 'an operating system as statistics name it (e.g. iOS, Android, Windows, Mac OS, Linux), 1 to 64 characters',
+      test: (v) => /^[\p{L}\p{N} ._()/+-]{1,64}$/u.test(v) && v.trim() !== '',
+      clean: (v) => v.trim(),
+    },
+    country: {
+      rule: 'an ISO 3166-1 alpha-2 country code (two letters, e.g. DE)',
+      test: (v) => /^[A-Za-z]{2}$/.test(v),
+      clean: (v) => v.toUpperCase(),
+    },
+    language: {
+      rule: 'a primary language tag (1 to 8 letters, e.g. de)',
+      test: (v) => /^[A-Za-z]{1,8}$/.test(v),
+      clean: (v) => v.toLowerCase(),
+    },
+  }
 
 /**
  * Redirect rules as sent: a JSON array of at most MAX_RULES {url, device?, os?, country?, language?}, each
@@ -325,7 +427,12 @@ const CONDITION_RULES: Record<Condition, { rule: string; test: (v: string) => bo
  * the default could never be reached), each condition a non-empty list. [] is none. A refusal names the
  * place: "rules[2].country[0]".
  */
-export function validateRules(value: unknown, rules: UrlRules, checkDestination?: (url: string) => void, name = 'rules'): Rule[] {
+export function validateRules(
+  value: unknown,
+  rules: UrlRules,
+  checkDestination?: (url: string) => void,
+  name = 'rules',
+): Rule[] {
   const items = jsonArray(value, name, 'rules {"url", "device"?, "os"?, "country"?, "language"?}')
   const fail = (where: string, rule: string): never => {
     throw new AppError(400, 'invalid_parameter', `The parameter "${name}" is invalid: ${where} ${rule}.`)
@@ -335,13 +442,15 @@ export function validateRules(value: unknown, rules: UrlRules, checkDestination?
     const at = `${name}[${i}]`
     if (!isPlainObject(item)) return fail(at, 'must be an object {"url", "device"?, "os"?, "country"?, "language"?}')
     for (const k of Object.keys(item))
-      if (k !== 'url' && !(CONDITIONS as readonly string[]).includes(k)) fail(`${at}.${k.slice(0, 40)}`, `is not a field of a rule (url, ${CONDITIONS.join(', ')})`)
+      if (k !== 'url' && !(CONDITIONS as readonly string[]).includes(k))
+        fail(`${at}.${k.slice(0, 40)}`, `is not a field of a rule (url, ${CONDITIONS.join(', ')})`)
     const rule: Rule = { url: itemUrl(item.url, `${at}.url`, rules, checkDestination) }
     for (const c of CONDITIONS) {
       const list = item[c]
       if (list === undefined) continue
       const { rule: text, test, clean } = CONDITION_RULES[c]
-      if (!Array.isArray(list) || list.length === 0) fail(`${at}.${c}`, `must be a non-empty list of values, each ${text}`)
+      if (!Array.isArray(list) || list.length === 0)
+        fail(`${at}.${c}`, `must be a non-empty list of values, each ${text}`)
       const values = list as unknown[]
       if (values.length > MAX_CONDITION_VALUES) fail(`${at}.${c}`, `must list at most ${MAX_CONDITION_VALUES} values`)
       values.forEach((v, j) => {
@@ -349,26 +458,38 @@ export function validateRules(value: unknown, rules: UrlRules, checkDestination?
       })
       rule[c] = [...new Set((values as string[]).map(clean))]
     }
-    if (!CONDITIONS.some((c) => rule[c])) fail(at, `must give at least one condition (${CONDITIONS.join(', ')}); the link's own url is the destination when no rule matches`)
+    if (!CONDITIONS.some((c) => rule[c]))
+      fail(
+        at,
+        `must give at least one condition (${CONDITIONS.join(', ')}); the link's own url is the destination when no rule matches`,
+      )
     return rule
   })
 }
 
 /** An A/B split as sent: a JSON array of MIN_SPLIT to MAX_SPLIT {url, weight 1-100}. [] is none. */
-export function validateSplit(value: unknown, rules: UrlRules, checkDestination?: (url: string) => void, name = 'split'): SplitArm[] {
+export function validateSplit(
+  value: unknown,
+  rules: UrlRules,
+  checkDestination?: (url: string) => void,
+  name = 'split',
+): SplitArm[] {
   const items = jsonArray(value, name, 'destinations {"url", "weight"}')
   const fail = (where: string, rule: string): never => {
     throw new AppError(400, 'invalid_parameter', `The parameter "${name}" is invalid: ${where} ${rule}.`)
   }
   if (items.length === 0) return []
-  if (items.length < MIN_SPLIT || items.length > MAX_SPLIT) fail(name, `has ${items.length} destinations; a split has ${MIN_SPLIT} to ${MAX_SPLIT} ([] removes it)`)
+  if (items.length < MIN_SPLIT || items.length > MAX_SPLIT)
+    fail(name, `has ${items.length} destinations; a split has ${MIN_SPLIT} to ${MAX_SPLIT} ([] removes it)`)
   return items.map((item, i) => {
     const at = `${name}[${i}]`
     if (!isPlainObject(item)) return fail(at, 'must be an object {"url", "weight"}')
-    for (const k of Object.keys(item)) if (k !== 'url' && k !== 'weight') fail(`${at}.${k.slice(0, 40)}`, 'is not a field of a split (url, weight)')
+    for (const k of Object.keys(item))
+      if (k !== 'url' && k !== 'weight') fail(`${at}.${k.slice(0, 40)}`, 'is not a field of a split (url, weight)')
     const url = itemUrl(item.url, `${at}.url`, rules, checkDestination)
     const w = item.weight
-    if (typeof w !== 'number' || !Number.isInteger(w) || w < 1 || w > MAX_WEIGHT) fail(`${at}.weight`, `must be a whole number from 1 to ${MAX_WEIGHT}`)
+    if (typeof w !== 'number' || !Number.isInteger(w) || w < 1 || w > MAX_WEIGHT)
+      fail(`${at}.weight`, `must be a whole number from 1 to ${MAX_WEIGHT}`)
     return { url, weight: w as number }
   })
 }

@@ -73,8 +73,19 @@ export function codeOf(url: string): string | null {
 }
 
 export type VisitOutcome =
-  | 'redirect' | 'preview' | 'frame' | 'password_form' | 'password_wrong' | 'password_limited'
-  | 'password_busy' | 'expired' | 'not_found' | 'stats_page' | 'stats_limited' | 'unavailable' | 'used_up'
+  | 'redirect'
+  | 'preview'
+  | 'frame'
+  | 'password_form'
+  | 'password_wrong'
+  | 'password_limited'
+  | 'password_busy'
+  | 'expired'
+  | 'not_found'
+  | 'stats_page'
+  | 'stats_limited'
+  | 'unavailable'
+  | 'used_up'
 
 /** Where the report form of a code lives (abuse/routes.ts). */
 export const reportPath = (code: string) => `/${encodeURIComponent(code)}/report`
@@ -148,7 +159,8 @@ export function createVisitRoutes(deps: {
     // A link's code is never a reserved name (validate.ts, and random codes skip them), so a row found here
     // is what the router would find too; /healthz or /login (null, no read) go on to the router.
     const row = links.resolve(code)
-    if (row instanceof Promise) return row.then((read) => (read === null ? missing(code, id) : redirect(request, id, read)))
+    if (row instanceof Promise)
+      return row.then((read) => (read === null ? missing(code, id) : redirect(request, id, read)))
     if (row === null) return missing(code, id)
     return redirect(request, id, row)
   }
@@ -165,7 +177,8 @@ export function createVisitRoutes(deps: {
   /** The plain redirect of a link; undefined for any other (the router's visit answers it from the cache). */
   function redirect(request: Request, id: string, row: LinkRow): Response | undefined {
     // A limited link takes a visit in the database: the router's path does that (reachDestination).
-    if (row.mode !== 'redirect' || row.password_hash || row.max_visits !== null || links.isExpired(row)) return undefined
+    if (row.mode !== 'redirect' || row.password_hash || row.max_visits !== null || links.isExpired(row))
+      return undefined
     // Disabled, banned or listed (a WeakMap lookup beside the cached row): the router's lookup answers 451.
     if (deps.gate?.stops(row)) return undefined
     const method = request.method
@@ -175,7 +188,13 @@ export function createVisitRoutes(deps: {
       const address = clientIp(request)
       location = links.destination(row, { ua, address, acceptLanguage: request.headers.get('accept-language') ?? '' })
       if (method !== 'HEAD') links.recordClick(row, ua, request.headers.get('referer') ?? '', address, location)
-    } else if (method !== 'HEAD') links.recordClick(row, request.headers.get('user-agent') ?? '', request.headers.get('referer') ?? '', clientIp(request))
+    } else if (method !== 'HEAD')
+      links.recordClick(
+        row,
+        request.headers.get('user-agent') ?? '',
+        request.headers.get('referer') ?? '',
+        clientIp(request),
+      )
     count('redirect')
     return new Response(null, {
       status: redirectStatus,
@@ -186,10 +205,19 @@ export function createVisitRoutes(deps: {
   const usedUpPage = (row: LinkRow) => {
     count('used_up')
     const n = row.max_visits!
-    return messagePage(410, 'This link reached its limit', `The owner of this short link let it be visited ${n} ${n === 1 ? 'time' : 'times'}, and this link reached its limit of ${n} ${n === 1 ? 'visit' : 'visits'}.`)
+    return messagePage(
+      410,
+      'This link reached its limit',
+      `The owner of this short link let it be visited ${n} ${n === 1 ? 'time' : 'times'}, and this link reached its limit of ${n} ${n === 1 ? 'visit' : 'visits'}.`,
+    )
   }
 
-  function reachDestination(row: LinkRow, request: Request, via: 'get' | 'post', referer: string): Response | Promise<Response> {
+  function reachDestination(
+    row: LinkRow,
+    request: Request,
+    via: 'get' | 'post',
+    referer: string,
+  ): Response | Promise<Response> {
     const ua = request.headers.get('user-agent') ?? ''
     const address = clientIp(request)
     // A limited link: a person's visit takes one in the database, or finds none left. HEAD and bots take
@@ -204,9 +232,18 @@ export function createVisitRoutes(deps: {
   }
 
   /** The visit answered: the destination chosen, the click recorded, the page or redirect of the link's mode. */
-  function arrive(row: LinkRow, request: Request, via: 'get' | 'post', referer: string, ua: string, address: string): Response | Promise<Response> {
+  function arrive(
+    row: LinkRow,
+    request: Request,
+    via: 'get' | 'post',
+    referer: string,
+    ua: string,
+    address: string,
+  ): Response | Promise<Response> {
     const routed = row.rules !== null || row.split !== null
-    const destination = routed ? links.destination(row, { ua, address, acceptLanguage: request.headers.get('accept-language') ?? '' }) : row.long_url
+    const destination = routed
+      ? links.destination(row, { ua, address, acceptLanguage: request.headers.get('accept-language') ?? '' })
+      : row.long_url
     if (request.method !== 'HEAD') links.recordClick(row, ua, referer, address, routed ? destination : '')
     count(row.mode)
     const short = `${base}/${row.code}`
@@ -246,10 +283,25 @@ export function createVisitRoutes(deps: {
   }
 
   function passwordForm(row: LinkRow, referer: string, error = '', status = 200, headers?: Record<string, string>) {
-    count(status === 200 ? 'password_form' : status === 429 ? 'password_limited' : status === 503 ? 'password_busy' : 'password_wrong')
+    count(
+      status === 200
+        ? 'password_form'
+        : status === 429
+          ? 'password_limited'
+          : status === 503
+            ? 'password_busy'
+            : 'password_wrong',
+    )
     return page(
       tpl(passwordTpl),
-      { short_url: `${base}/${row.code}`, action: `/${row.code}`, ref: referer, error, invalid: error ? ' aria-invalid="true"' : '', report: reportPath(row.code) },
+      {
+        short_url: `${base}/${row.code}`,
+        action: `/${row.code}`,
+        ref: referer,
+        error,
+        invalid: error ? ' aria-invalid="true"' : '',
+        report: reportPath(row.code),
+      },
       { status, title: 'Password required', headers, brand: true },
     )
   }
@@ -268,7 +320,11 @@ export function createVisitRoutes(deps: {
     }
     if (links.isExpired(row)) {
       count('expired')
-      return messagePage(410, 'This link has expired', 'The owner of this short link set it to stop working, and that time has passed.')
+      return messagePage(
+        410,
+        'This link has expired',
+        'The owner of this short link set it to stop working, and that time has passed.',
+      )
     }
     const stopped = deps.gate?.unavailable(row)
     if (stopped) {
@@ -292,7 +348,8 @@ export function createVisitRoutes(deps: {
       try {
         right = await gate.verify(given, row.password_hash!)
       } catch (err) {
-        if (err instanceof AppError && err.status === 503) return passwordForm(row, referer, err.message, 503, err.headers)
+        if (err instanceof AppError && err.status === 503)
+          return passwordForm(row, referer, err.message, 503, err.headers)
         throw err
       }
     }
@@ -300,7 +357,10 @@ export function createVisitRoutes(deps: {
     // A browser's form post: 303 to a GET that says so (no resubmission on Back); scripts get their 401.
     if (request.method === 'POST' && !request.headers.has('x-link-password') && isBrowserNavigation(request)) {
       count('password_wrong')
-      return new Response(null, { status: 303, headers: { location: wrongPasswordLocation(row.code, referer), 'cache-control': 'no-store' } })
+      return new Response(null, {
+        status: 303,
+        headers: { location: wrongPasswordLocation(row.code, referer), 'cache-control': 'no-store' },
+      })
     }
     return passwordForm(row, referer, WRONG_PASSWORD, 401)
   }
@@ -308,7 +368,11 @@ export function createVisitRoutes(deps: {
   function checkHeaderPassword(row: LinkRow, header: string, request: Request, referer: string) {
     const given = decodePasswordHeader(header)
     if (given === null)
-      return messagePage(400, 'Request refused', 'The X-Link-Password header is not valid: percent-encode the UTF-8 bytes of the password, and send a literal % as %25.')
+      return messagePage(
+        400,
+        'Request refused',
+        'The X-Link-Password header is not valid: percent-encode the UTF-8 bytes of the password, and send a literal % as %25.',
+      )
     return checkPassword(row, given, request, referer)
   }
 
@@ -317,9 +381,14 @@ export function createVisitRoutes(deps: {
     const d = statsViews.hit(rateKeyOf(clientIp(request)), STATS_PAGES_PER_MINUTE)
     if (!d.allowed) {
       count('stats_limited')
-      return messagePage(429, 'Too many requests', `Too many statistics pages from your address: wait ${d.reset} s and try again.`, {
-        'retry-after': String(d.reset),
-      })
+      return messagePage(
+        429,
+        'Too many requests',
+        `Too many statistics pages from your address: wait ${d.reset} s and try again.`,
+        {
+          'retry-after': String(d.reset),
+        },
+      )
     }
     const row = await links.resolve(code)
     if (!row) return notFoundPage()
@@ -328,13 +397,24 @@ export function createVisitRoutes(deps: {
     // No caller either: a password-protected link's destination stays hidden, in the page and the CSV.
     const window = windowOf(request.url)
     const now = clock()
-    const { s, error } = await statsFor((from, to) => links.stats({ code, from, to }, null, { flush: false }), window, now)
+    const { s, error } = await statsFor(
+      (from, to) => links.stats({ code, from, to }, null, { flush: false }),
+      window,
+      now,
+    )
     if (csv) {
       if (error) return messagePage(400, 'Request refused', error.message)
       return statsCsv(s, csvTableOf(request.url))
     }
     const path = `/${encodeURIComponent(s.hex)}+`
-    const body = statsBody(s, { path, csvPath: `${path}.csv`, window, error, today: dayOf(now), stopped: deps.gate?.stops(row) })
+    const body = statsBody(s, {
+      path,
+      csvPath: `${path}.csv`,
+      window,
+      error,
+      today: dayOf(now),
+      stopped: deps.gate?.stops(row),
+    })
     return page(
       '<main class="wide stats">{{{body}}}<p class="report-link"><a href="{{report}}">Report this link</a></p></main>',
       { body, report: reportPath(s.hex) },
@@ -358,27 +438,35 @@ export function createVisitRoutes(deps: {
 
   const routes = new Elysia({ name: 'visit' })
     // Not async: the common case answers synchronously, without a promise per redirect.
-    .get('/:code', ({ params, request }) => {
-      const code = params.code
-      // A path that is not valid percent-encoding (/%ff) reaches here with no code at all.
-      if (typeof code !== 'string') return notFoundPage()
-      if (code.endsWith('+')) return statsPage(code.slice(0, -1), request)
-      if (code.endsWith('+.csv')) return statsPage(code.slice(0, -5), request, true)
-      const found = lookup(code)
-      if (found instanceof Promise) return found.then((f) => visit(f, request))
-      return visit(found, request)
-    }, { parse: 'none' })
-    .post('/:code', async ({ params, request }) => {
-      if (typeof params.code !== 'string') return notFoundPage() // /%ff, as above
-      const found = await lookup(params.code)
-      if (found instanceof Response) return found
-      // Too large (413) or stalled (408): the app's error handler turns the AppError into a page.
-      const form = new URLSearchParams(new TextDecoder().decode(await readBodyLimited(request, FORM_LIMIT)))
-      const referer = form.get('ref') ?? ''
-      if (!found.password_hash) return reachDestination(found, request, 'post', referer)
-      const header = request.headers.get('x-link-password')
-      if (header !== null) return checkHeaderPassword(found, header, request, referer)
-      return checkPassword(found, form.get('password') ?? '', request, referer)
-    }, { parse: 'none' })
+    .get(
+      '/:code',
+      ({ params, request }) => {
+        const code = params.code
+        // A path that is not valid percent-encoding (/%ff) reaches here with no code at all.
+        if (typeof code !== 'string') return notFoundPage()
+        if (code.endsWith('+')) return statsPage(code.slice(0, -1), request)
+        if (code.endsWith('+.csv')) return statsPage(code.slice(0, -5), request, true)
+        const found = lookup(code)
+        if (found instanceof Promise) return found.then((f) => visit(f, request))
+        return visit(found, request)
+      },
+      { parse: 'none' },
+    )
+    .post(
+      '/:code',
+      async ({ params, request }) => {
+        if (typeof params.code !== 'string') return notFoundPage() // /%ff, as above
+        const found = await lookup(params.code)
+        if (found instanceof Response) return found
+        // Too large (413) or stalled (408): the app's error handler turns the AppError into a page.
+        const form = new URLSearchParams(new TextDecoder().decode(await readBodyLimited(request, FORM_LIMIT)))
+        const referer = form.get('ref') ?? ''
+        if (!found.password_hash) return reachDestination(found, request, 'post', referer)
+        const header = request.headers.get('x-link-password')
+        if (header !== null) return checkHeaderPassword(found, header, request, referer)
+        return checkPassword(found, form.get('password') ?? '', request, referer)
+      },
+      { parse: 'none' },
+    )
   return { routes, hot }
 }

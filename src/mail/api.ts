@@ -13,7 +13,10 @@ const named = (name: string) => `The parameter "${name}"`
 
 /** A pattern that matches `text` in any letter case (JSON Schema patterns have no "i" flag). */
 const anyCase = (text: string) =>
-  text.replace(/[a-z]/gi, (c) => `[${c.toLowerCase()}${c.toUpperCase()}]`).replace(/\./g, '\\.').replace(/-/g, '[-]') // in a u-pattern \- is an error
+  text
+    .replace(/[a-z]/gi, (c) => `[${c.toLowerCase()}${c.toUpperCase()}]`)
+    .replace(/\./g, '\\.')
+    .replace(/-/g, '[-]') // in a u-pattern \- is an error
 
 function addressParam(required: boolean, domains: readonly string[]): ApiParam {
   const rule =
@@ -41,13 +44,23 @@ function addressParam(required: boolean, domains: readonly string[]): ApiParam {
   }
 }
 
-function wholeParam(name: string, min: number, max: number, description: string, example: number, required = false): ApiParam {
+function wholeParam(
+  name: string,
+  min: number,
+  max: number,
+  description: string,
+  example: number,
+  required = false,
+): ApiParam {
   return {
     name,
     required,
     absent: ['', null],
     schema: Type.Integer({ minimum: min, maximum: max, description, examples: [example] }),
-    error: { code: 'invalid_parameter', messages: { default: `${named(name)} is invalid: a whole number from ${min} to ${max}.` } },
+    error: {
+      code: 'invalid_parameter',
+      messages: { default: `${named(name)} is invalid: a whole number from ${min} to ${max}.` },
+    },
   }
 }
 
@@ -55,7 +68,10 @@ const MAX_ID = 999_999_999_999_999
 
 const Iso = (description: string) => Type.String({ format: 'date-time', description })
 const PersonSchema = Type.Object(
-  { address: Type.String({ description: 'E-mail address ("" when the message gave none)' }), name: Type.String({ description: 'Display name, or ""' }) },
+  {
+    address: Type.String({ description: 'E-mail address ("" when the message gave none)' }),
+    name: Type.String({ description: 'Display name, or ""' }),
+  },
   { additionalProperties: false },
 )
 
@@ -69,7 +85,14 @@ const MailboxSchema = Type.Object(
   {
     title: 'Mailbox',
     additionalProperties: false,
-    examples: [{ address: 'signup-test@mail.example.com', created: '2026-01-31T09:30:00.000Z', expires: '2026-02-01T09:30:00.000Z', messages: 0 }],
+    examples: [
+      {
+        address: 'signup-test@mail.example.com',
+        created: '2026-01-31T09:30:00.000Z',
+        expires: '2026-02-01T09:30:00.000Z',
+        messages: 0,
+      },
+    ],
   },
 )
 
@@ -80,7 +103,10 @@ const summaryFields = {
   date: Type.Union([Iso('The Date header'), Type.Null()]),
   received: Iso('When the service received it'),
   size: Type.Integer({ minimum: 0, description: 'Bytes of the message as received' }),
-  seen: Type.Boolean({ description: 'Whether it counts as read: message.json marks it when it shows it; POST message.json with action=seen or unseen sets it' }),
+  seen: Type.Boolean({
+    description:
+      'Whether it counts as read: message.json marks it when it shows it; POST message.json with action=seen or unseen sets it',
+  }),
 }
 
 const SummarySchema = Type.Object(
@@ -107,15 +133,24 @@ const exampleSummary = {
 /** The data of a mail.received webhook event (mail/service.ts writes it): the messages.json entry and its mailbox. */
 export const MailReceivedSchema = Type.Object(
   { address: Type.String({ description: 'The mailbox it went to (the full address)' }), ...SummarySchema.properties },
-  { title: 'MailReceived', additionalProperties: false, examples: [{ address: 'signup-test@mail.example.com', ...exampleSummary }] },
+  {
+    title: 'MailReceived',
+    additionalProperties: false,
+    examples: [{ address: 'signup-test@mail.example.com', ...exampleSummary }],
+  },
 )
 
 const MessagesSchema = Type.Object(
   { address: Type.String(), messages: Type.Array(SummarySchema, { description: 'Newest first' }) },
-  { title: 'MessageList', additionalProperties: false, examples: [{ address: 'signup-test@mail.example.com', messages: [exampleSummary] }] },
+  {
+    title: 'MessageList',
+    additionalProperties: false,
+    examples: [{ address: 'signup-test@mail.example.com', messages: [exampleSummary] }],
+  },
 )
 
-const SignedUrl = (what: string) => Type.String({ format: 'uri', description: `${what}: a signed link, valid for an hour, no key needed` })
+const SignedUrl = (what: string) =>
+  Type.String({ format: 'uri', description: `${what}: a signed link, valid for an hour, no key needed` })
 
 const MessageSchema = Type.Object(
   {
@@ -124,7 +159,10 @@ const MessageSchema = Type.Object(
     to: Type.Array(PersonSchema),
     cc: Type.Array(PersonSchema),
     text: Type.String({ description: 'The plain-text body (made from the HTML when the message has none)' }),
-    html: Type.Union([Type.String({ description: 'The HTML body as sent: untrusted, never show it unsandboxed' }), Type.Null()]),
+    html: Type.Union([
+      Type.String({ description: 'The HTML body as sent: untrusted, never show it unsandboxed' }),
+      Type.Null(),
+    ]),
     attachments: Type.Array(
       Type.Object(
         {
@@ -140,8 +178,8 @@ const MessageSchema = Type.Object(
     raw: SignedUrl('The message as received (.eml)'),
     links: Type.Array(Type.String({ format: 'uri' }), {
       description:
-        'The http(s) links a reader can follow, each once, in order: URLs written in the text, then the HTML\'s ' +
-        '<a href> and <area href>, then URLs written in the HTML\'s text. What the HTML only loads (<img src>: ' +
+        "The http(s) links a reader can follow, each once, in order: URLs written in the text, then the HTML's " +
+        "<a href> and <area href>, then URLs written in the HTML's text. What the HTML only loads (<img src>: " +
         'images, tracking pixels) is not listed',
     }),
   },
@@ -174,13 +212,20 @@ function actionParam(actions: readonly string[], description: string): ApiParam 
     required: true,
     absent: ['', null],
     schema: Type.String({ enum: [...actions], description, examples: [actions[0]] }),
-    error: { code: 'invalid_parameter', messages: { default: `${named('action')} must be one of ${actions.join(', ')}.` } },
+    error: {
+      code: 'invalid_parameter',
+      messages: { default: `${named('action')} must be one of ${actions.join(', ')}.` },
+    },
   }
 }
 
 const MailboxDeletedSchema = Type.Object(
   { address: Type.String({ description: 'The address, free again' }), deleted: Type.Literal(true) },
-  { title: 'MailboxDeleted', additionalProperties: false, examples: [{ address: 'signup-test@mail.example.com', deleted: true }] },
+  {
+    title: 'MailboxDeleted',
+    additionalProperties: false,
+    examples: [{ address: 'signup-test@mail.example.com', deleted: true }],
+  },
 )
 
 // One method, two answers (as webhooks.json): each action's fields are required by its own branch.
@@ -194,8 +239,14 @@ const MessageChangedSchema = Type.Object(
     title: 'MessageChanged',
     additionalProperties: false,
     description: 'delete: id, deleted; seen and unseen: id, seen',
-    anyOf: [['id', 'deleted'], ['id', 'seen']].map((fields) => ({ required: fields, properties: Object.fromEntries(fields.map((f) => [f, {}])) })),
-    examples: [{ id: 17, deleted: true }, { id: 17, seen: false }],
+    anyOf: [
+      ['id', 'deleted'],
+      ['id', 'seen'],
+    ].map((fields) => ({ required: fields, properties: Object.fromEntries(fields.map((f) => [f, {}])) })),
+    examples: [
+      { id: 17, deleted: true },
+      { id: 17, seen: false },
+    ],
   },
 )
 
@@ -214,7 +265,7 @@ export function mailApi(mail: MailService, deps: MailApiDeps = {}): ApiMethod[] 
       path: '/api/mailbox.json',
       summary: 'Get or create a temporary e-mail address',
       description:
-        'Returns the caller\'s mailbox at the address, creating it when it does not exist (or has expired). Its expiry is ' +
+        "Returns the caller's mailbox at the address, creating it when it does not exist (or has expired). Its expiry is " +
         'renewed on every use. An address that belongs to another account gives 403 address_taken.',
       params: [addressParam(false, mail.domains)],
       returns: MailboxSchema,
@@ -257,10 +308,14 @@ export function mailApi(mail: MailService, deps: MailApiDeps = {}): ApiMethod[] 
         'The text, the HTML as sent (untrusted: show it only in a sandbox), the attachments and the raw source as signed ' +
         'links (valid for an hour, no key needed), and `links`: the http(s) links found in the text and the HTML ' +
         '(`<a href>`, `<area href>`, URLs written out; not image sources).',
-      params: [addressParam(true, mail.domains), wholeParam('id', 1, MAX_ID, 'Message id, from messages.json', 17, true)],
+      params: [
+        addressParam(true, mail.domains),
+        wholeParam('id', 1, MAX_ID, 'Message id, from messages.json', 17, true),
+      ],
       returns: MessageSchema,
       errors: { 403: ['not_owner'], 404: ['not_found'] },
-      handler: ({ params, caller }) => mail.readMessage(caller!, { address: params.address as string, id: Number(params.id) }),
+      handler: ({ params, caller }) =>
+        mail.readMessage(caller!, { address: params.address as string, id: Number(params.id) }),
     },
     {
       ...common,
@@ -291,7 +346,10 @@ export function mailApi(mail: MailService, deps: MailApiDeps = {}): ApiMethod[] 
       params: [
         addressParam(true, mail.domains),
         wholeParam('id', 1, MAX_ID, 'Message id, from messages.json', 17, true),
-        actionParam(MESSAGE_ACTIONS, 'delete: the message and its attachments; seen: mark it read; unseen: mark it unread'),
+        actionParam(
+          MESSAGE_ACTIONS,
+          'delete: the message and its attachments; seen: mark it read; unseen: mark it unread',
+        ),
       ],
       returns: MessageChangedSchema,
       errors: { 403: ['not_owner'], 404: ['not_found'], 503: ['storage_unavailable'] },
@@ -306,23 +364,25 @@ export function mailApi(mail: MailService, deps: MailApiDeps = {}): ApiMethod[] 
 
 /** GET /mail/raw/<id> and /mail/attachment/<id>: the bytes behind a signed link, always as a download. */
 export function createMailRoutes(mail: MailService) {
-  const serve = (kind: 'raw' | 'attachment') => async ({ params, request }: { params: { id: string }; request: Request }) => {
-    const query = queryParams(request.url)
-    const text = (v: unknown) => (typeof v === 'string' ? v : null)
-    // The bytes as the store has them: a file (SQLite, a larger message), bytes, or a stream of chunks (PostgreSQL).
-    const file = await mail.download(kind, params.id, text(query.exp), text(query.sig))
-    return new Response(file.body as BodyInit, {
-      headers: {
-        'content-type': file.contentType,
-        'content-disposition': contentDisposition(file.filename),
-        // Whatever the file is (an HTML attachment, an SVG), it is never run or shown as a page of this origin.
-        'x-content-type-options': 'nosniff',
-        'content-security-policy': "default-src 'none'; sandbox",
-        'cache-control': 'private, max-age=3600',
-        'referrer-policy': 'no-referrer',
-      },
-    })
-  }
+  const serve =
+    (kind: 'raw' | 'attachment') =>
+    async ({ params, request }: { params: { id: string }; request: Request }) => {
+      const query = queryParams(request.url)
+      const text = (v: unknown) => (typeof v === 'string' ? v : null)
+      // The bytes as the store has them: a file (SQLite, a larger message), bytes, or a stream of chunks (PostgreSQL).
+      const file = await mail.download(kind, params.id, text(query.exp), text(query.sig))
+      return new Response(file.body as BodyInit, {
+        headers: {
+          'content-type': file.contentType,
+          'content-disposition': contentDisposition(file.filename),
+          // Whatever the file is (an HTML attachment, an SVG), it is never run or shown as a page of this origin.
+          'x-content-type-options': 'nosniff',
+          'content-security-policy': "default-src 'none'; sandbox",
+          'cache-control': 'private, max-age=3600',
+          'referrer-policy': 'no-referrer',
+        },
+      })
+    }
   return new Elysia({ name: 'mail-files' })
     .get('/mail/raw/:id', serve('raw'))
     .get('/mail/attachment/:id', serve('attachment'))

@@ -22,9 +22,7 @@ export class SmtpReply extends Error {
   }
 }
 
-export type RecipientCheck =
-  | { ok: true; mailboxId: number }
-  | { ok: false; reply: SmtpReply }
+export type RecipientCheck = { ok: true; mailboxId: number } | { ok: false; reply: SmtpReply }
 
 export interface DeliveryDeps<Tx> {
   messages: MessageStore<Tx>
@@ -43,7 +41,16 @@ function domainOf(address: string) {
   return address.slice(address.lastIndexOf('@') + 1).toLowerCase()
 }
 
-export function createDelivery<Tx>({ messages, queue, config, events, clock, outbox, announce, totalsChanged }: DeliveryDeps<Tx>) {
+export function createDelivery<Tx>({
+  messages,
+  queue,
+  config,
+  events,
+  clock,
+  outbox,
+  announce,
+  totalsChanged,
+}: DeliveryDeps<Tx>) {
   const { domains, max_messages } = config.mail
   const live = (row: MailboxRow | null | undefined, now: number): row is MailboxRow => !!row && row.expires > now
 
@@ -51,10 +58,14 @@ export function createDelivery<Tx>({ messages, queue, config, events, clock, out
   async function checkRecipient(rawAddress: string): Promise<RecipientCheck> {
     const address = rawAddress.toLowerCase()
     if (!domains.includes(domainOf(address)))
-      return { ok: false, reply: new SmtpReply(550, `5.1.1 <${address}>: this server does not receive mail for that domain`) }
+      return {
+        ok: false,
+        reply: new SmtpReply(550, `5.1.1 <${address}>: this server does not receive mail for that domain`),
+      }
     const row = await messages.mailboxByAddress(address)
     if (!live(row, clock())) return { ok: false, reply: new SmtpReply(550, `5.1.1 <${address}>: no such mailbox here`) }
-    if (row.messages >= max_messages) return { ok: false, reply: new SmtpReply(452, `4.2.2 <${address}>: mailbox full`) }
+    if (row.messages >= max_messages)
+      return { ok: false, reply: new SmtpReply(452, `4.2.2 <${address}>: mailbox full`) }
     return { ok: true, mailboxId: row.id }
   }
 
@@ -69,12 +80,23 @@ export function createDelivery<Tx>({ messages, queue, config, events, clock, out
    * is kept. `abandon()` true (the server is closing) before the commit: nothing is kept either. The caller
    * (smtp.ts) discards the incoming message afterwards, whatever happened.
    */
-  async function deliver(taken: Taken, envelopeFrom: string, mailboxIds: number[], abandon: () => boolean): Promise<number[]> {
+  async function deliver(
+    taken: Taken,
+    envelopeFrom: string,
+    mailboxIds: number[],
+    abandon: () => boolean,
+  ): Promise<number[]> {
     const work = (async () => {
       const parsed = await parseMessage(takenSource(taken), envelopeFrom)
       if (abandon()) throw shuttingDown()
       const f = parsed.fields
-      const body = JSON.stringify({ to: f.to, cc: f.cc, text: f.text, html: f.html, links: f.links } satisfies MessageBody)
+      const body = JSON.stringify({
+        to: f.to,
+        cc: f.cc,
+        text: f.text,
+        html: f.html,
+        links: f.links,
+      } satisfies MessageBody)
       const now = clock()
       /** mail.received, once per mailbox, with what events.emit sends below. */
       const eventOf = (s: StoredMessage) => ({ address: s.address, ...summary(summaryOf(s.id, now, taken.size, f)) })
@@ -87,15 +109,21 @@ export function createDelivery<Tx>({ messages, queue, config, events, clock, out
           if (abandon()) throw shuttingDown()
           const wanted = rows.filter((s) => outbox?.wanted('mail.received', s.accountId))
           heard = wanted.length > 0
-          return allWritten(wanted.map((s) => queue.enqueue(tx, { type: 'mail.received', accountId: s.accountId, at: now, data: eventOf(s) }, now)))
+          return allWritten(
+            wanted.map((s) =>
+              queue.enqueue(tx, { type: 'mail.received', accountId: s.accountId, at: now, data: eventOf(s) }, now),
+            ),
+          )
         },
       )
-      if (stored.length === 0) throw new SmtpReply(452, '4.2.2 the mailbox filled up or expired while the message arrived')
+      if (stored.length === 0)
+        throw new SmtpReply(452, '4.2.2 the mailbox filled up or expired while the message arrived')
       if (heard) outbox?.wake()
       received += stored.length
       announce(stored.map((s) => s.mailboxId))
       totalsChanged()
-      if (events.has('mail.received')) for (const s of stored) events.emit('mail.received', { accountId: s.accountId, message: eventOf(s) })
+      if (events.has('mail.received'))
+        for (const s of stored) events.emit('mail.received', { accountId: s.accountId, message: eventOf(s) })
       return stored.map((s) => s.id)
     })()
     inFlight.add(work)

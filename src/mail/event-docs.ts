@@ -6,7 +6,8 @@ export const MAIL_EVENT_DOCS: WebhookEventDoc[] = [
   {
     type: 'mail.received',
     summary: 'A mailbox received a message',
-    description: 'A message arrived in one of your mailboxes and was stored; `data` is its messages.json entry and the address. Read it whole with message.json.',
+    description:
+      'A message arrived in one of your mailboxes and was stored; `data` is its messages.json entry and the address. Read it whole with message.json.',
     data: MailReceivedSchema,
   },
 ]

@@ -34,12 +34,29 @@ export function createMailFeature<Tx>(shared: Shared, deps: MailDeps<Tx>, opts: 
     // A held messages.json outlives the idle timeout of its connection: it is told to wait longer.
     api: mailApi(mail, { holdOpen: (request, seconds) => shared.server()?.timeout(request, seconds) }),
     metrics(m) {
-      m.sampled('linkbox_mailboxes', 'Temporary mailboxes stored (live, or expired and not yet swept).', () => totals().mailboxes)
+      m.sampled(
+        'linkbox_mailboxes',
+        'Temporary mailboxes stored (live, or expired and not yet swept).',
+        () => totals().mailboxes,
+      )
       m.sampled('linkbox_mail_messages', 'Messages stored in mailboxes.', () => totals().messages)
-      m.sampled('linkbox_mail_bytes', 'Bytes of the stored messages as received (the raw .eml files; attachments are kept decoded beside them).', () => totals().bytes)
-      m.sampled('linkbox_mail_received_total', 'Messages stored since start (once per mailbox they went to).', () => mail.received, 'counter')
+      m.sampled(
+        'linkbox_mail_bytes',
+        'Bytes of the stored messages as received (the raw .eml files; attachments are kept decoded beside them).',
+        () => totals().bytes,
+      )
+      m.sampled(
+        'linkbox_mail_received_total',
+        'Messages stored since start (once per mailbox they went to).',
+        () => mail.received,
+        'counter',
+      )
       m.sampled('linkbox_mail_waiting', 'messages.json requests held until mail arrives (wait=N).', () => mail.waiting)
-      m.sampled('linkbox_mail_live_views', 'Mailbox pages open in the dashboard with a live view (event streams).', () => mail.watching)
+      m.sampled(
+        'linkbox_mail_live_views',
+        'Mailbox pages open in the dashboard with a live view (event streams).',
+        () => mail.watching,
+      )
       m.sampled('linkbox_smtp_connections', 'Open SMTP connections.', () => smtp?.connections ?? 0)
     },
     jobs: [{ name: 'mail sweep', everyMs: 60_000, run: () => mail.sweep({ orphans: sweeps++ % 60 === 0 }) }],
@@ -67,7 +84,8 @@ export function createMailFeature<Tx>(shared: Shared, deps: MailDeps<Tx>, opts: 
     async startSmtp(): Promise<SmtpReceiver | null> {
       if (opts.smtpPort === undefined && config.mail.smtp_port === 0) return null
       const { startSmtp } = await import('./smtp')
-      const at: Config = opts.smtpPort === undefined ? config : { ...config, mail: { ...config.mail, smtp_port: opts.smtpPort } }
+      const at: Config =
+        opts.smtpPort === undefined ? config : { ...config, mail: { ...config.mail, smtp_port: opts.smtpPort } }
       smtp = await startSmtp(at, mail, spool, shared.faults)
       return smtp
     },

@@ -33,7 +33,9 @@ export function createMailboxNotices(changes?: ChangeFeed) {
   function waitForMail(mailboxId: number, accountId: number, ms: number, signal: AbortSignal): Promise<void> {
     if (closing || ms <= 0 || signal.aborted) return Promise.resolve()
     if (waiting >= MAX_WAITERS || (waitersByAccount.get(accountId) ?? 0) >= MAX_WAITERS_PER_ACCOUNT)
-      throw new AppError(503, 'busy', 'Too many requests are waiting for mail; try again in a moment.', { 'Retry-After': '1' })
+      throw new AppError(503, 'busy', 'Too many requests are waiting for mail; try again in a moment.', {
+        'Retry-After': '1',
+      })
     waiting++
     waitersByAccount.set(accountId, (waitersByAccount.get(accountId) ?? 0) + 1)
     return new Promise<void>((resolve) => {
@@ -67,7 +69,9 @@ export function createMailboxNotices(changes?: ChangeFeed) {
   function watch(mailboxId: number, accountId: number, listener: (e: WatchEvent) => void): () => void {
     if (closing) throw new AppError(503, 'busy', 'The service is shutting down.', { 'Retry-After': '1' })
     if (watching >= MAX_WATCHERS || (watchersByAccount.get(accountId) ?? 0) >= MAX_WATCHERS_PER_ACCOUNT)
-      throw new AppError(503, 'busy', 'Too many mailboxes are open at once; close some pages and try again.', { 'Retry-After': '5' })
+      throw new AppError(503, 'busy', 'Too many mailboxes are open at once; close some pages and try again.', {
+        'Retry-After': '5',
+      })
     let set = watchers.get(mailboxId)
     if (!set) watchers.set(mailboxId, (set = new Set()))
     const own = set

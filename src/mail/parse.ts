@@ -41,7 +41,12 @@ function people(field: AddressObject | AddressObject[] | undefined): Person[] {
 export function introOf(text: string): string {
   const folded = text.replace(/\s+/g, ' ').trim()
   const chars = [...folded]
-  return chars.length <= INTRO_CHARS ? folded : `${chars.slice(0, INTRO_CHARS - 1).join('').trimEnd()}…`
+  return chars.length <= INTRO_CHARS
+    ? folded
+    : `${chars
+        .slice(0, INTRO_CHARS - 1)
+        .join('')
+        .trimEnd()}…`
 }
 
 // Links. What a reader can follow: the URLs written out in the text, and the HTML's navigational links
@@ -101,7 +106,11 @@ function urlsIn(text: string, take: (url: string) => boolean): void {
 const isWebUrl = (s: string) => /^https?:\/\/[^/?#\s]/i.test(s) && s.length <= MAX_LINK_CHARS && URL.canParse(s)
 
 /** An attribute value as the URL it names: entities decoded, the tabs and line breaks a browser drops, dropped. */
-const attributeUrl = (value: string) => he.decode(value, { isAttributeValue: true }).replace(/[\t\n\r]/g, '').trim()
+const attributeUrl = (value: string) =>
+  he
+    .decode(value, { isAttributeValue: true })
+    .replace(/[\t\n\r]/g, '')
+    .trim()
 
 /** Elements whose content is not shown as text, each with the end tag that closes it. */
 const HIDDEN = new Map(['script', 'style', 'title'].map((name) => [name, new RegExp(`</${name}[\\s/>]`, 'gi')]))
@@ -189,7 +198,8 @@ function startTag(html: string, lt: number, out: HtmlParts): number {
     if (WANTED.has(attr) && !attrs.has(attr)) attrs.set(attr, value)
   }
   const href = attrs.get('href')
-  if (href !== undefined && (name === 'a' || name === 'area') && out.hrefs.length < MAX_HTML_URLS) out.hrefs.push(attributeUrl(href))
+  if (href !== undefined && (name === 'a' || name === 'area') && out.hrefs.length < MAX_HTML_URLS)
+    out.hrefs.push(attributeUrl(href))
   for (const key of ['src', 'poster', 'background']) {
     const value = attrs.get(key)
     if (value !== undefined && out.loads.length < MAX_HTML_URLS) out.loads.push(attributeUrl(value))
@@ -261,7 +271,12 @@ export async function parseMessage(source: Buffer | Readable, envelopeFrom: stri
     const html = typeof mail.html === 'string' ? mail.html : null
     const attachments = mail.attachments.map((a, i) => {
       const content_type = safeContentType(a.contentType)
-      return { part: i + 1, filename: safeFilename(a.filename, i + 1, content_type), content_type, size: a.content.length }
+      return {
+        part: i + 1,
+        filename: safeFilename(a.filename, i + 1, content_type),
+        content_type,
+        size: a.content.length,
+      }
     })
     const date = mail.date instanceof Date && !Number.isNaN(mail.date.getTime()) ? mail.date.getTime() : null
     return {

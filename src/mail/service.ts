@@ -71,7 +71,16 @@ export interface MailDownload {
   size: number
 }
 
-export function createMailService<Tx>({ messages, queue, config, signer, events, clock, outbox, changes }: MailServiceDeps<Tx>) {
+export function createMailService<Tx>({
+  messages,
+  queue,
+  config,
+  signer,
+  events,
+  clock,
+  outbox,
+  changes,
+}: MailServiceDeps<Tx>) {
   const { domains, mailbox_ttl } = config.mail
   const ttlMs = mailbox_ttl * 1000
   const base = config.server.base_url
@@ -137,7 +146,7 @@ export function createMailService<Tx>({ messages, queue, config, signer, events,
    * for one name at once cannot both get it.
    */
   async function getOrCreate(caller: Caller, input: string | undefined, randomDomain?: string): Promise<MailboxAnswer> {
-    const wanted = input && input.trim() ? normalizeAddress(input) : null
+    const wanted = input?.trim() ? normalizeAddress(input) : null
     // A random name goes on the default domain, or on `randomDomain` (the dashboard's domain choice) when it is one of ours.
     const domain = randomDomain && domains.includes(randomDomain) ? randomDomain : domains[0]!
     const now = clock()
@@ -155,7 +164,11 @@ export function createMailService<Tx>({ messages, queue, config, signer, events,
   }
 
   /** The dashboard's live view of one of the caller's mailboxes: `listener` hears of every change until stop(). */
-  async function watch(caller: Caller, address: string, listener: (e: WatchEvent) => void): Promise<{ mailbox: MailboxRow; stop: () => void }> {
+  async function watch(
+    caller: Caller,
+    address: string,
+    listener: (e: WatchEvent) => void,
+  ): Promise<{ mailbox: MailboxRow; stop: () => void }> {
     const box = await owned(caller, address)
     return { mailbox: box, stop: notices.watch(box.id, caller.accountId, listener) }
   }
@@ -269,7 +282,8 @@ export function createMailService<Tx>({ messages, queue, config, signer, events,
   /** message.json action=seen / unseen: `{id, seen}`. */
   async function setSeen(caller: Caller, input: { address: string; id: number; seen: boolean }) {
     const box = await owned(caller, input.address)
-    if (!(await messages.setSeen(input.id, box.id, input.seen))) throw notFound(`There is no message ${input.id} in ${box.address}.`)
+    if (!(await messages.setSeen(input.id, box.id, input.seen)))
+      throw notFound(`There is no message ${input.id} in ${box.address}.`)
     return { id: input.id, seen: input.seen }
   }
 
@@ -279,7 +293,8 @@ export function createMailService<Tx>({ messages, queue, config, signer, events,
    */
   async function deleteMailbox(caller: Caller, input: { address: string }) {
     const box = await owned(caller, input.address)
-    if (!(await messages.deleteMailbox(box.id, caller.accountId))) throw notFound(`There is no mailbox ${box.address} (it may have expired).`)
+    if (!(await messages.deleteMailbox(box.id, caller.accountId)))
+      throw notFound(`There is no mailbox ${box.address} (it may have expired).`)
     // Held messages.json requests answer (with nothing), and open pages of it are told it is gone (on every node).
     wake(box.id)
     mailboxGone([box.id])
@@ -291,11 +306,18 @@ export function createMailService<Tx>({ messages, queue, config, signer, events,
    * A signed download: the bytes and how to name them, or an AppError (403 tampered, 410 expired, 404 gone).
    * The signature is checked before anything is looked up, so a guessed id learns nothing.
    */
-  async function download(kind: 'raw' | 'attachment', idText: string, exp: string | null, sig: string | null): Promise<MailDownload> {
+  async function download(
+    kind: 'raw' | 'attachment',
+    idText: string,
+    exp: string | null,
+    sig: string | null,
+  ): Promise<MailDownload> {
     if (!/^[1-9][0-9]{0,15}$/.test(idText)) throw notFound('There is no such file.')
     const check = signer.check(`mail-${kind}-${idText}`, exp, sig, clock())
-    if (check === 'tampered') throw new AppError(403, 'invalid_signature', 'This link is not valid: its signature does not match.')
-    if (check === 'expired') throw new AppError(410, 'expired', 'This link has expired: ask message.json for a new one.')
+    if (check === 'tampered')
+      throw new AppError(403, 'invalid_signature', 'This link is not valid: its signature does not match.')
+    if (check === 'expired')
+      throw new AppError(410, 'expired', 'This link has expired: ask message.json for a new one.')
     const id = Number(idText)
     const now = clock()
     if (kind === 'raw') {
@@ -336,7 +358,10 @@ export function createMailService<Tx>({ messages, queue, config, signer, events,
   /** The dashboard's list: the caller's live mailboxes, newest first, at most `limit`, with unread counts; and how many in all. */
   async function mailboxesOf(caller: Caller, limit: number) {
     const now = clock()
-    const [total, rows] = await Promise.all([messages.countOf(caller.accountId, now), messages.mailboxesOf(caller.accountId, now, limit)])
+    const [total, rows] = await Promise.all([
+      messages.countOf(caller.accountId, now),
+      messages.mailboxesOf(caller.accountId, now, limit),
+    ])
     return { total, mailboxes: rows.map((r) => ({ ...answer(r), unread: r.unread })) }
   }
 

@@ -36,7 +36,8 @@ const tooLarge = (limit: number) => new SmtpReply(552, `5.3.4 the message is lar
 
 export function startSmtp(config: Config, mail: MailService, spool: Spool, faults: FaultLog): Promise<SmtpReceiver> {
   const { smtp_host, smtp_port, max_message_bytes, tls_cert, tls_key, max_connections_per_ip } = config.mail
-  const tls = tls_cert && tls_key ? { cert: readPem(tls_cert, 'mail.tls_cert'), key: readPem(tls_key, 'mail.tls_key') } : null
+  const tls =
+    tls_cert && tls_key ? { cert: readPem(tls_cert, 'mail.tls_cert'), key: readPem(tls_key, 'mail.tls_key') } : null
   const perIp = new Map<string, number>()
   // Sessions whose message is arriving or being stored: at shutdown these may finish, the others are closed.
   const inData = new Set<string>()
@@ -69,7 +70,8 @@ export function startSmtp(config: Config, mail: MailService, spool: Spool, fault
     onConnect(session, callback) {
       const ip = session.remoteAddress
       const n = perIp.get(ip) ?? 0
-      if (n >= max_connections_per_ip) return callback(new SmtpReply(421, `4.7.0 too many connections from ${ip}; try again later`))
+      if (n >= max_connections_per_ip)
+        return callback(new SmtpReply(421, `4.7.0 too many connections from ${ip}; try again later`))
       perIp.set(ip, n + 1)
       ;(session as SMTPServerSession & { counted?: boolean }).counted = true
       callback()
@@ -103,7 +105,9 @@ export function startSmtp(config: Config, mail: MailService, spool: Spool, fault
       )
     },
     onData(stream, session, callback) {
-      const ids = [...new Set((session.envelope.rcptTo as Recipient[]).map((r) => r.mailboxId!).filter((id) => id !== undefined))]
+      const ids = [
+        ...new Set((session.envelope.rcptTo as Recipient[]).map((r) => r.mailboxId!).filter((id) => id !== undefined)),
+      ]
       const from = session.envelope.mailFrom ? session.envelope.mailFrom.address : ''
       inData.add(session.id)
       const answer: typeof callback = (err, message) => {
@@ -135,7 +139,10 @@ export function startSmtp(config: Config, mail: MailService, spool: Spool, fault
         .catch((err) => {
           if (err instanceof SmtpReply) return answer(err)
           // The client went away mid-message: nothing was kept, and nobody is left to answer.
-          if ((err as { code?: string }).code === 'ECONNECTION' || (err as { code?: string }).code === 'ERR_STREAM_PREMATURE_CLOSE')
+          if (
+            (err as { code?: string }).code === 'ECONNECTION' ||
+            (err as { code?: string }).code === 'ERR_STREAM_PREMATURE_CLOSE'
+          )
             return answer(new SmtpReply(451, '4.3.0 connection closed before the end of the message'))
           faults.fault('mail: a message could not be stored', err)
           answer(new SmtpReply(451, '4.3.0 the message could not be stored; try again later'))
@@ -166,7 +173,11 @@ export function startSmtp(config: Config, mail: MailService, spool: Spool, fault
               void Promise.allSettled(left.map((a) => a.taken)).then(() => done())
             })
             // Connections between messages are told at once; those in DATA get the grace to finish.
-            for (const connection of server.connections as Set<{ id: string; send(code: number, text: string): void; close(): void }>) {
+            for (const connection of server.connections as Set<{
+              id: string
+              send(code: number, text: string): void
+              close(): void
+            }>) {
               if (inData.has(connection.id)) continue
               connection.send(421, '4.3.2 the server is shutting down; try again later')
             }

@@ -17,7 +17,15 @@ export const summary = (r: MessageSummaryRow) => ({
 /** A stored message as messages.json lists it, from what delivery knows (no read back). */
 export function summaryOf(id: number, now: number, size: number, f: ParsedFields): MessageSummaryRow {
   return {
-    id, received: now, size, seen: 0, from_address: f.from.address, from_name: f.from.name,
-    subject: f.subject, date: f.date, intro: f.intro, attachments: f.attachments.length,
+    id,
+    received: now,
+    size,
+    seen: 0,
+    from_address: f.from.address,
+    from_name: f.from.name,
+    subject: f.subject,
+    date: f.date,
+    intro: f.intro,
+    attachments: f.attachments.length,
   }
 }

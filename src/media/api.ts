@@ -11,9 +11,16 @@ const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()])
 
 const FormatSchema = Type.Object(
   {
-    id: Type.String({ description: "The format's id at the site (yt-dlp's format_id); a merge of two is `video+audio`" }),
+    id: Type.String({
+      description: "The format's id at the site (yt-dlp's format_id); a merge of two is `video+audio`",
+    }),
     ext: Type.String({ description: 'File extension' }),
-    kind: Type.Union([Type.Literal('video+audio'), Type.Literal('video'), Type.Literal('audio'), Type.Literal('photo')]),
+    kind: Type.Union([
+      Type.Literal('video+audio'),
+      Type.Literal('video'),
+      Type.Literal('audio'),
+      Type.Literal('photo'),
+    ]),
     width: Nullable(Type.Integer({ minimum: 0 })),
     height: Nullable(Type.Integer({ minimum: 0 })),
     fps: Nullable(Type.Number({ minimum: 0 })),
@@ -36,10 +43,15 @@ const DownloadSchema = Type.Object(
     source: Type.String({ format: 'uri', description: 'The page the media was found on' }),
     title: Type.String(),
     kind: Type.Union([Type.Literal('video'), Type.Literal('audio'), Type.Literal('photo')]),
-    extractor: Type.String({ description: 'Which of yt-dlp\'s extractors read the page ("og:image" for a photo found by its preview tags)' }),
+    extractor: Type.String({
+      description: 'Which of yt-dlp\'s extractors read the page ("og:image" for a photo found by its preview tags)',
+    }),
     duration: Nullable(Type.Number({ minimum: 0, description: 'Seconds' })),
     thumbnail: Type.Union([Type.String({ format: 'uri' }), Type.Null()]),
-    expires: Type.String({ format: 'date-time', description: 'When the links stop working (media.link_ttl after this answer)' }),
+    expires: Type.String({
+      format: 'date-time',
+      description: 'When the links stop working (media.link_ttl after this answer)',
+    }),
     formats: Type.Array(FormatSchema, { description: 'Worst first, best last, as yt-dlp orders them' }),
   },
   {

@@ -71,15 +71,26 @@ export function createDelivery({ config, guard, runnable, proxy, stats }: Delive
       const result = await runYtdlp({
         command: choice.argv,
         args: [
-          '--ignore-config', '--no-cache-dir', '--no-playlist', '--no-warnings', '--no-progress', '--no-part', '--no-mtime',
-          '--socket-timeout', String(SOCKET_TIMEOUT_S),
+          '--ignore-config',
+          '--no-cache-dir',
+          '--no-playlist',
+          '--no-warnings',
+          '--no-progress',
+          '--no-part',
+          '--no-mtime',
+          '--socket-timeout',
+          String(SOCKET_TIMEOUT_S),
           // yt-dlp's own downloaders, which go through the proxy; ffmpeg only joins local files.
           '--hls-prefer-native',
-          '--max-filesize', String(config.media.cache_max_bytes),
-          '-f', t.format_id,
+          '--max-filesize',
+          String(config.media.cache_max_bytes),
+          '-f',
+          t.format_id,
           ...(merged ? ['--merge-output-format', ext] : []),
-          '-o', join(work, 'media.%(ext)s'),
-          '--', t.page_url,
+          '-o',
+          join(work, 'media.%(ext)s'),
+          '--',
+          t.page_url,
         ],
         proxy: await proxy(),
         // Fetching a whole film takes longer than reading a page.
@@ -91,7 +102,8 @@ export function createDelivery({ config, guard, runnable, proxy, stats }: Delive
       if (result.code !== 0 || files.length !== 1) {
         if (result.timedOut) throw new AppError(504, 'timeout', 'The file could not be fetched in time.')
         const kind = classifyFailure(result.stderr)
-        if (kind === 'private') throw new AppError(502, 'upstream_failed', 'The file leads to a private or local network address.')
+        if (kind === 'private')
+          throw new AppError(502, 'upstream_failed', 'The file leads to a private or local network address.')
         throw upstreamFailed(errorLine(result.stderr) || 'yt-dlp could not fetch it')
       }
       renameSync(join(work, files[0]!), path)
@@ -144,7 +156,11 @@ export function createDelivery({ config, guard, runnable, proxy, stats }: Delive
   function serveFile(t: TicketRow, path: string, request: Request): Response {
     const file = Bun.file(path)
     const size = file.size
-    const headers: Record<string, string> = { ...fileHeaders(t), 'content-type': t.content_type, 'accept-ranges': 'bytes' }
+    const headers: Record<string, string> = {
+      ...fileHeaders(t),
+      'content-type': t.content_type,
+      'accept-ranges': 'bytes',
+    }
     const range = parseRange(request.headers.get('range'), size)
     if (range === 'unsatisfiable')
       return new Response(null, { status: 416, headers: { ...headers, 'content-range': `bytes */${size}` } })
@@ -154,7 +170,11 @@ export function createDelivery({ config, guard, runnable, proxy, stats }: Delive
       if (!head) stats.bytesServed += length
       return new Response(head ? null : file.slice(range.start, range.end + 1), {
         status: 206,
-        headers: { ...headers, 'content-range': `bytes ${range.start}-${range.end}/${size}`, 'content-length': String(length) },
+        headers: {
+          ...headers,
+          'content-range': `bytes ${range.start}-${range.end}/${size}`,
+          'content-length': String(length),
+        },
       })
     }
     if (!head) stats.bytesServed += size
@@ -186,8 +206,9 @@ export function createDelivery({ config, guard, runnable, proxy, stats }: Delive
       })
     } catch (err) {
       if (err instanceof GuardError) {
-        if (err.reason === 'private') throw new AppError(502, 'upstream_failed', 'The file leads to a private or local network address.')
-        if (err.reason === 'timeout') throw new AppError(504, 'timeout', 'The file\'s server did not answer in time.')
+        if (err.reason === 'private')
+          throw new AppError(502, 'upstream_failed', 'The file leads to a private or local network address.')
+        if (err.reason === 'timeout') throw new AppError(504, 'timeout', "The file's server did not answer in time.")
         throw upstreamFailed(err.message)
       }
       throw err
@@ -197,7 +218,10 @@ export function createDelivery({ config, guard, runnable, proxy, stats }: Delive
       void response.body?.cancel().catch(() => {})
       throw upstreamFailed(`its server answered HTTP ${response.status}; ask download.json again`)
     }
-    const out: Record<string, string> = { ...fileHeaders(t), 'content-type': mediaType(response.headers.get('content-type'), t.content_type) }
+    const out: Record<string, string> = {
+      ...fileHeaders(t),
+      'content-type': mediaType(response.headers.get('content-type'), t.content_type),
+    }
     for (const name of PASSED) {
       const value = response.headers.get(name)
       if (value && value.length <= 200 && !/[\r\n]/.test(value)) out[name] = value
@@ -225,7 +249,10 @@ function mediaType(upstream: string | null, fallback: string): string {
 }
 
 /** `bytes=a-b`, `a-` or `-n` over a file of `size` bytes: the range, null (serve whole) or unsatisfiable. */
-export function parseRange(header: string | null, size: number): { start: number; end: number } | null | 'unsatisfiable' {
+export function parseRange(
+  header: string | null,
+  size: number,
+): { start: number; end: number } | null | 'unsatisfiable' {
   if (!header) return null
   const m = /^\s*bytes\s*=\s*([0-9]*)\s*-\s*([0-9]*)\s*$/i.exec(header)
   if (!m || (m[1] === '' && m[2] === '')) return null

@@ -39,11 +39,31 @@ const MAX_TITLE = 300
 const AUDIO_EXTS = new Set(['mp3', 'm4a', 'aac', 'ogg', 'oga', 'opus', 'flac', 'wav', 'weba', 'mka'])
 const PHOTO_EXTS = new Set(['jpg', 'jpeg', 'png', 'webp', 'gif', 'avif'])
 const CONTENT_TYPES: Record<string, string> = {
-  mp4: 'video/mp4', m4v: 'video/mp4', webm: 'video/webm', mkv: 'video/x-matroska', mov: 'video/quicktime',
-  ts: 'video/mp2t', flv: 'video/x-flv', '3gp': 'video/3gpp', ogv: 'video/ogg',
-  mp3: 'audio/mpeg', m4a: 'audio/mp4', aac: 'audio/aac', ogg: 'audio/ogg', oga: 'audio/ogg', opus: 'audio/ogg',
-  flac: 'audio/flac', wav: 'audio/wav', weba: 'audio/webm', mka: 'audio/x-matroska',
-  jpg: 'image/jpeg', jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp', gif: 'image/gif', avif: 'image/avif',
+  mp4: 'video/mp4',
+  m4v: 'video/mp4',
+  webm: 'video/webm',
+  mkv: 'video/x-matroska',
+  mov: 'video/quicktime',
+  ts: 'video/mp2t',
+  flv: 'video/x-flv',
+  '3gp': 'video/3gpp',
+  ogv: 'video/ogg',
+  mp3: 'audio/mpeg',
+  m4a: 'audio/mp4',
+  aac: 'audio/aac',
+  ogg: 'audio/ogg',
+  oga: 'audio/ogg',
+  opus: 'audio/ogg',
+  flac: 'audio/flac',
+  wav: 'audio/wav',
+  weba: 'audio/webm',
+  mka: 'audio/x-matroska',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  png: 'image/png',
+  webp: 'image/webp',
+  gif: 'image/gif',
+  avif: 'image/avif',
 }
 export const contentTypeOf = (ext: string) => CONTENT_TYPES[ext] ?? 'application/octet-stream'
 
@@ -58,7 +78,11 @@ const SEGMENTED = new Set(['m3u8', 'm3u8_native', 'http_dash_segments', 'http_da
 const FORWARDED_HEADERS = ['user-agent', 'accept', 'accept-language', 'referer', 'origin', 'cookie', 'sec-fetch-mode']
 
 /** One line of text: control and line-separator characters and runs of space become one space. */
-export const oneLine = (s: string) => s.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').replace(/\s+/g, ' ').trim()
+export const oneLine = (s: string) =>
+  s
+    .replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s)
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null)
 const int = (v: unknown): number | null => {
@@ -87,7 +111,13 @@ export function forwardedHeaders(raw: unknown): Record<string, string> {
 
 /** A file name to offer: the title without folders or control characters, bounded, and the format's extension. */
 export function mediaFilename(title: string, ext: string): string {
-  const base = clip(oneLine(title).replace(/[\\/:*?"<>|]+/g, '_').replace(/^[.\s]+/, ''), 120) || 'download'
+  const base =
+    clip(
+      oneLine(title)
+        .replace(/[\\/:*?"<>|]+/g, '_')
+        .replace(/^[.\s]+/, ''),
+      120,
+    ) || 'download'
   return `${base}.${ext}`
 }
 
@@ -146,7 +176,9 @@ export function parseInfo(info: unknown, canMerge: boolean): Extraction | null {
   if (!info || typeof info !== 'object') return null
   let top = info as Record<string, any>
   if (top._type === 'playlist' && Array.isArray(top.entries)) {
-    const entry = top.entries.find((e: any) => e && typeof e === 'object' && (Array.isArray(e.formats) || isHttpUrl(e.url)))
+    const entry = top.entries.find(
+      (e: any) => e && typeof e === 'object' && (Array.isArray(e.formats) || isHttpUrl(e.url)),
+    )
     if (!entry) return null
     top = entry
   }
@@ -214,7 +246,10 @@ export type FailureKind = 'unsupported' | 'private' | 'upstream' | 'timeout' | '
 
 /** yt-dlp's last ERROR line, on one line, bounded, with any credentials in URLs taken out. */
 export function errorLine(stderr: string): string {
-  const lines = stderr.split('\n').map((l) => l.trim()).filter(Boolean)
+  const lines = stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean)
   const last = [...lines].reverse().find((l) => l.startsWith('ERROR:')) ?? lines.at(-1) ?? ''
   const text = last
     .replace(/^ERROR:\s*/, '')
@@ -230,14 +265,19 @@ export function errorLine(stderr: string): string {
 export function classifyFailure(stderr: string): FailureKind {
   if (/by linkbox-guard \((private|scheme)\)/.test(stderr)) return 'private'
   if (/by linkbox-guard \(timeout\)/.test(stderr)) return 'timeout'
-  if (/Unsupported URL|no video formats found|No media found|does not look like a Netscape/i.test(stderr)) return 'unsupported'
+  if (/Unsupported URL|no video formats found|No media found|does not look like a Netscape/i.test(stderr))
+    return 'unsupported'
   if (/is not a valid URL|unknown url type/i.test(stderr)) return 'invalid'
   if (/timed out/i.test(stderr)) return 'timeout'
   return 'upstream'
 }
 
 export const unsupportedUrl = () =>
-  new AppError(400, 'unsupported_url', 'The parameter "url" names a page with no video, audio or photo that could be found.')
+  new AppError(
+    400,
+    'unsupported_url',
+    'The parameter "url" names a page with no video, audio or photo that could be found.',
+  )
 export const upstreamFailed = (detail: string) =>
   new AppError(502, 'upstream_failed', `The page could not be read${detail ? `: ${detail}` : ''}.`)
 export const extractionTimeout = (seconds: number) =>

@@ -48,14 +48,25 @@ export function createMediaFeature(shared: Shared, deps: MediaFeatureDeps) {
   // The proxy every request of yt-dlp goes through (the SSRF guard for a program we do not control);
   // started when the first extraction needs it.
   let guardProxy: Promise<GuardProxy> | null = null
-  const extractions = shared.metrics.counter('linkbox_media_extractions_total', 'download.json answers by outcome (cached: from the 10-minute cache).', 'outcome')
+  const extractions = shared.metrics.counter(
+    'linkbox_media_extractions_total',
+    'download.json answers by outcome (cached: from the 10-minute cache).',
+    'outcome',
+  )
   const media = createMediaService({
     tickets: deps.tickets,
     config,
     signer,
     clock,
     ytdlp,
-    proxy: async () => (await (guardProxy ??= startGuardProxy({ allowPrivate: config.media.allow_private_networks, resolve, isAllowed }))).url,
+    proxy: async () =>
+      (
+        await (guardProxy ??= startGuardProxy({
+          allowPrivate: config.media.allow_private_networks,
+          resolve,
+          isAllowed,
+        }))
+      ).url,
     canMerge: Bun.which('ffmpeg') !== null,
     resolve,
     isAllowed,
@@ -69,7 +80,12 @@ export function createMediaFeature(shared: Shared, deps: MediaFeatureDeps) {
     metrics(m) {
       m.sampled('linkbox_media_queue', 'yt-dlp runs (extractions and fetches) waiting for a slot.', () => media.queued)
       m.sampled('linkbox_media_running', 'yt-dlp runs under way.', () => media.running)
-      m.sampled('linkbox_media_bytes_served_total', 'Bytes of the files sent through signed /dl links (a download is counted by its length when it starts).', () => media.stats.bytesServed, 'counter')
+      m.sampled(
+        'linkbox_media_bytes_served_total',
+        'Bytes of the files sent through signed /dl links (a download is counted by its length when it starts).',
+        () => media.stats.bytesServed,
+        'counter',
+      )
     },
     jobs: [{ name: 'media sweep', everyMs: 60_000, run: () => media.sweep() }],
     async close() {

@@ -19,7 +19,10 @@ export const GUARD_BYPASS = /__youtubedl_smuggle|ytdl-[a-z-]*proxy/i
 /** The URL as yt-dlp gets it: parsed and re-serialised, so what follows `--` is one well-formed URL. */
 export function normalize(input: string): string {
   if (/[\s\u0000-\u001f\u007f]/.test(input))
-    throw badRequest('invalid_url', 'The parameter "url" must not contain spaces or control characters (percent-encode them).')
+    throw badRequest(
+      'invalid_url',
+      'The parameter "url" must not contain spaces or control characters (percent-encode them).',
+    )
   let url: URL
   try {
     url = new URL(input)
@@ -52,7 +55,12 @@ export async function guardCheck(url: string, guard: MediaGuard) {
 export async function photoOf(url: string, guard: MediaGuard): Promise<Extraction | null> {
   let answer
   try {
-    answer = await guardedFetch(url, { ...guard, method: 'GET', timeoutMs: 15_000, headers: { accept: 'text/html,image/*;q=0.9,*/*;q=0.5' } })
+    answer = await guardedFetch(url, {
+      ...guard,
+      method: 'GET',
+      timeoutMs: 15_000,
+      headers: { accept: 'text/html,image/*;q=0.9,*/*;q=0.5' },
+    })
   } catch (err) {
     if (err instanceof GuardError && err.reason === 'private') throw privateAddress()
     return null
@@ -113,9 +121,14 @@ export async function screen(extraction: Extraction, guard: MediaGuard): Promise
     }
     return verdict
   }
-  const kept = await Promise.all(extraction.formats.map((f) => (GUARD_BYPASS.test(f.upstreamUrl) ? false : allowed(f.upstreamUrl))))
+  const kept = await Promise.all(
+    extraction.formats.map((f) => (GUARD_BYPASS.test(f.upstreamUrl) ? false : allowed(f.upstreamUrl))),
+  )
   const formats = extraction.formats.filter((_, i) => kept[i])
   if (formats.length === 0) throw privateAddress()
-  const thumbnail = extraction.thumbnail && !GUARD_BYPASS.test(extraction.thumbnail) && (await allowed(extraction.thumbnail)) ? extraction.thumbnail : null
+  const thumbnail =
+    extraction.thumbnail && !GUARD_BYPASS.test(extraction.thumbnail) && (await allowed(extraction.thumbnail))
+      ? extraction.thumbnail
+      : null
   return { ...extraction, formats, thumbnail }
 }

@@ -108,4 +108,3 @@ export function photoExtraction(photo: FoundPhoto, pageUrl: string, contentType?
     ],
   }
 }
-

@@ -75,7 +75,11 @@ export async function runYtdlp(opts: RunOptions): Promise<RunResult> {
     })
   } catch (err) {
     // media.ytdlp_path names a file that is not there or cannot be run: the admin's to fix (doctor says so).
-    throw new AppError(503, 'unavailable', `Media download is not available: yt-dlp could not be started (${(err as NodeJS.ErrnoException).code ?? 'error'}); see \`linkbox doctor\`.`)
+    throw new AppError(
+      503,
+      'unavailable',
+      `Media download is not available: yt-dlp could not be started (${(err as NodeJS.ErrnoException).code ?? 'error'}); see \`linkbox doctor\`.`,
+    )
   }
   live.add(proc.pid)
   let timedOut = false
@@ -120,7 +124,9 @@ export async function runYtdlp(opts: RunOptions): Promise<RunResult> {
 
 /** 503 busy, with a Retry-After from how long runs take lately. */
 export const busy = (retryAfter: number) =>
-  new AppError(503, 'busy', `Too many media requests at once: try again in ${retryAfter} s.`, { 'Retry-After': String(retryAfter) })
+  new AppError(503, 'busy', `Too many media requests at once: try again in ${retryAfter} s.`, {
+    'Retry-After': String(retryAfter),
+  })
 
 export interface Limiter {
   /** Runs `work` when a slot is free; throws busy (503) at once when the queue is full too. */

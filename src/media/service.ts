@@ -58,9 +58,30 @@ interface CacheEntry {
   tickets: Map<number, Promise<number[]>>
 }
 
-export type ExtractionOutcome = 'ok' | 'photo' | 'cached' | 'unsupported' | 'private' | 'upstream' | 'timeout' | 'busy' | 'invalid'
+export type ExtractionOutcome =
+  | 'ok'
+  | 'photo'
+  | 'cached'
+  | 'unsupported'
+  | 'private'
+  | 'upstream'
+  | 'timeout'
+  | 'busy'
+  | 'invalid'
 
-export function createMediaService({ tickets, config, signer, clock, ytdlp, proxy, canMerge, resolve, isAllowed, onOutcome, faults }: MediaDeps) {
+export function createMediaService({
+  tickets,
+  config,
+  signer,
+  clock,
+  ytdlp,
+  proxy,
+  canMerge,
+  resolve,
+  isAllowed,
+  onOutcome,
+  faults,
+}: MediaDeps) {
   const base = config.server.base_url
   const allowPrivate = config.media.allow_private_networks
   const guard = { allowPrivate, resolve, isAllowed }
@@ -75,9 +96,19 @@ export function createMediaService({ tickets, config, signer, clock, ytdlp, prox
   /** The yt-dlp to run: none, or one too old to be kept behind the guard (SPEC §6), is a 503 and never runs. */
   async function runnable(): Promise<YtdlpChoice> {
     const choice = await ytdlp.current()
-    if (!choice) throw new AppError(503, 'unavailable', 'Media download is not available: no yt-dlp was found (see `linkbox doctor`).')
+    if (!choice)
+      throw new AppError(
+        503,
+        'unavailable',
+        'Media download is not available: no yt-dlp was found (see `linkbox doctor`).',
+      )
     const unsafe = unsafeYtdlpReason(choice.version)
-    if (unsafe) throw new AppError(503, 'unavailable', `Media download is not available: the yt-dlp found is not run, as ${unsafe} (see \`linkbox doctor\`).`)
+    if (unsafe)
+      throw new AppError(
+        503,
+        'unavailable',
+        `Media download is not available: the yt-dlp found is not run, as ${unsafe} (see \`linkbox doctor\`).`,
+      )
     return choice
   }
 
@@ -87,9 +118,15 @@ export function createMediaService({ tickets, config, signer, clock, ytdlp, prox
     const result = await runYtdlp({
       command: choice.argv,
       args: [
-        '--ignore-config', '--no-cache-dir', '--no-playlist', '--no-warnings',
-        '--socket-timeout', String(Math.min(SOCKET_TIMEOUT_S, timeout)),
-        '--dump-single-json', '--', url,
+        '--ignore-config',
+        '--no-cache-dir',
+        '--no-playlist',
+        '--no-warnings',
+        '--socket-timeout',
+        String(Math.min(SOCKET_TIMEOUT_S, timeout)),
+        '--dump-single-json',
+        '--',
+        url,
       ],
       proxy: await proxy(),
       timeoutMs: timeout * 1000,
@@ -123,9 +160,15 @@ export function createMediaService({ tickets, config, signer, clock, ytdlp, prox
   const outcomeOf = (err: unknown): ExtractionOutcome => {
     if (!(err instanceof AppError)) return 'upstream'
     return (
-      ({ private_address: 'private', unsupported_url: 'unsupported', timeout: 'timeout', busy: 'busy', invalid_url: 'invalid' } as const)[
-        err.code as 'busy'
-      ] ?? 'upstream'
+      (
+        {
+          private_address: 'private',
+          unsupported_url: 'unsupported',
+          timeout: 'timeout',
+          busy: 'busy',
+          invalid_url: 'invalid',
+        } as const
+      )[err.code as 'busy'] ?? 'upstream'
     )
   }
 
@@ -235,8 +278,10 @@ export function createMediaService({ tickets, config, signer, clock, ytdlp, prox
   async function ticket(idText: string, exp: string | null, sig: string | null): Promise<TicketRow> {
     if (!/^[1-9][0-9]{0,15}$/.test(idText)) throw notFound('There is no such download.')
     const check = signer.check(`dl-${idText}`, exp, sig, clock())
-    if (check === 'tampered') throw new AppError(403, 'invalid_signature', 'This link is not valid: its signature does not match.')
-    if (check === 'expired') throw new AppError(410, 'expired', 'This link has expired: ask download.json for a new one.')
+    if (check === 'tampered')
+      throw new AppError(403, 'invalid_signature', 'This link is not valid: its signature does not match.')
+    if (check === 'expired')
+      throw new AppError(410, 'expired', 'This link has expired: ask download.json for a new one.')
     const row = await tickets.ticket(Number(idText))
     if (!row) throw notFound('There is no such download.')
     return row

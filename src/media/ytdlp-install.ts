@@ -1,8 +1,28 @@
 // The yt-dlp bundled into the binary, extracted into data_dir/bin, with a sidecar that records what each file is.
 import { createHash, randomBytes } from 'node:crypto'
-import { chmodSync, closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeSync, type Stats } from 'node:fs'
+import {
+  chmodSync,
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+  type Stats,
+} from 'node:fs'
 import { basename, dirname, join } from 'node:path'
-import { BUNDLED_NAME, EMBEDDED_FILE, EMBEDDED_META, STALE_TEMP_MS, type Sidecar, type YtdlpMeta } from './ytdlp-version'
+import {
+  BUNDLED_NAME,
+  EMBEDDED_FILE,
+  EMBEDDED_META,
+  STALE_TEMP_MS,
+  type Sidecar,
+  type YtdlpMeta,
+} from './ytdlp-version'
 
 export const sameFile = (st: Stats, s: { size: number; mtimeMs: number; ino: number }) =>
   st.size === s.size && st.mtimeMs === s.mtimeMs && st.ino === s.ino
@@ -25,7 +45,8 @@ export function fsyncDir(dir: string): void {
   }
 }
 
-export const tempName = (dir: string, name: string) => join(dir, `.${name}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
+export const tempName = (dir: string, name: string) =>
+  join(dir, `.${name}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
 
 /** Writes a small file under a temporary name, fsyncs it and renames it into place. */
 export function writeAtomic(path: string, data: string | Uint8Array, mode: number): void {
@@ -49,7 +70,14 @@ export function writeAtomic(path: string, data: string | Uint8Array, mode: numbe
 /** Records the file's identity with its meta, so later starts and `current()` trust the version without running it. */
 export function writeSidecar(file: string, meta: YtdlpMeta): void {
   const st = statSync(file)
-  const sidecar: Sidecar = { version: meta.version, sha256: meta.sha256, source: meta.source, size: st.size, mtimeMs: st.mtimeMs, ino: st.ino }
+  const sidecar: Sidecar = {
+    version: meta.version,
+    sha256: meta.sha256,
+    source: meta.source,
+    size: st.size,
+    mtimeMs: st.mtimeMs,
+    ino: st.ino,
+  }
   writeAtomic(`${file}.json`, JSON.stringify(sidecar) + '\n', 0o644)
 }
 
@@ -109,7 +137,8 @@ export async function installBundled(dataDir: string, file: Blob, meta: YtdlpMet
   if (bundledInstalled(dataDir, meta)) return false
   const bytes = new Uint8Array(await file.arrayBuffer())
   const sha256 = createHash('sha256').update(bytes).digest('hex')
-  if (sha256 !== meta.sha256) throw new Error(`the bundled yt-dlp is damaged: its SHA-256 is ${sha256}, the build recorded ${meta.sha256}`)
+  if (sha256 !== meta.sha256)
+    throw new Error(`the bundled yt-dlp is damaged: its SHA-256 is ${sha256}, the build recorded ${meta.sha256}`)
   mkdirSync(dir, { recursive: true, mode: 0o700 })
   writeAtomic(target, bytes, 0o755)
   writeSidecar(target, meta)

@@ -1,8 +1,33 @@
 // `linkbox ytdlp update`: a newer yt-dlp fetched, checked against its published sums and installed into data_dir/bin.
 import { createHash } from 'node:crypto'
-import { chmodSync, closeSync, createReadStream, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs'
+import {
+  chmodSync,
+  closeSync,
+  createReadStream,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
-import { DOWNLOAD_TIMEOUT_MS, MAX_DOWNLOAD_BYTES, MAX_SUMS_BYTES, MIN_YTDLP_VERSION, OFFICIAL_RELEASE, SUMS_TIMEOUT_MS, UPDATED_NAME, isZipapp, printable, runVersion, unsafeYtdlpReason } from './ytdlp-version'
+import {
+  DOWNLOAD_TIMEOUT_MS,
+  MAX_DOWNLOAD_BYTES,
+  MAX_SUMS_BYTES,
+  MIN_YTDLP_VERSION,
+  OFFICIAL_RELEASE,
+  SUMS_TIMEOUT_MS,
+  UPDATED_NAME,
+  isZipapp,
+  printable,
+  runVersion,
+  unsafeYtdlpReason,
+} from './ytdlp-version'
 import { binDir, fsyncDir, tempName, writeSidecar } from './ytdlp-install'
 
 /** Why `ytdlp update` kept the old one: the message is for the admin, `reason` for tests and scripts. */
@@ -41,10 +66,16 @@ function updateSource(from: string | undefined): UpdateSource {
     } catch {
       throw new YtdlpUpdateError('source', `${printable(spec)} is not a valid URL`)
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new YtdlpUpdateError('source', `only http and https URLs can be used, not ${url.protocol}`)
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new YtdlpUpdateError('source', `only http and https URLs can be used, not ${url.protocol}`)
     const folder = url.pathname.endsWith('/')
     const name = folder ? 'yt-dlp' : decodeURIComponent(url.pathname.slice(url.pathname.lastIndexOf('/') + 1))
-    return { file: folder ? new URL('yt-dlp', url).href : url.href, sums: new URL('SHA2-256SUMS', url).href, name, remote: true }
+    return {
+      file: folder ? new URL('yt-dlp', url).href : url.href,
+      sums: new URL('SHA2-256SUMS', url).href,
+      name,
+      remote: true,
+    }
   }
   const file = resolve(spec)
   if (!existsSync(file)) throw new YtdlpUpdateError('source', `${file} does not exist`)
@@ -57,13 +88,21 @@ function updateSource(from: string | undefined): UpdateSource {
  * outsider's: the SSRF guard, which keeps callers of the API off the machine's network, does not apply, and a
  * local release folder (the tests', a mirror on the LAN) must work. Size and time are still bounded.
  */
-async function fetchBounded(url: string, limit: number, timeoutMs: number, sink: (chunk: Uint8Array) => void): Promise<void> {
+async function fetchBounded(
+  url: string,
+  limit: number,
+  timeoutMs: number,
+  sink: (chunk: Uint8Array) => void,
+): Promise<void> {
   let res: Response
   const signal = AbortSignal.timeout(timeoutMs)
   try {
     res = await fetch(url, { signal, redirect: 'follow' })
   } catch (err) {
-    throw new YtdlpUpdateError('download', `download of ${url} failed: ${signal.aborted ? `no answer within ${timeoutMs / 1000} s` : printable((err as Error).message)}`)
+    throw new YtdlpUpdateError(
+      'download',
+      `download of ${url} failed: ${signal.aborted ? `no answer within ${timeoutMs / 1000} s` : printable((err as Error).message)}`,
+    )
   }
   if (!res.ok || !res.body) {
     await res.body?.cancel()
@@ -72,20 +111,27 @@ async function fetchBounded(url: string, limit: number, timeoutMs: number, sink:
   const declared = Number(res.headers.get('content-length') ?? NaN)
   if (declared > limit) {
     await res.body.cancel()
-    throw new YtdlpUpdateError('download', `download of ${url} refused: ${declared} bytes is more than the limit of ${limit}`)
+    throw new YtdlpUpdateError(
+      'download',
+      `download of ${url} refused: ${declared} bytes is more than the limit of ${limit}`,
+    )
   }
   let size = 0
   const reader = res.body.getReader()
   try {
     for (let r = await reader.read(); !r.done; r = await reader.read()) {
       size += r.value.length
-      if (size > limit) throw new YtdlpUpdateError('download', `download of ${url} refused: more than the limit of ${limit} bytes`)
+      if (size > limit)
+        throw new YtdlpUpdateError('download', `download of ${url} refused: more than the limit of ${limit} bytes`)
       sink(r.value)
     }
   } catch (err) {
     await reader.cancel().catch(() => {})
     if (err instanceof YtdlpUpdateError) throw err
-    throw new YtdlpUpdateError('download', `download of ${url} failed: ${signal.aborted ? `not complete within ${timeoutMs / 1000} s` : printable((err as Error).message)}`)
+    throw new YtdlpUpdateError(
+      'download',
+      `download of ${url} failed: ${signal.aborted ? `not complete within ${timeoutMs / 1000} s` : printable((err as Error).message)}`,
+    )
   }
 }
 
@@ -103,7 +149,11 @@ function sumFor(sums: string, name: string): string | null {
  * SHA-256 checked, kept only when `--version` runs and prints a yt-dlp version, then renamed into place. On any
  * refusal a YtdlpUpdateError is thrown and the installed one is untouched. Services pick it up by stat.
  */
-export async function updateYtdlp(opts: { dataDir: string; from?: string; log?: (line: string) => void }): Promise<{ version: string; path: string }> {
+export async function updateYtdlp(opts: {
+  dataDir: string
+  from?: string
+  log?: (line: string) => void
+}): Promise<{ version: string; path: string }> {
   const log = opts.log ?? (() => {})
   const source = updateSource(opts.from)
   const dir = binDir(opts.dataDir)
@@ -119,11 +169,16 @@ export async function updateYtdlp(opts: { dataDir: string; from?: string; log?: 
       await fetchBounded(source.sums, MAX_SUMS_BYTES, SUMS_TIMEOUT_MS, (c) => parts.push(c))
       text = Buffer.concat(parts).toString('utf8')
     } else {
-      if (statSync(source.sums).size > MAX_SUMS_BYTES) throw new YtdlpUpdateError('checksum', `${source.sums} is too large to be a list of sums`)
+      if (statSync(source.sums).size > MAX_SUMS_BYTES)
+        throw new YtdlpUpdateError('checksum', `${source.sums} is too large to be a list of sums`)
       text = readFileSync(source.sums, 'utf8')
     }
     expected = sumFor(text, source.name)
-    if (!expected) throw new YtdlpUpdateError('checksum', `checksum missing: ${source.sums} has no line for ${printable(source.name)}`)
+    if (!expected)
+      throw new YtdlpUpdateError(
+        'checksum',
+        `checksum missing: ${source.sums} has no line for ${printable(source.name)}`,
+      )
   } else log(`no SHA2-256SUMS beside ${source.file}: taking the file as it is`)
 
   const tmp = tempName(dir, UPDATED_NAME)
@@ -139,7 +194,8 @@ export async function updateYtdlp(opts: { dataDir: string; from?: string; log?: 
         log(`downloading ${source.file}`)
         await fetchBounded(source.file, MAX_DOWNLOAD_BYTES, DOWNLOAD_TIMEOUT_MS, sink)
       } else {
-        if (statSync(source.file).size > MAX_DOWNLOAD_BYTES) throw new YtdlpUpdateError('source', `${source.file} is larger than ${MAX_DOWNLOAD_BYTES} bytes`)
+        if (statSync(source.file).size > MAX_DOWNLOAD_BYTES)
+          throw new YtdlpUpdateError('source', `${source.file} is larger than ${MAX_DOWNLOAD_BYTES} bytes`)
         for await (const chunk of createReadStream(source.file)) sink(chunk as Buffer)
       }
       fsyncSync(fd)
@@ -149,11 +205,15 @@ export async function updateYtdlp(opts: { dataDir: string; from?: string; log?: 
     chmodSync(tmp, 0o755)
     const sha256 = hash.digest('hex')
     if (expected && sha256 !== expected)
-      throw new YtdlpUpdateError('checksum', `checksum mismatch: ${printable(source.name)} has SHA-256 ${sha256}, SHA2-256SUMS says ${expected}`)
+      throw new YtdlpUpdateError(
+        'checksum',
+        `checksum mismatch: ${printable(source.name)} has SHA-256 ${sha256}, SHA2-256SUMS says ${expected}`,
+      )
 
     const zipapp = isZipapp(tmp)
     const python = zipapp ? Bun.which('python3', { PATH: process.env.PATH ?? '' }) : null
-    if (zipapp && !python) throw new YtdlpUpdateError('does-not-run', 'does not run: it is a zipapp and python3 is not on PATH')
+    if (zipapp && !python)
+      throw new YtdlpUpdateError('does-not-run', 'does not run: it is a zipapp and python3 is not on PATH')
     const ran = await runVersion(zipapp ? [python!, tmp] : [tmp], process.env)
     if ('problem' in ran) throw new YtdlpUpdateError('does-not-run', `does not run: ${ran.problem}`)
     const unsafe = unsafeYtdlpReason(ran.version)

@@ -73,7 +73,8 @@ export const isYtdlpVersion = (v: string) => VERSION_RE.test(v)
 export const MIN_YTDLP_VERSION = '2024.07.01'
 
 /** True for a version linkbox will run; an unknown one (null) is not. */
-export const isSafeYtdlpVersion = (v: string | null): v is string => !!v && isYtdlpVersion(v) && compareVersions(v, MIN_YTDLP_VERSION) >= 0
+export const isSafeYtdlpVersion = (v: string | null): v is string =>
+  !!v && isYtdlpVersion(v) && compareVersions(v, MIN_YTDLP_VERSION) >= 0
 
 /** Why a yt-dlp is not run, for doctor, download.json and `ytdlp update`; null when it may run. */
 export function unsafeYtdlpReason(version: string | null): string | null {
@@ -120,10 +121,17 @@ export async function readBounded(stream: ReadableStream<Uint8Array>, limit: num
 }
 
 /** For messages: control characters (a program's output, a file name) cannot forge lines. */
-export const printable = (s: string) => s.replace(/[\x00-\x1f\x7f]+/g, ' ').trim().slice(0, 200)
+export const printable = (s: string) =>
+  s
+    .replace(/[\x00-\x1f\x7f]+/g, ' ')
+    .trim()
+    .slice(0, 200)
 
 /** Runs `<argv> --version`: the version it prints, or why it did not. */
-export async function runVersion(argv: string[], env: Record<string, string | undefined>): Promise<{ version: string } | { problem: string }> {
+export async function runVersion(
+  argv: string[],
+  env: Record<string, string | undefined>,
+): Promise<{ version: string } | { problem: string }> {
   let proc
   try {
     proc = Bun.spawn([...argv, '--version'], {
@@ -137,13 +145,18 @@ export async function runVersion(argv: string[], env: Record<string, string | un
   } catch (err) {
     return { problem: `it cannot be started (${printable((err as Error).message)})` }
   }
-  const [out, err, code] = await Promise.all([readBounded(proc.stdout, 4096), readBounded(proc.stderr, 4096), proc.exited])
+  const [out, err, code] = await Promise.all([
+    readBounded(proc.stdout, 4096),
+    readBounded(proc.stderr, 4096),
+    proc.exited,
+  ])
   if (proc.signalCode) return { problem: `\`--version\` did not finish within ${VERSION_TIMEOUT_MS / 1000} s` }
   const first = out.split('\n')[0]!.trim()
   if (code !== 0) {
     const why = printable(err.split('\n').filter(Boolean).pop() ?? '')
     return { problem: `\`--version\` exited with ${code}${why ? `: ${why}` : ''}` }
   }
-  if (!isYtdlpVersion(first)) return { problem: `\`--version\` printed ${JSON.stringify(printable(first))}, not a yt-dlp version` }
+  if (!isYtdlpVersion(first))
+    return { problem: `\`--version\` printed ${JSON.stringify(printable(first))}, not a yt-dlp version` }
   return { version: first }
 }

@@ -2,10 +2,41 @@
 // the updated one, the bundled one, or one on PATH (ARCHITECTURE, media).
 import { statSync, type Stats } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { BUNDLED_NAME, UPDATED_NAME, type Ytdlp, type YtdlpChoice, compareVersions, isSafeYtdlpVersion, isZipapp, runVersion } from './ytdlp-version'
-import { binDir, bundledInstalled, embeddedMeta, embeddedYtdlp, installBundled, readSidecar, sameFile, sweepTemps } from './ytdlp-install'
+import {
+  BUNDLED_NAME,
+  UPDATED_NAME,
+  type Ytdlp,
+  type YtdlpChoice,
+  compareVersions,
+  isSafeYtdlpVersion,
+  isZipapp,
+  runVersion,
+} from './ytdlp-version'
+import {
+  binDir,
+  bundledInstalled,
+  embeddedMeta,
+  embeddedYtdlp,
+  installBundled,
+  readSidecar,
+  sameFile,
+  sweepTemps,
+} from './ytdlp-install'
 
-export { BUNDLED_NAME, MAX_DOWNLOAD_BYTES, MIN_YTDLP_VERSION, OFFICIAL_RELEASE, UPDATED_NAME, type Ytdlp, type YtdlpChoice, type YtdlpMeta, compareVersions, isSafeYtdlpVersion, isYtdlpVersion, unsafeYtdlpReason } from './ytdlp-version'
+export {
+  BUNDLED_NAME,
+  MAX_DOWNLOAD_BYTES,
+  MIN_YTDLP_VERSION,
+  OFFICIAL_RELEASE,
+  UPDATED_NAME,
+  type Ytdlp,
+  type YtdlpChoice,
+  type YtdlpMeta,
+  compareVersions,
+  isSafeYtdlpVersion,
+  isYtdlpVersion,
+  unsafeYtdlpReason,
+} from './ytdlp-version'
 export { bundledInstalled, embeddedYtdlp, installBundled } from './ytdlp-install'
 export { YtdlpUpdateError, updateYtdlp } from './ytdlp-update'
 
@@ -15,7 +46,11 @@ interface Probe {
   zipapp: boolean
 }
 
-export function createYtdlp(opts: { ytdlpPath: string; dataDir: string; env?: Record<string, string | undefined> }): Ytdlp {
+export function createYtdlp(opts: {
+  ytdlpPath: string
+  dataDir: string
+  env?: Record<string, string | undefined>
+}): Ytdlp {
   const env = opts.env ?? process.env
   const dir = binDir(opts.dataDir)
   // Per file: what was learnt about it, keyed by its identity. A handful of paths at most; the bound only
@@ -52,7 +87,12 @@ export function createYtdlp(opts: { ytdlpPath: string; dataDir: string; env?: Re
     return work
   }
 
-  const choice = (path: string, source: YtdlpChoice['source'], p: Probe | null, python: string | null): YtdlpChoice => ({
+  const choice = (
+    path: string,
+    source: YtdlpChoice['source'],
+    p: Probe | null,
+    python: string | null,
+  ): YtdlpChoice => ({
     argv: p?.zipapp && python ? [python, path] : [path],
     path,
     source,
@@ -66,14 +106,20 @@ export function createYtdlp(opts: { ytdlpPath: string; dataDir: string; env?: Re
       const python = Bun.which('python3', { PATH: env.PATH ?? '' })
       if (opts.ytdlpPath) {
         // The admin's choice stands even when it does not run: falling back silently would hide the mistake.
-        const path = opts.ytdlpPath.includes('/') ? resolve(opts.ytdlpPath) : (Bun.which(opts.ytdlpPath, { PATH: env.PATH ?? '' }) ?? opts.ytdlpPath)
+        const path = opts.ytdlpPath.includes('/')
+          ? resolve(opts.ytdlpPath)
+          : (Bun.which(opts.ytdlpPath, { PATH: env.PATH ?? '' }) ?? opts.ytdlpPath)
         return choice(path, 'config', await probe(path), python)
       }
       // Only one that may run counts: an old update must not hide a safe bundled one.
-      const runs = (p: Probe | null): p is Probe & { version: string } => isSafeYtdlpVersion(p?.version ?? null) && (!p!.zipapp || !!python)
+      const runs = (p: Probe | null): p is Probe & { version: string } =>
+        isSafeYtdlpVersion(p?.version ?? null) && (!p!.zipapp || !!python)
       const updatedPath = join(dir, UPDATED_NAME)
       const bundledPath = join(dir, BUNDLED_NAME)
-      const [updated, bundled] = await Promise.all([probe(updatedPath, `${updatedPath}.json`), probe(bundledPath, `${bundledPath}.json`)])
+      const [updated, bundled] = await Promise.all([
+        probe(updatedPath, `${updatedPath}.json`),
+        probe(bundledPath, `${bundledPath}.json`),
+      ])
       // An update older than the bundled one is left over from before the binary itself was upgraded.
       if (runs(updated) && (!runs(bundled) || compareVersions(updated.version, bundled.version) >= 0))
         return choice(updatedPath, 'updated', updated, python)

@@ -100,7 +100,12 @@ export function describe(err: unknown): string {
   return [...new Set(parts)].join(': ') + cause
 }
 
-export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; clock: () => number; pending?: PendingSignIns }) {
+export function createOidcClient(deps: {
+  oidc: Config['oidc']
+  baseUrl: string
+  clock: () => number
+  pending?: PendingSignIns
+}) {
   const { clock } = deps
   const settings = deps.oidc
   const name = settings.name
@@ -114,16 +119,23 @@ export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; 
     const server = new URL(settings.issuer)
     const insecure = server.protocol === 'http:' // config.ts allows it on loopback only
     const metadata = { client_secret: settings.client_secret, [oidc.clockTolerance]: CLOCK_TOLERANCE_S }
-    const found = await oidc.discovery(server, settings.client_id, metadata, oidc.ClientSecretBasic(settings.client_secret), {
-      execute: insecure ? [oidc.allowInsecureRequests] : [],
-      timeout: PROVIDER_TIMEOUT_S,
-    })
+    const found = await oidc.discovery(
+      server,
+      settings.client_id,
+      metadata,
+      oidc.ClientSecretBasic(settings.client_secret),
+      {
+        execute: insecure ? [oidc.allowInsecureRequests] : [],
+        timeout: PROVIDER_TIMEOUT_S,
+      },
+    )
     // client_secret_basic unless the provider says it only takes the secret in the form (client_secret_post).
     const serverMetadata = found.serverMetadata()
     const methods = serverMetadata.token_endpoint_auth_methods_supported
-    const auth = methods && !methods.includes('client_secret_basic') && methods.includes('client_secret_post')
-      ? oidc.ClientSecretPost(settings.client_secret)
-      : oidc.ClientSecretBasic(settings.client_secret)
+    const auth =
+      methods && !methods.includes('client_secret_basic') && methods.includes('client_secret_post')
+        ? oidc.ClientSecretPost(settings.client_secret)
+        : oidc.ClientSecretBasic(settings.client_secret)
     const config = new oidc.Configuration(serverMetadata, settings.client_id, metadata, auth)
     if (insecure) oidc.allowInsecureRequests(config)
     config.timeout = PROVIDER_TIMEOUT_S
@@ -135,7 +147,12 @@ export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; 
   function configuration(): Promise<{ oidc: typeof OidcLib; config: OidcLib.Configuration }> {
     if (discovered) return discovered
     if (failure && clock() - failure.at < DISCOVERY_RETRY_MS)
-      return Promise.reject(new SignInRefused(`discovery failed ${Math.round((clock() - failure.at) / 1000)} s ago: ${failure.reason}`, unreachable()))
+      return Promise.reject(
+        new SignInRefused(
+          `discovery failed ${Math.round((clock() - failure.at) / 1000)} s ago: ${failure.reason}`,
+          unreachable(),
+        ),
+      )
     const attempt = discover().catch((err) => {
       if (discovered === attempt) discovered = null
       failure = { at: clock(), reason: describe(err) }
@@ -164,7 +181,8 @@ export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; 
     })
   }
 
-  const unreachable = () => `${name} cannot be reached right now, so signing in with it does not work: try again in a minute, or ask the administrator.`
+  const unreachable = () =>
+    `${name} cannot be reached right now, so signing in with it does not work: try again in a minute, or ask the administrator.`
   const startAgain = (what: string) => `${what} Start again with “Sign in with ${name}”.`
 
   return {
@@ -178,7 +196,10 @@ export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; 
     async start(opts: { next: string; binding?: string }): Promise<{ url: string; binding: string }> {
       const { oidc, config } = await configuration()
       await reachable()
-      const binding = opts.binding && /^[A-Za-z0-9_-]{32,64}$/.test(opts.binding) ? opts.binding : randomBytes(32).toString('base64url')
+      const binding =
+        opts.binding && /^[A-Za-z0-9_-]{32,64}$/.test(opts.binding)
+          ? opts.binding
+          : randomBytes(32).toString('base64url')
       const state = oidc.randomState()
       const nonce = oidc.randomNonce()
       const verifier = oidc.randomPKCECodeVerifier()
@@ -207,15 +228,27 @@ export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; 
         const code = error.replace(/[^\x20-\x7e]/g, '?').slice(0, 64)
         const detail = (query.get('error_description') ?? '').replace(/[^\x20-\x7e]/g, '?').slice(0, 200)
         if (code === 'access_denied')
-          throw new SignInRefused(`provider answered error=access_denied ${detail}`.trim(), startAgain(`Signing in with ${name} was cancelled or not allowed.`))
-        throw new SignInRefused(`provider answered error=${code} ${detail}`.trim(), startAgain(`${name} refused the sign-in.`))
+          throw new SignInRefused(
+            `provider answered error=access_denied ${detail}`.trim(),
+            startAgain(`Signing in with ${name} was cancelled or not allowed.`),
+          )
+        throw new SignInRefused(
+          `provider answered error=${code} ${detail}`.trim(),
+          startAgain(`${name} refused the sign-in.`),
+        )
       }
       if (!state) throw new SignInRefused('callback without state', startAgain('That sign-in answer is incomplete.'))
       if (!taken || taken.expired)
-        throw new SignInRefused(taken ? 'state expired' : 'state unknown (used already, expired, or made up)', startAgain('That sign-in was used already or has expired.'))
+        throw new SignInRefused(
+          taken ? 'state expired' : 'state unknown (used already, expired, or made up)',
+          startAgain('That sign-in was used already or has expired.'),
+        )
       const entry = taken.entry
       if (!taken.mine || !entry)
-        throw new SignInRefused('state belongs to another browser (the binding cookie is missing or different)', startAgain('That sign-in was started in another browser.'))
+        throw new SignInRefused(
+          'state belongs to another browser (the binding cookie is missing or different)',
+          startAgain('That sign-in was started in another browser.'),
+        )
       const { oidc, config } = await configuration()
       const current = new URL(redirectUri)
       current.search = query.toString()
@@ -228,18 +261,30 @@ export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; 
           idTokenExpected: true,
         })
       } catch (err) {
-        throw new SignInRefused(`code exchange or ID token check failed: ${describe(err)}`, startAgain(`The answer from ${name} could not be checked, so you are not signed in.`))
+        throw new SignInRefused(
+          `code exchange or ID token check failed: ${describe(err)}`,
+          startAgain(`The answer from ${name} could not be checked, so you are not signed in.`),
+        )
       }
       const idClaims = tokens.claims()
       if (!idClaims || typeof idClaims.sub !== 'string' || !idClaims.sub)
-        throw new SignInRefused('no ID token subject', startAgain(`The answer from ${name} could not be checked, so you are not signed in.`))
+        throw new SignInRefused(
+          'no ID token subject',
+          startAgain(`The answer from ${name} could not be checked, so you are not signed in.`),
+        )
       let claims: SignedInClaims = { ...idClaims, sub: idClaims.sub }
       // Many providers (Authelia by default) put only `sub` in the ID token: the rest is in UserInfo.
-      const missing = claims.preferred_username === undefined || (claims.groups === undefined && settings.admin_groups.length > 0)
+      const missing =
+        claims.preferred_username === undefined || (claims.groups === undefined && settings.admin_groups.length > 0)
       if (missing && config.serverMetadata().userinfo_endpoint && tokens.access_token) {
         try {
           const info = await oidc.fetchUserInfo(config, tokens.access_token, claims.sub)
-          claims = { ...info, ...claims, preferred_username: claims.preferred_username ?? info.preferred_username, groups: claims.groups ?? info.groups }
+          claims = {
+            ...info,
+            ...claims,
+            preferred_username: claims.preferred_username ?? info.preferred_username,
+            groups: claims.groups ?? info.groups,
+          }
         } catch (err) {
           throw new SignInRefused(`UserInfo failed: ${describe(err)}`, startAgain(`${name} did not say who you are.`))
         }
@@ -255,7 +300,10 @@ export function createOidcClient(deps: { oidc: Config['oidc']; baseUrl: string; 
       try {
         const { oidc, config } = await configuration()
         if (!config.serverMetadata().end_session_endpoint) return null
-        return oidc.buildEndSessionUrl(config, { client_id: settings.client_id, post_logout_redirect_uri: postLogoutUriOf(deps.baseUrl) }).href
+        return oidc.buildEndSessionUrl(config, {
+          client_id: settings.client_id,
+          post_logout_redirect_uri: postLogoutUriOf(deps.baseUrl),
+        }).href
       } catch {
         return null
       }

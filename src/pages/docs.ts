@@ -4,7 +4,14 @@ import type { TSchema } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
 import docsTpl from '../../assets/docs.html' with { type: 'text' }
 import { answerCodes, type ApiFile, type ApiMethod } from '../web/api'
-import { exampleEvent, openApiDocument, operationId, STATUS_TEXT, type OpenApiOptions, type WebhookEventDoc } from '../web/openapi'
+import {
+  exampleEvent,
+  openApiDocument,
+  operationId,
+  STATUS_TEXT,
+  type OpenApiOptions,
+  type WebhookEventDoc,
+} from '../web/openapi'
 import type { ApiParam } from '../web/schema'
 import { MAIL_LINK_TTL_MS } from '../mail'
 import { escapeHtml, page } from '../web/render'
@@ -93,7 +100,9 @@ function fieldsHtml(s: Schema): string {
   const items = Object.entries(s.properties as Record<string, Schema>).map(([name, f]) => {
     const rules = f.anyOf ? [] : ruleText(f).filter((r) => !r.startsWith('matching'))
     const description = f.description ?? (f.anyOf as Schema[] | undefined)?.find((b) => b.description)?.description
-    const notes = [description ? inlineMarkdown(String(description)) : '', capitalised(rules.join('; '))].filter(Boolean).join('. ')
+    const notes = [description ? inlineMarkdown(String(description)) : '', capitalised(rules.join('; '))]
+      .filter(Boolean)
+      .join('. ')
     return `<li><code>${escapeHtml(name)}</code> <span class="muted">${escapeHtml(typeText(f))}${required.has(name) ? '' : ', optional'}</span>${notes ? `: ${notes}` : ''}</li>`
   })
   return `<ul class="fields">${items.join('')}</ul>`
@@ -114,7 +123,11 @@ const json = (value: unknown) => JSON.stringify(value, null, 2)
 
 /** The value an example shows for a parameter: its schema's first example, else its default or first member. */
 function exampleValue(s: Schema): unknown {
-  const found = s.examples?.[0] ?? s.default ?? s.enum?.[0] ?? (s.anyOf as Schema[] | undefined)?.map(exampleValue).find((v) => v !== undefined)
+  const found =
+    s.examples?.[0] ??
+    s.default ??
+    s.enum?.[0] ??
+    (s.anyOf as Schema[] | undefined)?.map(exampleValue).find((v) => v !== undefined)
   return found
 }
 
@@ -175,7 +188,13 @@ export const methodAnchor = (m: ApiMethod) => m.operationId ?? `${operationId(m)
 export const eventAnchor = (e: WebhookEventDoc) => `event-${e.type}`
 const groupAnchor = (tag: string) => `group-${tag}`
 
-const GROUPS: Record<string, string> = { links: 'Links and statistics', qr: 'QR codes', media: 'Media download', mail: 'Temporary e-mail', webhooks: 'Webhooks' }
+const GROUPS: Record<string, string> = {
+  links: 'Links and statistics',
+  qr: 'QR codes',
+  media: 'Media download',
+  mail: 'Temporary e-mail',
+  webhooks: 'Webhooks',
+}
 const groupTitle = (tag: string) => GROUPS[tag] ?? capitalised(tag)
 
 function methodHtml(m: ApiMethod): string {
@@ -185,8 +204,12 @@ function methodHtml(m: ApiMethod): string {
     ? `<table class="params"><thead><tr><th scope="col">Parameter</th><th scope="col">Rule</th></tr></thead><tbody>${rows}</tbody></table>`
     : '<p class="muted">No parameters.</p>'
   const key = m.key === 'required' ? 'key required' : 'key optional'
-  const other = m.otherContent ? `<p>${escapeHtml(m.otherContent.description)}: ${m.otherContent.types.map(code).join(' or ')}.</p>` : ''
-  const limited = answerCodes(m)[503] ? '; <code>Retry-After</code> with a 429 or a 503' : '; <code>Retry-After</code> with a 429'
+  const other = m.otherContent
+    ? `<p>${escapeHtml(m.otherContent.description)}: ${m.otherContent.types.map(code).join(' or ')}.</p>`
+    : ''
+  const limited = answerCodes(m)[503]
+    ? '; <code>Retry-After</code> with a 429 or a 503'
+    : '; <code>Retry-After</code> with a 429'
   return `<section class="method" id="${escapeHtml(id)}" aria-labelledby="${escapeHtml(id)}-h">
 <h3 id="${escapeHtml(id)}-h"><span class="verb">${m.verb}</span> <code>${escapeHtml(m.path)}</code></h3>
 <p>${inlineMarkdown(m.summary)} <span class="muted">(${key}${m.scope ? `, scope <code>${m.scope}</code>` : ''}${m.marketplace ? ', marketplace route' : ''})</span></p>
@@ -215,7 +238,9 @@ function tocHtml(groups: [string, ApiMethod[]][], events: WebhookEventDoc[]): st
     ([tag, list]) =>
       `<li>${link(groupAnchor(tag), escapeHtml(groupTitle(tag)))}<ul>${list.map((m) => `<li>${link(methodAnchor(m), `<code>${escapeHtml(m.path.replace(/^\/api\//, ''))}</code>`)}</li>`).join('')}</ul></li>`,
   )
-  const eventItems = events.map((e) => `<li>${link(eventAnchor(e), `<code>${escapeHtml(e.type)}</code>`)}</li>`).join('')
+  const eventItems = events
+    .map((e) => `<li>${link(eventAnchor(e), `<code>${escapeHtml(e.type)}</code>`)}</li>`)
+    .join('')
   return `<ol class="toc-list">
 <li>${link('start', 'Getting started')}</li>
 <li>${link('answers', 'Answers and errors')}</li>
@@ -276,7 +301,8 @@ export interface DocsDeps extends OpenApiOptions {
 
 /** "600 requests a minute per key and 60 a minute per address without a key" (0: no limit). */
 function limitsText(rate: DocsDeps['rate']): string {
-  const key = rate.key_per_minute === 0 ? 'any number of requests per key' : `${rate.key_per_minute} requests a minute per key`
+  const key =
+    rate.key_per_minute === 0 ? 'any number of requests per key' : `${rate.key_per_minute} requests a minute per key`
   const anon = rate.anon_per_minute === 0 ? 'any number' : `${rate.anon_per_minute} a minute`
   return `${key} and ${anon} per address without a key`
 }
@@ -302,12 +328,19 @@ export function createDocsRoutes(deps: DocsDeps) {
       media_ttl: duration(deps.mediaLinkTtl),
       mail_ttl: duration(MAIL_LINK_TTL_MS / 1000),
       methods: groups
-        .map(([tag, list]) => `<section class="group" id="${groupAnchor(tag)}" aria-labelledby="${groupAnchor(tag)}-h"><h2 id="${groupAnchor(tag)}-h">${escapeHtml(groupTitle(tag))}</h2>\n${list.map(methodHtml).join('\n')}</section>`)
+        .map(
+          ([tag, list]) =>
+            `<section class="group" id="${groupAnchor(tag)}" aria-labelledby="${groupAnchor(tag)}-h"><h2 id="${groupAnchor(tag)}-h">${escapeHtml(groupTitle(tag))}</h2>\n${list.map(methodHtml).join('\n')}</section>`,
+        )
         .join('\n'),
       events: events.map(eventHtml).join('\n'),
       event_types: events.map((e) => code(e.type)).join(', '),
       verify_by_hand: block('verify', VERIFY_BY_HAND, 'Verifying a webhook by hand, in Node.js'),
-      verify_with_package: block('verify-package', VERIFY_WITH_PACKAGE, 'Verifying a webhook with the standardwebhooks package'),
+      verify_with_package: block(
+        'verify-package',
+        VERIFY_WITH_PACKAGE,
+        'Verifying a webhook with the standardwebhooks package',
+      ),
     }
   }
   return new Elysia({ name: 'docs' })
@@ -320,15 +353,20 @@ export function createDocsRoutes(deps: DocsDeps) {
       return page(docsTpl as unknown as string, vars, {
         title: 'API',
         brand: 'wide',
-        nav: [['/api/docs', 'API'], ['/dashboard', s ? 'Dashboard' : 'Sign in']],
+        nav: [
+          ['/api/docs', 'API'],
+          ['/dashboard', s ? 'Dashboard' : 'Sign in'],
+        ],
         user: s ? { name: s.accountName, csrf: s.csrf } : undefined,
         // The sign-out button posts to this origin: under no-referrer a browser would send "Origin: null".
         ...(s ? { referrer: 'same-origin' as const } : {}),
       })
     })
-    .get('/api/docs/openapi.json', () =>
-      new Response((openapi ??= JSON.stringify(openApiDocument(deps.methods, deps), null, 2)), {
-        headers: { 'content-type': 'application/json; charset=utf-8', 'access-control-allow-origin': '*' },
-      }),
+    .get(
+      '/api/docs/openapi.json',
+      () =>
+        new Response((openapi ??= JSON.stringify(openApiDocument(deps.methods, deps), null, 2)), {
+          headers: { 'content-type': 'application/json; charset=utf-8', 'access-control-allow-origin': '*' },
+        }),
     )
 }

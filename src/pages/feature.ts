@@ -17,10 +17,18 @@ import { APP_JS, FAVICON_SVG, STYLE_CSS } from '../web/render'
 const IMMUTABLE = 'public, max-age=31536000, immutable'
 
 const health = (code: number, { database, reason }: DatabaseStatus) =>
-  new Response(JSON.stringify({ status: code === 200 ? 'ok' : 'degraded', version: VERSION, database, ...(reason === null ? {} : { reason }) }), {
-    status: code,
-    headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
-  })
+  new Response(
+    JSON.stringify({
+      status: code === 200 ? 'ok' : 'degraded',
+      version: VERSION,
+      database,
+      ...(reason === null ? {} : { reason }),
+    }),
+    {
+      status: code,
+      headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
+    },
+  )
 
 export interface PagesDeps {
   links: LinkService
@@ -45,26 +53,53 @@ export function createPagesFeature(shared: Shared, deps: PagesDeps) {
       return health(status.database === 'ok' ? 200 : 503, status)
     })
     // Loopback, private networks and the bearer token only (web/metrics-access.ts); others: a plain 404.
-    .get('/metrics', async ({ request }) => metricsAllowed(request) ? new Response((await metrics.refresh(), metrics.render()), {
-      headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' },
-    }) : notFoundPage())
-    .get('/assets/style.css', () => new Response(STYLE_CSS, { headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': IMMUTABLE } }))
-    .get('/assets/app.js', () => new Response(APP_JS, { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': IMMUTABLE } }))
-    .get('/favicon.ico', () => new Response(FAVICON_SVG, { headers: { 'content-type': 'image/svg+xml', 'cache-control': 'public, max-age=604800' } }))
-    .get('/robots.txt', () => new Response('User-agent: *\nDisallow: /\n', { headers: { 'content-type': 'text/plain' } }))
-    .use(createHomeRoutes({ config, links: deps.links, limiter, clientIp, shell: deps.shell, anonymous: deps.anonymous }))
-    .use(createDocsRoutes({
-      methods: deps.methods,
-      baseUrl: config.server.base_url,
-      version: VERSION,
-      marketplace: config.marketplace.proxy_secret
-        ? { secretHeader: config.marketplace.secret_header, userHeader: config.marketplace.user_header }
-        : null,
-      webhooks: deps.eventDocs,
-      rate: config.rate,
-      mediaLinkTtl: config.media.link_ttl,
-      session: (request) => deps.shell.session(request),
-    }))
+    .get('/metrics', async ({ request }) =>
+      metricsAllowed(request)
+        ? new Response((await metrics.refresh(), metrics.render()), {
+            headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' },
+          })
+        : notFoundPage(),
+    )
+    .get(
+      '/assets/style.css',
+      () =>
+        new Response(STYLE_CSS, { headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': IMMUTABLE } }),
+    )
+    .get(
+      '/assets/app.js',
+      () =>
+        new Response(APP_JS, {
+          headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': IMMUTABLE },
+        }),
+    )
+    .get(
+      '/favicon.ico',
+      () =>
+        new Response(FAVICON_SVG, {
+          headers: { 'content-type': 'image/svg+xml', 'cache-control': 'public, max-age=604800' },
+        }),
+    )
+    .get(
+      '/robots.txt',
+      () => new Response('User-agent: *\nDisallow: /\n', { headers: { 'content-type': 'text/plain' } }),
+    )
+    .use(
+      createHomeRoutes({ config, links: deps.links, limiter, clientIp, shell: deps.shell, anonymous: deps.anonymous }),
+    )
+    .use(
+      createDocsRoutes({
+        methods: deps.methods,
+        baseUrl: config.server.base_url,
+        version: VERSION,
+        marketplace: config.marketplace.proxy_secret
+          ? { secretHeader: config.marketplace.secret_header, userHeader: config.marketplace.user_header }
+          : null,
+        webhooks: deps.eventDocs,
+        rate: config.rate,
+        mediaLinkTtl: config.media.link_ttl,
+        session: (request) => deps.shell.session(request),
+      }),
+    )
   const feature: Feature = { routes }
   return { feature }
 }

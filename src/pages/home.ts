@@ -63,7 +63,10 @@ export function humanMessage(message: string): string {
 
 const options = (choices: [string, string][], chosen: string) =>
   choices
-    .map(([value, text]) => `<option value="${escapeHtml(value)}"${value === chosen ? ' selected' : ''}>${escapeHtml(text)}</option>`)
+    .map(
+      ([value, text]) =>
+        `<option value="${escapeHtml(value)}"${value === chosen ? ' selected' : ''}>${escapeHtml(text)}</option>`,
+    )
     .join('')
 
 /**
@@ -125,11 +128,20 @@ export function homePage(state: HomeState): Response {
     mode_options: options(MODE_CHOICES, v.mode ?? 'redirect'),
     expire_options: options(EXPIRE_CHOICES, v.expire ?? '0'),
     // A password is never written back into a page; when one was typed and the form comes back, say so.
-    password_hint: state.passwordTyped ? 'Type the password again: it is not sent back for safety.' : 'Visitors must enter it first.',
+    password_hint: state.passwordTyped
+      ? 'Type the password again: it is not sent back for safety.'
+      : 'Visitors must enter it first.',
     form_error: field === null ? message : '',
     result: gone + (state.result ? resultHtml(state.result, !!s) : ''),
     // The options stay open when one of them was set or is in error: nothing typed is out of sight.
-    options_open: (field !== null && field !== 'url') || v.alias || state.passwordTyped || (v.mode && v.mode !== 'redirect') || (v.expire && v.expire !== '0') ? ' open' : '',
+    options_open:
+      (field !== null && field !== 'url') ||
+      v.alias ||
+      state.passwordTyped ||
+      (v.mode && v.mode !== 'redirect') ||
+      (v.expire && v.expire !== '0')
+        ? ' open'
+        : '',
     hidden: (s ? `<input type="hidden" name="_csrf" value="${escapeHtml(s.csrf)}">` : '') + state.formField,
     account_line: s
       ? `<p class="account-line">Links you shorten here are <strong>${escapeHtml(s.accountName)}</strong>'s: they are listed in the dashboard, where you can change or delete them.</p>`
@@ -147,7 +159,15 @@ export function homePage(state: HomeState): Response {
     title: 'Short links, QR codes, temporary mail',
     script: true,
     brand: true,
-    nav: s ? [['/api/docs', 'API'], ['/dashboard', 'Dashboard']] : [['/api/docs', 'API'], ['/dashboard', 'Sign in']],
+    nav: s
+      ? [
+          ['/api/docs', 'API'],
+          ['/dashboard', 'Dashboard'],
+        ]
+      : [
+          ['/api/docs', 'API'],
+          ['/dashboard', 'Sign in'],
+        ],
     user: s ? { name: s.accountName, csrf: s.csrf } : undefined,
     referrer: 'same-origin',
     // Never kept: the page carries a one-time form token (and may carry a result shown once).
@@ -175,7 +195,12 @@ const wantsJson = (request: Request) => (request.headers.get('accept') ?? '').in
 function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), {
     status,
-    headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', ...headers },
+    headers: {
+      'content-type': 'application/json; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-content-type-options': 'nosniff',
+      ...headers,
+    },
   })
 }
 
@@ -203,12 +228,24 @@ export function createHomeRoutes(deps: {
     .get('/', async ({ request }) => {
       const s = await shell.session(request)
       // links.anonymous = false: a visitor is asked to sign in instead of being shown a form that cannot work.
-      if (!s && !config.links.anonymous) return page(tpl(homeClosedTpl), {}, { title: 'Sign in to shorten a link', brand: true, nav: [['/api/docs', 'API'], ['/dashboard', 'Sign in']] })
+      if (!s && !config.links.anonymous)
+        return page(
+          tpl(homeClosedTpl),
+          {},
+          {
+            title: 'Sign in to shorten a link',
+            brand: true,
+            nav: [
+              ['/api/docs', 'API'],
+              ['/dashboard', 'Sign in'],
+            ],
+          },
+        )
       const owner = s ? shell.ownerOf(s) : visitorOf(request)
       const url = new URL(request.url)
-      const refused = owner ? (await shell.refusedState<Refused>(request, owner)) : null
+      const refused = owner ? await shell.refusedState<Refused>(request, owner) : null
       const madeId = url.searchParams.get('made')
-      const result = madeId !== null && owner ? (await shell.flash.take<LinkRecord>(owner, 'home result', madeId)) : null
+      const result = madeId !== null && owner ? await shell.flash.take<LinkRecord>(owner, 'home result', madeId) : null
       return homePage({
         session: s,
         formField: tokens.field(),
@@ -219,96 +256,132 @@ export function createHomeRoutes(deps: {
         resultGone: madeId !== null && !result,
       })
     })
-    .post('/', async ({ request }) => {
-      if (isCrossSite(request, config.server.base_url))
-        return messagePage(403, 'Request refused', 'This form can only be sent from the linkbox home page itself. Open the home page and shorten the link there.')
-      // Too large (413) or stalled (408): the app's error handler turns the AppError into a page.
-      const form = new URLSearchParams(new TextDecoder().decode(await readBodyLimited(request, FORM_LIMIT)))
-      const values: Partial<Record<HomeField, string>> = {}
-      for (const name of HOME_FIELDS) {
-        const value = form.get(name)
-        if (value !== null) values[name] = value
-      }
-      const inPlace = wantsJson(request)
-      const s = await shell.session(request)
-      const sent = tokens.of(form)
-      // Whose the answer's flash is: the session's, or the visitor's — bound to a cookie whose value is the
-      // form's token, so that the same form sent twice (both answers setting it) finds the same result.
-      const binding = !s && sent ? sent.token : tokens.issue()
-      const owner = s ? shell.ownerOf(s) : `v${binding}`
-      const headers: Record<string, string> = s
-        ? {}
-        : { 'set-cookie': `${VISITOR_COOKIE}=${binding}; Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}; Max-Age=${VISITOR_MAX_AGE_S}` }
+    .post(
+      '/',
+      async ({ request }) => {
+        if (isCrossSite(request, config.server.base_url))
+          return messagePage(
+            403,
+            'Request refused',
+            'This form can only be sent from the linkbox home page itself. Open the home page and shorten the link there.',
+          )
+        // Too large (413) or stalled (408): the app's error handler turns the AppError into a page.
+        const form = new URLSearchParams(new TextDecoder().decode(await readBodyLimited(request, FORM_LIMIT)))
+        const values: Partial<Record<HomeField, string>> = {}
+        for (const name of HOME_FIELDS) {
+          const value = form.get(name)
+          if (value !== null) values[name] = value
+        }
+        const inPlace = wantsJson(request)
+        const s = await shell.session(request)
+        const sent = tokens.of(form)
+        // Whose the answer's flash is: the session's, or the visitor's — bound to a cookie whose value is the
+        // form's token, so that the same form sent twice (both answers setting it) finds the same result.
+        const binding = !s && sent ? sent.token : tokens.issue()
+        const owner = s ? shell.ownerOf(s) : `v${binding}`
+        const headers: Record<string, string> = s
+          ? {}
+          : {
+              'set-cookie': `${VISITOR_COOKIE}=${binding}; Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}; Max-Age=${VISITOR_MAX_AGE_S}`,
+            }
 
-      // Refused: in JSON for app.js; else back to the form with what was typed (never the password).
-      const refuse = (err: FormError & { status: number; headers?: Record<string, string> }) => {
-        if (inPlace) return json(err.status, { status: 'error', message: err.message, code: err.code }, err.headers)
-        const { password, ...kept } = values
-        const state: Refused = { values: kept, passwordTyped: !!password, error: { code: err.code, message: err.message } }
-        return shell.refused(owner, '/', state, { ...headers, ...err.headers })
-      }
+        // Refused: in JSON for app.js; else back to the form with what was typed (never the password).
+        const refuse = (err: FormError & { status: number; headers?: Record<string, string> }) => {
+          if (inPlace) return json(err.status, { status: 'error', message: err.message, code: err.code }, err.headers)
+          const { password, ...kept } = values
+          const state: Refused = {
+            values: kept,
+            passwordTyped: !!password,
+            error: { code: err.code, message: err.message },
+          }
+          return shell.refused(owner, '/', state, { ...headers, ...err.headers })
+        }
 
-      // A form shown to a signed-in person carries the session's CSRF token; one shown to a visitor does not.
-      let caller: Caller | null = null
-      const csrf = form.get('_csrf')
-      if (csrf !== null) {
-        if (!s)
+        // A form shown to a signed-in person carries the session's CSRF token; one shown to a visitor does not.
+        let caller: Caller | null = null
+        const csrf = form.get('_csrf')
+        if (csrf !== null) {
+          if (!s)
+            return refuse({
+              status: 401,
+              code: 'signed_out',
+              message: `You are signed out, so the link was not made: sign in again to shorten links into your account, or ${inPlace ? 'reload this page' : 'send the form again'} to make it without an account.`,
+            })
+          if (!sameSecret(csrf, s.csrf)) {
+            const refused = shell.csrfRefused()
+            if (inPlace) return json(refused.status, { status: 'error', message: refused.message, code: refused.code })
+            throw refused
+          }
+          caller = s.caller
+        } else if (s) {
           return refuse({
-            status: 401,
-            code: 'signed_out',
-            message: `You are signed out, so the link was not made: sign in again to shorten links into your account, or ${inPlace ? 'reload this page' : 'send the form again'} to make it without an account.`,
+            status: 409,
+            code: 'signed_in',
+            message: `You are signed in as ${s.accountName} now: ${inPlace ? 'reload this page and send the form' : 'send the form again'} to make the link in your account.`,
           })
-        if (!sameSecret(csrf, s.csrf)) {
-          const refused = shell.csrfRefused()
-          if (inPlace) return json(refused.status, { status: 'error', message: refused.message, code: refused.code })
-          throw refused
         }
-        caller = s.caller
-      } else if (s) {
-        return refuse({
-          status: 409,
-          code: 'signed_in',
-          message: `You are signed in as ${s.accountName} now: ${inPlace ? 'reload this page and send the form' : 'send the form again'} to make the link in your account.`,
-        })
-      }
 
-      // Sent before (a double click, back and send again): no second link; the first answer's page.
-      const before = await tokens.used(sent, s?.id ?? null)
-      if (before !== undefined) {
-        if (inPlace) return json(409, { status: 'error', message: 'This form was sent already: the link was made the first time.', code: 'form_repeated', form_token: tokens.issue() })
-        return shell.repeated(before ?? '/')
-      }
+        // Sent before (a double click, back and send again): no second link; the first answer's page.
+        const before = await tokens.used(sent, s?.id ?? null)
+        if (before !== undefined) {
+          if (inPlace)
+            return json(409, {
+              status: 'error',
+              message: 'This form was sent already: the link was made the first time.',
+              code: 'form_repeated',
+              form_token: tokens.issue(),
+            })
+          return shell.repeated(before ?? '/')
+        }
 
-      if (!caller) {
-        // The same bucket as an anonymous /api call from this address: the form is no way around the limit.
-        const decision = limiter.hit(`ip:${rateKeyOf(clientIp(request))}`, config.rate.anon_per_minute)
-        if (!decision.allowed)
-          return refuse({ status: 429, code: 'rate_limited', message: `Too many links from your address: wait ${decision.reset} s and try again.`, headers: { 'retry-after': String(decision.reset) } })
-        // Closed to visitors (links.anonymous = false), or the address's links of the day used up.
+        if (!caller) {
+          // The same bucket as an anonymous /api call from this address: the form is no way around the limit.
+          const decision = limiter.hit(`ip:${rateKeyOf(clientIp(request))}`, config.rate.anon_per_minute)
+          if (!decision.allowed)
+            return refuse({
+              status: 429,
+              code: 'rate_limited',
+              message: `Too many links from your address: wait ${decision.reset} s and try again.`,
+              headers: { 'retry-after': String(decision.reset) },
+            })
+          // Closed to visitors (links.anonymous = false), or the address's links of the day used up.
+          try {
+            await deps.anonymous?.check(clientIp(request))
+          } catch (err) {
+            if (!(err instanceof AppError)) throw err
+            const message =
+              err.status === 401
+                ? 'This linkbox makes short links for its accounts only: sign in to shorten a link.'
+                : err.message
+            return refuse({ status: err.status, code: err.code, message, headers: err.headers })
+          }
+        }
+        const madeId = shell.flash.newId()
+        const shown = `/?made=${madeId}`
+        let result: LinkRecord
         try {
-          await deps.anonymous?.check(clientIp(request))
+          result = await links.create({ ...values, url: values.url ?? '' }, caller, {
+            within: (tx) => tokens.claim(tx, sent, s?.id ?? null, shown),
+          })
         } catch (err) {
+          if (err instanceof RepeatedForm) {
+            if (inPlace)
+              return json(409, {
+                status: 'error',
+                message: 'This form was sent already: the link was made the first time.',
+                code: 'form_repeated',
+                form_token: tokens.issue(),
+              })
+            return shell.repeated(err.result ?? '/')
+          }
           if (!(err instanceof AppError)) throw err
-          const message = err.status === 401 ? 'This linkbox makes short links for its accounts only: sign in to shorten a link.' : err.message
-          return refuse({ status: err.status, code: err.code, message, headers: err.headers })
+          return refuse({ status: err.status, code: err.code, message: err.message, headers: err.headers })
         }
-      }
-      const madeId = shell.flash.newId()
-      const shown = `/?made=${madeId}`
-      let result: LinkRecord
-      try {
-        result = await links.create({ ...values, url: values.url ?? '' }, caller, { within: (tx) => tokens.claim(tx, sent, s?.id ?? null, shown) })
-      } catch (err) {
-        if (err instanceof RepeatedForm) {
-          if (inPlace) return json(409, { status: 'error', message: 'This form was sent already: the link was made the first time.', code: 'form_repeated', form_token: tokens.issue() })
-          return shell.repeated(err.result ?? '/')
-        }
-        if (!(err instanceof AppError)) throw err
-        return refuse({ status: err.status, code: err.code, message: err.message, headers: err.headers })
-      }
-      // In place: the result, and a new token for the next link (this one is used).
-      if (inPlace) return json(200, { status: 'success', return: result, form_token: tokens.issue() })
-      await shell.flash.put(owner, 'home result', result, madeId)
-      return shell.seeOther(shown, undefined, headers)
-    }, { parse: 'none' })
+        // In place: the result, and a new token for the next link (this one is used).
+        if (inPlace) return json(200, { status: 'success', return: result, form_token: tokens.issue() })
+        await shell.flash.put(owner, 'home result', result, madeId)
+        return shell.seeOther(shown, undefined, headers)
+      },
+      { parse: 'none' },
+    )
 }

@@ -7,7 +7,16 @@ import type { Params } from '../web/params'
 import type { ApiParam } from '../web/schema'
 import { LOGO_MAX_BYTES, LOGO_MAX_SIDE, SVG_MAX_ELEMENTS } from './logo'
 import { callerLane, RENDER_DEADLINE_MS } from './renderer'
-import { QR_CAPACITY, QR_ECC_LEVELS, QR_FORMATS, QR_MARGIN, QR_MIME, QR_SIZE, type QrImage, type QrService } from './service'
+import {
+  QR_CAPACITY,
+  QR_ECC_LEVELS,
+  QR_FORMATS,
+  QR_MARGIN,
+  QR_MIME,
+  QR_SIZE,
+  type QrImage,
+  type QrService,
+} from './service'
 
 // The same parameters give the same image, but the request carries a key and is rate limited: only
 // the caller's own browser may keep it, never a shared cache.
@@ -37,7 +46,15 @@ function describe(image: QrImage) {
   return format === 'svg' ? { ...base, svg: new TextDecoder().decode(body) } : base
 }
 
-const settingsOf = (p: Params) => ({ data: p.data, format: p.format, fg: p.fg, bg: p.bg, ecc: p.ecc, size: p.size, margin: p.margin })
+const settingsOf = (p: Params) => ({
+  data: p.data,
+  format: p.format,
+  fg: p.fg,
+  bg: p.bg,
+  ecc: p.ecc,
+  size: p.size,
+  margin: p.margin,
+})
 
 const rule = (name: string, text: string) => invalidParameter(name, text).message
 const absent = ['', null] as const
@@ -53,15 +70,29 @@ function colourParam(name: 'fg' | 'bg', fallback: string, what: string): ApiPara
       description: `${what} colour: RGB, RRGGBB or RRGGBBAA in hex, "#" optional`,
       examples: [name === 'fg' ? '#1a237e' : 'ffffff'],
     }),
-    error: { code: 'invalid_parameter', messages: { type: rule(name, 'it must be a string'), default: rule(name, COLOUR_RULE) } },
+    error: {
+      code: 'invalid_parameter',
+      messages: { type: rule(name, 'it must be a string'), default: rule(name, COLOUR_RULE) },
+    },
   }
 }
 
-function wholeParam(name: 'size' | 'margin', range: { min: number; max: number; default: number }, unit: string, what: string): ApiParam {
+function wholeParam(
+  name: 'size' | 'margin',
+  range: { min: number; max: number; default: number },
+  unit: string,
+  what: string,
+): ApiParam {
   return {
     name,
     absent,
-    schema: Type.Integer({ minimum: range.min, maximum: range.max, default: range.default, description: what, examples: [range.default] }),
+    schema: Type.Integer({
+      minimum: range.min,
+      maximum: range.max,
+      default: range.default,
+      description: what,
+      examples: [range.default],
+    }),
     error: {
       code: 'invalid_parameter',
       messages: { default: rule(name, `it must be a whole number of ${unit} from ${range.min} to ${range.max}`) },
@@ -69,20 +100,36 @@ function wholeParam(name: 'size' | 'margin', range: { min: number; max: number; 
   }
 }
 
-function oneOfParam(name: 'format' | 'ecc', members: readonly string[], fallback: string, what: string, example: string): ApiParam {
+function oneOfParam(
+  name: 'format' | 'ecc',
+  members: readonly string[],
+  fallback: string,
+  what: string,
+  example: string,
+): ApiParam {
   return {
     name,
     absent,
     caseInsensitive: true,
-    schema: Type.String({ enum: [...members], default: fallback, description: `${what} (any letter case)`, examples: [example] }),
+    schema: Type.String({
+      enum: [...members],
+      default: fallback,
+      description: `${what} (any letter case)`,
+      examples: [example],
+    }),
     error: {
       code: 'invalid_parameter',
-      messages: { type: rule(name, 'it must be a string'), default: rule(name, `it must be one of ${members.join(', ')}`) },
+      messages: {
+        type: rule(name, 'it must be a string'),
+        default: rule(name, `it must be one of ${members.join(', ')}`),
+      },
     },
   }
 }
 
-const capacity = Object.entries(QR_CAPACITY).map(([ecc, c]) => `${c.bytes} bytes at ecc ${ecc}`).join(', ')
+const capacity = Object.entries(QR_CAPACITY)
+  .map(([ecc, c]) => `${c.bytes} bytes at ecc ${ecc}`)
+  .join(', ')
 
 const QR_PARAMS: ApiParam[] = [
   {
@@ -101,7 +148,12 @@ const QR_PARAMS: ApiParam[] = [
   colourParam('fg', '000000', 'Foreground'),
   colourParam('bg', 'ffffff', 'Background'),
   oneOfParam('ecc', QR_ECC_LEVELS, 'M', 'Error correction level: L 7 %, M 15 %, Q 25 %, H 30 %', 'Q'),
-  wholeParam('size', QR_SIZE, 'pixels', 'Width and height in pixels; at least two pixels per module (a smaller size is refused naming the smallest that works)'),
+  wholeParam(
+    'size',
+    QR_SIZE,
+    'pixels',
+    'Width and height in pixels; at least two pixels per module (a smaller size is refused naming the smallest that works)',
+  ),
   wholeParam('margin', QR_MARGIN, 'modules', 'Quiet zone around the symbol, in modules'),
   {
     name: 'raw',
@@ -111,7 +163,10 @@ const QR_PARAMS: ApiParam[] = [
       description: 'true or 1: answer with the image itself (its content type) instead of JSON; false or 0: JSON',
       examples: [true],
     }),
-    error: { code: 'invalid_parameter', messages: { default: rule('raw', 'it must be 1 (the image itself) or 0 (the JSON answer)') } },
+    error: {
+      code: 'invalid_parameter',
+      messages: { default: rule('raw', 'it must be 1 (the image itself) or 0 (the JSON answer)') },
+    },
   },
 ]
 
@@ -121,10 +176,16 @@ const QrJsonSchema = Type.Object(
     mime: Type.String({ enum: Object.values(QR_MIME) }),
     size: Type.Integer({ minimum: QR_SIZE.min, maximum: QR_SIZE.max, description: 'Width and height in pixels' }),
     ecc: Type.String({ enum: [...QR_ECC_LEVELS] }),
-    fg: Type.String({ pattern: '^([0-9a-f]{6}|[0-9a-f]{8})$', description: 'Lower-case hex; 8 digits only when not opaque' }),
+    fg: Type.String({
+      pattern: '^([0-9a-f]{6}|[0-9a-f]{8})$',
+      description: 'Lower-case hex; 8 digits only when not opaque',
+    }),
     bg: Type.String({ pattern: '^([0-9a-f]{6}|[0-9a-f]{8})$' }),
     margin: Type.Integer({ minimum: QR_MARGIN.min, maximum: QR_MARGIN.max }),
-    data_uri: Type.String({ pattern: '^data:image/(png|svg\\+xml);base64,[A-Za-z0-9+/]*={0,2}$', description: 'The image as a data: URI' }),
+    data_uri: Type.String({
+      pattern: '^data:image/(png|svg\\+xml);base64,[A-Za-z0-9+/]*={0,2}$',
+      description: 'The image as a data: URI',
+    }),
     svg: Type.Optional(Type.String({ description: 'The SVG markup (format svg only)' })),
   },
   {
@@ -193,7 +254,10 @@ export function qrApi(qr: QrService): ApiMethod[] {
       files: [LOGO],
       handler: async ({ params, caller }) => {
         const raw = wantsRaw(params.raw)
-        const image = await qr.generate({ ...settingsOf(params), logo: params.logo }, callerLane(caller?.accountId ?? 0))
+        const image = await qr.generate(
+          { ...settingsOf(params), logo: params.logo },
+          callerLane(caller?.accountId ?? 0),
+        )
         return raw ? imageResponse(image) : describe(image)
       },
     },

@@ -45,7 +45,8 @@ function checkPngSize(b: Uint8Array, what: string) {
 // stylesheet), comments and a DOCTYPE (with an internal subset, which cleanSvg refuses), then the root <svg>.
 // Each part ends at its first possible end (never spans the next), so that a mismatch costs one pass: these
 // patterns run over what anyone may send, and a pattern that can backtrack across many parts takes forever.
-const SVG_START = /^\uFEFF?\s*(?:(?:<\?(?:[^?]|\?(?!>))*\?>|<!--(?:[^-]|-(?!->))*-->|<!DOCTYPE\s[^<>[]*(?:\[[^\]]*\]\s*)?>)\s*)*<svg[\s/>]/
+const SVG_START =
+  /^\uFEFF?\s*(?:(?:<\?(?:[^?]|\?(?!>))*\?>|<!--(?:[^-]|-(?!->))*-->|<!DOCTYPE\s[^<>[]*(?:\[[^\]]*\]\s*)?>)\s*)*<svg[\s/>]/
 
 /**
  * The logo's bytes, checked: at most LOGO_MAX_BYTES, a PNG (by its signature, with a header within
@@ -54,7 +55,11 @@ const SVG_START = /^\uFEFF?\s*(?:(?:<\?(?:[^?]|\?(?!>))*\?>|<!--(?:[^-]|-(?!->))
 export async function readLogo(value: unknown): Promise<QrLogo> {
   if (!(value instanceof Blob)) throw badLogo('it must be a PNG or SVG file sent in a multipart/form-data body')
   if (value.size > LOGO_MAX_BYTES)
-    throw new AppError(413, 'too_large', `The parameter "logo" is larger than the limit of ${LOGO_MAX_BYTES} bytes (256 KiB): it has ${value.size} bytes.`)
+    throw new AppError(
+      413,
+      'too_large',
+      `The parameter "logo" is larger than the limit of ${LOGO_MAX_BYTES} bytes (256 KiB): it has ${value.size} bytes.`,
+    )
   const bytes = new Uint8Array(await value.arrayBuffer())
   if (isPng(bytes)) {
     checkPngSize(bytes, 'the PNG')
@@ -77,7 +82,8 @@ export interface Raster {
 }
 
 let pngjs: Promise<typeof import('pngjs')> | null = null
-const loadPngjs = () => (pngjs ??= import('pngjs').then((m) => (m as { default?: typeof import('pngjs') }).default ?? m))
+const loadPngjs = () =>
+  (pngjs ??= import('pngjs').then((m) => (m as { default?: typeof import('pngjs') }).default ?? m))
 
 let resvg: Promise<typeof import('@resvg/resvg-js')> | null = null
 const loadResvg = () => (resvg ??= import('@resvg/resvg-js'))
@@ -97,7 +103,11 @@ async function rasteriseSvg(bytes: Uint8Array, width: number, height: number): P
     ;({ Resvg } = await loadResvg())
   } catch (err) {
     console.error('qr: the SVG renderer (resvg) cannot be loaded:', err)
-    throw new AppError(400, 'invalid_parameter', 'The parameter "logo" is invalid: this installation cannot draw SVG logos; send a PNG.')
+    throw new AppError(
+      400,
+      'invalid_parameter',
+      'The parameter "logo" is invalid: this installation cannot draw SVG logos; send a PNG.',
+    )
   }
   // No system fonts: text in a logo is not drawn (a font file is a file read on the logo's behalf).
   const font = { loadSystemFonts: false }
@@ -109,7 +119,10 @@ async function rasteriseSvg(bytes: Uint8Array, width: number, height: number): P
     throw badLogo('it is not an SVG image that can be drawn')
   }
   if (!(own.width > 0 && own.height > 0)) throw badLogo('the SVG has no size to draw')
-  const fitTo = own.width / own.height >= width / height ? { mode: 'width' as const, value: width } : { mode: 'height' as const, value: height }
+  const fitTo =
+    own.width / own.height >= width / height
+      ? { mode: 'width' as const, value: width }
+      : { mode: 'height' as const, value: height }
   const image = new Resvg(svg, { font, fitTo }).render()
   return { width: image.width, height: image.height, data: new Uint8Array(image.pixels) }
 }
@@ -126,8 +139,14 @@ async function decodePng(bytes: Uint8Array): Promise<Raster> {
   const { PNG } = await loadPngjs()
   try {
     // The streaming parser: its inflate reports errors through node:zlib's stream events, which Bun keeps.
-    const png = await new Promise<import('pngjs').PNG>((resolve, reject) => new PNG().parse(buffer, (err, png) => (err ? reject(err) : resolve(png))))
-    return { width: png.width, height: png.height, data: new Uint8Array(png.data.buffer, png.data.byteOffset, png.data.byteLength) }
+    const png = await new Promise<import('pngjs').PNG>((resolve, reject) =>
+      new PNG().parse(buffer, (err, png) => (err ? reject(err) : resolve(png))),
+    )
+    return {
+      width: png.width,
+      height: png.height,
+      data: new Uint8Array(png.data.buffer, png.data.byteOffset, png.data.byteLength),
+    }
   } catch {
     throw badLogo('it is not a PNG image that can be read')
   }
@@ -185,16 +204,21 @@ export function fitRaster(src: Raster, width: number, height: number): Raster {
       acc.fill(0)
       let weight = 0
       if (scale < 1) {
-        const x0 = Math.floor(x / scale), x1 = Math.max(x0 + 1, Math.min(src.width, Math.floor((x + 1) / scale)))
-        const y0 = Math.floor(y / scale), y1 = Math.max(y0 + 1, Math.min(src.height, Math.floor((y + 1) / scale)))
+        const x0 = Math.floor(x / scale),
+          x1 = Math.max(x0 + 1, Math.min(src.width, Math.floor((x + 1) / scale)))
+        const y0 = Math.floor(y / scale),
+          y1 = Math.max(y0 + 1, Math.min(src.height, Math.floor((y + 1) / scale)))
         for (let sy = y0; sy < y1; sy++) for (let sx = x0; sx < x1; sx++) add(sx, sy, 1)
         weight = (x1 - x0) * (y1 - y0)
       } else {
         const fx = Math.min(src.width - 1, Math.max(0, (x + 0.5) / scale - 0.5))
         const fy = Math.min(src.height - 1, Math.max(0, (y + 0.5) / scale - 0.5))
-        const x0 = Math.floor(fx), y0 = Math.floor(fy)
-        const x1 = Math.min(src.width - 1, x0 + 1), y1 = Math.min(src.height - 1, y0 + 1)
-        const dx = fx - x0, dy = fy - y0
+        const x0 = Math.floor(fx),
+          y0 = Math.floor(fy)
+        const x1 = Math.min(src.width - 1, x0 + 1),
+          y1 = Math.min(src.height - 1, y0 + 1)
+        const dx = fx - x0,
+          dy = fy - y0
         add(x0, y0, (1 - dx) * (1 - dy))
         add(x1, y0, dx * (1 - dy))
         add(x0, y1, (1 - dx) * dy)
@@ -244,14 +268,18 @@ export function drawOver(dst: Raster, src: Raster, left: number, top: number) {
       if (sa === 0) continue
       const da = dst.data[d + 3]! / 255
       const oa = sa + da * (1 - sa)
-      for (let c = 0; c < 3; c++) dst.data[d + c] = Math.round((src.data[s + c]! * sa + dst.data[d + c]! * da * (1 - sa)) / oa)
+      for (let c = 0; c < 3; c++)
+        dst.data[d + c] = Math.round((src.data[s + c]! * sa + dst.data[d + c]! * da * (1 - sa)) / oa)
       dst.data[d + 3] = Math.round(oa * 255)
     }
   }
 }
 
 /** A PNG of the raster (for the image an SVG answer embeds). */
-export async function encodePng(r: Raster, options: { filterType?: number; deflateLevel?: number; deflateStrategy?: number } = {}): Promise<Uint8Array<ArrayBuffer>> {
+export async function encodePng(
+  r: Raster,
+  options: { filterType?: number; deflateLevel?: number; deflateStrategy?: number } = {},
+): Promise<Uint8Array<ArrayBuffer>> {
   const { PNG } = await loadPngjs()
   const png = new PNG({ width: r.width, height: r.height })
   png.data = Buffer.from(r.data.buffer, r.data.byteOffset, r.data.byteLength)

@@ -58,7 +58,13 @@ function matchesIfNoneMatch(header: string | null, etag: string): boolean {
   })
 }
 
-export function createQrRoutes(deps: { config: Config; links: LinkService; qr: QrService; events: Events; log: Pick<Logger, 'fault'> }) {
+export function createQrRoutes(deps: {
+  config: Config
+  links: LinkService
+  qr: QrService
+  events: Events
+  log: Pick<Logger, 'fault'>
+}) {
   const { config, links, qr, events, log } = deps
   const dir = join(config.data_dir, 'cache', 'qr')
   const memory = createLru<CachedImage>(MEMORY_ENTRIES)
@@ -66,7 +72,10 @@ export function createQrRoutes(deps: { config: Config; links: LinkService; qr: Q
   const rendering = new Map<string, Promise<CachedImage>>()
 
   /** The image's rendering settings; their hash names the file, so changed settings never serve stale files. */
-  const settingsFor = (code: string, format: QrFormat): QrInput => ({ data: `${config.server.base_url}/${code}`, format })
+  const settingsFor = (code: string, format: QrFormat): QrInput => ({
+    data: `${config.server.base_url}/${code}`,
+    format,
+  })
 
   /** Best effort: an image that cannot be written is still served, and rendered again after a restart. */
   async function saveFile(path: string, body: Uint8Array) {

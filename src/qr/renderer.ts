@@ -72,10 +72,16 @@ const busy = () =>
 /** A rendering past the deadline: only a logo can take that long, so the logo is named. */
 const tooSlow = (job: Job, ms: number) =>
   job.settings.logo
-    ? new AppError(400, 'invalid_parameter', `The parameter "logo" is invalid: it took longer than ${ms / 1000} s to draw; send a simpler image.`)
+    ? new AppError(
+        400,
+        'invalid_parameter',
+        `The parameter "logo" is invalid: it took longer than ${ms / 1000} s to draw; send a simpler image.`,
+      )
     : new AppError(503, 'busy', 'The QR code took too long to render: try again in 1 s.', { 'Retry-After': '1' })
 const callerBusy = () =>
-  new AppError(503, 'busy', 'Too many of your QR codes are waiting to be rendered: try again in 1 s.', { 'Retry-After': '1' })
+  new AppError(503, 'busy', 'Too many of your QR codes are waiting to be rendered: try again in 1 s.', {
+    'Retry-After': '1',
+  })
 
 export interface QrRendererOptions {
   workers?: number
@@ -98,10 +104,14 @@ export function createQrRenderer(opts: QrRendererOptions = {}) {
   const { workers = WORKERS, maxWaiting = MAX_WAITING, inFlight = IN_FLIGHT, spawn = spawnWorker } = opts
   const { publicWorkers = PUBLIC_WORKERS, deadlineMs = RENDER_DEADLINE_MS } = opts
   const publicWaiting = opts.publicWaiting ?? PUBLIC_WAITING
-  const perCaller = opts.perCaller ?? (opts.maxWaiting === undefined ? PER_CALLER : Math.max(1, Math.floor(maxWaiting / 4)))
+  const perCaller =
+    opts.perCaller ?? (opts.maxWaiting === undefined ? PER_CALLER : Math.max(1, Math.floor(maxWaiting / 4)))
   // The public slots first: a public image goes to its own worker when that has room.
   const slot = (publicOnly: boolean): Slot => ({ worker: null, jobs: new Map(), publicOnly, timer: null })
-  const slots: Slot[] = [...Array.from({ length: publicWorkers }, () => slot(true)), ...Array.from({ length: workers }, () => slot(false))]
+  const slots: Slot[] = [
+    ...Array.from({ length: publicWorkers }, () => slot(true)),
+    ...Array.from({ length: workers }, () => slot(false)),
+  ]
   /** Abandoned workers whose thread has not ended yet. */
   let abandoned = 0
   // The waiting renderings of each lane that has any, in the order the lanes take turns. At most

@@ -1,12 +1,23 @@
 // QR codes: the rules of the parameters and the rendering (the `qrcode` package), on plain values, never HTTP,
 // so the API method and the public /qr/<code> images share it.
 import { invalidParameter, missingParameter } from '../kernel/errors'
-import { drawOver, encodePng, LOGO_MIN_VERSION, SVG_MAX_SIDE, logoPlace, logoRaster, readLogo, type QrLogo, type Raster } from './logo'
+import {
+  drawOver,
+  encodePng,
+  LOGO_MIN_VERSION,
+  SVG_MAX_SIDE,
+  logoPlace,
+  logoRaster,
+  readLogo,
+  type QrLogo,
+  type Raster,
+} from './logo'
 
 // qrcode takes ~25 ms to load: `linkbox serve` would pay it before its first answer, though most
 // requests never draw a code. It is loaded with the first QR drawn (in a render worker, see renderer.ts).
 let qrcodeModule: Promise<typeof import('qrcode')> | null = null
-const loadQrcode = () => (qrcodeModule ??= import('qrcode').then((m) => (m as { default?: typeof import('qrcode') }).default ?? m))
+const loadQrcode = () =>
+  (qrcodeModule ??= import('qrcode').then((m) => (m as { default?: typeof import('qrcode') }).default ?? m))
 
 export const QR_FORMATS = ['png', 'svg'] as const
 export type QrFormat = (typeof QR_FORMATS)[number]
@@ -225,7 +236,8 @@ function fillOf(hex: string): string {
 async function drawWithLogo(s: QrSettings, logo: QrLogo): Promise<Uint8Array<ArrayBuffer>> {
   const QRCode = await loadQrcode()
   let symbol = await withinCapacity(s, () => QRCode.create(s.data, { errorCorrectionLevel: s.ecc }))
-  if (symbol.version < LOGO_MIN_VERSION) symbol = QRCode.create(s.data, { errorCorrectionLevel: s.ecc, version: LOGO_MIN_VERSION })
+  if (symbol.version < LOGO_MIN_VERSION)
+    symbol = QRCode.create(s.data, { errorCorrectionLevel: s.ecc, version: LOGO_MIN_VERSION })
   const n = symbol.modules.size
   const modules = n + 2 * s.margin
   if (s.size < QR_MIN_MODULE_PX * modules) throw sizeTooSmall(s, modules)

@@ -9,29 +9,118 @@ const XLINK_NS = 'http://www.w3.org/1999/xlink'
 const XML_NS = 'http://www.w3.org/XML/1998/namespace'
 
 const badLogo = (rule: string) => invalidParameter('logo', rule)
-const tooMany = () => badLogo(`an SVG logo may draw at most ${SVG_MAX_ELEMENTS} elements (each <use> copy counted); this one has more`)
+const tooMany = () =>
+  badLogo(`an SVG logo may draw at most ${SVG_MAX_ELEMENTS} elements (each <use> copy counted); this one has more`)
 /** Style rules are matched against every element: both bounded, so that cleaning stays milliseconds on the request's thread. */
 export const SVG_MAX_RULES = 500
 
 // `a` and `switch` are kept as plain groups (their link or conditions dropped).
 const AS_GROUP = new Set(['a', 'switch'])
-const ELEMENTS = new Set(['svg', 'g', 'defs', 'symbol', 'use', 'path', 'rect', 'circle', 'ellipse', 'line', 'polyline', 'polygon',
-  'linearGradient', 'radialGradient', 'stop', 'clipPath', 'text', 'tspan', 'style'])
+const ELEMENTS = new Set([
+  'svg',
+  'g',
+  'defs',
+  'symbol',
+  'use',
+  'path',
+  'rect',
+  'circle',
+  'ellipse',
+  'line',
+  'polyline',
+  'polygon',
+  'linearGradient',
+  'radialGradient',
+  'stop',
+  'clipPath',
+  'text',
+  'tspan',
+  'style',
+])
 const GRADIENTS = new Set(['linearGradient', 'radialGradient'])
 const TEXT_HOLDERS = new Set(['text', 'tspan'])
 
-const GEOMETRY = new Set(['x', 'y', 'width', 'height', 'rx', 'ry', 'cx', 'cy', 'r', 'fx', 'fy', 'fr', 'x1', 'y1', 'x2', 'y2', 'points',
-  'd', 'viewBox', 'preserveAspectRatio', 'transform', 'gradientTransform', 'gradientUnits', 'spreadMethod', 'offset',
-  'clipPathUnits', 'dx', 'dy', 'rotate', 'textLength', 'lengthAdjust', 'pathLength', 'id'])
+const GEOMETRY = new Set([
+  'x',
+  'y',
+  'width',
+  'height',
+  'rx',
+  'ry',
+  'cx',
+  'cy',
+  'r',
+  'fx',
+  'fy',
+  'fr',
+  'x1',
+  'y1',
+  'x2',
+  'y2',
+  'points',
+  'd',
+  'viewBox',
+  'preserveAspectRatio',
+  'transform',
+  'gradientTransform',
+  'gradientUnits',
+  'spreadMethod',
+  'offset',
+  'clipPathUnits',
+  'dx',
+  'dy',
+  'rotate',
+  'textLength',
+  'lengthAdjust',
+  'pathLength',
+  'id',
+])
 /** Properties, as attributes or in `style` / a style sheet (not dashes: a tiny dash on a long path is millions of them). */
-const PROPERTIES = new Set(['fill', 'fill-opacity', 'fill-rule', 'stroke', 'stroke-width', 'stroke-opacity', 'stroke-linecap',
-  'stroke-linejoin', 'stroke-miterlimit', 'opacity', 'stop-color', 'stop-opacity',
-  'clip-path', 'clip-rule', 'display', 'visibility', 'color', 'font-family', 'font-size', 'font-weight', 'font-style',
-  'font-variant', 'font-stretch', 'text-anchor', 'dominant-baseline', 'alignment-baseline', 'baseline-shift', 'letter-spacing',
-  'word-spacing', 'text-decoration', 'writing-mode', 'paint-order', 'shape-rendering', 'text-rendering', 'color-interpolation',
-  'vector-effect', 'transform'])
+const PROPERTIES = new Set([
+  'fill',
+  'fill-opacity',
+  'fill-rule',
+  'stroke',
+  'stroke-width',
+  'stroke-opacity',
+  'stroke-linecap',
+  'stroke-linejoin',
+  'stroke-miterlimit',
+  'opacity',
+  'stop-color',
+  'stop-opacity',
+  'clip-path',
+  'clip-rule',
+  'display',
+  'visibility',
+  'color',
+  'font-family',
+  'font-size',
+  'font-weight',
+  'font-style',
+  'font-variant',
+  'font-stretch',
+  'text-anchor',
+  'dominant-baseline',
+  'alignment-baseline',
+  'baseline-shift',
+  'letter-spacing',
+  'word-spacing',
+  'text-decoration',
+  'writing-mode',
+  'paint-order',
+  'shape-rendering',
+  'text-rendering',
+  'color-interpolation',
+  'vector-effect',
+  'transform',
+])
 /** Properties that may name another element: `url(#id)` of this kind, with an optional fallback colour. */
-const REFERRING: Record<string, Set<string>> = { fill: GRADIENTS, stroke: GRADIENTS, 'clip-path': new Set(['clipPath']) }
+const REFERRING: Record<string, Set<string>> = {
+  fill: GRADIENTS,
+  stroke: GRADIENTS,
+  'clip-path': new Set(['clipPath']),
+}
 const LOCAL_URL = /^url\(\s*(['"]?)#([^'"()\s\\]+)\1\s*\)\s*([#\w\s.,%-]*|[a-z]+\([\d\s.,%]*\))$/i
 const HAS_URL = /url\s*\(|\\|[\0-\x08\x0b\x0c\x0e-\x1f]/i
 const ID_REF = /^\s*#([^\s'"()\\]+)\s*$/
@@ -52,7 +141,10 @@ function declarations(text: string): [string, string][] {
   for (const part of text.split(';')) {
     const colon = part.indexOf(':')
     if (colon < 0) continue
-    const value = part.slice(colon + 1).replace(/!\s*important\s*$/i, '').trim()
+    const value = part
+      .slice(colon + 1)
+      .replace(/!\s*important\s*$/i, '')
+      .trim()
     out.push([part.slice(0, colon).trim().toLowerCase(), value])
   }
   return out
@@ -88,7 +180,10 @@ function styleRules(css: string, into: Rule[]) {
       const ids = parts.filter((p) => p[0] === '#').map((p) => p.slice(1))
       const classes = parts.filter((p) => p[0] === '.').map((p) => p.slice(1))
       into.push({
-        match: (el) => (!type || el.name === type) && ids.every((id) => el.attrs.get('id') === id) && classes.every((c) => el.classes.includes(c)),
+        match: (el) =>
+          (!type || el.name === type) &&
+          ids.every((id) => el.attrs.get('id') === id) &&
+          classes.every((c) => el.classes.includes(c)),
         specificity: ids.length * 10000 + classes.length * 100 + (type ? 1 : 0),
         order: into.length,
         decls: declarations(body),
@@ -127,9 +222,11 @@ function parse(text: string): { root: El; sheets: string[] } {
     const el: El = { name: local, attrs: new Map(), classes: [], style: '', children: [] }
     for (const a of Object.values(tag.attributes)) {
       if (a.uri === XLINK_NS && a.local === 'href') el.href ??= a.value
-      else if (a.uri === XML_NS && a.local === 'space' && (a.value === 'preserve' || a.value === 'default')) el.attrs.set('xml:space', a.value)
+      else if (a.uri === XML_NS && a.local === 'space' && (a.value === 'preserve' || a.value === 'default'))
+        el.attrs.set('xml:space', a.value)
       else if (a.uri !== '') continue
-      else if (a.local === 'href') el.href = a.value // SVG 2's href wins over xlink:href
+      else if (a.local === 'href')
+        el.href = a.value // SVG 2's href wins over xlink:href
       else if (a.local === 'class') el.classes = a.value.split(/\s+/).filter(Boolean)
       else if (a.local === 'style') el.style = a.value
       else if (GEOMETRY.has(a.local) || PROPERTIES.has(a.local)) el.attrs.set(a.local, a.value)
@@ -155,14 +252,19 @@ function parse(text: string): { root: El; sheets: string[] } {
     parser.write(text).close()
   } catch (err) {
     if (err instanceof Error && 'status' in err) throw err
-    throw badLogo(`it is not well-formed XML (${err instanceof Error ? err.message.replace(/^undefined:\s*/, '').slice(0, 120) : 'unreadable'})`)
+    throw badLogo(
+      `it is not well-formed XML (${err instanceof Error ? err.message.replace(/^undefined:\s*/, '').slice(0, 120) : 'unreadable'})`,
+    )
   }
   if (!root) throw badLogo('its root element must be <svg>')
   return { root, sheets }
 }
 
 const escapeXml = (s: string) =>
-  s.replace(/[&<>"\t\n\r]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', '\t': '&#9;', '\n': '&#10;', '\r': '&#13;' })[c]!)
+  s.replace(
+    /[&<>"\t\n\r]/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', '\t': '&#9;', '\n': '&#10;', '\r': '&#13;' })[c]!,
+  )
 
 /**
  * The SVG text resvg may draw, rebuilt from `text` (see the top of this file). Throws a 400 naming logo for
@@ -173,7 +275,8 @@ export function cleanSvg(text: string): string {
   const { root, sheets } = parse(text)
   const rules: Rule[] = []
   for (const css of sheets) styleRules(css, rules)
-  if (rules.length > SVG_MAX_RULES) throw badLogo(`an SVG logo's style sheet may have at most ${SVG_MAX_RULES} rules; this one has ${rules.length}`)
+  if (rules.length > SVG_MAX_RULES)
+    throw badLogo(`an SVG logo's style sheet may have at most ${SVG_MAX_RULES} rules; this one has ${rules.length}`)
   rules.sort((a, b) => a.specificity - b.specificity || a.order - b.order)
 
   const byId = new Map<string, El>()
@@ -224,13 +327,16 @@ export function cleanSvg(text: string): string {
     return p.has('clip-path') || (opacity !== undefined && Number.parseFloat(opacity) !== 1)
   }).length
   if (layers > SVG_MAX_LAYERS)
-    throw badLogo(`an SVG logo may have at most ${SVG_MAX_LAYERS} elements with opacity or a clip path; this one has ${layers}`)
+    throw badLogo(
+      `an SVG logo may have at most ${SVG_MAX_LAYERS} elements with opacity or a clip path; this one has ${layers}`,
+    )
   const cost = new Map<El, number>()
   const counting = new Set<El>()
   const count = (el: El): number => {
     const known = cost.get(el)
     if (known !== undefined) return known
-    if (counting.has(el)) throw badLogo('a <use> or clip path in the SVG logo refers to itself or to an element that contains it')
+    if (counting.has(el))
+      throw badLogo('a <use> or clip path in the SVG logo refers to itself or to an element that contains it')
     counting.add(el)
     let n = 1
     // A use draws its target again, a clip path its clipPath's content: both count (and may not loop).

@@ -5,7 +5,17 @@ import type { TSchema } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
 import type { Authenticator, Caller, Scope } from '../kernel/caller'
 import type { Config } from '../kernel/config'
-import { AppError, internalError, invalidKey, invalidParameter, missingKey, missingParameter, notFound, rateLimited, scopeDenied } from '../kernel/errors'
+import {
+  AppError,
+  internalError,
+  invalidKey,
+  invalidParameter,
+  missingKey,
+  missingParameter,
+  notFound,
+  rateLimited,
+  scopeDenied,
+} from '../kernel/errors'
 import type { FaultLog } from './fault-log'
 import { bodyParams, queryParams, type Params } from './params'
 import { pathOf } from './path'
@@ -115,7 +125,11 @@ async function readBody(method: ApiMethod, request: Request): Promise<Params> {
   } catch (err) {
     if (!(err instanceof AppError) || err.code !== 'too_large') throw err
     const each = files.map((f) => `"${f.name}" at most ${kib(f.maxBytes)}`).join(', ')
-    throw new AppError(413, 'too_large', `The request body is larger than the limit of ${limit} bytes: the file parameter ${each}.`)
+    throw new AppError(
+      413,
+      'too_large',
+      `The request body is larger than the limit of ${limit} bytes: the file parameter ${each}.`,
+    )
   }
 }
 
@@ -127,9 +141,14 @@ function checkFiles(method: ApiMethod, params: Params) {
       delete params[f.name]
       continue
     }
-    if (!(v instanceof Blob)) throw invalidParameter(f.name, `it must be a file (${f.types.join(' or ')}) sent in a multipart/form-data body`)
+    if (!(v instanceof Blob))
+      throw invalidParameter(f.name, `it must be a file (${f.types.join(' or ')}) sent in a multipart/form-data body`)
     if (v.size > f.maxBytes)
-      throw new AppError(413, 'too_large', `The parameter "${f.name}" is larger than the limit of ${kib(f.maxBytes)}: it has ${v.size} bytes.`)
+      throw new AppError(
+        413,
+        'too_large',
+        `The parameter "${f.name}" is larger than the limit of ${kib(f.maxBytes)}: it has ${v.size} bytes.`,
+      )
   }
 }
 
@@ -178,7 +197,12 @@ const isAbort = (err: unknown) => err instanceof Error && err.name === 'AbortErr
 
 /** The envelope of an error; anything but an AppError is an internal error (the caller logs it as a fault). */
 export function errorResponse(err: unknown, headers: Record<string, string> = {}): Response {
-  const e = err instanceof AppError ? err : isAbort(err) ? new AppError(400, 'aborted', 'The request was aborted.') : internalError()
+  const e =
+    err instanceof AppError
+      ? err
+      : isAbort(err)
+        ? new AppError(400, 'aborted', 'The request was aborted.')
+        : internalError()
   return jsonResponse(e.status, { status: 'error', message: e.message, code: e.code }, { ...headers, ...e.headers })
 }
 
@@ -252,7 +276,10 @@ export function createApi(methods: ApiMethod[], deps: ApiDeps) {
         throw err
       }
       decision = caller
-        ? limiter.hit(caller.keyId !== null ? `key:${caller.keyId}` : `acct:${caller.accountId}`, config.rate.key_per_minute)
+        ? limiter.hit(
+            caller.keyId !== null ? `key:${caller.keyId}` : `acct:${caller.accountId}`,
+            config.rate.key_per_minute,
+          )
         : limiter.hit(`ip:${rateKeyOf(clientIp)}`, config.rate.anon_per_minute)
       if (!decision.allowed) throw rateLimited(decision.reset)
       if (method.key === 'required' && !caller) throw missingKey()
@@ -290,7 +317,10 @@ export function createApi(methods: ApiMethod[], deps: ApiDeps) {
     const raw = keyOf(request)
     const caller = raw ? await accounts.authenticate(raw) : null
     return caller
-      ? limiter.hit(caller.keyId !== null ? `key:${caller.keyId}` : `acct:${caller.accountId}`, config.rate.key_per_minute)
+      ? limiter.hit(
+          caller.keyId !== null ? `key:${caller.keyId}` : `acct:${caller.accountId}`,
+          config.rate.key_per_minute,
+        )
       : limiter.hit(`ip:${rateKeyOf(deps.clientIp(request))}`, config.rate.anon_per_minute)
   }
 

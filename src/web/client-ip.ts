@@ -34,7 +34,10 @@ export function createClientIp(trustedProxies: string[]) {
   return (peer: string | null, forwardedFor: string | null): string => {
     const socket = peer ?? 'unknown'
     if (!forwardedFor || !peer || !trusted(peer)) return socket
-    const hops = forwardedFor.split(',').map((h) => h.trim()).filter(Boolean) // "a,,b" and trailing commas
+    const hops = forwardedFor
+      .split(',')
+      .map((h) => h.trim())
+      .filter(Boolean) // "a,,b" and trailing commas
     if (hops.length > MAX_HOPS) hops.splice(0, hops.length - MAX_HOPS)
     for (let i = hops.length - 1; i >= 0; i--) {
       const hop = parseHop(hops[i]!)

@@ -64,7 +64,10 @@ export function createSharedDailyLimiter(deps: {
         swept = today
         void deps.rows.sweep(today - 1).catch(() => {}) // best effort; the next day tries again
       }
-      const who = createHmac('sha256', await deps.keyOf(today)).update(key).digest('base64url').slice(0, 32)
+      const who = createHmac('sha256', await deps.keyOf(today))
+        .update(key)
+        .digest('base64url')
+        .slice(0, 32)
       const used = await deps.rows.hit(deps.scope, who, today, limit)
       if (used === null) return { allowed: false, limit, remaining: 0, reset }
       return { allowed: true, limit, remaining: limit - used, reset }

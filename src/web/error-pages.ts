@@ -5,7 +5,11 @@ import type { AppError } from '../kernel/errors'
 import { page } from './render'
 
 export function messagePage(status: number, heading: string, text: string, headers?: Record<string, string>) {
-  return page(messageTpl as unknown as string, { heading, text, kicker: `Error ${status}` }, { status, title: heading, headers, brand: true })
+  return page(
+    messageTpl as unknown as string,
+    { heading, text, kicker: `Error ${status}` },
+    { status, title: heading, headers, brand: true },
+  )
 }
 const HEADINGS: Record<number, string> = {
   408: 'Request timed out',
@@ -17,5 +21,8 @@ const HEADINGS: Record<number, string> = {
 export const errorPage = (err: AppError) =>
   messagePage(err.status, HEADINGS[err.status] ?? 'Request refused', err.message, err.headers)
 export const notFoundPage = () =>
-  messagePage(404, 'Link not found', 'There is no short link at this address. Check that it was copied in full — codes are case-sensitive.')
-
+  messagePage(
+    404,
+    'Link not found',
+    'There is no short link at this address. Check that it was copied in full — codes are case-sensitive.',
+  )

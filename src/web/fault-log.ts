@@ -4,7 +4,10 @@
 import type { Logger } from '../kernel/log'
 
 /** The fault log of one app, written into its log at level error, with the stack (see log.ts fault()). */
-export function createFaultLog(log: Pick<Logger, 'error' | 'fault'>, opts: { perMinute?: number; clock?: () => number } = {}) {
+export function createFaultLog(
+  log: Pick<Logger, 'error' | 'fault'>,
+  opts: { perMinute?: number; clock?: () => number } = {},
+) {
   const perMinute = opts.perMinute ?? 10
   const clock = opts.clock ?? Date.now
   let windowStart = 0

@@ -5,7 +5,14 @@ import { cidrMatcher } from '../kernel/net/cidr'
 import { sameSecret } from './api'
 
 /** Loopback and private networks: 127/8, ::1, RFC 1918 and IPv6 unique local addresses. */
-export const LOCAL_NETWORKS: readonly string[] = ['127.0.0.0/8', '::1/128', '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7']
+export const LOCAL_NETWORKS: readonly string[] = [
+  '127.0.0.0/8',
+  '::1/128',
+  '10.0.0.0/8',
+  '172.16.0.0/12',
+  '192.168.0.0/16',
+  'fc00::/7',
+]
 
 export interface MetricsAccessDeps {
   /** Read on every request: server.metrics_token. */

@@ -16,7 +16,8 @@ export function hoist(schema: TSchema, components: Record<string, unknown>): unk
     if (Array.isArray(v)) return v.map(walk)
     if (typeof v !== 'object' || v === null) return v
     const out: Record<string, unknown> = {}
-    for (const [k, x] of Object.entries(v)) out[k] = k === 'examples' || k === 'default' || k === 'enum' ? structuredClone(x) : walk(x)
+    for (const [k, x] of Object.entries(v))
+      out[k] = k === 'examples' || k === 'default' || k === 'enum' ? structuredClone(x) : walk(x)
     const title = (v as { title?: unknown }).title
     if (typeof title === 'string') {
       components[title] = out
@@ -28,7 +29,11 @@ export function hoist(schema: TSchema, components: Record<string, unknown>): unk
 }
 
 /** The document's component name of an event's body: "link.created" → "LinkCreatedEvent". */
-const eventSchemaName = (type: string) => `${type.split(/[._-]/).map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join('')}Event`
+const eventSchemaName = (type: string) =>
+  `${type
+    .split(/[._-]/)
+    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+    .join('')}Event`
 
 /** The example body of an event: its type, a time, and the first example of its `data`. */
 export const exampleEvent = (e: WebhookEventDoc) => ({
@@ -42,7 +47,8 @@ const WEBHOOK_HEADERS = [
     name: 'webhook-id',
     in: 'header',
     required: true,
-    description: "The event's id: the same on every attempt and redelivery, never used for another event (drop ids you have seen)",
+    description:
+      "The event's id: the same on every attempt and redelivery, never used for another event (drop ids you have seen)",
     schema: { type: 'string', pattern: '^msg_[0-9a-z_]+$', examples: ['msg_5f0c9d2e8b1a4c7d9e3f2a1b0c9d8e7f'] },
   },
   {
@@ -89,12 +95,20 @@ export function webhooksSection(events: WebhookEventDoc[], components: Record<st
         parameters: WEBHOOK_HEADERS,
         requestBody: {
           required: true,
-          content: { 'application/json': { schema: { $ref: `#/components/schemas/${name}` }, examples: { event: { value: exampleEvent(e) } } } },
+          content: {
+            'application/json': {
+              schema: { $ref: `#/components/schemas/${name}` },
+              examples: { event: { value: exampleEvent(e) } },
+            },
+          },
         },
         responses: {
           '2XX': { description: 'Received: the delivery is done' },
           '410': { description: 'Gone: the webhook is disabled and gets nothing more' },
-          default: { description: 'Any other answer, or none within 15 s: sent again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h' },
+          default: {
+            description:
+              'Any other answer, or none within 15 s: sent again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h',
+          },
         },
       }
       return [e.type, { post }]

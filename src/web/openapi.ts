@@ -35,7 +35,7 @@ const DESCRIPTION = [
   '- **Statistics**: clicks and distinct visitors by day, referring sites, devices, browsers, operating systems and countries (and, for links with redirect rules or a split, destinations); bots and link previews counted apart. Public, like the page at `/<code>+`.',
   '- **QR codes** (tag qr): any text as PNG or SVG, colours, error correction, size; every short link also has one at `/qr/<code>.png` and `.svg`.',
   '- **Media download** (tag media): the video, audio and photo formats of a page, each as a **signed link** (`/dl/<id>?exp=…&sig=…`) that needs no key.',
-  '- **Temporary e-mail** (tag mail): addresses on this box\'s domains that receive mail over SMTP; messages as JSON, attachments and the raw source as signed links (`/mail/attachment/…`, `/mail/raw/…`).',
+  "- **Temporary e-mail** (tag mail): addresses on this box's domains that receive mail over SMTP; messages as JSON, attachments and the raw source as signed links (`/mail/attachment/…`, `/mail/raw/…`).",
   '- **Webhooks** (tag webhooks, and the `webhooks` section of this document): link and mail events POSTed to your URL, signed per Standard Webhooks, retried, with a delivery log.',
   '- **Accounts and API keys**: an account owns its links, mailboxes and webhooks; its **API keys** go in `X-Api-Key` (or `Authorization: Bearer`) and each carries **scopes** (links, qr, media, mail, webhooks). Keys are made in the dashboard or with `linkbox key create`.',
   '- **Abuse reports**: any visitor can report a link (`/<code>/report`); its owner hears of it (the `link.reported` event) and an administrator may disable the link.',
@@ -78,12 +78,14 @@ const EXAMPLE_MESSAGES: Record<string, string> = {
   busy: 'Too many QR codes are being rendered: try again in 1 s.',
   address_taken: 'The address signup-test@mail.example.com belongs to another account.',
   unsupported_url: 'The parameter "url" names a page with no video, audio or photo that could be found.',
-  private_address: 'The parameter "url" leads to a private or local network address, which this service does not fetch.',
+  private_address:
+    'The parameter "url" leads to a private or local network address, which this service does not fetch.',
   upstream_failed: 'The page could not be read: HTTP Error 404: Not Found.',
   unavailable: 'Media download is not available: no yt-dlp was found (see `linkbox doctor`).',
   invalid_url: 'The parameter "url" must be an absolute URL with the scheme http or https.',
   too_many_webhooks: 'An account can have at most 20 webhooks: delete one first.',
-  storage_unavailable: 'The change could not be stored: the database cannot be written right now (disk full or read-only). Try again later.',
+  storage_unavailable:
+    'The change could not be stored: the database cannot be written right now (disk full or read-only). Try again later.',
 }
 
 const integerHeader = (description: string, required = false, minimum = 0) => ({
@@ -99,9 +101,15 @@ const RATE_HEADERS = {
 }
 
 function headersFor(status: number) {
-  if (status === 429) return { ...RATE_HEADERS, 'Retry-After': integerHeader('Seconds until a request is allowed again', true, 1) }
-  if (status === 503) return { ...RATE_HEADERS, 'Retry-After': integerHeader('Seconds to wait before trying again, when known') }
-  if (status === 405) return { ...RATE_HEADERS, Allow: { description: 'The methods this path answers', required: true, schema: { type: 'string' } } }
+  if (status === 429)
+    return { ...RATE_HEADERS, 'Retry-After': integerHeader('Seconds until a request is allowed again', true, 1) }
+  if (status === 503)
+    return { ...RATE_HEADERS, 'Retry-After': integerHeader('Seconds to wait before trying again, when known') }
+  if (status === 405)
+    return {
+      ...RATE_HEADERS,
+      Allow: { description: 'The methods this path answers', required: true, schema: { type: 'string' } },
+    }
   return RATE_HEADERS
 }
 
@@ -156,14 +164,18 @@ export function openApiDocument(methods: ApiMethod[], opts: OpenApiOptions) {
       content: {
         'application/json': {
           schema: success,
-          ...(example !== undefined ? { examples: { success: { value: { status: 'success', return: example } } } } : {}),
+          ...(example !== undefined
+            ? { examples: { success: { value: { status: 'success', return: example } } } }
+            : {}),
         },
-        ...Object.fromEntries((m.otherContent?.types ?? []).map((type) => [type, { schema: { description: m.otherContent!.description } }])),
+        ...Object.fromEntries(
+          (m.otherContent?.types ?? []).map((type) => [type, { schema: { description: m.otherContent!.description } }]),
+        ),
       },
     }
     const responses: Record<string, unknown> = { '200': ok }
     for (const [status, codes] of Object.entries(answerCodes(m))) {
-      const text = status === '413' && m.files?.length ? fileLimitText(m) : STATUS_TEXT[Number(status)] ?? 'Error'
+      const text = status === '413' && m.files?.length ? fileLimitText(m) : (STATUS_TEXT[Number(status)] ?? 'Error')
       responses[status] = {
         description: `${text}: ${codes.join(', ')}`,
         headers: headersFor(Number(status)),
@@ -192,7 +204,10 @@ export function openApiDocument(methods: ApiMethod[], opts: OpenApiOptions) {
     // A method that takes a file takes a larger body than the others' 64 KiB.
     if (m.upload) {
       op['x-body-limit'] = m.upload.limit
-      responses['413'] = { ...(responses['413'] as object), description: `The file is over ${m.upload.limit / 1048576} MiB: too_large` }
+      responses['413'] = {
+        ...(responses['413'] as object),
+        description: `The file is over ${m.upload.limit / 1048576} MiB: too_large`,
+      }
     }
 
     if (m.verb === 'GET') {
@@ -217,11 +232,18 @@ export function openApiDocument(methods: ApiMethod[], opts: OpenApiOptions) {
       const conditional = (m.requiredWhen ?? []).map((r) => ({
         if: { properties: { [r.param]: { const: r.value } }, required: [r.param] },
         then: {
-          properties: Object.fromEntries(r.required.map((name) => [name, { description: `Required when ${r.param} is ${JSON.stringify(r.value)}` }])),
+          properties: Object.fromEntries(
+            r.required.map((name) => [name, { description: `Required when ${r.param} is ${JSON.stringify(r.value)}` }]),
+          ),
           required: r.required,
         },
       }))
-      const schema = { type: 'object', properties, ...(required.length ? { required } : {}), ...(conditional.length ? { allOf: conditional } : {}) }
+      const schema = {
+        type: 'object',
+        properties,
+        ...(required.length ? { required } : {}),
+        ...(conditional.length ? { allOf: conditional } : {}),
+      }
       const example = Object.fromEntries(
         m.params.flatMap((p) => {
           const ex = (p.schema as { examples?: unknown[] }).examples?.[0]
@@ -236,7 +258,9 @@ export function openApiDocument(methods: ApiMethod[], opts: OpenApiOptions) {
               ...schema,
               properties: {
                 ...properties,
-                ...Object.fromEntries(files.map((f) => [f.name, { type: 'string', format: 'binary', description: f.description }])),
+                ...Object.fromEntries(
+                  files.map((f) => [f.name, { type: 'string', format: 'binary', description: f.description }]),
+                ),
               },
             },
             encoding: Object.fromEntries(files.map((f) => [f.name, { contentType: f.types.join(', ') }])),
@@ -278,17 +302,36 @@ export function openApiDocument(methods: ApiMethod[], opts: OpenApiOptions) {
     ...webhooks,
     components: {
       securitySchemes: {
-        apiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key', description: 'An API key (see `linkbox key create`)' },
+        apiKey: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-Api-Key',
+          description: 'An API key (see `linkbox key create`)',
+        },
         bearer: { type: 'http', scheme: 'bearer', description: 'The same API key, as Authorization: Bearer <key>' },
         ...(mp
           ? {
-              marketplace: { type: 'apiKey', in: 'header', name: mp.secretHeader, description: 'Marketplace route: the proxy secret' },
-              marketplaceUser: { type: 'apiKey', in: 'header', name: mp.userHeader, description: 'Marketplace route: the buying user' },
+              marketplace: {
+                type: 'apiKey',
+                in: 'header',
+                name: mp.secretHeader,
+                description: 'Marketplace route: the proxy secret',
+              },
+              marketplaceUser: {
+                type: 'apiKey',
+                in: 'header',
+                name: mp.userHeader,
+                description: 'Marketplace route: the buying user',
+              },
             }
           : {}),
       },
       headers: {
-        'RateLimit-Limit': integerHeader('Requests allowed per minute to this caller (absent while it has no limit)', false, 1),
+        'RateLimit-Limit': integerHeader(
+          'Requests allowed per minute to this caller (absent while it has no limit)',
+          false,
+          1,
+        ),
         'RateLimit-Remaining': integerHeader('Requests left in the current minute'),
         'RateLimit-Reset': integerHeader('Seconds until the allowance is whole again', false, 1),
       },

@@ -50,10 +50,15 @@ function formPairs(text: string, where: string): [string, string][] {
     if (part === '') continue
     const eq = part.indexOf('=')
     const key = formComponent(eq < 0 ? part : part.slice(0, eq))
-    if (key === null) throw new AppError(400, 'invalid_parameter', `A parameter name in the ${where} is not valid UTF-8.`)
+    if (key === null)
+      throw new AppError(400, 'invalid_parameter', `A parameter name in the ${where} is not valid UTF-8.`)
     const value = formComponent(eq < 0 ? '' : part.slice(eq + 1))
     if (value === null)
-      throw new AppError(400, 'invalid_parameter', `The parameter "${key.slice(0, 64)}" is not valid UTF-8 once percent-decoded.`)
+      throw new AppError(
+        400,
+        'invalid_parameter',
+        `The parameter "${key.slice(0, 64)}" is not valid UTF-8 once percent-decoded.`,
+      )
     pairs.push([key, value])
   }
   return pairs
@@ -128,7 +133,11 @@ export interface Upload {
 /** Room for a multipart envelope (boundaries, headers, the other fields) around an uploaded file. */
 const UPLOAD_SLACK = 64 * 1024
 const fileTooLarge = (upload: Upload) =>
-  new AppError(413, 'too_large', `The parameter "${upload.param}" is larger than the limit of ${upload.limit} bytes (${upload.limit / 1048576} MiB).`)
+  new AppError(
+    413,
+    'too_large',
+    `The parameter "${upload.param}" is larger than the limit of ${upload.limit} bytes (${upload.limit / 1048576} MiB).`,
+  )
 
 /** A file's bytes as UTF-8 text (a byte order mark dropped); other bytes are a 400 naming the parameter. */
 function fileText(bytes: Uint8Array, upload: Upload): string {
@@ -203,7 +212,9 @@ export async function bodyParams(request: Request, limit: number, upload?: Uploa
 async function multipartParams(request: Request, bytes: Uint8Array, utf8: () => boolean): Promise<Params> {
   let form: FormData
   try {
-    form = await new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { 'content-type': request.headers.get('content-type')! } }).formData()
+    form = await new Response(bytes as Uint8Array<ArrayBuffer>, {
+      headers: { 'content-type': request.headers.get('content-type')! },
+    }).formData()
   } catch {
     throw malformed('multipart/form-data')
   }

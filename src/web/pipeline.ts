@@ -34,7 +34,8 @@ export function createPipeline(deps: PipelineDeps) {
   let peers: PeerSource | null = null
   // The address a handler worked out (rate limits do), kept for the request line: asked once a request.
   const known = new WeakMap<Request, string>()
-  const addressOf = (request: Request) => clientIpOf(peers?.requestIP(request)?.address ?? null, request.headers.get('x-forwarded-for'))
+  const addressOf = (request: Request) =>
+    clientIpOf(peers?.requestIP(request)?.address ?? null, request.headers.get('x-forwarded-for'))
 
   /** The client's address, for handlers (rate limits, password attempts); "unknown" without a server. */
   function clientIp(request: Request): string {

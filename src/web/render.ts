@@ -29,7 +29,8 @@ export function fill(template: string, vars: Record<string, string | number>): s
 
 // The CSP is a constant: nothing from a request or a link ever goes into it (a frame link to
 // "https://a;sandbox/" once added a directive of its own).
-export const BASE_CSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+export const BASE_CSP =
+  "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 /** Pages with the script: our own file, and fetch() to our own API only. */
 export const SCRIPT_CSP = `${BASE_CSP}; script-src 'self'; connect-src 'self'`
 // Frame pages allow any web page in their iframe: the destination may redirect to another origin
@@ -82,7 +83,9 @@ const skipTarget = (template: string) => template.replace(/^<main(?![^>]*\bid=)/
 // == end of theme switch and skip link ==
 
 /** The brand header: the wordmark leading home, optional links, and who is signed in (escaped here). */
-export function brandHeader(opts: { wide?: boolean; nav?: [string, string][]; user?: { name: string; csrf: string } } = {}): string {
+export function brandHeader(
+  opts: { wide?: boolean; nav?: [string, string][]; user?: { name: string; csrf: string } } = {},
+): string {
   const nav = opts.nav?.length
     ? `<nav aria-label="Site">${opts.nav.map(([href, text]) => `<a href="${escapeHtml(href)}">${escapeHtml(text)}</a>`).join('')}</nav>`
     : ''
@@ -195,10 +198,14 @@ export function dayChart(days: { date: string; clicks: number; visitors?: number
     .map((d, i) => {
       const h = d.clicks ? Math.max(1.5, (plot * d.clicks) / max) : 0
       const x = (left + i * step + (step - bar) / 2).toFixed(2)
-      const title = withVisitors ? `${escapeHtml(d.date)}: ${counted(d.clicks, 'click')}, ${counted(d.visitors ?? 0, 'visitor')}` : `${escapeHtml(d.date)}: ${d.clicks}`
+      const title = withVisitors
+        ? `${escapeHtml(d.date)}: ${counted(d.clicks, 'click')}, ${counted(d.visitors ?? 0, 'visitor')}`
+        : `${escapeHtml(d.date)}: ${d.clicks}`
       const v = Math.min(d.visitors ?? 0, d.clicks)
       const vh = v ? Math.max(1.5, (plot * v) / max) : 0
-      const inner = vh ? `<rect class="bar-visitors" x="${x}" y="${(top + plot - vh).toFixed(1)}" width="${bar.toFixed(2)}" height="${vh.toFixed(1)}"/>` : ''
+      const inner = vh
+        ? `<rect class="bar-visitors" x="${x}" y="${(top + plot - vh).toFixed(1)}" width="${bar.toFixed(2)}" height="${vh.toFixed(1)}"/>`
+        : ''
       return `<g><title>${title}</title><rect class="bar" x="${x}" y="${(top + plot - h).toFixed(1)}" width="${bar.toFixed(2)}" height="${h.toFixed(1)}"/>${inner}</g>`
     })
     .join('')
@@ -208,8 +215,13 @@ export function dayChart(days: { date: string; clicks: number; visitors?: number
   const mid = days.length >= 14 ? days[Math.floor((days.length - 1) / 2)]!.date : ''
   const label = (x: number, anchor: string, date: string) =>
     `<text x="${x}" y="${height - 6}" text-anchor="${anchor}">${escapeHtml(shortDate(date, withYear))}</text>`
-  const emptyNote = total === 0 ? `<text x="${width / 2}" y="${top + plot / 2}" text-anchor="middle">No clicks in this period</text>` : ''
-  const visitorsNote = withVisitors ? `; visitors a day at most ${Math.max(0, ...days.map((d) => d.visitors ?? 0))}` : ''
+  const emptyNote =
+    total === 0
+      ? `<text x="${width / 2}" y="${top + plot / 2}" text-anchor="middle">No clicks in this period</text>`
+      : ''
+  const visitorsNote = withVisitors
+    ? `; visitors a day at most ${Math.max(0, ...days.map((d) => d.visitors ?? 0))}`
+    : ''
   const table = withVisitors ? dayTable(days) : countTable(days, 'Day')
   const legend = withVisitors
     ? '<p class="chart-legend" aria-hidden="true"><span class="key clicks"></span>Clicks <span class="key visitors"></span>Visitors</p>'
@@ -227,6 +239,11 @@ const counted = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`
 
 /** Days with their clicks and distinct visitors. */
 function dayTable(days: { date: string; clicks: number; visitors?: number }[]): string {
-  const body = days.map((d) => `<tr><td>${escapeHtml(d.date)}</td><td class="n">${d.clicks}</td><td class="n">${d.visitors ?? 0}</td></tr>`).join('')
+  const body = days
+    .map(
+      (d) =>
+        `<tr><td>${escapeHtml(d.date)}</td><td class="n">${d.clicks}</td><td class="n">${d.visitors ?? 0}</td></tr>`,
+    )
+    .join('')
   return `<table><thead><tr><th scope="col">Day</th><th scope="col" class="n">Clicks</th><th scope="col" class="n">Visitors</th></tr></thead><tbody>${body}</tbody></table>`
 }

@@ -3,7 +3,11 @@
 import { Elysia, type AnyElysia } from 'elysia'
 import type { createApi } from './api'
 
-export function createRouter(api: ReturnType<typeof createApi>, routes: readonly AnyElysia[], answerFault: (error: unknown, request: Request, code?: string) => Response) {
+export function createRouter(
+  api: ReturnType<typeof createApi>,
+  routes: readonly AnyElysia[],
+  answerFault: (error: unknown, request: Request, code?: string) => Response,
+) {
   const router = new Elysia({ name: 'linkbox' })
     .onError(({ code, error, request }) => answerFault(error, request, String(code)))
     // A Host shorter than four characters ("nas") makes Elysia's router read the path from the wrong

@@ -73,7 +73,9 @@ export function violation(schema: TSchema, value: unknown): Keyword | null {
     if (s.minLength !== undefined || s.maxLength !== undefined) {
       // Lengths count code points, which lie between half the UTF-16 units and all of them: counted (an
       // array of the characters) only when those bounds do not settle it, as they do for nearly every value.
-      const settled = (s.minLength === undefined || Math.ceil(value.length / 2) >= s.minLength) && (s.maxLength === undefined || value.length <= s.maxLength)
+      const settled =
+        (s.minLength === undefined || Math.ceil(value.length / 2) >= s.minLength) &&
+        (s.maxLength === undefined || value.length <= s.maxLength)
       if (!settled) {
         const length = [...value].length
         if (s.minLength !== undefined && length < s.minLength) return 'minLength'

@@ -17,7 +17,10 @@ function idParam(name: string, description: string): ApiParam {
     name,
     absent: ['', null],
     schema: Type.Integer({ minimum: 1, maximum: MAX_ID, description, examples: [1] }),
-    error: { code: 'invalid_parameter', messages: { default: `The parameter "${name}" is invalid: a whole number from 1 to ${MAX_ID}.` } },
+    error: {
+      code: 'invalid_parameter',
+      messages: { default: `The parameter "${name}" is invalid: a whole number from 1 to ${MAX_ID}.` },
+    },
   }
 }
 
@@ -37,7 +40,10 @@ const params: ApiParam[] = [
         "event's webhook-id",
       examples: ['list'],
     }),
-    error: { code: 'invalid_parameter', messages: { default: `The parameter "action" must be one of ${ACTIONS.join(', ')}.` } },
+    error: {
+      code: 'invalid_parameter',
+      messages: { default: `The parameter "action" must be one of ${ACTIONS.join(', ')}.` },
+    },
   },
   {
     name: 'url',
@@ -86,15 +92,28 @@ const params: ApiParam[] = [
         'sends again (also after a 410 disabled it)',
       examples: [false],
     }),
-    error: { code: 'invalid_parameter', messages: { default: 'The parameter "enabled" is invalid: true or 1 (send events to it), false or 0 (send none).' } },
+    error: {
+      code: 'invalid_parameter',
+      messages: {
+        default: 'The parameter "enabled" is invalid: true or 1 (send events to it), false or 0 (send none).',
+      },
+    },
   },
   idParam('id', 'update, rotate, delete, deliveries, redeliver, redeliver_failed: the webhook'),
   idParam('event', 'redeliver: the event (its `event_id` in the delivery log)'),
   {
     name: 'limit',
     absent: ['', null],
-    schema: Type.Integer({ minimum: 1, maximum: LOG_LIMIT.max, description: `deliveries: how many (default ${LOG_LIMIT.default})`, examples: [LOG_LIMIT.default] }),
-    error: { code: 'invalid_parameter', messages: { default: `The parameter "limit" is invalid: a whole number from 1 to ${LOG_LIMIT.max}.` } },
+    schema: Type.Integer({
+      minimum: 1,
+      maximum: LOG_LIMIT.max,
+      description: `deliveries: how many (default ${LOG_LIMIT.default})`,
+      examples: [LOG_LIMIT.default],
+    }),
+    error: {
+      code: 'invalid_parameter',
+      messages: { default: `The parameter "limit" is invalid: a whole number from 1 to ${LOG_LIMIT.max}.` },
+    },
   },
 ]
 
@@ -103,7 +122,10 @@ const Counts = Type.Object(
     ok: Type.Integer({ minimum: 0 }),
     failed: Type.Integer({ minimum: 0 }),
     pending: Type.Integer({ minimum: 0 }),
-    retrying: Type.Integer({ minimum: 0, description: 'Of the pending ones, those whose last attempt failed (a retry is planned)' }),
+    retrying: Type.Integer({
+      minimum: 0,
+      description: 'Of the pending ones, those whose last attempt failed (a retry is planned)',
+    }),
   },
   { additionalProperties: false, description: 'Deliveries kept (7 days) by state' },
 )
@@ -112,7 +134,9 @@ const WebhookSchema = Type.Object(
     id: Type.Integer({ minimum: 1 }),
     url: Type.String({ format: 'uri' }),
     events: Type.String({ description: 'Comma-separated event types' }),
-    enabled: Type.Boolean({ description: 'False once disabled: by its owner (update), or because the receiver answered 410 Gone' }),
+    enabled: Type.Boolean({
+      description: 'False once disabled: by its owner (update), or because the receiver answered 410 Gone',
+    }),
     failing: Type.Boolean({
       description:
         'True once a delivery used up its retries or was refused for good (a private address); false again after a ' +
@@ -127,7 +151,10 @@ const WebhookSchema = Type.Object(
 const DeliverySchema = Type.Object(
   {
     event_id: Type.Integer({ minimum: 1 }),
-    webhook_id: Type.String({ description: 'The webhook-id header: msg_ and 32 random hex digits (events stored before version 9 of the schema: msg_<event_id>), the same on every attempt and redelivery' }),
+    webhook_id: Type.String({
+      description:
+        'The webhook-id header: msg_ and 32 random hex digits (events stored before version 9 of the schema: msg_<event_id>), the same on every attempt and redelivery',
+    }),
     type: Type.String(),
     state: Type.Union([Type.Literal('pending'), Type.Literal('ok'), Type.Literal('failed')]),
     attempts: Type.Integer({ minimum: 0 }),
@@ -146,13 +173,22 @@ const ResultSchema = Type.Object(
     id: Type.Optional(Type.Integer({ minimum: 1, description: 'The webhook' })),
     url: Type.Optional(Type.String({ format: 'uri' })),
     events: Type.Optional(Type.String()),
-    secret: Type.Optional(Type.String({ pattern: '^whsec_', description: 'create and rotate only: the signing secret (Standard Webhooks), shown this once' })),
+    secret: Type.Optional(
+      Type.String({
+        pattern: '^whsec_',
+        description: 'create and rotate only: the signing secret (Standard Webhooks), shown this once',
+      }),
+    ),
     enabled: Type.Optional(Type.Boolean()),
     disabled_reason: Type.Optional(Nullable(Type.String())),
-    redelivered: Type.Optional(Type.Integer({ minimum: 0, description: 'redeliver_failed: how many failed deliveries are pending again' })),
+    redelivered: Type.Optional(
+      Type.Integer({ minimum: 0, description: 'redeliver_failed: how many failed deliveries are pending again' }),
+    ),
     deleted: Type.Optional(Type.Literal(true)),
     webhooks: Type.Optional(Type.Array(WebhookSchema, { maxItems: MAX_ENDPOINTS })),
-    deliveries: Type.Optional(Type.Array(DeliverySchema, { maxItems: LOG_LIMIT.max, description: 'Newest event first' })),
+    deliveries: Type.Optional(
+      Type.Array(DeliverySchema, { maxItems: LOG_LIMIT.max, description: 'Newest event first' }),
+    ),
     event_id: Type.Optional(Type.Integer({ minimum: 1 })),
     webhook_id: Type.Optional(Type.String()),
     state: Type.Optional(Type.Literal('pending')),
@@ -177,7 +213,14 @@ const ResultSchema = Type.Object(
       ['id', 'deliveries'],
       ['id', 'event_id', 'webhook_id', 'state', 'attempts', 'next_at'],
     ].map((fields) => ({ required: fields, properties: Object.fromEntries(fields.map((f) => [f, {}])) })),
-    examples: [{ id: 1, url: 'https://hooks.example.com/linkbox', events: 'link.created,mail.received', secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }],
+    examples: [
+      {
+        id: 1,
+        url: 'https://hooks.example.com/linkbox',
+        events: 'link.created,mail.received',
+        secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+      },
+    ],
   },
 )
 
@@ -207,7 +250,12 @@ export function webhookApi(webhooks: WebhookService): ApiMethod[] {
         { param: 'action', value: 'redeliver_failed', required: ['id'] },
       ],
       returns: ResultSchema,
-      errors: { 400: ['invalid_url', 'private_address', 'too_many_webhooks'], 403: ['not_owner'], 404: ['not_found'], 503: ['storage_unavailable'] },
+      errors: {
+        400: ['invalid_url', 'private_address', 'too_many_webhooks'],
+        403: ['not_owner'],
+        404: ['not_found'],
+        503: ['storage_unavailable'],
+      },
       handler: ({ params: p, caller, clientIp }) => {
         const c = caller!
         // Creations and deletions are audited: who (the key's account) and from where.

@@ -3,13 +3,21 @@
 import { auditRow, type AuditRows, type Who } from '../audit'
 import type { Config } from '../kernel/config'
 import { GuardError } from '../kernel/net/guard'
-import { LEASE_MS, type HeldLease, type LeasedAttempt, type LeasedDelivery, type WebhookQueue } from './storage/contract'
+import {
+  LEASE_MS,
+  type HeldLease,
+  type LeasedAttempt,
+  type LeasedDelivery,
+  type WebhookQueue,
+} from './storage/contract'
 import { post } from './post'
 
 export { retryAfterMs } from './post'
 
 /** SPEC §9: the waits after the 1st … 7th failed attempt; the 8th failure is final. */
-export const RETRY_SCHEDULE_MS: readonly number[] = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]
+export const RETRY_SCHEDULE_MS: readonly number[] = [
+  5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000,
+]
 
 export type DeliveryOutcome = 'ok' | 'failed' | 'retry' | 'gone' | 'private'
 export const DELIVERY_OUTCOMES: readonly DeliveryOutcome[] = ['ok', 'failed', 'retry', 'gone', 'private']
@@ -171,7 +179,8 @@ export function createDeliverer<Tx>(deps: DelivererDeps<Tx>) {
         const extra: HeldLease[] = []
         let started = 0
         for (const row of rows) {
-          if (stopping || inflight.size >= TOTAL || (perEndpoint.get(row.endpoint_id) ?? 0) >= PER_ENDPOINT) extra.push({ id: row.id, lease: row.lease })
+          if (stopping || inflight.size >= TOTAL || (perEndpoint.get(row.endpoint_id) ?? 0) >= PER_ENDPOINT)
+            extra.push({ id: row.id, lease: row.lease })
           else {
             send(row)
             started++
@@ -191,7 +200,15 @@ export function createDeliverer<Tx>(deps: DelivererDeps<Tx>) {
   }
 
   function send(row: LeasedDelivery) {
-    const flight: Flight = { row, lease: row.lease, controller: new AbortController(), done: Promise.resolve(), recording: false, lost: false, cut: false }
+    const flight: Flight = {
+      row,
+      lease: row.lease,
+      controller: new AbortController(),
+      done: Promise.resolve(),
+      recording: false,
+      lost: false,
+      cut: false,
+    }
     perEndpoint.set(row.endpoint_id, (perEndpoint.get(row.endpoint_id) ?? 0) + 1)
     inflight.set(row.id, flight)
     flight.done = attempt(flight)
@@ -232,7 +249,13 @@ export function createDeliverer<Tx>(deps: DelivererDeps<Tx>) {
 
   async function attempt(flight: Flight): Promise<void> {
     const { row, controller } = flight
-    const answer = await post(row, { allowPrivate, clock, controller, resolve: deps.resolve, isAllowed: deps.isAllowed })
+    const answer = await post(row, {
+      allowPrivate,
+      clock,
+      controller,
+      resolve: deps.resolve,
+      isAllowed: deps.isAllowed,
+    })
     if (answer.thrown) {
       // Shutting down: stop() gives the lease back, and the row goes out again at once after a start.
       if (stopping) {
@@ -256,13 +279,21 @@ export function createDeliverer<Tx>(deps: DelivererDeps<Tx>) {
       } else if (status === 410) {
         const reason = 'the receiver answered 410 Gone'
         // The endpoint's change, in the audit log by the system, in the transaction that disabled it.
-        const entry = { action: 'webhook.disable' as const, target: `webhook ${row.endpoint_id}: ${row.url}`, detail: reason }
-        const disabled = await queue.markGone(record, row.endpoint_id, reason, (tx) => audit.insert(tx, auditRow(DELIVERER, entry, clock())))
+        const entry = {
+          action: 'webhook.disable' as const,
+          target: `webhook ${row.endpoint_id}: ${row.url}`,
+          detail: reason,
+        }
+        const disabled = await queue.markGone(record, row.endpoint_id, reason, (tx) =>
+          audit.insert(tx, auditRow(DELIVERER, entry, clock())),
+        )
         if (disabled) log(`webhook endpoint ${row.endpoint_id} disabled: ${reason}`)
         count('gone')
       } else if (permanent || attemptNo > schedule.length) {
         if (await queue.markFailed(record, row.endpoint_id))
-          log(`webhook endpoint ${row.endpoint_id} is failing: event ${row.event_id} not delivered after ${attemptNo} attempts (${error})`)
+          log(
+            `webhook endpoint ${row.endpoint_id} is failing: event ${row.event_id} not delivered after ${attemptNo} attempts (${error})`,
+          )
         count(permanent && error!.startsWith('private') ? 'private' : 'failed')
       } else {
         const planned = schedule[attemptNo - 1]! * (0.9 + Math.random() * 0.2)

@@ -9,13 +9,18 @@ const WebhookTestSchema = Type.Object(
     webhook: Type.Integer({ minimum: 1, description: 'The webhook the test was sent to' }),
     url: Type.String({ format: 'uri', description: 'Its URL' }),
   },
-  { title: 'WebhookTest', additionalProperties: false, examples: [{ webhook: 1, url: 'https://hooks.example.com/linkbox' }] },
+  {
+    title: 'WebhookTest',
+    additionalProperties: false,
+    examples: [{ webhook: 1, url: 'https://hooks.example.com/linkbox' }],
+  },
 )
 
 const WEBHOOK_TEST_DOC: WebhookEventDoc = {
   type: 'webhook.test',
   summary: 'A test event',
-  description: 'Sent to one webhook when you ask for it (the dashboard\'s "Send a test event", or `linkbox webhook test ID`), whatever events it takes.',
+  description:
+    'Sent to one webhook when you ask for it (the dashboard\'s "Send a test event", or `linkbox webhook test ID`), whatever events it takes.',
   data: WebhookTestSchema,
 }
 

@@ -16,14 +16,22 @@ export interface WebhooksDeps<Tx> {
   outbox: Outbox
 }
 
-export function createWebhooksFeature<Tx>(shared: Shared, deps: WebhooksDeps<Tx>, opts: { schedule?: readonly number[] } = {}) {
+export function createWebhooksFeature<Tx>(
+  shared: Shared,
+  deps: WebhooksDeps<Tx>,
+  opts: { schedule?: readonly number[] } = {},
+) {
   const { config, clock, log } = shared
   const { endpoints, queue, audit, outbox } = deps
   const { resolve, isAllowed } = shared.guard
   // The database file only for SQLite's write failures (the 503 and /healthz): nothing of it on PostgreSQL.
   const db = shared.db ?? undefined
   const webhooks = createWebhookService({ db, config, outbox, endpoints, queue, audit, clock, resolve, isAllowed })
-  const deliveries = shared.metrics.counter('linkbox_webhook_deliveries_total', 'Webhook delivery attempts by outcome (retry: failed, another attempt planned; gone: 410, endpoint disabled; private: refused by the SSRF guard).', 'outcome')
+  const deliveries = shared.metrics.counter(
+    'linkbox_webhook_deliveries_total',
+    'Webhook delivery attempts by outcome (retry: failed, another attempt planned; gone: 410, endpoint disabled; private: refused by the SSRF guard).',
+    'outcome',
+  )
   for (const outcome of DELIVERY_OUTCOMES) deliveries.inc(outcome, 0)
   const deliverer = createDeliverer({
     queue,
@@ -47,11 +55,19 @@ export function createWebhooksFeature<Tx>(shared: Shared, deps: WebhooksDeps<Tx>
     api: webhookApi(webhooks),
     metrics(m) {
       // The deliverer's loop keeps the outbox figures (a second old after a change it saw, at most 5 s otherwise).
-      m.sampled('linkbox_webhook_outbox', 'Webhook deliveries waiting to be sent or retried (enabled endpoints).', () => deliverer.stats.outbox().pending)
-      m.sampled('linkbox_webhook_oldest_pending_seconds', 'Age of the oldest event with a delivery still pending (0: none).', () => {
-        const oldest = deliverer.stats.outbox().oldest
-        return oldest === null ? 0 : Math.max(0, Math.round((clock() - oldest) / 1000))
-      })
+      m.sampled(
+        'linkbox_webhook_outbox',
+        'Webhook deliveries waiting to be sent or retried (enabled endpoints).',
+        () => deliverer.stats.outbox().pending,
+      )
+      m.sampled(
+        'linkbox_webhook_oldest_pending_seconds',
+        'Age of the oldest event with a delivery still pending (0: none).',
+        () => {
+          const oldest = deliverer.stats.outbox().oldest
+          return oldest === null ? 0 : Math.max(0, Math.round((clock() - oldest) / 1000))
+        },
+      )
     },
     jobs: [{ name: 'webhook sweep', everyMs: 60_000, run: () => webhooks.sweep() }],
     listen: () => deliverer.start(),

@@ -170,7 +170,9 @@ export function createQueueOutbox({ queue, changes, log = rootLog }: QueueOutbox
 
   return {
     enqueue(type) {
-      throw new Error(`webhooks: ${type}: the synchronous enqueue is SQLite's; enqueue through Storages' queue.enqueue in the change's transaction`)
+      throw new Error(
+        `webhooks: ${type}: the synchronous enqueue is SQLite's; enqueue through Storages' queue.enqueue in the change's transaction`,
+      )
     },
     wanted(type, accountId) {
       if (accountId === null) return false

@@ -67,7 +67,10 @@ export interface PostOptions {
 /** Sends the delivery's payload, signed per Standard Webhooks, and reads the answer (its body at most BODY_CAP). */
 export async function post(row: LeasedDelivery, o: PostOptions): Promise<Answer> {
   const { controller, clock } = o
-  const headers = { 'content-type': 'application/json', ...signatureHeaders(row.secret, row.webhook_id, row.payload, clock()) }
+  const headers = {
+    'content-type': 'application/json',
+    ...signatureHeaders(row.secret, row.webhook_id, row.payload, clock()),
+  }
   const started = performance.now()
   const deadline = setTimeout(() => controller.abort(new GuardError('timeout', 'no answer in time')), TIMEOUT_MS)
   const answer: Answer = { status: null, error: null, retryAfter: null, permanent: false, ms: 0, thrown: false }
@@ -99,7 +102,8 @@ export async function post(row: LeasedDelivery, o: PostOptions): Promise<Answer>
     } else if (reason === 'scheme') {
       answer.permanent = true
       answer.error = short(`refused: ${(err as Error).message}`)
-    } else if (reason === 'timeout' || reason === 'aborted') answer.error = `timeout: no answer within ${TIMEOUT_MS / 1000} s`
+    } else if (reason === 'timeout' || reason === 'aborted')
+      answer.error = `timeout: no answer within ${TIMEOUT_MS / 1000} s`
     else answer.error = short(`${reason}: ${err instanceof Error ? err.message : String(err)}`)
   } finally {
     clearTimeout(deadline)

@@ -22,7 +22,6 @@ export const RETENTION_MS = 7 * 24 * 60 * 60 * 1000
 export const MAX_PENDING = 10_000
 const SWEEP_BATCH = 1_000
 
-
 const present = (v: unknown) => v !== undefined && v !== null && v !== ''
 
 /** What the disabled_reason of an endpoint its owner turned off says. */
@@ -71,14 +70,28 @@ export function parseEvents(input: unknown): SubscribableType[] {
     const t = raw.trim()
     if (!t) continue
     if (!(EVENT_TYPES as readonly string[]).includes(t))
-      throw new AppError(400, 'invalid_parameter', `The parameter "events" names an unknown event type "${t.slice(0, 40)}": the types are ${EVENT_TYPES.join(', ')}.`)
+      throw new AppError(
+        400,
+        'invalid_parameter',
+        `The parameter "events" names an unknown event type "${t.slice(0, 40)}": the types are ${EVENT_TYPES.join(', ')}.`,
+      )
     if (!out.includes(t as SubscribableType)) out.push(t as SubscribableType)
   }
   if (out.length === 0) throw invalidParameter('events', `at least one of ${EVENT_TYPES.join(', ')}`)
   return out
 }
 
-export function createWebhookService<Tx>({ db, config, outbox, endpoints, queue, audit, clock = Date.now, resolve, isAllowed }: WebhookServiceDeps<Tx>) {
+export function createWebhookService<Tx>({
+  db,
+  config,
+  outbox,
+  endpoints,
+  queue,
+  audit,
+  clock = Date.now,
+  resolve,
+  isAllowed,
+}: WebhookServiceDeps<Tx>) {
   let dropped = 0
 
   /** A change's audit row, inside its transaction. */
@@ -98,9 +111,14 @@ export function createWebhookService<Tx>({ db, config, outbox, endpoints, queue,
   /** http(s), at most 2048 characters, no credentials, and (unless media.allow_private_networks) not private. */
   async function checkTarget(input: unknown): Promise<string> {
     if (!present(input)) throw missingParameter('url')
-    const bad = () => new AppError(400, 'invalid_url', 'The parameter "url" must be an absolute URL with the scheme http or https.')
+    const bad = () =>
+      new AppError(400, 'invalid_url', 'The parameter "url" must be an absolute URL with the scheme http or https.')
     if (typeof input !== 'string' || input.length > MAX_URL_LENGTH)
-      throw new AppError(400, 'invalid_url', `The parameter "url" must be an http or https URL of at most ${MAX_URL_LENGTH} characters.`)
+      throw new AppError(
+        400,
+        'invalid_url',
+        `The parameter "url" must be an http or https URL of at most ${MAX_URL_LENGTH} characters.`,
+      )
     let url: URL
     try {
       url = new URL(input)
@@ -109,7 +127,8 @@ export function createWebhookService<Tx>({ db, config, outbox, endpoints, queue,
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw bad()
     // The guard would drop them silently on every delivery; say so now instead.
-    if (url.username || url.password) throw new AppError(400, 'invalid_url', 'The parameter "url" must not contain a user name or password.')
+    if (url.username || url.password)
+      throw new AppError(400, 'invalid_url', 'The parameter "url" must not contain a user name or password.')
     url.hash = ''
     try {
       await checkUrl(url, { allowPrivate: config.media.allow_private_networks, resolve, isAllowed, timeoutMs: 5_000 })
@@ -124,7 +143,8 @@ export function createWebhookService<Tx>({ db, config, outbox, endpoints, queue,
 
   async function owned(caller: Caller, idInput: unknown): Promise<EndpointRow> {
     const id = Number(idInput)
-    if (!present(idInput) || !Number.isSafeInteger(id) || id < 1) throw invalidParameter('id', 'the id of one of your webhooks')
+    if (!present(idInput) || !Number.isSafeInteger(id) || id < 1)
+      throw invalidParameter('id', 'the id of one of your webhooks')
     const row = await endpoints.endpoint(id)
     if (!row) throw notFound(`There is no webhook ${id}.`)
     if (row.account_id !== caller.accountId) throw notOwner('webhook')
@@ -146,7 +166,12 @@ export function createWebhookService<Tx>({ db, config, outbox, endpoints, queue,
       failing: row.failing === 1,
       disabled_reason: row.disabled_reason,
       created: iso(row.created)!,
-      deliveries: { ok: counts?.ok ?? 0, failed: counts?.failed ?? 0, pending: counts?.pending ?? 0, retrying: counts?.retrying ?? 0 },
+      deliveries: {
+        ok: counts?.ok ?? 0,
+        failed: counts?.failed ?? 0,
+        pending: counts?.pending ?? 0,
+        retrying: counts?.retrying ?? 0,
+      },
     }
   }
 
@@ -155,7 +180,12 @@ export function createWebhookService<Tx>({ db, config, outbox, endpoints, queue,
    * `within` runs in the transaction that inserts it (the dashboard claims its form token there); when it
    * throws, no endpoint is made.
    */
-  async function createFor(accountId: number, input: { url?: unknown; events?: unknown }, opts: CreateOptions<Tx> = {}, by: Who = SYSTEM) {
+  async function createFor(
+    accountId: number,
+    input: { url?: unknown; events?: unknown },
+    opts: CreateOptions<Tx> = {},
+    by: Who = SYSTEM,
+  ) {
     const url = await checkTarget(input.url)
     const events = parseEvents(input.events).join(',')
     const secret = newSecret()
@@ -163,12 +193,21 @@ export function createWebhookService<Tx>({ db, config, outbox, endpoints, queue,
     const row = await written(
       endpoints.insertUnder(accountId, MAX_ENDPOINTS, { url, events, secret, now: clock() }, (tx, inserted, owner) =>
         allWritten([
-          record(tx, by, { action: 'webhook.create', target: webhookTarget(inserted.id, owner, url), detail: `events ${events}` }),
+          record(tx, by, {
+            action: 'webhook.create',
+            target: webhookTarget(inserted.id, owner, url),
+            detail: `events ${events}`,
+          }),
           opts.within?.(inserted, tx),
         ]),
       ),
     )
-    if (row === 'full') throw new AppError(400, 'too_many_webhooks', `An account can have at most ${MAX_ENDPOINTS} webhooks: delete one first.`)
+    if (row === 'full')
+      throw new AppError(
+        400,
+        'too_many_webhooks',
+        `An account can have at most ${MAX_ENDPOINTS} webhooks: delete one first.`,
+      )
     if (row === 'no_account') throw notFound(`There is no account #${accountId}.`)
     outbox.reload()
     return { id: row.id, url: row.url, events: row.events, secret: row.secret }
@@ -183,7 +222,9 @@ export function createWebhookService<Tx>({ db, config, outbox, endpoints, queue,
   async function removeRow(row: EndpointRow, by: Who) {
     // Its deliveries go with it (ON DELETE CASCADE); its events stay until the sweep, for other endpoints.
     const gone = await written(
-      endpoints.remove(row.id, (tx, removed, owner) => record(tx, by, { action: 'webhook.delete', target: webhookTarget(removed.id, owner, removed.url) })),
+      endpoints.remove(row.id, (tx, removed, owner) =>
+        record(tx, by, { action: 'webhook.delete', target: webhookTarget(removed.id, owner, removed.url) }),
+      ),
     )
     if (!gone) throw notFound(`There is no webhook ${row.id}.`)
     outbox.reload()
@@ -194,7 +235,8 @@ export function createWebhookService<Tx>({ db, config, outbox, endpoints, queue,
     let limit = LOG_LIMIT.default
     if (present(limitInput)) {
       limit = Number(limitInput)
-      if (!Number.isInteger(limit) || limit < 1 || limit > LOG_LIMIT.max) throw invalidParameter('limit', `a whole number from 1 to ${LOG_LIMIT.max}`)
+      if (!Number.isInteger(limit) || limit < 1 || limit > LOG_LIMIT.max)
+        throw invalidParameter('limit', `a whole number from 1 to ${LOG_LIMIT.max}`)
     }
     return {
       id: row.id,
@@ -219,7 +261,11 @@ export function createWebhookService<Tx>({ db, config, outbox, endpoints, queue,
    * given: the endpoint as it is (nothing changes). Enabling clears
    * the reason it was disabled (a 410, or its owner); deliveries pending when it was disabled go out again.
    */
-  async function update(caller: Caller, input: { id?: unknown; url?: unknown; events?: unknown; enabled?: unknown }, by: Who = byAccount(caller, '')) {
+  async function update(
+    caller: Caller,
+    input: { id?: unknown; url?: unknown; events?: unknown; enabled?: unknown },
+    by: Who = byAccount(caller, ''),
+  ) {
     const before = await owned(caller, input.id)
     const url = present(input.url) ? await checkTarget(input.url) : undefined
     const events = present(input.events) ? parseEvents(input.events).join(',') : undefined
@@ -241,24 +287,42 @@ export function createWebhookService<Tx>({ db, config, outbox, endpoints, queue,
             after.enabled !== now.enabled ? (after.enabled === 1 ? 'enabled' : 'disabled') : '',
           ].filter(Boolean)
           if (changed.length > 0)
-            return record(tx, by, { action: 'webhook.update', target: webhookTarget(after.id, owner, after.url), detail: changed.join('; ') })
+            return record(tx, by, {
+              action: 'webhook.update',
+              target: webhookTarget(after.id, owner, after.url),
+              detail: changed.join('; '),
+            })
         },
       ),
     )
     const row = stillThere(updated, before.id)
     outbox.reload()
     if (row.enabled === 1) outbox.wake()
-    return { id: row.id, url: row.url, events: row.events, enabled: row.enabled === 1, disabled_reason: row.disabled_reason }
+    return {
+      id: row.id,
+      url: row.url,
+      events: row.events,
+      enabled: row.enabled === 1,
+      disabled_reason: row.disabled_reason,
+    }
   }
 
   /** A new signing secret, shown only in this answer: every send from now on (retries too) is signed with it alone. */
-  async function rotate(caller: Caller, input: { id?: unknown }, opts: CreateOptions<Tx> = {}, by: Who = byAccount(caller, '')) {
+  async function rotate(
+    caller: Caller,
+    input: { id?: unknown },
+    opts: CreateOptions<Tx> = {},
+    by: Who = byAccount(caller, ''),
+  ) {
     const before = await owned(caller, input.id)
     const secret = newSecret()
     const rotated = await written(
       endpoints.rotateSecret(before.id, caller.accountId, secret, (tx, r, owner) =>
         // Never the secret itself: that a new one was made, and when.
-        allWritten([opts.within?.(r, tx), record(tx, by, { action: 'webhook.rotate', target: webhookTarget(r.id, owner, r.url) })]),
+        allWritten([
+          opts.within?.(r, tx),
+          record(tx, by, { action: 'webhook.rotate', target: webhookTarget(r.id, owner, r.url) }),
+        ]),
       ),
     )
     const row = stillThere(rotated, before.id)
@@ -270,7 +334,12 @@ export function createWebhookService<Tx>({ db, config, outbox, endpoints, queue,
     const before = await owned(caller, input.id)
     const requeued = await written(
       endpoints.requeueFailed(before.id, clock(), (tx, now, n, owner) => {
-        if (n > 0) return record(tx, by, { action: 'webhook.redeliver', target: webhookTarget(now.id, owner, now.url), detail: `${n} failed deliveries sent again` })
+        if (n > 0)
+          return record(tx, by, {
+            action: 'webhook.redeliver',
+            target: webhookTarget(now.id, owner, now.url),
+            detail: `${n} failed deliveries sent again`,
+          })
       }),
     )
     const { row, n } = stillThere(requeued, before.id)
@@ -280,14 +349,22 @@ export function createWebhookService<Tx>({ db, config, outbox, endpoints, queue,
 
   async function testRow(row: EndpointRow) {
     const now = clock()
-    const event = await queue.enqueueFor(row.id, { type: 'webhook.test', accountId: row.account_id, at: now, data: { webhook: row.id, url: row.url } }, now)
+    const event = await queue.enqueueFor(
+      row.id,
+      { type: 'webhook.test', accountId: row.account_id, at: now, data: { webhook: row.id, url: row.url } },
+      now,
+    )
     outbox.wake()
     return { event_id: event.id, webhook_id: event.webhook_id, enabled: row.enabled === 1 }
   }
 
   return {
-    create: (caller: Caller, input: { url?: unknown; events?: unknown }, opts: CreateOptions<Tx> = {}, by: Who = byAccount(caller, '')) =>
-      createFor(caller.accountId, input, opts, by),
+    create: (
+      caller: Caller,
+      input: { url?: unknown; events?: unknown },
+      opts: CreateOptions<Tx> = {},
+      by: Who = byAccount(caller, ''),
+    ) => createFor(caller.accountId, input, opts, by),
     createFor,
     /** The account of that name (the CLI's ACCOUNT), or 404. */
     async accountId(name: string): Promise<number> {
@@ -302,13 +379,17 @@ export function createWebhookService<Tx>({ db, config, outbox, endpoints, queue,
      * failed attempt (the API's `failing` says only that one used up its retries, hours later).
      */
     async overview(caller: Caller) {
-      const [counts, rows] = await Promise.all([queue.counts(caller.accountId), endpoints.endpointsOf(caller.accountId)])
+      const [counts, rows] = await Promise.all([
+        queue.counts(caller.accountId),
+        endpoints.endpointsOf(caller.accountId),
+      ])
       const byId = new Map(counts.map((c) => [c.endpoint_id, c]))
       return rows.map((r) => ({ ...summary(r, byId.get(r.id)), retrying: byId.get(r.id)?.retrying ?? 0 }))
     },
     /** Every endpoint with its account's name (the CLI's `webhook list` without an account). */
     listAll: () => endpoints.allEndpoints(),
-    delete: async (caller: Caller, input: { id?: unknown }, by: Who = byAccount(caller, '')) => removeRow(await owned(caller, input.id), by),
+    delete: async (caller: Caller, input: { id?: unknown }, by: Who = byAccount(caller, '')) =>
+      removeRow(await owned(caller, input.id), by),
     update,
     rotate,
     redeliverFailed,
@@ -319,7 +400,8 @@ export function createWebhookService<Tx>({ db, config, outbox, endpoints, queue,
       return removeRow(row, by)
     },
     /** The delivery log of one endpoint, newest event first. */
-    deliveries: async (caller: Caller, input: { id?: unknown; limit?: unknown }) => log(await owned(caller, input.id), input.limit),
+    deliveries: async (caller: Caller, input: { id?: unknown; limit?: unknown }) =>
+      log(await owned(caller, input.id), input.limit),
     async deliveriesById(id: number, limit?: number) {
       const row = await endpoints.endpoint(id)
       if (!row) throw notFound(`There is no webhook ${id}.`)
@@ -331,14 +413,22 @@ export function createWebhookService<Tx>({ db, config, outbox, endpoints, queue,
       const row = await owned(caller, input.id)
       if (!present(input.event)) throw missingParameter('event')
       const eventId = Number(input.event)
-      if (!Number.isSafeInteger(eventId) || eventId < 1) throw invalidParameter('event', 'the event_id of a delivery in the log')
+      if (!Number.isSafeInteger(eventId) || eventId < 1)
+        throw invalidParameter('event', 'the event_id of a delivery in the log')
       // The event's account and the endpoint are checked again in the redelivery's own transaction.
       const done = await written(queue.redeliver(eventId, row.id, row.account_id, clock()))
       if (done === 'no_event') throw notFound(`There is no event ${eventId} of this account (events are kept 7 days).`)
       if (done === 'no_endpoint') throw notFound(`There is no webhook ${row.id}.`)
       outbox.wake()
       const d = done.delivery
-      return { id: row.id, event_id: eventId, webhook_id: done.event.webhook_id, state: d.state, attempts: d.attempts, next_at: iso(d.next_at)! }
+      return {
+        id: row.id,
+        event_id: eventId,
+        webhook_id: done.event.webhook_id,
+        state: d.state,
+        attempts: d.attempts,
+        next_at: iso(d.next_at)!,
+      }
     },
 
     /** `linkbox webhook test ID`: a webhook.test event for this endpoint alone; its webhook-id. */

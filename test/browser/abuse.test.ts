@@ -69,7 +69,8 @@ test('the admin finds it with the link, owner, clicks and destination, disables 
   const row = page.locator('table.reports tbody tr')
   expect(await row.count()).toBe(1)
   const text = await row.textContent()
-  for (const part of [code, 'https://login.phish.example/bank', 'alice', 'Phishing', 'It asks for my bank password.']) expect(text).toContain(part)
+  for (const part of [code, 'https://login.phish.example/bank', 'alice', 'Phishing', 'It asks for my bank password.'])
+    expect(text).toContain(part)
   await checkPage(page, 'admin-reports')
 
   await row.getByLabel(/What to do about report/).selectOption('link_disabled')
@@ -98,13 +99,19 @@ test('the admin bans a host (its links stop, new ones are refused) and lifts the
   await page.getByRole('button', { name: 'Ban the host' }).click()
   await page.waitForURL(`${app.url}/dashboard/admin/reports`)
   expect(await page.getByText('phish.example is banned').isVisible()).toBe(true)
-  const refused = await fetch(`${app.url}/api/getLink.json`, { method: 'POST', body: new URLSearchParams({ url: 'https://x.phish.example/' }) })
+  const refused = await fetch(`${app.url}/api/getLink.json`, {
+    method: 'POST',
+    body: new URLSearchParams({ url: 'https://x.phish.example/' }),
+  })
   expect(refused.status).toBe(400)
   await checkPage(page, 'admin-bans')
   await page.getByRole('button', { name: 'Lift the ban on phish.example' }).click()
   await page.waitForURL(`${app.url}/dashboard/admin/reports`)
   expect(await page.getByText('The ban on phish.example is lifted').isVisible()).toBe(true)
-  const allowed = await fetch(`${app.url}/api/getLink.json`, { method: 'POST', body: new URLSearchParams({ url: 'https://x.phish.example/' }) })
+  const allowed = await fetch(`${app.url}/api/getLink.json`, {
+    method: 'POST',
+    body: new URLSearchParams({ url: 'https://x.phish.example/' }),
+  })
   expect(allowed.status).toBe(200)
 })
 

@@ -19,8 +19,13 @@ beforeAll(async () => {
   const { key } = await app.accounts.createAccount({ name: 'alice', password: PW }, CLI)
   await app.accounts.createAccount({ name: 'bob', password: PW }, CLI)
   await app.accounts.createAccount({ name: 'marketplace-bot' }, CLI)
-  for (let i = 0; i < 55; i++) await app.accounts.createKey({ account: 'marketplace-bot', scopes: ['qr'], label: `batch ${i}` }, CLI)
-  await fetch(`${app.url}/api/getLink.json`, { method: 'POST', headers: { 'x-api-key': key.key }, body: new URLSearchParams({ url: 'https://example.com/a' }) })
+  for (let i = 0; i < 55; i++)
+    await app.accounts.createKey({ account: 'marketplace-bot', scopes: ['qr'], label: `batch ${i}` }, CLI)
+  await fetch(`${app.url}/api/getLink.json`, {
+    method: 'POST',
+    headers: { 'x-api-key': key.key },
+    body: new URLSearchParams({ url: 'https://example.com/a' }),
+  })
   browser = await launchBrowser()
   page = await (await browser.newContext()).newPage()
   page.setDefaultTimeout(10_000)
@@ -36,8 +41,10 @@ afterAll(async () => {
   await app?.stop()
 })
 
-const count = (action: string) => (app.db.query('SELECT count(*) AS n FROM audit_log WHERE action = ?').get(action) as { n: number }).n
-const row = (name: string) => page.locator('table.accounts tbody tr', { has: page.locator('.acc-name', { hasText: new RegExp(`^${name}$`) }) })
+const count = (action: string) =>
+  (app.db.query('SELECT count(*) AS n FROM audit_log WHERE action = ?').get(action) as { n: number }).n
+const row = (name: string) =>
+  page.locator('table.accounts tbody tr', { has: page.locator('.acc-name', { hasText: new RegExp(`^${name}$`) }) })
 
 describe('managing accounts', () => {
   test('the list, with the last sign-in and the links to a new password and to delete', async () => {
@@ -51,16 +58,27 @@ describe('managing accounts', () => {
 
   test('a new password: a short one is refused at its field; then set; reload and back do not set it again', async () => {
     await page.goto(`${app.url}/dashboard/admin`)
-    await Promise.all([page.waitForURL(/\/account\/\d+\/password$/), row('alice').getByRole('link', { name: 'Set password alice' }).click()])
+    await Promise.all([
+      page.waitForURL(/\/account\/\d+\/password$/),
+      row('alice').getByRole('link', { name: 'Set password alice' }).click(),
+    ])
     expect(await checkPage(page, 'audit-admin-password')).toBeLessThanOrEqual(390)
     await page.fill('#new-password', 'short')
-    await Promise.all([page.waitForURL(/\/password\?form=[\w-]{22}$/), page.click('button:has-text("Set the password")')])
+    await Promise.all([
+      page.waitForURL(/\/password\?form=[\w-]{22}$/),
+      page.click('button:has-text("Set the password")'),
+    ])
     expect(await page.getAttribute('#new-password', 'aria-invalid')).toBe('true')
-    expect(await page.locator('#new-password-error').textContent()).toBe('The dashboard password must be 8 to 128 characters.')
+    expect(await page.locator('#new-password-error').textContent()).toBe(
+      'The dashboard password must be 8 to 128 characters.',
+    )
     expect(await page.inputValue('#new-password')).toBe('')
     expect(await checkPage(page, 'audit-admin-password-error')).toBeLessThanOrEqual(390)
     await page.fill('#new-password', 'a brand new password')
-    await Promise.all([page.waitForURL(`${app.url}/dashboard/admin`), page.click('button:has-text("Set the password")')])
+    await Promise.all([
+      page.waitForURL(`${app.url}/dashboard/admin`),
+      page.click('button:has-text("Set the password")'),
+    ])
     expect(await page.locator('.notice.ok').textContent()).toBe('alice has a new password; 0 sessions ended.')
     expect(count('account.password')).toBe(1)
     await page.reload()
@@ -74,7 +92,10 @@ describe('managing accounts', () => {
 
   test('delete: the confirmation page (no script needed), the links chosen to go; reload and back do not delete twice', async () => {
     await page.goto(`${app.url}/dashboard/admin`)
-    await Promise.all([page.waitForURL(/\/account\/\d+\/delete$/), row('bob').getByRole('link', { name: 'Delete bob' }).click()])
+    await Promise.all([
+      page.waitForURL(/\/account\/\d+\/delete$/),
+      row('bob').getByRole('link', { name: 'Delete bob' }).click(),
+    ])
     const confirmUrl = page.url()
     expect(await page.locator('h2#delete-h').textContent()).toBe('Delete the account bob?')
     expect(await page.isChecked('#links-keep')).toBe(true)
@@ -94,7 +115,10 @@ describe('managing accounts', () => {
 
   test('disable: reload and back leave one row', async () => {
     await page.goto(`${app.url}/dashboard/admin`)
-    await Promise.all([page.waitForURL(`${app.url}/dashboard/admin?page=1`), row('alice').getByRole('button', { name: 'Disable alice' }).click()])
+    await Promise.all([
+      page.waitForURL(`${app.url}/dashboard/admin?page=1`),
+      row('alice').getByRole('button', { name: 'Disable alice' }).click(),
+    ])
     expect(await page.locator('.notice.ok').textContent()).toContain('alice is disabled')
     await page.reload()
     await page.goBack()
@@ -106,17 +130,29 @@ describe('managing accounts', () => {
 describe('the audit log', () => {
   test('rows newest first, filters in a GET form, an older page; reload and back', async () => {
     await page.goto(`${app.url}/dashboard/admin`)
-    await Promise.all([page.waitForURL(`${app.url}/dashboard/admin/audit`), page.locator('.admin-tabs').getByRole('link', { name: 'Audit log' }).click()])
+    await Promise.all([
+      page.waitForURL(`${app.url}/dashboard/admin/audit`),
+      page.locator('.admin-tabs').getByRole('link', { name: 'Audit log' }).click(),
+    ])
     const actions = await page.locator('table.audit tbody td code').allTextContents()
     expect(actions.slice(0, 4)).toEqual(['account.disable', 'account.delete', 'account.password', 'signin.ok'])
     expect(actions).toHaveLength(50)
-    expect(await page.locator('table.audit tbody tr', { hasText: 'signin.failed' }).first().textContent()).toContain('nobody (tried "root")')
+    expect(await page.locator('table.audit tbody tr', { hasText: 'signin.failed' }).first().textContent()).toContain(
+      'nobody (tried "root")',
+    )
     expect(await checkPage(page, 'audit-log')).toBeLessThanOrEqual(390)
 
     await page.selectOption('#audit-action', 'account')
     await page.fill('#audit-actor', 'root')
-    await Promise.all([page.waitForURL(/\/dashboard\/admin\/audit\?actor=root&action=account&from=&to=$/), page.click('button:has-text("Filter")')])
-    expect(await page.locator('table.audit tbody td code').allTextContents()).toEqual(['account.disable', 'account.delete', 'account.password'])
+    await Promise.all([
+      page.waitForURL(/\/dashboard\/admin\/audit\?actor=root&action=account&from=&to=$/),
+      page.click('button:has-text("Filter")'),
+    ])
+    expect(await page.locator('table.audit tbody td code').allTextContents()).toEqual([
+      'account.disable',
+      'account.delete',
+      'account.password',
+    ])
     expect(await page.inputValue('#audit-actor')).toBe('root')
     expect(await checkPage(page, 'audit-log-filtered')).toBeLessThanOrEqual(390)
     await page.reload()

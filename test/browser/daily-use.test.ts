@@ -12,7 +12,8 @@ import { signInBrowser } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
 const PW = 'correct horse battery'
-const LONG = 'https://docs.example.org/guides/very-long-section-name/sub_section/article-about-something?utm_source=newsletter&utm_medium=email&utm_campaign=spring-2026&ref=abcdefghijklmnop#heading-number-three'
+const LONG =
+  'https://docs.example.org/guides/very-long-section-name/sub_section/article-about-something?utm_source=newsletter&utm_medium=email&utm_campaign=spring-2026&ref=abcdefghijklmnop#heading-number-three'
 let browser: Browser
 let app: RunningApp
 let now = Date.parse('2026-06-20T12:00:00Z')
@@ -30,7 +31,11 @@ afterAll(async () => {
 })
 
 async function tab(opts: { signedIn?: boolean; width?: number } = {}): Promise<Page> {
-  const context = await browser.newContext({ userAgent: CHROME_UA, acceptDownloads: true, viewport: { width: opts.width ?? 1280, height: opts.width === 390 ? 844 : 800 } })
+  const context = await browser.newContext({
+    userAgent: CHROME_UA,
+    acceptDownloads: true,
+    viewport: { width: opts.width ?? 1280, height: opts.width === 390 ? 844 : 800 },
+  })
   contexts.push(context)
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.url })
   const page = await context.newPage()
@@ -83,13 +88,17 @@ async function download(page: Page, name: string | RegExp) {
 let code = ''
 let locked = ''
 async function seed() {
-  const create = async (fields: { url: string; [k: string]: string }) => (await app.links.create(fields, callerOf())).hex
+  const create = async (fields: { url: string; [k: string]: string }) =>
+    (await app.links.create(fields, callerOf())).hex
   code = await create({ url: LONG, alias: 'spring-news' })
   locked = await create({ url: 'https://secret.example/owner-only', alias: 'locked-link', password: 'pw' })
   const click = async (day: string, times: number, referer = '') => {
     now = Date.parse(`${day}T09:00:00Z`)
     for (let i = 0; i < times; i++)
-      await fetch(`${app.url}/${code}`, { redirect: 'manual', headers: { 'user-agent': CHROME_UA, ...(referer ? { referer } : {}) } })
+      await fetch(`${app.url}/${code}`, {
+        redirect: 'manual',
+        headers: { 'user-agent': CHROME_UA, ...(referer ? { referer } : {}) },
+      })
   }
   await click('2026-06-02', 2)
   await click('2026-06-05', 3, 'https://news.example/today')
@@ -100,7 +109,14 @@ async function seed() {
 }
 function callerOf(): Caller {
   const id = (app.db.query("SELECT id FROM accounts WHERE name = 'alice'").get() as { id: number }).id
-  return { accountId: id, accountName: 'alice', admin: false, scopes: new Set(['links'] as const), keyId: null, via: 'dashboard' }
+  return {
+    accountId: id,
+    accountName: 'alice',
+    admin: false,
+    scopes: new Set(['links'] as const),
+    keyId: null,
+    via: 'dashboard',
+  }
 }
 
 describe('statistics for chosen dates', () => {
@@ -110,24 +126,42 @@ describe('statistics for chosen dates', () => {
     await page.goto(`${app.url}/${code}+`)
     await page.fill('#range-from', '2026-06-04')
     await page.fill('#range-to', '2026-06-10')
-    await Promise.all([page.waitForURL(/from=2026-06-04&to=2026-06-10/), page.getByRole('button', { name: 'Show' }).click()])
+    await Promise.all([
+      page.waitForURL(/from=2026-06-04&to=2026-06-10/),
+      page.getByRole('button', { name: 'Show' }).click(),
+    ])
     const s = await statsJson(code, '2026-06-04', '2026-06-10')
     const { card, days } = await shown(page)
     expect(card).toBe('Clicks in these days72026-06-04 to 2026-06-10')
     expect(days).toEqual(s.days)
-    expect(days.map((d) => d.date)).toEqual(['2026-06-04', '2026-06-05', '2026-06-06', '2026-06-07', '2026-06-08', '2026-06-09', '2026-06-10'])
+    expect(days.map((d) => d.date)).toEqual([
+      '2026-06-04',
+      '2026-06-05',
+      '2026-06-06',
+      '2026-06-07',
+      '2026-06-08',
+      '2026-06-09',
+      '2026-06-10',
+    ])
     expect(await page.locator('.segmented [aria-current]').count()).toBe(0)
     await check(page, 'stats-dates')
 
     const byDay = await download(page, /^Clicks and visitors by day/)
     expect(byDay.filename).toBe('linkbox-spring-news-days-2026-06-04-to-2026-06-10.csv')
-    expect(byDay.rows).toEqual([['date', 'clicks', 'visitors'], ...s.days.map((d: any) => [d.date, String(d.clicks), String(d.visitors)])])
+    expect(byDay.rows).toEqual([
+      ['date', 'clicks', 'visitors'],
+      ...s.days.map((d: any) => [d.date, String(d.clicks), String(d.visitors)]),
+    ])
     const parts = await download(page, /^Sources, devices/)
     expect(parts.filename).toBe('linkbox-spring-news-breakdowns-2026-06-04-to-2026-06-10.csv')
     expect(parts.rows[0]).toEqual(['breakdown', 'name', 'clicks'])
-    expect(parts.rows.filter((r) => r[0] === 'source')).toEqual(s.sources.map((r: any) => ['source', r.name.startsWith('=') ? `'${r.name}` : r.name, String(r.clicks)]))
+    expect(parts.rows.filter((r) => r[0] === 'source')).toEqual(
+      s.sources.map((r: any) => ['source', r.name.startsWith('=') ? `'${r.name}` : r.name, String(r.clicks)]),
+    )
     expect(parts.rows).toContainEqual(['source', `'=hyperlink("x")`, '4'])
-    expect(parts.rows.filter((r) => r[0] === 'browser')).toEqual(s.browsers.map((r: any) => ['browser', r.name, String(r.clicks)]))
+    expect(parts.rows.filter((r) => r[0] === 'browser')).toEqual(
+      s.browsers.map((r: any) => ['browser', r.name, String(r.clicks)]),
+    )
 
     // Reload keeps the dates (they are the URL); back goes to the 30 days.
     await page.reload()
@@ -140,23 +174,33 @@ describe('statistics for chosen dates', () => {
     const page = await tab()
     const res = await page.goto(`${app.url}/${code}+?from=2026-06-10&to=2026-06-01`)
     expect(res!.status()).toBe(400)
-    expect(await page.locator('#range-error').textContent()).toBe('The start date (from) is invalid: a date on or before "to". The last 30 days are shown.')
+    expect(await page.locator('#range-error').textContent()).toBe(
+      'The start date (from) is invalid: a date on or before "to". The last 30 days are shown.',
+    )
     expect(await page.getAttribute('#range-from', 'aria-invalid')).toBe('true')
     expect(await page.inputValue('#range-from')).toBe('2026-06-10')
     expect((await shown(page)).card).toBe('Clicks, last 30 days152026-05-22 to 2026-06-20')
     expect(await page.locator('body').textContent()).not.toMatch(/Error:|\.ts:\d+/)
     await check(page, 'stats-dates-refused')
     await page.goto(`${app.url}/${code}+?from=2025-01-01&to=2026-06-01`)
-    expect(await page.locator('#range-error').textContent()).toBe('The start date (from) is invalid: at most 366 days before "to". The last 30 days are shown.')
+    expect(await page.locator('#range-error').textContent()).toBe(
+      'The start date (from) is invalid: at most 366 days before "to". The last 30 days are shown.',
+    )
   })
 
-  test('the dashboard\'s page: the owner\'s numbers for the same dates, and its CSV; without a session the CSV is refused', async () => {
+  test("the dashboard's page: the owner's numbers for the same dates, and its CSV; without a session the CSV is refused", async () => {
     const page = await tab({ signedIn: true })
     await page.goto(`${app.url}/dashboard`)
-    await Promise.all([page.waitForURL(`${app.url}/dashboard/links/${code}/stats`), page.getByRole('link', { name: `Stats ${code}` }).click()])
+    await Promise.all([
+      page.waitForURL(`${app.url}/dashboard/links/${code}/stats`),
+      page.getByRole('link', { name: `Stats ${code}` }).click(),
+    ])
     await page.fill('#range-from', '2026-06-01')
     await page.fill('#range-to', '2026-06-05')
-    await Promise.all([page.waitForURL(/stats\?from=2026-06-01&to=2026-06-05/), page.getByRole('button', { name: 'Show' }).click()])
+    await Promise.all([
+      page.waitForURL(/stats\?from=2026-06-01&to=2026-06-05/),
+      page.getByRole('button', { name: 'Show' }).click(),
+    ])
     const s = await statsJson(code, '2026-06-01', '2026-06-05')
     const { card, days } = await shown(page)
     expect(card).toBe('Clicks in these days52026-06-01 to 2026-06-05')
@@ -171,12 +215,16 @@ describe('statistics for chosen dates', () => {
     await page.goto(`${app.url}/dashboard/links/${locked}/stats`)
     expect(await page.locator('.dest').textContent()).toBe('Destination: https://secret.example/owner-only')
     const stranger = await tab()
-    const answer = await stranger.request.get(`${app.url}/dashboard/links/${locked}/stats.csv?table=days`, { maxRedirects: 0 })
+    const answer = await stranger.request.get(`${app.url}/dashboard/links/${locked}/stats.csv?table=days`, {
+      maxRedirects: 0,
+    })
     expect(answer.status()).toBe(303)
-    expect(answer.headers()['location']).toStartWith('/login?next=')
+    expect(answer.headers().location).toStartWith('/login?next=')
     expect(await answer.text()).toBe('')
     await stranger.goto(`${app.url}/${locked}+`)
-    expect(await stranger.locator('.dest').textContent()).toBe('The destination is hidden: the link is password-protected.')
+    expect(await stranger.locator('.dest').textContent()).toBe(
+      'The destination is hidden: the link is password-protected.',
+    )
   })
 })
 
@@ -187,7 +235,8 @@ describe('daily use', () => {
     await page.goto(`${app.url}/dashboard`)
     expect(await height()).toBeLessThan(120)
     // Every section is still reachable (the row scrolls sideways when it must), and the page does not.
-    for (const name of ['Links', 'API', 'Mailboxes', 'Webhooks']) expect(await page.locator('.dash-nav').getByRole('link', { name }).isVisible()).toBe(true)
+    for (const name of ['Links', 'API', 'Mailboxes', 'Webhooks'])
+      expect(await page.locator('.dash-nav').getByRole('link', { name }).isVisible()).toBe(true)
     expect(await page.getByRole('button', { name: 'Sign out' }).isVisible()).toBe(true)
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390)
     await page.screenshot({ path: 'test-results/screenshots/phone-header-dashboard.png' })
@@ -198,14 +247,18 @@ describe('daily use', () => {
     await app.accounts.createAccount({ name: 'root-with-a-rather-long-account-name', password: PW, admin: true })
     const admin = await tab({ width: 390 })
     await signInBrowser(admin, app.url, 'root-with-a-rather-long-account-name', PW)
-    expect(await admin.evaluate(() => document.querySelector('header')!.getBoundingClientRect().height)).toBeLessThan(120)
+    expect(await admin.evaluate(() => document.querySelector('header')!.getBoundingClientRect().height)).toBeLessThan(
+      120,
+    )
     expect(await admin.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390)
     await admin.locator('.dash-nav').getByRole('link', { name: 'Admin' }).scrollIntoViewIfNeeded()
     expect(await admin.locator('.dash-nav').getByRole('link', { name: 'Admin' }).isVisible()).toBe(true)
     await admin.screenshot({ path: 'test-results/screenshots/phone-header-admin.png' })
     const visitor = await tab({ width: 390 })
     await visitor.goto(`${app.url}/`)
-    expect(await visitor.evaluate(() => document.querySelector('header')!.getBoundingClientRect().height)).toBeLessThan(120)
+    expect(await visitor.evaluate(() => document.querySelector('header')!.getBoundingClientRect().height)).toBeLessThan(
+      120,
+    )
   })
 
   test('the theme switch: kept across a reload and on other pages; "System" follows the system again', async () => {
@@ -295,10 +348,14 @@ describe('daily use', () => {
       if (path === '/dashboard') await signInBrowser(page, app.url, 'alice', PW)
       await page.goto(`${app.url}${path}`)
       await page.keyboard.press('Tab')
-      expect(await page.evaluate(() => document.activeElement?.outerHTML)).toBe('<a class="skip" href="#main">Skip to content</a>')
+      expect(await page.evaluate(() => document.activeElement?.outerHTML)).toBe(
+        '<a class="skip" href="#main">Skip to content</a>',
+      )
       expect(await page.locator('.skip').isVisible()).toBe(true)
       await page.keyboard.press('Enter')
-      expect(await page.evaluate(() => document.activeElement?.tagName + '#' + document.activeElement?.id)).toBe('MAIN#main')
+      expect(await page.evaluate(() => document.activeElement?.tagName + '#' + document.activeElement?.id)).toBe(
+        'MAIN#main',
+      )
       // The next Tab goes on inside it, not back to the header.
       await page.keyboard.press('Tab')
       expect(await page.evaluate(() => !!document.activeElement?.closest('main'))).toBe(true)
@@ -311,7 +368,8 @@ describe('daily use', () => {
     const page = await tab()
     await page.goto(`${app.url}/login`)
     // autofocus is applied at the page's next rendering update (HTML spec), which can come after 'load'.
-    const focusOn = (id: string) => page.waitForFunction((want) => document.activeElement?.id === want, id, { timeout: 5_000 })
+    const focusOn = (id: string) =>
+      page.waitForFunction((want) => document.activeElement?.id === want, id, { timeout: 5_000 })
     await focusOn('name')
     await page.fill('#name', 'alice')
     await page.fill('#password', 'not it')
@@ -333,9 +391,15 @@ describe('daily use', () => {
     expect((await dest.textContent())!.endsWith('…')).toBe(true)
     const copy = page.getByRole('button', { name: `Copy the whole destination of ${code}` })
     await copy.click()
-    await page.waitForFunction((c) => document.querySelector(`button[data-copy="dest-${c}"]`)?.textContent === 'Copied', code)
+    await page.waitForFunction(
+      (c) => document.querySelector(`button[data-copy="dest-${c}"]`)?.textContent === 'Copied',
+      code,
+    )
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(LONG)
-    await page.waitForFunction((c) => document.querySelector(`button[data-copy="dest-${c}"]`)?.textContent === 'Copy', code)
+    await page.waitForFunction(
+      (c) => document.querySelector(`button[data-copy="dest-${c}"]`)?.textContent === 'Copy',
+      code,
+    )
     await check(page, 'dash-list-long')
 
     for (const width of [1280, 390]) {

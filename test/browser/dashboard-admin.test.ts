@@ -26,7 +26,11 @@ beforeAll(async () => {
   const post = (path: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
     fetch(`${app.url}${path}`, { method: 'POST', body: new URLSearchParams(fields), headers })
   const codes: string[] = []
-  for (let i = 0; i < 4; i++) codes.push((await (await post('/api/getLink.json', { url: `https://example.com/${i}` }, { 'x-api-key': key.key })).json()).return.hex)
+  for (let i = 0; i < 4; i++)
+    codes.push(
+      (await (await post('/api/getLink.json', { url: `https://example.com/${i}` }, { 'x-api-key': key.key })).json())
+        .return.hex,
+    )
   for (let i = 0; i < 9; i++) await fetch(`${app.url}/${codes[i % 4]}`, { redirect: 'manual' })
   await fetch(`${app.url}/nosuch1`)
   await fetch(`${app.url}/${codes[0]}+`)
@@ -49,7 +53,10 @@ afterAll(async () => {
 /** axe (no serious/critical, light and dark) and the screenshots; returns the scroll width at 390 px. */
 const check = (name: string) => checkPage(page, name)
 
-const accountRow = (name: string) => page.locator('table.accounts tbody tr', { has: page.locator('.acc-name', { hasText: new RegExp(`^${name.replace(/[.@]/g, '\\$&')}$`) }) })
+const accountRow = (name: string) =>
+  page.locator('table.accounts tbody tr', {
+    has: page.locator('.acc-name', { hasText: new RegExp(`^${name.replace(/[.@]/g, '\\$&')}$`) }),
+  })
 
 describe('accounts', () => {
   test('the list: every account, with its role, status and counts', async () => {
@@ -70,7 +77,10 @@ describe('accounts', () => {
     await page.fill('#acc-name', 'has space')
     await page.check('#acc-admin')
     // Refused with a redirect back to the form: the address bar is on a GET page.
-    await Promise.all([page.waitForURL(/\/dashboard\/admin\?form=[A-Za-z0-9_-]{22}$/), page.click('button:has-text("Create account")')])
+    await Promise.all([
+      page.waitForURL(/\/dashboard\/admin\?form=[A-Za-z0-9_-]{22}$/),
+      page.click('button:has-text("Create account")'),
+    ])
     expect(await page.getAttribute('#acc-name', 'aria-invalid')).toBe('true')
     expect(await page.getAttribute('#acc-name', 'aria-describedby')).toBe('acc-name-hint acc-name-error')
     expect(await page.locator('#acc-name-error').textContent()).toContain('Account names are 1-64 characters')
@@ -83,8 +93,11 @@ describe('accounts', () => {
     await page.goto(`${app.url}/dashboard/admin`)
     await page.fill('#acc-name', 'bob')
     await page.fill('#acc-password', 'bobs password')
-    await Promise.all([page.waitForURL(/\/dashboard\/admin\?page=1&created=[A-Za-z0-9_-]{22}$/), page.click('button:has-text("Create account")')])
-    expect(await page.locator('#created-h').textContent()).toBe("Account bob created")
+    await Promise.all([
+      page.waitForURL(/\/dashboard\/admin\?page=1&created=[A-Za-z0-9_-]{22}$/),
+      page.click('button:has-text("Create account")'),
+    ])
+    expect(await page.locator('#created-h').textContent()).toBe('Account bob created')
     const key = await page.inputValue('#new-key')
     expect(key).toMatch(/^lbk_[A-Za-z0-9]{40}$/)
     const copy = page.locator('button.copy[data-copy="new-key"]')
@@ -106,22 +119,39 @@ describe('accounts', () => {
 
   test('disable and enable from the list', async () => {
     await page.goto(`${app.url}/dashboard/admin`)
-    await Promise.all([page.waitForURL(`${app.url}/dashboard/admin?page=1`), accountRow('alice').getByRole('button', { name: 'Disable alice' }).click()])
+    await Promise.all([
+      page.waitForURL(`${app.url}/dashboard/admin?page=1`),
+      accountRow('alice').getByRole('button', { name: 'Disable alice' }).click(),
+    ])
     expect(await page.locator('.notice.ok').textContent()).toContain('alice is disabled')
     expect(await accountRow('alice').locator('.badge.off').textContent()).toBe('Disabled')
-    expect((app.db.query('SELECT disabled FROM accounts WHERE name = ?').get('alice') as { disabled: number | null }).disabled).toBeNumber()
-    await Promise.all([page.waitForURL(`${app.url}/dashboard/admin?page=1`), accountRow('alice').getByRole('button', { name: 'Enable alice' }).click()])
+    expect(
+      (app.db.query('SELECT disabled FROM accounts WHERE name = ?').get('alice') as { disabled: number | null })
+        .disabled,
+    ).toBeNumber()
+    await Promise.all([
+      page.waitForURL(`${app.url}/dashboard/admin?page=1`),
+      accountRow('alice').getByRole('button', { name: 'Enable alice' }).click(),
+    ])
     expect(await accountRow('alice').locator('.badge.on').textContent()).toBe('Active')
-    expect((app.db.query('SELECT disabled FROM accounts WHERE name = ?').get('alice') as { disabled: number | null }).disabled).toBeNull()
+    expect(
+      (app.db.query('SELECT disabled FROM accounts WHERE name = ?').get('alice') as { disabled: number | null })
+        .disabled,
+    ).toBeNull()
   })
 })
 
 describe('health', () => {
   test('the numbers drawn: status, cards and bars', async () => {
     await page.goto(`${app.url}/dashboard/admin`)
-    await Promise.all([page.waitForURL(`${app.url}/dashboard/admin/health`), page.locator('.admin-tabs').getByRole('link', { name: 'Health' }).click()])
+    await Promise.all([
+      page.waitForURL(`${app.url}/dashboard/admin/health`),
+      page.locator('.admin-tabs').getByRole('link', { name: 'Health' }).click(),
+    ])
     expect(await page.locator('#status-h').textContent()).toBe('Working')
-    expect(await page.locator('.big-numbers .stat', { hasText: 'Clicks written' }).locator('.stat-value').textContent()).toBe('9')
+    expect(
+      await page.locator('.big-numbers .stat', { hasText: 'Clicks written' }).locator('.stat-value').textContent(),
+    ).toBe('9')
     const visits = page.locator('table.metric-bars', { has: page.locator('caption', { hasText: 'Visits by outcome' }) })
     expect(await visits.locator('tbody th').allTextContents()).toEqual(['Redirected', 'Not found', 'Statistics page'])
     expect(await visits.locator('td.n').allTextContents()).toEqual(['9', '1', '1'])
@@ -153,5 +183,7 @@ describe('who gets in', () => {
 
 test('no request left the origin', () => {
   expect(requests.length).toBeGreaterThan(10)
-  expect(requests.filter((u) => !u.startsWith(`${app.url}/`) && !u.startsWith('data:') && !u.startsWith('about:'))).toEqual([])
+  expect(
+    requests.filter((u) => !u.startsWith(`${app.url}/`) && !u.startsWith('data:') && !u.startsWith('about:')),
+  ).toEqual([])
 })

@@ -4,7 +4,16 @@
 // database rows are as they were. axe-core on the sign-in page in both themes; screenshots of it.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { checkPage, launchBrowser, screenshots, seriousViolations, startApp, startFixture, type Fixture, type RunningApp } from '../support/browser'
+import {
+  checkPage,
+  launchBrowser,
+  screenshots,
+  seriousViolations,
+  startApp,
+  startFixture,
+  type Fixture,
+  type RunningApp,
+} from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 
 const PW = 'correct horse battery'
@@ -40,14 +49,24 @@ async function newPage(): Promise<Page> {
   const page = await context.newPage()
   page.setDefaultTimeout(10_000)
   page.on('request', (r) => {
-    if (!fixtures.some((f) => [f.url, f.url.replace('127.0.0.1', 'localhost')].some((origin) => r.url().startsWith(`${origin}/`)))) requests.push(r.url())
+    if (
+      !fixtures.some((f) =>
+        [f.url, f.url.replace('127.0.0.1', 'localhost')].some((origin) => r.url().startsWith(`${origin}/`)),
+      )
+    )
+      requests.push(r.url())
   })
   return page
 }
 
 const sessionsOf = (name: string) =>
-  (app.db.query('SELECT count(*) AS n FROM web_sessions s JOIN accounts a ON a.id = s.account_id WHERE a.name = ?').get(name) as { n: number }).n
-const disabled = (name: string) => (app.db.query('SELECT disabled FROM accounts WHERE name = ?').get(name) as { disabled: number | null }).disabled
+  (
+    app.db
+      .query('SELECT count(*) AS n FROM web_sessions s JOIN accounts a ON a.id = s.account_id WHERE a.name = ?')
+      .get(name) as { n: number }
+  ).n
+const disabled = (name: string) =>
+  (app.db.query('SELECT disabled FROM accounts WHERE name = ?').get(name) as { disabled: number | null }).disabled
 const accountCount = () => (app.db.query('SELECT count(*) AS n FROM accounts').get() as { n: number }).n
 const REFUSED = 'This form has expired or was sent from another site.'
 
@@ -133,9 +152,14 @@ describe('open sign-up ([web] signup = true)', () => {
       await page.fill('#password', 'long enough now')
       await Promise.all([page.waitForURL(`${open.url}/dashboard/keys`), page.click('button[type=submit]')])
       expect(await page.locator('.notice.ok').textContent()).toContain('Welcome, newcomer.')
-      expect(open.db.query('SELECT admin, disabled FROM accounts WHERE name = ?').get('newcomer')).toEqual({ admin: 0, disabled: null })
+      expect(open.db.query('SELECT admin, disabled FROM accounts WHERE name = ?').get('newcomer')).toEqual({
+        admin: 0,
+        disabled: null,
+      })
       expect(asked.length).toBeGreaterThan(5)
-      expect(asked.filter((u) => !u.startsWith(`${open.url}/`) && !u.startsWith('data:') && !u.startsWith('about:'))).toEqual([])
+      expect(
+        asked.filter((u) => !u.startsWith(`${open.url}/`) && !u.startsWith('data:') && !u.startsWith('about:')),
+      ).toEqual([])
     } finally {
       await open.stop()
     }
@@ -150,7 +174,10 @@ describe('CSRF', () => {
 
     // Sign out without the token: still signed in.
     await page.evaluate(() => document.querySelector('form[action="/logout"] input[name="_csrf"]')!.remove())
-    const [out] = await Promise.all([page.waitForResponse(`${app.url}/logout`), page.getByRole('button', { name: 'Sign out' }).click()])
+    const [out] = await Promise.all([
+      page.waitForResponse(`${app.url}/logout`),
+      page.getByRole('button', { name: 'Sign out' }).click(),
+    ])
     expect(out.status()).toBe(403)
     await page.waitForLoadState()
     expect(await page.locator('body').textContent()).toContain(REFUSED)
@@ -160,7 +187,10 @@ describe('CSRF', () => {
     await page.goto(`${app.url}/dashboard/admin`)
     const row = page.locator('table.accounts tbody tr', { hasText: 'alice' })
     await row.locator('input[name="_csrf"]').evaluate((input) => input.remove())
-    const [dis] = await Promise.all([page.waitForResponse(`${app.url}/dashboard/admin/accounts/disable`), row.getByRole('button', { name: 'Disable alice' }).click()])
+    const [dis] = await Promise.all([
+      page.waitForResponse(`${app.url}/dashboard/admin/accounts/disable`),
+      row.getByRole('button', { name: 'Disable alice' }).click(),
+    ])
     expect(dis.status()).toBe(403)
     await page.waitForLoadState()
     expect(await page.locator('body').textContent()).toContain(REFUSED)
@@ -168,15 +198,26 @@ describe('CSRF', () => {
 
     // Create one with a token of the wrong value: not created.
     await page.goto(`${app.url}/dashboard/admin`)
-    await page.evaluate(() => ((document.querySelector('form.admin-create input[name="_csrf"]') as HTMLInputElement).value = 'guessed'))
+    await page.evaluate(
+      () => ((document.querySelector('form.admin-create input[name="_csrf"]') as HTMLInputElement).value = 'guessed'),
+    )
     await page.fill('#acc-name', 'mallory')
-    const [create] = await Promise.all([page.waitForResponse(`${app.url}/dashboard/admin/accounts`), page.getByRole('button', { name: 'Create account' }).click()])
+    const [create] = await Promise.all([
+      page.waitForResponse(`${app.url}/dashboard/admin/accounts`),
+      page.getByRole('button', { name: 'Create account' }).click(),
+    ])
     expect(create.status()).toBe(403)
     expect(accountCount()).toBe(3)
 
     // The page as it is, with its token: it works (the refusals were the token's doing).
     await page.goto(`${app.url}/dashboard/admin`)
-    await Promise.all([page.waitForURL(`${app.url}/dashboard/admin?page=1`), page.locator('table.accounts tbody tr', { hasText: 'alice' }).getByRole('button', { name: 'Disable alice' }).click()])
+    await Promise.all([
+      page.waitForURL(`${app.url}/dashboard/admin?page=1`),
+      page
+        .locator('table.accounts tbody tr', { hasText: 'alice' })
+        .getByRole('button', { name: 'Disable alice' })
+        .click(),
+    ])
     expect(disabled('alice')).toBeNumber()
     await app.accounts.setDisabled('alice', false)
   })
@@ -189,7 +230,9 @@ describe('CSRF', () => {
     // own headers: the inline script is the attacker's, not ours). It cannot know the session's token.
     const target = (path: string, fields: Record<string, string>) =>
       `<!doctype html><html lang="en"><head><title>Win a prize</title></head><body><h1>Loading your prize…</h1>
-<form method="post" action="${app.url}${path}">${Object.entries(fields).map(([k, v]) => `<input type="hidden" name="${k}" value="${v}">`).join('')}</form>
+<form method="post" action="${app.url}${path}">${Object.entries(fields)
+        .map(([k, v]) => `<input type="hidden" name="${k}" value="${v}">`)
+        .join('')}</form>
 <script>document.forms[0].submit()</script></body></html>`
     const evil = startFixture((_req, url) => {
       const pages: Record<string, string> = {
@@ -198,14 +241,19 @@ describe('CSRF', () => {
         '/logout': target('/logout', {}),
       }
       const html = pages[url.pathname]
-      return html ? new Response(html, { headers: { 'content-type': 'text/html; charset=utf-8' } }) : new Response('no', { status: 404 })
+      return html
+        ? new Response(html, { headers: { 'content-type': 'text/html; charset=utf-8' } })
+        : new Response('no', { status: 404 })
     })
     fixtures.push(evil)
     // 127.0.0.1 on another port: another origin, but the same site, so the SameSite=Lax cookie IS sent;
     // only the Origin check stops these.
     for (const path of ['/disable', '/create', '/logout']) {
-      const [res] = await Promise.all([page.waitForResponse((r) => r.url().startsWith(app.url) && r.request().method() === 'POST'), page.goto(`${evil.url}${path}`)])
-      expect(res.request().headers()['origin']).toBe(evil.url)
+      const [res] = await Promise.all([
+        page.waitForResponse((r) => r.url().startsWith(app.url) && r.request().method() === 'POST'),
+        page.goto(`${evil.url}${path}`),
+      ])
+      expect(res.request().headers().origin).toBe(evil.url)
       expect(res.status()).toBe(403)
       await page.waitForLoadState()
       expect(await page.locator('body').textContent()).toContain(REFUSED)
@@ -219,7 +267,10 @@ describe('CSRF', () => {
     // The same attack from another site (localhost is not 127.0.0.1): the cookie is not even sent, so the
     // dashboard sees a visitor who is signed out.
     const crossSite = evil.url.replace('127.0.0.1', 'localhost')
-    const [res] = await Promise.all([page.waitForResponse((r) => r.url().startsWith(app.url) && r.request().method() === 'POST'), page.goto(`${crossSite}/disable`)])
+    const [res] = await Promise.all([
+      page.waitForResponse((r) => r.url().startsWith(app.url) && r.request().method() === 'POST'),
+      page.goto(`${crossSite}/disable`),
+    ])
     expect([303, 403]).toContain(res.status())
     expect(disabled('alice')).toBeNull()
   })
@@ -243,7 +294,9 @@ describe('sign-in attempts', () => {
     const limited = await attempt(PW)
     expect(limited.status).toBe(303)
     expect(limited.retryAfter).toBeGreaterThan(0)
-    expect(await page.locator('#auth-error').textContent()).toMatch(/^Too many sign-in attempts: wait \d+ s and try again\.$/)
+    expect(await page.locator('#auth-error').textContent()).toMatch(
+      /^Too many sign-in attempts: wait \d+ s and try again\.$/,
+    )
     expect(sessionsOf('bob')).toBe(0)
     expect(await seriousViolations(page)).toEqual([])
     // A minute later the right password works.
@@ -254,7 +307,9 @@ describe('sign-in attempts', () => {
   })
 })
 
-test('no request from the app\'s pages left its origin', () => {
+test("no request from the app's pages left its origin", () => {
   expect(requests.length).toBeGreaterThan(10)
-  expect(requests.filter((u) => !u.startsWith(`${app.url}/`) && !u.startsWith('data:') && !u.startsWith('about:'))).toEqual([])
+  expect(
+    requests.filter((u) => !u.startsWith(`${app.url}/`) && !u.startsWith('data:') && !u.startsWith('about:')),
+  ).toEqual([])
 })

@@ -56,7 +56,8 @@ async function tab(opts: { javaScriptEnabled?: boolean } = {}): Promise<Tab> {
   const t: Tab = { page, posts: [], loads: [] }
   page.on('request', (r) => {
     if (r.method() !== 'GET') t.posts.push(`${r.method()} ${new URL(r.url()).pathname}`)
-    if (r.isNavigationRequest() && r.frame() === page.mainFrame()) t.loads.push(`${r.method()} ${new URL(r.url()).pathname}`)
+    if (r.isNavigationRequest() && r.frame() === page.mainFrame())
+      t.loads.push(`${r.method()} ${new URL(r.url()).pathname}`)
   })
   return t
 }
@@ -83,13 +84,14 @@ async function reloadAndBack(t: Tab) {
   expect(t.posts).toEqual([])
 }
 
-const endpointRow = (id: number) => app.db.query('SELECT url, events, enabled, disabled_reason, secret FROM webhook_endpoints WHERE id = ?').get(id) as {
-  url: string
-  events: string
-  enabled: number
-  disabled_reason: string | null
-  secret: string
-}
+const endpointRow = (id: number) =>
+  app.db.query('SELECT url, events, enabled, disabled_reason, secret FROM webhook_endpoints WHERE id = ?').get(id) as {
+    url: string
+    events: string
+    enabled: number
+    disabled_reason: string | null
+    secret: string
+  }
 const caller = async () => (await app.accounts.authenticate(aliceKey))!
 
 describe('a webhook endpoint', () => {
@@ -125,7 +127,10 @@ describe('a webhook endpoint', () => {
 
   test('a second test while the page is open: a new row without a reload, focus kept on a Redeliver button', async () => {
     // Once the page has polled its log (what it shows is what it saw), something changes.
-    await Promise.all([t.page.waitForResponse((r) => r.url().endsWith(`/dashboard/webhooks/${id}/log.json`)), t.page.goto(`${app.url}/dashboard/webhooks/${id}`)])
+    await Promise.all([
+      t.page.waitForResponse((r) => r.url().endsWith(`/dashboard/webhooks/${id}/log.json`)),
+      t.page.goto(`${app.url}/dashboard/webhooks/${id}`),
+    ])
     await t.page.locator('#wh-log button', { hasText: 'Redeliver' }).first().focus()
     t.loads.length = 0
     // Sent from elsewhere (the CLI's `webhook test`): only the polling can show it.
@@ -135,7 +140,9 @@ describe('a webhook endpoint', () => {
     await t.page.locator('#wh-log tbody tr').first().locator('.state.good').waitFor()
     expect(t.loads).toEqual([])
     expect(await t.page.locator('#wh-log-live').textContent()).toMatch(/^The log changed at \d\d:\d\d:\d\d\.$/)
-    expect(await t.page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toMatch(/^Redeliver event \d+$/)
+    expect(await t.page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toMatch(
+      /^Redeliver event \d+$/,
+    )
   })
 
   test('edit: the URL and events change (a refused edit keeps what was typed); reload and back send nothing', async () => {
@@ -237,7 +244,12 @@ describe('a webhook endpoint', () => {
     await app.links.create({ url: 'https://example.com/f1' }, await caller())
     await app.links.create({ url: 'https://example.com/f2' }, await caller())
     await until(
-      () => (app.db.query("SELECT count(*) AS n FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'failed'").get(made.id) as { n: number }).n === 2,
+      () =>
+        (
+          app.db
+            .query("SELECT count(*) AS n FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'failed'")
+            .get(made.id) as { n: number }
+        ).n === 2,
       'both failed',
     )
     const firstIds = [...new Set(flaky.got.map((g) => g.id))].sort()
@@ -253,9 +265,16 @@ describe('a webhook endpoint', () => {
     failing = false
     const before = flaky.got.length
     await clickRole(t.page, 'button', 'Redeliver all failed')
-    expect(await t.page.locator('.notice.ok').textContent()).toBe("2 failed deliveries are sent again, each under its event's webhook-id.")
+    expect(await t.page.locator('.notice.ok').textContent()).toBe(
+      "2 failed deliveries are sent again, each under its event's webhook-id.",
+    )
     await until(() => flaky.got.length === before + 2, 'the redeliveries')
-    expect(flaky.got.slice(before).map((g) => g.id).sort()).toEqual(firstIds)
+    expect(
+      flaky.got
+        .slice(before)
+        .map((g) => g.id)
+        .sort(),
+    ).toEqual(firstIds)
     for (const g of flaky.got.slice(before)) expect(g.verifyError).toBeNull()
     // The page shows them delivered without a reload.
     await t.page.locator('#wh-counts', { hasText: '2 ok · 0 failed · 0 pending' }).waitFor()
@@ -284,7 +303,7 @@ describe('an API key', () => {
     const t = await tab()
     await signInBrowser(t.page, app.url, 'alice', PW)
     const accountId = (await await caller()).accountId
-    const k = (await app.accounts.createKeyForAccount({ accountId, scopes: ['links', 'qr'], label: 'nightly job' }))
+    const k = await app.accounts.createKeyForAccount({ accountId, scopes: ['links', 'qr'], label: 'nightly job' })
     await t.page.goto(`${app.url}/dashboard/keys`)
     await clickRole(t.page, 'link', `Edit the key ${k.prefix}…`)
     expect(await t.page.locator('h1').textContent()).toBe(`Edit the key ${k.prefix}…`)
@@ -299,7 +318,11 @@ describe('an API key', () => {
     expect(await row.locator('td[data-label="Label"]').textContent()).toBe('nightly QR job')
     await checkPage(t.page, 'keys-after-edit')
     await reloadAndBack(t)
-    const refused = await fetch(`${app.url}/api/getLink.json`, { method: 'POST', headers: { 'x-api-key': k.key }, body: new URLSearchParams({ url: 'https://example.com/k' }) })
+    const refused = await fetch(`${app.url}/api/getLink.json`, {
+      method: 'POST',
+      headers: { 'x-api-key': k.key },
+      body: new URLSearchParams({ url: 'https://example.com/k' }),
+    })
     expect(refused.status).toBe(403)
     expect((await refused.json()).code).toBe('scope_denied')
     expect((await fetch(`${app.url}/api/qr.json?data=x`, { headers: { 'x-api-key': k.key } })).status).toBe(200)
@@ -311,22 +334,31 @@ describe('the admin health page', () => {
     const t = await tab()
     await signInBrowser(t.page, app.url, 'root', PW)
     await t.page.goto(`${app.url}/dashboard/admin/health`)
-    expect(await t.page.locator('#health-read').textContent()).toContain('updated every few seconds while this page is open')
+    expect(await t.page.locator('#health-read').textContent()).toContain(
+      'updated every few seconds while this page is open',
+    )
     const answers = () => t.page.locator('[data-stat="api-answers"] .stat-value').textContent()
     const links = () => t.page.locator('[data-stat="links"] .stat-value').textContent()
     const before = Number((await answers())!.replace(/,/g, ''))
     const linksBefore = Number((await links())!.replace(/,/g, ''))
     t.loads.length = 0
     for (let i = 0; i < 3; i++)
-      await fetch(`${app.url}/api/getLink.json`, { method: 'POST', headers: { 'x-api-key': aliceKey }, body: new URLSearchParams({ url: `https://example.com/h${i}` }) })
+      await fetch(`${app.url}/api/getLink.json`, {
+        method: 'POST',
+        headers: { 'x-api-key': aliceKey },
+        body: new URLSearchParams({ url: `https://example.com/h${i}` }),
+      })
     await t.page.waitForFunction(
-      (n) => Number(document.querySelector('[data-stat="api-answers"] .stat-value')!.textContent!.replace(/,/g, '')) >= n,
+      (n) =>
+        Number(document.querySelector('[data-stat="api-answers"] .stat-value')!.textContent!.replace(/,/g, '')) >= n,
       before + 3,
       { timeout: 15_000 },
     )
     expect(Number((await links())!.replace(/,/g, ''))).toBe(linksBefore + 3)
     // The bars were drawn again from the JSON: a row for 2xx with its count.
-    expect(await t.page.locator('[data-bars="api"] table.metric-bars tbody tr').first().locator('th').textContent()).toBe('2xx')
+    expect(
+      await t.page.locator('[data-bars="api"] table.metric-bars tbody tr').first().locator('th').textContent(),
+    ).toBe('2xx')
     expect(t.loads).toEqual([])
     await checkPage(t.page, 'admin-health-live')
     // A non-admin's session gets no figures.

@@ -54,8 +54,11 @@ describe('small dashboard faults', () => {
   })
 
   test('revoking a key asks first: Cancel leaves it alone; Revoke the key revokes it', async () => {
-    const key = app.db.query("SELECT k.id, k.prefix FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE a.name = 'bob'").get() as { id: number; prefix: string }
-    const revoked = () => (app.db.query('SELECT revoked FROM api_keys WHERE id = ?').get(key.id) as { revoked: number | null }).revoked
+    const key = app.db
+      .query("SELECT k.id, k.prefix FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE a.name = 'bob'")
+      .get() as { id: number; prefix: string }
+    const revoked = () =>
+      (app.db.query('SELECT revoked FROM api_keys WHERE id = ?').get(key.id) as { revoked: number | null }).revoked
     await page.goto(`${app.url}/dashboard/keys`)
     const revoke = page.getByRole('link', { name: `Revoke the key ${key.prefix}…` })
     await Promise.all([page.waitForURL(`${app.url}/dashboard/keys/${key.id}/revoke`), revoke.click()])
@@ -64,10 +67,16 @@ describe('small dashboard faults', () => {
     expect(revoked()).toBeNull()
     await check(page, 'dash-key-revoke-confirm')
 
-    await Promise.all([page.waitForURL(`${app.url}/dashboard/keys`), page.getByRole('link', { name: 'Cancel' }).click()])
+    await Promise.all([
+      page.waitForURL(`${app.url}/dashboard/keys`),
+      page.getByRole('link', { name: 'Cancel' }).click(),
+    ])
     expect(revoked()).toBeNull()
     await Promise.all([page.waitForURL(`${app.url}/dashboard/keys/${key.id}/revoke`), revoke.click()])
-    await Promise.all([page.waitForURL(`${app.url}/dashboard/keys`), page.getByRole('button', { name: 'Revoke the key' }).click()])
+    await Promise.all([
+      page.waitForURL(`${app.url}/dashboard/keys`),
+      page.getByRole('button', { name: 'Revoke the key' }).click(),
+    ])
     expect(await page.locator('.notice.ok').textContent()).toContain(`Revoked the key ${key.prefix}…`)
     expect(revoked()).not.toBeNull()
     // Reload (a GET after the 303) sends nothing again; back to the question: the key is revoked already.
@@ -92,7 +101,9 @@ describe('small dashboard faults', () => {
   test('the empty webhooks page points down to its form, which is below', async () => {
     await page.goto(`${app.url}/dashboard/webhooks`)
     const empty = page.locator('p.empty')
-    expect(await empty.textContent()).toBe('No endpoints yet. Add one below to be told when links change or mail arrives.')
+    expect(await empty.textContent()).toBe(
+      'No endpoints yet. Add one below to be told when links change or mail arrives.',
+    )
     const said = (await empty.boundingBox())!
     const form = (await page.locator('form.wh-form').boundingBox())!
     expect(form.y).toBeGreaterThan(said.y + said.height)
@@ -111,7 +122,11 @@ describe('small dashboard faults', () => {
     const good = await app.webhooks.create(bob, { url: healthy.url })
     await app.webhooks.testOwned(bob, { id: bad.id })
     await app.webhooks.testOwned(bob, { id: good.id })
-    const row = (id: number) => app.db.query('SELECT state, attempts FROM webhook_deliveries WHERE endpoint_id = ?').get(id) as { state: string; attempts: number }
+    const row = (id: number) =>
+      app.db.query('SELECT state, attempts FROM webhook_deliveries WHERE endpoint_id = ?').get(id) as {
+        state: string
+        attempts: number
+      }
     await until(() => row(bad.id).attempts >= 1 && row(good.id).state === 'ok', 'one failed attempt and one delivery')
 
     await page.goto(`${app.url}/dashboard/webhooks`)
@@ -132,6 +147,8 @@ describe('small dashboard faults', () => {
 
   test('no request left the origin', () => {
     expect(requests.length).toBeGreaterThan(10)
-    expect(requests.filter((u) => !u.startsWith(`${app.url}/`) && !u.startsWith('data:') && !u.startsWith('about:'))).toEqual([])
+    expect(
+      requests.filter((u) => !u.startsWith(`${app.url}/`) && !u.startsWith('data:') && !u.startsWith('about:')),
+    ).toEqual([])
   })
 })

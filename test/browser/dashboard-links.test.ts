@@ -21,7 +21,14 @@ beforeAll(async () => {
   app = startApp()
   await app.accounts.createAccount({ name: 'alice', password: 'correct horse' })
   const id = (app.db.query("SELECT id FROM accounts WHERE name = 'alice'").get() as { id: number }).id
-  alice = { accountId: id, accountName: 'alice', admin: false, scopes: new Set(['links']), keyId: null, via: 'dashboard' }
+  alice = {
+    accountId: id,
+    accountName: 'alice',
+    admin: false,
+    scopes: new Set(['links']),
+    keyId: null,
+    via: 'dashboard',
+  }
   browser = await launchBrowser()
   page = await browser.newPage({ userAgent: CHROME_UA })
   await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.url })
@@ -38,7 +45,8 @@ async function check(name: string) {
   expect(await checkPage(page, name)).toBeLessThanOrEqual(390)
 }
 const rowCodes = () => page.$$eval('a.short', (as) => as.map((a) => a.id.replace(/^short-/, '')))
-const linkRow = (code: string) => app.db.query('SELECT * FROM links WHERE code = ?').get(code) as Record<string, any> | null
+const linkRow = (code: string) =>
+  app.db.query('SELECT * FROM links WHERE code = ?').get(code) as Record<string, any> | null
 /** The configured base_url (short links are written with it; the app listens on app.url). */
 const base = () => app.config.server.base_url
 const click = (selector: string) => Promise.all([page.waitForNavigation(), page.click(selector)])
@@ -68,7 +76,9 @@ describe('Links', () => {
     const copy = page.locator('button[data-copy="short-first-link"]')
     expect(await copy.isVisible()).toBe(true)
     await copy.click()
-    await page.waitForFunction(() => document.querySelector('button[data-copy="short-first-link"]')?.textContent === 'Copied')
+    await page.waitForFunction(
+      () => document.querySelector('button[data-copy="short-first-link"]')?.textContent === 'Copied',
+    )
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(`${base()}/first-link`)
   })
 
@@ -86,9 +96,19 @@ describe('Links', () => {
 
   test('31 links: search, sort by clicks, the next page', async () => {
     for (let i = 1; i <= 30; i++)
-      await app.links.create({ url: `https://shop.example/item/${i}${i % 10 === 0 ? '/needle' : ''}`, alias: `item-${String(i).padStart(2, '0')}` }, alice)
+      await app.links.create(
+        {
+          url: `https://shop.example/item/${i}${i % 10 === 0 ? '/needle' : ''}`,
+          alias: `item-${String(i).padStart(2, '0')}`,
+        },
+        alice,
+      )
     const visits = (code: string, n: number) =>
-      Promise.all(Array.from({ length: n }, () => fetch(`${app.url}/${code}`, { redirect: 'manual', headers: { 'user-agent': CHROME_UA } })))
+      Promise.all(
+        Array.from({ length: n }, () =>
+          fetch(`${app.url}/${code}`, { redirect: 'manual', headers: { 'user-agent': CHROME_UA } }),
+        ),
+      )
     await visits('item-07', 5)
     await visits('item-23', 3)
     await app.recorder.flush()
@@ -164,7 +184,8 @@ describe('API keys', () => {
     await page.goto(`${app.url}/dashboard/keys`)
     await check('dash-keys')
     // None checked: the error is at the fieldset.
-    for (const scope of ['links', 'qr', 'media', 'mail', 'webhooks']) await page.uncheck(`input[name=scope][value=${scope}]`)
+    for (const scope of ['links', 'qr', 'media', 'mail', 'webhooks'])
+      await page.uncheck(`input[name=scope][value=${scope}]`)
     await click('button:has-text("Create key")')
     expect(await page.textContent('#scopes-error')).toBe('Choose at least one scope.')
     await check('dash-keys-error')
@@ -175,7 +196,9 @@ describe('API keys', () => {
     key = await page.inputValue('#new-key')
     expect(key).toMatch(/^lbk_[A-Za-z0-9]{40}$/)
     expect(await page.textContent('.shown-once')).toContain('Shown once.')
-    expect(await page.textContent('#curl-example')).toBe(`curl -H "X-Api-Key: ${key}" "${base()}/api/qr.json?data=hello"`)
+    expect(await page.textContent('#curl-example')).toBe(
+      `curl -H "X-Api-Key: ${key}" "${base()}/api/qr.json?data=hello"`,
+    )
     expect(await page.locator('button[data-copy="new-key"]').isVisible()).toBe(true)
     await check('dash-key-created')
 
@@ -192,19 +215,32 @@ describe('API keys', () => {
     const row = page.locator('tr', { hasText: key.slice(0, 11) })
     expect(await row.textContent()).toContain('QR on the shop till')
     // Revoke asks first, like deleting a link (issue 20, item 8).
-    await Promise.all([page.waitForURL(/\/dashboard\/keys\/\d+\/revoke$/), row.getByRole('link', { name: /^Revoke the key/ }).click()])
+    await Promise.all([
+      page.waitForURL(/\/dashboard\/keys\/\d+\/revoke$/),
+      row.getByRole('link', { name: /^Revoke the key/ }).click(),
+    ])
     expect(await page.textContent('h1')).toBe('Revoke this key?')
     await check('dash-key-revoke')
-    await Promise.all([page.waitForURL(`${app.url}/dashboard/keys`), page.getByRole('button', { name: 'Revoke the key' }).click()])
+    await Promise.all([
+      page.waitForURL(`${app.url}/dashboard/keys`),
+      page.getByRole('button', { name: 'Revoke the key' }).click(),
+    ])
     expect(await page.textContent('.notice.ok')).toContain(`Revoked the key ${key.slice(0, 11)}`)
-    expect(await page.locator('tr', { hasText: key.slice(0, 11) }).locator('.tag.revoked').count()).toBe(1)
+    expect(
+      await page
+        .locator('tr', { hasText: key.slice(0, 11) })
+        .locator('.tag.revoked')
+        .count(),
+    ).toBe(1)
     const refused = await fetch(`${app.url}/api/qr.json?data=hello`, { headers: { 'x-api-key': key } })
     expect(refused.status).toBe(401)
   })
 
   test('no request left the origin', () => {
     expect(requests.length).toBeGreaterThan(20)
-    const outside = requests.filter((u) => !u.startsWith(`${app.url}/`) && !u.startsWith('data:') && !u.startsWith('about:'))
+    const outside = requests.filter(
+      (u) => !u.startsWith(`${app.url}/`) && !u.startsWith('data:') && !u.startsWith('about:'),
+    )
     expect(outside).toEqual([])
   })
 })

@@ -64,7 +64,9 @@ afterAll(async () => {
 /** axe (no serious/critical violation), no request off the origin so far, and the screenshots (no sideways scroll at 390 px). */
 async function check(name: string) {
   expect(await checkPage(page, name)).toBeLessThanOrEqual(390)
-  const offOrigin = requests.filter((u) => !u.startsWith(`${app.url}/`) && !u.startsWith('data:') && !u.startsWith('about:'))
+  const offOrigin = requests.filter(
+    (u) => !u.startsWith(`${app.url}/`) && !u.startsWith('data:') && !u.startsWith('about:'),
+  )
   expect(offOrigin.filter((u) => !blockedByCsp.has(u))).toEqual([])
 }
 
@@ -87,7 +89,10 @@ describe('mailboxes', () => {
 
   test('a mail whose HTML tries to run scripts and fetch remote content: read, and nothing ran or was fetched', async () => {
     await page.fill('#mail-local', 'reader')
-    await Promise.all([page.waitForURL(`${app.url}/dashboard/mail/reader@${DOMAIN}`), page.click('form.mail-new button[type=submit]')])
+    await Promise.all([
+      page.waitForURL(`${app.url}/dashboard/mail/reader@${DOMAIN}`),
+      page.click('form.mail-new button[type=submit]'),
+    ])
     expect(await page.locator('.notice.ok').textContent()).toContain(`reader@${DOMAIN} is ready until`)
     expect(await page.locator('main').textContent()).toContain('No mail yet')
 
@@ -102,7 +107,12 @@ describe('mailboxes', () => {
 <img src="${t}/pixel.png" alt="" width="1" height="1" onerror="fetch('${t}/onerror'); parent.document.title = 'pwned by onerror'">
 <script>fetch('${t}/script-ran'); new Image().src = '${t}/script-img'; parent.document.title = 'pwned by script'; document.body.dataset.ran = 'yes'</script>
 </body></html>`
-    const send = nodemailer.createTransport({ host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true } as any)
+    const send = nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: smtpPort,
+      secure: false,
+      ignoreTLS: true,
+    } as any)
     try {
       await send.sendMail({
         from: '"Example Service" <hello@service.example>',
@@ -113,7 +123,12 @@ describe('mailboxes', () => {
         attachments: [{ filename: 'welcome.txt', content: 'Thanks for signing up.\n', contentType: 'text/plain' }],
       })
       // A second one, so the list has a read and an unread row.
-      await send.sendMail({ from: 'news@service.example', to: `reader@${DOMAIN}`, subject: 'Weekly digest', text: 'Nothing new this week.' })
+      await send.sendMail({
+        from: 'news@service.example',
+        to: `reader@${DOMAIN}`,
+        subject: 'Weekly digest',
+        text: 'Nothing new this week.',
+      })
     } finally {
       send.close()
     }
@@ -125,7 +140,10 @@ describe('mailboxes', () => {
     expect(await rows.nth(1).textContent()).toContain('Example Service')
     await check('dash-mailbox')
 
-    await Promise.all([page.waitForURL(/\/dashboard\/mail\/reader@mail\.test\/\d+$/), page.getByRole('link', { name: 'Your account is ready' }).click()])
+    await Promise.all([
+      page.waitForURL(/\/dashboard\/mail\/reader@mail\.test\/\d+$/),
+      page.getByRole('link', { name: 'Your account is ready' }).click(),
+    ])
     expect(await page.locator('h1').textContent()).toBe('Your account is ready')
     expect(await page.locator('.mail-meta').textContent()).toContain('hello@service.example')
     expect(await page.locator('.mail-files a').textContent()).toBe('welcome.txt')
@@ -152,7 +170,12 @@ describe('mailboxes', () => {
     expect(page.frames().map((f) => f.url())).toContain(page.url() + '/html')
     expect(trackerHits).toEqual([])
     // What the mail asked for was refused by the frame's CSP in the browser (scripts never ran, so never asked).
-    expect([...blockedByCsp].map((u) => new URL(u).pathname).sort()).toEqual(['/bg.png', '/import.css', '/link.css', '/pixel.png'])
+    expect([...blockedByCsp].map((u) => new URL(u).pathname).sort()).toEqual([
+      '/bg.png',
+      '/import.css',
+      '/link.css',
+      '/pixel.png',
+    ])
   })
 
   test('the list: the address with its copy button, counts and unread', async () => {
@@ -180,14 +203,20 @@ describe('webhooks', () => {
 
   test('add an endpoint: the secret shown once; a test event delivered and signed with it; in the log', async () => {
     await page.fill('#wh-url', `${receiver.url}/hooks/linkbox`)
-    await Promise.all([page.waitForURL(`${app.url}/dashboard/webhooks`), page.click('form.wh-form button[type=submit]')])
+    await Promise.all([
+      page.waitForURL(`${app.url}/dashboard/webhooks`),
+      page.click('form.wh-form button[type=submit]'),
+    ])
     expect(await page.locator('h1').textContent()).toBe('Endpoint added')
     secret = await page.inputValue('#wh-secret')
     expect(secret).toMatch(/^whsec_/)
     expect(await page.locator('#secret-warning').textContent()).toContain('shown only this once')
     await check('dash-webhook-created')
 
-    await Promise.all([page.waitForURL(/\/dashboard\/webhooks\/\d+$/), page.getByRole('link', { name: 'Open its delivery log' }).click()])
+    await Promise.all([
+      page.waitForURL(/\/dashboard\/webhooks\/\d+$/),
+      page.getByRole('link', { name: 'Open its delivery log' }).click(),
+    ])
     expect(await page.content()).not.toContain(secret)
     expect(await page.locator('main').textContent()).toContain('Nothing sent yet')
     await Promise.all([page.waitForLoadState('load'), page.getByRole('button', { name: 'Send a test event' }).click()])
@@ -203,7 +232,11 @@ describe('webhooks', () => {
     // The log shows it delivered (the row is written just after the answer: reload until it is).
     await until(async () => {
       await page.reload()
-      return (await page.locator('table.wh-log tbody tr').first().textContent().catch(() => ''))!.includes('ok')
+      return (await page
+        .locator('table.wh-log tbody tr')
+        .first()
+        .textContent()
+        .catch(() => ''))!.includes('ok')
     }, 'the delivery in the log')
     const row = page.locator('table.wh-log tbody tr').first()
     expect(await row.locator('td').nth(1).textContent()).toBe('webhook.test')
@@ -228,7 +261,10 @@ describe('webhooks', () => {
     await Promise.all([page.waitForURL(/\/delete$/), row.getByRole('link', { name: /^Delete the endpoint/ }).click()])
     expect(await page.locator('h1').textContent()).toBe('Delete this endpoint?')
     await check('dash-webhook-delete')
-    await Promise.all([page.waitForURL(`${app.url}/dashboard/webhooks`), page.getByRole('button', { name: 'Delete endpoint' }).click()])
+    await Promise.all([
+      page.waitForURL(`${app.url}/dashboard/webhooks`),
+      page.getByRole('button', { name: 'Delete endpoint' }).click(),
+    ])
     expect(await page.locator('.notice.ok').textContent()).toContain('is deleted')
     expect(await page.locator('main').textContent()).toContain('No endpoints yet')
   })

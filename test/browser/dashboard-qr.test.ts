@@ -22,7 +22,10 @@ const requests: string[] = []
 beforeAll(async () => {
   app = startApp()
   const { key } = await app.accounts.createAccount({ name: 'alice', password: 'correct horse' })
-  const link = await app.links.create({ url: 'https://example.com/a/page/to/share', alias: 'share-me' }, (await app.accounts.authenticate(key.key))!)
+  const link = await app.links.create(
+    { url: 'https://example.com/a/page/to/share', alias: 'share-me' },
+    (await app.accounts.authenticate(key.key))!,
+  )
   code = link.hex
   shortUrl = link.url
   browser = await launchBrowser()
@@ -67,7 +70,9 @@ describe('with JavaScript', () => {
   test('the section is there and passes axe in both themes and at 390 px', async () => {
     await page.goto(pagePath())
     expect(await page.textContent('#qr-style-heading')).toBe('QR code')
-    expect(await page.evaluate(() => (document.getElementById('qr-preview') as HTMLImageElement).naturalWidth)).toBe(300)
+    expect(await page.evaluate(() => (document.getElementById('qr-preview') as HTMLImageElement).naturalWidth)).toBe(
+      300,
+    )
     expect(await checkPage(page, 'dash-link-qr')).toBeLessThanOrEqual(390)
   })
 
@@ -149,9 +154,14 @@ describe('with JavaScript', () => {
     await page.goto(pagePath())
     await page.fill('#qr-fg', '#7a1f5c')
     await page.fill('#qr-size', '420')
-    await page.waitForFunction(() => (document.querySelector('input[data-qr-copy="size"]') as HTMLInputElement).value === '420')
+    await page.waitForFunction(
+      () => (document.querySelector('input[data-qr-copy="size"]') as HTMLInputElement).value === '420',
+    )
     await page.setInputFiles('#qr-logo', { name: 'logo.png', mimeType: 'image/png', buffer: Buffer.from(GREEN_LOGO) })
-    const [download] = await Promise.all([page.waitForEvent('download'), page.click('button:has-text("Download with logo")')])
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.click('button:has-text("Download with logo")'),
+    ])
     expect(download.suggestedFilename()).toBe(`${code}-qr-logo.png`)
     const png = PNG.sync.read(readFileSync((await download.path())!))
     expect(png.width).toBe(420)
@@ -161,7 +171,9 @@ describe('with JavaScript', () => {
     // A module of the code has the foreground colour: the finder pattern's corner module, past the margin of
     // 4 (a logo makes the code at least version 5: 37 modules, 45 with the margins).
     const corner = Math.floor((4.5 * 420) / 45)
-    expect([...png.data.subarray((corner * 420 + corner) * 4, (corner * 420 + corner) * 4 + 3)]).toEqual([0x7a, 0x1f, 0x5c])
+    expect([...png.data.subarray((corner * 420 + corner) * 4, (corner * 420 + corner) * 4 + 3)]).toEqual([
+      0x7a, 0x1f, 0x5c,
+    ])
     // The page stayed where it was: the answer was a file.
     expect(new URL(page.url()).pathname).toBe(`/dashboard/links/${code}`)
     await checkPage(page, 'dash-link-qr-logo')
@@ -169,15 +181,20 @@ describe('with JavaScript', () => {
 
   test('a file that is not an image: back to the page with the reason', async () => {
     await page.goto(pagePath())
-    await page.setInputFiles('#qr-logo', { name: 'notes.png', mimeType: 'image/png', buffer: Buffer.from('these are notes') })
+    await page.setInputFiles('#qr-logo', {
+      name: 'notes.png',
+      mimeType: 'image/png',
+      buffer: Buffer.from('these are notes'),
+    })
     await Promise.all([page.waitForNavigation(), page.click('button:has-text("Download with logo")')])
-    expect(await page.textContent('.notice.error')).toBe('The logo is invalid: it must be a PNG or SVG image; these bytes are neither.')
+    expect(await page.textContent('.notice.error')).toBe(
+      'The logo is invalid: it must be a PNG or SVG image; these bytes are neither.',
+    )
     expect(new URL(page.url()).hash).toBe('#qr-style')
     // A reload does not send the form again (the answer was a redirect).
     await page.reload()
     expect(await page.$('.notice.error')).toBeNull()
   })
-
 })
 
 describe('without JavaScript', () => {
@@ -201,7 +218,9 @@ describe('without JavaScript', () => {
       const src = await plain.getAttribute('#qr-preview', 'src')
       expect(src).not.toBe(before)
       expect(src).toBe(`/dashboard/links/${code}/qr.png?fg=000000&bg=ffffff&size=360&ecc=Q&margin=2`)
-      await plain.waitForFunction(() => (document.getElementById('qr-preview') as HTMLImageElement).naturalWidth === 360)
+      await plain.waitForFunction(
+        () => (document.getElementById('qr-preview') as HTMLImageElement).naturalWidth === 360,
+      )
       expect(await plain.inputValue('#qr-size')).toBe('360')
       expect(await plain.getAttribute('#qr-png', 'href')).toBe(`${src}&download=1`)
       // axe needs script in the page: the same markup was checked above with JavaScript on. The screenshots.
@@ -212,11 +231,22 @@ describe('without JavaScript', () => {
       // Back: the page before Preview, its fields as its preview (not what was typed, restored).
       await plain.goBack()
       expect(await plain.getAttribute('#qr-preview', 'src')).toBe(before)
-      expect([await plain.inputValue('#qr-size'), await plain.inputValue('#qr-ecc'), await plain.inputValue('#qr-margin')]).toEqual(['300', 'M', '4'])
+      expect([
+        await plain.inputValue('#qr-size'),
+        await plain.inputValue('#qr-ecc'),
+        await plain.inputValue('#qr-margin'),
+      ]).toEqual(['300', 'M', '4'])
       // The logo form works without the script: its hidden fields carry the page's settings.
       await plain.goForward()
-      await plain.setInputFiles('#qr-logo', { name: 'logo.png', mimeType: 'image/png', buffer: Buffer.from(GREEN_LOGO) })
-      const [download] = await Promise.all([plain.waitForEvent('download'), plain.click('button:has-text("Download with logo")')])
+      await plain.setInputFiles('#qr-logo', {
+        name: 'logo.png',
+        mimeType: 'image/png',
+        buffer: Buffer.from(GREEN_LOGO),
+      })
+      const [download] = await Promise.all([
+        plain.waitForEvent('download'),
+        plain.click('button:has-text("Download with logo")'),
+      ])
       const png = PNG.sync.read(readFileSync((await download.path())!))
       expect(png.width).toBe(360)
       expect(decodeRaster(png.width, png.height, png.data)).toBe(shortUrl)
@@ -228,5 +258,6 @@ describe('without JavaScript', () => {
 
 test('no request left the origin, with or without JavaScript', () => {
   expect(requests.length).toBeGreaterThan(10)
-  for (const url of requests) expect(url.startsWith(app.url) || url.startsWith('data:') || url.startsWith('blob:'), url).toBe(true)
+  for (const url of requests)
+    expect(url.startsWith(app.url) || url.startsWith('data:') || url.startsWith('blob:'), url).toBe(true)
 })

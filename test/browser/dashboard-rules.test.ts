@@ -47,7 +47,9 @@ describe('limits, rules and splits in the dashboard', () => {
     expect(page.url()).toMatch(/\/dashboard\?form=/)
     expect(await page.getAttribute('#rules', 'aria-invalid')).toBe('true')
     expect(await page.getAttribute('#rules', 'aria-describedby')).toBe('rules-hint rules-error')
-    expect(await page.textContent('#rules-error')).toContain('rules[0].country[0] must be an ISO 3166-1 alpha-2 country code')
+    expect(await page.textContent('#rules-error')).toContain(
+      'rules[0].country[0] must be an ISO 3166-1 alpha-2 country code',
+    )
     expect(await page.inputValue('#max_visits')).toBe('3')
     expect(await page.inputValue('#rules')).toBe('[{"country": ["DEU"], "url": "https://example.com/de"}]')
     expect(app.db.query("SELECT 1 FROM links WHERE code = 'launch'").get()).toBeNull()
@@ -83,11 +85,18 @@ describe('limits, rules and splits in the dashboard', () => {
     await page.fill('#rules', '[{"country": ["DE"], "url": "https://example.com/de"}]')
     await click('button:has-text("Shorten")')
     expect(page.url()).toBe(`${app.url}/dashboard?new=launch`)
-    expect(stored('launch')).toEqual({ max_visits: 3, visits_used: 0, rules: '[{"url":"https://example.com/de","country":["DE"]}]', split: null })
+    expect(stored('launch')).toEqual({
+      max_visits: 3,
+      visits_used: 0,
+      rules: '[{"url":"https://example.com/de","country":["DE"]}]',
+      split: null,
+    })
     expect(await rowText('launch')).toContain('3 of 3 visits left')
     expect(await page.textContent('tr:has(#short-launch) .tag.routing')).toBe('rules')
     // A visit takes one; the list, reloaded, says so.
-    expect((await fetch(`${app.url}/launch`, { redirect: 'manual', headers: { 'user-agent': CHROME_UA } })).status).toBe(302)
+    expect(
+      (await fetch(`${app.url}/launch`, { redirect: 'manual', headers: { 'user-agent': CHROME_UA } })).status,
+    ).toBe(302)
     await page.reload()
     expect(await rowText('launch')).toContain('2 of 3 visits left')
     await checkPage(page, 'dashboard-rules-list')
@@ -107,7 +116,10 @@ describe('limits, rules and splits in the dashboard', () => {
     await click('button:has-text("Save changes")')
     expect(await page.textContent('#split-error')).toContain('split has 1 destinations')
     await checkPage(page, 'dashboard-rules-edit-refused')
-    await page.fill('#split', '[{"url": "https://example.com/a", "weight": 70},\n {"url": "https://example.com/b", "weight": 30}]')
+    await page.fill(
+      '#split',
+      '[{"url": "https://example.com/a", "weight": 70},\n {"url": "https://example.com/b", "weight": 30}]',
+    )
     await page.fill('#rules', '')
     await page.fill('#max_visits', '10')
     await click('button:has-text("Save changes")')
@@ -124,7 +136,9 @@ describe('limits, rules and splits in the dashboard', () => {
     await page.goForward()
     expect(stored('launch').max_visits).toBe(10)
     await page.goto(`${app.url}/dashboard`)
-    expect(await page.$$eval('tr:has(#short-launch) .tag.routing', (els) => els.map((el) => el.textContent))).toEqual(['A/B'])
+    expect(await page.$$eval('tr:has(#short-launch) .tag.routing', (els) => els.map((el) => el.textContent))).toEqual([
+      'A/B',
+    ])
     // An empty limit removes it.
     await page.goto(`${app.url}/dashboard/links/launch`)
     await page.fill('#max_visits', '')

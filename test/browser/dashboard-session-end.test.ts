@@ -42,7 +42,11 @@ async function newPage(context: BrowserContext): Promise<Page> {
 
 const check = async (page: Page, name: string) => expect(await checkPage(page, name)).toBeLessThanOrEqual(390)
 const linksOf = (name: string) =>
-  (app.db.query('SELECT count(*) AS n FROM links l JOIN accounts a ON a.id = l.account_id WHERE a.name = ?').get(name) as { n: number }).n
+  (
+    app.db
+      .query('SELECT count(*) AS n FROM links l JOIN accounts a ON a.id = l.account_id WHERE a.name = ?')
+      .get(name) as { n: number }
+  ).n
 
 describe('a session that ended in another tab', () => {
   test('a form sent in the other tab: the sign-in page says why, and signing in comes back to the form with what was typed', async () => {
@@ -116,5 +120,7 @@ describe('a session that ended in another tab', () => {
 
 test('no request left the origin', () => {
   expect(requests.length).toBeGreaterThan(10)
-  expect(requests.filter((u) => !u.startsWith(`${app.url}/`) && !u.startsWith('data:') && !u.startsWith('about:'))).toEqual([])
+  expect(
+    requests.filter((u) => !u.startsWith(`${app.url}/`) && !u.startsWith('data:') && !u.startsWith('about:')),
+  ).toEqual([])
 })

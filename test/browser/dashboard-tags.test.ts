@@ -21,7 +21,14 @@ beforeAll(async () => {
   app = startApp()
   await app.accounts.createAccount({ name: 'alice', password: 'correct horse' })
   const id = (app.db.query("SELECT id FROM accounts WHERE name = 'alice'").get() as { id: number }).id
-  alice = { accountId: id, accountName: 'alice', admin: false, scopes: new Set(['links']), keyId: null, via: 'dashboard' }
+  alice = {
+    accountId: id,
+    accountName: 'alice',
+    admin: false,
+    scopes: new Set(['links']),
+    keyId: null,
+    via: 'dashboard',
+  }
   await app.links.create({ url: 'https://example.com/news/one', alias: 'news-one', tags: 'news,world' }, alice)
   await app.links.create({ url: 'https://example.com/sport/two', alias: 'sport-two', tags: 'sport' }, alice)
   await app.links.create({ url: 'https://example.com/news/three', alias: 'news-three', tags: 'news' }, alice)
@@ -44,10 +51,14 @@ const chipsOf = (code: string) =>
   page.$$eval(`tr:has(#short-${code}) .tag-chip`, (as) => as.map((a) => a.textContent!.replace('Links tagged ', '')))
 const click = (selector: string) => Promise.all([page.waitForNavigation(), page.click(selector)])
 const tagsOf = (code: string) =>
-  (app.db.query('SELECT tag FROM link_tags t JOIN links l ON l.id = t.link_id WHERE l.code = ? ORDER BY tag').all(code) as { tag: string }[]).map((r) => r.tag)
+  (
+    app.db
+      .query('SELECT tag FROM link_tags t JOIN links l ON l.id = t.link_id WHERE l.code = ? ORDER BY tag')
+      .all(code) as { tag: string }[]
+  ).map((r) => r.tag)
 
 describe('tags in the dashboard', () => {
-  test('create a link with tags from the form; the list shows every link\'s tags as chips', async () => {
+  test("create a link with tags from the form; the list shows every link's tags as chips", async () => {
     await signInBrowser(page, app.url, 'alice', 'correct horse')
     await page.fill('#url', 'https://example.com/promo/spring')
     await page.click('details.more summary')
@@ -70,7 +81,9 @@ describe('tags in the dashboard', () => {
     expect(await page.getAttribute('#tags', 'aria-invalid')).toBe('true')
     expect(await page.textContent('#tags-error')).toContain('The tags')
     expect(await page.inputValue('#tags')).toBe('no spaces inside')
-    expect(app.db.query("SELECT count(*) AS n FROM links WHERE long_url = 'https://example.com/bad-tags'").get()).toEqual({ n: 0 })
+    expect(
+      app.db.query("SELECT count(*) AS n FROM links WHERE long_url = 'https://example.com/bad-tags'").get(),
+    ).toEqual({ n: 0 })
   })
 
   test('a chip filters the list by its tag; the search box searches within it; reload and back keep each list', async () => {
@@ -130,7 +143,18 @@ describe('tags in the dashboard', () => {
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('a.export-link')])
     expect(download.suggestedFilename()).toMatch(/^links-\d{4}-\d{2}-\d{2}\.csv$/)
     const rows = parseCsv(readFileSync((await download.path())!, 'utf8'))
-    expect(rows[0]!.fields).toEqual(['code', 'short_url', 'long_url', 'mode', 'created', 'expires', 'clicks', 'tags', 'max_visits', 'title'])
+    expect(rows[0]!.fields).toEqual([
+      'code',
+      'short_url',
+      'long_url',
+      'mode',
+      'created',
+      'expires',
+      'clicks',
+      'tags',
+      'max_visits',
+      'title',
+    ])
     expect(rows.slice(1).map((r) => [r.fields[0], r.fields[7]])).toEqual([
       ['news-one', 'news,world'],
       ['sport-two', ''],

@@ -19,7 +19,14 @@ beforeAll(async () => {
   app = startApp()
   await app.accounts.createAccount({ name: 'alice', password: 'correct horse' })
   const id = (app.db.query("SELECT id FROM accounts WHERE name = 'alice'").get() as { id: number }).id
-  alice = { accountId: id, accountName: 'alice', admin: false, scopes: new Set(['links']), keyId: null, via: 'dashboard' }
+  alice = {
+    accountId: id,
+    accountName: 'alice',
+    admin: false,
+    scopes: new Set(['links']),
+    keyId: null,
+    via: 'dashboard',
+  }
   await app.links.create({ url: 'https://example.com/plain', alias: 'plain' }, alice)
   browser = await launchBrowser()
   page = await browser.newPage({ userAgent: CHROME_UA, acceptDownloads: true })
@@ -32,7 +39,8 @@ afterAll(async () => {
 
 const rowCodes = () => page.$$eval('a.short', (as) => as.map((a) => a.id.replace(/^short-/, '')))
 const click = (selector: string) => Promise.all([page.waitForNavigation(), page.click(selector)])
-const titleOf = (code: string) => (app.db.query('SELECT title FROM links WHERE code = ?').get(code) as { title: string }).title
+const titleOf = (code: string) =>
+  (app.db.query('SELECT title FROM links WHERE code = ?').get(code) as { title: string }).title
 
 describe('titles in the dashboard', () => {
   test('the create form sets a title; the list shows it; the search box finds it', async () => {
@@ -74,6 +82,9 @@ describe('titles in the dashboard', () => {
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('a:has-text("Export CSV")')])
     const rows = parseCsv(readFileSync((await download.path())!, 'utf8'))
     expect(rows[0]!.fields.at(-1)).toBe('title')
-    expect(rows.slice(1).map((r) => [r.fields[0], r.fields.at(-1)])).toEqual([['plain', ''], ['promo', 'Summer']])
+    expect(rows.slice(1).map((r) => [r.fields[0], r.fields.at(-1)])).toEqual([
+      ['plain', ''],
+      ['promo', 'Summer'],
+    ])
   })
 })

@@ -31,13 +31,17 @@ test('the page opens with the site header and its contents; nothing in it shows 
   const res = await page.goto(`${app.url}/api/docs`)
   expect(res!.status()).toBe(200)
   expect(await page.locator('h1').textContent()).toBe('linkbox API')
-  expect(await page.getByRole('navigation', { name: 'Site' }).getByRole('link', { name: 'API' }).getAttribute('href')).toBe('/api/docs')
+  expect(
+    await page.getByRole('navigation', { name: 'Site' }).getByRole('link', { name: 'API' }).getAttribute('href'),
+  ).toBe('/api/docs')
   expect(await page.getByRole('link', { name: 'linkbox' }).getAttribute('href')).toBe('/')
   const contents = page.getByRole('navigation', { name: 'Contents' })
   expect(await contents.getByRole('link').count()).toBeGreaterThan(20)
   expect(await page.evaluate(() => document.body.innerText)).not.toContain('`')
   // Every entry names an element of the page.
-  const targets = await contents.getByRole('link').evaluateAll((links) => links.map((a) => (a as HTMLAnchorElement).hash.slice(1)))
+  const targets = await contents
+    .getByRole('link')
+    .evaluateAll((links) => links.map((a) => (a as HTMLAnchorElement).hash.slice(1)))
   for (const t of targets) expect(await page.evaluate((i) => document.getElementById(i) !== null, t), t).toBe(true)
 })
 
@@ -66,7 +70,9 @@ test('entries of the contents jump to their anchors; back returns to the content
   expect(Math.abs(await topOf('message.json'))).toBeLessThan(40)
   await page.reload()
   expect(Math.abs(await topOf('message.json'))).toBeLessThan(40)
-  expect(await page.locator('[id="message.json"] pre.curl').textContent()).toContain('curl -s -G "$LINKBOX/api/message.json"')
+  expect(await page.locator('[id="message.json"] pre.curl').textContent()).toContain(
+    'curl -s -G "$LINKBOX/api/message.json"',
+  )
 })
 
 test('the brand leads home, and back returns to the docs', async () => {

@@ -82,11 +82,11 @@ describe('reload after a form', () => {
     expect(t.posts).toEqual(['POST /dashboard/keys'])
     const key = await t.page.inputValue('#new-key')
     expect(key).toMatch(/^lbk_[A-Za-z0-9]{40}$/)
-    expect((await keysOfAlice())).toBe(before + 1)
+    expect(await keysOfAlice()).toBe(before + 1)
     const url = new URL(t.page.url())
 
     const reloaded = await reload(t)
-    expect((await keysOfAlice())).toBe(before + 1)
+    expect(await keysOfAlice()).toBe(before + 1)
     reloaded()
     expect(url.pathname).toBe('/dashboard/keys')
     expect(url.searchParams.get('created')).toMatch(/^[A-Za-z0-9_-]{22}$/)
@@ -103,7 +103,7 @@ describe('reload after a form', () => {
     expect(new URL(t.page.url()).searchParams.get('created')).toBe(url.searchParams.get('created'))
     expect(await t.page.content()).not.toContain(key)
     expect(t.posts).toEqual([])
-    expect((await keysOfAlice())).toBe(before + 1)
+    expect(await keysOfAlice()).toBe(before + 1)
     expect((await app.accounts.listKeys({ account: 'alice' })).filter((k) => k.label === 'made once')).toHaveLength(1)
 
     // The one key made works.
@@ -135,9 +135,17 @@ describe('reload after a form', () => {
     expect(count('SELECT count(*) AS n FROM webhook_endpoints')).toBe(1)
 
     // One endpoint: one delivery of the next event.
-    const made = await fetch(`${app.url}/api/getLink.json`, { method: 'POST', headers: { 'x-api-key': aliceKey }, body: new URLSearchParams({ url: 'https://example.com/once' }) })
+    const made = await fetch(`${app.url}/api/getLink.json`, {
+      method: 'POST',
+      headers: { 'x-api-key': aliceKey },
+      body: new URLSearchParams({ url: 'https://example.com/once' }),
+    })
     expect(made.status).toBe(200)
-    expect(count("SELECT count(*) AS n FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE e.type = 'link.created'")).toBe(1)
+    expect(
+      count(
+        "SELECT count(*) AS n FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE e.type = 'link.created'",
+      ),
+    ).toBe(1)
   })
 
   test('the home form without JavaScript: the result once, then a reload makes no second link', async () => {
@@ -170,7 +178,9 @@ describe('reload after a form', () => {
     await t.page.goForward()
     expect(t.posts).toEqual([])
     expect(links()).toBe(before + 1)
-    expect(app.db.query('SELECT long_url FROM links WHERE code = ?').get(short.slice(short.lastIndexOf('/') + 1))).toEqual({
+    expect(
+      app.db.query('SELECT long_url FROM links WHERE code = ?').get(short.slice(short.lastIndexOf('/') + 1)),
+    ).toEqual({
       long_url: 'https://example.com/from-the-home-page',
     })
   })
@@ -184,7 +194,9 @@ describe('reload after a form', () => {
     await t.page.goto(`${app.url}/`)
     await t.page.fill('#url', 'ftp://files.example/x')
     await click(t.page, '#shorten-submit')
-    expect(await t.page.textContent('#url-error')).toBe('The URL must be an absolute URL with the scheme http or https.')
+    expect(await t.page.textContent('#url-error')).toBe(
+      'The URL must be an absolute URL with the scheme http or https.',
+    )
     expect(await t.page.inputValue('#url')).toBe('ftp://files.example/x')
     const homeUrl = new URL(t.page.url())
     ;(await reload(t))()

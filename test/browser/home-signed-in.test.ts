@@ -36,7 +36,9 @@ async function signedInTab(opts: { javaScriptEnabled?: boolean } = {}): Promise<
 }
 
 const click = (page: Page, selector: string) => Promise.all([page.waitForNavigation(), page.click(selector)])
-const ownerOf = (code: string) => (app.db.query('SELECT account_id FROM links WHERE code = ?').get(code) as { account_id: number | null } | null)?.account_id
+const ownerOf = (code: string) =>
+  (app.db.query('SELECT account_id FROM links WHERE code = ?').get(code) as { account_id: number | null } | null)
+    ?.account_id
 const codeOf = (short: string) => short.slice(short.lastIndexOf('/') + 1)
 
 describe('signed in, on the home page', () => {
@@ -45,9 +47,13 @@ describe('signed in, on the home page', () => {
     await page.goto(`${app.url}/`)
     expect(await page.locator('header.site').textContent()).toContain('Signed in as alice')
     expect(await page.locator('header.site').getByRole('link', { name: 'Sign in' }).count()).toBe(0)
-    expect(await page.locator('header.site').getByRole('link', { name: 'Dashboard' }).getAttribute('href')).toBe('/dashboard')
+    expect(await page.locator('header.site').getByRole('link', { name: 'Dashboard' }).getAttribute('href')).toBe(
+      '/dashboard',
+    )
     expect(await page.locator('header.site').getByRole('button', { name: 'Sign out' }).count()).toBe(1)
-    expect(await page.getByRole('link', { name: 'Your links in the dashboard' }).getAttribute('href')).toBe('/dashboard')
+    expect(await page.getByRole('link', { name: 'Your links in the dashboard' }).getAttribute('href')).toBe(
+      '/dashboard',
+    )
     expect(await page.locator('.account-line').textContent()).toContain("alice's")
     expect(await checkPage(page, 'home-signed-in')).toBeLessThanOrEqual(390)
 
@@ -73,7 +79,10 @@ describe('signed in, on the home page', () => {
     // A second one from the same page: a new one-time token came with the answer.
     await page.fill('#url', 'https://example.com/mine-again')
     await page.click('#shorten-submit')
-    await page.waitForFunction((first) => !(document.querySelector('#short') as HTMLInputElement).value.endsWith(`/${first}`), code)
+    await page.waitForFunction(
+      (first) => !(document.querySelector('#short') as HTMLInputElement).value.endsWith(`/${first}`),
+      code,
+    )
     const second = codeOf(await page.inputValue('#short'))
     expect(ownerOf(second)).toBe(aliceId)
 
@@ -114,12 +123,20 @@ describe('the checks hold', () => {
     const links = () => (app.db.query('SELECT count(*) AS n FROM links').get() as { n: number }).n
     const before = links()
     const send = (body: string, headers: Record<string, string> = {}) =>
-      http.request('/', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: alice.cookie, ...headers }, body })
+      http.request('/', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: alice.cookie, ...headers },
+        body,
+      })
     expect((await send(`_csrf=wrong&url=https%3A%2F%2Fexample.com%2Fx`)).status).toBe(403)
-    expect((await send(`_csrf=${alice.csrf}&url=https%3A%2F%2Fexample.com%2Fx`, { origin: 'http://evil.example' })).status).toBe(403)
+    expect(
+      (await send(`_csrf=${alice.csrf}&url=https%3A%2F%2Fexample.com%2Fx`, { origin: 'http://evil.example' })).status,
+    ).toBe(403)
     const stale = await send(`url=https%3A%2F%2Fexample.com%2Fx`)
     expect(stale.status).toBe(303)
-    const page = await (await http.request(stale.headers.get('location')!, { headers: { cookie: alice.cookie } })).text()
+    const page = await (
+      await http.request(stale.headers.get('location')!, { headers: { cookie: alice.cookie } })
+    ).text()
     expect(page).toContain('You are signed in as alice now: send the form again to make the link in your account.')
     expect(page).toContain(`name="_csrf" value="${alice.csrf}"`)
     expect(links()).toBe(before)
@@ -131,15 +148,32 @@ describe('the checks hold', () => {
     expect(links()).toBe(before)
 
     // The public API is unchanged: without a key a link is anonymous, whatever cookie comes with it.
-    const api = await http.request('/api/getLink.json', { method: 'POST', headers: { cookie: alice.cookie }, body: new URLSearchParams({ url: 'https://example.com/api' }) })
+    const api = await http.request('/api/getLink.json', {
+      method: 'POST',
+      headers: { cookie: alice.cookie },
+      body: new URLSearchParams({ url: 'https://example.com/api' }),
+    })
     const code = ((await api.json()) as { return: { hex: string } }).return.hex
     expect(ownerOf(code)).toBeNull()
 
     // Signed out meanwhile: the form (with its token) is refused, nothing made, and shown again without it.
-    await http.request('/logout', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: alice.cookie }, body: `_csrf=${alice.csrf}` })
+    await http.request('/logout', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: alice.cookie },
+      body: `_csrf=${alice.csrf}`,
+    })
     const out = await send(`_csrf=${alice.csrf}&url=https%3A%2F%2Fexample.com%2Fy`)
     expect(out.status).toBe(303)
-    const outPage = await (await http.request(out.headers.get('location')!, { headers: { cookie: out.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ') } })).text()
+    const outPage = await (
+      await http.request(out.headers.get('location')!, {
+        headers: {
+          cookie: out.headers
+            .getSetCookie()
+            .map((c) => c.split(';')[0])
+            .join('; '),
+        },
+      })
+    ).text()
     expect(outPage).toContain('You are signed out, so the link was not made')
     expect(outPage).not.toContain('name="_csrf"')
     expect(links()).toBe(before + 1) // the API's only

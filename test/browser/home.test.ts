@@ -24,12 +24,13 @@ let evil: Fixture // another site, whose page posts the home form cross-site
 
 beforeAll(async () => {
   dest = startFixture((_req, url) => htmlPage(`Destination ${url.pathname}`))
-  evil = startFixture(() =>
-    new Response(
-      `<!doctype html><html lang="en"><head><title>Evil</title></head><body><form method="post" action="${app.url}/">` +
-        `<input name="url" value="https://evil.example/phish"><button type="submit">Go</button></form></body></html>`,
-      { headers: { 'content-type': 'text/html; charset=utf-8' } },
-    ),
+  evil = startFixture(
+    () =>
+      new Response(
+        `<!doctype html><html lang="en"><head><title>Evil</title></head><body><form method="post" action="${app.url}/">` +
+          `<input name="url" value="https://evil.example/phish"><button type="submit">Go</button></form></body></html>`,
+        { headers: { 'content-type': 'text/html; charset=utf-8' } },
+      ),
   )
   app = startApp()
   browser = await launchBrowser()
@@ -42,7 +43,9 @@ afterAll(async () => {
 })
 
 /** A tab (desktop Chrome's user agent: headless Chromium's own is counted as a bot) whose requests are kept. */
-async function tab(opts: { javaScriptEnabled?: boolean } = {}): Promise<{ context: BrowserContext; page: Page; requests: string[] }> {
+async function tab(
+  opts: { javaScriptEnabled?: boolean } = {},
+): Promise<{ context: BrowserContext; page: Page; requests: string[] }> {
   const context = await browser.newContext({ userAgent: CHROME_UA, javaScriptEnabled: opts.javaScriptEnabled ?? true })
   const page = await context.newPage()
   page.setDefaultTimeout(10_000)
@@ -98,7 +101,9 @@ describe('with JavaScript', () => {
       expect(await copy.isVisible()).toBe(true)
       await copy.click()
       // The clipboard write is a promise: "Copied" shows when it has resolved (and for 1.5 s), not at the click.
-      await page.waitForFunction(() => document.querySelector('button.copy[data-copy="short"]')?.textContent === 'Copied')
+      await page.waitForFunction(
+        () => document.querySelector('button.copy[data-copy="short"]')?.textContent === 'Copied',
+      )
       expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(short)
 
       expect(await qrLoaded(page)).toBeGreaterThan(0)
@@ -135,7 +140,9 @@ describe('with JavaScript', () => {
       await page.fill('#url', 'ftp://files.example/report.pdf')
       await page.click('#shorten-submit')
       await page.locator('#url-error:not(:empty)').waitFor()
-      expect(await page.locator('#url-error').textContent()).toBe('The URL must be an absolute URL with the scheme http or https.')
+      expect(await page.locator('#url-error').textContent()).toBe(
+        'The URL must be an absolute URL with the scheme http or https.',
+      )
       expect(await page.getAttribute('#url', 'aria-invalid')).toBe('true')
       expect(await page.getAttribute('#url', 'aria-describedby')).toBe('url-error')
       expect(await page.evaluate(() => document.activeElement?.id)).toBe('url')
@@ -192,7 +199,10 @@ describe('without JavaScript', () => {
 
       await page.goto(`${app.url}/${code}`)
       expect(await page.locator('.dest strong').textContent()).toBe(new URL(dest.url).host)
-      await Promise.all([page.waitForURL(`${dest.url}/no-script`), page.getByRole('link', { name: /^Continue to/ }).click()])
+      await Promise.all([
+        page.waitForURL(`${dest.url}/no-script`),
+        page.getByRole('link', { name: /^Continue to/ }).click(),
+      ])
       requests.length = 0
       await app.recorder.flush()
       await page.goto(`${app.url}/${code}+`)
@@ -214,7 +224,9 @@ describe('without JavaScript', () => {
       expect(answer!.status()).toBe(200)
       expect(answer!.request().redirectedFrom()!.method()).toBe('POST')
       expect(page.url()).toMatch(new RegExp(`^${app.url}/\\?form=[A-Za-z0-9_-]{22}$`))
-      expect(await page.locator('#url-error').textContent()).toBe('The URL must be an absolute URL with the scheme http or https.')
+      expect(await page.locator('#url-error').textContent()).toBe(
+        'The URL must be an absolute URL with the scheme http or https.',
+      )
       expect(await page.getAttribute('#url', 'aria-invalid')).toBe('true')
       expect(await page.getAttribute('#url', 'aria-describedby')).toBe('url-error')
       expect(await page.inputValue('#url')).toBe('ftp://files.example/<b>report</b>.pdf')
@@ -241,7 +253,9 @@ describe('without JavaScript', () => {
       const [answer] = await Promise.all([page.waitForNavigation(), page.click('#shorten-submit')])
       expect(answer!.status()).toBe(200)
       expect(answer!.request().redirectedFrom()!.method()).toBe('POST')
-      expect(await page.locator('#url-error').textContent()).toBe('The URL must be an absolute URL with the scheme http or https.')
+      expect(await page.locator('#url-error').textContent()).toBe(
+        'The URL must be an absolute URL with the scheme http or https.',
+      )
       expect(await check(page, 'home-error')).toBeLessThanOrEqual(390)
       expectOwnOrigin(requests)
     } finally {
@@ -251,7 +265,7 @@ describe('without JavaScript', () => {
 })
 
 describe('refused posts', () => {
-  test("a form on another site posting to / gets 403, and no link is made", async () => {
+  test('a form on another site posting to / gets 403, and no link is made', async () => {
     const { context, page } = await tab({ javaScriptEnabled: false })
     try {
       const before = (app.db.query('SELECT count(*) AS n FROM links').get() as { n: number }).n
@@ -262,7 +276,10 @@ describe('refused posts', () => {
       expect((app.db.query('SELECT count(*) AS n FROM links').get() as { n: number }).n).toBe(before)
 
       // The same with only the header: Origin of another site.
-      const r = await page.request.post(`${app.url}/`, { form: { url: `${dest.url}/x` }, headers: { origin: 'http://evil.example' } })
+      const r = await page.request.post(`${app.url}/`, {
+        form: { url: `${dest.url}/x` },
+        headers: { origin: 'http://evil.example' },
+      })
       expect(r.status()).toBe(403)
       expect((app.db.query('SELECT count(*) AS n FROM links').get() as { n: number }).n).toBe(before)
     } finally {
@@ -274,7 +291,10 @@ describe('refused posts', () => {
     const limited = startApp({ rate: { anon_per_minute: 2 } })
     const { context, page, requests } = await tab({ javaScriptEnabled: false })
     try {
-      const api = await fetch(`${limited.url}/api/getLink.json`, { method: 'POST', body: new URLSearchParams({ url: `${dest.url}/api` }) })
+      const api = await fetch(`${limited.url}/api/getLink.json`, {
+        method: 'POST',
+        body: new URLSearchParams({ url: `${dest.url}/api` }),
+      })
       expect(api.status).toBe(200)
       await page.goto(`${limited.url}/`)
       await page.fill('#url', `${dest.url}/second`)
@@ -286,7 +306,9 @@ describe('refused posts', () => {
       const refused = await third!.request().redirectedFrom()!.response()
       expect(refused!.status()).toBe(303)
       expect(Number(await refused!.headerValue('retry-after'))).toBeGreaterThan(0)
-      expect(await page.locator('#form-error').textContent()).toMatch(/^Too many links from your address: wait \d+ s and try again\.$/)
+      expect(await page.locator('#form-error').textContent()).toMatch(
+        /^Too many links from your address: wait \d+ s and try again\.$/,
+      )
       expect(await page.inputValue('#url')).toBe(`${dest.url}/third`)
       expect((limited.db.query('SELECT count(*) AS n FROM links').get() as { n: number }).n).toBe(2)
       expectOwnOrigin(requests, limited.url)

@@ -72,14 +72,21 @@ async function api(method: string, fields: Record<string, string>, key = aliceKe
 const rows = () => page.locator('#mail-rows tr')
 const mailDirFiles = () => {
   const dir = join(app.config.data_dir, 'mail')
-  return existsSync(dir) ? (readdirSync(dir, { recursive: true }) as string[]).filter((p) => !p.startsWith('incoming') && /\.(eml|bin|json)$/.test(p)) : []
+  return existsSync(dir)
+    ? (readdirSync(dir, { recursive: true }) as string[]).filter(
+        (p) => !p.startsWith('incoming') && /\.(eml|bin|json)$/.test(p),
+      )
+    : []
 }
 
 describe('the live inbox', () => {
   test('an empty mailbox page; a message arrives within 2 s of its 250, without navigation; the title counts it; markup in the subject is text', async () => {
     await page.goto(`${app.url}/dashboard/mail`)
     await page.fill('#mail-local', 'daily')
-    await Promise.all([page.waitForURL(`${app.url}/dashboard/mail/${ADDRESS}`), page.click('form.mail-new button[type=submit]')])
+    await Promise.all([
+      page.waitForURL(`${app.url}/dashboard/mail/${ADDRESS}`),
+      page.click('form.mail-new button[type=submit]'),
+    ])
     expect(await page.locator('#mail-empty').isVisible()).toBe(true)
     expect(await page.title()).toBe(`${ADDRESS} · linkbox`)
     // A marker a reload or navigation would wipe; and the stream is open before the mail is sent.
@@ -141,10 +148,15 @@ describe('a message', () => {
     await tabs.getByRole('link', { name: 'Headers' }).focus()
     await Promise.all([page.waitForURL(`${messageUrl}?view=headers`), page.keyboard.press('Enter')])
     expect(await page.locator('table.mail-headers').textContent()).toContain('Subject')
-    expect(await page.locator('table.mail-headers tr', { hasText: 'Subject' }).locator('td').textContent()).toBe('Your sign-in code')
+    expect(await page.locator('table.mail-headers tr', { hasText: 'Subject' }).locator('td').textContent()).toBe(
+      'Your sign-in code',
+    )
     await checkPage(page, 'mail-message-headers')
 
-    await Promise.all([page.waitForURL(`${messageUrl}?view=source`), tabs.getByRole('link', { name: 'Raw source' }).click()])
+    await Promise.all([
+      page.waitForURL(`${messageUrl}?view=source`),
+      tabs.getByRole('link', { name: 'Raw source' }).click(),
+    ])
     expect(await page.locator('pre.mail-source').textContent()).toContain('Subject: Your sign-in code')
     expect(await page.locator('pre.mail-source').textContent()).toContain('<p>Your code is <b>424242</b>.</p>')
     await checkPage(page, 'mail-message-source')
@@ -162,7 +174,10 @@ describe('a message', () => {
     await page.goto(`${app.url}/dashboard/mail/${ADDRESS}`)
     expect(await page.title()).toBe(`(1) ${ADDRESS} · linkbox`) // the sign-in code was read above
     await Promise.all([page.waitForURL(/\/\d+$/), page.getByRole('link', { name: 'Your sign-in code' }).click()])
-    await Promise.all([page.waitForURL(`${app.url}/dashboard/mail/${ADDRESS}`), page.getByRole('button', { name: 'Mark unread' }).click()])
+    await Promise.all([
+      page.waitForURL(`${app.url}/dashboard/mail/${ADDRESS}`),
+      page.getByRole('button', { name: 'Mark unread' }).click(),
+    ])
     expect(await page.locator('.notice.ok').textContent()).toBe('The message is marked unread.')
     expect(await page.title()).toBe(`(2) ${ADDRESS} · linkbox`)
     expect(await rows().first().getAttribute('class')).toBe('unread')
@@ -180,7 +195,10 @@ describe('deleting', () => {
     const filesBefore = mailDirFiles()
     expect(filesBefore.some((f) => f.endsWith('raw.eml'))).toBe(true)
     await Promise.all([page.waitForURL(/\/\d+$/), page.getByRole('link', { name: 'Delete me' }).click()])
-    await Promise.all([page.waitForURL(`${app.url}/dashboard/mail/${ADDRESS}`), page.getByRole('button', { name: 'Delete', exact: true }).click()])
+    await Promise.all([
+      page.waitForURL(`${app.url}/dashboard/mail/${ADDRESS}`),
+      page.getByRole('button', { name: 'Delete', exact: true }).click(),
+    ])
     expect(await page.locator('.notice.ok').textContent()).toBe('The message is deleted.')
     expect(await page.locator(`#mail-rows a[href$="/${id}"]`).count()).toBe(0)
     const list = await api('messages.json', { address: ADDRESS })
@@ -200,7 +218,10 @@ describe('deleting', () => {
     const before = await rows().count()
     await page.getByRole('checkbox', { name: 'Select: Pick A' }).check()
     await page.getByRole('checkbox', { name: 'Select: Pick B' }).check()
-    await Promise.all([page.waitForURL(`${app.url}/dashboard/mail/${ADDRESS}`), page.getByRole('button', { name: 'Delete selected' }).click()])
+    await Promise.all([
+      page.waitForURL(`${app.url}/dashboard/mail/${ADDRESS}`),
+      page.getByRole('button', { name: 'Delete selected' }).click(),
+    ])
     expect(await page.locator('.notice.ok').textContent()).toBe('2 messages deleted.')
     expect(await rows().count()).toBe(before - 2)
     const ids = (await api('messages.json', { address: ADDRESS })).body.return.messages.map((m: { id: number }) => m.id)
@@ -222,15 +243,26 @@ describe('deleting', () => {
     await deliver('Last words', { big: true })
     await page.goto(`${app.url}/dashboard/mail/${ADDRESS}`)
     expect(mailDirFiles().length).toBeGreaterThan(0)
-    await Promise.all([page.waitForURL(`${app.url}/dashboard/mail/${ADDRESS}/delete`), page.getByRole('link', { name: 'Delete mailbox…' }).click()])
+    await Promise.all([
+      page.waitForURL(`${app.url}/dashboard/mail/${ADDRESS}/delete`),
+      page.getByRole('link', { name: 'Delete mailbox…' }).click(),
+    ])
     expect(await page.locator('h1').textContent()).toBe('Delete this mailbox?')
     await checkPage(page, 'mail-delete-confirm')
     // Cancel goes back, nothing deleted.
-    await Promise.all([page.waitForURL(`${app.url}/dashboard/mail/${ADDRESS}`), page.getByRole('link', { name: 'Cancel' }).click()])
+    await Promise.all([
+      page.waitForURL(`${app.url}/dashboard/mail/${ADDRESS}`),
+      page.getByRole('link', { name: 'Cancel' }).click(),
+    ])
     expect((await api('mailbox.json', { address: ADDRESS })).status).toBe(200)
     await page.goBack()
-    await Promise.all([page.waitForURL(`${app.url}/dashboard/mail`), page.getByRole('button', { name: 'Delete mailbox' }).click()])
-    expect(await page.locator('.notice.ok').textContent()).toMatch(new RegExp(`^${ADDRESS.replace('.', '\\.')} is deleted, with its \\d+ messages?\\.$`))
+    await Promise.all([
+      page.waitForURL(`${app.url}/dashboard/mail`),
+      page.getByRole('button', { name: 'Delete mailbox' }).click(),
+    ])
+    expect(await page.locator('.notice.ok').textContent()).toMatch(
+      new RegExp(`^${ADDRESS.replace('.', '\\.')} is deleted, with its \\d+ messages?\\.$`),
+    )
     expect(await page.locator('main').textContent()).toContain('No mailboxes yet')
     expect(mailDirFiles()).toEqual([])
     expect((await api('messages.json', { address: ADDRESS })).status).toBe(404)
@@ -252,7 +284,10 @@ describe('without JavaScript', () => {
       await signInBrowser(plain, app.url, 'alice', 'alice password')
       await plain.goto(`${app.url}/dashboard/mail`)
       await plain.fill('#mail-local', 'nojs')
-      await Promise.all([plain.waitForURL(`${app.url}/dashboard/mail/nojs@${DOMAIN}`), plain.click('form.mail-new button[type=submit]')])
+      await Promise.all([
+        plain.waitForURL(`${app.url}/dashboard/mail/nojs@${DOMAIN}`),
+        plain.click('form.mail-new button[type=submit]'),
+      ])
       expect(await plain.locator('#mail-empty').isVisible()).toBe(true)
       await send.sendMail({ from: 'sender@example.org', to: `nojs@${DOMAIN}`, subject: HOSTILE, text: 'plain' })
       await plain.reload()
@@ -260,7 +295,10 @@ describe('without JavaScript', () => {
       expect(await plain.title()).toBe(`(1) nojs@${DOMAIN} · linkbox`)
       // The confirmation step is a page and a form: it works without a script.
       await Promise.all([plain.waitForURL(/\/delete$/), plain.getByRole('link', { name: 'Delete mailbox…' }).click()])
-      await Promise.all([plain.waitForURL(`${app.url}/dashboard/mail`), plain.getByRole('button', { name: 'Delete mailbox' }).click()])
+      await Promise.all([
+        plain.waitForURL(`${app.url}/dashboard/mail`),
+        plain.getByRole('button', { name: 'Delete mailbox' }).click(),
+      ])
       expect(await plain.locator('.notice.ok').textContent()).toContain(`nojs@${DOMAIN} is deleted`)
     } finally {
       await context.close()

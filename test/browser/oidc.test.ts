@@ -42,8 +42,10 @@ async function newPage(): Promise<Page> {
   return page
 }
 
-const accountRows = () => app.db.query('SELECT name, admin FROM accounts ORDER BY id').all() as { name: string; admin: number }[]
-const sessionCookie = async (page: Page) => (await page.context().cookies(appUrl)).find((c) => c.name === 'lb_session') ?? null
+const accountRows = () =>
+  app.db.query('SELECT name, admin FROM accounts ORDER BY id').all() as { name: string; admin: number }[]
+const sessionCookie = async (page: Page) =>
+  (await page.context().cookies(appUrl)).find((c) => c.name === 'lb_session') ?? null
 
 /**
  * From linkbox's sign-in page through the provider: its sign-in page (when it does not know this browser
@@ -90,7 +92,11 @@ describe('signing in with the provider', () => {
     expect(await page.locator('.notice.ok').textContent()).toContain('Welcome, alice.')
     expect(accountRows()).toEqual([{ name: 'alice', admin: 1 }])
     const cookie = (await sessionCookie(page))!
-    expect({ httpOnly: cookie.httpOnly, sameSite: cookie.sameSite, path: cookie.path }).toEqual({ httpOnly: true, sameSite: 'Lax', path: '/' })
+    expect({ httpOnly: cookie.httpOnly, sameSite: cookie.sameSite, path: cookie.path }).toEqual({
+      httpOnly: true,
+      sameSite: 'Lax',
+      path: '/',
+    })
     await page.reload()
     expect(await page.locator('.dash-user').textContent()).toContain('Signed in as alice (admin)')
     expect(await page.locator('.notice.ok').count()).toBe(0) // the welcome was said once
@@ -107,7 +113,10 @@ describe('signing in with the provider', () => {
     expect(await page.getByRole('link', { name: 'Admin' }).count()).toBe(0)
     const res = await page.goto(`${appUrl}/dashboard/admin`)
     expect(res!.status()).toBe(403)
-    expect(accountRows()).toEqual([{ name: 'alice', admin: 1 }, { name: 'bob', admin: 0 }])
+    expect(accountRows()).toEqual([
+      { name: 'alice', admin: 1 },
+      { name: 'bob', admin: 0 },
+    ])
   })
 
   test('a second sign-in of alice finds the same account (no alice-2); out of the admin group at the provider, her next sign-in has no admin section', async () => {
@@ -122,7 +131,10 @@ describe('signing in with the provider', () => {
     expect(await later.locator('.dash-user').textContent()).toContain('Signed in as alice')
     expect(await later.locator('.dash-user').textContent()).not.toContain('(admin)')
     expect(await later.getByRole('link', { name: 'Admin' }).count()).toBe(0)
-    expect(accountRows()).toEqual([{ name: 'alice', admin: 0 }, { name: 'bob', admin: 0 }])
+    expect(accountRows()).toEqual([
+      { name: 'alice', admin: 0 },
+      { name: 'bob', admin: 0 },
+    ])
     provider.users.get('sub-alice-7f3a')!.groups = ['linkbox-admins']
   })
 
@@ -132,7 +144,9 @@ describe('signing in with the provider', () => {
     const page = await newPage()
     await page.goto(used)
     expect(new URL(page.url()).pathname).toBe('/login')
-    expect(await page.getByRole('alert').textContent()).toBe('That sign-in was used already or has expired. Start again with “Sign in with Test IdP”.')
+    expect(await page.getByRole('alert').textContent()).toBe(
+      'That sign-in was used already or has expired. Start again with “Sign in with Test IdP”.',
+    )
     expect(await sessionCookie(page)).toBeNull()
     const tampered = new URL(used)
     tampered.searchParams.set('state', 'made-up-state-0123456789abcdefghijklmnop')
@@ -149,7 +163,9 @@ describe('signing in with the provider', () => {
     await page.waitForURL((u) => u.href.includes('/interaction/'))
     await page.getByRole('link', { name: 'Cancel' }).click()
     await page.waitForURL(`${appUrl}/login`)
-    expect(await page.getByRole('alert').textContent()).toBe('Signing in with Test IdP was cancelled or not allowed. Start again with “Sign in with Test IdP”.')
+    expect(await page.getByRole('alert').textContent()).toBe(
+      'Signing in with Test IdP was cancelled or not allowed. Start again with “Sign in with Test IdP”.',
+    )
     expect(await sessionCookie(page)).toBeNull()
     await checkPage(page, 'oidc-sign-in-refused')
     await page.reload()
@@ -186,7 +202,15 @@ describe('signing in with the provider', () => {
 
 describe('oidc.only = true', () => {
   test('the sign-in page has the button and no password form: axe in both themes and at 390 px; screenshots', async () => {
-    const only = startApp({ oidc: { issuer: provider.issuer, client_id: provider.clientId, client_secret: provider.clientSecret, only: true, name: 'Test IdP' } })
+    const only = startApp({
+      oidc: {
+        issuer: provider.issuer,
+        client_id: provider.clientId,
+        client_secret: provider.clientSecret,
+        only: true,
+        name: 'Test IdP',
+      },
+    })
     try {
       const page = await newPage()
       await page.goto(`${only.url}/login`)

@@ -66,7 +66,8 @@ async function link(fields: { url: string; [k: string]: string }): Promise<strin
  * axe finds no serious/critical violation in either theme, and the screenshots; returns the scroll width at 390 px.
  */
 async function check(name: string | null, allowed: string[] = []): Promise<number> {
-  const ours = (u: string) => [app.url, ...allowed].some((o) => u.startsWith(`${o}/`)) || u.startsWith('data:') || u.startsWith('about:')
+  const ours = (u: string) =>
+    [app.url, ...allowed].some((o) => u.startsWith(`${o}/`)) || u.startsWith('data:') || u.startsWith('about:')
   expect(requests.filter((u) => !ours(u))).toEqual([])
   return checkPage(page, name)
 }
@@ -86,7 +87,10 @@ describe('password link, redirect mode', () => {
     expect(await check('password-wrong')).toBeLessThanOrEqual(390)
 
     await page.fill('#pw', 'open sesame')
-    await Promise.all([page.waitForURL(`${dest.url}/secret?x=1&y=2`, { timeout: 10_000 }), page.click('button[type=submit]', { noWaitAfter: true })])
+    await Promise.all([
+      page.waitForURL(`${dest.url}/secret?x=1&y=2`, { timeout: 10_000 }),
+      page.click('button[type=submit]', { noWaitAfter: true }),
+    ])
     expect(await page.locator('h1').textContent()).toBe('Destination /secret')
     await app.recorder.flush()
     expect((app.db.query('SELECT clicks FROM links WHERE code = ?').get(code) as { clicks: number }).clicks).toBe(1)
@@ -110,7 +114,9 @@ describe('frame links', () => {
     const code = await link({ url: `${dest.url}/deny`, mode: 'frame' })
     await page.goto(`${app.url}/${code}`)
     expect(await page.locator('iframe').count()).toBe(0)
-    expect(await page.locator('main').textContent()).toContain('does not allow other sites to show its pages in a frame')
+    expect(await page.locator('main').textContent()).toContain(
+      'does not allow other sites to show its pages in a frame',
+    )
     const open = page.getByRole('link', { name: 'Open directly' })
     expect(await open.getAttribute('href')).toBe(`${dest.url}/deny`)
     expect(await check('frame-refused')).toBeLessThanOrEqual(390)
@@ -121,7 +127,10 @@ describe('frame links', () => {
 
 describe('preview, statistics, 404, 410, docs', () => {
   test('the preview shows the host and continues to the destination', async () => {
-    const code = await link({ url: `${dest.url}/previewed/path?q=a-rather-long-query-string-that-has-to-wrap-on-a-phone`, mode: 'preview' })
+    const code = await link({
+      url: `${dest.url}/previewed/path?q=a-rather-long-query-string-that-has-to-wrap-on-a-phone`,
+      mode: 'preview',
+    })
     await page.goto(`${app.url}/${code}`)
     expect(await page.locator('.dest strong').textContent()).toBe(new URL(dest.url).host)
     expect(await check('preview')).toBeLessThanOrEqual(390)
@@ -132,7 +141,10 @@ describe('preview, statistics, 404, 410, docs', () => {
   test('the statistics page over 30 days and a year: cards, chart, bars, bots apart, QR downloads', async () => {
     const DAY = 86_400_000
     const visit = (code: string, ua: string, referer?: string) =>
-      fetch(`${app.url}/${code}`, { redirect: 'manual', headers: { 'user-agent': ua, ...(referer ? { referer } : {}) } })
+      fetch(`${app.url}/${code}`, {
+        redirect: 'manual',
+        headers: { 'user-agent': ua, ...(referer ? { referer } : {}) },
+      })
     // Made 100 days ago, with clicks then: in the year, not in the last 30 days.
     now -= 100 * DAY
     const code = await link({ url: `${dest.url}/popular?campaign=spring` })
@@ -157,10 +169,16 @@ describe('preview, statistics, 404, 410, docs', () => {
     expect(await sources.allTextContents()).toEqual(['direct556%', 'news.example333%', 'social.example111%'])
     expect(await sources.first().locator('rect.fill').getAttribute('width')).toBe('100.0')
     expect(await sources.nth(2).locator('rect.fill').getAttribute('width')).toBe('20.0')
-    expect(await page.locator('section[aria-labelledby=h-devices] tbody tr').allTextContents()).toEqual(['desktop778%', 'mobile222%'])
+    expect(await page.locator('section[aria-labelledby=h-devices] tbody tr').allTextContents()).toEqual([
+      'desktop778%',
+      'mobile222%',
+    ])
     // The Clicks and Share headers are right-aligned like their numbers.
     const aligns = await page.$$eval('section table', (tables) =>
-      tables.map((t) => [getComputedStyle(t.querySelector('th.n')!).textAlign, getComputedStyle(t.querySelector('td.n')!).textAlign]),
+      tables.map((t) => [
+        getComputedStyle(t.querySelector('th.n')!).textAlign,
+        getComputedStyle(t.querySelector('td.n')!).textAlign,
+      ]),
     )
     expect(aligns.length).toBe(6) // the four breakdowns, countries, and the days
     for (const pair of aligns) expect(pair).toEqual(['right', 'right'])
@@ -171,7 +189,10 @@ describe('preview, statistics, 404, 410, docs', () => {
     expect(await page.getByRole('link', { name: 'Download SVG' }).getAttribute('href')).toBe(`/qr/${code}.svg`)
     expect(await check('stats')).toBeLessThanOrEqual(390)
 
-    await Promise.all([page.waitForURL(`${app.url}/${code}+?days=365`), page.getByRole('link', { name: '1 year' }).click()])
+    await Promise.all([
+      page.waitForURL(`${app.url}/${code}+?days=365`),
+      page.getByRole('link', { name: '1 year' }).click(),
+    ])
     expect(await page.locator('.segmented [aria-current=page]').textContent()).toBe('1 year')
     expect(await page.locator('.card').first().textContent()).toStartWith('Clicks, last 365 days13')
     expect(await page.locator('svg.chart rect.bar').count()).toBe(365)
@@ -189,7 +210,9 @@ describe('preview, statistics, 404, 410, docs', () => {
     expect(await page.locator('.segmented [aria-current=page]').textContent()).toBe('7 days')
     expect(await page.locator('.card .value').first().textContent()).toBe('0')
     expect(await page.locator('.dest').textContent()).toBe('The destination is hidden: the link is password-protected.')
-    expect(await page.locator('section[aria-labelledby=h-sources] .empty').textContent()).toBe('No clicks in the last 7 days.')
+    expect(await page.locator('section[aria-labelledby=h-sources] .empty').textContent()).toBe(
+      'No clicks in the last 7 days.',
+    )
     expect(await page.locator('svg.chart').textContent()).toContain('No clicks in this period')
     expect(await check('stats-empty')).toBeLessThanOrEqual(390)
   })

@@ -3,7 +3,15 @@
 // Resubmission"); the right password then still lands on the destination.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
-import { checkPage, htmlPage, launchBrowser, startApp, startFixture, type Fixture, type RunningApp } from '../support/browser'
+import {
+  checkPage,
+  htmlPage,
+  launchBrowser,
+  startApp,
+  startFixture,
+  type Fixture,
+  type RunningApp,
+} from '../support/browser'
 import { CHROME_UA } from '../support/server'
 
 let browser: Browser
@@ -60,12 +68,17 @@ test('wrong password: a GET page says so; reload, Back and Forward send nothing;
   await page.goForward()
   expect(page.url()).toBe(errorUrl)
   // The history entry is the GET's: the browser's own record of how the current document was fetched.
-  expect(await page.evaluate(() => (performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming).type)).toBe('back_forward')
+  expect(
+    await page.evaluate(() => (performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming).type),
+  ).toBe('back_forward')
   expect(sent).toEqual([])
 
   // The right password, from the error page: on to the destination, one click.
   await page.fill('#pw', 'open sesame')
-  await Promise.all([page.waitForURL(`${dest.url}/secret`, { timeout: 10_000 }), page.click('button[type=submit]', { noWaitAfter: true })])
+  await Promise.all([
+    page.waitForURL(`${dest.url}/secret`, { timeout: 10_000 }),
+    page.click('button[type=submit]', { noWaitAfter: true }),
+  ])
   expect(await page.locator('h1').textContent()).toBe('Destination /secret')
   await app.recorder.flush()
   expect((app.db.query('SELECT clicks FROM links WHERE code = ?').get(code) as { clicks: number }).clicks).toBe(1)

@@ -48,7 +48,16 @@ describe('the public statistics page', () => {
     const now = Date.now()
     app.recorder.record(id, now, CHROME_UA, '', -1, code, '10.0.0.1', 'https://example.com/spring-sale?variant=a')
     app.recorder.record(id, now, CHROME_UA, '', -1, code, '10.0.0.2', 'https://example.com/spring-sale?variant=a')
-    app.recorder.record(id, now, CHROME_UA, '', -1, code, '10.0.0.3', 'https://example.com/spring-sale?variant=b-with-a-rather-long-campaign-name-for-phones')
+    app.recorder.record(
+      id,
+      now,
+      CHROME_UA,
+      '',
+      -1,
+      code,
+      '10.0.0.3',
+      'https://example.com/spring-sale?variant=b-with-a-rather-long-campaign-name-for-phones',
+    )
     await app.recorder.flush()
 
     await page.goto(`${app.url}/${code}+`)
@@ -87,7 +96,9 @@ describe('the public statistics page', () => {
     const r = await app.links.create({ url: 'https://example.com/quiet' }, null)
     await page.goto(`${app.url}/${r.hex}+?days=7`)
     expect(await page.locator('#h-destinations').count()).toBe(0)
-    expect(await page.locator('section[aria-labelledby=h-countries] .empty').textContent()).toBe('No clicks in the last 7 days.')
+    expect(await page.locator('section[aria-labelledby=h-countries] .empty').textContent()).toBe(
+      'No clicks in the last 7 days.',
+    )
     expect(await check(page, 'stats-countries-empty')).toBeLessThanOrEqual(390)
   })
 })

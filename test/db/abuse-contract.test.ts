@@ -30,16 +30,36 @@ async function sqliteEngine(): Promise<Engine> {
   return {
     node: () => sqliteAbuseRows(connect()),
     account: async (name, disabled) =>
-      Number((main.query('INSERT INTO accounts (name, created, disabled) VALUES (?, 0, ?) RETURNING id').get(name, disabled ?? null) as { id: number }).id),
+      Number(
+        (
+          main
+            .query('INSERT INTO accounts (name, created, disabled) VALUES (?, 0, ?) RETURNING id')
+            .get(name, disabled ?? null) as { id: number }
+        ).id,
+      ),
     link: async (code, url, accountId, clicks = 0) =>
       Number(
-        (main.query('INSERT INTO links (code, long_url, account_id, created, updated, clicks) VALUES (?, ?, ?, 0, 0, ?) RETURNING id').get(code, url, accountId, clicks) as { id: number }).id,
+        (
+          main
+            .query(
+              'INSERT INTO links (code, long_url, account_id, created, updated, clicks) VALUES (?, ?, ?, 0, 0, ?) RETURNING id',
+            )
+            .get(code, url, accountId, clicks) as { id: number }
+        ).id,
       ),
     removeLink: async (id) => void main.query('DELETE FROM links WHERE id = ?').run(id),
-    note: (tx: Db, text) => tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
-    notes: async () => (main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]).map((r) => r.detail),
+    note: (tx: Db, text) =>
+      tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
+    notes: async () =>
+      (
+        main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]
+      ).map((r) => r.detail),
     reportCount: async () => (main.query('SELECT count(*) AS n FROM link_reports').get() as { n: number }).n,
-    disabledOf: async (id) => (main.query('SELECT disabled, updated FROM links WHERE id = ?').get(id) as { disabled: string | null; updated: number } | null) ?? null,
+    disabledOf: async (id) =>
+      (main.query('SELECT disabled, updated FROM links WHERE id = ?').get(id) as {
+        disabled: string | null
+        updated: number
+      } | null) ?? null,
     close,
   }
 }
@@ -48,12 +68,25 @@ async function postgresEngine(): Promise<Engine> {
   const { main, pool, close } = await engines.postgres()
   return {
     node: () => postgresAbuseRows(pool()),
-    account: async (name, disabled) => Number((await main.sql`INSERT INTO accounts (name, created, disabled) VALUES (${name}, 0, ${disabled ?? null}) RETURNING id`)[0].id),
+    account: async (name, disabled) =>
+      Number(
+        (
+          await main.sql`INSERT INTO accounts (name, created, disabled) VALUES (${name}, 0, ${disabled ?? null}) RETURNING id`
+        )[0].id,
+      ),
     link: async (code, url, accountId, clicks = 0) =>
-      Number((await main.sql`INSERT INTO links (code, long_url, account_id, created, updated, clicks) VALUES (${code}, ${url}, ${accountId}, 0, 0, ${clicks}) RETURNING id`)[0].id),
+      Number(
+        (
+          await main.sql`INSERT INTO links (code, long_url, account_id, created, updated, clicks) VALUES (${code}, ${url}, ${accountId}, 0, 0, ${clicks}) RETURNING id`
+        )[0].id,
+      ),
     removeLink: async (id) => void (await main.sql`DELETE FROM links WHERE id = ${id}`),
-    note: (tx: SQL, text) => tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
-    notes: async () => (await main.sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map((r: { detail: string }) => r.detail),
+    note: (tx: SQL, text) =>
+      tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
+    notes: async () =>
+      (await main.sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map(
+        (r: { detail: string }) => r.detail,
+      ),
     reportCount: async () => Number((await main.sql`SELECT count(*) AS n FROM link_reports`)[0].n),
     disabledOf: async (id) => {
       const [row] = await main.sql`SELECT disabled, updated FROM links WHERE id = ${id}`
@@ -64,7 +97,14 @@ async function postgresEngine(): Promise<Engine> {
 }
 
 const T0 = 1_800_000_000_000
-const filing = (linkId: number, code: string, n: number): NewReport => ({ linkId, code, reason: 'phishing', text: `report ${n}`, contact: n % 2 ? '' : `r${n}@example.com`, created: T0 + n })
+const filing = (linkId: number, code: string, n: number): NewReport => ({
+  linkId,
+  code,
+  reason: 'phishing',
+  text: `report ${n}`,
+  contact: n % 2 ? '' : `r${n}@example.com`,
+  created: T0 + n,
+})
 const BIG = { maxOpen: 10_000, maxPerLink: 50 }
 
 describe.each([
@@ -99,7 +139,9 @@ describe.each([
       const [a, b] = [e.node(), e.node()]
       const ann = await e.account('ann')
       const link = await e.link('abc', 'https://phish.example/login', ann, 7)
-      const filed = await a.fileReport(filing(link, 'abc', 1), BIG, (tx, r) => e.note(tx, `reported #${(r as ReportRow).id}`))
+      const filed = await a.fileReport(filing(link, 'abc', 1), BIG, (tx, r) =>
+        e.note(tx, `reported #${(r as ReportRow).id}`),
+      )
       expect(filed).toEqual({
         id: expect.any(Number),
         link_id: link,
@@ -154,7 +196,10 @@ describe.each([
     const e = await makeEngine()
     try {
       const [a, b] = [e.node(), e.node()]
-      const [one, two] = [await e.link('one', 'https://a.example/', null), await e.link('two', 'https://b.example/', null)]
+      const [one, two] = [
+        await e.link('one', 'https://a.example/', null),
+        await e.link('two', 'https://b.example/', null),
+      ]
       const bounds = { maxOpen: 3, maxPerLink: 2 }
       expect(await a.fileReport(filing(one, 'one', 1), bounds)).toMatchObject({ code: 'one' })
       const r2 = (await b.fileReport(filing(one, 'one', 2), bounds)) as ReportRow
@@ -163,7 +208,11 @@ describe.each([
       expect(await a.fileReport(filing(two, 'two', 5), bounds)).toBe('full')
       expect(await e.reportCount()).toBe(3)
       // One closed: a place again, for that link too.
-      expect(await b.closeReport(r2.id, { action: 'dismissed', by: null, at: T0 + 10 })).toMatchObject({ id: r2.id, closed: T0 + 10, action: 'dismissed' })
+      expect(await b.closeReport(r2.id, { action: 'dismissed', by: null, at: T0 + 10 })).toMatchObject({
+        id: r2.id,
+        closed: T0 + 10,
+        action: 'dismissed',
+      })
       expect(await a.fileReport(filing(one, 'one', 6), bounds)).toMatchObject({ code: 'one', text: 'report 6' })
       expect(await a.openCount()).toBe(3)
       expect(await e.notes()).toEqual([])
@@ -185,7 +234,13 @@ describe.each([
         const mine = perLink ? [links[0]!, links[0]!] : [links[0]!, links[1]!]
         const ofL1 = (await a.openReports(1000)).filter((r) => r.link_id === links[0]).length
         const bounds = perLink ? { maxOpen: 10_000, maxPerLink: ofL1 + 1 } : { maxOpen: open + 1, maxPerLink: 10_000 }
-        const results = await Promise.all([a, b].map((node, i) => node.fileReport(filing(mine[i]!, `l${i + 1}`, 100 * round + i), bounds, (tx) => e.note(tx, `round ${round} node ${i}`))))
+        const results = await Promise.all(
+          [a, b].map((node, i) =>
+            node.fileReport(filing(mine[i]!, `l${i + 1}`, 100 * round + i), bounds, (tx) =>
+              e.note(tx, `round ${round} node ${i}`),
+            ),
+          ),
+        )
         const stored = results.filter((r) => typeof r === 'object')
         expect(stored).toHaveLength(1)
         expect(results.filter((r) => typeof r === 'string')).toEqual([perLink ? 'link_full' : 'full'])
@@ -214,9 +269,13 @@ describe.each([
       ).rejects.toThrow('the link could not be disabled')
       expect(await a.openReport(r.id)).not.toBeNull()
 
-      const closed = await b.closeReport(r.id, { action: 'host_banned', by: admin, at: T0 + 6 }, (tx, c) => e.note(tx, `closed #${(c as ReportRow).id} ${(c as ReportRow).action}`))
+      const closed = await b.closeReport(r.id, { action: 'host_banned', by: admin, at: T0 + 6 }, (tx, c) =>
+        e.note(tx, `closed #${(c as ReportRow).id} ${(c as ReportRow).action}`),
+      )
       expect(closed).toEqual({ ...r, closed: T0 + 6, action: 'host_banned', closed_by: admin })
-      expect(await a.closeReport(r.id, { action: 'dismissed', by: admin, at: T0 + 7 }, (tx) => e.note(tx, 'never'))).toBe('already_closed')
+      expect(
+        await a.closeReport(r.id, { action: 'dismissed', by: admin, at: T0 + 7 }, (tx) => e.note(tx, 'never')),
+      ).toBe('already_closed')
       expect(await a.closeReport(r.id + 1000, { action: 'dismissed', by: admin, at: T0 + 7 })).toBe('missing')
       expect(await a.report(r.id)).toEqual(closed as ReportRow)
       expect(await a.openReport(r.id)).toBeNull()
@@ -240,35 +299,66 @@ describe.each([
       ]
       // A failing `within` undoes the change with the close.
       await expect(
-        b.closeReport(r1.id, { action: 'link_disabled', by: root, at: T0 + 5, disableLink: { code: 'abc', reason: 'phishing' } }, () => {
-          throw new Error('audit failed')
-        }),
+        b.closeReport(
+          r1.id,
+          { action: 'link_disabled', by: root, at: T0 + 5, disableLink: { code: 'abc', reason: 'phishing' } },
+          () => {
+            throw new Error('audit failed')
+          },
+        ),
       ).rejects.toThrow('audit failed')
       expect(await e.disabledOf(link)).toEqual({ disabled: null, updated: 0 })
       expect(await a.openReport(r1.id)).not.toBeNull()
 
-      const closed = await b.closeReport(r1.id, { action: 'link_disabled', by: root, at: T0 + 6, disableLink: { code: 'abc', reason: 'phishing' } }, (tx, c, done) =>
-        e.note(tx, `closed #${c.id} link ${done.link?.code}#${done.link?.id} ban ${done.ban}`),
+      const closed = await b.closeReport(
+        r1.id,
+        { action: 'link_disabled', by: root, at: T0 + 6, disableLink: { code: 'abc', reason: 'phishing' } },
+        (tx, c, done) => e.note(tx, `closed #${c.id} link ${done.link?.code}#${done.link?.id} ban ${done.ban}`),
       )
       expect(closed).toMatchObject({ id: r1.id, action: 'link_disabled', closed: T0 + 6 })
       expect(await e.disabledOf(link)).toEqual({ disabled: 'phishing', updated: T0 + 6 })
       expect(await e.notes()).toEqual([`closed #${r1.id} link abc#${link} ban null`])
 
       // A ban: written with the close; the same host banned already is left as it was (done.ban null).
-      expect(await a.closeReport(r2.id, { action: 'host_banned', by: root, at: T0 + 7, ban: { host: 'phish.example', reason: 'kit' } }, (tx, _c, done) => e.note(tx, `ban ${done.ban?.host}`))).toMatchObject({ action: 'host_banned' })
+      expect(
+        await a.closeReport(
+          r2.id,
+          { action: 'host_banned', by: root, at: T0 + 7, ban: { host: 'phish.example', reason: 'kit' } },
+          (tx, _c, done) => e.note(tx, `ban ${done.ban?.host}`),
+        ),
+      ).toMatchObject({ action: 'host_banned' })
       expect(await b.bans()).toEqual([{ host: 'phish.example', reason: 'kit', created: T0 + 7, created_by: root }])
-      expect(await b.closeReport(r3.id, { action: 'host_banned', by: null, at: T0 + 8, ban: { host: 'phish.example', reason: 'again' } }, (tx, _c, done) => e.note(tx, `ban again ${done.ban}`))).toMatchObject({ action: 'host_banned' })
+      expect(
+        await b.closeReport(
+          r3.id,
+          { action: 'host_banned', by: null, at: T0 + 8, ban: { host: 'phish.example', reason: 'again' } },
+          (tx, _c, done) => e.note(tx, `ban again ${done.ban}`),
+        ),
+      ).toMatchObject({ action: 'host_banned' })
       expect(await a.bans()).toEqual([{ host: 'phish.example', reason: 'kit', created: T0 + 7, created_by: root }])
       expect((await e.notes()).slice(1)).toEqual(['ban phish.example', 'ban again null'])
 
       // The link deleted (on another node) before its report is closed by disabling it: nothing written or run.
       const r4 = (await a.fileReport(filing(link, 'abc', 4), BIG)) as ReportRow
       await e.removeLink(link)
-      expect(await b.closeReport(r4.id, { action: 'link_disabled', by: root, at: T0 + 9, disableLink: { code: 'abc', reason: 'x' } }, (tx) => e.note(tx, 'never'))).toBe('no_link')
+      expect(
+        await b.closeReport(
+          r4.id,
+          { action: 'link_disabled', by: root, at: T0 + 9, disableLink: { code: 'abc', reason: 'x' } },
+          (tx) => e.note(tx, 'never'),
+        ),
+      ).toBe('no_link')
       expect(await a.openReport(r4.id)).toMatchObject({ id: r4.id, closed: null })
       expect(await e.notes()).toHaveLength(3)
       // An already closed report is not changed again, and nor is its link.
-      expect(await b.closeReport(r1.id, { action: 'link_disabled', by: root, at: T0 + 10, disableLink: { code: 'abc', reason: 'x' } })).toBe('already_closed')
+      expect(
+        await b.closeReport(r1.id, {
+          action: 'link_disabled',
+          by: root,
+          at: T0 + 10,
+          disableLink: { code: 'abc', reason: 'x' },
+        }),
+      ).toBe('already_closed')
     } finally {
       await e.close()
     }
@@ -279,7 +369,9 @@ describe.each([
     try {
       const [a, b] = [e.node(), e.node()]
       const link = await e.link('abc', 'https://phish.example/', null)
-      expect(await a.setLinkDisabled('abc', 'phishing', T0, (tx, l) => e.note(tx, `disabled ${l.code}#${l.id}`))).toEqual({ id: link, code: 'abc' })
+      expect(
+        await a.setLinkDisabled('abc', 'phishing', T0, (tx, l) => e.note(tx, `disabled ${l.code}#${l.id}`)),
+      ).toEqual({ id: link, code: 'abc' })
       expect(await e.disabledOf(link)).toEqual({ disabled: 'phishing', updated: T0 })
       await expect(
         b.setLinkDisabled('abc', null, T0 + 1, () => {
@@ -287,7 +379,10 @@ describe.each([
         }),
       ).rejects.toThrow('audit failed')
       expect(await e.disabledOf(link)).toEqual({ disabled: 'phishing', updated: T0 })
-      expect(await b.setLinkDisabled('abc', null, T0 + 2, (tx) => e.note(tx, 'enabled'))).toEqual({ id: link, code: 'abc' })
+      expect(await b.setLinkDisabled('abc', null, T0 + 2, (tx) => e.note(tx, 'enabled'))).toEqual({
+        id: link,
+        code: 'abc',
+      })
       expect(await e.disabledOf(link)).toEqual({ disabled: null, updated: T0 + 2 })
       expect(await a.setLinkDisabled('ABC', 'x', T0 + 3, (tx) => e.note(tx, 'never'))).toBeNull()
       expect(await e.notes()).toEqual([`disabled abc#${link}`, 'enabled'])
@@ -306,13 +401,20 @@ describe.each([
         const r = (await a.fileReport(filing(link, 'abc', round), BIG)) as ReportRow
         const results = await Promise.all(
           [a, b].map((node, i) =>
-            node.closeReport(r.id, { action: i === 0 ? 'dismissed' : 'link_disabled', by: i === 0 ? root : other, at: T0 + round }, (tx) => e.note(tx, `${round}:${i}`)),
+            node.closeReport(
+              r.id,
+              { action: i === 0 ? 'dismissed' : 'link_disabled', by: i === 0 ? root : other, at: T0 + round },
+              (tx) => e.note(tx, `${round}:${i}`),
+            ),
           ),
         )
         const winner = results.findIndex((x) => typeof x === 'object')
         expect(winner).toBeGreaterThanOrEqual(0)
         expect(results[1 - winner]).toBe('already_closed')
-        expect(await b.report(r.id)).toMatchObject({ action: winner === 0 ? 'dismissed' : 'link_disabled', closed_by: winner === 0 ? root : other })
+        expect(await b.report(r.id)).toMatchObject({
+          action: winner === 0 ? 'dismissed' : 'link_disabled',
+          closed_by: winner === 0 ? root : other,
+        })
         expect((await e.notes()).filter((n) => n.startsWith(`${round}:`))).toEqual([`${round}:${winner}`])
       }
     } finally {
@@ -325,31 +427,57 @@ describe.each([
     try {
       const [a, b] = [e.node(), e.node()]
       const root = await e.account('root')
-      expect(await a.addBan({ host: 'phish.example', reason: 'phishing', at: T0, by: root }, (tx, row) => e.note(tx, `ban ${row.host}`))).toEqual({
+      expect(
+        await a.addBan({ host: 'phish.example', reason: 'phishing', at: T0, by: root }, (tx, row) =>
+          e.note(tx, `ban ${row.host}`),
+        ),
+      ).toEqual({
         host: 'phish.example',
         reason: 'phishing',
         created: T0,
         created_by: root,
       })
-      expect(await b.addBan({ host: 'phish.example', reason: 'again', at: T0 + 1, by: null }, (tx) => e.note(tx, 'never'))).toBeNull()
-      await expect(b.addBan({ host: 'bad.example', reason: '', at: T0, by: null }, () => {
-        throw new Error('audit failed')
-      })).rejects.toThrow('audit failed')
+      expect(
+        await b.addBan({ host: 'phish.example', reason: 'again', at: T0 + 1, by: null }, (tx) => e.note(tx, 'never')),
+      ).toBeNull()
+      await expect(
+        b.addBan({ host: 'bad.example', reason: '', at: T0, by: null }, () => {
+          throw new Error('audit failed')
+        }),
+      ).rejects.toThrow('audit failed')
       expect(await b.bans()).toEqual([{ host: 'phish.example', reason: 'phishing', created: T0, created_by: root }])
 
       for (let round = 0; round < 10; round++) {
         const host = `h${round}.example`
-        const added = await Promise.all([a, b].map((node, i) => node.addBan({ host, reason: `node ${i}`, at: T0 + round, by: null }, (tx) => e.note(tx, `ban ${host} ${i}`))))
+        const added = await Promise.all(
+          [a, b].map((node, i) =>
+            node.addBan({ host, reason: `node ${i}`, at: T0 + round, by: null }, (tx) =>
+              e.note(tx, `ban ${host} ${i}`),
+            ),
+          ),
+        )
         expect(added.filter((x) => x !== null)).toHaveLength(1)
         const winner = added.findIndex((x) => x !== null)
-        expect((await a.bans()).filter((x) => x.host === host)).toEqual([{ host, reason: `node ${winner}`, created: T0 + round, created_by: null }])
+        expect((await a.bans()).filter((x) => x.host === host)).toEqual([
+          { host, reason: `node ${winner}`, created: T0 + round, created_by: null },
+        ])
         expect((await e.notes()).filter((n) => n.startsWith(`ban ${host} `))).toEqual([`ban ${host} ${winner}`])
-        const removed = await Promise.all([a, b].map((node) => node.removeBan(host, (tx) => e.note(tx, `unban ${host}`))))
+        const removed = await Promise.all(
+          [a, b].map((node) => node.removeBan(host, (tx) => e.note(tx, `unban ${host}`))),
+        )
         expect(removed.sort()).toEqual([false, true])
       }
       // Hosts sort the same on both engines (byte order).
-      for (const host of ['b.example', 'B.example', 'a-b.example', 'ab.example', 'é.example']) await a.addBan({ host, reason: '', at: T0, by: null })
-      expect((await b.bans()).map((x) => x.host)).toEqual(['B.example', 'a-b.example', 'ab.example', 'b.example', 'phish.example', 'é.example'])
+      for (const host of ['b.example', 'B.example', 'a-b.example', 'ab.example', 'é.example'])
+        await a.addBan({ host, reason: '', at: T0, by: null })
+      expect((await b.bans()).map((x) => x.host)).toEqual([
+        'B.example',
+        'a-b.example',
+        'ab.example',
+        'b.example',
+        'phish.example',
+        'é.example',
+      ])
       expect(await a.removeBan('nothing.example')).toBe(false)
       expect((await e.notes()).filter((n) => n.startsWith('unban'))).toHaveLength(10)
     } finally {

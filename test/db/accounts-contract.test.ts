@@ -45,14 +45,36 @@ async function sqliteEngine(): Promise<Engine> {
     sqlite: true,
     node() {
       const db = connect()
-      return { accounts: sqliteAccountStorage(db), identities: sqliteIdentityStorage(db), inTransaction: (work, rollback) => sqliteTransaction(db, work, rollback) }
+      return {
+        accounts: sqliteAccountStorage(db),
+        identities: sqliteIdentityStorage(db),
+        inTransaction: (work, rollback) => sqliteTransaction(db, work, rollback),
+      }
     },
-    note: (tx: Db, text) => tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
-    notes: async () => (main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]).map((r) => r.detail),
-    link: async (accountId, code) => void main.query("INSERT INTO links (code, long_url, account_id, created, updated) VALUES (?, 'https://example.com/', ?, 0, 0)").run(code, accountId),
-    mailbox: async (accountId, address) => void main.query('INSERT INTO mailboxes (address, account_id, created, expires) VALUES (?, ?, 0, 9999999999999)').run(address, accountId),
-    session: async (accountId, token) => void main.query("INSERT INTO web_sessions (token_hash, account_id, csrf, created, expires, last_seen) VALUES (?, ?, 'c', 0, 9999999999999, 0)").run(hashKey(token), accountId),
-    sessions: async (accountId) => (main.query('SELECT count(*) AS n FROM web_sessions WHERE account_id = ?').get(accountId) as { n: number }).n,
+    note: (tx: Db, text) =>
+      tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
+    notes: async () =>
+      (
+        main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]
+      ).map((r) => r.detail),
+    link: async (accountId, code) =>
+      void main
+        .query(
+          "INSERT INTO links (code, long_url, account_id, created, updated) VALUES (?, 'https://example.com/', ?, 0, 0)",
+        )
+        .run(code, accountId),
+    mailbox: async (accountId, address) =>
+      void main
+        .query('INSERT INTO mailboxes (address, account_id, created, expires) VALUES (?, ?, 0, 9999999999999)')
+        .run(address, accountId),
+    session: async (accountId, token) =>
+      void main
+        .query(
+          "INSERT INTO web_sessions (token_hash, account_id, csrf, created, expires, last_seen) VALUES (?, ?, 'c', 0, 9999999999999, 0)",
+        )
+        .run(hashKey(token), accountId),
+    sessions: async (accountId) =>
+      (main.query('SELECT count(*) AS n FROM web_sessions WHERE account_id = ?').get(accountId) as { n: number }).n,
     close,
   }
 }
@@ -64,15 +86,26 @@ async function postgresEngine(): Promise<Engine> {
     sqlite: false,
     node() {
       const p = pool()
-      return { accounts: postgresAccountStorage(p), identities: postgresIdentityStorage(p), inTransaction: (work, rollback) => postgresTransaction(p, work, rollback) }
+      return {
+        accounts: postgresAccountStorage(p),
+        identities: postgresIdentityStorage(p),
+        inTransaction: (work, rollback) => postgresTransaction(p, work, rollback),
+      }
     },
-    note: (tx: SQL, text) => tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
-    notes: async () => (await sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map((r: { detail: string }) => r.detail),
-    link: async (accountId, code) => void (await sql`INSERT INTO links (code, long_url, account_id, created, updated) VALUES (${code}, 'https://example.com/', ${accountId}, 0, 0)`),
-    mailbox: async (accountId, address) => void (await sql`INSERT INTO mailboxes (address, account_id, created, expires) VALUES (${address}, ${accountId}, 0, 9999999999999)`),
+    note: (tx: SQL, text) =>
+      tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
+    notes: async () =>
+      (await sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map(
+        (r: { detail: string }) => r.detail,
+      ),
+    link: async (accountId, code) =>
+      void (await sql`INSERT INTO links (code, long_url, account_id, created, updated) VALUES (${code}, 'https://example.com/', ${accountId}, 0, 0)`),
+    mailbox: async (accountId, address) =>
+      void (await sql`INSERT INTO mailboxes (address, account_id, created, expires) VALUES (${address}, ${accountId}, 0, 9999999999999)`),
     session: async (accountId, token) =>
       void (await sql`INSERT INTO web_sessions (token_hash, account_id, csrf, created, expires, last_seen) VALUES (${hashKey(token)}, ${accountId}, 'c', 0, 9999999999999, 0)`),
-    sessions: async (accountId) => Number((await sql`SELECT count(*) AS n FROM web_sessions WHERE account_id = ${accountId}`)[0].n),
+    sessions: async (accountId) =>
+      Number((await sql`SELECT count(*) AS n FROM web_sessions WHERE account_id = ${accountId}`)[0].n),
     close,
   }
 }
@@ -81,8 +114,16 @@ const T0 = 1_800_000_000_000
 /** How long a racer's transaction stays open waiting for the other racer (which, with the locks, never comes). */
 const HOLD_MS = 400
 
-const newKey = (n: number | string, label = `label ${n}`): NewKey => ({ prefix: `lbk_${String(n).padStart(7, '0')}`, hash: hashKey(`key-${n}`), scopes: 'links,qr', label })
-const newAccount = (name: string, o: { admin?: boolean; password?: string | null; key?: NewKey | null; now?: number } = {}) => ({
+const newKey = (n: number | string, label = `label ${n}`): NewKey => ({
+  prefix: `lbk_${String(n).padStart(7, '0')}`,
+  hash: hashKey(`key-${n}`),
+  scopes: 'links,qr',
+  label,
+})
+const newAccount = (
+  name: string,
+  o: { admin?: boolean; password?: string | null; key?: NewKey | null; now?: number } = {},
+) => ({
   name,
   passwordHash: o.password ?? null,
   admin: !!o.admin,
@@ -128,11 +169,20 @@ describe.each([
     try {
       const [a, b] = [e.node(), e.node()]
       const { account, key } = await made(
-        a.accounts.createAccount(newAccount('alice', { admin: true, password: '$argon2id$v=19$hash', key: newKey(1, 'laptop – ünïcode ✓') }), (tx, acc, k) =>
-          e.note(tx, `made ${acc.name} #${acc.id} with key #${k!.id}`),
+        a.accounts.createAccount(
+          newAccount('alice', { admin: true, password: '$argon2id$v=19$hash', key: newKey(1, 'laptop – ünïcode ✓') }),
+          (tx, acc, k) => e.note(tx, `made ${acc.name} #${acc.id} with key #${k!.id}`),
         ),
       )
-      expect(account).toEqual({ id: expect.any(Number), name: 'alice', password_hash: '$argon2id$v=19$hash', admin: 1, created: T0, disabled: null, last_signin: null })
+      expect(account).toEqual({
+        id: expect.any(Number),
+        name: 'alice',
+        password_hash: '$argon2id$v=19$hash',
+        admin: 1,
+        created: T0,
+        disabled: null,
+        last_signin: null,
+      })
       expect(key).toEqual({
         id: expect.any(Number),
         account_id: account.id,
@@ -166,8 +216,17 @@ describe.each([
 
       // Keys: the CLI's (no bound) and the dashboard's (under a bound), read every way.
       const withAccount = { account_name: 'alice', admin: 1, disabled: null }
-      const cli = await b.accounts.createKey('alice', newKey(2, ''), T0 + 10, (tx, acc, k) => e.note(tx, `key #${k.id} of ${acc.name}`))
-      expect(cli!.key).toEqual({ ...key!, id: expect.any(Number), prefix: 'lbk_0000002', hash: hashKey('key-2'), label: '', created: T0 + 10 })
+      const cli = await b.accounts.createKey('alice', newKey(2, ''), T0 + 10, (tx, acc, k) =>
+        e.note(tx, `key #${k.id} of ${acc.name}`),
+      )
+      expect(cli!.key).toEqual({
+        ...key!,
+        id: expect.any(Number),
+        prefix: 'lbk_0000002',
+        hash: hashKey('key-2'),
+        label: '',
+        created: T0 + 10,
+      })
       expect(await a.accounts.createKey('nobody', newKey(3), T0)).toBeNull()
       const dash = await made(a.accounts.createKeyUnder(account.id, newKey(4), T0 + 20, { max: 100, keepRevoked: 100 }))
       const keys = [key!, cli!.key, dash.key]
@@ -184,8 +243,17 @@ describe.each([
 
       await a.accounts.touchKey(dash.key.id, T0 + 30)
       expect((await b.accounts.keyById(dash.key.id))!.last_used).toBe(T0 + 30)
-      const edited = await b.accounts.editKeyOfAccount(dash.key.id, account.id, 'renamed', 'mail', (tx, before, after) => e.note(tx, `${before.label} → ${after.label}`))
-      expect(edited).toEqual({ before: { ...dash.key, last_used: T0 + 30, ...withAccount }, after: { ...dash.key, last_used: T0 + 30, label: 'renamed', scopes: 'mail' } })
+      const edited = await b.accounts.editKeyOfAccount(
+        dash.key.id,
+        account.id,
+        'renamed',
+        'mail',
+        (tx, before, after) => e.note(tx, `${before.label} → ${after.label}`),
+      )
+      expect(edited).toEqual({
+        before: { ...dash.key, last_used: T0 + 30, ...withAccount },
+        after: { ...dash.key, last_used: T0 + 30, label: 'renamed', scopes: 'mail' },
+      })
       expect(await a.accounts.editKeyOfAccount(dash.key.id, bob.id, 'not yours', 'mail')).toBeNull()
       expect(await a.accounts.editKeyOfAccount(999_999, account.id, 'none', 'mail')).toBeNull()
 
@@ -194,23 +262,67 @@ describe.each([
       await e.link(account.id, 'a2')
       await e.link(null, 'anon')
       await e.mailbox(account.id, 'x@example.com')
-      await b.identities.link({ issuer: 'https://id.example', sub: 'carol-sub', name: 'carol', admin: null, now: T0 + 40 })
+      await b.identities.link({
+        issuer: 'https://id.example',
+        sub: 'carol-sub',
+        name: 'carol',
+        admin: null,
+        now: T0 + 40,
+      })
       const carol = (await a.accounts.accountByName('carol'))!
       expect(await a.accounts.linkCount(account.id)).toBe(2)
-      const aliceSummary = { id: account.id, name: 'alice', admin: 1, created: T0, disabled: null, last_signin: T0 + 5, has_password: 1, sso: 0, links: 2, keys: 3, mailboxes: 1 }
+      const aliceSummary = {
+        id: account.id,
+        name: 'alice',
+        admin: 1,
+        created: T0,
+        disabled: null,
+        last_signin: T0 + 5,
+        has_password: 1,
+        sso: 0,
+        links: 2,
+        keys: 3,
+        mailboxes: 1,
+      }
       expect(await b.accounts.accountSummary(account.id)).toEqual(aliceSummary)
       expect(await b.accounts.accountSummary(999_999)).toBeNull()
       expect(await b.accounts.accountPage(10, 0)).toEqual([
         aliceSummary,
-        { id: bob.id, name: 'bob', admin: 0, created: T0 + 1, disabled: null, last_signin: T0 + 6, has_password: 0, sso: 0, links: 0, keys: 0, mailboxes: 0 },
-        { id: carol.id, name: 'carol', admin: 0, created: T0 + 40, disabled: null, last_signin: null, has_password: 0, sso: 1, links: 0, keys: 0, mailboxes: 0 },
+        {
+          id: bob.id,
+          name: 'bob',
+          admin: 0,
+          created: T0 + 1,
+          disabled: null,
+          last_signin: T0 + 6,
+          has_password: 0,
+          sso: 0,
+          links: 0,
+          keys: 0,
+          mailboxes: 0,
+        },
+        {
+          id: carol.id,
+          name: 'carol',
+          admin: 0,
+          created: T0 + 40,
+          disabled: null,
+          last_signin: null,
+          has_password: 0,
+          sso: 1,
+          links: 0,
+          keys: 0,
+          mailboxes: 0,
+        },
       ])
       expect((await b.accounts.accountPage(1, 1)).map((r) => r.name)).toEqual(['bob'])
 
       // A password: the account's sessions end with it.
       await e.session(account.id, 's1')
       await e.session(account.id, 's2')
-      const password = await a.accounts.setPassword('alice', '$argon2id$new', (tx, acc, ended) => e.note(tx, `password of ${acc.name}, ${ended} ended`))
+      const password = await a.accounts.setPassword('alice', '$argon2id$new', (tx, acc, ended) =>
+        e.note(tx, `password of ${acc.name}, ${ended} ended`),
+      )
       expect(password).toEqual({ account: { ...account, last_signin: T0 + 5 }, sessionsEnded: 2 })
       expect((await b.accounts.accountById(account.id))!.password_hash).toBe('$argon2id$new')
       expect(await a.accounts.setPassword('nobody', 'x')).toBeNull()
@@ -222,7 +334,12 @@ describe.each([
       await expect(failing).rejects.toThrow('the audit row could not be written')
       expect(await b.accounts.accountByName('dave')).toBeNull()
       expect(await b.accounts.activeKeyByHash(hashKey('key-dave'))).toBeNull()
-      expect(await e.notes()).toEqual([`made alice #${account.id} with key #${key!.id}`, `key #${cli!.key.id} of alice`, 'label 4 → renamed', 'password of alice, 2 ended'])
+      expect(await e.notes()).toEqual([
+        `made alice #${account.id} with key #${key!.id}`,
+        `key #${cli!.key.id} of alice`,
+        'label 4 → renamed',
+        'password of alice, 2 ended',
+      ])
     } finally {
       await e.close()
     }
@@ -243,16 +360,25 @@ describe.each([
 
       const owner = await made(a.accounts.createAccount(newAccount('owner')))
       await expect(a.accounts.createKey('owner', newKey('late-key'), T0, late)).rejects.toThrow(refused)
-      await expect(a.accounts.createKeyUnder(owner.account.id, newKey('late-under'), T0, { max: 9, keepRevoked: 9 }, late)).rejects.toThrow(refused)
+      await expect(
+        a.accounts.createKeyUnder(owner.account.id, newKey('late-under'), T0, { max: 9, keepRevoked: 9 }, late),
+      ).rejects.toThrow(refused)
       expect(await b.accounts.keysOfAccount(owner.account.id)).toHaveLength(1)
-      await expect(a.accounts.editKeyOfAccount(owner.key!.id, owner.account.id, 'late', 'mail', late)).rejects.toThrow(refused)
+      await expect(a.accounts.editKeyOfAccount(owner.key!.id, owner.account.id, 'late', 'mail', late)).rejects.toThrow(
+        refused,
+      )
       await expect(a.accounts.revokeKey(owner.key!.id, T0, late)).rejects.toThrow(refused)
       await expect(a.accounts.revokeKeyOfAccount(owner.key!.id, owner.account.id, T0, late)).rejects.toThrow(refused)
-      expect(await b.accounts.activeKeyByHash(hashKey('key-owner'))).toMatchObject({ label: 'label owner', scopes: 'links,qr' })
+      expect(await b.accounts.activeKeyByHash(hashKey('key-owner'))).toMatchObject({
+        label: 'label owner',
+        scopes: 'links,qr',
+      })
       await expect(a.accounts.setPassword('owner', '$late', late)).rejects.toThrow(refused)
       await expect(a.accounts.setDisabled('owner', T0, null, late)).rejects.toThrow(refused)
       // disableIn's `then` runs in the caller's transaction: refused there, the caller's change rolls back.
-      await expect(a.inTransaction((tx) => Promise.resolve(a.accounts.disableIn(tx, 'owner', T0, null, late)))).rejects.toThrow(refused)
+      await expect(
+        a.inTransaction((tx) => Promise.resolve(a.accounts.disableIn(tx, 'owner', T0, null, late))),
+      ).rejects.toThrow(refused)
       expect(await b.accounts.accountByName('owner')).toMatchObject({ password_hash: null, disabled: null })
       await expect(a.accounts.deleteAccount('owner', true, null, late)).rejects.toThrow(refused)
       expect(await b.accounts.accountByName('owner')).not.toBeNull()
@@ -274,7 +400,9 @@ describe.each([
       // A revoked key pruned (keepRevoked 0), then a new one.
       const k = await made(a.accounts.createKeyUnder(first.id, newKey('k'), T0, { max: 10, keepRevoked: 0 }))
       expect(await b.accounts.revokeKey(k.key.id, T0 + 1)).not.toBeNull()
-      const after = await made(b.accounts.createKeyUnder(first.id, newKey('after'), T0 + 2, { max: 10, keepRevoked: 0 }))
+      const after = await made(
+        b.accounts.createKeyUnder(first.id, newKey('after'), T0 + 2, { max: 10, keepRevoked: 0 }),
+      )
       expect(await a.accounts.keyById(k.key.id)).toBeNull()
       expect(after.key.id).toBeGreaterThan(k.key.id)
     } finally {
@@ -303,7 +431,10 @@ describe.each([
       expect(await e.notes()).toEqual(['made zoe', 'made yann', 'made xavier'])
       expect(await b.accounts.allKeys()).toHaveLength(3)
       // Sequentially too.
-      expect(await b.accounts.createAccount(newAccount('zoe', { key: newKey('zoe-c') }))).toEqual({ ok: false, reason: 'name_taken' })
+      expect(await b.accounts.createAccount(newAccount('zoe', { key: newKey('zoe-c') }))).toEqual({
+        ok: false,
+        reason: 'name_taken',
+      })
       expect(await b.accounts.activeKeyByHash(hashKey('key-zoe-c'))).toBeNull()
     } finally {
       await e.close()
@@ -315,8 +446,14 @@ describe.each([
     try {
       const [a, b] = [e.node(), e.node()]
       await made(a.accounts.createAccount(newAccount('carol')))
-      expect(await b.accounts.createAccount(newAccount('Carol', { key: newKey('Carol') }))).toEqual({ ok: false, reason: 'name_taken' })
-      expect(await b.accounts.createAccount(newAccount('CAROL', { key: null }))).toEqual({ ok: false, reason: 'name_taken' })
+      expect(await b.accounts.createAccount(newAccount('Carol', { key: newKey('Carol') }))).toEqual({
+        ok: false,
+        reason: 'name_taken',
+      })
+      expect(await b.accounts.createAccount(newAccount('CAROL', { key: null }))).toEqual({
+        ok: false,
+        reason: 'name_taken',
+      })
       expect(await a.accounts.activeKeyByHash(hashKey('key-Carol'))).toBeNull()
       expect((await b.accounts.accountByNameAnyCase('cArOl'))!.name).toBe('carol')
       expect(await b.accounts.accountByName('Carol')).toBeNull() // the exact lookup (sign-in) is unchanged
@@ -331,8 +468,14 @@ describe.each([
       expect(await e.notes()).toHaveLength(1)
       // Single sign-on: the provider's Carol gets the next free name in any case; Erin and erin at once differ.
       const issuer = 'https://id.example'
-      expect(await a.identities.link({ issuer, sub: 'c-1', name: 'Carol', admin: null, now: T0 })).toMatchObject({ outcome: 'created', name: 'Carol-2' })
-      expect(await b.identities.link({ issuer, sub: 'c-2', name: 'CAROL-2', admin: null, now: T0 })).toMatchObject({ outcome: 'created', name: 'CAROL-2-2' })
+      expect(await a.identities.link({ issuer, sub: 'c-1', name: 'Carol', admin: null, now: T0 })).toMatchObject({
+        outcome: 'created',
+        name: 'Carol-2',
+      })
+      expect(await b.identities.link({ issuer, sub: 'c-2', name: 'CAROL-2', admin: null, now: T0 })).toMatchObject({
+        outcome: 'created',
+        name: 'CAROL-2-2',
+      })
       const wait = e.sqlite ? undefined : () => Bun.sleep(50)
       const erins = await Promise.all([
         a.identities.link({ issuer, sub: 'e-1', name: 'Erin', admin: null, now: T0 }, wait),
@@ -363,12 +506,16 @@ describe.each([
         await made(a.accounts.createAccount(newAccount(x, { admin: true })))
         await made(a.accounts.createAccount(newAccount(y, { admin: true })))
         // The admins of earlier rounds are disabled (or gone): these two are the last.
-        for (const acc of await a.accounts.accountPage(50, 0)) if (acc.admin === 1 && acc.disabled === null && acc.name !== x && acc.name !== y) await a.accounts.setDisabled(acc.name, T0, null)
+        for (const acc of await a.accounts.accountPage(50, 0))
+          if (acc.admin === 1 && acc.disabled === null && acc.name !== x && acc.name !== y)
+            await a.accounts.setDisabled(acc.name, T0, null)
         expect(await b.accounts.activeAdmins()).toBe(2)
         const meet = meeting(2)
         const hold = holding(e, meet, (acc: { name: string }) => `${acc.name} removed`)
         const act = (node: Node, what: 'disable' | 'delete', name: string) =>
-          what === 'disable' ? node.accounts.setDisabled(name, T0 + i, null, hold) : node.accounts.deleteAccount(name, false, null, hold)
+          what === 'disable'
+            ? node.accounts.setDisabled(name, T0 + i, null, hold)
+            : node.accounts.deleteAccount(name, false, null, hold)
         const results = await Promise.all([act(a, one, x), act(b, two, y)])
         expect(results.map((r) => (r.ok ? 'ok' : r.reason)).sort()).toEqual(['last_admin', 'ok'])
         expect(await a.accounts.activeAdmins()).toBe(1)
@@ -376,8 +523,14 @@ describe.each([
         if (refused.ok || refused.reason === 'not_found') throw new Error('unreachable')
         expect(await b.accounts.accountByName(refused.account.name)).toMatchObject({ admin: 1, disabled: null })
         // The last one, alone, is refused too; enabling another lets it go.
-        expect(await b.accounts.setDisabled(refused.account.name, T0, null)).toMatchObject({ ok: false, reason: 'last_admin' })
-        expect(await b.accounts.deleteAccount(refused.account.name, true, null)).toMatchObject({ ok: false, reason: 'last_admin' })
+        expect(await b.accounts.setDisabled(refused.account.name, T0, null)).toMatchObject({
+          ok: false,
+          reason: 'last_admin',
+        })
+        expect(await b.accounts.deleteAccount(refused.account.name, true, null)).toMatchObject({
+          ok: false,
+          reason: 'last_admin',
+        })
       }
       expect((await e.notes()).length).toBe(pairs.length)
     } finally {
@@ -392,15 +545,25 @@ describe.each([
       const root = (await made(a.accounts.createAccount(newAccount('root', { admin: true })))).account
       const ann = (await made(a.accounts.createAccount(newAccount('ann', { admin: true })))).account
       const ben = (await made(a.accounts.createAccount(newAccount('ben')))).account
-      expect(await b.accounts.setDisabled('ann', T0, ann.id)).toEqual({ ok: false, reason: 'own_account', account: ann })
-      expect(await b.accounts.deleteAccount('ann', false, ann.id)).toEqual({ ok: false, reason: 'own_account', account: ann })
+      expect(await b.accounts.setDisabled('ann', T0, ann.id)).toEqual({
+        ok: false,
+        reason: 'own_account',
+        account: ann,
+      })
+      expect(await b.accounts.deleteAccount('ann', false, ann.id)).toEqual({
+        ok: false,
+        reason: 'own_account',
+        account: ann,
+      })
       expect(await b.accounts.setDisabled('nobody', T0, null)).toEqual({ ok: false, reason: 'not_found' })
       expect(await b.accounts.deleteAccount('nobody', false, null)).toEqual({ ok: false, reason: 'not_found' })
       expect(await b.accounts.setDisabled('nobody', null, null)).toEqual({ ok: false, reason: 'not_found' })
 
       await e.session(ben.id, 'ben-1')
       await e.session(ben.id, 'ben-2')
-      const off = await b.accounts.setDisabled('ben', T0 + 7, root.id, (tx, acc, ended) => e.note(tx, `${acc.name} disabled, ${ended} ended`))
+      const off = await b.accounts.setDisabled('ben', T0 + 7, root.id, (tx, acc, ended) =>
+        e.note(tx, `${acc.name} disabled, ${ended} ended`),
+      )
       expect(off).toEqual({ ok: true, account: ben, sessionsEnded: 2 })
       expect(await e.sessions(ben.id)).toBe(0)
       expect((await a.accounts.accountById(ben.id))!.disabled).toBe(T0 + 7)
@@ -414,7 +577,9 @@ describe.each([
       await e.link(ben.id, 'b1')
       await e.link(ann.id, 'n1')
       await e.link(ann.id, 'n2')
-      const kept = await b.accounts.deleteAccount('ben', false, root.id, (tx, acc, links) => e.note(tx, `${acc.name} deleted, ${links} links`))
+      const kept = await b.accounts.deleteAccount('ben', false, root.id, (tx, acc, links) =>
+        e.note(tx, `${acc.name} deleted, ${links} links`),
+      )
       expect(kept).toEqual({ ok: true, account: ben, links: 1, deletedLinks: [] })
       const gone = await a.accounts.deleteAccount('ann', true, root.id)
       expect(gone).toMatchObject({ ok: true, links: 2 })
@@ -457,7 +622,9 @@ describe.each([
       await a.inTransaction((tx) =>
         Promise.all([
           e.note(tx, 'closed with ben'),
-          a.accounts.disableIn(tx, 'ben', T0 + 5, root.id, (tx, outcome) => e.note(tx, outcome.ok ? `ben disabled, ${outcome.sessionsEnded} ended` : outcome.reason)),
+          a.accounts.disableIn(tx, 'ben', T0 + 5, root.id, (tx, outcome) =>
+            e.note(tx, outcome.ok ? `ben disabled, ${outcome.sessionsEnded} ended` : outcome.reason),
+          ),
         ]),
       )
       expect(await e.notes()).toEqual(['closed with ben', 'ben disabled, 1 ended'])
@@ -521,8 +688,14 @@ describe.each([
       await made(a.accounts.createKeyUnder(owner.id, newKey('last'), T0 + 200, limits))
       const revoked = (await b.accounts.keysOfAccount(owner.id)).filter((k) => k.revoked !== null)
       expect(revoked.map((k) => k.revoked)).toEqual([T0 + 102, T0 + 103])
-      expect(await a.accounts.createKeyUnder(owner.id, newKey('over'), T0, limits)).toEqual({ ok: false, reason: 'full' })
-      expect(await a.accounts.createKeyUnder(999_999, newKey('none'), T0, limits)).toEqual({ ok: false, reason: 'not_found' })
+      expect(await a.accounts.createKeyUnder(owner.id, newKey('over'), T0, limits)).toEqual({
+        ok: false,
+        reason: 'full',
+      })
+      expect(await a.accounts.createKeyUnder(999_999, newKey('none'), T0, limits)).toEqual({
+        ok: false,
+        reason: 'not_found',
+      })
     } finally {
       await e.close()
     }
@@ -537,7 +710,9 @@ describe.each([
       expect(await a.accounts.activeKeyByHash(hashKey('key-kim'))).toMatchObject({ id: kim.key!.id })
       // Another account's key is not revoked through this account.
       expect(await b.accounts.revokeKeyOfAccount(kim.key!.id, lee.account.id, T0)).toBeNull()
-      const revoked = await b.accounts.revokeKeyOfAccount(kim.key!.id, kim.account.id, T0 + 1, (tx, k) => e.note(tx, `revoked ${k.prefix} of ${k.account_name}`))
+      const revoked = await b.accounts.revokeKeyOfAccount(kim.key!.id, kim.account.id, T0 + 1, (tx, k) =>
+        e.note(tx, `revoked ${k.prefix} of ${k.account_name}`),
+      )
       expect(revoked).toEqual({ ...kim.key!, revoked: T0 + 1, account_name: 'kim', admin: 0, disabled: null })
       expect(await a.accounts.activeKeyByHash(hashKey('key-kim'))).toBeNull()
       expect((await a.accounts.keyById(kim.key!.id))!.revoked).toBe(T0 + 1)
@@ -549,7 +724,10 @@ describe.each([
       // Two nodes revoking one key at once (the CLI's revoke on one, the dashboard's on the other).
       const meet = meeting(2)
       const hold = holding(e, meet, (k: { prefix: string }) => `revoked ${k.prefix}`)
-      const both = await Promise.all([a.accounts.revokeKey(lee.key!.id, T0 + 3, hold), b.accounts.revokeKeyOfAccount(lee.key!.id, lee.account.id, T0 + 3, hold)])
+      const both = await Promise.all([
+        a.accounts.revokeKey(lee.key!.id, T0 + 3, hold),
+        b.accounts.revokeKeyOfAccount(lee.key!.id, lee.account.id, T0 + 3, hold),
+      ])
       expect(both.filter((r) => r !== null)).toHaveLength(1)
       expect(await b.accounts.activeKeyByHash(hashKey('key-lee'))).toBeNull()
       expect(await e.notes()).toEqual(['revoked lbk_0000kim of kim', 'revoked lbk_0000lee'])
@@ -585,7 +763,13 @@ describe.each([
           n2.accounts.setPassword(name, `$hash-${i}`),
           n1.accounts.setDisabled(other, null, null),
           n2.accounts.createKey(name, newKey(`cli-${i}`), T0),
-          n1.identities.link({ issuer: 'https://id.example', sub: `storm-${i % 2}`, name: 'storm', admin: i % 2 === 0, now: T0 + i }),
+          n1.identities.link({
+            issuer: 'https://id.example',
+            sub: `storm-${i % 2}`,
+            name: 'storm',
+            admin: i % 2 === 0,
+            now: T0 + i,
+          }),
         )
       }
       const results = await Promise.allSettled(work)

@@ -41,7 +41,10 @@ async function postgresEngine(): Promise<Engine> {
   return {
     node() {
       const sql = pool()
-      return { audit: postgresAuditRows(sql), inTransaction: (work, rollback) => postgresTransaction(sql, work, rollback) }
+      return {
+        audit: postgresAuditRows(sql),
+        inTransaction: (work, rollback) => postgresTransaction(sql, work, rollback),
+      }
     },
     count: async () => Number((await main.sql`SELECT count(*) AS n FROM audit_log`)[0].n),
     close,
@@ -50,7 +53,12 @@ async function postgresEngine(): Promise<Engine> {
 
 const T0 = 1_800_000_000_000
 const DAY = 86_400_000
-const entry = (action: string, at: number, actorName: string | null = 'bob', extra: Partial<AuditInsert> = {}): AuditInsert => ({
+const entry = (
+  action: string,
+  at: number,
+  actorName: string | null = 'bob',
+  extra: Partial<AuditInsert> = {},
+): AuditInsert => ({
   at,
   actorKind: 'account',
   actorId: 3,
@@ -62,7 +70,15 @@ const entry = (action: string, at: number, actorName: string | null = 'bob', ext
   ...extra,
 })
 /** A page as the service asks for it: no filter, every time, from the newest. */
-const query = (q: Partial<AuditQuery> = {}): AuditQuery => ({ actor: null, action: null, from: 0, to: Number.MAX_SAFE_INTEGER, before: Number.MAX_SAFE_INTEGER, limit: 100, ...q })
+const query = (q: Partial<AuditQuery> = {}): AuditQuery => ({
+  actor: null,
+  action: null,
+  from: 0,
+  to: Number.MAX_SAFE_INTEGER,
+  before: Number.MAX_SAFE_INTEGER,
+  limit: 100,
+  ...q,
+})
 /** An exact action, and a group, as the service turns them into ranges. */
 const exact = (a: string) => ({ from: a, to: `${a}\u0001` })
 const group = (g: string) => ({ from: `${g}.`, to: `${g}/` })
@@ -83,7 +99,17 @@ describe.each([
       const [a, b] = [e.node(), e.node()]
       const [id] = await write(a, [entry('key.create', T0, 'bob', { detail: 'scopes links:write', actorId: 7 })])
       expect(await b.audit.page(query())).toEqual([
-        { id: id!, at: T0, actor_kind: 'account', actor_id: 7, actor_name: 'bob', action: 'key.create', target: 'target of key.create', detail: 'scopes links:write', address: '192.0.2.1' },
+        {
+          id: id!,
+          at: T0,
+          actor_kind: 'account',
+          actor_id: 7,
+          actor_name: 'bob',
+          action: 'key.create',
+          target: 'target of key.create',
+          detail: 'scopes links:write',
+          address: '192.0.2.1',
+        },
       ])
       await a.inTransaction(async (tx) => a.audit.insert(tx, entry('key.revoke', T0 + 1)), true)
       expect(await e.count()).toBe(1)
@@ -108,13 +134,27 @@ describe.each([
     const e = await makeEngine()
     try {
       const [a, b] = [e.node(), e.node()]
-      const id = await a.audit.insertAlone(entry('signin.failed', T0, 'mallory', { actorKind: 'anonymous', actorId: null, detail: 'wrong password' }))
+      const id = await a.audit.insertAlone(
+        entry('signin.failed', T0, 'mallory', { actorKind: 'anonymous', actorId: null, detail: 'wrong password' }),
+      )
       expect(await b.audit.page(query())).toEqual([
-        { id, at: T0, actor_kind: 'anonymous', actor_id: null, actor_name: 'mallory', action: 'signin.failed', target: 'target of signin.failed', detail: 'wrong password', address: '192.0.2.1' },
+        {
+          id,
+          at: T0,
+          actor_kind: 'anonymous',
+          actor_id: null,
+          actor_name: 'mallory',
+          action: 'signin.failed',
+          target: 'target of signin.failed',
+          detail: 'wrong password',
+          address: '192.0.2.1',
+        },
       ])
       const [inChange] = await write(b, [entry('key.create', T0 + 1)])
       expect(inChange!).toBeGreaterThan(id)
-      expect(await b.audit.insertAlone(entry('signin.failed', T0 + 2, 'x', { actorKind: 'anonymous', actorId: null }))).toBeGreaterThan(inChange!)
+      expect(
+        await b.audit.insertAlone(entry('signin.failed', T0 + 2, 'x', { actorKind: 'anonymous', actorId: null })),
+      ).toBeGreaterThan(inChange!)
       expect(await e.count()).toBe(3)
     } finally {
       await e.close()
@@ -126,8 +166,22 @@ describe.each([
     try {
       const [a, b] = [e.node(), e.node()]
       // Times out of id order on purpose: pages go by id, not by time.
-      const actions = ['account.create', 'accounts.x', 'account.delete', 'ACCOUNT.create', 'account', 'key.create', 'account.create', 'accountx.y', 'Account.disable', 'account.password']
-      const ids = await write(a, actions.map((act, i) => entry(act, T0 + ((i * 7) % 10) * DAY, i % 3 === 0 ? 'Bob' : 'bob')))
+      const actions = [
+        'account.create',
+        'accounts.x',
+        'account.delete',
+        'ACCOUNT.create',
+        'account',
+        'key.create',
+        'account.create',
+        'accountx.y',
+        'Account.disable',
+        'account.password',
+      ]
+      const ids = await write(
+        a,
+        actions.map((act, i) => entry(act, T0 + ((i * 7) % 10) * DAY, i % 3 === 0 ? 'Bob' : 'bob')),
+      )
       const page = async (q: Partial<AuditQuery>) => (await b.audit.page(query(q))).map((r) => r.id)
       const where = (f: (i: number) => boolean) => ids.filter((_, i) => f(i)).reverse()
 
@@ -138,10 +192,14 @@ describe.each([
       expect(await page({ action: exact('account.create') })).toEqual(where((i) => actions[i] === 'account.create'))
       // The group "account" is ["account.", "account/"): not "account", "accounts.x", "accountx.y" or other cases.
       expect(await page({ action: group('account') })).toEqual(where((i) => actions[i]!.startsWith('account.')))
-      expect(await page({ action: group('account'), actor: 'Bob' })).toEqual(where((i) => actions[i]!.startsWith('account.') && i % 3 === 0))
+      expect(await page({ action: group('account'), actor: 'Bob' })).toEqual(
+        where((i) => actions[i]!.startsWith('account.') && i % 3 === 0),
+      )
       expect(await page({ action: exact('key.create'), actor: 'Bob' })).toEqual([])
       // [from, to): days 2 to 5.
-      expect(await page({ from: T0 + 2 * DAY, to: T0 + 6 * DAY })).toEqual(where((i) => ((i * 7) % 10) >= 2 && ((i * 7) % 10) < 6))
+      expect(await page({ from: T0 + 2 * DAY, to: T0 + 6 * DAY })).toEqual(
+        where((i) => (i * 7) % 10 >= 2 && (i * 7) % 10 < 6),
+      )
       // The cursor: pages of 3 through the whole log, and through a filtered one.
       const walk = async (q: Partial<AuditQuery>) => {
         const seen: number[] = []
@@ -153,7 +211,9 @@ describe.each([
         }
       }
       expect(await walk({})).toEqual([...ids].reverse())
-      expect(await walk({ actor: 'bob', action: group('account') })).toEqual(where((i) => i % 3 !== 0 && actions[i]!.startsWith('account.')))
+      expect(await walk({ actor: 'bob', action: group('account') })).toEqual(
+        where((i) => i % 3 !== 0 && actions[i]!.startsWith('account.')),
+      )
     } finally {
       await e.close()
     }
@@ -163,8 +223,13 @@ describe.each([
     const e = await makeEngine()
     try {
       const [a, b] = [e.node(), e.node()]
-      const ids = await write(a, Array.from({ length: 9 }, (_, i) => entry('key.update', T0 + (i % 2 ? 10 : i))))
-      expect((await b.audit.since(T0 + 4, 0, 100)).map((r) => r.id)).toEqual(ids.filter((_, i) => i % 2 === 1 || i >= 4))
+      const ids = await write(
+        a,
+        Array.from({ length: 9 }, (_, i) => entry('key.update', T0 + (i % 2 ? 10 : i))),
+      )
+      expect((await b.audit.since(T0 + 4, 0, 100)).map((r) => r.id)).toEqual(
+        ids.filter((_, i) => i % 2 === 1 || i >= 4),
+      )
       const seen: number[] = []
       for (let after = 0; ; ) {
         const rows = await b.audit.since(0, after, 4)
@@ -183,7 +248,10 @@ describe.each([
     const e = await makeEngine()
     try {
       const [a, b] = [e.node(), e.node()]
-      const ids = await write(a, Array.from({ length: 7 }, (_, i) => entry('webhook.update', T0 + i)))
+      const ids = await write(
+        a,
+        Array.from({ length: 7 }, (_, i) => entry('webhook.update', T0 + i)),
+      )
       expect(await b.audit.removeOlder(T0 + 5, 3)).toBe(3)
       expect(await b.audit.removeOlder(T0 + 5, 3)).toBe(2)
       expect(await b.audit.removeOlder(T0 + 5, 3)).toBe(0)
@@ -202,7 +270,16 @@ describe.each([
     try {
       const [a, b] = [e.node(), e.node()]
       const changes = (node: Node, name: string) =>
-        Promise.all(Array.from({ length: 100 }, (_, i) => write(node, Array.from({ length: 1 + (i % 3) }, (_, j) => entry('link.disable', T0 + i, name, { detail: `${name} ${i}.${j}` })))))
+        Promise.all(
+          Array.from({ length: 100 }, (_, i) =>
+            write(
+              node,
+              Array.from({ length: 1 + (i % 3) }, (_, j) =>
+                entry('link.disable', T0 + i, name, { detail: `${name} ${i}.${j}` }),
+              ),
+            ),
+          ),
+        )
       const [fromA, fromB] = await Promise.all([changes(a, 'a'), changes(b, 'b')])
       const written = [...fromA.flat(), ...fromB.flat()]
       expect(written).toHaveLength(398)
@@ -230,7 +307,11 @@ describe.each([
     const e = await makeEngine()
     try {
       const [a, b] = [e.node(), e.node()]
-      for (let k = 0; k < 4; k++) await write(a, Array.from({ length: 50 }, (_, i) => entry('host.ban', T0 + k * 50 + i)))
+      for (let k = 0; k < 4; k++)
+        await write(
+          a,
+          Array.from({ length: 50 }, (_, i) => entry('host.ban', T0 + k * 50 + i)),
+        )
       const sweep = async (node: Node) => {
         let n = 0
         for (let i = 0; i < 20; i++) n += await node.audit.removeOlder(T0 + 150, 7)
@@ -239,7 +320,9 @@ describe.each([
       const [x, y] = await Promise.all([sweep(a), sweep(b)])
       expect(x + y).toBe(150)
       expect(await e.count()).toBe(50)
-      expect((await b.audit.since(0, 0, 100)).map((r) => r.at)).toEqual(Array.from({ length: 50 }, (_, i) => T0 + 150 + i))
+      expect((await b.audit.since(0, 0, 100)).map((r) => r.at)).toEqual(
+        Array.from({ length: 50 }, (_, i) => T0 + 150 + i),
+      )
     } finally {
       await e.close()
     }
@@ -255,13 +338,24 @@ describe.each([
     try {
       const [a, b] = [e.node(), e.node()]
       const reader = createAuditReader(b.audit, () => T0 + 10 * DAY)
-      const ids = await write(a, [entry('key.create', T0), entry('signin.ok', T0 + DAY), entry('key.revoke', T0 + 5 * DAY), entry('key.create', T0 + 9 * DAY, 'carol')])
+      const ids = await write(a, [
+        entry('key.create', T0),
+        entry('signin.ok', T0 + DAY),
+        entry('key.revoke', T0 + 5 * DAY),
+        entry('key.create', T0 + 9 * DAY, 'carol'),
+      ])
       const first = await reader.page({ limit: 3 })
       expect(first.rows.map((r) => r.id)).toEqual([ids[3]!, ids[2]!, ids[1]!])
       expect(first.next).toBe(String(ids[1]))
-      expect(await reader.page({ limit: 3, before: first.next! })).toEqual({ rows: [expect.objectContaining({ id: ids[0] })], next: null })
+      expect(await reader.page({ limit: 3, before: first.next! })).toEqual({
+        rows: [expect.objectContaining({ id: ids[0] })],
+        next: null,
+      })
       expect((await reader.page({ action: 'key', actor: 'bob' })).rows.map((r) => r.id)).toEqual([ids[2]!, ids[0]!])
-      await expect(reader.page({ action: 'key.*' })).rejects.toMatchObject({ status: 400, message: expect.stringContaining('"action"') })
+      await expect(reader.page({ action: 'key.*' })).rejects.toMatchObject({
+        status: 400,
+        message: expect.stringContaining('"action"'),
+      })
       // Rows older than 6 days at T0 + 10 days: the first two.
       expect(await reader.sweep(6)).toBe(2)
       expect((await reader.page()).rows.map((r) => r.id)).toEqual([ids[3]!, ids[2]!])

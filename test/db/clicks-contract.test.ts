@@ -10,7 +10,14 @@
 // hashes (PostgreSQL only: SQLite has one node): two nodes adding overlapping visitors count each once.
 import { describe, expect, test } from 'bun:test'
 import { MAX_NAMES, OTHER } from '../../src/clicks/classify'
-import { DAY_MS, EXTRA_DIMENSIONS, newDayCounts, type ClickBatch, type ClickEvent, type EncodedBatch } from '../../src/clicks/batch'
+import {
+  DAY_MS,
+  EXTRA_DIMENSIONS,
+  newDayCounts,
+  type ClickBatch,
+  type ClickEvent,
+  type EncodedBatch,
+} from '../../src/clicks/batch'
 import { createDayKeys } from '../../src/clicks/day-keys'
 import { bump, DIMENSIONS, MONTH_NAMES, parseDims, type DimNames } from '../../src/clicks/names'
 import { PartialWrite, type ClickCounts, type DayKeyRows } from '../../src/clicks/storage/contract'
@@ -31,7 +38,11 @@ interface Engine {
   link(code: string): Promise<number>
   deleteLink(id: number): Promise<void>
   totals(id: number): Promise<{ clicks: number; bots: number }>
-  row(table: 'click_days' | 'click_months', id: number, key: string): Promise<{ clicks: number; bots: number; dims: string } | null>
+  row(
+    table: 'click_days' | 'click_months',
+    id: number,
+    key: string,
+  ): Promise<{ clicks: number; bots: number; dims: string } | null>
   /** `n` links named `${prefix}0` … owned by `accountId` (null: none), their ids in order. */
   links(prefix: string, n: number, accountId?: number | null): Promise<number[]>
   account(name: string): Promise<number>
@@ -54,27 +65,68 @@ async function sqliteEngine(): Promise<Engine> {
   return {
     store: () => sqliteClickCounts(connect(), eventInserts),
     dayKeys: () => sqliteDayKeyRows(connect()),
-    dayKeyDays: async () => (main.query('SELECT day FROM day_keys ORDER BY day').all() as { day: number }[]).map((r) => Number(r.day)),
-    link: async (code) => Number((main.query("INSERT INTO links (code, long_url, created, updated) VALUES (?, 'https://example.com/', 0, 0) RETURNING id").get(code) as { id: number }).id),
+    dayKeyDays: async () =>
+      (main.query('SELECT day FROM day_keys ORDER BY day').all() as { day: number }[]).map((r) => Number(r.day)),
+    link: async (code) =>
+      Number(
+        (
+          main
+            .query(
+              "INSERT INTO links (code, long_url, created, updated) VALUES (?, 'https://example.com/', 0, 0) RETURNING id",
+            )
+            .get(code) as { id: number }
+        ).id,
+      ),
     deleteLink: async (id) => void main.query('DELETE FROM links WHERE id = ?').run(id),
-    totals: async (id) => main.query('SELECT clicks, bots FROM links WHERE id = ?').get(id) as { clicks: number; bots: number },
-    row: async (table, id, key) => num(main.query(`SELECT clicks, bots, dims FROM ${table} WHERE link_id = ?1 AND ${table === 'click_days' ? 'day' : 'month'} = ?2`).get(id, key)),
+    totals: async (id) =>
+      main.query('SELECT clicks, bots FROM links WHERE id = ?').get(id) as { clicks: number; bots: number },
+    row: async (table, id, key) =>
+      num(
+        main
+          .query(
+            `SELECT clicks, bots, dims FROM ${table} WHERE link_id = ?1 AND ${table === 'click_days' ? 'day' : 'month'} = ?2`,
+          )
+          .get(id, key),
+      ),
     links: async (prefix, n, accountId = null) => {
-      const insert = main.query("INSERT INTO links (code, long_url, account_id, created, updated) VALUES (?, 'https://example.com/', ?, 0, 0) RETURNING id")
-      return main.transaction(() => Array.from({ length: n }, (_, i) => Number((insert.get(`${prefix}${i}`, accountId) as { id: number }).id)))()
+      const insert = main.query(
+        "INSERT INTO links (code, long_url, account_id, created, updated) VALUES (?, 'https://example.com/', ?, 0, 0) RETURNING id",
+      )
+      return main.transaction(() =>
+        Array.from({ length: n }, (_, i) => Number((insert.get(`${prefix}${i}`, accountId) as { id: number }).id)),
+      )()
     },
-    account: async (name) => Number((main.query('INSERT INTO accounts (name, created) VALUES (?, 0) RETURNING id').get(name) as { id: number }).id),
+    account: async (name) =>
+      Number(
+        (main.query('INSERT INTO accounts (name, created) VALUES (?, 0) RETURNING id').get(name) as { id: number }).id,
+      ),
     endpoint: async (accountId, events) =>
-      Number((main.query("INSERT INTO webhook_endpoints (account_id, url, events, secret, created) VALUES (?, 'https://hooks.example.com/in', ?, 'whsec_x', 0) RETURNING id").get(accountId, events) as { id: number }).id),
+      Number(
+        (
+          main
+            .query(
+              "INSERT INTO webhook_endpoints (account_id, url, events, secret, created) VALUES (?, 'https://hooks.example.com/in', ?, 'whsec_x', 0) RETURNING id",
+            )
+            .get(accountId, events) as { id: number }
+        ).id,
+      ),
     events: async () =>
-      main.query('SELECT account_id, type, payload, (SELECT count(*) FROM webhook_deliveries d WHERE d.event_id = e.id) AS deliveries FROM webhook_events e ORDER BY id').all() as any,
+      main
+        .query(
+          'SELECT account_id, type, payload, (SELECT count(*) FROM webhook_deliveries d WHERE d.event_id = e.id) AS deliveries FROM webhook_events e ORDER BY id',
+        )
+        .all() as any,
     failOn: async (linkId) => {
       main.exec('DROP TRIGGER IF EXISTS fail_clicks')
       if (linkId !== null)
-        main.exec(`CREATE TRIGGER fail_clicks BEFORE INSERT ON click_days WHEN NEW.link_id = ${Number(linkId)} BEGIN SELECT RAISE(ABORT, 'injected failure'); END`)
+        main.exec(
+          `CREATE TRIGGER fail_clicks BEFORE INSERT ON click_days WHEN NEW.link_id = ${Number(linkId)} BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
+        )
     },
     plan: async (query, params) =>
-      (main.query(`EXPLAIN QUERY PLAN ${query.replace(/\$(\d+)/g, '?$1')}`).all(...params) as { detail: string }[]).map((r) => r.detail).join('\n'),
+      (main.query(`EXPLAIN QUERY PLAN ${query.replace(/\$(\d+)/g, '?$1')}`).all(...params) as { detail: string }[])
+        .map((r) => r.detail)
+        .join('\n'),
     close,
   }
 }
@@ -87,15 +139,24 @@ async function postgresEngine(): Promise<Engine> {
       return postgresClickCounts(sql, postgresWebhookQueue(sql))
     },
     dayKeys: () => postgresDayKeyRows(pool()),
-    dayKeyDays: async () => (await main.sql`SELECT day FROM day_keys ORDER BY day`).map((r: { day: string }) => Number(r.day)),
-    link: async (code) => Number((await main.sql`INSERT INTO links (code, long_url, created, updated) VALUES (${code}, 'https://example.com/', 0, 0) RETURNING id`)[0].id),
+    dayKeyDays: async () =>
+      (await main.sql`SELECT day FROM day_keys ORDER BY day`).map((r: { day: string }) => Number(r.day)),
+    link: async (code) =>
+      Number(
+        (
+          await main.sql`INSERT INTO links (code, long_url, created, updated) VALUES (${code}, 'https://example.com/', 0, 0) RETURNING id`
+        )[0].id,
+      ),
     deleteLink: async (id) => void (await main.sql`DELETE FROM links WHERE id = ${id}`),
     totals: async (id) => {
       const [r] = await main.sql`SELECT clicks, bots FROM links WHERE id = ${id}`
       return { clicks: Number(r.clicks), bots: Number(r.bots) }
     },
     row: async (table, id, key) => {
-      const [r] = await main.sql.unsafe(`SELECT clicks, bots, dims FROM ${table} WHERE link_id = $1 AND ${table === 'click_days' ? 'day' : 'month'} = $2`, [id, key])
+      const [r] = await main.sql.unsafe(
+        `SELECT clicks, bots, dims FROM ${table} WHERE link_id = $1 AND ${table === 'click_days' ? 'day' : 'month'} = $2`,
+        [id, key],
+      )
       return r ? { clicks: Number(r.clicks), bots: Number(r.bots), dims: r.dims } : null
     },
     links: async (prefix, n, accountId = null) =>
@@ -105,20 +166,35 @@ async function postgresEngine(): Promise<Engine> {
       )
         .map((r: { id: string }) => Number(r.id))
         .sort((a: number, b: number) => a - b),
-    account: async (name) => Number((await main.sql`INSERT INTO accounts (name, created) VALUES (${name}, 0) RETURNING id`)[0].id),
+    account: async (name) =>
+      Number((await main.sql`INSERT INTO accounts (name, created) VALUES (${name}, 0) RETURNING id`)[0].id),
     endpoint: async (accountId, events) =>
-      Number((await main.sql`INSERT INTO webhook_endpoints (account_id, url, events, secret, created) VALUES (${accountId}, 'https://hooks.example.com/in', ${events}, 'whsec_x', 0) RETURNING id`)[0].id),
-    events: async () =>
-      (await main.sql`SELECT account_id, type, payload, (SELECT count(*) FROM webhook_deliveries d WHERE d.event_id = e.id) AS deliveries FROM webhook_events e ORDER BY id`).map(
-        (r: any) => ({ account_id: Number(r.account_id), type: r.type, payload: r.payload, deliveries: Number(r.deliveries) }),
+      Number(
+        (
+          await main.sql`INSERT INTO webhook_endpoints (account_id, url, events, secret, created) VALUES (${accountId}, 'https://hooks.example.com/in', ${events}, 'whsec_x', 0) RETURNING id`
+        )[0].id,
       ),
+    events: async () =>
+      (
+        await main.sql`SELECT account_id, type, payload, (SELECT count(*) FROM webhook_deliveries d WHERE d.event_id = e.id) AS deliveries FROM webhook_events e ORDER BY id`
+      ).map((r: any) => ({
+        account_id: Number(r.account_id),
+        type: r.type,
+        payload: r.payload,
+        deliveries: Number(r.deliveries),
+      })),
     failOn: async (linkId) => {
       await main.sql`DROP TRIGGER IF EXISTS fail_clicks ON click_days`
       await main.sql`CREATE OR REPLACE FUNCTION fail_clicks() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$`
       if (linkId !== null)
-        await main.sql.unsafe(`CREATE TRIGGER fail_clicks BEFORE INSERT ON click_days FOR EACH ROW WHEN (NEW.link_id = ${Number(linkId)}) EXECUTE FUNCTION fail_clicks()`)
+        await main.sql.unsafe(
+          `CREATE TRIGGER fail_clicks BEFORE INSERT ON click_days FOR EACH ROW WHEN (NEW.link_id = ${Number(linkId)}) EXECUTE FUNCTION fail_clicks()`,
+        )
     },
-    plan: async (query, params) => (await main.sql.unsafe(`EXPLAIN (ANALYZE, BUFFERS) ${query}`, params)).map((r: Record<string, string>) => r['QUERY PLAN']).join('\n'),
+    plan: async (query, params) =>
+      (await main.sql.unsafe(`EXPLAIN (ANALYZE, BUFFERS) ${query}`, params))
+        .map((r: Record<string, string>) => r['QUERY PLAN'])
+        .join('\n'),
     close,
   }
 }
@@ -153,14 +229,17 @@ function encode(b: ClickBatch, events?: ClickEvent[]): EncodedBatch {
   for (const [linkId, days] of b)
     for (const [dayNumber, d] of days) {
       for (const dim of ['source', 'device', 'browser', 'os'] as const) expect(d.dims[dim].size).toBe(0)
-      const extras = EXTRA_DIMENSIONS.flatMap((dim, i) => [...d.dims[dim]].map(([name, n]) => [i, names.push(name) - 1, n]))
+      const extras = EXTRA_DIMENSIONS.flatMap((dim, i) =>
+        [...d.dims[dim]].map(([name, n]) => [i, names.push(name) - 1, n]),
+      )
       rows.push(linkId, dayNumber, d.clicks, d.bots, d.visitors, 0, extras.length, ...extras.flat())
     }
   return { rows: new Float64Array(rows), profiles: [], names, ...(events ? { events } : {}) }
 }
 
 /** Per dimension, the names and their clicks, in name order (what two engines' answers are compared by). */
-const sorted = (names: DimNames) => Object.fromEntries(DIMENSIONS.map((dim) => [dim, [...names[dim]].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))]))
+const sorted = (names: DimNames) =>
+  Object.fromEntries(DIMENSIONS.map((dim) => [dim, [...names[dim]].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))]))
 const sum = (m: Map<string, number>) => [...m.values()].reduce((s, n) => s + n, 0)
 /** Names other than OTHER. */
 const named = (m: Map<string, number>) => (m.has(OTHER) ? m.size - 1 : m.size)
@@ -174,8 +253,16 @@ describe.each([
     try {
       const store = e.store()
       const [a, b] = [await e.link('a'), await e.link('b')]
-      await store.add(batch([a, '2026-03-01', 3, 1, { 'example.com': 2, direct: 1 }, 2], [a, '2026-03-02', 2, 0, {}, 1], [b, '2026-03-01', 5, 5]))
-      await store.add(batch([a, '2026-03-01', 4, 2, { 'example.com': 4 }, 1], [a, '2026-04-30', 1, 0, { direct: 1 }, 1]))
+      await store.add(
+        batch(
+          [a, '2026-03-01', 3, 1, { 'example.com': 2, direct: 1 }, 2],
+          [a, '2026-03-02', 2, 0, {}, 1],
+          [b, '2026-03-01', 5, 5],
+        ),
+      )
+      await store.add(
+        batch([a, '2026-03-01', 4, 2, { 'example.com': 4 }, 1], [a, '2026-04-30', 1, 0, { direct: 1 }, 1]),
+      )
       // Visitors are added like clicks: each flush brings the visitors new since the last one.
       expect(await store.days(a, '2026-03-01', '2026-04-30')).toEqual([
         { day: '2026-03-01', clicks: 7, visitors: 3 },
@@ -186,9 +273,17 @@ describe.each([
       expect(await store.days(b, '2026-01-01', '2026-12-31')).toEqual([{ day: '2026-03-01', clicks: 5, visitors: 0 }])
       expect(await store.days(a, '2025-01-01', '2025-12-31')).toEqual([])
       const first = await e.row('click_days', a, '2026-03-01')
-      expect({ clicks: first?.clicks, bots: first?.bots, sources: sources(first?.dims) }).toEqual({ clicks: 7, bots: 3, sources: { 'example.com': 6, direct: 1 } })
+      expect({ clicks: first?.clicks, bots: first?.bots, sources: sources(first?.dims) }).toEqual({
+        clicks: 7,
+        bots: 3,
+        sources: { 'example.com': 6, direct: 1 },
+      })
       const march = await e.row('click_months', a, '2026-03')
-      expect({ clicks: march?.clicks, bots: march?.bots, sources: sources(march?.dims) }).toEqual({ clicks: 9, bots: 3, sources: { 'example.com': 6, direct: 1 } })
+      expect({ clicks: march?.clicks, bots: march?.bots, sources: sources(march?.dims) }).toEqual({
+        clicks: 9,
+        bots: 3,
+        sources: { 'example.com': 6, direct: 1 },
+      })
       expect((await e.row('click_months', a, '2026-04'))?.clicks).toBe(1)
       expect(await e.totals(a)).toEqual({ clicks: 10, bots: 3 })
       expect(await e.totals(b)).toEqual({ clicks: 5, bots: 5 })
@@ -206,7 +301,9 @@ describe.each([
       await store.add(batch([gone, '2026-03-01', 9, 9, { x: 9 }], [kept, '2026-03-01', 1, 0]))
       expect(await e.row('click_days', gone, '2026-03-01')).toBeNull()
       expect(await e.row('click_months', gone, '2026-03')).toBeNull()
-      expect(await store.days(kept, '2026-03-01', '2026-03-01')).toEqual([{ day: '2026-03-01', clicks: 1, visitors: 0 }])
+      expect(await store.days(kept, '2026-03-01', '2026-03-01')).toEqual([
+        { day: '2026-03-01', clicks: 1, visitors: 0 },
+      ])
     } finally {
       await e.close()
     }
@@ -252,7 +349,13 @@ describe.each([
       const store = e.store()
       const a = await e.link('a')
       await store.add(
-        batch([a, '2026-02-27', 1, 0, { x: 1 }], [a, '2026-03-01', 2, 0, { y: 2 }], [a, '2026-03-31', 3, 1, { z: 3 }], [a, '2026-04-01', 4, 0, { w: 4 }], [a, '2026-04-30', 5, 0, { v: 5 }]),
+        batch(
+          [a, '2026-02-27', 1, 0, { x: 1 }],
+          [a, '2026-03-01', 2, 0, { y: 2 }],
+          [a, '2026-03-31', 3, 1, { z: 3 }],
+          [a, '2026-04-01', 4, 0, { w: 4 }],
+          [a, '2026-04-30', 5, 0, { v: 5 }],
+        ),
       )
       await store.add(batch([a, '2026-03-01', 2, 0, { y: 1, x: 1 }]))
       const source = async (from: string, to: string) => Object.fromEntries((await store.names(a, from, to)).source)
@@ -306,7 +409,11 @@ describe.each([
         expect(sum(monthDims[dim])).toBe(clicks)
         expect(named(monthDims[dim])).toBeLessThanOrEqual(MONTH_NAMES)
       }
-      for (const [from, to] of [['2026-08-15', '2026-08-15'], ['2026-08-01', '2026-08-31'], ['2026-07-20', '2026-09-10']]) {
+      for (const [from, to] of [
+        ['2026-08-15', '2026-08-15'],
+        ['2026-08-01', '2026-08-31'],
+        ['2026-07-20', '2026-09-10'],
+      ]) {
         const names = await e.store().names(link, from!, to!)
         expect([sum(names.source), sum(names.country)]).toEqual([clicks, clicks])
       }
@@ -325,7 +432,8 @@ describe.each([
       // 501 links: two parts (LINKS_PER_COMMIT = 500), the second one link.
       const links = await e.links('c', 501, alice)
       const [first, last] = [links[0]!, links[500]!]
-      const clicked = (on: number) => batch(...links.map((id): [number, string, number, number] => [id, '2026-07-04', on, 1]))
+      const clicked = (on: number) =>
+        batch(...links.map((id): [number, string, number, number] => [id, '2026-07-04', on, 1]))
       const events: ClickEvent[] = [
         { accountId: alice, at: 1_783_000_000_000, clicks: [{ hex: 'c0', clicks: 1, bots: 1, day: '2026-07-04' }] },
         { accountId: bob, at: 1_783_000_000_000, clicks: [{ hex: 'b0', clicks: 3, bots: 0, day: '2026-07-04' }] },
@@ -347,8 +455,14 @@ describe.each([
       expect(await e.totals(last)).toEqual({ clicks: 1, bots: 1 })
       expect(await e.totals(first)).toEqual({ clicks: 1, bots: 1 })
       const written = await e.events()
-      expect(written.map((r) => ({ account_id: r.account_id, type: r.type, deliveries: r.deliveries }))).toEqual([{ account_id: alice, type: 'link.clicked', deliveries: 1 }])
-      expect(JSON.parse(written[0]!.payload)).toEqual({ type: 'link.clicked', timestamp: new Date(1_783_000_000_000).toISOString(), data: { clicks: events[0]!.clicks } })
+      expect(written.map((r) => ({ account_id: r.account_id, type: r.type, deliveries: r.deliveries }))).toEqual([
+        { account_id: alice, type: 'link.clicked', deliveries: 1 },
+      ])
+      expect(JSON.parse(written[0]!.payload)).toEqual({
+        type: 'link.clicked',
+        timestamp: new Date(1_783_000_000_000).toISOString(),
+        data: { clicks: events[0]!.clicks },
+      })
 
       // The first part fails: nothing is committed; the whole batch and its events come back.
       await e.failOn(first)
@@ -400,12 +514,18 @@ describe('shared visitor hashes (PostgreSQL: SQLite has one node, which counts e
   test('two nodes adding overlapping visitors at once count each once; a deleted link is skipped; old days go', async () => {
     const { main, pool, close } = await engines.postgres()
     try {
-      const [id] = (await main.sql`INSERT INTO links (code, long_url, created, updated) VALUES ('shared', 'https://example.com/', 1, 1) RETURNING id`).map((r: any) => Number(r.id))
+      const [id] = (
+        await main.sql`INSERT INTO links (code, long_url, created, updated) VALUES ('shared', 'https://example.com/', 1, 1) RETURNING id`
+      ).map((r: any) => Number(r.id))
       const today = Math.floor(1_800_000_000_000 / DAY_MS)
       const [n1, n2] = [postgresSharedVisitorRows(pool()), postgresSharedVisitorRows(pool())]
-      const triples = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => [id!, today, 1_000 + from + i]).flat()
+      const triples = (from: number, to: number) =>
+        Array.from({ length: to - from }, (_, i) => [id!, today, 1_000 + from + i]).flat()
       // 0-59 on one node, 40-99 on the other (40 seen by both), and a link that is gone.
-      await Promise.all([n1.add([...triples(0, 60), 999_999, today, 5], today - 1), n2.add(triples(40, 100), today - 1)])
+      await Promise.all([
+        n1.add([...triples(0, 60), 999_999, today, 5], today - 1),
+        n2.add(triples(40, 100), today - 1),
+      ])
       await n1.add(triples(0, 100), today - 1) // all seen before: nothing added
       const [row] = await main.sql`SELECT visitors FROM click_days WHERE link_id = ${id}`
       expect(Number(row.visitors)).toBe(100)
@@ -467,7 +587,15 @@ describe('names on both engines', () => {
         const store = e.store()
         ids.set(store, links)
         // Each batch with its link numbers made the engine's ids (a fresh copy: a write takes the Maps it is given).
-        for (const b of batches) await store.add(new Map([...b].map(([link, days]) => [links[link]!, new Map([...days].map(([at, d]) => [at, structuredClone(d)]))])))
+        for (const b of batches)
+          await store.add(
+            new Map(
+              [...b].map(([link, days]) => [
+                links[link]!,
+                new Map([...days].map(([at, d]) => [at, structuredClone(d)])),
+              ]),
+            ),
+          )
       }
       const windows = [
         ['2025-11-15', '2025-11-15'],
@@ -573,8 +701,16 @@ describe('statistics reads at 10M clicks', () => {
         }
         // What names() reads (11 months, 31 edge days) and what merging it costs here, without the query.
         const texts: string[] = []
-        for (let m = 8; m <= 18; m++) texts.push((await e.row('click_months', link, `${2025 + Math.floor((m - 1) / 12)}-${String(((m - 1) % 12) + 1).padStart(2, '0')}`))!.dims)
-        for (const [t] of [...year.slice(0, 16), ...year.slice(-15)]) texts.push((await e.row('click_days', link, new Date(t * DAY_MS).toISOString().slice(0, 10)))!.dims)
+        for (let m = 8; m <= 18; m++)
+          texts.push(
+            (await e.row(
+              'click_months',
+              link,
+              `${2025 + Math.floor((m - 1) / 12)}-${String(((m - 1) % 12) + 1).padStart(2, '0')}`,
+            ))!.dims,
+          )
+        for (const [t] of [...year.slice(0, 16), ...year.slice(-15)])
+          texts.push((await e.row('click_days', link, new Date(t * DAY_MS).toISOString().slice(0, 10)))!.dims)
         const merged = parseDims('{}')
         for (const text of texts) parseDims(text, merged)
         expect(sorted(merged)).toEqual(sorted(names))
@@ -591,8 +727,12 @@ describe('statistics reads at 10M clicks', () => {
             `days() ${median(times.days)} ms, both at once ${median(times.both)} ms; names() reads ${texts.length} rows, ${(bytes / 1024).toFixed(0)} KB of JSON, ` +
             `merged in ${median(parse)} ms of it; ${names.source.size} source names in the answer`,
         )
-        console.log(`${name} plan, the edge days:\n${await e.plan('SELECT dims FROM click_days WHERE link_id = $1 AND day BETWEEN $2 AND $3', [link, FROM, '2025-07-31'])}`)
-        console.log(`${name} plan, the months:\n${await e.plan('SELECT dims FROM click_months WHERE link_id = $1 AND month BETWEEN $2 AND $3', [link, '2025-08', '2026-06'])}`)
+        console.log(
+          `${name} plan, the edge days:\n${await e.plan('SELECT dims FROM click_days WHERE link_id = $1 AND day BETWEEN $2 AND $3', [link, FROM, '2025-07-31'])}`,
+        )
+        console.log(
+          `${name} plan, the months:\n${await e.plan('SELECT dims FROM click_months WHERE link_id = $1 AND month BETWEEN $2 AND $3', [link, '2025-08', '2026-06'])}`,
+        )
       } finally {
         await e.close()
       }

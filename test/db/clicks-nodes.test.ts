@@ -30,17 +30,25 @@ const ENGINES: [string, () => Promise<Setup>][] = [
     'SQLite',
     async () => {
       const d = engines.sqlite('linkbox-clicks-nodes-')
-      return { storages: sqliteStorages(d.main), node: () => sqliteClickCounts(d.connect(), eventInserts), close: d.close }
+      return {
+        storages: sqliteStorages(d.main),
+        node: () => sqliteClickCounts(d.connect(), eventInserts),
+        close: d.close,
+      }
     },
   ],
   [
     'PostgreSQL',
     async () => {
       const d = await engines.postgres()
-      return { storages: postgresStorages(d.main.sql), node: () => {
+      return {
+        storages: postgresStorages(d.main.sql),
+        node: () => {
           const pool = d.pool()
           return postgresClickCounts(pool, postgresWebhookQueue(pool))
-        }, close: d.close }
+        },
+        close: d.close,
+      }
     },
   ],
 ]
@@ -61,12 +69,24 @@ describe.each(ENGINES)('two nodes recording clicks, on %s', (_name, setup) => {
     const recorders: ClickRecorder[] = []
     try {
       const made = await s.storages.links.insert(
-        { code: 'nodes1', long_url: 'https://example.com/', account_id: null, mode: 'redirect', password_hash: null, created: AT, expires: null, max_visits: null, rules: null, split: null },
+        {
+          code: 'nodes1',
+          long_url: 'https://example.com/',
+          account_id: null,
+          mode: 'redirect',
+          password_hash: null,
+          created: AT,
+          expires: null,
+          max_visits: null,
+          rules: null,
+          split: null,
+        },
         [],
       )
       if (typeof made === 'string') throw new Error(made)
       const linkId = made.id
-      for (let n = 0; n < 2; n++) recorders.push(createClickRecorder(null, { writer: countsWriter(s.node()), log: () => {} }))
+      for (let n = 0; n < 2; n++)
+        recorders.push(createClickRecorder(null, { writer: countsWriter(s.node()), log: () => {} }))
       // Five rounds: each node records 50 clicks from 30 addresses of its own (30 visitors a node: below
       // EXACT_MAX, so each node's count is exact rather than a sketch's estimate), then both flush at once,
       // so the two nodes' transactions on the same link-day overlap.

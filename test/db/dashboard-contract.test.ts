@@ -56,14 +56,30 @@ async function sqliteEngine(): Promise<Engine> {
       }
     },
     account: async (name, o = {}) =>
-      one<{ id: number }>('INSERT INTO accounts (name, admin, created, disabled) VALUES (?, ?, 0, ?) RETURNING id', name, o.admin ? 1 : 0, o.disabled ?? null).id,
+      one<{ id: number }>(
+        'INSERT INTO accounts (name, admin, created, disabled) VALUES (?, ?, 0, ?) RETURNING id',
+        name,
+        o.admin ? 1 : 0,
+        o.disabled ?? null,
+      ).id,
     disable: async (id) => void main.query('UPDATE accounts SET disabled = ? WHERE id = ?').run(T0, id),
-    lastSignin: async (id) => one<{ last_signin: number | null }>('SELECT last_signin FROM accounts WHERE id = ?', id).last_signin,
-    audit: async () => main.query("SELECT action, actor_name, detail FROM audit_log WHERE action != 'test.note' ORDER BY id").all() as never,
-    sessionIds: async (accountId) => (main.query('SELECT id FROM web_sessions WHERE account_id = ? ORDER BY id').all(accountId) as { id: number }[]).map((r) => r.id),
+    lastSignin: async (id) =>
+      one<{ last_signin: number | null }>('SELECT last_signin FROM accounts WHERE id = ?', id).last_signin,
+    audit: async () =>
+      main
+        .query("SELECT action, actor_name, detail FROM audit_log WHERE action != 'test.note' ORDER BY id")
+        .all() as never,
+    sessionIds: async (accountId) =>
+      (
+        main.query('SELECT id FROM web_sessions WHERE account_id = ? ORDER BY id').all(accountId) as { id: number }[]
+      ).map((r) => r.id),
     tokenCount: async () => (main.query('SELECT count(*) AS n FROM form_tokens').get() as { n: number }).n,
-    note: (tx: Db, text) => tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
-    notes: async () => (main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]).map((r) => r.detail),
+    note: (tx: Db, text) =>
+      tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
+    notes: async () =>
+      (
+        main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]
+      ).map((r) => r.detail),
     rows: async (table) => main.query(`SELECT * FROM ${table}`).all() as Record<string, unknown>[],
     close,
   }
@@ -84,17 +100,30 @@ async function postgresEngine(): Promise<Engine> {
       }
     },
     account: async (name, o = {}) =>
-      Number((await main.sql`INSERT INTO accounts (name, admin, created, disabled) VALUES (${name}, ${o.admin ? 1 : 0}, 0, ${o.disabled ?? null}) RETURNING id`)[0].id),
+      Number(
+        (
+          await main.sql`INSERT INTO accounts (name, admin, created, disabled) VALUES (${name}, ${o.admin ? 1 : 0}, 0, ${o.disabled ?? null}) RETURNING id`
+        )[0].id,
+      ),
     disable: async (id) => void (await main.sql`UPDATE accounts SET disabled = ${T0} WHERE id = ${id}`),
     lastSignin: async (id) => {
       const [r] = await main.sql`SELECT last_signin FROM accounts WHERE id = ${id}`
       return r.last_signin === null ? null : Number(r.last_signin)
     },
-    audit: async () => [...(await main.sql`SELECT action, actor_name, detail FROM audit_log WHERE action != 'test.note' ORDER BY id`)],
-    sessionIds: async (accountId) => (await main.sql`SELECT id FROM web_sessions WHERE account_id = ${accountId} ORDER BY id`).map((r: { id: string }) => Number(r.id)),
+    audit: async () => [
+      ...(await main.sql`SELECT action, actor_name, detail FROM audit_log WHERE action != 'test.note' ORDER BY id`),
+    ],
+    sessionIds: async (accountId) =>
+      (await main.sql`SELECT id FROM web_sessions WHERE account_id = ${accountId} ORDER BY id`).map(
+        (r: { id: string }) => Number(r.id),
+      ),
     tokenCount: async () => Number((await main.sql`SELECT count(*) AS n FROM form_tokens`)[0].n),
-    note: (tx: SQL, text) => tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
-    notes: async () => (await main.sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map((r: { detail: string }) => r.detail),
+    note: (tx: SQL, text) =>
+      tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
+    notes: async () =>
+      (await main.sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map(
+        (r: { detail: string }) => r.detail,
+      ),
     rows: async (table) => [...(await main.sql.unsafe(`SELECT * FROM ${table}`))],
     close,
   }
@@ -107,7 +136,13 @@ const ENGINES = [
 const T0 = 1_800_000_000_000
 
 const token = (n: number) => `token-${n}-${'x'.repeat(30)}`
-const newSession = (accountId: number, n: number, now = T0, ttl = 3_600_000) => ({ tokenHash: hashKey(token(n)), accountId, csrf: `csrf-${n}`, now, expires: now + ttl })
+const newSession = (accountId: number, n: number, now = T0, ttl = 3_600_000) => ({
+  tokenHash: hashKey(token(n)),
+  accountId,
+  csrf: `csrf-${n}`,
+  now,
+  expires: now + ttl,
+})
 
 describe.each(ENGINES)('sessions and form tokens on %s', (_name, makeEngine) => {
   test('a session made through one node is found, touched and ended through the other; the sign-in’s rows go in its transaction', async () => {
@@ -115,7 +150,9 @@ describe.each(ENGINES)('sessions and form tokens on %s', (_name, makeEngine) => 
     try {
       const [a, b] = [e.node(), e.node()]
       const alice = await e.account('alice', { admin: true })
-      const made = await a.sessions.create(newSession(alice, 1), 20, (tx, s) => e.note(tx, `signed in ${s.account_name} #${s.id}`))
+      const made = await a.sessions.create(newSession(alice, 1), 20, (tx, s) =>
+        e.note(tx, `signed in ${s.account_name} #${s.id}`),
+      )
       expect(made).toEqual({
         id: expect.any(Number),
         token_hash: hashKey(token(1)),
@@ -133,7 +170,10 @@ describe.each(ENGINES)('sessions and form tokens on %s', (_name, makeEngine) => 
       expect(await b.sessions.byHash(hashKey(token(2)))).toBeNull()
 
       await b.sessions.touch(made.id, T0 + 60_000, T0 + 7_200_000)
-      expect(await a.sessions.byHash(made.token_hash)).toMatchObject({ last_seen: T0 + 60_000, expires: T0 + 7_200_000 })
+      expect(await a.sessions.byHash(made.token_hash)).toMatchObject({
+        last_seen: T0 + 60_000,
+        expires: T0 + 7_200_000,
+      })
 
       // A sign-in whose other rows fail leaves no session.
       const failing = a.sessions.create(newSession(alice, 2), 20, () => {
@@ -147,7 +187,11 @@ describe.each(ENGINES)('sessions and form tokens on %s', (_name, makeEngine) => 
       // A disabled account's session is found with its disabled time (the service refuses it).
       const bob = await e.account('bob', { disabled: T0 - 1 })
       await b.sessions.create(newSession(bob, 3), 20)
-      expect(await a.sessions.byHash(hashKey(token(3)))).toMatchObject({ account_name: 'bob', admin: 0, disabled: T0 - 1 })
+      expect(await a.sessions.byHash(hashKey(token(3)))).toMatchObject({
+        account_name: 'bob',
+        admin: 0,
+        disabled: T0 - 1,
+      })
     } finally {
       await e.close()
     }
@@ -184,7 +228,9 @@ describe.each(ENGINES)('sessions and form tokens on %s', (_name, makeEngine) => 
       // Each round: four sign-ins at the same moment, two per node. Without the two trims taking turns, each
       // would keep the 20 it sees and the account would end a round with more.
       for (let round = 1; round <= 12; round++) {
-        const ids = await Promise.all([a, b, a, b].map((node, i) => node.sessions.create(newSession(alice, 100 * round + i), 20)))
+        const ids = await Promise.all(
+          [a, b, a, b].map((node, i) => node.sessions.create(newSession(alice, 100 * round + i), 20)),
+        )
         made.push(...ids.map((s) => s.id))
         expect(await e.sessionIds(alice)).toEqual([...made].sort((x, y) => x - y).slice(-20))
       }
@@ -200,18 +246,36 @@ describe.each(ENGINES)('sessions and form tokens on %s', (_name, makeEngine) => 
       const alice = await e.account('alice')
       const s = await a.sessions.create(newSession(alice, 1), 20)
       const once = 'AAAAAAAAAAAAAAAAAAAAAA'
-      expect(await a.inTransaction((tx) => a.tokens.claim(tx, once, s.id, 'fp', T0, '/dashboard/keys?made=1'), true)).toBe(true)
+      expect(
+        await a.inTransaction((tx) => a.tokens.claim(tx, once, s.id, 'fp', T0, '/dashboard/keys?made=1'), true),
+      ).toBe(true)
       expect(await b.tokens.byToken(once)).toBeNull()
-      expect(await b.inTransaction((tx) => b.tokens.claim(tx, once, s.id, 'fp', T0, '/dashboard/keys?made=2'))).toBe(true)
-      expect(await a.inTransaction((tx) => a.tokens.claim(tx, once, s.id, 'fp', T0 + 1, '/dashboard/keys?made=3'))).toBe(false)
-      expect(await a.tokens.byToken(once)).toEqual({ token: once, session_id: s.id, fingerprint: 'fp', created: T0, result: '/dashboard/keys?made=2' })
+      expect(await b.inTransaction((tx) => b.tokens.claim(tx, once, s.id, 'fp', T0, '/dashboard/keys?made=2'))).toBe(
+        true,
+      )
+      expect(
+        await a.inTransaction((tx) => a.tokens.claim(tx, once, s.id, 'fp', T0 + 1, '/dashboard/keys?made=3')),
+      ).toBe(false)
+      expect(await a.tokens.byToken(once)).toEqual({
+        token: once,
+        session_id: s.id,
+        fingerprint: 'fp',
+        created: T0,
+        result: '/dashboard/keys?made=2',
+      })
       // Read in the claim's transaction: what the service compares against.
-      expect(await a.inTransaction(async (tx) => (await a.tokens.byToken(once, tx))?.result)).toBe('/dashboard/keys?made=2')
+      expect(await a.inTransaction(async (tx) => (await a.tokens.byToken(once, tx))?.result)).toBe(
+        '/dashboard/keys?made=2',
+      )
       // A visitor's token (no session) too.
-      expect(await b.inTransaction((tx) => b.tokens.claim(tx, 'BBBBBBBBBBBBBBBBBBBBBB', null, 'fp2', T0 + 10, '/x'))).toBe(true)
+      expect(
+        await b.inTransaction((tx) => b.tokens.claim(tx, 'BBBBBBBBBBBBBBBBBBBBBB', null, 'fp2', T0 + 10, '/x')),
+      ).toBe(true)
       expect((await a.tokens.byToken('BBBBBBBBBBBBBBBBBBBBBB'))?.session_id).toBeNull()
       // Old ones go, a few at a time; and with their session.
-      expect(await a.inTransaction((tx) => a.tokens.claim(tx, 'EEEEEEEEEEEEEEEEEEEEEE', s.id, 'fp3', T0 + 20, '/y'))).toBe(true)
+      expect(
+        await a.inTransaction((tx) => a.tokens.claim(tx, 'EEEEEEEEEEEEEEEEEEEEEE', s.id, 'fp3', T0 + 20, '/y')),
+      ).toBe(true)
       expect(await a.tokens.removeOld(T0 + 5)).toBe(1)
       expect(await e.tokenCount()).toBe(2)
       await b.sessions.removeOfAccount(alice)
@@ -232,7 +296,12 @@ describe.each(ENGINES)('sessions and form tokens on %s', (_name, makeEngine) => 
       const outcomes: unknown[] = []
       // A change and its claim, written as a service's `within` is: started, not awaited (SQLite's transaction is synchronous).
       const change = (node: Node, note: string, token: string, result: string, then: (outcome: unknown) => unknown) =>
-        node.inTransaction((tx) => Promise.all([e.note(tx, note), node.tokens.claimIn(tx, token, s.id, 'fp', T0, result, (_, o) => (outcomes.push(o), then(o)))]).then((r) => r[1]))
+        node.inTransaction((tx) =>
+          Promise.all([
+            e.note(tx, note),
+            node.tokens.claimIn(tx, token, s.id, 'fp', T0, result, (_, o) => (outcomes.push(o), then(o))),
+          ]).then((r) => r[1]),
+        )
       // Free: claimed, and what `then` gives is what claimIn gives.
       expect(await change(a, 'first', once, '/first', () => 'made')).toBe('made')
       // Taken: `then` gets the first claim's row, read in this transaction; its refusal undoes this change.
@@ -240,7 +309,10 @@ describe.each(ENGINES)('sessions and form tokens on %s', (_name, makeEngine) => 
         throw new Error('sent twice')
       })
       await expect(refused).rejects.toThrow('sent twice')
-      expect(outcomes).toEqual([{ claimed: true }, { claimed: false, first: { token: once, session_id: s.id, fingerprint: 'fp', created: T0, result: '/first' } }])
+      expect(outcomes).toEqual([
+        { claimed: true },
+        { claimed: false, first: { token: once, session_id: s.id, fingerprint: 'fp', created: T0, result: '/first' } },
+      ])
       expect(await e.notes()).toEqual(['first'])
       expect((await a.tokens.byToken(once))?.result).toBe('/first')
       // A refusal of a free token's claim leaves it free.
@@ -317,7 +389,10 @@ describe.each(ENGINES)('dashboard sessions on two nodes, %s', (_name, makeEngine
     const e = await makeEngine()
     let now = T0
     const clock = () => now
-    const [a, b] = [createSessions({ storages: e.node().storages, clock }), createSessions({ storages: e.node().storages, clock })]
+    const [a, b] = [
+      createSessions({ storages: e.node().storages, clock }),
+      createSessions({ storages: e.node().storages, clock }),
+    ]
     try {
       const alice = await e.account('alice')
       const made = await a.create(alice, { address: '192.0.2.7', method: 'password' })
@@ -355,7 +430,9 @@ describe.each(ENGINES)('dashboard sessions on two nodes, %s', (_name, makeEngine
 
       // A failed sign-in's row, written on its own; a session made without a sign-in writes none.
       await b.failed('mallory', 'no such account', '192.0.2.9')
-      expect((await e.audit()).slice(1)).toEqual([{ action: 'signin.failed', actor_name: 'mallory', detail: 'no such account' }])
+      expect((await e.audit()).slice(1)).toEqual([
+        { action: 'signin.failed', actor_name: 'mallory', detail: 'no such account' },
+      ])
     } finally {
       await e.close()
     }
@@ -365,7 +442,10 @@ describe.each(ENGINES)('dashboard sessions on two nodes, %s', (_name, makeEngine
     const e = await makeEngine()
     let now = T0
     const clock = () => now
-    const [a, b] = [createSessions({ storages: e.node().storages, clock }), createSessions({ storages: e.node().storages, clock })]
+    const [a, b] = [
+      createSessions({ storages: e.node().storages, clock }),
+      createSessions({ storages: e.node().storages, clock }),
+    ]
     try {
       const alice = await e.account('alice')
       const old = await a.create(alice)
@@ -391,7 +471,9 @@ describe.each(ENGINES)('flashes on %s', (_name, makeEngine) => {
       const f2 = createFlash({ rows: n2.flashes, clock: () => t })
       const owner = 's7.TOKEN-only-the-browser-has-0123456789'
       const id = await f1.put(owner, 'key', { key: 'lbk_SECRETVALUE' })
-      const dump = JSON.stringify(await e.rows('flashes'), (_k, v) => (v instanceof Uint8Array ? Buffer.from(v).toString('latin1') : v))
+      const dump = JSON.stringify(await e.rows('flashes'), (_k, v) =>
+        v instanceof Uint8Array ? Buffer.from(v).toString('latin1') : v,
+      )
       for (const clear of ['SECRETVALUE', 'TOKEN-only', id]) expect(dump).not.toContain(clear)
       expect(await f2.take('s7.another-token-of-the-same-session-id', 'key', id)).toBeNull() // another owner: left alone
       expect(await f2.take(owner, 'other kind', id)).toBeNull()
@@ -403,11 +485,26 @@ describe.each(ENGINES)('flashes on %s', (_name, makeEngine) => {
       const [row] = await e.rows('flashes')
       const sealed = Buffer.from(row!.value as Uint8Array)
       sealed[sealed.length - 1]! ^= 1
-      await n1.flashes.put({ id: row!.id as string, pool: 0, owner: row!.owner as string, kind: 'key', value: sealed, size: 1, expires: T0 + 60_000 }, { perOwner: 10, rows: 10, bytes: 1e6 })
+      await n1.flashes.put(
+        {
+          id: row!.id as string,
+          pool: 0,
+          owner: row!.owner as string,
+          kind: 'key',
+          value: sealed,
+          size: 1,
+          expires: T0 + 60_000,
+        },
+        { perOwner: 10, rows: 10, bytes: 1e6 },
+      )
       expect(await f2.take(owner, 'key', id2)).toBeNull()
       // takeAny: whoever's, once, saying whether it was this owner's.
       const id3 = await f1.put('oBINDING-of-a-browser-000000000000', 'oidc sign-in', { nonce: 'n' }, undefined, 600_000)
-      expect(await f2.takeAny('oANOTHER-binding-0000000000000000', 'oidc sign-in', id3)).toEqual({ mine: false, expired: false, value: null })
+      expect(await f2.takeAny('oANOTHER-binding-0000000000000000', 'oidc sign-in', id3)).toEqual({
+        mine: false,
+        expired: false,
+        value: null,
+      })
       expect(await f2.takeAny('oBINDING-of-a-browser-000000000000', 'oidc sign-in', id3)).toBeNull()
     } finally {
       await e.close()
@@ -453,7 +550,9 @@ describe.each(ENGINES)('a `within` that returns a promise, %s', (name, makeEngin
         await Bun.sleep(1)
         throw new Error('failed after an await')
       })
-      await expect(made).rejects.toThrow(name === 'SQLite' ? 'within must be synchronous on SQLite' : 'failed after an await')
+      await expect(made).rejects.toThrow(
+        name === 'SQLite' ? 'within must be synchronous on SQLite' : 'failed after an await',
+      )
       expect(await e.sessionIds(alice)).toEqual([])
       expect(await e.notes()).toEqual([])
     } finally {
@@ -472,7 +571,9 @@ describe.each(ENGINES)('a `within` that returns a promise, %s', (name, makeEngin
           throw new Error('refused after an await')
         }),
       )
-      await expect(claimed).rejects.toThrow(name === 'SQLite' ? 'within must be synchronous on SQLite' : 'refused after an await')
+      await expect(claimed).rejects.toThrow(
+        name === 'SQLite' ? 'within must be synchronous on SQLite' : 'refused after an await',
+      )
       expect(await b.tokens.byToken(once)).toBeNull()
       expect(await e.tokenCount()).toBe(0)
     } finally {

@@ -16,7 +16,12 @@ async function node(d: Awaited<ReturnType<typeof engines.postgres>>, withFeed = 
   const sql = d.pool()
   const changes = withFeed ? await postgresChangeFeed(sql) : undefined
   const accounts = postgresAccountStorage(sql, { changes })
-  return { sql, accounts, service: createAccountService({ accounts, audit: postgresAuditRows(sql) }), close: async () => changes?.close() }
+  return {
+    sql,
+    accounts,
+    service: createAccountService({ accounts, audit: postgresAuditRows(sql) }),
+    close: async () => changes?.close(),
+  }
 }
 
 /** Asks the node for the key until it is refused (true), or `ms` went by (false). */
@@ -60,7 +65,9 @@ test('a disable on one node turns the account’s cached keys away on the other;
     expect((await b.service.authenticate(key.key))?.accountName).toBe('bob')
     expect(b.accounts.keysChanged()).toBe(false)
     // A revoke whose transaction fails after its UPDATE (the audit row's insert throws): no NOTIFY is delivered.
-    await expect(a.accounts.revokeKey(key.id, Date.now(), () => Promise.reject(new Error('refused in within')))).rejects.toThrow('refused in within')
+    await expect(
+      a.accounts.revokeKey(key.id, Date.now(), () => Promise.reject(new Error('refused in within'))),
+    ).rejects.toThrow('refused in within')
     await Bun.sleep(300)
     expect(b.accounts.keysChanged()).toBe(false)
     expect((await b.service.authenticate(key.key))?.accountName).toBe('bob')

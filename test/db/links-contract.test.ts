@@ -8,7 +8,14 @@ import { describe, expect, test } from 'bun:test'
 import type { SQL } from 'bun'
 import type { Db } from '../../src/db/sqlite'
 import { containsPattern } from '../../src/links/service'
-import { CODE_TAKEN, GONE, REFUSED, type LinkRow, type LinkStorage, type NewLink } from '../../src/links/storage/contract'
+import {
+  CODE_TAKEN,
+  GONE,
+  REFUSED,
+  type LinkRow,
+  type LinkStorage,
+  type NewLink,
+} from '../../src/links/storage/contract'
 import { sqliteLinkStorage } from '../../src/links/storage/sqlite'
 import { postgresLinkStorage } from '../../src/links/storage/postgres'
 import { engineHarness, ROLLBACK } from '../support/engines'
@@ -43,29 +50,41 @@ async function sqliteEngine(): Promise<Engine> {
       const db = connect()
       return { links: sqliteLinkStorage(db) }
     },
-    account: async (name) => Number((main.query('INSERT INTO accounts (name, created) VALUES (?, 0) RETURNING id').get(name) as { id: number }).id),
+    account: async (name) =>
+      Number(
+        (main.query('INSERT INTO accounts (name, created) VALUES (?, 0) RETURNING id').get(name) as { id: number }).id,
+      ),
     deleteAccount: async (id) => void main.query('DELETE FROM accounts WHERE id = ?').run(id),
     setClicks: async (id, clicks) => void main.query('UPDATE links SET clicks = ? WHERE id = ?').run(clicks, id),
     counters: async () => ({
       stored: byOwner(main.query('SELECT owner, links AS n FROM link_counts WHERE links <> 0').all() as any),
-      actual: byOwner(main.query('SELECT coalesce(account_id, 0) AS owner, count(*) AS n FROM links GROUP BY 1').all() as any),
+      actual: byOwner(
+        main.query('SELECT coalesce(account_id, 0) AS owner, count(*) AS n FROM links GROUP BY 1').all() as any,
+      ),
     }),
-    tagRows: async (linkId) => main.query('SELECT tag, account_id FROM link_tags WHERE link_id = ? ORDER BY tag').all(linkId) as any,
-    note: (tx: Db, text) => tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
-    notes: async () => (main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]).map((r) => r.detail),
+    tagRows: async (linkId) =>
+      main.query('SELECT tag, account_id FROM link_tags WHERE link_id = ? ORDER BY tag').all(linkId) as any,
+    note: (tx: Db, text) =>
+      tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
+    notes: async () =>
+      (
+        main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]
+      ).map((r) => r.detail),
     close,
   }
 }
 
 async function postgresEngine(): Promise<Engine> {
   const { main, pool, close } = await engines.postgres()
-  const byOwner = (rows: { owner: string; n: string }[]) => Object.fromEntries(rows.map((r) => [Number(r.owner), Number(r.n)]))
+  const byOwner = (rows: { owner: string; n: string }[]) =>
+    Object.fromEntries(rows.map((r) => [Number(r.owner), Number(r.n)]))
   return {
     node() {
       const sql = pool(10)
       return { links: postgresLinkStorage(sql) }
     },
-    account: async (name) => Number((await main.sql`INSERT INTO accounts (name, created) VALUES (${name}, 0) RETURNING id`)[0].id),
+    account: async (name) =>
+      Number((await main.sql`INSERT INTO accounts (name, created) VALUES (${name}, 0) RETURNING id`)[0].id),
     deleteAccount: async (id) => void (await main.sql`DELETE FROM accounts WHERE id = ${id}`),
     setClicks: async (id, clicks) => void (await main.sql`UPDATE links SET clicks = ${clicks} WHERE id = ${id}`),
     counters: async () => ({
@@ -77,8 +96,12 @@ async function postgresEngine(): Promise<Engine> {
         tag: r.tag,
         account_id: r.account_id === null ? null : Number(r.account_id),
       })),
-    note: (tx: SQL, text) => tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
-    notes: async () => (await main.sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map((r: { detail: string }) => r.detail),
+    note: (tx: SQL, text) =>
+      tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
+    notes: async () =>
+      (await main.sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map(
+        (r: { detail: string }) => r.detail,
+      ),
     close,
   }
 }
@@ -107,7 +130,8 @@ async function made(node: Node, link: NewLink, tags: string[] = []): Promise<Lin
 
 // JSON text as the service stores it, with what a round trip through a JSON type would change: key order,
 // \u escapes beside the letter itself, and a 13-digit number.
-const RULES = '[{"if":{"country":["FR","BE"],"device":"mobile"},"to":"https://example.com/fr/\\u00e9t\\u00e9?x=1&y=%2F"},{"if":{"after":1800000000123},"to":"https://example.com/é"}]'
+const RULES =
+  '[{"if":{"country":["FR","BE"],"device":"mobile"},"to":"https://example.com/fr/\\u00e9t\\u00e9?x=1&y=%2F"},{"if":{"after":1800000000123},"to":"https://example.com/é"}]'
 const SPLIT = '[{"to":"https://a.example/","weight":70},{"to":"https://b.example/","weight":30}]'
 
 describe.each([
@@ -164,40 +188,95 @@ describe.each([
       expect(await b.links.codeExists('full_1')).toBe(false) // codes are case-sensitive
       expect(await b.links.byCode('full_1')).toBeNull()
       expect(await b.links.tagsOf(row.id)).toEqual(['blue', 'red'])
-      expect(await e.tagRows(row.id)).toEqual([{ tag: 'blue', account_id: alice }, { tag: 'red', account_id: alice }])
+      expect(await e.tagRows(row.id)).toEqual([
+        { tag: 'blue', account_id: alice },
+        { tag: 'red', account_id: alice },
+      ])
 
       // Nothing set: nulls stay nulls.
       const bare = await made(b, newLink('bare'))
       expect(await a.links.byCode('bare')).toEqual({
-        id: bare.id, code: 'bare', long_url: 'https://example.com/bare', account_id: null, mode: 'redirect', password_hash: null,
-        created: T0, updated: T0, expires: null, clicks: 0, bots: 0, disabled: null, max_visits: null, visits_used: 0, rules: null, split: null, title: '',
+        id: bare.id,
+        code: 'bare',
+        long_url: 'https://example.com/bare',
+        account_id: null,
+        mode: 'redirect',
+        password_hash: null,
+        created: T0,
+        updated: T0,
+        expires: null,
+        clicks: 0,
+        bots: 0,
+        disabled: null,
+        max_visits: null,
+        visits_used: 0,
+        rules: null,
+        split: null,
+        title: '',
       })
       expect(await a.links.tagsOf(bare.id)).toEqual([])
 
       // A change of some fields leaves the others as stored; a removed limit takes its used visits with it.
       expect(await a.links.takeVisit(row.id)).toBe(true)
       const mine = (r: LinkRow) => r.account_id === alice
-      const changed = await b.links.change(row, { long_url: 'https://example.com/new', expires: null }, undefined, T0 + 5, mine)
-      expect(changed).toEqual({ ...expected, long_url: 'https://example.com/new', expires: null, updated: T0 + 5, visits_used: 1 })
+      const changed = await b.links.change(
+        row,
+        { long_url: 'https://example.com/new', expires: null },
+        undefined,
+        T0 + 5,
+        mine,
+      )
+      expect(changed).toEqual({
+        ...expected,
+        long_url: 'https://example.com/new',
+        expires: null,
+        updated: T0 + 5,
+        visits_used: 1,
+      })
       expect(await a.links.tagsOf(row.id)).toEqual(['blue', 'red'])
-      const cleared = await a.links.change(row, { password_hash: null, max_visits: null, rules: null, split: null, mode: 'preview' }, ['green'], T0 + 6, mine)
+      const cleared = await a.links.change(
+        row,
+        { password_hash: null, max_visits: null, rules: null, split: null, mode: 'preview' },
+        ['green'],
+        T0 + 6,
+        mine,
+      )
       expect(cleared).toEqual({
-        ...expected, long_url: 'https://example.com/new', expires: null, updated: T0 + 6,
-        password_hash: null, max_visits: null, visits_used: 0, rules: null, split: null, mode: 'preview',
+        ...expected,
+        long_url: 'https://example.com/new',
+        expires: null,
+        updated: T0 + 6,
+        password_hash: null,
+        max_visits: null,
+        visits_used: 0,
+        rules: null,
+        split: null,
+        mode: 'preview',
       })
       expect(await b.links.byCode('Full_1')).toEqual(cleared as LinkRow)
       expect(await b.links.tagsOf(row.id)).toEqual(['green'])
       const limited = await b.links.change(row, { max_visits: 7, rules: RULES, expires: T0 + 1 }, [], T0 + 7, mine)
-      expect(limited).toMatchObject({ max_visits: 7, visits_used: 0, rules: RULES, split: null, expires: T0 + 1, updated: T0 + 7 })
+      expect(limited).toMatchObject({
+        max_visits: 7,
+        visits_used: 0,
+        rules: RULES,
+        split: null,
+        expires: T0 + 1,
+        updated: T0 + 7,
+      })
       expect(await a.links.tagsOf(row.id)).toEqual([])
 
       // Re-checked inside the transaction: another code under that id is gone; another owner is refused.
-      expect(await a.links.change({ id: row.id, code: 'other' }, { mode: 'redirect' }, undefined, T0 + 8, mine)).toBe(GONE)
+      expect(await a.links.change({ id: row.id, code: 'other' }, { mode: 'redirect' }, undefined, T0 + 8, mine)).toBe(
+        GONE,
+      )
       expect(await a.links.change(row, { mode: 'redirect' }, ['x'], T0 + 8, () => false)).toBe(REFUSED)
       expect(await a.links.byCode('Full_1')).toMatchObject({ mode: 'preview', updated: T0 + 7 })
 
       // `within` writes in the change's transaction; when it throws, nothing of the change stays.
-      const noted = await a.links.change(row, { mode: 'redirect' }, ['kept'], T0 + 9, mine, (tx, r) => e.note(tx, `changed ${r.code} ${r.mode}`))
+      const noted = await a.links.change(row, { mode: 'redirect' }, ['kept'], T0 + 9, mine, (tx, r) =>
+        e.note(tx, `changed ${r.code} ${r.mode}`),
+      )
       expect(noted).toMatchObject({ mode: 'redirect' })
       const failing = b.links.change(row, { mode: 'frame' }, ['lost'], T0 + 10, mine, () => {
         throw new Error('the webhook event could not be written')
@@ -208,13 +287,18 @@ describe.each([
       expect(await e.notes()).toEqual(['changed Full_1 redirect'])
 
       // Disabled and enabled again.
-      expect(await b.links.setDisabled(row.id, 'phishing', T0 + 11)).toMatchObject({ disabled: 'phishing', updated: T0 + 11 })
+      expect(await b.links.setDisabled(row.id, 'phishing', T0 + 11)).toMatchObject({
+        disabled: 'phishing',
+        updated: T0 + 11,
+      })
       expect(await a.links.byCode('Full_1')).toMatchObject({ disabled: 'phishing' })
       expect(await a.links.setDisabled(row.id, null, T0 + 12)).toMatchObject({ disabled: null })
 
       // Deleted with its tags, through the other node; what was deleted comes back (for the webhook event).
       const before = (await a.links.byCode('Full_1'))!
-      const removed = await b.links.remove(row, (tx, gone) => e.note(tx, `deleted ${gone.row.code} ${gone.tags.join(',')}`))
+      const removed = await b.links.remove(row, (tx, gone) =>
+        e.note(tx, `deleted ${gone.row.code} ${gone.tags.join(',')}`),
+      )
       expect(removed).toEqual({ row: before, tags: ['kept'] })
       expect(await a.links.byCode('Full_1')).toBeNull()
       expect(await a.links.tagsOf(row.id)).toEqual([])
@@ -242,14 +326,29 @@ describe.each([
       const codes = (rows: LinkRow[]) => rows.map((r) => r.code)
       expect(codes(await b.links.search(alice, containsPattern('sale 50%_'), '', 'created', 10, 0))).toEqual(['Titled'])
       expect(await b.links.searchCount(alice, containsPattern('spring'), '', 10)).toBe(1)
-      expect(codes((await b.links.pageMatching(alice, Number.MAX_SAFE_INTEGER, '', containsPattern('SALE'), 10, 10)).rows)).toEqual(['Titled'])
-      expect(codes((await b.links.pageMatching(alice, Number.MAX_SAFE_INTEGER, '', containsPattern('sale 50_'), 10, 10)).rows)).toEqual([])
+      expect(
+        codes((await b.links.pageMatching(alice, Number.MAX_SAFE_INTEGER, '', containsPattern('SALE'), 10, 10)).rows),
+      ).toEqual(['Titled'])
+      expect(
+        codes(
+          (await b.links.pageMatching(alice, Number.MAX_SAFE_INTEGER, '', containsPattern('sale 50_'), 10, 10)).rows,
+        ),
+      ).toEqual([])
       // A change of the title alone leaves the rest; another field's change leaves the title.
-      expect(await b.links.change(row, { title: 'Ελλάδα, "quoted"' }, undefined, T0 + 1, mine)).toMatchObject({ title: 'Ελλάδα, "quoted"', long_url: row.long_url })
-      expect(await a.links.change(row, { mode: 'preview' }, undefined, T0 + 2, mine)).toMatchObject({ title: 'Ελλάδα, "quoted"', mode: 'preview' })
+      expect(await b.links.change(row, { title: 'Ελλάδα, "quoted"' }, undefined, T0 + 1, mine)).toMatchObject({
+        title: 'Ελλάδα, "quoted"',
+        long_url: row.long_url,
+      })
+      expect(await a.links.change(row, { mode: 'preview' }, undefined, T0 + 2, mine)).toMatchObject({
+        title: 'Ελλάδα, "quoted"',
+        mode: 'preview',
+      })
       expect(codes(await a.links.search(alice, containsPattern('Ελλάδα'), '', 'created', 10, 0))).toEqual(['Titled'])
       expect(await a.links.change(row, { title: '' }, undefined, T0 + 3, mine)).toMatchObject({ title: '' })
-      expect(await b.links.exportPage(alice, 0, 10)).toEqual([{ ...row, title: '', mode: 'preview', updated: T0 + 3 }, other])
+      expect(await b.links.exportPage(alice, 0, 10)).toEqual([
+        { ...row, title: '', mode: 'preview', updated: T0 + 3 },
+        other,
+      ])
     } finally {
       await e.close()
     }
@@ -261,7 +360,10 @@ describe.each([
       const [a, b] = [e.node(), e.node()]
       const alice = await e.account('alice')
       const bob = await e.account('bob')
-      const claims = await Promise.all([a.links.claimImport(alice, 'h1', T0 + 1000, T0), b.links.claimImport(alice, 'h2', T0 + 1000, T0)])
+      const claims = await Promise.all([
+        a.links.claimImport(alice, 'h1', T0 + 1000, T0),
+        b.links.claimImport(alice, 'h2', T0 + 1000, T0),
+      ])
       expect(claims.filter(Boolean).length).toBe(1)
       const [winner, loser] = claims[0] ? ['h1', 'h2'] : ['h2', 'h1']
       expect(await a.links.importUntil(alice)).toBe(T0 + 1000)
@@ -311,7 +413,11 @@ describe.each([
         const code = `same${round}`
         const outcomes = await Promise.all(
           [a, b, a, b].map((node, i) =>
-            node.links.insert(newLink(code, { long_url: `https://example.com/${i}`, account_id: alice }), [`t${i}`], (tx, r) => e.note(tx, `${r.code} by ${i}`)),
+            node.links.insert(
+              newLink(code, { long_url: `https://example.com/${i}`, account_id: alice }),
+              [`t${i}`],
+              (tx, r) => e.note(tx, `${r.code} by ${i}`),
+            ),
           ),
         )
         const won = outcomes.filter((o): o is LinkRow => o !== CODE_TAKEN)
@@ -388,11 +494,19 @@ describe.each([
           yield code
         }
       }
-      const row = await a.links.insertFresh({ ...newLink('unused', { account_id: alice }) }, draw, ['x', 'a'], (tx, r) => e.note(tx, `fresh ${r.code}`))
+      const row = await a.links.insertFresh(
+        { ...newLink('unused', { account_id: alice }) },
+        draw,
+        ['x', 'a'],
+        (tx, r) => e.note(tx, `fresh ${r.code}`),
+      )
       expect(row).toMatchObject({ code: 'Fresh1', account_id: alice, long_url: 'https://example.com/unused' })
       // Drawing stops at the first free code; the taken ones wrote nothing.
       expect(drawn).toEqual(['Taken1', 'Taken2', 'Fresh1'])
-      expect(await e.tagRows((row as LinkRow).id)).toEqual([{ tag: 'a', account_id: alice }, { tag: 'x', account_id: alice }])
+      expect(await e.tagRows((row as LinkRow).id)).toEqual([
+        { tag: 'a', account_id: alice },
+        { tag: 'x', account_id: alice },
+      ])
       expect(await e.notes()).toEqual(['fresh Fresh1'])
       expect(await b.links.byCode('Taken1')).toMatchObject({ long_url: 'https://example.com/Taken1' })
       // One transaction, one link, whatever the number of codes tried.
@@ -401,7 +515,10 @@ describe.each([
       expect(await a.links.insertFresh(newLink('unused'), () => [], [])).toBe(CODE_TAKEN)
       expect(a.links.creations().links).toBe(before.links + 1)
       // Inserts under way are committed (or failed) once flush settles.
-      const pending = [a.links.insert(newLink('Flush1'), []), a.links.insertFresh(newLink('unused'), () => ['Taken1', 'Flush2'], [])]
+      const pending = [
+        a.links.insert(newLink('Flush1'), []),
+        a.links.insertFresh(newLink('unused'), () => ['Taken1', 'Flush2'], []),
+      ]
       let flushed = false
       await a.links.flush().then(() => (flushed = true))
       expect(flushed).toBe(true)
@@ -429,20 +546,45 @@ describe.each([
         a.links.insertFresh(newLink('unused'), () => ['Before1', 'Group1', 'Group3'], ['t3']), // taken, taken in this group, free
         a.links.insert(newLink('Before1'), []),
       ])
-      expect(turn.map((r) => (r === CODE_TAKEN ? r : (r as LinkRow).code))).toEqual(['Group1', 'Group2', CODE_TAKEN, 'Group3', CODE_TAKEN])
+      expect(turn.map((r) => (r === CODE_TAKEN ? r : (r as LinkRow).code))).toEqual([
+        'Group1',
+        'Group2',
+        CODE_TAKEN,
+        'Group3',
+        CODE_TAKEN,
+      ])
       expect(a.links.creations()).toEqual({ commits: before.commits + 1, links: before.links + 3 })
       expect(await e.notes()).toEqual(['made Group1'])
       expect(await e.tagRows((turn[3] as LinkRow).id)).toEqual([{ tag: 't3', account_id: null }])
       expect(await b.links.byCode('Group2')).toMatchObject({ long_url: 'https://example.com/Group2' })
       // The rows a group's insert hands back are the stored rows, key for key in the same order: every field
       // set on one, none on another, one made with its third code.
-      const full = { mode: 'frame' as const, password_hash: '$argon2id$v=19$x', expires: T0 + 5, max_visits: 2, rules: RULES, split: SPLIT }
+      const full = {
+        mode: 'frame' as const,
+        password_hash: '$argon2id$v=19$x',
+        expires: T0 + 5,
+        max_visits: 2,
+        rules: RULES,
+        split: SPLIT,
+      }
       const rows = await Promise.all([
         a.links.insert(newLink('Rows1', { account_id: alice, ...full }), ['r']),
         a.links.insert(newLink('Rows2'), []),
-        a.links.insertFresh(newLink('unused', { account_id: alice, expires: T0 + 9 }), () => ['Before1', 'Rows1', 'Rows3'], []),
+        a.links.insertFresh(
+          newLink('unused', { account_id: alice, expires: T0 + 9 }),
+          () => ['Before1', 'Rows1', 'Rows3'],
+          [],
+        ),
         // Text that means something inside an array literal or a VALUES list, and the word NULL, kept as text.
-        a.links.insert(newLink('Rows4', { long_url: 'https://example.com/{"a\\b",NULL} (x)\'y\'', password_hash: 'NULL', rules: '', split: ' {} ' }), []),
+        a.links.insert(
+          newLink('Rows4', {
+            long_url: 'https://example.com/{"a\\b",NULL} (x)\'y\'',
+            password_hash: 'NULL',
+            rules: '',
+            split: ' {} ',
+          }),
+          [],
+        ),
       ])
       for (const row of rows as LinkRow[]) {
         const stored = (await b.links.byCode(row.code))!
@@ -451,7 +593,12 @@ describe.each([
       }
       expect(rows.map((r) => (r as LinkRow).code)).toEqual(['Rows1', 'Rows2', 'Rows3', 'Rows4'])
       expect(rows[0]).toMatchObject({ account_id: alice, ...full, clicks: 0, bots: 0, disabled: null, visits_used: 0 })
-      expect(await b.links.byCode('Rows4')).toMatchObject({ long_url: 'https://example.com/{"a\\b",NULL} (x)\'y\'', password_hash: 'NULL', rules: '', split: ' {} ' })
+      expect(await b.links.byCode('Rows4')).toMatchObject({
+        long_url: 'https://example.com/{"a\\b",NULL} (x)\'y\'',
+        password_hash: 'NULL',
+        rules: '',
+        split: ' {} ',
+      })
       expect(a.links.creations()).toEqual({ commits: before.commits + 2, links: before.links + 7 })
       // A refusal inside one creation's transaction: that one fails, the others of its turn are made.
       const refusing = await Promise.allSettled([
@@ -502,7 +649,9 @@ describe.each([
       const [a, b] = [e.node(), e.node()]
       for (let round = 0; round < 5; round++) {
         const row = await made(a, newLink(`limited${round}`, { max_visits: 5 }))
-        const taken = await Promise.all([...Array(10)].flatMap(() => [a.links.takeVisit(row.id), b.links.takeVisit(row.id)]))
+        const taken = await Promise.all(
+          [...Array(10)].flatMap(() => [a.links.takeVisit(row.id), b.links.takeVisit(row.id)]),
+        )
         expect(taken.filter(Boolean)).toHaveLength(5)
         expect(await b.links.byCode(row.code)).toMatchObject({ max_visits: 5, visits_used: 5 })
         expect(await a.links.visitsLeft(row.id)).toBe(0)
@@ -537,7 +686,9 @@ describe.each([
         const results = await Promise.all([
           a.links.setTags(row, first),
           b.links.setTags(row, second),
-          round % 2 ? a.links.change(row, {}, second, T0 + round, () => true) : b.links.change(row, {}, first, T0 + round, () => true),
+          round % 2
+            ? a.links.change(row, {}, second, T0 + round, () => true)
+            : b.links.change(row, {}, first, T0 + round, () => true),
         ])
         expect(results.slice(0, 2)).toEqual([true, true])
         const now = await a.links.tagsOf(row.id)
@@ -570,7 +721,9 @@ describe.each([
       expect(await b.links.count(bob)).toBe(10)
       expect(await a.links.total()).toBe(30)
       // Deletions on both nodes at once, some of the same link twice.
-      const gone = await Promise.all(rows.filter((_, i) => i % 4 === 0).flatMap((r) => [a.links.remove(r), b.links.remove(r)]))
+      const gone = await Promise.all(
+        rows.filter((_, i) => i % 4 === 0).flatMap((r) => [a.links.remove(r), b.links.remove(r)]),
+      )
       expect(gone.filter((g) => g !== null)).toHaveLength(8)
       const counted = await e.counters()
       expect(counted.stored).toEqual(counted.actual)
@@ -602,10 +755,20 @@ describe.each([
           const pattern = containsPattern(q)
           const want = data.filter((d) => matches(d, q, tag, alice))
           const newest = [...want].sort((x, y) => y.row.id - x.row.id).map((d) => d.row.code)
-          const byClicks = [...want].sort((x, y) => y.row.clicks - x.row.clicks || y.row.id - x.row.id).map((d) => d.row.code)
+          const byClicks = [...want]
+            .sort((x, y) => y.row.clicks - x.row.clicks || y.row.id - x.row.id)
+            .map((d) => d.row.code)
           const codes = (rows: LinkRow[]) => rows.map((r) => r.code)
-          expect({ q, tag, got: codes(await b.links.search(alice, pattern, tag, 'created', 100, 0)) }).toEqual({ q, tag, got: newest })
-          expect({ q, tag, got: codes(await b.links.search(alice, pattern, tag, 'clicks', 100, 0)) }).toEqual({ q, tag, got: byClicks })
+          expect({ q, tag, got: codes(await b.links.search(alice, pattern, tag, 'created', 100, 0)) }).toEqual({
+            q,
+            tag,
+            got: newest,
+          })
+          expect({ q, tag, got: codes(await b.links.search(alice, pattern, tag, 'clicks', 100, 0)) }).toEqual({
+            q,
+            tag,
+            got: byClicks,
+          })
           expect(codes(await a.links.search(alice, pattern, tag, 'clicks', 3, 2))).toEqual(byClicks.slice(2, 5))
           expect(await a.links.searchCount(alice, pattern, tag, 1000)).toBe(want.length)
           expect(await a.links.searchCount(alice, pattern, tag, 2)).toBe(Math.min(2, want.length))
@@ -629,9 +792,15 @@ describe.each([
       const full = data.find((d) => d.row.code === 'Pct-50%')!.row
       expect(await a.links.search(alice, containsPattern('50%'), '', 'created', 10, 0)).toEqual([full])
       // Another account's links are never found; a search of an account without links finds none.
-      expect(await a.links.search(bob, '%', '', 'created', 100, 0)).toEqual([data.find((d) => d.row.account_id === bob)!.row])
+      expect(await a.links.search(bob, '%', '', 'created', 100, 0)).toEqual([
+        data.find((d) => d.row.account_id === bob)!.row,
+      ])
       expect(await a.links.searchCount(999_999, '%', '', 100)).toBe(0)
-      expect(await a.links.pageMatching(999_999, Number.MAX_SAFE_INTEGER, '', '%', 10, 10)).toEqual({ rows: [], floor: 0, full: false })
+      expect(await a.links.pageMatching(999_999, Number.MAX_SAFE_INTEGER, '', '%', 10, 10)).toEqual({
+        rows: [],
+        floor: 0,
+        full: false,
+      })
 
       // links.json without q: newest first by cursor; with a tag: along the tag; the export: oldest first.
       const mine = data.filter((d) => d.row.account_id === alice).map((d) => d.row)
@@ -680,13 +849,37 @@ const SEED: [code: string, url: string, tags: string[]][] = [
   ['x', 'https://EXAMPLE.com/Y?z=%25', ['blue', 'red']],
   ['y', 'https://example.org/', []],
 ]
-const QUERIES = ['abc', 'ABC', 'Def', '%', '50%', '_', 'r_s', 'under_', '\\', 'k\\s', 'd\\e', 'é', 'É', 'caf', 'RED', 'percent_', 'example.COM', 'nothing', '%25']
+const QUERIES = [
+  'abc',
+  'ABC',
+  'Def',
+  '%',
+  '50%',
+  '_',
+  'r_s',
+  'under_',
+  '\\',
+  'k\\s',
+  'd\\e',
+  'é',
+  'É',
+  'caf',
+  'RED',
+  'percent_',
+  'example.COM',
+  'nothing',
+  '%25',
+]
 
 /** The service's meaning of a search: the query as a literal substring of the code, the destination or a tag, ASCII letters folded. */
 function matches(d: Seeded, q: string, tag: string, accountId: number): boolean {
   const fold = (s: string) => s.replace(/[A-Z]/g, (c) => c.toLowerCase())
   const hit = (s: string) => fold(s).includes(fold(q))
-  return d.row.account_id === accountId && (tag === '' || d.tags.includes(tag)) && (hit(d.row.code) || hit(d.row.long_url) || d.tags.some(hit))
+  return (
+    d.row.account_id === accountId &&
+    (tag === '' || d.tags.includes(tag)) &&
+    (hit(d.row.code) || hit(d.row.long_url) || d.tags.some(hit))
+  )
 }
 
 async function seed(e: Engine, node: Node, alice: number, bob: number): Promise<Seeded[]> {
@@ -728,7 +921,8 @@ describe('links: the same answers from both engines', () => {
           for (const sort of ['created', 'clicks'] as const)
             for (const offset of [0, 2, 5]) await both((n) => n.links.search(id, pattern, tag, sort, 4, offset))
           await both((n) => n.links.searchCount(id, pattern, tag, 3))
-          for (const before of [Number.MAX_SAFE_INTEGER, 10, 4]) await both((n) => n.links.pageMatching(id, before, tag, pattern, 2, 5))
+          for (const before of [Number.MAX_SAFE_INTEGER, 10, 4])
+            await both((n) => n.links.pageMatching(id, before, tag, pattern, 2, 5))
         }
       for (const before of [Number.MAX_SAFE_INTEGER, 12, 3]) {
         await both((n) => n.links.page(id, before, 5))
@@ -781,7 +975,9 @@ describe('links on PostgreSQL, two nodes at the same moment', () => {
         if (outcome === 'commit') expect(got).toBe(CODE_TAKEN)
         else expect(got).toMatchObject({ code, long_url: 'https://example.com/second' })
         const rows = await main.sql`SELECT long_url FROM links WHERE code = ${code}`
-        expect(rows.map((r: { long_url: string }) => r.long_url)).toEqual([outcome === 'commit' ? 'https://example.com/first' : 'https://example.com/second'])
+        expect(rows.map((r: { long_url: string }) => r.long_url)).toEqual([
+          outcome === 'commit' ? 'https://example.com/first' : 'https://example.com/second',
+        ])
       }
     } finally {
       await close()
@@ -804,10 +1000,12 @@ describe('links on PostgreSQL, two nodes at the same moment', () => {
       })
       await inDelete
       let changeDone = false
-      const change = two.change(row, { long_url: 'https://example.com/late' }, ['late'], T0, () => true).then((r) => {
-        changeDone = true
-        return r
-      })
+      const change = two
+        .change(row, { long_url: 'https://example.com/late' }, ['late'], T0, () => true)
+        .then((r) => {
+          changeDone = true
+          return r
+        })
       await Bun.sleep(200)
       expect(changeDone).toBe(false)
       release()

@@ -6,7 +6,13 @@ import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { sqliteMessageStore } from '../../src/mail/storage/sqlite'
 import { CHUNK_BYTES, postgresMessageStore } from '../../src/mail/storage/postgres'
-import { RAW_PART, type MailBytes, type MessageBody, type MessageStore, type NewMessage } from '../../src/mail/storage/contract'
+import {
+  RAW_PART,
+  type MailBytes,
+  type MessageBody,
+  type MessageStore,
+  type NewMessage,
+} from '../../src/mail/storage/contract'
 import { parseMessage } from '../../src/mail/parse'
 import { createSpool, type Spool } from '../../src/mail/spool'
 import { createLinkSigner, fileSigningSecret, SECRET_BYTES, type SigningSecretSource } from '../../src/kernel/signing'
@@ -44,14 +50,27 @@ interface Engine {
 
 const engines = engineHarness()
 
-async function taken(spool: Spool, eml: Buffer, mailboxIds: number[], opts: { maxMessages?: number; received?: number } = {}): Promise<NewMessage> {
+async function taken(
+  spool: Spool,
+  eml: Buffer,
+  mailboxIds: number[],
+  opts: { maxMessages?: number; received?: number } = {},
+): Promise<NewMessage> {
   const chunks: Buffer[] = []
   for (let at = 0; at < eml.length; at += 64 * 1024) chunks.push(eml.subarray(at, at + 64 * 1024))
   const t = await spool.take(Readable.from(chunks), 50 * 1024 * 1024)
   const parsed = await parseMessage(spool.source(t), 'sender@example.org')
   const f = parsed.fields
   const body = JSON.stringify({ to: f.to, cc: f.cc, text: f.text, html: f.html, links: f.links } satisfies MessageBody)
-  return { mailboxIds, received: opts.received ?? NOW, maxMessages: opts.maxMessages ?? MAX_MESSAGES, taken: t, fields: f, body, parts: parsed.parts }
+  return {
+    mailboxIds,
+    received: opts.received ?? NOW,
+    maxMessages: opts.maxMessages ?? MAX_MESSAGES,
+    taken: t,
+    fields: f,
+    body,
+    parts: parsed.parts,
+  }
 }
 
 async function sqliteEngine(): Promise<Engine> {
@@ -61,12 +80,19 @@ async function sqliteEngine(): Promise<Engine> {
     name: 'SQLite',
     node: () => sqliteMessageStore(connect(), createSpool(dir)),
     message: (eml, ids, opts) => taken(spool, eml, ids, opts),
-    account: async (name) => (main.query('INSERT INTO accounts (name, created) VALUES (?, 0) RETURNING id').get(name) as { id: number }).id,
+    account: async (name) =>
+      (main.query('INSERT INTO accounts (name, created) VALUES (?, 0) RETURNING id').get(name) as { id: number }).id,
     mailbox: async (address, accountId, expires = NOW + HOUR) =>
-      (main.query('INSERT INTO mailboxes (address, account_id, created, expires) VALUES (?, ?, 0, ?) RETURNING id').get(address, accountId, expires) as { id: number }).id,
+      (
+        main
+          .query('INSERT INTO mailboxes (address, account_id, created, expires) VALUES (?, ?, 0, ?) RETURNING id')
+          .get(address, accountId, expires) as { id: number }
+      ).id,
     async blobs() {
       const root = join(dir, 'mail')
-      const files = readdirSync(root).filter((s) => /^[0-9a-f]{2}$/.test(s)).flatMap((s) => readdirSync(join(root, s)))
+      const files = readdirSync(root)
+        .filter((s) => /^[0-9a-f]{2}$/.test(s))
+        .flatMap((s) => readdirSync(join(root, s)))
       return files.length + (main.query('SELECT count(*) AS n FROM mail_inline').get() as { n: number }).n
     },
     async orphan() {
@@ -89,11 +115,17 @@ async function postgresEngine(): Promise<Engine> {
     name: 'PostgreSQL',
     node: () => postgresMessageStore(pool()),
     message: (eml, ids, opts) => taken(spool, eml, ids, opts),
-    account: async (name) => Number((await main.sql`INSERT INTO accounts (name, created) VALUES (${name}, 0) RETURNING id`)[0].id),
+    account: async (name) =>
+      Number((await main.sql`INSERT INTO accounts (name, created) VALUES (${name}, 0) RETURNING id`)[0].id),
     mailbox: async (address, accountId, expires = NOW + HOUR) =>
-      Number((await main.sql`INSERT INTO mailboxes (address, account_id, created, expires) VALUES (${address}, ${accountId}, 0, ${expires}) RETURNING id`)[0].id),
+      Number(
+        (
+          await main.sql`INSERT INTO mailboxes (address, account_id, created, expires) VALUES (${address}, ${accountId}, 0, ${expires}) RETURNING id`
+        )[0].id,
+      ),
     blobs: async () => Number((await main.sql`SELECT count(DISTINCT blob) AS n FROM mail_bodies`)[0].n),
-    orphan: async () => void (await main.sql`INSERT INTO mail_bodies (blob, part, seq, data) VALUES ('0123456789abcdef0123456789abcdef', 0, 0, ${Buffer.from('x')})`),
+    orphan: async () =>
+      void (await main.sql`INSERT INTO mail_bodies (blob, part, seq, data) VALUES ('0123456789abcdef0123456789abcdef', 0, 0, ${Buffer.from('x')})`),
     mark: (tx, name) => (tx as TransactionSQL)`INSERT INTO accounts (name, created) VALUES (${name}, 0)`,
     marked: async (name) => (await main.sql`SELECT 1 FROM accounts WHERE name = ${name}`).length > 0,
     secret: () => postgresSigningSecret(pool()),
@@ -108,11 +140,19 @@ async function postgresEngine(): Promise<Engine> {
 const BIG = seededBytes(3 * 1024 * 1024 + 12_345, 0x2545f491)
 
 function base64Lines(data: Uint8Array): string {
-  return (Buffer.from(data).toString('base64').match(/.{1,76}/g) ?? []).join('\r\n')
+  return (
+    Buffer.from(data)
+      .toString('base64')
+      .match(/.{1,76}/g) ?? []
+  ).join('\r\n')
 }
 
 /** A message with a text part and attachments (name → bytes), CRLF as on the wire. */
-function eml(subject: string, attachments: Record<string, Uint8Array> = {}, text = 'Hello there, see https://example.com/report'): Buffer {
+function eml(
+  subject: string,
+  attachments: Record<string, Uint8Array> = {},
+  text = 'Hello there, see https://example.com/report',
+): Buffer {
   const head = [
     'From: Ann Sender <ann@example.org>',
     'To: box@mail.test',
@@ -122,10 +162,23 @@ function eml(subject: string, attachments: Record<string, Uint8Array> = {}, text
     'MIME-Version: 1.0',
   ]
   const names = Object.keys(attachments)
-  if (names.length === 0) return Buffer.from([...head, 'Content-Type: text/plain; charset=utf-8', '', text, ''].join('\r\n'))
-  const lines = [...head, 'Content-Type: multipart/mixed; boundary="b-1"', '', '--b-1', 'Content-Type: text/plain; charset=utf-8', '', text]
+  if (names.length === 0)
+    return Buffer.from([...head, 'Content-Type: text/plain; charset=utf-8', '', text, ''].join('\r\n'))
+  const lines = [
+    ...head,
+    'Content-Type: multipart/mixed; boundary="b-1"',
+    '',
+    '--b-1',
+    'Content-Type: text/plain; charset=utf-8',
+    '',
+    text,
+  ]
   for (const name of names) {
-    lines.push('--b-1', `Content-Type: application/octet-stream; name="${name}"`, `Content-Disposition: attachment; filename="${name}"`)
+    lines.push(
+      '--b-1',
+      `Content-Type: application/octet-stream; name="${name}"`,
+      `Content-Disposition: attachment; filename="${name}"`,
+    )
     lines.push('Content-Transfer-Encoding: base64', '', base64Lines(attachments[name]!))
   }
   lines.push('--b-1--', '')
@@ -137,7 +190,8 @@ async function read(bytes: MailBytes | null): Promise<Uint8Array | null> {
   return new Uint8Array(await new Response(bytes as BodyInit).arrayBuffer())
 }
 
-const same = (a: Uint8Array | null, b: Uint8Array) => a !== null && a.length === b.length && Buffer.compare(Buffer.from(a), Buffer.from(b)) === 0
+const same = (a: Uint8Array | null, b: Uint8Array) =>
+  a !== null && a.length === b.length && Buffer.compare(Buffer.from(a), Buffer.from(b)) === 0
 
 describe.each([
   ['SQLite', sqliteEngine],
@@ -158,13 +212,27 @@ describe.each([
       const id = stored[0]!.id
 
       const list = await b.list(box, 0, 50)
-      expect(list).toEqual([{
-        id, received: NOW, size: source.length, seen: 0, from_address: 'ann@example.org', from_name: 'Ann Sender',
-        subject: 'Quarterly report', date: Date.parse('2026-06-01T11:59:00Z'), intro: 'Hello there, see https://example.com/report', attachments: 2,
-      }])
+      expect(list).toEqual([
+        {
+          id,
+          received: NOW,
+          size: source.length,
+          seen: 0,
+          from_address: 'ann@example.org',
+          from_name: 'Ann Sender',
+          subject: 'Quarterly report',
+          date: Date.parse('2026-06-01T11:59:00Z'),
+          intro: 'Hello there, see https://example.com/report',
+          attachments: 2,
+        },
+      ])
       expect(await b.list(box, id, 50)).toEqual([])
       const row = (await b.message(id))!
-      expect({ mailbox_id: row.mailbox_id, subject: row.subject, size: row.size }).toEqual({ mailbox_id: box, subject: 'Quarterly report', size: source.length })
+      expect({ mailbox_id: row.mailbox_id, subject: row.subject, size: row.size }).toEqual({
+        mailbox_id: box,
+        subject: 'Quarterly report',
+        size: source.length,
+      })
       const body = (await b.body(row.blob))!
       expect(body.to).toEqual([{ address: 'box@mail.test', name: '' }])
       expect(body.text.trim()).toBe('Hello there, see https://example.com/report')
@@ -175,9 +243,16 @@ describe.each([
         { part: 1, filename: 'all-bytes.bin', content_type: 'application/octet-stream', size: 256 },
         { part: 2, filename: 'big.bin', content_type: 'application/octet-stream', size: BIG.length },
       ])
-      for (const [p, want] of [[parts[0]!, EVERY_BYTE], [parts[1]!, BIG]] as const) {
+      for (const [p, want] of [
+        [parts[0]!, EVERY_BYTE],
+        [parts[1]!, BIG],
+      ] as const) {
         const att = (await b.attachment(p.id))!
-        expect({ blob: att.blob, mailbox_id: att.mailbox_id, part: att.part }).toEqual({ blob: row.blob, mailbox_id: box, part: p.part })
+        expect({ blob: att.blob, mailbox_id: att.mailbox_id, part: att.part }).toEqual({
+          blob: row.blob,
+          mailbox_id: box,
+          part: p.part,
+        })
         const got = await read(await b.bytes(att.blob, att.part))
         expect(got?.length).toBe(want.length)
         expect(same(got, want)).toBe(true)
@@ -289,7 +364,9 @@ describe.each([
       expect(await b.sweepOrphans(Date.now() + 2 * HOUR)).toBe(1)
       expect(await e.blobs()).toBe(1)
       const [row] = await a.list(live, 0, 10)
-      expect((await a.body((await a.message(row!.id))!.blob))!.text.trim()).toBe('Hello there, see https://example.com/report')
+      expect((await a.body((await a.message(row!.id))!.blob))!.text.trim()).toBe(
+        'Hello there, see https://example.com/report',
+      )
     } finally {
       await e.close()
     }
@@ -303,11 +380,13 @@ describe.each([
       const max = 3
       for (let round = 0; round < 10; round++) {
         const box = await e.mailbox(`full${round}@mail.test`, ann)
-        for (let i = 0; i < max - 1; i++) expect((await a.storeMessage(await e.message(eml(`fill ${i}`), [box], { maxMessages: max }))).length).toBe(1)
+        for (let i = 0; i < max - 1; i++)
+          expect((await a.storeMessage(await e.message(eml(`fill ${i}`), [box], { maxMessages: max }))).length).toBe(1)
         const before = await e.blobs()
         // Small ones most rounds (two short transactions that overlap all along), large ones (several chunks
         // written before the mailbox is locked) every third.
-        const attachments: Record<string, Uint8Array> = round % 3 === 2 ? { 'big.bin': BIG } : { 'all-bytes.bin': EVERY_BYTE }
+        const attachments: Record<string, Uint8Array> =
+          round % 3 === 2 ? { 'big.bin': BIG } : { 'all-bytes.bin': EVERY_BYTE }
         const [x, y] = await Promise.all([
           e.message(eml('from node a', attachments), [box], { maxMessages: max }),
           e.message(eml('from node b', attachments), [box], { maxMessages: max }),
@@ -363,30 +442,54 @@ describe.each([
   // ---------------------------------------------------------------------------------------------------------
   // Mailboxes: getOrCreate, the dashboard's list, and the delivery's `within`
 
-  test('getOrCreate: made, the owner\'s renewed, another account\'s taken, an expired one replaced with its mail gone, a random name drawn again when taken', async () => {
+  test("getOrCreate: made, the owner's renewed, another account's taken, an expired one replaced with its mail gone, a random name drawn again when taken", async () => {
     const e = await makeEngine()
     try {
       const [a, b] = [e.node(), e.node()]
       const [ann, bob] = [await e.account('ann'), await e.account('bob')]
-      const ask = (address: string | null, accountId: number, now = NOW, draw = () => 'never@mail.test') =>
-        ({ address, draw, accountId, now, expires: now + HOUR })
+      const ask = (address: string | null, accountId: number, now = NOW, draw = () => 'never@mail.test') => ({
+        address,
+        draw,
+        accountId,
+        now,
+        expires: now + HOUR,
+      })
       const made = await a.getOrCreate(ask('new@mail.test', ann))
-      expect(made).toEqual({ mailbox: { id: expect.any(Number), address: 'new@mail.test', account_id: ann, created: NOW, expires: NOW + HOUR, messages: 0, bytes: 0 }, replaced: null })
+      expect(made).toEqual({
+        mailbox: {
+          id: expect.any(Number),
+          address: 'new@mail.test',
+          account_id: ann,
+          created: NOW,
+          expires: NOW + HOUR,
+          messages: 0,
+          bytes: 0,
+        },
+        replaced: null,
+      })
       const id = (made as { mailbox: { id: number } }).mailbox.id
       // The owner again, later, on the other node: the same mailbox, renewed.
       const again = await b.getOrCreate(ask('new@mail.test', ann, NOW + 1000))
-      expect(again).toEqual({ mailbox: expect.objectContaining({ id, created: NOW, expires: NOW + 1000 + HOUR }), replaced: null })
+      expect(again).toEqual({
+        mailbox: expect.objectContaining({ id, created: NOW, expires: NOW + 1000 + HOUR }),
+        replaced: null,
+      })
       expect((await a.mailboxById(id))!.expires).toBe(NOW + 1000 + HOUR)
       expect(await a.getOrCreate(ask('new@mail.test', bob))).toBe('taken')
       expect((await b.mailboxById(id))!.account_id).toBe(ann)
 
       // Expired, not yet swept, with a message: another account gets the address anew, the old mail is gone.
       const old = await e.mailbox('old@mail.test', ann, NOW - 1)
-      const stored = await b.storeMessage(await e.message(eml('old mail', { 'big.bin': BIG }), [old], { received: NOW - 10 }))
+      const stored = await b.storeMessage(
+        await e.message(eml('old mail', { 'big.bin': BIG }), [old], { received: NOW - 10 }),
+      )
       expect(stored.length).toBe(1)
       expect(await e.blobs()).toBe(1)
       const taken = await a.getOrCreate(ask('old@mail.test', bob))
-      expect(taken).toEqual({ mailbox: expect.objectContaining({ address: 'old@mail.test', account_id: bob, messages: 0 }), replaced: old })
+      expect(taken).toEqual({
+        mailbox: expect.objectContaining({ address: 'old@mail.test', account_id: bob, messages: 0 }),
+        replaced: old,
+      })
       expect((taken as { mailbox: { id: number } }).mailbox.id).not.toBe(old)
       expect(await b.mailboxById(old)).toBeNull()
       expect(await b.message(stored[0]!.id)).toBeNull()
@@ -395,7 +498,10 @@ describe.each([
       // A random name: drawn until one is free (a live one is skipped, whoever owns it).
       const names = ['new@mail.test', 'new@mail.test', 'free@mail.test']
       const random = await b.getOrCreate(ask(null, bob, NOW, () => names.shift()!))
-      expect(random).toEqual({ mailbox: expect.objectContaining({ address: 'free@mail.test', account_id: bob }), replaced: null })
+      expect(random).toEqual({
+        mailbox: expect.objectContaining({ address: 'free@mail.test', account_id: bob }),
+        replaced: null,
+      })
       expect(names).toEqual([])
     } finally {
       await e.close()
@@ -407,21 +513,38 @@ describe.each([
     try {
       const [a, b] = [e.node(), e.node()]
       const [ann, bob] = [await e.account('ann'), await e.account('bob')]
-      const ask = (address: string, accountId: number) => ({ address, draw: () => 'x@mail.test', accountId, now: NOW, expires: NOW + HOUR })
+      const ask = (address: string, accountId: number) => ({
+        address,
+        draw: () => 'x@mail.test',
+        accountId,
+        now: NOW,
+        expires: NOW + HOUR,
+      })
       for (let round = 0; round < 10; round++) {
-        const contested = await Promise.all([a.getOrCreate(ask(`race${round}@mail.test`, ann)), b.getOrCreate(ask(`race${round}@mail.test`, bob))])
+        const contested = await Promise.all([
+          a.getOrCreate(ask(`race${round}@mail.test`, ann)),
+          b.getOrCreate(ask(`race${round}@mail.test`, bob)),
+        ])
         const won = contested.filter((g) => g !== 'taken')
         expect(won.length).toBe(1)
         expect(contested.filter((g) => g === 'taken').length).toBe(1)
-        expect((await a.mailboxByAddress(`race${round}@mail.test`))!.id).toBe((won[0] as { mailbox: { id: number } }).mailbox.id)
+        expect((await a.mailboxByAddress(`race${round}@mail.test`))!.id).toBe(
+          (won[0] as { mailbox: { id: number } }).mailbox.id,
+        )
 
-        const shared = await Promise.all([a.getOrCreate(ask(`same${round}@mail.test`, ann)), b.getOrCreate(ask(`same${round}@mail.test`, ann))])
+        const shared = await Promise.all([
+          a.getOrCreate(ask(`same${round}@mail.test`, ann)),
+          b.getOrCreate(ask(`same${round}@mail.test`, ann)),
+        ])
         const ids = shared.map((g) => (g as { mailbox: { id: number } }).mailbox.id)
         expect(ids[0]).toBe(ids[1]!)
 
         // Over an expired one: it is replaced once, and one mailbox is there after.
         const expired = await e.mailbox(`stale${round}@mail.test`, bob, NOW - 1)
-        const over = await Promise.all([a.getOrCreate(ask(`stale${round}@mail.test`, ann)), b.getOrCreate(ask(`stale${round}@mail.test`, ann))])
+        const over = await Promise.all([
+          a.getOrCreate(ask(`stale${round}@mail.test`, ann)),
+          b.getOrCreate(ask(`stale${round}@mail.test`, ann)),
+        ])
         expect(over.map((g) => (g as { replaced: number | null }).replaced).sort()).toEqual([expired, null].sort())
         const overIds = over.map((g) => (g as { mailbox: { id: number } }).mailbox.id)
         expect(overIds[0]).toBe(overIds[1]!)
@@ -433,7 +556,7 @@ describe.each([
     }
   }, 60_000)
 
-  test('the dashboard\'s list: an account\'s live mailboxes, newest first, with unread counts; how many; a mailbox\'s unread', async () => {
+  test("the dashboard's list: an account's live mailboxes, newest first, with unread counts; how many; a mailbox's unread", async () => {
     const e = await makeEngine()
     try {
       const [a, b] = [e.node(), e.node()]
@@ -450,16 +573,30 @@ describe.each([
       expect(await b.countOf(ann, NOW)).toBe(2)
       expect(await b.countOf(ann, NOW - 10)).toBe(3)
       const listed = await b.mailboxesOf(ann, NOW, 10)
-      expect(listed.map((m) => [m.address, m.messages, m.unread])).toEqual([['two@mail.test', 1, 1], ['one@mail.test', 2, 1]])
-      expect(listed[0]).toEqual({ id: two, address: 'two@mail.test', account_id: ann, created: 0, expires: NOW + HOUR, messages: 1, bytes: expect.any(Number), unread: 1 })
+      expect(listed.map((m) => [m.address, m.messages, m.unread])).toEqual([
+        ['two@mail.test', 1, 1],
+        ['one@mail.test', 2, 1],
+      ])
+      expect(listed[0]).toEqual({
+        id: two,
+        address: 'two@mail.test',
+        account_id: ann,
+        created: 0,
+        expires: NOW + HOUR,
+        messages: 1,
+        bytes: expect.any(Number),
+        unread: 1,
+      })
       expect((await b.mailboxesOf(ann, NOW, 1)).map((m) => m.id)).toEqual([two])
-      expect(await a.mailboxesOf(bob, NOW, 10)).toEqual([expect.objectContaining({ address: 'bobs@mail.test', unread: 0 })])
+      expect(await a.mailboxesOf(bob, NOW, 10)).toEqual([
+        expect.objectContaining({ address: 'bobs@mail.test', unread: 0 }),
+      ])
     } finally {
       await e.close()
     }
   })
 
-  test('storeMessage\'s within runs in the delivery\'s transaction: its write commits with the message; a throw undoes both (no rows, no bytes); not run when nothing is stored', async () => {
+  test("storeMessage's within runs in the delivery's transaction: its write commits with the message; a throw undoes both (no rows, no bytes); not run when nothing is stored", async () => {
     const e = await makeEngine()
     try {
       const [a, b] = [e.node(), e.node()]
@@ -467,10 +604,13 @@ describe.each([
       const box = await e.mailbox('within@mail.test', ann)
       const full = await e.mailbox('full@mail.test', ann, NOW - 1)
       let seen: unknown = null
-      const stored = await a.storeMessage(await e.message(eml('kept', { 'all-bytes.bin': EVERY_BYTE }), [box, full]), (tx, rows) => {
-        seen = rows
-        return e.mark(tx, 'with-the-message')
-      })
+      const stored = await a.storeMessage(
+        await e.message(eml('kept', { 'all-bytes.bin': EVERY_BYTE }), [box, full]),
+        (tx, rows) => {
+          seen = rows
+          return e.mark(tx, 'with-the-message')
+        },
+      )
       expect(seen).toEqual(stored)
       expect(stored).toEqual([{ mailboxId: box, id: expect.any(Number), accountId: ann, address: 'within@mail.test' }])
       expect(await e.marked('with-the-message')).toBe(true)
@@ -540,7 +680,9 @@ describe.each([
       const link = signedOn.sign('mail-attachment-7', NOW + HOUR)
       expect(checkedOn.check('mail-attachment-7', String(link.exp), link.sig, NOW)).toBe('ok')
       expect(checkedOn.check('mail-attachment-8', String(link.exp), link.sig, NOW)).toBe('tampered')
-      expect(createLinkSigner(await other.secret()()).check('mail-attachment-7', String(link.exp), link.sig, NOW)).toBe('tampered')
+      expect(createLinkSigner(await other.secret()()).check('mail-attachment-7', String(link.exp), link.sig, NOW)).toBe(
+        'tampered',
+      )
     } finally {
       await e.close()
       await other.close()
@@ -583,11 +725,19 @@ test('the chunk size is what the PostgreSQL store writes: the 3 MiB attachment i
   try {
     const store = postgresMessageStore(main.sql)
     const [acc] = await main.sql`INSERT INTO accounts (name, created) VALUES ('ann', 0) RETURNING id`
-    const [box] = await main.sql`INSERT INTO mailboxes (address, account_id, created, expires) VALUES ('c@mail.test', ${acc.id}, 0, ${NOW + HOUR}) RETURNING id`
-    const id = (await store.storeMessage(await taken(createSpool(dir), eml('c', { 'a.bin': EVERY_BYTE, 'big.bin': BIG }), [Number(box.id)])))[0]!.id
-    const rows = await main.sql`SELECT b.part, count(*) AS n, sum(length(b.data)) AS bytes, max(length(b.data)) AS largest
+    const [box] =
+      await main.sql`INSERT INTO mailboxes (address, account_id, created, expires) VALUES ('c@mail.test', ${acc.id}, 0, ${NOW + HOUR}) RETURNING id`
+    const id = (
+      await store.storeMessage(
+        await taken(createSpool(dir), eml('c', { 'a.bin': EVERY_BYTE, 'big.bin': BIG }), [Number(box.id)]),
+      )
+    )[0]!.id
+    const rows =
+      await main.sql`SELECT b.part, count(*) AS n, sum(length(b.data)) AS bytes, max(length(b.data)) AS largest
       FROM mail_bodies b JOIN mail_messages m ON m.blob = b.blob WHERE m.id = ${id} GROUP BY b.part ORDER BY b.part`
-    const byPart = Object.fromEntries(rows.map((r: any) => [Number(r.part), { n: Number(r.n), bytes: Number(r.bytes), largest: Number(r.largest) }]))
+    const byPart = Object.fromEntries(
+      rows.map((r: any) => [Number(r.part), { n: Number(r.n), bytes: Number(r.bytes), largest: Number(r.largest) }]),
+    )
     expect(byPart[1]).toEqual({ n: 1, bytes: 256, largest: 256 })
     expect(byPart[2]).toEqual({ n: Math.ceil(BIG.length / CHUNK_BYTES), bytes: BIG.length, largest: CHUNK_BYTES })
     expect(byPart[2]!.n).toBe(4)
@@ -605,8 +755,11 @@ test('PostgreSQL: a download whose message is deleted while it streams ends in a
   try {
     const [a, b] = [postgresMessageStore(main.sql), postgresMessageStore(other)]
     const [acc] = await main.sql`INSERT INTO accounts (name, created) VALUES ('ann', 0) RETURNING id`
-    const [box] = await main.sql`INSERT INTO mailboxes (address, account_id, created, expires) VALUES ('cut@mail.test', ${acc.id}, 0, ${NOW + HOUR}) RETURNING id`
-    const id = (await a.storeMessage(await taken(createSpool(dir), eml('cut', { 'big.bin': BIG }), [Number(box.id)])))[0]!.id
+    const [box] =
+      await main.sql`INSERT INTO mailboxes (address, account_id, created, expires) VALUES ('cut@mail.test', ${acc.id}, 0, ${NOW + HOUR}) RETURNING id`
+    const id = (
+      await a.storeMessage(await taken(createSpool(dir), eml('cut', { 'big.bin': BIG }), [Number(box.id)]))
+    )[0]!.id
     const blob = (await a.message(id))!.blob
     const stream = (await a.bytes(blob, 1)) as ReadableStream<Uint8Array>
     expect(stream).toBeInstanceOf(ReadableStream)

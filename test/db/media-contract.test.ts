@@ -20,7 +20,10 @@ async function sqliteEngine(): Promise<Engine> {
   const { main, connect, close } = engines.sqlite('linkbox-media-')
   return {
     node: () => ({ tickets: sqliteTicketStorage(connect()) }),
-    account: async (name) => Number((main.query('INSERT INTO accounts (name, created) VALUES (?, 0) RETURNING id').get(name) as { id: number }).id),
+    account: async (name) =>
+      Number(
+        (main.query('INSERT INTO accounts (name, created) VALUES (?, 0) RETURNING id').get(name) as { id: number }).id,
+      ),
     close,
   }
 }
@@ -29,7 +32,8 @@ async function postgresEngine(): Promise<Engine> {
   const { main, pool, close } = await engines.postgres()
   return {
     node: () => ({ tickets: postgresTicketStorage(pool(10)) }),
-    account: async (name) => Number((await main.sql`INSERT INTO accounts (name, created) VALUES (${name}, 0) RETURNING id`)[0].id),
+    account: async (name) =>
+      Number((await main.sql`INSERT INTO accounts (name, created) VALUES (${name}, 0) RETURNING id`)[0].id),
     close,
   }
 }
@@ -77,7 +81,9 @@ describe.each([
       const [next] = await b.tickets.insertAll([ticketInput(9, { account_id: alice })])
       expect(next).toBeGreaterThan(ids[3]!)
       // A ticket's account must exist: a failing ticket stores none of its extraction.
-      await expect(a.tickets.insertAll([ticketInput(10, { account_id: alice }), ticketInput(11, { account_id: 999_999 })])).rejects.toThrow()
+      await expect(
+        a.tickets.insertAll([ticketInput(10, { account_id: alice }), ticketInput(11, { account_id: 999_999 })]),
+      ).rejects.toThrow()
       expect(await b.tickets.count()).toBe(1)
     } finally {
       await e.close()

@@ -41,7 +41,8 @@ async function sqliteEngine(): Promise<Engine> {
   const { main, connect, close } = engines.sqlite('linkbox-media-nodes-')
   return {
     tickets: () => sqliteStorages(connect()).tickets,
-    account: async (name) => (main.query('INSERT INTO accounts (name, created) VALUES (?, 0) RETURNING id').get(name) as { id: number }).id,
+    account: async (name) =>
+      (main.query('INSERT INTO accounts (name, created) VALUES (?, 0) RETURNING id').get(name) as { id: number }).id,
     close,
   }
 }
@@ -50,7 +51,8 @@ async function postgresEngine(): Promise<Engine> {
   const { main, pool, close } = await engines.postgres()
   return {
     tickets: () => postgresStorages(pool()).tickets,
-    account: async (name) => Number((await main.sql`INSERT INTO accounts (name, created) VALUES (${name}, 0) RETURNING id`)[0].id),
+    account: async (name) =>
+      Number((await main.sql`INSERT INTO accounts (name, created) VALUES (${name}, 0) RETURNING id`)[0].id),
     close,
   }
 }
@@ -84,7 +86,14 @@ describe.each([
     try {
       const [a, b] = [node(e.tickets(), clock), node(e.tickets(), clock)]
       const accountId = await e.account('media')
-      const caller: Caller = { accountId, accountName: 'media', admin: false, scopes: new Set(['media'] as const), keyId: null, via: 'key' }
+      const caller: Caller = {
+        accountId,
+        accountName: 'media',
+        admin: false,
+        scopes: new Set(['media'] as const),
+        keyId: null,
+        via: 'key',
+      }
       const answer = await a.download(caller, `${fx.url('mp4')}?node=${_name}`)
       expect(answer.formats).toHaveLength(1)
       const link = new URL(answer.formats[0]!.url)
@@ -92,16 +101,26 @@ describe.each([
       const [exp, sig] = [link.searchParams.get('exp'), link.searchParams.get('sig')]
 
       const ticket = await b.ticket(id, exp, sig)
-      expect(ticket).toMatchObject({ id: Number(id), account_id: accountId, page_url: `${fx.url('mp4')}?node=${_name}`, method: 'direct' })
+      expect(ticket).toMatchObject({
+        id: Number(id),
+        account_id: accountId,
+        page_url: `${fx.url('mp4')}?node=${_name}`,
+        method: 'direct',
+      })
       const res = await b.serve(ticket, new Request(link))
       expect(res.status).toBe(200)
       expect(new Uint8Array(await res.arrayBuffer())).toEqual(fx.bytes('clip.mp4'))
 
       // The same account asking A again gets the same tickets (kept with A's cached answer).
-      expect(new URL((await a.download(caller, `${fx.url('mp4')}?node=${_name}`)).formats[0]!.url).pathname).toBe(link.pathname)
+      expect(new URL((await a.download(caller, `${fx.url('mp4')}?node=${_name}`)).formats[0]!.url).pathname).toBe(
+        link.pathname,
+      )
       // Another account asking twice at once: its tickets are stored once, both answers carry them.
       const other: Caller = { ...caller, accountId: await e.account('other'), accountName: 'other' }
-      const both = await Promise.all([a.download(other, `${fx.url('mp4')}?node=${_name}`), a.download(other, `${fx.url('mp4')}?node=${_name}`)])
+      const both = await Promise.all([
+        a.download(other, `${fx.url('mp4')}?node=${_name}`),
+        a.download(other, `${fx.url('mp4')}?node=${_name}`),
+      ])
       const [p1, p2] = both.map((r) => new URL(r.formats[0]!.url).pathname)
       expect(p1).toBe(p2!)
       expect(p1).not.toBe(link.pathname)

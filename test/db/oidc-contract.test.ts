@@ -36,8 +36,12 @@ async function sqliteEngine(): Promise<Engine> {
       const db = connect()
       return { accounts: sqliteAccountStorage(db), identities: sqliteIdentityStorage(db) }
     },
-    note: (tx: Db, text) => tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
-    notes: async () => (main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]).map((r) => r.detail),
+    note: (tx: Db, text) =>
+      tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
+    notes: async () =>
+      (
+        main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]
+      ).map((r) => r.detail),
     close,
   }
 }
@@ -51,8 +55,12 @@ async function postgresEngine(): Promise<Engine> {
       const p = pool()
       return { accounts: postgresAccountStorage(p), identities: postgresIdentityStorage(p) }
     },
-    note: (tx: SQL, text) => tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
-    notes: async () => (await sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map((r: { detail: string }) => r.detail),
+    note: (tx: SQL, text) =>
+      tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
+    notes: async () =>
+      (await sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map(
+        (r: { detail: string }) => r.detail,
+      ),
     close,
   }
 }
@@ -103,7 +111,14 @@ describe.each([
         expect(both[0]!.name).toBe(round === 0 ? 'pat' : `pat-${round + 1}`)
       }
       expect(await a.accounts.count()).toBe(3)
-      expect(await e.notes()).toEqual(['created pat', 'signed_in pat', 'created pat-2', 'signed_in pat-2', 'created pat-3', 'signed_in pat-3'])
+      expect(await e.notes()).toEqual([
+        'created pat',
+        'signed_in pat',
+        'created pat-2',
+        'signed_in pat-2',
+        'created pat-3',
+        'signed_in pat-3',
+      ])
 
       const pat = (await b.identities.find(issuer, 's-1'))!
       expect(pat).toEqual({ issuer, sub: 's-1', account_id: expect.any(Number), created: T0, last_seen: T0 })
@@ -113,19 +128,38 @@ describe.each([
 
       // The groups decide admin at each sign-in when admin_groups is set (admin given); null leaves it.
       const up = await a.identities.link({ issuer, sub: 's-1', name: 'ignored', admin: true, now: T0 + 10 })
-      expect(up).toEqual({ outcome: 'signed_in', accountId: pat.account_id, name: 'pat', admin: true, adminBefore: false })
+      expect(up).toEqual({
+        outcome: 'signed_in',
+        accountId: pat.account_id,
+        name: 'pat',
+        admin: true,
+        adminBefore: false,
+      })
       expect((await b.accounts.accountById(pat.account_id))!.admin).toBe(1)
       expect((await b.identities.find(issuer, 's-1'))!.last_seen).toBe(T0 + 10)
-      expect(await b.identities.link({ issuer, sub: 's-1', name: 'pat', admin: null, now: T0 + 11 })).toMatchObject({ admin: true, adminBefore: true })
-      expect(await b.identities.link({ issuer, sub: 's-1', name: 'pat', admin: false, now: T0 + 12 })).toMatchObject({ admin: false, adminBefore: true })
+      expect(await b.identities.link({ issuer, sub: 's-1', name: 'pat', admin: null, now: T0 + 11 })).toMatchObject({
+        admin: true,
+        adminBefore: true,
+      })
+      expect(await b.identities.link({ issuer, sub: 's-1', name: 'pat', admin: false, now: T0 + 12 })).toMatchObject({
+        admin: false,
+        adminBefore: true,
+      })
       // A new person in the admin groups is made an admin.
-      expect(await b.identities.link({ issuer, sub: 's-9', name: 'boss', admin: true, now: T0 })).toMatchObject({ outcome: 'created', name: 'boss', admin: true })
+      expect(await b.identities.link({ issuer, sub: 's-9', name: 'boss', admin: true, now: T0 })).toMatchObject({
+        outcome: 'created',
+        name: 'boss',
+        admin: true,
+      })
       expect((await a.accounts.accountByName('boss'))!.admin).toBe(1)
 
       // A disabled account is not signed in, and nothing of the sign-in is written.
       await a.accounts.setDisabled('pat', T0 + 20, null)
       let called = false
-      const refused = await b.identities.link({ issuer, sub: 's-1', name: 'pat', admin: true, now: T0 + 21 }, () => (called = true))
+      const refused = await b.identities.link(
+        { issuer, sub: 's-1', name: 'pat', admin: true, now: T0 + 21 },
+        () => (called = true),
+      )
       expect(refused).toEqual({ outcome: 'disabled', accountId: pat.account_id, name: 'pat' })
       expect(called).toBe(false)
       expect((await a.identities.find(issuer, 's-1'))!.last_seen).toBe(T0 + 12)
@@ -152,12 +186,16 @@ describe.each([
         throw new Error('thrown after an await')
       }
       const refused = e.sqlite ? 'within must be synchronous on SQLite' : 'thrown after an await'
-      await expect(a.identities.link({ issuer, sub: 'late', name: 'late', admin: null, now: T0 }, late)).rejects.toThrow(refused)
+      await expect(
+        a.identities.link({ issuer, sub: 'late', name: 'late', admin: null, now: T0 }, late),
+      ).rejects.toThrow(refused)
       expect(await b.identities.find(issuer, 'late')).toBeNull()
       expect(await b.accounts.accountByName('late')).toBeNull()
       // A known person's sign-in: its last_seen and admin flag stay as they were.
       await a.identities.link({ issuer, sub: 'kim', name: 'kim', admin: null, now: T0 })
-      await expect(a.identities.link({ issuer, sub: 'kim', name: 'kim', admin: true, now: T0 + 5 }, late)).rejects.toThrow(refused)
+      await expect(
+        a.identities.link({ issuer, sub: 'kim', name: 'kim', admin: true, now: T0 + 5 }, late),
+      ).rejects.toThrow(refused)
       expect(await b.identities.find(issuer, 'kim')).toMatchObject({ last_seen: T0 })
       expect(await b.accounts.accountByName('kim')).toMatchObject({ admin: 0 })
     } finally {

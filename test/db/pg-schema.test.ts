@@ -54,8 +54,16 @@ const SQLITE_TYPES: Record<string, string> = { INTEGER: 'bigint', TEXT: 'text', 
 const constantDefault = (d: string | null) => (d === null ? null : /^(-?\d+|'[^']*')$/.test(d) ? d : 'expression')
 
 function sqliteShape(db: Db, table: string): Shape {
-  const info = db.query(`PRAGMA table_info("${table}")`).all() as { name: string; type: string; notnull: number; dflt_value: string | null; pk: number }[]
-  const autoincrement = /AUTOINCREMENT/i.test((db.query("SELECT sql FROM sqlite_master WHERE name = ?").get(table) as { sql: string }).sql)
+  const info = db.query(`PRAGMA table_info("${table}")`).all() as {
+    name: string
+    type: string
+    notnull: number
+    dflt_value: string | null
+    pk: number
+  }[]
+  const autoincrement = /AUTOINCREMENT/i.test(
+    (db.query('SELECT sql FROM sqlite_master WHERE name = ?').get(table) as { sql: string }).sql,
+  )
   const columns = info.map((c) => ({
     name: c.name,
     type: SQLITE_TYPES[c.type]!,
@@ -64,23 +72,58 @@ function sqliteShape(db: Db, table: string): Shape {
     notNull: c.notnull === 1 || c.pk > 0,
     default: c.pk > 0 && autoincrement ? 'identity' : constantDefault(c.dflt_value),
   }))
-  const primaryKey = info.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk).map((c) => c.name)
+  const primaryKey = info
+    .filter((c) => c.pk > 0)
+    .sort((a, b) => a.pk - b.pk)
+    .map((c) => c.name)
   const unique = new Set<string>([primaryKey.join(',')])
   const indexes: Record<string, string> = {}
-  for (const ix of db.query(`PRAGMA index_list("${table}")`).all() as { name: string; unique: number; origin: string }[]) {
-    const cols = (db.query(`PRAGMA index_info("${ix.name}")`).all() as { seqno: number; name: string }[]).sort((a, b) => a.seqno - b.seqno).map((c) => c.name).join(',')
+  for (const ix of db.query(`PRAGMA index_list("${table}")`).all() as {
+    name: string
+    unique: number
+    origin: string
+  }[]) {
+    const cols = (db.query(`PRAGMA index_info("${ix.name}")`).all() as { seqno: number; name: string }[])
+      .sort((a, b) => a.seqno - b.seqno)
+      .map((c) => c.name)
+      .join(',')
     if (ix.unique) unique.add(cols)
     else indexes[ix.name] = cols
   }
-  const foreignKeys = (db.query(`PRAGMA foreign_key_list("${table}")`).all() as { from: string; table: string; to: string; on_delete: string }[])
+  const foreignKeys = (
+    db.query(`PRAGMA foreign_key_list("${table}")`).all() as {
+      from: string
+      table: string
+      to: string
+      on_delete: string
+    }[]
+  )
     .map((f) => `${f.from} → ${f.table}(${f.to}) ON DELETE ${f.on_delete}`)
     .sort()
   const sql = (db.query('SELECT sql FROM sqlite_master WHERE name = ?').get(table) as { sql: string }).sql
-  const triggers = (db.query("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ? ORDER BY name").all(table) as { name: string }[]).map((t) => t.name)
-  return { columns, primaryKey, unique: [...unique].sort(), indexes, foreignKeys, checks: (sql.match(/\bCHECK\s*\(/gi) ?? []).length, triggers }
+  const triggers = (
+    db.query("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ? ORDER BY name").all(table) as {
+      name: string
+    }[]
+  ).map((t) => t.name)
+  return {
+    columns,
+    primaryKey,
+    unique: [...unique].sort(),
+    indexes,
+    foreignKeys,
+    checks: (sql.match(/\bCHECK\s*\(/gi) ?? []).length,
+    triggers,
+  }
 }
 
-const ON_DELETE: Record<string, string> = { a: 'NO ACTION', r: 'RESTRICT', c: 'CASCADE', n: 'SET NULL', d: 'SET DEFAULT' }
+const ON_DELETE: Record<string, string> = {
+  a: 'NO ACTION',
+  r: 'RESTRICT',
+  c: 'CASCADE',
+  n: 'SET NULL',
+  d: 'SET DEFAULT',
+}
 
 async function pgShape(sql: PgDb['sql'], table: string): Promise<Shape & { collations: string[] }> {
   const cols = await sql`
@@ -92,14 +135,21 @@ async function pgShape(sql: PgDb['sql'], table: string): Promise<Shape & { colla
     type: c.type,
     notNull: c.not_null,
     // Casts PostgreSQL adds to a constant ('redirect'::text) are not part of the value.
-    default: c.identity ? (c.generation === 'ALWAYS' ? 'identity' : 'identity by default') : constantDefault(c.dflt === null ? null : String(c.dflt).replace(/::(text|bigint|integer)$/, '')),
+    default: c.identity
+      ? c.generation === 'ALWAYS'
+        ? 'identity'
+        : 'identity by default'
+      : constantDefault(c.dflt === null ? null : String(c.dflt).replace(/::(text|bigint|integer)$/, '')),
   }))
   const ixs = await sql`
     SELECT i.relname AS name, x.indisunique AS unique, x.indisprimary AS primary,
            (SELECT string_agg(a.attname, ',' ORDER BY k.n) FROM unnest(x.indkey) WITH ORDINALITY AS k(attnum, n)
               JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = k.attnum) AS cols
     FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid WHERE x.indrelid = ${table}::regclass`
-  const unique = ixs.filter((i: any) => i.unique).map((i: any) => i.cols as string).sort()
+  const unique = ixs
+    .filter((i: any) => i.unique)
+    .map((i: any) => i.cols as string)
+    .sort()
   const primaryKey = (ixs.find((i: any) => i.primary)?.cols ?? '').split(',').filter(Boolean)
   const indexes: Record<string, string> = {}
   for (const i of ixs) if (!i.unique) indexes[i.name] = i.cols
@@ -110,25 +160,35 @@ async function pgShape(sql: PgDb['sql'], table: string): Promise<Shape & { colla
     JOIN pg_attribute r ON r.attrelid = c.confrelid AND r.attnum = c.confkey[1]
     WHERE c.contype = 'f' AND c.conrelid = ${table}::regclass AND cardinality(c.conkey) = 1`
   const foreignKeys = fks.map((f: any) => `${f.from} → ${f.table}(${f.to}) ON DELETE ${ON_DELETE[f.on_delete]}`).sort()
-  const [checks] = await sql`SELECT count(*)::int AS n FROM pg_constraint WHERE contype = 'c' AND conrelid = ${table}::regclass`
-  const triggers = (await sql`SELECT tgname AS name FROM pg_trigger WHERE tgrelid = ${table}::regclass AND NOT tgisinternal ORDER BY tgname`).map((t: any) => t.name)
+  const [checks] =
+    await sql`SELECT count(*)::int AS n FROM pg_constraint WHERE contype = 'c' AND conrelid = ${table}::regclass`
+  const triggers = (
+    await sql`SELECT tgname AS name FROM pg_trigger WHERE tgrelid = ${table}::regclass AND NOT tgisinternal ORDER BY tgname`
+  ).map((t: any) => t.name)
   const collations = cols.filter((c: any) => c.type === 'text').map((c: any) => `${c.name}: ${c.collation}`)
   return { columns, primaryKey, unique, indexes, foreignKeys, checks: checks.n, triggers, collations }
 }
 
 const sqliteTables = () =>
-  (lite.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[]).map((t) => t.name)
+  (
+    lite
+      .query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+      .all() as { name: string }[]
+  ).map((t) => t.name)
 
 describe("the PostgreSQL schema is the same as SQLite's newest, mechanically", () => {
   test('the migration lists are in step: PostgreSQL ends at the SQLite version, versions rise, the first is the baseline 14', () => {
     expect(PG_SCHEMA_VERSION).toBe(migrations.length)
     expect(pgMigrations[0]!.version).toBe(14)
-    for (let i = 1; i < pgMigrations.length; i++) expect(pgMigrations[i]!.version).toBe(pgMigrations[i - 1]!.version + 1)
+    for (let i = 1; i < pgMigrations.length; i++)
+      expect(pgMigrations[i]!.version).toBe(pgMigrations[i - 1]!.version + 1)
     expect(migrated.schema).toBe(migrations.length)
   })
 
   test('the same tables (and linkbox_schema, the version row)', async () => {
-    const tables = (await migrated.sql`SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`).map((t: any) => t.name)
+    const tables = (
+      await migrated.sql`SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`
+    ).map((t: any) => t.name)
     expect(tables.length).toBeGreaterThan(20)
     expect(tables).toEqual([...sqliteTables(), 'linkbox_schema'].sort())
   })
@@ -152,7 +212,9 @@ describe("the PostgreSQL schema is the same as SQLite's newest, mechanically", (
       expect(got.columns.map((c) => c.name)).not.toEqual(sqliteShape(lite, 'links').columns.map((c) => c.name))
       await other.sql`ALTER TABLE link_tags DROP CONSTRAINT link_tags_account_id_fkey`
       await other.sql`ALTER TABLE link_tags ADD FOREIGN KEY (account_id) REFERENCES accounts(id) ON DELETE CASCADE`
-      expect((await pgShape(other.sql, 'link_tags')).foreignKeys).not.toEqual(sqliteShape(lite, 'link_tags').foreignKeys)
+      expect((await pgShape(other.sql, 'link_tags')).foreignKeys).not.toEqual(
+        sqliteShape(lite, 'link_tags').foreignKeys,
+      )
     } finally {
       await other.close()
     }
@@ -208,7 +270,9 @@ describe('openPostgres', () => {
     }
     expect(error).toBeInstanceOf(DatabaseError)
     expect((error as Error).message).toMatch(
-      new RegExp(`^postgres://lb_[0-9a-f]+@127\\.0\\.0\\.1:\\d+/t_[0-9a-f]+ has schema ${PG_SCHEMA_VERSION + 1}, this linkbox knows ${PG_SCHEMA_VERSION}: upgrade linkbox on this node`),
+      new RegExp(
+        `^postgres://lb_[0-9a-f]+@127\\.0\\.0\\.1:\\d+/t_[0-9a-f]+ has schema ${PG_SCHEMA_VERSION + 1}, this linkbox knows ${PG_SCHEMA_VERSION}: upgrade linkbox on this node`,
+      ),
     )
     const check = new Bun.SQL(url)
     expect((await check`SELECT version FROM linkbox_schema`)[0].version).toBe(PG_SCHEMA_VERSION + 1)
@@ -245,7 +309,9 @@ describe('openPostgres', () => {
     const url = `postgres://linkbox:${password}@127.0.0.1:1/linkbox`
     const error = await openPostgres(url, { connectionTimeout: 3 }).catch((err) => err)
     expect(error).toBeInstanceOf(DatabaseError)
-    expect(error.message).toBe('postgres://linkbox:***@127.0.0.1:1/linkbox: connection refused: is PostgreSQL running on that host and port?')
+    expect(error.message).toBe(
+      'postgres://linkbox:***@127.0.0.1:1/linkbox: connection refused: is PostgreSQL running on that host and port?',
+    )
     expect(error.message).not.toContain(password)
   })
 })
@@ -254,11 +320,18 @@ describe('the triggers do what SQLite’s do', () => {
   test('link_counts: insert, delete, owner change, an account deleted (its links to owner 0, its row gone)', async () => {
     const db = await openPostgres(await pg.createDatabase())
     const { sql } = db
-    const counts = async () => Object.fromEntries((await sql`SELECT owner, links FROM link_counts ORDER BY owner`).map((r: any) => [Number(r.owner), Number(r.links)]))
+    const counts = async () =>
+      Object.fromEntries(
+        (await sql`SELECT owner, links FROM link_counts ORDER BY owner`).map((r: any) => [
+          Number(r.owner),
+          Number(r.links),
+        ]),
+      )
     try {
       const [alice] = await sql`INSERT INTO accounts (name, created) VALUES ('alice', 1) RETURNING id`
       const [bob] = await sql`INSERT INTO accounts (name, created) VALUES ('bob', 1) RETURNING id`
-      const link = (code: string, account: unknown) => sql`INSERT INTO links (code, long_url, account_id, created, updated) VALUES (${code}, 'https://example.com/', ${account}, 1, 1) RETURNING id`
+      const link = (code: string, account: unknown) =>
+        sql`INSERT INTO links (code, long_url, account_id, created, updated) VALUES (${code}, 'https://example.com/', ${account}, 1, 1) RETURNING id`
       await link('a1', alice.id)
       await link('a2', alice.id)
       const [b1] = await link('b1', bob.id)
@@ -289,7 +362,8 @@ describe('the triggers do what SQLite’s do', () => {
     const { sql } = db
     try {
       const [acc] = await sql`INSERT INTO accounts (name, created) VALUES ('m', 1) RETURNING id`
-      const [box] = await sql`INSERT INTO mailboxes (address, account_id, created, expires) VALUES ('x@localhost', ${acc.id}, 1, 2) RETURNING id`
+      const [box] =
+        await sql`INSERT INTO mailboxes (address, account_id, created, expires) VALUES ('x@localhost', ${acc.id}, 1, 2) RETURNING id`
       await sql`INSERT INTO mail_inline (blob, raw, body) VALUES ('b1', ${Buffer.from([0, 1, 2, 255])}, '{}')`
       await sql`INSERT INTO mail_inline_parts (blob, part, data) VALUES ('b1', 1, ${Buffer.from('att')})`
       const message = (size: number) =>
@@ -303,7 +377,11 @@ describe('the triggers do what SQLite’s do', () => {
       expect((await sql`SELECT messages, bytes FROM mailboxes`)[0]).toEqual({ messages: '1', bytes: '50' })
       expect((await sql`SELECT count(*)::int AS n FROM mail_inline`)[0].n).toBe(1) // still named by the other
       await sql`DELETE FROM mailboxes`
-      expect((await sql`SELECT (SELECT count(*) FROM mail_inline)::int AS a, (SELECT count(*) FROM mail_inline_parts)::int AS b`)[0]).toEqual({ a: 0, b: 0 })
+      expect(
+        (
+          await sql`SELECT (SELECT count(*) FROM mail_inline)::int AS a, (SELECT count(*) FROM mail_inline_parts)::int AS b`
+        )[0],
+      ).toEqual({ a: 0, b: 0 })
     } finally {
       await db.close()
     }
@@ -313,19 +391,24 @@ describe('the triggers do what SQLite’s do', () => {
     const db = await openPostgres(await pg.createDatabase())
     const { sql } = db
     try {
-      await expect(sql`INSERT INTO accounts (id, name, created) VALUES (5, 'x', 1)`).rejects.toThrow(/cannot insert a non-DEFAULT value into column "id"/)
+      await expect(sql`INSERT INTO accounts (id, name, created) VALUES (5, 'x', 1)`).rejects.toThrow(
+        /cannot insert a non-DEFAULT value into column "id"/,
+      )
       const [a] = await sql`INSERT INTO accounts (name, created) VALUES ('a', 1) RETURNING id`
       await sql`DELETE FROM accounts WHERE id = ${a.id}`
       const [b] = await sql`INSERT INTO accounts (name, created) VALUES ('b', 1) RETURNING id`
       expect(Number(b.id)).toBeGreaterThan(Number(a.id))
       const ids = new Set<string>()
       for (let i = 0; i < 20; i++) {
-        const [e] = await sql`INSERT INTO webhook_events (account_id, type, created, payload) VALUES (${b.id}, 'link.created', 1, '{}') RETURNING webhook_id`
+        const [e] =
+          await sql`INSERT INTO webhook_events (account_id, type, created, payload) VALUES (${b.id}, 'link.created', 1, '{}') RETURNING webhook_id`
         expect(e.webhook_id).toMatch(/^msg_[0-9a-f]{32}$/)
         ids.add(e.webhook_id)
       }
       expect(ids.size).toBe(20)
-      await expect(sql`INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (1, 1, 'sent', 1)`).rejects.toThrow(/check constraint|foreign key/)
+      await expect(
+        sql`INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (1, 1, 'sent', 1)`,
+      ).rejects.toThrow(/check constraint|foreign key/)
     } finally {
       await db.close()
     }

@@ -1,7 +1,12 @@
 // The daily counts (db/daily-counts.ts) on both engines: two nodes racing for the last uses of a day give exactly
 // the limit. (Flashes: dashboard-contract.test.ts; day keys and visitor hashes: clicks-contract.test.ts.)
 import { describe, expect, test } from 'bun:test'
-import { createSharedDailyLimiter, postgresDailyCountRows, sqliteDailyCountRows, type DailyCountRows } from '../support/state-stores'
+import {
+  createSharedDailyLimiter,
+  postgresDailyCountRows,
+  sqliteDailyCountRows,
+  type DailyCountRows,
+} from '../support/state-stores'
 import { engineHarness } from '../support/engines'
 
 interface Node {
@@ -43,7 +48,10 @@ async function postgresEngine(): Promise<Engine> {
 const T0 = 1_800_000_000_000
 const DAY = 86_400_000
 
-for (const [name, make] of [['SQLite', sqliteEngine], ['PostgreSQL', postgresEngine]] as const) {
+for (const [name, make] of [
+  ['SQLite', sqliteEngine],
+  ['PostgreSQL', postgresEngine],
+] as const) {
   describe(name, () => {
     test('daily counts: two nodes racing for a day of 10 give exactly 10; another day starts again; old days swept', async () => {
       const e = await make()
@@ -53,7 +61,9 @@ for (const [name, make] of [['SQLite', sqliteEngine], ['PostgreSQL', postgresEng
         const key = Buffer.alloc(32, 1)
         const l1 = createSharedDailyLimiter({ rows: n1.counts, keyOf: async () => key, scope: 'anon', clock: () => t })
         const l2 = createSharedDailyLimiter({ rows: n2.counts, keyOf: async () => key, scope: 'anon', clock: () => t })
-        const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 ? l1 : l2).hit('198.51.100.1', 10)))
+        const answers = await Promise.all(
+          Array.from({ length: 30 }, (_, i) => (i % 2 ? l1 : l2).hit('198.51.100.1', 10)),
+        )
         expect(answers.filter((d) => d.allowed)).toHaveLength(10)
         expect(answers.filter((d) => !d.allowed).every((d) => d.remaining === 0 && d.reset > 0)).toBe(true)
         const rows = await e.rows('daily_counts')

@@ -47,7 +47,14 @@ const link = (code: string, accountId: number) => ({
   rules: null,
   split: null,
 })
-const ALL = { actor: null, action: null, from: 0, to: Number.MAX_SAFE_INTEGER, before: Number.MAX_SAFE_INTEGER, limit: 10 }
+const ALL = {
+  actor: null,
+  action: null,
+  from: 0,
+  to: Number.MAX_SAFE_INTEGER,
+  before: Number.MAX_SAFE_INTEGER,
+  limit: 10,
+}
 const auditRow = (target: string) => ({
   at: NOW,
   actorKind: 'account' as const,
@@ -73,9 +80,20 @@ test('both engines give the same stores', async () => {
 describe.each(ENGINES)('one within for both engines, on %s', (_name, engine) => {
   /** An account with an endpoint subscribed to link.created, so an event makes a delivery. */
   async function owner(s: Storages<any>) {
-    const made = await s.accounts.createAccount({ name: 'owner', passwordHash: null, admin: false, now: NOW, key: null })
+    const made = await s.accounts.createAccount({
+      name: 'owner',
+      passwordHash: null,
+      admin: false,
+      now: NOW,
+      key: null,
+    })
     if (!made.ok) throw new Error('account')
-    const endpoint = await s.endpoints.insertUnder(made.account.id, 10, { url: 'https://hooks.example/in', events: 'link.created', secret: 'whsec_x', now: NOW })
+    const endpoint = await s.endpoints.insertUnder(made.account.id, 10, {
+      url: 'https://hooks.example/in',
+      events: 'link.created',
+      secret: 'whsec_x',
+      now: NOW,
+    })
     if (typeof endpoint === 'string') throw new Error(endpoint)
     return made.account.id
   }

@@ -5,7 +5,14 @@ import type { SQL } from 'bun'
 import type { Db } from '../../src/db/sqlite'
 import { postgresEndpointRows, postgresWebhookQueue } from '../../src/webhooks/storage/postgres'
 import { sqliteEndpointRows, sqliteWebhookQueue } from '../../src/webhooks/storage/sqlite'
-import type { EndpointRow, EndpointRows, LeasedAttempt, NewEndpoint, NewEvent, WebhookQueue } from '../../src/webhooks/storage/contract'
+import type {
+  EndpointRow,
+  EndpointRows,
+  LeasedAttempt,
+  NewEndpoint,
+  NewEvent,
+  WebhookQueue,
+} from '../../src/webhooks/storage/contract'
 import { engineHarness, postgresTransaction, sqliteTransaction } from '../support/engines'
 
 const engines = engineHarness()
@@ -31,15 +38,35 @@ async function sqliteEndpoints(): Promise<EndpointsEngine> {
   const { main, connect, close } = engines.sqlite('linkbox-endpoints-')
   return {
     node: () => sqliteEndpointRows(connect()),
-    account: async (name) => Number((main.query('INSERT INTO accounts (name, created) VALUES (?, 0) RETURNING id').get(name) as { id: number }).id),
+    account: async (name) =>
+      Number(
+        (main.query('INSERT INTO accounts (name, created) VALUES (?, 0) RETURNING id').get(name) as { id: number }).id,
+      ),
     removeAccount: async (id) => void main.query('DELETE FROM accounts WHERE id = ?').run(id),
     async delivery(accountId, endpointId, state, attempts) {
-      const ev = main.query("INSERT INTO webhook_events (account_id, type, created, payload) VALUES (?, 'link.created', 0, '{}') RETURNING id").get(accountId) as { id: number }
-      return (main.query('INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at, attempts) VALUES (?, ?, ?, 5, ?) RETURNING id').get(ev.id, endpointId, state, attempts) as { id: number }).id
+      const ev = main
+        .query(
+          "INSERT INTO webhook_events (account_id, type, created, payload) VALUES (?, 'link.created', 0, '{}') RETURNING id",
+        )
+        .get(accountId) as { id: number }
+      return (
+        main
+          .query(
+            'INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at, attempts) VALUES (?, ?, ?, 5, ?) RETURNING id',
+          )
+          .get(ev.id, endpointId, state, attempts) as { id: number }
+      ).id
     },
-    deliveries: async (endpointId) => main.query('SELECT state, attempts, next_at FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY id').all(endpointId) as any[],
-    note: (tx: Db, text) => tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
-    notes: async () => (main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]).map((r) => r.detail),
+    deliveries: async (endpointId) =>
+      main
+        .query('SELECT state, attempts, next_at FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY id')
+        .all(endpointId) as any[],
+    note: (tx: Db, text) =>
+      tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
+    notes: async () =>
+      (
+        main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]
+      ).map((r) => r.detail),
     close,
   }
 }
@@ -49,28 +76,44 @@ async function postgresEndpoints(): Promise<EndpointsEngine> {
   const sql = main.sql
   return {
     node: () => postgresEndpointRows(pool()),
-    account: async (name) => Number((await sql`INSERT INTO accounts (name, created) VALUES (${name}, 0) RETURNING id`)[0].id),
+    account: async (name) =>
+      Number((await sql`INSERT INTO accounts (name, created) VALUES (${name}, 0) RETURNING id`)[0].id),
     removeAccount: async (id) => void (await sql`DELETE FROM accounts WHERE id = ${id}`),
     async delivery(accountId, endpointId, state, attempts) {
-      const [ev] = await sql`INSERT INTO webhook_events (account_id, type, created, payload) VALUES (${accountId}, 'link.created', 0, '{}') RETURNING id`
-      return Number((await sql`INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at, attempts) VALUES (${ev.id}, ${endpointId}, ${state}, 5, ${attempts}) RETURNING id`)[0].id)
+      const [ev] =
+        await sql`INSERT INTO webhook_events (account_id, type, created, payload) VALUES (${accountId}, 'link.created', 0, '{}') RETURNING id`
+      return Number(
+        (
+          await sql`INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at, attempts) VALUES (${ev.id}, ${endpointId}, ${state}, 5, ${attempts}) RETURNING id`
+        )[0].id,
+      )
     },
     deliveries: async (endpointId) =>
-      (await sql`SELECT state, attempts, next_at FROM webhook_deliveries WHERE endpoint_id = ${endpointId} ORDER BY id`).map((r: any) => ({ state: r.state, attempts: Number(r.attempts), next_at: Number(r.next_at) })),
-    note: (tx: SQL, text) => tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
-    notes: async () => (await sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map((r: { detail: string }) => r.detail),
+      (
+        await sql`SELECT state, attempts, next_at FROM webhook_deliveries WHERE endpoint_id = ${endpointId} ORDER BY id`
+      ).map((r: any) => ({ state: r.state, attempts: Number(r.attempts), next_at: Number(r.next_at) })),
+    note: (tx: SQL, text) =>
+      tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
+    notes: async () =>
+      (await sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map(
+        (r: { detail: string }) => r.detail,
+      ),
     close,
   }
 }
 
-const made = (n: number, events = 'link.created'): NewEndpoint => ({ url: `https://hooks.example/${n}`, events, secret: `whsec_${n}`, now: T0 + n })
+const made = (n: number, events = 'link.created'): NewEndpoint => ({
+  url: `https://hooks.example/${n}`,
+  events,
+  secret: `whsec_${n}`,
+  now: T0 + n,
+})
 const row = (r: EndpointRow | 'full' | 'no_account' | null) => r as EndpointRow
 
 describe.each([
   ['SQLite', sqliteEndpoints],
   ['PostgreSQL', postgresEndpoints],
 ] as const)('webhook endpoints on %s', (_name, makeEngine) => {
-
   test('an async `within` throws and stores nothing: SQLite refuses it, PostgreSQL rolls back what it wrote before the throw', async () => {
     const e = await makeEngine()
     try {
@@ -83,7 +126,14 @@ describe.each([
       await expect(a.insertUnder(ann, 2, made(1), late)).rejects.toThrow()
       expect(await a.endpointsOf(ann)).toEqual([])
       const kept = row(await a.insertUnder(ann, 2, made(2)))
-      await expect(a.update(kept.id, ann, (now) => ({ url: 'https://hooks.example/changed', events: now.events, enabled: true, disabledReason: null }), late)).rejects.toThrow()
+      await expect(
+        a.update(
+          kept.id,
+          ann,
+          (now) => ({ url: 'https://hooks.example/changed', events: now.events, enabled: true, disabledReason: null }),
+          late,
+        ),
+      ).rejects.toThrow()
       await expect(a.remove(kept.id, late)).rejects.toThrow()
       expect((await a.endpoint(kept.id))!.url).toBe(kept.url)
       expect(await e.notes()).toEqual([])
@@ -97,7 +147,11 @@ describe.each([
     try {
       const [a, b] = [e.node(), e.node()]
       const [ann, bob] = [await e.account('ann'), await e.account('bob')]
-      const first = row(await a.insertUnder(ann, 2, made(1, 'link.created,link.deleted'), (tx, r, owner) => e.note(tx, `made ${r.id} of ${owner}`)))
+      const first = row(
+        await a.insertUnder(ann, 2, made(1, 'link.created,link.deleted'), (tx, r, owner) =>
+          e.note(tx, `made ${r.id} of ${owner}`),
+        ),
+      )
       expect(first).toEqual({
         id: expect.any(Number),
         account_id: ann,
@@ -125,7 +179,10 @@ describe.each([
       expect(await a.insertUnder(ann, 2, made(4), (tx) => e.note(tx, 'never'))).toBe('full')
       const other = row(await a.insertUnder(bob, 2, made(5)))
       expect(await b.countOf(ann)).toBe(2)
-      expect(await b.endpointsOf(ann)).toEqual([{ ...first, account_name: 'ann' }, { ...second, account_name: 'ann' }])
+      expect(await b.endpointsOf(ann)).toEqual([
+        { ...first, account_name: 'ann' },
+        { ...second, account_name: 'ann' },
+      ])
       expect((await a.allEndpoints()).map((r) => [r.id, r.account_name])).toEqual([
         [first.id, 'ann'],
         [second.id, 'ann'],
@@ -154,7 +211,11 @@ describe.each([
       const ann = await e.account('ann')
       for (let round = 0; round < 12; round++) {
         // One place left: the limit is what the account has, plus one.
-        const results = await Promise.all([a, b].map((node, i) => node.insertUnder(ann, round + 1, made(10 * round + i), (tx, r) => e.note(tx, `${round}:${r.url}`))))
+        const results = await Promise.all(
+          [a, b].map((node, i) =>
+            node.insertUnder(ann, round + 1, made(10 * round + i), (tx, r) => e.note(tx, `${round}:${r.url}`)),
+          ),
+        )
         expect(results.filter((r) => r === 'full')).toHaveLength(1)
         expect(await a.countOf(ann)).toBe(round + 1)
       }
@@ -173,26 +234,61 @@ describe.each([
       const after = await b.update(
         ep.id,
         ann,
-        (now) => ({ url: now.url, events: `${now.events},link.deleted`, enabled: false, disabledReason: 'disabled by its owner' }),
+        (now) => ({
+          url: now.url,
+          events: `${now.events},link.deleted`,
+          enabled: false,
+          disabledReason: 'disabled by its owner',
+        }),
         (tx, before, after, owner) => e.note(tx, `${owner}: ${before.events} → ${after.events}`),
       )
-      expect(after).toEqual({ ...ep, events: 'link.created,link.deleted', enabled: 0, disabled_reason: 'disabled by its owner' })
+      expect(after).toEqual({
+        ...ep,
+        events: 'link.created,link.deleted',
+        enabled: 0,
+        disabled_reason: 'disabled by its owner',
+      })
       expect(await e.notes()).toEqual(['ann: link.created → link.created,link.deleted'])
-      expect(await a.update(ep.id, bob, (now) => ({ ...now, enabled: true, disabledReason: null }), (tx) => e.note(tx, 'never'))).toBeNull()
+      expect(
+        await a.update(
+          ep.id,
+          bob,
+          (now) => ({ ...now, enabled: true, disabledReason: null }),
+          (tx) => e.note(tx, 'never'),
+        ),
+      ).toBeNull()
       await expect(
-        a.update(ep.id, ann, (now) => ({ url: 'https://changed.example/', events: now.events, enabled: true, disabledReason: null }), () => {
-          throw new Error('audit failed')
-        }),
+        a.update(
+          ep.id,
+          ann,
+          (now) => ({ url: 'https://changed.example/', events: now.events, enabled: true, disabledReason: null }),
+          () => {
+            throw new Error('audit failed')
+          },
+        ),
       ).rejects.toThrow('audit failed')
       expect(await b.endpoint(ep.id)).toEqual(after)
 
       // Round after round, one node changes the URL while the other changes the events: both changes stay.
       for (let round = 0; round < 12; round++) {
         await Promise.all([
-          a.update(ep.id, ann, (now) => ({ url: `https://hooks.example/round-${round}`, events: now.events, enabled: now.enabled === 1, disabledReason: now.disabled_reason })),
-          b.update(ep.id, ann, (now) => ({ url: now.url, events: round % 2 ? 'link.created' : 'link.deleted', enabled: now.enabled === 1, disabledReason: now.disabled_reason })),
+          a.update(ep.id, ann, (now) => ({
+            url: `https://hooks.example/round-${round}`,
+            events: now.events,
+            enabled: now.enabled === 1,
+            disabledReason: now.disabled_reason,
+          })),
+          b.update(ep.id, ann, (now) => ({
+            url: now.url,
+            events: round % 2 ? 'link.created' : 'link.deleted',
+            enabled: now.enabled === 1,
+            disabledReason: now.disabled_reason,
+          })),
         ])
-        expect(await a.endpoint(ep.id)).toMatchObject({ url: `https://hooks.example/round-${round}`, events: round % 2 ? 'link.created' : 'link.deleted' })
+        expect(await a.endpoint(ep.id)).toMatchObject({
+          url: `https://hooks.example/round-${round}`,
+          events: round % 2 ? 'link.created' : 'link.deleted',
+        })
       }
 
       expect(await a.remove(ep.id)).not.toBeNull()
@@ -208,7 +304,9 @@ describe.each([
       const [a, b] = [e.node(), e.node()]
       const [ann, bob] = [await e.account('ann'), await e.account('bob')]
       const ep = row(await a.insertUnder(ann, 20, made(1)))
-      expect(await b.rotateSecret(ep.id, ann, 'whsec_new', (tx, r, owner) => e.note(tx, `rotated ${r.id} of ${owner}`))).toEqual({ ...ep, secret: 'whsec_new' })
+      expect(
+        await b.rotateSecret(ep.id, ann, 'whsec_new', (tx, r, owner) => e.note(tx, `rotated ${r.id} of ${owner}`)),
+      ).toEqual({ ...ep, secret: 'whsec_new' })
       expect((await a.endpoint(ep.id))!.secret).toBe('whsec_new')
       expect(await a.rotateSecret(ep.id, bob, 'whsec_bobs', (tx) => e.note(tx, 'never'))).toBeNull()
       await expect(
@@ -221,7 +319,10 @@ describe.each([
 
       for (let round = 0; round < 10; round++) {
         const target = row(await a.insertUnder(ann, 20, made(100 + round)))
-        const [rotated, removed] = await Promise.all([a.rotateSecret(target.id, ann, `whsec_r${round}`), b.remove(target.id)])
+        const [rotated, removed] = await Promise.all([
+          a.rotateSecret(target.id, ann, `whsec_r${round}`),
+          b.remove(target.id),
+        ])
         expect(removed).not.toBeNull()
         // Rotated first: the deletion removed the rotated row. Deleted first: nothing was rotated.
         if (rotated) expect(removed!.secret).toBe(`whsec_r${round}`)
@@ -243,7 +344,9 @@ describe.each([
       await e.delivery(ann, ep.id, 'ok', 1)
       await e.delivery(ann, ep.id, 'failed', 6)
       await e.delivery(ann, keep.id, 'failed', 6)
-      const requeued = await b.requeueFailed(ep.id, T0 + 50, (tx, r, n, owner) => e.note(tx, `${n} of ${r.id} of ${owner}`))
+      const requeued = await b.requeueFailed(ep.id, T0 + 50, (tx, r, n, owner) =>
+        e.note(tx, `${n} of ${r.id} of ${owner}`),
+      )
       expect(requeued).toEqual({ row: ep, n: 2 })
       expect(await e.deliveries(ep.id)).toEqual([
         { state: 'pending', attempts: 0, next_at: T0 + 50 },
@@ -253,7 +356,11 @@ describe.each([
       expect(await e.deliveries(keep.id)).toEqual([{ state: 'failed', attempts: 6, next_at: 5 }])
       expect(await a.requeueFailed(ep.id, T0 + 60)).toEqual({ row: ep, n: 0 })
 
-      const removed = await Promise.all([a, b].map((node, i) => node.remove(ep.id, (tx, r, owner) => e.note(tx, `removed ${r.id} of ${owner} by ${i}`))))
+      const removed = await Promise.all(
+        [a, b].map((node, i) =>
+          node.remove(ep.id, (tx, r, owner) => e.note(tx, `removed ${r.id} of ${owner} by ${i}`)),
+        ),
+      )
       expect(removed.filter((r) => r !== null)).toEqual([ep])
       expect(await e.deliveries(ep.id)).toEqual([])
       expect(await b.requeueFailed(ep.id, T0 + 70, (tx) => e.note(tx, 'never'))).toBeNull()
@@ -307,7 +414,17 @@ interface QueueEngine {
   close(): Promise<void>
 }
 
-const NUMBERS = ['id', 'event_id', 'endpoint_id', 'attempts', 'next_at', 'claimed_until', 'last_status', 'enabled', 'failing'] as const
+const NUMBERS = [
+  'id',
+  'event_id',
+  'endpoint_id',
+  'attempts',
+  'next_at',
+  'claimed_until',
+  'last_status',
+  'enabled',
+  'failing',
+] as const
 const numbers = <T>(r: any): T => {
   const out = { ...r }
   for (const k of NUMBERS) if (k in out && out[k] !== null) out[k] = Number(out[k])
@@ -321,17 +438,35 @@ async function sqliteQueue(): Promise<QueueEngine> {
       const db = connect()
       return { queue: sqliteWebhookQueue(db), inTransaction: (work, rollback) => sqliteTransaction(db, work, rollback) }
     },
-    account: async (name) => Number((main.query('INSERT INTO accounts (name, created) VALUES (?, 0) RETURNING id').get(name) as { id: number }).id),
+    account: async (name) =>
+      Number(
+        (main.query('INSERT INTO accounts (name, created) VALUES (?, 0) RETURNING id').get(name) as { id: number }).id,
+      ),
     endpoint: async (accountId, events, enabled = true) =>
       Number(
-        (main.query("INSERT INTO webhook_endpoints (account_id, url, events, secret, enabled, created) VALUES (?, 'https://hooks.example.com/in', ?, 'whsec_x', ?, 0) RETURNING id").get(accountId, events, enabled ? 1 : 0) as { id: number })
-          .id,
+        (
+          main
+            .query(
+              "INSERT INTO webhook_endpoints (account_id, url, events, secret, enabled, created) VALUES (?, 'https://hooks.example.com/in', ?, 'whsec_x', ?, 0) RETURNING id",
+            )
+            .get(accountId, events, enabled ? 1 : 0) as { id: number }
+        ).id,
       ),
-    endpointRow: async (id) => main.query('SELECT enabled, failing, disabled_reason FROM webhook_endpoints WHERE id = ?').get(id) as any,
-    deliveries: async () => main.query('SELECT id, event_id, endpoint_id, state, attempts, next_at, claimed_until, last_status, last_error FROM webhook_deliveries ORDER BY id').all() as DeliveryRow[],
+    endpointRow: async (id) =>
+      main.query('SELECT enabled, failing, disabled_reason FROM webhook_endpoints WHERE id = ?').get(id) as any,
+    deliveries: async () =>
+      main
+        .query(
+          'SELECT id, event_id, endpoint_id, state, attempts, next_at, claimed_until, last_status, last_error FROM webhook_deliveries ORDER BY id',
+        )
+        .all() as DeliveryRow[],
     events: async () => main.query('SELECT id, type, webhook_id, payload FROM webhook_events ORDER BY id').all() as any,
-    note: (tx: Db, text) => tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
-    notes: async () => (main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]).map((r) => r.detail),
+    note: (tx: Db, text) =>
+      tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
+    notes: async () =>
+      (
+        main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]
+      ).map((r) => r.detail),
     exec: async (text, ...params) => void main.query(text.replace(/\$(\d+)/g, '?$1')).run(...params),
     close,
   }
@@ -342,19 +477,33 @@ async function postgresQueue(): Promise<QueueEngine> {
   return {
     node() {
       const sql = pool()
-      return { queue: postgresWebhookQueue(sql), inTransaction: (work, rollback) => postgresTransaction(sql, work, rollback) }
+      return {
+        queue: postgresWebhookQueue(sql),
+        inTransaction: (work, rollback) => postgresTransaction(sql, work, rollback),
+      }
     },
-    account: async (name) => Number((await main.sql`INSERT INTO accounts (name, created) VALUES (${name}, 0) RETURNING id`)[0].id),
+    account: async (name) =>
+      Number((await main.sql`INSERT INTO accounts (name, created) VALUES (${name}, 0) RETURNING id`)[0].id),
     endpoint: async (accountId, events, enabled = true) =>
       Number(
-        (await main.sql`INSERT INTO webhook_endpoints (account_id, url, events, secret, enabled, created) VALUES (${accountId}, 'https://hooks.example.com/in', ${events}, 'whsec_x', ${enabled ? 1 : 0}, 0) RETURNING id`)[0].id,
+        (
+          await main.sql`INSERT INTO webhook_endpoints (account_id, url, events, secret, enabled, created) VALUES (${accountId}, 'https://hooks.example.com/in', ${events}, 'whsec_x', ${enabled ? 1 : 0}, 0) RETURNING id`
+        )[0].id,
       ),
-    endpointRow: async (id) => numbers((await main.sql`SELECT enabled, failing, disabled_reason FROM webhook_endpoints WHERE id = ${id}`)[0]),
+    endpointRow: async (id) =>
+      numbers((await main.sql`SELECT enabled, failing, disabled_reason FROM webhook_endpoints WHERE id = ${id}`)[0]),
     deliveries: async () =>
-      (await main.sql`SELECT id, event_id, endpoint_id, state, attempts, next_at, claimed_until, last_status, last_error FROM webhook_deliveries ORDER BY id`).map(numbers<DeliveryRow>),
-    events: async () => (await main.sql`SELECT id, type, webhook_id, payload FROM webhook_events ORDER BY id`).map(numbers<any>),
-    note: (tx: SQL, text) => tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
-    notes: async () => (await main.sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map((r: { detail: string }) => r.detail),
+      (
+        await main.sql`SELECT id, event_id, endpoint_id, state, attempts, next_at, claimed_until, last_status, last_error FROM webhook_deliveries ORDER BY id`
+      ).map(numbers<DeliveryRow>),
+    events: async () =>
+      (await main.sql`SELECT id, type, webhook_id, payload FROM webhook_events ORDER BY id`).map(numbers<any>),
+    note: (tx: SQL, text) =>
+      tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
+    notes: async () =>
+      (await main.sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map(
+        (r: { detail: string }) => r.detail,
+      ),
     exec: async (text, ...params) => void (await main.sql.unsafe(text, params)),
     close,
   }
@@ -364,8 +513,18 @@ const DAY = 86_400_000
 /** What the sweep is given: events created before it (7 days before T0) with nothing pending go. */
 const BEFORE = T0 - 7 * DAY
 const LONG_AGO = T0 - 30 * DAY
-const event = (accountId: number, type: NewEvent['type'] = 'link.created', code = 'abc'): NewEvent => ({ accountId, type, at: T0 - 5, data: { code } })
-const attempt = (d: { id: number; lease: number }, status: number | null, at: number, error: string | null = status === null ? 'network' : `HTTP ${status}`): LeasedAttempt => ({
+const event = (accountId: number, type: NewEvent['type'] = 'link.created', code = 'abc'): NewEvent => ({
+  accountId,
+  type,
+  at: T0 - 5,
+  data: { code },
+})
+const attempt = (
+  d: { id: number; lease: number },
+  status: number | null,
+  at: number,
+  error: string | null = status === null ? 'network' : `HTTP ${status}`,
+): LeasedAttempt => ({
   id: d.id,
   lease: d.lease,
   status,
@@ -378,7 +537,6 @@ describe.each([
   ['SQLite', sqliteQueue],
   ['PostgreSQL', postgresQueue],
 ] as const)('webhook queue on %s', (_name, makeEngine) => {
-
   test('an async `within` of markGone throws and stores nothing: the endpoint stays enabled, its deliveries pending', async () => {
     const e = await makeEngine()
     try {
@@ -391,7 +549,9 @@ describe.each([
         await e.note(tx, 'written before the await')
         throw new Error('thrown after an await')
       }
-      await expect(a.queue.markGone(attempt(d!, 410, T0 + 1), hook, 'the receiver answered 410 Gone', late)).rejects.toThrow()
+      await expect(
+        a.queue.markGone(attempt(d!, 410, T0 + 1), hook, 'the receiver answered 410 Gone', late),
+      ).rejects.toThrow()
       expect(await e.endpointRow(hook)).toEqual({ enabled: 1, failing: 0, disabled_reason: null })
       expect((await e.deliveries()).map((r) => [r.state, r.attempts])).toEqual([['pending', 0]])
       expect(await e.notes()).toEqual([])
@@ -411,17 +571,25 @@ describe.each([
       await e.endpoint(bob, 'link.created')
 
       expect(await node.inTransaction((tx) => node.queue.enqueue(tx, event(alice), T0))).toBe(1)
-      expect(await node.inTransaction((tx) => node.queue.enqueue(tx, event(alice, 'link.deleted', 'gone'), T0 + 1))).toBe(2)
+      expect(
+        await node.inTransaction((tx) => node.queue.enqueue(tx, event(alice, 'link.deleted', 'gone'), T0 + 1)),
+      ).toBe(2)
       // Nobody of alice's subscribes to clicks: no event row either.
       expect(await node.inTransaction((tx) => node.queue.enqueue(tx, event(alice, 'link.clicked'), T0))).toBe(0)
       // Rolled back with the change: nothing.
-      expect(await node.inTransaction((tx) => node.queue.enqueue(tx, event(alice, 'link.created', 'undone'), T0), true)).toBe(1)
+      expect(
+        await node.inTransaction((tx) => node.queue.enqueue(tx, event(alice, 'link.created', 'undone'), T0), true),
+      ).toBe(1)
 
       const events = await e.events()
       expect(events.map((r) => r.type)).toEqual(['link.created', 'link.deleted'])
       for (const r of events) expect(r.webhook_id).toMatch(/^msg_[0-9a-f]{32}$/)
       expect(events[0]!.webhook_id).not.toBe(events[1]!.webhook_id)
-      expect(JSON.parse(events[1]!.payload)).toEqual({ type: 'link.deleted', timestamp: new Date(T0 - 5).toISOString(), data: { code: 'gone' } })
+      expect(JSON.parse(events[1]!.payload)).toEqual({
+        type: 'link.deleted',
+        timestamp: new Date(T0 - 5).toISOString(),
+        data: { code: 'gone' },
+      })
       const rows = await e.deliveries()
       expect(rows.map((r) => [r.event_id, r.endpoint_id, r.state, r.attempts, r.next_at, r.claimed_until])).toEqual([
         [events[0]!.id, both, 'pending', 0, T0, 0],
@@ -449,7 +617,17 @@ describe.each([
       // Endpoint one is busy on this node: only two's row of the first event.
       const first = await a.queue.claim(T0, { limit: 10, busy: [one], leaseMs: 1_000 })
       expect(first).toEqual([
-        { id: expect.any(Number), event_id: ev1!.id, webhook_id: ev1!.webhook_id, endpoint_id: two, attempts: 0, url: 'https://hooks.example.com/in', secret: 'whsec_x', payload: ev1!.payload, lease: T0 + 1_000 },
+        {
+          id: expect.any(Number),
+          event_id: ev1!.id,
+          webhook_id: ev1!.webhook_id,
+          endpoint_id: two,
+          attempts: 0,
+          url: 'https://hooks.example.com/in',
+          secret: 'whsec_x',
+          payload: ev1!.payload,
+          lease: T0 + 1_000,
+        },
       ])
       // Held: the other node does not get it; it gets one's row, oldest first, one at a time.
       const second = await b.queue.claim(T0 + 1, { limit: 1, leaseMs: 1_000 })
@@ -501,11 +679,18 @@ describe.each([
       expect(await a.queue.markRetry(attempt(d2!, 500, T0 + 5_001), T0 + 6_000)).toBe(false)
       expect(await a.queue.markFailed(attempt(d2!, 500, T0 + 5_001), hook)).toBe(false)
       let rows = await e.deliveries()
-      expect(rows.find((r) => r.id === d2!.id)).toMatchObject({ state: 'pending', attempts: 0, claimed_until: T0 + 6_000, last_status: null })
+      expect(rows.find((r) => r.id === d2!.id)).toMatchObject({
+        state: 'pending',
+        attempts: 0,
+        claimed_until: T0 + 6_000,
+        last_status: null,
+      })
 
       // b gives up on both: the first failure turns the endpoint failing, the second does not turn it again.
       expect(await b.queue.markFailed(attempt(retried!, 500, T0 + 5_100), hook)).toBe(true)
-      expect(await b.queue.markFailed(attempt(taken!, null, T0 + 5_100, 'timeout: no answer within 15 s'), hook)).toBe(false)
+      expect(await b.queue.markFailed(attempt(taken!, null, T0 + 5_100, 'timeout: no answer within 15 s'), hook)).toBe(
+        false,
+      )
       expect(await e.endpointRow(hook)).toMatchObject({ enabled: 1, failing: 1 })
       rows = await e.deliveries()
       expect(rows.map((r) => [r.state, r.attempts, r.claimed_until, r.last_status, r.last_error])).toEqual([
@@ -520,18 +705,36 @@ describe.each([
       expect(d3again!.id).toBe(d3!.id)
       await a.queue.markOk(attempt(d3!, 200, T0 + 7_001), hook)
       expect(await b.queue.markRetry(attempt(d3again!, 502, T0 + 7_002), T0 + 9_000)).toBe(false)
-      expect((await e.deliveries()).at(-1)).toMatchObject({ state: 'ok', attempts: 1, last_status: 200, claimed_until: 0 })
+      expect((await e.deliveries()).at(-1)).toMatchObject({
+        state: 'ok',
+        attempts: 1,
+        last_status: 200,
+        claimed_until: 0,
+      })
       expect(await e.endpointRow(hook)).toMatchObject({ failing: 0 })
 
       // The delivery log and the counts, the same shapes on both engines.
       const log = await b.queue.log(hook, 10)
       const events = await e.events()
-      expect(log.map((r) => [r.event_id, r.webhook_id, r.type, r.state, r.attempts, r.last_status, r.last_ms])).toEqual([
-        [events[2]!.id, events[2]!.webhook_id, 'link.created', 'ok', 1, 200, 12],
-        [events[1]!.id, events[1]!.webhook_id, 'link.created', 'failed', 1, null, 12],
-        [events[0]!.id, events[0]!.webhook_id, 'link.created', 'failed', 2, 500, 12],
-      ])
-      expect(log[0]).toEqual({ event_id: events[2]!.id, webhook_id: events[2]!.webhook_id, type: 'link.created', state: 'ok', attempts: 1, last_status: 200, last_error: null, last_ms: 12, last_at: T0 + 7_001, next_at: T0 + 6_000 })
+      expect(log.map((r) => [r.event_id, r.webhook_id, r.type, r.state, r.attempts, r.last_status, r.last_ms])).toEqual(
+        [
+          [events[2]!.id, events[2]!.webhook_id, 'link.created', 'ok', 1, 200, 12],
+          [events[1]!.id, events[1]!.webhook_id, 'link.created', 'failed', 1, null, 12],
+          [events[0]!.id, events[0]!.webhook_id, 'link.created', 'failed', 2, 500, 12],
+        ],
+      )
+      expect(log[0]).toEqual({
+        event_id: events[2]!.id,
+        webhook_id: events[2]!.webhook_id,
+        type: 'link.created',
+        state: 'ok',
+        attempts: 1,
+        last_status: 200,
+        last_error: null,
+        last_ms: 12,
+        last_at: T0 + 7_001,
+        next_at: T0 + 6_000,
+      })
       expect(await b.queue.log(hook, 1)).toHaveLength(1)
       expect(await a.queue.counts(alice)).toEqual([{ endpoint_id: hook, ok: 1, failed: 2, pending: 0, retrying: 0 }])
     } finally {
@@ -545,19 +748,25 @@ describe.each([
       const [a, b] = [e.node(), e.node()]
       const alice = await e.account('alice')
       const hook = await e.endpoint(alice, 'link.created')
-      for (let i = 0; i < 4; i++) await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice, 'link.created', `c${i}`), T0))
+      for (let i = 0; i < 4; i++)
+        await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice, 'link.created', `c${i}`), T0))
       const [d1, d2, d3, d4] = await a.queue.claim(T0, { limit: 10, leaseMs: 1_000 })
       expect(await a.queue.renew([], T0 + 9_999)).toEqual([])
       expect(await a.queue.release([])).toBe(0)
 
       // Renewed before it ran out: the rows stay a's past their first lease; b gets none of them.
-      const renewed = await a.queue.renew([d1!, d2!, d3!, d4!].map((d) => ({ id: d.id, lease: d.lease })), T0 + 1_900)
+      const renewed = await a.queue.renew(
+        [d1!, d2!, d3!, d4!].map((d) => ({ id: d.id, lease: d.lease })),
+        T0 + 1_900,
+      )
       expect(renewed.sort((x, y) => x - y)).toEqual([d1!.id, d2!.id, d3!.id, d4!.id])
       expect(await b.queue.claim(T0 + 1_500, { limit: 10 })).toEqual([])
       expect(await b.queue.nextDue(T0 + 1_500)).toBe(T0 + 1_900)
       // The old lease is no longer the fence: a result under it writes nothing, under the renewed one it does.
       expect(await a.queue.markRetry(attempt(d4!, 503, T0 + 1_600), T0 + 60_000)).toBe(false)
-      expect(await a.queue.markRetry(attempt({ id: d4!.id, lease: T0 + 1_900 }, 503, T0 + 1_600), T0 + 60_000)).toBe(true)
+      expect(await a.queue.markRetry(attempt({ id: d4!.id, lease: T0 + 1_900 }, 503, T0 + 1_600), T0 + 60_000)).toBe(
+        true,
+      )
 
       // d1 finished, d2's lease runs out and b takes it: a renewal naming them (or an old lease) renews nothing of them.
       await a.queue.markOk(attempt({ id: d1!.id, lease: T0 + 1_900 }, 200, T0 + 1_700), hook)
@@ -567,7 +776,12 @@ describe.each([
       expect(await a.queue.renew([...held, { id: d3!.id, lease: d3!.lease }], T0 + 3_000)).toEqual([d3!.id])
       // A release by the old holder leaves b's lease alone; the finished row stays finished.
       expect(await a.queue.release(held)).toBe(0)
-      expect(await a.queue.release([{ id: d3!.id, lease: T0 + 3_000 }, { id: d4!.id, lease: T0 + 1_900 }])).toBe(1)
+      expect(
+        await a.queue.release([
+          { id: d3!.id, lease: T0 + 3_000 },
+          { id: d4!.id, lease: T0 + 1_900 },
+        ]),
+      ).toBe(1)
       const rows = await e.deliveries()
       expect(rows.map((r) => [r.id, r.state, r.attempts, r.next_at, r.claimed_until])).toEqual([
         [d1!.id, 'ok', 1, T0, 0],
@@ -594,9 +808,13 @@ describe.each([
       const claimed = await a.queue.claim(T0, { limit: 10, busy: [other] })
       expect(claimed.map((d) => d.endpoint_id)).toEqual([hook, hook, hook])
       const reason = 'the receiver answered 410 Gone'
-      expect(await a.queue.markGone(attempt(claimed[0]!, 410, T0 + 1), hook, reason, (tx) => e.note(tx, 'disabled by a'))).toBe(true)
+      expect(
+        await a.queue.markGone(attempt(claimed[0]!, 410, T0 + 1), hook, reason, (tx) => e.note(tx, 'disabled by a')),
+      ).toBe(true)
       // A sibling answered 410 too: the endpoint is off already; `within` is not run again.
-      expect(await b.queue.markGone(attempt(claimed[1]!, 410, T0 + 2), hook, reason, (tx) => e.note(tx, 'disabled by b'))).toBe(false)
+      expect(
+        await b.queue.markGone(attempt(claimed[1]!, 410, T0 + 2), hook, reason, (tx) => e.note(tx, 'disabled by b')),
+      ).toBe(false)
       expect(await e.notes()).toEqual(['disabled by a'])
       expect(await e.endpointRow(hook)).toEqual({ enabled: 0, failing: 0, disabled_reason: reason })
       const rows = (await e.deliveries()).filter((r) => r.endpoint_id === hook)
@@ -606,7 +824,11 @@ describe.each([
         ['failed', 0, null, `not sent: ${reason}`, 0],
       ])
       // A disabled endpoint's rows are not claimed; the other endpoint's are.
-      expect((await b.queue.claim(T0 + 10 ** 6, { limit: 10 })).map((d) => d.endpoint_id)).toEqual([other, other, other])
+      expect((await b.queue.claim(T0 + 10 ** 6, { limit: 10 })).map((d) => d.endpoint_id)).toEqual([
+        other,
+        other,
+        other,
+      ])
     } finally {
       await e.close()
     }
@@ -627,7 +849,11 @@ describe.each([
       ])
       expect(await b.queue.outbox()).toEqual({ pending: 0, oldest: null })
 
-      const ids = await a.queue.enqueueFor(created, { type: 'webhook.test', accountId: alice, at: T0, data: { test: true } }, T0)
+      const ids = await a.queue.enqueueFor(
+        created,
+        { type: 'webhook.test', accountId: alice, at: T0, data: { test: true } },
+        T0,
+      )
       expect(ids).toEqual({ id: expect.any(Number), webhook_id: expect.stringMatching(/^msg_[0-9a-f]{32}$/) })
       await a.inTransaction((tx) => a.queue.enqueue(tx, event(bob), T0 + 1))
       expect(await b.queue.outbox()).toEqual({ pending: 2, oldest: T0 - 5 })
@@ -667,13 +893,28 @@ describe.each([
           if (i % 5 === 0) await Bun.sleep(1)
         }
       }
-      const claims: { node: string; id: number; event_id: number; webhook_id: string; endpoint_id: number; at: number }[] = []
+      const claims: {
+        node: string
+        id: number
+        event_id: number
+        webhook_id: string
+        endpoint_id: number
+        at: number
+      }[] = []
       const worker = async (node: Node, name: string) => {
         const deadline = Date.now() + 30_000
         while (Date.now() < deadline) {
           const at = Date.now()
           const got = await node.queue.claim(at, { limit: 3 })
-          for (const d of got) claims.push({ node: name, id: d.id, event_id: d.event_id, webhook_id: d.webhook_id, endpoint_id: d.endpoint_id, at })
+          for (const d of got)
+            claims.push({
+              node: name,
+              id: d.id,
+              event_id: d.event_id,
+              webhook_id: d.webhook_id,
+              endpoint_id: d.endpoint_id,
+              at,
+            })
           for (const d of got) await node.queue.markOk(attempt(d, 200, Date.now()), d.endpoint_id)
           if (got.length === 0 && enqueued === EVENTS && claims.length >= EVENTS * hooks.length) return
           // A turn of the event loop: the other node's claims (and, on SQLite, whose calls do not wait) run between.
@@ -716,7 +957,14 @@ describe.each([
       const hook = await e.endpoint(alice, 'link.created')
       await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice), T0))
       const [ev] = await e.events()
-      const stored = { id: ev!.id, account_id: alice, type: 'link.created', created: T0 - 5, payload: ev!.payload, webhook_id: ev!.webhook_id }
+      const stored = {
+        id: ev!.id,
+        account_id: alice,
+        type: 'link.created',
+        created: T0 - 5,
+        payload: ev!.payload,
+        webhook_id: ev!.webhook_id,
+      }
       expect(await b.queue.event(ev!.id)).toEqual(stored)
       expect(await b.queue.event(ev!.id + 1_000)).toBeNull()
 
@@ -725,13 +973,33 @@ describe.each([
       // Failed → pending again: the same row (so the same webhook-id), due now, attempts from 0, its last result kept.
       expect(await b.queue.redeliver(ev!.id, hook, alice, T0 + 100)).toEqual({
         event: stored,
-        delivery: { event_id: ev!.id, webhook_id: ev!.webhook_id, type: 'link.created', state: 'pending', attempts: 0, last_status: 500, last_error: 'HTTP 500', last_ms: 12, last_at: T0 + 10, next_at: T0 + 100 },
+        delivery: {
+          event_id: ev!.id,
+          webhook_id: ev!.webhook_id,
+          type: 'link.created',
+          state: 'pending',
+          attempts: 0,
+          last_status: 500,
+          last_error: 'HTTP 500',
+          last_ms: 12,
+          last_at: T0 + 10,
+          next_at: T0 + 100,
+        },
       })
-      expect((await e.deliveries()).map((r) => [r.id, r.state, r.attempts, r.next_at, r.claimed_until])).toEqual([[d!.id, 'pending', 0, T0 + 100, 0]])
+      expect((await e.deliveries()).map((r) => [r.id, r.state, r.attempts, r.next_at, r.claimed_until])).toEqual([
+        [d!.id, 'pending', 0, T0 + 100, 0],
+      ])
       // An endpoint subscribed since: a row of its own, the same webhook-id.
       const later = await e.endpoint(alice, 'link.deleted')
       expect(await a.queue.redeliver(ev!.id, later, alice, T0 + 200)).toMatchObject({
-        delivery: { event_id: ev!.id, webhook_id: ev!.webhook_id, state: 'pending', attempts: 0, last_status: null, next_at: T0 + 200 },
+        delivery: {
+          event_id: ev!.id,
+          webhook_id: ev!.webhook_id,
+          state: 'pending',
+          attempts: 0,
+          last_status: null,
+          next_at: T0 + 200,
+        },
       })
       const flying = await a.queue.claim(T0 + 200, { limit: 10, leaseMs: 1_000 })
       expect(flying.map((x) => [x.endpoint_id, x.webhook_id])).toEqual([
@@ -741,7 +1009,11 @@ describe.each([
       // Redelivered while in flight: due now, but held until its lease ends (not sent twice at once); the holder's result is still written.
       await b.queue.redeliver(ev!.id, hook, alice, T0 + 300)
       expect(await b.queue.claim(T0 + 300, { limit: 10 })).toEqual([])
-      expect((await e.deliveries()).find((r) => r.id === d!.id)).toMatchObject({ state: 'pending', next_at: T0 + 300, claimed_until: T0 + 1_200 })
+      expect((await e.deliveries()).find((r) => r.id === d!.id)).toMatchObject({
+        state: 'pending',
+        next_at: T0 + 300,
+        claimed_until: T0 + 1_200,
+      })
       expect(await a.queue.markRetry(attempt(flying[0]!, 503, T0 + 400), T0 + 5_000)).toBe(true)
 
       // Not the account's event, not its endpoint, or gone: nothing written.
@@ -764,15 +1036,25 @@ describe.each([
       const [a, b, sender] = [e.node(), e.node(), e.node()]
       const alice = await e.account('alice')
       const hook = await e.endpoint(alice, 'link.created')
-      for (let i = 0; i < 40; i++) await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice, 'link.created', `c${i}`), T0))
+      for (let i = 0; i < 40; i++)
+        await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice, 'link.created', `c${i}`), T0))
       const events = await e.events()
       // An endpoint that never had them: each pair of redeliveries races to insert its row. The nodes'
       // connections are open before (else the first ones opened set the pace, not the race).
       const later = await e.endpoint(alice, 'link.deleted')
       await Promise.all([a, b].flatMap((node) => Array.from({ length: 8 }, () => node.queue.event(events[0]!.id))))
-      const racing = () => events.flatMap((ev) => [a.queue.redeliver(ev.id, later, alice, T0 + 10), b.queue.redeliver(ev.id, later, alice, T0 + 10)])
-      for (const r of await Promise.all(racing())) expect(r).toMatchObject({ delivery: { state: 'pending', attempts: 0, next_at: T0 + 10 } })
-      const rowsOf = async () => (await e.deliveries()).filter((r) => r.endpoint_id === later).map((r) => r.event_id).sort((x, y) => x - y)
+      const racing = () =>
+        events.flatMap((ev) => [
+          a.queue.redeliver(ev.id, later, alice, T0 + 10),
+          b.queue.redeliver(ev.id, later, alice, T0 + 10),
+        ])
+      for (const r of await Promise.all(racing()))
+        expect(r).toMatchObject({ delivery: { state: 'pending', attempts: 0, next_at: T0 + 10 } })
+      const rowsOf = async () =>
+        (await e.deliveries())
+          .filter((r) => r.endpoint_id === later)
+          .map((r) => r.event_id)
+          .sort((x, y) => x - y)
       expect(await rowsOf()).toEqual(events.map((ev) => ev.id))
       const byEvent = <D extends { event_id: number }>(ds: D[]) => [...ds].sort((x, y) => x.event_id - y.event_id)
       const claimed = byEvent(await sender.queue.claim(T0 + 10, { limit: 100, busy: [hook] }))
@@ -819,8 +1101,12 @@ describe.each([
       const alice = await e.account('alice')
       const [h1, h2] = [await e.endpoint(alice, 'link.created'), await e.endpoint(alice, 'link.created')]
       const OLD = 40
-      for (let i = 0; i < OLD; i++) await a.inTransaction((tx) => a.queue.enqueue(tx, { ...event(alice, 'link.created', `o${i}`), at: LONG_AGO + i }, LONG_AGO + i))
-      for (let i = 0; i < 3; i++) await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice, 'link.created', `n${i}`), T0))
+      for (let i = 0; i < OLD; i++)
+        await a.inTransaction((tx) =>
+          a.queue.enqueue(tx, { ...event(alice, 'link.created', `o${i}`), at: LONG_AGO + i }, LONG_AGO + i),
+        )
+      for (let i = 0; i < 3; i++)
+        await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice, 'link.created', `n${i}`), T0))
       const events = await e.events()
       const [waiting, inFlight] = [events[5]!, events[17]!]
       // Every delivery of the old events over (ok or failed), but h2's of two of them: one waits for a retry, one is sent now.
@@ -853,7 +1139,11 @@ describe.each([
       expect(rows).toHaveLength(kept.length * 2)
       expect(rows.find((r) => r.id === flying!.id)).toMatchObject({ state: 'pending', claimed_until: flying!.lease })
       await sender.queue.markOk(attempt(flying!, 200, T0 + 100), h2)
-      expect((await e.deliveries()).find((r) => r.id === flying!.id)).toMatchObject({ state: 'ok', attempts: 1, claimed_until: 0 })
+      expect((await e.deliveries()).find((r) => r.id === flying!.id)).toMatchObject({
+        state: 'ok',
+        attempts: 1,
+        claimed_until: 0,
+      })
     } finally {
       await e.close()
     }
@@ -865,8 +1155,10 @@ describe.each([
       const [a, b] = [e.node(), e.node()]
       const alice = await e.account('alice')
       const [h1, h2] = [await e.endpoint(alice, 'link.created'), await e.endpoint(alice, 'link.deleted')]
-      for (let i = 0; i < 15; i++) await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice, 'link.created', `c${i}`), T0))
-      for (let i = 0; i < 3; i++) await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice, 'link.deleted', `d${i}`), T0))
+      for (let i = 0; i < 15; i++)
+        await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice, 'link.created', `c${i}`), T0))
+      for (let i = 0; i < 3; i++)
+        await a.inTransaction((tx) => a.queue.enqueue(tx, event(alice, 'link.deleted', `d${i}`), T0))
       const events = await e.events()
       // h1's oldest is in flight, its second delivered: 14 pending, one of them in flight.
       const [flying, done] = await a.queue.claim(T0, { limit: 2, leaseMs: 1_000, busy: [h2] })
@@ -875,7 +1167,8 @@ describe.each([
       // Beyond the newest 10: events 0, 2, 3, 4; the one in flight stays.
       expect(await b.queue.trimPending(10, T0 + 10)).toBe(3)
       expect(await b.queue.trimPending(10, T0 + 10)).toBe(0)
-      const pendingOf = async (hook: number) => (await e.deliveries()).filter((r) => r.endpoint_id === hook && r.state === 'pending').map((r) => r.event_id)
+      const pendingOf = async (hook: number) =>
+        (await e.deliveries()).filter((r) => r.endpoint_id === hook && r.state === 'pending').map((r) => r.event_id)
       expect(await pendingOf(h1)).toEqual([events[0]!.id, ...events.slice(5, 15).map((ev) => ev.id)])
       // Its lease ran out (its holder died): now it goes too.
       expect(await a.queue.trimPending(10, T0 + 1_000)).toBe(1)
@@ -917,7 +1210,8 @@ describe.each([
       }
       // Rounds of two trims at once, on a backlog: each pair must drop the excess once between them.
       for (let round = 0; round < 5; round++) {
-        for (let i = 0; i < 15; i++) await p.inTransaction((tx) => p.queue.enqueue(tx, event(alice, 'link.created', `r${round}.${i}`), T0))
+        for (let i = 0; i < 15; i++)
+          await p.inTransaction((tx) => p.queue.enqueue(tx, event(alice, 'link.created', `r${round}.${i}`), T0))
         const before = (await e.deliveries()).length
         const [x, y] = await Promise.all([a.queue.trimPending(CAP, T0), b.queue.trimPending(CAP, T0)])
         expect(x + y).toBe(before - CAP)
@@ -943,7 +1237,8 @@ describe('webhook queue on PostgreSQL, an endpoint deleted at that moment', () =
     try {
       const queue = postgresWebhookQueue(main.sql)
       const [account] = await main.sql`INSERT INTO accounts (name, created) VALUES ('alice', 0) RETURNING id`
-      const [hook] = await main.sql`INSERT INTO webhook_endpoints (account_id, url, events, secret, created) VALUES (${account.id}, 'https://h.example/', 'link.created', 's', 0) RETURNING id`
+      const [hook] =
+        await main.sql`INSERT INTO webhook_endpoints (account_id, url, events, secret, created) VALUES (${account.id}, 'https://h.example/', 'link.created', 's', 0) RETURNING id`
       let release!: () => void
       const held = new Promise<void>((r) => (release = r))
       let deleting!: () => void
@@ -957,7 +1252,11 @@ describe('webhook queue on PostgreSQL, an endpoint deleted at that moment', () =
       let enqueued = null as number | null
       const change = main.sql.begin(async (tx) => {
         await tx`INSERT INTO links (code, long_url, account_id, created, updated) VALUES ('abc', 'https://example.com/', ${account.id}, 0, 0)`
-        enqueued = await queue.enqueue(tx, { type: 'link.created', accountId: Number(account.id), at: T0, data: { code: 'abc' } }, T0)
+        enqueued = await queue.enqueue(
+          tx,
+          { type: 'link.created', accountId: Number(account.id), at: T0, data: { code: 'abc' } },
+          T0,
+        )
       })
       await Bun.sleep(200)
       expect(enqueued).toBeNull() // waiting for the deletion's row lock
@@ -977,10 +1276,19 @@ describe('webhook queue on PostgreSQL, a sweep and a redelivery at the same mome
   /** An account, an endpoint and one event created long ago whose only delivery is over (ok): the sweep's to delete. */
   async function oldEvent(sql: SQL) {
     const [account] = await sql`INSERT INTO accounts (name, created) VALUES ('alice', 0) RETURNING id`
-    const [hook] = await sql`INSERT INTO webhook_endpoints (account_id, url, events, secret, created) VALUES (${account.id}, 'https://h.example/', 'link.created', 's', 0) RETURNING id`
-    const [ev] = await sql`INSERT INTO webhook_events (account_id, type, created, payload) VALUES (${account.id}, 'link.created', ${LONG_AGO}, '{}') RETURNING id, webhook_id`
-    const [d] = await sql`INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts, next_at) VALUES (${ev.id}, ${hook.id}, 'ok', 1, ${LONG_AGO}) RETURNING id`
-    return { accountId: Number(account.id), hookId: Number(hook.id), eventId: Number(ev.id), webhookId: ev.webhook_id as string, deliveryId: Number(d.id) }
+    const [hook] =
+      await sql`INSERT INTO webhook_endpoints (account_id, url, events, secret, created) VALUES (${account.id}, 'https://h.example/', 'link.created', 's', 0) RETURNING id`
+    const [ev] =
+      await sql`INSERT INTO webhook_events (account_id, type, created, payload) VALUES (${account.id}, 'link.created', ${LONG_AGO}, '{}') RETURNING id, webhook_id`
+    const [d] =
+      await sql`INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts, next_at) VALUES (${ev.id}, ${hook.id}, 'ok', 1, ${LONG_AGO}) RETURNING id`
+    return {
+      accountId: Number(account.id),
+      hookId: Number(hook.id),
+      eventId: Number(ev.id),
+      webhookId: ev.webhook_id as string,
+      deliveryId: Number(d.id),
+    }
   }
 
   /** A transaction of another pool that takes `lock` and holds it until release() (then commits). */
@@ -1049,7 +1357,9 @@ describe('webhook queue on PostgreSQL, a sweep and a redelivery at the same mome
       expect(await requeue).toMatchObject({ n: 1 })
       expect(await sweeping).toBe(0)
       const rows = await main.sql`SELECT id, state FROM webhook_deliveries`
-      expect(rows.map((r: { id: unknown; state: string }) => [Number(r.id), r.state])).toEqual([[o.deliveryId, 'pending']])
+      expect(rows.map((r: { id: unknown; state: string }) => [Number(r.id), r.state])).toEqual([
+        [o.deliveryId, 'pending'],
+      ])
     } finally {
       await close()
     }
@@ -1061,7 +1371,10 @@ describe('webhook queue on PostgreSQL, a sweep and a redelivery at the same mome
       const [a, b] = [postgresWebhookQueue(pool()), postgresWebhookQueue(pool())]
       const o = await oldEvent(main.sql)
       // The delivery row held a moment: the sweep has locked the event and waits for it.
-      const other = holding(pool(2), (tx) => tx`SELECT id FROM webhook_deliveries WHERE id = ${o.deliveryId} FOR UPDATE`)
+      const other = holding(
+        pool(2),
+        (tx) => tx`SELECT id FROM webhook_deliveries WHERE id = ${o.deliveryId} FOR UPDATE`,
+      )
       await other.taken
       const sweeping = a.sweepEvents(BEFORE, 10)
       await Bun.sleep(300)

@@ -25,7 +25,11 @@ beforeAll(async () => {
 afterAll(() => box?.cleanup())
 
 const create = async (url: string, fields: Record<string, string> = {}, k = key) => {
-  const res = await fetch(`${origin}/api/getLink.json`, { method: 'POST', headers: { 'x-api-key': k }, body: new URLSearchParams({ url, ...fields }) })
+  const res = await fetch(`${origin}/api/getLink.json`, {
+    method: 'POST',
+    headers: { 'x-api-key': k },
+    body: new URLSearchParams({ url, ...fields }),
+  })
   return { status: res.status, body: (await res.json()) as any }
 }
 const visit = (code: string) => fetch(`${origin}/${code}`, { redirect: 'manual', headers: { 'user-agent': CHROME_UA } })
@@ -34,7 +38,8 @@ async function ban(host: string): Promise<string> {
   const res = await postForm(socket(), admin, `${REPORTS}/bans`, { host, reason: 'test' })
   return (await follow(socket(), res, admin.cookie)).text()
 }
-const unban = async (host: string) => expect((await postForm(socket(), admin, `${REPORTS}/bans/remove`, { host })).status).toBe(303)
+const unban = async (host: string) =>
+  expect((await postForm(socket(), admin, `${REPORTS}/bans/remove`, { host })).status).toBe(303)
 
 // Every way a destination can spell 1.2.3.4, and 2001:db8::1.
 const V4_SPELLINGS = [
@@ -84,7 +89,8 @@ test('an IPv6 address is banned under its own name, whatever its spelling, and h
   const page = await ban('2001:db8::1')
   expect(page).toContain('2001:db8::1 is banned')
   expect(page).not.toContain('2001 is banned')
-  for (const typed of ['[2001:DB8::0:1]', 'http://[2001:db8:0:0:0:0:0:1]:8080/x', '2001:0db8::1']) expect(await ban(typed)).toContain('2001:db8::1 was banned already')
+  for (const typed of ['[2001:DB8::0:1]', 'http://[2001:db8:0:0:0:0:0:1]:8080/x', '2001:0db8::1'])
+    expect(await ban(typed)).toContain('2001:db8::1 was banned already')
   expect((await box.abuse.bans()).map((b) => b.host)).toEqual(['2001:db8::1'])
   for (const [i, code] of codes.entries()) expect((await visit(code)).status, V6_SPELLINGS[i]).toBe(451)
   for (const url of V6_SPELLINGS) expect((await create(url)).status, url).toBe(400)
@@ -109,13 +115,20 @@ test('`*.host` bans the host and its subdomains', async () => {
 
 test("a stopped link's destination is hidden on its public page, its CSV and keyless stats.json; its owner and admins see it", async () => {
   const made = await create('https://secret-destination.example/landing', {
-    split: JSON.stringify([{ url: 'https://secret-a.example/', weight: 50 }, { url: 'https://secret-b.example/', weight: 50 }]),
+    split: JSON.stringify([
+      { url: 'https://secret-a.example/', weight: 50 },
+      { url: 'https://secret-b.example/', weight: 50 },
+    ]),
   })
   expect(made.status, JSON.stringify(made.body)).toBe(200)
   const code = made.body.return.hex as string
   expect((await visit(code)).status).toBe(302)
   const stats = async (k?: string) => {
-    const res = await fetch(`${origin}/api/stats.json`, { method: 'POST', headers: k ? { 'x-api-key': k } : {}, body: new URLSearchParams({ code }) })
+    const res = await fetch(`${origin}/api/stats.json`, {
+      method: 'POST',
+      headers: k ? { 'x-api-key': k } : {},
+      body: new URLSearchParams({ code }),
+    })
     return ((await res.json()) as any).return
   }
   // Live: public, as before.
@@ -138,8 +151,12 @@ test("a stopped link's destination is hidden on its public page, its CSV and key
   const owned = await stats(key)
   expect(owned.long_url).toBe('https://secret-destination.example/landing')
   // The one visit went to one of the split's two (chosen by the visitor's day key).
-  expect(owned.destinations.map((d: { name: string }) => d.name)).toEqual([expect.stringMatching(/^https:\/\/secret-[ab]\.example\/$/)])
-  const adminPage = await (await fetch(`${origin}/dashboard/links/${code}/stats`, { headers: { cookie: admin.cookie } })).text()
+  expect(owned.destinations.map((d: { name: string }) => d.name)).toEqual([
+    expect.stringMatching(/^https:\/\/secret-[ab]\.example\/$/),
+  ])
+  const adminPage = await (
+    await fetch(`${origin}/dashboard/links/${code}/stats`, { headers: { cookie: admin.cookie } })
+  ).text()
   // (the page breaks a URL at its punctuation with <wbr>)
   expect(adminPage.includes('secret-<wbr>destination.<wbr>example/<wbr>landing')).toBe(true)
 

@@ -8,7 +8,19 @@ import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { REPORTS } from '../../src/dashboard/admin-tabs'
 import { overSocket, postForm, signIn, type SignedIn } from '../support/dashboard'
 import { sharedPostgres, type Postgres } from '../support/postgres'
-import { apiPost, CHROME_UA, createAccount, killAllServers, removeDir, runCli, startServer, tempDir, writeConfig, type RunningServer, type TestConfig } from '../support/server'
+import {
+  apiPost,
+  CHROME_UA,
+  createAccount,
+  killAllServers,
+  removeDir,
+  runCli,
+  startServer,
+  tempDir,
+  writeConfig,
+  type RunningServer,
+  type TestConfig,
+} from '../support/server'
 
 setDefaultTimeout(60_000)
 
@@ -28,7 +40,13 @@ beforeAll(async () => {
   a = started[0]!
   b = started[1]!
   key = await createAccount(configs[0]!.configPath, 'root', { admin: true })
-  expect((await runCli(['account', 'password', 'root', '--password', '-', '--config', configs[0]!.configPath], { stdin: 'correct horse battery\n' })).code).toBe(0)
+  expect(
+    (
+      await runCli(['account', 'password', 'root', '--password', '-', '--config', configs[0]!.configPath], {
+        stdin: 'correct horse battery\n',
+      })
+    ).code,
+  ).toBe(0)
   admin = await signIn(overSocket(a!.url), 'root', 'correct horse battery')
 }, 120_000)
 
@@ -38,11 +56,13 @@ afterAll(async () => {
   await pg?.stop()
 })
 
-const create = (node: RunningServer, url: string, alias: string, k = key) => apiPost(node.url, 'getLink.json', { url, alias }, { 'x-api-key': k })
+const create = (node: RunningServer, url: string, alias: string, k = key) =>
+  apiPost(node.url, 'getLink.json', { url, alias }, { 'x-api-key': k })
 const visit = async (node: RunningServer, code: string) =>
   (await fetch(`${node.url}/${code}`, { redirect: 'manual', headers: { 'user-agent': CHROME_UA } })).status
 /** An admin's dashboard form on A (the 303 that answers it is checked). */
-const onA = async (path: string, fields: Record<string, string>) => expect((await postForm(overSocket(a.url), admin, `${REPORTS}${path}`, fields)).status).toBe(303)
+const onA = async (path: string, fields: Record<string, string>) =>
+  expect((await postForm(overSocket(a.url), admin, `${REPORTS}${path}`, fields)).status).toBe(303)
 
 /**
  * Visits alternate between B and A (B first: the node that did not make the change) until both answer
@@ -67,7 +87,9 @@ test('a host banned on A answers 451 on B within 1 s (B had it cached) and B ref
   expect(await bothAnswer('banme', 451, t0)).toBeGreaterThanOrEqual(0)
   const refused = await create(b, 'https://banned-host.example/new', 'banme2')
   expect(refused.status).toBe(400)
-  expect(refused.body.message).toContain('banned-host.example, which the administrator of this service has banned (phishing kit)')
+  expect(refused.body.message).toContain(
+    'banned-host.example, which the administrator of this service has banned (phishing kit)',
+  )
 
   const t1 = Date.now()
   await onA('/bans/remove', { host: 'banned-host.example' })
@@ -78,7 +100,11 @@ test('a host banned on A answers 451 on B within 1 s (B had it cached) and B ref
 test("a report closed on A by banning its link's host: B answers 451 within 1 s", async () => {
   expect((await create(a, 'https://kit.reported.example/login', 'reported')).status).toBe(200)
   expect(await visit(b, 'reported')).toBe(302)
-  const filed = await fetch(`${b.url}/reported/report`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ reason: 'phishing', text: 'my bank' }) })
+  const filed = await fetch(`${b.url}/reported/report`, {
+    method: 'POST',
+    redirect: 'manual',
+    body: new URLSearchParams({ reason: 'phishing', text: 'my bank' }),
+  })
   expect(filed.status).toBe(303)
   const sql = new Bun.SQL(dbUrl)
   let id: number
@@ -104,7 +130,7 @@ test('a link disabled on A answers 451 on B within 1 s; enabled again, it redire
   expect(await bothAnswer('stopme', 302, t1)).toBeGreaterThanOrEqual(0)
 })
 
-test("an account disabled from the command line: its links answer 451 on both nodes within 1 s, and work again once it is enabled", async () => {
+test('an account disabled from the command line: its links answer 451 on both nodes within 1 s, and work again once it is enabled', async () => {
   const bobKey = await createAccount(configs[0]!.configPath, 'bob')
   expect((await create(b, 'https://bob.example/', 'bobs', bobKey)).status).toBe(200)
   expect(await visit(a, 'bobs')).toBe(302)

@@ -39,9 +39,15 @@ async function sqliteEngine(): Promise<Engine> {
   return {
     node() {
       const db = connect()
-      return { rows: sqliteAbuseRows(db), audit: sqliteAuditRows(db), queue: sqliteWebhookQueue(db), links: sqliteLinkStorage(db) }
+      return {
+        rows: sqliteAbuseRows(db),
+        audit: sqliteAuditRows(db),
+        queue: sqliteWebhookQueue(db),
+        links: sqliteLinkStorage(db),
+      }
     },
-    all: async (query, ...params) => main.query(query.replace(/\$\d+/g, '?')).all(...(params as any[])) as Record<string, unknown>[],
+    all: async (query, ...params) =>
+      main.query(query.replace(/\$\d+/g, '?')).all(...(params as any[])) as Record<string, unknown>[],
     close,
   }
 }
@@ -51,11 +57,21 @@ async function postgresEngine(): Promise<Engine> {
   return {
     node() {
       const sql: SQL = pool()
-      return { rows: postgresAbuseRows(sql), audit: postgresAuditRows(sql), queue: postgresWebhookQueue(sql), links: postgresLinkStorage(sql) }
+      return {
+        rows: postgresAbuseRows(sql),
+        audit: postgresAuditRows(sql),
+        queue: postgresWebhookQueue(sql),
+        links: postgresLinkStorage(sql),
+      }
     },
     all: async (query, ...params) =>
       (await main.sql.unsafe(query, params)).map((r: Record<string, unknown>) =>
-        Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'string' && /^\d+$/.test(v) && k !== 'detail' ? Number(v) : v])),
+        Object.fromEntries(
+          Object.entries(r).map(([k, v]) => [
+            k,
+            typeof v === 'string' && /^\d+$/.test(v) && k !== 'detail' ? Number(v) : v,
+          ]),
+        ),
       ),
     close,
   }
@@ -94,9 +110,21 @@ describe.each([
       const [owner] = await e.all("INSERT INTO accounts (name, created) VALUES ('owner', 0) RETURNING id")
       const [root] = await e.all("INSERT INTO accounts (name, created, admin) VALUES ('root', 0, 1) RETURNING id")
       const ownerId = Number(owner!.id)
-      await e.all("INSERT INTO webhook_endpoints (account_id, url, events, secret, enabled, created) VALUES ($1, 'https://hooks.example.com/in', 'link.reported', 'whsec_x', 1, 0)", ownerId)
-      for (const [code, url] of [['abc', 'https://x.phish.example/login'], ['def', 'https://fine.example/'], ['ghi', 'https://y.bad.example/']])
-        await e.all('INSERT INTO links (code, long_url, account_id, created, updated) VALUES ($1, $2, $3, 0, 0)', code, url, ownerId)
+      await e.all(
+        "INSERT INTO webhook_endpoints (account_id, url, events, secret, enabled, created) VALUES ($1, 'https://hooks.example.com/in', 'link.reported', 'whsec_x', 1, 0)",
+        ownerId,
+      )
+      for (const [code, url] of [
+        ['abc', 'https://x.phish.example/login'],
+        ['def', 'https://fine.example/'],
+        ['ghi', 'https://y.bad.example/'],
+      ])
+        await e.all(
+          'INSERT INTO links (code, long_url, account_id, created, updated) VALUES ($1, $2, $3, 0, 0)',
+          code,
+          url,
+          ownerId,
+        )
       const [a, b] = [await nodeOf(e, 'a'), await nodeOf(e, 'b')]
       nodes.push(a, b)
       const admin = byAccount({ accountId: Number(root!.id), accountName: 'root' }, '192.0.2.1')
@@ -107,27 +135,43 @@ describe.each([
       expect(id).toBeGreaterThan(0)
       const events = await e.all('SELECT type, payload FROM webhook_events')
       expect(events).toHaveLength(1)
-      expect(JSON.parse(events[0]!.payload as string)).toMatchObject({ type: 'link.reported', data: { hex: 'abc', reason: 'phishing', text: 'my bank', report: id } })
+      expect(JSON.parse(events[0]!.payload as string)).toMatchObject({
+        type: 'link.reported',
+        data: { hex: 'abc', reason: 'phishing', text: 'my bank', report: id },
+      })
       expect(await e.all('SELECT state FROM webhook_deliveries')).toEqual([{ state: 'pending' }])
-      expect(await b.abuse.openReports()).toMatchObject([{ id, code: 'abc', owner: 'owner', long_url: 'https://x.phish.example/login' }])
+      expect(await b.abuse.openReports()).toMatchObject([
+        { id, code: 'abc', owner: 'owner', long_url: 'https://x.phish.example/login' },
+      ])
 
       // Two admins close it at once on the two nodes, each with another change: one wins, the other is 409.
       const results = await Promise.allSettled([
-        a.abuse.closeReport(id!, 'link_disabled', Number(root!.id), admin, { disableLink: { code: 'abc', reason: 'phishing' } }),
+        a.abuse.closeReport(id!, 'link_disabled', Number(root!.id), admin, {
+          disableLink: { code: 'abc', reason: 'phishing' },
+        }),
         b.abuse.closeReport(id!, 'host_banned', null, admin, { ban: { host: 'x.phish.example', reason: 'phishing' } }),
       ])
       const won = results.findIndex((r) => r.status === 'fulfilled')
       expect(won).toBeGreaterThanOrEqual(0)
       expect((results[1 - won] as PromiseRejectedResult).reason).toMatchObject({ status: 409 })
-      const closes = await e.all("SELECT action, target, detail, address FROM audit_log WHERE action IN ('link.disable', 'host.ban', 'report.close') ORDER BY id")
+      const closes = await e.all(
+        "SELECT action, target, detail, address FROM audit_log WHERE action IN ('link.disable', 'host.ban', 'report.close') ORDER BY id",
+      )
       expect(closes).toEqual([
         won === 0
           ? { action: 'link.disable', target: 'link abc', detail: 'phishing', address: '192.0.2.1' }
           : { action: 'host.ban', target: 'host x.phish.example', detail: 'phishing', address: '192.0.2.1' },
-        { action: 'report.close', target: `report ${id} (link abc)`, detail: won === 0 ? 'link_disabled' : 'host_banned', address: '192.0.2.1' },
+        {
+          action: 'report.close',
+          target: `report ${id} (link abc)`,
+          detail: won === 0 ? 'link_disabled' : 'host_banned',
+          address: '192.0.2.1',
+        },
       ])
       expect(await e.all('SELECT host FROM banned_hosts')).toEqual(won === 1 ? [{ host: 'x.phish.example' }] : [])
-      expect(await e.all("SELECT disabled FROM links WHERE code = 'abc'")).toEqual([{ disabled: won === 0 ? 'phishing' : null }])
+      expect(await e.all("SELECT disabled FROM links WHERE code = 'abc'")).toEqual([
+        { disabled: won === 0 ? 'phishing' : null },
+      ])
       // The winner's node answers the next visit with 451 at once (its link row dropped and read again, or its ban in memory).
       const winner = [a, b][won]!
       expect(winner.abuse.verdict(await winner.visit('abc'))).toMatchObject({ kind: won === 0 ? 'disabled' : 'banned' })
@@ -135,7 +179,10 @@ describe.each([
       // A ban is in the banning node's memory when banHost returns: no await between it and the next visit.
       const ghi = await b.visit('ghi')
       expect(b.abuse.verdict(ghi)).toBeNull()
-      expect(await b.abuse.banHost('https://bad.example/whatever', 'kit', null, admin)).toEqual({ host: 'bad.example', added: true })
+      expect(await b.abuse.banHost('https://bad.example/whatever', 'kit', null, admin)).toEqual({
+        host: 'bad.example',
+        added: true,
+      })
       expect(b.abuse.verdict(ghi)).toEqual({ kind: 'banned', host: 'bad.example', reason: 'kit' })
       expect(() => b.abuse.checkDestination('https://z.bad.example/')).toThrow('banned (kit)')
       expect(await a.abuse.banHost('bad.example', 'again', null, admin)).toEqual({ host: 'bad.example', added: false })
@@ -156,7 +203,13 @@ describe.each([
       expect(await b.abuse.setLinkDisabled('def', 'spam', admin)).toMatchObject({ code: 'def' })
       expect(await e.all("SELECT disabled FROM links WHERE code = 'def'")).toEqual([{ disabled: 'spam' }])
       await expect(b.abuse.setLinkDisabled('nope', 'x', admin)).rejects.toThrow('No link with the code "nope".')
-      expect((await e.all("SELECT action, target FROM audit_log WHERE action IN ('host.ban', 'host.unban', 'link.disable') ORDER BY id")).slice(-3)).toEqual([
+      expect(
+        (
+          await e.all(
+            "SELECT action, target FROM audit_log WHERE action IN ('host.ban', 'host.unban', 'link.disable') ORDER BY id",
+          )
+        ).slice(-3),
+      ).toEqual([
         { action: 'host.ban', target: 'host bad.example' },
         { action: 'host.unban', target: 'host bad.example' },
         { action: 'link.disable', target: 'link def' },
@@ -173,15 +226,21 @@ test('on PostgreSQL with the change feed: a ban and its lifting on node A reach 
   const feeds: Awaited<ReturnType<typeof postgresChangeFeed>>[] = []
   const services: ReturnType<typeof createAbuseService<any>>[] = []
   try {
-    await p.main.sql`INSERT INTO links (code, long_url, created, updated) VALUES ('v6', 'http://[2001:DB8::0:1]/x', 0, 0)`
+    await p.main
+      .sql`INSERT INTO links (code, long_url, created, updated) VALUES ('v6', 'http://[2001:DB8::0:1]/x', 0, 0)`
     const row = (await postgresLinkStorage(p.pool()).byCode('v6'))!
     const node = async (name: string) => {
       const sql = p.pool()
       const changes = await postgresChangeFeed(sql)
       feeds.push(changes)
       const abuse = createAbuseService<any>({
-        rows: postgresAbuseRows(sql), audit: postgresAuditRows(sql), queue: postgresWebhookQueue(sql),
-        config: testConfig(engines.tracked(`linkbox-abusefeed-${name}-`)), links: { resolve: () => null, forget: () => {} }, clock: Date.now, changes,
+        rows: postgresAbuseRows(sql),
+        audit: postgresAuditRows(sql),
+        queue: postgresWebhookQueue(sql),
+        config: testConfig(engines.tracked(`linkbox-abusefeed-${name}-`)),
+        links: { resolve: () => null, forget: () => {} },
+        clock: Date.now,
+        changes,
       })
       services.push(abuse)
       await abuse.ready
@@ -200,7 +259,9 @@ test('on PostgreSQL with the change feed: a ban and its lifting on node A reach 
     expect(seen).toBeGreaterThanOrEqual(0)
     expect(seen).toBeLessThan(1_000)
     expect(b.verdict(row)).toEqual({ kind: 'banned', host: '2001:db8::1', reason: 'kit' })
-    expect(() => b.checkDestination('http://[2001:db8:0:0:0:0:0:1]/')).toThrow('2001:db8::1, which the administrator of this service has banned (kit)')
+    expect(() => b.checkDestination('http://[2001:db8:0:0:0:0:0:1]/')).toThrow(
+      '2001:db8::1, which the administrator of this service has banned (kit)',
+    )
     expect(await b.unbanHost('2001:db8::1')).toBe(true)
     const lifted = await within(() => a.verdict(row) === null)
     expect(lifted).toBeGreaterThanOrEqual(0)
@@ -216,10 +277,14 @@ test('on PostgreSQL with the change feed: a ban and its lifting on node A reach 
       await a.banHost('kit.example', 'kit', null)
       expect(await a.banHost('KIT.example.', 'again', null)).toEqual({ host: 'kit.example', added: false })
       // A report closed with a ban, undone by the change that goes with it: no ban, nothing said.
-      await p.main.sql`INSERT INTO link_reports (link_id, code, reason, text, contact, created) VALUES (${row.id}, 'v6', 'phishing', '', '', 0)`
+      await p.main
+        .sql`INSERT INTO link_reports (link_id, code, reason, text, contact, created) VALUES (${row.id}, 'v6', 'phishing', '', '', 0)`
       const [{ id }] = await p.main.sql`SELECT id FROM link_reports`
       await expect(
-        a.closeReport(Number(id), 'host_banned', null, undefined, { ban: { host: 'undone.example', reason: 'x' }, change: () => Promise.reject(new Error('refused')) }),
+        a.closeReport(Number(id), 'host_banned', null, undefined, {
+          ban: { host: 'undone.example', reason: 'x' },
+          change: () => Promise.reject(new Error('refused')),
+        }),
       ).rejects.toThrow('refused')
       await a.unbanHost('kit.example')
       await within(() => heard.length >= 2)

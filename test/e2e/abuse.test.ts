@@ -18,11 +18,19 @@ afterAll(killAllServers)
 
 /** A box listening on a free port, and fetch against it. */
 async function listening(overrides: Record<string, unknown> = {}) {
-  const box = await makeBox({ media: { allow_private_networks: true }, server: { host: '127.0.0.1', port: 0 }, ...overrides })
+  const box = await makeBox({
+    media: { allow_private_networks: true },
+    server: { host: '127.0.0.1', port: 0 },
+    ...overrides,
+  })
   const origin = `http://127.0.0.1:${box.listen().port}`
   const send = (path: string, init: RequestInit = {}) => fetch(`${origin}${path}`, { redirect: 'manual', ...init })
   const create = (url: string, key?: string) =>
-    send('/api/getLink.json', { method: 'POST', body: new URLSearchParams({ url }), headers: key ? { 'x-api-key': key } : {} })
+    send('/api/getLink.json', {
+      method: 'POST',
+      body: new URLSearchParams({ url }),
+      headers: key ? { 'x-api-key': key } : {},
+    })
   return { box, origin, send, create }
 }
 
@@ -40,7 +48,11 @@ describe('links.anonymous = false', () => {
       expect(html).toContain('Sign in to shorten a link')
       expect(html).not.toContain('name="url"')
       // The form posted anyway (an old tab): refused, sent back to the page, no link made.
-      const posted = await send('/', { method: 'POST', body: new URLSearchParams({ url: 'https://example.com/b' }), headers: { origin } })
+      const posted = await send('/', {
+        method: 'POST',
+        body: new URLSearchParams({ url: 'https://example.com/b' }),
+        headers: { origin },
+      })
       expect(posted.status).toBe(303)
       expect(await box.links.total()).toBe(1)
     } finally {
@@ -72,9 +84,17 @@ describe('reports', () => {
     t = await listening()
     receiver = startReceiver()
     key = await t.box.account('owner')
-    const hook = await t.box.post('/api/webhooks.json', { action: 'create', url: receiver.url, events: 'link.reported' }, { 'x-api-key': key })
+    const hook = await t.box.post(
+      '/api/webhooks.json',
+      { action: 'create', url: receiver.url, events: 'link.reported' },
+      { 'x-api-key': key },
+    )
     receiver.secret = hook.body.return.secret
-    const link = await t.box.post('/api/getLink.json', { url: 'https://phish.example/login', mode: 'preview' }, { 'x-api-key': key })
+    const link = await t.box.post(
+      '/api/getLink.json',
+      { url: 'https://phish.example/login', mode: 'preview' },
+      { 'x-api-key': key },
+    )
     code = link.body.return.hex
   })
   afterAll(async () => {
@@ -83,7 +103,9 @@ describe('reports', () => {
   })
 
   test('the preview page links to the form; a report is stored (no address), redirected to a thank-you page, and sent to the owner as link.reported', async () => {
-    const preview = await (await t.send(`/${code}`, { headers: { 'user-agent': CHROME_UA, accept: 'text/html' } })).text()
+    const preview = await (
+      await t.send(`/${code}`, { headers: { 'user-agent': CHROME_UA, accept: 'text/html' } })
+    ).text()
     expect(preview).toContain(`href="/${code}/report"`)
     const form = await t.send(`/${code}/report`)
     expect(form.status).toBe(200)
@@ -92,7 +114,11 @@ describe('reports', () => {
     const sent = await t.send(`/${code}/report`, {
       method: 'POST',
       headers: { origin: t.origin, 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ reason: 'phishing', text: 'It asks for my bank password.', contact: 'me@example.org' }),
+      body: new URLSearchParams({
+        reason: 'phishing',
+        text: 'It asks for my bank password.',
+        contact: 'me@example.org',
+      }),
     })
     expect(sent.status).toBe(303)
     expect(sent.headers.get('location')).toBe(`/${code}/report?sent=1`)
@@ -100,19 +126,34 @@ describe('reports', () => {
 
     const rows = t.box.db.query('SELECT * FROM link_reports').all() as Record<string, unknown>[]
     expect(rows).toHaveLength(1)
-    expect(rows[0]).toMatchObject({ code, reason: 'phishing', text: 'It asks for my bank password.', contact: 'me@example.org', closed: null })
+    expect(rows[0]).toMatchObject({
+      code,
+      reason: 'phishing',
+      text: 'It asks for my bank password.',
+      contact: 'me@example.org',
+      closed: null,
+    })
     expect(JSON.stringify(rows)).not.toContain('127.0.0.1')
     await t.box.recorder.flush()
-    expect(await t.box.abuse.openReports()).toMatchObject([{ code, long_url: 'https://phish.example/login', owner: 'owner', clicks: 1 }])
+    expect(await t.box.abuse.openReports()).toMatchObject([
+      { code, long_url: 'https://phish.example/login', owner: 'owner', clicks: 1 },
+    ])
 
     await until(() => receiver.got.length >= 1, 'link.reported')
     expect(receiver.got[0]!.verifyError).toBeNull()
-    expect(JSON.parse(receiver.got[0]!.body)).toMatchObject({ type: 'link.reported', data: { hex: code, reason: 'phishing' } })
+    expect(JSON.parse(receiver.got[0]!.body)).toMatchObject({
+      type: 'link.reported',
+      data: { hex: code, reason: 'phishing' },
+    })
   })
 
   test('a report without a reason goes back to the form with what was typed; nothing stored', async () => {
     const before = await t.box.abuse.openReportCount()
-    const r = await t.send(`/${code}/report`, { method: 'POST', headers: { origin: t.origin }, body: new URLSearchParams({ text: 'spam' }) })
+    const r = await t.send(`/${code}/report`, {
+      method: 'POST',
+      headers: { origin: t.origin },
+      body: new URLSearchParams({ text: 'spam' }),
+    })
     expect(r.status).toBe(303)
     const back = await (await t.send(r.headers.get('location')!)).text()
     expect(back).toContain('Choose what is wrong with the link.')
@@ -121,11 +162,23 @@ describe('reports', () => {
   })
 
   test('a report from another site is refused; 20 reports in a minute from one client are limited', async () => {
-    const cross = await t.send(`/${code}/report`, { method: 'POST', headers: { origin: 'https://evil.example' }, body: new URLSearchParams({ reason: 'spam' }) })
+    const cross = await t.send(`/${code}/report`, {
+      method: 'POST',
+      headers: { origin: 'https://evil.example' },
+      body: new URLSearchParams({ reason: 'spam' }),
+    })
     expect(cross.status).toBe(403)
     const statuses: number[] = []
     for (let i = 0; i < 20; i++)
-      statuses.push((await t.send(`/${code}/report`, { method: 'POST', headers: { origin: t.origin }, body: new URLSearchParams({ reason: 'spam' }) })).status)
+      statuses.push(
+        (
+          await t.send(`/${code}/report`, {
+            method: 'POST',
+            headers: { origin: t.origin },
+            body: new URLSearchParams({ reason: 'spam' }),
+          })
+        ).status,
+      )
     expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(14)
     expect(await t.box.abuse.openReportCount()).toBeLessThanOrEqual(5)
   })
@@ -142,7 +195,8 @@ describe('disabled links, banned hosts, disabled accounts', () => {
   const visit = (code: string) => t.send(`/${code}`, { headers: { 'user-agent': CHROME_UA } })
 
   test('a disabled link answers 451 with the reason, not its destination; its owner still lists it with its clicks; enabling restores it', async () => {
-    const code = (await t.box.post('/api/getLink.json', { url: 'https://shady.example/x' }, { 'x-api-key': key })).body.return.hex
+    const code = (await t.box.post('/api/getLink.json', { url: 'https://shady.example/x' }, { 'x-api-key': key })).body
+      .return.hex
     expect((await visit(code)).status).toBe(302)
     await t.box.abuse.setLinkDisabled(code, 'Reported as phishing.')
     const stopped = await visit(code)
@@ -152,13 +206,17 @@ describe('disabled links, banned hosts, disabled accounts', () => {
     expect(page).not.toContain('shady.example')
     await t.box.recorder.flush()
     const listed = await t.box.post('/api/links.json', {}, { 'x-api-key': key })
-    expect(listed.body.return.links.find((l: { hex: string }) => l.hex === code)).toMatchObject({ clicks: 1, disabled: 'Reported as phishing.' })
+    expect(listed.body.return.links.find((l: { hex: string }) => l.hex === code)).toMatchObject({
+      clicks: 1,
+      disabled: 'Reported as phishing.',
+    })
     await t.box.abuse.setLinkDisabled(code, null)
     expect((await visit(code)).status).toBe(302)
   })
 
   test("a banned host: its links and its subdomains' answer 451, a new one is refused naming the ban; unbanning restores them", async () => {
-    const code = (await t.box.post('/api/getLink.json', { url: 'https://login.bad.example/x' }, { 'x-api-key': key })).body.return.hex
+    const code = (await t.box.post('/api/getLink.json', { url: 'https://login.bad.example/x' }, { 'x-api-key': key }))
+      .body.return.hex
     await t.box.abuse.banHost('bad.example', 'phishing kit', null)
     expect((await visit(code)).status).toBe(451)
     const refused = await t.create('https://a.b.bad.example/y', key)
@@ -172,14 +230,23 @@ describe('disabled links, banned hosts, disabled accounts', () => {
   test('a host banned after the link was made is not reached through a rule or a split either: 451', async () => {
     const made = await t.box.post(
       '/api/getLink.json',
-      { url: 'https://fine.example/', rules: JSON.stringify([{ url: 'https://m.later-bad.example/', device: ['mobile'] }]) },
+      {
+        url: 'https://fine.example/',
+        rules: JSON.stringify([{ url: 'https://m.later-bad.example/', device: ['mobile'] }]),
+      },
       { 'x-api-key': key },
     )
     const ruled = made.body.return.hex
     const split = (
       await t.box.post(
         '/api/getLink.json',
-        { url: 'https://fine.example/', split: JSON.stringify([{ url: 'https://a.example/', weight: 50 }, { url: 'https://b.later-bad.example/', weight: 50 }]) },
+        {
+          url: 'https://fine.example/',
+          split: JSON.stringify([
+            { url: 'https://a.example/', weight: 50 },
+            { url: 'https://b.later-bad.example/', weight: 50 },
+          ]),
+        },
         { 'x-api-key': key },
       )
     ).body.return.hex
@@ -194,7 +261,8 @@ describe('disabled links, banned hosts, disabled accounts', () => {
 
   test("a disabled account's links answer 451 (within a second), and work again when it is enabled", async () => {
     const other = await t.box.account('spammer')
-    const code = (await t.box.post('/api/getLink.json', { url: 'https://spam.example/' }, { 'x-api-key': other })).body.return.hex
+    const code = (await t.box.post('/api/getLink.json', { url: 'https://spam.example/' }, { 'x-api-key': other })).body
+      .return.hex
     expect((await visit(code)).status).toBe(302)
     await t.box.accounts.setDisabled('spammer', true)
     await Bun.sleep(1_100)
@@ -214,7 +282,8 @@ test('blocklist files: a listed destination is refused; SIGHUP after adding a ho
     `data_dir = ${JSON.stringify(config.dataDir)}\n[server]\nhost = "127.0.0.1"\nport = 0\n[rate]\nanon_per_minute = 0\nkey_per_minute = 0\n[mail]\nsmtp_port = 0\n[links]\nblocklist_files = [${JSON.stringify(list)}]\n`,
   )
   const server = await startServer({ config })
-  const create = (url: string) => fetch(`${server.url}/api/getLink.json`, { method: 'POST', body: new URLSearchParams({ url }) })
+  const create = (url: string) =>
+    fetch(`${server.url}/api/getLink.json`, { method: 'POST', body: new URLSearchParams({ url }) })
   expect(server.stdout()).toContain('blocklists: 1 hosts from 1 of 1 files')
   const listed = await create('https://www.known-bad.example/')
   expect(listed.status).toBe(400)
@@ -236,19 +305,45 @@ test('blocklist files: a listed destination is refused; SIGHUP after adding a ho
 test('blocklist lines `*.host` and addresses in any spelling are taken; lines that are not hosts are counted and named in the reload line (issue 36)', async () => {
   const config = writeConfig()
   const list = join(config.dir, 'mixed.txt')
-  writeFileSync(list, ['# a list', '*.wild-bad.example', 'not a host!', '2001:0DB8::0:7', '0x01020307', '0.0.0.0 fine-bad.example bad!name', 'a b c'].join('\n') + '\n')
+  writeFileSync(
+    list,
+    [
+      '# a list',
+      '*.wild-bad.example',
+      'not a host!',
+      '2001:0DB8::0:7',
+      '0x01020307',
+      '0.0.0.0 fine-bad.example bad!name',
+      'a b c',
+    ].join('\n') + '\n',
+  )
   writeFileSync(
     config.configPath,
     `data_dir = ${JSON.stringify(config.dataDir)}\n[server]\nhost = "127.0.0.1"\nport = 0\n[rate]\nanon_per_minute = 0\nkey_per_minute = 0\n[mail]\nsmtp_port = 0\n[links]\nblocklist_files = [${JSON.stringify(list)}]\n`,
   )
   const server = await startServer({ config })
-  const create = (url: string) => fetch(`${server.url}/api/getLink.json`, { method: 'POST', body: new URLSearchParams({ url }) })
+  const create = (url: string) =>
+    fetch(`${server.url}/api/getLink.json`, { method: 'POST', body: new URLSearchParams({ url }) })
   // The log is JSON lines: the message of the one that starts with `when`.
   const logged = (when: string) =>
-    server.stdout().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l).msg as string).find((m) => m.startsWith(when)) ?? ''
+    server
+      .stdout()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l).msg as string)
+      .find((m) => m.startsWith(when)) ?? ''
   expect(logged('start: blocklists')).toContain('blocklists: 4 hosts from 1 of 1 files')
-  expect(logged('start: blocklists')).toEndWith(`; 3 lines skipped, not hosts: ${list}:3 "not a host!", ${list}:6 "0.0.0.0 fine-bad.example bad!name", ${list}:7 "a b c"`)
-  for (const url of ['https://wild-bad.example/', 'https://a.wild-bad.example/', 'http://[2001:db8::7]/', 'http://[::ffff:1.2.3.7]/', 'http://1.2.3.7/', 'https://fine-bad.example/'])
+  expect(logged('start: blocklists')).toEndWith(
+    `; 3 lines skipped, not hosts: ${list}:3 "not a host!", ${list}:6 "0.0.0.0 fine-bad.example bad!name", ${list}:7 "a b c"`,
+  )
+  for (const url of [
+    'https://wild-bad.example/',
+    'https://a.wild-bad.example/',
+    'http://[2001:db8::7]/',
+    'http://[::ffff:1.2.3.7]/',
+    'http://1.2.3.7/',
+    'https://fine-bad.example/',
+  ])
     expect((await create(url)).status, url).toBe(400)
   expect((await create('http://[2001:db8::8]/')).status).toBe(200)
   appendFileSync(list, '||^\n')
@@ -263,17 +358,27 @@ test('reports are bounded: 50 open ones a link (more are thanked, not stored), 1
   const box = await makeBox()
   try {
     const key = await box.account('owner')
-    const code = (await box.post('/api/getLink.json', { url: 'https://reported.example/' }, { 'x-api-key': key })).body.return.hex
+    const code = (await box.post('/api/getLink.json', { url: 'https://reported.example/' }, { 'x-api-key': key })).body
+      .return.hex
     for (let i = 0; i < 60; i++) await box.abuse.report({ code, reason: 'spam', text: `${i}`, contact: '' })
     expect(await box.abuse.openReportCount()).toBe(50)
     // Fill the rest of the table's allowance directly, as 9,950 other links' reports would.
-    const insert = box.db.query("INSERT INTO link_reports (link_id, code, reason, created) VALUES (NULL, 'gone', 'spam', 0)")
+    const insert = box.db.query(
+      "INSERT INTO link_reports (link_id, code, reason, created) VALUES (NULL, 'gone', 'spam', 0)",
+    )
     box.db.transaction(() => {
       for (let i = 0; i < 9_950; i++) insert.run()
     })()
-    const other = (await box.post('/api/getLink.json', { url: 'https://other.example/' }, { 'x-api-key': key })).body.return.hex
-    await expect(box.abuse.report({ code: other, reason: 'spam', text: '', contact: '' })).rejects.toThrow('Too many reports are waiting')
-    const page = await box.request(`/${other}/report`, { method: 'POST', headers: { origin: 'http://localhost:8080' }, body: new URLSearchParams({ reason: 'spam' }) })
+    const other = (await box.post('/api/getLink.json', { url: 'https://other.example/' }, { 'x-api-key': key })).body
+      .return.hex
+    await expect(box.abuse.report({ code: other, reason: 'spam', text: '', contact: '' })).rejects.toThrow(
+      'Too many reports are waiting',
+    )
+    const page = await box.request(`/${other}/report`, {
+      method: 'POST',
+      headers: { origin: 'http://localhost:8080' },
+      body: new URLSearchParams({ reason: 'spam' }),
+    })
     expect(page.status).toBe(503)
     expect(await box.abuse.openReportCount()).toBe(10_000)
   } finally {
@@ -286,7 +391,8 @@ test('a reload counts the links a list catches across pages of links (12,000 lin
   try {
     const insert = box.db.query('INSERT INTO links (code, long_url, created, updated) VALUES (?1, ?2, 0, 0)')
     box.db.transaction(() => {
-      for (let i = 0; i < 12_000; i++) insert.run(`c${i}`, i % 3 === 0 ? `https://x${i}.listed.example/` : `https://fine${i}.example/`)
+      for (let i = 0; i < 12_000; i++)
+        insert.run(`c${i}`, i % 3 === 0 ? `https://x${i}.listed.example/` : `https://fine${i}.example/`)
     })()
     const list = join(box.dir, 'list.txt')
     writeFileSync(list, 'listed.example\n')
@@ -304,16 +410,27 @@ describe('the abuse service on the async storage', () => {
     try {
       const key = await box.account('owner')
       const spammer = await box.account('spammer')
-      const code = (await box.post('/api/getLink.json', { url: 'https://x.old-bad.example/' }, { 'x-api-key': key })).body.return.hex
-      const spam = (await box.post('/api/getLink.json', { url: 'https://fine.example/' }, { 'x-api-key': spammer })).body.return.hex
+      const code = (await box.post('/api/getLink.json', { url: 'https://x.old-bad.example/' }, { 'x-api-key': key }))
+        .body.return.hex
+      const spam = (await box.post('/api/getLink.json', { url: 'https://fine.example/' }, { 'x-api-key': spammer }))
+        .body.return.hex
       await box.abuse.banHost('old-bad.example', 'went bad', null)
       await box.accounts.setDisabled('spammer', true)
       const second = createAbuseService({
-        rows: sqliteAbuseRows(box.db), audit: sqliteAuditRows(box.db), queue: sqliteWebhookQueue(box.db), config: box.config, links: box.links, clock: Date.now,
+        rows: sqliteAbuseRows(box.db),
+        audit: sqliteAuditRows(box.db),
+        queue: sqliteWebhookQueue(box.db),
+        config: box.config,
+        links: box.links,
+        clock: Date.now,
       })
       try {
         await second.ready
-        expect(second.verdict((await box.links.resolve(code))!)).toEqual({ kind: 'banned', host: 'old-bad.example', reason: 'went bad' })
+        expect(second.verdict((await box.links.resolve(code))!)).toEqual({
+          kind: 'banned',
+          host: 'old-bad.example',
+          reason: 'went bad',
+        })
         expect(second.verdict((await box.links.resolve(spam))!)).toEqual({ kind: 'account' })
         expect(() => second.checkDestination('https://old-bad.example/')).toThrow('banned (went bad)')
       } finally {
@@ -328,13 +445,18 @@ describe('the abuse service on the async storage', () => {
     const { box, send } = await listening()
     try {
       const key = await box.account('spammer')
-      const code = (await box.post('/api/getLink.json', { url: 'https://spam.example/' }, { 'x-api-key': key })).body.return.hex
+      const code = (await box.post('/api/getLink.json', { url: 'https://spam.example/' }, { 'x-api-key': key })).body
+        .return.hex
       const visit = () => send(`/${code}`, { headers: { 'user-agent': CHROME_UA } })
       expect((await visit()).status).toBe(302)
       const { id } = await box.abuse.report({ code, reason: 'spam', text: '', contact: '' })
-      await box.abuse.closeReport(id!, 'account_disabled', null, SYSTEM, { change: (tx) => box.accounts.disableWithin(tx, 'spammer', SYSTEM) })
+      await box.abuse.closeReport(id!, 'account_disabled', null, SYSTEM, {
+        change: (tx) => box.accounts.disableWithin(tx, 'spammer', SYSTEM),
+      })
       expect((await visit()).status).toBe(451)
-      expect(box.db.query('SELECT action, closed IS NOT NULL AS closed FROM link_reports WHERE id = ?').get(id!)).toEqual({ action: 'account_disabled', closed: 1 })
+      expect(
+        box.db.query('SELECT action, closed IS NOT NULL AS closed FROM link_reports WHERE id = ?').get(id!),
+      ).toEqual({ action: 'account_disabled', closed: 1 })
     } finally {
       await box.cleanup()
     }
@@ -344,7 +466,8 @@ describe('the abuse service on the async storage', () => {
     const box = await makeBox()
     try {
       const key = await box.account('owner')
-      const code = (await box.post('/api/getLink.json', { url: 'https://racy.example/' }, { 'x-api-key': key })).body.return.hex
+      const code = (await box.post('/api/getLink.json', { url: 'https://racy.example/' }, { 'x-api-key': key })).body
+        .return.hex
       const { id } = await box.abuse.report({ code, reason: 'phishing', text: '', contact: '' })
       const results = await Promise.allSettled([
         box.abuse.closeReport(id!, 'link_disabled', null, SYSTEM, { disableLink: { code, reason: 'phishing' } }),
@@ -353,14 +476,22 @@ describe('the abuse service on the async storage', () => {
       expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected'])
       const lost = results.find((r) => r.status === 'rejected') as PromiseRejectedResult
       expect(lost.reason).toMatchObject({ status: 409, message: expect.stringContaining('closed by someone else') })
-      const won = (results.find((r) => r.status === 'fulfilled') as PromiseFulfilledResult<{ closed: { action: string } }>).value.closed.action
+      const won = (
+        results.find((r) => r.status === 'fulfilled') as PromiseFulfilledResult<{ closed: { action: string } }>
+      ).value.closed.action
       expect(box.db.query('SELECT count(*) AS n FROM banned_hosts').get()).toEqual({ n: won === 'host_banned' ? 1 : 0 })
-      expect(box.db.query('SELECT disabled FROM links WHERE code = ?').get(code)).toEqual({ disabled: won === 'link_disabled' ? 'phishing' : null })
-      expect(box.db.query("SELECT detail FROM audit_log WHERE action = 'report.close'").all()).toEqual([{ detail: won }])
+      expect(box.db.query('SELECT disabled FROM links WHERE code = ?').get(code)).toEqual({
+        disabled: won === 'link_disabled' ? 'phishing' : null,
+      })
+      expect(box.db.query("SELECT detail FROM audit_log WHERE action = 'report.close'").all()).toEqual([
+        { detail: won },
+      ])
       // A link deleted before its report is closed by disabling it: 404 naming the code, the report stays open.
       const { id: next } = await box.abuse.report({ code, reason: 'spam', text: '', contact: '' })
       box.db.query('DELETE FROM links WHERE code = ?').run(code)
-      await expect(box.abuse.closeReport(next!, 'link_disabled', null, SYSTEM, { disableLink: { code, reason: 'x' } })).rejects.toThrow(`No link with the code "${code}".`)
+      await expect(
+        box.abuse.closeReport(next!, 'link_disabled', null, SYSTEM, { disableLink: { code, reason: 'x' } }),
+      ).rejects.toThrow(`No link with the code "${code}".`)
       expect(await box.abuse.openReport(next!)).toMatchObject({ id: next, closed: null })
     } finally {
       await box.cleanup()

@@ -30,7 +30,9 @@ describe.each([
     expect((await cli('account', 'create', 'carol')).code).toBe(0)
     const again = await cli('account', 'create', 'Carol')
     expect(again.code).toBe(2)
-    expect(again.stderr).toContain('The account "carol" exists already: account names are the same in any case, so "Carol" is taken.')
+    expect(again.stderr).toContain(
+      'The account "carol" exists already: account names are the same in any case, so "Carol" is taken.',
+    )
     const exact = await cli('account', 'create', 'carol')
     expect(exact.code).toBe(2)
     expect(exact.stderr).toContain('The account "carol" exists already.')
@@ -58,8 +60,12 @@ describe('single sign-on', () => {
     provider.users.set('sub-carol-big', { sub: 'sub-carol-big', preferred_username: 'Carol', groups: [] })
     const c = await throughProvider(appUrl, provider, 'Carol')
     expect((await visit(c.app, c.callback)).status).toBe(303)
-    expect(await (await visit(c.app, `${appUrl}/dashboard`)).text()).toContain('Signed in as </span><strong>Carol-2</strong>')
-    const names = (app.db.query("SELECT name FROM accounts WHERE lower(name) LIKE 'carol%' ORDER BY id").all() as { name: string }[]).map((r) => r.name)
+    expect(await (await visit(c.app, `${appUrl}/dashboard`)).text()).toContain(
+      'Signed in as </span><strong>Carol-2</strong>',
+    )
+    const names = (
+      app.db.query("SELECT name FROM accounts WHERE lower(name) LIKE 'carol%' ORDER BY id").all() as { name: string }[]
+    ).map((r) => r.name)
     expect(names).toEqual(['carol', 'Carol-2'])
   })
 })

@@ -35,19 +35,29 @@ describe('SQLite', () => {
     const old = new Database(path, { create: true, strict: true })
     for (const m of migrations.slice(0, 22)) old.exec(typeof m === 'string' ? m : m.sql)
     old.exec('PRAGMA user_version = 22')
-    old.exec("INSERT INTO accounts (name, admin, created) VALUES ('alice', 1, 1), ('carol', 0, 2), ('Carol', 0, 3), ('marketplace:Bob', 0, 4)")
+    old.exec(
+      "INSERT INTO accounts (name, admin, created) VALUES ('alice', 1, 1), ('carol', 0, 2), ('Carol', 0, 3), ('marketplace:Bob', 0, 4)",
+    )
     old.close()
 
     const db = openDatabase(path)
     try {
       expect(db.query('PRAGMA user_version').get()).toEqual({ user_version: migrations.length })
-      expect(names(db.query('SELECT name FROM accounts ORDER BY id').all() as { name: string }[])).toEqual(['alice', 'carol', 'Carol', 'marketplace:Bob'])
-      const insert = (name: string) => db.query('INSERT INTO accounts (name, admin, created) VALUES (?, 0, 9)').run(name)
+      expect(names(db.query('SELECT name FROM accounts ORDER BY id').all() as { name: string }[])).toEqual([
+        'alice',
+        'carol',
+        'Carol',
+        'marketplace:Bob',
+      ])
+      const insert = (name: string) =>
+        db.query('INSERT INTO accounts (name, admin, created) VALUES (?, 0, 9)').run(name)
       expect(() => insert('CAROL')).toThrow('account name taken in another case')
       expect(() => insert('alice')).toThrow(/UNIQUE constraint failed: accounts.name/) // the same spelling: the UNIQUE constraint's
       insert('dave')
       expect(() => insert('Dave')).toThrow('account name taken in another case')
-      expect(() => db.query("UPDATE accounts SET name = 'ALICE' WHERE name = 'dave'").run()).toThrow('account name taken in another case')
+      expect(() => db.query("UPDATE accounts SET name = 'ALICE' WHERE name = 'dave'").run()).toThrow(
+        'account name taken in another case',
+      )
       db.query("UPDATE accounts SET name = 'Dave' WHERE name = 'dave'").run() // its own name in another case
       insert('marketplace:bob') // the marketplace's made-up names stay exact
       expect((db.query('SELECT count(*) AS n FROM accounts').get() as { n: number }).n).toBe(6)
@@ -73,13 +83,20 @@ describe('PostgreSQL', () => {
       expect((await db.sql`SELECT version FROM linkbox_schema`)[0].version).toBe(23)
       expect(names(await db.sql`SELECT name FROM accounts ORDER BY id`)).toEqual(['alice', 'carol', 'Carol'])
       const insert = (name: string) => db.sql`INSERT INTO accounts (name, admin, created) VALUES (${name}, 0, 9)`
-      const refusal = await insert('CAROL').then(() => null, (err: { errno?: string; message: string }) => err)
+      const refusal = await insert('CAROL').then(
+        () => null,
+        (err: { errno?: string; message: string }) => err,
+      )
       expect(refusal?.errno).toBe('23505')
       expect(refusal?.message).toContain('account name taken in another case')
       // The same spelling is the unique index's (ON CONFLICT (name) DO NOTHING still works).
-      expect(await db.sql`INSERT INTO accounts (name, admin, created) VALUES ('alice', 0, 9) ON CONFLICT (name) DO NOTHING RETURNING id`).toHaveLength(0)
+      expect(
+        await db.sql`INSERT INTO accounts (name, admin, created) VALUES ('alice', 0, 9) ON CONFLICT (name) DO NOTHING RETURNING id`,
+      ).toHaveLength(0)
       await insert('dave')
-      await expect(db.sql`UPDATE accounts SET name = 'ALICE' WHERE name = 'dave'`).rejects.toThrow('account name taken in another case')
+      await expect(db.sql`UPDATE accounts SET name = 'ALICE' WHERE name = 'dave'`).rejects.toThrow(
+        'account name taken in another case',
+      )
       await db.sql`UPDATE accounts SET name = 'Dave' WHERE name = 'dave'`
       // Two connections at once, the first's transaction held open: the second waits for its commit, then is refused.
       const a = db.sql.begin(async (tx) => {
@@ -87,7 +104,10 @@ describe('PostgreSQL', () => {
         await Bun.sleep(300)
       })
       await Bun.sleep(50)
-      const b = db.sql`INSERT INTO accounts (name, admin, created) VALUES ('dana', 0, 9)`.then(() => 'made', () => 'refused')
+      const b = db.sql`INSERT INTO accounts (name, admin, created) VALUES ('dana', 0, 9)`.then(
+        () => 'made',
+        () => 'refused',
+      )
       await a
       expect(await b).toBe('refused')
       expect(names(await db.sql`SELECT name FROM accounts WHERE lower(name) = 'dana'`)).toEqual(['Dana'])
@@ -96,12 +116,14 @@ describe('PostgreSQL', () => {
     }
   }, 60_000)
 
-  test('a SQLite data_dir holding carol and Carol copies to PostgreSQL (linkbox migrate) and back (backup\'s copy), both kept, the check on again', async () => {
+  test("a SQLite data_dir holding carol and Carol copies to PostgreSQL (linkbox migrate) and back (backup's copy), both kept, the check on again", async () => {
     const c = writeConfig(dir())
     expect((await runCli(['account', 'create', 'carol', '--config', c.configPath], { timeoutMs: 30_000 })).code).toBe(0)
     // Carol from before migration 23 (the trigger taken away for the insert, then made again).
     const lite = new Database(join(c.dataDir, 'linkbox.db'), { strict: true })
-    const trigger = (lite.query("SELECT sql FROM sqlite_master WHERE name = 'accounts_name_any_case'").get() as { sql: string }).sql
+    const trigger = (
+      lite.query("SELECT sql FROM sqlite_master WHERE name = 'accounts_name_any_case'").get() as { sql: string }
+    ).sql
     lite.exec('DROP TRIGGER accounts_name_any_case')
     lite.exec("INSERT INTO accounts (name, admin, created) VALUES ('Carol', 0, 3)")
     lite.exec(trigger)
@@ -114,7 +136,9 @@ describe('PostgreSQL', () => {
     const db = await openPostgres(url)
     try {
       expect(names(await db.sql`SELECT name FROM accounts ORDER BY id`)).toEqual(['carol', 'Carol'])
-      await expect(db.sql`INSERT INTO accounts (name, admin, created) VALUES ('CAROL', 0, 9)`).rejects.toThrow('account name taken in another case')
+      await expect(db.sql`INSERT INTO accounts (name, admin, created) VALUES ('CAROL', 0, 9)`).rejects.toThrow(
+        'account name taken in another case',
+      )
 
       const snapshot = join(dir(), 'snapshot.db')
       await db.sql.begin(async (tx) => {
@@ -123,8 +147,13 @@ describe('PostgreSQL', () => {
         const back = openDatabase(snapshot)
         try {
           await copyIntoSqlite(tx, back)
-          expect(names(back.query('SELECT name FROM accounts ORDER BY id').all() as { name: string }[])).toEqual(['carol', 'Carol'])
-          expect(() => back.query("INSERT INTO accounts (name, admin, created) VALUES ('CAROL', 0, 9)").run()).toThrow('account name taken in another case')
+          expect(names(back.query('SELECT name FROM accounts ORDER BY id').all() as { name: string }[])).toEqual([
+            'carol',
+            'Carol',
+          ])
+          expect(() => back.query("INSERT INTO accounts (name, admin, created) VALUES ('CAROL', 0, 9)").run()).toThrow(
+            'account name taken in another case',
+          )
         } finally {
           back.close()
         }

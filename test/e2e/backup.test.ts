@@ -5,7 +5,16 @@
 import { afterAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { createHash, randomBytes } from 'node:crypto'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import nodemailer from 'nodemailer'
@@ -57,10 +66,14 @@ function plainConfig(overrides = {}): TestConfig {
 function dumpTables(dataDir: string): Record<string, unknown[]> {
   const db = new Database(join(dataDir, 'linkbox.db'), { readonly: true })
   try {
-    const tables = (db.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((t) => t.name)
+    const tables = (
+      db.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]
+    ).map((t) => t.name)
     const dump: Record<string, unknown[]> = {}
     for (const t of tables) {
-      const withoutRowid = (db.query('SELECT sql FROM sqlite_master WHERE name = ?').get(t) as { sql: string }).sql.includes('WITHOUT ROWID')
+      const withoutRowid = (
+        db.query('SELECT sql FROM sqlite_master WHERE name = ?').get(t) as { sql: string }
+      ).sql.includes('WITHOUT ROWID')
       dump[t] = db.query(`SELECT * FROM "${t}" ${withoutRowid ? '' : 'ORDER BY rowid'}`).all()
     }
     dump.user_version = [db.query('PRAGMA user_version').get()]
@@ -92,13 +105,16 @@ async function startMail(config: TestConfig): Promise<RunningServer & { smtpPort
   for (const deadline = Date.now() + 15_000; ; ) {
     const m = server.stdout().match(/SMTP on \S+:(\d+) for /)
     if (m) return Object.assign(server, { smtpPort: Number(m[1]) })
-    if (server.proc.exitCode !== null || Date.now() > deadline) throw new Error(`no SMTP line\n${server.stdout()}\n${server.stderr()}`)
+    if (server.proc.exitCode !== null || Date.now() > deadline)
+      throw new Error(`no SMTP line\n${server.stdout()}\n${server.stderr()}`)
     await Bun.sleep(20)
   }
 }
 
 const get = async (server: RunningServer, key: string, method: string, query: Record<string, string>) => {
-  const res = await fetch(`${server.url}/api/${method}?${new URLSearchParams(query)}`, { headers: { 'x-api-key': key } })
+  const res = await fetch(`${server.url}/api/${method}?${new URLSearchParams(query)}`, {
+    headers: { 'x-api-key': key },
+  })
   return { status: res.status, body: (await res.json()) as any }
 }
 
@@ -137,9 +153,28 @@ describe('backup → wipe → restore', () => {
     const config = await mailConfig()
     const adminKey = await createAccount(config.configPath, 'admin', { admin: true })
     const key = await createAccount(config.configPath, 'alice')
-    const extra = await runCli(['key', 'create', 'alice', '--scopes', 'links,mail', '--label', 'phone', '--config', config.configPath])
+    const extra = await runCli([
+      'key',
+      'create',
+      'alice',
+      '--scopes',
+      'links,mail',
+      '--label',
+      'phone',
+      '--config',
+      config.configPath,
+    ])
     expect(extra.code).toBe(0)
-    const hook = await runCli(['webhook', 'create', 'alice', 'http://127.0.0.1:9/in', '--events', 'link.deleted', '--config', config.configPath])
+    const hook = await runCli([
+      'webhook',
+      'create',
+      'alice',
+      'http://127.0.0.1:9/in',
+      '--events',
+      'link.deleted',
+      '--config',
+      config.configPath,
+    ])
     expect(hook.code).toBe(0)
     const server = await startMail(config)
     let restored: RunningServer | undefined
@@ -151,14 +186,32 @@ describe('backup → wipe → restore', () => {
         expect(r.status).toBe(200)
         codes.push(r.body.return.hex)
       }
-      for (let i = 0; i < 3; i++) await fetch(`${server.url}/${codes[0]}`, { redirect: 'manual', headers: { 'user-agent': CHROME_UA } })
+      for (let i = 0; i < 3; i++)
+        await fetch(`${server.url}/${codes[0]}`, { redirect: 'manual', headers: { 'user-agent': CHROME_UA } })
       // Mail over real SMTP: a small message (kept in the database) and a large one (files under mail/).
       const address = (await get(server, key, 'mailbox.json', { address: 'inbox' })).body.return.address
-      const smtp = nodemailer.createTransport({ host: '127.0.0.1', port: server.smtpPort, secure: false, ignoreTLS: true } as any)
+      const smtp = nodemailer.createTransport({
+        host: '127.0.0.1',
+        port: server.smtpPort,
+        secure: false,
+        ignoreTLS: true,
+      } as any)
       const small = randomBytes(1000)
       const large = randomBytes(400 * 1024)
-      await smtp.sendMail({ from: 'a@example.org', to: address, subject: 'small', text: 'hello', attachments: [{ filename: 's.bin', content: small }] })
-      await smtp.sendMail({ from: 'b@example.org', to: address, subject: 'large', text: 'big one', attachments: [{ filename: 'l.bin', content: large }] })
+      await smtp.sendMail({
+        from: 'a@example.org',
+        to: address,
+        subject: 'small',
+        text: 'hello',
+        attachments: [{ filename: 's.bin', content: small }],
+      })
+      await smtp.sendMail({
+        from: 'b@example.org',
+        to: address,
+        subject: 'large',
+        text: 'big one',
+        attachments: [{ filename: 'l.bin', content: large }],
+      })
       smtp.close()
       const list = (await get(server, key, 'messages.json', { address })).body.return
       expect(list.messages.length).toBe(2)
@@ -174,7 +227,9 @@ describe('backup → wipe → restore', () => {
       expect(signedBefore.map((s) => s.bytes.length).sort((a, b) => a - b)).toEqual([small.length, large.length])
       expect(Object.keys(fileHashes(config.dataDir)).some((p) => p.endsWith('raw.eml'))).toBe(true) // the large one is on disk
       // Media tickets, and /dl links to them signed with the service's secret.
-      const aliceId = (JSON.parse(JSON.stringify(dumpTables(config.dataDir).accounts)) as { id: number; name: string }[]).find((a) => a.name === 'alice')!.id
+      const aliceId = (
+        JSON.parse(JSON.stringify(dumpTables(config.dataDir).accounts)) as { id: number; name: string }[]
+      ).find((a) => a.name === 'alice')!.id
       const tickets = await addTickets(config.dataDir, aliceId)
       const signer = createLinkSigner(loadSigningSecret(config.dataDir))
       const dl = `/dl/${tickets[0]}?${signer.sign(`dl-${tickets[0]}`, Date.now() + 3600_000).query}`
@@ -237,7 +292,9 @@ describe('backup → wipe → restore', () => {
         expect(Buffer.from(await res.arrayBuffer()).equals(s.bytes)).toBe(true)
       }
       expect([await dlStatus(restored, dl), await dlStatus(restored, dlForged)]).toEqual(dlBefore)
-      expect((await apiPost(restored.url, 'stats.json', { code: codes[0]! }, { 'x-api-key': key })).body.return.clicks).toBe(3)
+      expect(
+        (await apiPost(restored.url, 'stats.json', { code: codes[0]! }, { 'x-api-key': key })).body.return.clicks,
+      ).toBe(3)
       expect((await apiPost(restored.url, 'links.json', {}, { 'x-api-key': adminKey })).status).toBe(200)
     } finally {
       if (server.proc.exitCode === null) await server.stop()
@@ -250,12 +307,21 @@ describe('webhook ids across a restore (issue 20)', () => {
   const receivers: Receiver[] = []
   afterAll(() => receivers.forEach((r) => r.stop()))
 
-  test('backup → event → restore → event: the new event goes out under a new webhook-id, not the lost one\'s', async () => {
+  test("backup → event → restore → event: the new event goes out under a new webhook-id, not the lost one's", async () => {
     const config = plainConfig({ media: { allow_private_networks: true } }) // the receiver is on 127.0.0.1
     const receiver = startReceiver()
     receivers.push(receiver)
     const key = await createAccount(config.configPath, 'hooks')
-    const made = await runCli(['webhook', 'create', 'hooks', receiver.url, '--events', 'link.created', '--config', config.configPath])
+    const made = await runCli([
+      'webhook',
+      'create',
+      'hooks',
+      receiver.url,
+      '--events',
+      'link.created',
+      '--config',
+      config.configPath,
+    ])
     expect(made.code).toBe(0)
     receiver.secret = made.stdout.trimEnd().split('\n').at(-1)!
     const hookId = /^webhook (\d+) for hooks/.exec(made.stdout)![1]!
@@ -267,7 +333,12 @@ describe('webhook ids across a restore (issue 20)', () => {
     const delivered = async (server: RunningServer, count: number) => {
       await until(() => receiver.got.length >= count, `${count} deliveries`)
       for (let i = 0; ; i++) {
-        const log = await apiPost(server.url, 'webhooks.json', { action: 'deliveries', id: hookId }, { 'x-api-key': key })
+        const log = await apiPost(
+          server.url,
+          'webhooks.json',
+          { action: 'deliveries', id: hookId },
+          { 'x-api-key': key },
+        )
         if (log.body.return.deliveries.every((d: { state: string }) => d.state === 'ok')) return
         if (i > 200) throw new Error(`deliveries not recorded: ${JSON.stringify(log.body)}`)
         await Bun.sleep(20)
@@ -306,7 +377,10 @@ describe('webhook ids across a restore (issue 20)', () => {
     // The restored database holds the first event and the new one, each under the id it went out with.
     const db = new Database(join(config.dataDir, 'linkbox.db'), { readonly: true })
     try {
-      const rows = db.query('SELECT webhook_id, payload FROM webhook_events ORDER BY id').all() as { webhook_id: string; payload: string }[]
+      const rows = db.query('SELECT webhook_id, payload FROM webhook_events ORDER BY id').all() as {
+        webhook_id: string
+        payload: string
+      }[]
       expect(rows.map((r) => [r.webhook_id, JSON.parse(r.payload).data.long_url])).toEqual([
         [ids[0], 'https://example.org/1'],
         [ids[2], 'https://example.org/3'],
@@ -354,7 +428,11 @@ function craftArchive(files: { path: string; data: Uint8Array }[]): Buffer {
     version: 'crafted',
     schema: 1,
     created: new Date().toISOString(),
-    files: files.map((f) => ({ path: f.path, size: f.data.length, sha256: createHash('sha256').update(f.data).digest('hex') })),
+    files: files.map((f) => ({
+      path: f.path,
+      size: f.data.length,
+      sha256: createHash('sha256').update(f.data).digest('hex'),
+    })),
   }
   return Buffer.concat([
     ...files.map((f) => tarEntry(f.path, f.data)),
@@ -378,7 +456,9 @@ describe('restore refuses', () => {
       unlinkSync(join(config.dataDir, 'linkbox.lock'))
       const r = await runCli(['restore', archive, '--force', '--config', config.configPath])
       expect(r.code).toBe(1)
-      expect(r.stderr).toBe(`linkbox: restore: a service answers /healthz on 127.0.0.1:${port}; stop it first (restore never writes under a running service)\n`)
+      expect(r.stderr).toBe(
+        `linkbox: restore: a service answers /healthz on 127.0.0.1:${port}; stop it first (restore never writes under a running service)\n`,
+      )
     } finally {
       expect(await server.stop()).toBe(0)
     }
@@ -393,11 +473,15 @@ describe('restore refuses', () => {
     rmSync(config.dataDir, { recursive: true })
     const r = await runCli(['restore', tampered, '--config', config.configPath])
     expect(r.code).toBe(1)
-    expect(r.stderr).toBe(`linkbox: restore: ${tampered}: linkbox.db does not match its sha256 in manifest.json; the archive is damaged or was changed\n`)
+    expect(r.stderr).toBe(
+      `linkbox: restore: ${tampered}: linkbox.db does not match its sha256 in manifest.json; the archive is damaged or was changed\n`,
+    )
     expect(existsSync(config.dataDir)).toBe(false)
     // A file cut short, and one that is no archive at all.
     writeFileSync(tampered, bytes.subarray(0, 3000))
-    expect((await runCli(['restore', tampered, '--config', config.configPath])).stderr).toMatch(/^linkbox: restore: .* (cut short|damaged)/)
+    expect((await runCli(['restore', tampered, '--config', config.configPath])).stderr).toMatch(
+      /^linkbox: restore: .* (cut short|damaged)/,
+    )
     writeFileSync(tampered, 'hello\n'.repeat(200))
     const junk = await runCli(['restore', tampered, '--config', config.configPath])
     expect(junk.code).toBe(1)
@@ -423,12 +507,23 @@ describe('restore refuses', () => {
     }
     writeFileSync(join(work, 'manifest.json'), JSON.stringify(manifest))
     const newer = join(config.dir, 'newer.tar')
-    const tar = Bun.spawnSync(['tar', '--format=ustar', '-cf', newer, '-C', work, ...manifest.files.map((f: { path: string }) => f.path), 'manifest.json'])
+    const tar = Bun.spawnSync([
+      'tar',
+      '--format=ustar',
+      '-cf',
+      newer,
+      '-C',
+      work,
+      ...manifest.files.map((f: { path: string }) => f.path),
+      'manifest.json',
+    ])
     expect(tar.exitCode).toBe(0)
     rmSync(config.dataDir, { recursive: true })
     const r = await runCli(['restore', newer, '--config', config.configPath])
     expect(r.code).toBe(1)
-    expect(r.stderr).toBe(`linkbox: restore: the linkbox.db in ${newer} has schema 99, this linkbox knows ${manifest.schema}: upgrade linkbox first\n`)
+    expect(r.stderr).toBe(
+      `linkbox: restore: the linkbox.db in ${newer} has schema 99, this linkbox knows ${manifest.schema}: upgrade linkbox first\n`,
+    )
     expect(existsSync(join(config.dataDir, 'linkbox.db'))).toBe(false)
     expect(existsSync(config.dataDir)).toBe(false) // not even the empty folder it would have restored into
   })
@@ -444,7 +539,13 @@ describe('restore refuses', () => {
     const crafted = join(config.dir, 'crafted.tar')
 
     // The crafted archives are good ones but for the path: without it, one restores.
-    writeFileSync(crafted, craftArchive([{ path: 'linkbox.db', data: db }, { path: `${blob}/raw.eml`, data: eml }]))
+    writeFileSync(
+      crafted,
+      craftArchive([
+        { path: 'linkbox.db', data: db },
+        { path: `${blob}/raw.eml`, data: eml },
+      ]),
+    )
     const fresh = plainConfig()
     const good = await runCli(['restore', crafted, '--config', fresh.configPath])
     expect([good.code, good.stderr]).toEqual([0, ''])
@@ -452,7 +553,13 @@ describe('restore refuses', () => {
 
     // `mail/ab/<blob>/..` would be written as the file mail/ab, in the way of every message under mail/ab/.
     for (const bad of [`${blob}/..`, `${blob}/.`, 'secrets/..', 'secrets/.', `${blob}/../raw.eml`]) {
-      writeFileSync(crafted, craftArchive([{ path: 'linkbox.db', data: db }, { path: bad, data: Buffer.from('x') }]))
+      writeFileSync(
+        crafted,
+        craftArchive([
+          { path: 'linkbox.db', data: db },
+          { path: bad, data: Buffer.from('x') },
+        ]),
+      )
       rmSync(fresh.dataDir, { recursive: true, force: true })
       const r = await runCli(['restore', crafted, '--config', fresh.configPath])
       expect({ bad, code: r.code, stderr: r.stderr }).toEqual({
@@ -464,13 +571,22 @@ describe('restore refuses', () => {
     }
 
     // Over a data_dir in use (--force): refused, and the data_dir is as it was, nothing moved aside.
-    writeFileSync(crafted, craftArchive([{ path: 'linkbox.db', data: db }, { path: `${blob}/raw.eml`, data: eml }, { path: `${blob}/..`, data: Buffer.from('x') }]))
+    writeFileSync(
+      crafted,
+      craftArchive([
+        { path: 'linkbox.db', data: db },
+        { path: `${blob}/raw.eml`, data: eml },
+        { path: `${blob}/..`, data: Buffer.from('x') },
+      ]),
+    )
     const tables = dumpTables(config.dataDir)
     const files = fileHashes(config.dataDir)
     const names = readdirSync(config.dataDir).sort()
     const r = await runCli(['restore', crafted, '--force', '--config', config.configPath])
     expect(r.code).toBe(1)
-    expect(r.stderr).toBe(`linkbox: restore: ${crafted}: manifest.json names ${JSON.stringify(`${blob}/..`)}, which a linkbox backup never holds\n`)
+    expect(r.stderr).toBe(
+      `linkbox: restore: ${crafted}: manifest.json names ${JSON.stringify(`${blob}/..`)}, which a linkbox backup never holds\n`,
+    )
     expect(readdirSync(config.dataDir).sort()).toEqual(names)
     expect(dumpTables(config.dataDir)).toEqual(tables)
     expect(fileHashes(config.dataDir)).toEqual(files)
@@ -482,7 +598,9 @@ describe('restore refuses', () => {
     await createAccount(config.configPath, 'carol') // made after the backup
     const r = await runCli(['restore', archive, '--config', config.configPath])
     expect(r.code).toBe(1)
-    expect(r.stderr).toMatch(/^linkbox: restore: .* is not empty \(.*linkbox\.db.*\); add --force to move its contents to .*before-restore-<time>\/ first\n$/)
+    expect(r.stderr).toMatch(
+      /^linkbox: restore: .* is not empty \(.*linkbox\.db.*\); add --force to move its contents to .*before-restore-<time>\/ first\n$/,
+    )
     const forced = await runCli(['restore', archive, '--force', '--config', config.configPath])
     expect(forced.stderr).toBe('')
     expect(forced.code).toBe(0)

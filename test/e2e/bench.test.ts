@@ -9,8 +9,24 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { migrations } from '../../src/db/sqlite/migrations'
 import { load, nthCode, seeded, split } from '../../scripts/bench/load'
-import { apiPost, createAccount, removeDir, startServer, tempDir, writeConfig, type RunningServer } from '../support/server'
-import { formatFigure, formatValue, met, resultsMarkdown, resultsTable, roundsDisagree, type Run } from '../../scripts/bench/results'
+import {
+  apiPost,
+  createAccount,
+  removeDir,
+  startServer,
+  tempDir,
+  writeConfig,
+  type RunningServer,
+} from '../support/server'
+import {
+  formatFigure,
+  formatValue,
+  met,
+  resultsMarkdown,
+  resultsTable,
+  roundsDisagree,
+  type Run,
+} from '../../scripts/bench/results'
 import { parseWrk } from '../../scripts/bench/wrk'
 import { startBareSmtp, startMailBox, type MailBox } from '../../scripts/bench/mail'
 import { quantile, replyReader, smallMessage, smtpLoad } from '../../scripts/bench/smtp-load'
@@ -40,7 +56,7 @@ describe('parseWrk', () => {
     expect(parseWrk(WRK_OUTPUT)).toEqual({ rps: 24691.25, p50ms: 2.41, p99ms: 1200, errors: 12 })
   })
   test('microseconds, and no error lines', () => {
-    const out = WRK_OUTPUT.replace('2.41ms', '812.00us').replace(/  Socket errors.*\n  Non-2xx.*\n/, '')
+    const out = WRK_OUTPUT.replace('2.41ms', '812.00us').replace(/ {2}Socket errors.*\n {2}Non-2xx.*\n/, '')
     const r = parseWrk(out)
     expect(r.p50ms).toBeCloseTo(0.812, 6)
     expect(r.errors).toBe(0)
@@ -64,7 +80,11 @@ describe('figures and the table', () => {
   })
   test('the before column is matched by id; a figure it lacks says so; pipes are escaped', () => {
     const before: Run = {
-      binary: 'commit 8e060d8', version: '0.1.0', commit: '8e060d8', date: '', machine: '',
+      binary: 'commit 8e060d8',
+      version: '0.1.0',
+      commit: '8e060d8',
+      date: '',
+      machine: '',
       figures: [{ id: 'a', label: 'A', value: 0.2, unit: '×', target: { op: '>=', value: 0.8 } }],
     }
     const table = resultsTable(
@@ -98,7 +118,11 @@ describe('figures and the table', () => {
     expect(rows[3]).toBe('| B | ≥ 0.80× | 0.86× (rounds 0.79–0.90×) | met (not in every round) |  |')
     expect(rows[4]).toBe('| C | ≥ 0.80× | 0.50× (rounds 0.40–0.60×) | **missed** |  |')
     const run: Run = {
-      binary: 'x', version: '0', commit: 'c', date: 'd', machine: 'm',
+      binary: 'x',
+      version: '0',
+      commit: 'c',
+      date: 'd',
+      machine: 'm',
       figures: [
         { id: 'a', label: 'A', value: 0.795, unit: '×', target, rounds: [0.79, 0.795, 0.86] },
         { id: 'c', label: 'C', value: 0.5, unit: '×', target, rounds: [0.4, 0.5, 0.6] },
@@ -106,19 +130,54 @@ describe('figures and the table', () => {
     }
     const md = resultsMarkdown({ run, commands: [], sections: [], seconds: 4, rounds: 3, totalSeconds: 1 })
     expect(md).toContain('0 of 2 targets met in this run; missed: A; C.')
-    expect(md).toContain('1 of these verdicts rests on rounds that disagree (some rounds met the target, some missed it)')
+    expect(md).toContain(
+      '1 of these verdicts rests on rounds that disagree (some rounds met the target, some missed it)',
+    )
     expect(md).toMatch(/another run may turn them: A\.\n/)
-    const steady = resultsMarkdown({ run: { ...run, figures: [run.figures[1]!] }, commands: [], sections: [], seconds: 4, rounds: 3, totalSeconds: 1 })
+    const steady = resultsMarkdown({
+      run: { ...run, figures: [run.figures[1]!] },
+      commands: [],
+      sections: [],
+      seconds: 4,
+      rounds: 3,
+      totalSeconds: 1,
+    })
     expect(steady).not.toContain('rounds that disagree')
-    const two = resultsMarkdown({ run: { ...run, figures: [run.figures[0]!, { ...run.figures[0]!, id: 'b', label: 'B' }] }, commands: [], sections: [], seconds: 4, rounds: 3, totalSeconds: 1 })
+    const two = resultsMarkdown({
+      run: { ...run, figures: [run.figures[0]!, { ...run.figures[0]!, id: 'b', label: 'B' }] },
+      commands: [],
+      sections: [],
+      seconds: 4,
+      rounds: 3,
+      totalSeconds: 1,
+    })
     expect(two).toContain('2 of these verdicts rest on rounds that disagree')
     expect(two).toMatch(/another run may turn them: A; B\.\n/)
   })
   test("issue 21's rows come first, in its order; the others keep the order they were measured in", () => {
     const fig = (id: string) => ({ id, label: id, value: 1, unit: '×' })
-    const measured = ['mail', 'startup-serve', 'redirect-1k-ratio', 'stats', 'create-ratio', 'redirect-hot-ratio', 'lists'].map(fig)
-    const rows = resultsTable(measured).split('\n').slice(2).map((r) => r.split(' | ')[0]!.slice(2))
-    expect(rows).toEqual(['redirect-hot-ratio', 'redirect-1k-ratio', 'create-ratio', 'startup-serve', 'mail', 'stats', 'lists'])
+    const measured = [
+      'mail',
+      'startup-serve',
+      'redirect-1k-ratio',
+      'stats',
+      'create-ratio',
+      'redirect-hot-ratio',
+      'lists',
+    ].map(fig)
+    const rows = resultsTable(measured)
+      .split('\n')
+      .slice(2)
+      .map((r) => r.split(' | ')[0]!.slice(2))
+    expect(rows).toEqual([
+      'redirect-hot-ratio',
+      'redirect-1k-ratio',
+      'create-ratio',
+      'startup-serve',
+      'mail',
+      'stats',
+      'lists',
+    ])
   })
 })
 
@@ -151,9 +210,20 @@ test('load: the accounts, their links and a year of clicks in a database of the 
     const db = new Database(join(dir, 'data/linkbox.db'), { readonly: true })
     try {
       expect((db.query('PRAGMA user_version').get() as { user_version: number }).user_version).toBe(migrations.length)
-      const perAccount = db.query('SELECT a.name, count(l.id) AS n FROM accounts a JOIN links l ON l.account_id = a.id GROUP BY a.name ORDER BY a.name').all()
-      expect(perAccount).toEqual([{ name: 'bench', n: 300 }, { name: 'small', n: 100 }])
-      const clicked = db.query('SELECT id, clicks, bots FROM links WHERE code = ?').get(data.statsCode) as { id: number; clicks: number; bots: number }
+      const perAccount = db
+        .query(
+          'SELECT a.name, count(l.id) AS n FROM accounts a JOIN links l ON l.account_id = a.id GROUP BY a.name ORDER BY a.name',
+        )
+        .all()
+      expect(perAccount).toEqual([
+        { name: 'bench', n: 300 },
+        { name: 'small', n: 100 },
+      ])
+      const clicked = db.query('SELECT id, clicks, bots FROM links WHERE code = ?').get(data.statsCode) as {
+        id: number
+        clicks: number
+        bots: number
+      }
       expect(clicked.id).toBe(data.benchFirstId)
       expect(clicked.clicks).toBe(100_000)
       expect(clicked.bots).toBeGreaterThan(0)
@@ -168,7 +238,10 @@ test('load: the accounts, their links and a year of clicks in a database of the 
     // The postgres bench expects each code of codes.txt to redirect to loadedUrl(its index).
     const again = new Database(join(dir, 'data/linkbox.db'), { readonly: true })
     try {
-      for (const i of [0, 1, 150, 299]) expect(again.query('SELECT long_url FROM links WHERE code = ?').get(codes[i]!)).toEqual({ long_url: loadedUrl(i) })
+      for (const i of [0, 1, 150, 299])
+        expect(again.query('SELECT long_url FROM links WHERE code = ?').get(codes[i]!)).toEqual({
+          long_url: loadedUrl(i),
+        })
     } finally {
       again.close()
     }
@@ -193,13 +266,22 @@ describe('the postgres bench', () => {
       expect(made.status).toBe(200)
       const code = made.body.return.hex as string
       await checkRedirects(box.url, new Map([[code, 'https://example.com/right']]), 'the server')
-      await expect(checkRedirects(box.url, new Map([[code, 'https://example.com/wrong']]), 'the server')).rejects.toThrow(
+      await expect(
+        checkRedirects(box.url, new Map([[code, 'https://example.com/wrong']]), 'the server'),
+      ).rejects.toThrow(
         `the server answers 1 of 1 codes wrongly: /${code}: 302 https://example.com/right, expected 302 https://example.com/wrong`,
       )
       const unknown = code === 'zzzzzz' ? 'yyyyyy' : 'zzzzzz'
-      await expect(checkRedirects(box.url, new Map([[code, 'https://example.com/right'], [unknown, 'https://example.com/right']]), 'the server')).rejects.toThrow(
-        `the server answers 1 of 2 codes wrongly: /${unknown}: 404 (no location)`,
-      )
+      await expect(
+        checkRedirects(
+          box.url,
+          new Map([
+            [code, 'https://example.com/right'],
+            [unknown, 'https://example.com/right'],
+          ]),
+          'the server',
+        ),
+      ).rejects.toThrow(`the server answers 1 of 2 codes wrongly: /${unknown}: 404 (no location)`)
     } finally {
       await box.stop()
       removeDir(box.dir)
@@ -211,7 +293,9 @@ describe('the mail bench client', () => {
   test('replies: continuation lines join, a reply split across chunks waits for its end, each is stamped when complete', () => {
     let clock = 0
     const read = replyReader(() => ++clock)
-    expect(read('220 bare ESMTP\r\n250-bare.test greets\r\n250-PIPELI')).toEqual([{ code: 220, text: 'bare ESMTP', at: 1 }])
+    expect(read('220 bare ESMTP\r\n250-bare.test greets\r\n250-PIPELI')).toEqual([
+      { code: 220, text: 'bare ESMTP', at: 1 },
+    ])
     expect(read('NING\r\n250 SIZE 10485760\r')).toEqual([])
     expect(read('\n354 End data with <CR><LF>.<CR><LF>\r\n')).toEqual([
       { code: 250, text: 'bare.test greets\nPIPELINING\nSIZE 10485760', at: 2 },
@@ -250,7 +334,12 @@ describe('the mail bench against real servers', () => {
       expect(l.firstError).toBeNull()
       expect(l.accepted).toBeGreaterThan(0)
       expect(await box.stored()).toBe(l.accepted)
-      const refused = await smtpLoad({ port: box.smtpPort, connections: 1, seconds: 0.2, recipients: ['nobody@bench.test'] })
+      const refused = await smtpLoad({
+        port: box.smtpPort,
+        connections: 1,
+        seconds: 0.2,
+        recipients: ['nobody@bench.test'],
+      })
       expect(refused.accepted).toBe(0)
       expect(refused.errors).toBeGreaterThan(0)
       expect(refused.firstError).toStartWith('envelope: 550 5.1.1')
@@ -269,7 +358,12 @@ describe('the media bench client', () => {
       { status: 206, bytes: 100, seconds: 0.000512 },
     ])
     expect(() => parseCurl('200 16777216\n')).toThrow('not a curl -w line')
-    expect(throughput([{ status: 200, bytes: 3 * 1024 * 1024, seconds: 1 }, { status: 200, bytes: 1024 * 1024, seconds: 1 }])).toBe(2)
+    expect(
+      throughput([
+        { status: 200, bytes: 3 * 1024 * 1024, seconds: 1 },
+        { status: 200, bytes: 1024 * 1024, seconds: 1 },
+      ]),
+    ).toBe(2)
   })
   test('every transfer must be a 200 of the full size; the URLs are taken in turn, from the one asked first', async () => {
     const body = new Uint8Array(100_000).fill(7)
@@ -288,8 +382,13 @@ describe('the media bench client', () => {
     const url = (p: string) => `http://127.0.0.1:${server.port}${p}`
     try {
       const ok = await curlGets([url('/a'), url('/a')], body.length)
-      expect(ok.map((t) => [t.status, t.bytes])).toEqual([[200, 100_000], [200, 100_000]])
-      await expect(curlGets([url('/short')], body.length)).rejects.toThrow('gave HTTP 200 with 99999 bytes, 100000 expected')
+      expect(ok.map((t) => [t.status, t.bytes])).toEqual([
+        [200, 100_000],
+        [200, 100_000],
+      ])
+      await expect(curlGets([url('/short')], body.length)).rejects.toThrow(
+        'gave HTTP 200 with 99999 bytes, 100000 expected',
+      )
       await expect(curlGets([url('/missing')], body.length)).rejects.toThrow('gave HTTP 404')
       seen.length = 0
       const rates = await alternating([url('/a'), url('/b'), url('/c')], 2, body.length, 1)
@@ -304,7 +403,11 @@ describe('the media bench client', () => {
 
 describe('the webhooks bench receiver', () => {
   const post = (url: string, body: string, headers: Record<string, string> = {}) =>
-    fetch(url, { method: 'POST', body, headers: { 'webhook-id': 'msg_1', 'webhook-timestamp': '1', 'webhook-signature': 'v1,x', ...headers } })
+    fetch(url, {
+      method: 'POST',
+      body,
+      headers: { 'webhook-id': 'msg_1', 'webhook-timestamp': '1', 'webhook-signature': 'v1,x', ...headers },
+    })
 
   test('counts requests, bytes and event types; a request without the headers or an event body is malformed; unknown types stay "other"', async () => {
     const r = startReceiver()
@@ -320,7 +423,12 @@ describe('the webhooks bench receiver', () => {
       expect(r.count('link.clicked')).toBe(1)
       expect(r.count('other')).toBe(2)
       expect(r.malformed).toBe(3)
-      expect(r.bytes).toBe(2 * event.length + JSON.stringify({ type: 'link.clicked', data: {} }).length + JSON.stringify({ type: 'x'.repeat(50), data: {} }).length + 8)
+      expect(r.bytes).toBe(
+        2 * event.length +
+          JSON.stringify({ type: 'link.clicked', data: {} }).length +
+          JSON.stringify({ type: 'x'.repeat(50), data: {} }).length +
+          8,
+      )
     } finally {
       r.stop()
     }
@@ -371,7 +479,9 @@ test('RESULTS.md names no path of the machine that ran it: the checkout is ".", 
   const { withoutMachinePaths } = await import('../../scripts/bench/results')
   const { homedir, tmpdir } = await import('node:os')
   const text = `wrk -s /srv/co/scripts/bench/post.lua -- ${tmpdir()}/linkbox-bench-x/codes.txt; ${homedir()}/.pyenv/shims/python3`
-  expect(withoutMachinePaths(text, '/srv/co')).toBe('wrk -s ./scripts/bench/post.lua -- $TMPDIR/linkbox-bench-x/codes.txt; ~/.pyenv/shims/python3')
+  expect(withoutMachinePaths(text, '/srv/co')).toBe(
+    'wrk -s ./scripts/bench/post.lua -- $TMPDIR/linkbox-bench-x/codes.txt; ~/.pyenv/shims/python3',
+  )
 })
 
 test("the bench's servers write their output to a file: the start is found there, the request lines land there, stdout() reads it", async () => {

@@ -140,7 +140,10 @@ describe('serving from the binary', () => {
     png.data.fill(200)
     const logos = [
       new File([new Uint8Array(PNG.sync.write(png))], 'logo.png', { type: 'image/png' }),
-      new File(['<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 2 2"><circle cx="1" cy="1" r="1" fill="#c00"/></svg>'], 'logo.svg'),
+      new File(
+        ['<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 2 2"><circle cx="1" cy="1" r="1" fill="#c00"/></svg>'],
+        'logo.svg',
+      ),
     ]
     for (const logo of logos) {
       const form = new FormData()
@@ -183,7 +186,11 @@ describe('serving from the binary', () => {
   test('a malformed Host header gets a clean answer, never internals', async () => {
     const port = server.port
     for (const host of ['a b', 'x@y', 'localhost:99999', 'nas'])
-      for (const [path, type] of [['/api/nope', 'application/json'], ['/api/getLink.json', 'application/json'], ['/a/b/c', 'text/html']]) {
+      for (const [path, type] of [
+        ['/api/nope', 'application/json'],
+        ['/api/getLink.json', 'application/json'],
+        ['/a/b/c', 'text/html'],
+      ]) {
         const a = await rawRequest(port, `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
         expect(a.status).toBeGreaterThanOrEqual(400)
         expect(a.status).toBeLessThan(500)
@@ -203,7 +210,9 @@ describe('serving from the binary', () => {
   test('download.json runs the bundled yt-dlp (through the guard proxy) and its signed link gives the file', async () => {
     const fx = await startMediaFixtures()
     try {
-      const r = await fetch(`${server.url}/api/download.json?url=${encodeURIComponent(fx.url('video-page'))}`, { headers: { 'x-api-key': key } })
+      const r = await fetch(`${server.url}/api/download.json?url=${encodeURIComponent(fx.url('video-page'))}`, {
+        headers: { 'x-api-key': key },
+      })
       const body = (await r.json()) as any
       expect(r.status, JSON.stringify(body)).toBe(200)
       expect(body.return).toMatchObject({ kind: 'video', extractor: 'HTML5MediaEmbed' })
@@ -224,12 +233,16 @@ describe('serving from the binary', () => {
 
   // A start knows the bundled yt-dlp from its sidecar without reading the embedded file (media/ytdlp.ts
   // embeddedMeta): the one there is kept as it is, and one that is not this build's is extracted again.
-  test('a later start keeps the extracted yt-dlp; one changed behind its sidecar, or another build\'s, is extracted again', async () => {
+  test("a later start keeps the extracted yt-dlp; one changed behind its sidecar, or another build's, is extracted again", async () => {
     const vendored = JSON.parse(readFileSync(join(REPO_ROOT, 'vendor/yt-dlp.json'), 'utf8'))
     const file = join(server.dataDir, 'bin', 'yt-dlp-bundled')
     const sha = () => createHash('sha256').update(readFileSync(file)).digest('hex')
     const restart = async () => {
-      const again = await startServer({ config: { dir: server.dir, dataDir: server.dataDir, configPath: server.configPath }, command: linkbox, cwd })
+      const again = await startServer({
+        config: { dir: server.dir, dataDir: server.dataDir, configPath: server.configPath },
+        command: linkbox,
+        cwd,
+      })
       expect(await again.stop('SIGTERM')).toBe(0)
       expect(again.stderr()).toBe('')
       expect(again.stdout()).not.toContain('yt-dlp could not be put')
@@ -256,7 +269,8 @@ describe('serving from the binary', () => {
 test('doctor extracts the bundled yt-dlp and reports it as the one used, with its version', async () => {
   const vendored = JSON.parse(readFileSync(join(REPO_ROOT, 'vendor/yt-dlp.json'), 'utf8'))
   // On this machine (no internet) the build bundles a zipapp of Debian's yt_dlp package.
-  if (vendored.source.startsWith('zipapp')) expect(vendored.version).toBe(Bun.spawnSync(['yt-dlp', '--version']).stdout.toString().trim())
+  if (vendored.source.startsWith('zipapp'))
+    expect(vendored.version).toBe(Bun.spawnSync(['yt-dlp', '--version']).stdout.toString().trim())
   const config = writeConfig(tempDir('linkbox-bin-doctor-'))
   try {
     const r = await runCli(['doctor', '--config', config.configPath], { command: linkbox, cwd })

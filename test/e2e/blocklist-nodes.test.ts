@@ -5,7 +5,16 @@ import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { appendFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { sharedPostgres, type Postgres } from '../support/postgres'
-import { CHROME_UA, killAllServers, removeDir, startServer, tempDir, writeConfig, type RunningServer, type TestConfig } from '../support/server'
+import {
+  CHROME_UA,
+  killAllServers,
+  removeDir,
+  startServer,
+  tempDir,
+  writeConfig,
+  type RunningServer,
+  type TestConfig,
+} from '../support/server'
 
 setDefaultTimeout(60_000)
 
@@ -38,7 +47,10 @@ const visit = async (node: RunningServer, code: string) =>
 
 test('a SIGHUP on A has B read its own blocklist again within 1 s: a newly listed host answers 451 on both', async () => {
   const [a, b] = nodes as [RunningServer, RunningServer]
-  const made = await fetch(`${a.url}/api/getLink.json`, { method: 'POST', body: new URLSearchParams({ url: 'https://later-bad.example/x' }) })
+  const made = await fetch(`${a.url}/api/getLink.json`, {
+    method: 'POST',
+    body: new URLSearchParams({ url: 'https://later-bad.example/x' }),
+  })
   expect(made.status).toBe(200)
   const code = (await made.json()).return.hex as string
   expect([await visit(b, code), await visit(a, code)]).toEqual([302, 302])

@@ -22,7 +22,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-const FORM_HEAD = 'POST /api/getLink.json HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n'
+const FORM_HEAD =
+  'POST /api/getLink.json HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n'
 
 /** A socket whose received text and closing can be watched. */
 async function open() {
@@ -55,9 +56,15 @@ test('a form body with a Content-Length is read; one of exactly 64 KiB too, one 
   expect(JSON.parse(ok.body).return.long_url).toBe('https://example.com/socket')
 
   const pad = (n: number) => `${body}&pad=${'a'.repeat(n - body.length - 5)}`
-  const full = await rawRequest(port, `${FORM_HEAD}Content-Length: ${64 * 1024}\r\nConnection: close\r\n\r\n${pad(64 * 1024)}`)
+  const full = await rawRequest(
+    port,
+    `${FORM_HEAD}Content-Length: ${64 * 1024}\r\nConnection: close\r\n\r\n${pad(64 * 1024)}`,
+  )
   expect(full.status).toBe(200)
-  const over = await rawRequest(port, `${FORM_HEAD}Content-Length: ${64 * 1024 + 1}\r\nConnection: close\r\n\r\n${pad(64 * 1024 + 1)}`)
+  const over = await rawRequest(
+    port,
+    `${FORM_HEAD}Content-Length: ${64 * 1024 + 1}\r\nConnection: close\r\n\r\n${pad(64 * 1024 + 1)}`,
+  )
   expect(over.status).toBe(413)
   expect(JSON.parse(over.body)).toMatchObject({ status: 'error', code: 'too_large' })
 })
@@ -86,7 +93,13 @@ test('a body that stalls is ended by the idle timeout; the server answers others
     // Eventually, well before Bun's default of 10 s would: the box was given 1 s (ended within ~4 s).
     await until('the server to close the stalled connection', c.closed, 9_000)
     // Nothing was created from the partial body, and the service goes on.
-    expect(box.db.query("SELECT count(*) AS n FROM links WHERE long_url LIKE 'https%' AND long_url NOT LIKE 'https://example.com/socket%'").get()).toEqual({ n: 0 })
+    expect(
+      box.db
+        .query(
+          "SELECT count(*) AS n FROM links WHERE long_url LIKE 'https%' AND long_url NOT LIKE 'https://example.com/socket%'",
+        )
+        .get(),
+    ).toEqual({ n: 0 })
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200)
   } finally {
     c.socket.end()

@@ -6,7 +6,14 @@ import { afterEach, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import type { SQL } from 'bun'
 import { localChangeFeed } from '../../src/db/changes'
-import { CHANNEL, decodeChange, encodeChanges, MAX_PAYLOAD_BYTES, postgresChangeFeed, RESYNC_OVER } from '../../src/db/postgres/changes'
+import {
+  CHANNEL,
+  decodeChange,
+  encodeChanges,
+  MAX_PAYLOAD_BYTES,
+  postgresChangeFeed,
+  RESYNC_OVER,
+} from '../../src/db/postgres/changes'
 import { postgresForFile, type Postgres } from '../support/postgres'
 
 let pg: Postgres
@@ -62,7 +69,13 @@ describe('SQLite: the feed of one process', () => {
     const errors: unknown[] = []
     const feed = localChangeFeed({ onError: (err) => errors.push(err) })
     const after = recorder()
-    feed.subscribe('link', () => { throw new Error('broken cache') }, () => {})
+    feed.subscribe(
+      'link',
+      () => {
+        throw new Error('broken cache')
+      },
+      () => {},
+    )
     feed.subscribe('link', after.onKeys, after.onResync)
     expect(() => feed.publish('link', ['k'])).not.toThrow()
     expect(after.keys()).toEqual(['k'])
@@ -72,8 +85,20 @@ describe('SQLite: the feed of one process', () => {
   })
 })
 
-describe('messages: JSON under PostgreSQL\'s 8000-byte limit', () => {
-  const awkward = ['a"b', "it's", 'back\\slash', 'nul\u0000ctl\u001f', 'é', '😀', '\u2028', 'ﬁ', '<script>', '%_', ' sp ace ']
+describe("messages: JSON under PostgreSQL's 8000-byte limit", () => {
+  const awkward = [
+    'a"b',
+    "it's",
+    'back\\slash',
+    'nul\u0000ctl\u001f',
+    'é',
+    '😀',
+    '\u2028',
+    'ﬁ',
+    '<script>',
+    '%_',
+    ' sp ace ',
+  ]
 
   test('any key round trips; keys are packed into messages of at most MAX_PAYLOAD_BYTES bytes', () => {
     const keys = [...awkward, ...Array.from({ length: 900 }, (_, i) => `é${'😀'.repeat(i % 7)}-${i}`)]
@@ -92,12 +117,29 @@ describe('messages: JSON under PostgreSQL\'s 8000-byte limit', () => {
   test('more than RESYNC_OVER keys, or one key too long for a message, is one resync of the topic', () => {
     const many = Array.from({ length: RESYNC_OVER + 1 }, (_, i) => `k${i}`)
     expect(encodeChanges('o1', 'link', many).map(decodeChange)).toEqual([{ o: 'o1', t: 'link', r: 1 }])
-    expect(encodeChanges('o1', 'link', Array.from({ length: RESYNC_OVER }, (_, i) => `k${i}`)).length).toBe(1)
-    expect(encodeChanges('o1', 'link', ['ok', 'é'.repeat(4_000)]).map(decodeChange)).toEqual([{ o: 'o1', t: 'link', r: 1 }])
+    expect(
+      encodeChanges(
+        'o1',
+        'link',
+        Array.from({ length: RESYNC_OVER }, (_, i) => `k${i}`),
+      ).length,
+    ).toBe(1)
+    expect(encodeChanges('o1', 'link', ['ok', 'é'.repeat(4_000)]).map(decodeChange)).toEqual([
+      { o: 'o1', t: 'link', r: 1 },
+    ])
   })
 
   test('anything else on the channel is not a message', () => {
-    for (const junk of ['', 'hello', '{}', '[1]', 'null', '{"o":1,"t":"link","k":[]}', '{"o":"x","t":"link","k":[1]}', '{"o":"x","t":"link"}'])
+    for (const junk of [
+      '',
+      'hello',
+      '{}',
+      '[1]',
+      'null',
+      '{"o":1,"t":"link","k":[]}',
+      '{"o":"x","t":"link","k":[1]}',
+      '{"o":"x","t":"link"}',
+    ])
       expect(decodeChange(junk)).toBeNull()
   })
 })
@@ -122,9 +164,11 @@ describe('PostgreSQL: two nodes', () => {
   }
   /** The backend pids listening on CHANNEL in this database (one per node's feed). */
   const listeners = async (sql: SQL) =>
-    (await sql`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = ${`LISTEN "${CHANNEL}"`}`).map((r: { pid: number }) => Number(r.pid))
+    (
+      await sql`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = ${`LISTEN "${CHANNEL}"`}`
+    ).map((r: { pid: number }) => Number(r.pid))
 
-  test('a key published on A reaches B within 1 s (typically a few ms); A\'s own subscriber hears it once, at once', async () => {
+  test("a key published on A reaches B within 1 s (typically a few ms); A's own subscriber hears it once, at once", async () => {
     const { a, b } = await twoNodes()
     const onA = recorder()
     const onB = recorder()
@@ -180,7 +224,18 @@ describe('PostgreSQL: two nodes', () => {
     const { a, b } = await twoNodes()
     const onB = recorder()
     b.feed.subscribe('link', onB.onKeys, onB.onResync)
-    const keys = ['a"b', "it's", 'back\\slash', 'nul\u0000ctl\u001f', 'é', '😀', '\u2028', '$1', "'); NOTIFY x; --", 'é'.repeat(3_000)]
+    const keys = [
+      'a"b',
+      "it's",
+      'back\\slash',
+      'nul\u0000ctl\u001f',
+      'é',
+      '😀',
+      '\u2028',
+      '$1',
+      "'); NOTIFY x; --",
+      'é'.repeat(3_000),
+    ]
     a.feed.publish('link', keys)
     await until('keys on B', () => onB.keys().length >= keys.length, 2_000)
     expect(onB.keys()).toEqual(keys)
@@ -190,13 +245,14 @@ describe('PostgreSQL: two nodes', () => {
     const { a, b } = await twoNodes()
     const onB = recorder()
     b.feed.subscribe('link', onB.onKeys, onB.onResync)
-    for (const junk of ['hello', '{"t":"link","k":["x"]}', '{"o":"z","t":"link","k":[7]}']) await a.sql.notify(CHANNEL, junk)
+    for (const junk of ['hello', '{"t":"link","k":["x"]}', '{"o":"z","t":"link","k":[7]}'])
+      await a.sql.notify(CHANNEL, junk)
     a.feed.publish('link', ['real'])
     await until('real on B', () => onB.keys().includes('real'), 1_000)
     expect(onB.keys()).toEqual(['real'])
   })
 
-  test('the server restarted: B\'s subscribers resync within ~2 s of its return, then hear new keys again', async () => {
+  test("the server restarted: B's subscribers resync within ~2 s of its return, then hear new keys again", async () => {
     const { a, b } = await twoNodes()
     const onB = recorder()
     const settingsOnB = recorder()
@@ -210,7 +266,9 @@ describe('PostgreSQL: two nodes', () => {
     await pg.resume()
     // Within ~2 s of the server's return, by the feed's heartbeat (Bun's own reconnect would be ~3 s away by now).
     await until('resync on B', () => onB.resyncs() >= 1 && settingsOnB.resyncs() >= 1, 2_500)
-    console.log(`change feed: B resynced ${(onB.seen.find((s) => s.resync)!.at - back).toFixed(0)} ms after the server was back`)
+    console.log(
+      `change feed: B resynced ${(onB.seen.find((s) => s.resync)!.at - back).toFixed(0)} ms after the server was back`,
+    )
     a.feed.publish('link', ['after'])
     await until('after on B', () => onB.keys().includes('after'), 1_000)
     expect(onB.keys().filter((k) => k === 'after').length).toBe(1)
@@ -238,7 +296,7 @@ describe('PostgreSQL: two nodes', () => {
     expect(changes()).toEqual([{ o: expect.any(String), t: 'link', k: ['during', 'd"é'] }])
   }, 30_000)
 
-  test('B\'s listening connection terminated (pg_terminate_backend): B resyncs, then hears new keys again', async () => {
+  test("B's listening connection terminated (pg_terminate_backend): B resyncs, then hears new keys again", async () => {
     const { a, b } = await twoNodes()
     const onB = recorder()
     b.feed.subscribe('link', onB.onKeys, onB.onResync)
@@ -248,7 +306,9 @@ describe('PostgreSQL: two nodes', () => {
     const killed = performance.now()
     for (const pid of pids) await a.sql`SELECT pg_terminate_backend(${pid})`
     await until('resync on B', () => onB.resyncs() >= 1, 5_000)
-    console.log(`change feed: B resynced ${(onB.seen.find((s) => s.resync)!.at - killed).toFixed(0)} ms after its listening connection was terminated`)
+    console.log(
+      `change feed: B resynced ${(onB.seen.find((s) => s.resync)!.at - killed).toFixed(0)} ms after its listening connection was terminated`,
+    )
     a.feed.publish('link', ['after'])
     await until('after on B', () => onB.keys().includes('after'), 1_000)
     // A's listen comes back too (A's subscriber is not asserted on: its resync may follow B's).
@@ -272,7 +332,9 @@ describe('PostgreSQL: two nodes', () => {
     try {
       const silenced = performance.now()
       await until('resync on B', () => onB.resyncs() >= 1, 5_000)
-      console.log(`change feed: B resynced ${(onB.seen.find((s) => s.resync)!.at - silenced).toFixed(0)} ms after its listening connection went silent`)
+      console.log(
+        `change feed: B resynced ${(onB.seen.find((s) => s.resync)!.at - silenced).toFixed(0)} ms after its listening connection went silent`,
+      )
       a.feed.publish('link', ['after'])
       await until('after on B', () => onB.keys().includes('after'), 1_000)
     } finally {
@@ -296,7 +358,9 @@ describe('PostgreSQL: two nodes', () => {
       left = await listeners(b.sql)
     }
     expect(left.length).toBe(2) // its pool is closed with it: see the process test at the end, which exits
-    await expect(postgresChangeFeed(url.replace(`:${pg.port}/`, ':1/'))).rejects.toMatchObject({ code: 'ERR_POSTGRES_CONNECTION_REFUSED' })
+    await expect(postgresChangeFeed(url.replace(`:${pg.port}/`, ':1/'))).rejects.toMatchObject({
+      code: 'ERR_POSTGRES_CONNECTION_REFUSED',
+    })
   })
 
   test('close() stops the heartbeat: nothing more is sent on the channel', async () => {
@@ -304,7 +368,10 @@ describe('PostgreSQL: two nodes', () => {
     const c = new Bun.SQL(url, { max: 1 })
     open.push({ close: () => c.close() })
     const heard: { o: string; at: number }[] = []
-    await c.listen(CHANNEL, (payload) => void heard.push({ o: (decodeChange(payload) as { o: string }).o, at: performance.now() }))
+    await c.listen(
+      CHANNEL,
+      (payload) => void heard.push({ o: (decodeChange(payload) as { o: string }).o, at: performance.now() }),
+    )
     await until('heartbeats', () => heard.length >= 4, 2_000)
     const origins = new Set(heard.map((h) => h.o))
     expect(origins.size).toBe(2) // both nodes beat
@@ -357,7 +424,11 @@ test('a process whose feeds and health are closed exits by itself: nothing they 
   const started = performance.now()
   const child = Bun.spawn([process.execPath, '-e', script], { stdout: 'pipe', stderr: 'pipe' })
   const killer = setTimeout(() => child.kill(), 15_000)
-  const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  const [out, err, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
   clearTimeout(killer)
   expect({ out: out.trim(), err: err.trim(), code }).toEqual({ out: 'closed 3 true', err: '', code: 0 })
   expect(performance.now() - started).toBeLessThan(10_000)

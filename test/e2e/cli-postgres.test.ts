@@ -39,7 +39,9 @@ test('an empty database: connected (password shown as ***), the server version, 
   expect(r.code).toBe(0)
   expect(r.stdout).toContain(`ok    database         ${redacted(url)}: connected\n`)
   expect(r.stdout).toMatch(/^ok\s+database server\s+PostgreSQL 1[4-9]\.\d+$/m)
-  expect(r.stdout).toContain(`ok    database schema  empty, will be created at the first start (schema ${PG_SCHEMA_VERSION})\n`)
+  expect(r.stdout).toContain(
+    `ok    database schema  empty, will be created at the first start (schema ${PG_SCHEMA_VERSION})\n`,
+  )
   expect(r.stdout).toMatch(/^ok\s+clock\s/m)
   expect(r.stdout).not.toContain('FAIL')
   expect(existsSync(join(r.dataDir, 'linkbox.db'))).toBe(false)
@@ -52,7 +54,7 @@ test('an empty database: connected (password shown as ***), the server version, 
 })
 
 // Issue 36: doctor on PostgreSQL tries a write (rolled back), and counts mail where it is, in the database.
-test('a database that takes no writes: FAIL database write with the server\'s words, exit 1; the schema row unchanged', async () => {
+test("a database that takes no writes: FAIL database write with the server's words, exit 1; the schema row unchanged", async () => {
   const url = withPassword(await pg.createDatabase())
   const db = await openPostgres(url)
   const [before] = await db.sql`SELECT version, migrated FROM linkbox_schema`
@@ -71,8 +73,12 @@ test('mail store: counted in the database (messages, bytes, mailboxes), not in d
   const url = withPassword(await pg.createDatabase())
   const db = await openPostgres(url)
   const [account] = await db.sql`INSERT INTO accounts (name, created) VALUES ('mallory', 1) RETURNING id`
-  const [box] = await db.sql`INSERT INTO mailboxes (address, account_id, created, expires) VALUES ('m@localhost', ${account.id}, 1, 9999999999999) RETURNING id`
-  for (const [blob, size] of [['a'.repeat(32), 1500], ['b'.repeat(32), 2596]] as const)
+  const [box] =
+    await db.sql`INSERT INTO mailboxes (address, account_id, created, expires) VALUES ('m@localhost', ${account.id}, 1, 9999999999999) RETURNING id`
+  for (const [blob, size] of [
+    ['a'.repeat(32), 1500],
+    ['b'.repeat(32), 2596],
+  ] as const)
     await db.sql`INSERT INTO mail_messages (mailbox_id, blob, received, size, envelope_from, from_address, from_name, subject, intro, attachments)
       VALUES (${box.id}, ${blob}, 1, ${size}, 'x@example.com', 'x@example.com', '', 'hi', '', 0)`
   await db.close()
@@ -89,12 +95,16 @@ test('mail store: counted in the database (messages, bytes, mailboxes), not in d
 test('a migrated database: schema N/N; a newer one is a FAIL that says to upgrade linkbox', async () => {
   const url = withPassword(await pg.createDatabase())
   const db = await openPostgres(url)
-  expect((await doctor(url)).stdout).toContain(`ok    database schema  schema ${PG_SCHEMA_VERSION}/${PG_SCHEMA_VERSION}\n`)
+  expect((await doctor(url)).stdout).toContain(
+    `ok    database schema  schema ${PG_SCHEMA_VERSION}/${PG_SCHEMA_VERSION}\n`,
+  )
   await db.sql`UPDATE linkbox_schema SET version = ${PG_SCHEMA_VERSION + 3}`
   await db.close()
   const r = await doctor(url)
   expect(r.code).toBe(1)
-  expect(r.stdout).toContain(`FAIL  database schema  schema ${PG_SCHEMA_VERSION + 3} is newer than this linkbox knows (${PG_SCHEMA_VERSION}): upgrade linkbox on this node\n`)
+  expect(r.stdout).toContain(
+    `FAIL  database schema  schema ${PG_SCHEMA_VERSION + 3} is newer than this linkbox knows (${PG_SCHEMA_VERSION}): upgrade linkbox on this node\n`,
+  )
 })
 
 test('the wrong port: FAIL naming the redacted URL and the cause, the dependent checks skipped, exit 1', async () => {
@@ -102,7 +112,9 @@ test('the wrong port: FAIL naming the redacted URL and the cause, the dependent 
   const url = `postgres://linkbox:${PASSWORD}@127.0.0.1:${port}/linkbox`
   const r = await doctor(url)
   expect(r.code).toBe(1)
-  expect(r.stdout).toContain(`FAIL  database         postgres://linkbox:***@127.0.0.1:${port}/linkbox: connection refused: is PostgreSQL running on that host and port?\n`)
+  expect(r.stdout).toContain(
+    `FAIL  database         postgres://linkbox:***@127.0.0.1:${port}/linkbox: connection refused: is PostgreSQL running on that host and port?\n`,
+  )
   expect(r.stdout).toMatch(/^skip\s+database server\s+no connection$/m)
   expect(r.stdout).toMatch(/^skip\s+database schema\s+no connection$/m)
 })
@@ -111,7 +123,9 @@ test('a database that does not exist on the server: FAIL with the server’s wor
   const url = withPassword(pg.url.replace(/\/postgres$/, '/no_such_db'))
   const r = await doctor(url)
   expect(r.code).toBe(1)
-  expect(r.stdout).toMatch(/^FAIL\s+database\s+postgres:\/\/lb_[0-9a-f]+:\*\*\*@127\.0\.0\.1:\d+\/no_such_db: .*"no_such_db" does not exist/m)
+  expect(r.stdout).toMatch(
+    /^FAIL\s+database\s+postgres:\/\/lb_[0-9a-f]+:\*\*\*@127\.0\.0\.1:\d+\/no_such_db: .*"no_such_db" does not exist/m,
+  )
 })
 
 test('a config whose database.url is not a postgres URL: the config FAIL, without the value', async () => {
@@ -124,9 +138,17 @@ test('a config whose database.url is not a postgres URL: the config FAIL, withou
 })
 
 test('server version: 14 and newer ok, 13 and older a FAIL naming both', () => {
-  expect(judgePostgresVersion(150008, '15.8')).toEqual({ verdict: 'ok', what: 'database server', detail: 'PostgreSQL 15.8' })
+  expect(judgePostgresVersion(150008, '15.8')).toEqual({
+    verdict: 'ok',
+    what: 'database server',
+    detail: 'PostgreSQL 15.8',
+  })
   expect(judgePostgresVersion(140000, '14.0').verdict).toBe('ok')
-  expect(judgePostgresVersion(130016, '13.16')).toEqual({ verdict: 'FAIL', what: 'database server', detail: 'PostgreSQL 13.16: linkbox needs 14 or newer; upgrade the server' })
+  expect(judgePostgresVersion(130016, '13.16')).toEqual({
+    verdict: 'FAIL',
+    what: 'database server',
+    detail: 'PostgreSQL 13.16: linkbox needs 14 or newer; upgrade the server',
+  })
   expect(judgePostgresVersion(90624, '9.6.24').verdict).toBe('FAIL')
 })
 
@@ -150,7 +172,9 @@ test('import and webhook run on the PostgreSQL database too: the links and the e
   const csv = join(c.dir, 'links.csv')
   await Bun.write(csv, 'code,longurl\nfirst,https://example.com/1\nsecond,https://example.com/2\n')
   expect(await cli('import', csv, '--account', 'alice')).toContain('2')
-  expect(await cli('webhook', 'create', 'alice', 'https://hooks.example.com/in', '--events', 'link.created')).toStartWith('webhook 1 for alice: https://hooks.example.com/in')
+  expect(
+    await cli('webhook', 'create', 'alice', 'https://hooks.example.com/in', '--events', 'link.created'),
+  ).toStartWith('webhook 1 for alice: https://hooks.example.com/in')
   expect((await cli('webhook', 'list')).split('\n')[1]).toMatch(/^1\talice\tenabled\t/)
   expect(existsSync(join(c.dataDir, 'linkbox.db'))).toBe(false)
   const sql = new Bun.SQL(url)
@@ -159,7 +183,9 @@ test('import and webhook run on the PostgreSQL database too: the links and the e
       ['first', 'https://example.com/1'],
       ['second', 'https://example.com/2'],
     ])
-    expect((await sql`SELECT url FROM webhook_endpoints`).map((r: any) => r.url)).toEqual(['https://hooks.example.com/in'])
+    expect((await sql`SELECT url FROM webhook_endpoints`).map((r: any) => r.url)).toEqual([
+      'https://hooks.example.com/in',
+    ])
   } finally {
     await sql.close()
   }
@@ -170,7 +196,11 @@ test('serve with a database that is not there: one line naming the redacted URL 
   const c = writeConfig(tempDir(), { database: { url: `postgres://linkbox:${PASSWORD}@127.0.0.1:${port}/linkbox` } })
   dirs.push(c.dir)
   const r = await runCli(['serve', '--config', c.configPath], { timeoutMs: 30_000 })
-  expect([r.code, r.stdout, r.stderr]).toEqual([1, '', `linkbox: postgres://linkbox:***@127.0.0.1:${port}/linkbox: connection refused: is PostgreSQL running on that host and port?\n`])
+  expect([r.code, r.stdout, r.stderr]).toEqual([
+    1,
+    '',
+    `linkbox: postgres://linkbox:***@127.0.0.1:${port}/linkbox: connection refused: is PostgreSQL running on that host and port?\n`,
+  ])
 })
 
 test('account, key and audit run on the PostgreSQL database: the rows are there, none in data_dir, the password never printed', async () => {
@@ -182,7 +212,10 @@ test('account, key and audit run on the PostgreSQL database: the rows are there,
   expect((await cli('account', 'list')).split('\n')[1]).toMatch(/^1\talice\tadmin\tactive\t/)
   expect((await cli('key', 'list', 'alice')).split('\n').filter(Boolean).length).toBe(3) // the header and two keys
   expect(await cli('key', 'revoke', '2')).toBe('key 2 revoked\n')
-  const audit = (await cli('audit', '--json')).trim().split('\n').map((l) => JSON.parse(l))
+  const audit = (await cli('audit', '--json'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l))
   expect(audit.map((r) => r.action)).toEqual(['account.create', 'key.create', 'key.revoke'])
   expect(existsSync(c.dataDir)).toBe(false)
   // What the CLI wrote is in the database: the account, its two keys (one revoked), the first one's hash.
@@ -190,7 +223,15 @@ test('account, key and audit run on the PostgreSQL database: the rows are there,
   try {
     const [a] = await sql`SELECT name, admin FROM accounts`
     expect([a.name, Number(a.admin)]).toEqual(['alice', 1])
-    expect((await sql`SELECT id, revoked IS NOT NULL AS revoked FROM api_keys ORDER BY id`).map((k: any) => [Number(k.id), k.revoked])).toEqual([[1, false], [2, true]])
+    expect(
+      (await sql`SELECT id, revoked IS NOT NULL AS revoked FROM api_keys ORDER BY id`).map((k: any) => [
+        Number(k.id),
+        k.revoked,
+      ]),
+    ).toEqual([
+      [1, false],
+      [2, true],
+    ])
   } finally {
     await sql.close()
   }

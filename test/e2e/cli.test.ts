@@ -15,7 +15,11 @@ test('account create prints the key alone on the last line; the key works; only 
   const key = await createAccount(config.configPath, 'dora', { admin: true })
   expect(key).toMatch(/^lbk_[A-Za-z0-9]{40}$/)
   const d = db()
-  const row = d.query("SELECT a.admin, k.prefix, k.hash, k.scopes FROM accounts a JOIN api_keys k ON k.account_id = a.id WHERE a.name = 'dora'").get() as any
+  const row = d
+    .query(
+      "SELECT a.admin, k.prefix, k.hash, k.scopes FROM accounts a JOIN api_keys k ON k.account_id = a.id WHERE a.name = 'dora'",
+    )
+    .get() as any
   d.close()
   expect(row.admin).toBe(1)
   expect(key.startsWith(row.prefix)).toBe(true)
@@ -39,7 +43,9 @@ test('a second account with the same name is refused; bad names are refused', as
 })
 
 test('--password - reads the dashboard password from stdin and stores an argon2id hash', async () => {
-  const r = await runCli(['account', 'create', 'erin', '--password', '-', '--config', config.configPath], { stdin: 'correct horse battery\n' })
+  const r = await runCli(['account', 'create', 'erin', '--password', '-', '--config', config.configPath], {
+    stdin: 'correct horse battery\n',
+  })
   expect(r.code).toBe(0)
   const d = db()
   const { password_hash } = d.query("SELECT password_hash FROM accounts WHERE name = 'erin'").get() as any
@@ -62,7 +68,7 @@ test('key create with scopes, key list, key revoke by prefix', async () => {
   expect(revoked.code).toBe(0)
   const box = createLinkbox(loadConfig(config.configPath))
   try {
-    expect((await box.accounts.authenticate(key))).toBeNull()
+    expect(await box.accounts.authenticate(key)).toBeNull()
   } finally {
     await box.close()
   }
@@ -82,7 +88,9 @@ test('last_used is recorded when a key is used', async () => {
     await box.close()
   }
   const d = db()
-  const { last_used } = d.query("SELECT k.last_used FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE a.name = 'fay'").get() as any
+  const { last_used } = d
+    .query("SELECT k.last_used FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE a.name = 'fay'")
+    .get() as any
   d.close()
   expect(last_used).toBeGreaterThan(Date.now() - 60_000)
 })
@@ -95,7 +103,7 @@ test('an unknown command or option is a usage error (exit 2)', async () => {
 // Issue 20, item 10: help for one command, option errors in plain words, and no table header before an error.
 const COMMANDS = ['serve', 'account', 'key', 'doctor', 'backup', 'restore', 'ytdlp', 'webhook', 'audit', 'version']
 
-test('linkbox COMMAND --help, -h and linkbox help COMMAND print that command\'s usage, not the global one', async () => {
+test("linkbox COMMAND --help, -h and linkbox help COMMAND print that command's usage, not the global one", async () => {
   const global = await runCli(['--help'])
   expect(global.code).toBe(0)
   expect(global.stdout).toContain('linkbox COMMAND --help (or linkbox help COMMAND) tells more about one command.')
@@ -106,7 +114,13 @@ test('linkbox COMMAND --help, -h and linkbox help COMMAND print that command\'s 
     expect(long.stdout).not.toContain('short links, QR codes') // the global help's first line
     // Its own synopsis first, and no other command's.
     expect(long.stdout).toMatch(new RegExp(`^Usage:\\n? +linkbox ${command}\\b`))
-    for (const other of COMMANDS) if (other !== command) expect({ command, other, shown: new RegExp(`linkbox ${other}\\b`).test(long.stdout) }).toEqual({ command, other, shown: false })
+    for (const other of COMMANDS)
+      if (other !== command)
+        expect({ command, other, shown: new RegExp(`linkbox ${other}\\b`).test(long.stdout) }).toEqual({
+          command,
+          other,
+          shown: false,
+        })
     expect((await runCli([command, '-h'])).stdout).toBe(long.stdout)
     expect((await runCli(['help', command])).stdout).toBe(long.stdout)
     helps[command] = long.stdout
@@ -138,20 +152,34 @@ test('an option without its value, an unknown option or a value for a switch: on
     return { code: r.code, stdout: r.stdout, stderr: r.stderr }
   }
   const refused = (line: string) => ({ code: 2, stdout: '', stderr: `linkbox: ${line}\n` })
-  expect(await run('ytdlp', 'update', '--from')).toEqual(refused('--from needs a URL or a file; linkbox ytdlp --help lists the options'))
-  expect(await run('ytdlp', 'update', '--from', '--config', config.configPath)).toEqual(
-    refused('--from needs a URL or a file (one that starts with - is written --from=-…); linkbox ytdlp --help lists the options'),
+  expect(await run('ytdlp', 'update', '--from')).toEqual(
+    refused('--from needs a URL or a file; linkbox ytdlp --help lists the options'),
   )
-  expect(await run('key', 'list', '-c')).toEqual(refused('--config needs a config file; linkbox key --help lists the options'))
+  expect(await run('ytdlp', 'update', '--from', '--config', config.configPath)).toEqual(
+    refused(
+      '--from needs a URL or a file (one that starts with - is written --from=-…); linkbox ytdlp --help lists the options',
+    ),
+  )
+  expect(await run('key', 'list', '-c')).toEqual(
+    refused('--config needs a config file; linkbox key --help lists the options'),
+  )
   expect(await run('webhook', 'create', 'a', 'http://x.example/', '--events')).toEqual(
     refused('--events needs a comma-separated list of event types; linkbox webhook --help lists the options'),
   )
-  expect(await run('serve', '--no-such-option')).toEqual(refused('unknown option --no-such-option; linkbox serve --help lists the options'))
-  expect(await run('account', 'create', 'x', '--admin=yes')).toEqual(refused('--admin takes no value; linkbox account --help lists the options'))
+  expect(await run('serve', '--no-such-option')).toEqual(
+    refused('unknown option --no-such-option; linkbox serve --help lists the options'),
+  )
+  expect(await run('account', 'create', 'x', '--admin=yes')).toEqual(
+    refused('--admin takes no value; linkbox account --help lists the options'),
+  )
   expect(await run('--bogus')).toEqual(refused('unknown option --bogus; linkbox --help lists the options'))
 })
 
 test('webhook log of an unknown endpoint prints its error alone: no table header on stdout', async () => {
   const r = await cli('webhook', 'log', '999')
-  expect({ code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ code: 2, stdout: '', stderr: 'linkbox: There is no webhook 999.\n' })
+  expect({ code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({
+    code: 2,
+    stdout: '',
+    stderr: 'linkbox: There is no webhook 999.\n',
+  })
 })

@@ -8,7 +8,8 @@ import { join } from 'node:path'
 import { EMBEDDED_ATTRIBUTION } from '../../src/kernel/geo'
 import { METRICS_TOKEN, tempDir, testConfig, sqliteLinkbox, type SqliteLinkbox } from '../support/app'
 
-const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36'
+const CHROME =
+  'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36'
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0'
 const SLACK = 'Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)'
 const DISCORD = 'Mozilla/5.0 (compatible; Discordbot/2.0; +https://discordapp.com)'
@@ -36,7 +37,10 @@ function start(trusted: string[] = ['127.0.0.1/32']) {
 }
 
 const visit = (code: string, ua: string, forwarded?: string) =>
-  fetch(`${base}/${code}`, { redirect: 'manual', headers: { 'user-agent': ua, ...(forwarded ? { 'x-forwarded-for': forwarded } : {}) } })
+  fetch(`${base}/${code}`, {
+    redirect: 'manual',
+    headers: { 'user-agent': ua, ...(forwarded ? { 'x-forwarded-for': forwarded } : {}) },
+  })
 
 async function create(url: string): Promise<string> {
   const res = await fetch(`${base}/api/getLink.json`, {
@@ -69,7 +73,7 @@ afterAll(async () => {
 })
 
 describe('countries', () => {
-  test('a trusted proxy\'s X-Forwarded-For gives the visitor\'s country, in stats.json and on the public page', async () => {
+  test("a trusted proxy's X-Forwarded-For gives the visitor's country, in stats.json and on the public page", async () => {
     const code = await create('https://example.com/countries')
     for (const [address] of PLACES) expect((await visit(code, CHROME, address)).status).toBe(302)
     await visit(code, CHROME, '8.8.8.8') // the same visitor again: 2 clicks from the US
@@ -86,16 +90,20 @@ describe('countries', () => {
     expect('destinations' in s).toBe(false) // no rule or split chose one
     const page = await (await fetch(`${base}/${code}+?from=2026-07-01&to=2026-07-01`)).text()
     expect(page).toContain('<h2 id="h-countries">Countries</h2>')
-    expect(page).toContain('<span class="flag" aria-hidden="true">🇺🇸</span>United States<span class="country-code">US</span>')
+    expect(page).toContain(
+      '<span class="flag" aria-hidden="true">🇺🇸</span>United States<span class="country-code">US</span>',
+    )
     expect(page).toContain('<span class="flag" aria-hidden="true">🇧🇷</span>Brazil<span class="country-code">BR</span>')
-    expect(page).toContain('<span class="flag" aria-hidden="true">🇳🇱</span>Netherlands<span class="country-code">NL</span>')
+    expect(page).toContain(
+      '<span class="flag" aria-hidden="true">🇳🇱</span>Netherlands<span class="country-code">NL</span>',
+    )
     expect(page).toContain('<span class="flag" aria-hidden="true">🇯🇵</span>Japan<span class="country-code">JP</span>')
     expect(page).toContain('<span class="name">Unknown</span>')
     expect(page).toContain('<title>2026-07-01: 6 clicks, 5 visitors</title>')
     expect(page).toContain('<td>2026-07-01</td><td class="n">6</td><td class="n">5</td>')
   })
 
-  test('an untrusted peer\'s X-Forwarded-For is ignored: the country is the peer\'s (unknown for loopback)', async () => {
+  test("an untrusted peer's X-Forwarded-For is ignored: the country is the peer's (unknown for loopback)", async () => {
     await box.close()
     start([]) // the same data, no trusted proxy
     const code = await create('https://example.com/untrusted')
@@ -123,7 +131,11 @@ describe('distinct visitors', () => {
     // The same address with another browser is another visitor.
     await visit(code, FIREFOX, '8.8.8.8')
     expect((await stats(code)).days[0]).toEqual({ date: '2026-07-01', clicks: 16, visitors: 7 })
-    const row = box.db.query("SELECT visitors FROM click_days WHERE day = '2026-07-01' AND link_id = (SELECT id FROM links WHERE code = ?)").get(code)
+    const row = box.db
+      .query(
+        "SELECT visitors FROM click_days WHERE day = '2026-07-01' AND link_id = (SELECT id FROM links WHERE code = ?)",
+      )
+      .get(code)
     expect(row).toEqual({ visitors: 7 })
   })
 
@@ -166,7 +178,7 @@ describe('distinct visitors', () => {
     }
   })
 
-  test('a restart keeps the stored visitors and adds the new ones (the day\'s key is new: a returning visitor counts again)', async () => {
+  test("a restart keeps the stored visitors and adds the new ones (the day's key is new: a returning visitor counts again)", async () => {
     const code = await create('https://example.com/restart')
     await visit(code, CHROME, '203.0.113.50')
     await visit(code, CHROME, '203.0.113.51')
@@ -181,7 +193,9 @@ describe('distinct visitors', () => {
   })
 
   test('/metrics shows the visitor trackers and their drops', async () => {
-    const text = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text()
+    const text = await (
+      await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
+    ).text()
     expect(text).toMatch(/^linkbox_visitor_link_days \d+$/m)
     expect(text).toMatch(/^linkbox_visitor_memory_bytes \d+$/m)
     expect(text).toMatch(/^linkbox_visitor_link_days_dropped_total 0$/m)

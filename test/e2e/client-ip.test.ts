@@ -18,8 +18,22 @@ describe('parseHop', () => {
   ])('%s is the address %s', (hop, address) => expect(parseHop(hop)).toBe(address))
 
   test.each([
-    'unknown', 'foo', '_hidden', 'example.com', '', '192.0.2', '192.0.2.256', '192.0.2.1:', '192.0.2.1:123456',
-    '2001:db8::1:4711x', '[2001:db8::1', 'fe80::1%eth0', '1.2.3.4, 5.6.7.8', '<script>', '0x7f000001', '127.1',
+    'unknown',
+    'foo',
+    '_hidden',
+    'example.com',
+    '',
+    '192.0.2',
+    '192.0.2.256',
+    '192.0.2.1:',
+    '192.0.2.1:123456',
+    '2001:db8::1:4711x',
+    '[2001:db8::1',
+    'fe80::1%eth0',
+    '1.2.3.4, 5.6.7.8',
+    '<script>',
+    '0x7f000001',
+    '127.1',
   ])('%s is not an address', (hop) => expect(parseHop(hop)).toBeNull())
 })
 
@@ -62,7 +76,12 @@ describe('rateKeyOf', () => {
 
   test('IPv6 is its /64, in one spelling', () => {
     const key = '2001:db8:1:2::/64'
-    for (const a of ['2001:db8:1:2::1', '2001:0db8:0001:0002:ffff:ffff:ffff:ffff', '2001:DB8:1:2:abcd::9', '[2001:db8:1:2::7]'])
+    for (const a of [
+      '2001:db8:1:2::1',
+      '2001:0db8:0001:0002:ffff:ffff:ffff:ffff',
+      '2001:DB8:1:2:abcd::9',
+      '[2001:db8:1:2::7]',
+    ])
       expect(rateKeyOf(a)).toBe(key)
     expect(rateKeyOf('2001:db8:1:3::1')).not.toBe(key)
     expect(rateKeyOf('::1')).toBe('0:0:0:0::/64')
@@ -80,7 +99,10 @@ describe('over a real socket, behind a trusted proxy, 2 anonymous requests a min
   beforeAll(() => {
     dir = tempDir()
     box = createLinkbox(
-      testConfig(dir, { server: { host: '127.0.0.1', port: 0, trusted_proxies: ['127.0.0.1'] }, rate: { anon_per_minute: 2 } }),
+      testConfig(dir, {
+        server: { host: '127.0.0.1', port: 0, trusted_proxies: ['127.0.0.1'] },
+        rate: { anon_per_minute: 2 },
+      }),
     )
     base = `http://127.0.0.1:${box.listen().port}`
   })

@@ -49,9 +49,38 @@ const EXAMPLE_INFO = {
   duration: 61.5,
   thumbnail: 'https://video.example.com/thumbs/42.jpg',
   formats: [
-    { format_id: 'a', ext: 'm4a', protocol: 'https', url: 'https://cdn.example.com/42.m4a', vcodec: 'none', acodec: 'mp4a.40.2', filesize: 1000 },
-    { format_id: 'v', ext: 'mp4', protocol: 'https', url: 'https://cdn.example.com/42-v.mp4', vcodec: 'avc1', acodec: 'none', width: 1280, height: 720, fps: 30 },
-    { format_id: 'mp4-720p', ext: 'mp4', protocol: 'https', url: 'https://cdn.example.com/42.mp4', vcodec: 'avc1', acodec: 'mp4a', width: 1280, height: 720, fps: 30, format_note: '720p' },
+    {
+      format_id: 'a',
+      ext: 'm4a',
+      protocol: 'https',
+      url: 'https://cdn.example.com/42.m4a',
+      vcodec: 'none',
+      acodec: 'mp4a.40.2',
+      filesize: 1000,
+    },
+    {
+      format_id: 'v',
+      ext: 'mp4',
+      protocol: 'https',
+      url: 'https://cdn.example.com/42-v.mp4',
+      vcodec: 'avc1',
+      acodec: 'none',
+      width: 1280,
+      height: 720,
+      fps: 30,
+    },
+    {
+      format_id: 'mp4-720p',
+      ext: 'mp4',
+      protocol: 'https',
+      url: 'https://cdn.example.com/42.mp4',
+      vcodec: 'avc1',
+      acodec: 'mp4a',
+      width: 1280,
+      height: 720,
+      fps: 30,
+      format_note: '720p',
+    },
   ],
 }
 
@@ -73,9 +102,18 @@ beforeAll(async () => {
   // file checks answers against the document.
   const standIn = `${dir}/yt-dlp-stand-in`
   // It answers --version as a yt-dlp the service may run (2024.07.01 or later) does.
-  writeFileSync(standIn, `#!/bin/sh\nif [ "$1" = --version ]; then echo 2025.04.30; exit 0; fi\ncat <<'JSON'\n${JSON.stringify(EXAMPLE_INFO)}\nJSON\n`, { mode: 0o755 })
+  writeFileSync(
+    standIn,
+    `#!/bin/sh\nif [ "$1" = --version ]; then echo 2025.04.30; exit 0; fi\ncat <<'JSON'\n${JSON.stringify(EXAMPLE_INFO)}\nJSON\n`,
+    { mode: 0o755 },
+  )
   box = sqliteLinkbox(
-    testConfig(dir, { server: { host: '127.0.0.1', port: 0 }, rate: RATE, marketplace: MP, media: { ytdlp_path: standIn } }),
+    testConfig(dir, {
+      server: { host: '127.0.0.1', port: 0 },
+      rate: RATE,
+      marketplace: MP,
+      media: { ytdlp_path: standIn },
+    }),
     { resolve: async (host) => (host === 'video.example.com' ? ['93.184.215.14'] : []) },
   )
   base = `http://127.0.0.1:${box.listen().port}`
@@ -95,13 +133,15 @@ beforeAll(async () => {
       const params =
         verb === 'get'
           ? (op.parameters ?? []).map((p: Schema) => ({ name: p.name, schema: p.schema, required: !!p.required }))
-          : Object.entries(op.requestBody.content['application/x-www-form-urlencoded'].schema.properties as Record<string, Schema>).map(
-              ([name, schema]) => ({
+          : Object.entries(
+              op.requestBody.content['application/x-www-form-urlencoded'].schema.properties as Record<string, Schema>,
+            ).map(([name, schema]) => ({
+              name,
+              schema,
+              required: (op.requestBody.content['application/x-www-form-urlencoded'].schema.required ?? []).includes(
                 name,
-                schema,
-                required: (op.requestBody.content['application/x-www-form-urlencoded'].schema.required ?? []).includes(name),
-              }),
-            )
+              ),
+            }))
       const body = verb === 'get' ? null : op.requestBody.content['application/x-www-form-urlencoded'].schema
       const conditional = ((body?.allOf ?? []) as Schema[]).map((c) => {
         const [param, cond] = Object.entries(c.if.properties as Record<string, Schema>)[0]!
@@ -124,18 +164,28 @@ async function mailFixture() {
   await box.mail.getOrCreate(owner, 'signup-test')
   const check = await box.mail.checkRecipient('signup-test@localhost')
   if (!check.ok) throw new Error('the fixture mailbox does not take mail')
-  const has17 = () => box.db.query('SELECT 1 FROM mail_messages WHERE id = 17 AND mailbox_id = ?').get(check.mailboxId) !== null
+  const has17 = () =>
+    box.db.query('SELECT 1 FROM mail_messages WHERE id = 17 AND mailbox_id = ?').get(check.mailboxId) !== null
   if (has17()) return
   // Made again once deleted (POST mailbox.json and message.json delete it): one message, given id 17 (ids
   // are never handed out twice, so delivery alone could not make it again).
   for (let i = mailMade ? 17 : 1; i <= 17; i++) {
     const bytes = Buffer.from(
-      'From: Example <no-reply@example.com>\r\nTo: signup-test@localhost\r\nSubject: Confirm ' + i + '\r\n' +
+      'From: Example <no-reply@example.com>\r\nTo: signup-test@localhost\r\nSubject: Confirm ' +
+        i +
+        '\r\n' +
         'MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\n' +
-        'Confirm: https://example.com/confirm?t=' + i + '\r\n--b\r\nContent-Type: text/plain; name=a.txt\r\n' +
+        'Confirm: https://example.com/confirm?t=' +
+        i +
+        '\r\n--b\r\nContent-Type: text/plain; name=a.txt\r\n' +
         'Content-Disposition: attachment; filename=a.txt\r\n\r\nhello\r\n--b--\r\n',
     )
-    const [id] = await box.mail.deliver({ size: bytes.length, oversize: false, bytes, file: null }, 'no-reply@example.com', [check.mailboxId], () => false)
+    const [id] = await box.mail.deliver(
+      { size: bytes.length, oversize: false, bytes, file: null },
+      'no-reply@example.com',
+      [check.mailboxId],
+      () => false,
+    )
     if (i === 17 && id !== 17)
       box.db.transaction(() => {
         box.db.run('PRAGMA defer_foreign_keys = ON')
@@ -152,7 +202,10 @@ async function fixture() {
   await webhookFixture()
   await mailFixture()
   if (await box.links.resolve('Ab3dE9')) return
-  await box.links.create({ url: 'https://example.com/fixture', alias: 'Ab3dE9' }, (await box.accounts.authenticate(keys.owner))!)
+  await box.links.create(
+    { url: 'https://example.com/fixture', alias: 'Ab3dE9' },
+    (await box.accounts.authenticate(keys.owner))!,
+  )
 }
 
 /**
@@ -161,12 +214,16 @@ async function fixture() {
  */
 async function webhookFixture() {
   const owner = (await box.accounts.authenticate(keys.owner))!.accountId
-  box.db.query(
-    "INSERT OR IGNORE INTO webhook_endpoints (id, account_id, url, events, secret, created) VALUES (1, ?, 'https://hooks.example.com/linkbox', 'link.created', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 0)",
-  ).run(owner)
-  box.db.query(
-    `INSERT OR IGNORE INTO webhook_events (id, account_id, type, created, payload) VALUES (1, ?, 'link.created', 0, '{"type":"link.created","timestamp":"1970-01-01T00:00:00.000Z","data":{}}')`,
-  ).run(owner)
+  box.db
+    .query(
+      "INSERT OR IGNORE INTO webhook_endpoints (id, account_id, url, events, secret, created) VALUES (1, ?, 'https://hooks.example.com/linkbox', 'link.created', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 0)",
+    )
+    .run(owner)
+  box.db
+    .query(
+      `INSERT OR IGNORE INTO webhook_events (id, account_id, type, created, payload) VALUES (1, ?, 'link.created', 0, '{"type":"link.created","timestamp":"1970-01-01T00:00:00.000Z","data":{}}')`,
+    )
+    .run(owner)
   box.outbox.reload()
 }
 
@@ -200,7 +257,18 @@ function validValues(s: Schema): unknown[] {
 /** Values the schema refuses (the empty string is left out: a blank field means "not given"). */
 function invalidValues(s: Schema): unknown[] {
   const example = String(examplesOf(s)[0] ?? 'x')
-  const out: unknown[] = ['not-a-member', 'abc', '!', ` ${example}`, `${example}\u0000`, 'ftp://example.com/', '2024-02-30', '１２', '-1', '1.5']
+  const out: unknown[] = [
+    'not-a-member',
+    'abc',
+    '!',
+    ` ${example}`,
+    `${example}\u0000`,
+    'ftp://example.com/',
+    '2024-02-30',
+    '１２',
+    '-1',
+    '1.5',
+  ]
   for (const b of [s, ...(s.anyOf ?? [])]) {
     if (b.minimum !== undefined) out.push(b.minimum - 1)
     if (b.maximum !== undefined) out.push(b.maximum + 1)
@@ -223,14 +291,22 @@ function fromForm(s: Schema, text: string): unknown {
 type Auth = 'none' | 'key' | 'bearer' | 'otherKey' | 'noScope' | 'noMail' | 'badKey' | 'marketplace'
 function authHeaders(auth: Auth): Record<string, string> {
   switch (auth) {
-    case 'none': return {}
-    case 'key': return { 'X-Api-Key': keys.owner }
-    case 'bearer': return { Authorization: `Bearer ${keys.owner}` }
-    case 'otherKey': return { 'X-Api-Key': keys.other }
-    case 'noScope': return { 'X-Api-Key': keys.noScope }
-    case 'noMail': return { 'X-Api-Key': keys.noMail }
-    case 'badKey': return { 'X-Api-Key': 'lbk_unknown' }
-    case 'marketplace': return { 'X-RapidAPI-Proxy-Secret': MP.proxy_secret, 'X-RapidAPI-User': 'buyer-1' }
+    case 'none':
+      return {}
+    case 'key':
+      return { 'X-Api-Key': keys.owner }
+    case 'bearer':
+      return { Authorization: `Bearer ${keys.owner}` }
+    case 'otherKey':
+      return { 'X-Api-Key': keys.other }
+    case 'noScope':
+      return { 'X-Api-Key': keys.noScope }
+    case 'noMail':
+      return { 'X-Api-Key': keys.noMail }
+    case 'badKey':
+      return { 'X-Api-Key': 'lbk_unknown' }
+    case 'marketplace':
+      return { 'X-RapidAPI-Proxy-Secret': MP.proxy_secret, 'X-RapidAPI-User': 'buyer-1' }
   }
 }
 
@@ -279,7 +355,8 @@ async function check(o: Op, res: Response, where: string, opts: { limited?: bool
   if (opts.limited) for (const name of RATE_HEADERS) expect(res.headers.get(name), `${name} — ${at}`).not.toBeNull()
   const type = (res.headers.get('content-type') ?? '').split(';')[0]!.trim()
   expect(Object.keys(declared.content ?? {}), `content type ${type} — ${at}`).toContain(type)
-  seen.get(`${o.verb} ${o.path}`)?.add(`${res.status} ${type}`) ?? seen.set(`${o.verb} ${o.path}`, new Set([`${res.status} ${type}`]))
+  seen.get(`${o.verb} ${o.path}`)?.add(`${res.status} ${type}`) ??
+    seen.set(`${o.verb} ${o.path}`, new Set([`${res.status} ${type}`]))
   if (type === 'application/json') {
     const body = JSON.parse(text)
     const v = validator(declared.content[type].schema)
@@ -303,7 +380,10 @@ function withFileOfFormat(o: Op, fields: Record<string, unknown>): Record<string
 
 /** Valid values of every required parameter: the base that one varied parameter is added to. */
 function requiredBase(o: Op): Record<string, unknown> {
-  return complete(o, Object.fromEntries(o.params.filter((p) => p.required).map((p) => [p.name, validValues(p.schema)[0]])))
+  return complete(
+    o,
+    Object.fromEntries(o.params.filter((p) => p.required).map((p) => [p.name, validValues(p.schema)[0]])),
+  )
 }
 
 /** `fields` with the parameters its values make required (action=create needs url) added at a valid value. */
@@ -311,7 +391,8 @@ function complete(o: Op, fields: Record<string, unknown>): Record<string, unknow
   const out = { ...fields }
   for (const c of o.conditional)
     if (out[c.param] === c.value)
-      for (const name of c.required) if (out[name] === undefined) out[name] = validValues(o.params.find((p) => p.name === name)!.schema)[0]
+      for (const name of c.required)
+        if (out[name] === undefined) out[name] = validValues(o.params.find((p) => p.name === name)!.schema)[0]
   return out
 }
 
@@ -339,7 +420,11 @@ describe('the document', () => {
   test("the README's API table has a row for every method, and no method is said to be still to come", () => {
     const readme = readFileSync(join(import.meta.dir, '../..', 'README.md'), 'utf8')
     const rows = readme.split('\n').filter((l) => /^\| [0-9–-]+ \| `(GET|POST) \/api\//.test(l))
-    for (const m of box.methods) expect(rows.some((r) => r.includes(`\`${m.verb} ${m.path}\``)), `${m.verb} ${m.path}`).toBe(true)
+    for (const m of box.methods)
+      expect(
+        rows.some((r) => r.includes(`\`${m.verb} ${m.path}\``)),
+        `${m.verb} ${m.path}`,
+      ).toBe(true)
     expect(readme).not.toMatch(/still to come/i)
   })
 
@@ -370,11 +455,15 @@ describe('the document', () => {
 
   test('the examples in the document are valid against their own schemas', () => {
     for (const o of ops) {
-      for (const p of o.params) for (const ex of p.schema.examples ?? []) expect(valid(p.schema, ex), `${o.path} ${p.name}`).toBe(true)
+      for (const p of o.params)
+        for (const ex of p.schema.examples ?? []) expect(valid(p.schema, ex), `${o.path} ${p.name}`).toBe(true)
       for (const [status, r] of Object.entries(o.op.responses as Record<string, Schema>)) {
         const json = r.content?.['application/json']
         for (const [name, ex] of Object.entries((json?.examples ?? {}) as Record<string, Schema>))
-          expect(valid(json.schema, ex.value), `${o.path} ${status} ${name}: ${JSON.stringify(validator(json.schema).errors)}`).toBe(true)
+          expect(
+            valid(json.schema, ex.value),
+            `${o.path} ${status} ${name}: ${JSON.stringify(validator(json.schema).errors)}`,
+          ).toBe(true)
       }
     }
   })
@@ -389,8 +478,13 @@ describe('every operation answers as documented', () => {
       const auth: Auth = keyOptional(o) ? 'none' : 'key'
       const reqd = requiredBase(o)
       const cases: [string, Record<string, unknown>][] = [['required only', reqd]]
-      cases.push(['every parameter at its example', Object.fromEntries(o.params.map((p) => [p.name, validValues(p.schema)[0]]))])
-      for (const p of o.params) for (const v of validValues(p.schema)) cases.push([`${p.name}=${String(v).slice(0, 40)}`, complete(o, { ...reqd, [p.name]: v })])
+      cases.push([
+        'every parameter at its example',
+        Object.fromEntries(o.params.map((p) => [p.name, validValues(p.schema)[0]])),
+      ])
+      for (const p of o.params)
+        for (const v of validValues(p.schema))
+          cases.push([`${p.name}=${String(v).slice(0, 40)}`, complete(o, { ...reqd, [p.name]: v })])
       for (const [label, fields] of cases) {
         for (const json of o.verb === 'POST' ? [false, true] : [false]) {
           await fixture() // what a request before this one deleted (a link, a mailbox, a message)
@@ -415,9 +509,14 @@ describe('every operation answers as documented', () => {
         }
         for (const v of invalidValues(p.schema)) {
           // A form carries text: only values that are still invalid once read as the schema's type.
-          if (typeof v === 'string' ? !valid(p.schema, fromForm(p.schema, v)) : !valid(p.schema, fromForm(p.schema, String(v))))
+          if (
+            typeof v === 'string'
+              ? !valid(p.schema, fromForm(p.schema, v))
+              : !valid(p.schema, fromForm(p.schema, String(v)))
+          )
             cases.push([`${p.name}=${JSON.stringify(v).slice(0, 40)}`, { ...reqd, [p.name]: v }, p.name, false])
-          if (o.verb === 'POST') cases.push([`${p.name}=${JSON.stringify(v).slice(0, 40)} (JSON)`, { ...reqd, [p.name]: v }, p.name, true])
+          if (o.verb === 'POST')
+            cases.push([`${p.name}=${JSON.stringify(v).slice(0, 40)} (JSON)`, { ...reqd, [p.name]: v }, p.name, true])
         }
         // A parameter that a value of another makes required, left out.
         for (const c of o.conditional)
@@ -427,7 +526,8 @@ describe('every operation answers as documented', () => {
           }
         if (o.verb === 'POST')
           for (const v of [true, [], {}, 1.5, p.schema.type === 'integer' ? 'abc' : 12])
-            if (!valid(p.schema, v)) cases.push([`${p.name}=${JSON.stringify(v)} (JSON)`, { ...reqd, [p.name]: v }, p.name, true])
+            if (!valid(p.schema, v))
+              cases.push([`${p.name}=${JSON.stringify(v)} (JSON)`, { ...reqd, [p.name]: v }, p.name, true])
       }
       expect(cases.length, o.path).toBeGreaterThan(0)
       for (const [label, fields, name, json] of cases) {
@@ -439,34 +539,37 @@ describe('every operation answers as documented', () => {
     }
   })
 
-  test('keys: as the security asks, by X-Api-Key or Bearer; unknown, scope-less and other accounts\' keys', async () => {
-    for (const o of ops) for (const base of actionBases(o)) {
-      // A mail method is asked about the owner's mailbox (mailbox.json would make a random one without it).
-      const fields = o.params.some((p) => p.name === 'address') ? { ...base, address: 'signup-test' } : base
-      const schemes = new Set((o.op.security as Schema[]).flatMap((r) => Object.keys(r)))
-      const codes403: string[] = o.op.responses['403']?.content['application/json'].schema.properties.code.enum ?? []
-      // Another account's key may read and create, not change or delete the owner's link nor use its mailbox.
-      // Of an action-driven method (webhooks.json), only the actions that name the owner's thing (an id) are bound.
-      const ownerBound = (codes403.includes('not_owner') || codes403.includes('address_taken')) && (o.conditional.length === 0 || 'id' in fields)
-      const mail = o.op['x-scope'] === 'mail'
-      const outcomes: Partial<Record<Auth, number[]>> = {
-        none: keyOptional(o) ? [200, 404] : [401],
-        key: [200, 404],
-        bearer: [200, 404],
-        badKey: [401],
-        [mail ? 'noMail' : 'noScope']: o.op['x-scope'] ? [403] : [200, 404],
-        otherKey: ownerBound ? [403] : [200, 404],
+  test("keys: as the security asks, by X-Api-Key or Bearer; unknown, scope-less and other accounts' keys", async () => {
+    for (const o of ops)
+      for (const base of actionBases(o)) {
+        // A mail method is asked about the owner's mailbox (mailbox.json would make a random one without it).
+        const fields = o.params.some((p) => p.name === 'address') ? { ...base, address: 'signup-test' } : base
+        const schemes = new Set((o.op.security as Schema[]).flatMap((r) => Object.keys(r)))
+        const codes403: string[] = o.op.responses['403']?.content['application/json'].schema.properties.code.enum ?? []
+        // Another account's key may read and create, not change or delete the owner's link nor use its mailbox.
+        // Of an action-driven method (webhooks.json), only the actions that name the owner's thing (an id) are bound.
+        const ownerBound =
+          (codes403.includes('not_owner') || codes403.includes('address_taken')) &&
+          (o.conditional.length === 0 || 'id' in fields)
+        const mail = o.op['x-scope'] === 'mail'
+        const outcomes: Partial<Record<Auth, number[]>> = {
+          none: keyOptional(o) ? [200, 404] : [401],
+          key: [200, 404],
+          bearer: [200, 404],
+          badKey: [401],
+          [mail ? 'noMail' : 'noScope']: o.op['x-scope'] ? [403] : [200, 404],
+          otherKey: ownerBound ? [403] : [200, 404],
+        }
+        // The marketplace caller is an account of its own: it reaches the method (not 401), which refuses it
+        // the owner's mailbox like any other account's key.
+        if (schemes.has('marketplace')) outcomes.marketplace = ownerBound ? [403] : [200]
+        for (const [auth, want] of Object.entries(outcomes) as [Auth, number[]][]) {
+          await fixture()
+          const res = await send(o, fields, { auth })
+          const body = await check(o, res, `auth ${auth}`)
+          expect(want, `${o.path} auth ${auth}: ${res.status} ${JSON.stringify(body)}`).toContain(res.status)
+        }
       }
-      // The marketplace caller is an account of its own: it reaches the method (not 401), which refuses it
-      // the owner's mailbox like any other account's key.
-      if (schemes.has('marketplace')) outcomes.marketplace = ownerBound ? [403] : [200]
-      for (const [auth, want] of Object.entries(outcomes) as [Auth, number[]][]) {
-        await fixture()
-        const res = await send(o, fields, { auth })
-        const body = await check(o, res, `auth ${auth}`)
-        expect(want, `${o.path} auth ${auth}: ${res.status} ${JSON.stringify(body)}`).toContain(res.status)
-      }
-    }
   })
 
   test('another verb → 405 with Allow; (POST) a body over the limit → 413; unknown codes → 404; a taken alias → 409', async () => {
@@ -493,7 +596,9 @@ describe('every operation answers as documented', () => {
         const byId = o.conditional.find((c) => c.required.includes('id'))
         const unknown = o.params.some((p) => p.name === 'address')
           ? { address: 'no-such-mailbox' }
-          : byId ? complete(o, { [byId.param]: byId.value, id: 999_999_999 }) : { code: 'no-such-code' }
+          : byId
+            ? complete(o, { [byId.param]: byId.value, id: 999_999_999 })
+            : { code: 'no-such-code' }
         const nf = await send(o, { ...requiredBase(o), ...unknown }, { auth })
         await check(o, nf, 'unknown code')
         expect(nf.status).toBe(404)
@@ -510,7 +615,9 @@ describe('every operation answers as documented', () => {
 
   test('past the rate limit → 429 with Retry-After; a full QR queue → 503', async () => {
     const d = tempDir()
-    const tight = sqliteLinkbox(testConfig(d, { server: { host: '127.0.0.1', port: 0 }, rate: { anon_per_minute: 1, key_per_minute: 1 } }))
+    const tight = sqliteLinkbox(
+      testConfig(d, { server: { host: '127.0.0.1', port: 0 }, rate: { anon_per_minute: 1, key_per_minute: 1 } }),
+    )
     try {
       const at = `http://127.0.0.1:${tight.listen().port}`
       for (const o of ops) {
@@ -518,13 +625,23 @@ describe('every operation answers as documented', () => {
         const key = (await tight.accounts.createAccount({ name: `k${o.op.operationId}` })).key.key
         const fields = requiredBase(o)
         const headers = { 'X-Api-Key': key }
-        const first = o.verb === 'GET'
-          ? await fetch(`${at}${o.path}?${new URLSearchParams(fields as Record<string, string>)}`, { headers })
-          : await fetch(`${at}${o.path}`, { method: 'POST', headers, body: new URLSearchParams(fields as Record<string, string>) })
+        const first =
+          o.verb === 'GET'
+            ? await fetch(`${at}${o.path}?${new URLSearchParams(fields as Record<string, string>)}`, { headers })
+            : await fetch(`${at}${o.path}`, {
+                method: 'POST',
+                headers,
+                body: new URLSearchParams(fields as Record<string, string>),
+              })
         await check(o, first, 'first (tight limit)')
-        const over = o.verb === 'GET'
-          ? await fetch(`${at}${o.path}?${new URLSearchParams(fields as Record<string, string>)}`, { headers })
-          : await fetch(`${at}${o.path}`, { method: 'POST', headers, body: new URLSearchParams(fields as Record<string, string>) })
+        const over =
+          o.verb === 'GET'
+            ? await fetch(`${at}${o.path}?${new URLSearchParams(fields as Record<string, string>)}`, { headers })
+            : await fetch(`${at}${o.path}`, {
+                method: 'POST',
+                headers,
+                body: new URLSearchParams(fields as Record<string, string>),
+              })
         await check(o, over, 'over the limit')
         expect(over.status).toBe(429)
       }
@@ -542,11 +659,15 @@ describe('every operation answers as documented', () => {
       const at = `http://127.0.0.1:${busy.listen().port}`
       const headers = { 'X-Api-Key': (await busy.accounts.createAccount({ name: 'q' })).key.key }
       const answers = await Promise.all(
-        Array.from({ length: 6 }, (_, i) => send(qrOp, { ...requiredBase(qrOp), data: `x${i}`, size: 2048 }, { auth: 'key', target: at, headers }).then(async (r) => {
-          // This box has no rate limits: no RateLimit-* headers to expect.
-          await check(qrOp, r, 'queue full', { limited: false })
-          return r.status
-        })),
+        Array.from({ length: 6 }, (_, i) =>
+          send(qrOp, { ...requiredBase(qrOp), data: `x${i}`, size: 2048 }, { auth: 'key', target: at, headers }).then(
+            async (r) => {
+              // This box has no rate limits: no RateLimit-* headers to expect.
+              await check(qrOp, r, 'queue full', { limited: false })
+              return r.status
+            },
+          ),
+        ),
       )
       expect(answers).toContain(503)
     } finally {

@@ -7,7 +7,16 @@ import { join } from 'node:path'
 import { createLinkService } from '../../src/links/service'
 import { makeBox, type TestBox } from '../support/app'
 import { sqliteLinkDeps } from '../support/links'
-import { apiPost, CHROME_UA, createAccount, killAllServers, removeDir, startServer, tempDir, writeConfig } from '../support/server'
+import {
+  apiPost,
+  CHROME_UA,
+  createAccount,
+  killAllServers,
+  removeDir,
+  startServer,
+  tempDir,
+  writeConfig,
+} from '../support/server'
 
 setDefaultTimeout(30_000)
 
@@ -40,7 +49,9 @@ test('concurrent creations share commits, get distinct codes, and each is answer
   const before = b.links.creationCommits
   const N = 100
   const answers = await Promise.all(
-    Array.from({ length: N }, (_, i) => b.post('/api/getLink.json', { url: `https://example.com/${i}` }, { 'x-api-key': key })),
+    Array.from({ length: N }, (_, i) =>
+      b.post('/api/getLink.json', { url: `https://example.com/${i}` }, { 'x-api-key': key }),
+    ),
   )
   try {
     expect(answers.map((a) => a.status)).toEqual(Array(N).fill(200))
@@ -48,7 +59,9 @@ test('concurrent creations share commits, get distinct codes, and each is answer
     expect(new Set(codes).size).toBe(N)
     // Every answered code is committed, with its own URL.
     for (const [i, code] of codes.entries())
-      expect(reader.query('SELECT long_url FROM links WHERE code = ?').get(code)).toEqual({ long_url: `https://example.com/${i}` })
+      expect(reader.query('SELECT long_url FROM links WHERE code = ?').get(code)).toEqual({
+        long_url: `https://example.com/${i}`,
+      })
     expect(seenAtEvent).toHaveLength(N)
     expect(seenAtEvent.every((c) => c !== null)).toBe(true)
     const after = b.links.creationCommits
@@ -83,7 +96,8 @@ test('a group with a taken alias answers 409 to that request and 200 to the othe
   // The first of two requests for the same new alias gets it; the second is told it is taken.
   expect([twin1!.status, twin2!.status]).toEqual([200, 409])
   expect(twin2!.body.code).toBe('alias_taken')
-  const urls = (code: string) => (b.db.query('SELECT long_url FROM links WHERE code = ?').get(code) as { long_url: string } | null)?.long_url
+  const urls = (code: string) =>
+    (b.db.query('SELECT long_url FROM links WHERE code = ?').get(code) as { long_url: string } | null)?.long_url
   expect(urls('taken')).toBe('https://example.com/old')
   expect(urls('twin')).toBe('https://example.com/twin1')
   expect(urls(a!.body.return.hex)).toBe('https://example.com/a')
@@ -91,14 +105,17 @@ test('a group with a taken alias answers 409 to that request and 200 to the othe
   expect(b.db.query('SELECT count(*) AS n FROM links').get()).toEqual({ n: 4 })
 })
 
-test('code collisions inside one group are retried: the second creation never gets the first one\'s code', async () => {
+test("code collisions inside one group are retried: the second creation never gets the first one's code", async () => {
   const b = await box()
   // The second creation's first draw is the code the first one has just inserted, uncommitted, in the
   // same transaction: it must see it and draw again.
   const draws: string[] = []
   const sequence = ['Same01', 'Same01', 'Same02']
   const links = createLinkService({
-    ...sqliteLinkDeps(b.db), config: b.config, recorder: b.recorder, events: b.events,
+    ...sqliteLinkDeps(b.db),
+    config: b.config,
+    recorder: b.recorder,
+    events: b.events,
     randomCode: () => {
       const code = sequence[draws.length] ?? 'Later9'
       draws.push(code)
@@ -109,7 +126,10 @@ test('code collisions inside one group are retried: the second creation never ge
     links.create({ url: 'https://example.com/1' }, null),
     links.create({ url: 'https://example.com/2' }, null),
   ])
-  expect(made.map((r) => [r.hex, r.long_url])).toEqual([['Same01', 'https://example.com/1'], ['Same02', 'https://example.com/2']])
+  expect(made.map((r) => [r.hex, r.long_url])).toEqual([
+    ['Same01', 'https://example.com/1'],
+    ['Same02', 'https://example.com/2'],
+  ])
   expect(draws).toEqual(sequence)
   expect(links.creationCommits.commits).toBe(1)
 })
@@ -140,7 +160,9 @@ test('the real server: 300 concurrent creations are grouped, and every acknowled
   let server = await startServer({ config })
   const N = 300
   const answers = await Promise.all(
-    Array.from({ length: N }, (_, i) => apiPost(server.url, 'getLink.json', { url: `https://example.com/k/${i}` }, { 'x-api-key': key })),
+    Array.from({ length: N }, (_, i) =>
+      apiPost(server.url, 'getLink.json', { url: `https://example.com/k/${i}` }, { 'x-api-key': key }),
+    ),
   )
   const metrics = await (await fetch(`${server.url}/metrics`)).text()
   await server.kill() // no shutdown handler, no checkpoint
@@ -152,8 +174,15 @@ test('the real server: 300 concurrent creations are grouped, and every acknowled
   server = await startServer({ config })
   try {
     for (const [i, a] of answers.entries()) {
-      const r = await fetch(`${server.url}/${a.body.return.hex}`, { redirect: 'manual', headers: { 'user-agent': CHROME_UA } })
-      expect({ i, status: r.status, location: r.headers.get('location') }).toEqual({ i, status: 302, location: `https://example.com/k/${i}` })
+      const r = await fetch(`${server.url}/${a.body.return.hex}`, {
+        redirect: 'manual',
+        headers: { 'user-agent': CHROME_UA },
+      })
+      expect({ i, status: r.status, location: r.headers.get('location') }).toEqual({
+        i,
+        status: 302,
+        location: `https://example.com/k/${i}`,
+      })
     }
     expect((await apiPost(server.url, 'links.json', { limit: '1' }, { 'x-api-key': key })).body.return.count).toBe(N)
   } finally {

@@ -28,10 +28,19 @@ const page = async (who: SignedIn, path: string) => {
   return { status: res.status, html: await res.text() }
 }
 const auditRows = (html: string) =>
-  [...html.matchAll(/<tr><td class="nowrap" data-label="Time"><time[^>]*>[^<]*<\/time><\/td><td data-label="Actor">(.*?)<\/td><td data-label="Action"><code>([^<]*)<\/code><\/td>/g)].map(
-    (m) => `${m[2]} by ${m[1]!.replace(/<[^>]+>/g, '').replace(/&quot;/g, '"').trim()}`,
+  [
+    ...html.matchAll(
+      /<tr><td class="nowrap" data-label="Time"><time[^>]*>[^<]*<\/time><\/td><td data-label="Actor">(.*?)<\/td><td data-label="Action"><code>([^<]*)<\/code><\/td>/g,
+    ),
+  ].map(
+    (m) =>
+      `${m[2]} by ${m[1]!
+        .replace(/<[^>]+>/g, '')
+        .replace(/&quot;/g, '"')
+        .trim()}`,
   )
-const idOf = (name: string) => (box.db.query('SELECT id FROM accounts WHERE name = ?').get(name) as { id: number } | null)?.id ?? null
+const idOf = (name: string) =>
+  (box.db.query('SELECT id FROM accounts WHERE name = ?').get(name) as { id: number } | null)?.id ?? null
 const noticeOf = (res: Response) => res.headers.get('set-cookie')!.match(/lb_notice=[^;]+/)![0]
 const qrWith = (key: string) => box.get('/api/qr.json', { data: 'x' }, { 'x-api-key': key })
 
@@ -46,10 +55,24 @@ describe('the audit page', () => {
     expect(html).toContain('<a href="/dashboard/admin/audit" aria-current="page">Audit log</a>')
     expect(html).toContain('<form method="get" action="/dashboard/admin/audit"')
     // Newest first: the CLI's key, alice's failed and good sign-ins, root's sign-in, the two accounts made by the service.
-    expect(auditRows(html)).toEqual(['key.create by cli', 'signin.failed by nobody (tried "alice")', 'signin.ok by alice #2', 'signin.ok by root #1', 'account.create by linkbox (system)', 'account.create by linkbox (system)'])
+    expect(auditRows(html)).toEqual([
+      'key.create by cli',
+      'signin.failed by nobody (tried "alice")',
+      'signin.ok by alice #2',
+      'signin.ok by root #1',
+      'account.create by linkbox (system)',
+      'account.create by linkbox (system)',
+    ])
 
-    expect(auditRows((await page(root, '/dashboard/admin/audit?actor=alice')).html)).toEqual(['signin.failed by nobody (tried "alice")', 'signin.ok by alice #2'])
-    expect(auditRows((await page(root, '/dashboard/admin/audit?action=signin')).html)).toEqual(['signin.failed by nobody (tried "alice")', 'signin.ok by alice #2', 'signin.ok by root #1'])
+    expect(auditRows((await page(root, '/dashboard/admin/audit?actor=alice')).html)).toEqual([
+      'signin.failed by nobody (tried "alice")',
+      'signin.ok by alice #2',
+    ])
+    expect(auditRows((await page(root, '/dashboard/admin/audit?action=signin')).html)).toEqual([
+      'signin.failed by nobody (tried "alice")',
+      'signin.ok by alice #2',
+      'signin.ok by root #1',
+    ])
     const exact = await page(root, '/dashboard/admin/audit?action=signin.ok&actor=root')
     expect(auditRows(exact.html)).toEqual(['signin.ok by root #1'])
     expect(exact.html).toContain('<option value="signin.ok" selected>')
@@ -60,7 +83,9 @@ describe('the audit page', () => {
     // A filter that cannot be read: said at its field, nothing shown, no 500.
     const bad = await page(root, '/dashboard/admin/audit?from=2026-02-30')
     expect(bad.status).toBe(200)
-    expect(bad.html).toContain('id="audit-error" role="alert">The parameter &quot;from&quot; is invalid: a date as YYYY-MM-DD (UTC).')
+    expect(bad.html).toContain(
+      'id="audit-error" role="alert">The parameter &quot;from&quot; is invalid: a date as YYYY-MM-DD (UTC).',
+    )
     expect(bad.html).toMatch(/id="audit-from" name="from" type="date" value="2026-02-30" aria-invalid="true"/)
     const odd = await page(root, '/dashboard/admin/audit?action=%3Cscript%3E&actor=%22%3E%3Cb%3E')
     expect(odd.html).not.toContain('<script>')
@@ -81,7 +106,9 @@ describe('the audit page', () => {
     expect(auditRows(third.html)).toHaveLength(20)
     expect(third.html).not.toContain('rel="next"')
     // Every row once, newest first, across the pages.
-    const ids = [first, second, third].flatMap((p) => [...p.html.matchAll(/key lbk_\w{7}… \(#(\d+)\)/g)].map((m) => Number(m[1])))
+    const ids = [first, second, third].flatMap((p) =>
+      [...p.html.matchAll(/key lbk_\w{7}… \(#(\d+)\)/g)].map((m) => Number(m[1])),
+    )
     expect(ids).toHaveLength(120)
     expect(ids).toEqual([...ids].sort((a, b) => b - a))
   })
@@ -89,7 +116,12 @@ describe('the audit page', () => {
   test('a signed-in non-admin gets the 403 of every admin page; signed out, the way to sign in', async () => {
     await setup()
     const alice = await signIn(box, 'alice', PW)
-    for (const path of ['/dashboard/admin/audit', '/dashboard/admin/audit?actor=root', `/dashboard/admin/account/1/delete`, '/dashboard/admin/account/1/password']) {
+    for (const path of [
+      '/dashboard/admin/audit',
+      '/dashboard/admin/audit?actor=root',
+      `/dashboard/admin/account/1/delete`,
+      '/dashboard/admin/account/1/password',
+    ]) {
       const res = await page(alice, path)
       expect({ path, status: res.status }).toEqual({ path, status: 403 })
       expect(res.html).toContain('This page is for administrator accounts.')
@@ -105,17 +137,21 @@ describe('the audit page', () => {
 })
 
 describe('accounts an admin manages', () => {
-  test('the list shows each account\'s last sign-in', async () => {
+  test("the list shows each account's last sign-in", async () => {
     const { root } = await setup()
     const { html } = await page(root, '/dashboard/admin')
     expect(html).toContain('<th scope="col">Last sign-in</th>')
     const alice = html.match(/<tr><th scope="row"><span class="acc-name">alice<\/span>.*?<\/tr>/)![0]
     expect(alice).toContain('<td class="date" data-label="Last sign-in">never</td>')
     const rootRow = html.match(/<tr><th scope="row"><span class="acc-name">root<\/span>.*?<\/tr>/)![0]
-    const signedIn = (box.db.query("SELECT last_signin FROM accounts WHERE name = 'root'").get() as { last_signin: number }).last_signin
+    const signedIn = (
+      box.db.query("SELECT last_signin FROM accounts WHERE name = 'root'").get() as { last_signin: number }
+    ).last_signin
     expect(signedIn).toBeNumber()
     const [day, time] = new Date(signedIn).toISOString().slice(0, 16).split('T')
-    expect(rootRow).toContain(`<td class="date" data-label="Last sign-in"><span class="nowrap">${day}</span> <span class="nowrap">${time} UTC</span></td>`)
+    expect(rootRow).toContain(
+      `<td class="date" data-label="Last sign-in"><span class="nowrap">${day}</span> <span class="nowrap">${time} UTC</span></td>`,
+    )
     expect(alice).toContain('href="/dashboard/admin/account/2/delete"')
     expect(alice).toContain('href="/dashboard/admin/account/2/password"')
     expect(rootRow).not.toContain('/delete"') // not oneself
@@ -140,12 +176,17 @@ describe('accounts an admin manages', () => {
     const res = await postForm(box, root, '/dashboard/admin/account/2/delete', { links: 'keep' })
     expect(res.status).toBe(303)
     expect(res.headers.get('location')).toBe('/dashboard/admin')
-    const list = await (await box.request('/dashboard/admin', { headers: { cookie: `${root.cookie}; ${noticeOf(res)}` } })).text()
+    const list = await (
+      await box.request('/dashboard/admin', { headers: { cookie: `${root.cookie}; ${noticeOf(res)}` } })
+    ).text()
     expect(list).toContain('alice is deleted, with its keys, mailboxes and webhooks; its 1 link stay, owned by nobody.')
     expect(list).not.toContain('<span class="acc-name">alice</span>')
     expect(idOf('alice')).toBeNull()
     for (const table of ['api_keys', 'web_sessions', 'mailboxes', 'webhook_endpoints'])
-      expect({ table, n: (box.db.query(`SELECT count(*) AS n FROM ${table} WHERE account_id = 2`).get() as { n: number }).n }).toEqual({ table, n: 0 })
+      expect({
+        table,
+        n: (box.db.query(`SELECT count(*) AS n FROM ${table} WHERE account_id = 2`).get() as { n: number }).n,
+      }).toEqual({ table, n: 0 })
     expect(box.db.query('SELECT account_id FROM links WHERE code = ?').get(code)).toEqual({ account_id: null })
     expect((await box.request(`/${code}`)).status).toBe(302)
     expect((await qrWith(aliceKey)).status).toBe(401)
@@ -155,16 +196,21 @@ describe('accounts an admin manages', () => {
     expect(gone.status).toBe(404)
     expect(gone.html).toContain('There is no such account')
     const again = await postForm(box, root, '/dashboard/admin/account/2/delete', { links: 'keep' })
-    expect((await (await follow(box, again, root.cookie)).text())).toContain('That account does not exist any more: nothing was deleted.')
+    expect(await (await follow(box, again, root.cookie)).text()).toContain(
+      'That account does not exist any more: nothing was deleted.',
+    )
   })
 
   test('delete with its links: they go at once, even one the redirect had cached', async () => {
     const { root, aliceKey } = await setup()
-    const code = (await box.post('/api/getLink.json', { url: 'https://example.com/gone' }, { 'x-api-key': aliceKey })).body.return.hex
+    const code = (await box.post('/api/getLink.json', { url: 'https://example.com/gone' }, { 'x-api-key': aliceKey }))
+      .body.return.hex
     expect((await box.request(`/${code}`)).status).toBe(302) // now in the cache of visited links
     const res = await postForm(box, root, '/dashboard/admin/account/2/delete', { links: 'delete' })
     expect(res.status).toBe(303)
-    expect(await (await follow(box, res, root.cookie)).text()).toContain('alice is deleted, with its keys, mailboxes and webhooks; its 1 link too.')
+    expect(await (await follow(box, res, root.cookie)).text()).toContain(
+      'alice is deleted, with its keys, mailboxes and webhooks; its 1 link too.',
+    )
     expect(box.db.query('SELECT count(*) AS n FROM links').get()).toEqual({ n: 0 })
     expect((await box.request(`/${code}`)).status).toBe(404)
     const row = box.db.query("SELECT actor_name, action, detail FROM audit_log WHERE action = 'account.delete'").get()
@@ -183,7 +229,9 @@ describe('accounts an admin manages', () => {
     expect(await (await follow(box, disable, root.cookie)).text()).toContain('You cannot disable your own account')
     // (The last active administrator can only be reached from the command line here, where an admin acting is
     // active too: the account service refuses it there, see audit.test.ts and cli.)
-    expect(box.db.query("SELECT count(*) AS n FROM audit_log WHERE action IN ('account.delete', 'account.disable')").get()).toEqual({ n: 0 })
+    expect(
+      box.db.query("SELECT count(*) AS n FROM audit_log WHERE action IN ('account.delete', 'account.disable')").get(),
+    ).toEqual({ n: 0 })
   })
 
   test('a new password: the old one and every session of the account end at once; a short one is refused at its field', async () => {
@@ -204,7 +252,9 @@ describe('accounts an admin manages', () => {
     expect((await box.request('/dashboard', { headers: { cookie: alice.cookie } })).status).toBe(303)
     await expect(signIn(box, 'alice', PW)).rejects.toThrow('sign-in refused')
     await signIn(box, 'alice', 'a brand new password')
-    expect(box.db.query("SELECT detail FROM audit_log WHERE action = 'account.password'").all()).toEqual([{ detail: '2 sessions ended' }])
+    expect(box.db.query("SELECT detail FROM audit_log WHERE action = 'account.password'").all()).toEqual([
+      { detail: '2 sessions ended' },
+    ])
   })
 })
 
@@ -218,14 +268,19 @@ describe('the CLI while the service runs', () => {
 
   test('account disable: the key is refused and the session ends at the next request; enable gives them back', async () => {
     await runCli(['account', 'create', 'root', '--admin', '--config', config.configPath])
-    const made = await runCli(['account', 'create', 'hal', '--password', '-', '--config', config.configPath], { stdin: `${PW}\n` })
+    const made = await runCli(['account', 'create', 'hal', '--password', '-', '--config', config.configPath], {
+      stdin: `${PW}\n`,
+    })
     const key = made.stdout.trimEnd().split('\n').pop()!
     app = createLinkbox(loadConfig(config.configPath))
-    const request = (path: string, init?: RequestInit) => app!.app.handle(new Request(`http://localhost:8080${path}`, init))
+    const request = (path: string, init?: RequestInit) =>
+      app!.app.handle(new Request(`http://localhost:8080${path}`, init))
     const hal = await signIn({ request }, 'hal', PW)
     const qr = () => request('/api/qr.json?data=x', { headers: { 'x-api-key': key } })
     expect((await qr()).status).toBe(200)
-    expect((await runCli(['account', 'disable', 'hal', '--config', config.configPath])).stdout).toBe('account hal disabled: its API keys are refused and its sessions ended\n')
+    expect((await runCli(['account', 'disable', 'hal', '--config', config.configPath])).stdout).toBe(
+      'account hal disabled: its API keys are refused and its sessions ended\n',
+    )
     expect((await qr()).status).toBe(401)
     expect((await request('/dashboard', { headers: { cookie: hal.cookie } })).status).toBe(303)
     expect((await runCli(['account', 'enable', 'hal', '--config', config.configPath])).code).toBe(0)
@@ -239,9 +294,13 @@ describe('the CLI while the service runs', () => {
     try {
       const r = await runCli(['account', 'delete', 'ivy', '--with-links', '--config', config.configPath])
       expect(r.code).toBe(2)
-      expect(r.stderr).toMatch(/^linkbox: account delete --with-links: linkbox \(pid \d+\) holds .*linkbox\.lock, which keeps visited links in memory; delete the account from the dashboard \(Admin\), or stop the service first\n$/)
+      expect(r.stderr).toMatch(
+        /^linkbox: account delete --with-links: linkbox \(pid \d+\) holds .*linkbox\.lock, which keeps visited links in memory; delete the account from the dashboard \(Admin\), or stop the service first\n$/,
+      )
       const kept = await runCli(['account', 'delete', 'ivy', '--config', config.configPath])
-      expect(kept.stdout).toBe('account ivy deleted with its keys, mailboxes and webhooks; its 0 links kept, owned by nobody\n')
+      expect(kept.stdout).toBe(
+        'account ivy deleted with its keys, mailboxes and webhooks; its 0 links kept, owned by nobody\n',
+      )
     } finally {
       expect(await server.stop()).toBe(0)
       removeDir(config.dir)
@@ -262,20 +321,40 @@ describe('more actors: open sign-up, a marketplace user, forms from elsewhere', 
     })
     expect(res.status).toBe(303)
     expect(box.db.query('SELECT actor_kind, actor_id, actor_name, action, target FROM audit_log').all()).toEqual([
-      { actor_kind: 'account', actor_id: 1, actor_name: 'newbie', action: 'account.create', target: 'account newbie (#1)' },
+      {
+        actor_kind: 'account',
+        actor_id: 1,
+        actor_name: 'newbie',
+        action: 'account.create',
+        target: 'account newbie (#1)',
+      },
     ])
   })
 
   test('a marketplace user\'s account, made on first use: one row by the system "marketplace"; later uses add none', async () => {
     box = await makeBox({ marketplace: { proxy_secret: 'mp-secret' } })
     for (let i = 0; i < 2; i++)
-      expect((await box.get('/api/qr.json', { data: 'x' }, { 'X-RapidAPI-Proxy-Secret': 'mp-secret', 'X-RapidAPI-User': 'buyer-7' })).status).toBe(200)
+      expect(
+        (
+          await box.get(
+            '/api/qr.json',
+            { data: 'x' },
+            { 'X-RapidAPI-Proxy-Secret': 'mp-secret', 'X-RapidAPI-User': 'buyer-7' },
+          )
+        ).status,
+      ).toBe(200)
     expect(box.db.query('SELECT actor_kind, actor_name, action, target, detail FROM audit_log').all()).toEqual([
-      { actor_kind: 'system', actor_name: 'marketplace', action: 'account.create', target: 'account marketplace:buyer-7 (#1)', detail: 'a marketplace user, on first use' },
+      {
+        actor_kind: 'system',
+        actor_name: 'marketplace',
+        action: 'account.create',
+        target: 'account marketplace:buyer-7 (#1)',
+        detail: 'a marketplace user, on first use',
+      },
     ])
   })
 
-  test('the new forms without the session\'s CSRF token, or sent from another site: 403, nothing changed, no row', async () => {
+  test("the new forms without the session's CSRF token, or sent from another site: 403, nothing changed, no row", async () => {
     const { root } = await setup()
     const changes = () => box.db.query("SELECT count(*) AS n FROM audit_log WHERE action NOT LIKE 'signin.%'").get()
     const before = changes()

@@ -28,19 +28,26 @@ beforeAll(async () => {
 })
 afterAll(async () => box?.cleanup())
 
-const row = () => box.db.query('SELECT url, events, enabled, disabled_reason, secret FROM webhook_endpoints WHERE id = ?').get(hook) as {
-  url: string
-  events: string
-  enabled: number
-  disabled_reason: string | null
-  secret: string
-}
+const row = () =>
+  box.db
+    .query('SELECT url, events, enabled, disabled_reason, secret FROM webhook_endpoints WHERE id = ?')
+    .get(hook) as {
+    url: string
+    events: string
+    enabled: number
+    disabled_reason: string | null
+    secret: string
+  }
 const get = (who: SignedIn | null, path: string) => http.request(path, { headers: who ? { cookie: who.cookie } : {} })
 
 function editBody(who: SignedIn, url: string, events: string[], csrf = who.csrf) {
   const body = new URLSearchParams({ _csrf: csrf, url })
   for (const e of events) body.append('events', e)
-  return http.request(`/dashboard/webhooks/${hook}/edit`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: who.cookie }, body: body.toString() })
+  return http.request(`/dashboard/webhooks/${hook}/edit`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: who.cookie },
+    body: body.toString(),
+  })
 }
 
 describe('the webhook forms', () => {
@@ -57,13 +64,17 @@ describe('the webhook forms', () => {
     expect(ok.status).toBe(303)
     expect(ok.headers.get('location')).toBe(`/dashboard/webhooks/${hook}`)
     expect(row()).toMatchObject({ url: 'http://127.0.0.1:10/other', events: 'link.deleted,mail.received' })
-    expect(await (await follow(http, ok, alice.cookie)).text()).toContain('Saved: events go to http://127.0.0.1:10/other (link.deleted, mail.received).')
+    expect(await (await follow(http, ok, alice.cookie)).text()).toContain(
+      'Saved: events go to http://127.0.0.1:10/other (link.deleted, mail.received).',
+    )
 
     const bad = await editBody(alice, 'ftp://example.com/x', ['link.created'])
     expect(bad.status).toBe(303)
     expect(bad.headers.get('location')).toMatch(new RegExp(`^/dashboard/webhooks/${hook}/edit\\?form=`))
     const shown = await (await follow(http, bad, alice.cookie)).text()
-    expect(shown).toContain('<span class="error" id="wh-url-error">The URL must be an absolute URL with the scheme http or https.</span>')
+    expect(shown).toContain(
+      '<span class="error" id="wh-url-error">The URL must be an absolute URL with the scheme http or https.</span>',
+    )
     expect(shown).toContain('value="ftp://example.com/x"')
     expect(row().url).toBe('http://127.0.0.1:10/other')
   })
@@ -91,7 +102,9 @@ describe('the webhook forms', () => {
     const fresh = row().secret
     expect(fresh).not.toBe(old)
     expect(location).not.toContain(fresh)
-    expect(await (await follow(http, first, alice.cookie)).text()).toContain(`<input id="wh-secret" readonly value="${fresh}"`)
+    expect(await (await follow(http, first, alice.cookie)).text()).toContain(
+      `<input id="wh-secret" readonly value="${fresh}"`,
+    )
     // Again (a double click, back and send again): no second secret; the first answer's page, which shows it no more.
     const again = await postForm(http, alice, `/dashboard/webhooks/${hook}/rotate`, { _once: once })
     expect(again.status).toBe(303)
@@ -104,20 +117,31 @@ describe('the webhook forms', () => {
 
   test('redeliver all failed: the failed rows pending again, said how many', async () => {
     box.db.query('UPDATE webhook_endpoints SET enabled = 0 WHERE id = ?').run(hook) // nothing is sent meanwhile
-    const { id: eventId } = box.db.query("INSERT INTO webhook_events (account_id, type, created, payload) VALUES ((SELECT account_id FROM webhook_endpoints WHERE id = ?), 'link.deleted', ?, '{}') RETURNING id").get(hook, Date.now()) as { id: number }
-    box.db.query("INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts, next_at) VALUES (?, ?, 'failed', 8, 0)").run(eventId, hook)
+    const { id: eventId } = box.db
+      .query(
+        "INSERT INTO webhook_events (account_id, type, created, payload) VALUES ((SELECT account_id FROM webhook_endpoints WHERE id = ?), 'link.deleted', ?, '{}') RETURNING id",
+      )
+      .get(hook, Date.now()) as { id: number }
+    box.db
+      .query(
+        "INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts, next_at) VALUES (?, ?, 'failed', 8, 0)",
+      )
+      .run(eventId, hook)
     const res = await postForm(http, alice, `/dashboard/webhooks/${hook}/redeliver-failed`, {})
     expect(res.status).toBe(303)
     expect(await (await follow(http, res, alice.cookie)).text()).toContain(
       '1 failed delivery is sent again, each under its event&#39;s webhook-id. This endpoint is disabled: they wait until it is enabled.',
     )
-    expect(box.db.query('SELECT state, attempts FROM webhook_deliveries WHERE event_id = ?').get(eventId)).toEqual({ state: 'pending', attempts: 0 })
+    expect(box.db.query('SELECT state, attempts FROM webhook_deliveries WHERE event_id = ?').get(eventId)).toEqual({
+      state: 'pending',
+      attempts: 0,
+    })
     const none = await postForm(http, alice, `/dashboard/webhooks/${hook}/redeliver-failed`, {})
     expect(await (await follow(http, none, alice.cookie)).text()).toContain('No failed deliveries to send again.')
     box.db.query('UPDATE webhook_endpoints SET enabled = 1 WHERE id = ?').run(hook)
   })
 
-  test('without the CSRF token every new form is 403; on another account\'s endpoint, the 404 of none; nothing changes', async () => {
+  test("without the CSRF token every new form is 403; on another account's endpoint, the 404 of none; nothing changes", async () => {
     const before = row()
     const forms: [string, Record<string, string>][] = [
       [`/dashboard/webhooks/${hook}/edit`, { url: 'http://127.0.0.1:11/x', events: 'link.created' }],
@@ -131,7 +155,8 @@ describe('the webhook forms', () => {
       expect(other.status, path).toBe(404)
       expect(await other.text()).toContain('There is no such webhook in your account.')
     }
-    for (const path of [`/dashboard/webhooks/${hook}/edit`, `/dashboard/webhooks/${hook}/rotate`]) expect((await get(bob, path)).status, path).toBe(404)
+    for (const path of [`/dashboard/webhooks/${hook}/edit`, `/dashboard/webhooks/${hook}/rotate`])
+      expect((await get(bob, path)).status, path).toBe(404)
     expect(row()).toEqual(before)
   })
 })
@@ -148,7 +173,17 @@ describe('the live JSON', () => {
     expect(body.state).toEqual({ label: expect.any(String), tone: expect.any(String), note: expect.any(String) })
     expect(Object.keys(body.counts).sort()).toEqual(['failed', 'ok', 'pending'])
     const test = body.deliveries.find((d: any) => d.type === 'webhook.test')
-    expect(Object.keys(test).sort()).toEqual(['attempts', 'error', 'event_id', 'state', 'status', 'time', 'tone', 'type', 'when'])
+    expect(Object.keys(test).sort()).toEqual([
+      'attempts',
+      'error',
+      'event_id',
+      'state',
+      'status',
+      'time',
+      'tone',
+      'type',
+      'when',
+    ])
     expect(JSON.stringify(body)).not.toContain(row().secret)
 
     const out = await get(null, `/dashboard/webhooks/${hook}/log.json`)
@@ -173,7 +208,9 @@ describe('the live JSON', () => {
     const page = await (await get(root, '/dashboard/admin/health')).text()
     const marked = [...page.matchAll(/data-stat="([^"]+)"/g)].map((m) => m[1])
     expect(marked.sort()).toEqual([...keys].sort())
-    expect([...page.matchAll(/data-bars="([^"]+)"/g)].map((m) => m[1]).sort()).toEqual(body.bars.map((b: any) => b.key).sort())
+    expect([...page.matchAll(/data-bars="([^"]+)"/g)].map((m) => m[1]).sort()).toEqual(
+      body.bars.map((b: any) => b.key).sort(),
+    )
     expect(page).toContain('data-live-health="/dashboard/admin/health.json"')
     expect((await get(null, '/dashboard/admin/health.json')).status).toBe(401)
     const notAdmin = await get(alice, '/dashboard/admin/health.json')

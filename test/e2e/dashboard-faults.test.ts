@@ -25,11 +25,18 @@ const { get, post, signIn, callerOf } = dashboardHttp(() => app)
 describe('small dashboard faults', () => {
   test('revoking a key asks first (like deleting a link or a webhook): a confirmation page that changes nothing, then the POST', async () => {
     const who = await signIn('bob', 'bob password')
-    const keys = () => app.db.query("SELECT k.id, k.prefix, k.revoked FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE a.name = 'bob' ORDER BY k.id").all() as { id: number; prefix: string; revoked: number | null }[]
+    const keys = () =>
+      app.db
+        .query(
+          "SELECT k.id, k.prefix, k.revoked FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE a.name = 'bob' ORDER BY k.id",
+        )
+        .all() as { id: number; prefix: string; revoked: number | null }[]
     const own = keys()[0]!
     // The list offers a link to the question, not a button that revokes at once.
     const list = await (await get('/dashboard/keys', who.cookie)).text()
-    expect(list).toContain(`<a class="danger-link" href="/dashboard/keys/${own.id}/revoke" aria-label="Revoke the key ${own.prefix}…">Revoke</a>`)
+    expect(list).toContain(
+      `<a class="danger-link" href="/dashboard/keys/${own.id}/revoke" aria-label="Revoke the key ${own.prefix}…">Revoke</a>`,
+    )
     expect(list).not.toContain(`action="/dashboard/keys/${own.id}/revoke"`)
 
     const ask = await get(`/dashboard/keys/${own.id}/revoke`, who.cookie)
@@ -43,12 +50,21 @@ describe('small dashboard faults', () => {
     expect(page).toContain('<a href="/dashboard/keys">Cancel</a>')
     expect(keys()[0]!.revoked).toBeNull()
 
-    const done = await post(`/dashboard/keys/${own.id}/revoke`, who.cookie, { _csrf: who.csrf }, { referer: `${app.url}/dashboard/keys/${own.id}/revoke` })
+    const done = await post(
+      `/dashboard/keys/${own.id}/revoke`,
+      who.cookie,
+      { _csrf: who.csrf },
+      { referer: `${app.url}/dashboard/keys/${own.id}/revoke` },
+    )
     expect(done.status).toBe(303)
     expect(done.headers.get('location')).toBe('/dashboard/keys')
     expect(keys()[0]!.revoked).not.toBeNull()
     // Asked again once revoked, another account's key, or no key at all: the 404 page.
-    const alicesKey = (app.db.query("SELECT k.id FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE a.name = 'alice'").get() as { id: number }).id
+    const alicesKey = (
+      app.db
+        .query("SELECT k.id FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE a.name = 'alice'")
+        .get() as { id: number }
+    ).id
     for (const id of [String(own.id), String(alicesKey), '999999', 'abc']) {
       const res = await get(`/dashboard/keys/${id}/revoke`, who.cookie)
       expect(res.status).toBe(404)
@@ -60,7 +76,9 @@ describe('small dashboard faults', () => {
   test('the empty webhooks page points to its form where it is: below the list', async () => {
     const who = await signIn('bob', 'bob password')
     const page = await (await get('/dashboard/webhooks', who.cookie)).text()
-    expect(page).toContain('<p class="empty">No endpoints yet. <a href="#new-webhook">Add one below</a> to be told when links change or mail arrives.</p>')
+    expect(page).toContain(
+      '<p class="empty">No endpoints yet. <a href="#new-webhook">Add one below</a> to be told when links change or mail arrives.</p>',
+    )
     expect(page).not.toContain('above')
     expect(page.indexOf('id="new-webhook"')).toBeGreaterThan(page.indexOf('No endpoints yet'))
   })
@@ -69,7 +87,9 @@ describe('small dashboard faults', () => {
     const who = await signIn('bob', 'bob password')
     await app.links.create({ url: 'https://example.com/qr-me', alias: 'qr-me' }, callerOf('bob'))
     const page = await (await get('/dashboard', who.cookie)).text()
-    expect(page).toContain('<a href="/qr/qr-me.png" target="_blank" rel="noopener">QR<span class="visually-hidden"> qr-me (opens in a new tab)</span></a>')
+    expect(page).toContain(
+      '<a href="/qr/qr-me.png" target="_blank" rel="noopener">QR<span class="visually-hidden"> qr-me (opens in a new tab)</span></a>',
+    )
   })
 
   test('an endpoint whose delivery failed shows Failing with its pending retry; a healthy one shows Active', async () => {
@@ -82,21 +102,35 @@ describe('small dashboard faults', () => {
     const good = await app.webhooks.create(caller, { url: healthy.url })
     await app.webhooks.testOwned(caller, { id: bad.id })
     await app.webhooks.testOwned(caller, { id: good.id })
-    const row = (id: number) => app.db.query('SELECT state, attempts FROM webhook_deliveries WHERE endpoint_id = ?').get(id) as { state: string; attempts: number }
+    const row = (id: number) =>
+      app.db.query('SELECT state, attempts FROM webhook_deliveries WHERE endpoint_id = ?').get(id) as {
+        state: string
+        attempts: number
+      }
     // The deliverer runs (the app listens): the first attempt fails, the next is 5 s later.
     await until(() => row(bad.id).attempts >= 1, 'the failed first attempt')
     await until(() => row(good.id).state === 'ok', 'the healthy delivery')
     expect(row(bad.id).state).toBe('pending')
 
     const page = await (await get('/dashboard/webhooks', who.cookie)).text()
-    const rowOf = (url: string) => page.match(new RegExp(`<tr>\\s*<td class="wh-url wide"><a href="/dashboard/webhooks/\\d+">${url}</a>[\\s\\S]*?</tr>`))![0]
-    expect(rowOf(broken.url)).toContain('<td data-label="Status"><span class="state warn">Failing</span><div class="muted">1 pending retry</div></td>')
+    const rowOf = (url: string) =>
+      page.match(
+        new RegExp(`<tr>\\s*<td class="wh-url wide"><a href="/dashboard/webhooks/\\d+">${url}</a>[\\s\\S]*?</tr>`),
+      )![0]
+    expect(rowOf(broken.url)).toContain(
+      '<td data-label="Status"><span class="state warn">Failing</span><div class="muted">1 pending retry</div></td>',
+    )
     expect(rowOf(broken.url)).not.toContain('Active')
     expect(rowOf(healthy.url)).toContain('<td data-label="Status"><span class="state good">Active</span></td>')
     // The endpoint's own page says the same.
     const one = await (await get(`/dashboard/webhooks/${bad.id}`, who.cookie)).text()
-    expect(one).toContain('<dt>Status</dt><dd id="wh-state"><span class="state warn">Failing</span><div class="muted">1 pending retry</div></dd>')
+    expect(one).toContain(
+      '<dt>Status</dt><dd id="wh-state"><span class="state warn">Failing</span><div class="muted">1 pending retry</div></dd>',
+    )
     // The API's list is as the contract says: `failing` only once a delivery used up its retries.
-    expect((await app.webhooks.list(caller)).webhooks.find((w) => w.id === bad.id)).toMatchObject({ failing: false, deliveries: { ok: 0, failed: 0, pending: 1 } })
+    expect((await app.webhooks.list(caller)).webhooks.find((w) => w.id === bad.id)).toMatchObject({
+      failing: false,
+      deliveries: { ok: 0, failed: 0, pending: 1 },
+    })
   })
 })

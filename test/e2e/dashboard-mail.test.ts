@@ -37,7 +37,11 @@ afterAll(async () => {
 })
 
 const page = (who: SignedIn, path: string) => box.request(path, { headers: { cookie: who.cookie } })
-const mailboxRows = () => box.db.query('SELECT address, account_id FROM mailboxes ORDER BY id').all() as { address: string; account_id: number }[]
+const mailboxRows = () =>
+  box.db.query('SELECT address, account_id FROM mailboxes ORDER BY id').all() as {
+    address: string
+    account_id: number
+  }[]
 
 async function newMailbox(who: SignedIn, local: string, domain = DOMAIN): Promise<string> {
   const res = await postForm(box, who, '/dashboard/mail', { local, domain })
@@ -61,7 +65,9 @@ describe('the list and the form', () => {
     expect(res.status).toBe(303)
     expect(res.headers.get('location')).toBe(`/dashboard/mail/signup-test@${DOMAIN}`)
     const notice = res.headers.get('set-cookie')!.match(/lb_notice=([^;]+)/)![1]!
-    const mailboxPage = await box.request(res.headers.get('location')!, { headers: { cookie: `${alice.cookie}; lb_notice=${notice}` } })
+    const mailboxPage = await box.request(res.headers.get('location')!, {
+      headers: { cookie: `${alice.cookie}; lb_notice=${notice}` },
+    })
     expect(mailboxPage.status).toBe(200)
     const html = await mailboxPage.text()
     expect(html).toContain(`signup-test@${DOMAIN} is ready until`)
@@ -71,7 +77,11 @@ describe('the list and the form', () => {
     const random = await newMailbox(alice, '', OTHER_DOMAIN)
     expect(random).toMatch(new RegExp(`^[a-z0-9]{10}@${OTHER_DOMAIN.replace('.', '\\.')}$`))
     const aliceId = (box.db.query("SELECT id FROM accounts WHERE name = 'alice'").get() as { id: number }).id
-    expect(mailboxRows().filter((r) => r.account_id === aliceId).map((r) => r.address)).toEqual([`signup-test@${DOMAIN}`, random])
+    expect(
+      mailboxRows()
+        .filter((r) => r.account_id === aliceId)
+        .map((r) => r.address),
+    ).toEqual([`signup-test@${DOMAIN}`, random])
 
     // Newest first, each with a copy button, and the counts.
     const list = await (await page(alice, '/dashboard/mail')).text()
@@ -99,12 +109,20 @@ describe('the list and the form', () => {
     expect(html).toContain('value="no spaces&lt;b&gt;"')
     expect(mailboxRows().length).toBe(before)
 
-    const domain = await follow(box, await postForm(box, alice, '/dashboard/mail', { local: 'x', domain: 'evil.example' }), alice.cookie)
+    const domain = await follow(
+      box,
+      await postForm(box, alice, '/dashboard/mail', { local: 'x', domain: 'evil.example' }),
+      alice.cookie,
+    )
     expect(await domain.text()).toContain('Choose one of the domains listed.')
   })
 
   test("another account's address: the service's message on the field (after the 303 back)", async () => {
-    const res = await follow(box, await postForm(box, bob, '/dashboard/mail', { local: 'signup-test', domain: DOMAIN }), bob.cookie)
+    const res = await follow(
+      box,
+      await postForm(box, bob, '/dashboard/mail', { local: 'signup-test', domain: DOMAIN }),
+      bob.cookie,
+    )
     const html = await res.text()
     expect(html).toContain(`The address signup-test@${DOMAIN} belongs to another account.`)
     expect(html).toContain('aria-invalid="true"')
@@ -116,7 +134,13 @@ describe('the list and the form', () => {
     for (const res of [
       await postForm(box, alice, '/dashboard/mail', { local: 'forged', domain: DOMAIN, _csrf: '' }),
       await postForm(box, alice, '/dashboard/mail', { local: 'forged', domain: DOMAIN, _csrf: alice.csrf + 'x' }),
-      await postForm(box, alice, '/dashboard/mail', { local: 'forged', domain: DOMAIN }, { origin: 'http://evil.example' }),
+      await postForm(
+        box,
+        alice,
+        '/dashboard/mail',
+        { local: 'forged', domain: DOMAIN },
+        { origin: 'http://evil.example' },
+      ),
       await box.request('/dashboard/mail', {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: alice.cookie },
@@ -161,14 +185,18 @@ describe('reading mail', () => {
     expect(res.status).toBe(200)
     const html = await res.text()
     expect(html).toContain(`<tr class="unread">`)
-    expect(html).toContain(`<a href="/dashboard/mail/${address}/${id}">Welcome &lt;script&gt;alert(1)&lt;/script&gt;</a>`)
+    expect(html).toContain(
+      `<a href="/dashboard/mail/${address}/${id}">Welcome &lt;script&gt;alert(1)&lt;/script&gt;</a>`,
+    )
     expect(html).toContain('Sender &lt;Name&gt;')
     expect(html).not.toContain('<script>alert(1)')
     expect(html).toContain('<span id="mb-count">1 message</span> ·')
     // The title counts it as unread; the live view's stream is named on the list.
     expect(html).toContain(`<title>(1) ${address} · linkbox</title>`)
     expect(html).toContain(`data-events="/dashboard/mail/${address}/events"`)
-    expect(html).toContain(`<input type="checkbox" name="id" value="${id}" form="mail-select" aria-label="Select: Welcome &lt;script&gt;alert(1)&lt;/script&gt;">`)
+    expect(html).toContain(
+      `<input type="checkbox" name="id" value="${id}" form="mail-select" aria-label="Select: Welcome &lt;script&gt;alert(1)&lt;/script&gt;">`,
+    )
     // The list page counts it as unread.
     expect(await (await page(alice, '/dashboard/mail')).text()).toContain('<span class="badge count">1</span>')
   })
@@ -185,7 +213,9 @@ describe('reading mail', () => {
     const text = await (await page(alice, `/dashboard/mail/${address}/${id}?view=text`)).text()
     expect(text).toContain('<pre class="mail-text">Hello &amp; welcome.\n&lt;b&gt;not bold&lt;/b&gt;')
     expect(text).not.toContain('<iframe')
-    expect(html).toContain('<a href="https://example.com/confirm?t=1&amp;u=2" rel="noopener noreferrer nofollow" target="_blank">')
+    expect(html).toContain(
+      '<a href="https://example.com/confirm?t=1&amp;u=2" rel="noopener noreferrer nofollow" target="_blank">',
+    )
     // The frame: sandbox with no allow-* at all, its own route; the mail's markup is nowhere in the page.
     const frame = /<iframe[^>]*>/.exec(html)![0]
     expect(frame).toContain(' sandbox ')
@@ -263,7 +293,12 @@ describe('the views of a message', () => {
       html: '<p>html body</p>',
     })
     id = Number(/stored as (\d+)/.exec(info.response)![1])
-    const plain = await send.sendMail({ from: 'sender@example.org', to: address, subject: 'Only text', text: 'just text' })
+    const plain = await send.sendMail({
+      from: 'sender@example.org',
+      to: address,
+      subject: 'Only text',
+      text: 'just text',
+    })
     plainId = Number(/stored as (\d+)/.exec(plain.response)![1])
   })
 
@@ -280,7 +315,10 @@ describe('the views of a message', () => {
 
   test('a folded field is one field; the header block ends at the first empty line', () => {
     const source = new TextEncoder().encode('Subject: one\r\n two\r\n\tthree\r\nX-A: b:c\r\n\r\nBody: not a header\r\n')
-    expect(headerFields(source)).toEqual([['Subject', 'one two three'], ['X-A', 'b:c']])
+    expect(headerFields(source)).toEqual([
+      ['Subject', 'one two three'],
+      ['X-A', 'b:c'],
+    ])
     expect(headerFields(new TextEncoder().encode('no header here'))).toEqual([])
   })
 
@@ -299,7 +337,9 @@ describe('the views of a message', () => {
     expect(html).toContain('aria-current="page">Text</a>')
     expect(html).toContain('<pre class="mail-text">just text')
     for (const view of ['html', 'nonsense', '<script>']) {
-      const other = await (await page(alice, `/dashboard/mail/${address}/${plainId}?view=${encodeURIComponent(view)}`)).text()
+      const other = await (
+        await page(alice, `/dashboard/mail/${address}/${plainId}?view=${encodeURIComponent(view)}`)
+      ).text()
       expect(other).toContain('aria-current="page">Text</a>')
       expect(other).not.toContain('<script>')
     }
@@ -312,7 +352,14 @@ describe('deleting and marking unread in the dashboard', () => {
     const info = await send.sendMail({ from: 'sender@example.org', to: address, subject, text: `body of ${subject}` })
     return Number(/stored as (\d+)/.exec(info.response)![1])
   }
-  const ids = () => (box.db.query('SELECT m.id FROM mail_messages m JOIN mailboxes b ON b.id = m.mailbox_id WHERE b.address = ? ORDER BY m.id').all(address) as { id: number }[]).map((r) => r.id)
+  const ids = () =>
+    (
+      box.db
+        .query(
+          'SELECT m.id FROM mail_messages m JOIN mailboxes b ON b.id = m.mailbox_id WHERE b.address = ? ORDER BY m.id',
+        )
+        .all(address) as { id: number }[]
+    ).map((r) => r.id)
 
   beforeAll(async () => {
     address = await newMailbox(alice, 'tidy')
@@ -340,7 +387,11 @@ describe('deleting and marking unread in the dashboard', () => {
     expect(shown).toContain('The message is deleted.')
     expect(shown).not.toContain('delete me')
     expect(ids()).not.toContain(id)
-    const again = await follow(box, await postForm(box, alice, `/dashboard/mail/${address}/${id}/delete`, {}), alice.cookie)
+    const again = await follow(
+      box,
+      await postForm(box, alice, `/dashboard/mail/${address}/${id}/delete`, {}),
+      alice.cookie,
+    )
     expect(await again.text()).toContain('That message was deleted already.')
   })
 
@@ -379,7 +430,12 @@ describe('deleting and marking unread in the dashboard', () => {
       const res = await postForm(box, who, path, { id: String(id) })
       expect(res.status).toBe(303)
       expect(res.headers.get('location')).toBe('/dashboard/mail')
-      answers.push((await (await follow(box, res, who.cookie)).text()).match(/<p class="notice error"[^>]*>([^<]*)/)![1]!.replace(/nobody@\S+ /, 'X ').replace(address, 'X'))
+      answers.push(
+        (await (await follow(box, res, who.cookie)).text())
+          .match(/<p class="notice error"[^>]*>([^<]*)/)![1]!
+          .replace(/nobody@\S+ /, 'X ')
+          .replace(address, 'X'),
+      )
     }
     expect(new Set(answers).size).toBe(1)
     expect(ids()).toContain(id)
@@ -390,7 +446,13 @@ describe('deleting and marking unread in the dashboard', () => {
     const id = await deliver('kept')
     const bad = await postForm(box, alice, `/dashboard/mail/${address}/${id}/delete`, { _csrf: 'wrong' })
     expect(bad.status).toBe(403)
-    const cross = await postForm(box, alice, `/dashboard/mail/${address}/delete`, {}, { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' })
+    const cross = await postForm(
+      box,
+      alice,
+      `/dashboard/mail/${address}/delete`,
+      {},
+      { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' },
+    )
     expect(cross.status).toBe(403)
     expect(ids()).toContain(id)
   })

@@ -29,7 +29,11 @@ const got: Got[] = []
 
 beforeAll(async () => {
   box = await makeBox(
-    { media: { allow_private_networks: true }, server: { host: '127.0.0.1', port: 0 }, mail: { smtp_host: '127.0.0.1' } },
+    {
+      media: { allow_private_networks: true },
+      server: { host: '127.0.0.1', port: 0 },
+      mail: { smtp_host: '127.0.0.1' },
+    },
     { smtpPort: 0 },
   )
   box.listen() // starts the deliverer
@@ -52,19 +56,46 @@ afterAll(async () => {
 })
 
 const decode = (s: string) =>
-  s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&')
+  s
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&amp;/g, '&')
 
-test('every event type, sent for real, has the body the document describes and a signature the page\'s check accepts', async () => {
+test("every event type, sent for real, has the body the document describes and a signature the page's check accepts", async () => {
   const events = [...EVENT_TYPES].join(',')
-  const made = await box.post('/api/webhooks.json', { action: 'create', url: `http://127.0.0.1:${receiver.port}/hook`, events }, { 'x-api-key': key })
+  const made = await box.post(
+    '/api/webhooks.json',
+    { action: 'create', url: `http://127.0.0.1:${receiver.port}/hook`, events },
+    { 'x-api-key': key },
+  )
   expect(made.status, JSON.stringify(made.body)).toBe(200)
   const { id: webhookId, secret } = made.body.return
 
   // link.created, link.updated
-  expect((await box.post('/api/getLink.json', { url: 'https://example.com/documented', alias: 'documented', mode: 'preview' }, { 'x-api-key': key })).status).toBe(200)
-  expect((await box.post('/api/update.json', { code: 'documented', url: 'https://example.com/changed', expire: '3600' }, { 'x-api-key': key })).status).toBe(200)
+  expect(
+    (
+      await box.post(
+        '/api/getLink.json',
+        { url: 'https://example.com/documented', alias: 'documented', mode: 'preview' },
+        { 'x-api-key': key },
+      )
+    ).status,
+  ).toBe(200)
+  expect(
+    (
+      await box.post(
+        '/api/update.json',
+        { code: 'documented', url: 'https://example.com/changed', expire: '3600' },
+        { 'x-api-key': key },
+      )
+    ).status,
+  ).toBe(200)
   // link.clicked: a visit by a person, counted when the clicks are written
-  expect((await box.request('/documented', { headers: { 'user-agent': CHROME_UA, accept: 'text/html' } })).status).toBe(200)
+  expect((await box.request('/documented', { headers: { 'user-agent': CHROME_UA, accept: 'text/html' } })).status).toBe(
+    200,
+  )
   await box.recorder.flush()
   // link.reported: the report form under the link
   const report = await box.request('/documented/report', {
@@ -76,12 +107,20 @@ test('every event type, sent for real, has the body the document describes and a
   // mail.received: a message over SMTP
   expect((await box.get('/api/mailbox.json', { address: 'hooked' }, { 'x-api-key': key })).status).toBe(200)
   const smtp = nodemailer.createTransport({ host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true } as any)
-  await smtp.sendMail({ from: 'Sender <a@example.com>', to: 'hooked@localhost', subject: 'Hello hooks', text: 'Hi https://example.com/x', attachments: [{ filename: 'a.txt', content: 'hello' }] })
+  await smtp.sendMail({
+    from: 'Sender <a@example.com>',
+    to: 'hooked@localhost',
+    subject: 'Hello hooks',
+    text: 'Hi https://example.com/x',
+    attachments: [{ filename: 'a.txt', content: 'hello' }],
+  })
   smtp.close()
   // links.imported: one event for a whole file
   const form = new FormData()
   form.set('file', 'code,long_url,title\r\nimported-1,https://example.com/imported,Imported\r\n')
-  expect((await box.request('/api/import.json', { method: 'POST', headers: { 'x-api-key': key }, body: form })).status).toBe(200)
+  expect(
+    (await box.request('/api/import.json', { method: 'POST', headers: { 'x-api-key': key }, body: form })).status,
+  ).toBe(200)
   // link.deleted, webhook.test
   expect((await box.post('/api/delete.json', { code: 'documented' }, { 'x-api-key': key })).status).toBe(200)
   await box.webhooks.test(webhookId)
@@ -92,7 +131,9 @@ test('every event type, sent for real, has the body the document describes and a
   expect(got.map((g) => JSON.parse(g.body).type).sort()).toEqual([...types].sort())
 
   // The document as served, and its schema for each event type.
-  const doc = (await SwaggerParser.dereference((await (await box.request('/api/docs/openapi.json')).json()) as never)) as any
+  const doc = (await SwaggerParser.dereference(
+    (await (await box.request('/api/docs/openapi.json')).json()) as never,
+  )) as any
   const ajv = new Ajv2020({ strict: true, strictTypes: false, allErrors: true })
   addFormats(ajv)
 
@@ -101,20 +142,32 @@ test('every event type, sent for real, has the body the document describes and a
   const snippet = decode(/<pre class="example verify"[^>]*><code>([\s\S]*?)<\/code><\/pre>/.exec(html)![1]!)
   const file = join(box.dir, 'verify-webhook.mjs')
   writeFileSync(file, `${snippet}\nexport { verifyWebhook }\n`)
-  const { verifyWebhook } = (await import(file)) as { verifyWebhook: (secret: string, headers: Record<string, string>, body: string) => boolean }
+  const { verifyWebhook } = (await import(file)) as {
+    verifyWebhook: (secret: string, headers: Record<string, string>, body: string) => boolean
+  }
 
   for (const g of got) {
     const body = JSON.parse(g.body)
     const schema = doc.webhooks[body.type].post.requestBody.content['application/json'].schema
     const validate = ajv.compile(schema)
-    expect({ type: body.type, valid: validate(body), errors: validate.errors ?? null }).toEqual({ type: body.type, valid: true, errors: null })
+    expect({ type: body.type, valid: validate(body), errors: validate.errors ?? null }).toEqual({
+      type: body.type,
+      valid: true,
+      errors: null,
+    })
     expect(g.headers['content-type']).toContain('application/json')
     // The package the page names, and the page's hand-written check: both accept it, and refuse a change.
     expect(() => new Webhook(secret).verify(g.body, g.headers)).not.toThrow()
     expect(verifyWebhook(secret, g.headers, g.body), body.type).toBe(true)
     expect(verifyWebhook(secret, g.headers, g.body.replace('"data"', '"data" ')), body.type).toBe(false)
     expect(verifyWebhook(secret.slice(0, -4) + 'AAAA', g.headers, g.body), body.type).toBe(false)
-    expect(verifyWebhook(secret, { ...g.headers, 'webhook-timestamp': String(Number(g.headers['webhook-timestamp']) - 600) }, g.body)).toBe(false)
+    expect(
+      verifyWebhook(
+        secret,
+        { ...g.headers, 'webhook-timestamp': String(Number(g.headers['webhook-timestamp']) - 600) },
+        g.body,
+      ),
+    ).toBe(false)
   }
   // The documented schemas are strict: a field the builders do not write is refused.
   const created = JSON.parse(got.find((g) => JSON.parse(g.body).type === 'link.created')!.body)

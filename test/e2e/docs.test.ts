@@ -40,7 +40,18 @@ const EXAMPLE_INFO = {
   duration: 61.5,
   thumbnail: 'https://video.example.com/thumbs/42.jpg',
   formats: [
-    { format_id: 'mp4-720p', ext: 'mp4', protocol: 'https', url: 'https://cdn.example.com/42.mp4', vcodec: 'avc1', acodec: 'mp4a', width: 1280, height: 720, fps: 30, format_note: '720p' },
+    {
+      format_id: 'mp4-720p',
+      ext: 'mp4',
+      protocol: 'https',
+      url: 'https://cdn.example.com/42.mp4',
+      vcodec: 'avc1',
+      acodec: 'mp4a',
+      width: 1280,
+      height: 720,
+      fps: 30,
+      format_note: '720p',
+    },
   ],
 }
 
@@ -58,10 +69,17 @@ beforeAll(async () => {
   // for yt-dlp describes it (the real yt-dlp is media.test.ts's business). The example webhook's host gets
   // one too, so that webhooks.json's example passes the address check.
   const standIn = `${dir}/yt-dlp-stand-in`
-  writeFileSync(standIn, `#!/bin/sh\nif [ "$1" = --version ]; then echo 2025.04.30; exit 0; fi\ncat <<'JSON'\n${JSON.stringify(EXAMPLE_INFO)}\nJSON\n`, { mode: 0o755 })
-  box = sqliteLinkbox(testConfig(dir, { server: { host: '127.0.0.1', port: 0 }, rate: RATE, media: { ytdlp_path: standIn } }), {
-    resolve: async (host) => (host === 'video.example.com' || host === 'hooks.example.com' ? ['93.184.215.14'] : []),
-  })
+  writeFileSync(
+    standIn,
+    `#!/bin/sh\nif [ "$1" = --version ]; then echo 2025.04.30; exit 0; fi\ncat <<'JSON'\n${JSON.stringify(EXAMPLE_INFO)}\nJSON\n`,
+    { mode: 0o755 },
+  )
+  box = sqliteLinkbox(
+    testConfig(dir, { server: { host: '127.0.0.1', port: 0 }, rate: RATE, media: { ytdlp_path: standIn } }),
+    {
+      resolve: async (host) => (host === 'video.example.com' || host === 'hooks.example.com' ? ['93.184.215.14'] : []),
+    },
+  )
   base = `http://127.0.0.1:${box.listen().port}`
   key = (await box.accounts.createAccount({ name: 'reader' })).key.key
   html = await (await fetch(`${base}/api/docs`)).text()
@@ -75,7 +93,12 @@ afterAll(async () => {
 })
 
 const decode = (s: string) =>
-  s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&')
+  s
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&amp;/g, '&')
 
 /** The page's text as a reader sees it: no head, no tags, entities decoded. */
 const visibleText = (page: string) => decode(page.replace(/<head>[\s\S]*?<\/head>/, '').replace(/<[^>]+>/g, ''))
@@ -94,7 +117,8 @@ function block(part: string, kind: string): string {
   return decode(m![1]!)
 }
 
-const successSchema = (m: ApiMethod) => doc.paths[m.path][m.verb.toLowerCase()].responses['200'].content['application/json'].schema
+const successSchema = (m: ApiMethod) =>
+  doc.paths[m.path][m.verb.toLowerCase()].responses['200'].content['application/json'].schema
 
 describe('the page', () => {
   test('has the site header: the wordmark leads home, the nav to the API and the dashboard', async () => {
@@ -105,7 +129,11 @@ describe('the page', () => {
 
   test('signed in to the dashboard, the header says who, as the home page does, with a sign-out button', async () => {
     await accountWithPassword(box, 'docreader', 'correct horse battery')
-    const who = await signIn({ request: (path, init) => fetch(`${base}${path}`, { ...init, redirect: 'manual' }) }, 'docreader', 'correct horse battery')
+    const who = await signIn(
+      { request: (path, init) => fetch(`${base}${path}`, { ...init, redirect: 'manual' }) },
+      'docreader',
+      'correct horse battery',
+    )
     const res = await fetch(`${base}/api/docs`, { headers: { cookie: who.cookie } })
     const page = await res.text()
     expect(page).toContain('Signed in as </span><strong>docreader</strong>')
@@ -132,7 +160,8 @@ describe('the page', () => {
     const targets = [...toc.matchAll(/href="#([^"]+)"/g)].map((m) => m[1]!)
     expect(targets.length).toBeGreaterThan(box.methods.length + EVENT_TYPES.length)
     for (const t of targets) expect(ids, t).toContain(t)
-    for (const t of ['start', 'answers', 'rate-limits', 'signed-links', 'webhook-events', 'verify-signatures']) expect(targets).toContain(t)
+    for (const t of ['start', 'answers', 'rate-limits', 'signed-links', 'webhook-events', 'verify-signatures'])
+      expect(targets).toContain(t)
   })
 
   test('shows no Markdown: descriptions with `code` are rendered, not printed with their backticks', () => {
@@ -146,11 +175,13 @@ describe('the page', () => {
   })
 
   test('inline Markdown is escaped first: nothing in a description can make markup', () => {
-    expect(inlineMarkdown('a `<b>` **c** <i onclick="x">')).toBe('a <code>&lt;b&gt;</code> <strong>c</strong> &lt;i onclick=&quot;x&quot;&gt;')
+    expect(inlineMarkdown('a `<b>` **c** <i onclick="x">')).toBe(
+      'a <code>&lt;b&gt;</code> <strong>c</strong> &lt;i onclick=&quot;x&quot;&gt;',
+    )
     expect(inlineMarkdown('`**x**` and **`y`**')).toBe('<code>**x**</code> and **<code>y</code>**')
   })
 
-  test('every example answer is the schema\'s own example and valid against the method\'s response schema', () => {
+  test("every example answer is the schema's own example and valid against the method's response schema", () => {
     for (const m of box.methods) {
       const shown = JSON.parse(block(section(methodAnchor(m)), 'answer'))
       expect(shown, m.path).toEqual(exampleAnswer(m))
@@ -164,21 +195,40 @@ describe('the page', () => {
       const part = section(methodAnchor(m))
       const errors = part.slice(part.indexOf('<table class="errors">'))
       const errorsText = visibleText(errors)
-      for (const [status, answer] of Object.entries(doc.paths[m.path][m.verb.toLowerCase()].responses as Record<string, Schema>)) {
+      for (const [status, answer] of Object.entries(
+        doc.paths[m.path][m.verb.toLowerCase()].responses as Record<string, Schema>,
+      )) {
         if (status === '200') continue
         expect(errors, `${m.path} ${status}`).toContain(`<tr><td>${status}</td>`)
         for (const code of answer.content['application/json'].schema.properties.code.enum as string[])
           expect(errorsText, `${m.path} ${code}`).toContain(code)
       }
-      for (const h of ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After']) expect(part, m.path).toContain(`<code>${h}</code>`)
+      for (const h of ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After'])
+        expect(part, m.path).toContain(`<code>${h}</code>`)
       expect(part).toContain('<a href="#rate-limits">')
     }
-    expect(html).toContain('This box allows 100000 requests a minute per key and 100000 a minute per address without a key.')
+    expect(html).toContain(
+      'This box allows 100000 requests a minute per key and 100000 a minute per address without a key.',
+    )
   })
 
   test('the signed /dl, /mail/raw and /mail/attachment links: what signs them and how long they last', async () => {
-    const part = visibleText(html.slice(html.indexOf('<section id="signed-links"'), html.indexOf('</section>', html.indexOf('<section id="signed-links"'))))
-    for (const s of ['/dl/<id>?exp=…&sig=…', '/mail/raw/<id>?exp=…&sig=…', '/mail/attachment/<id>?exp=…&sig=…', 'HMAC-SHA256', 'secrets/signing.key', '403', '410', '404'])
+    const part = visibleText(
+      html.slice(
+        html.indexOf('<section id="signed-links"'),
+        html.indexOf('</section>', html.indexOf('<section id="signed-links"')),
+      ),
+    )
+    for (const s of [
+      '/dl/<id>?exp=…&sig=…',
+      '/mail/raw/<id>?exp=…&sig=…',
+      '/mail/attachment/<id>?exp=…&sig=…',
+      'HMAC-SHA256',
+      'secrets/signing.key',
+      '403',
+      '410',
+      '404',
+    ])
       expect(part, s).toContain(s)
     expect(part).toContain('It works for 1 hour after the answer (media.link_ttl')
     expect(part).toContain('They work for 1 hour after the answer')
@@ -196,16 +246,25 @@ describe('the curl examples', () => {
   /** The things the examples name: the link Ab3dE9 and the mailbox signup-test with message 17, the reader's. */
   async function fixtures() {
     const owner = (await box.accounts.authenticate(key))!
-    if (!(await box.links.resolve('Ab3dE9'))) await box.links.create({ url: 'https://example.com/fixture', alias: 'Ab3dE9' }, owner)
+    if (!(await box.links.resolve('Ab3dE9')))
+      await box.links.create({ url: 'https://example.com/fixture', alias: 'Ab3dE9' }, owner)
     await box.mail.getOrCreate(owner, 'signup-test')
     const mailbox = await box.mail.checkRecipient('signup-test@localhost')
     if (!mailbox.ok) throw new Error('the example mailbox does not take mail')
-    const has17 = () => box.db.query('SELECT 1 FROM mail_messages WHERE id = 17 AND mailbox_id = ?').get(mailbox.mailboxId) !== null
+    const has17 = () =>
+      box.db.query('SELECT 1 FROM mail_messages WHERE id = 17 AND mailbox_id = ?').get(mailbox.mailboxId) !== null
     // Made again once an example deleted it (POST mailbox.json and message.json do): ids are never handed
     // out twice, so the last one delivered is given the example's id.
     for (let i = mailMade ? 17 : 1; i <= 17 && !has17(); i++) {
-      const bytes = Buffer.from(`From: Example <no-reply@example.com>\r\nTo: signup-test@localhost\r\nSubject: Confirm ${i}\r\n\r\nhttps://example.com/confirm?t=${i}\r\n`)
-      const [id] = await box.mail.deliver({ size: bytes.length, oversize: false, bytes, file: null }, 'no-reply@example.com', [mailbox.mailboxId], () => false)
+      const bytes = Buffer.from(
+        `From: Example <no-reply@example.com>\r\nTo: signup-test@localhost\r\nSubject: Confirm ${i}\r\n\r\nhttps://example.com/confirm?t=${i}\r\n`,
+      )
+      const [id] = await box.mail.deliver(
+        { size: bytes.length, oversize: false, bytes, file: null },
+        'no-reply@example.com',
+        [mailbox.mailboxId],
+        () => false,
+      )
       if (i === 17 && id !== 17) box.db.query('UPDATE mail_messages SET id = 17 WHERE id = ?').run(id!)
     }
     if (!has17()) throw new Error('the example message 17 is missing')
@@ -223,20 +282,36 @@ describe('the curl examples', () => {
       expect(cmd).not.toContain('127.0.0.1')
       // Every parameter a method names for its example is one of its own, and sent.
       for (const name of m.exampleWith ?? []) {
-        expect(m.params.map((p) => p.name), m.path).toContain(name)
+        expect(
+          m.params.map((p) => p.name),
+          m.path,
+        ).toContain(name)
         expect(cmd, m.path).toMatch(new RegExp(`--data-urlencode '?${name}=`))
       }
     }
     // An update that changes something; a webhook made, as the example answer shows.
-    expect(block(section('update.json'), 'curl')).toContain("--data-urlencode 'url=https://example.com/a/long/path?with=query'")
+    expect(block(section('update.json'), 'curl')).toContain(
+      "--data-urlencode 'url=https://example.com/a/long/path?with=query'",
+    )
     expect(block(section('webhooks.json'), 'curl')).toContain('--data-urlencode action=create')
   })
 
   test('a value is one shell word that the shell leaves as it is, whatever it holds', async () => {
     for (const value of ["it's", '$(echo injected) `echo too` $HOME', 'a b\tc', '"q" \\ !x', 'plain-value_1.2']) {
-      const fake = { verb: 'POST', path: '/api/x.json', key: 'optional', summary: '', params: [{ name: 'q', required: true, schema: { type: 'string', examples: [value] } }] }
-      const word = curlExample(fake as unknown as ApiMethod).split(' \\\n  ')[1]!.replace(/^--data-urlencode /, '')
-      const proc = Bun.spawn(['bash', '-c', `printf %s ${word}`], { stdout: 'pipe', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } })
+      const fake = {
+        verb: 'POST',
+        path: '/api/x.json',
+        key: 'optional',
+        summary: '',
+        params: [{ name: 'q', required: true, schema: { type: 'string', examples: [value] } }],
+      }
+      const word = curlExample(fake as unknown as ApiMethod)
+        .split(' \\\n  ')[1]!
+        .replace(/^--data-urlencode /, '')
+      const proc = Bun.spawn(['bash', '-c', `printf %s ${word}`], {
+        stdout: 'pipe',
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      })
       expect(await new Response(proc.stdout).text()).toBe(`q=${value}`)
     }
   })
@@ -255,7 +330,11 @@ describe('the curl examples', () => {
         stdout: 'pipe',
         stderr: 'pipe',
       })
-      const [out, err, exit] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+      const [out, err, exit] = await Promise.all([
+        new Response(proc.stdout).text(),
+        new Response(proc.stderr).text(),
+        proc.exited,
+      ])
       expect({ path: m.path, exit, stderr: err }).toEqual({ path: m.path, exit: 0, stderr: '' })
       const body = JSON.parse(out)
       expect(body.status, `${m.path}: ${out.slice(0, 300)}`).toBe('success')
@@ -286,8 +365,16 @@ describe('the further examples (visit limits, rules, splits)', () => {
     for (const m of box.methods) {
       const blocks = moreBlocks(section(methodAnchor(m)))
       for (const [i, cmd] of blocks.entries()) {
-        if (!(await box.links.resolve('Ab3dE9'))) await box.links.create({ url: 'https://example.com/fixture', alias: 'Ab3dE9' }, (await box.accounts.authenticate(key))!)
-        const proc = Bun.spawn(['bash', '-c', cmd], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LINKBOX: base, KEY: key }, stdout: 'pipe', stderr: 'pipe' })
+        if (!(await box.links.resolve('Ab3dE9')))
+          await box.links.create(
+            { url: 'https://example.com/fixture', alias: 'Ab3dE9' },
+            (await box.accounts.authenticate(key))!,
+          )
+        const proc = Bun.spawn(['bash', '-c', cmd], {
+          env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LINKBOX: base, KEY: key },
+          stdout: 'pipe',
+          stderr: 'pipe',
+        })
         const [out, exit] = await Promise.all([new Response(proc.stdout).text(), proc.exited])
         expect(exit).toBe(0)
         const body = JSON.parse(out)
@@ -323,7 +410,8 @@ describe('the OpenAPI document', () => {
     // The schemas inside are JSON Schema 2020-12 (ajv checks each against the meta-schema as it compiles it).
     const strict = new Ajv2020({ strict: true, strictTypes: false })
     addFormats(strict)
-    for (const [name, s] of Object.entries(doc.components.schemas as Record<string, Schema>)) expect(() => strict.compile(s), name).not.toThrow()
+    for (const [name, s] of Object.entries(doc.components.schemas as Record<string, Schema>))
+      expect(() => strict.compile(s), name).not.toThrow()
   })
 
   test('its webhooks section describes every event type: the signing headers, the body schema, a valid example', () => {
@@ -332,7 +420,11 @@ describe('the OpenAPI document', () => {
     for (const type of types) {
       const post = doc.webhooks[type].post
       expect(post.summary, type).toBeTruthy()
-      expect(post.parameters.map((p: Schema) => `${p.in} ${p.name}`)).toEqual(['header webhook-id', 'header webhook-timestamp', 'header webhook-signature'])
+      expect(post.parameters.map((p: Schema) => `${p.in} ${p.name}`)).toEqual([
+        'header webhook-id',
+        'header webhook-timestamp',
+        'header webhook-signature',
+      ])
       const body = post.requestBody.content['application/json']
       expect(body.schema.required).toEqual(['type', 'timestamp', 'data'])
       expect(body.schema.properties.type).toEqual({ const: type })
@@ -350,13 +442,28 @@ describe('the OpenAPI document', () => {
     // The link events carry the record links.json lists; mail.received the messages.json entry and its address.
     expect(raw.components.schemas.LinkCreatedEvent.properties.data).toEqual({ $ref: '#/components/schemas/LinkRecord' })
     const mail = doc.webhooks['mail.received'].post.requestBody.content['application/json'].schema.properties.data
-    const summary = doc.paths['/api/messages.json'].get.responses['200'].content['application/json'].schema.properties.return.properties.messages.items
+    const summary =
+      doc.paths['/api/messages.json'].get.responses['200'].content['application/json'].schema.properties.return
+        .properties.messages.items
     expect(Object.keys(mail.properties)).toEqual(['address', ...Object.keys(summary.properties)])
   })
 
   test('its description names every feature', () => {
     const description = String(raw.info.description).toLowerCase()
-    for (const feature of ['short links', 'statistics', 'qr codes', 'media download', 'temporary e-mail', 'webhooks', 'accounts', 'api keys', 'scopes', 'abuse reports', 'rate limits', 'signed link'])
+    for (const feature of [
+      'short links',
+      'statistics',
+      'qr codes',
+      'media download',
+      'temporary e-mail',
+      'webhooks',
+      'accounts',
+      'api keys',
+      'scopes',
+      'abuse reports',
+      'rate limits',
+      'signed link',
+    ])
       expect(description, feature).toContain(feature)
   })
 })

@@ -48,10 +48,14 @@ test('an update installed with `ytdlp update` is reported as the one used', asyn
   const release = join(c.dir, 'release')
   mkdirSync(join(release, 'app'), { recursive: true })
   writeFileSync(join(release, 'app', '__main__.py'), "print('2099.01.01')\n")
-  expect(Bun.spawnSync(['python3', '-m', 'zipapp', join(release, 'app'), '-o', join(release, 'yt-dlp')]).exitCode).toBe(0)
+  expect(Bun.spawnSync(['python3', '-m', 'zipapp', join(release, 'app'), '-o', join(release, 'yt-dlp')]).exitCode).toBe(
+    0,
+  )
   expect((await runCli(['ytdlp', 'update', '--from', join(release, 'yt-dlp'), '--config', c.configPath])).code).toBe(0)
   const r = await runCli(['doctor', '--config', c.configPath])
-  expect(r.stdout).toContain(`ok    yt-dlp           updated: ${join(c.dataDir, 'bin', 'yt-dlp-updated')}, version 2099.01.01\n`)
+  expect(r.stdout).toContain(
+    `ok    yt-dlp           updated: ${join(c.dataDir, 'bin', 'yt-dlp-updated')}, version 2099.01.01\n`,
+  )
 })
 
 test('a data_dir that is a file fails, exit 1, naming it', async () => {
@@ -73,7 +77,12 @@ test('a port in use is a warning that suggests linkbox is already running', asyn
     const c = config({ server: { host: '127.0.0.1', port } })
     const r = await runCli(['doctor', '--config', c.configPath])
     expect(r.code).toBe(0)
-    expect(r.stdout).toMatch(new RegExp(`^warn\\s+server\\.port\\s+127\\.0\\.0\\.1:${port} cannot be bound \\(EADDRINUSE\\): is linkbox already running\\?$`, 'm'))
+    expect(r.stdout).toMatch(
+      new RegExp(
+        `^warn\\s+server\\.port\\s+127\\.0\\.0\\.1:${port} cannot be bound \\(EADDRINUSE\\): is linkbox already running\\?$`,
+        'm',
+      ),
+    )
   } finally {
     holder.close()
   }
@@ -101,21 +110,26 @@ function canMakeImmutable(): boolean {
   }
 }
 
-test.skipIf(!canMakeImmutable())('a database file that cannot be written is a FAIL of "database write", exit 1', async () => {
-  const c = config()
-  const first = await runCli(['doctor', '--config', c.configPath])
-  expect(first.stdout).toMatch(/^ok\s+database write\s+writable, [\d.]+ [GM]iB free$/m)
-  const file = join(c.dataDir, 'linkbox.db')
-  expect(Bun.spawnSync(['chattr', '+i', file]).exitCode).toBe(0)
-  try {
-    const r = await runCli(['doctor', '--config', c.configPath])
-    expect(r.code).toBe(1)
-    expect(r.stdout).toMatch(/^ok\s+database\s+.* opens, /m)
-    expect(r.stdout).toMatch(/^FAIL\s+database write\s+not writable: attempt to write a readonly database \(SQLITE_READONLY\)$/m)
-  } finally {
-    Bun.spawnSync(['chattr', '-i', file])
-  }
-})
+test.skipIf(!canMakeImmutable())(
+  'a database file that cannot be written is a FAIL of "database write", exit 1',
+  async () => {
+    const c = config()
+    const first = await runCli(['doctor', '--config', c.configPath])
+    expect(first.stdout).toMatch(/^ok\s+database write\s+writable, [\d.]+ [GM]iB free$/m)
+    const file = join(c.dataDir, 'linkbox.db')
+    expect(Bun.spawnSync(['chattr', '+i', file]).exitCode).toBe(0)
+    try {
+      const r = await runCli(['doctor', '--config', c.configPath])
+      expect(r.code).toBe(1)
+      expect(r.stdout).toMatch(/^ok\s+database\s+.* opens, /m)
+      expect(r.stdout).toMatch(
+        /^FAIL\s+database write\s+not writable: attempt to write a readonly database \(SQLITE_READONLY\)$/m,
+      )
+    } finally {
+      Bun.spawnSync(['chattr', '-i', file])
+    }
+  },
+)
 
 test('a database file of random bytes: doctor and serve name the file, exit 1, no stack trace', async () => {
   const c = config()
@@ -164,7 +178,25 @@ test('a config that does not load is one FAIL line naming the file and the probl
 function selfSigned(dir: string, name: string) {
   const cert = join(dir, `${name}.crt`)
   const key = join(dir, `${name}.key`)
-  const r = Bun.spawnSync(['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=mx.example', '-days', '2', '-keyout', key, '-out', cert], { stderr: 'pipe' })
+  const r = Bun.spawnSync(
+    [
+      'openssl',
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-subj',
+      '/CN=mx.example',
+      '-days',
+      '2',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+    ],
+    { stderr: 'pipe' },
+  )
   if (r.exitCode !== 0) throw new Error(`openssl failed: ${r.stderr.toString()}`)
   return { cert, key }
 }
@@ -190,7 +222,9 @@ test('mail store: the bytes under data_dir/mail and what a crash left in incomin
   writeFileSync(join(c.dataDir, 'mail', 'ab', 'ab'.padEnd(32, '0'), 'raw.eml'), 'x'.repeat(3000))
   writeFileSync(join(c.dataDir, 'mail', 'incoming', 'half.eml'), 'x'.repeat(1000))
   const r = await runCli(['doctor', '--config', c.configPath])
-  expect(r.stdout).toMatch(/^ok\s+mail store\s+.*mail: 3\.9 KiB in 2 files \(small messages are in the database\); 1 unfinished in incoming\/ \(removed by the hourly sweep\)$/m)
+  expect(r.stdout).toMatch(
+    /^ok\s+mail store\s+.*mail: 3\.9 KiB in 2 files \(small messages are in the database\); 1 unfinished in incoming\/ \(removed by the hourly sweep\)$/m,
+  )
 })
 
 test('blocklists: each file with its hosts and age; a missing one FAILs, an old one warns', async () => {
@@ -203,7 +237,10 @@ test('blocklists: each file with its hosts and age; a missing one FAILs, an old 
   const longAgo = new Date(Date.now() - 40 * 86_400_000)
   utimesSync(old, longAgo, longAgo)
   const missing = join(c.dir, 'missing.txt')
-  writeFileSync(c.configPath, `${Bun.file(c.configPath).size ? await Bun.file(c.configPath).text() : ''}\n[links]\nblocklist_files = [${[fresh, old, missing].map((p) => JSON.stringify(p)).join(', ')}]\n`)
+  writeFileSync(
+    c.configPath,
+    `${Bun.file(c.configPath).size ? await Bun.file(c.configPath).text() : ''}\n[links]\nblocklist_files = [${[fresh, old, missing].map((p) => JSON.stringify(p)).join(', ')}]\n`,
+  )
   const r = await runCli(['doctor', '--config', c.configPath])
   expect(r.stdout).toMatch(new RegExp(`ok +blocklist +${fresh.replace(/[.]/g, '\\.')}: 2 hosts, changed today`))
   expect(r.stdout).toMatch(/warn +blocklist +.*old\.txt: 1 hosts, changed 40 days ago: older than 30 days/)

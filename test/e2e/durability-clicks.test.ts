@@ -4,7 +4,16 @@
 import { afterAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
-import { CHROME_UA, createAccount, killAllServers, removeDir, startServer, tempDir, writeConfig, type TestConfig } from '../support/server'
+import {
+  CHROME_UA,
+  createAccount,
+  killAllServers,
+  removeDir,
+  startServer,
+  tempDir,
+  writeConfig,
+  type TestConfig,
+} from '../support/server'
 
 setDefaultTimeout(90_000)
 
@@ -26,7 +35,9 @@ async function withLinks(): Promise<{ config: TestConfig; codes: string[] }> {
   const codes = Array.from({ length: LINKS }, (_, i) => `d${i.toString(36).padStart(5, '0')}`)
   const db = new Database(join(config.dataDir, 'linkbox.db'))
   const insert = db.query('INSERT INTO links (code, long_url, created, updated) VALUES (?, ?, ?, ?)')
-  db.transaction(() => codes.forEach((code, i) => insert.run(code, `https://example.com/${i}`, Date.now(), Date.now())))()
+  db.transaction(() =>
+    codes.forEach((code, i) => insert.run(code, `https://example.com/${i}`, Date.now(), Date.now())),
+  )()
   db.close()
   return { config, codes }
 }
@@ -54,7 +65,10 @@ async function drive(base: string, codes: string[], total: number, concurrency: 
   let next = 0
   const client = async () => {
     for (let i = next++; i < total; i = next++) {
-      const r = await fetch(`${base}/${codes[i % codes.length]}`, { redirect: 'manual', headers: { 'user-agent': CHROME_UA } })
+      const r = await fetch(`${base}/${codes[i % codes.length]}`, {
+        redirect: 'manual',
+        headers: { 'user-agent': CHROME_UA },
+      })
       if (r.status !== 302) throw new Error(`visit ${i}: ${r.status}`)
       await r.arrayBuffer()
       if (paceMs) await Bun.sleep(paceMs)

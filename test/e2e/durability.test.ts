@@ -74,16 +74,20 @@ describe('links answered with 200 survive a SIGKILL', () => {
   test('after a restart on the same data directory every code redirects to its URL', async () => {
     const server = await startServer({ config })
     try {
-      const visits = await Promise.all([...created].map(async ([code, url]) => {
-        const r = await visit(server.url, code)
-        return { code, status: r.status, location: r.headers.get('location'), url }
-      }))
+      const visits = await Promise.all(
+        [...created].map(async ([code, url]) => {
+          const r = await visit(server.url, code)
+          return { code, status: r.status, location: r.headers.get('location'), url }
+        }),
+      )
       for (const v of visits) expect(v).toEqual({ code: v.code, status: 302, location: v.url, url: v.url })
 
       const listed = await apiPost(server.url, 'links.json', { limit: '500' }, { 'x-api-key': key })
       expect(listed.status).toBe(200)
       expect(listed.body.return.count).toBe(N)
-      const listedMap = new Map(listed.body.return.links.map((l: { hex: string; long_url: string }) => [l.hex, l.long_url]))
+      const listedMap = new Map(
+        listed.body.return.links.map((l: { hex: string; long_url: string }) => [l.hex, l.long_url]),
+      )
       expect(listedMap).toEqual(created)
     } finally {
       expect(await server.stop()).toBe(0)
@@ -114,8 +118,9 @@ describe('clicks still in the buffer are written on SIGTERM', () => {
         expect(r.status).toBe(302)
         expect(r.headers.get('location')).toBe('https://example.com/burst')
       }
-      flushedAtSigterm = readDb(config, (db) =>
-        (db.query('SELECT clicks + bots AS n FROM links WHERE code = ?').get(code) as { n: number }).n,
+      flushedAtSigterm = readDb(
+        config,
+        (db) => (db.query('SELECT clicks + bots AS n FROM links WHERE code = ?').get(code) as { n: number }).n,
       )
       if (flushedAtSigterm < sent) break
     }
@@ -254,7 +259,9 @@ describe('backup while the server runs', () => {
       const copy = new Database(databaseIn(file), { readonly: true })
       try {
         expect(copy.query('PRAGMA integrity_check').get()).toEqual({ integrity_check: 'ok' })
-        const inCopy = new Set((copy.query('SELECT code FROM links').all() as { code: string }[]).map((row) => row.code))
+        const inCopy = new Set(
+          (copy.query('SELECT code FROM links').all() as { code: string }[]).map((row) => row.code),
+        )
         for (const c of codes) expect(inCopy.has(c)).toBe(true)
         expect(copy.query('SELECT name FROM accounts').all()).toEqual([{ name: 'bob' }])
       } finally {
@@ -274,7 +281,10 @@ describe('backup while the server runs', () => {
     const config = freshConfig()
     await createAccount(config.configPath, 'carol')
     const file = join(config.dir, 'private.db')
-    const r = await runCli(['sh', '-c', 'umask 000; exec "$0" "$@"', ...SOURCE_COMMAND, 'backup', file, '--config', config.configPath], { command: [] })
+    const r = await runCli(
+      ['sh', '-c', 'umask 000; exec "$0" "$@"', ...SOURCE_COMMAND, 'backup', file, '--config', config.configPath],
+      { command: [] },
+    )
     expect(r.stderr).toBe('')
     expect(r.code).toBe(0)
     expect(statSync(file).mode & 0o777).toBe(0o600)

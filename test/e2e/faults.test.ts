@@ -54,7 +54,10 @@ for (const host of BAD_HOSTS)
 
 test('a short Host (a home server called "nas") reaches the same /api methods', async () => {
   for (const host of ['nas', 'pi', 'a:1']) {
-    const a = await rawRequest(port, `POST /api/getLink.json HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 32\r\nConnection: close\r\n\r\nurl=https%3A%2F%2Fexample.com%2F`)
+    const a = await rawRequest(
+      port,
+      `POST /api/getLink.json HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 32\r\nConnection: close\r\n\r\nurl=https%3A%2F%2Fexample.com%2F`,
+    )
     expect(a.status).toBe(200)
     expect(JSON.parse(a.body)).toMatchObject({ status: 'success' })
     const o = await rawRequest(port, `OPTIONS /api/getLink.json HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
@@ -93,7 +96,10 @@ test('faults are logged at most N a minute, and the next line says how many were
   now += 60_000
   log.fault('internal error', new Error('later'))
   expect(lines).toHaveLength(5)
-  expect(JSON.parse(lines[3]!)).toMatchObject({ level: 'error', msg: '(997 more faults were not logged in the last minute)' })
+  expect(JSON.parse(lines[3]!)).toMatchObject({
+    level: 'error',
+    msg: '(997 more faults were not logged in the last minute)',
+  })
   expect(JSON.parse(lines[4]!)).toMatchObject({ level: 'error', msg: 'internal error', error: 'later' })
 })
 

@@ -43,7 +43,9 @@ function post(path: string, fields: [string, string][], cookie = alice.cookie) {
 }
 const notice = (res: Response) => {
   const raw = res.headers.getSetCookie().find((c) => c.startsWith('lb_notice='))
-  return raw ? JSON.parse(Buffer.from(raw.slice('lb_notice='.length).split(';')[0]!, 'base64url').toString()).text : null
+  return raw
+    ? JSON.parse(Buffer.from(raw.slice('lb_notice='.length).split(';')[0]!, 'base64url').toString()).text
+    : null
 }
 const keyIn = (html: string) => html.match(/id="new-key" readonly value="(lbk_[A-Za-z0-9]+)"/)?.[1] ?? null
 
@@ -51,7 +53,12 @@ describe('the same form sent twice', () => {
   test('an API key: one key; the second answer leads to the first page, where the key is shown once', async () => {
     const before = count('SELECT count(*) AS n FROM api_keys')
     const token = await tokenOf('/dashboard/keys')
-    const fields: [string, string][] = [['_csrf', alice.csrf], ['_once', token], ['scope', 'qr'], ['label', 'twice']]
+    const fields: [string, string][] = [
+      ['_csrf', alice.csrf],
+      ['_once', token],
+      ['scope', 'qr'],
+      ['label', 'twice'],
+    ]
     const first = await post('/dashboard/keys', fields)
     const second = await post('/dashboard/keys', fields)
     expect([first.status, second.status]).toEqual([303, 303])
@@ -67,18 +74,33 @@ describe('the same form sent twice', () => {
     expect(keyIn(again)).toBeNull()
     expect(again).toContain('shown once')
     // Never in the database (only its hash), nor in the form token's row.
-    const dump = ['api_keys', 'web_sessions', 'form_tokens', 'flashes'].map((t) => JSON.stringify(app.db.query(`SELECT * FROM ${t}`).all())).join()
+    const dump = ['api_keys', 'web_sessions', 'form_tokens', 'flashes']
+      .map((t) => JSON.stringify(app.db.query(`SELECT * FROM ${t}`).all()))
+      .join()
     expect(dump).not.toContain(key.slice(11))
   })
 
   test('a webhook endpoint, both sent at once: one endpoint, both answers lead to its page', async () => {
     const token = await tokenOf('/dashboard/webhooks')
-    const fields: [string, string][] = [['_csrf', alice.csrf], ['_once', token], ['url', 'http://127.0.0.1:9/at-once'], ['events', 'link.created']]
-    const answers = await Promise.all([post('/dashboard/webhooks', fields), post('/dashboard/webhooks', fields), post('/dashboard/webhooks', fields)])
+    const fields: [string, string][] = [
+      ['_csrf', alice.csrf],
+      ['_once', token],
+      ['url', 'http://127.0.0.1:9/at-once'],
+      ['events', 'link.created'],
+    ]
+    const answers = await Promise.all([
+      post('/dashboard/webhooks', fields),
+      post('/dashboard/webhooks', fields),
+      post('/dashboard/webhooks', fields),
+    ])
     expect(answers.map((a) => a.status)).toEqual([303, 303, 303])
     expect(count("SELECT count(*) AS n FROM webhook_endpoints WHERE url = 'http://127.0.0.1:9/at-once'")).toBe(1)
-    const id = (app.db.query("SELECT id FROM webhook_endpoints WHERE url = 'http://127.0.0.1:9/at-once'").get() as { id: number }).id
-    expect(new Set(answers.map((a) => a.headers.get('location')))).toEqual(new Set([answers[0]!.headers.get('location')]))
+    const id = (
+      app.db.query("SELECT id FROM webhook_endpoints WHERE url = 'http://127.0.0.1:9/at-once'").get() as { id: number }
+    ).id
+    expect(new Set(answers.map((a) => a.headers.get('location')))).toEqual(
+      new Set([answers[0]!.headers.get('location')]),
+    )
     expect(answers[0]!.headers.get('location')).toStartWith(`/dashboard/webhooks/${id}?created=`)
     expect(count('SELECT count(*) AS n FROM form_tokens WHERE token = ?', token)).toBe(1)
   })
@@ -86,20 +108,36 @@ describe('the same form sent twice', () => {
   test('a dashboard link: one link; the same token with other fields (a page from the cache, filled in anew) makes its own', async () => {
     const before = count('SELECT count(*) AS n FROM links')
     const token = await tokenOf('/dashboard')
-    const fields: [string, string][] = [['_csrf', alice.csrf], ['_once', token], ['url', 'https://example.com/one']]
+    const fields: [string, string][] = [
+      ['_csrf', alice.csrf],
+      ['_once', token],
+      ['url', 'https://example.com/one'],
+    ]
     const first = await post('/dashboard/links', fields)
     const second = await post('/dashboard/links', fields)
     expect(second.headers.get('location')).toBe(first.headers.get('location'))
     expect(first.headers.get('location')).toMatch(/^\/dashboard\?new=[A-Za-z0-9]{6}$/)
     expect(count('SELECT count(*) AS n FROM links')).toBe(before + 1)
-    const other = await post('/dashboard/links', [['_csrf', alice.csrf], ['_once', token], ['url', 'https://example.com/two']])
+    const other = await post('/dashboard/links', [
+      ['_csrf', alice.csrf],
+      ['_once', token],
+      ['url', 'https://example.com/two'],
+    ])
     expect(other.headers.get('location')).not.toBe(first.headers.get('location'))
     expect(count('SELECT count(*) AS n FROM links')).toBe(before + 2)
     // A refused form does not use its token up: fixed and sent again, it makes its link.
     const refusedToken = await tokenOf('/dashboard')
-    const refused = await post('/dashboard/links', [['_csrf', alice.csrf], ['_once', refusedToken], ['url', 'ftp://example.com/']])
+    const refused = await post('/dashboard/links', [
+      ['_csrf', alice.csrf],
+      ['_once', refusedToken],
+      ['url', 'ftp://example.com/'],
+    ])
     expect(refused.headers.get('location')).toStartWith('/dashboard?form=')
-    const fixed = await post('/dashboard/links', [['_csrf', alice.csrf], ['_once', refusedToken], ['url', 'https://example.com/fixed']])
+    const fixed = await post('/dashboard/links', [
+      ['_csrf', alice.csrf],
+      ['_once', refusedToken],
+      ['url', 'https://example.com/fixed'],
+    ])
     expect(fixed.headers.get('location')).toStartWith('/dashboard?new=')
     expect(count('SELECT count(*) AS n FROM links')).toBe(before + 3)
   })
@@ -107,7 +145,12 @@ describe('the same form sent twice', () => {
   test('the home form of a visitor: one link; both answers bind the same cookie, which shows the result once', async () => {
     const before = count('SELECT count(*) AS n FROM links')
     const token = (await (await http.request('/')).text()).match(/name="_once" value="([A-Za-z0-9_-]{22})"/)![1]!
-    const send = () => http.request('/', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `_once=${token}&url=https%3A%2F%2Fexample.com%2Fvisitor` })
+    const send = () =>
+      http.request('/', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: `_once=${token}&url=https%3A%2F%2Fexample.com%2Fvisitor`,
+      })
     const first = await send()
     const second = await send()
     expect(count('SELECT count(*) AS n FROM links')).toBe(before + 1)
@@ -124,7 +167,10 @@ describe('the same form sent twice', () => {
   })
 
   test("another session's page of a new key shows nothing, and leaves it for its owner", async () => {
-    const res = await post('/dashboard/keys', [['_csrf', alice.csrf], ['scope', 'qr']])
+    const res = await post('/dashboard/keys', [
+      ['_csrf', alice.csrf],
+      ['scope', 'qr'],
+    ])
     const location = res.headers.get('location')!
     expect(keyIn(await (await get(location, bob.cookie)).text())).toBeNull()
     expect(keyIn(await (await get(location, alice.cookie)).text())).toMatch(/^lbk_/)
@@ -134,16 +180,36 @@ describe('the same form sent twice', () => {
 describe('bounds', () => {
   test('used form tokens go after a day, and with their session', async () => {
     const token = await tokenOf('/dashboard/keys', bob.cookie)
-    await post('/dashboard/keys', [['_csrf', bob.csrf], ['_once', token], ['scope', 'qr']], bob.cookie)
+    await post(
+      '/dashboard/keys',
+      [
+        ['_csrf', bob.csrf],
+        ['_once', token],
+        ['scope', 'qr'],
+      ],
+      bob.cookie,
+    )
     expect(count('SELECT count(*) AS n FROM form_tokens WHERE token = ?', token)).toBe(1)
     now += FORM_TOKEN_KEPT_MS + 60_000
     const alices = count('SELECT count(*) AS n FROM form_tokens')
-    await post('/dashboard/links', [['_csrf', bob.csrf], ['_once', await tokenOf('/dashboard', bob.cookie)], ['url', 'https://example.com/later']], bob.cookie)
+    await post(
+      '/dashboard/links',
+      [
+        ['_csrf', bob.csrf],
+        ['_once', await tokenOf('/dashboard', bob.cookie)],
+        ['url', 'https://example.com/later'],
+      ],
+      bob.cookie,
+    )
     // The new one is in; the day-old ones (all of them here) are out.
     expect(count('SELECT count(*) AS n FROM form_tokens')).toBe(1)
     expect(alices).toBeGreaterThan(1)
     // Signing out ends the session and its tokens.
-    await http.request('/logout', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: bob.cookie }, body: `_csrf=${bob.csrf}` })
+    await http.request('/logout', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: bob.cookie },
+      body: `_csrf=${bob.csrf}`,
+    })
     expect(count('SELECT count(*) AS n FROM form_tokens')).toBe(0)
   })
 
@@ -183,5 +249,4 @@ describe('bounds', () => {
     expect(await size()).toBe(0)
     expect([FLASH_MAX, FLASH_MAX_CHARS]).toEqual([10_000, 8 * 1024 * 1024]) // the bounds the app uses
   })
-
 })

@@ -37,7 +37,8 @@ beforeAll(async () => {
   smtpPort = (await box.startSmtp())!.port
   key = await box.account('fuzz', { admin: true })
   code = (await box.post('/api/getLink.json', { url: 'https://example.com/fuzz' })).body.return.hex
-  protectedCode = (await box.post('/api/getLink.json', { url: 'https://example.com/p', password: 'pw' })).body.return.hex
+  protectedCode = (await box.post('/api/getLink.json', { url: 'https://example.com/p', password: 'pw' })).body.return
+    .hex
 })
 afterAll(async () => {
   await box?.cleanup()
@@ -46,11 +47,51 @@ afterAll(async () => {
 // Text that has broken parsers before: traversal, SQL, markup, templates, control characters, numbers
 // at the edges, URLs of every kind, and sizes past every limit.
 const NASTY = [
-  '', ' ', '../../../../etc/passwd', '..%2f..%2fetc%2fpasswd', "' OR '1'='1", '"; DROP TABLE links; --', '1; SELECT * FROM accounts',
-  '<script>alert(1)</script>', '${7*7}', '{{7*7}}', '%00', '\u0000', '\r\nX-Injected: 1', '\u202e', '\ud800', '😀'.repeat(50),
-  '-1', '0', '1e308', '-0', 'NaN', 'Infinity', '9'.repeat(40), 'true', 'null', '[]', '{}', '[object Object]',
-  'https://example.com/', 'http://127.0.0.1:1/', 'http://[::1]/', 'http://169.254.169.254/latest/', 'javascript:alert(1)', 'data:text/html,x',
-  'ftp://x', 'https://user:pass@example.com/', `https://example.com/${'a'.repeat(5000)}`, 'x'.repeat(70_000), 'all', 'link.clicked', 'png', 'svg', '1', 'create', 'delete',
+  '',
+  ' ',
+  '../../../../etc/passwd',
+  '..%2f..%2fetc%2fpasswd',
+  "' OR '1'='1",
+  '"; DROP TABLE links; --',
+  '1; SELECT * FROM accounts',
+  '<script>alert(1)</script>',
+  '${7*7}',
+  '{{7*7}}',
+  '%00',
+  '\u0000',
+  '\r\nX-Injected: 1',
+  '\u202e',
+  '\ud800',
+  '😀'.repeat(50),
+  '-1',
+  '0',
+  '1e308',
+  '-0',
+  'NaN',
+  'Infinity',
+  '9'.repeat(40),
+  'true',
+  'null',
+  '[]',
+  '{}',
+  '[object Object]',
+  'https://example.com/',
+  'http://127.0.0.1:1/',
+  'http://[::1]/',
+  'http://169.254.169.254/latest/',
+  'javascript:alert(1)',
+  'data:text/html,x',
+  'ftp://x',
+  'https://user:pass@example.com/',
+  `https://example.com/${'a'.repeat(5000)}`,
+  'x'.repeat(70_000),
+  'all',
+  'link.clicked',
+  'png',
+  'svg',
+  '1',
+  'create',
+  'delete',
 ]
 const text = fc.oneof(
   { weight: 3, arbitrary: fc.constantFrom(...NASTY) },
@@ -61,7 +102,18 @@ const text = fc.oneof(
 )
 // Header values must be bytes a client can send: printable ASCII.
 const headerText = fc.oneof(
-  fc.constantFrom('', 'x', '../', "' OR 1=1", 'a'.repeat(2000), 'bytes=0-', 'bytes=-1', 'bytes=99999999999-', '*', 'garbage;;=='),
+  fc.constantFrom(
+    '',
+    'x',
+    '../',
+    "' OR 1=1",
+    'a'.repeat(2000),
+    'bytes=0-',
+    'bytes=-1',
+    'bytes=99999999999-',
+    '*',
+    'garbage;;==',
+  ),
   fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 80 }),
 )
 
@@ -92,7 +144,11 @@ function build(pairs: [string, string][], encoding: Encoding): { query: string; 
     case 'broken-json':
       return { query: '', body: `{"${pairs[0]?.[0] ?? 'url'}": [1, {`, type: 'application/json' }
     case 'broken-multipart':
-      return { query: '', body: `--xyz\r\nContent-Disposition: form-data; name="url"\r\n\r\n${pairs[0]?.[1] ?? ''}`, type: 'multipart/form-data; boundary=xyz' }
+      return {
+        query: '',
+        body: `--xyz\r\nContent-Disposition: form-data; name="url"\r\n\r\n${pairs[0]?.[1] ?? ''}`,
+        type: 'multipart/form-data; boundary=xyz',
+      }
     case 'text':
       return { query: '', body: form.toString(), type: 'text/plain' }
     case 'none':
@@ -112,7 +168,17 @@ describe('fuzz', () => {
       verb: fc.constantFrom('own', 'own', 'own', 'GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'),
       // The method's own parameter names (so the handlers run), some unknown ones, names given twice.
       pairs: fc.array(fc.tuple(fc.oneof(fc.constant('own'), text), text), { maxLength: 8 }),
-      encoding: fc.constantFrom<Encoding>('query', 'form', 'form', 'json', 'multipart', 'broken-json', 'broken-multipart', 'text', 'none'),
+      encoding: fc.constantFrom<Encoding>(
+        'query',
+        'form',
+        'form',
+        'json',
+        'multipart',
+        'broken-json',
+        'broken-multipart',
+        'text',
+        'none',
+      ),
       auth: fc.constantFrom('none', 'key', 'key', 'garbage', 'both'),
       pick: fc.array(fc.nat(), { minLength: 8, maxLength: 8 }),
       // Start from the documented examples (so that the handlers run, not only the checks in front of them).
@@ -161,7 +227,8 @@ describe('fuzz', () => {
         if ((res.status === 414 || res.status === 431) && raw === '' && query.length > 8000) return
         if (httpVerb === 'OPTIONS' && res.status < 400 && raw === '') return // a preflight, if one is answered
         const type_ = res.headers.get('content-type') ?? ''
-        if (res.status === 200 && method.otherContent && method.otherContent.types.some((t) => type_.startsWith(t))) return
+        if (res.status === 200 && method.otherContent && method.otherContent.types.some((t) => type_.startsWith(t)))
+          return
         expect(type_).toStartWith('application/json')
         const env = JSON.parse(raw)
         if (env.status === 'success') {
@@ -172,8 +239,16 @@ describe('fuzz', () => {
           expect(typeof env.message).toBe('string')
           expect(typeof env.code).toBe('string')
           if (res.status >= 500) {
-            const allowed = { ...DOCUMENTED_5XX, ...(method.tag === 'media' || method.path.includes('download') ? MEDIA_5XX : {}) }
-            expect({ path: method.path, status: res.status, code: env.code, allowed: (allowed[res.status] ?? []).includes(env.code) }).toMatchObject({ allowed: true })
+            const allowed = {
+              ...DOCUMENTED_5XX,
+              ...(method.tag === 'media' || method.path.includes('download') ? MEDIA_5XX : {}),
+            }
+            expect({
+              path: method.path,
+              status: res.status,
+              code: env.code,
+              allowed: (allowed[res.status] ?? []).includes(env.code),
+            }).toMatchObject({ allowed: true })
           }
         }
       }),
@@ -182,18 +257,86 @@ describe('fuzz', () => {
   }, 60_000)
 
   test('pages: random paths, queries, headers and forms: no 5xx but a documented 503, never a stack or a path', async () => {
-    const PAGES = ['/', `/${code}`, `/${code}+`, `/${protectedCode}`, '/login', '/signup', '/logout', '/dashboard', '/dashboard/keys', '/dashboard/mail', '/dashboard/webhooks',
-      `/dashboard/links/${code}`, '/dashboard/links/x/delete', '/dashboard/mail/a@fuzz.example', '/dashboard/mail/a@fuzz.example/1/html', '/dashboard/webhooks/1/test',
-      '/qr/x.png', `/qr/${code}.png`, `/qr/${code}.svg`, '/dl/x', '/mail/raw/x', '/mail/attachment/x', '/api/docs', '/healthz', '/metrics', '/assets/style.css', '/favicon.ico', '/robots.txt']
-    const segment = fc.oneof(fc.constantFrom('', '+', '..', '%2e%2e', '%00', '%ff', '.png', '.svg', '/x', '//', '/../../etc/passwd', '%2F', '?', '#x'),
-      fc.string({ unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 20 }).map(encodeURIComponent))
+    const PAGES = [
+      '/',
+      `/${code}`,
+      `/${code}+`,
+      `/${protectedCode}`,
+      '/login',
+      '/signup',
+      '/logout',
+      '/dashboard',
+      '/dashboard/keys',
+      '/dashboard/mail',
+      '/dashboard/webhooks',
+      `/dashboard/links/${code}`,
+      '/dashboard/links/x/delete',
+      '/dashboard/mail/a@fuzz.example',
+      '/dashboard/mail/a@fuzz.example/1/html',
+      '/dashboard/webhooks/1/test',
+      '/qr/x.png',
+      `/qr/${code}.png`,
+      `/qr/${code}.svg`,
+      '/dl/x',
+      '/mail/raw/x',
+      '/mail/attachment/x',
+      '/api/docs',
+      '/healthz',
+      '/metrics',
+      '/assets/style.css',
+      '/favicon.ico',
+      '/robots.txt',
+    ]
+    const segment = fc.oneof(
+      fc.constantFrom(
+        '',
+        '+',
+        '..',
+        '%2e%2e',
+        '%00',
+        '%ff',
+        '.png',
+        '.svg',
+        '/x',
+        '//',
+        '/../../etc/passwd',
+        '%2F',
+        '?',
+        '#x',
+      ),
+      fc
+        .string({ unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 20 })
+        .map(encodeURIComponent),
+    )
     const arb = fc.record({
       page: fc.constantFrom(...PAGES),
       suffix: segment,
-      query: fc.array(fc.tuple(fc.constantFrom('sig', 'exp', 'size', 'format', 'next', 'page', 'q', 'sort', 'code', 'x'), text), { maxLength: 4 }),
+      query: fc.array(
+        fc.tuple(fc.constantFrom('sig', 'exp', 'size', 'format', 'next', 'page', 'q', 'sort', 'code', 'x'), text),
+        { maxLength: 4 },
+      ),
       verb: fc.constantFrom('GET', 'GET', 'POST', 'HEAD', 'PUT', 'DELETE'),
-      headers: fc.dictionary(fc.constantFrom('cookie', 'content-type', 'x-forwarded-for', 'accept-language', 'if-none-match', 'range', 'referer', 'user-agent', 'origin', 'x-link-password', 'accept'), headerText, { maxKeys: 4 }),
-      form: fc.array(fc.tuple(fc.constantFrom('password', 'name', 'url', 'alias', 'csrf', 'label', 'scopes', 'events', 'x'), text), { maxLength: 5 }),
+      headers: fc.dictionary(
+        fc.constantFrom(
+          'cookie',
+          'content-type',
+          'x-forwarded-for',
+          'accept-language',
+          'if-none-match',
+          'range',
+          'referer',
+          'user-agent',
+          'origin',
+          'x-link-password',
+          'accept',
+        ),
+        headerText,
+        { maxKeys: 4 },
+      ),
+      form: fc.array(
+        fc.tuple(fc.constantFrom('password', 'name', 'url', 'alias', 'csrf', 'label', 'scopes', 'events', 'x'), text),
+        { maxLength: 5 },
+      ),
     })
     await fc.assert(
       fc.asyncProperty(arb, async ({ page, suffix, query, verb, headers, form }) => {
@@ -220,8 +363,19 @@ describe('fuzz', () => {
 
   test('raw bytes to SMTP: answers are SMTP lines, never a stack; the receiver keeps greeting', async () => {
     const arb = fc.record({
-      prefix: fc.constantFrom('', 'EHLO fuzz\r\n', 'HELO x\r\nMAIL FROM:<a@b>\r\n', 'EHLO x\r\nMAIL FROM:<a@b>\r\nRCPT TO:<x@fuzz.example>\r\n', 'STARTTLS\r\n', 'AUTH PLAIN\r\n'),
-      bytes: fc.oneof(fc.uint8Array({ maxLength: 2048 }), fc.string({ maxLength: 300 }).map((s) => new TextEncoder().encode(s)), fc.constantFrom(new Uint8Array(70_000).fill(65))),
+      prefix: fc.constantFrom(
+        '',
+        'EHLO fuzz\r\n',
+        'HELO x\r\nMAIL FROM:<a@b>\r\n',
+        'EHLO x\r\nMAIL FROM:<a@b>\r\nRCPT TO:<x@fuzz.example>\r\n',
+        'STARTTLS\r\n',
+        'AUTH PLAIN\r\n',
+      ),
+      bytes: fc.oneof(
+        fc.uint8Array({ maxLength: 2048 }),
+        fc.string({ maxLength: 300 }).map((s) => new TextEncoder().encode(s)),
+        fc.constantFrom(new Uint8Array(70_000).fill(65)),
+      ),
     })
     await fc.assert(
       fc.asyncProperty(arb, async ({ prefix, bytes }) => {

@@ -28,11 +28,41 @@ function page(req: Request): Response {
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'linkbox-proxy-'))
-  const v = Bun.spawnSync(['ffmpeg', '-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=duration=1:size=160x120:rate=10', '-pix_fmt', 'yuv420p', join(dir, 'v.mp4')])
+  const v = Bun.spawnSync([
+    'ffmpeg',
+    '-loglevel',
+    'error',
+    '-f',
+    'lavfi',
+    '-i',
+    'testsrc=duration=1:size=160x120:rate=10',
+    '-pix_fmt',
+    'yuv420p',
+    join(dir, 'v.mp4'),
+  ])
   expect(v.exitCode).toBe(0)
   mp4 = readFileSync(join(dir, 'v.mp4'))
-  const c = Bun.spawnSync(['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'k.pem'), '-out', join(dir, 'c.pem'),
-    '-days', '2', '-subj', '/CN=good.test', '-addext', 'subjectAltName=DNS:good.test'], { stderr: 'pipe' })
+  const c = Bun.spawnSync(
+    [
+      'openssl',
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      join(dir, 'k.pem'),
+      '-out',
+      join(dir, 'c.pem'),
+      '-days',
+      '2',
+      '-subj',
+      '/CN=good.test',
+      '-addext',
+      'subjectAltName=DNS:good.test',
+    ],
+    { stderr: 'pipe' },
+  )
   expect(c.exitCode).toBe(0)
   cert = { cert: readFileSync(join(dir, 'c.pem'), 'utf8'), key: readFileSync(join(dir, 'k.pem'), 'utf8') }
   fixture = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: page })
@@ -44,12 +74,32 @@ afterAll(() => {
 
 /** yt-dlp as the media service will run it: the proxy only in the environment, no_proxy empty. */
 async function ytdlp(proxy: string, url: string, extra: string[] = []) {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, http_proxy: proxy, https_proxy: proxy, no_proxy: '' }
-  const p = Bun.spawn(['yt-dlp', '--ignore-config', '--no-cache-dir', '--no-playlist', '--socket-timeout', '10', ...extra, '-J', '--', url], {
-    env,
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: dir,
+    http_proxy: proxy,
+    https_proxy: proxy,
+    no_proxy: '',
+  }
+  const p = Bun.spawn(
+    [
+      'yt-dlp',
+      '--ignore-config',
+      '--no-cache-dir',
+      '--no-playlist',
+      '--socket-timeout',
+      '10',
+      ...extra,
+      '-J',
+      '--',
+      url,
+    ],
+    {
+      env,
+      stdout: 'pipe',
+      stderr: 'pipe',
+    },
+  )
   const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()])
   await p.exited
   return { code: p.exitCode, out, err }
@@ -141,11 +191,19 @@ describe('yt-dlp through the guard proxy', () => {
       port: 0,
       fetch: (req) => {
         const url = new URL(req.url)
-        if (url.pathname === '/go') return hits.push({ path: '/go', headers: req.headers }), Response.redirect(`http://127.0.0.1:${fixture.port}/page`, 302)
+        if (url.pathname === '/go')
+          return (
+            hits.push({ path: '/go', headers: req.headers }),
+            Response.redirect(`http://127.0.0.1:${fixture.port}/page`, 302)
+          )
         return page(req)
       },
     })
-    const proxy = await startGuardProxy({ allowPrivate: false, resolve: async () => ['127.0.0.2'], isAllowed: (a) => a === '127.0.0.2' })
+    const proxy = await startGuardProxy({
+      allowPrivate: false,
+      resolve: async () => ['127.0.0.2'],
+      isAllowed: (a) => a === '127.0.0.2',
+    })
     try {
       hits = []
       const direct = await ytdlp(proxy.url, `http://public.test:${publicSide.port}/page`)
@@ -174,24 +232,43 @@ describe('the proxy itself', () => {
     const none = await raw(proxy.port, `GET http://8.8.8.8/ HTTP/1.1\r\nHost: 8.8.8.8\r\n\r\n`)
     expect(none).toStartWith('HTTP/1.1 407 ')
     expect(none).toContain('Proxy-Authenticate: Basic realm="linkbox"')
-    const wrong = await raw(proxy.port, `CONNECT 8.8.8.8:443 HTTP/1.1\r\nProxy-Authorization: Basic ${Buffer.from('a:b').toString('base64')}\r\n\r\n`)
+    const wrong = await raw(
+      proxy.port,
+      `CONNECT 8.8.8.8:443 HTTP/1.1\r\nProxy-Authorization: Basic ${Buffer.from('a:b').toString('base64')}\r\n\r\n`,
+    )
     expect(wrong).toStartWith('HTTP/1.1 407 ')
   })
 
   test('CONNECT to a private address, by number or by name, is refused with the reason', async () => {
-    for (const target of [`127.0.0.1:${fixture.port}`, `0x7f000001:${fixture.port}`, `[::ffff:127.0.0.1]:${fixture.port}`, `localhost:${fixture.port}`, '169.254.169.254:80']) {
+    for (const target of [
+      `127.0.0.1:${fixture.port}`,
+      `0x7f000001:${fixture.port}`,
+      `[::ffff:127.0.0.1]:${fixture.port}`,
+      `localhost:${fixture.port}`,
+      '169.254.169.254:80',
+    ]) {
       const r = await raw(proxy.port, `CONNECT ${target} HTTP/1.1\r\n${authHeader(proxy)}\r\n`)
-      expect({ target, head: r.split('\r\n')[0] }).toEqual({ target, head: 'HTTP/1.1 403 Forbidden by linkbox-guard (private)' })
+      expect({ target, head: r.split('\r\n')[0] }).toEqual({
+        target,
+        head: 'HTTP/1.1 403 Forbidden by linkbox-guard (private)',
+      })
       expect(r).toContain('X-Linkbox-Guard: private')
     }
   })
 
   test('malformed and unsupported requests: 400; a head past 16 KiB: 431', async () => {
     expect(await raw(proxy.port, `GET /relative HTTP/1.1\r\n${authHeader(proxy)}\r\n`)).toStartWith('HTTP/1.1 400 ')
-    expect(await raw(proxy.port, `GET ftp://8.8.8.8/ HTTP/1.1\r\n${authHeader(proxy)}\r\n`)).toStartWith('HTTP/1.1 400 ')
+    expect(await raw(proxy.port, `GET ftp://8.8.8.8/ HTTP/1.1\r\n${authHeader(proxy)}\r\n`)).toStartWith(
+      'HTTP/1.1 400 ',
+    )
     expect(await raw(proxy.port, `CONNECT 8.8.8.8 HTTP/1.1\r\n${authHeader(proxy)}\r\n`)).toStartWith('HTTP/1.1 400 ')
-    expect(await raw(proxy.port, `GET http://8.8.8.8/ HTTP/1.1\r\nBad Header: x\r\n${authHeader(proxy)}\r\n`)).toStartWith('HTTP/1.1 400 ')
-    const big = await raw(proxy.port, `GET http://8.8.8.8/ HTTP/1.1\r\n${authHeader(proxy)}X-Pad: ${'a'.repeat(17 * 1024)}\r\n\r\n`)
+    expect(
+      await raw(proxy.port, `GET http://8.8.8.8/ HTTP/1.1\r\nBad Header: x\r\n${authHeader(proxy)}\r\n`),
+    ).toStartWith('HTTP/1.1 400 ')
+    const big = await raw(
+      proxy.port,
+      `GET http://8.8.8.8/ HTTP/1.1\r\n${authHeader(proxy)}X-Pad: ${'a'.repeat(17 * 1024)}\r\n\r\n`,
+    )
     expect(big).toStartWith('HTTP/1.1 431 ')
   })
 
@@ -199,10 +276,14 @@ describe('the proxy itself', () => {
     const held = Array.from({ length: 3 }, () => connect({ host: '127.0.0.1', port: proxy.port }))
     await Promise.all(held.map((s) => new Promise((r) => s.once('connect', r))))
     while (proxy.connections() < 3) await Bun.sleep(10)
-    expect(await raw(proxy.port, `CONNECT 127.0.0.1:1 HTTP/1.1\r\n${authHeader(proxy)}\r\n`)).toStartWith('HTTP/1.1 503 ')
+    expect(await raw(proxy.port, `CONNECT 127.0.0.1:1 HTTP/1.1\r\n${authHeader(proxy)}\r\n`)).toStartWith(
+      'HTTP/1.1 503 ',
+    )
     held[0]!.destroy()
     while (proxy.connections() > 2) await Bun.sleep(10)
-    expect(await raw(proxy.port, `CONNECT 127.0.0.1:1 HTTP/1.1\r\n${authHeader(proxy)}\r\n`)).toStartWith('HTTP/1.1 403 ')
+    expect(await raw(proxy.port, `CONNECT 127.0.0.1:1 HTTP/1.1\r\n${authHeader(proxy)}\r\n`)).toStartWith(
+      'HTTP/1.1 403 ',
+    )
     for (const s of held) s.destroy()
   })
 })
@@ -213,12 +294,18 @@ describe('tunnels and plain requests from fetch', () => {
     const proxy = await startGuardProxy({ allowPrivate: true, resolve: async () => ['127.0.0.1'] })
     try {
       hits = []
-      const r = await fetch(`https://good.test:${tlsFixture.port}/v.mp4`, { proxy: proxy.url, tls: { ca: cert.cert } } as RequestInit)
+      const r = await fetch(`https://good.test:${tlsFixture.port}/v.mp4`, {
+        proxy: proxy.url,
+        tls: { ca: cert.cert },
+      } as RequestInit)
       expect(r.status).toBe(200)
       expect(Buffer.from(await r.arrayBuffer()).equals(mp4)).toBe(true)
       const plain = await fetch(`http://good.test:${fixture.port}/v.mp4`, { proxy: proxy.url } as RequestInit)
       expect(Buffer.from(await plain.arrayBuffer()).equals(mp4)).toBe(true)
-      expect(hits.map((h) => h.headers.get('host'))).toEqual([`good.test:${tlsFixture.port}`, `good.test:${fixture.port}`])
+      expect(hits.map((h) => h.headers.get('host'))).toEqual([
+        `good.test:${tlsFixture.port}`,
+        `good.test:${fixture.port}`,
+      ])
     } finally {
       await proxy.stop()
       tlsFixture.stop(true)

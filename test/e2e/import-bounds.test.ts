@@ -10,7 +10,11 @@ const MAX_ROWS = 10_000
 let box: TestBox
 let origin: string
 beforeAll(async () => {
-  box = await makeBox({ media: { allow_private_networks: true }, server: { host: '127.0.0.1', port: 0 }, links: { import_max_rows: MAX_ROWS } })
+  box = await makeBox({
+    media: { allow_private_networks: true },
+    server: { host: '127.0.0.1', port: 0 },
+    links: { import_max_rows: MAX_ROWS },
+  })
   origin = `http://127.0.0.1:${box.listen().port}`
 })
 afterAll(() => box.cleanup())
@@ -26,7 +30,11 @@ async function importFile(key: string, text: string, format = 'csv') {
 const rowsFile = (prefix: string, n: number) =>
   `code,long_url,title\r\n${Array.from({ length: n }, (_, i) => `${prefix}-${i},https://example.com/${prefix}/${i},Row ${i}\r\n`).join('')}`
 const countOf = (account: string) =>
-  (box.db.query('SELECT count(*) AS n FROM links l JOIN accounts a ON a.id = l.account_id WHERE a.name = ?').get(account) as { n: number }).n
+  (
+    box.db
+      .query('SELECT count(*) AS n FROM links l JOIN accounts a ON a.id = l.account_id WHERE a.name = ?')
+      .get(account) as { n: number }
+  ).n
 
 describe('bounds of one file', () => {
   test(`links.import_max_rows (${MAX_ROWS} here): one row more is refused whole with 413 naming "file"; exactly that many are made`, async () => {
@@ -43,7 +51,9 @@ describe('bounds of one file', () => {
 
   test('a 10 MiB file of junk rows is refused within seconds, and a redirect keeps answering meanwhile', async () => {
     const key = await box.account('junk')
-    expect((await box.post('/api/getLink.json', { url: 'https://example.com/hot', alias: 'hot-code' }, as(key))).status).toBe(200)
+    expect(
+      (await box.post('/api/getLink.json', { url: 'https://example.com/hot', alias: 'hot-code' }, as(key))).status,
+    ).toBe(200)
     const junk = 'long_url\n' + 'x,y\n'.repeat((10 * 1024 * 1024 - 9) / 4)
     const started = performance.now()
     let slowest = 0
@@ -73,8 +83,15 @@ describe('one import at a time per account', () => {
     const other = await box.account('other')
     const id = (box.db.query("SELECT id FROM accounts WHERE name = 'busy'").get() as { id: number }).id
     const first = importFile(key, rowsFile('b1', MAX_ROWS))
-    await until(() => box.db.query('SELECT 1 FROM import_locks WHERE account_id = ?').get(id) !== null, 'the first import to hold the lock', 10_000)
-    const [second, beside] = await Promise.all([importFile(key, rowsFile('b2', 10)), importFile(other, rowsFile('ot', 10))])
+    await until(
+      () => box.db.query('SELECT 1 FROM import_locks WHERE account_id = ?').get(id) !== null,
+      'the first import to hold the lock',
+      10_000,
+    )
+    const [second, beside] = await Promise.all([
+      importFile(key, rowsFile('b2', 10)),
+      importFile(other, rowsFile('ot', 10)),
+    ])
     expect([second.status, second.body.code]).toEqual([429, 'rate_limited'])
     expect(second.body.message).toContain('one import at a time')
     expect(Number(second.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
@@ -107,7 +124,12 @@ describe('the account hears of an import once', () => {
     expect(receiver.got[0]!.verifyError).toBeNull()
     const event = JSON.parse(receiver.got[0]!.body)
     expect(event.type).toBe('links.imported')
-    expect(event.data).toEqual({ account: 'hooked', created: 1_500, skipped: 2, codes: Array.from({ length: 1000 }, (_, i) => `h-${i}`) })
+    expect(event.data).toEqual({
+      account: 'hooked',
+      created: 1_500,
+      skipped: 2,
+      codes: Array.from({ length: 1000 }, (_, i) => `h-${i}`),
+    })
     expect((await box.post('/api/getLink.json', { url: 'https://example.com/alone' }, as(key))).status).toBe(200)
     await until(() => receiver.got.length >= 2, 'link.created of a link made alone')
     expect(JSON.parse(receiver.got[1]!.body).type).toBe('link.created')

@@ -34,7 +34,13 @@ async function exportCsv(b: TestBox, key: string) {
 async function importFile(b: TestBox, key: string, text: string, format?: string, opts: { raw?: boolean } = {}) {
   if (opts.raw) {
     const qs = format ? `?format=${format}` : ''
-    return readAnswer(await b.request(`/api/import.json${qs}`, { method: 'POST', headers: { ...as(key), 'content-type': 'text/csv' }, body: text }))
+    return readAnswer(
+      await b.request(`/api/import.json${qs}`, {
+        method: 'POST',
+        headers: { ...as(key), 'content-type': 'text/csv' },
+        body: text,
+      }),
+    )
   }
   const form = new FormData()
   form.set('file', new Blob([text], { type: 'text/csv' }), 'links.csv')
@@ -48,14 +54,28 @@ const linksOf = (b: TestBox, account: string) =>
       `SELECT l.code, l.long_url, l.mode, l.expires, l.max_visits, (SELECT group_concat(tag, ',') FROM (SELECT tag FROM link_tags WHERE link_id = l.id ORDER BY tag)) AS tags
        FROM links l JOIN accounts a ON a.id = l.account_id WHERE a.name = ? ORDER BY l.code`,
     )
-    .all(account) as { code: string; long_url: string; mode: string; expires: number | null; max_visits: number | null; tags: string | null }[]
+    .all(account) as {
+    code: string
+    long_url: string
+    mode: string
+    expires: number | null
+    max_visits: number | null
+    tags: string | null
+  }[]
 
 describe('links.json?format=csv', () => {
   beforeAll(async () => {
     const made: Record<string, string>[] = [
       { url: 'https://example.com/plain', alias: 'plain' },
       { url: 'https://example.com/q?a=1,2&b="x"', alias: 'quoted', mode: 'preview', tags: 'news,spring' },
-      { url: 'https://example.com/framed', alias: 'framed', mode: 'frame', expire: '86400', password: 'secret', max_visits: '5' },
+      {
+        url: 'https://example.com/framed',
+        alias: 'framed',
+        mode: 'frame',
+        expire: '86400',
+        password: 'secret',
+        max_visits: '5',
+      },
       // A code and a tag that a spreadsheet would take for a formula (they start with "-").
       { url: 'https://example.com/formula', alias: '-cmd', tags: '-sum,ok' },
     ]
@@ -66,17 +86,30 @@ describe('links.json?format=csv', () => {
     const { res, text } = await exportCsv(box, alice)
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toBe('text/csv; charset=utf-8')
-    expect(res.headers.get('content-disposition')).toBe(`attachment; filename="links-${new Date().toISOString().slice(0, 10)}.csv"`)
+    expect(res.headers.get('content-disposition')).toBe(
+      `attachment; filename="links-${new Date().toISOString().slice(0, 10)}.csv"`,
+    )
     expect(res.headers.get('cache-control')).toBe('no-store')
     const lines = text.split('\r\n')
     // title came last (issue 36), so that readers of the nine older columns keep working.
     expect(lines[0]).toBe('code,short_url,long_url,mode,created,expires,clicks,tags,max_visits,title')
     expect(text.endsWith('\r\n')).toBe(true)
-    const rows = parseCsv(text).slice(1).map((r) => r.fields)
+    const rows = parseCsv(text)
+      .slice(1)
+      .map((r) => r.fields)
     expect(rows.map((r) => r[0])).toEqual(['plain', 'quoted', 'framed', "'-cmd"])
     const quoted = rows[1]!
     expect(quoted).toEqual([
-      'quoted', `${box.config.server.base_url}/quoted`, 'https://example.com/q?a=1,2&b=%22x%22', 'preview', expect.stringMatching(/^\d{4}-\d\d-\d\dT/), '', '0', 'news,spring', '', '',
+      'quoted',
+      `${box.config.server.base_url}/quoted`,
+      'https://example.com/q?a=1,2&b=%22x%22',
+      'preview',
+      expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      '',
+      '0',
+      'news,spring',
+      '',
+      '',
     ])
     // The raw line: a field with a comma or a quote is quoted, its quotes doubled.
     expect(lines[2]).toContain(',"https://example.com/q?a=1,2&b=%22x%22",')
@@ -87,14 +120,20 @@ describe('links.json?format=csv', () => {
     expect(rows[3]![0]).toBe("'-cmd")
     expect(rows[3]![7]).toBe("'-sum,ok")
     // Bob's export holds none of alice's links.
-    expect((await exportCsv(box, bob)).text).toBe('code,short_url,long_url,mode,created,expires,clicks,tags,max_visits,title\r\n')
+    expect((await exportCsv(box, bob)).text).toBe(
+      'code,short_url,long_url,mode,created,expires,clicks,tags,max_visits,title\r\n',
+    )
   })
 
   test('streams more links than a page, each once, in order', async () => {
     const carol = await box.account('carol')
     const caller = (await box.accounts.authenticate(carol))!
     const n = EXPORT_PAGE * 2 + 7
-    await Promise.all(Array.from({ length: n }, (_, i) => box.links.create({ url: `https://example.com/many/${i}`, tags: i % 2 ? 'odd' : '' }, caller)))
+    await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        box.links.create({ url: `https://example.com/many/${i}`, tags: i % 2 ? 'odd' : '' }, caller),
+      ),
+    )
     const { res, text } = await exportCsv(box, carol)
     expect(res.status).toBe(200)
     const rows = parseCsv(text).slice(1)
@@ -132,7 +171,8 @@ describe('import.json', () => {
       expect(linksOf(fresh, 'dora')).toEqual(linksOf(box, 'alice'))
       // And its own export reads the same but for the times and counts.
       const again = (await exportCsv(fresh, dora)).text
-      const strip = (csv: string) => parseCsv(csv).map((r) => [r.fields[0], r.fields[2], r.fields[3], r.fields[5], r.fields[7]])
+      const strip = (csv: string) =>
+        parseCsv(csv).map((r) => [r.fields[0], r.fields[2], r.fields[3], r.fields[5], r.fields[7]])
       expect(strip(again)).toEqual(strip(text))
     } finally {
       await fresh.cleanup()
@@ -140,7 +180,8 @@ describe('import.json', () => {
   })
 
   test('only long_url is required; the body may be the file itself (text/csv); a BOM, CRLF and quoted newlines are read', async () => {
-    const csv = '\uFEFFlong_url,tags,mode\r\n"https://example.com/only,url",,\r\nhttps://example.com/two,"a, b",preview\r\n"https://example.com/three",,"redirect"\n'
+    const csv =
+      '\uFEFFlong_url,tags,mode\r\n"https://example.com/only,url",,\r\nhttps://example.com/two,"a, b",preview\r\n"https://example.com/three",,"redirect"\n'
     const r = await importFile(box, bob, csv, undefined, { raw: true })
     expect(r.status).toBe(200)
     expect(r.body.return.created).toBe(3)
@@ -216,7 +257,9 @@ describe('import.json', () => {
     form.set('file', 'long_url\nhttps://example.com/\n')
     expect((await box.request('/api/import.json', { method: 'POST', body: form })).status).toBe(401)
     const qrOnly = (await box.accounts.createKey({ account: 'bob', scopes: ['qr'] })).key
-    expect((await box.request('/api/import.json', { method: 'POST', body: form, headers: as(qrOnly) })).status).toBe(403)
+    expect((await box.request('/api/import.json', { method: 'POST', body: form, headers: as(qrOnly) })).status).toBe(
+      403,
+    )
   })
 })
 
@@ -239,7 +282,12 @@ describe("other tools' export files", () => {
     ])
     const mine = linksOf(peers, 'erin')
     expect(mine.find((l) => l.code === 'spring25')).toEqual({
-      code: 'spring25', long_url: 'https://shop.example.com/sale?season=spring&utm_source=shlink', mode: 'redirect', expires: null, max_visits: null, tags: 'marketing,sale-2025',
+      code: 'spring25',
+      long_url: 'https://shop.example.com/sale?season=spring&utm_source=shlink',
+      mode: 'redirect',
+      expires: null,
+      max_visits: null,
+      tags: 'marketing,sale-2025',
     })
     expect(mine.find((l) => l.code === 'x7Kp2')!.long_url).toBe('https://blog.example.net/a/post/with-a-long-title')
   })
@@ -266,14 +314,19 @@ describe("other tools' export files", () => {
     // The same table dumped without its header row reads the same (the codes are now taken).
     const headless = fixture('yourls.csv').split('\n').slice(1).join('\n')
     const again = await importFile(peers, erin, headless, 'yourls')
-    expect(again.body.return.skipped.map((s: any) => [s.line, s.code, s.reason]).slice(0, 2)).toEqual([[1, 'yl-home', 'alias_taken'], [2, 'ozh', 'alias_taken']])
+    expect(again.body.return.skipped.map((s: any) => [s.line, s.code, s.reason]).slice(0, 2)).toEqual([
+      [1, 'yl-home', 'alias_taken'],
+      [2, 'ozh', 'alias_taken'],
+    ])
   })
 
   test('bitly: the links export; the custom back-half is the code when there is one', async () => {
     const r = await importFile(peers, erin, fixture('bitly.csv'), 'bitly')
     expect(r.body.return).toEqual({ created: 3, skipped: [], skipped_total: 0 })
     const mine = linksOf(peers, 'erin')
-    expect(mine.find((l) => l.code === 'LaunchDay')!.long_url).toBe('https://www.example.com/products/launch?campaign=summer')
+    expect(mine.find((l) => l.code === 'LaunchDay')!.long_url).toBe(
+      'https://www.example.com/products/launch?campaign=summer',
+    )
     expect(mine.find((l) => l.code === '4QwErTy')!.long_url).toBe('https://example.net/plain')
     expect(mine.some((l) => l.code === '3xYzAbc')).toBe(false)
   })
@@ -285,14 +338,30 @@ describe('linkbox import', () => {
 
   test('prints the summary and the skipped rows; the links exist; a refused file exits 1', async () => {
     await createAccount(config.configPath, 'fred')
-    const run = await runCli(['import', join(FIXTURES, 'shlink.csv'), '--account', 'fred', '--format', 'shlink', '--config', config.configPath])
+    const run = await runCli([
+      'import',
+      join(FIXTURES, 'shlink.csv'),
+      '--account',
+      'fred',
+      '--format',
+      'shlink',
+      '--config',
+      config.configPath,
+    ])
     expect(run.code).toBe(0)
     const lines = run.stdout.trimEnd().split('\n')
     expect(lines[0]).toBe('created 2 links for fred; skipped 2')
-    expect(lines.slice(1).map((l) => l.split('\t').slice(0, 3))).toEqual([['3', 'docs', 'alias_reserved'], ['6', 'api', 'alias_reserved']])
+    expect(lines.slice(1).map((l) => l.split('\t').slice(0, 3))).toEqual([
+      ['3', 'docs', 'alias_reserved'],
+      ['6', 'api', 'alias_reserved'],
+    ])
     const db = new Database(join(config.dataDir, 'linkbox.db'), { readonly: true })
     try {
-      const rows = db.query("SELECT l.code, l.long_url FROM links l JOIN accounts a ON a.id = l.account_id WHERE a.name = 'fred' ORDER BY l.code").all()
+      const rows = db
+        .query(
+          "SELECT l.code, l.long_url FROM links l JOIN accounts a ON a.id = l.account_id WHERE a.name = 'fred' ORDER BY l.code",
+        )
+        .all()
       expect(rows).toEqual([
         { code: 'spring25', long_url: 'https://shop.example.com/sale?season=spring&utm_source=shlink' },
         { code: 'x7Kp2', long_url: 'https://blog.example.net/a/post/with-a-long-title' },
@@ -301,7 +370,16 @@ describe('linkbox import', () => {
       db.close()
     }
     // Not a Bitly file: refused as a whole, nothing made, exit 1.
-    const refused = await runCli(['import', join(FIXTURES, 'yourls.csv'), '--account', 'fred', '--format', 'bitly', '--config', config.configPath])
+    const refused = await runCli([
+      'import',
+      join(FIXTURES, 'yourls.csv'),
+      '--account',
+      'fred',
+      '--format',
+      'bitly',
+      '--config',
+      config.configPath,
+    ])
     expect(refused.code).toBe(1)
     expect(refused.stderr).toContain('import refused')
     expect(refused.stderr).toContain('"file"')
@@ -310,7 +388,14 @@ describe('linkbox import', () => {
     const tooBig = await runCli(['import', big, '--account', 'fred', '--config', config.configPath])
     expect(tooBig.code).toBe(1)
     expect(tooBig.stderr).toContain('over the limit')
-    const noAccount = await runCli(['import', join(FIXTURES, 'shlink.csv'), '--account', 'nobody', '--config', config.configPath])
+    const noAccount = await runCli([
+      'import',
+      join(FIXTURES, 'shlink.csv'),
+      '--account',
+      'nobody',
+      '--config',
+      config.configPath,
+    ])
     expect(noAccount.code).toBe(2)
     expect(noAccount.stderr).toContain('no account "nobody"')
     const usage = await runCli(['import', '--config', config.configPath])

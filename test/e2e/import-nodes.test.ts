@@ -6,7 +6,17 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { sharedPostgres, type Postgres } from '../support/postgres'
 import { readAnswer } from '../support/app'
-import { apiPost, createAccount, killAllServers, removeDir, startServer, tempDir, writeConfig, type RunningServer, type TestConfig } from '../support/server'
+import {
+  apiPost,
+  createAccount,
+  killAllServers,
+  removeDir,
+  startServer,
+  tempDir,
+  writeConfig,
+  type RunningServer,
+  type TestConfig,
+} from '../support/server'
 import { startReceiver, until, type Receiver } from '../support/webhooks'
 
 setDefaultTimeout(120_000)
@@ -48,9 +58,12 @@ afterAll(async () => {
 async function importOn(node: RunningServer, key: string, text: string) {
   const form = new FormData()
   form.set('file', new Blob([text], { type: 'text/csv' }), 'links.csv')
-  return readAnswer(await fetch(`${node.url}/api/import.json`, { method: 'POST', headers: { 'x-api-key': key }, body: form }))
+  return readAnswer(
+    await fetch(`${node.url}/api/import.json`, { method: 'POST', headers: { 'x-api-key': key }, body: form }),
+  )
 }
-const rows = (prefix: string, n: number) => `code,long_url\r\n${Array.from({ length: n }, (_, i) => `${prefix}-${i},https://example.com/${prefix}/${i}\r\n`).join('')}`
+const rows = (prefix: string, n: number) =>
+  `code,long_url\r\n${Array.from({ length: n }, (_, i) => `${prefix}-${i},https://example.com/${prefix}/${i}\r\n`).join('')}`
 
 test("an import of alice's on A holds her imports on B (429 with Retry-After); bob imports on B meanwhile; one links.imported event each", async () => {
   const hook = await apiPost(a.url, 'webhooks.json', { action: 'create', url: receiver.url }, { 'x-api-key': alice })
@@ -69,7 +82,10 @@ test("an import of alice's on A holds her imports on B (429 with Retry-After); b
     await until(() => receiver.got.length >= 2, 'two links.imported events')
     await Bun.sleep(1000)
     const events = receiver.got.map((g) => JSON.parse(g.body))
-    expect(events.map((e) => [e.type, e.data.created])).toEqual([['links.imported', 20_000], ['links.imported', 5]])
+    expect(events.map((e) => [e.type, e.data.created])).toEqual([
+      ['links.imported', 20_000],
+      ['links.imported', 5],
+    ])
     expect(new Set(receiver.got.map((g) => g.id)).size).toBe(2)
   } finally {
     await sql.close()

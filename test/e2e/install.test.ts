@@ -47,7 +47,9 @@ const paths = (root: string) => ({
 /** Every key path of a TOML table, "section.key" (arrays are values). */
 function keyPaths(doc: Record<string, unknown>, prefix = ''): string[] {
   return Object.entries(doc).flatMap(([k, v]) =>
-    v && typeof v === 'object' && !Array.isArray(v) ? keyPaths(v as Record<string, unknown>, `${prefix}${k}.`) : [`${prefix}${k}`],
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? keyPaths(v as Record<string, unknown>, `${prefix}${k}.`)
+      : [`${prefix}${k}`],
   )
 }
 
@@ -132,7 +134,9 @@ describe('install into --root, then upgrade, uninstall, purge', () => {
     const lines = unitLines(p.unit)
     for (const line of HARDENING) expect(lines).toContain(line)
     expect(lines).toContain('CapabilityBoundingSet=')
-    expect(lines.filter((l) => l.startsWith('AmbientCapabilities') || l.startsWith('MemoryDenyWriteExecute'))).toEqual([])
+    expect(lines.filter((l) => l.startsWith('AmbientCapabilities') || l.startsWith('MemoryDenyWriteExecute'))).toEqual(
+      [],
+    )
     expect(readFileSync(p.unit, 'utf8')).toBe(readFileSync(UNIT_SRC, 'utf8'))
   })
 
@@ -157,14 +161,20 @@ describe('install into --root, then upgrade, uninstall, purge', () => {
 
     writeFileSync(p.conf, original.replace(/^port = \d+$/m, 'port = 80'))
     install(root, stub('v2'))
-    expect(capLines()).toEqual(['CapabilityBoundingSet=CAP_NET_BIND_SERVICE', 'AmbientCapabilities=CAP_NET_BIND_SERVICE'])
+    expect(capLines()).toEqual([
+      'CapabilityBoundingSet=CAP_NET_BIND_SERVICE',
+      'AmbientCapabilities=CAP_NET_BIND_SERVICE',
+    ])
 
     writeFileSync(p.conf, original.replace(/^smtp_port = \d+$/m, 'smtp_port = 25'))
     install(root, stub('v2'))
-    expect(capLines()).toEqual(['CapabilityBoundingSet=CAP_NET_BIND_SERVICE', 'AmbientCapabilities=CAP_NET_BIND_SERVICE'])
+    expect(capLines()).toEqual([
+      'CapabilityBoundingSet=CAP_NET_BIND_SERVICE',
+      'AmbientCapabilities=CAP_NET_BIND_SERVICE',
+    ])
 
     // A "port = 80" in another table, before [server], is not server.port.
-    writeFileSync(p.conf, original.replace('\n[server]\n', '\n[extra]\nport = 80 # not the server\'s\n\n[server]\n'))
+    writeFileSync(p.conf, original.replace('\n[server]\n', "\n[extra]\nport = 80 # not the server's\n\n[server]\n"))
     install(root, stub('v2'))
     expect(capLines()).toEqual(['CapabilityBoundingSet='])
 
@@ -195,16 +205,16 @@ describe('install into --root, then upgrade, uninstall, purge', () => {
   })
 })
 
-test('--purge keeps a data_dir that is not linkbox\'s (not /var/lib/linkbox, no linkbox.db in it)', () => {
+test("--purge keeps a data_dir that is not linkbox's (not /var/lib/linkbox, no linkbox.db in it)", () => {
   const root = join(work, 'foreign')
   const p = paths(root)
   install(root, stub('v1'))
   writeFileSync(p.conf, readFileSync(p.conf, 'utf8').replace('data_dir = "/var/lib/linkbox"', 'data_dir = "/srv"'))
   mkdirSync(join(root, 'srv'), { recursive: true })
-  writeFileSync(join(root, 'srv/other'), 'someone else\'s')
+  writeFileSync(join(root, 'srv/other'), "someone else's")
   const r = run('--root', root, '--no-systemctl', '--uninstall', '--purge')
   expect(r.code).toBe(0)
-  expect(readFileSync(join(root, 'srv/other'), 'utf8')).toBe('someone else\'s')
+  expect(readFileSync(join(root, 'srv/other'), 'utf8')).toBe("someone else's")
   expect(existsSync(p.conf)).toBe(false)
   expect(r.out).toContain('holds no linkbox.db')
 })
@@ -230,57 +240,71 @@ test.skipIf(IS_ROOT)('without --root and without root privileges: refuses, sayin
 
 // As root, --root DIR with its own /etc/passwd gets the user (useradd --root DIR) and the ownership, by the
 // ids in DIR's files; this machine's users are not touched. Unprivileged (CI), useradd cannot run: skipped.
-test.skipIf(!IS_ROOT)('as root, into a --root with its own /etc/passwd: the user linkbox, root:linkbox config, linkbox data', () => {
-  const root = join(work, 'image')
-  mkdirSync(join(root, 'etc'), { recursive: true })
-  writeFileSync(join(root, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/bash\n')
-  writeFileSync(join(root, 'etc/group'), 'root:x:0:\n')
-  writeFileSync(join(root, 'etc/shadow'), 'root:*::0:99999:7:::\n', { mode: 0o640 })
-  writeFileSync(join(root, 'etc/gshadow'), 'root:*::\n', { mode: 0o640 })
-  const hostPasswd = readFileSync('/etc/passwd', 'utf8')
-  const out = install(root, stub('v1'))
-  expect(out).toContain('created the system user linkbox')
-  const entry = readFileSync(join(root, 'etc/passwd'), 'utf8').split('\n').find((l) => l.startsWith('linkbox:'))!
-  const [, , uid, gid, , home, shell] = entry.split(':')
-  expect([home, shell]).toEqual(['/var/lib/linkbox', '/usr/sbin/nologin'])
-  expect(Number(uid)).toBeLessThan(1000) // a system user
-  const p = paths(root)
-  expect([statSync(p.conf).uid, statSync(p.conf).gid]).toEqual([0, Number(gid)])
-  expect([statSync(p.data).uid, statSync(p.data).gid]).toEqual([Number(uid), Number(gid)])
-  expect(readFileSync('/etc/passwd', 'utf8')).toBe(hostPasswd)
-  // A second run finds the user and does not add it again.
-  expect(install(root, stub('v2'))).not.toContain('created the system user')
-  expect(readFileSync(join(root, 'etc/passwd'), 'utf8').match(/^linkbox:/gm)).toHaveLength(1)
-})
+test.skipIf(!IS_ROOT)(
+  'as root, into a --root with its own /etc/passwd: the user linkbox, root:linkbox config, linkbox data',
+  () => {
+    const root = join(work, 'image')
+    mkdirSync(join(root, 'etc'), { recursive: true })
+    writeFileSync(join(root, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/bash\n')
+    writeFileSync(join(root, 'etc/group'), 'root:x:0:\n')
+    writeFileSync(join(root, 'etc/shadow'), 'root:*::0:99999:7:::\n', { mode: 0o640 })
+    writeFileSync(join(root, 'etc/gshadow'), 'root:*::\n', { mode: 0o640 })
+    const hostPasswd = readFileSync('/etc/passwd', 'utf8')
+    const out = install(root, stub('v1'))
+    expect(out).toContain('created the system user linkbox')
+    const entry = readFileSync(join(root, 'etc/passwd'), 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('linkbox:'))!
+    const [, , uid, gid, , home, shell] = entry.split(':')
+    expect([home, shell]).toEqual(['/var/lib/linkbox', '/usr/sbin/nologin'])
+    expect(Number(uid)).toBeLessThan(1000) // a system user
+    const p = paths(root)
+    expect([statSync(p.conf).uid, statSync(p.conf).gid]).toEqual([0, Number(gid)])
+    expect([statSync(p.data).uid, statSync(p.data).gid]).toEqual([Number(uid), Number(gid)])
+    expect(readFileSync('/etc/passwd', 'utf8')).toBe(hostPasswd)
+    // A second run finds the user and does not add it again.
+    expect(install(root, stub('v2'))).not.toContain('created the system user')
+    expect(readFileSync(join(root, 'etc/passwd'), 'utf8').match(/^linkbox:/gm)).toHaveLength(1)
+  },
+)
 
 // systemd-analyze verify checks the unit's keys and values against this machine's systemd. ExecStart must
 // name an executable that exists, so a copy points it at a stub; every other line is the installed unit's.
 // It exits 0 on unknown keys and bad values too, only printing them: its output must be empty.
 const ANALYZE = Bun.which('systemd-analyze')
-describe.skipIf(!ANALYZE)('systemd-analyze verify and security (skipped where systemd-analyze is not installed; CI installs it)', () => {
-  for (const port of [8080, 80]) {
-    test(`the installed unit with port = ${port} verifies with no complaint and rates OK or better`, () => {
-      const root = join(work, `verify-${port}`)
-      install(root, stub('v1'))
-      const p = paths(root)
-      writeFileSync(p.conf, readFileSync(p.conf, 'utf8').replace(/^port = \d+$/m, `port = ${port}`))
-      install(root, stub('v1'))
-      const dir = join(root, 'verify')
-      mkdirSync(dir)
-      const copy = join(dir, 'linkbox.service')
-      writeFileSync(copy, readFileSync(p.unit, 'utf8').replace('ExecStart=/usr/local/bin/linkbox ', `ExecStart=${p.bin} `))
-      const r = Bun.spawnSync([ANALYZE!, 'verify', copy], { stdout: 'pipe', stderr: 'pipe' })
-      expect(r.stdout.toString() + r.stderr.toString()).toBe('')
-      expect(r.exitCode).toBe(0)
+describe.skipIf(!ANALYZE)(
+  'systemd-analyze verify and security (skipped where systemd-analyze is not installed; CI installs it)',
+  () => {
+    for (const port of [8080, 80]) {
+      test(`the installed unit with port = ${port} verifies with no complaint and rates OK or better`, () => {
+        const root = join(work, `verify-${port}`)
+        install(root, stub('v1'))
+        const p = paths(root)
+        writeFileSync(p.conf, readFileSync(p.conf, 'utf8').replace(/^port = \d+$/m, `port = ${port}`))
+        install(root, stub('v1'))
+        const dir = join(root, 'verify')
+        mkdirSync(dir)
+        const copy = join(dir, 'linkbox.service')
+        writeFileSync(
+          copy,
+          readFileSync(p.unit, 'utf8').replace('ExecStart=/usr/local/bin/linkbox ', `ExecStart=${p.bin} `),
+        )
+        const r = Bun.spawnSync([ANALYZE!, 'verify', copy], { stdout: 'pipe', stderr: 'pipe' })
+        expect(r.stdout.toString() + r.stderr.toString()).toBe('')
+        expect(r.exitCode).toBe(0)
 
-      // The issue's bar: `systemd-analyze security linkbox` rates the unit "OK" or better. --offline reads
-      // the unit file (systemd ≥ 250) instead of asking a running manager; the same rating.
-      const sec = Bun.spawnSync([ANALYZE!, 'security', '--offline=true', '--no-pager', copy], { stdout: 'pipe', stderr: 'pipe' })
-      const out = sec.stdout.toString() + sec.stderr.toString()
-      const overall = out.match(/Overall exposure level for linkbox\.service: (\d+\.\d) (\w+)/)
-      expect(overall, out).not.toBeNull()
-      expect(['SAFE', 'OK']).toContain(overall![2]!)
-      expect(Number(overall![1])).toBeLessThan(3)
-    })
-  }
-})
+        // The issue's bar: `systemd-analyze security linkbox` rates the unit "OK" or better. --offline reads
+        // the unit file (systemd ≥ 250) instead of asking a running manager; the same rating.
+        const sec = Bun.spawnSync([ANALYZE!, 'security', '--offline=true', '--no-pager', copy], {
+          stdout: 'pipe',
+          stderr: 'pipe',
+        })
+        const out = sec.stdout.toString() + sec.stderr.toString()
+        const overall = out.match(/Overall exposure level for linkbox\.service: (\d+\.\d) (\w+)/)
+        expect(overall, out).not.toBeNull()
+        expect(['SAFE', 'OK']).toContain(overall![2]!)
+        expect(Number(overall![1])).toBeLessThan(3)
+      })
+    }
+  },
+)

@@ -5,7 +5,16 @@ import { Database } from 'bun:sqlite'
 import { afterAll, afterEach, expect, setDefaultTimeout, test } from 'bun:test'
 import { join } from 'node:path'
 import { makeBox, type TestBox } from '../support/app'
-import { apiPost, createAccount, killAllServers, removeDir, runCli, startServer, tempDir, writeConfig } from '../support/server'
+import {
+  apiPost,
+  createAccount,
+  killAllServers,
+  removeDir,
+  runCli,
+  startServer,
+  tempDir,
+  writeConfig,
+} from '../support/server'
 
 setDefaultTimeout(30_000)
 
@@ -19,7 +28,7 @@ afterAll(async () => {
   dirs.forEach(removeDir)
 })
 
-test('a key is looked up once per few seconds: a change made on the service\'s own connection shows after that', async () => {
+test("a key is looked up once per few seconds: a change made on the service's own connection shows after that", async () => {
   let now = Date.parse('2025-03-01T00:00:00Z')
   const box = await makeBox({}, { clock: () => now })
   boxes.push(box)
@@ -49,14 +58,14 @@ test('revoked through another connection to the same file: refused at the next r
   const box = await makeBox()
   boxes.push(box)
   const key = await box.account('carol')
-  expect((await box.accounts.authenticate(key))).not.toBeNull()
+  expect(await box.accounts.authenticate(key)).not.toBeNull()
   const other = new Database(join(box.dir, 'linkbox.db'))
   try {
     other.exec('UPDATE api_keys SET revoked = 1')
   } finally {
     other.close()
   }
-  expect((await box.accounts.authenticate(key))).toBeNull()
+  expect(await box.accounts.authenticate(key)).toBeNull()
 })
 
 test('`linkbox key revoke` from the CLI while the server runs: the key stops working', async () => {
@@ -66,7 +75,8 @@ test('`linkbox key revoke` from the CLI while the server runs: the key stops wor
   const server = await startServer({ config })
   try {
     // Used (and so cached) before the revoke.
-    for (let i = 0; i < 3; i++) expect((await apiPost(server.url, 'links.json', {}, { 'x-api-key': key })).status).toBe(200)
+    for (let i = 0; i < 3; i++)
+      expect((await apiPost(server.url, 'links.json', {}, { 'x-api-key': key })).status).toBe(200)
     const revoked = await runCli(['key', 'revoke', key.slice(0, 11), '--config', config.configPath])
     expect(revoked.code).toBe(0)
     // The CLI has committed and exited: the very next request is refused, not one after the cache expires.

@@ -24,21 +24,41 @@ beforeAll(async () => {
 })
 afterAll(async () => box?.cleanup())
 
-const row = (id: number) => box.db.query('SELECT label, scopes, revoked FROM api_keys WHERE id = ?').get(id) as { label: string; scopes: string; revoked: number | null }
+const row = (id: number) =>
+  box.db.query('SELECT label, scopes, revoked FROM api_keys WHERE id = ?').get(id) as {
+    label: string
+    scopes: string
+    revoked: number | null
+  }
 const page = async (who: SignedIn, path: string) => http.request(path, { headers: { cookie: who.cookie } })
-const links = async (key: string) => readAnswer(await fetch(`${url}/api/getLink.json`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/x-www-form-urlencoded' }, body: 'url=https://example.com/x' }))
-const qr = async (key: string) => readAnswer(await fetch(`${url}/api/qr.json?data=hi`, { headers: { 'x-api-key': key } }))
+const links = async (key: string) =>
+  readAnswer(
+    await fetch(`${url}/api/getLink.json`, {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'url=https://example.com/x',
+    }),
+  )
+const qr = async (key: string) =>
+  readAnswer(await fetch(`${url}/api/qr.json?data=hi`, { headers: { 'x-api-key': key } }))
 
 /** The edit form as the page sends it: scopes repeated, the label. */
 function edit(who: SignedIn, id: number | string, scopes: string[], label: string, extra: Record<string, string> = {}) {
   const body = new URLSearchParams({ _csrf: who.csrf, label, ...extra })
   for (const s of scopes) body.append('scope', s)
-  return http.request(`/dashboard/keys/${id}/edit`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: who.cookie }, body: body.toString() })
+  return http.request(`/dashboard/keys/${id}/edit`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: who.cookie },
+    body: body.toString(),
+  })
 }
 
 const aliceId = () => (box.db.query("SELECT id FROM accounts WHERE name = 'alice'").get() as { id: number }).id
 
-async function aliceKey(scopes: ('links' | 'qr' | 'media' | 'mail' | 'webhooks')[] = ['links', 'qr'], label = 'script') {
+async function aliceKey(
+  scopes: ('links' | 'qr' | 'media' | 'mail' | 'webhooks')[] = ['links', 'qr'],
+  label = 'script',
+) {
   return box.accounts.createKeyForAccount({ accountId: aliceId(), scopes, label })
 }
 
@@ -62,7 +82,11 @@ describe('editing a key', () => {
     expect(row(k.id)).toEqual({ label: 'qr only now', scopes: 'qr', revoked: null })
     const refused = await links(k.key)
     expect(refused.status).toBe(403)
-    expect(refused.body).toEqual({ status: 'error', code: 'scope_denied', message: 'The API key does not have the "links" scope.' })
+    expect(refused.body).toEqual({
+      status: 'error',
+      code: 'scope_denied',
+      message: 'The API key does not have the "links" scope.',
+    })
     expect((await qr(k.key)).status).toBe(200)
     const list = await (await follow(http, res, alice.cookie)).text()
     expect(list).toContain(`The key ${k.prefix}… is changed: its scopes are qr.`)
@@ -74,7 +98,10 @@ describe('editing a key', () => {
     expect(row(k.id).scopes).toBe('links,webhooks')
     expect((await links(k.key)).status).toBe(200)
     expect((await qr(k.key)).status).toBe(403)
-    expect((await box.accounts.listKeys({ account: 'alice' })).find((x) => x.id === k.id)).toMatchObject({ scopes: ['links', 'webhooks'], label: 'qr only now' })
+    expect((await box.accounts.listKeys({ account: 'alice' })).find((x) => x.id === k.id)).toMatchObject({
+      scopes: ['links', 'webhooks'],
+      label: 'qr only now',
+    })
   })
 
   test('refused: no scope, an unknown scope, a label with a control character — back to the form with the message, nothing changed', async () => {
@@ -125,7 +152,10 @@ describe('editing a key', () => {
 
   test('signed out: the POST goes to sign in and comes back to the edit page; nothing changed', async () => {
     const k = await aliceKey(['links'], 'anon')
-    const res = await postForm(http, { cookie: '', csrf: 'x' }, `/dashboard/keys/${k.id}/edit`, { scope: 'qr', label: 'anon' })
+    const res = await postForm(http, { cookie: '', csrf: 'x' }, `/dashboard/keys/${k.id}/edit`, {
+      scope: 'qr',
+      label: 'anon',
+    })
     expect(res.status).toBe(303)
     expect(decodeURIComponent(res.headers.get('location')!)).toContain(`/dashboard/keys/${k.id}/edit`)
     expect(row(k.id).scopes).toBe('links')

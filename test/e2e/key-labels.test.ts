@@ -34,7 +34,7 @@ describe('at creation', () => {
       }
       expect(err).toBeInstanceOf(AppError)
       expect((err as AppError).message).toContain('The key label must not contain control characters')
-      expect((await box.accounts.listKeys({ account: 'erin' }))).toHaveLength(1) // only the account's first key
+      expect(await box.accounts.listKeys({ account: 'erin' })).toHaveLength(1) // only the account's first key
     } finally {
       await box.cleanup()
     }
@@ -44,9 +44,18 @@ describe('at creation', () => {
     const box = await makeBox()
     try {
       await box.account('erin')
-      for (const label of ['', 'ci deploy', 'Zürich büro', 'phone 📱', 'a\\tb (a backslash)', 'x'.repeat(MAX_LABEL_LENGTH)])
+      for (const label of [
+        '',
+        'ci deploy',
+        'Zürich büro',
+        'phone 📱',
+        'a\\tb (a backslash)',
+        'x'.repeat(MAX_LABEL_LENGTH),
+      ])
         await box.accounts.createKey({ account: 'erin', label })
-      await expect(box.accounts.createKey({ account: 'erin', label: 'x'.repeat(MAX_LABEL_LENGTH + 1) })).rejects.toThrow(/at most/)
+      await expect(
+        box.accounts.createKey({ account: 'erin', label: 'x'.repeat(MAX_LABEL_LENGTH + 1) }),
+      ).rejects.toThrow(/at most/)
     } finally {
       await box.cleanup()
     }
@@ -73,7 +82,9 @@ describe('listing', () => {
     await createAccount(config.configPath, 'hal')
     const forged = 'ci\n999\tlbk_FORGED\thal\tall\t-\t-\t-\tadmin'
     const db = new Database(join(config.dataDir, 'linkbox.db'))
-    db.query("UPDATE api_keys SET label = ? WHERE account_id = (SELECT id FROM accounts WHERE name = 'hal')").run(forged)
+    db.query("UPDATE api_keys SET label = ? WHERE account_id = (SELECT id FROM accounts WHERE name = 'hal')").run(
+      forged,
+    )
     db.close()
     const list = await cli('key', 'list', 'hal')
     expect(list.code).toBe(0)

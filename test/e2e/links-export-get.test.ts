@@ -13,7 +13,11 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${box.listen().port}`
   key = (await box.accounts.createAccount({ name: 'erin' })).key.key
   for (const alias of ['first', 'second'])
-    await fetch(`${base}/api/getLink.json`, { method: 'POST', headers: { 'x-api-key': key }, body: new URLSearchParams({ url: `https://example.com/${alias}`, alias }) })
+    await fetch(`${base}/api/getLink.json`, {
+      method: 'POST',
+      headers: { 'x-api-key': key },
+      body: new URLSearchParams({ url: `https://example.com/${alias}`, alias }),
+    })
 })
 afterAll(async () => {
   await box.close()
@@ -29,10 +33,14 @@ test('GET links.json?format=csv with X-Api-Key answers the CSV, the same as POST
   expect(text.split('\r\n')[0]).toBe('code,short_url,long_url,mode,created,expires,clicks,tags,max_visits,title')
   expect(text).toContain('first,')
   expect(text).toContain('https://example.com/second')
-  const posted = await (await fetch(`${base}/api/links.json?format=csv`, { method: 'POST', headers: { 'x-api-key': key } })).text()
+  const posted = await (
+    await fetch(`${base}/api/links.json?format=csv`, { method: 'POST', headers: { 'x-api-key': key } })
+  ).text()
   expect(text).toBe(posted)
   // Bearer works as everywhere; letter case of the value as for POST.
-  expect((await fetch(`${base}/api/links.json?format=CSV`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200)
+  expect(
+    (await fetch(`${base}/api/links.json?format=CSV`, { headers: { authorization: `Bearer ${key}` } })).status,
+  ).toBe(200)
 })
 
 test('GET links.json without a key is 401; without format it is the list, as POST gives it', async () => {

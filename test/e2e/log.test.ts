@@ -11,7 +11,11 @@ afterAll(killAllServers)
 
 function captured(opts: Parameters<typeof createLogger>[0] = {}) {
   const out: { text: string; level: LogLevel }[] = []
-  const logger = createLogger({ now: () => Date.UTC(2026, 0, 2, 12, 1, 2), ...opts, write: (text, level) => out.push({ text, level }) })
+  const logger = createLogger({
+    now: () => Date.UTC(2026, 0, 2, 12, 1, 2),
+    ...opts,
+    write: (text, level) => out.push({ text, level }),
+  })
   return { logger, out, text: () => out.map((o) => o.text).join('') }
 }
 
@@ -23,21 +27,47 @@ describe('lines', () => {
     logger.info('hello', { n: 1 })
     logger.request(REQUEST)
     logger.flush()
-    const lines = text().trimEnd().split('\n').map((l) => JSON.parse(l))
+    const lines = text()
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l))
     expect(lines[0]).toEqual({ time: '2026-01-02T12:01:02.000Z', level: 'info', msg: 'hello', n: 1 })
-    expect(lines[1]).toEqual({ time: '2026-01-02T12:01:02.000Z', level: 'info', msg: 'request', id: 'r-1', method: 'GET', path: '/abc', status: 302, ms: 0.4, ip: '203.0.113.9', ua: 'curl/8' })
+    expect(lines[1]).toEqual({
+      time: '2026-01-02T12:01:02.000Z',
+      level: 'info',
+      msg: 'request',
+      id: 'r-1',
+      method: 'GET',
+      path: '/abc',
+      status: 302,
+      ms: 0.4,
+      ip: '203.0.113.9',
+      ua: 'curl/8',
+    })
   })
 
   test('the hand-built JSON request line is the text JSON.stringify gives, for any strings and times (property)', () => {
     let t = 0
     const { logger, out } = captured({ format: 'json', now: () => t })
-    const str = fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.constantFrom('', '"', '\\', '\u2028', '\ud800', '</script>'))
+    const str = fc.oneof(
+      fc.string(),
+      fc.string({ unit: 'binary' }),
+      fc.constantFrom('', '"', '\\', '\u2028', '\ud800', '</script>'),
+    )
     // Addresses and user agents also from a small pool: the logger reuses the JSON of the last ones, so a
     // value repeated, or one coming back after another, must still give its own text.
     const repeated = fc.oneof(str, fc.constantFrom('198.51.100.7', 'x"y', `agent-${'q'.repeat(130)}`, ''))
     fc.assert(
       fc.property(
-        fc.record({ id: str, method: str, path: str, status: fc.integer({ min: 100, max: 599 }), ms: fc.double({ min: 0, max: 1e6, noNaN: true }), ip: repeated, ua: repeated }),
+        fc.record({
+          id: str,
+          method: str,
+          path: str,
+          status: fc.integer({ min: 100, max: 599 }),
+          ms: fc.double({ min: 0, max: 1e6, noNaN: true }),
+          ip: repeated,
+          ua: repeated,
+        }),
         fc.integer({ min: 0, max: 4102444800000 }),
         (r, time) => {
           t = time
@@ -45,7 +75,18 @@ describe('lines', () => {
           logger.request(r)
           logger.flush()
           const ua = r.ua.length > 120 ? r.ua.slice(0, 120) : r.ua
-          const expected = JSON.stringify({ time: new Date(time).toISOString(), level: 'info', msg: 'request', id: r.id, method: r.method, path: r.path, status: r.status, ms: Math.round(r.ms * 10) / 10, ip: r.ip, ua })
+          const expected = JSON.stringify({
+            time: new Date(time).toISOString(),
+            level: 'info',
+            msg: 'request',
+            id: r.id,
+            method: r.method,
+            path: r.path,
+            status: r.status,
+            ms: Math.round(r.ms * 10) / 10,
+            ip: r.ip,
+            ua,
+          })
           expect(out.map((o) => o.text).join('')).toBe(`${expected}\n`)
           expect(jsonString(r.path)).toBe(JSON.stringify(r.path))
         },
@@ -59,7 +100,9 @@ describe('lines', () => {
     logger.request(REQUEST)
     logger.request({ ...REQUEST, path: '/a\nFAKE 200' })
     logger.warn('careful\r\nERROR forged')
-    expect(text()).toBe('12:01:02 GET /abc 302 0.4ms 203.0.113.9\n12:01:02 GET /a\\x0aFAKE 200 302 0.4ms 203.0.113.9\n12:01:02 WARN careful\\x0d\\x0aERROR forged\n')
+    expect(text()).toBe(
+      '12:01:02 GET /abc 302 0.4ms 203.0.113.9\n12:01:02 GET /a\\x0aFAKE 200 302 0.4ms 203.0.113.9\n12:01:02 WARN careful\\x0d\\x0aERROR forged\n',
+    )
   })
 
   test('auto is pretty on a terminal and JSON otherwise', () => {
@@ -79,7 +122,10 @@ describe('lines', () => {
     logger.warn('w')
     logger.error('e')
     logger.flush()
-    expect(out.map((o) => [JSON.parse(o.text).msg, o.level])).toEqual([['w', 'warn'], ['e', 'error']])
+    expect(out.map((o) => [JSON.parse(o.text).msg, o.level])).toEqual([
+      ['w', 'warn'],
+      ['e', 'error'],
+    ])
     logger.configure({ level: 'debug' })
     logger.debug('d2')
     expect(JSON.parse(out.at(-1)!.text).msg).toBe('d2')
@@ -96,7 +142,10 @@ describe('lines', () => {
     expect(out).toHaveLength(0)
     logger.error('boom')
     expect(out).toHaveLength(2) // the two request lines in one write, then the error
-    const [a, b] = out[0]!.text.trimEnd().split('\n').map((l) => JSON.parse(l))
+    const [a, b] = out[0]!.text
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l))
     expect(a.ua).toHaveLength(120)
     expect(b.id).toBe('r-2')
     expect(JSON.parse(out[1]!.text).msg).toBe('boom')
@@ -157,7 +206,11 @@ describe('serve', () => {
     try {
       const created = await fetch(`${server.url}/api/getLink.json`, {
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-request-id': 'from-proxy.1', cookie: 'session=COOKIE-SECRET' },
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          'x-request-id': 'from-proxy.1',
+          cookie: 'session=COOKIE-SECRET',
+        },
         body: new URLSearchParams({ url: 'https://example.com/target', password: 'PASSWORD-SECRET' }),
       })
       expect(created.headers.get('x-request-id')).toBe('from-proxy.1')
@@ -174,21 +227,49 @@ describe('serve', () => {
       expect(unknown.status).toBe(404)
       expect(unknown.headers.get('x-request-id')).toBeTruthy()
       // A redirect too (a plain link's 302).
-      const plain = (await (await fetch(`${server.url}/api/getLink.json`, { method: 'POST', body: new URLSearchParams({ url: 'https://example.com/plain' }) })).json()).return.hex
+      const plain = (
+        await (
+          await fetch(`${server.url}/api/getLink.json`, {
+            method: 'POST',
+            body: new URLSearchParams({ url: 'https://example.com/plain' }),
+          })
+        ).json()
+      ).return.hex
       const redirect = await fetch(`${server.url}/${plain}`, { redirect: 'manual' })
       expect(redirect.status).toBe(302)
       expect(redirect.headers.get('x-request-id')).toBeTruthy()
       expect(await server.stop()).toBe(0)
 
       const out = server.stdout()
-      const lines = out.trimEnd().split('\n').map((l) => JSON.parse(l)) // every line is JSON (stdout is a pipe)
+      const lines = out
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l)) // every line is JSON (stdout is a pipe)
       const requests = lines.filter((l) => l.msg === 'request')
       expect(requests).toHaveLength(5)
-      expect(requests[0]).toMatchObject({ level: 'info', id: 'from-proxy.1', method: 'POST', path: '/api/getLink.json', status: 200, ip: '127.0.0.1' })
-      expect(requests[1]).toMatchObject({ id: generated, method: 'GET', path: `/${code}`, status: 200, ip: '127.0.0.1' })
+      expect(requests[0]).toMatchObject({
+        level: 'info',
+        id: 'from-proxy.1',
+        method: 'POST',
+        path: '/api/getLink.json',
+        status: 200,
+        ip: '127.0.0.1',
+      })
+      expect(requests[1]).toMatchObject({
+        id: generated,
+        method: 'GET',
+        path: `/${code}`,
+        status: 200,
+        ip: '127.0.0.1',
+      })
       expect(requests[1].ua).toBe(`agent-${'z'.repeat(114)}`)
       expect(requests[2]).toMatchObject({ path: '/api/nope.json', status: 404 })
-      expect(requests[4]).toMatchObject({ path: `/${plain}`, status: 302, id: redirect.headers.get('x-request-id'), ip: '127.0.0.1' })
+      expect(requests[4]).toMatchObject({
+        path: `/${plain}`,
+        status: 302,
+        id: redirect.headers.get('x-request-id'),
+        ip: '127.0.0.1',
+      })
       for (const r of requests) {
         expect(typeof r.ms).toBe('number')
         expect(Date.parse(r.time)).not.toBeNaN()
@@ -226,8 +307,14 @@ describe('serve', () => {
 
   test('a bad [log] value stops start-up naming the key', async () => {
     const config = writeConfig(undefined, { log: { level: 'loud' } })
-    const proc = Bun.spawn([process.execPath, 'src/main.ts', 'serve', '--config', config.configPath], { cwd: `${import.meta.dir}/../..`, stdout: 'pipe', stderr: 'pipe' })
+    const proc = Bun.spawn([process.execPath, 'src/main.ts', 'serve', '--config', config.configPath], {
+      cwd: `${import.meta.dir}/../..`,
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
     expect(await proc.exited).toBe(2)
-    expect(await new Response(proc.stderr).text()).toBe('linkbox: config: "log.level" must be one of debug, info, warn, error (got "loud")\n')
+    expect(await new Response(proc.stderr).text()).toBe(
+      'linkbox: config: "log.level" must be one of debug, info, warn, error (got "loud")\n',
+    )
   })
 })

@@ -44,16 +44,21 @@ async function deliver(to: string[], subject: string, opts: { big?: boolean } = 
     subject,
     text: `Hello ${subject}`,
     // Past the inline limit (256 KiB): the message's bytes are files under <data_dir>/mail.
-    attachments: opts.big ? [{ filename: 'big.bin', content: Buffer.alloc(400 * 1024, 7) }] : [{ filename: 'a.txt', content: 'small\n' }],
+    attachments: opts.big
+      ? [{ filename: 'big.bin', content: Buffer.alloc(400 * 1024, 7) }]
+      : [{ filename: 'a.txt', content: 'small\n' }],
   })
   return /stored as ([\d, ]+)/.exec(info.response)![1]!.split(',').map(Number)
 }
 
 function filesUnder(dir: string): string[] {
   if (!existsSync(dir)) return []
-  return (readdirSync(dir, { recursive: true }) as string[]).filter((p) => statSync(join(dir, p)).isFile() && !p.startsWith('incoming'))
+  return (readdirSync(dir, { recursive: true }) as string[]).filter(
+    (p) => statSync(join(dir, p)).isFile() && !p.startsWith('incoming'),
+  )
 }
-const blobOf = (id: number) => (box.db.query('SELECT blob FROM mail_messages WHERE id = ?').get(id) as { blob: string } | null)?.blob ?? null
+const blobOf = (id: number) =>
+  (box.db.query('SELECT blob FROM mail_messages WHERE id = ?').get(id) as { blob: string } | null)?.blob ?? null
 const blobFiles = (blob: string) => filesUnder(join(box.dir, 'mail', blob.slice(0, 2), blob))
 const count = (table: string, where: string, ...args: (string | number)[]) =>
   (box.db.query(`SELECT count(*) AS n FROM ${table} WHERE ${where}`).get(...args) as { n: number }).n
@@ -96,7 +101,11 @@ describe('message.json action=delete', () => {
   test('deleted already, or never there: 404 not_found naming the message', async () => {
     const again = await post('message.json', { address, id: small, action: 'delete' })
     expect(again.status).toBe(404)
-    expect(again.body).toEqual({ status: 'error', code: 'not_found', message: `There is no message ${small} in ${address}.` })
+    expect(again.body).toEqual({
+      status: 'error',
+      code: 'not_found',
+      message: `There is no message ${small} in ${address}.`,
+    })
     const unknown = await post('message.json', { address, id: 999_999, action: 'delete' })
     expect(unknown.status).toBe(404)
     expect(unknown.body.message).toBe(`There is no message 999999 in ${address}.`)
@@ -108,7 +117,10 @@ describe('message.json action=delete', () => {
     const [a, b] = await deliver([address, other], 'shared', { big: true })
     const blob = blobOf(a!)!
     expect(blobOf(b!)).toBe(blob)
-    expect((await post('message.json', { address, id: a!, action: 'delete' })).body.return).toEqual({ id: a, deleted: true })
+    expect((await post('message.json', { address, id: a!, action: 'delete' })).body.return).toEqual({
+      id: a,
+      deleted: true,
+    })
     expect(blobFiles(blob).sort()).toEqual(['1.bin', 'body.json', 'raw.eml'])
     expect((await get('message.json', { address: other, id: b! })).body.return.text).toContain('Hello shared')
     expect((await post('message.json', { address: other, id: b!, action: 'delete' })).status).toBe(200)
@@ -167,7 +179,10 @@ describe('errors, as the GET methods give them', () => {
 
   test("another account's mailbox: the same 403 not_owner as the GETs, and nothing changes", async () => {
     const read = await get('message.json', { address, id }, bobKey)
-    for (const fields of [{ address, id, action: 'delete' }, { address, id, action: 'unseen' }]) {
+    for (const fields of [
+      { address, id, action: 'delete' },
+      { address, id, action: 'unseen' },
+    ]) {
       const r = await post('message.json', fields, bobKey)
       expect(r.status).toBe(403)
       expect(r.body).toEqual(read.body)
@@ -187,7 +202,11 @@ describe('errors, as the GET methods give them', () => {
     ] as const) {
       const r = await post(method, fields)
       expect(r.status).toBe(404)
-      expect(r.body).toEqual({ status: 'error', code: 'not_found', message: `There is no mailbox nobody@${DOMAIN} (it may have expired).` })
+      expect(r.body).toEqual({
+        status: 'error',
+        code: 'not_found',
+        message: `There is no mailbox nobody@${DOMAIN} (it may have expired).`,
+      })
     }
   })
 
@@ -209,10 +228,18 @@ describe('errors, as the GET methods give them', () => {
   test('an unknown action: 400 invalid_parameter naming "action" and the ones there are', async () => {
     const r = await post('message.json', { address, id, action: 'archive' })
     expect(r.status).toBe(400)
-    expect(r.body).toEqual({ status: 'error', code: 'invalid_parameter', message: 'The parameter "action" must be one of delete, seen, unseen.' })
+    expect(r.body).toEqual({
+      status: 'error',
+      code: 'invalid_parameter',
+      message: 'The parameter "action" must be one of delete, seen, unseen.',
+    })
     const m = await post('mailbox.json', { address, action: 'empty' })
     expect(m.status).toBe(400)
-    expect(m.body).toEqual({ status: 'error', code: 'invalid_parameter', message: 'The parameter "action" must be one of delete.' })
+    expect(m.body).toEqual({
+      status: 'error',
+      code: 'invalid_parameter',
+      message: 'The parameter "action" must be one of delete.',
+    })
     expect(count('mail_messages', 'id = ?', id)).toBe(1)
   })
 
@@ -253,10 +280,16 @@ describe('mailbox.json action=delete', () => {
     const bob = await get('mailbox.json', { address }, bobKey)
     expect(bob.status).toBe(200)
     expect(bob.body.return).toMatchObject({ address, messages: 0 })
-    expect(box.db.query('SELECT a.name FROM mailboxes m JOIN accounts a ON a.id = m.account_id WHERE m.address = ?').get(address)).toEqual({ name: 'bob' })
+    expect(
+      box.db
+        .query('SELECT a.name FROM mailboxes m JOIN accounts a ON a.id = m.account_id WHERE m.address = ?')
+        .get(address),
+    ).toEqual({ name: 'bob' })
     // Mail to it now is bob's.
     const [next] = await deliver([address], 'for bob')
-    expect((await get('messages.json', { address }, bobKey)).body.return.messages.map((m: { id: number }) => m.id)).toEqual([next])
+    expect(
+      (await get('messages.json', { address }, bobKey)).body.return.messages.map((m: { id: number }) => m.id),
+    ).toEqual([next])
   })
 
   test('a messages.json held with wait=N answers (empty) when its mailbox is deleted', async () => {

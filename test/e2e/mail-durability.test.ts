@@ -62,8 +62,15 @@ async function startMail(config: TestConfig): Promise<MailServer> {
   }
 }
 
-async function api(server: RunningServer, key: string, method: string, query: Record<string, string>): Promise<ApiAnswer> {
-  const res = await fetch(`${server.url}/api/${method}?${new URLSearchParams(query)}`, { headers: { 'x-api-key': key } })
+async function api(
+  server: RunningServer,
+  key: string,
+  method: string,
+  query: Record<string, string>,
+): Promise<ApiAnswer> {
+  const res = await fetch(`${server.url}/api/${method}?${new URLSearchParams(query)}`, {
+    headers: { 'x-api-key': key },
+  })
   return readAnswer(res)
 }
 
@@ -106,7 +113,11 @@ class SmtpClient {
         this.pending = this.pending.slice(i + 2)
         this.lines.push(line)
         if (/^\d{3}(?: |$)/.test(line)) {
-          const reply = { code: Number(line.slice(0, 3)), text: this.lines.map((l) => l.slice(4)).join('\n'), at: performance.now() }
+          const reply = {
+            code: Number(line.slice(0, 3)),
+            text: this.lines.map((l) => l.slice(4)).join('\n'),
+            at: performance.now(),
+          }
           this.lines = []
           const w = this.waiting.shift()
           if (w) w(reply)
@@ -150,7 +161,8 @@ class SmtpClient {
 
   async write(data: string | Uint8Array): Promise<void> {
     if (this.socket.destroyed) return
-    if (!this.socket.write(data)) await new Promise<void>((resolve) => this.socket.once('drain', resolve).once('close', resolve))
+    if (!this.socket.write(data))
+      await new Promise<void>((resolve) => this.socket.once('drain', resolve).once('close', resolve))
   }
 
   async command(line: string): Promise<Reply> {
@@ -218,7 +230,11 @@ async function outgoing(to: string, i: number, attachmentSizes: number[]): Promi
     subject,
     // A line that starts with a dot: on the wire it is stuffed, on disk it must not be.
     text: `Message ${i}.\n.a line that starts with a dot\n..and one with two\nÄrger über Öl.\n`,
-    attachments: attachments.map((a) => ({ filename: a.filename, content: a.bytes, contentType: 'application/octet-stream' })),
+    attachments: attachments.map((a) => ({
+      filename: a.filename,
+      content: a.bytes,
+      contentType: 'application/octet-stream',
+    })),
   })
   return { subject, from, raw, attachments }
 }
@@ -229,15 +245,27 @@ function spoolProblems(config: TestConfig): string[] {
   const db = new Database(join(config.dataDir, 'linkbox.db'), { readonly: true })
   const problems: string[] = []
   try {
-    const rows = db.query('SELECT id, blob, size FROM mail_messages').all() as { id: number; blob: string; size: number }[]
+    const rows = db.query('SELECT id, blob, size FROM mail_messages').all() as {
+      id: number
+      blob: string
+      size: number
+    }[]
     for (const row of rows) {
-      const parts = db.query('SELECT part, size FROM mail_attachments WHERE message_id = ?').all(row.id) as { part: number; size: number }[]
+      const parts = db.query('SELECT part, size FROM mail_attachments WHERE message_id = ?').all(row.id) as {
+        part: number
+        size: number
+      }[]
       // A small message's bytes are in the database (mail_inline), committed with its row.
-      const inline = db.query('SELECT length(raw) AS size FROM mail_inline WHERE blob = ?').get(row.blob) as { size: number } | null
+      const inline = db.query('SELECT length(raw) AS size FROM mail_inline WHERE blob = ?').get(row.blob) as {
+        size: number
+      } | null
       if (inline) {
-        if (inline.size !== row.size) problems.push(`message ${row.id}: the inline source has ${inline.size} bytes, the row says ${row.size}`)
+        if (inline.size !== row.size)
+          problems.push(`message ${row.id}: the inline source has ${inline.size} bytes, the row says ${row.size}`)
         for (const p of parts) {
-          const part = db.query('SELECT length(data) AS size FROM mail_inline_parts WHERE blob = ? AND part = ?').get(row.blob, p.part) as { size: number } | null
+          const part = db
+            .query('SELECT length(data) AS size FROM mail_inline_parts WHERE blob = ? AND part = ?')
+            .get(row.blob, p.part) as { size: number } | null
           if (!part) problems.push(`message ${row.id}: no inline part ${p.part}`)
           else if (part.size !== p.size) problems.push(`message ${row.id}: inline part ${p.part} has the wrong size`)
         }
@@ -246,7 +274,8 @@ function spoolProblems(config: TestConfig): string[] {
       const dir = join(config.dataDir, 'mail', row.blob.slice(0, 2), row.blob)
       const raw = join(dir, 'raw.eml')
       if (!existsSync(raw)) problems.push(`message ${row.id}: no raw.eml`)
-      else if (statSync(raw).size !== row.size) problems.push(`message ${row.id}: raw.eml has ${statSync(raw).size} bytes, the row says ${row.size}`)
+      else if (statSync(raw).size !== row.size)
+        problems.push(`message ${row.id}: raw.eml has ${statSync(raw).size} bytes, the row says ${row.size}`)
       for (const p of parts) {
         const file = join(dir, `${p.part}.bin`)
         if (!existsSync(file)) problems.push(`message ${row.id}: no ${p.part}.bin`)
@@ -328,11 +357,13 @@ describe('mail acknowledged with 250 survives a SIGKILL', () => {
       pool: true,
       maxConnections: 4,
     })
-    const viaNodemailer = messages.filter((_, i) => i % 2 === 0).map(async (m) => {
-      const info = await transport.sendMail({ envelope: { from: m.from, to: [address] }, raw: m.raw })
-      expect(info.response).toStartWith('250 ')
-      return { m, ids: storedIds(info.response) }
-    })
+    const viaNodemailer = messages
+      .filter((_, i) => i % 2 === 0)
+      .map(async (m) => {
+        const info = await transport.sendMail({ envelope: { from: m.from, to: [address] }, raw: m.raw })
+        expect(info.response).toStartWith('250 ')
+        return { m, ids: storedIds(info.response) }
+      })
     const rawClients = await Promise.all([1, 2, 3].map(() => SmtpClient.open(server.smtpPort)))
     const rawOnes = messages.filter((_, i) => i % 2 === 1)
     const viaRaw = rawClients.map(async (client, c) => {
@@ -506,7 +537,8 @@ describe('SIGKILL while a 5 MiB message is streaming', () => {
     await client.begin(big.from, address)
     const sent = Math.floor(wire.length * 0.55)
     for (let at = 0; at < sent; at += 64 * 1024) await client.write(wire.subarray(at, Math.min(at + 64 * 1024, sent)))
-    const incomingSize = () => incomingFiles(config).reduce((n, f) => n + statSync(join(incomingDir(config), f)).size, 0)
+    const incomingSize = () =>
+      incomingFiles(config).reduce((n, f) => n + statSync(join(incomingDir(config), f)).size, 0)
     for (let deadline = Date.now() + 10_000; incomingSize() < 2 * 1024 * 1024; ) {
       if (Date.now() > deadline) throw new Error(`the incoming file did not grow past 2 MiB (${incomingSize()} bytes)`)
       await Bun.sleep(10)

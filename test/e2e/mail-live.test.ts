@@ -25,7 +25,10 @@ let bob: SignedIn
 
 beforeAll(async () => {
   dir = tempDir()
-  box = createLinkbox(testConfig(dir, { server: { host: '127.0.0.1', port: 0 }, mail: { domains: [DOMAIN], smtp_host: '127.0.0.1' } }), { smtpPort: 0 })
+  box = createLinkbox(
+    testConfig(dir, { server: { host: '127.0.0.1', port: 0 }, mail: { domains: [DOMAIN], smtp_host: '127.0.0.1' } }),
+    { smtpPort: 0 },
+  )
   url = `http://127.0.0.1:${box.listen().port}`
   const port = (await box.startSmtp())!.port
   send = nodemailer.createTransport({ host: '127.0.0.1', port, secure: false, ignoreTLS: true } as any)
@@ -33,7 +36,8 @@ beforeAll(async () => {
   await box.accounts.createAccount({ name: 'bob', password: 'bob password' })
   alice = await signIn(overSocket(url), 'alice', 'alice password')
   bob = await signIn(overSocket(url), 'bob', 'bob password')
-  for (const name of ['live', 'bounded', 'doomed', 'closing']) await postForm(overSocket(url), alice, '/dashboard/mail', { local: name, domain: DOMAIN })
+  for (const name of ['live', 'bounded', 'doomed', 'closing'])
+    await postForm(overSocket(url), alice, '/dashboard/mail', { local: name, domain: DOMAIN })
 })
 afterAll(async () => {
   send?.close()
@@ -42,14 +46,22 @@ afterAll(async () => {
 })
 
 async function deliver(to: string, subject: string): Promise<number> {
-  const info = await send.sendMail({ from: '"Sender <x>" <sender@example.org>', to, subject, text: `body of ${subject}` })
+  const info = await send.sendMail({
+    from: '"Sender <x>" <sender@example.org>',
+    to,
+    subject,
+    text: `body of ${subject}`,
+  })
   return Number(/stored as (\d+)/.exec(info.response)![1])
 }
 
 /** An open event stream: what it has sent so far, waiting for more, and closing it. */
 async function open(who: SignedIn, address: string, headers: Record<string, string> = {}) {
   const abort = new AbortController()
-  const res = await fetch(`${url}/dashboard/mail/${address}/events`, { headers: { cookie: who.cookie, ...headers }, signal: abort.signal })
+  const res = await fetch(`${url}/dashboard/mail/${address}/events`, {
+    headers: { cookie: who.cookie, ...headers },
+    signal: abort.signal,
+  })
   let text = ''
   let ended = false
   const reading = (async () => {
@@ -91,7 +103,10 @@ async function open(who: SignedIn, address: string, headers: Record<string, stri
 
 /** The `mail` events sent so far, parsed. */
 const mailEvents = (text: string) =>
-  [...text.matchAll(/id: (\d+)\nevent: mail\ndata: (.*)\n\n/g)].map((m) => ({ id: Number(m[1]), data: JSON.parse(m[2]!) }))
+  [...text.matchAll(/id: (\d+)\nevent: mail\ndata: (.*)\n\n/g)].map((m) => ({
+    id: Number(m[1]),
+    data: JSON.parse(m[2]!),
+  }))
 
 describe('the event stream', () => {
   test('a message sent over SMTP arrives as the escaped row the page renders, with the counts', async () => {
@@ -113,7 +128,9 @@ describe('the event stream', () => {
     expect(html).toContain('Sender &lt;x&gt;')
     expect(html).not.toContain('<img')
     // The same markup as the page's row.
-    const pageHtml = await (await fetch(`${url}/dashboard/mail/${address}`, { headers: { cookie: alice.cookie } })).text()
+    const pageHtml = await (
+      await fetch(`${url}/dashboard/mail/${address}`, { headers: { cookie: alice.cookie } })
+    ).text()
     expect(pageHtml).toContain(html)
     stream.close()
   })
@@ -189,7 +206,7 @@ describe('the event stream', () => {
 })
 
 describe('shutdown', () => {
-  test("close() ends open streams and does not wait out its grace for them", async () => {
+  test('close() ends open streams and does not wait out its grace for them', async () => {
     const address = `closing@${DOMAIN}`
     const stream = await open(alice, address)
     await stream.until(/retry: 3000/)

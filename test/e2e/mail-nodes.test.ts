@@ -45,8 +45,20 @@ function eml(to: string, subject: string, attachments: Record<string, Uint8Array
     'See the files, and https://example.com/report',
   ]
   for (const [name, data] of Object.entries(attachments)) {
-    lines.push('--b-1', `Content-Type: application/octet-stream; name="${name}"`, `Content-Disposition: attachment; filename="${name}"`)
-    lines.push('Content-Transfer-Encoding: base64', '', (Buffer.from(data).toString('base64').match(/.{1,76}/g) ?? []).join('\r\n'))
+    lines.push(
+      '--b-1',
+      `Content-Type: application/octet-stream; name="${name}"`,
+      `Content-Disposition: attachment; filename="${name}"`,
+    )
+    lines.push(
+      'Content-Transfer-Encoding: base64',
+      '',
+      (
+        Buffer.from(data)
+          .toString('base64')
+          .match(/.{1,76}/g) ?? []
+      ).join('\r\n'),
+    )
   }
   lines.push('--b-1--', '')
   return Buffer.from(lines.join('\r\n'))
@@ -78,7 +90,12 @@ async function startNode(sql: SQL): Promise<Node> {
     outbox: { wanted: () => true, wake: () => {} },
     changes: feed,
   })
-  const smtp = await startSmtp({ ...config, mail: { ...config.mail, smtp_port: 0 } }, mail, createSpool(dir), createFaultLog(log))
+  const smtp = await startSmtp(
+    { ...config, mail: { ...config.mail, smtp_port: 0 } },
+    mail,
+    createSpool(dir),
+    createFaultLog(log),
+  )
   return { mail, smtp, feed, dir, faults }
 }
 
@@ -93,7 +110,8 @@ async function bytesOf(body: unknown): Promise<Buffer> {
   return Buffer.from(await new Response(body as BodyInit).arrayBuffer())
 }
 
-const same = (a: Uint8Array, b: Uint8Array) => a.length === b.length && Buffer.compare(Buffer.from(a), Buffer.from(b)) === 0
+const same = (a: Uint8Array, b: Uint8Array) =>
+  a.length === b.length && Buffer.compare(Buffer.from(a), Buffer.from(b)) === 0
 
 describe('the mail service on PostgreSQL, two nodes', () => {
   let db: PostgresDatabase
@@ -106,7 +124,14 @@ describe('the mail service on PostgreSQL, two nodes', () => {
     a = await startNode(db.pool())
     b = await startNode(db.pool())
     const [row] = await db.main.sql`INSERT INTO accounts (name, created) VALUES ('alice', 0) RETURNING id`
-    alice = { accountId: Number(row.id), accountName: 'alice', admin: false, scopes: new Set(['mail']), keyId: null, via: 'key' }
+    alice = {
+      accountId: Number(row.id),
+      accountName: 'alice',
+      admin: false,
+      scopes: new Set(['mail']),
+      keyId: null,
+      via: 'key',
+    }
     await db.main.sql`INSERT INTO webhook_endpoints (account_id, url, events, secret, created)
                       VALUES (${alice.accountId}, 'https://hooks.example/mail', 'mail.received', 'whsec_test', 0)`
   }, 60_000)
@@ -115,7 +140,7 @@ describe('the mail service on PostgreSQL, two nodes', () => {
     await db?.close()
   })
 
-  test('a message sent to node B\'s SMTP port: a request held on node A and its live view hear of it; node A lists, reads and downloads it, attachments byte for byte', async () => {
+  test("a message sent to node B's SMTP port: a request held on node A and its live view hear of it; node A lists, reads and downloads it, attachments byte for byte", async () => {
     const box = await a.mail.getOrCreate(alice, 'shared')
     expect(box.address).toBe(`shared@${DOMAIN}`)
     // Node B sees the mailbox node A made (one database), and the address is node B's to take mail for.
@@ -128,7 +153,12 @@ describe('the mail service on PostgreSQL, two nodes', () => {
     await Bun.sleep(100)
 
     const source = eml(box.address, 'Across nodes', { 'all-bytes.bin': EVERY_BYTE, 'big.bin': BIG })
-    const send = nodemailer.createTransport({ host: '127.0.0.1', port: b.smtp.port, secure: false, ignoreTLS: true } as any)
+    const send = nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: b.smtp.port,
+      secure: false,
+      ignoreTLS: true,
+    } as any)
     try {
       const info = await send.sendMail({ envelope: { from: 'ann@example.org', to: [box.address] }, raw: source })
       expect(info.response).toMatch(/^250 2\.0\.0 OK: stored as \d+$/)
@@ -140,22 +170,45 @@ describe('the mail service on PostgreSQL, two nodes', () => {
     const list = await held
     expect(Date.now() - since).toBeLessThan(10_000)
     expect(list.address).toBe(box.address)
-    expect(list.messages).toEqual([expect.objectContaining({ subject: 'Across nodes', size: source.length, seen: false, attachments: 2 })])
+    expect(list.messages).toEqual([
+      expect.objectContaining({ subject: 'Across nodes', size: source.length, seen: false, attachments: 2 }),
+    ])
     expect(heard).toContain('mail')
     view.stop()
     const id = list.messages[0]!.id
 
     const message = await a.mail.readMessage(alice, { address: box.address, id })
-    expect(message).toMatchObject({ id, address: box.address, subject: 'Across nodes', seen: true, links: ['https://example.com/report'] })
-    expect(message.attachments.map((x) => [x.filename, x.size])).toEqual([['all-bytes.bin', 256], ['big.bin', BIG.length]])
+    expect(message).toMatchObject({
+      id,
+      address: box.address,
+      subject: 'Across nodes',
+      seen: true,
+      links: ['https://example.com/report'],
+    })
+    expect(message.attachments.map((x) => [x.filename, x.size])).toEqual([
+      ['all-bytes.bin', 256],
+      ['big.bin', BIG.length],
+    ])
     const download = (url: string) => {
       const u = new URL(url)
       const [, , kind, idText] = u.pathname.split('/')
-      return a.mail.download(kind as 'raw' | 'attachment', idText!, u.searchParams.get('exp'), u.searchParams.get('sig'))
+      return a.mail.download(
+        kind as 'raw' | 'attachment',
+        idText!,
+        u.searchParams.get('exp'),
+        u.searchParams.get('sig'),
+      )
     }
-    for (const [x, want] of [[message.attachments[0]!, EVERY_BYTE], [message.attachments[1]!, BIG]] as const) {
+    for (const [x, want] of [
+      [message.attachments[0]!, EVERY_BYTE],
+      [message.attachments[1]!, BIG],
+    ] as const) {
       const file = await download(x.url)
-      expect({ filename: file.filename, contentType: file.contentType, size: file.size }).toEqual({ filename: x.filename, contentType: 'application/octet-stream', size: want.length })
+      expect({ filename: file.filename, contentType: file.contentType, size: file.size }).toEqual({
+        filename: x.filename,
+        contentType: 'application/octet-stream',
+        size: want.length,
+      })
       expect(same(await bytesOf(file.body), want)).toBe(true)
     }
     const raw = await download(message.raw)
@@ -168,21 +221,32 @@ describe('the mail service on PostgreSQL, two nodes', () => {
     const events = await db.main.sql`SELECT type, account_id, payload FROM webhook_events`
     expect(events.map((e: any) => [e.type, Number(e.account_id)])).toEqual([['mail.received', alice.accountId]])
     expect(JSON.parse(events[0].payload).data).toEqual({ address: box.address, ...list.messages[0]!, seen: false })
-    expect(Number((await db.main.sql`SELECT count(*) AS n FROM webhook_deliveries WHERE state = 'pending'`)[0].n)).toBe(1)
+    expect(Number((await db.main.sql`SELECT count(*) AS n FROM webhook_deliveries WHERE state = 'pending'`)[0].n)).toBe(
+      1,
+    )
 
     // Nothing of it on either node's disk: the bytes are in the database.
-    const files = (dir: string) => (existsSync(dir) ? readdirSync(dir, { recursive: true, withFileTypes: true }).filter((f) => !f.isDirectory()) : [])
+    const files = (dir: string) =>
+      existsSync(dir) ? readdirSync(dir, { recursive: true, withFileTypes: true }).filter((f) => !f.isDirectory()) : []
     expect(existsSync(join(b.dir, 'mail', 'incoming'))).toBe(true) // node B took the message (over 1 MiB) into a file there first
     for (const n of [a, b]) expect(files(join(n.dir, 'mail'))).toEqual([])
     expect(a.faults).toEqual([])
     expect(b.faults).toEqual([])
   }, 60_000)
 
-  test('a mailbox deleted through node B: node A\'s live view hears of it and finds it gone, and node A\'s download link answers 404', async () => {
+  test("a mailbox deleted through node B: node A's live view hears of it and finds it gone, and node A's download link answers 404", async () => {
     const box = await a.mail.getOrCreate(alice, 'short-lived')
-    const send = nodemailer.createTransport({ host: '127.0.0.1', port: b.smtp.port, secure: false, ignoreTLS: true } as any)
+    const send = nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: b.smtp.port,
+      secure: false,
+      ignoreTLS: true,
+    } as any)
     try {
-      await send.sendMail({ envelope: { from: 'ann@example.org', to: [box.address] }, raw: eml(box.address, 'soon gone', { 'a.bin': EVERY_BYTE }) })
+      await send.sendMail({
+        envelope: { from: 'ann@example.org', to: [box.address] },
+        raw: eml(box.address, 'soon gone', { 'a.bin': EVERY_BYTE }),
+      })
     } finally {
       send.close()
     }
@@ -197,6 +261,8 @@ describe('the mail service on PostgreSQL, two nodes', () => {
     view.stop()
     await expect(a.mail.listMessages(alice, { address: box.address })).rejects.toMatchObject({ status: 404 })
     const u = new URL(raw)
-    await expect(a.mail.download('raw', String(m!.id), u.searchParams.get('exp'), u.searchParams.get('sig'))).rejects.toMatchObject({ status: 404 })
+    await expect(
+      a.mail.download('raw', String(m!.id), u.searchParams.get('exp'), u.searchParams.get('sig')),
+    ).rejects.toMatchObject({ status: 404 })
   }, 60_000)
 })

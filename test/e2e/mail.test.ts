@@ -28,8 +28,15 @@ interface MailBox {
   port: number
 }
 
-async function mailBox(mail: Record<string, unknown> = {}, more: Record<string, unknown> = {}, opts: AppOptions = {}): Promise<MailBox> {
-  const box = await makeBox({ mail: { domains: [DOMAIN], smtp_host: '127.0.0.1', ...mail }, ...more }, { smtpPort: 0, ...opts })
+async function mailBox(
+  mail: Record<string, unknown> = {},
+  more: Record<string, unknown> = {},
+  opts: AppOptions = {},
+): Promise<MailBox> {
+  const box = await makeBox(
+    { mail: { domains: [DOMAIN], smtp_host: '127.0.0.1', ...mail }, ...more },
+    { smtpPort: 0, ...opts },
+  )
   const smtp = await box.startSmtp()
   return { box, port: smtp!.port }
 }
@@ -59,25 +66,35 @@ async function until(cond: () => boolean, what: string, ms = 10_000) {
 /** Every file under a folder, relative and sorted ([] when it does not exist). */
 function filesUnder(dir: string): string[] {
   if (!existsSync(dir)) return []
-  return (readdirSync(dir, { recursive: true }) as string[])
-    .filter((p) => statSync(join(dir, p)).isFile())
-    .sort()
+  return (readdirSync(dir, { recursive: true }) as string[]).filter((p) => statSync(join(dir, p)).isFile()).sort()
 }
 const mailDir = (box: TestBox) => join(box.dir, 'mail')
 const incoming = (box: TestBox) => filesUnder(join(mailDir(box), 'incoming'))
 /** Every stored blob: the folders (<xx>/<blob>) of large messages and the mail_inline rows of small ones. */
 const blobFolders = (box: TestBox) => [
-  ...[...new Set(filesUnder(mailDir(box)).map((p) => /^([0-9a-f]{2}\/[0-9a-f]{32})\//.exec(p)?.[1]).filter(Boolean))].sort(),
-  ...(box.db.query('SELECT blob FROM mail_inline ORDER BY blob').all() as { blob: string }[]).map((r) => `inline:${r.blob}`),
+  ...[
+    ...new Set(
+      filesUnder(mailDir(box))
+        .map((p) => /^([0-9a-f]{2}\/[0-9a-f]{32})\//.exec(p)?.[1])
+        .filter(Boolean),
+    ),
+  ].sort(),
+  ...(box.db.query('SELECT blob FROM mail_inline ORDER BY blob').all() as { blob: string }[]).map(
+    (r) => `inline:${r.blob}`,
+  ),
 ]
-const isInline = (box: TestBox, blob: string) => box.db.query('SELECT 1 FROM mail_inline WHERE blob = ?').get(blob) !== null
+const isInline = (box: TestBox, blob: string) =>
+  box.db.query('SELECT 1 FROM mail_inline WHERE blob = ?').get(blob) !== null
 /**
  * What a blob holds, named like the files of a large message's folder (raw.eml, 1.bin, …) whether they are
  * files or, for a small message, rows of mail_inline and mail_inline_parts; [] once it is gone.
  */
 function blobContents(box: TestBox, blob: string): string[] {
-  if (!isInline(box, blob)) return filesUnder(join(mailDir(box), blob.slice(0, 2), blob)).filter((f) => f !== 'body.json')
-  const parts = box.db.query('SELECT part FROM mail_inline_parts WHERE blob = ? ORDER BY part').all(blob) as { part: number }[]
+  if (!isInline(box, blob))
+    return filesUnder(join(mailDir(box), blob.slice(0, 2), blob)).filter((f) => f !== 'body.json')
+  const parts = box.db.query('SELECT part FROM mail_inline_parts WHERE blob = ? ORDER BY part').all(blob) as {
+    part: number
+  }[]
   return [...parts.map((p) => `${p.part}.bin`), 'raw.eml'].sort()
 }
 /** A blob's raw source, from its file or its mail_inline row. */
@@ -263,7 +280,12 @@ describe('ordinary mail, sent with nodemailer', () => {
 
   test('plain text: 250 names the stored id, and the text, sender and subject come back', async () => {
     const to = await mailbox('plain')
-    const info = await send.sendMail({ from: `"Plain Sender" <${SENDER}>`, to, subject: 'Hello plain', text: 'Just some text.\nSecond line.' })
+    const info = await send.sendMail({
+      from: `"Plain Sender" <${SENDER}>`,
+      to,
+      subject: 'Hello plain',
+      text: 'Just some text.\nSecond line.',
+    })
     expect(info.response).toMatch(/^250 2\.0\.0 OK: stored as \d+$/)
     const [id] = storedIds(info.response)
     const msg = (await api('message.json', { address: to, id: id! })).body.return
@@ -280,7 +302,10 @@ describe('ordinary mail, sent with nodemailer', () => {
     })
     expect(msg.text.trimEnd()).toBe('Just some text.\nSecond line.')
     // The row and the raw source behind it (a small message's is in mail_inline): the message as it came.
-    const row = m.box.db.query('SELECT size, blob FROM mail_messages WHERE id = ?').get(id!) as { size: number; blob: string }
+    const row = m.box.db.query('SELECT size, blob FROM mail_messages WHERE id = ?').get(id!) as {
+      size: number
+      blob: string
+    }
     expect(isInline(m.box, row.blob)).toBe(true)
     const raw = rawOf(m.box, row.blob)
     expect(raw.length).toBe(row.size)
@@ -375,7 +400,9 @@ describe('ordinary mail, sent with nodemailer', () => {
     const msg = (await api('message.json', { address: to, id: id! })).body.return
     expect(msg.subject).toBe('Grüße aus Köln')
     expect(msg.from).toEqual({ address: SENDER, name: 'Jürgen Müller' })
-    expect(msg.text).toBe('Schöne Grüße, été à Zürich.\nEin sehr langer Satz, der umbrochen wird, weil quoted-printable Zeilen kürzt.\n')
+    expect(msg.text).toBe(
+      'Schöne Grüße, été à Zürich.\nEin sehr langer Satz, der umbrochen wird, weil quoted-printable Zeilen kürzt.\n',
+    )
   })
 
   test('messages.json: newest first, intro of at most 160 characters, seen false then true', async () => {
@@ -411,7 +438,7 @@ describe('ordinary mail, sent with nodemailer', () => {
       'Again: https://example.com/confirm?a=1&b=2\nNot a web link: ftp://example.com/x mailto:x@example.com'
     const html =
       '<p><a href="https://example.com/confirm?a=1&amp;b=2">Confirm</a> ' +
-      '<a href=\'https://example.com/unsubscribe?list=7&amp;u=9\'>Unsubscribe</a> ' +
+      "<a href='https://example.com/unsubscribe?list=7&amp;u=9'>Unsubscribe</a> " +
       '<a href="javascript:alert(1)">x</a> Visit http://plain.example/written-out too.</p>'
     const info = await send.sendMail({ from: SENDER, to, subject: 'Links', text, html })
     const [id] = storedIds(info.response)
@@ -460,7 +487,11 @@ describe('ordinary mail, sent with nodemailer', () => {
     // The text mailparser makes of the HTML shows each image's address; none of them is a link.
     expect(msg.text).toContain(`[${tracker}]`)
     expect(msg.text).toContain('[https://cdn.example/logo.png]https://shop.example/home')
-    expect(msg.links).toEqual(['https://shop.example/confirm?t=1&u=2', 'https://shop.example/home', 'https://shop.example/offer'])
+    expect(msg.links).toEqual([
+      'https://shop.example/confirm?t=1&u=2',
+      'https://shop.example/home',
+      'https://shop.example/offer',
+    ])
   })
 
   test("links: a message shaped like mailparser's outofmemory.eml (1 MB of brackets in an HTML title) gives its three links", async () => {
@@ -470,7 +501,11 @@ describe('ordinary mail, sent with nodemailer', () => {
     const msg = (await api('message.json', { address: to, id: storedIds(r.final!)[0]! })).body.return
     expect(msg.text).toContain('[http://img.example/o6/b_uns.jpg]http://a.example/pro.php?gra-2')
     expect(msg.text).toContain('the-end')
-    expect(msg.links).toEqual(['http://a.example/pro.php?pro-1', 'http://a.example/pro.php?gra-2', 'http://a.example/pro.php?hin-3'])
+    expect(msg.links).toEqual([
+      'http://a.example/pro.php?pro-1',
+      'http://a.example/pro.php?gra-2',
+      'http://a.example/pro.php?hin-3',
+    ])
   })
 
   test('links: a message built to make link finding slow (runs of brackets, tags left open) is stored at once', async () => {
@@ -542,7 +577,10 @@ describe('edges, by a raw SMTP dialogue', () => {
     expect(ok.data).toStartWith('354')
     expect(ok.final).toMatch(/^250 2\.0\.0 OK: stored as \d+$/)
     const [id] = storedIds(ok.final!)
-    const row = m.box.db.query('SELECT size, blob FROM mail_messages WHERE id = ?').get(id!) as { size: number; blob: string }
+    const row = m.box.db.query('SELECT size, blob FROM mail_messages WHERE id = ?').get(id!) as {
+      size: number
+      blob: string
+    }
     expect(row.size).toBe(LIMIT)
     const raw = await download(m.box, (await api('message.json', { address: to, id: id! })).body.return.raw)
     expect(raw.bytes.equals(Buffer.from(exact))).toBe(true)
@@ -572,7 +610,9 @@ describe('edges, by a raw SMTP dialogue', () => {
       expect(await client.cmd(`MAIL FROM:<${SENDER}> SIZE=100`)).toStartWith('250 ')
       expect(await client.cmd(`RCPT TO:<${to}>`)).toStartWith('250 ')
       expect(await client.cmd('DATA')).toStartWith('354')
-      expect(await client.body(emlOfSize(to, LIMIT + 1))).toBe(`552 5.3.4 the message is larger than the limit of ${LIMIT} bytes`)
+      expect(await client.body(emlOfSize(to, LIMIT + 1))).toBe(
+        `552 5.3.4 the message is larger than the limit of ${LIMIT} bytes`,
+      )
     } finally {
       await client.quit()
     }
@@ -640,7 +680,9 @@ describe('edges, by a raw SMTP dialogue', () => {
     const next = await rawSend(m.port, [to], eml(to, 'after the drop', 'still here'))
     expect(next.final).toMatch(/^250 /)
     expect(messagesIn(to)).toBe(1)
-    expect(m.box.db.query('SELECT subject FROM mail_messages WHERE id = ?').get(storedIds(next.final!)[0]!)).toEqual({ subject: 'after the drop' })
+    expect(m.box.db.query('SELECT subject FROM mail_messages WHERE id = ?').get(storedIds(next.final!)[0]!)).toEqual({
+      subject: 'after the drop',
+    })
   })
 
   test('PIPELINING: MAIL, RCPT, RCPT, DATA in one write are answered in order', async () => {
@@ -711,7 +753,10 @@ describe('ownership and keys', () => {
     m = await mailBox({ mailbox_ttl: 3600 }, { marketplace: { proxy_secret: 's3cret' } }, { clock: () => now })
     alice = caller(m.box, { 'x-api-key': await m.box.account('alice') })
     bob = caller(m.box, { 'x-api-key': await m.box.account('bob') })
-    narrow = caller(m.box, { 'x-api-key': (await m.box.accounts.createKey({ account: 'alice', scopes: ['links', 'qr', 'media', 'webhooks'] })).key })
+    narrow = caller(m.box, {
+      'x-api-key': (await m.box.accounts.createKey({ account: 'alice', scopes: ['links', 'qr', 'media', 'webhooks'] }))
+        .key,
+    })
     anonymous = caller(m.box, {})
     expect((await alice('mailbox.json', { address: 'owned' })).status).toBe(200)
     ownedId = storedIds((await rawSend(m.port, [owned], eml(owned, 'for alice only', 'secret code 123456'))).final!)[0]!
@@ -729,13 +774,21 @@ describe('ownership and keys', () => {
     const claim = await bob('mailbox.json', { address: 'OWNED' }) // letter case does not make it another address
     expect(claim.status).toBe(403)
     expect(claim.body.code).toBe('address_taken')
-    expect(m.box.db.query('SELECT a.name FROM mailboxes m JOIN accounts a ON a.id = m.account_id WHERE m.address = ?').get(owned)).toEqual({ name: 'alice' })
+    expect(
+      m.box.db
+        .query('SELECT a.name FROM mailboxes m JOIN accounts a ON a.id = m.account_id WHERE m.address = ?')
+        .get(owned),
+    ).toEqual({ name: 'alice' })
     // The owner still reads it.
     expect((await alice('message.json', { address: owned, id: ownedId })).body.return.text).toContain('123456')
   })
 
   test('no key → 401 on all three methods', async () => {
-    for (const [method, q] of [['mailbox.json', { address: 'owned' }], ['messages.json', { address: 'owned' }], ['message.json', { address: 'owned', id: ownedId }]] as const) {
+    for (const [method, q] of [
+      ['mailbox.json', { address: 'owned' }],
+      ['messages.json', { address: 'owned' }],
+      ['message.json', { address: 'owned', id: ownedId }],
+    ] as const) {
       const r = await anonymous(method, q)
       expect([method, r.status]).toEqual([method, 401])
       expect(r.body.status).toBe('error')
@@ -743,7 +796,11 @@ describe('ownership and keys', () => {
   })
 
   test('a key without the mail scope → 403 scope_denied on all three methods', async () => {
-    for (const [method, q] of [['mailbox.json', { address: 'owned' }], ['messages.json', { address: 'owned' }], ['message.json', { address: 'owned', id: ownedId }]] as const) {
+    for (const [method, q] of [
+      ['mailbox.json', { address: 'owned' }],
+      ['messages.json', { address: 'owned' }],
+      ['message.json', { address: 'owned', id: ownedId }],
+    ] as const) {
       const r = await narrow(method, q)
       expect([method, r.status, r.body.code]).toEqual([method, 403, 'scope_denied'])
     }
@@ -754,7 +811,11 @@ describe('ownership and keys', () => {
     const made = await mp('mailbox.json', { address: 'market-box' })
     expect(made.status).toBe(200)
     const address = made.body.return.address
-    expect(m.box.db.query('SELECT a.name FROM mailboxes m JOIN accounts a ON a.id = m.account_id WHERE m.address = ?').get(address)).toEqual({
+    expect(
+      m.box.db
+        .query('SELECT a.name FROM mailboxes m JOIN accounts a ON a.id = m.account_id WHERE m.address = ?')
+        .get(address),
+    ).toEqual({
       name: 'marketplace:buyer-7',
     })
     const id = storedIds((await rawSend(m.port, [address], eml(address, 'via marketplace', 'hi'))).final!)[0]!
@@ -767,7 +828,10 @@ describe('ownership and keys', () => {
     // Another marketplace user is another account; a wrong secret is no caller at all.
     expect((await caller(m.box, market('buyer-8'))('messages.json', { address })).body.code).toBe('not_owner')
     expect((await caller(m.box, market('buyer-7'))('messages.json', { address: 'owned' })).body.code).toBe('not_owner')
-    const wrong = await caller(m.box, { 'X-RapidAPI-Proxy-Secret': 'guess', 'X-RapidAPI-User': 'buyer-7' })('messages.json', { address })
+    const wrong = await caller(m.box, { 'X-RapidAPI-Proxy-Secret': 'guess', 'X-RapidAPI-User': 'buyer-7' })(
+      'messages.json',
+      { address },
+    )
     expect(wrong.status).toBe(401)
   })
 
@@ -920,7 +984,14 @@ describe('signed links, sweep, unreadable mail (movable clock)', () => {
       const exp = Number(new URL(url).searchParams.get('exp'))
       expect((await download(m.box, withQuery(url, 'exp', String(exp + 3600)))).status).toBe(403)
       // An id the link was not signed for.
-      expect((await download(m.box, url.replace(/\/(raw|attachment)\/(\d+)/, (_, k, id) => `/${k}/${Number(id) + 1}`))).status).toBe(403)
+      expect(
+        (
+          await download(
+            m.box,
+            url.replace(/\/(raw|attachment)\/(\d+)/, (_, k, id) => `/${k}/${Number(id) + 1}`),
+          )
+        ).status,
+      ).toBe(403)
     }
     // The link outlives its hour: 410, and a changed sig on an expired link is still 403 (tampered first).
     const saved = now
@@ -929,7 +1000,9 @@ describe('signed links, sweep, unreadable mail (movable clock)', () => {
     expect(late.status).toBe(410)
     expect(late.bytes.toString()).toContain('has expired')
     expect((await download(m.box, msg.raw)).status).toBe(410)
-    expect((await download(m.box, withQuery(file, 'sig', flip(new URL(file).searchParams.get('sig')!)))).status).toBe(403)
+    expect((await download(m.box, withQuery(file, 'sig', flip(new URL(file).searchParams.get('sig')!)))).status).toBe(
+      403,
+    )
     now = saved
 
     // A fresh pair of links, then the message goes: both 404.
@@ -944,7 +1017,8 @@ describe('signed links, sweep, unreadable mail (movable clock)', () => {
     const gone = await withAttachment('sweep-me')
     now += 5 * 60_000
     const kept = await withAttachment('keep-me') // made later: expires later
-    const blobOf = (id: number) => (m.box.db.query('SELECT blob FROM mail_messages WHERE id = ?').get(id) as { blob: string }).blob
+    const blobOf = (id: number) =>
+      (m.box.db.query('SELECT blob FROM mail_messages WHERE id = ?').get(id) as { blob: string }).blob
     const goneBlob = blobOf(gone.id)
     const keptBlob = blobOf(kept.id)
     expect(blobContents(m.box, goneBlob)).toEqual(['1.bin', 'raw.eml'])
@@ -978,12 +1052,17 @@ describe('signed links, sweep, unreadable mail (movable clock)', () => {
   test('a message mailparser cannot read is kept raw and listed', async () => {
     const address = (await api('mailbox.json', { address: 'broken' })).body.return.address as string
     // Multiparts nested 2000 deep: mailparser gives up ("Max allowed child nodes exceeded").
-    const nest = Array.from({ length: 2000 }, (_, i) => `Content-Type: multipart/mixed; boundary="b${i}"\r\n\r\n--b${i}\r\n`).join('')
+    const nest = Array.from(
+      { length: 2000 },
+      (_, i) => `Content-Type: multipart/mixed; boundary="b${i}"\r\n\r\n--b${i}\r\n`,
+    ).join('')
     const message = `From: <${SENDER}>\r\nTo: <${address}>\r\nSubject: unreadable\r\nMIME-Version: 1.0\r\n${nest}`
     const r = await rawSend(m.port, [address], message)
     expect(r.final).toMatch(/^250 /)
     const [id] = storedIds(r.final!)
-    const row = m.box.db.query('SELECT parse_error FROM mail_messages WHERE id = ?').get(id!) as { parse_error: string | null }
+    const row = m.box.db.query('SELECT parse_error FROM mail_messages WHERE id = ?').get(id!) as {
+      parse_error: string | null
+    }
     expect(row.parse_error).toContain('child nodes')
     const list = (await api('messages.json', { address })).body.return.messages
     expect(list.map((x: any) => [x.id, x.from.address, x.seen])).toEqual([[id, SENDER, false]])
@@ -1007,7 +1086,22 @@ describe('STARTTLS with a configured certificate', () => {
     const cert = join(dir, 'cert.pem')
     const key = join(dir, 'key.pem')
     const made = Bun.spawnSync(
-      ['/usr/bin/openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-days', '1', '-keyout', key, '-out', cert],
+      [
+        '/usr/bin/openssl',
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-subj',
+        '/CN=localhost',
+        '-days',
+        '1',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+      ],
       { stderr: 'pipe' },
     )
     if (made.exitCode !== 0) throw new Error(`openssl failed: ${made.stderr.toString()}`)
@@ -1048,11 +1142,14 @@ describe('linksOf', () => {
       'https://b.example/y',
       'https://c.example/z',
     ])
-    expect(linksOf('see https://en.wikipedia.org/wiki/Foo_(bar) now', null)).toEqual(['https://en.wikipedia.org/wiki/Foo_(bar)'])
+    expect(linksOf('see https://en.wikipedia.org/wiki/Foo_(bar) now', null)).toEqual([
+      'https://en.wikipedia.org/wiki/Foo_(bar)',
+    ])
   })
 
   test('hrefs are entity-decoded, text comes first, each URL once', () => {
-    const html = '<a href="https://x.example/c?a=1&amp;b=2">c</a><a href=https://x.example/bare>b</a> https://x.example/t'
+    const html =
+      '<a href="https://x.example/c?a=1&amp;b=2">c</a><a href=https://x.example/bare>b</a> https://x.example/t'
     expect(linksOf('https://x.example/t and https://x.example/c?a=1&b=2', html)).toEqual([
       'https://x.example/t',
       'https://x.example/c?a=1&b=2',
@@ -1072,7 +1169,10 @@ describe('linksOf', () => {
   })
 
   test('text: a bracket that closes nothing ends a URL, a pair stays, one left open ends it where it opened', () => {
-    expect(linksOf('[http://a.example/x.jpg]http://b.example/y', null)).toEqual(['http://a.example/x.jpg', 'http://b.example/y'])
+    expect(linksOf('[http://a.example/x.jpg]http://b.example/y', null)).toEqual([
+      'http://a.example/x.jpg',
+      'http://b.example/y',
+    ])
     expect(linksOf('http://a.example/p)q http://b.example/{x}/[y](z) http://c.example/f(o', null)).toEqual([
       'http://a.example/p',
       'http://b.example/{x}/[y](z)',
@@ -1085,7 +1185,9 @@ describe('linksOf', () => {
       'https://c.example/',
     ])
     // A URL inside another one's query is part of it, not a link of its own.
-    expect(linksOf('https://a.example/r?to=https://b.example/x', null)).toEqual(['https://a.example/r?to=https://b.example/x'])
+    expect(linksOf('https://a.example/r?to=https://b.example/x', null)).toEqual([
+      'https://a.example/r?to=https://b.example/x',
+    ])
   })
 
   test('HTML: <a href> and <area href> are links; <img src>, poster and background are not, even where the text shows them', () => {
@@ -1108,17 +1210,28 @@ describe('linksOf', () => {
 
   test('HTML is split as a browser splits it: ">" in a quoted value, comments, hidden elements, a tag left open', () => {
     expect(linksOf('', '<a title="1 > 0" href="https://a.example/q">x</a>')).toEqual(['https://a.example/q'])
-    expect(linksOf('', '<A HREF=https://a.example/bare>x</A><a href = \'https://a.example/s\'>')).toEqual([
+    expect(linksOf('', "<A HREF=https://a.example/bare>x</A><a href = 'https://a.example/s'>")).toEqual([
       'https://a.example/bare',
       'https://a.example/s',
     ])
-    expect(linksOf('', '<a href="https://a.example/first" href="https://a.example/second">')).toEqual(['https://a.example/first'])
+    expect(linksOf('', '<a href="https://a.example/first" href="https://a.example/second">')).toEqual([
+      'https://a.example/first',
+    ])
     expect(
-      linksOf('', '<!-- <a href="https://no.example/c"> https://no.example/c2 --><style>a{b:url(https://no.example/s)}</style>'),
+      linksOf(
+        '',
+        '<!-- <a href="https://no.example/c"> https://no.example/c2 --><style>a{b:url(https://no.example/s)}</style>',
+      ),
     ).toEqual([])
-    expect(linksOf('', '<title>https://no.example/t</title><p>1 < 2 https://a.example/after</p>')).toEqual(['https://a.example/after'])
-    expect(linksOf('', '<p>https://a.example/before</p><a href="https://no.example/open')).toEqual(['https://a.example/before'])
-    expect(linksOf('', '<p>https://a.example/before</p><script>https://no.example/never-closed')).toEqual(['https://a.example/before'])
+    expect(linksOf('', '<title>https://no.example/t</title><p>1 < 2 https://a.example/after</p>')).toEqual([
+      'https://a.example/after',
+    ])
+    expect(linksOf('', '<p>https://a.example/before</p><a href="https://no.example/open')).toEqual([
+      'https://a.example/before',
+    ])
+    expect(linksOf('', '<p>https://a.example/before</p><script>https://no.example/never-closed')).toEqual([
+      'https://a.example/before',
+    ])
   })
 
   test('at most 500 links, the first ones', () => {

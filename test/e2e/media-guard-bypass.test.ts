@@ -15,7 +15,10 @@ import { runCli, writeConfig } from '../support/server'
 
 const LONG = 60_000
 const PUBLIC = '127.0.0.2'
-const guardOpts = { resolve: async (host: string) => (host === 'public.test' ? [PUBLIC] : []), isAllowed: (a: string) => a === PUBLIC }
+const guardOpts = {
+  resolve: async (host: string) => (host === 'public.test' ? [PUBLIC] : []),
+  isAllowed: (a: string) => a === PUBLIC,
+}
 
 type Server = ReturnType<typeof Bun.serve>
 let secret: Server // ::1: private
@@ -33,9 +36,12 @@ beforeAll(() => {
     port: 0,
     fetch(req) {
       secretHits.push(new URL(req.url).pathname)
-      return new Response('<html><head><title>Router admin</title><meta property="og:image" content="/admin.png"></head><body><video src="/cam.mp4"></video></body></html>', {
-        headers: { 'content-type': 'text/html' },
-      })
+      return new Response(
+        '<html><head><title>Router admin</title><meta property="og:image" content="/admin.png"></head><body><video src="/cam.mp4"></video></body></html>',
+        {
+          headers: { 'content-type': 'text/html' },
+        },
+      )
     },
   })
   const target = (path: string) => smuggled(`http://[::1]:${secret.port}${path}`)
@@ -48,9 +54,12 @@ beforeAll(() => {
         return new Response('<html><head><title>Moved</title></head><body>moved</body></html>', {
           headers: { 'content-type': 'text/html', refresh: `0; url=${target('/secret-header')}` },
         })
-      return new Response(`<html><head><title>Moved</title><meta http-equiv="refresh" content="0; url=${target('/secret-meta')}"></head><body>moved</body></html>`, {
-        headers: { 'content-type': 'text/html' },
-      })
+      return new Response(
+        `<html><head><title>Moved</title><meta http-equiv="refresh" content="0; url=${target('/secret-meta')}"></head><body>moved</body></html>`,
+        {
+          headers: { 'content-type': 'text/html' },
+        },
+      )
     },
   })
 })
@@ -60,7 +69,8 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-const download = (box: TestBox, key: string, url: string) => box.get('/api/download.json', { url }, { 'x-api-key': key })
+const download = (box: TestBox, key: string, url: string) =>
+  box.get('/api/download.json', { url }, { 'x-api-key': key })
 
 describe('the real yt-dlp', () => {
   let box: TestBox
@@ -82,14 +92,18 @@ describe('the real yt-dlp', () => {
     ['a meta refresh', '/meta'],
     ['a Refresh header', '/refresh-header'],
   ] as const) {
-    test(`${how} to a private address with a smuggled "no proxy" header: refused, the private host never asked`, async () => {
-      const before = secretHits.length
-      const r = await download(box, key, `http://public.test:${site.port}${path}`)
-      expect(r.status, JSON.stringify(r.body)).toBe(400)
-      expect(r.body.code).toBe('private_address')
-      expect(JSON.stringify(r.body)).not.toContain('Router admin')
-      expect(secretHits.slice(before)).toEqual([])
-    }, LONG)
+    test(
+      `${how} to a private address with a smuggled "no proxy" header: refused, the private host never asked`,
+      async () => {
+        const before = secretHits.length
+        const r = await download(box, key, `http://public.test:${site.port}${path}`)
+        expect(r.status, JSON.stringify(r.body)).toBe(400)
+        expect(r.body.code).toBe('private_address')
+        expect(JSON.stringify(r.body)).not.toContain('Router admin')
+        expect(secretHits.slice(before)).toEqual([])
+      },
+      LONG,
+    )
   }
 
   test('a url that carries smuggled data itself is refused before yt-dlp runs', async () => {
@@ -148,7 +162,11 @@ describe('a yt-dlp older than 2024.07.01 is never run', () => {
   })
 
   test('a segmented format whose yt-dlp was replaced by an old one: /dl answers 503 and does not run it', async () => {
-    const good = standIn('swap', '2025.01.01', info([format('hls', `http://public.test:${site.port}/v.m3u8`, { protocol: 'm3u8_native', ext: 'mp4' })]))
+    const good = standIn(
+      'swap',
+      '2025.01.01',
+      info([format('hls', `http://public.test:${site.port}/v.m3u8`, { protocol: 'm3u8_native', ext: 'mp4' })]),
+    )
     const box = await makeBox({ media: { ytdlp_path: good.path } }, guardOpts)
     try {
       const r = await download(box, await box.account('u'), pageUrl())
@@ -166,18 +184,22 @@ describe('a yt-dlp older than 2024.07.01 is never run', () => {
     }
   })
 
-  test('doctor FAILs it, naming the version and the fix', async () => {
-    const old = standIn('doctor', '2023.03.04', {})
-    const c = writeConfig(tempDir('linkbox-bypass-doctor-'), { media: { ytdlp_path: old.path } })
-    try {
-      const r = await runCli(['doctor', '--config', c.configPath], { timeoutMs: 30_000 })
-      expect(r.stdout).toMatch(/FAIL\s+yt-dlp\s.*version 2023\.03\.04 is older than 2024\.07\.01/)
-      expect(r.stdout).toContain('linkbox ytdlp update')
-      expect(r.code).not.toBe(0)
-    } finally {
-      rmSync(c.dir, { recursive: true, force: true })
-    }
-  }, LONG)
+  test(
+    'doctor FAILs it, naming the version and the fix',
+    async () => {
+      const old = standIn('doctor', '2023.03.04', {})
+      const c = writeConfig(tempDir('linkbox-bypass-doctor-'), { media: { ytdlp_path: old.path } })
+      try {
+        const r = await runCli(['doctor', '--config', c.configPath], { timeoutMs: 30_000 })
+        expect(r.stdout).toMatch(/FAIL\s+yt-dlp\s.*version 2023\.03\.04 is older than 2024\.07\.01/)
+        expect(r.stdout).toContain('linkbox ytdlp update')
+        expect(r.code).not.toBe(0)
+      } finally {
+        rmSync(c.dir, { recursive: true, force: true })
+      }
+    },
+    LONG,
+  )
 })
 
 describe('whatever the version: what yt-dlp reports is checked before it is used', () => {
@@ -194,7 +216,10 @@ describe('whatever the version: what yt-dlp reports is checked before it is used
   }
 
   test('an answer with a proxy header in a format: refused, no ticket made', async () => {
-    const { r, tickets } = await ask('hdr', info([format('0', publicFile(), { http_headers: { 'Ytdl-request-proxy': '__noproxy__' } })]))
+    const { r, tickets } = await ask(
+      'hdr',
+      info([format('0', publicFile(), { http_headers: { 'Ytdl-request-proxy': '__noproxy__' } })]),
+    )
     expect([r.status, r.body.code]).toEqual([400, 'private_address'])
     expect(tickets).toBe(0)
   })
@@ -208,9 +233,16 @@ describe('whatever the version: what yt-dlp reports is checked before it is used
   test('formats and a thumbnail on private addresses are left out; the public format stays', async () => {
     const { r, tickets } = await ask(
       'mixed',
-      info([format('lan', `http://192.168.1.1/cam.mp4`), format('loop', `http://[::1]:${secret.port}/x.mp4`), format('pub', publicFile())], {
-        thumbnail: `http://127.0.0.1/thumb.jpg`,
-      }),
+      info(
+        [
+          format('lan', `http://192.168.1.1/cam.mp4`),
+          format('loop', `http://[::1]:${secret.port}/x.mp4`),
+          format('pub', publicFile()),
+        ],
+        {
+          thumbnail: `http://127.0.0.1/thumb.jpg`,
+        },
+      ),
     )
     expect(r.status, JSON.stringify(r.body)).toBe(200)
     expect(r.body.return.formats.map((f: { id: string }) => f.id)).toEqual(['pub'])
@@ -219,7 +251,10 @@ describe('whatever the version: what yt-dlp reports is checked before it is used
   })
 
   test('every format on a private address: 400 private_address', async () => {
-    const { r, tickets } = await ask('allpriv', info([format('lan', 'http://10.0.0.1/a.mp4'), format('meta', 'http://169.254.169.254/latest/meta-data/')]))
+    const { r, tickets } = await ask(
+      'allpriv',
+      info([format('lan', 'http://10.0.0.1/a.mp4'), format('meta', 'http://169.254.169.254/latest/meta-data/')]),
+    )
     expect([r.status, r.body.code]).toEqual([400, 'private_address'])
     expect(tickets).toBe(0)
   })

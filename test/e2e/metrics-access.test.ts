@@ -20,7 +20,9 @@ afterAll(async () => {
 /** A listening app whose trusted proxy is 127.0.0.1 (the test itself), with `server` settings added. */
 function listening(server: Record<string, unknown> = {}): { box: Linkbox; base: string } {
   const dir = tempDir()
-  const box = createLinkbox(testConfig(dir, { server: { host: '127.0.0.1', port: 0, trusted_proxies: ['127.0.0.1'], ...server } }))
+  const box = createLinkbox(
+    testConfig(dir, { server: { host: '127.0.0.1', port: 0, trusted_proxies: ['127.0.0.1'], ...server } }),
+  )
   boxes.push({ box, dir })
   return { box, base: `http://127.0.0.1:${box.listen().port}` }
 }
@@ -80,9 +82,27 @@ describe('/metrics with server.metrics_token set', () => {
 
   test('private networks answer: RFC 1918 and IPv6 unique local addresses; their neighbours do not', async () => {
     const status = async (client: string) => (await from(client)).status
-    for (const client of ['10.1.2.3', '172.16.0.9', '172.31.255.254', '192.168.1.20', 'fd12:3456:789a::1', 'fc00::1', '::ffff:10.0.0.8'])
+    for (const client of [
+      '10.1.2.3',
+      '172.16.0.9',
+      '172.31.255.254',
+      '192.168.1.20',
+      'fd12:3456:789a::1',
+      'fc00::1',
+      '::ffff:10.0.0.8',
+    ])
       expect({ client, status: await status(client) }).toEqual({ client, status: 200 })
-    for (const client of ['172.32.0.1', '172.15.255.255', '192.169.0.1', '11.0.0.1', '100.64.0.1', '169.254.1.1', 'fe80::1', '2001:db8::1', '::ffff:203.0.113.7'])
+    for (const client of [
+      '172.32.0.1',
+      '172.15.255.255',
+      '192.169.0.1',
+      '11.0.0.1',
+      '100.64.0.1',
+      '169.254.1.1',
+      'fe80::1',
+      '2001:db8::1',
+      '::ffff:203.0.113.7',
+    ])
       expect({ client, status: await status(client) }).toEqual({ client, status: 404 })
   })
 
@@ -93,7 +113,9 @@ describe('/metrics with server.metrics_token set', () => {
 
   test('a request that came through no socket has no client address: refused', async () => {
     expect((await box.app.handle(new Request(`${BASE}/metrics`))).status).toBe(404)
-    const withToken = await box.app.handle(new Request(`${BASE}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } }))
+    const withToken = await box.app.handle(
+      new Request(`${BASE}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } }),
+    )
     expect(withToken.status).toBe(200)
   })
 })

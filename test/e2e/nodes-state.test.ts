@@ -8,7 +8,18 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { Jar, startProvider, throughProvider, visit, type TestProvider } from '../support/oidc-provider'
 import { sharedPostgres, type Postgres } from '../support/postgres'
-import { CHROME_UA, createAccount, freePort, killAllServers, removeDir, runCli, startServer, tempDir, writeConfig, type RunningServer } from '../support/server'
+import {
+  CHROME_UA,
+  createAccount,
+  freePort,
+  killAllServers,
+  removeDir,
+  runCli,
+  startServer,
+  tempDir,
+  writeConfig,
+  type RunningServer,
+} from '../support/server'
 import { cookiesSet, overSocket, signIn, type SignedIn } from '../support/dashboard'
 
 setDefaultTimeout(60_000)
@@ -38,7 +49,12 @@ beforeAll(async () => {
       server: { host: '127.0.0.1', port, base_url: base, trusted_proxies: ['127.0.0.1/32'] },
       rate: { anon_per_minute: 0, key_per_minute: 0, anon_per_day: ANON_PER_DAY },
       media: { allow_private_networks: true },
-      oidc: { issuer: provider.issuer, client_id: provider.clientId, client_secret: provider.clientSecret, name: 'Test IdP' },
+      oidc: {
+        issuer: provider.issuer,
+        client_id: provider.clientId,
+        client_secret: provider.clientSecret,
+        name: 'Test IdP',
+      },
     })
     dirs.push(c.dir)
     return c
@@ -47,7 +63,13 @@ beforeAll(async () => {
   a = await startServer({ config: first, startTimeoutMs: 30_000 })
   b = await startServer({ config: config(0), startTimeoutMs: 30_000 })
   key = await createAccount(first.configPath, 'alice', { admin: true })
-  expect((await runCli(['account', 'password', 'alice', '--password', '-', '--config', first.configPath], { stdin: `${PW}\n` })).code).toBe(0)
+  expect(
+    (
+      await runCli(['account', 'password', 'alice', '--password', '-', '--config', first.configPath], {
+        stdin: `${PW}\n`,
+      })
+    ).code,
+  ).toBe(0)
   alice = await signIn(overSocket(a.url), 'alice', PW)
 }, 120_000)
 
@@ -59,16 +81,29 @@ afterAll(async () => {
 })
 
 const on = (node: RunningServer) => overSocket(node.url)
-const form = (node: RunningServer, path: string, fields: [string, string][], cookie = alice.cookie, headers: Record<string, string> = {}) =>
-  on(node).request(path, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie, ...headers }, body: new URLSearchParams(fields).toString() })
-const page = async (node: RunningServer, path: string, cookie = alice.cookie) => (await on(node).request(path, { headers: { cookie } })).text()
+const form = (
+  node: RunningServer,
+  path: string,
+  fields: [string, string][],
+  cookie = alice.cookie,
+  headers: Record<string, string> = {},
+) =>
+  on(node).request(path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie, ...headers },
+    body: new URLSearchParams(fields).toString(),
+  })
+const page = async (node: RunningServer, path: string, cookie = alice.cookie) =>
+  (await on(node).request(path, { headers: { cookie } })).text()
 const tokenIn = (html: string) => html.match(/name="_once" value="([A-Za-z0-9_-]{22})"/)![1]!
 /** The flashes' rows as text (hex of their bytes too): what a database dump or a backup holds. */
 async function flashDump(): Promise<string> {
   const sql = new Bun.SQL(url)
   try {
     const rows = await sql`SELECT * FROM flashes`
-    return rows.map((r: Record<string, unknown>) => JSON.stringify(r) + Buffer.from(r.value as Uint8Array).toString('latin1')).join('\n')
+    return rows
+      .map((r: Record<string, unknown>) => JSON.stringify(r) + Buffer.from(r.value as Uint8Array).toString('latin1'))
+      .join('\n')
   } catch {
     return '' // no such table (before issue 36): the assertions on the pages say what failed
   } finally {
@@ -77,8 +112,16 @@ async function flashDump(): Promise<string> {
 }
 
 test('a new API key made on A is shown once on B (never stored in clear), and not again on either', async () => {
-  for (const [made, shown] of [[a, b], [b, a]] as const) {
-    const res = await form(made, '/dashboard/keys', [['_csrf', alice.csrf], ['_once', tokenIn(await page(made, '/dashboard/keys'))], ['scope', 'qr'], ['label', 'two nodes']])
+  for (const [made, shown] of [
+    [a, b],
+    [b, a],
+  ] as const) {
+    const res = await form(made, '/dashboard/keys', [
+      ['_csrf', alice.csrf],
+      ['_once', tokenIn(await page(made, '/dashboard/keys'))],
+      ['scope', 'qr'],
+      ['label', 'two nodes'],
+    ])
     expect(res.status).toBe(303)
     const location = res.headers.get('location')!
     const dump = await flashDump()
@@ -94,8 +137,13 @@ test('a new API key made on A is shown once on B (never stored in clear), and no
   }
 })
 
-test("a new webhook secret made on B is shown once on A, and not again", async () => {
-  const res = await form(b, '/dashboard/webhooks', [['_csrf', alice.csrf], ['_once', tokenIn(await page(b, '/dashboard/webhooks'))], ['url', 'http://127.0.0.1:9/hook'], ['events', 'link.created']])
+test('a new webhook secret made on B is shown once on A, and not again', async () => {
+  const res = await form(b, '/dashboard/webhooks', [
+    ['_csrf', alice.csrf],
+    ['_once', tokenIn(await page(b, '/dashboard/webhooks'))],
+    ['url', 'http://127.0.0.1:9/hook'],
+    ['events', 'link.created'],
+  ])
   expect(res.status).toBe(303)
   const location = res.headers.get('location')!
   expect(location).toMatch(/^\/dashboard\/webhooks\/\d+\?created=/)
@@ -108,7 +156,15 @@ test("a new webhook secret made on B is shown once on A, and not again", async (
 
 test('the home form with JavaScript off: posted on A, its result shown once on B', async () => {
   const token = tokenIn(await page(a, '/', ''))
-  const res = await form(a, '/', [['_once', token], ['url', 'https://example.com/home-two-nodes']], '')
+  const res = await form(
+    a,
+    '/',
+    [
+      ['_once', token],
+      ['url', 'https://example.com/home-two-nodes'],
+    ],
+    '',
+  )
   expect(res.status).toBe(303)
   const location = res.headers.get('location')!
   expect(location).toStartWith('/?made=')
@@ -136,8 +192,15 @@ test('a sign-in with the provider started on A completes on B', async () => {
 })
 
 test('one visitor gets the same split arm on A and B, and counts as one visitor', async () => {
-  const split = JSON.stringify([{ url: 'https://example.com/arm-a', weight: 50 }, { url: 'https://example.com/arm-b', weight: 50 }])
-  const made = await fetch(`${a.url}/api/getLink.json`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify({ url: 'https://example.com/fallback', split, alias: 'abtest' }) })
+  const split = JSON.stringify([
+    { url: 'https://example.com/arm-a', weight: 50 },
+    { url: 'https://example.com/arm-b', weight: 50 },
+  ])
+  const made = await fetch(`${a.url}/api/getLink.json`, {
+    method: 'POST',
+    headers: { 'x-api-key': key, 'content-type': 'application/json' },
+    body: JSON.stringify({ url: 'https://example.com/fallback', split, alias: 'abtest' }),
+  })
   expect(made.status, await made.clone().text()).toBe(200)
   const visitors = 24
   const arms: string[][] = []
@@ -145,7 +208,10 @@ test('one visitor gets the same split arm on A and B, and counts as one visitor'
     const ua = `${CHROME_UA} visitor/${i}`
     const seen: string[] = []
     for (const node of [a, b, a, b]) {
-      const res = await fetch(`${node.url}/abtest`, { redirect: 'manual', headers: { 'user-agent': ua, 'x-forwarded-for': '198.51.100.20' } })
+      const res = await fetch(`${node.url}/abtest`, {
+        redirect: 'manual',
+        headers: { 'user-agent': ua, 'x-forwarded-for': '198.51.100.20' },
+      })
       expect(res.status).toBe(302)
       seen.push(res.headers.get('location')!)
     }
@@ -157,14 +223,22 @@ test('one visitor gets the same split arm on A and B, and counts as one visitor'
   const t0 = Date.now()
   let day: any = null
   while (Date.now() - t0 < 10_000) {
-    const stats = await fetch(`${b.url}/api/stats.json`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: '{"code":"abtest"}' })
+    const stats = await fetch(`${b.url}/api/stats.json`, {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      body: '{"code":"abtest"}',
+    })
     day = (await stats.json()).return.days.at(-1)
     if (day?.clicks === visitors * 4 && day.visitors >= visitors) break
     await Bun.sleep(200)
   }
   expect(day.clicks).toBe(visitors * 4)
   await Bun.sleep(1500) // a second more: nothing late adds to it
-  const stats = await fetch(`${a.url}/api/stats.json`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: '{"code":"abtest"}' })
+  const stats = await fetch(`${a.url}/api/stats.json`, {
+    method: 'POST',
+    headers: { 'x-api-key': key, 'content-type': 'application/json' },
+    body: '{"code":"abtest"}',
+  })
   expect((await stats.json()).return.days.at(-1).visitors).toBe(visitors)
 })
 
@@ -172,12 +246,20 @@ test(`rate.anon_per_day (${ANON_PER_DAY}) holds across A and B`, async () => {
   const answers: number[] = []
   for (let i = 0; i < ANON_PER_DAY + 4; i++) {
     const node = i % 2 === 0 ? a : b
-    const res = await fetch(`${node.url}/api/getLink.json`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.50' }, body: JSON.stringify({ url: `https://example.com/anon${i}` }) })
+    const res = await fetch(`${node.url}/api/getLink.json`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.50' },
+      body: JSON.stringify({ url: `https://example.com/anon${i}` }),
+    })
     answers.push(res.status)
   }
   expect(answers).toEqual([...Array(ANON_PER_DAY).fill(200), 429, 429, 429, 429])
   // Another address has its own allowance; no address is stored.
-  const other = await fetch(`${b.url}/api/getLink.json`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.51' }, body: JSON.stringify({ url: 'https://example.com/other' }) })
+  const other = await fetch(`${b.url}/api/getLink.json`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.51' },
+    body: JSON.stringify({ url: 'https://example.com/other' }),
+  })
   expect(other.status).toBe(200)
   const sql = new Bun.SQL(url)
   try {

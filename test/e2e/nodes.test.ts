@@ -8,7 +8,20 @@ import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import nodemailer from 'nodemailer'
 import { signIn, overSocket } from '../support/dashboard'
 import { sharedPostgres, type Postgres } from '../support/postgres'
-import { apiPost, CHROME_UA, createAccount, freePort, killAllServers, removeDir, runCli, startServer, tempDir, writeConfig, type RunningServer, type TestConfig } from '../support/server'
+import {
+  apiPost,
+  CHROME_UA,
+  createAccount,
+  freePort,
+  killAllServers,
+  removeDir,
+  runCli,
+  startServer,
+  tempDir,
+  writeConfig,
+  type RunningServer,
+  type TestConfig,
+} from '../support/server'
 import { startReceiver, until, type Receiver } from '../support/webhooks'
 
 setDefaultTimeout(60_000)
@@ -52,12 +65,14 @@ afterAll(async () => {
   await pg?.stop()
 })
 
-const api = (node: RunningServer, method: string, fields: Record<string, string>) => apiPost(node.url, method, fields, { 'x-api-key': key })
+const api = (node: RunningServer, method: string, fields: Record<string, string>) =>
+  apiPost(node.url, method, fields, { 'x-api-key': key })
 const get = async (node: RunningServer, method: string, query: Record<string, string>) => {
   const res = await fetch(`${node.url}/api/${method}?${new URLSearchParams(query)}`, { headers: { 'x-api-key': key } })
   return { status: res.status, body: (await res.json()) as any }
 }
-const visit = (node: RunningServer, code: string) => fetch(`${node.url}/${code}`, { redirect: 'manual', headers: { 'user-agent': CHROME_UA } })
+const visit = (node: RunningServer, code: string) =>
+  fetch(`${node.url}/${code}`, { redirect: 'manual', headers: { 'user-agent': CHROME_UA } })
 
 test('the schema was made once, and each node keeps no SQLite file of its own', async () => {
   const sql = new Bun.SQL(url)
@@ -79,7 +94,8 @@ test('a link made on A redirects on B; changed on A, B follows within a second; 
   expect(changed.status, JSON.stringify(changed.body)).toBe(200)
   const t0 = Date.now()
   let location = ''
-  while (Date.now() - t0 < 1_000 && location !== 'https://example.com/second') location = (await visit(b, 'shared1')).headers.get('location') ?? ''
+  while (Date.now() - t0 < 1_000 && location !== 'https://example.com/second')
+    location = (await visit(b, 'shared1')).headers.get('location') ?? ''
   expect(location).toBe('https://example.com/second')
   expect((await api(a, 'delete.json', { code: 'shared1' })).status).toBe(200)
   const t1 = Date.now()
@@ -99,7 +115,10 @@ test('500 visits split over A and B give exactly 500 clicks in stats.json, on ei
   const t0 = Date.now()
   let clicks = { a: -1, b: -1 }
   while (Date.now() - t0 < 5_000 && (clicks.a !== 500 || clicks.b !== 500)) {
-    const [sa, sb] = await Promise.all([api(a, 'stats.json', { code: 'counted' }), api(b, 'stats.json', { code: 'counted' })])
+    const [sa, sb] = await Promise.all([
+      api(a, 'stats.json', { code: 'counted' }),
+      api(b, 'stats.json', { code: 'counted' }),
+    ])
     clicks = { a: sa.body.return.clicks, b: sb.body.return.clicks }
     if (clicks.a !== 500 || clicks.b !== 500) await Bun.sleep(200)
   }
@@ -115,7 +134,11 @@ test('50 creations split over both nodes give 50 deliveries with 50 distinct web
     expect(made.status, JSON.stringify(made.body)).toBe(200)
     receiver.secret = made.body.return.secret
     const codes = Array.from({ length: 50 }, (_, i) => `hook${i}`)
-    const answers = await Promise.all(codes.map((code, i) => api(i % 2 === 0 ? a : b, 'getLink.json', { url: `https://example.com/${code}`, alias: code })))
+    const answers = await Promise.all(
+      codes.map((code, i) =>
+        api(i % 2 === 0 ? a : b, 'getLink.json', { url: `https://example.com/${code}`, alias: code }),
+      ),
+    )
     expect(answers.map((r) => r.status)).toEqual(codes.map(() => 200))
     await until(() => receiver.got.length >= 50, '50 deliveries', 20_000)
     // Long enough for a second delivery of any of them to show up.
@@ -136,7 +159,13 @@ test("a message sent to B's SMTP port is read through A, its attachment byte for
   const content = Buffer.from(Array.from({ length: 70_000 }, (_, i) => (i * 7) % 256))
   const send = nodemailer.createTransport({ host: '127.0.0.1', port: bSmtp, secure: false, ignoreTLS: true } as any)
   try {
-    await send.sendMail({ from: 'sender@example.com', to: address, subject: 'across nodes', text: 'see attached', attachments: [{ filename: 'data.bin', content, contentType: 'application/octet-stream' }] })
+    await send.sendMail({
+      from: 'sender@example.com',
+      to: address,
+      subject: 'across nodes',
+      text: 'see attached',
+      attachments: [{ filename: 'data.bin', content, contentType: 'application/octet-stream' }],
+    })
   } finally {
     send.close()
   }
@@ -152,12 +181,23 @@ test("a message sent to B's SMTP port is read through A, its attachment byte for
 })
 
 test('a dashboard session made on A works on B; signed out on B, A refuses it', async () => {
-  expect((await runCli(['account', 'password', 'alice', '--password', '-', '--config', configs[0]!.configPath], { stdin: 'correct horse battery\n' })).code).toBe(0)
+  expect(
+    (
+      await runCli(['account', 'password', 'alice', '--password', '-', '--config', configs[0]!.configPath], {
+        stdin: 'correct horse battery\n',
+      })
+    ).code,
+  ).toBe(0)
   const who = await signIn(overSocket(a.url), 'alice', 'correct horse battery')
   const onB = await fetch(`${b.url}/dashboard`, { headers: { cookie: who.cookie }, redirect: 'manual' })
   expect(onB.status).toBe(200)
   expect(await onB.text()).toContain('alice')
-  const out = await fetch(`${b.url}/logout`, { method: 'POST', headers: { cookie: who.cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ _csrf: who.csrf }), redirect: 'manual' })
+  const out = await fetch(`${b.url}/logout`, {
+    method: 'POST',
+    headers: { cookie: who.cookie, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ _csrf: who.csrf }),
+    redirect: 'manual',
+  })
   expect(out.status).toBe(303)
   const onA = await fetch(`${a.url}/dashboard`, { headers: { cookie: who.cookie }, redirect: 'manual' })
   expect(onA.status).toBe(303)

@@ -5,11 +5,13 @@
 // answers; and back up again.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { createServer, type Socket } from 'node:net'
-const REACH_REUSE_MS = 2000, REACH_TIMEOUT_MS = 2500
+const REACH_REUSE_MS = 2000,
+  REACH_TIMEOUT_MS = 2500
 import type { RunningApp } from '../support/browser'
 import { Jar, startWithProvider, throughProvider, visit, type TestProvider } from '../support/oidc-provider'
 
-const UNREACHABLE = 'Test IdP cannot be reached right now, so signing in with it does not work: try again in a minute, or ask the administrator.'
+const UNREACHABLE =
+  'Test IdP cannot be reached right now, so signing in with it does not work: try again in a minute, or ask the administrator.'
 let provider: TestProvider
 let app: RunningApp
 let appUrl: string
@@ -28,7 +30,10 @@ async function start() {
   const jar = new Jar()
   const res = await visit(jar, `${appUrl}/login/oidc?next=%2Fdashboard`)
   const location = res.headers.get('location') ?? ''
-  const page = res.status === 303 && location.startsWith('/') ? await (await visit(jar, new URL(location, appUrl).href)).text() : ''
+  const page =
+    res.status === 303 && location.startsWith('/')
+      ? await (await visit(jar, new URL(location, appUrl).href)).text()
+      : ''
   return { status: res.status, location, page }
 }
 const later = () => void (offset += REACH_REUSE_MS + 1)

@@ -13,9 +13,19 @@ import { accountNameFrom, groupsOf } from '../../src/oidc'
 import { createOidcClient, PENDING_MAX, PENDING_TTL_MS, SignInRefused } from '../../src/oidc'
 import { capturedLog, tempDir, testConfig } from '../support/app'
 import type { RunningApp } from '../support/browser'
-import { capturedLines, freePort, Jar, startProvider, startWithProvider, throughProvider, visit, type TestProvider } from '../support/oidc-provider'
+import {
+  capturedLines,
+  freePort,
+  Jar,
+  startProvider,
+  startWithProvider,
+  throughProvider,
+  visit,
+  type TestProvider,
+} from '../support/oidc-provider'
 
-const sessionOf = (res: Response) => res.headers.getSetCookie().find((c) => c.startsWith('lb_session=') && !/Max-Age=0/.test(c)) ?? null
+const sessionOf = (res: Response) =>
+  res.headers.getSetCookie().find((c) => c.startsWith('lb_session=') && !/Max-Age=0/.test(c)) ?? null
 
 /** Follows a 303 to a page of the app with the jar; returns its text. */
 async function pageAfter(jar: Jar, appUrl: string, res: Response): Promise<string> {
@@ -38,8 +48,10 @@ describe('sign-in with the provider', () => {
     await provider.stop()
   })
 
-  const accountRow = (name: string) => app.db.query('SELECT id, name, admin, password_hash, disabled FROM accounts WHERE name = ?').get(name) as any
-  const identityOf = (sub: string) => app.db.query('SELECT issuer, sub, account_id FROM oidc_identities WHERE sub = ?').get(sub) as any
+  const accountRow = (name: string) =>
+    app.db.query('SELECT id, name, admin, password_hash, disabled FROM accounts WHERE name = ?').get(name) as any
+  const identityOf = (sub: string) =>
+    app.db.query('SELECT issuer, sub, account_id FROM oidc_identities WHERE sub = ?').get(sub) as any
 
   test('the first sign-in makes the account, named from preferred_username and linked by issuer + sub; admin from the groups claim; the session is the password sign-in’s', async () => {
     const login = await (await fetch(`${appUrl}/login`)).text()
@@ -58,18 +70,40 @@ describe('sign-in with the provider', () => {
     expect(cookie).toMatch(/^lb_session=[A-Za-z0-9_-]{40,}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=604800$/)
     const alice = accountRow('alice')
     expect(alice).toMatchObject({ name: 'alice', admin: 1, password_hash: null, disabled: null })
-    expect(identityOf('sub-alice-7f3a')).toEqual({ issuer: provider.issuer, sub: 'sub-alice-7f3a', account_id: alice.id })
+    expect(identityOf('sub-alice-7f3a')).toEqual({
+      issuer: provider.issuer,
+      sub: 'sub-alice-7f3a',
+      account_id: alice.id,
+    })
     const dash = await (await visit(jar, `${appUrl}/dashboard`)).text()
     expect(dash).toContain('Signed in as </span><strong>alice</strong><span class="who-label"> (admin)</span>')
     expect(dash).toContain('Welcome, alice.')
     expect(dash).toContain('href="/dashboard/admin"')
     const adminPage = await (await visit(jar, `${appUrl}/dashboard/admin`)).text()
-    expect(adminPage).toContain('<span class="acc-name">alice</span> <span class="tag">you</span><span class="sub">single sign-on</span>')
+    expect(adminPage).toContain(
+      '<span class="acc-name">alice</span> <span class="tag">you</span><span class="sub">single sign-on</span>',
+    )
     // The audit log (issue 25): the account made by its first sign-in, then the sign-in, each one row.
-    const rows = app.db.query("SELECT actor_kind, actor_name, action, target, detail FROM audit_log WHERE target LIKE 'account alice %' ORDER BY id").all()
+    const rows = app.db
+      .query(
+        "SELECT actor_kind, actor_name, action, target, detail FROM audit_log WHERE target LIKE 'account alice %' ORDER BY id",
+      )
+      .all()
     expect(rows).toEqual([
-      { actor_kind: 'account', actor_name: 'alice', action: 'account.create', target: `account alice (#${alice.id})`, detail: `first sign-in with the provider ${provider.issuer}, admin by its groups` },
-      { actor_kind: 'account', actor_name: 'alice', action: 'signin.ok', target: `account alice (#${alice.id})`, detail: 'oidc' },
+      {
+        actor_kind: 'account',
+        actor_name: 'alice',
+        action: 'account.create',
+        target: `account alice (#${alice.id})`,
+        detail: `first sign-in with the provider ${provider.issuer}, admin by its groups`,
+      },
+      {
+        actor_kind: 'account',
+        actor_name: 'alice',
+        action: 'signin.ok',
+        target: `account alice (#${alice.id})`,
+        detail: 'oidc',
+      },
     ])
 
     const bob = await throughProvider(appUrl, provider, 'bob')
@@ -99,14 +133,18 @@ describe('sign-in with the provider', () => {
     provider.users.set('sub-carol-55', { sub: 'sub-carol-55', preferred_username: 'carol', groups: [] })
     const c = await throughProvider(appUrl, provider, 'carol')
     await visit(c.app, c.callback)
-    expect((await (await visit(c.app, `${appUrl}/dashboard`)).text())).toContain('Signed in as </span><strong>carol-2</strong>')
+    expect(await (await visit(c.app, `${appUrl}/dashboard`)).text()).toContain(
+      'Signed in as </span><strong>carol-2</strong>',
+    )
     expect(identityOf('sub-carol-55').account_id).toBe(accountRow('carol-2').id)
     expect(accountRow('carol').password_hash).not.toBeNull()
     // Renamed at the provider: still the same account (linked by sub, not by name).
     provider.users.set('sub-carol-55', { sub: 'sub-carol-55', preferred_username: 'Caroline Ünal', groups: [] })
     const c2 = await throughProvider(appUrl, provider, 'Caroline Ünal')
     await visit(c2.app, c2.callback)
-    expect((await (await visit(c2.app, `${appUrl}/dashboard`)).text())).toContain('Signed in as </span><strong>carol-2</strong>')
+    expect(await (await visit(c2.app, `${appUrl}/dashboard`)).text()).toContain(
+      'Signed in as </span><strong>carol-2</strong>',
+    )
   })
 
   test('admin follows admin_groups at each sign-in: taken away out of the group (also from sessions open), given back in it', async () => {
@@ -145,8 +183,15 @@ describe('sign-in with the provider', () => {
     expect(await pageAfter(jar, appUrl, noState)).toContain('That sign-in answer is incomplete.')
     expect(provider.hits.get('/token') ?? 0).toBe(tokenCalls) // the code never reached the provider
     // Each refusal is a signin.failed row with its reason (bounded per address: see 'refused callbacks in the audit log').
-    const failed = app.db.query("SELECT actor_kind, action, detail FROM audit_log WHERE action = 'signin.failed' AND actor_name LIKE '(single sign-on%' ORDER BY id DESC LIMIT 2").all() as any[]
-    expect(failed.map((r) => [r.actor_kind, r.action])).toEqual([['anonymous', 'signin.failed'], ['anonymous', 'signin.failed']])
+    const failed = app.db
+      .query(
+        "SELECT actor_kind, action, detail FROM audit_log WHERE action = 'signin.failed' AND actor_name LIKE '(single sign-on%' ORDER BY id DESC LIMIT 2",
+      )
+      .all() as any[]
+    expect(failed.map((r) => [r.actor_kind, r.action])).toEqual([
+      ['anonymous', 'signin.failed'],
+      ['anonymous', 'signin.failed'],
+    ])
 
     const real = await visit(jar, callback)
     expect(sessionOf(real)).not.toBeNull()
@@ -173,8 +218,12 @@ describe('sign-in with the provider', () => {
     forged.searchParams.set('code', new URL(a.callback).searchParams.get('code')!)
     const res = await visit(jar, forged.href)
     expect(sessionOf(res)).toBeNull()
-    expect(await pageAfter(jar, appUrl, res)).toContain('The answer from Test IdP could not be checked, so you are not signed in.')
-    expect(logged.lines.some((l) => l.msg === 'sign-in with the provider refused' && /invalid_grant/.test(String(l.reason)))).toBe(true)
+    expect(await pageAfter(jar, appUrl, res)).toContain(
+      'The answer from Test IdP could not be checked, so you are not signed in.',
+    )
+    expect(
+      logged.lines.some((l) => l.msg === 'sign-in with the provider refused' && /invalid_grant/.test(String(l.reason))),
+    ).toBe(true)
   })
 
   test('a callback opened in another browser (without the cookie that started it) is refused', async () => {
@@ -246,7 +295,9 @@ describe('a provider that is down', () => {
       const res = await visit(jar, `${appUrl}/login/oidc`)
       expect(res.status).toBe(303)
       expect(res.headers.get('location')).toBe('/login')
-      expect(await pageAfter(jar, appUrl, res)).toContain('Test IdP cannot be reached right now, so signing in with it does not work: try again in a minute, or ask the administrator.')
+      expect(await pageAfter(jar, appUrl, res)).toContain(
+        'Test IdP cannot be reached right now, so signing in with it does not work: try again in a minute, or ask the administrator.',
+      )
       const asked = provider.hits.get('/.well-known/openid-configuration')
       expect(asked).toBe(1)
       provider.down = false
@@ -261,7 +312,9 @@ describe('a provider that is down', () => {
       expect(auth.searchParams.get('redirect_uri')).toBe(`${appUrl}/login/oidc/callback`)
       expect(auth.searchParams.get('state')!.length).toBeGreaterThanOrEqual(32)
       expect(auth.searchParams.get('nonce')!.length).toBeGreaterThanOrEqual(32)
-      expect(later.headers.getSetCookie().join()).toMatch(/lb_oidc=[A-Za-z0-9_-]+; Path=\/login\/oidc; HttpOnly; SameSite=Lax; Max-Age=600/)
+      expect(later.headers.getSetCookie().join()).toMatch(
+        /lb_oidc=[A-Za-z0-9_-]+; Path=\/login\/oidc; HttpOnly; SameSite=Lax; Max-Age=600/,
+      )
     } finally {
       await app.stop()
       await provider.stop()
@@ -278,7 +331,9 @@ describe('the ID token and the started sign-ins', () => {
       const { callback, app: jar } = await throughProvider(appUrl, provider, 'alice')
       const res = await visit(jar, callback)
       expect(sessionOf(res)).toBeNull()
-      expect(await pageAfter(jar, appUrl, res)).toContain('The answer from Test IdP could not be checked, so you are not signed in.')
+      expect(await pageAfter(jar, appUrl, res)).toContain(
+        'The answer from Test IdP could not be checked, so you are not signed in.',
+      )
       expect(provider.hits.get('/jwks')).toBeGreaterThanOrEqual(1)
       expect(app.db.query('SELECT count(*) AS n FROM accounts').get()).toEqual({ n: 0 })
       const line = log.lines.find((l) => l.msg === 'sign-in with the provider refused')!
@@ -292,21 +347,33 @@ describe('the ID token and the started sign-ins', () => {
   })
 
   test('started sign-ins are bounded (the oldest go first) and expire after PENDING_TTL_MS', async () => {
-    const provider = await startProvider({ redirectUri: 'http://127.0.0.1:1/login/oidc/callback', postLogoutUri: 'http://127.0.0.1:1/' })
+    const provider = await startProvider({
+      redirectUri: 'http://127.0.0.1:1/login/oidc/callback',
+      postLogoutUri: 'http://127.0.0.1:1/',
+    })
     try {
       let now = Date.now()
-      const settings = testConfig(tempDir(), { oidc: { issuer: provider.issuer, client_id: provider.clientId, client_secret: provider.clientSecret } }).oidc
+      const settings = testConfig(tempDir(), {
+        oidc: { issuer: provider.issuer, client_id: provider.clientId, client_secret: provider.clientSecret },
+      }).oidc
       const client = createOidcClient({ oidc: settings, baseUrl: 'http://127.0.0.1:1', clock: () => now })
       const first = await client.start({ next: '/dashboard' })
       const firstState = new URL(first.url).searchParams.get('state')!
       for (let i = 0; i < PENDING_MAX; i++) await client.start({ next: '/dashboard', binding: first.binding })
       expect(client.pending).toBe(PENDING_MAX)
-      const refused = await client.finish({ query: new URLSearchParams({ code: 'x', state: firstState }), binding: first.binding }).catch((e) => e)
+      const refused = await client
+        .finish({ query: new URLSearchParams({ code: 'x', state: firstState }), binding: first.binding })
+        .catch((e) => e)
       expect(refused).toBeInstanceOf(SignInRefused)
       expect(refused.reason).toStartWith('state unknown')
       const late = await client.start({ next: '/dashboard' })
       now += PENDING_TTL_MS
-      const expired = await client.finish({ query: new URLSearchParams({ code: 'x', state: new URL(late.url).searchParams.get('state')! }), binding: late.binding }).catch((e) => e)
+      const expired = await client
+        .finish({
+          query: new URLSearchParams({ code: 'x', state: new URL(late.url).searchParams.get('state')! }),
+          binding: late.binding,
+        })
+        .catch((e) => e)
       expect(expired.reason).toBe('state expired')
       await client.start({ next: '/dashboard' }) // sweeps what expired
       expect(client.pending).toBe(1)
@@ -323,7 +390,9 @@ describe('starting sign-ins', () => {
     try {
       const jar = new Jar()
       for (let i = 0; i < OIDC_STARTS_PER_CLIENT_PER_MINUTE; i++)
-        expect((await visit(jar, `${appUrl}/login/oidc`)).headers.get('location')).toStartWith(`${provider.issuer}/auth?`)
+        expect((await visit(jar, `${appUrl}/login/oidc`)).headers.get('location')).toStartWith(
+          `${provider.issuer}/auth?`,
+        )
       const refused = await visit(jar, `${appUrl}/login/oidc`)
       expect(refused.headers.get('location')).toBe('/login')
       expect(await pageAfter(jar, appUrl, refused)).toMatch(/Too many sign-ins started: wait \d+ s and try again\./)
@@ -341,7 +410,8 @@ describe('refused callbacks in the audit log', () => {
     const { provider, app, appUrl } = await startWithProvider()
     try {
       const jar = new Jar()
-      const rows = () => (app.db.query("SELECT count(*) AS n FROM audit_log WHERE action = 'signin.failed'").get() as { n: number }).n
+      const rows = () =>
+        (app.db.query("SELECT count(*) AS n FROM audit_log WHERE action = 'signin.failed'").get() as { n: number }).n
       for (let i = 0; i < OIDC_STARTS_PER_CLIENT_PER_MINUTE + 20; i++) {
         const res = await visit(jar, `${appUrl}/login/oidc/callback?code=made-up&state=made-up-${i}`)
         expect(res.headers.get('location')).toBe('/login')
@@ -368,12 +438,23 @@ describe('oidc.only = true', () => {
       expect(page).not.toContain('/signup')
       const res = await visit(jar, `${appUrl}/login`, {
         method: 'POST',
-        body: new URLSearchParams({ _csrf: jar.get('lb_login')!, name: 'dora', password: 'dora-password-1', next: '/dashboard' }).toString(),
-        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: appUrl, 'sec-fetch-site': 'same-origin' },
+        body: new URLSearchParams({
+          _csrf: jar.get('lb_login')!,
+          name: 'dora',
+          password: 'dora-password-1',
+          next: '/dashboard',
+        }).toString(),
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          origin: appUrl,
+          'sec-fetch-site': 'same-origin',
+        },
       })
       expect(res.status).toBe(303)
       expect(sessionOf(res)).toBeNull()
-      expect(await pageAfter(jar, appUrl, res)).toContain('Password sign-in is off on this server: use “Sign in with Test IdP”.')
+      expect(await pageAfter(jar, appUrl, res)).toContain(
+        'Password sign-in is off on this server: use “Sign in with Test IdP”.',
+      )
       expect((await fetch(`${appUrl}/signup`, { redirect: 'manual' })).status).toBe(404)
       // The way in still works.
       const { callback, app: j } = await throughProvider(appUrl, provider, 'bob')
@@ -397,17 +478,30 @@ describe('[oidc] config', () => {
   }
 
   test('the issuer is https; http only on a loopback address; the message names oidc.issuer', () => {
-    expect(message({ oidc: { ...base, issuer: 'http://id.example.com' } })).toContain('"oidc.issuer" must be an https URL (http is accepted only on a loopback address')
+    expect(message({ oidc: { ...base, issuer: 'http://id.example.com' } })).toContain(
+      '"oidc.issuer" must be an https URL (http is accepted only on a loopback address',
+    )
     expect(message({ oidc: { ...base, issuer: 'http://192.168.1.5:9091' } })).toContain('"oidc.issuer"')
     expect(message({ oidc: { ...base, issuer: 'ftp://id.example.com' } })).toContain('"oidc.issuer"')
-    expect(message({ oidc: { ...base, issuer: 'https://id.example.com/?x=1' } })).toContain('"oidc.issuer" must not have a query')
-    for (const ok of ['http://127.0.0.1:5556', 'http://localhost:9000', 'http://[::1]:8080', 'https://auth.example.com/application/o/linkbox/'])
+    expect(message({ oidc: { ...base, issuer: 'https://id.example.com/?x=1' } })).toContain(
+      '"oidc.issuer" must not have a query',
+    )
+    for (const ok of [
+      'http://127.0.0.1:5556',
+      'http://localhost:9000',
+      'http://[::1]:8080',
+      'https://auth.example.com/application/o/linkbox/',
+    ])
       expect(buildConfig({ oidc: { ...base, issuer: ok } }).oidc.issuer).toBe(ok) // kept as written (trailing slash too)
   })
 
   test('what an issuer needs; secrets from a file; defaults', () => {
-    expect(message({ oidc: { issuer: base.issuer, client_secret: 'x' } })).toBe('config: "oidc.client_id" must be set when "oidc.issuer" is set')
-    expect(message({ oidc: { issuer: base.issuer, client_id: 'linkbox' } })).toContain('"oidc.client_secret" (or "oidc.client_secret_file") must be set')
+    expect(message({ oidc: { issuer: base.issuer, client_secret: 'x' } })).toBe(
+      'config: "oidc.client_id" must be set when "oidc.issuer" is set',
+    )
+    expect(message({ oidc: { issuer: base.issuer, client_id: 'linkbox' } })).toContain(
+      '"oidc.client_secret" (or "oidc.client_secret_file") must be set',
+    )
     expect(message({ oidc: { only: true } })).toContain('"oidc.only" needs "oidc.issuer"')
     expect(message({ oidc: { ...base, scopes: 'profile email' } })).toContain('"oidc.scopes" must include "openid"')
     expect(message({ oidc: { ...base, admin_groups: 'admins' } })).toContain('"oidc.admin_groups" must be a list')
@@ -421,8 +515,12 @@ describe('[oidc] config', () => {
     expect(c.oidc.client_secret).toBe('from-a-file-0123')
     expect(c.oidc.name).toBe('id.example.com')
     expect(c.oidc.scopes).toBe('openid profile email groups')
-    expect(message({ oidc: { ...base, client_secret_file: 'secret' } })).toContain('"oidc.client_secret_file" and "oidc.client_secret" are both set')
-    expect(message({ oidc: { issuer: base.issuer, client_id: 'x', client_secret_file: join(dir, 'missing') } })).toContain('"oidc.client_secret_file" cannot be read')
+    expect(message({ oidc: { ...base, client_secret_file: 'secret' } })).toContain(
+      '"oidc.client_secret_file" and "oidc.client_secret" are both set',
+    )
+    expect(
+      message({ oidc: { issuer: base.issuer, client_id: 'x', client_secret_file: join(dir, 'missing') } }),
+    ).toContain('"oidc.client_secret_file" cannot be read')
   })
 
   test('oidc keys need a restart on SIGHUP (they are not applied while running)', async () => {
@@ -431,7 +529,9 @@ describe('[oidc] config', () => {
     const running = testConfig(dir)
     const next = testConfig(dir, { oidc: base })
     const outcome = reloadConfig(running, next, capturedLog().logger)
-    expect(outcome.restart).toEqual(expect.arrayContaining(['oidc.issuer', 'oidc.client_id', 'oidc.client_secret', 'oidc.name']))
+    expect(outcome.restart).toEqual(
+      expect.arrayContaining(['oidc.issuer', 'oidc.client_id', 'oidc.client_secret', 'oidc.name']),
+    )
     expect(outcome.applied).toEqual([])
     expect(running.oidc.issuer).toBe('')
   })
@@ -465,27 +565,43 @@ describe('names and groups', () => {
 
 describe('doctor', () => {
   test('OK against a working provider (with the redirect URI to register), FAIL against a dead port or a wrong issuer', async () => {
-    const provider = await startProvider({ redirectUri: 'http://127.0.0.1:1/login/oidc/callback', postLogoutUri: 'http://127.0.0.1:1/' })
+    const provider = await startProvider({
+      redirectUri: 'http://127.0.0.1:1/login/oidc/callback',
+      postLogoutUri: 'http://127.0.0.1:1/',
+    })
     try {
       const dir = tempDir()
-      const config = testConfig(dir, { server: { base_url: 'http://127.0.0.1:8080' }, oidc: { issuer: provider.issuer, client_id: 'c', client_secret: 's' } })
+      const config = testConfig(dir, {
+        server: { base_url: 'http://127.0.0.1:8080' },
+        oidc: { issuer: provider.issuer, client_id: 'c', client_secret: 's' },
+      })
       const ok = await checkOidc(config)
       expect(ok).toEqual({
         verdict: 'ok',
         what: 'oidc',
         detail: `${provider.issuer}: discovery ok; register the redirect URI http://127.0.0.1:8080/login/oidc/callback and the post-logout redirect URI http://127.0.0.1:8080/`,
       })
-      const wrong = await checkOidc({ ...config, oidc: { ...config.oidc, issuer: provider.issuer.replace('127.0.0.1', 'localhost') } })
+      const wrong = await checkOidc({
+        ...config,
+        oidc: { ...config.oidc, issuer: provider.issuer.replace('127.0.0.1', 'localhost') },
+      })
       expect(wrong.verdict).toBe('FAIL')
       expect(wrong.detail).toContain(`the provider's issuer is "${provider.issuer}"`)
       const port = await freePort()
-      const dead = await checkOidc({ ...config, oidc: { ...config.oidc, issuer: `http://127.0.0.1:${port}`, name: 'Dead' } })
+      const dead = await checkOidc({
+        ...config,
+        oidc: { ...config.oidc, issuer: `http://127.0.0.1:${port}`, name: 'Dead' },
+      })
       expect(dead.verdict).toBe('FAIL')
       expect(dead.detail).toStartWith(`http://127.0.0.1:${port}/.well-known/openid-configuration: `)
       provider.down = true
       const down = await checkOidc(config)
       expect(down).toMatchObject({ verdict: 'FAIL', detail: expect.stringContaining('answered HTTP 503') })
-      expect(await checkOidc(testConfig(dir))).toEqual({ verdict: 'ok', what: 'oidc', detail: 'no oidc.issuer: single sign-on is off' })
+      expect(await checkOidc(testConfig(dir))).toEqual({
+        verdict: 'ok',
+        what: 'oidc',
+        detail: 'no oidc.issuer: single sign-on is off',
+      })
     } finally {
       await provider.stop()
     }

@@ -23,7 +23,9 @@ afterAll(async () => {
 
 /** The document served on a real socket by an app with `overrides`, written to a file. */
 async function served(name: string, overrides: Record<string, unknown>): Promise<string> {
-  const box = sqliteLinkbox(testConfig(join(dir, name), { server: { host: '127.0.0.1', port: 0, base_url: BASE_URL }, ...overrides }))
+  const box = sqliteLinkbox(
+    testConfig(join(dir, name), { server: { host: '127.0.0.1', port: 0, base_url: BASE_URL }, ...overrides }),
+  )
   boxes.push(box)
   const r = await fetch(`http://127.0.0.1:${box.listen().port}/api/docs/openapi.json`)
   expect(r.status).toBe(200)
@@ -40,7 +42,11 @@ async function lint(file: string) {
     stdout: 'pipe',
     stderr: 'pipe',
   })
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  const [out, err, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ])
   return { code, text: `${out}\n${err}` }
 }
 

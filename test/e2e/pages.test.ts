@@ -24,7 +24,8 @@ beforeAll(async () => {
   dest = startFixture((_req, url) => {
     if (url.pathname === '/deny') return htmlPage('Denied', { 'x-frame-options': 'DENY' })
     if (url.pathname === '/sameorigin') return htmlPage('Same origin only', { 'x-frame-options': 'SAMEORIGIN' })
-    if (url.pathname === '/ancestors-none') return htmlPage('None', { 'content-security-policy': "frame-ancestors 'none'" })
+    if (url.pathname === '/ancestors-none')
+      return htmlPage('None', { 'content-security-policy': "frame-ancestors 'none'" })
     if (url.pathname === '/to-other') return Response.redirect(`${other.url}/landed`, 302)
     if (url.pathname === '/loop') return Response.redirect(`${dest.url}/loop`, 302)
     return htmlPage('Destination')
@@ -61,7 +62,9 @@ describe('frame mode', () => {
   test('attacker finding 7: a host with ";" never reaches the CSP', async () => {
     // Such a URL is refused at creation now (hosts are DNS names or addresses); a link stored by an
     // older version may still carry one, so it is written into the database directly.
-    expect((await box.post('/api/getLink.json', { url: 'https://a;sandbox/', mode: 'frame' })).body.code).toBe('invalid_url')
+    expect((await box.post('/api/getLink.json', { url: 'https://a;sandbox/', mode: 'frame' })).body.code).toBe(
+      'invalid_url',
+    )
     const code = await link({ url: 'https://example.com/', mode: 'frame' })
     box.db.query('UPDATE links SET long_url = ? WHERE code = ?').run('https://a;sandbox/', code)
     const r = await visit(`/${code}`)
@@ -82,7 +85,9 @@ describe('frame mode', () => {
       const html = await (await b.request(`/${c}`)).text()
       expect(html).not.toContain('<iframe')
       expect(html).toContain('does not allow other sites to show its pages in a frame')
-      expect(html).toContain(`<a class="button big" href="${dest.url}${path}" rel="noopener noreferrer">Open directly</a>`)
+      expect(html).toContain(
+        `<a class="button big" href="${dest.url}${path}" rel="noopener noreferrer">Open directly</a>`,
+      )
     } finally {
       await b.cleanup()
     }
@@ -111,34 +116,67 @@ describe('frame mode', () => {
     expect(framingAllowed(h({}), ours, theirs)).toBe(true)
     expect(framingAllowed(h({ 'x-frame-options': 'deny' }), ours, theirs)).toBe(false)
     expect(framingAllowed(h({ 'x-frame-options': 'ALLOW-FROM https://x' }), ours, theirs)).toBe(true)
-    expect(framingAllowed(h({ 'x-frame-options': 'DENY', 'content-security-policy': 'frame-ancestors *' }), ours, theirs)).toBe(true)
+    expect(
+      framingAllowed(h({ 'x-frame-options': 'DENY', 'content-security-policy': 'frame-ancestors *' }), ours, theirs),
+    ).toBe(true)
     expect(framingAllowed(h({ 'content-security-policy': "frame-ancestors 'self'" }), ours, theirs)).toBe(false)
     expect(framingAllowed(h({ 'content-security-policy': 'frame-ancestors https:' }), ours, theirs)).toBe(true)
-    expect(framingAllowed(h({ 'content-security-policy': 'frame-ancestors https://*.example:8443' }), ours, theirs)).toBe(true)
-    expect(framingAllowed(h({ 'content-security-policy': 'frame-ancestors https://s.example' }), ours, theirs)).toBe(false)
-    expect(framingAllowed(h({ 'content-security-policy': "default-src 'self', frame-ancestors https://other.example" }), ours, theirs)).toBe(false)
+    expect(
+      framingAllowed(h({ 'content-security-policy': 'frame-ancestors https://*.example:8443' }), ours, theirs),
+    ).toBe(true)
+    expect(framingAllowed(h({ 'content-security-policy': 'frame-ancestors https://s.example' }), ours, theirs)).toBe(
+      false,
+    )
+    expect(
+      framingAllowed(
+        h({ 'content-security-policy': "default-src 'self', frame-ancestors https://other.example" }),
+        ours,
+        theirs,
+      ),
+    ).toBe(false)
   })
 })
 
 describe('the SSRF guard', () => {
   test('address classification', () => {
     for (const ip of ['8.8.8.8', '1.1.1.1', '2606:4700::1111', '93.184.216.34']) expect(isPublicAddress(ip)).toBe(true)
-    for (const ip of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0',
-      '::1', '::', '::ffff:127.0.0.1', '::ffff:10.0.0.1', 'fd00::1', 'fe80::1', 'ff02::1', '224.0.0.1', '255.255.255.255', 'nonsense'])
+    for (const ip of [
+      '127.0.0.1',
+      '10.1.2.3',
+      '172.16.0.1',
+      '192.168.1.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '::1',
+      '::',
+      '::ffff:127.0.0.1',
+      '::ffff:10.0.0.1',
+      'fd00::1',
+      'fe80::1',
+      'ff02::1',
+      '224.0.0.1',
+      '255.255.255.255',
+      'nonsense',
+    ])
       expect(isPublicAddress(ip)).toBe(false)
   })
 
   test('refuses loopback, and a public name that resolves to a private address', async () => {
     await expect(guardedFetch(`${dest.url}/`, { allowPrivate: false })).rejects.toMatchObject({ reason: 'private' })
     const resolve = async () => ['10.0.0.7']
-    await expect(guardedFetch('http://public.example/', { allowPrivate: false, resolve })).rejects.toBeInstanceOf(GuardError)
+    await expect(guardedFetch('http://public.example/', { allowPrivate: false, resolve })).rejects.toBeInstanceOf(
+      GuardError,
+    )
   })
 
   test('follows redirects itself, at most 5', async () => {
     const ok = await guardedFetch(`${dest.url}/to-other`, { allowPrivate: true })
     expect(ok.url).toBe(`${other.url}/landed`)
     expect(ok.response.status).toBe(200)
-    await expect(guardedFetch(`${dest.url}/loop`, { allowPrivate: true })).rejects.toMatchObject({ reason: 'redirects' })
+    await expect(guardedFetch(`${dest.url}/loop`, { allowPrivate: true })).rejects.toMatchObject({
+      reason: 'redirects',
+    })
   })
 })
 
@@ -146,7 +184,11 @@ describe('password flow', () => {
   test('a browser that POSTs the right password gets a page that goes on (meta refresh + link), CSP unchanged', async () => {
     const url = `${dest.url}/secret?a=1&b="2"`
     const code = await link({ url, password: 'open sesame' })
-    const r = await visit(`/${code}`, { method: 'POST', body: new URLSearchParams({ password: 'open sesame' }), headers: NAVIGATE })
+    const r = await visit(`/${code}`, {
+      method: 'POST',
+      body: new URLSearchParams({ password: 'open sesame' }),
+      headers: NAVIGATE,
+    })
     expect(r.status).toBe(200)
     const csp = r.headers.get('content-security-policy')!
     expect(csp).toContain("form-action 'self'")
@@ -165,7 +207,11 @@ describe('password flow', () => {
     expect(plain.headers.get('location')).toBe(`${dest.url}/scripted`)
     const header = await visit(`/${code}`, { method: 'POST', headers: { ...NAVIGATE, 'x-link-password': 'pw' } })
     expect(header.status).toBe(303)
-    const fetched = await visit(`/${code}`, { method: 'POST', body: new URLSearchParams({ password: 'pw' }), headers: { 'sec-fetch-mode': 'cors', accept: 'text/html' } })
+    const fetched = await visit(`/${code}`, {
+      method: 'POST',
+      body: new URLSearchParams({ password: 'pw' }),
+      headers: { 'sec-fetch-mode': 'cors', accept: 'text/html' },
+    })
     expect(fetched.status).toBe(303)
   })
 
@@ -183,7 +229,11 @@ describe('password flow', () => {
   test('a wrong password: the message is tied to the field and announced', async () => {
     const code = await link({ url: `${dest.url}/w`, password: 'pw' })
     // A browser's post is answered 303 to a GET of the form that says so (no resubmission on Back).
-    const posted = await visit(`/${code}`, { method: 'POST', body: new URLSearchParams({ password: 'nope' }), headers: NAVIGATE })
+    const posted = await visit(`/${code}`, {
+      method: 'POST',
+      body: new URLSearchParams({ password: 'nope' }),
+      headers: NAVIGATE,
+    })
     expect(posted.status).toBe(303)
     const r = await visit(posted.headers.get('location')!, { headers: NAVIGATE })
     expect(r.status).toBe(200)
@@ -347,7 +397,11 @@ test('/favicon.ico is an icon with a long cache, not a 404 page', async () => {
 
 describe('home page', () => {
   const form = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
-    box.request('/', { method: 'POST', body: new URLSearchParams(fields), headers: { 'user-agent': CHROME_UA, ...headers } })
+    box.request('/', {
+      method: 'POST',
+      body: new URLSearchParams(fields),
+      headers: { 'user-agent': CHROME_UA, ...headers },
+    })
   const count = (b: TestBox = box) => (b.db.query('SELECT count(*) AS n FROM links').get() as { n: number }).n
   /** The page a form's 303 leads to (with the cookie the answer set), as a browser shows it. */
   const shown = async (r: Response, b: TestBox = box) => (await follow(b, r)).text()
@@ -372,12 +426,19 @@ describe('home page', () => {
   })
 
   test('a POST creates an anonymous link and answers with a 303 to it: short link, QR, stats link', async () => {
-    const r = await form({ url: `${dest.url}/from-home`, mode: 'frame', expire: '3600' }, { origin: 'http://localhost:8080' })
+    const r = await form(
+      { url: `${dest.url}/from-home`, mode: 'frame', expire: '3600' },
+      { origin: 'http://localhost:8080' },
+    )
     expect(r.status).toBe(303)
     expect(r.headers.get('location')).toMatch(/^\/\?made=[A-Za-z0-9_-]{22}$/)
-    expect(r.headers.get('set-cookie')).toMatch(/^lb_home=[A-Za-z0-9_-]{22}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=300$/)
+    expect(r.headers.get('set-cookie')).toMatch(
+      /^lb_home=[A-Za-z0-9_-]{22}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=300$/,
+    )
     const html = await shown(r)
-    const code = html.match(/<input id="short" type="text" readonly value="http:\/\/localhost:8080\/([A-Za-z0-9]{6})">/)![1]!
+    const code = html.match(
+      /<input id="short" type="text" readonly value="http:\/\/localhost:8080\/([A-Za-z0-9]{6})">/,
+    )![1]!
     expect(html).toContain(`<img class="qr" src="/qr/${code}.svg" alt="QR code of http://localhost:8080/${code}"`)
     expect(html).toContain(`<a href="/${code}+">http://localhost:8080/${code}+</a>`)
     expect(html).toContain(`href="/qr/${code}.png" download="${code}-qr.png"`)
@@ -393,7 +454,9 @@ describe('home page', () => {
     const html = await shown(bad)
     expect(html).not.toContain('<script>alert')
     expect(html).toContain(`value="&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;" aria-invalid="true">`)
-    expect(html).toContain('<p id="alias-error" class="field-error">The alias must be 2 to 32 characters: letters, digits, _ and -.</p>')
+    expect(html).toContain(
+      '<p id="alias-error" class="field-error">The alias must be 2 to 32 characters: letters, digits, _ and -.</p>',
+    )
     expect(html).toContain('<details open>')
     expect(html).toContain(`value="${dest.url}/x">`) // the URL kept, and not marked
     expect(html).not.toMatch(/id="url"[^>]*aria-invalid/)
@@ -408,7 +471,9 @@ describe('home page', () => {
     expect(await shown(missing)).toContain('<p id="url-error" class="field-error">The URL is required.</p>')
 
     const mode = await form({ url: `${dest.url}/m`, mode: 'sideways' })
-    expect(await shown(mode)).toMatch(/<select id="mode" name="mode" aria-describedby="mode-error" aria-invalid="true"><option value="redirect">/)
+    expect(await shown(mode)).toMatch(
+      /<select id="mode" name="mode" aria-describedby="mode-error" aria-invalid="true"><option value="redirect">/,
+    )
   })
 
   test('a cross-site POST is refused with 403 (Origin of another site, "null", or Sec-Fetch-Site: cross-site)', async () => {
@@ -426,7 +491,11 @@ describe('home page', () => {
     }
     expect(count()).toBe(before)
     // Its own origin (base_url's, or the request's), same-origin, or no Origin at all (a script) go through.
-    for (const headers of <Record<string, string>[]>[{ origin: 'http://localhost:8080' }, { 'sec-fetch-site': 'same-origin' }, {}]) {
+    for (const headers of <Record<string, string>[]>[
+      { origin: 'http://localhost:8080' },
+      { 'sec-fetch-site': 'same-origin' },
+      {},
+    ]) {
       const r = await form({ url: `${dest.url}/fine` }, headers)
       expect({ headers, status: r.status }).toEqual({ headers, status: 303 })
     }
@@ -444,7 +513,9 @@ describe('home page', () => {
       expect(limited.headers.get('location')).toStartWith('/?form=')
       expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0)
       const html = await shown(limited, b)
-      expect(html).toMatch(/<p id="form-error" class="form-error" role="alert">Too many links from your address: wait \d+ s and try again\.<\/p>/)
+      expect(html).toMatch(
+        /<p id="form-error" class="form-error" role="alert">Too many links from your address: wait \d+ s and try again\.<\/p>/,
+      )
       expect(html).toContain(`value="${dest.url}/third"`)
       expect((await b.post('/api/getLink.json', { url: `${dest.url}/api2` })).status).toBe(429)
       expect(count(b)).toBe(2)
@@ -463,7 +534,17 @@ describe('statistics page range and drawing', () => {
     expect(rangeOf('http://h/c+?days=7')).toBe(7)
     expect(rangeOf('http://h/c+?x=1&days=365#top')).toBe(365)
     expect(rangeOf('http://h/c+?days=90')).toBe(90)
-    for (const q of ['days=12', 'days=abc', 'days=', 'days=7&days=365', 'days=0x1e', 'days=30.0', 'days=%37', 'days=1e3', 'days=-7'])
+    for (const q of [
+      'days=12',
+      'days=abc',
+      'days=',
+      'days=7&days=365',
+      'days=0x1e',
+      'days=30.0',
+      'days=%37',
+      'days=1e3',
+      'days=-7',
+    ])
       expect({ q, days: rangeOf(`http://h/c+?${q}`) }).toEqual({ q, days: q === 'days=%37' ? 7 : 30 })
   })
 
@@ -482,7 +563,13 @@ describe('statistics page range and drawing', () => {
   })
 
   test('breakdown bars escape names and show count and share as text', () => {
-    const html = barTable([{ name: '<img src=x onerror=alert(1)>', clicks: 3 }, { name: 'b&b', clicks: 1 }], 'Source')
+    const html = barTable(
+      [
+        { name: '<img src=x onerror=alert(1)>', clicks: 3 },
+        { name: 'b&b', clicks: 1 },
+      ],
+      'Source',
+    )
     expect(html).not.toContain('<img')
     expect(html).toContain('&lt;img src=x onerror=alert(1)&gt;')
     expect(html).toContain('b&amp;b')

@@ -31,7 +31,12 @@ const BROWSER = {
   'sec-fetch-dest': 'document',
   'content-type': 'application/x-www-form-urlencoded',
 }
-const post = (code: string, fields: Record<string, string>, headers: Record<string, string>, address = '198.51.100.7') =>
+const post = (
+  code: string,
+  fields: Record<string, string>,
+  headers: Record<string, string>,
+  address = '198.51.100.7',
+) =>
   fetch(`${base}/${code}`, {
     method: 'POST',
     redirect: 'manual',
@@ -73,12 +78,20 @@ describe('a wrong password', () => {
     expect(await clicks(code)).toBe(1)
   })
 
-  test('scripts keep 401: a form post without a browser\'s headers, and X-Link-Password (even with them)', async () => {
+  test("scripts keep 401: a form post without a browser's headers, and X-Link-Password (even with them)", async () => {
     const code = await link('https://example.com/scripted', 'pw')
-    const curl = await post(code, { password: 'bad' }, { 'user-agent': 'curl/8.5.0', accept: '*/*', 'content-type': 'application/x-www-form-urlencoded' })
+    const curl = await post(
+      code,
+      { password: 'bad' },
+      { 'user-agent': 'curl/8.5.0', accept: '*/*', 'content-type': 'application/x-www-form-urlencoded' },
+    )
     expect(curl.status).toBe(401)
     expect(await curl.text()).toContain('That password is not right.')
-    const header = await fetch(`${base}/${code}`, { method: 'POST', redirect: 'manual', headers: { ...BROWSER, 'x-link-password': 'bad' } })
+    const header = await fetch(`${base}/${code}`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { ...BROWSER, 'x-link-password': 'bad' },
+    })
     expect(header.status).toBe(401)
     const get = await fetch(`${base}/${code}`, { redirect: 'manual', headers: { 'x-link-password': 'bad' } })
     expect(get.status).toBe(401)

@@ -22,7 +22,8 @@ test('the database gone: writes 503 with Retry-After, visited links still redire
   config.server.metrics_token = METRICS_TOKEN
   const { logger, errors } = capturedLog()
   const box = await openLinkbox(config, { logger })
-  const request = (path: string, init?: RequestInit) => box.app.handle(new Request(`http://localhost:8080${path}`, init))
+  const request = (path: string, init?: RequestInit) =>
+    box.app.handle(new Request(`http://localhost:8080${path}`, init))
   const create = async (alias: string) =>
     readAnswer(
       await request('/api/getLink.json', {
@@ -52,7 +53,11 @@ test('the database gone: writes 503 with Retry-After, visited links still redire
     const visit = await request('/before')
     expect([visit.status, visit.headers.get('location')]).toEqual([302, 'https://example.com/before'])
     expect(box.health.isUp()).toBe(false)
-    const down = { version: VERSION, database: 'down', reason: expect.stringMatching(/^the database cannot be reached \(.*ERR_POSTGRES_CONNECTION/) }
+    const down = {
+      version: VERSION,
+      database: 'down',
+      reason: expect.stringMatching(/^the database cannot be reached \(.*ERR_POSTGRES_CONNECTION/),
+    }
     expect(await health('/healthz')).toEqual([200, { status: 'ok', ...down }])
     expect(await health('/readyz')).toEqual([503, { status: 'degraded', ...down }])
     expect((await request('/before')).status).toBe(302) // still, after the health checks
@@ -85,7 +90,10 @@ test('the database gone: writes 503 with Retry-After, visited links still redire
 test('the database gone while no change is made: /readyz 503 from its own write probe, /healthz 200 naming it down (real socket)', async () => {
   const dir = tempDir()
   dirs.push(dir)
-  const config = testConfig(dir, { database: { url: await pg.createDatabase() }, server: { host: '127.0.0.1', port: 0 } })
+  const config = testConfig(dir, {
+    database: { url: await pg.createDatabase() },
+    server: { host: '127.0.0.1', port: 0 },
+  })
   const box = await openLinkbox(config, { logger: capturedLog().logger })
   const base = `http://127.0.0.1:${box.listen().port}`
   const request = (path: string) => fetch(`${base}${path}`, { redirect: 'manual' })
@@ -122,7 +130,8 @@ test('the database gone while no change is made: /readyz 503 from its own write 
     expect((await request('/quiet')).headers.get('location')).toBe('https://example.com/quiet')
 
     await pg.resume()
-    for (const until = Date.now() + 20_000; Date.now() < until && (await request('/readyz')).status !== 200; ) await Bun.sleep(200)
+    for (const until = Date.now() + 20_000; Date.now() < until && (await request('/readyz')).status !== 200; )
+      await Bun.sleep(200)
     expect((await request('/readyz')).status).toBe(200)
     expect(unhandled).toEqual([])
   } finally {
@@ -148,7 +157,11 @@ test('a read-only database: /readyz 503 naming it unwritable, /healthz 200', asy
   try {
     const ready = await request('/readyz')
     expect(ready.status).toBe(503)
-    expect(await ready.json()).toMatchObject({ status: 'degraded', database: 'unwritable', reason: expect.stringContaining('read-only transaction') })
+    expect(await ready.json()).toMatchObject({
+      status: 'degraded',
+      database: 'unwritable',
+      reason: expect.stringContaining('read-only transaction'),
+    })
     const live = await request('/healthz')
     expect([live.status, (await live.json()).database]).toEqual([200, 'unwritable'])
     expect(box.health.isUp()).toBe(true)

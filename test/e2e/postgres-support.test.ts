@@ -19,7 +19,8 @@ test('the server answers a query through Bun.SQL, on 127.0.0.1, as a superuser w
   expect(pg.url).toMatch(/^postgres:\/\/lb_[0-9a-f]{12}@127\.0\.0\.1:\d+\/postgres$/)
   const sql = new Bun.SQL(pg.url)
   try {
-    const [row] = await sql`SELECT 1 + 1 AS two, current_setting('server_version_num')::int AS version, current_setting('listen_addresses') AS listen`
+    const [row] =
+      await sql`SELECT 1 + 1 AS two, current_setting('server_version_num')::int AS version, current_setting('listen_addresses') AS listen`
     expect(row.two).toBe(2)
     expect(row.version).toBeGreaterThanOrEqual(140000)
     expect(row.listen).toBe('127.0.0.1')
@@ -96,10 +97,17 @@ test('halt() takes the server away and resume() brings it back on the same port 
 
 test('a process that ends without stop() (a crash, a failed test file) leaves no server and no directory behind', async () => {
   const support = join(import.meta.dir, '..', 'support', 'postgres.ts')
-  const child = Bun.spawn([process.execPath, '-e', `const pg = await (await import(${JSON.stringify(support)})).startPostgres(); console.log(pg.dir + ' ' + pg.url); process.kill(process.pid, 'SIGKILL')`], {
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
+  const child = Bun.spawn(
+    [
+      process.execPath,
+      '-e',
+      `const pg = await (await import(${JSON.stringify(support)})).startPostgres(); console.log(pg.dir + ' ' + pg.url); process.kill(process.pid, 'SIGKILL')`,
+    ],
+    {
+      stdout: 'pipe',
+      stderr: 'pipe',
+    },
+  )
   const [dir, url] = (await new Response(child.stdout).text()).trim().split(' ') as [string, string]
   await child.exited
   expect(dir).toStartWith(tmpdir())
@@ -111,7 +119,7 @@ test('a process that ends without stop() (a crash, a failed test file) leaves no
   await gone.close().catch(() => {})
 }, 60_000)
 
-test('the shared server: one per process, a migrated copy in a few milliseconds, empty by default; it cannot be halted, and stop() drops only its handle\'s databases', async () => {
+test("the shared server: one per process, a migrated copy in a few milliseconds, empty by default; it cannot be halted, and stop() drops only its handle's databases", async () => {
   const one = await sharedPostgres()
   const two = await sharedPostgres()
   expect(two.url).toBe(one.url)

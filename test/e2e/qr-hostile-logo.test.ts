@@ -11,7 +11,15 @@ import { PNG } from 'pngjs'
 import { createLinkbox } from '../../src/app/app'
 import { createQrRenderer } from '../../src/qr/renderer'
 import { testConfig } from '../support/app'
-import { apiPost, createAccount, killAllServers, removeDir, startServer, tempDir, type RunningServer } from '../support/server'
+import {
+  apiPost,
+  createAccount,
+  killAllServers,
+  removeDir,
+  startServer,
+  tempDir,
+  type RunningServer,
+} from '../support/server'
 
 let server: RunningServer
 let key: string
@@ -34,7 +42,8 @@ afterAll(async () => {
 const XLINK = 'http://www.w3.org/1999/xlink'
 /** A blue square the logo draws of its own, so the answer shows what of the logo was kept. */
 const OWN = '<rect width="100" height="100" fill="#1e5ac8"/>'
-const svg = (inner: string, ns = '') => `<svg xmlns="http://www.w3.org/2000/svg"${ns} width="100" height="100" viewBox="0 0 100 100">${OWN}${inner}</svg>`
+const svg = (inner: string, ns = '') =>
+  `<svg xmlns="http://www.w3.org/2000/svg"${ns} width="100" height="100" viewBox="0 0 100 100">${OWN}${inner}</svg>`
 
 function blackPng(): Uint8Array {
   const png = new PNG({ width: 16, height: 16 })
@@ -47,21 +56,36 @@ async function postLogo(logo: string, fields: Record<string, string> = {}) {
   for (const [k, v] of Object.entries({ data: 'hostile logo', raw: '1', ...fields })) form.set(k, v)
   form.set('logo', new File([logo], 'logo.svg', { type: 'image/svg+xml' }))
   const started = performance.now()
-  const res = await fetch(`${server.url}/api/qr.json`, { method: 'POST', body: form, headers: { 'x-api-key': key }, signal: AbortSignal.timeout(5000) })
+  const res = await fetch(`${server.url}/api/qr.json`, {
+    method: 'POST',
+    body: form,
+    headers: { 'x-api-key': key },
+    signal: AbortSignal.timeout(5000),
+  })
   const bytes = new Uint8Array(await res.arrayBuffer())
   return { status: res.status, bytes, ms: performance.now() - started }
 }
 
 /** A new link's public QR image (never rendered before, so it is drawn now): status and time. */
 async function publicQr(): Promise<{ status: number; ms: number }> {
-  const link = await apiPost(server.url, 'getLink.json', { url: `https://example.org/${crypto.randomUUID()}` }, { 'x-api-key': key })
+  const link = await apiPost(
+    server.url,
+    'getLink.json',
+    { url: `https://example.org/${crypto.randomUUID()}` },
+    { 'x-api-key': key },
+  )
   const started = performance.now()
   const res = await fetch(`${server.url}/qr/${link.body.return.hex}.png`, { signal: AbortSignal.timeout(5000) })
   await res.arrayBuffer()
   return { status: res.status, ms: performance.now() - started }
 }
 
-const centre = (png: PNG) => [...png.data.subarray(((png.height >> 1) * png.width + (png.width >> 1)) * 4, ((png.height >> 1) * png.width + (png.width >> 1)) * 4 + 4)]
+const centre = (png: PNG) => [
+  ...png.data.subarray(
+    ((png.height >> 1) * png.width + (png.width >> 1)) * 4,
+    ((png.height >> 1) * png.width + (png.width >> 1)) * 4 + 4,
+  ),
+]
 
 /**
  * Sends the logo and, while its call is under way, asks for a public QR image of another link. Checks the
@@ -98,8 +122,15 @@ describe('hostile SVG logos (issue 36)', () => {
   test("XLink under a non-ASCII prefix pointing at one of the server's image files: the file is not drawn", async () => {
     const file = join(files, 'black.png')
     writeFileSync(file, blackPng())
-    for (const [prefix, href] of [['ñ', file], ['ñ', `file://${file}`], ['日本', file], ['x', `FILE:${file}`]]) {
-      const r = await survives(svg(`<image ${prefix}:href="${href}" width="100" height="100"/>`, ` xmlns:${prefix}="${XLINK}"`))
+    for (const [prefix, href] of [
+      ['ñ', file],
+      ['ñ', `file://${file}`],
+      ['日本', file],
+      ['x', `FILE:${file}`],
+    ]) {
+      const r = await survives(
+        svg(`<image ${prefix}:href="${href}" width="100" height="100"/>`, ` xmlns:${prefix}="${XLINK}"`),
+      )
       expect(r.status).toBe(200)
       // The logo's own blue square, not the server's black file over it.
       const [red, green, blue] = centre(PNG.sync.read(Buffer.from(r.bytes)))
@@ -109,14 +140,17 @@ describe('hostile SVG logos (issue 36)', () => {
 
   test('eight patterns that fill each other by #id: answered, the process lives', async () => {
     // Each tile 8 times its inner one: resvg's tile images grow past 3 GB (measured), then it aborts.
-    let defs = '<pattern id="p0" width="10" height="10" patternUnits="userSpaceOnUse"><rect width="5" height="5" fill="#000"/></pattern>'
+    let defs =
+      '<pattern id="p0" width="10" height="10" patternUnits="userSpaceOnUse"><rect width="5" height="5" fill="#000"/></pattern>'
     for (let i = 1; i < 8; i++)
       defs += `<pattern id="p${i}" width="10" height="10" patternUnits="userSpaceOnUse" patternTransform="scale(8)"><rect width="10" height="10" fill="url(#p${i - 1})"/></pattern>`
     await survives(svg(`<defs>${defs}</defs><rect width="100" height="100" fill="url(#p7)"/>`))
   }, 20_000)
 
   test('feTurbulence with numOctaves 1000000: answered, public images keep coming, the process lives', async () => {
-    const logo = svg('<filter id="t"><feTurbulence baseFrequency="0.05" numOctaves="1000000"/></filter><rect width="100" height="100" filter="url(#t)"/>')
+    const logo = svg(
+      '<filter id="t"><feTurbulence baseFrequency="0.05" numOctaves="1000000"/></filter><rect width="100" height="100" filter="url(#t)"/>',
+    )
     await survives(logo)
     // And once more: a worker it had stuck would have stalled this one.
     await survives(logo)
@@ -140,7 +174,10 @@ describe('a rendering stuck where its worker cannot be interrupted', () => {
     const qrRenderer = createQrRenderer({
       deadlineMs: 1500,
       // The first worker started is the shared one (the logo's call comes first): it never answers.
-      spawn: () => new Worker(spawned++ === 0 ? URL.createObjectURL(new Blob(['self.onmessage = () => Bun.sleepSync(4000)'])) : real),
+      spawn: () =>
+        new Worker(
+          spawned++ === 0 ? URL.createObjectURL(new Blob(['self.onmessage = () => Bun.sleepSync(4000)'])) : real,
+        ),
     })
     const box = createLinkbox(testConfig(dir, { server: { host: '127.0.0.1', port: 0 } }), { qrRenderer })
     const base = `http://127.0.0.1:${box.listen().port}`
@@ -166,7 +203,11 @@ describe('a rendering stuck where its worker cannot be interrupted', () => {
       expect(r.status).toBe(400)
       expect((await r.json()).message).toContain('"logo" is invalid: it took longer than 1.5 s')
       expect(performance.now() - started).toBeLessThan(5000)
-      const again = await fetch(`${base}/api/qr.json`, { method: 'POST', body: form(), headers: { 'x-api-key': owner } })
+      const again = await fetch(`${base}/api/qr.json`, {
+        method: 'POST',
+        body: form(),
+        headers: { 'x-api-key': owner },
+      })
       expect(again.status).toBe(200)
     } finally {
       await box.close()

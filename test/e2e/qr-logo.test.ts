@@ -108,7 +108,9 @@ function decode(r: Raster) {
   return found
 }
 
-const pixel = (r: Raster, x: number, y: number) => [...r.data.subarray((y * r.width + x) * 4, (y * r.width + x) * 4 + 4)]
+const pixel = (r: Raster, x: number, y: number) => [
+  ...r.data.subarray((y * r.width + x) * 4, (y * r.width + x) * 4 + 4),
+]
 const centre = (r: Raster) => pixel(r, r.width >> 1, r.height >> 1)
 /** Close to (each channel within 8 of) a colour. */
 const near = (got: number[], want: number[]) => got.every((v, i) => Math.abs(v - want[i]!) <= 8)
@@ -172,7 +174,15 @@ describe('a logo in the middle', () => {
       })
 
   test('colours and a transparent background: the plate is the background colour, the code still decodes', async () => {
-    const r = await postQr(multipart({ data: 'colours', fg: '1d2330', bg: 'fff5e0', raw: '1', logo: logoFile(RED_PNG, 'l.png', 'image/png') }))
+    const r = await postQr(
+      multipart({
+        data: 'colours',
+        fg: '1d2330',
+        bg: 'fff5e0',
+        raw: '1',
+        logo: logoFile(RED_PNG, 'l.png', 'image/png'),
+      }),
+    )
     const image = readPng(r.bytes)
     expect(decode(image).data).toBe('colours')
     // Just inside the plate's corner: background, not a module.
@@ -182,7 +192,10 @@ describe('a logo in the middle', () => {
   })
 
   test('the type a part claims does not matter: a PNG sent as image/svg+xml and an SVG sent as application/octet-stream', async () => {
-    for (const file of [logoFile(RED_PNG, 'x.svg', 'image/svg+xml'), logoFile(BLUE_SVG, 'x.bin', 'application/octet-stream')]) {
+    for (const file of [
+      logoFile(RED_PNG, 'x.svg', 'image/svg+xml'),
+      logoFile(BLUE_SVG, 'x.bin', 'application/octet-stream'),
+    ]) {
       const r = await postQr(multipart({ data: 'sniffed', raw: '1', logo: file }))
       expect(r.res.status).toBe(200)
       expect(decode(readPng(r.bytes)).data).toBe('sniffed')
@@ -192,13 +205,17 @@ describe('a logo in the middle', () => {
   test('a large logo (4096×4096 PNG) at 2048 px decodes; a small size still gets two pixels per module or a 400 naming size', async () => {
     const big = pngBytes(solidPng(4096, 4096, RED))
     expect(big.length).toBeLessThan(256 * 1024)
-    const r = await postQr(multipart({ data: 'big logo', size: '2048', raw: '1', logo: logoFile(big, 'big.png', 'image/png') }))
+    const r = await postQr(
+      multipart({ data: 'big logo', size: '2048', raw: '1', logo: logoFile(big, 'big.png', 'image/png') }),
+    )
     expect(r.res.status).toBe(200)
     const image = readPng(r.bytes)
     expect(decode(image).data).toBe('big logo')
     expect(near(centre(image), RED)).toBe(true)
     // Version 5 (37 modules) and a margin of 16: 69 modules, 138 pixels at two a module.
-    const small = await postQr(multipart({ data: 'x', size: '137', margin: '16', logo: logoFile(RED_PNG, 'l.png', 'image/png') }))
+    const small = await postQr(
+      multipart({ data: 'x', size: '137', margin: '16', logo: logoFile(RED_PNG, 'l.png', 'image/png') }),
+    )
     expect(small.res.status).toBe(400)
     expect(small.json()).toMatchObject({ code: 'invalid_parameter' })
     expect(small.json().message).toContain('"size"')
@@ -209,10 +226,16 @@ describe('a logo in the middle', () => {
 describe('bodies: multipart, form and JSON', () => {
   test('without a logo, a form, a multipart and a JSON body give the GET answer, byte for byte', async () => {
     const fields = { data: 'same answer', format: 'svg', ecc: 'Q', size: '256', fg: '#235', raw: '1' }
-    const viaGet = new Uint8Array(await (await fetch(`${base}/api/qr.json?${new URLSearchParams(fields)}`, { headers: { 'x-api-key': key } })).arrayBuffer())
+    const viaGet = new Uint8Array(
+      await (
+        await fetch(`${base}/api/qr.json?${new URLSearchParams(fields)}`, { headers: { 'x-api-key': key } })
+      ).arrayBuffer(),
+    )
     const form = await postQr(new URLSearchParams(fields), { 'content-type': 'application/x-www-form-urlencoded' })
     const multi = await postQr(multipart(fields))
-    const json = await postQr(JSON.stringify({ ...fields, size: 256, raw: true }), { 'content-type': 'application/json' })
+    const json = await postQr(JSON.stringify({ ...fields, size: 256, raw: true }), {
+      'content-type': 'application/json',
+    })
     for (const r of [form, multi, json]) {
       expect(r.res.status).toBe(200)
       expect(Buffer.from(r.bytes).equals(Buffer.from(viaGet))).toBe(true)
@@ -227,8 +250,12 @@ describe('bodies: multipart, form and JSON', () => {
   })
 
   test('a logo given as text (a form field, JSON) is refused, naming logo', async () => {
-    const asForm = await postQr(new URLSearchParams({ data: 'x', logo: 'logo.png' }), { 'content-type': 'application/x-www-form-urlencoded' })
-    const asJson = await postQr(JSON.stringify({ data: 'x', logo: 'iVBORw0KGgo=' }), { 'content-type': 'application/json' })
+    const asForm = await postQr(new URLSearchParams({ data: 'x', logo: 'logo.png' }), {
+      'content-type': 'application/x-www-form-urlencoded',
+    })
+    const asJson = await postQr(JSON.stringify({ data: 'x', logo: 'iVBORw0KGgo=' }), {
+      'content-type': 'application/json',
+    })
     const asText = await postQr(multipart({ data: 'x', logo: 'not a file' }))
     for (const r of [asForm, asJson, asText]) {
       expect(r.res.status).toBe(400)
@@ -269,7 +296,9 @@ describe('limits', () => {
   })
 
   test('a form body without files keeps the 64 KiB limit', async () => {
-    const r = await postQr(`data=x&pad=${'a'.repeat(70 * 1024)}`, { 'content-type': 'application/x-www-form-urlencoded' })
+    const r = await postQr(`data=x&pad=${'a'.repeat(70 * 1024)}`, {
+      'content-type': 'application/x-www-form-urlencoded',
+    })
     expect(r.res.status).toBe(413)
     expect(r.json().message).toContain('65536 bytes')
   })
@@ -302,7 +331,12 @@ describe('limits', () => {
     expect(r.json().message).toContain('4096×4096')
     expect(performance.now() - started).toBeLessThan(2000)
     // Just over the bound on one side only: refused as well.
-    const tall = await postQr(multipart({ data: 'x', logo: logoFile(declaredPng(16, 4097, deflateSync(Buffer.alloc(1))), 't.png', 'image/png') }))
+    const tall = await postQr(
+      multipart({
+        data: 'x',
+        logo: logoFile(declaredPng(16, 4097, deflateSync(Buffer.alloc(1))), 't.png', 'image/png'),
+      }),
+    )
     expect(tall.res.status).toBe(400)
     expect(tall.json().message).toContain('16×4097')
   })
@@ -320,13 +354,25 @@ describe('limits', () => {
 // the "pixels" were old heap memory: a 400 when that memory happened to hold bytes that are not PNG filter
 // types, a 200 (and someone's old memory drawn as the logo) when it was zeros, as fresh memory is.
 describe('broken PNG pixel data, whatever the memory it would land in', () => {
-  const sizes = [[1, 1], [8, 8], [32, 32], [64, 16], [200, 3]]
-  const streams = [new Uint8Array([1, 2, 3, 4, 5]), deflateSync(Buffer.alloc(64 * 64 * 4 + 64)).subarray(0, 12), new Uint8Array(0)]
+  const sizes = [
+    [1, 1],
+    [8, 8],
+    [32, 32],
+    [64, 16],
+    [200, 3],
+  ]
+  const streams = [
+    new Uint8Array([1, 2, 3, 4, 5]),
+    deflateSync(Buffer.alloc(64 * 64 * 4 + 64)).subarray(0, 12),
+    new Uint8Array(0),
+  ]
 
   test('on the render worker, over a socket: each is a 400 naming logo', async () => {
     for (const [w, h] of sizes)
       for (const idat of streams) {
-        const r = await postQr(multipart({ data: 'x', logo: logoFile(declaredPng(w!, h!, idat), 'b.png', 'image/png') }))
+        const r = await postQr(
+          multipart({ data: 'x', logo: logoFile(declaredPng(w!, h!, idat), 'b.png', 'image/png') }),
+        )
         expect([r.res.status, `${w}×${h}`]).toEqual([400, `${w}×${h}`])
         expect(r.json().message).toContain('"logo"')
       }
@@ -336,7 +382,10 @@ describe('broken PNG pixel data, whatever the memory it would land in', () => {
     for (let i = 0; i < 50; i++) {
       const [w, h] = sizes[i % sizes.length]!
       const logo = { kind: 'png' as const, bytes: new Uint8Array(declaredPng(w!, h!, streams[i % streams.length]!)) }
-      const outcome = await logoRaster(logo, 16, 16).then(() => 'drawn', (err: Error) => err.message)
+      const outcome = await logoRaster(logo, 16, 16).then(
+        () => 'drawn',
+        (err: Error) => err.message,
+      )
       expect(outcome).toContain('"logo"')
     }
   })
@@ -361,7 +410,9 @@ describe('a hostile SVG logo', () => {
   for (const format of ['png', 'svg'])
     test(`its references to a local server are never fetched (${format} answer); the code decodes; nothing of its markup is in the answer`, async () => {
       recorded.length = 0
-      const r = await postQr(multipart({ data: 'hostile', format, raw: '1', logo: logoFile(hostile(), 'evil.svg', 'image/svg+xml') }))
+      const r = await postQr(
+        multipart({ data: 'hostile', format, raw: '1', logo: logoFile(hostile(), 'evil.svg', 'image/svg+xml') }),
+      )
       expect(r.res.status).toBe(200)
       const image = rasterOf(format, r.bytes)
       expect(decode(image).data).toBe('hostile')
@@ -390,7 +441,9 @@ describe('a hostile SVG logo', () => {
     // resvg itself, given the logo as sent, draws the file: the service must not let it.
     expect(centre(rasteriseSvg(svg))).toEqual([0, 0, 0, 255])
     for (const href of [file, `file://${file}`]) {
-      const r = await postQr(multipart({ data: 'local file', raw: '1', logo: logoFile(svg.replace(file, href), 'f.svg', 'image/svg+xml') }))
+      const r = await postQr(
+        multipart({ data: 'local file', raw: '1', logo: logoFile(svg.replace(file, href), 'f.svg', 'image/svg+xml') }),
+      )
       expect(r.res.status).toBe(200)
       const image = readPng(r.bytes)
       expect(decode(image).data).toBe('local file')
@@ -404,13 +457,44 @@ describe('a hostile SVG logo', () => {
     const bomb = Buffer.from(declaredPng(100_000, 100_000, deflateSync(Buffer.alloc(1024)))).toString('base64')
     // A JPEG whose frame header hides behind fill bytes (FF FF … FF C0, 65535×65535): a reader that takes
     // FF FF for a marker with length FF C0 skips to a decoy frame header of 16×16 (the old check did).
-    const sof = (side: number) => [0xff, 0xc0, 0, 17, 8, side >> 8, side & 255, side >> 8, side & 255, 3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1]
+    const sof = (side: number) => [
+      0xff,
+      0xc0,
+      0,
+      17,
+      8,
+      side >> 8,
+      side & 255,
+      side >> 8,
+      side & 255,
+      3,
+      1,
+      0x22,
+      0,
+      2,
+      0x11,
+      1,
+      3,
+      0x11,
+      1,
+    ]
     const head = [0xff, 0xd8, 0xff, 0xff, ...sof(65535).slice(0)]
-    const jpeg = Buffer.concat([Buffer.from(head), Buffer.alloc(2 + 2 + 0xffc0 - head.length), Buffer.from([...sof(16), 0xff, 0xd9])]).toString('base64')
-    const svg = (uri: string) => `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 10" width="100" height="100"><image href="${uri}" width="10" height="10"/></svg>`
-    for (const uri of [`data:image/png;base64,${red}`, `data:image/png;base64,${bomb}`, `data:image/jpeg;base64,${jpeg}`]) {
+    const jpeg = Buffer.concat([
+      Buffer.from(head),
+      Buffer.alloc(2 + 2 + 0xffc0 - head.length),
+      Buffer.from([...sof(16), 0xff, 0xd9]),
+    ]).toString('base64')
+    const svg = (uri: string) =>
+      `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 10" width="100" height="100"><image href="${uri}" width="10" height="10"/></svg>`
+    for (const uri of [
+      `data:image/png;base64,${red}`,
+      `data:image/png;base64,${bomb}`,
+      `data:image/jpeg;base64,${jpeg}`,
+    ]) {
       const started = performance.now()
-      const r = await postQr(multipart({ data: 'embedded', raw: '1', logo: logoFile(svg(uri), 'e.svg', 'image/svg+xml') }))
+      const r = await postQr(
+        multipart({ data: 'embedded', raw: '1', logo: logoFile(svg(uri), 'e.svg', 'image/svg+xml') }),
+      )
       expect(r.res.status).toBe(200)
       expect(centre(readPng(r.bytes))).toEqual([255, 255, 255, 255])
       expect(performance.now() - started).toBeLessThan(5000)
@@ -419,12 +503,21 @@ describe('a hostile SVG logo', () => {
 
   test('XML entities, an internal DTD subset and <use> chains that multiply are refused, naming logo', async () => {
     const laughs = `<?xml version="1.0"?><!DOCTYPE svg [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;">]><svg xmlns="http://www.w3.org/2000/svg"><text>&b;</text></svg>`
-    const uses = Array.from({ length: 20 }, (_, i) => `<g id="g${i + 1}"><use href="#g${i}"/><use href="#g${i}"/></g>`).join('')
+    const uses = Array.from(
+      { length: 20 },
+      (_, i) => `<g id="g${i + 1}"><use href="#g${i}"/><use href="#g${i}"/></g>`,
+    ).join('')
     const chain = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 10"><defs><rect id="g0" width="1" height="1"/>${uses}</defs><use href="#g20"/></svg>`
     const loop = `<svg xmlns="http://www.w3.org/2000/svg"><g id="a"><use href="#b"/></g><g id="b"><use href="#a"/></g></svg>`
     const deep = `<svg xmlns="http://www.w3.org/2000/svg">${'<g>'.repeat(40)}${'</g>'.repeat(40)}</svg>`
     const layers = `<svg xmlns="http://www.w3.org/2000/svg">${'<rect opacity="0.5"/>'.repeat(65)}</svg>`
-    for (const [svg, says] of [[laughs, 'entities'], [chain, '<use>'], [loop, 'refers to itself'], [deep, '32 deep'], [layers, 'opacity']] as const) {
+    for (const [svg, says] of [
+      [laughs, 'entities'],
+      [chain, '<use>'],
+      [loop, 'refers to itself'],
+      [deep, '32 deep'],
+      [layers, 'opacity'],
+    ] as const) {
       const r = await postQr(multipart({ data: 'x', logo: logoFile(svg, 'bomb.svg', 'image/svg+xml') }))
       expect(r.res.status).toBe(400)
       expect(r.json().message).toContain('"logo"')
@@ -433,7 +526,11 @@ describe('a hostile SVG logo', () => {
   })
 
   test('an SVG that is not UTF-8, or not drawable, is a 400 naming logo', async () => {
-    const latin1 = Buffer.concat([Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><title>'), Buffer.from([0xe9, 0xff]), Buffer.from('</title></svg>')])
+    const latin1 = Buffer.concat([
+      Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><title>'),
+      Buffer.from([0xe9, 0xff]),
+      Buffer.from('</title></svg>'),
+    ])
     for (const bytes of [latin1, Buffer.from('<svg><rect')]) {
       const r = await postQr(multipart({ data: 'x', logo: logoFile(bytes, 'x.svg', 'image/svg+xml') }))
       expect(r.res.status).toBe(400)
@@ -445,13 +542,24 @@ describe('a hostile SVG logo', () => {
   // 63 s for the DOCTYPEs alone), holding the render worker and so every QR code behind it.
   test('texts made to make a pattern or the parser backtrack are read in linear time', async () => {
     const n = 256 * 1024
-    for (const text of ['<svg>' + '<!DOCTYPE'.repeat(n / 9), '<svg>' + 'url('.repeat(n / 4), '<svg>' + ' href="'.repeat(n / 7), '<svg>' + ' x:'.repeat(n / 3), '<svg xmlns="http://www.w3.org/2000/svg">' + '<g>'.repeat(n / 3)]) {
+    for (const text of [
+      '<svg>' + '<!DOCTYPE'.repeat(n / 9),
+      '<svg>' + 'url('.repeat(n / 4),
+      '<svg>' + ' href="'.repeat(n / 7),
+      '<svg>' + ' x:'.repeat(n / 3),
+      '<svg xmlns="http://www.w3.org/2000/svg">' + '<g>'.repeat(n / 3),
+    ]) {
       const started = performance.now()
       expect(() => cleanSvg(text)).toThrow('"logo"')
       expect(performance.now() - started).toBeLessThan(1000)
     }
     const started = performance.now()
-    const r = await postQr(multipart({ data: 'x', logo: logoFile('<?a?>'.repeat(3000) + '<!---->'.repeat(2000) + 'x', 'pi.svg', 'image/svg+xml') }))
+    const r = await postQr(
+      multipart({
+        data: 'x',
+        logo: logoFile('<?a?>'.repeat(3000) + '<!---->'.repeat(2000) + 'x', 'pi.svg', 'image/svg+xml'),
+      }),
+    )
     expect(r.res.status).toBe(400)
     expect(performance.now() - started).toBeLessThan(1000)
   })
@@ -479,16 +587,43 @@ describe('a hostile SVG logo', () => {
         `<rect id="r2" fill="url('#g') red" stroke="url( 'http://x/s' )"/><circle r="1" fill="u\\72l(/etc/z)"/>` +
         `<text>a &amp; b</text><pattern id="p"><rect/></pattern><foreignObject><div xmlns="http://www.w3.org/1999/xhtml">x</div></foreignObject><script>alert(1)</script></svg>`,
     )
-    expect(out).toContain('<use href="#a"></use><use href="#a"></use><rect clip-path="url(#c)" stroke="none" fill="url(#g)" opacity=".5"></rect>')
+    expect(out).toContain(
+      '<use href="#a"></use><use href="#a"></use><rect clip-path="url(#c)" stroke="none" fill="url(#g)" opacity=".5"></rect>',
+    )
     expect(out).toContain('<rect id="r2" fill="url(#g) red" stroke="none"></rect>')
     expect(out).toContain('<circle r="1" fill="none"></circle>')
     expect(out).toContain('<text>a &amp; b</text>')
     // A second element with an id keeps none (resvg might resolve the id to it); a clip path that clips itself is refused.
-    expect(cleanSvg(`<svg xmlns="http://www.w3.org/2000/svg"><linearGradient id="g"/><clipPath id="g"><rect/></clipPath><rect fill="url(#g)" clip-path="url(#g)"/></svg>`)).toBe(
+    expect(
+      cleanSvg(
+        `<svg xmlns="http://www.w3.org/2000/svg"><linearGradient id="g"/><clipPath id="g"><rect/></clipPath><rect fill="url(#g)" clip-path="url(#g)"/></svg>`,
+      ),
+    ).toBe(
       '<svg xmlns="http://www.w3.org/2000/svg"><linearGradient id="g"></linearGradient><clipPath><rect></rect></clipPath><rect fill="url(#g)"></rect></svg>',
     )
-    expect(() => cleanSvg(`<svg xmlns="http://www.w3.org/2000/svg"><clipPath id="c"><rect clip-path="url(#c)"/></clipPath><rect clip-path="url(#c)"/></svg>`)).toThrow('refers to itself')
-    for (const gone of ['<image', 'http://x', '/etc/z.png', 'file:', 'missing', 'pattern', 'foreignObject', 'script', 'alert', 'blur', 'mask', 'style', 'inkscape', 'label', 'xlink', 'ñ'])
+    expect(() =>
+      cleanSvg(
+        `<svg xmlns="http://www.w3.org/2000/svg"><clipPath id="c"><rect clip-path="url(#c)"/></clipPath><rect clip-path="url(#c)"/></svg>`,
+      ),
+    ).toThrow('refers to itself')
+    for (const gone of [
+      '<image',
+      'http://x',
+      '/etc/z.png',
+      'file:',
+      'missing',
+      'pattern',
+      'foreignObject',
+      'script',
+      'alert',
+      'blur',
+      'mask',
+      'style',
+      'inkscape',
+      'label',
+      'xlink',
+      'ñ',
+    ])
       expect(out).not.toContain(gone)
   })
 })
@@ -501,7 +636,9 @@ describe('off the event loop', () => {
     const started = performance.now()
     let done = 0
     const renders = [0, 1].map(async (i) => {
-      const r = await postQr(multipart({ data: `busy ${i}`, size: '2048', raw: '1', logo: logoFile(big, 'big.png', 'image/png') }))
+      const r = await postQr(
+        multipart({ data: `busy ${i}`, size: '2048', raw: '1', logo: logoFile(big, 'big.png', 'image/png') }),
+      )
       done++
       return r.res.status
     })
@@ -529,7 +666,9 @@ describe('the documents', () => {
     expect(content['multipart/form-data'].encoding.logo.contentType).toBe('image/png, image/svg+xml')
     expect(content['application/x-www-form-urlencoded'].schema.properties.logo).toBeUndefined()
     expect(content['application/json'].schema.properties.logo).toBeUndefined()
-    expect(Object.keys(content['multipart/form-data'].schema.properties)).toEqual(expect.arrayContaining(['data', 'format', 'fg', 'bg', 'ecc', 'size', 'margin', 'raw']))
+    expect(Object.keys(content['multipart/form-data'].schema.properties)).toEqual(
+      expect.arrayContaining(['data', 'format', 'fg', 'bg', 'ecc', 'size', 'margin', 'raw']),
+    )
     expect(post.responses['413'].description).toContain('logo over 256 KiB')
     const page = await (await fetch(`${base}/api/docs`)).text()
     expect(page).toContain('<span class="verb">POST</span> <code>/api/qr.json</code>')

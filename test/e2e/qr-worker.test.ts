@@ -5,7 +5,13 @@ import { rmSync } from 'node:fs'
 import { createLinkbox, type Linkbox } from '../../src/app/app'
 import { AppError } from '../../src/kernel/errors'
 import { errorResponse } from '../../src/web/api'
-import { callerLane, createQrRenderer, PUBLIC_LANE, type QrRenderer, type QrRendererOptions } from '../../src/qr/renderer'
+import {
+  callerLane,
+  createQrRenderer,
+  PUBLIC_LANE,
+  type QrRenderer,
+  type QrRendererOptions,
+} from '../../src/qr/renderer'
 import { parseQrSettings, type QrImage } from '../../src/qr/service'
 import { makeBox, tempDir, testConfig } from '../support/app'
 
@@ -127,7 +133,9 @@ describe('the queue bound', () => {
     const { renderer } = testRenderer({ publicWaiting: 1, inFlight: 1, publicWorkers: 0 })
     const box = await makeBox({}, { qrRenderer: renderer })
     try {
-      const codes = await Promise.all([1, 2, 3].map(async (i) => (await box.links.create({ url: `https://example.com/${i}` }, null)).hex))
+      const codes = await Promise.all(
+        [1, 2, 3].map(async (i) => (await box.links.create({ url: `https://example.com/${i}` }, null)).hex),
+      )
       const answers = await Promise.all(codes.map((c) => box.request(`/qr/${c}.png`)))
       // Which of the three is refused depends on the order their cache-file reads fail in.
       expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 503])
@@ -200,7 +208,10 @@ describe('the deadline', () => {
     const { renderer, spawned } = stuckRenderer(1, 2000, { deadlineMs: 300, publicWorkers: 0, inFlight: 2 })
     const started = performance.now()
     const stuck = renderer.render(parseQrSettings({ data: 'stuck' }), LANE)
-    const withLogo = renderer.render({ ...parseQrSettings({ data: 'again' }), ecc: 'H', logo: { kind: 'png', bytes: new Uint8Array(8) } }, LANE)
+    const withLogo = renderer.render(
+      { ...parseQrSettings({ data: 'again' }), ecc: 'H', logo: { kind: 'png', bytes: new Uint8Array(8) } },
+      LANE,
+    )
     const plain = await refusal(stuck)
     expect([plain.status, plain.code, plain.headers]).toEqual([503, 'busy', { 'Retry-After': '1' }])
     expect(performance.now() - started).toBeLessThan(1500)
@@ -213,7 +224,12 @@ describe('the deadline', () => {
 
   test('a rendering with a logo past it is a 400 naming logo', async () => {
     const { renderer } = stuckRenderer(1, 1500, { deadlineMs: 300, publicWorkers: 0 })
-    const err = await refusal(renderer.render({ ...parseQrSettings({ data: 'slow logo' }), ecc: 'H', logo: { kind: 'svg', bytes: new Uint8Array() } }, LANE))
+    const err = await refusal(
+      renderer.render(
+        { ...parseQrSettings({ data: 'slow logo' }), ecc: 'H', logo: { kind: 'svg', bytes: new Uint8Array() } },
+        LANE,
+      ),
+    )
     expect([err.status, err.code]).toEqual([400, 'invalid_parameter'])
     expect(err.message).toContain('"logo"')
     expect(err.message).toContain('took longer than 0.3 s')

@@ -29,7 +29,8 @@ const create = (server: RunningServer, url: string) =>
 
 test('SIGHUP applies rate.*, links.blocked_domains and log.*; names the keys that need a restart; a broken file keeps the old config', async () => {
   const config = writeConfig()
-  const write = (doc: TomlDoc) => writeFileSync(config.configPath, toToml({ data_dir: config.dataDir, ...BASE, ...doc }))
+  const write = (doc: TomlDoc) =>
+    writeFileSync(config.configPath, toToml({ data_dir: config.dataDir, ...BASE, ...doc }))
   const server = await startServer({ config })
   try {
     for (let i = 0; i < 5; i++) expect((await create(server, `https://blocked.example/${i}`)).status).toBe(200)
@@ -41,7 +42,10 @@ test('SIGHUP applies rate.*, links.blocked_domains and log.*; names the keys tha
     })
     server.proc.kill('SIGHUP')
     await waitFor(server.stdout, 'SIGHUP: config')
-    const line = server.stdout().split('\n').find((l) => l.includes('SIGHUP: config'))!
+    const line = server
+      .stdout()
+      .split('\n')
+      .find((l) => l.includes('SIGHUP: config'))!
     expect(JSON.parse(line)).toMatchObject({
       level: 'info',
       applied: ['links.blocked_domains', 'rate.anon_per_minute'],
@@ -61,7 +65,7 @@ test('SIGHUP applies rate.*, links.blocked_domains and log.*; names the keys tha
     }
     expect(limited?.status).toBe(429)
     // base_url is not applied: links still point at the old one.
-    expect((await (await fetch(`${server.url}/api/docs/openapi.json`)).text())).not.toContain('short.example')
+    expect(await (await fetch(`${server.url}/api/docs/openapi.json`)).text()).not.toContain('short.example')
 
     // A file that does not load: one error line; the service runs on, with what it had.
     writeFileSync(config.configPath, '[rate]\nanon_per_minute = "lots"\n')
@@ -86,9 +90,27 @@ test('SIGHUP applies rate.*, links.blocked_domains and log.*; names the keys tha
     expect(server.stdout()).not.toContain('/after-quiet')
     // Each reload that changed settings is in the audit log (issue 25), by whoever can signal the service: "cli".
     const db = new Database(join(config.dataDir, 'linkbox.db'), { readonly: true })
-    expect(db.query("SELECT actor_kind, action, target, detail, address FROM audit_log WHERE action = 'settings.reload' ORDER BY id").all()).toEqual([
-      { actor_kind: 'cli', action: 'settings.reload', target: `config ${config.configPath}`, detail: 'applied links.blocked_domains, rate.anon_per_minute', address: 'cli' },
-      { actor_kind: 'cli', action: 'settings.reload', target: `config ${config.configPath}`, detail: 'applied rate.anon_per_minute, log.requests', address: 'cli' },
+    expect(
+      db
+        .query(
+          "SELECT actor_kind, action, target, detail, address FROM audit_log WHERE action = 'settings.reload' ORDER BY id",
+        )
+        .all(),
+    ).toEqual([
+      {
+        actor_kind: 'cli',
+        action: 'settings.reload',
+        target: `config ${config.configPath}`,
+        detail: 'applied links.blocked_domains, rate.anon_per_minute',
+        address: 'cli',
+      },
+      {
+        actor_kind: 'cli',
+        action: 'settings.reload',
+        target: `config ${config.configPath}`,
+        detail: 'applied rate.anon_per_minute, log.requests',
+        address: 'cli',
+      },
     ])
     db.close()
   } finally {

@@ -4,8 +4,10 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { makeBox, readAnswer, tempDir, testConfig, sqliteLinkbox, type SqliteLinkbox } from '../support/app'
 
-const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36'
-const IPHONE = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1'
+const CHROME =
+  'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36'
+const IPHONE =
+  'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1'
 const SLACKBOT = 'Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)'
 const DISCORDBOT = 'Mozilla/5.0 (compatible; Discordbot/2.0; +https://discordapp.com)'
 
@@ -14,7 +16,9 @@ interface Server {
   base: string
 }
 function start(dir: string): Server {
-  const box = sqliteLinkbox(testConfig(dir, { server: { host: '127.0.0.1', port: 0, trusted_proxies: ['127.0.0.1/32'] } }))
+  const box = sqliteLinkbox(
+    testConfig(dir, { server: { host: '127.0.0.1', port: 0, trusted_proxies: ['127.0.0.1/32'] } }),
+  )
   return { box, base: `http://127.0.0.1:${box.listen().port}` }
 }
 
@@ -101,7 +105,11 @@ describe('max_visits', () => {
     try {
       const k = (await one.box.accounts.createAccount({ name: 'restart' })).key.key
       const made = await readAnswer(
-        await fetch(`${one.base}/api/getLink.json`, { method: 'POST', body: new URLSearchParams({ url: 'https://example.com/kept', max_visits: '2' }), headers: { 'x-api-key': k } }),
+        await fetch(`${one.base}/api/getLink.json`, {
+          method: 'POST',
+          body: new URLSearchParams({ url: 'https://example.com/kept', max_visits: '2' }),
+          headers: { 'x-api-key': k },
+        }),
       )
       const code = made.body.return.hex
       expect((await visit(code, {}, {}, one)).status).toBe(302)
@@ -155,7 +163,9 @@ describe('max_visits', () => {
     const box = await makeBox()
     try {
       const k = await box.account('ro')
-      const code = (await box.post('/api/getLink.json', { url: 'https://example.com/ro', max_visits: '2' }, { 'x-api-key': k })).body.return.hex
+      const code = (
+        await box.post('/api/getLink.json', { url: 'https://example.com/ro', max_visits: '2' }, { 'x-api-key': k })
+      ).body.return.hex
       const go = () => box.request(`/${code}`, { redirect: 'manual', headers: { 'user-agent': CHROME } })
       box.db.exec('PRAGMA query_only = 1')
       const refused = await go()
@@ -188,14 +198,15 @@ describe('rules', () => {
   beforeAll(async () => {
     code = await link({ url: 'https://example.com/default', rules })
   })
-  const where = async (headers: Record<string, string>, init: RequestInit = {}) => (await visit(code, headers, init)).headers.get('location')
+  const where = async (headers: Record<string, string>, init: RequestInit = {}) =>
+    (await visit(code, headers, init)).headers.get('location')
 
   test('by device: an iPhone goes to the mobile rule, a desktop to the default', async () => {
     expect(await where({ 'user-agent': IPHONE })).toBe('https://example.com/phone')
     expect(await where({})).toBe('https://example.com/default')
   })
 
-  test('by country, from a trusted proxy\'s X-Forwarded-For: 8.8.8.8 is US, 133.11.0.1 JP', async () => {
+  test("by country, from a trusted proxy's X-Forwarded-For: 8.8.8.8 is US, 133.11.0.1 JP", async () => {
     expect(await where({ 'x-forwarded-for': '8.8.8.8' })).toBe('https://example.com/us')
     expect(await where({ 'x-forwarded-for': '133.11.0.1' })).toBe('https://example.com/jp')
     expect(await where({ 'x-forwarded-for': '10.1.2.3' })).toBe('https://example.com/default')
@@ -209,13 +220,16 @@ describe('rules', () => {
   })
 
   test('by system, without letter case', async () => {
-    const mac = 'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15'
+    const mac =
+      'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15'
     expect(await where({ 'user-agent': mac })).toBe('https://example.com/mac')
   })
 
   test('the first match wins; a rule matches only when all its conditions do', async () => {
     // An iPhone in the US that prefers German: the device rule comes first.
-    expect(await where({ 'user-agent': IPHONE, 'x-forwarded-for': '8.8.8.8', 'accept-language': 'de' })).toBe('https://example.com/phone')
+    expect(await where({ 'user-agent': IPHONE, 'x-forwarded-for': '8.8.8.8', 'accept-language': 'de' })).toBe(
+      'https://example.com/phone',
+    )
     expect(await where({ 'x-forwarded-for': '8.8.8.8', 'accept-language': 'de' })).toBe('https://example.com/us')
     const both = await link({
       url: 'https://example.com/none',
@@ -232,7 +246,9 @@ describe('rules', () => {
     const before = (s.box.db.query('SELECT clicks FROM links WHERE code = ?').get(code) as { clicks: number }).clicks
     expect(await where({ 'user-agent': IPHONE }, { method: 'HEAD' })).toBe('https://example.com/phone')
     await s.box.recorder.flush()
-    expect((s.box.db.query('SELECT clicks FROM links WHERE code = ?').get(code) as { clicks: number }).clicks).toBe(before)
+    expect((s.box.db.query('SELECT clicks FROM links WHERE code = ?').get(code) as { clicks: number }).clicks).toBe(
+      before,
+    )
   })
 
   test('preview and frame pages show the chosen destination', async () => {
@@ -243,9 +259,15 @@ describe('rules', () => {
   })
 
   test('an update changes the rules at once (the cached row is dropped); rules=[] removes them', async () => {
-    const c = await link({ url: 'https://example.com/base', rules: JSON.stringify([{ url: 'https://example.com/a', language: ['de'] }]) })
+    const c = await link({
+      url: 'https://example.com/base',
+      rules: JSON.stringify([{ url: 'https://example.com/a', language: ['de'] }]),
+    })
     expect((await visit(c, { 'accept-language': 'de' })).headers.get('location')).toBe('https://example.com/a')
-    let r = await api('update.json', { code: c, rules: JSON.stringify([{ url: 'https://example.com/b', language: ['de'] }]) })
+    let r = await api('update.json', {
+      code: c,
+      rules: JSON.stringify([{ url: 'https://example.com/b', language: ['de'] }]),
+    })
     expect(r.body.return.rules).toEqual([{ url: 'https://example.com/b', language: ['de'] }])
     expect((await visit(c, { 'accept-language': 'de' })).headers.get('location')).toBe('https://example.com/b')
     r = await api('update.json', { code: c, rules: '[]' })
@@ -258,7 +280,10 @@ describe('rules', () => {
 
 describe('split', () => {
   test('50/50 over 400 visitors lands 150-250 each side; one visitor keeps the same side', async () => {
-    const split = JSON.stringify([{ url: 'https://example.com/a', weight: 50 }, { url: 'https://example.com/b', weight: 50 }])
+    const split = JSON.stringify([
+      { url: 'https://example.com/a', weight: 50 },
+      { url: 'https://example.com/b', weight: 50 },
+    ])
     const code = await link({ url: 'https://example.com/fallback', split })
     const sides = new Map<string, number>()
     for (let i = 0; i < 400; i++) {
@@ -273,12 +298,16 @@ describe('split', () => {
     }
     for (const address of ['198.51.100.7', '198.51.100.8', '198.51.100.9']) {
       const first = (await visit(code, { 'x-forwarded-for': address })).headers.get('location')
-      for (let i = 0; i < 10; i++) expect((await visit(code, { 'x-forwarded-for': address })).headers.get('location')).toBe(first)
+      for (let i = 0; i < 10; i++)
+        expect((await visit(code, { 'x-forwarded-for': address })).headers.get('location')).toBe(first)
     }
   })
 
   test('stats.json of a split link lists destinations: empty before any visit, then each side with its visits (an A/B test can be read)', async () => {
-    const split = JSON.stringify([{ url: 'https://example.com/left', weight: 50 }, { url: 'https://example.com/right', weight: 50 }])
+    const split = JSON.stringify([
+      { url: 'https://example.com/left', weight: 50 },
+      { url: 'https://example.com/right', weight: 50 },
+    ])
     const code = await link({ url: 'https://example.com/fallback', split })
     expect((await api('stats.json', { code })).body.return.destinations).toEqual([])
     const sides = new Map<string, number>()
@@ -293,11 +322,20 @@ describe('split', () => {
   })
 
   test("a password-protected split link: keyless stats.json and the public page show neither its destination nor its split's; its owner sees them", async () => {
-    const split = JSON.stringify([{ url: 'https://hidden-left.example/a', weight: 50 }, { url: 'https://hidden-right.example/b', weight: 50 }])
+    const split = JSON.stringify([
+      { url: 'https://hidden-left.example/a', weight: 50 },
+      { url: 'https://hidden-right.example/b', weight: 50 },
+    ])
     const code = await link({ url: 'https://hidden-fallback.example/', split, password: 'opensesame' })
-    for (let i = 0; i < 6; i++) await fetch(`${s.base}/${code}`, { redirect: 'manual', headers: { 'user-agent': CHROME, 'x-link-password': 'opensesame', 'x-forwarded-for': `203.0.113.${i}` } })
+    for (let i = 0; i < 6; i++)
+      await fetch(`${s.base}/${code}`, {
+        redirect: 'manual',
+        headers: { 'user-agent': CHROME, 'x-link-password': 'opensesame', 'x-forwarded-for': `203.0.113.${i}` },
+      })
     await s.box.recorder.flush()
-    const keyless = await readAnswer(await fetch(`${s.base}/api/stats.json`, { method: 'POST', body: new URLSearchParams({ code }) }))
+    const keyless = await readAnswer(
+      await fetch(`${s.base}/api/stats.json`, { method: 'POST', body: new URLSearchParams({ code }) }),
+    )
     expect(keyless.status).toBe(200)
     expect(JSON.stringify(keyless.body)).not.toContain('hidden-')
     expect(await (await fetch(`${s.base}/${code}+`)).text()).not.toContain('hidden-')
@@ -309,12 +347,17 @@ describe('split', () => {
   test('weights are followed (90/10), and a rule that matches comes before the split', async () => {
     const code = await link({
       url: 'https://example.com/fallback',
-      split: JSON.stringify([{ url: 'https://example.com/big', weight: 90 }, { url: 'https://example.com/small', weight: 10 }]),
+      split: JSON.stringify([
+        { url: 'https://example.com/big', weight: 90 },
+        { url: 'https://example.com/small', weight: 10 },
+      ]),
       rules: JSON.stringify([{ url: 'https://example.com/de', language: ['de'] }]),
     })
     let small = 0
     for (let i = 0; i < 300; i++) {
-      const at = (await visit(code, { 'x-forwarded-for': `192.0.2.${i % 250}`, 'user-agent': `${CHROME} v${i}` })).headers.get('location')
+      const at = (
+        await visit(code, { 'x-forwarded-for': `192.0.2.${i % 250}`, 'user-agent': `${CHROME} v${i}` })
+      ).headers.get('location')
       if (at === 'https://example.com/small') small++
       else expect(at).toBe('https://example.com/big')
     }
@@ -322,7 +365,10 @@ describe('split', () => {
     expect(small).toBeLessThan(60)
     expect((await visit(code, { 'accept-language': 'de' })).headers.get('location')).toBe('https://example.com/de')
     const rec = (await api('links.json', { q: code })).body.return.links[0]
-    expect(rec.split).toEqual([{ url: 'https://example.com/big', weight: 90 }, { url: 'https://example.com/small', weight: 10 }])
+    expect(rec.split).toEqual([
+      { url: 'https://example.com/big', weight: 90 },
+      { url: 'https://example.com/small', weight: 10 },
+    ])
     expect(rec.long_url).toBe('https://example.com/fallback')
   })
 })
@@ -336,14 +382,20 @@ describe('the record, the export and the webhook payload', () => {
       url: 'https://example.com/x',
       max_visits: '7',
       rules: JSON.stringify([{ country: ['de', 'AT', 'de'], url: 'https://example.com/de', language: ['DE'] }]),
-      split: JSON.stringify([{ weight: 1, url: 'https://example.com/1' }, { url: 'https://example.com/2', weight: 100 }]),
+      split: JSON.stringify([
+        { weight: 1, url: 'https://example.com/1' },
+        { url: 'https://example.com/2', weight: 100 },
+      ]),
     })
     expect(r.status).toBe(200)
     const rec = r.body.return
     expect([rec.max_visits, rec.visits_left]).toEqual([7, 7])
     // Cleaned: countries upper case, languages lower case, each once; keys in one order.
     expect(rec.rules).toEqual([{ url: 'https://example.com/de', country: ['DE', 'AT'], language: ['de'] }])
-    expect(rec.split).toEqual([{ url: 'https://example.com/1', weight: 1 }, { url: 'https://example.com/2', weight: 100 }])
+    expect(rec.split).toEqual([
+      { url: 'https://example.com/1', weight: 1 },
+      { url: 'https://example.com/2', weight: 100 },
+    ])
   })
 
   test('the CSV export fills max_visits', async () => {
@@ -360,8 +412,23 @@ describe('the record, the export and the webhook payload', () => {
     const seen: any[] = []
     s.box.events.on('link.updated', (e: any) => seen.push(e.link))
     const code = await link({ url: 'https://example.com/evt' })
-    await api('update.json', { code, max_visits: '9', split: JSON.stringify([{ url: 'https://example.com/1', weight: 1 }, { url: 'https://example.com/2', weight: 1 }]) })
-    expect(seen.at(-1)).toMatchObject({ hex: code, max_visits: 9, visits_left: 9, split: [{ url: 'https://example.com/1', weight: 1 }, { url: 'https://example.com/2', weight: 1 }] })
+    await api('update.json', {
+      code,
+      max_visits: '9',
+      split: JSON.stringify([
+        { url: 'https://example.com/1', weight: 1 },
+        { url: 'https://example.com/2', weight: 1 },
+      ]),
+    })
+    expect(seen.at(-1)).toMatchObject({
+      hex: code,
+      max_visits: 9,
+      visits_left: 9,
+      split: [
+        { url: 'https://example.com/1', weight: 1 },
+        { url: 'https://example.com/2', weight: 1 },
+      ],
+    })
   })
 })
 
@@ -374,42 +441,202 @@ describe('validation: every refused input names its field', () => {
     ['max_visits not a number', { max_visits: 'ten' }, 400, 'invalid_parameter', '"max_visits"'],
     ['rules not JSON', { rules: '[{' }, 400, 'invalid_parameter', '"rules"'],
     ['rules not an array', { rules: '{"url":"https://example.com/"}' }, 400, 'invalid_parameter', '"rules"'],
-    ['21 rules', { rules: JSON.stringify(Array.from({ length: 21 }, () => ({ url: 'https://example.com/', device: ['mobile'] }))) }, 400, 'invalid_parameter', 'at most 20'],
+    [
+      '21 rules',
+      {
+        rules: JSON.stringify(Array.from({ length: 21 }, () => ({ url: 'https://example.com/', device: ['mobile'] }))),
+      },
+      400,
+      'invalid_parameter',
+      'at most 20',
+    ],
     ['a rule that is not an object', { rules: '[1]' }, 400, 'invalid_parameter', 'rules[0] must be an object'],
     ['a rule without url', { rules: rule({ device: ['mobile'] }) }, 400, 'invalid_url', '"rules[0].url" is required'],
-    ['a rule url of another scheme', { rules: rule({ url: 'ftp://example.com/', device: ['mobile'] }) }, 400, 'invalid_url', '"rules[0].url"'],
-    ['a rule url too long', { rules: rule({ url: long, device: ['mobile'] }) }, 400, 'invalid_url', '"rules[0].url" must be at most 4096'],
-    ['a rule url at the service itself', { rules: rule({ url: 'http://localhost:8080/x', device: ['mobile'] }) }, 400, 'invalid_url', '"rules[0].url" must not point at this service'],
-    ['a rule url on a blocked domain', { rules: rule({ url: 'https://evil.test/x', device: ['mobile'] }) }, 400, 'invalid_url', '"rules[0].url" must not point at the blocked domain'],
-    ['a rule without a condition', { rules: rule({ url: 'https://example.com/' }) }, 400, 'invalid_parameter', 'rules[0] must give at least one condition'],
-    ['an unknown rule field', { rules: rule({ url: 'https://example.com/', device: ['mobile'], browser: ['Firefox'] }) }, 400, 'invalid_parameter', 'rules[0].browser is not a field'],
-    ['an empty condition', { rules: rule({ url: 'https://example.com/', device: [] }) }, 400, 'invalid_parameter', 'rules[0].device must be a non-empty list'],
-    ['a condition that is not a list', { rules: rule({ url: 'https://example.com/', country: 'DE' }) }, 400, 'invalid_parameter', 'rules[0].country must be a non-empty list'],
-    ['an unknown device', { rules: rule({ url: 'https://example.com/', device: ['mobile', 'car'] }) }, 400, 'invalid_parameter', 'rules[0].device[1]'],
+    [
+      'a rule url of another scheme',
+      { rules: rule({ url: 'ftp://example.com/', device: ['mobile'] }) },
+      400,
+      'invalid_url',
+      '"rules[0].url"',
+    ],
+    [
+      'a rule url too long',
+      { rules: rule({ url: long, device: ['mobile'] }) },
+      400,
+      'invalid_url',
+      '"rules[0].url" must be at most 4096',
+    ],
+    [
+      'a rule url at the service itself',
+      { rules: rule({ url: 'http://localhost:8080/x', device: ['mobile'] }) },
+      400,
+      'invalid_url',
+      '"rules[0].url" must not point at this service',
+    ],
+    [
+      'a rule url on a blocked domain',
+      { rules: rule({ url: 'https://evil.test/x', device: ['mobile'] }) },
+      400,
+      'invalid_url',
+      '"rules[0].url" must not point at the blocked domain',
+    ],
+    [
+      'a rule without a condition',
+      { rules: rule({ url: 'https://example.com/' }) },
+      400,
+      'invalid_parameter',
+      'rules[0] must give at least one condition',
+    ],
+    [
+      'an unknown rule field',
+      { rules: rule({ url: 'https://example.com/', device: ['mobile'], browser: ['Firefox'] }) },
+      400,
+      'invalid_parameter',
+      'rules[0].browser is not a field',
+    ],
+    [
+      'an empty condition',
+      { rules: rule({ url: 'https://example.com/', device: [] }) },
+      400,
+      'invalid_parameter',
+      'rules[0].device must be a non-empty list',
+    ],
+    [
+      'a condition that is not a list',
+      { rules: rule({ url: 'https://example.com/', country: 'DE' }) },
+      400,
+      'invalid_parameter',
+      'rules[0].country must be a non-empty list',
+    ],
+    [
+      'an unknown device',
+      { rules: rule({ url: 'https://example.com/', device: ['mobile', 'car'] }) },
+      400,
+      'invalid_parameter',
+      'rules[0].device[1]',
+    ],
     [
       'a bad country in the third rule',
-      { rules: JSON.stringify([{ url: 'https://example.com/1', device: ['mobile'] }, { url: 'https://example.com/2', os: ['iOS'] }, { url: 'https://example.com/3', country: ['DEU'] }]) },
-      400, 'invalid_parameter', 'rules[2].country[0] must be an ISO 3166-1 alpha-2',
+      {
+        rules: JSON.stringify([
+          { url: 'https://example.com/1', device: ['mobile'] },
+          { url: 'https://example.com/2', os: ['iOS'] },
+          { url: 'https://example.com/3', country: ['DEU'] },
+        ]),
+      },
+      400,
+      'invalid_parameter',
+      'rules[2].country[0] must be an ISO 3166-1 alpha-2',
     ],
-    ['a bad language', { rules: rule({ url: 'https://example.com/', language: ['de-CH'] }) }, 400, 'invalid_parameter', 'rules[0].language[0]'],
-    ['an os that is not text', { rules: rule({ url: 'https://example.com/', os: [7] }) }, 400, 'invalid_parameter', 'rules[0].os[0]'],
-    ['split of one', { split: JSON.stringify([{ url: 'https://example.com/a', weight: 1 }]) }, 400, 'invalid_parameter', '"split" is invalid: split has 1 destinations'],
-    ['split of eleven', { split: JSON.stringify(Array.from({ length: 11 }, () => ({ url: 'https://example.com/a', weight: 1 }))) }, 400, 'invalid_parameter', 'split has 11'],
-    ['split weight 0', { split: JSON.stringify([{ url: 'https://example.com/a', weight: 1 }, { url: 'https://example.com/b', weight: 0 }]) }, 400, 'invalid_parameter', 'split[1].weight'],
-    ['split weight 101', { split: JSON.stringify([{ url: 'https://example.com/a', weight: 101 }, { url: 'https://example.com/b', weight: 1 }]) }, 400, 'invalid_parameter', 'split[0].weight'],
-    ['split weight as text', { split: JSON.stringify([{ url: 'https://example.com/a', weight: '50' }, { url: 'https://example.com/b', weight: 50 }]) }, 400, 'invalid_parameter', 'split[0].weight'],
-    ['split url at the service', { split: JSON.stringify([{ url: 'https://example.com/a', weight: 1 }, { url: 'http://127.0.0.1:8080/', weight: 1 }]) }, 400, 'invalid_url', '"split[1].url"'],
-    ['split unknown field', { split: JSON.stringify([{ url: 'https://example.com/a', weight: 1, name: 'A' }, { url: 'https://example.com/b', weight: 1 }]) }, 400, 'invalid_parameter', 'split[0].name'],
+    [
+      'a bad language',
+      { rules: rule({ url: 'https://example.com/', language: ['de-CH'] }) },
+      400,
+      'invalid_parameter',
+      'rules[0].language[0]',
+    ],
+    [
+      'an os that is not text',
+      { rules: rule({ url: 'https://example.com/', os: [7] }) },
+      400,
+      'invalid_parameter',
+      'rules[0].os[0]',
+    ],
+    [
+      'split of one',
+      { split: JSON.stringify([{ url: 'https://example.com/a', weight: 1 }]) },
+      400,
+      'invalid_parameter',
+      '"split" is invalid: split has 1 destinations',
+    ],
+    [
+      'split of eleven',
+      { split: JSON.stringify(Array.from({ length: 11 }, () => ({ url: 'https://example.com/a', weight: 1 }))) },
+      400,
+      'invalid_parameter',
+      'split has 11',
+    ],
+    [
+      'split weight 0',
+      {
+        split: JSON.stringify([
+          { url: 'https://example.com/a', weight: 1 },
+          { url: 'https://example.com/b', weight: 0 },
+        ]),
+      },
+      400,
+      'invalid_parameter',
+      'split[1].weight',
+    ],
+    [
+      'split weight 101',
+      {
+        split: JSON.stringify([
+          { url: 'https://example.com/a', weight: 101 },
+          { url: 'https://example.com/b', weight: 1 },
+        ]),
+      },
+      400,
+      'invalid_parameter',
+      'split[0].weight',
+    ],
+    [
+      'split weight as text',
+      {
+        split: JSON.stringify([
+          { url: 'https://example.com/a', weight: '50' },
+          { url: 'https://example.com/b', weight: 50 },
+        ]),
+      },
+      400,
+      'invalid_parameter',
+      'split[0].weight',
+    ],
+    [
+      'split url at the service',
+      {
+        split: JSON.stringify([
+          { url: 'https://example.com/a', weight: 1 },
+          { url: 'http://127.0.0.1:8080/', weight: 1 },
+        ]),
+      },
+      400,
+      'invalid_url',
+      '"split[1].url"',
+    ],
+    [
+      'split unknown field',
+      {
+        split: JSON.stringify([
+          { url: 'https://example.com/a', weight: 1, name: 'A' },
+          { url: 'https://example.com/b', weight: 1 },
+        ]),
+      },
+      400,
+      'invalid_parameter',
+      'split[0].name',
+    ],
     ['split not JSON', { split: 'a,b' }, 400, 'invalid_parameter', '"split"'],
   ]
   let blocked: Server
   let blockedKey: string
   let target: string
   beforeAll(async () => {
-    blocked = { box: sqliteLinkbox(testConfig(tempDir(), { server: { host: '127.0.0.1', port: 0 }, links: { blocked_domains: ['evil.test'] } })), base: '' }
+    blocked = {
+      box: sqliteLinkbox(
+        testConfig(tempDir(), { server: { host: '127.0.0.1', port: 0 }, links: { blocked_domains: ['evil.test'] } }),
+      ),
+      base: '',
+    }
     blocked.base = `http://127.0.0.1:${blocked.box.listen().port}`
     blockedKey = (await blocked.box.accounts.createAccount({ name: 'v' })).key.key
-    const made = await readAnswer(await fetch(`${blocked.base}/api/getLink.json`, { method: 'POST', body: new URLSearchParams({ url: 'https://example.com/t' }), headers: { 'x-api-key': blockedKey } }))
+    const made = await readAnswer(
+      await fetch(`${blocked.base}/api/getLink.json`, {
+        method: 'POST',
+        body: new URLSearchParams({ url: 'https://example.com/t' }),
+        headers: { 'x-api-key': blockedKey },
+      }),
+    )
     target = made.body.return.hex
   })
   afterAll(async () => {
@@ -417,23 +644,39 @@ describe('validation: every refused input names its field', () => {
     rmSync(blocked.box.config.data_dir, { recursive: true, force: true })
   })
   const send = async (method: string, fields: Record<string, string>) =>
-    readAnswer(await fetch(`${blocked.base}/api/${method}`, { method: 'POST', body: new URLSearchParams(fields), headers: { 'x-api-key': blockedKey } }))
+    readAnswer(
+      await fetch(`${blocked.base}/api/${method}`, {
+        method: 'POST',
+        body: new URLSearchParams(fields),
+        headers: { 'x-api-key': blockedKey },
+      }),
+    )
 
   test.each(cases)('%s: getLink.json and update.json refuse it', async (_label, fields, status, code, named) => {
-    for (const [method, base] of [['getLink.json', { url: 'https://example.com/v' }], ['update.json', { code: target }]] as const) {
+    for (const [method, base] of [
+      ['getLink.json', { url: 'https://example.com/v' }],
+      ['update.json', { code: target }],
+    ] as const) {
       const r = await send(method, { ...base, ...fields })
       expect([r.status, r.body.code], `${method} ${JSON.stringify(r.body)}`).toEqual([status, code])
       expect(r.body.message).toContain(named)
     }
     // Nothing was stored.
-    expect(blocked.box.db.query('SELECT max_visits, rules, split FROM links WHERE code = ?').get(target)).toEqual({ max_visits: null, rules: null, split: null })
+    expect(blocked.box.db.query('SELECT max_visits, rules, split FROM links WHERE code = ?').get(target)).toEqual({
+      max_visits: null,
+      rules: null,
+      split: null,
+    })
   })
 
   test('JSON bodies: rules as an array rather than text is refused naming "rules"', async () => {
     const r = await readAnswer(
       await fetch(`${blocked.base}/api/getLink.json`, {
         method: 'POST',
-        body: JSON.stringify({ url: 'https://example.com/', rules: [{ url: 'https://example.com/', device: ['mobile'] }] }),
+        body: JSON.stringify({
+          url: 'https://example.com/',
+          rules: [{ url: 'https://example.com/', device: ['mobile'] }],
+        }),
         headers: { 'x-api-key': blockedKey, 'content-type': 'application/json' },
       }),
     )

@@ -9,7 +9,12 @@ let base: string
 let dir: string
 beforeAll(() => {
   dir = tempDir()
-  box = createLinkbox(testConfig(dir, { server: { host: '127.0.0.1', port: 0, trusted_proxies: ['127.0.0.1'] }, rate: { anon_per_minute: 2 } }))
+  box = createLinkbox(
+    testConfig(dir, {
+      server: { host: '127.0.0.1', port: 0, trusted_proxies: ['127.0.0.1'] },
+      rate: { anon_per_minute: 2 },
+    }),
+  )
   const server = box.listen()
   expect(server.port).toBeGreaterThan(0)
   base = `http://127.0.0.1:${server.port}`
@@ -27,17 +32,28 @@ test('create over HTTP, follow the redirect, read the statistics', async () => {
   })
   expect(created.status).toBe(200)
   const { return: link } = await created.json()
-  const visit = await fetch(`${base}/${link.hex}`, { redirect: 'manual', headers: { 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0' } })
+  const visit = await fetch(`${base}/${link.hex}`, {
+    redirect: 'manual',
+    headers: { 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0' },
+  })
   expect(visit.status).toBe(302)
   expect(visit.headers.get('location')).toBe('https://example.com/over-http')
-  const stats = await fetch(`${base}/api/stats.json`, { method: 'POST', body: new URLSearchParams({ code: link.hex }), headers: { 'x-forwarded-for': '198.51.100.2' } })
+  const stats = await fetch(`${base}/api/stats.json`, {
+    method: 'POST',
+    body: new URLSearchParams({ code: link.hex }),
+    headers: { 'x-forwarded-for': '198.51.100.2' },
+  })
   expect((await stats.json()).return.clicks).toBe(1)
   expect((await fetch(`${base}/healthz`)).status).toBe(200)
 })
 
 test('anonymous limits are per client address as told by a trusted proxy', async () => {
   const hit = (ip: string) =>
-    fetch(`${base}/api/stats.json`, { method: 'POST', body: 'code=zzzzzz', headers: { 'x-forwarded-for': ip, 'content-type': 'application/x-www-form-urlencoded' } })
+    fetch(`${base}/api/stats.json`, {
+      method: 'POST',
+      body: 'code=zzzzzz',
+      headers: { 'x-forwarded-for': ip, 'content-type': 'application/x-www-form-urlencoded' },
+    })
   expect((await hit('203.0.113.1')).status).toBe(404)
   expect((await hit('203.0.113.1')).status).toBe(404)
   expect((await hit('203.0.113.1')).status).toBe(429)

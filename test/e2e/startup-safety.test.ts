@@ -8,7 +8,19 @@ import nodemailer from 'nodemailer'
 import { buildConfig } from '../../src/kernel/config'
 import { checkClock, checkDisk } from '../../src/app/doctor-storage'
 import { checkMx } from '../../src/app/doctor-services'
-import { SOURCE_COMMAND, apiPost, createAccount, freePort, killAllServers, removeDir, runCli, startServer, tempDir, writeConfig, type TestConfig } from '../support/server'
+import {
+  SOURCE_COMMAND,
+  apiPost,
+  createAccount,
+  freePort,
+  killAllServers,
+  removeDir,
+  runCli,
+  startServer,
+  tempDir,
+  writeConfig,
+  type TestConfig,
+} from '../support/server'
 
 setDefaultTimeout(60_000)
 
@@ -49,17 +61,36 @@ describe('secret files', () => {
       let smtpLine: RegExpMatchArray | null = null
       for (let i = 0; i < 300 && !(smtpLine = server.stdout().match(/SMTP on \S+:(\d+)/)); i++) await Bun.sleep(20)
       const smtpPort = Number(smtpLine![1])
-      const address = (await (await fetch(`${server.url}/api/mailbox.json?address=box`, { headers: { 'x-api-key': key } })).json() as any).return.address
-      const smtp = nodemailer.createTransport({ host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true } as any)
+      const address = (
+        (await (
+          await fetch(`${server.url}/api/mailbox.json?address=box`, { headers: { 'x-api-key': key } })
+        ).json()) as any
+      ).return.address
+      const smtp = nodemailer.createTransport({
+        host: '127.0.0.1',
+        port: smtpPort,
+        secure: false,
+        ignoreTLS: true,
+      } as any)
       // Large enough to be kept in files under mail/ (small ones live in the database).
-      await smtp.sendMail({ from: 'a@example.org', to: address, subject: 'x', text: 'y', attachments: [{ filename: 'a.bin', content: Buffer.alloc(300 * 1024, 7) }] })
+      await smtp.sendMail({
+        from: 'a@example.org',
+        to: address,
+        subject: 'x',
+        text: 'y',
+        attachments: [{ filename: 'a.bin', content: Buffer.alloc(300 * 1024, 7) }],
+      })
       smtp.close()
-      expect((await apiPost(server.url, 'getLink.json', { url: 'https://example.org/' }, { 'x-api-key': key })).status).toBe(200)
+      expect(
+        (await apiPost(server.url, 'getLink.json', { url: 'https://example.org/' }, { 'x-api-key': key })).status,
+      ).toBe(200)
       const seen = modes(c.dataDir)
       expect(seen['secrets/signing.key']).toBe(0o600)
       expect(seen['linkbox.lock']).toBe(0o600)
       expect(statSync(c.dataDir).mode & 0o777).toBe(0o700)
-      const secretish = Object.entries(seen).filter(([p]) => p === 'secrets' || p.startsWith('secrets/') || p.startsWith('mail') || p.startsWith('linkbox.db'))
+      const secretish = Object.entries(seen).filter(
+        ([p]) => p === 'secrets' || p.startsWith('secrets/') || p.startsWith('mail') || p.startsWith('linkbox.db'),
+      )
       expect(secretish.some(([p]) => p.endsWith('raw.eml'))).toBe(true)
       expect(secretish.some(([p]) => p === 'linkbox.db-wal')).toBe(true)
       for (const [path, mode] of secretish) expect([path, mode & 0o077]).toEqual([path, 0])
@@ -95,7 +126,11 @@ describe('doctor: clock, MX, free disk', () => {
   test('free disk: ok from 1 GiB, warn below, FAIL under 100 MiB', () => {
     expect(checkDisk('/data', 5 * 2 ** 30).verdict).toBe('ok')
     expect(checkDisk('/data', 2 ** 30).verdict).toBe('ok')
-    expect(checkDisk('/data', 2 ** 30 - 1)).toEqual({ verdict: 'warn', what: 'free disk', detail: 'only 1024.0 MiB free for /data: under 1 GiB, mail and the media cache can fill it' })
+    expect(checkDisk('/data', 2 ** 30 - 1)).toEqual({
+      verdict: 'warn',
+      what: 'free disk',
+      detail: 'only 1024.0 MiB free for /data: under 1 GiB, mail and the media cache can fill it',
+    })
     expect(checkDisk('/data', 100 * 2 ** 20).verdict).toBe('warn')
     expect(checkDisk('/data', 100 * 2 ** 20 - 1).verdict).toBe('FAIL')
     expect(checkDisk('/data', null).verdict).toBe('warn')
@@ -105,8 +140,14 @@ describe('doctor: clock, MX, free disk', () => {
     const t = Date.parse('2026-06-01T00:00:00Z')
     expect(checkClock(t, t - 1000, t - 1000).verdict).toBe('ok')
     expect(checkClock(t, null, null).verdict).toBe('ok')
-    expect(checkClock(t, t + 1000, null)).toMatchObject({ verdict: 'warn', detail: expect.stringContaining('before this linkbox was built') })
-    expect(checkClock(t, null, t + 86_400_000)).toMatchObject({ verdict: 'warn', detail: expect.stringContaining('before the newest row in the database (2026-06-02T00:00:00Z)') })
+    expect(checkClock(t, t + 1000, null)).toMatchObject({
+      verdict: 'warn',
+      detail: expect.stringContaining('before this linkbox was built'),
+    })
+    expect(checkClock(t, null, t + 86_400_000)).toMatchObject({
+      verdict: 'warn',
+      detail: expect.stringContaining('before the newest row in the database (2026-06-02T00:00:00Z)'),
+    })
   })
 
   test('MX: a hint, never a FAIL; no answer in time is a warning too', async () => {
@@ -114,7 +155,11 @@ describe('doctor: clock, MX, free disk', () => {
     const findings = await checkMx(
       cfg,
       async (d) => {
-        if (d === 'a.test') return [{ exchange: 'mx2.a.test', priority: 20 }, { exchange: 'mx1.a.test', priority: 10 }]
+        if (d === 'a.test')
+          return [
+            { exchange: 'mx2.a.test', priority: 20 },
+            { exchange: 'mx1.a.test', priority: 10 },
+          ]
         if (d === 'b.test') return []
         if (d === 'c.test') throw Object.assign(new Error('queryMx ENOTFOUND c.test'), { code: 'ENOTFOUND' })
         return new Promise(() => {}) // never answers
@@ -125,7 +170,9 @@ describe('doctor: clock, MX, free disk', () => {
     expect(findings[0]!.detail).toBe('a.test → mx1.a.test, mx2.a.test (should reach port 2525 here, or a relay to it)')
     expect(findings[2]!.detail).toContain('(ENOTFOUND)')
     expect(findings[3]!.detail).toContain('no answer within 0.05 s')
-    expect(await checkMx(buildConfig({ mail: { smtp_port: 0 } }))).toEqual([{ verdict: 'ok', what: 'mail MX', detail: 'mail.smtp_port is 0: no mail is received' }])
+    expect(await checkMx(buildConfig({ mail: { smtp_port: 0 } }))).toEqual([
+      { verdict: 'ok', what: 'mail MX', detail: 'mail.smtp_port is 0: no mail is received' },
+    ])
   })
 
   test('a real doctor run lists the three checks, and offline or not, MX is never a FAIL', async () => {

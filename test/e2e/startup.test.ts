@@ -22,7 +22,11 @@ const HEAVY = /src\/app\/app\.ts|node_modules\/(elysia|qrcode|@sinclair\/typebox
 
 test('`linkbox version` loads neither the app nor the database, nor even the config', async () => {
   const loaded = await loadedBy(['version'])
-  expect(loaded.filter((p) => p.startsWith('src/')).sort()).toEqual(['src/kernel/errors.ts', 'src/kernel/version.ts', 'src/main.ts'])
+  expect(loaded.filter((p) => p.startsWith('src/')).sort()).toEqual([
+    'src/kernel/errors.ts',
+    'src/kernel/version.ts',
+    'src/main.ts',
+  ])
   expect(loaded.filter((p) => HEAVY.test(p))).toEqual([])
 })
 

@@ -43,13 +43,20 @@ describe('a full database (max_page_count at the file size), in process', () => 
     // thread's fallback); the real server below fails on its writer thread.
     // The recorder's lines go to the app's log: this one keeps what is written at level error.
     const { logger, errors: log } = capturedLog()
-    const box = await makeBox({}, { logger, clock: () => now, clicks: { intervalMs: 3_600_000, retryMs: 20, maxRetryMs: 40, writeOn: 'main' } })
+    const box = await makeBox(
+      {},
+      { logger, clock: () => now, clicks: { intervalMs: 3_600_000, retryMs: 20, maxRetryMs: 40, writeOn: 'main' } },
+    )
     try {
       const key = await box.account('owner')
       const made = await box.post('/api/getLink.json', { url: 'https://example.com/full' }, { 'x-api-key': key })
       expect(made.status).toBe(200)
       const code = made.body.return.hex as string
-      const visit = () => box.request(`/${code}`, { redirect: 'manual', headers: { 'user-agent': CHROME_UA, referer: `https://r${now % 97}.example/` } })
+      const visit = () =>
+        box.request(`/${code}`, {
+          redirect: 'manual',
+          headers: { 'user-agent': CHROME_UA, referer: `https://r${now % 97}.example/` },
+        })
 
       // From here on the file cannot grow: every write that needs a new page fails with SQLITE_FULL.
       box.db.exec('VACUUM') // no free pages left behind (migration 2 rebuilds tables) for writes to reuse
@@ -71,7 +78,11 @@ describe('a full database (max_page_count at the file size), in process', () => 
       expect(box.recorder.failing).toBe(true)
       expect(box.recorder.lastError).toContain('SQLITE_FULL')
       expect(box.recorder.pending).toBe(300)
-      expect(log).toEqual([expect.stringMatching(/^click writes failing: database or disk is full \(SQLITE_FULL\); 300 clicks kept in memory/)])
+      expect(log).toEqual([
+        expect.stringMatching(
+          /^click writes failing: database or disk is full \(SQLITE_FULL\); 300 clicks kept in memory/,
+        ),
+      ])
 
       // More than a batch (1000) while failing: no write attempt per click or per batch.
       const failuresBefore = box.recorder.failures
@@ -88,11 +99,19 @@ describe('a full database (max_page_count at the file size), in process', () => 
       // Changes that cannot be stored: 503 storage_unavailable, no internals.
       const create = await box.post('/api/getLink.json', { url: LONG_URL }, { 'x-api-key': key })
       expect(create.status).toBe(503)
-      expect(create.body).toEqual({ status: 'error', code: 'storage_unavailable', message: expect.stringContaining('could not be stored') })
+      expect(create.body).toEqual({
+        status: 'error',
+        code: 'storage_unavailable',
+        message: expect.stringContaining('could not be stored'),
+      })
       expect(create.body.message).not.toContain('SQLITE')
 
       // Not ready for writes (/readyz 503), alive and serving (/healthz 200), both naming the state and why.
-      const full = { version: expect.any(String), database: 'unwritable', reason: expect.stringMatching(/^database or disk is full/) }
+      const full = {
+        version: expect.any(String),
+        database: 'unwritable',
+        reason: expect.stringMatching(/^database or disk is full/),
+      }
       const ready = await box.get('/readyz')
       expect([ready.status, ready.body]).toEqual([503, { status: 'degraded', ...full }])
       const live = await box.get('/healthz')
@@ -114,7 +133,9 @@ describe('a full database (max_page_count at the file size), in process', () => 
       expect(box.recorder.pending).toBe(0)
       expect(log).toHaveLength(2)
       expect(log[1]).toBe('click writes work again; 2800 clicks written')
-      expect((box.db.query('SELECT clicks FROM links WHERE code = ?').get(code) as { clicks: number }).clicks).toBe(2800)
+      expect((box.db.query('SELECT clicks FROM links WHERE code = ?').get(code) as { clicks: number }).clicks).toBe(
+        2800,
+      )
       expect((box.db.query('SELECT count(*) AS n FROM click_days').get() as { n: number }).n).toBe(300)
 
       expect((await box.get('/healthz')).body).toEqual({ status: 'ok', version: expect.any(String), database: 'ok' })
@@ -149,12 +170,16 @@ describe('a read-only database (query_only), in process', () => {
     const box = await makeBox({}, { clicks: { intervalMs: 3_600_000 } })
     try {
       const key = await box.account('ro')
-      const code = (await box.post('/api/getLink.json', { url: 'https://example.com/ro' }, { 'x-api-key': key })).body.return.hex
+      const code = (await box.post('/api/getLink.json', { url: 'https://example.com/ro' }, { 'x-api-key': key })).body
+        .return.hex
       box.db.exec('PRAGMA query_only = ON')
       // Before any change fails, only the probe can tell.
       const health = await box.get('/readyz')
       expect(health.status).toBe(503)
-      expect(health.body).toMatchObject({ database: 'unwritable', reason: expect.stringMatching(/^attempt to write a readonly database/) })
+      expect(health.body).toMatchObject({
+        database: 'unwritable',
+        reason: expect.stringMatching(/^attempt to write a readonly database/),
+      })
       expect((await box.get('/healthz')).status).toBe(200)
       const update = await box.post('/api/update.json', { code, mode: 'preview' }, { 'x-api-key': key })
       expect(update.status).toBe(503)
@@ -163,7 +188,9 @@ describe('a read-only database (query_only), in process', () => {
       expect(del.status).toBe(503)
       expect(del.body.code).toBe('storage_unavailable')
       expect((await box.post('/api/stats.json', { code }, { 'x-api-key': key })).status).toBe(200)
-      expect((await box.request(`/${code}`, { redirect: 'manual' })).headers.get('location')).toBe('https://example.com/ro')
+      expect((await box.request(`/${code}`, { redirect: 'manual' })).headers.get('location')).toBe(
+        'https://example.com/ro',
+      )
       box.db.exec('PRAGMA query_only = OFF')
       expect((await box.post('/api/update.json', { code, mode: 'preview' }, { 'x-api-key': key })).status).toBe(200)
     } finally {
@@ -203,17 +230,33 @@ describe('the real server with a file size limit (the WAL cannot grow)', () => {
     dirs.push(config.dir)
     const key = await createAccount(config.configPath, 'alice') // the database exists before the limit
     // 64 KiB per file (ulimit -f counts 512-byte blocks); SIGXFSZ ignored, so a write past it fails (EFBIG).
-    const limited = ['sh', '-c', 'trap "" XFSZ; ulimit -f 128; exec "$0" "$@"', process.execPath, join(REPO_ROOT, 'src/main.ts')]
+    const limited = [
+      'sh',
+      '-c',
+      'trap "" XFSZ; ulimit -f 128; exec "$0" "$@"',
+      process.execPath,
+      join(REPO_ROOT, 'src/main.ts'),
+    ]
     const server = await startServer({ config, command: limited })
     try {
-      const made = await apiPost(server.url, 'getLink.json', { url: 'https://example.com/limited' }, { 'x-api-key': key })
+      const made = await apiPost(
+        server.url,
+        'getLink.json',
+        { url: 'https://example.com/limited' },
+        { 'x-api-key': key },
+      )
       expect(made.status).toBe(200)
       const code = made.body.return.hex as string
 
       // Creates fill the WAL until one cannot be stored.
       let refused: Awaited<ReturnType<typeof apiPost>> | null = null
       for (let i = 0; i < 200 && !refused; i++) {
-        const r = await apiPost(server.url, 'getLink.json', { url: `https://example.com/${i}/${'x'.repeat(2000)}` }, { 'x-api-key': key })
+        const r = await apiPost(
+          server.url,
+          'getLink.json',
+          { url: `https://example.com/${i}/${'x'.repeat(2000)}` },
+          { 'x-api-key': key },
+        )
         if (r.status !== 200) refused = r
       }
       expect(refused?.status).toBe(503)
@@ -225,7 +268,9 @@ describe('the real server with a file size limit (the WAL cannot grow)', () => {
         for (let i = 0; i < 10; i++) expect((await visit()).status).toBe(302)
         return server.stderr().includes('click writes failing')
       })
-      expect(server.stderr()).toMatch(/click writes failing: disk I\/O error \(SQLITE_IOERR_WRITE\); \d+ clicks kept in memory/)
+      expect(server.stderr()).toMatch(
+        /click writes failing: disk I\/O error \(SQLITE_IOERR_WRITE\); \d+ clicks kept in memory/,
+      )
       for (let i = 0; i < 10; i++) expect((await visit()).status).toBe(302)
 
       const ready = await fetch(`${server.url}/readyz`)
@@ -242,7 +287,9 @@ describe('the real server with a file size limit (the WAL cannot grow)', () => {
       expect(pending).toBeGreaterThanOrEqual(10)
       expect(await server.stop('SIGTERM')).toBe(1)
       const stderr = server.stderr()
-      expect(stderr).toMatch(new RegExp(`^linkbox: ${pending} clicks could not be written: disk I/O error \\(SQLITE_IOERR_WRITE\\)$`, 'm'))
+      expect(stderr).toMatch(
+        new RegExp(`^linkbox: ${pending} clicks could not be written: disk I/O error \\(SQLITE_IOERR_WRITE\\)$`, 'm'),
+      )
       expect(stderr).not.toContain('    at ')
       expect(stderr.match(/click writes failing/g)).toHaveLength(1)
       expect(stderr.length).toBeLessThan(1000)

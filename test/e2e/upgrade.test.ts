@@ -9,7 +9,18 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { KEPT_MIGRATION_COPIES, openDatabase } from '../../src/db/sqlite'
 import { migrations } from '../../src/db/sqlite/migrations'
-import { REPO_ROOT, apiPost, createAccount, killAllServers, removeDir, runCli, startServer, tempDir, writeConfig, type TestConfig } from '../support/server'
+import {
+  REPO_ROOT,
+  apiPost,
+  createAccount,
+  killAllServers,
+  removeDir,
+  runCli,
+  startServer,
+  tempDir,
+  writeConfig,
+  type TestConfig,
+} from '../support/server'
 
 setDefaultTimeout(60_000)
 
@@ -73,7 +84,10 @@ describe('a data directory of the previous schema', () => {
   test("written by the previous commit's linkbox, is served by this one after an automatic copy", async () => {
     const config = freshConfig()
     const previous = previousRelease()
-    if (!previous) console.warn('upgrade test: no git history here; the previous schema is made from all migrations but the newest instead')
+    if (!previous)
+      console.warn(
+        'upgrade test: no git history here; the previous schema is made from all migrations but the newest instead',
+      )
     const dbPath = join(config.dataDir, 'linkbox.db')
     let key: string
     if (previous) {
@@ -88,7 +102,12 @@ describe('a data directory of the previous schema', () => {
 
     const server = await startServer({ config })
     try {
-      const made = await apiPost(server.url, 'getLink.json', { url: 'https://example.org/after-upgrade' }, { 'x-api-key': key })
+      const made = await apiPost(
+        server.url,
+        'getLink.json',
+        { url: 'https://example.org/after-upgrade' },
+        { 'x-api-key': key },
+      )
       expect(made.status).toBe(200)
     } finally {
       expect(await server.stop()).toBe(0)
@@ -101,7 +120,10 @@ describe('a data directory of the previous schema', () => {
     expect(statSync(copy).mode & 0o777).toBe(0o600)
     expect(statSync(join(config.dataDir, 'backups')).mode & 0o777).toBe(0o700)
     // The operator is told, in the service's log, what happened and where the old database is.
-    if (previous) expect(server.stdout()).toContain(`${dbPath}: schema ${migrations.length - 1} upgraded to ${migrations.length}; the database as it was is in ${copy}`)
+    if (previous)
+      expect(server.stdout()).toContain(
+        `${dbPath}: schema ${migrations.length - 1} upgraded to ${migrations.length}; the database as it was is in ${copy}`,
+      )
     expect(userVersion(copy)).toBe(migrations.length - 1)
     const old = new Database(copy, { readonly: true })
     expect(old.query('SELECT name FROM accounts').all()).toEqual(previous ? [{ name: 'olivia' }] : []) // the fallback copies before the account exists

@@ -71,13 +71,22 @@ test('SIGKILL between the commit and the send: after the restart the event is de
 
   hold = false
   const second = await startServer({ config })
-  await until(() => delivery(db, ev.id, endpoint.id).state === 'ok', 'delivered after the restart, once the lease ran out', 30_000)
+  await until(
+    () => delivery(db, ev.id, endpoint.id).state === 'ok',
+    'delivered after the restart, once the lease ran out',
+    30_000,
+  )
   expect(arrivals[1]!).toBeGreaterThanOrEqual(lease)
   expect(r.got.map((g) => [g.id, g.verifyError, g.body])).toEqual([
     [ev.webhookId, null, ev.payload],
     [ev.webhookId, null, ev.payload],
   ])
-  expect(delivery(db, ev.id, endpoint.id)).toMatchObject({ state: 'ok', attempts: 1, last_status: 200, claimed_until: 0 })
+  expect(delivery(db, ev.id, endpoint.id)).toMatchObject({
+    state: 'ok',
+    attempts: 1,
+    last_status: 200,
+    claimed_until: 0,
+  })
 
   // An event committed by another process while the service runs (the CLI's `webhook test`) is found by the timer.
   const later = addEvent(db, account, 'link.deleted', { hex: 'abc' })

@@ -23,18 +23,29 @@ afterAll(async () => {
 })
 
 test('link and mail events reach the endpoint signed, once each, soon after the change', async () => {
-  const made = await box.post('/api/webhooks.json', { action: 'create', url: receiver.url, events: 'link.created,link.updated,link.deleted,mail.received' }, { 'x-api-key': key })
+  const made = await box.post(
+    '/api/webhooks.json',
+    { action: 'create', url: receiver.url, events: 'link.created,link.updated,link.deleted,mail.received' },
+    { 'x-api-key': key },
+  )
   expect(made.status, JSON.stringify(made.body)).toBe(200)
   receiver.secret = made.body.return.secret
   expect(receiver.secret).toMatch(/^whsec_/)
 
   const started = Date.now()
-  const link = await box.post('/api/getLink.json', { url: 'https://example.com/hooked', alias: 'hooked' }, { 'x-api-key': key })
+  const link = await box.post(
+    '/api/getLink.json',
+    { url: 'https://example.com/hooked', alias: 'hooked' },
+    { 'x-api-key': key },
+  )
   expect(link.status).toBe(200)
   await until(() => receiver.got.length >= 1, 'link.created')
   // Woken by the commit: the deliverer's own timer looks only every few seconds.
   expect(Date.now() - started).toBeLessThan(4_000)
-  expect((await box.post('/api/update.json', { code: 'hooked', url: 'https://example.com/changed' }, { 'x-api-key': key })).status).toBe(200)
+  expect(
+    (await box.post('/api/update.json', { code: 'hooked', url: 'https://example.com/changed' }, { 'x-api-key': key }))
+      .status,
+  ).toBe(200)
   expect((await box.post('/api/delete.json', { code: 'hooked' }, { 'x-api-key': key })).status).toBe(200)
 
   const owner = (await box.accounts.authenticate(key))!
@@ -42,7 +53,12 @@ test('link and mail events reach the endpoint signed, once each, soon after the 
   const check = await box.mail.checkRecipient('hooked@localhost')
   if (!check.ok) throw new Error('the mailbox does not take mail')
   const bytes = Buffer.from('From: a@example.com\r\nTo: hooked@localhost\r\nSubject: hi\r\n\r\nhello\r\n')
-  await box.mail.deliver({ size: bytes.length, oversize: false, bytes, file: null }, 'a@example.com', [check.mailboxId], () => false)
+  await box.mail.deliver(
+    { size: bytes.length, oversize: false, bytes, file: null },
+    'a@example.com',
+    [check.mailboxId],
+    () => false,
+  )
 
   await until(() => receiver.got.length >= 4, 'four events')
   await Bun.sleep(200)
@@ -60,7 +76,11 @@ test('link and mail events reach the endpoint signed, once each, soon after the 
   // One id per event, each distinct, and the one the delivery log shows.
   const ids = receiver.got.map((r) => r.id)
   expect(new Set(ids).size).toBe(4)
-  const log = await box.post('/api/webhooks.json', { action: 'deliveries', id: String(made.body.return.id) }, { 'x-api-key': key })
+  const log = await box.post(
+    '/api/webhooks.json',
+    { action: 'deliveries', id: String(made.body.return.id) },
+    { 'x-api-key': key },
+  )
   expect(log.body.return.deliveries.map((d: any) => d.webhook_id).sort()).toEqual([...ids].sort())
   expect(log.body.return.deliveries.every((d: any) => d.state === 'ok' && d.last_status === 200)).toBe(true)
 
@@ -68,7 +88,11 @@ test('link and mail events reach the endpoint signed, once each, soon after the 
   expect(bodies[0].type).toBe('link.created')
   // Redelivered: the same id again, the same bytes.
   const first = log.body.return.deliveries.find((d: any) => d.webhook_id === ids[0])
-  const again = await box.post('/api/webhooks.json', { action: 'redeliver', id: String(made.body.return.id), event: String(first.event_id) }, { 'x-api-key': key })
+  const again = await box.post(
+    '/api/webhooks.json',
+    { action: 'redeliver', id: String(made.body.return.id), event: String(first.event_id) },
+    { 'x-api-key': key },
+  )
   expect(again.status, JSON.stringify(again.body)).toBe(200)
   await until(() => receiver.got.length >= 5, 'the redelivery')
   expect(receiver.got[4]!.id).toBe(ids[0]!)

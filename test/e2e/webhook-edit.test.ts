@@ -17,7 +17,10 @@ const answerWith = new Map<Receiver, (n: number) => number | Promise<number>>()
 const SCHEDULE = [300, 300]
 
 beforeAll(async () => {
-  box = await makeBox({ media: { allow_private_networks: true }, server: { host: '127.0.0.1', port: 0 } }, { webhookSchedule: SCHEDULE })
+  box = await makeBox(
+    { media: { allow_private_networks: true }, server: { host: '127.0.0.1', port: 0 } },
+    { webhookSchedule: SCHEDULE },
+  )
   box.listen() // starts the deliverer
   key = await box.account('editor')
 })
@@ -33,7 +36,8 @@ function receiver(): Receiver {
 }
 
 const hooks = (fields: Record<string, string>, k = key) => box.post('/api/webhooks.json', fields, { 'x-api-key': k })
-const api = (method: string, fields: Record<string, string>) => box.post(`/api/${method}.json`, fields, { 'x-api-key': key })
+const api = (method: string, fields: Record<string, string>) =>
+  box.post(`/api/${method}.json`, fields, { 'x-api-key': key })
 /** A 400-ish answer with this code whose message has `text` (bun's toMatchObject with expect.stringContaining rewrites what it was given). */
 function refused(res: { body: any }, code: string, text: string) {
   expect(res.body.code).toBe(code)
@@ -75,13 +79,21 @@ describe('update: events', () => {
 
     const added = await hooks({ action: 'update', id: String(id), events: 'link.created, link.deleted' })
     expect(added.status, JSON.stringify(added.body)).toBe(200)
-    expect(added.body.return).toEqual({ id, url: r.url, events: 'link.created,link.deleted', enabled: true, disabled_reason: null })
+    expect(added.body.return).toEqual({
+      id,
+      url: r.url,
+      events: 'link.created,link.deleted',
+      enabled: true,
+      disabled_reason: null,
+    })
     expect((await api('delete', { code: a })).status).toBe(200)
     await until(() => r.got.length === 2, 'link.deleted')
     expect(typeOf(r.got[1]!)).toBe('link.deleted')
     expect(JSON.parse(r.got[1]!.body).data.hex).toBe(a)
 
-    expect((await hooks({ action: 'update', id: String(id), events: 'link.deleted' })).body.return.events).toBe('link.deleted')
+    expect((await hooks({ action: 'update', id: String(id), events: 'link.deleted' })).body.return.events).toBe(
+      'link.deleted',
+    )
     const b = code()
     expect((await api('getLink', { url: 'https://example.com/b', alias: b })).status).toBe(200)
     // A creation now delivers nothing: the deletion after it arrives alone (delivered in order of the events).
@@ -92,7 +104,11 @@ describe('update: events', () => {
     expect(JSON.parse(r.got[2]!.body).data.hex).toBe(b)
     for (const g of r.got) expect(g.verifyError).toBeNull()
     // No event row was even written for the creation nobody wanted.
-    expect(box.db.query("SELECT count(*) AS n FROM webhook_events WHERE type = 'link.created' AND payload LIKE ?").get(`%${b}%`)).toEqual({ n: 0 })
+    expect(
+      box.db
+        .query("SELECT count(*) AS n FROM webhook_events WHERE type = 'link.created' AND payload LIKE ?")
+        .get(`%${b}%`),
+    ).toEqual({ n: 0 })
   })
 
   test('errors name the field: an unknown event, a bad URL, a bad enabled, no id; nothing given changes nothing', async () => {
@@ -110,26 +126,43 @@ describe('update: events', () => {
     refused(creds, 'invalid_url', 'user name or password')
     // Nothing to change: the endpoint as it is.
     const nothing = await hooks({ action: 'update', id })
-    expect(nothing.body.return).toEqual({ id: Number(id), url: r.url, events: 'link.created', enabled: true, disabled_reason: null })
+    expect(nothing.body.return).toEqual({
+      id: Number(id),
+      url: r.url,
+      events: 'link.created',
+      enabled: true,
+      disabled_reason: null,
+    })
     const enabled = await hooks({ action: 'update', id, enabled: 'maybe' })
     refused(enabled, 'invalid_parameter', '"enabled"')
     const noId = await hooks({ action: 'update', events: 'link.created' })
     refused(noId, 'missing_parameter', '"id"')
     // Nothing changed by any of them.
-    expect(box.db.query('SELECT url, events, enabled FROM webhook_endpoints WHERE id = ?').get(Number(id))).toEqual({ url: r.url, events: 'link.created', enabled: 1 })
+    expect(box.db.query('SELECT url, events, enabled FROM webhook_endpoints WHERE id = ?').get(Number(id))).toEqual({
+      url: r.url,
+      events: 'link.created',
+      enabled: 1,
+    })
   })
 
   test("another account's endpoint: not_owner, and nothing changes", async () => {
     const r = receiver()
     const id = String(await endpoint(r, 'link.created'))
     const other = await box.account(`other${codes++}`)
-    const attempts: Record<string, string>[] = [{ action: 'update', id, events: 'link.deleted' }, { action: 'rotate', id }, { action: 'redeliver_failed', id }]
+    const attempts: Record<string, string>[] = [
+      { action: 'update', id, events: 'link.deleted' },
+      { action: 'rotate', id },
+      { action: 'redeliver_failed', id },
+    ]
     for (const fields of attempts) {
       const res = await hooks(fields, other)
       expect(res.status).toBe(403)
       expect(res.body.code).toBe('not_owner')
     }
-    const row = box.db.query('SELECT events, secret FROM webhook_endpoints WHERE id = ?').get(Number(id)) as { events: string; secret: string }
+    const row = box.db.query('SELECT events, secret FROM webhook_endpoints WHERE id = ?').get(Number(id)) as {
+      events: string
+      secret: string
+    }
     expect(row).toEqual({ events: 'link.created', secret: r.secret })
   })
 })
@@ -143,7 +176,11 @@ describe('update: the URL', () => {
       const k = await guarded.account('guarded')
       const first = receiver()
       const second = receiver()
-      const made = await guarded.post('/api/webhooks.json', { action: 'create', url: first.url, events: 'link.created' }, { 'x-api-key': k })
+      const made = await guarded.post(
+        '/api/webhooks.json',
+        { action: 'create', url: first.url, events: 'link.created' },
+        { 'x-api-key': k },
+      )
       expect(made.status, JSON.stringify(made.body)).toBe(200)
       first.secret = second.secret = made.body.return.secret
       const id = String(made.body.return.id)
@@ -153,10 +190,16 @@ describe('update: the URL', () => {
         expect(refused.body.code, url).toBe('private_address')
       }
       expect((guarded.db.query('SELECT url FROM webhook_endpoints').get() as { url: string }).url).toBe(first.url)
-      const moved = await guarded.post('/api/webhooks.json', { action: 'update', id, url: second.url }, { 'x-api-key': k })
+      const moved = await guarded.post(
+        '/api/webhooks.json',
+        { action: 'update', id, url: second.url },
+        { 'x-api-key': k },
+      )
       expect(moved.status, JSON.stringify(moved.body)).toBe(200)
       expect(moved.body.return.url).toBe(second.url)
-      expect((await guarded.post('/api/getLink.json', { url: 'https://example.com/moved' }, { 'x-api-key': k })).status).toBe(200)
+      expect(
+        (await guarded.post('/api/getLink.json', { url: 'https://example.com/moved' }, { 'x-api-key': k })).status,
+      ).toBe(200)
       await until(() => second.got.length === 1, 'the delivery to the new URL')
       expect(first.got).toEqual([])
       expect(second.got[0]!.verifyError).toBeNull()
@@ -179,9 +222,17 @@ describe('update: the URL', () => {
     )
     try {
       const k = await racing.account('racer')
-      const made = await racing.post('/api/webhooks.json', { action: 'create', url: 'http://127.0.0.1:9/hook' }, { 'x-api-key': k })
+      const made = await racing.post(
+        '/api/webhooks.json',
+        { action: 'create', url: 'http://127.0.0.1:9/hook' },
+        { 'x-api-key': k },
+      )
       doomed = made.body.return.id
-      const res = await racing.post('/api/webhooks.json', { action: 'update', id: String(doomed), url: 'http://slow.example/hook' }, { 'x-api-key': k })
+      const res = await racing.post(
+        '/api/webhooks.json',
+        { action: 'update', id: String(doomed), url: 'http://slow.example/hook' },
+        { 'x-api-key': k },
+      )
       expect(res.status).toBe(404)
       expect(res.body).toMatchObject({ code: 'not_found', message: `There is no webhook ${doomed}.` })
       expect(racing.db.query('SELECT count(*) AS n FROM webhook_endpoints').get()).toEqual({ n: 0 })
@@ -236,7 +287,11 @@ describe('redeliver_failed', () => {
     for (const n of [1, 2]) expect((await api('getLink', { url: `https://example.com/failed${n}` })).status).toBe(200)
     // Three attempts each (the first and two retries), then failed.
     const failedBoth = () =>
-      (box.db.query("SELECT count(*) AS n FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'failed'").get(id) as { n: number }).n === 2
+      (
+        box.db
+          .query("SELECT count(*) AS n FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'failed'")
+          .get(id) as { n: number }
+      ).n === 2
     await until(failedBoth, 'both deliveries failed')
     expect(r.got.length).toBe(6)
     const listed = (await hooks({ action: 'list' })).body.return.webhooks.find((w: any) => w.id === id)
@@ -256,17 +311,28 @@ describe('redeliver_failed', () => {
     for (const g of redelivered) expect(g.body).toBe(r.got.find((x) => x.id === g.id)!.body)
     // The receiver has the requests before the deliverer records their answers: wait for the rows.
     const okBoth = () =>
-      (box.db.query("SELECT count(*) AS n FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'ok'").get(id) as { n: number }).n === 2
+      (
+        box.db.query("SELECT count(*) AS n FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'ok'").get(id) as {
+          n: number
+        }
+      ).n === 2
     await until(okBoth, 'both redeliveries recorded')
     const log = (await hooks({ action: 'deliveries', id: String(id) })).body.return.deliveries
-    expect(log.map((d: any) => [d.state, d.last_status])).toEqual([['ok', 204], ['ok', 204]])
+    expect(log.map((d: any) => [d.state, d.last_status])).toEqual([
+      ['ok', 204],
+      ['ok', 204],
+    ])
     // No id is used for two events: across every event of this box, ids are distinct.
     const ids = box.db.query('SELECT webhook_id FROM webhook_events').all() as { webhook_id: string }[]
     expect(new Set(ids.map((i) => i.webhook_id)).size).toBe(ids.length)
     // Healthy again after the success; nothing more to redeliver.
     const after = (await hooks({ action: 'list' })).body.return.webhooks.find((w: any) => w.id === id)
     expect(after).toMatchObject({ failing: false, deliveries: { ok: 2, failed: 0, pending: 0, retrying: 0 } })
-    expect((await hooks({ action: 'redeliver_failed', id: String(id) })).body.return).toEqual({ id, redelivered: 0, enabled: true })
+    expect((await hooks({ action: 'redeliver_failed', id: String(id) })).body.return).toEqual({
+      id,
+      redelivered: 0,
+      enabled: true,
+    })
     await Bun.sleep(200)
     expect(r.got.length).toBe(8)
   })
@@ -285,7 +351,12 @@ describe('enabled', () => {
     expect(off.status, JSON.stringify(off.body)).toBe(200)
     expect(off.body.return).toMatchObject({ enabled: false, disabled_reason: 'disabled by its owner' })
     offYet.open()
-    await until(() => (box.db.query('SELECT attempts FROM webhook_deliveries WHERE endpoint_id = ?').get(id) as { attempts: number }).attempts === 1, 'the failed attempt recorded')
+    await until(
+      () =>
+        (box.db.query('SELECT attempts FROM webhook_deliveries WHERE endpoint_id = ?').get(id) as { attempts: number })
+          .attempts === 1,
+      'the failed attempt recorded',
+    )
     expect((await api('getLink', { url: 'https://example.com/while-off' })).status).toBe(200)
     // The retry was due 300 ms later: nothing for well past it.
     await Bun.sleep(1_200)
@@ -319,11 +390,20 @@ describe('enabled', () => {
     answerWith.set(r, () => (gone ? 410 : 200))
     const id = await endpoint(r, 'link.created')
     expect((await api('getLink', { url: 'https://example.com/gone' })).status).toBe(200)
-    await until(() => (box.db.query('SELECT enabled FROM webhook_endpoints WHERE id = ?').get(id) as { enabled: number }).enabled === 0, 'disabled by the 410')
+    await until(
+      () =>
+        (box.db.query('SELECT enabled FROM webhook_endpoints WHERE id = ?').get(id) as { enabled: number }).enabled ===
+        0,
+      'disabled by the 410',
+    )
     gone = false
     const on = await hooks({ action: 'update', id: String(id), enabled: '1' })
     expect(on.body.return).toMatchObject({ enabled: true, disabled_reason: null })
-    expect((await hooks({ action: 'redeliver_failed', id: String(id) })).body.return).toEqual({ id, redelivered: 1, enabled: true })
+    expect((await hooks({ action: 'redeliver_failed', id: String(id) })).body.return).toEqual({
+      id,
+      redelivered: 1,
+      enabled: true,
+    })
     await until(() => r.got.length === 2, 'the redelivery')
     expect(r.got[1]!.id).toBe(r.got[0]!.id)
   })

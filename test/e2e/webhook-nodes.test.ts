@@ -12,7 +12,7 @@ import type { ChangeFeed } from '../../src/db/changes'
 import { postgresChangeFeed } from '../../src/db/postgres/changes'
 import { createDeliverer, type Deliverer } from '../../src/webhooks/deliverer'
 import { createQueueOutbox, INDEX_MAX_AGE_MS } from '../../src/webhooks/outbox'
-import { type Outbox } from '../../src/kernel/outbox'
+import type { Outbox } from '../../src/kernel/outbox'
 import type { NewEvent } from '../../src/webhooks/storage/contract'
 import { postgresWebhookQueue } from '../../src/webhooks/storage/postgres'
 import { newSecret } from '../../src/webhooks/sign'
@@ -61,7 +61,11 @@ function receiver(answer?: Parameters<typeof startReceiver>[0]): Receiver {
 }
 
 /** An account and one endpoint of it for the receiver (subscribed to link.created), its secret handed to the receiver. */
-async function endpointFor(p: PostgresDatabase, r: Receiver, name = 'owner'): Promise<{ account: number; endpoint: number }> {
+async function endpointFor(
+  p: PostgresDatabase,
+  r: Receiver,
+  name = 'owner',
+): Promise<{ account: number; endpoint: number }> {
   const [a] = await p.main.sql`INSERT INTO accounts (name, created) VALUES (${name}, 0) RETURNING id`
   r.secret = newSecret()
   const [e] = await p.main.sql`INSERT INTO webhook_endpoints (account_id, url, events, secret, created)
@@ -69,10 +73,16 @@ async function endpointFor(p: PostgresDatabase, r: Receiver, name = 'owner'): Pr
   return { account: Number(a.id), endpoint: Number(e.id) }
 }
 
-const created = (account: number, i: number): NewEvent => ({ type: 'link.created', accountId: account, at: Date.now(), data: { code: `c${i}` } })
+const created = (account: number, i: number): NewEvent => ({
+  type: 'link.created',
+  accountId: account,
+  at: Date.now(),
+  data: { code: `c${i}` },
+})
 
 /** Enqueued in a transaction of `sql`, as a converted service does; committed when this resolves. */
-const enqueue = (sql: SQL, e: NewEvent) => postgresTransaction(sql, (tx) => postgresWebhookQueue(sql).enqueue(tx as TransactionSQL, e, Date.now()))
+const enqueue = (sql: SQL, e: NewEvent) =>
+  postgresTransaction(sql, (tx) => postgresWebhookQueue(sql).enqueue(tx as TransactionSQL, e, Date.now()))
 
 interface Row {
   id: number
@@ -85,7 +95,13 @@ interface Row {
 async function rows(p: PostgresDatabase): Promise<Row[]> {
   const all = await p.main.sql`SELECT d.id, d.state, d.attempts, d.claimed_until, e.webhook_id FROM webhook_deliveries d
                                JOIN webhook_events e ON e.id = d.event_id ORDER BY d.id`
-  return all.map((r: Record<string, unknown>) => ({ id: Number(r.id), state: r.state as string, attempts: Number(r.attempts), claimed_until: Number(r.claimed_until), webhook_id: r.webhook_id as string }))
+  return all.map((r: Record<string, unknown>) => ({
+    id: Number(r.id),
+    state: r.state as string,
+    attempts: Number(r.attempts),
+    claimed_until: Number(r.claimed_until),
+    webhook_id: r.webhook_id as string,
+  }))
 }
 
 test('two deliverers on two pools deliver 50 events exactly once each, under distinct webhook-ids, both taking part', async () => {
@@ -138,10 +154,13 @@ test('a node SIGKILLed with requests in flight: its renewed leases keep the rows
   await enqueue(survivor.sql, created(account, 1))
   await enqueue(survivor.sql, created(account, 2))
 
-  const child = Bun.spawn([process.execPath, join(import.meta.dir, '../support/deliverer-node.ts'), p.url, String(LEASE)], {
-    stdout: 'pipe',
-    stderr: 'inherit',
-  })
+  const child = Bun.spawn(
+    [process.execPath, join(import.meta.dir, '../support/deliverer-node.ts'), p.url, String(LEASE)],
+    {
+      stdout: 'pipe',
+      stderr: 'inherit',
+    },
+  )
   cleanups.push(() => child.kill(9))
   // Its two slots for the endpoint: both requests held at the receiver.
   await until(() => r.got.length === 2, 'the child node sends both', 20_000)
@@ -159,7 +178,17 @@ test('a node SIGKILLed with requests in flight: its renewed leases keep the rows
   await until(() => survivor.deliverer.stats.outcomes.ok === 2, 'the survivor sends both', 20_000)
   // Not before the dead node's leases ran out, and under the ids the dead node sent them with.
   expect(arrivals.slice(2).every((t) => t >= Math.min(...leases))).toBe(true)
-  expect(r.got.map((g) => g.id).slice(2).sort()).toEqual(r.got.map((g) => g.id).slice(0, 2).sort())
+  expect(
+    r.got
+      .map((g) => g.id)
+      .slice(2)
+      .sort(),
+  ).toEqual(
+    r.got
+      .map((g) => g.id)
+      .slice(0, 2)
+      .sort(),
+  )
   expect(new Set(r.got.map((g) => g.id)).size).toBe(2)
   expect((await rows(p)).map((d) => [d.state, d.attempts, d.claimed_until])).toEqual([
     ['ok', 1, 0],
@@ -196,11 +225,16 @@ test('the outbox without db: an endpoint made on one node is wanted on another a
 
   // Node A makes an endpoint (as the webhook service does: the row, then reload() after the commit).
   r.secret = newSecret()
-  await p.main.sql`INSERT INTO webhook_endpoints (account_id, url, events, secret, created) VALUES (${account}, ${r.url}, 'link.created', ${r.secret}, 0)`
+  await p.main
+    .sql`INSERT INTO webhook_endpoints (account_id, url, events, secret, created) VALUES (${account}, ${r.url}, 'link.created', ${r.secret}, 0)`
   const madeAt = Date.now()
   outA.reload()
   // Read again (not merely "everything, while reading"): it wants link.created and not link.deleted.
-  await until(() => outB.wanted('link.created', account) && !outB.wanted('link.deleted', account), 'node B wants it', 5_000)
+  await until(
+    () => outB.wanted('link.created', account) && !outB.wanted('link.deleted', account),
+    'node B wants it',
+    5_000,
+  )
   // Told through the feed, not by the index growing old.
   expect(Date.now() - madeAt).toBeLessThan(INDEX_MAX_AGE_MS / 2)
 

@@ -26,7 +26,8 @@ afterEach(async () => {
 
 const hook = (fields: Record<string, string>, k = key) => box.post(W, fields, { 'X-Api-Key': k })
 const rows = (sql: string, ...args: any[]) => box.db.query(sql).all(...args) as any[]
-const accountId = (name: string) => (box.db.query('SELECT id FROM accounts WHERE name = ?').get(name) as { id: number }).id
+const accountId = (name: string) =>
+  (box.db.query('SELECT id FROM accounts WHERE name = ?').get(name) as { id: number }).id
 
 async function createHook(events?: string, k = key) {
   const r = await hook({ action: 'create', url: 'http://127.0.0.1:9/hook', ...(events ? { events } : {}) }, k)
@@ -47,10 +48,18 @@ describe('POST /api/webhooks.json', () => {
     const list = await hook({ action: 'list' })
     expect(list.status).toBe(200)
     expect(list.body.return).toEqual({
-      webhooks: [{
-        id: made.id, url: made.url, events: made.events, enabled: true, failing: false, disabled_reason: null,
-        created: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), deliveries: { ok: 0, failed: 0, pending: 1, retrying: 0 },
-      }],
+      webhooks: [
+        {
+          id: made.id,
+          url: made.url,
+          events: made.events,
+          enabled: true,
+          failing: false,
+          disabled_reason: null,
+          created: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+          deliveries: { ok: 0, failed: 0, pending: 1, retrying: 0 },
+        },
+      ],
     })
     expect(JSON.stringify(list.body)).not.toContain(made.secret) // shown once, at creation
 
@@ -60,8 +69,16 @@ describe('POST /api/webhooks.json', () => {
     const [event] = rows('SELECT id, webhook_id FROM webhook_events')
     expect(event.webhook_id).toMatch(/^msg_[0-9a-f]{32}$/)
     expect(d).toEqual({
-      event_id: event.id, webhook_id: event.webhook_id, type: 'link.created', state: 'pending', attempts: 0,
-      last_status: null, last_error: null, last_ms: null, last_at: null, next_at: expect.stringMatching(/T/),
+      event_id: event.id,
+      webhook_id: event.webhook_id,
+      type: 'link.created',
+      state: 'pending',
+      attempts: 0,
+      last_status: null,
+      last_error: null,
+      last_ms: null,
+      last_at: null,
+      next_at: expect.stringMatching(/T/),
     })
 
     // A delivery that failed after its retries is sent again: same webhook-id, a fresh series of attempts
@@ -70,9 +87,16 @@ describe('POST /api/webhooks.json', () => {
     const again = await hook({ action: 'redeliver', id: String(made.id), event: String(d.event_id) })
     expect(again.status).toBe(200)
     expect(again.body.return).toEqual({
-      id: made.id, event_id: d.event_id, webhook_id: event.webhook_id, state: 'pending', attempts: 0, next_at: expect.any(String),
+      id: made.id,
+      event_id: d.event_id,
+      webhook_id: event.webhook_id,
+      state: 'pending',
+      attempts: 0,
+      next_at: expect.any(String),
     })
-    expect(rows('SELECT state, attempts, last_status FROM webhook_deliveries')).toEqual([{ state: 'pending', attempts: 0, last_status: 503 }])
+    expect(rows('SELECT state, attempts, last_status FROM webhook_deliveries')).toEqual([
+      { state: 'pending', attempts: 0, last_status: 503 },
+    ])
     expect(rows('SELECT count(*) AS n FROM webhook_events')).toEqual([{ n: 1 }])
 
     const gone = await hook({ action: 'delete', id: String(made.id) })
@@ -81,14 +105,17 @@ describe('POST /api/webhooks.json', () => {
     expect(rows('SELECT count(*) AS n FROM webhook_deliveries')).toEqual([{ n: 0 }])
   })
 
-  test('redeliver creates the delivery for an event of the account the endpoint never had; not another account\'s event', async () => {
+  test("redeliver creates the delivery for an event of the account the endpoint never had; not another account's event", async () => {
     const a = await createHook('link.created')
     await box.post('/api/getLink.json', { url: 'https://example.com/a' }, { 'X-Api-Key': key })
     const b = await createHook('mail.received') // created after the event
     const [{ id: eventId, webhook_id: webhookId }] = rows('SELECT id, webhook_id FROM webhook_events')
     const r = await hook({ action: 'redeliver', id: String(b.id), event: String(eventId) })
     expect(r.body.return).toMatchObject({ id: b.id, webhook_id: webhookId, state: 'pending', attempts: 0 })
-    expect(rows('SELECT endpoint_id FROM webhook_deliveries ORDER BY endpoint_id')).toEqual([{ endpoint_id: a.id }, { endpoint_id: b.id }])
+    expect(rows('SELECT endpoint_id FROM webhook_deliveries ORDER BY endpoint_id')).toEqual([
+      { endpoint_id: a.id },
+      { endpoint_id: b.id },
+    ])
     // Bob's endpoint cannot take Alice's event.
     const bobs = await createHook('link.created', otherKey)
     const refused = await hook({ action: 'redeliver', id: String(bobs.id), event: String(eventId) }, otherKey)
@@ -121,7 +148,7 @@ describe('POST /api/webhooks.json', () => {
     expect(rows('SELECT count(*) AS n FROM webhook_endpoints')).toEqual([{ n: 0 }])
   })
 
-  test('another account\'s endpoint → 403 not_owner; an unknown one → 404; no key → 401; no scope → 403', async () => {
+  test("another account's endpoint → 403 not_owner; an unknown one → 404; no key → 401; no scope → 403", async () => {
     const made = await createHook()
     for (const action of ['delete', 'deliveries']) {
       const r = await hook({ action, id: String(made.id) }, otherKey)
@@ -138,7 +165,9 @@ describe('POST /api/webhooks.json', () => {
   })
 
   test('at most 20 endpoints per account, also when the creations arrive at once', async () => {
-    const answers = await Promise.all(Array.from({ length: 25 }, (_, i) => hook({ action: 'create', url: `http://127.0.0.1:9/h${i}` })))
+    const answers = await Promise.all(
+      Array.from({ length: 25 }, (_, i) => hook({ action: 'create', url: `http://127.0.0.1:9/h${i}` })),
+    )
     expect(answers.filter((a) => a.status === 200).length).toBe(20)
     const refused = answers.filter((a) => a.status !== 200)
     expect(refused.length).toBe(5)
@@ -153,10 +182,21 @@ describe('POST /api/webhooks.json', () => {
 
 describe('the SSRF guard at creation', () => {
   test('a private address is refused (400 private_address naming "url") unless media.allow_private_networks', async () => {
-    const strict = await makeBox({}, { resolve: async (h) => (h === 'intranet.example' ? ['10.1.2.3'] : h === 'hooks.example' ? ['93.184.215.14'] : []) })
+    const strict = await makeBox(
+      {},
+      {
+        resolve: async (h) =>
+          h === 'intranet.example' ? ['10.1.2.3'] : h === 'hooks.example' ? ['93.184.215.14'] : [],
+      },
+    )
     try {
       const k = await strict.account('carol')
-      for (const url of ['http://127.0.0.1:8080/hook', 'http://[::1]/hook', 'http://intranet.example/hook', 'http://2130706433/']) {
+      for (const url of [
+        'http://127.0.0.1:8080/hook',
+        'http://[::1]/hook',
+        'http://intranet.example/hook',
+        'http://2130706433/',
+      ]) {
         const r = await strict.post(W, { action: 'create', url }, { 'X-Api-Key': k })
         expect({ url, status: r.status, code: r.body.code }).toEqual({ url, status: 400, code: 'private_address' })
         expect(r.body.message).toContain('"url"')
@@ -164,7 +204,9 @@ describe('the SSRF guard at creation', () => {
       const ok = await strict.post(W, { action: 'create', url: 'https://hooks.example/in' }, { 'X-Api-Key': k })
       expect(ok.status).toBe(200)
       // A name that does not resolve now is taken (the deliverer checks every send again).
-      expect((await strict.post(W, { action: 'create', url: 'https://not-yet.example/in' }, { 'X-Api-Key': k })).status).toBe(200)
+      expect(
+        (await strict.post(W, { action: 'create', url: 'https://not-yet.example/in' }, { 'X-Api-Key': k })).status,
+      ).toBe(200)
     } finally {
       await strict.cleanup()
     }
@@ -176,7 +218,11 @@ describe('the SSRF guard at creation', () => {
 describe('events in the transaction of the change', () => {
   test('link.created, link.updated, link.deleted: one event row and one pending delivery each, body {type, timestamp, data}', async () => {
     const made = await createHook()
-    const created = await box.post('/api/getLink.json', { url: 'https://example.com/x', alias: 'evt-one', password: 'secret-pw' }, { 'X-Api-Key': key })
+    const created = await box.post(
+      '/api/getLink.json',
+      { url: 'https://example.com/x', alias: 'evt-one', password: 'secret-pw' },
+      { 'X-Api-Key': key },
+    )
     expect(created.status).toBe(200)
     await box.post('/api/update.json', { code: 'evt-one', url: 'https://example.com/y' }, { 'X-Api-Key': key })
     await box.post('/api/delete.json', { code: 'evt-one' }, { 'X-Api-Key': key })
@@ -204,7 +250,9 @@ describe('events in the transaction of the change', () => {
   test('nothing is written for an account without a subscribed, enabled endpoint, nor for anonymous links', async () => {
     await createHook('mail.received')
     const disabled = await createHook('link.created')
-    box.db.query('UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ? WHERE id = ?').run('the receiver answered 410 Gone', disabled.id)
+    box.db
+      .query('UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ? WHERE id = ?')
+      .run('the receiver answered 410 Gone', disabled.id)
     box.outbox.reload()
     await box.post('/api/getLink.json', { url: 'https://example.com/a' }, { 'X-Api-Key': key })
     await box.post('/api/getLink.json', { url: 'https://example.com/b' }, { 'X-Api-Key': otherKey })
@@ -218,16 +266,26 @@ describe('events in the transaction of the change', () => {
   test('one event per change, to every subscribed endpoint; link.clicked only when asked for', async () => {
     const a = await createHook('link.created')
     const b = await createHook('link.created,link.clicked')
-    expect((await hook({ action: 'list' })).body.return.webhooks.map((w: any) => w.events)).toEqual(['link.created', 'link.created,link.clicked'])
+    expect((await hook({ action: 'list' })).body.return.webhooks.map((w: any) => w.events)).toEqual([
+      'link.created',
+      'link.created,link.clicked',
+    ])
     expect(box.outbox.wanted('link.clicked', accountId('alice'))).toBe(true)
     await box.post('/api/getLink.json', { url: 'https://example.com/a' }, { 'X-Api-Key': key })
     expect(rows('SELECT count(*) AS n FROM webhook_events')).toEqual([{ n: 1 }])
-    expect(rows('SELECT endpoint_id FROM webhook_deliveries ORDER BY endpoint_id')).toEqual([{ endpoint_id: a.id }, { endpoint_id: b.id }])
+    expect(rows('SELECT endpoint_id FROM webhook_deliveries ORDER BY endpoint_id')).toEqual([
+      { endpoint_id: a.id },
+      { endpoint_id: b.id },
+    ])
   })
 
   test('a creation that fails leaves no event: a taken alias, and a failure after the event was written', async () => {
     await createHook('link.created')
-    const first = await box.post('/api/getLink.json', { url: 'https://example.com/a', alias: 'taken-one' }, { 'X-Api-Key': key })
+    const first = await box.post(
+      '/api/getLink.json',
+      { url: 'https://example.com/a', alias: 'taken-one' },
+      { 'X-Api-Key': key },
+    )
     expect(first.status).toBe(200)
     // Two creations in one group (one transaction, a savepoint each): the one on a taken alias fails alone.
     const [dup, fresh] = await Promise.all([
@@ -235,11 +293,18 @@ describe('events in the transaction of the change', () => {
       box.post('/api/getLink.json', { url: 'https://example.com/c', alias: 'fresh-one' }, { 'X-Api-Key': key }),
     ])
     expect([dup.status, fresh.status]).toEqual([409, 200])
-    const hexes = () => rows('SELECT payload FROM webhook_events ORDER BY id').map((e) => JSON.parse(e.payload).data.hex)
+    const hexes = () =>
+      rows('SELECT payload FROM webhook_events ORDER BY id').map((e) => JSON.parse(e.payload).data.hex)
     expect(hexes()).toEqual(['taken-one', 'fresh-one'])
     // The delivery insert fails after the link and the event row were written: the link goes too.
-    box.db.exec("CREATE TEMP TRIGGER refuse AFTER INSERT ON webhook_deliveries BEGIN SELECT RAISE(ABORT, 'refused by the test'); END")
-    const failed = await box.post('/api/getLink.json', { url: 'https://example.com/d', alias: 'never-made' }, { 'X-Api-Key': key })
+    box.db.exec(
+      "CREATE TEMP TRIGGER refuse AFTER INSERT ON webhook_deliveries BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+    )
+    const failed = await box.post(
+      '/api/getLink.json',
+      { url: 'https://example.com/d', alias: 'never-made' },
+      { 'X-Api-Key': key },
+    )
     expect(failed.status).toBe(500)
     expect(rows("SELECT count(*) AS n FROM links WHERE code = 'never-made'")).toEqual([{ n: 0 }])
     box.db.exec('DROP TRIGGER temp.refuse')
@@ -250,29 +315,46 @@ describe('events in the transaction of the change', () => {
   test('an update or delete that fails leaves no event (and one whose event fails is not made)', async () => {
     await createHook('link.updated,link.deleted')
     await box.post('/api/getLink.json', { url: 'https://example.com/a', alias: 'keep-me' }, { 'X-Api-Key': key })
-    expect((await box.post('/api/update.json', { code: 'keep-me', url: 'https://example.com/b' }, { 'X-Api-Key': otherKey })).status).toBe(403)
-    box.db.exec("CREATE TEMP TRIGGER refuse AFTER INSERT ON webhook_events BEGIN SELECT RAISE(ABORT, 'refused by the test'); END")
-    expect((await box.post('/api/update.json', { code: 'keep-me', url: 'https://example.com/c' }, { 'X-Api-Key': key })).status).toBe(500)
+    expect(
+      (await box.post('/api/update.json', { code: 'keep-me', url: 'https://example.com/b' }, { 'X-Api-Key': otherKey }))
+        .status,
+    ).toBe(403)
+    box.db.exec(
+      "CREATE TEMP TRIGGER refuse AFTER INSERT ON webhook_events BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+    )
+    expect(
+      (await box.post('/api/update.json', { code: 'keep-me', url: 'https://example.com/c' }, { 'X-Api-Key': key }))
+        .status,
+    ).toBe(500)
     expect((await box.post('/api/delete.json', { code: 'keep-me' }, { 'X-Api-Key': key })).status).toBe(500)
     box.db.exec('DROP TRIGGER temp.refuse')
     expect(rows("SELECT long_url FROM links WHERE code = 'keep-me'")).toEqual([{ long_url: 'https://example.com/a' }])
     expect(rows('SELECT count(*) AS n FROM webhook_events')).toEqual([{ n: 0 }])
   })
 
-  test('mail.received: once per mailbox, data as events.emit sends it, in the delivery\'s transaction', async () => {
+  test("mail.received: once per mailbox, data as events.emit sends it, in the delivery's transaction", async () => {
     await createHook('mail.received')
     const alice = (await box.accounts.authenticate(key))!
     await box.mail.getOrCreate(alice, 'inbox-one')
     await box.mail.getOrCreate(alice, 'inbox-two')
-    const ids = await Promise.all(['inbox-one', 'inbox-two'].map(async (a) => {
-      const c = await box.mail.checkRecipient(`${a}@localhost`)
-      if (!c.ok) throw new Error('no mailbox')
-      return c.mailboxId
-    }))
+    const ids = await Promise.all(
+      ['inbox-one', 'inbox-two'].map(async (a) => {
+        const c = await box.mail.checkRecipient(`${a}@localhost`)
+        if (!c.ok) throw new Error('no mailbox')
+        return c.mailboxId
+      }),
+    )
     const emitted: any[] = []
     box.events.on('mail.received', (p) => emitted.push(p.message))
-    const bytes = Buffer.from('From: Ann <ann@example.com>\r\nTo: inbox-one@localhost\r\nSubject: Hello\r\n\r\nHi there\r\n')
-    await box.mail.deliver({ size: bytes.length, oversize: false, bytes, file: null }, 'ann@example.com', ids, () => false)
+    const bytes = Buffer.from(
+      'From: Ann <ann@example.com>\r\nTo: inbox-one@localhost\r\nSubject: Hello\r\n\r\nHi there\r\n',
+    )
+    await box.mail.deliver(
+      { size: bytes.length, oversize: false, bytes, file: null },
+      'ann@example.com',
+      ids,
+      () => false,
+    )
     const events = rows('SELECT type, payload FROM webhook_events ORDER BY id')
     expect(events.map((e) => e.type)).toEqual(['mail.received', 'mail.received'])
     expect(events.map((e) => JSON.parse(e.payload).data)).toEqual(emitted)
@@ -285,7 +367,9 @@ describe('events in the transaction of the change', () => {
     const reader = new Database(join(box.dir, 'linkbox.db'), { readonly: true })
     try {
       const seen: number[] = []
-      box.outbox.onEnqueued(() => seen.push((reader.query('SELECT count(*) AS n FROM webhook_deliveries').get() as { n: number }).n))
+      box.outbox.onEnqueued(() =>
+        seen.push((reader.query('SELECT count(*) AS n FROM webhook_deliveries').get() as { n: number }).n),
+      )
       await box.post('/api/getLink.json', { url: 'https://example.com/a' }, { 'X-Api-Key': key })
       expect(seen).toEqual([1])
     } finally {
@@ -296,7 +380,11 @@ describe('events in the transaction of the change', () => {
   test('an endpoint added by another process (the CLI) is noticed without a restart', async () => {
     const other = new Database(join(box.dir, 'linkbox.db'))
     expect(box.outbox.wanted('link.created', accountId('alice'))).toBe(false)
-    other.query("INSERT INTO webhook_endpoints (account_id, url, events, secret, created) VALUES (?, 'http://127.0.0.1:9/', 'link.created', 'whsec_x', 1)").run(accountId('alice'))
+    other
+      .query(
+        "INSERT INTO webhook_endpoints (account_id, url, events, secret, created) VALUES (?, 'http://127.0.0.1:9/', 'link.created', 'whsec_x', 1)",
+      )
+      .run(accountId('alice'))
     other.close()
     // Another connection's commit is looked for at most once a second.
     await Bun.sleep(1_100)
@@ -311,8 +399,12 @@ describe('the sweep', () => {
     const now = Date.now()
     const day = 86_400_000
     const acct = accountId('alice')
-    const ev = box.db.query('INSERT INTO webhook_events (account_id, type, created, payload) VALUES (?, ?, ?, ?) RETURNING id')
-    const dl = box.db.query('INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (?, ?, ?, ?)')
+    const ev = box.db.query(
+      'INSERT INTO webhook_events (account_id, type, created, payload) VALUES (?, ?, ?, ?) RETURNING id',
+    )
+    const dl = box.db.query(
+      'INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (?, ?, ?, ?)',
+    )
     const put = (ageDays: number, state: string | null) => {
       const { id } = ev.get(acct, 'link.created', now - ageDays * day, '{}') as { id: number }
       if (state) dl.run(id, made.id, state, now)
@@ -325,7 +417,9 @@ describe('the sweep', () => {
     const recentOk = put(6, 'ok')
     expect(await box.webhooks.sweep(now)).toEqual({ events: 3, dropped: 0 })
     expect(rows('SELECT id FROM webhook_events ORDER BY id').map((r) => r.id)).toEqual([oldPending, recentOk])
-    expect(rows('SELECT count(*) AS n FROM webhook_deliveries WHERE event_id IN (?, ?, ?)', oldOk, oldFailed, oldNone)).toEqual([{ n: 0 }])
+    expect(
+      rows('SELECT count(*) AS n FROM webhook_deliveries WHERE event_id IN (?, ?, ?)', oldOk, oldFailed, oldNone),
+    ).toEqual([{ n: 0 }])
   })
 
   test('caps pending deliveries per endpoint at 10,000: the oldest go, and are counted', async () => {
@@ -333,8 +427,12 @@ describe('the sweep', () => {
     const b = await createHook('link.created')
     const acct = accountId('alice')
     box.db.transaction(() => {
-      const ev = box.db.query('INSERT INTO webhook_events (account_id, type, created, payload) VALUES (?, ?, ?, ?) RETURNING id')
-      const dl = box.db.query("INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (?, ?, 'pending', 0)")
+      const ev = box.db.query(
+        'INSERT INTO webhook_events (account_id, type, created, payload) VALUES (?, ?, ?, ?) RETURNING id',
+      )
+      const dl = box.db.query(
+        "INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (?, ?, 'pending', 0)",
+      )
       for (let i = 0; i < 10_005; i++) {
         const { id } = ev.get(acct, 'link.created', Date.now(), '{}') as { id: number }
         dl.run(id, a.id)
@@ -344,7 +442,11 @@ describe('the sweep', () => {
     const [{ first }] = rows('SELECT min(id) AS first FROM webhook_events')
     expect(await box.webhooks.sweep()).toEqual({ events: 0, dropped: 5 })
     expect(box.webhooks.dropped).toBe(5)
-    expect(rows('SELECT endpoint_id, count(*) AS n, min(event_id) AS oldest FROM webhook_deliveries GROUP BY endpoint_id ORDER BY endpoint_id')).toEqual([
+    expect(
+      rows(
+        'SELECT endpoint_id, count(*) AS n, min(event_id) AS oldest FROM webhook_deliveries GROUP BY endpoint_id ORDER BY endpoint_id',
+      ),
+    ).toEqual([
       { endpoint_id: a.id, n: 10_000, oldest: first + 5 },
       { endpoint_id: b.id, n: 10, oldest: first },
     ])
@@ -358,7 +460,14 @@ describe('the CLI', () => {
 
   test('webhook create | list | test | log | delete', async () => {
     expect((await cli('account', 'create', 'dana')).code).toBe(0)
-    const made = await cli('webhook', 'create', 'dana', 'http://127.0.0.1:9/in', '--events', 'link.created,link.clicked')
+    const made = await cli(
+      'webhook',
+      'create',
+      'dana',
+      'http://127.0.0.1:9/in',
+      '--events',
+      'link.created,link.clicked',
+    )
     expect(made.code).toBe(0)
     const secret = made.stdout.trimEnd().split('\n').at(-1)!
     expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/)
@@ -366,7 +475,9 @@ describe('the CLI', () => {
 
     const list = await cli('webhook', 'list')
     expect(list.code).toBe(0)
-    expect(list.stdout.split('\n')[1]).toBe('1\tdana\tenabled\t0\t0\t0\tlink.created,link.clicked\thttp://127.0.0.1:9/in')
+    expect(list.stdout.split('\n')[1]).toBe(
+      '1\tdana\tenabled\t0\t0\t0\tlink.created,link.clicked\thttp://127.0.0.1:9/in',
+    )
     expect(list.stdout).not.toContain(secret)
     expect((await cli('webhook', 'list', 'dana')).stdout.split('\n')[1]).toStartWith('1\tdana\tenabled')
 
@@ -378,8 +489,13 @@ describe('the CLI', () => {
     const db = new Database(join(config.dataDir, 'linkbox.db'), { readonly: true })
     const event = db.query('SELECT type, payload FROM webhook_events WHERE webhook_id = ?').get(webhookId) as any
     expect(event.type).toBe('webhook.test')
-    expect(JSON.parse(event.payload)).toMatchObject({ type: 'webhook.test', data: { webhook: 1, url: 'http://127.0.0.1:9/in' } })
-    expect(db.query('SELECT endpoint_id, state FROM webhook_deliveries').all()).toEqual([{ endpoint_id: 1, state: 'pending' }])
+    expect(JSON.parse(event.payload)).toMatchObject({
+      type: 'webhook.test',
+      data: { webhook: 1, url: 'http://127.0.0.1:9/in' },
+    })
+    expect(db.query('SELECT endpoint_id, state FROM webhook_deliveries').all()).toEqual([
+      { endpoint_id: 1, state: 'pending' },
+    ])
     db.close()
     const log = await cli('webhook', 'log', '1')
     expect(log.stdout.split('\n')[1]).toStartWith(`${webhookId}\twebhook.test\tpending\t0\t`)

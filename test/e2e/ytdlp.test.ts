@@ -4,7 +4,16 @@
 // and an endless download are refused, and the old one is kept. The fixtures are real zipapps run by python3.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { join } from 'node:path'
 import {
   BUNDLED_NAME,
@@ -32,7 +41,9 @@ function zipapp(name: string, version: string, code = 0): Uint8Array<ArrayBuffer
     `import sys\nif '--version' in sys.argv:\n    print(${JSON.stringify(version)})\n    sys.exit(${code})\nsys.exit(3)\n`,
   )
   const out = join(root, 'src', `${name}.pyz`)
-  const r = Bun.spawnSync(['python3', '-m', 'zipapp', src, '-o', out, '-p', '/usr/bin/env python3', '-c'], { stderr: 'pipe' })
+  const r = Bun.spawnSync(['python3', '-m', 'zipapp', src, '-o', out, '-p', '/usr/bin/env python3', '-c'], {
+    stderr: 'pipe',
+  })
   if (r.exitCode !== 0) throw new Error(`zipapp failed: ${r.stderr}`)
   return new Uint8Array(readFileSync(out))
 }
@@ -172,7 +183,10 @@ describe('updating from a fixture release', () => {
     })
     const unchanged = async () => {
       expect(sha256(readFileSync(updatedFile(dir)))).toBe(before)
-      expect(await createYtdlp({ ytdlpPath: '', dataDir: dir }).current()).toMatchObject({ source: 'updated', version: '2099.01.01' })
+      expect(await createYtdlp({ ytdlpPath: '', dataDir: dir }).current()).toMatchObject({
+        source: 'updated',
+        version: '2099.01.01',
+      })
       expect(readdirSync(join(dir, 'bin')).sort()).toEqual([UPDATED_NAME, `${UPDATED_NAME}.json`])
     }
 
@@ -214,7 +228,9 @@ describe('updating from a fixture release', () => {
 
   test('a URL naming a file takes that file and its own line in the sums beside it', async () => {
     const dir = dataDir()
-    expect(await updateYtdlp({ dataDir: dir, from: `${base}/named/yt-dlp_linux` })).toMatchObject({ version: '2099.02.02' })
+    expect(await updateYtdlp({ dataDir: dir, from: `${base}/named/yt-dlp_linux` })).toMatchObject({
+      version: '2099.02.02',
+    })
   })
 
   test('a local FILE: checked against a SHA2-256SUMS beside it, or taken as it is when there is none', async () => {
@@ -249,7 +265,13 @@ describe('which one runs', () => {
   test('the bundled one is used; an update older than it is not, a newer one is at once', async () => {
     const dir = dataDir()
     const bundled = zipapp('bundled', '2050.01.01')
-    expect(await installBundled(dir, new Blob([bundled]), { version: '2050.01.01', sha256: sha256(bundled), source: 'test' })).toBe(true)
+    expect(
+      await installBundled(dir, new Blob([bundled]), {
+        version: '2050.01.01',
+        sha256: sha256(bundled),
+        source: 'test',
+      }),
+    ).toBe(true)
     const ytdlp = createYtdlp({ ytdlpPath: '', dataDir: dir })
     const bundledPath = join(dir, 'bin', BUNDLED_NAME)
     expect(await ytdlp.current()).toMatchObject({ source: 'bundled', path: bundledPath, version: '2050.01.01' })
@@ -267,7 +289,10 @@ describe('which one runs', () => {
     await installBundled(dir, new Blob([bundled]), { version: '2050.01.01', sha256: sha256(bundled), source: 'test' })
     // Put in place by hand, as `ytdlp update` now refuses it: no sidecar, so its --version is asked.
     writeFileSync(updatedFile(dir), unsafe, { mode: 0o755 })
-    expect(await createYtdlp({ ytdlpPath: '', dataDir: dir }).current()).toMatchObject({ source: 'bundled', version: '2050.01.01' })
+    expect(await createYtdlp({ ytdlpPath: '', dataDir: dir }).current()).toMatchObject({
+      source: 'bundled',
+      version: '2050.01.01',
+    })
   })
 
   test('extraction of the bundled one: only when missing or different, never from a damaged build', async () => {
@@ -282,20 +307,24 @@ describe('which one runs', () => {
     expect(await installBundled(dir, new Blob([a]), metaA)).toBe(false)
     expect(statSync(path).ino).toBe(first.ino)
     // Another build's: replaced.
-    expect(await installBundled(dir, new Blob([b]), { version: '2051.01.01', sha256: sha256(b), source: 'test' })).toBe(true)
+    expect(await installBundled(dir, new Blob([b]), { version: '2051.01.01', sha256: sha256(b), source: 'test' })).toBe(
+      true,
+    )
     expect(sha256(readFileSync(path))).toBe(sha256(b))
     // Removed by hand: put back.
     Bun.spawnSync(['rm', path])
-    expect(await installBundled(dir, new Blob([b]), { version: '2051.01.01', sha256: sha256(b), source: 'test' })).toBe(true)
+    expect(await installBundled(dir, new Blob([b]), { version: '2051.01.01', sha256: sha256(b), source: 'test' })).toBe(
+      true,
+    )
     expect(existsSync(path)).toBe(true)
     // Bytes that are not what the build recorded: refused, the installed one stays.
-    await expect(installBundled(dir, new Blob([a]), { version: '2052.01.01', sha256: '0'.repeat(64), source: 'test' })).rejects.toThrow(
-      'damaged',
-    )
+    await expect(
+      installBundled(dir, new Blob([a]), { version: '2052.01.01', sha256: '0'.repeat(64), source: 'test' }),
+    ).rejects.toThrow('damaged')
     expect(sha256(readFileSync(path))).toBe(sha256(b))
   })
 
-  test('bundledInstalled: true only for the build\'s own file as its sidecar names it', async () => {
+  test("bundledInstalled: true only for the build's own file as its sidecar names it", async () => {
     const dir = dataDir()
     const a = zipapp('installed-a', '2050.01.01')
     const metaA = { version: '2050.01.01', sha256: sha256(a), source: 'test' }
@@ -316,7 +345,10 @@ describe('which one runs', () => {
     const a = zipapp('side-a', '2050.01.01')
     await installBundled(dir, new Blob([a]), { version: '2050.01.01', sha256: sha256(a), source: 'test' })
     writeFileSync(join(dir, 'bin', BUNDLED_NAME), zipapp('side-b', '2040.04.04'))
-    expect(await createYtdlp({ ytdlpPath: '', dataDir: dir }).current()).toMatchObject({ source: 'bundled', version: '2040.04.04' })
+    expect(await createYtdlp({ ytdlpPath: '', dataDir: dir }).current()).toMatchObject({
+      source: 'bundled',
+      version: '2040.04.04',
+    })
   })
 
   test('otherwise yt-dlp on PATH; with none anywhere, null', async () => {
@@ -329,7 +361,9 @@ describe('which one runs', () => {
       source: 'path',
       version: '2002.02.02',
     })
-    expect(await createYtdlp({ ytdlpPath: '', dataDir: dir, env: { PATH: join(root, 'empty-path') } }).current()).toBeNull()
+    expect(
+      await createYtdlp({ ytdlpPath: '', dataDir: dir, env: { PATH: join(root, 'empty-path') } }).current(),
+    ).toBeNull()
   })
 
   test('a zipapp cannot run without python3: it is passed over for one on PATH', async () => {
@@ -337,7 +371,10 @@ describe('which one runs', () => {
     await updateYtdlp({ dataDir: dir, from: `${base}/good/` })
     const pathDir = join(root, 'on-path-only')
     const onPath = script(pathDir, 'yt-dlp', '2003.03.03')
-    expect(await createYtdlp({ ytdlpPath: '', dataDir: dir, env: { PATH: pathDir } }).current()).toMatchObject({ source: 'path', path: onPath })
+    expect(await createYtdlp({ ytdlpPath: '', dataDir: dir, env: { PATH: pathDir } }).current()).toMatchObject({
+      source: 'path',
+      path: onPath,
+    })
   })
 })
 
@@ -373,11 +410,17 @@ describe('linkbox ytdlp update (the CLI)', () => {
     const c2 = writeConfig(tempDir('linkbox-ytdlp-cli-'))
     try {
       const bundled = zipapp('cli-bundled', '2050.01.01')
-      await installBundled(c2.dataDir, new Blob([bundled]), { version: '2050.01.01', sha256: sha256(bundled), source: 'test' })
+      await installBundled(c2.dataDir, new Blob([bundled]), {
+        version: '2050.01.01',
+        sha256: sha256(bundled),
+        source: 'test',
+      })
       const r = await runCli(['ytdlp', 'update', '--from', `${base}/older/`, '--config', c2.configPath])
       expect(r.code).toBe(0)
       expect(r.stdout).toContain('yt-dlp 2040.01.01 installed')
-      expect(r.stdout).toContain(`note: the service uses the bundled one instead (${join(c2.dataDir, 'bin', BUNDLED_NAME)}, 2050.01.01)`)
+      expect(r.stdout).toContain(
+        `note: the service uses the bundled one instead (${join(c2.dataDir, 'bin', BUNDLED_NAME)}, 2050.01.01)`,
+      )
     } finally {
       removeDir(c2.dir)
     }

@@ -19,7 +19,14 @@ export function launchBrowser(): Promise<Browser> {
     throw new Error(`The browser tests need Debian's Chromium at ${CHROMIUM}: sudo apt-get install -y chromium`)
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+    ],
   })
 }
 
@@ -36,9 +43,12 @@ export function startFixture(handler: (req: Request, url: URL) => Response | Pro
 
 /** A small HTML page a destination answers with (with a heading to look for). */
 export const htmlPage = (heading: string, headers: Record<string, string> = {}) =>
-  new Response(`<!doctype html><html lang="en"><head><title>${heading}</title></head><body><h1>${heading}</h1></body></html>`, {
-    headers: { 'content-type': 'text/html; charset=utf-8', ...headers },
-  })
+  new Response(
+    `<!doctype html><html lang="en"><head><title>${heading}</title></head><body><h1>${heading}</h1></body></html>`,
+    {
+      headers: { 'content-type': 'text/html; charset=utf-8', ...headers },
+    },
+  )
 
 export interface RunningApp extends Linkbox {
   /** The SQLite connection (startApp's apps run on SQLite). */
@@ -85,7 +95,12 @@ export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
   if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE)
   const result = await page.evaluate(async () => {
     const r = await (window as any).axe.run(document, { iframes: false, resultTypes: ['violations'] })
-    return r.violations.map((v: any) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n: any) => n.target.join(' ')) }))
+    return r.violations.map((v: any) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      nodes: v.nodes.map((n: any) => n.target.join(' ')),
+    }))
   })
   return (result as AxeViolation[]).filter((v) => v.impact === 'serious' || v.impact === 'critical')
 }
@@ -104,12 +119,27 @@ async function fullPageShot(page: Page, path: string): Promise<void> {
   const size = await page.evaluate(async () => {
     await document.fonts.ready
     const active = document.activeElement as HTMLElement | null
-    if (active && (active.isContentEditable || ['INPUT', 'TEXTAREA', 'IFRAME', 'FRAME'].includes(active.tagName))) return null
+    if (active && (active.isContentEditable || ['INPUT', 'TEXTAREA', 'IFRAME', 'FRAME'].includes(active.tagName)))
+      return null
     const { body, documentElement: root } = document
     if (!body || !root) return null
     return {
-      width: Math.max(body.scrollWidth, root.scrollWidth, body.offsetWidth, root.offsetWidth, body.clientWidth, root.clientWidth),
-      height: Math.max(body.scrollHeight, root.scrollHeight, body.offsetHeight, root.offsetHeight, body.clientHeight, root.clientHeight),
+      width: Math.max(
+        body.scrollWidth,
+        root.scrollWidth,
+        body.offsetWidth,
+        root.offsetWidth,
+        body.clientWidth,
+        root.clientWidth,
+      ),
+      height: Math.max(
+        body.scrollHeight,
+        root.scrollHeight,
+        body.offsetHeight,
+        root.offsetHeight,
+        body.clientHeight,
+        root.clientHeight,
+      ),
     }
   })
   const viewport = page.viewportSize()
@@ -141,8 +171,7 @@ export async function screenshots(page: Page, name: string | null): Promise<Reco
     widths[width] = await page.evaluate(() => document.documentElement.scrollWidth)
     for (const scheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme: scheme })
-      if (name !== null)
-        await fullPageShot(page, join(SCREENSHOTS, `${name}-${width}-${scheme}.png`))
+      if (name !== null) await fullPageShot(page, join(SCREENSHOTS, `${name}-${width}-${scheme}.png`))
     }
   }
   await page.emulateMedia({ colorScheme: 'light' })

@@ -28,7 +28,12 @@ export function dashboardHttp(appOf: () => RunningApp) {
     fetch(`${appOf().url}${path}`, { redirect: 'manual', headers: { cookie, ...headers } })
 
   /** A form POST as a page of the app sends it (its Origin); add a Referer to say which page. */
-  const post = (path: string, cookie: string, fields: [string, string][] | Record<string, string>, headers: Record<string, string> = {}) =>
+  const post = (
+    path: string,
+    cookie: string,
+    fields: [string, string][] | Record<string, string>,
+    headers: Record<string, string> = {},
+  ) =>
     fetch(`${appOf().url}${path}`, {
       method: 'POST',
       redirect: 'manual',

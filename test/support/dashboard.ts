@@ -11,7 +11,12 @@ export interface SignedIn {
 }
 
 /** Creates an account with a dashboard password (when `password` is given) and returns nothing. */
-export async function accountWithPassword(box: { accounts: TestBox['accounts'] }, name: string, password: string, admin = false) {
+export async function accountWithPassword(
+  box: { accounts: TestBox['accounts'] },
+  name: string,
+  password: string,
+  admin = false,
+) {
   await box.accounts.createAccount({ name, password, admin })
 }
 
@@ -41,7 +46,13 @@ export async function signIn(box: Pick<TestBox, 'request'>, name: string, passwo
 }
 
 /** POSTs a dashboard form with the session's cookie and CSRF token (pass `_csrf` to override it). */
-export function postForm(box: Pick<TestBox, 'request'>, who: SignedIn, path: string, fields: Record<string, string>, headers: Record<string, string> = {}) {
+export function postForm(
+  box: Pick<TestBox, 'request'>,
+  who: SignedIn,
+  path: string,
+  fields: Record<string, string>,
+  headers: Record<string, string> = {},
+) {
   return box.request(path, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: who.cookie, ...headers },

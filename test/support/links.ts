@@ -6,4 +6,8 @@ import type { Db } from '../../src/db/sqlite'
 import { sqliteLinkStorage } from '../../src/links/storage/sqlite'
 import { sqliteWebhookQueue } from '../../src/webhooks/storage/sqlite'
 
-export const sqliteLinkDeps = (db: Db) => ({ links: sqliteLinkStorage(db), counts: sqliteClickCounts(db, eventInserts), queue: sqliteWebhookQueue(db) })
+export const sqliteLinkDeps = (db: Db) => ({
+  links: sqliteLinkStorage(db),
+  counts: sqliteClickCounts(db, eventInserts),
+  queue: sqliteWebhookQueue(db),
+})

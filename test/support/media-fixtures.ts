@@ -119,7 +119,10 @@ const PAGES: Record<string, string> = {
     '<p>A photo, named only in the head.</p>',
   ),
   'twitter-photo.html': page(
-    ['<title>Fixture twitter photo page</title>', '<meta name="twitter:image" content="/media/photo.jpg?from=twitter&amp;size=small">'].join('\n'),
+    [
+      '<title>Fixture twitter photo page</title>',
+      '<meta name="twitter:image" content="/media/photo.jpg?from=twitter&amp;size=small">',
+    ].join('\n'),
     '<p>A photo, named only by a Twitter card.</p>',
   ),
   'empty.html': page('<title>Fixture empty page</title>', '<p>Nothing to download here.</p>'),
@@ -194,7 +197,18 @@ async function makeMediaIn(dir: string): Promise<Map<string, Uint8Array<ArrayBuf
   const GOP = 6
   const video = ['-f', 'lavfi', '-i', `testsrc=size=${width}x${height}:rate=${fps}:duration=${seconds}`]
   const tone = ['-f', 'lavfi', '-i', `sine=frequency=440:sample_rate=44100:duration=${seconds}`]
-  const h264 = ['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-g', String(GOP), '-sc_threshold', '0']
+  const h264 = [
+    '-c:v',
+    'libx264',
+    '-preset',
+    'ultrafast',
+    '-pix_fmt',
+    'yuv420p',
+    '-g',
+    String(GOP),
+    '-sc_threshold',
+    '0',
+  ]
   const aac = ['-c:a', 'aac', '-b:a', '32k']
   await ffmpeg(dir, [...video, ...tone, ...h264, ...aac, '-shortest', '-movflags', '+faststart', 'clip.mp4'])
   await Promise.all([
@@ -203,19 +217,50 @@ async function makeMediaIn(dir: string): Promise<Map<string, Uint8Array<ArrayBuf
     ffmpeg(dir, ['-f', 'lavfi', '-i', `testsrc=size=${width}x${height}:rate=1`, '-frames:v', '1', 'photo.jpg']),
     (async () => {
       await Bun.write(join(dir, 'hls/.keep'), '')
-      await ffmpeg(dir, ['-i', 'clip.mp4', '-c', 'copy', '-f', 'hls', '-hls_time', '0.5', '-hls_list_size', '0',
-        '-hls_segment_filename', 'hls/seg%d.ts', 'hls/index.m3u8'])
+      await ffmpeg(dir, [
+        '-i',
+        'clip.mp4',
+        '-c',
+        'copy',
+        '-f',
+        'hls',
+        '-hls_time',
+        '0.5',
+        '-hls_list_size',
+        '0',
+        '-hls_segment_filename',
+        'hls/seg%d.ts',
+        'hls/index.m3u8',
+      ])
     })(),
     (async () => {
       await Bun.write(join(dir, 'dash/.keep'), '')
-      await ffmpeg(dir, ['-i', 'clip.mp4', '-map', '0:v', '-map', '0:a', '-c', 'copy', '-f', 'dash', '-seg_duration', '0.5',
-        '-use_template', '1', '-use_timeline', '1', 'dash/manifest.mpd'])
+      await ffmpeg(dir, [
+        '-i',
+        'clip.mp4',
+        '-map',
+        '0:v',
+        '-map',
+        '0:a',
+        '-c',
+        'copy',
+        '-f',
+        'dash',
+        '-seg_duration',
+        '0.5',
+        '-use_template',
+        '1',
+        '-use_timeline',
+        '1',
+        'dash/manifest.mpd',
+      ])
     })(),
   ])
   const files = new Map<string, Uint8Array<ArrayBuffer>>()
   for (const sub of ['', 'hls/', 'dash/'])
     for (const name of readdirSync(join(dir, sub), { withFileTypes: true }))
-      if (name.isFile() && !name.name.startsWith('.')) files.set(sub + name.name, new Uint8Array(readFileSync(join(dir, sub, name.name))))
+      if (name.isFile() && !name.name.startsWith('.'))
+        files.set(sub + name.name, new Uint8Array(readFileSync(join(dir, sub, name.name))))
   const clip = files.get('clip.mp4')!
   const big = new Uint8Array(clip.length + BIG_MP4_PADDING)
   big.set(clip)
@@ -313,7 +358,8 @@ export async function startMediaFixtures(opts: { delayMs?: number } = {}): Promi
       req.headers.forEach((v, k) => (headers[k] = v))
       requests.push({ method: req.method, path: url.pathname + url.search, range: req.headers.get('range'), headers })
       if (requests.length > MAX_LOGGED) requests.splice(0, requests.length - MAX_LOGGED)
-      if (req.method !== 'GET' && req.method !== 'HEAD') return new Response('GET or HEAD\n', { status: 405, headers: { Allow: 'GET, HEAD' } })
+      if (req.method !== 'GET' && req.method !== 'HEAD')
+        return new Response('GET or HEAD\n', { status: 405, headers: { Allow: 'GET, HEAD' } })
       const asked = Number(url.searchParams.get('delay') ?? 0)
       const delay = Math.min(MAX_DELAY_MS, (opts.delayMs ?? 0) + (Number.isFinite(asked) && asked > 0 ? asked : 0))
       if (delay > 0) await sleep(delay, AbortSignal.any([req.signal, stopping.signal]))

@@ -54,16 +54,30 @@ async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
  * Starts the provider. `redirectUri` is linkbox's callback, `postLogoutUri` where the provider's sign-out
  * may send the browser back to (linkbox's base URL).
  */
-export async function startProvider(opts: { redirectUri: string; postLogoutUri: string; users?: TestUser[] }): Promise<TestProvider> {
+export async function startProvider(opts: {
+  redirectUri: string
+  postLogoutUri: string
+  users?: TestUser[]
+}): Promise<TestProvider> {
   const users = new Map<string, TestUser>()
   for (const u of opts.users ?? [
-    { sub: 'sub-alice-7f3a', preferred_username: 'alice', email: 'alice@example.test', groups: ['linkbox-admins', 'staff'] },
+    {
+      sub: 'sub-alice-7f3a',
+      preferred_username: 'alice',
+      email: 'alice@example.test',
+      groups: ['linkbox-admins', 'staff'],
+    },
     { sub: 'sub-bob-19c2', preferred_username: 'bob', email: 'bob@example.test', groups: ['staff'] },
   ])
     users.set(u.sub, u)
   // Its own signing key (kid known), and another one published in its place when wrongKeys is set.
   const kid = 'test-signing-key'
-  const signing = { ...generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }), kid, use: 'sig', alg: 'RS256' }
+  const signing = {
+    ...generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }),
+    kid,
+    use: 'sig',
+    alg: 'RS256',
+  }
   const { n, e } = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ format: 'jwk' })
   const impostor = { kty: 'RSA', n, e, kid, use: 'sig', alg: 'RS256' }
   const clientId = 'linkbox-test'
@@ -75,7 +89,10 @@ export async function startProvider(opts: { redirectUri: string; postLogoutUri: 
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0]!
     hits.set(path, (hits.get(path) ?? 0) + 1)
-    if (result.wrongKeys && path === '/jwks') return void res.writeHead(200, { 'content-type': 'application/jwk-set+json' }).end(JSON.stringify({ keys: [impostor] }))
+    if (result.wrongKeys && path === '/jwks')
+      return void res
+        .writeHead(200, { 'content-type': 'application/jwk-set+json' })
+        .end(JSON.stringify({ keys: [impostor] }))
     handler && !result.down ? handler(req, res) : res.writeHead(503).end()
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -94,7 +111,12 @@ export async function startProvider(opts: { redirectUri: string; postLogoutUri: 
       },
     ],
     scopes: ['openid', 'profile', 'email', 'groups'],
-    claims: { openid: ['sub'], profile: ['preferred_username', 'name'], email: ['email', 'email_verified'], groups: ['groups'] },
+    claims: {
+      openid: ['sub'],
+      profile: ['preferred_username', 'name'],
+      email: ['email', 'email_verified'],
+      groups: ['groups'],
+    },
     // The claims come from the user as it is now: a change to `users` shows at the next sign-in.
     async findAccount(_ctx: unknown, sub: string) {
       if (!users.has(sub)) return undefined
@@ -102,7 +124,14 @@ export async function startProvider(opts: { redirectUri: string; postLogoutUri: 
         accountId: sub,
         async claims() {
           const u = users.get(sub)!
-          return { sub, preferred_username: u.preferred_username, name: u.preferred_username, email: u.email, email_verified: true, groups: [...u.groups] }
+          return {
+            sub,
+            preferred_username: u.preferred_username,
+            name: u.preferred_username,
+            email: u.email,
+            email_verified: true,
+            groups: [...u.groups],
+          }
         },
       }
     },
@@ -113,7 +142,10 @@ export async function startProvider(opts: { redirectUri: string; postLogoutUri: 
         enabled: true,
         async logoutSource(ctx: any, form: string) {
           ctx.type = 'html'
-          ctx.body = page('Test provider: sign out', `${form}<button type="submit" form="op.logoutForm" value="yes" name="logout">Yes, sign me out</button>`)
+          ctx.body = page(
+            'Test provider: sign out',
+            `${form}<button type="submit" form="op.logoutForm" value="yes" name="logout">Yes, sign me out</button>`,
+          )
         },
       },
     },
@@ -140,24 +172,45 @@ export async function startProvider(opts: { redirectUri: string; postLogoutUri: 
   async function interaction(req: IncomingMessage, res: ServerResponse, step: string | null) {
     const details = await provider.interactionDetails(req, res)
     const { uid, prompt, params } = details
-    const html = (body: string, status = 200) => res.writeHead(status, { 'content-type': 'text/html; charset=utf-8' }).end(body)
+    const html = (body: string, status = 200) =>
+      res.writeHead(status, { 'content-type': 'text/html; charset=utf-8' }).end(body)
     if (step === 'abort') {
-      return provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'The user cancelled' }, { mergeWithLastSubmission: false })
+      return provider.interactionFinished(
+        req,
+        res,
+        { error: 'access_denied', error_description: 'The user cancelled' },
+        { mergeWithLastSubmission: false },
+      )
     }
     if (step === null && req.method === 'GET') {
       const cancel = `<p><a href="/interaction/${uid}/abort">Cancel</a></p>`
       if (prompt.name === 'login')
-        return html(page('Test provider: sign in', `<form method="post" action="/interaction/${uid}/login">
+        return html(
+          page(
+            'Test provider: sign in',
+            `<form method="post" action="/interaction/${uid}/login">
 <label for="login">User name</label> <input id="login" name="login" autofocus>
-<button type="submit">Sign in</button></form>${cancel}`))
-      return html(page('Test provider: allow access', `<p>${escape(String(params.client_id))} asks for: ${escape(String(params.scope))}</p>
-<form method="post" action="/interaction/${uid}/consent"><button type="submit">Continue</button></form>${cancel}`))
+<button type="submit">Sign in</button></form>${cancel}`,
+          ),
+        )
+      return html(
+        page(
+          'Test provider: allow access',
+          `<p>${escape(String(params.client_id))} asks for: ${escape(String(params.scope))}</p>
+<form method="post" action="/interaction/${uid}/consent"><button type="submit">Continue</button></form>${cancel}`,
+        ),
+      )
     }
     if (step === 'login' && req.method === 'POST') {
       const name = (await readForm(req)).get('login') ?? ''
       const user = [...users.values()].find((u) => u.preferred_username === name)
       if (!user) return html(page('Test provider: sign in', `<p>No user ${escape(name)}.</p>`), 400)
-      return provider.interactionFinished(req, res, { login: { accountId: user.sub } }, { mergeWithLastSubmission: false })
+      return provider.interactionFinished(
+        req,
+        res,
+        { login: { accountId: user.sub } },
+        { mergeWithLastSubmission: false },
+      )
     }
     if (step === 'consent' && req.method === 'POST') {
       const d = prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[] }
@@ -221,7 +274,12 @@ export async function visit(jar: Jar, url: string, init: RequestInit = {}): Prom
  * consent page (skipped when given before), up to the callback URL the provider sends back to linkbox,
  * which is returned unvisited with the two jars. `cancel`: the person cancels at the provider.
  */
-export async function throughProvider(appUrl: string, provider: TestProvider, user: string, opts: { app?: Jar; idp?: Jar; cancel?: boolean } = {}) {
+export async function throughProvider(
+  appUrl: string,
+  provider: TestProvider,
+  user: string,
+  opts: { app?: Jar; idp?: Jar; cancel?: boolean } = {},
+) {
   const app = opts.app ?? new Jar()
   const idp = opts.idp ?? new Jar()
   let res = await visit(app, `${appUrl}/login/oidc?next=%2Fdashboard`)
@@ -242,7 +300,11 @@ export async function throughProvider(appUrl: string, provider: TestProvider, us
     else {
       const action = html.match(/action="([^"]+)"/)![1]!
       const body = action.endsWith('/login') ? `login=${encodeURIComponent(user)}` : ''
-      res = await visit(idp, `${provider.issuer}${action}`, { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+      res = await visit(idp, `${provider.issuer}${action}`, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      })
     }
     location = res.headers.get('location')!
   }
@@ -284,14 +346,25 @@ export function capturedLines() {
  * The provider and a linkbox using it (named "Test IdP", admin group linkbox-admins), both on 127.0.0.1.
  * `oidc` and `extra` are merged over that config.
  */
-export async function startWithProvider(oidc: Record<string, unknown> = {}, opts: AppOptions = {}, extra: Record<string, unknown> = {}): Promise<{ provider: TestProvider; app: RunningApp; appUrl: string }> {
+export async function startWithProvider(
+  oidc: Record<string, unknown> = {},
+  opts: AppOptions = {},
+  extra: Record<string, unknown> = {},
+): Promise<{ provider: TestProvider; app: RunningApp; appUrl: string }> {
   const port = await freePort()
   const appUrl = `http://127.0.0.1:${port}`
   const provider = await startProvider({ redirectUri: `${appUrl}/login/oidc/callback`, postLogoutUri: `${appUrl}/` })
   const app = startApp(
     {
       server: { host: '127.0.0.1', port, base_url: appUrl },
-      oidc: { issuer: provider.issuer, client_id: provider.clientId, client_secret: provider.clientSecret, admin_groups: ['linkbox-admins'], name: 'Test IdP', ...oidc },
+      oidc: {
+        issuer: provider.issuer,
+        client_id: provider.clientId,
+        client_secret: provider.clientSecret,
+        admin_groups: ['linkbox-admins'],
+        name: 'Test IdP',
+        ...oidc,
+      },
       ...extra,
     },
     { logger: capturedLines().logger, ...opts },

@@ -64,7 +64,9 @@ export function postgresBin(): string {
   }
   const onPath = Bun.which('pg_ctl')
   if (onPath) return join(onPath, '..')
-  throw new Error('PostgreSQL is not installed: no pg_ctl in /usr/lib/postgresql/*/bin or on PATH (scripts/test-setup.sh installs the postgresql package)')
+  throw new Error(
+    'PostgreSQL is not installed: no pg_ctl in /usr/lib/postgresql/*/bin or on PATH (scripts/test-setup.sh installs the postgresql package)',
+  )
 }
 
 const asRoot = process.getuid?.() === 0
@@ -73,14 +75,22 @@ const asRoot = process.getuid?.() === 0
 function postgresUser(): { uid: number; gid: number } {
   const r = Bun.spawnSync(['id', '-u', 'postgres'])
   const g = Bun.spawnSync(['id', '-g', 'postgres'])
-  if (r.exitCode !== 0 || g.exitCode !== 0) throw new Error('running as root, but there is no "postgres" user to run the server as (the postgresql package makes it)')
+  if (r.exitCode !== 0 || g.exitCode !== 0)
+    throw new Error(
+      'running as root, but there is no "postgres" user to run the server as (the postgresql package makes it)',
+    )
   return { uid: Number(r.stdout.toString().trim()), gid: Number(g.stdout.toString().trim()) }
 }
 
 /** A server command, as the postgres user when we are root; its output is returned, a failure thrown with it. */
 async function run(dir: string, command: string[], allowFailure = false): Promise<{ code: number; output: string }> {
   const argv = asRoot ? ['runuser', '-u', 'postgres', '--', ...command] : command
-  const proc = Bun.spawn(argv, { cwd: dir, stdout: 'pipe', stderr: 'pipe', env: { ...process.env, LC_ALL: 'C.UTF-8', LANG: 'C.UTF-8' } })
+  const proc = Bun.spawn(argv, {
+    cwd: dir,
+    stdout: 'pipe',
+    stderr: 'pipe',
+    env: { ...process.env, LC_ALL: 'C.UTF-8', LANG: 'C.UTF-8' },
+  })
   const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()])
   const code = await proc.exited
   const output = `${out}${err}`.trim()
@@ -100,7 +110,8 @@ function freePort(): Promise<number> {
   })
 }
 
-const randomName = (prefix: string) => `${prefix}${Buffer.from(crypto.getRandomValues(new Uint8Array(6))).toString('hex')}`
+const randomName = (prefix: string) =>
+  `${prefix}${Buffer.from(crypto.getRandomValues(new Uint8Array(6))).toString('hex')}`
 
 /**
  * A watchdog for one cluster: a shell that waits for this process to end, however it ends (bun test runs no
@@ -111,7 +122,18 @@ const randomName = (prefix: string) => `${prefix}${Buffer.from(crypto.getRandomV
  */
 function watchdog(bin: string, dir: string, data: string, extra?: string) {
   const q = (v: string) => `'${v.replace(/'/g, `'\\''`)}'`
-  const stop = [...(asRoot ? ['runuser', '-u', 'postgres', '--'] : []), join(bin, 'pg_ctl'), 'stop', '-D', data, '-m', 'immediate', '-w'].map(q).join(' ')
+  const stop = [
+    ...(asRoot ? ['runuser', '-u', 'postgres', '--'] : []),
+    join(bin, 'pg_ctl'),
+    'stop',
+    '-D',
+    data,
+    '-m',
+    'immediate',
+    '-w',
+  ]
+    .map(q)
+    .join(' ')
   const script = `while kill -0 ${process.pid} 2>/dev/null && [ -d ${q(dir)} ]; do sleep 1; done; cd / && ${stop} >/dev/null 2>&1; rm -rf ${q(dir)}${extra ? ` ${q(extra)}` : ''}`
   Bun.spawnSync(['setsid', '-f', 'sh', '-c', script], { stdin: 'ignore', stdout: 'ignore', stderr: 'ignore' })
 }
@@ -132,8 +154,10 @@ export async function startPostgres(opts: { maxConnections?: number; record?: st
     const superuser = randomName('lb_')
     await run(dir, [
       join(bin, 'initdb'),
-      '-D', data,
-      '-U', superuser,
+      '-D',
+      data,
+      '-U',
+      superuser,
       '--auth=trust',
       '--encoding=UTF8',
       '--locale=C.UTF-8',
@@ -144,19 +168,30 @@ export async function startPostgres(opts: { maxConnections?: number; record?: st
     guarded = true
     const options = (port: number) =>
       [
-        '-c', 'listen_addresses=127.0.0.1',
-        '-c', `port=${port}`,
-        '-c', `unix_socket_directories=${dir}`,
-        '-c', 'fsync=off',
-        '-c', 'full_page_writes=off',
-        '-c', 'synchronous_commit=off',
-        '-c', `max_connections=${opts.maxConnections ?? 100}`,
+        '-c',
+        'listen_addresses=127.0.0.1',
+        '-c',
+        `port=${port}`,
+        '-c',
+        `unix_socket_directories=${dir}`,
+        '-c',
+        'fsync=off',
+        '-c',
+        'full_page_writes=off',
+        '-c',
+        'synchronous_commit=off',
+        '-c',
+        `max_connections=${opts.maxConnections ?? 100}`,
       ].join(' ')
     let starts = 0
     /** pg_ctl start on `port`: its result, and the server's log when it failed. */
     const startOn = async (port: number) => {
       const log = join(dir, `server-${++starts}.log`)
-      const started = await run(dir, [join(bin, 'pg_ctl'), 'start', '-D', data, '-l', log, '-w', '-t', '60', '-o', options(port)], true)
+      const started = await run(
+        dir,
+        [join(bin, 'pg_ctl'), 'start', '-D', data, '-l', log, '-w', '-t', '60', '-o', options(port)],
+        true,
+      )
       const why = started.code === 0 ? '' : existsSync(log) ? readFileSync(log, 'utf8') : started.output
       return { ok: started.code === 0, output: started.output, why }
     }
@@ -239,13 +274,19 @@ async function ensureTemplate(admin: InstanceType<typeof Bun.SQL>, url: string):
 }
 
 async function createDatabaseOn(url: string, nameOrOptions: string | DatabaseOptions = {}): Promise<string> {
-  const { name = randomName('t_'), migrated = false } = typeof nameOrOptions === 'string' ? { name: nameOrOptions } : nameOrOptions
-  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new Error(`createDatabase: ${JSON.stringify(name)} is not a plain lower-case name`)
+  const { name = randomName('t_'), migrated = false } =
+    typeof nameOrOptions === 'string' ? { name: nameOrOptions } : nameOrOptions
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name))
+    throw new Error(`createDatabase: ${JSON.stringify(name)} is not a plain lower-case name`)
   const admin = new Bun.SQL(url, { max: 1 })
   try {
     if (migrated) {
       const key = serverOf(url)
-      if (!templates.has(key)) templates.set(key, ensureTemplate(admin, url).catch((err) => (templates.delete(key), Promise.reject(err))))
+      if (!templates.has(key))
+        templates.set(
+          key,
+          ensureTemplate(admin, url).catch((err) => (templates.delete(key), Promise.reject(err))),
+        )
       await templates.get(key)
     }
     // FILE_COPY (PostgreSQL 15+) copies the template's few files at once, where the default writes every
@@ -297,7 +338,9 @@ export async function sharedPostgres(): Promise<Postgres> {
     spare = next
   }
   const refuse = async () => {
-    throw new Error('the shared PostgreSQL server cannot be halted or restarted: use startPostgres() for a server of your own')
+    throw new Error(
+      'the shared PostgreSQL server cannot be halted or restarted: use startPostgres() for a server of your own',
+    )
   }
   return {
     ...server,

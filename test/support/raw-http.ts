@@ -23,5 +23,9 @@ export async function rawRequest(port: number, request: string, timeoutMs = 5000
   clearTimeout(timer)
   const split = text.indexOf('\r\n\r\n')
   const head = split < 0 ? text : text.slice(0, split)
-  return { status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1] ?? 0), head, body: split < 0 ? '' : text.slice(split + 4) }
+  return {
+    status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1] ?? 0),
+    head,
+    body: split < 0 ? '' : text.slice(split + 4),
+  }
 }

@@ -88,7 +88,10 @@ const TAIL_CHARS = 4 << 20
  * the text so far after each chunk until it returns true (found what it waited for): it is not run over a
  * growing text for the life of the process — under a bench's load that cost more CPU than the server.
  */
-function collect(stream: ReadableStream<Uint8Array>, watch: (all: string) => boolean): { text(): string; done: Promise<void> } {
+function collect(
+  stream: ReadableStream<Uint8Array>,
+  watch: (all: string) => boolean,
+): { text(): string; done: Promise<void> } {
   let head = ''
   let tail = ''
   let dropped = 0
@@ -133,7 +136,10 @@ export async function killAllServers(): Promise<void> {
  * The same for output that goes to a file (`ServerOptions.stdoutFile`): the file is looked at every 20 ms
  * until `watch` is satisfied, and text() reads its head and tail when asked.
  */
-function collectFile(path: string, watch: (all: string) => boolean): { text(): string; done: Promise<void>; stop(): void } {
+function collectFile(
+  path: string,
+  watch: (all: string) => boolean,
+): { text(): string; done: Promise<void>; stop(): void } {
   const read = (at: number, length: number) => {
     const buf = Buffer.alloc(length)
     const fd = openSync(path, 'r')
@@ -225,7 +231,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     proc.kill('SIGKILL')
     await proc.exited
     await Promise.all([out.done, err.done])
-    const why = outcome === 'timeout' ? `did not say "listening on" within ${timeoutMs} ms` : `exited with ${outcome.exited}`
+    const why =
+      outcome === 'timeout' ? `did not say "listening on" within ${timeoutMs} ms` : `exited with ${outcome.exited}`
     throw new Error(`server ${why}\n--- stdout\n${out.text()}\n--- stderr\n${err.text()}`)
   }
   const port = Number(outcome[2])
@@ -241,7 +248,9 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     if (!gone) {
       proc.kill('SIGKILL')
       await proc.exited
-      throw new Error(`server did not exit within ${timeoutMs} ms\n--- stdout\n${out.text()}\n--- stderr\n${err.text()}`)
+      throw new Error(
+        `server did not exit within ${timeoutMs} ms\n--- stdout\n${out.text()}\n--- stderr\n${err.text()}`,
+      )
     }
     await Promise.all([out.done, err.done])
     return proc.exitCode
@@ -274,7 +283,13 @@ export interface CliResult {
 /** Runs one CLI command to completion: `linkbox ARGS…` (by default `bun src/main.ts ARGS…`). */
 export async function runCli(
   args: string[],
-  opts: { command?: readonly string[]; cwd?: string; env?: Record<string, string>; stdin?: string; timeoutMs?: number } = {},
+  opts: {
+    command?: readonly string[]
+    cwd?: string
+    env?: Record<string, string>
+    stdin?: string
+    timeoutMs?: number
+  } = {},
 ): Promise<CliResult> {
   const proc = Bun.spawn([...(opts.command ?? SOURCE_COMMAND), ...args], {
     cwd: opts.cwd ?? tmpdir(),

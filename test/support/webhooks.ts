@@ -6,7 +6,9 @@ import { Webhook } from 'standardwebhooks'
 import { newSecret } from '../../src/webhooks/sign'
 
 export function addAccount(db: Database, name: string): number {
-  return (db.query('INSERT INTO accounts (name, created) VALUES (?, ?) RETURNING id').get(name, Date.now()) as { id: number }).id
+  return (
+    db.query('INSERT INTO accounts (name, created) VALUES (?, ?) RETURNING id').get(name, Date.now()) as { id: number }
+  ).id
 }
 
 export interface EndpointRow {
@@ -23,8 +25,17 @@ export function addEndpoint(
 ): EndpointRow {
   const secret = opts.secret ?? newSecret()
   const { id } = db
-    .query('INSERT INTO webhook_endpoints (account_id, url, events, secret, enabled, created) VALUES (?, ?, ?, ?, ?, ?) RETURNING id')
-    .get(accountId, url, opts.events ?? 'link.created,link.updated,link.deleted,mail.received', secret, opts.enabled === false ? 0 : 1, Date.now()) as { id: number }
+    .query(
+      'INSERT INTO webhook_endpoints (account_id, url, events, secret, enabled, created) VALUES (?, ?, ?, ?, ?, ?) RETURNING id',
+    )
+    .get(
+      accountId,
+      url,
+      opts.events ?? 'link.created,link.updated,link.deleted,mail.received',
+      secret,
+      opts.enabled === false ? 0 : 1,
+      Date.now(),
+    ) as { id: number }
   return { id, url, secret }
 }
 
@@ -44,12 +55,18 @@ export function addEvent(
   return db.transaction(() => {
     // The webhook-id is the column's default (random), as for the outbox's own inserts.
     const { id, webhook_id: webhookId } = db
-      .query('INSERT INTO webhook_events (account_id, type, created, payload) VALUES (?, ?, ?, ?) RETURNING id, webhook_id')
+      .query(
+        'INSERT INTO webhook_events (account_id, type, created, payload) VALUES (?, ?, ?, ?) RETURNING id, webhook_id',
+      )
       .get(accountId, type, created, payload) as { id: number; webhook_id: string }
-    const endpoints = db.query('SELECT id, events FROM webhook_endpoints WHERE account_id = ? AND enabled = 1').all(accountId) as { id: number; events: string }[]
+    const endpoints = db
+      .query('SELECT id, events FROM webhook_endpoints WHERE account_id = ? AND enabled = 1')
+      .all(accountId) as { id: number; events: string }[]
     for (const e of endpoints)
       if (e.events.split(',').includes(type))
-        db.query("INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (?, ?, 'pending', ?)").run(id, e.id, opts.nextAt ?? created)
+        db.query(
+          "INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (?, ?, 'pending', ?)",
+        ).run(id, e.id, opts.nextAt ?? created)
     return { id, webhookId, payload }
   })()
 }
@@ -70,10 +87,15 @@ export interface DeliveryRow {
 }
 
 export function delivery(db: Database, eventId: number, endpointId: number): DeliveryRow {
-  return db.query('SELECT * FROM webhook_deliveries WHERE event_id = ? AND endpoint_id = ?').get(eventId, endpointId) as DeliveryRow
+  return db
+    .query('SELECT * FROM webhook_deliveries WHERE event_id = ? AND endpoint_id = ?')
+    .get(eventId, endpointId) as DeliveryRow
 }
 
-export function endpointRow(db: Database, id: number): { enabled: number; failing: number; disabled_reason: string | null } {
+export function endpointRow(
+  db: Database,
+  id: number,
+): { enabled: number; failing: number; disabled_reason: string | null } {
   return db.query('SELECT enabled, failing, disabled_reason FROM webhook_endpoints WHERE id = ?').get(id) as any
 }
 
@@ -107,7 +129,9 @@ export interface Receiver {
  * Bun.serve on 127.0.0.1, port 0. `answer(n, request)` (n counts from 1) decides the response; it may
  * wait. Every request is recorded (and verified) when it arrives, before it is answered.
  */
-export function startReceiver(answer: (n: number, got: Received) => Response | Promise<Response> = () => new Response('ok')): Receiver {
+export function startReceiver(
+  answer: (n: number, got: Received) => Response | Promise<Response> = () => new Response('ok'),
+): Receiver {
   const got: Received[] = []
   const r: Receiver = {
     url: '',

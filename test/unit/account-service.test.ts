@@ -53,8 +53,13 @@ test('disableWithin: inside another change’s transaction the disable commits w
   await box.account('root', { admin: true })
   const bobKey = await box.account('bob')
   expect((await box.accounts.authenticate(bobKey))?.accountName).toBe('bob')
-  const note = box.db.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)")
-  const notes = () => (box.db.query("SELECT detail FROM audit_log WHERE action = 'test.note'").all() as { detail: string }[]).map((r) => r.detail)
+  const note = box.db.query(
+    "INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)",
+  )
+  const notes = () =>
+    (box.db.query("SELECT detail FROM audit_log WHERE action = 'test.note'").all() as { detail: string }[]).map(
+      (r) => r.detail,
+    )
   const disables = () => box.db.query("SELECT target, detail FROM audit_log WHERE action = 'account.disable'").all()
 
   // The last active administrator: refused inside the transaction, which rolls back with the other change.
@@ -66,7 +71,9 @@ test('disableWithin: inside another change’s transaction the disable commits w
   ).toThrow('root is the last active administrator')
   expect(notes()).toEqual([])
   expect(disables()).toEqual([])
-  expect((box.db.query("SELECT disabled FROM accounts WHERE name = 'root'").get() as { disabled: number | null }).disabled).toBeNull()
+  expect(
+    (box.db.query("SELECT disabled FROM accounts WHERE name = 'root'").get() as { disabled: number | null }).disabled,
+  ).toBeNull()
 
   // Another account: disabled with the other change and its audit row, its key refused from the next request.
   box.db.transaction(() => {
@@ -84,14 +91,22 @@ test('a report closed by disabling its owner, the last active administrator: ref
   const box = await makeBox()
   boxes.push(box)
   const key = await box.account('root', { admin: true })
-  const code = (await box.post('/api/getLink.json', { url: 'https://spam.example/' }, { 'x-api-key': key })).body.return.hex
+  const code = (await box.post('/api/getLink.json', { url: 'https://spam.example/' }, { 'x-api-key': key })).body.return
+    .hex
   const { id } = await box.abuse.report({ code, reason: 'spam', text: '', contact: '' })
   // A disable whose refusal came after the close's commit (setDisabled as the change) would close the report anyway.
-  await expect(box.abuse.closeReport(id!, 'account_disabled', null, CLI, { change: (tx) => box.accounts.disableWithin(tx, 'root', CLI) })).rejects.toThrow(
-    'root is the last active administrator',
-  )
-  expect(box.db.query('SELECT action, closed FROM link_reports WHERE id = ?').get(id!)).toEqual({ action: null, closed: null })
+  await expect(
+    box.abuse.closeReport(id!, 'account_disabled', null, CLI, {
+      change: (tx) => box.accounts.disableWithin(tx, 'root', CLI),
+    }),
+  ).rejects.toThrow('root is the last active administrator')
+  expect(box.db.query('SELECT action, closed FROM link_reports WHERE id = ?').get(id!)).toEqual({
+    action: null,
+    closed: null,
+  })
   expect(box.db.query("SELECT disabled FROM accounts WHERE name = 'root'").get()).toEqual({ disabled: null })
-  expect(box.db.query("SELECT count(*) AS n FROM audit_log WHERE action IN ('report.close', 'account.disable')").get()).toEqual({ n: 0 })
+  expect(
+    box.db.query("SELECT count(*) AS n FROM audit_log WHERE action IN ('report.close', 'account.disable')").get(),
+  ).toEqual({ n: 0 })
   expect((await box.accounts.authenticate(key))?.accountName).toBe('root')
 })

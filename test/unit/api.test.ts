@@ -38,7 +38,11 @@ describe('envelope and status codes', () => {
 
   test('body over 64 KiB → 413 too_large, by Content-Length and by streaming', async () => {
     const big = 'url=' + 'a'.repeat(70 * 1024)
-    const r = await box.request('/api/getLink.json', { method: 'POST', body: big, headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+    const r = await box.request('/api/getLink.json', {
+      method: 'POST',
+      body: big,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    })
     expect(r.status).toBe(413)
     expect((await r.json()).code).toBe('too_large')
     const stream = new ReadableStream({
@@ -47,7 +51,11 @@ describe('envelope and status codes', () => {
         c.close()
       },
     })
-    const s = await box.request('/api/getLink.json', { method: 'POST', body: stream, headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+    const s = await box.request('/api/getLink.json', {
+      method: 'POST',
+      body: stream,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    })
     expect(s.status).toBe(413)
   })
 
@@ -93,7 +101,10 @@ describe('envelope and status codes', () => {
     try {
       b.db.exec('DROP TABLE click_days')
       const code = (await b.post('/api/getLink.json', { url: 'https://example.com' })).body.return.hex
-      await b.request(`/${code}`, { headers: { 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0' }, redirect: 'manual' })
+      await b.request(`/${code}`, {
+        headers: { 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0' },
+        redirect: 'manual',
+      })
       const r = await b.post('/api/stats.json', { code })
       expect(r.status).toBe(500)
       expect(r.body).toEqual({ status: 'error', message: expect.any(String), code: 'internal' })
@@ -124,7 +135,7 @@ describe('keys and scopes', () => {
   })
 
   test('a revoked key stops working at once', async () => {
-    const k = (await box.accounts.createKey({ account: 'carol', label: 'temp' }))
+    const k = await box.accounts.createKey({ account: 'carol', label: 'temp' })
     expect((await box.post('/api/links.json', {}, { 'x-api-key': k.key })).status).toBe(200)
     await box.accounts.revokeKey(String(k.id))
     const r = await box.post('/api/links.json', {}, { 'x-api-key': k.key })
@@ -141,7 +152,7 @@ describe('keys and scopes', () => {
   })
 
   test('a key without the links scope → 403 scope_denied', async () => {
-    const k = (await box.accounts.createKey({ account: 'carol', scopes: ['qr'] }))
+    const k = await box.accounts.createKey({ account: 'carol', scopes: ['qr'] })
     for (const path of ['/api/getLink.json', '/api/links.json']) {
       const r = await box.post(path, { url: 'https://example.com' }, { 'x-api-key': k.key })
       expect(r.status).toBe(403)
@@ -152,24 +163,31 @@ describe('keys and scopes', () => {
 })
 
 describe('answer headers', () => {
-  test('every JSON answer has its own headers: one answer\'s request id, rate or Retry-After headers never reach the next', async () => {
+  test("every JSON answer has its own headers: one answer's request id, rate or Retry-After headers never reach the next", async () => {
     const b = await makeBox()
     try {
       const expectJson = (r: { headers: Headers }) => {
         expect(r.headers.get('content-type')).toBe('application/json; charset=utf-8')
         expect(r.headers.get('cache-control')).toBe('no-store')
         expect(r.headers.get('access-control-allow-origin')).toBe('*')
-        expect(r.headers.get('access-control-expose-headers')).toBe('RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After')
+        expect(r.headers.get('access-control-expose-headers')).toBe(
+          'RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After',
+        )
       }
       const key = await b.account('headers')
-      const one = await b.post('/api/getLink.json', { url: 'https://example.com/h1' }, { 'x-api-key': key, 'x-request-id': 'first.1' })
+      const one = await b.post(
+        '/api/getLink.json',
+        { url: 'https://example.com/h1' },
+        { 'x-api-key': key, 'x-request-id': 'first.1' },
+      )
       const bad = await b.post('/api/getLink.json', { url: 'nope' }, { 'x-api-key': key, 'x-request-id': 'second.2' })
       const two = await b.post('/api/getLink.json', { url: 'https://example.com/h2' }, { 'x-api-key': key })
       expect([one.status, bad.status, two.status]).toEqual([200, 400, 200])
       for (const r of [one, bad, two]) expectJson(r)
       expect([one.headers.get('x-request-id'), bad.headers.get('x-request-id')]).toEqual(['first.1', 'second.2'])
       expect(['first.1', 'second.2']).not.toContain(two.headers.get('x-request-id'))
-      for (const r of [one, bad, two]) expect([r.headers.get('ratelimit-limit'), r.headers.get('retry-after')]).toEqual([null, null])
+      for (const r of [one, bad, two])
+        expect([r.headers.get('ratelimit-limit'), r.headers.get('retry-after')]).toEqual([null, null])
     } finally {
       await b.cleanup()
     }
@@ -177,7 +195,11 @@ describe('answer headers', () => {
     try {
       const first = await limited.post('/api/getLink.json', { url: 'https://example.com/l1' })
       const over = await limited.post('/api/getLink.json', { url: 'https://example.com/l2' })
-      const keyed = await limited.post('/api/getLink.json', { url: 'https://example.com/l3' }, { 'x-api-key': await limited.account('k') })
+      const keyed = await limited.post(
+        '/api/getLink.json',
+        { url: 'https://example.com/l3' },
+        { 'x-api-key': await limited.account('k') },
+      )
       expect([first.status, over.status, keyed.status]).toEqual([200, 429, 200])
       expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0)
       expect([first.headers.get('retry-after'), keyed.headers.get('retry-after')]).toEqual([null, null])
@@ -273,23 +295,52 @@ describe('marketplace route', () => {
 
   test('the proxy secret is checked, and the caller is the account marketplace:<user>', async () => {
     const probe: ApiMethod = {
-      verb: 'GET', path: '/api/probe.json', key: 'required', scope: 'qr', marketplace: true, summary: 'probe', params: [],
+      verb: 'GET',
+      path: '/api/probe.json',
+      key: 'required',
+      scope: 'qr',
+      marketplace: true,
+      summary: 'probe',
+      params: [],
       handler: ({ caller }) => ({ account: caller!.accountName, via: caller!.via }),
     }
-    const { plugin } = createApi([probe], { config: box.config, accounts: box.accounts, limiter: createRateLimiter(), clientIp: () => '192.0.2.1', faults: createFaultLog(log) })
+    const { plugin } = createApi([probe], {
+      config: box.config,
+      accounts: box.accounts,
+      limiter: createRateLimiter(),
+      clientIp: () => '192.0.2.1',
+      faults: createFaultLog(log),
+    })
     const call = async (headers: Record<string, string>) => {
       const res = await plugin.handle(new Request('http://localhost/api/probe.json', { headers }))
       return { status: res.status, body: await res.json() }
     }
     const ok = await call({ 'X-RapidAPI-Proxy-Secret': 'mp-secret', 'X-RapidAPI-User': 'buyer-7' })
-    expect(ok).toEqual({ status: 200, body: { status: 'success', return: { account: 'marketplace:buyer-7', via: 'marketplace' } } })
-    expect(box.db.query("SELECT name FROM accounts WHERE name = 'marketplace:buyer-7'").get()).toEqual({ name: 'marketplace:buyer-7' })
-    expect((await call({ 'X-RapidAPI-Proxy-Secret': 'wrong', 'X-RapidAPI-User': 'buyer-7' })).body.code).toBe('invalid_key')
+    expect(ok).toEqual({
+      status: 200,
+      body: { status: 'success', return: { account: 'marketplace:buyer-7', via: 'marketplace' } },
+    })
+    expect(box.db.query("SELECT name FROM accounts WHERE name = 'marketplace:buyer-7'").get()).toEqual({
+      name: 'marketplace:buyer-7',
+    })
+    expect((await call({ 'X-RapidAPI-Proxy-Secret': 'wrong', 'X-RapidAPI-User': 'buyer-7' })).body.code).toBe(
+      'invalid_key',
+    )
     expect((await call({ 'X-RapidAPI-Proxy-Secret': 'mp-secret' })).status).toBe(401)
     expect((await call({})).body.code).toBe('missing_key')
     // With the route off (no secret configured) the header means nothing.
-    const off = createApi([probe], { config: { ...box.config, marketplace: { ...box.config.marketplace, proxy_secret: '' } }, accounts: box.accounts, limiter: createRateLimiter(), clientIp: () => '192.0.2.1', faults: createFaultLog(log) })
-    const res = await off.plugin.handle(new Request('http://localhost/api/probe.json', { headers: { 'X-RapidAPI-Proxy-Secret': '', 'X-RapidAPI-User': 'x' } }))
+    const off = createApi([probe], {
+      config: { ...box.config, marketplace: { ...box.config.marketplace, proxy_secret: '' } },
+      accounts: box.accounts,
+      limiter: createRateLimiter(),
+      clientIp: () => '192.0.2.1',
+      faults: createFaultLog(log),
+    })
+    const res = await off.plugin.handle(
+      new Request('http://localhost/api/probe.json', {
+        headers: { 'X-RapidAPI-Proxy-Secret': '', 'X-RapidAPI-User': 'x' },
+      }),
+    )
     expect(res.status).toBe(401)
   })
 })
@@ -301,7 +352,10 @@ describe('CORS and the API documents', () => {
     expect(r.headers.get('access-control-expose-headers')).toContain('RateLimit-Remaining')
     const e = await box.post('/api/links.json', {})
     expect(e.headers.get('access-control-allow-origin')).toBe('*')
-    const pre = await box.request('/api/getLink.json', { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-headers': 'x-api-key' } })
+    const pre = await box.request('/api/getLink.json', {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example', 'access-control-request-headers': 'x-api-key' },
+    })
     expect(pre.status).toBe(204)
     expect(pre.headers.get('access-control-allow-headers')).toContain('X-Api-Key')
     expect((await box.request('/api/nope.json', { method: 'OPTIONS' })).status).toBe(404)
@@ -313,13 +367,16 @@ describe('CORS and the API documents', () => {
     for (const m of box.methods) {
       const op = doc.paths[m.path][m.verb.toLowerCase()]
       expect(op.summary).toBe(m.summary)
-      const names = m.verb === 'GET'
-        ? op.parameters.map((p: any) => p.name)
-        : Object.keys(op.requestBody.content['application/x-www-form-urlencoded'].schema.properties)
+      const names =
+        m.verb === 'GET'
+          ? op.parameters.map((p: any) => p.name)
+          : Object.keys(op.requestBody.content['application/x-www-form-urlencoded'].schema.properties)
       expect(names).toEqual(m.params.map((p) => p.name))
     }
     expect(Object.keys(doc.paths)).toContain('/api/getLink.json')
-    expect(doc.paths['/api/getLink.json'].post.requestBody.content['application/x-www-form-urlencoded'].schema.required).toEqual(['url'])
+    expect(
+      doc.paths['/api/getLink.json'].post.requestBody.content['application/x-www-form-urlencoded'].schema.required,
+    ).toEqual(['url'])
     const page = await box.request('/api/docs')
     expect(page.status).toBe(200)
     expect(page.headers.get('content-security-policy')).toContain("default-src 'none'")
@@ -348,7 +405,10 @@ test('/metrics: Prometheus text with visits by outcome, API answers by method an
     expect(text).toContain('linkbox_click_buffer 1')
     expect(text).toMatch(/^process_resident_memory_bytes \d+$/m)
     // Every sample line is "name{labels} number" or "name number".
-    for (const line of text.trim().split('\n').filter((l) => !l.startsWith('#')))
+    for (const line of text
+      .trim()
+      .split('\n')
+      .filter((l) => !l.startsWith('#')))
       expect(line).toMatch(/^[a-z_]+(\{[^}]*\})? \d+(\.\d+)?$/)
   } finally {
     await b.cleanup()

@@ -16,7 +16,7 @@ describe('a line of a list', () => {
     expect(hostsOfLine('evil.example\r')).toEqual(['evil.example'])
   })
 
-  test('hosts-file format: the names after the address; the machine\'s own names are not entries', () => {
+  test("hosts-file format: the names after the address; the machine's own names are not entries", () => {
     expect(hostsOfLine('0.0.0.0 evil.example')).toEqual(['evil.example'])
     expect(hostsOfLine('127.0.0.1\tevil.example   other.example # comment')).toEqual(['evil.example', 'other.example'])
     expect(hostsOfLine(':: evil.example')).toEqual(['evil.example'])
@@ -31,7 +31,17 @@ describe('a line of a list', () => {
   })
 
   test('comments, blank lines, section headers and junk give nothing', () => {
-    for (const line of ['', '   ', '# a comment', '! adblock comment', '[Adblock Plus 2.0]', 'not a host!', 'a..b', '.leading.dot', 'x'.repeat(300)])
+    for (const line of [
+      '',
+      '   ',
+      '# a comment',
+      '! adblock comment',
+      '[Adblock Plus 2.0]',
+      'not a host!',
+      'a..b',
+      '.leading.dot',
+      'x'.repeat(300),
+    ])
       expect(hostsOfLine(line), JSON.stringify(line)).toEqual([])
   })
 
@@ -91,7 +101,8 @@ describe('loading files', () => {
     ])
     expect(list.set.size).toBe(4)
     expect(list.loadedAt).toBe(1234)
-    for (const h of ['evil.example', 'x.phish.test', 'malware.test', 'a.tracker.test']) expect(list.set.match(h), h).not.toBeNull()
+    for (const h of ['evil.example', 'x.phish.test', 'malware.test', 'a.tracker.test'])
+      expect(list.set.match(h), h).not.toBeNull()
     expect(list.set.match('good.example')).toBeNull()
   })
 })
@@ -116,7 +127,16 @@ describe('addresses and wildcards (issue 36)', () => {
       ['2001:db8:0:1:0:0:0:1', '2001:db8:0:1::1'],
     ])
       expect(normalizeHost(typed), typed).toBe(host)
-    for (const bad of ['2001:db8::1%eth0', '[2001:db8::1', '1.2.3.4.5', 'a.b.0x1', 'evil.123', 'evil.example/path', 'user@evil.example', '999.1.1.1'])
+    for (const bad of [
+      '2001:db8::1%eth0',
+      '[2001:db8::1',
+      '1.2.3.4.5',
+      'a.b.0x1',
+      'evil.123',
+      'evil.example/path',
+      'user@evil.example',
+      '999.1.1.1',
+    ])
       expect(normalizeHost(bad), bad).toBeNull()
   })
 
@@ -138,7 +158,21 @@ describe('addresses and wildcards (issue 36)', () => {
 
   test('a line with something that is not a host is skipped, counted and named (the first few), its good hosts kept', async () => {
     const f = join(dir, 'skips.txt')
-    writeFileSync(f, ['# header', 'good.example', 'not a host!', '0.0.0.0 fine.example bad!name', 'two words', '1.2.3.4.5', '||^', '', '! comment', 'ok.example'].join('\n'))
+    writeFileSync(
+      f,
+      [
+        '# header',
+        'good.example',
+        'not a host!',
+        '0.0.0.0 fine.example bad!name',
+        'two words',
+        '1.2.3.4.5',
+        '||^',
+        '',
+        '! comment',
+        'ok.example',
+      ].join('\n'),
+    )
     const list = await loadBlocklist([f])
     expect(list.files[0]).toMatchObject({
       hosts: 3,
@@ -151,7 +185,16 @@ describe('addresses and wildcards (issue 36)', () => {
     })
     for (const h of ['good.example', 'fine.example', 'ok.example']) expect(list.set.match(h), h).toBe(h)
     let refused = 0
-    for (const line of ['', '# c', '! c', '[Adblock Plus 2.0]', '127.0.0.1 localhost', '0.0.0.0 0.0.0.0', 'evil.example']) hostsOfLine(line, () => refused++)
+    for (const line of [
+      '',
+      '# c',
+      '! c',
+      '[Adblock Plus 2.0]',
+      '127.0.0.1 localhost',
+      '0.0.0.0 0.0.0.0',
+      'evil.example',
+    ])
+      hostsOfLine(line, () => refused++)
     expect(refused).toBe(0)
   })
 })

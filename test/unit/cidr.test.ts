@@ -8,7 +8,16 @@ describe('addresses and ranges', () => {
     expect(parseIp('::ffff:a01:203')).toEqual(parseIp('10.1.2.3'))
     expect(parseIp('2001:db8::1')![15]).toBe(1)
     expect(parseIp('[::1]')).toEqual(parseIp('0:0:0:0:0:0:0:1'))
-    for (const bad of ['', '1.2.3', '256.1.1.1', '1.2.3.4.5', 'fe80::1%eth0', '::g', '1:2:3:4:5:6:7:8:9', 'example.com'])
+    for (const bad of [
+      '',
+      '1.2.3',
+      '256.1.1.1',
+      '1.2.3.4.5',
+      'fe80::1%eth0',
+      '::g',
+      '1:2:3:4:5:6:7:8:9',
+      'example.com',
+    ])
       expect(parseIp(bad)).toBeNull()
   })
   test('CIDR matching', () => {
@@ -49,7 +58,15 @@ describe('canonicalIp (issue 36: one spelling for bans and blocklists)', () => {
   })
 
   test('an IPv6 address that carries an IPv4 one is that IPv4 address', () => {
-    for (const t of ['::ffff:1.2.3.4', '::FFFF:0102:0304', '[0:0:0:0:0:ffff:102:304]', '::ffff:0:1.2.3.4', '64:ff9b::1.2.3.4', '::1.2.3.4', '1.2.3.4'])
+    for (const t of [
+      '::ffff:1.2.3.4',
+      '::FFFF:0102:0304',
+      '[0:0:0:0:0:ffff:102:304]',
+      '::ffff:0:1.2.3.4',
+      '64:ff9b::1.2.3.4',
+      '::1.2.3.4',
+      '1.2.3.4',
+    ])
       expect(canonicalIp(t), t).toBe('1.2.3.4')
     // 6to4 and the NAT64 local-use prefix name other hosts: kept as IPv6.
     expect(canonicalIp('2002:102:304::1')).toBe('2002:102:304::1')
@@ -57,6 +74,7 @@ describe('canonicalIp (issue 36: one spelling for bans and blocklists)', () => {
   })
 
   test('zone ids and non-addresses are refused', () => {
-    for (const t of ['fe80::1%eth0', '2001', '1.2.3', 'example.com', '1:2:3:4:5:6:7:8:9', '']) expect(canonicalIp(t), t).toBeNull()
+    for (const t of ['fe80::1%eth0', '2001', '1.2.3', 'example.com', '1:2:3:4:5:6:7:8:9', ''])
+      expect(canonicalIp(t), t).toBeNull()
   })
 })

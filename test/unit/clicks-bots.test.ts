@@ -29,15 +29,18 @@ const PREVIEWS: Record<string, string> = {
 }
 
 const PEOPLE: Record<string, string> = {
-  'Chrome (Windows)': 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36',
+  'Chrome (Windows)':
+    'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36',
   'Safari (iPhone)':
     'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1',
   'Firefox (Linux)': 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0',
 }
 
 describe('classifyUserAgent', () => {
-  for (const [name, ua] of Object.entries(PREVIEWS)) test(`${name} is a bot`, () => expect(classifyUserAgent(ua).bot).toBe(true))
-  for (const [name, ua] of Object.entries(PEOPLE)) test(`${name} is a person`, () => expect(classifyUserAgent(ua).bot).toBe(false))
+  for (const [name, ua] of Object.entries(PREVIEWS))
+    test(`${name} is a bot`, () => expect(classifyUserAgent(ua).bot).toBe(true))
+  for (const [name, ua] of Object.entries(PEOPLE))
+    test(`${name} is a person`, () => expect(classifyUserAgent(ua).bot).toBe(false))
 })
 
 describe('a visit by each: no click, no visitor, a bot', () => {
@@ -59,7 +62,8 @@ describe('a visit by each: no click, no visitor, a bot', () => {
     expect(s.bots).toBe(Object.keys(PREVIEWS).length)
     expect(s.days.reduce((n: number, d: any) => n + d.visitors, 0)).toBe(0)
     expect(s.countries).toEqual([])
-    for (const ua of Object.values(PEOPLE)) await box.request(`/${code}`, { redirect: 'manual', headers: { 'user-agent': ua } })
+    for (const ua of Object.values(PEOPLE))
+      await box.request(`/${code}`, { redirect: 'manual', headers: { 'user-agent': ua } })
     s = (await box.post('/api/stats.json', { code })).body.return
     expect(s.clicks).toBe(3)
     expect(s.days.reduce((n: number, d: any) => n + d.visitors, 0)).toBe(3)

@@ -15,8 +15,10 @@ async function until(what: string, ready: () => boolean, timeoutMs = 15_000) {
 }
 
 const UA = {
-  chromeWin: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36',
-  safariIphone: 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1',
+  chromeWin:
+    'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36',
+  safariIphone:
+    'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1',
   ipad: 'Mozilla/5.0 (iPad; CPU OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1',
   firefoxLinux: 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0',
   googlebot: 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)',
@@ -26,7 +28,12 @@ const UA = {
 describe('classification (pure)', () => {
   test('devices, browsers and systems', () => {
     expect(classifyUserAgent(UA.chromeWin)).toEqual({ bot: false, device: 'desktop', browser: 'Chrome', os: 'Windows' })
-    expect(classifyUserAgent(UA.safariIphone)).toMatchObject({ bot: false, device: 'mobile', browser: 'Mobile Safari', os: 'iOS' })
+    expect(classifyUserAgent(UA.safariIphone)).toMatchObject({
+      bot: false,
+      device: 'mobile',
+      browser: 'Mobile Safari',
+      os: 'iOS',
+    })
     expect(classifyUserAgent(UA.ipad)).toMatchObject({ device: 'tablet' })
     expect(classifyUserAgent(UA.firefoxLinux)).toMatchObject({ device: 'desktop', browser: 'Firefox', os: 'Linux' })
     expect(classifyUserAgent('')).toMatchObject({ bot: false, device: 'other' })
@@ -62,7 +69,9 @@ describe('recording and statistics', () => {
     expect(box.db.query('SELECT count(*) AS n FROM click_days').get()).toEqual({ n: 0 })
     await box.recorder.flush()
     expect(box.recorder.pending).toBe(0)
-    expect(box.db.query('SELECT day, clicks, bots FROM click_days').all()).toEqual([{ day: '2026-03-10', clicks: 1, bots: 0 }])
+    expect(box.db.query('SELECT day, clicks, bots FROM click_days').all()).toEqual([
+      { day: '2026-03-10', clicks: 1, bots: 0 },
+    ])
   })
 
   test('no address is stored anywhere', async () => {
@@ -77,7 +86,10 @@ describe('recording and statistics', () => {
     }
     const code = (await box.post('/api/getLink.json', { url: 'https://example.com/no-address' })).body.return.hex
     const rowsBefore = (box.db.query('SELECT count(*) AS n FROM audit_log').get() as { n: number }).n
-    await box.request(`/${code}`, { redirect: 'manual', headers: { 'user-agent': UA.chromeWin, 'x-forwarded-for': '203.0.113.9' } })
+    await box.request(`/${code}`, {
+      redirect: 'manual',
+      headers: { 'user-agent': UA.chromeWin, 'x-forwarded-for': '203.0.113.9' },
+    })
     await box.recorder.flush()
     expect((box.db.query('SELECT count(*) AS n FROM audit_log').get() as { n: number }).n).toBe(rowsBefore)
     expect(JSON.stringify(box.db.query('SELECT * FROM audit_log').all())).not.toContain('203.0.113.9')
@@ -93,7 +105,15 @@ describe('recording and statistics', () => {
     const r = await box.post('/api/stats.json', { code, from: '2026-03-09', to: '2026-03-13' })
     expect(r.status).toBe(200)
     const s = r.body.return
-    expect(s).toMatchObject({ hex: code, url: `http://localhost:8080/${code}`, long_url: 'https://example.com/stats', clicks: 5, bots: 1, from: '2026-03-09', to: '2026-03-13' })
+    expect(s).toMatchObject({
+      hex: code,
+      url: `http://localhost:8080/${code}`,
+      long_url: 'https://example.com/stats',
+      clicks: 5,
+      bots: 1,
+      from: '2026-03-09',
+      to: '2026-03-13',
+    })
     // Visitors: one address (the test's), known with each user agent: two on the 10th (Chrome, Safari
     // twice), two on the 12th; the bot is no visitor.
     expect(s.days).toEqual([
@@ -127,7 +147,10 @@ describe('recording and statistics', () => {
     // The window narrows every breakdown; the all-time totals stay.
     const one = (await box.post('/api/stats.json', { code, from: '2026-03-12', to: '2026-03-12' })).body.return
     expect(one.days).toEqual([{ date: '2026-03-12', clicks: 2, visitors: 2 }])
-    expect(one.sources).toEqual([{ name: 'direct', clicks: 1 }, { name: 'social.example', clicks: 1 }])
+    expect(one.sources).toEqual([
+      { name: 'direct', clicks: 1 },
+      { name: 'social.example', clicks: 1 },
+    ])
     expect(one.clicks).toBe(5)
   })
 
@@ -149,14 +172,21 @@ describe('recording and statistics', () => {
   })
 
   test('statistics read aggregates: the rows do not grow with clicks', async () => {
-    const rows = () => (box.db.query('SELECT (SELECT count(*) FROM click_days) + (SELECT count(*) FROM click_months) AS n').get() as { n: number }).n
+    const rows = () =>
+      (
+        box.db.query('SELECT (SELECT count(*) FROM click_days) + (SELECT count(*) FROM click_months) AS n').get() as {
+          n: number
+        }
+      ).n
     await box.recorder.flush()
     const before = rows()
     await Promise.all(Array.from({ length: 500 }, () => visit(UA.chromeWin)))
     await box.recorder.flush()
     expect(rows()).toBe(before)
     // Prepared apart and finalized: an EXPLAIN statement left open would hold a read snapshot (and the WAL).
-    const explain = box.db.prepare("EXPLAIN QUERY PLAN SELECT day, clicks FROM click_days WHERE link_id = 1 AND day BETWEEN '2026-01-01' AND '2026-02-01'")
+    const explain = box.db.prepare(
+      "EXPLAIN QUERY PLAN SELECT day, clicks FROM click_days WHERE link_id = 1 AND day BETWEEN '2026-01-01' AND '2026-02-01'",
+    )
     const plan = explain.all() as { detail: string }[]
     explain.finalize()
     expect(plan.map((p) => p.detail).join(' ')).toContain('PRIMARY KEY')
@@ -164,7 +194,8 @@ describe('recording and statistics', () => {
 
   test('clicks pending for a deleted link are dropped at the flush, not an error', async () => {
     const k = await box.account('deleter')
-    const c = (await box.post('/api/getLink.json', { url: 'https://example.com/del' }, { 'x-api-key': k })).body.return.hex
+    const c = (await box.post('/api/getLink.json', { url: 'https://example.com/del' }, { 'x-api-key': k })).body.return
+      .hex
     await box.request(`/${c}`, { redirect: 'manual', headers: { 'user-agent': UA.chromeWin } })
     expect(box.recorder.pending).toBeGreaterThan(0)
     expect((await box.post('/api/delete.json', { code: c }, { 'x-api-key': k })).status).toBe(200)
@@ -179,7 +210,10 @@ test('while writes fail, the counters are kept for the next flush, up to a cap; 
   try {
     const code = (await box.post('/api/getLink.json', { url: 'https://example.com/cap' })).body.return.hex
     const visit = (from: number) =>
-      box.request(`/${code}`, { redirect: 'manual', headers: { 'user-agent': UA.chromeWin, referer: `https://r${from}.example/` } })
+      box.request(`/${code}`, {
+        redirect: 'manual',
+        headers: { 'user-agent': UA.chromeWin, referer: `https://r${from}.example/` },
+      })
     box.db.exec('ALTER TABLE click_days RENAME TO click_days_away') // every write now fails (on any connection)
     // The first click takes 3 counters (its link-day, its profile — referrer, device, browser, system —
     // and that profile's count under the link-day); each new referrer 2 more: the fourth does not fit.
@@ -202,7 +236,11 @@ test('while writes fail, the counters are kept for the next flush, up to a cap; 
     expect(box.recorder.pending).toBe(0)
     expect((box.db.query('SELECT clicks FROM links WHERE code = ?').get(code) as { clicks: number }).clicks).toBe(23)
     const sources = (await box.post('/api/stats.json', { code })).body.return.sources
-    expect(sources).toEqual([{ name: 'r0.example', clicks: 8 }, { name: 'r1.example', clicks: 8 }, { name: 'r2.example', clicks: 7 }])
+    expect(sources).toEqual([
+      { name: 'r0.example', clicks: 8 },
+      { name: 'r1.example', clicks: 8 },
+      { name: 'r2.example', clicks: 7 },
+    ])
   } finally {
     await box.cleanup()
   }
@@ -237,7 +275,9 @@ describe('the writer thread', () => {
       for (let i = 0; i < 200 && statSync(file).size <= 4096; i++) await Bun.sleep(10)
       const before = statSync(file).size
       // ~1500 pages in one commit: past SQLite's automatic checkpoint (1000 pages) had it been on.
-      box.db.exec("CREATE TABLE filler AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1500) SELECT randomblob(3000) AS b FROM n")
+      box.db.exec(
+        'CREATE TABLE filler AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1500) SELECT randomblob(3000) AS b FROM n',
+      )
       expect(statSync(file).size).toBe(before) // the pages are only in the WAL: no checkpoint ran here
       await until('the thread to checkpoint', () => statSync(file).size > before + 1000 * 3000)
     } finally {
@@ -247,14 +287,25 @@ describe('the writer thread', () => {
 
   test('a thread that dies holding a batch it did not commit: one log line, the batch written on the main thread, once', async () => {
     const log: string[] = []
-    const box = await makeBox({}, {
-      clicks: { intervalMs: 3_600_000, log: (l) => log.push(l), spawnWriter: () => new Worker(join(import.meta.dir, '../support/dying-writer.ts')) },
-    })
+    const box = await makeBox(
+      {},
+      {
+        clicks: {
+          intervalMs: 3_600_000,
+          log: (l) => log.push(l),
+          spawnWriter: () => new Worker(join(import.meta.dir, '../support/dying-writer.ts')),
+        },
+      },
+    )
     try {
       const code = (await box.post('/api/getLink.json', { url: 'https://example.com/dies' })).body.return.hex
       for (let i = 0; i < 5; i++) await box.request(`/${code}`, chrome)
       expect(await box.recorder.flush()).toBe(5)
-      expect(log).toEqual([expect.stringMatching(/^click writer thread stopped \(.*the writer died before its commit\); clicks are written on the main thread from now on$/)])
+      expect(log).toEqual([
+        expect.stringMatching(
+          /^click writer thread stopped \(.*the writer died before its commit\); clicks are written on the main thread from now on$/,
+        ),
+      ])
       for (let i = 0; i < 2; i++) await box.request(`/${code}`, chrome)
       expect(await box.recorder.flush()).toBe(2)
       expect(box.db.query('SELECT clicks FROM links WHERE code = ?').get(code)).toEqual({ clicks: 7 })
@@ -268,13 +319,19 @@ describe('the writer thread', () => {
 
   test('a thread that dies right after its commit: the batch is not written again, and is reported', async () => {
     const log: string[] = []
-    const box = await makeBox({}, {
-      clicks: {
-        intervalMs: 3_600_000,
-        log: (l) => log.push(l),
-        spawnWriter: () => new Worker(join(import.meta.dir, '../support/dying-writer.ts'), { env: { DIE_AFTER_COMMIT: '1' } } as WorkerOptions),
+    const box = await makeBox(
+      {},
+      {
+        clicks: {
+          intervalMs: 3_600_000,
+          log: (l) => log.push(l),
+          spawnWriter: () =>
+            new Worker(join(import.meta.dir, '../support/dying-writer.ts'), {
+              env: { DIE_AFTER_COMMIT: '1' },
+            } as WorkerOptions),
+        },
       },
-    })
+    )
     try {
       const code = (await box.post('/api/getLink.json', { url: 'https://example.com/dies-late' })).body.return.hex
       for (let i = 0; i < 4; i++) await box.request(`/${code}`, chrome)
@@ -283,7 +340,9 @@ describe('the writer thread', () => {
       expect(box.recorder.dropped).toBe(4)
       expect(box.recorder.pending).toBe(0)
       expect(log).toHaveLength(2)
-      expect(log[1]).toBe('4 clicks may or may not have been written when the writer thread stopped; they are not written again (counted as dropped)')
+      expect(log[1]).toBe(
+        '4 clicks may or may not have been written when the writer thread stopped; they are not written again (counted as dropped)',
+      )
     } finally {
       await box.cleanup()
     }

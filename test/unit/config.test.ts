@@ -16,11 +16,23 @@ afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
 describe('config', () => {
   test('no file: the documented defaults', () => {
     const c = loadConfig()
-    expect(c.server).toEqual({ host: '0.0.0.0', port: 8080, base_url: 'http://localhost:8080', trusted_proxies: [], metrics_token: '' })
+    expect(c.server).toEqual({
+      host: '0.0.0.0',
+      port: 8080,
+      base_url: 'http://localhost:8080',
+      trusted_proxies: [],
+      metrics_token: '',
+    })
     expect(c.mail.smtp_port).toBe(2525)
     expect(c.mail.domains).toEqual(['localhost'])
     expect(c.rate).toEqual({ anon_per_minute: 60, anon_per_day: 200, key_per_minute: 600 })
-    expect(c.links).toEqual({ redirect_status: 302, blocked_domains: [], anonymous: true, blocklist_files: [], import_max_rows: 50_000 })
+    expect(c.links).toEqual({
+      redirect_status: 302,
+      blocked_domains: [],
+      anonymous: true,
+      blocklist_files: [],
+      import_max_rows: 50_000,
+    })
     expect(c.data_dir).toBe(join(process.cwd(), 'data'))
     expect(c.links.redirect_status).toBe(302)
     expect(c.media.link_ttl).toBe(3600)
@@ -29,7 +41,10 @@ describe('config', () => {
   test('a file overrides what it names; data_dir is relative to the file', () => {
     const dir = tempDir()
     const path = join(dir, 'linkbox.toml')
-    writeFileSync(path, 'data_dir = "state"\n[server]\nport = 9090\nbase_url = "https://s.example/"\ntrusted_proxies = ["10.0.0.0/8", "::1"]\n[rate]\nanon_per_minute = 0\n')
+    writeFileSync(
+      path,
+      'data_dir = "state"\n[server]\nport = 9090\nbase_url = "https://s.example/"\ntrusted_proxies = ["10.0.0.0/8", "::1"]\n[rate]\nanon_per_minute = 0\n',
+    )
     const c = loadConfig(path)
     expect(c.data_dir).toBe(join(dir, 'state'))
     expect(c.server.port).toBe(9090)
@@ -82,9 +97,13 @@ test('server.metrics_token: empty, or 16 to 256 visible characters; a refused on
     } catch (err) {
       message = (err as Error).message
     }
-    expect(message).toBe(`config: "server.metrics_token" must be empty or 16 to 256 visible ASCII characters, no spaces (got ${bad.length} characters; the value is not shown)`)
+    expect(message).toBe(
+      `config: "server.metrics_token" must be empty or 16 to 256 visible ASCII characters, no spaces (got ${bad.length} characters; the value is not shown)`,
+    )
   }
-  expect(() => buildConfig({ server: { metrics_token: 12345678901234567 } })).toThrow('"server.metrics_token" must be a string')
+  expect(() => buildConfig({ server: { metrics_token: 12345678901234567 } })).toThrow(
+    '"server.metrics_token" must be a string',
+  )
 })
 
 test('mail.tls_cert and tls_key: both or neither; relative paths are relative to the config file', () => {
@@ -124,7 +143,10 @@ test('database.url: anything else is refused naming database.url and what is wro
     [`postgres://lb:${password}@db.example/`, 'must name one database'],
     [`postgres://lb:${password}@db.example/a/b`, 'must name one database'],
     [`postgres://lb:${password}@/lb`, 'must be a URL'], // no host at all
-    [`postgres://lb:${password}@db.example/lb?sslmode=sometimes`, 'sslmode must be one of disable, allow, prefer, require, verify-ca, verify-full'],
+    [
+      `postgres://lb:${password}@db.example/lb?sslmode=sometimes`,
+      'sslmode must be one of disable, allow, prefer, require, verify-ca, verify-full',
+    ],
     [`postgres://lb@db.example/lb?password=${password}`, 'takes no query parameter but sslmode (got "password")'],
     [`postgres://lb:${password}@db.example/lb#x`, 'must not have a #fragment'],
     [`postgres://lb:${password}@db.example:99999/lb`, 'must be a URL'],
@@ -149,9 +171,13 @@ test('database.url: anything else is refused naming database.url and what is wro
 })
 
 test('redactDatabaseUrl: the password becomes ***, the rest as written; null for what is not a URL', () => {
-  expect(redactDatabaseUrl('postgres://linkbox:s3cr%40t@db.example:5432/linkbox?sslmode=require')).toBe('postgres://linkbox:***@db.example:5432/linkbox?sslmode=require')
+  expect(redactDatabaseUrl('postgres://linkbox:s3cr%40t@db.example:5432/linkbox?sslmode=require')).toBe(
+    'postgres://linkbox:***@db.example:5432/linkbox?sslmode=require',
+  )
   expect(redactDatabaseUrl('postgresql://linkbox@[::1]/lb')).toBe('postgresql://linkbox@[::1]/lb')
   expect(redactDatabaseUrl('postgres://:only-a-password@db/lb')).toBe('postgres://:***@db/lb')
-  expect(redactDatabaseUrl('postgres://u:p@db/lb?password=p2&sslmode=disable#p3')).toBe('postgres://u:***@db/lb?password=***&sslmode=disable')
+  expect(redactDatabaseUrl('postgres://u:p@db/lb?password=p2&sslmode=disable#p3')).toBe(
+    'postgres://u:***@db/lb?password=***&sslmode=disable',
+  )
   expect(redactDatabaseUrl('not a url')).toBeNull()
 })

@@ -25,12 +25,20 @@ async function setup(): Promise<{ root: SignedIn; aliceKey: string }> {
 }
 
 const row = (name: string) =>
-  box.db.query('SELECT id, name, admin, disabled, password_hash FROM accounts WHERE name = ?').get(name) as
-    | { id: number; name: string; admin: number; disabled: number | null; password_hash: string | null }
-    | null
+  box.db.query('SELECT id, name, admin, disabled, password_hash FROM accounts WHERE name = ?').get(name) as {
+    id: number
+    name: string
+    admin: number
+    disabled: number | null
+    password_hash: string | null
+  } | null
 const accountCount = () => (box.db.query('SELECT count(*) AS n FROM accounts').get() as { n: number }).n
 const sessionsOf = (name: string) =>
-  (box.db.query('SELECT count(*) AS n FROM web_sessions s JOIN accounts a ON a.id = s.account_id WHERE a.name = ?').get(name) as { n: number }).n
+  (
+    box.db
+      .query('SELECT count(*) AS n FROM web_sessions s JOIN accounts a ON a.id = s.account_id WHERE a.name = ?')
+      .get(name) as { n: number }
+  ).n
 const qrWith = (key: string) => box.get('/api/qr.json', { data: 'x' }, { 'x-api-key': key })
 
 describe('who gets in', () => {
@@ -46,22 +54,35 @@ describe('who gets in', () => {
       expect(res.status).toBe(403)
       expect(await res.text()).toContain('This page is for administrator accounts.')
     }
-    expect((await postForm(box, alice, '/dashboard/admin/accounts', { name: 'mallory', password: 'long enough', admin: '1' })).status).toBe(403)
+    expect(
+      (
+        await postForm(box, alice, '/dashboard/admin/accounts', {
+          name: 'mallory',
+          password: 'long enough',
+          admin: '1',
+        })
+      ).status,
+    ).toBe(403)
     expect((await postForm(box, alice, '/dashboard/admin/accounts/disable', { account: 'root' })).status).toBe(403)
     expect(row('mallory')).toBeNull()
     expect(row('root')!.disabled).toBeNull()
     // The navigation shows Admin to administrators only.
-    expect(await (await box.request('/dashboard', { headers: { cookie: alice.cookie } })).text()).not.toContain('/dashboard/admin')
+    expect(await (await box.request('/dashboard', { headers: { cookie: alice.cookie } })).text()).not.toContain(
+      '/dashboard/admin',
+    )
   })
 })
 
 describe('accounts', () => {
   test('the list: every account with its role, status and what it owns, counted', async () => {
     const { root, aliceKey } = await setup()
-    for (let i = 0; i < 3; i++) expect((await box.post('/api/getLink.json', { url: `https://example.com/${i}` }, { 'x-api-key': aliceKey })).status).toBe(200)
+    for (let i = 0; i < 3; i++)
+      expect(
+        (await box.post('/api/getLink.json', { url: `https://example.com/${i}` }, { 'x-api-key': aliceKey })).status,
+      ).toBe(200)
     expect((await box.get('/api/mailbox.json', {}, { 'x-api-key': aliceKey })).status).toBe(200)
     await box.accounts.createKey({ account: 'alice' })
-    const revoked = (await box.accounts.createKey({ account: 'alice' }))
+    const revoked = await box.accounts.createKey({ account: 'alice' })
     await box.accounts.revokeKey(String(revoked.id))
 
     const res = await box.request('/dashboard/admin', { headers: { cookie: root.cookie } })
@@ -84,7 +105,8 @@ describe('accounts', () => {
   test('50 a page, with a pager; a page past the end shows the last', async () => {
     const { root } = await setup()
     for (let i = 0; i < 118; i++) await box.accounts.createAccount({ name: `user${String(i).padStart(3, '0')}` })
-    const page = async (q: string) => (await box.request(`/dashboard/admin${q}`, { headers: { cookie: root.cookie } })).text()
+    const page = async (q: string) =>
+      (await box.request(`/dashboard/admin${q}`, { headers: { cookie: root.cookie } })).text()
     const names = (html: string) => [...html.matchAll(/<span class="acc-name">([^<]+)<\/span>/g)].map((m) => m[1])
     const first = await page('')
     expect(names(first)).toHaveLength(50)
@@ -103,7 +125,11 @@ describe('accounts', () => {
 
   test('create: the first key is on the page the 303 leads to, once (no-store), works at once, and only its hash is stored', async () => {
     const { root } = await setup()
-    const posted = await postForm(box, root, '/dashboard/admin/accounts', { name: 'bob', password: 'bobs password', admin: '1' })
+    const posted = await postForm(box, root, '/dashboard/admin/accounts', {
+      name: 'bob',
+      password: 'bobs password',
+      admin: '1',
+    })
     expect(posted.status).toBe(303)
     const location = posted.headers.get('location')!
     expect(location).toMatch(/^\/dashboard\/admin\?page=1&created=[A-Za-z0-9_-]{22}$/)
@@ -129,19 +155,29 @@ describe('accounts', () => {
     expect((await qrWith(key)).status).toBe(200)
     // The password signs in; the page after shows no key.
     const signedIn = await signIn(box, 'bob', 'bobs password')
-    expect(await (await box.request('/dashboard/admin', { headers: { cookie: signedIn.cookie } })).text()).not.toContain(key)
+    expect(
+      await (await box.request('/dashboard/admin', { headers: { cookie: signedIn.cookie } })).text(),
+    ).not.toContain(key)
   })
 
   test('create without a password: an API-only account, not an admin unless ticked', async () => {
     const { root } = await setup()
-    const res = await follow(box, await postForm(box, root, '/dashboard/admin/accounts', { name: 'api-only', password: '' }), root.cookie)
+    const res = await follow(
+      box,
+      await postForm(box, root, '/dashboard/admin/accounts', { name: 'api-only', password: '' }),
+      root.cookie,
+    )
     expect(await res.text()).toContain('No dashboard password')
     expect(row('api-only')).toMatchObject({ admin: 0, password_hash: null, disabled: null })
   })
 
   test('input errors: 303 back to the form, the message tied to its field, the name and the box kept', async () => {
     const { root } = await setup()
-    const posted = await postForm(box, root, '/dashboard/admin/accounts', { name: 'no spaces<b>', password: '', admin: '1' })
+    const posted = await postForm(box, root, '/dashboard/admin/accounts', {
+      name: 'no spaces<b>',
+      password: '',
+      admin: '1',
+    })
     expect(posted.headers.get('location')).toMatch(/^\/dashboard\/admin\?form=[A-Za-z0-9_-]{22}$/)
     const bad = await follow(box, posted, root.cookie)
     expect(bad.status).toBe(200)
@@ -152,10 +188,18 @@ describe('accounts', () => {
     expect(html).not.toContain('no spaces<b>')
     expect(html).toMatch(/<input id="acc-admin" [^>]*checked>/)
 
-    const taken = await follow(box, await postForm(box, root, '/dashboard/admin/accounts', { name: 'alice', password: '' }), root.cookie)
+    const taken = await follow(
+      box,
+      await postForm(box, root, '/dashboard/admin/accounts', { name: 'alice', password: '' }),
+      root.cookie,
+    )
     expect(await taken.text()).toContain('id="acc-name-error">The account &quot;alice&quot; exists already.')
 
-    const short = await follow(box, await postForm(box, root, '/dashboard/admin/accounts', { name: 'carol', password: 'short' }), root.cookie)
+    const short = await follow(
+      box,
+      await postForm(box, root, '/dashboard/admin/accounts', { name: 'carol', password: 'short' }),
+      root.cookie,
+    )
     const shortHtml = await short.text()
     expect(shortHtml).toContain('id="acc-password-error">The dashboard password must be 8 to 128 characters.')
     expect(shortHtml).toContain('aria-describedby="acc-password-hint acc-password-error" aria-invalid="true"')
@@ -181,9 +225,13 @@ describe('accounts', () => {
 
     // The notice is carried to the list, where alice shows as disabled with an Enable button.
     const notice = res.headers.get('set-cookie')!.match(/lb_notice=[^;]+/)![0]
-    const list = await (await box.request('/dashboard/admin?page=1', { headers: { cookie: `${root.cookie}; ${notice}` } })).text()
+    const list = await (
+      await box.request('/dashboard/admin?page=1', { headers: { cookie: `${root.cookie}; ${notice}` } })
+    ).text()
     expect(list).toContain('alice is disabled: its API keys are refused and it is signed out everywhere.')
-    expect(list).toMatch(/<tr class="is-disabled"><th scope="row"><span class="acc-name">alice<\/span>.*?Disabled.*?accounts\/enable/)
+    expect(list).toMatch(
+      /<tr class="is-disabled"><th scope="row"><span class="acc-name">alice<\/span>.*?Disabled.*?accounts\/enable/,
+    )
 
     expect((await postForm(box, root, '/dashboard/admin/accounts/enable', { account: 'alice' })).status).toBe(303)
     expect(row('alice')!.disabled).toBeNull()
@@ -196,7 +244,9 @@ describe('accounts', () => {
     const res = await postForm(box, root, '/dashboard/admin/accounts/disable', { account: 'root' })
     expect(res.status).toBe(303)
     const notice = res.headers.get('set-cookie')!.match(/lb_notice=[^;]+/)![0]
-    const page = await (await box.request('/dashboard/admin', { headers: { cookie: `${root.cookie}; ${notice}` } })).text()
+    const page = await (
+      await box.request('/dashboard/admin', { headers: { cookie: `${root.cookie}; ${notice}` } })
+    ).text()
     expect(page).toContain('<p class="notice error" role="alert">You cannot disable your own account')
     expect(row('root')!.disabled).toBeNull()
     expect(sessionsOf('root')).toBe(1)
@@ -206,12 +256,14 @@ describe('accounts', () => {
     const { root } = await setup()
     const res = await postForm(box, root, '/dashboard/admin/accounts/disable', { account: 'nobody' })
     expect(res.status).toBe(303)
-    expect(Buffer.from(res.headers.get('set-cookie')!.match(/lb_notice=([^;]+)/)![1]!, 'base64url').toString()).toContain('No account named')
+    expect(
+      Buffer.from(res.headers.get('set-cookie')!.match(/lb_notice=([^;]+)/)![1]!, 'base64url').toString(),
+    ).toContain('No account named')
     expect((await postForm(box, root, '/dashboard/admin/accounts/delete', { account: 'alice' })).status).toBe(404)
     expect(accountCount()).toBe(2)
   })
 
-  test('forms without their CSRF token, with another session\'s, or from another site: 403, nothing changed', async () => {
+  test("forms without their CSRF token, with another session's, or from another site: 403, nothing changed", async () => {
     const { root, aliceKey } = await setup()
     const other = await signIn(box, 'root', PW) // a second session of the same admin: another token
     expect(other.csrf).not.toBe(root.csrf)
@@ -247,7 +299,8 @@ describe('accounts', () => {
 describe('health', () => {
   test('the /metrics numbers drawn: status, version, counts and bars by outcome and status class', async () => {
     const { root, aliceKey } = await setup()
-    const code = (await box.post('/api/getLink.json', { url: 'https://example.com/h' }, { 'x-api-key': aliceKey })).body.return.hex
+    const code = (await box.post('/api/getLink.json', { url: 'https://example.com/h' }, { 'x-api-key': aliceKey })).body
+      .return.hex
     for (let i = 0; i < 3; i++) await box.request(`/${code}`, { redirect: 'manual' })
     await box.request('/nosuch1')
     await box.post('/api/links.json', {})
@@ -256,7 +309,8 @@ describe('health', () => {
     expect(res.status).toBe(200)
     const html = await res.text()
     expect(html).toContain('<span class="dot" aria-hidden="true"></span>Working</h2>')
-    const stat = (label: string) => html.match(new RegExp(`<dt>${label}</dt><dd><span class="stat-value">([^<]+)</span>`))?.[1]
+    const stat = (label: string) =>
+      html.match(new RegExp(`<dt>${label}</dt><dd><span class="stat-value">([^<]+)</span>`))?.[1]
     expect(stat('Version')).toBe((await import('../../package.json')).version)
     expect(stat('Links')).toBe('1')
     expect(stat('Clicks written')).toBe('3')
@@ -265,7 +319,12 @@ describe('health', () => {
     expect(stat('Memory')).toMatch(/^\d+(\.\d)? MiB$/)
     expect(stat('Answers')).toBe('2')
     // Bars: a row for each label, with its number, the largest full width.
-    const bar = (label: string) => html.match(new RegExp(`<tr><th scope="row">${label}</th><td class="bar-cell"><svg[^>]*>.*?<rect class="fill[^"]*" x="0" y="0" width="([\\d.]+)" height="10"/></svg></td><td class="n">(\\d+)</td></tr>`))
+    const bar = (label: string) =>
+      html.match(
+        new RegExp(
+          `<tr><th scope="row">${label}</th><td class="bar-cell"><svg[^>]*>.*?<rect class="fill[^"]*" x="0" y="0" width="([\\d.]+)" height="10"/></svg></td><td class="n">(\\d+)</td></tr>`,
+        ),
+      )
     expect(bar('Redirected')?.slice(1)).toEqual(['100.00', '3'])
     expect(bar('Not found')?.slice(1)).toEqual(['33.33', '1'])
     expect(bar('2xx')?.slice(1)).toEqual(['100.00', '1'])
@@ -287,8 +346,15 @@ describe('health', () => {
       expect(res.status).toBe(200)
       const html = await res.text()
       expect(html.match(/<dt>Database<\/dt><dd><span class="stat-value">([^<]+)<\/span>/)?.[1]).toBe('—')
-      const json = await (await box.request('/dashboard/admin/health.json', { headers: { cookie: root.cookie } })).json()
-      expect(json.stats.find((x: { key: string }) => x.key === 'database')).toEqual({ key: 'database', value: '—', note: 'file and write-ahead log', tone: null })
+      const json = await (
+        await box.request('/dashboard/admin/health.json', { headers: { cookie: root.cookie } })
+      ).json()
+      expect(json.stats.find((x: { key: string }) => x.key === 'database')).toEqual({
+        key: 'database',
+        value: '—',
+        note: 'file and write-ahead log',
+        tone: null,
+      })
     } finally {
       renameSync(`${file}.away`, file)
     }
@@ -320,8 +386,21 @@ describe('pieces', () => {
     answers.incLabels({ method: 'qr.json', status: '200' }, 4)
     gauge = 9
     expect(m.snapshot()).toEqual([
-      { name: 'v_total', help: 'Visits.', type: 'counter', samples: [{ labels: { outcome: 'redirect' }, value: 2 }, { labels: { outcome: 'a "quoted"\nvalue' }, value: 3 }] },
-      { name: 'a_total', help: 'Answers.', type: 'counter', samples: [{ labels: { method: 'qr.json', status: '200' }, value: 5 }] },
+      {
+        name: 'v_total',
+        help: 'Visits.',
+        type: 'counter',
+        samples: [
+          { labels: { outcome: 'redirect' }, value: 2 },
+          { labels: { outcome: 'a "quoted"\nvalue' }, value: 3 },
+        ],
+      },
+      {
+        name: 'a_total',
+        help: 'Answers.',
+        type: 'counter',
+        samples: [{ labels: { method: 'qr.json', status: '200' }, value: 5 }],
+      },
       { name: 'g', help: 'A gauge.', type: 'gauge', samples: [{ labels: {}, value: 9 }] },
       { name: 'c_total', help: 'Counted elsewhere.', type: 'counter', samples: [{ labels: {}, value: 7 }] },
     ])
@@ -340,7 +419,14 @@ describe('pieces', () => {
     expect(duration(125)).toBe('2 min 5 s')
     expect(duration(93784)).toBe('1 d 2 h')
     expect(duration(86400 + 5)).toBe('1 d')
-    const t = barTable('Things <by> kind', [{ label: '<script>', value: 2 }, { label: 'b', value: 1 }], 'Kind')
+    const t = barTable(
+      'Things <by> kind',
+      [
+        { label: '<script>', value: 2 },
+        { label: 'b', value: 1 },
+      ],
+      'Kind',
+    )
     expect(t).toContain('<caption>Things &lt;by&gt; kind</caption>')
     expect(t).toContain('<th scope="row">&lt;script&gt;</th>')
     expect(t).not.toContain('<script>')

@@ -15,7 +15,13 @@ async function loginForm(b: TestBox) {
   const csrf = (await res.text()).match(/name="_csrf" value="([^"]+)"/)![1]!
   return { login, csrf }
 }
-const post = (b: TestBox, path: string, cookie: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
+const post = (
+  b: TestBox,
+  path: string,
+  cookie: string,
+  fields: Record<string, string>,
+  headers: Record<string, string> = {},
+) =>
   b.request(path, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', cookie, ...headers },
@@ -27,7 +33,12 @@ describe('sign-in', () => {
     box = await makeBox()
     await box.accounts.createAccount({ name: 'alice', password: 'correct horse' })
     const f = await loginForm(box)
-    const res = await post(box, '/login', `lb_login=${f.login}`, { _csrf: f.csrf, name: 'alice', password: 'correct horse', next: '/dashboard/keys' })
+    const res = await post(box, '/login', `lb_login=${f.login}`, {
+      _csrf: f.csrf,
+      name: 'alice',
+      password: 'correct horse',
+      next: '/dashboard/keys',
+    })
     expect(res.status).toBe(303)
     expect(res.headers.get('location')).toBe('/dashboard/keys')
     const cookie = res.headers.get('set-cookie')!
@@ -49,17 +60,33 @@ describe('sign-in', () => {
     await box.accounts.createAccount({ name: 'alice', password: 'correct horse' })
     const f = await loginForm(box)
     expect((await box.request('/login')).headers.get('set-cookie')).toContain('; Secure')
-    const res = await post(box, '/login', `lb_login=${f.login}`, { _csrf: f.csrf, name: 'alice', password: 'correct horse' })
-    expect(res.headers.get('set-cookie')).toMatch(/^__Host-lb_session=[^;]+; Path=\/; HttpOnly; SameSite=Lax; Secure; Max-Age=/)
+    const res = await post(box, '/login', `lb_login=${f.login}`, {
+      _csrf: f.csrf,
+      name: 'alice',
+      password: 'correct horse',
+    })
+    expect(res.headers.get('set-cookie')).toMatch(
+      /^__Host-lb_session=[^;]+; Path=\/; HttpOnly; SameSite=Lax; Secure; Max-Age=/,
+    )
   })
 
   test('a wrong password, an unknown name and an account without a password get one answer (303 back to the form), and no session', async () => {
     box = await makeBox()
     await box.accounts.createAccount({ name: 'alice', password: 'correct horse' })
     await box.accounts.createAccount({ name: 'nopass' })
-    for (const [name, password] of [['alice', 'wrong'], ['nobody', 'correct horse'], ['nopass', 'anything at all'], ['alice', '']]) {
+    for (const [name, password] of [
+      ['alice', 'wrong'],
+      ['nobody', 'correct horse'],
+      ['nopass', 'anything at all'],
+      ['alice', ''],
+    ]) {
       const f = await loginForm(box)
-      const posted = await post(box, '/login', `lb_login=${f.login}`, { _csrf: f.csrf, name: name!, password: password!, next: '/dashboard/mail' })
+      const posted = await post(box, '/login', `lb_login=${f.login}`, {
+        _csrf: f.csrf,
+        name: name!,
+        password: password!,
+        next: '/dashboard/mail',
+      })
       expect(posted.status).toBe(303)
       expect(posted.headers.get('location')).toMatch(/^\/login\?next=%2Fdashboard%2Fmail&form=[A-Za-z0-9_-]{22}$/)
       expect(posted.headers.get('set-cookie')).toBeNull()
@@ -87,13 +114,39 @@ describe('sign-in', () => {
     expect((await post(box, '/login', `lb_login=${f.login}`, fields)).status).toBe(403)
     expect((await post(box, '/login', '', { ...fields, _csrf: f.csrf })).status).toBe(403)
     expect((await post(box, '/login', `lb_login=${f.login}`, { ...fields, _csrf: 'x' + f.csrf })).status).toBe(403)
-    const other = await post(box, '/login', `lb_login=${f.login}`, { ...fields, _csrf: f.csrf }, { origin: 'http://evil.example' })
+    const other = await post(
+      box,
+      '/login',
+      `lb_login=${f.login}`,
+      { ...fields, _csrf: f.csrf },
+      { origin: 'http://evil.example' },
+    )
     expect(other.status).toBe(403)
     expect(await other.text()).toContain('sent from another site')
-    expect((await post(box, '/login', `lb_login=${f.login}`, { ...fields, _csrf: f.csrf }, { 'sec-fetch-site': 'cross-site' })).status).toBe(403)
+    expect(
+      (
+        await post(
+          box,
+          '/login',
+          `lb_login=${f.login}`,
+          { ...fields, _csrf: f.csrf },
+          { 'sec-fetch-site': 'cross-site' },
+        )
+      ).status,
+    ).toBe(403)
     expect(box.db.query('SELECT count(*) AS n FROM web_sessions').get()).toEqual({ n: 0 })
     // The same request from this site works.
-    expect((await post(box, '/login', `lb_login=${f.login}`, { ...fields, _csrf: f.csrf }, { origin: 'http://localhost:8080' })).status).toBe(303)
+    expect(
+      (
+        await post(
+          box,
+          '/login',
+          `lb_login=${f.login}`,
+          { ...fields, _csrf: f.csrf },
+          { origin: 'http://localhost:8080' },
+        )
+      ).status,
+    ).toBe(303)
   })
 
   test('attempts are limited per client and name: the 11th in a minute is refused with Retry-After, even with the right password', async () => {
@@ -101,11 +154,19 @@ describe('sign-in', () => {
     await box.accounts.createAccount({ name: 'alice', password: 'correct horse' })
     const f = await loginForm(box)
     for (let i = 0; i < 10; i++) {
-      const wrong = await post(box, '/login', `lb_login=${f.login}`, { _csrf: f.csrf, name: 'alice', password: `wrong${i}` })
+      const wrong = await post(box, '/login', `lb_login=${f.login}`, {
+        _csrf: f.csrf,
+        name: 'alice',
+        password: `wrong${i}`,
+      })
       expect(wrong.status).toBe(303)
       expect(wrong.headers.get('retry-after')).toBeNull()
     }
-    const res = await post(box, '/login', `lb_login=${f.login}`, { _csrf: f.csrf, name: 'alice', password: 'correct horse' })
+    const res = await post(box, '/login', `lb_login=${f.login}`, {
+      _csrf: f.csrf,
+      name: 'alice',
+      password: 'correct horse',
+    })
     expect(res.status).toBe(303)
     expect(res.headers.get('set-cookie')).toBeNull()
     expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0)
@@ -115,7 +176,15 @@ describe('sign-in', () => {
 
   test('next may only lead into the dashboard', () => {
     expect(safeNext('/dashboard/keys?x=1')).toBe('/dashboard/keys?x=1')
-    for (const bad of ['https://evil.example/', '//evil.example/dashboard', '/dashboardx', '/\\evil.example', '/dashboard/\nx', null, ''])
+    for (const bad of [
+      'https://evil.example/',
+      '//evil.example/dashboard',
+      '/dashboardx',
+      '/\\evil.example',
+      '/dashboard/\nx',
+      null,
+      '',
+    ])
       expect(safeNext(bad)).toBe('/dashboard')
   })
 })
@@ -126,7 +195,9 @@ describe('signed in', () => {
     const res = await box.request('/dashboard/keys?page=2')
     expect(res.status).toBe(303)
     expect(res.headers.get('location')).toBe('/login?next=%2Fdashboard%2Fkeys%3Fpage%3D2')
-    const forged = await box.request('/dashboard', { headers: { cookie: 'lb_session=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' } })
+    const forged = await box.request('/dashboard', {
+      headers: { cookie: 'lb_session=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' },
+    })
     expect(forged.status).toBe(303)
   })
 
@@ -199,7 +270,9 @@ describe('open sign-up', () => {
     expect(ok.status).toBe(303)
     expect(ok.headers.get('set-cookie')).toContain('lb_session=')
     const again = await post(box, '/signup', `lb_login=${login}`, { _csrf: csrf, name: 'bob', password: 'long enough' })
-    expect(await (await follow(box, again, `lb_login=${login}`)).text()).toContain('The account &quot;bob&quot; exists already.')
+    expect(await (await follow(box, again, `lb_login=${login}`)).text()).toContain(
+      'The account &quot;bob&quot; exists already.',
+    )
     expect(box.db.query('SELECT admin FROM accounts WHERE name = ?').get('bob')).toEqual({ admin: 0 })
   })
 })

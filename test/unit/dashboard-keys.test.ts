@@ -22,11 +22,14 @@ interface KeyRow {
   last_used: number | null
 }
 const keyRows = () => box.db.query('SELECT * FROM api_keys ORDER BY id').all() as KeyRow[]
-const accountId = (name: string) => (box.db.query('SELECT id FROM accounts WHERE name = ?').get(name) as { id: number }).id
-const keysPage = async (who: SignedIn) => (await box.request('/dashboard/keys', { headers: { cookie: who.cookie } })).text()
+const accountId = (name: string) =>
+  (box.db.query('SELECT id FROM accounts WHERE name = ?').get(name) as { id: number }).id
+const keysPage = async (who: SignedIn) =>
+  (await box.request('/dashboard/keys', { headers: { cookie: who.cookie } })).text()
 const keyIn = (html: string) => html.match(/id="new-key" readonly value="(lbk_[A-Za-z0-9]+)"/)?.[1] ?? null
 /** Posts the key form and follows its 303 (a browser's view): the page it leads to. */
-const create = async (who: SignedIn, fields: Record<string, string>) => follow(box, await postForm(box, who, '/dashboard/keys', fields), who.cookie)
+const create = async (who: SignedIn, fields: Record<string, string>) =>
+  follow(box, await postForm(box, who, '/dashboard/keys', fields), who.cookie)
 
 async function setup() {
   box = await makeBox()
@@ -53,7 +56,9 @@ describe('create a key', () => {
     expect(key).toMatch(/^lbk_[A-Za-z0-9]{40}$/)
     expect(html).toContain('Shown once.')
     expect(html).toContain('data-copy="new-key"')
-    expect(html).toContain(`curl -H &quot;X-Api-Key: ${key}&quot; &quot;http://localhost:8080/api/qr.json?data=hello&quot;`)
+    expect(html).toContain(
+      `curl -H &quot;X-Api-Key: ${key}&quot; &quot;http://localhost:8080/api/qr.json?data=hello&quot;`,
+    )
     expect(html).toContain('Your new API key: my &lt;b&gt;script&lt;/b&gt;')
     expect(html).not.toContain('<b>script</b>')
 
@@ -66,7 +71,9 @@ describe('create a key', () => {
     expect(row.hash).toBe(hashKey(key))
     expect(row.prefix).toBe(key.slice(0, 11))
     // The secret is nowhere in the database (only its SHA-256 and an 11-character prefix).
-    const dump = JSON.stringify(box.db.query('SELECT * FROM api_keys').all()) + JSON.stringify(box.db.query('SELECT * FROM web_sessions').all())
+    const dump =
+      JSON.stringify(box.db.query('SELECT * FROM api_keys').all()) +
+      JSON.stringify(box.db.query('SELECT * FROM web_sessions').all())
     expect(dump).not.toContain(key.slice(11))
 
     const qr = await box.get('/api/qr.json', { data: 'hello' }, { 'x-api-key': key })
@@ -89,7 +96,8 @@ describe('create a key', () => {
   test('all scopes are checked by default; a key with links only gets the links.json example', async () => {
     const { alice } = await setup()
     const html = await keysPage(alice)
-    for (const scope of ['links', 'qr', 'media', 'mail', 'webhooks']) expect(html).toContain(`name="scope" value="${scope}" checked`)
+    for (const scope of ['links', 'qr', 'media', 'mail', 'webhooks'])
+      expect(html).toContain(`name="scope" value="${scope}" checked`)
     expect(html).toContain('href="/api/docs"')
     const body = await (await create(alice, { scope: 'links' })).text()
     expect(body).toContain('-d limit=5 &quot;http://localhost:8080/api/links.json&quot;')
@@ -114,7 +122,9 @@ describe('create a key', () => {
     expect(keyRows()).toEqual(before)
 
     const unknown = await create(alice, { scope: 'admin' })
-    expect(await unknown.text()).toContain('<p class="error" id="scopes-error">Scopes are links, qr, media, mail, webhooks.</p>')
+    expect(await unknown.text()).toContain(
+      '<p class="error" id="scopes-error">Scopes are links, qr, media, mail, webhooks.</p>',
+    )
     expect(keyRows()).toEqual(before)
 
     const badLabel = await create(alice, { scope: 'qr', label: 'a\tb' })
@@ -130,7 +140,7 @@ describe('create a key', () => {
     const revoked = () => keyRows().filter((r) => r.account_id === id && r.revoked !== null)
     // Each creation keeps the REVOKED_KEYS_KEPT latest revoked keys: after the loop, those and the last one.
     for (let i = 0; i < REVOKED_KEYS_KEPT + 5; i++) {
-      const k = (await box.accounts.createKeyForAccount({ accountId: id, scopes: ['qr'] }))
+      const k = await box.accounts.createKeyForAccount({ accountId: id, scopes: ['qr'] })
       await box.accounts.revokeKeyOfAccount(id, k.id)
     }
     const revokedBefore = revoked()
@@ -159,7 +169,9 @@ describe('list and revoke', () => {
     expect((await box.get('/api/qr.json', { data: 'x' }, { 'x-api-key': key })).status).toBe(200)
     const row = keyRows().find((r) => r.hash === hashKey(key))!
     let html = await keysPage(alice)
-    const tr = html.match(new RegExp(`<tr>\\s*<td data-label="Key"><code>${row.prefix}…</code></td>[\\s\\S]*?</tr>`))![0]
+    const tr = html.match(
+      new RegExp(`<tr>\\s*<td data-label="Key"><code>${row.prefix}…</code></td>[\\s\\S]*?</tr>`),
+    )![0]
     expect(tr).toContain('<td data-label="Label"><span>cron</span></td>')
     expect(tr).toContain('<span class="tag">qr</span>')
     expect(tr).toMatch(/<td class="date" data-label="Last used">\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/td>/)
@@ -205,7 +217,10 @@ describe('list and revoke', () => {
         headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: alice.cookie },
         body: new URLSearchParams(fields).toString(),
       })
-    for (const [path, fields] of [['/dashboard/keys', { scope: 'qr' }], [`/dashboard/keys/${own.id}/revoke`, {}]] as const) {
+    for (const [path, fields] of [
+      ['/dashboard/keys', { scope: 'qr' }],
+      [`/dashboard/keys/${own.id}/revoke`, {}],
+    ] as const) {
       const res = await noToken(path, fields)
       expect(res.status).toBe(403)
       expect(keyIn(await res.text())).toBeNull()

@@ -46,7 +46,14 @@ async function setup() {
 }
 function callerOf(name: string) {
   const a = box.db.query('SELECT id FROM accounts WHERE name = ?').get(name) as { id: number }
-  return { accountId: a.id, accountName: name, admin: false, scopes: new Set(['links'] as const), keyId: null, via: 'dashboard' as const }
+  return {
+    accountId: a.id,
+    accountName: name,
+    admin: false,
+    scopes: new Set(['links'] as const),
+    keyId: null,
+    via: 'dashboard' as const,
+  }
 }
 
 describe('create', () => {
@@ -83,7 +90,13 @@ describe('create', () => {
 
   test('only a URL: a random code, redirect mode, no expiry, no password', async () => {
     const { alice } = await setup()
-    const res = await postForm(box, alice, '/dashboard/links', { url: 'https://example.com/', alias: '', mode: 'redirect', expire: '', password: '' })
+    const res = await postForm(box, alice, '/dashboard/links', {
+      url: 'https://example.com/',
+      alias: '',
+      mode: 'redirect',
+      expire: '',
+      password: '',
+    })
     expect(res.status).toBe(303)
     const [row] = allRows()
     expect(row!.code).toMatch(/^[A-Za-z0-9]{6}$/)
@@ -95,19 +108,31 @@ describe('create', () => {
 
   test('an error: 303 back to the form, tied to its field, what was typed kept (not the password), nothing stored', async () => {
     const { alice } = await setup()
-    const posted = await postForm(box, alice, '/dashboard/links', { url: 'ftp://example.com/"x', alias: 'ok-alias', password: 'secret pw' })
+    const posted = await postForm(box, alice, '/dashboard/links', {
+      url: 'ftp://example.com/"x',
+      alias: 'ok-alias',
+      password: 'secret pw',
+    })
     expect(posted.headers.get('location')).toMatch(/^\/dashboard\?form=[A-Za-z0-9_-]{22}$/)
     const bad = await follow(box, posted, alice.cookie)
     expect(bad.status).toBe(200)
     const html = await bad.text()
-    expect(html).toMatch(/id="url"[^>]*value="ftp:\/\/example.com\/&quot;x" aria-invalid="true" aria-describedby="url-error"/)
-    expect(html).toContain('<span class="error" id="url-error">The URL must be an absolute URL with the scheme http or https.</span>')
+    expect(html).toMatch(
+      /id="url"[^>]*value="ftp:\/\/example.com\/&quot;x" aria-invalid="true" aria-describedby="url-error"/,
+    )
+    expect(html).toContain(
+      '<span class="error" id="url-error">The URL must be an absolute URL with the scheme http or https.</span>',
+    )
     expect(html).toContain('value="ok-alias"')
     expect(html).not.toContain('secret pw')
     expect(allRows()).toHaveLength(0)
 
     await postForm(box, alice, '/dashboard/links', { url: 'https://example.com/', alias: 'taken' })
-    const taken = await follow(box, await postForm(box, alice, '/dashboard/links', { url: 'https://example.org/', alias: 'taken' }), alice.cookie)
+    const taken = await follow(
+      box,
+      await postForm(box, alice, '/dashboard/links', { url: 'https://example.org/', alias: 'taken' }),
+      alice.cookie,
+    )
     const t = await taken.text()
     expect(t).toContain('aria-invalid="true"')
     expect(t).toContain('aria-describedby="alias-hint alias-error"')
@@ -115,7 +140,11 @@ describe('create', () => {
     expect(t).toContain('<details class="more" open>')
     expect(allRows()).toHaveLength(1)
 
-    const reserved = await follow(box, await postForm(box, alice, '/dashboard/links', { url: 'https://example.org/', alias: 'dashboard' }), alice.cookie)
+    const reserved = await follow(
+      box,
+      await postForm(box, alice, '/dashboard/links', { url: 'https://example.org/', alias: 'dashboard' }),
+      alice.cookie,
+    )
     expect(await reserved.text()).toContain('id="alias-error"')
   })
 })
@@ -132,7 +161,8 @@ describe('list', () => {
     await make('https://other.example/Shop', 'SHOPPING')
     await make('https://example.com/100%25-bob', 'bobs', bobCaller)
 
-    const q = async (text: string) => codesIn((await page(alice, `/dashboard?q=${encodeURIComponent(text)}`)).html).sort()
+    const q = async (text: string) =>
+      codesIn((await page(alice, `/dashboard?q=${encodeURIComponent(text)}`)).html).sort()
     expect(await q('%')).toEqual(['pct'])
     expect(await q('_')).toEqual(['under'])
     expect(await q('\\')).toEqual(['back'])
@@ -151,7 +181,8 @@ describe('list', () => {
 
   test('sort: newest first, or most clicks first (real visits)', async () => {
     const { alice, aliceCaller } = await setup()
-    for (const alias of ['one', 'two', 'three']) await box.links.create({ url: `https://example.com/${alias}`, alias }, aliceCaller)
+    for (const alias of ['one', 'two', 'three'])
+      await box.links.create({ url: `https://example.com/${alias}`, alias }, aliceCaller)
     const visit = (code: string, n: number) =>
       Promise.all(Array.from({ length: n }, () => box.request(`/${code}`, { headers: { 'user-agent': CHROME_UA } })))
     await visit('one', 3)
@@ -167,7 +198,11 @@ describe('list', () => {
 
   test('pages of 25: "26–30 of 30", previous and next keep the search and sort; a page past the end is the last', async () => {
     const { alice, aliceCaller } = await setup()
-    for (let i = 1; i <= 30; i++) await box.links.create({ url: `https://example.com/p${i}`, alias: `link${String(i).padStart(2, '0')}` }, aliceCaller)
+    for (let i = 1; i <= 30; i++)
+      await box.links.create(
+        { url: `https://example.com/p${i}`, alias: `link${String(i).padStart(2, '0')}` },
+        aliceCaller,
+      )
     const first = await page(alice, '/dashboard')
     expect(codesIn(first.html)).toHaveLength(25)
     expect(codesIn(first.html)[0]).toBe('link30')
@@ -224,7 +259,11 @@ describe('edit and delete', () => {
 
     // Mode and a password; the URL and the expiry as they were.
     const save = await postForm(box, alice, '/dashboard/links/edit-me', {
-      url: 'https://example.com/e', mode: 'frame', expire: 'keep', password_action: 'set', password: 'new secret',
+      url: 'https://example.com/e',
+      mode: 'frame',
+      expire: 'keep',
+      password_action: 'set',
+      password: 'new secret',
     })
     expect(save.status).toBe(303)
     expect(save.headers.get('location')).toBe('/dashboard/links/edit-me')
@@ -235,17 +274,37 @@ describe('edit and delete', () => {
     expect(await Bun.password.verify('new secret', row.password_hash!)).toBe(true)
 
     // A new URL, no expiry, the password removed.
-    await postForm(box, alice, '/dashboard/links/edit-me', { url: 'https://example.org/new', mode: 'frame', expire: '0', password_action: 'remove' })
+    await postForm(box, alice, '/dashboard/links/edit-me', {
+      url: 'https://example.org/new',
+      mode: 'frame',
+      expire: '0',
+      password_action: 'remove',
+    })
     row = rowOf('edit-me')!
     expect(row.long_url).toBe('https://example.org/new')
     expect(row.expires).toBeNull()
     expect(row.password_hash).toBeNull()
 
     // "Set" without a password, and a bad URL: errors tied to their fields, nothing changed.
-    const noPwPosted = await postForm(box, alice, '/dashboard/links/edit-me', { url: 'https://example.org/new', mode: 'frame', expire: 'keep', password_action: 'set', password: '' })
+    const noPwPosted = await postForm(box, alice, '/dashboard/links/edit-me', {
+      url: 'https://example.org/new',
+      mode: 'frame',
+      expire: 'keep',
+      password_action: 'set',
+      password: '',
+    })
     expect(noPwPosted.headers.get('location')).toMatch(/^\/dashboard\/links\/edit-me\?form=[A-Za-z0-9_-]{22}$/)
     expect(await (await follow(box, noPwPosted, alice.cookie)).text()).toContain('id="password-error"')
-    const badUrl = await follow(box, await postForm(box, alice, '/dashboard/links/edit-me', { url: 'javascript:alert(1)', mode: 'redirect', expire: 'keep', password_action: 'keep' }), alice.cookie)
+    const badUrl = await follow(
+      box,
+      await postForm(box, alice, '/dashboard/links/edit-me', {
+        url: 'javascript:alert(1)',
+        mode: 'redirect',
+        expire: 'keep',
+        password_action: 'keep',
+      }),
+      alice.cookie,
+    )
     const b = await badUrl.text()
     expect(b).toContain('aria-describedby="url-error"')
     expect(b).toContain('value="javascript:alert(1)"')
@@ -254,24 +313,52 @@ describe('edit and delete', () => {
 
   test('title (issue 36): made from the form, shown in the list, found by search, edited; a title over two lines is kept when other fields are saved', async () => {
     const { alice, aliceCaller } = await setup()
-    const made = await postForm(box, alice, '/dashboard/links', { url: 'https://example.com/t', alias: 'titled', title: 'Spring <sale> 2026' })
+    const made = await postForm(box, alice, '/dashboard/links', {
+      url: 'https://example.com/t',
+      alias: 'titled',
+      title: 'Spring <sale> 2026',
+    })
     expect(made.status).toBe(303)
-    const titleOf = (code: string) => (box.db.query('SELECT title FROM links WHERE code = ?').get(code) as { title: string }).title
+    const titleOf = (code: string) =>
+      (box.db.query('SELECT title FROM links WHERE code = ?').get(code) as { title: string }).title
     expect(titleOf('titled')).toBe('Spring <sale> 2026')
     const list = await page(alice, '/dashboard')
     expect(list.html).toContain('<div class="link-title">Spring &lt;sale&gt; 2026</div>')
     await box.links.create({ url: 'https://example.com/other', alias: 'untitled' }, aliceCaller)
     expect(codesIn((await page(alice, '/dashboard?q=SALE')).html)).toEqual(['titled'])
     const edit = await page(alice, '/dashboard/links/titled')
-    expect(edit.html).toContain('<input id="title" name="title" autocomplete="off" maxlength="200" value="Spring &lt;sale&gt; 2026"')
-    await postForm(box, alice, '/dashboard/links/titled', { url: 'https://example.com/t', mode: 'redirect', expire: 'keep', password_action: 'keep', title: 'Summer' })
+    expect(edit.html).toContain(
+      '<input id="title" name="title" autocomplete="off" maxlength="200" value="Spring &lt;sale&gt; 2026"',
+    )
+    await postForm(box, alice, '/dashboard/links/titled', {
+      url: 'https://example.com/t',
+      mode: 'redirect',
+      expire: 'keep',
+      password_action: 'keep',
+      title: 'Summer',
+    })
     expect(titleOf('titled')).toBe('Summer')
-    const tooLong = await postForm(box, alice, '/dashboard/links/titled', { url: 'https://example.com/t', mode: 'redirect', expire: 'keep', password_action: 'keep', title: 'x'.repeat(201) })
+    const tooLong = await postForm(box, alice, '/dashboard/links/titled', {
+      url: 'https://example.com/t',
+      mode: 'redirect',
+      expire: 'keep',
+      password_action: 'keep',
+      title: 'x'.repeat(201),
+    })
     expect(await (await follow(box, tooLong, alice.cookie)).text()).toContain('id="title-error"')
     expect(titleOf('titled')).toBe('Summer')
     // An imported title over two lines: the form's text input cannot hold the line break; saving the mode leaves it.
-    await box.links.create({ url: 'https://example.com/two', alias: 'two-lines', title: 'A post\nover two lines' }, aliceCaller)
-    await postForm(box, alice, '/dashboard/links/two-lines', { url: 'https://example.com/two', mode: 'preview', expire: 'keep', password_action: 'keep', title: 'A postover two lines' })
+    await box.links.create(
+      { url: 'https://example.com/two', alias: 'two-lines', title: 'A post\nover two lines' },
+      aliceCaller,
+    )
+    await postForm(box, alice, '/dashboard/links/two-lines', {
+      url: 'https://example.com/two',
+      mode: 'preview',
+      expire: 'keep',
+      password_action: 'keep',
+      title: 'A postover two lines',
+    })
     expect(rowOf('two-lines')!.mode).toBe('preview')
     expect(titleOf('two-lines')).toBe('A post\nover two lines')
   })
@@ -294,13 +381,23 @@ describe('edit and delete', () => {
     const { alice, bobCaller } = await setup()
     await box.links.create({ url: 'https://example.com/bob', alias: 'bobs-link', mode: 'preview' }, bobCaller)
     const before = rowOf('bobs-link')
-    for (const path of ['/dashboard/links/bobs-link', '/dashboard/links/bobs-link/delete', '/dashboard/links/nosuchcode']) {
+    for (const path of [
+      '/dashboard/links/bobs-link',
+      '/dashboard/links/bobs-link/delete',
+      '/dashboard/links/nosuchcode',
+    ]) {
       const r = await page(alice, path)
       expect(r.status).toBe(404)
       expect(r.html).toContain('Link not found')
       expect(r.html).not.toContain('example.com/bob')
     }
-    const edit = await postForm(box, alice, '/dashboard/links/bobs-link', { url: 'https://evil.example/', mode: 'redirect', expire: '0', password_action: 'set', password: 'mine' })
+    const edit = await postForm(box, alice, '/dashboard/links/bobs-link', {
+      url: 'https://evil.example/',
+      mode: 'redirect',
+      expire: '0',
+      password_action: 'set',
+      password: 'mine',
+    })
     expect(edit.status).toBe(404)
     const del = await postForm(box, alice, '/dashboard/links/bobs-link/delete', {})
     expect(del.status).toBe(404)
@@ -309,7 +406,12 @@ describe('edit and delete', () => {
 
   test('codes in paths are checked before any look-up', async () => {
     const { alice } = await setup()
-    for (const path of ['/dashboard/links/a%22b', '/dashboard/links/%3Cx%3E', `/dashboard/links/${'a'.repeat(65)}`, '/dashboard/links/a.b/delete']) {
+    for (const path of [
+      '/dashboard/links/a%22b',
+      '/dashboard/links/%3Cx%3E',
+      `/dashboard/links/${'a'.repeat(65)}`,
+      '/dashboard/links/a.b/delete',
+    ]) {
       const r = await page(alice, path)
       expect(r.status).toBe(404)
       expect(r.html).not.toContain('<x>')
@@ -318,13 +420,16 @@ describe('edit and delete', () => {
 })
 
 describe('CSRF', () => {
-  test('every Links form without its token, or with another session\'s, is refused (403) and nothing changes', async () => {
+  test("every Links form without its token, or with another session's, is refused (403) and nothing changes", async () => {
     const { alice, bob, aliceCaller } = await setup()
     await box.links.create({ url: 'https://example.com/keep', alias: 'kept', password: 'pw' }, aliceCaller)
     const before = allRows()
     const forms: [string, Record<string, string>][] = [
       ['/dashboard/links', { url: 'https://example.com/new', alias: 'newone' }],
-      ['/dashboard/links/kept', { url: 'https://evil.example/', mode: 'frame', expire: '0', password_action: 'remove' }],
+      [
+        '/dashboard/links/kept',
+        { url: 'https://evil.example/', mode: 'frame', expire: '0', password_action: 'remove' },
+      ],
       ['/dashboard/links/kept/delete', {}],
     ]
     for (const [path, fields] of forms) {

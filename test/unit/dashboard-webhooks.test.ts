@@ -23,9 +23,19 @@ beforeAll(async () => {
 afterAll(async () => box?.cleanup())
 
 const page = (who: SignedIn, path: string) => box.request(path, { headers: { cookie: who.cookie } })
-const endpoints = () => box.db.query('SELECT id, url, events, secret FROM webhook_endpoints ORDER BY id').all() as { id: number; url: string; events: string; secret: string }[]
+const endpoints = () =>
+  box.db.query('SELECT id, url, events, secret FROM webhook_endpoints ORDER BY id').all() as {
+    id: number
+    url: string
+    events: string
+    secret: string
+  }[]
 const deliveries = (endpoint: number) =>
-  box.db.query('SELECT d.event_id, e.type, d.state FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE endpoint_id = ? ORDER BY d.event_id').all(endpoint) as { event_id: number; type: string; state: string }[]
+  box.db
+    .query(
+      'SELECT d.event_id, e.type, d.state FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE endpoint_id = ? ORDER BY d.event_id',
+    )
+    .all(endpoint) as { event_id: number; type: string; state: string }[]
 
 /** The body of a form post: url and events (repeated, as checkboxes send them). */
 function createBody(who: SignedIn, url: string, events: string[], csrf = who.csrf) {
@@ -62,7 +72,9 @@ describe('creating', () => {
     expect(res.headers.get('cache-control')).toBe('no-store')
     const html = await res.text()
     const [row] = endpoints()
-    expect(location).toBe(`/dashboard/webhooks/${row!.id}?created=${new URL(location, 'http://x').searchParams.get('created')}`)
+    expect(location).toBe(
+      `/dashboard/webhooks/${row!.id}?created=${new URL(location, 'http://x').searchParams.get('created')}`,
+    )
     expect(location).not.toContain(row!.secret)
     expect(row).toMatchObject({ url: TARGET, events: 'link.created,mail.received' })
     expect(row!.secret).toMatch(/^whsec_/)
@@ -91,7 +103,9 @@ describe('creating', () => {
     const bad = await follow(box, posted, alice.cookie)
     expect(bad.status).toBe(200)
     const html = await bad.text()
-    expect(html).toContain('<span class="error" id="wh-url-error">The URL must be an absolute URL with the scheme http or https.</span>')
+    expect(html).toContain(
+      '<span class="error" id="wh-url-error">The URL must be an absolute URL with the scheme http or https.</span>',
+    )
     expect(html).toContain('aria-describedby="wh-url-error wh-url-hint" aria-invalid="true"')
     expect(html).toContain('value="ftp://example.com/&lt;x&gt;"')
     // The ticks as sent, not the defaults.
@@ -119,14 +133,20 @@ describe('an endpoint', () => {
     expect(html).toContain(`<input type="hidden" name="event" value="${d!.event_id}">`)
 
     // Redelivering a delivered one puts it back to pending (here: mark it ok first, as the deliverer would).
-    box.db.query("UPDATE webhook_deliveries SET state = 'ok', attempts = 1, last_status = 200 WHERE event_id = ?").run(d!.event_id)
-    const again = await postForm(box, alice, `/dashboard/webhooks/${aliceHook}/redeliver`, { event: String(d!.event_id) })
+    box.db
+      .query("UPDATE webhook_deliveries SET state = 'ok', attempts = 1, last_status = 200 WHERE event_id = ?")
+      .run(d!.event_id)
+    const again = await postForm(box, alice, `/dashboard/webhooks/${aliceHook}/redeliver`, {
+      event: String(d!.event_id),
+    })
     expect(again.status).toBe(303)
     expect(deliveries(aliceHook)[0]!.state).toBe('pending')
     // An unknown event: a notice on the endpoint's page, not a 404.
     const unknown = await postForm(box, alice, `/dashboard/webhooks/${aliceHook}/redeliver`, { event: '999999' })
     expect(unknown.status).toBe(303)
-    expect(Buffer.from(unknown.headers.get('set-cookie')!.match(/lb_notice=([^;]+)/)![1]!, 'base64url').toString()).toContain('There is no event 999999')
+    expect(
+      Buffer.from(unknown.headers.get('set-cookie')!.match(/lb_notice=([^;]+)/)![1]!, 'base64url').toString(),
+    ).toContain('There is no event 999999')
   })
 
   test('without the form token: every POST is 403 and nothing changes', async () => {
@@ -192,7 +212,10 @@ describe('an endpoint', () => {
   })
 
   test('the 21st endpoint: the service refuses it, shown on the form', async () => {
-    for (let i = 0; i < 20; i++) expect((await createBody(bob, `http://127.0.0.1:9/h${i}`, ['link.created'])).headers.get('location')).toContain('?created=')
+    for (let i = 0; i < 20; i++)
+      expect((await createBody(bob, `http://127.0.0.1:9/h${i}`, ['link.created'])).headers.get('location')).toContain(
+        '?created=',
+      )
     const res = await follow(box, await createBody(bob, 'http://127.0.0.1:9/h20', ['link.created']), bob.cookie)
     expect(await res.text()).toContain('An account can have at most 20 webhooks: delete one first.')
   })

@@ -44,20 +44,38 @@ test('tomorrow is read ahead of midnight; the keys of days past are deleted', as
   expect(Buffer.from((await other.keyFor(DAY0 + 1)).split)).toEqual(Buffer.from(keys.current(DAY0 + 1)!.split))
   now = (DAY0 + 3) * DAY_MS
   await other.refresh()
-  expect((db.query('SELECT day FROM day_keys ORDER BY day').all() as { day: number }[]).map((r) => r.day)).toEqual([DAY0 + 3])
+  expect((db.query('SELECT day FROM day_keys ORDER BY day').all() as { day: number }[]).map((r) => r.day)).toEqual([
+    DAY0 + 3,
+  ])
 })
 
 test('a split answers at once with a key of its own, then takes the shared key: two nodes agree', async () => {
   const now = DAY0 * DAY_MS + 3600_000
-  const row = { id: 1, long_url: 'https://example.com/', rules: null, split: JSON.stringify([{ url: 'a', weight: 1 }, { url: 'b', weight: 1 }]) } as unknown as LinkRow
+  const row = {
+    id: 1,
+    long_url: 'https://example.com/',
+    rules: null,
+    split: JSON.stringify([
+      { url: 'a', weight: 1 },
+      { url: 'b', weight: 1 },
+    ]),
+  } as unknown as LinkRow
   const nodes = [0, 1].map(() => {
     const keys = createDayKeys({ rows: asyncRows(), clock: () => now })
-    return { keys, d: createDestinations({ clock: () => now, country: () => null, dayKey: (day) => keys.current(day)?.split ?? null }) }
+    return {
+      keys,
+      d: createDestinations({
+        clock: () => now,
+        country: () => null,
+        dayKey: (day) => keys.current(day)?.split ?? null,
+      }),
+    }
   })
   const visitors = Array.from({ length: 40 }, (_, i) => ({ ua: `ua ${i}`, address: '192.0.2.1', acceptLanguage: '' }))
   for (const v of visitors) expect(['a', 'b']).toContain(nodes[0]!.d.choose(row, v)) // no wait
   await Promise.all(nodes.map((n) => n.keys.keyFor(DAY0)))
-  for (const v of visitors) expect(nodes[0]!.d.choose({ ...row } as LinkRow, v)).toBe(nodes[1]!.d.choose({ ...row } as LinkRow, v))
+  for (const v of visitors)
+    expect(nodes[0]!.d.choose({ ...row } as LinkRow, v)).toBe(nodes[1]!.d.choose({ ...row } as LinkRow, v))
 })
 
 test('the visitor counter: two counters with the shared key see the same hashes (one stands in until it comes)', async () => {

@@ -26,7 +26,7 @@ test('nothing is prepared until the first use: a statement made before its table
   db.close()
 })
 
-test('SQL the schema refuses throws at the first use, every use, with SQLite\'s message', () => {
+test("SQL the schema refuses throws at the first use, every use, with SQLite's message", () => {
   const db = new Database(':memory:')
   const bad = lazyStatements(db).query('SELECT nope FROM missing')
   expect(() => bad.all()).toThrow(/no such table: missing/)

@@ -86,7 +86,14 @@ test('random mixes of escapes, stray signs and literal text decode as the byte r
 
 test('a form body: the URL of a creation, a value that is not UTF-8 refused naming its parameter', async () => {
   const post = (body: string) =>
-    bodyParams(new Request('http://x/api/getLink.json', { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 65536)
+    bodyParams(
+      new Request('http://x/api/getLink.json', {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      }),
+      65536,
+    )
   expect({ ...(await post('url=https%3A%2F%2Fexample.com%2Fnew%2F7%3Fref%3Dbench&tags=a%2Cb')) }).toEqual({
     url: 'https://example.com/new/7?ref=bench',
     tags: 'a,b',
@@ -96,6 +103,13 @@ test('a form body: the URL of a creation, a value that is not UTF-8 refused nami
   expect(refused.message).toContain('"url"')
   // A body that is not UTF-8 as a whole is refused before any decoding.
   const raw = new Uint8Array([...new TextEncoder().encode('url=a'), 0xff])
-  const whole = await bodyParams(new Request('http://x/', { method: 'POST', body: raw, headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 65536).catch((err) => err)
+  const whole = await bodyParams(
+    new Request('http://x/', {
+      method: 'POST',
+      body: raw,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    }),
+    65536,
+  ).catch((err) => err)
   expect(whole.code).toBe('invalid_body')
 })

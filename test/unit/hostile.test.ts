@@ -31,7 +31,6 @@ const FIXTURE = 'Fixture-Link'
 // ---------------------------------------------------------------------------------------------------------
 // Sending and checking
 
-
 function sendForm(b: TestBox, path: string, fields: Record<string, string>, key: boolean) {
   return b.post(path, fields, key ? AUTH : {})
 }
@@ -87,13 +86,13 @@ const HOSTILE = {
   'empty string': '',
   '5000 characters': 'a'.repeat(5000),
   '100000 characters (over the 64 KiB body limit)': 'a'.repeat(100_000),
-  'NUL': 'a\u0000b',
+  NUL: 'a\u0000b',
   'CR LF': 'a\r\nb',
-  'tab': 'a\tb',
-  'DEL': 'a\u007fb',
+  tab: 'a\tb',
+  DEL: 'a\u007fb',
   'right-to-left override U+202E': 'a\u202eb',
   'only spaces': '   ',
-  'emoji': '😀🔗',
+  emoji: '😀🔗',
   'RTL text': 'שלום',
   'combining marks': 'e\u0301\u0301',
   'full-width digits': '１２',
@@ -116,7 +115,7 @@ const HOSTILE = {
   'mailto: URL': 'mailto:someone@example.com',
   'http:// without host': 'http://',
   'https:///x without host': 'https:///x',
-  'the service\'s own host': 'http://localhost:8080/x',
+  "the service's own host": 'http://localhost:8080/x',
 } as const
 type HostileLabel = keyof typeof HOSTILE
 
@@ -126,13 +125,13 @@ const TYPED = {
   'number 1.5': 1.5,
   'number -1': -1,
   'number 1e21': 1e21,
-  'array': ['https://example.com/'],
+  array: ['https://example.com/'],
   'empty array': [],
-  'object': {},
+  object: {},
   'object with a value': { value: 'https://example.com/' },
-  'null': null,
-  'true': true,
-  'false': false,
+  null: null,
+  true: true,
+  false: false,
 } as const
 type TypedLabel = keyof typeof TYPED
 
@@ -262,7 +261,18 @@ const CODE_CASES: [string, string, Outcome][] = [
 
 const PASSWORD_HOSTILE: Partial<Record<HostileLabel, Outcome>> = Object.fromEntries(
   (Object.keys(HOSTILE) as HostileLabel[])
-    .filter((l) => !['5000 characters', '100000 characters (over the 64 KiB body limit)', 'NUL', 'CR LF', 'tab', 'DEL', 'CRLF header injection'].includes(l))
+    .filter(
+      (l) =>
+        ![
+          '5000 characters',
+          '100000 characters (over the 64 KiB body limit)',
+          'NUL',
+          'CR LF',
+          'tab',
+          'DEL',
+          'CRLF header injection',
+        ].includes(l),
+    )
     .map((l) => [l, 'ok' as Outcome]),
 )
 const PASSWORD_CASES: [string, string, Outcome][] = [
@@ -492,7 +502,12 @@ for (const spec of SPECS) {
     for (const [name, value] of Object.entries(TYPED) as [TypedLabel, unknown][]) {
       const outcome = spec.typed?.[name] ?? 400
       test(`JSON: ${name} → ${label(outcome)}`, async () => {
-        const r = await sendJson(boxFor(spec), spec.path, JSON.stringify({ ...spec.base, [spec.param]: value }), spec.key)
+        const r = await sendJson(
+          boxFor(spec),
+          spec.path,
+          JSON.stringify({ ...spec.base, [spec.param]: value }),
+          spec.key,
+        )
         await check(r, spec, outcome)
       })
     }
@@ -570,9 +585,17 @@ describe('accepted values are stored as given', () => {
     expect(r.body.return.expires).toBeNull()
   })
   test('a refused update changes nothing', async () => {
-    const before = await box.post('/api/update.json', { code: FIXTURE, url: 'https://example.com/kept', mode: 'preview' }, AUTH)
+    const before = await box.post(
+      '/api/update.json',
+      { code: FIXTURE, url: 'https://example.com/kept', mode: 'preview' },
+      AUTH,
+    )
     expectOk(before)
-    const r = await box.post('/api/update.json', { code: FIXTURE, url: 'https://example.com/changed', mode: 'bogus' }, AUTH)
+    const r = await box.post(
+      '/api/update.json',
+      { code: FIXTURE, url: 'https://example.com/changed', mode: 'bogus' },
+      AUTH,
+    )
     expectError(r, 'mode', 400)
     const after = await box.post('/api/update.json', { code: FIXTURE }, AUTH)
     expect(after.body.return.long_url).toBe('https://example.com/kept')
@@ -623,33 +646,64 @@ const MALFORMED: [string, (fields: Record<string, string>) => RequestInit, numbe
   ['a JSON string body', () => ({ headers: JSONCT, body: '"url=https://example.com/"' })],
   ['a JSON null body', () => ({ headers: JSONCT, body: 'null' })],
   ['a JSON number body', () => ({ headers: JSONCT, body: '42' })],
-  ['invalid UTF-8 bytes in a form body', (f) => ({ headers: FORM, body: concat(formBody(f), '&x=', new Uint8Array([0xff, 0xfe])) })],
-  ['invalid UTF-8 bytes in a JSON body', (f) => ({ headers: JSONCT, body: concat(JSON.stringify(f).slice(0, -1), ',"x":"', new Uint8Array([0xc0, 0x80]), '"}') })],
-  ['an overlong UTF-8 NUL in a form body', (f) => ({ headers: FORM, body: concat(formBody(f), '&x=a', new Uint8Array([0xc0, 0x80])) })],
-  ['a UTF-16 surrogate encoded as UTF-8', (f) => ({ headers: FORM, body: concat(formBody(f), '&x=', new Uint8Array([0xed, 0xa0, 0x80])) })],
+  [
+    'invalid UTF-8 bytes in a form body',
+    (f) => ({ headers: FORM, body: concat(formBody(f), '&x=', new Uint8Array([0xff, 0xfe])) }),
+  ],
+  [
+    'invalid UTF-8 bytes in a JSON body',
+    (f) => ({
+      headers: JSONCT,
+      body: concat(JSON.stringify(f).slice(0, -1), ',"x":"', new Uint8Array([0xc0, 0x80]), '"}'),
+    }),
+  ],
+  [
+    'an overlong UTF-8 NUL in a form body',
+    (f) => ({ headers: FORM, body: concat(formBody(f), '&x=a', new Uint8Array([0xc0, 0x80])) }),
+  ],
+  [
+    'a UTF-16 surrogate encoded as UTF-8',
+    (f) => ({ headers: FORM, body: concat(formBody(f), '&x=', new Uint8Array([0xed, 0xa0, 0x80])) }),
+  ],
   ['percent-encoded invalid UTF-8 in a form value', (f) => ({ headers: FORM, body: `${formBody(f)}&x=%FF%FE` })],
   ['percent-encoded invalid UTF-8 in a form name', (f) => ({ headers: FORM, body: `${formBody(f)}&%C0%80=1` })],
   [
     'multipart without the closing boundary',
-    () => ({ headers: { 'content-type': 'multipart/form-data; boundary=XyZ' }, body: '--XyZ\r\nContent-Disposition: form-data; name="url"\r\n\r\nhttps://example.com/' }),
+    () => ({
+      headers: { 'content-type': 'multipart/form-data; boundary=XyZ' },
+      body: '--XyZ\r\nContent-Disposition: form-data; name="url"\r\n\r\nhttps://example.com/',
+    }),
   ],
-  ['multipart without a boundary parameter', () => ({ headers: { 'content-type': 'multipart/form-data' }, body: 'url=https://example.com/' })],
-  ['multipart with an empty boundary', () => ({ headers: { 'content-type': 'multipart/form-data; boundary=' }, body: '--\r\n\r\n' })],
-  ['multipart with garbage between boundaries', () => ({ headers: { 'content-type': 'multipart/form-data; boundary=b' }, body: 'garbage\r\n--b\r\ngarbage\r\n--b--' })],
+  [
+    'multipart without a boundary parameter',
+    () => ({ headers: { 'content-type': 'multipart/form-data' }, body: 'url=https://example.com/' }),
+  ],
+  [
+    'multipart with an empty boundary',
+    () => ({ headers: { 'content-type': 'multipart/form-data; boundary=' }, body: '--\r\n\r\n' }),
+  ],
+  [
+    'multipart with garbage between boundaries',
+    () => ({
+      headers: { 'content-type': 'multipart/form-data; boundary=b' },
+      body: 'garbage\r\n--b\r\ngarbage\r\n--b--',
+    }),
+  ],
   ['a body over 64 KiB', (f) => ({ headers: FORM, body: `${formBody(f)}&pad=${'a'.repeat(64 * 1024)}` }), 413],
   [
     'a streamed body over 64 KiB without Content-Length',
-    (f) => ({
-      headers: FORM,
-      body: new ReadableStream({
-        start(c) {
-          c.enqueue(utf8(`${formBody(f)}&pad=`))
-          for (let i = 0; i < 20; i++) c.enqueue(utf8('a'.repeat(8192)))
-          c.close()
-        },
-      }),
-      duplex: 'half',
-    }) as RequestInit,
+    (f) =>
+      ({
+        headers: FORM,
+        body: new ReadableStream({
+          start(c) {
+            c.enqueue(utf8(`${formBody(f)}&pad=`))
+            for (let i = 0; i < 20; i++) c.enqueue(utf8('a'.repeat(8192)))
+            c.close()
+          },
+        }),
+        duplex: 'half',
+      }) as RequestInit,
     413,
   ],
 ]
@@ -670,11 +724,21 @@ describe('malformed bodies', () => {
     })
   }
   test('the percent-encoded invalid UTF-8 refusal names the parameter', async () => {
-    const r = await sendRaw(createBox, '/api/getLink.json', { headers: FORM, body: 'url=https%3A%2F%2Fexample.com%2F%E9' }, false)
+    const r = await sendRaw(
+      createBox,
+      '/api/getLink.json',
+      { headers: FORM, body: 'url=https%3A%2F%2Fexample.com%2F%E9' },
+      false,
+    )
     expectError(r, 'url', 400)
   })
   test('an invalid UTF-8 body is refused even without a content type', async () => {
-    const r = await sendRaw(createBox, '/api/getLink.json', { body: concat('url=https://example.com/', new Uint8Array([0xff])) }, false)
+    const r = await sendRaw(
+      createBox,
+      '/api/getLink.json',
+      { body: concat('url=https://example.com/', new Uint8Array([0xff])) },
+      false,
+    )
     expectError(r, null, 400)
   })
 })
@@ -691,15 +755,27 @@ const file = (text: string) => new File([text], 'value.txt', { type: 'text/plain
 
 describe('multipart bodies', () => {
   test('a file in url → 400 naming url', async () => {
-    const r = await sendRaw(createBox, '/api/getLink.json', { body: multipart({ url: file('https://example.com/') }) }, false)
+    const r = await sendRaw(
+      createBox,
+      '/api/getLink.json',
+      { body: multipart({ url: file('https://example.com/') }) },
+      false,
+    )
     expectError(r, 'url', 400)
   })
   test('a file in alias → 400 naming alias', async () => {
-    const r = await sendRaw(createBox, '/api/getLink.json', { body: multipart({ url: 'https://example.com/', alias: file('abc') }) }, false)
+    const r = await sendRaw(
+      createBox,
+      '/api/getLink.json',
+      { body: multipart({ url: 'https://example.com/', alias: file('abc') }) },
+      false,
+    )
     expectError(r, 'alias', 400)
   })
   test('a file in update url → 400 naming url', async () => {
-    const r = await sendRaw(box, '/api/update.json', { body: multipart({ code: FIXTURE, url: file('https://example.com/') }) })
+    const r = await sendRaw(box, '/api/update.json', {
+      body: multipart({ code: FIXTURE, url: file('https://example.com/') }),
+    })
     expectError(r, 'url', 400)
   })
   for (const path of ['/api/stats.json', '/api/update.json', '/api/delete.json']) {
@@ -716,11 +792,24 @@ describe('multipart bodies', () => {
     const r = await sendRaw(
       createBox,
       '/api/getLink.json',
-      { body: multipart({ url: 'https://example.com/multi', alias: 'multi-part', mode: 'frame', expire: '3600', password: 'sesame' }) },
+      {
+        body: multipart({
+          url: 'https://example.com/multi',
+          alias: 'multi-part',
+          mode: 'frame',
+          expire: '3600',
+          password: 'sesame',
+        }),
+      },
       false,
     )
     expectOk(r)
-    expect(r.body.return).toMatchObject({ hex: 'multi-part', mode: 'frame', long_url: 'https://example.com/multi', password: true })
+    expect(r.body.return).toMatchObject({
+      hex: 'multi-part',
+      mode: 'frame',
+      long_url: 'https://example.com/multi',
+      password: true,
+    })
     expect(r.body.return.expires).not.toBeNull()
   })
 })
@@ -730,11 +819,22 @@ describe('JSON bodies', () => {
     const r = await sendJson(
       createBox,
       '/api/getLink.json',
-      JSON.stringify({ url: 'https://example.com/json', alias: 'json_1', mode: 'preview', expire: 60, password: 'sesame' }),
+      JSON.stringify({
+        url: 'https://example.com/json',
+        alias: 'json_1',
+        mode: 'preview',
+        expire: 60,
+        password: 'sesame',
+      }),
       false,
     )
     expectOk(r)
-    expect(r.body.return).toMatchObject({ hex: 'json_1', mode: 'preview', long_url: 'https://example.com/json', password: true })
+    expect(r.body.return).toMatchObject({
+      hex: 'json_1',
+      mode: 'preview',
+      long_url: 'https://example.com/json',
+      password: true,
+    })
   })
   test('content type with parameters and odd case', async () => {
     const r = await sendRaw(
@@ -746,7 +846,12 @@ describe('JSON bodies', () => {
     expectOk(r)
   })
   test('a key given twice: the last one wins', async () => {
-    const r = await sendJson(createBox, '/api/getLink.json', '{"url":"https://first.example/","url":"https://second.example/"}', false)
+    const r = await sendJson(
+      createBox,
+      '/api/getLink.json',
+      '{"url":"https://first.example/","url":"https://second.example/"}',
+      false,
+    )
     expectOk(r)
     expect(r.body.return.long_url).toBe('https://second.example/')
   })
@@ -758,17 +863,32 @@ describe('JSON bodies', () => {
 
 describe('repeated and unknown parameters', () => {
   test('form: url given twice → the last one wins', async () => {
-    const r = await sendRaw(createBox, '/api/getLink.json', { headers: FORM, body: 'url=https://first.example/&url=https://second.example/' }, false)
+    const r = await sendRaw(
+      createBox,
+      '/api/getLink.json',
+      { headers: FORM, body: 'url=https://first.example/&url=https://second.example/' },
+      false,
+    )
     expectOk(r)
     expect(r.body.return.long_url).toBe('https://second.example/')
   })
   test('form: an invalid url then a valid one → the valid last one wins', async () => {
-    const r = await sendRaw(createBox, '/api/getLink.json', { headers: FORM, body: 'url=javascript:alert(1)&url=https://last.example/' }, false)
+    const r = await sendRaw(
+      createBox,
+      '/api/getLink.json',
+      { headers: FORM, body: 'url=javascript:alert(1)&url=https://last.example/' },
+      false,
+    )
     expectOk(r)
     expect(r.body.return.long_url).toBe('https://last.example/')
   })
   test('form: a valid url then an invalid one → the invalid last one is refused', async () => {
-    const r = await sendRaw(createBox, '/api/getLink.json', { headers: FORM, body: 'url=https://first.example/&url=ftp://last.example/' }, false)
+    const r = await sendRaw(
+      createBox,
+      '/api/getLink.json',
+      { headers: FORM, body: 'url=https://first.example/&url=ftp://last.example/' },
+      false,
+    )
     expectError(r, 'url', 400)
   })
   test('multipart: url given twice → the last one wins', async () => {
@@ -822,7 +942,9 @@ describe('repeated and unknown parameters', () => {
 
 describe('no header injection through a refused value', () => {
   test('a CRLF url gives no Location header', async () => {
-    const r = await createBox.post('/api/getLink.json', { url: 'https://example.com/\r\nLocation: http://evil.example/' })
+    const r = await createBox.post('/api/getLink.json', {
+      url: 'https://example.com/\r\nLocation: http://evil.example/',
+    })
     expectError(r, 'url', 400)
     expect(r.headers.get('location')).toBeNull()
   })

@@ -37,9 +37,10 @@ test('a row in the old generation is dropped when its link changes or goes, and 
   await links.update({ code: a, url: 'https://example.org/changed' }, admin)
   expect((await links.resolve(a))?.long_url).toBe('https://example.org/changed')
   await links.delete({ code: b }, admin)
-  expect((await links.resolve(b))).toBeNull()
+  expect(await links.resolve(b)).toBeNull()
   // Visited again and again across many swaps, a row keeps its latest state.
-  for (let round = 0; round < 5; round++) for (const code of [a, c, d, codes[4]!]) expect((await links.resolve(code))).not.toBeNull()
+  for (let round = 0; round < 5; round++)
+    for (const code of [a, c, d, codes[4]!]) expect(await links.resolve(code)).not.toBeNull()
   await links.update({ code: d, url: 'https://example.org/d' }, admin)
   expect((await links.resolve(d))?.long_url).toBe('https://example.org/d')
   expect((await links.resolve(a))?.long_url).toBe('https://example.org/changed')
@@ -55,7 +56,14 @@ test('a link changed by another process is dropped from the cache at once when p
   const feed = localChangeFeed()
   const other = openDatabase(join(dir, 'linkbox.db'))
   const service = (on: typeof db) =>
-    createLinkService({ ...sqliteLinkDeps(on), config: testConfig(dir), recorder: createClickRecorder(on, { writeOn: 'main' }), events: createEvents(), clock, changes: feed })
+    createLinkService({
+      ...sqliteLinkDeps(on),
+      config: testConfig(dir),
+      recorder: createClickRecorder(on, { writeOn: 'main' }),
+      events: createEvents(),
+      clock,
+      changes: feed,
+    })
   const a = service(db)
   const b = service(other)
   try {
@@ -65,7 +73,7 @@ test('a link changed by another process is dropped from the cache at once when p
     await b.update({ code, url: 'https://example.org/feed-changed' }, admin)
     expect((await a.resolve(code))?.long_url).toBe('https://example.org/feed-changed')
     await b.delete({ code }, admin)
-    expect((await a.resolve(code))).toBeNull()
+    expect(await a.resolve(code)).toBeNull()
 
     // A change made behind the services (nothing published): the cached row until the TTL runs out.
     const quiet = (await a.create({ url: 'https://example.com/quiet' }, null)).hex
@@ -78,7 +86,7 @@ test('a link changed by another process is dropped from the cache at once when p
     // Also for a row that went to the old generation meanwhile, and for a link deleted behind the service.
     other.run('DELETE FROM links WHERE code = ?', [quiet])
     now += LINK_CACHE_TTL_MS
-    expect((await a.resolve(quiet))).toBeNull()
+    expect(await a.resolve(quiet)).toBeNull()
   } finally {
     a.close()
     b.close()
@@ -88,8 +96,17 @@ test('a link changed by another process is dropped from the cache at once when p
 
 test('a lost channel to the other processes (a resync) drops every cached row', async () => {
   let onResync = () => {}
-  const feed = { ...localChangeFeed(), subscribe: (_topic: string, _onKeys: unknown, resync: () => void) => ((onResync = resync), () => {}) }
-  const c = createLinkService({ ...sqliteLinkDeps(db), config: testConfig(dir), recorder: createClickRecorder(db, { writeOn: 'main' }), events: createEvents(), changes: feed })
+  const feed = {
+    ...localChangeFeed(),
+    subscribe: (_topic: string, _onKeys: unknown, resync: () => void) => ((onResync = resync), () => {}),
+  }
+  const c = createLinkService({
+    ...sqliteLinkDeps(db),
+    config: testConfig(dir),
+    recorder: createClickRecorder(db, { writeOn: 'main' }),
+    events: createEvents(),
+    changes: feed,
+  })
   const code = (await c.create({ url: 'https://example.com/resync' }, null)).hex
   expect((await c.resolve(code))?.long_url).toBe('https://example.com/resync')
   db.run('UPDATE links SET long_url = ? WHERE code = ?', ['https://example.org/resync-changed', code])
@@ -103,7 +120,13 @@ test('a miss is one read shared by the visits of that code at once, and a read u
   const deps = sqliteLinkDeps(db)
   const { byCodeNow, ...readsLater } = deps.links
   expect(byCodeNow).toBeFunction()
-  const c = createLinkService({ ...deps, links: readsLater, config: testConfig(dir), recorder: createClickRecorder(db, { writeOn: 'main' }), events: createEvents() })
+  const c = createLinkService({
+    ...deps,
+    links: readsLater,
+    config: testConfig(dir),
+    recorder: createClickRecorder(db, { writeOn: 'main' }),
+    events: createEvents(),
+  })
   const code = (await c.create({ url: 'https://example.com/shared' }, null)).hex
   const first = c.resolve(code)
   expect(first).toBeInstanceOf(Promise)
@@ -126,7 +149,13 @@ test('on SQLite a miss is read at once, without a promise; a reserved name is no
   const deps = sqliteLinkDeps(db)
   const reads: string[] = []
   const counted = { ...deps.links, byCodeNow: (code: string) => (reads.push(code), deps.links.byCodeNow!(code)) }
-  const c = createLinkService({ ...deps, links: counted, config: testConfig(dir), recorder: createClickRecorder(db, { writeOn: 'main' }), events: createEvents() })
+  const c = createLinkService({
+    ...deps,
+    links: counted,
+    config: testConfig(dir),
+    recorder: createClickRecorder(db, { writeOn: 'main' }),
+    events: createEvents(),
+  })
   const code = (await c.create({ url: 'https://example.com/at-once' }, null)).hex
   const row = c.resolve(code)
   expect(row).not.toBeInstanceOf(Promise)
@@ -149,7 +178,14 @@ test('on SQLite a miss is read at once, without a promise; a reserved name is no
 
 test('a row read again after its TTL is held once: its stale copy in the old generation goes', () => {
   let now = Date.parse('2026-06-01T12:00:00Z')
-  const c = createLinkService({ ...sqliteLinkDeps(db), config: testConfig(dir), recorder: createClickRecorder(db, { writeOn: 'main' }), events: createEvents(), hotGeneration: 3, clock: () => now })
+  const c = createLinkService({
+    ...sqliteLinkDeps(db),
+    config: testConfig(dir),
+    recorder: createClickRecorder(db, { writeOn: 'main' }),
+    events: createEvents(),
+    hotGeneration: 3,
+    clock: () => now,
+  })
   const made = db.query('SELECT code FROM links ORDER BY id LIMIT 4').all() as { code: string }[]
   const [a, b, x, y] = made.map((r) => r.code) as [string, string, string, string]
   for (const code of [a, b, x, y]) expect(c.resolve(code)).not.toBeNull()

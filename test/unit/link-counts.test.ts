@@ -19,7 +19,9 @@ afterEach(async () => {
 /** The counters as stored, against a real count of the rows: owner → links (0 = links without an account). */
 function counters(db: Database) {
   const stored = db.query('SELECT owner, links FROM link_counts WHERE links <> 0 ORDER BY owner').all()
-  const counted = db.query('SELECT coalesce(account_id, 0) AS owner, count(*) AS links FROM links GROUP BY 1 ORDER BY 1').all()
+  const counted = db
+    .query('SELECT coalesce(account_id, 0) AS owner, count(*) AS links FROM links GROUP BY 1 ORDER BY 1')
+    .all()
   return { stored, counted }
 }
 const expectExact = (db: Database) => {
@@ -32,7 +34,8 @@ const listedCount = async (box: TestBox, key: string) => {
   expect(r.status).toBe(200)
   return r.body.return.count as number
 }
-const metricLinks = async (box: TestBox) => Number((await (await box.readMetrics()).text()).match(/^linkbox_links (\d+)$/m)?.[1])
+const metricLinks = async (box: TestBox) =>
+  Number((await (await box.readMetrics()).text()).match(/^linkbox_links (\d+)$/m)?.[1])
 
 test('the counter stays exact through creation, deletion, a change of owner and the deletion of an account', async () => {
   const box = await makeBox()
@@ -42,7 +45,11 @@ test('the counter stays exact through creation, deletion, a change of owner and 
   const create = async (key: string | null, n: number) => {
     const codes: string[] = []
     for (let i = 0; i < n; i++) {
-      const r = await box.post('/api/getLink.json', { url: `https://example.com/${i}` }, key ? { 'x-api-key': key } : {})
+      const r = await box.post(
+        '/api/getLink.json',
+        { url: `https://example.com/${i}` },
+        key ? { 'x-api-key': key } : {},
+      )
       expect(r.status).toBe(200)
       codes.push(r.body.return.hex)
     }
@@ -56,7 +63,8 @@ test('the counter stays exact through creation, deletion, a change of owner and 
   expect(await listedCount(box, bob)).toBe(3)
   expect(await metricLinks(box)).toBe(12)
 
-  for (const code of aliceCodes.slice(0, 2)) expect((await box.post('/api/delete.json', { code }, { 'x-api-key': alice })).status).toBe(200)
+  for (const code of aliceCodes.slice(0, 2))
+    expect((await box.post('/api/delete.json', { code }, { 'x-api-key': alice })).status).toBe(200)
   // A refused delete (another account's link) changes nothing.
   expect((await box.post('/api/delete.json', { code: aliceCodes[2]! }, { 'x-api-key': bob })).status).toBe(403)
   expectExact(box.db)
@@ -64,7 +72,7 @@ test('the counter stays exact through creation, deletion, a change of owner and 
   expect(await metricLinks(box)).toBe(10)
 
   // No method moves a link to another account, but the counter must not depend on that.
-  const ids = box.db.query("SELECT id, name FROM accounts ORDER BY id").all() as { id: number; name: string }[]
+  const ids = box.db.query('SELECT id, name FROM accounts ORDER BY id').all() as { id: number; name: string }[]
   const [aliceId, bobId] = [ids.find((a) => a.name === 'alice')!.id, ids.find((a) => a.name === 'bob')!.id]
   box.db.query('UPDATE links SET account_id = ? WHERE code = ?').run(bobId, aliceCodes[3]!)
   box.db.query('UPDATE links SET mode = ? WHERE code = ?').run('preview', aliceCodes[4]!) // not the owner: no change
@@ -127,7 +135,9 @@ test('a database of the previous schema with links gets exact counters when it i
       { owner: 2, links: 40 },
     ])
     // And the triggers keep them from here on.
-    db.exec("INSERT INTO links (code, long_url, account_id, created, updated) VALUES ('c0', 'https://example.com/', 3, 1, 1)")
+    db.exec(
+      "INSERT INTO links (code, long_url, account_id, created, updated) VALUES ('c0', 'https://example.com/', 3, 1, 1)",
+    )
     db.exec("DELETE FROM links WHERE code IN ('a0', 'a1', 'n0')")
     db.exec('DELETE FROM accounts WHERE id = 2')
     expectExact(db)

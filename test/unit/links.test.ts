@@ -48,7 +48,10 @@ describe('getLink.json', () => {
     // Every 6-character draw collides with one existing code or is reserved; 7-character ones are free.
     const taken = (await create({ url: 'https://example.com/taken', alias: 'Taken6' })).body.return.hex
     const links = createLinkService({
-      ...sqliteLinkDeps(box.db), config: box.config, recorder: box.recorder, events: box.events,
+      ...sqliteLinkDeps(box.db),
+      config: box.config,
+      recorder: box.recorder,
+      events: box.events,
       randomCode: (length) => {
         const code = length === 6 ? (tried.length % 2 ? taken : 'assets') : 'Grown07'.slice(0, length)
         tried.push(code)
@@ -61,7 +64,7 @@ describe('getLink.json', () => {
     expect(row('Grown07').long_url).toBe('https://example.com/grown')
   })
 
-  test('with a key the link belongs to the key\'s account', async () => {
+  test("with a key the link belongs to the key's account", async () => {
     const r = await create({ url: 'https://example.com/owned' }, alice)
     expect(r.status).toBe(200)
     const db = row(r.body.return.hex)
@@ -70,13 +73,20 @@ describe('getLink.json', () => {
   })
 
   test('Authorization: Bearer is accepted like X-Api-Key', async () => {
-    const r = await box.post('/api/getLink.json', { url: 'https://example.com/bearer' }, { authorization: `Bearer ${alice}` })
+    const r = await box.post(
+      '/api/getLink.json',
+      { url: 'https://example.com/bearer' },
+      { authorization: `Bearer ${alice}` },
+    )
     expect(r.status).toBe(200)
     expect(row(r.body.return.hex).account_id).not.toBeNull()
   })
 
   test('alias becomes the code; mode, expire and password are kept', async () => {
-    const r = await create({ url: 'https://example.com/a', alias: 'My_alias-1', mode: 'preview', expire: '3600', password: 'secret' }, alice)
+    const r = await create(
+      { url: 'https://example.com/a', alias: 'My_alias-1', mode: 'preview', expire: '3600', password: 'secret' },
+      alice,
+    )
     expect(r.status).toBe(200)
     expect(r.body.return.hex).toBe('My_alias-1')
     expect(r.body.return.mode).toBe('preview')
@@ -100,14 +110,27 @@ describe('getLink.json', () => {
     expect(r.body.message).toContain('My_alias-1')
   })
 
-  test.each(['api', 'qr', 'dl', 'mail', 'assets', 'dashboard', 'login', 'logout', 'docs', 'healthz', 'readyz', 'ReadyZ', 'metrics', 'API', 'Docs'])(
-    'the reserved alias %s is refused with 409 alias_reserved',
-    async (alias) => {
-      const r = await create({ url: 'https://example.com/', alias })
-      expect(r.status).toBe(409)
-      expect(r.body.code).toBe('alias_reserved')
-    },
-  )
+  test.each([
+    'api',
+    'qr',
+    'dl',
+    'mail',
+    'assets',
+    'dashboard',
+    'login',
+    'logout',
+    'docs',
+    'healthz',
+    'readyz',
+    'ReadyZ',
+    'metrics',
+    'API',
+    'Docs',
+  ])('the reserved alias %s is refused with 409 alias_reserved', async (alias) => {
+    const r = await create({ url: 'https://example.com/', alias })
+    expect(r.status).toBe(409)
+    expect(r.body.code).toBe('alias_reserved')
+  })
 
   test.each([
     ['url', { url: 'ftp://example.com/' }, 'invalid_url'],
@@ -168,10 +191,23 @@ describe('getLink.json', () => {
   test('blocked addresses are refused in every spelling (IPv4 forms, IPv4-mapped IPv6, IPv6 compressed or not)', async () => {
     const b = await makeBox({ links: { blocked_domains: ['1.2.3.4', '2001:db8::1'] } })
     try {
-      const spellings = ['http://1.2.3.4/', 'http://0x01020304/', 'http://16909060/', 'http://[::ffff:1.2.3.4]/', 'http://[::ffff:102:304]/', 'http://[2001:db8::1]/', 'http://[2001:0db8:0:0:0:0:0:1]/']
-      for (const url of spellings) expect({ url, code: (await b.post('/api/getLink.json', { url })).body.code }).toEqual({ url, code: 'invalid_url' })
+      const spellings = [
+        'http://1.2.3.4/',
+        'http://0x01020304/',
+        'http://16909060/',
+        'http://[::ffff:1.2.3.4]/',
+        'http://[::ffff:102:304]/',
+        'http://[2001:db8::1]/',
+        'http://[2001:0db8:0:0:0:0:0:1]/',
+      ]
+      for (const url of spellings)
+        expect({ url, code: (await b.post('/api/getLink.json', { url })).body.code }).toEqual({
+          url,
+          code: 'invalid_url',
+        })
       // An address matches only itself: not a name ending in it, not its neighbour.
-      for (const url of ['http://1.2.3.5/', 'http://[2001:db8::2]/']) expect({ url, status: (await b.post('/api/getLink.json', { url })).status }).toEqual({ url, status: 200 })
+      for (const url of ['http://1.2.3.5/', 'http://[2001:db8::2]/'])
+        expect({ url, status: (await b.post('/api/getLink.json', { url })).status }).toEqual({ url, status: 200 })
     } finally {
       await b.cleanup()
     }
@@ -201,32 +237,54 @@ describe('links.json', () => {
     expect(r.body.code).toBe('missing_key')
   })
 
-  test('lists only the caller\'s links, newest first, with the full record', async () => {
+  test("lists only the caller's links, newest first, with the full record", async () => {
     const b = await makeBox()
     try {
       const k = await b.account('lister')
       const other = await b.account('other')
-      for (let i = 0; i < 5; i++) await b.post('/api/getLink.json', { url: `https://example.com/${i}` }, { 'x-api-key': k })
+      for (let i = 0; i < 5; i++)
+        await b.post('/api/getLink.json', { url: `https://example.com/${i}` }, { 'x-api-key': k })
       await b.post('/api/getLink.json', { url: 'https://example.com/theirs' }, { 'x-api-key': other })
       const r = await b.post('/api/links.json', {}, { 'x-api-key': k })
       expect(r.status).toBe(200)
       expect(r.body.return.count).toBe(5)
       expect(r.body.return.next).toBeNull()
-      expect(r.body.return.links.map((l: any) => l.long_url)).toEqual([4, 3, 2, 1, 0].map((i) => `https://example.com/${i}`))
+      expect(r.body.return.links.map((l: any) => l.long_url)).toEqual(
+        [4, 3, 2, 1, 0].map((i) => `https://example.com/${i}`),
+      )
       const first = r.body.return.links[0]
-      for (const f of ['hex', 'url', 'long_url', 'qr', 'stats', 'mode', 'created', 'expires', 'expired', 'password', 'clicks'])
+      for (const f of [
+        'hex',
+        'url',
+        'long_url',
+        'qr',
+        'stats',
+        'mode',
+        'created',
+        'expires',
+        'expired',
+        'password',
+        'clicks',
+      ])
         expect(first).toHaveProperty(f)
       // Pagination with limit and cursor walks all links exactly once.
       const seen: string[] = []
       let cursor: string | null = ''
       while (cursor !== null) {
-        const p: any = await b.post('/api/links.json', cursor ? { limit: '2', cursor } : { limit: '2' }, { 'x-api-key': k })
+        const p: any = await b.post('/api/links.json', cursor ? { limit: '2', cursor } : { limit: '2' }, {
+          'x-api-key': k,
+        })
         expect(p.body.return.links.length).toBeLessThanOrEqual(2)
         seen.push(...p.body.return.links.map((l: any) => l.hex))
         cursor = p.body.return.next
       }
       expect(seen).toEqual(r.body.return.links.map((l: any) => l.hex))
-      for (const [name, value] of [['limit', '0'], ['limit', '501'], ['limit', 'x'], ['cursor', 'abc']]) {
+      for (const [name, value] of [
+        ['limit', '0'],
+        ['limit', '501'],
+        ['limit', 'x'],
+        ['cursor', 'abc'],
+      ]) {
         const bad = await b.post('/api/links.json', { [name!]: value! }, { 'x-api-key': k })
         expect(bad.status).toBe(400)
         expect(bad.body.message).toContain(`"${name}"`)
@@ -244,11 +302,20 @@ describe('update.json', () => {
     now += 50_000
     const r = await box.post('/api/update.json', { code, url: 'https://example.org/changed' }, { 'x-api-key': alice })
     expect(r.status).toBe(200)
-    expect(r.body.return).toMatchObject({ hex: code, long_url: 'https://example.org/changed', mode: 'frame', password: true })
+    expect(r.body.return).toMatchObject({
+      hex: code,
+      long_url: 'https://example.org/changed',
+      mode: 'frame',
+      password: true,
+    })
     expect(r.body.return.expires).toBe(new Date(now - 50_000 + 100_000).toISOString())
     const e = await box.post('/api/update.json', { code, expire: '100' }, { 'x-api-key': alice })
     expect(e.body.return.expires).toBe(new Date(now + 100_000).toISOString())
-    const z = await box.post('/api/update.json', { code, expire: '0', password: '', mode: 'redirect' }, { 'x-api-key': alice })
+    const z = await box.post(
+      '/api/update.json',
+      { code, expire: '0', password: '', mode: 'redirect' },
+      { 'x-api-key': alice },
+    )
     expect(z.body.return).toMatchObject({ expires: null, password: false, mode: 'redirect' })
     expect(row(code).password_hash).toBeNull()
     expect(row(code).long_url).toBe('https://example.org/changed')
@@ -268,7 +335,11 @@ describe('update.json', () => {
 
   test('anonymous links cannot be changed by an ordinary account', async () => {
     const c = await create({ url: 'https://example.com/anon' })
-    const r = await box.post('/api/update.json', { code: c.body.return.hex, url: 'https://x.example/' }, { 'x-api-key': alice })
+    const r = await box.post(
+      '/api/update.json',
+      { code: c.body.return.hex, url: 'https://x.example/' },
+      { 'x-api-key': alice },
+    )
     expect(r.status).toBe(403)
     expect(r.body.code).toBe('not_owner')
   })
@@ -334,6 +405,8 @@ describe('stats.json', () => {
     const code = c.body.return.hex
     expect((await box.post('/api/stats.json', { code })).body.return.long_url).toBeNull()
     expect((await box.post('/api/stats.json', { code }, { 'x-api-key': bob })).body.return.long_url).toBeNull()
-    expect((await box.post('/api/stats.json', { code }, { 'x-api-key': alice })).body.return.long_url).toBe('https://secret.example/')
+    expect((await box.post('/api/stats.json', { code }, { 'x-api-key': alice })).body.return.long_url).toBe(
+      'https://secret.example/',
+    )
   })
 })

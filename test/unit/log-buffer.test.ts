@@ -82,7 +82,12 @@ describe('through the app', () => {
   test('request lines past the bound are dropped and counted in /metrics; the rest are written whole', async () => {
     const out: string[] = []
     // Room for two request lines of ~250 characters.
-    const logger = createLogger({ format: 'json', requests: true, maxPendingChars: 600, write: (text) => void out.push(text) })
+    const logger = createLogger({
+      format: 'json',
+      requests: true,
+      maxPendingChars: 600,
+      write: (text) => void out.push(text),
+    })
     box = await makeBox({}, { logger })
     const code = (await box.post('/api/getLink.json', { url: 'https://example.com/dropped' })).body.return.hex
     logger.flush()
@@ -93,7 +98,11 @@ describe('through the app', () => {
     expect(metrics).toMatch(/^linkbox_log_lines_dropped_total ([1-9]\d*)$/m)
     const dropped = Number(/^linkbox_log_lines_dropped_total (\d+)$/m.exec(metrics)![1])
     logger.flush()
-    const lines = out.join('').trimEnd().split('\n').map((l) => JSON.parse(l))
+    const lines = out
+      .join('')
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l))
     expect(lines.filter((l) => l.path === `/${code}`)).toHaveLength(10 - dropped)
     expect(dropped).toBeGreaterThanOrEqual(7)
     for (const l of lines) expect(l).toMatchObject({ msg: 'request', status: 302 })

@@ -2,12 +2,25 @@
 // failures mean, how a photo is found in a page, how a Range header is read, and the limiter's bounds. The
 // behaviour end to end (real yt-dlp, real fixture pages) is in media.test.ts.
 import { describe, expect, test } from 'bun:test'
-import { classifyFailure, errorLine, forwardedHeaders, mediaFilename, MAX_FORMATS, parseInfo } from '../../src/media/extract'
+import {
+  classifyFailure,
+  errorLine,
+  forwardedHeaders,
+  mediaFilename,
+  MAX_FORMATS,
+  parseInfo,
+} from '../../src/media/extract'
 import { findPhoto, photoExt } from '../../src/media/photo'
 import { createLimiter } from '../../src/media/runner'
 import { parseRange } from '../../src/media/delivery'
 
-const fmt = (over: Record<string, unknown>) => ({ format_id: 'f', ext: 'mp4', protocol: 'https', url: 'https://cdn.example/f.mp4', ...over })
+const fmt = (over: Record<string, unknown>) => ({
+  format_id: 'f',
+  ext: 'mp4',
+  protocol: 'https',
+  url: 'https://cdn.example/f.mp4',
+  ...over,
+})
 
 describe('parseInfo', () => {
   test('kinds follow the codecs, and the extension where yt-dlp knows no codec', () => {
@@ -34,8 +47,22 @@ describe('parseInfo', () => {
       ['mp3', 'audio'],
       ['plain', 'video+audio'],
     ])
-    expect(x).toMatchObject({ title: 'Clip', kind: 'video', extractor: 'Example', duration: 12.5, thumbnail: 'https://example.com/t.jpg' })
-    expect(x.formats[1]).toMatchObject({ width: 640, height: 360, fps: 25, vcodec: 'avc1', acodec: null, note: '360p', method: 'direct' })
+    expect(x).toMatchObject({
+      title: 'Clip',
+      kind: 'video',
+      extractor: 'Example',
+      duration: 12.5,
+      thumbnail: 'https://example.com/t.jpg',
+    })
+    expect(x.formats[1]).toMatchObject({
+      width: 640,
+      height: 360,
+      fps: 25,
+      vcodec: 'avc1',
+      acodec: null,
+      note: '360p',
+      method: 'direct',
+    })
   })
 
   test('HLS and DASH are fetched by yt-dlp; protocols the guard proxy cannot see are left out', () => {
@@ -63,12 +90,23 @@ describe('parseInfo', () => {
     const info = {
       title: 't',
       ext: 'mp4',
-      formats: [fmt({ format_id: 'v', vcodec: 'avc1', acodec: 'none', filesize: 100 }), fmt({ format_id: 'a', ext: 'm4a', vcodec: 'none', acodec: 'opus', filesize: 20 })],
+      formats: [
+        fmt({ format_id: 'v', vcodec: 'avc1', acodec: 'none', filesize: 100 }),
+        fmt({ format_id: 'a', ext: 'm4a', vcodec: 'none', acodec: 'opus', filesize: 20 }),
+      ],
       requested_formats: [{ format_id: 'v' }, { format_id: 'a' }],
     }
     expect(parseInfo(info, false)!.formats.map((f) => f.id)).toEqual(['v', 'a'])
     const merged = parseInfo(info, true)!.formats.at(-1)!
-    expect(merged).toMatchObject({ id: 'v+a', kind: 'video+audio', ext: 'mp4', method: 'ytdlp', filesize: 120, vcodec: 'avc1', acodec: 'opus' })
+    expect(merged).toMatchObject({
+      id: 'v+a',
+      kind: 'video+audio',
+      ext: 'mp4',
+      method: 'ytdlp',
+      filesize: 120,
+      vcodec: 'avc1',
+      acodec: 'opus',
+    })
   })
 
   test('nothing fetchable is null (the caller then looks for a photo)', () => {
@@ -79,7 +117,13 @@ describe('parseInfo', () => {
   })
 
   test('a playlist gives its first entry with formats; a single-URL answer is its own format', () => {
-    const x = parseInfo({ _type: 'playlist', entries: [null, { title: 'second', url: 'https://cdn.example/s.mp4', ext: 'mp4', format_id: '0' }] }, false)!
+    const x = parseInfo(
+      {
+        _type: 'playlist',
+        entries: [null, { title: 'second', url: 'https://cdn.example/s.mp4', ext: 'mp4', format_id: '0' }],
+      },
+      false,
+    )!
     expect(x.title).toBe('second')
     expect(x.formats.map((f) => f.id)).toEqual(['0'])
   })
@@ -93,7 +137,10 @@ describe('parseInfo', () => {
   })
 
   test('titles and notes are one bounded line; bad extensions become bin', () => {
-    const x = parseInfo({ title: `a\nb\u0000c${'x'.repeat(500)}`, formats: [fmt({ ext: '../../x', format_note: 'n\r\no' })] }, false)!
+    const x = parseInfo(
+      { title: `a\nb\u0000c${'x'.repeat(500)}`, formats: [fmt({ ext: '../../x', format_note: 'n\r\no' })] },
+      false,
+    )!
     expect(x.title).not.toMatch(/[\n\u0000]/)
     expect(x.title.length).toBeLessThanOrEqual(300)
     expect(x.formats[0]).toMatchObject({ ext: 'bin', note: 'n o' })
@@ -102,7 +149,14 @@ describe('parseInfo', () => {
 
 test('forwardedHeaders keeps the safe headers yt-dlp named, on one line', () => {
   expect(
-    forwardedHeaders({ 'User-Agent': 'UA', Referer: 'https://e.x/', Cookie: 'a=b', Host: 'evil', 'X-Other': '1', Accept: 'a\r\nInjected: 1' }),
+    forwardedHeaders({
+      'User-Agent': 'UA',
+      Referer: 'https://e.x/',
+      Cookie: 'a=b',
+      Host: 'evil',
+      'X-Other': '1',
+      Accept: 'a\r\nInjected: 1',
+    }),
   ).toEqual({ 'user-agent': 'UA', referer: 'https://e.x/', cookie: 'a=b' })
   expect(forwardedHeaders(null)).toEqual({})
 })
@@ -118,19 +172,31 @@ test('mediaFilename has no folders, no control characters, no leading dots', () 
 describe('failures', () => {
   test('classifyFailure tells the kinds apart', () => {
     expect(classifyFailure('ERROR: Unsupported URL: http://x/')).toBe('unsupported')
-    expect(classifyFailure('ERROR: [generic] None: Unable to download webpage: HTTP Error 404: Not Found')).toBe('upstream')
-    expect(classifyFailure('ERROR: Unable to download webpage: HTTP Error 403: Forbidden by linkbox-guard (private)')).toBe('private')
-    expect(classifyFailure('ERROR: Unable to download webpage: <urlopen error Tunnel connection failed: 403 Forbidden by linkbox-guard (private)>')).toBe('private')
-    expect(classifyFailure('ERROR: Unable to download webpage: <urlopen error Tunnel connection failed: 504 Gateway Timeout by linkbox-guard (timeout)>')).toBe('timeout')
+    expect(classifyFailure('ERROR: [generic] None: Unable to download webpage: HTTP Error 404: Not Found')).toBe(
+      'upstream',
+    )
+    expect(
+      classifyFailure('ERROR: Unable to download webpage: HTTP Error 403: Forbidden by linkbox-guard (private)'),
+    ).toBe('private')
+    expect(
+      classifyFailure(
+        'ERROR: Unable to download webpage: <urlopen error Tunnel connection failed: 403 Forbidden by linkbox-guard (private)>',
+      ),
+    ).toBe('private')
+    expect(
+      classifyFailure(
+        'ERROR: Unable to download webpage: <urlopen error Tunnel connection failed: 504 Gateway Timeout by linkbox-guard (timeout)>',
+      ),
+    ).toBe('timeout')
     // A site's own 403 is not the guard's.
     expect(classifyFailure('ERROR: Unable to download webpage: HTTP Error 403: Forbidden')).toBe('upstream')
     expect(classifyFailure('ERROR: Unable to download webpage: The read operation timed out')).toBe('timeout')
     expect(classifyFailure("ERROR: '-x' is not a valid URL")).toBe('invalid')
   })
 
-  test('errorLine is the last ERROR line without yt-dlp\'s advice, exception reprs or credentials', () => {
+  test("errorLine is the last ERROR line without yt-dlp's advice, exception reprs or credentials", () => {
     const stderr =
-      'WARNING: something\nERROR: [generic] None: Unable to download webpage: HTTP Error 404: Not Found (caused by <HTTPError 404: \'Not Found\'>); ' +
+      "WARNING: something\nERROR: [generic] None: Unable to download webpage: HTTP Error 404: Not Found (caused by <HTTPError 404: 'Not Found'>); " +
       'please report this issue on https://github.com/yt-dlp/yt-dlp/issues?q= , filling out the template.\n'
     expect(errorLine(stderr)).toBe('Unable to download webpage: HTTP Error 404: Not Found')
     expect(errorLine('ERROR: proxy http://u:secret@127.0.0.1:1/ failed')).toBe('proxy http://127.0.0.1:1/ failed')
@@ -145,16 +211,31 @@ describe('findPhoto', () => {
       <meta content="/img/7.jpg?w=1&amp;h=2" property="og:image">
       <meta property='og:image:width' content='800'><meta property="og:image:height" content="600">
       <meta property="og:title" content="Sunset &amp; sea"></head></html>`
-    expect(findPhoto(html, page)).toEqual({ url: 'https://photos.example/img/7.jpg?w=1&h=2', title: 'Sunset & sea', width: 800, height: 600 })
+    expect(findPhoto(html, page)).toEqual({
+      url: 'https://photos.example/img/7.jpg?w=1&h=2',
+      title: 'Sunset & sea',
+      width: 800,
+      height: 600,
+    })
   })
 
   test('twitter:image when there is no og:image; the <title> when there is no og:title', () => {
     const html = '<title>A &lt;b&gt; day</title><meta name="twitter:image" content="pic.png">'
-    expect(findPhoto(html, page)).toEqual({ url: 'https://photos.example/album/pic.png', title: 'A <b> day', width: null, height: null })
+    expect(findPhoto(html, page)).toEqual({
+      url: 'https://photos.example/album/pic.png',
+      title: 'A <b> day',
+      width: null,
+      height: null,
+    })
   })
 
   test('secure_url first; javascript: and data: are not pictures', () => {
-    expect(findPhoto('<meta property="og:image" content="http://a/x.jpg"><meta property="og:image:secure_url" content="https://a/x.jpg">', page)!.url).toBe('https://a/x.jpg')
+    expect(
+      findPhoto(
+        '<meta property="og:image" content="http://a/x.jpg"><meta property="og:image:secure_url" content="https://a/x.jpg">',
+        page,
+      )!.url,
+    ).toBe('https://a/x.jpg')
     expect(findPhoto('<meta property="og:image" content="javascript:alert(1)">', page)).toBeNull()
     expect(findPhoto('<meta property="og:image" content="data:image/png;base64,AAAA">', page)).toBeNull()
     expect(findPhoto('<p>no meta here</p>', page)).toBeNull()

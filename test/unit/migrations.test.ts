@@ -48,7 +48,11 @@ const dump = (db: Database) => ({
   click_days: db.query('SELECT link_id, day, clicks, bots FROM click_days ORDER BY 1, 2').all(),
 })
 const indexes = (db: Database) =>
-  (db.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[]).map((r) => r.name)
+  (
+    db
+      .query("SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+      .all() as { name: string }[]
+  ).map((r) => r.name)
 
 test('a version 1 database migrates with every row, id, index and aggregate kept', () => {
   const path = version1Database()
@@ -64,7 +68,9 @@ test('a version 1 database migrates with every row, id, index and aggregate kept
     const after = dump(db) as Record<string, any[]>
     expect(after.accounts!.map((a) => a.disabled)).toEqual((before as Record<string, any[]>).accounts!.map(() => null))
     // Migration 16 (the audit log) adds accounts.last_signin, null (never) for every account that was there.
-    expect(after.accounts!.map((a) => a.last_signin)).toEqual((before as Record<string, any[]>).accounts!.map(() => null))
+    expect(after.accounts!.map((a) => a.last_signin)).toEqual(
+      (before as Record<string, any[]>).accounts!.map(() => null),
+    )
     after.accounts = after.accounts!.map(({ disabled: _, last_signin: __, ...rest }) => rest)
     // Migration 11 adds links.disabled, null (live) for every link that was there.
     expect(after.links!.map((l) => l.disabled)).toEqual((before as Record<string, any[]>).links!.map(() => null))
@@ -75,16 +81,26 @@ test('a version 1 database migrates with every row, id, index and aggregate kept
     )
     // Migration 22 adds links.title ('': none) for every link that was there.
     expect(after.links!.map((l) => l.title)).toEqual((before as Record<string, any[]>).links!.map(() => ''))
-    after.links = after.links!.map(({ disabled: _, max_visits: _m, visits_used: _v, rules: _r, split: _s, title: _t, ...rest }) => rest)
+    after.links = after.links!.map(
+      ({ disabled: _, max_visits: _m, visits_used: _v, rules: _r, split: _s, title: _t, ...rest }) => rest,
+    )
     expect(after).toEqual(before)
     // Migrations 5 to 12, 14 and 20 add the mail, media, webhook, session, form token, report, tag, audit,
     // flash, daily count and visitor hash tables and their indexes (named mail…, media…, webhook…, web_sessions…,
     // form_tokens…, link_reports…, link_tags…, audit_log…, flashes…, daily_counts…, visitor_hashes…); the others
     // are kept.
-    expect(indexes(db).filter((n) => !/^(mail|media|webhook|web_sessions|form_tokens|link_reports|link_tags|audit_log|flashes|daily_counts|visitor_hashes)/.test(n))).toEqual(indexesBefore)
+    expect(
+      indexes(db).filter(
+        (n) =>
+          !/^(mail|media|webhook|web_sessions|form_tokens|link_reports|link_tags|audit_log|flashes|daily_counts|visitor_hashes)/.test(
+            n,
+          ),
+      ),
+    ).toEqual(indexesBefore)
     expect(db.query('PRAGMA foreign_key_check').all()).toEqual([])
     // Migration 3: each day's names become the JSON of its row, and each month adds up its days.
-    const json = (rows: unknown[]): unknown[] => (rows as { dims: string }[]).map((r) => ({ ...r, dims: JSON.parse(r.dims) }))
+    const json = (rows: unknown[]): unknown[] =>
+      (rows as { dims: string }[]).map((r) => ({ ...r, dims: JSON.parse(r.dims) }))
     expect(json(db.query('SELECT link_id, day, dims FROM click_days ORDER BY 1, 2').all())).toEqual([
       { link_id: 1, day: '2026-01-01', dims: { source: { direct: 4 } } },
       { link_id: 1, day: '2026-01-02', dims: { browser: { Chrome: 3 } } },
@@ -104,8 +120,14 @@ test('a version 1 database migrates with every row, id, index and aggregate kept
     expect(db.query('SELECT count(*) AS n FROM click_months WHERE link_id = 1').get()).toEqual({ n: 0 })
     expect(db.query('SELECT count(*) AS n FROM click_days').get()).toEqual({ n: 2 })
     // Every table is AUTOINCREMENT now.
-    const sql = db.query("SELECT name, sql FROM sqlite_master WHERE name IN ('accounts', 'api_keys', 'links')").all() as { name: string; sql: string }[]
-    for (const t of sql) expect({ table: t.name, autoincrement: /AUTOINCREMENT/.test(t.sql) }).toEqual({ table: t.name, autoincrement: true })
+    const sql = db
+      .query("SELECT name, sql FROM sqlite_master WHERE name IN ('accounts', 'api_keys', 'links')")
+      .all() as { name: string; sql: string }[]
+    for (const t of sql)
+      expect({ table: t.name, autoincrement: /AUTOINCREMENT/.test(t.sql) }).toEqual({
+        table: t.name,
+        autoincrement: true,
+      })
   } finally {
     db.close()
   }
@@ -115,13 +137,23 @@ test('after deleting the newest row, the next insert gets a new id (links, accou
   const db = openDatabase(join(version1Database(), '..', 'linkbox.db'))
   try {
     db.exec('DELETE FROM links WHERE id = 5')
-    const link = db.query("INSERT INTO links (code, long_url, created, updated) VALUES ('new111', 'https://new.example/', 1, 1) RETURNING id").get()
+    const link = db
+      .query(
+        "INSERT INTO links (code, long_url, created, updated) VALUES ('new111', 'https://new.example/', 1, 1) RETURNING id",
+      )
+      .get()
     expect(link).toEqual({ id: 6 })
 
     db.exec('DELETE FROM api_keys WHERE id = 2')
     db.exec('DELETE FROM accounts WHERE id = 2')
     expect(db.query("INSERT INTO accounts (name, created) VALUES ('carol', 1) RETURNING id").get()).toEqual({ id: 3 })
-    expect(db.query("INSERT INTO api_keys (account_id, prefix, hash, scopes, created) VALUES (3, 'p', 'h3', 'links', 1) RETURNING id").get()).toEqual({ id: 3 })
+    expect(
+      db
+        .query(
+          "INSERT INTO api_keys (account_id, prefix, hash, scopes, created) VALUES (3, 'p', 'h3', 'links', 1) RETURNING id",
+        )
+        .get(),
+    ).toEqual({ id: 3 })
   } finally {
     db.close()
   }
@@ -136,14 +168,18 @@ test('a rebuild that would orphan rows is refused and leaves the database at its
   expect(() => openDatabase(path)).toThrow(/migration 2 .*"click_days" without their "links" row/)
   const after = new Database(path, { strict: true })
   expect(after.query('PRAGMA user_version').get()).toEqual({ user_version: 1 })
-  expect((after.query("SELECT sql FROM sqlite_master WHERE name = 'links'").get() as { sql: string }).sql).not.toContain('AUTOINCREMENT')
+  expect(
+    (after.query("SELECT sql FROM sqlite_master WHERE name = 'links'").get() as { sql: string }).sql,
+  ).not.toContain('AUTOINCREMENT')
   after.close()
 })
 
 test('migration 3: a month keeps its 200 busiest names per dimension, the rest summed as "other"', () => {
   const path = version1Database()
   const raw = new Database(path, { strict: true })
-  raw.exec("INSERT INTO click_days (link_id, day, clicks, bots) VALUES (1, '2026-02-01', 0, 0), (1, '2026-02-02', 0, 0)")
+  raw.exec(
+    "INSERT INTO click_days (link_id, day, clicks, bots) VALUES (1, '2026-02-01', 0, 0), (1, '2026-02-02', 0, 0)",
+  )
   const put = raw.query("INSERT INTO click_dims (link_id, day, dim, name, clicks) VALUES (1, ?1, 'source', ?2, ?3)")
   // 250 names over two days: h0…h99 on both (2 clicks each), h100…h249 on one of them (1 click each).
   for (let i = 0; i < 150; i++) put.run('2026-02-01', `h${i}`, 1)
@@ -153,7 +189,9 @@ test('migration 3: a month keeps its 200 busiest names per dimension, the rest s
   raw.close()
   const db = openDatabase(path)
   try {
-    const row = db.query("SELECT dims FROM click_months WHERE link_id = 1 AND month = '2026-02'").get() as { dims: string }
+    const row = db.query("SELECT dims FROM click_months WHERE link_id = 1 AND month = '2026-02'").get() as {
+      dims: string
+    }
     const source = new Map(Object.entries(JSON.parse(row.dims).source as Record<string, number>))
     expect(source.size).toBe(201)
     for (let i = 0; i < 100; i++) expect(source.get(`h${i}`)).toBe(2)
@@ -168,15 +206,23 @@ test('migration 7: the webhook tables, and an account deleted takes its endpoint
   const db = openDatabase(version1Database())
   try {
     expect(indexes(db).filter((n) => n.startsWith('webhook'))).toEqual([
-      'webhook_deliveries_due', 'webhook_deliveries_event', 'webhook_endpoints_account',
+      'webhook_deliveries_due',
+      'webhook_deliveries_event',
+      'webhook_endpoints_account',
     ])
     db.exec(`
       INSERT INTO webhook_endpoints (account_id, url, events, secret, created) VALUES (2, 'https://hook.example/', 'link.created', 'whsec_x', 1);
       INSERT INTO webhook_events (account_id, type, created, payload) VALUES (2, 'link.created', 1, '{}');
       INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (1, 1, 'pending', 1);
     `)
-    expect(db.query('SELECT enabled, failing, disabled_reason FROM webhook_endpoints').get()).toEqual({ enabled: 1, failing: 0, disabled_reason: null })
-    expect(() => db.exec("INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (1, 1, 'pending', 2)")).toThrow(/UNIQUE/)
+    expect(db.query('SELECT enabled, failing, disabled_reason FROM webhook_endpoints').get()).toEqual({
+      enabled: 1,
+      failing: 0,
+      disabled_reason: null,
+    })
+    expect(() =>
+      db.exec("INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (1, 1, 'pending', 2)"),
+    ).toThrow(/UNIQUE/)
     expect(() => db.exec("UPDATE webhook_deliveries SET state = 'sent'")).toThrow(/CHECK/)
     db.exec('DELETE FROM api_keys WHERE account_id = 2')
     db.exec('DELETE FROM accounts WHERE id = 2')
@@ -220,7 +266,9 @@ test('migration 9: events keep their ids and get msg_<id>; new ones a random web
       { event_id: 2, state: 'pending' },
     ])
     // The deleted event 3's id is not given again; a new event's webhook-id is random, never its row number.
-    const insert = db.query("INSERT INTO webhook_events (account_id, type, created, payload) VALUES (1, 'link.created', 4, '{}') RETURNING id, webhook_id")
+    const insert = db.query(
+      "INSERT INTO webhook_events (account_id, type, created, payload) VALUES (1, 'link.created', 4, '{}') RETURNING id, webhook_id",
+    )
     const a = insert.get() as { id: number; webhook_id: string }
     const b = insert.get() as { id: number; webhook_id: string }
     expect([a.id, b.id]).toEqual([4, 5])

@@ -76,7 +76,8 @@ describe('a service with a public base_url behind a proxy, listening on every ad
   const status = async (url: string) => (await box.post('/api/getLink.json', { url })).status
 
   test('its own origin is refused, in upper case and with the default port written', async () => {
-    for (const url of ['https://s.example.net/x', 'HTTPS://S.EXAMPLE.NET:443/x', 'https://s.example.net./x']) expect(await status(url)).toBe(400)
+    for (const url of ['https://s.example.net/x', 'HTTPS://S.EXAMPLE.NET:443/x', 'https://s.example.net./x'])
+      expect(await status(url)).toBe(400)
   })
 
   test('plain http on the same name is refused: a proxy sends it on to https, that is to the service', async () => {
@@ -89,7 +90,8 @@ describe('a service with a public base_url behind a proxy, listening on every ad
   })
 
   test('the listening port on a loopback spelling is the service itself (it listens there too)', async () => {
-    for (const url of ['http://127.0.0.1:8080/', 'http://localhost:8080/', 'http://[::1]:8080/']) expect(await status(url)).toBe(400)
+    for (const url of ['http://127.0.0.1:8080/', 'http://localhost:8080/', 'http://[::1]:8080/'])
+      expect(await status(url)).toBe(400)
     expect(await status('http://127.0.0.1:9090/')).toBe(200)
   })
 })

@@ -4,7 +4,12 @@ import { expect, test } from 'bun:test'
 import { createPipeline, type PeerSource } from '../../src/web/pipeline'
 import { createLogger } from '../../src/kernel/log'
 
-const ADDRESS: Record<string, string> = { '/hot': '198.51.100.1', '/sync': '198.51.100.2', '/a': '198.51.100.3', '/b': '198.51.100.4' }
+const ADDRESS: Record<string, string> = {
+  '/hot': '198.51.100.1',
+  '/sync': '198.51.100.2',
+  '/a': '198.51.100.3',
+  '/b': '198.51.100.4',
+}
 
 function setup() {
   const lines: string[] = []
@@ -43,7 +48,10 @@ function setup() {
   })
   const requestLines = async () => {
     logger.flush()
-    return lines.flatMap((t) => t.trimEnd().split('\n')).map((l) => JSON.parse(l)).filter((l) => l.msg === 'request')
+    return lines
+      .flatMap((t) => t.trimEnd().split('\n'))
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.msg === 'request')
   }
   return { pipeline, peers, seen, askedCount: () => asked, requestLines, logger }
 }
@@ -56,7 +64,10 @@ test('a hot route, a synchronous answer and an async one each ask the socket onc
   await t.pipeline.fetch(new Request('http://x/sync'), t.peers)
   expect(t.askedCount()).toBe(2)
   // Two async answers in flight at once: each keeps its own address past its await.
-  const [a, b] = await Promise.all([t.pipeline.fetch(new Request('http://x/a'), t.peers), t.pipeline.fetch(new Request('http://x/b'), t.peers)])
+  const [a, b] = await Promise.all([
+    t.pipeline.fetch(new Request('http://x/a'), t.peers),
+    t.pipeline.fetch(new Request('http://x/b'), t.peers),
+  ])
   expect(await a.text()).toBe('async')
   expect(await b.text()).toBe('async')
   expect(t.askedCount()).toBe(4)
@@ -78,7 +89,8 @@ test('a hot route that reads first answers after its read, or passes the request
       async (request, id) => {
         asked.push('reads')
         await Bun.sleep(2)
-        if (request.url.endsWith('/known')) return new Response(null, { status: 302, headers: { location: 'https://example.com/', 'x-request-id': id } })
+        if (request.url.endsWith('/known'))
+          return new Response(null, { status: 302, headers: { location: 'https://example.com/', 'x-request-id': id } })
         if (request.url.endsWith('/broken')) throw new Error('the read failed')
         return undefined
       },
@@ -95,7 +107,11 @@ test('a hot route that reads first answers after its read, or passes the request
     clientIpOf: (peer) => peer ?? 'unknown',
   })
   const known = await pipeline.handle(new Request('http://x/known', { headers: { 'x-request-id': 'abc-1' } }))
-  expect([known.status, known.headers.get('location'), known.headers.get('x-request-id')]).toEqual([302, 'https://example.com/', 'abc-1'])
+  expect([known.status, known.headers.get('location'), known.headers.get('x-request-id')]).toEqual([
+    302,
+    'https://example.com/',
+    'abc-1',
+  ])
   expect(asked.splice(0)).toEqual(['reads'])
   expect(await (await pipeline.handle(new Request('http://x/second'))).text()).toBe('second')
   expect(asked.splice(0)).toEqual(['reads', 'second'])
@@ -106,6 +122,14 @@ test('a hot route that reads first answers after its read, or passes the request
   expect(broken.status).toBe(500)
   expect(asked.splice(0)).toEqual(['reads'])
   logger.flush()
-  const logged = lines.flatMap((t) => t.trimEnd().split('\n')).map((l) => JSON.parse(l)).filter((l) => l.msg === 'request')
-  expect(logged.map((l) => [l.path, l.status])).toEqual([['/known', 302], ['/second', 200], ['/other', 200], ['/broken', 500]])
+  const logged = lines
+    .flatMap((t) => t.trimEnd().split('\n'))
+    .map((l) => JSON.parse(l))
+    .filter((l) => l.msg === 'request')
+  expect(logged.map((l) => [l.path, l.status])).toEqual([
+    ['/known', 302],
+    ['/second', 200],
+    ['/other', 200],
+    ['/broken', 500],
+  ])
 })

@@ -15,18 +15,21 @@ beforeAll(async () => {
 afterAll(() => box.cleanup())
 
 const files = () => (existsSync(cacheDir) ? readdirSync(cacheDir).sort() : [])
-const create = async (url: string) => (await box.post('/api/getLink.json', { url }, { 'x-api-key': key })).body.return.hex as string
-const remove = async (hex: string) => expect((await box.post('/api/delete.json', { code: hex }, { 'x-api-key': key })).status).toBe(200)
+const create = async (url: string) =>
+  (await box.post('/api/getLink.json', { url }, { 'x-api-key': key })).body.return.hex as string
+const remove = async (hex: string) =>
+  expect((await box.post('/api/delete.json', { code: hex }, { 'x-api-key': key })).status).toBe(200)
 
 /** Waits for the event loop to run what a settled rendering scheduled (a bounded number of turns, no clock). */
 async function settle(until: () => boolean) {
   for (let i = 0; i < 100 && !until(); i++) await new Promise((r) => setImmediate(r))
 }
 
-test("deleting a link removes its cached images, and only its own", async () => {
+test('deleting a link removes its cached images, and only its own', async () => {
   const kept = await create('https://example.com/kept')
   const gone = await create('https://example.com/gone')
-  for (const hex of [kept, gone]) for (const ext of ['png', 'svg']) expect((await box.request(`/qr/${hex}.${ext}`)).status).toBe(200)
+  for (const hex of [kept, gone])
+    for (const ext of ['png', 'svg']) expect((await box.request(`/qr/${hex}.${ext}`)).status).toBe(200)
   const before = files()
   expect(before).toHaveLength(4)
   await remove(gone)

@@ -3,7 +3,13 @@
 // take turns. Renderers with tiny queues, as in qr-worker.test.ts.
 import { afterAll, describe, expect, test } from 'bun:test'
 import { AppError } from '../../src/kernel/errors'
-import { callerLane, createQrRenderer, PUBLIC_LANE, type QrRenderer, type QrRendererOptions } from '../../src/qr/renderer'
+import {
+  callerLane,
+  createQrRenderer,
+  PUBLIC_LANE,
+  type QrRenderer,
+  type QrRendererOptions,
+} from '../../src/qr/renderer'
 import { parseQrSettings } from '../../src/qr/service'
 import { makeBox } from '../support/app'
 
@@ -44,7 +50,17 @@ describe('the renderer', () => {
     }
     expect(r.waiting).toBe(5)
     const settled = Object.fromEntries(await Promise.all(Object.entries(results).map(async ([k, v]) => [k, await v])))
-    expect(settled).toEqual({ drawing: 'ok', a1: 'ok', a2: 'ok', a3: 503, b1: 'ok', b2: 'ok', c1: 503, p1: 'ok', p2: 503 })
+    expect(settled).toEqual({
+      drawing: 'ok',
+      a1: 'ok',
+      a2: 'ok',
+      a3: 503,
+      b1: 'ok',
+      b2: 'ok',
+      c1: 503,
+      p1: 'ok',
+      p2: 503,
+    })
     expect(r.waiting).toBe(0)
   }, 30_000)
 

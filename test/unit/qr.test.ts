@@ -78,7 +78,15 @@ describe('qr.json answers', () => {
     expect(r.status).toBe(200)
     expect(r.body.status).toBe('success')
     const { data_uri, ...rest } = r.body.return
-    expect(rest).toEqual({ format: 'png', mime: 'image/png', size: 300, ecc: 'M', fg: '000000', bg: 'ffffff', margin: 4 })
+    expect(rest).toEqual({
+      format: 'png',
+      mime: 'image/png',
+      size: 300,
+      ecc: 'M',
+      fg: '000000',
+      bg: 'ffffff',
+      margin: 4,
+    })
     const png = readPng(fromDataUri(data_uri, 'image/png'))
     expect([png.width, png.height]).toEqual([300, 300])
     expect(decode(png).data).toBe('hello world')
@@ -171,7 +179,15 @@ describe('qr.json answers', () => {
   test('empty optional parameters mean their defaults', async () => {
     const r = await qrJson({ data: 'e', format: '', fg: '', bg: '', ecc: '', size: '', margin: '', raw: '' })
     const { data_uri: _, ...rest } = r.body.return
-    expect(rest).toEqual({ format: 'png', mime: 'image/png', size: 300, ecc: 'M', fg: '000000', bg: 'ffffff', margin: 4 })
+    expect(rest).toEqual({
+      format: 'png',
+      mime: 'image/png',
+      size: 300,
+      ecc: 'M',
+      fg: '000000',
+      bg: 'ffffff',
+      margin: 4,
+    })
   })
 
   test('raw=1 answers with the PNG itself', async () => {
@@ -300,7 +316,7 @@ describe('qr.json refuses', () => {
 
   test('a key without the qr scope → 403 scope_denied', async () => {
     await box.account('links-only')
-    const { key: linksKey } = (await box.accounts.createKey({ account: 'links-only', scopes: ['links'] }))
+    const { key: linksKey } = await box.accounts.createKey({ account: 'links-only', scopes: ['links'] })
     const r = await qrJson({ data: 'x' }, { 'x-api-key': linksKey })
     expect([r.status, r.body.code]).toEqual([403, 'scope_denied'])
     expect(r.body.message).toContain('"qr"')
@@ -318,10 +334,14 @@ describe('qr.json refuses', () => {
 test('qr.json is reachable through the marketplace proxy without a key', async () => {
   const mp = await makeBox({ marketplace: { proxy_secret: 'proxy-secret' } })
   try {
-    const r = await mp.get('/api/qr.json', { data: 'mp' }, {
-      'X-RapidAPI-Proxy-Secret': 'proxy-secret',
-      'X-RapidAPI-User': 'someone',
-    })
+    const r = await mp.get(
+      '/api/qr.json',
+      { data: 'mp' },
+      {
+        'X-RapidAPI-Proxy-Secret': 'proxy-secret',
+        'X-RapidAPI-User': 'someone',
+      },
+    )
     expect(r.status).toBe(200)
     expect(decode(readPng(fromDataUri(r.body.return.data_uri, 'image/png'))).data).toBe('mp')
   } finally {
@@ -388,8 +408,16 @@ describe('public /qr/<code> images', () => {
 
   test('unknown codes and malformed names → 404 page, and nothing is written', async () => {
     const before = existsSync(cacheDir) ? readdirSync(cacheDir).length : 0
-    for (const path of ['/qr/nope42.png', '/qr/nope42.svg', '/qr/abc.gif', '/qr/abc', '/qr/a.b.png', '/qr/.png',
-      '/qr/%2E%2E%2Flinkbox.png', `/qr/${'a'.repeat(65)}.png`]) {
+    for (const path of [
+      '/qr/nope42.png',
+      '/qr/nope42.svg',
+      '/qr/abc.gif',
+      '/qr/abc',
+      '/qr/a.b.png',
+      '/qr/.png',
+      '/qr/%2E%2E%2Flinkbox.png',
+      `/qr/${'a'.repeat(65)}.png`,
+    ]) {
       const res = await box.request(path)
       expect(res.status).toBe(404)
       expect(res.headers.get('content-type')).toContain('text/html')
@@ -413,7 +441,9 @@ describe('public /qr/<code> images', () => {
     const original = Buffer.from(await (await box.request(`/qr/${hex}.png`)).arrayBuffer())
     const file = readdirSync(cacheDir).find((f) => readFileSync(join(cacheDir, f)).equals(original))!
     // Put another (valid) image in its place: a second app on the same data dir must serve that one.
-    const other = Buffer.from(await (await box.request(`/api/qr.json?data=other&raw=1`, { headers: { 'x-api-key': key } })).arrayBuffer())
+    const other = Buffer.from(
+      await (await box.request(`/api/qr.json?data=other&raw=1`, { headers: { 'x-api-key': key } })).arrayBuffer(),
+    )
     const backup = join(box.dir, 'backup.png')
     copyFileSync(join(cacheDir, file), backup)
     writeFileSync(join(cacheDir, file), other)

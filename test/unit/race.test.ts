@@ -48,15 +48,27 @@ describe('update.json while its password hash is pending', () => {
   })
   afterAll(() => box.cleanup())
   const rowOf = (code: string) =>
-    box.db.query('SELECT id, code, long_url, account_id, mode, password_hash, expires FROM links WHERE code = ?').get(code) as
-      | { id: number; code: string; long_url: string; account_id: number; mode: string; password_hash: string | null; expires: number | null }
-      | null
+    box.db
+      .query('SELECT id, code, long_url, account_id, mode, password_hash, expires FROM links WHERE code = ?')
+      .get(code) as {
+      id: number
+      code: string
+      long_url: string
+      account_id: number
+      mode: string
+      password_hash: string | null
+      expires: number | null
+    } | null
 
   test(`a delete and another account's create in the window: the update gets 404, the new link is untouched (${ROUNDS} rounds)`, async () => {
     for (let i = 0; i < ROUNDS; i++) {
       // Even rounds: bob takes the freed alias itself; odd rounds: bob gets a generated code.
       const alias = `race${i}`
-      const made = await box.post('/api/getLink.json', { url: `https://alice.example/${i}`, ...(i % 2 === 0 ? { alias } : {}) }, A())
+      const made = await box.post(
+        '/api/getLink.json',
+        { url: `https://alice.example/${i}`, ...(i % 2 === 0 ? { alias } : {}) },
+        A(),
+      )
       expect(made.status).toBe(200)
       const code = made.body.return.hex as string
       const aliceId = rowOf(code)!.id
@@ -71,7 +83,13 @@ describe('update.json while its password hash is pending', () => {
       expect((await box.post('/api/delete.json', { code }, A())).status).toBe(200)
       const bobs = await box.post(
         '/api/getLink.json',
-        { url: `https://bob.example/${i}`, password: 'bob-secret', mode: 'preview', expire: '86400', ...(i % 2 === 0 ? { alias } : {}) },
+        {
+          url: `https://bob.example/${i}`,
+          password: 'bob-secret',
+          mode: 'preview',
+          expire: '86400',
+          ...(i % 2 === 0 ? { alias } : {}),
+        },
         B(),
       )
       expect(bobs.status).toBe(200)
@@ -79,7 +97,11 @@ describe('update.json while its password hash is pending', () => {
       const before = rowOf(bobCode)!
       hasher.release()
       const answer = await pending
-      expect({ round: i, status: answer.status, code: answer.body.code }).toEqual({ round: i, status: 404, code: 'not_found' })
+      expect({ round: i, status: answer.status, code: answer.body.code }).toEqual({
+        round: i,
+        status: 404,
+        code: 'not_found',
+      })
       expect(rowOf(bobCode)).toEqual(before)
       expect(before).toMatchObject({ long_url: `https://bob.example/${i}`, mode: 'preview' })
       expect(await Bun.password.verify('bob-secret', before.password_hash!)).toBe(true)
@@ -90,39 +112,59 @@ describe('update.json while its password hash is pending', () => {
 
   test(`a delete in the window gives 404, not 500 (${ROUNDS} rounds)`, async () => {
     for (let i = 0; i < ROUNDS; i++) {
-      const code = (await box.post('/api/getLink.json', { url: `https://alice.example/d${i}` }, A())).body.return.hex as string
+      const code = (await box.post('/api/getLink.json', { url: `https://alice.example/d${i}` }, A())).body.return
+        .hex as string
       const held = hasher.holdNext()
       const pending = box.post('/api/update.json', { code, password: 'new-pass' }, A())
       await held
       expect((await box.post('/api/delete.json', { code }, A())).status).toBe(200)
       hasher.release()
       const answer = await pending
-      expect({ round: i, status: answer.status, code: answer.body.code }).toEqual({ round: i, status: 404, code: 'not_found' })
+      expect({ round: i, status: answer.status, code: answer.body.code }).toEqual({
+        round: i,
+        status: 404,
+        code: 'not_found',
+      })
       expect(rowOf(code)).toBeNull()
     }
   })
 
   test(`two concurrent updates of different fields both stick (${ROUNDS} rounds)`, async () => {
     for (let i = 0; i < ROUNDS; i++) {
-      const code = (await box.post('/api/getLink.json', { url: `https://alice.example/u${i}` }, A())).body.return.hex as string
+      const code = (await box.post('/api/getLink.json', { url: `https://alice.example/u${i}` }, A())).body.return
+        .hex as string
       const held = hasher.holdNext()
       const withPassword = box.post('/api/update.json', { code, password: 'pass-1' }, A())
       await held
-      const other = await box.post('/api/update.json', { code, url: `https://alice.example/moved${i}`, mode: 'preview' }, A())
+      const other = await box.post(
+        '/api/update.json',
+        { code, url: `https://alice.example/moved${i}`, mode: 'preview' },
+        A(),
+      )
       expect(other.status).toBe(200)
       hasher.release()
       const answer = await withPassword
       expect(answer.status).toBe(200)
       // The answer is the link as stored after both: the other update's fields are there too.
-      expect(answer.body.return).toMatchObject({ long_url: `https://alice.example/moved${i}`, mode: 'preview', password: true })
+      expect(answer.body.return).toMatchObject({
+        long_url: `https://alice.example/moved${i}`,
+        mode: 'preview',
+        password: true,
+      })
       const row = rowOf(code)!
-      expect({ round: i, long_url: row.long_url, mode: row.mode }).toEqual({ round: i, long_url: `https://alice.example/moved${i}`, mode: 'preview' })
+      expect({ round: i, long_url: row.long_url, mode: row.mode }).toEqual({
+        round: i,
+        long_url: `https://alice.example/moved${i}`,
+        mode: 'preview',
+      })
       expect(await Bun.password.verify('pass-1', row.password_hash!)).toBe(true)
     }
   })
 
   test('an update that sends only a password leaves the expiry and mode as they are', async () => {
-    const code = (await box.post('/api/getLink.json', { url: 'https://alice.example/keep', mode: 'frame', expire: '3600' }, A())).body.return.hex
+    const code = (
+      await box.post('/api/getLink.json', { url: 'https://alice.example/keep', mode: 'frame', expire: '3600' }, A())
+    ).body.return.hex
     const before = rowOf(code)!
     const r = await box.post('/api/update.json', { code, password: 'x' }, A())
     expect(r.status).toBe(200)
@@ -135,8 +177,10 @@ test('clicks buffered for a deleted link are not credited to the next link creat
   try {
     const key = await box.account('carol')
     const ua = { 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0' }
-    const old = (await box.post('/api/getLink.json', { url: 'https://old.example/' }, { 'x-api-key': key })).body.return.hex
-    for (let i = 0; i < 3; i++) expect((await box.request(`/${old}`, { redirect: 'manual', headers: ua })).status).toBe(302)
+    const old = (await box.post('/api/getLink.json', { url: 'https://old.example/' }, { 'x-api-key': key })).body.return
+      .hex
+    for (let i = 0; i < 3; i++)
+      expect((await box.request(`/${old}`, { redirect: 'manual', headers: ua })).status).toBe(302)
     expect(box.recorder.pending).toBe(3)
     expect((await box.post('/api/delete.json', { code: old }, { 'x-api-key': key })).status).toBe(200)
     const next = (await box.post('/api/getLink.json', { url: 'https://next.example/' })).body.return.hex

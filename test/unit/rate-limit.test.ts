@@ -100,7 +100,8 @@ describe('the window', () => {
             c.at(t)
             if (c.limiter.hit('x', limit).allowed) allowedAt.push(t)
           }
-          for (let i = limit; i < allowedAt.length; i++) expect(allowedAt[i]! - allowedAt[i - limit]!).toBeGreaterThanOrEqual(60_000)
+          for (let i = limit; i < allowedAt.length; i++)
+            expect(allowedAt[i]! - allowedAt[i - limit]!).toBeGreaterThanOrEqual(60_000)
         },
       ),
       { numRuns: 300 },
@@ -163,7 +164,9 @@ describe('the bound on buckets', () => {
     const ms = performance.now() - started
     Bun.gc(true)
     const mib = (process.memoryUsage().heapUsed - before) / 2 ** 20
-    console.log(`rate limiter worst case: ${c.limiter.size} buckets, ${mib.toFixed(1)} MiB heap, ${((ms * 1e6) / 6_100_000).toFixed(0)} ns a hit`)
+    console.log(
+      `rate limiter worst case: ${c.limiter.size} buckets, ${mib.toFixed(1)} MiB heap, ${((ms * 1e6) / 6_100_000).toFixed(0)} ns a hit`,
+    )
     expect(c.limiter.size).toBe(100_000)
     c.limiter.hit('one more', 600)
     expect(c.limiter.size).toBe(100_000)

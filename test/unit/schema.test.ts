@@ -55,7 +55,10 @@ describe('violation: the keywords as JSON Schema defines them', () => {
 
 describe('coerce: what form text stands for', () => {
   const p = (schema: ApiParam['schema'], caseInsensitive = false): ApiParam => ({
-    name: 'p', schema, caseInsensitive, error: { code: 'x', messages: { default: 'x' } },
+    name: 'p',
+    schema,
+    caseInsensitive,
+    error: { code: 'x', messages: { default: 'x' } },
   })
   test('digits are integers, 1/0/true/false booleans, other text stays text; JSON values stay as sent', () => {
     expect(coerce(p(Type.Integer()), '005')).toBe(5)
@@ -79,7 +82,8 @@ describe('the declared parameters', () => {
     for (const m of b.methods)
       for (const p of m.params) {
         assertCheckable(p.schema, `${m.path} ${p.name}`)
-        for (const message of Object.values(p.error.messages)) expect(message, `${m.path} ${p.name}`).toContain(`"${p.name}"`)
+        for (const message of Object.values(p.error.messages))
+          expect(message, `${m.path} ${p.name}`).toContain(`"${p.name}"`)
       }
   })
 
@@ -94,8 +98,19 @@ describe('the declared parameters', () => {
 
   test('checkParams: absent values, the required ones, and the first broken parameter in declared order', () => {
     const params: ApiParam[] = [
-      { name: 'a', required: true, absent: [''], schema: Type.String({ minLength: 2 }), error: { code: 'bad_a', messages: { default: 'The parameter "a" is short.' } } },
-      { name: 'b', absent: ['', null], schema: Type.Integer({ maximum: 9 }), error: { code: 'bad_b', messages: { default: 'The parameter "b" is big.' } } },
+      {
+        name: 'a',
+        required: true,
+        absent: [''],
+        schema: Type.String({ minLength: 2 }),
+        error: { code: 'bad_a', messages: { default: 'The parameter "a" is short.' } },
+      },
+      {
+        name: 'b',
+        absent: ['', null],
+        schema: Type.Integer({ maximum: 9 }),
+        error: { code: 'bad_b', messages: { default: 'The parameter "b" is big.' } },
+      },
     ]
     const fail = (given: Record<string, unknown>) => {
       try {
@@ -121,22 +136,38 @@ test('the pipeline checks the schema before the handler runs, and the handler ge
   boxes.push(b)
   const calls: unknown[] = []
   const probe: ApiMethod = {
-    verb: 'GET', path: '/api/probe.json', key: 'optional', summary: 'probe',
-    params: [{
-      name: 'n', absent: [''], schema: Type.Integer({ minimum: 1, maximum: 3 }),
-      error: { code: 'invalid_n', messages: { default: 'The parameter "n" must be 1, 2 or 3.' } },
-    }],
+    verb: 'GET',
+    path: '/api/probe.json',
+    key: 'optional',
+    summary: 'probe',
+    params: [
+      {
+        name: 'n',
+        absent: [''],
+        schema: Type.Integer({ minimum: 1, maximum: 3 }),
+        error: { code: 'invalid_n', messages: { default: 'The parameter "n" must be 1, 2 or 3.' } },
+      },
+    ],
     handler: ({ params }) => {
       calls.push(params.n)
       return { n: params.n }
     },
   }
-  const { plugin } = createApi([probe], { config: b.config, accounts: b.accounts, limiter: createRateLimiter(), clientIp: () => '192.0.2.1', faults: createFaultLog(log) })
+  const { plugin } = createApi([probe], {
+    config: b.config,
+    accounts: b.accounts,
+    limiter: createRateLimiter(),
+    clientIp: () => '192.0.2.1',
+    faults: createFaultLog(log),
+  })
   const call = async (qs: string) => {
     const res = await plugin.handle(new Request(`http://localhost/api/probe.json${qs}`))
     return { status: res.status, body: await res.json() }
   }
-  expect(await call('?n=4')).toEqual({ status: 400, body: { status: 'error', message: 'The parameter "n" must be 1, 2 or 3.', code: 'invalid_n' } })
+  expect(await call('?n=4')).toEqual({
+    status: 400,
+    body: { status: 'error', message: 'The parameter "n" must be 1, 2 or 3.', code: 'invalid_n' },
+  })
   expect(await call('?n=two')).toMatchObject({ status: 400, body: { code: 'invalid_n' } })
   expect(calls).toEqual([])
   expect(await call('?n=2')).toEqual({ status: 200, body: { status: 'success', return: { n: '2' } } })

@@ -4,26 +4,33 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { makeBox, type TestBox } from '../support/app'
 
-const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36'
+const CHROME =
+  'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36'
 const sum = (xs: { clicks: number }[]) => xs.reduce((a, x) => a + x.clicks, 0)
 
-describe('distinct referrers cannot grow a link\'s statistics', () => {
+describe("distinct referrers cannot grow a link's statistics", () => {
   let now = Date.parse('2026-05-01T10:00:00Z')
   let box: TestBox
   beforeAll(async () => {
-    box = await makeBox({}, { clock: () => now, clicks: { intervalMs: 3_600_000, maxBatch: 1_000_000, maxPending: 1_000_000 } })
+    box = await makeBox(
+      {},
+      { clock: () => now, clicks: { intervalMs: 3_600_000, maxBatch: 1_000_000, maxPending: 1_000_000 } },
+    )
   })
   afterAll(() => box.cleanup())
-  const newLink = async () => (await box.post('/api/getLink.json', { url: 'https://example.com/poisoned' })).body.return.hex as string
+  const newLink = async () =>
+    (await box.post('/api/getLink.json', { url: 'https://example.com/poisoned' })).body.return.hex as string
   const visit = (code: string, referer: string, ua = CHROME) =>
     box.request(`/${code}`, { redirect: 'manual', headers: { 'user-agent': ua, referer } })
   // The names a link-day holds for a dimension, from the `dims` JSON of its click_days row.
   const storedNames = (code: string, dim: string) =>
-    box.db.query(
-      `SELECT day, (SELECT count(*) FROM json_each(dims, '$.' || ?2)) AS names,
+    box.db
+      .query(
+        `SELECT day, (SELECT count(*) FROM json_each(dims, '$.' || ?2)) AS names,
               (SELECT coalesce(sum(value), 0) FROM json_each(dims, '$.' || ?2)) AS clicks
        FROM click_days WHERE link_id = (SELECT id FROM links WHERE code = ?1) ORDER BY day`,
-    ).all(code, dim) as { day: string; names: number; clicks: number }[]
+      )
+      .all(code, dim) as { day: string; names: number; clicks: number }[]
 
   test('3000 distinct referrer hosts in a day: at most 50 names and "other" stored, and in the answer; totals add up', async () => {
     const code = await newLink()
@@ -36,7 +43,11 @@ describe('distinct referrers cannot grow a link\'s statistics', () => {
     await box.recorder.flush()
 
     expect(storedNames(code, 'source')).toEqual([{ day: '2026-05-01', names: 51, clicks: 3010 }])
-    const other = box.db.query(`SELECT dims ->> '$.source.other' AS clicks FROM click_days WHERE link_id = (SELECT id FROM links WHERE code = ?)`).get(code)
+    const other = box.db
+      .query(
+        `SELECT dims ->> '$.source.other' AS clicks FROM click_days WHERE link_id = (SELECT id FROM links WHERE code = ?)`,
+      )
+      .get(code)
     expect(other).toEqual({ clicks: 3010 - 10 - 49 }) // news.example (10 clicks) and 49 spam hosts kept their places
 
     const r = await box.post('/api/stats.json', { code })
@@ -60,7 +71,7 @@ describe('distinct referrers cannot grow a link\'s statistics', () => {
     // 10 days with 40 new names each: every day stores all of its names (under the cap), 400 in all.
     for (let day = 0; day < 10; day++) {
       now = start + day * 86_400_000
-      for (let i = 0; i < 40; i++) for (let k = 0; k <= (i % 3); k++) await visit(code, `https://d${day}-n${i}.example/`)
+      for (let i = 0; i < 40; i++) for (let k = 0; k <= i % 3; k++) await visit(code, `https://d${day}-n${i}.example/`)
     }
     await box.recorder.flush()
     const perDay = storedNames(code, 'source')
@@ -117,7 +128,10 @@ describe('user agents', () => {
   let box: TestBox
   let code: string
   beforeAll(async () => {
-    box = await makeBox({}, { clock: () => now, clicks: { intervalMs: 3_600_000, maxBatch: 1_000_000, maxPending: 1_000_000 } })
+    box = await makeBox(
+      {},
+      { clock: () => now, clicks: { intervalMs: 3_600_000, maxBatch: 1_000_000, maxPending: 1_000_000 } },
+    )
     code = (await box.post('/api/getLink.json', { url: 'https://example.com/ua' })).body.return.hex
   })
   afterAll(() => box.cleanup())
@@ -138,7 +152,8 @@ describe('user agents', () => {
     now = Date.parse('2026-05-02T10:00:00.000Z')
     await visit(CHROME) // parsed in this second; from the cache in the next, whatever the flood
     now += 1000
-    for (let i = 0; i < 500; i++) await visit(`Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.${i}`)
+    for (let i = 0; i < 500; i++)
+      await visit(`Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.${i}`)
     await visit(CHROME)
     await box.recorder.flush()
     let s = await stats('2026-05-02')
@@ -152,7 +167,8 @@ describe('user agents', () => {
     expect(sum(s.devices)).toBe(502)
     // The next second has a new allowance.
     now += 1000
-    for (let i = 500; i < 510; i++) await visit(`Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.${i}`)
+    for (let i = 500; i < 510; i++)
+      await visit(`Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.${i}`)
     await box.recorder.flush()
     s = await stats('2026-05-02')
     expect(s.browsers).toContainEqual({ name: 'Firefox', clicks: 210 })

@@ -7,7 +7,8 @@ import { breakable, csvCell, windowOf } from '../../src/links/stats-view'
 import { makeBox, type TestBox } from '../support/app'
 import { accountWithPassword, signIn, type SignedIn } from '../support/dashboard'
 
-const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36'
+const CHROME =
+  'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36'
 const FORMULA_REFERRER = 'http://=HYPERLINK("x")/page'
 let now = Date.parse('2026-06-20T12:00:00Z')
 let box: TestBox
@@ -41,7 +42,10 @@ function parseCsv(text: string): string[][] {
 async function clickOn(day: string, times: number, referer = '') {
   now = Date.parse(`${day}T10:00:00Z`)
   for (let i = 0; i < times; i++)
-    await box.request(`/${code}`, { redirect: 'manual', headers: { 'user-agent': CHROME, ...(referer ? { referer } : {}) } })
+    await box.request(`/${code}`, {
+      redirect: 'manual',
+      headers: { 'user-agent': CHROME, ...(referer ? { referer } : {}) },
+    })
 }
 const statsJson = async (c: string, from: string, to: string, key?: string) =>
   (await box.post('/api/stats.json', { code: c, from, to }, key ? { 'x-api-key': key } : {})).body.return
@@ -104,14 +108,18 @@ describe('URLs shown whole', () => {
 })
 
 describe('the public page with dates', () => {
-  test('from/to show only those days: the numbers are stats.json\'s for the same window', async () => {
+  test("from/to show only those days: the numbers are stats.json's for the same window", async () => {
     const res = await box.request(`/${code}+?from=2026-06-02&to=2026-06-10`)
     expect(res.status).toBe(200)
     const html = await res.text()
     const s = await statsJson(code, '2026-06-02', '2026-06-10')
     expect(s.days.map((d: any) => d.clicks).reduce((a: number, b: number) => a + b)).toBe(7) // 3 on the 3rd, 4 on the 10th
-    expect(html).toContain('<span class="label">Clicks in these days</span><span class="value">7</span><span class="note">2026-06-02 to 2026-06-10</span>')
-    const bars = [...html.matchAll(/<title>(\d{4}-\d{2}-\d{2}): (\d+) clicks?, (\d+) visitors?<\/title>/g)].map((m) => ({ date: m[1], clicks: Number(m[2]), visitors: Number(m[3]) }))
+    expect(html).toContain(
+      '<span class="label">Clicks in these days</span><span class="value">7</span><span class="note">2026-06-02 to 2026-06-10</span>',
+    )
+    const bars = [...html.matchAll(/<title>(\d{4}-\d{2}-\d{2}): (\d+) clicks?, (\d+) visitors?<\/title>/g)].map(
+      (m) => ({ date: m[1], clicks: Number(m[2]), visitors: Number(m[3]) }),
+    )
     expect(bars).toEqual(s.days)
     // The days outside the window are not there (the 1st and the 18th had clicks).
     expect(html).not.toContain('2026-06-01: 2')
@@ -133,10 +141,18 @@ describe('the public page with dates', () => {
 
   test('refused dates: 400, a message naming the field at its input, the last 30 days shown, no stack trace', async () => {
     const cases: [string, string, RegExp][] = [
-      ['from=2026-06-10&to=2026-06-02', 'from', /The start date \(from\) is invalid: a date on or before &quot;to&quot;\./],
+      [
+        'from=2026-06-10&to=2026-06-02',
+        'from',
+        /The start date \(from\) is invalid: a date on or before &quot;to&quot;\./,
+      ],
       ['from=2026-13-01&to=2026-06-02', 'from', /The start date \(from\) is invalid: a date as YYYY-MM-DD/],
       ['from=2026-06-01&to=yesterday', 'to', /The end date \(to\) is invalid: a date as YYYY-MM-DD/],
-      ['from=2024-01-01&to=2026-06-01', 'from', /The start date \(from\) is invalid: at most 366 days before &quot;to&quot;\./],
+      [
+        'from=2024-01-01&to=2026-06-01',
+        'from',
+        /The start date \(from\) is invalid: at most 366 days before &quot;to&quot;\./,
+      ],
       [`from=${'9'.repeat(5000)}`, 'from', /The start date \(from\) is invalid/],
     ]
     for (const [query, field, message] of cases) {
@@ -160,11 +176,13 @@ describe('the public page with dates', () => {
 })
 
 describe('CSV downloads', () => {
-  test('the days: text/csv, an attachment with a safe name, rows equal to stats.json\'s days', async () => {
+  test("the days: text/csv, an attachment with a safe name, rows equal to stats.json's days", async () => {
     const res = await box.request(`/${code}+.csv?table=days&from=2026-06-01&to=2026-06-19`)
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toBe('text/csv; charset=utf-8')
-    expect(res.headers.get('content-disposition')).toBe('attachment; filename="linkbox-sales-2026-days-2026-06-01-to-2026-06-19.csv"')
+    expect(res.headers.get('content-disposition')).toBe(
+      'attachment; filename="linkbox-sales-2026-days-2026-06-01-to-2026-06-19.csv"',
+    )
     expect(res.headers.get('x-content-type-options')).toBe('nosniff')
     const rows = parseCsv(await res.text())
     const s = await statsJson(code, '2026-06-01', '2026-06-19')
@@ -176,7 +194,9 @@ describe('CSV downloads', () => {
 
   test('the breakdowns: every list of stats.json in order; a referrer made to be a formula is neutralised', async () => {
     const res = await box.request(`/${code}+.csv?table=breakdowns&from=2026-06-01&to=2026-06-19`)
-    expect(res.headers.get('content-disposition')).toBe('attachment; filename="linkbox-sales-2026-breakdowns-2026-06-01-to-2026-06-19.csv"')
+    expect(res.headers.get('content-disposition')).toBe(
+      'attachment; filename="linkbox-sales-2026-breakdowns-2026-06-01-to-2026-06-19.csv"',
+    )
     const text = await res.text()
     const rows = parseCsv(text)
     const s = await statsJson(code, '2026-06-01', '2026-06-19')
@@ -184,7 +204,11 @@ describe('CSV downloads', () => {
     expect(rows).toEqual([
       ['breakdown', 'name', 'clicks'],
       ...(['sources', 'devices', 'browsers', 'os', 'countries'] as const).flatMap((list) =>
-        s[list].map((r: any) => [{ sources: 'source', devices: 'device', browsers: 'browser', os: 'os', countries: 'country' }[list], neutral(r.name), String(r.clicks)]),
+        s[list].map((r: any) => [
+          { sources: 'source', devices: 'device', browsers: 'browser', os: 'os', countries: 'country' }[list],
+          neutral(r.name),
+          String(r.clicks),
+        ]),
       ),
     ])
     expect(rows).toContainEqual(['country', 'unknown', String(s.countries[0].clicks)]) // the test's loopback peer is nowhere
@@ -197,7 +221,9 @@ describe('CSV downloads', () => {
 
   test('no table named: the days; a window of the default period without dates', async () => {
     const res = await box.request(`/${code}+.csv`)
-    expect(res.headers.get('content-disposition')).toBe('attachment; filename="linkbox-sales-2026-days-2026-05-22-to-2026-06-20.csv"')
+    expect(res.headers.get('content-disposition')).toBe(
+      'attachment; filename="linkbox-sales-2026-days-2026-05-22-to-2026-06-20.csv"',
+    )
     expect(parseCsv(await res.text()).length).toBe(31)
   })
 
@@ -215,33 +241,53 @@ describe('CSV downloads', () => {
   })
 })
 
-describe('the dashboard\'s statistics page', () => {
+describe("the dashboard's statistics page", () => {
   test('the owner: the same numbers for the same dates, with the destination of a protected link', async () => {
-    const res = await box.request(`/dashboard/links/${code}/stats?from=2026-06-02&to=2026-06-10`, { headers: { cookie: alice.cookie } })
+    const res = await box.request(`/dashboard/links/${code}/stats?from=2026-06-02&to=2026-06-10`, {
+      headers: { cookie: alice.cookie },
+    })
     expect(res.status).toBe(200)
     const html = await res.text()
     const s = await statsJson(code, '2026-06-02', '2026-06-10')
     expect(html).toContain('<span class="label">Clicks in these days</span><span class="value">7</span>')
-    expect([...html.matchAll(/<title>(\d{4}-\d{2}-\d{2}): (\d+) clicks?, (\d+) visitors?<\/title>/g)].map((m) => ({ date: m[1], clicks: Number(m[2]), visitors: Number(m[3]) }))).toEqual(s.days)
-    expect(html).toContain(`href="/dashboard/links/${code}/stats.csv?table=breakdowns&amp;from=2026-06-02&amp;to=2026-06-10"`)
-    const mine = await (await box.request(`/dashboard/links/${locked}/stats`, { headers: { cookie: alice.cookie } })).text()
+    expect(
+      [...html.matchAll(/<title>(\d{4}-\d{2}-\d{2}): (\d+) clicks?, (\d+) visitors?<\/title>/g)].map((m) => ({
+        date: m[1],
+        clicks: Number(m[2]),
+        visitors: Number(m[3]),
+      })),
+    ).toEqual(s.days)
+    expect(html).toContain(
+      `href="/dashboard/links/${code}/stats.csv?table=breakdowns&amp;from=2026-06-02&amp;to=2026-06-10"`,
+    )
+    const mine = await (
+      await box.request(`/dashboard/links/${locked}/stats`, { headers: { cookie: alice.cookie } })
+    ).text()
     expect(mine.replaceAll('<wbr>', '')).toContain('https://secret.example/only-for-owner')
     // The list links each row's statistics here.
-    expect(await (await box.request('/dashboard', { headers: { cookie: alice.cookie } })).text()).toContain(`href="/dashboard/links/${code}/stats"`)
+    expect(await (await box.request('/dashboard', { headers: { cookie: alice.cookie } })).text()).toContain(
+      `href="/dashboard/links/${code}/stats"`,
+    )
   })
 
-  test('its CSV: the owner\'s, never cached; refused without a session (to sign in) and for another account (404)', async () => {
-    const own = await box.request(`/dashboard/links/${locked}/stats.csv?table=days`, { headers: { cookie: alice.cookie } })
+  test("its CSV: the owner's, never cached; refused without a session (to sign in) and for another account (404)", async () => {
+    const own = await box.request(`/dashboard/links/${locked}/stats.csv?table=days`, {
+      headers: { cookie: alice.cookie },
+    })
     expect(own.status).toBe(200)
     expect(own.headers.get('content-type')).toBe('text/csv; charset=utf-8')
     expect(own.headers.get('cache-control')).toBe('no-store')
-    expect(own.headers.get('content-disposition')).toMatch(/^attachment; filename="linkbox-locked-one-days-\d{4}-\d{2}-\d{2}-to-\d{4}-\d{2}-\d{2}\.csv"$/)
+    expect(own.headers.get('content-disposition')).toMatch(
+      /^attachment; filename="linkbox-locked-one-days-\d{4}-\d{2}-\d{2}-to-\d{4}-\d{2}-\d{2}\.csv"$/,
+    )
 
     const anon = await box.request(`/dashboard/links/${locked}/stats.csv?table=days`)
     expect(anon.status).toBe(303)
     expect(anon.headers.get('location')).toStartWith('/login?next=')
     expect(await anon.text()).toBe('')
-    const other = await box.request(`/dashboard/links/${locked}/stats.csv?table=days`, { headers: { cookie: bob.cookie } })
+    const other = await box.request(`/dashboard/links/${locked}/stats.csv?table=days`, {
+      headers: { cookie: bob.cookie },
+    })
     expect(other.status).toBe(404)
     expect(other.headers.get('content-type')).toContain('text/html')
     expect(await other.text()).not.toContain('secret.example')
@@ -250,10 +296,14 @@ describe('the dashboard\'s statistics page', () => {
   })
 
   test('refused dates on the dashboard: 400 with the message; the CSV too', async () => {
-    const res = await box.request(`/dashboard/links/${code}/stats?from=2026-06-10&to=2026-06-01`, { headers: { cookie: alice.cookie } })
+    const res = await box.request(`/dashboard/links/${code}/stats?from=2026-06-10&to=2026-06-01`, {
+      headers: { cookie: alice.cookie },
+    })
     expect(res.status).toBe(400)
     expect(await res.text()).toContain('The start date (from) is invalid: a date on or before &quot;to&quot;.')
-    const csv = await box.request(`/dashboard/links/${code}/stats.csv?from=2026-06-10&to=2026-06-01`, { headers: { cookie: alice.cookie } })
+    const csv = await box.request(`/dashboard/links/${code}/stats.csv?from=2026-06-10&to=2026-06-01`, {
+      headers: { cookie: alice.cookie },
+    })
     expect(csv.status).toBe(400)
     expect(await csv.text()).toContain('The start date (from) is invalid')
   })

@@ -20,11 +20,19 @@ const create = (fields: Record<string, string>, key = alice) => box.post('/api/g
 const update = (fields: Record<string, string>, key = alice) => box.post('/api/update.json', fields, as(key))
 const list = (fields: Record<string, string>, key = alice) => box.post('/api/links.json', fields, as(key))
 const tagRows = (code: string) =>
-  box.db.query('SELECT t.tag, t.account_id FROM link_tags t JOIN links l ON l.id = t.link_id WHERE l.code = ? ORDER BY t.tag').all(code)
+  box.db
+    .query(
+      'SELECT t.tag, t.account_id FROM link_tags t JOIN links l ON l.id = t.link_id WHERE l.code = ? ORDER BY t.tag',
+    )
+    .all(code)
 
 describe('tags on getLink.json and update.json', () => {
   test('stored lower-case, each once, sorted; the record, links.json and the rows carry them', async () => {
-    const r = await create({ url: 'https://example.com/tagged', alias: 'tagged1', tags: 'News, news ,SPRING-sale,2026' })
+    const r = await create({
+      url: 'https://example.com/tagged',
+      alias: 'tagged1',
+      tags: 'News, news ,SPRING-sale,2026',
+    })
     expect(r.status).toBe(200)
     expect(r.body.return.tags).toEqual(['2026', 'news', 'spring-sale'])
     expect(tagRows('tagged1')).toEqual([
@@ -60,7 +68,9 @@ describe('tags on getLink.json and update.json', () => {
       expect(u.body.message).toContain('"tags"')
     }
     // Nothing was made or changed.
-    expect(box.db.query("SELECT count(*) AS n FROM links WHERE long_url = 'https://example.com/bad-tags'").get()).toEqual({ n: 0 })
+    expect(
+      box.db.query("SELECT count(*) AS n FROM links WHERE long_url = 'https://example.com/bad-tags'").get(),
+    ).toEqual({ n: 0 })
     expect(tagRows('tagged1').map((r: any) => r.tag)).toEqual(['2026', 'news', 'spring-sale'])
     // Exactly ten of 32 characters is fine.
     const ten = Array.from({ length: 10 }, (_, i) => `${i}`.padEnd(32, 'x')).join(',')
@@ -83,10 +93,13 @@ describe('tags on getLink.json and update.json', () => {
     await create({ url: 'https://example.com/hooked', alias: 'hooked', tags: 'hook' })
     await update({ code: 'hooked', tags: 'hook,again' })
     const payloads = box.db
-      .query("SELECT type, payload FROM webhook_events WHERE payload LIKE '%\"hooked\"%' ORDER BY id")
+      .query('SELECT type, payload FROM webhook_events WHERE payload LIKE \'%"hooked"%\' ORDER BY id')
       .all()
       .map((r: any) => [r.type, JSON.parse(r.payload).data.tags])
-    expect(payloads).toEqual([['link.created', ['hook']], ['link.updated', ['again', 'hook']]])
+    expect(payloads).toEqual([
+      ['link.created', ['hook']],
+      ['link.updated', ['again', 'hook']],
+    ])
     const id = (box.db.query("SELECT id FROM links WHERE code = 'hooked'").get() as any).id
     expect((await box.post('/api/delete.json', { code: 'hooked' }, as(alice))).status).toBe(200)
     expect(box.db.query('SELECT count(*) AS n FROM link_tags WHERE link_id = ?').get(id)).toEqual({ n: 0 })
@@ -103,7 +116,7 @@ describe('links.json tag= and q=', () => {
     await create({ url: 'https://example.com/bobs', alias: 'bobs', tags: 'sale' }, bob)
   })
 
-  test('tag= lists only the caller\'s links with that tag, newest first, paged with the cursor', async () => {
+  test("tag= lists only the caller's links with that tag, newest first, paged with the cursor", async () => {
     const all = (await list({ tag: 'SALE' })).body.return
     expect(all.links.map((l: any) => l.hex)).toEqual(['dash', 'pct'])
     expect(all.next).toBeNull()
@@ -120,7 +133,8 @@ describe('links.json tag= and q=', () => {
   })
 
   test('q= matches code, destination or a tag, in any letter case; % and _ are plain characters', async () => {
-    const hexes = async (fields: Record<string, string>) => (await list(fields)).body.return.links.map((l: any) => l.hex).sort()
+    const hexes = async (fields: Record<string, string>) =>
+      (await list(fields)).body.return.links.map((l: any) => l.hex).sort()
     expect(await hexes({ q: '_' })).toEqual(['under'])
     expect(await hexes({ q: '%' })).toEqual(['pct'])
     expect(await hexes({ q: '100%25-OFF' })).toEqual(['pct'])
@@ -142,7 +156,9 @@ describe('links.json tag= and q=', () => {
   test('q= looks at a bounded window of links per page and says where to go on', async () => {
     const store = sqliteLinkStorage(box.db)
     const accountId = (box.db.query("SELECT id FROM accounts WHERE name = 'alice'").get() as any).id
-    const ids = (box.db.query('SELECT id FROM links WHERE account_id = ? ORDER BY id DESC').all(accountId) as any[]).map((r) => r.id)
+    const ids = (
+      box.db.query('SELECT id FROM links WHERE account_id = ? ORDER BY id DESC').all(accountId) as any[]
+    ).map((r) => r.id)
     // A window of 2 links: the newest two are looked at, none of them matches "_", and the window was full.
     const w = await store.pageMatching(accountId, Number.MAX_SAFE_INTEGER, '', '%\\_%', 10, 2)
     expect(w.rows).toEqual([])

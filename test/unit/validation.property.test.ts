@@ -44,7 +44,27 @@ const aliasShaped = (s: string) => s.length >= 2 && s.length <= 32 && [...s].eve
 const reserved = (s: string) => RESERVED_CODES.has(s.toLowerCase())
 
 /** Characters that are close to the alphabet, or dangerous, to mix into candidate aliases. */
-const NEAR_MISS = [' ', '.', '/', '+', '%', '\n', '\u0000', '\t', 'é', 'ß', 'İ', 'ı', 'K' /* Kelvin */, '１', 'ａ', '😀', '\u202e', '\u200b', '\u0301']
+const NEAR_MISS = [
+  ' ',
+  '.',
+  '/',
+  '+',
+  '%',
+  '\n',
+  '\u0000',
+  '\t',
+  'é',
+  'ß',
+  'İ',
+  'ı',
+  'K' /* Kelvin */,
+  '１',
+  'ａ',
+  '😀',
+  '\u202e',
+  '\u200b',
+  '\u0301',
+]
 const aliasChar = fc.oneof(
   { weight: 8, arbitrary: fc.constantFrom(...ALIAS_ALPHABET) },
   { weight: 1, arbitrary: fc.constantFrom(...NEAR_MISS) },
@@ -74,11 +94,14 @@ describe('validateAlias', () => {
 
   test('arbitrary unicode strings: accepted exactly when alias-shaped', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string({ unit: 'binary', maxLength: 40 }), fc.string({ unit: 'grapheme', maxLength: 40 })), (s) => {
-        if (aliasShaped(s) && !reserved(s)) expect(validateAlias(s)).toBe(s)
-        else if (aliasShaped(s)) expectRefused(() => validateAlias(s), 409, 'alias_reserved', 'alias')
-        else expectRefused(() => validateAlias(s), 400, 'invalid_alias', 'alias')
-      }),
+      fc.property(
+        fc.oneof(fc.string({ unit: 'binary', maxLength: 40 }), fc.string({ unit: 'grapheme', maxLength: 40 })),
+        (s) => {
+          if (aliasShaped(s) && !reserved(s)) expect(validateAlias(s)).toBe(s)
+          else if (aliasShaped(s)) expectRefused(() => validateAlias(s), 409, 'alias_reserved', 'alias')
+          else expectRefused(() => validateAlias(s), 400, 'invalid_alias', 'alias')
+        },
+      ),
       RUNS,
     )
   })
@@ -88,7 +111,10 @@ describe('validateAlias', () => {
       fc.string({ unit: fc.constantFrom(...ALIAS_ALPHABET), maxLength: 1 }),
       fc.string({ unit: fc.constantFrom(...ALIAS_ALPHABET), minLength: 33, maxLength: 200 }),
     )
-    fc.assert(fc.property(wrongLength, (s) => expectRefused(() => validateAlias(s), 400, 'invalid_alias', 'alias')), RUNS)
+    fc.assert(
+      fc.property(wrongLength, (s) => expectRefused(() => validateAlias(s), 400, 'invalid_alias', 'alias')),
+      RUNS,
+    )
   })
 
   test('reserved words in any letter case → 409 alias_reserved (those of the alias alphabet)', () => {
@@ -97,7 +123,10 @@ describe('validateAlias', () => {
     const anyCase = fc
       .tuple(fc.constantFrom(...words), fc.array(fc.boolean(), { minLength: 32, maxLength: 32 }))
       .map(([w, flips]) => [...w].map((c, i) => (flips[i] ? c.toUpperCase() : c)).join(''))
-    fc.assert(fc.property(anyCase, (s) => expectRefused(() => validateAlias(s), 409, 'alias_reserved', 'alias')), RUNS)
+    fc.assert(
+      fc.property(anyCase, (s) => expectRefused(() => validateAlias(s), 409, 'alias_reserved', 'alias')),
+      RUNS,
+    )
   })
 
   test('reserved words outside the alias alphabet (robots.txt) → 400 invalid_alias', () => {
@@ -146,10 +175,38 @@ const builtUrl = fc
 const CONTROL_OR_SPACE_CHARS = [
   ...Array.from({ length: 0x21 }, (_, i) => String.fromCharCode(i)),
   ...Array.from({ length: 0x21 }, (_, i) => String.fromCharCode(0x7f + i)),
-  '\u00a0', '\u1680', '\u2000', '\u2001', '\u2002', '\u2003', '\u2004', '\u2005', '\u2006', '\u2007', '\u2008',
-  '\u2009', '\u200a', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff',
+  '\u00a0',
+  '\u1680',
+  '\u2000',
+  '\u2001',
+  '\u2002',
+  '\u2003',
+  '\u2004',
+  '\u2005',
+  '\u2006',
+  '\u2007',
+  '\u2008',
+  '\u2009',
+  '\u200a',
+  '\u2028',
+  '\u2029',
+  '\u202f',
+  '\u205f',
+  '\u3000',
+  '\ufeff',
   // invisible formatting: zero-width and bidirectional controls
-  '\u200b', '\u200c', '\u200d', '\u200e', '\u200f', '\u202a', '\u202b', '\u202c', '\u202d', '\u202e', '\u2066', '\u2069',
+  '\u200b',
+  '\u200c',
+  '\u200d',
+  '\u200e',
+  '\u200f',
+  '\u202a',
+  '\u202b',
+  '\u202c',
+  '\u202d',
+  '\u202e',
+  '\u2066',
+  '\u2069',
 ]
 
 describe('validateUrl', () => {
@@ -163,7 +220,8 @@ describe('validateUrl', () => {
         const given = new URL(u)
         fc.pre(given.hostname !== 'localhost')
         // A user name before the host ("https://bank.example@evil.example/") is a phishing disguise: refused.
-        if (given.username || given.password) return expectRefused(() => validateUrl(u, RULES), 400, 'invalid_url', 'url')
+        if (given.username || given.password)
+          return expectRefused(() => validateUrl(u, RULES), 400, 'invalid_url', 'url')
         const out = validateUrl(u, RULES)
         expect(typeof out).toBe('string')
         expect(out.length).toBeLessThanOrEqual(MAX_URL_LENGTH)
@@ -196,11 +254,19 @@ describe('validateUrl', () => {
       .filter((s) => s.toLowerCase() !== 'http' && s.toLowerCase() !== 'https')
     const rest = fc.oneof(
       httpUrl.map((u) => u.slice(u.indexOf(':') + 1)), // "//host/path…"
-      fc.constantFrom('//example.com/', '///etc/passwd', 'alert(1)', 'text/html,<script>alert(1)</script>', 'a@example.com'),
+      fc.constantFrom(
+        '//example.com/',
+        '///etc/passwd',
+        'alert(1)',
+        'text/html,<script>alert(1)</script>',
+        'a@example.com',
+      ),
       fc.string({ maxLength: 40 }),
     )
     fc.assert(
-      fc.property(scheme, rest, (s, r) => expectRefused(() => validateUrl(`${s}:${r}`, RULES), 400, 'invalid_url', 'url')),
+      fc.property(scheme, rest, (s, r) =>
+        expectRefused(() => validateUrl(`${s}:${r}`, RULES), 400, 'invalid_url', 'url'),
+      ),
       RUNS,
     )
   })
@@ -242,14 +308,26 @@ describe('validateUrl', () => {
       RUNS,
     )
     expect(validateUrl(prefix + 'a'.repeat(MAX_URL_LENGTH - prefix.length), RULES)).toHaveLength(MAX_URL_LENGTH)
-    expectRefused(() => validateUrl(prefix + 'a'.repeat(MAX_URL_LENGTH - prefix.length + 1), RULES), 400, 'invalid_url', 'url')
+    expectRefused(
+      () => validateUrl(prefix + 'a'.repeat(MAX_URL_LENGTH - prefix.length + 1), RULES),
+      400,
+      'invalid_url',
+      'url',
+    )
   })
 
   test('refuses http/https URLs without a host', () => {
     const hostless = fc
-      .tuple(fc.constantFrom('http', 'https', 'HTTP'), fc.constantFrom('', '/', '\\', '?', '#', '/x', '\\x', '//x'), fc.webPath())
+      .tuple(
+        fc.constantFrom('http', 'https', 'HTTP'),
+        fc.constantFrom('', '/', '\\', '?', '#', '/x', '\\x', '//x'),
+        fc.webPath(),
+      )
       .map(([s, h, p]) => `${s}://${h}${p}`)
-    fc.assert(fc.property(hostless, (u) => expectRefused(() => validateUrl(u, RULES), 400, 'invalid_url', 'url')), RUNS)
+    fc.assert(
+      fc.property(hostless, (u) => expectRefused(() => validateUrl(u, RULES), 400, 'invalid_url', 'url')),
+      RUNS,
+    )
   })
 
   test("refuses URLs that point at the service's own origin (port 8080), in any spelling of a loopback host", () => {
@@ -257,14 +335,31 @@ describe('validateUrl', () => {
       .tuple(
         fc.constantFrom('http', 'https'),
         fc.constantFrom(
-          'localhost', 'LOCALHOST', 'LocalHost', 'localhost.', 'ｌｏｃａｌｈｏｓｔ', 'user:pw@localhost', 'a.localhost',
-          '127.0.0.1', '127.1', '2130706433', '0x7f000001', '0177.0.0.1', '127.255.0.9', '[::1]', '[::ffff:127.0.0.1]',
-          '0.0.0.0', '[::]',
+          'localhost',
+          'LOCALHOST',
+          'LocalHost',
+          'localhost.',
+          'ｌｏｃａｌｈｏｓｔ',
+          'user:pw@localhost',
+          'a.localhost',
+          '127.0.0.1',
+          '127.1',
+          '2130706433',
+          '0x7f000001',
+          '0177.0.0.1',
+          '127.255.0.9',
+          '[::1]',
+          '[::ffff:127.0.0.1]',
+          '0.0.0.0',
+          '[::]',
         ),
         fc.webPath(),
       )
       .map(([s, h, p]) => `${s}://${h}:8080${p}`)
-    fc.assert(fc.property(own, (u) => expectRefused(() => validateUrl(u, RULES), 400, 'invalid_url', 'url')), RUNS)
+    fc.assert(
+      fc.property(own, (u) => expectRefused(() => validateUrl(u, RULES), 400, 'invalid_url', 'url')),
+      RUNS,
+    )
   })
 
   test('accepts the same loopback hosts on other ports: other programs of the same machine', () => {
@@ -276,7 +371,10 @@ describe('validateUrl', () => {
         fc.webPath(),
       )
       .map(([s, h, port, p]) => `${s}://${h}:${port}${p}`)
-    fc.assert(fc.property(other, (u) => expect(validateUrl(u, RULES)).toBe(new URL(u).href)), RUNS)
+    fc.assert(
+      fc.property(other, (u) => expect(validateUrl(u, RULES)).toBe(new URL(u).href)),
+      RUNS,
+    )
   })
 
   test('refuses non-strings', () => {
@@ -291,20 +389,26 @@ describe('validateUrl', () => {
 
   test('arbitrary strings: either refused with 400 invalid_url, or accepted as an http(s) URL with a host', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string({ unit: 'binary', maxLength: 80 }), httpUrl.map((u) => u + '\u0000')), (s) => {
-        let out: string
-        try {
-          out = validateUrl(s, RULES)
-        } catch (err) {
-          expect(err).toBeInstanceOf(AppError)
-          expect((err as AppError).status).toBe(400)
-          expect((err as AppError).message).toContain('"url"')
-          return
-        }
-        const parsed = new URL(out)
-        expect(['http:', 'https:']).toContain(parsed.protocol)
-        expect(parsed.hostname.length).toBeGreaterThan(0)
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string({ unit: 'binary', maxLength: 80 }),
+          httpUrl.map((u) => u + '\u0000'),
+        ),
+        (s) => {
+          let out: string
+          try {
+            out = validateUrl(s, RULES)
+          } catch (err) {
+            expect(err).toBeInstanceOf(AppError)
+            expect((err as AppError).status).toBe(400)
+            expect((err as AppError).message).toContain('"url"')
+            return
+          }
+          const parsed = new URL(out)
+          expect(['http:', 'https:']).toContain(parsed.protocol)
+          expect(parsed.hostname.length).toBeGreaterThan(0)
+        },
+      ),
       RUNS,
     )
   })
@@ -358,10 +462,13 @@ describe('validateExpire', () => {
 
   test('refuses integers over the maximum, as numbers and as strings', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.integer({ min: MAX_EXPIRE + 1 }), fc.bigInt({ min: BigInt(MAX_EXPIRE) + 1n }).map(Number)), (n) => {
-        expectRefused(() => validateExpire(n), 400, 'invalid_expire', 'expire')
-        expectRefused(() => validateExpire(String(n)), 400, 'invalid_expire', 'expire')
-      }),
+      fc.property(
+        fc.oneof(fc.integer({ min: MAX_EXPIRE + 1 }), fc.bigInt({ min: BigInt(MAX_EXPIRE) + 1n }).map(Number)),
+        (n) => {
+          expectRefused(() => validateExpire(n), 400, 'invalid_expire', 'expire')
+          expectRefused(() => validateExpire(String(n)), 400, 'invalid_expire', 'expire')
+        },
+      ),
       RUNS,
     )
     expectRefused(() => validateExpire(MAX_EXPIRE + 1), 400, 'invalid_expire', 'expire')
@@ -369,10 +476,13 @@ describe('validateExpire', () => {
 
   test('refuses fractions, NaN and infinities, as numbers and as strings', () => {
     fc.assert(
-      fc.property(fc.double().filter((d) => !Number.isInteger(d)), (d) => {
-        expectRefused(() => validateExpire(d), 400, 'invalid_expire', 'expire')
-        expectRefused(() => validateExpire(String(d)), 400, 'invalid_expire', 'expire')
-      }),
+      fc.property(
+        fc.double().filter((d) => !Number.isInteger(d)),
+        (d) => {
+          expectRefused(() => validateExpire(d), 400, 'invalid_expire', 'expire')
+          expectRefused(() => validateExpire(String(d)), 400, 'invalid_expire', 'expire')
+        },
+      ),
       RUNS,
     )
   })
@@ -396,7 +506,10 @@ describe('validateExpire', () => {
         ),
       )
       .map(([n, f]) => f(String(n)))
-    fc.assert(fc.property(decorated, (s) => expectRefused(() => validateExpire(s), 400, 'invalid_expire', 'expire')), RUNS)
+    fc.assert(
+      fc.property(decorated, (s) => expectRefused(() => validateExpire(s), 400, 'invalid_expire', 'expire')),
+      RUNS,
+    )
   })
 
   test('digit strings: accepted exactly when 1 to 10 digits with a value in range (leading zeros allowed)', () => {
@@ -412,7 +525,11 @@ describe('validateExpire', () => {
 
   test('anything, and anything turned into a string or JSON: accepted exactly per the oracle', () => {
     const values = fc.anything().chain((v) =>
-      fc.constantFrom<unknown>(v, attempt(() => String(v)), attempt(() => JSON.stringify(v))),
+      fc.constantFrom<unknown>(
+        v,
+        attempt(() => String(v)),
+        attempt(() => JSON.stringify(v)),
+      ),
     )
     fc.assert(
       fc.property(values, (v) => {

@@ -2,7 +2,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { makeBox, type TestBox } from '../support/app'
 
-const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36'
+const CHROME =
+  'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36'
 let now = Date.parse('2026-06-01T12:00:00Z')
 let box: TestBox
 
@@ -35,10 +36,19 @@ describe('redirect mode', () => {
 
   test('the first visit (read from the database) and the next (the cached row) give the same answer', async () => {
     const code = await link({ url: 'https://example.com/first?x=1' })
-    const shape = (r: Response) => ({ status: r.status, headers: [...(r.headers as unknown as Iterable<[string, string]>)].filter(([name]) => name !== 'x-request-id') })
+    const shape = (r: Response) => ({
+      status: r.status,
+      headers: [...(r.headers as unknown as Iterable<[string, string]>)].filter(([name]) => name !== 'x-request-id'),
+    })
     const [first, second] = [await visit(`/${code}`), await visit(`/${code}`)]
     expect(shape(first)).toEqual(shape(second))
-    expect(shape(first)).toEqual({ status: 302, headers: [['cache-control', 'private, no-cache'], ['location', 'https://example.com/first?x=1']] })
+    expect(shape(first)).toEqual({
+      status: 302,
+      headers: [
+        ['cache-control', 'private, no-cache'],
+        ['location', 'https://example.com/first?x=1'],
+      ],
+    })
     expect([await first.text(), await second.text()]).toEqual(['', ''])
     for (const r of [first, second]) expect(r.headers.get('x-request-id')).toMatch(/\S/)
     expect(await clicks(code)).toBe(2)
@@ -46,7 +56,10 @@ describe('redirect mode', () => {
     const [h1, h2] = [await visit(`/${head}`, { method: 'HEAD' }), await visit(`/${head}`, { method: 'HEAD' })]
     // The router's HEAD names its empty body's length, which the server sends for the other as well
     // (Content-Length: 0 on the wire for both).
-    const bare = (r: Response) => ({ ...shape(r), headers: shape(r).headers.filter(([name]) => name !== 'content-length') })
+    const bare = (r: Response) => ({
+      ...shape(r),
+      headers: shape(r).headers.filter(([name]) => name !== 'content-length'),
+    })
     expect(bare(h1)).toEqual(bare(h2))
     expect(h1.headers.get('content-length') ?? '0').toBe('0')
     expect(await clicks(head)).toBe(0)
@@ -101,7 +114,7 @@ describe('preview and frame modes', () => {
   })
 
   test('markup in a destination is escaped everywhere', async () => {
-    const code = await link({ url: 'https://x.example/"><script>alert(1)</script>?a=1&b=\'2\'', mode: 'frame' })
+    const code = await link({ url: "https://x.example/\"><script>alert(1)</script>?a=1&b='2'", mode: 'frame' })
     const html = await (await visit(`/${code}`)).text()
     expect(html).not.toContain('<script>')
     expect(html).toContain('a=1&amp;b=%272%27')
@@ -155,7 +168,9 @@ describe('password', () => {
   test('attempts are limited to 10 a minute per client and code (429, then allowed again)', async () => {
     const code = await link({ url: 'https://example.com/brute', password: 'right' })
     for (let i = 0; i < 10; i++)
-      expect((await visit(`/${code}`, { method: 'POST', body: new URLSearchParams({ password: `w${i}` }) })).status).toBe(401)
+      expect(
+        (await visit(`/${code}`, { method: 'POST', body: new URLSearchParams({ password: `w${i}` }) })).status,
+      ).toBe(401)
     const blocked = await visit(`/${code}`, { method: 'POST', body: new URLSearchParams({ password: 'right' }) })
     expect(blocked.status).toBe(429)
     expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0)
@@ -184,7 +199,12 @@ describe('expired, unknown, statistics page', () => {
     const routed = await visit('/NoSuch%43ode')
     expect([routed.status, await routed.text()]).toEqual([404, await (await visit('/NoSuchCode')).text()])
     for (const method of ['GET', 'POST']) {
-      const bad = await visit('/%ff', { method, ...(method === 'POST' ? { body: 'password=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } } : {}) })
+      const bad = await visit('/%ff', {
+        method,
+        ...(method === 'POST'
+          ? { body: 'password=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } }
+          : {}),
+      })
       expect([method, bad.status]).toEqual([method, 404])
       expect(await bad.text()).toContain('Link not found')
     }
@@ -202,7 +222,9 @@ describe('expired, unknown, statistics page', () => {
     expect(html).toContain('https:/<wbr>/<wbr>example.<wbr>com/<wbr>public-<wbr>stats')
     expect(html).toContain('<span class="label">Clicks, all time</span><span class="value">1</span>')
     // The clicks-by-day chart: one bar per day of the window, each with its exact count and visitors.
-    const bars = html.match(/<g><title>[^<]*<\/title><rect class="bar"[^>]*\/>(<rect class="bar-visitors"[^>]*\/>)?<\/g>/g)!
+    const bars = html.match(
+      /<g><title>[^<]*<\/title><rect class="bar"[^>]*\/>(<rect class="bar-visitors"[^>]*\/>)?<\/g>/g,
+    )!
     expect(bars).toHaveLength(30)
     expect(bars.at(-1)).toContain('<title>2026-06-01: 1 click, 1 visitor</title>')
     expect(bars.at(-1)).toContain('<rect class="bar-visitors"')

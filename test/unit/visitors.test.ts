@@ -4,7 +4,8 @@ import { describe, expect, test } from 'bun:test'
 import { createVisitorCounter, EXACT_MAX, HyperLogLog } from '../../src/clicks/visitors'
 
 const DAY = 20_000
-const UA = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36'
+const UA =
+  'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36'
 const address = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`
 
 /** Adds n distinct visitors (from `first`) to one link-day; returns the sum of the increments answered. */
@@ -16,7 +17,11 @@ function addMany(c: ReturnType<typeof createVisitorCounter>, linkDay: number, n:
 
 describe('HyperLogLog', () => {
   test('10,000 and 100,000 distinct hashes are estimated within 5%; repeats change nothing', () => {
-    for (const [n, seed] of [[10_000, 1], [10_000, 7], [100_000, 3]] as const) {
+    for (const [n, seed] of [
+      [10_000, 1],
+      [10_000, 7],
+      [100_000, 3],
+    ] as const) {
       const h = new HyperLogLog()
       let x = seed * 0x9e3779b9
       const hashes: number[] = []
@@ -60,7 +65,7 @@ describe('the counter', () => {
     expect(addMany(c, 1, 10_000)).toBe(0)
   })
 
-  test('a new UTC day has a new key and forgets the days before: yesterday\'s visitor is new today', () => {
+  test("a new UTC day has a new key and forgets the days before: yesterday's visitor is new today", () => {
     const keys: Buffer[] = []
     const c = createVisitorCounter({ newKey: () => keys[keys.push(Buffer.alloc(16, keys.length + 1)) - 1]! })
     expect(c.add(10, DAY, '8.8.8.8', UA)).toBe(1)

@@ -8,13 +8,19 @@ import { dayOf } from '../../src/clicks/batch'
 import { makeBox, type TestBox } from '../support/app'
 import { startReceiver, until, type Receiver } from '../support/webhooks'
 
-const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36'
+const CHROME =
+  'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36'
 const GOOGLEBOT = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)'
 
-const visit = (box: TestBox, code: string, ua = CHROME) => box.request(`/${code}`, { redirect: 'manual', headers: { 'user-agent': ua } })
+const visit = (box: TestBox, code: string, ua = CHROME) =>
+  box.request(`/${code}`, { redirect: 'manual', headers: { 'user-agent': ua } })
 
 async function endpoint(box: TestBox, key: string, receiver: Receiver, events: string): Promise<number> {
-  const made = await box.post('/api/webhooks.json', { action: 'create', url: receiver.url, events }, { 'x-api-key': key })
+  const made = await box.post(
+    '/api/webhooks.json',
+    { action: 'create', url: receiver.url, events },
+    { 'x-api-key': key },
+  )
   expect(made.status, JSON.stringify(made.body)).toBe(200)
   receiver.secret = made.body.return.secret
   return made.body.return.id
@@ -25,9 +31,13 @@ const count = (box: TestBox, sql: string, ...args: number[]) => (box.db.query(sq
 for (const writeOn of ['worker', 'main'] as const) {
   describe(`written on the ${writeOn === 'worker' ? "writer's thread" : 'main thread'}`, () => {
     // The timer never fires in a test: flushes are called.
-    const boxOf = () => makeBox({ media: { allow_private_networks: true } }, { clicks: { intervalMs: 3_600_000, maxBatch: 100_000, writeOn } })
+    const boxOf = () =>
+      makeBox(
+        { media: { allow_private_networks: true } },
+        { clicks: { intervalMs: 3_600_000, maxBatch: 100_000, writeOn } },
+      )
 
-    test('one delivery carries both links\' counts; an endpoint without link.clicked gets none; an account without endpoints writes no webhook rows', async () => {
+    test("one delivery carries both links' counts; an endpoint without link.clicked gets none; an account without endpoints writes no webhook rows", async () => {
       const box = await boxOf()
       const clicked = startReceiver()
       const other = startReceiver()
@@ -37,9 +47,12 @@ for (const writeOn of ['worker', 'main'] as const) {
         const quietKey = await box.account('quiet')
         const clickedId = await endpoint(box, key, clicked, 'link.clicked')
         await endpoint(box, key, other, 'link.updated,link.deleted')
-        const a = (await box.post('/api/getLink.json', { url: 'https://example.com/a' }, { 'x-api-key': key })).body.return.hex
-        const b = (await box.post('/api/getLink.json', { url: 'https://example.com/b' }, { 'x-api-key': key })).body.return.hex
-        const q = (await box.post('/api/getLink.json', { url: 'https://example.com/q' }, { 'x-api-key': quietKey })).body.return.hex
+        const a = (await box.post('/api/getLink.json', { url: 'https://example.com/a' }, { 'x-api-key': key })).body
+          .return.hex
+        const b = (await box.post('/api/getLink.json', { url: 'https://example.com/b' }, { 'x-api-key': key })).body
+          .return.hex
+        const q = (await box.post('/api/getLink.json', { url: 'https://example.com/q' }, { 'x-api-key': quietKey }))
+          .body.return.hex
         const anon = (await box.post('/api/getLink.json', { url: 'https://example.com/anon' })).body.return.hex
         const dayBefore = dayOf(Date.now())
         for (let i = 0; i < 3; i++) expect((await visit(box, a)).status).toBe(302)
@@ -50,7 +63,9 @@ for (const writeOn of ['worker', 'main'] as const) {
         expect(await box.recorder.flush()).toBe(10)
         const dayAfter = dayOf(Date.now())
         // With a thread, the main connection never checkpoints (writer.ts): the writer is the one named.
-        expect(box.db.query('PRAGMA wal_autocheckpoint').get()).toEqual({ wal_autocheckpoint: writeOn === 'worker' ? 0 : 1000 })
+        expect(box.db.query('PRAGMA wal_autocheckpoint').get()).toEqual({
+          wal_autocheckpoint: writeOn === 'worker' ? 0 : 1000,
+        })
 
         await until(() => clicked.got.length >= 1, 'the link.clicked delivery')
         await Bun.sleep(300) // nothing else is on its way
@@ -75,8 +90,12 @@ for (const writeOn of ['worker', 'main'] as const) {
         expect(count(box, 'SELECT count(*) AS n FROM webhook_events')).toBe(1)
         expect(count(box, 'SELECT count(*) AS n FROM webhook_events WHERE account_id = ?', watcher)).toBe(1)
         expect(count(box, 'SELECT count(*) AS n FROM webhook_deliveries')).toBe(1)
-        expect(count(box, "SELECT count(*) AS n FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'ok'", clickedId)).toBe(1)
-        expect(got.id).toBe((box.db.query('SELECT webhook_id FROM webhook_events').get() as { webhook_id: string }).webhook_id)
+        expect(
+          count(box, "SELECT count(*) AS n FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'ok'", clickedId),
+        ).toBe(1)
+        expect(got.id).toBe(
+          (box.db.query('SELECT webhook_id FROM webhook_events').get() as { webhook_id: string }).webhook_id,
+        )
         expect(got.id).toMatch(/^msg_[0-9a-f]{32}$/)
         // The counts themselves were written as always.
         expect(box.db.query('SELECT clicks, bots FROM links WHERE code = ?').get(b)).toEqual({ clicks: 1, bots: 1 })
@@ -103,7 +122,11 @@ for (const writeOn of ['worker', 'main'] as const) {
         const LINKS = 600
         box.db.transaction(() => {
           for (let i = 1; i <= LINKS; i++)
-            box.db.query("INSERT INTO links (code, long_url, account_id, created, updated) VALUES (?1, 'https://example.com/', ?2, 0, 0)").run(`m${i}`, accountId)
+            box.db
+              .query(
+                "INSERT INTO links (code, long_url, account_id, created, updated) VALUES (?1, 'https://example.com/', ?2, 0, 0)",
+              )
+              .run(`m${i}`, accountId)
         })()
         for (let i = 1; i <= LINKS; i++) await visit(box, `m${i}`)
         const last = (box.db.query('SELECT id FROM links WHERE code = ?').get(`m${LINKS}`) as { id: number }).id

@@ -101,7 +101,7 @@ describe('signed delivery', () => {
     expect(r.got[1]!.id).toBe(ev2.webhookId)
   })
 
-  test('only subscribed, enabled endpoints get an event; a disabled endpoint\'s pending row is not sent', async () => {
+  test("only subscribed, enabled endpoints get an event; a disabled endpoint's pending row is not sent", async () => {
     const t = rig()
     const clicks = receiver()
     const links = receiver()
@@ -143,7 +143,12 @@ describe('retries', () => {
     const ev = addEvent(t.db, t.account, 'link.created', { hex: 'a' })
     t.deliverer.start()
     await until(() => delivery(t.db, ev.id, e.id).state === 'failed', 'failed after the retries')
-    expect(delivery(t.db, ev.id, e.id)).toMatchObject({ state: 'failed', attempts: 3, last_status: 500, last_error: 'HTTP 500' })
+    expect(delivery(t.db, ev.id, e.id)).toMatchObject({
+      state: 'failed',
+      attempts: 3,
+      last_status: 500,
+      last_error: 'HTTP 500',
+    })
     expect(r.got.map((g) => g.id)).toEqual([ev.webhookId, ev.webhookId, ev.webhookId])
     expect(endpointRow(t.db, e.id)).toMatchObject({ enabled: 1, failing: 1 })
     expect(t.logs.some((l) => l.includes(`webhook endpoint ${e.id} is failing`))).toBe(true)
@@ -187,7 +192,11 @@ describe('retries', () => {
     const ev = addEvent(t.db, t.account, 'link.created', { hex: 'a' })
     t.deliverer.start()
     await until(() => delivery(t.db, ev.id, e.id).attempts === 1, 'the attempt recorded')
-    expect(delivery(t.db, ev.id, e.id)).toMatchObject({ state: 'pending', last_status: 307, last_error: 'HTTP 307: redirects are not followed' })
+    expect(delivery(t.db, ev.id, e.id)).toMatchObject({
+      state: 'pending',
+      last_status: 307,
+      last_error: 'HTTP 307: redirects are not followed',
+    })
     expect(elsewhere.got).toEqual([])
   })
 
@@ -218,14 +227,25 @@ describe('410 Gone', () => {
     await until(() => endpointRow(t.db, e.id).enabled === 0, 'the endpoint disabled')
     expect(endpointRow(t.db, e.id)).toMatchObject({ enabled: 0, disabled_reason: 'the receiver answered 410 Gone' })
     expect(delivery(t.db, ev.id, e.id)).toMatchObject({ state: 'failed', attempts: 1, last_status: 410 })
-    expect(delivery(t.db, later.id, e.id)).toMatchObject({ state: 'failed', attempts: 0, last_error: 'not sent: the receiver answered 410 Gone' })
+    expect(delivery(t.db, later.id, e.id)).toMatchObject({
+      state: 'failed',
+      attempts: 0,
+      last_error: 'not sent: the receiver answered 410 Gone',
+    })
     expect(t.logs).toContain(`webhook endpoint ${e.id} disabled: the receiver answered 410 Gone`)
     // In the audit log (issue 25), by the system, in the transaction that disabled it.
-    expect(t.db.query("SELECT actor_kind, actor_name, target, detail FROM audit_log WHERE action = 'webhook.disable'").all()).toEqual([
-      { actor_kind: 'system', actor_name: 'webhook deliverer', target: `webhook ${e.id}: ${r.url}`, detail: 'the receiver answered 410 Gone' },
+    expect(
+      t.db.query("SELECT actor_kind, actor_name, target, detail FROM audit_log WHERE action = 'webhook.disable'").all(),
+    ).toEqual([
+      {
+        actor_kind: 'system',
+        actor_name: 'webhook deliverer',
+        target: `webhook ${e.id}: ${r.url}`,
+        detail: 'the receiver answered 410 Gone',
+      },
     ])
     // A row left pending for it (written by a transaction that began before the 410) is skipped.
-    t.db.query('UPDATE webhook_deliveries SET state = \'pending\', next_at = 0 WHERE event_id = ?').run(later.id)
+    t.db.query("UPDATE webhook_deliveries SET state = 'pending', next_at = 0 WHERE event_id = ?").run(later.id)
     t.deliverer.wake()
     await Bun.sleep(100)
     expect(r.got).toHaveLength(1)
@@ -242,9 +262,16 @@ describe('one event, one webhook-id', () => {
     const eb = endpointFor(t, b)
     const ev = addEvent(t.db, t.account, 'mail.received', { address: 'x@mail.test' })
     t.deliverer.start()
-    await until(() => delivery(t.db, ev.id, ea.id).state === 'ok' && delivery(t.db, ev.id, eb.id).state === 'ok', 'both delivered')
+    await until(
+      () => delivery(t.db, ev.id, ea.id).state === 'ok' && delivery(t.db, ev.id, eb.id).state === 'ok',
+      'both delivered',
+    )
     // Redelivery (whcore's action=redeliver): the row is pending again.
-    t.db.query("UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_at = 0 WHERE event_id = ? AND endpoint_id = ?").run(ev.id, eb.id)
+    t.db
+      .query(
+        "UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_at = 0 WHERE event_id = ? AND endpoint_id = ?",
+      )
+      .run(ev.id, eb.id)
     t.deliverer.wake()
     await until(() => b.got.length === 2 && delivery(t.db, ev.id, eb.id).state === 'ok', 'redelivered')
     const ids = new Set([...a.got, ...b.got].map((g) => g.id))
@@ -330,7 +357,7 @@ describe('the SSRF guard', () => {
 })
 
 describe('fairness', () => {
-  test('a slow receiver (10 s per answer) does not delay another endpoint\'s deliveries', async () => {
+  test("a slow receiver (10 s per answer) does not delay another endpoint's deliveries", async () => {
     const t = rig()
     const answered: number[] = []
     const slow = receiver(async () => {
@@ -382,7 +409,10 @@ describe('fairness', () => {
     expect(most).toBe(16)
     expect(t.deliverer.stats.inFlight).toBe(16)
     hold = false
-    await until(() => events.every((ev) => endpoints.every((e) => delivery(t.db, ev.id, e.id).state === 'ok')), 'all 30 delivered')
+    await until(
+      () => events.every((ev) => endpoints.every((e) => delivery(t.db, ev.id, e.id).state === 'ok')),
+      'all 30 delivered',
+    )
     expect(most).toBe(16)
   })
 })

@@ -9,7 +9,9 @@ test('allWritten stays synchronous for values and settled promises, and is a pro
   const pending = allWritten([1, Bun.sleep(1).then(() => 3)])
   expect(pending).toBeInstanceOf(Promise)
   expect(await pending).toEqual([1, 3])
-  expect(() => allWritten([1, Promise.reject(new Error('the row could not be written'))])).toThrow('could not be written')
+  expect(() => allWritten([1, Promise.reject(new Error('the row could not be written'))])).toThrow(
+    'could not be written',
+  )
   // A query object (thenable, not a native promise) is still running.
   const query = { then: (ok: (v: number) => void) => ok(3) }
   expect(await allWritten([query])).toEqual([3])
@@ -21,7 +23,9 @@ test('syncWithin passes values and settled work through, and refuses a pending p
   const done = Promise.resolve(1)
   expect(syncWithin(done)).toBe(done)
   expect(() => syncWithin(Bun.sleep(1).then(() => 1))).toThrow('within must be synchronous on SQLite')
-  expect(() => syncWithin(Bun.sleep(1).then(() => Promise.reject(new Error('late'))))).toThrow('within must be synchronous on SQLite')
+  expect(() => syncWithin(Bun.sleep(1).then(() => Promise.reject(new Error('late'))))).toThrow(
+    'within must be synchronous on SQLite',
+  )
   expect(() => syncWithin(Promise.reject(new Error('the row could not be written')))).toThrow('could not be written')
   await Bun.sleep(1)
 })

@@ -80,7 +80,11 @@ export interface AbuseRows<Tx> {
    * The report stored (and `within` run with it), or why not: 'full' (all open reports), 'link_full' (the
    * link's), 'no_link' (the link is gone).
    */
-  fileReport(r: NewReport, bounds: ReportBounds, within?: (tx: Tx, row: ReportRow) => unknown): Promise<ReportRow | 'full' | 'link_full' | 'no_link'>
+  fileReport(
+    r: NewReport,
+    bounds: ReportBounds,
+    within?: (tx: Tx, row: ReportRow) => unknown,
+  ): Promise<ReportRow | 'full' | 'link_full' | 'no_link'>
   /** The newest open reports, with their link, owner, clicks and destination. */
   openReports(limit: number): Promise<OpenReport[]>
   openCount(): Promise<number>
@@ -93,15 +97,27 @@ export interface AbuseRows<Tx> {
    * same transaction (the audit rows; another feature's change); 'already_closed' (closed by someone else) or
    * 'missing', or 'no_link' (the link to disable is gone): then nothing is written or run.
    */
-  closeReport(id: number, close: ReportClose, within?: (tx: Tx, closed: ReportRow, done: CloseDone) => unknown): Promise<ReportRow | 'already_closed' | 'missing' | 'no_link'>
+  closeReport(
+    id: number,
+    close: ReportClose,
+    within?: (tx: Tx, closed: ReportRow, done: CloseDone) => unknown,
+  ): Promise<ReportRow | 'already_closed' | 'missing' | 'no_link'>
   /** Every banned host, by host. */
   bans(): Promise<BanRow[]>
   /** The ban written (and `within` run), or null: the host was banned already (nothing written or run). */
-  addBan(ban: { host: string; reason: string; at: number; by: number | null }, within?: (tx: Tx, row: BanRow) => unknown): Promise<BanRow | null>
+  addBan(
+    ban: { host: string; reason: string; at: number; by: number | null },
+    within?: (tx: Tx, row: BanRow) => unknown,
+  ): Promise<BanRow | null>
   /** True when this call removed the ban (and ran `within`). */
   removeBan(host: string, within?: (tx: Tx) => unknown): Promise<boolean>
   /** Disables the link with this code (a reason shown to visitors) or enables it (null), and runs `within`; null: no such link. */
-  setLinkDisabled(code: string, reason: string | null, at: number, within?: (tx: Tx, link: LinkRef) => unknown): Promise<LinkRef | null>
+  setLinkDisabled(
+    code: string,
+    reason: string | null,
+    at: number,
+    within?: (tx: Tx, link: LinkRef) => unknown,
+  ): Promise<LinkRef | null>
   /** The ids of disabled accounts. */
   disabledAccounts(): Promise<number[]>
   /** A page of destinations after link id `after`, by id (keyset paging). */

@@ -36,16 +36,23 @@ const linkRef = (r: Record<string, unknown>): LinkRef => ({ id: Number(r.id), co
 const NO_LINK = new Error('no_link')
 
 /** In a ban's transaction: every node reads the bans again once it commits (the origin is no node's, so the writer hears it too). */
-const bansChanged = (tx: SQL, host: string) => tx`SELECT pg_notify(${CHANNEL}, ${encodeChanges('db', BAN_TOPIC, [host])[0]!})`
+const bansChanged = (tx: SQL, host: string) =>
+  tx`SELECT pg_notify(${CHANNEL}, ${encodeChanges('db', BAN_TOPIC, [host])[0]!})`
 
-const ban = (r: Record<string, unknown>): BanRow => ({ host: r.host as string, reason: r.reason as string, created: Number(r.created), created_by: num(r.created_by) })
+const ban = (r: Record<string, unknown>): BanRow => ({
+  host: r.host as string,
+  reason: r.reason as string,
+  created: Number(r.created),
+  created_by: num(r.created_by),
+})
 
 export function postgresAbuseRows(sql: SQL): AbuseRows<TransactionSQL> {
   return {
     async fileReport(r, bounds, within) {
       return sql.begin(async (tx) => {
         await tx`SELECT pg_advisory_xact_lock(${REPORTS_LOCK_KEY.toString()}::bigint)`
-        const [n] = await tx`SELECT count(*) AS open, count(*) FILTER (WHERE link_id = ${r.linkId}) AS of_link FROM link_reports WHERE closed IS NULL`
+        const [n] =
+          await tx`SELECT count(*) AS open, count(*) FILTER (WHERE link_id = ${r.linkId}) AS of_link FROM link_reports WHERE closed IS NULL`
         if (Number(n.open) >= bounds.maxOpen) return 'full' as const
         if (Number(n.of_link) >= bounds.maxPerLink) return 'link_full' as const
         // The link kept until the commit (a deletion waits), or found gone.
@@ -88,17 +95,22 @@ export function postgresAbuseRows(sql: SQL): AbuseRows<TransactionSQL> {
         return await sql.begin(async (tx) => {
           const [row] = await tx`UPDATE link_reports SET closed = ${c.at}, action = ${c.action}, closed_by = ${c.by}
                                   WHERE id = ${id} AND closed IS NULL RETURNING *`
-          if (!row) return (await tx`SELECT 1 FROM link_reports WHERE id = ${id}`).length > 0 ? ('already_closed' as const) : ('missing' as const)
+          if (!row)
+            return (await tx`SELECT 1 FROM link_reports WHERE id = ${id}`).length > 0
+              ? ('already_closed' as const)
+              : ('missing' as const)
           const closed = report(row)
           let link: LinkRef | null = null
           if (c.disableLink) {
-            const [l] = await tx`UPDATE links SET disabled = ${c.disableLink.reason}, updated = ${c.at} WHERE code = ${c.disableLink.code} RETURNING id, code`
+            const [l] =
+              await tx`UPDATE links SET disabled = ${c.disableLink.reason}, updated = ${c.at} WHERE code = ${c.disableLink.code} RETURNING id, code`
             if (!l) throw NO_LINK
             link = linkRef(l)
           }
           let banned: BanRow | null = null
           if (c.ban) {
-            const [b] = await tx`INSERT INTO banned_hosts (host, reason, created, created_by) VALUES (${c.ban.host}, ${c.ban.reason}, ${c.at}, ${c.by})
+            const [b] =
+              await tx`INSERT INTO banned_hosts (host, reason, created, created_by) VALUES (${c.ban.host}, ${c.ban.reason}, ${c.at}, ${c.by})
                                  ON CONFLICT (host) DO NOTHING RETURNING *`
             banned = b ? ban(b) : null
             if (banned) await bansChanged(tx, banned.host)
@@ -118,7 +130,8 @@ export function postgresAbuseRows(sql: SQL): AbuseRows<TransactionSQL> {
 
     async addBan(b, within) {
       return sql.begin(async (tx) => {
-        const [row] = await tx`INSERT INTO banned_hosts (host, reason, created, created_by) VALUES (${b.host}, ${b.reason}, ${b.at}, ${b.by})
+        const [row] =
+          await tx`INSERT INTO banned_hosts (host, reason, created, created_by) VALUES (${b.host}, ${b.reason}, ${b.at}, ${b.by})
                                ON CONFLICT (host) DO NOTHING RETURNING *`
         if (!row) return null
         const made = ban(row)
@@ -139,7 +152,8 @@ export function postgresAbuseRows(sql: SQL): AbuseRows<TransactionSQL> {
 
     async setLinkDisabled(code, reason, at, within) {
       return sql.begin(async (tx) => {
-        const [row] = await tx`UPDATE links SET disabled = ${reason}, updated = ${at} WHERE code = ${code} RETURNING id, code`
+        const [row] =
+          await tx`UPDATE links SET disabled = ${reason}, updated = ${at} WHERE code = ${code} RETURNING id, code`
         if (!row) return null
         const link = linkRef(row)
         if (within) await within(tx, link)
@@ -148,7 +162,9 @@ export function postgresAbuseRows(sql: SQL): AbuseRows<TransactionSQL> {
     },
 
     async disabledAccounts() {
-      return (await sql`SELECT id FROM accounts WHERE disabled IS NOT NULL ORDER BY id`).map((r: { id: string }) => Number(r.id))
+      return (await sql`SELECT id FROM accounts WHERE disabled IS NOT NULL ORDER BY id`).map((r: { id: string }) =>
+        Number(r.id),
+      )
     },
 
     async destinations(after, limit) {

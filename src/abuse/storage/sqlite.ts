@@ -15,7 +15,9 @@ export function sqliteAbuseRows(db: Db): AbuseRows<Db> {
       WHERE r.closed IS NULL ORDER BY r.id DESC LIMIT ?1`,
   )
   const openCount = q.query<{ n: number }, []>('SELECT count(*) AS n FROM link_reports WHERE closed IS NULL')
-  const openForLink = q.query<{ n: number }, [number]>('SELECT count(*) AS n FROM link_reports WHERE closed IS NULL AND link_id = ?')
+  const openForLink = q.query<{ n: number }, [number]>(
+    'SELECT count(*) AS n FROM link_reports WHERE closed IS NULL AND link_id = ?',
+  )
   const openById = q.query<OpenReport, [number]>(
     `SELECT r.*, l.long_url, l.clicks, a.name AS owner, l.disabled AS link_disabled
        FROM link_reports r LEFT JOIN links l ON l.id = r.link_id LEFT JOIN accounts a ON a.id = l.account_id
@@ -33,14 +35,25 @@ export function sqliteAbuseRows(db: Db): AbuseRows<Db> {
   const deleteBan = q.query<{ host: string }, [string]>('DELETE FROM banned_hosts WHERE host = ? RETURNING host')
   // An admin's disable (a reason) or enable (null) of a link by its code: the column is the link store's, the
   // write is abuse handling's (with its audit row, or as part of a report's closing).
-  const setLinkDisabled = q.query<LinkRef, [string, string | null, number]>('UPDATE links SET disabled = ?2, updated = ?3 WHERE code = ?1 RETURNING id, code')
+  const setLinkDisabled = q.query<LinkRef, [string, string | null, number]>(
+    'UPDATE links SET disabled = ?2, updated = ?3 WHERE code = ?1 RETURNING id, code',
+  )
   const disabledAccounts = q.query<{ id: number }, []>('SELECT id FROM accounts WHERE disabled IS NOT NULL')
   // Every destination, for counting what a list or a ban catches (a reload, not a visit, pays for it).
-  const destinations = q.query<{ id: number; long_url: string }, [number, number]>('SELECT id, long_url FROM links WHERE id > ?1 ORDER BY id LIMIT ?2')
+  const destinations = q.query<{ id: number; long_url: string }, [number, number]>(
+    'SELECT id, long_url FROM links WHERE id > ?1 ORDER BY id LIMIT ?2',
+  )
 
-  const insertReportRow = (r: { linkId: number | null; code: string; reason: ReportReason; text: string; contact: string; created: number }) =>
-    insertReport.get(r.linkId, r.code, r.reason, r.text, r.contact, r.created)!
-  const addBanRow = (host: string, reason: string, at: number, by: number | null) => insertBan.get(host, reason, at, by) ?? null
+  const insertReportRow = (r: {
+    linkId: number | null
+    code: string
+    reason: ReportReason
+    text: string
+    contact: string
+    created: number
+  }) => insertReport.get(r.linkId, r.code, r.reason, r.text, r.contact, r.created)!
+  const addBanRow = (host: string, reason: string, at: number, by: number | null) =>
+    insertBan.get(host, reason, at, by) ?? null
   const disableLink = (code: string, reason: string | null, at: number) => setLinkDisabled.get(code, reason, at)
 
   return {

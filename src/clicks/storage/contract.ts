@@ -44,7 +44,13 @@ export interface ClickCounts {
 }
 
 /** Writes one link.clicked event and its deliveries inside the open SQLite transaction; returns the deliveries. */
-export type InsertClickEvent = (type: 'link.clicked', accountId: number, at: number, data: Record<string, unknown>, now: number) => number
+export type InsertClickEvent = (
+  type: 'link.clicked',
+  accountId: number,
+  at: number,
+  data: Record<string, unknown>,
+  now: number,
+) => number
 /**
  * SQLite: prepares the event insert on a connection (the writer thread has its own). The root hands in the
  * webhooks feature's (eventInserts), so clicks write events without importing webhooks.

@@ -2,8 +2,27 @@
 // count an increment in the statement, names read under row locks taken in one order (ARCHITECTURE, clicks).
 import type { SQL, TransactionSQL } from 'bun'
 import type { EventWriter } from '../../kernel/outbox'
-import { DAY_MS, dayOf, decodeInParts, inParts, mergeBatch, newDayCounts, type ClickBatch, type ClickEvent, type DayCounts } from '../batch'
-import { bump, DIMENSIONS, parseDims, placeByVolume, placeNames, stringifyDims, wholeMonths, type StoredNames } from '../names'
+import {
+  DAY_MS,
+  dayOf,
+  decodeInParts,
+  inParts,
+  mergeBatch,
+  newDayCounts,
+  type ClickBatch,
+  type ClickEvent,
+  type DayCounts,
+} from '../batch'
+import {
+  bump,
+  DIMENSIONS,
+  parseDims,
+  placeByVolume,
+  placeNames,
+  stringifyDims,
+  wholeMonths,
+  type StoredNames,
+} from '../names'
 import { LINKS_PER_COMMIT, PartialWrite, type ClickCounts, type DayKeyRows, type SharedVisitorRows } from './contract'
 
 const hasNames = (d: DayCounts) => DIMENSIONS.some((dim) => d.dims[dim].size > 0)
@@ -19,7 +38,8 @@ export function postgresClickCounts(sql: SQL, queue: EventWriter<TransactionSQL>
         clicks += d.clicks
         bots += d.bots
       }
-      const [live] = await tx`UPDATE links SET clicks = clicks + ${clicks}, bots = bots + ${bots} WHERE id = ${linkId} RETURNING id`
+      const [live] =
+        await tx`UPDATE links SET clicks = clicks + ${clicks}, bots = bots + ${bots} WHERE id = ${linkId} RETURNING id`
       if (!live) continue
       // What each day stored of the batch's names (placed names and OTHER), for its month to add up.
       const placed = new Map<number, StoredNames>()
@@ -78,7 +98,11 @@ export function postgresClickCounts(sql: SQL, queue: EventWriter<TransactionSQL>
           await writeLinks(tx, part)
           if (last)
             for (const e of events)
-              await queue.enqueue(tx, { type: 'link.clicked', accountId: e.accountId, at: e.at, data: { clicks: e.clicks } }, e.at)
+              await queue.enqueue(
+                tx,
+                { type: 'link.clicked', accountId: e.accountId, at: e.at, data: { clicks: e.clicks } },
+                e.at,
+              )
         })
       } catch (err) {
         if (!last) {
@@ -94,9 +118,14 @@ export function postgresClickCounts(sql: SQL, queue: EventWriter<TransactionSQL>
     add: (batch) => writeParts(inParts(batch, LINKS_PER_COMMIT)),
     addEncoded: (batch) => writeParts(decodeInParts(batch, LINKS_PER_COMMIT), batch.events),
     async days(linkId, from, to) {
-      const rows = await sql`SELECT day, clicks, visitors FROM click_days WHERE link_id = ${linkId} AND day BETWEEN ${from} AND ${to} ORDER BY day`
+      const rows =
+        await sql`SELECT day, clicks, visitors FROM click_days WHERE link_id = ${linkId} AND day BETWEEN ${from} AND ${to} ORDER BY day`
       // bigint comes back as text from Bun.SQL; a day's clicks stay far below 2^53.
-      return rows.map((r: { day: string; clicks: string; visitors: string }) => ({ day: r.day, clicks: Number(r.clicks), visitors: Number(r.visitors) }))
+      return rows.map((r: { day: string; clicks: string; visitors: string }) => ({
+        day: r.day,
+        clicks: Number(r.clicks),
+        visitors: Number(r.visitors),
+      }))
     },
     async names(linkId, from, to) {
       const out = parseDims('{}')

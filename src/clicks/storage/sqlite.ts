@@ -2,7 +2,16 @@
 // The synchronous writer (sqliteClickWriter) is kept for the writer thread; the rest is the async contract.
 import type { Db } from '../../db/sqlite'
 import { lazyStatements } from '../../db/sqlite/lazy'
-import { DAY_MS, dayOf, decodeInParts, inParts, mergeBatch, type ClickBatch, type ClickEvent, type EncodedBatch } from '../batch'
+import {
+  DAY_MS,
+  dayOf,
+  decodeInParts,
+  inParts,
+  mergeBatch,
+  type ClickBatch,
+  type ClickEvent,
+  type EncodedBatch,
+} from '../batch'
 import {
   DIMENSIONS,
   emptyDims,
@@ -16,18 +25,29 @@ import {
   wholeMonths,
   type StoredNames,
 } from '../names'
-import { LINKS_PER_COMMIT, PartialWrite, type ClickCounts, type DayKeyRows, type InsertClickEvent, type SqliteClickEvents } from './contract'
+import {
+  LINKS_PER_COMMIT,
+  PartialWrite,
+  type ClickCounts,
+  type DayKeyRows,
+  type InsertClickEvent,
+  type SqliteClickEvents,
+} from './contract'
 
 /** The statements that write batches, and writeParts over them; `events` writes link.clicked rows (absent: a batch with events throws). */
 function clickWrites(db: Db, events?: SqliteClickEvents) {
-  const dayDims = db.query<{ dims: string }, [number, string]>('SELECT dims FROM click_days WHERE link_id = ?1 AND day = ?2')
+  const dayDims = db.query<{ dims: string }, [number, string]>(
+    'SELECT dims FROM click_days WHERE link_id = ?1 AND day = ?2',
+  )
   // Visitors are added as an increment, like clicks: the same statement works with several writers.
   const putDay = db.query<unknown, [number, string, number, number, number, string]>(
     `INSERT INTO click_days (link_id, day, clicks, bots, visitors, dims) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
      ON CONFLICT (link_id, day) DO UPDATE SET clicks = clicks + excluded.clicks, bots = bots + excluded.bots,
        visitors = visitors + excluded.visitors, dims = excluded.dims`,
   )
-  const monthDims = db.query<{ dims: string }, [number, string]>('SELECT dims FROM click_months WHERE link_id = ?1 AND month = ?2')
+  const monthDims = db.query<{ dims: string }, [number, string]>(
+    'SELECT dims FROM click_months WHERE link_id = ?1 AND month = ?2',
+  )
   const putMonth = db.query<unknown, [number, string, number, number, string]>(
     `INSERT INTO click_months (link_id, month, clicks, bots, dims) VALUES (?1, ?2, ?3, ?4, ?5)
      ON CONFLICT (link_id, month) DO UPDATE SET clicks = clicks + excluded.clicks, bots = bots + excluded.bots, dims = excluded.dims`,
@@ -85,7 +105,8 @@ function clickWrites(db: Db, events?: SqliteClickEvents) {
       }
       for (const [key, m] of months) {
         const held = parseDims(monthDims.get(linkId, key)?.dims ?? '{}')
-        for (const dim of DIMENSIONS) placeByVolume(held[dim], m.placed.length === 1 ? m.placed[0]![dim] : sumNames(m.placed, dim))
+        for (const dim of DIMENSIONS)
+          placeByVolume(held[dim], m.placed.length === 1 ? m.placed[0]![dim] : sumNames(m.placed, dim))
         putMonth.run(linkId, key, m.clicks, m.bots, stringifyDims(held))
       }
     }
@@ -156,7 +177,8 @@ export function sqliteClickCounts(db: Db, events?: SqliteClickEvents): ClickCoun
         return out
       }
       for (const r of monthsDims.all(linkId, firstMonth, lastMonth)) parseDims(r.dims, out)
-      if (from < `${firstMonth}-01`) for (const r of daysDims.all(linkId, from, `${firstMonth}-00`)) parseDims(r.dims, out)
+      if (from < `${firstMonth}-01`)
+        for (const r of daysDims.all(linkId, from, `${firstMonth}-00`)) parseDims(r.dims, out)
       if (to > `${lastMonth}-31`) for (const r of daysDims.all(linkId, `${lastMonth}-32`, to)) parseDims(r.dims, out)
       return out
     },
@@ -165,7 +187,9 @@ export function sqliteClickCounts(db: Db, events?: SqliteClickEvents): ClickCoun
 
 export function sqliteDayKeyRows(db: Db): DayKeyRows {
   const q = lazyStatements(db)
-  const insert = q.query<unknown, [number, Uint8Array]>('INSERT INTO day_keys (day, key) VALUES (?, ?) ON CONFLICT (day) DO NOTHING')
+  const insert = q.query<unknown, [number, Uint8Array]>(
+    'INSERT INTO day_keys (day, key) VALUES (?, ?) ON CONFLICT (day) DO NOTHING',
+  )
   const read = q.query<{ key: Uint8Array }, [number]>('SELECT key FROM day_keys WHERE day = ?')
   const old = q.query<unknown, [number]>('DELETE FROM day_keys WHERE day < ?')
   const ensureNow = (day: number, fresh: Uint8Array, keepFrom: number) =>

@@ -53,14 +53,23 @@ export function postgresSessionRows(sql: SQL): SessionRows<TransactionSQL> {
       return (await sql`DELETE FROM web_sessions WHERE account_id = ${accountId}`).count
     },
     async sweep(now) {
-      return (await sql`DELETE FROM web_sessions WHERE id IN (SELECT id FROM web_sessions WHERE expires <= ${now} LIMIT 5000)`).count
+      return (
+        await sql`DELETE FROM web_sessions WHERE id IN (SELECT id FROM web_sessions WHERE expires <= ${now} LIMIT 5000)`
+      ).count
     },
   }
 }
 
 // ON CONFLICT DO NOTHING: a second claim of a token waits for the first transaction, then does nothing (it
 // committed) or inserts (it rolled back).
-const claim = async (tx: TransactionSQL, token: string, sessionId: number | null, fingerprint: string, now: number, result: string) =>
+const claim = async (
+  tx: TransactionSQL,
+  token: string,
+  sessionId: number | null,
+  fingerprint: string,
+  now: number,
+  result: string,
+) =>
   (
     await tx`INSERT INTO form_tokens (token, session_id, fingerprint, created, result)
              VALUES (${token}, ${sessionId}, ${fingerprint}, ${now}, ${result}) ON CONFLICT (token) DO NOTHING`
@@ -68,7 +77,15 @@ const claim = async (tx: TransactionSQL, token: string, sessionId: number | null
 
 const byToken = async (sql: SQL, token: string): Promise<FormTokenRow | null> => {
   const [r] = await sql`SELECT token, session_id, fingerprint, created, result FROM form_tokens WHERE token = ${token}`
-  return r ? { token: r.token, session_id: num(r.session_id), fingerprint: r.fingerprint, created: Number(r.created), result: r.result } : null
+  return r
+    ? {
+        token: r.token,
+        session_id: num(r.session_id),
+        fingerprint: r.fingerprint,
+        created: Number(r.created),
+        result: r.result,
+      }
+    : null
 }
 
 export function postgresFormTokenRows(sql: SQL): FormTokenRows<TransactionSQL> {
@@ -125,7 +142,8 @@ export function postgresFlashRows(sql: SQL): FlashRows {
       return r ? row(r) : null
     },
     async sweep(now) {
-      return (await sql`DELETE FROM flashes WHERE seq IN (SELECT seq FROM flashes WHERE expires <= ${now} LIMIT 5000)`).count
+      return (await sql`DELETE FROM flashes WHERE seq IN (SELECT seq FROM flashes WHERE expires <= ${now} LIMIT 5000)`)
+        .count
     },
     async usage(pool) {
       const [r] = await sql`SELECT count(*) AS rows, coalesce(sum(size), 0) AS bytes FROM flashes WHERE pool = ${pool}`

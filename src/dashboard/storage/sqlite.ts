@@ -22,7 +22,9 @@ export function sqliteSessionRows(db: Db): SessionRows<Db> {
     `SELECT s.*, a.name AS account_name, a.admin AS admin, a.disabled AS disabled
      FROM web_sessions s JOIN accounts a ON a.id = s.account_id WHERE s.token_hash = ?`,
   )
-  const touch = q.query<unknown, [number, number, number]>('UPDATE web_sessions SET last_seen = ?, expires = ? WHERE id = ?')
+  const touch = q.query<unknown, [number, number, number]>(
+    'UPDATE web_sessions SET last_seen = ?, expires = ? WHERE id = ?',
+  )
   const remove = q.query<unknown, [number]>('DELETE FROM web_sessions WHERE id = ?')
   const removeOfAccount = q.query<unknown, [number]>('DELETE FROM web_sessions WHERE account_id = ?')
   // Keeps an account's newest `keep` sessions (a sign-in beyond them signs out the oldest).
@@ -30,7 +32,9 @@ export function sqliteSessionRows(db: Db): SessionRows<Db> {
     `DELETE FROM web_sessions WHERE account_id = ? AND id NOT IN
        (SELECT id FROM web_sessions WHERE account_id = ? ORDER BY id DESC LIMIT ?)`,
   )
-  const expired = q.query<unknown, [number]>('DELETE FROM web_sessions WHERE id IN (SELECT id FROM web_sessions WHERE expires <= ? LIMIT 5000)')
+  const expired = q.query<unknown, [number]>(
+    'DELETE FROM web_sessions WHERE id IN (SELECT id FROM web_sessions WHERE expires <= ? LIMIT 5000)',
+  )
 
   return {
     create: async (s, keep, within) =>
@@ -83,7 +87,8 @@ export function sqliteFormTokenRows(db: Db): FormTokenRows<Db> {
     claim: (tx, token, sessionId, fingerprint, now, result) =>
       Promise.resolve(insert(tx, token, sessionId, fingerprint, now, result)),
     claimIn(tx, token, sessionId, fingerprint, now, result, then) {
-      if (insert(tx, token, sessionId, fingerprint, now, result)) return Promise.resolve(syncWithin(then(tx, { claimed: true })))
+      if (insert(tx, token, sessionId, fingerprint, now, result))
+        return Promise.resolve(syncWithin(then(tx, { claimed: true })))
       const first = tokensOf(tx).byToken.get(token) ?? null
       return Promise.resolve(syncWithin(then(tx, { claimed: false, first })))
     },
@@ -108,11 +113,15 @@ export function sqliteFlashRows(db: Db): FlashRows {
        SELECT seq, row_number() OVER w AS n, sum(size) OVER w AS total FROM flashes WHERE pool = ?
        WINDOW w AS (ORDER BY seq DESC)) WHERE n > ? OR total > ?)`,
   )
-  const take = q.query<FlashRow, [string]>('DELETE FROM flashes WHERE id = ? RETURNING id, pool, owner, kind, value, size, expires')
+  const take = q.query<FlashRow, [string]>(
+    'DELETE FROM flashes WHERE id = ? RETURNING id, pool, owner, kind, value, size, expires',
+  )
   const takeOwned = q.query<FlashRow, [string, string, string]>(
     'DELETE FROM flashes WHERE id = ? AND owner = ? AND kind = ? RETURNING id, pool, owner, kind, value, size, expires',
   )
-  const sweep = q.query<unknown, [number]>('DELETE FROM flashes WHERE seq IN (SELECT seq FROM flashes WHERE expires <= ? LIMIT 5000)')
+  const sweep = q.query<unknown, [number]>(
+    'DELETE FROM flashes WHERE seq IN (SELECT seq FROM flashes WHERE expires <= ? LIMIT 5000)',
+  )
   const usage = q.query<{ rows: number; bytes: number }, [number]>(
     'SELECT count(*) AS rows, coalesce(sum(size), 0) AS bytes FROM flashes WHERE pool = ?',
   )

@@ -20,10 +20,7 @@ export interface PostgresChangeFeedOptions {
   onError?: (err: unknown) => void
 }
 
-type Message =
-  | { o: string; t: string; k: string[] }
-  | { o: string; t: string; r: 1 }
-  | { o: string; p: number }
+type Message = { o: string; t: string; k: string[] } | { o: string; t: string; r: 1 } | { o: string; p: number }
 
 const bytes = (text: string) => Buffer.byteLength(text, 'utf8')
 
@@ -75,7 +72,10 @@ export function decodeChange(payload: string): Message | null {
  * and closes it with itself. Resolves once the LISTEN is acknowledged, so that nothing published after it is
  * missed; rejects when the server cannot be reached (a node starts with its database).
  */
-export async function postgresChangeFeed(target: SQL | string, opts: PostgresChangeFeedOptions = {}): Promise<ChangeFeed> {
+export async function postgresChangeFeed(
+  target: SQL | string,
+  opts: PostgresChangeFeedOptions = {},
+): Promise<ChangeFeed> {
   const own = typeof target === 'string' ? pgClient(target, { max: 1 }) : null
   const sql = own ?? (target as SQL)
   const heartbeatMs = opts.heartbeatMs ?? HEARTBEAT_MS
@@ -139,7 +139,10 @@ export async function postgresChangeFeed(target: SQL | string, opts: PostgresCha
         while (pending.size > 0 && !closed) {
           const [topic, keys] = pending.entries().next().value!
           pending.delete(topic)
-          const payloads = keys === 'resync' ? [JSON.stringify({ o: origin, t: topic, r: 1 })] : encodeChanges(origin, topic, [...keys])
+          const payloads =
+            keys === 'resync'
+              ? [JSON.stringify({ o: origin, t: topic, r: 1 })]
+              : encodeChanges(origin, topic, [...keys])
           try {
             await notifyAll(payloads)
             reported = false

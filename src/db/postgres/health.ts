@@ -1,7 +1,13 @@
 // The database's availability as this node sees it (contract: ../health.ts): a connection error marks it down
 // (writes answer 503 at once), a probe every probeMs marks it up again; no timer runs while up.
 import type { SQL } from 'bun'
-import { DATABASE_OK, type DatabaseCheck, type DatabaseHealth, type DatabaseStatus, type WriteFailures } from '../health'
+import {
+  DATABASE_OK,
+  type DatabaseCheck,
+  type DatabaseHealth,
+  type DatabaseStatus,
+  type WriteFailures,
+} from '../health'
 
 export const PROBE_MS = 1_000
 export const PROBE_TIMEOUT_MS = 1_000
@@ -163,7 +169,12 @@ export async function probePostgresWrite(sql: SQL, timeoutMs = 2_000): Promise<v
  */
 export const PROBE_EVERY_MS = 5_000
 
-export function createPostgresCheck(sql: SQL, health: DatabaseHealth, recorder: WriteFailures, opts: { everyMs?: number; timeoutMs?: number } = {}): DatabaseCheck {
+export function createPostgresCheck(
+  sql: SQL,
+  health: DatabaseHealth,
+  recorder: WriteFailures,
+  opts: { everyMs?: number; timeoutMs?: number } = {},
+): DatabaseCheck {
   const everyMs = opts.everyMs ?? PROBE_EVERY_MS
   const timeoutMs = opts.timeoutMs ?? 2_000
   let probed = { at: -Infinity, status: DATABASE_OK }
@@ -179,14 +190,20 @@ export function createPostgresCheck(sql: SQL, health: DatabaseHealth, recorder: 
     unsettled = true
     let timer: ReturnType<typeof setTimeout> | undefined
     const late = new Promise<DatabaseStatus>((resolve) => {
-      timer = setTimeout(() => resolve({ database: 'down', reason: `the write probe had no answer within ${timeoutMs} ms` }), timeoutMs + 500)
+      timer = setTimeout(
+        () => resolve({ database: 'down', reason: `the write probe had no answer within ${timeoutMs} ms` }),
+        timeoutMs + 500,
+      )
       timer.unref?.()
     })
-    const written = probePostgresWrite(sql, timeoutMs).then(
-      (): DatabaseStatus => DATABASE_OK,
-      // A connection error marks the database down (health then probes until it is back): said by health.
-      (err): DatabaseStatus => (health.observe(err) ? DATABASE_OK : { database: 'unwritable', reason: describe(err) }),
-    ).finally(() => (unsettled = false))
+    const written = probePostgresWrite(sql, timeoutMs)
+      .then(
+        (): DatabaseStatus => DATABASE_OK,
+        // A connection error marks the database down (health then probes until it is back): said by health.
+        (err): DatabaseStatus =>
+          health.observe(err) ? DATABASE_OK : { database: 'unwritable', reason: describe(err) },
+      )
+      .finally(() => (unsettled = false))
     probing = Promise.race([written, late]).then((status) => {
       clearTimeout(timer)
       probed = { at: Date.now(), status }
@@ -196,7 +213,8 @@ export function createPostgresCheck(sql: SQL, health: DatabaseHealth, recorder: 
   }
 
   const known = (): DatabaseStatus => {
-    if (!health.isUp()) return { database: 'down', reason: `the database cannot be reached (${health.reason() ?? 'connection lost'})` }
+    if (!health.isUp())
+      return { database: 'down', reason: `the database cannot be reached (${health.reason() ?? 'connection lost'})` }
     void probe()
     if (probed.status.database !== 'ok') return probed.status
     if (recorder.failing) return { database: 'unwritable', reason: recorder.lastError }

@@ -37,7 +37,8 @@ export function pgReason(err: unknown): string {
     ERR_POSTGRES_CONNECTION_CLOSED: 'the server closed the connection',
   }
   if (known[code]) return known[code]
-  const sqlstate = typeof e?.errno === 'string' ? ` (SQLSTATE ${e.errno})` : code && !message.includes(code) ? ` (${code})` : ''
+  const sqlstate =
+    typeof e?.errno === 'string' ? ` (SQLSTATE ${e.errno})` : code && !message.includes(code) ? ` (${code})` : ''
   return `${message}${sqlstate}`.slice(0, 300)
 }
 
@@ -59,7 +60,8 @@ export function pgClient(url: string, opts: { max?: number; connectionTimeout?: 
 
 /** The version recorded in linkbox_schema; 0 for a database without linkbox tables; null for one whose tables are someone else's. */
 export async function schemaVersion(sql: SQL): Promise<number | null> {
-  const [found] = await sql`SELECT to_regclass('linkbox_schema') IS NOT NULL AS has, to_regclass('links') IS NOT NULL OR to_regclass('accounts') IS NOT NULL AS other`
+  const [found] =
+    await sql`SELECT to_regclass('linkbox_schema') IS NOT NULL AS has, to_regclass('links') IS NOT NULL OR to_regclass('accounts') IS NOT NULL AS other`
   if (!found.has) return found.other ? null : 0
   const [row] = await sql`SELECT version FROM linkbox_schema`
   return row ? Number(row.version) : 0
@@ -86,9 +88,13 @@ async function migratePostgres(sql: SQL, redacted: string, opts: PgOpenOptions):
       // Read under the lock: a node that waited finds what the first one did.
       const current = await schemaVersion(session)
       if (current === null)
-        throw new DatabaseError(`${redacted} has tables named like linkbox's (links, accounts) but no linkbox_schema: it is not a linkbox database; give linkbox an empty one`)
+        throw new DatabaseError(
+          `${redacted} has tables named like linkbox's (links, accounts) but no linkbox_schema: it is not a linkbox database; give linkbox an empty one`,
+        )
       if (current > PG_SCHEMA_VERSION)
-        throw new DatabaseError(`${redacted} has schema ${current}, this linkbox knows ${PG_SCHEMA_VERSION}: upgrade linkbox on this node (a newer one migrated the database)`)
+        throw new DatabaseError(
+          `${redacted} has schema ${current}, this linkbox knows ${PG_SCHEMA_VERSION}: upgrade linkbox on this node (a newer one migrated the database)`,
+        )
       let at = current
       for (const migration of pgMigrations) {
         if (migration.version <= at) continue
@@ -106,7 +112,8 @@ async function migratePostgres(sql: SQL, redacted: string, opts: PgOpenOptions):
         })
         at = migration.version
       }
-      if (current > 0 && current < PG_SCHEMA_VERSION) opts.onUpgrade?.(`${redacted}: schema ${current} upgraded to ${PG_SCHEMA_VERSION}`)
+      if (current > 0 && current < PG_SCHEMA_VERSION)
+        opts.onUpgrade?.(`${redacted}: schema ${current} upgraded to ${PG_SCHEMA_VERSION}`)
       return PG_SCHEMA_VERSION
     } finally {
       await session`SELECT pg_advisory_unlock(${MIGRATION_LOCK_KEY.toString()}::bigint)`.catch(() => {})

@@ -21,7 +21,9 @@ export function postgresSigningSecret(sql: SQL): SigningSecretSource {
     }
     if (!secret) throw new Error('the signing secret could not be stored in the database')
     if (secret.length < SECRET_BYTES)
-      throw new Error(`the signing secret in the database is shorter than ${SECRET_BYTES} bytes; delete its row in secrets to make a new one (signed links then stop working)`)
+      throw new Error(
+        `the signing secret in the database is shorter than ${SECRET_BYTES} bytes; delete its row in secrets to make a new one (signed links then stop working)`,
+      )
     return secret
   }
 }

@@ -43,10 +43,18 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
     // A newer linkbox wrote this file (a downgrade, or a backup restored from a newer one): tables this one
     // does not know would be written wrongly or not at all. Refused before anything is changed.
     if (current > migrations.length)
-      throw new DatabaseError(`${path} has schema ${current}, this linkbox knows ${migrations.length}: upgrade linkbox (or restore a backup made by this version)`)
-    const copy = current >= 1 && current < migrations.length && path !== ':memory:' && path !== '' ? copyBeforeMigration(db, path, current) : null
+      throw new DatabaseError(
+        `${path} has schema ${current}, this linkbox knows ${migrations.length}: upgrade linkbox (or restore a backup made by this version)`,
+      )
+    const copy =
+      current >= 1 && current < migrations.length && path !== ':memory:' && path !== ''
+        ? copyBeforeMigration(db, path, current)
+        : null
     migrate(db)
-    if (copy) opts.onUpgrade?.(`${path}: schema ${current} upgraded to ${migrations.length}; the database as it was is in ${copy}`)
+    if (copy)
+      opts.onUpgrade?.(
+        `${path}: schema ${current} upgraded to ${migrations.length}; the database as it was is in ${copy}`,
+      )
     return db
   } catch (err) {
     db?.close()
@@ -55,7 +63,12 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
       throw new DatabaseError(
         `${path} is not a linkbox database (${(err as Error).message}); move it away to start with an empty one, or restore a backup`,
       )
-    if (code.startsWith('SQLITE_CANTOPEN') || code.startsWith('SQLITE_READONLY') || code.startsWith('SQLITE_IOERR') || code.startsWith('SQLITE_FULL'))
+    if (
+      code.startsWith('SQLITE_CANTOPEN') ||
+      code.startsWith('SQLITE_READONLY') ||
+      code.startsWith('SQLITE_IOERR') ||
+      code.startsWith('SQLITE_FULL')
+    )
       throw new DatabaseError(`${path}: the database cannot be opened for writing (${storageReason(err)})`)
     throw err
   }
@@ -82,13 +95,16 @@ function copyBeforeMigration(db: Db, path: string, schema: number): string {
     db.query('VACUUM INTO ?').run(copy)
   } catch (err) {
     rmSync(copy, { force: true })
-    throw new DatabaseError(`${path}: could not copy it to ${copy} before upgrading its schema from ${schema} to ${migrations.length} (${storageReason(err)}); nothing was changed`)
+    throw new DatabaseError(
+      `${path}: could not copy it to ${copy} before upgrading its schema from ${schema} to ${migrations.length} (${storageReason(err)}); nothing was changed`,
+    )
   }
   const copies = readdirSync(dir)
     .map((name) => ({ name, time: /^linkbox-schema\d+-(\d{8}T\d{9}Z)\.db$/.exec(name)?.[1] }))
     .filter((c): c is { name: string; time: string } => c.time !== undefined)
     .sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0))
-  for (const old of copies.slice(0, Math.max(0, copies.length - KEPT_MIGRATION_COPIES))) rmSync(join(dir, old.name), { force: true })
+  for (const old of copies.slice(0, Math.max(0, copies.length - KEPT_MIGRATION_COPIES)))
+    rmSync(join(dir, old.name), { force: true })
   return copy
 }
 
@@ -108,7 +124,9 @@ export function migrate(db: Db): void {
         if (rebuilds) {
           const broken = db.query('PRAGMA foreign_key_check').all() as { table: string; parent: string }[]
           if (broken.length > 0)
-            throw new Error(`migration ${version + 1} would leave ${broken.length} rows of "${broken[0]!.table}" without their "${broken[0]!.parent}" row; nothing was changed`)
+            throw new Error(
+              `migration ${version + 1} would leave ${broken.length} rows of "${broken[0]!.table}" without their "${broken[0]!.parent}" row; nothing was changed`,
+            )
         }
         db.exec(`PRAGMA user_version = ${version + 1}`)
       })()

@@ -35,4 +35,5 @@ export function autocheckpoint(db: Db, pages: number): void {
 }
 
 /** Changes when another connection commits: a cheap "did anything change since?". */
-export const dataVersion = (db: Db): number => (db.query('PRAGMA data_version').get() as { data_version: number }).data_version
+export const dataVersion = (db: Db): number =>
+  (db.query('PRAGMA data_version').get() as { data_version: number }).data_version

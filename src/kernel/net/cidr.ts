@@ -125,7 +125,11 @@ export function formatV6(ip: Bytes16): string {
     if (j - i > bestLen) [best, bestLen] = [i, j - i]
     i = j
   }
-  const hex = (from: number, to: number) => groups.slice(from, to).map((g) => g.toString(16)).join(':')
+  const hex = (from: number, to: number) =>
+    groups
+      .slice(from, to)
+      .map((g) => g.toString(16))
+      .join(':')
   return best < 0 ? hex(0, 8) : `${hex(0, best)}::${hex(best + bestLen, 8)}`
 }
 

@@ -10,11 +10,32 @@ import { cidrContains, parseCidr, parseIp, type Bytes16, type Cidr } from './cid
 // use, discard, IETF assignments (Teredo among them), documentation, 6to4, ULA, link- and site-local,
 // multicast. NAT64's well-known prefix is judged by the IPv4 address it carries (see below).
 const NOT_PUBLIC: Cidr[] = [
-  '0.0.0.0/8', '10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12',
-  '192.0.0.0/24', '192.0.2.0/24', '192.88.99.0/24', '192.168.0.0/16', '198.18.0.0/15', '198.51.100.0/24',
-  '203.0.113.0/24', '224.0.0.0/4', '240.0.0.0/4',
-  '::/96', '::ffff:0:0:0/96', '64:ff9b:1::/48', '100::/64', '2001::/23', '2001:db8::/32', '2002::/16',
-  'fc00::/7', 'fe80::/10', 'fec0::/10', 'ff00::/8',
+  '0.0.0.0/8',
+  '10.0.0.0/8',
+  '100.64.0.0/10',
+  '127.0.0.0/8',
+  '169.254.0.0/16',
+  '172.16.0.0/12',
+  '192.0.0.0/24',
+  '192.0.2.0/24',
+  '192.88.99.0/24',
+  '192.168.0.0/16',
+  '198.18.0.0/15',
+  '198.51.100.0/24',
+  '203.0.113.0/24',
+  '224.0.0.0/4',
+  '240.0.0.0/4',
+  '::/96',
+  '::ffff:0:0:0/96',
+  '64:ff9b:1::/48',
+  '100::/64',
+  '2001::/23',
+  '2001:db8::/32',
+  '2002::/16',
+  'fc00::/7',
+  'fe80::/10',
+  'fec0::/10',
+  'ff00::/8',
 ].map((c) => parseCidr(c)!)
 const MAPPED = parseCidr('::ffff:0:0/96')!
 const NAT64 = parseCidr('64:ff9b::/96')!
@@ -99,7 +120,9 @@ function withDeadline<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 
 /** The GuardError for an abort: the caller's signal wins over our deadline. */
 function abortError(caller: AbortSignal | undefined): GuardError {
-  return caller?.aborted ? new GuardError('aborted', 'the request was cancelled') : new GuardError('timeout', 'no answer in time')
+  return caller?.aborted
+    ? new GuardError('aborted', 'the request was cancelled')
+    : new GuardError('timeout', 'no answer in time')
 }
 
 /** A URL's host without brackets or a trailing dot (`localhost.` is the name `localhost`). */
@@ -185,7 +208,10 @@ export async function guardedFetch(
   const onCallerAbort = () => controller.abort(opts.signal!.reason)
   if (opts.signal?.aborted) throw abortError(opts.signal)
   opts.signal?.addEventListener('abort', onCallerAbort, { once: true })
-  const timer = setTimeout(() => controller.abort(new GuardError('timeout', 'no answer in time')), opts.timeoutMs ?? DEFAULT_TIMEOUT_MS)
+  const timer = setTimeout(
+    () => controller.abort(new GuardError('timeout', 'no answer in time')),
+    opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+  )
   const signal = controller.signal
   const given = Object.entries(opts.headers ?? {}).filter(([k]) => k.toLowerCase() !== 'host')
   const origin = current.origin
@@ -224,7 +250,13 @@ export async function guardedFetch(
         }
       }
       const location = response.headers.get('location')
-      if (opts.method === 'POST' || response.status < 300 || response.status > 399 || response.status === 304 || !location) {
+      if (
+        opts.method === 'POST' ||
+        response.status < 300 ||
+        response.status > 399 ||
+        response.status === 304 ||
+        !location
+      ) {
         // The deadline ends with the headers; the caller's signal stays on, for the body's reads.
         clearTimeout(timer)
         return { response, url: current.href, address }

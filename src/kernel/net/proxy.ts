@@ -30,11 +30,26 @@ const MAX_HEAD_BYTES = 16 * 1024
 // A client gets this long to send its request head at all (a slow drip would dodge the idle timeout).
 const HEAD_TIMEOUT_MS = 15_000
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'upgrade', 'host'])
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'te',
+  'trailer',
+  'upgrade',
+  'host',
+])
 
 const REASONS: Record<number, string> = {
-  400: 'Bad Request', 403: 'Forbidden', 407: 'Proxy Authentication Required', 431: 'Request Header Fields Too Large',
-  502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout',
+  400: 'Bad Request',
+  403: 'Forbidden',
+  407: 'Proxy Authentication Required',
+  431: 'Request Header Fields Too Large',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
 }
 
 /** A short answer from the proxy itself, then the connection ends. Nothing from input goes into it. */
@@ -44,10 +59,16 @@ function refuse(client: Socket, status: number, text: string, extra: Record<stri
   // A refusal of the guard says so in its status line: that line is all yt-dlp repeats in its error
   // ("HTTP Error 403: …", "Tunnel connection failed: 403 …"), and the media service tells a private address
   // from a site's own 403 by it.
-  const phrase = extra['X-Linkbox-Guard'] ? `${REASONS[status] ?? 'Error'} by linkbox-guard (${extra['X-Linkbox-Guard']})` : (REASONS[status] ?? 'Error')
-  const head = [`HTTP/1.1 ${status} ${phrase}`, 'Content-Type: text/plain; charset=utf-8',
-    `Content-Length: ${Buffer.byteLength(body)}`, 'Connection: close',
-    ...Object.entries(extra).map(([k, v]) => `${k}: ${v}`)].join('\r\n')
+  const phrase = extra['X-Linkbox-Guard']
+    ? `${REASONS[status] ?? 'Error'} by linkbox-guard (${extra['X-Linkbox-Guard']})`
+    : (REASONS[status] ?? 'Error')
+  const head = [
+    `HTTP/1.1 ${status} ${phrase}`,
+    'Content-Type: text/plain; charset=utf-8',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    'Connection: close',
+    ...Object.entries(extra).map(([k, v]) => `${k}: ${v}`),
+  ].join('\r\n')
   client.end(`${head}\r\n\r\n${body}`)
 }
 
@@ -82,7 +103,12 @@ export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardPro
   const user = randomBytes(8).toString('hex')
   const pass = randomBytes(16).toString('hex')
   const expected = digest(`Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`)
-  const guard: GuardOptions = { allowPrivate: opts.allowPrivate, resolve: opts.resolve, isAllowed: opts.isAllowed, timeoutMs: connectTimeoutMs }
+  const guard: GuardOptions = {
+    allowPrivate: opts.allowPrivate,
+    resolve: opts.resolve,
+    isAllowed: opts.isAllowed,
+    timeoutMs: connectTimeoutMs,
+  }
   const clients = new Set<Socket>()
   // Upstream sockets and refused clients: not counted against maxConnections, but stop() ends them too.
   const otherSockets = new Set<Socket>()
@@ -109,7 +135,13 @@ export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardPro
           clearTimeout(timer)
           socket.destroy()
           if (i + 1 < addresses.length) attempt(i + 1)
-          else reject(new GuardError('network', `upstream refused the connection (${(err as NodeJS.ErrnoException).code ?? 'error'})`))
+          else
+            reject(
+              new GuardError(
+                'network',
+                `upstream refused the connection (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+              ),
+            )
         })
       }
       attempt(0)
@@ -124,8 +156,10 @@ export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardPro
       return await dial(addresses, port, deadline)
     } catch (err) {
       const reason = err instanceof GuardError ? err.reason : 'network'
-      if (reason === 'private' || reason === 'scheme') refuse(client, 403, 'refused by the linkbox guard', { 'X-Linkbox-Guard': reason })
-      else if (reason === 'timeout') refuse(client, 504, 'upstream did not answer in time', { 'X-Linkbox-Guard': reason })
+      if (reason === 'private' || reason === 'scheme')
+        refuse(client, 403, 'refused by the linkbox guard', { 'X-Linkbox-Guard': reason })
+      else if (reason === 'timeout')
+        refuse(client, 504, 'upstream did not answer in time', { 'X-Linkbox-Guard': reason })
       else refuse(client, 502, 'upstream could not be reached', { 'X-Linkbox-Guard': reason })
       return null
     }
@@ -184,7 +218,9 @@ export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardPro
     if (!upstream) return
     // Headers the client names in Connection are for this hop only, like the fixed hop-by-hop set.
     const named = new Set(
-      head.headers.filter(([k]) => k.toLowerCase() === 'connection').flatMap(([, v]) => v.split(',').map((s) => s.trim().toLowerCase())),
+      head.headers
+        .filter(([k]) => k.toLowerCase() === 'connection')
+        .flatMap(([, v]) => v.split(',').map((s) => s.trim().toLowerCase())),
     )
     const lines = [`${head.method} ${path.startsWith('?') ? `/${path}` : path} HTTP/1.1`, `Host: ${url.host}`]
     for (const [k, v] of head.headers) {

@@ -24,9 +24,13 @@ export interface LinkRow {
   /** 0-200 characters, '' for none (SPEC §2a). */
   title: string
 }
-export type LinkChanges = Partial<Pick<LinkRow, 'long_url' | 'mode' | 'password_hash' | 'expires' | 'max_visits' | 'rules' | 'split' | 'title'>>
+export type LinkChanges = Partial<
+  Pick<LinkRow, 'long_url' | 'mode' | 'password_hash' | 'expires' | 'max_visits' | 'rules' | 'split' | 'title'>
+>
 /** The fields a new link is made with (no title: ''). */
-export type NewLink = Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'disabled' | 'visits_used' | 'title'> & { title?: string }
+export type NewLink = Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'disabled' | 'visits_used' | 'title'> & {
+  title?: string
+}
 export interface NameCount {
   name: string
   clicks: number
@@ -62,7 +66,11 @@ export interface LinkStorage<Tx> {
    * A new link with its tags; `within` runs in the same transaction after them (when it throws, no link is
    * made). CODE_TAKEN, with nothing written, when the code is in use.
    */
-  insert(link: NewLink, tags: readonly string[], within?: (tx: Tx, row: LinkRow) => unknown): Promise<LinkRow | typeof CODE_TAKEN>
+  insert(
+    link: NewLink,
+    tags: readonly string[],
+    within?: (tx: Tx, row: LinkRow) => unknown,
+  ): Promise<LinkRow | typeof CODE_TAKEN>
   /**
    * insert with a code drawn by the caller: the codes `codes()` gives are tried in turn, in the one
    * transaction, until one is free (a random code that collides is drawn again without another commit);
@@ -127,11 +135,25 @@ export interface LinkStorage<Tx> {
    * newest first, looking at no more than `scan` links: `floor` is the lowest id looked at, `full` whether the
    * window was full (so that older links remain to be looked at).
    */
-  pageMatching(accountId: number, beforeId: number, tag: string, pattern: string, limit: number, scan: number): Promise<MatchingPage>
+  pageMatching(
+    accountId: number,
+    beforeId: number,
+    tag: string,
+    pattern: string,
+    limit: number,
+    scan: number,
+  ): Promise<MatchingPage>
   /** The export: the account's links above `afterId`, oldest first. */
   exportPage(accountId: number, afterId: number, limit: number): Promise<LinkRow[]>
   /** The dashboard: a page of the account's links whose code, destination or a tag matches `pattern`, with the tag `tag` ('' for any). */
-  search(accountId: number, pattern: string, tag: string, sort: 'created' | 'clicks', limit: number, offset: number): Promise<LinkRow[]>
+  search(
+    accountId: number,
+    pattern: string,
+    tag: string,
+    sort: 'created' | 'clicks',
+    limit: number,
+    offset: number,
+  ): Promise<LinkRow[]>
   /** How many of the account's links search would find, counting up to `max`. */
   searchCount(accountId: number, pattern: string, tag: string, max: number): Promise<number>
   /**

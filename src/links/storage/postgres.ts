@@ -1,7 +1,16 @@
 // Short links on PostgreSQL, for any number of nodes sharing one database (concurrency: design notes, links).
 import type { SQL, TransactionSQL } from 'bun'
 import { int, intOrNull, text, textOrNull, type PgRow } from '../../db/postgres/rows'
-import { CODE_TAKEN, GONE, REFUSED, type LinkRow, type LinkStorage, type MatchingPage, type NewLink, type RemovedLink } from './contract'
+import {
+  CODE_TAKEN,
+  GONE,
+  REFUSED,
+  type LinkRow,
+  type LinkStorage,
+  type MatchingPage,
+  type NewLink,
+  type RemovedLink,
+} from './contract'
 
 /** A links row as SQLite gives it: numbers as numbers, columns in the table's order. */
 const link = (r: PgRow): LinkRow => ({
@@ -49,7 +58,8 @@ const insertedRow = (id: unknown, code: string, l: Omit<NewLink, 'code'>): LinkR
 export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
   /** Tags added to a link, in `tx`. */
   async function addTags(tx: SQL, linkId: number, accountId: number | null, tags: readonly string[]) {
-    if (tags.length > 0) await tx`INSERT INTO link_tags ${tx(tags.map((tag) => ({ link_id: linkId, tag, account_id: accountId })))}`
+    if (tags.length > 0)
+      await tx`INSERT INTO link_tags ${tx(tags.map((tag) => ({ link_id: linkId, tag, account_id: accountId })))}`
   }
   /** The link's tags replaced, in `tx` (whose caller holds the link's row lock). */
   async function replaceTags(tx: SQL, linkId: number, accountId: number | null, tags: readonly string[]) {
@@ -100,7 +110,8 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
       const row = await sql.begin(async (tx) => {
         for (const code of c.codes()) {
           // ON CONFLICT DO NOTHING raises no error: the transaction stays usable for the next code.
-          const [inserted] = await tx`INSERT INTO links ${tx(values(c.l, code))} ON CONFLICT (code) DO NOTHING RETURNING id`
+          const [inserted] =
+            await tx`INSERT INTO links ${tx(values(c.l, code))} ON CONFLICT (code) DO NOTHING RETURNING id`
           if (!inserted) continue
           const row = insertedRow(inserted.id, code, c.l)
           // A new id has no tags yet: nothing to delete first (a round trip less than replaceTags).
@@ -141,7 +152,8 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
           const owner = (c: Creation) => c.l.account_id ?? 0
           trying.sort((a, b) => owner(a[0]) - owner(b[0]) || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0))
           // Each row inserted names its code and id; the rest of the row is what was bound (insertedRow).
-          const inserted = await tx`INSERT INTO links ${tx(trying.map(([c, code]) => values(c.l, code)))} ON CONFLICT (code) DO NOTHING RETURNING id, code`
+          const inserted =
+            await tx`INSERT INTO links ${tx(trying.map(([c, code]) => values(c.l, code)))} ON CONFLICT (code) DO NOTHING RETURNING id, code`
           const idOf = new Map<string, unknown>(inserted.map((r: { id: unknown; code: string }) => [r.code, r.id]))
           open = []
           for (const [c, code] of trying) {
@@ -156,7 +168,8 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
         const tagRows: { link_id: number; tag: string; account_id: number | null }[] = []
         for (const c of group) {
           const row = out.get(c)
-          if (row && row !== CODE_TAKEN) for (const tag of c.tags) tagRows.push({ link_id: row.id, tag, account_id: row.account_id })
+          if (row && row !== CODE_TAKEN)
+            for (const tag of c.tags) tagRows.push({ link_id: row.id, tag, account_id: row.account_id })
         }
         if (tagRows.length > 0) await tx`INSERT INTO link_tags ${tx(tagRows)}`
         for (const c of group) {
@@ -263,7 +276,9 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
         if (within) {
           const now = tags
             ? [...tags].sort()
-            : (await tx`SELECT tag FROM link_tags WHERE link_id = ${row.id} ORDER BY tag`).map((r: { tag: string }) => r.tag)
+            : (await tx`SELECT tag FROM link_tags WHERE link_id = ${row.id} ORDER BY tag`).map(
+                (r: { tag: string }) => r.tag,
+              )
           await within(tx, row, now)
         }
         return row
@@ -272,7 +287,8 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
 
     async setTags(read, tags) {
       return sql.begin(async (tx) => {
-        const [locked] = await tx`SELECT id, account_id FROM links WHERE id = ${read.id} AND code = ${read.code} FOR NO KEY UPDATE`
+        const [locked] =
+          await tx`SELECT id, account_id FROM links WHERE id = ${read.id} AND code = ${read.code} FOR NO KEY UPDATE`
         if (!locked) return false
         await replaceTags(tx, read.id, intOrNull(locked.account_id), tags)
         return true
@@ -283,7 +299,9 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
       return sql.begin(async (tx): Promise<RemovedLink | null> => {
         const [locked] = await tx`SELECT * FROM links WHERE id = ${read.id} AND code = ${read.code} FOR UPDATE`
         if (!locked) return null
-        const tags = (await tx`SELECT tag FROM link_tags WHERE link_id = ${read.id} ORDER BY tag`).map((r: { tag: string }) => r.tag)
+        const tags = (await tx`SELECT tag FROM link_tags WHERE link_id = ${read.id} ORDER BY tag`).map(
+          (r: { tag: string }) => r.tag,
+        )
         await tx`DELETE FROM links WHERE id = ${read.id}`
         const gone = { row: link(locked), tags }
         if (within) await within(tx, gone)
@@ -296,15 +314,21 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
       return row ? link(row) : null
     },
     async takeVisit(id) {
-      return (await sql`UPDATE links SET visits_used = visits_used + 1 WHERE id = ${id} AND visits_used < max_visits`).count === 1
+      return (
+        (await sql`UPDATE links SET visits_used = visits_used + 1 WHERE id = ${id} AND visits_used < max_visits`)
+          .count === 1
+      )
     },
     async visitsLeft(id) {
-      const [row] = await sql`SELECT max_visits - visits_used AS remaining FROM links WHERE id = ${id} AND max_visits IS NOT NULL`
+      const [row] =
+        await sql`SELECT max_visits - visits_used AS remaining FROM links WHERE id = ${id} AND max_visits IS NOT NULL`
       return row ? Math.max(0, int(row.remaining)) : null
     },
 
     async tagsOf(linkId) {
-      return (await sql`SELECT tag FROM link_tags WHERE link_id = ${linkId} ORDER BY tag`).map((r: { tag: string }) => r.tag)
+      return (await sql`SELECT tag FROM link_tags WHERE link_id = ${linkId} ORDER BY tag`).map(
+        (r: { tag: string }) => r.tag,
+      )
     },
     async tagsFor(linkIds) {
       const out = new Map<number, string[]>()
@@ -319,13 +343,17 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
     },
 
     async page(accountId, beforeId, limit) {
-      return links(await sql`SELECT * FROM links WHERE account_id = ${accountId} AND id < ${beforeId} ORDER BY id DESC LIMIT ${limit}`)
+      return links(
+        await sql`SELECT * FROM links WHERE account_id = ${accountId} AND id < ${beforeId} ORDER BY id DESC LIMIT ${limit}`,
+      )
     },
     async pageByTag(accountId, tag, beforeId, limit) {
-      return links(await sql`
+      return links(
+        await sql`
         SELECT links.* FROM link_tags JOIN links ON links.id = link_tags.link_id
         WHERE link_tags.account_id = ${accountId} AND link_tags.tag = ${tag} AND link_tags.link_id < ${beforeId} AND links.account_id = ${accountId}
-        ORDER BY link_tags.link_id DESC LIMIT ${limit}`)
+        ORDER BY link_tags.link_id DESC LIMIT ${limit}`,
+      )
     },
     async pageMatching(accountId, beforeId, tag, pattern, limit, scan): Promise<MatchingPage> {
       const [w] = await sql`
@@ -342,7 +370,9 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
       return { rows: links(rows), floor, full: int(w.n) >= scan }
     },
     async exportPage(accountId, afterId, limit) {
-      return links(await sql`SELECT * FROM links WHERE account_id = ${accountId} AND id > ${afterId} ORDER BY id LIMIT ${limit}`)
+      return links(
+        await sql`SELECT * FROM links WHERE account_id = ${accountId} AND id > ${afterId} ORDER BY id LIMIT ${limit}`,
+      )
     },
     async search(accountId, pattern, tag, sort, limit, offset) {
       const where = search(sql, accountId, pattern, tag)
@@ -353,7 +383,8 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
       return links(rows)
     },
     async searchCount(accountId, pattern, tag, max) {
-      const [row] = await sql`SELECT count(*) AS n FROM (SELECT 1 FROM links WHERE ${search(sql, accountId, pattern, tag)} LIMIT ${max}) AS m`
+      const [row] =
+        await sql`SELECT count(*) AS n FROM (SELECT 1 FROM links WHERE ${search(sql, accountId, pattern, tag)} LIMIT ${max}) AS m`
       return int(row.n)
     },
     async claimImport(accountId, holder, until, now) {
@@ -364,7 +395,10 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
       return rows.length === 1
     },
     async renewImport(accountId, holder, until) {
-      return (await sql`UPDATE import_locks SET until = ${until} WHERE account_id = ${accountId} AND holder = ${holder}`).count === 1
+      return (
+        (await sql`UPDATE import_locks SET until = ${until} WHERE account_id = ${accountId} AND holder = ${holder}`)
+          .count === 1
+      )
     },
     async releaseImport(accountId, holder, within) {
       await sql.begin(async (tx) => {

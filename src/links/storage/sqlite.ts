@@ -21,7 +21,23 @@ const codeTaken = (err: unknown) => String(err).includes('UNIQUE constraint fail
 export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
   // Without RETURNING * (~7 µs of the ~20 µs an insert costs): the row is what was bound and the columns'
   // defaults, which insert() below writes out (the trigger on links touches only link_counts).
-  const insert = db.query<never, [string, string, number | null, string, string | null, number, number, number | null, number | null, string | null, string | null, string]>(
+  const insert = db.query<
+    never,
+    [
+      string,
+      string,
+      number | null,
+      string,
+      string | null,
+      number,
+      number,
+      number | null,
+      number | null,
+      string | null,
+      string | null,
+      string,
+    ]
+  >(
     `INSERT INTO links (code, long_url, account_id, mode, password_hash, created, updated, expires, max_visits, rules, split, title)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)`,
   )
@@ -37,7 +53,26 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
   // One fixed statement for any set of changed fields: each field has a flag, and a field whose flag is 0
   // keeps what is stored, so an update never writes back values it read earlier.
   // A limit removed takes its count of used visits with it: a later limit counts from then.
-  type UpdateArgs = [number, string | null, number, string | null, number, string | null, number, number | null, number, number, number, number | null, number, string | null, number, string | null, number, string | null]
+  type UpdateArgs = [
+    number,
+    string | null,
+    number,
+    string | null,
+    number,
+    string | null,
+    number,
+    number | null,
+    number,
+    number,
+    number,
+    number | null,
+    number,
+    string | null,
+    number,
+    string | null,
+    number,
+    string | null,
+  ]
   const update = db.query<LinkRow, UpdateArgs>(
     `UPDATE links SET
        long_url = iif(?1, ?2, long_url), mode = iif(?3, ?4, mode),
@@ -48,8 +83,12 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
   )
   // A visit of a limited link takes one of its visits, or finds none left: one conditional write, atomic
   // however many requests (or processes sharing the file) race for the last one.
-  const takeVisit = db.query<unknown, [number]>('UPDATE links SET visits_used = visits_used + 1 WHERE id = ? AND visits_used < max_visits')
-  const visitsLeft = db.query<{ left: number }, [number]>('SELECT max_visits - visits_used AS left FROM links WHERE id = ? AND max_visits IS NOT NULL')
+  const takeVisit = db.query<unknown, [number]>(
+    'UPDATE links SET visits_used = visits_used + 1 WHERE id = ? AND visits_used < max_visits',
+  )
+  const visitsLeft = db.query<{ left: number }, [number]>(
+    'SELECT max_visits - visits_used AS left FROM links WHERE id = ? AND max_visits IS NOT NULL',
+  )
   const remove = db.query<unknown, [number]>('DELETE FROM links WHERE id = ?')
   // The dashboard's list: one account's links matching a LIKE pattern ('%' for all; the service escapes what
   // was typed), newest first (by id, the order of creation, along links_account) or most clicked first, a
@@ -64,7 +103,9 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
     `SELECT * FROM links WHERE ${SEARCH} ORDER BY clicks DESC, id DESC LIMIT ?3 OFFSET ?4`,
   )
   // Counted up to a bound: a search over a very large account stops counting there ("10000+").
-  const setDisabled = db.query<LinkRow, [number, string | null, number]>('UPDATE links SET disabled = ?2, updated = ?3 WHERE id = ?1 RETURNING *')
+  const setDisabled = db.query<LinkRow, [number, string | null, number]>(
+    'UPDATE links SET disabled = ?2, updated = ?3 WHERE id = ?1 RETURNING *',
+  )
   const searchCount = db.query<{ n: number }, [number, string, number, number, string]>(
     `SELECT count(*) AS n FROM (SELECT 1 FROM links WHERE ${SEARCH} LIMIT ?3 OFFSET ?4)`,
   )
@@ -75,7 +116,9 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
     'SELECT link_id, tag FROM link_tags WHERE link_id IN (SELECT value FROM json_each(?)) ORDER BY link_id, tag',
   )
   const clearTags = db.query<unknown, [number]>('DELETE FROM link_tags WHERE link_id = ?')
-  const addTag = db.query<unknown, [number, string, number | null]>('INSERT INTO link_tags (link_id, tag, account_id) VALUES (?1, ?2, ?3)')
+  const addTag = db.query<unknown, [number, string, number | null]>(
+    'INSERT INTO link_tags (link_id, tag, account_id) VALUES (?1, ?2, ?3)',
+  )
   // links.json?tag=: newest first along the index (account, tag, link_id); the join only reads the rows.
   const pageByTag = db.query<LinkRow, [number, string, number, number]>(
     `SELECT links.* FROM link_tags JOIN links ON links.id = link_tags.link_id
@@ -102,8 +145,12 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
     `INSERT INTO import_locks (account_id, holder, until) VALUES (?1, ?2, ?3)
      ON CONFLICT (account_id) DO UPDATE SET holder = excluded.holder, until = excluded.until WHERE import_locks.until <= ?4`,
   )
-  const renewImport = db.query<unknown, [number, string, number]>('UPDATE import_locks SET until = ?3 WHERE account_id = ?1 AND holder = ?2')
-  const releaseImport = db.query<unknown, [number, string]>('DELETE FROM import_locks WHERE account_id = ?1 AND holder = ?2')
+  const renewImport = db.query<unknown, [number, string, number]>(
+    'UPDATE import_locks SET until = ?3 WHERE account_id = ?1 AND holder = ?2',
+  )
+  const releaseImport = db.query<unknown, [number, string]>(
+    'DELETE FROM import_locks WHERE account_id = ?1 AND holder = ?2',
+  )
   const importUntil = db.query<{ until: number }, [number]>('SELECT until FROM import_locks WHERE account_id = ?')
   const addTags = (linkId: number, accountId: number | null, tags: readonly string[]) => {
     for (const tag of tags) addTag.run(linkId, tag, accountId)
@@ -116,7 +163,18 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
   /** The new link's row as stored, in the table's column order (as SELECT * gives it). */
   function insertRow(r: NewLink): LinkRow {
     const { lastInsertRowid } = insert.run(
-      r.code, r.long_url, r.account_id, r.mode, r.password_hash, r.created, r.created, r.expires, r.max_visits, r.rules, r.split, r.title ?? '',
+      r.code,
+      r.long_url,
+      r.account_id,
+      r.mode,
+      r.password_hash,
+      r.created,
+      r.created,
+      r.expires,
+      r.max_visits,
+      r.rules,
+      r.split,
+      r.title ?? '',
     )
     return {
       id: Number(lastInsertRowid),
@@ -141,15 +199,24 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
   /** Writes only the fields present in `changes`. */
   const updateRow = (id: number, changes: LinkChanges, now: number) =>
     update.get(
-      'long_url' in changes ? 1 : 0, changes.long_url ?? null,
-      'mode' in changes ? 1 : 0, changes.mode ?? null,
-      'password_hash' in changes ? 1 : 0, changes.password_hash ?? null,
-      'expires' in changes ? 1 : 0, changes.expires ?? null,
-      now, id,
-      'max_visits' in changes ? 1 : 0, changes.max_visits ?? null,
-      'rules' in changes ? 1 : 0, changes.rules ?? null,
-      'split' in changes ? 1 : 0, changes.split ?? null,
-      'title' in changes ? 1 : 0, changes.title ?? null,
+      'long_url' in changes ? 1 : 0,
+      changes.long_url ?? null,
+      'mode' in changes ? 1 : 0,
+      changes.mode ?? null,
+      'password_hash' in changes ? 1 : 0,
+      changes.password_hash ?? null,
+      'expires' in changes ? 1 : 0,
+      changes.expires ?? null,
+      now,
+      id,
+      'max_visits' in changes ? 1 : 0,
+      changes.max_visits ?? null,
+      'rules' in changes ? 1 : 0,
+      changes.rules ?? null,
+      'split' in changes ? 1 : 0,
+      changes.split ?? null,
+      'title' in changes ? 1 : 0,
+      changes.title ?? null,
     )
 
   const creations = createWriteGroup(db)
@@ -168,24 +235,26 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
     try {
       // One savepoint of the turn's group: a taken code or a failing `within` undoes this link alone. A code
       // inserted earlier in the same group, uncommitted, is seen as taken here too.
-      return await creations.run(() => {
-        for (const code of codes()) {
-          let row: LinkRow
-          try {
-            row = insertRow({ ...fields, code })
-          } catch (err) {
-            if (codeTaken(err)) continue
-            throw err
+      return await creations
+        .run(() => {
+          for (const code of codes()) {
+            let row: LinkRow
+            try {
+              row = insertRow({ ...fields, code })
+            } catch (err) {
+              if (codeTaken(err)) continue
+              throw err
+            }
+            addTags(row.id, row.account_id, tags)
+            if (within) syncWithin(within(db, row))
+            return row
           }
-          addTags(row.id, row.account_id, tags)
-          if (within) syncWithin(within(db, row))
+          return CODE_TAKEN
+        })
+        .then((row) => {
+          if (row !== CODE_TAKEN) made++
           return row
-        }
-        return CODE_TAKEN
-      }).then((row) => {
-        if (row !== CODE_TAKEN) made++
-        return row
-      })
+        })
     } catch (err) {
       throw storageError(db, err)
     } finally {
@@ -267,7 +336,11 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
     async pageMatching(accountId, beforeId, tag, pattern, limit, scan) {
       const w = windowFloor.get(accountId, beforeId, scan)!
       if (w.floor === null) return { rows: [], floor: 0, full: false }
-      return { rows: pageMatching.all(accountId, beforeId, tag, pattern, w.floor, limit), floor: w.floor, full: w.n >= scan }
+      return {
+        rows: pageMatching.all(accountId, beforeId, tag, pattern, w.floor, limit),
+        floor: w.floor,
+        full: w.n >= scan,
+      }
     },
     exportPage: async (accountId, afterId, limit) => exportPage.all(accountId, afterId, limit),
     search: async (accountId, pattern, tag, sort, limit, offset) =>
@@ -275,7 +348,8 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
     searchCount: async (accountId, pattern, tag, max) => searchCount.get(accountId, pattern, max, 0, tag)!.n,
     claimImport: async (accountId, holder, until, now) =>
       stored(db, () => claimImport.run(accountId, holder, until, now).changes === 1),
-    renewImport: async (accountId, holder, until) => stored(db, () => renewImport.run(accountId, holder, until).changes === 1),
+    renewImport: async (accountId, holder, until) =>
+      stored(db, () => renewImport.run(accountId, holder, until).changes === 1),
     releaseImport: async (accountId, holder, within) =>
       stored(db, () =>
         db.transaction(() => {

@@ -86,7 +86,9 @@ export function postgresMessageStore(sql: SQL): MessageStore<TransactionSQL> {
   /** After the commit that deleted rows: the bytes of each blob no row names any more. A failure is left to sweepOrphans. */
   async function dropBytes(blobs: Iterable<string>) {
     for (const blob of new Set(blobs)) {
-      await sql`DELETE FROM mail_bodies WHERE blob = ${blob} AND NOT EXISTS (SELECT 1 FROM mail_messages WHERE blob = ${blob})`.catch(() => {})
+      await sql`DELETE FROM mail_bodies WHERE blob = ${blob} AND NOT EXISTS (SELECT 1 FROM mail_messages WHERE blob = ${blob})`.catch(
+        () => {},
+      )
     }
   }
 
@@ -125,7 +127,9 @@ export function postgresMessageStore(sql: SQL): MessageStore<TransactionSQL> {
               return { mailbox: { ...box, expires }, replaced: null }
             }
             // Expired, not yet swept: it goes with its mail (the bytes after the commit).
-            freed = (await tx`SELECT DISTINCT blob FROM mail_messages WHERE mailbox_id = ${box.id}`).map((r: { blob: string }) => r.blob)
+            freed = (await tx`SELECT DISTINCT blob FROM mail_messages WHERE mailbox_id = ${box.id}`).map(
+              (r: { blob: string }) => r.blob,
+            )
             await tx`DELETE FROM mailboxes WHERE id = ${box.id}`
             replaced = box.id
           }
@@ -206,14 +210,17 @@ export function postgresMessageStore(sql: SQL): MessageStore<TransactionSQL> {
       return row ? ({ ...summary(row), mailbox_id: int(row.mailbox_id), blob: row.blob } satisfies MessageRow) : null
     },
     async attachmentsOf(messageId) {
-      const rows = await sql`SELECT id, message_id, part, filename, content_type, size FROM mail_attachments WHERE message_id = ${messageId} ORDER BY part`
+      const rows =
+        await sql`SELECT id, message_id, part, filename, content_type, size FROM mail_attachments WHERE message_id = ${messageId} ORDER BY part`
       return rows.map(attachmentMeta)
     },
     async attachment(id) {
       const [row] = await sql`
         SELECT a.id, a.message_id, a.part, a.filename, a.content_type, a.size, m.blob, m.mailbox_id
           FROM mail_attachments a JOIN mail_messages m ON m.id = a.message_id WHERE a.id = ${id}`
-      return row ? ({ ...attachmentMeta(row), blob: row.blob, mailbox_id: int(row.mailbox_id) } satisfies AttachmentRow) : null
+      return row
+        ? ({ ...attachmentMeta(row), blob: row.blob, mailbox_id: int(row.mailbox_id) } satisfies AttachmentRow)
+        : null
     },
 
     async body(blob) {
@@ -258,7 +265,8 @@ export function postgresMessageStore(sql: SQL): MessageStore<TransactionSQL> {
     },
 
     async setSeen(id, mailboxId, seen) {
-      const rows = await sql`UPDATE mail_messages SET seen = ${seen ? 1 : 0} WHERE id = ${id} AND mailbox_id = ${mailboxId} RETURNING id`
+      const rows =
+        await sql`UPDATE mail_messages SET seen = ${seen ? 1 : 0} WHERE id = ${id} AND mailbox_id = ${mailboxId} RETURNING id`
       return rows.length > 0
     },
 
@@ -267,7 +275,8 @@ export function postgresMessageStore(sql: SQL): MessageStore<TransactionSQL> {
       if (wanted.length === 0) return []
       const rows: { id: string; blob: string }[] = await sql.begin(async (tx) => {
         // The mailbox again, locked: taken over (expired, deleted, made again by another account) means nothing goes.
-        const [box] = await tx`SELECT id FROM mailboxes WHERE id = ${mailboxId} AND account_id = ${accountId} FOR NO KEY UPDATE`
+        const [box] =
+          await tx`SELECT id FROM mailboxes WHERE id = ${mailboxId} AND account_id = ${accountId} FOR NO KEY UPDATE`
         if (!box) return []
         return tx`DELETE FROM mail_messages WHERE mailbox_id = ${mailboxId} AND id IN ${tx(wanted)} RETURNING id, blob`
       })
@@ -278,7 +287,8 @@ export function postgresMessageStore(sql: SQL): MessageStore<TransactionSQL> {
 
     async deleteMailbox(mailboxId, accountId) {
       const blobs: string[] | null = await sql.begin(async (tx) => {
-        const [box] = await tx`SELECT id FROM mailboxes WHERE id = ${mailboxId} AND account_id = ${accountId} FOR UPDATE`
+        const [box] =
+          await tx`SELECT id FROM mailboxes WHERE id = ${mailboxId} AND account_id = ${accountId} FOR UPDATE`
         if (!box) return null
         // Read under the lock: a delivery into it has committed (its blob is listed) or will find it gone.
         const rows = await tx`SELECT DISTINCT blob FROM mail_messages WHERE mailbox_id = ${mailboxId}`
@@ -291,12 +301,16 @@ export function postgresMessageStore(sql: SQL): MessageStore<TransactionSQL> {
     },
 
     async sweepExpired(now, limit) {
-      const candidates = (await sql`SELECT id FROM mailboxes WHERE expires <= ${now} ORDER BY expires LIMIT ${limit}`).map((r: { id: string }) => int(r.id))
+      const candidates = (
+        await sql`SELECT id FROM mailboxes WHERE expires <= ${now} ORDER BY expires LIMIT ${limit}`
+      ).map((r: { id: string }) => int(r.id))
       if (candidates.length === 0) return []
       const { ids, blobs } = await sql.begin(async (tx) => {
         // Locked and checked again: one renewed since the read (by a read on any node) stays; one another node
         // swept meanwhile is not there any more.
-        const locked = (await tx`SELECT id FROM mailboxes WHERE id IN ${tx(candidates)} AND expires <= ${now} ORDER BY id FOR UPDATE`).map((r: { id: string }) => int(r.id))
+        const locked = (
+          await tx`SELECT id FROM mailboxes WHERE id IN ${tx(candidates)} AND expires <= ${now} ORDER BY id FOR UPDATE`
+        ).map((r: { id: string }) => int(r.id))
         if (locked.length === 0) return { ids: [] as number[], blobs: [] as string[] }
         const rows = await tx`SELECT DISTINCT blob FROM mail_messages WHERE mailbox_id IN ${tx(locked)}`
         await tx`DELETE FROM mailboxes WHERE id IN ${tx(locked)}`
@@ -314,7 +328,8 @@ export function postgresMessageStore(sql: SQL): MessageStore<TransactionSQL> {
     },
 
     async totals() {
-      const [row] = await sql`SELECT count(*) AS mailboxes, coalesce(sum(messages), 0) AS messages, coalesce(sum(bytes), 0) AS bytes FROM mailboxes`
+      const [row] =
+        await sql`SELECT count(*) AS mailboxes, coalesce(sum(messages), 0) AS messages, coalesce(sum(bytes), 0) AS bytes FROM mailboxes`
       return { mailboxes: int(row.mailboxes), messages: int(row.messages), bytes: int(row.bytes) }
     },
   }

@@ -40,8 +40,12 @@ function mailStatements(db: Db) {
     ),
     renew: lazy.query<unknown, [number, number]>('UPDATE mailboxes SET expires = ? WHERE id = ?'),
     deleteMailbox: lazy.query<unknown, [number]>('DELETE FROM mailboxes WHERE id = ?'),
-    blobsOfMailbox: lazy.query<{ blob: string }, [number]>('SELECT DISTINCT blob FROM mail_messages WHERE mailbox_id = ?'),
-    expired: lazy.query<{ id: number }, [number, number]>('SELECT id FROM mailboxes WHERE expires <= ? ORDER BY expires LIMIT ?'),
+    blobsOfMailbox: lazy.query<{ blob: string }, [number]>(
+      'SELECT DISTINCT blob FROM mail_messages WHERE mailbox_id = ?',
+    ),
+    expired: lazy.query<{ id: number }, [number, number]>(
+      'SELECT id FROM mailboxes WHERE expires <= ? ORDER BY expires LIMIT ?',
+    ),
     insertMessage: lazy.query<
       { id: number },
       [number, string, number, number, string, string, string, string, number | null, string, number, string | null]
@@ -67,21 +71,33 @@ function mailStatements(db: Db) {
     markSeen: lazy.query<unknown, [number]>('UPDATE mail_messages SET seen = 1 WHERE id = ? AND seen = 0'),
     setSeen: lazy.query<unknown, [number, number]>('UPDATE mail_messages SET seen = ? WHERE id = ?'),
     // Its attachments and, when no other row names them, its inline bytes go with it (see migration 5).
-    deleteMessage: lazy.query<{ blob: string }, [number, number]>('DELETE FROM mail_messages WHERE id = ? AND mailbox_id = ? RETURNING blob'),
-    unread: lazy.query<{ n: number }, [number]>('SELECT count(*) AS n FROM mail_messages WHERE mailbox_id = ? AND seen = 0'),
+    deleteMessage: lazy.query<{ blob: string }, [number, number]>(
+      'DELETE FROM mail_messages WHERE id = ? AND mailbox_id = ? RETURNING blob',
+    ),
+    unread: lazy.query<{ n: number }, [number]>(
+      'SELECT count(*) AS n FROM mail_messages WHERE mailbox_id = ? AND seen = 0',
+    ),
     blobUsed: lazy.query<{ n: number }, [string]>('SELECT EXISTS (SELECT 1 FROM mail_messages WHERE blob = ?) AS n'),
-    insertInline: lazy.query<unknown, [string, Uint8Array, string]>('INSERT INTO mail_inline (blob, raw, body) VALUES (?, ?, ?)'),
-    insertInlinePart: lazy.query<unknown, [string, number, Uint8Array]>('INSERT INTO mail_inline_parts (blob, part, data) VALUES (?, ?, ?)'),
+    insertInline: lazy.query<unknown, [string, Uint8Array, string]>(
+      'INSERT INTO mail_inline (blob, raw, body) VALUES (?, ?, ?)',
+    ),
+    insertInlinePart: lazy.query<unknown, [string, number, Uint8Array]>(
+      'INSERT INTO mail_inline_parts (blob, part, data) VALUES (?, ?, ?)',
+    ),
     inlineRaw: lazy.query<{ raw: Uint8Array }, [string]>('SELECT raw FROM mail_inline WHERE blob = ?'),
     inlineBody: lazy.query<{ body: string }, [string]>('SELECT body FROM mail_inline WHERE blob = ?'),
-    inlinePart: lazy.query<{ data: Uint8Array }, [string, number]>('SELECT data FROM mail_inline_parts WHERE blob = ? AND part = ?'),
+    inlinePart: lazy.query<{ data: Uint8Array }, [string, number]>(
+      'SELECT data FROM mail_inline_parts WHERE blob = ? AND part = ?',
+    ),
     // The dashboard's list of an account's live mailboxes (mailboxes_account), with each one's unread count
     // (at most mail.max_messages rows per mailbox, through mail_messages_mailbox).
     mailboxesOf: lazy.query<MailboxListed, [number, number, number]>(
       `SELECT b.*, (SELECT count(*) FROM mail_messages m WHERE m.mailbox_id = b.id AND m.seen = 0) AS unread
          FROM mailboxes b WHERE b.account_id = ? AND b.expires > ? ORDER BY b.id DESC LIMIT ?`,
     ),
-    countOf: lazy.query<{ n: number }, [number, number]>('SELECT count(*) AS n FROM mailboxes WHERE account_id = ? AND expires > ?'),
+    countOf: lazy.query<{ n: number }, [number, number]>(
+      'SELECT count(*) AS n FROM mailboxes WHERE account_id = ? AND expires > ?',
+    ),
     totals: lazy.query<{ mailboxes: number; messages: number; bytes: number }, []>(
       'SELECT count(*) AS mailboxes, coalesce(sum(messages), 0) AS messages, coalesce(sum(bytes), 0) AS bytes FROM mailboxes',
     ),
@@ -108,8 +124,18 @@ export function sqliteMessageStore(db: Db, spool: Spool): MessageStore<Db> {
 
   function insertMessage(mailboxId: number, blob: string, received: number, size: number, f: ParsedFields): number {
     const id = q.insertMessage.get(
-      mailboxId, blob, received, size, f.envelope_from, f.from.address, f.from.name, f.subject, f.date, f.intro,
-      f.attachments.length, f.parse_error,
+      mailboxId,
+      blob,
+      received,
+      size,
+      f.envelope_from,
+      f.from.address,
+      f.from.name,
+      f.subject,
+      f.date,
+      f.intro,
+      f.attachments.length,
+      f.parse_error,
     )!.id
     for (const a of f.attachments) q.insertAttachment.run(id, a.part, a.filename, a.content_type, a.size)
     return id
@@ -126,25 +152,27 @@ export function sqliteMessageStore(db: Db, spool: Spool): MessageStore<Db> {
 
     async getOrCreate({ address, draw, accountId, now, expires }) {
       let freed: string[] = []
-      const got = stored(db, () => db.transaction((): MailboxGot => {
-        for (;;) {
-          const at = address ?? draw()
-          const existing: MailboxRow | null = q.byAddress.get(at) ?? null
-          if (existing && existing.expires > now) {
-            if (address === null) continue // a random name that is taken: draw again
-            if (existing.account_id !== accountId) return 'taken'
-            q.renew.run(expires, existing.id)
-            return { mailbox: { ...existing, expires }, replaced: null }
+      const got = stored(db, () =>
+        db.transaction((): MailboxGot => {
+          for (;;) {
+            const at = address ?? draw()
+            const existing: MailboxRow | null = q.byAddress.get(at) ?? null
+            if (existing && existing.expires > now) {
+              if (address === null) continue // a random name that is taken: draw again
+              if (existing.account_id !== accountId) return 'taken'
+              q.renew.run(expires, existing.id)
+              return { mailbox: { ...existing, expires }, replaced: null }
+            }
+            let replaced: number | null = null
+            if (existing) {
+              freed = deleteMailboxRows(existing.id) // expired, not yet swept: its mail goes
+              replaced = existing.id
+            }
+            const id = q.insertMailbox.get(at, accountId, now, expires)!.id
+            return { mailbox: q.byId.get(id)!, replaced }
           }
-          let replaced: number | null = null
-          if (existing) {
-            freed = deleteMailboxRows(existing.id) // expired, not yet swept: its mail goes
-            replaced = existing.id
-          }
-          const id = q.insertMailbox.get(at, accountId, now, expires)!.id
-          return { mailbox: q.byId.get(id)!, replaced }
-        }
-      })())
+        })(),
+      )
       if (freed.length) await dropBlobs(freed)
       return got
     },
@@ -200,7 +228,8 @@ export function sqliteMessageStore(db: Db, spool: Spool): MessageStore<Db> {
     },
 
     async bytes(blob, part) {
-      const inline = part === RAW_PART ? (q.inlineRaw.get(blob)?.raw ?? null) : (q.inlinePart.get(blob, part)?.data ?? null)
+      const inline =
+        part === RAW_PART ? (q.inlineRaw.get(blob)?.raw ?? null) : (q.inlinePart.get(blob, part)?.data ?? null)
       if (inline !== null) return inline
       const file = Bun.file(part === RAW_PART ? spool.rawPath(blob) : spool.partPath(blob, part))
       return (await file.exists()) ? file : null
@@ -220,37 +249,43 @@ export function sqliteMessageStore(db: Db, spool: Spool): MessageStore<Db> {
     markSeen: async (id) => stored(db, () => void q.markSeen.run(id)),
 
     async setSeen(id, mailboxId, seen) {
-      return stored(db, () => db.transaction(() => {
-        const row = q.message.get(id)
-        if (!row || row.mailbox_id !== mailboxId) return false
-        q.setSeen.run(seen ? 1 : 0, id)
-        return true
-      })())
+      return stored(db, () =>
+        db.transaction(() => {
+          const row = q.message.get(id)
+          if (!row || row.mailbox_id !== mailboxId) return false
+          q.setSeen.run(seen ? 1 : 0, id)
+          return true
+        })(),
+      )
     },
 
     async deleteMessages(mailboxId, accountId, ids) {
       const gone: number[] = []
       const blobs: string[] = []
-      stored(db, () => db.transaction(() => {
-        const box = q.byId.get(mailboxId)
-        if (!box || box.account_id !== accountId) return
-        for (const id of new Set(ids)) {
-          const blob = q.deleteMessage.get(id, mailboxId)?.blob ?? null
-          if (blob === null) continue
-          gone.push(id)
-          blobs.push(blob)
-        }
-      })())
+      stored(db, () =>
+        db.transaction(() => {
+          const box = q.byId.get(mailboxId)
+          if (!box || box.account_id !== accountId) return
+          for (const id of new Set(ids)) {
+            const blob = q.deleteMessage.get(id, mailboxId)?.blob ?? null
+            if (blob === null) continue
+            gone.push(id)
+            blobs.push(blob)
+          }
+        })(),
+      )
       await dropBlobs(blobs)
       return gone
     },
 
     async deleteMailbox(mailboxId, accountId) {
       let blobs: string[] | null = null
-      stored(db, () => db.transaction(() => {
-        const box = q.byId.get(mailboxId)
-        if (box && box.account_id === accountId) blobs = deleteMailboxRows(mailboxId)
-      })())
+      stored(db, () =>
+        db.transaction(() => {
+          const box = q.byId.get(mailboxId)
+          if (box && box.account_id === accountId) blobs = deleteMailboxRows(mailboxId)
+        })(),
+      )
       if (blobs === null) return false
       await dropBlobs(blobs)
       return true
@@ -260,16 +295,18 @@ export function sqliteMessageStore(db: Db, spool: Spool): MessageStore<Db> {
       const ids = q.expired.all(now, limit).map((r) => r.id)
       const deleted: number[] = []
       let blobs: string[] = []
-      stored(db, () => db.transaction(() => {
-        for (const id of ids) {
-          // Checked again in the transaction: renewed since the read means it stays.
-          const row = q.byId.get(id)
-          if (row && row.expires <= now) {
-            blobs = blobs.concat(deleteMailboxRows(id))
-            deleted.push(id)
+      stored(db, () =>
+        db.transaction(() => {
+          for (const id of ids) {
+            // Checked again in the transaction: renewed since the read means it stays.
+            const row = q.byId.get(id)
+            if (row && row.expires <= now) {
+              blobs = blobs.concat(deleteMailboxRows(id))
+              deleted.push(id)
+            }
           }
-        }
-      })())
+        })(),
+      )
       await dropBlobs(blobs)
       return deleted
     },

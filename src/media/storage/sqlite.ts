@@ -11,7 +11,9 @@ export function sqliteTicketStorage(db: Db): TicketStorage {
      RETURNING id`,
   )
   const byId = q.prepare('SELECT * FROM media_tickets WHERE id = ?')
-  const sweep = q.prepare('DELETE FROM media_tickets WHERE rowid IN (SELECT rowid FROM media_tickets WHERE expires <= ? LIMIT 5000)')
+  const sweep = q.prepare(
+    'DELETE FROM media_tickets WHERE rowid IN (SELECT rowid FROM media_tickets WHERE expires <= ? LIMIT 5000)',
+  )
   const count = q.prepare('SELECT count(*) AS n FROM media_tickets')
 
   return {

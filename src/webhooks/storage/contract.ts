@@ -133,14 +133,23 @@ export interface EndpointRows<Tx> {
     within?: (tx: Tx, before: EndpointRow, after: EndpointRow, owner: string) => unknown,
   ): Promise<EndpointRow | null>
   /** The account's endpoint signed from now on with `secret` alone, and `within` run; null when it is gone. */
-  rotateSecret(id: number, accountId: number, secret: string, within?: (tx: Tx, row: EndpointRow, owner: string) => unknown): Promise<EndpointRow | null>
+  rotateSecret(
+    id: number,
+    accountId: number,
+    secret: string,
+    within?: (tx: Tx, row: EndpointRow, owner: string) => unknown,
+  ): Promise<EndpointRow | null>
   /** The endpoint deleted (its deliveries with it) and `within` run with the row it was; null when it was gone. */
   remove(id: number, within?: (tx: Tx, removed: EndpointRow, owner: string) => unknown): Promise<EndpointRow | null>
   /**
    * Every failed delivery of the endpoint pending again, due `now`, and `within` run with the endpoint and how
    * many; null (nothing run) when the endpoint is gone.
    */
-  requeueFailed(id: number, now: number, within?: (tx: Tx, row: EndpointRow, n: number, owner: string) => unknown): Promise<{ row: EndpointRow; n: number } | null>
+  requeueFailed(
+    id: number,
+    now: number,
+    within?: (tx: Tx, row: EndpointRow, n: number, owner: string) => unknown,
+  ): Promise<{ row: EndpointRow; n: number } | null>
 }
 
 /**
@@ -213,7 +222,12 @@ export interface WebhookQueue<Tx> extends EventWriter<Tx> {
    * due `now`, attempts from 0 (a new row when the endpoint never had it). 'no_event' when the event is gone
    * or not `accountId`'s, 'no_endpoint' when the endpoint is; nothing written then. One in flight keeps its lease.
    */
-  redeliver(eventId: number, endpointId: number, accountId: number, now: number): Promise<Redelivery | 'no_event' | 'no_endpoint'>
+  redeliver(
+    eventId: number,
+    endpointId: number,
+    accountId: number,
+    now: number,
+  ): Promise<Redelivery | 'no_event' | 'no_endpoint'>
   /** One batch of the sweep: up to `batch` events created before `before` with nothing pending, deleted with their deliveries; how many. */
   sweepEvents(before: number, batch: number): Promise<number>
   /** The outbox's cap: per endpoint, the pending deliveries beyond the newest `cap` dropped, but none in flight under a lease live at `now`; how many. */

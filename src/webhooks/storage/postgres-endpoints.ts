@@ -16,10 +16,14 @@ const endpoint = (r: Record<string, unknown>): EndpointRow => ({
   created: Number(r.created),
 })
 
-const named = (r: Record<string, unknown>): NamedEndpoint => ({ ...endpoint(r), account_name: r.account_name as string })
+const named = (r: Record<string, unknown>): NamedEndpoint => ({
+  ...endpoint(r),
+  account_name: r.account_name as string,
+})
 
 export function postgresEndpointRows(sql: SQL): EndpointRows<TransactionSQL> {
-  const ownerOf = async (tx: SQL, accountId: number) => ((await tx`SELECT name FROM accounts WHERE id = ${accountId}`)[0]?.name as string | undefined) ?? `#${accountId}`
+  const ownerOf = async (tx: SQL, accountId: number) =>
+    ((await tx`SELECT name FROM accounts WHERE id = ${accountId}`)[0]?.name as string | undefined) ?? `#${accountId}`
 
   return {
     async insertUnder(accountId, max, e, within) {
@@ -42,13 +46,16 @@ export function postgresEndpointRows(sql: SQL): EndpointRows<TransactionSQL> {
     },
 
     async endpointsOf(accountId) {
-      const rows = await sql`SELECT w.*, a.name AS account_name FROM webhook_endpoints w JOIN accounts a ON a.id = w.account_id
+      const rows =
+        await sql`SELECT w.*, a.name AS account_name FROM webhook_endpoints w JOIN accounts a ON a.id = w.account_id
                               WHERE w.account_id = ${accountId} ORDER BY w.id`
       return rows.map(named)
     },
 
     async allEndpoints() {
-      return (await sql`SELECT w.*, a.name AS account_name FROM webhook_endpoints w JOIN accounts a ON a.id = w.account_id ORDER BY w.id`).map(named)
+      return (
+        await sql`SELECT w.*, a.name AS account_name FROM webhook_endpoints w JOIN accounts a ON a.id = w.account_id ORDER BY w.id`
+      ).map(named)
     },
 
     async countOf(accountId) {
@@ -67,11 +74,13 @@ export function postgresEndpointRows(sql: SQL): EndpointRows<TransactionSQL> {
 
     async update(id, accountId, change, within) {
       return sql.begin(async (tx) => {
-        const [locked] = await tx`SELECT * FROM webhook_endpoints WHERE id = ${id} AND account_id = ${accountId} FOR NO KEY UPDATE`
+        const [locked] =
+          await tx`SELECT * FROM webhook_endpoints WHERE id = ${id} AND account_id = ${accountId} FOR NO KEY UPDATE`
         if (!locked) return null
         const before = endpoint(locked)
         const v = change(before)
-        const [row] = await tx`UPDATE webhook_endpoints SET url = ${v.url}, events = ${v.events}, enabled = ${v.enabled ? 1 : 0}, disabled_reason = ${v.disabledReason}
+        const [row] =
+          await tx`UPDATE webhook_endpoints SET url = ${v.url}, events = ${v.events}, enabled = ${v.enabled ? 1 : 0}, disabled_reason = ${v.disabledReason}
                                 WHERE id = ${id} RETURNING *`
         const after = endpoint(row)
         if (within) await within(tx, before, after, await ownerOf(tx, accountId))
@@ -81,7 +90,8 @@ export function postgresEndpointRows(sql: SQL): EndpointRows<TransactionSQL> {
 
     async rotateSecret(id, accountId, secret, within) {
       return sql.begin(async (tx) => {
-        const [row] = await tx`UPDATE webhook_endpoints SET secret = ${secret} WHERE id = ${id} AND account_id = ${accountId} RETURNING *`
+        const [row] =
+          await tx`UPDATE webhook_endpoints SET secret = ${secret} WHERE id = ${id} AND account_id = ${accountId} RETURNING *`
         if (!row) return null
         const made = endpoint(row)
         if (within) await within(tx, made, await ownerOf(tx, accountId))
@@ -106,8 +116,10 @@ export function postgresEndpointRows(sql: SQL): EndpointRows<TransactionSQL> {
         const row = endpoint(locked)
         // Its failed deliveries locked in id order first, the order the sweep and markGone lock deliveries in.
         await tx`SELECT id FROM webhook_deliveries WHERE endpoint_id = ${id} AND state = 'failed' ORDER BY id FOR UPDATE`
-        const n = (await tx`UPDATE webhook_deliveries SET state = 'pending', next_at = ${now}, attempts = 0
-                             WHERE endpoint_id = ${id} AND state = 'failed'`).count
+        const n = (
+          await tx`UPDATE webhook_deliveries SET state = 'pending', next_at = ${now}, attempts = 0
+                             WHERE endpoint_id = ${id} AND state = 'failed'`
+        ).count
         if (within) await within(tx, row, n, await ownerOf(tx, row.account_id))
         return { row, n }
       })

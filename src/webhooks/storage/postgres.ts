@@ -40,7 +40,16 @@ const logRow = (r: Record<string, unknown>): DeliveryLogRow => ({
 })
 
 /** The ids and the leases of `held`, as two int8 arrays for unnest (heldRows below). */
-const heldArrays = (sql: SQL, held: readonly HeldLease[]) => [sql.array(held.map((h) => h.id), 'INT8'), sql.array(held.map((h) => h.lease), 'INT8')]
+const heldArrays = (sql: SQL, held: readonly HeldLease[]) => [
+  sql.array(
+    held.map((h) => h.id),
+    'INT8',
+  ),
+  sql.array(
+    held.map((h) => h.lease),
+    'INT8',
+  ),
+]
 
 export function postgresWebhookQueue(sql: SQL): WebhookQueue<TransactionSQL> {
   return {
@@ -75,7 +84,11 @@ export function postgresWebhookQueue(sql: SQL): WebhookQueue<TransactionSQL> {
 
     async subscriptions() {
       const rows = await sql`SELECT id, account_id, events FROM webhook_endpoints WHERE enabled = 1 ORDER BY id`
-      return rows.map((r: Record<string, unknown>) => ({ id: Number(r.id), account_id: Number(r.account_id), events: r.events as string }))
+      return rows.map((r: Record<string, unknown>) => ({
+        id: Number(r.id),
+        account_id: Number(r.account_id),
+        events: r.events as string,
+      }))
     },
 
     async outbox() {
@@ -104,7 +117,10 @@ export function postgresWebhookQueue(sql: SQL): WebhookQueue<TransactionSQL> {
         RETURNING d.id, d.event_id, ev.webhook_id, d.endpoint_id, d.attempts, e.url, e.secret, ev.payload, d.claimed_until AS lease, d.next_at`
       return rows
         .map((r: Record<string, unknown>) => ({ ...r, next_at: Number(r.next_at) }))
-        .sort((a: { next_at: number; id: unknown }, b: { next_at: number; id: unknown }) => a.next_at - b.next_at || Number(a.id) - Number(b.id))
+        .sort(
+          (a: { next_at: number; id: unknown }, b: { next_at: number; id: unknown }) =>
+            a.next_at - b.next_at || Number(a.id) - Number(b.id),
+        )
         .map(
           (r: Record<string, unknown>): LeasedDelivery => ({
             id: Number(r.id),
@@ -190,7 +206,10 @@ export function postgresWebhookQueue(sql: SQL): WebhookQueue<TransactionSQL> {
           UPDATE webhook_deliveries SET state = 'failed', attempts = attempts + 1, last_status = ${a.status}, last_error = ${a.error},
                  last_ms = ${a.ms}, last_at = ${a.at}, claimed_until = 0
            WHERE id = ${a.id} AND state = 'pending' AND claimed_until = ${a.lease}`
-        const disabled = (await tx`UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ${reason} WHERE id = ${endpointId} AND enabled = 1`).count > 0
+        const disabled =
+          (
+            await tx`UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ${reason} WHERE id = ${endpointId} AND enabled = 1`
+          ).count > 0
         await tx`UPDATE webhook_deliveries SET state = 'failed', last_error = ${`not sent: ${reason}`}, claimed_until = 0
                   WHERE endpoint_id = ${endpointId} AND state = 'pending'`
         if (disabled && within) await within(tx)
@@ -256,7 +275,10 @@ export function postgresWebhookQueue(sql: SQL): WebhookQueue<TransactionSQL> {
            ORDER BY e.id LIMIT ${batch}
            FOR UPDATE OF e SKIP LOCKED`
         if (picked.length === 0) return 0
-        const ids = sql.array(picked.map((r: { id: unknown }) => Number(r.id)), 'INT8')
+        const ids = sql.array(
+          picked.map((r: { id: unknown }) => Number(r.id)),
+          'INT8',
+        )
         await tx`SELECT id FROM webhook_deliveries WHERE event_id = ANY (${ids}) ORDER BY id FOR UPDATE`
         // A new statement, so a new look: what was committed before the locks above were granted.
         const gone = await tx`

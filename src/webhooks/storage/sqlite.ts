@@ -127,7 +127,9 @@ export function sqliteWebhookQueue(db: Db): WebhookQueue<Db> {
   )
   const healthy = q.prepare('UPDATE webhook_endpoints SET failing = 0 WHERE id = ? AND failing = 1')
   const failing = q.prepare('UPDATE webhook_endpoints SET failing = 1 WHERE id = ? AND failing = 0')
-  const disable = q.prepare('UPDATE webhook_endpoints SET enabled = 0, disabled_reason = $reason WHERE id = $id AND enabled = 1')
+  const disable = q.prepare(
+    'UPDATE webhook_endpoints SET enabled = 0, disabled_reason = $reason WHERE id = $id AND enabled = 1',
+  )
   // One UPDATE picks the due rows and writes their lease (migration 15). A row is due again when its lease
   // has run out (claimed_until <= now): its holder died mid-delivery.
   const claim = q.prepare(
@@ -177,12 +179,20 @@ export function sqliteWebhookQueue(db: Db): WebhookQueue<Db> {
   const renewLeased = q.prepare(`UPDATE webhook_deliveries SET claimed_until = $until WHERE ${heldBy} RETURNING id`)
   const releaseLeased = q.prepare(`UPDATE webhook_deliveries SET claimed_until = 0 WHERE ${heldBy}`)
   const heldParams = (held: readonly HeldLease[]) => JSON.stringify(held.map((h) => [h.id, h.lease]))
-  const attemptParams = (r: LeasedAttempt) => ({ id: r.id, lease: r.lease, status: r.status, error: r.error, ms: r.ms, at: r.at })
+  const attemptParams = (r: LeasedAttempt) => ({
+    id: r.id,
+    lease: r.lease,
+    status: r.status,
+    error: r.error,
+    ms: r.ms,
+    at: r.at,
+  })
 
   return {
     // Not async: the rows are written (or the error thrown) inside the caller's synchronous transaction.
     enqueue(tx, e, now) {
-      if (!tx.inTransaction) throw new Error(`webhooks: ${e.type} must be enqueued inside the transaction of its change`)
+      if (!tx.inTransaction)
+        throw new Error(`webhooks: ${e.type} must be enqueued inside the transaction of its change`)
       let insert = inserters.get(tx)
       if (!insert) inserters.set(tx, (insert = eventInserts(tx)))
       return Promise.resolve(insert(e.type, e.accountId, e.at, e.data, now))
@@ -197,7 +207,12 @@ export function sqliteWebhookQueue(db: Db): WebhookQueue<Db> {
     outbox: async () => outbox.get() as { pending: number; oldest: number | null },
     claim: async (now, o) =>
       db.transaction(() => {
-        const params = { now, until: now + (o.leaseMs ?? LEASE_MS), limit: o.limit, busy: JSON.stringify([...(o.busy ?? [])]) }
+        const params = {
+          now,
+          until: now + (o.leaseMs ?? LEASE_MS),
+          limit: o.limit,
+          busy: JSON.stringify([...(o.busy ?? [])]),
+        }
         const ids = (claim.all(params as any) as { id: number }[]).map((r) => r.id)
         return ids.length === 0 ? [] : (claimed.all({ ids: JSON.stringify(ids) } as any) as LeasedDelivery[])
       })(),
@@ -218,7 +233,9 @@ export function sqliteWebhookQueue(db: Db): WebhookQueue<Db> {
     markRetry: async (a, next) => retryLeased.run({ ...attemptParams(a), next } as any).changes > 0,
     // True when this turned the endpoint failing (only when the result was written: the lease still held).
     markFailed: async (a, endpointId) =>
-      db.transaction(() => failedLeased.run(attemptParams(a) as any).changes > 0 && failing.run(endpointId).changes > 0)(),
+      db.transaction(
+        () => failedLeased.run(attemptParams(a) as any).changes > 0 && failing.run(endpointId).changes > 0,
+      )(),
     // The endpoint is disabled whoever reports the 410; `within` (the audit row) only when this disabled it.
     markGone: async (a, endpointId, reason, within) =>
       db.transaction(() => {
