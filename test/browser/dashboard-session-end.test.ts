@@ -34,6 +34,8 @@ async function newContext(): Promise<BrowserContext> {
   context.on('request', (r) => void requests.push(r.url()))
   return context
 }
+/** A tab; the test brings the one it uses to the front, as a person switching tabs does (Chromium draws no frames
+ * for a tab behind, so Playwright's wait for a still element before a click took up to 2 s there). */
 async function newPage(context: BrowserContext): Promise<Page> {
   const page = await context.newPage()
   page.setDefaultTimeout(10_000)
@@ -53,20 +55,25 @@ describe('a session that ended in another tab', () => {
     const context = await newContext()
     const one = await newPage(context)
     const two = await newPage(context)
+    await one.bringToFront()
     await signInBrowser(one, app.url, 'alice', PW)
+    await two.bringToFront()
     await two.goto(`${app.url}/dashboard/keys`)
     expect(two.url()).toBe(`${app.url}/dashboard/keys`) // the same browser: signed in there too
 
     // Tab one: a link typed in the form, with a password.
+    await one.bringToFront()
     await one.fill('#url', 'https://example.com/typed/in/tab/one')
     await one.click('details.more summary')
     await one.fill('#alias', 'tab-one')
     await one.selectOption('#mode', 'preview')
     await one.fill('#password', 'link password')
     // Tab two: sign out.
+    await two.bringToFront()
     await Promise.all([two.waitForURL(`${app.url}/login`), two.getByRole('button', { name: 'Sign out' }).click()])
 
     // Tab one sends its form: not sent, the sign-in page says the session ended.
+    await one.bringToFront()
     await Promise.all([one.waitForURL(/\/login\?/), one.getByRole('button', { name: 'Shorten' }).click()])
     expect(one.url()).toBe(`${app.url}/login?next=%2Fdashboard&reason=session_ended`)
     expect(await one.locator('.notice.warn').textContent()).toBe(SESSION_ENDED)
@@ -104,9 +111,12 @@ describe('a session that ended in another tab', () => {
     const context = await newContext()
     const one = await newPage(context)
     const two = await newPage(context)
+    await one.bringToFront()
     await signInBrowser(one, app.url, 'alice', PW)
+    await two.bringToFront()
     await two.goto(`${app.url}/dashboard`)
     await Promise.all([two.waitForURL(`${app.url}/login`), two.getByRole('button', { name: 'Sign out' }).click()])
+    await one.bringToFront()
     await Promise.all([one.waitForURL(/\/login\?/), one.getByRole('link', { name: 'Webhooks' }).click()])
     expect(one.url()).toBe(`${app.url}/login?next=%2Fdashboard%2Fwebhooks&reason=session_ended`)
     expect(await one.locator('.notice.warn').textContent()).toBe(SESSION_ENDED)
