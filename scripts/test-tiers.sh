@@ -7,7 +7,7 @@
 #   bash scripts/test-tiers.sh unit             # one tier (npm run test:unit)
 # Workers per tier: most tests wait on sockets, child processes and PostgreSQL, so more workers than cores
 # pay; Chromium is heavy, so the browser tier has fewer. TEST_WORKERS overrides them all.
-# Every tier preloads test/support/cheap-hash.ts: argon2id at a test-sized cost (the production one took most of
+# Every run preloads test/support/cheap-hash.ts (bunfig.toml): argon2id at a test-sized cost (the production one took most of
 # the dashboard and sign-in tests' time).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -49,7 +49,7 @@ for tier in "${tiers[@]}"; do
   n=${TEST_WORKERS:-$(workers "$tier")}
   echo "== tier $tier ($n workers)"
   start=$SECONDS
-  "$BUN" test --parallel="$n" --preload ./test/support/cheap-hash.ts --timeout 30000 --timings=test/timings.json "${update[@]}" "./test/$tier/" || status=1
+  "$BUN" test --parallel="$n" --timeout 30000 --timings=test/timings.json "${update[@]}" "./test/$tier/" || status=1
   echo "== tier $tier: $((SECONDS - start)) s"
 done
 
