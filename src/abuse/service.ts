@@ -1,21 +1,19 @@
-// Abuse handling (SPEC §3, §12): reports, an admin's disables and bans, blocklists, and one verdict per link for
-// its visitors, kept beside the cached row (the redirect pays a WeakMap lookup); design notes: abuse.
+// Abuse handling (SPEC §3, §12): reports, an admin's disables and bans, blocklists; the verdict per link its visitors
+// meet is memory.ts's (the redirect pays a WeakMap lookup), handed out as is; design notes: abuse.
 import { auditRow, SYSTEM, type AuditEntry, type AuditRows, type Who } from '../audit'
 import type { Config } from '../kernel/config'
 import { AppError, badRequest, notFound } from '../kernel/errors'
-import type { LinkRow, LinkService } from '../links'
+import type { LinkService } from '../links'
 import type { EventWriter, Outbox } from '../kernel/outbox'
-import { ACCOUNT_TOPIC } from '../accounts'
 import type { ChangeFeed } from '../db/changes'
 import { allWritten } from '../db/written'
-import { HostSet, loadBlocklist, type Blocklist } from './blocklist'
-import { destinationHost, destinationsOf, hostToBan, matchHost, type Verdict } from './verdict'
+import { loadBlocklist, type Blocklist } from './blocklist'
+import { createVerdictMemory, EMPTY } from './memory'
+import { destinationHost, hostToBan, matchHost } from './verdict'
 import {
-  BAN_TOPIC,
   CLOSE_ACTIONS,
   REPORT_REASONS,
   type AbuseRows,
-  type BanRow,
   type CloseAction,
   type CloseDone,
   type LinkRef,
@@ -32,10 +30,6 @@ export const MAX_DISABLE_REASON = 300
 export const MAX_OPEN_REPORTS_PER_LINK = 50
 /** Open reports kept in all (what outsiders can grow): past it, reports are refused until admins close some. */
 export const MAX_OPEN_REPORTS = 10_000
-/** How soon a disabled account's links answer 451 when no feed says so (a CLI in another process on SQLite). */
-const ACCOUNTS_RECHECK_MS = 1000
-/** How often the bans are read again all the same (a feed's message lost without a resync: bounded by this). */
-const BANS_RECHECK_MS = 30_000
 
 export interface AbuseDeps<Tx> {
   /** The abuse rows (storage/contract.ts), and the storages whose rows its changes write in their transactions. */
@@ -65,102 +59,15 @@ export interface CloseWith<Tx> {
   change?: (tx: Tx) => unknown
 }
 
-const EMPTY: Blocklist = { set: new HostSet(0), files: [], loadedAt: 0, ms: 0 }
-
 export function createAbuseService<Tx>({ rows, audit, queue, config, links, clock, outbox, changes }: AbuseDeps<Tx>) {
   /** The audit row of a change, written in its transaction (a promise: see the design notes). */
   const record = (tx: Tx, by: Who, entry: AuditEntry) => audit.insert(tx, auditRow(by, entry, clock()))
-  let blocklist = EMPTY
-  let bans = new Map<string, string>()
-  let banned = new HostSet(0)
-  /** Bumped by each ban change of this process: a read of all bans begun before it is stale and dropped. */
-  let banChanges = 0
-  let disabledAccounts = new Set<number>()
+  const memory = createVerdictMemory({ rows, changes })
+  const { verdict, hostVerdict, banChanged, readAccounts } = memory
   /** Open reports, for /metrics: read at start and after each filing and closing of this process. */
   let openKnown = 0
-  /** Bumped whenever a ban, the lists or the disabled accounts change: every cached verdict is then stale. */
-  let generation = 0
-  const verdicts = new WeakMap<LinkRow, { generation: number; verdict: Verdict | null }>()
   // Visits answered 451 are counted with the other visits (linkbox_visits_total{outcome="unavailable"}).
   const counts = { refusedBanned: 0, refusedListed: 0, reports: 0 }
-
-  function setBans(next: Map<string, string>) {
-    bans = next
-    banned = new HostSet(bans.size)
-    for (const host of bans.keys()) banned.add(host)
-    generation++
-  }
-  async function readBans() {
-    const seen = banChanges
-    const all = await rows.bans()
-    // Unchanged (the periodic read, mostly): the cached verdicts stay good.
-    if (seen !== banChanges || (all.length === bans.size && all.every((b) => bans.get(b.host) === b.reason))) return
-    setBans(new Map(all.map((b) => [b.host, b.reason])))
-  }
-  // Reads asked for by the feed: one at a time; one asked for during a read runs after it (it may have begun
-  // before the change committed); a failed one is tried again a second later, until one succeeds.
-  let bansReading = false
-  let bansWanted = false
-  let stopped = false
-  function refreshBans() {
-    bansWanted = true
-    if (bansReading || stopped) return
-    bansReading = true
-    bansWanted = false
-    readBans().then(
-      () => {
-        bansReading = false
-        if (bansWanted) refreshBans()
-      },
-      () => {
-        bansReading = false
-        setTimeout(() => refreshBans(), 1000).unref?.()
-      },
-    )
-  }
-  /** A ban this process wrote, or lifted, in memory as soon as the write committed (no await before the next visit). */
-  function banChanged(host: string, added: BanRow | null) {
-    banChanges++
-    const next = new Map(bans)
-    if (added) next.set(host, added.reason)
-    else next.delete(host)
-    setBans(next)
-  }
-
-  // Reads may overlap (the timer's, and one after a change of this process): the later-begun one wins.
-  let accountReads = 0
-  let accountsApplied = 0
-  async function readAccounts() {
-    const begun = ++accountReads
-    const ids = await rows.disabledAccounts()
-    if (begun < accountsApplied) return
-    accountsApplied = begun
-    if (ids.length !== disabledAccounts.size || ids.some((id) => !disabledAccounts.has(id))) {
-      disabledAccounts = new Set(ids)
-      generation++
-    }
-  }
-  // Twice a second, so that a change is seen within ACCOUNTS_RECHECK_MS (one read at a time). A failed read keeps
-  // the set as it was (a database gone for a moment: the redirects go on from memory); the next tick tries again.
-  let polling = false
-  let ticks = 0
-  const accountsTimer = setInterval(() => {
-    if (++ticks % (BANS_RECHECK_MS / (ACCOUNTS_RECHECK_MS / 2)) === 0) refreshBans()
-    if (polling) return
-    polling = true
-    readAccounts()
-      .catch(() => {})
-      .finally(() => (polling = false))
-  }, ACCOUNTS_RECHECK_MS / 2)
-  accountsTimer.unref?.()
-  // Another node's changes (its transaction announced them): read again at once. A resync: anything may have changed.
-  const readAccountsNow = () => void readAccounts().catch(() => {}) // a failure: the timer's next tick reads again
-  const unsubscribe = changes
-    ? [
-        changes.subscribe(BAN_TOPIC, refreshBans, refreshBans),
-        changes.subscribe(ACCOUNT_TOPIC, readAccountsNow, readAccountsNow),
-      ]
-    : []
 
   const countOpen = async () => {
     openKnown = await rows.openCount()
@@ -168,29 +75,7 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
   /** After a filing or a closing that committed: the gauge read again, a failure of which fails nothing. */
   const recount = () => void countOpen().catch(() => {})
   /** The memory the visit path reads, loaded: awaited before serving (a redirect before it sees no bans). */
-  const ready = Promise.all([readBans(), readAccounts(), countOpen()]).then(() => {})
-
-  /** Why a host may not be a destination, or null. */
-  function hostVerdict(host: string | null): Extract<Verdict, { host: string }> | null {
-    if (host === null) return null
-    const ban = matchHost(banned, host)
-    if (ban !== null) return { kind: 'banned', host: ban, reason: bans.get(ban) ?? '' }
-    const listed = matchHost(blocklist.set, host)
-    return listed !== null ? { kind: 'listed', host: listed } : null
-  }
-
-  function compute(row: LinkRow): Verdict | null {
-    if (row.disabled !== null) return { kind: 'disabled', reason: row.disabled }
-    if (row.account_id !== null && disabledAccounts.has(row.account_id)) return { kind: 'account' }
-    if (banned.size === 0 && blocklist.set.size === 0) return null
-    // Every place the link may send a visitor: its own destination and those of its rules and split (a
-    // host banned after the link was made must not be reached through a rule either).
-    for (const url of destinationsOf(row)) {
-      const v = hostVerdict(destinationHost(url))
-      if (v) return v
-    }
-    return null
-  }
+  const ready = Promise.all([memory.ready, countOpen()]).then(() => {})
 
   const disableText = (reason: string | null) =>
     reason === null
@@ -202,13 +87,7 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
     ready,
 
     /** What a visitor of this link meets: null (the link works) or why it answers 451. The visit's one lookup; never awaits. */
-    verdict(row: LinkRow): Verdict | null {
-      const kept = verdicts.get(row)
-      if (kept && kept.generation === generation) return kept.verdict
-      const verdict = compute(row)
-      verdicts.set(row, { generation, verdict })
-      return verdict
-    },
+    verdict,
 
     /** At creation and change: a banned or listed destination is refused with invalid_url, naming why. */
     checkDestination(url: string) {
@@ -389,8 +268,7 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
       const next = config.links.blocklist_files.length
         ? await loadBlocklist(config.links.blocklist_files, clock)
         : { ...EMPTY, loadedAt: clock() }
-      blocklist = next
-      generation++
+      memory.setBlocklist(next)
       let caught = 0
       // A page at a time, yielding between pages: a million links must not hold up the redirects for seconds.
       for (let after = 0; next.set.size > 0; ) {
@@ -405,16 +283,14 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
       }
       return { hosts: next.set.size, files: next.files, ms: next.ms, caught }
     },
-    blocklist: () => blocklist,
+    blocklist: memory.blocklist,
 
     /** For /metrics. */
     counts,
 
     /** Stops reading the disabled accounts and the bans (before the database closes). */
     close() {
-      stopped = true
-      clearInterval(accountsTimer)
-      for (const off of unsubscribe) off()
+      memory.close()
     },
   }
 }

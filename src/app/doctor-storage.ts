@@ -2,7 +2,7 @@
 import { accessSync, constants, existsSync, mkdirSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { checkDataDirMode } from './lock'
-import { redactDatabaseUrl } from '../kernel/config'
+import { redactDatabaseUrl } from '../kernel/config-database'
 import { DatabaseError, openDatabase, probeWrite, type Db } from '../db/sqlite'
 import { migrations } from '../db/sqlite/migrations'
 import { size, type Finding } from './doctor-finding'

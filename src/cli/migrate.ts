@@ -11,7 +11,7 @@ export async function run(invocation: Invocation): Promise<number> {
   const url = to === '-' ? (await readStdin()).trim() : (to ?? cx.databaseUrl ?? '')
   if (!url) throw new ConfigError('usage: linkbox migrate --to URL (or set [database] url in the config)')
   const [{ databaseUrlProblem }, { copyToPostgres }] = await Promise.all([
-    import('../kernel/config'),
+    import('../kernel/config-database'),
     import('../app/copy-postgres'),
   ])
   const problem = databaseUrlProblem(url)

@@ -14,7 +14,7 @@ export async function run(invocation: Invocation): Promise<number> {
       )
     const [{ restoreToPostgres }, { redactDatabaseUrl }] = await Promise.all([
       import('../app/backup-postgres'),
-      import('../kernel/config'),
+      import('../kernel/config-database'),
     ])
     const manifest = await restoreToPostgres(config, file, (line) => console.log(line))
     console.log(

@@ -2,8 +2,25 @@
 // message that names the key, so a typo never silently falls back to a default.
 import { readFileSync } from 'node:fs'
 import { isAbsolute, resolve } from 'node:path'
+import {
+  baseUrl,
+  bearerToken,
+  bool,
+  cidr,
+  headerName,
+  hostname,
+  hostOrAddress,
+  int,
+  issuerUrl,
+  list,
+  oneOf,
+  secretString,
+  str,
+  type Check,
+} from './config-checks'
+import { databaseUrl } from './config-database'
 import { ConfigError } from './errors'
-import { canonicalIp, parseCidr } from './net/cidr'
+import { canonicalIp } from './net/cidr'
 
 export interface Config {
   data_dir: string
@@ -121,150 +138,6 @@ export function defaultConfig(): Config {
       name: '',
     },
   }
-}
-
-type Check = (value: unknown, key: string) => unknown
-
-const fail = (key: string, rule: string, value: unknown): never => {
-  throw new ConfigError(`config: "${key}" ${rule} (got ${JSON.stringify(value)})`)
-}
-const str =
-  (rule?: (v: string) => string | null): Check =>
-  (v, key) => {
-    if (typeof v !== 'string') return fail(key, 'must be a string', v)
-    const problem = rule?.(v)
-    if (problem) fail(key, problem, v)
-    return v
-  }
-const int =
-  (min: number, max: number, allowed?: number[]): Check =>
-  (v, key) => {
-    if (typeof v !== 'number' || !Number.isInteger(v)) return fail(key, 'must be a whole number', v)
-    if (allowed && !allowed.includes(v)) fail(key, `must be one of ${allowed.join(', ')}`, v)
-    if (v < min || v > max) fail(key, `must be between ${min} and ${max}`, v)
-    return v
-  }
-const bool: Check = (v, key) => (typeof v === 'boolean' ? v : fail(key, 'must be true or false', v))
-const list =
-  (item: Check, opts: { nonEmpty?: boolean } = {}): Check =>
-  (v, key) => {
-    if (!Array.isArray(v)) return fail(key, 'must be a list', v)
-    if (opts.nonEmpty && v.length === 0) fail(key, 'must not be empty', v)
-    return v.map((x, i) => item(x, `${key}[${i}]`))
-  }
-
-const hostname = (v: string) =>
-  /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i.test(v) ? null : 'must be a host name'
-const hostOrAddress = (v: string) =>
-  hostname(v) === null || canonicalIp(v) !== null ? null : 'must be a host name or an IP address'
-const baseUrl = (v: string) => {
-  try {
-    const u = new URL(v)
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') return 'must be an http or https URL'
-    if (u.search || u.hash || u.username) return 'must not have a query, fragment or credentials'
-    return null
-  } catch {
-    return 'must be an absolute http or https URL'
-  }
-}
-/** A loopback host of a URL: the only place an http:// issuer is accepted (a provider in the same test process). */
-export const isLoopbackHost = (host: string) =>
-  host === 'localhost' || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
-/** oidc.issuer: empty (off), or an https URL (http only on a loopback address) without query or fragment. */
-const issuerUrl = (v: string) => {
-  if (v === '') return null
-  let u: URL
-  try {
-    u = new URL(v)
-  } catch {
-    return 'must be an absolute https URL'
-  }
-  if (u.search || u.hash || u.username || u.password) return 'must not have a query, fragment or credentials'
-  if (u.protocol === 'https:') return null
-  if (u.protocol === 'http:' && isLoopbackHost(u.hostname)) return null
-  return 'must be an https URL (http is accepted only on a loopback address such as 127.0.0.1)'
-}
-const cidr = (v: string) => (parseCidr(v) ? null : 'must be an IP address or CIDR range')
-const oneOf = (allowed: string[]) => (v: string) =>
-  allowed.includes(v) ? null : `must be one of ${allowed.join(', ')}`
-const headerName = (v: string) => (/^[A-Za-z0-9-]{1,64}$/.test(v) ? null : 'must be an HTTP header name')
-/**
- * A bearer token: empty (off), or 16 to 256 visible ASCII characters, what a header carries unchanged. A
- * shorter one could be guessed by asking often enough (nothing limits /metrics). Unlike other values, the
- * refused one is not repeated in the message: it is a secret, and the message goes to logs.
- */
-const bearerToken: Check = (v, key) => {
-  if (typeof v !== 'string') return fail(key, 'must be a string', typeof v)
-  if (v !== '' && !/^[\x21-\x7e]{16,256}$/.test(v))
-    throw new ConfigError(
-      `config: "${key}" must be empty or 16 to 256 visible ASCII characters, no spaces (got ${v.length} characters; the value is not shown)`,
-    )
-  return v
-}
-
-/** A secret: a string, not repeated in a message (messages go to logs). */
-const secretString: Check = (v, key) => {
-  if (typeof v !== 'string') return fail(key, 'must be a string', typeof v)
-  if (v.length > 1024 || /[\u0000-\u001f\u007f]/.test(v))
-    throw new ConfigError(
-      `config: "${key}" must be at most 1024 characters without control characters (got ${v.length} characters; the value is not shown)`,
-    )
-  return v
-}
-
-const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full']
-
-/** Why a database URL is not one linkbox can use, or null. Never repeats the URL (it may hold a password). */
-export function databaseUrlProblem(v: string): string | null {
-  let u: URL
-  try {
-    u = new URL(v)
-  } catch {
-    return 'must be a URL: postgres://user:password@host:port/database (a password with : / @ ? # in it must be percent-encoded)'
-  }
-  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:')
-    return 'must start with postgres:// or postgresql:// (empty means SQLite in data_dir)'
-  if (!u.hostname) return 'must name a host: postgres://user:password@host:port/database'
-  const name = u.pathname.replace(/^\//, '')
-  if (!name || name.includes('/'))
-    return 'must name one database after the host: postgres://user:password@host:port/database'
-  if (u.hash) return 'must not have a #fragment'
-  for (const [key, value] of u.searchParams) {
-    if (key !== 'sslmode') return `takes no query parameter but sslmode (got "${key.slice(0, 40)}")`
-    if (!SSL_MODES.includes(value)) return `sslmode must be one of ${SSL_MODES.join(', ')}`
-  }
-  return null
-}
-
-/**
- * database.url: empty (SQLite), or a postgres:// URL with a host and a database (and ?sslmode= at most).
- * The message names the key and what is wrong, never the value: in a URL that is wrong, what would be the
- * password may sit anywhere (postgres://user:1234/x@host/db parses as port 1234 and a path).
- */
-const databaseUrl: Check = (v, key) => {
-  if (typeof v !== 'string') return fail(key, 'must be a string', typeof v)
-  if (v === '') return v
-  const problem = databaseUrlProblem(v)
-  if (problem) throw new ConfigError(`config: "${key}" ${problem} (the value is not shown: it may hold a password)`)
-  return v
-}
-
-/**
- * A database URL as logs, doctor and messages show it: the password replaced by *** (postgres://user:***@host:port/db).
- * Null when it does not parse as a URL (then nothing of it is shown).
- */
-export function redactDatabaseUrl(url: string): string | null {
-  let u: URL
-  try {
-    u = new URL(url)
-  } catch {
-    return null
-  }
-  if (u.password) u.password = '***'
-  // A valid database.url has no other query parameter and no fragment; were there one, it is not shown either.
-  for (const key of new Set(u.searchParams.keys())) if (key !== 'sslmode') u.searchParams.set(key, '***')
-  u.hash = ''
-  return u.href
 }
 
 const schema: Record<string, Check | Record<string, Check>> = {

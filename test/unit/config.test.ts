@@ -2,7 +2,8 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { buildConfig, defaultConfig, loadConfig, redactDatabaseUrl } from '../../src/kernel/config'
+import { buildConfig, defaultConfig, loadConfig } from '../../src/kernel/config'
+import { redactDatabaseUrl } from '../../src/kernel/config-database'
 import { tempDir as makeTempDir } from '../support/app'
 
 const dirs: string[] = []

@@ -1,7 +1,7 @@
 // One PostgreSQL database that any number of nodes share (issue 22, SPEC §11), through Bun.SQL: openPostgres
 // connects and migrates once under an advisory lock, and refuses a database a newer linkbox has migrated.
 import { SQL } from 'bun'
-import { redactDatabaseUrl } from '../../kernel/config'
+import { redactDatabaseUrl } from '../../kernel/config-database'
 import { DatabaseError } from '../sqlite/index'
 import { PG_SCHEMA_VERSION, pgMigrations } from './migrations'
 
