@@ -1,17 +1,18 @@
 // Temporary mail: the rules. Mailboxes belong to accounts and live for mail.mailbox_ttl seconds after their last
 // use; SMTP delivers into them (delivery.ts), the API reads them; each check-then-write is one store decision.
-import { randomBytes } from 'node:crypto'
 import type { Caller } from '../kernel/caller'
 import type { Config } from '../kernel/config'
 import { iso } from '../db/sqlite'
 import type { ChangeFeed } from '../db/changes'
-import { AppError, invalidParameter, notFound, notOwner } from '../kernel/errors'
+import { AppError, notFound, notOwner } from '../kernel/errors'
 import type { Events } from '../kernel/events'
 import type { LinkSigner } from '../kernel/signing'
 import type { EventWriter, Outbox } from '../kernel/outbox'
+import { addressNormalizer, randomLocalPart } from './addresses'
 import { createDelivery } from './delivery'
+import { createDownloads } from './downloads'
 import { createMailboxNotices, type WatchEvent } from './live'
-import { RAW_PART, type MailboxRow, type MailBytes, type MessageStore } from './storage/contract'
+import type { MailboxRow, MessageStore } from './storage/contract'
 import { summary } from './summary'
 import { createTotals } from './totals'
 
@@ -19,34 +20,18 @@ export { MAX_RECIPIENTS, SmtpReply, type RecipientCheck } from './delivery'
 export { MAIL_TOPIC, MAX_WATCHERS, MAX_WATCHERS_PER_ACCOUNT } from './live'
 
 export const MAX_WAIT_SECONDS = 60
-/** Signed links to attachments and raw sources work this long after message.json gave them. */
-export const MAIL_LINK_TTL_MS = 60 * 60 * 1000
 export const LIST_LIMIT = { default: 200, max: 1000 }
-const RANDOM_LOCAL_LENGTH = 10
 /** Renewing the expiry is a write: done at most this often per mailbox, however often it is read. */
 const RENEW_EVERY_MS = 60_000
 /** The most messages one deletion names (the dashboard's selection; a mailbox holds mail.max_messages). */
 export const MAX_DELETE_IDS = 1000
 const SWEEP_BATCH = 200
-const LOCAL_PART = /^[a-z0-9._-]{1,64}$/
 
 export interface MailboxAnswer {
   address: string
   created: string
   expires: string
   messages: number
-}
-
-function randomLocalPart(): string {
-  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789'
-  let out = ''
-  while (out.length < RANDOM_LOCAL_LENGTH) {
-    for (const b of randomBytes(RANDOM_LOCAL_LENGTH * 2)) {
-      // 252 = 7 × 36: rejecting the rest keeps every character equally likely.
-      if (b < 252 && out.length < RANDOM_LOCAL_LENGTH) out += alphabet[b % 36]
-    }
-  }
-  return out
 }
 
 export interface MailServiceDeps<Tx> {
@@ -61,14 +46,6 @@ export interface MailServiceDeps<Tx> {
   outbox?: Pick<Outbox, 'wanted' | 'wake'>
   /** Changes between nodes: mailboxes changed anywhere wake this node's waiters and live views (absent: this process only). */
   changes?: ChangeFeed
-}
-
-/** A signed download: its bytes and how to name them. */
-export interface MailDownload {
-  body: MailBytes
-  filename: string
-  contentType: string
-  size: number
 }
 
 export function createMailService<Tx>({
@@ -93,18 +70,7 @@ export function createMailService<Tx>({
   // ---------------------------------------------------------------------------------------------------
   // Addresses and mailboxes
 
-  /** The address a mailbox.json `address` names: empty → null (a random one), a bare name → the default domain. */
-  function normalizeAddress(input: string): string {
-    const value = input.trim().toLowerCase()
-    const at = value.lastIndexOf('@')
-    const local = at < 0 ? value : value.slice(0, at)
-    const domain = at < 0 ? domains[0]! : value.slice(at + 1)
-    if (!LOCAL_PART.test(local))
-      throw invalidParameter('address', 'the part before "@" must be 1 to 64 characters of a-z, 0-9, ".", "_" and "-"')
-    if (!domains.includes(domain))
-      throw invalidParameter('address', `the domain must be one this service receives mail for: ${domains.join(', ')}`)
-    return `${local}@${domain}`
-  }
+  const normalizeAddress = addressNormalizer(domains)
 
   /** A write that a read does on the side (renewal, "seen"): a storage failure skips it, is remembered, and the read goes on. */
   async function bestEffort(write: () => Promise<unknown>): Promise<boolean> {
@@ -125,6 +91,8 @@ export function createMailService<Tx>({
     expires: iso(row.expires)!,
     messages: row.messages,
   })
+
+  const { signedUrl, download } = createDownloads({ messages, signer, clock, base, live })
 
   /** The caller's live mailbox at `address`; renews its expiry (at most once a minute). */
   async function owned(caller: Caller, input: string): Promise<MailboxRow> {
@@ -194,10 +162,6 @@ export function createMailService<Tx>({
       }
     }
     return { address: box.address, messages: rows.map(summary) }
-  }
-
-  function signedUrl(path: string, id: string, now: number) {
-    return `${base}${path}?${signer.sign(id, now + MAIL_LINK_TTL_MS).query}`
   }
 
   /** What a message's row names is gone (null from the store): deleted meanwhile means 404, like the row; else a fault. */
@@ -300,40 +264,6 @@ export function createMailService<Tx>({
     mailboxGone([box.id])
     totalsChanged()
     return { address: box.address, deleted: true as const }
-  }
-
-  /**
-   * A signed download: the bytes and how to name them, or an AppError (403 tampered, 410 expired, 404 gone).
-   * The signature is checked before anything is looked up, so a guessed id learns nothing.
-   */
-  async function download(
-    kind: 'raw' | 'attachment',
-    idText: string,
-    exp: string | null,
-    sig: string | null,
-  ): Promise<MailDownload> {
-    if (!/^[1-9][0-9]{0,15}$/.test(idText)) throw notFound('There is no such file.')
-    const check = signer.check(`mail-${kind}-${idText}`, exp, sig, clock())
-    if (check === 'tampered')
-      throw new AppError(403, 'invalid_signature', 'This link is not valid: its signature does not match.')
-    if (check === 'expired')
-      throw new AppError(410, 'expired', 'This link has expired: ask message.json for a new one.')
-    const id = Number(idText)
-    const now = clock()
-    if (kind === 'raw') {
-      const row = await messages.message(id)
-      const box = row && (await messages.mailboxById(row.mailbox_id))
-      if (!row || !live(box, now)) throw notFound('This message no longer exists.')
-      const body = await messages.bytes(row.blob, RAW_PART)
-      if (!body) throw notFound('This file no longer exists.')
-      return { body, filename: `message-${row.id}.eml`, contentType: 'message/rfc822', size: row.size }
-    }
-    const a = await messages.attachment(id)
-    const box = a && (await messages.mailboxById(a.mailbox_id))
-    if (!a || !live(box, now)) throw notFound('This attachment no longer exists.')
-    const body = await messages.bytes(a.blob, a.part)
-    if (!body) throw notFound('This file no longer exists.')
-    return { body, filename: a.filename, contentType: a.content_type, size: a.size }
   }
 
   // ---------------------------------------------------------------------------------------------------

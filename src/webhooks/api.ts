@@ -5,7 +5,9 @@ import { byAccount } from '../audit'
 import type { ApiMethod } from '../web/api'
 import type { ApiParam } from '../web/schema'
 import { DEFAULT_EVENTS, EVENT_TYPES } from '../kernel/outbox'
-import { LOG_LIMIT, MAX_ENDPOINTS, MAX_URL_LENGTH, type WebhookService } from './service'
+import { LOG_LIMIT } from './deliveries'
+import { MAX_URL_LENGTH } from './params'
+import { MAX_ENDPOINTS, type WebhookService } from './service'
 
 const ACTIONS = ['list', 'create', 'update', 'rotate', 'delete', 'deliveries', 'redeliver', 'redeliver_failed'] as const
 const MAX_ID = 999_999_999_999_999

@@ -1,38 +1,22 @@
-// Webhook endpoints: the rules of creating, listing, changing and deleting them, their delivery log, redelivery,
-// the test event and the sweep. No HTTP here (api.ts), no sending (deliverer.ts); each write's re-check is the store's.
+// Webhook endpoints: the rules of creating, listing, changing and deleting them (their parameters: params.ts; their
+// log, redelivery, test event and sweep: deliveries.ts). No HTTP here (api.ts), no sending (deliverer.ts).
 import { newSecret } from './sign'
 import type { Caller } from '../kernel/caller'
 import { auditRow, byAccount, SYSTEM, webhookTarget, type AuditEntry, type AuditRows, type Who } from '../audit'
 import type { Config } from '../kernel/config'
 import { iso, noteWriteSuccess, storageError, type Db } from '../db/sqlite'
-import { AppError, invalidParameter, missingParameter, notFound, notOwner } from '../kernel/errors'
-import { privateAddress } from '../kernel/net/private-address'
-import { checkUrl, GuardError } from '../kernel/net/guard'
-import { DEFAULT_EVENTS, EVENT_TYPES, type Outbox, type SubscribableType } from '../kernel/outbox'
+import { AppError, invalidParameter, notFound, notOwner } from '../kernel/errors'
+import type { Outbox } from '../kernel/outbox'
 import { allWritten } from '../db/written'
 import type { EndpointRow, EndpointRows, WebhookQueue } from './storage/contract'
+import { createDeliveries } from './deliveries'
+import { createTargetCheck, parseEnabled, parseEvents, present } from './params'
 
-export const MAX_URL_LENGTH = 2048
 /** Endpoints per account: each one multiplies every event the account causes. */
 export const MAX_ENDPOINTS = 20
-export const LOG_LIMIT = { default: 50, max: 200 }
-/** Delivered and failed events are kept this long for the log and redelivery. */
-export const RETENTION_MS = 7 * 24 * 60 * 60 * 1000
-/** Pending deliveries kept per endpoint; beyond it the oldest are dropped (a receiver gone for days). */
-export const MAX_PENDING = 10_000
-const SWEEP_BATCH = 1_000
-
-const present = (v: unknown) => v !== undefined && v !== null && v !== ''
 
 /** What the disabled_reason of an endpoint its owner turned off says. */
 export const DISABLED_BY_OWNER = 'disabled by its owner'
-
-/** The `enabled` parameter: true or 1, false or 0 (a form's text or a JSON body's boolean). */
-function parseEnabled(input: unknown): boolean {
-  if (input === true || input === 'true' || input === '1' || input === 1) return true
-  if (input === false || input === 'false' || input === '0' || input === 0) return false
-  throw invalidParameter('enabled', 'true or 1 (send events to it), false or 0 (send none)')
-}
 
 /**
  * `within` runs in the transaction that inserts the endpoint (or writes its new secret), after the write,
@@ -61,26 +45,6 @@ export interface WebhookServiceDeps<Tx> {
   isAllowed?: (address: string) => boolean
 }
 
-/** The comma-separated `events` parameter: known types, each once, in the order given. */
-export function parseEvents(input: unknown): SubscribableType[] {
-  if (!present(input)) return [...DEFAULT_EVENTS]
-  if (typeof input !== 'string') throw invalidParameter('events', `a comma-separated list of ${EVENT_TYPES.join(', ')}`)
-  const out: SubscribableType[] = []
-  for (const raw of input.split(',')) {
-    const t = raw.trim()
-    if (!t) continue
-    if (!(EVENT_TYPES as readonly string[]).includes(t))
-      throw new AppError(
-        400,
-        'invalid_parameter',
-        `The parameter "events" names an unknown event type "${t.slice(0, 40)}": the types are ${EVENT_TYPES.join(', ')}.`,
-      )
-    if (!out.includes(t as SubscribableType)) out.push(t as SubscribableType)
-  }
-  if (out.length === 0) throw invalidParameter('events', `at least one of ${EVENT_TYPES.join(', ')}`)
-  return out
-}
-
 export function createWebhookService<Tx>({
   db,
   config,
@@ -92,8 +56,6 @@ export function createWebhookService<Tx>({
   resolve,
   isAllowed,
 }: WebhookServiceDeps<Tx>) {
-  let dropped = 0
-
   /** A change's audit row, inside its transaction. */
   const record = (tx: Tx, who: Who, entry: AuditEntry) => audit.insert(tx, auditRow(who, entry, clock()))
 
@@ -108,38 +70,7 @@ export function createWebhookService<Tx>({
     }
   }
 
-  /** http(s), at most 2048 characters, no credentials, and (unless media.allow_private_networks) not private. */
-  async function checkTarget(input: unknown): Promise<string> {
-    if (!present(input)) throw missingParameter('url')
-    const bad = () =>
-      new AppError(400, 'invalid_url', 'The parameter "url" must be an absolute URL with the scheme http or https.')
-    if (typeof input !== 'string' || input.length > MAX_URL_LENGTH)
-      throw new AppError(
-        400,
-        'invalid_url',
-        `The parameter "url" must be an http or https URL of at most ${MAX_URL_LENGTH} characters.`,
-      )
-    let url: URL
-    try {
-      url = new URL(input)
-    } catch {
-      throw bad()
-    }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw bad()
-    // The guard would drop them silently on every delivery; say so now instead.
-    if (url.username || url.password)
-      throw new AppError(400, 'invalid_url', 'The parameter "url" must not contain a user name or password.')
-    url.hash = ''
-    try {
-      await checkUrl(url, { allowPrivate: config.media.allow_private_networks, resolve, isAllowed, timeoutMs: 5_000 })
-    } catch (err) {
-      if (!(err instanceof GuardError)) throw err
-      if (err.reason === 'private') throw privateAddress()
-      // A name that does not resolve now may later (and the deliverer checks every send again): accepted;
-      // its deliveries fail and are retried, in the log for the owner to see.
-    }
-    return url.href
-  }
+  const checkTarget = createTargetCheck({ config, resolve, isAllowed })
 
   async function owned(caller: Caller, idInput: unknown): Promise<EndpointRow> {
     const id = Number(idInput)
@@ -156,6 +87,8 @@ export function createWebhookService<Tx>({
     if (!row) throw notFound(`There is no webhook ${id}.`)
     return row
   }
+
+  const outgoing = createDeliveries({ endpoints, queue, outbox, clock, owned, written, record, stillThere })
 
   function summary(row: EndpointRow, counts?: { ok: number; failed: number; pending: number; retrying: number }) {
     return {
@@ -229,30 +162,6 @@ export function createWebhookService<Tx>({
     if (!gone) throw notFound(`There is no webhook ${row.id}.`)
     outbox.reload()
     return { id: row.id, deleted: true as const }
-  }
-
-  async function log(row: EndpointRow, limitInput: unknown) {
-    let limit = LOG_LIMIT.default
-    if (present(limitInput)) {
-      limit = Number(limitInput)
-      if (!Number.isInteger(limit) || limit < 1 || limit > LOG_LIMIT.max)
-        throw invalidParameter('limit', `a whole number from 1 to ${LOG_LIMIT.max}`)
-    }
-    return {
-      id: row.id,
-      deliveries: (await queue.log(row.id, limit)).map((d) => ({
-        event_id: d.event_id,
-        webhook_id: d.webhook_id,
-        type: d.type,
-        state: d.state,
-        attempts: d.attempts,
-        last_status: d.last_status,
-        last_error: d.last_error,
-        last_ms: d.last_ms,
-        last_at: iso(d.last_at),
-        next_at: iso(d.next_at)!,
-      })),
-    }
   }
 
   /**
@@ -329,35 +238,6 @@ export function createWebhookService<Tx>({
     return { id: row.id, secret: row.secret }
   }
 
-  /** Every failed delivery of the endpoint is sent again (each under its event's webhook-id); how many. */
-  async function redeliverFailed(caller: Caller, input: { id?: unknown }, by: Who = byAccount(caller, '')) {
-    const before = await owned(caller, input.id)
-    const requeued = await written(
-      endpoints.requeueFailed(before.id, clock(), (tx, now, n, owner) => {
-        if (n > 0)
-          return record(tx, by, {
-            action: 'webhook.redeliver',
-            target: webhookTarget(now.id, owner, now.url),
-            detail: `${n} failed deliveries sent again`,
-          })
-      }),
-    )
-    const { row, n } = stillThere(requeued, before.id)
-    if (n > 0) outbox.wake()
-    return { id: before.id, redelivered: n, enabled: row.enabled === 1 }
-  }
-
-  async function testRow(row: EndpointRow) {
-    const now = clock()
-    const event = await queue.enqueueFor(
-      row.id,
-      { type: 'webhook.test', accountId: row.account_id, at: now, data: { webhook: row.id, url: row.url } },
-      now,
-    )
-    outbox.wake()
-    return { event_id: event.id, webhook_id: event.webhook_id, enabled: row.enabled === 1 }
-  }
-
   return {
     create: (
       caller: Caller,
@@ -392,7 +272,7 @@ export function createWebhookService<Tx>({
       removeRow(await owned(caller, input.id), by),
     update,
     rotate,
-    redeliverFailed,
+    redeliverFailed: outgoing.redeliverFailed,
     /** The CLI: any endpoint by id. */
     async deleteById(id: number, by: Who = SYSTEM) {
       const row = await endpoints.endpoint(id)
@@ -401,63 +281,28 @@ export function createWebhookService<Tx>({
     },
     /** The delivery log of one endpoint, newest event first. */
     deliveries: async (caller: Caller, input: { id?: unknown; limit?: unknown }) =>
-      log(await owned(caller, input.id), input.limit),
+      outgoing.log(await owned(caller, input.id), input.limit),
     async deliveriesById(id: number, limit?: number) {
       const row = await endpoints.endpoint(id)
       if (!row) throw notFound(`There is no webhook ${id}.`)
-      return log(row, limit)
+      return outgoing.log(row, limit)
     },
 
-    /** Sends an event to an endpoint again, under the same webhook-id: pending now, attempts kept. */
-    async redeliver(caller: Caller, input: { id?: unknown; event?: unknown }) {
-      const row = await owned(caller, input.id)
-      if (!present(input.event)) throw missingParameter('event')
-      const eventId = Number(input.event)
-      if (!Number.isSafeInteger(eventId) || eventId < 1)
-        throw invalidParameter('event', 'the event_id of a delivery in the log')
-      // The event's account and the endpoint are checked again in the redelivery's own transaction.
-      const done = await written(queue.redeliver(eventId, row.id, row.account_id, clock()))
-      if (done === 'no_event') throw notFound(`There is no event ${eventId} of this account (events are kept 7 days).`)
-      if (done === 'no_endpoint') throw notFound(`There is no webhook ${row.id}.`)
-      outbox.wake()
-      const d = done.delivery
-      return {
-        id: row.id,
-        event_id: eventId,
-        webhook_id: done.event.webhook_id,
-        state: d.state,
-        attempts: d.attempts,
-        next_at: iso(d.next_at)!,
-      }
-    },
+    redeliver: outgoing.redeliver,
 
     /** `linkbox webhook test ID`: a webhook.test event for this endpoint alone; its webhook-id. */
     async test(id: number) {
       const row = await endpoints.endpoint(id)
       if (!row) throw notFound(`There is no webhook ${id}.`)
-      return testRow(row)
+      return outgoing.testRow(row)
     },
     /** The dashboard's "Send a test event": the same, for one of the caller's own endpoints. */
-    testOwned: async (caller: Caller, input: { id?: unknown }) => testRow(await owned(caller, input.id)),
+    testOwned: async (caller: Caller, input: { id?: unknown }) => outgoing.testRow(await owned(caller, input.id)),
 
-    /**
-     * Keeps the outbox bounded: events delivered or failed (nothing pending) more than 7 days ago go with
-     * their rows; an endpoint with more than 10,000 pending deliveries loses the oldest. Returns what went.
-     */
-    async sweep(now: number = clock()) {
-      let events = 0
-      for (;;) {
-        const n = await queue.sweepEvents(now - RETENTION_MS, SWEEP_BATCH)
-        events += n
-        if (n < SWEEP_BATCH) break
-      }
-      const cut = await queue.trimPending(MAX_PENDING, now)
-      dropped += cut
-      return { events, dropped: cut }
-    },
+    sweep: outgoing.sweep,
     /** Pending deliveries dropped by the cap since start (for /metrics). */
     get dropped() {
-      return dropped
+      return outgoing.dropped
     },
   }
 }

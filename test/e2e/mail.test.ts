@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import nodemailer from 'nodemailer'
 import type { AppOptions } from '../../src/app/app'
 import { introOf, INTRO_CHARS, linksOf, safeContentType, safeFilename } from '../../src/mail/parse'
-import { MAIL_LINK_TTL_MS } from '../../src/mail/service'
+import { MAIL_LINK_TTL_MS } from '../../src/mail/downloads'
 import { createLinkSigner, loadSigningSecret } from '../../src/kernel/signing'
 import { BASE, makeBox, tempDir, type TestBox } from '../support/app'
 

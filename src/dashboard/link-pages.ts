@@ -1,0 +1,357 @@
+// One link's pages in the dashboard's Links section: its edit page and form, its QR images (styled, with a logo),
+// its statistics and its deletion; each answers 404 for a code that is not the session's. Post/Redirect/Get.
+import { Elysia } from 'elysia'
+import { AppError } from '../kernel/errors'
+import { breakable, csvTableOf, dayOf, MODES, statsBody, statsCsv, statsFor, windowOf, type LinkRecord } from '../links'
+import { escapeHtml as e } from '../web/render'
+import { qrImage, qrSection, qrWithLogo } from './link-qr'
+import type { DashboardDeps } from './deps'
+import type { Session } from './sessions'
+import { when } from './page-helpers'
+import { CODE, lock, tagChips, visitsLeftText } from './links-view'
+import {
+  currentRouting,
+  type EditForm,
+  errorOf,
+  fieldOf,
+  humane,
+  LIFETIMES,
+  MODE_LABELS,
+  type Refused,
+  ROUTING_FIELDS,
+  routingFields,
+  selectOptions,
+  tagsField,
+  tidyTags,
+  titleField,
+} from './links-form'
+
+export function createLinkPages({ shell, links, qr, clock }: DashboardDeps) {
+  function notFoundPage(request: Request, s: Session, code: string) {
+    return shell.render(request, s, {
+      section: 'links',
+      title: 'Link not found',
+      status: 404,
+      content: `<div class="links-page"><h1>Link not found</h1><div class="card"><p>Your account has no link with the code <code>${e(code.slice(0, 64))}</code>. It may have been deleted.</p><p><a href="/dashboard">Back to your links</a></p></div></div>`,
+    })
+  }
+
+  /** The caller's link, or null (unknown, another account's, or not a code at all: all answered 404). */
+  async function ownedLink(code: string, s: Session): Promise<LinkRecord | null> {
+    if (!CODE.test(code)) return null
+    try {
+      return await links.get({ code }, s.caller)
+    } catch (err) {
+      if (err instanceof AppError && (err.status === 404 || err.code === 'not_owner' || err.status === 400)) return null
+      throw err
+    }
+  }
+
+  /** A link's edit page; with ?form=ID, the refused form as it was sent, with its errors. */
+  async function editPage(request: Request, s: Session, r: LinkRecord, draft?: { values: EditForm }) {
+    const opts =
+      (await shell.refusedState<Refused<EditForm>>(request, shell.ownerOf(s))) ??
+      (draft ? { values: draft.values, errors: {} } : undefined)
+    const v = opts?.values ?? {
+      url: r.long_url,
+      mode: r.mode,
+      expire: 'keep',
+      passwordAction: 'keep',
+      tags: r.tags.join(', '),
+      title: r.title,
+      ...currentRouting(r),
+    }
+    const errors = opts?.errors ?? {}
+    const url = errorOf(errors, 'url')
+    const mode = errorOf(errors, 'mode')
+    const expire = errorOf(errors, 'expire')
+    const pw = errorOf(errors, 'password')
+    const c = e(r.hex)
+    const currentExpiry = !r.expires
+      ? 'It never expires.'
+      : r.expired
+        ? `It expired ${when(Date.parse(r.expires))}.`
+        : `It expires ${when(Date.parse(r.expires))}.`
+    const expireOptions: [string, string][] = [
+      ['keep', 'Keep as it is'],
+      ['0', 'Never'],
+      ...LIFETIMES.slice(1).map(([sec, label]) => [sec, `${label} from now`] as [string, string]),
+    ]
+    const radio = (value: string, text: string, extra = '') =>
+      `<label class="choice"><input type="radio" name="password_action" value="${value}"${v.passwordAction === value ? ' checked' : ''}${extra}> ${text}</label>`
+    const content = `<div class="links-page"><p class="back"><a href="/dashboard">← All links</a></p>
+<h1>Edit <code>${c}</code></h1>
+<div class="edit-layout">
+<section class="card" aria-labelledby="edit-heading">
+<h2 id="edit-heading">Settings</h2>
+<form method="post" action="/dashboard/links/${c}" class="stack">
+<input type="hidden" name="_csrf" value="${e(s.csrf)}">
+<div class="field"><label for="url">Destination URL</label>
+<input id="url" name="url" type="url" inputmode="url" autocomplete="off" required maxlength="4096" value="${e(v.url)}"${url.attrs}>${url.html}</div>
+<div class="form-grid">
+<div class="field"><label for="mode">Mode</label>
+<select id="mode" name="mode"${mode.attrs}>${selectOptions(
+      MODES.map((m) => [m, MODE_LABELS[m] ?? m] as const),
+      v.mode,
+    )}</select>${mode.html}</div>
+<div class="field"><label for="expire">Expiry</label>
+<select id="expire" name="expire" aria-describedby="expire-hint${errors.expire ? ' expire-error' : ''}"${errors.expire ? ' aria-invalid="true"' : ''}>${selectOptions(expireOptions, v.expire)}</select>
+<span class="hint" id="expire-hint">${e(currentExpiry)}</span>${expire.html}</div>
+${titleField(v.title, errors)}
+${tagsField(v.tags, errors)}
+${routingFields(v, errors, visitsLeftText(r))}
+</div>
+<fieldset class="password-choice"${errors.password ? ' aria-describedby="password-error"' : ''}>
+<legend>Password <span class="muted">(${r.password ? 'this link has one' : 'none set'})</span></legend>
+${radio('keep', r.password ? 'Keep the current password' : 'No password')}
+${radio('set', r.password ? 'Set a new password' : 'Set a password')}
+${r.password ? radio('remove', 'Remove the password') : ''}
+<div class="field"><label for="password">New password</label>
+<input id="password" name="password" type="password" autocomplete="new-password" maxlength="128" aria-describedby="password-hint${errors.password ? ' password-error' : ''}"${errors.password ? ' aria-invalid="true"' : ''}>
+<span class="hint" id="password-hint">Used when “${r.password ? 'Set a new password' : 'Set a password'}” is chosen; 1–128 characters.</span>${pw.html}</div>
+</fieldset>
+<div class="actions"><button type="submit">Save changes</button><a href="/dashboard">Cancel</a></div>
+</form>
+</section>
+<aside class="card link-side" aria-labelledby="qr-heading">
+<h2 id="qr-heading">Short link</h2>
+<div class="short-full"><a id="edit-short" href="${e(r.url)}">${breakable(r.url)}</a><button type="button" class="copy secondary small" data-copy="edit-short" aria-label="Copy ${e(r.url)}" hidden>Copy</button></div>
+<img class="qr" src="/qr/${c}.svg" width="200" height="200" alt="QR code of ${e(r.url)}">
+<p class="downloads">Download <a class="button secondary small" aria-label="Download the QR code as PNG" href="/qr/${c}.png" download="${c}.png">PNG</a> <a class="button secondary small" aria-label="Download the QR code as SVG" href="/qr/${c}.svg" download="${c}.svg">SVG</a></p>
+<dl class="facts">
+<dt>Clicks</dt><dd>${r.clicks} · <a href="/dashboard/links/${c}/stats">statistics</a></dd>
+${r.max_visits !== null ? `<dt>Visits</dt><dd>${e(visitsLeftText(r))}</dd>` : ''}
+<dt>Created</dt><dd>${e(when(Date.parse(r.created)))}</dd>
+${r.tags.length ? `<dt>Tags</dt><dd>${tagChips(r, { q: '', tag: '', sort: 'created', page: 1 })}</dd>` : ''}
+</dl>
+<p><a class="danger-link" href="/dashboard/links/${c}/delete">Delete this link…</a></p>
+</aside>
+</div>
+${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
+</div>`
+    return shell.render(request, s, {
+      section: 'links',
+      title: `Edit ${r.hex}`,
+      content,
+      notice: opts?.formError ? { kind: 'error', text: opts.formError } : undefined,
+    })
+  }
+
+  /** A link's QR image styled by the query (link-qr.ts): the session's own links only. */
+  async function linkQr(request: Request, code: string, format: 'png' | 'svg') {
+    const s = await shell.require(request)
+    if (s instanceof Response) return s
+    const r = await ownedLink(code, s)
+    if (!r)
+      return new Response('No such link.', {
+        status: 404,
+        headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' },
+      })
+    return qrImage(qr, s.caller.accountId, r.hex, r.url, format, new URL(request.url))
+  }
+
+  /**
+   * A link's statistics for its owner (the public page's, with the destination even when a password
+   * protects it), for the period or dates in the URL; with `csv`, its downloads. Other accounts' links and
+   * visitors without a session get what any dashboard page gives them (404, the sign-in page).
+   */
+  async function statsPage(request: Request, code: string, csv: boolean): Promise<Response> {
+    const s = await shell.require(request)
+    if (s instanceof Response) return s
+    const r = await ownedLink(code, s)
+    if (!r) return notFoundPage(request, s, code)
+    const window = windowOf(request.url)
+    const now = clock()
+    const { s: answer, error } = await statsFor(
+      (from, to) => links.stats({ code: r.hex, from, to }, s.caller),
+      window,
+      now,
+    )
+    const path = `/dashboard/links/${encodeURIComponent(r.hex)}/stats`
+    if (csv) {
+      if (!error) return statsCsv(answer, csvTableOf(request.url), { 'cache-control': 'no-store' })
+      return shell.render(request, s, {
+        section: 'links',
+        title: 'Dates refused',
+        status: 400,
+        content: `<div class="links-page"><h1>Dates refused</h1><div class="card"><p>${e(error.message)}</p><p><a href="${e(path)}">Back to the statistics</a></p></div></div>`,
+      })
+    }
+    const body = statsBody(answer, { path, csvPath: `${path}.csv`, window, error, today: dayOf(now) })
+    return shell.render(request, s, {
+      section: 'links',
+      title: `Statistics of ${r.hex}`,
+      status: error ? 400 : 200,
+      content: `<div class="links-page stats"><p class="back"><a href="/dashboard">← All links</a> · <a href="/dashboard/links/${e(r.hex)}">Edit ${e(r.hex)}</a> · <a href="/${e(r.hex)}+">Public page</a></p>${body}</div>`,
+    })
+  }
+
+  const app = new Elysia({ name: 'dashboard-link-pages' })
+    .get('/dashboard/links/:code', async ({ request, params }) => {
+      const s = await shell.require(request)
+      if (s instanceof Response) return s
+      const r = await ownedLink(params.code, s)
+      if (!r) return notFoundPage(request, s, params.code)
+      const d = shell.draft(request)
+      if (!d) return editPage(request, s, r)
+      const action = d.get('password_action')
+      return editPage(request, s, r, {
+        values: {
+          url: d.get('url') ?? r.long_url,
+          mode: d.get('mode') ?? r.mode,
+          expire: d.get('expire') ?? 'keep',
+          passwordAction: action === 'set' || action === 'remove' ? action : 'keep',
+          tags: d.get('tags') ?? r.tags.join(', '),
+          max_visits: d.get('max_visits') ?? currentRouting(r).max_visits,
+          rules: d.get('rules') ?? currentRouting(r).rules,
+          split: d.get('split') ?? currentRouting(r).split,
+          title: d.get('title') ?? r.title,
+        },
+      })
+    })
+    .post(
+      '/dashboard/links/:code',
+      async ({ request, params }) => {
+        const s = await shell.requireForm(request, {
+          keep: ['url', 'mode', 'expire', 'password_action', 'tags', 'title', ...ROUTING_FIELDS],
+        })
+        if (s instanceof Response) return s
+        const f = await shell.form(request, s)
+        const r = await ownedLink(params.code, s)
+        if (!r) return notFoundPage(request, s, params.code)
+        const values: EditForm = {
+          url: (f.get('url') ?? '').trim(),
+          mode: f.get('mode') ?? r.mode,
+          expire: f.get('expire') ?? 'keep',
+          passwordAction: ['set', 'remove'].includes(f.get('password_action') ?? '')
+            ? (f.get('password_action') as 'set' | 'remove')
+            : 'keep',
+          tags: f.get('tags') ?? r.tags.join(', '),
+          max_visits: (f.get('max_visits') ?? '').trim(),
+          // A browser sends a text area's line ends as CRLF; the page showed LF.
+          rules: (f.get('rules') ?? '').replace(/\r\n?/g, '\n').trim(),
+          split: (f.get('split') ?? '').replace(/\r\n?/g, '\n').trim(),
+          title: f.get('title') ?? r.title,
+        }
+        const changes: {
+          url?: string
+          mode?: string
+          expire?: string
+          password?: string
+          tags?: string
+          max_visits?: string
+          rules?: string
+          split?: string
+          title?: string
+        } = {}
+        // The limit, rules and split are sent when they differ from what the page showed ("" removes each).
+        const shown = currentRouting(r)
+        for (const k of ROUTING_FIELDS) if (f.has(k) && values[k] !== shown[k].trim()) changes[k] = values[k]
+        if (values.url !== r.long_url) changes.url = values.url
+        if (values.mode !== r.mode) changes.mode = values.mode
+        // A text input drops line breaks: a title over two lines (an import's) is changed only when edited.
+        if (values.title !== r.title.replace(/[\r\n]/g, '')) changes.title = values.title
+        if (values.expire !== 'keep') changes.expire = values.expire
+        if (values.passwordAction === 'remove') changes.password = ''
+        // Tags as typed, compared as the service would store them (case and order do not count).
+        const typedTags = tidyTags(values.tags)
+        const sameTags = (a: string[], b: string[]) => a.length === b.length && a.every((t, i) => t === b[i])
+        if (!sameTags([...new Set(typedTags.toLowerCase().split(',').filter(Boolean))].sort(), r.tags))
+          changes.tags = typedTags
+        const page = `/dashboard/links/${r.hex}`
+        const refuse = (state: Refused<EditForm>) => shell.refused(shell.ownerOf(s), page, state)
+        if (values.passwordAction === 'set') {
+          const pw = f.get('password') ?? ''
+          if (pw === '')
+            return refuse({ values, errors: { password: 'Type the new password, or choose to keep the current one.' } })
+          changes.password = pw
+        }
+        if (Object.keys(changes).length === 0)
+          return shell.seeOther(`/dashboard/links/${r.hex}`, { kind: 'ok', text: 'Nothing to change.' })
+        try {
+          await links.update({ code: r.hex, ...changes }, s.caller)
+        } catch (err) {
+          if (!(err instanceof AppError) || err.status >= 500) throw err
+          if (err.status === 404 || err.code === 'not_owner') return notFoundPage(request, s, r.hex)
+          const field = fieldOf(err)
+          return refuse({
+            values,
+            errors: field ? { [field]: humane(err.message) } : {},
+            formError: field ? undefined : humane(err.message),
+          })
+        }
+        return shell.seeOther(`/dashboard/links/${r.hex}`, { kind: 'ok', text: `Saved the changes to ${r.url}.` })
+      },
+      { parse: 'none' },
+    )
+    .get('/dashboard/links/:code/qr.png', ({ request, params }) => linkQr(request, params.code, 'png'))
+    .get('/dashboard/links/:code/qr.svg', ({ request, params }) => linkQr(request, params.code, 'svg'))
+    .post(
+      '/dashboard/links/:code/qr',
+      async ({ request, params }) => {
+        const s = await shell.require(request, `/dashboard/links/${CODE.test(params.code) ? params.code : ''}`)
+        if (s instanceof Response) return s
+        const r = await ownedLink(params.code, s)
+        if (!r) return notFoundPage(request, s, params.code)
+        const opts = {
+          request,
+          accountId: s.caller.accountId,
+          csrf: s.csrf,
+          crossSite: shell.crossSite(request),
+          refused: shell.csrfRefused,
+          code: r.hex,
+          shortUrl: r.url,
+        }
+        return qrWithLogo(qr, opts, (location, reason) => shell.seeOther(location, { kind: 'error', text: reason }))
+      },
+      { parse: 'none' },
+    )
+    .get('/dashboard/links/:code/stats', ({ request, params }) => statsPage(request, params.code, false))
+    .get('/dashboard/links/:code/stats.csv', ({ request, params }) => statsPage(request, params.code, true))
+    .get('/dashboard/links/:code/delete', async ({ request, params }) => {
+      const s = await shell.require(request)
+      if (s instanceof Response) return s
+      const r = await ownedLink(params.code, s)
+      if (!r) return notFoundPage(request, s, params.code)
+      const c = e(r.hex)
+      return shell.render(request, s, {
+        section: 'links',
+        title: `Delete ${r.hex}`,
+        content: `<div class="links-page"><p class="back"><a href="/dashboard">← All links</a></p>
+<h1>Delete this link?</h1>
+<section class="card confirm">
+<dl class="facts">
+<dt>Short link</dt><dd><code>${e(r.url)}</code>${lock(r.password)}</dd>
+<dt>Destination</dt><dd class="dest-full">${breakable(r.long_url)}</dd>
+<dt>Clicks</dt><dd>${r.clicks}</dd>
+<dt>Created</dt><dd>${e(when(Date.parse(r.created)))}</dd>
+</dl>
+<p class="warn-text">Its statistics and QR code are deleted with it, and the code <code>${c}</code> becomes free for anyone. This cannot be undone.</p>
+<form method="post" action="/dashboard/links/${c}/delete" class="actions">
+<input type="hidden" name="_csrf" value="${e(s.csrf)}">
+<button type="submit" class="danger">Delete ${c}</button><a href="/dashboard/links/${c}">Cancel</a>
+</form>
+</section></div>`,
+      })
+    })
+    .post(
+      '/dashboard/links/:code/delete',
+      async ({ request, params }) => {
+        const s = await shell.require(request)
+        if (s instanceof Response) return s
+        await shell.form(request, s)
+        const r = await ownedLink(params.code, s)
+        if (!r) return notFoundPage(request, s, params.code)
+        try {
+          await links.delete({ code: r.hex }, s.caller)
+        } catch (err) {
+          if (err instanceof AppError && (err.status === 404 || err.code === 'not_owner'))
+            return notFoundPage(request, s, r.hex)
+          throw err
+        }
+        return shell.seeOther('/dashboard', { kind: 'ok', text: `Deleted ${r.url}.` })
+      },
+      { parse: 'none' },
+    )
+  return app
+}
