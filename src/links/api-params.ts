@@ -6,23 +6,25 @@ import { EXPORT_COLUMNS } from './export'
 import { IMPORT_FORMATS, MAX_IMPORT_BYTES } from './import'
 import { LIST_SCAN, MAX_SEARCH_LENGTH } from './listing'
 import {
-  CONDITIONS,
-  DEVICES,
-  MAX_CONDITION_VALUES,
   MAX_EXPIRE,
-  MAX_JSON_CHARS,
   MAX_PASSWORD_LENGTH,
-  MAX_RULES,
-  MAX_SPLIT,
   MAX_TAG_LENGTH,
   MAX_TAGS,
   MAX_TITLE_LENGTH,
   MAX_URL_LENGTH,
+  MODES,
+} from './validate'
+import {
+  CONDITIONS,
+  DEVICES,
+  MAX_CONDITION_VALUES,
+  MAX_JSON_CHARS,
+  MAX_RULES,
+  MAX_SPLIT,
   MAX_VISITS,
   MAX_WEIGHT,
   MIN_SPLIT,
-  MODES,
-} from './validate'
+} from './validate-routing'
 
 const named = (name: string) => `The parameter "${name}"`
 export const CODE_PATTERN = '^[A-Za-z0-9_-]+$'

@@ -23,16 +23,7 @@ export { LINK_EVENT_DOCS } from './event-docs'
 export { csvExportResponse } from './export'
 export { createPasswordGate } from './password-gate'
 export { breakable, csvTableOf, dayOf, statsBody, statsCsv, statsFor, windowOf } from './stats-view'
-export {
-  MAX_JSON_CHARS,
-  MAX_RULES,
-  MAX_SPLIT,
-  MAX_TAG_LENGTH,
-  MAX_TAGS,
-  MAX_TITLE_LENGTH,
-  MAX_VISITS,
-  MIN_SPLIT,
-  MODES,
-} from './validate'
+export { MAX_TAG_LENGTH, MAX_TAGS, MAX_TITLE_LENGTH, MODES } from './validate'
+export { MAX_JSON_CHARS, MAX_RULES, MAX_SPLIT, MAX_VISITS, MIN_SPLIT } from './validate-routing'
 export type { AnonymousCreations } from './anonymous'
 export { IMPORT_FORMATS, importLinks, MAX_IMPORT_BYTES } from './import'

@@ -23,14 +23,12 @@ import {
   validateExpire,
   validateMode,
   validatePassword,
-  validateMaxVisits,
-  validateRules,
-  validateSplit,
   validateTags,
   validateTitle,
   validateUrl,
   type UrlRules,
 } from './validate'
+import { validateMaxVisits, validateRules, validateSplit } from './validate-routing'
 
 export { LINK_CACHE_TTL_MS } from './cache'
 export {
