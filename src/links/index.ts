@@ -16,7 +16,8 @@ export {
   type LinkSort,
 } from './service'
 export { LinkRecordSchema } from './api'
-export { reportPath, type VisitGate } from './visit'
+export type { VisitGate } from './visit'
+export { reportPath } from './visit-pages'
 export type { Verifier } from './password-gate'
 export { MAX_URL_LENGTH } from './validate'
 export { LINK_EVENT_DOCS } from './event-docs'
