@@ -1,20 +1,11 @@
 // The links feature's public face: what app/, cli/, other features and tests reach links by.
 export type { LinkChanges, LinkRow, LinkStorage, NewLink } from './storage/contract'
 export type { LinkGuard, LinkStorages, LinksOptions } from './feature'
-export {
-  containsPattern,
-  createLinkService,
-  EXPORT_PAGE,
-  IMPORTED_CODES_MAX,
-  LINK_CACHE_TTL_MS,
-  MAX_SEARCH_LENGTH,
-  type CreateLinkInput,
-  type ImportSummary,
-  type LinkDeps,
-  type LinkRecord,
-  type LinkService,
-  type LinkSort,
-} from './service'
+export { createLinkService, type LinkService } from './service'
+export type { LinkRecord } from './record'
+export { LINK_CACHE_TTL_MS } from './cache'
+export { containsPattern, EXPORT_PAGE, MAX_SEARCH_LENGTH, type LinkSort } from './listing'
+export { IMPORTED_CODES_MAX, type CreateLinkInput, type ImportSummary, type LinkDeps } from './service-inputs'
 export { LinkRecordSchema } from './api'
 export type { VisitGate } from './visit'
 export { reportPath } from './visit-pages'
