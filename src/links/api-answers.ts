@@ -3,18 +3,16 @@ import { Type } from '@sinclair/typebox'
 import { CODE_PATTERN, EXAMPLE_BASE } from './api-params'
 import { SKIPPED_LISTED } from './import'
 import type { LinkRecord } from './record'
+import { MAX_TAGS, MAX_TITLE_LENGTH, MODES } from './validate'
 import {
   DEVICES,
   MAX_CONDITION_VALUES,
   MAX_RULES,
   MAX_SPLIT,
-  MAX_TAGS,
-  MAX_TITLE_LENGTH,
   MAX_VISITS,
   MAX_WEIGHT,
   MIN_SPLIT,
-  MODES,
-} from './validate'
+} from './validate-routing'
 
 const exampleRecord: LinkRecord = {
   hex: 'Ab3dE9',

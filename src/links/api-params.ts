@@ -1,30 +1,29 @@
-// The link methods' parameters, each declared once as a schema: the /api pipeline checks requests against it
-// and the API documents are made from it (web/schema.ts).
+// The parameters of a link's own fields (create and update), each declared once as a schema: the /api pipeline
+// checks requests against it and the API documents are made from it (web/schema.ts).
 import { Type } from '@sinclair/typebox'
 import type { ApiParam } from '../web/schema'
-import { EXPORT_COLUMNS } from './export'
-import { IMPORT_FORMATS, MAX_IMPORT_BYTES } from './import'
-import { LIST_SCAN, MAX_SEARCH_LENGTH } from './listing'
 import {
-  CONDITIONS,
-  DEVICES,
-  MAX_CONDITION_VALUES,
   MAX_EXPIRE,
-  MAX_JSON_CHARS,
   MAX_PASSWORD_LENGTH,
-  MAX_RULES,
-  MAX_SPLIT,
   MAX_TAG_LENGTH,
   MAX_TAGS,
   MAX_TITLE_LENGTH,
   MAX_URL_LENGTH,
+  MODES,
+} from './validate'
+import {
+  CONDITIONS,
+  DEVICES,
+  MAX_CONDITION_VALUES,
+  MAX_JSON_CHARS,
+  MAX_RULES,
+  MAX_SPLIT,
   MAX_VISITS,
   MAX_WEIGHT,
   MIN_SPLIT,
-  MODES,
-} from './validate'
+} from './validate-routing'
 
-const named = (name: string) => `The parameter "${name}"`
+export const named = (name: string) => `The parameter "${name}"`
 export const CODE_PATTERN = '^[A-Za-z0-9_-]+$'
 export const EXAMPLE_BASE = 'https://sho.rt'
 
@@ -254,151 +253,4 @@ export function splitParam(onCreate: boolean): ApiParam {
       },
     },
   }
-}
-
-export const tagFilterParam: ApiParam = {
-  name: 'tag',
-  absent: ['', null],
-  schema: Type.String({
-    minLength: 1,
-    maxLength: MAX_TAG_LENGTH,
-    pattern: '^[A-Za-z0-9_-]+$',
-    description: 'Only links with this tag (any letter case)',
-    examples: ['news'],
-  }),
-  error: {
-    code: 'invalid_parameter',
-    messages: { default: `${named('tag')} is invalid: a tag, 1 to ${MAX_TAG_LENGTH} of letters, digits, _ and -.` },
-  },
-}
-
-export const queryParam: ApiParam = {
-  name: 'q',
-  absent: ['', null],
-  schema: Type.String({
-    maxLength: MAX_SEARCH_LENGTH,
-    description:
-      'Only links whose code, destination, title or a tag contains this text (letter case ignored). Each page looks at ' +
-      `no more than ${LIST_SCAN} links, so a page may hold fewer than "limit" links while "next" goes on`,
-    examples: ['spring'],
-  }),
-  error: {
-    code: 'invalid_parameter',
-    messages: { default: `${named('q')} is invalid: text of at most ${MAX_SEARCH_LENGTH} characters.` },
-  },
-}
-
-export const listFormatParam: ApiParam = {
-  name: 'format',
-  absent: ['', null],
-  caseInsensitive: true,
-  schema: Type.String({
-    enum: ['json', 'csv'],
-    default: 'json',
-    description:
-      `csv: every link of the caller (not a page: limit, cursor, tag and q do not apply) as a CSV file, text/csv, ` +
-      `RFC 4180 with a header row: ${EXPORT_COLUMNS.join(',')}. May be given in the query string (links.json?format=csv)`,
-    examples: ['csv'],
-  }),
-  error: { code: 'invalid_parameter', messages: { default: `${named('format')} must be json or csv.` } },
-}
-
-export const fileParam: ApiParam = {
-  name: 'file',
-  required: true,
-  absent: [''],
-  schema: Type.String({
-    description:
-      `The file, UTF-8, at most ${MAX_IMPORT_BYTES / 1048576} MiB: a multipart file field, or the whole body sent as text/csv ` +
-      '(then give "format" in the query string)',
-    examples: ['long_url,tags\r\nhttps://example.com/a/long/path,news\r\n'],
-  }),
-  error: {
-    code: 'invalid_parameter',
-    messages: { type: `${named('file')} must be a file or text.`, default: `${named('file')} is invalid.` },
-  },
-}
-
-export const importFormatParam: ApiParam = {
-  name: 'format',
-  absent: ['', null],
-  caseInsensitive: true,
-  schema: Type.String({
-    enum: [...IMPORT_FORMATS],
-    default: 'csv',
-    description:
-      "csv: linkbox's own export (only long_url is required; code, mode, created, expires, tags, max_visits and title are read); shlink: the web " +
-      "client's CSV export; kutt: the answer of Kutt's GET /api/v2/links (JSON) or a CSV with its field names; yourls: " +
-      'the yourls_url table as CSV (keyword, url, …); bitly: the CSV export of Bitly links',
-    examples: ['shlink'],
-  }),
-  error: {
-    code: 'invalid_parameter',
-    messages: { default: `${named('format')} must be one of: ${IMPORT_FORMATS.join(', ')}.` },
-  },
-}
-
-export const codeParam: ApiParam = {
-  name: 'code',
-  required: true,
-  absent: [''],
-  schema: Type.String({
-    minLength: 1,
-    maxLength: 64,
-    pattern: CODE_PATTERN,
-    description: 'Short code of the link (the "hex" of its record; case-sensitive)',
-    examples: ['Ab3dE9'],
-  }),
-  error: {
-    code: 'invalid_parameter',
-    messages: {
-      type: `${named('code')} must be a string.`,
-      default: `${named('code')} must be a short code: letters, digits, _ and -.`,
-    },
-  },
-}
-
-export function dayParam(name: 'from' | 'to'): ApiParam {
-  return {
-    name,
-    absent: ['', null],
-    schema: Type.String({
-      format: 'date',
-      // Years 1970-9999: statistics cannot predate the service, and every day stays a plain YYYY-MM-DD.
-      pattern: '^(19[7-9][0-9]|[2-9][0-9]{3})-[0-9]{2}-[0-9]{2}$',
-      description:
-        name === 'from'
-          ? 'First day (UTC); default 29 days before "to"; at most 366 days before "to"'
-          : 'Last day (UTC); default today',
-      examples: [name === 'from' ? '2026-01-01' : '2026-01-31'],
-    }),
-    error: {
-      code: 'invalid_parameter',
-      messages: { default: `${named(name)} is invalid: a date as YYYY-MM-DD (UTC), from 1970-01-01 to 9999-12-31.` },
-    },
-  }
-}
-
-export const limitParam: ApiParam = {
-  name: 'limit',
-  absent: ['', null],
-  schema: Type.Integer({ minimum: 1, maximum: 500, default: 100, description: 'Links per page', examples: [50] }),
-  error: {
-    code: 'invalid_parameter',
-    messages: { default: `${named('limit')} is invalid: a whole number from 1 to 500.` },
-  },
-}
-
-const MAX_CURSOR = 999_999_999_999_999
-export const cursorParam: ApiParam = {
-  name: 'cursor',
-  absent: ['', null],
-  schema: Type.Union([Type.String({ pattern: '^[0-9]{1,15}$' }), Type.Integer({ minimum: 0, maximum: MAX_CURSOR })], {
-    description: 'The "next" value of the previous page; absent for the first page',
-    examples: ['1234'],
-  }),
-  error: {
-    code: 'invalid_parameter',
-    messages: { default: `${named('cursor')} is invalid: the "next" value of a previous answer.` },
-  },
 }

@@ -7,25 +7,27 @@ import type { AnonymousCreations } from './anonymous'
 import { DeletedSchema, ImportSchema, LinkRecordSchema, ListSchema, StatsSchema } from './api-answers'
 import {
   aliasParam,
-  codeParam,
-  cursorParam,
-  dayParam,
   expireParam,
-  fileParam,
-  importFormatParam,
-  limitParam,
-  listFormatParam,
   maxVisitsParam,
   modeParam,
   passwordParam,
-  queryParam,
   rulesParam,
   splitParam,
-  tagFilterParam,
   tagsParam,
   titleParam,
   urlParam,
 } from './api-params'
+import {
+  codeParam,
+  cursorParam,
+  dayParam,
+  fileParam,
+  importFormatParam,
+  limitParam,
+  listFormatParam,
+  queryParam,
+  tagFilterParam,
+} from './api-method-params'
 import { csvExportResponse } from './export'
 import { DEFAULT_IMPORT_MAX_ROWS, importLinks, MAX_IMPORT_BYTES, type ImportFormat } from './import'
 import type { LinkService } from './service'

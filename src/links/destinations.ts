@@ -2,7 +2,7 @@
 // the first matching rule decides, else the split's arm by a keyed daily hash, else long_url (design notes).
 import { createClassifier } from '../clicks'
 import type { LinkRow } from './storage/contract'
-import type { Rule, SplitArm } from './validate'
+import type { Rule, SplitArm } from './validate-routing'
 
 const DAY_MS = 86_400_000
 

@@ -1,7 +1,7 @@
 // The links feature's webhook events as the docs show them (the order of the list is the webhooks feature's).
 import { Type } from '@sinclair/typebox'
 import { LinkRecordSchema } from './api'
-import { IMPORTED_CODES_MAX } from './service'
+import { IMPORTED_CODES_MAX } from './service-inputs'
 import type { WebhookEventDoc } from '../web/openapi'
 
 const LinksImportedSchema = Type.Object(

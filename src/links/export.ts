@@ -1,7 +1,7 @@
 // Links out (SPEC §2a): every link of an account as CSV, streamed a page at a time by id as the client takes
 // them (links.json?format=csv and the dashboard's "Export CSV").
 import { csvField, csvLine } from './csv'
-import type { LinkRecord } from './service'
+import type { LinkRecord } from './record'
 
 // title came last (issue 36): readers of the older nine columns keep working.
 export const EXPORT_COLUMNS = [

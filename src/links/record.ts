@@ -1,7 +1,8 @@
 // A link as the API answers it (LinkRecord): built from its row and its tags, the same for every reader.
 import { iso } from '../db/sqlite'
 import type { LinkRow, LinkStorage } from './storage/contract'
-import type { Mode, Rule, SplitArm } from './validate'
+import type { Mode } from './validate'
+import type { Rule, SplitArm } from './validate-routing'
 
 export interface LinkRecord {
   hex: string

@@ -3,9 +3,6 @@
 import { Elysia } from 'elysia'
 import { isbot } from 'isbot'
 import continueTpl from '../../assets/continue.html' with { type: 'text' }
-import frameRefusedTpl from '../../assets/frame-refused.html' with { type: 'text' }
-import frameTpl from '../../assets/frame.html' with { type: 'text' }
-import passwordTpl from '../../assets/password.html' with { type: 'text' }
 import previewTpl from '../../assets/preview.html' with { type: 'text' }
 import type { Config } from '../kernel/config'
 import { AppError } from '../kernel/errors'
@@ -13,21 +10,21 @@ import { readBodyLimited } from '../web/params'
 import { rateKeyOf } from '../web/client-ip'
 import { pathOf } from '../web/path'
 import { createRateLimiter } from '../web/rate-limit'
-import { LOGO_SVG, page } from '../web/render'
+import { page } from '../web/render'
 import { messagePage, notFoundPage } from '../web/error-pages'
 import { createFrameCheck, type FrameCheck } from './frame-check'
 import { createPasswordGate, type Verifier, wrongPasswordLocation, wrongPasswordShown } from './password-gate'
 import type { LinkService } from './service'
-import { csvTableOf, dayOf, statsBody, statsCsv, statsFor, windowOf } from './stats-view'
 import type { LinkRow } from './storage/contract'
 import { isReserved, MAX_PASSWORD_LENGTH } from './validate'
+import { createVisitPages, reportPath } from './visit-pages'
+import { createStatsPage } from './visit-stats'
 
 const tpl = (t: unknown) => t as string
 const FORM_LIMIT = 8 * 1024
 const PASSWORD_ATTEMPTS_PER_MINUTE = 10
 /** Per client across all links: guessing on many links at once is still guessing. */
 const PASSWORD_ATTEMPTS_PER_CLIENT_PER_MINUTE = 30
-const STATS_PAGES_PER_MINUTE = 60
 const WRONG_PASSWORD = 'That password is not right.'
 // The period links of the statistics page, and ?days= (tests import them from here as before).
 export { rangeOf, STATS_RANGES } from './stats-view'
@@ -87,9 +84,6 @@ export type VisitOutcome =
   | 'unavailable'
   | 'used_up'
 
-/** Where the report form of a code lives (abuse/routes.ts). */
-export const reportPath = (code: string) => `/${encodeURIComponent(code)}/report`
-
 /** What stops a link for its visitors (abuse handling, handed in by app.ts): null, or the 451 page to answer with. */
 export interface VisitGate {
   /** Whether the link is stopped for visitors (the hot path's question). */
@@ -119,30 +113,11 @@ export function createVisitRoutes(deps: {
   const redirectStatus = config.links.redirect_status
   const attempts = createRateLimiter()
   const attemptsAcross = createRateLimiter()
-  const statsViews = createRateLimiter()
   const gate = createPasswordGate({ verify: deps.verifyPassword })
   const frameCheck =
     deps.frameCheck ?? createFrameCheck({ baseUrl: base, guard: { allowPrivate: config.media.allow_private_networks } })
-
-  async function framePage(destination: string, short: string): Promise<Response> {
-    const u = new URL(destination)
-    const verdict = await frameCheck.check(destination)
-    if (verdict.framing === 'allowed')
-      return page(
-        tpl(frameTpl),
-        { short_url: short, long_url: destination, host: u.host, logo: LOGO_SVG },
-        { title: `${u.host} via ${short}`, bodyClass: 'frame', frame: true },
-      )
-    const reason =
-      verdict.framing === 'refused'
-        ? `${u.host} does not allow other sites to show its pages in a frame.`
-        : `linkbox could not check whether ${u.host} allows that: ${verdict.why}.`
-    return page(
-      tpl(frameRefusedTpl),
-      { short_url: short, long_url: destination, host: u.host, reason },
-      { title: `Open ${u.host} directly`, brand: true },
-    )
-  }
+  const { framePage, usedUpPage, passwordForm } = createVisitPages({ base, count, frameCheck })
+  const statsPage = createStatsPage({ links, clientIp, count, clock, gate: deps.gate })
 
   // The headers of a redirect but its Location and X-Request-Id, in the order they are sent.
   const CACHE_CONTROL = 'private, no-cache'
@@ -200,16 +175,6 @@ export function createVisitRoutes(deps: {
       status: redirectStatus,
       headers: { location, 'cache-control': CACHE_CONTROL, 'x-request-id': id },
     })
-  }
-
-  const usedUpPage = (row: LinkRow) => {
-    count('used_up')
-    const n = row.max_visits!
-    return messagePage(
-      410,
-      'This link reached its limit',
-      `The owner of this short link let it be visited ${n} ${n === 1 ? 'time' : 'times'}, and this link reached its limit of ${n} ${n === 1 ? 'visit' : 'visits'}.`,
-    )
   }
 
   function reachDestination(
@@ -282,30 +247,6 @@ export function createVisitRoutes(deps: {
     })
   }
 
-  function passwordForm(row: LinkRow, referer: string, error = '', status = 200, headers?: Record<string, string>) {
-    count(
-      status === 200
-        ? 'password_form'
-        : status === 429
-          ? 'password_limited'
-          : status === 503
-            ? 'password_busy'
-            : 'password_wrong',
-    )
-    return page(
-      tpl(passwordTpl),
-      {
-        short_url: `${base}/${row.code}`,
-        action: `/${row.code}`,
-        ref: referer,
-        error,
-        invalid: error ? ' aria-invalid="true"' : '',
-        report: reportPath(row.code),
-      },
-      { status, title: 'Password required', headers, brand: true },
-    )
-  }
-
   /** Shared gate for every visit: unknown → 404, expired → 410. A promise of it when the link is not in the cache. */
   function lookup(code: string): LinkRow | Response | Promise<LinkRow | Response> {
     const row = links.resolve(code)
@@ -374,53 +315,6 @@ export function createVisitRoutes(deps: {
         'The X-Link-Password header is not valid: percent-encode the UTF-8 bytes of the password, and send a literal % as %25.',
       )
     return checkPassword(row, given, request, referer)
-  }
-
-  /** The statistics page (/<code>+), or with `csv` its downloads (/<code>+.csv?table=…): the same answer, as public. */
-  async function statsPage(code: string, request: Request, csv = false): Promise<Response> {
-    const d = statsViews.hit(rateKeyOf(clientIp(request)), STATS_PAGES_PER_MINUTE)
-    if (!d.allowed) {
-      count('stats_limited')
-      return messagePage(
-        429,
-        'Too many requests',
-        `Too many statistics pages from your address: wait ${d.reset} s and try again.`,
-        {
-          'retry-after': String(d.reset),
-        },
-      )
-    }
-    const row = await links.resolve(code)
-    if (!row) return notFoundPage()
-    count('stats_page')
-    // No flush for a page view: the page may be a second behind, and a view never costs a write.
-    // No caller either: a password-protected link's destination stays hidden, in the page and the CSV.
-    const window = windowOf(request.url)
-    const now = clock()
-    const { s, error } = await statsFor(
-      (from, to) => links.stats({ code, from, to }, null, { flush: false }),
-      window,
-      now,
-    )
-    if (csv) {
-      if (error) return messagePage(400, 'Request refused', error.message)
-      return statsCsv(s, csvTableOf(request.url))
-    }
-    const path = `/${encodeURIComponent(s.hex)}+`
-    const body = statsBody(s, {
-      path,
-      csvPath: `${path}.csv`,
-      window,
-      error,
-      today: dayOf(now),
-      stopped: deps.gate?.stops(row),
-    })
-    return page(
-      '<main class="wide stats">{{{body}}}<p class="report-link"><a href="{{report}}">Report this link</a></p></main>',
-      { body, report: reportPath(s.hex) },
-      // The script: the theme switch, and the theme this browser chose.
-      { title: `Statistics of ${s.url}`, brand: 'wide', status: error ? 400 : 200, script: true },
-    )
   }
 
   /** GET /<code> once the link is looked up: its password form, or on to its destination. */

@@ -7,7 +7,7 @@
 import { describe, expect, test } from 'bun:test'
 import type { SQL } from 'bun'
 import type { Db } from '../../src/db/sqlite'
-import { containsPattern } from '../../src/links/service'
+import { containsPattern } from '../../src/links/listing'
 import {
   CODE_TAKEN,
   GONE,

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseCsv } from '../../src/links/csv'
-import { EXPORT_PAGE } from '../../src/links/service'
+import { EXPORT_PAGE } from '../../src/links/listing'
 import { makeBox, readAnswer, type TestBox } from '../support/app'
 import { createAccount, removeDir, runCli, writeConfig } from '../support/server'
 

@@ -1,38 +1,8 @@
 // Short links on PostgreSQL, for any number of nodes sharing one database (concurrency: design notes, links).
 import type { SQL, TransactionSQL } from 'bun'
-import { int, intOrNull, text, textOrNull, type PgRow } from '../../db/postgres/rows'
-import {
-  CODE_TAKEN,
-  GONE,
-  REFUSED,
-  type LinkRow,
-  type LinkStorage,
-  type MatchingPage,
-  type NewLink,
-  type RemovedLink,
-} from './contract'
-
-/** A links row as SQLite gives it: numbers as numbers, columns in the table's order. */
-const link = (r: PgRow): LinkRow => ({
-  id: int(r.id),
-  code: text(r.code),
-  long_url: text(r.long_url),
-  account_id: intOrNull(r.account_id),
-  mode: r.mode as LinkRow['mode'],
-  password_hash: textOrNull(r.password_hash),
-  created: int(r.created),
-  updated: int(r.updated),
-  expires: intOrNull(r.expires),
-  clicks: int(r.clicks),
-  bots: int(r.bots),
-  disabled: textOrNull(r.disabled),
-  max_visits: intOrNull(r.max_visits),
-  visits_used: int(r.visits_used),
-  rules: textOrNull(r.rules),
-  split: textOrNull(r.split),
-  title: text(r.title),
-})
-const links = (rows: PgRow[]) => rows.map(link)
+import { int, intOrNull } from '../../db/postgres/rows'
+import { CODE_TAKEN, GONE, REFUSED, type LinkRow, type LinkStorage, type NewLink, type RemovedLink } from './contract'
+import { link, postgresLinkReads } from './postgres-reads'
 
 /** A new link's row built from the values bound and the id the insert gave (RETURNING * cost ~16 decodes). */
 const insertedRow = (id: unknown, code: string, l: Omit<NewLink, 'code'>): LinkRow => ({
@@ -66,12 +36,6 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
     await tx`DELETE FROM link_tags WHERE link_id = ${linkId}`
     await addTags(tx, linkId, accountId, tags)
   }
-
-  // The dashboard's search: the same condition as sqlite.ts's SEARCH, with ILIKE for LIKE.
-  const search = (q: SQL, accountId: number, pattern: string, tag: string) => q`
-    account_id = ${accountId} AND (code ILIKE ${pattern} ESCAPE '\\' OR long_url ILIKE ${pattern} ESCAPE '\\' OR title ILIKE ${pattern} ESCAPE '\\'
-      OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag ILIKE ${pattern} ESCAPE '\\'))
-    AND (${tag} = '' OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag = ${tag}))`
 
   // Creations of one turn (or made while a batch is written) go in one transaction, a multi-row INSERT per
   // round of codes; a failing group is made again one by one (design notes: links, creations on PostgreSQL).
@@ -232,6 +196,7 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
   }
 
   return {
+    ...postgresLinkReads(sql),
     insert: (l, tags, within) => insertFirstFree(l, () => [l.code], tags, within),
     insertFresh: (l, codes, tags, within) => insertFirstFree(l, codes, tags, within),
     async flush() {
@@ -342,51 +307,6 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
       return out
     },
 
-    async page(accountId, beforeId, limit) {
-      return links(
-        await sql`SELECT * FROM links WHERE account_id = ${accountId} AND id < ${beforeId} ORDER BY id DESC LIMIT ${limit}`,
-      )
-    },
-    async pageByTag(accountId, tag, beforeId, limit) {
-      return links(
-        await sql`
-        SELECT links.* FROM link_tags JOIN links ON links.id = link_tags.link_id
-        WHERE link_tags.account_id = ${accountId} AND link_tags.tag = ${tag} AND link_tags.link_id < ${beforeId} AND links.account_id = ${accountId}
-        ORDER BY link_tags.link_id DESC LIMIT ${limit}`,
-      )
-    },
-    async pageMatching(accountId, beforeId, tag, pattern, limit, scan): Promise<MatchingPage> {
-      const [w] = await sql`
-        SELECT min(id) AS floor, count(*) AS n
-          FROM (SELECT id FROM links WHERE account_id = ${accountId} AND id < ${beforeId} ORDER BY id DESC LIMIT ${scan}) AS w`
-      if (w.floor === null) return { rows: [], floor: 0, full: false }
-      const floor = int(w.floor)
-      const rows = await sql`
-        SELECT * FROM links WHERE account_id = ${accountId} AND id < ${beforeId} AND id >= ${floor}
-          AND (${tag} = '' OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag = ${tag}))
-          AND (code ILIKE ${pattern} ESCAPE '\\' OR long_url ILIKE ${pattern} ESCAPE '\\' OR title ILIKE ${pattern} ESCAPE '\\'
-               OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag ILIKE ${pattern} ESCAPE '\\'))
-        ORDER BY id DESC LIMIT ${limit}`
-      return { rows: links(rows), floor, full: int(w.n) >= scan }
-    },
-    async exportPage(accountId, afterId, limit) {
-      return links(
-        await sql`SELECT * FROM links WHERE account_id = ${accountId} AND id > ${afterId} ORDER BY id LIMIT ${limit}`,
-      )
-    },
-    async search(accountId, pattern, tag, sort, limit, offset) {
-      const where = search(sql, accountId, pattern, tag)
-      const rows =
-        sort === 'clicks'
-          ? await sql`SELECT * FROM links WHERE ${where} ORDER BY clicks DESC, id DESC LIMIT ${limit} OFFSET ${offset}`
-          : await sql`SELECT * FROM links WHERE ${where} ORDER BY id DESC LIMIT ${limit} OFFSET ${offset}`
-      return links(rows)
-    },
-    async searchCount(accountId, pattern, tag, max) {
-      const [row] =
-        await sql`SELECT count(*) AS n FROM (SELECT 1 FROM links WHERE ${search(sql, accountId, pattern, tag)} LIMIT ${max}) AS m`
-      return int(row.n)
-    },
     async claimImport(accountId, holder, until, now) {
       const rows = await sql`
         INSERT INTO import_locks (account_id, holder, until) VALUES (${accountId}, ${holder}, ${until})
