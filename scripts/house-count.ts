@@ -71,12 +71,12 @@ const crossing = edges.filter((e) => {
 })
 section('Cross-feature imports not through index.ts', crossing.map(line))
 section(
-  'app/, cli/, main.ts into feature internals (app → storage/sqlite*.ts, storage/postgres*.ts allowed)',
+  'app/, cli/, main.ts into feature internals (app → feature.ts, storage/sqlite*.ts, storage/postgres*.ts allowed)',
   edges
     .filter((e) => {
       const a = folderOf(e.from) ?? ''
       if (!['app', 'cli', 'main'].includes(a) || !features.has(folderOf(e.to) ?? '') || isIndex(e.to)) return false
-      return !(a === 'app' && /\/storage\/(sqlite|postgres)[-a-z0-9]*\.ts$/.test(e.to))
+      return !(a === 'app' && /\/(feature|storage\/(sqlite|postgres)[-a-z0-9]*)\.ts$/.test(e.to))
     })
     .map(line),
 )

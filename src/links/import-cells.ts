@@ -1,7 +1,25 @@
 // What an import makes of another tool's cells: its moments (dates), its tags folded to linkbox's, and a row's
 // date, title and tags checked against their columns (the first problem is the row's).
-import type { ImportRow } from './import-formats'
 import { MAX_TAG_LENGTH, MAX_TAGS, MAX_TITLE_LENGTH, TITLE_CONTROLS } from './validate'
+
+/** One link to make, as read from a file. */
+export interface ImportRow {
+  line: number
+  code: string
+  long_url: string
+  mode?: string
+  /** Unix ms; null: none; undefined: none given; NaN: not a date. */
+  expiresAt?: number | null
+  /** Tags folded to linkbox's alphabet, comma-separated. */
+  tags?: string
+  /** linkbox's own export: the visit limit ("" or absent: none). */
+  max_visits?: string
+  /** When the link was made (unix ms; absent: now), from the file's own column. */
+  created?: number
+  title?: string
+  /** Why the row cannot be kept as written (reason and message naming the column); it is skipped. */
+  problem?: { reason: string; message: string }
+}
 
 /** A creation date may be this far ahead of the clock (another machine's clock), no further. */
 export const CREATED_SKEW_MS = 5 * 60_000

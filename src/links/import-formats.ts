@@ -2,29 +2,12 @@
 // an import holds one batch at a time; where each layout comes from: design notes, links.
 import { AppError } from '../kernel/errors'
 import { countCsvRecords, CsvError, csvRecords, unneutralise, type CsvRecord } from './csv'
-import { kept, moment } from './import-cells'
+import { type ImportRow, kept, moment } from './import-cells'
+
+export type { ImportRow }
 
 export const IMPORT_FORMATS = ['csv', 'shlink', 'kutt', 'yourls', 'bitly'] as const
 export type ImportFormat = (typeof IMPORT_FORMATS)[number]
-
-/** One link to make, as read from a file. */
-export interface ImportRow {
-  line: number
-  code: string
-  long_url: string
-  mode?: string
-  /** Unix ms; null: none; undefined: none given; NaN: not a date. */
-  expiresAt?: number | null
-  /** Tags folded to linkbox's alphabet, comma-separated. */
-  tags?: string
-  /** linkbox's own export: the visit limit ("" or absent: none). */
-  max_visits?: string
-  /** When the link was made (unix ms; absent: now), from the file's own column. */
-  created?: number
-  title?: string
-  /** Why the row cannot be kept as written (reason and message naming the column); it is skipped. */
-  problem?: { reason: string; message: string }
-}
 
 /** A CSV record has at most this many fields: a line of 5 million empty fields is not a link. */
 const MAX_FIELDS = 200

@@ -7,7 +7,7 @@ import { LOGO_SVG, page } from '../web/render'
 import { messagePage } from '../web/error-pages'
 import type { FrameCheck } from './frame-check'
 import type { LinkRow } from './storage/contract'
-import type { VisitOutcome } from './visit'
+import type { VisitOutcome } from './visit-types'
 
 const tpl = (t: unknown) => t as string
 

@@ -5,7 +5,7 @@ import { page } from '../web/render'
 import { messagePage, notFoundPage } from '../web/error-pages'
 import type { LinkService } from './service'
 import { csvTableOf, dayOf, statsBody, statsCsv, statsFor, windowOf } from './stats-view'
-import type { VisitGate, VisitOutcome } from './visit'
+import type { VisitGate, VisitOutcome } from './visit-types'
 import { reportPath } from './visit-pages'
 
 const STATS_PAGES_PER_MINUTE = 60

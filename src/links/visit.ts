@@ -19,6 +19,9 @@ import type { LinkRow } from './storage/contract'
 import { isReserved, MAX_PASSWORD_LENGTH } from './validate'
 import { createVisitPages, reportPath } from './visit-pages'
 import { createStatsPage } from './visit-stats'
+import type { VisitGate, VisitOutcome } from './visit-types'
+
+export type { VisitGate, VisitOutcome }
 
 const tpl = (t: unknown) => t as string
 const FORM_LIMIT = 8 * 1024
@@ -67,28 +70,6 @@ export function codeOf(url: string): string | null {
     if (!((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95 || c === 45)) return null
   }
   return path.slice(1)
-}
-
-export type VisitOutcome =
-  | 'redirect'
-  | 'preview'
-  | 'frame'
-  | 'password_form'
-  | 'password_wrong'
-  | 'password_limited'
-  | 'password_busy'
-  | 'expired'
-  | 'not_found'
-  | 'stats_page'
-  | 'stats_limited'
-  | 'unavailable'
-  | 'used_up'
-
-/** What stops a link for its visitors (abuse handling, handed in by app.ts): null, or the 451 page to answer with. */
-export interface VisitGate {
-  /** Whether the link is stopped for visitors (the hot path's question). */
-  stops(row: LinkRow): boolean
-  unavailable(row: LinkRow): Response | null
 }
 
 export function createVisitRoutes(deps: {

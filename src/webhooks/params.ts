@@ -1,6 +1,6 @@
 // The parameters of a webhook endpoint as the API, the dashboard and the CLI send them: its URL (checked
 // against private networks, as every delivery is), its event types and whether it is enabled.
-import type { WebhookServiceDeps } from './service'
+import type { Config } from '../kernel/config'
 import { AppError, invalidParameter, missingParameter } from '../kernel/errors'
 import { privateAddress } from '../kernel/net/private-address'
 import { checkUrl, GuardError } from '../kernel/net/guard'
@@ -42,7 +42,11 @@ export function createTargetCheck({
   config,
   resolve,
   isAllowed,
-}: Pick<WebhookServiceDeps<unknown>, 'config' | 'resolve' | 'isAllowed'>) {
+}: {
+  config: Config
+  resolve?: (host: string) => Promise<string[]>
+  isAllowed?: (address: string) => boolean
+}) {
   /** http(s), at most 2048 characters, no credentials, and (unless media.allow_private_networks) not private. */
   return async function checkTarget(input: unknown): Promise<string> {
     if (!present(input)) throw missingParameter('url')

@@ -1,0 +1,24 @@
+// What a visit can come to (the metrics' label) and what stops a link for its visitors: shared by the visit files.
+import type { LinkRow } from './storage/contract'
+
+export type VisitOutcome =
+  | 'redirect'
+  | 'preview'
+  | 'frame'
+  | 'password_form'
+  | 'password_wrong'
+  | 'password_limited'
+  | 'password_busy'
+  | 'expired'
+  | 'not_found'
+  | 'stats_page'
+  | 'stats_limited'
+  | 'unavailable'
+  | 'used_up'
+
+/** What stops a link for its visitors (abuse handling, handed in by app.ts): null, or the 451 page to answer with. */
+export interface VisitGate {
+  /** Whether the link is stopped for visitors (the hot path's question). */
+  stops(row: LinkRow): boolean
+  unavailable(row: LinkRow): Response | null
+}
