@@ -1,11 +1,11 @@
-// Where click batches are written: a worker thread with its own connection (write-worker.ts), so a long write
+// Where click batches are written: a worker thread with its own connection (storage/sqlite-thread.ts), so a long write
 // and the WAL checkpoints never hold up redirects; the main thread as the fallback (ARCHITECTURE, clicks).
 import type { Db } from '../db/sqlite'
 import { autocheckpoint, dataVersion } from '../db/sqlite/wal'
 import type { EncodedBatch } from './batch'
 import { PartialWrite, type ClickCounts, type SqliteClickEvents } from './storage/contract'
 import { sqliteClickWriter } from './storage/sqlite'
-import type { WriterReply, WriterRequest } from './write-worker'
+import type { WriterReply, WriterRequest } from './storage/sqlite-thread'
 
 export type WriteOutcome = 'written' | 'uncertain'
 
@@ -77,7 +77,7 @@ export function workerWriter(db: Db, opts: WorkerWriterOptions): BatchWriter {
   let closedReply: (() => void) | null = null
 
   // The main connection never checkpoints: a commit there (a new link) would otherwise copy up to a
-  // thousand pages inside a request. The thread does it (write-worker.ts).
+  // thousand pages inside a request. The thread does it (storage/sqlite-thread.ts).
   autocheckpoint(db, 0)
 
   function start(): Worker | null {

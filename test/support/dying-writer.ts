@@ -3,7 +3,7 @@
 import { Database } from 'bun:sqlite'
 import { sqliteClickWriter } from '../../src/clicks/storage/sqlite'
 import { eventInserts } from '../../src/webhooks/storage/sqlite'
-import type { WriterRequest } from '../../src/clicks/write-worker'
+import type { WriterRequest } from '../../src/clicks/storage/sqlite-thread'
 
 declare var self: Worker
 let path = ''

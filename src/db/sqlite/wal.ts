@@ -1,5 +1,5 @@
 // The write-ahead log's upkeep for SQLite's two writers: the main connection never checkpoints (a commit inside a
-// request would copy pages), the click writer's connection does (clicks/write-worker.ts).
+// request would copy pages), the click writer's connection does (clicks/storage/sqlite-thread.ts).
 import { Database } from 'bun:sqlite'
 import type { Db } from './index'
 

@@ -1,10 +1,10 @@
 // The click-writing thread (see writer.ts): batches in, "committed" or the SQLite error out, on its own connection.
 // Its entry is the root's (app/click-write-worker.ts), which hands in how link.clicked rows are written.
 import type { Database } from 'bun:sqlite'
-import { checkpoint, openWriterConnection } from '../db/sqlite/wal'
-import { decodeBatch, type ClickBatch, type ClickEvent, type EncodedBatch } from './batch'
-import { PartialWrite, type SqliteClickEvents } from './storage/contract'
-import { sqliteClickWriter } from './storage/sqlite'
+import { checkpoint, openWriterConnection } from '../../db/sqlite/wal'
+import { decodeBatch, type ClickBatch, type ClickEvent, type EncodedBatch } from '../batch'
+import { PartialWrite, type SqliteClickEvents } from './contract'
+import { sqliteClickWriter } from './sqlite'
 
 declare var self: Worker
 
