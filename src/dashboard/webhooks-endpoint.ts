@@ -172,12 +172,16 @@ ${tokens.field()}
     return shell.render(request, s, { section: 'webhooks', title: 'Delete endpoint', content })
   }
 
-  /** A POST on one endpoint: the form's checks, then `act`; another account's (or none) → the 404 page. */
+  /**
+   * A POST on one endpoint: the form's checks, then `act`; another account's (or none) → the 404 page.
+   * `goneIs404`: an act that awaits (the enabled switch) may find the endpoint deleted meanwhile → the 404 page too.
+   */
   async function onEndpoint(
     request: Request,
     s: Session,
     idText: string,
     act: (w: Endpoint, fields: URLSearchParams) => Promise<Response>,
+    goneIs404 = false,
   ) {
     const fields = await shell.form(request, s)
     const w = await endpointOf(webhooks, s, idText)
@@ -185,9 +189,10 @@ ${tokens.field()}
     try {
       return await act(w, fields)
     } catch (err) {
+      if (goneIs404 && err instanceof AppError && err.status === 404) return notFoundPage(shell, request, s)
       // The endpoint is the caller's (checked above): what is left is about the request (an unknown event).
       if (err instanceof AppError && err.status < 500)
-        return shell.seeOther(`/dashboard/webhooks/${idText}`, { kind: 'error', text: err.message })
+        return shell.seeOther(`${LIST}/${idText}`, { kind: 'error', text: err.message })
       throw err
     }
   }
@@ -275,26 +280,6 @@ ${tokens.field()}
     return json(200, await liveLog(s, w))
   }
 
-  /** onEndpoint for an act that awaits (the URL check of an update). */
-  async function onEndpointAsync(
-    request: Request,
-    s: Session,
-    idText: string,
-    act: (w: Endpoint, fields: URLSearchParams) => Promise<Response>,
-  ) {
-    const fields = await shell.form(request, s)
-    const w = await endpointOf(webhooks, s, idText)
-    if (!w) return notFoundPage(shell, request, s)
-    try {
-      return await act(w, fields)
-    } catch (err) {
-      if (err instanceof AppError && err.status === 404) return notFoundPage(shell, request, s)
-      if (err instanceof AppError && err.status < 500)
-        return shell.seeOther(`${LIST}/${idText}`, { kind: 'error', text: err.message })
-      throw err
-    }
-  }
-
   /** `page`: where a form comes back to after signing in, when that is not its own path. */
   const signedIn = async (request: Request, then: (s: Session) => Response | Promise<Response>, page?: string) => {
     const s = await shell.require(request, page)
@@ -322,14 +307,20 @@ ${tokens.field()}
       signedIn(
         request,
         (s) =>
-          onEndpointAsync(request, s, params.id, async (w, fields) => {
-            const on = fields.get('enabled') === '1'
-            await webhooks.update(s.caller, { id: w.id, enabled: on }, byAccount(s.caller, clientIp(request)))
-            const text = on
-              ? `The endpoint is enabled: events are sent to it again, deliveries that waited first.`
-              : `The endpoint is disabled: nothing is sent to it until it is enabled again.`
-            return shell.seeOther(`${LIST}/${w.id}`, { kind: 'ok', text })
-          }),
+          onEndpoint(
+            request,
+            s,
+            params.id,
+            async (w, fields) => {
+              const on = fields.get('enabled') === '1'
+              await webhooks.update(s.caller, { id: w.id, enabled: on }, byAccount(s.caller, clientIp(request)))
+              const text = on
+                ? `The endpoint is enabled: events are sent to it again, deliveries that waited first.`
+                : `The endpoint is disabled: nothing is sent to it until it is enabled again.`
+              return shell.seeOther(`${LIST}/${w.id}`, { kind: 'ok', text })
+            },
+            true,
+          ),
         `/dashboard/webhooks/${params.id}`,
       ),
     )
