@@ -15,6 +15,7 @@ import { postgresIdentityStorage } from '../../src/oidc/storage/postgres'
 import { sqliteIdentityStorage } from '../../src/oidc/storage/sqlite'
 import type { IdentityStorage } from '../../src/oidc'
 import { engineHarness, postgresTransaction, sqliteTransaction } from '../support/engines'
+import { holding, meeting } from '../support/racers'
 
 interface Node {
   accounts: AccountStorage<any>
@@ -111,8 +112,6 @@ async function postgresEngine(): Promise<Engine> {
 }
 
 const T0 = 1_800_000_000_000
-/** How long a racer's transaction stays open waiting for the other racer (which, with the locks, never comes). */
-const HOLD_MS = 400
 
 const newKey = (n: number | string, label = `label ${n}`): NewKey => ({
   prefix: `lbk_${String(n).padStart(7, '0')}`,
@@ -130,29 +129,6 @@ const newAccount = (
   now: o.now ?? T0,
   key: o.key === undefined ? newKey(name) : o.key,
 })
-
-/** A meeting point for `n` racers: each waits there until all have arrived, or `ms` has passed. */
-function meeting(n: number, ms = HOLD_MS) {
-  let arrived = 0
-  let open!: () => void
-  const all = new Promise<void>((r) => (open = r))
-  return () => {
-    if (++arrived >= n) open()
-    return Promise.race([all, Bun.sleep(ms)])
-  }
-}
-
-/**
- * A racer's `within`: its note, then (PostgreSQL) its transaction held open until the other racer arrives. On
- * SQLite `within` must be synchronous, and nothing can run between its read and its write anyway: the note only.
- */
-function holding<A extends unknown[]>(e: Engine, meet: () => Promise<unknown>, text: (...args: A) => string) {
-  return (tx: unknown, ...args: A): unknown => {
-    if (!e.sqlite) return Promise.resolve(e.note(tx, text(...args))).then(meet)
-    e.note(tx, text(...args))
-    void meet()
-  }
-}
 
 async function made<T extends { ok: boolean }>(p: Promise<T>): Promise<Extract<T, { ok: true }>> {
   const r = await p

@@ -10,6 +10,7 @@ import type { IdentityStorage } from '../../src/oidc'
 import { postgresIdentityStorage } from '../../src/oidc/storage/postgres'
 import { sqliteIdentityStorage } from '../../src/oidc/storage/sqlite'
 import { engineHarness } from '../support/engines'
+import { holding, meeting } from '../support/racers'
 
 interface Node {
   accounts: AccountStorage<any>
@@ -66,28 +67,6 @@ async function postgresEngine(): Promise<Engine> {
 }
 
 const T0 = 1_800_000_000_000
-/** How long a racer's transaction stays open waiting for the other racer (which, with the locks, never comes). */
-const HOLD_MS = 400
-
-/** A meeting point for `n` racers: each waits there until all have arrived, or `ms` has passed. */
-function meeting(n: number, ms = HOLD_MS) {
-  let arrived = 0
-  let open!: () => void
-  const all = new Promise<void>((r) => (open = r))
-  return () => {
-    if (++arrived >= n) open()
-    return Promise.race([all, Bun.sleep(ms)])
-  }
-}
-
-/** A racer's `within`: its note, then (PostgreSQL) its transaction held open until the other racer arrives. */
-function holding<A extends unknown[]>(e: Engine, meet: () => Promise<unknown>, text: (...args: A) => string) {
-  return (tx: unknown, ...args: A): unknown => {
-    if (!e.sqlite) return Promise.resolve(e.note(tx, text(...args))).then(meet)
-    e.note(tx, text(...args))
-    void meet()
-  }
-}
 
 describe.each([
   ['SQLite', sqliteEngine],
