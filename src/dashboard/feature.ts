@@ -13,7 +13,8 @@ import { createLinksSection } from './links'
 import { createMailSection } from './mail'
 import { createOidcSignIn } from './oidc'
 import { createSessions } from './sessions'
-import { createShell, DASHBOARD_CSS } from './shell'
+import { createShell } from './shell'
+import { DASHBOARD_CSS } from './styles'
 import { createWebhooksSection } from './webhooks'
 
 /** What app.ts hands the dashboard besides Shared: the storages, the account service, the audit reader, the services. */

@@ -1,6 +1,5 @@
 // What every dashboard page shares: the session from its cookie, the checks every form passes, the page frame,
 // and what a form's answer carries across its redirect (notices; sealed refused forms and secrets: flash.ts).
-import dashboardCss from '../../assets/dashboard.css' with { type: 'text' }
 import layout from '../../assets/dashboard-layout.html' with { type: 'text' }
 import type { Config } from '../kernel/config'
 import { AppError } from '../kernel/errors'
@@ -10,12 +9,11 @@ import { readBodyLimited } from '../web/params'
 import { escapeHtml, fill, LOGO_SVG, SCRIPT_CSP, SCRIPT_TAG, STYLE_VERSION, THEME_SWITCH } from '../web/render'
 import { createFlash } from './flash'
 import { createFormTokens, type FormTokens } from './form-tokens'
+import { DASHBOARD_CSS_VERSION } from './styles'
 import type { FlashRows, FormTokenRows } from './storage/contract'
 import { cookiesOf, originOf, safeNext, withParam } from './page-helpers'
 import { SESSION_TTL_MS, type Session, type Sessions } from './sessions'
 
-export const DASHBOARD_CSS = dashboardCss as unknown as string
-export const DASHBOARD_CSS_VERSION = new Bun.CryptoHasher('sha256').update(DASHBOARD_CSS).digest('hex').slice(0, 12)
 /** Dashboard pages may frame their own origin (a mail's HTML, served sandboxed from /dashboard/mail/…). */
 export const DASHBOARD_CSP = `${SCRIPT_CSP}; frame-src 'self'`
 export const FORM_LIMIT = 64 * 1024

@@ -10,8 +10,8 @@ export const STYLE_CSS = style as unknown as string
 export const FAVICON_SVG = favicon as unknown as string
 /** Part of the stylesheet's URL: a new release's CSS gets a new URL, so it can be cached for a year. */
 export const STYLE_VERSION = new Bun.CryptoHasher('sha256').update(STYLE_CSS).digest('hex').slice(0, 12)
-/** The one script (copy buttons and other small improvements); pages work without it. */
-export const APP_JS = appJs as unknown as string
+/** The one script, served as one file: its parts (assets/app*.js), each a page's small improvements; pages work without it. */
+export const APP_JS = [appJs].map((part) => part as unknown as string).join('\n')
 export const APP_JS_VERSION = new Bun.CryptoHasher('sha256').update(APP_JS).digest('hex').slice(0, 12)
 /** The script tag for pages that load assets/app.js (deferred: it runs once the page is parsed). */
 export const SCRIPT_TAG = `<script src="/assets/app.js?v=${APP_JS_VERSION}" defer></script>`
