@@ -11,20 +11,24 @@ import { when } from './page-helpers'
 import { CODE, lock, tagChips, visitsLeftText } from './links-view'
 import {
   currentRouting,
+  destinationOf,
   type EditForm,
   errorOf,
   fieldOf,
-  humane,
+  formErrors,
   LIFETIMES,
   MODE_LABELS,
+  normaliseTags,
+  plainError,
   type Refused,
   ROUTING_FIELDS,
   routingFields,
   selectOptions,
   tagsField,
-  tidyTags,
   titleField,
 } from './links-form'
+import { schemeAttrs, schemeHint, schemeNote, withNote } from './form-help'
+import { routingJson, routingOf, routingOfLink } from './routing-form'
 
 export function createLinkPages({ shell, links, qr, clock }: DashboardDeps) {
   function notFoundPage(request: Request, s: Session, code: string) {
@@ -84,10 +88,10 @@ export function createLinkPages({ shell, links, qr, clock }: DashboardDeps) {
 <div class="edit-layout">
 <section class="card" aria-labelledby="edit-heading">
 <h2 id="edit-heading">Settings</h2>
-<form method="post" action="/dashboard/links/${c}" class="stack">
+<form method="post" action="/dashboard/links/${c}" class="stack" novalidate>
 <input type="hidden" name="_csrf" value="${e(s.csrf)}">
 <div class="field"><label for="url">Destination URL</label>
-<input id="url" name="url" type="url" inputmode="url" autocomplete="off" required maxlength="4096" value="${e(v.url)}"${url.attrs}>${url.html}</div>
+<input id="url" name="url" type="text" inputmode="url" autocomplete="off" spellcheck="false" autocapitalize="off" required maxlength="4096" value="${e(v.url)}" data-scheme${schemeAttrs('url', !!errors.url)}>${schemeHint('url')}${url.html}</div>
 <div class="form-grid">
 <div class="field"><label for="mode">Mode</label>
 <select id="mode" name="mode"${mode.attrs}>${selectOptions(
@@ -203,8 +207,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
           passwordAction: action === 'set' || action === 'remove' ? action : 'keep',
           tags: d.get('tags') ?? r.tags.join(', '),
           max_visits: d.get('max_visits') ?? currentRouting(r).max_visits,
-          rules: d.get('rules') ?? currentRouting(r).rules,
-          split: d.get('split') ?? currentRouting(r).split,
+          ...(d.has('routing_editor') || d.has('rules') ? routingOf(d) : currentRouting(r)),
           title: d.get('title') ?? r.title,
         },
       })
@@ -219,18 +222,19 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
         const f = await shell.form(request, s)
         const r = await ownedLink(params.code, s)
         if (!r) return notFoundPage(request, s, params.code)
+        const destination = destinationOf(f.get('url') ?? '')
+        const tags = normaliseTags(f.get('tags') ?? r.tags.join(', '))
+        const sent = f.has('routing_editor') || f.has('rules') || f.has('split')
         const values: EditForm = {
-          url: (f.get('url') ?? '').trim(),
+          url: destination.url,
           mode: f.get('mode') ?? r.mode,
           expire: f.get('expire') ?? 'keep',
           passwordAction: ['set', 'remove'].includes(f.get('password_action') ?? '')
             ? (f.get('password_action') as 'set' | 'remove')
             : 'keep',
-          tags: f.get('tags') ?? r.tags.join(', '),
+          tags: tags.problem ? (f.get('tags') ?? '') : tags.tags.join(', '),
           max_visits: (f.get('max_visits') ?? '').trim(),
-          // A browser sends a text area's line ends as CRLF; the page showed LF.
-          rules: (f.get('rules') ?? '').replace(/\r\n?/g, '\n').trim(),
-          split: (f.get('split') ?? '').replace(/\r\n?/g, '\n').trim(),
+          ...(sent ? routingOf(f) : currentRouting(r)),
           title: f.get('title') ?? r.title,
         }
         const changes: {
@@ -244,28 +248,38 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
           split?: string
           title?: string
         } = {}
+        const page = `/dashboard/links/${r.hex}`
+        const refuse = (state: Refused<EditForm>) => shell.refused(shell.ownerOf(s), page, state)
+        // Every field's problem at once, each beside its field (the rows' addresses get https:// here too).
+        const { errors, fixed } = formErrors(
+          links.problems,
+          [
+            { key: 'url', param: 'url', value: values.url },
+            { key: 'mode', param: 'mode', value: values.mode },
+            ...(values.expire !== 'keep' ? [{ key: 'expire', param: 'expire' as const, value: values.expire }] : []),
+            { key: 'max_visits', param: 'max_visits', value: values.max_visits },
+            { key: 'title', param: 'title', value: values.title },
+          ],
+          tags.problem,
+          values,
+        )
+        if (values.passwordAction === 'set' && (f.get('password') ?? '') === '')
+          errors.password = 'Type the new password, or choose to keep the current one.'
+        if (Object.keys(errors).length) return refuse({ values, errors })
         // The limit, rules and split are sent when they differ from what the page showed ("" removes each).
-        const shown = currentRouting(r)
-        for (const k of ROUTING_FIELDS) if (f.has(k) && values[k] !== shown[k].trim()) changes[k] = values[k]
+        const shown = { max_visits: currentRouting(r).max_visits, ...routingJson(routingOfLink(r)) }
+        const typed = { max_visits: values.max_visits, ...routingJson(values) }
+        for (const k of ['max_visits', 'rules', 'split'] as const)
+          if ((k === 'max_visits' ? f.has(k) : sent) && typed[k] !== shown[k]) changes[k] = typed[k]
         if (values.url !== r.long_url) changes.url = values.url
         if (values.mode !== r.mode) changes.mode = values.mode
         // A text input drops line breaks: a title over two lines (an import's) is changed only when edited.
         if (values.title !== r.title.replace(/[\r\n]/g, '')) changes.title = values.title
         if (values.expire !== 'keep') changes.expire = values.expire
         if (values.passwordAction === 'remove') changes.password = ''
-        // Tags as typed, compared as the service would store them (case and order do not count).
-        const typedTags = tidyTags(values.tags)
-        const sameTags = (a: string[], b: string[]) => a.length === b.length && a.every((t, i) => t === b[i])
-        if (!sameTags([...new Set(typedTags.toLowerCase().split(',').filter(Boolean))].sort(), r.tags))
-          changes.tags = typedTags
-        const page = `/dashboard/links/${r.hex}`
-        const refuse = (state: Refused<EditForm>) => shell.refused(shell.ownerOf(s), page, state)
-        if (values.passwordAction === 'set') {
-          const pw = f.get('password') ?? ''
-          if (pw === '')
-            return refuse({ values, errors: { password: 'Type the new password, or choose to keep the current one.' } })
-          changes.password = pw
-        }
+        // Tags as the form writes them, compared as the service stores them (order does not count).
+        if ([...tags.tags].sort().join(',') !== r.tags.join(',')) changes.tags = tags.tags.join(',')
+        if (values.passwordAction === 'set') changes.password = f.get('password') ?? ''
         if (Object.keys(changes).length === 0)
           return shell.seeOther(`/dashboard/links/${r.hex}`, { kind: 'ok', text: 'Nothing to change.' })
         try {
@@ -276,11 +290,14 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
           const field = fieldOf(err)
           return refuse({
             values,
-            errors: field ? { [field]: humane(err.message) } : {},
-            formError: field ? undefined : humane(err.message),
+            errors: field ? { [field]: plainError(field, err.message) } : {},
+            formError: field ? undefined : plainError(null, err.message),
           })
         }
-        return shell.seeOther(`/dashboard/links/${r.hex}`, { kind: 'ok', text: `Saved the changes to ${r.url}.` })
+        return shell.seeOther(`/dashboard/links/${r.hex}`, {
+          kind: 'ok',
+          text: `Saved the changes to ${r.url}${withNote(schemeNote([...destination.fixed, ...fixed])) || '.'}`,
+        })
       },
       { parse: 'none' },
     )

@@ -1,19 +1,11 @@
 // The Links section's two forms (create and edit): their fields, the values they keep, and the link service's
 // errors as each field shows them (no I/O).
 import type { AppError } from '../kernel/errors'
-import {
-  MAX_JSON_CHARS,
-  MAX_RULES,
-  MAX_SPLIT,
-  MAX_TAG_LENGTH,
-  MAX_TAGS,
-  MAX_TITLE_LENGTH,
-  MAX_VISITS,
-  MIN_SPLIT,
-  MODES,
-  type LinkRecord,
-} from '../links'
+import { type Checked, MAX_TAG_LENGTH, MAX_TAGS, MAX_TITLE_LENGTH, MAX_VISITS, MODES, type LinkRecord } from '../links'
 import { escapeHtml as e } from '../web/render'
+import { normaliseTags, plainWords, schemeAttrs, schemeHint, withScheme } from './form-help'
+import { routingEditor } from './routing-editor'
+import { EDITOR_FIELDS, type Problems, type Routing, routingOfLink, routingProblems } from './routing-form'
 import type { FormTokens } from './form-tokens'
 import type { Session } from './sessions'
 
@@ -46,23 +38,34 @@ export const FIELD_NAMES: Record<string, string> = {
   title: 'The title',
 }
 
-export const TAGS_HINT = `Up to ${MAX_TAGS}, separated by commas: letters, digits, _ or -, at most ${MAX_TAG_LENGTH} each.`
-/** The tags field as typed, tidied for the service: empty items (a trailing comma) left out. */
-export const tidyTags = (typed: string) =>
-  typed
-    .split(',')
-    .map((t) => t.trim())
-    .filter(Boolean)
-    .join(',')
-// A rule's or an arm's own field ("rules[2].url") keeps its path after the area's name: "The rules: rules[2].url must…".
-export const humane = (message: string) =>
-  message
-    .replace(/^The parameter "rules" is\b/, 'The rules are')
-    .replace(
-      /^The parameter "((rules|split)\[[^"]*)"/,
-      (_all, path: string, area: string) => `${FIELD_NAMES[area]}: ${path}`,
-    )
-    .replace(/^The parameter "(\w+)"/, (all, name: string) => FIELD_NAMES[name] ?? all)
+export const TAGS_HINT = `Up to ${MAX_TAGS}, separated by commas: letters, digits, _ or -, at most ${MAX_TAG_LENGTH} each; written as they are kept (“Summer Sale” is summer-sale).`
+/** A refusal of the link service for a field, in plain words beside it ("The URL must be …"). */
+export const plainError = (field: string | null, message: string) =>
+  plainWords(field ? (FIELD_NAMES[field] ?? 'This') : 'This', message)
+
+/**
+ * Every field's problem at once, by field id: each value under the service's rules on its own, the tags as
+ * the form writes them, and each rule's and destination's row; addresses typed without a scheme get https://
+ * (listed in `fixed`, changed in `routing` too).
+ */
+export function formErrors(
+  problems: Problems,
+  fields: readonly Checked[],
+  tagsProblem: string,
+  routing: Routing,
+): { errors: FieldErrors; fixed: string[] } {
+  const { errors, fixed } = routingProblems(routing, problems)
+  for (const [key, err] of problems(fields)) errors[key] = plainError(key, err.message)
+  if (tagsProblem) errors.tags = tagsProblem
+  return { errors, fixed }
+}
+
+/** The destination as typed, with https:// when it had no scheme (and the note that it was added). */
+export function destinationOf(typed: string): { url: string; fixed: string[] } {
+  const url = withScheme(typed)
+  return { url, fixed: url !== typed.trim() ? [typed.trim()] : [] }
+}
+export { normaliseTags }
 
 /** Which field of the form an error of the link service is about (null: the form as a whole). */
 export function fieldOf(err: AppError): string | null {
@@ -109,8 +112,8 @@ export interface CreateForm {
   expire: string
   tags: string
   max_visits: string
-  rules: string
-  split: string
+  rules: Routing['rules']
+  split: Routing['split']
   title: string
 }
 export const EMPTY_FORM: CreateForm = {
@@ -120,47 +123,28 @@ export const EMPTY_FORM: CreateForm = {
   expire: '',
   tags: '',
   max_visits: '',
-  rules: '',
-  split: '',
+  rules: [],
+  split: [],
   title: '',
 }
 /** The fields of the limit, rules and split, as both forms send them (and a lost session keeps them). */
-export const ROUTING_FIELDS = ['max_visits', 'rules', 'split'] as const
-
-export const RULES_EXAMPLE =
-  '[{"device": ["mobile"], "url": "https://m.example.com/"},\n {"country": ["DE", "AT"], "url": "https://example.com/de"}]'
-export const SPLIT_EXAMPLE =
-  '[{"url": "https://example.com/a", "weight": 50},\n {"url": "https://example.com/b", "weight": 50}]'
+export const ROUTING_FIELDS = ['max_visits', 'rules', 'split', ...EDITOR_FIELDS] as const
 
 /**
- * The visit limit and the two JSON areas of both forms (ids: max_visits, rules, split, each with -hint and
- * -error). `left` is the edit page's "3 of 10 visits left".
+ * The visit limit and the rules and split editor of both forms (ids: max_visits with -hint and -error; the
+ * editor's in routing-editor.ts). `left` is the edit page's "3 of 10 visits left".
  */
 export function routingFields(
   v: Pick<CreateForm, 'max_visits' | 'rules' | 'split'>,
   errors: FieldErrors,
   left = '',
 ): string {
-  const described = (id: string) =>
-    `aria-describedby="${id}-hint${errors[id] ? ` ${id}-error` : ''}"${errors[id] ? ' aria-invalid="true"' : ''}`
-  const area = (
-    id: 'rules' | 'split',
-    label: string,
-    hint: string,
-    example: string,
-  ) => `<div class="field span-all"><label for="${id}">${label} <span class="optional">(optional)</span></label>
-<textarea id="${id}" name="${id}" class="json" rows="3" maxlength="${MAX_JSON_CHARS}" spellcheck="false" autocapitalize="off" autocomplete="off" placeholder="${e(example)}" ${described(id)}>${e(v[id])}</textarea>
-<span class="hint" id="${id}-hint">${hint} For example: <code>${e(example)}</code></span>${errorOf(errors, id).html}</div>`
+  const bad = errors.max_visits
   return `<div class="field"><label for="max_visits">Visit limit <span class="optional">(optional)</span></label>
-<input id="max_visits" name="max_visits" type="number" inputmode="numeric" min="0" max="${MAX_VISITS}" step="1" autocomplete="off" value="${e(v.max_visits)}" ${described('max_visits')}>
+<input id="max_visits" name="max_visits" type="number" inputmode="numeric" min="0" max="${MAX_VISITS}" step="1" autocomplete="off" value="${e(v.max_visits)}" aria-describedby="max_visits-hint${bad ? ' max_visits-error' : ''}"${bad ? ' aria-invalid="true"' : ''}>
 <span class="hint" id="max_visits-hint">${left ? `${e(left)}. ` : ''}After this many visits by people the link stops (bots and link previews use none). Empty: no limit.</span>${errorOf(errors, 'max_visits').html}</div>
-${area('rules', 'Redirect rules', `A JSON list of at most ${MAX_RULES} rules, each a <code>url</code> and one or more of <code>device</code> (desktop, mobile, tablet, other), <code>os</code>, <code>country</code> (two letters) and <code>language</code> (e.g. de); the first rule that matches sends the visitor to its URL. Empty: none.`, RULES_EXAMPLE)}
-${area('split', 'A/B split', `A JSON list of ${MIN_SPLIT} to ${MAX_SPLIT} URLs with weights from 1 to 100; visitors no rule sends elsewhere are shared out by weight, each keeping theirs all day. Empty: none.`, SPLIT_EXAMPLE)}`
+${routingEditor(v, errors)}`
 }
-
-/** Rules and split as the edit form shows them: the stored JSON, one item a line ('' for none). */
-export const jsonArea = (items: readonly unknown[] | undefined) =>
-  items?.length ? `[${items.map((i) => JSON.stringify(i)).join(',\n ')}]` : ''
 
 /** A refused form, kept for the page it is sent back to (what was typed, never the password). */
 export interface Refused<F> {
@@ -181,8 +165,8 @@ export function createCard(s: Session, tokens: FormTokens, form: CreateForm, err
     form.expire ||
     form.tags ||
     form.max_visits ||
-    form.rules ||
-    form.split ||
+    form.rules.length ||
+    form.split.length ||
     form.title ||
     errors.alias ||
     errors.mode ||
@@ -190,18 +174,17 @@ export function createCard(s: Session, tokens: FormTokens, form: CreateForm, err
     errors.password ||
     errors.tags ||
     errors.max_visits ||
-    errors.rules ||
-    errors.split ||
-    errors.title
+    errors.title ||
+    Object.keys(errors).some((k) => /^(rules|split|rule_|split_)/.test(k))
   )
   return `<section class="card link-new" aria-labelledby="new-heading">
 <h2 id="new-heading">Shorten a link</h2>
-<form method="post" action="/dashboard/links">
+<form method="post" action="/dashboard/links" novalidate>
 <input type="hidden" name="_csrf" value="${e(s.csrf)}">
 ${tokens.field()}
 <div class="link-new-row">
 <div class="field grow"><label for="url">Long URL</label>
-<input id="url" name="url" type="url" inputmode="url" autocomplete="off" required maxlength="4096" placeholder="https://example.com/a/long/address" value="${e(form.url)}"${url.attrs}>${url.html}</div>
+<input id="url" name="url" type="text" inputmode="url" autocomplete="off" spellcheck="false" autocapitalize="off" required maxlength="4096" placeholder="https://example.com/a/long/address" value="${e(form.url)}" data-scheme${schemeAttrs('url', !!errors.url)}>${schemeHint('url')}${url.html}</div>
 <button type="submit">Shorten</button>
 </div>
 <details class="more"${more ? ' open' : ''}><summary>More options</summary>
@@ -237,8 +220,8 @@ export function titleField(value: string, errors: FieldErrors): string {
 /** The tags field of both forms (ids: tags, tags-hint, tags-error). */
 export function tagsField(value: string, errors: FieldErrors): string {
   return `<div class="field"><label for="tags">Tags <span class="optional">(optional)</span></label>
-<input id="tags" name="tags" autocomplete="off" maxlength="400" placeholder="news, spring-sale" value="${e(value)}" aria-describedby="tags-hint${errors.tags ? ' tags-error' : ''}"${errors.tags ? ' aria-invalid="true"' : ''}>
-<span class="hint" id="tags-hint">${e(TAGS_HINT)}</span>${errorOf(errors, 'tags').html}</div>`
+<input id="tags" name="tags" autocomplete="off" maxlength="400" placeholder="news, spring-sale" value="${e(value)}" aria-describedby="tags-hint tags-preview${errors.tags ? ' tags-error' : ''}"${errors.tags ? ' aria-invalid="true"' : ''} data-tags>
+<span class="hint" id="tags-hint">${e(TAGS_HINT)}</span><span class="hint tags-preview" id="tags-preview" aria-live="polite"></span>${errorOf(errors, 'tags').html}</div>`
 }
 
 export interface EditForm {
@@ -248,8 +231,8 @@ export interface EditForm {
   passwordAction: 'keep' | 'set' | 'remove'
   tags: string
   max_visits: string
-  rules: string
-  split: string
+  rules: Routing['rules']
+  split: Routing['split']
   title: string
 }
 
@@ -257,7 +240,6 @@ export interface EditForm {
 export function currentRouting(r: LinkRecord): Pick<EditForm, 'max_visits' | 'rules' | 'split'> {
   return {
     max_visits: r.max_visits === null ? '' : String(r.max_visits),
-    rules: jsonArea(r.rules),
-    split: jsonArea(r.split),
+    ...routingOfLink(r),
   }
 }

@@ -11,13 +11,17 @@ import { CODE, listCard, listQuery, shortDestination } from './links-view'
 import {
   createCard,
   type CreateForm,
+  destinationOf,
   EMPTY_FORM,
   fieldOf,
-  humane,
+  formErrors,
+  normaliseTags,
+  plainError,
   type Refused,
   ROUTING_FIELDS,
-  tidyTags,
 } from './links-form'
+import { schemeNote, withNote } from './form-help'
+import { routingJson, routingOf } from './routing-form'
 
 export function createLinksSection(deps: DashboardDeps) {
   const { shell, links } = deps
@@ -58,8 +62,7 @@ export function createLinksSection(deps: DashboardDeps) {
             expire: d.get('expire') ?? '',
             tags: d.get('tags') ?? '',
             max_visits: d.get('max_visits') ?? '',
-            rules: d.get('rules') ?? '',
-            split: d.get('split') ?? '',
+            ...routingOf(d),
             title: d.get('title') ?? '',
           },
         })
@@ -78,18 +81,39 @@ export function createLinksSection(deps: DashboardDeps) {
         const sent = tokens.of(f)
         const before = await tokens.used(sent, s.id)
         if (before !== undefined) return shell.repeated(before ?? '/dashboard')
+        const destination = destinationOf(f.get('url') ?? '')
+        const tags = normaliseTags(f.get('tags') ?? '')
         const form: CreateForm = {
-          url: (f.get('url') ?? '').trim(),
+          url: destination.url,
           alias: (f.get('alias') ?? '').trim(),
           mode: f.get('mode') || 'redirect',
           expire: f.get('expire') ?? '',
-          tags: (f.get('tags') ?? '').trim(),
+          // Shown again as typed when the tags are refused, else as they will be kept.
+          tags: tags.problem ? (f.get('tags') ?? '') : tags.tags.join(', '),
           max_visits: (f.get('max_visits') ?? '').trim(),
-          rules: (f.get('rules') ?? '').trim(),
-          split: (f.get('split') ?? '').trim(),
+          ...routingOf(f),
           title: f.get('title') ?? '',
         }
+        const password = f.get('password') ?? ''
+        // Every field's problem at once, each beside its field; the service's own refusals (an alias taken) after.
+        const { errors, fixed } = formErrors(
+          links.problems,
+          [
+            { key: 'url', param: 'url', value: form.url },
+            ...(form.alias ? [{ key: 'alias', param: 'alias' as const, value: form.alias }] : []),
+            { key: 'mode', param: 'mode', value: form.mode },
+            ...(form.expire ? [{ key: 'expire', param: 'expire' as const, value: form.expire }] : []),
+            { key: 'max_visits', param: 'max_visits', value: form.max_visits },
+            { key: 'title', param: 'title', value: form.title },
+            { key: 'password', param: 'password', value: password },
+          ],
+          tags.problem,
+          form,
+        )
+        if (Object.keys(errors).length)
+          return shell.refused(shell.ownerOf(s), '/dashboard', { values: form, errors } satisfies Refused<CreateForm>)
         const fresh = (code: string) => `/dashboard?new=${encodeURIComponent(code)}`
+        const json = routingJson(form)
         try {
           const r = await links.create(
             {
@@ -97,11 +121,11 @@ export function createLinksSection(deps: DashboardDeps) {
               alias: form.alias,
               mode: form.mode,
               expire: form.expire,
-              password: f.get('password') ?? '',
-              tags: tidyTags(form.tags),
+              password,
+              tags: tags.tags.join(','),
               max_visits: form.max_visits,
-              rules: form.rules,
-              split: form.split,
+              rules: json.rules,
+              split: json.split,
               title: form.title,
             },
             s.caller,
@@ -109,7 +133,7 @@ export function createLinksSection(deps: DashboardDeps) {
           )
           return shell.seeOther(fresh(r.hex), {
             kind: 'ok',
-            text: `Created ${r.url} → ${shortDestination(r.long_url)}`,
+            text: `Created ${r.url} → ${shortDestination(r.long_url)}${withNote(schemeNote([...destination.fixed, ...fixed]))}`,
           })
         } catch (err) {
           if (err instanceof RepeatedForm) return shell.repeated(err.result ?? '/dashboard')
@@ -117,8 +141,8 @@ export function createLinksSection(deps: DashboardDeps) {
           const field = fieldOf(err)
           return shell.refused(shell.ownerOf(s), '/dashboard', {
             values: form,
-            errors: field ? { [field]: humane(err.message) } : {},
-            formError: field ? undefined : humane(err.message),
+            errors: field ? { [field]: plainError(field, err.message) } : {},
+            formError: field ? undefined : plainError(null, err.message),
           } satisfies Refused<CreateForm>)
         }
       },

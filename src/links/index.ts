@@ -16,6 +16,20 @@ export { csvExportResponse } from './export'
 export { createPasswordGate } from './password-gate'
 export { breakable, csvTableOf, dayOf, statsBody, statsCsv, statsFor, windowOf } from './stats-view'
 export { MAX_TAG_LENGTH, MAX_TAGS, MAX_TITLE_LENGTH, MODES } from './validate'
-export { MAX_JSON_CHARS, MAX_RULES, MAX_SPLIT, MAX_VISITS, MIN_SPLIT } from './validate-routing'
+export {
+  CONDITIONS,
+  DEVICES,
+  MAX_CONDITION_VALUES,
+  MAX_JSON_CHARS,
+  MAX_RULES,
+  MAX_SPLIT,
+  MAX_VISITS,
+  MAX_WEIGHT,
+  MIN_SPLIT,
+  OS_NAMES,
+  type Rule,
+  type SplitArm,
+} from './validate-routing'
+export type { Checked, CheckedParam } from './check'
 export type { AnonymousCreations } from './anonymous'
 export { IMPORT_FORMATS, importLinks, MAX_IMPORT_BYTES } from './import'

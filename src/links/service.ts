@@ -7,6 +7,7 @@ import { allWritten } from '../db/written'
 import { AppError, notFound, notOwner } from '../kernel/errors'
 import type { EventType } from '../kernel/outbox'
 import { createLinkCache } from './cache'
+import { createChecker } from './check'
 import { createDestinations, type Visitor } from './destinations'
 import { createListing } from './listing'
 import { createRecords, type LinkRecord } from './record'
@@ -59,6 +60,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     return split.length ? JSON.stringify(split) : null
   }
   const { record, records, recordOf } = createRecords(base, clock, store)
+  const problems = createChecker(urlRules, checkDestination)
 
   const mayChange = (row: LinkRow, caller: Caller) =>
     caller.admin || (row.account_id !== null && row.account_id === caller.accountId)
@@ -105,6 +107,8 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
   }
 
   return {
+    /** Every value's problem at once under its parameter's rules (check.ts), for forms; nothing is written. */
+    problems,
     /** Rows held in the cache of visited links (both generations; /metrics). */
     get cachedRows() {
       return cache.rows

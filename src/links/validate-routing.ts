@@ -13,6 +13,8 @@ export const MAX_CONDITION_VALUES = 250
 /** The text of rules or of a split, at most (both fit in one /api body of 64 KiB). */
 export const MAX_JSON_CHARS = 30_000
 export const DEVICES = ['desktop', 'mobile', 'tablet', 'other'] as const
+/** Systems as statistics name them (ua-parser-js), offered by the dashboard's picker; others may be sent too. */
+export const OS_NAMES = ['Android', 'iOS', 'Windows', 'Mac OS', 'Linux', 'Chromium OS', 'Ubuntu', 'HarmonyOS'] as const
 export const CONDITIONS = ['device', 'os', 'country', 'language'] as const
 export type Condition = (typeof CONDITIONS)[number]
 

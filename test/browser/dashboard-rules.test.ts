@@ -1,5 +1,6 @@
-// Visit limits, redirect rules and A/B splits in the dashboard (issue 23) in real Chromium: set in the create
-// form (a refused one comes back with the error at its field, through reload and back), shown in the list
+// Visit limits, redirect rules and A/B splits in the dashboard (issue 23; the editor's rows since issue 38, whose
+// own test is dashboard-rules-editor.test.ts) in real Chromium: set in the create form (a refused one comes back
+// with the error at its field, through reload and back), shown in the list
 // ("3 of 3 visits left", badges), changed and removed on the edit page. Each page is checked with axe in
 // both themes and at 390 px, and screenshotted.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
@@ -35,54 +36,58 @@ const stored = (code: string) =>
 const rowText = (code: string) => page.textContent(`tr:has(#short-${code}) td.link-cell`)
 
 describe('limits, rules and splits in the dashboard', () => {
-  test('a refused rule comes back with its error at the rules field, the typed values kept through reload and back', async () => {
+  test('a refused rule comes back with its error at its row, the typed values kept through reload and back', async () => {
     await signInBrowser(page, app.url, 'rita', 'correct horse')
     await page.fill('#url', 'https://example.com/launch')
     await page.click('details.more summary')
     await page.fill('#alias', 'launch')
     await page.fill('#max_visits', '3')
-    await page.fill('#rules', '[{"country": ["DEU"], "url": "https://example.com/de"}]')
+    // A country chosen, no destination typed.
+    await page.selectOption('#rule_0_country', ['DE'])
     await click('button:has-text("Shorten")')
     // Post/Redirect/Get: the refused form is a page of its own.
     expect(page.url()).toMatch(/\/dashboard\?form=/)
-    expect(await page.getAttribute('#rules', 'aria-invalid')).toBe('true')
-    expect(await page.getAttribute('#rules', 'aria-describedby')).toBe('rules-hint rules-error')
-    expect(await page.textContent('#rules-error')).toContain(
-      'rules[0].country[0] must be an ISO 3166-1 alpha-2 country code',
-    )
+    expect(await page.getAttribute('#rule_0_url', 'aria-invalid')).toBe('true')
+    expect(await page.getAttribute('#rule_0_url', 'aria-describedby')).toBe('rule_0_url-scheme rule_0_url-error')
+    expect(await page.textContent('#rule_0_url-error')).toBe('Rule 1: type the address to send these visitors to.')
     expect(await page.inputValue('#max_visits')).toBe('3')
-    expect(await page.inputValue('#rules')).toBe('[{"country": ["DEU"], "url": "https://example.com/de"}]')
+    expect(await page.$$eval('#rule_0_country option:checked', (os) => os.map((o) => o.getAttribute('value')))).toEqual(
+      ['DE'],
+    )
     expect(app.db.query("SELECT 1 FROM links WHERE code = 'launch'").get()).toBeNull()
     await checkPage(page, 'dashboard-rules-refused')
     // A reload is a GET: nothing is sent again (the refused form is shown once, as every form's is).
     await page.reload()
-    expect(await page.locator('#rules-error').count()).toBe(0)
+    expect(await page.locator('#rule_0_url-error').count()).toBe(0)
     await page.goBack()
     expect(page.url()).toBe(`${app.url}/dashboard`)
     await page.goForward()
     expect(app.db.query("SELECT 1 FROM links WHERE code = 'launch'").get()).toBeNull()
   })
 
-  const fillForm = async (rules: string) => {
+  const fillForm = async (ruleUrl: string) => {
     await page.goto(`${app.url}/dashboard`)
     await page.fill('#url', 'https://example.com/launch')
     await page.click('details.more summary')
     await page.fill('#alias', 'launch')
     await page.fill('#max_visits', '3')
-    await page.fill('#rules', rules)
+    await page.selectOption('#rule_0_country', ['DE'])
+    await page.fill('#rule_0_url', ruleUrl)
   }
 
-  test('a rule url at the service itself is shown at the rules field, not at the URL', async () => {
-    await fillForm(`[{"country": ["DE"], "url": "${app.config.server.base_url}/x"}]`)
+  test('a rule url at the service itself is shown at its row, not at the URL', async () => {
+    await fillForm(`${app.config.server.base_url}/x`)
     await click('button:has-text("Shorten")')
     expect(await page.getAttribute('#url', 'aria-invalid')).toBeNull()
-    expect(await page.textContent('#rules-error')).toContain('The rules: rules[0].url must not point at this service')
+    expect(await page.textContent('#rule_0_url-error')).toContain(
+      "Rule 1: the destination must not point at this service's own origin",
+    )
   })
 
   test('fixed, the link is made; the list says how many visits are left and badges the rules', async () => {
     // The refused form came back with what was typed: only the rules are changed.
     expect(await page.inputValue('#max_visits')).toBe('3')
-    await page.fill('#rules', '[{"country": ["DE"], "url": "https://example.com/de"}]')
+    await page.fill('#rule_0_url', 'https://example.com/de')
     await click('button:has-text("Shorten")')
     expect(page.url()).toBe(`${app.url}/dashboard?new=launch`)
     expect(stored('launch')).toEqual({
@@ -105,22 +110,25 @@ describe('limits, rules and splits in the dashboard', () => {
   test('the edit page shows them; a split is added, the rules removed, the limit raised; back does not send again', async () => {
     await page.goto(`${app.url}/dashboard/links/launch`)
     expect(await page.inputValue('#max_visits')).toBe('3')
-    expect(JSON.parse(await page.inputValue('#rules'))).toEqual([{ url: 'https://example.com/de', country: ['DE'] }])
-    expect(await page.inputValue('#split')).toBe('')
+    expect(await page.inputValue('#rule_0_url')).toBe('https://example.com/de')
+    expect(await page.$$eval('#rule_0_country option:checked', (os) => os.map((o) => o.getAttribute('value')))).toEqual(
+      ['DE'],
+    )
+    expect(await page.inputValue('#split_0_url')).toBe('')
     expect(await page.textContent('#max_visits-hint')).toContain('2 of 3 visits left')
-    // Saving without a change changes nothing (the text area's CRLF line ends are not a change).
+    // Saving without a change changes nothing.
     await click('button:has-text("Save changes")')
     expect(await page.textContent('[role="status"], .notice')).toContain('Nothing to change')
     // A split of one destination is refused at the split field.
-    await page.fill('#split', '[{"url": "https://example.com/a", "weight": 50}]')
+    await page.fill('#split_0_url', 'https://example.com/a')
+    await page.fill('#split_0_weight', '50')
     await click('button:has-text("Save changes")')
-    expect(await page.textContent('#split-error')).toContain('split has 1 destinations')
+    expect(await page.textContent('#split-error')).toContain('between 2 and 10 destinations; there is 1')
     await checkPage(page, 'dashboard-rules-edit-refused')
-    await page.fill(
-      '#split',
-      '[{"url": "https://example.com/a", "weight": 70},\n {"url": "https://example.com/b", "weight": 30}]',
-    )
-    await page.fill('#rules', '')
+    await page.fill('#split_0_weight', '70')
+    await page.fill('#split_1_url', 'https://example.com/b')
+    await page.fill('#split_1_weight', '30')
+    await page.click('button[aria-label="Remove rule 1"]')
     await page.fill('#max_visits', '10')
     await click('button:has-text("Save changes")')
     expect(page.url()).toBe(`${app.url}/dashboard/links/launch`)

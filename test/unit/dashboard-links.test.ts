@@ -118,7 +118,7 @@ describe('create', () => {
     expect(bad.status).toBe(200)
     const html = await bad.text()
     expect(html).toMatch(
-      /id="url"[^>]*value="ftp:\/\/example.com\/&quot;x" aria-invalid="true" aria-describedby="url-error"/,
+      /id="url"[^>]*value="ftp:\/\/example.com\/&quot;x" data-scheme aria-describedby="url-scheme url-error" aria-invalid="true"/,
     )
     expect(html).toContain(
       '<span class="error" id="url-error">The URL must be an absolute URL with the scheme http or https.</span>',
@@ -306,7 +306,7 @@ describe('edit and delete', () => {
       alice.cookie,
     )
     const b = await badUrl.text()
-    expect(b).toContain('aria-describedby="url-error"')
+    expect(b).toContain('aria-describedby="url-scheme url-error"')
     expect(b).toContain('value="javascript:alert(1)"')
     expect(rowOf('edit-me')).toEqual(row)
   })

@@ -1,0 +1,65 @@
+// Every field's problem at once, for forms that show each error beside its field (create and update still
+// stop at the first): each value is checked under the rules of its parameter, on its own.
+import { AppError } from '../kernel/errors'
+import {
+  type UrlRules,
+  validateAlias,
+  validateExpire,
+  validateMode,
+  validatePassword,
+  validateTags,
+  validateTitle,
+  validateUrl,
+} from './validate'
+import { validateMaxVisits, validateRules, validateSplit } from './validate-routing'
+
+/** The parameters a value can be checked as (a rule's or an arm's destination is a 'url'). */
+export type CheckedParam =
+  | 'url'
+  | 'alias'
+  | 'mode'
+  | 'expire'
+  | 'password'
+  | 'tags'
+  | 'max_visits'
+  | 'title'
+  | 'rules'
+  | 'split'
+
+/** One value to check: `key` names it in the answer (a form field), `param` says which rules apply. */
+export interface Checked {
+  key: string
+  param: CheckedParam
+  value: string
+}
+
+export function createChecker(urlRules: UrlRules, checkDestination?: (url: string) => void) {
+  const url = (v: string) => {
+    checkDestination?.(validateUrl(v, urlRules))
+  }
+  const rules: Record<CheckedParam, (v: string) => unknown> = {
+    url,
+    alias: (v) => validateAlias(v),
+    mode: (v) => validateMode(v),
+    expire: (v) => validateExpire(v),
+    password: (v) => validatePassword(v, { allowEmpty: true }),
+    tags: (v) => validateTags(v),
+    max_visits: (v) => validateMaxVisits(v),
+    title: (v) => validateTitle(v),
+    rules: (v) => validateRules(v, urlRules, checkDestination),
+    split: (v) => validateSplit(v, urlRules, checkDestination),
+  }
+  /** The refusal of each value that breaks its rules, by key (none: an empty map). At most 100 values. */
+  return function problems(values: readonly Checked[]): Map<string, AppError> {
+    const found = new Map<string, AppError>()
+    for (const { key, param, value } of values.slice(0, 100)) {
+      try {
+        rules[param](value)
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err
+        found.set(key, err)
+      }
+    }
+    return found
+  }
+}
