@@ -35,6 +35,7 @@
     li.querySelectorAll('.scheme-note').forEach(function (x) { x.textContent = 'Typed without https://, it is added.' })
     li.querySelectorAll('[aria-invalid]').forEach(function (x) { x.removeAttribute('aria-invalid') })
     var out = li.querySelector('output'); if (out) out.textContent = ''
+    li.querySelectorAll('.chosen').forEach(function (x) { x.textContent = 'Any' })
   }
   function isBlank(li) {
     return !Array.prototype.some.call(li.querySelectorAll('input, option'), function (i) {
@@ -144,6 +145,14 @@
     renumber(list)
   })
   document.querySelectorAll('[data-add]').forEach(function (b) { b.hidden = false; b.addEventListener('click', onAdd) })
+  // The line under a list names what is chosen in it.
+  document.addEventListener('change', function (ev) {
+    var list = ev.target
+    if (!list.hasAttribute || !list.hasAttribute('data-chosen')) return
+    var names = Array.prototype.filter.call(list.options, function (o) { return o.selected }).map(function (o) { return o.textContent })
+    var line = document.getElementById(list.id + '-chosen')
+    if (line) line.textContent = names.length ? 'Chosen: ' + names.join(', ') : 'Any'
+  })
   var splitList = document.querySelector('[data-rows="split"]')
   if (splitList) splitList.addEventListener('input', shares)
   document.addEventListener('focusout', onLeave)

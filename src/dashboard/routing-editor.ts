@@ -69,9 +69,14 @@ function ruleRow(r: RuleRow, k: number, errors: FieldErrors): string {
     all: readonly (readonly [string, string])[],
     size: number,
     fold: (v: string) => string,
-  ) =>
-    `<div class="field"><label for="${id(c)}">${label}</label>
-<select id="${id(c)}" name="${id(c)}" multiple size="${size}"${described(errors, id(c), 'rules-pick-hint')}>${options(all, r[c], fold)}</select>${err(errors, id(c))}</div>`
+  ) => {
+    // What is chosen, named under the list (a long list shows only a few of its lines).
+    const names = new Map(all.map(([v, n]) => [fold(v), n]))
+    const chosen = r[c].map((v) => names.get(fold(v)) ?? v).join(', ')
+    return `<div class="field"><label for="${id(c)}">${label}</label>
+<select id="${id(c)}" name="${id(c)}" multiple size="${size}" data-chosen${described(errors, id(c), `${id(c)}-chosen rules-pick-hint`)}>${options(all, r[c], fold)}</select>
+<span class="hint chosen" id="${id(c)}-chosen">${chosen ? `Chosen: ${e(chosen)}` : 'Any'}</span>${err(errors, id(c))}</div>`
+  }
   const boxes = DEVICES.map(
     (d) =>
       `<label class="choice"><input type="checkbox" name="${id('device')}" value="${d}"${r.device.includes(d) ? ' checked' : ''}> ${d[0]!.toUpperCase()}${d.slice(1)}</label>`,

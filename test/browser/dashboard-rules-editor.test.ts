@@ -71,6 +71,7 @@ describe('the rules and split editor', () => {
       'Austria',
       'Germany',
     ])
+    expect(await page.textContent('#rule_1_country-chosen')).toBe('Chosen: Austria, Germany')
     await page.fill('#rule_1_url', 'https://example.com/de')
     await page.click('button[data-add="rule"]')
     await page.selectOption('#rule_2_language', ['fr'])
@@ -182,6 +183,8 @@ describe('without JavaScript', () => {
       expect(stored('launch').split[1].weight).toBe(20)
       expect(await p.textContent('#split-total')).toContain('The weights add up to 90, not 100')
       expect(await shares(p)).toEqual(['78 % of visitors', '22 % of visitors', '', ''])
+      expect(await p.textContent('#rule_2_country-chosen')).toBe('Chosen: Switzerland')
+      expect(await p.textContent('#rule_3_country-chosen')).toBe('Any')
       await shoot(p, 'nojs')
     } finally {
       await context.close()
