@@ -94,7 +94,9 @@ export function row(r: LinkRecord, fresh: boolean, query: ListQuery): string {
   const c = r.hex
   const label = `<span class="visually-hidden"> ${e(c)}</span>`
   // Each cell's content is one element: on a phone a cell is a two-column grid of its label and that.
+  // The checkbox belongs to the bulk bar's form (form="bulk-form"): it works without the script.
   return `<tr${fresh ? ' class="fresh"' : ''}>
+<td class="pick" data-label="Select"><input type="checkbox" name="code" value="${e(c)}" form="bulk-form" aria-label="Select ${e(c)}"></td>
 <td class="link-cell" data-label="Link">${r.title ? `<div class="link-title">${e(r.title)}</div>` : ''}<div class="short-line"><a class="short" id="short-${e(c)}" href="${e(r.url)}">${e(r.url)}</a>${lock(r.password)}${routingBadges(r)}<button type="button" class="copy secondary small" data-copy="short-${e(c)}" aria-label="Copy ${e(r.url)}" hidden>Copy</button></div>
 <div class="dest-line"><span class="dest-text" title="${e(r.long_url)}">→&nbsp;${breakable(shortDestination(r.long_url))}</span><input type="hidden" id="dest-${e(c)}" value="${e(r.long_url)}"><button type="button" class="copy link small" data-copy="dest-${e(c)}" aria-label="Copy the whole destination of ${e(c)}" hidden>Copy</button></div>${tagChips(r, query)}${r.max_visits !== null ? `<div class="visits-left${r.visits_left === 0 ? ' used-up' : ''}">${e(visitsLeftText(r))}</div>` : ''}</td>
 <td data-label="Mode"><span>${e(r.mode)}</span></td>
@@ -109,6 +111,8 @@ export function listCard(
   result: Awaited<ReturnType<DashboardDeps['links']['search']>>,
   query: ListQuery,
   fresh: string | null,
+  /** The bulk bar (links-bulk.ts), above the table. */
+  bulk = '',
 ): string {
   const { q, tag, sort } = query
   const sortLink = (value: LinkSort, text: string) =>
@@ -145,15 +149,17 @@ ${q ? `<a href="${e(listHref({ tag, sort }))}">Clear</a>` : ''}
   return `<section class="card" aria-labelledby="list-heading">
 <h2 id="list-heading">Your links <span class="count">${result.capped ? `${result.total}+` : result.total}</span></h2>
 ${search}
+<a class="skip-pages" href="#pager">Skip to pages</a>
+${bulk}
 <div class="table-wrap">
 <table class="links-table">
 <caption class="visually-hidden">Your links${q ? `, matching “${e(q)}”` : ''}${tag ? `, tagged “${e(tag)}”` : ''}, ${sort === 'clicks' ? 'most clicks first' : 'newest first'}: ${range}</caption>
-<thead><tr><th scope="col">Link</th><th scope="col">Mode</th><th scope="col" class="n">Clicks</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Actions</th></tr></thead>
+<thead><tr><th scope="col" class="pick"><span class="visually-hidden">Select</span><input type="checkbox" id="pick-all" aria-label="Select all links on this page" hidden></th><th scope="col">Link</th><th scope="col">Mode</th><th scope="col" class="n">Clicks</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Actions</th></tr></thead>
 <tbody>
 ${result.links.map((r) => row(r, r.hex === fresh, query)).join('\n')}
 </tbody>
 </table>
 </div>
-<nav class="pager" aria-label="Pages">${prev}<span class="range">${range}</span>${next}</nav>
+<nav class="pager" id="pager" tabindex="-1" aria-label="Pages">${prev}<span class="range">${range}</span>${next}</nav>
 </section>`
 }

@@ -7,6 +7,7 @@ import { RepeatedForm } from './form-tokens'
 import type { DashboardDeps } from './deps'
 import type { Session } from './sessions'
 import { createLinkPages } from './link-pages'
+import { bulkBar, createBulkActions } from './links-bulk'
 import { CODE, listCard, listQuery, shortDestination } from './links-view'
 import {
   createCard,
@@ -34,7 +35,7 @@ export function createLinksSection(deps: DashboardDeps) {
     const freshParam = url.searchParams.get('new')
     const fresh = freshParam && CODE.test(freshParam) ? freshParam : null
     const result = await links.search(query, s.caller)
-    const content = `<div class="links-page"><h1>Links</h1>${createCard(s, tokens, refused?.values ?? EMPTY_FORM, refused?.errors ?? {})}${listCard(result, query, fresh)}</div>`
+    const content = `<div class="links-page"><h1>Links</h1>${createCard(s, tokens, refused?.values ?? EMPTY_FORM, refused?.errors ?? {})}${listCard(result, query, fresh, bulkBar(s, query, result.total, result.links.length))}</div>`
     return shell.render(request, s, {
       section: 'links',
       title: 'Links',
@@ -130,6 +131,7 @@ export function createLinksSection(deps: DashboardDeps) {
       if (s instanceof Response) return s
       return csvExportResponse(links.exportPages(s.caller), links.now())
     })
+    .use(createBulkActions(deps))
     .use(createLinkPages(deps))
   return app
 }

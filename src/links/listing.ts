@@ -114,5 +114,13 @@ export function createListing<Tx>(store: LinkStorage<Tx>, { records }: Pick<Reco
       const rows = await store.search(caller.accountId, pattern, tag, sort, SEARCH_PAGE_SIZE, offset)
       return { links: await records(rows), q, tag, sort, page, pages, total, capped, offset, perPage: SEARCH_PAGE_SIZE }
     },
+
+    /** The codes of the caller's links the dashboard's filter finds (its `q` and `tag`), newest first, at most `max`. */
+    async matchingCodes(input: { q?: string; tag?: string }, caller: Caller, max: number): Promise<string[]> {
+      const q = (input.q ?? '').trim()
+      const tag = input.tag ? validateTag(input.tag) : ''
+      const rows = await store.search(caller.accountId, q ? containsPattern(q) : '%', tag, 'created', max, 0)
+      return rows.map((r) => r.code)
+    },
   }
 }

@@ -643,6 +643,46 @@ describe.each([
     }
   })
 
+  test('tags made from the tags read in the transaction (issue 38): tags added at once on two nodes are all kept', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const row = await made(a, newLink('retagged'), ['old'])
+      const add = (tag: string) => (now: string[]) => [...now, tag]
+      // Twenty additions at once, half on each node: a list read before the write would lose some of them.
+      const tags = [...Array(20)].map((_, i) => `t${String(i).padStart(2, '0')}`)
+      await Promise.all(tags.map((t, i) => (i % 2 ? a : b).links.change(row, {}, add(t), T0 + i, () => true)))
+      expect(await a.links.tagsOf(row.id)).toEqual(['old', ...tags])
+      const seen: (readonly string[])[] = []
+      await b.links.change(
+        row,
+        {},
+        (now) => now.filter((t) => t !== 'old'),
+        T0 + 30,
+        () => true,
+        (_tx, _r, t) => {
+          seen.push(t)
+        },
+      )
+      expect(seen).toEqual([tags])
+      // A function that throws (too many tags) writes nothing.
+      const refused = a.links.change(
+        row,
+        { title: 'lost' },
+        () => {
+          throw new Error('too many')
+        },
+        T0 + 31,
+        () => true,
+      )
+      await expect(refused).rejects.toThrow('too many')
+      expect(await b.links.byCode('retagged')).toMatchObject({ title: '' })
+      expect(await b.links.tagsOf(row.id)).toEqual(tags)
+    } finally {
+      await e.close()
+    }
+  }, 60_000)
+
   test('takeVisit under a race: two nodes, ten visits each at once, on a link limited to 5 give exactly 5', async () => {
     const e = await makeEngine()
     try {

@@ -36,6 +36,9 @@ export interface NameCount {
   clicks: number
 }
 
+/** A link's new tags: the list, or made from its tags as they are inside the write's transaction (sorted). */
+export type TagsChange = readonly string[] | ((current: string[]) => readonly string[])
+
 /** insert's outcome when the code is in use (the service answers alias_taken, or draws another code). */
 export const CODE_TAKEN = 'code_taken'
 /** change's outcomes: no link with that id and code any more; or not the caller's to change. */
@@ -101,13 +104,14 @@ export interface LinkStorage<Tx> {
   /**
    * The link read earlier, read again (locked) in one transaction: GONE when no link has that id and code,
    * REFUSED when `allowed` says no to what was read; else the fields present in `changes` written (a removed
-   * visit limit takes its used visits with it), its tags replaced when `tags` is given, and `within` run
+   * visit limit takes its used visits with it), its tags replaced when `tags` is given (a function is handed
+   * the tags read in the transaction: a bulk tag added or removed loses no concurrent change), and `within` run
    * with the link as written and its tags as they are then (sorted; read in the transaction when not given).
    */
   change(
     read: ReadLink,
     changes: LinkChanges,
-    tags: readonly string[] | undefined,
+    tags: TagsChange | undefined,
     now: number,
     allowed: (current: LinkRow) => boolean,
     within?: (tx: Tx, row: LinkRow, tags: readonly string[]) => unknown,

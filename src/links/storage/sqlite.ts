@@ -283,9 +283,10 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
           const current = byIdAndCode.get(read.id, read.code)
           if (!current) return GONE
           if (!allowed(current)) return REFUSED
+          const next = typeof tags === 'function' ? tags(tagsOfNow(current.id)) : tags
           const updated = updateRow(current.id, changes, now)!
-          if (tags) setTagsNow(updated.id, updated.account_id, tags)
-          if (within) syncWithin(within(db, updated, tags ? [...tags].sort() : tagsOfNow(updated.id)))
+          if (next) setTagsNow(updated.id, updated.account_id, next)
+          if (within) syncWithin(within(db, updated, next ? [...next].sort() : tagsOfNow(updated.id)))
           return updated
         })(),
       )
