@@ -11,6 +11,7 @@ import { createDestinations, type Visitor } from './destinations'
 import { createListing } from './listing'
 import { createRecords, type LinkRecord } from './record'
 import { createStatistics } from './statistics'
+import { createTagging } from './tags'
 import { CODE_TAKEN, GONE, REFUSED, type LinkChanges, type LinkRow } from './storage/contract'
 import {
   isReserved,
@@ -93,6 +94,8 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       },
     }
   }
+
+  const tagging = createTagging({ store, clock, events, record, published, eventWriter })
 
   /** Random codes as creation draws them: 6 characters (62^6 ≈ 5.7e10); after repeated collisions one more, up to 12. */
   function* freshCodes(): Generator<string> {
@@ -336,6 +339,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
 
     search: listing.search,
     matchingCodes: listing.matchingCodes,
+    ...tagging,
 
     /** The service's clock (unix ms). */
     now: () => clock(),
