@@ -8,7 +8,7 @@ import { AppError } from '../kernel/errors'
 import { csvExportResponse, type LinkRecord, MAX_TAGS } from '../links'
 import { escapeHtml as e } from '../web/render'
 import type { DashboardDeps } from './deps'
-import { CODE, listHref, listQuery, type ListQuery } from './links-view'
+import { CODE, listHref, listParams, listQuery, type ListQuery, searchInput } from './links-view'
 import type { Session } from './sessions'
 
 /** The most links one bulk action changes (the filter's first BULK_MAX, newest first: run it again for more). */
@@ -34,13 +34,9 @@ function selectionOf(params: URLSearchParams): Selection {
 
 /** The selection as a query string (the confirmation's and the export's URL). */
 function selectionQuery(sel: Selection): string {
-  const p = new URLSearchParams()
+  const p = listParams(sel.list)
   if (sel.all) p.set('scope', 'all')
   else for (const c of sel.codes) p.append('code', c)
-  if (sel.list.q) p.set('q', sel.list.q)
-  if (sel.list.tag) p.set('tag', sel.list.tag)
-  if (sel.list.sort !== 'created') p.set('sort', sel.list.sort)
-  if (sel.list.page > 1) p.set('page', String(sel.list.page))
   return p.toString()
 }
 
@@ -64,7 +60,7 @@ export function bulkBar(s: Session, list: ListQuery, total: number, onPage: numb
 <label for="bulk-action">With the selected links</label>
 <select id="bulk-action" name="action">${option('delete', 'Delete…')}${option('add-tag', 'Add a tag')}${option('remove-tag', 'Remove a tag')}${option('export', 'Export as CSV')}${admin}</select>
 <label for="bulk-tag" class="bulk-tag-label">Tag <span class="muted">(to add or remove)</span></label>
-<input id="bulk-tag" name="bulk_tag" maxlength="32" autocomplete="off" spellcheck="false" class="bulk-tag">
+<input type="text" id="bulk-tag" name="bulk_tag" maxlength="32" autocomplete="off" spellcheck="false" class="bulk-tag">
 <button type="submit" class="secondary">Apply</button>
 </div>
 <p class="bulk-all" id="bulk-all" hidden><span id="bulk-all-text"></span> <button type="button" class="link" id="bulk-all-button"></button></p>
@@ -77,13 +73,13 @@ export function createBulkActions(deps: DashboardDeps) {
   /** The codes the selection names now: the filter's (at most BULK_MAX) or the ones picked. */
   async function codesOf(sel: Selection, s: Session): Promise<string[]> {
     if (!sel.all) return sel.codes
-    return links.matchingCodes({ q: sel.list.q, tag: sel.list.tag }, s.caller, BULK_MAX)
+    return links.matchingCodes(searchInput(sel.list), s.caller, BULK_MAX)
   }
 
   /** "(the first 1,000 of 1,234 that match: run it again for the rest)" when the filter finds more than BULK_MAX. */
   async function beyond(sel: Selection, s: Session): Promise<string> {
     if (!sel.all) return ''
-    const { total, capped } = await links.search({ q: sel.list.q, tag: sel.list.tag }, s.caller)
+    const { total, capped } = await links.search(searchInput(sel.list), s.caller)
     return total > BULK_MAX
       ? ` (the first ${BULK_MAX.toLocaleString('en-US')} of ${total.toLocaleString('en-US')}${capped ? '+' : ''} that match: run it again for the rest)`
       : ''

@@ -8,7 +8,8 @@ import type { DashboardDeps } from './deps'
 import type { Session } from './sessions'
 import { createLinkPages } from './link-pages'
 import { bulkBar, createBulkActions } from './links-bulk'
-import { CODE, listCard, listQuery, shortDestination } from './links-view'
+import { createTagsPage } from './tags'
+import { CODE, listCard, listQuery, searchInput, shortDestination } from './links-view'
 import {
   createCard,
   type CreateForm,
@@ -34,7 +35,7 @@ export function createLinksSection(deps: DashboardDeps) {
     const query = listQuery(url)
     const freshParam = url.searchParams.get('new')
     const fresh = freshParam && CODE.test(freshParam) ? freshParam : null
-    const result = await links.search(query, s.caller)
+    const result = await links.search(searchInput(query), s.caller)
     const content = `<div class="links-page"><h1>Links</h1>${createCard(s, tokens, refused?.values ?? EMPTY_FORM, refused?.errors ?? {})}${listCard(result, query, fresh, bulkBar(s, query, result.total, result.links.length))}</div>`
     return shell.render(request, s, {
       section: 'links',
@@ -132,6 +133,7 @@ export function createLinksSection(deps: DashboardDeps) {
       return csvExportResponse(links.exportPages(s.caller), links.now())
     })
     .use(createBulkActions(deps))
+    .use(createTagsPage(deps))
     .use(createLinkPages(deps))
   return app
 }
