@@ -32,8 +32,8 @@
     var offer = k === boxes.length && total > boxes.length
     banner.hidden = !offer
     if (offer) {
-      bannerText.textContent = everything ? 'All ' + n(total, 'link') + ' that match are selected.'
-        : 'All ' + n(k, 'link') + ' on this page are selected.'
+      // Once they are all taken the count above says so: the banner keeps only the way back.
+      bannerText.textContent = everything ? '' : 'All ' + n(k, 'link') + ' on this page are selected.'
       bannerButton.textContent = everything ? 'Select only this page' : 'Select all ' + n(total, 'link') + ' that match'
     }
   }

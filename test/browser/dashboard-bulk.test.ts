@@ -99,6 +99,14 @@ describe('bulk actions in the links list', () => {
     const updated = events('link.updated')
     await page.selectOption('#bulk-action', 'add-tag')
     await page.fill('#bulk-tag', 'Promo')
+    await check('dash-bulk-add-tag')
+    await page.setViewportSize({ width: 390, height: 844 })
+    for (const scheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme: scheme })
+      await page.locator('#bulk-form').screenshot({ path: `${SHOTS}/bulk-bar-tag-390-${scheme}.png` })
+    }
+    await page.emulateMedia({ colorScheme: 'light' })
+    await page.setViewportSize({ width: 1280, height: 800 })
     await click(page, '#bulk-form button[type=submit]')
     expect(page.url()).toBe(`${app.url}/dashboard?q=batch`)
     expect(await notice(page)).toContain('Tagged 4 links with “promo”')
