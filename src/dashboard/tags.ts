@@ -3,7 +3,7 @@
 // of the list by several ticked tags. Every form is Post/Redirect/Get.
 import { Elysia } from 'elysia'
 import { AppError } from '../kernel/errors'
-import { MAX_FILTER_TAGS, type TagSummary } from '../links'
+import { MAX_FILTER_TAGS, type TagSummary, TAGS_LISTED } from '../links'
 import { escapeHtml as e } from '../web/render'
 import type { DashboardDeps } from './deps'
 import { listHref, TAG } from './links-view'
@@ -46,7 +46,7 @@ function tagsContent(s: Session, tags: TagSummary[], refused: RenameRefused | nu
     return `<section class="card"><div class="empty"><p><strong>No tags yet.</strong></p><p>Give links tags in the create or edit form (“news, spring-sale”), or add one to many links at once with the checkboxes of <a href="/dashboard">your links</a>.</p></div></section>`
   return `<section class="card" aria-labelledby="tags-heading">
 <h2 id="tags-heading">Your tags <span class="count">${tags.length}</span></h2>
-<p class="muted">Renaming a tag onto one you already use merges the two. Deleting a tag takes it off its links; the links stay.</p>
+<p class="muted">Renaming a tag onto one you already use merges the two. Deleting a tag takes it off its links; the links stay.${tags.length >= TAGS_LISTED ? ` The first ${TAGS_LISTED.toLocaleString('en-US')} tags by name are shown.` : ''}</p>
 <form id="tag-filter" method="get" action="/dashboard" class="tag-filter-form">
 <p>Tick tags to list the links that have <strong>all</strong> of them (at most ${MAX_FILTER_TAGS}).</p>
 <button type="submit" class="secondary">Show links with all ticked tags</button>
