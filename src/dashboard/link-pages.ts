@@ -126,7 +126,7 @@ ${r.password ? radio('remove', 'Remove the password') : ''}
 <dt>Clicks</dt><dd>${r.clicks} · <a href="/dashboard/links/${c}/stats">statistics</a></dd>
 ${r.max_visits !== null ? `<dt>Visits</dt><dd>${e(visitsLeftText(r))}</dd>` : ''}
 <dt>Created</dt><dd>${e(when(Date.parse(r.created)))}</dd>
-${r.tags.length ? `<dt>Tags</dt><dd>${tagChips(r, { q: '', tag: '', sort: 'created', page: 1 })}</dd>` : ''}
+${r.tags.length ? `<dt>Tags</dt><dd>${tagChips(r, { q: '', tags: [], sort: 'created', page: 1 })}</dd>` : ''}
 </dl>
 <p><a class="danger-link" href="/dashboard/links/${c}/delete">Delete this link…</a></p>
 </aside>

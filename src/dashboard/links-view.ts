@@ -1,5 +1,5 @@
 // The Links section's list: its query in the URL, the search and sort tools, the rows and their cells (no I/O).
-import { breakable, MAX_SEARCH_LENGTH, type LinkRecord, type LinkSort } from '../links'
+import { breakable, type LinkOrder, type LinkRecord, MAX_FILTER_TAGS, MAX_SEARCH_LENGTH } from '../links'
 import { escapeHtml as e } from '../web/render'
 import type { DashboardDeps } from './deps'
 import { when } from './page-helpers'
@@ -37,33 +37,55 @@ export function expiryCell(r: LinkRecord): string {
   return time(r.expires)
 }
 
+/** The list's orders (?sort=; 'created', newest first, is the default) with their words and storage order. */
+export const SORTS = {
+  created: { text: 'Newest', order: 'created-desc', caption: 'newest first' },
+  oldest: { text: 'Oldest', order: 'created-asc', caption: 'oldest first' },
+  clicks: { text: 'Most clicks', order: 'clicks-desc', caption: 'most clicks first' },
+  'fewest-clicks': { text: 'Fewest clicks', order: 'clicks-asc', caption: 'fewest clicks first' },
+  code: { text: 'Code A–Z', order: 'code-asc', caption: 'by code, A to Z' },
+  'code-desc': { text: 'Code Z–A', order: 'code-desc', caption: 'by code, Z to A' },
+  destination: { text: 'Destination A–Z', order: 'destination-asc', caption: 'by destination, A to Z' },
+  'destination-desc': { text: 'Destination Z–A', order: 'destination-desc', caption: 'by destination, Z to A' },
+} as const satisfies Record<string, { text: string; order: LinkOrder; caption: string }>
+export type SortName = keyof typeof SORTS
+
 export interface ListQuery {
   q: string
-  /** Only links with this tag ('' for all). */
-  tag: string
-  sort: LinkSort
+  /** Only links with every one of these tags (none: all); ?tag= given once per tag. */
+  tags: string[]
+  sort: SortName
   page: number
 }
 
 /** The list's query from the URL, bounded and cleaned (never an error: a bad value means the default). */
 export function listQuery(url: URL): ListQuery {
   const q = [...(url.searchParams.get('q') ?? '').trim()].slice(0, MAX_SEARCH_LENGTH).join('')
-  const sort: LinkSort = url.searchParams.get('sort') === 'clicks' ? 'clicks' : 'created'
+  const s = url.searchParams.get('sort') ?? ''
+  const sort: SortName = Object.hasOwn(SORTS, s) ? (s as SortName) : 'created'
   const p = url.searchParams.get('page') ?? ''
   const page = /^\d{1,6}$/.test(p) ? Math.max(1, Number(p)) : 1
-  const t = url.searchParams.get('tag') ?? ''
-  const tag = TAG.test(t) ? t.toLowerCase() : ''
-  return { q, tag, sort, page }
+  const given = url.searchParams.getAll('tag').filter((t) => TAG.test(t))
+  const tags = [...new Set(given.map((t) => t.toLowerCase()))].slice(0, MAX_FILTER_TAGS)
+  return { q, tags, sort, page }
+}
+
+/** What the links service's search is asked for this query. */
+export const searchInput = (q: ListQuery) => ({ q: q.q, tags: q.tags, order: SORTS[q.sort].order, page: q.page })
+
+/** The list's query as URL parameters (defaults left out). */
+export function listParams(q: Partial<ListQuery>): URLSearchParams {
+  const params = new URLSearchParams()
+  if (q.q) params.set('q', q.q)
+  for (const t of q.tags ?? []) params.append('tag', t)
+  if (q.sort && q.sort !== 'created') params.set('sort', q.sort)
+  if (q.page && q.page > 1) params.set('page', String(q.page))
+  return params
 }
 
 /** /dashboard with the list's query (defaults left out), escaped for an attribute by the caller. */
 export function listHref(q: Partial<ListQuery>): string {
-  const params = new URLSearchParams()
-  if (q.q) params.set('q', q.q)
-  if (q.tag) params.set('tag', q.tag)
-  if (q.sort && q.sort !== 'created') params.set('sort', q.sort)
-  if (q.page && q.page > 1) params.set('page', String(q.page))
-  const s = params.toString()
+  const s = listParams(q).toString()
   return s ? `/dashboard?${s}` : '/dashboard'
 }
 
@@ -71,14 +93,27 @@ export function listHref(q: Partial<ListQuery>): string {
 export const visitsLeftText = (r: LinkRecord) =>
   r.max_visits === null ? '' : `${r.visits_left} of ${r.max_visits} ${r.max_visits === 1 ? 'visit' : 'visits'} left`
 
-/** A link's tags as chips, each a link to the list of that tag. */
+/** A link's tags as chips, each a link adding its tag to the list's filter. */
 export function tagChips(r: LinkRecord, current: ListQuery): string {
   if (r.tags.length === 0) return ''
-  const chips = r.tags.map(
-    (t) =>
-      `<li><a class="tag-chip" href="${e(listHref({ tag: t, sort: current.sort }))}"${t === current.tag ? ' aria-current="true"' : ''}><span class="visually-hidden">Links tagged </span>${e(t)}</a></li>`,
-  )
+  const chips = r.tags.map((t) => {
+    const on = current.tags.includes(t)
+    const href = listHref({ q: current.q, tags: on ? current.tags : [...current.tags, t], sort: current.sort })
+    return `<li><a class="tag-chip" href="${e(href)}"${on ? ' aria-current="true"' : ''}><span class="visually-hidden">Links tagged </span>${e(t)}</a></li>`
+  })
   return `<ul class="tag-chips" aria-label="Tags of ${e(r.hex)}">${chips.join('')}</ul>`
+}
+
+/** The tags the list is filtered by, each a chip that takes it off the filter (AND: every one must be there). */
+function tagFilter(query: ListQuery): string {
+  const { q, tags, sort } = query
+  if (tags.length === 0) return ''
+  const chips = tags.map(
+    (t) =>
+      `<a class="tag-chip current" href="${e(listHref({ q, sort, tags: tags.filter((x) => x !== t) }))}">${e(t)}<span class="visually-hidden"> (take off the filter)</span> <span aria-hidden="true">×</span></a>`,
+  )
+  const all = tags.length > 1 ? ' <span class="muted">— links with all of these tags</span>' : ''
+  return `<p class="tag-filter">Tagged ${chips.join(' and ')}${all} <a href="${e(listHref({ q, sort }))}">Show all tags</a></p>`
 }
 
 /** "rules" and "A/B" badges for a link whose visitors may go elsewhere than its URL. */
@@ -94,7 +129,9 @@ export function row(r: LinkRecord, fresh: boolean, query: ListQuery): string {
   const c = r.hex
   const label = `<span class="visually-hidden"> ${e(c)}</span>`
   // Each cell's content is one element: on a phone a cell is a two-column grid of its label and that.
+  // The checkbox belongs to the bulk bar's form (form="bulk-form"): it works without the script.
   return `<tr${fresh ? ' class="fresh"' : ''}>
+<td class="pick" data-label="Select"><input type="checkbox" name="code" value="${e(c)}" form="bulk-form" aria-label="Select ${e(c)}"></td>
 <td class="link-cell" data-label="Link">${r.title ? `<div class="link-title">${e(r.title)}</div>` : ''}<div class="short-line"><a class="short" id="short-${e(c)}" href="${e(r.url)}">${e(r.url)}</a>${lock(r.password)}${routingBadges(r)}<button type="button" class="copy secondary small" data-copy="short-${e(c)}" aria-label="Copy ${e(r.url)}" hidden>Copy</button></div>
 <div class="dest-line"><span class="dest-text" title="${e(r.long_url)}">→&nbsp;${breakable(shortDestination(r.long_url))}</span><input type="hidden" id="dest-${e(c)}" value="${e(r.long_url)}"><button type="button" class="copy link small" data-copy="dest-${e(c)}" aria-label="Copy the whole destination of ${e(c)}" hidden>Copy</button></div>${tagChips(r, query)}${r.max_visits !== null ? `<div class="visits-left${r.visits_left === 0 ? ' used-up' : ''}">${e(visitsLeftText(r))}</div>` : ''}</td>
 <td data-label="Mode"><span>${e(r.mode)}</span></td>
@@ -109,23 +146,27 @@ export function listCard(
   result: Awaited<ReturnType<DashboardDeps['links']['search']>>,
   query: ListQuery,
   fresh: string | null,
+  /** The bulk bar (links-bulk.ts), above the table. */
+  bulk = '',
 ): string {
-  const { q, tag, sort } = query
-  const sortLink = (value: LinkSort, text: string) =>
-    `<a href="${e(listHref({ q, tag, sort: value }))}"${sort === value ? ' aria-current="true"' : ''}>${text}</a>`
+  const { q, tags, sort } = query
+  const sortLink = (value: SortName) =>
+    `<a href="${e(listHref({ q, tags, sort: value }))}"${sort === value ? ' aria-current="true"' : ''}>${SORTS[value].text}</a>`
   // The search box is id="search" (the "/" shortcut focuses it); a tag filter stays on while searching.
   const search = `<div class="list-tools">
 <form method="get" action="/dashboard" role="search" class="link-search">
 <label for="search" class="visually-hidden">Search your links</label>
 <input id="search" name="q" type="search" maxlength="${MAX_SEARCH_LENGTH}" placeholder="Search code, destination, title or tag" value="${e(q)}">
-${tag ? `<input type="hidden" name="tag" value="${e(tag)}">` : ''}${sort !== 'created' ? `<input type="hidden" name="sort" value="${e(sort)}">` : ''}<button type="submit" class="secondary">Search</button>
-${q ? `<a href="${e(listHref({ tag, sort }))}">Clear</a>` : ''}
+${tags.map((t) => `<input type="hidden" name="tag" value="${e(t)}">`).join('')}${sort !== 'created' ? `<input type="hidden" name="sort" value="${e(sort)}">` : ''}<button type="submit" class="secondary">Search</button>
+${q ? `<a href="${e(listHref({ tags, sort }))}">Clear</a>` : ''}
 </form>
-<nav class="sort" aria-label="Sort links"><span class="muted">Sort:</span> ${sortLink('created', 'Newest')} ${sortLink('clicks', 'Most clicks')}</nav>
+<nav class="sort" aria-label="Sort links"><span class="muted">Sort:</span> ${(Object.keys(SORTS) as SortName[]).map(sortLink).join(' ')}</nav>
+<a class="manage-tags" href="/dashboard/tags">Tags</a>
 <a class="button secondary small export-link" href="/dashboard/links.csv" download>Export CSV<span class="visually-hidden"> of all your links</span></a>
-</div>${tag ? `<p class="tag-filter">Tagged <span class="tag-chip current">${e(tag)}</span> <a href="${e(listHref({ q, sort }))}">Show all tags</a></p>` : ''}`
+</div>${tagFilter(query)}`
   if (result.total === 0) {
-    const matching = [q ? `matches “${e(q)}”` : '', tag ? `is tagged “${e(tag)}”` : ''].filter(Boolean).join(' and ')
+    const tagged = tags.map((t) => `“${e(t)}”`).join(' and ')
+    const matching = [q ? `matches “${e(q)}”` : '', tagged ? `is tagged ${tagged}` : ''].filter(Boolean).join(' and ')
     const empty = matching
       ? `<div class="empty"><p>No link ${matching}.</p><p><a href="${e(listHref({ sort }))}">Show all your links</a></p></div>`
       : `<div class="empty"><p><strong>No links yet.</strong></p><p>Paste a long address in the form above to make your first short link, or create links from scripts with an <a href="/dashboard/keys">API key</a>.</p></div>`
@@ -136,24 +177,25 @@ ${q ? `<a href="${e(listHref({ tag, sort }))}">Clear</a>` : ''}
   const range = `${from}–${to} of ${result.total}${result.capped ? '+' : ''}`
   const prev =
     result.page > 1
-      ? `<a href="${e(listHref({ q, tag, sort, page: result.page - 1 }))}" rel="prev">← Previous</a>`
+      ? `<a href="${e(listHref({ q, tags, sort, page: result.page - 1 }))}" rel="prev">← Previous</a>`
       : '<span></span>'
   const next =
     result.page < result.pages
-      ? `<a href="${e(listHref({ q, tag, sort, page: result.page + 1 }))}" rel="next">Next →</a>`
+      ? `<a href="${e(listHref({ q, tags, sort, page: result.page + 1 }))}" rel="next">Next →</a>`
       : '<span></span>'
   return `<section class="card" aria-labelledby="list-heading">
 <h2 id="list-heading">Your links <span class="count">${result.capped ? `${result.total}+` : result.total}</span></h2>
-${search}
+${result.pages > 1 ? '<a class="skip-pages" href="#pager">Skip to pages</a>\n' : ''}${search}
+${bulk}
 <div class="table-wrap">
 <table class="links-table">
-<caption class="visually-hidden">Your links${q ? `, matching “${e(q)}”` : ''}${tag ? `, tagged “${e(tag)}”` : ''}, ${sort === 'clicks' ? 'most clicks first' : 'newest first'}: ${range}</caption>
-<thead><tr><th scope="col">Link</th><th scope="col">Mode</th><th scope="col" class="n">Clicks</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Actions</th></tr></thead>
+<caption class="visually-hidden">Your links${q ? `, matching “${e(q)}”` : ''}${tags.length ? `, tagged ${tags.map((t) => `“${e(t)}”`).join(' and ')}` : ''}, ${SORTS[sort].caption}: ${range}</caption>
+<thead><tr><th scope="col" class="pick"><span class="visually-hidden">Select</span><input type="checkbox" id="pick-all" aria-label="Select all links on this page" hidden></th><th scope="col">Link</th><th scope="col">Mode</th><th scope="col" class="n">Clicks</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Actions</th></tr></thead>
 <tbody>
 ${result.links.map((r) => row(r, r.hex === fresh, query)).join('\n')}
 </tbody>
 </table>
 </div>
-<nav class="pager" aria-label="Pages">${prev}<span class="range">${range}</span>${next}</nav>
+<nav class="pager" id="pager" tabindex="-1" aria-label="Pages">${prev}<span class="range">${range}</span>${next}</nav>
 </section>`
 }

@@ -7,7 +7,9 @@ import { RepeatedForm } from './form-tokens'
 import type { DashboardDeps } from './deps'
 import type { Session } from './sessions'
 import { createLinkPages } from './link-pages'
-import { CODE, listCard, listQuery, shortDestination } from './links-view'
+import { bulkBar, createBulkActions } from './links-bulk'
+import { createTagsPage } from './tags'
+import { CODE, listCard, listQuery, searchInput, shortDestination } from './links-view'
 import {
   createCard,
   type CreateForm,
@@ -37,8 +39,8 @@ export function createLinksSection(deps: DashboardDeps) {
     const query = listQuery(url)
     const freshParam = url.searchParams.get('new')
     const fresh = freshParam && CODE.test(freshParam) ? freshParam : null
-    const result = await links.search(query, s.caller)
-    const content = `<div class="links-page"><h1>Links</h1>${createCard(s, tokens, refused?.values ?? EMPTY_FORM, refused?.errors ?? {})}${listCard(result, query, fresh)}</div>`
+    const result = await links.search(searchInput(query), s.caller)
+    const content = `<div class="links-page"><h1>Links</h1>${createCard(s, tokens, refused?.values ?? EMPTY_FORM, refused?.errors ?? {})}${listCard(result, query, fresh, bulkBar(s, query, result.total, result.links.length))}</div>`
     return shell.render(request, s, {
       section: 'links',
       title: 'Links',
@@ -154,6 +156,8 @@ export function createLinksSection(deps: DashboardDeps) {
       if (s instanceof Response) return s
       return csvExportResponse(links.exportPages(s.caller), links.now())
     })
+    .use(createBulkActions(deps))
+    .use(createTagsPage(deps))
     .use(createLinkPages(deps))
   return app
 }

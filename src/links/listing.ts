@@ -2,7 +2,7 @@
 import type { Caller } from '../kernel/caller'
 import { invalidParameter } from '../kernel/errors'
 import type { LinkRecord, Records } from './record'
-import type { LinkStorage } from './storage/contract'
+import type { LinkOrder, LinkStorage } from './storage/contract'
 import { validateTag } from './validate'
 
 /** The dashboard's list of links: a page of this many, and a search counted up to SEARCH_COUNT_MAX matches. */
@@ -92,27 +92,66 @@ export function createListing<Tx>(store: LinkStorage<Tx>, { records }: Pick<Reco
 
     /**
      * The dashboard's list: the caller's own links whose code, destination or a tag contains `q`
-     * (case-insensitive for ASCII letters) and that have the tag `tag` (when given), newest or most clicked
-     * first, SEARCH_PAGE_SIZE a page. `total` is exact without a filter (a counter) and counted up to
-     * SEARCH_COUNT_MAX with one (`capped` then says there are more); a page past the end answers the last page.
+     * (case-insensitive for ASCII letters) and that have every tag of `tags` (and `tag`), in `order` (newest
+     * first by default; `sort` 'clicks' is most clicked first), SEARCH_PAGE_SIZE a page. `total` is exact without
+     * a filter (a counter) and counted up to SEARCH_COUNT_MAX with one (`capped` then says there are more); a
+     * page past the end answers the last page.
      */
-    async search(input: { q?: string; tag?: string; sort?: LinkSort; page?: number }, caller: Caller) {
-      const q = (input.q ?? '').trim()
-      const tag = input.tag ? validateTag(input.tag) : ''
-      if ([...q].length > MAX_SEARCH_LENGTH) throw invalidParameter('q', `at most ${MAX_SEARCH_LENGTH} characters`)
+    async search(input: SearchInput & { page?: number }, caller: Caller) {
+      const { q, tags, pattern, order } = searchOf(input)
       const sort: LinkSort = input.sort === 'clicks' ? 'clicks' : 'created'
-      const pattern = q ? containsPattern(q) : '%'
-      const filtered = q !== '' || tag !== ''
+      const filtered = q !== '' || tags.length > 0
       const counted = await (filtered
-        ? store.searchCount(caller.accountId, pattern, tag, SEARCH_COUNT_MAX + 1)
+        ? store.searchCount(caller.accountId, pattern, tags, SEARCH_COUNT_MAX + 1)
         : store.count(caller.accountId))
       const capped = filtered && counted > SEARCH_COUNT_MAX
       const total = capped ? SEARCH_COUNT_MAX : counted
       const pages = Math.max(1, Math.ceil(total / SEARCH_PAGE_SIZE))
       const page = Math.min(Math.max(1, Math.floor(input.page ?? 1) || 1), pages)
       const offset = (page - 1) * SEARCH_PAGE_SIZE
-      const rows = await store.search(caller.accountId, pattern, tag, sort, SEARCH_PAGE_SIZE, offset)
-      return { links: await records(rows), q, tag, sort, page, pages, total, capped, offset, perPage: SEARCH_PAGE_SIZE }
+      const rows = await store.search(caller.accountId, pattern, tags, sort, SEARCH_PAGE_SIZE, offset, order)
+      const tag = tags[0] ?? ''
+      return {
+        links: await records(rows),
+        q,
+        tag,
+        tags,
+        sort,
+        order,
+        page,
+        pages,
+        total,
+        capped,
+        offset,
+        perPage: SEARCH_PAGE_SIZE,
+      }
+    },
+
+    /** The codes of the caller's links the dashboard's filter finds (as search does), in its order, at most `max`. */
+    async matchingCodes(input: SearchInput, caller: Caller, max: number): Promise<string[]> {
+      const { tags, pattern, order } = searchOf(input)
+      const rows = await store.search(caller.accountId, pattern, tags, 'created', max, 0, order)
+      return rows.map((r) => r.code)
     },
   }
+}
+
+/** The dashboard's filter: what was typed, tags (each once, at most MAX_FILTER_TAGS) and the order. */
+export interface SearchInput {
+  q?: string
+  tag?: string
+  tags?: readonly string[]
+  sort?: LinkSort
+  order?: LinkOrder
+}
+export const MAX_FILTER_TAGS = 10
+
+function searchOf(input: SearchInput) {
+  const q = (input.q ?? '').trim()
+  if ([...q].length > MAX_SEARCH_LENGTH) throw invalidParameter('q', `at most ${MAX_SEARCH_LENGTH} characters`)
+  const asked = [...(input.tags ?? []), ...(input.tag ? [input.tag] : [])]
+  if (asked.length > MAX_FILTER_TAGS) throw invalidParameter('tags', `at most ${MAX_FILTER_TAGS} tags`)
+  const tags = [...new Set(asked.map((t) => validateTag(t)))]
+  const order: LinkOrder = input.order ?? (input.sort === 'clicks' ? 'clicks-desc' : 'created-desc')
+  return { q, tags, pattern: q ? containsPattern(q) : '%', order }
 }

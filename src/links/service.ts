@@ -12,6 +12,7 @@ import { createDestinations, type Visitor } from './destinations'
 import { createListing } from './listing'
 import { createRecords, type LinkRecord } from './record'
 import { createStatistics } from './statistics'
+import { createTagging } from './tags'
 import { CODE_TAKEN, GONE, REFUSED, type LinkChanges, type LinkRow } from './storage/contract'
 import {
   isReserved,
@@ -21,6 +22,8 @@ import {
   validateExpire,
   validateMode,
   validatePassword,
+  MAX_TAGS,
+  validateTag,
   validateTags,
   validateTitle,
   validateUrl,
@@ -93,6 +96,8 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       },
     }
   }
+
+  const tagging = createTagging({ store, clock, events, record, published, eventWriter })
 
   /** Random codes as creation draws them: 6 characters (62^6 ≈ 5.7e10); after repeated collisions one more, up to 12. */
   function* freshCodes(): Generator<string> {
@@ -194,6 +199,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     async update(
       input: { code: unknown } & Omit<CreateLinkInput, 'alias' | 'url'> & { url?: unknown },
       caller: Caller,
+      retagged?: (tags: string[]) => readonly string[],
     ) {
       const row = await owned(input.code, caller)
       const changes: LinkChanges = {}
@@ -202,7 +208,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         deps.checkDestination?.(changes.long_url)
       }
       if (input.mode !== undefined) changes.mode = validateMode(input.mode)
-      const tags = input.tags !== undefined ? validateTags(input.tags) : undefined
+      const tags = retagged ?? (input.tags !== undefined ? validateTags(input.tags) : undefined)
       if (input.max_visits !== undefined) changes.max_visits = validateMaxVisits(input.max_visits)
       if (input.rules !== undefined) changes.rules = rulesText(input.rules)
       if (input.split !== undefined) changes.split = splitText(input.split)
@@ -246,6 +252,19 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       const rec = record(updated, tagsNow)
       events.emit('link.updated', { link: { ...rec }, accountId: updated.account_id })
       return rec
+    },
+
+    /**
+     * Adds a tag to a link or removes one (the dashboard's bulk actions): the tags read and written in the
+     * change's transaction, with link.updated as update sends it; 400 when the link would hold over MAX_TAGS.
+     */
+    async retag(input: { code: unknown; add?: unknown; remove?: unknown }, caller: Caller) {
+      const add = present(input.add) ? validateTag(input.add) : null
+      const drop = present(input.remove) ? validateTag(input.remove, 'remove') : null
+      return this.update({ code: input.code }, caller, (tags) => {
+        const next = tags.filter((t) => t !== drop && t !== add).concat(add ? [add] : [])
+        return next.length > MAX_TAGS ? validateTags(next.join(',')) : next
+      })
     },
 
     async delete(input: { code: unknown }, caller: Caller) {
@@ -323,6 +342,8 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     },
 
     search: listing.search,
+    matchingCodes: listing.matchingCodes,
+    ...tagging,
 
     /** The service's clock (unix ms). */
     now: () => clock(),

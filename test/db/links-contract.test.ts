@@ -12,9 +12,12 @@ import {
   CODE_TAKEN,
   GONE,
   REFUSED,
+  TOO_MANY,
+  type LinkOrder,
   type LinkRow,
   type LinkStorage,
   type NewLink,
+  type RetaggedLink,
 } from '../../src/links/storage/contract'
 import { sqliteLinkStorage } from '../../src/links/storage/sqlite'
 import { postgresLinkStorage } from '../../src/links/storage/postgres'
@@ -324,8 +327,8 @@ describe.each([
       expect(await b.links.byCode('Titled')).toMatchObject({ title: 'Spring SALE 50%_off' })
       expect(await b.links.byCode('Other')).toMatchObject({ title: '' })
       const codes = (rows: LinkRow[]) => rows.map((r) => r.code)
-      expect(codes(await b.links.search(alice, containsPattern('sale 50%_'), '', 'created', 10, 0))).toEqual(['Titled'])
-      expect(await b.links.searchCount(alice, containsPattern('spring'), '', 10)).toBe(1)
+      expect(codes(await b.links.search(alice, containsPattern('sale 50%_'), [], 'created', 10, 0))).toEqual(['Titled'])
+      expect(await b.links.searchCount(alice, containsPattern('spring'), [], 10)).toBe(1)
       expect(
         codes((await b.links.pageMatching(alice, Number.MAX_SAFE_INTEGER, '', containsPattern('SALE'), 10, 10)).rows),
       ).toEqual(['Titled'])
@@ -343,7 +346,7 @@ describe.each([
         title: 'Ελλάδα, "quoted"',
         mode: 'preview',
       })
-      expect(codes(await a.links.search(alice, containsPattern('Ελλάδα'), '', 'created', 10, 0))).toEqual(['Titled'])
+      expect(codes(await a.links.search(alice, containsPattern('Ελλάδα'), [], 'created', 10, 0))).toEqual(['Titled'])
       expect(await a.links.change(row, { title: '' }, undefined, T0 + 3, mine)).toMatchObject({ title: '' })
       expect(await b.links.exportPage(alice, 0, 10)).toEqual([
         { ...row, title: '', mode: 'preview', updated: T0 + 3 },
@@ -643,6 +646,101 @@ describe.each([
     }
   })
 
+  test('tags made from the tags read in the transaction (issue 38): tags added at once on two nodes are all kept', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const row = await made(a, newLink('retagged'), ['old'])
+      const add = (tag: string) => (now: string[]) => [...now, tag]
+      // Twenty additions at once, half on each node: a list read before the write would lose some of them.
+      const tags = [...Array(20)].map((_, i) => `t${String(i).padStart(2, '0')}`)
+      await Promise.all(tags.map((t, i) => (i % 2 ? a : b).links.change(row, {}, add(t), T0 + i, () => true)))
+      expect(await a.links.tagsOf(row.id)).toEqual(['old', ...tags])
+      const seen: (readonly string[])[] = []
+      await b.links.change(
+        row,
+        {},
+        (now) => now.filter((t) => t !== 'old'),
+        T0 + 30,
+        () => true,
+        (_tx, _r, t) => {
+          seen.push(t)
+        },
+      )
+      expect(seen).toEqual([tags])
+      // A function that throws (too many tags) writes nothing.
+      const refused = a.links.change(
+        row,
+        { title: 'lost' },
+        () => {
+          throw new Error('too many')
+        },
+        T0 + 31,
+        () => true,
+      )
+      await expect(refused).rejects.toThrow('too many')
+      expect(await b.links.byCode('retagged')).toMatchObject({ title: '' })
+      expect(await b.links.tagsOf(row.id)).toEqual(tags)
+    } finally {
+      await e.close()
+    }
+  }, 60_000)
+
+  test('tag summary, rename, merge and removal (issue 38): one transaction, only the account’s links, events per link', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const alice = await e.account('alice')
+      const bob = await e.account('bob')
+      const one = await made(a, newLink('one', { account_id: alice }), ['news', 'old'])
+      const two = await made(a, newLink('two', { account_id: alice }), ['old'])
+      const three = await made(a, newLink('three', { account_id: alice }), ['news'])
+      const bobs = await made(b, newLink('bobs', { account_id: bob }), ['old'])
+      await e.setClicks(one.id, 5)
+      await e.setClicks(two.id, 2)
+      expect(await b.links.tagSummary(alice, 100)).toEqual([
+        { tag: 'news', links: 2, clicks: 5 },
+        { tag: 'old', links: 2, clicks: 7 },
+      ])
+      expect(await b.links.tagSummary(alice, 1)).toEqual([{ tag: 'news', links: 2, clicks: 5 }])
+      // Rename onto a tag in use: a merge; the link with both keeps one; bob's tag of the same name stays.
+      const seen: { code: string; tags: string[]; updated: number }[] = []
+      const note = (tx: any, changed: RetaggedLink[]) => {
+        seen.push(...changed.map((c) => ({ code: c.row.code, tags: c.tags, updated: c.row.updated })))
+        return e.note(tx, changed.map((c) => c.row.code).join(','))
+      }
+      expect(await a.links.retagAll(alice, 'old', 'news', T0 + 5, 10, note)).toBe(2)
+      expect(seen).toEqual([
+        { code: 'one', tags: ['news'], updated: T0 + 5 },
+        { code: 'two', tags: ['news'], updated: T0 + 5 },
+      ])
+      expect(await e.notes()).toEqual(['one,two'])
+      expect(await b.links.tagsOf(one.id)).toEqual(['news'])
+      expect(await b.links.tagsOf(two.id)).toEqual(['news'])
+      expect(await b.links.tagsOf(bobs.id)).toEqual(['old'])
+      expect(await b.links.tagSummary(alice, 100)).toEqual([{ tag: 'news', links: 3, clicks: 7 }])
+      // A plain rename, then a bound: more links than `max` change nothing.
+      expect(await b.links.retagAll(alice, 'news', 'daily', T0 + 6, 10)).toBe(3)
+      expect(await a.links.retagAll(alice, 'daily', 'weekly', T0 + 7, 2)).toBe(TOO_MANY)
+      expect(await a.links.tagsOf(three.id)).toEqual(['daily'])
+      // A `within` that throws: nothing changed.
+      const failing = a.links.retagAll(alice, 'daily', 'lost', T0 + 8, 10, () => {
+        throw new Error('refused')
+      })
+      await expect(failing).rejects.toThrow('refused')
+      expect(await a.links.tagsOf(three.id)).toEqual(['daily'])
+      // Removal: the links stay, without the tag; a tag nobody has changes nothing.
+      expect(await a.links.retagAll(alice, 'daily', null, T0 + 9, 10)).toBe(3)
+      expect(await b.links.tagsOf(one.id)).toEqual([])
+      expect(await b.links.byCode('one')).toMatchObject({ updated: T0 + 9 })
+      expect(await b.links.tagSummary(alice, 100)).toEqual([])
+      expect(await a.links.retagAll(alice, 'daily', null, T0 + 10, 10)).toBe(0)
+      expect(await b.links.tagsOf(bobs.id)).toEqual(['old'])
+    } finally {
+      await e.close()
+    }
+  }, 60_000)
+
   test('takeVisit under a race: two nodes, ten visits each at once, on a link limited to 5 give exactly 5', async () => {
     const e = await makeEngine()
     try {
@@ -759,19 +857,29 @@ describe.each([
             .sort((x, y) => y.row.clicks - x.row.clicks || y.row.id - x.row.id)
             .map((d) => d.row.code)
           const codes = (rows: LinkRow[]) => rows.map((r) => r.code)
-          expect({ q, tag, got: codes(await b.links.search(alice, pattern, tag, 'created', 100, 0)) }).toEqual({
+          expect({
+            q,
+            tag,
+            got: codes(await b.links.search(alice, pattern, tag ? [tag] : [], 'created', 100, 0)),
+          }).toEqual({
             q,
             tag,
             got: newest,
           })
-          expect({ q, tag, got: codes(await b.links.search(alice, pattern, tag, 'clicks', 100, 0)) }).toEqual({
+          expect({
+            q,
+            tag,
+            got: codes(await b.links.search(alice, pattern, tag ? [tag] : [], 'clicks', 100, 0)),
+          }).toEqual({
             q,
             tag,
             got: byClicks,
           })
-          expect(codes(await a.links.search(alice, pattern, tag, 'clicks', 3, 2))).toEqual(byClicks.slice(2, 5))
-          expect(await a.links.searchCount(alice, pattern, tag, 1000)).toBe(want.length)
-          expect(await a.links.searchCount(alice, pattern, tag, 2)).toBe(Math.min(2, want.length))
+          expect(codes(await a.links.search(alice, pattern, tag ? [tag] : [], 'clicks', 3, 2))).toEqual(
+            byClicks.slice(2, 5),
+          )
+          expect(await a.links.searchCount(alice, pattern, tag ? [tag] : [], 1000)).toBe(want.length)
+          expect(await a.links.searchCount(alice, pattern, tag ? [tag] : [], 2)).toBe(Math.min(2, want.length))
           // links.json?q=: a window of 4 links at a time, 2 matches a page at most, followed to the end.
           const walked: string[] = []
           let before = Number.MAX_SAFE_INTEGER
@@ -790,12 +898,12 @@ describe.each([
       }
       // The whole row, not only the code.
       const full = data.find((d) => d.row.code === 'Pct-50%')!.row
-      expect(await a.links.search(alice, containsPattern('50%'), '', 'created', 10, 0)).toEqual([full])
+      expect(await a.links.search(alice, containsPattern('50%'), [], 'created', 10, 0)).toEqual([full])
       // Another account's links are never found; a search of an account without links finds none.
-      expect(await a.links.search(bob, '%', '', 'created', 100, 0)).toEqual([
+      expect(await a.links.search(bob, '%', [], 'created', 100, 0)).toEqual([
         data.find((d) => d.row.account_id === bob)!.row,
       ])
-      expect(await a.links.searchCount(999_999, '%', '', 100)).toBe(0)
+      expect(await a.links.searchCount(999_999, '%', [], 100)).toBe(0)
       expect(await a.links.pageMatching(999_999, Number.MAX_SAFE_INTEGER, '', '%', 10, 10)).toEqual({
         rows: [],
         floor: 0,
@@ -918,9 +1026,10 @@ describe('links: the same answers from both engines', () => {
       for (const q of QUERIES)
         for (const tag of ['', 'red', 'blue']) {
           const pattern = containsPattern(q)
+          const tags = tag ? [tag] : []
           for (const sort of ['created', 'clicks'] as const)
-            for (const offset of [0, 2, 5]) await both((n) => n.links.search(id, pattern, tag, sort, 4, offset))
-          await both((n) => n.links.searchCount(id, pattern, tag, 3))
+            for (const offset of [0, 2, 5]) await both((n) => n.links.search(id, pattern, tags, sort, 4, offset))
+          await both((n) => n.links.searchCount(id, pattern, tags, 3))
           for (const before of [Number.MAX_SAFE_INTEGER, 10, 4])
             await both((n) => n.links.pageMatching(id, before, tag, pattern, 2, 5))
         }
@@ -931,6 +1040,52 @@ describe('links: the same answers from both engines', () => {
       for (const after of [0, 5, 13]) await both((n) => n.links.exportPage(id, after, 4))
       await both((n) => n.links.tagsFor([1, 2, 3, 11, 12]))
       await both(async (n) => [await n.links.count(id), await n.links.total()])
+    } finally {
+      await sqlite.close()
+      await postgres.close()
+    }
+  }, 60_000)
+})
+
+describe('links: the dashboard orders and several tags (issue 38)', () => {
+  test('each order both ways and tags ANDed give the expected rows, equal on both engines', async () => {
+    const sqlite = await sqliteEngine()
+    const postgres = await postgresEngine()
+    try {
+      const [s, p] = [sqlite.node(), postgres.node()]
+      const alice = await sqlite.account('alice')
+      expect(await postgres.account('alice')).toBe(alice)
+      const bob = [await sqlite.account('bob'), await postgres.account('bob')]
+      const data = await seed(sqlite, s, alice, bob[0]!)
+      await seed(postgres, p, alice, bob[1]!)
+      const mine = data.filter((d) => d.row.account_id === alice)
+      const byte = (x: string, y: string) =>
+        Buffer.from(x) < Buffer.from(y) ? -1 : Buffer.from(x) > Buffer.from(y) ? 1 : 0
+      const orders: Record<LinkOrder, (x: Seeded, y: Seeded) => number> = {
+        'created-desc': (x, y) => y.row.id - x.row.id,
+        'created-asc': (x, y) => x.row.id - y.row.id,
+        'clicks-desc': (x, y) => y.row.clicks - x.row.clicks || y.row.id - x.row.id,
+        'clicks-asc': (x, y) => x.row.clicks - y.row.clicks || x.row.id - y.row.id,
+        'code-asc': (x, y) => byte(x.row.code, y.row.code),
+        'code-desc': (x, y) => byte(y.row.code, x.row.code),
+        'destination-asc': (x, y) => byte(x.row.long_url, y.row.long_url) || x.row.id - y.row.id,
+        'destination-desc': (x, y) => byte(y.row.long_url, x.row.long_url) || y.row.id - x.row.id,
+      }
+      for (const tags of [[], ['red'], ['red', 'blue'], ['sale', 'red'], ['red', 'nope']])
+        for (const [order, compare] of Object.entries(orders) as [LinkOrder, (typeof orders)[LinkOrder]][]) {
+          const want = mine
+            .filter((d) => tags.every((t) => d.tags.includes(t)))
+            .sort(compare)
+            .map((d) => d.row.code)
+          for (const node of [s, p]) {
+            const got = (await node.links.search(alice, '%', tags, 'created', 100, 0, order)).map((r) => r.code)
+            expect({ tags, order, got }).toEqual({ tags, order, got: want })
+            const paged = (await node.links.search(alice, '%', tags, 'created', 3, 2, order)).map((r) => r.code)
+            expect({ tags, order, paged }).toEqual({ tags, order, paged: want.slice(2, 5) })
+          }
+          expect(await p.links.searchCount(alice, '%', tags, 100)).toBe(want.length)
+          expect(await s.links.searchCount(alice, '%', tags, 100)).toBe(want.length)
+        }
     } finally {
       await sqlite.close()
       await postgres.close()

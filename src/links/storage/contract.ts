@@ -36,11 +36,31 @@ export interface NameCount {
   clicks: number
 }
 
+/** A link's new tags: the list, or made from its tags as they are inside the write's transaction (sorted). */
+export type TagsChange = readonly string[] | ((current: string[]) => readonly string[])
+
 /** insert's outcome when the code is in use (the service answers alias_taken, or draws another code). */
 export const CODE_TAKEN = 'code_taken'
 /** change's outcomes: no link with that id and code any more; or not the caller's to change. */
 export const GONE = 'gone'
 export const REFUSED = 'refused'
+
+/** The dashboard's orders of the list: a column, and which way (created desc is newest first). */
+export type LinkOrder = `${'created' | 'clicks' | 'code' | 'destination'}-${'asc' | 'desc'}`
+
+/** A tag of an account: how many of its links have it, and their clicks. */
+export interface TagSummary {
+  tag: string
+  links: number
+  clicks: number
+}
+/** retagAll's outcome when more links have the tag than it may change at once (nothing was written). */
+export const TOO_MANY = 'too_many'
+/** A link a tag's rename or removal changed, as written, with its tags then (sorted). */
+export interface RetaggedLink {
+  row: LinkRow
+  tags: string[]
+}
 
 /** The link a caller read before an await: checked again, by both, inside the write's transaction. */
 export interface ReadLink {
@@ -101,13 +121,14 @@ export interface LinkStorage<Tx> {
   /**
    * The link read earlier, read again (locked) in one transaction: GONE when no link has that id and code,
    * REFUSED when `allowed` says no to what was read; else the fields present in `changes` written (a removed
-   * visit limit takes its used visits with it), its tags replaced when `tags` is given, and `within` run
+   * visit limit takes its used visits with it), its tags replaced when `tags` is given (a function is handed
+   * the tags read in the transaction: a bulk tag added or removed loses no concurrent change), and `within` run
    * with the link as written and its tags as they are then (sorted; read in the transaction when not given).
    */
   change(
     read: ReadLink,
     changes: LinkChanges,
-    tags: readonly string[] | undefined,
+    tags: TagsChange | undefined,
     now: number,
     allowed: (current: LinkRow) => boolean,
     within?: (tx: Tx, row: LinkRow, tags: readonly string[]) => unknown,
@@ -145,17 +166,36 @@ export interface LinkStorage<Tx> {
   ): Promise<MatchingPage>
   /** The export: the account's links above `afterId`, oldest first. */
   exportPage(accountId: number, afterId: number, limit: number): Promise<LinkRow[]>
-  /** The dashboard: a page of the account's links whose code, destination or a tag matches `pattern`, with the tag `tag` ('' for any). */
+  /**
+   * The dashboard: a page of the account's links whose code, destination or a tag matches `pattern`, with every
+   * tag of `tags` (none: any), in `sort`'s order (newest or most clicked first), or `order`'s when given.
+   */
   search(
     accountId: number,
     pattern: string,
-    tag: string,
+    tags: readonly string[],
     sort: 'created' | 'clicks',
     limit: number,
     offset: number,
+    order?: LinkOrder,
   ): Promise<LinkRow[]>
   /** How many of the account's links search would find, counting up to `max`. */
-  searchCount(accountId: number, pattern: string, tag: string, max: number): Promise<number>
+  searchCount(accountId: number, pattern: string, tags: readonly string[], max: number): Promise<number>
+  /** The account's tags by name (at most `limit`), each with how many links have it and their clicks. */
+  tagSummary(accountId: number, limit: number): Promise<TagSummary[]>
+  /**
+   * In one transaction, every link of the account with the tag `from`: the tag renamed `to` (merged into it
+   * where a link has both) or, `to` null, removed; each changed link's `updated` set to `now`, and `within`
+   * handed them as written. TOO_MANY, with nothing written, when more than `max` links have it.
+   */
+  retagAll(
+    accountId: number,
+    from: string,
+    to: string | null,
+    now: number,
+    max: number,
+    within?: (tx: Tx, changed: RetaggedLink[]) => unknown,
+  ): Promise<number | typeof TOO_MANY>
   /**
    * The account's import lock (one import at a time per account, on every node): taken for `holder` until
    * `until` (unix ms) when no one holds it or its lease ran out by `now`; false while another holds it.

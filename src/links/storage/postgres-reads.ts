@@ -1,5 +1,5 @@
 // Short links on PostgreSQL as they are read: the row mapper (link), and the listing reads of an account's links
-// (its pages by id, by tag or matching a search, the export's pages, the dashboard's search and its count).
+// (its pages by id, by tag or matching a search, the export's pages); the dashboard's are postgres-tags.ts.
 import type { SQL, TransactionSQL } from 'bun'
 import { int, intOrNull, text, textOrNull, type PgRow } from '../../db/postgres/rows'
 import type { LinkRow, LinkStorage, MatchingPage } from './contract'
@@ -26,18 +26,9 @@ export const link = (r: PgRow): LinkRow => ({
 })
 const links = (rows: PgRow[]) => rows.map(link)
 
-type ListingReads = Pick<
-  LinkStorage<TransactionSQL>,
-  'page' | 'pageByTag' | 'pageMatching' | 'exportPage' | 'search' | 'searchCount'
->
+type ListingReads = Pick<LinkStorage<TransactionSQL>, 'page' | 'pageByTag' | 'pageMatching' | 'exportPage'>
 
 export function postgresLinkReads(sql: SQL): ListingReads {
-  // The dashboard's search: the same condition as sqlite.ts's SEARCH, with ILIKE for LIKE.
-  const search = (q: SQL, accountId: number, pattern: string, tag: string) => q`
-    account_id = ${accountId} AND (code ILIKE ${pattern} ESCAPE '\\' OR long_url ILIKE ${pattern} ESCAPE '\\' OR title ILIKE ${pattern} ESCAPE '\\'
-      OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag ILIKE ${pattern} ESCAPE '\\'))
-    AND (${tag} = '' OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag = ${tag}))`
-
   return {
     async page(accountId, beforeId, limit) {
       return links(
@@ -70,19 +61,6 @@ export function postgresLinkReads(sql: SQL): ListingReads {
       return links(
         await sql`SELECT * FROM links WHERE account_id = ${accountId} AND id > ${afterId} ORDER BY id LIMIT ${limit}`,
       )
-    },
-    async search(accountId, pattern, tag, sort, limit, offset) {
-      const where = search(sql, accountId, pattern, tag)
-      const rows =
-        sort === 'clicks'
-          ? await sql`SELECT * FROM links WHERE ${where} ORDER BY clicks DESC, id DESC LIMIT ${limit} OFFSET ${offset}`
-          : await sql`SELECT * FROM links WHERE ${where} ORDER BY id DESC LIMIT ${limit} OFFSET ${offset}`
-      return links(rows)
-    },
-    async searchCount(accountId, pattern, tag, max) {
-      const [row] =
-        await sql`SELECT count(*) AS n FROM (SELECT 1 FROM links WHERE ${search(sql, accountId, pattern, tag)} LIMIT ${max}) AS m`
-      return int(row.n)
     },
   }
 }

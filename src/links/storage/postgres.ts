@@ -3,6 +3,7 @@ import type { SQL, TransactionSQL } from 'bun'
 import { int, intOrNull } from '../../db/postgres/rows'
 import { CODE_TAKEN, GONE, REFUSED, type LinkRow, type LinkStorage, type NewLink, type RemovedLink } from './contract'
 import { link, postgresLinkReads } from './postgres-reads'
+import { postgresTagReads } from './postgres-tags'
 
 /** A new link's row built from the values bound and the id the insert gave (RETURNING * cost ~16 decodes). */
 const insertedRow = (id: unknown, code: string, l: Omit<NewLink, 'code'>): LinkRow => ({
@@ -197,6 +198,7 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
 
   return {
     ...postgresLinkReads(sql),
+    ...postgresTagReads(sql),
     insert: (l, tags, within) => insertFirstFree(l, () => [l.code], tags, within),
     insertFresh: (l, codes, tags, within) => insertFirstFree(l, codes, tags, within),
     async flush() {
@@ -220,6 +222,14 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
         const [locked] = await tx`SELECT * FROM links WHERE id = ${read.id} AND code = ${read.code} FOR NO KEY UPDATE`
         if (!locked) return GONE
         if (!allowed(link(locked))) return REFUSED
+        const next =
+          typeof tags === 'function'
+            ? tags(
+                (await tx`SELECT tag FROM link_tags WHERE link_id = ${read.id} ORDER BY tag`).map(
+                  (r: { tag: string }) => r.tag,
+                ),
+              )
+            : tags
         // One fixed statement for any set of changed fields, as in sqlite.ts: a field whose flag is false keeps
         // what is stored (the row as locked, not a value read before).
         const has = (field: keyof typeof changes) => field in changes
@@ -237,10 +247,10 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
             title = CASE WHEN ${has('title')} THEN ${changes.title ?? null}::text ELSE title END
           WHERE id = ${read.id} RETURNING *`
         const row = link(updated)
-        if (tags) await replaceTags(tx, row.id, row.account_id, tags)
+        if (next) await replaceTags(tx, row.id, row.account_id, next)
         if (within) {
-          const now = tags
-            ? [...tags].sort()
+          const now = next
+            ? [...next].sort()
             : (await tx`SELECT tag FROM link_tags WHERE link_id = ${row.id} ORDER BY tag`).map(
                 (r: { tag: string }) => r.tag,
               )

@@ -13,6 +13,7 @@ import {
   type ReadLink,
   type RemovedLink,
 } from './contract'
+import { sqliteTagReads } from './sqlite-tags'
 
 /** The UNIQUE error of links.code, as bun:sqlite throws it (what the service has always caught as "taken"). */
 const codeTaken = (err: unknown) => String(err).includes('UNIQUE constraint failed: links.code')
@@ -90,24 +91,8 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
     'SELECT max_visits - visits_used AS left FROM links WHERE id = ? AND max_visits IS NOT NULL',
   )
   const remove = db.query<unknown, [number]>('DELETE FROM links WHERE id = ?')
-  // The dashboard's list: one account's links matching a LIKE pattern ('%' for all; the service escapes what
-  // was typed), newest first (by id, the order of creation, along links_account) or most clicked first, a
-  // page at a time. Two fixed statements rather than SQL text built per call.
-  const SEARCH = `account_id = ?1 AND (code LIKE ?2 ESCAPE '\\' OR long_url LIKE ?2 ESCAPE '\\' OR title LIKE ?2 ESCAPE '\\'
-    OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag LIKE ?2 ESCAPE '\\'))
-    AND (?5 = '' OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag = ?5))`
-  const searchNewest = db.query<LinkRow, [number, string, number, number, string]>(
-    `SELECT * FROM links WHERE ${SEARCH} ORDER BY id DESC LIMIT ?3 OFFSET ?4`,
-  )
-  const searchClicks = db.query<LinkRow, [number, string, number, number, string]>(
-    `SELECT * FROM links WHERE ${SEARCH} ORDER BY clicks DESC, id DESC LIMIT ?3 OFFSET ?4`,
-  )
-  // Counted up to a bound: a search over a very large account stops counting there ("10000+").
   const setDisabled = db.query<LinkRow, [number, string | null, number]>(
     'UPDATE links SET disabled = ?2, updated = ?3 WHERE id = ?1 RETURNING *',
-  )
-  const searchCount = db.query<{ n: number }, [number, string, number, number, string]>(
-    `SELECT count(*) AS n FROM (SELECT 1 FROM links WHERE ${SEARCH} LIMIT ?3 OFFSET ?4)`,
   )
   // Tags (migration 12): a link's, a page's (ids as one JSON array: one fixed statement for any page), and
   // replaced whole on a change. Each row carries the link's owner for the index links.json?tag= reads.
@@ -283,9 +268,10 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
           const current = byIdAndCode.get(read.id, read.code)
           if (!current) return GONE
           if (!allowed(current)) return REFUSED
+          const next = typeof tags === 'function' ? tags(tagsOfNow(current.id)) : tags
           const updated = updateRow(current.id, changes, now)!
-          if (tags) setTagsNow(updated.id, updated.account_id, tags)
-          if (within) syncWithin(within(db, updated, tags ? [...tags].sort() : tagsOfNow(updated.id)))
+          if (next) setTagsNow(updated.id, updated.account_id, next)
+          if (within) syncWithin(within(db, updated, next ? [...next].sort() : tagsOfNow(updated.id)))
           return updated
         })(),
       )
@@ -343,9 +329,7 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
       }
     },
     exportPage: async (accountId, afterId, limit) => exportPage.all(accountId, afterId, limit),
-    search: async (accountId, pattern, tag, sort, limit, offset) =>
-      (sort === 'clicks' ? searchClicks : searchNewest).all(accountId, pattern, limit, offset, tag),
-    searchCount: async (accountId, pattern, tag, max) => searchCount.get(accountId, pattern, max, 0, tag)!.n,
+    ...sqliteTagReads(db),
     claimImport: async (accountId, holder, until, now) =>
       stored(db, () => claimImport.run(accountId, holder, until, now).changes === 1),
     renewImport: async (accountId, holder, until) =>
