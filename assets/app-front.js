@@ -105,4 +105,120 @@
     window.addEventListener('pageshow', function (e) { if (e.persisted) drawRecent(holder) })
   }
   // == end of your recent links ==
+
+  // == Keyboard shortcuts (dashboard pages; moved here from app.js, issue 24, and grown in issue 38) ==
+  // Never while typing in a field, nor with Ctrl/Alt/Cmd: "/" search, "n" (or "c") a new link, "j"/"k" the
+  // next/previous row of the list (Enter opens its page), "g" then a letter a section of the navigation, "?" the
+  // list of them in a dialog (Escape closes it). A "Keyboard shortcuts" button in the header opens it too.
+  var GO = [['l', '/dashboard', 'Links'], ['a', '/dashboard/keys', 'API keys'], ['m', '/dashboard/mail', 'Mailboxes'],
+    ['w', '/dashboard/webhooks', 'Webhooks'], ['t', '/dashboard/tags', 'Tags'], ['i', '/dashboard/import', 'Import'],
+    ['d', '/dashboard/admin', 'Admin']]
+  /** The "g" targets this page's navigation has (a section the person cannot open is not offered). */
+  function goTargets() {
+    return GO.filter(function (g) { return !!document.querySelector('nav[aria-label="Dashboard"] a[href="' + g[1] + '"]') })
+  }
+  function shortcutList() {
+    var list = [['/', 'Search your links'], ['n', 'New link (c works too)'], ['j', 'Next row of the list'], ['k', 'Previous row of the list'], ['Enter', 'Open the chosen row']]
+    var go = goTargets()
+    for (var i = 0; i < go.length; i++) list.push(['g ' + go[i][0], 'Go to ' + go[i][2]])
+    list.push(['?', 'Show these shortcuts'], ['Esc', 'Close them'])
+    return list
+  }
+  function typing(target) {
+    if (!target || !target.tagName) return false
+    var tag = target.tagName
+    return tag === 'INPUT' || tag === 'TEXTAREA' || tag === 'SELECT' || target.isContentEditable
+  }
+  var opener = null
+  function helpDialog() {
+    var dialog = document.getElementById('shortcuts-help')
+    if (dialog) return dialog
+    var rows = []
+    var all = shortcutList()
+    for (var i = 0; i < all.length; i++) {
+      var keys = all[i][0].split(' ').map(function (k) { return el('kbd', {}, [k]) })
+      var dt = el('dt', {}, keys.length > 1 ? [keys[0], ' then ', keys[1]] : keys)
+      rows.push(dt, el('dd', {}, [all[i][1]]))
+    }
+    var close = el('button', { type: 'button', 'class': 'secondary' }, ['Close'])
+    dialog = el('dialog', { id: 'shortcuts-help', 'class': 'shortcuts', 'aria-labelledby': 'shortcuts-title' }, [
+      el('h2', { id: 'shortcuts-title' }, ['Keyboard shortcuts']),
+      el('p', { 'class': 'muted' }, ['Not while typing in a field.']),
+      el('dl', {}, rows), close,
+    ])
+    close.addEventListener('click', function () { dialog.close() })
+    // Focus goes back where it was (the button that opened it, or the page).
+    dialog.addEventListener('close', function () { if (opener && opener.focus) opener.focus(); opener = null })
+    document.body.appendChild(dialog)
+    return dialog
+  }
+  function showHelp() {
+    var dialog = helpDialog()
+    if (dialog.open) return
+    opener = document.activeElement
+    dialog.showModal()
+  }
+  function rowsOfList() {
+    return document.querySelectorAll('.dash-main table tbody tr')
+  }
+  function moveRow(step) {
+    var all = rowsOfList()
+    if (!all.length) return
+    var at = -1
+    for (var i = 0; i < all.length; i++) if (all[i].classList.contains('kb-current')) at = i
+    var next = at === -1 ? (step > 0 ? 0 : all.length - 1) : Math.max(0, Math.min(all.length - 1, at + step))
+    if (at !== -1) all[at].classList.remove('kb-current')
+    var row = all[next]
+    row.classList.add('kb-current')
+    row.setAttribute('tabindex', '-1')
+    row.focus()
+    if (row.scrollIntoView) row.scrollIntoView({ block: 'nearest' })
+  }
+  function openRow(row) {
+    var link = row.querySelector('a[href^="/dashboard/"]')
+    if (link) link.click()
+  }
+  function newLink() {
+    var url = document.querySelector('form[action="/dashboard/links"] input[name=url]')
+    if (url) {
+      url.focus()
+      if (url.scrollIntoView) url.scrollIntoView({ block: 'nearest' })
+    } else window.location.href = '/dashboard#new-link'
+  }
+  var pendingG = 0
+  function onKey(e) {
+    if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return
+    var dialog = document.getElementById('shortcuts-help')
+    if (dialog && dialog.open) return
+    // "g" then a letter, within a second and a half.
+    if (pendingG && Date.now() - pendingG < 1500) {
+      pendingG = 0
+      var go = goTargets()
+      for (var i = 0; i < go.length; i++) if (go[i][0] === e.key) { e.preventDefault(); window.location.href = go[i][1]; return }
+      return
+    }
+    pendingG = 0
+    if (e.key === 'Enter' && e.target && e.target.classList && e.target.classList.contains('kb-current')) { e.preventDefault(); openRow(e.target); return }
+    var search = document.getElementById('search')
+    if (e.key === '/' && search) { e.preventDefault(); search.focus(); search.select(); return }
+    if (e.key === 'c' || e.key === 'n') { e.preventDefault(); newLink(); return }
+    if (e.key === 'j' || e.key === 'k') { e.preventDefault(); moveRow(e.key === 'j' ? 1 : -1); return }
+    if (e.key === 'g') { e.preventDefault(); pendingG = Date.now(); return }
+    if (e.key === '?') { e.preventDefault(); showHelp() }
+  }
+  if (document.body && document.body.classList.contains('dash')) {
+    document.addEventListener('keydown', onKey)
+    if (window.location.hash === '#new-link') {
+      var fresh = document.querySelector('form[action="/dashboard/links"] input[name=url]')
+      if (fresh) fresh.focus()
+    }
+    // The shortcuts named where people see them (signed in: the header has the navigation).
+    var user = document.querySelector('.dash-top .dash-user')
+    if (user) {
+      var help = el('button', { type: 'button', 'class': 'link kb-help', 'aria-haspopup': 'dialog' }, ['Keyboard shortcuts ', el('kbd', { 'aria-hidden': 'true' }, ['?'])])
+      help.addEventListener('click', showHelp)
+      user.insertBefore(help, user.firstChild)
+    }
+  }
+  // == end of keyboard shortcuts ==
 })()
