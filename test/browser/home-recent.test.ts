@@ -13,6 +13,7 @@ import {
   type Fixture,
   type RunningApp,
 } from '../support/browser'
+import { signInBrowser } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
 let browser: Browser
@@ -22,6 +23,7 @@ let dest: Fixture
 beforeAll(async () => {
   dest = startFixture((_req, url) => htmlPage(`Destination ${url.pathname}`))
   app = startApp()
+  await app.accounts.createAccount({ name: 'alice', password: 'correct horse battery' })
   browser = await launchBrowser()
 })
 afterAll(async () => {
@@ -160,6 +162,20 @@ test('without JavaScript the page is as before: no list', async () => {
     await page.waitForURL(/\/\?made=/)
     expect(await page.locator('#short').inputValue()).toMatch(/\/[A-Za-z0-9]{6}$/)
     expect(await page.locator('#recent').count()).toBe(0)
+  } finally {
+    await context.close()
+  }
+})
+
+test("signed in, a link is the account's (listed in the dashboard): not kept in the browser's list", async () => {
+  const { context, page } = await tab()
+  try {
+    await signInBrowser(page, app.url, 'alice', 'correct horse battery')
+    await page.goto(`${app.url}/`)
+    await shorten(page, '/owned')
+    expect(await page.getByRole('link', { name: 'your dashboard' }).isVisible()).toBe(true)
+    expect(await page.locator('#recent').count()).toBe(0)
+    expect(await page.evaluate(() => localStorage.getItem('linkbox-recent'))).toBeNull()
   } finally {
     await context.close()
   }
