@@ -27,20 +27,24 @@ export async function run(invocation: Invocation): Promise<number> {
       )
   }
   let password = values.password === '-' ? await readStdin() : values.password
-  // account create at a terminal asks for the dashboard password (not under oidc.only: nobody signs in with one).
-  const asks = sub === 'create' && password === undefined && !config.oidc.only
-  if ((asks || (sub === 'password' && password === undefined)) && process.stdin.isTTY) {
-    const { askNewPassword, PasswordNotSet } = await import('./prompt')
-    try {
-      password = (await askNewPassword(arg!, sub === 'create')) || undefined
-    } catch (err) {
-      if (!(err instanceof PasswordNotSet)) throw err
-      throw new ConfigError(`no password after three tries; nothing was made. ${setLater(arg!)}`)
-    }
-  }
   const [{ printable }, { CLI }] = await Promise.all([import('../accounts'), import('../audit')])
   const accounts = await (await cx.open()).accounts()
   try {
+    // account create at a terminal asks for the dashboard password (not under oidc.only: nobody signs in with one).
+    const asks = sub === 'create' && password === undefined && !config.oidc.only
+    const ask = (asks || (sub === 'password' && password === undefined)) && process.stdin.isTTY
+    // A name taken (create) or not there (password) gets its error below at once, not after the question.
+    if (ask && (sub === 'create') === !(await accounts.accountByName(arg!))) {
+      const { askNewPassword, PasswordNotSet } = await import('./prompt')
+      try {
+        password = (await askNewPassword(arg!, sub === 'create')) || undefined
+      } catch (err) {
+        if (!(err instanceof PasswordNotSet)) throw err
+        throw new ConfigError(
+          `no password after three tries; nothing was ${sub === 'create' ? 'made' : 'changed'}. ${setLater(arg!)}`,
+        )
+      }
+    }
     switch (sub) {
       case 'create': {
         const { account, key } = await accounts.createAccount({ name: arg!, admin: !!values.admin, password }, CLI)

@@ -127,11 +127,10 @@ function hashOf(dataDir: string, name: string): string | null {
 describe('account create', () => {
   const script = Bun.which('script')
 
-  test('at a terminal: the password is asked twice, never echoed, and set; a mismatch is asked again', async () => {
+  /** `linkbox ARGS` on a pseudo-terminal (script runs it there: its stdin is a terminal, as when a person types). */
+  function atTerminal(cwd: string, args: string[]) {
     if (!script) throw new Error("this test needs util-linux's script (apt-get install util-linux)")
-    const cwd = newDir()
-    const command = [...SOURCE_COMMAND, 'account', 'create', 'carol', '--data', 'd'].map((w) => `'${w}'`).join(' ')
-    // script runs the command on a pseudo-terminal: its stdin is a terminal, as when a person types.
+    const command = [...SOURCE_COMMAND, ...args, '--data', 'd'].map((w) => `'${w}'`).join(' ')
     const proc = Bun.spawn([script, '-qec', command, '/dev/null'], { cwd, env: env(), stdin: 'pipe', stdout: 'pipe' })
     procs.push(proc)
     const out = { text: '' }
@@ -142,19 +141,46 @@ describe('account create', () => {
       proc.stdin.write(`${text}\r`)
       await proc.stdin.flush()
     }
-    await type('Dashboard password for carol', 'first-try-1')
-    await type('The same password again', 'not-the-same')
-    await type('Dashboard password for carol', 'hunter2-long')
-    await type('The same password again', 'hunter2-long')
-    await waitFor(proc.stdout, out, /lbk_\S+/)
-    expect(await proc.exited).toBe(0)
-    expect(out.text).toContain('The two differ. Try again.')
-    expect(out.text).toContain('account carol created; its API key (shown once):')
+    /** The rest of the output, to the end; the exit code. */
+    const rest = async () => {
+      const reader = proc.stdout.getReader()
+      const decoder = new TextDecoder()
+      for (let r = await reader.read(); !r.done; r = await reader.read()) out.text += decoder.decode(r.value)
+      return proc.exited
+    }
+    return { out, type, rest }
+  }
+
+  test('at a terminal: the password is asked twice, never echoed, and set; a mismatch is asked again', async () => {
+    const cwd = newDir()
+    const t = atTerminal(cwd, ['account', 'create', 'carol'])
+    await t.type('Dashboard password for carol', 'first-try-1')
+    await t.type('The same password again', 'not-the-same')
+    await t.type('Dashboard password for carol', 'hunter2-long')
+    await t.type('The same password again', 'hunter2-long')
+    expect(await t.rest()).toBe(0)
+    expect(t.out.text).toContain('The two differ. Try again.')
+    expect(t.out.text).toContain('account carol created; its API key (shown once):')
+    expect(t.out.text).toMatch(/lbk_\S+/)
     // Nothing typed was shown.
-    for (const typed of ['first-try-1', 'not-the-same', 'hunter2-long']) expect(out.text).not.toContain(typed)
+    for (const typed of ['first-try-1', 'not-the-same', 'hunter2-long']) expect(t.out.text).not.toContain(typed)
     const hash = hashOf(join(cwd, 'd'), 'carol')
     expect(hash).not.toBeNull()
     expect(await Bun.password.verify('hunter2-long', hash!)).toBe(true)
+
+    // The same name again: refused at once, before any question.
+    const again = atTerminal(cwd, ['account', 'create', 'carol'])
+    expect(await again.rest()).not.toBe(0)
+    expect(again.out.text).toContain('The account "carol" exists already.')
+    expect(again.out.text).not.toContain('Dashboard password')
+
+    // account password at a terminal asks too (no empty answer there), and the new one holds.
+    const change = atTerminal(cwd, ['account', 'password', 'carol'])
+    await change.type('Dashboard password for carol (8 to 128 characters)', 'brand-new-one')
+    await change.type('The same password again', 'brand-new-one')
+    expect(await change.rest()).toBe(0)
+    expect(change.out.text).toContain('account carol has a new dashboard password')
+    expect(await Bun.password.verify('brand-new-one', hashOf(join(cwd, 'd'), 'carol')!)).toBe(true)
   }, 60_000)
 
   test('not at a terminal: no question; it says how to set a password later, and the key stays last', async () => {
