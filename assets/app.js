@@ -530,72 +530,8 @@
     }
   }
 
-  // Shortcuts (dashboard pages only, never while typing in a field or with Ctrl/Alt/Cmd): "/" search, "c" a
-  // new link, "j"/"k" the next/previous row of the list (Enter opens its page), "?" this help (Escape closes).
-  var SHORTCUTS = [['/', 'Search your links'], ['c', 'Create a new link'], ['j', 'Next row of the list'], ['k', 'Previous row of the list'], ['Enter', 'Open the chosen row'], ['?', 'Show these shortcuts'], ['Esc', 'Close them']]
-  function typing(target) {
-    if (!target || !target.tagName) return false
-    var tag = target.tagName
-    return tag === 'INPUT' || tag === 'TEXTAREA' || tag === 'SELECT' || target.isContentEditable
-  }
-  function helpDialog() {
-    var dialog = document.getElementById('shortcuts-help')
-    if (dialog) return dialog
-    var list = []
-    for (var i = 0; i < SHORTCUTS.length; i++) list.push(el('dt', {}, [el('kbd', {}, [SHORTCUTS[i][0]])]), el('dd', {}, [SHORTCUTS[i][1]]))
-    var close = el('button', { type: 'button', 'class': 'secondary' }, ['Close'])
-    dialog = el('dialog', { id: 'shortcuts-help', 'class': 'shortcuts', 'aria-labelledby': 'shortcuts-title' }, [
-      el('h2', { id: 'shortcuts-title' }, ['Keyboard shortcuts']), el('dl', {}, list), close,
-    ])
-    close.addEventListener('click', function () { dialog.close() })
-    document.body.appendChild(dialog)
-    return dialog
-  }
-  function rows() {
-    return document.querySelectorAll('.dash-main table tbody tr')
-  }
-  function moveRow(step) {
-    var all = rows()
-    if (!all.length) return
-    var at = -1
-    for (var i = 0; i < all.length; i++) if (all[i].classList.contains('kb-current')) at = i
-    var next = at === -1 ? (step > 0 ? 0 : all.length - 1) : Math.max(0, Math.min(all.length - 1, at + step))
-    if (at !== -1) all[at].classList.remove('kb-current')
-    var row = all[next]
-    row.classList.add('kb-current')
-    row.setAttribute('tabindex', '-1')
-    row.focus()
-    if (row.scrollIntoView) row.scrollIntoView({ block: 'nearest' })
-  }
-  function openRow(row) {
-    var link = row.querySelector('a[href^="/dashboard/"]')
-    if (link) link.click()
-  }
-  function newLink() {
-    var url = document.querySelector('form[action="/dashboard/links"] input[name=url]')
-    if (url) {
-      url.focus()
-      if (url.scrollIntoView) url.scrollIntoView({ block: 'nearest' })
-    } else window.location.href = '/dashboard#new-link'
-  }
-  function onKey(e) {
-    if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return
-    var dialog = document.getElementById('shortcuts-help')
-    if (dialog && dialog.open) return
-    if (e.key === 'Enter' && e.target && e.target.classList && e.target.classList.contains('kb-current')) { e.preventDefault(); openRow(e.target); return }
-    var search = document.getElementById('search')
-    if (e.key === '/' && search) { e.preventDefault(); search.focus(); search.select(); return }
-    if (e.key === 'c') { e.preventDefault(); newLink(); return }
-    if (e.key === 'j' || e.key === 'k') { e.preventDefault(); moveRow(e.key === 'j' ? 1 : -1); return }
-    if (e.key === '?') { e.preventDefault(); helpDialog().showModal() }
-  }
-  if (document.body && document.body.classList.contains('dash')) {
-    document.addEventListener('keydown', onKey)
-    if (window.location.hash === '#new-link') {
-      var fresh = document.querySelector('form[action="/dashboard/links"] input[name=url]')
-      if (fresh) fresh.focus()
-    }
-  }
+  // The dashboard's keyboard shortcuts are in assets/app-front.js.
+
   initThemeSwitch()
   // == end of daily use ==
 

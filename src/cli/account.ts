@@ -13,8 +13,10 @@ export async function run(invocation: Invocation): Promise<number> {
   if (values['with-links'] && sub !== 'delete') throw new ConfigError(`--with-links is for account delete; ${usage}`)
   if (values.password !== undefined && sub !== 'create' && sub !== 'password')
     throw new ConfigError(`--password is for account create and account password; ${usage}`)
-  if (sub === 'password' && values.password === undefined)
-    throw new ConfigError('usage: linkbox account password NAME --password PASS|- (- reads it from stdin)')
+  if (sub === 'password' && values.password === undefined && !process.stdin.isTTY)
+    throw new ConfigError(
+      'usage: linkbox account password NAME --password PASS|- (- reads it from stdin; at a terminal it is asked for)',
+    )
   if (sub === 'delete' && values['with-links']) {
     // The service keeps visited links in memory and would go on redirecting the deleted ones.
     const { runningService } = await import('../app/lock')
@@ -24,13 +26,31 @@ export async function run(invocation: Invocation): Promise<number> {
         `account delete --with-links: ${running}, which keeps visited links in memory; delete the account from the dashboard (Admin), or stop the service first`,
       )
   }
-  const password = values.password === '-' ? await readStdin() : values.password
+  let password = values.password === '-' ? await readStdin() : values.password
   const [{ printable }, { CLI }] = await Promise.all([import('../accounts'), import('../audit')])
   const accounts = await (await cx.open()).accounts()
   try {
+    // account create at a terminal asks for the dashboard password (not under oidc.only: nobody signs in with one).
+    const asks = sub === 'create' && password === undefined && !config.oidc.only
+    const ask = (asks || (sub === 'password' && password === undefined)) && process.stdin.isTTY
+    // A name taken (create) or not there (password) gets its error below at once, not after the question.
+    if (ask && (sub === 'create') === !(await accounts.accountByName(arg!))) {
+      const { askNewPassword, PasswordNotSet } = await import('./prompt')
+      try {
+        password = (await askNewPassword(arg!, sub === 'create')) || undefined
+      } catch (err) {
+        if (!(err instanceof PasswordNotSet)) throw err
+        throw new ConfigError(
+          `no password after three tries; nothing was ${sub === 'create' ? 'made' : 'changed'}. ${setLater(arg!)}`,
+        )
+      }
+    }
     switch (sub) {
       case 'create': {
         const { account, key } = await accounts.createAccount({ name: arg!, admin: !!values.admin, password }, CLI)
+        // On stderr: stdout ends with the key alone on its line, for scripts.
+        if (asks && password === undefined)
+          console.error(`account ${account.name} has no dashboard password yet. ${setLater(account.name)}`)
         console.log(`account ${account.name} created${account.admin ? ' (admin)' : ''}; its API key (shown once):`)
         console.log(key.key)
         return 0
@@ -90,3 +110,7 @@ export async function run(invocation: Invocation): Promise<number> {
     await cx.close()
   }
 }
+
+/** How to give an account its dashboard password afterwards. */
+const setLater = (name: string) =>
+  `To sign in to the dashboard, set one with: linkbox account password ${/^[\w.@-]+$/.test(name) ? name : 'NAME'} (at a terminal; elsewhere add --password - and give it on stdin)`

@@ -1,5 +1,6 @@
 // argv → the command, its positionals and options (node:util's parseArgs), with parse errors in plain words.
 import { parseArgs } from 'node:util'
+import type { ConfigOverrides } from '../kernel/config'
 import { ConfigError } from '../kernel/errors'
 import { COMMAND_HELP, OPTION_VALUES } from './help'
 
@@ -19,6 +20,10 @@ const options = {
   json: { type: 'boolean' },
   to: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
+  port: { type: 'string', short: 'p' },
+  host: { type: 'string' },
+  'smtp-port': { type: 'string' },
+  data: { type: 'string' },
 } as const
 
 const parse = (argv: string[]) => parseArgs({ args: argv, allowPositionals: true, strict: true, options })
@@ -34,6 +39,8 @@ export interface Invocation {
   values: Values
   /** --config, else LINKBOX_CONFIG; undefined: the built-in defaults. */
   configPath: string | undefined
+  /** --port, --host (serve and doctor) and --data (every command), over the config file's values. */
+  overrides: ConfigOverrides
 }
 
 export function parseCommandLine(argv: string[]): Invocation {
@@ -46,7 +53,46 @@ export function parseCommandLine(argv: string[]): Invocation {
   }
   const { values, positionals } = parsed
   const [command, sub, arg, arg2] = positionals
-  return { command, sub, arg, arg2, values, configPath: values.config ?? process.env.LINKBOX_CONFIG }
+  return {
+    command,
+    sub,
+    arg,
+    arg2,
+    values,
+    configPath: values.config ?? process.env.LINKBOX_CONFIG,
+    overrides: overridesOf(values, command),
+  }
+}
+
+/** --port, --host, --smtp-port and --data, checked here so that their errors name the option, not a config key. */
+function overridesOf(values: Values, command: string | undefined): ConfigOverrides {
+  const out: ConfigOverrides = {}
+  const listens = command === 'serve' || command === 'doctor'
+  for (const name of ['port', 'host', 'smtp-port'] as const)
+    if (values[name] !== undefined && !listens && !values.help)
+      throw new ConfigError(`--${name} is for serve and doctor; linkbox --help lists the commands`)
+  if (values.port !== undefined) {
+    if (!/^\d{1,5}$/.test(values.port) || Number(values.port) > 65535)
+      throw new ConfigError('--port needs a port number from 0 to 65535; linkbox serve --help lists the options')
+    out.port = Number(values.port)
+  }
+  const smtp = values['smtp-port']
+  if (smtp !== undefined) {
+    if (!/^\d{1,5}$/.test(smtp) || Number(smtp) > 65535)
+      throw new ConfigError(
+        '--smtp-port needs a port number from 0 (no SMTP) to 65535; linkbox serve --help lists the options',
+      )
+    out.smtp_port = Number(smtp)
+  }
+  if (values.host !== undefined) {
+    if (!values.host.trim()) throw new ConfigError('--host needs an address or a name, such as 127.0.0.1 or ::')
+    out.host = values.host.trim()
+  }
+  if (values.data !== undefined) {
+    if (!values.data.trim()) throw new ConfigError('--data needs a directory')
+    out.data_dir = values.data
+  }
+  return out
 }
 
 /**

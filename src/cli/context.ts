@@ -21,7 +21,7 @@ export interface Context extends Invocation {
 
 /** The config of the command line (loaded first: a config error comes before any usage error), nothing opened yet. */
 export function context(invocation: Invocation): Context {
-  const config = loadConfig(invocation.configPath)
+  const config = loadConfig(invocation.configPath, invocation.overrides)
   const url = databaseUrl(config)
   let opened: Promise<Services> | null = null
   return {

@@ -4,11 +4,11 @@ import { loadConfig, type Config } from '../kernel/config'
 import { ConfigError } from '../kernel/errors'
 import type { Invocation } from './args'
 
-export async function run({ configPath }: Invocation): Promise<number> {
+export async function run({ configPath, overrides }: Invocation): Promise<number> {
   const { configFailure, formatFindings, runDoctor } = await import('../app/doctor')
   let config: Config
   try {
-    config = loadConfig(configPath)
+    config = loadConfig(configPath, overrides)
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err
     console.log(formatFindings(await configFailure(configPath ?? '', err.message)))

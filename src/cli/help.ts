@@ -4,15 +4,17 @@ import { VERSION } from '../kernel/version'
 export const USAGE = `linkbox ${VERSION} — short links, QR codes, media download and temporary mail
 
 Usage:
-  linkbox serve                                   run the service
+  linkbox serve [--port N] [--host ADDR] [--smtp-port N] [--data DIR]
+                                                  run the service (no config file needed)
   linkbox account create NAME [--admin] [--password PASS|-]
                                                   create an account; prints its first API key last
   linkbox account list                            accounts: role, state, last sign-in, what they own
   linkbox account disable|enable NAME             its keys and sessions stop (or work again) at once
   linkbox account delete NAME [--with-links]      with its keys, mailboxes and webhooks; its links
                                                   stay, owned by nobody, unless --with-links
-  linkbox account password NAME --password PASS|-
-                                                  a new dashboard password; its sessions end
+  linkbox account password NAME [--password PASS|-]
+                                                  a new dashboard password (asked for at a terminal);
+                                                  its sessions end
   linkbox key create ACCOUNT [--scopes a,b] [--label TEXT]
   linkbox key list [ACCOUNT]
   linkbox key revoke ID|PREFIX
@@ -47,7 +49,7 @@ Usage:
   linkbox audit [--since DATE] [--json]           the audit log, oldest first: who changed what
   linkbox version
 
-Every command takes --config FILE (or the LINKBOX_CONFIG environment variable).
+Every command takes --config FILE (or the LINKBOX_CONFIG environment variable) and --data DIR.
 Scopes: links, qr, media, mail, webhooks (default: all).
 linkbox COMMAND --help (or linkbox help COMMAND) tells more about one command.`
 
@@ -56,25 +58,33 @@ const CONFIG_OPTION = `  --config FILE, -c FILE  the config file (default: the L
 
 /** `linkbox COMMAND --help` and `linkbox help COMMAND`: that command's synopsis, options and what it does. */
 export const COMMAND_HELP: Record<string, string> = {
-  serve: `Usage: linkbox serve [--config FILE]
+  serve: `Usage: linkbox serve [--config FILE] [--port N] [--host ADDR] [--smtp-port N] [--data DIR]
 
 Runs the service: HTTP on server.host:server.port, SMTP on mail.smtp_host:mail.smtp_port (0: no SMTP), the
 webhook deliverer and the sweeps. SIGTERM finishes open requests and stops; SIGHUP re-reads the config file.
+No config file is needed: linkbox serve --port 9000 --data ./data runs on the defaults otherwise.
 
 Options:
-${CONFIG_OPTION}`,
+${CONFIG_OPTION}
+  --port N, -p N          server.port (default 8080); without server.base_url the short links'
+                          address follows it: http://localhost:N
+  --host ADDR             server.host, the address to listen on (default 0.0.0.0: every address)
+  --smtp-port N           mail.smtp_port (default 2525; 0: no SMTP)
+  --data DIR              data_dir, relative to the working directory (default ./data)`,
   account: `Usage:
   linkbox account create NAME [--admin] [--password PASS|-]
                                                   an account and its first API key (all scopes), shown
-                                                  once, alone on the last line of stdout
+                                                  once, alone on the last line of stdout; at a terminal
+                                                  without --password, its dashboard password is asked for
   linkbox account list                            every account: role, state, created, last sign-in,
                                                   links, active keys, mailboxes
   linkbox account disable NAME                    its API keys are refused and its sessions end at once
   linkbox account enable NAME                     its keys work again and it can sign in
   linkbox account delete NAME [--with-links]      deletes it with its keys, sessions, mailboxes and
                                                   webhooks; its links stay, owned by nobody
-  linkbox account password NAME --password PASS|-
-                                                  sets its dashboard password; its sessions end
+  linkbox account password NAME [--password PASS|-]
+                                                  sets its dashboard password (asked for at a terminal);
+                                                  its sessions end
 
 NAME: 1-64 letters, digits, . _ @ -, starting with a letter or digit. The last active administrator is
 neither disabled nor deleted. Each change is written to the audit log (actor "cli").
@@ -204,4 +214,7 @@ export const OPTION_VALUES: Record<string, string> = {
   format: 'a format (csv, shlink, kutt, yourls, bitly)',
   since: 'a date (YYYY-MM-DD) or a time (ISO 8601)',
   to: 'a postgres:// URL, or - to read it from stdin',
+  port: 'a port number',
+  host: 'an address or a name',
+  data: 'a directory',
 }

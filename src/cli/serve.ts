@@ -14,7 +14,7 @@ export async function run(invocation: Invocation): Promise<number> {
   return -1 // keeps running
 }
 
-async function serve({ config, configPath, linkbox: openLinkbox }: Context) {
+async function serve({ config, configPath, overrides, linkbox: openLinkbox }: Context) {
   // The app is loaded alongside (most of the start-up); context.linkbox() then finds it loaded.
   const [{ probeWrite, storageReason }, { ClicksNotWritten }, { log }, { loadConfig }] = await Promise.all([
     import('../db/sqlite'),
@@ -108,7 +108,8 @@ async function serve({ config, configPath, linkbox: openLinkbox }: Context) {
     }
     let next: Config
     try {
-      next = loadConfig(configPath)
+      // --port, --host and --data still hold: the file is re-read under them.
+      next = loadConfig(configPath, overrides)
     } catch (err) {
       log.error(`SIGHUP: ${err instanceof ConfigError ? err.message : String(err)}; the running config is kept`)
       return

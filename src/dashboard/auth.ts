@@ -28,6 +28,13 @@ interface Refused {
   error: string
 }
 
+/**
+ * Said to everyone, whatever name was typed (a sign-in never tells whether an account exists, nor whether it
+ * has a password): an account made with `linkbox account create` off a terminal has none yet.
+ */
+const NO_PASSWORD_YET =
+  '<p class="muted" id="no-password-yet">An account made on the command line has no password until one is set there: <code>linkbox account password NAME</code>.</p>'
+
 export function createAuthRoutes(deps: DashboardDeps, oidc: OidcSignIn | null) {
   const { shell, sessions, accounts, limiter, clientIp, config } = deps
   // oidc.only: the provider is the one way in; the password form is not shown and its POST is refused.
@@ -73,7 +80,9 @@ export function createAuthRoutes(deps: DashboardDeps, oidc: OidcSignIn | null) {
             name_focus: retype ? '' : ' autofocus',
             password_focus: retype ? ' autofocus' : '',
             password_hint: opts.signup ? '<span class="hint">8 to 128 characters.</span>' : '',
-            below: opts.signup ? '<p class="muted">Already have one? <a href="/login">Sign in</a>.</p>' : signupLink,
+            below: opts.signup
+              ? '<p class="muted">Already have one? <a href="/login">Sign in</a>.</p>'
+              : signupLink + NO_PASSWORD_YET,
           })
     const headers: Record<string, string> = { 'set-cookie': shell.loginCookie(csrf) }
     return shell.render(request, null, {

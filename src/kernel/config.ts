@@ -223,6 +223,9 @@ export function buildConfig(doc: Record<string, unknown>, relativeTo = process.c
     }
   }
   const result = config as unknown as Config
+  // Without a base_url of its own, the service's address follows its port (serve --port 9000 makes links on :9000).
+  const server = doc.server as Record<string, unknown> | undefined
+  if (server?.base_url === undefined) result.server.base_url = localBaseUrl(result.server)
   result.server.base_url = result.server.base_url.replace(/\/+$/, '')
   result.mail.domains = result.mail.domains.map((d) => d.toLowerCase())
   // Addresses in one spelling (links/validate.ts matches them so), names in lower case.
@@ -277,9 +280,44 @@ function checkOidc(oidc: Config['oidc'], relativeTo: string) {
   if (!oidc.name) oidc.name = new URL(oidc.issuer).hostname
 }
 
+/**
+ * The base URL of a service with no base_url set: http://localhost:PORT, or the host it listens on when that
+ * is one address or name (not 0.0.0.0 or ::). Port 0 (a free port, known only once listening) keeps the default.
+ */
+function localBaseUrl({ host, port }: { host: string; port: number }): string {
+  if (port === 0) return defaultConfig().server.base_url
+  const any = host === '0.0.0.0' || host === '::' || host === '[::]'
+  const name = any ? 'localhost' : host.includes(':') && !host.startsWith('[') ? `[${host}]` : host
+  const url = `http://${name}:${port}`
+  return URL.canParse(url) ? url : `http://localhost:${port}`
+}
+
+/** What the command line sets over the config file (serve --port, --host, --data). */
+export interface ConfigOverrides {
+  port?: number
+  host?: string
+  /** mail.smtp_port (0: no SMTP). */
+  smtp_port?: number
+  /** Relative to the working directory (not to the config file). */
+  data_dir?: string
+}
+
+/** The overrides put into the file's document, where the same checks as the file's own values apply. */
+function overridden(doc: Record<string, unknown>, o: ConfigOverrides): Record<string, unknown> {
+  const server = { ...((doc.server as Record<string, unknown> | undefined) ?? {}) }
+  if (o.port !== undefined) server.port = o.port
+  if (o.host !== undefined) server.host = o.host
+  const out: Record<string, unknown> = { ...doc }
+  if (o.port !== undefined || o.host !== undefined) out.server = server
+  if (o.smtp_port !== undefined)
+    out.mail = { ...((doc.mail as Record<string, unknown> | undefined) ?? {}), smtp_port: o.smtp_port }
+  if (o.data_dir !== undefined) out.data_dir = resolve(o.data_dir)
+  return out
+}
+
 /** Loads the config file (or the defaults when there is none). A relative data_dir is relative to the file. */
-export function loadConfig(path?: string): Config {
-  if (!path) return buildConfig({})
+export function loadConfig(path?: string, overrides: ConfigOverrides = {}): Config {
+  if (!path) return buildConfig(overridden({}, overrides))
   let text: string
   try {
     text = readFileSync(path, 'utf8')
@@ -292,5 +330,5 @@ export function loadConfig(path?: string): Config {
   } catch (err) {
     throw new ConfigError(`config: ${path} is not valid TOML: ${(err as Error).message}`)
   }
-  return buildConfig(doc, resolve(path, '..'))
+  return buildConfig(overridden(doc, overrides), resolve(path, '..'))
 }

@@ -46,10 +46,18 @@ const nameCounts = (what: string) =>
 
 export const LinkRecordSchema = Type.Object(
   {
-    hex: Type.String({ pattern: CODE_PATTERN, description: 'The short code' }),
+    hex: Type.String({
+      pattern: CODE_PATTERN,
+      description:
+        'The short code: the part of the short link after its last slash (named `hex` for older clients; it is not hexadecimal). Other methods take it as `code`',
+    }),
     url: Type.String({ format: 'uri', description: 'The short link' }),
     long_url: Type.String({ format: 'uri', description: 'The destination' }),
-    qr: Type.String({ format: 'uri', description: 'Its QR code (PNG)' }),
+    qr: Type.String({
+      format: 'uri',
+      description:
+        'Its QR code, a PNG at the public address `/qr/<code>.png` (`.svg` for SVG): it opens without a key, so it can go into a page or a mail as it is, and shows the short link only. For other text, use qr.json',
+    }),
     stats: Type.String({ format: 'uri', description: 'Its public statistics page' }),
     mode: Type.String({ enum: [...MODES] }),
     created: dateTime('When it was made (UTC)'),

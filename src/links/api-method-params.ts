@@ -98,7 +98,8 @@ export const codeParam: ApiParam = {
     minLength: 1,
     maxLength: 64,
     pattern: CODE_PATTERN,
-    description: 'Short code of the link (the "hex" of its record; case-sensitive)',
+    description:
+      'Short code of the link: the `hex` of its record, the part of its short link after the last slash (case-sensitive)',
     examples: ['Ab3dE9'],
   }),
   error: {

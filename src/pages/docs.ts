@@ -119,6 +119,11 @@ function returnHtml(schema: TSchema | undefined): string {
 const block = (kind: string, text: string, label: string) =>
   `<pre class="example ${kind}" aria-label="${escapeHtml(label)}"><code>${escapeHtml(text)}</code></pre>`
 
+/** A block with a copy button (assets/app.js shows it; without the script the text is selected by hand). */
+const copyable = (id: string, kind: string, text: string, label: string) =>
+  `<div class="copyable">${block(kind, text, label).replace(' aria-label=', ` id="${escapeHtml(id)}" aria-label=`)}` +
+  `<button type="button" class="copy small" data-copy="${escapeHtml(id)}" aria-label="Copy: ${escapeHtml(label)}" hidden>Copy</button></div>`
+
 const json = (value: unknown) => JSON.stringify(value, null, 2)
 
 /** The value an example shows for a parameter: its schema's first example, else its default or first member. */
@@ -214,8 +219,8 @@ function methodHtml(m: ApiMethod): string {
 <h3 id="${escapeHtml(id)}-h"><span class="verb">${m.verb}</span> <code>${escapeHtml(m.path)}</code></h3>
 <p>${inlineMarkdown(m.summary)} <span class="muted">(${key}${m.scope ? `, scope <code>${m.scope}</code>` : ''}${m.marketplace ? ', marketplace route' : ''})</span></p>
 ${m.description ? `<p>${inlineMarkdown(m.description)}</p>` : ''}<h4>Parameters</h4>${table}
-<h4>Example</h4>${block('curl', curlExample(m), `Example request of ${m.path}`)}
-${(m.moreExamples ?? []).map((x) => `<p>${inlineMarkdown(x.title)}:</p>${block('curl-more', curlExample(m, x.with), `Example request of ${m.path}: ${x.title.replaceAll('`', '')}`)}`).join('\n')}
+<h4>Example</h4>${copyable(`${id}-curl`, 'curl', curlExample(m), `Example request of ${m.path}`)}
+${(m.moreExamples ?? []).map((x, i) => `<p>${inlineMarkdown(x.title)}:</p>${copyable(`${id}-curl-${i + 2}`, 'curl-more', curlExample(m, x.with), `Example request of ${m.path}: ${x.title.replaceAll('`', '')}`)}`).join('\n')}
 <h4>Answer</h4>${block('answer', json(exampleAnswer(m)), `Example answer of ${m.path}`)}${returnHtml(m.returns)}${other}
 <h4>Errors</h4>${errorsHtml(m)}
 <p class="muted headers">Headers: <code>RateLimit-Limit</code>, <code>RateLimit-Remaining</code>, <code>RateLimit-Reset</code> on every answer while a limit applies${limited} (see <a href="#rate-limits">Rate limits</a>).</p></section>`
@@ -236,7 +241,7 @@ function tocHtml(groups: [string, ApiMethod[]][], events: WebhookEventDoc[]): st
   const link = (href: string, html: string) => `<a href="#${escapeHtml(href)}">${html}</a>`
   const methods = groups.map(
     ([tag, list]) =>
-      `<li>${link(groupAnchor(tag), escapeHtml(groupTitle(tag)))}<ul>${list.map((m) => `<li>${link(methodAnchor(m), `<code>${escapeHtml(m.path.replace(/^\/api\//, ''))}</code>`)}</li>`).join('')}</ul></li>`,
+      `<li>${link(groupAnchor(tag), escapeHtml(groupTitle(tag)))}<ul>${list.map((m) => `<li>${link(methodAnchor(m), `<span class="verb">${m.verb}</span> <code>${escapeHtml(m.path.replace(/^\/api\//, ''))}</code>`)}</li>`).join('')}</ul></li>`,
   )
   const eventItems = events
     .map((e) => `<li>${link(eventAnchor(e), `<code>${escapeHtml(e.type)}</code>`)}</li>`)
@@ -284,6 +289,9 @@ function verifyWebhook(secret, headers, body) {
   })
 }`
 
+/** The two shell variables every example uses. */
+const SETUP = (baseUrl: string) => `LINKBOX=${baseUrl}\nKEY=paste-your-api-key-here`
+
 const VERIFY_WITH_PACKAGE = `import { Webhook } from 'standardwebhooks'
 
 // Throws when the signature does not match or the timestamp is more than 5 minutes off.
@@ -322,7 +330,6 @@ export function createDocsRoutes(deps: DocsDeps) {
   const render = () => {
     const groups = grouped(deps.methods)
     return {
-      base_url: deps.baseUrl,
       toc: tocHtml(groups, events),
       statuses: statusRows(),
       media_ttl: duration(deps.mediaLinkTtl),
@@ -335,8 +342,10 @@ export function createDocsRoutes(deps: DocsDeps) {
         .join('\n'),
       events: events.map(eventHtml).join('\n'),
       event_types: events.map((e) => code(e.type)).join(', '),
-      verify_by_hand: block('verify', VERIFY_BY_HAND, 'Verifying a webhook by hand, in Node.js'),
-      verify_with_package: block(
+      setup: copyable('setup', 'setup', SETUP(deps.baseUrl), 'Setting the variables the examples use'),
+      verify_by_hand: copyable('verify-by-hand', 'verify', VERIFY_BY_HAND, 'Verifying a webhook by hand, in Node.js'),
+      verify_with_package: copyable(
+        'verify-with-package',
         'verify-package',
         VERIFY_WITH_PACKAGE,
         'Verifying a webhook with the standardwebhooks package',
@@ -352,6 +361,8 @@ export function createDocsRoutes(deps: DocsDeps) {
       }
       return page(docsTpl as unknown as string, vars, {
         title: 'API',
+        // The script: the theme chosen on the other pages (and its switch), and the copy buttons.
+        script: true,
         brand: 'wide',
         nav: [
           ['/api/docs', 'API'],

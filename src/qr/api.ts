@@ -236,6 +236,9 @@ export function qrApi(qr: QrService): ApiMethod[] {
       ...common,
       verb: 'GET',
       summary: 'Generate a QR code (PNG or SVG) for a text or address',
+      description:
+        'A short link has its QR code already, at the public address `/qr/<code>.png` (`.svg` too) that opens without a key: ' +
+        'the `qr` of its record. This method draws any text, in the colours, size and error correction asked for.',
       handler: async ({ params, caller }) => {
         const raw = wantsRaw(params.raw)
         // Each account renders in its own lane of the queue (a bounded share): see qr/renderer.ts.

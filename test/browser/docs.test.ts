@@ -1,7 +1,9 @@
 // /api/docs in real Chromium (issue 24): the page opens with the site's header, every entry of its contents
 // jumps to its anchor (the target's heading on screen, the address saying where), back returns to where the
 // reader was, a reload keeps the place, the brand leads home; no backtick in the text a reader sees; axe in
-// both themes and at 390 px, screenshots; no request leaves the app's origin.
+// both themes and at 390 px, screenshots; no request leaves the app's origin. Issue 38: the contents name each
+// method with its HTTP method, the page follows the theme chosen elsewhere and offers the switch, and every
+// example has a copy button (test/browser/docs-theme.test.ts).
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
 import { join } from 'node:path'
@@ -48,8 +50,8 @@ test('the page opens with the site header and its contents; nothing in it shows 
 test('entries of the contents jump to their anchors; back returns to the contents; a reload keeps the place', async () => {
   await page.goto(`${app.url}/api/docs`)
   for (const [name, id] of [
-    ['getLink.json', 'getLink.json'],
-    ['webhooks.json', 'webhooks.json'],
+    ['POST getLink.json', 'getLink.json'],
+    ['POST webhooks.json', 'webhooks.json'],
     ['mail.received', 'event-mail.received'],
     ['Verifying a signature', 'verify-signatures'],
   ] as const) {

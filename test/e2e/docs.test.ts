@@ -164,6 +164,23 @@ describe('the page', () => {
       expect(targets).toContain(t)
   })
 
+  test('issue 38: each entry names its HTTP method; every example block has its copy button; the script is loaded', async () => {
+    const toc = html.slice(html.indexOf('<nav class="toc"'), html.indexOf('</nav>', html.indexOf('<nav class="toc"')))
+    for (const m of box.methods)
+      expect(toc).toContain(
+        `<a href="#${methodAnchor(m)}"><span class="verb">${m.verb}</span> <code>${m.path.replace('/api/', '')}</code></a>`,
+      )
+    const blocks = [...html.matchAll(/<pre class="example (curl|curl-more|setup|verify|verify-package)" id="([^"]+)"/g)]
+    expect(blocks.length).toBeGreaterThan(box.methods.length)
+    for (const [, , id] of blocks) expect(html, id).toContain(`data-copy="${id}"`)
+    // Every curl command is one of them.
+    expect(html.split('<pre class="example curl').length - 1).toBe(
+      blocks.filter(([, kind]) => kind!.startsWith('curl')).length,
+    )
+    expect(html).toContain('<script src="/assets/app.js?v=')
+    expect((await fetch(`${base}/api/docs`)).headers.get('content-security-policy')).toContain("script-src 'self'")
+  })
+
   test('shows no Markdown: descriptions with `code` are rendered, not printed with their backticks', () => {
     // The declarations do use Markdown (the OpenAPI document keeps it) ...
     expect(JSON.stringify(raw)).toContain('`')
