@@ -87,6 +87,9 @@ function* linkboxRows(text: string): Generator<ImportRow> {
       mode: r.get('mode') || undefined,
       expiresAt: moment(r.get('expires')),
       max_visits: r.get('maxvisits') || undefined,
+      rules: r.get('rules') || undefined,
+      split: r.get('split') || undefined,
+      hadPassword: /^(yes|true|1)$/i.test(r.get('haspassword')),
       ...kept({
         created: r.get('created'),
         createdColumn: r.column('created'),

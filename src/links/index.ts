@@ -18,4 +18,18 @@ export { breakable, csvTableOf, dayOf, statsBody, statsCsv, statsFor, windowOf }
 export { MAX_TAG_LENGTH, MAX_TAGS, MAX_TITLE_LENGTH, MODES } from './validate'
 export { MAX_JSON_CHARS, MAX_RULES, MAX_SPLIT, MAX_VISITS, MIN_SPLIT } from './validate-routing'
 export type { AnonymousCreations } from './anonymous'
-export { IMPORT_FORMATS, importLinks, MAX_IMPORT_BYTES } from './import'
+export {
+  DEFAULT_IMPORT_MAX_ROWS,
+  detectFormat,
+  IMPORT_FORMATS,
+  importLinks,
+  MAX_IMPORT_BYTES,
+  previewImport,
+  recognisedFormat,
+  SKIPPED_LISTED,
+  type ImportFormat,
+  type ImportResult,
+  type PreviewRow,
+  type Skipped,
+} from './import'
+export { csvField, csvLine, csvRecords } from './csv'
