@@ -98,7 +98,12 @@ export interface PreviewView {
 export function previewCard(s: Session, v: PreviewView): string {
   const made = v.rows.filter((r) => !r.skip).length
   const skipped = v.rows.length - made
-  const shown = v.rows.length < v.total ? `The first ${v.rows.length} of ${v.total} rows` : `All ${v.total} rows`
+  const shown =
+    v.rows.length < v.total
+      ? `The first ${v.rows.length} of ${v.total} rows`
+      : v.total === 1
+        ? 'Its one row'
+        : `All ${v.total} rows`
   const recognised = v.asked === 'auto' ? ' (recognised from its header row)' : ''
   const passwords = v.rows.some((r) => r.hadPassword) ? `<p class="notice warn">${PASSWORD_NOTE}</p>` : ''
   return `<section class="card" aria-labelledby="preview-heading">

@@ -65,24 +65,22 @@ function skippedCsv(row: PendingImportRow, result: ImportResult): string {
     const r = why.get(line)!
     return [csvField(line, true), csvField(r.reason), csvField(r.message)]
   }
-  if (row.format === 'kutt' && /^\s*[[{]/.test(row.body.replace(/^\uFEFF/, '')))
+  const format = row.format.split(' ')[0]
+  if (format === 'kutt' && /^\s*[[{]/.test(row.body.replace(/^\uFEFF/, '')))
     return (
       csvLine(['code', ...added]) + result.skipped.map((r) => csvLine([csvField(r.code), ...reasons(r.line)])).join('')
     )
   let header: string[] | null = null
   let out = ''
   for (const rec of csvRecords(row.body)) {
-    if (header === null && !why.has(rec.line)) {
-      header = rec.fields
+    if (header === null) {
+      // A YOURLS table without its header (no "url" column): its first row is a link, the columns the table's.
+      const headless = format === 'yourls' && !rec.fields.some((f) => f.trim().toLowerCase() === 'url')
+      header = headless ? ['keyword', 'url', 'title', 'timestamp', 'ip', 'clicks'] : rec.fields
       out += csvLine([...header.map((f) => csvField(f)), ...added])
-      continue
+      if (!headless) continue
     }
     if (!why.has(rec.line)) continue
-    // A YOURLS table without its header: the first row is a link, and the columns are the table's.
-    if (header === null) {
-      header = ['keyword', 'url', 'title', 'timestamp', 'ip', 'clicks']
-      out += csvLine([...header, ...added])
-    }
     const cells = header.map((_, i) => csvField(rec.fields[i] ?? ''))
     out += csvLine([...cells, ...reasons(rec.line)])
   }

@@ -143,6 +143,8 @@ function* kuttJsonRows(doc: string): Generator<ImportRow> {
       code: text(o.address),
       long_url: text(o.target),
       expiresAt: moment(text(o.expire_in)),
+      // Kutt's list says whether a link has a password, never the password.
+      hadPassword: o.password === true,
       ...kept({
         created: text(o.created_at),
         createdColumn: 'created_at',

@@ -39,7 +39,9 @@ beforeAll(async () => {
     return c
   }
   const configs = [config(), config()]
-  ;[a, b] = await Promise.all(configs.map((c) => startServer({ config: c, startTimeoutMs: 30_000 })))
+  const started = await Promise.all(configs.map((c) => startServer({ config: c, startTimeoutMs: 30_000 })))
+  a = started[0]!
+  b = started[1]!
   key = await createAccount(configs[0]!.configPath, 'alice')
   const set = await runCli(['account', 'password', 'alice', '--password', '-', '--config', configs[0]!.configPath], {
     stdin: `${PW}\n`,
