@@ -204,8 +204,14 @@ export function createImportPage(deps: DashboardDeps) {
         const here = `${PAGE}/${ID.test(params.id) ? params.id : ''}`
         const row = await pendingOf(s, params.id)
         // Taken once, on any node: a second confirmation (a double click, back and send) finds it running or done.
-        if (!row || !(await rows.start(row.id, s.caller.accountId, clock())))
-          return shell.seeOther(here, { kind: 'ok', text: 'This file was imported already: here is what happened.' })
+        if (!row || !(await rows.start(row.id, s.caller.accountId, clock()))) {
+          const now = row && (await rows.get(row.id, s.caller.accountId, clock()))
+          const text =
+            now?.state === 'running'
+              ? 'This file is being imported already (it was confirmed once): reload in a moment for its summary.'
+              : 'This file was imported already: here is what happened.'
+          return shell.seeOther(here, { kind: 'ok', text })
+        }
         const [format] = row.format.split(' ') as [ImportFormat]
         let outcome: Outcome
         try {

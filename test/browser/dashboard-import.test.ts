@@ -91,7 +91,8 @@ describe('the import page', () => {
     expect(await text('#import-file-error')).toContain('The file is not recognised from its header row')
     expect(await page.getAttribute('#import-file', 'aria-invalid')).toBe('true')
     expect(await page.getAttribute('#import-file', 'aria-describedby')).toContain('import-file-error')
-    await checkPage(page, null)
+    await checkPage(page, 'dash-import-refused')
+    await shots('upload-refused')
   })
 
   test('Shlink: recognised, previewed with each skip and its reason, confirmed once, summarised; the skipped rows download', async () => {
@@ -248,6 +249,32 @@ describe('the import page', () => {
       expect(await text('#import-file-error')).toBe('The file is larger than 10 MiB: split it into several files.')
     }
     expect(pending()).toBe(before)
+  })
+
+  test('an import under way, and one that stopped: each says so (and a confirmation meanwhile imports nothing)', async () => {
+    await page.goto(`${app.url}/dashboard/import`)
+    await upload('later.csv', 'code,long_url\r\nlater-1,https://example.com/later\r\n')
+    const here = page.url()
+    // As if another tab's confirmation were importing it right now.
+    app.db.query("UPDATE pending_imports SET state = 'running' WHERE state = 'pending'").run()
+    const before = linkCount()
+    await click(page, 'form.import-confirm button')
+    expect(page.url()).toBe(here)
+    expect(await text('.notice.ok')).toContain('This file is being imported already')
+    expect(await text('#running-heading')).toBe('The import is under way')
+    expect(linkCount()).toBe(before)
+    await checkPage(page, 'dash-import-running')
+    app.db
+      .query("UPDATE pending_imports SET state = 'done', result = ? WHERE state = 'running'")
+      .run(
+        JSON.stringify({
+          error: 'The import lost its lock (it ran longer than its lease): the rows made so far stay.',
+        }),
+      )
+    await page.reload()
+    expect(await text('#summary-heading')).toBe('The import of later.csv stopped')
+    expect(await text('.card .notice.error')).toContain('The import lost its lock')
+    await checkPage(page, 'dash-import-stopped')
   })
 
   test('an unknown or another account’s import id leads back to the upload form, saying so', async () => {
