@@ -1,7 +1,7 @@
 // The import page's waiting files (dashboard/storage: PendingImportRows), ONE suite on both engines, two "nodes"
 // (connections on one SQLite file, pools on one PostgreSQL database): a file put through one node is found
 // through the other, only by its account; a confirmation takes it once however many nodes confirm at once;
-// the bounds per account and in bytes hold; expired files are neither found nor started, and are swept.
+// the bounds per account and in bytes hold, under two nodes putting at once; expired files are neither found nor started, and are swept.
 import { describe, expect, test } from 'bun:test'
 import { postgresStorages } from '../../src/app/storages-postgres'
 import { sqliteStorages } from '../../src/app/storages'
@@ -131,6 +131,25 @@ describe.each(ENGINES)('pending imports on %s', (_name, makeEngine) => {
       expect(await kept('a2')).toBe(true)
       expect(await a.put(file('a5', alice, 100, T0 + 6), BOUNDS, T0 + 6)).toBe(true)
       expect([await kept('a2'), await kept('a5'), await kept('b1', bob)]).toEqual([false, true, true])
+    } finally {
+      await e.close()
+    }
+  })
+
+  test('two nodes putting at once, round after round: never more than the bytes bound in all', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const alice = await e.account('alice')
+      const bob = await e.account('bob')
+      for (let round = 0; round < 5; round++) {
+        const at = T0 + round * HOUR // the round before has expired
+        const puts = await Promise.all([
+          a.put(file(`a${round}`, alice, 600, at), BOUNDS, at),
+          b.put(file(`b${round}`, bob, 600, at), BOUNDS, at),
+        ])
+        expect(puts.filter(Boolean)).toHaveLength(1)
+      }
     } finally {
       await e.close()
     }

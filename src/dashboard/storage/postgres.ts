@@ -161,8 +161,8 @@ export function postgresFlashRows(sql: SQL): FlashRows {
   }
 }
 
-/** The advisory lock (class, key) every upload takes in turn: the bytes bound is checked against committed rows. */
-const PENDING_IMPORTS_LOCK = [1851878757, 24] as const
+/** The advisory lock every upload takes in turn ("lbimport" in ASCII): the bytes bound is checked against committed rows. */
+const PENDING_IMPORTS_LOCK = 0x6c62696d706f7274n
 
 const pending = (r: Record<string, unknown>): PendingImportRow => ({
   id: r.id as string,
@@ -181,7 +181,7 @@ export function postgresPendingImportRows(sql: SQL): PendingImportRows {
   return {
     async put(r, bounds, now) {
       return sql.begin(async (tx) => {
-        await tx`SELECT pg_advisory_xact_lock(${PENDING_IMPORTS_LOCK[0]}, ${PENDING_IMPORTS_LOCK[1]})`
+        await tx`SELECT pg_advisory_xact_lock(${PENDING_IMPORTS_LOCK.toString()}::bigint)`
         await tx`DELETE FROM pending_imports WHERE id IN (SELECT id FROM pending_imports WHERE expires <= ${now} LIMIT 100)`
         const keep = bounds.perAccount - 1
         const [k] =
