@@ -378,6 +378,32 @@ describe('linkbox import', () => {
     } finally {
       db.close()
     }
+    // --format auto: recognised from the header row (a Bitly export); a file not recognised is refused.
+    const auto = await runCli([
+      'import',
+      join(FIXTURES, 'bitly.csv'),
+      '--account',
+      'fred',
+      '--format',
+      'auto',
+      '--config',
+      config.configPath,
+    ])
+    expect([auto.code, auto.stdout.split('\n')[0]]).toEqual([0, 'created 3 links for fred; skipped 0'])
+    const people = join(config.dir, 'people.csv')
+    writeFileSync(people, 'name,email\r\nann,ann@example.com\r\n')
+    const unknown = await runCli([
+      'import',
+      people,
+      '--account',
+      'fred',
+      '--format',
+      'auto',
+      '--config',
+      config.configPath,
+    ])
+    expect(unknown.code).toBe(1)
+    expect(unknown.stderr).toContain('is not recognised from its header row')
     // Not a Bitly file: refused as a whole, nothing made, exit 1.
     const refused = await runCli([
       'import',
