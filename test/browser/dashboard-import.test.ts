@@ -264,13 +264,11 @@ describe('the import page', () => {
     expect(await text('#running-heading')).toBe('The import is under way')
     expect(linkCount()).toBe(before)
     await checkPage(page, 'dash-import-running')
-    app.db
-      .query("UPDATE pending_imports SET state = 'done', result = ? WHERE state = 'running'")
-      .run(
-        JSON.stringify({
-          error: 'The import lost its lock (it ran longer than its lease): the rows made so far stay.',
-        }),
-      )
+    app.db.query("UPDATE pending_imports SET state = 'done', result = ? WHERE state = 'running'").run(
+      JSON.stringify({
+        error: 'The import lost its lock (it ran longer than its lease): the rows made so far stay.',
+      }),
+    )
     await page.reload()
     expect(await text('#summary-heading')).toBe('The import of later.csv stopped')
     expect(await text('.card .notice.error')).toContain('The import lost its lock')
