@@ -5,7 +5,12 @@ import { postgresAbuseRows } from '../abuse/storage/postgres'
 import { postgresAccountStorage } from '../accounts/storage/postgres'
 import { postgresAuditRows } from '../audit/storage/postgres'
 import { postgresClickCounts, postgresDayKeyRows, postgresSharedVisitorRows } from '../clicks/storage/postgres'
-import { postgresFlashRows, postgresFormTokenRows, postgresSessionRows } from '../dashboard/storage/postgres'
+import {
+  postgresFlashRows,
+  postgresFormTokenRows,
+  postgresPendingImportRows,
+  postgresSessionRows,
+} from '../dashboard/storage/postgres'
 import { postgresDailyCountRows } from '../db/postgres/daily-counts'
 import { postgresLinkStorage } from '../links/storage/postgres'
 import { postgresMessageStore } from '../mail/storage/postgres'
@@ -26,6 +31,7 @@ export function postgresStorages(sql: SQL, opts: { changes?: ChangeFeed } = {}):
     sessions: postgresSessionRows(sql),
     formTokens: postgresFormTokenRows(sql),
     flashes: postgresFlashRows(sql),
+    pendingImports: postgresPendingImportRows(sql),
     dayKeys: postgresDayKeyRows(sql),
     dailyCounts: postgresDailyCountRows(sql),
     visitorHashes: postgresSharedVisitorRows(sql),

@@ -10,8 +10,13 @@ import { sqliteAuditRows } from '../audit/storage/sqlite'
 import type { AuditRows } from '../audit'
 import type { ClickCounts, DayKeyRows, SharedVisitorRows } from '../clicks'
 import { sqliteClickCounts, sqliteDayKeyRows } from '../clicks/storage/sqlite'
-import { sqliteFlashRows, sqliteFormTokenRows, sqliteSessionRows } from '../dashboard/storage/sqlite'
-import type { FlashRows, FormTokenRows, SessionRows } from '../dashboard'
+import {
+  sqliteFlashRows,
+  sqliteFormTokenRows,
+  sqlitePendingImportRows,
+  sqliteSessionRows,
+} from '../dashboard/storage/sqlite'
+import type { FlashRows, FormTokenRows, PendingImportRows, SessionRows } from '../dashboard'
 import type { DailyCountRows } from '../db/daily-counts'
 import { sqliteDailyCountRows } from '../db/sqlite/daily-counts'
 import type { LinkStorage } from '../links'
@@ -34,6 +39,8 @@ export interface Storages<Tx> {
   formTokens: FormTokenRows<Tx>
   /** Values carried across a redirect and started sign-ins, sealed (dashboard/flash.ts). */
   flashes: FlashRows
+  /** Files uploaded to the dashboard's import page, waiting for their confirmation (dashboard/import-store.ts). */
+  pendingImports: PendingImportRows
   /** The key of each UTC day that hashes visitors (clicks/day-keys.ts). */
   dayKeys: DayKeyRows
   /** Per-day counts of anonymous creations (web/daily-limit.ts). */
@@ -86,6 +93,9 @@ export function sqliteStorages(db: Db): Storages<Db> {
     },
     get flashes() {
       return once('flashes', () => sqliteFlashRows(db))
+    },
+    get pendingImports() {
+      return once('pendingImports', () => sqlitePendingImportRows(db))
     },
     get dayKeys() {
       return once('dayKeys', () => sqliteDayKeyRows(db))

@@ -131,7 +131,7 @@ Options:
   --account NAME          the account that owns the new links
   --format F              csv (linkbox's own export; the default), shlink (the web client's CSV export),
                           kutt (the answer of GET /api/v2/links), yourls (the yourls_url table as CSV),
-                          bitly (the links export)
+                          bitly (the links export), auto (recognised from the header row)
 ${CONFIG_OPTION}`,
   doctor: `Usage: linkbox doctor [--config FILE]
 
@@ -211,7 +211,7 @@ export const OPTION_VALUES: Record<string, string> = {
   from: 'a URL or a file',
   events: 'a comma-separated list of event types',
   account: 'an account name',
-  format: 'a format (csv, shlink, kutt, yourls, bitly)',
+  format: 'a format (csv, shlink, kutt, yourls, bitly, auto)',
   since: 'a date (YYYY-MM-DD) or a time (ISO 8601)',
   to: 'a postgres:// URL, or - to read it from stdin',
   port: 'a port number',

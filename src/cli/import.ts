@@ -12,12 +12,12 @@ export async function run(invocation: Invocation): Promise<number> {
   if (!file || arg || !values.account) throw new ConfigError('usage: linkbox import FILE --account NAME [--format F]')
   const accountName = values.account
   const format = values.format ?? 'csv'
-  const [{ IMPORT_FORMATS, MAX_IMPORT_BYTES, importLinks }, { printable }] = await Promise.all([
+  const [{ IMPORT_FORMATS, MAX_IMPORT_BYTES, importLinks, recognisedFormat }, { printable }] = await Promise.all([
     import('../links'),
     import('../accounts'),
   ])
-  if (!(IMPORT_FORMATS as readonly string[]).includes(format))
-    throw new ConfigError(`--format must be one of: ${IMPORT_FORMATS.join(', ')}`)
+  if (format !== 'auto' && !(IMPORT_FORMATS as readonly string[]).includes(format))
+    throw new ConfigError(`--format must be one of: ${IMPORT_FORMATS.join(', ')}, auto`)
   let size: number
   try {
     size = statSync(file).size
@@ -57,15 +57,16 @@ export async function run(invocation: Invocation): Promise<number> {
     }
     let result
     try {
-      result = await importLinks(box.links, caller, text, format as (typeof IMPORT_FORMATS)[number], {
-        maxRows: config.links.import_max_rows,
-      })
+      const chosen = format === 'auto' ? recognisedFormat(text) : (format as (typeof IMPORT_FORMATS)[number])
+      result = await importLinks(box.links, caller, text, chosen, { maxRows: config.links.import_max_rows })
     } catch (err) {
       if (!(err instanceof AppError) || err.status >= 500) throw err
       console.error(`linkbox: import refused: ${err.message}`)
       return 1
     }
     console.log(`created ${result.created} links for ${accountName}; skipped ${result.skipped_total}`)
+    if (result.without_password)
+      console.log(`${result.without_password} of them had a password, which an export never holds: set it again`)
     for (const s of result.skipped) console.log([s.line, printable(s.code), s.reason, printable(s.message)].join('\t'))
     if (result.skipped_total > result.skipped.length)
       console.log(`… and ${result.skipped_total - result.skipped.length} more skipped`)

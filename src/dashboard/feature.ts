@@ -8,6 +8,7 @@ import { createHealthSection } from './admin-health'
 import { createAuditPage } from './audit'
 import { createAuthRoutes } from './auth'
 import type { DashboardDeps } from './deps'
+import { createImportPage } from './import'
 import { createKeysSection } from './keys'
 import { createLinksSection } from './links'
 import { createMailSection } from './mail'
@@ -45,6 +46,7 @@ export function createDashboardFeature(shared: Shared, deps: DashboardFeatureDep
     .use(createAuthRoutes(all, oidc))
     .use(oidc?.plugin ?? new Elysia({ name: 'dashboard-oidc-off' }))
     .use(createLinksSection(all))
+    .use(createImportPage(all))
     .use(createKeysSection(all))
     .use(createMailSection(all))
     .use(createWebhooksSection(all))
@@ -57,6 +59,7 @@ export function createDashboardFeature(shared: Shared, deps: DashboardFeatureDep
     jobs: [
       { name: 'session sweep', everyMs: 60_000, run: () => sessions.sweep() },
       { name: 'flash sweep', everyMs: 60_000, run: () => shell.flash.sweep() },
+      { name: 'import sweep', everyMs: 60_000, run: () => deps.storages.pendingImports.sweep(clock()) },
       // keep_days is read at each run: SIGHUP may change it.
       { name: 'audit sweep', everyMs: 3_600_000, run: () => deps.audit.sweep(config.audit.keep_days) },
     ],

@@ -10,5 +10,6 @@ export type {
   DashboardStores,
   FlashRows,
   FormTokenRows,
+  PendingImportRows,
   SessionRows,
 } from './storage/contract'

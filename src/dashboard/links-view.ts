@@ -163,13 +163,14 @@ ${q ? `<a href="${e(listHref({ tags, sort }))}">Clear</a>` : ''}
 <nav class="sort" aria-label="Sort links"><span class="muted">Sort:</span> ${(Object.keys(SORTS) as SortName[]).map(sortLink).join(' ')}</nav>
 <a class="manage-tags" href="/dashboard/tags">Tags</a>
 <a class="button secondary small export-link" href="/dashboard/links.csv" download>Export CSV<span class="visually-hidden"> of all your links</span></a>
+<a class="button secondary small import-link" href="/dashboard/import">Import<span class="visually-hidden"> links from a file</span></a>
 </div>${tagFilter(query)}`
   if (result.total === 0) {
     const tagged = tags.map((t) => `“${e(t)}”`).join(' and ')
     const matching = [q ? `matches “${e(q)}”` : '', tagged ? `is tagged ${tagged}` : ''].filter(Boolean).join(' and ')
     const empty = matching
       ? `<div class="empty"><p>No link ${matching}.</p><p><a href="${e(listHref({ sort }))}">Show all your links</a></p></div>`
-      : `<div class="empty"><p><strong>No links yet.</strong></p><p>Paste a long address in the form above to make your first short link, or create links from scripts with an <a href="/dashboard/keys">API key</a>.</p></div>`
+      : `<div class="empty"><p><strong>No links yet.</strong></p><p>Paste a long address in the form above to make your first short link, or create links from scripts with an <a href="/dashboard/keys">API key</a>. Coming from Shlink, Kutt, YOURLS or Bitly? <a href="/dashboard/import">Import your links</a>.</p></div>`
     return `<section class="card" aria-labelledby="list-heading"><h2 id="list-heading">Your links</h2>${matching ? search : ''}${empty}</section>`
   }
   const from = result.offset + 1

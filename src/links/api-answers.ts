@@ -228,6 +228,13 @@ export const ImportSchema = Type.Object(
       { maxItems: SKIPPED_LISTED, description: `Rows not imported, in file order: the first ${SKIPPED_LISTED}` },
     ),
     skipped_total: Type.Integer({ minimum: 0, description: 'All rows not imported' }),
+    without_password: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        description:
+          "Links made without the password their file's has_password column said they had (an export never holds passwords: set them again); absent when none",
+      }),
+    ),
   },
   {
     title: 'ImportResult',

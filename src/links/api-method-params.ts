@@ -76,17 +76,19 @@ export const importFormatParam: ApiParam = {
   absent: ['', null],
   caseInsensitive: true,
   schema: Type.String({
-    enum: [...IMPORT_FORMATS],
+    enum: [...IMPORT_FORMATS, 'auto'],
     default: 'csv',
     description:
-      "csv: linkbox's own export (only long_url is required; code, mode, created, expires, tags, max_visits and title are read); shlink: the web " +
+      "csv: linkbox's own export (only long_url is required; code, mode, created, expires, tags, max_visits, title, rules and split are read; " +
+      'has_password is not a password: such links are made without one); shlink: the web ' +
       "client's CSV export; kutt: the answer of Kutt's GET /api/v2/links (JSON) or a CSV with its field names; yourls: " +
-      'the yourls_url table as CSV (keyword, url, …); bitly: the CSV export of Bitly links',
+      'the yourls_url table as CSV (keyword, url, …); bitly: the CSV export of Bitly links; auto: recognised from the ' +
+      'header row (JSON is kutt; a file not recognised is refused, 400 naming "file")',
     examples: ['shlink'],
   }),
   error: {
     code: 'invalid_parameter',
-    messages: { default: `${named('format')} must be one of: ${IMPORT_FORMATS.join(', ')}.` },
+    messages: { default: `${named('format')} must be one of: ${[...IMPORT_FORMATS, 'auto'].join(', ')}.` },
   },
 }
 

@@ -29,7 +29,7 @@ import {
   tagFilterParam,
 } from './api-method-params'
 import { csvExportResponse } from './export'
-import { DEFAULT_IMPORT_MAX_ROWS, importLinks, MAX_IMPORT_BYTES, type ImportFormat } from './import'
+import { DEFAULT_IMPORT_MAX_ROWS, importLinks, MAX_IMPORT_BYTES, recognisedFormat, type ImportFormat } from './import'
 import type { LinkService } from './service'
 
 export { LinkRecordSchema } from './api-answers'
@@ -198,8 +198,10 @@ export function linkApi(
       returns: ImportSchema,
       errors: { 413: ['too_large'], 429: ['rate_limited'], 503: ['busy', STORAGE] },
       handler: ({ params, caller }): Promise<Static<typeof ImportSchema>> => {
-        const format = String(params.format || 'csv').toLowerCase() as ImportFormat
-        return importLinks(links, caller!, params.file as string, format, { maxRows: importMaxRows() })
+        const text = params.file as string
+        const asked = String(params.format || 'csv').toLowerCase()
+        const format = asked === 'auto' ? recognisedFormat(text) : (asked as ImportFormat)
+        return importLinks(links, caller!, text, format, { maxRows: importMaxRows() })
       },
     },
     {

@@ -3,7 +3,8 @@
 import { csvField, csvLine } from './csv'
 import type { LinkRecord } from './record'
 
-// title came last (issue 36): readers of the older nine columns keep working.
+// title came last (issue 36), then rules, split and has_password (issue 38): readers of the older columns keep
+// working. Rules and split are the API's JSON; has_password says yes or no, never more (the hash stays here).
 export const EXPORT_COLUMNS = [
   'code',
   'short_url',
@@ -15,6 +16,9 @@ export const EXPORT_COLUMNS = [
   'tags',
   'max_visits',
   'title',
+  'rules',
+  'split',
+  'has_password',
 ] as const
 
 /** One link as a CSV line. Clicks and max_visits are numbers linkbox writes: never neutralised. */
@@ -30,6 +34,9 @@ export function exportLine(r: LinkRecord): string {
     csvField(r.tags.join(',')),
     csvField(r.max_visits, true),
     csvField(r.title),
+    csvField(r.rules ? JSON.stringify(r.rules) : ''),
+    csvField(r.split ? JSON.stringify(r.split) : ''),
+    csvField(r.password ? 'yes' : 'no'),
   ])
 }
 

@@ -17,6 +17,11 @@ export interface ImportRow {
   /** When the link was made (unix ms; absent: now), from the file's own column. */
   created?: number
   title?: string
+  /** linkbox's own export: its redirect rules and A/B split as the API's JSON ("" or absent: none). */
+  rules?: string
+  split?: string
+  /** linkbox's own export said the link had a password: it cannot come back (the export never holds it). */
+  hadPassword?: boolean
   /** Why the row cannot be kept as written (reason and message naming the column); it is skipped. */
   problem?: { reason: string; message: string }
 }

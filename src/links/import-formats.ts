@@ -87,6 +87,9 @@ function* linkboxRows(text: string): Generator<ImportRow> {
       mode: r.get('mode') || undefined,
       expiresAt: moment(r.get('expires')),
       max_visits: r.get('maxvisits') || undefined,
+      rules: r.get('rules') || undefined,
+      split: r.get('split') || undefined,
+      hadPassword: /^(yes|true|1)$/i.test(r.get('haspassword')),
       ...kept({
         created: r.get('created'),
         createdColumn: r.column('created'),
@@ -140,6 +143,8 @@ function* kuttJsonRows(doc: string): Generator<ImportRow> {
       code: text(o.address),
       long_url: text(o.target),
       expiresAt: moment(text(o.expire_in)),
+      // Kutt's list says whether a link has a password, never the password.
+      hadPassword: o.password === true,
       ...kept({
         created: text(o.created_at),
         createdColumn: 'created_at',

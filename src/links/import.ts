@@ -3,12 +3,23 @@
 import { randomUUID } from 'node:crypto'
 import type { Caller } from '../kernel/caller'
 import { AppError } from '../kernel/errors'
+import { detectFormat } from './import-detect'
 import { importRows, refused, rowCounts, type ImportFormat, type ImportRow } from './import-formats'
 import type { LinkService } from './service'
 import { IMPORTED_CODES_MAX } from './service-inputs'
 import { MAX_EXPIRE } from './validate'
 
 export { IMPORT_FORMATS, type ImportFormat, type ImportRow } from './import-formats'
+export { detectFormat } from './import-detect'
+
+/** The format recognised from the file's header row, or a 400 naming "file" that says to choose one. */
+export function recognisedFormat(text: string): ImportFormat {
+  const format = detectFormat(text)
+  if (format) return format
+  throw refused(
+    'is not recognised from its header row as any format linkbox imports (linkbox, Shlink, Kutt, YOURLS, Bitly): choose its format',
+  )
+}
 /** The largest file taken (SPEC §2a). */
 export const MAX_IMPORT_BYTES = 10 * 1024 * 1024
 /** Skipped rows listed in an answer; past that they are only counted. */
@@ -38,6 +49,8 @@ export interface ImportResult {
   skipped: Skipped[]
   /** All rows not imported (may exceed the list). */
   skipped_total: number
+  /** Links made without the password their file said they had (linkbox's export never holds it); absent: none. */
+  without_password?: number
 }
 
 export interface ImportOptions {
@@ -118,6 +131,93 @@ export async function importLinks(
   }
 }
 
+/** Why a row read from a file cannot be made before the service sees it: its own problem, or an expiry out of range. */
+function rowProblem(row: ImportRow, now: number): ImportRow['problem'] {
+  if (
+    row.expiresAt !== undefined &&
+    row.expiresAt !== null &&
+    (Number.isNaN(row.expiresAt) || row.expiresAt > now + MAX_EXPIRE * 1000 || row.expiresAt < 0)
+  )
+    row.problem ??= {
+      reason: 'invalid_expire',
+      message: 'The expiry must be a date (ISO 8601) at most 10 years from now.',
+    }
+  return row.problem
+}
+
+/** What the link service is asked to make of a row. */
+const inputOf = (row: ImportRow) => ({
+  url: row.long_url,
+  alias: row.code,
+  mode: row.mode,
+  tags: row.tags,
+  max_visits: row.max_visits,
+  title: row.title,
+  rules: row.rules,
+  split: row.split,
+})
+
+/** A refusal of one row as an import reports it (a row without a URL is missing_url). */
+function refusal(err: unknown): { reason: string; message: string } {
+  // Anything but a refusal of the row (the disk is full, the database is read-only) stops the import.
+  if (!(err instanceof AppError) || err.status >= 500) throw err
+  if (err.code === 'missing_parameter') return { reason: 'missing_url', message: 'The row has no destination URL.' }
+  return { reason: err.code, message: err.message }
+}
+
+/** One row of a preview: what the import would do with it. */
+export interface PreviewRow {
+  line: number
+  code: string
+  long_url: string
+  title: string
+  tags: string
+  /** Null: it would be made; else why it would be skipped. */
+  skip: { reason: string; message: string } | null
+  hadPassword: boolean
+}
+
+/**
+ * The first `first` rows of a file as the import would treat them, checked by the same rules without writing
+ * anything, and how many rows it has (refused whole as the import would refuse it). A code taken now, or
+ * twice in these rows, is a skip; the import checks again when it writes.
+ */
+export async function previewImport(
+  links: LinkService,
+  text: string,
+  format: ImportFormat,
+  opts: ImportOptions & { first: number },
+): Promise<{ total: number; rows: PreviewRow[] }> {
+  const total = await countRows(text, format, opts.maxRows)
+  if (total === 0) throw refused('holds no links (only a header, or nothing)')
+  const now = (opts.clock ?? links.now)()
+  const rows: PreviewRow[] = []
+  const seen = new Set<string>()
+  for (const row of importRows(text, format)) {
+    if (rows.length >= opts.first) break
+    let skip = rowProblem(row, now) ?? null
+    if (!skip)
+      skip = await links.check(inputOf(row)).then(
+        () => null,
+        (err) => refusal(err),
+      )
+    if (!skip && row.code !== '' && seen.has(row.code))
+      skip = { reason: 'alias_taken', message: `The alias "${row.code}" is already in use (by an earlier row).` }
+    if (row.code !== '') seen.add(row.code)
+    const { line, code, long_url } = row
+    rows.push({
+      line,
+      code,
+      long_url,
+      title: row.title ?? '',
+      tags: row.tags ?? '',
+      skip,
+      hadPassword: !!row.hadPassword,
+    })
+  }
+  return { total, rows }
+}
+
 async function createBatch(
   links: LinkService,
   caller: Caller,
@@ -138,32 +238,12 @@ async function createBatch(
   let created: Promise<unknown>[]
   try {
     created = batch.map((row) => {
-      if (
-        row.expiresAt !== undefined &&
-        row.expiresAt !== null &&
-        (Number.isNaN(row.expiresAt) || row.expiresAt > now + MAX_EXPIRE * 1000 || row.expiresAt < 0)
-      )
-        row.problem ??= {
-          reason: 'invalid_expire',
-          message: 'The expiry must be a date (ISO 8601) at most 10 years from now.',
-        }
-      if (row.problem) return Promise.resolve(null)
-      return links.create(
-        {
-          url: row.long_url,
-          alias: row.code,
-          mode: row.mode,
-          tags: row.tags,
-          max_visits: row.max_visits,
-          title: row.title,
-        },
-        caller,
-        {
-          ...(row.expiresAt !== undefined ? { expiresAt: row.expiresAt } : {}),
-          ...(row.created !== undefined ? { createdAt: row.created } : {}),
-          quiet: true,
-        },
-      )
+      if (rowProblem(row, now)) return Promise.resolve(null)
+      return links.create(inputOf(row), caller, {
+        ...(row.expiresAt !== undefined ? { expiresAt: row.expiresAt } : {}),
+        ...(row.created !== undefined ? { createdAt: row.created } : {}),
+        quiet: true,
+      })
     })
   } finally {
     Error.stackTraceLimit = traces
@@ -174,13 +254,11 @@ async function createBatch(
     if (o.status === 'fulfilled') {
       if (o.value === null) return skip(row, row.problem!.reason, row.problem!.message)
       result.created++
+      if (row.hadPassword) result.without_password = (result.without_password ?? 0) + 1
       if (codes.length < IMPORTED_CODES_MAX) codes.push(o.value.hex)
       return
     }
-    const err = o.reason
-    // Anything but a refusal of the row (the disk is full, the database is read-only) stops the import.
-    if (!(err instanceof AppError) || err.status >= 500) throw err
-    if (err.code === 'missing_parameter') skip(row, 'missing_url', 'The row has no destination URL.')
-    else skip(row, err.code, err.message)
+    const why = refusal(o.reason)
+    skip(row, why.reason, why.message)
   })
 }

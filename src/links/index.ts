@@ -34,4 +34,18 @@ export {
 } from './validate-routing'
 export type { Checked, CheckedParam } from './check'
 export type { AnonymousCreations } from './anonymous'
-export { IMPORT_FORMATS, importLinks, MAX_IMPORT_BYTES } from './import'
+export {
+  DEFAULT_IMPORT_MAX_ROWS,
+  detectFormat,
+  IMPORT_FORMATS,
+  importLinks,
+  MAX_IMPORT_BYTES,
+  previewImport,
+  recognisedFormat,
+  SKIPPED_LISTED,
+  type ImportFormat,
+  type ImportResult,
+  type PreviewRow,
+  type Skipped,
+} from './import'
+export { csvField, csvLine, csvRecords } from './csv'

@@ -111,9 +111,36 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     }
   }
 
+  /** A creation's input, validated as create does it (400s naming the parameter), before anything is written. */
+  function checked(input: CreateLinkInput) {
+    if (!present(input.url)) throw new AppError(400, 'missing_parameter', 'The parameter "url" is required.')
+    const long_url = validateUrl(input.url, urlRules)
+    deps.checkDestination?.(long_url)
+    return {
+      long_url,
+      alias: present(input.alias) ? validateAlias(input.alias) : null,
+      mode: present(input.mode) ? validateMode(input.mode) : 'redirect',
+      expire: present(input.expire) ? validateExpire(input.expire) : 0,
+      tags: present(input.tags) ? validateTags(input.tags) : [],
+      max_visits: present(input.max_visits) ? validateMaxVisits(input.max_visits) : null,
+      rules: present(input.rules) ? rulesText(input.rules) : null,
+      split: present(input.split) ? splitText(input.split) : null,
+      title: present(input.title) ? validateTitle(input.title) : '',
+      password: input.password !== undefined ? validatePassword(input.password, { allowEmpty: true }) : null,
+    }
+  }
+
   return {
     /** Every value's problem at once under its parameter's rules (check.ts), for forms; nothing is written. */
     problems,
+    /**
+     * What create would refuse, without writing (an import's preview): the same checks, and an alias already
+     * taken; the answer may change before a creation (the creation checks again).
+     */
+    async check(input: CreateLinkInput): Promise<void> {
+      const { alias } = checked(input)
+      if (alias !== null && (await store.byCode(alias))) throw aliasTaken(alias)
+    },
     /** Rows held in the cache of visited links (both generations; /metrics). */
     get cachedRows() {
       return cache.rows
@@ -145,18 +172,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         quiet?: boolean
       } = {},
     ): Promise<LinkRecord> {
-      if (!present(input.url)) throw new AppError(400, 'missing_parameter', 'The parameter "url" is required.')
-      const long_url = validateUrl(input.url, urlRules)
-      deps.checkDestination?.(long_url)
-      const alias = present(input.alias) ? validateAlias(input.alias) : null
-      const mode = present(input.mode) ? validateMode(input.mode) : 'redirect'
-      const expire = present(input.expire) ? validateExpire(input.expire) : 0
-      const tags = present(input.tags) ? validateTags(input.tags) : []
-      const max_visits = present(input.max_visits) ? validateMaxVisits(input.max_visits) : null
-      const rules = present(input.rules) ? rulesText(input.rules) : null
-      const split = present(input.split) ? splitText(input.split) : null
-      const title = present(input.title) ? validateTitle(input.title) : ''
-      const password = input.password !== undefined ? validatePassword(input.password, { allowEmpty: true }) : null
+      const { long_url, alias, mode, expire, tags, max_visits, rules, split, title, password } = checked(input)
       const password_hash = password ? await hashPassword(password) : null
       const now = clock()
       const fields = {

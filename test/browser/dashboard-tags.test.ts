@@ -157,6 +157,9 @@ describe('tags in the dashboard', () => {
       'tags',
       'max_visits',
       'title',
+      'rules',
+      'split',
+      'has_password',
     ])
     expect(rows.slice(1).map((r) => [r.fields[0], r.fields[7]])).toEqual([
       ['news-one', 'news,world'],

@@ -91,8 +91,10 @@ describe('links.json?format=csv', () => {
     )
     expect(res.headers.get('cache-control')).toBe('no-store')
     const lines = text.split('\r\n')
-    // title came last (issue 36), so that readers of the nine older columns keep working.
-    expect(lines[0]).toBe('code,short_url,long_url,mode,created,expires,clicks,tags,max_visits,title')
+    // title came last (issue 36), then rules, split and has_password (issue 38): readers of the older columns keep working.
+    expect(lines[0]).toBe(
+      'code,short_url,long_url,mode,created,expires,clicks,tags,max_visits,title,rules,split,has_password',
+    )
     expect(text.endsWith('\r\n')).toBe(true)
     const rows = parseCsv(text)
       .slice(1)
@@ -110,18 +112,24 @@ describe('links.json?format=csv', () => {
       'news,spring',
       '',
       '',
+      '',
+      '',
+      'no',
     ])
     // The raw line: a field with a comma or a quote is quoted, its quotes doubled.
     expect(lines[2]).toContain(',"https://example.com/q?a=1,2&b=%22x%22",')
     expect(lines[2]).toContain(',"news,spring",')
     expect(rows[2]![5]).toMatch(/^\d{4}-\d\d-\d\dT.*Z$/)
     expect(rows[2]![8]).toBe('5') // the visit limit
+    // Whether a password is set, never more: the hash is nowhere in the file.
+    expect(rows[2]![12]).toBe('yes')
+    expect(text).not.toContain('argon2')
     // Formula cells get a ' in front; the clicks column (a number linkbox writes) never does.
     expect(rows[3]![0]).toBe("'-cmd")
     expect(rows[3]![7]).toBe("'-sum,ok")
     // Bob's export holds none of alice's links.
     expect((await exportCsv(box, bob)).text).toBe(
-      'code,short_url,long_url,mode,created,expires,clicks,tags,max_visits,title\r\n',
+      'code,short_url,long_url,mode,created,expires,clicks,tags,max_visits,title,rules,split,has_password\r\n',
     )
   })
 
@@ -167,7 +175,8 @@ describe('import.json', () => {
       const { text } = await exportCsv(box, alice)
       const r = await importFile(fresh, dora, text)
       expect(r.status).toBe(200)
-      expect(r.body.return).toEqual({ created: 4, skipped: [], skipped_total: 0 })
+      // "framed" had a password: it comes back without one, and the answer says how many did.
+      expect(r.body.return).toEqual({ created: 4, skipped: [], skipped_total: 0, without_password: 1 })
       expect(linksOf(fresh, 'dora')).toEqual(linksOf(box, 'alice'))
       // And its own export reads the same but for the times and counts.
       const again = (await exportCsv(fresh, dora)).text
@@ -369,6 +378,32 @@ describe('linkbox import', () => {
     } finally {
       db.close()
     }
+    // --format auto: recognised from the header row (a Bitly export); a file not recognised is refused.
+    const auto = await runCli([
+      'import',
+      join(FIXTURES, 'bitly.csv'),
+      '--account',
+      'fred',
+      '--format',
+      'auto',
+      '--config',
+      config.configPath,
+    ])
+    expect([auto.code, auto.stdout.split('\n')[0]]).toEqual([0, 'created 3 links for fred; skipped 0'])
+    const people = join(config.dir, 'people.csv')
+    writeFileSync(people, 'name,email\r\nann,ann@example.com\r\n')
+    const unknown = await runCli([
+      'import',
+      people,
+      '--account',
+      'fred',
+      '--format',
+      'auto',
+      '--config',
+      config.configPath,
+    ])
+    expect(unknown.code).toBe(1)
+    expect(unknown.stderr).toContain('is not recognised from its header row')
     // Not a Bitly file: refused as a whole, nothing made, exit 1.
     const refused = await runCli([
       'import',

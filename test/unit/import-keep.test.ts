@@ -155,6 +155,9 @@ describe("linkbox's own export", () => {
         'tags',
         'max_visits',
         'title',
+        'rules',
+        'split',
+        'has_password',
       ])
     } finally {
       await fresh.cleanup()

@@ -125,11 +125,52 @@ export interface FlashRows {
   usage(pool: number): Promise<{ rows: number; bytes: number }>
 }
 
+/** A file uploaded to the import page, waiting for its confirmation, then its summary (import-store.ts). */
+export interface PendingImportRow {
+  /** SHA-256 of the id the page's URL carries. */
+  id: string
+  account_id: number
+  /** The file's name as the browser gave it (shown only). */
+  name: string
+  format: string
+  body: string
+  /** The body's bytes (what the bounds count). */
+  size: number
+  state: 'pending' | 'running' | 'done'
+  /** The import's result as JSON, once done. */
+  result: string | null
+  created: number
+  expires: number
+}
+
+/** What pending imports may hold: per account (the oldest go first), and in bytes over all accounts. */
+export interface PendingImportBounds {
+  perAccount: number
+  bytes: number
+}
+
+export interface PendingImportRows {
+  /**
+   * Stores a new row (state pending) and trims its account's oldest rows to `perAccount`, in one transaction;
+   * false, storing nothing, when all rows together would hold more than `bounds.bytes` (after expired ones go).
+   */
+  put(row: Omit<PendingImportRow, 'state' | 'result'>, bounds: PendingImportBounds, now: number): Promise<boolean>
+  /** The account's row of `id`, unexpired at `now`, or null (another account's is never found). */
+  get(id: string, accountId: number, now: number): Promise<PendingImportRow | null>
+  /** pending → running, in one statement: true for exactly one of any number of callers on any node. */
+  start(id: string, accountId: number, now: number): Promise<boolean>
+  /** running → done with its result (kept until `expires`), or back to pending when `result` is null. */
+  settle(id: string, accountId: number, result: string | null, expires: number): Promise<void>
+  /** Rows expired at `now` (up to 100 a call: they are large); how many. */
+  sweep(now: number): Promise<number>
+}
+
 /** The dashboard's own storage, one engine's. */
 export interface DashboardStorage<Tx> {
   sessions: SessionRows<Tx>
   formTokens: FormTokenRows<Tx>
   flashes: FlashRows
+  pendingImports: PendingImportRows
 }
 
 /** What the dashboard reads and writes: its own storage, and the rows of sign-in (accounts, identities, audit). */

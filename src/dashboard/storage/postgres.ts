@@ -1,7 +1,16 @@
 // The dashboard's state on PostgreSQL (contract.ts), for any number of nodes sharing one database: a session made
 // on one node is found by every other.
 import type { SQL, TransactionSQL } from 'bun'
-import type { FlashRow, FlashRows, FormTokenRow, FormTokenRows, SessionRows, SessionWithAccount } from './contract'
+import type {
+  FlashRow,
+  FlashRows,
+  FormTokenRow,
+  FormTokenRows,
+  PendingImportRow,
+  PendingImportRows,
+  SessionRows,
+  SessionWithAccount,
+} from './contract'
 
 /** bigint columns come back from Bun.SQL as text; every number here stays far below 2^53. */
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v))
@@ -148,6 +157,69 @@ export function postgresFlashRows(sql: SQL): FlashRows {
     async usage(pool) {
       const [r] = await sql`SELECT count(*) AS rows, coalesce(sum(size), 0) AS bytes FROM flashes WHERE pool = ${pool}`
       return { rows: Number(r.rows), bytes: Number(r.bytes) }
+    },
+  }
+}
+
+/** The advisory lock every upload takes in turn ("lbimport" in ASCII): the bytes bound is checked against committed rows. */
+const PENDING_IMPORTS_LOCK = 0x6c62696d706f7274n
+
+const pending = (r: Record<string, unknown>): PendingImportRow => ({
+  id: r.id as string,
+  account_id: Number(r.account_id),
+  name: r.name as string,
+  format: r.format as string,
+  body: r.body as string,
+  size: Number(r.size),
+  state: r.state as PendingImportRow['state'],
+  result: (r.result as string | null) ?? null,
+  created: Number(r.created),
+  expires: Number(r.expires),
+})
+
+export function postgresPendingImportRows(sql: SQL): PendingImportRows {
+  return {
+    async put(r, bounds, now) {
+      return sql.begin(async (tx) => {
+        await tx`SELECT pg_advisory_xact_lock(${PENDING_IMPORTS_LOCK.toString()}::bigint)`
+        await tx`DELETE FROM pending_imports WHERE id IN (SELECT id FROM pending_imports WHERE expires <= ${now} LIMIT 100)`
+        const keep = bounds.perAccount - 1
+        const [k] =
+          await tx`SELECT coalesce(sum(size), 0) AS bytes FROM pending_imports WHERE account_id != ${r.account_id}
+          OR id IN (SELECT id FROM pending_imports WHERE account_id = ${r.account_id} ORDER BY created DESC, id DESC LIMIT ${keep})`
+        if (Number(k.bytes) + r.size > bounds.bytes) return false
+        await tx`DELETE FROM pending_imports WHERE account_id = ${r.account_id} AND id NOT IN
+          (SELECT id FROM pending_imports WHERE account_id = ${r.account_id} ORDER BY created DESC, id DESC LIMIT ${keep})`
+        await tx`INSERT INTO pending_imports (id, account_id, name, format, body, size, state, result, created, expires)
+          VALUES (${r.id}, ${r.account_id}, ${r.name}, ${r.format}, ${r.body}, ${r.size}, 'pending', NULL, ${r.created}, ${r.expires})`
+        return true
+      })
+    },
+    async get(id, accountId, now) {
+      const [r] =
+        await sql`SELECT * FROM pending_imports WHERE id = ${id} AND account_id = ${accountId} AND expires > ${now}`
+      return r ? pending(r) : null
+    },
+    // One UPDATE: of two nodes confirming at once, the second waits for the first's commit and matches nothing.
+    async start(id, accountId, now) {
+      return (
+        (
+          await sql`UPDATE pending_imports SET state = 'running'
+          WHERE id = ${id} AND account_id = ${accountId} AND state = 'pending' AND expires > ${now}`
+        ).count === 1
+      )
+    },
+    async settle(id, accountId, result, expires) {
+      if (result === null)
+        await sql`UPDATE pending_imports SET state = 'pending' WHERE id = ${id} AND account_id = ${accountId} AND state = 'running'`
+      else
+        await sql`UPDATE pending_imports SET state = 'done', result = ${result}, expires = ${expires}
+          WHERE id = ${id} AND account_id = ${accountId} AND state = 'running'`
+    },
+    async sweep(now) {
+      return (
+        await sql`DELETE FROM pending_imports WHERE id IN (SELECT id FROM pending_imports WHERE expires <= ${now} LIMIT 100)`
+      ).count
     },
   }
 }

@@ -1,5 +1,5 @@
 // The dashboard's state on SQLite (contract.ts). Only hashes of session tokens are stored (web_sessions, migration 8);
-// form_tokens is migration 10, flashes migration 20.
+// form_tokens is migration 10, flashes migration 20, pending_imports migration 24.
 import type { Db } from '../../db/sqlite'
 import { lazyStatements } from '../../db/sqlite/lazy'
 import { syncWithin } from '../../db/sqlite/within'
@@ -8,6 +8,8 @@ import type {
   FlashRows,
   FormTokenRow,
   FormTokenRows,
+  PendingImportRow,
+  PendingImportRows,
   SessionRow,
   SessionRows,
   SessionWithAccount,
@@ -135,5 +137,54 @@ export function sqliteFlashRows(db: Db): FlashRows {
     take: async (id, owner) => (owner ? takeOwned.get(id, owner.owner, owner.kind) : take.get(id)) ?? null,
     sweep: async (now) => sweep.run(now).changes,
     usage: async (pool) => usage.get(pool)!,
+  }
+}
+
+/** Pending imports: one transaction checks the bytes bound and trims the account, so no two uploads pass it together. */
+export function sqlitePendingImportRows(db: Db): PendingImportRows {
+  const q = lazyStatements(db)
+  const expired = q.query<unknown, [number]>(
+    'DELETE FROM pending_imports WHERE id IN (SELECT id FROM pending_imports WHERE expires <= ? LIMIT 100)',
+  )
+  // What would stay of the others: every row but the account's oldest beyond its newest `keep`.
+  const kept = q.query<{ bytes: number }, [number, number, number]>(
+    `SELECT coalesce(sum(size), 0) AS bytes FROM pending_imports WHERE account_id != ? OR id IN
+       (SELECT id FROM pending_imports WHERE account_id = ? ORDER BY created DESC, rowid DESC LIMIT ?)`,
+  )
+  const insert = q.query<unknown, [string, number, string, string, string, number, number, number]>(
+    `INSERT INTO pending_imports (id, account_id, name, format, body, size, state, result, created, expires)
+     VALUES (?, ?, ?, ?, ?, ?, 'pending', NULL, ?, ?)`,
+  )
+  const trim = q.query<unknown, [number, number, number]>(
+    `DELETE FROM pending_imports WHERE account_id = ? AND id NOT IN
+       (SELECT id FROM pending_imports WHERE account_id = ? ORDER BY created DESC, rowid DESC LIMIT ?)`,
+  )
+  const get = q.query<PendingImportRow, [string, number, number]>(
+    'SELECT * FROM pending_imports WHERE id = ? AND account_id = ? AND expires > ?',
+  )
+  const start = q.query<unknown, [string, number, number]>(
+    "UPDATE pending_imports SET state = 'running' WHERE id = ? AND account_id = ? AND state = 'pending' AND expires > ?",
+  )
+  const done = q.query<unknown, [string, number, string, number]>(
+    "UPDATE pending_imports SET state = 'done', result = ?, expires = ? WHERE id = ? AND account_id = ? AND state = 'running'",
+  )
+  const back = q.query<unknown, [string, number]>(
+    "UPDATE pending_imports SET state = 'pending' WHERE id = ? AND account_id = ? AND state = 'running'",
+  )
+  return {
+    put: async (r, bounds, now) =>
+      db.transaction(() => {
+        expired.run(now)
+        const keep = bounds.perAccount - 1
+        if (kept.get(r.account_id, r.account_id, keep)!.bytes + r.size > bounds.bytes) return false
+        trim.run(r.account_id, r.account_id, keep)
+        insert.run(r.id, r.account_id, r.name, r.format, r.body, r.size, r.created, r.expires)
+        return true
+      })(),
+    get: async (id, accountId, now) => get.get(id, accountId, now) ?? null,
+    start: async (id, accountId, now) => start.run(id, accountId, now).changes === 1,
+    settle: async (id, accountId, result, expires) =>
+      void (result === null ? back.run(id, accountId) : done.run(result, expires, id, accountId)),
+    sweep: async (now) => expired.run(now).changes,
   }
 }

@@ -146,6 +146,26 @@ export const pgMigrations: PgMigration[] = [
   CREATE TRIGGER accounts_name_any_case_update BEFORE UPDATE OF name ON accounts FOR EACH ROW EXECUTE FUNCTION accounts_name_any_case();
   `,
   },
+  {
+    // Twin of SQLite's 24: the dashboard's imports waiting for their confirmation (and their summaries).
+    version: 24,
+    sql: `
+  CREATE TABLE pending_imports (
+    id ${T} PRIMARY KEY,
+    account_id bigint NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    name ${T} NOT NULL,
+    format ${T} NOT NULL,
+    body ${T} NOT NULL,
+    size bigint NOT NULL,
+    state ${T} NOT NULL,
+    result ${T},
+    created bigint NOT NULL,
+    expires bigint NOT NULL
+  );
+  CREATE INDEX pending_imports_account ON pending_imports (account_id, created);
+  CREATE INDEX pending_imports_expires ON pending_imports (expires);
+  `,
+  },
 ]
 
 /** The schema version this binary brings a PostgreSQL database to: the last entry's. */

@@ -214,4 +214,23 @@ export const migrationsFrom10: Migration[] = [
     SELECT RAISE(ABORT, 'account name taken in another case');
   END;
   `,
+  /* 24: the dashboard's import (issue 38): a file uploaded for a preview waits here for its confirmation, on
+     any node, until `expires` (unix ms). id: SHA-256 of the id its page's URL carries. state: pending (shown
+     for confirmation), running (confirmed: taken once), done (result: the summary's JSON). Bounded per
+     account and in bytes (dashboard/import-store.ts). */ `
+  CREATE TABLE pending_imports (
+    id TEXT PRIMARY KEY,
+    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    format TEXT NOT NULL,
+    body TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    result TEXT,
+    created INTEGER NOT NULL,
+    expires INTEGER NOT NULL
+  );
+  CREATE INDEX pending_imports_account ON pending_imports (account_id, created);
+  CREATE INDEX pending_imports_expires ON pending_imports (expires);
+  `,
 ]
