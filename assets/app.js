@@ -366,7 +366,7 @@
       el('td', { 'class': 'n', 'data-label': 'Status' }, [String(d.status)]),
       el('td', { 'class': 'wh-error', 'data-label': 'Last error' }, [String(d.error)]),
       el('td', { 'class': 'n', 'data-label': 'Time' }, [String(d.time)]),
-      el('td', { 'data-label': 'When' }, [String(d.when)]),
+      el('td', { 'data-label': 'When' }, d.at ? [d.due ? 'due ' : '', el('time', { datetime: String(d.at) }, [String(d.when).replace(/^due /, '')])] : [String(d.when)]),
       el('td', { 'class': 'wide' }, [form]),
     ])
   }

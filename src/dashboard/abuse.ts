@@ -3,12 +3,11 @@
 import { Elysia } from 'elysia'
 import type { OpenReport } from '../abuse'
 import { AppError } from '../kernel/errors'
-import { escapeHtml } from '../web/render'
+import { escapeHtml, timeHtml } from '../web/render'
 import { REPORTS, tabs } from './admin-tabs'
 import type { DashboardDeps } from './deps'
 import { byAccount } from '../audit'
 import type { Session } from './sessions'
-import { when } from './page-helpers'
 
 const e = escapeHtml
 const ACTIONS: [string, string][] = [
@@ -46,7 +45,7 @@ export function createAbuseSection(deps: DashboardDeps) {
     const state = r.link_disabled !== null ? ' <span class="badge warn">disabled</span>' : ''
     const options = ACTIONS.map(([v, label]) => `<option value="${v}">${e(label)}</option>`).join('')
     return `<tr>
-<td>${e(when(r.created))}</td>
+<td>${timeHtml(r.created)}</td>
 <td>${link}${state}</td>
 <td class="dest-cell">${gone ? '' : `<span class="report-dest" title="${e(r.long_url!)}">${e(r.long_url!)}</span>`}</td>
 <td>${r.owner ? e(r.owner) : '<span class="muted">anonymous</span>'}</td>
@@ -91,7 +90,7 @@ ${
         .map(
           (
             b,
-          ) => `<li><code>${e(b.host)}</code>${b.reason ? ` — ${e(b.reason)}` : ''} <span class="muted">since ${e(when(b.created))}</span>
+          ) => `<li><code>${e(b.host)}</code>${b.reason ? ` — ${e(b.reason)}` : ''} <span class="muted">since ${timeHtml(b.created)}</span>
 <form method="post" action="${REPORTS}/bans/remove" class="inline-form">${csrf}<input type="hidden" name="host" value="${e(b.host)}"><button type="submit" class="secondary">Lift the ban on ${e(b.host)}</button></form></li>`,
         )
         .join('')}</ul>`
@@ -111,7 +110,7 @@ ${csrf}
 ${
   list.files.length === 0
     ? '<p class="empty">No blocklist files (<code>links.blocklist_files</code>).</p>'
-    : `<ul>${list.files.map((f) => `<li><code>${e(f.path)}</code>: ${f.error ? `<strong>not readable (${e(f.error)})</strong>` : `${f.hosts} hosts${f.skipped ? `, ${f.skipped} line${f.skipped === 1 ? '' : 's'} skipped (not hosts: see the log)` : ''}`}</li>`).join('')}</ul><p class="muted">${list.set.size} distinct hosts, loaded ${e(when(list.loadedAt))}; read again on SIGHUP.</p>`
+    : `<ul>${list.files.map((f) => `<li><code>${e(f.path)}</code>: ${f.error ? `<strong>not readable (${e(f.error)})</strong>` : `${f.hosts} hosts${f.skipped ? `, ${f.skipped} line${f.skipped === 1 ? '' : 's'} skipped (not hosts: see the log)` : ''}`}</li>`).join('')}</ul><p class="muted">${list.set.size} distinct hosts, loaded ${timeHtml(list.loadedAt)}; read again on SIGHUP.</p>`
 }
 </section>`
     const content = `<h1>Admin</h1>\n${tabs('reports')}\n${reportsCard}\n${bansCard}\n${linkCard}\n${lists}`
