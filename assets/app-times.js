@@ -1,7 +1,8 @@
 // Times in the viewer's zone (issue 38). The server writes every time as <time datetime="ISO">2026-12-07 05:26
 // UTC</time> (src/web/render.ts timeHtml), which reads well without the script. Here each is shown in this
 // browser's zone: relative within a week ("3 minutes ago", "in 2 days"), else a local date and time with the zone
-// named; the exact local time is its title (hover) and, since the element can take focus, shown on focus too.
+// named; the exact local time is its title (hover) and, outside tables (where it would add a tab stop a row), it
+// takes focus and shows it then too.
 ;(function () {
   'use strict'
   if (!window.Intl || !Intl.DateTimeFormat) return
@@ -46,7 +47,8 @@
     if (node.textContent !== text) node.textContent = text
     node.setAttribute('title', title)
     node.setAttribute('data-exact', title)
-    node.setAttribute('tabindex', '0')
+    // Focusable outside tables: a list of many rows would get a tab stop per time (there the title serves).
+    if (!node.closest('table')) node.setAttribute('tabindex', '0')
     node.classList.add('local-time')
   }
   function showAll(root) {

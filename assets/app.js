@@ -464,7 +464,7 @@
         if (how) how.textContent = status === 401 ? '; your session ended, reload to sign in again' : '; no longer updated'
         return
       }
-      if (at) at.textContent = String(data.read)
+      if (at) at.replaceChildren(data.read_at ? el('time', { datetime: String(data.read_at) }, [String(data.read)]) : String(data.read))
       for (var i = 0; i < data.stats.length; i++) {
         var s = data.stats[i]
         var box = document.querySelector('[data-stat="' + String(s.key).replace(/[^a-z0-9-]/g, '') + '"]')

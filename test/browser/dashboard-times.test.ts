@@ -8,18 +8,22 @@ import type { Browser, BrowserContext, Page } from 'playwright-core'
 import type { Caller } from '../../src/kernel/caller'
 import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
+import { startReceiver, type Receiver } from '../support/webhooks'
 
 const PW = 'correct horse'
 const OLD = Date.UTC(2026, 0, 15, 12, 0) // 2026-01-15 12:00 UTC: 07:00 in New York, 21:00 in Tokyo
 const FAR = Date.UTC(2027, 2, 1, 15, 30) // 2027-03-01 15:30 UTC: 10:30 in New York, 00:30 (the 2nd) in Tokyo
 const SHOTS = '/tmp/shots38'
 let app: RunningApp
+let receiver: Receiver
+let aliceKey = ''
 let browser: Browser
 const contexts: BrowserContext[] = []
 
 beforeAll(async () => {
   app = startApp()
-  await app.accounts.createAccount({ name: 'alice', password: PW })
+  aliceKey = (await app.accounts.createAccount({ name: 'alice', password: PW })).key.key
+  receiver = startReceiver()
   const id = (app.db.query("SELECT id FROM accounts WHERE name = 'alice'").get() as { id: number }).id
   const caller: Caller = {
     accountId: id,
@@ -42,6 +46,7 @@ afterAll(async () => {
   for (const c of contexts) await c.close()
   await browser?.close()
   await app?.stop()
+  receiver?.stop()
 })
 
 async function signedIn(opts: { timezoneId?: string; javaScriptEnabled?: boolean }): Promise<Page> {
@@ -112,6 +117,8 @@ describe('times on the dashboard', () => {
       expect(await text(page, 'soon-gone', 0)).toMatch(/^(just now|\d+ minutes? ago)$/)
       expect(await text(page, 'soon-gone', 1)).toBe('in 2 days')
     }
+    // In a list the title serves: a tab stop per row's time would lengthen the way to the pager.
+    expect(await timeIn(ny, 'old-one', 0).getAttribute('tabindex')).toBeNull()
     expect(await checkPage(ny, 'times-list-ny')).toBeLessThanOrEqual(390)
     await shots(ny, 'list-ny')
   }, 90_000)
@@ -163,5 +170,22 @@ describe('times on the dashboard', () => {
     }, new Date(FAR).toISOString())
     await page.waitForFunction(() => document.getElementById('late')?.textContent !== 'x UTC')
     expect(await page.locator('#late').textContent()).toBe('2027-03-02 00:30 GMT+9')
+  }, 60_000)
+
+  test("the webhook log's rows, drawn by the script as deliveries arrive, read local too", async () => {
+    const made = await app.webhooks.create((await app.accounts.authenticate(aliceKey))!, {
+      url: receiver.url,
+      events: 'link.created',
+    })
+    receiver.secret = made.secret
+    const page = await signedIn({ timezoneId: 'Asia/Tokyo' })
+    await page.goto(`${app.url}/dashboard/webhooks/${made.id}`)
+    expect(await page.locator('.wh-meta time').getAttribute('title')).toContain('Japan Standard Time')
+    await page.getByRole('button', { name: 'Send a test event' }).click()
+    await page.locator('#wh-log td[data-label="State"] .state.good', { hasText: 'ok' }).waitFor()
+    const when = page.locator('#wh-log td[data-label="When"] time')
+    await page.waitForFunction(() => document.querySelector('#wh-log td[data-label="When"] time.local-time') !== null)
+    expect(await when.textContent()).toMatch(/^(just now|\d+ minutes? ago)$/)
+    expect(await when.getAttribute('title')).toContain('Japan Standard Time')
   }, 60_000)
 })
