@@ -48,7 +48,8 @@
     node.setAttribute('title', title)
     node.setAttribute('data-exact', title)
     // Focusable outside tables: a list of many rows would get a tab stop per time (there the title serves).
-    if (!node.closest('table')) node.setAttribute('tabindex', '0')
+    // (On the dashboard only: its stylesheet draws the tip on focus.)
+    if (!node.closest('table') && document.body.classList.contains('dash')) node.setAttribute('tabindex', '0')
     node.classList.add('local-time')
   }
   function showAll(root) {
