@@ -366,7 +366,7 @@
       el('td', { 'class': 'n', 'data-label': 'Status' }, [String(d.status)]),
       el('td', { 'class': 'wh-error', 'data-label': 'Last error' }, [String(d.error)]),
       el('td', { 'class': 'n', 'data-label': 'Time' }, [String(d.time)]),
-      el('td', { 'data-label': 'When' }, [String(d.when)]),
+      el('td', { 'data-label': 'When' }, d.at ? [d.due ? 'due ' : '', el('time', { datetime: String(d.at) }, [String(d.when).replace(/^due /, '')])] : [String(d.when)]),
       el('td', { 'class': 'wide' }, [form]),
     ])
   }
@@ -464,7 +464,7 @@
         if (how) how.textContent = status === 401 ? '; your session ended, reload to sign in again' : '; no longer updated'
         return
       }
-      if (at) at.textContent = String(data.read)
+      if (at) at.replaceChildren(data.read_at ? el('time', { datetime: String(data.read_at) }, [String(data.read)]) : String(data.read))
       for (var i = 0; i < data.stats.length; i++) {
         var s = data.stats[i]
         var box = document.querySelector('[data-stat="' + String(s.key).replace(/[^a-z0-9-]/g, '') + '"]')

@@ -21,6 +21,7 @@ import {
   type ReportClose,
   type ReportReason,
   type ReportRow,
+  type LinkListQuery,
 } from './storage/contract'
 
 export const MAX_REPORT_TEXT = 1000
@@ -229,6 +230,25 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
       if (!link) throw notFound(`No link with the code "${code}".`)
       // The link service's cached row goes: the next visit reads the row again, and its verdict with it.
       links.forget([link.code])
+      return link
+    },
+
+    /** The admin's list of every link, a page at a time (the storage orders and counts it). */
+    listLinks: (q: LinkListQuery) => rows.listLinks(q),
+    /**
+     * From that list: disables (reason) or enables (null) the link with this id only while it is still as the list
+     * showed it, checked in the write's transaction with its audit row; null: gone or changed meanwhile.
+     */
+    async setListedLinkDisabled(id: number, reason: string | null, by: Who = SYSTEM): Promise<LinkRef | null> {
+      const text = reason === null ? null : disableText(reason)
+      const link = await rows.setLinkDisabledIf(id, text, clock(), (tx, l) =>
+        record(tx, by, {
+          action: text === null ? 'link.enable' : 'link.disable',
+          target: `link ${l.code}`,
+          detail: text ?? '',
+        }),
+      )
+      if (link) links.forget([link.code])
       return link
     },
 

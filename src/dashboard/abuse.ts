@@ -3,12 +3,11 @@
 import { Elysia } from 'elysia'
 import type { OpenReport } from '../abuse'
 import { AppError } from '../kernel/errors'
-import { escapeHtml } from '../web/render'
+import { escapeHtml, timeHtml } from '../web/render'
 import { REPORTS, tabs } from './admin-tabs'
 import type { DashboardDeps } from './deps'
 import { byAccount } from '../audit'
 import type { Session } from './sessions'
-import { when } from './page-helpers'
 
 const e = escapeHtml
 const ACTIONS: [string, string][] = [
@@ -44,18 +43,20 @@ export function createAbuseSection(deps: DashboardDeps) {
       ? `<s>${e(r.code)}</s> <span class="muted">(deleted)</span>`
       : `<a href="/${encodeURIComponent(r.code)}+">${e(r.code)}</a>`
     const state = r.link_disabled !== null ? ' <span class="badge warn">disabled</span>' : ''
-    const options = ACTIONS.map(([v, label]) => `<option value="${v}">${e(label)}</option>`).join('')
+    // Nothing is chosen until the admin chooses (issue 38): a slip of Enter neither dismisses nor disables anything.
+    const options = `<option value="" selected>Choose what to do…</option>${ACTIONS.map(([v, label]) => `<option value="${v}">${e(label)}</option>`).join('')}`
+    // data-label: on a phone each row is a card of labelled cells (table.stack), nothing cut or scrolled.
     return `<tr>
-<td>${e(when(r.created))}</td>
-<td>${link}${state}</td>
-<td class="dest-cell">${gone ? '' : `<span class="report-dest" title="${e(r.long_url!)}">${e(r.long_url!)}</span>`}</td>
-<td>${r.owner ? e(r.owner) : '<span class="muted">anonymous</span>'}</td>
-<td class="n">${r.clicks ?? ''}</td>
-<td><strong>${e(REASON_WORDS[r.reason] ?? r.reason)}</strong>${r.text ? `<p class="report-text">${e(r.text)}</p>` : ''}${r.contact ? `<p class="muted">Contact: ${e(r.contact)}</p>` : ''}</td>
-<td><form method="post" action="${REPORTS}/${r.id}" class="inline-form">
+<td data-label="Reported">${timeHtml(r.created)}</td>
+<td data-label="Link"><span>${link}${state}</span></td>
+<td class="dest-cell wide" data-label="Destination">${gone ? '' : `<span class="report-dest" title="${e(r.long_url!)}">${e(r.long_url!)}</span>`}</td>
+<td data-label="Owner"><span>${r.owner ? e(r.owner) : '<span class="muted">anonymous</span>'}</span></td>
+<td class="n" data-label="Clicks"><span>${r.clicks ?? ''}</span></td>
+<td class="wide" data-label="Report"><strong>${e(REASON_WORDS[r.reason] ?? r.reason)}</strong>${r.text ? `<p class="report-text">${e(r.text)}</p>` : ''}${r.contact ? `<p class="muted">Contact: ${e(r.contact)}</p>` : ''}</td>
+<td class="wide"><form method="post" action="${REPORTS}/${r.id}" class="inline-form report-close">
 <input type="hidden" name="_csrf" value="${e(s.csrf)}">
-<label class="visually-hidden" for="action-${r.id}">What to do about report ${r.id}</label>
-<select id="action-${r.id}" name="action">${options}</select>
+<label for="action-${r.id}">What to do about report ${r.id}</label>
+<select id="action-${r.id}" name="action" required>${options}</select>
 <button type="submit" class="secondary">Close report</button>
 </form></td>
 </tr>`
@@ -70,7 +71,7 @@ export function createAbuseSection(deps: DashboardDeps) {
 ${
   reports.length === 0
     ? '<p class="empty">No open reports. Visitors report a link from its preview, password or statistics page.</p>'
-    : `<div class="table-wrap"><table class="reports"><caption class="visually-hidden">Open reports, newest first</caption>
+    : `<div class="table-wrap"><table class="reports stack"><caption class="visually-hidden">Open reports, newest first</caption>
 <thead><tr><th scope="col">Reported</th><th scope="col">Link</th><th scope="col">Destination</th><th scope="col">Owner</th><th scope="col">Clicks</th><th scope="col">Report</th><th scope="col">Action</th></tr></thead>
 <tbody>${reports.map((r) => reportRow(s, r)).join('')}</tbody></table></div>`
 }
@@ -91,7 +92,7 @@ ${
         .map(
           (
             b,
-          ) => `<li><code>${e(b.host)}</code>${b.reason ? ` — ${e(b.reason)}` : ''} <span class="muted">since ${e(when(b.created))}</span>
+          ) => `<li><code>${e(b.host)}</code>${b.reason ? ` — ${e(b.reason)}` : ''} <span class="muted">since ${timeHtml(b.created)}</span>
 <form method="post" action="${REPORTS}/bans/remove" class="inline-form">${csrf}<input type="hidden" name="host" value="${e(b.host)}"><button type="submit" class="secondary">Lift the ban on ${e(b.host)}</button></form></li>`,
         )
         .join('')}</ul>`
@@ -111,7 +112,7 @@ ${csrf}
 ${
   list.files.length === 0
     ? '<p class="empty">No blocklist files (<code>links.blocklist_files</code>).</p>'
-    : `<ul>${list.files.map((f) => `<li><code>${e(f.path)}</code>: ${f.error ? `<strong>not readable (${e(f.error)})</strong>` : `${f.hosts} hosts${f.skipped ? `, ${f.skipped} line${f.skipped === 1 ? '' : 's'} skipped (not hosts: see the log)` : ''}`}</li>`).join('')}</ul><p class="muted">${list.set.size} distinct hosts, loaded ${e(when(list.loadedAt))}; read again on SIGHUP.</p>`
+    : `<ul>${list.files.map((f) => `<li><code>${e(f.path)}</code>: ${f.error ? `<strong>not readable (${e(f.error)})</strong>` : `${f.hosts} hosts${f.skipped ? `, ${f.skipped} line${f.skipped === 1 ? '' : 's'} skipped (not hosts: see the log)` : ''}`}</li>`).join('')}</ul><p class="muted">${list.set.size} distinct hosts, loaded ${timeHtml(list.loadedAt)}; read again on SIGHUP.</p>`
 }
 </section>`
     const content = `<h1>Admin</h1>\n${tabs('reports')}\n${reportsCard}\n${bansCard}\n${linkCard}\n${lists}`
@@ -179,6 +180,7 @@ ${
       const report = id ? await abuse.openReport(id) : null
       if (!report) return back('That report is closed already, or there is no such report.', 'error')
       const action = f.get('action') ?? ''
+      if (action === '') return back(`Choose what to do about report ${id}: nothing was done yet.`, 'error')
       const why = `Reported as ${REASON_WORDS[report.reason]?.toLowerCase() ?? report.reason} and checked by the administrator.`
       const who = by(request, s)
       if (action === 'account_disabled' && report.owner === s.accountName)

@@ -2,7 +2,7 @@
 // while it is open (assets/app.js polls health.json, the same figures formatted here; without JavaScript, reload).
 import { Elysia } from 'elysia'
 import { VERSION } from '../kernel/version'
-import { escapeHtml } from '../web/render'
+import { escapeHtml, timeHtml } from '../web/render'
 import {
   barBlock,
   barRows,
@@ -165,7 +165,8 @@ export function createHealthSection(deps: DashboardDeps) {
         bars: barsOf(m.by('linkbox_webhook_deliveries_total', 'outcome'), DELIVERY_LABELS, DELIVERY_TONES),
       },
     } satisfies Record<string, Bars>
-    return { problem, read: when(clock()), cards, bars }
+    const at = clock()
+    return { problem, read: when(at), readAt: at, cards, bars }
   }
 
   /** health.json: the figures as the page words them, for app.js to put in place (data-stat, data-bars). */
@@ -174,6 +175,8 @@ export function createHealthSection(deps: DashboardDeps) {
     return {
       problem: model.problem,
       read: model.read,
+      /** The same instant for a <time datetime> (assets/app-times.js shows it in the viewer's zone). */
+      read_at: new Date(model.readAt).toISOString(),
       stats: Object.values(model.cards)
         .flat()
         .map((x: Stat) => ({ key: x.key, value: x.value, note: x.note ?? '', tone: x.tone ?? null })),
@@ -187,7 +190,7 @@ export function createHealthSection(deps: DashboardDeps) {
   }
 
   function healthPage(request: Request, s: Session) {
-    const { problem, read, cards, bars } = healthModel()
+    const { problem, readAt, cards, bars } = healthModel()
     const status =
       problem === null
         ? `<section class="card health-status ok" aria-labelledby="status-h" data-health-status><h2 id="status-h"><span class="dot" aria-hidden="true"></span>Working</h2><p>The database can be written: <code>/readyz</code> answers <code>ok</code>.</p>`
@@ -217,7 +220,7 @@ ${barBlock(bars.hooks)}
 
     const content = `<h1>Admin</h1>
 ${tabs('health')}
-<p class="muted health-read" id="health-read" data-live-health="${HEALTH}.json">Read <span id="health-read-at">${escapeHtml(read)}</span><span id="health-read-how">; reload for new numbers</span>. The same values, for a monitor, are at <a href="/metrics">/metrics</a> and <a href="/healthz">/healthz</a>.</p>
+<p class="muted health-read" id="health-read" data-live-health="${HEALTH}.json">Read <span id="health-read-at">${timeHtml(readAt)}</span><span id="health-read-how">; reload for new numbers</span>. The same values, for a monitor, are at <a href="/metrics">/metrics</a> and <a href="/healthz">/healthz</a>.</p>
 ${statusCard}
 <div class="health-grid">
 ${links}

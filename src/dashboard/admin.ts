@@ -4,10 +4,9 @@ import { Elysia } from 'elysia'
 import { ACCOUNT_PAGE_MAX } from '../accounts'
 import { byAccount } from '../audit'
 import { AppError } from '../kernel/errors'
-import { escapeHtml } from '../web/render'
+import { escapeHtml, timeHtml } from '../web/render'
 import type { DashboardDeps } from './deps'
 import type { Session } from './sessions'
-import { when } from './page-helpers'
 import { count } from './admin-figures'
 import { ADMIN, AUDIT, tabs } from './admin-tabs'
 
@@ -75,11 +74,7 @@ type Account = NonNullable<Awaited<ReturnType<DashboardDeps['accounts']['account
 
 /** A time in a narrow cell: it may break between the day and the time of day, nowhere else. */
 function whenCell(ms: number | null): string {
-  const text = when(ms)
-  const space = text.indexOf(' ')
-  return space < 0
-    ? escapeHtml(text)
-    : `<span class="nowrap">${escapeHtml(text.slice(0, space))}</span> <span class="nowrap">${escapeHtml(text.slice(space + 1))}</span>`
+  return timeHtml(ms, { split: true })
 }
 
 function accountsTable(s: Session, list: AccountList): string {
@@ -91,7 +86,7 @@ function accountsTable(s: Session, list: AccountList): string {
       const status =
         a.disabled === null
           ? '<span class="badge on">Active</span>'
-          : `<span class="badge off">Disabled</span><span class="sub">since ${escapeHtml(when(a.disabled))}</span>`
+          : `<span class="badge off">Disabled</span><span class="sub">since ${timeHtml(a.disabled)}</span>`
       const hidden = `<span class="visually-hidden"> ${escapeHtml(a.name)}</span>`
       const password = `<a href="${ADMIN}/account/${a.id}/password">Set password${hidden}</a>`
       let action: string
@@ -172,9 +167,9 @@ ${tabs('accounts')}
 
   const facts = (a: Account) => `<dl class="facts">
 <dt>Account</dt><dd>${escapeHtml(a.name)}${a.admin ? ' <span class="badge admin">Admin</span>' : ''}</dd>
-<dt>Created</dt><dd>${escapeHtml(when(a.created))}</dd>
-<dt>Last sign-in</dt><dd>${escapeHtml(when(a.lastSignin))}</dd>
-<dt>Status</dt><dd>${a.disabled === null ? 'Active' : `Disabled since ${escapeHtml(when(a.disabled))}`}</dd>
+<dt>Created</dt><dd>${timeHtml(a.created)}</dd>
+<dt>Last sign-in</dt><dd>${timeHtml(a.lastSignin)}</dd>
+<dt>Status</dt><dd>${a.disabled === null ? 'Active' : `Disabled since ${timeHtml(a.disabled)}`}</dd>
 <dt>Owns</dt><dd>${count(a.links)} link${a.links === 1 ? '' : 's'}, ${count(a.keys)} active key${a.keys === 1 ? '' : 's'}, ${count(a.mailboxes)} mailbox${a.mailboxes === 1 ? '' : 'es'}</dd>
 </dl>`
 

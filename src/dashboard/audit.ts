@@ -3,10 +3,9 @@
 import { Elysia } from 'elysia'
 import { ACTIONS, actorText, type AuditFilter, type AuditPage, type AuditReader, type AuditRow } from '../audit'
 import { AppError } from '../kernel/errors'
-import { escapeHtml } from '../web/render'
+import { escapeHtml, timeHtml } from '../web/render'
 import { AUDIT, tabs } from './admin-tabs'
 import type { Session } from './sessions'
-import { when } from './page-helpers'
 import type { Shell } from './shell'
 
 const e = escapeHtml
@@ -35,7 +34,7 @@ function rowHtml(r: AuditRow): string {
       ? `${e(r.actor_name ?? '')} <span class="sub">#${r.actor_id}</span>`
       : `<span class="actor-${r.actor_kind}">${e(actorText(r))}</span>`
   // data-label: on a phone each row is a small block of labelled cells (table.stack in dashboard.css).
-  return `<tr><td class="nowrap" data-label="Time"><time datetime="${new Date(r.at).toISOString()}">${e(when(r.at))}</time></td><td data-label="Actor">${actor}</td><td data-label="Action"><code>${e(r.action)}</code></td><td class="audit-target wide" data-label="Target">${e(r.target)}${r.detail ? `<span class="sub">${e(r.detail)}</span>` : ''}</td><td class="nowrap" data-label="Address">${e(r.address)}</td></tr>`
+  return `<tr><td class="nowrap" data-label="Time">${timeHtml(r.at)}</td><td data-label="Actor">${actor}</td><td data-label="Action"><code>${e(r.action)}</code></td><td class="audit-target wide" data-label="Target">${e(r.target)}${r.detail ? `<span class="sub">${e(r.detail)}</span>` : ''}</td><td class="nowrap" data-label="Address">${e(r.address)}</td></tr>`
 }
 
 export function createAuditPage(deps: { shell: Shell; audit: AuditReader; keepDays: () => number }) {

@@ -4,12 +4,12 @@ import { Elysia } from 'elysia'
 import { printable } from '../accounts'
 import { SCOPES, type Scope } from '../kernel/caller'
 import { AppError } from '../kernel/errors'
-import { escapeHtml as e } from '../web/render'
+import { escapeHtml as e, timeHtml } from '../web/render'
 import { RepeatedForm } from './form-tokens'
 import type { DashboardDeps } from './deps'
 import { byAccount } from '../audit'
 import type { Session } from './sessions'
-import { when, withParam } from './page-helpers'
+import { withParam } from './page-helpers'
 import type { Notice } from './shell'
 
 const SCOPE_TEXT: Record<Scope, string> = {
@@ -91,14 +91,14 @@ ${keyFields(form, errors)}
     const rows = keys
       .map((k) => {
         const status = k.revoked
-          ? `<span class="tag revoked">revoked</span> <span class="muted">${e(when(k.revoked))}</span>`
+          ? `<span class="tag revoked">revoked</span> <span class="muted">${timeHtml(k.revoked)}</span>`
           : `<a href="/dashboard/keys/${k.id}/edit" aria-label="Edit the key ${e(k.prefix)}…">Edit</a> · <a class="danger-link" href="/dashboard/keys/${k.id}/revoke" aria-label="Revoke the key ${e(k.prefix)}…">Revoke</a>`
         return `<tr${k.revoked ? ' class="is-revoked"' : ''}>
 <td data-label="Key"><code>${e(k.prefix)}…</code></td>
 <td data-label="Label"><span>${k.label ? e(printable(k.label)) : '<span class="muted">—</span>'}</span></td>
 <td data-label="Scopes"><span class="scope-tags">${k.scopes.map((sc) => `<span class="tag">${e(sc)}</span>`).join(' ')}</span></td>
-<td class="date" data-label="Created">${e(when(k.created))}</td>
-<td class="date" data-label="Last used">${k.last_used ? e(when(k.last_used)) : '<span class="muted">never</span>'}</td>
+<td class="date" data-label="Created">${timeHtml(k.created)}</td>
+<td class="date" data-label="Last used">${k.last_used ? timeHtml(k.last_used) : '<span class="muted">never</span>'}</td>
 <td data-label="Status"><div>${status}</div></td>
 </tr>`
       })
@@ -174,8 +174,8 @@ only the methods of its scopes; a revoked key is refused at once.</p>
 <dt>Key</dt><dd><code>${e(k.prefix)}…</code></dd>
 <dt>Label</dt><dd>${k.label ? e(printable(k.label)) : '<span class="muted">—</span>'}</dd>
 <dt>Scopes</dt><dd><span class="scope-tags">${k.scopes.map((sc) => `<span class="tag">${e(sc)}</span>`).join(' ')}</span></dd>
-<dt>Created</dt><dd>${e(when(k.created))}</dd>
-<dt>Last used</dt><dd>${k.last_used ? e(when(k.last_used)) : 'never'}</dd>
+<dt>Created</dt><dd>${timeHtml(k.created)}</dd>
+<dt>Last used</dt><dd>${timeHtml(k.last_used)}</dd>
 </dl>
 <p class="warn-text">Scripts that use it are refused from the moment it is revoked. This cannot be undone: to use the API again, create another key.</p>
 <form method="post" action="/dashboard/keys/${k.id}/revoke" class="actions">

@@ -3,11 +3,10 @@
 import { Elysia } from 'elysia'
 import { AppError } from '../kernel/errors'
 import { breakable, csvTableOf, dayOf, MODES, statsBody, statsCsv, statsFor, windowOf, type LinkRecord } from '../links'
-import { escapeHtml as e } from '../web/render'
+import { escapeHtml as e, isoTimeHtml } from '../web/render'
 import { qrImage, qrSection, qrWithLogo } from './link-qr'
 import type { DashboardDeps } from './deps'
 import type { Session } from './sessions'
-import { when } from './page-helpers'
 import { CODE, lock, tagChips, visitsLeftText } from './links-view'
 import {
   currentRouting,
@@ -74,8 +73,8 @@ export function createLinkPages({ shell, links, qr, clock }: DashboardDeps) {
     const currentExpiry = !r.expires
       ? 'It never expires.'
       : r.expired
-        ? `It expired ${when(Date.parse(r.expires))}.`
-        : `It expires ${when(Date.parse(r.expires))}.`
+        ? `It expired ${isoTimeHtml(r.expires)}.`
+        : `It expires ${isoTimeHtml(r.expires)}.`
     const expireOptions: [string, string][] = [
       ['keep', 'Keep as it is'],
       ['0', 'Never'],
@@ -100,7 +99,7 @@ export function createLinkPages({ shell, links, qr, clock }: DashboardDeps) {
     )}</select>${mode.html}</div>
 <div class="field"><label for="expire">Expiry</label>
 <select id="expire" name="expire" aria-describedby="expire-hint${errors.expire ? ' expire-error' : ''}"${errors.expire ? ' aria-invalid="true"' : ''}>${selectOptions(expireOptions, v.expire)}</select>
-<span class="hint" id="expire-hint">${e(currentExpiry)}</span>${expire.html}</div>
+<span class="hint" id="expire-hint">${currentExpiry}</span>${expire.html}</div>
 ${titleField(v.title, errors)}
 ${tagsField(v.tags, errors)}
 ${routingFields(v, errors, visitsLeftText(r))}
@@ -125,7 +124,7 @@ ${r.password ? radio('remove', 'Remove the password') : ''}
 <dl class="facts">
 <dt>Clicks</dt><dd>${r.clicks} · <a href="/dashboard/links/${c}/stats">statistics</a></dd>
 ${r.max_visits !== null ? `<dt>Visits</dt><dd>${e(visitsLeftText(r))}</dd>` : ''}
-<dt>Created</dt><dd>${e(when(Date.parse(r.created)))}</dd>
+<dt>Created</dt><dd>${isoTimeHtml(r.created)}</dd>
 ${r.tags.length ? `<dt>Tags</dt><dd>${tagChips(r, { q: '', tags: [], sort: 'created', page: 1 })}</dd>` : ''}
 </dl>
 <p><a class="danger-link" href="/dashboard/links/${c}/delete">Delete this link…</a></p>
@@ -341,7 +340,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
 <dt>Short link</dt><dd><code>${e(r.url)}</code>${lock(r.password)}</dd>
 <dt>Destination</dt><dd class="dest-full">${breakable(r.long_url)}</dd>
 <dt>Clicks</dt><dd>${r.clicks}</dd>
-<dt>Created</dt><dd>${e(when(Date.parse(r.created)))}</dd>
+<dt>Created</dt><dd>${isoTimeHtml(r.created)}</dd>
 </dl>
 <p class="warn-text">Its statistics and QR code are deleted with it, and the code <code>${c}</code> becomes free for anyone. This cannot be undone.</p>
 <form method="post" action="/dashboard/links/${c}/delete" class="actions">

@@ -1,8 +1,7 @@
 // The Links section's list: its query in the URL, the search and sort tools, the rows and their cells (no I/O).
 import { breakable, type LinkOrder, type LinkRecord, MAX_FILTER_TAGS, MAX_SEARCH_LENGTH } from '../links'
-import { escapeHtml as e } from '../web/render'
+import { escapeHtml as e, isoTimeHtml } from '../web/render'
 import type { DashboardDeps } from './deps'
-import { when } from './page-helpers'
 
 /** A code in a dashboard path: the alphabet of generated codes and aliases (validated before any look-up). */
 export const CODE = /^[A-Za-z0-9_-]{1,64}$/
@@ -25,8 +24,7 @@ export const lock = (has: boolean) =>
     : ''
 
 export const day = (iso: string) => iso.slice(0, 10)
-export const time = (iso: string) =>
-  `<time datetime="${e(iso)}" title="${e(when(Date.parse(iso)))}">${e(day(iso))}</time>`
+export const time = (iso: string) => isoTimeHtml(iso, { split: true })
 
 export function expiryCell(r: LinkRecord): string {
   // Disabled by an administrator (issue 26): visitors get a 451 page; the reason is the owner's to read.

@@ -1,6 +1,6 @@
 // The Mailboxes section's one message: read in full (text, sandboxed HTML, headers, source) and its HTML part.
 import type { DashboardDeps } from './deps'
-import { escapeHtml as h } from '../web/render'
+import { escapeHtml as h, isoTimeHtml } from '../web/render'
 import type { Session } from './sessions'
 import {
   headerFields,
@@ -15,7 +15,6 @@ import {
   type View,
   VIEW_LABELS,
   VIEWS,
-  whenIso,
 } from './mail-view'
 
 export function createMessagePages({ shell, mail }: DashboardDeps) {
@@ -44,8 +43,8 @@ export function createMessagePages({ shell, mail }: DashboardDeps) {
       ['From', person(m.from)],
       ['To', people(m.to) || h(m.address)],
       ...(m.cc.length ? [['Cc', people(m.cc)]] : []),
-      ['Date', h(whenIso(m.date) || '(none given)')],
-      ['Received', h(whenIso(m.received))],
+      ['Date', isoTimeHtml(m.date, { never: '(none given)' })],
+      ['Received', isoTimeHtml(m.received, { never: '' })],
       ['Size', h(size(m.size))],
     ]
       .map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`)

@@ -1,6 +1,6 @@
 // The Mailboxes section's views and limits: message rows (the page's and the live view's), sizes, headers.
 import { AppError } from '../kernel/errors'
-import { escapeHtml as h } from '../web/render'
+import { escapeHtml as h, isoTimeHtml } from '../web/render'
 import type { DashboardDeps } from './deps'
 import { when } from './page-helpers'
 import type { Session } from './sessions'
@@ -74,7 +74,7 @@ export function messageRow(address: string, m: Summary): string {
 <td class="m-dot"><span class="dot" aria-hidden="true"></span><span class="visually-hidden">${m.seen ? 'Read' : 'Unread'}</span></td>
 <td class="m-from">${person(m.from)}</td>
 <td class="m-subject"><a href="${base}/${m.id}">${h(subject)}</a>${m.intro ? `<div class="muted intro">${h(m.intro.slice(0, 120))}</div>` : ''}</td>
-<td class="m-when">${h(whenIso(m.received))}</td>
+<td class="m-when">${isoTimeHtml(m.received, { never: '' })}</td>
 <td class="n m-size">${h(size(m.size))}</td>
 <td class="n m-files">${m.attachments ? `${m.attachments}<span class="visually-hidden"> attachment${m.attachments === 1 ? '' : 's'}</span>` : ''}</td>
 </tr>`

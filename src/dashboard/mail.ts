@@ -2,7 +2,7 @@
 // service with the session's caller (another account's mailbox is a 404); deleting and "mark unread" are forms.
 import { Elysia } from 'elysia'
 import { AppError } from '../kernel/errors'
-import { escapeHtml as h } from '../web/render'
+import { escapeHtml as h, isoTimeHtml } from '../web/render'
 import type { DashboardDeps } from './deps'
 import type { Session } from './sessions'
 import {
@@ -70,8 +70,8 @@ ${err ? `<span class="error" id="mail-local-error">${h(err)}</span>` : ''}
           const href = `/dashboard/mail/${h(m.address)}`
           return `<tr>
 <td class="wide"><div class="mail-addr"><a href="${href}" id="mb-${i}">${h(m.address)}</a><button type="button" class="copy secondary small" data-copy="mb-${i}" aria-label="Copy ${h(m.address)}" hidden>Copy</button></div></td>
-<td data-label="Created">${h(whenIso(m.created))}</td>
-<td data-label="Expires">${h(whenIso(m.expires))}</td>
+<td data-label="Created">${isoTimeHtml(m.created, { never: '' })}</td>
+<td data-label="Expires">${isoTimeHtml(m.expires, { never: '' })}</td>
 <td class="n" data-label="Messages">${m.messages}</td>
 <td class="n" data-label="Unread">${m.unread ? `<span class="badge count">${m.unread}</span>` : '0'}</td>
 </tr>`
@@ -149,7 +149,7 @@ ${err ? `<span class="error" id="mail-local-error">${h(err)}</span>` : ''}
 <button type="button" class="copy secondary" data-copy="mb-address" hidden>Copy address</button>
 <a class="button secondary" href="${base}">Reload</a>
 <a class="button secondary danger-outline" href="${base}/delete">Delete mailbox…</a>
-<span class="muted"><span id="mb-count">${messagesText(box.messages)}</span> · expires ${h(whenIso(box.expires))}</span>
+<span class="muted"><span id="mb-count">${messagesText(box.messages)}</span> · expires ${isoTimeHtml(box.expires, { never: '' })}</span>
 </div>
 <section class="card" aria-labelledby="messages-h" id="mail-live" data-events="${base}/events" data-after="${latest}" data-title="${h(list.address)}">
 <h2 id="messages-h">Messages</h2>

@@ -1,4 +1,5 @@
 // Small helpers of every dashboard page: cookies, the safe target of a sign-in, paths, time as people read it.
+import { utcText } from '../web/render'
 
 export function cookiesOf(request: Request): Map<string, string> {
   const out = new Map<string, string>()
@@ -40,6 +41,5 @@ export function withParam(path: string, name: string, value: string): string {
 
 /** Time as people read it in a table: "2026-11-23 14:05 UTC" (or "never" for null). */
 export function when(ms: number | null | undefined): string {
-  if (ms === null || ms === undefined) return 'never'
-  return new Date(ms).toISOString().slice(0, 16).replace('T', ' ') + ' UTC'
+  return utcText(ms)
 }

@@ -3,7 +3,7 @@
 import { Elysia } from 'elysia'
 import type { DashboardDeps } from './deps'
 import { AppError } from '../kernel/errors'
-import { escapeHtml as h } from '../web/render'
+import { escapeHtml as h, isoTimeHtml } from '../web/render'
 import { EVENT_TYPES } from '../kernel/outbox'
 import { RepeatedForm } from './form-tokens'
 import { byAccount } from '../audit'
@@ -25,7 +25,6 @@ import {
   notFoundPage,
   stateOf,
   status,
-  whenIso,
 } from './webhooks-view'
 
 export function createWebhookEndpointPages({ shell, webhooks, clientIp }: DashboardDeps) {
@@ -83,7 +82,7 @@ export function createWebhookEndpointPages({ shell, webhooks, clientIp }: Dashbo
     const content = `<p class="crumbs"><a href="/dashboard/webhooks">Webhooks</a> /</p>
 <h1 class="wh-title">${h(w.url)}</h1>
 <section class="card">
-<dl class="wh-meta"><dt>Status</dt><dd id="wh-state">${status(w)}</dd><dt>Events</dt><dd>${eventList(w.events)}</dd><dt>Deliveries</dt><dd id="wh-counts">${counts(w)}</dd><dt>Created</dt><dd>${h(whenIso(w.created))}</dd></dl>
+<dl class="wh-meta"><dt>Status</dt><dd id="wh-state">${status(w)}</dd><dt>Events</dt><dd>${eventList(w.events)}</dd><dt>Deliveries</dt><dd id="wh-counts">${counts(w)}</dd><dt>Created</dt><dd>${isoTimeHtml(w.created, { never: '' })}</dd></dl>
 ${w.enabled ? '' : '<p class="muted">Disabled: nothing is sent to it, and events meanwhile are not kept for it. Deliveries already queued wait, and go out once it is enabled.</p>'}
 <div class="actions">
 <form method="post" action="/dashboard/webhooks/${w.id}/test">${csrf}<button type="submit">Send a test event</button></form>

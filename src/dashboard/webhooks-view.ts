@@ -1,5 +1,5 @@
 // The Webhooks section's views: endpoint states, the endpoint form's fields, the delivery log's rows and table.
-import { escapeHtml as h } from '../web/render'
+import { escapeHtml as h, isoTimeHtml } from '../web/render'
 import { EVENT_TYPES } from '../kernel/outbox'
 import type { DashboardDeps } from './deps'
 import type { Session } from './sessions'
@@ -65,6 +65,9 @@ export function logRow(d: Awaited<ReturnType<DashboardDeps['webhooks']['deliveri
     error: d.last_error ?? '—',
     time: d.last_ms === null ? '—' : `${d.last_ms} ms`,
     when: d.state === 'pending' ? `due ${whenIso(d.next_at)}` : whenIso(d.last_at),
+    /** The same time for a <time datetime> (assets/app-times.js shows it in the viewer's zone). */
+    at: (d.state === 'pending' ? d.next_at : d.last_at) ?? null,
+    due: d.state === 'pending',
   }
 }
 export const eventList = (events: string) =>
@@ -124,7 +127,7 @@ export function logTable(s: Session, w: Endpoint, log: ReturnType<typeof logRow>
 <td class="n" data-label="Status">${h(d.status)}</td>
 <td class="wh-error" data-label="Last error">${h(d.error)}</td>
 <td class="n" data-label="Time">${h(d.time)}</td>
-<td data-label="When">${h(d.when)}</td>
+<td data-label="When">${d.due ? 'due ' : ''}${isoTimeHtml(d.at, { never: '' })}</td>
 <td class="wide"><form method="post" action="/dashboard/webhooks/${w.id}/redeliver">${csrf}<input type="hidden" name="event" value="${d.event_id}"><button type="submit" class="secondary small" aria-label="Redeliver event ${d.event_id}">Redeliver</button></form></td>
 </tr>`,
     )

@@ -2,7 +2,7 @@
 // (its secret shown once; the one-time token makes a form sent twice make one), through the webhook service.
 import { Elysia } from 'elysia'
 import { AppError } from '../kernel/errors'
-import { escapeHtml as h } from '../web/render'
+import { escapeHtml as h, isoTimeHtml } from '../web/render'
 import { DEFAULT_EVENTS, EVENT_TYPES } from '../kernel/outbox'
 import { MAX_ENDPOINTS } from '../webhooks'
 import { RepeatedForm } from './form-tokens'
@@ -19,7 +19,6 @@ import {
   LIST,
   type NewEndpoint,
   status,
-  whenIso,
 } from './webhooks-view'
 import { createWebhookEndpointPages } from './webhooks-endpoint'
 
@@ -53,7 +52,7 @@ ${endpointFields(form, form.events ?? DEFAULT_EVENTS)}
       const rows = list
         .map(
           (w) => `<tr>
-<td class="wh-url wide"><a href="/dashboard/webhooks/${w.id}">${h(w.url)}</a><div class="muted">Created ${h(whenIso(w.created))}</div></td>
+<td class="wh-url wide"><a href="/dashboard/webhooks/${w.id}">${h(w.url)}</a><div class="muted">Created ${isoTimeHtml(w.created, { never: '' })}</div></td>
 <td class="wide" data-label="Events">${eventList(w.events)}</td>
 <td data-label="Status">${status(w)}</td>
 <td data-label="Deliveries">${counts(w)}</td>

@@ -2,7 +2,7 @@
 // dashboard pages, and the CSV downloads — all from one stats() answer (design notes: links).
 import statsTpl from '../../assets/stats.html' with { type: 'text' }
 import { AppError } from '../kernel/errors'
-import { barTable, dayChart, escapeHtml, fill, formatCount } from '../web/render'
+import { barTable, dayChart, escapeHtml, fill, formatCount, isoTimeHtml } from '../web/render'
 import type { LinkService } from './service'
 
 type StatsAnswer = Awaited<ReturnType<LinkService['stats']>>
@@ -180,7 +180,7 @@ ${opts.error ? `<p class="range-error" id="range-error" role="alert">${escapeHtm
     window_clicks: formatCount(windowClicks),
     clicks: formatCount(s.clicks),
     bots: formatCount(s.bots),
-    created: s.created!.slice(0, 10),
+    created: isoTimeHtml(s.created),
     from: s.from,
     to: s.to,
     days: dayChart(s.days),

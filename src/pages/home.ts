@@ -14,7 +14,7 @@ import { readBodyLimited } from '../web/params'
 import type { RateLimiter } from '../web/rate-limit'
 import { messagePage } from '../web/error-pages'
 import type { AnonymousCreations, LinkRecord, LinkService } from '../links'
-import { escapeHtml, page } from '../web/render'
+import { escapeHtml, isoTimeHtml, page } from '../web/render'
 
 const FORM_LIMIT = 8 * 1024
 export const HOME_FIELDS = ['url', 'alias', 'mode', 'expire', 'password'] as const
@@ -79,7 +79,7 @@ export function resultHtml(rec: LinkRecord, owned = false): string {
   const facts = [
     `<dt>Goes to</dt><dd>${escapeHtml(rec.long_url)}</dd>`,
     `<dt>Statistics</dt><dd><a href="/${code}+">${escapeHtml(rec.stats)}</a></dd>`,
-    rec.expires ? `<dt>Expires</dt><dd>${escapeHtml(rec.expires.slice(0, 16).replace('T', ' '))} UTC</dd>` : '',
+    rec.expires ? `<dt>Expires</dt><dd>${isoTimeHtml(rec.expires)}</dd>` : '',
     `<dt>QR code</dt><dd class="actions"><a class="button secondary small" href="/qr/${code}.png" download="${code}-qr.png">PNG</a><a class="button secondary small" href="/qr/${code}.svg" download="${code}-qr.svg">SVG</a></dd>`,
   ].join('')
   return (

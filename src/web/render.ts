@@ -7,6 +7,7 @@ import appJs from '../../assets/app.js' with { type: 'text' }
 import appRulesJs from '../../assets/app-rules.js' with { type: 'text' }
 import appBulkJs from '../../assets/app-bulk.js' with { type: 'text' }
 import appFrontJs from '../../assets/app-front.js' with { type: 'text' }
+import appTimesJs from '../../assets/app-times.js' with { type: 'text' }
 
 export const STYLE_CSS = style as unknown as string
 /** Served at /favicon.ico, which browsers ask for on every page (a 404 page each time, before). */
@@ -14,7 +15,9 @@ export const FAVICON_SVG = favicon as unknown as string
 /** Part of the stylesheet's URL: a new release's CSS gets a new URL, so it can be cached for a year. */
 export const STYLE_VERSION = new Bun.CryptoHasher('sha256').update(STYLE_CSS).digest('hex').slice(0, 12)
 /** The one script, served as one file: its parts (assets/app*.js), each a page's small improvements; pages work without it. */
-export const APP_JS = [appJs, appRulesJs, appBulkJs, appFrontJs].map((part) => part as unknown as string).join('\n')
+export const APP_JS = [appJs, appRulesJs, appBulkJs, appFrontJs, appTimesJs]
+  .map((part) => part as unknown as string)
+  .join('\n')
 export const APP_JS_VERSION = new Bun.CryptoHasher('sha256').update(APP_JS).digest('hex').slice(0, 12)
 /** The script tag for pages that load assets/app.js (deferred: it runs once the page is parsed). */
 export const SCRIPT_TAG = `<script src="/assets/app.js?v=${APP_JS_VERSION}" defer></script>`
@@ -124,6 +127,30 @@ export function page(template: string, vars: Record<string, string | number>, op
     },
   })
 }
+
+/** A time as read without the script: "2026-12-07 05:26 UTC" (or `never` for null), the zone named. */
+export function utcText(ms: number | null | undefined, never = 'never'): string {
+  if (ms === null || ms === undefined || !Number.isFinite(ms)) return never
+  return `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`
+}
+
+/**
+ * Every time on a page: `<time datetime="ISO">2026-12-07 05:26 UTC</time>`, escaped. assets/app-times.js shows it
+ * in the viewer's zone, relative when near, the exact time on hover and focus. `split` lets a narrow cell break
+ * between the day and the time of day only; `never` is the (escaped) text for no time at all.
+ */
+export function timeHtml(ms: number | null | undefined, opts: { never?: string; split?: boolean } = {}): string {
+  if (ms === null || ms === undefined || !Number.isFinite(ms)) return escapeHtml(opts.never ?? 'never')
+  const text = utcText(ms)
+  const inner = opts.split
+    ? `<span class="nowrap">${text.slice(0, 10)}</span> <span class="nowrap">${text.slice(11)}</span>`
+    : text
+  return `<time datetime="${new Date(ms).toISOString()}">${inner}</time>`
+}
+
+/** timeHtml of an ISO string from storage (null or unparseable: `never`). */
+export const isoTimeHtml = (iso: string | null | undefined, opts: { never?: string; split?: boolean } = {}) =>
+  timeHtml(iso ? Date.parse(iso) : null, opts)
 
 /** A table of name/count rows, escaped. */
 export function countTable(rows: { name?: string; date?: string; clicks: number }[], head: string): string {

@@ -150,7 +150,7 @@ describe('accounts an admin manages', () => {
     expect(signedIn).toBeNumber()
     const [day, time] = new Date(signedIn).toISOString().slice(0, 16).split('T')
     expect(rootRow).toContain(
-      `<td class="date" data-label="Last sign-in"><span class="nowrap">${day}</span> <span class="nowrap">${time} UTC</span></td>`,
+      `<td class="date" data-label="Last sign-in"><time datetime="${new Date(signedIn).toISOString()}"><span class="nowrap">${day}</span> <span class="nowrap">${time} UTC</span></time></td>`,
     )
     expect(alice).toContain('href="/dashboard/admin/account/2/delete"')
     expect(alice).toContain('href="/dashboard/admin/account/2/password"')

@@ -173,8 +173,11 @@ describe('the live JSON', () => {
     expect(body.state).toEqual({ label: expect.any(String), tone: expect.any(String), note: expect.any(String) })
     expect(Object.keys(body.counts).sort()).toEqual(['failed', 'ok', 'pending'])
     const test = body.deliveries.find((d: any) => d.type === 'webhook.test')
+    // at and due: the time of "when" for a <time datetime> (issue 38).
     expect(Object.keys(test).sort()).toEqual([
+      'at',
       'attempts',
+      'due',
       'error',
       'event_id',
       'state',

@@ -174,7 +174,9 @@ describe('list and revoke', () => {
     )![0]
     expect(tr).toContain('<td data-label="Label"><span>cron</span></td>')
     expect(tr).toContain('<span class="tag">qr</span>')
-    expect(tr).toMatch(/<td class="date" data-label="Last used">\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/td>/)
+    expect(tr).toMatch(
+      /<td class="date" data-label="Last used"><time datetime="[^"]+">\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/time><\/td>/,
+    )
     expect(tr).toContain(`href="/dashboard/keys/${row.id}/revoke"`)
 
     const res = await postForm(box, alice, `/dashboard/keys/${row.id}/revoke`, {})

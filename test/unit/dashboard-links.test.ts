@@ -255,7 +255,9 @@ describe('edit and delete', () => {
     expect(html).toContain('href="/qr/edit-me.svg" download="edit-me.svg"')
     expect(html).toContain('value="https://example.com/e"')
     expect(html).toContain('<option value="keep" selected>Keep as it is</option>')
-    expect(html).toMatch(/<span class="hint" id="expire-hint">It expires \d{4}-\d\d-\d\d \d\d:\d\d UTC\.<\/span>/)
+    expect(html).toMatch(
+      /<span class="hint" id="expire-hint">It expires <time datetime="\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z">\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/time>\.<\/span>/,
+    )
 
     // Mode and a password; the URL and the expiry as they were.
     const save = await postForm(box, alice, '/dashboard/links/edit-me', {

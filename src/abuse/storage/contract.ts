@@ -75,6 +75,36 @@ export interface CloseDone {
   ban: BanRow | null
 }
 
+/** The admin's list of every link (issue 38): its orders and what it can be narrowed to. */
+export const LINK_LIST_SORTS = ['newest', 'oldest', 'clicks', 'code', 'owner'] as const
+export type LinkListSort = (typeof LINK_LIST_SORTS)[number]
+export const LINK_LIST_SHOWS = ['all', 'anonymous', 'disabled', 'reported'] as const
+export type LinkListShow = (typeof LINK_LIST_SHOWS)[number]
+
+/** The LIKE pattern of a search ('' for none): the text anywhere, LIKE's own characters taken literally. */
+export const searchPattern = (text: string) => (text === '' ? '' : `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)
+
+export interface LinkListQuery {
+  /** Part of the code, the destination or the owner's name, any case ('' for every link); matched literally. */
+  search: string
+  sort: LinkListSort
+  show: LinkListShow
+  offset: number
+  limit: number
+}
+
+/** A link as the admin's list shows it: whose (null: anonymous or its account deleted), disabled why, open reports. */
+export interface ListedLink {
+  id: number
+  code: string
+  long_url: string
+  created: number
+  clicks: number
+  owner: string | null
+  disabled: string | null
+  reports: number
+}
+
 export interface AbuseRows<Tx> {
   /**
    * The report stored (and `within` run with it), or why not: 'full' (all open reports), 'link_full' (the
@@ -114,6 +144,18 @@ export interface AbuseRows<Tx> {
   /** Disables the link with this code (a reason shown to visitors) or enables it (null), and runs `within`; null: no such link. */
   setLinkDisabled(
     code: string,
+    reason: string | null,
+    at: number,
+    within?: (tx: Tx, link: LinkRef) => unknown,
+  ): Promise<LinkRef | null>
+  /** A page of every link matching the query, in its order (ties by id), and how many match in all. */
+  listLinks(q: LinkListQuery): Promise<{ total: number; links: ListedLink[] }>
+  /**
+   * Disables (a reason) or enables (null) the link with this id only while it is as the admin saw it (enabled, to
+   * disable; disabled, to enable), and runs `within`, in one transaction; null: gone, or changed meanwhile.
+   */
+  setLinkDisabledIf(
+    id: number,
     reason: string | null,
     at: number,
     within?: (tx: Tx, link: LinkRef) => unknown,

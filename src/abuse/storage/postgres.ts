@@ -1,7 +1,18 @@
 // Abuse handling's rows on PostgreSQL, for any number of nodes sharing one database (concurrency: design notes, abuse).
 import type { SQL, TransactionSQL } from 'bun'
 import { CHANNEL, encodeChanges } from '../../db/postgres/changes'
-import { BAN_TOPIC, type AbuseRows, type BanRow, type LinkRef, type OpenReport, type ReportRow } from './contract'
+import {
+  BAN_TOPIC,
+  type AbuseRows,
+  type BanRow,
+  type LinkListShow,
+  type LinkListSort,
+  type LinkRef,
+  type ListedLink,
+  type OpenReport,
+  type ReportRow,
+  searchPattern,
+} from './contract'
 
 /** The advisory lock key under which reports are filed: "lbreport" in ASCII. */
 export const REPORTS_LOCK_KEY = 0x6c627265706f7274n
@@ -46,8 +57,61 @@ const ban = (r: Record<string, unknown>): BanRow => ({
   created_by: num(r.created_by),
 })
 
+const listed = (r: Record<string, unknown>): ListedLink => ({
+  id: Number(r.id),
+  code: r.code as string,
+  long_url: r.long_url as string,
+  created: Number(r.created),
+  clicks: Number(r.clicks),
+  owner: (r.owner ?? null) as string | null,
+  disabled: (r.disabled ?? null) as string | null,
+  reports: Number(r.reports),
+})
+
 export function postgresAbuseRows(sql: SQL): AbuseRows<TransactionSQL> {
+  // The admin's list of every link: sqlite.ts's fragments, with ILIKE for LIKE and byte order ("C") for text.
+  const order: Record<LinkListSort, SQL.Query<unknown>> = {
+    newest: sql`l.id DESC`,
+    oldest: sql`l.id ASC`,
+    clicks: sql`l.clicks DESC, l.id DESC`,
+    code: sql`l.code COLLATE "C" ASC, l.id ASC`,
+    owner: sql`a.name IS NULL, a.name COLLATE "C" ASC, l.id DESC`,
+  }
+  const show: Record<LinkListShow, SQL.Query<unknown>> = {
+    all: sql`TRUE`,
+    anonymous: sql`l.account_id IS NULL`,
+    disabled: sql`l.disabled IS NOT NULL`,
+    reported: sql`EXISTS (SELECT 1 FROM link_reports r WHERE r.link_id = l.id AND r.closed IS NULL)`,
+  }
+  const matching = (pattern: string, what: LinkListShow) => sql`
+    FROM links l LEFT JOIN accounts a ON a.id = l.account_id
+    WHERE (${pattern} = '' OR l.code ILIKE ${pattern} ESCAPE '\\' OR l.long_url ILIKE ${pattern} ESCAPE '\\' OR a.name ILIKE ${pattern} ESCAPE '\\')
+      AND ${show[what]}`
+
   return {
+    async listLinks(q) {
+      const pattern = searchPattern(q.search)
+      const [n] = await sql`SELECT count(*) AS n ${matching(pattern, q.show)}`
+      const rows = await sql`
+        SELECT l.id, l.code, l.long_url, l.created, l.clicks, a.name AS owner, l.disabled,
+          (SELECT count(*) FROM link_reports r WHERE r.link_id = l.id AND r.closed IS NULL) AS reports
+        ${matching(pattern, q.show)} ORDER BY ${order[q.sort]} LIMIT ${q.limit} OFFSET ${q.offset}`
+      return { total: Number(n.n), links: rows.map(listed) }
+    },
+
+    async setLinkDisabledIf(id, reason, at, within) {
+      return sql.begin(async (tx) => {
+        const [row] =
+          reason === null
+            ? await tx`UPDATE links SET disabled = NULL, updated = ${at} WHERE id = ${id} AND disabled IS NOT NULL RETURNING id, code`
+            : await tx`UPDATE links SET disabled = ${reason}, updated = ${at} WHERE id = ${id} AND disabled IS NULL RETURNING id, code`
+        if (!row) return null
+        const link = linkRef(row)
+        if (within) await within(tx, link)
+        return link
+      })
+    },
+
     async fileReport(r, bounds, within) {
       return sql.begin(async (tx) => {
         await tx`SELECT pg_advisory_xact_lock(${REPORTS_LOCK_KEY.toString()}::bigint)`

@@ -2,7 +2,35 @@
 import type { Db } from '../../db/sqlite'
 import { lazyStatements } from '../../db/sqlite/lazy'
 import { syncWithin } from '../../db/sqlite/within'
-import type { AbuseRows, BanRow, LinkRef, OpenReport, ReportReason, ReportRow } from './contract'
+import type {
+  AbuseRows,
+  BanRow,
+  LinkListShow,
+  LinkListSort,
+  LinkRef,
+  ListedLink,
+  OpenReport,
+  ReportReason,
+  ReportRow,
+} from './contract'
+import { searchPattern } from './contract'
+
+// The admin's list of every link: fixed fragments chosen by name (nothing typed goes into the SQL text).
+const LIST_ORDER: Record<LinkListSort, string> = {
+  newest: 'l.id DESC',
+  oldest: 'l.id ASC',
+  clicks: 'l.clicks DESC, l.id DESC',
+  code: 'l.code ASC, l.id ASC',
+  owner: 'a.name IS NULL, a.name ASC, l.id DESC',
+}
+const LIST_SHOW: Record<LinkListShow, string> = {
+  all: '1',
+  anonymous: 'l.account_id IS NULL',
+  disabled: 'l.disabled IS NOT NULL',
+  reported: 'EXISTS (SELECT 1 FROM link_reports r WHERE r.link_id = l.id AND r.closed IS NULL)',
+}
+const LIST_FROM = `FROM links l LEFT JOIN accounts a ON a.id = l.account_id
+  WHERE (?1 = '' OR l.code LIKE ?1 ESCAPE '\\' OR l.long_url LIKE ?1 ESCAPE '\\' OR a.name LIKE ?1 ESCAPE '\\')`
 
 export function sqliteAbuseRows(db: Db): AbuseRows<Db> {
   const q = lazyStatements(db) // prepared at their first use (db/lazy.ts)
@@ -37,6 +65,13 @@ export function sqliteAbuseRows(db: Db): AbuseRows<Db> {
   // write is abuse handling's (with its audit row, or as part of a report's closing).
   const setLinkDisabled = q.query<LinkRef, [string, string | null, number]>(
     'UPDATE links SET disabled = ?2, updated = ?3 WHERE code = ?1 RETURNING id, code',
+  )
+  // Only a link still as the admin saw it changes (enabled to disable, disabled to enable).
+  const disableIf = q.query<LinkRef, [number, string, number]>(
+    'UPDATE links SET disabled = ?2, updated = ?3 WHERE id = ?1 AND disabled IS NULL RETURNING id, code',
+  )
+  const enableIf = q.query<LinkRef, [number, number]>(
+    'UPDATE links SET disabled = NULL, updated = ?2 WHERE id = ?1 AND disabled IS NOT NULL RETURNING id, code',
   )
   const disabledAccounts = q.query<{ id: number }, []>('SELECT id FROM accounts WHERE disabled IS NOT NULL')
   // Every destination, for counting what a list or a ban catches (a reload, not a visit, pays for it).
@@ -109,6 +144,25 @@ export function sqliteAbuseRows(db: Db): AbuseRows<Db> {
     setLinkDisabled: async (code, reason, at, within) =>
       db.transaction(() => {
         const link = disableLink(code, reason, at)
+        if (link && within) syncWithin(within(db, link))
+        return link
+      })(),
+    listLinks: async ({ search, sort, show, offset, limit }) => {
+      const pattern = searchPattern(search)
+      const where = `${LIST_FROM} AND ${LIST_SHOW[show]}`
+      const total = db.query<{ n: number }, [string]>(`SELECT count(*) AS n ${where}`).get(pattern)!.n
+      const links = db
+        .query<ListedLink, [string, number, number]>(
+          `SELECT l.id, l.code, l.long_url, l.created, l.clicks, a.name AS owner, l.disabled,
+             (SELECT count(*) FROM link_reports r WHERE r.link_id = l.id AND r.closed IS NULL) AS reports
+           ${where} ORDER BY ${LIST_ORDER[sort]} LIMIT ?2 OFFSET ?3`,
+        )
+        .all(pattern, limit, offset)
+      return { total, links }
+    },
+    setLinkDisabledIf: async (id, reason, at, within) =>
+      db.transaction(() => {
+        const link = (reason === null ? enableIf.get(id, at) : disableIf.get(id, reason, at)) ?? null
         if (link && within) syncWithin(within(db, link))
         return link
       })(),
