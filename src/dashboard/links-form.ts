@@ -4,7 +4,7 @@ import type { AppError } from '../kernel/errors'
 import { type Checked, MAX_TAG_LENGTH, MAX_TAGS, MAX_TITLE_LENGTH, MAX_VISITS, MODES, type LinkRecord } from '../links'
 import { escapeHtml as e } from '../web/render'
 import { normaliseTags, plainWords, schemeAttrs, schemeHint, withScheme } from './form-help'
-import { routingEditor } from './routing-editor'
+import { type FieldErrors, routingEditor } from './routing-editor'
 import { EDITOR_FIELDS, type Problems, type Routing, routingOfLink, routingProblems } from './routing-form'
 import type { FormTokens } from './form-tokens'
 import type { Session } from './sessions'
@@ -88,7 +88,7 @@ export function fieldOf(err: AppError): string | null {
   return named && named in FIELD_NAMES ? named : null
 }
 
-export type FieldErrors = Record<string, string>
+export type { FieldErrors }
 
 /** aria attributes and the message of a field's error (ids: NAME-error). */
 export function errorOf(errors: FieldErrors, id: string) {

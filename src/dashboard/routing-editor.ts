@@ -5,8 +5,10 @@
 import { DEVICES, MAX_RULES, MAX_SPLIT, MAX_WEIGHT, MIN_SPLIT, OS_NAMES } from '../links'
 import { escapeHtml as e } from '../web/render'
 import { schemeAttrs, schemeHint } from './form-help'
-import type { FieldErrors } from './links-form'
 import { type Routing, type RuleRow, type SplitRow, shares } from './routing-form'
+
+/** A form's problems by field id (the editor's fields and the rest of the link forms'). */
+export type FieldErrors = Record<string, string>
 
 /** Blank rows added under the filled ones, for a page without JavaScript to fill. */
 const BLANK_ROWS = 2

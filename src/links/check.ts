@@ -12,6 +12,7 @@ import {
   validateUrl,
 } from './validate'
 import { validateMaxVisits, validateRules, validateSplit } from './validate-routing'
+import type { CreateLinkInput } from './service-inputs'
 
 /** The parameters a value can be checked as (a rule's or an arm's destination is a 'url'). */
 export type CheckedParam =
@@ -62,4 +63,37 @@ export function createChecker(urlRules: UrlRules, checkDestination?: (url: strin
     }
     return found
   }
+}
+
+const present = (v: unknown) => v !== undefined && v !== null && v !== ''
+
+/** Create's own checks (the first problem refused) and rules and split as stored: JSON text, null for none. */
+export function createInputRules(urlRules: UrlRules, checkDestination?: (url: string) => void) {
+  const rulesText = (value: unknown) => {
+    const rules = validateRules(value, urlRules, checkDestination)
+    return rules.length ? JSON.stringify(rules) : null
+  }
+  const splitText = (value: unknown) => {
+    const split = validateSplit(value, urlRules, checkDestination)
+    return split.length ? JSON.stringify(split) : null
+  }
+  /** A creation's input, validated as create does it (400s naming the parameter), before anything is written. */
+  function checked(input: CreateLinkInput) {
+    if (!present(input.url)) throw new AppError(400, 'missing_parameter', 'The parameter "url" is required.')
+    const long_url = validateUrl(input.url, urlRules)
+    checkDestination?.(long_url)
+    return {
+      long_url,
+      alias: present(input.alias) ? validateAlias(input.alias) : null,
+      mode: present(input.mode) ? validateMode(input.mode) : 'redirect',
+      expire: present(input.expire) ? validateExpire(input.expire) : 0,
+      tags: present(input.tags) ? validateTags(input.tags) : [],
+      max_visits: present(input.max_visits) ? validateMaxVisits(input.max_visits) : null,
+      rules: present(input.rules) ? rulesText(input.rules) : null,
+      split: present(input.split) ? splitText(input.split) : null,
+      title: present(input.title) ? validateTitle(input.title) : '',
+      password: input.password !== undefined ? validatePassword(input.password, { allowEmpty: true }) : null,
+    }
+  }
+  return { rulesText, splitText, checked }
 }

@@ -7,7 +7,7 @@ import { allWritten } from '../db/written'
 import { AppError, notFound, notOwner } from '../kernel/errors'
 import type { EventType } from '../kernel/outbox'
 import { createLinkCache } from './cache'
-import { createChecker } from './check'
+import { createChecker, createInputRules } from './check'
 import { createDestinations, type Visitor } from './destinations'
 import { createListing } from './listing'
 import { createRecords, type LinkRecord } from './record'
@@ -17,7 +17,6 @@ import { CODE_TAKEN, GONE, REFUSED, type LinkChanges, type LinkRow } from './sto
 import {
   isReserved,
   ownUrlRules,
-  validateAlias,
   validateCode,
   validateExpire,
   validateMode,
@@ -29,7 +28,7 @@ import {
   validateUrl,
   type UrlRules,
 } from './validate'
-import { validateMaxVisits, validateRules, validateSplit } from './validate-routing'
+import { validateMaxVisits } from './validate-routing'
 import { type CreateLinkInput, IMPORTED_CODES_MAX, type ImportSummary, type LinkDeps } from './service-inputs'
 
 const aliasTaken = (alias: string) => new AppError(409, 'alias_taken', `The alias "${alias}" is already in use.`)
@@ -53,15 +52,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
   const urlRules: UrlRules = ownUrlRules(config.server, config.links.blocked_domains)
   const destinations = createDestinations({ clock, country: deps.country ?? (() => null), dayKey: deps.splitKey })
   const checkDestination = deps.checkDestination
-  /** Rules and split as stored: the validated arrays as JSON text, null for none. */
-  const rulesText = (value: unknown) => {
-    const rules = validateRules(value, urlRules, checkDestination)
-    return rules.length ? JSON.stringify(rules) : null
-  }
-  const splitText = (value: unknown) => {
-    const split = validateSplit(value, urlRules, checkDestination)
-    return split.length ? JSON.stringify(split) : null
-  }
+  const { rulesText, splitText, checked } = createInputRules(urlRules, checkDestination)
   const { record, records, recordOf } = createRecords(base, clock, store)
   const problems = createChecker(urlRules, checkDestination)
 
@@ -108,25 +99,6 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         // No look-up first: a collision is rare (62^6 codes), and the UNIQUE index finds it in the insert.
         yield code
       }
-    }
-  }
-
-  /** A creation's input, validated as create does it (400s naming the parameter), before anything is written. */
-  function checked(input: CreateLinkInput) {
-    if (!present(input.url)) throw new AppError(400, 'missing_parameter', 'The parameter "url" is required.')
-    const long_url = validateUrl(input.url, urlRules)
-    deps.checkDestination?.(long_url)
-    return {
-      long_url,
-      alias: present(input.alias) ? validateAlias(input.alias) : null,
-      mode: present(input.mode) ? validateMode(input.mode) : 'redirect',
-      expire: present(input.expire) ? validateExpire(input.expire) : 0,
-      tags: present(input.tags) ? validateTags(input.tags) : [],
-      max_visits: present(input.max_visits) ? validateMaxVisits(input.max_visits) : null,
-      rules: present(input.rules) ? rulesText(input.rules) : null,
-      split: present(input.split) ? splitText(input.split) : null,
-      title: present(input.title) ? validateTitle(input.title) : '',
-      password: input.password !== undefined ? validatePassword(input.password, { allowEmpty: true }) : null,
     }
   }
 

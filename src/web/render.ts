@@ -17,7 +17,7 @@ export const STYLE_VERSION = new Bun.CryptoHasher('sha256').update(STYLE_CSS).di
 /** The one script, served as one file: its parts (assets/app*.js), each a page's small improvements; pages work without it. */
 export const APP_JS = [appJs, appRulesJs, appBulkJs, appFrontJs, appTimesJs]
   .map((part) => part as unknown as string)
-  .join('\n')
+  .join(';\n') // a part that starts with ( must not call the one before it
 export const APP_JS_VERSION = new Bun.CryptoHasher('sha256').update(APP_JS).digest('hex').slice(0, 12)
 /** The script tag for pages that load assets/app.js (deferred: it runs once the page is parsed). */
 export const SCRIPT_TAG = `<script src="/assets/app.js?v=${APP_JS_VERSION}" defer></script>`
