@@ -146,6 +146,26 @@ export const pgMigrations: PgMigration[] = [
   CREATE TRIGGER accounts_name_any_case_update BEFORE UPDATE OF name ON accounts FOR EACH ROW EXECUTE FUNCTION accounts_name_any_case();
   `,
   },
+  {
+    // Twin of SQLite's 24: an endpoint's previous secret and until when it is valid; each delivery's newest attempt.
+    version: 24,
+    sql: `
+  ALTER TABLE webhook_endpoints ADD COLUMN previous_secret ${T};
+  ALTER TABLE webhook_endpoints ADD COLUMN previous_until bigint NOT NULL DEFAULT 0;
+  CREATE TABLE webhook_attempts (
+    delivery_id bigint PRIMARY KEY REFERENCES webhook_deliveries(id) ON DELETE CASCADE,
+    attempt bigint NOT NULL,
+    at bigint NOT NULL,
+    ms bigint NOT NULL,
+    request_headers ${T} NOT NULL,
+    response_status bigint,
+    response_headers ${T} NOT NULL DEFAULT '[]',
+    response_body ${T} NOT NULL DEFAULT '',
+    response_truncated bigint NOT NULL DEFAULT 0,
+    error ${T}
+  );
+  `,
+  },
 ]
 
 /** The schema version this binary brings a PostgreSQL database to: the last entry's. */
