@@ -1,6 +1,7 @@
 // The dashboard's stylesheet, served as one file from its parts (assets/dashboard*.css, embedded by the imports).
 import dashboardCss from '../../assets/dashboard.css' with { type: 'text' }
+import dashboardHooksCss from '../../assets/dashboard-hooks.css' with { type: 'text' }
 
-export const DASHBOARD_CSS = [dashboardCss].map((part) => part as unknown as string).join('\n')
+export const DASHBOARD_CSS = [dashboardCss, dashboardHooksCss].map((part) => part as unknown as string).join('\n')
 /** Part of the stylesheet's URL: a new release's CSS gets a new URL, so it can be cached for a year. */
 export const DASHBOARD_CSS_VERSION = new Bun.CryptoHasher('sha256').update(DASHBOARD_CSS).digest('hex').slice(0, 12)

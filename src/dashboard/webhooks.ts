@@ -22,6 +22,7 @@ import {
   whenIso,
 } from './webhooks-view'
 import { createWebhookEndpointPages } from './webhooks-endpoint'
+import { createWebhookDeliveryPages } from './webhooks-delivery'
 
 export function createWebhooksSection(deps: DashboardDeps) {
   const { shell, webhooks, clientIp } = deps
@@ -144,4 +145,5 @@ ${endpointFields(form, form.events ?? DEFAULT_EVENTS)}
       return s instanceof Response ? s : create(request, s)
     })
     .use(createWebhookEndpointPages(deps))
+    .use(createWebhookDeliveryPages(deps))
 }

@@ -4,6 +4,7 @@ import layout from '../../assets/layout.html' with { type: 'text' }
 import favicon from '../../assets/favicon.svg' with { type: 'text' }
 import style from '../../assets/style.css' with { type: 'text' }
 import appJs from '../../assets/app.js' with { type: 'text' }
+import appHooksJs from '../../assets/app-hooks.js' with { type: 'text' }
 
 export const STYLE_CSS = style as unknown as string
 /** Served at /favicon.ico, which browsers ask for on every page (a 404 page each time, before). */
@@ -11,7 +12,7 @@ export const FAVICON_SVG = favicon as unknown as string
 /** Part of the stylesheet's URL: a new release's CSS gets a new URL, so it can be cached for a year. */
 export const STYLE_VERSION = new Bun.CryptoHasher('sha256').update(STYLE_CSS).digest('hex').slice(0, 12)
 /** The one script, served as one file: its parts (assets/app*.js), each a page's small improvements; pages work without it. */
-export const APP_JS = [appJs].map((part) => part as unknown as string).join('\n')
+export const APP_JS = [appJs, appHooksJs].map((part) => part as unknown as string).join('\n')
 export const APP_JS_VERSION = new Bun.CryptoHasher('sha256').update(APP_JS).digest('hex').slice(0, 12)
 /** The script tag for pages that load assets/app.js (deferred: it runs once the page is parsed). */
 export const SCRIPT_TAG = `<script src="/assets/app.js?v=${APP_JS_VERSION}" defer></script>`

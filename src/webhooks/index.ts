@@ -5,4 +5,11 @@ export { createWebhookService, MAX_ENDPOINTS, type WebhookService } from './serv
 export type { Deliverer } from './deliverer'
 // The click writer's thread writes link.clicked events with it, in its own flush's transaction (SQLite).
 export { eventInserts } from './storage/sqlite'
-export type { EndpointRow, EndpointRows, NamedEndpoint, NewEvent, WebhookQueue } from './storage/contract'
+export type {
+  DeliveryDetail,
+  EndpointRow,
+  EndpointRows,
+  NamedEndpoint,
+  NewEvent,
+  WebhookQueue,
+} from './storage/contract'
