@@ -1,6 +1,6 @@
 // A webhook's live delivery log (assets/app.js draws it again from log.json): each event's number links to its
 // delivery's page, as in the table the server renders. Without JavaScript the server's links are there already.
-(function () {
+;(function () {
   'use strict'
   var box = document.querySelector('[data-live-log][data-endpoint]')
   if (!box || !window.MutationObserver) return

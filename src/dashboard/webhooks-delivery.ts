@@ -38,13 +38,13 @@ function attemptSections(w: Endpoint, d: DeliveryDetail): string {
   if (!a)
     return `<section class="card" aria-labelledby="request-h"><h2 id="request-h">Request</h2>
 <p class="empty">Not sent yet: nothing to show until its first attempt.</p>
-<h3>Body</h3><pre class="wh-body">${h(d.payload)}</pre></section>`
+<h3>Body</h3><pre class="wh-body" tabindex="0">${h(d.payload)}</pre></section>`
   const answered = a.response_status !== null
   return `<section class="card" aria-labelledby="request-h"><h2 id="request-h">Request</h2>
 <p><code>POST</code> <span class="wh-url">${h(w.url)}</span></p>
 <h3>Headers</h3>${headerList(a.request_headers, 'wh-request-headers')}
 <p class="hint muted">The signature was made with the endpoint's secret (and, during a rotation's overlap, the old one too); the secret itself is never shown.</p>
-<h3>Body</h3><pre class="wh-body">${h(d.payload)}</pre>
+<h3>Body</h3><pre class="wh-body" tabindex="0">${h(d.payload)}</pre>
 </section>
 <section class="card" aria-labelledby="response-h"><h2 id="response-h">Response</h2>
 ${
@@ -52,7 +52,7 @@ ${
     ? `<dl class="wh-meta"><dt>Status</dt><dd id="wh-response-status">${a.response_status}</dd></dl>
 <h3>Headers</h3>${headerList(a.response_headers, 'wh-response-headers')}
 <h3>Body${a.response_truncated ? ' <span class="muted">(the first 4 KiB)</span>' : ''}</h3>
-${a.response_body ? `<pre class="wh-body">${h(a.response_body)}</pre>` : '<p class="muted">Empty.</p>'}
+${a.response_body ? `<pre class="wh-body" tabindex="0">${h(a.response_body)}</pre>` : '<p class="muted">Empty.</p>'}
 ${a.response_truncated ? '<p class="hint muted">The answer went on: only its first 4 KiB (and at most 50 headers, 8 KiB) are kept.</p>' : ''}`
     : `<p>No answer: ${h(a.error ?? 'the request failed')}.</p>`
 }
