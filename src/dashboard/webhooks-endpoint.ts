@@ -129,7 +129,7 @@ ${endpointFields(form, form.events ?? [])}
   async function rotatePage(request: Request, s: Session, idText: string) {
     const w = await endpointOf(webhooks, s, idText)
     if (!w) return notFoundPage(shell, request, s)
-    const overlap = config.webhooks.secret_overlap
+    const overlap = config.webhooks.rotation_overlap
     const content = `<p class="crumbs"><a href="/dashboard/webhooks">Webhooks</a> / <a href="/dashboard/webhooks/${w.id}">${h(w.url)}</a> /</p>
 <h1>Make a new signing secret?</h1>
 <section class="card">

@@ -21,7 +21,7 @@ const RELOADABLE = new Set([
   'log.requests',
   'log.format',
   'audit.keep_days',
-  'webhooks.secret_overlap',
+  'webhooks.rotation_overlap',
 ])
 
 /** "section.key" → its value as JSON, for every key of a config. */
@@ -58,7 +58,7 @@ export function reloadConfig(config: Config, next: Config, logger: Logger): Relo
     // Read by the audit log's hourly sweep.
     config.audit.keep_days = next.audit.keep_days
     // Read by each rotation of a webhook's secret.
-    config.webhooks.secret_overlap = next.webhooks.secret_overlap
+    config.webhooks.rotation_overlap = next.webhooks.rotation_overlap
     logger.configure(next.log)
   }
   return { applied, restart }

@@ -36,7 +36,7 @@ const params: ApiParam[] = [
       description:
         'list: your webhooks with delivery counts; create: a new one (`url`, `events`), the answer carries its secret, shown ' +
         'only then; update: webhook `id` gets any of `url`, `events`, `enabled`; rotate: webhook `id` gets a new secret, ' +
-        'shown only in that answer; the one before stays valid until `previous_secret_expires` ([webhooks] secret_overlap, ' +
+        'shown only in that answer; the one before stays valid until `previous_secret_expires` ([webhooks] rotation_overlap, ' +
         'default 24 h), every send meanwhile (retries too) signed with both, then with the new one alone; delete: the webhook `id`; ' +
         'deliveries: the delivery log of webhook `id`, newest first; redeliver: sends event `event` to webhook `id` again, ' +
         'under the same webhook-id; redeliver_failed: every failed delivery of webhook `id` is sent again, each under its ' +
@@ -191,7 +191,7 @@ const ResultSchema = Type.Object(
       Nullable(
         Iso(
           'rotate only: until when the secret before it stays valid, every delivery meanwhile signed with both ' +
-            '(`webhook-signature: v1,<new> v1,<old>`); null when [webhooks] secret_overlap is 0',
+            '(`webhook-signature: v1,<new> v1,<old>`); null when [webhooks] rotation_overlap is 0',
         ),
       ),
     ),

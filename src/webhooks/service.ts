@@ -222,7 +222,7 @@ export function createWebhookService<Tx>({
   }
 
   /**
-   * A new signing secret, shown only in this answer. The one before stays valid for [webhooks] secret_overlap
+   * A new signing secret, shown only in this answer. The one before stays valid for [webhooks] rotation_overlap
    * (every send meanwhile, retries too, carries both signatures); one kept from a rotation before is dropped.
    */
   async function rotate(
@@ -234,7 +234,7 @@ export function createWebhookService<Tx>({
     const before = await owned(caller, input.id)
     const secret = newSecret()
     const now = clock()
-    const overlap = config.webhooks.secret_overlap * 1000
+    const overlap = config.webhooks.rotation_overlap * 1000
     const times = { now, previousUntil: overlap > 0 ? now + overlap : 0 }
     const rotated = await written(
       endpoints.rotateSecret(before.id, caller.accountId, secret, times, (tx, r, owner) =>

@@ -235,7 +235,7 @@ describe('a webhook endpoint', () => {
     await until(() => second.got.length === 2, 'a delivery after the new secret')
     const got = second.got[1]!
     expect(() => new Webhook(shown).verify(got.body, got.headers)).not.toThrow()
-    // The default overlap ([webhooks] secret_overlap, 24 h): signed with both. Its end: webhook-rotation.test.ts.
+    // The default overlap ([webhooks] rotation_overlap, 24 h): signed with both. Its end: webhook-rotation.test.ts.
     expect(got.headers['webhook-signature']!.split(' ')).toHaveLength(2)
     expect(() => new Webhook(old).verify(got.body, got.headers)).not.toThrow()
   })

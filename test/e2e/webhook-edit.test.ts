@@ -22,7 +22,7 @@ beforeAll(async () => {
     {
       media: { allow_private_networks: true },
       server: { host: '127.0.0.1', port: 0 },
-      webhooks: { secret_overlap: 0 },
+      webhooks: { rotation_overlap: 0 },
     },
     { webhookSchedule: SCHEDULE },
   )
@@ -248,7 +248,7 @@ describe('update: the URL', () => {
 })
 
 describe('rotate', () => {
-  test('without an overlap (secret_overlap = 0) the next delivery, a retry of a queued one included, verifies with the new secret only', async () => {
+  test('without an overlap (rotation_overlap = 0) the next delivery, a retry of a queued one included, verifies with the new secret only', async () => {
     const r = receiver()
     // The first attempt fails once the secret is rotated; its retry (300 ms later) is the "queued one".
     const rotatedYet = gate()

@@ -1,4 +1,4 @@
-// Rotating a webhook's secret with an overlap ([webhooks] secret_overlap), end to end: a real receiver on
+// Rotating a webhook's secret with an overlap ([webhooks] rotation_overlap), end to end: a real receiver on
 // 127.0.0.1 verifies every delivery with the `standardwebhooks` package (never our own code). During the
 // overlap a delivery carries two signatures and verifies with the old secret and with the new; once the app's
 // clock is past the overlap only the new one verifies; a second rotation during an overlap drops the oldest.
@@ -22,7 +22,7 @@ beforeAll(async () => {
     {
       media: { allow_private_networks: true },
       server: { host: '127.0.0.1', port: 0 },
-      webhooks: { secret_overlap: OVERLAP_S },
+      webhooks: { rotation_overlap: OVERLAP_S },
     },
     { clock: () => Date.now() + offset },
   )
@@ -121,8 +121,8 @@ test('a second rotation during the overlap drops the secret before the previous 
   receiver.secret = third.secret
 })
 
-test('secret_overlap = 0: a rotation keeps nothing, and its answer says so', async () => {
-  box.config.webhooks.secret_overlap = 0
+test('rotation_overlap = 0: a rotation keeps nothing, and its answer says so', async () => {
+  box.config.webhooks.rotation_overlap = 0
   try {
     const before = receiver.secret
     const r = await api({ action: 'rotate', id: hookId })
@@ -132,6 +132,6 @@ test('secret_overlap = 0: a rotation keeps nothing, and its answer says so', asy
     expect(verdict(got, r.secret)).toBeNull()
     expect(verdict(got, before)).toMatch(/signature/i)
   } finally {
-    box.config.webhooks.secret_overlap = OVERLAP_S
+    box.config.webhooks.rotation_overlap = OVERLAP_S
   }
 })
