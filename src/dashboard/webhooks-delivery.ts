@@ -7,13 +7,13 @@ import { escapeHtml as h } from '../web/render'
 import type { Session } from './sessions'
 import { when } from './page-helpers'
 import { type Endpoint, endpointOf, LIST, notFoundPage } from './webhooks-view'
-import type { DeliveryDetail } from '../webhooks'
+import { type DeliveryDetail, RETRY_SCHEDULE_MS } from '../webhooks'
 
 /** The path of the delivery of event `eventId` to endpoint `id`. */
 export const deliveryPath = (id: number, eventId: number) => `${LIST}/${id}/deliveries/${eventId}`
 
-/** Retries after the first attempt (SPEC §9): the eighth failure is final. */
-const ATTEMPTS_PLANNED = 8
+/** The first attempt and its retries (SPEC §9): the eighth failure is final. */
+const ATTEMPTS_PLANNED = RETRY_SCHEDULE_MS.length + 1
 
 /** Header pairs as a list of names and values (the values wrap: a signature is one long word). */
 function headerList(pairs: [string, string][], id: string): string {
@@ -33,7 +33,7 @@ const stateWords = (d: DeliveryDetail) =>
 
 const tone = (d: DeliveryDetail) => (d.state === 'ok' ? 'good' : d.state === 'failed' ? 'bad' : 'wait')
 
-function attemptSections(w: Endpoint, d: DeliveryDetail): string {
+function attemptSections(w: Pick<Endpoint, 'url'>, d: DeliveryDetail): string {
   const a = d.last_attempt
   if (!a)
     return `<section class="card" aria-labelledby="request-h"><h2 id="request-h">Request</h2>
@@ -41,7 +41,7 @@ function attemptSections(w: Endpoint, d: DeliveryDetail): string {
 <h3>Body</h3><pre class="wh-body" tabindex="0">${h(d.payload)}</pre></section>`
   const answered = a.response_status !== null
   return `<section class="card" aria-labelledby="request-h"><h2 id="request-h">Request</h2>
-<p><code>POST</code> <span class="wh-url">${h(w.url)}</span></p>
+<p><code>POST</code> <span class="wh-url" id="wh-request-url">${h(a.url)}</span>${a.url !== w.url ? ' <span class="muted">(the endpoint\'s URL then)</span>' : ''}</p>
 <h3>Headers</h3>${headerList(a.request_headers, 'wh-request-headers')}
 <p class="hint muted">The signature was made with the endpoint's secret (and, during a rotation's overlap, the old one too); the secret itself is never shown.</p>
 <h3>Body</h3><pre class="wh-body" tabindex="0">${h(d.payload)}</pre>

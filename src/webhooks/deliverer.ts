@@ -274,6 +274,7 @@ export function createDeliverer<Tx>(deps: DelivererDeps<Tx>) {
     // What this attempt sent and got, for the delivery's page: written with its result, under the same fence.
     const detail = {
       attempt: attemptNo,
+      url: row.url,
       request_headers: answer.sent,
       response_status: status,
       response_headers: answer.headers,

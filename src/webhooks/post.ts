@@ -71,11 +71,12 @@ export function boundedHeaders(headers: Headers): { pairs: [string, string][]; c
   return { pairs, cut }
 }
 
-/** The request's headers as they go out: ours, and those the guard adds (net/guard.ts) and fetch's length. */
+/** The request's headers as they go out: ours, those the guard adds (net/guard.ts) and fetch's own (checked: test/unit/webhook-answer). */
 function sentHeaders(url: string, ours: Record<string, string>, body: string): [string, string][] {
   const host = new URL(url).host
   return [
     ['host', host],
+    ['connection', 'keep-alive'],
     ['user-agent', 'linkbox'],
     ['accept', '*/*'],
     ...Object.entries(ours),
@@ -113,7 +114,9 @@ export interface PostOptions {
 /** Sends the delivery's payload, signed per Standard Webhooks, and reads the answer (its body at most BODY_CAP). */
 export async function post(row: LeasedDelivery, o: PostOptions): Promise<Answer> {
   const { controller, clock } = o
+  // Named here what fetch would add by itself, so that the record of what was sent is exact.
   const headers = {
+    'accept-encoding': 'gzip, deflate, br, zstd',
     'content-type': 'application/json',
     ...signatureHeaders(row.secret, row.webhook_id, row.payload, clock(), row.previous_secret),
   }

@@ -98,6 +98,7 @@ describe('a failed delivery, opened', () => {
 
     // The request: what the second attempt (the last) carried, header for header, and the body byte for byte.
     const sent = receiver.got[1]!
+    expect(await page.locator('#wh-request-url').textContent()).toBe(receiver.url)
     const request = await headersOf('wh-request-headers')
     for (const name of ['webhook-id', 'webhook-timestamp', 'webhook-signature', 'content-type', 'user-agent'])
       expect({ name, value: request[name] }).toEqual({ name, value: sent.headers[name] })

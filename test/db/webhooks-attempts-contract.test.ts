@@ -76,6 +76,7 @@ const made = (r: EndpointRow | 'full' | 'no_account') => r as EndpointRow
 
 const detail = (attempt: number, status: number | null, body = `answer ${attempt}`): AttemptDetail => ({
   attempt,
+  url: `https://hooks.example.com/at-${attempt}`,
   request_headers: [
     ['content-type', 'application/json'],
     ['webhook-signature', `v1,sig${attempt}`],
@@ -180,6 +181,7 @@ describe.each([
       expect(one).toMatchObject({ state: 'pending', attempts: 1, last_status: 500 })
       expect(one.last_attempt).toEqual({
         attempt: 1,
+        url: 'https://hooks.example.com/at-1',
         at: T0 + 10,
         ms: 41,
         error: 'HTTP 500',
@@ -206,6 +208,7 @@ describe.each([
       expect(two.state).toBe('failed')
       expect(two.last_attempt).toMatchObject({
         attempt: 2,
+        url: 'https://hooks.example.com/at-2',
         response_status: null,
         error: 'network: refused',
         response_headers: [],

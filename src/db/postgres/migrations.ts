@@ -157,6 +157,7 @@ export const pgMigrations: PgMigration[] = [
     attempt bigint NOT NULL,
     at bigint NOT NULL,
     ms bigint NOT NULL,
+    url ${T} NOT NULL,
     request_headers ${T} NOT NULL,
     response_status bigint,
     response_headers ${T} NOT NULL DEFAULT '[]',

@@ -217,8 +217,8 @@ export const migrationsFrom10: Migration[] = [
   /* 24: webhooks you can debug and rotate (issue 38, SPEC §8). An endpoint's previous secret stays valid until
      previous_until (unix ms; 0: none) after a rotation, and deliveries meanwhile are signed with both.
      webhook_attempts: the newest attempt of each delivery as it went (one row per delivery, replaced by the
-     next attempt; it goes with its delivery): the request headers as sent (JSON pairs; the body is the event's
-     payload), the answer's status, headers (at most 50, 8 KiB) and the first 4 KiB of its body. */ `
+     next attempt; it goes with its delivery): the URL and the request headers as sent (JSON pairs; the body is
+     the event's payload), the answer's status, headers (at most 50, 8 KiB) and the first 4 KiB of its body. */ `
   ALTER TABLE webhook_endpoints ADD COLUMN previous_secret TEXT;
   ALTER TABLE webhook_endpoints ADD COLUMN previous_until INTEGER NOT NULL DEFAULT 0;
   CREATE TABLE webhook_attempts (
@@ -226,6 +226,7 @@ export const migrationsFrom10: Migration[] = [
     attempt INTEGER NOT NULL,
     at INTEGER NOT NULL,
     ms INTEGER NOT NULL,
+    url TEXT NOT NULL,
     request_headers TEXT NOT NULL,
     response_status INTEGER,
     response_headers TEXT NOT NULL DEFAULT '[]',

@@ -6,6 +6,7 @@ export type AttemptRow = DeliveryLogRow & {
   payload: string
   created: number
   attempt: number | null
+  url: string | null
   a_at: number | null
   a_ms: number | null
   a_error: string | null
@@ -31,6 +32,7 @@ export function detailOf(r: AttemptRow): DeliveryDetail {
         ? null
         : {
             attempt,
+            url: r.url ?? '',
             at: a_at!,
             ms: a_ms!,
             error: a_error,
@@ -47,6 +49,7 @@ export function detailOf(r: AttemptRow): DeliveryDetail {
 export const detailParams = (a: { id: number; at: number; ms: number; error: string | null }, d: AttemptDetail) => ({
   id: a.id,
   attempt: d.attempt,
+  url: d.url,
   at: a.at,
   ms: a.ms,
   request: JSON.stringify(d.request_headers),

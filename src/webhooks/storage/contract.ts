@@ -88,6 +88,8 @@ export const ANSWER_BOUNDS = { headers: 50, headerBytes: 8192, bodyBytes: 4096 }
 export interface AttemptDetail {
   /** Its number in the delivery's current run (a redelivery starts again from 1). */
   attempt: number
+  /** Where it went (the endpoint's URL then: it may have been edited since). */
+  url: string
   /** [name, value] pairs as sent, in order. */
   request_headers: [string, string][]
   response_status: number | null

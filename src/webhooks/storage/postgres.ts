@@ -58,11 +58,11 @@ async function writeDetail(tx: SQL, a: LeasedAttempt) {
   if (!a.detail) return
   const p = detailParams(a, a.detail)
   await tx`
-    INSERT INTO webhook_attempts (delivery_id, attempt, at, ms, request_headers, response_status, response_headers,
+    INSERT INTO webhook_attempts (delivery_id, attempt, url, at, ms, request_headers, response_status, response_headers,
                                   response_body, response_truncated, error)
-    SELECT id, ${p.attempt}, ${p.at}, ${p.ms}, ${p.request}, ${p.status}, ${p.headers}, ${p.body}, ${p.truncated}, ${p.error}
+    SELECT id, ${p.attempt}, ${p.url}, ${p.at}, ${p.ms}, ${p.request}, ${p.status}, ${p.headers}, ${p.body}, ${p.truncated}, ${p.error}
       FROM webhook_deliveries WHERE id = ${p.id}
-    ON CONFLICT (delivery_id) DO UPDATE SET attempt = excluded.attempt, at = excluded.at, ms = excluded.ms,
+    ON CONFLICT (delivery_id) DO UPDATE SET attempt = excluded.attempt, url = excluded.url, at = excluded.at, ms = excluded.ms,
       request_headers = excluded.request_headers, response_status = excluded.response_status,
       response_headers = excluded.response_headers, response_body = excluded.response_body,
       response_truncated = excluded.response_truncated, error = excluded.error`
@@ -255,7 +255,7 @@ export function postgresWebhookQueue(sql: SQL): WebhookQueue<TransactionSQL> {
     async delivery(endpointId, eventId) {
       const [r] = await sql`
         SELECT d.event_id, e.webhook_id, e.type, d.state, d.attempts, d.last_status, d.last_error, d.last_ms, d.last_at, d.next_at,
-               e.payload, e.created, a.attempt, a.at AS a_at, a.ms AS a_ms, a.error AS a_error, a.request_headers,
+               e.payload, e.created, a.attempt, a.url, a.at AS a_at, a.ms AS a_ms, a.error AS a_error, a.request_headers,
                a.response_status, a.response_headers, a.response_body, a.response_truncated
           FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
           LEFT JOIN webhook_attempts a ON a.delivery_id = d.id
@@ -266,6 +266,7 @@ export function postgresWebhookQueue(sql: SQL): WebhookQueue<TransactionSQL> {
         payload: r.payload,
         created: Number(r.created),
         attempt: num(r.attempt),
+        url: r.url ?? null,
         a_at: num(r.a_at),
         a_ms: num(r.a_ms),
         a_error: r.a_error ?? null,

@@ -96,7 +96,7 @@ export function sqliteWebhookQueue(db: Db): WebhookQueue<Db> {
   const event = q.query<EventRow, [number]>('SELECT * FROM webhook_events WHERE id = ?')
   const deliveryOf = q.query<AttemptRow, [number, number]>(
     `SELECT d.event_id, e.webhook_id, e.type, d.state, d.attempts, d.last_status, d.last_error, d.last_ms, d.last_at, d.next_at,
-            e.payload, e.created, a.attempt, a.at AS a_at, a.ms AS a_ms, a.error AS a_error, a.request_headers,
+            e.payload, e.created, a.attempt, a.url, a.at AS a_at, a.ms AS a_ms, a.error AS a_error, a.request_headers,
             a.response_status, a.response_headers, a.response_body, a.response_truncated
        FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
        LEFT JOIN webhook_attempts a ON a.delivery_id = d.id
@@ -104,10 +104,10 @@ export function sqliteWebhookQueue(db: Db): WebhookQueue<Db> {
   )
   // An attempt's detail replaces the delivery's last one; nothing when the delivery is gone.
   const attemptDetail = q.prepare(
-    `INSERT INTO webhook_attempts (delivery_id, attempt, at, ms, request_headers, response_status, response_headers,
+    `INSERT INTO webhook_attempts (delivery_id, attempt, url, at, ms, request_headers, response_status, response_headers,
                                    response_body, response_truncated, error)
-     SELECT id, $attempt, $at, $ms, $request, $status, $headers, $body, $truncated, $error FROM webhook_deliveries WHERE id = $id
-     ON CONFLICT (delivery_id) DO UPDATE SET attempt = excluded.attempt, at = excluded.at, ms = excluded.ms,
+     SELECT id, $attempt, $url, $at, $ms, $request, $status, $headers, $body, $truncated, $error FROM webhook_deliveries WHERE id = $id
+     ON CONFLICT (delivery_id) DO UPDATE SET attempt = excluded.attempt, url = excluded.url, at = excluded.at, ms = excluded.ms,
        request_headers = excluded.request_headers, response_status = excluded.response_status,
        response_headers = excluded.response_headers, response_body = excluded.response_body,
        response_truncated = excluded.response_truncated, error = excluded.error`,
