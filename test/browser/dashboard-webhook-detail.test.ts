@@ -154,6 +154,18 @@ describe('a failed delivery, opened', () => {
     expect(await page.locator('h1').textContent()).toBe(`Delivery of event ${newest}`)
   })
 
+  test('a delivery not sent yet (its endpoint disabled): the body it will carry, no attempt, no "Send again"', async () => {
+    const quiet = await app.webhooks.create(await caller(), { url: receiver.url, events: 'link.created' })
+    await app.webhooks.update(await caller(), { id: quiet.id, enabled: false })
+    const t = await app.webhooks.testOwned(await caller(), { id: quiet.id })
+    await page.goto(`${app.url}/dashboard/webhooks/${quiet.id}/deliveries/${t.event_id}`)
+    expect(await page.locator('#wh-attempt').textContent()).toBe('none yet')
+    expect(await page.textContent('main')).toContain('Not sent yet')
+    expect(await page.locator('pre.wh-body').textContent()).toContain('"type":"webhook.test"')
+    expect(await page.getByRole('button', { name: 'Send again' }).count()).toBe(0)
+    await checkPage(page, null)
+  })
+
   test('a delivery of another endpoint, or none, is the 404 page', async () => {
     const r = await page.goto(`${app.url}/dashboard/webhooks/${hook}/deliveries/999999`)
     expect(r!.status()).toBe(404)
