@@ -241,7 +241,13 @@ export function createWebhookService<Tx>({
         // Never the secret itself: that a new one was made, and when.
         allWritten([
           opts.within?.(r, tx),
-          record(tx, by, { action: 'webhook.rotate', target: webhookTarget(r.id, owner, r.url) }),
+          record(tx, by, {
+            action: 'webhook.rotate',
+            target: webhookTarget(r.id, owner, r.url),
+            detail: times.previousUntil
+              ? `the old secret valid until ${iso(times.previousUntil)}`
+              : 'the old secret no longer valid',
+          }),
         ]),
       ),
     )
