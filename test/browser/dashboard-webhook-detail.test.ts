@@ -183,6 +183,7 @@ describe('a new secret', () => {
     await page.goto(`${app.url}/dashboard/webhooks/${hook}`)
     await navigate(page.getByRole('link', { name: 'New secret…' }).click())
     expect(await page.textContent('main')).toContain('stays valid for 24 hours more')
+    await checkPage(page, null)
     posts.length = 0
     const before = Date.now()
     await navigate(page.getByRole('button', { name: 'Make a new secret' }).click())
@@ -207,6 +208,7 @@ describe('a new secret', () => {
     // A second rotation within the overlap: the page asks first, naming what is dropped, and says so after.
     await page.goto(`${app.url}/dashboard/webhooks/${hook}/rotate`)
     expect(await page.textContent('main')).toContain('stops verifying at once')
+    await checkPage(page, null)
     await navigate(page.getByRole('button', { name: 'Make a new secret' }).click())
     expect(await page.locator('#wh-overlap').textContent()).toContain('The secret before the old one')
     await checkPage(page, null)
