@@ -4,8 +4,16 @@ import dashboardRulesCss from '../../assets/dashboard-rules.css' with { type: 't
 import dashboardBulkCss from '../../assets/dashboard-bulk.css' with { type: 'text' }
 import importCss from '../../assets/dashboard-import.css' with { type: 'text' }
 import dashboardTimesCss from '../../assets/dashboard-times.css' with { type: 'text' }
+import dashboardHooksCss from '../../assets/dashboard-hooks.css' with { type: 'text' }
 
-export const DASHBOARD_CSS = [dashboardCss, dashboardRulesCss, dashboardBulkCss, importCss, dashboardTimesCss]
+export const DASHBOARD_CSS = [
+  dashboardCss,
+  dashboardRulesCss,
+  dashboardBulkCss,
+  importCss,
+  dashboardTimesCss,
+  dashboardHooksCss,
+]
   .map((part) => part as unknown as string)
   .join('\n')
 /** Part of the stylesheet's URL: a new release's CSS gets a new URL, so it can be cached for a year. */

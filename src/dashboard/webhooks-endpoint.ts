@@ -3,12 +3,13 @@
 import { Elysia } from 'elysia'
 import type { DashboardDeps } from './deps'
 import { AppError } from '../kernel/errors'
-import { escapeHtml as h, isoTimeHtml } from '../web/render'
+import { escapeHtml as h, isoTimeHtml, utcText } from '../web/render'
 import { EVENT_TYPES } from '../kernel/outbox'
 import { RepeatedForm } from './form-tokens'
 import { byAccount } from '../audit'
 import type { Session } from './sessions'
 import { withParam } from './page-helpers'
+import { overlapWords, secretPage } from './webhooks-secret'
 import {
   counts,
   type Endpoint,
@@ -27,24 +28,8 @@ import {
   status,
 } from './webhooks-view'
 
-export function createWebhookEndpointPages({ shell, webhooks, clientIp }: DashboardDeps) {
+export function createWebhookEndpointPages({ shell, webhooks, clientIp, config }: DashboardDeps) {
   const { flash, tokens } = shell
-
-  /** The page a creation or a new secret redirects to: the secret, the one time it is shown. */
-  function secretPage(request: Request, s: Session, w: Endpoint, made: NewEndpoint, rotated: boolean) {
-    const title = rotated ? 'New signing secret' : 'Endpoint added'
-    const lost = rotated ? 'make another new one' : 'delete the endpoint and add it again'
-    const content = `<p class="crumbs"><a href="/dashboard/webhooks">Webhooks</a> /${rotated ? ` <a href="/dashboard/webhooks/${w.id}">${h(w.url)}</a> /` : ''}</p>
-<h1>${title}</h1>
-<section class="card" aria-labelledby="secret-h">
-<h2 id="secret-h">${rotated ? 'Its new signing secret' : 'Its signing secret'}</h2>
-<p class="warn" id="secret-warning"><strong>Copy it now: it is shown only this once.</strong> Your receiver checks each delivery's <code>webhook-signature</code> with it.${rotated ? ' Every delivery from now on, retries included, is signed with this secret only: the old one no longer verifies.' : ''} If you lose it, ${lost}.</p>
-<div class="secret"><input id="wh-secret" readonly value="${h(made.secret)}" aria-label="Signing secret" aria-describedby="secret-warning" spellcheck="false"><button type="button" class="copy" data-copy="wh-secret" hidden>Copy</button></div>
-<dl class="wh-meta"><dt>URL</dt><dd>${h(w.url)}</dd><dt>Events</dt><dd>${eventList(w.events)}</dd></dl>
-<div class="actions"><a class="button" href="/dashboard/webhooks/${w.id}">Open its delivery log</a><a class="button secondary" href="/dashboard/webhooks">Back to webhooks</a></div>
-</section>`
-    return shell.render(request, s, { section: 'webhooks', title, content })
-  }
 
   // ---------------------------------------------------------------------------------------------------
   // One endpoint: its log, the test event, redelivery, editing, a new secret, deletion
@@ -73,7 +58,7 @@ export function createWebhookEndpointPages({ shell, webhooks, clientIp }: Dashbo
     const shownId = createdId ?? rotatedId
     const made =
       shownId === null ? null : await flash.take<NewEndpoint>(shell.ownerOf(s), `webhook secret ${w.id}`, shownId)
-    if (made) return secretPage(request, s, w, made, createdId === null)
+    if (made) return secretPage(shell, request, s, w, made, createdId === null)
     const live = await liveLog(s, w)
     const csrf = `<input type="hidden" name="_csrf" value="${h(s.csrf)}">`
     const toggle = w.enabled
@@ -82,7 +67,11 @@ export function createWebhookEndpointPages({ shell, webhooks, clientIp }: Dashbo
     const content = `<p class="crumbs"><a href="/dashboard/webhooks">Webhooks</a> /</p>
 <h1 class="wh-title">${h(w.url)}</h1>
 <section class="card">
-<dl class="wh-meta"><dt>Status</dt><dd id="wh-state">${status(w)}</dd><dt>Events</dt><dd>${eventList(w.events)}</dd><dt>Deliveries</dt><dd id="wh-counts">${counts(w)}</dd><dt>Created</dt><dd>${isoTimeHtml(w.created, { never: '' })}</dd></dl>
+<dl class="wh-meta"><dt>Status</dt><dd id="wh-state">${status(w)}</dd><dt>Events</dt><dd>${eventList(w.events)}</dd><dt>Deliveries</dt><dd id="wh-counts">${counts(w)}</dd><dt>Created</dt><dd>${isoTimeHtml(w.created, { never: '' })}</dd>${
+      w.previous_secret_expires
+        ? `<dt>Old secret</dt><dd id="wh-old-secret">Still valid until ${isoTimeHtml(w.previous_secret_expires)}: deliveries carry both signatures until then</dd>`
+        : ''
+    }</dl>
 ${w.enabled ? '' : '<p class="muted">Disabled: nothing is sent to it, and events meanwhile are not kept for it. Deliveries already queued wait, and go out once it is enabled.</p>'}
 <div class="actions">
 <form method="post" action="/dashboard/webhooks/${w.id}/test">${csrf}<button type="submit">Send a test event</button></form>
@@ -108,7 +97,7 @@ ${toggle}
             text:
               createdId !== null
                 ? "This endpoint's signing secret was shown once, and is not shown again. If it was not copied, delete the endpoint and add it again."
-                : "This endpoint's new signing secret was shown once, and is not shown again. If it was not copied, make another new one.",
+                : `This endpoint's new signing secret was shown once, and is not shown again. If it was not copied, make another new one.${w.previous_secret_expires ? ` The old secret stays valid until ${utcText(Date.parse(w.previous_secret_expires))}.` : ''}`,
           } as const)
     return shell.render(request, s, { section: 'webhooks', title: `Webhook ${w.id}`, content, notice })
   }
@@ -139,11 +128,20 @@ ${endpointFields(form, form.events ?? [])}
   async function rotatePage(request: Request, s: Session, idText: string) {
     const w = await endpointOf(webhooks, s, idText)
     if (!w) return notFoundPage(shell, request, s)
+    const overlap = config.webhooks.rotation_overlap
     const content = `<p class="crumbs"><a href="/dashboard/webhooks">Webhooks</a> / <a href="/dashboard/webhooks/${w.id}">${h(w.url)}</a> /</p>
 <h1>Make a new signing secret?</h1>
 <section class="card">
 <p class="wh-url"><strong>${h(w.url)}</strong></p>
-<p>The new secret is shown once, on the next page. From then on every delivery, retries of queued ones included, is signed with it only: your receiver must have it before it can verify them again.</p>
+<p>The new secret is shown once, on the next page. ${
+      overlap > 0
+        ? `The current one stays valid for ${h(overlapWords(overlap))} more: until then every delivery, retries of queued ones included, is signed with both, so your receiver keeps verifying while you give it the new one. After that, only the new one verifies.`
+        : 'From then on every delivery, retries of queued ones included, is signed with it only: your receiver must have it before it can verify them again.'
+    }${
+      w.previous_secret_expires
+        ? ` <strong>The secret before the current one (valid until ${isoTimeHtml(w.previous_secret_expires)}) stops verifying at once:</strong> only the newest two are ever valid.`
+        : ''
+    }</p>
 <form method="post" action="/dashboard/webhooks/${w.id}/rotate" class="actions">
 <input type="hidden" name="_csrf" value="${h(s.csrf)}">
 ${tokens.field()}
@@ -255,7 +253,11 @@ ${tokens.field()}
     await flash.put(
       shell.ownerOf(s),
       `webhook secret ${made.id}`,
-      { secret: made.secret } satisfies NewEndpoint,
+      {
+        secret: made.secret,
+        previousUntil: made.previous_secret_expires,
+        dropped: made.earlier_secret_dropped,
+      } satisfies NewEndpoint,
       shownId,
     )
     return shell.seeOther(shown)

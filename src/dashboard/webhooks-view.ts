@@ -76,9 +76,13 @@ export const eventList = (events: string) =>
     .map((e) => `<code>${h(e)}</code>`)
     .join(' ')
 
-/** A new endpoint's secret, kept for the one page that shows it. */
+/** A new endpoint's secret, kept for the one page that shows it; after a rotation, what became of the old ones. */
 export interface NewEndpoint {
   secret: string
+  /** ISO: until when the secret before it still verifies; null: not at all. */
+  previousUntil?: string | null
+  /** A secret kept from the rotation before stopped verifying. */
+  dropped?: boolean
 }
 
 export const LIST = '/dashboard/webhooks'
@@ -120,7 +124,7 @@ export function logTable(s: Session, w: Endpoint, log: ReturnType<typeof logRow>
   const rows = log
     .map(
       (d) => `<tr>
-<td class="n" data-label="Event">${d.event_id}</td>
+<td class="n" data-label="Event"><a href="/dashboard/webhooks/${w.id}/deliveries/${d.event_id}" aria-label="Event ${d.event_id}: its delivery in detail">${d.event_id}</a></td>
 <td data-label="Type"><code>${h(d.type)}</code></td>
 <td data-label="State"><span class="state ${d.tone}">${h(d.state)}</span></td>
 <td class="n" data-label="Attempts">${d.attempts}</td>

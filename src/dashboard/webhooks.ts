@@ -21,6 +21,7 @@ import {
   status,
 } from './webhooks-view'
 import { createWebhookEndpointPages } from './webhooks-endpoint'
+import { createWebhookDeliveryPages } from './webhooks-delivery'
 
 export function createWebhooksSection(deps: DashboardDeps) {
   const { shell, webhooks, clientIp } = deps
@@ -143,4 +144,5 @@ ${endpointFields(form, form.events ?? DEFAULT_EVENTS)}
       return s instanceof Response ? s : create(request, s)
     })
     .use(createWebhookEndpointPages(deps))
+    .use(createWebhookDeliveryPages(deps))
 }

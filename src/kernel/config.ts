@@ -75,6 +75,8 @@ export interface Config {
   web: { signup: boolean }
   /** The audit log (SPEC §7): rows older than keep_days days are deleted by an hourly sweep. */
   audit: { keep_days: number }
+  /** Webhooks (SPEC §8): after a new secret, the one before stays valid (both sign) this many seconds (0: none). */
+  webhooks: { rotation_overlap: number }
   /** Countries of visits (SPEC §4; src/kernel/geo.ts/): empty database: the embedded one; else a MaxMind-format .mmdb file (relative to the config file). */
   geo: { database: string }
   /** The service's log (src/kernel/log.ts): level, format (auto: pretty on a terminal, else JSON lines), request lines. */
@@ -125,6 +127,7 @@ export function defaultConfig(): Config {
     database: { url: '' },
     web: { signup: false },
     audit: { keep_days: 365 },
+    webhooks: { rotation_overlap: 86400 },
     geo: { database: '' },
     log: { level: 'info', format: 'auto', requests: true },
     oidc: {
@@ -181,6 +184,8 @@ const schema: Record<string, Check | Record<string, Check>> = {
   web: { signup: bool },
   // At least a day (the sweep runs hourly); at most 100 years.
   audit: { keep_days: int(1, 36_500) },
+  // Seconds, as the other durations here: at most 30 days.
+  webhooks: { rotation_overlap: int(0, 30 * 86400) },
   geo: { database: str() },
   log: {
     level: str(oneOf(['debug', 'info', 'warn', 'error'])),

@@ -21,6 +21,7 @@ const RELOADABLE = new Set([
   'log.requests',
   'log.format',
   'audit.keep_days',
+  'webhooks.rotation_overlap',
 ])
 
 /** "section.key" → its value as JSON, for every key of a config. */
@@ -56,6 +57,8 @@ export function reloadConfig(config: Config, next: Config, logger: Logger): Relo
     config.log = { ...next.log }
     // Read by the audit log's hourly sweep.
     config.audit.keep_days = next.audit.keep_days
+    // Read by each rotation of a webhook's secret.
+    config.webhooks.rotation_overlap = next.webhooks.rotation_overlap
     logger.configure(next.log)
   }
   return { applied, restart }

@@ -36,7 +36,8 @@ const params: ApiParam[] = [
       description:
         'list: your webhooks with delivery counts; create: a new one (`url`, `events`), the answer carries its secret, shown ' +
         'only then; update: webhook `id` gets any of `url`, `events`, `enabled`; rotate: webhook `id` gets a new secret, ' +
-        'shown only in that answer, and every later send (retries too) is signed with it alone; delete: the webhook `id`; ' +
+        'shown only in that answer; the one before stays valid until `previous_secret_expires` ([webhooks] rotation_overlap, ' +
+        'default 24 h), every send meanwhile (retries too) signed with both, then with the new one alone; delete: the webhook `id`; ' +
         'deliveries: the delivery log of webhook `id`, newest first; redeliver: sends event `event` to webhook `id` again, ' +
         'under the same webhook-id; redeliver_failed: every failed delivery of webhook `id` is sent again, each under its ' +
         "event's webhook-id",
@@ -146,6 +147,11 @@ const WebhookSchema = Type.Object(
     }),
     disabled_reason: Nullable(Type.String()),
     created: Iso('When it was created'),
+    previous_secret_expires: Nullable(
+      Iso(
+        'After a rotate: until when the secret before it still verifies (deliveries carry both signatures); null: none',
+      ),
+    ),
     deliveries: Counts,
   },
   { title: 'Webhook', additionalProperties: false },
@@ -181,6 +187,21 @@ const ResultSchema = Type.Object(
         description: 'create and rotate only: the signing secret (Standard Webhooks), shown this once',
       }),
     ),
+    previous_secret_expires: Type.Optional(
+      Nullable(
+        Iso(
+          'rotate only: until when the secret before it stays valid, every delivery meanwhile signed with both ' +
+            '(`webhook-signature: v1,<new> v1,<old>`); null when [webhooks] rotation_overlap is 0',
+        ),
+      ),
+    ),
+    earlier_secret_dropped: Type.Optional(
+      Type.Boolean({
+        description:
+          'rotate only: true when a secret kept from a rotation before (still in its overlap) stopped verifying now: only ' +
+          'the newest two are ever valid',
+      }),
+    ),
     enabled: Type.Optional(Type.Boolean()),
     disabled_reason: Type.Optional(Nullable(Type.String())),
     redelivered: Type.Optional(
@@ -202,14 +223,14 @@ const ResultSchema = Type.Object(
     additionalProperties: false,
     description:
       'create: id, url, events, secret; list: webhooks; update: id, url, events, enabled, disabled_reason; rotate: id, ' +
-      'secret; delete: id, deleted; deliveries: id, deliveries; redeliver: id, event_id, webhook_id, state, attempts, ' +
+      'secret, previous_secret_expires, earlier_secret_dropped; delete: id, deleted; deliveries: id, deliveries; redeliver: id, event_id, webhook_id, state, attempts, ' +
       'next_at; redeliver_failed: id, redelivered, enabled (false: they wait until the webhook is enabled)',
     // Each answer's fields (the properties are listed again: a `required` names only what its schema defines).
     anyOf: [
       ['id', 'url', 'events', 'secret'],
       ['webhooks'],
       ['id', 'url', 'events', 'enabled', 'disabled_reason'],
-      ['id', 'secret'],
+      ['id', 'secret', 'previous_secret_expires', 'earlier_secret_dropped'],
       ['id', 'redelivered', 'enabled'],
       ['id', 'deleted'],
       ['id', 'deliveries'],
@@ -238,7 +259,8 @@ export function webhookApi(webhooks: WebhookService): ApiMethod[] {
       description:
         'Events (`link.created`, `link.updated`, `link.deleted`, `link.clicked`, `link.reported`, `links.imported`, `mail.received`) are POSTed as ' +
         '`{"type","timestamp","data"}`, signed per the Standard Webhooks spec (headers webhook-id, webhook-timestamp, ' +
-        'webhook-signature) with the secret that `create` (and each `rotate`) shows once. An event is stored with the change that caused it and ' +
+        'webhook-signature) with the secret that `create` (and each `rotate`) shows once; after a `rotate` the old secret signs ' +
+        'too (space-separated signatures) until `previous_secret_expires`. An event is stored with the change that caused it and ' +
         'retried until a 2xx (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h); 410 Gone disables the webhook. At most ' +
         `${MAX_ENDPOINTS} webhooks per account; the log keeps 7 days.`,
       params,

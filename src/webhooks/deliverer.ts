@@ -270,8 +270,18 @@ export function createDeliverer<Tx>(deps: DelivererDeps<Tx>) {
     // Written under the newest lease: a renewal in flight (which may have moved it) ends first.
     flight.recording = true
     while (renewing) await renewing
-    const record: LeasedAttempt = { id: row.id, lease: flight.lease, status, error, ms, at: clock() }
     const attemptNo = row.attempts + 1
+    // What this attempt sent and got, for the delivery's page: written with its result, under the same fence.
+    const detail = {
+      attempt: attemptNo,
+      url: row.url,
+      request_headers: answer.sent,
+      response_status: status,
+      response_headers: answer.headers,
+      response_body: answer.body,
+      response_truncated: answer.truncated,
+    }
+    const record: LeasedAttempt = { id: row.id, lease: flight.lease, status, error, ms, at: clock(), detail }
     try {
       if (status !== null && status >= 200 && status <= 299) {
         await queue.markOk(record, row.endpoint_id)

@@ -66,6 +66,17 @@ export function createDeliveries<Tx>({
     }
   }
 
+  /** The caller's delivery of event `event` to endpoint `id`, with its newest attempt; 404 when there is none. */
+  async function delivery(caller: Caller, input: { id?: unknown; event?: unknown }) {
+    const row = await owned(caller, input.id)
+    const eventId = Number(input.event)
+    if (!present(input.event) || !Number.isSafeInteger(eventId) || eventId < 1)
+      throw invalidParameter('event', 'the event_id of a delivery in the log')
+    const d = await queue.delivery(row.id, eventId)
+    if (!d) throw notFound(`There is no delivery of event ${eventId} to webhook ${row.id} (the log keeps 7 days).`)
+    return d
+  }
+
   /** Every failed delivery of the endpoint is sent again (each under its event's webhook-id); how many. */
   async function redeliverFailed(caller: Caller, input: { id?: unknown }, by: Who = byAccount(caller, '')) {
     const before = await owned(caller, input.id)
@@ -136,6 +147,7 @@ export function createDeliveries<Tx>({
 
   return {
     log,
+    delivery,
     redeliverFailed,
     testRow,
     redeliver,

@@ -2,7 +2,14 @@
 export { createOutbox, createQueueOutbox, INDEX_MAX_AGE_MS } from './outbox'
 export { webhookEventDocs } from './event-docs'
 export { createWebhookService, MAX_ENDPOINTS, type WebhookService } from './service'
-export type { Deliverer } from './deliverer'
+export { RETRY_SCHEDULE_MS, type Deliverer } from './deliverer'
 // The click writer's thread writes link.clicked events with it, in its own flush's transaction (SQLite).
 export { eventInserts } from './storage/sqlite'
-export type { EndpointRow, EndpointRows, NamedEndpoint, NewEvent, WebhookQueue } from './storage/contract'
+export type {
+  DeliveryDetail,
+  EndpointRow,
+  EndpointRows,
+  NamedEndpoint,
+  NewEvent,
+  WebhookQueue,
+} from './storage/contract'

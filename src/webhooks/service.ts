@@ -90,6 +90,10 @@ export function createWebhookService<Tx>({
 
   const outgoing = createDeliveries({ endpoints, queue, outbox, clock, owned, written, record, stillThere })
 
+  /** Until when the secret before the last rotation still verifies (ISO), or null when it no longer does. */
+  const previousExpires = (row: EndpointRow) =>
+    row.previous_secret !== null && row.previous_until > clock() ? iso(row.previous_until) : null
+
   function summary(row: EndpointRow, counts?: { ok: number; failed: number; pending: number; retrying: number }) {
     return {
       id: row.id,
@@ -99,6 +103,7 @@ export function createWebhookService<Tx>({
       failing: row.failing === 1,
       disabled_reason: row.disabled_reason,
       created: iso(row.created)!,
+      previous_secret_expires: previousExpires(row),
       deliveries: {
         ok: counts?.ok ?? 0,
         failed: counts?.failed ?? 0,
@@ -216,7 +221,10 @@ export function createWebhookService<Tx>({
     }
   }
 
-  /** A new signing secret, shown only in this answer: every send from now on (retries too) is signed with it alone. */
+  /**
+   * A new signing secret, shown only in this answer. The one before stays valid for [webhooks] rotation_overlap
+   * (every send meanwhile, retries too, carries both signatures); one kept from a rotation before is dropped.
+   */
   async function rotate(
     caller: Caller,
     input: { id?: unknown },
@@ -225,17 +233,31 @@ export function createWebhookService<Tx>({
   ) {
     const before = await owned(caller, input.id)
     const secret = newSecret()
+    const now = clock()
+    const overlap = config.webhooks.rotation_overlap * 1000
+    const times = { now, previousUntil: overlap > 0 ? now + overlap : 0 }
     const rotated = await written(
-      endpoints.rotateSecret(before.id, caller.accountId, secret, (tx, r, owner) =>
+      endpoints.rotateSecret(before.id, caller.accountId, secret, times, (tx, r, owner) =>
         // Never the secret itself: that a new one was made, and when.
         allWritten([
           opts.within?.(r, tx),
-          record(tx, by, { action: 'webhook.rotate', target: webhookTarget(r.id, owner, r.url) }),
+          record(tx, by, {
+            action: 'webhook.rotate',
+            target: webhookTarget(r.id, owner, r.url),
+            detail: times.previousUntil
+              ? `the old secret valid until ${iso(times.previousUntil)}`
+              : 'the old secret no longer valid',
+          }),
         ]),
       ),
     )
-    const row = stillThere(rotated, before.id)
-    return { id: row.id, secret: row.secret }
+    const { row, dropped } = stillThere(rotated, before.id)
+    return {
+      id: row.id,
+      secret: row.secret,
+      previous_secret_expires: previousExpires(row),
+      earlier_secret_dropped: dropped,
+    }
   }
 
   return {
@@ -289,6 +311,8 @@ export function createWebhookService<Tx>({
     },
 
     redeliver: outgoing.redeliver,
+    /** One delivery of the log with its newest attempt as sent and answered (the dashboard's detail page). */
+    delivery: outgoing.delivery,
 
     /** `linkbox webhook test ID`: a webhook.test event for this endpoint alone; its webhook-id. */
     async test(id: number) {

@@ -12,16 +12,21 @@ export function newSecret(): string {
 /**
  * The three Standard Webhooks headers for `body` (the exact bytes sent) of the event whose webhook-id is `id`
  * (its row's, one id for every endpoint, attempt and redelivery): `webhook-signature` is
- * `v1,` + base64 HMAC-SHA256, keyed with the secret's bytes, of `<id>.<timestamp>.<body>`.
+ * `v1,` + base64 HMAC-SHA256, keyed with the secret's bytes, of `<id>.<timestamp>.<body>`; with a `previous`
+ * secret (a rotation's overlap) a second one follows, space-separated, so that either secret verifies.
  */
 export function signatureHeaders(
   secret: string,
   id: string,
   body: string,
   nowMs: number,
+  previous?: string | null,
 ): { 'webhook-id': string; 'webhook-timestamp': string; 'webhook-signature': string } {
   const timestamp = String(Math.floor(nowMs / 1000))
-  const key = Buffer.from(secret.startsWith(PREFIX) ? secret.slice(PREFIX.length) : secret, 'base64')
-  const signature = createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')
-  return { 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': `v1,${signature}` }
+  const sign = (s: string) => {
+    const key = Buffer.from(s.startsWith(PREFIX) ? s.slice(PREFIX.length) : s, 'base64')
+    return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`
+  }
+  const signature = previous ? `${sign(secret)} ${sign(previous)}` : sign(secret)
+  return { 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': signature }
 }

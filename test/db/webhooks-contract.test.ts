@@ -162,6 +162,8 @@ describe.each([
         failing: 0,
         disabled_reason: null,
         created: T0 + 1,
+        previous_secret: null,
+        previous_until: 0,
       })
       expect(await e.notes()).toEqual([`made ${first.id} of ann`])
       expect(await b.endpoint(first.id)).toEqual(first)
@@ -304,13 +306,16 @@ describe.each([
       const [a, b] = [e.node(), e.node()]
       const [ann, bob] = [await e.account('ann'), await e.account('bob')]
       const ep = row(await a.insertUnder(ann, 20, made(1)))
+      const none = { now: T0, previousUntil: 0 }
       expect(
-        await b.rotateSecret(ep.id, ann, 'whsec_new', (tx, r, owner) => e.note(tx, `rotated ${r.id} of ${owner}`)),
-      ).toEqual({ ...ep, secret: 'whsec_new' })
+        await b.rotateSecret(ep.id, ann, 'whsec_new', none, (tx, r, owner) =>
+          e.note(tx, `rotated ${r.id} of ${owner}`),
+        ),
+      ).toEqual({ row: { ...ep, secret: 'whsec_new' }, dropped: false })
       expect((await a.endpoint(ep.id))!.secret).toBe('whsec_new')
-      expect(await a.rotateSecret(ep.id, bob, 'whsec_bobs', (tx) => e.note(tx, 'never'))).toBeNull()
+      expect(await a.rotateSecret(ep.id, bob, 'whsec_bobs', none, (tx) => e.note(tx, 'never'))).toBeNull()
       await expect(
-        a.rotateSecret(ep.id, ann, 'whsec_lost', () => {
+        a.rotateSecret(ep.id, ann, 'whsec_lost', none, () => {
           throw new Error('the form token was taken')
         }),
       ).rejects.toThrow('the form token was taken')
@@ -320,7 +325,7 @@ describe.each([
       for (let round = 0; round < 10; round++) {
         const target = row(await a.insertUnder(ann, 20, made(100 + round)))
         const [rotated, removed] = await Promise.all([
-          a.rotateSecret(target.id, ann, `whsec_r${round}`),
+          a.rotateSecret(target.id, ann, `whsec_r${round}`, none),
           b.remove(target.id),
         ])
         expect(removed).not.toBeNull()
@@ -625,6 +630,7 @@ describe.each([
           attempts: 0,
           url: 'https://hooks.example.com/in',
           secret: 'whsec_x',
+          previous_secret: null,
           payload: ev1!.payload,
           lease: T0 + 1_000,
         },

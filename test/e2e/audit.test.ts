@@ -223,7 +223,14 @@ describe('every change leaves exactly its row (API, dashboard forms)', () => {
           expect(JSON.stringify(app.db.query('SELECT * FROM audit_log').all())).not.toContain(secret)
           expect((await post({ action: 'redeliver_failed' })).status).toBe(200)
         },
-        rows: () => [{ ...by('bob'), action: 'webhook.rotate', target: new RegExp(`^webhook ${hookId} of bob: `) }],
+        rows: () => [
+          {
+            ...by('bob'),
+            action: 'webhook.rotate',
+            target: new RegExp(`^webhook ${hookId} of bob: `),
+            detail: /^the old secret valid until \d{4}-\d\d-\d\dT/,
+          },
+        ],
       },
       {
         name: 'API: delete a webhook',

@@ -18,7 +18,12 @@ const SCHEDULE = [300, 300]
 
 beforeAll(async () => {
   box = await makeBox(
-    { media: { allow_private_networks: true }, server: { host: '127.0.0.1', port: 0 } },
+    // No overlap after a rotation here (the old secret stops at once); the overlap: webhook-rotation.test.ts.
+    {
+      media: { allow_private_networks: true },
+      server: { host: '127.0.0.1', port: 0 },
+      webhooks: { rotation_overlap: 0 },
+    },
     { webhookSchedule: SCHEDULE },
   )
   box.listen() // starts the deliverer
@@ -243,7 +248,7 @@ describe('update: the URL', () => {
 })
 
 describe('rotate', () => {
-  test('the next delivery, a retry of a queued one included, verifies with the new secret only', async () => {
+  test('without an overlap (rotation_overlap = 0) the next delivery, a retry of a queued one included, verifies with the new secret only', async () => {
     const r = receiver()
     // The first attempt fails once the secret is rotated; its retry (300 ms later) is the "queued one".
     const rotatedYet = gate()
@@ -256,7 +261,13 @@ describe('rotate', () => {
     expect(rotated.status, JSON.stringify(rotated.body)).toBe(200)
     rotatedYet.open()
     const fresh = rotated.body.return.secret as string
-    expect(Object.keys(rotated.body.return).sort()).toEqual(['id', 'secret'])
+    expect(Object.keys(rotated.body.return).sort()).toEqual([
+      'earlier_secret_dropped',
+      'id',
+      'previous_secret_expires',
+      'secret',
+    ])
+    expect(rotated.body.return.previous_secret_expires).toBeNull()
     expect(rotated.body.return.id).toBe(id)
     expect(fresh).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/)
     expect(fresh).not.toBe(old)

@@ -57,6 +57,7 @@ describe('POST /api/webhooks.json', () => {
           failing: false,
           disabled_reason: null,
           created: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+          previous_secret_expires: null,
           deliveries: { ok: 0, failed: 0, pending: 1, retrying: 0 },
         },
       ],

@@ -166,6 +166,27 @@ export const pgMigrations: PgMigration[] = [
   CREATE INDEX pending_imports_expires ON pending_imports (expires);
   `,
   },
+  {
+    // Twin of SQLite's 25: an endpoint's previous secret and until when it is valid; each delivery's newest attempt.
+    version: 25,
+    sql: `
+  ALTER TABLE webhook_endpoints ADD COLUMN previous_secret ${T};
+  ALTER TABLE webhook_endpoints ADD COLUMN previous_until bigint NOT NULL DEFAULT 0;
+  CREATE TABLE webhook_attempts (
+    delivery_id bigint PRIMARY KEY REFERENCES webhook_deliveries(id) ON DELETE CASCADE,
+    attempt bigint NOT NULL,
+    at bigint NOT NULL,
+    ms bigint NOT NULL,
+    url ${T} NOT NULL,
+    request_headers ${T} NOT NULL,
+    response_status bigint,
+    response_headers ${T} NOT NULL DEFAULT '[]',
+    response_body ${T} NOT NULL DEFAULT '',
+    response_truncated bigint NOT NULL DEFAULT 0,
+    error ${T}
+  );
+  `,
+  },
 ]
 
 /** The schema version this binary brings a PostgreSQL database to: the last entry's. */

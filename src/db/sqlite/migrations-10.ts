@@ -233,4 +233,25 @@ export const migrationsFrom10: Migration[] = [
   CREATE INDEX pending_imports_account ON pending_imports (account_id, created);
   CREATE INDEX pending_imports_expires ON pending_imports (expires);
   `,
+  /* 25: webhooks you can debug and rotate (issue 38, SPEC §8). An endpoint's previous secret stays valid until
+     previous_until (unix ms; 0: none) after a rotation, and deliveries meanwhile are signed with both.
+     webhook_attempts: the newest attempt of each delivery as it went (one row per delivery, replaced by the
+     next attempt; it goes with its delivery): the URL and the request headers as sent (JSON pairs; the body is
+     the event's payload), the answer's status, headers (at most 50, 8 KiB) and the first 4 KiB of its body. */ `
+  ALTER TABLE webhook_endpoints ADD COLUMN previous_secret TEXT;
+  ALTER TABLE webhook_endpoints ADD COLUMN previous_until INTEGER NOT NULL DEFAULT 0;
+  CREATE TABLE webhook_attempts (
+    delivery_id INTEGER PRIMARY KEY REFERENCES webhook_deliveries(id) ON DELETE CASCADE,
+    attempt INTEGER NOT NULL,
+    at INTEGER NOT NULL,
+    ms INTEGER NOT NULL,
+    url TEXT NOT NULL,
+    request_headers TEXT NOT NULL,
+    response_status INTEGER,
+    response_headers TEXT NOT NULL DEFAULT '[]',
+    response_body TEXT NOT NULL DEFAULT '',
+    response_truncated INTEGER NOT NULL DEFAULT 0,
+    error TEXT
+  );
+  `,
 ]

@@ -14,6 +14,10 @@ export interface EndpointRow {
   failing: number
   disabled_reason: string | null
   created: number
+  /** The secret before the last rotation, still valid (deliveries signed with both) until previous_until. */
+  previous_secret: string | null
+  /** Unix ms; 0 (or past): no previous secret is valid. */
+  previous_until: number
 }
 
 export interface EndpointCounts {
@@ -62,6 +66,8 @@ export interface DueDelivery {
   attempts: number
   url: string
   secret: string
+  /** The previous secret while it is still valid at the claim's `now` (signed with too), else null. */
+  previous_secret?: string | null
   payload: string
 }
 
@@ -71,6 +77,41 @@ export interface AttemptRecord {
   error: string | null
   ms: number
   at: number
+  /** What the attempt sent and got (the delivery's detail page); written with its result, replacing the last. */
+  detail?: AttemptDetail
+}
+
+/** Bounds of what an attempt's answer keeps (post.ts reads no more). */
+export const ANSWER_BOUNDS = { headers: 50, headerBytes: 8192, bodyBytes: 4096 } as const
+
+/** One attempt as it went: what was sent (the body is the event's payload) and what came back. */
+export interface AttemptDetail {
+  /** Its number in the delivery's current run (a redelivery starts again from 1). */
+  attempt: number
+  /** Where it went (the endpoint's URL then: it may have been edited since). */
+  url: string
+  /** [name, value] pairs as sent, in order. */
+  request_headers: [string, string][]
+  response_status: number | null
+  /** At most ANSWER_BOUNDS.headers pairs and headerBytes bytes. */
+  response_headers: [string, string][]
+  /** The answer's first ANSWER_BOUNDS.bodyBytes bytes, as UTF-8 text. */
+  response_body: string
+  /** The body, or the headers, went on beyond what is kept. */
+  response_truncated: boolean
+}
+
+/** A delivery as its detail page shows it: the log's row, its event's body, and its newest attempt (if any). */
+export interface DeliveryDetail extends DeliveryLogRow {
+  payload: string
+  created: number
+  last_attempt: (AttemptDetail & { at: number; ms: number; error: string | null }) | null
+}
+
+/** What a rotation did: the endpoint after it, and whether a previous secret still valid was dropped by it. */
+export interface Rotation {
+  row: EndpointRow
+  dropped: boolean
 }
 
 /** A delivery taken under a lease: `lease` is its claimed_until, the fence its result is written under. */
@@ -132,13 +173,18 @@ export interface EndpointRows<Tx> {
     change: (now: EndpointRow) => EndpointChange,
     within?: (tx: Tx, before: EndpointRow, after: EndpointRow, owner: string) => unknown,
   ): Promise<EndpointRow | null>
-  /** The account's endpoint signed from now on with `secret` alone, and `within` run; null when it is gone. */
+  /**
+   * The account's endpoint signed from now on with `secret`, its secret until now kept valid until
+   * `previousUntil` (0: not at all); a previous one still valid at `now` is dropped (`dropped`). `within` runs
+   * in the transaction; null when it is gone.
+   */
   rotateSecret(
     id: number,
     accountId: number,
     secret: string,
+    times: { now: number; previousUntil: number },
     within?: (tx: Tx, row: EndpointRow, owner: string) => unknown,
-  ): Promise<EndpointRow | null>
+  ): Promise<Rotation | null>
   /** The endpoint deleted (its deliveries with it) and `within` run with the row it was; null when it was gone. */
   remove(id: number, within?: (tx: Tx, removed: EndpointRow, owner: string) => unknown): Promise<EndpointRow | null>
   /**
@@ -213,6 +259,8 @@ export interface WebhookQueue<Tx> extends EventWriter<Tx> {
   markGone(attempt: LeasedAttempt, endpointId: number, reason: string, within?: (tx: Tx) => unknown): Promise<boolean>
   /** The endpoint's newest deliveries (by event, newest first): the delivery log. */
   log(endpointId: number, limit: number): Promise<DeliveryLogRow[]>
+  /** The endpoint's delivery of event `eventId` with its newest attempt; null when there is none. */
+  delivery(endpointId: number, eventId: number): Promise<DeliveryDetail | null>
   /** Deliveries by state, per endpoint of the account. */
   counts(accountId: number): Promise<EndpointCounts[]>
   /** The event (its webhook-id, its payload); null when there is none (swept, or never made). */

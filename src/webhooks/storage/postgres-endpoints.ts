@@ -14,6 +14,8 @@ const endpoint = (r: Record<string, unknown>): EndpointRow => ({
   failing: Number(r.failing),
   disabled_reason: (r.disabled_reason ?? null) as string | null,
   created: Number(r.created),
+  previous_secret: (r.previous_secret ?? null) as string | null,
+  previous_until: Number(r.previous_until ?? 0),
 })
 
 const named = (r: Record<string, unknown>): NamedEndpoint => ({
@@ -88,14 +90,20 @@ export function postgresEndpointRows(sql: SQL): EndpointRows<TransactionSQL> {
       })
     },
 
-    async rotateSecret(id, accountId, secret, within) {
+    async rotateSecret(id, accountId, secret, times, within) {
       return sql.begin(async (tx) => {
-        const [row] =
-          await tx`UPDATE webhook_endpoints SET secret = ${secret} WHERE id = ${id} AND account_id = ${accountId} RETURNING *`
-        if (!row) return null
+        // Locked first: two rotations at once take turns, and the second sees the first's secret as the one it keeps.
+        const [locked] =
+          await tx`SELECT * FROM webhook_endpoints WHERE id = ${id} AND account_id = ${accountId} FOR NO KEY UPDATE`
+        if (!locked) return null
+        const before = endpoint(locked)
+        const until = times.previousUntil
+        const [row] = await tx`UPDATE webhook_endpoints SET secret = ${secret},
+                                 previous_secret = CASE WHEN ${until}::bigint > 0 THEN secret END, previous_until = ${until}
+                                WHERE id = ${id} RETURNING *`
         const made = endpoint(row)
         if (within) await within(tx, made, await ownerOf(tx, accountId))
-        return made
+        return { row: made, dropped: before.previous_secret !== null && before.previous_until > times.now }
       })
     },
 

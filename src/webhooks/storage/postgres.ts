@@ -8,9 +8,11 @@ import {
   type EndpointCounts,
   type EventRow,
   type HeldLease,
+  type LeasedAttempt,
   type LeasedDelivery,
   type WebhookQueue,
 } from './contract'
+import { detailOf, detailParams } from './attempts'
 
 export { postgresEndpointRows } from './postgres-endpoints'
 
@@ -50,6 +52,21 @@ const heldArrays = (sql: SQL, held: readonly HeldLease[]) => [
     'INT8',
   ),
 ]
+
+/** An attempt's detail, replacing the delivery's last one, inside `tx` (after its result was written). */
+async function writeDetail(tx: SQL, a: LeasedAttempt) {
+  if (!a.detail) return
+  const p = detailParams(a, a.detail)
+  await tx`
+    INSERT INTO webhook_attempts (delivery_id, attempt, url, at, ms, request_headers, response_status, response_headers,
+                                  response_body, response_truncated, error)
+    SELECT id, ${p.attempt}, ${p.url}, ${p.at}, ${p.ms}, ${p.request}, ${p.status}, ${p.headers}, ${p.body}, ${p.truncated}, ${p.error}
+      FROM webhook_deliveries WHERE id = ${p.id}
+    ON CONFLICT (delivery_id) DO UPDATE SET attempt = excluded.attempt, url = excluded.url, at = excluded.at, ms = excluded.ms,
+      request_headers = excluded.request_headers, response_status = excluded.response_status,
+      response_headers = excluded.response_headers, response_body = excluded.response_body,
+      response_truncated = excluded.response_truncated, error = excluded.error`
+}
 
 export function postgresWebhookQueue(sql: SQL): WebhookQueue<TransactionSQL> {
   return {
@@ -114,7 +131,9 @@ export function postgresWebhookQueue(sql: SQL): WebhookQueue<TransactionSQL> {
         UPDATE webhook_deliveries d SET claimed_until = ${until}
           FROM picked, webhook_endpoints e, webhook_events ev
          WHERE d.id = picked.id AND e.id = d.endpoint_id AND ev.id = d.event_id
-        RETURNING d.id, d.event_id, ev.webhook_id, d.endpoint_id, d.attempts, e.url, e.secret, ev.payload, d.claimed_until AS lease, d.next_at`
+        RETURNING d.id, d.event_id, ev.webhook_id, d.endpoint_id, d.attempts, e.url, e.secret,
+                  CASE WHEN e.previous_until > ${now} THEN e.previous_secret END AS previous_secret, ev.payload,
+                  d.claimed_until AS lease, d.next_at`
       return rows
         .map((r: Record<string, unknown>) => ({ ...r, next_at: Number(r.next_at) }))
         .sort(
@@ -130,6 +149,7 @@ export function postgresWebhookQueue(sql: SQL): WebhookQueue<TransactionSQL> {
             attempts: Number(r.attempts),
             url: r.url as string,
             secret: r.secret as string,
+            previous_secret: (r.previous_secret ?? null) as string | null,
             payload: r.payload as string,
             lease: Number(r.lease),
           }),
@@ -173,18 +193,23 @@ export function postgresWebhookQueue(sql: SQL): WebhookQueue<TransactionSQL> {
 
     async markOk(a, endpointId) {
       await sql.begin(async (tx) => {
-        await tx`UPDATE webhook_deliveries SET state = 'ok', attempts = attempts + 1, last_status = ${a.status}, last_error = NULL,
+        const r =
+          await tx`UPDATE webhook_deliveries SET state = 'ok', attempts = attempts + 1, last_status = ${a.status}, last_error = NULL,
                    last_ms = ${a.ms}, last_at = ${a.at}, claimed_until = 0 WHERE id = ${a.id}`
+        if (r.count > 0) await writeDetail(tx, a)
         await tx`UPDATE webhook_endpoints SET failing = 0 WHERE id = ${endpointId} AND failing = 1`
       })
     },
 
     async markRetry(a, next) {
-      const r = await sql`
-        UPDATE webhook_deliveries SET attempts = attempts + 1, next_at = ${next}, last_status = ${a.status}, last_error = ${a.error},
-               last_ms = ${a.ms}, last_at = ${a.at}, claimed_until = 0
-         WHERE id = ${a.id} AND state = 'pending' AND claimed_until = ${a.lease}`
-      return r.count > 0
+      return sql.begin(async (tx) => {
+        const r = await tx`
+          UPDATE webhook_deliveries SET attempts = attempts + 1, next_at = ${next}, last_status = ${a.status}, last_error = ${a.error},
+                 last_ms = ${a.ms}, last_at = ${a.at}, claimed_until = 0
+           WHERE id = ${a.id} AND state = 'pending' AND claimed_until = ${a.lease}`
+        if (r.count > 0) await writeDetail(tx, a)
+        return r.count > 0
+      })
     },
 
     async markFailed(a, endpointId) {
@@ -194,6 +219,7 @@ export function postgresWebhookQueue(sql: SQL): WebhookQueue<TransactionSQL> {
                  last_ms = ${a.ms}, last_at = ${a.at}, claimed_until = 0
            WHERE id = ${a.id} AND state = 'pending' AND claimed_until = ${a.lease}`
         if (r.count === 0) return false
+        await writeDetail(tx, a)
         return (await tx`UPDATE webhook_endpoints SET failing = 1 WHERE id = ${endpointId} AND failing = 0`).count > 0
       })
     },
@@ -202,10 +228,11 @@ export function postgresWebhookQueue(sql: SQL): WebhookQueue<TransactionSQL> {
       return sql.begin(async (tx) => {
         // The deliveries first, in id order (the lock order above), then the endpoint.
         await tx`SELECT id FROM webhook_deliveries WHERE endpoint_id = ${endpointId} AND (state = 'pending' OR id = ${a.id}) ORDER BY id FOR UPDATE`
-        await tx`
+        const failed = await tx`
           UPDATE webhook_deliveries SET state = 'failed', attempts = attempts + 1, last_status = ${a.status}, last_error = ${a.error},
                  last_ms = ${a.ms}, last_at = ${a.at}, claimed_until = 0
            WHERE id = ${a.id} AND state = 'pending' AND claimed_until = ${a.lease}`
+        if (failed.count > 0) await writeDetail(tx, a)
         const disabled =
           (
             await tx`UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ${reason} WHERE id = ${endpointId} AND enabled = 1`
@@ -223,6 +250,32 @@ export function postgresWebhookQueue(sql: SQL): WebhookQueue<TransactionSQL> {
           FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
          WHERE d.endpoint_id = ${endpointId} ORDER BY d.event_id DESC LIMIT ${limit}`
       return rows.map(logRow)
+    },
+
+    async delivery(endpointId, eventId) {
+      const [r] = await sql`
+        SELECT d.event_id, e.webhook_id, e.type, d.state, d.attempts, d.last_status, d.last_error, d.last_ms, d.last_at, d.next_at,
+               e.payload, e.created, a.attempt, a.url, a.at AS a_at, a.ms AS a_ms, a.error AS a_error, a.request_headers,
+               a.response_status, a.response_headers, a.response_body, a.response_truncated
+          FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+          LEFT JOIN webhook_attempts a ON a.delivery_id = d.id
+         WHERE d.endpoint_id = ${endpointId} AND d.event_id = ${eventId}`
+      if (!r) return null
+      return detailOf({
+        ...logRow(r),
+        payload: r.payload,
+        created: Number(r.created),
+        attempt: num(r.attempt),
+        url: r.url ?? null,
+        a_at: num(r.a_at),
+        a_ms: num(r.a_ms),
+        a_error: r.a_error ?? null,
+        request_headers: r.request_headers ?? null,
+        response_status: num(r.response_status),
+        response_headers: r.response_headers ?? null,
+        response_body: r.response_body ?? null,
+        response_truncated: num(r.response_truncated),
+      })
     },
 
     async counts(accountId) {

@@ -26,8 +26,10 @@ export function sqliteEndpointRows(db: Db): EndpointRows<Db> {
     `UPDATE webhook_endpoints SET url = ?3, events = ?4, enabled = ?5, disabled_reason = ?6
      WHERE id = ?1 AND account_id = ?2 RETURNING *`,
   )
-  const setSecret = q.query<EndpointRow, [number, number, string]>(
-    'UPDATE webhook_endpoints SET secret = ?3 WHERE id = ?1 AND account_id = ?2 RETURNING *',
+  // The secret until now becomes the previous one (SET reads the row as it was), valid until ?4 (0: not at all).
+  const setSecret = q.query<EndpointRow, [number, number, string, number]>(
+    `UPDATE webhook_endpoints SET secret = ?3, previous_secret = CASE WHEN ?4 > 0 THEN secret END, previous_until = ?4
+     WHERE id = ?1 AND account_id = ?2 RETURNING *`,
   )
   // Failed deliveries back to pending: the same rows (so the same webhook-ids), due now, attempts from 0.
   const requeueFailed = q.query<unknown, [number, number]>(
@@ -63,12 +65,13 @@ export function sqliteEndpointRows(db: Db): EndpointRows<Db> {
         syncWithin(within?.(db, before, after, owner(accountId)))
         return after
       })(),
-    rotateSecret: async (id, accountId, secret, within) =>
+    rotateSecret: async (id, accountId, secret, times, within) =>
       db.transaction(() => {
-        const row = setSecret.get(id, accountId, secret)
-        if (!row) return null
+        const before = endpoint.get(id)
+        const row = setSecret.get(id, accountId, secret, times.previousUntil)
+        if (!before || !row) return null
         syncWithin(within?.(db, row, owner(accountId)))
-        return row
+        return { row, dropped: before.previous_secret !== null && before.previous_until > times.now }
       })(),
     remove: async (id, within) =>
       db.transaction(() => {

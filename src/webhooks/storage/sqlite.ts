@@ -18,6 +18,8 @@ import {
   type WebhookQueue,
 } from './contract'
 
+import { type AttemptRow, detailOf, detailParams } from './attempts'
+
 export { sqliteEndpointRows } from './sqlite-endpoints'
 
 /** The statements of an event and its deliveries, on any connection (the outbox's, or the click writer's thread). */
@@ -92,6 +94,27 @@ export function sqliteWebhookQueue(db: Db): WebhookQueue<Db> {
      WHERE d.endpoint_id = ?1 ORDER BY d.event_id DESC LIMIT ?2`,
   )
   const event = q.query<EventRow, [number]>('SELECT * FROM webhook_events WHERE id = ?')
+  const deliveryOf = q.query<AttemptRow, [number, number]>(
+    `SELECT d.event_id, e.webhook_id, e.type, d.state, d.attempts, d.last_status, d.last_error, d.last_ms, d.last_at, d.next_at,
+            e.payload, e.created, a.attempt, a.url, a.at AS a_at, a.ms AS a_ms, a.error AS a_error, a.request_headers,
+            a.response_status, a.response_headers, a.response_body, a.response_truncated
+       FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+       LEFT JOIN webhook_attempts a ON a.delivery_id = d.id
+      WHERE d.endpoint_id = ?1 AND d.event_id = ?2`,
+  )
+  // An attempt's detail replaces the delivery's last one; nothing when the delivery is gone.
+  const attemptDetail = q.prepare(
+    `INSERT INTO webhook_attempts (delivery_id, attempt, url, at, ms, request_headers, response_status, response_headers,
+                                   response_body, response_truncated, error)
+     SELECT id, $attempt, $url, $at, $ms, $request, $status, $headers, $body, $truncated, $error FROM webhook_deliveries WHERE id = $id
+     ON CONFLICT (delivery_id) DO UPDATE SET attempt = excluded.attempt, url = excluded.url, at = excluded.at, ms = excluded.ms,
+       request_headers = excluded.request_headers, response_status = excluded.response_status,
+       response_headers = excluded.response_headers, response_body = excluded.response_body,
+       response_truncated = excluded.response_truncated, error = excluded.error`,
+  )
+  const writeDetail = (a: LeasedAttempt) => {
+    if (a.detail) attemptDetail.run(detailParams(a, a.detail) as any)
+  }
   // Redelivery: the same row (so the same webhook-id) back to pending, attempts kept; or a new row when
   // the endpoint never had this event (subscribed later, or its row was dropped).
   const redeliver = q.query<DeliveryLogRow, [number, number, number]>(
@@ -141,7 +164,8 @@ export function sqliteWebhookQueue(db: Db): WebhookQueue<Db> {
      RETURNING id`,
   )
   const claimed = q.prepare(
-    `SELECT d.id, d.event_id, ev.webhook_id, d.endpoint_id, d.attempts, e.url, e.secret, ev.payload, d.claimed_until AS lease
+    `SELECT d.id, d.event_id, ev.webhook_id, d.endpoint_id, d.attempts, e.url, e.secret,
+            CASE WHEN e.previous_until > $now THEN e.previous_secret END AS previous_secret, ev.payload, d.claimed_until AS lease
        FROM webhook_deliveries d
        JOIN webhook_endpoints e ON e.id = d.endpoint_id
        JOIN webhook_events ev ON ev.id = d.event_id
@@ -214,7 +238,7 @@ export function sqliteWebhookQueue(db: Db): WebhookQueue<Db> {
           busy: JSON.stringify([...(o.busy ?? [])]),
         }
         const ids = (claim.all(params as any) as { id: number }[]).map((r) => r.id)
-        return ids.length === 0 ? [] : (claimed.all({ ids: JSON.stringify(ids) } as any) as LeasedDelivery[])
+        return ids.length === 0 ? [] : (claimed.all({ ids: JSON.stringify(ids), now } as any) as LeasedDelivery[])
       })(),
     async renew(held, until) {
       if (held.length === 0) return []
@@ -227,25 +251,36 @@ export function sqliteWebhookQueue(db: Db): WebhookQueue<Db> {
     nextDue: async (now) => (nextLeased.get({ now } as any) as { at: number | null }).at,
     markOk: async (a, endpointId) =>
       db.transaction(() => {
-        okLeased.run({ id: a.id, status: a.status, ms: a.ms, at: a.at } as any)
+        if (okLeased.run({ id: a.id, status: a.status, ms: a.ms, at: a.at } as any).changes > 0) writeDetail(a)
         healthy.run(endpointId)
       })(),
-    markRetry: async (a, next) => retryLeased.run({ ...attemptParams(a), next } as any).changes > 0,
+    markRetry: async (a, next) =>
+      db.transaction(() => {
+        const written = retryLeased.run({ ...attemptParams(a), next } as any).changes > 0
+        if (written) writeDetail(a)
+        return written
+      })(),
     // True when this turned the endpoint failing (only when the result was written: the lease still held).
     markFailed: async (a, endpointId) =>
-      db.transaction(
-        () => failedLeased.run(attemptParams(a) as any).changes > 0 && failing.run(endpointId).changes > 0,
-      )(),
+      db.transaction(() => {
+        if (failedLeased.run(attemptParams(a) as any).changes === 0) return false
+        writeDetail(a)
+        return failing.run(endpointId).changes > 0
+      })(),
     // The endpoint is disabled whoever reports the 410; `within` (the audit row) only when this disabled it.
     markGone: async (a, endpointId, reason, within) =>
       db.transaction(() => {
-        failedLeased.run(attemptParams(a) as any)
+        if (failedLeased.run(attemptParams(a) as any).changes > 0) writeDetail(a)
         const disabled = disable.run({ id: endpointId, reason } as any).changes > 0
         failPendingLeased.run({ endpoint: endpointId, error: `not sent: ${reason}` } as any)
         if (disabled && within) syncWithin(within(db))
         return disabled
       })(),
     log: async (endpointId, limit) => log.all(endpointId, limit),
+    delivery: async (endpointId, eventId) => {
+      const r = deliveryOf.get(endpointId, eventId)
+      return r ? detailOf(r) : null
+    },
     counts: async (accountId) => counts.all(accountId),
     event: async (id) => event.get(id) ?? null,
     redeliver: async (eventId, endpointId, accountId, now) =>
