@@ -374,7 +374,8 @@ async function check(o: Op, res: Response, where: string, opts: { limited?: bool
  */
 function withFileOfFormat(o: Op, fields: Record<string, unknown>): Record<string, unknown> {
   if (o.path !== '/api/import.json' || typeof fields.format !== 'string' || fields.format === 'csv') return fields
-  const name = fields.format === 'kutt' ? 'kutt.json' : `${fields.format}.csv`
+  // auto: a file recognised by its header row (Shlink's export here).
+  const name = fields.format === 'kutt' ? 'kutt.json' : fields.format === 'auto' ? 'shlink.csv' : `${fields.format}.csv`
   return { ...fields, file: readFileSync(join(import.meta.dir, '..', 'fixtures', 'import', name), 'utf8') }
 }
 
