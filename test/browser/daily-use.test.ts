@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import type { Caller } from '../../src/kernel/caller'
-import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
+import { checkPage, launchBrowser, startApp, type RunningApp, shoot } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
@@ -239,10 +239,10 @@ describe('daily use', () => {
       expect(await page.locator('.dash-nav').getByRole('link', { name }).isVisible()).toBe(true)
     expect(await page.getByRole('button', { name: 'Sign out' }).isVisible()).toBe(true)
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390)
-    await page.screenshot({ path: 'test-results/screenshots/phone-header-dashboard.png' })
+    await shoot(page, { path: 'test-results/screenshots/phone-header-dashboard.png' })
     await page.goto(`${app.url}/`)
     expect(await height()).toBeLessThan(120)
-    await page.screenshot({ path: 'test-results/screenshots/phone-header-home-signed-in.png' })
+    await shoot(page, { path: 'test-results/screenshots/phone-header-home-signed-in.png' })
     // An administrator has a fifth section: the header keeps its height, and the row scrolls to it.
     await app.accounts.createAccount({ name: 'root-with-a-rather-long-account-name', password: PW, admin: true })
     const admin = await tab({ width: 390 })
@@ -253,7 +253,7 @@ describe('daily use', () => {
     expect(await admin.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390)
     await admin.locator('.dash-nav').getByRole('link', { name: 'Admin' }).scrollIntoViewIfNeeded()
     expect(await admin.locator('.dash-nav').getByRole('link', { name: 'Admin' }).isVisible()).toBe(true)
-    await admin.screenshot({ path: 'test-results/screenshots/phone-header-admin.png' })
+    await shoot(admin, { path: 'test-results/screenshots/phone-header-admin.png' })
     const visitor = await tab({ width: 390 })
     await visitor.goto(`${app.url}/`)
     expect(await visitor.evaluate(() => document.querySelector('header')!.getBoundingClientRect().height)).toBeLessThan(

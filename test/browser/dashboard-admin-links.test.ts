@@ -3,15 +3,14 @@
 // audit row each, a stale row changes nothing); the report's handling form starts on no action at all, and the
 // labels of the report forms are never cut at 390 px. axe in both themes at 1280 and 390 px; reload and back.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdirSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
 import { CLI } from '../../src/audit'
 import type { Caller } from '../../src/kernel/caller'
-import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
+import { checkPage, launchBrowser, startApp, type RunningApp, PHONE_SHOTS, shoot } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 
 const PW = 'correct horse battery'
-const SHOTS = '/tmp/shots38'
+const SHOTS = PHONE_SHOTS
 let app: RunningApp
 let browser: Browser
 let page: Page
@@ -60,7 +59,6 @@ beforeAll(async () => {
   browser = await launchBrowser()
   page = await (await browser.newContext()).newPage()
   page.setDefaultTimeout(10_000)
-  mkdirSync(SHOTS, { recursive: true })
   await signInBrowser(page, app.url, 'root', PW)
 })
 afterAll(async () => {
@@ -73,7 +71,7 @@ async function shots(p: Page, name: string) {
   await p.setViewportSize({ width: 390, height: 844 })
   for (const scheme of ['light', 'dark'] as const) {
     await p.emulateMedia({ colorScheme: scheme })
-    await p.screenshot({ path: `${SHOTS}/times-${name}-390-${scheme}.png`, fullPage: true })
+    await shoot(p, { path: `${SHOTS}/times-${name}-390-${scheme}.png`, fullPage: true })
   }
   await p.emulateMedia({ colorScheme: 'light' })
   await p.setViewportSize({ width: 1280, height: 800 })

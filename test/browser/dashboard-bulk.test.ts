@@ -4,16 +4,16 @@
 // an admin's disable and enable, the keyboard's way past the rows to "Next", and the same form without
 // JavaScript. Each new state is checked with axe in both themes at 1280 and 390 px.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
 import type { Caller } from '../../src/kernel/caller'
 import { parseCsv } from '../../src/links/csv'
-import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
+import { checkPage, launchBrowser, startApp, type RunningApp, PHONE_SHOTS, shoot } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
 const PW = 'correct horse'
-const SHOTS = '/tmp/shots38'
+const SHOTS = PHONE_SHOTS
 let browser: Browser
 let page: Page
 let app: RunningApp
@@ -46,7 +46,6 @@ beforeAll(async () => {
   browser = await launchBrowser()
   page = await browser.newPage({ userAgent: CHROME_UA, acceptDownloads: true })
   page.setDefaultTimeout(10_000)
-  mkdirSync(SHOTS, { recursive: true })
 })
 afterAll(async () => {
   await browser?.close()
@@ -88,8 +87,8 @@ describe('bulk actions in the links list', () => {
     await page.setViewportSize({ width: 390, height: 844 })
     for (const scheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme: scheme })
-      await page.locator('#bulk-form').screenshot({ path: `${SHOTS}/bulk-bar-390-${scheme}.png` })
-      await page.screenshot({ path: `${SHOTS}/bulk-list-390-${scheme}.png` })
+      await shoot(page.locator('#bulk-form'), { path: `${SHOTS}/bulk-bar-390-${scheme}.png` })
+      await shoot(page, { path: `${SHOTS}/bulk-list-390-${scheme}.png` })
     }
     await page.emulateMedia({ colorScheme: 'light' })
     await page.setViewportSize({ width: 1280, height: 800 })
@@ -103,7 +102,7 @@ describe('bulk actions in the links list', () => {
     await page.setViewportSize({ width: 390, height: 844 })
     for (const scheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme: scheme })
-      await page.locator('#bulk-form').screenshot({ path: `${SHOTS}/bulk-bar-tag-390-${scheme}.png` })
+      await shoot(page.locator('#bulk-form'), { path: `${SHOTS}/bulk-bar-tag-390-${scheme}.png` })
     }
     await page.emulateMedia({ colorScheme: 'light' })
     await page.setViewportSize({ width: 1280, height: 800 })

@@ -3,17 +3,17 @@
 // preview shows the rows with what is skipped and why, the import is confirmed, the summary shows and the
 // skipped rows download as CSV; reload and back never import twice, nor does a second confirmation from a
 // stale tab. Each new page state is checked with axe in both themes at 1280 and 390 px; the preview is
-// screenshotted at 390 px, light and dark, into /tmp/shots38.
+// screenshotted at 390 px, light and dark, into test-results/screenshots/phone.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
 import type { Caller } from '../../src/kernel/caller'
 import { parseCsv } from '../../src/links/csv'
-import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
+import { checkPage, launchBrowser, startApp, type RunningApp, PHONE_SHOTS, shoot } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
-const SHOTS = '/tmp/shots38'
+const SHOTS = PHONE_SHOTS
 // The Shlink web client's export: a BOM, quoted cells, | between tags; one code taken here, one destination refused.
 const SHLINK =
   '\uFEFF"createdAt","domain","shortCode","shortUrl","longUrl","title","tags","visits"\r\n' +
@@ -33,7 +33,6 @@ let app: RunningApp
 let alice: Caller
 
 beforeAll(async () => {
-  mkdirSync(SHOTS, { recursive: true })
   app = startApp()
   await app.accounts.createAccount({ name: 'alice', password: 'correct horse' })
   const id = (app.db.query("SELECT id FROM accounts WHERE name = 'alice'").get() as { id: number }).id
@@ -73,7 +72,7 @@ async function shots(name: string) {
   await page.setViewportSize({ width: 390, height: 844 })
   for (const scheme of ['light', 'dark'] as const) {
     await page.emulateMedia({ colorScheme: scheme })
-    await page.screenshot({ path: `${SHOTS}/import-${name}-390-${scheme}.png`, fullPage: true })
+    await shoot(page, { path: `${SHOTS}/import-${name}-390-${scheme}.png`, fullPage: true })
   }
   await page.emulateMedia({ colorScheme: 'light' })
   await page.setViewportSize({ width: 1280, height: 800 })

@@ -4,16 +4,15 @@
 // the same page without JavaScript (numbered blank rows) saving a rule too. axe on each new state;
 // screenshots of the editor at 390 px in both themes.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdirSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
-import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
+import { checkPage, launchBrowser, startApp, type RunningApp, PHONE_SHOTS, shoot } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
 let browser: Browser
 let page: Page
 let app: RunningApp
-const SHOTS = '/tmp/shots38'
+const SHOTS = PHONE_SHOTS
 
 beforeAll(async () => {
   app = startApp()
@@ -21,7 +20,6 @@ beforeAll(async () => {
   browser = await launchBrowser()
   page = await browser.newPage({ userAgent: CHROME_UA })
   page.setDefaultTimeout(10_000)
-  mkdirSync(SHOTS, { recursive: true })
 })
 afterAll(async () => {
   await browser?.close()
@@ -39,11 +37,11 @@ const stored = (code: string) => {
 const legends = (p: Page) => p.$$eval('.rule-row > fieldset > legend', (ls) => ls.map((l) => l.textContent))
 const shares = (p: Page) => p.$$eval('.split-row output', (os) => os.map((o) => o.textContent))
 
-async function shoot(p: Page, name: string) {
+async function phoneShots(p: Page, name: string) {
   await p.setViewportSize({ width: 390, height: 900 })
   for (const scheme of ['light', 'dark'] as const) {
     await p.emulateMedia({ colorScheme: scheme })
-    await p.screenshot({ path: `${SHOTS}/rules-${name}-${scheme}.png`, fullPage: true })
+    await shoot(p, { path: `${SHOTS}/rules-${name}-${scheme}.png`, fullPage: true })
   }
   await p.emulateMedia({ colorScheme: 'light' })
   await p.setViewportSize({ width: 1280, height: 800 })
@@ -126,7 +124,7 @@ describe('the rules and split editor', () => {
     await click(page, 'button:has-text("Save changes")')
     expect(await page.textContent('.notice')).toContain('Nothing to change')
     await checkPage(page, 'dashboard-rules-editor-edit')
-    await shoot(page, 'edit')
+    await phoneShots(page, 'edit')
     await page.goBack()
     expect(page.url()).toBe(`${app.url}/dashboard/links/launch`)
     expect(await page.inputValue('#split_0_weight')).toBe('70')
@@ -152,7 +150,7 @@ describe('the rules and split editor', () => {
     expect(await page.inputValue('#split_1_weight')).toBe('0')
     expect(stored('launch').split[1].weight).toBe(30)
     await checkPage(page, 'dashboard-rules-editor-refused')
-    await shoot(page, 'refused')
+    await phoneShots(page, 'refused')
   })
 })
 
@@ -185,7 +183,7 @@ describe('without JavaScript', () => {
       expect(await shares(p)).toEqual(['78 % of visitors', '22 % of visitors', '', ''])
       expect(await p.textContent('#rule_2_country-chosen')).toBe('Chosen: Switzerland')
       expect(await p.textContent('#rule_3_country-chosen')).toBe('Any')
-      await shoot(p, 'nojs')
+      await phoneShots(p, 'nojs')
     } finally {
       await context.close()
     }

@@ -3,15 +3,14 @@
 // sort of the list both ways kept in the URL (reload and back), and rename, merge and delete with its
 // confirmation. Each new state is checked with axe in both themes at 1280 and 390 px.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdirSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
 import type { Caller } from '../../src/kernel/caller'
-import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
+import { checkPage, launchBrowser, startApp, type RunningApp, PHONE_SHOTS, shoot } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
 const PW = 'correct horse'
-const SHOTS = '/tmp/shots38'
+const SHOTS = PHONE_SHOTS
 let browser: Browser
 let page: Page
 let app: RunningApp
@@ -52,7 +51,6 @@ beforeAll(async () => {
   browser = await launchBrowser()
   page = await browser.newPage({ userAgent: CHROME_UA })
   page.setDefaultTimeout(10_000)
-  mkdirSync(SHOTS, { recursive: true })
 })
 afterAll(async () => {
   await browser?.close()
@@ -96,7 +94,7 @@ describe('the tags page', () => {
     await page.setViewportSize({ width: 390, height: 844 })
     for (const scheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme: scheme })
-      await page.screenshot({ path: `${SHOTS}/bulk-tags-page-390-${scheme}.png`, fullPage: true })
+      await shoot(page, { path: `${SHOTS}/bulk-tags-page-390-${scheme}.png`, fullPage: true })
     }
     await page.emulateMedia({ colorScheme: 'light' })
     await page.setViewportSize({ width: 1280, height: 800 })

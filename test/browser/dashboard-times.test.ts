@@ -1,19 +1,18 @@
 // Issue 38, item 4, in real Chromium: every time on the dashboard is a <time datetime> written in UTC with the zone
 // named (what a browser without script shows); with the script it reads in the viewer's zone (New York and Tokyo
 // differ for the same instant), relative within a week, the exact local time on hover (title) and on focus.
-// Reload and back keep it; axe in both themes at 1280 and 390 px; screenshots to /tmp/shots38/times-*.png.
+// Reload and back keep it; axe in both themes at 1280 and 390 px; screenshots to test-results/screenshots/phone/times-*.png.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdirSync } from 'node:fs'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import type { Caller } from '../../src/kernel/caller'
-import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
+import { checkPage, launchBrowser, startApp, type RunningApp, PHONE_SHOTS, shoot } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 import { startReceiver, type Receiver } from '../support/webhooks'
 
 const PW = 'correct horse'
 const OLD = Date.UTC(2026, 0, 15, 12, 0) // 2026-01-15 12:00 UTC: 07:00 in New York, 21:00 in Tokyo
 const FAR = Date.UTC(2027, 2, 1, 15, 30) // 2027-03-01 15:30 UTC: 10:30 in New York, 00:30 (the 2nd) in Tokyo
-const SHOTS = '/tmp/shots38'
+const SHOTS = PHONE_SHOTS
 let app: RunningApp
 let receiver: Receiver
 let aliceKey = ''
@@ -40,7 +39,6 @@ beforeAll(async () => {
   app.db.query("UPDATE links SET created = ? WHERE code = 'old-one'").run(OLD)
   app.db.query("UPDATE links SET expires = ? WHERE code = 'far-off'").run(FAR)
   browser = await launchBrowser()
-  mkdirSync(SHOTS, { recursive: true })
 })
 afterAll(async () => {
   for (const c of contexts) await c.close()
@@ -70,7 +68,7 @@ async function shots(page: Page, name: string) {
   await page.setViewportSize({ width: 390, height: 844 })
   for (const scheme of ['light', 'dark'] as const) {
     await page.emulateMedia({ colorScheme: scheme })
-    await page.screenshot({ path: `${SHOTS}/times-${name}-390-${scheme}.png`, fullPage: true })
+    await shoot(page, { path: `${SHOTS}/times-${name}-390-${scheme}.png`, fullPage: true })
   }
   await page.emulateMedia({ colorScheme: 'light' })
   await page.setViewportSize({ width: 1280, height: 800 })

@@ -2,16 +2,15 @@
 // (headers, the signature among them, and the body), the answer (status, headers, the first 4 KiB of a long body),
 // timing and the attempt number; "Send again" goes through Post/Redirect/Get (a reload sends nothing); the live
 // log keeps its links when app.js draws it again; "New secret" says until when the old one is valid. Every page
-// state through axe (both themes, 1280 and 390 px); a delivery's detail and the rotation shot to /tmp/shots38.
+// state through axe (both themes, 1280 and 390 px); a delivery's detail and the rotation shot to test-results/screenshots/phone.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdirSync } from 'node:fs'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
+import { checkPage, launchBrowser, startApp, type RunningApp, PHONE_SHOTS, shoot } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 import { startReceiver, until, type Receiver } from '../support/webhooks'
 
 const PW = 'correct horse battery'
-const SHOTS = '/tmp/shots38'
+const SHOTS = PHONE_SHOTS
 /** The failing receiver's body: 6,000 bytes, of which the page keeps the first 4 KiB. */
 const LONG = `BEGIN-${'0123456789abcdef'.repeat(374)}-END`
 let failing = true
@@ -41,7 +40,6 @@ beforeAll(async () => {
   page.on('request', (r) => {
     if (r.method() !== 'GET') posts.push(`${r.method()} ${new URL(r.url()).pathname}`)
   })
-  mkdirSync(SHOTS, { recursive: true })
 })
 afterAll(async () => {
   await context?.close().catch(() => {})
@@ -57,12 +55,12 @@ const deliveryState = (eventId: number) =>
     .get(eventId, hook) as { state: string; attempts: number } | null
 const navigate = (action: Promise<unknown>) => Promise.all([page.waitForNavigation(), action])
 
-/** Shots at 390 px in both themes into /tmp/shots38 (for the lead to look at); the viewport back to 1280. */
+/** Shots at 390 px in both themes into test-results/screenshots/phone (for the lead to look at); the viewport back to 1280. */
 async function phoneShots(name: string) {
   await page.setViewportSize({ width: 390, height: 844 })
   for (const scheme of ['light', 'dark'] as const) {
     await page.emulateMedia({ colorScheme: scheme })
-    await page.screenshot({ path: `${SHOTS}/hooks-${name}-390-${scheme}.png`, fullPage: true })
+    await shoot(page, { path: `${SHOTS}/hooks-${name}-390-${scheme}.png`, fullPage: true })
   }
   await page.emulateMedia({ colorScheme: 'light' })
   await page.setViewportSize({ width: 1280, height: 800 })

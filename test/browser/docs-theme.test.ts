@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
 import { join } from 'node:path'
-import { checkPage, launchBrowser, SCREENSHOTS, startApp, type RunningApp } from '../support/browser'
+import { checkPage, launchBrowser, SCREENSHOTS, startApp, type RunningApp, shoot } from '../support/browser'
 
 let browser: Browser
 let app: RunningApp
@@ -170,7 +170,7 @@ test('axe in both themes at 1280 and 390 px with the switch and the buttons; scr
       for (const scheme of ['light', 'dark'] as const) {
         await page.emulateMedia({ colorScheme: scheme })
         await page.goto(`${app.url}/api/docs${hash}`)
-        await page.screenshot({ path: join(SCREENSHOTS, `front-docs-${name}-390-${scheme}.png`) })
+        await shoot(page, { path: join(SCREENSHOTS, `front-docs-${name}-390-${scheme}.png`) })
       }
   } finally {
     await close()

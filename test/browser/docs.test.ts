@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
 import { join } from 'node:path'
-import { checkPage, launchBrowser, SCREENSHOTS, startApp, type RunningApp } from '../support/browser'
+import { checkPage, launchBrowser, SCREENSHOTS, startApp, type RunningApp, shoot } from '../support/browser'
 
 let browser: Browser
 let app: RunningApp
@@ -91,9 +91,9 @@ test('axe in both themes and at 390 px; no sideways scrolling on a phone; screen
   expect(await checkPage(page, 'api-docs')).toBeLessThanOrEqual(390)
   await page.setViewportSize({ width: 390, height: 844 })
   await page.goto(`${app.url}/api/docs#webhooks.json`)
-  await page.screenshot({ path: join(SCREENSHOTS, 'api-docs-webhooks-390.png') })
+  await shoot(page, { path: join(SCREENSHOTS, 'api-docs-webhooks-390.png') })
   await page.goto(`${app.url}/api/docs#verify-signatures`)
-  await page.screenshot({ path: join(SCREENSHOTS, 'api-docs-verify-390.png') })
+  await shoot(page, { path: join(SCREENSHOTS, 'api-docs-verify-390.png') })
   await page.setViewportSize({ width: 1280, height: 800 })
   const away = requests.filter((u) => !u.startsWith(`${app.url}/`) && !u.startsWith('data:') && !u.startsWith('about:'))
   expect(away).toEqual([])

@@ -3,16 +3,15 @@
 // will be kept while typing and kept so ("Summer Sale" → summer-sale); every field's problem comes back at once,
 // each beside its field, in plain words. axe on each new state; screenshots at 390 px in both themes.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdirSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
-import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
+import { checkPage, launchBrowser, startApp, type RunningApp, PHONE_SHOTS, shoot } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
 let browser: Browser
 let page: Page
 let app: RunningApp
-const SHOTS = '/tmp/shots38'
+const SHOTS = PHONE_SHOTS
 
 beforeAll(async () => {
   app = startApp()
@@ -20,7 +19,6 @@ beforeAll(async () => {
   browser = await launchBrowser()
   page = await browser.newPage({ userAgent: CHROME_UA })
   page.setDefaultTimeout(10_000)
-  mkdirSync(SHOTS, { recursive: true })
 })
 afterAll(async () => {
   await browser?.close()
@@ -37,11 +35,11 @@ const tagsOf = (code: string) =>
       .all(code) as { tag: string }[]
   ).map((r) => r.tag)
 
-async function shoot(p: Page, name: string) {
+async function phoneShots(p: Page, name: string) {
   await p.setViewportSize({ width: 390, height: 900 })
   for (const scheme of ['light', 'dark'] as const) {
     await p.emulateMedia({ colorScheme: scheme })
-    await p.screenshot({ path: `${SHOTS}/rules-${name}-${scheme}.png`, fullPage: true })
+    await shoot(p, { path: `${SHOTS}/rules-${name}-${scheme}.png`, fullPage: true })
   }
   await p.emulateMedia({ colorScheme: 'light' })
   await p.setViewportSize({ width: 1280, height: 800 })
@@ -107,7 +105,7 @@ describe('forms that help', () => {
     expect(await page.textContent('main')).not.toContain('is invalid')
     expect(link('x')).toBeNull()
     await checkPage(page, 'forms-help-errors')
-    await shoot(page, 'forms-errors')
+    await phoneShots(page, 'forms-errors')
   })
 })
 
@@ -131,7 +129,7 @@ describe('without JavaScript', () => {
       await click(p, 'button:has-text("Save changes")')
       expect(await p.textContent('.notice.ok')).toContain('https:// was added in front of example.org/moved.')
       expect(link('plain')).toEqual({ long_url: 'https://example.org/moved' })
-      await shoot(p, 'forms-nojs-saved')
+      await phoneShots(p, 'forms-nojs-saved')
     } finally {
       await context.close()
     }

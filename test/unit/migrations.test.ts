@@ -85,14 +85,14 @@ test('a version 1 database migrates with every row, id, index and aggregate kept
       ({ disabled: _, max_visits: _m, visits_used: _v, rules: _r, split: _s, title: _t, ...rest }) => rest,
     )
     expect(after).toEqual(before)
-    // Migrations 5 to 12, 14 and 20 add the mail, media, webhook, session, form token, report, tag, audit,
-    // flash, daily count and visitor hash tables and their indexes (named mail…, media…, webhook…, web_sessions…,
-    // form_tokens…, link_reports…, link_tags…, audit_log…, flashes…, daily_counts…, visitor_hashes…); the others
-    // are kept.
+    // Migrations 5 to 12, 14, 20 and 24 add the mail, media, webhook, session, form token, report, tag, audit,
+    // flash, daily count, visitor hash and pending import tables and their indexes (named mail…, media…, webhook…,
+    // web_sessions…, form_tokens…, link_reports…, link_tags…, audit_log…, flashes…, daily_counts…, visitor_hashes…,
+    // pending_imports…); the others are kept.
     expect(
       indexes(db).filter(
         (n) =>
-          !/^(mail|media|webhook|web_sessions|form_tokens|link_reports|link_tags|audit_log|flashes|daily_counts|visitor_hashes)/.test(
+          !/^(mail|media|webhook|web_sessions|form_tokens|link_reports|link_tags|audit_log|flashes|daily_counts|visitor_hashes|pending_imports)/.test(
             n,
           ),
       ),
