@@ -6,11 +6,10 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
 import { CLI } from '../../src/audit'
 import type { Caller } from '../../src/kernel/caller'
-import { checkPage, launchBrowser, startApp, type RunningApp, PHONE_SHOTS, shoot } from '../support/browser'
+import { checkPage, launchBrowser, startApp, type RunningApp, phoneShots } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 
 const PW = 'correct horse battery'
-const SHOTS = PHONE_SHOTS
 let app: RunningApp
 let browser: Browser
 let page: Page
@@ -66,17 +65,6 @@ afterAll(async () => {
   await app?.stop()
 })
 
-/** 390 px screenshots in both themes for the lead. */
-async function shots(p: Page, name: string) {
-  await p.setViewportSize({ width: 390, height: 844 })
-  for (const scheme of ['light', 'dark'] as const) {
-    await p.emulateMedia({ colorScheme: scheme })
-    await shoot(p, { path: `${SHOTS}/times-${name}-390-${scheme}.png`, fullPage: true })
-  }
-  await p.emulateMedia({ colorScheme: 'light' })
-  await p.setViewportSize({ width: 1280, height: 800 })
-}
-
 describe('Admin › Links', () => {
   test('every link, whoever owns it: searched, ordered, narrowed and paged; reload and back keep the list', async () => {
     await page.goto(`${app.url}/dashboard/admin`)
@@ -92,7 +80,7 @@ describe('Admin › Links', () => {
     )
     expect(await rows().filter({ hasText: 'alice-one' }).locator('td[data-label="Owner"]').textContent()).toBe('alice')
     expect(await checkPage(page, 'admin-links')).toBeLessThanOrEqual(390)
-    await shots(page, 'admin-links')
+    await phoneShots(page, 'times-admin-links')
 
     await page.getByRole('link', { name: 'Next →' }).click()
     await page.waitForURL(/\/dashboard\/admin\/links\?page=2$/)
@@ -143,7 +131,7 @@ describe('Admin › Links', () => {
     expect((await fetch(`${app.url}/anon-x`, { redirect: 'manual' })).status).toBe(451)
     expect(audits('link.disable', 'anon-x')).toBe(1)
     expect(await checkPage(page, 'admin-links-disabled')).toBeLessThanOrEqual(390)
-    await shots(page, 'admin-links-disabled')
+    await phoneShots(page, 'times-admin-links-disabled')
     await page.reload()
     await page.goBack()
     await page.goForward()
@@ -231,7 +219,7 @@ describe('the report forms', () => {
     await page.setViewportSize({ width: 390, height: 844 })
     expect(await cutLabels(page)).toEqual([])
     expect(await checkPage(page, 'admin-reports-choose')).toBeLessThanOrEqual(390)
-    await shots(page, 'admin-reports-choose')
+    await phoneShots(page, 'times-admin-reports-choose')
 
     // A browser that does not check `required` sends the empty choice: the server refuses it in plain words.
     await select.evaluate((el) => el.removeAttribute('required'))

@@ -9,11 +9,10 @@ import { readFileSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
 import type { Caller } from '../../src/kernel/caller'
 import { parseCsv } from '../../src/links/csv'
-import { checkPage, launchBrowser, startApp, type RunningApp, PHONE_SHOTS, shoot } from '../support/browser'
+import { checkPage, launchBrowser, startApp, type RunningApp, phoneShots } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
-const SHOTS = PHONE_SHOTS
 // The Shlink web client's export: a BOM, quoted cells, | between tags; one code taken here, one destination refused.
 const SHLINK =
   '\uFEFF"createdAt","domain","shortCode","shortUrl","longUrl","title","tags","visits"\r\n' +
@@ -68,16 +67,6 @@ async function upload(name: string, body: string, format?: string) {
   await Promise.all([page.waitForNavigation({ timeout: 30_000 }), page.click('button:has-text("Show a preview")')])
 }
 
-async function shots(name: string) {
-  await page.setViewportSize({ width: 390, height: 844 })
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme })
-    await shoot(page, { path: `${SHOTS}/import-${name}-390-${scheme}.png`, fullPage: true })
-  }
-  await page.emulateMedia({ colorScheme: 'light' })
-  await page.setViewportSize({ width: 1280, height: 800 })
-}
-
 describe('the import page', () => {
   test('from the links list; a file not recognised comes back with the reason beside the file field', async () => {
     await page.goto(`${app.url}/dashboard`)
@@ -91,7 +80,7 @@ describe('the import page', () => {
     expect(await page.getAttribute('#import-file', 'aria-invalid')).toBe('true')
     expect(await page.getAttribute('#import-file', 'aria-describedby')).toContain('import-file-error')
     await checkPage(page, 'dash-import-refused')
-    await shots('upload-refused')
+    await phoneShots(page, 'import-upload-refused')
   })
 
   test('Shlink: recognised, previewed with each skip and its reason, confirmed once, summarised; the skipped rows download', async () => {
@@ -121,7 +110,7 @@ describe('the import page', () => {
     await page.reload()
     expect(linkCount()).toBe(before)
     expect(await checkPage(page, 'dash-import-preview')).toBeLessThanOrEqual(390)
-    await shots('preview')
+    await phoneShots(page, 'import-preview')
 
     // A second tab left on the preview: its confirmation later must not import again.
     const stale = await page.context().newPage()
@@ -142,7 +131,7 @@ describe('the import page', () => {
       await page.$$eval('table.import-skipped tbody tr', (trs) => trs.map((tr) => tr.textContent!.trim().slice(0, 2))),
     ).toEqual(['3t', '4b'])
     expect(await checkPage(page, 'dash-import-summary')).toBeLessThanOrEqual(390)
-    await shots('summary')
+    await phoneShots(page, 'import-summary')
 
     // The skipped rows: the file's own columns, then why.
     const [download] = await Promise.all([

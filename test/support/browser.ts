@@ -223,3 +223,18 @@ export async function checkPage(page: Page, name: string | null): Promise<number
   await page.setViewportSize({ width: 1280, height: 800 })
   return widths[390]!
 }
+
+/**
+ * The 390 px full-page shots in both themes into PHONE_SHOTS/NAME-390-SCHEME.png (the rules editor's are
+ * named without the width: `bare`); the viewport goes back to 1280 × 800 and the theme to light.
+ */
+export async function phoneShots(page: Page, name: string, opts: { height?: number; bare?: boolean } = {}) {
+  if (!SHOTS_ON) return
+  await page.setViewportSize({ width: 390, height: opts.height ?? 844 })
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme })
+    await shoot(page, { path: `${PHONE_SHOTS}/${name}${opts.bare ? '' : '-390'}-${scheme}.png`, fullPage: true })
+  }
+  await page.emulateMedia({ colorScheme: 'light' })
+  await page.setViewportSize({ width: 1280, height: 800 })
+}
