@@ -5,24 +5,15 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
 import { CLI } from '../../src/audit'
-import type { Caller } from '../../src/kernel/caller'
 import { checkPage, launchBrowser, startApp, type RunningApp, phoneShots } from '../support/browser'
-import { signInBrowser } from '../support/dashboard'
+import { signInBrowser, dashboardCaller } from '../support/dashboard'
 
 const PW = 'correct horse battery'
 let app: RunningApp
 let browser: Browser
 let page: Page
 
-const idOf = (name: string) => (app.db.query('SELECT id FROM accounts WHERE name = ?').get(name) as { id: number }).id
-const caller = (name: string): Caller => ({
-  accountId: idOf(name),
-  accountName: name,
-  admin: false,
-  scopes: new Set(['links']),
-  keyId: null,
-  via: 'dashboard',
-})
+const caller = (name: string) => dashboardCaller(app.db, name)
 const audits = (action: string, code: string) =>
   (
     app.db.query('SELECT count(*) AS n FROM audit_log WHERE action = ? AND target = ?').get(action, `link ${code}`) as {

@@ -9,7 +9,7 @@ import type { Browser, Page } from 'playwright-core'
 import type { Caller } from '../../src/kernel/caller'
 import { parseCsv } from '../../src/links/csv'
 import { checkPage, launchBrowser, startApp, type RunningApp, PHONE_SHOTS, shoot } from '../support/browser'
-import { signInBrowser } from '../support/dashboard'
+import { signInBrowser, dashboardCaller } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
 const PW = 'correct horse'
@@ -19,14 +19,7 @@ let page: Page
 let app: RunningApp
 let alice: Caller
 
-const callerOf = (name: string, admin = false): Caller => ({
-  accountId: (app.db.query('SELECT id FROM accounts WHERE name = ?').get(name) as { id: number }).id,
-  accountName: name,
-  admin,
-  scopes: new Set(['links']),
-  keyId: null,
-  via: 'dashboard',
-})
+const callerOf = (name: string, admin = false) => dashboardCaller(app.db, name, { admin })
 
 beforeAll(async () => {
   app = startApp()

@@ -10,7 +10,7 @@ import type { Browser, Page } from 'playwright-core'
 import type { Caller } from '../../src/kernel/caller'
 import { parseCsv } from '../../src/links/csv'
 import { checkPage, launchBrowser, startApp, type RunningApp, phoneShots } from '../support/browser'
-import { signInBrowser } from '../support/dashboard'
+import { signInBrowser, dashboardCaller } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
 // The Shlink web client's export: a BOM, quoted cells, | between tags; one code taken here, one destination refused.
@@ -34,15 +34,7 @@ let alice: Caller
 beforeAll(async () => {
   app = startApp()
   await app.accounts.createAccount({ name: 'alice', password: 'correct horse' })
-  const id = (app.db.query("SELECT id FROM accounts WHERE name = 'alice'").get() as { id: number }).id
-  alice = {
-    accountId: id,
-    accountName: 'alice',
-    admin: false,
-    scopes: new Set(['links']),
-    keyId: null,
-    via: 'dashboard',
-  }
+  alice = dashboardCaller(app.db, 'alice')
   await app.links.create({ url: 'https://example.com/mine', alias: 'taken' }, alice)
   browser = await launchBrowser()
   // A context of its own: a second tab of the same session opens in it.

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
 import type { Caller } from '../../src/kernel/caller'
 import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
-import { signInBrowser } from '../support/dashboard'
+import { signInBrowser, dashboardCaller } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
 let browser: Browser
@@ -20,15 +20,7 @@ const requests: string[] = []
 beforeAll(async () => {
   app = startApp()
   await app.accounts.createAccount({ name: 'alice', password: 'correct horse' })
-  const id = (app.db.query("SELECT id FROM accounts WHERE name = 'alice'").get() as { id: number }).id
-  alice = {
-    accountId: id,
-    accountName: 'alice',
-    admin: false,
-    scopes: new Set(['links']),
-    keyId: null,
-    via: 'dashboard',
-  }
+  alice = dashboardCaller(app.db, 'alice')
   browser = await launchBrowser()
   page = await browser.newPage({ userAgent: CHROME_UA })
   await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.url })

@@ -4,9 +4,8 @@
 // Reload and back keep it; axe in both themes at 1280 and 390 px; screenshots to test-results/screenshots/phone/times-*.png.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import type { Caller } from '../../src/kernel/caller'
 import { checkPage, launchBrowser, startApp, type RunningApp, phoneShots } from '../support/browser'
-import { signInBrowser } from '../support/dashboard'
+import { signInBrowser, dashboardCaller } from '../support/dashboard'
 import { startReceiver, type Receiver } from '../support/webhooks'
 
 const PW = 'correct horse'
@@ -22,15 +21,7 @@ beforeAll(async () => {
   app = startApp()
   aliceKey = (await app.accounts.createAccount({ name: 'alice', password: PW })).key.key
   receiver = startReceiver()
-  const id = (app.db.query("SELECT id FROM accounts WHERE name = 'alice'").get() as { id: number }).id
-  const caller: Caller = {
-    accountId: id,
-    accountName: 'alice',
-    admin: false,
-    scopes: new Set(['links']),
-    keyId: null,
-    via: 'dashboard',
-  }
+  const caller = dashboardCaller(app.db, 'alice')
   await app.links.create({ url: 'https://example.com/old', alias: 'old-one' }, caller)
   await app.links.create({ url: 'https://example.com/soon', alias: 'soon-gone', expire: 2 * 86_400 + 3_600 }, caller)
   await app.links.create({ url: 'https://example.com/far', alias: 'far-off', expire: 30 * 86_400 }, caller)

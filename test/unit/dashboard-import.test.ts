@@ -6,10 +6,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import type { Caller } from '../../src/kernel/caller'
 import { parseCsv } from '../../src/links/csv'
 import { makeBox, type TestBox } from '../support/app'
-import { cookiesSet, signIn, type SignedIn } from '../support/dashboard'
+import { cookiesSet, signIn, type SignedIn, dashboardCaller } from '../support/dashboard'
 
 const fixture = (name: string) => readFileSync(join(import.meta.dir, '..', 'fixtures', 'import', name), 'utf8')
 
@@ -99,14 +98,7 @@ describe('an import', () => {
   test('refused while another import of the account runs: said so, and confirmed again later it imports', async () => {
     const res = await upload(alice, 'code,long_url\r\nheld-1,https://example.com/held\r\n')
     const path = res.headers.get('location')!
-    const caller: Caller = {
-      accountId: (box.db.query("SELECT id FROM accounts WHERE name = 'alice'").get() as { id: number }).id,
-      accountName: 'alice',
-      admin: false,
-      scopes: new Set(['links']),
-      keyId: null,
-      via: 'dashboard',
-    }
+    const caller = dashboardCaller(box.db, 'alice')
     await box.links.claimImport(caller, 'someone-else', 60_000)
     const held = await confirm(alice, path)
     expect([held.status, held.headers.get('location')]).toEqual([303, path])
