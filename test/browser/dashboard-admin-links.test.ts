@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
 import { CLI } from '../../src/audit'
-import { checkPage, launchBrowser, startApp, type RunningApp, phoneShots } from '../support/browser'
+import { checkPage, launchBrowser, startApp, type RunningApp, phoneShots, closeAll } from '../support/browser'
 import { signInBrowser, dashboardCaller } from '../support/dashboard'
 
 const PW = 'correct horse battery'
@@ -51,10 +51,7 @@ beforeAll(async () => {
   page.setDefaultTimeout(10_000)
   await signInBrowser(page, app.url, 'root', PW)
 })
-afterAll(async () => {
-  await browser?.close()
-  await app?.stop()
-})
+afterAll(() => closeAll(browser, app))
 
 describe('Admin › Links', () => {
   test('every link, whoever owns it: searched, ordered, narrowed and paged; reload and back keep the list', async () => {

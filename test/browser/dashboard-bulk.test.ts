@@ -8,7 +8,16 @@ import { readFileSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
 import type { Caller } from '../../src/kernel/caller'
 import { parseCsv } from '../../src/links/csv'
-import { checkPage, launchBrowser, startApp, type RunningApp, PHONE_SHOTS, shoot } from '../support/browser'
+import {
+  checkPage,
+  launchBrowser,
+  startApp,
+  type RunningApp,
+  PHONE_SHOTS,
+  shoot,
+  chromePage,
+  closeAll,
+} from '../support/browser'
 import { signInBrowser, dashboardCaller } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
@@ -37,13 +46,9 @@ beforeAll(async () => {
   // alice listens for link events: each link a bulk action changes must send its own event.
   await app.webhooks.createFor(alice.accountId, { url: 'http://127.0.0.1:9/hook' })
   browser = await launchBrowser()
-  page = await browser.newPage({ userAgent: CHROME_UA, acceptDownloads: true })
-  page.setDefaultTimeout(10_000)
+  page = await chromePage(browser, { acceptDownloads: true })
 })
-afterAll(async () => {
-  await browser?.close()
-  await app?.stop()
-})
+afterAll(() => closeAll(browser, app))
 
 async function check(name: string) {
   expect(await checkPage(page, name)).toBeLessThanOrEqual(390)

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
 import type { Caller } from '../../src/kernel/caller'
 import { parseCsv } from '../../src/links/csv'
-import { checkPage, launchBrowser, startApp, type RunningApp, phoneShots } from '../support/browser'
+import { checkPage, launchBrowser, startApp, type RunningApp, phoneShots, closeAll } from '../support/browser'
 import { signInBrowser, dashboardCaller } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
@@ -42,10 +42,7 @@ beforeAll(async () => {
   page.setDefaultTimeout(10_000)
   await signInBrowser(page, app.url, 'alice', 'correct horse')
 })
-afterAll(async () => {
-  await browser?.close()
-  await app?.stop()
-})
+afterAll(() => closeAll(browser, app))
 
 const linkCount = () => (app.db.query('SELECT count(*) AS n FROM links').get() as { n: number }).n
 const click = (p: Page, selector: string) => Promise.all([p.waitForNavigation(), p.click(selector)])

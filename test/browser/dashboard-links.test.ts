@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
 import type { Caller } from '../../src/kernel/caller'
-import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
+import { checkPage, launchBrowser, startApp, type RunningApp, closeAll } from '../support/browser'
 import { signInBrowser, dashboardCaller } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
@@ -27,10 +27,7 @@ beforeAll(async () => {
   page.setDefaultTimeout(10_000)
   page.on('request', (r) => void requests.push(r.url()))
 })
-afterAll(async () => {
-  await browser?.close()
-  await app?.stop()
-})
+afterAll(() => closeAll(browser, app))
 
 /** axe (no serious/critical violation), then the screenshots; the page must not scroll sideways at 390 px. */
 async function check(name: string) {

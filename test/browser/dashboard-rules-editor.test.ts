@@ -5,7 +5,15 @@
 // screenshots of the editor at 390 px in both themes.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
-import { checkPage, launchBrowser, startApp, type RunningApp, phoneShots } from '../support/browser'
+import {
+  checkPage,
+  launchBrowser,
+  startApp,
+  type RunningApp,
+  phoneShots,
+  chromePage,
+  closeAll,
+} from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
@@ -17,13 +25,9 @@ beforeAll(async () => {
   app = startApp()
   await app.accounts.createAccount({ name: 'rita', password: 'correct horse' })
   browser = await launchBrowser()
-  page = await browser.newPage({ userAgent: CHROME_UA })
-  page.setDefaultTimeout(10_000)
+  page = await chromePage(browser)
 })
-afterAll(async () => {
-  await browser?.close()
-  await app?.stop()
-})
+afterAll(() => closeAll(browser, app))
 
 const click = (p: Page, selector: string) => Promise.all([p.waitForNavigation(), p.click(selector)])
 const stored = (code: string) => {

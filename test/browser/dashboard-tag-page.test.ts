@@ -4,9 +4,17 @@
 // confirmation. Each new state is checked with axe in both themes at 1280 and 390 px.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
-import { checkPage, launchBrowser, startApp, type RunningApp, PHONE_SHOTS, shoot } from '../support/browser'
+import {
+  checkPage,
+  launchBrowser,
+  startApp,
+  type RunningApp,
+  PHONE_SHOTS,
+  shoot,
+  chromePage,
+  closeAll,
+} from '../support/browser'
 import { signInBrowser, dashboardCaller } from '../support/dashboard'
-import { CHROME_UA } from '../support/server'
 
 const PW = 'correct horse'
 const SHOTS = PHONE_SHOTS
@@ -40,13 +48,9 @@ beforeAll(async () => {
   await app.links.create({ url: 'https://example.com/bob', alias: 'bobs', tags: 'old' }, bob)
   await app.webhooks.createFor(alice.accountId, { url: 'http://127.0.0.1:9/hook' })
   browser = await launchBrowser()
-  page = await browser.newPage({ userAgent: CHROME_UA })
-  page.setDefaultTimeout(10_000)
+  page = await chromePage(browser)
 })
-afterAll(async () => {
-  await browser?.close()
-  await app?.stop()
-})
+afterAll(() => closeAll(browser, app))
 
 async function check(name: string) {
   expect(await checkPage(page, name)).toBeLessThanOrEqual(390)

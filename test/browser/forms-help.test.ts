@@ -4,7 +4,15 @@
 // each beside its field, in plain words. axe on each new state; screenshots at 390 px in both themes.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
-import { checkPage, launchBrowser, startApp, type RunningApp, phoneShots } from '../support/browser'
+import {
+  checkPage,
+  launchBrowser,
+  startApp,
+  type RunningApp,
+  phoneShots,
+  chromePage,
+  closeAll,
+} from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
@@ -16,13 +24,9 @@ beforeAll(async () => {
   app = startApp()
   await app.accounts.createAccount({ name: 'fay', password: 'correct horse' })
   browser = await launchBrowser()
-  page = await browser.newPage({ userAgent: CHROME_UA })
-  page.setDefaultTimeout(10_000)
+  page = await chromePage(browser)
 })
-afterAll(async () => {
-  await browser?.close()
-  await app?.stop()
-})
+afterAll(() => closeAll(browser, app))
 
 const click = (p: Page, selector: string) => Promise.all([p.waitForNavigation(), p.click(selector)])
 const link = (code: string) =>
