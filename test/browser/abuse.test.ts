@@ -5,7 +5,7 @@
 // Pages are checked with axe in both themes and on a phone.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
+import { checkPage, launchBrowser, startApp, type RunningApp, closeAll } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 
 const PW = 'correct horse battery'
@@ -30,10 +30,7 @@ beforeAll(async () => {
   page = await context.newPage()
   page.setDefaultTimeout(10_000)
 })
-afterAll(async () => {
-  await browser?.close()
-  await app?.stop()
-})
+afterAll(() => closeAll(browser, app))
 
 const reports = () => (app.db.query('SELECT count(*) AS n FROM link_reports').get() as { n: number }).n
 

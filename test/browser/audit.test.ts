@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
 import { CLI } from '../../src/audit'
-import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
+import { checkPage, launchBrowser, startApp, type RunningApp, closeAll } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 
 const PW = 'correct horse battery'
@@ -36,10 +36,7 @@ beforeAll(async () => {
   await Promise.all([page.waitForURL(/\/login\?/), page.click('button[type=submit]')])
   await signInBrowser(page, app.url, 'root', PW)
 })
-afterAll(async () => {
-  await browser?.close()
-  await app?.stop()
-})
+afterAll(() => closeAll(browser, app))
 
 const count = (action: string) =>
   (app.db.query('SELECT count(*) AS n FROM audit_log WHERE action = ?').get(action) as { n: number }).n

@@ -6,9 +6,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import type { Caller } from '../../src/kernel/caller'
 import { checkPage, launchBrowser, startApp, type RunningApp, shoot } from '../support/browser'
-import { signInBrowser } from '../support/dashboard'
+import { signInBrowser, dashboardCaller } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
 const PW = 'correct horse battery'
@@ -107,17 +106,7 @@ async function seed() {
   now = Date.parse('2026-06-20T12:00:00Z')
   await app.recorder.flush()
 }
-function callerOf(): Caller {
-  const id = (app.db.query("SELECT id FROM accounts WHERE name = 'alice'").get() as { id: number }).id
-  return {
-    accountId: id,
-    accountName: 'alice',
-    admin: false,
-    scopes: new Set(['links'] as const),
-    keyId: null,
-    via: 'dashboard',
-  }
-}
+const callerOf = () => dashboardCaller(app.db, 'alice')
 
 describe('statistics for chosen dates', () => {
   test('the public page: dates from its form show only those days, as stats.json does; the CSV links download them', async () => {

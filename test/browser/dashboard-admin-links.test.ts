@@ -5,25 +5,15 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
 import { CLI } from '../../src/audit'
-import type { Caller } from '../../src/kernel/caller'
-import { checkPage, launchBrowser, startApp, type RunningApp, PHONE_SHOTS, shoot } from '../support/browser'
-import { signInBrowser } from '../support/dashboard'
+import { checkPage, launchBrowser, startApp, type RunningApp, phoneShots, closeAll } from '../support/browser'
+import { signInBrowser, dashboardCaller } from '../support/dashboard'
 
 const PW = 'correct horse battery'
-const SHOTS = PHONE_SHOTS
 let app: RunningApp
 let browser: Browser
 let page: Page
 
-const idOf = (name: string) => (app.db.query('SELECT id FROM accounts WHERE name = ?').get(name) as { id: number }).id
-const caller = (name: string): Caller => ({
-  accountId: idOf(name),
-  accountName: name,
-  admin: false,
-  scopes: new Set(['links']),
-  keyId: null,
-  via: 'dashboard',
-})
+const caller = (name: string) => dashboardCaller(app.db, name)
 const audits = (action: string, code: string) =>
   (
     app.db.query('SELECT count(*) AS n FROM audit_log WHERE action = ? AND target = ?').get(action, `link ${code}`) as {
@@ -61,21 +51,7 @@ beforeAll(async () => {
   page.setDefaultTimeout(10_000)
   await signInBrowser(page, app.url, 'root', PW)
 })
-afterAll(async () => {
-  await browser?.close()
-  await app?.stop()
-})
-
-/** 390 px screenshots in both themes for the lead. */
-async function shots(p: Page, name: string) {
-  await p.setViewportSize({ width: 390, height: 844 })
-  for (const scheme of ['light', 'dark'] as const) {
-    await p.emulateMedia({ colorScheme: scheme })
-    await shoot(p, { path: `${SHOTS}/times-${name}-390-${scheme}.png`, fullPage: true })
-  }
-  await p.emulateMedia({ colorScheme: 'light' })
-  await p.setViewportSize({ width: 1280, height: 800 })
-}
+afterAll(() => closeAll(browser, app))
 
 describe('Admin › Links', () => {
   test('every link, whoever owns it: searched, ordered, narrowed and paged; reload and back keep the list', async () => {
@@ -92,7 +68,7 @@ describe('Admin › Links', () => {
     )
     expect(await rows().filter({ hasText: 'alice-one' }).locator('td[data-label="Owner"]').textContent()).toBe('alice')
     expect(await checkPage(page, 'admin-links')).toBeLessThanOrEqual(390)
-    await shots(page, 'admin-links')
+    await phoneShots(page, 'times-admin-links')
 
     await page.getByRole('link', { name: 'Next →' }).click()
     await page.waitForURL(/\/dashboard\/admin\/links\?page=2$/)
@@ -143,7 +119,7 @@ describe('Admin › Links', () => {
     expect((await fetch(`${app.url}/anon-x`, { redirect: 'manual' })).status).toBe(451)
     expect(audits('link.disable', 'anon-x')).toBe(1)
     expect(await checkPage(page, 'admin-links-disabled')).toBeLessThanOrEqual(390)
-    await shots(page, 'admin-links-disabled')
+    await phoneShots(page, 'times-admin-links-disabled')
     await page.reload()
     await page.goBack()
     await page.goForward()
@@ -231,7 +207,7 @@ describe('the report forms', () => {
     await page.setViewportSize({ width: 390, height: 844 })
     expect(await cutLabels(page)).toEqual([])
     expect(await checkPage(page, 'admin-reports-choose')).toBeLessThanOrEqual(390)
-    await shots(page, 'admin-reports-choose')
+    await phoneShots(page, 'times-admin-reports-choose')
 
     // A browser that does not check `required` sends the empty choice: the server refuses it in plain words.
     await select.evaluate((el) => el.removeAttribute('required'))

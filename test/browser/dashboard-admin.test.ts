@@ -4,7 +4,7 @@
 // both themes, and no request may leave the app's origin.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
+import { checkPage, launchBrowser, startApp, type RunningApp, closeAll } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 
 const PW = 'correct horse battery'
@@ -45,10 +45,7 @@ beforeAll(async () => {
   page.setDefaultTimeout(10_000)
   page.on('request', (r) => void requests.push(r.url()))
 })
-afterAll(async () => {
-  await browser?.close()
-  await app?.stop()
-})
+afterAll(() => closeAll(browser, app))
 
 /** axe (no serious/critical, light and dark) and the screenshots; returns the scroll width at 390 px. */
 const check = (name: string) => checkPage(page, name)

@@ -8,8 +8,17 @@ import { readFileSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
 import type { Caller } from '../../src/kernel/caller'
 import { parseCsv } from '../../src/links/csv'
-import { checkPage, launchBrowser, startApp, type RunningApp, PHONE_SHOTS, shoot } from '../support/browser'
-import { signInBrowser } from '../support/dashboard'
+import {
+  checkPage,
+  launchBrowser,
+  startApp,
+  type RunningApp,
+  PHONE_SHOTS,
+  shoot,
+  chromePage,
+  closeAll,
+} from '../support/browser'
+import { signInBrowser, dashboardCaller } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
 const PW = 'correct horse'
@@ -19,14 +28,7 @@ let page: Page
 let app: RunningApp
 let alice: Caller
 
-const callerOf = (name: string, admin = false): Caller => ({
-  accountId: (app.db.query('SELECT id FROM accounts WHERE name = ?').get(name) as { id: number }).id,
-  accountName: name,
-  admin,
-  scopes: new Set(['links']),
-  keyId: null,
-  via: 'dashboard',
-})
+const callerOf = (name: string, admin = false) => dashboardCaller(app.db, name, { admin })
 
 beforeAll(async () => {
   app = startApp()
@@ -44,13 +46,9 @@ beforeAll(async () => {
   // alice listens for link events: each link a bulk action changes must send its own event.
   await app.webhooks.createFor(alice.accountId, { url: 'http://127.0.0.1:9/hook' })
   browser = await launchBrowser()
-  page = await browser.newPage({ userAgent: CHROME_UA, acceptDownloads: true })
-  page.setDefaultTimeout(10_000)
+  page = await chromePage(browser, { acceptDownloads: true })
 })
-afterAll(async () => {
-  await browser?.close()
-  await app?.stop()
-})
+afterAll(() => closeAll(browser, app))
 
 async function check(name: string) {
   expect(await checkPage(page, name)).toBeLessThanOrEqual(390)

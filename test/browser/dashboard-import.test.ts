@@ -9,11 +9,10 @@ import { readFileSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
 import type { Caller } from '../../src/kernel/caller'
 import { parseCsv } from '../../src/links/csv'
-import { checkPage, launchBrowser, startApp, type RunningApp, PHONE_SHOTS, shoot } from '../support/browser'
-import { signInBrowser } from '../support/dashboard'
+import { checkPage, launchBrowser, startApp, type RunningApp, phoneShots, closeAll } from '../support/browser'
+import { signInBrowser, dashboardCaller } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
-const SHOTS = PHONE_SHOTS
 // The Shlink web client's export: a BOM, quoted cells, | between tags; one code taken here, one destination refused.
 const SHLINK =
   '\uFEFF"createdAt","domain","shortCode","shortUrl","longUrl","title","tags","visits"\r\n' +
@@ -35,15 +34,7 @@ let alice: Caller
 beforeAll(async () => {
   app = startApp()
   await app.accounts.createAccount({ name: 'alice', password: 'correct horse' })
-  const id = (app.db.query("SELECT id FROM accounts WHERE name = 'alice'").get() as { id: number }).id
-  alice = {
-    accountId: id,
-    accountName: 'alice',
-    admin: false,
-    scopes: new Set(['links']),
-    keyId: null,
-    via: 'dashboard',
-  }
+  alice = dashboardCaller(app.db, 'alice')
   await app.links.create({ url: 'https://example.com/mine', alias: 'taken' }, alice)
   browser = await launchBrowser()
   // A context of its own: a second tab of the same session opens in it.
@@ -51,10 +42,7 @@ beforeAll(async () => {
   page.setDefaultTimeout(10_000)
   await signInBrowser(page, app.url, 'alice', 'correct horse')
 })
-afterAll(async () => {
-  await browser?.close()
-  await app?.stop()
-})
+afterAll(() => closeAll(browser, app))
 
 const linkCount = () => (app.db.query('SELECT count(*) AS n FROM links').get() as { n: number }).n
 const click = (p: Page, selector: string) => Promise.all([p.waitForNavigation(), p.click(selector)])
@@ -66,16 +54,6 @@ async function upload(name: string, body: string, format?: string) {
   if (format) await page.selectOption('#import-format', format)
   // A file of 10 MiB takes a while to send on a busy machine.
   await Promise.all([page.waitForNavigation({ timeout: 30_000 }), page.click('button:has-text("Show a preview")')])
-}
-
-async function shots(name: string) {
-  await page.setViewportSize({ width: 390, height: 844 })
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme })
-    await shoot(page, { path: `${SHOTS}/import-${name}-390-${scheme}.png`, fullPage: true })
-  }
-  await page.emulateMedia({ colorScheme: 'light' })
-  await page.setViewportSize({ width: 1280, height: 800 })
 }
 
 describe('the import page', () => {
@@ -91,7 +69,7 @@ describe('the import page', () => {
     expect(await page.getAttribute('#import-file', 'aria-invalid')).toBe('true')
     expect(await page.getAttribute('#import-file', 'aria-describedby')).toContain('import-file-error')
     await checkPage(page, 'dash-import-refused')
-    await shots('upload-refused')
+    await phoneShots(page, 'import-upload-refused')
   })
 
   test('Shlink: recognised, previewed with each skip and its reason, confirmed once, summarised; the skipped rows download', async () => {
@@ -121,7 +99,7 @@ describe('the import page', () => {
     await page.reload()
     expect(linkCount()).toBe(before)
     expect(await checkPage(page, 'dash-import-preview')).toBeLessThanOrEqual(390)
-    await shots('preview')
+    await phoneShots(page, 'import-preview')
 
     // A second tab left on the preview: its confirmation later must not import again.
     const stale = await page.context().newPage()
@@ -142,7 +120,7 @@ describe('the import page', () => {
       await page.$$eval('table.import-skipped tbody tr', (trs) => trs.map((tr) => tr.textContent!.trim().slice(0, 2))),
     ).toEqual(['3t', '4b'])
     expect(await checkPage(page, 'dash-import-summary')).toBeLessThanOrEqual(390)
-    await shots('summary')
+    await phoneShots(page, 'import-summary')
 
     // The skipped rows: the file's own columns, then why.
     const [download] = await Promise.all([

@@ -7,8 +7,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
 import type { Caller } from '../../src/kernel/caller'
-import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
-import { signInBrowser } from '../support/dashboard'
+import { checkPage, launchBrowser, startApp, type RunningApp, closeAll } from '../support/browser'
+import { signInBrowser, dashboardCaller } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
 let browser: Browser
@@ -20,25 +20,14 @@ const requests: string[] = []
 beforeAll(async () => {
   app = startApp()
   await app.accounts.createAccount({ name: 'alice', password: 'correct horse' })
-  const id = (app.db.query("SELECT id FROM accounts WHERE name = 'alice'").get() as { id: number }).id
-  alice = {
-    accountId: id,
-    accountName: 'alice',
-    admin: false,
-    scopes: new Set(['links']),
-    keyId: null,
-    via: 'dashboard',
-  }
+  alice = dashboardCaller(app.db, 'alice')
   browser = await launchBrowser()
   page = await browser.newPage({ userAgent: CHROME_UA })
   await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.url })
   page.setDefaultTimeout(10_000)
   page.on('request', (r) => void requests.push(r.url()))
 })
-afterAll(async () => {
-  await browser?.close()
-  await app?.stop()
-})
+afterAll(() => closeAll(browser, app))
 
 /** axe (no serious/critical violation), then the screenshots; the page must not scroll sideways at 390 px. */
 async function check(name: string) {

@@ -9,9 +9,16 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import nodemailer from 'nodemailer'
 import type { Browser, Page } from 'playwright-core'
 import { Webhook } from 'standardwebhooks'
-import { checkPage, launchBrowser, startApp, startFixture, type Fixture, type RunningApp } from '../support/browser'
+import {
+  checkPage,
+  launchBrowser,
+  startApp,
+  startFixture,
+  type Fixture,
+  type RunningApp,
+  chromePage,
+} from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
-import { CHROME_UA } from '../support/server'
 
 const DOMAIN = 'mail.test'
 
@@ -44,8 +51,7 @@ beforeAll(async () => {
   smtpPort = (await app.startSmtp())!.port
   await app.accounts.createAccount({ name: 'alice', password: 'alice password' })
   browser = await launchBrowser()
-  page = await browser.newPage({ userAgent: CHROME_UA })
-  page.setDefaultTimeout(10_000)
+  page = await chromePage(browser)
   page.on('request', (r) => requests.push(r.url()))
   // Chromium reports a request its CSP refused as a request that failed with "csp": it never left the
   // browser (the tracker's own log below is the proof), so it is not one that left the origin.

@@ -8,7 +8,15 @@ import { Resvg } from '@resvg/resvg-js'
 import jsQR from 'jsqr'
 import { PNG } from 'pngjs'
 import type { Browser, Page } from 'playwright-core'
-import { checkPage, launchBrowser, screenshots, startApp, type RunningApp } from '../support/browser'
+import {
+  checkPage,
+  launchBrowser,
+  screenshots,
+  startApp,
+  type RunningApp,
+  chromePage,
+  closeAll,
+} from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
@@ -29,15 +37,11 @@ beforeAll(async () => {
   code = link.hex
   shortUrl = link.url
   browser = await launchBrowser()
-  page = await browser.newPage({ userAgent: CHROME_UA, acceptDownloads: true })
-  page.setDefaultTimeout(10_000)
+  page = await chromePage(browser, { acceptDownloads: true })
   page.on('request', (r) => void requests.push(r.url()))
   await signInBrowser(page, app.url, 'alice', 'correct horse')
 })
-afterAll(async () => {
-  await browser?.close()
-  await app?.stop()
-})
+afterAll(() => closeAll(browser, app))
 
 const pagePath = () => `${app.url}/dashboard/links/${code}`
 const previewSrc = () => page.getAttribute('#qr-preview', 'src')

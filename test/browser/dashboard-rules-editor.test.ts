@@ -5,26 +5,29 @@
 // screenshots of the editor at 390 px in both themes.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
-import { checkPage, launchBrowser, startApp, type RunningApp, PHONE_SHOTS, shoot } from '../support/browser'
+import {
+  checkPage,
+  launchBrowser,
+  startApp,
+  type RunningApp,
+  phoneShots,
+  chromePage,
+  closeAll,
+} from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
 let browser: Browser
 let page: Page
 let app: RunningApp
-const SHOTS = PHONE_SHOTS
 
 beforeAll(async () => {
   app = startApp()
   await app.accounts.createAccount({ name: 'rita', password: 'correct horse' })
   browser = await launchBrowser()
-  page = await browser.newPage({ userAgent: CHROME_UA })
-  page.setDefaultTimeout(10_000)
+  page = await chromePage(browser)
 })
-afterAll(async () => {
-  await browser?.close()
-  await app?.stop()
-})
+afterAll(() => closeAll(browser, app))
 
 const click = (p: Page, selector: string) => Promise.all([p.waitForNavigation(), p.click(selector)])
 const stored = (code: string) => {
@@ -36,16 +39,6 @@ const stored = (code: string) => {
 }
 const legends = (p: Page) => p.$$eval('.rule-row > fieldset > legend', (ls) => ls.map((l) => l.textContent))
 const shares = (p: Page) => p.$$eval('.split-row output', (os) => os.map((o) => o.textContent))
-
-async function phoneShots(p: Page, name: string) {
-  await p.setViewportSize({ width: 390, height: 900 })
-  for (const scheme of ['light', 'dark'] as const) {
-    await p.emulateMedia({ colorScheme: scheme })
-    await shoot(p, { path: `${SHOTS}/rules-${name}-${scheme}.png`, fullPage: true })
-  }
-  await p.emulateMedia({ colorScheme: 'light' })
-  await p.setViewportSize({ width: 1280, height: 800 })
-}
 
 describe('the rules and split editor', () => {
   test('rules built with the pickers, one moved with the keyboard and one removed, a split with live shares; saved as the JSON the API stores', async () => {
@@ -124,7 +117,7 @@ describe('the rules and split editor', () => {
     await click(page, 'button:has-text("Save changes")')
     expect(await page.textContent('.notice')).toContain('Nothing to change')
     await checkPage(page, 'dashboard-rules-editor-edit')
-    await phoneShots(page, 'edit')
+    await phoneShots(page, 'rules-edit', { height: 900, bare: true })
     await page.goBack()
     expect(page.url()).toBe(`${app.url}/dashboard/links/launch`)
     expect(await page.inputValue('#split_0_weight')).toBe('70')
@@ -150,7 +143,7 @@ describe('the rules and split editor', () => {
     expect(await page.inputValue('#split_1_weight')).toBe('0')
     expect(stored('launch').split[1].weight).toBe(30)
     await checkPage(page, 'dashboard-rules-editor-refused')
-    await phoneShots(page, 'refused')
+    await phoneShots(page, 'rules-refused', { height: 900, bare: true })
   })
 })
 
@@ -183,7 +176,7 @@ describe('without JavaScript', () => {
       expect(await shares(p)).toEqual(['78 % of visitors', '22 % of visitors', '', ''])
       expect(await p.textContent('#rule_2_country-chosen')).toBe('Chosen: Switzerland')
       expect(await p.textContent('#rule_3_country-chosen')).toBe('Any')
-      await phoneShots(p, 'nojs')
+      await phoneShots(p, 'rules-nojs', { height: 900, bare: true })
     } finally {
       await context.close()
     }

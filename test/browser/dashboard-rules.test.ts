@@ -5,7 +5,7 @@
 // both themes and at 390 px, and screenshotted.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
-import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
+import { checkPage, launchBrowser, startApp, type RunningApp, chromePage, closeAll } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
@@ -17,13 +17,9 @@ beforeAll(async () => {
   app = startApp()
   await app.accounts.createAccount({ name: 'rita', password: 'correct horse' })
   browser = await launchBrowser()
-  page = await browser.newPage({ userAgent: CHROME_UA })
-  page.setDefaultTimeout(10_000)
+  page = await chromePage(browser)
 })
-afterAll(async () => {
-  await browser?.close()
-  await app?.stop()
-})
+afterAll(() => closeAll(browser, app))
 
 const click = (selector: string) => Promise.all([page.waitForNavigation(), page.click(selector)])
 const stored = (code: string) =>

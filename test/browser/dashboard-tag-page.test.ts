@@ -4,10 +4,17 @@
 // confirmation. Each new state is checked with axe in both themes at 1280 and 390 px.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
-import type { Caller } from '../../src/kernel/caller'
-import { checkPage, launchBrowser, startApp, type RunningApp, PHONE_SHOTS, shoot } from '../support/browser'
-import { signInBrowser } from '../support/dashboard'
-import { CHROME_UA } from '../support/server'
+import {
+  checkPage,
+  launchBrowser,
+  startApp,
+  type RunningApp,
+  PHONE_SHOTS,
+  shoot,
+  chromePage,
+  closeAll,
+} from '../support/browser'
+import { signInBrowser, dashboardCaller } from '../support/dashboard'
 
 const PW = 'correct horse'
 const SHOTS = PHONE_SHOTS
@@ -27,15 +34,7 @@ const LINKS = [
 beforeAll(async () => {
   app = startApp()
   await app.accounts.createAccount({ name: 'alice', password: PW })
-  const id = (app.db.query("SELECT id FROM accounts WHERE name = 'alice'").get() as { id: number }).id
-  const alice: Caller = {
-    accountId: id,
-    accountName: 'alice',
-    admin: false,
-    scopes: new Set(['links']),
-    keyId: null,
-    via: 'dashboard',
-  }
+  const alice = dashboardCaller(app.db, 'alice')
   for (const l of LINKS) {
     await app.links.create({ url: `https://example.com/${l.dest}`, alias: l.code, tags: l.tags }, alice)
     app.db.query('UPDATE links SET clicks = ? WHERE code = ?').run(l.clicks, l.code)
@@ -47,15 +46,11 @@ beforeAll(async () => {
     accountId: (app.db.query("SELECT id FROM accounts WHERE name = 'bob'").get() as { id: number }).id,
   }
   await app.links.create({ url: 'https://example.com/bob', alias: 'bobs', tags: 'old' }, bob)
-  await app.webhooks.createFor(id, { url: 'http://127.0.0.1:9/hook' })
+  await app.webhooks.createFor(alice.accountId, { url: 'http://127.0.0.1:9/hook' })
   browser = await launchBrowser()
-  page = await browser.newPage({ userAgent: CHROME_UA })
-  page.setDefaultTimeout(10_000)
+  page = await chromePage(browser)
 })
-afterAll(async () => {
-  await browser?.close()
-  await app?.stop()
-})
+afterAll(() => closeAll(browser, app))
 
 async function check(name: string) {
   expect(await checkPage(page, name)).toBeLessThanOrEqual(390)

@@ -7,9 +7,8 @@ import { readFileSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
 import type { Caller } from '../../src/kernel/caller'
 import { parseCsv } from '../../src/links/csv'
-import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
-import { signInBrowser } from '../support/dashboard'
-import { CHROME_UA } from '../support/server'
+import { checkPage, launchBrowser, startApp, type RunningApp, chromePage, closeAll } from '../support/browser'
+import { signInBrowser, dashboardCaller } from '../support/dashboard'
 
 let browser: Browser
 let page: Page
@@ -20,28 +19,16 @@ const requests: string[] = []
 beforeAll(async () => {
   app = startApp()
   await app.accounts.createAccount({ name: 'alice', password: 'correct horse' })
-  const id = (app.db.query("SELECT id FROM accounts WHERE name = 'alice'").get() as { id: number }).id
-  alice = {
-    accountId: id,
-    accountName: 'alice',
-    admin: false,
-    scopes: new Set(['links']),
-    keyId: null,
-    via: 'dashboard',
-  }
+  alice = dashboardCaller(app.db, 'alice')
   await app.links.create({ url: 'https://example.com/news/one', alias: 'news-one', tags: 'news,world' }, alice)
   await app.links.create({ url: 'https://example.com/sport/two', alias: 'sport-two', tags: 'sport' }, alice)
   await app.links.create({ url: 'https://example.com/news/three', alias: 'news-three', tags: 'news' }, alice)
   await app.links.create({ url: 'https://example.com/untagged', alias: 'untagged' }, alice)
   browser = await launchBrowser()
-  page = await browser.newPage({ userAgent: CHROME_UA, acceptDownloads: true })
-  page.setDefaultTimeout(10_000)
+  page = await chromePage(browser, { acceptDownloads: true })
   page.on('request', (r) => void requests.push(r.url()))
 })
-afterAll(async () => {
-  await browser?.close()
-  await app?.stop()
-})
+afterAll(() => closeAll(browser, app))
 
 async function check(name: string) {
   expect(await checkPage(page, name)).toBeLessThanOrEqual(390)

@@ -4,15 +4,13 @@
 // Reload and back keep it; axe in both themes at 1280 and 390 px; screenshots to test-results/screenshots/phone/times-*.png.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import type { Caller } from '../../src/kernel/caller'
-import { checkPage, launchBrowser, startApp, type RunningApp, PHONE_SHOTS, shoot } from '../support/browser'
-import { signInBrowser } from '../support/dashboard'
+import { checkPage, launchBrowser, startApp, type RunningApp, phoneShots } from '../support/browser'
+import { signInBrowser, dashboardCaller } from '../support/dashboard'
 import { startReceiver, type Receiver } from '../support/webhooks'
 
 const PW = 'correct horse'
 const OLD = Date.UTC(2026, 0, 15, 12, 0) // 2026-01-15 12:00 UTC: 07:00 in New York, 21:00 in Tokyo
 const FAR = Date.UTC(2027, 2, 1, 15, 30) // 2027-03-01 15:30 UTC: 10:30 in New York, 00:30 (the 2nd) in Tokyo
-const SHOTS = PHONE_SHOTS
 let app: RunningApp
 let receiver: Receiver
 let aliceKey = ''
@@ -23,15 +21,7 @@ beforeAll(async () => {
   app = startApp()
   aliceKey = (await app.accounts.createAccount({ name: 'alice', password: PW })).key.key
   receiver = startReceiver()
-  const id = (app.db.query("SELECT id FROM accounts WHERE name = 'alice'").get() as { id: number }).id
-  const caller: Caller = {
-    accountId: id,
-    accountName: 'alice',
-    admin: false,
-    scopes: new Set(['links']),
-    keyId: null,
-    via: 'dashboard',
-  }
+  const caller = dashboardCaller(app.db, 'alice')
   await app.links.create({ url: 'https://example.com/old', alias: 'old-one' }, caller)
   await app.links.create({ url: 'https://example.com/soon', alias: 'soon-gone', expire: 2 * 86_400 + 3_600 }, caller)
   await app.links.create({ url: 'https://example.com/far', alias: 'far-off', expire: 30 * 86_400 }, caller)
@@ -63,17 +53,6 @@ const timeIn = (page: Page, code: string, n: number) => row(page, code).locator(
 const text = async (page: Page, code: string, n: number) =>
   ((await timeIn(page, code, n).textContent()) ?? '').replace(/\s+/g, ' ').trim()
 
-/** 390 px screenshots in both themes for the lead, after checkPage's own (which go to test-results). */
-async function shots(page: Page, name: string) {
-  await page.setViewportSize({ width: 390, height: 844 })
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme })
-    await shoot(page, { path: `${SHOTS}/times-${name}-390-${scheme}.png`, fullPage: true })
-  }
-  await page.emulateMedia({ colorScheme: 'light' })
-  await page.setViewportSize({ width: 1280, height: 800 })
-}
-
 describe('times on the dashboard', () => {
   test('without JavaScript every time reads in UTC with the zone named, as a <time datetime>', async () => {
     const page = await signedIn({ javaScriptEnabled: false, timezoneId: 'Asia/Tokyo' })
@@ -85,7 +64,7 @@ describe('times on the dashboard', () => {
     expect(await timeIn(page, 'old-one', 0).getAttribute('title')).toBeNull()
     // (axe cannot run where scripts are off; the same markup is checked with the script in the next test.)
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1280)
-    await shots(page, 'list-nojs')
+    await phoneShots(page, 'times-list-nojs')
     await page.goto(`${app.url}/dashboard/links/old-one`)
     expect(await page.locator('dl.facts time').textContent()).toBe('2026-01-15 12:00 UTC')
     await page.goto(`${app.url}/dashboard/links/far-off`)
@@ -118,7 +97,7 @@ describe('times on the dashboard', () => {
     // In a list the title serves: a tab stop per row's time would lengthen the way to the pager.
     expect(await timeIn(ny, 'old-one', 0).getAttribute('tabindex')).toBeNull()
     expect(await checkPage(ny, 'times-list-ny')).toBeLessThanOrEqual(390)
-    await shots(ny, 'list-ny')
+    await phoneShots(ny, 'times-list-ny')
   }, 90_000)
 
   test('the exact time shows on keyboard focus too; reload and back keep the local times', async () => {
@@ -138,7 +117,7 @@ describe('times on the dashboard', () => {
     )
     expect(await checkPage(page, 'times-link-focus')).toBeLessThanOrEqual(390)
     await page.locator('dl.facts time').focus()
-    await shots(page, 'link-focus')
+    await phoneShots(page, 'times-link-focus')
     // Without focus no tip is drawn.
     await page.locator('h1').click()
     expect(await page.locator('dl.facts time').evaluate((el) => getComputedStyle(el, '::after').content)).toBe('none')

@@ -5,12 +5,11 @@
 // state through axe (both themes, 1280 and 390 px); a delivery's detail and the rotation shot to test-results/screenshots/phone.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { checkPage, launchBrowser, startApp, type RunningApp, PHONE_SHOTS, shoot } from '../support/browser'
+import { checkPage, launchBrowser, startApp, type RunningApp, phoneShots } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 import { startReceiver, until, type Receiver } from '../support/webhooks'
 
 const PW = 'correct horse battery'
-const SHOTS = PHONE_SHOTS
 /** The failing receiver's body: 6,000 bytes, of which the page keeps the first 4 KiB. */
 const LONG = `BEGIN-${'0123456789abcdef'.repeat(374)}-END`
 let failing = true
@@ -54,17 +53,6 @@ const deliveryState = (eventId: number) =>
     .query('SELECT state, attempts FROM webhook_deliveries WHERE event_id = ? AND endpoint_id = ?')
     .get(eventId, hook) as { state: string; attempts: number } | null
 const navigate = (action: Promise<unknown>) => Promise.all([page.waitForNavigation(), action])
-
-/** Shots at 390 px in both themes into test-results/screenshots/phone (for the lead to look at); the viewport back to 1280. */
-async function phoneShots(name: string) {
-  await page.setViewportSize({ width: 390, height: 844 })
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme })
-    await shoot(page, { path: `${SHOTS}/hooks-${name}-390-${scheme}.png`, fullPage: true })
-  }
-  await page.emulateMedia({ colorScheme: 'light' })
-  await page.setViewportSize({ width: 1280, height: 800 })
-}
 
 /** The name/value pairs of a headers list on the page. */
 const headersOf = (id: string) =>
@@ -113,7 +101,7 @@ describe('a failed delivery, opened', () => {
     // The secret itself is never on the page.
     expect(await page.content()).not.toContain(made.secret.slice(6))
     await checkPage(page, null)
-    await phoneShots('delivery-failed')
+    await phoneShots(page, 'hooks-delivery-failed')
   })
 
   test('"Send again" posts once and lands on the same page (PRG): reload and back send nothing; the new attempt shows', async () => {
@@ -134,7 +122,7 @@ describe('a failed delivery, opened', () => {
     expect(await page.locator('pre.wh-body').nth(1).textContent()).toBe('thanks')
     expect(await page.locator('#wh-delivery-state').textContent()).toContain('Delivered')
     await checkPage(page, null)
-    await phoneShots('delivery-ok')
+    await phoneShots(page, 'hooks-delivery-ok')
     await page.goBack()
     await page.goForward()
     await Bun.sleep(300)
@@ -192,7 +180,7 @@ describe('a new secret', () => {
     // The moment is a <time datetime> (shown relative, "tomorrow", by the script; the exact time in its title).
     expect(await page.locator('#wh-overlap time').getAttribute('datetime')).toStartWith(until24h)
     await checkPage(page, null)
-    await phoneShots('rotated')
+    await phoneShots(page, 'hooks-rotated')
 
     posts.length = 0
     await page.reload()

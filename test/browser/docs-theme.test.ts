@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
 import { join } from 'node:path'
-import { checkPage, launchBrowser, SCREENSHOTS, startApp, type RunningApp, shoot } from '../support/browser'
+import { checkPage, launchBrowser, SCREENSHOTS, startApp, type RunningApp, shoot, closeAll } from '../support/browser'
 
 let browser: Browser
 let app: RunningApp
@@ -15,10 +15,7 @@ beforeAll(async () => {
   app = startApp()
   browser = await launchBrowser()
 })
-afterAll(async () => {
-  await browser?.close()
-  await app?.stop()
-})
+afterAll(() => closeAll(browser, app))
 
 async function tab(javaScriptEnabled = true): Promise<{ page: Page; close: () => Promise<void> }> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, javaScriptEnabled })

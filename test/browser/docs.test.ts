@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
 import { join } from 'node:path'
-import { checkPage, launchBrowser, SCREENSHOTS, startApp, type RunningApp, shoot } from '../support/browser'
+import { checkPage, launchBrowser, SCREENSHOTS, startApp, type RunningApp, shoot, closeAll } from '../support/browser'
 
 let browser: Browser
 let app: RunningApp
@@ -21,10 +21,7 @@ beforeAll(async () => {
   page.setDefaultTimeout(10_000)
   page.on('request', (r) => requests.push(r.url()))
 })
-afterAll(async () => {
-  await browser?.close()
-  await app?.stop()
-})
+afterAll(() => closeAll(browser, app))
 
 /** The top of the element with this id, relative to the viewport. */
 const topOf = (id: string) => page.evaluate((i) => document.getElementById(i)!.getBoundingClientRect().top, id)

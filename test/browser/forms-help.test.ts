@@ -4,26 +4,29 @@
 // each beside its field, in plain words. axe on each new state; screenshots at 390 px in both themes.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
-import { checkPage, launchBrowser, startApp, type RunningApp, PHONE_SHOTS, shoot } from '../support/browser'
+import {
+  checkPage,
+  launchBrowser,
+  startApp,
+  type RunningApp,
+  phoneShots,
+  chromePage,
+  closeAll,
+} from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
 let browser: Browser
 let page: Page
 let app: RunningApp
-const SHOTS = PHONE_SHOTS
 
 beforeAll(async () => {
   app = startApp()
   await app.accounts.createAccount({ name: 'fay', password: 'correct horse' })
   browser = await launchBrowser()
-  page = await browser.newPage({ userAgent: CHROME_UA })
-  page.setDefaultTimeout(10_000)
+  page = await chromePage(browser)
 })
-afterAll(async () => {
-  await browser?.close()
-  await app?.stop()
-})
+afterAll(() => closeAll(browser, app))
 
 const click = (p: Page, selector: string) => Promise.all([p.waitForNavigation(), p.click(selector)])
 const link = (code: string) =>
@@ -34,16 +37,6 @@ const tagsOf = (code: string) =>
       .query('SELECT tag FROM link_tags JOIN links ON links.id = link_id WHERE code = ? ORDER BY tag')
       .all(code) as { tag: string }[]
   ).map((r) => r.tag)
-
-async function phoneShots(p: Page, name: string) {
-  await p.setViewportSize({ width: 390, height: 900 })
-  for (const scheme of ['light', 'dark'] as const) {
-    await p.emulateMedia({ colorScheme: scheme })
-    await shoot(p, { path: `${SHOTS}/rules-${name}-${scheme}.png`, fullPage: true })
-  }
-  await p.emulateMedia({ colorScheme: 'light' })
-  await p.setViewportSize({ width: 1280, height: 800 })
-}
 
 describe('forms that help', () => {
   test('an address without its scheme gets https:// when the field is left; tags are previewed and kept as shown', async () => {
@@ -105,7 +98,7 @@ describe('forms that help', () => {
     expect(await page.textContent('main')).not.toContain('is invalid')
     expect(link('x')).toBeNull()
     await checkPage(page, 'forms-help-errors')
-    await phoneShots(page, 'forms-errors')
+    await phoneShots(page, 'rules-forms-errors', { height: 900, bare: true })
   })
 })
 
@@ -129,7 +122,7 @@ describe('without JavaScript', () => {
       await click(p, 'button:has-text("Save changes")')
       expect(await p.textContent('.notice.ok')).toContain('https:// was added in front of example.org/moved.')
       expect(link('plain')).toEqual({ long_url: 'https://example.org/moved' })
-      await phoneShots(p, 'forms-nojs-saved')
+      await phoneShots(p, 'rules-forms-nojs-saved', { height: 900, bare: true })
     } finally {
       await context.close()
     }

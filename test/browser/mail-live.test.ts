@@ -10,7 +10,7 @@ import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import nodemailer from 'nodemailer'
 import type { Browser, Page } from 'playwright-core'
-import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
+import { checkPage, launchBrowser, startApp, type RunningApp, chromePage } from '../support/browser'
 import { signInBrowser } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
@@ -33,8 +33,7 @@ beforeAll(async () => {
   aliceKey = (await app.accounts.createAccount({ name: 'alice', password: 'alice password' })).key.key
   bobKey = (await app.accounts.createAccount({ name: 'bob' })).key.key
   browser = await launchBrowser()
-  page = await browser.newPage({ userAgent: CHROME_UA })
-  page.setDefaultTimeout(10_000)
+  page = await chromePage(browser)
   page.on('dialog', (d) => {
     dialogs.push(d.message())
     void d.dismiss()

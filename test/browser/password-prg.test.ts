@@ -11,8 +11,8 @@ import {
   startFixture,
   type Fixture,
   type RunningApp,
+  chromePage,
 } from '../support/browser'
-import { CHROME_UA } from '../support/server'
 
 let browser: Browser
 let app: RunningApp
@@ -25,8 +25,7 @@ beforeAll(async () => {
   dest = startFixture((_req, url) => htmlPage(`Destination ${url.pathname}`))
   app = startApp()
   browser = await launchBrowser()
-  page = await browser.newPage({ userAgent: CHROME_UA })
-  page.setDefaultTimeout(10_000)
+  page = await chromePage(browser)
   page.on('request', (r) => {
     if (r.method() !== 'GET') sent.push(`${r.method()} ${new URL(r.url()).pathname}`)
   })

@@ -5,7 +5,7 @@
 // requested from another origin.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
-import { checkPage, launchBrowser, startApp, type RunningApp } from '../support/browser'
+import { checkPage, launchBrowser, startApp, type RunningApp, chromePage, closeAll } from '../support/browser'
 import { CHROME_UA } from '../support/server'
 
 const FIREFOX_UA = 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0'
@@ -18,14 +18,10 @@ const requests: string[] = []
 beforeAll(async () => {
   app = startApp({ server: { host: '127.0.0.1', port: 0, trusted_proxies: ['127.0.0.1/32'] } })
   browser = await launchBrowser()
-  page = await browser.newPage({ userAgent: CHROME_UA })
-  page.setDefaultTimeout(10_000)
+  page = await chromePage(browser)
   page.on('request', (r) => requests.push(r.url()))
 })
-afterAll(async () => {
-  await browser?.close()
-  await app?.stop()
-})
+afterAll(() => closeAll(browser, app))
 
 const visit = (code: string, ua: string, forwarded: string) =>
   fetch(`${app.url}/${code}`, { redirect: 'manual', headers: { 'user-agent': ua, 'x-forwarded-for': forwarded } })

@@ -4,12 +4,10 @@
 // closed through the other; the bounds on open reports hold when two nodes file the last allowed one at once;
 // two admins closing one report at once close it once; a host banned twice at once is one row.
 import { describe, expect, test } from 'bun:test'
-import type { SQL } from 'bun'
 import { postgresAbuseRows } from '../../src/abuse/storage/postgres'
 import type { AbuseRows, NewReport, ReportRow } from '../../src/abuse/storage/contract'
 import { sqliteAbuseRows } from '../../src/abuse/storage/sqlite'
-import type { Db } from '../../src/db/sqlite'
-import { engineHarness } from '../support/engines'
+import { engineHarness, sqliteNotes, postgresNotes } from '../support/engines'
 
 interface Engine {
   node(): AbuseRows<any>
@@ -48,12 +46,7 @@ async function sqliteEngine(): Promise<Engine> {
         ).id,
       ),
     removeLink: async (id) => void main.query('DELETE FROM links WHERE id = ?').run(id),
-    note: (tx: Db, text) =>
-      tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
-    notes: async () =>
-      (
-        main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]
-      ).map((r) => r.detail),
+    ...sqliteNotes(main),
     reportCount: async () => (main.query('SELECT count(*) AS n FROM link_reports').get() as { n: number }).n,
     disabledOf: async (id) =>
       (main.query('SELECT disabled, updated FROM links WHERE id = ?').get(id) as {
@@ -81,12 +74,7 @@ async function postgresEngine(): Promise<Engine> {
         )[0].id,
       ),
     removeLink: async (id) => void (await main.sql`DELETE FROM links WHERE id = ${id}`),
-    note: (tx: SQL, text) =>
-      tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
-    notes: async () =>
-      (await main.sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map(
-        (r: { detail: string }) => r.detail,
-      ),
+    ...postgresNotes(main),
     reportCount: async () => Number((await main.sql`SELECT count(*) AS n FROM link_reports`)[0].n),
     disabledOf: async (id) => {
       const [row] = await main.sql`SELECT disabled, updated FROM links WHERE id = ${id}`

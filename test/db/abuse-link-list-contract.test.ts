@@ -2,12 +2,10 @@
 // (code, destination, owner; any case; LIKE's characters literal), the five orders, the four narrowings, pages and
 // the total; and the list's disable/enable, which changes a link only while it is as the list showed it.
 import { describe, expect, test } from 'bun:test'
-import type { SQL } from 'bun'
 import type { AbuseRows, LinkListQuery } from '../../src/abuse/storage/contract'
 import { postgresAbuseRows } from '../../src/abuse/storage/postgres'
 import { sqliteAbuseRows } from '../../src/abuse/storage/sqlite'
-import type { Db } from '../../src/db/sqlite'
-import { engineHarness } from '../support/engines'
+import { engineHarness, sqliteNotes, postgresNotes } from '../support/engines'
 
 interface Engine {
   node(): AbuseRows<any>
@@ -24,12 +22,7 @@ async function sqliteEngine(): Promise<Engine> {
   return {
     node: () => sqliteAbuseRows(connect()),
     run: async (text, ...args) => main.query(text).all(...args) as Record<string, unknown>[],
-    note: (tx: Db, text) =>
-      tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
-    notes: async () =>
-      (
-        main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]
-      ).map((r) => r.detail),
+    ...sqliteNotes(main),
     close,
   }
 }
@@ -40,12 +33,7 @@ async function postgresEngine(): Promise<Engine> {
     node: () => postgresAbuseRows(pool()),
     // Placeholders written ?1, ?2 … in the shared statements become $1, $2 … here.
     run: async (text, ...args) => [...(await main.sql.unsafe(text.replace(/\?(\d)/g, '$$$1'), args))],
-    note: (tx: SQL, text) =>
-      tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
-    notes: async () =>
-      (await main.sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map(
-        (r: { detail: string }) => r.detail,
-      ),
+    ...postgresNotes(main),
     close,
   }
 }

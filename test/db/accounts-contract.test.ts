@@ -5,16 +5,14 @@
 // HOLD_MS: with the row locks the other waits and then finds the first's commit; without them both would
 // decide on what they read and both would write.
 import { describe, expect, test } from 'bun:test'
-import type { SQL } from 'bun'
 import { hashKey } from '../../src/accounts'
 import { postgresAccountStorage } from '../../src/accounts/storage/postgres'
 import { sqliteAccountStorage } from '../../src/accounts/storage/sqlite'
 import type { AccountStorage, NewKey } from '../../src/accounts'
-import type { Db } from '../../src/db/sqlite'
 import { postgresIdentityStorage } from '../../src/oidc/storage/postgres'
 import { sqliteIdentityStorage } from '../../src/oidc/storage/sqlite'
 import type { IdentityStorage } from '../../src/oidc'
-import { engineHarness, postgresTransaction, sqliteTransaction } from '../support/engines'
+import { engineHarness, postgresTransaction, sqliteTransaction, sqliteNotes, postgresNotes } from '../support/engines'
 import { holding, meeting } from '../support/racers'
 
 interface Node {
@@ -52,12 +50,7 @@ async function sqliteEngine(): Promise<Engine> {
         inTransaction: (work, rollback) => sqliteTransaction(db, work, rollback),
       }
     },
-    note: (tx: Db, text) =>
-      tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
-    notes: async () =>
-      (
-        main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]
-      ).map((r) => r.detail),
+    ...sqliteNotes(main),
     link: async (accountId, code) =>
       void main
         .query(
@@ -93,12 +86,7 @@ async function postgresEngine(): Promise<Engine> {
         inTransaction: (work, rollback) => postgresTransaction(p, work, rollback),
       }
     },
-    note: (tx: SQL, text) =>
-      tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
-    notes: async () =>
-      (await sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map(
-        (r: { detail: string }) => r.detail,
-      ),
+    ...postgresNotes(main),
     link: async (accountId, code) =>
       void (await sql`INSERT INTO links (code, long_url, account_id, created, updated) VALUES (${code}, 'https://example.com/', ${accountId}, 0, 0)`),
     mailbox: async (accountId, address) =>

@@ -3,16 +3,21 @@
 // work on the other, an account keeps its newest sessions under races, a form token is taken once with its
 // transaction, flashes are sealed, taken once and bounded, and a `within` that returns a promise stores nothing.
 import { describe, expect, test } from 'bun:test'
-import type { SQL } from 'bun'
 import { hashKey } from '../../src/accounts'
 import { postgresStorages } from '../../src/app/storages-postgres'
 import { sqliteStorages, type Storages } from '../../src/app/storages'
-import type { Db } from '../../src/db/sqlite'
 import { createFlash } from '../../src/dashboard/flash'
 import { createSessions, SESSION_TTL_MS } from '../../src/dashboard/sessions'
 import type { FlashRows, FormTokenRows, SessionRows } from '../../src/dashboard/storage/contract'
 import { postgresFormTokenRows } from '../../src/dashboard/storage/postgres'
-import { engineHarness, postgresTransaction, ROLLBACK, sqliteTransaction } from '../support/engines'
+import {
+  engineHarness,
+  postgresTransaction,
+  ROLLBACK,
+  sqliteTransaction,
+  sqliteNotes,
+  postgresNotes,
+} from '../support/engines'
 
 interface Node {
   sessions: SessionRows<any>
@@ -74,12 +79,7 @@ async function sqliteEngine(): Promise<Engine> {
         main.query('SELECT id FROM web_sessions WHERE account_id = ? ORDER BY id').all(accountId) as { id: number }[]
       ).map((r) => r.id),
     tokenCount: async () => (main.query('SELECT count(*) AS n FROM form_tokens').get() as { n: number }).n,
-    note: (tx: Db, text) =>
-      tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
-    notes: async () =>
-      (
-        main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]
-      ).map((r) => r.detail),
+    ...sqliteNotes(main),
     rows: async (table) => main.query(`SELECT * FROM ${table}`).all() as Record<string, unknown>[],
     close,
   }
@@ -118,12 +118,7 @@ async function postgresEngine(): Promise<Engine> {
         (r: { id: string }) => Number(r.id),
       ),
     tokenCount: async () => Number((await main.sql`SELECT count(*) AS n FROM form_tokens`)[0].n),
-    note: (tx: SQL, text) =>
-      tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
-    notes: async () =>
-      (await main.sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map(
-        (r: { detail: string }) => r.detail,
-      ),
+    ...postgresNotes(main),
     rows: async (table) => [...(await main.sql.unsafe(`SELECT * FROM ${table}`))],
     close,
   }

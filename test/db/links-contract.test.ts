@@ -5,8 +5,6 @@
 // never reused; one code, one link, and the loser told so by a typed outcome; exactly max_visits visits given
 // under a race; tags replaced whole; the same search and pages on both engines; counters that add up.
 import { describe, expect, test } from 'bun:test'
-import type { SQL } from 'bun'
-import type { Db } from '../../src/db/sqlite'
 import { containsPattern } from '../../src/links/listing'
 import {
   CODE_TAKEN,
@@ -21,7 +19,7 @@ import {
 } from '../../src/links/storage/contract'
 import { sqliteLinkStorage } from '../../src/links/storage/sqlite'
 import { postgresLinkStorage } from '../../src/links/storage/postgres'
-import { engineHarness, ROLLBACK } from '../support/engines'
+import { engineHarness, ROLLBACK, sqliteNotes, postgresNotes } from '../support/engines'
 
 interface Node {
   links: LinkStorage<any>
@@ -67,12 +65,7 @@ async function sqliteEngine(): Promise<Engine> {
     }),
     tagRows: async (linkId) =>
       main.query('SELECT tag, account_id FROM link_tags WHERE link_id = ? ORDER BY tag').all(linkId) as any,
-    note: (tx: Db, text) =>
-      tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
-    notes: async () =>
-      (
-        main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]
-      ).map((r) => r.detail),
+    ...sqliteNotes(main),
     close,
   }
 }
@@ -99,12 +92,7 @@ async function postgresEngine(): Promise<Engine> {
         tag: r.tag,
         account_id: r.account_id === null ? null : Number(r.account_id),
       })),
-    note: (tx: SQL, text) =>
-      tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
-    notes: async () =>
-      (await main.sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map(
-        (r: { detail: string }) => r.detail,
-      ),
+    ...postgresNotes(main),
     close,
   }
 }

@@ -1,15 +1,13 @@
 // Single sign-on's identity storage contract (src/oidc/storage/), run against both engines: SQLite and a real
 // PostgreSQL server. Two "nodes" are two connections (SQLite) or two pools (PostgreSQL) on one database.
 import { describe, expect, test } from 'bun:test'
-import type { SQL } from 'bun'
 import type { AccountStorage } from '../../src/accounts'
 import { postgresAccountStorage } from '../../src/accounts/storage/postgres'
 import { sqliteAccountStorage } from '../../src/accounts/storage/sqlite'
-import type { Db } from '../../src/db/sqlite'
 import type { IdentityStorage } from '../../src/oidc'
 import { postgresIdentityStorage } from '../../src/oidc/storage/postgres'
 import { sqliteIdentityStorage } from '../../src/oidc/storage/sqlite'
-import { engineHarness } from '../support/engines'
+import { engineHarness, sqliteNotes, postgresNotes } from '../support/engines'
 import { holding, meeting } from '../support/racers'
 
 interface Node {
@@ -37,31 +35,20 @@ async function sqliteEngine(): Promise<Engine> {
       const db = connect()
       return { accounts: sqliteAccountStorage(db), identities: sqliteIdentityStorage(db) }
     },
-    note: (tx: Db, text) =>
-      tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
-    notes: async () =>
-      (
-        main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]
-      ).map((r) => r.detail),
+    ...sqliteNotes(main),
     close,
   }
 }
 
 async function postgresEngine(): Promise<Engine> {
   const { main, pool, close } = await engines.postgres()
-  const sql = main.sql
   return {
     sqlite: false,
     node() {
       const p = pool()
       return { accounts: postgresAccountStorage(p), identities: postgresIdentityStorage(p) }
     },
-    note: (tx: SQL, text) =>
-      tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
-    notes: async () =>
-      (await sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map(
-        (r: { detail: string }) => r.detail,
-      ),
+    ...postgresNotes(main),
     close,
   }
 }

@@ -2,7 +2,6 @@
 // and the outbox with its delivery queue (WebhookQueue); two "nodes" are two connections (SQLite) or two pools.
 import { describe, expect, test } from 'bun:test'
 import type { SQL } from 'bun'
-import type { Db } from '../../src/db/sqlite'
 import { postgresEndpointRows, postgresWebhookQueue } from '../../src/webhooks/storage/postgres'
 import { sqliteEndpointRows, sqliteWebhookQueue } from '../../src/webhooks/storage/sqlite'
 import type {
@@ -13,7 +12,7 @@ import type {
   NewEvent,
   WebhookQueue,
 } from '../../src/webhooks/storage/contract'
-import { engineHarness, postgresTransaction, sqliteTransaction } from '../support/engines'
+import { engineHarness, postgresTransaction, sqliteTransaction, sqliteNotes, postgresNotes } from '../support/engines'
 
 const engines = engineHarness()
 const T0 = 1_800_000_000_000
@@ -61,12 +60,7 @@ async function sqliteEndpoints(): Promise<EndpointsEngine> {
       main
         .query('SELECT state, attempts, next_at FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY id')
         .all(endpointId) as any[],
-    note: (tx: Db, text) =>
-      tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
-    notes: async () =>
-      (
-        main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]
-      ).map((r) => r.detail),
+    ...sqliteNotes(main),
     close,
   }
 }
@@ -92,12 +86,7 @@ async function postgresEndpoints(): Promise<EndpointsEngine> {
       (
         await sql`SELECT state, attempts, next_at FROM webhook_deliveries WHERE endpoint_id = ${endpointId} ORDER BY id`
       ).map((r: any) => ({ state: r.state, attempts: Number(r.attempts), next_at: Number(r.next_at) })),
-    note: (tx: SQL, text) =>
-      tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
-    notes: async () =>
-      (await sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map(
-        (r: { detail: string }) => r.detail,
-      ),
+    ...postgresNotes(main),
     close,
   }
 }
@@ -466,12 +455,7 @@ async function sqliteQueue(): Promise<QueueEngine> {
         )
         .all() as DeliveryRow[],
     events: async () => main.query('SELECT id, type, webhook_id, payload FROM webhook_events ORDER BY id').all() as any,
-    note: (tx: Db, text) =>
-      tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
-    notes: async () =>
-      (
-        main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]
-      ).map((r) => r.detail),
+    ...sqliteNotes(main),
     exec: async (text, ...params) => void main.query(text.replace(/\$(\d+)/g, '?$1')).run(...params),
     close,
   }
@@ -503,12 +487,7 @@ async function postgresQueue(): Promise<QueueEngine> {
       ).map(numbers<DeliveryRow>),
     events: async () =>
       (await main.sql`SELECT id, type, webhook_id, payload FROM webhook_events ORDER BY id`).map(numbers<any>),
-    note: (tx: SQL, text) =>
-      tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
-    notes: async () =>
-      (await main.sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map(
-        (r: { detail: string }) => r.detail,
-      ),
+    ...postgresNotes(main),
     exec: async (text, ...params) => void (await main.sql.unsafe(text, params)),
     close,
   }

@@ -5,9 +5,9 @@ import { expect } from 'bun:test'
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import type { Database } from 'bun:sqlite'
-import { chromium, type Browser, type CDPSession, type Page } from 'playwright-core'
+import { chromium, type Browser, type BrowserContextOptions, type CDPSession, type Page } from 'playwright-core'
 import { createLinkbox, type AppOptions, type Linkbox } from '../../src/app/app'
-import { REPO_ROOT } from './server'
+import { CHROME_UA, REPO_ROOT } from './server'
 import { tempDir, testConfig } from './app'
 
 export const CHROMIUM = '/usr/bin/chromium'
@@ -42,6 +42,19 @@ export function launchBrowser(): Promise<Browser> {
       '--no-first-run',
     ],
   })
+}
+
+/** A new page of `browser` as Chrome (its user agent, `opts` added), with a 10 s default timeout. */
+export async function chromePage(browser: Browser, opts: BrowserContextOptions = {}): Promise<Page> {
+  const page = await browser.newPage({ userAgent: CHROME_UA, ...opts })
+  page.setDefaultTimeout(10_000)
+  return page
+}
+
+/** A browser test's afterAll: the browser closed, then the app stopped (either missing when beforeAll failed). */
+export async function closeAll(browser: Browser | undefined, app: RunningApp | undefined): Promise<void> {
+  await browser?.close()
+  await app?.stop()
 }
 
 export interface Fixture {
@@ -222,4 +235,19 @@ export async function checkPage(page: Page, name: string | null): Promise<number
   const widths = await screenshots(page, name)
   await page.setViewportSize({ width: 1280, height: 800 })
   return widths[390]!
+}
+
+/**
+ * The 390 px full-page shots in both themes into PHONE_SHOTS/NAME-390-SCHEME.png (the rules editor's are
+ * named without the width: `bare`); the viewport goes back to 1280 × 800 and the theme to light.
+ */
+export async function phoneShots(page: Page, name: string, opts: { height?: number; bare?: boolean } = {}) {
+  if (!SHOTS_ON) return
+  await page.setViewportSize({ width: 390, height: opts.height ?? 844 })
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme })
+    await shoot(page, { path: `${PHONE_SHOTS}/${name}${opts.bare ? '' : '-390'}-${scheme}.png`, fullPage: true })
+  }
+  await page.emulateMedia({ colorScheme: 'light' })
+  await page.setViewportSize({ width: 1280, height: 800 })
 }

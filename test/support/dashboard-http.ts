@@ -4,6 +4,7 @@
 import { expect } from 'bun:test'
 import { SCOPES, type Caller } from '../../src/kernel/caller'
 import type { RunningApp } from './browser'
+import { dashboardCaller } from './dashboard'
 
 /** The value a response sets for cookie `name` (null: not set), and its whole Set-Cookie line. */
 export function setCookie(res: Response, name: string): { value: string; line: string } | null {
@@ -59,8 +60,7 @@ export function dashboardHttp(appOf: () => RunningApp) {
 
   /** The services' caller for an account, as the dashboard makes it (all scopes). */
   function callerOf(name: string): Caller {
-    const { id } = appOf().db.query('SELECT id FROM accounts WHERE name = ?').get(name) as { id: number }
-    return { accountId: id, accountName: name, admin: false, scopes: new Set(SCOPES), keyId: null, via: 'dashboard' }
+    return dashboardCaller(appOf().db, name, { scopes: [...SCOPES] })
   }
 
   return { get, post, signIn, signOut, callerOf }

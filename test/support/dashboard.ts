@@ -1,6 +1,8 @@
 // Signing in to the dashboard from tests: through the real sign-in form (app.handle, no socket) for tests
 // of answers and rows, and in Chromium for browser tests.
+import type { Database } from 'bun:sqlite'
 import type { Page } from 'playwright-core'
+import type { Caller, Scope } from '../../src/kernel/caller'
 import type { TestBox } from './app'
 
 export interface SignedIn {
@@ -89,4 +91,15 @@ export async function follow(box: Pick<TestBox, 'request'>, res: Response, cooki
   if (res.status !== 303) throw new Error(`expected a 303, got ${res.status}: ${(await res.text()).slice(0, 300)}`)
   const location = res.headers.get('location')!
   return box.request(location, { headers: { cookie: [cookie, ...cookiesSet(res)].filter(Boolean).join('; ') } })
+}
+
+/** The services' caller of account `name` as a dashboard session makes it (scope links, not admin unless said). */
+export function dashboardCaller(
+  db: Pick<Database, 'query'>,
+  name: string,
+  opts: { admin?: boolean; scopes?: Scope[] } = {},
+): Caller {
+  const { id } = db.query('SELECT id FROM accounts WHERE name = ?').get(name) as { id: number }
+  const scopes = new Set<Scope>(opts.scopes ?? ['links'])
+  return { accountId: id, accountName: name, admin: opts.admin ?? false, scopes, keyId: null, via: 'dashboard' }
 }

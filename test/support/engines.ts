@@ -143,3 +143,27 @@ export async function postgresTransaction<T>(sql: SQL, work: (tx: SQL) => Promis
   }
   return result!
 }
+
+/** A suite's note(tx, text) and notes() on SQLite: an audit row written in a node's transaction, read back. */
+export function sqliteNotes(main: Db) {
+  return {
+    note: (tx: Db, text: string) =>
+      tx.query("INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ?)").run(text),
+    notes: async () =>
+      (
+        main.query("SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id").all() as { detail: string }[]
+      ).map((r) => r.detail),
+  }
+}
+
+/** The same note(tx, text) and notes() on PostgreSQL. */
+export function postgresNotes(main: PgDb) {
+  return {
+    note: (tx: SQL, text: string) =>
+      tx`INSERT INTO audit_log (at, actor_kind, action, detail) VALUES (0, 'system', 'test.note', ${text})`,
+    notes: async () =>
+      (await main.sql`SELECT detail FROM audit_log WHERE action = 'test.note' ORDER BY id`).map(
+        (r: { detail: string }) => r.detail,
+      ),
+  }
+}

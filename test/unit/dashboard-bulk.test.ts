@@ -4,7 +4,7 @@
 // refused to an account that is not one, and the forms refused without their CSRF token.
 import { afterEach, describe, expect, test } from 'bun:test'
 import { makeBox, type TestBox } from '../support/app'
-import { follow, signIn, type SignedIn } from '../support/dashboard'
+import { follow, signIn, type SignedIn, dashboardCaller } from '../support/dashboard'
 
 let box: TestBox
 afterEach(async () => box?.cleanup())
@@ -26,14 +26,7 @@ async function setup() {
   box = await makeBox()
   await box.accounts.createAccount({ name: 'alice', password: 'correct horse' })
   await box.accounts.createAccount({ name: 'bob', password: 'battery staple' })
-  const callerOf = (name: string) => ({
-    accountId: (box.db.query('SELECT id FROM accounts WHERE name = ?').get(name) as { id: number }).id,
-    accountName: name,
-    admin: false,
-    scopes: new Set(['links'] as const),
-    keyId: null,
-    via: 'dashboard' as const,
-  })
+  const callerOf = (name: string) => dashboardCaller(box.db, name)
   return {
     alice: await signIn(box, 'alice', 'correct horse'),
     aliceCaller: callerOf('alice'),

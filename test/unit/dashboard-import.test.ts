@@ -4,14 +4,10 @@
 // account's imports runs (it waits to be confirmed again); the skipped rows of a YOURLS table without its header
 // and of Kutt's JSON; a Kutt link that had a password.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
-import type { Caller } from '../../src/kernel/caller'
 import { parseCsv } from '../../src/links/csv'
 import { makeBox, type TestBox } from '../support/app'
-import { cookiesSet, signIn, type SignedIn } from '../support/dashboard'
-
-const fixture = (name: string) => readFileSync(join(import.meta.dir, '..', 'fixtures', 'import', name), 'utf8')
+import { cookiesSet, signIn, type SignedIn, dashboardCaller } from '../support/dashboard'
+import { importFixture } from '../support/import'
 
 let box: TestBox
 let alice: SignedIn
@@ -74,7 +70,7 @@ describe('the upload', () => {
     expect(await fileError(await upload(alice, new Uint8Array([0x6c, 0xff, 0xfe, 0x0a])), alice)).toBe(
       'The file is not UTF-8 text: save it as UTF-8 CSV.',
     )
-    const wrong = await fileError(await upload(alice, fixture('bitly.csv'), 'shlink'), alice)
+    const wrong = await fileError(await upload(alice, importFixture('bitly.csv'), 'shlink'), alice)
     expect(wrong).toContain('The file is not a Shlink export file: it has no &quot;longurl&quot; column')
     expect(pending()).toBe(before)
   })
@@ -99,14 +95,7 @@ describe('an import', () => {
   test('refused while another import of the account runs: said so, and confirmed again later it imports', async () => {
     const res = await upload(alice, 'code,long_url\r\nheld-1,https://example.com/held\r\n')
     const path = res.headers.get('location')!
-    const caller: Caller = {
-      accountId: (box.db.query("SELECT id FROM accounts WHERE name = 'alice'").get() as { id: number }).id,
-      accountName: 'alice',
-      admin: false,
-      scopes: new Set(['links']),
-      keyId: null,
-      via: 'dashboard',
-    }
+    const caller = dashboardCaller(box.db, 'alice')
     await box.links.claimImport(caller, 'someone-else', 60_000)
     const held = await confirm(alice, path)
     expect([held.status, held.headers.get('location')]).toEqual([303, path])
@@ -132,7 +121,7 @@ describe('the skipped rows as CSV', () => {
   }
 
   test('a YOURLS table without its header: the table’s columns named', async () => {
-    const headless = fixture('yourls.csv').split('\n').slice(1).join('\n')
+    const headless = importFixture('yourls.csv').split('\n').slice(1).join('\n')
     const { rows } = await importAndDownload(bob, headless)
     expect(rows[0]).toEqual([
       'keyword',
@@ -153,7 +142,7 @@ describe('the skipped rows as CSV', () => {
   })
 
   test('Kutt’s JSON: the code and why; a link that had a password in Kutt is made without one, and said so', async () => {
-    const doc = JSON.parse(fixture('kutt.json'))
+    const doc = JSON.parse(importFixture('kutt.json'))
     doc.data[0].password = true
     const { rows, html } = await importAndDownload(alice, JSON.stringify(doc))
     expect(rows[0]).toEqual(['code', 'skipped_line', 'skipped_reason', 'skipped_message'])

@@ -4,7 +4,7 @@
 // alone, and every form refused without its CSRF token with nothing changed.
 import { afterEach, describe, expect, test } from 'bun:test'
 import { makeBox, type TestBox } from '../support/app'
-import { follow, postForm, signIn, type SignedIn } from '../support/dashboard'
+import { follow, postForm, signIn, type SignedIn, dashboardCaller } from '../support/dashboard'
 import { CHROME_UA } from '../support/server'
 
 let box: TestBox
@@ -44,17 +44,7 @@ async function setup() {
   const bob = await signIn(box, 'bob', 'battery staple')
   return { alice, bob, aliceCaller: callerOf('alice'), bobCaller: callerOf('bob') }
 }
-function callerOf(name: string) {
-  const a = box.db.query('SELECT id FROM accounts WHERE name = ?').get(name) as { id: number }
-  return {
-    accountId: a.id,
-    accountName: name,
-    admin: false,
-    scopes: new Set(['links'] as const),
-    keyId: null,
-    via: 'dashboard' as const,
-  }
-}
+const callerOf = (name: string) => dashboardCaller(box.db, name)
 
 describe('create', () => {
   test('the form creates a link of the account (alias, mode, expiry, password); the answer shows it', async () => {

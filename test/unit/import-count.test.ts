@@ -2,11 +2,8 @@
 // (import-formats.ts rowCounts, csv.ts countCsvRecords): it must count exactly the rows the reader gives,
 // and refuse exactly the files the reader refuses, whatever the CSV; and Kutt's list is read an item at a time.
 import { describe, expect, test } from 'bun:test'
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { importRows, rowCounts, type ImportFormat } from '../../src/links/import-formats'
-
-const fixture = (name: string) => readFileSync(join(import.meta.dir, '..', 'fixtures', 'import', name), 'utf8')
+import { importFixture } from '../support/import'
 
 /** What the reader gives (rows or the refusal's message) and what the counter says, for one file. */
 function both(text: string, format: ImportFormat, slice = 3) {
@@ -38,10 +35,10 @@ describe('rowCounts counts what importRows reads', () => {
       ['yourls.csv', 'yourls'],
       ['bitly.csv', 'bitly'],
     ] as const) {
-      const { read, counted } = both(fixture(name), format)
+      const { read, counted } = both(importFixture(name), format)
       expect({ name, counted }).toEqual({ name, counted: read })
     }
-    const headless = fixture('yourls.csv').split('\n').slice(1).join('\n')
+    const headless = importFixture('yourls.csv').split('\n').slice(1).join('\n')
     expect(both(headless, 'yourls')).toEqual({ read: 4, counted: 4 })
   })
 

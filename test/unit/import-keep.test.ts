@@ -4,22 +4,11 @@
 // coming back exactly. And the link title itself: create, update, record, q= search (through the real app and
 // the real SQLite file; both engines' storage in test/link-storage.test.ts).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { parseCsv } from '../../src/links/csv'
-import { makeBox, readAnswer, type TestBox } from '../support/app'
+import { makeBox, type TestBox } from '../support/app'
+import { exportCsv, importFile, importFixture } from '../support/import'
 
-const fixture = (name: string) => readFileSync(join(import.meta.dir, '..', 'fixtures', 'import', name), 'utf8')
 const as = (key: string) => ({ 'x-api-key': key })
-
-async function importFile(b: TestBox, key: string, text: string, format = 'csv') {
-  const form = new FormData()
-  form.set('file', new Blob([text], { type: 'text/csv' }), 'links.csv')
-  form.set('format', format)
-  return readAnswer(await b.request('/api/import.json', { method: 'POST', headers: as(key), body: form }))
-}
-const exportCsv = async (b: TestBox, key: string) =>
-  (await b.request('/api/links.json?format=csv', { method: 'POST', headers: as(key) })).text()
 
 interface Stored {
   code: string
@@ -50,7 +39,7 @@ afterAll(() => box.cleanup())
 describe("other tools' files keep each link's creation date and title", () => {
   test('shlink: createdAt (with its offset) and title, a title over two lines too', async () => {
     const key = await box.account('shl')
-    const r = await importFile(box, key, fixture('shlink.csv'), 'shlink')
+    const r = await importFile(box, key, importFixture('shlink.csv'), 'shlink')
     expect(r.body.return.created).toBe(2)
     expect(one(box, 'shl', 'spring25')).toMatchObject({
       created: Date.parse('2025-03-02T09:15:00Z'),
@@ -64,7 +53,7 @@ describe("other tools' files keep each link's creation date and title", () => {
 
   test('kutt: created_at and description (null is no title)', async () => {
     const key = await box.account('kut')
-    expect((await importFile(box, key, fixture('kutt.json'), 'kutt')).body.return.created).toBe(2)
+    expect((await importFile(box, key, importFixture('kutt.json'), 'kutt')).body.return.created).toBe(2)
     expect(one(box, 'kut', 'kutt-news')).toMatchObject({
       created: Date.parse('2025-02-14T09:12:44Z'),
       title: 'A story',
@@ -74,7 +63,7 @@ describe("other tools' files keep each link's creation date and title", () => {
 
   test('yourls: timestamp (UTC) and title, with and without the header row', async () => {
     const key = await box.account('yrl')
-    expect((await importFile(box, key, fixture('yourls.csv'), 'yourls')).body.return.created).toBe(2)
+    expect((await importFile(box, key, importFixture('yourls.csv'), 'yourls')).body.return.created).toBe(2)
     expect(one(box, 'yrl', 'yl-home')).toMatchObject({
       created: Date.parse('2024-11-05T14:22:01Z'),
       title: 'Example home page',
@@ -84,7 +73,7 @@ describe("other tools' files keep each link's creation date and title", () => {
       title: 'Ozh, "the" author',
     })
     const other = await box.account('yrl2')
-    const headless = fixture('yourls.csv').split('\n').slice(1).join('\n')
+    const headless = importFixture('yourls.csv').split('\n').slice(1).join('\n')
     await box.db.query("DELETE FROM links WHERE code IN ('yl-home', 'ozh')").run()
     expect((await importFile(box, other, headless, 'yourls')).body.return.created).toBe(2)
     expect(one(box, 'yrl2', 'ozh')).toMatchObject({
@@ -95,7 +84,7 @@ describe("other tools' files keep each link's creation date and title", () => {
 
   test('bitly: Date created and Title', async () => {
     const key = await box.account('btl')
-    expect((await importFile(box, key, fixture('bitly.csv'), 'bitly')).body.return.created).toBe(3)
+    expect((await importFile(box, key, importFixture('bitly.csv'), 'bitly')).body.return.created).toBe(3)
     expect(one(box, 'btl', 'LaunchDay')).toMatchObject({
       created: Date.parse('2025-06-01T08:30:00Z'),
       title: 'Launch, "day one"',

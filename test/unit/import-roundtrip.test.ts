@@ -3,23 +3,12 @@
 // file is recognised from its header row (detectFormat, and import.json's format=auto); the preview judges each
 // row as the import does, without writing (through the real app and the real SQLite file).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { detectFormat, previewImport } from '../../src/links'
 import { parseCsv } from '../../src/links/csv'
-import { makeBox, readAnswer, type TestBox } from '../support/app'
+import { makeBox, type TestBox } from '../support/app'
+import { exportCsv, importFile, importFixture } from '../support/import'
 
-const fixture = (name: string) => readFileSync(join(import.meta.dir, '..', 'fixtures', 'import', name), 'utf8')
 const as = (key: string) => ({ 'x-api-key': key })
-
-async function importFile(b: TestBox, key: string, text: string, format = 'csv') {
-  const form = new FormData()
-  form.set('file', new Blob([text], { type: 'text/csv' }), 'links.csv')
-  form.set('format', format)
-  return readAnswer(await b.request('/api/import.json', { method: 'POST', headers: as(key), body: form }))
-}
-const exportCsv = async (b: TestBox, key: string) =>
-  (await b.request('/api/links.json?format=csv', { method: 'POST', headers: as(key) })).text()
 
 /** Every link of an account as stored, with what a round trip must keep (and whether a password is set). */
 const linksOf = (b: TestBox, account: string) =>
@@ -114,11 +103,11 @@ describe('the export round trip', () => {
 
 describe('recognising the format from the header row', () => {
   test('each tool’s export file, linkbox’s own, a YOURLS table without its header; anything else is not recognised', async () => {
-    expect(detectFormat(fixture('shlink.csv'))).toBe('shlink')
-    expect(detectFormat(fixture('kutt.json'))).toBe('kutt')
-    expect(detectFormat(fixture('yourls.csv'))).toBe('yourls')
-    expect(detectFormat(fixture('bitly.csv'))).toBe('bitly')
-    expect(detectFormat(fixture('yourls.csv').split('\n').slice(1).join('\n'))).toBe('yourls')
+    expect(detectFormat(importFixture('shlink.csv'))).toBe('shlink')
+    expect(detectFormat(importFixture('kutt.json'))).toBe('kutt')
+    expect(detectFormat(importFixture('yourls.csv'))).toBe('yourls')
+    expect(detectFormat(importFixture('bitly.csv'))).toBe('bitly')
+    expect(detectFormat(importFixture('yourls.csv').split('\n').slice(1).join('\n'))).toBe('yourls')
     const key = await box.account('detect')
     expect((await box.post('/api/getLink.json', { url: 'https://example.com/d', alias: 'det' }, as(key))).status).toBe(
       200,
@@ -136,7 +125,7 @@ describe('recognising the format from the header row', () => {
 
   test('import.json with format=auto imports what it recognises and refuses, naming "file", what it does not', async () => {
     const key = await box.account('autoformat')
-    const ok = await importFile(box, key, fixture('bitly.csv'), 'auto')
+    const ok = await importFile(box, key, importFixture('bitly.csv'), 'auto')
     expect(ok.status).toBe(200)
     expect(ok.body.return.created).toBe(3)
     const no = await importFile(box, key, 'name,email\r\nann,ann@example.com\r\n', 'auto')
