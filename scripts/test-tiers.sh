@@ -31,8 +31,8 @@ fi
 workers() {
   case $1 in
     unit) echo 2 ;;
-    db) echo 4 ;;
-    e2e) echo 4 ;;
+    db) echo 6 ;;
+    e2e) echo 6 ;;
     browser) echo 2 ;;
   esac
 }
