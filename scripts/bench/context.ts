@@ -82,9 +82,16 @@ export const addDays = (day: string, days: number) =>
 
 export const mib = (n: number) => `${n.toFixed(0)} MiB`
 
-/** A baseline in a child process of its own: bare-redirect.ts (a 302) or bare-json.ts (a small JSON answer). */
-export const startBare = (name: 'bare-redirect' | 'bare-reads' | 'bare-json') =>
-  startServer({ command: [process.execPath, join(import.meta.dir, `${name}.ts`)], config: writeConfig() })
+/**
+ * A baseline in a child process of its own: bare-redirect.ts (a 302), bare-reads.ts (the floor: given a file
+ * of codes, it serves them from a Map) or bare-json.ts (a small JSON answer).
+ */
+export const startBare = (name: 'bare-redirect' | 'bare-reads' | 'bare-json', codes?: string) =>
+  startServer({
+    command: [process.execPath, join(import.meta.dir, `${name}.ts`)],
+    config: writeConfig(),
+    env: codes ? { LINKBOX_BENCH_FLOOR_CODES: codes } : {},
+  })
 
 /**
  * Three redirect rules of which none matches the bench's visitor (a desktop Chrome on loopback without

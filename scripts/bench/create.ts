@@ -41,7 +41,7 @@ export async function benchCreate(ctx: BenchContext): Promise<string[]> {
     ctx.figures.push(
       {
         id: 'create-ratio',
-        label: 'Creations (getLink.json) ÷ bare JSON answer',
+        label: 'Creations (getLink.json, keyed) ÷ bare JSON answer',
         value: median(ratios),
         rounds: ratios,
         unit: '×',

@@ -80,18 +80,25 @@ function verdict(f: Figure): string {
 }
 
 /**
- * Issue 21's rows (the redirect path as a new user runs it: the default config, request lines on), in the
- * order of its table; the table shows them first, then the other figures in the order they were measured.
+ * Issue 39's rows (the redirect against the floor, as a new user runs it: the default config, request lines
+ * on), in the order of its table, each followed by the row against bare that issue 21 judged; the table shows
+ * them first, then the other figures in the order they were measured.
  */
 export const HEADLINE = [
+  'redirect-hot-floor-ratio',
+  'redirect-hot-cpu-ratio',
+  'redirect-log-cost',
   'redirect-hot-ratio',
+  'redirect-1k-floor-ratio',
+  'redirect-1k-floor-p99',
   'redirect-1k-ratio',
   'redirect-1k-p99',
+  'redirect-100k-floor-ratio',
   'redirect-100k-ratio',
   'rss-peak-redirect-100k',
-  'redirect-log-cost',
   'create-ratio',
   'startup-serve',
+  'mail-maildev-ratio',
 ]
 
 export function headlineFirst(figures: Figure[]): Figure[] {
@@ -118,6 +125,10 @@ export function resultsTable(figures: Figure[], before?: Run): string {
   const line = (cells: string[]) => `| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`
   return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n')
 }
+
+/** The comment RESULTS.md ends with: every figure's value by id, read by the next run's guard (previous.ts). */
+export const figuresComment = (figures: Figure[]): string =>
+  `<!-- bench figures: ${JSON.stringify(Object.fromEntries(figures.filter((f) => Number.isFinite(f.value)).map((f) => [f.id, f.value])))} -->`
 
 export function machine(): string {
   const cpu = cpus()[0]?.model ?? 'unknown CPU'
@@ -146,6 +157,8 @@ export function resultsMarkdown(opts: {
   sections: { title: string; lines: string[] }[]
   seconds: number
   rounds: number
+  /** The rounds of the redirect and spread sections (more than the others', to lower their noise). */
+  headRounds?: number
   totalSeconds: number
 }): string {
   const { run, before } = opts
@@ -156,14 +169,21 @@ export function resultsMarkdown(opts: {
     '# Bench results',
     '',
     `Written by \`bun run bench\` (scripts/bench.ts) on ${run.date}; the whole run took ${Math.round(opts.totalSeconds)} s.`,
-    'Targets are the ones of issue 7 (links), issue 8 (mail), issue 9 (media), issue 10 (webhooks) and issue 21 (the redirect path with every feature on). Ratios compare figures measured in the same run,',
-    "alternately, so that both sides see the same machine load; the load generator (wrk, or for mail the bench's",
-    'own SMTP client, scripts/bench/smtp-load.ts, for media curl) and the server share the CPUs.',
+    'Targets are the ones of issue 7 (links), issue 8 (mail), issue 9 (media), issue 10 (webhooks), issue 21 (the redirect path with every feature on)',
+    'and issue 39, whose rows come first: the redirect against **the floor** (scripts/bench/bare-reads.ts, a bare Bun.serve that reads what a',
+    'redirect must read and sends its three headers; for 1,000 and 100,000 codes it serves the same codes from a Map): one hot code ≥ 0.85 of the',
+    "floor, server CPU per redirect ≤ 1.2× the floor's (from /proc, all threads), request lines on ÷ off ≥ 0.95, 1,000 codes ≥ 0.85 of the floor",
+    "with p99 ≤ 2× the floor's, 100,000 codes on 1M links ≥ 0.6 of the floor, RSS peak there ≤ 160 MiB, creations (getLink.json, keyed) ≥ 0.3",
+    'of a bare JSON answer, `serve` to first answer at 100k links / 10M clicks ≤ 60 ms, and mail ingested durably ≥ 1.0 of maildev. Where issue 39',
+    'replaced an older target, the older row stays without it. The hot-code and 1,000-code rows against the floor also give their ratio to the',
+    'previous RESULTS.md (the regression guard). Ratios compare figures measured in the same run, alternately, so that both sides see the same',
+    "machine load; the load generator (wrk, or for mail the bench's own SMTP client, scripts/bench/smtp-load.ts, for media curl) and the server",
+    'share the CPUs.',
     '',
     `- Machine: ${run.machine}`,
     `- Bun ${Bun.version} (runs the bench and built the binary); linkbox ${run.version}; git ${run.commit}`,
     `- Binary: ${run.binary}`,
-    `- Rounds: ${opts.rounds} of ${opts.seconds} s per figure (median of the rounds)`,
+    `- Rounds: ${opts.rounds} of ${opts.seconds} s per figure (median of the rounds); ${opts.headRounds ?? opts.rounds} for the first two sections (the redirect against the floor)`,
     before
       ? `- Before: ${before.binary}, linkbox ${before.version}, measured ${before.date} on ${before.machine} by the bench of ${before.commit} (bench/before.json)`
       : '- Before: no bench/before.json',
@@ -188,6 +208,8 @@ export function resultsMarkdown(opts: {
     '```',
     ...[...new Set(opts.commands)],
     '```',
+    '',
+    figuresComment(run.figures),
     '',
   ].join('\n')
 }

@@ -106,11 +106,12 @@ export async function benchStartup(ctx: BenchContext): Promise<string[]> {
       },
       {
         id: 'startup-serve',
-        label: '`serve` to first answer (median of 5)',
+        label: '`serve` to first answer, 100k links / 10M clicks (median of 5)',
         value: median(serves),
         rounds: serves,
         unit: 'ms',
-        target: { op: '<=', value: 80 },
+        // Issue 39's target (issue 21's was 80 ms).
+        target: { op: '<=', value: 60 },
         baseline: `compiled bare program: ${median(bareServes).toFixed(1)} ms`,
       },
       {
