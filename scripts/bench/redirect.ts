@@ -10,6 +10,8 @@ import { benchLink, startBare, THREE_RULES } from './context'
 import type { Figure } from './results'
 import { formatResult as fmt, median, peakRss, rssMiB, wrk, wrkWithCpu } from './wrk'
 
+type Measured = Awaited<ReturnType<typeof wrkWithCpu>>
+
 export async function benchRedirect(
   opts: { rounds?: number; seconds?: number; command?: readonly string[]; figures?: Figure[] } = {},
 ): Promise<string[]> {
@@ -59,25 +61,23 @@ export async function benchRedirect(
     const cpuRatios: number[] = []
     const overFloor: number[] = []
     let peak = 0
-    const hot = () => {
-      const run = wrkWithCpu(`${box.url}/${code}`, box.proc.pid, { seconds, headers })
-      return Promise.all([run, peakRss(box.proc.pid, run)])
-    }
     for (let i = 0; i < rounds; i++) {
-      const b = await wrkWithCpu(`${bare.url}/`, bare.proc.pid, { seconds, headers })
-      // The floor and linkbox side by side, their order swapped every round: neither always runs first.
-      const floorRun = () => wrkWithCpu(`${floor.url}/${code}`, floor.proc.pid, { seconds, headers })
-      let f: Awaited<ReturnType<typeof floorRun>>
-      let l: Awaited<ReturnType<typeof floorRun>>
-      let rss: number
-      if (i % 2 === 0) {
-        f = await floorRun()
-        ;[l, rss] = await hot()
-      } else {
-        ;[l, rss] = await hot()
-        f = await floorRun()
+      // Bare, the floor, linkbox and linkbox without request lines, in the reverse order every other round:
+      // none of the sides that a ratio compares always runs first.
+      const servers = [
+        { url: `${bare.url}/`, pid: bare.proc.pid },
+        { url: `${floor.url}/${code}`, pid: floor.proc.pid },
+        { url: `${box.url}/${code}`, pid: box.proc.pid },
+        { url: `${quiet.url}/${quietLink.code}`, pid: quiet.proc.pid },
+      ]
+      const results: Measured[] = []
+      let rss = 0
+      for (const k of i % 2 === 0 ? [0, 1, 2, 3] : [3, 2, 1, 0]) {
+        const run = wrkWithCpu(servers[k]!.url, servers[k]!.pid, { seconds, headers })
+        if (k === 2) rss = await peakRss(box.proc.pid, run)
+        results[k] = await run
       }
-      const q = await wrkWithCpu(`${quiet.url}/${quietLink.code}`, quiet.proc.pid, { seconds, headers })
+      const [b, f, l, q] = [0, 1, 2, 3].map((k) => results[k]!) as [Measured, Measured, Measured, Measured]
       const r = await wrk(`${box.url}/${rulesCode}`, { seconds, headers })
       peak = Math.max(peak, rss)
       rulesRatios.push(r.rps / b.rps)

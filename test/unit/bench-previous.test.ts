@@ -60,7 +60,17 @@ describe('reading the previous RESULTS.md', () => {
       machine: 'm',
       figures: [hot(0.9), { id: 'b', label: 'B', value: NaN, unit: 'ms' }],
     }
-    const md = resultsMarkdown({ run, commands: [], sections: [], seconds: 4, rounds: 3, totalSeconds: 1 })
+    const md = resultsMarkdown({
+      run,
+      commands: [],
+      sections: [],
+      seconds: 4,
+      rounds: 3,
+      headRounds: 5,
+      totalSeconds: 1,
+    })
+    expect(md).toContain('and issue 39, whose rows come first')
+    expect(md).toContain('- Rounds: 3 of 4 s per figure (median of the rounds); 5 for the first two sections')
     const { byId } = previousFigures(md)
     expect(byId.get('redirect-hot-floor-ratio')).toBe(0.9)
     expect(byId.has('b')).toBe(false)
