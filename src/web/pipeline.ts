@@ -1,6 +1,7 @@
 // The request pipeline Bun.serve calls for every request: its id, the hot routes first (the redirect), the
 // router for the rest, one request line into the log's buffer.
 import { requestIdOf, type Logger } from '../kernel/log'
+import type { ClientIpOf } from './client-ip'
 import { pathOf } from './path'
 
 /**
@@ -26,19 +27,24 @@ export interface PipelineDeps {
   /** The answer when a hot route throws (the router has its own). */
   fault: (error: unknown, request: Request) => Response
   /** The client address from the socket peer and X-Forwarded-For (see client-ip.ts). */
-  clientIpOf: (peer: string | null, forwardedFor: string | null) => string
+  clientIpOf: ClientIpOf
 }
 
 export function createPipeline(deps: PipelineDeps) {
   const { logger, hot, route, fault, clientIpOf } = deps
   let peers: PeerSource | null = null
-  // The address a handler worked out (rate limits do), kept for the request line: asked once a request.
+  // The client address is asked once a request, when first needed. The request being handled keeps it in
+  // two variables (no WeakMap entry per redirect); one that goes on past an await keeps it in `known`.
+  let current: Request | null = null
+  let currentIp: string | undefined
   const known = new WeakMap<Request, string>()
+  const forwarded = clientIpOf.readsForwarded !== false
   const addressOf = (request: Request) =>
-    clientIpOf(peers?.requestIP(request)?.address ?? null, request.headers.get('x-forwarded-for'))
+    clientIpOf(peers?.requestIP(request)?.address ?? null, forwarded ? request.headers.get('x-forwarded-for') : null)
 
   /** The client's address, for handlers (rate limits, password attempts); "unknown" without a server. */
   function clientIp(request: Request): string {
+    if (request === current) return (currentIp ??= addressOf(request))
     let ip = known.get(request)
     if (ip === undefined) known.set(request, (ip = addressOf(request)))
     return ip
@@ -53,16 +59,19 @@ export function createPipeline(deps: PipelineDeps) {
         // Immutable headers (Response.redirect(), a fetch() answer): no route here answers with those.
       }
     }
-    if (logger.requests)
-      logger.request({
+    if (logger.requests) {
+      const end = performance.now()
+      logger.requestLine(
         id,
-        method: request.method,
-        path: pathOf(request.url), // without the query string
-        status: res.status,
-        ms: performance.now() - started,
-        ip: known.get(request) ?? addressOf(request),
-        ua: request.headers.get('user-agent') ?? '',
-      })
+        request.method,
+        pathOf(request.url), // without the query string
+        res.status,
+        end - started,
+        request === current ? (currentIp ??= addressOf(request)) : (known.get(request) ?? addressOf(request)),
+        request.headers.get('user-agent') ?? '',
+        end,
+      )
+    }
     return res
   }
 
@@ -100,7 +109,19 @@ export function createPipeline(deps: PipelineDeps) {
 
   function handle(request: Request): Response | Promise<Response> {
     const started = logger.requests ? performance.now() : 0
-    return from(0, request, requestIdOf(request.headers.get('x-request-id')), started)
+    // A request handled inside another's handling (none today) leaves the outer one's address as it was.
+    const outer = current
+    const outerIp = currentIp
+    current = request
+    currentIp = undefined
+    try {
+      const answer = from(0, request, requestIdOf(request.headers.get('x-request-id')), started)
+      if (answer instanceof Promise && currentIp !== undefined) known.set(request, currentIp)
+      return answer
+    } finally {
+      current = outer
+      currentIp = outerIp
+    }
   }
 
   return {
