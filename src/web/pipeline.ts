@@ -11,7 +11,12 @@ import { pathOf } from './path'
  * must read before it knows (a code not in the link cache, on PostgreSQL) gives a promise, and undefined
  * from it passes the request on as well.
  */
-export type HotRoute = (request: Request, id: string) => Response | Promise<Response | undefined> | undefined
+export type HotRoute = (
+  request: Request,
+  id: string,
+  /** The request's path (pathOf: no query string), read once for the routes and the request line. */
+  path: string,
+) => Response | Promise<Response | undefined> | undefined
 
 /** What Bun.serve's `fetch` is given as its second argument (the part of it the pipeline uses). */
 export interface PeerSource {
@@ -50,7 +55,7 @@ export function createPipeline(deps: PipelineDeps) {
     return ip
   }
 
-  function finish(request: Request, id: string, started: number, res: Response, own: boolean): Response {
+  function finish(request: Request, id: string, path: string, started: number, res: Response, own: boolean): Response {
     // A hot route's answer carries its id already; the router's answers have headers of their own to add to.
     if (!own) {
       try {
@@ -64,7 +69,7 @@ export function createPipeline(deps: PipelineDeps) {
       logger.requestLine(
         id,
         request.method,
-        pathOf(request.url), // without the query string
+        path,
         res.status,
         end - started,
         request === current ? (currentIp ??= addressOf(request)) : (known.get(request) ?? addressOf(request)),
@@ -76,22 +81,25 @@ export function createPipeline(deps: PipelineDeps) {
   }
 
   /** The hot routes from the i-th on, then the router. */
-  function from(i: number, request: Request, id: string, started: number): Response | Promise<Response> {
+  function from(i: number, request: Request, id: string, path: string, started: number): Response | Promise<Response> {
     try {
       for (; i < hot.length; i++) {
-        const own = hot[i]!(request, id)
+        const own = hot[i]!(request, id, path)
         if (own === undefined) continue
         if (own instanceof Promise) {
           const next = i + 1
           return own.then(
-            (res) => (res === undefined ? from(next, request, id, started) : finish(request, id, started, res, true)),
-            (err) => finish(request, id, started, fault(err, request), false),
+            (res) =>
+              res === undefined
+                ? from(next, request, id, path, started)
+                : finish(request, id, path, started, res, true),
+            (err) => finish(request, id, path, started, fault(err, request), false),
           )
         }
-        return finish(request, id, started, own, true)
+        return finish(request, id, path, started, own, true)
       }
     } catch (err) {
-      return finish(request, id, started, fault(err, request), false)
+      return finish(request, id, path, started, fault(err, request), false)
     }
     let answer: Response | Promise<Response>
     try {
@@ -101,10 +109,10 @@ export function createPipeline(deps: PipelineDeps) {
     }
     if (answer instanceof Promise)
       return answer.then(
-        (res) => finish(request, id, started, res, false),
-        (err) => finish(request, id, started, fault(err, request), false),
+        (res) => finish(request, id, path, started, res, false),
+        (err) => finish(request, id, path, started, fault(err, request), false),
       )
-    return finish(request, id, started, answer, false)
+    return finish(request, id, path, started, answer, false)
   }
 
   function handle(request: Request): Response | Promise<Response> {
@@ -115,7 +123,7 @@ export function createPipeline(deps: PipelineDeps) {
     current = request
     currentIp = undefined
     try {
-      const answer = from(0, request, requestIdOf(request.headers.get('x-request-id')), started)
+      const answer = from(0, request, requestIdOf(request.headers.get('x-request-id')), pathOf(request.url), started)
       if (answer instanceof Promise && currentIp !== undefined) known.set(request, currentIp)
       return answer
     } finally {
