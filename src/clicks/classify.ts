@@ -90,9 +90,18 @@ export function createClassifier(opts: { capacity?: number; newPerSecond?: numbe
   const cache = new Map<string, Classified>()
   let second = -Infinity
   let parsed = 0
+  // The last user agent answered: a busy client repeats it, and comparing costs less than hashing it anew
+  // (each request's header is a new string).
+  let lastUa: string | null = null
+  let last = UNCLASSIFIED
   return (ua: string, at: number): Classified => {
+    if (ua === lastUa) return last
     const hit = cache.get(ua)
-    if (hit !== undefined) return hit
+    if (hit !== undefined) {
+      lastUa = ua
+      last = hit
+      return hit
+    }
     const s = Math.floor(at / 1000)
     if (s > second) {
       second = s

@@ -1,6 +1,7 @@
 // The service's log: JSON or pretty lines, filtered by level. Request lines go through a bounded buffer written
 // off the request's path (log-buffer.ts); other lines go out at once, after the request lines already waiting.
 import { fstatSync, statSync, write as writeAsync, writeSync } from 'node:fs'
+import { wallOf } from './clock'
 import { createLineBuffer } from './log-buffer'
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const
@@ -75,7 +76,10 @@ function writeFd(fd: number, text: string) {
   }
 }
 
-/** Writes `text` to fd 1 on a thread of the runtime's pool; `done` once written (or failed: it is dropped). */
+/**
+ * Writes `text` to fd 1, `done` once written (or failed: it is dropped). Meant for the runtime's thread pool,
+ * but Bun 1.4.4 writes before fs.write returns (measured: as long as writeSync), so it costs the main thread.
+ */
 function writeOffThread(text: string, done: () => void) {
   const bytes = Buffer.from(text)
   const next = (offset: number) =>
@@ -136,20 +140,37 @@ export function createLogger(opts: LoggerOptions = {}) {
   }
 
   const clock = (t: number) => new Date(t).toISOString().slice(11, 19)
-  let isoAt = NaN
-  let isoText = ''
-  const isoOf = (t: number) => {
-    if (t !== isoAt) {
-      isoAt = t
-      isoText = new Date(t).toISOString()
-    }
-    return isoText
-  }
 
-  let lastUa = ''
-  let lastUaJson = '""'
-  let lastIp = ''
-  let lastIpJson = '""'
+  // The JSON request line in two reused parts around its id: the head (time to `"id":`) changes once a
+  // millisecond, the tail (method to user agent) only when one of its fields does: a busy client repeats them.
+  let headAt = Number.NaN
+  let head = ''
+  let tailMethod = ''
+  let tailPath = ''
+  let tailStatus = -1
+  let tailMs = -1
+  let tailIp = ''
+  let tailUa = ''
+  let tail = ''
+  const jsonTail = (method: string, path: string, status: number, ms: number, ip: string, ua: string) => {
+    if (
+      ua !== tailUa ||
+      ms !== tailMs ||
+      path !== tailPath ||
+      status !== tailStatus ||
+      ip !== tailIp ||
+      method !== tailMethod
+    ) {
+      tailMethod = method
+      tailPath = path
+      tailStatus = status
+      tailMs = ms
+      tailIp = ip
+      tailUa = ua
+      tail = `,"method":${jsonString(method)},"path":${jsonString(path)},"status":${status},"ms":${ms},"ip":${jsonString(ip)},"ua":${jsonString(ua.length > 120 ? ua.slice(0, 120) : ua)}}\n`
+    }
+    return tail
+  }
 
   const line = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => {
     if (RANK[level] < minRank) return
@@ -183,6 +204,38 @@ export function createLogger(opts: LoggerOptions = {}) {
     write(text, level)
   }
 
+  /**
+   * A request line, its fields as arguments (no object per request); `end`, the performance.now() of its
+   * answer, gives its time without another clock read. The text is the one JSON.stringify of a RequestLine
+   * gives, field for field (log.test.ts compares them), put together from the reused parts above.
+   */
+  function requestLine(
+    id: string,
+    method: string,
+    path: string,
+    status: number,
+    ms: number,
+    ip: string,
+    ua: string,
+    end = Number.NaN,
+  ) {
+    if (!requests || minRank > RANK.info) return
+    const t = opts.now || Number.isNaN(end) ? now() : wallOf(end)
+    if (pretty) {
+      lines.append(
+        `${clock(t)} ${printable(method)} ${printable(path)} ${status} ${ms.toFixed(1)}ms ${printable(ip)}\n`,
+      )
+      return
+    }
+    if (t !== headAt) {
+      headAt = t
+      head = `{"time":"${new Date(t).toISOString()}","level":"info","msg":"request","id":`
+    }
+    lines.append(
+      `${head}${PLAIN.test(id) ? `"${id}"` : JSON.stringify(id)}${jsonTail(method, path, status, Math.round(ms * 10) / 10, ip, ua)}`,
+    )
+  }
+
   return {
     debug: (msg: string, fields?: Record<string, unknown>) => line('debug', msg, fields),
     info: (msg: string, fields?: Record<string, unknown>) => line('info', msg, fields),
@@ -202,28 +255,9 @@ export function createLogger(opts: LoggerOptions = {}) {
       return requests && minRank <= RANK.info
     },
     request(r: RequestLine) {
-      if (!requests || minRank > RANK.info) return
-      const t = now()
-      // The hot path: the line is put together by hand (the same text JSON.stringify of the object gives,
-      // field for field), with the time's text reused within a millisecond, plain strings not escaped, and
-      // the JSON of the address and user agent reused while they repeat (a busy client sends the same ones).
-      if (pretty) {
-        lines.append(
-          `${clock(t)} ${printable(r.method)} ${printable(r.path)} ${r.status} ${r.ms.toFixed(1)}ms ${printable(r.ip)}\n`,
-        )
-        return
-      }
-      if (r.ua !== lastUa) {
-        lastUa = r.ua
-        lastUaJson = jsonString(r.ua.length > 120 ? r.ua.slice(0, 120) : r.ua)
-      }
-      if (r.ip !== lastIp) {
-        lastIp = r.ip
-        lastIpJson = jsonString(r.ip)
-      }
-      const text = `{"time":"${isoOf(t)}","level":"info","msg":"request","id":${jsonString(r.id)},"method":${jsonString(r.method)},"path":${jsonString(r.path)},"status":${r.status},"ms":${Math.round(r.ms * 10) / 10},"ip":${lastIpJson},"ua":${lastUaJson}}\n`
-      lines.append(text)
+      requestLine(r.id, r.method, r.path, r.status, r.ms, r.ip, r.ua)
     },
+    requestLine,
     /** Request lines dropped because the buffer was full (the output could not keep up). */
     get dropped() {
       return lines.dropped
@@ -260,10 +294,23 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/
 const bootPrefix = Math.floor(Math.random() * 2 ** 32)
   .toString(16)
   .padStart(8, '0')
+// A new id is `${bootPrefix}-${counter in base 36}`, built from a prefix that changes every 36² ids and the
+// counter's last two digits, from a table: toString(36) per request cost more than the rest of the id.
+const LOW = 36 * 36
+const DIGITS = Array.from({ length: LOW }, (_, i) => i.toString(36).padStart(2, '0'))
 let counter = 0
+let high = -1
+let highPrefix = ''
 
 /** The request's id: a sane incoming X-Request-Id (a proxy's) is kept, else a new one, unique in this process. */
 export function requestIdOf(incoming: string | null): string {
   if (incoming !== null && REQUEST_ID.test(incoming)) return incoming
-  return `${bootPrefix}-${(++counter).toString(36)}`
+  const n = ++counter
+  if (n < LOW) return `${bootPrefix}-${n.toString(36)}`
+  const low = n % LOW
+  if (low === 0 || high < 0) {
+    high = (n - low) / LOW
+    highPrefix = `${bootPrefix}-${high.toString(36)}`
+  }
+  return highPrefix + DIGITS[low]!
 }

@@ -58,11 +58,11 @@ export function decodePasswordHeader(value: string): string | null {
 }
 
 /**
- * The code of a path /<code> made of the characters of codes and aliases (letters, digits, _ and -), from
- * the URL text; else null. A reserved name (/healthz, /login) passes here, but no link has one.
+ * The code of a path /<code> made of the characters of codes and aliases (letters, digits, _ and -) (the
+ * path as pathOf reads it from the URL); else null. A reserved name (/healthz, /login) passes here, but no
+ * link has one.
  */
-export function codeOf(url: string): string | null {
-  const path = pathOf(url)
+export function codeOf(path: string): string | null {
   if (path.length < 2 || path.length > 65) return null
   for (let i = 1; i < path.length; i++) {
     const c = path.charCodeAt(i)
@@ -107,10 +107,10 @@ export function createVisitRoutes(deps: {
    * The hot path: GET or HEAD of /<code> for a plain redirect, and a code no link has; anything else is left
    * to `routes` (undefined). A code not in the link cache is read first (on PostgreSQL: a promise).
    */
-  function hot(request: Request, id: string): Response | Promise<Response | undefined> | undefined {
+  function hot(request: Request, id: string, path?: string): Response | Promise<Response | undefined> | undefined {
     const method = request.method
     if (method !== 'GET' && method !== 'HEAD') return undefined
-    const code = codeOf(request.url)
+    const code = codeOf(path ?? pathOf(request.url))
     if (code === null) return undefined
     // A link's code is never a reserved name (validate.ts, and random codes skip them), so a row found here
     // is what the router would find too; /healthz or /login (null, no read) go on to the router.

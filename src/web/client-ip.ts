@@ -22,6 +22,9 @@ export function parseHop(text: string): string | null {
   return parseIp(t) ? t : null
 }
 
+/** The client address of a socket peer and X-Forwarded-For; `readsForwarded` false: the header is never read. */
+export type ClientIpOf = ((peer: string | null, forwardedFor: string | null) => string) & { readsForwarded?: boolean }
+
 /**
  * The client address: the socket peer, unless the peer is a trusted proxy. Then X-Forwarded-For is read
  * from the right, skipping trusted hops, and the first untrusted address is the client. A hop that is not
@@ -29,9 +32,9 @@ export function parseHop(text: string): string | null {
  * client is the socket peer (its requests share the proxy's allowance rather than take one they chose).
  * When every hop is a trusted address, the leftmost is the client.
  */
-export function createClientIp(trustedProxies: string[]) {
+export function createClientIp(trustedProxies: string[]): ClientIpOf {
   const trusted = cidrMatcher(trustedProxies)
-  return (peer: string | null, forwardedFor: string | null): string => {
+  const clientIpOf = (peer: string | null, forwardedFor: string | null): string => {
     const socket = peer ?? 'unknown'
     if (!forwardedFor || !peer || !trusted(peer)) return socket
     const hops = forwardedFor
@@ -48,6 +51,8 @@ export function createClientIp(trustedProxies: string[]) {
     // chain is not believed at all.
     return hops.length > 0 && hops.length < MAX_HOPS ? parseHop(hops[0]!)! : socket
   }
+  // Without trusted proxies X-Forwarded-For is never read: the caller need not even fetch the header.
+  return Object.assign(clientIpOf, { readsForwarded: trustedProxies.length > 0 })
 }
 
 /**

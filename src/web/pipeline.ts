@@ -1,6 +1,7 @@
 // The request pipeline Bun.serve calls for every request: its id, the hot routes first (the redirect), the
 // router for the rest, one request line into the log's buffer.
 import { requestIdOf, type Logger } from '../kernel/log'
+import type { ClientIpOf } from './client-ip'
 import { pathOf } from './path'
 
 /**
@@ -10,7 +11,12 @@ import { pathOf } from './path'
  * must read before it knows (a code not in the link cache, on PostgreSQL) gives a promise, and undefined
  * from it passes the request on as well.
  */
-export type HotRoute = (request: Request, id: string) => Response | Promise<Response | undefined> | undefined
+export type HotRoute = (
+  request: Request,
+  id: string,
+  /** The request's path (pathOf: no query string), read once for the routes and the request line. */
+  path: string,
+) => Response | Promise<Response | undefined> | undefined
 
 /** What Bun.serve's `fetch` is given as its second argument (the part of it the pipeline uses). */
 export interface PeerSource {
@@ -26,25 +32,30 @@ export interface PipelineDeps {
   /** The answer when a hot route throws (the router has its own). */
   fault: (error: unknown, request: Request) => Response
   /** The client address from the socket peer and X-Forwarded-For (see client-ip.ts). */
-  clientIpOf: (peer: string | null, forwardedFor: string | null) => string
+  clientIpOf: ClientIpOf
 }
 
 export function createPipeline(deps: PipelineDeps) {
   const { logger, hot, route, fault, clientIpOf } = deps
   let peers: PeerSource | null = null
-  // The address a handler worked out (rate limits do), kept for the request line: asked once a request.
+  // The client address is asked once a request, when first needed. The request being handled keeps it in
+  // two variables (no WeakMap entry per redirect); one that goes on past an await keeps it in `known`.
+  let current: Request | null = null
+  let currentIp: string | undefined
   const known = new WeakMap<Request, string>()
+  const forwarded = clientIpOf.readsForwarded !== false
   const addressOf = (request: Request) =>
-    clientIpOf(peers?.requestIP(request)?.address ?? null, request.headers.get('x-forwarded-for'))
+    clientIpOf(peers?.requestIP(request)?.address ?? null, forwarded ? request.headers.get('x-forwarded-for') : null)
 
   /** The client's address, for handlers (rate limits, password attempts); "unknown" without a server. */
   function clientIp(request: Request): string {
+    if (request === current) return (currentIp ??= addressOf(request))
     let ip = known.get(request)
     if (ip === undefined) known.set(request, (ip = addressOf(request)))
     return ip
   }
 
-  function finish(request: Request, id: string, started: number, res: Response, own: boolean): Response {
+  function finish(request: Request, id: string, path: string, started: number, res: Response, own: boolean): Response {
     // A hot route's answer carries its id already; the router's answers have headers of their own to add to.
     if (!own) {
       try {
@@ -53,36 +64,42 @@ export function createPipeline(deps: PipelineDeps) {
         // Immutable headers (Response.redirect(), a fetch() answer): no route here answers with those.
       }
     }
-    if (logger.requests)
-      logger.request({
+    if (logger.requests) {
+      const end = performance.now()
+      logger.requestLine(
         id,
-        method: request.method,
-        path: pathOf(request.url), // without the query string
-        status: res.status,
-        ms: performance.now() - started,
-        ip: known.get(request) ?? addressOf(request),
-        ua: request.headers.get('user-agent') ?? '',
-      })
+        request.method,
+        path,
+        res.status,
+        end - started,
+        request === current ? (currentIp ??= addressOf(request)) : (known.get(request) ?? addressOf(request)),
+        request.headers.get('user-agent') ?? '',
+        end,
+      )
+    }
     return res
   }
 
   /** The hot routes from the i-th on, then the router. */
-  function from(i: number, request: Request, id: string, started: number): Response | Promise<Response> {
+  function from(i: number, request: Request, id: string, path: string, started: number): Response | Promise<Response> {
     try {
       for (; i < hot.length; i++) {
-        const own = hot[i]!(request, id)
+        const own = hot[i]!(request, id, path)
         if (own === undefined) continue
         if (own instanceof Promise) {
           const next = i + 1
           return own.then(
-            (res) => (res === undefined ? from(next, request, id, started) : finish(request, id, started, res, true)),
-            (err) => finish(request, id, started, fault(err, request), false),
+            (res) =>
+              res === undefined
+                ? from(next, request, id, path, started)
+                : finish(request, id, path, started, res, true),
+            (err) => finish(request, id, path, started, fault(err, request), false),
           )
         }
-        return finish(request, id, started, own, true)
+        return finish(request, id, path, started, own, true)
       }
     } catch (err) {
-      return finish(request, id, started, fault(err, request), false)
+      return finish(request, id, path, started, fault(err, request), false)
     }
     let answer: Response | Promise<Response>
     try {
@@ -92,15 +109,27 @@ export function createPipeline(deps: PipelineDeps) {
     }
     if (answer instanceof Promise)
       return answer.then(
-        (res) => finish(request, id, started, res, false),
-        (err) => finish(request, id, started, fault(err, request), false),
+        (res) => finish(request, id, path, started, res, false),
+        (err) => finish(request, id, path, started, fault(err, request), false),
       )
-    return finish(request, id, started, answer, false)
+    return finish(request, id, path, started, answer, false)
   }
 
   function handle(request: Request): Response | Promise<Response> {
     const started = logger.requests ? performance.now() : 0
-    return from(0, request, requestIdOf(request.headers.get('x-request-id')), started)
+    // A request handled inside another's handling (none today) leaves the outer one's address as it was.
+    const outer = current
+    const outerIp = currentIp
+    current = request
+    currentIp = undefined
+    try {
+      const answer = from(0, request, requestIdOf(request.headers.get('x-request-id')), pathOf(request.url), started)
+      if (answer instanceof Promise && currentIp !== undefined) known.set(request, currentIp)
+      return answer
+    } finally {
+      current = outer
+      currentIp = outerIp
+    }
   }
 
   return {
