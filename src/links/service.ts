@@ -180,7 +180,8 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       }
       event.wake()
       const rec = record(row, tags)
-      events.emit('link.created', { link: { ...rec }, accountId: row.account_id })
+      // A copy for listeners (none by default): only when one is there.
+      if (events.has('link.created')) events.emit('link.created', { link: { ...rec }, accountId: row.account_id })
       return rec
     },
 

@@ -145,10 +145,11 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
     clearTags.run(linkId)
     addTags(linkId, accountId, tags)
   }
-  /** The new link's row as stored, in the table's column order (as SELECT * gives it). */
-  function insertRow(r: NewLink): LinkRow {
+  /** The new link's row as stored, in the table's column order (as SELECT * gives it); `code` apart, so that a
+   *  creation trying several codes does not copy its fields for each. */
+  function insertRow(r: Omit<NewLink, 'code'>, code: string): LinkRow {
     const { lastInsertRowid } = insert.run(
-      r.code,
+      code,
       r.long_url,
       r.account_id,
       r.mode,
@@ -163,7 +164,7 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
     )
     return {
       id: Number(lastInsertRowid),
-      code: r.code,
+      code,
       long_url: r.long_url,
       account_id: r.account_id,
       mode: r.mode,
@@ -225,7 +226,7 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
           for (const code of codes()) {
             let row: LinkRow
             try {
-              row = insertRow({ ...fields, code })
+              row = insertRow(fields, code)
             } catch (err) {
               if (codeTaken(err)) continue
               throw err
