@@ -13,36 +13,42 @@ const PLAIN = 0
 const ROUTED = 1
 const OTHER = 2
 
-/** The codes of one generation: code → slot, and the slots' fields. */
+/** The codes of one generation: code → slot, and the slots' fields (grown as codes come, up to `size`). */
 class Generation {
   readonly slots = new Map<string, number>()
-  readonly ids: Float64Array
-  readonly accounts: Float64Array
-  readonly expires: Float64Array
-  readonly at: Float64Array
-  readonly stamps: Float64Array
-  readonly kinds: Uint8Array
-  readonly codes: string[]
-  readonly urls: string[]
+  ids = new Float64Array(0)
+  accounts = new Float64Array(0)
+  expires = new Float64Array(0)
+  at = new Float64Array(0)
+  stamps = new Float64Array(0)
+  kinds = new Uint8Array(0)
+  codes: string[] = []
+  urls: string[] = []
   readonly routed = new Map<number, LinkRow>()
   used = 0
   chars = 0
-  constructor(readonly size: number) {
-    this.ids = new Float64Array(size)
-    this.accounts = new Float64Array(size)
-    this.expires = new Float64Array(size)
-    this.at = new Float64Array(size)
-    this.stamps = new Float64Array(size)
-    this.kinds = new Uint8Array(size)
-    this.codes = new Array<string>(size).fill('')
-    this.urls = new Array<string>(size).fill('')
+  constructor(readonly size: number) {}
+  /** A new slot: the arrays double when full (a server visited over a few codes holds little). */
+  take(): number {
+    const slot = this.used++
+    if (slot >= this.ids.length) {
+      const n = Math.min(this.size, Math.max(1024, this.ids.length * 2))
+      const grown = <T extends Float64Array | Uint8Array>(a: T, b: T) => (b.set(a), b)
+      this.ids = grown(this.ids, new Float64Array(n))
+      this.accounts = grown(this.accounts, new Float64Array(n))
+      this.expires = grown(this.expires, new Float64Array(n))
+      this.at = grown(this.at, new Float64Array(n))
+      this.stamps = grown(this.stamps, new Float64Array(n))
+      this.kinds = grown(this.kinds, new Uint8Array(n))
+    }
+    return slot
   }
   /** Emptied for reuse: nothing of the codes it held is kept. */
   clear() {
     this.slots.clear()
     this.routed.clear()
-    this.codes.fill('')
-    this.urls.fill('')
+    this.codes.length = 0
+    this.urls.length = 0
     this.used = 0
     this.chars = 0
   }
@@ -110,7 +116,7 @@ export function createHotCache(deps: {
       young = emptied
     }
     young.chars += chars
-    return young.used++
+    return young.take()
   }
 
   /** Keeps a row read now, as the redirect needs it; answers what the redirect makes of it. */
