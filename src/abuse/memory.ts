@@ -146,6 +146,8 @@ export function createVerdictMemory({ rows, changes }: VerdictMemoryDeps) {
       return verdict
     },
 
+    /** Bumped whenever a verdict may have changed: one taken at a generation holds while it is current. */
+    generation: () => generation,
     hostVerdict,
     banChanged,
     readAccounts,

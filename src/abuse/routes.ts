@@ -40,6 +40,7 @@ export function unavailablePage(v: Verdict): Response {
 export function visitGate(abuse: AbuseService): VisitGate {
   return {
     stops: (row) => abuse.verdict(row) !== null,
+    generation: () => abuse.verdictGeneration(),
     unavailable(row) {
       const v = abuse.verdict(row)
       if (!v) return null

@@ -89,6 +89,8 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
 
     /** What a visitor of this link meets: null (the link works) or why it answers 451. The visit's one lookup; never awaits. */
     verdict,
+    /** The verdicts' generation (memory.ts): a verdict taken at one holds while it is current. */
+    verdictGeneration: memory.generation,
 
     /** At creation and change: a banned or listed destination is refused with invalid_url, naming why. */
     checkDestination(url: string) {

@@ -57,6 +57,7 @@ export function createFeatures<Tx>(shared: Shared, storages: Storages<Tx>, parts
   const guard: LinkGuard = {
     checkDestination: (url) => abuse.guard.checkDestination(url),
     stops: (row) => abuse.guard.stops(row),
+    generation: () => abuse.guard.generation?.() ?? 0,
     unavailable: (row) => abuse.guard.unavailable(row),
   }
   const links = createLinksFeature(

@@ -1,5 +1,5 @@
-// The redirect path's cache of visited rows: answered synchronously on a hit, dropped per code on every change
-// this process publishes or hears of (db/changes.ts); design notes: links, the link cache.
+// The cache of visited rows for the visit routes but the plain redirect (hot-cache.ts): answered synchronously
+// on a hit, dropped per code on every change this process publishes or hears of (db/changes.ts); design notes: links, the link cache.
 import type { ChangeFeed } from '../db/changes'
 import type { LinkRow, LinkStorage } from './storage/contract'
 import { isReserved, MODES } from './validate'
@@ -24,12 +24,15 @@ export function createLinkCache(deps: {
   /** Rows per generation (tests make it tiny). */
   generation?: number
   ttlMs?: number
+  /** Another cache of links told of the same changes (hot-cache.ts). */
+  alongside?: { forget(code: string): void; forgetAll(): void }
 }) {
   const { store, feed, clock } = deps
   const readNow = store.byCodeNow?.bind(store)
   const cacheTtlMs = deps.ttlMs ?? LINK_CACHE_TTL_MS
-  // Two generations rather than one Map evicted oldest-first: replacing a generation costs nothing.
-  const GENERATION = deps.generation ?? 65_536
+  // Two generations rather than one Map evicted oldest-first: replacing a generation costs nothing. The plain
+  // redirect reads hot-cache.ts instead: rows here are the slow path's (pages, passwords, the API), fewer.
+  const GENERATION = deps.generation ?? 4_096
   const GENERATION_CHARS = 8_000_000
   let young = new Map<string, CachedLink>()
   let old = new Map<string, CachedLink>()
@@ -38,12 +41,14 @@ export function createLinkCache(deps: {
   const reading = new Map<string, Promise<LinkRow | null>>()
   const READING_MAX = 10_000
   const forget = (code: string) => {
+    deps.alongside?.forget(code)
     young.delete(code)
     old.delete(code)
     // A read begun before this change may return the row as it was: it is not kept (see readMissed).
     reading.delete(code)
   }
   const forgetAll = () => {
+    deps.alongside?.forgetAll()
     young = new Map()
     old = new Map()
     youngChars = 0

@@ -52,6 +52,7 @@ export function createLinksFeature<Tx>(
     changes,
     checkDestination: guard && ((url) => guard.checkDestination(url)),
     stopped: guard && ((row: LinkRow) => guard.stops(row)),
+    gateGeneration: guard && (() => guard.generation?.() ?? 0),
     // Countries for rules with a country condition: the app's one Geo (statistics ask it too).
     country: (address) => geo.country(address),
     splitKey: (day) => deps.dayKeys.current(day)?.split ?? null,

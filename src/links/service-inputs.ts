@@ -45,7 +45,7 @@ export interface LinkDeps<Tx> {
   randomCode?: (length: number) => string
   /** The argon2id hash of a link password (tests slow it down to hold a request inside the await). */
   hashPassword?: (password: string) => Promise<string>
-  /** Rows per generation of the cache of visited links (tests make it tiny). */
+  /** Rows per generation of the caches of visited links (tests make it tiny). */
   hotGeneration?: number
   /** Who listens for which event (events are built only then), and the deliverer's wake-up after a commit (absent: no webhooks). */
   outbox?: Pick<Outbox, 'wanted' | 'wake'>
@@ -53,6 +53,8 @@ export interface LinkDeps<Tx> {
   checkDestination?: (url: string) => void
   /** Whether a link answers 451 (the LinkGuard): its destination is then shown only to its owner and admins (SPEC §3). */
   stopped?: (row: LinkRow) => boolean
+  /** The generation of the gate's verdicts (bumped when bans, lists or disabled accounts change): the redirect's cached ones hold while it stays. */
+  gateGeneration?: () => number
   /** The ISO alpha-2 country of an address or null (geo): for rules with a country condition. */
   country?: (address: string) => string | null
   /** The shared key of a UTC day for A/B splits (clicks/day-keys.ts), or null while this node waits for it. */

@@ -6,7 +6,8 @@ import { localChangeFeed } from '../db/changes'
 import { allWritten } from '../db/written'
 import { AppError, notFound, notOwner } from '../kernel/errors'
 import type { EventType } from '../kernel/outbox'
-import { createLinkCache } from './cache'
+import { createLinkCache, LINK_CACHE_TTL_MS } from './cache'
+import { createHotCache } from './hot-cache'
 import { createChecker, createInputRules } from './check'
 import { createDestinations, type Visitor } from './destinations'
 import { createListing } from './listing'
@@ -41,12 +42,23 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
   const randomCode = deps.randomCode ?? randomBase62
   const hashPassword = deps.hashPassword ?? ((password: string) => Bun.password.hash(password, 'argon2id'))
   const base = config.server.base_url
+  // What the plain redirect reads, compact (hot-cache.ts); the row cache serves the slow path (pages, the API)
+  // and tells the compact one of every change it hears of.
+  const hot = createHotCache({
+    store,
+    clock,
+    ttlMs: deps.cacheTtlMs ?? LINK_CACHE_TTL_MS,
+    generation: deps.hotGeneration,
+    stopped: deps.stopped,
+    gateGeneration: deps.gateGeneration,
+  })
   const cache = createLinkCache({
     store,
     feed: deps.changes ?? localChangeFeed(),
     clock,
     generation: deps.hotGeneration,
     ttlMs: deps.cacheTtlMs,
+    alongside: hot,
   })
   const published = cache.published
   const urlRules: UrlRules = ownUrlRules(config.server, config.links.blocked_domains)
@@ -115,7 +127,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     },
     /** Rows held in the cache of visited links (both generations; /metrics). */
     get cachedRows() {
-      return cache.rows
+      return cache.rows + hot.rows
     },
     /** Settles once the creations under way are committed or failed (the app's close, before the database closes). */
     flushCreations: () => store.flush(),
@@ -343,6 +355,8 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     stats: statistics.stats,
 
     resolve: cache.resolve,
+    /** The plain redirect's read of a code (hot-cache.ts): a row to read at once, NOT_PLAIN or null. */
+    hotLink: hot.find,
 
     isExpired(row: LinkRow) {
       return row.expires !== null && row.expires <= clock()

@@ -20,5 +20,7 @@ export type VisitOutcome =
 export interface VisitGate {
   /** Whether the link is stopped for visitors (the hot path's question). */
   stops(row: LinkRow): boolean
+  /** Bumped whenever what stops links changes: an answer of stops() holds while this stays (absent: always). */
+  generation?(): number
   unavailable(row: LinkRow): Response | null
 }

@@ -13,6 +13,7 @@ import { createRateLimiter } from '../web/rate-limit'
 import { page } from '../web/render'
 import { messagePage, notFoundPage } from '../web/error-pages'
 import { createFrameCheck, type FrameCheck } from './frame-check'
+import { NOT_PLAIN } from './hot-cache'
 import { createPasswordGate, type Verifier, wrongPasswordLocation, wrongPasswordShown } from './password-gate'
 import type { LinkService } from './service'
 import type { LinkRow } from './storage/contract'
@@ -114,10 +115,15 @@ export function createVisitRoutes(deps: {
     if (code === null) return undefined
     // A link's code is never a reserved name (validate.ts, and random codes skip them), so a row found here
     // is what the router would find too; /healthz or /login (null, no read) go on to the router.
-    const row = links.resolve(code)
+    // The compact cache's answer (hot-cache.ts): a plain link's row, to be read at once; NOT_PLAIN (a page, a
+    // password, a limit, stopped by the gate) is the router's, which reads the whole row.
+    const row = links.hotLink(code)
     if (row instanceof Promise)
-      return row.then((read) => (read === null ? missing(code, id) : redirect(request, id, read)))
+      return row.then((read) =>
+        read === null ? missing(code, id) : read === NOT_PLAIN ? undefined : redirect(request, id, read),
+      )
     if (row === null) return missing(code, id)
+    if (row === NOT_PLAIN) return undefined
     return redirect(request, id, row)
   }
 
@@ -130,13 +136,14 @@ export function createVisitRoutes(deps: {
     return answer
   }
 
-  /** The plain redirect of a link; undefined for any other (the router's visit answers it from the cache). */
+  /**
+   * The plain redirect of a link; undefined for any other (the router's visit answers it). The gate (disabled,
+   * banned, listed: 451) was asked when the cache kept the code, again whenever its verdicts change.
+   */
   function redirect(request: Request, id: string, row: LinkRow): Response | undefined {
     // A limited link takes a visit in the database: the router's path does that (reachDestination).
     if (row.mode !== 'redirect' || row.password_hash || row.max_visits !== null || links.isExpired(row))
       return undefined
-    // Disabled, banned or listed (a WeakMap lookup beside the cached row): the router's lookup answers 451.
-    if (deps.gate?.stops(row)) return undefined
     const method = request.method
     let location = row.long_url
     if (row.rules !== null || row.split !== null) {

@@ -1,0 +1,249 @@
+// The redirect's own cache of visited codes, compact: per code only what a plain redirect reads (the link's id,
+// account, destination, expiry and whether the gate let it through), in typed arrays beside one Map per
+// generation; the rest of a row is read on the slow path (cache.ts). Design notes: links, the link cache.
+import type { LinkRow, LinkStorage } from './storage/contract'
+import { isReserved } from './validate'
+
+/** A code whose link is not a plain redirect now (a page, a password, a limit, stopped): the router's. */
+export const NOT_PLAIN = 'not_plain'
+export type HotLink = LinkRow | null | typeof NOT_PLAIN
+
+const PLAIN = 0
+/** A link with rules or a split: its row is kept whole (destinations.ts compiles them once per row). */
+const ROUTED = 1
+const OTHER = 2
+
+/** The codes of one generation: code → slot, and the slots' fields (grown as codes come, up to `size`). */
+class Generation {
+  readonly slots = new Map<string, number>()
+  ids = new Float64Array(0)
+  accounts = new Float64Array(0)
+  expires = new Float64Array(0)
+  at = new Float64Array(0)
+  stamps = new Float64Array(0)
+  kinds = new Uint8Array(0)
+  codes: string[] = []
+  urls: string[] = []
+  readonly routed = new Map<number, LinkRow>()
+  used = 0
+  chars = 0
+  constructor(readonly size: number) {}
+  /** A new slot: the arrays double when full (a server visited over a few codes holds little). */
+  take(): number {
+    const slot = this.used++
+    if (slot >= this.ids.length) {
+      const n = Math.min(this.size, Math.max(1024, this.ids.length * 2))
+      const grown = <T extends Float64Array | Uint8Array>(a: T, b: T) => (b.set(a), b)
+      this.ids = grown(this.ids, new Float64Array(n))
+      this.accounts = grown(this.accounts, new Float64Array(n))
+      this.expires = grown(this.expires, new Float64Array(n))
+      this.at = grown(this.at, new Float64Array(n))
+      this.stamps = grown(this.stamps, new Float64Array(n))
+      this.kinds = grown(this.kinds, new Uint8Array(n))
+    }
+    return slot
+  }
+  /** Emptied for reuse: nothing of the codes it held is kept. */
+  clear() {
+    this.slots.clear()
+    this.routed.clear()
+    this.codes.length = 0
+    this.urls.length = 0
+    this.used = 0
+    this.chars = 0
+  }
+}
+
+export function createHotCache(deps: {
+  store: Pick<LinkStorage<unknown>, 'byCode' | 'byCodeNow'>
+  clock: () => number
+  ttlMs: number
+  /** Codes per generation (tests make it tiny). */
+  generation?: number
+  /** Whether the gate stops a link (disabled, banned, listed), and the generation its verdicts are good for. */
+  stopped?: (row: LinkRow) => boolean
+  gateGeneration?: () => number
+}) {
+  const { store, clock, ttlMs } = deps
+  const readNow = store.byCodeNow?.bind(store)
+  const stopped = deps.stopped ?? (() => false)
+  const gateGeneration = deps.gateGeneration ?? (() => 0)
+  const SIZE = deps.generation ?? 65_536
+  const GENERATION_CHARS = 8_000_000
+  let young = new Generation(SIZE)
+  let old = new Generation(SIZE)
+  // The one row a hit hands out for a plain link, filled from the slot: read at once, never kept.
+  const view: LinkRow = {
+    id: 0,
+    code: '',
+    long_url: '',
+    account_id: null,
+    mode: 'redirect',
+    password_hash: null,
+    created: 0,
+    updated: 0,
+    expires: null,
+    clicks: 0,
+    bots: 0,
+    disabled: null,
+    max_visits: null,
+    visits_used: 0,
+    rules: null,
+    split: null,
+    title: '',
+  }
+  // Reads of missed codes under way (PostgreSQL), shared by the visits of one code at once (capped).
+  const reading = new Map<string, Promise<HotLink>>()
+  const READING_MAX = 10_000
+
+  const forget = (code: string) => {
+    young.slots.delete(code)
+    old.slots.delete(code)
+    reading.delete(code)
+  }
+  const forgetAll = () => {
+    young.clear()
+    old.clear()
+    reading.clear()
+  }
+
+  /** A free slot of the young generation; when it is full, the old one is emptied and becomes the young one. */
+  function slotFor(chars: number): number {
+    if (young.used >= SIZE || young.chars + chars > GENERATION_CHARS) {
+      const emptied = old
+      emptied.clear()
+      old = young
+      young = emptied
+    }
+    young.chars += chars
+    return young.take()
+  }
+
+  /** Keeps a row read now, as the redirect needs it; answers what the redirect makes of it. */
+  function keep(row: LinkRow, now: number): HotLink {
+    const stamp = gateGeneration()
+    const kind =
+      row.mode !== 'redirect' || row.password_hash !== null || row.max_visits !== null || stopped(row)
+        ? OTHER
+        : row.rules !== null || row.split !== null
+          ? ROUTED
+          : PLAIN
+    old.slots.delete(row.code)
+    const slot = slotFor(row.code.length + row.long_url.length)
+    const g = young
+    g.slots.set(row.code, slot)
+    g.codes[slot] = row.code
+    g.urls[slot] = row.long_url
+    g.ids[slot] = row.id
+    g.accounts[slot] = row.account_id ?? Number.NaN
+    g.expires[slot] = row.expires ?? Number.NaN
+    g.at[slot] = now
+    g.stamps[slot] = stamp
+    g.kinds[slot] = kind
+    if (kind === ROUTED) g.routed.set(slot, row)
+    return kind === OTHER ? NOT_PLAIN : row
+  }
+
+  /** A slot of the old generation visited again: copied to the young one (read first: the copy may empty `old`). */
+  function promote(slot: number): number {
+    const from = old
+    const code = from.codes[slot]!
+    const url = from.urls[slot]!
+    const id = from.ids[slot]!
+    const account = from.accounts[slot]!
+    const expires = from.expires[slot]!
+    const at = from.at[slot]!
+    const stamp = from.stamps[slot]!
+    const kind = from.kinds[slot]!
+    const row = from.routed.get(slot)
+    const to = slotFor(code.length + url.length)
+    const g = young
+    // Keyed by the row's own code, as read: no string of a request's is kept.
+    g.slots.set(code, to)
+    g.codes[to] = code
+    g.urls[to] = url
+    g.ids[to] = id
+    g.accounts[to] = account
+    g.expires[to] = expires
+    g.at[to] = at
+    g.stamps[to] = stamp
+    g.kinds[to] = kind
+    if (row) g.routed.set(to, row)
+    return to
+  }
+
+  /** What a hit hands out: the row of a routed link, the view of a plain one. */
+  function answer(g: Generation, slot: number): HotLink {
+    const kind = g.kinds[slot]!
+    if (kind === OTHER) return NOT_PLAIN
+    if (kind === ROUTED) return g.routed.get(slot)!
+    view.id = g.ids[slot]!
+    view.code = g.codes[slot]!
+    view.long_url = g.urls[slot]!
+    const account = g.accounts[slot]!
+    view.account_id = Number.isNaN(account) ? null : account
+    const expires = g.expires[slot]!
+    view.expires = Number.isNaN(expires) ? null : expires
+    return view
+  }
+
+  function readMissed(code: string, now: number): Promise<HotLink> {
+    const under = reading.get(code)
+    if (under !== undefined) return under
+    const read: Promise<HotLink> = store.byCode(code).then(
+      (row) => {
+        // Overtaken by a change of the code (or not shared): answered from the row, never kept.
+        const kept = reading.get(code) === read
+        if (kept) reading.delete(code)
+        if (row === null) return null
+        if (kept) return keep(row, now)
+        return row.mode !== 'redirect' || row.password_hash !== null || row.max_visits !== null || stopped(row)
+          ? NOT_PLAIN
+          : row
+      },
+      (err) => {
+        if (reading.get(code) === read) reading.delete(code)
+        throw err
+      },
+    )
+    if (reading.size < READING_MAX) reading.set(code, read)
+    read.catch(() => {})
+    return read
+  }
+
+  return {
+    /** Codes held (both generations; /metrics). */
+    get rows() {
+      return young.slots.size + old.slots.size
+    },
+    /** A link changed or went (told by the row cache, which hears the change feed: cache.ts). */
+    forget,
+    /** The channel to the other processes was lost: anything may have changed. */
+    forgetAll,
+
+    /**
+     * What the redirect of a code reads: a row (for a plain link a view of the slot, to be read at once and
+     * never kept), NOT_PLAIN, or null (no such link); synchronous on a hit and on SQLite, else a promise.
+     */
+    find(code: string): HotLink | Promise<HotLink> {
+      const now = clock()
+      const stamp = gateGeneration()
+      let slot = young.slots.get(code)
+      if (slot !== undefined && now - young.at[slot]! < ttlMs && young.stamps[slot] === stamp)
+        return answer(young, slot)
+      if (slot === undefined) {
+        slot = old.slots.get(code)
+        if (slot !== undefined && now - old.at[slot]! < ttlMs && old.stamps[slot] === stamp)
+          return answer(young, promote(slot))
+      }
+      if (isReserved(code)) return null
+      if (readNow === undefined) return readMissed(code, now)
+      const row = readNow(code)
+      if (row === null) {
+        forget(code)
+        return null
+      }
+      return keep(row, now)
+    },
+  }
+}
