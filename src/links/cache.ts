@@ -2,6 +2,7 @@
 // on a hit, dropped per code on every change this process publishes or hears of (db/changes.ts); design notes: links, the link cache.
 import type { ChangeFeed } from '../db/changes'
 import type { LinkRow, LinkStorage } from './storage/contract'
+import { sharedRead } from './shared-read'
 import { isReserved, MODES } from './validate'
 
 /** A visited link in memory, and when its row was read (unix ms). */
@@ -84,24 +85,14 @@ export function createLinkCache(deps: {
 
   /** A code missed by the cache, read; kept unless its code changed while the read was under way. */
   function readMissed(code: string, now: number): Promise<LinkRow | null> {
-    const under = reading.get(code)
-    if (under !== undefined) return under
-    const read: Promise<LinkRow | null> = store.byCode(code).then(
-      (row) => {
-        // Overtaken by a change of the code (or not shared, past READING_MAX): answered, never kept.
-        if (reading.get(code) !== read) return row
-        reading.delete(code)
-        return keepRead(code, row, now)
-      },
-      (err) => {
-        if (reading.get(code) === read) reading.delete(code)
-        throw err
-      },
+    // Overtaken by a change of the code (or not shared, past READING_MAX): answered, never kept.
+    return sharedRead(
+      reading,
+      READING_MAX,
+      code,
+      () => store.byCode(code),
+      (row, kept) => (kept ? keepRead(code, row, now) : row),
     )
-    if (reading.size < READING_MAX) reading.set(code, read)
-    // Whoever awaits it hears of a failure; a read left with nobody awaiting it must not be an unhandled rejection.
-    read.catch(() => {})
-    return read
   }
 
   return {

@@ -1,6 +1,7 @@
 // The redirect's own cache of visited codes, compact: per code only what a plain redirect reads (the link's id,
 // account, destination, expiry and whether the gate let it through), in typed arrays beside one Map per
 // generation; the rest of a row is read on the slow path (cache.ts). Design notes: links, the link cache.
+import { sharedRead } from './shared-read'
 import type { LinkRow, LinkStorage } from './storage/contract'
 import { isReserved } from './validate'
 
@@ -120,14 +121,13 @@ export function createHotCache(deps: {
   }
 
   /** Keeps a row read now, as the redirect needs it; answers what the redirect makes of it. */
+  /** A page, a password, a limit or stopped by the gate: the router's. */
+  const notPlain = (row: LinkRow) =>
+    row.mode !== 'redirect' || row.password_hash !== null || row.max_visits !== null || stopped(row)
+
   function keep(row: LinkRow, now: number): HotLink {
     const stamp = gateGeneration()
-    const kind =
-      row.mode !== 'redirect' || row.password_hash !== null || row.max_visits !== null || stopped(row)
-        ? OTHER
-        : row.rules !== null || row.split !== null
-          ? ROUTED
-          : PLAIN
+    const kind = notPlain(row) ? OTHER : row.rules !== null || row.split !== null ? ROUTED : PLAIN
     old.slots.delete(row.code)
     const slot = slotFor(row.code.length + row.long_url.length)
     const g = young
@@ -188,27 +188,14 @@ export function createHotCache(deps: {
   }
 
   function readMissed(code: string, now: number): Promise<HotLink> {
-    const under = reading.get(code)
-    if (under !== undefined) return under
-    const read: Promise<HotLink> = store.byCode(code).then(
-      (row) => {
-        // Overtaken by a change of the code (or not shared): answered from the row, never kept.
-        const kept = reading.get(code) === read
-        if (kept) reading.delete(code)
-        if (row === null) return null
-        if (kept) return keep(row, now)
-        return row.mode !== 'redirect' || row.password_hash !== null || row.max_visits !== null || stopped(row)
-          ? NOT_PLAIN
-          : row
-      },
-      (err) => {
-        if (reading.get(code) === read) reading.delete(code)
-        throw err
-      },
+    // Overtaken by a change of the code (or not shared): answered from the row, never kept.
+    return sharedRead(
+      reading,
+      READING_MAX,
+      code,
+      () => store.byCode(code),
+      (row, kept) => (row === null ? null : kept ? keep(row, now) : notPlain(row) ? NOT_PLAIN : row),
     )
-    if (reading.size < READING_MAX) reading.set(code, read)
-    read.catch(() => {})
-    return read
   }
 
   return {
