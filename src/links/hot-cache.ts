@@ -120,56 +120,66 @@ export function createHotCache(deps: {
     return young.take()
   }
 
-  /** Keeps a row read now, as the redirect needs it; answers what the redirect makes of it. */
   /** A page, a password, a limit or stopped by the gate: the router's. */
   const notPlain = (row: LinkRow) =>
     row.mode !== 'redirect' || row.password_hash !== null || row.max_visits !== null || stopped(row)
 
-  function keep(row: LinkRow, now: number): HotLink {
-    const stamp = gateGeneration()
-    const kind = notPlain(row) ? OTHER : row.rules !== null || row.split !== null ? ROUTED : PLAIN
-    old.slots.delete(row.code)
-    const slot = slotFor(row.code.length + row.long_url.length)
+  /** A young slot holding a code's fields (`row`: the whole row of a routed link). */
+  function place(
+    code: string,
+    url: string,
+    id: number,
+    account: number,
+    expires: number,
+    at: number,
+    stamp: number,
+    kind: number,
+    row: LinkRow | undefined,
+  ): number {
+    const slot = slotFor(code.length + url.length)
     const g = young
-    g.slots.set(row.code, slot)
-    g.codes[slot] = row.code
-    g.urls[slot] = row.long_url
-    g.ids[slot] = row.id
-    g.accounts[slot] = row.account_id ?? Number.NaN
-    g.expires[slot] = row.expires ?? Number.NaN
-    g.at[slot] = now
+    // Keyed by the row's own code, as read: no string of a request's is kept.
+    g.slots.set(code, slot)
+    g.codes[slot] = code
+    g.urls[slot] = url
+    g.ids[slot] = id
+    g.accounts[slot] = account
+    g.expires[slot] = expires
+    g.at[slot] = at
     g.stamps[slot] = stamp
     g.kinds[slot] = kind
-    if (kind === ROUTED) g.routed.set(slot, row)
+    if (row) g.routed.set(slot, row)
+    return slot
+  }
+
+  /** Keeps a row read now, as the redirect needs it; answers what the redirect makes of it. */
+  function keep(row: LinkRow, now: number): HotLink {
+    const kind = notPlain(row) ? OTHER : row.rules !== null || row.split !== null ? ROUTED : PLAIN
+    old.slots.delete(row.code)
+    const account = row.account_id ?? Number.NaN
+    const expires = row.expires ?? Number.NaN
+    const routed = kind === ROUTED ? row : undefined
+    place(row.code, row.long_url, row.id, account, expires, now, gateGeneration(), kind, routed)
     return kind === OTHER ? NOT_PLAIN : row
   }
 
   /** A slot of the old generation visited again: copied to the young one (read first: the copy may empty `old`). */
   function promote(slot: number): number {
-    const from = old
-    const code = from.codes[slot]!
-    const url = from.urls[slot]!
-    const id = from.ids[slot]!
-    const account = from.accounts[slot]!
-    const expires = from.expires[slot]!
-    const at = from.at[slot]!
-    const stamp = from.stamps[slot]!
-    const kind = from.kinds[slot]!
-    const row = from.routed.get(slot)
-    const to = slotFor(code.length + url.length)
-    const g = young
-    // Keyed by the row's own code, as read: no string of a request's is kept.
-    g.slots.set(code, to)
-    g.codes[to] = code
-    g.urls[to] = url
-    g.ids[to] = id
-    g.accounts[to] = account
-    g.expires[to] = expires
-    g.at[to] = at
-    g.stamps[to] = stamp
-    g.kinds[to] = kind
-    if (row) g.routed.set(to, row)
-    return to
+    const o = old
+    const row = o.routed.get(slot)
+    const code = o.codes[slot]!
+    const url = o.urls[slot]!
+    return place(
+      code,
+      url,
+      o.ids[slot]!,
+      o.accounts[slot]!,
+      o.expires[slot]!,
+      o.at[slot]!,
+      o.stamps[slot]!,
+      o.kinds[slot]!,
+      row,
+    )
   }
 
   /** What a hit hands out: the row of a routed link, the view of a plain one. */
