@@ -92,6 +92,12 @@ export function createHotCache(deps: {
     rules: null,
     split: null,
     title: '',
+    domain: '',
+    expired_url: null,
+    og_title: '',
+    og_description: '',
+    og_image: null,
+    meta_due: null,
   }
   // Reads of missed codes under way (PostgreSQL), shared by the visits of one code at once (capped).
   const reading = new Map<string, Promise<HotLink>>()

@@ -145,6 +145,12 @@ describe.each([
         rules: RULES,
         split: SPLIT,
         title: 'Ünïcode title, "quoted", over\ntwo lines',
+        domain: '',
+        expired_url: null,
+        og_title: '',
+        og_description: '',
+        og_image: null,
+        meta_due: null,
       })
       const row = await made(a, full, ['red', 'blue'])
       const expected: LinkRow = {
@@ -165,6 +171,12 @@ describe.each([
         rules: RULES,
         split: SPLIT,
         title: 'Ünïcode title, "quoted", over\ntwo lines',
+        domain: '',
+        expired_url: null,
+        og_title: '',
+        og_description: '',
+        og_image: null,
+        meta_due: null,
       }
       expect(row).toEqual(expected)
       expect(await b.links.byCode('Full_1')).toEqual(expected)
@@ -204,6 +216,12 @@ describe.each([
         rules: null,
         split: null,
         title: '',
+        domain: '',
+        expired_url: null,
+        og_title: '',
+        og_description: '',
+        og_image: null,
+        meta_due: null,
       })
       expect(await a.links.tagsOf(bare.id)).toEqual([])
 
@@ -340,6 +358,70 @@ describe.each([
         { ...row, title: '', mode: 'preview', updated: T0 + 3 },
         other,
       ])
+    } finally {
+      await e.close()
+    }
+  })
+
+  test('issue 40: a code is unique per domain; expired_url, og_title, og_description, og_image and meta_due written, read through the other node, changed alone', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const alice = await e.account('alice')
+      const mine = (r: LinkRow) => r.account_id === alice
+      const home = await made(a, newLink('same', { account_id: alice }))
+      const away = await made(
+        b,
+        newLink('same', { account_id: alice, domain: 'go.example.com', long_url: 'https://x.example/' }),
+      )
+      expect(await a.links.insert(newLink('same', { domain: 'go.example.com' }), [])).toBe(CODE_TAKEN)
+      expect(
+        await a.links.insertFresh(newLink('x', { domain: 'go.example.com' }), () => ['same', 'free'], []),
+      ).toMatchObject({
+        code: 'free',
+        domain: 'go.example.com',
+      })
+      expect(await b.links.byCode('same')).toEqual(home)
+      expect(await a.links.byCode('same', 'go.example.com')).toEqual(away)
+      expect(await a.links.byCode('same', 's.example.org')).toBeNull()
+      expect(await b.links.codeExists('free')).toBe(false)
+      expect(await b.links.codeExists('free', 'go.example.com')).toBe(true)
+      const full = await made(
+        a,
+        newLink('Full', {
+          account_id: alice,
+          expired_url: 'https://example.com/over',
+          og_title: 'Ünïcode "card"',
+          og_description: 'Two\nlines',
+          og_image: 'v1',
+          meta_due: T0 + 5,
+        }),
+      )
+      const read = (await b.links.byCode('Full'))!
+      expect(read).toEqual(full)
+      expect(read).toMatchObject({
+        domain: '',
+        expired_url: 'https://example.com/over',
+        og_image: 'v1',
+        meta_due: T0 + 5,
+      })
+      expect(await b.links.change(full, { og_image: null, meta_due: null }, undefined, T0 + 1, mine)).toEqual({
+        ...full,
+        og_image: null,
+        meta_due: null,
+        updated: T0 + 1,
+      })
+      expect(
+        await a.links.change(full, { expired_url: null, og_title: '', og_description: 'd' }, undefined, T0 + 2, mine),
+      ).toEqual({
+        ...full,
+        og_image: null,
+        meta_due: null,
+        expired_url: null,
+        og_title: '',
+        og_description: 'd',
+        updated: T0 + 2,
+      })
     } finally {
       await e.close()
     }

@@ -22,6 +22,12 @@ const rowOf = (id: number, code: string, long_url: string, more: Partial<LinkRow
   rules: null,
   split: null,
   title: '',
+  domain: '',
+  expired_url: null,
+  og_title: '',
+  og_description: '',
+  og_image: null,
+  meta_due: null,
   ...more,
 })
 

@@ -81,18 +81,37 @@ test('a version 1 database migrates with every row, id, index and aggregate kept
     )
     // Migration 22 adds links.title ('': none) for every link that was there.
     expect(after.links!.map((l) => l.title)).toEqual((before as Record<string, any[]>).links!.map(() => ''))
+    // Migration 26 (issue 40) adds links.domain ('': the default), og_title and og_description (''), and
+    // expired_url, og_image and meta_due (null) for every link that was there.
+    expect(
+      after.links!.map((l) => [l.domain, l.expired_url, l.og_title, l.og_description, l.og_image, l.meta_due]),
+    ).toEqual((before as Record<string, any[]>).links!.map(() => ['', null, '', '', null, null]))
     after.links = after.links!.map(
-      ({ disabled: _, max_visits: _m, visits_used: _v, rules: _r, split: _s, title: _t, ...rest }) => rest,
+      ({
+        disabled: _,
+        max_visits: _m,
+        visits_used: _v,
+        rules: _r,
+        split: _s,
+        title: _t,
+        domain: _d,
+        expired_url: _e,
+        og_title: _ot,
+        og_description: _od,
+        og_image: _oi,
+        meta_due: _md,
+        ...rest
+      }) => rest,
     )
     expect(after).toEqual(before)
     // Migrations 5 to 12, 14, 20 and 24 add the mail, media, webhook, session, form token, report, tag, audit,
     // flash, daily count, visitor hash and pending import tables and their indexes (named mail…, media…, webhook…,
     // web_sessions…, form_tokens…, link_reports…, link_tags…, audit_log…, flashes…, daily_counts…, visitor_hashes…,
-    // pending_imports…); the others are kept.
+    // pending_imports…; links_meta_due is migration 26's); the others are kept (26 rebuilds links with its index).
     expect(
       indexes(db).filter(
         (n) =>
-          !/^(mail|media|webhook|web_sessions|form_tokens|link_reports|link_tags|audit_log|flashes|daily_counts|visitor_hashes|pending_imports)/.test(
+          !/^(mail|media|webhook|web_sessions|form_tokens|link_reports|link_tags|audit_log|flashes|daily_counts|visitor_hashes|pending_imports|links_meta_due)/.test(
             n,
           ),
       ),

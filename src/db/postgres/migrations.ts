@@ -187,6 +187,30 @@ export const pgMigrations: PgMigration[] = [
   );
   `,
   },
+  {
+    // Twin of SQLite's 26: a code unique per domain ('' the default); where expired links go; the social preview
+    // (its image's bytes in link_images); meta_due: the destination's title still to fetch.
+    version: 26,
+    sql: `
+  ALTER TABLE links ADD COLUMN domain ${T} NOT NULL DEFAULT '';
+  ALTER TABLE links DROP CONSTRAINT IF EXISTS links_code_key;
+  CREATE UNIQUE INDEX links_domain_code ON links (domain, code);
+  ALTER TABLE links ADD COLUMN expired_url ${T};
+  ALTER TABLE links ADD COLUMN og_title ${T} NOT NULL DEFAULT '';
+  ALTER TABLE links ADD COLUMN og_description ${T} NOT NULL DEFAULT '';
+  ALTER TABLE links ADD COLUMN og_image ${T};
+  ALTER TABLE links ADD COLUMN meta_due bigint;
+  CREATE INDEX links_meta_due ON links (meta_due) WHERE meta_due IS NOT NULL;
+  CREATE TABLE link_images (
+    link_id bigint PRIMARY KEY REFERENCES links(id) ON DELETE CASCADE,
+    version ${T} NOT NULL,
+    type ${T} NOT NULL,
+    width bigint NOT NULL,
+    height bigint NOT NULL,
+    bytes bytea NOT NULL
+  );
+  `,
+  },
 ]
 
 /** The schema version this binary brings a PostgreSQL database to: the last entry's. */

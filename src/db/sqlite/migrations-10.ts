@@ -254,4 +254,76 @@ export const migrationsFrom10: Migration[] = [
     error TEXT
   );
   `,
+  {
+    /* 26: links past the peers (issue 40, SPEC §2a, §13). A code is unique per domain ('' is the default
+       domain, base_url's host), so the table is rebuilt without the UNIQUE on code alone; its AUTOINCREMENT
+       counter is carried over, so that an id once given out is never given again. New: expired_url (where an
+       expired or used-up link sends people), the social preview's og_title and og_description ('' without) and
+       og_image (the stored image's version, its bytes in link_images), meta_due (unix ms: the destination's
+       title is still to be fetched; null: nothing to fetch). */
+    rebuildsTables: true,
+    sql: `
+  CREATE TABLE links_new (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    code TEXT NOT NULL,
+    long_url TEXT NOT NULL,
+    account_id INTEGER REFERENCES accounts(id) ON DELETE SET NULL,
+    mode TEXT NOT NULL DEFAULT 'redirect',
+    password_hash TEXT,
+    created INTEGER NOT NULL,
+    updated INTEGER NOT NULL,
+    expires INTEGER,
+    clicks INTEGER NOT NULL DEFAULT 0,
+    bots INTEGER NOT NULL DEFAULT 0,
+    disabled TEXT,
+    max_visits INTEGER,
+    visits_used INTEGER NOT NULL DEFAULT 0,
+    rules TEXT,
+    split TEXT,
+    title TEXT NOT NULL DEFAULT '',
+    domain TEXT NOT NULL DEFAULT '',
+    expired_url TEXT,
+    og_title TEXT NOT NULL DEFAULT '',
+    og_description TEXT NOT NULL DEFAULT '',
+    og_image TEXT,
+    meta_due INTEGER,
+    UNIQUE (domain, code)
+  );
+  INSERT INTO links_new (id, code, long_url, account_id, mode, password_hash, created, updated, expires, clicks, bots,
+      disabled, max_visits, visits_used, rules, split, title)
+    SELECT id, code, long_url, account_id, mode, password_hash, created, updated, expires, clicks, bots,
+      disabled, max_visits, visits_used, rules, split, title FROM links;
+  INSERT INTO sqlite_sequence (name, seq) SELECT 'links_carry', seq FROM sqlite_sequence WHERE name = 'links';
+  DROP TABLE links;
+  ALTER TABLE links_new RENAME TO links;
+  UPDATE sqlite_sequence SET seq = max(seq, coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'links_carry'), 0))
+    WHERE name = 'links';
+  INSERT INTO sqlite_sequence (name, seq) SELECT 'links', seq FROM sqlite_sequence
+    WHERE name = 'links_carry' AND NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'links');
+  DELETE FROM sqlite_sequence WHERE name = 'links_carry';
+  CREATE INDEX links_account ON links(account_id, id);
+  CREATE INDEX links_meta_due ON links(meta_due) WHERE meta_due IS NOT NULL;
+  CREATE TRIGGER link_counts_insert AFTER INSERT ON links BEGIN
+    INSERT INTO link_counts (owner, links) VALUES (coalesce(NEW.account_id, 0), 1)
+      ON CONFLICT (owner) DO UPDATE SET links = links + 1;
+  END;
+  CREATE TRIGGER link_counts_delete AFTER DELETE ON links BEGIN
+    UPDATE link_counts SET links = links - 1 WHERE owner = coalesce(OLD.account_id, 0);
+  END;
+  CREATE TRIGGER link_counts_owner AFTER UPDATE OF account_id ON links
+    WHEN OLD.account_id IS NOT NEW.account_id BEGIN
+    UPDATE link_counts SET links = links - 1 WHERE owner = coalesce(OLD.account_id, 0);
+    INSERT INTO link_counts (owner, links) VALUES (coalesce(NEW.account_id, 0), 1)
+      ON CONFLICT (owner) DO UPDATE SET links = links + 1;
+  END;
+  CREATE TABLE link_images (
+    link_id INTEGER PRIMARY KEY REFERENCES links(id) ON DELETE CASCADE,
+    version TEXT NOT NULL,
+    type TEXT NOT NULL,
+    width INTEGER NOT NULL,
+    height INTEGER NOT NULL,
+    bytes BLOB NOT NULL
+  );
+  `,
+  },
 ]

@@ -23,14 +23,41 @@ export interface LinkRow {
   split: string | null
   /** 0-200 characters, '' for none (SPEC §2a). */
   title: string
+  /** The short domain it belongs to ('' the default: base_url's host); a code is unique per domain (SPEC §13). */
+  domain: string
+  /** Where it sends people once expired or used up (null: the 410 page). */
+  expired_url: string | null
+  /** The social preview (SPEC §2a): '' without; og_image the stored image's version (null: none). */
+  og_title: string
+  og_description: string
+  og_image: string | null
+  /** Unix ms: the destination's title is still to be fetched (links.fetch_metadata); null: nothing to fetch. */
+  meta_due: number | null
 }
+/** The fields a change may write (the domain is the link's for life). */
 export type LinkChanges = Partial<
-  Pick<LinkRow, 'long_url' | 'mode' | 'password_hash' | 'expires' | 'max_visits' | 'rules' | 'split' | 'title'>
+  Pick<
+    LinkRow,
+    | 'long_url'
+    | 'mode'
+    | 'password_hash'
+    | 'expires'
+    | 'max_visits'
+    | 'rules'
+    | 'split'
+    | 'title'
+    | 'expired_url'
+    | 'og_title'
+    | 'og_description'
+    | 'og_image'
+    | 'meta_due'
+  >
 >
-/** The fields a new link is made with (no title: ''). */
-export type NewLink = Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'disabled' | 'visits_used' | 'title'> & {
-  title?: string
-}
+/** Fields a new link may leave out, with what they then are. */
+type Defaulted = 'title' | 'domain' | 'expired_url' | 'og_title' | 'og_description' | 'og_image' | 'meta_due'
+/** The fields a new link is made with (title, og_title, og_description, domain: ''; the others null). */
+export type NewLink = Omit<LinkRow, 'id' | 'clicks' | 'bots' | 'updated' | 'disabled' | 'visits_used' | Defaulted> &
+  Partial<Pick<LinkRow, Defaulted>>
 export interface NameCount {
   name: string
   clicks: number
@@ -62,7 +89,8 @@ export interface RetaggedLink {
   tags: string[]
 }
 
-/** The link a caller read before an await: checked again, by both, inside the write's transaction. */
+/** The link a caller read before an await: checked again, by both, inside the write's transaction (the id is
+ *  the link's; the code guards against a deleted and re-made one). */
 export interface ReadLink {
   id: number
   code: string
@@ -110,13 +138,14 @@ export interface LinkStorage<Tx> {
   flush(): Promise<void>
   /** Transactions that committed new links since start, and the links they committed (for /metrics). */
   creations(): { commits: number; links: number }
-  byCode(code: string): Promise<LinkRow | null>
+  /** The link with that code on `domain` ('' the default). */
+  byCode(code: string, domain?: string): Promise<LinkRow | null>
   /**
    * The same read at once, where the engine reads synchronously (SQLite, on this thread): the redirect of a
    * code not in the cache is then answered without a promise. Absent on PostgreSQL.
    */
-  byCodeNow?(code: string): LinkRow | null
-  codeExists(code: string): Promise<boolean>
+  byCodeNow?(code: string, domain?: string): LinkRow | null
+  codeExists(code: string, domain?: string): Promise<boolean>
   byIdAndCode(id: number, code: string): Promise<LinkRow | null>
   /**
    * The link read earlier, read again (locked) in one transaction: GONE when no link has that id and code,

@@ -23,6 +23,12 @@ export const link = (r: PgRow): LinkRow => ({
   rules: textOrNull(r.rules),
   split: textOrNull(r.split),
   title: text(r.title),
+  domain: text(r.domain),
+  expired_url: textOrNull(r.expired_url),
+  og_title: text(r.og_title),
+  og_description: text(r.og_description),
+  og_image: textOrNull(r.og_image),
+  meta_due: intOrNull(r.meta_due),
 })
 const links = (rows: PgRow[]) => rows.map(link)
 

@@ -24,6 +24,12 @@ const insertedRow = (id: unknown, code: string, l: Omit<NewLink, 'code'>): LinkR
   rules: l.rules,
   split: l.split,
   title: l.title ?? '',
+  domain: l.domain ?? '',
+  expired_url: l.expired_url ?? null,
+  og_title: l.og_title ?? '',
+  og_description: l.og_description ?? '',
+  og_image: l.og_image ?? null,
+  meta_due: l.meta_due ?? null,
 })
 
 export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
@@ -67,7 +73,15 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
     rules: l.rules,
     split: l.split,
     title: l.title ?? '',
+    domain: l.domain ?? '',
+    expired_url: l.expired_url ?? null,
+    og_title: l.og_title ?? '',
+    og_description: l.og_description ?? '',
+    og_image: l.og_image ?? null,
+    meta_due: l.meta_due ?? null,
   })
+  /** A code's place: codes are unique per domain. */
+  const slot = (domain: string | undefined, code: string) => `${domain ?? ''}\n${code}`
 
   /** One creation in a transaction of its own: the first of its codes that is free, its tags, its `within`. */
   async function alone(c: Creation): Promise<void> {
@@ -76,7 +90,7 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
         for (const code of c.codes()) {
           // ON CONFLICT DO NOTHING raises no error: the transaction stays usable for the next code.
           const [inserted] =
-            await tx`INSERT INTO links ${tx(values(c.l, code))} ON CONFLICT (code) DO NOTHING RETURNING id`
+            await tx`INSERT INTO links ${tx(values(c.l, code))} ON CONFLICT (domain, code) DO NOTHING RETURNING id`
           if (!inserted) continue
           const row = insertedRow(inserted.id, code, c.l)
           // A new id has no tags yet: nothing to delete first (a round trip less than replaceTags).
@@ -115,17 +129,20 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
           if (trying.length === 0) break
           // In owner order, then code order (see above).
           const owner = (c: Creation) => c.l.account_id ?? 0
-          trying.sort((a, b) => owner(a[0]) - owner(b[0]) || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0))
-          // Each row inserted names its code and id; the rest of the row is what was bound (insertedRow).
+          const place = ([c, code]: [Creation, string]) => slot(c.l.domain, code)
+          trying.sort((a, b) => owner(a[0]) - owner(b[0]) || (place(a) < place(b) ? -1 : place(a) > place(b) ? 1 : 0))
+          // Each row inserted names its place and id; the rest of the row is what was bound (insertedRow).
           const inserted =
-            await tx`INSERT INTO links ${tx(trying.map(([c, code]) => values(c.l, code)))} ON CONFLICT (code) DO NOTHING RETURNING id, code`
-          const idOf = new Map<string, unknown>(inserted.map((r: { id: unknown; code: string }) => [r.code, r.id]))
+            await tx`INSERT INTO links ${tx(trying.map(([c, code]) => values(c.l, code)))} ON CONFLICT (domain, code) DO NOTHING RETURNING id, domain, code`
+          const idOf = new Map<string, unknown>(
+            inserted.map((r: { id: unknown; domain: string; code: string }) => [slot(r.domain, r.code), r.id]),
+          )
           open = []
           for (const [c, code] of trying) {
-            // Two creations of one group asking for one code: the first has it, the second tries its next.
-            const id = idOf.get(code)
+            // Two creations of one group asking for one place: the first has it, the second tries its next.
+            const id = idOf.get(slot(c.l.domain, code))
             if (id !== undefined) {
-              idOf.delete(code)
+              idOf.delete(slot(c.l.domain, code))
               out.set(c, insertedRow(id, code, c.l))
             } else open.push(c)
           }
@@ -205,12 +222,12 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
       await Promise.all([...inFlight])
     },
     creations: () => ({ commits, links: committed }),
-    async byCode(code) {
-      const [row] = await sql`SELECT * FROM links WHERE code = ${code}`
+    async byCode(code, domain = '') {
+      const [row] = await sql`SELECT * FROM links WHERE domain = ${domain} AND code = ${code}`
       return row ? link(row) : null
     },
-    async codeExists(code) {
-      return (await sql`SELECT 1 FROM links WHERE code = ${code}`).length > 0
+    async codeExists(code, domain = '') {
+      return (await sql`SELECT 1 FROM links WHERE domain = ${domain} AND code = ${code}`).length > 0
     },
     async byIdAndCode(id, code) {
       const [row] = await sql`SELECT * FROM links WHERE id = ${id} AND code = ${code}`
@@ -244,7 +261,12 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
             visits_used = CASE WHEN ${has('max_visits')} AND ${changes.max_visits ?? null}::bigint IS NULL THEN 0 ELSE visits_used END,
             rules = CASE WHEN ${has('rules')} THEN ${changes.rules ?? null}::text ELSE rules END,
             split = CASE WHEN ${has('split')} THEN ${changes.split ?? null}::text ELSE split END,
-            title = CASE WHEN ${has('title')} THEN ${changes.title ?? null}::text ELSE title END
+            title = CASE WHEN ${has('title')} THEN ${changes.title ?? null}::text ELSE title END,
+            expired_url = CASE WHEN ${has('expired_url')} THEN ${changes.expired_url ?? null}::text ELSE expired_url END,
+            og_title = CASE WHEN ${has('og_title')} THEN ${changes.og_title ?? null}::text ELSE og_title END,
+            og_description = CASE WHEN ${has('og_description')} THEN ${changes.og_description ?? null}::text ELSE og_description END,
+            og_image = CASE WHEN ${has('og_image')} THEN ${changes.og_image ?? null}::text ELSE og_image END,
+            meta_due = CASE WHEN ${has('meta_due')} THEN ${changes.meta_due ?? null}::bigint ELSE meta_due END
           WHERE id = ${read.id} RETURNING *`
         const row = link(updated)
         if (next) await replaceTags(tx, row.id, row.account_id, next)

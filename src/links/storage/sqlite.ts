@@ -15,8 +15,8 @@ import {
 } from './contract'
 import { sqliteTagReads } from './sqlite-tags'
 
-/** The UNIQUE error of links.code, as bun:sqlite throws it (what the service has always caught as "taken"). */
-const codeTaken = (err: unknown) => String(err).includes('UNIQUE constraint failed: links.code')
+/** The UNIQUE error of (links.domain, links.code), as bun:sqlite throws it (what the service has always caught as "taken"). */
+const codeTaken = (err: unknown) => String(err).includes('UNIQUE constraint failed: links.domain, links.code')
 
 /** SQLite: `within` runs in the transaction and must be synchronous (syncWithin refuses a pending promise). */
 export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
@@ -37,13 +37,22 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
       string | null,
       string | null,
       string,
+      string,
+      string | null,
+      string,
+      string,
+      string | null,
+      number | null,
     ]
   >(
-    `INSERT INTO links (code, long_url, account_id, mode, password_hash, created, updated, expires, max_visits, rules, split, title)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)`,
+    `INSERT INTO links (code, long_url, account_id, mode, password_hash, created, updated, expires, max_visits, rules, split, title,
+       domain, expired_url, og_title, og_description, og_image, meta_due)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)`,
   )
-  const byCode = db.query<LinkRow, [string]>('SELECT * FROM links WHERE code = ?')
-  const codeExists = db.query<{ one: number }, [string]>('SELECT 1 AS one FROM links WHERE code = ?')
+  const byCode = db.query<LinkRow, [string, string]>('SELECT * FROM links WHERE domain = ?2 AND code = ?1')
+  const codeExists = db.query<{ one: number }, [string, string]>(
+    'SELECT 1 AS one FROM links WHERE domain = ?2 AND code = ?1',
+  )
   const page = db.query<LinkRow, [number, number, number]>(
     'SELECT * FROM links WHERE account_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3',
   )
@@ -73,13 +82,19 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
     string | null,
     number,
     string | null,
+    ...OptionalArgs,
   ]
-  const update = db.query<LinkRow, UpdateArgs>(
+  type OptionalArgs = [number, string | null, number, string | null, number, string | null, number, string | null]
+  type MoreArgs = [number, number | null]
+  const update = db.query<LinkRow, [...UpdateArgs, ...MoreArgs]>(
     `UPDATE links SET
        long_url = iif(?1, ?2, long_url), mode = iif(?3, ?4, mode),
        password_hash = iif(?5, ?6, password_hash), expires = iif(?7, ?8, expires), updated = ?9,
        max_visits = iif(?11, ?12, max_visits), visits_used = iif(?11 AND ?12 IS NULL, 0, visits_used),
-       rules = iif(?13, ?14, rules), split = iif(?15, ?16, split), title = iif(?17, ?18, title)
+       rules = iif(?13, ?14, rules), split = iif(?15, ?16, split), title = iif(?17, ?18, title),
+       expired_url = iif(?19, ?20, expired_url), og_title = iif(?21, ?22, og_title),
+       og_description = iif(?23, ?24, og_description), og_image = iif(?25, ?26, og_image),
+       meta_due = iif(?27, ?28, meta_due)
      WHERE id = ?10 RETURNING *`,
   )
   // A visit of a limited link takes one of its visits, or finds none left: one conditional write, atomic
@@ -161,6 +176,12 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
       r.rules,
       r.split,
       r.title ?? '',
+      r.domain ?? '',
+      r.expired_url ?? null,
+      r.og_title ?? '',
+      r.og_description ?? '',
+      r.og_image ?? null,
+      r.meta_due ?? null,
     )
     return {
       id: Number(lastInsertRowid),
@@ -180,6 +201,12 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
       rules: r.rules,
       split: r.split,
       title: r.title ?? '',
+      domain: r.domain ?? '',
+      expired_url: r.expired_url ?? null,
+      og_title: r.og_title ?? '',
+      og_description: r.og_description ?? '',
+      og_image: r.og_image ?? null,
+      meta_due: r.meta_due ?? null,
     }
   }
   /** Writes only the fields present in `changes`. */
@@ -203,6 +230,16 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
       changes.split ?? null,
       'title' in changes ? 1 : 0,
       changes.title ?? null,
+      'expired_url' in changes ? 1 : 0,
+      changes.expired_url ?? null,
+      'og_title' in changes ? 1 : 0,
+      changes.og_title ?? null,
+      'og_description' in changes ? 1 : 0,
+      changes.og_description ?? null,
+      'og_image' in changes ? 1 : 0,
+      changes.og_image ?? null,
+      'meta_due' in changes ? 1 : 0,
+      changes.meta_due ?? null,
     )
 
   const creations = createWriteGroup(db)
@@ -258,9 +295,9 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
       return inFlight === 0 ? Promise.resolve() : new Promise<void>((settled) => waiting.push(settled))
     },
     creations: () => ({ commits: creations.commits, links: made }),
-    byCode: async (code) => byCode.get(code) ?? null,
-    byCodeNow: (code) => byCode.get(code) ?? null,
-    codeExists: async (code) => codeExists.get(code) !== null,
+    byCode: async (code, domain = '') => byCode.get(code, domain) ?? null,
+    byCodeNow: (code, domain = '') => byCode.get(code, domain) ?? null,
+    codeExists: async (code, domain = '') => codeExists.get(code, domain) !== null,
     byIdAndCode: async (id, code) => byIdAndCode.get(id, code) ?? null,
 
     async change(read, changes, tags, now, allowed, within) {
