@@ -55,12 +55,14 @@ export function createReportRoutes(deps: {
   links: LinkService
   clientIp: (r: Request) => string
 }) {
-  const { config, abuse, links, clientIp } = deps
-  const base = config.server.base_url
+  const { abuse, links, clientIp } = deps
+  // The domain a request came to (SPEC §13): its links, its base URL, its own origin for the form's check.
+  const domains = links.domains
+  const domainOf = (request: Request) => (domains.multi ? domains.ofHost(request.headers.get('host')) : '')
   const perMinute = createRateLimiter()
   const perDay = createDailyLimiter()
 
-  function form(code: string, url: URL, status = 200): Response {
+  function form(code: string, base: string, url: URL, status = 200): Response {
     const q = url.searchParams
     const error = q.get('error')
     const chosen = q.get('reason') ?? ''
@@ -95,7 +97,7 @@ export function createReportRoutes(deps: {
     )
   }
 
-  const sent = (code: string) =>
+  const sent = (code: string, base: string) =>
     page(tpl(reportSentTpl), { short_url: `${base}/${code}` }, { title: 'Report sent', brand: true })
 
   const seeOther = (location: string) =>
@@ -103,17 +105,19 @@ export function createReportRoutes(deps: {
 
   return new Elysia({ name: 'abuse-report' })
     .get('/:code/report', async ({ params, request }) => {
-      const row = await links.resolve(params.code)
+      const row = await links.resolve(params.code, domainOf(request))
       if (!row) return notFoundPage()
       const url = new URL(request.url)
-      return url.searchParams.get('sent') === '1' ? sent(row.code) : form(row.code, url)
+      const base = domains.baseOf(row.domain)
+      return url.searchParams.get('sent') === '1' ? sent(row.code, base) : form(row.code, base, url)
     })
     .post(
       '/:code/report',
       async ({ params, request }) => {
-        if (isCrossSite(request, base))
+        const domain = domainOf(request)
+        if (isCrossSite(request, domains.baseOf(domain)))
           return messagePage(403, 'Request refused', 'This form can only be sent from this site.')
-        const row = await links.resolve(params.code)
+        const row = await links.resolve(params.code, domain)
         if (!row) return notFoundPage()
         const client = rateKeyOf(clientIp(request))
         const minute = perMinute.hit(client, REPORTS_PER_MINUTE)
@@ -132,7 +136,7 @@ export function createReportRoutes(deps: {
           contact: body.get('contact') ?? '',
         }
         try {
-          await abuse.report({ code: row.code, ...fields })
+          await abuse.report({ code: row.code, domain, ...fields })
         } catch (err) {
           if (err instanceof AppError && err.status === 503)
             return messagePage(503, 'Reports are full', err.message, err.headers)

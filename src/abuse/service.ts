@@ -39,7 +39,7 @@ export interface AbuseDeps<Tx> {
   queue: EventWriter<Tx>
   config: Config
   /** The link service's cached rows: a code's, and dropping a changed one's. */
-  links: Pick<LinkService, 'resolve' | 'forget'>
+  links: Pick<LinkService, 'resolve' | 'forget' | 'domains'>
   clock: () => number
   /** Who listens for link.reported (its index), and the deliverer's wake-up after a commit. */
   outbox?: Pick<Outbox, 'wanted' | 'wake'>
@@ -113,11 +113,13 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
     /** A visitor's report of a link: stored with the time and nothing of the visitor but what they typed. */
     async report(input: {
       code: string
+      /** The short domain ('' the default) the report came to. */
+      domain?: string
       reason: unknown
       text: unknown
       contact: unknown
     }): Promise<{ id: number | null }> {
-      const row = await links.resolve(input.code)
+      const row = await links.resolve(input.code, input.domain ?? '')
       if (!row) throw notFound('There is no short link at this address.')
       const reason = String(input.reason ?? '')
       if (!(REPORT_REASONS as readonly string[]).includes(reason))
@@ -144,7 +146,13 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
                   type: 'link.reported',
                   accountId: owner,
                   at: now,
-                  data: { hex: row.code, url: `${config.server.base_url}/${row.code}`, reason, text, report: r.id },
+                  data: {
+                    hex: row.code,
+                    url: `${links.domains.baseOf(row.domain)}/${row.code}`,
+                    reason,
+                    text,
+                    report: r.id,
+                  },
                 },
                 now,
               )
@@ -210,7 +218,7 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
       if (closed === 'already_closed')
         throw new AppError(409, 'closed', 'That report was closed by someone else meanwhile: nothing was changed.')
       if (closed === 'no_link') throw notFound(`No link with the code "${close.disableLink!.code}".`)
-      if (done.link) links.forget([done.link.code])
+      if (done.link) links.forget([done.link])
       if (done.ban) banChanged(done.ban.host, done.ban)
       recount()
       // Another feature's change (an account disabled): what it changed of the visit path's memory is read before
@@ -220,18 +228,23 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
     },
 
     /** An admin disables a link (reason shown to visitors) or enables it again. */
-    async setLinkDisabled(code: string, reason: string | null, by: Who = SYSTEM): Promise<LinkRef> {
+    async setLinkDisabled(code: string, reason: string | null, by: Who = SYSTEM, domain = ''): Promise<LinkRef> {
       const text = disableText(reason)
-      const link = await rows.setLinkDisabled(code, text, clock(), (tx, l) =>
-        record(tx, by, {
-          action: text === null ? 'link.enable' : 'link.disable',
-          target: `link ${l.code}`,
-          detail: text ?? '',
-        }),
+      const link = await rows.setLinkDisabled(
+        code,
+        text,
+        clock(),
+        (tx, l) =>
+          record(tx, by, {
+            action: text === null ? 'link.enable' : 'link.disable',
+            target: `link ${l.domain ? `${l.domain}/` : ''}${l.code}`,
+            detail: text ?? '',
+          }),
+        domain,
       )
-      if (!link) throw notFound(`No link with the code "${code}".`)
+      if (!link) throw notFound(`No link with the code "${code}"${domain ? ` on ${domain}` : ''}.`)
       // The link service's cached row goes: the next visit reads the row again, and its verdict with it.
-      links.forget([link.code])
+      links.forget([link])
       return link
     },
 
@@ -250,7 +263,7 @@ export function createAbuseService<Tx>({ rows, audit, queue, config, links, cloc
           detail: text ?? '',
         }),
       )
-      if (link) links.forget([link.code])
+      if (link) links.forget([link])
       return link
     },
 

@@ -7,7 +7,7 @@ import { escapeHtml as e, isoTimeHtml } from '../web/render'
 import { qrImage, qrSection, qrWithLogo } from './link-qr'
 import type { DashboardDeps } from './deps'
 import type { Session } from './sessions'
-import { CODE, lock, tagChips, visitsLeftText } from './links-view'
+import { lock, parseRef, REF, refOf, tagChips, visitsLeftText } from './links-view'
 import {
   currentRouting,
   destinationOf,
@@ -30,6 +30,9 @@ import { schemeAttrs, schemeHint, schemeNote, withNote } from './form-help'
 import { routingJson, routingOf, routingOfLink } from './routing-form'
 
 export function createLinkPages({ shell, links, qr, clock }: DashboardDeps) {
+  // A link's name in these pages' paths: its code, with "@host" on another short domain (links-view.ts).
+  const home = links.domains.defaultHost
+  const ref = (r: LinkRecord) => refOf(r, home)
   function notFoundPage(request: Request, s: Session, code: string) {
     return shell.render(request, s, {
       section: 'links',
@@ -40,10 +43,11 @@ export function createLinkPages({ shell, links, qr, clock }: DashboardDeps) {
   }
 
   /** The caller's link, or null (unknown, another account's, or not a code at all: all answered 404). */
-  async function ownedLink(code: string, s: Session): Promise<LinkRecord | null> {
-    if (!CODE.test(code)) return null
+  async function ownedLink(ref: string, s: Session): Promise<LinkRecord | null> {
+    const named = parseRef(ref)
+    if (!named) return null
     try {
-      return await links.get({ code }, s.caller)
+      return await links.get(named, s.caller)
     } catch (err) {
       if (err instanceof AppError && (err.status === 404 || err.code === 'not_owner' || err.status === 400)) return null
       throw err
@@ -69,7 +73,7 @@ export function createLinkPages({ shell, links, qr, clock }: DashboardDeps) {
     const mode = errorOf(errors, 'mode')
     const expire = errorOf(errors, 'expire')
     const pw = errorOf(errors, 'password')
-    const c = e(r.hex)
+    const c = e(ref(r))
     const currentExpiry = !r.expires
       ? 'It never expires.'
       : r.expired
@@ -125,12 +129,12 @@ ${r.password ? radio('remove', 'Remove the password') : ''}
 <dt>Clicks</dt><dd>${r.clicks} · <a href="/dashboard/links/${c}/stats">statistics</a></dd>
 ${r.max_visits !== null ? `<dt>Visits</dt><dd>${e(visitsLeftText(r))}</dd>` : ''}
 <dt>Created</dt><dd>${isoTimeHtml(r.created)}</dd>
-${r.tags.length ? `<dt>Tags</dt><dd>${tagChips(r, { q: '', tags: [], sort: 'created', page: 1 })}</dd>` : ''}
+${r.tags.length ? `<dt>Tags</dt><dd>${tagChips(r, { q: '', tags: [], sort: 'created', page: 1, domain: '' })}</dd>` : ''}
 </dl>
 <p><a class="danger-link" href="/dashboard/links/${c}/delete">Delete this link…</a></p>
 </aside>
 </div>
-${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
+${qrSection(ref(r), r.url, new URL(request.url), s.csrf)}
 </div>`
     return shell.render(request, s, {
       section: 'links',
@@ -150,7 +154,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
         status: 404,
         headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' },
       })
-    return qrImage(qr, s.caller.accountId, r.hex, r.url, format, new URL(request.url))
+    return qrImage(qr, s.caller.accountId, ref(r), r.url, format, new URL(request.url))
   }
 
   /**
@@ -166,11 +170,11 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
     const window = windowOf(request.url)
     const now = clock()
     const { s: answer, error } = await statsFor(
-      (from, to) => links.stats({ code: r.hex, from, to }, s.caller),
+      (from, to) => links.stats({ code: r.hex, domain: r.domain, from, to }, s.caller),
       window,
       now,
     )
-    const path = `/dashboard/links/${encodeURIComponent(r.hex)}/stats`
+    const path = `/dashboard/links/${ref(r)}/stats`
     if (csv) {
       if (!error) return statsCsv(answer, csvTableOf(request.url), { 'cache-control': 'no-store' })
       return shell.render(request, s, {
@@ -185,7 +189,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
       section: 'links',
       title: `Statistics of ${r.hex}`,
       status: error ? 400 : 200,
-      content: `<div class="links-page stats"><p class="back"><a href="/dashboard">← All links</a> · <a href="/dashboard/links/${e(r.hex)}">Edit ${e(r.hex)}</a> · <a href="/${e(r.hex)}+">Public page</a></p>${body}</div>`,
+      content: `<div class="links-page stats"><p class="back"><a href="/dashboard">← All links</a> · <a href="/dashboard/links/${e(ref(r))}">Edit ${e(r.hex)}</a> · <a href="${e(r.domain === home ? `/${r.hex}+` : r.stats)}">Public page</a></p>${body}</div>`,
     })
   }
 
@@ -247,7 +251,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
           split?: string
           title?: string
         } = {}
-        const page = `/dashboard/links/${r.hex}`
+        const page = `/dashboard/links/${ref(r)}`
         const refuse = (state: Refused<EditForm>) => shell.refused(shell.ownerOf(s), page, state)
         // Every field's problem at once, each beside its field (the rows' addresses get https:// here too).
         const { errors, fixed } = formErrors(
@@ -280,9 +284,9 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
         if ([...tags.tags].sort().join(',') !== r.tags.join(',')) changes.tags = tags.tags.join(',')
         if (values.passwordAction === 'set') changes.password = f.get('password') ?? ''
         if (Object.keys(changes).length === 0)
-          return shell.seeOther(`/dashboard/links/${r.hex}`, { kind: 'ok', text: 'Nothing to change.' })
+          return shell.seeOther(`/dashboard/links/${ref(r)}`, { kind: 'ok', text: 'Nothing to change.' })
         try {
-          await links.update({ code: r.hex, ...changes }, s.caller)
+          await links.update({ code: r.hex, domain: r.domain, ...changes }, s.caller)
         } catch (err) {
           if (!(err instanceof AppError) || err.status >= 500) throw err
           if (err.status === 404 || err.code === 'not_owner') return notFoundPage(request, s, r.hex)
@@ -293,7 +297,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
             formError: field ? undefined : plainError(null, err.message),
           })
         }
-        return shell.seeOther(`/dashboard/links/${r.hex}`, {
+        return shell.seeOther(`/dashboard/links/${ref(r)}`, {
           kind: 'ok',
           text: `Saved the changes to ${r.url}${withNote(schemeNote([...destination.fixed, ...fixed])) || '.'}`,
         })
@@ -305,7 +309,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
     .post(
       '/dashboard/links/:code/qr',
       async ({ request, params }) => {
-        const s = await shell.require(request, `/dashboard/links/${CODE.test(params.code) ? params.code : ''}`)
+        const s = await shell.require(request, `/dashboard/links/${REF.test(params.code) ? params.code : ''}`)
         if (s instanceof Response) return s
         const r = await ownedLink(params.code, s)
         if (!r) return notFoundPage(request, s, params.code)
@@ -315,7 +319,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
           csrf: s.csrf,
           crossSite: shell.crossSite(request),
           refused: shell.csrfRefused,
-          code: r.hex,
+          code: ref(r),
           shortUrl: r.url,
         }
         return qrWithLogo(qr, opts, (location, reason) => shell.seeOther(location, { kind: 'error', text: reason }))
@@ -329,7 +333,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
       if (s instanceof Response) return s
       const r = await ownedLink(params.code, s)
       if (!r) return notFoundPage(request, s, params.code)
-      const c = e(r.hex)
+      const c = e(ref(r))
       return shell.render(request, s, {
         section: 'links',
         title: `Delete ${r.hex}`,
@@ -359,7 +363,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
         const r = await ownedLink(params.code, s)
         if (!r) return notFoundPage(request, s, params.code)
         try {
-          await links.delete({ code: r.hex }, s.caller)
+          await links.delete({ code: r.hex, domain: r.domain }, s.caller)
         } catch (err) {
           if (err instanceof AppError && (err.status === 404 || err.code === 'not_owner'))
             return notFoundPage(request, s, r.hex)

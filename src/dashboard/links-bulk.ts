@@ -8,7 +8,7 @@ import { AppError } from '../kernel/errors'
 import { csvExportResponse, type LinkRecord, MAX_TAGS } from '../links'
 import { escapeHtml as e } from '../web/render'
 import type { DashboardDeps } from './deps'
-import { CODE, listHref, listParams, listQuery, type ListQuery, searchInput } from './links-view'
+import { listHref, listParams, listQuery, type ListQuery, parseRef, REF, searchInput } from './links-view'
 import type { Session } from './sessions'
 
 /** The most links one bulk action changes (the filter's first BULK_MAX, newest first: run it again for more). */
@@ -26,9 +26,9 @@ interface Selection {
   list: ListQuery
 }
 
-function selectionOf(params: URLSearchParams): Selection {
-  const list = listQuery(new URL(`http://x/dashboard?${params}`))
-  const codes = [...new Set(params.getAll('code').filter((c) => CODE.test(c)))].slice(0, BULK_MAX)
+function selectionOf(params: URLSearchParams, hosts: readonly string[]): Selection {
+  const list = listQuery(new URL(`http://x/dashboard?${params}`), hosts)
+  const codes = [...new Set(params.getAll('code').filter((c) => REF.test(c)))].slice(0, BULK_MAX)
   return { all: params.get('scope') === 'all', codes, list }
 }
 
@@ -108,7 +108,7 @@ export function createBulkActions(deps: DashboardDeps) {
 
   /** The selection as a CSV file: the export's columns, the links in the order picked. */
   async function exportSelection(request: Request, s: Session) {
-    const sel = selectionOf(new URL(request.url).searchParams)
+    const sel = selectionOf(new URL(request.url).searchParams, links.domains.hosts)
     const codes = await codesOf(sel, s)
     let sent = false
     return csvExportResponse(
@@ -119,7 +119,7 @@ export function createBulkActions(deps: DashboardDeps) {
         for (const code of codes)
           out.push(
             ...(await links
-              .get({ code }, s.caller)
+              .get(parseRef(code) ?? { code }, s.caller)
               .then((r) => [r])
               .catch(() => [])),
           )
@@ -159,7 +159,7 @@ ${n > 0 ? `<button type="submit" class="danger">Delete ${plural(n, 'link')}</but
         const s = await shell.require(request, '/dashboard')
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
-        const sel = selectionOf(f)
+        const sel = selectionOf(f, links.domains.hosts)
         const back = listHref(sel.list)
         const action = ACTIONS.find((a) => a === f.get('action'))
         if (!action || (ADMIN_ONLY.includes(action) && !s.admin))
@@ -173,7 +173,10 @@ ${n > 0 ? `<button type="submit" class="danger">Delete ${plural(n, 'link')}</but
         if (action === 'disable' || action === 'enable') {
           const who = byAccount(s.caller, clientIp(request))
           const reason = action === 'disable' ? 'Disabled by the administrator from the links list.' : null
-          const r = await each(codes, (code) => abuse.setLinkDisabled(code, reason, who))
+          const r = await each(codes, (ref) => {
+            const named = parseRef(ref)
+            return abuse.setLinkDisabled(named?.code ?? ref, reason, who, named?.domain ?? '')
+          })
           const verb = action === 'disable' ? 'Disabled' : 'Enabled'
           return shell.seeOther(back, {
             kind: r.failed ? 'warn' : 'ok',
@@ -187,7 +190,10 @@ ${n > 0 ? `<button type="submit" class="danger">Delete ${plural(n, 'link')}</but
             text: 'Type the tag to add or remove: letters, digits, _ and -, at most 32.',
           })
         const add = action === 'add-tag'
-        const r = await each(codes, (code) => links.retag(add ? { code, add: tag } : { code, remove: tag }, s.caller))
+        const r = await each(codes, (ref) => {
+          const named = parseRef(ref) ?? { code: ref }
+          return links.retag(add ? { ...named, add: tag } : { ...named, remove: tag }, s.caller)
+        })
         return shell.seeOther(back, {
           kind: r.failed ? 'warn' : 'ok',
           text: `${add ? 'Tagged' : 'Removed the tag from'} ${plural(r.done, 'link')} ${add ? 'with' : ':'} “${tag}”${more}.${r.notDone}`,
@@ -198,7 +204,7 @@ ${n > 0 ? `<button type="submit" class="danger">Delete ${plural(n, 'link')}</but
     .get('/dashboard/links-bulk/delete', async ({ request }) => {
       const s = await shell.require(request)
       if (s instanceof Response) return s
-      const sel = selectionOf(new URL(request.url).searchParams)
+      const sel = selectionOf(new URL(request.url).searchParams, links.domains.hosts)
       // Only the caller's own links are counted and named: another's code in the URL is left out.
       const codes = sel.all ? await codesOf(sel, s) : await ownCodes(sel.codes, s)
       return confirmPage(request, s, sel, codes, await beyond(sel, s))
@@ -208,9 +214,9 @@ ${n > 0 ? `<button type="submit" class="danger">Delete ${plural(n, 'link')}</but
       async ({ request }) => {
         const s = await shell.require(request, '/dashboard')
         if (s instanceof Response) return s
-        const sel = selectionOf(await shell.form(request, s))
+        const sel = selectionOf(await shell.form(request, s), links.domains.hosts)
         const more = await beyond(sel, s)
-        const r = await each(await codesOf(sel, s), (code) => links.delete({ code }, s.caller))
+        const r = await each(await codesOf(sel, s), (ref) => links.delete(parseRef(ref) ?? { code: ref }, s.caller))
         return shell.seeOther(listHref({ ...sel.list, page: sel.all ? 1 : sel.list.page }), {
           kind: r.failed ? 'warn' : 'ok',
           text: `Deleted ${plural(r.done, 'link')}${more}.${r.notDone}`,

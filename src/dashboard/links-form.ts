@@ -115,6 +115,8 @@ export interface CreateForm {
   rules: Routing['rules']
   split: Routing['split']
   title: string
+  /** The short domain's host ('' the default). */
+  domain?: string
 }
 export const EMPTY_FORM: CreateForm = {
   url: '',
@@ -153,7 +155,21 @@ export interface Refused<F> {
   formError?: string
 }
 
-export function createCard(s: Session, tokens: FormTokens, form: CreateForm, errors: FieldErrors): string {
+/** The create form's domain picker, when the service has several short domains (SPEC §13; hosts[0] the default). */
+function domainField(hosts: readonly string[], chosen: string): string {
+  if (hosts.length < 2) return ''
+  const options = hosts.map((h, i) => [i === 0 ? '' : h, h] as const)
+  return `<div class="field"><label for="domain">Domain</label>
+<select id="domain" name="domain">${selectOptions(options, chosen)}</select></div>`
+}
+
+export function createCard(
+  s: Session,
+  tokens: FormTokens,
+  form: CreateForm,
+  errors: FieldErrors,
+  hosts: readonly string[] = [],
+): string {
   const url = errorOf(errors, 'url')
   const alias = errorOf(errors, 'alias')
   const mode = errorOf(errors, 'mode')
@@ -185,7 +201,7 @@ ${tokens.field()}
 <div class="link-new-row">
 <div class="field grow"><label for="url">Long URL</label>
 <input id="url" name="url" type="text" inputmode="url" autocomplete="off" spellcheck="false" autocapitalize="off" required maxlength="4096" placeholder="https://example.com/a/long/address" value="${e(form.url)}" data-scheme${schemeAttrs('url', !!errors.url)}>${schemeHint('url')}${url.html}</div>
-<button type="submit">Shorten</button>
+${domainField(hosts, form.domain ?? '')}<button type="submit">Shorten</button>
 </div>
 <details class="more"${more ? ' open' : ''}><summary>More options</summary>
 <div class="form-grid">

@@ -2,14 +2,14 @@
 // create form and the CSV export; one link's pages are link-pages.ts. Every form is Post/Redirect/Get.
 import { Elysia } from 'elysia'
 import { AppError } from '../kernel/errors'
-import { csvExportResponse } from '../links'
+import { codeKey, csvExportResponse } from '../links'
 import { RepeatedForm } from './form-tokens'
 import type { DashboardDeps } from './deps'
 import type { Session } from './sessions'
 import { createLinkPages } from './link-pages'
 import { bulkBar, createBulkActions } from './links-bulk'
 import { createTagsPage } from './tags'
-import { CODE, listCard, listQuery, searchInput, shortDestination } from './links-view'
+import { listCard, listQuery, REF, refOf, searchInput, shortDestination } from './links-view'
 import {
   createCard,
   type CreateForm,
@@ -36,11 +36,11 @@ export function createLinksSection(deps: DashboardDeps) {
     const refused =
       (await shell.refusedState<Refused<CreateForm>>(request, shell.ownerOf(s))) ??
       (draft ? { values: draft.form, errors: {} } : null)
-    const query = listQuery(url)
+    const query = listQuery(url, links.domains.hosts)
     const freshParam = url.searchParams.get('new')
-    const fresh = freshParam && CODE.test(freshParam) ? freshParam : null
+    const fresh = freshParam && REF.test(freshParam) ? freshParam : null
     const result = await links.search(searchInput(query), s.caller)
-    const content = `<div class="links-page"><h1>Links</h1>${createCard(s, tokens, refused?.values ?? EMPTY_FORM, refused?.errors ?? {})}${listCard(result, query, fresh, bulkBar(s, query, result.total, result.links.length))}</div>`
+    const content = `<div class="links-page"><h1>Links</h1>${createCard(s, tokens, refused?.values ?? EMPTY_FORM, refused?.errors ?? {}, links.domains.hosts)}${listCard(result, query, fresh, bulkBar(s, query, result.total, result.links.length), { home: links.domains.defaultHost, hosts: links.domains.hosts })}</div>`
     return shell.render(request, s, {
       section: 'links',
       title: 'Links',
@@ -66,6 +66,7 @@ export function createLinksSection(deps: DashboardDeps) {
             max_visits: d.get('max_visits') ?? '',
             ...routingOf(d),
             title: d.get('title') ?? '',
+            domain: d.get('domain') ?? '',
           },
         })
       return listPage(request, s)
@@ -75,7 +76,7 @@ export function createLinksSection(deps: DashboardDeps) {
       async ({ request }) => {
         const s = await shell.requireForm(request, {
           page: '/dashboard',
-          keep: ['url', 'alias', 'mode', 'expire', 'tags', 'title', ...ROUTING_FIELDS],
+          keep: ['url', 'alias', 'mode', 'expire', 'tags', 'title', 'domain', ...ROUTING_FIELDS],
         })
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
@@ -95,6 +96,7 @@ export function createLinksSection(deps: DashboardDeps) {
           max_visits: (f.get('max_visits') ?? '').trim(),
           ...routingOf(f),
           title: f.get('title') ?? '',
+          domain: f.get('domain') ?? '',
         }
         const password = f.get('password') ?? ''
         // Every field's problem at once, each beside its field; the service's own refusals (an alias taken) after.
@@ -129,11 +131,12 @@ export function createLinksSection(deps: DashboardDeps) {
               rules: json.rules,
               split: json.split,
               title: form.title,
+              domain: form.domain,
             },
             s.caller,
-            { within: (tx, link) => tokens.claim(tx, sent, s.id, fresh(link.code)) },
+            { within: (tx, link) => tokens.claim(tx, sent, s.id, fresh(codeKey(link.domain, link.code))) },
           )
-          return shell.seeOther(fresh(r.hex), {
+          return shell.seeOther(fresh(refOf(r, links.domains.defaultHost)), {
             kind: 'ok',
             text: `Created ${r.url} → ${shortDestination(r.long_url)}${withNote(schemeNote([...destination.fixed, ...fixed]))}`,
           })

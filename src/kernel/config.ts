@@ -19,6 +19,7 @@ import {
   type Check,
 } from './config-checks'
 import { databaseUrl } from './config-database'
+import { type DomainPages, domainTables, settleDomains } from './config-domains'
 import { ConfigError } from './errors'
 import { canonicalIp } from './net/cidr'
 
@@ -31,7 +32,11 @@ export interface Config {
     trusted_proxies: string[]
     /** Set: /metrics also answers `Authorization: Bearer <this>` from any address (SPEC §10). Empty: loopback and private networks only. */
     metrics_token: string
+    /** Short domains beside base_url's host (SPEC §13), lower case, without it. */
+    domains: string[]
   }
+  /** Per short domain (base_url's host or one of server.domains): where its root and an unknown code go. */
+  domains: Record<string, DomainPages>
   links: {
     redirect_status: number
     blocked_domains: string[]
@@ -101,7 +106,15 @@ export interface Config {
 export function defaultConfig(): Config {
   return {
     data_dir: './data',
-    server: { host: '0.0.0.0', port: 8080, base_url: 'http://localhost:8080', trusted_proxies: [], metrics_token: '' },
+    server: {
+      host: '0.0.0.0',
+      port: 8080,
+      base_url: 'http://localhost:8080',
+      trusted_proxies: [],
+      metrics_token: '',
+      domains: [],
+    },
+    domains: {},
     links: { redirect_status: 302, blocked_domains: [], anonymous: true, blocklist_files: [], import_max_rows: 50_000 },
     rate: { anon_per_minute: 60, anon_per_day: 200, key_per_minute: 600 },
     mail: {
@@ -151,7 +164,9 @@ const schema: Record<string, Check | Record<string, Check>> = {
     base_url: str(baseUrl),
     trusted_proxies: list(str(cidr)),
     metrics_token: bearerToken,
+    domains: list(str(hostname)),
   },
+  domains: domainTables,
   links: {
     redirect_status: int(301, 308, [301, 302, 307, 308]),
     blocked_domains: list(str(hostOrAddress)),
@@ -232,6 +247,7 @@ export function buildConfig(doc: Record<string, unknown>, relativeTo = process.c
   const server = doc.server as Record<string, unknown> | undefined
   if (server?.base_url === undefined) result.server.base_url = localBaseUrl(result.server)
   result.server.base_url = result.server.base_url.replace(/\/+$/, '')
+  settleDomains(result.server, result.domains)
   result.mail.domains = result.mail.domains.map((d) => d.toLowerCase())
   // Addresses in one spelling (links/validate.ts matches them so), names in lower case.
   result.links.blocked_domains = result.links.blocked_domains.map((d) => canonicalIp(d) ?? d.toLowerCase())

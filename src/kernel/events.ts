@@ -4,7 +4,7 @@ import { log as rootLog, type Logger } from './log'
 export interface EventMap {
   'link.created': { link: Record<string, unknown>; accountId: number | null }
   'link.updated': { link: Record<string, unknown>; accountId: number | null }
-  'link.deleted': { hex: string; accountId: number | null }
+  'link.deleted': { hex: string; domain: string; accountId: number | null }
   'link.clicked': { hex: string; linkId: number; accountId: number | null; at: number }
   /** A message stored in a mailbox (once per mailbox it went to); `message` is its messages.json entry plus the address. */
   'mail.received': { accountId: number; message: Record<string, unknown> }

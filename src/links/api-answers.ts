@@ -32,6 +32,7 @@ const exampleRecord: LinkRecord = {
   visits_left: 58,
   rules: [{ url: 'https://example.com/de', country: ['DE', 'AT', 'CH'] }],
   title: 'Spring sale 2026',
+  domain: new URL(EXAMPLE_BASE).hostname,
 }
 
 const dateTime = (description: string) => Type.String({ format: 'date-time', description })
@@ -117,6 +118,9 @@ export const LinkRecordSchema = Type.Object(
       ),
     ),
     title: Type.String({ maxLength: MAX_TITLE_LENGTH, description: 'Its title ("" without)' }),
+    domain: Type.String({
+      description: "Its short domain's host: base_url's for a link on the default domain",
+    }),
   },
   { title: 'LinkRecord', additionalProperties: false, examples: [exampleRecord] },
 )

@@ -157,3 +157,27 @@ export const cursorParam: ApiParam = {
     messages: { default: `${named('cursor')} is invalid: the "next" value of a previous answer.` },
   },
 }
+
+/**
+ * The short domain (SPEC §13): on getLink.json the new link's, elsewhere the domain of `code` (codes are unique per
+ * domain) or links.json's filter. Which hosts are allowed is the config's, checked by the service.
+ */
+export function domainParam(purpose: 'create' | 'code' | 'filter'): ApiParam {
+  const what = {
+    create: "The short domain of the new link: base_url's host (the default) or one of server.domains",
+    code: "The short domain of the link: its record's `domain` (absent: base_url's host, the default domain)",
+    filter: "Only the links of this short domain (base_url's host, or one of server.domains)",
+  }[purpose]
+  return {
+    name: 'domain',
+    absent: ['', null],
+    schema: Type.String({ maxLength: 253, description: what, examples: ['go.example.com'] }),
+    error: {
+      code: 'invalid_parameter',
+      messages: {
+        type: `${named('domain')} must be a string.`,
+        default: `${named('domain')} is invalid: it must be one of this service's short domains.`,
+      },
+    },
+  }
+}

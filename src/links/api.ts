@@ -19,6 +19,7 @@ import {
 } from './api-params'
 import {
   codeParam,
+  domainParam,
   cursorParam,
   dayParam,
   fileParam,
@@ -64,6 +65,7 @@ export function linkApi(
         rulesParam(true),
         splitParam(true),
         titleParam(true),
+        domainParam('create'),
       ],
       moreExamples: [
         { title: 'A link that stops after 100 visits by people (`max_visits`)', with: ['max_visits'] },
@@ -90,6 +92,7 @@ export function linkApi(
             rules: p.rules,
             split: p.split,
             title: p.title,
+            domain: p.domain,
           },
           caller,
         )
@@ -103,10 +106,11 @@ export function linkApi(
       summary:
         'Statistics of a link: clicks and visitors by day, sources, devices, browsers, operating systems and countries',
       description: `Public, as the statistics page is; at most 366 days at once. ${COUNTRY_CREDIT}`,
-      params: [codeParam, dayParam('from'), dayParam('to')],
+      params: [codeParam, domainParam('code'), dayParam('from'), dayParam('to')],
       returns: StatsSchema,
       errors: { 404: ['not_found'] },
-      handler: ({ params, caller }) => links.stats({ code: params.code, from: params.from, to: params.to }, caller),
+      handler: ({ params, caller }) =>
+        links.stats({ code: params.code, domain: params.domain, from: params.from, to: params.to }, caller),
     },
     {
       verb: 'POST',
@@ -115,7 +119,7 @@ export function linkApi(
       scope: 'links',
       tag: 'links',
       summary: "List the caller's links, newest first (by tag, by text), or export them all as CSV",
-      params: [limitParam, cursorParam, tagFilterParam, queryParam, listFormatParam],
+      params: [limitParam, cursorParam, tagFilterParam, queryParam, domainParam('filter'), listFormatParam],
       queryToo: true,
       returns: ListSchema,
       otherContent: {
@@ -125,7 +129,10 @@ export function linkApi(
       handler: ({ params, caller }): Promise<Static<typeof ListSchema>> | Response => {
         if (String(params.format ?? '').toLowerCase() === 'csv')
           return csvExportResponse(links.exportPages(caller!), links.now())
-        return links.list({ limit: params.limit, cursor: params.cursor, tag: params.tag, q: params.q }, caller!)
+        return links.list(
+          { limit: params.limit, cursor: params.cursor, tag: params.tag, q: params.q, domain: params.domain },
+          caller!,
+        )
       },
     },
     {
@@ -139,6 +146,7 @@ export function linkApi(
         "Only the owning account's keys (or an admin's) may change a link; anonymous links cannot be changed.",
       params: [
         codeParam,
+        domainParam('code'),
         urlParam(false),
         modeParam(false),
         expireParam(false),
@@ -161,6 +169,7 @@ export function linkApi(
         links.update(
           {
             code: params.code,
+            domain: params.domain,
             url: params.url,
             mode: params.mode,
             expire: params.expire,
@@ -211,10 +220,10 @@ export function linkApi(
       scope: 'links',
       tag: 'links',
       summary: 'Delete a link and its statistics; the code becomes free again',
-      params: [codeParam],
+      params: [codeParam, domainParam('code')],
       returns: DeletedSchema,
       errors: { 403: ['not_owner'], 404: ['not_found'], 503: [STORAGE] },
-      handler: ({ params, caller }) => links.delete({ code: params.code }, caller!),
+      handler: ({ params, caller }) => links.delete({ code: params.code, domain: params.domain }, caller!),
     },
   ]
   // links.json by GET too, its parameters in the query string, so that `links.json?format=csv` downloads the

@@ -2,6 +2,7 @@
 // on a hit, dropped per code on every change this process publishes or hears of (db/changes.ts); design notes: links, the link cache.
 import type { ChangeFeed } from '../db/changes'
 import type { LinkRow, LinkStorage } from './storage/contract'
+import { codeKey } from './domains'
 import { sharedRead } from './shared-read'
 import { isReserved, MODES } from './validate'
 
@@ -73,25 +74,25 @@ export function createLinkCache(deps: {
    * A row read after a miss, kept: in the young generation alone (a copy past its TTL in the old one goes),
    * or, read as gone, dropped from both.
    */
-  function keepRead(code: string, row: LinkRow | null, now: number): LinkRow | null {
-    old.delete(code)
+  function keepRead(key: string, row: LinkRow | null, now: number): LinkRow | null {
+    old.delete(key)
     if (row) {
       // Keyed by the row's own code and holding the one string of its mode: no string of the request's is kept.
       row.mode = MODES.find((m) => m === row.mode) ?? row.mode
-      remember(row.code, { row, at: now })
-    } else young.delete(code)
+      remember(row.domain === '' ? row.code : codeKey(row.domain, row.code), { row, at: now })
+    } else young.delete(key)
     return row
   }
 
   /** A code missed by the cache, read; kept unless its code changed while the read was under way. */
-  function readMissed(code: string, now: number): Promise<LinkRow | null> {
+  function readMissed(key: string, code: string, domain: string, now: number): Promise<LinkRow | null> {
     // Overtaken by a change of the code (or not shared, past READING_MAX): answered, never kept.
     return sharedRead(
       reading,
       READING_MAX,
-      code,
-      () => store.byCode(code),
-      (row, kept) => (kept ? keepRead(code, row, now) : row),
+      key,
+      () => store.byCode(code, domain),
+      (row, kept) => (kept ? keepRead(key, row, now) : row),
     )
   }
 
@@ -100,8 +101,8 @@ export function createLinkCache(deps: {
     get rows() {
       return young.size + old.size
     },
-    /** After the commit of a change of these links: every process's cache drops them (this one's at once). */
-    published: (codes: readonly string[]) => feed.publish('link', codes),
+    /** After the commit of a change of these links (their keys: codeKey): every process's cache drops them. */
+    published: (keys: readonly string[]) => feed.publish('link', keys),
     /** Stops hearing of other processes' changes. */
     close: () => stopChanges(),
 
@@ -110,20 +111,21 @@ export function createLinkCache(deps: {
      * (synchronous: the redirect never waits); on a miss the stored row read at once where the engine can
      * (SQLite), else a promise of it (PostgreSQL; visits of one code at once share one read).
      */
-    resolve(code: string): LinkRow | null | Promise<LinkRow | null> {
+    resolve(code: string, domain = ''): LinkRow | null | Promise<LinkRow | null> {
       const now = clock()
-      const hit = young.get(code)
+      const key = domain === '' ? code : codeKey(domain, code)
+      const hit = young.get(key)
       if (hit !== undefined && now - hit.at < cacheTtlMs) return hit.row
-      const held = hit === undefined ? old.get(code) : undefined
+      const held = hit === undefined ? old.get(key) : undefined
       if (held !== undefined && now - held.at < cacheTtlMs) {
-        remember(code, held)
+        remember(key, held)
         return held.row
       }
       // No link has a reserved name (validate.ts; random codes skip them): /healthz costs no read.
       if (isReserved(code)) return null
-      if (readNow === undefined) return readMissed(code, now)
+      if (readNow === undefined) return readMissed(key, code, domain, now)
       // SQLite: read at once, on this thread; nothing can overtake a read that does not wait.
-      return keepRead(code, readNow(code), now)
+      return keepRead(key, readNow(code, domain), now)
     },
   }
 }

@@ -1,6 +1,7 @@
 // The redirect's own cache of visited codes, compact: per code only what a plain redirect reads (the link's id,
 // account, destination, expiry and whether the gate let it through), in typed arrays beside one Map per
 // generation; the rest of a row is read on the slow path (cache.ts). Design notes: links, the link cache.
+import { codeKey } from './domains'
 import { sharedRead } from './shared-read'
 import type { LinkRow, LinkStorage } from './storage/contract'
 import { isReserved } from './validate'
@@ -24,6 +25,8 @@ class Generation {
   stamps = new Float64Array(0)
   kinds = new Uint8Array(0)
   codes: string[] = []
+  /** Each slot's domain ('' the default): a code is unique per domain (SPEC §13). */
+  domains: string[] = []
   urls: string[] = []
   readonly routed = new Map<number, LinkRow>()
   used = 0
@@ -49,6 +52,7 @@ class Generation {
     this.slots.clear()
     this.routed.clear()
     this.codes.length = 0
+    this.domains.length = 0
     this.urls.length = 0
     this.used = 0
     this.chars = 0
@@ -130,9 +134,11 @@ export function createHotCache(deps: {
   const notPlain = (row: LinkRow) =>
     row.mode !== 'redirect' || row.password_hash !== null || row.max_visits !== null || stopped(row)
 
-  /** A young slot holding a code's fields (`row`: the whole row of a routed link). */
+  /** A young slot holding a code's fields (`row`: the whole row of a routed link), under its key (codeKey). */
   function place(
+    key: string,
     code: string,
+    domain: string,
     url: string,
     id: number,
     account: number,
@@ -145,8 +151,9 @@ export function createHotCache(deps: {
     const slot = slotFor(code.length + url.length)
     const g = young
     // Keyed by the row's own code, as read: no string of a request's is kept.
-    g.slots.set(code, slot)
+    g.slots.set(key, slot)
     g.codes[slot] = code
+    g.domains[slot] = domain
     g.urls[slot] = url
     g.ids[slot] = id
     g.accounts[slot] = account
@@ -161,11 +168,12 @@ export function createHotCache(deps: {
   /** Keeps a row read now, as the redirect needs it; answers what the redirect makes of it. */
   function keep(row: LinkRow, now: number): HotLink {
     const kind = notPlain(row) ? OTHER : row.rules !== null || row.split !== null ? ROUTED : PLAIN
-    old.slots.delete(row.code)
+    const key = codeKey(row.domain, row.code)
+    old.slots.delete(key)
     const account = row.account_id ?? Number.NaN
     const expires = row.expires ?? Number.NaN
     const routed = kind === ROUTED ? row : undefined
-    place(row.code, row.long_url, row.id, account, expires, now, gateGeneration(), kind, routed)
+    place(key, row.code, row.domain, row.long_url, row.id, account, expires, now, gateGeneration(), kind, routed)
     return kind === OTHER ? NOT_PLAIN : row
   }
 
@@ -174,9 +182,12 @@ export function createHotCache(deps: {
     const o = old
     const row = o.routed.get(slot)
     const code = o.codes[slot]!
+    const domain = o.domains[slot]!
     const url = o.urls[slot]!
     return place(
+      codeKey(domain, code),
       code,
+      domain,
       url,
       o.ids[slot]!,
       o.accounts[slot]!,
@@ -195,6 +206,7 @@ export function createHotCache(deps: {
     if (kind === ROUTED) return g.routed.get(slot)!
     view.id = g.ids[slot]!
     view.code = g.codes[slot]!
+    view.domain = g.domains[slot]!
     view.long_url = g.urls[slot]!
     const account = g.accounts[slot]!
     view.account_id = Number.isNaN(account) ? null : account
@@ -203,13 +215,13 @@ export function createHotCache(deps: {
     return view
   }
 
-  function readMissed(code: string, now: number): Promise<HotLink> {
+  function readMissed(key: string, code: string, domain: string, now: number): Promise<HotLink> {
     // Overtaken by a change of the code (or not shared): answered from the row, never kept.
     return sharedRead(
       reading,
       READING_MAX,
-      code,
-      () => store.byCode(code),
+      key,
+      () => store.byCode(code, domain),
       (row, kept) => (row === null ? null : kept ? keep(row, now) : notPlain(row) ? NOT_PLAIN : row),
     )
   }
@@ -225,25 +237,27 @@ export function createHotCache(deps: {
     forgetAll,
 
     /**
-     * What the redirect of a code reads: a row (for a plain link a view of the slot, to be read at once and
-     * never kept), NOT_PLAIN, or null (no such link); synchronous on a hit and on SQLite, else a promise.
+     * What the redirect of a code on a domain ('' the default) reads: a row (for a plain link a view of the
+     * slot, to be read at once and never kept), NOT_PLAIN, or null (no such link); synchronous on a hit and on
+     * SQLite, else a promise.
      */
-    find(code: string): HotLink | Promise<HotLink> {
+    find(code: string, domain = ''): HotLink | Promise<HotLink> {
       const now = clock()
       const stamp = gateGeneration()
-      let slot = young.slots.get(code)
+      const key = domain === '' ? code : codeKey(domain, code)
+      let slot = young.slots.get(key)
       if (slot !== undefined && now - young.at[slot]! < ttlMs && young.stamps[slot] === stamp)
         return answer(young, slot)
       if (slot === undefined) {
-        slot = old.slots.get(code)
+        slot = old.slots.get(key)
         if (slot !== undefined && now - old.at[slot]! < ttlMs && old.stamps[slot] === stamp)
           return answer(young, promote(slot))
       }
       if (isReserved(code)) return null
-      if (readNow === undefined) return readMissed(code, now)
-      const row = readNow(code)
+      if (readNow === undefined) return readMissed(key, code, domain, now)
+      const row = readNow(code, domain)
       if (row === null) {
-        forget(code)
+        forget(key)
         return null
       }
       return keep(row, now)

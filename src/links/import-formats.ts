@@ -90,6 +90,7 @@ function* linkboxRows(text: string): Generator<ImportRow> {
       rules: r.get('rules') || undefined,
       split: r.get('split') || undefined,
       hadPassword: /^(yes|true|1)$/i.test(r.get('haspassword')),
+      domain: r.get('domain'),
       ...kept({
         created: r.get('created'),
         createdColumn: r.column('created'),
@@ -108,6 +109,8 @@ function* shlinkRows(text: string): Generator<ImportRow> {
       line: r.line,
       code: r.get('shortcode'),
       long_url: r.get('longurl'),
+      // Shlink names its default domain "DEFAULT" in some exports: linkbox's default domain then.
+      domain: /^default$/i.test(r.get('domain')) ? '' : r.get('domain'),
       ...kept({
         created: r.get('createdat'),
         createdColumn: r.column('createdat'),

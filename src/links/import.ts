@@ -145,8 +145,11 @@ function rowProblem(row: ImportRow, now: number): ImportRow['problem'] {
   return row.problem
 }
 
-/** What the link service is asked to make of a row. */
-const inputOf = (row: ImportRow) => ({
+/**
+ * What the link service is asked to make of a row. A domain that is not one of this service's (another tool's
+ * host, an old name) puts the link on the default domain: a move to a new host keeps every link.
+ */
+const inputOf = (row: ImportRow, hosts: readonly string[]) => ({
   url: row.long_url,
   alias: row.code,
   mode: row.mode,
@@ -155,6 +158,7 @@ const inputOf = (row: ImportRow) => ({
   title: row.title,
   rules: row.rules,
   split: row.split,
+  domain: hosts.includes((row.domain ?? '').toLowerCase()) ? row.domain : '',
 })
 
 /** A refusal of one row as an import reports it (a row without a URL is missing_url). */
@@ -197,13 +201,15 @@ export async function previewImport(
     if (rows.length >= opts.first) break
     let skip = rowProblem(row, now) ?? null
     if (!skip)
-      skip = await links.check(inputOf(row)).then(
+      skip = await links.check(inputOf(row, links.domains.hosts)).then(
         () => null,
         (err) => refusal(err),
       )
-    if (!skip && row.code !== '' && seen.has(row.code))
+    // A code is unique per domain: the same code on two domains is two links.
+    const place = `${inputOf(row, links.domains.hosts).domain}/${row.code}`
+    if (!skip && row.code !== '' && seen.has(place))
       skip = { reason: 'alias_taken', message: `The alias "${row.code}" is already in use (by an earlier row).` }
-    if (row.code !== '') seen.add(row.code)
+    if (row.code !== '') seen.add(place)
     const { line, code, long_url } = row
     rows.push({
       line,
@@ -239,7 +245,7 @@ async function createBatch(
   try {
     created = batch.map((row) => {
       if (rowProblem(row, now)) return Promise.resolve(null)
-      return links.create(inputOf(row), caller, {
+      return links.create(inputOf(row, links.domains.hosts), caller, {
         ...(row.expiresAt !== undefined ? { expiresAt: row.expiresAt } : {}),
         ...(row.created !== undefined ? { createdAt: row.created } : {}),
         quiet: true,

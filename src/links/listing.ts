@@ -1,6 +1,7 @@
 // Lists of a caller's links: links.json's pages by cursor, the export's pages, the dashboard's search.
 import type { Caller } from '../kernel/caller'
 import { invalidParameter } from '../kernel/errors'
+import { codeKey, type Domains } from './domains'
 import type { LinkRecord, Records } from './record'
 import type { LinkOrder, LinkStorage } from './storage/contract'
 import { validateTag } from './validate'
@@ -20,14 +21,21 @@ export const containsPattern = (text: string) => `%${text.replace(/[\\%_]/g, (c)
 
 const present = (v: unknown) => v !== undefined && v !== null && v !== ''
 
-export function createListing<Tx>(store: LinkStorage<Tx>, { records }: Pick<Records, 'records'>) {
+export function createListing<Tx>(
+  store: LinkStorage<Tx>,
+  { records, domains }: Pick<Records, 'records'> & { domains: Pick<Domains, 'named'> },
+) {
   return {
     /**
      * links.json: a page of the caller's links, newest first. `tag` keeps the links with that tag (along an
      * index); `q` those whose code, destination or a tag contains it (case-insensitive), looking at no more
-     * than LIST_SCAN links per page: such a page may hold fewer than `limit` links while `next` goes on.
+     * than LIST_SCAN links per page: such a page may hold fewer than `limit` links while `next` goes on;
+     * `domain` those of one short domain, looked for the same way.
      */
-    async list(input: { limit?: unknown; cursor?: unknown; tag?: unknown; q?: unknown }, caller: Caller) {
+    async list(
+      input: { limit?: unknown; cursor?: unknown; tag?: unknown; q?: unknown; domain?: unknown },
+      caller: Caller,
+    ) {
       let limit = 100
       if (present(input.limit)) {
         const s = String(input.limit)
@@ -49,15 +57,17 @@ export function createListing<Tx>(store: LinkStorage<Tx>, { records }: Pick<Reco
           throw invalidParameter('q', `text of at most ${MAX_SEARCH_LENGTH} characters`)
         q = input.q.trim()
       }
+      const domain = present(input.domain) ? domains.named(input.domain) : null
       const count = await store.count(caller.accountId)
-      if (q) {
+      if (q || domain !== null) {
         const { rows, floor, full } = await store.pageMatching(
           caller.accountId,
           before,
           tag,
-          containsPattern(q),
+          q ? containsPattern(q) : '%',
           limit + 1,
           LIST_SCAN,
+          domain,
         )
         const more = rows.length > limit
         const pageRows = more ? rows.slice(0, limit) : rows
@@ -99,21 +109,23 @@ export function createListing<Tx>(store: LinkStorage<Tx>, { records }: Pick<Reco
      */
     async search(input: SearchInput & { page?: number }, caller: Caller) {
       const { q, tags, pattern, order } = searchOf(input)
+      const domain = present(input.domain) ? domains.named(input.domain) : null
       const sort: LinkSort = input.sort === 'clicks' ? 'clicks' : 'created'
-      const filtered = q !== '' || tags.length > 0
+      const filtered = q !== '' || tags.length > 0 || domain !== null
       const counted = await (filtered
-        ? store.searchCount(caller.accountId, pattern, tags, SEARCH_COUNT_MAX + 1)
+        ? store.searchCount(caller.accountId, pattern, tags, SEARCH_COUNT_MAX + 1, domain)
         : store.count(caller.accountId))
       const capped = filtered && counted > SEARCH_COUNT_MAX
       const total = capped ? SEARCH_COUNT_MAX : counted
       const pages = Math.max(1, Math.ceil(total / SEARCH_PAGE_SIZE))
       const page = Math.min(Math.max(1, Math.floor(input.page ?? 1) || 1), pages)
       const offset = (page - 1) * SEARCH_PAGE_SIZE
-      const rows = await store.search(caller.accountId, pattern, tags, sort, SEARCH_PAGE_SIZE, offset, order)
+      const rows = await store.search(caller.accountId, pattern, tags, sort, SEARCH_PAGE_SIZE, offset, order, domain)
       const tag = tags[0] ?? ''
       return {
         links: await records(rows),
         q,
+        domain,
         tag,
         tags,
         sort,
@@ -130,8 +142,10 @@ export function createListing<Tx>(store: LinkStorage<Tx>, { records }: Pick<Reco
     /** The codes of the caller's links the dashboard's filter finds (as search does), in its order, at most `max`. */
     async matchingCodes(input: SearchInput, caller: Caller, max: number): Promise<string[]> {
       const { tags, pattern, order } = searchOf(input)
-      const rows = await store.search(caller.accountId, pattern, tags, 'created', max, 0, order)
-      return rows.map((r) => r.code)
+      const domain = present(input.domain) ? domains.named(input.domain) : null
+      const rows = await store.search(caller.accountId, pattern, tags, 'created', max, 0, order, domain)
+      // As the dashboard names links (its paths and bulk selections): codeKey, "code@host" on another domain.
+      return rows.map((r) => codeKey(r.domain, r.code))
     },
   }
 }
@@ -143,6 +157,8 @@ export interface SearchInput {
   tags?: readonly string[]
   sort?: LinkSort
   order?: LinkOrder
+  /** Only one short domain's links (its host; absent: every domain's). */
+  domain?: string
 }
 export const MAX_FILTER_TAGS = 10
 

@@ -1,5 +1,6 @@
 // A link as the API answers it (LinkRecord): built from its row and its tags, the same for every reader.
 import { iso } from '../db/sqlite'
+import type { Domains } from './domains'
 import type { LinkRow, LinkStorage } from './storage/contract'
 import type { Mode } from './validate'
 import type { Rule, SplitArm } from './validate-routing'
@@ -28,16 +29,19 @@ export interface LinkRecord {
   split?: SplitArm[]
   /** 0-200 characters, "" for none. */
   title: string
+  /** Its short domain's host (SPEC §13): base_url's for the default. */
+  domain: string
 }
 
 export function createRecords(
-  base: string,
+  domains: Pick<Domains, 'baseOf' | 'hostOf'>,
   clock: () => number,
   store: Pick<LinkStorage<unknown>, 'tagsFor' | 'tagsOf'>,
 ) {
   /** A link as the API answers it, with its tags (sorted). */
   function record(row: LinkRow, tags: readonly string[]): LinkRecord {
     const now = clock()
+    const base = domains.baseOf(row.domain)
     return {
       hex: row.code,
       url: `${base}/${row.code}`,
@@ -57,6 +61,7 @@ export function createRecords(
       ...(row.rules ? { rules: JSON.parse(row.rules) as Rule[] } : {}),
       ...(row.split ? { split: JSON.parse(row.split) as SplitArm[] } : {}),
       title: row.title,
+      domain: domains.hostOf(row.domain),
     }
   }
   return {

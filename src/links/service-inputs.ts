@@ -18,6 +18,8 @@ export interface CreateLinkInput {
   rules?: unknown
   split?: unknown
   title?: unknown
+  /** The short domain (SPEC §13): absent or '' the default. */
+  domain?: unknown
 }
 
 /** What an import tells the account's webhooks, once (SPEC §9 links.imported). */

@@ -7,6 +7,7 @@ import { allWritten } from '../db/written'
 import { AppError, notFound, notOwner } from '../kernel/errors'
 import type { EventType } from '../kernel/outbox'
 import { createLinkCache, LINK_CACHE_TTL_MS } from './cache'
+import { codeKey, createDomains } from './domains'
 import { createHotCache } from './hot-cache'
 import { createChecker, createInputRules } from './check'
 import { createDestinations, type Visitor } from './destinations'
@@ -41,7 +42,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
   const clock = deps.clock ?? Date.now
   const randomCode = deps.randomCode ?? randomBase62
   const hashPassword = deps.hashPassword ?? ((password: string) => Bun.password.hash(password, 'argon2id'))
-  const base = config.server.base_url
+  const domains = createDomains(config)
   // What the plain redirect reads, compact (hot-cache.ts); the row cache serves the slow path (pages, the API)
   // and tells the compact one of every change it hears of.
   const hot = createHotCache({
@@ -65,21 +66,25 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
   const destinations = createDestinations({ clock, country: deps.country ?? (() => null), dayKey: deps.splitKey })
   const checkDestination = deps.checkDestination
   const { rulesText, splitText, checked } = createInputRules(urlRules, checkDestination)
-  const { record, records, recordOf } = createRecords(base, clock, store)
+  const { record, records, recordOf } = createRecords(domains, clock, store)
   const problems = createChecker(urlRules, checkDestination)
 
   const mayChange = (row: LinkRow, caller: Caller) =>
     caller.admin || (row.account_id !== null && row.account_id === caller.accountId)
 
-  async function owned(code: unknown, caller: Caller): Promise<LinkRow> {
-    const row = await store.byCode(validateCode(code))
-    if (!row) throw notFound(`No link with the code "${code}".`)
+  /** The link with `code` on the domain a `domain` parameter names, the caller's (or any, for an admin). */
+  async function owned(code: unknown, caller: Caller, domain?: unknown): Promise<LinkRow> {
+    const on = domains.named(domain)
+    const row = await store.byCode(validateCode(code), on)
+    if (!row) throw notFound(`No link with the code "${code}"${on ? ` on ${on}` : ''}.`)
     if (!mayChange(row, caller)) throw notOwner()
     return row
   }
 
-  const listing = createListing(store, { records })
-  const statistics = createStatistics({ store, counts, recorder, clock, base, mayChange, stopped: deps.stopped })
+  const listing = createListing(store, { records, domains })
+  const statistics = createStatistics({ store, counts, recorder, clock, domains, mayChange, stopped: deps.stopped })
+  /** After a change's commit: every process's caches drop the link. */
+  const changed = (row: { code: string; domain: string }) => published([codeKey(row.domain, row.code)])
 
   /**
    * The webhook event of a change, written by the storage call's `within` in its transaction when anyone of
@@ -123,8 +128,11 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
      */
     async check(input: CreateLinkInput): Promise<void> {
       const { alias } = checked(input)
-      if (alias !== null && (await store.byCode(alias))) throw aliasTaken(alias)
+      const domain = domains.named(input.domain)
+      if (alias !== null && (await store.byCode(alias, domain))) throw aliasTaken(alias)
     },
+    /** The short domains (SPEC §13): the visit, the pages and the dashboard read a request's and a link's. */
+    domains,
     /** Rows held in the cache of visited links (both generations; /metrics). */
     get cachedRows() {
       return cache.rows + hot.rows
@@ -157,6 +165,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       } = {},
     ): Promise<LinkRecord> {
       const { long_url, alias, mode, expire, tags, max_visits, rules, split, title, password } = checked(input)
+      const domain = domains.named(input.domain)
       const password_hash = password ? await hashPassword(password) : null
       const now = clock()
       const fields = {
@@ -170,6 +179,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         rules,
         split,
         title,
+        domain,
       }
       // Committed with the other creations of this event-loop turn on SQLite; answered once that commit is
       // done. The webhook event is written in the same transaction: a creation that fails leaves none. What
@@ -202,7 +212,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       caller: Caller,
       retagged?: (tags: string[]) => readonly string[],
     ) {
-      const row = await owned(input.code, caller)
+      const row = await owned(input.code, caller, input.domain)
       const changes: LinkChanges = {}
       if (input.url !== undefined) {
         changes.long_url = validateUrl(input.url, urlRules)
@@ -248,7 +258,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       )
       if (updated === GONE) throw notFound(`No link with the code "${row.code}".`)
       if (updated === REFUSED) throw notOwner()
-      published([row.code])
+      changed(row)
       event.wake()
       const rec = record(updated, tagsNow)
       events.emit('link.updated', { link: { ...rec }, accountId: updated.account_id })
@@ -259,17 +269,17 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
      * Adds a tag to a link or removes one (the dashboard's bulk actions): the tags read and written in the
      * change's transaction, with link.updated as update sends it; 400 when the link would hold over MAX_TAGS.
      */
-    async retag(input: { code: unknown; add?: unknown; remove?: unknown }, caller: Caller) {
+    async retag(input: { code: unknown; domain?: unknown; add?: unknown; remove?: unknown }, caller: Caller) {
       const add = present(input.add) ? validateTag(input.add) : null
       const drop = present(input.remove) ? validateTag(input.remove, 'remove') : null
-      return this.update({ code: input.code }, caller, (tags) => {
+      return this.update({ code: input.code, domain: input.domain }, caller, (tags) => {
         const next = tags.filter((t) => t !== drop && t !== add).concat(add ? [add] : [])
         return next.length > MAX_TAGS ? validateTags(next.join(',')) : next
       })
     },
 
-    async delete(input: { code: unknown }, caller: Caller) {
-      const row = await owned(input.code, caller)
+    async delete(input: { code: unknown; domain?: unknown }, caller: Caller) {
+      const row = await owned(input.code, caller, input.domain)
       // Click aggregates go with it (ON DELETE CASCADE); the webhook event is written in the same transaction.
       const event = eventWriter()
       const removed = await store.remove(row, (tx, gone) => {
@@ -277,9 +287,9 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         return event.write(tx, 'link.deleted', gone.row.account_id, () => ({ ...record(gone.row, gone.tags) }), clock())
       })
       if (!removed) throw notFound(`No link with the code "${row.code}".`)
-      published([row.code])
+      changed(row)
       event.wake()
-      events.emit('link.deleted', { hex: row.code, accountId: row.account_id })
+      events.emit('link.deleted', { hex: row.code, domain: row.domain, accountId: row.account_id })
       return { hex: row.code, deleted: true }
     },
 
@@ -329,17 +339,17 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       event.wake()
     },
 
-    /** Drops the cached rows of links deleted behind the service (an account deleted with its links). */
-    forget(codes: readonly string[]) {
-      published(codes)
+    /** Drops the cached rows of links changed or deleted behind the service (an account deleted with its links). */
+    forget(links: readonly { code: string; domain: string }[]) {
+      published(links.map((l) => codeKey(l.domain, l.code)))
     },
 
     list: listing.list,
     exportPages: listing.exportPages,
 
     /** One of the caller's links (or any, for an admin), as links.json lists it: 404/403 otherwise. */
-    async get(input: { code: unknown }, caller: Caller): Promise<LinkRecord> {
-      return recordOf(await owned(input.code, caller))
+    async get(input: { code: unknown; domain?: unknown }, caller: Caller): Promise<LinkRecord> {
+      return recordOf(await owned(input.code, caller, input.domain))
     },
 
     search: listing.search,

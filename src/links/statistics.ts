@@ -3,6 +3,7 @@ import type { Caller } from '../kernel/caller'
 import { DIMENSIONS, dayOf, MAX_NAMES, OTHER, type ClickCounts, type ClickRecorder, type DimNames } from '../clicks'
 import { iso } from '../db/sqlite'
 import { invalidParameter, notFound } from '../kernel/errors'
+import type { Domains } from './domains'
 import type { LinkRow, LinkStorage, NameCount } from './storage/contract'
 import { validateCode } from './validate'
 
@@ -50,11 +51,11 @@ export function createStatistics(deps: {
   counts: ClickCounts
   recorder: ClickRecorder
   clock: () => number
-  base: string
+  domains: Pick<Domains, 'named' | 'baseOf'>
   mayChange: (row: LinkRow, caller: Caller) => boolean
   stopped?: (row: LinkRow) => boolean
 }) {
-  const { store, counts, recorder, clock, base } = deps
+  const { store, counts, recorder, clock, domains } = deps
   // Answers per link and window, valid while no click of the link has been written since (clicks + bots,
   // read with the row, says so). Ids are never reused: a deleted link's entries only go stale.
   const answers = new Map<string, WindowAnswer>()
@@ -84,24 +85,25 @@ export function createStatistics(deps: {
   /** `flush: false` reads what is written (at most a second behind): for the public page, which any
    *  visitor may load, so that a view never costs a write. */
   async function stats(
-    input: { code: unknown; from?: unknown; to?: unknown },
+    input: { code: unknown; domain?: unknown; from?: unknown; to?: unknown },
     caller: Caller | null,
     opts: { flush?: boolean } = {},
   ) {
     const code = validateCode(input.code)
+    const domain = domains.named(input.domain)
     const today = dayOf(clock())
     const to = present(input.to) ? parseDay(input.to, 'to') : today
     const from = present(input.from) ? parseDay(input.from, 'from') : dayOf(Date.parse(`${to}T00:00:00Z`) - 29 * DAY_MS)
     const span = (Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / DAY_MS + 1
     if (span < 1) throw invalidParameter('from', 'a date on or before "to"')
     if (span > 366) throw invalidParameter('from', 'at most 366 days before "to"')
-    let row = await store.byCode(code)
+    let row = await store.byCode(code, domain)
     if (!row) throw notFound(`No link with the code "${code}".`)
     // Pending clicks of this link (at most a second old) are written first, only this link's, so the answer
     // is exact; while the database cannot be written this is skipped (or fails quietly).
     if (opts.flush !== false && recorder.hasPending(row.id)) {
       await recorder.flushLinkIfWritable(row.id)
-      row = await store.byCode(code) // with the clicks just written; or gone, deleted meanwhile
+      row = await store.byCode(code, domain) // with the clicks just written; or gone, deleted meanwhile
       if (!row) throw notFound(`No link with the code "${code}".`)
     }
     const { days, names } = await windowAnswer(row, from, to, span)
@@ -111,7 +113,7 @@ export function createStatistics(deps: {
     const hidden = !isOwner && (row.password_hash !== null || (deps.stopped?.(row) ?? false))
     return {
       hex: row.code,
-      url: `${base}/${row.code}`,
+      url: `${domains.baseOf(row.domain)}/${row.code}`,
       long_url: hidden ? null : row.long_url,
       created: iso(row.created),
       clicks: row.clicks,

@@ -1,5 +1,6 @@
 // Tags as things (issue 38): an account's tags with their links and clicks, and a tag renamed (onto another:
 // merged) or removed from every link that has it, in one transaction with each changed link's link.updated.
+import { codeKey } from './domains'
 import type { Caller } from '../kernel/caller'
 import { allWritten } from '../db/written'
 import { AppError } from '../kernel/errors'
@@ -30,8 +31,11 @@ export function createTagging<Tx>({ store, clock, events, record, published, eve
   async function retag(caller: Caller, from: string, to: string | null): Promise<number> {
     const event = eventWriter()
     const changed: LinkRecord[] = []
+    const keys: string[] = []
     const n = await store.retagAll(caller.accountId, from, to, clock(), TAG_CHANGE_MAX, (tx, links) => {
       changed.length = 0 // SQLite may run a write again
+      keys.length = 0
+      keys.push(...links.map((l) => codeKey(l.row.domain, l.row.code)))
       const records = links.map((l) => record(l.row, l.tags))
       changed.push(...records)
       return allWritten(
@@ -46,7 +50,7 @@ export function createTagging<Tx>({ store, clock, events, record, published, eve
         'too_many',
         `More than ${TAG_CHANGE_MAX.toLocaleString('en-US')} links have the tag "${from}": change it with the API in parts.`,
       )
-    published(changed.map((r) => r.hex))
+    published(keys)
     event.wake()
     for (const link of changed) events.emit('link.updated', { link: { ...link }, accountId: caller.accountId })
     return n

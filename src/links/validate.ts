@@ -63,6 +63,8 @@ export interface UrlRules {
   /** Ports on which every loopback spelling (localhost, 127.x.y.z, [::1], …) reaches this service. */
   loopbackPorts: number[]
   blockedDomains: string[]
+  /** The short domains beside base_url's host (SPEC §13): a destination on any of them is refused, any port. */
+  ownHosts?: string[]
 }
 
 const DEFAULT_PORT: Record<string, string> = { 'http:': '80', 'https:': '443' }
@@ -94,7 +96,7 @@ function isLoopback(host: string): boolean {
  * (links to the other apps of a home server) and are allowed.
  */
 export function ownUrlRules(
-  server: { base_url: string; host: string; port: number },
+  server: { base_url: string; host: string; port: number; domains?: string[] },
   blockedDomains: string[],
 ): UrlRules {
   const base = new URL(server.base_url)
@@ -110,7 +112,7 @@ export function ownUrlRules(
   const ports = new Set<number>()
   if (listening && server.port > 0 && isLoopback(hostOf(listening))) ports.add(server.port)
   if (isLoopback(hostOf(base))) ports.add(Number(base.port || DEFAULT_PORT[base.protocol]))
-  return { ownOrigins: [...origins], loopbackPorts: [...ports], blockedDomains }
+  return { ownOrigins: [...origins], loopbackPorts: [...ports], blockedDomains, ownHosts: server.domains ?? [] }
 }
 
 // A host a URL may name: a DNS name of letters, digits and "-" (punycode "xn--" included: the parser has
@@ -165,6 +167,8 @@ export function validateUrl(value: unknown, rules: UrlRules, name = 'url'): stri
   const origin = `${protocol}//${host}:${port}` // originOf(url)
   if (rules.ownOrigins.includes(origin))
     fail(`must not point at this service's own origin ${origin} (a link to itself would loop)`)
+  if (rules.ownHosts?.includes(host))
+    fail(`must not point at ${host}: it is one of this service's own short domains (a link to itself would loop)`)
   if (rules.loopbackPorts.includes(Number(port)) && isLoopback(host))
     fail(
       `must not point at ${origin}: a loopback address on the port this service listens on, that is the service itself`,

@@ -15,11 +15,12 @@ const tpl = (t: unknown) => t as string
 export const reportPath = (code: string) => `/${encodeURIComponent(code)}/report`
 
 export function createVisitPages(deps: {
-  base: string
+  /** The base URL of a domain's links (domains.ts). */
+  baseOf: (domain: string) => string
   count: (outcome: VisitOutcome) => void
   frameCheck: FrameCheck
 }) {
-  const { base, count, frameCheck } = deps
+  const { baseOf, count, frameCheck } = deps
 
   async function framePage(destination: string, short: string): Promise<Response> {
     const u = new URL(destination)
@@ -64,7 +65,7 @@ export function createVisitPages(deps: {
     return page(
       tpl(passwordTpl),
       {
-        short_url: `${base}/${row.code}`,
+        short_url: `${baseOf(row.domain)}/${row.code}`,
         action: `/${row.code}`,
         ref: referer,
         error,

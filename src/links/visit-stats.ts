@@ -34,7 +34,8 @@ export function createStatsPage(deps: {
         },
       )
     }
-    const row = await links.resolve(code)
+    const domain = links.domains.multi ? links.domains.ofHost(request.headers.get('host')) : ''
+    const row = await links.resolve(code, domain)
     if (!row) return notFoundPage()
     count('stats_page')
     // No flush for a page view: the page may be a second behind, and a view never costs a write.
@@ -42,7 +43,7 @@ export function createStatsPage(deps: {
     const window = windowOf(request.url)
     const now = clock()
     const { s, error } = await statsFor(
-      (from, to) => links.stats({ code, from, to }, null, { flush: false }),
+      (from, to) => links.stats({ code, domain, from, to }, null, { flush: false }),
       window,
       now,
     )

@@ -91,14 +91,18 @@ export function createVisitRoutes(deps: {
   const { config, links, clientIp } = deps
   const clock = deps.clock ?? Date.now
   const count = deps.count ?? (() => {})
-  const base = config.server.base_url
+  const domains = links.domains
+  // With one domain the host is never read (SPEC §13): every code is the default domain's.
+  const multi = domains.multi
+  const hostDomain = (request: Request) => (multi ? domains.ofHost(request.headers.get('host')) : '')
   const redirectStatus = config.links.redirect_status
   const attempts = createRateLimiter()
   const attemptsAcross = createRateLimiter()
   const gate = createPasswordGate({ verify: deps.verifyPassword })
   const frameCheck =
-    deps.frameCheck ?? createFrameCheck({ baseUrl: base, guard: { allowPrivate: config.media.allow_private_networks } })
-  const { framePage, usedUpPage, passwordForm } = createVisitPages({ base, count, frameCheck })
+    deps.frameCheck ??
+    createFrameCheck({ baseUrl: config.server.base_url, guard: { allowPrivate: config.media.allow_private_networks } })
+  const { framePage, usedUpPage, passwordForm } = createVisitPages({ baseOf: domains.baseOf, count, frameCheck })
   const statsPage = createStatsPage({ links, clientIp, count, clock, gate: deps.gate })
 
   // The headers of a redirect but its Location and X-Request-Id, in the order they are sent.
@@ -117,23 +121,31 @@ export function createVisitRoutes(deps: {
     // is what the router would find too; /healthz or /login (null, no read) go on to the router.
     // The compact cache's answer (hot-cache.ts): a plain link's row, to be read at once; NOT_PLAIN (a page, a
     // password, a limit, stopped by the gate) is the router's, which reads the whole row.
-    const row = links.hotLink(code)
+    const domain = multi ? domains.ofHost(request.headers.get('host')) : ''
+    const row = links.hotLink(code, domain)
     if (row instanceof Promise)
       return row.then((read) =>
-        read === null ? missing(code, id) : read === NOT_PLAIN ? undefined : redirect(request, id, read),
+        read === null ? missing(code, id, domain) : read === NOT_PLAIN ? undefined : redirect(request, id, read),
       )
-    if (row === null) return missing(code, id)
+    if (row === null) return missing(code, id, domain)
     if (row === NOT_PLAIN) return undefined
     return redirect(request, id, row)
   }
 
-  /** The 404 of a code no link has; a reserved name (/healthz) is the router's. */
-  function missing(code: string, id: string): Response | undefined {
+  /** The 404 of a code no link has (or its domain's not_found_redirect); a reserved name (/healthz) is the router's. */
+  function missing(code: string, id: string, domain: string): Response | undefined {
     if (isReserved(code)) return undefined
-    count('not_found')
-    const answer = notFoundPage()
+    const answer = unknownCode(domain)
     answer.headers.set('x-request-id', id)
     return answer
+  }
+
+  /** A code no link has on this domain: the domain's not_found_redirect when it has one, else the 404 page. */
+  function unknownCode(domain: string): Response {
+    count('not_found')
+    const to = domains.notFoundRedirect(domain)
+    if (to === '') return notFoundPage()
+    return new Response(null, { status: 302, headers: { location: to, 'cache-control': CACHE_CONTROL } })
   }
 
   /**
@@ -199,7 +211,7 @@ export function createVisitRoutes(deps: {
       : row.long_url
     if (request.method !== 'HEAD') links.recordClick(row, ua, referer, address, routed ? destination : '')
     count(row.mode)
-    const short = `${base}/${row.code}`
+    const short = `${domains.baseOf(row.domain)}/${row.code}`
     if (row.mode === 'preview') {
       const u = new URL(destination)
       return page(
@@ -236,17 +248,15 @@ export function createVisitRoutes(deps: {
   }
 
   /** Shared gate for every visit: unknown → 404, expired → 410. A promise of it when the link is not in the cache. */
-  function lookup(code: string): LinkRow | Response | Promise<LinkRow | Response> {
-    const row = links.resolve(code)
-    if (row instanceof Promise) return row.then(gateOf)
-    return gateOf(row)
+  function lookup(code: string, request: Request): LinkRow | Response | Promise<LinkRow | Response> {
+    const domain = hostDomain(request)
+    const row = links.resolve(code, domain)
+    if (row instanceof Promise) return row.then((r) => gateOf(r, domain))
+    return gateOf(row, domain)
   }
 
-  function gateOf(row: LinkRow | null): LinkRow | Response {
-    if (!row) {
-      count('not_found')
-      return notFoundPage()
-    }
+  function gateOf(row: LinkRow | null, domain: string): LinkRow | Response {
+    if (!row) return unknownCode(domain)
     if (links.isExpired(row)) {
       count('expired')
       return messagePage(
@@ -328,7 +338,7 @@ export function createVisitRoutes(deps: {
         if (typeof code !== 'string') return notFoundPage()
         if (code.endsWith('+')) return statsPage(code.slice(0, -1), request)
         if (code.endsWith('+.csv')) return statsPage(code.slice(0, -5), request, true)
-        const found = lookup(code)
+        const found = lookup(code, request)
         if (found instanceof Promise) return found.then((f) => visit(f, request))
         return visit(found, request)
       },
@@ -338,7 +348,7 @@ export function createVisitRoutes(deps: {
       '/:code',
       async ({ params, request }) => {
         if (typeof params.code !== 'string') return notFoundPage() // /%ff, as above
-        const found = await lookup(params.code)
+        const found = await lookup(params.code, request)
         if (found instanceof Response) return found
         // Too large (413) or stalled (408): the app's error handler turns the AppError into a page.
         const form = new URLSearchParams(new TextDecoder().decode(await readBodyLimited(request, FORM_LIMIT)))

@@ -226,6 +226,10 @@ export function createHomeRoutes(deps: {
 
   return new Elysia({ name: 'home' })
     .get('/', async ({ request }) => {
+      // A domain's own root_redirect (SPEC §13) goes before anything of the home page.
+      const domains = links.domains
+      const to = domains.rootRedirect(domains.multi ? domains.ofHost(request.headers.get('host')) : '')
+      if (to !== '') return new Response(null, { status: 302, headers: { location: to, 'cache-control': 'no-store' } })
       const s = await shell.session(request)
       // links.anonymous = false: a visitor is asked to sign in instead of being shown a form that cannot work.
       if (!s && !config.links.anonymous)

@@ -72,8 +72,8 @@ export function createQrRoutes(deps: {
   const rendering = new Map<string, Promise<CachedImage>>()
 
   /** The image's rendering settings; their hash names the file, so changed settings never serve stale files. */
-  const settingsFor = (code: string, format: QrFormat): QrInput => ({
-    data: `${config.server.base_url}/${code}`,
+  const settingsFor = (code: string, format: QrFormat, domain = ''): QrInput => ({
+    data: `${links.domains.baseOf(domain)}/${code}`,
     format,
   })
 
@@ -116,8 +116,8 @@ export function createQrRoutes(deps: {
     return pending
   }
 
-  function imageOf(code: string, format: QrFormat): CachedImage | Promise<CachedImage> {
-    const input = settingsFor(code, format)
+  function imageOf(code: string, format: QrFormat, domain: string): CachedImage | Promise<CachedImage> {
+    const input = settingsFor(code, format, domain)
     const key = JSON.stringify(input)
     return memory.get(key) ?? rendering.get(key) ?? load(key, format, input)
   }
@@ -126,9 +126,9 @@ export function createQrRoutes(deps: {
    * Removes a code's images from memory and disk, at once (two unlinks: deletions are rare), so that they
    * are gone when the delete is answered; a rendering under way is removed once it is saved.
    */
-  function forget(code: string) {
+  function forget(code: string, domain: string) {
     for (const format of QR_FORMATS) {
-      const key = JSON.stringify(settingsFor(code, format))
+      const key = JSON.stringify(settingsFor(code, format, domain))
       const remove = () => {
         memory.delete(key)
         try {
@@ -141,14 +141,16 @@ export function createQrRoutes(deps: {
       rendering.get(key)?.then(remove, () => {})
     }
   }
-  events.on('link.deleted', ({ hex }) => forget(hex))
+  events.on('link.deleted', ({ hex, domain }) => forget(hex, domain))
 
   async function serve(file: string, request: Request): Promise<Response> {
     const m = FILE_NAME.exec(file)
     // An expired (or password-protected) link still gets its image: it only shows the short address,
     // and visiting it answers for the link's state. Unknown codes get nothing.
-    if (!m || !(await links.resolve(m[1]!))) return notFoundPage()
-    const image = await imageOf(m[1]!, m[2] as QrFormat) // a full renderer queue throws a 503 AppError
+    // The link of the code on the domain the request came to (SPEC §13).
+    const domain = links.domains.multi ? links.domains.ofHost(request.headers.get('host')) : ''
+    if (!m || !(await links.resolve(m[1]!, domain))) return notFoundPage()
+    const image = await imageOf(m[1]!, m[2] as QrFormat, domain) // a full renderer queue throws a 503 AppError
     const headers = { etag: image.etag, 'cache-control': IMMUTABLE }
     if (matchesIfNoneMatch(request.headers.get('if-none-match'), image.etag))
       return new Response(null, { status: 304, headers })

@@ -359,7 +359,7 @@ describe.each([
       const link = await e.link('abc', 'https://phish.example/', null)
       expect(
         await a.setLinkDisabled('abc', 'phishing', T0, (tx, l) => e.note(tx, `disabled ${l.code}#${l.id}`)),
-      ).toEqual({ id: link, code: 'abc' })
+      ).toEqual({ id: link, code: 'abc', domain: '' })
       expect(await e.disabledOf(link)).toEqual({ disabled: 'phishing', updated: T0 })
       await expect(
         b.setLinkDisabled('abc', null, T0 + 1, () => {
@@ -370,6 +370,7 @@ describe.each([
       expect(await b.setLinkDisabled('abc', null, T0 + 2, (tx) => e.note(tx, 'enabled'))).toEqual({
         id: link,
         code: 'abc',
+        domain: '',
       })
       expect(await e.disabledOf(link)).toEqual({ disabled: null, updated: T0 + 2 })
       expect(await a.setLinkDisabled('ABC', 'x', T0 + 3, (tx) => e.note(tx, 'never'))).toBeNull()

@@ -162,6 +162,7 @@ describe.each([
       expect(await a.setLinkDisabledIf(ids.alpha, 'spam', T0, (tx, l) => e.note(tx, `off ${l.code}`))).toEqual({
         id: ids.alpha,
         code: 'alpha',
+        domain: '',
       })
       // A second admin's disable of the same row, shown enabled a moment ago: nothing written, nothing run.
       expect(await b.setLinkDisabledIf(ids.alpha, 'other', T0 + 1, (tx) => e.note(tx, 'never'))).toBeNull()

@@ -17,6 +17,7 @@ import { sqliteAuditRows } from '../../src/audit/storage/sqlite'
 import { postgresAuditRows } from '../../src/audit/storage/postgres'
 import { byAccount } from '../../src/audit'
 import type { LinkRow, LinkStorage } from '../../src/links'
+import { createDomains } from '../../src/links/domains'
 import { sqliteLinkStorage } from '../../src/links/storage/sqlite'
 import { postgresLinkStorage } from '../../src/links/storage/postgres'
 import { sqliteWebhookQueue } from '../../src/webhooks/storage/sqlite'
@@ -84,7 +85,11 @@ async function nodeOf(e: Engine, name: string) {
   const abuse = createAbuseService<any>({
     ...s,
     config: testConfig(engines.tracked(`linkbox-abusesvc-${name}-`)),
-    links: { resolve: (code) => cached.get(code) ?? null, forget: (codes) => codes.forEach((c) => cached.delete(c)) },
+    links: {
+      resolve: (code) => cached.get(code) ?? null,
+      forget: (links) => links.forEach((l) => cached.delete(l.code)),
+      domains: createDomains(testConfig('/nonexistent')),
+    },
     clock: Date.now,
     // Someone listens: which endpoints get the event is read from the table in the report's transaction.
     outbox: { wanted: () => true, wake: () => {} },
@@ -238,7 +243,7 @@ test('on PostgreSQL with the change feed: a ban and its lifting on node A reach 
         audit: postgresAuditRows(sql),
         queue: postgresWebhookQueue(sql),
         config: testConfig(engines.tracked(`linkbox-abusefeed-${name}-`)),
-        links: { resolve: () => null, forget: () => {} },
+        links: { resolve: () => null, forget: () => {}, domains: createDomains(testConfig('/nonexistent')) },
         clock: Date.now,
         changes,
       })

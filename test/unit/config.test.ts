@@ -23,6 +23,7 @@ describe('config', () => {
       base_url: 'http://localhost:8080',
       trusted_proxies: [],
       metrics_token: '',
+      domains: [],
     })
     expect(c.mail.smtp_port).toBe(2525)
     expect(c.mail.domains).toEqual(['localhost'])

@@ -147,6 +147,7 @@ describe("linkbox's own export", () => {
         'rules',
         'split',
         'has_password',
+        'domain',
       ])
     } finally {
       await fresh.cleanup()

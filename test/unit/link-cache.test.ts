@@ -133,7 +133,7 @@ test('a miss is one read shared by the visits of that code at once, and a read u
   expect(first).toBeInstanceOf(Promise)
   expect(c.resolve(code)).toBe(first)
   // Its link changes (published) while the read is under way: the row read is answered, never kept.
-  c.forget([code])
+  c.forget([{ code, domain: '' }])
   expect((await first)?.long_url).toBe('https://example.com/shared')
   const again = c.resolve(code)
   expect(again).toBeInstanceOf(Promise)
@@ -172,7 +172,7 @@ test('on SQLite a miss is read at once, without a promise; a reserved name is no
   expect(c.resolve('Dashboard')).toBeNull()
   expect(reads).toEqual([code, 'nosuch8', 'nosuch8'])
   // A link changed behind the cache is read again once forgotten.
-  c.forget([code])
+  c.forget([{ code, domain: '' }])
   expect(c.resolve(code)).not.toBe(row)
   expect(reads).toEqual([code, 'nosuch8', 'nosuch8', code])
 })

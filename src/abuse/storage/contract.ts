@@ -33,10 +33,11 @@ export interface BanRow {
   created_by: number | null
 }
 
-/** A link as a write about it names it: its id and code. */
+/** A link as a write about it names it: its id, code and short domain ('' the default). */
 export interface LinkRef {
   id: number
   code: string
+  domain: string
 }
 
 /** The change feed's topic (db/changes.ts) of bans written or lifted: every node reads its bans again. */
@@ -63,7 +64,7 @@ export interface ReportClose {
   action: CloseAction
   by: number | null
   at: number
-  /** The link with this code disabled, with this reason shown to its visitors. */
+  /** The report's link disabled (while it still has this code), with this reason shown to its visitors. */
   disableLink?: { code: string; reason: string }
   /** This host banned (with its subdomains). */
   ban?: { host: string; reason: string }
@@ -141,12 +142,13 @@ export interface AbuseRows<Tx> {
   ): Promise<BanRow | null>
   /** True when this call removed the ban (and ran `within`). */
   removeBan(host: string, within?: (tx: Tx) => unknown): Promise<boolean>
-  /** Disables the link with this code (a reason shown to visitors) or enables it (null), and runs `within`; null: no such link. */
+  /** Disables the link with this code on `domain` ('' the default; a reason shown to visitors) or enables it (null), and runs `within`; null: no such link. */
   setLinkDisabled(
     code: string,
     reason: string | null,
     at: number,
     within?: (tx: Tx, link: LinkRef) => unknown,
+    domain?: string,
   ): Promise<LinkRef | null>
   /** A page of every link matching the query, in its order (ties by id), and how many match in all. */
   listLinks(q: LinkListQuery): Promise<{ total: number; links: ListedLink[] }>

@@ -41,7 +41,11 @@ const openReport = (r: Record<string, unknown>): OpenReport => ({
   link_disabled: (r.link_disabled ?? null) as string | null,
 })
 
-const linkRef = (r: Record<string, unknown>): LinkRef => ({ id: Number(r.id), code: r.code as string })
+const linkRef = (r: Record<string, unknown>): LinkRef => ({
+  id: Number(r.id),
+  code: r.code as string,
+  domain: r.domain as string,
+})
 
 /** Thrown inside a transaction to roll it back: the link to disable is gone. */
 const NO_LINK = new Error('no_link')
@@ -103,8 +107,8 @@ export function postgresAbuseRows(sql: SQL): AbuseRows<TransactionSQL> {
       return sql.begin(async (tx) => {
         const [row] =
           reason === null
-            ? await tx`UPDATE links SET disabled = NULL, updated = ${at} WHERE id = ${id} AND disabled IS NOT NULL RETURNING id, code`
-            : await tx`UPDATE links SET disabled = ${reason}, updated = ${at} WHERE id = ${id} AND disabled IS NULL RETURNING id, code`
+            ? await tx`UPDATE links SET disabled = NULL, updated = ${at} WHERE id = ${id} AND disabled IS NOT NULL RETURNING id, code, domain`
+            : await tx`UPDATE links SET disabled = ${reason}, updated = ${at} WHERE id = ${id} AND disabled IS NULL RETURNING id, code, domain`
         if (!row) return null
         const link = linkRef(row)
         if (within) await within(tx, link)
@@ -166,8 +170,8 @@ export function postgresAbuseRows(sql: SQL): AbuseRows<TransactionSQL> {
           const closed = report(row)
           let link: LinkRef | null = null
           if (c.disableLink) {
-            const [l] =
-              await tx`UPDATE links SET disabled = ${c.disableLink.reason}, updated = ${c.at} WHERE code = ${c.disableLink.code} RETURNING id, code`
+            const [l] = await tx`UPDATE links SET disabled = ${c.disableLink.reason}, updated = ${c.at}
+                       WHERE id = ${closed.link_id} AND code = ${c.disableLink.code} RETURNING id, code, domain`
             if (!l) throw NO_LINK
             link = linkRef(l)
           }
@@ -214,10 +218,10 @@ export function postgresAbuseRows(sql: SQL): AbuseRows<TransactionSQL> {
       })
     },
 
-    async setLinkDisabled(code, reason, at, within) {
+    async setLinkDisabled(code, reason, at, within, domain = '') {
       return sql.begin(async (tx) => {
         const [row] =
-          await tx`UPDATE links SET disabled = ${reason}, updated = ${at} WHERE code = ${code} RETURNING id, code`
+          await tx`UPDATE links SET disabled = ${reason}, updated = ${at} WHERE code = ${code} AND domain = ${domain} RETURNING id, code, domain`
         if (!row) return null
         const link = linkRef(row)
         if (within) await within(tx, link)

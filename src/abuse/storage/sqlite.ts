@@ -63,15 +63,20 @@ export function sqliteAbuseRows(db: Db): AbuseRows<Db> {
   const deleteBan = q.query<{ host: string }, [string]>('DELETE FROM banned_hosts WHERE host = ? RETURNING host')
   // An admin's disable (a reason) or enable (null) of a link by its code: the column is the link store's, the
   // write is abuse handling's (with its audit row, or as part of a report's closing).
-  const setLinkDisabled = q.query<LinkRef, [string, string | null, number]>(
-    'UPDATE links SET disabled = ?2, updated = ?3 WHERE code = ?1 RETURNING id, code',
+  const setLinkDisabled = q.query<LinkRef, [string, string | null, number, string]>(
+    'UPDATE links SET disabled = ?2, updated = ?3 WHERE code = ?1 AND domain = ?4 RETURNING id, code, domain',
+  )
+  // A report's closing disables the report's own link (a code may be on several domains), while it has that code.
+  const disableReported = q.query<LinkRef, [number, string, string, number]>(
+    `UPDATE links SET disabled = ?3, updated = ?4
+     WHERE id = (SELECT link_id FROM link_reports WHERE id = ?1) AND code = ?2 RETURNING id, code, domain`,
   )
   // Only a link still as the admin saw it changes (enabled to disable, disabled to enable).
   const disableIf = q.query<LinkRef, [number, string, number]>(
-    'UPDATE links SET disabled = ?2, updated = ?3 WHERE id = ?1 AND disabled IS NULL RETURNING id, code',
+    'UPDATE links SET disabled = ?2, updated = ?3 WHERE id = ?1 AND disabled IS NULL RETURNING id, code, domain',
   )
   const enableIf = q.query<LinkRef, [number, number]>(
-    'UPDATE links SET disabled = NULL, updated = ?2 WHERE id = ?1 AND disabled IS NOT NULL RETURNING id, code',
+    'UPDATE links SET disabled = NULL, updated = ?2 WHERE id = ?1 AND disabled IS NOT NULL RETURNING id, code, domain',
   )
   const disabledAccounts = q.query<{ id: number }, []>('SELECT id FROM accounts WHERE disabled IS NOT NULL')
   // Every destination, for counting what a list or a ban catches (a reload, not a visit, pays for it).
@@ -89,7 +94,8 @@ export function sqliteAbuseRows(db: Db): AbuseRows<Db> {
   }) => insertReport.get(r.linkId, r.code, r.reason, r.text, r.contact, r.created)!
   const addBanRow = (host: string, reason: string, at: number, by: number | null) =>
     insertBan.get(host, reason, at, by) ?? null
-  const disableLink = (code: string, reason: string | null, at: number) => setLinkDisabled.get(code, reason, at)
+  const disableLink = (code: string, reason: string | null, at: number, domain = '') =>
+    setLinkDisabled.get(code, reason, at, domain)
 
   return {
     fileReport: async (r, bounds, within) =>
@@ -117,7 +123,7 @@ export function sqliteAbuseRows(db: Db): AbuseRows<Db> {
         return db.transaction(() => {
           const closed = closeReport.get(id, c.action, c.by, c.at)
           if (!closed) return reportById.get(id) ? ('already_closed' as const) : ('missing' as const)
-          const link = c.disableLink ? disableLink(c.disableLink.code, c.disableLink.reason, c.at) : null
+          const link = c.disableLink ? disableReported.get(id, c.disableLink.code, c.disableLink.reason, c.at) : null
           if (c.disableLink && !link) throw noLink // undoes the close
           const ban = c.ban ? addBanRow(c.ban.host, c.ban.reason, c.at, c.by) : null
           if (within) syncWithin(within(db, closed, { link, ban }))
@@ -141,9 +147,9 @@ export function sqliteAbuseRows(db: Db): AbuseRows<Db> {
         if (removed && within) syncWithin(within(db))
         return removed
       })(),
-    setLinkDisabled: async (code, reason, at, within) =>
+    setLinkDisabled: async (code, reason, at, within, domain) =>
       db.transaction(() => {
-        const link = disableLink(code, reason, at)
+        const link = disableLink(code, reason, at, domain)
         if (link && within) syncWithin(within(db, link))
         return link
       })(),

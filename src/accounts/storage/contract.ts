@@ -150,7 +150,9 @@ export interface AccountStorage<Tx> extends AccountReads {
     withLinks: boolean,
     actorId: number | null,
     within?: (tx: Tx, account: AccountRow, links: number) => unknown,
-  ): Promise<{ ok: true; account: AccountRow; links: number; deletedLinks: string[] } | Refusal>
+  ): Promise<
+    { ok: true; account: AccountRow; links: number; deletedLinks: { code: string; domain: string }[] } | Refusal
+  >
   /** The named account's new password hash, its sessions ended; null: no such account. */
   setPassword(
     name: string,

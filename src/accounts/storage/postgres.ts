@@ -245,8 +245,8 @@ export function postgresAccountStorage(sql: SQL, opts: { changes?: ChangeFeed } 
         // The account's row is locked FOR UPDATE: no link can be given to it until this commits.
         const links = int((await tx`SELECT count(*) AS n FROM links WHERE account_id = ${locked.id}`)[0].n)
         const deletedLinks = withLinks
-          ? (await tx`DELETE FROM links WHERE account_id = ${locked.id} RETURNING code`).map(
-              (r: { code: string }) => r.code,
+          ? (await tx`DELETE FROM links WHERE account_id = ${locked.id} RETURNING code, domain`).map(
+              (r: { code: string; domain: string }) => ({ code: r.code, domain: r.domain }),
             )
           : []
         await tx`DELETE FROM accounts WHERE id = ${locked.id}`

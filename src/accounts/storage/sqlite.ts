@@ -42,7 +42,9 @@ function prepare(db: Db) {
     // Its keys, sessions, mailboxes and webhooks go with it (ON DELETE CASCADE); its links stay (SET NULL).
     deleteAccount: q.query<unknown, [number]>('DELETE FROM accounts WHERE id = ?'),
     linksOf: q.query<{ n: number }, [number]>('SELECT count(*) AS n FROM links WHERE account_id = ?'),
-    deleteLinksOf: q.query<{ code: string }, [number]>('DELETE FROM links WHERE account_id = ? RETURNING code'),
+    deleteLinksOf: q.query<{ code: string; domain: string }, [number]>(
+      'DELETE FROM links WHERE account_id = ? RETURNING code, domain',
+    ),
     // An account's dashboard sessions (web_sessions) end with a change of its password or state.
     endSessions: q.query<unknown, [number]>('DELETE FROM web_sessions WHERE account_id = ?'),
     count: q.query<{ n: number }, []>('SELECT count(*) AS n FROM accounts'),
@@ -192,7 +194,9 @@ export function sqliteAccountStorage(db: Db): AccountStorage<Db> {
         const refusal = refused(s, account, actorId)
         if (refusal) return refusal
         const links = s.linksOf.get(account.id)!.n
-        const deletedLinks = withLinks ? s.deleteLinksOf.all(account.id).map((r) => r.code) : []
+        const deletedLinks = withLinks
+          ? s.deleteLinksOf.all(account.id).map((r) => ({ code: r.code, domain: r.domain }))
+          : []
         s.deleteAccount.run(account.id)
         if (within) syncWithin(within(db, account, links))
         return { ok: true as const, account, links, deletedLinks }

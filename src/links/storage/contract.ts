@@ -183,7 +183,7 @@ export interface LinkStorage<Tx> {
   /**
    * links.json?q=: the account's links below `beforeId` that match `tag` ('' for any) and the LIKE `pattern`,
    * newest first, looking at no more than `scan` links: `floor` is the lowest id looked at, `full` whether the
-   * window was full (so that older links remain to be looked at).
+   * window was full (so that older links remain to be looked at). `domain`: only that domain's ('' the default).
    */
   pageMatching(
     accountId: number,
@@ -192,12 +192,14 @@ export interface LinkStorage<Tx> {
     pattern: string,
     limit: number,
     scan: number,
+    domain?: string | null,
   ): Promise<MatchingPage>
   /** The export: the account's links above `afterId`, oldest first. */
   exportPage(accountId: number, afterId: number, limit: number): Promise<LinkRow[]>
   /**
    * The dashboard: a page of the account's links whose code, destination or a tag matches `pattern`, with every
-   * tag of `tags` (none: any), in `sort`'s order (newest or most clicked first), or `order`'s when given.
+   * tag of `tags` (none: any), in `sort`'s order (newest or most clicked first), or `order`'s when given;
+   * `domain`: only that short domain's ('' the default; null or absent: any).
    */
   search(
     accountId: number,
@@ -207,9 +209,16 @@ export interface LinkStorage<Tx> {
     limit: number,
     offset: number,
     order?: LinkOrder,
+    domain?: string | null,
   ): Promise<LinkRow[]>
   /** How many of the account's links search would find, counting up to `max`. */
-  searchCount(accountId: number, pattern: string, tags: readonly string[], max: number): Promise<number>
+  searchCount(
+    accountId: number,
+    pattern: string,
+    tags: readonly string[],
+    max: number,
+    domain?: string | null,
+  ): Promise<number>
   /** The account's tags by name (at most `limit`), each with how many links have it and their clicks. */
   tagSummary(accountId: number, limit: number): Promise<TagSummary[]>
   /**

@@ -49,7 +49,7 @@ export function postgresLinkReads(sql: SQL): ListingReads {
         ORDER BY link_tags.link_id DESC LIMIT ${limit}`,
       )
     },
-    async pageMatching(accountId, beforeId, tag, pattern, limit, scan): Promise<MatchingPage> {
+    async pageMatching(accountId, beforeId, tag, pattern, limit, scan, domain = null): Promise<MatchingPage> {
       const [w] = await sql`
         SELECT min(id) AS floor, count(*) AS n
           FROM (SELECT id FROM links WHERE account_id = ${accountId} AND id < ${beforeId} ORDER BY id DESC LIMIT ${scan}) AS w`
@@ -60,6 +60,7 @@ export function postgresLinkReads(sql: SQL): ListingReads {
           AND (${tag} = '' OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag = ${tag}))
           AND (code ILIKE ${pattern} ESCAPE '\\' OR long_url ILIKE ${pattern} ESCAPE '\\' OR title ILIKE ${pattern} ESCAPE '\\'
                OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag ILIKE ${pattern} ESCAPE '\\'))
+          AND (${domain}::text IS NULL OR domain = ${domain}::text)
         ORDER BY id DESC LIMIT ${limit}`
       return { rows: links(rows), floor, full: int(w.n) >= scan }
     },

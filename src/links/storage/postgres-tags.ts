@@ -10,14 +10,15 @@ type TagReads = Pick<LinkStorage<TransactionSQL>, 'search' | 'searchCount' | 'ta
 
 export function postgresTagReads(sql: SQL): TagReads {
   // sqlite-tags.ts's condition, with ILIKE for LIKE; every tag of the list, as there.
-  const search = (accountId: number, pattern: string, tags: readonly string[]) => {
+  const search = (accountId: number, pattern: string, tags: readonly string[], domain: string | null) => {
     // Tags hold no comma (letters, digits, _ and -): one text parameter, split into an array by PostgreSQL.
     const list = [...new Set(tags)].join(',')
     return sql`
     account_id = ${accountId} AND (code ILIKE ${pattern} ESCAPE '\\' OR long_url ILIKE ${pattern} ESCAPE '\\' OR title ILIKE ${pattern} ESCAPE '\\'
       OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag ILIKE ${pattern} ESCAPE '\\'))
     AND (${list}::text = '' OR (SELECT count(*) FROM link_tags t
-      WHERE t.link_id = links.id AND t.tag = ANY(string_to_array(${list}::text, ','))) = cardinality(string_to_array(${list}::text, ',')))`
+      WHERE t.link_id = links.id AND t.tag = ANY(string_to_array(${list}::text, ','))) = cardinality(string_to_array(${list}::text, ',')))
+    AND (${domain}::text IS NULL OR domain = ${domain}::text)`
   }
   // Text compared byte by byte (COLLATE "C"), as SQLite does: both engines give one order.
   const orderBy = (order: LinkOrder) => {
@@ -42,15 +43,15 @@ export function postgresTagReads(sql: SQL): TagReads {
   }
 
   return {
-    async search(accountId, pattern, tags, sort, limit, offset, order) {
+    async search(accountId, pattern, tags, sort, limit, offset, order, domain = null) {
       const by = orderBy(order ?? (sort === 'clicks' ? 'clicks-desc' : 'created-desc'))
       const rows =
-        await sql`SELECT * FROM links WHERE ${search(accountId, pattern, tags)} ORDER BY ${by} LIMIT ${limit} OFFSET ${offset}`
+        await sql`SELECT * FROM links WHERE ${search(accountId, pattern, tags, domain)} ORDER BY ${by} LIMIT ${limit} OFFSET ${offset}`
       return rows.map(link)
     },
-    async searchCount(accountId, pattern, tags, max) {
+    async searchCount(accountId, pattern, tags, max, domain = null) {
       const [row] =
-        await sql`SELECT count(*) AS n FROM (SELECT 1 FROM links WHERE ${search(accountId, pattern, tags)} LIMIT ${max}) AS m`
+        await sql`SELECT count(*) AS n FROM (SELECT 1 FROM links WHERE ${search(accountId, pattern, tags, domain)} LIMIT ${max}) AS m`
       return int(row.n)
     },
     async tagSummary(accountId, limit) {

@@ -24,13 +24,14 @@ export function sqliteTagReads(db: Db): TagReads {
   const SEARCH = `account_id = ?1 AND (code LIKE ?2 ESCAPE '\\' OR long_url LIKE ?2 ESCAPE '\\' OR title LIKE ?2 ESCAPE '\\'
     OR EXISTS (SELECT 1 FROM link_tags t WHERE t.link_id = links.id AND t.tag LIKE ?2 ESCAPE '\\'))
     AND (json_array_length(?5) = 0 OR (SELECT count(*) FROM link_tags t
-      WHERE t.link_id = links.id AND t.tag IN (SELECT value FROM json_each(?5))) = json_array_length(?5))`
+      WHERE t.link_id = links.id AND t.tag IN (SELECT value FROM json_each(?5))) = json_array_length(?5))
+    AND (?6 IS NULL OR domain = ?6)`
   const searchIn = (order: LinkOrder) =>
-    db.query<LinkRow, [number, string, number, number, string]>(
+    db.query<LinkRow, [number, string, number, number, string, string | null]>(
       `SELECT * FROM links WHERE ${SEARCH} ORDER BY ${ORDER[order]} LIMIT ?3 OFFSET ?4`,
     )
   // Counted up to a bound: a search over a very large account stops counting there ("10000+").
-  const searchCount = db.query<{ n: number }, [number, string, number, number, string]>(
+  const searchCount = db.query<{ n: number }, [number, string, number, number, string, string | null]>(
     `SELECT count(*) AS n FROM (SELECT 1 FROM links WHERE ${SEARCH} LIMIT ?3 OFFSET ?4)`,
   )
   const summary = db.query<{ tag: string; links: number; clicks: number }, [number, number]>(
@@ -55,15 +56,17 @@ export function sqliteTagReads(db: Db): TagReads {
   const json = (tags: readonly string[]) => JSON.stringify([...new Set(tags)])
 
   return {
-    search: async (accountId, pattern, tags, sort, limit, offset, order) =>
+    search: async (accountId, pattern, tags, sort, limit, offset, order, domain = null) =>
       searchIn(order ?? (sort === 'clicks' ? 'clicks-desc' : 'created-desc')).all(
         accountId,
         pattern,
         limit,
         offset,
         json(tags),
+        domain,
       ),
-    searchCount: async (accountId, pattern, tags, max) => searchCount.get(accountId, pattern, max, 0, json(tags))!.n,
+    searchCount: async (accountId, pattern, tags, max, domain = null) =>
+      searchCount.get(accountId, pattern, max, 0, json(tags), domain)!.n,
     tagSummary: async (accountId, limit) => summary.all(accountId, limit),
     retagAll: async (accountId, from, to, now, max, within) =>
       stored(db, () =>

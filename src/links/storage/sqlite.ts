@@ -133,8 +133,9 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
   const windowFloor = db.query<{ floor: number | null; n: number }, [number, number, number]>(
     'SELECT min(id) AS floor, count(*) AS n FROM (SELECT id FROM links WHERE account_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3)',
   )
-  const pageMatching = db.query<LinkRow, [number, number, string, string, number, number]>(
-    `SELECT * FROM links WHERE account_id = ?1 AND id < ?2 AND id >= ?5 AND ${FILTER} ORDER BY id DESC LIMIT ?6`,
+  const pageMatching = db.query<LinkRow, [number, number, string, string, number, number, string | null]>(
+    `SELECT * FROM links WHERE account_id = ?1 AND id < ?2 AND id >= ?5 AND ${FILTER}
+       AND (?7 IS NULL OR domain = ?7) ORDER BY id DESC LIMIT ?6`,
   )
   // The export: every link of an account, oldest first, a page at a time after an id.
   const exportPage = db.query<LinkRow, [number, number, number]>(
@@ -357,11 +358,11 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
     },
     page: async (accountId, beforeId, limit) => page.all(accountId, beforeId, limit),
     pageByTag: async (accountId, tag, beforeId, limit) => pageByTag.all(accountId, tag, beforeId, limit),
-    async pageMatching(accountId, beforeId, tag, pattern, limit, scan) {
+    async pageMatching(accountId, beforeId, tag, pattern, limit, scan, domain = null) {
       const w = windowFloor.get(accountId, beforeId, scan)!
       if (w.floor === null) return { rows: [], floor: 0, full: false }
       return {
-        rows: pageMatching.all(accountId, beforeId, tag, pattern, w.floor, limit),
+        rows: pageMatching.all(accountId, beforeId, tag, pattern, w.floor, limit, domain),
         floor: w.floor,
         full: w.n >= scan,
       }
