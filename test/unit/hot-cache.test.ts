@@ -72,3 +72,31 @@ test('a generation is full at its codes or its URL characters; a stopped link is
   expect(hot.find('off')).toBe(NOT_PLAIN)
   expect(hot.find('nosuch')).toBeNull()
 })
+
+test('one code on two domains (SPEC §13): two slots, each its own link, read, kept and forgotten apart, on both engines', async () => {
+  const rows = new Map([
+    ['/abc', rowOf(1, 'abc', 'https://example.com/home')],
+    ['go.test/abc', rowOf(2, 'abc', 'https://example.com/away', { domain: 'go.test' })],
+  ])
+  const byCode = (code: string, domain = '') => rows.get(`${domain}/${code}`) ?? null
+  const pg = createHotCache({ store: { byCode: async (c, d) => byCode(c, d) }, clock: Date.now, ttlMs: 30_000 })
+  const sqlite = createHotCache({
+    store: { byCode: async () => null, byCodeNow: byCode },
+    clock: Date.now,
+    ttlMs: 30_000,
+  })
+  for (const hot of [pg, sqlite]) {
+    const [home, away] = [await hot.find('abc'), await hot.find('abc', 'go.test')]
+    expect((home as LinkRow).id).toBe(1)
+    expect((away as LinkRow).id).toBe(2)
+    // Hits now, each the view of its own slot, domain included.
+    expect(hot.find('abc', 'go.test')).toMatchObject({ id: 2, domain: 'go.test', long_url: 'https://example.com/away' })
+    expect(hot.find('abc')).toMatchObject({ id: 1, domain: '', long_url: 'https://example.com/home' })
+    expect(await hot.find('abc', 'x.test')).toBeNull()
+    expect(hot.rows).toBe(2)
+    // A change of the other domain's link forgets its slot only (keys: codeKey).
+    hot.forget('abc@go.test')
+    expect(hot.rows).toBe(1)
+    expect(hot.find('abc')).toMatchObject({ id: 1 })
+  }
+})

@@ -80,7 +80,9 @@ describe('the export round trip', () => {
         split: expect.any(String),
       })
       // The second export is the first, but for the password now unset.
-      expect(await exportCsv(fresh, dora)).toBe(first.replace(/,Locked,,,yes\r\n/, ',Locked,,,no\r\n'))
+      expect(await exportCsv(fresh, dora)).toBe(
+        first.replace(/,Locked,,,yes,localhost\r\n/, ',Locked,,,no,localhost\r\n'),
+      )
     } finally {
       await fresh.cleanup()
     }
