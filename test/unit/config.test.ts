@@ -183,3 +183,37 @@ test('redactDatabaseUrl: the password becomes ***, the rest as written; null for
   )
   expect(redactDatabaseUrl('not a url')).toBeNull()
 })
+
+test('server.domains and [domains."host"] (SPEC §13): lower case, without base_url\'s own host; every refusal names its key', () => {
+  const c = buildConfig({
+    server: { base_url: 'https://S.example.org', domains: ['Go.Example.com', 's.example.org', 'go.example.com'] },
+    domains: {
+      'go.example.com': { root_redirect: 'https://www.example.com/', not_found_redirect: '' },
+      's.example.org': { not_found_redirect: 'https://www.example.com/404' },
+    },
+  })
+  expect(c.server.domains).toEqual(['go.example.com'])
+  expect(c.domains).toEqual({
+    'go.example.com': { root_redirect: 'https://www.example.com/', not_found_redirect: '' },
+    's.example.org': { root_redirect: '', not_found_redirect: 'https://www.example.com/404' },
+  })
+  const refused = (doc: Record<string, unknown>) => {
+    try {
+      buildConfig(doc)
+    } catch (err) {
+      return (err as Error).message
+    }
+    return 'accepted'
+  }
+  expect(refused({ server: { domains: ['bad host'] } })).toContain('"server.domains[0]" must be a host name')
+  expect(refused({ domains: { 'other.example': { root_redirect: '' } } })).toContain(
+    'names a host that is neither base_url\'s (localhost) nor in "server.domains"',
+  )
+  expect(refused({ domains: { localhost: { root: '' } } })).toContain('unknown key "domains."localhost".root"')
+  expect(refused({ domains: { localhost: { root_redirect: 'javascript:alert(1)' } } })).toContain(
+    '"domains."localhost".root_redirect" must be an absolute http or https URL',
+  )
+  expect(refused({ domains: { localhost: { not_found_redirect: 'https://a.example/<x>' } } })).toContain(
+    'not_found_redirect',
+  )
+})
