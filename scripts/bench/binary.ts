@@ -2,7 +2,16 @@
 // dist/linkbox is built (scripts/build.ts) when it is missing or older than any source; LINKBOX_BENCH_BINARY
 // points at another binary instead (a build of an earlier commit: the "before" figures).
 import { Database } from 'bun:sqlite'
-import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs'
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import { join, resolve } from 'node:path'
 import {
   runCli,
@@ -77,7 +86,21 @@ export async function benchBinary(): Promise<Binary> {
  */
 export function startBenchServer(opts: ServerOptions): Promise<RunningServer> {
   const config = opts.config ?? writeConfig()
+  withBenchDomains(config.configPath)
   return startServer({ ...opts, config, stdoutFile: join(config.dir, 'stdout.log') })
+}
+
+/**
+ * LINKBOX_BENCH_DOMAINS="go.bench.test,…": every server of the run has these short domains beside its default one
+ * (issue 40: the redirect rows with two domains, so that the host is read on every visit). Binaries from before
+ * server.domains (schema < 26) refuse the key: run it only on those that have it.
+ */
+function withBenchDomains(configPath: string) {
+  const hosts = (process.env.LINKBOX_BENCH_DOMAINS ?? '').split(',').filter(Boolean)
+  if (hosts.length === 0) return
+  const toml = readFileSync(configPath, 'utf8')
+  if (!toml.includes('\n[server]\n') || toml.includes('\ndomains = ')) return
+  writeFileSync(configPath, toml.replace('\n[server]\n', `\n[server]\ndomains = ${JSON.stringify(hosts)}\n`))
 }
 
 /** A server of the binary on a copy of a cached data directory (the cache itself stays as it was made). */
