@@ -11,6 +11,7 @@ import { codeKey, createDomains } from './domains'
 import { createHotCache } from './hot-cache'
 import { createChecker, createInputRules } from './check'
 import { createDestinations, type Visitor } from './destinations'
+import { createImportLock } from './import-lock'
 import { createListing } from './listing'
 import { createRecords, type LinkRecord } from './record'
 import { createStatistics } from './statistics'
@@ -31,7 +32,7 @@ import {
   type UrlRules,
 } from './validate'
 import { validateMaxVisits } from './validate-routing'
-import { type CreateLinkInput, IMPORTED_CODES_MAX, type ImportSummary, type LinkDeps } from './service-inputs'
+import type { CreateLinkInput, LinkDeps } from './service-inputs'
 
 const aliasTaken = (alias: string) => new AppError(409, 'alias_taken', `The alias "${alias}" is already in use.`)
 const present = (v: unknown) => v !== undefined && v !== null && v !== ''
@@ -106,6 +107,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
   }
 
   const tagging = createTagging({ store, clock, events, record, published, eventWriter })
+  const importLock = createImportLock({ store, clock, eventWriter })
 
   /** Random codes as creation draws them: 6 characters (62^6 ≈ 5.7e10); after repeated collisions one more, up to 12. */
   function* freshCodes(): Generator<string> {
@@ -293,51 +295,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       return { hex: row.code, deleted: true }
     },
 
-    /**
-     * One import at a time per account, on every node (SPEC §2a): the account's import lock taken for
-     * `holder` for `leaseMs`, or 429 rate_limited with Retry-After while another import holds it.
-     */
-    async claimImport(caller: Caller, holder: string, leaseMs: number) {
-      const now = clock()
-      if (await store.claimImport(caller.accountId, holder, now + leaseMs, now)) return
-      const until = (await store.importUntil(caller.accountId)) ?? now + 1000
-      // The lease's end is only a bound (an import of 50,000 rows takes a few seconds): at most 10 s.
-      const wait = Math.min(Math.max(1, Math.ceil((until - now) / 1000)), 10)
-      throw new AppError(
-        429,
-        'rate_limited',
-        `Another import of this account is under way: one import at a time; try again in ${wait} s.`,
-        { 'Retry-After': String(wait) },
-      )
-    },
-    /** Keeps the lock while the import runs; false when it was lost (its lease ran out and another took it). */
-    renewImport: (caller: Caller, holder: string, leaseMs: number) =>
-      store.renewImport(caller.accountId, holder, clock() + leaseMs),
-    /** Frees the lock and, in the same transaction, writes the import's one links.imported event (SPEC §9). */
-    async finishImport(caller: Caller, holder: string, summary: ImportSummary | null) {
-      const event = eventWriter()
-      const at = clock()
-      await store.releaseImport(
-        caller.accountId,
-        holder,
-        summary
-          ? (tx) =>
-              event.write(
-                tx,
-                'links.imported',
-                caller.accountId,
-                () => ({
-                  account: caller.accountName,
-                  created: summary.created,
-                  skipped: summary.skipped,
-                  codes: summary.codes.slice(0, IMPORTED_CODES_MAX),
-                }),
-                at,
-              )
-          : undefined,
-      )
-      event.wake()
-    },
+    ...importLock,
 
     /** Drops the cached rows of links changed or deleted behind the service (an account deleted with its links). */
     forget(links: readonly { code: string; domain: string }[]) {
