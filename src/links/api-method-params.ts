@@ -160,9 +160,9 @@ export const cursorParam: ApiParam = {
 
 /**
  * The short domain (SPEC §13): on getLink.json the new link's, elsewhere the domain of `code` (codes are unique per
- * domain) or links.json's filter. Which hosts are allowed is the config's, checked by the service.
+ * domain) or links.json's filter: one of `hosts`, this server's (base_url's host and server.domains).
  */
-export function domainParam(purpose: 'create' | 'code' | 'filter'): ApiParam {
+export function domainParam(purpose: 'create' | 'code' | 'filter', hosts: readonly string[]): ApiParam {
   const what = {
     create: "The short domain of the new link: base_url's host (the default) or one of server.domains",
     code: "The short domain of the link: its record's `domain` (absent: base_url's host, the default domain)",
@@ -171,12 +171,13 @@ export function domainParam(purpose: 'create' | 'code' | 'filter'): ApiParam {
   return {
     name: 'domain',
     absent: ['', null],
-    schema: Type.String({ maxLength: 253, description: what, examples: ['go.example.com'] }),
+    // This server's hosts (base_url's first): the document names the values it takes.
+    schema: Type.String({ enum: [...hosts], description: what, examples: [hosts[hosts.length - 1]!] }),
     error: {
       code: 'invalid_parameter',
       messages: {
         type: `${named('domain')} must be a string.`,
-        default: `${named('domain')} is invalid: it must be one of this service's short domains.`,
+        default: `${named('domain')} is invalid: it must be one of this service's short domains (${hosts.join(', ')}).`,
       },
     },
   }

@@ -65,7 +65,7 @@ export function linkApi(
         rulesParam(true),
         splitParam(true),
         titleParam(true),
-        domainParam('create'),
+        domainParam('create', links.domains.hosts),
       ],
       moreExamples: [
         { title: 'A link that stops after 100 visits by people (`max_visits`)', with: ['max_visits'] },
@@ -106,7 +106,7 @@ export function linkApi(
       summary:
         'Statistics of a link: clicks and visitors by day, sources, devices, browsers, operating systems and countries',
       description: `Public, as the statistics page is; at most 366 days at once. ${COUNTRY_CREDIT}`,
-      params: [codeParam, domainParam('code'), dayParam('from'), dayParam('to')],
+      params: [codeParam, domainParam('code', links.domains.hosts), dayParam('from'), dayParam('to')],
       returns: StatsSchema,
       errors: { 404: ['not_found'] },
       handler: ({ params, caller }) =>
@@ -119,7 +119,14 @@ export function linkApi(
       scope: 'links',
       tag: 'links',
       summary: "List the caller's links, newest first (by tag, by text), or export them all as CSV",
-      params: [limitParam, cursorParam, tagFilterParam, queryParam, domainParam('filter'), listFormatParam],
+      params: [
+        limitParam,
+        cursorParam,
+        tagFilterParam,
+        queryParam,
+        domainParam('filter', links.domains.hosts),
+        listFormatParam,
+      ],
       queryToo: true,
       returns: ListSchema,
       otherContent: {
@@ -146,7 +153,7 @@ export function linkApi(
         "Only the owning account's keys (or an admin's) may change a link; anonymous links cannot be changed.",
       params: [
         codeParam,
-        domainParam('code'),
+        domainParam('code', links.domains.hosts),
         urlParam(false),
         modeParam(false),
         expireParam(false),
@@ -220,7 +227,7 @@ export function linkApi(
       scope: 'links',
       tag: 'links',
       summary: 'Delete a link and its statistics; the code becomes free again',
-      params: [codeParam, domainParam('code')],
+      params: [codeParam, domainParam('code', links.domains.hosts)],
       returns: DeletedSchema,
       errors: { 403: ['not_owner'], 404: ['not_found'], 503: [STORAGE] },
       handler: ({ params, caller }) => links.delete({ code: params.code, domain: params.domain }, caller!),

@@ -109,7 +109,8 @@ beforeAll(async () => {
   )
   box = sqliteLinkbox(
     testConfig(dir, {
-      server: { host: '127.0.0.1', port: 0 },
+      // go.example.com: the domain parameter's documented example is one of this server's short domains.
+      server: { host: '127.0.0.1', port: 0, domains: ['go.example.com'] },
       rate: RATE,
       marketplace: MP,
       media: { ytdlp_path: standIn },
