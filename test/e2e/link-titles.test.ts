@@ -3,10 +3,12 @@
 // (support/pages.ts) that record what they were asked. A keyed link gets its page's title and og defaults (with a
 // link.updated webhook); a link with a title, an anonymous link, fetch_metadata = false and a private address
 // when private networks are not allowed cause no request at all; redirects pass the guard; a slow page is cut at
-// 5 s and a huge one at 256 KiB (the server sees the connection closed early); at most two fetches run at once.
+// 5 s and a huge one at 256 KiB (the server sees the connection closed early); at most two fetches run at once;
+// failures are tried again with growing waits, then given up; a node stopped mid-fetch leaves the link due for the next.
 import { afterEach, expect, setDefaultTimeout, test } from 'bun:test'
 import type { AppOptions } from '../../src/app/app'
-import { makeBox, type TestBox } from '../support/app'
+import { rmSync } from 'node:fs'
+import { makeBox, sqliteLinkbox, tempDir, testConfig, type TestBox } from '../support/app'
 import { eventually, html, pageServer, type PageServer, type Route } from '../support/pages'
 import { startReceiver } from '../support/webhooks'
 
@@ -229,4 +231,60 @@ test('at most two fetches at once: five links made together are fetched two at a
   expect(made.map((m) => app.row(m.hex).title)).toEqual([1, 2, 3, 4, 5].map((i) => `Page /p${i}`))
   expect(site.maxActive).toBe(2)
   expect(site.seen.map((s) => s.path).sort()).toEqual(['/p1', '/p2', '/p3', '/p4', '/p5'])
+})
+
+test('a failing page is tried again with growing waits, then given up; the link keeps no title', async () => {
+  const site = await pages((_req, res) => {
+    res.writeHead(503, { 'content-type': 'text/html' })
+    res.end(html('<title>Down for now</title>'))
+  })
+  const app = await running({}, { metadata: { pollMs: 50, retryMs: 100, giveUpMs: 1_000 } })
+  const made = await app.make({ url: `${site.origin}/down` })
+  await eventually(() => app.row(made.hex).meta_due === null, 'given up', 10_000)
+  await Bun.sleep(500)
+  const times = site.seen.map((s) => s.at)
+  // About 0, 0.1, 0.2, 0.4, 0.8 and 1.6 s: each wait at least retryMs and as long as the link's age.
+  expect(times.length).toBeGreaterThanOrEqual(4)
+  expect(times.length).toBeLessThanOrEqual(8)
+  const gaps = times.slice(1).map((t, i) => t - times[i]!)
+  expect(Math.min(...gaps)).toBeGreaterThanOrEqual(90)
+  expect(gaps.at(-1)!).toBeGreaterThan(gaps[0]! * 2)
+  expect(app.row(made.hex).title).toBe('')
+  const metrics = await (await app.box.readMetrics()).text()
+  expect(metrics).toContain(`linkbox_link_title_fetches_total{outcome="retry"} ${times.length - 1}`)
+  expect(metrics).toContain('linkbox_link_title_fetches_total{outcome="failed"} 1')
+})
+
+test('a node stopped during a fetch gives the link back; the node started again on the data fetches it', async () => {
+  let first = true
+  const site = await pages((_req, res) => {
+    // The first request is held (the node stops meanwhile); the next one is answered.
+    if (first) {
+      first = false
+      return
+    }
+    page(html('<title>After the restart</title>'))(_req, res, null as never)
+  })
+  const dir = tempDir()
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+  const config = () => testConfig(dir, { server: { port: 0 }, media: { allow_private_networks: true } })
+  const before = sqliteLinkbox(config(), { metadata: { pollMs: 100 } })
+  const key = (await before.accounts.createAccount({ name: 'alice' })).key.key
+  const server = before.listen()
+  const res = await fetch(`http://127.0.0.1:${server.port}/api/getLink.json`, {
+    method: 'POST',
+    body: new URLSearchParams({ url: `${site.origin}/held`, alias: 'held' }),
+    headers: { 'x-api-key': key },
+  })
+  expect(res.status).toBe(200)
+  await eventually(() => site.seen.length === 1, 'the fetch under way')
+  await before.close()
+  const after = sqliteLinkbox(config(), { metadata: { pollMs: 100 } })
+  cleanups.push(() => after.close())
+  const row = () => after.db.query('SELECT title, meta_due FROM links WHERE code = ?').get('held') as any
+  expect(row().meta_due).toBeLessThanOrEqual(Date.now())
+  expect(row().title).toBe('')
+  after.listen()
+  await eventually(() => row().title === 'After the restart', 'fetched by the node started again')
+  expect(site.seen.map((s) => s.path)).toEqual(['/held', '/held'])
 })
