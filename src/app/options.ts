@@ -1,7 +1,7 @@
 // Options of createLinkbox (app.ts): what tests change (a clock, small bounds, a logger of their own); `serve` passes none.
 import type { ClickRecorderOptions } from '../clicks'
 import type { Backend } from './backend-sqlite'
-import type { Verifier } from '../links'
+import type { LinksOptions, Verifier } from '../links'
 import type { Logger } from '../kernel/log'
 import type { QrRenderer } from '../qr'
 
@@ -25,6 +25,8 @@ export interface AppOptions {
   isAllowed?: (address: string) => boolean
   /** Waits between webhook delivery attempts in ms (tests use milliseconds); default SPEC §9's schedule. */
   webhookSchedule?: readonly number[]
+  /** The title fetch's timings (tests shorten them); see links/metadata.ts. */
+  metadata?: LinksOptions['metadata']
   /** The log (default: the process's, which `serve` configures from [log]). */
   logger?: Logger
   /**

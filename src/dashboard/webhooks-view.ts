@@ -11,7 +11,7 @@ export const LOG_SHOWN = 100
 
 export const EVENT_HELP: Record<string, string> = {
   'link.created': 'a link is created',
-  'link.updated': 'a link is edited',
+  'link.updated': 'a link is edited (or gets its title from its page)',
   'link.deleted': 'a link is deleted',
   'link.clicked': 'a link is visited (busy: one event per click)',
   'link.reported': 'a visitor reports one of your links',

@@ -46,6 +46,8 @@ export interface Config {
     blocklist_files: string[]
     /** An import file with more rows is refused whole (SPEC §2a). */
     import_max_rows: number
+    /** Keyed links made without a title get their destination's title (and preview defaults) fetched once (SPEC §2a). */
+    fetch_metadata: boolean
   }
   rate: { anon_per_minute: number; anon_per_day: number; key_per_minute: number }
   mail: {
@@ -115,7 +117,14 @@ export function defaultConfig(): Config {
       domains: [],
     },
     domains: {},
-    links: { redirect_status: 302, blocked_domains: [], anonymous: true, blocklist_files: [], import_max_rows: 50_000 },
+    links: {
+      redirect_status: 302,
+      blocked_domains: [],
+      anonymous: true,
+      blocklist_files: [],
+      import_max_rows: 50_000,
+      fetch_metadata: true,
+    },
     rate: { anon_per_minute: 60, anon_per_day: 200, key_per_minute: 600 },
     mail: {
       domains: ['localhost'],
@@ -173,6 +182,7 @@ const schema: Record<string, Check | Record<string, Check>> = {
     anonymous: bool,
     blocklist_files: list(str((v) => (v.trim() ? null : 'must not be empty'))),
     import_max_rows: int(1, 1_000_000),
+    fetch_metadata: bool,
   },
   rate: { anon_per_minute: int(0, 1_000_000), anon_per_day: int(0, 100_000_000), key_per_minute: int(0, 1_000_000) },
   mail: {

@@ -17,6 +17,7 @@ const RELOADABLE = new Set([
   'links.blocked_domains',
   'links.anonymous',
   'links.blocklist_files',
+  'links.fetch_metadata',
   'log.level',
   'log.requests',
   'log.format',
@@ -50,6 +51,8 @@ export function reloadConfig(config: Config, next: Config, logger: Logger): Relo
     config.rate.anon_per_day = next.rate.anon_per_day
     config.rate.key_per_minute = next.rate.key_per_minute
     config.links.anonymous = next.links.anonymous
+    // Read at each creation and by the title fetcher before each claim.
+    config.links.fetch_metadata = next.links.fetch_metadata
     // Read again by abuse.reloadBlocklist(), which SIGHUP runs after this.
     config.links.blocklist_files = [...next.links.blocklist_files]
     // In place: the link service's URL rules hold this very array.

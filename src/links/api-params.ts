@@ -165,7 +165,7 @@ export function titleParam(onCreate: boolean): ApiParam {
     schema: Type.String({
       maxLength: MAX_TITLE_LENGTH,
       pattern: '^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$',
-      description: `Title: 0 to ${MAX_TITLE_LENGTH} characters, no control characters but line breaks and tabs; ${onCreate ? 'none by default' : '"" removes it'}. links.json's q= searches it`,
+      description: `Title: 0 to ${MAX_TITLE_LENGTH} characters, no control characters but line breaks and tabs; ${onCreate ? "none by default: with a key, the destination page's title is fetched once after the creation (links.fetch_metadata)" : '"" removes it'}. links.json's q= searches it`,
       examples: ['Spring sale 2026'],
     }),
     error: {

@@ -33,7 +33,8 @@ export const LINK_EVENT_DOCS: WebhookEventDoc[] = [
     type: 'link.updated',
     summary: 'A link was changed',
     description:
-      'A link of your account was changed (update.json or the dashboard); `data` is its record after the change.',
+      'A link of your account was changed (update.json, the dashboard, or its title fetched from its destination ' +
+      'after its creation: links.fetch_metadata); `data` is its record after the change.',
     data: LinkRecordSchema,
   },
   {

@@ -6,6 +6,7 @@ import type { DailyCountRows } from '../web/daily-limit'
 import type { Feature, Shared } from '../web/feature'
 import { createAnonymousCreations } from './anonymous'
 import { linkApi } from './api'
+import type { MetadataOptions } from './metadata'
 import type { Verifier } from './password-gate'
 import { createLinkService, type LinkService } from './service'
 import type { LinkRow, LinkStorage } from './storage/contract'
@@ -16,6 +17,8 @@ export interface LinksOptions {
   verifyPassword?: Verifier
   /** Hashes link passwords (tests pass a slow one to drive races through the await). */
   hashPassword?: (password: string) => Promise<string>
+  /** The title fetch's timings (tests shorten them; metadata.ts). */
+  metadata?: Pick<MetadataOptions, 'pollMs' | 'leaseMs' | 'retryMs' | 'giveUpMs'>
 }
 
 /** What links asks of abuse handling (app.ts hands abuse's in): refused destinations, and links that answer 451. */
@@ -39,6 +42,11 @@ export function createLinksFeature<Tx>(
 ) {
   const { config, events, clock, metrics, clientIp, geo, changes } = shared
   const { storages, outbox, guard } = deps
+  const metaCount = metrics.counter(
+    'linkbox_link_title_fetches_total',
+    "Fetches of new links' destination titles (links.fetch_metadata), by outcome.",
+    'outcome',
+  )
   const links: LinkService = createLinkService({
     links: storages.links,
     counts: storages.counts,
@@ -56,6 +64,12 @@ export function createLinksFeature<Tx>(
     // Countries for rules with a country condition: the app's one Geo (statistics ask it too).
     country: (address) => geo.country(address),
     splitKey: (day) => deps.dayKeys.current(day)?.split ?? null,
+    metadata: {
+      ...opts.metadata,
+      guard: shared.guard,
+      onOutcome: (outcome) => metaCount.inc(outcome),
+      fault: (what, err) => shared.faults.fault(what, err),
+    },
   })
   // Creations without a key (links.anonymous, rate.anon_per_day): the API's and the home form's, one count.
   const anonymous = createAnonymousCreations(config, clock, { rows: storages.dailyCounts, dayKeys: deps.dayKeys })
@@ -102,10 +116,12 @@ export function createLinksFeature<Tx>(
         'counter',
       )
     },
-    // Creations still waiting for their group's commit; the links' subscription to changes.
-    close: () => {
+    // The title fetch runs while the service listens, on every node.
+    listen: () => links.metadata.start(),
+    // Creations still waiting for their group's commit; the links' subscription to changes; the title fetches.
+    close: async () => {
       links.close()
-      return links.flushCreations()
+      await Promise.all([links.flushCreations(), links.metadata.stop()])
     },
   }
   return { feature, links, anonymous }

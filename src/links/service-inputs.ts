@@ -5,6 +5,7 @@ import type { ChangeFeed } from '../db/changes'
 import type { Config } from '../kernel/config'
 import type { Events } from '../kernel/events'
 import type { EventWriter, Outbox } from '../kernel/outbox'
+import type { MetadataOptions } from './metadata'
 import type { LinkRow, LinkStorage } from './storage/contract'
 
 export interface CreateLinkInput {
@@ -69,4 +70,6 @@ export interface LinkDeps<Tx> {
   changes?: ChangeFeed
   /** How long a visited link is served from memory at most before it is read again (the safety net). */
   cacheTtlMs?: number
+  /** The title fetch's guard settings, timings and reports (metadata.ts). */
+  metadata?: MetadataOptions
 }

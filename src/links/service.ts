@@ -5,14 +5,15 @@ import { randomBase62 } from '../accounts'
 import { localChangeFeed } from '../db/changes'
 import { allWritten } from '../db/written'
 import { AppError, notFound, notOwner } from '../kernel/errors'
-import type { EventType } from '../kernel/outbox'
 import { createLinkCache, LINK_CACHE_TTL_MS } from './cache'
 import { codeKey, createDomains } from './domains'
 import { createHotCache } from './hot-cache'
 import { createChecker, createInputRules } from './check'
 import { createDestinations, type Visitor } from './destinations'
+import { linkEventWriters } from './event-writer'
 import { createImportLock } from './import-lock'
 import { createListing } from './listing'
+import { createMetadata } from './metadata'
 import { createRecords, type LinkRecord } from './record'
 import { createStatistics } from './statistics'
 import { createTagging } from './tags'
@@ -87,27 +88,11 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
   /** After a change's commit: every process's caches drop the link. */
   const changed = (row: { code: string; domain: string }) => published([codeKey(row.domain, row.code)])
 
-  /**
-   * The webhook event of a change, written by the storage call's `within` in its transaction when anyone of
-   * the account listens for it (a promise of the write, joined by allWritten); `heard` says one was.
-   */
-  function eventWriter() {
-    let heard = false
-    return {
-      write(tx: Tx, type: EventType, accountId: number | null, data: () => Record<string, unknown>, at: number) {
-        if (accountId === null || !outbox?.wanted(type, accountId)) return undefined
-        heard = true
-        return queue.enqueue(tx, { type, accountId, at, data: data() }, clock())
-      },
-      /** After the commit: the deliverer is woken when an event was written. */
-      wake() {
-        if (heard) outbox?.wake()
-      },
-    }
-  }
-
+  const eventWriter = linkEventWriters<Tx>(outbox, queue, clock)
   const tagging = createTagging({ store, clock, events, record, published, eventWriter })
   const importLock = createImportLock({ store, clock, eventWriter })
+  // The destination's title of a keyed link made without one, fetched after the commit (metadata.ts).
+  const metadata = createMetadata({ store, config, clock, events, record, published, eventWriter }, deps.metadata)
 
   /** Random codes as creation draws them: 6 characters (62^6 ≈ 5.7e10); after repeated collisions one more, up to 12. */
   function* freshCodes(): Generator<string> {
@@ -182,6 +167,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         split,
         title,
         domain,
+        meta_due: metadata.due(caller, title, opts.quiet),
       }
       // Committed with the other creations of this event-loop turn on SQLite; answered once that commit is
       // done. The webhook event is written in the same transaction: a creation that fails leaves none. What
@@ -203,6 +189,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         throw new AppError(503, 'busy', 'Could not find a free short code; try again.')
       }
       event.wake()
+      if (row.meta_due !== null) metadata.wake()
       const rec = record(row, tags)
       // A copy for listeners (none by default): only when one is there.
       if (events.has('link.created')) events.emit('link.created', { link: { ...rec }, accountId: row.account_id })
@@ -313,6 +300,8 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     search: listing.search,
     matchingCodes: listing.matchingCodes,
     ...tagging,
+    /** The title fetch: started and stopped with the service's listening (feature.ts). */
+    metadata,
 
     /** The service's clock (unix ms). */
     now: () => clock(),

@@ -34,6 +34,7 @@ describe('config', () => {
       anonymous: true,
       blocklist_files: [],
       import_max_rows: 50_000,
+      fetch_metadata: true,
     })
     expect(c.data_dir).toBe(join(process.cwd(), 'data'))
     expect(c.links.redirect_status).toBe(302)

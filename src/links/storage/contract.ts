@@ -109,7 +109,46 @@ export interface MatchingPage {
   full: boolean
 }
 
-export interface LinkStorage<Tx> {
+/** What a destination's page says of itself (links.fetch_metadata): cleaned, each '' when absent. */
+export interface PageMeta {
+  title: string
+  og_title: string
+  og_description: string
+}
+
+/**
+ * The title fetch's rows (SPEC §2a, §11): a link is due while its meta_due is set; a node claims it by moving
+ * meta_due to the end of its lease (`lease`), and every later write of the claim holds only while it is still
+ * that value, so a node whose lease ran out writes nothing.
+ */
+export interface LinkMetaStore<Tx> {
+  /** The earliest meta_due of all links (null: none); when the fetcher looks again. */
+  nextMetaDue(): Promise<number | null>
+  /**
+   * Up to `limit` links whose meta_due is at most `now` (the earliest due; in no order), claimed in one conditional
+   * write: their meta_due becomes `lease`. Two nodes claiming at once never get the same link.
+   */
+  claimMeta(now: number, lease: number, limit: number): Promise<LinkRow[]>
+  /** A claimed link due again at `due` (null: never), while the claim `lease` holds; false when it no longer does. */
+  deferMeta(id: number, lease: number, due: number | null): Promise<boolean>
+  /**
+   * A claimed link's page, in one transaction while the claim `lease` holds (else null, nothing written), its
+   * meta_due cleared: when its title is still '' and its destination still `url`, the title and, where still '',
+   * og_title and og_description taken from `meta` (updated = `now`) and `within` run with the link as written and
+   * its tags. The row as written when a field was filled, else null. A destination changed since the claim: due
+   * again at `now` (the new one is fetched), nothing filled.
+   */
+  fillMeta(
+    id: number,
+    lease: number,
+    url: string,
+    meta: PageMeta,
+    now: number,
+    within?: (tx: Tx, row: LinkRow, tags: readonly string[]) => unknown,
+  ): Promise<LinkRow | null>
+}
+
+export interface LinkStorage<Tx> extends LinkMetaStore<Tx> {
   /**
    * A new link with its tags; `within` runs in the same transaction after them (when it throws, no link is
    * made). CODE_TAKEN, with nothing written, when the code is in use.

@@ -1,0 +1,33 @@
+// The webhook event of a link's change, written in the change's transaction: the link service's creations,
+// changes and deletions, tag changes (tags.ts) and the title fetch (metadata.ts) write theirs through it.
+import type { EventType, EventWriter, Outbox } from '../kernel/outbox'
+
+export interface LinkEventWriter<Tx> {
+  write(tx: Tx, type: EventType, accountId: number | null, data: () => Record<string, unknown>, at: number): unknown
+  /** After the commit: the deliverer is woken when an event was written. */
+  wake(): void
+}
+
+/**
+ * A writer per change: the event is written by the storage call's `within` in its transaction when anyone of
+ * the account listens for it (a promise of the write, joined by allWritten); `heard` says one was.
+ */
+export function linkEventWriters<Tx>(
+  outbox: Pick<Outbox, 'wanted' | 'wake'> | undefined,
+  queue: EventWriter<Tx>,
+  clock: () => number,
+): () => LinkEventWriter<Tx> {
+  return () => {
+    let heard = false
+    return {
+      write(tx, type, accountId, data, at) {
+        if (accountId === null || !outbox?.wanted(type, accountId)) return undefined
+        heard = true
+        return queue.enqueue(tx, { type, accountId, at, data: data() }, clock())
+      },
+      wake() {
+        if (heard) outbox?.wake()
+      },
+    }
+  }
+}
