@@ -32,6 +32,7 @@ const exampleRecord: LinkRecord = {
   visits_left: 58,
   rules: [{ url: 'https://example.com/de', country: ['DE', 'AT', 'CH'] }],
   title: 'Spring sale 2026',
+  expired_url: null,
 }
 
 const dateTime = (description: string) => Type.String({ format: 'date-time', description })
@@ -117,6 +118,9 @@ export const LinkRecordSchema = Type.Object(
       ),
     ),
     title: Type.String({ maxLength: MAX_TITLE_LENGTH, description: 'Its title ("" without)' }),
+    expired_url: Type.Union([Type.String({ format: 'uri' }), Type.Null()], {
+      description: 'Where it sends people once expired or its visits are used up; null: the 410 page',
+    }),
   },
   { title: 'LinkRecord', additionalProperties: false, examples: [exampleRecord] },
 )

@@ -28,6 +28,7 @@ import {
   queryParam,
   tagFilterParam,
 } from './api-method-params'
+import { expiredUrlParam, extrasOf, utmParams } from './api-params-extra'
 import { csvExportResponse } from './export'
 import { DEFAULT_IMPORT_MAX_ROWS, importLinks, MAX_IMPORT_BYTES, recognisedFormat, type ImportFormat } from './import'
 import type { LinkService } from './service'
@@ -64,6 +65,8 @@ export function linkApi(
         rulesParam(true),
         splitParam(true),
         titleParam(true),
+        expiredUrlParam(true),
+        ...utmParams(true),
       ],
       moreExamples: [
         { title: 'A link that stops after 100 visits by people (`max_visits`)', with: ['max_visits'] },
@@ -72,6 +75,10 @@ export function linkApi(
           with: ['rules'],
         },
         { title: 'An A/B test: half the visitors to each of two pages (`split`)', with: ['split'] },
+        {
+          title: 'UTM parameters set in the destination, and where it goes once expired (`utm_*`, `expired_url`)',
+          with: ['utm_source', 'utm_medium', 'utm_campaign', 'expire', 'expired_url'],
+        },
       ],
       returns: LinkRecordSchema,
       errors: { 409: ['alias_taken', 'alias_reserved'], 503: ['busy', STORAGE] },
@@ -90,6 +97,7 @@ export function linkApi(
             rules: p.rules,
             split: p.split,
             title: p.title,
+            ...extrasOf(p),
           },
           caller,
         )
@@ -148,6 +156,8 @@ export function linkApi(
         rulesParam(false),
         splitParam(false),
         titleParam(false),
+        expiredUrlParam(false),
+        ...utmParams(false),
       ],
       exampleWith: ['url'],
       moreExamples: [
@@ -170,6 +180,7 @@ export function linkApi(
             rules: params.rules,
             split: params.split,
             title: params.title,
+            ...extrasOf(params),
           },
           caller!,
         ),

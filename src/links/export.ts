@@ -5,6 +5,7 @@ import type { LinkRecord } from './record'
 
 // title came last (issue 36), then rules, split and has_password (issue 38): readers of the older columns keep
 // working. Rules and split are the API's JSON; has_password says yes or no, never more (the hash stays here).
+// expired_url (issue 40) after them.
 export const EXPORT_COLUMNS = [
   'code',
   'short_url',
@@ -19,6 +20,7 @@ export const EXPORT_COLUMNS = [
   'rules',
   'split',
   'has_password',
+  'expired_url',
 ] as const
 
 /** One link as a CSV line. Clicks and max_visits are numbers linkbox writes: never neutralised. */
@@ -37,6 +39,7 @@ export function exportLine(r: LinkRecord): string {
     csvField(r.rules ? JSON.stringify(r.rules) : ''),
     csvField(r.split ? JSON.stringify(r.split) : ''),
     csvField(r.password ? 'yes' : 'no'),
+    csvField(r.expired_url),
   ])
 }
 

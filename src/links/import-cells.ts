@@ -20,6 +20,8 @@ export interface ImportRow {
   /** linkbox's own export: its redirect rules and A/B split as the API's JSON ("" or absent: none). */
   rules?: string
   split?: string
+  /** linkbox's own export: where it goes once expired or used up (absent: none). */
+  expired_url?: string
   /** linkbox's own export said the link had a password: it cannot come back (the export never holds it). */
   hadPassword?: boolean
   /** Why the row cannot be kept as written (reason and message naming the column); it is skipped. */

@@ -155,6 +155,7 @@ const inputOf = (row: ImportRow) => ({
   title: row.title,
   rules: row.rules,
   split: row.split,
+  expired_url: row.expired_url,
 })
 
 /** A refusal of one row as an import reports it (a row without a URL is missing_url). */

@@ -28,6 +28,8 @@ export interface LinkRecord {
   split?: SplitArm[]
   /** 0-200 characters, "" for none. */
   title: string
+  /** Where it sends people once expired or used up (null: the 410 page). */
+  expired_url: string | null
 }
 
 export function createRecords(
@@ -57,6 +59,7 @@ export function createRecords(
       ...(row.rules ? { rules: JSON.parse(row.rules) as Rule[] } : {}),
       ...(row.split ? { split: JSON.parse(row.split) as SplitArm[] } : {}),
       title: row.title,
+      expired_url: row.expired_url,
     }
   }
   return {

@@ -64,7 +64,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
   const urlRules: UrlRules = ownUrlRules(config.server, config.links.blocked_domains)
   const destinations = createDestinations({ clock, country: deps.country ?? (() => null), dayKey: deps.splitKey })
   const checkDestination = deps.checkDestination
-  const { rulesText, splitText, checked } = createInputRules(urlRules, checkDestination)
+  const { rulesText, splitText, checked, updateExtras } = createInputRules(urlRules, checkDestination)
   const { record, records, recordOf } = createRecords(base, clock, store)
   const problems = createChecker(urlRules, checkDestination)
 
@@ -156,7 +156,8 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         quiet?: boolean
       } = {},
     ): Promise<LinkRecord> {
-      const { long_url, alias, mode, expire, tags, max_visits, rules, split, title, password } = checked(input)
+      const { long_url, alias, mode, expire, tags, max_visits, rules, split, title, password, expired_url } =
+        checked(input)
       const password_hash = password ? await hashPassword(password) : null
       const now = clock()
       const fields = {
@@ -170,6 +171,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         rules,
         split,
         title,
+        expired_url,
       }
       // Committed with the other creations of this event-loop turn on SQLite; answered once that commit is
       // done. The webhook event is written in the same transaction: a creation that fails leaves none. What
@@ -208,6 +210,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         changes.long_url = validateUrl(input.url, urlRules)
         deps.checkDestination?.(changes.long_url)
       }
+      Object.assign(changes, updateExtras(input, changes.long_url ?? row.long_url))
       if (input.mode !== undefined) changes.mode = validateMode(input.mode)
       const tags = retagged ?? (input.tags !== undefined ? validateTags(input.tags) : undefined)
       if (input.max_visits !== undefined) changes.max_visits = validateMaxVisits(input.max_visits)
