@@ -109,19 +109,24 @@ export function createInputRules(urlRules: UrlRules, checkDestination?: (url: st
         : null,
     }
   }
-  /** An update's UTM values set in its destination (the one sent, or `current`) and its expired_url ('' removes it). */
-  function updateExtras(
-    input: Omit<CreateLinkInput, 'url'>,
+  /**
+   * An update's destination (the url sent, with the UTM values sent set in it, or in `current` when only they
+   * were sent) and its expired_url ('' removes it): only what was sent.
+   */
+  function destinationChanges(
+    input: Omit<CreateLinkInput, 'url'> & { url?: unknown },
     current: string,
   ): { long_url?: string; expired_url?: string | null } {
-    const utm = utmOf(input, true)
-    const expired = input.expired_url
-    return {
-      ...(utm ? { long_url: applyUtm(current, utm, urlRules) } : {}),
-      ...(expired !== undefined && expired !== null
-        ? { expired_url: validateExpiredUrl(expired, urlRules, checkDestination) }
-        : {}),
+    const changes: { long_url?: string; expired_url?: string | null } = {}
+    if (input.url !== undefined) {
+      changes.long_url = validateUrl(input.url, urlRules)
+      checkDestination?.(changes.long_url)
     }
+    const utm = utmOf(input, true)
+    if (utm) changes.long_url = applyUtm(changes.long_url ?? current, utm, urlRules)
+    if (input.expired_url !== undefined && input.expired_url !== null)
+      changes.expired_url = validateExpiredUrl(input.expired_url, urlRules, checkDestination)
+    return changes
   }
-  return { rulesText, splitText, checked, updateExtras }
+  return { rulesText, splitText, checked, destinationChanges }
 }

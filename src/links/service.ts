@@ -26,7 +26,6 @@ import {
   validateTag,
   validateTags,
   validateTitle,
-  validateUrl,
   type UrlRules,
 } from './validate'
 import { validateMaxVisits } from './validate-routing'
@@ -64,7 +63,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
   const urlRules: UrlRules = ownUrlRules(config.server, config.links.blocked_domains)
   const destinations = createDestinations({ clock, country: deps.country ?? (() => null), dayKey: deps.splitKey })
   const checkDestination = deps.checkDestination
-  const { rulesText, splitText, checked, updateExtras } = createInputRules(urlRules, checkDestination)
+  const { rulesText, splitText, checked, destinationChanges } = createInputRules(urlRules, checkDestination)
   const { record, records, recordOf } = createRecords(base, clock, store)
   const problems = createChecker(urlRules, checkDestination)
 
@@ -206,11 +205,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     ) {
       const row = await owned(input.code, caller)
       const changes: LinkChanges = {}
-      if (input.url !== undefined) {
-        changes.long_url = validateUrl(input.url, urlRules)
-        deps.checkDestination?.(changes.long_url)
-      }
-      Object.assign(changes, updateExtras(input, changes.long_url ?? row.long_url))
+      Object.assign(changes, destinationChanges(input, row.long_url))
       if (input.mode !== undefined) changes.mode = validateMode(input.mode)
       const tags = retagged ?? (input.tags !== undefined ? validateTags(input.tags) : undefined)
       if (input.max_visits !== undefined) changes.max_visits = validateMaxVisits(input.max_visits)
