@@ -28,6 +28,7 @@ import {
 } from './links-form'
 import { schemeAttrs, schemeHint, schemeNote, withNote } from './form-help'
 import { routingJson, routingOf, routingOfLink } from './routing-form'
+import { EXTRA_FIELDS, extraFields, extrasChecked, extrasOfLink, extrasSent, utmChanged } from './link-utm'
 
 export function createLinkPages({ shell, links, qr, clock }: DashboardDeps) {
   function notFoundPage(request: Request, s: Session, code: string) {
@@ -63,6 +64,7 @@ export function createLinkPages({ shell, links, qr, clock }: DashboardDeps) {
       tags: r.tags.join(', '),
       title: r.title,
       ...currentRouting(r),
+      ...extrasOfLink(r),
     }
     const errors = opts?.errors ?? {}
     const url = errorOf(errors, 'url')
@@ -103,6 +105,7 @@ export function createLinkPages({ shell, links, qr, clock }: DashboardDeps) {
 ${titleField(v.title, errors)}
 ${tagsField(v.tags, errors)}
 ${routingFields(v, errors, visitsLeftText(r))}
+${extraFields(v, extrasOfLink(r).utm, errors)}
 </div>
 <fieldset class="password-choice"${errors.password ? ' aria-describedby="password-error"' : ''}>
 <legend>Password <span class="muted">(${r.password ? 'this link has one' : 'none set'})</span></legend>
@@ -208,6 +211,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
           max_visits: d.get('max_visits') ?? currentRouting(r).max_visits,
           ...(d.has('routing_editor') || d.has('rules') ? routingOf(d) : currentRouting(r)),
           title: d.get('title') ?? r.title,
+          ...extrasSent((n) => d.get(n), extrasOfLink(r)),
         },
       })
     })
@@ -215,7 +219,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
       '/dashboard/links/:code',
       async ({ request, params }) => {
         const s = await shell.requireForm(request, {
-          keep: ['url', 'mode', 'expire', 'password_action', 'tags', 'title', ...ROUTING_FIELDS],
+          keep: ['url', 'mode', 'expire', 'password_action', 'tags', 'title', ...ROUTING_FIELDS, ...EXTRA_FIELDS],
         })
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
@@ -235,6 +239,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
           max_visits: (f.get('max_visits') ?? '').trim(),
           ...(sent ? routingOf(f) : currentRouting(r)),
           title: f.get('title') ?? r.title,
+          ...extrasSent((n) => f.get(n), extrasOfLink(r)),
         }
         const changes: {
           url?: string
@@ -246,7 +251,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
           rules?: string
           split?: string
           title?: string
-        } = {}
+        } & Partial<Record<(typeof EXTRA_FIELDS)[number], string>> = {}
         const page = `/dashboard/links/${r.hex}`
         const refuse = (state: Refused<EditForm>) => shell.refused(shell.ownerOf(s), page, state)
         // Every field's problem at once, each beside its field (the rows' addresses get https:// here too).
@@ -258,6 +263,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
             ...(values.expire !== 'keep' ? [{ key: 'expire', param: 'expire' as const, value: values.expire }] : []),
             { key: 'max_visits', param: 'max_visits', value: values.max_visits },
             { key: 'title', param: 'title', value: values.title },
+            ...extrasChecked(values),
           ],
           tags.problem,
           values,
@@ -275,6 +281,9 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
         // A text input drops line breaks: a title over two lines (an import's) is changed only when edited.
         if (values.title !== r.title.replace(/[\r\n]/g, '')) changes.title = values.title
         if (values.expire !== 'keep') changes.expire = values.expire
+        // The expiry destination when changed ('' removes it); UTM values changed from what the page showed.
+        if (values.expired_url !== (r.expired_url ?? '')) changes.expired_url = values.expired_url
+        Object.assign(changes, utmChanged(values.utm, extrasOfLink(r).utm))
         if (values.passwordAction === 'remove') changes.password = ''
         // Tags as the form writes them, compared as the service stores them (order does not count).
         if ([...tags.tags].sort().join(',') !== r.tags.join(',')) changes.tags = tags.tags.join(',')

@@ -24,6 +24,7 @@ import {
 } from './links-form'
 import { schemeNote, withNote } from './form-help'
 import { routingJson, routingOf } from './routing-form'
+import { EXTRA_FIELDS, extrasChecked, extrasSent } from './link-utm'
 
 export function createLinksSection(deps: DashboardDeps) {
   const { shell, links } = deps
@@ -66,6 +67,7 @@ export function createLinksSection(deps: DashboardDeps) {
             max_visits: d.get('max_visits') ?? '',
             ...routingOf(d),
             title: d.get('title') ?? '',
+            ...extrasSent((n) => d.get(n), EMPTY_FORM),
           },
         })
       return listPage(request, s)
@@ -75,7 +77,7 @@ export function createLinksSection(deps: DashboardDeps) {
       async ({ request }) => {
         const s = await shell.requireForm(request, {
           page: '/dashboard',
-          keep: ['url', 'alias', 'mode', 'expire', 'tags', 'title', ...ROUTING_FIELDS],
+          keep: ['url', 'alias', 'mode', 'expire', 'tags', 'title', ...ROUTING_FIELDS, ...EXTRA_FIELDS],
         })
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
@@ -95,6 +97,7 @@ export function createLinksSection(deps: DashboardDeps) {
           max_visits: (f.get('max_visits') ?? '').trim(),
           ...routingOf(f),
           title: f.get('title') ?? '',
+          ...extrasSent((n) => f.get(n), EMPTY_FORM),
         }
         const password = f.get('password') ?? ''
         // Every field's problem at once, each beside its field; the service's own refusals (an alias taken) after.
@@ -108,6 +111,7 @@ export function createLinksSection(deps: DashboardDeps) {
             { key: 'max_visits', param: 'max_visits', value: form.max_visits },
             { key: 'title', param: 'title', value: form.title },
             { key: 'password', param: 'password', value: password },
+            ...extrasChecked(form),
           ],
           tags.problem,
           form,
@@ -129,6 +133,9 @@ export function createLinksSection(deps: DashboardDeps) {
               rules: json.rules,
               split: json.split,
               title: form.title,
+              // The builder's fields as typed ('' sets nothing on create): the service sets them in the URL.
+              expired_url: form.expired_url,
+              ...form.utm,
             },
             s.caller,
             { within: (tx, link) => tokens.claim(tx, sent, s.id, fresh(link.code)) },
