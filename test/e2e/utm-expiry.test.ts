@@ -2,6 +2,8 @@
 // a real SQLite file; the redirect status configured as 307 to see that it is the one used.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
+import { Value } from '@sinclair/typebox/value'
+import { LinkRecordSchema } from '../../src/links'
 import { parseCsv } from '../../src/links/csv'
 import { readAnswer, tempDir, testConfig, sqliteLinkbox, type SqliteLinkbox } from '../support/app'
 
@@ -20,6 +22,8 @@ beforeAll(async () => {
     testConfig(dir, {
       server: { host: '127.0.0.1', port: 0 },
       links: { redirect_status: 307, blocked_domains: ['evil.example'] },
+      // A webhook endpoint on 127.0.0.1 (its events are only written here, never sent).
+      media: { allow_private_networks: true },
     }),
   )
   base = `http://127.0.0.1:${box.listen().port}`
@@ -100,6 +104,32 @@ describe('UTM parameters', () => {
   })
 })
 
+describe('webhook payloads', () => {
+  test('link.created and link.updated carry expired_url and the destination with its UTM values, as the record', async () => {
+    const hook = await api('webhooks.json', { action: 'create', url: 'http://127.0.0.1:9/hook' })
+    expect(hook.status, JSON.stringify(hook.body)).toBe(200)
+    await created({
+      url: 'https://example.com/h',
+      alias: 'hooked',
+      utm_source: 'a',
+      expired_url: 'https://example.com/o',
+    })
+    await api('update.json', { code: 'hooked', utm_source: 'b', expired_url: '' })
+    const payloads = box.db
+      .query('SELECT type, payload FROM webhook_events WHERE payload LIKE \'%"hooked"%\' ORDER BY id')
+      .all()
+      .map((r: any) => {
+        const data = JSON.parse(r.payload).data
+        expect(Value.Check(LinkRecordSchema, data)).toBe(true)
+        return [r.type, data.long_url, data.expired_url]
+      })
+    expect(payloads).toEqual([
+      ['link.created', 'https://example.com/h?utm_source=a', 'https://example.com/o'],
+      ['link.updated', 'https://example.com/h?utm_source=b', null],
+    ])
+  })
+})
+
 describe('expired_url', () => {
   test('it obeys the url rules, each refusal naming expired_url', async () => {
     for (const [value, code] of [
@@ -123,6 +153,12 @@ describe('expired_url', () => {
     })
     expect(r.expired_url).toBe('https://example.com/sale-over')
     await created({ url: 'https://example.com/plain', alias: 'plain-exp', expire: '1' })
+    await created({
+      url: 'https://example.com/x',
+      alias: 'went-bad',
+      expire: '1',
+      expired_url: 'https://later-bad.example/',
+    })
     expect((await visit('sale')).headers.get('location')).toBe('https://example.com/sale')
     await Bun.sleep(1100)
     for (const [ua, method] of [
@@ -137,6 +173,12 @@ describe('expired_url', () => {
         'private, no-cache',
       ])
     }
+    // A host banned after the link was made stops its expiry destination too: 451, never the redirect.
+    expect((await visit('went-bad')).headers.get('location')).toBe('https://later-bad.example/')
+    await box.abuse.banHost('later-bad.example', 'went bad', null)
+    const stopped = await visit('went-bad')
+    expect([stopped.status, stopped.headers.get('location')]).toEqual([451, null])
+    await box.abuse.unbanHost('later-bad.example')
     const gone = await visit('plain-exp')
     expect([gone.status, gone.headers.get('location')]).toEqual([410, null])
     expect(await gone.text()).toContain('This link has expired')
@@ -167,6 +209,36 @@ describe('expired_url', () => {
     const gone = await visit('once')
     expect(gone.status).toBe(410)
     expect(await gone.text()).toContain('This link reached its limit')
+  })
+
+  test('behind a password: after the right one, a used-up link goes on to expired_url as arrive would', async () => {
+    await created({
+      url: 'https://example.com/secret',
+      alias: 'locked',
+      password: 'open sesame',
+      max_visits: '1',
+      expired_url: 'https://example.com/closed',
+    })
+    const header = await fetch(`${base}/locked`, {
+      redirect: 'manual',
+      headers: { 'x-link-password': 'open sesame', 'user-agent': CHROME },
+    })
+    expect([header.status, header.headers.get('location')]).toEqual([307, 'https://example.com/secret'])
+    // A browser's form post: the small page that sends it on (the pages' CSP governs a form's redirect).
+    const post = (headers: Record<string, string>) =>
+      fetch(`${base}/locked`, {
+        method: 'POST',
+        redirect: 'manual',
+        body: new URLSearchParams({ password: 'open sesame' }),
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'user-agent': CHROME, ...headers },
+      })
+    const browser = await post({ accept: 'text/html', 'sec-fetch-mode': 'navigate' })
+    expect(browser.status).toBe(200)
+    expect(await browser.text()).toContain('https://example.com/closed')
+    const script = await post({})
+    expect([script.status, script.headers.get('location')]).toEqual([303, 'https://example.com/closed'])
+    const wrong = await fetch(`${base}/locked`, { redirect: 'manual', headers: { 'x-link-password': 'nope' } })
+    expect(wrong.status).toBe(401)
   })
 
   test('the CSV export carries expired_url last; an import reads it back, and files without the column still import', async () => {
