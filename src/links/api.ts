@@ -75,10 +75,6 @@ export function linkApi(
           with: ['rules'],
         },
         { title: 'An A/B test: half the visitors to each of two pages (`split`)', with: ['split'] },
-        {
-          title: 'UTM parameters set in the destination, and where it goes once expired (`utm_*`, `expired_url`)',
-          with: ['utm_source', 'utm_medium', 'utm_campaign', 'expire', 'expired_url'],
-        },
       ],
       returns: LinkRecordSchema,
       errors: { 409: ['alias_taken', 'alias_reserved'], 503: ['busy', STORAGE] },
