@@ -147,6 +147,7 @@ describe('tags in the dashboard', () => {
       'rules',
       'split',
       'has_password',
+      'expired_url',
     ])
     expect(rows.slice(1).map((r) => [r.fields[0], r.fields[7]])).toEqual([
       ['news-one', 'news,world'],

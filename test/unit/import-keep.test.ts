@@ -147,6 +147,7 @@ describe("linkbox's own export", () => {
         'rules',
         'split',
         'has_password',
+        'expired_url',
       ])
     } finally {
       await fresh.cleanup()
