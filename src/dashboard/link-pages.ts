@@ -263,7 +263,7 @@ ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
             ...(values.expire !== 'keep' ? [{ key: 'expire', param: 'expire' as const, value: values.expire }] : []),
             { key: 'max_visits', param: 'max_visits', value: values.max_visits },
             { key: 'title', param: 'title', value: values.title },
-            ...extrasChecked(values),
+            ...extrasChecked(values, extrasOfLink(r).utm),
           ],
           tags.problem,
           values,

@@ -57,11 +57,14 @@ export function utmChanged(utm: UtmFields, shown: UtmFields): Partial<UtmFields>
   return changed
 }
 
-/** The values to check with the service's rules (each error beside its field). */
-export function extrasChecked(v: { expired_url: string; utm: UtmFields }): Checked[] {
+/**
+ * The values to check with the service's rules (each error beside its field): the UTM values that will be sent,
+ * those changed from `shown` (a destination typed with a value the builder would refuse is no field's fault).
+ */
+export function extrasChecked(v: { expired_url: string; utm: UtmFields }, shown: UtmFields = NO_UTM): Checked[] {
   return [
     ...(v.expired_url ? [{ key: 'expired_url', param: 'expired_url' as const, value: v.expired_url }] : []),
-    ...UTM_PARAMS.map((n) => ({ key: n, param: n, value: v.utm[n] })),
+    ...UTM_PARAMS.filter((n) => v.utm[n] !== shown[n]).map((n) => ({ key: n, param: n, value: v.utm[n] })),
   ]
 }
 

@@ -107,6 +107,15 @@ describe('without JavaScript', () => {
       await click(p, 'button:has-text("Save changes")')
       expect(stored('utm-rt').long_url).toBe('https://example.org/?utm_medium=print')
       expect(await p.inputValue('#utm_medium')).toBe('print')
+      // A value over the builder's 200 characters, typed in the URL, is shown in its field and never blocks a save.
+      const long = `https://example.org/?utm_source=${'s'.repeat(250)}`
+      await p.fill('#url', long)
+      await click(p, 'button:has-text("Save changes")')
+      expect(await p.inputValue('#utm_source')).toBe('s'.repeat(250))
+      await p.fill('#title', 'Long source')
+      await click(p, 'button:has-text("Save changes")')
+      expect(await p.textContent('.notice.ok')).toContain('Saved the changes')
+      expect(stored('utm-rt').long_url).toBe(long)
     } finally {
       await context.close()
     }
