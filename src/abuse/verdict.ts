@@ -9,9 +9,9 @@ export type Verdict =
   | { kind: 'listed'; host: string }
   | { kind: 'account' }
 
-/** The destinations a link's row can send visitors to: long_url, then its rules' and split's urls (validated JSON). */
+/** The destinations a link's row can send visitors to: long_url, its expired_url, then its rules' and split's urls (validated JSON). */
 export function destinationsOf(row: LinkRow): string[] {
-  const urls = [row.long_url]
+  const urls = row.expired_url ? [row.long_url, row.expired_url] : [row.long_url]
   for (const json of [row.rules, row.split]) {
     if (!json) continue
     try {

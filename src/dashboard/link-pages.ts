@@ -28,6 +28,7 @@ import {
 } from './links-form'
 import { schemeAttrs, schemeHint, schemeNote, withNote } from './form-help'
 import { routingJson, routingOf, routingOfLink } from './routing-form'
+import { EXTRA_FIELDS, extraFields, extrasChecked, extrasOfLink, extrasSent, utmChanged } from './link-utm'
 
 export function createLinkPages({ shell, links, qr, clock }: DashboardDeps) {
   // A link's name in these pages' paths: its code, with "@host" on another short domain (links-view.ts).
@@ -67,6 +68,7 @@ export function createLinkPages({ shell, links, qr, clock }: DashboardDeps) {
       tags: r.tags.join(', '),
       title: r.title,
       ...currentRouting(r),
+      ...extrasOfLink(r),
     }
     const errors = opts?.errors ?? {}
     const url = errorOf(errors, 'url')
@@ -107,6 +109,7 @@ export function createLinkPages({ shell, links, qr, clock }: DashboardDeps) {
 ${titleField(v.title, errors)}
 ${tagsField(v.tags, errors)}
 ${routingFields(v, errors, visitsLeftText(r))}
+${extraFields(v, extrasOfLink(r).utm, errors)}
 </div>
 <fieldset class="password-choice"${errors.password ? ' aria-describedby="password-error"' : ''}>
 <legend>Password <span class="muted">(${r.password ? 'this link has one' : 'none set'})</span></legend>
@@ -212,6 +215,7 @@ ${qrSection(ref(r), r.url, new URL(request.url), s.csrf)}
           max_visits: d.get('max_visits') ?? currentRouting(r).max_visits,
           ...(d.has('routing_editor') || d.has('rules') ? routingOf(d) : currentRouting(r)),
           title: d.get('title') ?? r.title,
+          ...extrasSent((n) => d.get(n), extrasOfLink(r)),
         },
       })
     })
@@ -219,7 +223,7 @@ ${qrSection(ref(r), r.url, new URL(request.url), s.csrf)}
       '/dashboard/links/:code',
       async ({ request, params }) => {
         const s = await shell.requireForm(request, {
-          keep: ['url', 'mode', 'expire', 'password_action', 'tags', 'title', ...ROUTING_FIELDS],
+          keep: ['url', 'mode', 'expire', 'password_action', 'tags', 'title', ...ROUTING_FIELDS, ...EXTRA_FIELDS],
         })
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
@@ -239,6 +243,7 @@ ${qrSection(ref(r), r.url, new URL(request.url), s.csrf)}
           max_visits: (f.get('max_visits') ?? '').trim(),
           ...(sent ? routingOf(f) : currentRouting(r)),
           title: f.get('title') ?? r.title,
+          ...extrasSent((n) => f.get(n), extrasOfLink(r)),
         }
         const changes: {
           url?: string
@@ -250,7 +255,7 @@ ${qrSection(ref(r), r.url, new URL(request.url), s.csrf)}
           rules?: string
           split?: string
           title?: string
-        } = {}
+        } & Partial<Record<(typeof EXTRA_FIELDS)[number], string>> = {}
         const page = `/dashboard/links/${ref(r)}`
         const refuse = (state: Refused<EditForm>) => shell.refused(shell.ownerOf(s), page, state)
         // Every field's problem at once, each beside its field (the rows' addresses get https:// here too).
@@ -262,6 +267,7 @@ ${qrSection(ref(r), r.url, new URL(request.url), s.csrf)}
             ...(values.expire !== 'keep' ? [{ key: 'expire', param: 'expire' as const, value: values.expire }] : []),
             { key: 'max_visits', param: 'max_visits', value: values.max_visits },
             { key: 'title', param: 'title', value: values.title },
+            ...extrasChecked(values, extrasOfLink(r).utm),
           ],
           tags.problem,
           values,
@@ -279,6 +285,9 @@ ${qrSection(ref(r), r.url, new URL(request.url), s.csrf)}
         // A text input drops line breaks: a title over two lines (an import's) is changed only when edited.
         if (values.title !== r.title.replace(/[\r\n]/g, '')) changes.title = values.title
         if (values.expire !== 'keep') changes.expire = values.expire
+        // The expiry destination when changed ('' removes it); UTM values changed from what the page showed.
+        if (values.expired_url !== (r.expired_url ?? '')) changes.expired_url = values.expired_url
+        Object.assign(changes, utmChanged(values.utm, extrasOfLink(r).utm))
         if (values.passwordAction === 'remove') changes.password = ''
         // Tags as the form writes them, compared as the service stores them (order does not count).
         if ([...tags.tags].sort().join(',') !== r.tags.join(',')) changes.tags = tags.tags.join(',')

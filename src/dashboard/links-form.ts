@@ -8,6 +8,7 @@ import { type FieldErrors, routingEditor } from './routing-editor'
 import { EDITOR_FIELDS, type Problems, type Routing, routingOfLink, routingProblems } from './routing-form'
 import type { FormTokens } from './form-tokens'
 import type { Session } from './sessions'
+import { EXTRA_NAMES, extraFields, extrasShown, NO_UTM, type UtmFields } from './link-utm'
 
 /** The lifetimes offered for a link (seconds; '' is "never"). */
 export const LIFETIMES: readonly (readonly [string, string])[] = [
@@ -36,6 +37,7 @@ export const FIELD_NAMES: Record<string, string> = {
   rules: 'The rules',
   split: 'The split',
   title: 'The title',
+  ...EXTRA_NAMES,
 }
 
 export const TAGS_HINT = `Up to ${MAX_TAGS}, separated by commas: letters, digits, _ or -, at most ${MAX_TAG_LENGTH} each; written as they are kept (“Summer Sale” is summer-sale).`
@@ -70,7 +72,7 @@ export { normaliseTags }
 /** Which field of the form an error of the link service is about (null: the form as a whole). */
 export function fieldOf(err: AppError): string | null {
   // A rule's or an arm's URL is refused as invalid_url too: it belongs to its text area, not to "url".
-  const area = /^The parameter "(rules|split)\b/.exec(err.message)?.[1]
+  const area = /^The parameter "(rules|split|expired_url)\b/.exec(err.message)?.[1]
   if (area) return area
   switch (err.code) {
     case 'invalid_url':
@@ -117,6 +119,8 @@ export interface CreateForm {
   title: string
   /** The short domain's host ('' the default). */
   domain?: string
+  expired_url: string
+  utm: UtmFields
 }
 export const EMPTY_FORM: CreateForm = {
   url: '',
@@ -128,6 +132,8 @@ export const EMPTY_FORM: CreateForm = {
   rules: [],
   split: [],
   title: '',
+  expired_url: '',
+  utm: NO_UTM,
 }
 /** The fields of the limit, rules and split, as both forms send them (and a lost session keeps them). */
 export const ROUTING_FIELDS = ['max_visits', 'rules', 'split', ...EDITOR_FIELDS] as const
@@ -184,6 +190,7 @@ export function createCard(
     form.rules.length ||
     form.split.length ||
     form.title ||
+    extrasShown(form, errors) ||
     errors.alias ||
     errors.mode ||
     errors.expire ||
@@ -220,6 +227,7 @@ ${domainField(hosts, form.domain ?? '')}<button type="submit">Shorten</button>
 ${titleField(form.title, errors)}
 ${tagsField(form.tags, errors)}
 ${routingFields(form, errors)}
+${extraFields(form, NO_UTM, errors)}
 </div>
 </details>
 </form>
@@ -250,6 +258,8 @@ export interface EditForm {
   rules: Routing['rules']
   split: Routing['split']
   title: string
+  expired_url: string
+  utm: UtmFields
 }
 
 /** The limit, rules and split of a link as the edit form shows them. */

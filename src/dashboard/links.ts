@@ -24,6 +24,7 @@ import {
 } from './links-form'
 import { schemeNote, withNote } from './form-help'
 import { routingJson, routingOf } from './routing-form'
+import { EXTRA_FIELDS, extrasChecked, extrasSent } from './link-utm'
 
 export function createLinksSection(deps: DashboardDeps) {
   const { shell, links } = deps
@@ -67,6 +68,7 @@ export function createLinksSection(deps: DashboardDeps) {
             ...routingOf(d),
             title: d.get('title') ?? '',
             domain: d.get('domain') ?? '',
+            ...extrasSent((n) => d.get(n), EMPTY_FORM),
           },
         })
       return listPage(request, s)
@@ -76,7 +78,7 @@ export function createLinksSection(deps: DashboardDeps) {
       async ({ request }) => {
         const s = await shell.requireForm(request, {
           page: '/dashboard',
-          keep: ['url', 'alias', 'mode', 'expire', 'tags', 'title', 'domain', ...ROUTING_FIELDS],
+          keep: ['url', 'alias', 'mode', 'expire', 'tags', 'title', 'domain', ...ROUTING_FIELDS, ...EXTRA_FIELDS],
         })
         if (s instanceof Response) return s
         const f = await shell.form(request, s)
@@ -97,6 +99,7 @@ export function createLinksSection(deps: DashboardDeps) {
           ...routingOf(f),
           title: f.get('title') ?? '',
           domain: f.get('domain') ?? '',
+          ...extrasSent((n) => f.get(n), EMPTY_FORM),
         }
         const password = f.get('password') ?? ''
         // Every field's problem at once, each beside its field; the service's own refusals (an alias taken) after.
@@ -110,6 +113,7 @@ export function createLinksSection(deps: DashboardDeps) {
             { key: 'max_visits', param: 'max_visits', value: form.max_visits },
             { key: 'title', param: 'title', value: form.title },
             { key: 'password', param: 'password', value: password },
+            ...extrasChecked(form),
           ],
           tags.problem,
           form,
@@ -132,6 +136,9 @@ export function createLinksSection(deps: DashboardDeps) {
               split: json.split,
               title: form.title,
               domain: form.domain,
+              // The builder's fields as typed ('' sets nothing on create): the service sets them in the URL.
+              expired_url: form.expired_url,
+              ...form.utm,
             },
             s.caller,
             { within: (tx, link) => tokens.claim(tx, sent, s.id, fresh(codeKey(link.domain, link.code))) },

@@ -33,6 +33,7 @@ const exampleRecord: LinkRecord = {
   rules: [{ url: 'https://example.com/de', country: ['DE', 'AT', 'CH'] }],
   title: 'Spring sale 2026',
   domain: new URL(EXAMPLE_BASE).hostname,
+  expired_url: null,
 }
 
 const dateTime = (description: string) => Type.String({ format: 'date-time', description })
@@ -120,6 +121,9 @@ export const LinkRecordSchema = Type.Object(
     title: Type.String({ maxLength: MAX_TITLE_LENGTH, description: 'Its title ("" without)' }),
     domain: Type.String({
       description: "Its short domain's host: base_url's for a link on the default domain",
+    }),
+    expired_url: Type.Union([Type.String({ format: 'uri' }), Type.Null()], {
+      description: 'Where it sends people once expired or its visits are used up; null: the 410 page',
     }),
   },
   { title: 'LinkRecord', additionalProperties: false, examples: [exampleRecord] },

@@ -79,7 +79,7 @@ export const importFormatParam: ApiParam = {
     enum: [...IMPORT_FORMATS, 'auto'],
     default: 'csv',
     description:
-      "csv: linkbox's own export (only long_url is required; code, mode, created, expires, tags, max_visits, title, rules and split are read; " +
+      "csv: linkbox's own export (only long_url is required; code, mode, created, expires, tags, max_visits, title, rules, split and expired_url are read; " +
       'has_password is not a password: such links are made without one); shlink: the web ' +
       "client's CSV export; kutt: the answer of Kutt's GET /api/v2/links (JSON) or a CSV with its field names; yourls: " +
       'the yourls_url table as CSV (keyword, url, …); bitly: the CSV export of Bitly links; auto: recognised from the ' +

@@ -29,6 +29,7 @@ import {
   queryParam,
   tagFilterParam,
 } from './api-method-params'
+import { expiredUrlParam, extrasOf, utmParams } from './api-params-extra'
 import { csvExportResponse } from './export'
 import { DEFAULT_IMPORT_MAX_ROWS, importLinks, MAX_IMPORT_BYTES, recognisedFormat, type ImportFormat } from './import'
 import type { LinkService } from './service'
@@ -66,6 +67,8 @@ export function linkApi(
         splitParam(true),
         titleParam(true),
         domainParam('create', links.domains.hosts),
+        expiredUrlParam(true),
+        ...utmParams(true),
       ],
       moreExamples: [
         { title: 'A link that stops after 100 visits by people (`max_visits`)', with: ['max_visits'] },
@@ -93,6 +96,7 @@ export function linkApi(
             split: p.split,
             title: p.title,
             domain: p.domain,
+            ...extrasOf(p),
           },
           caller,
         )
@@ -163,6 +167,8 @@ export function linkApi(
         rulesParam(false),
         splitParam(false),
         titleParam(false),
+        expiredUrlParam(false),
+        ...utmParams(false),
       ],
       exampleWith: ['url'],
       moreExamples: [
@@ -186,6 +192,7 @@ export function linkApi(
             rules: params.rules,
             split: params.split,
             title: params.title,
+            ...extrasOf(params),
           },
           caller!,
         ),

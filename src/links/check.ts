@@ -13,6 +13,8 @@ import {
 } from './validate'
 import { validateMaxVisits, validateRules, validateSplit } from './validate-routing'
 import type { CreateLinkInput } from './service-inputs'
+import { validateExpiredUrl } from './after-expiry'
+import { applyUtm, UTM_PARAMS, type UtmParam, utmOf, validateUtm } from './utm'
 
 /** The parameters a value can be checked as (a rule's or an arm's destination is a 'url'). */
 export type CheckedParam =
@@ -26,6 +28,8 @@ export type CheckedParam =
   | 'title'
   | 'rules'
   | 'split'
+  | 'expired_url'
+  | UtmParam
 
 /** One value to check: `key` names it in the answer (a form field), `param` says which rules apply. */
 export interface Checked {
@@ -49,6 +53,11 @@ export function createChecker(urlRules: UrlRules, checkDestination?: (url: strin
     title: (v) => validateTitle(v),
     rules: (v) => validateRules(v, urlRules, checkDestination),
     split: (v) => validateSplit(v, urlRules, checkDestination),
+    expired_url: (v) => validateExpiredUrl(v, urlRules, checkDestination),
+    ...(Object.fromEntries(UTM_PARAMS.map((n) => [n, (v: string) => validateUtm(v, n)])) as Record<
+      UtmParam,
+      (v: string) => string
+    >),
   }
   /** The refusal of each value that breaks its rules, by key (none: an empty map). At most 100 values. */
   return function problems(values: readonly Checked[]): Map<string, AppError> {
@@ -80,8 +89,10 @@ export function createInputRules(urlRules: UrlRules, checkDestination?: (url: st
   /** A creation's input, validated as create does it (400s naming the parameter), before anything is written. */
   function checked(input: CreateLinkInput) {
     if (!present(input.url)) throw new AppError(400, 'missing_parameter', 'The parameter "url" is required.')
-    const long_url = validateUrl(input.url, urlRules)
-    checkDestination?.(long_url)
+    const utm = utmOf(input, false)
+    const given = validateUrl(input.url, urlRules)
+    checkDestination?.(given)
+    const long_url = utm ? applyUtm(given, utm, urlRules) : given
     return {
       long_url,
       alias: present(input.alias) ? validateAlias(input.alias) : null,
@@ -93,7 +104,29 @@ export function createInputRules(urlRules: UrlRules, checkDestination?: (url: st
       split: present(input.split) ? splitText(input.split) : null,
       title: present(input.title) ? validateTitle(input.title) : '',
       password: input.password !== undefined ? validatePassword(input.password, { allowEmpty: true }) : null,
+      expired_url: present(input.expired_url)
+        ? validateExpiredUrl(input.expired_url, urlRules, checkDestination)
+        : null,
     }
   }
-  return { rulesText, splitText, checked }
+  /**
+   * An update's destination (the url sent, with the UTM values sent set in it, or in `current` when only they
+   * were sent) and its expired_url ('' removes it): only what was sent.
+   */
+  function destinationChanges(
+    input: Omit<CreateLinkInput, 'url'> & { url?: unknown },
+    current: string,
+  ): { long_url?: string; expired_url?: string | null } {
+    const changes: { long_url?: string; expired_url?: string | null } = {}
+    if (input.url !== undefined) {
+      changes.long_url = validateUrl(input.url, urlRules)
+      checkDestination?.(changes.long_url)
+    }
+    const utm = utmOf(input, true)
+    if (utm) changes.long_url = applyUtm(changes.long_url ?? current, utm, urlRules)
+    if (input.expired_url !== undefined && input.expired_url !== null)
+      changes.expired_url = validateExpiredUrl(input.expired_url, urlRules, checkDestination)
+    return changes
+  }
+  return { rulesText, splitText, checked, destinationChanges }
 }

@@ -5,7 +5,7 @@ import type { LinkRecord } from './record'
 
 // title came last (issue 36), then rules, split and has_password (issue 38): readers of the older columns keep
 // working. Rules and split are the API's JSON; has_password says yes or no, never more (the hash stays here);
-// domain (issue 40) is the link's short domain's host, base_url's for the default one.
+// domain (issue 40) is the link's short domain's host, base_url's for the default one; expired_url after it.
 export const EXPORT_COLUMNS = [
   'code',
   'short_url',
@@ -21,6 +21,7 @@ export const EXPORT_COLUMNS = [
   'split',
   'has_password',
   'domain',
+  'expired_url',
 ] as const
 
 /** One link as a CSV line. Clicks and max_visits are numbers linkbox writes: never neutralised. */
@@ -40,6 +41,7 @@ export function exportLine(r: LinkRecord): string {
     csvField(r.split ? JSON.stringify(r.split) : ''),
     csvField(r.password ? 'yes' : 'no'),
     csvField(r.domain),
+    csvField(r.expired_url),
   ])
 }
 

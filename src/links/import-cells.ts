@@ -22,6 +22,8 @@ export interface ImportRow {
   split?: string
   /** The short domain's host (linkbox's and Shlink's domain column; "" or absent: the default domain). */
   domain?: string
+  /** linkbox's own export: where it goes once expired or used up (absent: none). */
+  expired_url?: string
   /** linkbox's own export said the link had a password: it cannot come back (the export never holds it). */
   hadPassword?: boolean
   /** Why the row cannot be kept as written (reason and message naming the column); it is skipped. */

@@ -89,6 +89,7 @@ function* linkboxRows(text: string): Generator<ImportRow> {
       max_visits: r.get('maxvisits') || undefined,
       rules: r.get('rules') || undefined,
       split: r.get('split') || undefined,
+      expired_url: r.get('expiredurl') || undefined,
       hadPassword: /^(yes|true|1)$/i.test(r.get('haspassword')),
       domain: r.get('domain'),
       ...kept({

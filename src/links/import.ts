@@ -159,6 +159,7 @@ const inputOf = (row: ImportRow, hosts: readonly string[]) => ({
   rules: row.rules,
   split: row.split,
   domain: hosts.includes((row.domain ?? '').toLowerCase()) ? row.domain : '',
+  expired_url: row.expired_url,
 })
 
 /** A refusal of one row as an import reports it (a row without a URL is missing_url). */

@@ -50,3 +50,4 @@ export {
   type Skipped,
 } from './import'
 export { csvField, csvLine, csvRecords } from './csv'
+export { MAX_UTM_LENGTH, mergeUtm, UTM_PARAMS, type UtmParam, utmValuesOf } from './utm'

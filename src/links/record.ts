@@ -31,6 +31,8 @@ export interface LinkRecord {
   title: string
   /** Its short domain's host (SPEC §13): base_url's for the default. */
   domain: string
+  /** Where it sends people once expired or used up (null: the 410 page). */
+  expired_url: string | null
 }
 
 export function createRecords(
@@ -62,6 +64,7 @@ export function createRecords(
       ...(row.split ? { split: JSON.parse(row.split) as SplitArm[] } : {}),
       title: row.title,
       domain: domains.hostOf(row.domain),
+      expired_url: row.expired_url,
     }
   }
   return {

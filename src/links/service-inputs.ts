@@ -21,6 +21,14 @@ export interface CreateLinkInput {
   title?: unknown
   /** The short domain (SPEC §13): absent or '' the default. */
   domain?: unknown
+  /** Where it sends people once expired or used up ('' none; on update '' removes it). */
+  expired_url?: unknown
+  /** Set in the destination's query (utm.ts). */
+  utm_source?: unknown
+  utm_medium?: unknown
+  utm_campaign?: unknown
+  utm_term?: unknown
+  utm_content?: unknown
 }
 
 /** What an import tells the account's webhooks, once (SPEC §9 links.imported). */

@@ -29,7 +29,6 @@ import {
   validateTag,
   validateTags,
   validateTitle,
-  validateUrl,
   type UrlRules,
 } from './validate'
 import { validateMaxVisits } from './validate-routing'
@@ -67,7 +66,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
   const urlRules: UrlRules = ownUrlRules(config.server, config.links.blocked_domains)
   const destinations = createDestinations({ clock, country: deps.country ?? (() => null), dayKey: deps.splitKey })
   const checkDestination = deps.checkDestination
-  const { rulesText, splitText, checked } = createInputRules(urlRules, checkDestination)
+  const { rulesText, splitText, checked, destinationChanges } = createInputRules(urlRules, checkDestination)
   const { record, records, recordOf } = createRecords(domains, clock, store)
   const problems = createChecker(urlRules, checkDestination)
 
@@ -151,7 +150,8 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         quiet?: boolean
       } = {},
     ): Promise<LinkRecord> {
-      const { long_url, alias, mode, expire, tags, max_visits, rules, split, title, password } = checked(input)
+      const { long_url, alias, mode, expire, tags, max_visits, rules, split, title, password, expired_url } =
+        checked(input)
       const domain = domains.named(input.domain)
       const password_hash = password ? await hashPassword(password) : null
       const now = clock()
@@ -168,6 +168,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         title,
         domain,
         meta_due: metadata.due(caller, title, opts.quiet),
+        expired_url,
       }
       // Committed with the other creations of this event-loop turn on SQLite; answered once that commit is
       // done. The webhook event is written in the same transaction: a creation that fails leaves none. What
@@ -203,10 +204,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     ) {
       const row = await owned(input.code, caller, input.domain)
       const changes: LinkChanges = {}
-      if (input.url !== undefined) {
-        changes.long_url = validateUrl(input.url, urlRules)
-        deps.checkDestination?.(changes.long_url)
-      }
+      Object.assign(changes, destinationChanges(input, row.long_url))
       if (input.mode !== undefined) changes.mode = validateMode(input.mode)
       const tags = retagged ?? (input.tags !== undefined ? validateTags(input.tags) : undefined)
       if (input.max_visits !== undefined) changes.max_visits = validateMaxVisits(input.max_visits)

@@ -12,6 +12,7 @@ import { pathOf } from '../web/path'
 import { createRateLimiter } from '../web/rate-limit'
 import { page } from '../web/render'
 import { messagePage, notFoundPage } from '../web/error-pages'
+import { afterExpiry } from './after-expiry'
 import { createFrameCheck, type FrameCheck } from './frame-check'
 import { NOT_PLAIN } from './hot-cache'
 import { createPasswordGate, type Verifier, wrongPasswordLocation, wrongPasswordShown } from './password-gate'
@@ -177,6 +178,16 @@ export function createVisitRoutes(deps: {
     })
   }
 
+  /** A limited link with no visit left: its expiry destination (after a password form, as arrive goes on), or the 410 page. */
+  function usedUp(row: LinkRow, request: Request, via: 'get' | 'post'): Response {
+    const after = afterExpiry(row, via === 'post' ? 303 : redirectStatus)
+    if (!after) return usedUpPage(row)
+    count('used_up')
+    if (via === 'post' && isBrowserNavigation(request) && !request.headers.has('x-link-password'))
+      return continuePage(row, row.expired_url!)
+    return after
+  }
+
   function reachDestination(
     row: LinkRow,
     request: Request,
@@ -191,7 +202,7 @@ export function createVisitRoutes(deps: {
     if (row.max_visits !== null) {
       const looking = request.method === 'HEAD' || isbot(ua)
       const allowed = looking ? links.visitsLeft(row).then((left) => left > 0) : links.takeVisit(row)
-      return allowed.then((ok) => (ok ? arrive(row, request, via, referer, ua, address) : usedUpPage(row)))
+      return allowed.then((ok) => (ok ? arrive(row, request, via, referer, ua, address) : usedUp(row, request, via)))
     }
     return arrive(row, request, via, referer, ua, address)
   }
@@ -247,6 +258,16 @@ export function createVisitRoutes(deps: {
     })
   }
 
+  /** arrive's page after a browser's password form, for the expiry destination (see arrive). */
+  function continuePage(row: LinkRow, destination: string): Response {
+    const host = new URL(destination).host
+    return page(
+      tpl(continueTpl),
+      { short_url: `${domains.baseOf(row.domain)}/${row.code}`, long_url: destination, host },
+      { title: `Continue to ${host}`, refreshTo: destination, brand: true },
+    )
+  }
+
   /** Shared gate for every visit: unknown → 404, expired → 410. A promise of it when the link is not in the cache. */
   function lookup(code: string, request: Request): LinkRow | Response | Promise<LinkRow | Response> {
     const domain = hostDomain(request)
@@ -259,6 +280,9 @@ export function createVisitRoutes(deps: {
     if (!row) return unknownCode(domain)
     if (links.isExpired(row)) {
       count('expired')
+      // With an expiry destination (SPEC §2a), people go there, unless the gate stops the link (451).
+      const after = afterExpiry(row, redirectStatus)
+      if (after) return deps.gate?.unavailable(row) ?? after
       return messagePage(
         410,
         'This link has expired',

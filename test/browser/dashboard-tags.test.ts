@@ -148,6 +148,7 @@ describe('tags in the dashboard', () => {
       'split',
       'has_password',
       'domain',
+      'expired_url',
     ])
     expect(rows.slice(1).map((r) => [r.fields[0], r.fields[7]])).toEqual([
       ['news-one', 'news,world'],

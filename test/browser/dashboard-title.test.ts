@@ -68,7 +68,7 @@ describe('titles in the dashboard', () => {
     await page.goto(`${app.url}/dashboard`)
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('a:has-text("Export CSV")')])
     const rows = parseCsv(readFileSync((await download.path())!, 'utf8'))
-    expect(rows[0]!.fields.slice(9)).toEqual(['title', 'rules', 'split', 'has_password', 'domain'])
+    expect(rows[0]!.fields.slice(9)).toEqual(['title', 'rules', 'split', 'has_password', 'domain', 'expired_url'])
     expect(rows.slice(1).map((r) => [r.fields[0], r.fields[9]])).toEqual([
       ['plain', ''],
       ['promo', 'Summer'],

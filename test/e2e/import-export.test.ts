@@ -94,7 +94,7 @@ describe('links.json?format=csv', () => {
     // title came last (issue 36), then rules, split and has_password (issue 38), then domain (issue 40): readers
     // of the older columns keep working.
     expect(lines[0]).toBe(
-      'code,short_url,long_url,mode,created,expires,clicks,tags,max_visits,title,rules,split,has_password,domain',
+      'code,short_url,long_url,mode,created,expires,clicks,tags,max_visits,title,rules,split,has_password,domain,expired_url',
     )
     expect(text.endsWith('\r\n')).toBe(true)
     const rows = parseCsv(text)
@@ -117,6 +117,7 @@ describe('links.json?format=csv', () => {
       '',
       'no',
       new URL(box.config.server.base_url).hostname,
+      '',
     ])
     // The raw line: a field with a comma or a quote is quoted, its quotes doubled.
     expect(lines[2]).toContain(',"https://example.com/q?a=1,2&b=%22x%22",')
@@ -131,7 +132,7 @@ describe('links.json?format=csv', () => {
     expect(rows[3]![7]).toBe("'-sum,ok")
     // Bob's export holds none of alice's links.
     expect((await exportCsv(box, bob)).text).toBe(
-      'code,short_url,long_url,mode,created,expires,clicks,tags,max_visits,title,rules,split,has_password,domain\r\n',
+      'code,short_url,long_url,mode,created,expires,clicks,tags,max_visits,title,rules,split,has_password,domain,expired_url\r\n',
     )
   })
 

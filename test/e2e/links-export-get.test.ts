@@ -31,7 +31,7 @@ test('GET links.json?format=csv with X-Api-Key answers the CSV, the same as POST
   expect(got.headers.get('content-disposition')).toMatch(/^attachment; filename="links-\d{4}-\d\d-\d\d\.csv"$/)
   const text = await got.text()
   expect(text.split('\r\n')[0]).toBe(
-    'code,short_url,long_url,mode,created,expires,clicks,tags,max_visits,title,rules,split,has_password,domain',
+    'code,short_url,long_url,mode,created,expires,clicks,tags,max_visits,title,rules,split,has_password,domain,expired_url',
   )
   expect(text).toContain('first,')
   expect(text).toContain('https://example.com/second')

@@ -148,6 +148,7 @@ describe("linkbox's own export", () => {
         'split',
         'has_password',
         'domain',
+        'expired_url',
       ])
     } finally {
       await fresh.cleanup()

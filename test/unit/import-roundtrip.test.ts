@@ -55,12 +55,12 @@ describe('the export round trip', () => {
     for (const f of made) expect((await box.post('/api/getLink.json', f, as(key))).status).toBe(200)
     const first = await exportCsv(box, key)
     const rows = parseCsv(first).map((r) => r.fields)
-    expect(rows[0]!.slice(-5)).toEqual(['title', 'rules', 'split', 'has_password', 'domain'])
+    expect(rows[0]!.slice(-6)).toEqual(['title', 'rules', 'split', 'has_password', 'domain', 'expired_url'])
     const byCode = new Map(rows.slice(1).map((r) => [r[0], r]))
     // The API's JSON, in cells; whether a password is set, as yes or no, and nothing of its hash.
     expect(JSON.parse(byCode.get('rt-rules')![10]!)).toEqual(JSON.parse(RULES))
     expect(JSON.parse(byCode.get('rt-split')![11]!)).toEqual(JSON.parse(SPLIT))
-    expect(byCode.get('rt-plain')!.slice(10)).toEqual(['', '', 'no', 'localhost'])
+    expect(byCode.get('rt-plain')!.slice(10)).toEqual(['', '', 'no', 'localhost', ''])
     expect(byCode.get('rt-locked')![12]).toBe('yes')
     expect(first).not.toMatch(/argon2|\$v=19/)
 
@@ -81,7 +81,7 @@ describe('the export round trip', () => {
       })
       // The second export is the first, but for the password now unset.
       expect(await exportCsv(fresh, dora)).toBe(
-        first.replace(/,Locked,,,yes,localhost\r\n/, ',Locked,,,no,localhost\r\n'),
+        first.replace(/,Locked,,,yes,localhost,\r\n/, ',Locked,,,no,localhost,\r\n'),
       )
     } finally {
       await fresh.cleanup()
