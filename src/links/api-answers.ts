@@ -1,6 +1,7 @@
 // The link methods' answers, each declared once as a schema (the API documents and their examples).
 import { Type } from '@sinclair/typebox'
 import { CODE_PATTERN, EXAMPLE_BASE } from './api-params'
+import { previewRecordFields } from './api-preview'
 import { SKIPPED_LISTED } from './import'
 import type { LinkRecord } from './record'
 import { MAX_TAGS, MAX_TITLE_LENGTH, MODES } from './validate'
@@ -32,6 +33,9 @@ const exampleRecord: LinkRecord = {
   visits_left: 58,
   rules: [{ url: 'https://example.com/de', country: ['DE', 'AT', 'CH'] }],
   title: 'Spring sale 2026',
+  og_title: 'Spring sale: everything half price',
+  og_description: 'Until Sunday, in every shop.',
+  og_image: `${EXAMPLE_BASE}/_og/Ab3dE9/3f9a0c21d4e7.jpg`,
 }
 
 const dateTime = (description: string) => Type.String({ format: 'date-time', description })
@@ -117,6 +121,7 @@ export const LinkRecordSchema = Type.Object(
       ),
     ),
     title: Type.String({ maxLength: MAX_TITLE_LENGTH, description: 'Its title ("" without)' }),
+    ...previewRecordFields,
   },
   { title: 'LinkRecord', additionalProperties: false, examples: [exampleRecord] },
 )

@@ -1,6 +1,7 @@
 // A link as the API answers it (LinkRecord): built from its row and its tags, the same for every reader.
 import { iso } from '../db/sqlite'
 import type { LinkRow, LinkStorage } from './storage/contract'
+import { ogImageUrl } from './preview'
 import type { Mode } from './validate'
 import type { Rule, SplitArm } from './validate-routing'
 
@@ -28,6 +29,10 @@ export interface LinkRecord {
   split?: SplitArm[]
   /** 0-200 characters, "" for none. */
   title: string
+  /** The social preview (SPEC §2a): "" without; og_image the image's absolute, versioned address or null. */
+  og_title: string
+  og_description: string
+  og_image: string | null
 }
 
 export function createRecords(
@@ -57,6 +62,9 @@ export function createRecords(
       ...(row.rules ? { rules: JSON.parse(row.rules) as Rule[] } : {}),
       ...(row.split ? { split: JSON.parse(row.split) as SplitArm[] } : {}),
       title: row.title,
+      og_title: row.og_title,
+      og_description: row.og_description,
+      og_image: ogImageUrl(base, row),
     }
   }
   return {

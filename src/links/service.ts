@@ -30,7 +30,10 @@ import {
   type UrlRules,
 } from './validate'
 import { validateMaxVisits } from './validate-routing'
-import { type CreateLinkInput, IMPORTED_CODES_MAX, type ImportSummary, type LinkDeps } from './service-inputs'
+import type { CreateLinkInput, LinkDeps } from './service-inputs'
+import { importLock } from './service-import'
+import { createOgImagePool, type OgImagePool } from './og-image-pool'
+import { previewChanges } from './preview'
 
 const aliasTaken = (alias: string) => new AppError(409, 'alias_taken', `The alias "${alias}" is already in use.`)
 const present = (v: unknown) => v !== undefined && v !== null && v !== ''
@@ -67,6 +70,9 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
   const { rulesText, splitText, checked } = createInputRules(urlRules, checkDestination)
   const { record, records, recordOf } = createRecords(base, clock, store)
   const problems = createChecker(urlRules, checkDestination)
+  // Preview images are re-encoded on a thread started at the first upload (og-image-pool.ts).
+  let pool: OgImagePool | null = null
+  const ogPool = () => (pool ??= createOgImagePool())
 
   const mayChange = (row: LinkRow, caller: Caller) =>
     caller.admin || (row.account_id !== null && row.account_id === caller.accountId)
@@ -132,7 +138,10 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     /** Settles once the creations under way are committed or failed (the app's close, before the database closes). */
     flushCreations: () => store.flush(),
     /** Stops hearing of other processes' changes (the app's close). */
-    close: () => cache.close(),
+    close: () => {
+      cache.close()
+      pool?.close()
+    },
     /** Transactions that committed creations, and the creations in them. */
     get creationCommits() {
       return store.creations()
@@ -158,6 +167,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     ): Promise<LinkRecord> {
       const { long_url, alias, mode, expire, tags, max_visits, rules, split, title, password } = checked(input)
       const password_hash = password ? await hashPassword(password) : null
+      const preview = await previewChanges(input, ogPool)
       const now = clock()
       const fields = {
         long_url,
@@ -170,6 +180,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         rules,
         split,
         title,
+        ...preview.fields,
       }
       // Committed with the other creations of this event-loop turn on SQLite; answered once that commit is
       // done. The webhook event is written in the same transaction: a creation that fails leaves none. What
@@ -177,9 +188,11 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       const event = eventWriter()
       const within = (tx: Tx, inserted: LinkRow) => {
         const claimed = opts.within?.(tx, inserted)
-        if (opts.quiet) return claimed
+        const image = preview.image ? store.putImage(tx, inserted.id, preview.image) : undefined
+        if (opts.quiet) return allWritten([claimed, image])
         return allWritten([
           claimed,
+          image,
           event.write(tx, 'link.created', inserted.account_id, () => ({ ...record(inserted, tags) }), inserted.created),
         ])
       }
@@ -224,6 +237,8 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         // above is only a promise that is checked again below.
         changes.password_hash = password ? await hashPassword(password) : null
       }
+      const preview = await previewChanges(input, ogPool)
+      Object.assign(changes, preview.fields)
       // In one transaction: the link read above is read again by its id AND code (ids are never reused, and a
       // code can be taken again after a delete), its owner checked again, and only the fields that were sent
       // are written, so a concurrent update of other fields stands.
@@ -237,13 +252,10 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         (current) => mayChange(current, caller),
         (tx, written, now) => {
           tagsNow = now
-          return event.write(
-            tx,
-            'link.updated',
-            written.account_id,
-            () => ({ ...record(written, now) }),
-            written.updated,
-          )
+          return allWritten([
+            preview.image !== undefined ? store.putImage(tx, written.id, preview.image) : undefined,
+            event.write(tx, 'link.updated', written.account_id, () => ({ ...record(written, now) }), written.updated),
+          ])
         },
       )
       if (updated === GONE) throw notFound(`No link with the code "${row.code}".`)
@@ -283,51 +295,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       return { hex: row.code, deleted: true }
     },
 
-    /**
-     * One import at a time per account, on every node (SPEC §2a): the account's import lock taken for
-     * `holder` for `leaseMs`, or 429 rate_limited with Retry-After while another import holds it.
-     */
-    async claimImport(caller: Caller, holder: string, leaseMs: number) {
-      const now = clock()
-      if (await store.claimImport(caller.accountId, holder, now + leaseMs, now)) return
-      const until = (await store.importUntil(caller.accountId)) ?? now + 1000
-      // The lease's end is only a bound (an import of 50,000 rows takes a few seconds): at most 10 s.
-      const wait = Math.min(Math.max(1, Math.ceil((until - now) / 1000)), 10)
-      throw new AppError(
-        429,
-        'rate_limited',
-        `Another import of this account is under way: one import at a time; try again in ${wait} s.`,
-        { 'Retry-After': String(wait) },
-      )
-    },
-    /** Keeps the lock while the import runs; false when it was lost (its lease ran out and another took it). */
-    renewImport: (caller: Caller, holder: string, leaseMs: number) =>
-      store.renewImport(caller.accountId, holder, clock() + leaseMs),
-    /** Frees the lock and, in the same transaction, writes the import's one links.imported event (SPEC §9). */
-    async finishImport(caller: Caller, holder: string, summary: ImportSummary | null) {
-      const event = eventWriter()
-      const at = clock()
-      await store.releaseImport(
-        caller.accountId,
-        holder,
-        summary
-          ? (tx) =>
-              event.write(
-                tx,
-                'links.imported',
-                caller.accountId,
-                () => ({
-                  account: caller.accountName,
-                  created: summary.created,
-                  skipped: summary.skipped,
-                  codes: summary.codes.slice(0, IMPORTED_CODES_MAX),
-                }),
-                at,
-              )
-          : undefined,
-      )
-      event.wake()
-    },
+    ...importLock({ store, clock, eventWriter }),
 
     /** Drops the cached rows of links deleted behind the service (an account deleted with its links). */
     forget(codes: readonly string[]) {
@@ -345,6 +313,9 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     search: listing.search,
     matchingCodes: listing.matchingCodes,
     ...tagging,
+
+    /** A link's preview image (link_images), or null. */
+    previewImage: (row: LinkRow) => store.image(row.id),
 
     /** The service's clock (unix ms). */
     now: () => clock(),

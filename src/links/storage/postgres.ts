@@ -3,6 +3,7 @@ import type { SQL, TransactionSQL } from 'bun'
 import { int, intOrNull } from '../../db/postgres/rows'
 import { CODE_TAKEN, GONE, REFUSED, type LinkRow, type LinkStorage, type NewLink, type RemovedLink } from './contract'
 import { link, postgresLinkReads } from './postgres-reads'
+import { postgresImages } from './postgres-images'
 import { postgresTagReads } from './postgres-tags'
 
 /** A new link's row built from the values bound and the id the insert gave (RETURNING * cost ~16 decodes). */
@@ -216,6 +217,7 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
   return {
     ...postgresLinkReads(sql),
     ...postgresTagReads(sql),
+    ...postgresImages(sql),
     insert: (l, tags, within) => insertFirstFree(l, () => [l.code], tags, within),
     insertFresh: (l, codes, tags, within) => insertFirstFree(l, codes, tags, within),
     async flush() {

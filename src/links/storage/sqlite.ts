@@ -13,6 +13,7 @@ import {
   type ReadLink,
   type RemovedLink,
 } from './contract'
+import { sqliteImages } from './sqlite-images'
 import { sqliteTagReads } from './sqlite-tags'
 
 /** The UNIQUE error of (links.domain, links.code), as bun:sqlite throws it (what the service has always caught as "taken"). */
@@ -368,6 +369,7 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
     },
     exportPage: async (accountId, afterId, limit) => exportPage.all(accountId, afterId, limit),
     ...sqliteTagReads(db),
+    ...sqliteImages(db),
     claimImport: async (accountId, holder, until, now) =>
       stored(db, () => claimImport.run(accountId, holder, until, now).changes === 1),
     renewImport: async (accountId, holder, until) =>
