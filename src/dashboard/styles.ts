@@ -5,6 +5,7 @@ import dashboardBulkCss from '../../assets/dashboard-bulk.css' with { type: 'tex
 import importCss from '../../assets/dashboard-import.css' with { type: 'text' }
 import dashboardTimesCss from '../../assets/dashboard-times.css' with { type: 'text' }
 import dashboardHooksCss from '../../assets/dashboard-hooks.css' with { type: 'text' }
+import dashboardPreviewCss from '../../assets/dashboard-preview.css' with { type: 'text' }
 
 export const DASHBOARD_CSS = [
   dashboardCss,
@@ -13,6 +14,7 @@ export const DASHBOARD_CSS = [
   importCss,
   dashboardTimesCss,
   dashboardHooksCss,
+  dashboardPreviewCss,
 ]
   .map((part) => part as unknown as string)
   .join('\n')

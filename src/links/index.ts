@@ -49,3 +49,5 @@ export {
   type Skipped,
 } from './import'
 export { csvField, csvLine, csvRecords } from './csv'
+export { MAX_OG_DESCRIPTION_LENGTH, MAX_OG_TITLE_LENGTH } from './preview'
+export { OG_IMAGE_MAX_BYTES } from './og-image'
