@@ -24,8 +24,10 @@ const NAMES: Record<string, string> = {
 function card(r: LinkRecord): string {
   const host = new URL(r.url).host
   const title = r.og_title || r.title || r.url
+  // Shown from the dashboard's own origin: the path of the image's address.
+  const image = r.og_image ? new URL(r.og_image).pathname : ''
   return `<figure class="og-card" data-og-card aria-labelledby="og-card-caption">
-<div class="og-card-image"${r.og_image ? '' : ' hidden'}><img data-og-card-image src="${e(r.og_image ?? '')}" alt=""></div>
+<div class="og-card-image"${image ? '' : ' hidden'}><img data-og-card-image src="${e(image)}" alt=""></div>
 <div class="og-card-text"><span class="og-card-host">${e(host)}</span>
 <strong class="og-card-title" data-og-card-title data-fallback="${e(r.title || r.url)}">${e(title)}</strong>
 <span class="og-card-description" data-og-card-description>${e(r.og_description)}</span></div>

@@ -2,7 +2,13 @@
 // written in the transaction of the link's insert or change (and gone with it when that rolls back), read back
 // byte for byte through another node, replaced, removed, and deleted with its link.
 import { describe, expect, test } from 'bun:test'
-import { CODE_TAKEN, type LinkImage, type LinkRow, type LinkStorage, type NewLink } from '../../src/links/storage/contract'
+import {
+  CODE_TAKEN,
+  type LinkImage,
+  type LinkRow,
+  type LinkStorage,
+  type NewLink,
+} from '../../src/links/storage/contract'
 import { postgresLinkStorage } from '../../src/links/storage/postgres'
 import { sqliteLinkStorage } from '../../src/links/storage/sqlite'
 import { engineHarness } from '../support/engines'
