@@ -3,8 +3,8 @@
 import type { LinkImage, LinkRow } from './storage/contract'
 import { extensionOf, readOgUpload } from './og-image'
 import type { OgImagePool } from './og-image-pool'
-import { validateTitle } from './validate'
-import { AppError } from '../kernel/errors'
+import { TITLE_CONTROLS } from './validate'
+import { invalidParameter } from '../kernel/errors'
 
 export const MAX_OG_TITLE_LENGTH = 200
 export const MAX_OG_DESCRIPTION_LENGTH = 500
@@ -26,12 +26,12 @@ export interface PreviewChanges {
 
 const present = (v: unknown) => v !== undefined && v !== null
 
-/** Text of at most `max` characters, no control characters but line breaks and tabs. */
+/** Text of at most `max` characters (code points), no control characters but line breaks and tabs. */
 function previewText(value: unknown, name: string, max: number): string {
-  const text = validateTitle(value, name)
-  if ([...text].length > max)
-    throw new AppError(400, 'invalid_parameter', `The parameter "${name}" is invalid: at most ${max} characters.`)
-  return text
+  if (typeof value !== 'string') throw invalidParameter(name, 'it must be a string')
+  if (TITLE_CONTROLS.test(value)) throw invalidParameter(name, 'it must not contain control characters')
+  if (value.length > max && [...value].length > max) throw invalidParameter(name, `at most ${max} characters`)
+  return value
 }
 
 /** The preview fields sent, checked; an uploaded image re-encoded off the main thread (og-image-pool.ts). */

@@ -218,7 +218,15 @@ describe('uploads', () => {
     expect(res.body.message).toContain('100000×8')
   })
 
-  test('og_title over 200 and og_description over 500 characters are refused, naming each', async () => {
+  test('og_title of 200 and og_description of 500 characters are taken; one more is refused, naming each', async () => {
+    const full = await call('/api/getLink.json', {
+      url: 'https://example.com/full',
+      og_title: 'é'.repeat(200),
+      og_description: 'd'.repeat(500),
+    })
+    expect(full.status).toBe(200)
+    expect([...full.body.return.og_title].length).toBe(200)
+    expect(full.body.return.og_description.length).toBe(500)
     for (const [name, n] of [
       ['og_title', 201],
       ['og_description', 501],
