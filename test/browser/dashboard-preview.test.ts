@@ -72,6 +72,11 @@ test('saved: the page comes back with the stored image, served from the short do
   const src = await imageShown()
   expect(src).toMatch(new RegExp(`^/_og/${code}/[0-9a-f]{12}\\.jpg$`))
   expect(await page.inputValue('#og_title')).toBe('Spring <sale>')
+  // The card shows the stored image, loaded from the page's own origin.
+  await page.waitForFunction(() => {
+    const img = document.querySelector('[data-og-card-image]') as HTMLImageElement
+    return img.complete && img.naturalWidth === 600 && img.naturalHeight === 315
+  })
   // The stored image, as a crawler would fetch it: a JPEG of the size sent (smaller than the box).
   const image = await fetch(`${app.url}${src}`)
   expect(image.headers.get('content-type')).toBe('image/jpeg')

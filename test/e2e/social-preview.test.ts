@@ -174,6 +174,25 @@ describe('a link with a social preview', () => {
   })
 })
 
+test('link.updated (the event webhooks are made from) carries og_title, og_description and the image address', async () => {
+  const seen: any[] = []
+  box.events.on('link.updated', (e: any) => seen.push(e.link))
+  const made = await call('/api/getLink.json', { url: 'https://example.com/evt' })
+  const changed = await call('/api/update.json', {
+    code: made.body.return.hex,
+    og_title: 'Event',
+    og_description: 'Described',
+    og_image: file(pngOf(20, 10)),
+  })
+  expect(seen.at(-1)).toMatchObject({
+    hex: made.body.return.hex,
+    og_title: 'Event',
+    og_description: 'Described',
+    og_image: changed.body.return.og_image,
+  })
+  expect(seen.at(-1).og_image).toMatch(/^http:\/\/localhost:8080\/_og\//)
+})
+
 describe('uploads', () => {
   test('a WebP is read and stored anew', async () => {
     const made = await call('/api/getLink.json', {
