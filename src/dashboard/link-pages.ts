@@ -131,8 +131,8 @@ ${r.tags.length ? `<dt>Tags</dt><dd>${tagChips(r, { q: '', tags: [], sort: 'crea
 <p><a class="danger-link" href="/dashboard/links/${c}/delete">Delete this link…</a></p>
 </aside>
 </div>
-${previewSection(r, s.csrf)}
 ${qrSection(r.hex, r.url, new URL(request.url), s.csrf)}
+${previewSection(r, s.csrf)}
 </div>`
     return shell.render(request, s, {
       section: 'links',

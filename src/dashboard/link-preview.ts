@@ -54,7 +54,7 @@ export function previewSection(r: LinkRecord, csrf: string): string {
 <input id="og_image" name="og_image" type="file" accept="image/png,image/jpeg,image/webp,.png,.jpg,.jpeg,.webp" aria-describedby="og_image-hint">
 <span class="hint" id="og_image-hint">PNG, JPEG or WebP, at most ${OG_IMAGE_MAX_BYTES / 1048576} MiB; stored at most 1200×630 pixels, without its metadata.</span></div>
 ${r.og_image ? '<label class="choice"><input type="checkbox" id="og_remove" name="og_remove" value="1"> Remove the image</label>' : ''}
-<div class="actions"><button type="submit">Save preview</button></div>
+<div class="actions"><button type="submit">Save card</button></div>
 </form>
 ${card(r)}
 </div>

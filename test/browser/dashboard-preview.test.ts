@@ -66,7 +66,7 @@ test('the card follows what is typed, before anything is saved', async () => {
 })
 
 test('saved: the page comes back with the stored image, served from the short domain; reload and Back keep it', async () => {
-  await Promise.all([page.waitForNavigation(), page.click('button:has-text("Save preview")')])
+  await Promise.all([page.waitForNavigation(), page.click('button:has-text("Save card")')])
   expect(page.url()).toBe(`${app.url}/dashboard/links/${code}#social-preview`)
   expect(await page.textContent('body')).toContain('Saved the social preview.')
   const src = await imageShown()
@@ -94,11 +94,11 @@ test('saved: the page comes back with the stored image, served from the short do
 
 test('a file that is not an image is refused, naming the image; removing the image works', async () => {
   await page.setInputFiles('#og_image', { name: 'x.png', mimeType: 'image/png', buffer: Buffer.from('not an image') })
-  await Promise.all([page.waitForNavigation(), page.click('button:has-text("Save preview")')])
+  await Promise.all([page.waitForNavigation(), page.click('button:has-text("Save card")')])
   expect(await page.textContent('body')).toContain('The image is invalid: it must be a PNG, JPEG or WebP image')
   await page.check('#og_remove')
   expect(await imageShown()).toBeNull()
-  await Promise.all([page.waitForNavigation(), page.click('button:has-text("Save preview")')])
+  await Promise.all([page.waitForNavigation(), page.click('button:has-text("Save card")')])
   expect(await page.textContent('body')).toContain('Saved the social preview.')
   expect(await imageShown()).toBeNull()
   expect(await cardTitle()).toBe('Spring <sale>')
