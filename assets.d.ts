@@ -14,3 +14,7 @@ declare module '*.mmdb' {
   const path: string
   export default path
 }
+declare module '*.wasm' {
+  const path: string
+  export default path
+}

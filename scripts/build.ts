@@ -41,6 +41,7 @@ const result = await Bun.build({
     resolve(root, 'src/main.ts'),
     resolve(root, 'src/qr/render-worker.ts'),
     resolve(root, 'src/app/click-write-worker.ts'),
+    resolve(root, 'src/links/og-image-worker.ts'),
   ],
   // Modules that main.ts imports only when a command needs them (the HTTP app for serve) go into chunks of
   // their own, which are not even parsed otherwise: `linkbox version` starts in ~20 ms instead of ~55.

@@ -141,6 +141,7 @@ export const VISIT_LABELS: Record<string, string> = {
   stats_page: 'Statistics page',
   stats_limited: 'Statistics limited',
   unavailable: 'Stopped: disabled, banned or listed (451)',
+  card: 'Social preview card (crawlers)',
 }
 export const VISIT_TONES: Record<string, Bar['tone']> = {
   unavailable: 'warn',

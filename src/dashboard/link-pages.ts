@@ -5,6 +5,7 @@ import { AppError } from '../kernel/errors'
 import { breakable, csvTableOf, dayOf, MODES, statsBody, statsCsv, statsFor, windowOf, type LinkRecord } from '../links'
 import { escapeHtml as e, isoTimeHtml } from '../web/render'
 import { qrImage, qrSection, qrWithLogo } from './link-qr'
+import { previewSection, savePreview } from './link-preview'
 import type { DashboardDeps } from './deps'
 import type { Session } from './sessions'
 import { lock, parseRef, REF, refOf, tagChips, visitsLeftText } from './links-view'
@@ -138,6 +139,7 @@ ${r.tags.length ? `<dt>Tags</dt><dd>${tagChips(r, { q: '', tags: [], sort: 'crea
 </aside>
 </div>
 ${qrSection(ref(r), r.url, new URL(request.url), s.csrf)}
+${previewSection(r, s.csrf)}
 </div>`
     return shell.render(request, s, {
       section: 'links',
@@ -332,6 +334,25 @@ ${qrSection(ref(r), r.url, new URL(request.url), s.csrf)}
           shortUrl: r.url,
         }
         return qrWithLogo(qr, opts, (location, reason) => shell.seeOther(location, { kind: 'error', text: reason }))
+      },
+      { parse: 'none' },
+    )
+    .post(
+      '/dashboard/links/:code/preview',
+      async ({ request, params }) => {
+        const s = await shell.require(request, `/dashboard/links/${REF.test(params.code) ? params.code : ''}`)
+        if (s instanceof Response) return s
+        const r = await ownedLink(params.code, s)
+        if (!r) return notFoundPage(request, s, params.code)
+        const opts = {
+          request,
+          caller: s.caller,
+          csrf: s.csrf,
+          crossSite: shell.crossSite(request),
+          refused: shell.csrfRefused,
+          code: r.hex,
+        }
+        return savePreview(links, opts, (location, notice) => shell.seeOther(location, notice))
       },
       { parse: 'none' },
     )

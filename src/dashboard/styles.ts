@@ -6,6 +6,7 @@ import importCss from '../../assets/dashboard-import.css' with { type: 'text' }
 import dashboardTimesCss from '../../assets/dashboard-times.css' with { type: 'text' }
 import dashboardHooksCss from '../../assets/dashboard-hooks.css' with { type: 'text' }
 import dashboardUtmCss from '../../assets/dashboard-utm.css' with { type: 'text' }
+import dashboardPreviewCss from '../../assets/dashboard-preview.css' with { type: 'text' }
 
 export const DASHBOARD_CSS = [
   dashboardCss,
@@ -15,6 +16,7 @@ export const DASHBOARD_CSS = [
   dashboardTimesCss,
   dashboardHooksCss,
   dashboardUtmCss,
+  dashboardPreviewCss,
 ]
   .map((part) => part as unknown as string)
   .join('\n')

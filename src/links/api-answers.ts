@@ -1,6 +1,7 @@
 // The link methods' answers, each declared once as a schema (the API documents and their examples).
 import { Type } from '@sinclair/typebox'
 import { CODE_PATTERN, EXAMPLE_BASE } from './api-params'
+import { previewRecordFields } from './api-preview'
 import { SKIPPED_LISTED } from './import'
 import type { LinkRecord } from './record'
 import { MAX_TAGS, MAX_TITLE_LENGTH, MODES } from './validate'
@@ -34,6 +35,9 @@ const exampleRecord: LinkRecord = {
   title: 'Spring sale 2026',
   domain: new URL(EXAMPLE_BASE).hostname,
   expired_url: null,
+  og_title: 'Spring sale: everything half price',
+  og_description: 'Until Sunday, in every shop.',
+  og_image: `${EXAMPLE_BASE}/_og/Ab3dE9/3f9a0c21d4e7.jpg`,
 }
 
 const dateTime = (description: string) => Type.String({ format: 'date-time', description })
@@ -125,6 +129,7 @@ export const LinkRecordSchema = Type.Object(
     expired_url: Type.Union([Type.String({ format: 'uri' }), Type.Null()], {
       description: 'Where it sends people once expired or its visits are used up; null: the 410 page',
     }),
+    ...previewRecordFields,
   },
   { title: 'LinkRecord', additionalProperties: false, examples: [exampleRecord] },
 )

@@ -33,6 +33,7 @@ import { expiredUrlParam, extrasOf, utmParams } from './api-params-extra'
 import { csvExportResponse } from './export'
 import { DEFAULT_IMPORT_MAX_ROWS, importLinks, MAX_IMPORT_BYTES, recognisedFormat, type ImportFormat } from './import'
 import type { LinkService } from './service'
+import { ogDescriptionParam, ogImageFile, ogTitleParam } from './api-preview'
 
 export { LinkRecordSchema } from './api-answers'
 
@@ -69,7 +70,10 @@ export function linkApi(
         domainParam('create', links.domains.hosts),
         expiredUrlParam(true),
         ...utmParams(true),
+        ogTitleParam(true),
+        ogDescriptionParam(true),
       ],
+      files: [ogImageFile(true)],
       moreExamples: [
         { title: 'A link that stops after 100 visits by people (`max_visits`)', with: ['max_visits'] },
         {
@@ -79,7 +83,7 @@ export function linkApi(
         { title: 'An A/B test: half the visitors to each of two pages (`split`)', with: ['split'] },
       ],
       returns: LinkRecordSchema,
-      errors: { 409: ['alias_taken', 'alias_reserved'], 503: ['busy', STORAGE] },
+      errors: { 409: ['alias_taken', 'alias_reserved'], 413: ['too_large'], 503: ['busy', STORAGE] },
       handler: async ({ params: p, caller, clientIp }): Promise<Static<typeof LinkRecordSchema>> => {
         // Without a key: refused when links.anonymous is false, and counted against rate.anon_per_day.
         if (!caller) await anonymous?.check(clientIp)
@@ -97,6 +101,9 @@ export function linkApi(
             title: p.title,
             domain: p.domain,
             ...extrasOf(p),
+            og_title: p.og_title,
+            og_description: p.og_description,
+            og_image: p.og_image,
           },
           caller,
         )
@@ -169,7 +176,10 @@ export function linkApi(
         titleParam(false),
         expiredUrlParam(false),
         ...utmParams(false),
+        ogTitleParam(false),
+        ogDescriptionParam(false),
       ],
+      files: [ogImageFile(false)],
       exampleWith: ['url'],
       moreExamples: [
         { title: 'Raise or set the visit limit (`max_visits`; 0 removes it)', with: ['max_visits'] },
@@ -177,7 +187,7 @@ export function linkApi(
         { title: 'Replace the A/B split (`split`; [] removes it)', with: ['split'] },
       ],
       returns: LinkRecordSchema,
-      errors: { 403: ['not_owner'], 404: ['not_found'], 503: [STORAGE] },
+      errors: { 403: ['not_owner'], 404: ['not_found'], 413: ['too_large'], 503: ['busy', STORAGE] },
       handler: ({ params, caller }): Promise<Static<typeof LinkRecordSchema>> =>
         links.update(
           {
@@ -193,6 +203,9 @@ export function linkApi(
             split: params.split,
             title: params.title,
             ...extrasOf(params),
+            og_title: params.og_title,
+            og_description: params.og_description,
+            og_image: params.og_image,
           },
           caller!,
         ),

@@ -3,6 +3,7 @@
 // generation; the rest of a row is read on the slow path (cache.ts). Design notes: links, the link cache.
 import { codeKey } from './domains'
 import { sharedRead } from './shared-read'
+import { hasPreview } from './preview'
 import type { LinkRow, LinkStorage } from './storage/contract'
 import { isReserved } from './validate'
 
@@ -130,9 +131,9 @@ export function createHotCache(deps: {
     return young.take()
   }
 
-  /** A page, a password, a limit or stopped by the gate: the router's. */
+  /** A page, a password, a limit, a social preview (crawlers get its card) or stopped by the gate: the router's. */
   const notPlain = (row: LinkRow) =>
-    row.mode !== 'redirect' || row.password_hash !== null || row.max_visits !== null || stopped(row)
+    row.mode !== 'redirect' || row.password_hash !== null || row.max_visits !== null || hasPreview(row) || stopped(row)
 
   /** A young slot holding a code's fields (`row`: the whole row of a routed link), under its key (codeKey). */
   function place(

@@ -51,3 +51,5 @@ export {
 } from './import'
 export { csvField, csvLine, csvRecords } from './csv'
 export { MAX_UTM_LENGTH, mergeUtm, UTM_PARAMS, type UtmParam, utmValuesOf } from './utm'
+export { MAX_OG_DESCRIPTION_LENGTH, MAX_OG_TITLE_LENGTH } from './preview'
+export { OG_IMAGE_MAX_BYTES } from './og-image'

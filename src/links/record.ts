@@ -2,6 +2,7 @@
 import { iso } from '../db/sqlite'
 import type { Domains } from './domains'
 import type { LinkRow, LinkStorage } from './storage/contract'
+import { ogImageUrl } from './preview'
 import type { Mode } from './validate'
 import type { Rule, SplitArm } from './validate-routing'
 
@@ -33,6 +34,10 @@ export interface LinkRecord {
   domain: string
   /** Where it sends people once expired or used up (null: the 410 page). */
   expired_url: string | null
+  /** The social preview (SPEC §2a): "" without; og_image the image's absolute, versioned address or null. */
+  og_title: string
+  og_description: string
+  og_image: string | null
 }
 
 export function createRecords(
@@ -65,6 +70,9 @@ export function createRecords(
       title: row.title,
       domain: domains.hostOf(row.domain),
       expired_url: row.expired_url,
+      og_title: row.og_title,
+      og_description: row.og_description,
+      og_image: ogImageUrl(base, row),
     }
   }
   return {

@@ -29,6 +29,10 @@ export interface CreateLinkInput {
   utm_campaign?: unknown
   utm_term?: unknown
   utm_content?: unknown
+  /** The social preview (preview.ts): og_image a file, or '' on update to remove it. */
+  og_title?: unknown
+  og_description?: unknown
+  og_image?: unknown
 }
 
 /** What an import tells the account's webhooks, once (SPEC §9 links.imported). */

@@ -33,6 +33,8 @@ import {
 } from './validate'
 import { validateMaxVisits } from './validate-routing'
 import type { CreateLinkInput, LinkDeps } from './service-inputs'
+import { createOgImagePool, type OgImagePool } from './og-image-pool'
+import { previewChanges } from './preview'
 
 const aliasTaken = (alias: string) => new AppError(409, 'alias_taken', `The alias "${alias}" is already in use.`)
 const present = (v: unknown) => v !== undefined && v !== null && v !== ''
@@ -69,6 +71,9 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
   const { rulesText, splitText, checked, destinationChanges } = createInputRules(urlRules, checkDestination)
   const { record, records, recordOf } = createRecords(domains, clock, store)
   const problems = createChecker(urlRules, checkDestination)
+  // Preview images are re-encoded on a thread started at the first upload (og-image-pool.ts).
+  let pool: OgImagePool | null = null
+  const ogPool = () => (pool ??= createOgImagePool())
 
   const mayChange = (row: LinkRow, caller: Caller) =>
     caller.admin || (row.account_id !== null && row.account_id === caller.accountId)
@@ -126,7 +131,10 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     /** Settles once the creations under way are committed or failed (the app's close, before the database closes). */
     flushCreations: () => store.flush(),
     /** Stops hearing of other processes' changes (the app's close). */
-    close: () => cache.close(),
+    close: () => {
+      cache.close()
+      pool?.close()
+    },
     /** Transactions that committed creations, and the creations in them. */
     get creationCommits() {
       return store.creations()
@@ -154,6 +162,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         checked(input)
       const domain = domains.named(input.domain)
       const password_hash = password ? await hashPassword(password) : null
+      const preview = await previewChanges(input, ogPool)
       const now = clock()
       const fields = {
         long_url,
@@ -169,6 +178,7 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         domain,
         meta_due: metadata.due(caller, title, opts.quiet),
         expired_url,
+        ...preview.fields,
       }
       // Committed with the other creations of this event-loop turn on SQLite; answered once that commit is
       // done. The webhook event is written in the same transaction: a creation that fails leaves none. What
@@ -176,9 +186,11 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
       const event = eventWriter()
       const within = (tx: Tx, inserted: LinkRow) => {
         const claimed = opts.within?.(tx, inserted)
-        if (opts.quiet) return claimed
+        const image = preview.image ? store.putImage(tx, inserted.id, preview.image) : undefined
+        if (opts.quiet) return allWritten([claimed, image])
         return allWritten([
           claimed,
+          image,
           event.write(tx, 'link.created', inserted.account_id, () => ({ ...record(inserted, tags) }), inserted.created),
         ])
       }
@@ -221,6 +233,8 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         // above is only a promise that is checked again below.
         changes.password_hash = password ? await hashPassword(password) : null
       }
+      const preview = await previewChanges(input, ogPool)
+      Object.assign(changes, preview.fields)
       // In one transaction: the link read above is read again by its id AND code (ids are never reused, and a
       // code can be taken again after a delete), its owner checked again, and only the fields that were sent
       // are written, so a concurrent update of other fields stands.
@@ -234,13 +248,10 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         (current) => mayChange(current, caller),
         (tx, written, now) => {
           tagsNow = now
-          return event.write(
-            tx,
-            'link.updated',
-            written.account_id,
-            () => ({ ...record(written, now) }),
-            written.updated,
-          )
+          return allWritten([
+            preview.image !== undefined ? store.putImage(tx, written.id, preview.image) : undefined,
+            event.write(tx, 'link.updated', written.account_id, () => ({ ...record(written, now) }), written.updated),
+          ])
         },
       )
       if (updated === GONE) throw notFound(`No link with the code "${row.code}".`)
@@ -300,6 +311,9 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
     ...tagging,
     /** The title fetch: started and stopped with the service's listening (feature.ts). */
     metadata,
+
+    /** A link's preview image (link_images), or null. */
+    previewImage: (row: LinkRow) => store.image(row.id),
 
     /** The service's clock (unix ms). */
     now: () => clock(),

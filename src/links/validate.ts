@@ -44,6 +44,7 @@ export const RESERVED_CODES = new Set([
   'signup',
   'signin',
   'register',
+  '_og',
 ])
 export const isReserved = (code: string) => RESERVED_CODES.has(code.toLowerCase())
 

@@ -15,6 +15,8 @@ export type VisitOutcome =
   | 'stats_limited'
   | 'unavailable'
   | 'used_up'
+  /** A link-preview crawler shown a link's social preview (preview-card.ts). */
+  | 'card'
 
 /** What stops a link for its visitors (abuse handling, handed in by app.ts): null, or the 451 page to answer with. */
 export interface VisitGate {

@@ -15,6 +15,7 @@ import { messagePage, notFoundPage } from '../web/error-pages'
 import { afterExpiry } from './after-expiry'
 import { createFrameCheck, type FrameCheck } from './frame-check'
 import { NOT_PLAIN } from './hot-cache'
+import { cardPage, previewImageRoutes, wantsCard } from './preview-card'
 import { createPasswordGate, type Verifier, wrongPasswordLocation, wrongPasswordShown } from './password-gate'
 import type { LinkService } from './service'
 import type { LinkRow } from './storage/contract'
@@ -343,6 +344,14 @@ export function createVisitRoutes(deps: {
   function visit(found: LinkRow | Response, request: Request): Response | Promise<Response> {
     if (found instanceof Response) return found
     const referer = request.headers.get('referer') ?? ''
+    // A link-preview crawler gets the social preview's card (no password link has one): recorded as today,
+    // a bot's visit, never a click; a limited link's visits are not taken.
+    const ua = request.headers.get('user-agent') ?? ''
+    if (wantsCard(found, ua)) {
+      if (request.method !== 'HEAD') links.recordClick(found, ua, referer, clientIp(request))
+      count('card')
+      return cardPage(found, domains.baseOf(found.domain))
+    }
     if (found.password_hash) {
       const header = request.headers.get('x-link-password')
       if (header !== null) return checkHeaderPassword(found, header, request, referer)
@@ -353,6 +362,13 @@ export function createVisitRoutes(deps: {
   }
 
   const routes = new Elysia({ name: 'visit' })
+    .use(
+      previewImageRoutes({
+        resolve: (code, request) => links.resolve(code, hostDomain(request)),
+        image: links.previewImage,
+        stopped: (row) => deps.gate?.stops(row) ?? false,
+      }),
+    )
     // Not async: the common case answers synchronously, without a promise per redirect.
     .get(
       '/:code',

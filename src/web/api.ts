@@ -40,6 +40,8 @@ export interface ApiFile {
   /** The media types it may be, for the documents (the handler sniffs the bytes, never trusts the part's type). */
   types: string[]
   description: string
+  /** A blank value is kept as '' for the handler (update.json's og_image= removes the image), not dropped. */
+  blankKept?: boolean
 }
 
 export interface ApiMethod {
@@ -137,6 +139,7 @@ async function readBody(method: ApiMethod, request: Request): Promise<Params> {
 function checkFiles(method: ApiMethod, params: Params) {
   for (const f of method.files ?? []) {
     const v = params[f.name]
+    if (v === '' && f.blankKept) continue
     if (v === undefined || v === null || v === '') {
       delete params[f.name]
       continue

@@ -20,6 +20,9 @@ import {
   type RunningServer,
 } from '../support/server'
 import { startMediaFixtures } from '../support/media-fixtures'
+import encodeWebp, { init as initWebpEncoder } from '@jsquash/webp/encode.js'
+import webpEncoderWasm from '@jsquash/webp/codec/enc/webp_enc.wasm' with { type: 'file' }
+import * as jpeg from 'jpeg-js'
 import jsQR from 'jsqr'
 import { PNG } from 'pngjs'
 import { rawRequest } from '../support/raw-http'
@@ -154,6 +157,34 @@ describe('serving from the binary', () => {
       expect([r.status, body.return?.ecc], JSON.stringify(body)).toEqual([200, 'H'])
       const image = PNG.sync.read(Buffer.from(body.return.data_uri.split(',')[1], 'base64'))
       expect(jsQR(new Uint8ClampedArray(image.data), image.width, image.height)?.data).toBe('logo in a binary')
+    }
+  })
+
+  // A social preview's image is decoded on a worker of its own (an entrypoint of the executable), WebP by libwebp
+  // as WebAssembly (a file embedded in the executable): each kind sent comes back re-encoded and served.
+  test('preview images, PNG, JPEG and WebP, are re-encoded on the bundled worker', async () => {
+    const raster = { width: 32, height: 24, data: new Uint8Array(32 * 24 * 4).map((_, i) => (i % 4 === 3 ? 255 : 180)) }
+    const png = new PNG({ width: 32, height: 24 })
+    png.data = Buffer.from(raster.data)
+    await initWebpEncoder(new WebAssembly.Module(await Bun.file(webpEncoderWasm).arrayBuffer()))
+    const webp = await encodeWebp({ ...raster, data: new Uint8ClampedArray(raster.data) } as unknown as ImageData)
+    const images = [PNG.sync.write(png), jpeg.encode(raster, 90).data, new Uint8Array(webp)]
+    for (const bytes of images) {
+      const form = new FormData()
+      form.set('url', 'https://example.com/previewed')
+      form.set('og_title', 'From the binary')
+      form.set('og_image', new File([new Uint8Array(bytes)], 'image'))
+      const r = await fetch(`${server.url}/api/getLink.json`, {
+        method: 'POST',
+        body: form,
+        headers: { 'x-api-key': key },
+      })
+      const body = await r.json()
+      expect([r.status, typeof body.return?.og_image], JSON.stringify(body)).toEqual([200, 'string'])
+      const image = await fetch(`${server.url}${new URL(body.return.og_image).pathname}`)
+      expect(image.headers.get('content-type')).toBe('image/jpeg')
+      const decoded = jpeg.decode(new Uint8Array(await image.arrayBuffer()), { useTArray: true })
+      expect([decoded.width, decoded.height]).toEqual([32, 24])
     }
   })
 

@@ -148,6 +148,15 @@ export interface LinkMetaStore<Tx> {
   ): Promise<LinkRow | null>
 }
 
+/** A link's social-preview image (link_images): re-encoded, its version the one links.og_image names. */
+export interface LinkImage {
+  version: string
+  type: string
+  width: number
+  height: number
+  bytes: Uint8Array
+}
+
 export interface LinkStorage<Tx> extends LinkMetaStore<Tx> {
   /**
    * A new link with its tags; `within` runs in the same transaction after them (when it throws, no link is
@@ -284,6 +293,13 @@ export interface LinkStorage<Tx> extends LinkMetaStore<Tx> {
   releaseImport(accountId: number, holder: string, within?: (tx: Tx) => unknown): Promise<void>
   /** When the account's import lock runs out at the latest; null when none is held. */
   importUntil(accountId: number): Promise<number | null>
+  /** The link's preview image, or null when it has none. */
+  image(linkId: number): Promise<LinkImage | null>
+  /**
+   * Within an insert's or a change's transaction (their `within`): the link's image replaced, or removed
+   * (null). On SQLite it writes at once (synchronously); on PostgreSQL it answers the write's promise.
+   */
+  putImage(tx: Tx, linkId: number, image: LinkImage | null): unknown
   /** The account's links, from its counter. */
   count(accountId: number): Promise<number>
   /** Every link stored, with or without an account (for /metrics), from the counters. */

@@ -4,6 +4,7 @@ import { int, intOrNull } from '../../db/postgres/rows'
 import { CODE_TAKEN, GONE, REFUSED, type LinkRow, type LinkStorage, type NewLink, type RemovedLink } from './contract'
 import { link, postgresLinkReads } from './postgres-reads'
 import { postgresMetaStore } from './postgres-meta'
+import { postgresImages } from './postgres-images'
 import { postgresTagReads } from './postgres-tags'
 
 /** A new link's row built from the values bound and the id the insert gave (RETURNING * cost ~16 decodes). */
@@ -218,6 +219,7 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
     ...postgresLinkReads(sql),
     ...postgresTagReads(sql),
     ...postgresMetaStore(sql),
+    ...postgresImages(sql),
     insert: (l, tags, within) => insertFirstFree(l, () => [l.code], tags, within),
     insertFresh: (l, codes, tags, within) => insertFirstFree(l, codes, tags, within),
     async flush() {

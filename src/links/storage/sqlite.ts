@@ -14,6 +14,7 @@ import {
   type RemovedLink,
 } from './contract'
 import { sqliteMetaStore } from './sqlite-meta'
+import { sqliteImages } from './sqlite-images'
 import { sqliteTagReads } from './sqlite-tags'
 
 /** The UNIQUE error of (links.domain, links.code), as bun:sqlite throws it (what the service has always caught as "taken"). */
@@ -371,6 +372,7 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
     exportPage: async (accountId, afterId, limit) => exportPage.all(accountId, afterId, limit),
     ...sqliteTagReads(db),
     ...sqliteMetaStore(db),
+    ...sqliteImages(db),
     claimImport: async (accountId, holder, until, now) =>
       stored(db, () => claimImport.run(accountId, holder, until, now).changes === 1),
     renewImport: async (accountId, holder, until) =>
