@@ -139,7 +139,7 @@ ${r.tags.length ? `<dt>Tags</dt><dd>${tagChips(r, { q: '', tags: [], sort: 'crea
 </aside>
 </div>
 ${qrSection(ref(r), r.url, new URL(request.url), s.csrf)}
-${previewSection(r, s.csrf)}
+${previewSection(r, s.csrf, ref(r))}
 </div>`
     return shell.render(request, s, {
       section: 'links',
@@ -351,6 +351,8 @@ ${previewSection(r, s.csrf)}
           crossSite: shell.crossSite(request),
           refused: shell.csrfRefused,
           code: r.hex,
+          domain: r.domain,
+          ref: ref(r),
         }
         return savePreview(links, opts, (location, notice) => shell.seeOther(location, notice))
       },

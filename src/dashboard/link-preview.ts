@@ -35,9 +35,9 @@ function card(r: LinkRecord): string {
 </figure>`
 }
 
-/** The section of a link's edit page (ids: og_title, og_description, og_image, og_remove). */
-export function previewSection(r: LinkRecord, csrf: string): string {
-  const c = e(r.hex)
+/** The section of a link's edit page (ids: og_title, og_description, og_image, og_remove); `ref` its name in paths. */
+export function previewSection(r: LinkRecord, csrf: string, ref: string): string {
+  const c = e(ref)
   return `<section class="card og-preview" id="social-preview" aria-labelledby="og-heading">
 <h2 id="og-heading">Social preview</h2>
 <p class="muted">What Slack, Discord, Facebook, X, LinkedIn, WhatsApp, Telegram, Mastodon and iMessage show for this link. People who open it still go straight to the destination.${r.password ? ' This link has a password: no preview is shown for it.' : ''}</p>
@@ -84,10 +84,20 @@ async function readForm(request: Request, csrf: string, crossSite: boolean, refu
  */
 export async function savePreview(
   links: LinkService,
-  opts: { request: Request; caller: Caller; csrf: string; crossSite: boolean; refused: () => AppError; code: string },
+  opts: {
+    request: Request
+    caller: Caller
+    csrf: string
+    crossSite: boolean
+    refused: () => AppError
+    code: string
+    /** The link's short domain, and its name in the dashboard's paths (code@host on another domain). */
+    domain: string
+    ref: string
+  },
   back: (location: string, notice: { kind: 'ok' | 'error'; text: string }) => Response,
 ): Promise<Response> {
-  const page = `/dashboard/links/${opts.code}#social-preview`
+  const page = `/dashboard/links/${opts.ref}#social-preview`
   let form: FormData
   try {
     form = await readForm(opts.request, opts.csrf, opts.crossSite, opts.refused)
@@ -107,7 +117,13 @@ export async function savePreview(
   const image = file instanceof Blob && file.size > 0 ? file : text('og_remove') === '1' ? '' : undefined
   try {
     await links.update(
-      { code: opts.code, og_title: text('og_title'), og_description: text('og_description'), og_image: image },
+      {
+        code: opts.code,
+        domain: opts.domain,
+        og_title: text('og_title'),
+        og_description: text('og_description'),
+        og_image: image,
+      },
       opts.caller,
     )
   } catch (err) {

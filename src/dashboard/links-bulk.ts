@@ -234,7 +234,7 @@ ${n > 0 ? `<button type="submit" class="danger">Delete ${plural(n, 'link')}</but
     const own: string[] = []
     for (const code of codes)
       if (
-        await links.get({ code }, s.caller).then(
+        await links.get(parseRef(code) ?? { code }, s.caller).then(
           () => true,
           () => false,
         )
