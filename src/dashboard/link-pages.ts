@@ -1,5 +1,5 @@
 // One link's pages in the dashboard's Links section: its edit page and form, its QR images (styled, with a logo),
-// its statistics and its deletion; each answers 404 for a code that is not the session's. Post/Redirect/Get.
+// its statistics (its deletion: link-delete.ts); each answers 404 for a code that is not the session's. Post/Redirect/Get.
 import { Elysia } from 'elysia'
 import { AppError } from '../kernel/errors'
 import { breakable, csvTableOf, dayOf, MODES, statsBody, statsCsv, statsFor, windowOf, type LinkRecord } from '../links'
@@ -7,8 +7,10 @@ import { escapeHtml as e, isoTimeHtml } from '../web/render'
 import { qrImage, qrSection, qrWithLogo } from './link-qr'
 import { previewSection, savePreview } from './link-preview'
 import type { DashboardDeps } from './deps'
+import { createLinkDelete } from './link-delete'
+import { createOwnedLinks } from './link-owned'
 import type { Session } from './sessions'
-import { lock, parseRef, REF, refOf, tagChips, visitsLeftText } from './links-view'
+import { REF, tagChips, visitsLeftText } from './links-view'
 import {
   currentRouting,
   destinationOf,
@@ -31,30 +33,9 @@ import { schemeAttrs, schemeHint, schemeNote, withNote } from './form-help'
 import { routingJson, routingOf, routingOfLink } from './routing-form'
 import { EXTRA_FIELDS, extraFields, extrasChecked, extrasOfLink, extrasSent, utmChanged } from './link-utm'
 
-export function createLinkPages({ shell, links, qr, clock }: DashboardDeps) {
-  // A link's name in these pages' paths: its code, with "@host" on another short domain (links-view.ts).
-  const home = links.domains.defaultHost
-  const ref = (r: LinkRecord) => refOf(r, home)
-  function notFoundPage(request: Request, s: Session, code: string) {
-    return shell.render(request, s, {
-      section: 'links',
-      title: 'Link not found',
-      status: 404,
-      content: `<div class="links-page"><h1>Link not found</h1><div class="card"><p>Your account has no link with the code <code>${e(code.slice(0, 64))}</code>. It may have been deleted.</p><p><a href="/dashboard">Back to your links</a></p></div></div>`,
-    })
-  }
-
-  /** The caller's link, or null (unknown, another account's, or not a code at all: all answered 404). */
-  async function ownedLink(ref: string, s: Session): Promise<LinkRecord | null> {
-    const named = parseRef(ref)
-    if (!named) return null
-    try {
-      return await links.get(named, s.caller)
-    } catch (err) {
-      if (err instanceof AppError && (err.status === 404 || err.code === 'not_owner' || err.status === 400)) return null
-      throw err
-    }
-  }
+export function createLinkPages(deps: DashboardDeps) {
+  const { shell, links, qr, clock } = deps
+  const { home, ref, ownedLink, notFoundPage } = createOwnedLinks(shell, links)
 
   /** A link's edit page; with ?form=ID, the refused form as it was sent, with its errors. */
   async function editPage(request: Request, s: Session, r: LinkRecord, draft?: { values: EditForm }) {
@@ -360,50 +341,6 @@ ${previewSection(r, s.csrf, ref(r))}
     )
     .get('/dashboard/links/:code/stats', ({ request, params }) => statsPage(request, params.code, false))
     .get('/dashboard/links/:code/stats.csv', ({ request, params }) => statsPage(request, params.code, true))
-    .get('/dashboard/links/:code/delete', async ({ request, params }) => {
-      const s = await shell.require(request)
-      if (s instanceof Response) return s
-      const r = await ownedLink(params.code, s)
-      if (!r) return notFoundPage(request, s, params.code)
-      const c = e(ref(r))
-      return shell.render(request, s, {
-        section: 'links',
-        title: `Delete ${r.hex}`,
-        content: `<div class="links-page"><p class="back"><a href="/dashboard">← All links</a></p>
-<h1>Delete this link?</h1>
-<section class="card confirm">
-<dl class="facts">
-<dt>Short link</dt><dd><code>${e(r.url)}</code>${lock(r.password)}</dd>
-<dt>Destination</dt><dd class="dest-full">${breakable(r.long_url)}</dd>
-<dt>Clicks</dt><dd>${r.clicks}</dd>
-<dt>Created</dt><dd>${isoTimeHtml(r.created)}</dd>
-</dl>
-<p class="warn-text">Its statistics and QR code are deleted with it, and the code <code>${c}</code> becomes free for anyone. This cannot be undone.</p>
-<form method="post" action="/dashboard/links/${c}/delete" class="actions">
-<input type="hidden" name="_csrf" value="${e(s.csrf)}">
-<button type="submit" class="danger">Delete ${c}</button><a href="/dashboard/links/${c}">Cancel</a>
-</form>
-</section></div>`,
-      })
-    })
-    .post(
-      '/dashboard/links/:code/delete',
-      async ({ request, params }) => {
-        const s = await shell.require(request)
-        if (s instanceof Response) return s
-        await shell.form(request, s)
-        const r = await ownedLink(params.code, s)
-        if (!r) return notFoundPage(request, s, params.code)
-        try {
-          await links.delete({ code: r.hex, domain: r.domain }, s.caller)
-        } catch (err) {
-          if (err instanceof AppError && (err.status === 404 || err.code === 'not_owner'))
-            return notFoundPage(request, s, r.hex)
-          throw err
-        }
-        return shell.seeOther('/dashboard', { kind: 'ok', text: `Deleted ${r.url}.` })
-      },
-      { parse: 'none' },
-    )
+    .use(createLinkDelete(deps))
   return app
 }
