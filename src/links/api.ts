@@ -83,7 +83,12 @@ export function linkApi(
         { title: 'An A/B test: half the visitors to each of two pages (`split`)', with: ['split'] },
       ],
       returns: LinkRecordSchema,
-      errors: { 409: ['alias_taken', 'alias_reserved'], 413: ['too_large'], 503: ['busy', STORAGE] },
+      errors: {
+        401: ['missing_key'],
+        409: ['alias_taken', 'alias_reserved'],
+        413: ['too_large'],
+        503: ['busy', STORAGE],
+      },
       handler: async ({ params: p, caller, clientIp }): Promise<Static<typeof LinkRecordSchema>> => {
         // Without a key: refused when links.anonymous is false, and counted against rate.anon_per_day.
         if (!caller) await anonymous?.check(clientIp)

@@ -37,6 +37,12 @@ import { createOgImagePool, type OgImagePool } from './og-image-pool'
 import { previewChanges } from './preview'
 
 const aliasTaken = (alias: string) => new AppError(409, 'alias_taken', `The alias "${alias}" is already in use.`)
+const previewNeedsKey = (field: string) =>
+  new AppError(
+    401,
+    'missing_key',
+    `The parameter "${field}" needs an API key: a link made without one has no social preview.`,
+  )
 const present = (v: unknown) => v !== undefined && v !== null && v !== ''
 
 export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
@@ -162,6 +168,10 @@ export function createLinkService<Tx>(deps: LinkDeps<Tx>) {
         checked(input)
       const domain = domains.named(input.domain)
       const password_hash = password ? await hashPassword(password) : null
+      // A made-up card on a link nobody owns is a phishing kit: a social preview needs an account.
+      if (!caller)
+        for (const field of ['og_title', 'og_description', 'og_image'] as const)
+          if (present(input[field])) throw previewNeedsKey(field)
       const preview = await previewChanges(input, ogPool)
       const now = clock()
       const fields = {

@@ -206,6 +206,22 @@ describe('uploads', () => {
     expect([decoded.width, decoded.height]).toEqual([64, 48])
   })
 
+  test('without a key no preview is taken (a card on a link nobody owns would be a phishing kit): 401 naming the field', async () => {
+    for (const [field, value] of [
+      ['og_title', 'Your bank'],
+      ['og_description', 'Sign in to keep your account'],
+      ['og_image', file(jpegOf(8, 8))],
+    ] as const) {
+      const form = new FormData()
+      form.append('url', 'https://example.com/anon')
+      form.append(field, value)
+      const res = await fetch(`${base}/api/getLink.json`, { method: 'POST', body: form })
+      const body = (await res.json()) as { code: string; message: string }
+      expect({ field, status: res.status, code: body.code }).toEqual({ field, status: 401, code: 'missing_key' })
+      expect(body.message).toContain(`"${field}"`)
+    }
+  })
+
   test('over 1 MiB is 413 naming og_image', async () => {
     const big = new Uint8Array(1024 * 1024 + 1)
     big.set(jpegOf(8, 8))
