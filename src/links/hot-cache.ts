@@ -12,7 +12,7 @@ export const NOT_PLAIN = 'not_plain'
 export type HotLink = LinkRow | null | typeof NOT_PLAIN
 
 const PLAIN = 0
-/** A link with rules or a split: its row is kept whole (destinations.ts compiles them once per row). */
+/** A link with rules, a split or a social preview: its row is kept whole (destinations.ts compiles rules once per row). */
 const ROUTED = 1
 const OTHER = 2
 
@@ -131,9 +131,9 @@ export function createHotCache(deps: {
     return young.take()
   }
 
-  /** A page, a password, a limit, a social preview (crawlers get its card) or stopped by the gate: the router's. */
+  /** A page, a password, a limit or stopped by the gate: the router's. */
   const notPlain = (row: LinkRow) =>
-    row.mode !== 'redirect' || row.password_hash !== null || row.max_visits !== null || hasPreview(row) || stopped(row)
+    row.mode !== 'redirect' || row.password_hash !== null || row.max_visits !== null || stopped(row)
 
   /** A young slot holding a code's fields (`row`: the whole row of a routed link), under its key (codeKey). */
   function place(
@@ -168,7 +168,8 @@ export function createHotCache(deps: {
 
   /** Keeps a row read now, as the redirect needs it; answers what the redirect makes of it. */
   function keep(row: LinkRow, now: number): HotLink {
-    const kind = notPlain(row) ? OTHER : row.rules !== null || row.split !== null ? ROUTED : PLAIN
+    // A social preview's row is kept whole: the redirect hands its crawlers to the router (the card).
+    const kind = notPlain(row) ? OTHER : row.rules !== null || row.split !== null || hasPreview(row) ? ROUTED : PLAIN
     const key = codeKey(row.domain, row.code)
     old.slots.delete(key)
     const account = row.account_id ?? Number.NaN

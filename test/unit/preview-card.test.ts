@@ -91,15 +91,20 @@ test('the card escapes every value and names the image absolutely', async () => 
   expect(html).toContain('href="https://example.com/a?b=1&amp;c=&quot;2&quot;"')
 })
 
-test('a link with a preview is not plain for the compact cache; one without stays plain', () => {
+test('a link with a preview stays in the compact cache with its whole row (the redirect sends its crawlers to the card); one without is a plain view', () => {
+  const card = rowOf({ id: 2, code: 'card', og_description: 'd' })
   const rows = new Map([
     ['abc', rowOf()],
-    ['card', rowOf({ id: 2, code: 'card', og_description: 'd' })],
+    ['card', card],
   ])
   const store = { byCode: async () => null, byCodeNow: (code: string) => rows.get(code) ?? null }
   const hot = createHotCache({ store, clock: Date.now, ttlMs: 30_000 })
-  expect(hot.find('card')).toBe(NOT_PLAIN)
-  expect((hot.find('abc') as LinkRow).long_url).toBe('https://example.com/a?b=1&c="2"')
+  expect(hot.find('card')).toBe(card)
+  expect(hot.find('card')).toBe(card) // a hit: the row kept, og fields and all
+  const plain = hot.find('abc') as LinkRow
+  expect(plain.long_url).toBe('https://example.com/a?b=1&c="2"')
+  expect([plain.og_title, plain.og_description, plain.og_image]).toEqual(['', '', null])
+  expect(hot.find('nosuch')).not.toBe(NOT_PLAIN)
 })
 
 test('image headers: the kind by signature, the size before decoding, bounds refused', () => {
