@@ -38,16 +38,22 @@ export function createDomains(config: Pick<Config, 'server' | 'domains'>): Domai
   }
   const pages = (domain: string) => config.domains[domain === '' ? defaultHost : domain]
   const known = new Set(others)
+  let lastHost = ''
+  let lastDomain = ''
   return {
     multi: others.length > 0,
     defaultHost,
     hosts: [defaultHost, ...others],
     ofHost(host) {
       if (host === null || known.size === 0) return ''
+      // Visits come with a few Host values over and over: the last one's answer is kept (no string made).
+      if (host === lastHost) return lastDomain
       const colon = host.lastIndexOf(':')
       // "[::1]:8080" or "go.example.com:8080": the name before the port; a bare IPv6 address has no known name.
       const name = (colon > host.lastIndexOf(']') ? host.slice(0, colon) : host).toLowerCase()
-      return known.has(name) ? name : ''
+      lastHost = host
+      lastDomain = known.has(name) ? name : ''
+      return lastDomain
     },
     named(value, field = 'domain') {
       if (value === undefined || value === null || value === '') return ''
