@@ -10,9 +10,8 @@ import {
   OG_IMAGE_MAX_BYTES,
 } from '../links'
 import type { Caller } from '../kernel/caller'
-import { sameSecret } from '../web/api'
-import { readBodyLimited } from '../web/params'
 import { escapeHtml as e } from '../web/render'
+import { uploadForm } from './upload-form'
 
 const NAMES: Record<string, string> = {
   og_title: 'The preview title',
@@ -61,23 +60,6 @@ ${card(r)}
 </section>`
 }
 
-/** The multipart form: at most the image and a form's worth more, from this site, with the session's token. */
-async function readForm(request: Request, csrf: string, crossSite: boolean, refused: () => AppError) {
-  if (crossSite) throw refused()
-  const bytes = await readBodyLimited(request, OG_IMAGE_MAX_BYTES + 64 * 1024)
-  let form: FormData
-  try {
-    form = await new Response(bytes as Uint8Array<ArrayBuffer>, {
-      headers: { 'content-type': request.headers.get('content-type') ?? '' },
-    }).formData()
-  } catch {
-    throw refused()
-  }
-  const token = form.get('_csrf')
-  if (typeof token !== 'string' || !sameSecret(token, csrf)) throw refused()
-  return form
-}
-
 /**
  * POST /dashboard/links/<code>/preview: the preview saved through the link service (the same checks and
  * re-encoding as update.json), then 303 back to the page's section with what happened.
@@ -100,7 +82,7 @@ export async function savePreview(
   const page = `/dashboard/links/${opts.ref}#social-preview`
   let form: FormData
   try {
-    form = await readForm(opts.request, opts.csrf, opts.crossSite, opts.refused)
+    form = await uploadForm(opts.request, { ...opts, fileMaxBytes: OG_IMAGE_MAX_BYTES })
   } catch (err) {
     if (err instanceof AppError && err.code === 'too_large')
       return back(page, {

@@ -1,10 +1,9 @@
 // A link's QR code on its dashboard page: a GET form of colours, size, error correction and margin (nothing is
 // stored), a preview and PNG/SVG downloads drawn by the QR service in the caller's lane.
 import { AppError } from '../kernel/errors'
-import { sameSecret } from '../web/api'
 import { contentDisposition } from '../web/disposition'
-import { readBodyLimited } from '../web/params'
 import { escapeHtml as e } from '../web/render'
+import { uploadForm } from './upload-form'
 import { LOGO_MAX_BYTES } from '../qr'
 import { callerLane } from '../qr'
 import { parseQrSettings, QR_ECC_LEVELS, QR_MARGIN, QR_SIZE, type QrFormat, type QrService } from '../qr'
@@ -120,28 +119,6 @@ const plain = (status: number, text: string, headers: Record<string, string> = {
     },
   })
 
-/** The fields of the logo form: a multipart body of at most the logo and a form's worth more, from this site, with the session's token. */
-async function logoForm(
-  request: Request,
-  csrf: string,
-  crossSite: boolean,
-  refused: () => AppError,
-): Promise<FormData> {
-  if (crossSite) throw refused()
-  const bytes = await readBodyLimited(request, LOGO_MAX_BYTES + 64 * 1024)
-  let form: FormData
-  try {
-    form = await new Response(bytes as Uint8Array<ArrayBuffer>, {
-      headers: { 'content-type': request.headers.get('content-type') ?? '' },
-    }).formData()
-  } catch {
-    throw refused()
-  }
-  const token = form.get('_csrf')
-  if (typeof token !== 'string' || !sameSecret(token, csrf)) throw refused()
-  return form
-}
-
 /**
  * POST /dashboard/links/<code>/qr (multipart): the code with the uploaded logo, as a download — nothing is
  * stored, and the page stays where it is. A refused logo or setting goes back to the page (303) with the
@@ -163,7 +140,7 @@ export async function qrWithLogo(
   const { request, code } = opts
   let form: FormData
   try {
-    form = await logoForm(request, opts.csrf, opts.crossSite, opts.refused)
+    form = await uploadForm(request, { ...opts, fileMaxBytes: LOGO_MAX_BYTES })
   } catch (err) {
     if (err instanceof AppError && err.code === 'too_large')
       return back(

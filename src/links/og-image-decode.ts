@@ -1,7 +1,7 @@
 // On the preview-image worker (og-image-worker.ts): an upload checked by og-image.ts decoded (pngjs, jpeg-js, or
 // libwebp compiled to WebAssembly), shrunk into OG_IMAGE_BOX and encoded anew, so no byte of what was sent, nor
 // its metadata, is ever served. Every decoder here works inside JavaScript's or WebAssembly's bounds.
-import { inflateSync } from 'node:zlib'
+import { pngDataIntact } from '../kernel/png-data'
 import { badImage, declaredSize, OG_IMAGE_BOX, type OgImage, type OgUpload } from './og-image'
 
 interface Raster {
@@ -12,36 +12,10 @@ interface Raster {
 
 const unreadable = (kind: string) => badImage(`it is not a ${kind.toUpperCase()} image that can be read`)
 
-/**
- * The PNG's zlib stream inflated first by node:zlib, bounded by the size its header declares: pngjs's own
- * synchronous inflate misses a broken stream's error under Bun (the same guard as QR logos, qr/logo.ts).
- */
-function checkPngData(b: Buffer, width: number, height: number) {
-  const [depth, colour, interlace] = [b[24]!, b[25]!, b[28]!]
-  const channels = ({ 0: 1, 2: 3, 3: 1, 4: 2, 6: 4 } as Record<number, number>)[colour]
-  if (!channels || ![1, 2, 4, 8, 16].includes(depth)) throw unreadable('png')
-  const expected = (Math.ceil((width * channels * depth) / 8) + 1) * height
-  const limit = interlace ? 2 * expected + 64 : expected
-  const idat: Buffer[] = []
-  for (let at = 8; at + 8 <= b.length; ) {
-    const length = b.readUInt32BE(at)
-    const type = b.toString('latin1', at + 4, at + 8)
-    if (type === 'IDAT') idat.push(b.subarray(at + 8, at + 8 + length))
-    if (type === 'IEND') break
-    at += 12 + length
-  }
-  let pixels: Buffer
-  try {
-    pixels = inflateSync(Buffer.concat(idat), { maxOutputLength: limit })
-  } catch {
-    throw unreadable('png')
-  }
-  if (interlace ? pixels.length === 0 : pixels.length !== expected) throw unreadable('png')
-}
-
 async function decodePng(bytes: Uint8Array, width: number, height: number): Promise<Raster> {
   const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-  checkPngData(buffer, width, height)
+  // The pixel data inflated and bounded first (kernel/png-data.ts), as for QR logos.
+  if (!pngDataIntact(buffer, width, height)) throw unreadable('png')
   const { PNG } = await import('pngjs')
   try {
     const png = await new Promise<import('pngjs').PNG>((resolve, reject) =>

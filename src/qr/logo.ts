@@ -1,6 +1,6 @@
 // A logo in the middle of a QR code: a PNG or SVG checked by its bytes, turned into bounded pixels (SVG through
 // svg-clean.ts's allow-list) and drawn on the render worker; no markup of a logo reaches an answer (ARCHITECTURE).
-import { inflateSync } from 'node:zlib'
+import { pngDataIntact } from '../kernel/png-data'
 import { AppError, invalidParameter } from '../kernel/errors'
 
 export const LOGO_MAX_BYTES = 256 * 1024
@@ -152,32 +152,11 @@ async function decodePng(bytes: Uint8Array): Promise<Raster> {
   }
 }
 
-/** Inflates the PNG's IDAT chunks, refusing a stream that is broken, cut short or inflates past what IHDR declares. */
+/** Refuses a PNG whose IDAT stream is broken, cut short or inflates past what IHDR declares (kernel/png-data.ts). */
 function checkPngData(b: Buffer) {
-  const broken = () => badLogo('it is not a PNG image that can be read: its pixel data is broken')
   const { width, height } = pngSize(b)!
-  const [depth, colour, interlace] = [b[24]!, b[25]!, b[28]!]
-  const channels = ({ 0: 1, 2: 3, 3: 1, 4: 2, 6: 4 } as Record<number, number>)[colour]
-  if (!channels || ![1, 2, 4, 8, 16].includes(depth)) throw broken()
-  // Rows of filter byte + pixels; an interlaced image has up to 7 passes, each row with its own filter byte.
-  const rowBytes = Math.ceil((width * channels * depth) / 8)
-  const expected = (rowBytes + 1) * height
-  const limit = interlace ? 2 * expected + 64 : expected
-  const idat: Buffer[] = []
-  for (let at = 8; at + 8 <= b.length; ) {
-    const length = b.readUInt32BE(at)
-    const type = b.toString('latin1', at + 4, at + 8)
-    if (type === 'IDAT') idat.push(b.subarray(at + 8, at + 8 + length))
-    if (type === 'IEND') break
-    at += 12 + length
-  }
-  let pixels: Buffer
-  try {
-    pixels = inflateSync(Buffer.concat(idat), { maxOutputLength: limit })
-  } catch {
-    throw broken()
-  }
-  if (interlace ? pixels.length === 0 : pixels.length !== expected) throw broken()
+  if (!pngDataIntact(b, width, height))
+    throw badLogo('it is not a PNG image that can be read: its pixel data is broken')
 }
 
 /**
