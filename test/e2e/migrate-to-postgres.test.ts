@@ -27,6 +27,7 @@ import { postgresSigningSecret } from '../../src/db/postgres/signing'
 import { sqliteWebhookQueue } from '../../src/webhooks/storage/sqlite'
 import { postgresWebhookQueue } from '../../src/webhooks/storage/postgres'
 import { dashboardHttp } from '../support/dashboard-http'
+import { PNG } from 'pngjs'
 import { sharedPostgres, type Postgres } from '../support/postgres'
 import {
   CHROME_UA,
@@ -230,6 +231,19 @@ describe('a data_dir made by the real service, copied into PostgreSQL', () => {
     }
     // The newest link goes: SQLite's AUTOINCREMENT remembers its id, which PostgreSQL must never give again.
     expect((await apiPost(server.url, 'delete.json', { code: codes[4]! }, { 'x-api-key': key })).status).toBe(200)
+    // A social preview's image on the first link (issue 40): link_images holds bytes (a BLOB; bytea on PostgreSQL).
+    const png = new PNG({ width: 4, height: 2 })
+    png.data.fill(200)
+    const form = new FormData()
+    form.append('code', codes[0]!)
+    form.append('og_title', 'A card')
+    form.append('og_image', new Blob([new Uint8Array(PNG.sync.write(png))], { type: 'image/png' }))
+    const previewed = await fetch(`${server.url}/api/update.json`, {
+      method: 'POST',
+      body: form,
+      headers: { 'x-api-key': key },
+    })
+    expect(previewed.status).toBe(200)
     for (let i = 0; i < 4; i++)
       await fetch(`${server.url}/${codes[0]}`, { redirect: 'manual', headers: { 'user-agent': CHROME_UA } })
     for (let i = 0; i < 2; i++)
