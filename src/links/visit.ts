@@ -15,6 +15,7 @@ import { messagePage, notFoundPage } from '../web/error-pages'
 import { afterExpiry } from './after-expiry'
 import { createFrameCheck, type FrameCheck } from './frame-check'
 import { NOT_PLAIN } from './hot-cache'
+import { hasPreview } from './preview'
 import { cardPage, previewImageRoutes, wantsCard } from './preview-card'
 import { createPasswordGate, type Verifier, wrongPasswordLocation, wrongPasswordShown } from './password-gate'
 import type { LinkService } from './service'
@@ -120,12 +121,9 @@ export function createVisitRoutes(deps: {
     // A limited link takes a visit in the database: the router's path does that (reachDestination).
     if (row.mode !== 'redirect' || row.password_hash || row.max_visits !== null || links.isExpired(row))
       return undefined
-    // A link with a social preview: its crawlers get the card, on the router's path (a plain link's view has none).
-    if (
-      (row.og_title !== '' || row.og_description !== '' || row.og_image !== null) &&
-      wantsCard(row, request.headers.get('user-agent') ?? '')
-    )
-      return undefined
+    // A link with a social preview: its crawlers get the card, on the router's path (a plain link's view has none,
+    // so the user agent is read only for previewed links).
+    if (hasPreview(row) && wantsCard(row, request.headers.get('user-agent') ?? '')) return undefined
     const method = request.method
     let location = row.long_url
     if (row.rules !== null || row.split !== null) {

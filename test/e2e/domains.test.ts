@@ -144,6 +144,24 @@ describe('per-domain pages and checks', () => {
     expect((await on('s.test', '/qrd+')).status).toBe(404)
   })
 
+  test("a link's report form on its own domain: shown there, sent from there (its same-site check is that domain's)", async () => {
+    await api('getLink.json', { url: 'https://e.example/', alias: 'rep', domain: 'go.test' })
+    const form = await on('go.test', '/rep/report')
+    expect(form.status).toBe(200)
+    expect(await form.text()).toContain('http://go.test/rep')
+    expect((await on('s.test', '/rep/report')).status).toBe(404)
+    const send = (origin: string) =>
+      on('go.test', '/rep/report', {
+        method: 'POST',
+        body: new URLSearchParams({ reason: 'spam', text: 'x' }),
+        headers: { origin, 'content-type': 'application/x-www-form-urlencoded' },
+      })
+    const sent = await send('http://go.test')
+    expect(sent.status).toBe(303)
+    expect(sent.headers.get('location')).toBe('/rep/report?sent=1')
+    expect((await send('http://s.test')).status).toBe(403)
+  })
+
   test('the CSV export carries each link’s domain; an import puts rows back on their domains (an unknown one on the default)', async () => {
     const csv = await (await on('s.test', '/api/links.json?format=csv', { headers: { 'x-api-key': key } })).text()
     const rows = parseCsv(csv).map((r) => r.fields)

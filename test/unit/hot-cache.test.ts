@@ -3,33 +3,10 @@
 import { expect, test } from 'bun:test'
 import { createHotCache, NOT_PLAIN } from '../../src/links/hot-cache'
 import type { LinkRow } from '../../src/links/storage/contract'
+import { linkRow } from '../support/links'
 
-const rowOf = (id: number, code: string, long_url: string, more: Partial<LinkRow> = {}): LinkRow => ({
-  id,
-  code,
-  long_url,
-  account_id: 7,
-  mode: 'redirect',
-  password_hash: null,
-  created: 0,
-  updated: 0,
-  expires: null,
-  clicks: 0,
-  bots: 0,
-  disabled: null,
-  max_visits: null,
-  visits_used: 0,
-  rules: null,
-  split: null,
-  title: '',
-  domain: '',
-  expired_url: null,
-  og_title: '',
-  og_description: '',
-  og_image: null,
-  meta_due: null,
-  ...more,
-})
+const rowOf = (id: number, code: string, long_url: string, more: Partial<LinkRow> = {}): LinkRow =>
+  linkRow({ id, code, long_url, ...more })
 
 test('a miss on PostgreSQL is one read shared by the visits of that code; one overtaken by a change is answered, not kept', async () => {
   const rows = new Map([['abc', rowOf(1, 'abc', 'https://example.com/a')]])

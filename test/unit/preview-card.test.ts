@@ -5,6 +5,7 @@ import { createHotCache, NOT_PLAIN } from '../../src/links/hot-cache'
 import { cardPage, isPreviewCrawler, wantsCard } from '../../src/links/preview-card'
 import { declaredSize, kindOf } from '../../src/links/og-image'
 import type { LinkRow } from '../../src/links/storage/contract'
+import { linkRow } from '../support/links'
 
 const CRAWLERS = {
   slack: 'Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)',
@@ -30,32 +31,8 @@ const OTHERS = {
   none: '',
 }
 
-const rowOf = (more: Partial<LinkRow> = {}): LinkRow => ({
-  id: 1,
-  code: 'abc',
-  long_url: 'https://example.com/a?b=1&c="2"',
-  account_id: 7,
-  mode: 'redirect',
-  password_hash: null,
-  created: 0,
-  updated: 0,
-  expires: null,
-  clicks: 0,
-  bots: 0,
-  disabled: null,
-  max_visits: null,
-  visits_used: 0,
-  rules: null,
-  split: null,
-  title: '',
-  domain: '',
-  expired_url: null,
-  og_title: '',
-  og_description: '',
-  og_image: null,
-  meta_due: null,
-  ...more,
-})
+const rowOf = (more: Partial<LinkRow> = {}): LinkRow =>
+  linkRow({ long_url: 'https://example.com/a?b=1&c="2"', ...more })
 
 describe('crawler detection', () => {
   for (const [name, ua] of Object.entries(CRAWLERS))
