@@ -21,3 +21,16 @@ export function allWritten(values: readonly unknown[]): Written<unknown[]> {
   })
   return now.some(thenable) ? Promise.all(now) : now
 }
+
+/** Tells `seen` what one write answered: at once when it is there (SQLite), once it settles otherwise. */
+export function onWritten<T>(value: Written<T>, seen: (v: T) => void): Written<T> {
+  const joined = allWritten([value])
+  if (!(joined instanceof Promise)) {
+    seen(joined[0] as T)
+    return joined[0] as T
+  }
+  return joined.then(([v]) => {
+    seen(v as T)
+    return v as T
+  })
+}

@@ -1,5 +1,6 @@
 // The webhook event of a link's change, written in the change's transaction: the link service's creations,
 // changes and deletions, tag changes (tags.ts) and the title fetch (metadata.ts) write theirs through it.
+import { onWritten } from '../db/written'
 import type { EventType, EventWriter, Outbox } from '../kernel/outbox'
 
 export interface LinkEventWriter<Tx> {
@@ -22,8 +23,10 @@ export function linkEventWriters<Tx>(
     return {
       write(tx, type, accountId, data, at) {
         if (accountId === null || !outbox?.wanted(type, accountId)) return undefined
-        heard = true
-        return queue.enqueue(tx, { type, accountId, at, data: data() }, clock())
+        // Heard when deliveries were written (on PostgreSQL `wanted` may say yes to an account nobody listens for).
+        return onWritten(queue.enqueue(tx, { type, accountId, at, data: data() }, clock()), (n) => {
+          if (n > 0) heard = true
+        })
       },
       wake() {
         if (heard) outbox?.wake()

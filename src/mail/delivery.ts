@@ -1,7 +1,7 @@
 // Delivery, as smtp.ts calls it: the recipients checked at RCPT, then a message stored for them (and its
 // mail.received events enqueued in the same commit) before the client may hear 250.
 import type { Config } from '../kernel/config'
-import { allWritten } from '../db/written'
+import { allWritten, onWritten } from '../db/written'
 import type { Events } from '../kernel/events'
 import type { EventWriter, Outbox } from '../kernel/outbox'
 import { parseMessage } from './parse'
@@ -108,12 +108,13 @@ export function createDelivery<Tx>({
         (tx, rows) => {
           if (abandon()) throw shuttingDown()
           const wanted = rows.filter((s) => outbox?.wanted('mail.received', s.accountId))
-          heard = wanted.length > 0
-          return allWritten(
+          const writes = allWritten(
             wanted.map((s) =>
               queue.enqueue(tx, { type: 'mail.received', accountId: s.accountId, at: now, data: eventOf(s) }, now),
             ),
           )
+          // Heard when deliveries were written (on PostgreSQL `wanted` may say yes to an account nobody listens for).
+          return onWritten(writes, (ns) => void (heard = ns.some((n) => Number(n) > 0)))
         },
       )
       if (stored.length === 0)

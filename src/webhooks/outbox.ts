@@ -1,5 +1,6 @@
 // The outbox: a change writes its event in its own transaction; an in-memory index (account → subscribed types)
-// answers `wanted` without the database. createOutbox: SQLite, synchronous; createQueueOutbox: PostgreSQL, the feed.
+// answers `wanted` without the database. createOutbox: SQLite, synchronous; createQueueOutbox: PostgreSQL, the feed
+// (whose index answers only for link.clicked: every other event is decided in its change's transaction).
 import type { Db } from '../db/sqlite'
 import type { ChangeFeed } from '../db/changes'
 import { log as rootLog, type Logger } from '../kernel/log'
@@ -176,6 +177,9 @@ export function createQueueOutbox({ queue, changes, log = rootLog }: QueueOutbox
     },
     wanted(type, accountId) {
       if (accountId === null) return false
+      // A change's event is decided in its transaction (enqueue reads the endpoints there): an endpoint another
+      // node made a moment ago may not be in this index yet. Only the click flush, the busy path, asks the index.
+      if (type !== 'link.clicked') return true
       if (Date.now() - readAt > INDEX_MAX_AGE_MS) read()
       if (index === null || reading > 0) return true
       return index.get(accountId)?.has(type) ?? false

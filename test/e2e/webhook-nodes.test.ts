@@ -196,7 +196,7 @@ test('a node SIGKILLed with requests in flight: its renewed leases keep the rows
   ])
 }, 60_000)
 
-test('the outbox without db: an endpoint made on one node is wanted on another at once; an event committed on a node whose deliverer is not running is sent by another node’s within a second', async () => {
+test("the outbox without db: a change's event is always tried (its transaction decides); an endpoint made on one node has its clicks wanted on another at once; an event committed on a node whose deliverer is not running is sent by another node’s within a second", async () => {
   const p = await database()
   const r = receiver()
   const feeds: ChangeFeed[] = []
@@ -218,20 +218,23 @@ test('the outbox without db: an endpoint made on one node is wanted on another a
   const [acct] = await p.main.sql`INSERT INTO accounts (name, created) VALUES ('owner', 0) RETURNING id`
   const account = Number(acct.id)
 
-  // Not read yet: everything is wanted (a "no" would lose an event). Once read: nobody subscribes.
+  // Not read yet: everything is wanted (a "no" would lose an event). Once read: nobody subscribes to clicks.
+  expect(outB.wanted('link.clicked', account)).toBe(true)
+  await until(() => outB.wanted('link.clicked', account) === false, 'node B has read its index', 5_000)
+  expect(outB.wanted('link.clicked', null)).toBe(false)
+  // Any other event is tried in its change's transaction, which reads the endpoints: the index never says no.
   expect(outB.wanted('link.created', account)).toBe(true)
-  await until(() => outB.wanted('link.created', account) === false, 'node B has read its index', 5_000)
   expect(outB.wanted('link.created', null)).toBe(false)
 
   // Node A makes an endpoint (as the webhook service does: the row, then reload() after the commit).
   r.secret = newSecret()
   await p.main
-    .sql`INSERT INTO webhook_endpoints (account_id, url, events, secret, created) VALUES (${account}, ${r.url}, 'link.created', ${r.secret}, 0)`
+    .sql`INSERT INTO webhook_endpoints (account_id, url, events, secret, created) VALUES (${account}, ${r.url}, 'link.created,link.clicked', ${r.secret}, 0)`
   const madeAt = Date.now()
   outA.reload()
-  // Read again (not merely "everything, while reading"): it wants link.created and not link.deleted.
+  // Read again (not merely "everything, while reading"): it wants the clicks of that account, not another's.
   await until(
-    () => outB.wanted('link.created', account) && !outB.wanted('link.deleted', account),
+    () => outB.wanted('link.clicked', account) && !outB.wanted('link.clicked', account + 1),
     'node B wants it',
     5_000,
   )
