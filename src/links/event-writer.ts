@@ -24,7 +24,16 @@ export function linkEventWriters<Tx>(
       write(tx, type, accountId, data, at) {
         if (accountId === null || !outbox?.wanted(type, accountId)) return undefined
         // Heard when deliveries were written (on PostgreSQL `wanted` may say yes to an account nobody listens for).
-        return onWritten(queue.enqueue(tx, { type, accountId, at, data: data() }, clock()), (n) => {
+        // `data` read only when written: on PostgreSQL most creations find nobody subscribed first.
+        const event = {
+          type,
+          accountId,
+          at,
+          get data() {
+            return data()
+          },
+        }
+        return onWritten(queue.enqueue(tx, event, clock()), (n) => {
           if (n > 0) heard = true
         })
       },

@@ -585,6 +585,32 @@ describe.each([
     }
   })
 
+  test('several events of one account in one transaction (a group of creations): each subscribed one written, the others not; an endpoint made after that transaction takes the next one', async () => {
+    const e = await makeEngine()
+    try {
+      const node = e.node()
+      const alice = await e.account('alice')
+      await e.endpoint(alice, 'link.deleted')
+      const written = await node.inTransaction((tx) =>
+        Promise.all([
+          node.queue.enqueue(tx, event(alice, 'link.created', 'a'), T0),
+          node.queue.enqueue(tx, event(alice, 'link.deleted', 'b'), T0),
+          node.queue.enqueue(tx, event(alice, 'link.created', 'c'), T0),
+          node.queue.enqueue(tx, event(alice, 'link.deleted', 'd'), T0),
+        ]),
+      )
+      expect(written).toEqual([0, 1, 0, 1])
+      // What one transaction read of the endpoints is not kept for the next.
+      const creates = await e.endpoint(alice, 'link.created')
+      expect(await node.inTransaction((tx) => node.queue.enqueue(tx, event(alice, 'link.created', 'e'), T0))).toBe(1)
+      const rows = await e.deliveries()
+      expect(rows.filter((r) => r.endpoint_id === creates)).toHaveLength(1)
+      expect((await e.events()).map((r) => JSON.parse(r.payload).data.code)).toEqual(['b', 'd', 'e'])
+    } finally {
+      await e.close()
+    }
+  })
+
   test('claim takes due rows of enabled endpoints, oldest due first, under a lease; not again while it holds, again once it has run out, never once finished', async () => {
     const e = await makeEngine()
     try {

@@ -156,10 +156,14 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
             for (const tag of c.tags) tagRows.push({ link_id: row.id, tag, account_id: row.account_id })
         }
         if (tagRows.length > 0) await tx`INSERT INTO link_tags ${tx(tagRows)}`
-        for (const c of group) {
-          const row = out.get(c)
-          if (row && row !== CODE_TAKEN && c.within) await c.within(tx, row)
-        }
+        // Issued together, so the connection pipelines them: each creation's webhook event is a statement
+        // (it reads the endpoints in this transaction), and one after another they held the group's commit.
+        await Promise.all(
+          group.map((c) => {
+            const row = out.get(c)
+            return row && row !== CODE_TAKEN && c.within ? c.within(tx, row) : undefined
+          }),
+        )
         return out
       })
     } catch {

@@ -68,9 +68,28 @@ async function writeDetail(tx: SQL, a: LeasedAttempt) {
       response_truncated = excluded.response_truncated, error = excluded.error`
 }
 
+/**
+ * Per transaction, per account: the event types its enabled endpoints subscribe to, read once. A group of
+ * creations by one account asks once; an event nobody subscribes to then costs no statement.
+ */
+function subscribedIn(tx: TransactionSQL, accountId: number, memo: WeakMap<object, Map<number, Promise<Set<string>>>>) {
+  let accounts = memo.get(tx)
+  if (!accounts) memo.set(tx, (accounts = new Map()))
+  let types = accounts.get(accountId)
+  if (!types) {
+    types = tx`SELECT events FROM webhook_endpoints WHERE account_id = ${accountId} AND enabled = 1`.then(
+      (rows: { events: string }[]) => new Set(rows.flatMap((r) => r.events.split(','))),
+    )
+    accounts.set(accountId, types)
+  }
+  return types
+}
+
 export function postgresWebhookQueue(sql: SQL): WebhookQueue<TransactionSQL> {
+  const subscribed = new WeakMap<object, Map<number, Promise<Set<string>>>>()
   return {
     async enqueue(tx, e, now) {
+      if (!(await subscribedIn(tx, e.accountId, subscribed)).has(e.type)) return 0
       // One statement: no event row without a delivery (the endpoints are read here, inside the caller's
       // transaction, not from a node's index: one deleted or disabled a moment ago gets nothing).
       const [row] = await tx`
