@@ -85,7 +85,14 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     guard: { resolve: opts.resolve, isAllowed: opts.isAllowed },
     server: () => server,
   }
-  const parts = { outbox, accounts, clickWriter: backend.clickWriter, databaseCheck: backend.databaseCheck, opts }
+  const parts = {
+    outbox,
+    accounts,
+    clickWriter: backend.clickWriter,
+    databaseCheck: backend.databaseCheck,
+    signingSecret: backend.signingSecret,
+    opts,
+  }
   const { clicks, webhooks, abuse, links, mail, media, dashboard, audit, methods, features } = withStorages(
     backend,
     (s) => createFeatures(shared, s, parts),

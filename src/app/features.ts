@@ -32,6 +32,8 @@ export interface FeatureParts {
   /** Where click batches go instead of SQLite's writer thread (PostgreSQL). */
   clickWriter?: BatchWriter
   databaseCheck: (recorder: ClickRecorder) => DatabaseCheck
+  /** The data directory's signing secret (media derives its cookies' key from it). */
+  signingSecret: Buffer
   opts: AppOptions
 }
 
@@ -72,7 +74,11 @@ export function createFeatures<Tx>(shared: Shared, storages: Storages<Tx>, parts
     { messages: storages.messages, queue: storages.queue, outbox },
     { smtpPort: opts.smtpPort },
   )
-  const media = createMediaFeature(shared, { tickets: storages.tickets })
+  const media = createMediaFeature(shared, {
+    tickets: storages.tickets,
+    cookies: storages.cookies,
+    signingSecret: parts.signingSecret,
+  })
   const database = parts.databaseCheck(clicks.recorder)
   const audit = createAuditReader(storages.audit, shared.clock)
   const dashboard = createDashboardFeature(shared, {

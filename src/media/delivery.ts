@@ -7,6 +7,7 @@ import type { Config } from '../kernel/config'
 import { AppError } from '../kernel/errors'
 import { GuardError, guardedFetch } from '../kernel/net/guard'
 import { contentDisposition } from '../web/disposition'
+import type { CookieJar } from './cookies'
 import { classifyFailure, errorLine, upstreamFailed } from './extract'
 import type { MediaGuard } from './page'
 import { createLimiter, runYtdlp } from './runner'
@@ -29,9 +30,11 @@ export interface DeliveryDeps {
   proxy: () => Promise<string | null>
   /** Bytes sent, for /metrics. */
   stats: { bytesServed: number }
+  /** The admin's cookies per site: for the page yt-dlp fetches, and the URL we stream. */
+  cookies?: CookieJar
 }
 
-export function createDelivery({ config, guard, runnable, proxy, stats }: DeliveryDeps) {
+export function createDelivery({ config, guard, runnable, proxy, stats, cookies }: DeliveryDeps) {
   const fetchLimiter = createLimiter(config.media.max_concurrent, 16, 30_000)
   const mediaDir = join(config.data_dir, 'media')
   const cacheDir = join(mediaDir, 'cache')
@@ -68,36 +71,41 @@ export function createDelivery({ config, guard, runnable, proxy, stats }: Delive
     const work = mkdtempSync(join(tmpDir, 'fetch-'))
     try {
       const merged = t.format_id.includes('+')
-      const result = await runYtdlp({
-        command: choice.argv,
-        args: [
-          '--ignore-config',
-          '--no-cache-dir',
-          '--no-playlist',
-          '--no-warnings',
-          '--no-progress',
-          '--no-part',
-          '--no-mtime',
-          '--socket-timeout',
-          String(SOCKET_TIMEOUT_S),
-          // yt-dlp's own downloaders, which go through the proxy; ffmpeg only joins local files.
-          '--hls-prefer-native',
-          '--max-filesize',
-          String(config.media.cache_max_bytes),
-          '-f',
-          t.format_id,
-          ...(merged ? ['--merge-output-format', ext] : []),
-          '-o',
-          join(work, 'media.%(ext)s'),
-          '--',
-          t.page_url,
-        ],
-        proxy: await proxy(),
-        // Fetching a whole film takes longer than reading a page.
-        timeoutMs: Math.min(3600, config.media.extract_timeout * 20) * 1000,
-        maxStdoutBytes: 1024 * 1024,
-        cwd: work,
-      })
+      const proxyUrl = await proxy()
+      const run = (cookieArgs: string[]) =>
+        runYtdlp({
+          command: choice.argv,
+          args: [
+            '--ignore-config',
+            '--no-cache-dir',
+            '--no-playlist',
+            '--no-warnings',
+            '--no-progress',
+            '--no-part',
+            '--no-mtime',
+            '--socket-timeout',
+            String(SOCKET_TIMEOUT_S),
+            // yt-dlp's own downloaders, which go through the proxy; ffmpeg only joins local files.
+            '--hls-prefer-native',
+            '--max-filesize',
+            String(config.media.cache_max_bytes),
+            '-f',
+            t.format_id,
+            ...(merged ? ['--merge-output-format', ext] : []),
+            '-o',
+            join(work, 'media.%(ext)s'),
+            ...cookieArgs,
+            '--',
+            t.page_url,
+          ],
+          proxy: proxyUrl,
+          // Fetching a whole film takes longer than reading a page.
+          timeoutMs: Math.min(3600, config.media.extract_timeout * 20) * 1000,
+          maxStdoutBytes: 1024 * 1024,
+          cwd: work,
+        })
+      // The cookies file is removed when the run ends, on a timeout too (cookies.ts).
+      const result = await (cookies ? cookies.withFile(t.page_url, run) : run([]))
       const files = readdirSync(work).filter((f) => f.startsWith('media.'))
       if (result.code !== 0 || files.length !== 1) {
         if (result.timedOut) throw new AppError(504, 'timeout', 'The file could not be fetched in time.')
@@ -191,6 +199,10 @@ export function createDelivery({ config, guard, runnable, proxy, stats }: Delive
     // identity: a compressed answer would be decompressed by fetch, and its Content-Length and byte ranges
     // would no longer describe what we send.
     const headers: Record<string, string> = { ...JSON.parse(t.headers), 'accept-encoding': 'identity' }
+    // The site's cookies that match this URL (host, path, secure), if an admin gave any; guardedFetch drops them
+    // when a redirect leaves the origin.
+    const cookie = cookies ? await cookies.header(t.upstream_url) : null
+    if (cookie) headers.cookie = cookie
     const range = request.headers.get('range')
     if (range && range.length <= 200 && /^bytes=[0-9]*-[0-9]*$/.test(range.trim())) headers.range = range.trim()
     const ifRange = request.headers.get('if-range')
