@@ -153,6 +153,8 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     spool: mail.spool,
     media: media.media,
     ytdlp: media.ytdlp,
+    /** Media download's cookies per site (media/cookies.ts): `linkbox media cookies`, the dashboard. */
+    cookies: media.cookies,
     webhooks: webhooks.webhooks,
     /** Sends the webhook outbox; started by listen(), stopped by close(). */
     deliverer: webhooks.deliverer,
