@@ -22,7 +22,7 @@ const sqliteStores: Loaders<Db, Db> = {
   audit: async (db) => (await import('../audit/storage/sqlite')).sqliteAuditRows(db),
   endpoints: async (db) => (await import('../webhooks/storage/sqlite')).sqliteEndpointRows(db),
   queue: async (db) => (await import('../webhooks/storage/sqlite')).sqliteWebhookQueue(db),
-  cookies: async (db) => (await import('../media/storage/cookies-sqlite')).sqliteCookieStorage(db),
+  cookies: async (db) => (await import('../media/storage/sqlite-cookies')).sqliteCookieStorage(db),
 }
 
 const postgresStores: Loaders<SQL, TransactionSQL> = {
@@ -30,7 +30,7 @@ const postgresStores: Loaders<SQL, TransactionSQL> = {
   audit: async (sql) => (await import('../audit/storage/postgres')).postgresAuditRows(sql),
   endpoints: async (sql) => (await import('../webhooks/storage/postgres')).postgresEndpointRows(sql),
   queue: async (sql) => (await import('../webhooks/storage/postgres')).postgresWebhookQueue(sql),
-  cookies: async (sql) => (await import('../media/storage/cookies-postgres')).postgresCookieStorage(sql),
+  cookies: async (sql) => (await import('../media/storage/postgres-cookies')).postgresCookieStorage(sql),
 }
 
 export interface Services {

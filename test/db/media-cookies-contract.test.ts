@@ -1,11 +1,11 @@
 // Cookies per site's storage contract (src/media/storage/cookies-contract.ts), ONE suite run against both engines:
-// SQLite (cookies-sqlite.ts) and a real PostgreSQL server (cookies-postgres.ts). Two "nodes" are two connections
+// SQLite (sqlite-cookies.ts) and a real PostgreSQL server (postgres-cookies.ts). Two "nodes" are two connections
 // (SQLite) or two pools (PostgreSQL) on one database: a site one node stores, another finds.
 import { describe, expect, test } from 'bun:test'
 import type { CookieStorage } from '../../src/media/storage/cookies-contract'
 import { MAX_SITES } from '../../src/media/storage/cookies-contract'
-import { postgresCookieStorage } from '../../src/media/storage/cookies-postgres'
-import { sqliteCookieStorage } from '../../src/media/storage/cookies-sqlite'
+import { postgresCookieStorage } from '../../src/media/storage/postgres-cookies'
+import { sqliteCookieStorage } from '../../src/media/storage/sqlite-cookies'
 import { engineHarness } from '../support/engines'
 
 interface Engine {

@@ -1,4 +1,4 @@
-// Cookies per site on PostgreSQL, as cookies-sqlite.ts: a row a site, replaced whole.
+// Cookies per site on PostgreSQL, as sqlite-cookies.ts: a row a site, replaced whole.
 import type { SQL } from 'bun'
 import { int, intOrNull, text, type PgRow } from '../../db/postgres/rows'
 import { MAX_SITES, type CookieSiteRow, type CookieStorage } from './cookies-contract'
