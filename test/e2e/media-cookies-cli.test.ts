@@ -3,9 +3,12 @@
 // holds a cookie's value. The service finding them is media-cookies.test.ts's.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
-import { writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { openPostgres } from '../../src/db/postgres'
+import { postgresSigningSecret } from '../../src/db/postgres/signing'
+import { loadSigningSecret } from '../../src/kernel/signing'
+import { cookieKey, unseal } from '../../src/media/cookies'
 import { sharedPostgres, type Postgres } from '../support/postgres'
 import { removeDir, runCli, tempDir, writeConfig } from '../support/server'
 
@@ -114,4 +117,44 @@ describe('linkbox media cookies', () => {
       }
     })
   }, 120_000)
+
+  test('cookies go with linkbox migrate into PostgreSQL, and with backup and restore back into a data_dir, still opening', async () => {
+    const dir = tempDir('linkbox-cookies-copy-')
+    dirs.push(dir)
+    for (const d of ['lite', 'pg', 'back']) mkdirSync(join(dir, d))
+    const lite = writeConfig(join(dir, 'lite'))
+    const file = join(dir, 'cookies.txt')
+    writeFileSync(file, FILE)
+    const cli = (args: string[], configPath: string) => runCli([...args, '--config', configPath], { timeoutMs: 60_000 })
+    expect((await cli(['media', 'cookies', 'add', 'example.com', file], lite.configPath)).code).toBe(0)
+
+    const url = await pg.createDatabase()
+    const migrated = await cli(['migrate', '--to', url], lite.configPath)
+    expect([migrated.code, migrated.stderr]).toEqual([0, ''])
+    expect(migrated.stdout).toMatch(/^media_cookies +1$/m)
+    const onPg = writeConfig(join(dir, 'pg'), { database: { url } })
+    const db = await openPostgres(url)
+    try {
+      const [row] = await db.sql`SELECT site, sealed FROM media_cookies`
+      const cookies = unseal(cookieKey(await postgresSigningSecret(db.sql)()), row.site, row.sealed)
+      expect(cookies?.map((c) => c.name)).toEqual(['sid', 'h'])
+    } finally {
+      await db.close()
+    }
+
+    const archive = join(dir, 'backup.tar')
+    expect((await cli(['backup', archive], onPg.configPath)).code).toBe(0)
+    const back = writeConfig(join(dir, 'back'))
+    const restored = await cli(['restore', archive], back.configPath)
+    expect([restored.code, restored.stderr]).toEqual([0, ''])
+    expect((await cli(['media', 'cookies', 'list'], back.configPath)).stdout).toMatch(/^example\.com\t2\t/m)
+    const sqlite = new Database(join(back.dataDir, 'linkbox.db'), { readonly: true })
+    try {
+      const row = sqlite.query('SELECT site, sealed FROM media_cookies').get() as { site: string; sealed: Uint8Array }
+      const cookies = unseal(cookieKey(loadSigningSecret(back.dataDir)), row.site, row.sealed)
+      expect(cookies?.map((c) => c.value)).toEqual([VALUE, VALUE])
+    } finally {
+      sqlite.close()
+    }
+  }, 180_000)
 })
