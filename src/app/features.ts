@@ -90,6 +90,7 @@ export function createFeatures<Tx>(shared: Shared, storages: Storages<Tx>, parts
     webhooks: webhooks.webhooks,
     qr: qr.qr,
     abuse: abuse.abuse,
+    cookies: media.cookies,
     databaseProblem: () => database.known().reason,
   })
   const methods = [links, qr, media, mail, webhooks].flatMap((f) => f.feature.api ?? [])
