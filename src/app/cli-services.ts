@@ -76,8 +76,14 @@ function services<C, Tx>(
     cookies: () =>
       once('cookieJar', async () => {
         const { cookieKey, createCookieJar } = await import('../media')
-        const [storage, secret] = await Promise.all([store('cookies'), signingSecret()])
-        return createCookieJar({ storage, key: cookieKey(secret), clock: Date.now, dataDir: config.data_dir })
+        const [storage, audit, secret] = await Promise.all([store('cookies'), store('audit'), signingSecret()])
+        return createCookieJar({
+          storage,
+          key: cookieKey(secret),
+          clock: Date.now,
+          dataDir: config.data_dir,
+          audit,
+        })
       }),
     close,
   }

@@ -78,6 +78,7 @@ export function createFeatures<Tx>(shared: Shared, storages: Storages<Tx>, parts
     tickets: storages.tickets,
     cookies: storages.cookies,
     signingSecret: parts.signingSecret,
+    audit: storages.audit,
   })
   const database = parts.databaseCheck(clicks.recorder)
   const audit = createAuditReader(storages.audit, shared.clock)

@@ -33,13 +33,13 @@ export async function run(invocation: Invocation): Promise<number> {
     sub === 'cookies' &&
     ((action === 'add' && site && file) || (action === 'list' && !site) || (action === 'remove' && site && !file))
   if (!shape) throw new ConfigError(USAGE)
-  const { CookiesError } = await import('../media')
+  const [{ CookiesError }, { CLI }] = await Promise.all([import('../media'), import('../audit')])
   // The file is read before the database opens: a wrong path costs nothing.
   const text = action === 'add' ? await readCookiesFile(file!) : ''
   const jar = await (await cx.open()).cookies()
   try {
     if (action === 'add') {
-      const added = await jar.add(site!, text)
+      const added = await jar.add(site!, text, CLI)
       const left = [
         added.otherSites ? `${added.otherSites} for other domains` : '',
         added.expired ? `${added.expired} expired` : '',
@@ -56,7 +56,7 @@ export async function run(invocation: Invocation): Promise<number> {
           console.log([r.site, r.cookies, time(r.expires), time(r.last_used), time(r.created)].join('\t'))
       }
     } else {
-      if (!(await jar.remove(site!))) {
+      if (!(await jar.remove(site!, CLI))) {
         console.error(`linkbox: media cookies remove refused: no cookies are stored for the site "${site}"`)
         return 1
       }

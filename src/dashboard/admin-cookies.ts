@@ -2,6 +2,7 @@
 // file, multipart), listed (site, count, earliest expiry, last use) and removed, each form Post/Redirect/Get with the
 // session's CSRF token. A value is never shown: the page lists what media/cookies.ts lists, nothing more.
 import { Elysia } from 'elysia'
+import { byAccount } from '../audit'
 import { AppError } from '../kernel/errors'
 import { CookiesError, type CookieSiteRow } from '../media'
 import { escapeHtml as e, formatCount, timeHtml } from '../web/render'
@@ -46,7 +47,7 @@ function listCard(s: Session, rows: CookieSiteRow[]): string {
 }
 
 export function createAdminCookiesPage(deps: DashboardDeps) {
-  const { shell, cookies } = deps
+  const { shell, cookies, clientIp } = deps
   const back = (kind: 'ok' | 'error', text: string) => shell.seeOther(COOKIES, { kind, text })
 
   return new Elysia({ name: 'dashboard-admin-cookies' })
@@ -77,7 +78,7 @@ export function createAdminCookiesPage(deps: DashboardDeps) {
       if (typeof site !== 'string' || !site.trim()) return back('error', 'Site: give a domain or an IP address.')
       if (!(file instanceof Blob) || file.size === 0) return back('error', 'Cookies file: choose a file.')
       try {
-        const added = await cookies.add(site, await file.text())
+        const added = await cookies.add(site, await file.text(), byAccount(s.caller, clientIp(request)))
         const left = added.otherSites + added.expired
         return back(
           'ok',
@@ -95,7 +96,7 @@ export function createAdminCookiesPage(deps: DashboardDeps) {
       const site = ((await shell.form(request, s)).get('site') ?? '').slice(0, 300)
       let removed = false
       try {
-        removed = await cookies.remove(site)
+        removed = await cookies.remove(site, byAccount(s.caller, clientIp(request)))
       } catch (err) {
         if (!(err instanceof CookiesError)) throw err
       }

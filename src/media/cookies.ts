@@ -14,6 +14,7 @@ import {
   siteCandidates,
   type Cookie,
 } from './cookies-file'
+import { auditRow, type AuditRows, type Who } from '../audit'
 import type { CookieSiteRow, CookieStorage } from './storage/cookies-contract'
 
 const IV_BYTES = 12
@@ -68,12 +69,14 @@ export interface CookieJarDeps {
   clock: () => number
   /** data_dir: the private files for yt-dlp go under it. */
   dataDir: string
+  /** Where an add or a removal is recorded (who did it: the CLI or an admin). */
+  audit: Pick<AuditRows<unknown>, 'insertAlone'>
 }
 
-export function createCookieJar({ storage, key, clock, dataDir }: CookieJarDeps) {
+export function createCookieJar({ storage, key, clock, dataDir, audit }: CookieJarDeps) {
   const runDir = join(dataDir, 'media', 'cookies')
 
-  async function add(siteInput: string, text: string): Promise<AddedCookies> {
+  async function add(siteInput: string, text: string, by: Who): Promise<AddedCookies> {
     const site = normalizeSite(siteInput)
     const parsed = parseCookies(text, site, clock())
     if (parsed.cookies.length === 0)
@@ -89,6 +92,8 @@ export function createCookieJar({ storage, key, clock, dataDir }: CookieJarDeps)
       created: clock(),
     })
     if (!ok) throw new CookiesError('too many sites have cookies already: remove one first')
+    const kept = `${parsed.cookies.length} cookies kept, ${parsed.otherSites} for other domains and ${parsed.expired} expired left out`
+    await audit.insertAlone(auditRow(by, { action: 'cookies.add', target: `site ${site}`, detail: kept }, clock()))
     return { site, cookies: parsed.cookies.length, otherSites: parsed.otherSites, expired: parsed.expired, expires }
   }
 
@@ -111,7 +116,13 @@ export function createCookieJar({ storage, key, clock, dataDir }: CookieJarDeps)
   return {
     add,
     list: (): Promise<CookieSiteRow[]> => storage.list(),
-    remove: (siteInput: string) => storage.remove(normalizeSite(siteInput)),
+    /** Whether the site had cookies (now removed). */
+    async remove(siteInput: string, by: Who): Promise<boolean> {
+      const site = normalizeSite(siteInput)
+      if (!(await storage.remove(site))) return false
+      await audit.insertAlone(auditRow(by, { action: 'cookies.remove', target: `site ${site}` }, clock()))
+      return true
+    },
     forUrl,
     /** The Cookie header for a fetch of `url` of ours (the site's cookies that match it), or null. */
     async header(url: string): Promise<string | null> {

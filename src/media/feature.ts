@@ -9,6 +9,7 @@ import { createMediaRoutes, mediaApi } from './api'
 import { cookieKey, createCookieJar } from './cookies'
 import { killRunning } from './runner'
 import { createMediaService, type MediaService } from './service'
+import type { AuditRows } from '../audit'
 import type { TicketStorage } from './storage/contract'
 import type { CookieStorage } from './storage/cookies-contract'
 import { createYtdlp } from './ytdlp'
@@ -44,6 +45,8 @@ export interface MediaFeatureDeps {
   cookies: CookieStorage
   /** The signing secret, from which the cookies' key is derived. */
   signingSecret: Buffer
+  /** Where changes to the cookies are recorded. */
+  audit: Pick<AuditRows<unknown>, 'insertAlone'>
 }
 
 export function createMediaFeature(shared: Shared, deps: MediaFeatureDeps) {
@@ -54,6 +57,7 @@ export function createMediaFeature(shared: Shared, deps: MediaFeatureDeps) {
     key: cookieKey(deps.signingSecret),
     clock,
     dataDir: config.data_dir,
+    audit: deps.audit,
   })
   cookies.sweepFiles() // a crash mid-run leaves a cookies file behind
   const ytdlp = createYtdlp({ ytdlpPath: config.media.ytdlp_path, dataDir: config.data_dir })

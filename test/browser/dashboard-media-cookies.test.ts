@@ -103,6 +103,13 @@ describe('Admin › Media cookies', () => {
     expect(await stale.locator('.notice').first().textContent()).toContain('example.com had no cookies')
     await stale.context().close()
     expect(app.db.query('SELECT count(*) AS n FROM media_cookies').get()).toEqual({ n: 0 })
+    // The admin's add and removal are in the audit log under the admin's name.
+    expect(
+      app.db.query("SELECT action, actor_name, target FROM audit_log WHERE action LIKE 'cookies.%' ORDER BY id").all(),
+    ).toEqual([
+      { action: 'cookies.add', actor_name: 'root', target: 'site example.com' },
+      { action: 'cookies.remove', actor_name: 'root', target: 'site example.com' },
+    ])
   })
 
   test('not for an account that is not admin', async () => {

@@ -86,6 +86,20 @@ async function roundTrip(configPath: string, dir: string, readSealed: () => Prom
     'linkbox: media cookies remove refused: no cookies are stored for the site "example.com"\n',
   ])
   expect(JSON.parse((await cli(['list', '--json'])).stdout).map((r: { site: string }) => r.site)).toEqual(['192.0.2.7'])
+  // Each change is in the audit log as the CLI's, without a value.
+  const audit = await runCli(['audit', '--json', '--config', configPath], { timeoutMs: 30_000 })
+  const rows = audit.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l))
+    .filter((r) => r.action.startsWith('cookies.'))
+  expect(rows.map((r) => [r.action, r.target])).toEqual([
+    ['cookies.add', 'site example.com'],
+    ['cookies.add', 'site 192.0.2.7'],
+    ['cookies.remove', 'site example.com'],
+  ])
+  expect(rows[0].detail).toBe('2 cookies kept, 1 for other domains and 1 expired left out')
+  expect(audit.stdout).not.toContain(VALUE)
 }
 
 describe('linkbox media cookies', () => {

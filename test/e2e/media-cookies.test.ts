@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
+import { CLI } from '../../src/audit'
 import { makeBox, type TestBox } from '../support/app'
 import { startMediaFixtures, type MediaFixtures } from '../support/media-fixtures'
 
@@ -36,9 +37,14 @@ beforeAll(async () => {
       ['#HttpOnly_media.test', 'FALSE', '/', 'FALSE', '0', 'session', 'yes'],
       ['.other.test', 'TRUE', '/', 'FALSE', String(FUTURE), 'stray', 'not-for-media'],
     ),
+    CLI,
   )
   expect(added).toEqual({ site: 'media.test', cookies: 2, otherSites: 1, expired: 0, expires: FUTURE * 1000 })
-  await box.cookies.add('other.test', cookiesFile(['.other.test', 'TRUE', '/', 'FALSE', '0', 'other', OTHER_SECRET]))
+  await box.cookies.add(
+    'other.test',
+    cookiesFile(['.other.test', 'TRUE', '/', 'FALSE', '0', 'other', OTHER_SECRET]),
+    CLI,
+  )
 })
 afterAll(async () => {
   await box?.cleanup()
@@ -168,8 +174,8 @@ describe('a site without cookies', () => {
   test(
     "a site's removal takes effect at the next run",
     async () => {
-      expect(await box.cookies.remove('other.test')).toBe(true)
-      expect(await box.cookies.remove('other.test')).toBe(false)
+      expect(await box.cookies.remove('other.test', CLI)).toBe(true)
+      expect(await box.cookies.remove('other.test', CLI)).toBe(false)
       const page = on('www.other.test', '/pages/video.html')
       expect((await download(page)).status).toBe(200)
       for (const q of seen(new URL(page).pathname + new URL(page).search)) expect(q.headers.cookie).toBeUndefined()
@@ -186,7 +192,7 @@ test(
       { resolve: async () => ['127.0.0.1'] },
     )
     try {
-      await quick.cookies.add('media.test', cookiesFile(['.media.test', 'TRUE', '/', 'FALSE', '0', 'sid', SECRET]))
+      await quick.cookies.add('media.test', cookiesFile(['.media.test', 'TRUE', '/', 'FALSE', '0', 'sid', SECRET]), CLI)
       const r = await quick.get(
         '/api/download.json',
         { url: on('media.test', '/pages/video.html?delay=5000') },
