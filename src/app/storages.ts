@@ -56,7 +56,7 @@ export interface Storages<Tx> {
   counts: ClickCounts
   tickets: TicketStorage
   /** Media download's cookies per site, sealed (media/cookies.ts). */
-  cookies: CookieStorage
+  cookies: CookieStorage<Tx>
   /** Temporary mail: mailboxes, messages and their bytes (mail/storage/contract.ts). */
   messages: MessageStore<Tx>
 }

@@ -14,7 +14,7 @@ import {
   siteCandidates,
   type Cookie,
 } from './cookies-file'
-import { auditRow, type AuditRows, type Who } from '../audit'
+import { auditRow, type AuditEntry, type AuditRows, type Who } from '../audit'
 import type { CookieSiteRow, CookieStorage } from './storage/cookies-contract'
 
 const IV_BYTES = 12
@@ -62,18 +62,20 @@ export interface AddedCookies {
   expires: number | null
 }
 
-export interface CookieJarDeps {
-  storage: CookieStorage
+export interface CookieJarDeps<Tx> {
+  storage: CookieStorage<Tx>
   /** cookieKey(the signing secret). */
   key: Buffer
   clock: () => number
   /** data_dir: the private files for yt-dlp go under it. */
   dataDir: string
   /** Where an add or a removal is recorded (who did it: the CLI or an admin). */
-  audit: Pick<AuditRows<unknown>, 'insertAlone'>
+  audit: Pick<AuditRows<Tx>, 'insert'>
 }
 
-export function createCookieJar({ storage, key, clock, dataDir, audit }: CookieJarDeps) {
+export function createCookieJar<Tx>({ storage, key, clock, dataDir, audit }: CookieJarDeps<Tx>) {
+  // The audit row of a change, written in the change's transaction.
+  const record = (by: Who, entry: AuditEntry) => (tx: Tx) => audit.insert(tx, auditRow(by, entry, clock()))
   const runDir = join(dataDir, 'media', 'cookies')
 
   async function add(siteInput: string, text: string, by: Who): Promise<AddedCookies> {
@@ -84,16 +86,12 @@ export function createCookieJar({ storage, key, clock, dataDir, audit }: CookieJ
         `the cookies file holds no cookie for ${site} (${parsed.otherSites} for other domains, ${parsed.expired} expired)`,
       )
     const expires = earliestExpiry(parsed.cookies)
-    const ok = await storage.put({
-      site,
-      sealed: seal(key, site, parsed.cookies),
-      cookies: parsed.cookies.length,
-      expires,
-      created: clock(),
-    })
-    if (!ok) throw new CookiesError('too many sites have cookies already: remove one first')
     const kept = `${parsed.cookies.length} cookies kept, ${parsed.otherSites} for other domains and ${parsed.expired} expired left out`
-    await audit.insertAlone(auditRow(by, { action: 'cookies.add', target: `site ${site}`, detail: kept }, clock()))
+    const ok = await storage.put(
+      { site, sealed: seal(key, site, parsed.cookies), cookies: parsed.cookies.length, expires, created: clock() },
+      record(by, { action: 'cookies.add', target: `site ${site}`, detail: kept }),
+    )
+    if (!ok) throw new CookiesError('too many sites have cookies already: remove one first')
     return { site, cookies: parsed.cookies.length, otherSites: parsed.otherSites, expired: parsed.expired, expires }
   }
 
@@ -119,9 +117,7 @@ export function createCookieJar({ storage, key, clock, dataDir, audit }: CookieJ
     /** Whether the site had cookies (now removed). */
     async remove(siteInput: string, by: Who): Promise<boolean> {
       const site = normalizeSite(siteInput)
-      if (!(await storage.remove(site))) return false
-      await audit.insertAlone(auditRow(by, { action: 'cookies.remove', target: `site ${site}` }, clock()))
-      return true
+      return storage.remove(site, record(by, { action: 'cookies.remove', target: `site ${site}` }))
     },
     forUrl,
     /** The Cookie header for a fetch of `url` of ours (the site's cookies that match it), or null. */
@@ -167,5 +163,5 @@ export function createCookieJar({ storage, key, clock, dataDir, audit }: CookieJ
     runDir,
   }
 }
-export type CookieJar = ReturnType<typeof createCookieJar>
+export type CookieJar = ReturnType<typeof createCookieJar<unknown>>
 export { CookiesError } from './cookies-file'

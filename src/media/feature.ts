@@ -46,7 +46,7 @@ export interface MediaFeatureDeps {
   /** The signing secret, from which the cookies' key is derived. */
   signingSecret: Buffer
   /** Where changes to the cookies are recorded. */
-  audit: Pick<AuditRows<unknown>, 'insertAlone'>
+  audit: Pick<AuditRows<unknown>, 'insert'>
 }
 
 export function createMediaFeature(shared: Shared, deps: MediaFeatureDeps) {

@@ -109,6 +109,31 @@ describe.each([
     }
   })
 
+  test("`within` runs in the change's transaction: when it throws, nothing was stored or removed", async () => {
+    const e = await makeEngine()
+    try {
+      const s = e.node()
+      const fail = () => {
+        throw new Error('the audit row could not be written')
+      }
+      await expect(
+        s.put({ site: 'example.com', sealed: bytes(1), cookies: 1, expires: null, created: T0 }, fail),
+      ).rejects.toThrow('audit row')
+      expect(await s.list()).toEqual([])
+      let ran = 0
+      expect(
+        await s.put({ site: 'example.com', sealed: bytes(1), cookies: 1, expires: null, created: T0 }, () => ran++),
+      ).toBe(true)
+      await expect(s.remove('example.com', fail)).rejects.toThrow('audit row')
+      expect(await e.raw('example.com')).toEqual(bytes(1))
+      expect(await s.remove('example.com', () => ran++)).toBe(true)
+      expect(await s.remove('example.com', () => ran++)).toBe(false) // nothing removed: not run
+      expect(ran).toBe(2)
+    } finally {
+      await e.close()
+    }
+  })
+
   test(`at most ${MAX_SITES} sites; a stored one may still be replaced`, async () => {
     const e = await makeEngine()
     try {

@@ -19,15 +19,19 @@ export interface SealedCookies extends CookieSiteRow {
   sealed: Uint8Array
 }
 
-export interface CookieStorage {
-  /** Stores a site's cookies, replacing any it had (last use cleared); false when MAX_SITES other sites are stored. */
-  put(row: Omit<SealedCookies, 'last_used'>): Promise<boolean>
+/** `Tx`: what `within` is handed, the engine's transaction (the audit row of the change is written with it). */
+export interface CookieStorage<Tx = unknown> {
+  /**
+   * Stores a site's cookies, replacing any it had (last use cleared), and runs `within` in the same transaction;
+   * false when MAX_SITES other sites are stored (nothing written or run).
+   */
+  put(row: Omit<SealedCookies, 'last_used'>, within?: (tx: Tx) => unknown): Promise<boolean>
   /** The row of the longest of `sites` that has one (null: none). */
   find(sites: string[]): Promise<SealedCookies | null>
   /** Every site, by name, at most MAX_SITES, without the sealed bytes. */
   list(): Promise<CookieSiteRow[]>
-  /** Whether there was such a site. */
-  remove(site: string): Promise<boolean>
+  /** Whether there was such a site (then removed, and `within` run in the same transaction). */
+  remove(site: string, within?: (tx: Tx) => unknown): Promise<boolean>
   /** Notes a use of the site's cookies at `at` (unix ms). */
   touch(site: string, at: number): Promise<void>
 }

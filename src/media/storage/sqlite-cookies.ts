@@ -1,11 +1,12 @@
 // Cookies per site on SQLite (migration 27 says what a row is).
 import { stored, type Db } from '../../db/sqlite'
 import { lazyStatements } from '../../db/sqlite/lazy'
+import { syncWithin } from '../../db/sqlite/within'
 import { MAX_SITES, type CookieSiteRow, type CookieStorage, type SealedCookies } from './cookies-contract'
 
 const LISTED = 'site, cookies, expires, created, last_used'
 
-export function sqliteCookieStorage(db: Db): CookieStorage {
+export function sqliteCookieStorage(db: Db): CookieStorage<Db> {
   const q = lazyStatements(db) // prepared at their first use (db/sqlite/lazy.ts)
   // The bound is checked in the statement that writes: a replaced site is not counted against itself.
   const put = q.prepare(
@@ -23,14 +24,29 @@ export function sqliteCookieStorage(db: Db): CookieStorage {
   const remove = q.prepare('DELETE FROM media_cookies WHERE site = ?')
   const touch = q.prepare('UPDATE media_cookies SET last_used = ? WHERE site = ?')
   return {
-    put: async (row) => stored(db, () => put.get(row as any) !== null),
+    // A storage failure becomes the 503 storage_unavailable, as for every write.
+    put: async (row, within) =>
+      stored(db, () =>
+        db.transaction(() => {
+          const done = put.get(row as any) !== null
+          if (done && within) syncWithin(within(db))
+          return done
+        })(),
+      ),
     async find(sites) {
       if (sites.length === 0) return null
       const row = find.get(JSON.stringify(sites)) as SealedCookies | null
       return row ? { ...row, sealed: new Uint8Array(row.sealed) } : null
     },
     list: async () => list.all() as CookieSiteRow[],
-    remove: async (site) => stored(db, () => remove.run(site).changes > 0),
+    remove: async (site, within) =>
+      stored(db, () =>
+        db.transaction(() => {
+          const done = remove.run(site).changes > 0
+          if (done && within) syncWithin(within(db))
+          return done
+        })(),
+      ),
     touch: async (site, at) => void stored(db, () => touch.run(at, site)),
   }
 }
