@@ -107,7 +107,8 @@ export function createCookieJar<Tx>({ storage, key, clock, dataDir, audit }: Coo
     if (!row) return null
     const cookies = unseal(key, row.site, row.sealed)
     if (!cookies) return null
-    await storage.touch(row.site, clock())
+    // Last use is a note: a database that cannot be written now does not stop the download.
+    await storage.touch(row.site, clock()).catch(() => {})
     return { site: row.site, cookies }
   }
 
