@@ -53,6 +53,13 @@ export function unseal(key: Buffer, site: string, sealed: Uint8Array): Cookie[] 
   }
 }
 
+/** yt-dlp's arguments for a run with a site's cookies, and what removes their file after it. */
+export interface CookieRun {
+  args: string[]
+  remove: () => void
+}
+export const NO_COOKIES: CookieRun = { args: [], remove: () => {} }
+
 /** What an added file gave: the site's spelling, the cookies kept and those left out. */
 export interface AddedCookies {
   site: string
@@ -127,14 +134,16 @@ export function createCookieJar<Tx>({ storage, key, clock, dataDir, audit }: Coo
       return found ? cookieHeader(found.cookies, new URL(url), clock()) : null
     },
     /**
-     * Runs `run` with yt-dlp's arguments for the cookies of `url`'s site: `--cookies FILE`, a file of ours alone
-     * (0600 in a 0700 folder under data_dir), removed when the run ends whatever the outcome; none: no arguments.
+     * yt-dlp's arguments for the cookies of `url`'s site — `--cookies FILE`, a copy of ours alone (0600 in a fresh
+     * 0700 folder under data_dir) — and what removes it, which the caller runs when the run ends, whatever the
+     * outcome (a time limit too). No cookies: no arguments.
      */
-    async withFile<T>(url: string, run: (args: string[]) => Promise<T>): Promise<T> {
+    async forRun(url: string): Promise<CookieRun> {
       const found = await forUrl(url)
-      if (!found) return run([])
+      if (!found) return NO_COOKIES
       mkdirSync(runDir, { recursive: true, mode: 0o700 })
       const dir = mkdtempSync(join(runDir, 'run-'))
+      const remove = () => rmSync(dir, { recursive: true, force: true })
       try {
         const path = join(dir, 'cookies.txt')
         const fd = openSync(path, 'wx', 0o600)
@@ -143,9 +152,10 @@ export function createCookieJar<Tx>({ storage, key, clock, dataDir, audit }: Coo
         } finally {
           closeSync(fd)
         }
-        return await run(['--cookies', path])
-      } finally {
-        rmSync(dir, { recursive: true, force: true })
+        return { args: ['--cookies', path], remove }
+      } catch (err) {
+        remove()
+        throw err
       }
     },
     /** At start: files a crash left behind (older than any run may last: another process, `linkbox import`, may be running one). */

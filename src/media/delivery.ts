@@ -7,7 +7,7 @@ import type { Config } from '../kernel/config'
 import { AppError } from '../kernel/errors'
 import { GuardError, guardedFetch } from '../kernel/net/guard'
 import { contentDisposition } from '../web/disposition'
-import type { CookieJar } from './cookies'
+import { NO_COOKIES, type CookieJar } from './cookies'
 import { classifyFailure, errorLine, upstreamFailed } from './extract'
 import type { MediaGuard } from './page'
 import { createLimiter, runYtdlp } from './runner'
@@ -72,40 +72,39 @@ export function createDelivery({ config, guard, runnable, proxy, stats, cookies 
     try {
       const merged = t.format_id.includes('+')
       const proxyUrl = await proxy()
-      const run = (cookieArgs: string[]) =>
-        runYtdlp({
-          command: choice.argv,
-          args: [
-            '--ignore-config',
-            '--no-cache-dir',
-            '--no-playlist',
-            '--no-warnings',
-            '--no-progress',
-            '--no-part',
-            '--no-mtime',
-            '--socket-timeout',
-            String(SOCKET_TIMEOUT_S),
-            // yt-dlp's own downloaders, which go through the proxy; ffmpeg only joins local files.
-            '--hls-prefer-native',
-            '--max-filesize',
-            String(config.media.cache_max_bytes),
-            '-f',
-            t.format_id,
-            ...(merged ? ['--merge-output-format', ext] : []),
-            '-o',
-            join(work, 'media.%(ext)s'),
-            ...cookieArgs,
-            '--',
-            t.page_url,
-          ],
-          proxy: proxyUrl,
-          // Fetching a whole film takes longer than reading a page.
-          timeoutMs: Math.min(3600, config.media.extract_timeout * 20) * 1000,
-          maxStdoutBytes: 1024 * 1024,
-          cwd: work,
-        })
-      // The cookies file is removed when the run ends, on a timeout too (cookies.ts).
-      const result = await (cookies ? cookies.withFile(t.page_url, run) : run([]))
+      // The page's site's cookies, if an admin gave any: a private file, removed when the run ends.
+      const withCookies = cookies ? await cookies.forRun(t.page_url) : NO_COOKIES
+      const result = await runYtdlp({
+        command: choice.argv,
+        args: [
+          '--ignore-config',
+          '--no-cache-dir',
+          '--no-playlist',
+          '--no-warnings',
+          '--no-progress',
+          '--no-part',
+          '--no-mtime',
+          '--socket-timeout',
+          String(SOCKET_TIMEOUT_S),
+          // yt-dlp's own downloaders, which go through the proxy; ffmpeg only joins local files.
+          '--hls-prefer-native',
+          '--max-filesize',
+          String(config.media.cache_max_bytes),
+          '-f',
+          t.format_id,
+          ...(merged ? ['--merge-output-format', ext] : []),
+          '-o',
+          join(work, 'media.%(ext)s'),
+          ...withCookies.args,
+          '--',
+          t.page_url,
+        ],
+        proxy: proxyUrl,
+        // Fetching a whole film takes longer than reading a page.
+        timeoutMs: Math.min(3600, config.media.extract_timeout * 20) * 1000,
+        maxStdoutBytes: 1024 * 1024,
+        cwd: work,
+      }).finally(withCookies.remove)
       const files = readdirSync(work).filter((f) => f.startsWith('media.'))
       if (result.code !== 0 || files.length !== 1) {
         if (result.timedOut) throw new AppError(504, 'timeout', 'The file could not be fetched in time.')

@@ -19,7 +19,7 @@ import {
   type MediaFormat,
 } from './extract'
 import { GUARD_BYPASS, guardCheck, normalize, photoOf, screen } from './page'
-import type { CookieJar } from './cookies'
+import { NO_COOKIES, type CookieJar } from './cookies'
 import { createLimiter, runYtdlp } from './runner'
 import type { TicketRow, TicketStorage } from './storage/contract'
 import { unsafeYtdlpReason, type Ytdlp, type YtdlpChoice } from './ytdlp'
@@ -120,29 +120,26 @@ export function createMediaService({
     const choice = await runnable()
     const timeout = config.media.extract_timeout
     const proxyUrl = await proxy()
-    let withCookies = false
-    const run = (cookieArgs: string[]) => {
-      withCookies = cookieArgs.length > 0
-      return runYtdlp({
-        command: choice.argv,
-        args: [
-          '--ignore-config',
-          '--no-cache-dir',
-          '--no-playlist',
-          '--no-warnings',
-          '--socket-timeout',
-          String(Math.min(SOCKET_TIMEOUT_S, timeout)),
-          '--dump-single-json',
-          ...cookieArgs,
-          '--',
-          url,
-        ],
-        proxy: proxyUrl,
-        timeoutMs: timeout * 1000,
-        maxStdoutBytes: MAX_JSON_BYTES,
-      })
-    }
-    const result = await (cookies ? cookies.withFile(url, run) : run([]))
+    // The site's cookies, if an admin gave any: a private file, removed when the run ends.
+    const withCookies = cookies ? await cookies.forRun(url) : NO_COOKIES
+    const result = await runYtdlp({
+      command: choice.argv,
+      args: [
+        '--ignore-config',
+        '--no-cache-dir',
+        '--no-playlist',
+        '--no-warnings',
+        '--socket-timeout',
+        String(Math.min(SOCKET_TIMEOUT_S, timeout)),
+        '--dump-single-json',
+        ...withCookies.args,
+        '--',
+        url,
+      ],
+      proxy: proxyUrl,
+      timeoutMs: timeout * 1000,
+      maxStdoutBytes: MAX_JSON_BYTES,
+    }).finally(withCookies.remove)
     if (result.timedOut) throw extractionTimeout(timeout)
     if (result.tooLarge) throw upstreamFailed('its description is too large')
     if (result.code === 0) {
@@ -155,7 +152,7 @@ export function createMediaService({
       }
       const extraction = parseInfo(info, canMerge)
       // The site's cookies stay sealed: never in a ticket's headers (delivery.ts adds them again per request).
-      if (extraction && withCookies) for (const f of extraction.formats) delete f.headers.cookie
+      if (extraction && withCookies.args.length) for (const f of extraction.formats) delete f.headers.cookie
       if (extraction) return { ...extraction, source: extraction.source || url }
     }
     const kind = result.code === 0 ? 'unsupported' : classifyFailure(result.stderr)
