@@ -141,6 +141,17 @@ describe('a site with cookies', () => {
     expect(JSON.stringify(list)).not.toContain(SECRET)
   })
 
+  test('no answer shows a value: the API, its docs, health, metrics, the admin pages', async () => {
+    const admin = await box.account('admin', { admin: true })
+    const answers = await Promise.all(
+      ['/api/docs', '/api/docs/openapi.json', '/healthz', '/readyz', '/dashboard/admin/cookies'].map((path) =>
+        box.request(path, { headers: { 'x-api-key': admin } }).then((r) => r.text()),
+      ),
+    )
+    answers.push(await (await box.readMetrics()).text())
+    for (const text of answers) for (const value of [SECRET, OTHER_SECRET]) expect(text).not.toContain(value)
+  })
+
   test('the stored row is sealed: no cookie name or value in it, read straight from the table', () => {
     const rows = box.db.query('SELECT * FROM media_cookies').all() as Record<string, unknown>[]
     expect(rows).toHaveLength(2)
