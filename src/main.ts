@@ -19,6 +19,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   restore: () => import('./cli/restore'),
   migrate: () => import('./cli/migrate'),
   ytdlp: () => import('./cli/ytdlp'),
+  media: () => import('./cli/media'),
   version: () => import('./cli/version'),
 }
 

@@ -85,7 +85,14 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     guard: { resolve: opts.resolve, isAllowed: opts.isAllowed },
     server: () => server,
   }
-  const parts = { outbox, accounts, clickWriter: backend.clickWriter, databaseCheck: backend.databaseCheck, opts }
+  const parts = {
+    outbox,
+    accounts,
+    clickWriter: backend.clickWriter,
+    databaseCheck: backend.databaseCheck,
+    signingSecret: backend.signingSecret,
+    opts,
+  }
   const { clicks, webhooks, abuse, links, mail, media, dashboard, audit, methods, features } = withStorages(
     backend,
     (s) => createFeatures(shared, s, parts),
@@ -146,6 +153,8 @@ export function createLinkbox(config: Config, opts: AppOptions = {}) {
     spool: mail.spool,
     media: media.media,
     ytdlp: media.ytdlp,
+    /** Media download's cookies per site (media/cookies.ts): `linkbox media cookies`, the dashboard. */
+    cookies: media.cookies,
     webhooks: webhooks.webhooks,
     /** Sends the webhook outbox; started by listen(), stopped by close(). */
     deliverer: webhooks.deliverer,

@@ -11,9 +11,10 @@ import type { ChangeFeed } from '../db/changes'
 import type { Storages } from './storages'
 import type { Outbox } from '../kernel/outbox'
 import type { WebhookService } from '../webhooks'
+import type { CookieJar } from '../media'
 import { databaseUrl } from './database-url'
 
-type StoreName = 'accounts' | 'audit' | 'endpoints' | 'queue'
+type StoreName = 'accounts' | 'audit' | 'endpoints' | 'queue' | 'cookies'
 type Loaders<C, Tx> = { [K in StoreName]: (connection: C) => Promise<Storages<Tx>[K]> }
 
 const sqliteStores: Loaders<Db, Db> = {
@@ -21,6 +22,7 @@ const sqliteStores: Loaders<Db, Db> = {
   audit: async (db) => (await import('../audit/storage/sqlite')).sqliteAuditRows(db),
   endpoints: async (db) => (await import('../webhooks/storage/sqlite')).sqliteEndpointRows(db),
   queue: async (db) => (await import('../webhooks/storage/sqlite')).sqliteWebhookQueue(db),
+  cookies: async (db) => (await import('../media/storage/sqlite-cookies')).sqliteCookieStorage(db),
 }
 
 const postgresStores: Loaders<SQL, TransactionSQL> = {
@@ -28,12 +30,15 @@ const postgresStores: Loaders<SQL, TransactionSQL> = {
   audit: async (sql) => (await import('../audit/storage/postgres')).postgresAuditRows(sql),
   endpoints: async (sql) => (await import('../webhooks/storage/postgres')).postgresEndpointRows(sql),
   queue: async (sql) => (await import('../webhooks/storage/postgres')).postgresWebhookQueue(sql),
+  cookies: async (sql) => (await import('../media/storage/postgres-cookies')).postgresCookieStorage(sql),
 }
 
 export interface Services {
   accounts(): Promise<AccountService>
   audit(): Promise<AuditRows<unknown>>
   webhooks(): Promise<WebhookService>
+  /** Media download's cookies per site, sealed with the signing secret's key (media/cookies.ts). */
+  cookies(): Promise<CookieJar>
   close(): Promise<void>
 }
 
@@ -45,6 +50,7 @@ function services<C, Tx>(
   db: Db | null,
   outbox: (queue: Storages<Tx>['queue']) => Promise<Outbox>,
   close: () => Promise<void>,
+  signingSecret: () => Promise<Buffer>,
 ): Services {
   const made = new Map<string, Promise<unknown>>()
   const once = <T>(name: string, make: () => Promise<T>): Promise<T> => {
@@ -66,6 +72,18 @@ function services<C, Tx>(
         const [endpoints, queue, audit] = await Promise.all([store('endpoints'), store('queue'), store('audit')])
         const deps = { ...(db ? { db } : {}), config, outbox: await outbox(queue), endpoints, queue, audit }
         return createWebhookService(deps) as WebhookService
+      }),
+    cookies: () =>
+      once('cookieJar', async () => {
+        const { cookieKey, createCookieJar } = await import('../media')
+        const [storage, audit, secret] = await Promise.all([store('cookies'), store('audit'), signingSecret()])
+        return createCookieJar({
+          storage,
+          key: cookieKey(secret),
+          clock: Date.now,
+          dataDir: config.data_dir,
+          audit,
+        })
       }),
     close,
   }
@@ -91,17 +109,26 @@ export async function openServices(config: Config): Promise<Services> {
       feed = { outbox: createQueueOutbox({ queue, changes }), changes }
       return feed.outbox
     }
-    return services(config, pg.sql, postgresStores, null, outbox, async () => {
-      if (feed) {
-        feed.outbox.close()
-        await feed.changes.close()
-      }
-      await pg.close()
-    })
+    return services(
+      config,
+      pg.sql,
+      postgresStores,
+      null,
+      outbox,
+      async () => {
+        if (feed) {
+          feed.outbox.close()
+          await feed.changes.close()
+        }
+        await pg.close()
+      },
+      async () => (await import('../db/postgres/signing')).postgresSigningSecret(pg.sql)(),
+    )
   }
   const { openDatabase } = await import('../db/sqlite')
   mkdirSync(config.data_dir, { recursive: true, mode: 0o700 })
   const db = openDatabase(join(config.data_dir, 'linkbox.db'), { onUpgrade: upgraded })
   const outbox = async () => (await import('../webhooks')).createOutbox(db)
-  return services(config, db, sqliteStores, db, outbox, async () => db.close())
+  const secret = async () => (await import('../kernel/signing')).loadSigningSecret(config.data_dir)
+  return services(config, db, sqliteStores, db, outbox, async () => db.close(), secret)
 }

@@ -32,6 +32,8 @@ export interface FeatureParts {
   /** Where click batches go instead of SQLite's writer thread (PostgreSQL). */
   clickWriter?: BatchWriter
   databaseCheck: (recorder: ClickRecorder) => DatabaseCheck
+  /** The data directory's signing secret (media derives its cookies' key from it). */
+  signingSecret: Buffer
   opts: AppOptions
 }
 
@@ -72,7 +74,12 @@ export function createFeatures<Tx>(shared: Shared, storages: Storages<Tx>, parts
     { messages: storages.messages, queue: storages.queue, outbox },
     { smtpPort: opts.smtpPort },
   )
-  const media = createMediaFeature(shared, { tickets: storages.tickets })
+  const media = createMediaFeature(shared, {
+    tickets: storages.tickets,
+    cookies: storages.cookies,
+    signingSecret: parts.signingSecret,
+    audit: storages.audit,
+  })
   const database = parts.databaseCheck(clicks.recorder)
   const audit = createAuditReader(storages.audit, shared.clock)
   const dashboard = createDashboardFeature(shared, {
@@ -84,6 +91,7 @@ export function createFeatures<Tx>(shared: Shared, storages: Storages<Tx>, parts
     webhooks: webhooks.webhooks,
     qr: qr.qr,
     abuse: abuse.abuse,
+    cookies: media.cookies,
     databaseProblem: () => database.known().reason,
   })
   const methods = [links, qr, media, mail, webhooks].flatMap((f) => f.feature.api ?? [])

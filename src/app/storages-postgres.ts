@@ -15,6 +15,7 @@ import { postgresDailyCountRows } from '../db/postgres/daily-counts'
 import { postgresLinkStorage } from '../links/storage/postgres'
 import { postgresMessageStore } from '../mail/storage/postgres'
 import { postgresTicketStorage } from '../media/storage/postgres'
+import { postgresCookieStorage } from '../media/storage/postgres-cookies'
 import { postgresIdentityStorage } from '../oidc/storage/postgres'
 import { postgresEndpointRows, postgresWebhookQueue } from '../webhooks/storage/postgres'
 import type { ChangeFeed } from '../db/changes'
@@ -41,6 +42,7 @@ export function postgresStorages(sql: SQL, opts: { changes?: ChangeFeed } = {}):
     queue,
     counts: postgresClickCounts(sql, queue),
     tickets: postgresTicketStorage(sql),
+    cookies: postgresCookieStorage(sql),
     messages: postgresMessageStore(sql),
   }
 }

@@ -25,6 +25,8 @@ import type { MessageStore } from '../mail'
 import { createSpool, sqliteMessageStore } from '../mail/storage/sqlite'
 import type { TicketStorage } from '../media'
 import { sqliteTicketStorage } from '../media/storage/sqlite'
+import type { CookieStorage } from '../media'
+import { sqliteCookieStorage } from '../media/storage/sqlite-cookies'
 import { sqliteIdentityStorage } from '../oidc/storage/sqlite'
 import type { IdentityStorage } from '../oidc'
 import type { EndpointRows, WebhookQueue } from '../webhooks'
@@ -53,6 +55,8 @@ export interface Storages<Tx> {
   queue: WebhookQueue<Tx>
   counts: ClickCounts
   tickets: TicketStorage
+  /** Media download's cookies per site, sealed (media/cookies.ts). */
+  cookies: CookieStorage<Tx>
   /** Temporary mail: mailboxes, messages and their bytes (mail/storage/contract.ts). */
   messages: MessageStore<Tx>
 }
@@ -121,6 +125,9 @@ export function sqliteStorages(db: Db): Storages<Db> {
     },
     get tickets() {
       return once('tickets', () => sqliteTicketStorage(db))
+    },
+    get cookies() {
+      return once('cookies', () => sqliteCookieStorage(db))
     },
     get messages() {
       return once('messages', () => sqliteMessageStore(db, createSpool(dataDirOf(db))))

@@ -59,6 +59,8 @@ export const ACTIONS = [
   'link.enable',
   'host.ban',
   'host.unban',
+  'cookies.add',
+  'cookies.remove',
   'settings.reload',
 ] as const
 export type Action = (typeof ACTIONS)[number]

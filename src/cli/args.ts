@@ -36,6 +36,8 @@ export interface Invocation {
   sub: string | undefined
   arg: string | undefined
   arg2: string | undefined
+  /** The fifth word (`linkbox media cookies add SITE FILE`). */
+  arg3: string | undefined
   values: Values
   /** --config, else LINKBOX_CONFIG; undefined: the built-in defaults. */
   configPath: string | undefined
@@ -52,12 +54,13 @@ export function parseCommandLine(argv: string[]): Invocation {
     throw err
   }
   const { values, positionals } = parsed
-  const [command, sub, arg, arg2] = positionals
+  const [command, sub, arg, arg2, arg3] = positionals
   return {
     command,
     sub,
     arg,
     arg2,
+    arg3,
     values,
     configPath: values.config ?? process.env.LINKBOX_CONFIG,
     overrides: overridesOf(values, command),

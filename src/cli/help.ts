@@ -36,6 +36,11 @@ Usage:
                                                   file, with SHA2-256SUMS beside it. A FILE is checked
                                                   against a SHA2-256SUMS beside it, if there is one.
                                                   Kept only when it runs --version.
+  linkbox media cookies add SITE FILE|-           a cookies file (Netscape format) for a domain and
+                                                  its subdomains, or an IP address; stored encrypted,
+                                                  given to yt-dlp for that site's URLs only
+  linkbox media cookies list [--json]             sites with cookies: count, earliest expiry, last use
+  linkbox media cookies remove SITE
   linkbox webhook create ACCOUNT URL [--events a,b]
                                                   a webhook endpoint; prints its secret last.
                                                   Events: link.created, link.updated, link.deleted,
@@ -183,6 +188,23 @@ Options:
                           in / is a release folder (yt-dlp and SHA2-256SUMS in it); another URL names the
                           file, with SHA2-256SUMS beside it. A FILE is checked against a SHA2-256SUMS
                           beside it, if there is one.
+${CONFIG_OPTION}`,
+  media: `Usage:
+  linkbox media cookies add SITE FILE|-           stores the cookies of FILE (- reads stdin) for SITE
+  linkbox media cookies list [--json]             every site with cookies: how many, the earliest expiry
+                                                  (- for session cookies only), last use; never a value
+  linkbox media cookies remove SITE               the site's cookies are no longer used
+
+Some sites serve only signed-in users. SITE is a domain, which covers its subdomains (example.com covers
+www.example.com), or an IP address (that address only). FILE is a cookies file in the Netscape format, as
+yt-dlp and browser exporters write it (at most 1 MiB and 10,000 cookies); only cookies whose domain is SITE
+or under it are kept, and expired ones are left out (add says how many). A SITE added again is replaced.
+The cookies are stored encrypted with a key derived from the signing secret, never shown again, and given to
+yt-dlp (through a file of the service's alone, removed after the run) and to the service's own requests only
+for URLs of that site. The running service uses them from its next run, no restart.
+
+Options:
+  --json                  list: a JSON array instead of the table
 ${CONFIG_OPTION}`,
   webhook: `Usage:
   linkbox webhook create ACCOUNT URL [--events a,b]

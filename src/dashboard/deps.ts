@@ -7,6 +7,7 @@ import type { Logger } from '../kernel/log'
 import type { Metrics } from '../kernel/metrics'
 import type { LinkService } from '../links'
 import type { MailService } from '../mail'
+import type { CookieJar } from '../media'
 import type { QrService } from '../qr'
 import type { WebhookService } from '../webhooks'
 import type { RateLimiter } from '../web/rate-limit'
@@ -25,6 +26,8 @@ export interface DashboardDeps {
   webhooks: WebhookService
   qr: QrService
   abuse: AbuseService
+  /** Media download's cookies per site (Admin › Media cookies). */
+  cookies: CookieJar
   /** The audit log's reader (its page in the Admin section, its hourly sweep). */
   audit: AuditReader
   metrics: Metrics

@@ -4,6 +4,7 @@ import { Elysia } from 'elysia'
 import type { Feature, Shared } from '../web/feature'
 import { createAbuseSection } from './abuse'
 import { createAdminSection } from './admin'
+import { createAdminCookiesPage } from './admin-cookies'
 import { createAdminLinksPage } from './admin-links'
 import { createHealthSection } from './admin-health'
 import { createAuditPage } from './audit'
@@ -55,6 +56,7 @@ export function createDashboardFeature(shared: Shared, deps: DashboardFeatureDep
     .use(createHealthSection(all))
     .use(createAbuseSection(all))
     .use(createAdminLinksPage(all))
+    .use(createAdminCookiesPage(all))
     .use(createAuditPage({ shell, audit: deps.audit, keepDays: () => config.audit.keep_days }))
   const feature: Feature = {
     routes,

@@ -7,6 +7,7 @@ import type { Config } from '../kernel/config'
 import { AppError } from '../kernel/errors'
 import { GuardError, guardedFetch } from '../kernel/net/guard'
 import { contentDisposition } from '../web/disposition'
+import { NO_COOKIES, type CookieJar } from './cookies'
 import { classifyFailure, errorLine, upstreamFailed } from './extract'
 import type { MediaGuard } from './page'
 import { createLimiter, runYtdlp } from './runner'
@@ -29,9 +30,11 @@ export interface DeliveryDeps {
   proxy: () => Promise<string | null>
   /** Bytes sent, for /metrics. */
   stats: { bytesServed: number }
+  /** The admin's cookies per site: for the page yt-dlp fetches, and the URL we stream. */
+  cookies?: CookieJar
 }
 
-export function createDelivery({ config, guard, runnable, proxy, stats }: DeliveryDeps) {
+export function createDelivery({ config, guard, runnable, proxy, stats, cookies }: DeliveryDeps) {
   const fetchLimiter = createLimiter(config.media.max_concurrent, 16, 30_000)
   const mediaDir = join(config.data_dir, 'media')
   const cacheDir = join(mediaDir, 'cache')
@@ -68,6 +71,9 @@ export function createDelivery({ config, guard, runnable, proxy, stats }: Delive
     const work = mkdtempSync(join(tmpDir, 'fetch-'))
     try {
       const merged = t.format_id.includes('+')
+      const proxyUrl = await proxy()
+      // The page's site's cookies, if an admin gave any: a private file, removed when the run ends.
+      const withCookies = cookies ? await cookies.forRun(t.page_url) : NO_COOKIES
       const result = await runYtdlp({
         command: choice.argv,
         args: [
@@ -89,15 +95,16 @@ export function createDelivery({ config, guard, runnable, proxy, stats }: Delive
           ...(merged ? ['--merge-output-format', ext] : []),
           '-o',
           join(work, 'media.%(ext)s'),
+          ...withCookies.args,
           '--',
           t.page_url,
         ],
-        proxy: await proxy(),
+        proxy: proxyUrl,
         // Fetching a whole film takes longer than reading a page.
         timeoutMs: Math.min(3600, config.media.extract_timeout * 20) * 1000,
         maxStdoutBytes: 1024 * 1024,
         cwd: work,
-      })
+      }).finally(withCookies.remove)
       const files = readdirSync(work).filter((f) => f.startsWith('media.'))
       if (result.code !== 0 || files.length !== 1) {
         if (result.timedOut) throw new AppError(504, 'timeout', 'The file could not be fetched in time.')
@@ -191,6 +198,10 @@ export function createDelivery({ config, guard, runnable, proxy, stats }: Delive
     // identity: a compressed answer would be decompressed by fetch, and its Content-Length and byte ranges
     // would no longer describe what we send.
     const headers: Record<string, string> = { ...JSON.parse(t.headers), 'accept-encoding': 'identity' }
+    // The site's cookies that match this URL (host, path, secure), if an admin gave any; guardedFetch drops them
+    // when a redirect leaves the origin.
+    const cookie = cookies ? await cookies.header(t.upstream_url) : null
+    if (cookie) headers.cookie = cookie
     const range = request.headers.get('range')
     if (range && range.length <= 200 && /^bytes=[0-9]*-[0-9]*$/.test(range.trim())) headers.range = range.trim()
     const ifRange = request.headers.get('if-range')

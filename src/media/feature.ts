@@ -6,9 +6,12 @@ import { pathOf } from '../web/path'
 import type { HotRoute } from '../web/pipeline'
 import { startGuardProxy, type GuardProxy } from '../kernel/net/proxy'
 import { createMediaRoutes, mediaApi } from './api'
+import { cookieKey, createCookieJar } from './cookies'
 import { killRunning } from './runner'
 import { createMediaService, type MediaService } from './service'
+import type { AuditRows } from '../audit'
 import type { TicketStorage } from './storage/contract'
+import type { CookieStorage } from './storage/cookies-contract'
 import { createYtdlp } from './ytdlp'
 
 /**
@@ -39,11 +42,24 @@ function headOfDownload(media: MediaService): HotRoute {
 /** What the root hands the media feature: its storage. */
 export interface MediaFeatureDeps {
   tickets: TicketStorage
+  cookies: CookieStorage
+  /** The signing secret, from which the cookies' key is derived. */
+  signingSecret: Buffer
+  /** Where changes to the cookies are recorded. */
+  audit: Pick<AuditRows<unknown>, 'insert'>
 }
 
 export function createMediaFeature(shared: Shared, deps: MediaFeatureDeps) {
   const { config, signer, clock } = shared
   const { resolve, isAllowed } = shared.guard
+  const cookies = createCookieJar({
+    storage: deps.cookies,
+    key: cookieKey(deps.signingSecret),
+    clock,
+    dataDir: config.data_dir,
+    audit: deps.audit,
+  })
+  cookies.sweepFiles() // a crash mid-run leaves a cookies file behind
   const ytdlp = createYtdlp({ ytdlpPath: config.media.ytdlp_path, dataDir: config.data_dir })
   // The proxy every request of yt-dlp goes through (the SSRF guard for a program we do not control);
   // started when the first extraction needs it.
@@ -72,6 +88,7 @@ export function createMediaFeature(shared: Shared, deps: MediaFeatureDeps) {
     isAllowed,
     onOutcome: (outcome) => extractions.inc(outcome),
     faults: shared.faults,
+    cookies,
   })
   const feature: Feature = {
     hot: [headOfDownload(media)],
@@ -94,5 +111,5 @@ export function createMediaFeature(shared: Shared, deps: MediaFeatureDeps) {
       if (guardProxy) await (await guardProxy.catch(() => null))?.stop()
     },
   }
-  return { feature, media, ytdlp }
+  return { feature, media, ytdlp, cookies }
 }

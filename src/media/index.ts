@@ -2,6 +2,8 @@
 export type { MediaFeatureDeps } from './feature'
 export type { MediaService } from './service'
 export type { TicketInput, TicketRow, TicketStorage } from './storage/contract'
+export type { CookieSiteRow, CookieStorage } from './storage/cookies-contract'
+export { cookieKey, createCookieJar, CookiesError, type AddedCookies, type CookieJar } from './cookies'
 export {
   createYtdlp,
   embeddedYtdlp,

@@ -19,6 +19,7 @@ import {
   type MediaFormat,
 } from './extract'
 import { GUARD_BYPASS, guardCheck, normalize, photoOf, screen } from './page'
+import { NO_COOKIES, type CookieJar } from './cookies'
 import { createLimiter, runYtdlp } from './runner'
 import type { TicketRow, TicketStorage } from './storage/contract'
 import { unsafeYtdlpReason, type Ytdlp, type YtdlpChoice } from './ytdlp'
@@ -49,6 +50,8 @@ export interface MediaDeps {
   onOutcome?: (outcome: ExtractionOutcome) => void
   /** Where a failed sweep is logged. */
   faults: FaultLog
+  /** The admin's cookies per site (cookies.ts): yt-dlp gets a site's for that site's URLs only. */
+  cookies?: CookieJar
 }
 
 interface CacheEntry {
@@ -81,6 +84,7 @@ export function createMediaService({
   isAllowed,
   onOutcome,
   faults,
+  cookies,
 }: MediaDeps) {
   const base = config.server.base_url
   const allowPrivate = config.media.allow_private_networks
@@ -90,7 +94,7 @@ export function createMediaService({
   const inflight = new Map<string, Promise<Extraction>>()
   const stats = { bytesServed: 0 }
   const count = (o: ExtractionOutcome) => onOutcome?.(o)
-  const delivery = createDelivery({ config, guard, runnable, proxy, stats })
+  const delivery = createDelivery({ config, guard, runnable, proxy, stats, cookies })
   const fetchLimiter = delivery.limiter
 
   /** The yt-dlp to run: none, or one too old to be kept behind the guard (SPEC §6), is a 503 and never runs. */
@@ -115,6 +119,9 @@ export function createMediaService({
   async function runExtraction(url: string): Promise<Extraction> {
     const choice = await runnable()
     const timeout = config.media.extract_timeout
+    const proxyUrl = await proxy()
+    // The site's cookies, if an admin gave any: a private file, removed when the run ends.
+    const withCookies = cookies ? await cookies.forRun(url) : NO_COOKIES
     const result = await runYtdlp({
       command: choice.argv,
       args: [
@@ -125,13 +132,14 @@ export function createMediaService({
         '--socket-timeout',
         String(Math.min(SOCKET_TIMEOUT_S, timeout)),
         '--dump-single-json',
+        ...withCookies.args,
         '--',
         url,
       ],
-      proxy: await proxy(),
+      proxy: proxyUrl,
       timeoutMs: timeout * 1000,
       maxStdoutBytes: MAX_JSON_BYTES,
-    })
+    }).finally(withCookies.remove)
     if (result.timedOut) throw extractionTimeout(timeout)
     if (result.tooLarge) throw upstreamFailed('its description is too large')
     if (result.code === 0) {
@@ -143,6 +151,8 @@ export function createMediaService({
         throw upstreamFailed('yt-dlp gave an answer that is not JSON')
       }
       const extraction = parseInfo(info, canMerge)
+      // The site's cookies stay sealed: never in a ticket's headers (delivery.ts adds them again per request).
+      if (extraction && withCookies.args.length) for (const f of extraction.formats) delete f.headers.cookie
       if (extraction) return { ...extraction, source: extraction.source || url }
     }
     const kind = result.code === 0 ? 'unsupported' : classifyFailure(result.stderr)

@@ -211,6 +211,20 @@ export const pgMigrations: PgMigration[] = [
   );
   `,
   },
+  {
+    // Twin of SQLite's 27: cookies per site for media download, sealed (media/cookies.ts).
+    version: 27,
+    sql: `
+  CREATE TABLE media_cookies (
+    site ${T} PRIMARY KEY,
+    sealed bytea NOT NULL,
+    cookies bigint NOT NULL,
+    expires bigint,
+    created bigint NOT NULL,
+    last_used bigint
+  );
+  `,
+  },
 ]
 
 /** The schema version this binary brings a PostgreSQL database to: the last entry's. */

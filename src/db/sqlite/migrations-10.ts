@@ -326,4 +326,16 @@ export const migrationsFrom10: Migration[] = [
   );
   `,
   },
+  /* 27: cookies per site for media download (issue 41): an admin's cookies file for a domain (and its subdomains) or
+     an IP address, sealed (AES-256-GCM under a key derived from the signing secret, the site as associated data);
+     count, earliest expiry (unix ms; null: session cookies only) and last use are kept beside it in the clear. */ `
+  CREATE TABLE media_cookies (
+    site TEXT PRIMARY KEY,
+    sealed BLOB NOT NULL,
+    cookies INTEGER NOT NULL,
+    expires INTEGER,
+    created INTEGER NOT NULL,
+    last_used INTEGER
+  );
+  `,
 ]
