@@ -2,6 +2,7 @@
 // once as schemas, which check requests and make the API documents.
 import { Type, type TSchema } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
+import { invalidParameter } from '../kernel/errors'
 import type { ApiMethod } from '../web/api'
 import { queryParams } from '../web/params'
 import { MAX_URL_LENGTH } from '../links'
@@ -38,6 +39,51 @@ const FormatSchema = Type.Object(
   { additionalProperties: false },
 )
 
+const SubtitleSchema = Type.Object(
+  {
+    lang: Type.String({ description: 'The language code the site gives (e.g. "en", "pt-BR")' }),
+    name: Type.String({ description: "The site's name for it, else the language's English name, else the code" }),
+    ext: Type.Union([Type.Literal('vtt'), Type.Literal('srt')], {
+      description: "vtt: the site's WebVTT file; srt: SubRip made from it by this service",
+    }),
+    auto: Type.Boolean({
+      description: "true: the site's automatic captions (speech recognition, machine translation)",
+    }),
+    url: Type.String({ format: 'uri', description: "A signed link, as a format's (the file whole: no Range)" }),
+  },
+  { additionalProperties: false },
+)
+
+const EntrySchema = Type.Object(
+  {
+    index: Type.Integer({ minimum: 1, description: "The entry's place in the playlist, from 1" }),
+    title: Type.String(),
+    duration: Nullable(Type.Number({ minimum: 0, description: 'Seconds' })),
+    thumbnail: Type.Union([Type.String({ format: 'uri' }), Type.Null()]),
+    formats: Type.Array(FormatSchema, { description: "As a single video's (at most the best 20)" }),
+  },
+  { additionalProperties: false },
+)
+
+/** playlist=1: the playlist's own fields (no kind, duration, thumbnail, formats or subtitles of its own). */
+const PlaylistSchema = Type.Object(
+  {
+    source: Type.String({ format: 'uri', description: 'The playlist (or page) the entries were found on' }),
+    title: Type.String(),
+    extractor: Type.String(),
+    expires: Type.String({ format: 'date-time', description: 'When the links stop working' }),
+    count: Type.Integer({
+      minimum: 0,
+      description: 'Entries the playlist has, as the site counts them (else as many as were read)',
+    }),
+    truncated: Type.Boolean({ description: 'true: it has more entries than media.playlist_max, the ones listed' }),
+    entries: Type.Array(EntrySchema, {
+      description: 'At most media.playlist_max; an entry with nothing that may be fetched is left out',
+    }),
+  },
+  { title: 'Playlist', additionalProperties: false },
+)
+
 const DownloadSchema = Type.Object(
   {
     source: Type.String({ format: 'uri', description: 'The page the media was found on' }),
@@ -53,6 +99,9 @@ const DownloadSchema = Type.Object(
       description: 'When the links stop working (media.link_ttl after this answer)',
     }),
     formats: Type.Array(FormatSchema, { description: 'Worst first, best last, as yt-dlp orders them' }),
+    subtitles: Type.Array(SubtitleSchema, {
+      description: 'Each language as vtt and as srt, written ones before automatic captions (at most 50 languages)',
+    }),
   },
   {
     title: 'Download',
@@ -79,6 +128,15 @@ const DownloadSchema = Type.Object(
             filesize: 10485760,
             note: '720p',
             url: 'https://sho.rt/dl/42?exp=1769855400&sig=7yKx2l3m0Vh0m3a9c8b7a6Z5Y4X3W2V1U0T9S8R7Q6P',
+          },
+        ],
+        subtitles: [
+          {
+            lang: 'en',
+            name: 'English',
+            ext: 'srt',
+            auto: false,
+            url: 'https://sho.rt/dl/44?exp=1769855400&sig=Qm9vcGJlZXBib29wYmVlcGJvb3BiZWVwYm9vcGJlZXA',
           },
         ],
       },
@@ -123,15 +181,34 @@ export function mediaApi(media: MediaService): ApiMethod[] {
             },
           },
         },
+        {
+          name: 'playlist',
+          absent: ['', null],
+          schema: Type.Boolean({
+            default: false,
+            description:
+              'true or 1: a playlist, or a page with several videos, as its entries (at most media.playlist_max, each ' +
+              'with formats of its own); false or 0: its first video alone',
+          }),
+          error: {
+            code: 'invalid_parameter',
+            messages: {
+              default: invalidParameter('playlist', 'it must be 1 (the entries) or 0 (the first video)').message,
+            },
+          },
+        },
       ],
-      returns: DownloadSchema,
+      returns: Type.Union([DownloadSchema, PlaylistSchema]),
       errors: {
         400: ['unsupported_url', 'private_address'],
         502: ['upstream_failed'],
         503: ['busy', 'unavailable', 'storage_unavailable'],
         504: ['timeout'],
       },
-      handler: ({ params, caller }) => media.download(caller!, params.url as string),
+      handler: ({ params, caller }) =>
+        [true, '1', 'true'].includes(params.playlist as string)
+          ? media.playlist(caller!, params.url as string)
+          : media.download(caller!, params.url as string),
     },
   ]
 }
