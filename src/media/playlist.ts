@@ -56,7 +56,7 @@ export function parsePlaylist(info: unknown, canMerge: boolean, max: number, url
     const page = entry.source || source
     // An entry without a page of its own (one of several <video> of a page) cannot be fetched alone by yt-dlp:
     // only its direct formats are offered (the first entry is what yt-dlp fetches from the page, as without playlist=1).
-    const alone = page !== source || entries.length === 0
+    const alone = page !== source || i === 0
     const formats = entry.formats.filter((f) => alone || f.method === 'direct').slice(-ENTRY_FORMATS)
     if (formats.length === 0) return
     entries.push({
