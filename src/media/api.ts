@@ -65,47 +65,57 @@ const EntrySchema = Type.Object(
   { additionalProperties: false },
 )
 
-/** playlist=1: the playlist's own fields (no kind, duration, thumbnail, formats or subtitles of its own). */
-const PlaylistSchema = Type.Object(
-  {
-    source: Type.String({ format: 'uri', description: 'The playlist (or page) the entries were found on' }),
-    title: Type.String(),
-    extractor: Type.String(),
-    expires: Type.String({ format: 'date-time', description: 'When the links stop working' }),
-    count: Type.Integer({
-      minimum: 0,
-      description: 'Entries the playlist has, as the site counts them (else as many as were read)',
-    }),
-    truncated: Type.Boolean({ description: 'true: it has more entries than media.playlist_max, the ones listed' }),
-    entries: Type.Array(EntrySchema, {
-      description: 'At most media.playlist_max; an entry with nothing that may be fetched is left out',
-    }),
-  },
-  { title: 'Playlist', additionalProperties: false },
-)
+/** The fields only a single video's answer has, and those only a playlist's (playlist=1) has. */
+const SINGLE = ['kind', 'duration', 'thumbnail', 'formats', 'subtitles']
+const PLAYLIST = ['count', 'truncated', 'entries']
 
 const DownloadSchema = Type.Object(
   {
-    source: Type.String({ format: 'uri', description: 'The page the media was found on' }),
-    title: Type.String(),
-    kind: Type.Union([Type.Literal('video'), Type.Literal('audio'), Type.Literal('photo')]),
+    source: Type.String({ format: 'uri', description: 'The page (or playlist) the media was found on' }),
+    title: Type.String({ description: "The video's title, or with playlist=1 the playlist's" }),
+    kind: Type.Optional(Type.Union([Type.Literal('video'), Type.Literal('audio'), Type.Literal('photo')])),
     extractor: Type.String({
       description: 'Which of yt-dlp\'s extractors read the page ("og:image" for a photo found by its preview tags)',
     }),
-    duration: Nullable(Type.Number({ minimum: 0, description: 'Seconds' })),
-    thumbnail: Type.Union([Type.String({ format: 'uri' }), Type.Null()]),
+    duration: Type.Optional(Nullable(Type.Number({ minimum: 0, description: 'Seconds' }))),
+    thumbnail: Type.Optional(Type.Union([Type.String({ format: 'uri' }), Type.Null()])),
     expires: Type.String({
       format: 'date-time',
       description: 'When the links stop working (media.link_ttl after this answer)',
     }),
-    formats: Type.Array(FormatSchema, { description: 'Worst first, best last, as yt-dlp orders them' }),
-    subtitles: Type.Array(SubtitleSchema, {
-      description: 'Each language as vtt and as srt, written ones before automatic captions (at most 50 languages)',
-    }),
+    formats: Type.Optional(Type.Array(FormatSchema, { description: 'Worst first, best last, as yt-dlp orders them' })),
+    subtitles: Type.Optional(
+      Type.Array(SubtitleSchema, {
+        description: 'Each language as vtt and as srt, written ones before automatic captions (at most 50 languages)',
+      }),
+    ),
+    count: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description: 'playlist=1: the entries the playlist has, as the site counts them (else as many as were read)',
+      }),
+    ),
+    truncated: Type.Optional(
+      Type.Boolean({ description: 'playlist=1: true when it has more entries than media.playlist_max' }),
+    ),
+    entries: Type.Optional(
+      Type.Array(EntrySchema, {
+        description:
+          'playlist=1: at most media.playlist_max, in order; an entry with nothing that may be fetched is left out',
+      }),
+    ),
   },
   {
     title: 'Download',
+    description:
+      'A single video (kind, duration, thumbnail, formats, subtitles) or, with playlist=1, a playlist (count, ' +
+      'truncated, entries); source, title, extractor and expires in both',
     additionalProperties: false,
+    // Either set of fields, whole (their schemas are the properties above).
+    oneOf: [SINGLE, PLAYLIST].map((fields) => ({
+      properties: Object.fromEntries(fields.map((f) => [f, {}])),
+      required: fields,
+    })),
     examples: [
       {
         source: 'https://video.example.com/watch/42',
@@ -198,7 +208,7 @@ export function mediaApi(media: MediaService): ApiMethod[] {
           },
         },
       ],
-      returns: Type.Union([DownloadSchema, PlaylistSchema]),
+      returns: DownloadSchema,
       errors: {
         400: ['unsupported_url', 'private_address'],
         502: ['upstream_failed'],
