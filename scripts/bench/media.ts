@@ -153,7 +153,7 @@ export async function startMediaBox(command: readonly string[] | undefined): Pro
 }
 
 /** The yt-dlp the binary runs: the bundled one it extracted into data_dir/bin, a zipapp run with python3 from PATH. */
-function bundledYtdlp(dataDir: string): string[] {
+export function bundledYtdlp(dataDir: string): string[] {
   const file = join(dataDir, 'bin/yt-dlp-bundled')
   if (!existsSync(file))
     throw new Error(`bench: ${file} is missing: this linkbox has no bundled yt-dlp (see scripts/bundle-ytdlp.ts)`)
