@@ -20,9 +20,15 @@ const PAGES: { name: FixtureName; id: string; label: string; playlist: boolean }
   { name: 'playlist-page', id: 'media-extract-ratio-playlist', label: 'three videos, playlist=1', playlist: true },
 ]
 
-/** The service's playlist switches (src/media/playlist.ts) at the default media.playlist_max of 50. */
+/** The service's playlist switches (src/media/service.ts, playlist.ts) at the default media.playlist_max of 50. */
 const playlistArgs = () =>
-  YTDLP_ARGS.flatMap((a) => (a === '--no-playlist' ? ['--yes-playlist', '--playlist-items', '1:51'] : [a]))
+  YTDLP_ARGS.flatMap((a) =>
+    a === '--no-playlist'
+      ? ['--yes-playlist', '--playlist-items', '1:51']
+      : a === '--dump-single-json'
+        ? ['--dump-json']
+        : [a],
+  )
 
 export async function benchExtractionRatios(opts: {
   box: MediaBox
@@ -81,7 +87,7 @@ export async function benchExtractionRatios(opts: {
   opts.commands?.push(
     `# media extraction overhead: per page (video, subtitles, three videos with playlist=1), ${RATIO_ROUNDS} rounds of ` +
       `GET /api/download.json?url=<page>?ratio=<unique> and python3 data_dir/bin/yt-dlp-bundled ${YTDLP_ARGS.join(' ')} -- <page>?ratio=<unique> ` +
-      '(for playlist=1: --yes-playlist --playlist-items 1:51 instead of --no-playlist), taken in turn',
+      '(for playlist=1: --yes-playlist --playlist-items 1:51 --dump-json instead of --no-playlist --dump-single-json), taken in turn',
   )
   return lines
 }

@@ -185,7 +185,7 @@ export async function directExtraction(ytdlp: string[], url: string, args = YTDL
   ])
   const elapsed = performance.now() - started
   if (code !== 0) throw new Error(`bench: yt-dlp exited ${code}: ${err.slice(-2000)}`)
-  const info = JSON.parse(out)
+  const info = JSON.parse(out.split('\n')[0]!) // -j prints a line per entry
   if (!Array.isArray(info.formats) && !Array.isArray(info.entries)) throw new Error('bench: yt-dlp found no formats')
   return elapsed
 }

@@ -1,6 +1,7 @@
 // Playlists (SPEC §6, download.json?playlist=1): a playlist, or a page with several media, as entries with
-// formats of their own. yt-dlp reads at most media.playlist_max + 1 entries in one run (-J --yes-playlist
-// --playlist-items 1:<max+1>): the one past the bound only says that the list was cut.
+// formats of their own. yt-dlp reads at most media.playlist_max + 1 entries in one run (--yes-playlist
+// --playlist-items 1:<max+1>): the one past the bound only says that the list was cut. It prints each entry as
+// a JSON line as soon as it is read (-j), so a run the time limit cuts short still gives the entries read by then.
 import { AppError } from '../kernel/errors'
 import { privateAddress } from '../kernel/net/private-address'
 import { oneLine, parseInfo, type Extraction, type MediaFormat } from './extract'
@@ -34,6 +35,49 @@ export const playlistArgs = (max: number) => ['--yes-playlist', '--playlist-item
 
 const isHttpUrl = (v: unknown): v is string => typeof v === 'string' && /^https?:\/\//i.test(v) && v.length <= 16_384
 const whole = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : null)
+
+/**
+ * The playlist of yt-dlp's -j lines (one per entry; a cut run's last line may be incomplete and is left out).
+ * `cut`: the run was stopped by the time limit, so there may be more entries than were read.
+ */
+export function playlistOfLines(
+  stdout: string,
+  canMerge: boolean,
+  max: number,
+  url: string,
+  cut = false,
+): Playlist | null {
+  const infos = stdout
+    .split('\n')
+    .slice(0, -1)
+    .flatMap((line) => {
+      try {
+        const info = JSON.parse(line)
+        return info && typeof info === 'object' ? [info as Record<string, any>] : []
+      } catch {
+        return []
+      }
+    })
+  const first = infos[0]
+  if (!first) return null
+  const list =
+    infos.length === 1 && !whole(first.playlist_index)
+      ? parsePlaylist(first, canMerge, max, url)
+      : parsePlaylist(
+          {
+            _type: 'playlist',
+            title: first.playlist_title ?? first.playlist ?? '',
+            webpage_url: first.playlist_webpage_url,
+            extractor_key: first.playlist_extractor_key ?? first.extractor_key,
+            playlist_count: first.playlist_count,
+            entries: infos,
+          },
+          canMerge,
+          max,
+          url,
+        )
+  return list && cut ? { ...list, truncated: true, count: Math.max(list.count, infos.length) } : list
+}
 
 /**
  * The playlist of yt-dlp's JSON (a single video is a playlist of one), or null when no entry has a format we

@@ -18,7 +18,7 @@ import {
   type Extraction,
 } from './extract'
 import { GUARD_BYPASS, guardCheck, guardVerdicts, normalize, photoOf, screen } from './page'
-import { fromExtraction, parsePlaylist, playlistArgs, screenPlaylist, type Playlist } from './playlist'
+import { fromExtraction, playlistArgs, playlistOfLines, screenPlaylist, type Playlist } from './playlist'
 import { createLimiter, runYtdlp } from './runner'
 import type { TicketRow, TicketStorage } from './storage/contract'
 import { isSubtitleTicket, screenSubtitles, serveSubtitle, subtitlesOf, type Subtitle } from './subtitles'
@@ -35,6 +35,8 @@ import { unsafeYtdlpReason, type Ytdlp, type YtdlpChoice } from './ytdlp'
 /** Results are kept per URL this long (SPEC §6): a second ask is answered without yt-dlp. */
 export const CACHE_MS = 10 * 60 * 1000
 const CACHE_ENTRIES = 500
+/** Of those, playlists (each up to media.playlist_max entries' formats: many times a video's size). */
+const CACHE_PLAYLISTS = 50
 /** Accounts whose tickets one cached result keeps; past that, each answer makes its own. */
 const ACCOUNTS_PER_ENTRY = 64
 const MAX_JSON_BYTES = 32 * 1024 * 1024
@@ -137,7 +139,8 @@ export function createMediaService({
         '--no-warnings',
         '--socket-timeout',
         String(Math.min(SOCKET_TIMEOUT_S, timeout)),
-        '--dump-single-json',
+        // A playlist's entries one JSON line each, as each is read: what the time limit cuts off is only the rest.
+        playlist ? '--dump-json' : '--dump-single-json',
         '--',
         url,
       ],
@@ -145,20 +148,22 @@ export function createMediaService({
       timeoutMs: timeout * 1000,
       maxStdoutBytes: MAX_JSON_BYTES,
     })
-    if (result.timedOut) throw extractionTimeout(timeout)
+    const cut = playlist && result.timedOut && result.stdout.includes('\n')
+    if (result.timedOut && !cut) throw extractionTimeout(timeout)
     if (result.tooLarge) throw upstreamFailed('its description is too large')
-    if (result.code === 0) {
+    if (result.code === 0 || cut) {
       if (GUARD_BYPASS.test(result.stdout)) throw privateAddress()
-      let info: unknown
-      try {
-        info = JSON.parse(result.stdout)
-      } catch {
-        throw upstreamFailed('yt-dlp gave an answer that is not JSON')
-      }
       if (playlist) {
-        const list = parsePlaylist(info, canMerge, config.media.playlist_max, url)
+        const list = playlistOfLines(result.stdout, canMerge, config.media.playlist_max, url, cut)
         if (list) return list
+        if (cut) throw extractionTimeout(timeout)
       } else {
+        let info: unknown
+        try {
+          info = JSON.parse(result.stdout)
+        } catch {
+          throw upstreamFailed('yt-dlp gave an answer that is not JSON')
+        }
         const extraction = parseInfo(info, canMerge)
         if (extraction)
           return { ...extraction, source: extraction.source || url, subtitles: subtitlesOf(mainEntry(info)!) }
@@ -223,6 +228,10 @@ export function createMediaService({
       cache.delete(key)
       cache.set(key, entry)
       while (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value!)
+      if (playlist) {
+        const lists = [...cache.keys()].filter((k) => k.endsWith('\nplaylist'))
+        for (const k of lists.slice(0, Math.max(0, lists.length - CACHE_PLAYLISTS))) cache.delete(k)
+      }
     }
     return { entry, cached: false }
   }

@@ -51,18 +51,27 @@ const priv = (path: string) => `http://[::1]:${secret.port}${path}`
 const format = (id: string, url: string) => ({ format_id: id, url, ext: 'mp4', protocol: 'http' })
 const vtt = (url: string) => [{ ext: 'vtt', url }]
 
-/** Asks download.json of a box whose yt-dlp prints `answer`; the answer and the tickets made. */
-async function ask(name: string, answer: unknown, query: Record<string, string> = {}) {
+/**
+ * Asks download.json of a box whose yt-dlp prints `answer` (an array: one JSON line each, as -j prints a
+ * playlist's entries), then runs `then`; the answer and the tickets made.
+ */
+async function ask(
+  name: string,
+  answer: unknown,
+  query: Record<string, string> = {},
+  o: { then?: string; media?: Record<string, unknown> } = {},
+) {
   const folder = join(dir, name)
   mkdirSync(folder, { recursive: true })
-  writeFileSync(join(folder, 'answer.json'), JSON.stringify(answer))
+  const lines = Array.isArray(answer) ? answer.map((a) => `${JSON.stringify(a)}\n`).join('') : JSON.stringify(answer)
+  writeFileSync(join(folder, 'answer.json'), lines)
   const path = join(folder, 'yt-dlp')
   writeFileSync(
     path,
-    `#!/bin/sh\nif [ "$1" = --version ]; then echo 2025.04.30; exit 0; fi\ncat '${join(folder, 'answer.json')}'\n`,
+    `#!/bin/sh\nif [ "$1" = --version ]; then echo 2025.04.30; exit 0; fi\ncat '${join(folder, 'answer.json')}'\n${o.then ?? ''}\n`,
   )
   chmodSync(path, 0o755)
-  const box = await makeBox({ media: { ytdlp_path: path } }, guardOpts)
+  const box = await makeBox({ media: { ytdlp_path: path, ...o.media } }, guardOpts)
   const r = await box.get(
     '/api/download.json',
     { url: pub('/watch'), ...query },
@@ -140,6 +149,8 @@ describe('subtitles', () => {
 describe('playlists', () => {
   const entry = (i: number, formats: unknown[], thumbnail: string) => ({
     title: `Video ${i}`,
+    playlist_title: 'A list',
+    playlist_webpage_url: pub('/watch'),
     playlist_index: i,
     webpage_url: pub(`/watch/${i}`),
     thumbnail,
@@ -149,17 +160,12 @@ describe('playlists', () => {
   test('an entry whose formats are all private is left out; a private thumbnail is dropped; a private format too', async () => {
     const { r, tickets, box } = await ask(
       'list',
-      {
-        _type: 'playlist',
-        title: 'A list',
-        webpage_url: pub('/watch'),
-        entries: [
-          entry(1, [format('lan', 'http://192.168.1.1/cam.mp4')], pub('/1.jpg')),
-          entry(2, [format('pub', pub('/2.mp4'))], 'http://127.0.0.1/thumb.jpg'),
-          entry(3, [format('loop', priv('/3.mp4')), format('pub', pub('/3.mp4'))], pub('/3.jpg')),
-          entry(4, [format('meta', 'http://169.254.169.254/latest/meta-data/')], pub('/4.jpg')),
-        ],
-      },
+      [
+        entry(1, [format('lan', 'http://192.168.1.1/cam.mp4')], pub('/1.jpg')),
+        entry(2, [format('pub', pub('/2.mp4'))], 'http://127.0.0.1/thumb.jpg'),
+        entry(3, [format('loop', priv('/3.mp4')), format('pub', pub('/3.mp4'))], pub('/3.jpg')),
+        entry(4, [format('meta', 'http://169.254.169.254/latest/meta-data/')], pub('/4.jpg')),
+      ],
       { playlist: '1' },
     )
     try {
@@ -181,18 +187,32 @@ describe('playlists', () => {
     }
   })
 
+  test('a run the time limit cuts short answers the entries printed by then, truncated', async () => {
+    const { r, box } = await ask(
+      'cut',
+      [entry(1, [format('a', pub('/1.mp4'))], pub('/1.jpg')), entry(2, [format('b', pub('/2.mp4'))], pub('/2.jpg'))],
+      { playlist: '1' },
+      { then: 'sleep 10', media: { extract_timeout: 1 } },
+    )
+    try {
+      expect(r.status, JSON.stringify(r.body)).toBe(200)
+      expect(r.body.return).toMatchObject({ title: 'A list', source: pub('/watch'), truncated: true, count: 2 })
+      expect(r.body.return.entries.map((e: { index: number }) => e.index)).toEqual([1, 2])
+      // Without playlist=1 the same cut run is the usual timeout.
+      const one = await box.get('/api/download.json', { url: pub('/watch') }, { 'x-api-key': await box.account('v') })
+      expect([one.status, one.body.code]).toEqual([504, 'timeout'])
+    } finally {
+      await box.cleanup()
+    }
+  }, 30_000)
+
   test('every entry private: 400 private_address, no ticket made', async () => {
     const { r, tickets, box } = await ask(
       'allpriv',
-      {
-        _type: 'playlist',
-        title: 'A list',
-        webpage_url: pub('/watch'),
-        entries: [
-          entry(1, [format('lan', 'http://10.0.0.1/a.mp4')], pub('/1.jpg')),
-          entry(2, [format('loop', priv('/b.mp4'))], pub('/2.jpg')),
-        ],
-      },
+      [
+        entry(1, [format('lan', 'http://10.0.0.1/a.mp4')], pub('/1.jpg')),
+        entry(2, [format('loop', priv('/b.mp4'))], pub('/2.jpg')),
+      ],
       { playlist: '1' },
     )
     try {

@@ -109,7 +109,13 @@ describe('playlists', () => {
       const r = await ask(fresh('playlist-page'), { playlist: '1' })
       expect(r.status, JSON.stringify(r.body)).toBe(200)
       const ret = r.body.return
-      expect(ret).toMatchObject({ title: 'Fixture playlist page', extractor: 'Generic', count: 3, truncated: false })
+      // yt-dlp -j names the entries' extractor, not the playlist's (which -J calls Generic).
+      expect(ret).toMatchObject({
+        title: 'Fixture playlist page',
+        extractor: 'HTML5MediaEmbed',
+        count: 3,
+        truncated: false,
+      })
       expect(Object.keys(ret).sort()).toEqual([
         'count',
         'entries',

@@ -3,7 +3,7 @@
 // with the real yt-dlp: test/e2e/media-subs.test.ts.
 import { describe, expect, test } from 'bun:test'
 import { buildConfig } from '../../src/kernel/config'
-import { ENTRY_FORMATS, parsePlaylist, playlistArgs } from '../../src/media/playlist'
+import { ENTRY_FORMATS, parsePlaylist, playlistArgs, playlistOfLines } from '../../src/media/playlist'
 import { MAX_SUBTITLE_LANGS, subtitleFormatId, subtitlesOf } from '../../src/media/subtitles'
 import { cueText, srtTime, vttToSrt } from '../../src/media/webvtt'
 
@@ -204,6 +204,42 @@ describe('parsePlaylist', () => {
     expect(one.entries.map((e) => e.index)).toEqual([1])
     expect(parsePlaylist(list([{ title: 'x', formats: [] }]), false, 50, 'x')).toBeNull()
     expect(parsePlaylist('nope', false, 50, 'x')).toBeNull()
+  })
+})
+
+describe('playlistOfLines (yt-dlp -j: a JSON line per entry)', () => {
+  const line = (i: number) =>
+    JSON.stringify({
+      title: `Video ${i}`,
+      playlist_index: i,
+      playlist_title: 'My list',
+      playlist_webpage_url: 'https://v.example/list',
+      playlist_count: 4,
+      extractor_key: 'Example',
+      webpage_url: `https://v.example/watch/${i}`,
+      formats: [{ format_id: 'mp4', ext: 'mp4', protocol: 'https', url: `https://cdn.example/${i}.mp4` }],
+    })
+  test('the playlist from its entries: title, page and count as each entry names them', () => {
+    const p = playlistOfLines(`${line(1)}\n${line(2)}\n`, false, 50, 'https://v.example/list?x')!
+    expect(p).toMatchObject({
+      title: 'My list',
+      source: 'https://v.example/list',
+      extractor: 'Example',
+      count: 4,
+      truncated: false,
+    })
+    expect(p.entries.map((e) => e.index)).toEqual([1, 2])
+  })
+  test('a run cut short: the incomplete last line is left out and the list is truncated', () => {
+    const p = playlistOfLines(`${line(1)}\n${line(2).slice(0, 40)}`, false, 50, 'x', true)!
+    expect(p.entries.map((e) => e.index)).toEqual([1])
+    expect(p.truncated).toBe(true)
+    expect(playlistOfLines('{"title": "half', false, 50, 'x', true)).toBeNull()
+  })
+  test('one line without a playlist index is a single video', () => {
+    const single = JSON.parse(line(1))
+    delete single.playlist_index
+    expect(playlistOfLines(`${JSON.stringify(single)}\n`, false, 50, 'x')).toMatchObject({ count: 1, title: 'Video 1' })
   })
 })
 
