@@ -21,6 +21,7 @@ import { join } from 'node:path'
 import { startMediaFixtures, type MediaFixtures } from '../../test/support/media-fixtures'
 import { createAccount, startServer, tempDir, writeConfig, type RunningServer } from '../../test/support/server'
 import { benchBinary, removingOnStop, startBenchServer } from './binary'
+import { benchExtractionRatios } from './media-extract'
 import { startBare, type BenchContext } from './context'
 import { quantile } from './smtp-load'
 import { median, peakRss, rssMiB, wrk } from './wrk'
@@ -38,7 +39,7 @@ export const PARALLEL_CLIENTS = 4
 const MiB = 1024 * 1024
 
 /** What the service gives yt-dlp before the URL (src/media/service.ts runExtraction), for the direct baseline. */
-const YTDLP_ARGS = [
+export const YTDLP_ARGS = [
   '--ignore-config',
   '--no-cache-dir',
   '--no-playlist',
@@ -152,7 +153,7 @@ export async function startMediaBox(command: readonly string[] | undefined): Pro
 }
 
 /** The yt-dlp the binary runs: the bundled one it extracted into data_dir/bin, a zipapp run with python3 from PATH. */
-function bundledYtdlp(dataDir: string): string[] {
+export function bundledYtdlp(dataDir: string): string[] {
   const file = join(dataDir, 'bin/yt-dlp-bundled')
   if (!existsSync(file))
     throw new Error(`bench: ${file} is missing: this linkbox has no bundled yt-dlp (see scripts/bundle-ytdlp.ts)`)
@@ -162,9 +163,9 @@ function bundledYtdlp(dataDir: string): string[] {
 }
 
 /** One direct yt-dlp run, timed from spawn to exit; it must succeed, or the comparison means nothing. */
-async function directExtraction(ytdlp: string[], url: string): Promise<number> {
+export async function directExtraction(ytdlp: string[], url: string, args = YTDLP_ARGS): Promise<number> {
   const started = performance.now()
-  const proc = Bun.spawn([...ytdlp, ...YTDLP_ARGS, '--', url], {
+  const proc = Bun.spawn([...ytdlp, ...args, '--', url], {
     // As runner.ts gives it (minus the proxy, which is the service's part).
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
@@ -184,7 +185,8 @@ async function directExtraction(ytdlp: string[], url: string): Promise<number> {
   ])
   const elapsed = performance.now() - started
   if (code !== 0) throw new Error(`bench: yt-dlp exited ${code}: ${err.slice(-2000)}`)
-  if (!Array.isArray(JSON.parse(out).formats)) throw new Error('bench: yt-dlp found no formats')
+  const info = JSON.parse(out.split('\n')[0]!) // -j prints a line per entry
+  if (!Array.isArray(info.formats) && !Array.isArray(info.entries)) throw new Error('bench: yt-dlp found no formats')
   return elapsed
 }
 
@@ -257,6 +259,9 @@ export async function benchMedia(opts: {
         baseline: `ratio ${(s / d).toFixed(2)}`,
       },
     )
+
+    // Issue 41: the same as ratios with a target, per kind of page (media-extract.ts).
+    lines.push(...(await benchExtractionRatios({ box, fx, ytdlp, figures, commands: opts.commands })))
 
     // --- extraction, cached ---
     bare = await startBare('bare-json')

@@ -70,6 +70,8 @@ export interface Config {
     extract_timeout: number
     /** Bytes kept in data_dir/media/cache (segmented and merged formats, fetched whole before they are served). */
     cache_max_bytes: number
+    /** Entries download.json?playlist=1 lists at most (SPEC §6). */
+    playlist_max: number
   }
   marketplace: { proxy_secret: string; user_header: string; secret_header: string }
   /**
@@ -144,6 +146,7 @@ export function defaultConfig(): Config {
       link_ttl: 3600,
       extract_timeout: 60,
       cache_max_bytes: 2 * 1024 * 1024 * 1024,
+      playlist_max: 50,
     },
     marketplace: { proxy_secret: '', user_header: 'X-RapidAPI-User', secret_header: 'X-RapidAPI-Proxy-Secret' },
     database: { url: '' },
@@ -203,6 +206,7 @@ const schema: Record<string, Check | Record<string, Check>> = {
     link_ttl: int(60, 7 * 86400),
     extract_timeout: int(1, 3600),
     cache_max_bytes: int(16 * 1024 * 1024, 2 ** 50),
+    playlist_max: int(1, 500),
   },
   marketplace: { proxy_secret: str(), user_header: str(headerName), secret_header: str(headerName) },
   database: { url: databaseUrl },

@@ -2,6 +2,7 @@
 // once as schemas, which check requests and make the API documents.
 import { Type, type TSchema } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
+import { invalidParameter } from '../kernel/errors'
 import type { ApiMethod } from '../web/api'
 import { queryParams } from '../web/params'
 import { MAX_URL_LENGTH } from '../links'
@@ -38,25 +39,83 @@ const FormatSchema = Type.Object(
   { additionalProperties: false },
 )
 
+const SubtitleSchema = Type.Object(
+  {
+    lang: Type.String({ description: 'The language code the site gives (e.g. "en", "pt-BR")' }),
+    name: Type.String({ description: "The site's name for it, else the language's English name, else the code" }),
+    ext: Type.Union([Type.Literal('vtt'), Type.Literal('srt')], {
+      description: "vtt: the site's WebVTT file; srt: SubRip made from it by this service",
+    }),
+    auto: Type.Boolean({
+      description: "true: the site's automatic captions (speech recognition, machine translation)",
+    }),
+    url: Type.String({ format: 'uri', description: "A signed link, as a format's (the file whole: no Range)" }),
+  },
+  { additionalProperties: false },
+)
+
+const EntrySchema = Type.Object(
+  {
+    index: Type.Integer({ minimum: 1, description: "The entry's place in the playlist, from 1" }),
+    title: Type.String(),
+    duration: Nullable(Type.Number({ minimum: 0, description: 'Seconds' })),
+    thumbnail: Type.Union([Type.String({ format: 'uri' }), Type.Null()]),
+    formats: Type.Array(FormatSchema, { description: "As a single video's (at most the best 20)" }),
+  },
+  { additionalProperties: false },
+)
+
+/** The fields only a single video's answer has, and those only a playlist's (playlist=1) has. */
+const SINGLE = ['kind', 'duration', 'thumbnail', 'formats', 'subtitles']
+const PLAYLIST = ['count', 'truncated', 'entries']
+
 const DownloadSchema = Type.Object(
   {
-    source: Type.String({ format: 'uri', description: 'The page the media was found on' }),
-    title: Type.String(),
-    kind: Type.Union([Type.Literal('video'), Type.Literal('audio'), Type.Literal('photo')]),
+    source: Type.String({ format: 'uri', description: 'The page (or playlist) the media was found on' }),
+    title: Type.String({ description: "The video's title, or with playlist=1 the playlist's" }),
+    kind: Type.Optional(Type.Union([Type.Literal('video'), Type.Literal('audio'), Type.Literal('photo')])),
     extractor: Type.String({
       description: 'Which of yt-dlp\'s extractors read the page ("og:image" for a photo found by its preview tags)',
     }),
-    duration: Nullable(Type.Number({ minimum: 0, description: 'Seconds' })),
-    thumbnail: Type.Union([Type.String({ format: 'uri' }), Type.Null()]),
+    duration: Type.Optional(Nullable(Type.Number({ minimum: 0, description: 'Seconds' }))),
+    thumbnail: Type.Optional(Type.Union([Type.String({ format: 'uri' }), Type.Null()])),
     expires: Type.String({
       format: 'date-time',
       description: 'When the links stop working (media.link_ttl after this answer)',
     }),
-    formats: Type.Array(FormatSchema, { description: 'Worst first, best last, as yt-dlp orders them' }),
+    formats: Type.Optional(Type.Array(FormatSchema, { description: 'Worst first, best last, as yt-dlp orders them' })),
+    subtitles: Type.Optional(
+      Type.Array(SubtitleSchema, {
+        description: 'Each language as vtt and as srt, written ones before automatic captions (at most 50 languages)',
+      }),
+    ),
+    count: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description: 'playlist=1: the entries the playlist has, as the site counts them (else as many as were read)',
+      }),
+    ),
+    truncated: Type.Optional(
+      Type.Boolean({ description: 'playlist=1: true when it has more entries than media.playlist_max' }),
+    ),
+    entries: Type.Optional(
+      Type.Array(EntrySchema, {
+        description:
+          'playlist=1: at most media.playlist_max, in order; an entry with nothing that may be fetched is left out',
+      }),
+    ),
   },
   {
     title: 'Download',
+    description:
+      'A single video (kind, duration, thumbnail, formats, subtitles) or, with playlist=1, a playlist (count, ' +
+      'truncated, entries); source, title, extractor and expires in both',
     additionalProperties: false,
+    // Either set of fields, whole (their schemas are the properties above).
+    oneOf: [SINGLE, PLAYLIST].map((fields) => ({
+      properties: Object.fromEntries(fields.map((f) => [f, {}])),
+      required: fields,
+    })),
     examples: [
       {
         source: 'https://video.example.com/watch/42',
@@ -79,6 +138,15 @@ const DownloadSchema = Type.Object(
             filesize: 10485760,
             note: '720p',
             url: 'https://sho.rt/dl/42?exp=1769855400&sig=7yKx2l3m0Vh0m3a9c8b7a6Z5Y4X3W2V1U0T9S8R7Q6P',
+          },
+        ],
+        subtitles: [
+          {
+            lang: 'en',
+            name: 'English',
+            ext: 'srt',
+            auto: false,
+            url: 'https://sho.rt/dl/44?exp=1769855400&sig=Qm9vcGJlZXBib29wYmVlcGJvb3BiZWVwYm9vcGJlZXA',
           },
         ],
       },
@@ -123,6 +191,22 @@ export function mediaApi(media: MediaService): ApiMethod[] {
             },
           },
         },
+        {
+          name: 'playlist',
+          absent: ['', null],
+          schema: Type.Boolean({
+            default: false,
+            description:
+              'true or 1: a playlist, or a page with several videos, as its entries (at most media.playlist_max, each ' +
+              'with formats of its own); false or 0: its first video alone',
+          }),
+          error: {
+            code: 'invalid_parameter',
+            messages: {
+              default: invalidParameter('playlist', 'it must be 1 (the entries) or 0 (the first video)').message,
+            },
+          },
+        },
       ],
       returns: DownloadSchema,
       errors: {
@@ -131,7 +215,10 @@ export function mediaApi(media: MediaService): ApiMethod[] {
         503: ['busy', 'unavailable', 'storage_unavailable'],
         504: ['timeout'],
       },
-      handler: ({ params, caller }) => media.download(caller!, params.url as string),
+      handler: ({ params, caller }) =>
+        [true, '1', 'true'].includes(params.playlist as string)
+          ? media.playlist(caller!, params.url as string)
+          : media.download(caller!, params.url as string),
     },
   ]
 }

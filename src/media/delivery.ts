@@ -34,6 +34,16 @@ export interface DeliveryDeps {
   cookies?: CookieJar
 }
 
+/** The headers of every file a ticket gives. */
+export const fileHeaders = (t: TicketRow): Record<string, string> => ({
+  'content-disposition': contentDisposition(t.filename),
+  // Whatever the bytes are (an HTML page posing as a video), they are never run or shown as this origin's.
+  'x-content-type-options': 'nosniff',
+  'content-security-policy': "default-src 'none'; sandbox",
+  'cache-control': 'private, max-age=3600',
+  'referrer-policy': 'no-referrer',
+})
+
 export function createDelivery({ config, guard, runnable, proxy, stats, cookies }: DeliveryDeps) {
   const fetchLimiter = createLimiter(config.media.max_concurrent, 16, 30_000)
   const mediaDir = join(config.data_dir, 'media')
@@ -149,15 +159,6 @@ export function createDelivery({ config, guard, runnable, proxy, stats, cookies 
         },
       }),
     )
-
-  const fileHeaders = (t: TicketRow): Record<string, string> => ({
-    'content-disposition': contentDisposition(t.filename),
-    // Whatever the bytes are (an HTML page posing as a video), they are never run or shown as this origin's.
-    'x-content-type-options': 'nosniff',
-    'content-security-policy': "default-src 'none'; sandbox",
-    'cache-control': 'private, max-age=3600',
-    'referrer-policy': 'no-referrer',
-  })
 
   /** Serves a file of the cache, with Range (one range; several are answered whole, as RFC 9110 allows). */
   function serveFile(t: TicketRow, path: string, request: Request): Response {

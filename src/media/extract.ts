@@ -168,20 +168,23 @@ function formatOf(f: Record<string, any>, fallbackHeaders: unknown): MediaFormat
   }
 }
 
+/** The video of yt-dlp's JSON: itself, or a playlist's first entry that has formats. */
+export function mainEntry(info: unknown): Record<string, any> | null {
+  if (!info || typeof info !== 'object') return null
+  const top = info as Record<string, any>
+  if (top._type !== 'playlist' || !Array.isArray(top.entries)) return top
+  return (
+    top.entries.find((e: any) => e && typeof e === 'object' && (Array.isArray(e.formats) || isHttpUrl(e.url))) ?? null
+  )
+}
+
 /**
  * The answer's fields from yt-dlp's JSON, or null when it lists nothing we can fetch (the caller then tries
  * the page's photo). A playlist (a page with several videos) gives its first entry that has formats.
  */
 export function parseInfo(info: unknown, canMerge: boolean): Extraction | null {
-  if (!info || typeof info !== 'object') return null
-  let top = info as Record<string, any>
-  if (top._type === 'playlist' && Array.isArray(top.entries)) {
-    const entry = top.entries.find(
-      (e: any) => e && typeof e === 'object' && (Array.isArray(e.formats) || isHttpUrl(e.url)),
-    )
-    if (!entry) return null
-    top = entry
-  }
+  const top = mainEntry(info)
+  if (!top) return null
   const raw: any[] = Array.isArray(top.formats) ? top.formats : isHttpUrl(top.url) ? [top] : []
   const formats: MediaFormat[] = []
   const seen = new Set<string>()

@@ -96,14 +96,11 @@ export async function photoOf(url: string, guard: MediaGuard): Promise<Extractio
   return photo ? photoExtraction(photo, url) : null
 }
 
-/**
- * Every address yt-dlp reported, checked by the guard before any of it is handed out or fetched: a format on a
- * private host is dropped (all of them: the page is refused), a thumbnail on one is left out. The download
- * itself is checked again (guardedFetch, or the proxy for yt-dlp's own fetches).
- */
-export async function screen(extraction: Extraction, guard: MediaGuard): Promise<Extraction> {
+/** The guard's verdict on each address yt-dlp reported, asked once per host: false for a refused one. */
+export function guardVerdicts(guard: MediaGuard): (raw: string) => Promise<boolean> {
   const verdicts = new Map<string, Promise<boolean>>()
-  const allowed = (raw: string) => {
+  return (raw: string) => {
+    if (GUARD_BYPASS.test(raw)) return Promise.resolve(false)
     let host: string
     try {
       host = new URL(raw).host
@@ -121,14 +118,21 @@ export async function screen(extraction: Extraction, guard: MediaGuard): Promise
     }
     return verdict
   }
-  const kept = await Promise.all(
-    extraction.formats.map((f) => (GUARD_BYPASS.test(f.upstreamUrl) ? false : allowed(f.upstreamUrl))),
-  )
+}
+
+/**
+ * Every address yt-dlp reported, checked by the guard before any of it is handed out or fetched: a format on a
+ * private host is dropped (all of them: the page is refused), a thumbnail on one is left out. The
+ * download itself is checked again (guardedFetch, or the proxy for yt-dlp's own fetches).
+ */
+export async function screen<E extends Extraction>(
+  extraction: E,
+  guard: MediaGuard,
+  allowed = guardVerdicts(guard),
+): Promise<E> {
+  const kept = await Promise.all(extraction.formats.map((f) => allowed(f.upstreamUrl)))
   const formats = extraction.formats.filter((_, i) => kept[i])
   if (formats.length === 0) throw privateAddress()
-  const thumbnail =
-    extraction.thumbnail && !GUARD_BYPASS.test(extraction.thumbnail) && (await allowed(extraction.thumbnail))
-      ? extraction.thumbnail
-      : null
+  const thumbnail = extraction.thumbnail && (await allowed(extraction.thumbnail)) ? extraction.thumbnail : null
   return { ...extraction, formats, thumbnail }
 }

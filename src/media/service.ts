@@ -11,22 +11,33 @@ import {
   classifyFailure,
   errorLine,
   extractionTimeout,
-  mediaFilename,
+  mainEntry,
   parseInfo,
   unsupportedUrl,
   upstreamFailed,
   type Extraction,
-  type MediaFormat,
 } from './extract'
-import { GUARD_BYPASS, guardCheck, normalize, photoOf, screen } from './page'
+import { GUARD_BYPASS, guardCheck, guardVerdicts, normalize, photoOf, screen } from './page'
 import { NO_COOKIES, type CookieJar } from './cookies'
+import { fromExtraction, playlistArgs, playlistOfLines, screenPlaylist, type Playlist } from './playlist'
 import { createLimiter, runYtdlp } from './runner'
 import type { TicketRow, TicketStorage } from './storage/contract'
+import { isSubtitleTicket, screenSubtitles, serveSubtitle, subtitlesOf, type Subtitle } from './subtitles'
+import {
+  formatAnswer,
+  formatTickets,
+  playlistAnswer,
+  playlistTickets,
+  subtitleAnswers,
+  subtitleTickets,
+} from './answers'
 import { unsafeYtdlpReason, type Ytdlp, type YtdlpChoice } from './ytdlp'
 
 /** Results are kept per URL this long (SPEC §6): a second ask is answered without yt-dlp. */
 export const CACHE_MS = 10 * 60 * 1000
 const CACHE_ENTRIES = 500
+/** Of those, playlists (each up to media.playlist_max entries' formats: many times a video's size). */
+const CACHE_PLAYLISTS = 50
 /** Accounts whose tickets one cached result keeps; past that, each answer makes its own. */
 const ACCOUNTS_PER_ENTRY = 64
 const MAX_JSON_BYTES = 32 * 1024 * 1024
@@ -54,9 +65,18 @@ export interface MediaDeps {
   cookies?: CookieJar
 }
 
+/** One video with its subtitles (subtitles.ts), or, for playlist=1, a playlist (playlist.ts). */
+type Found = (Extraction & { subtitles?: Subtitle[] }) | Playlist
+const isPlaylist = (f: Found): f is Playlist => 'entries' in f
+
+/** The site's cookies stay sealed: never in a ticket's headers (delivery.ts adds them again per request). */
+const unsealed = (formats: { headers: Record<string, string> }[]) => {
+  for (const f of formats) delete f.headers.cookie
+}
+
 interface CacheEntry {
   at: number
-  extraction: Extraction
+  extraction: Found
   /** Per account: its tickets' ids, once stored. */
   tickets: Map<number, Promise<number[]>>
 }
@@ -91,7 +111,7 @@ export function createMediaService({
   const guard = { allowPrivate, resolve, isAllowed }
   const limiter = createLimiter(config.media.max_concurrent, Math.max(4, config.media.max_concurrent * 4))
   const cache = new Map<string, CacheEntry>()
-  const inflight = new Map<string, Promise<Extraction>>()
+  const inflight = new Map<string, Promise<Found>>()
   const stats = { bytesServed: 0 }
   const count = (o: ExtractionOutcome) => onOutcome?.(o)
   const delivery = createDelivery({ config, guard, runnable, proxy, stats, cookies })
@@ -116,7 +136,7 @@ export function createMediaService({
     return choice
   }
 
-  async function runExtraction(url: string): Promise<Extraction> {
+  async function runExtraction(url: string, playlist: boolean): Promise<Found> {
     const choice = await runnable()
     const timeout = config.media.extract_timeout
     const proxyUrl = await proxy()
@@ -127,11 +147,12 @@ export function createMediaService({
       args: [
         '--ignore-config',
         '--no-cache-dir',
-        '--no-playlist',
+        ...(playlist ? playlistArgs(config.media.playlist_max) : ['--no-playlist']),
         '--no-warnings',
         '--socket-timeout',
         String(Math.min(SOCKET_TIMEOUT_S, timeout)),
-        '--dump-single-json',
+        // A playlist's entries one JSON line each, as each is read: what the time limit cuts off is only the rest.
+        playlist ? '--dump-json' : '--dump-single-json',
         ...withCookies.args,
         '--',
         url,
@@ -140,20 +161,28 @@ export function createMediaService({
       timeoutMs: timeout * 1000,
       maxStdoutBytes: MAX_JSON_BYTES,
     }).finally(withCookies.remove)
-    if (result.timedOut) throw extractionTimeout(timeout)
+    const cut = playlist && result.timedOut && result.stdout.includes('\n')
+    if (result.timedOut && !cut) throw extractionTimeout(timeout)
     if (result.tooLarge) throw upstreamFailed('its description is too large')
-    if (result.code === 0) {
+    if (result.code === 0 || cut) {
       if (GUARD_BYPASS.test(result.stdout)) throw privateAddress()
-      let info: unknown
-      try {
-        info = JSON.parse(result.stdout)
-      } catch {
-        throw upstreamFailed('yt-dlp gave an answer that is not JSON')
+      if (playlist) {
+        const list = playlistOfLines(result.stdout, canMerge, config.media.playlist_max, url, cut)
+        if (list && withCookies.args.length) for (const e of list.entries) unsealed(e.formats)
+        if (list) return list
+        if (cut) throw extractionTimeout(timeout)
+      } else {
+        let info: unknown
+        try {
+          info = JSON.parse(result.stdout)
+        } catch {
+          throw upstreamFailed('yt-dlp gave an answer that is not JSON')
+        }
+        const extraction = parseInfo(info, canMerge)
+        if (extraction && withCookies.args.length) unsealed(extraction.formats)
+        if (extraction)
+          return { ...extraction, source: extraction.source || url, subtitles: subtitlesOf(mainEntry(info)!) }
       }
-      const extraction = parseInfo(info, canMerge)
-      // The site's cookies stay sealed: never in a ticket's headers (delivery.ts adds them again per request).
-      if (extraction && withCookies.args.length) for (const f of extraction.formats) delete f.headers.cookie
-      if (extraction) return { ...extraction, source: extraction.source || url }
     }
     const kind = result.code === 0 ? 'unsupported' : classifyFailure(result.stderr)
     if (kind === 'private') throw privateAddress()
@@ -161,7 +190,7 @@ export function createMediaService({
     if (kind === 'invalid') throw badRequest('invalid_url', 'The parameter "url" is not a URL yt-dlp can read.')
     if (kind === 'unsupported') {
       const photo = await photoOf(url, guard)
-      if (photo) return photo
+      if (photo) return playlist ? fromExtraction(photo, url) : photo
       throw unsupportedUrl()
     }
     throw upstreamFailed(errorLine(result.stderr))
@@ -183,37 +212,51 @@ export function createMediaService({
   }
 
   /** One extraction per URL at a time; a result is kept CACHE_MS. */
-  async function extract(url: string): Promise<{ entry: CacheEntry; cached: boolean }> {
+  async function extract(url: string, playlist = false): Promise<{ entry: CacheEntry; cached: boolean }> {
     const now = clock()
-    const hit = cache.get(url)
+    // A playlist's answer is another than its page's first video: kept under a key of its own.
+    const key = playlist ? `${url}\nplaylist` : url
+    const hit = cache.get(key)
     if (hit && now - hit.at < CACHE_MS) {
       count('cached')
       return { entry: hit, cached: true }
     }
-    let running = inflight.get(url)
+    let running = inflight.get(key)
     if (!running) {
       // The guard's name lookup runs inside a slot too: outside it, distinct URLs sent at once would each hold
       // an in-flight entry and a DNS lookup with no bound but the rate limit.
       running = limiter.run(async () => {
         await guardCheck(url, guard)
-        return screen(await runExtraction(url), guard)
+        return screenFound(await runExtraction(url, playlist))
       })
-      inflight.set(url, running)
+      inflight.set(key, running)
       running.then(
         (extraction) => count(extraction.extractor === 'og:image' ? 'photo' : 'ok'),
         (err) => count(outcomeOf(err)),
       )
-      void running.finally(() => inflight.delete(url)).catch(() => {})
+      void running.finally(() => inflight.delete(key)).catch(() => {})
     }
     const extraction = await running
-    let entry = cache.get(url)
+    let entry = cache.get(key)
     if (!entry || entry.extraction !== extraction) {
       entry = { at: clock(), extraction, tickets: new Map() }
-      cache.delete(url)
-      cache.set(url, entry)
+      cache.delete(key)
+      cache.set(key, entry)
       while (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value!)
+      if (playlist) {
+        const lists = [...cache.keys()].filter((k) => k.endsWith('\nplaylist'))
+        for (const k of lists.slice(0, Math.max(0, lists.length - CACHE_PLAYLISTS))) cache.delete(k)
+      }
     }
     return { entry, cached: false }
+  }
+
+  /** Every address of the answer through the guard (page.ts): formats, thumbnails, subtitles, entries. */
+  async function screenFound(found: Found): Promise<Found> {
+    const allowed = guardVerdicts(guard)
+    if (isPlaylist(found)) return screenPlaylist(found, (e) => screen(e, guard, allowed))
+    const kept = await screen(found, guard, allowed)
+    return { ...kept, subtitles: await screenSubtitles(found.subtitles ?? [], allowed) }
   }
 
   /**
@@ -226,20 +269,16 @@ export function createMediaService({
     // A ticket outlives every link an answer from this entry can carry: the last such answer comes at
     // entry.at + CACHE_MS, and its links live link_ttl.
     const expires = entry.at + CACHE_MS + config.media.link_ttl * 1000
-    const title = entry.extraction.title || 'download'
+    const found = entry.extraction
+    const made = { account_id: caller.accountId, created: clock(), expires }
+    const title = found.title || 'download'
     const ids = tickets.insertAll(
-      entry.extraction.formats.map((f: MediaFormat) => ({
-        account_id: caller.accountId,
-        page_url: url,
-        format_id: f.id,
-        method: f.method,
-        upstream_url: f.upstreamUrl,
-        headers: JSON.stringify(f.headers),
-        filename: mediaFilename(title, f.ext),
-        content_type: f.contentType,
-        created: clock(),
-        expires,
-      })),
+      isPlaylist(found)
+        ? playlistTickets(found, made)
+        : [
+            ...formatTickets(found.formats, url, title, made),
+            ...subtitleTickets(found.subtitles ?? [], url, title, made),
+          ],
     )
     if (entry.tickets.size < ACCOUNTS_PER_ENTRY) {
       entry.tickets.set(caller.accountId, ids)
@@ -249,14 +288,27 @@ export function createMediaService({
     return ids
   }
 
+  /** The answer's tickets, how to link to one, and when the links expire (as their exp says). */
+  async function answering(caller: Caller, input: string, playlist: boolean) {
+    const url = normalize(input)
+    const { entry } = await extract(url, playlist)
+    const ids = await ticketsFor(entry, caller, url)
+    const expires = clock() + config.media.link_ttl * 1000
+    const link = (id: number) => `${base}/dl/${id}?${signer.sign(`dl-${id}`, expires).query}`
+    return { found: entry.extraction, ids, link, expiresAt: new Date(Math.ceil(expires / 1000) * 1000).toISOString() }
+  }
+
+  /** download.json?playlist=1 */
+  async function playlist(caller: Caller, input: string) {
+    const { found, ids, link, expiresAt } = await answering(caller, input, true)
+    if (!isPlaylist(found)) throw new Error('a playlist was asked for')
+    return playlistAnswer(found, ids, link, expiresAt)
+  }
+
   /** download.json */
   async function download(caller: Caller, input: string) {
-    const url = normalize(input)
-    const { entry } = await extract(url)
-    const ids = await ticketsFor(entry, caller, url)
-    const now = clock()
-    const expires = now + config.media.link_ttl * 1000
-    const { extraction } = entry
+    const { found: extraction, ids, link, expiresAt } = await answering(caller, input, false)
+    if (isPlaylist(extraction)) throw new Error('a single video was asked for')
     return {
       source: extraction.source,
       title: extraction.title,
@@ -264,20 +316,9 @@ export function createMediaService({
       extractor: extraction.extractor,
       duration: extraction.duration,
       thumbnail: extraction.thumbnail,
-      expires: new Date(Math.ceil(expires / 1000) * 1000).toISOString(), // as the links' exp says
-      formats: extraction.formats.map((f, i) => ({
-        id: f.id,
-        ext: f.ext,
-        kind: f.kind,
-        width: f.width,
-        height: f.height,
-        fps: f.fps,
-        vcodec: f.vcodec,
-        acodec: f.acodec,
-        filesize: f.filesize,
-        note: f.note,
-        url: `${base}/dl/${ids[i]}?${signer.sign(`dl-${ids[i]}`, expires).query}`,
-      })),
+      expires: expiresAt,
+      formats: extraction.formats.map((f, i) => formatAnswer(f, link(ids[i]!))),
+      subtitles: subtitleAnswers(extraction.subtitles ?? [], ids.slice(extraction.formats.length), link),
     }
   }
 
@@ -310,9 +351,11 @@ export function createMediaService({
 
   return {
     download,
+    playlist,
     ticket,
     /** GET/HEAD /dl/<id>: the bytes (delivery.ts). */
-    serve: delivery.serve,
+    serve: (t: TicketRow, request: Request) =>
+      isSubtitleTicket(t) ? serveSubtitle(t, request, guard, stats) : delivery.serve(t, request),
     sweep,
     /** For /metrics. */
     stats,

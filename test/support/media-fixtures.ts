@@ -19,10 +19,13 @@
 //                       and audio-only representations (4 .m4s segments each, plus init)
 //   slow                the video page, answered after 30 s (the extraction timeout test)
 //   redirect            /go?to=/pages/video.html: a 302 to the video page
+//   subtitles-page      <video> with <track>s en and fr (media-fixtures-subs.ts)     → generic, subtitles en, fr
+//   playlist-page       three <video>s, three copies of the clip                       → generic, a playlist of 3
 // Every route also takes `?delay=<ms>` (at most 120 s) before answering, and /go takes any `to`.
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { SUBS_PAGES, subsFiles } from './media-fixtures-subs'
 
 export type FixtureName =
   | 'video-page'
@@ -42,6 +45,8 @@ export type FixtureName =
   | 'dash'
   | 'slow'
   | 'redirect'
+  | 'subtitles-page'
+  | 'playlist-page'
 
 export interface FixtureRequest {
   method: string
@@ -90,6 +95,8 @@ const ROUTES: Record<FixtureName, string> = {
   dash: '/media/dash/manifest.mpd',
   slow: `/pages/video.html?delay=${SLOW_MS}`,
   redirect: `/go?to=${encodeURIComponent('/pages/video.html')}`,
+  'subtitles-page': '/pages/subtitles.html',
+  'playlist-page': '/pages/three-videos.html',
 }
 
 const page = (head: string, body: string) =>
@@ -134,6 +141,7 @@ const PAGES: Record<string, string> = {
     '<title>Fixture DASH page</title>',
     '<video controls>\n<source src="/media/dash/manifest.mpd" type="application/dash+xml">\n</video>',
   ),
+  ...SUBS_PAGES,
 }
 const NOT_FOUND_PAGE = page('<title>Not found</title>', '<p>No such page.</p>')
 
@@ -147,6 +155,7 @@ const TYPES: Record<string, string> = {
   ts: 'video/mp2t',
   mpd: 'application/dash+xml',
   m4s: 'video/iso.segment',
+  vtt: 'text/vtt; charset=utf-8',
 }
 const typeOf = (name: string) => TYPES[name.slice(name.lastIndexOf('.') + 1)] ?? 'application/octet-stream'
 
@@ -266,6 +275,7 @@ async function makeMediaIn(dir: string): Promise<Map<string, Uint8Array<ArrayBuf
   big.set(clip)
   big.set(freeBox(BIG_MP4_PADDING), clip.length)
   files.set('big.mp4', big)
+  for (const [name, body] of Object.entries(subsFiles(clip))) files.set(name, body)
   return files
 }
 
