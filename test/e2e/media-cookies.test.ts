@@ -95,6 +95,29 @@ describe('a site with cookies', () => {
   )
 
   test(
+    "playlist=1: the page request carries the cookies; no entry's ticket stores them, and a streamed entry gets them again",
+    async () => {
+      const page = on('media.test', '/pages/three-videos.html')
+      const r = await box.get('/api/download.json', { url: page, playlist: '1' }, { 'x-api-key': key })
+      expect(r.status, JSON.stringify(r.body)).toBe(200)
+      expect(r.body.return.entries).toHaveLength(3)
+      for (const q of seen(new URL(page).pathname + new URL(page).search))
+        expect(q.headers.cookie).toContain(`sid=${SECRET}`)
+      expect(JSON.stringify(r.body)).not.toContain(SECRET)
+      expect(JSON.stringify(box.db.query('SELECT headers FROM media_tickets').all())).not.toContain(SECRET)
+      const before = fx.requests.length
+      const file = await box.request(local(r.body.return.entries[1].formats[0].url))
+      expect(file.status).toBe(200)
+      await file.arrayBuffer()
+      const streamed = fx.requests.slice(before).filter((q) => q.path.endsWith('.mp4'))
+      expect(streamed.length).toBe(1)
+      expect(streamed[0]!.headers.cookie).toBe(`sid=${SECRET}; session=yes`)
+      expect(runFiles()).toEqual([])
+    },
+    LONG,
+  )
+
+  test(
     'a segmented format fetched whole by yt-dlp: every segment request carries the cookies',
     async () => {
       const r = await download(on('media.test', '/pages/hls.html'))
