@@ -211,6 +211,28 @@ export const pgMigrations: PgMigration[] = [
   );
   `,
   },
+  // 27 and 28: issue 41's other slices' (see SQLite's); empty here only so that 29 has its number on this branch.
+  { version: 27, sql: 'SELECT 1' },
+  { version: 28, sql: 'SELECT 1' },
+  {
+    // Twin of SQLite's 29 (27 and 28 are issue 41's other slices'): the downloads an account started from the
+    // dashboard's Download page, its newest 50.
+    version: 29,
+    sql: `
+  CREATE TABLE media_downloads (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    account_id bigint NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    ticket_id bigint NOT NULL,
+    page_url ${T} NOT NULL,
+    filename ${T} NOT NULL,
+    format_id ${T} NOT NULL,
+    created bigint NOT NULL,
+    link_expires bigint NOT NULL,
+    UNIQUE (account_id, ticket_id)
+  );
+  CREATE INDEX media_downloads_account ON media_downloads (account_id, created);
+  `,
+  },
 ]
 
 /** The schema version this binary brings a PostgreSQL database to: the last entry's. */
