@@ -7,6 +7,7 @@ import type { HotRoute } from '../web/pipeline'
 import { startGuardProxy, type GuardProxy } from '../kernel/net/proxy'
 import { createMediaRoutes, mediaApi } from './api'
 import { killRunning } from './runner'
+import { progressStandin } from './progress-standin'
 import { createMediaService, type MediaService } from './service'
 import type { TicketStorage } from './storage/contract'
 import { createYtdlp } from './ytdlp'
@@ -75,7 +76,7 @@ export function createMediaFeature(shared: Shared, deps: MediaFeatureDeps) {
   })
   const feature: Feature = {
     hot: [headOfDownload(media)],
-    routes: createMediaRoutes(media),
+    routes: createMediaRoutes(media).use(progressStandin(media, config.server.base_url)),
     api: mediaApi(media),
     metrics(m) {
       m.sampled('linkbox_media_queue', 'yt-dlp runs (extractions and fetches) waiting for a slot.', () => media.queued)

@@ -18,6 +18,7 @@ import {
   type Extraction,
   type MediaFormat,
 } from './extract'
+import { createHistory } from './history'
 import { GUARD_BYPASS, guardCheck, normalize, photoOf, screen } from './page'
 import { createLimiter, runYtdlp } from './runner'
 import type { TicketRow, TicketStorage } from './storage/contract'
@@ -304,6 +305,8 @@ export function createMediaService({
     /** GET/HEAD /dl/<id>: the bytes (delivery.ts). */
     serve: delivery.serve,
     sweep,
+    /** The downloads each account started from the dashboard (history.ts). */
+    history: createHistory({ tickets, signer, clock, ticket }),
     /** For /metrics. */
     stats,
     get queued() {
