@@ -57,7 +57,7 @@ export function duration(seconds: number | null | undefined): string {
 export function ownPath(url: string, base: string): string | null {
   if (!url.startsWith(`${base}/`)) return null
   const path = url.slice(base.length)
-  return /^\/[\x21-\x7e]*$/.test(path) ? path : null
+  return /^\/[A-Za-z0-9\-._~!$&'()*+,;=:@/?%]*$/.test(path) ? path : null
 }
 
 /** The dashboard's link that records a download and goes on to its /dl link (a signed ticket), or null. */
@@ -89,7 +89,7 @@ function formatItem(f: AnswerFormat, title: string, base: string): string {
   const label = f.note || f.id
   const name = `${label}, ${formatFacts(f)}`
   const link = start
-    ? `<a class="button secondary small" href="${h(start)}" data-dl-start data-dl-name="${h(`${title} (${name})`)}">Download<span class="visually-hidden"> ${h(name)}</span></a>`
+    ? `<a class="button secondary small" href="${h(start)}" data-dl-start data-dl-name="${h(`${title}: ${label} (${f.ext})`)}">Download<span class="visually-hidden"> ${h(name)}</span></a>`
     : '<span class="muted">no link</span>'
   return `<li><span class="dl-format"><strong>${h(label)}</strong> <span class="muted">${h(formatFacts(f))}</span></span>${link}</li>`
 }
@@ -163,8 +163,9 @@ ${err ? `<span class="error" id="dl-url-error">${h(err)}</span>` : ''}
 
 /** Where assets/app-media.js shows a download's preparation: the step, a bar, bytes and speed; announced sparingly. */
 export const PROGRESS_HTML = `<section class="card dl-progress" id="dl-progress" tabindex="-1" aria-labelledby="dl-progress-h" hidden>
-<h2 id="dl-progress-h">Preparing <span id="dl-progress-name"></span></h2>
-<progress id="dl-bar" max="100" aria-labelledby="dl-progress-h"></progress>
+<h2 id="dl-progress-h">Your download</h2>
+<p class="dl-progress-name" id="dl-progress-name"></p>
+<progress id="dl-bar" max="100" aria-labelledby="dl-progress-h dl-progress-name"></progress>
 <p id="dl-progress-text"></p>
 <p class="visually-hidden" id="dl-live" role="status" aria-live="polite"></p>
 <p class="error" id="dl-failed" role="alert"></p>
