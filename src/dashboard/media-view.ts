@@ -184,7 +184,7 @@ export function recentHtml(list: StartedDownload[]): string {
         : `<span class="muted">Expired ${timeHtml(d.linkExpires)}: look the address up again</span>`
       return `<tr>
 <td class="wide" data-label="Title">${h(title)}</td>
-<td data-label="Format">${h(ext)} <span class="muted">${h(d.formatId)}</span></td>
+<td data-label="Format">${h(ext)}${d.formatId !== ext ? ` <span class="muted">${h(d.formatId)}</span>` : ''}</td>
 <td data-label="Started">${timeHtml(d.started)}</td>
 <td data-label="Link">${link}</td>
 </tr>`
