@@ -71,6 +71,12 @@ describe('the Download page', () => {
       expect(await page.locator('.dash-nav a[aria-current=page]').textContent()).toBe('Download')
       expect(await page.locator('#dl-progress').isHidden()).toBe(true)
       expect(await checkPage(page, 'dashboard-download-result')).toBeLessThanOrEqual(390)
+      // From the keyboard: Enter on the link; a straight format is ready at once and downloads.
+      await link.focus()
+      const [download] = await Promise.all([page.waitForEvent('download'), page.keyboard.press('Enter')])
+      expect(new Uint8Array(readFileSync((await download.path())!))).toEqual(fx.bytes('clip.mp4'))
+      expect(await page.evaluate(() => document.activeElement?.id)).toBe('dl-progress')
+      expect(await page.locator('#dl-progress').getAttribute('data-state')).toBe('ready')
     },
     LONG,
   )
@@ -120,7 +126,7 @@ describe('the Download page', () => {
       expect(await page.locator('#dl-title').textContent()).toMatch(/^Fixture video page/)
       expect(await page.getByLabel('Address of the page').inputValue()).toBe(fx.url('video-page'))
       await page.goForward()
-      expect(await page.locator('table.dl-recent tbody tr').count()).toBe(1)
+      expect(await page.locator(`table.dl-recent a[href="${path}"]`).count()).toBe(1)
     },
     LONG,
   )
@@ -147,6 +153,43 @@ describe('the Download page', () => {
       await page.reload()
       expect(await page.locator('table.dl-recent tbody tr').count()).toBe(rows)
       expect(await row.getByRole('link', { name: /^Download / }).count()).toBe(1)
+    },
+    LONG,
+  )
+
+  test(
+    'a preparation that fails says why in an alert; a progress stream that is refused says so; the page stays usable',
+    async () => {
+      await lookUp(page, fx.url('video-page'))
+      const link = formats(page, 'Video')
+        .first()
+        .getByRole('link', { name: /^Download / })
+      // The stream's answer as the progress contract words a failure (the route stands in for a failing run).
+      await page.route('**/dl/*/progress?*', (route) =>
+        route.fulfill({
+          status: 200,
+          headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-store' },
+          body:
+            'event: progress\ndata: {"step":"converting","bytes":1048576,"total":4194304,"speed":524288,"percent":25}\n\n' +
+            'event: failed\ndata: {"code":"upstream_failed","message":"The page could not be read: <b>gone</b>."}\n\n',
+        }),
+      )
+      await link.click()
+      await page.waitForFunction(() => document.getElementById('dl-progress')?.getAttribute('data-state') === 'failed')
+      expect(await page.locator('#dl-failed').textContent()).toBe('The page could not be read: <b>gone</b>.')
+      expect(await page.locator('#dl-failed').getAttribute('role')).toBe('alert')
+      expect(await page.locator('#dl-bar').getAttribute('value')).toBe('25')
+      expect(await page.locator('#dl-progress').getAttribute('data-events')).toBe('1')
+      await checkPage(page, 'dashboard-download-failed')
+      await page.unroute('**/dl/*/progress?*')
+      // A stream refused (a 403 before any event): said, not retried for ever.
+      await page.route('**/dl/*/progress?*', (route) =>
+        route.fulfill({ status: 403, contentType: 'application/json', body: '{"status":"error"}' }),
+      )
+      await link.click()
+      await page.waitForFunction(() => document.getElementById('dl-progress')?.getAttribute('data-state') === 'failed')
+      expect(await page.locator('#dl-failed').textContent()).toMatch(/^The progress could not be followed/)
+      await page.unroute('**/dl/*/progress?*')
     },
     LONG,
   )
@@ -187,7 +230,11 @@ describe('the Download page', () => {
         ])
         expect(new Uint8Array(readFileSync((await download.path())!))).toEqual(fx.bytes('clip.mp4'))
         await p.goto(`${app.url}/dashboard/download`)
-        expect(await p.locator('table.dl-recent tbody tr').count()).toBe(2)
+        const first = p.locator('table.dl-recent tbody tr').first()
+        expect(await first.locator('td[data-label=Title]').textContent()).toBe('clip')
+        expect(await first.getByRole('link').getAttribute('href')).toBe(
+          new URL(download.url()).pathname + new URL(download.url()).search,
+        )
       } finally {
         await context.close()
       }
