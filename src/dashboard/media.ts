@@ -22,7 +22,7 @@ type Lookup = (caller: Caller, url: string, opts?: { playlist?: boolean }) => Pr
 /** The service's message about its parameter, said of the page's field. */
 const aboutField = (message: string) => message.replace(/^The parameter "url"/, 'The address')
 
-export function createDownloadSection({ shell, media, config }: DashboardDeps) {
+export function createDownloadSection({ shell, media, config, limiter }: DashboardDeps) {
   const base = config.server.base_url
   const lookup = media.download as unknown as Lookup
 
@@ -34,6 +34,12 @@ export function createDownloadSection({ shell, media, config }: DashboardDeps) {
     if (url.length > MAX_URL_LENGTH) state.error = `The address must be at most ${MAX_URL_LENGTH} characters.`
     else if (!/^https?:\/\//i.test(url)) state.error = 'The address must start with http:// or https://.'
     if (state.error) return null
+    // A lookup costs what download.json costs: a call against the account's per-minute allowance.
+    const allowance = limiter.hit(`acct:${caller.accountId}`, config.rate.key_per_minute)
+    if (!allowance.allowed) {
+      state.error = `Too many lookups this minute: try again in ${allowance.reset} s.`
+      return null
+    }
     try {
       return await lookup(caller, url, state.playlist ? { playlist: true } : undefined)
     } catch (err) {

@@ -54,6 +54,23 @@ describe('the Download page', () => {
     LONG,
   )
 
+  test('a lookup counts against the account’s per-minute allowance, as download.json does', async () => {
+    const limited = await makeBox({ rate: { key_per_minute: 1 } })
+    try {
+      await limited.accounts.createAccount({ name: 'dora', password: 'dora password' })
+      const who = await signIn(limited, 'dora', 'dora password')
+      expect((await pageOf(limited, who, fx.url('video-page'))).html).toContain('private or local network address')
+      const again = await pageOf(limited, who, fx.url('video-page'))
+      expect(again.html).toMatch(
+        /<span class="error" id="dl-url-error">Too many lookups this minute: try again in [0-9]+ s\.<\/span>/,
+      )
+      // The page itself (no lookup) is not counted.
+      expect((await limited.request('/dashboard/download', { headers: { cookie: who.cookie } })).status).toBe(200)
+    } finally {
+      await limited.cleanup()
+    }
+  })
+
   test(
     'the start link: JSON for the script (paths of this origin), the download recorded with its file, format and page',
     async () => {
