@@ -89,7 +89,7 @@ describe('the Download page', () => {
       await search(page, fx.url('dash-page'))
       const video = formats(page, 'Video')
       expect(await video.count()).toBe(2) // the merge (best, first) and the video alone
-      expect(await formats(page, 'Audio').count()).toBe(1)
+      expect(await formats(page, 'Audio').count()).toBeGreaterThanOrEqual(1) // DASH's own, and extracted ones
       const merged = video.first()
       expect(await merged.textContent()).toContain('+')
       const [download] = await Promise.all([
@@ -127,6 +127,38 @@ describe('the Download page', () => {
       expect(await page.getByLabel('Address of the page').inputValue()).toBe(fx.url('video-page'))
       await page.goForward()
       expect(await page.locator(`table.dl-recent a[href="${path}"]`).count()).toBe(1)
+    },
+    LONG,
+  )
+
+  test(
+    'an audio format: its progress is shown step by step (an extracted one: while ffmpeg converts), then it downloads',
+    async () => {
+      await lookUp(page, fx.url('dash-page'))
+      const audio = formats(page, 'Audio')
+      // Extracted audio (mp3, m4a, opus) where the service offers it (issue 41's audio slice), else DASH's own.
+      const extracted = audio.filter({ hasText: 'extracted (mp3)' })
+      const pick = (await extracted.count()) > 0 ? extracted.first() : audio.first()
+      // What the progress line said, each time it changed.
+      await page.evaluate(() => {
+        const seen: string[] = ((window as any).__said = [])
+        const text = document.getElementById('dl-progress-text')!
+        new MutationObserver(() => seen.push(text.textContent ?? '')).observe(text, { childList: true, subtree: true })
+      })
+      const [download] = await Promise.all([
+        page.waitForEvent('download', { timeout: 60_000 }),
+        pick.getByRole('link', { name: /^Download / }).click(),
+      ])
+      await page.waitForFunction(() => document.getElementById('dl-progress')?.getAttribute('data-state') === 'ready')
+      const said = (await page.evaluate(() => (window as any).__said)) as string[]
+      expect(said.length).toBeGreaterThanOrEqual(2)
+      if ((await extracted.count()) > 0) {
+        expect(said.some((t) => t.startsWith('Converting'))).toBe(true)
+        expect(download.suggestedFilename()).toMatch(/\.mp3$/)
+      }
+      const path = new URL(download.url()).pathname + new URL(download.url()).search
+      const served = new Uint8Array(await (await fetch(`${app.url}${path}`)).arrayBuffer())
+      expect(new Uint8Array(readFileSync((await download.path())!))).toEqual(served)
     },
     LONG,
   )
