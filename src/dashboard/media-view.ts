@@ -20,14 +20,14 @@ export interface AnswerFormat {
   url: string
 }
 
-/** download.json's answer; subtitles and playlist entries are there when the service gives them. */
+/** download.json's answer: one video's (formats, subtitles) or, with playlist=1, a playlist's (entries). */
 export interface Answer {
   title: string
-  kind: string
-  duration: number | null
+  kind?: string
+  duration?: number | null
   thumbnail?: string | null
   expires: string
-  formats: AnswerFormat[]
+  formats?: AnswerFormat[]
   subtitles?: { lang: string; name: string; ext: string; auto: boolean; url: string }[]
   entries?: { index: number; title: string; duration: number | null; formats: AnswerFormat[] }[]
   count?: number
@@ -135,7 +135,7 @@ export function resultHtml(a: Answer, base: string): string {
   const facts = [a.kind, d && `${d} long`, `links valid until ${timeHtml(Date.parse(a.expires))}`].filter(Boolean)
   const body = a.entries
     ? entriesList(a, base)
-    : formatGroups(a.formats, a.title, base, 3) + subtitlesList(a.subtitles ?? [], base)
+    : formatGroups(a.formats ?? [], a.title, base, 3) + subtitlesList(a.subtitles ?? [], base)
   return `<section class="card dl-result" aria-labelledby="dl-title">
 <h2 id="dl-title">${h(a.title)}</h2>
 <p class="muted">${facts.join(' · ')}</p>

@@ -13,18 +13,17 @@ import type { DashboardDeps } from './deps'
 import { type Answer, type FormState, formHtml, PROGRESS_HTML, recentHtml, resultHtml } from './media-view'
 import type { Session } from './sessions'
 
-/**
- * download.json as the service answers it; `playlist` asks for a playlist's entries (issue 41's playlist slice
- * adds that option: until it does, the first entry is answered, as without it).
- */
-type Lookup = (caller: Caller, url: string, opts?: { playlist?: boolean }) => Promise<Answer>
+/** download.json as the service answers it (media.download), or with playlist=1 (media.playlist). */
+type Lookup = (caller: Caller, url: string) => Promise<Answer>
 
 /** The service's message about its parameter, said of the page's field. */
 const aboutField = (message: string) => message.replace(/^The parameter "url"/, 'The address')
 
 export function createDownloadSection({ shell, media, config, limiter }: DashboardDeps) {
   const base = config.server.base_url
-  const lookup = media.download as unknown as Lookup
+  const single = media.download as unknown as Lookup
+  // The playlist answer is issue 41's playlist slice's (media.playlist); without it, the first entry, as the API does.
+  const whole = (media as unknown as { playlist?: Lookup }).playlist
 
   const noScope = () => new AppError(403, 'missing_scope', 'This page is for accounts with the media scope.')
 
@@ -41,7 +40,7 @@ export function createDownloadSection({ shell, media, config, limiter }: Dashboa
       return null
     }
     try {
-      return await lookup(caller, url, state.playlist ? { playlist: true } : undefined)
+      return await (state.playlist && whole ? whole : single)(caller, url)
     } catch (err) {
       if (!(err instanceof AppError) || err.status === 500) throw err
       // Busy, unavailable, upstream failures and timeouts are said beside the field too: they are about it.

@@ -80,6 +80,10 @@ describe('the Download page’s result', () => {
   test('a playlist: its entries in order, each with its formats; truncated said', () => {
     const html = resultHtml(
       answer({
+        // A playlist's answer has no kind, duration or formats of its own.
+        kind: undefined,
+        duration: undefined,
+        formats: undefined,
         entries: [1, 2, 3].map((i) => ({
           index: i,
           title: `Part ${i}`,
@@ -92,6 +96,7 @@ describe('the Download page’s result', () => {
       BASE,
     )
     expect(html).toContain('<h3>Playlist: 3 entries</h3>')
+    expect(html).toContain('<p class="muted">links valid until')
     expect([...html.matchAll(/<li class="dl-entry">/g)]).toHaveLength(3)
     expect(html.indexOf('Part 1')).toBeLessThan(html.indexOf('Part 3'))
     expect(html).toContain('(1:01)')
