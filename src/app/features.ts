@@ -88,6 +88,7 @@ export function createFeatures<Tx>(shared: Shared, storages: Storages<Tx>, parts
     audit,
     links: links.links,
     mail: mail.mail,
+    media: media.media,
     webhooks: webhooks.webhooks,
     qr: qr.qr,
     abuse: abuse.abuse,

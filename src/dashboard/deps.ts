@@ -7,7 +7,7 @@ import type { Logger } from '../kernel/log'
 import type { Metrics } from '../kernel/metrics'
 import type { LinkService } from '../links'
 import type { MailService } from '../mail'
-import type { CookieJar } from '../media'
+import type { CookieJar, MediaService } from '../media'
 import type { QrService } from '../qr'
 import type { WebhookService } from '../webhooks'
 import type { RateLimiter } from '../web/rate-limit'
@@ -23,6 +23,8 @@ export interface DashboardDeps {
   accounts: AccountService
   links: LinkService
   mail: MailService
+  /** The media service: the Download page asks it as download.json does, with the session's caller. */
+  media: MediaService
   webhooks: WebhookService
   qr: QrService
   abuse: AbuseService

@@ -14,6 +14,7 @@ import { createImportPage } from './import'
 import { createKeysSection } from './keys'
 import { createLinksSection } from './links'
 import { createMailSection } from './mail'
+import { createDownloadSection } from './media'
 import { createOidcSignIn } from './oidc'
 import { createSessions } from './sessions'
 import { createShell } from './shell'
@@ -51,6 +52,7 @@ export function createDashboardFeature(shared: Shared, deps: DashboardFeatureDep
     .use(createImportPage(all))
     .use(createKeysSection(all))
     .use(createMailSection(all))
+    .use(createDownloadSection(all))
     .use(createWebhooksSection(all))
     .use(createAdminSection(all))
     .use(createHealthSection(all))

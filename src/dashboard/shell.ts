@@ -1,6 +1,7 @@
 // What every dashboard page shares: the session from its cookie, the checks every form passes, the page frame,
 // and what a form's answer carries across its redirect (notices; sealed refused forms and secrets: flash.ts).
 import layout from '../../assets/dashboard-layout.html' with { type: 'text' }
+import type { Scope } from '../kernel/caller'
 import type { Config } from '../kernel/config'
 import { AppError } from '../kernel/errors'
 import { sameSecret } from '../web/api'
@@ -24,11 +25,12 @@ export const DRAFT_MAX_CHARS = 3000
 /** What the sign-in page says when the browser came from a session that ended. */
 export const SESSION_ENDED = 'Your session ended — sign in again to continue where you were.'
 
-export type Section = 'links' | 'keys' | 'mail' | 'webhooks' | 'admin'
-const SECTIONS: { id: Section; href: string; label: string; admin?: boolean }[] = [
+export type Section = 'links' | 'keys' | 'mail' | 'download' | 'webhooks' | 'admin'
+const SECTIONS: { id: Section; href: string; label: string; admin?: boolean; scope?: Scope }[] = [
   { id: 'links', href: '/dashboard', label: 'Links' },
   { id: 'keys', href: '/dashboard/keys', label: 'API' },
   { id: 'mail', href: '/dashboard/mail', label: 'Mailboxes' },
+  { id: 'download', href: '/dashboard/download', label: 'Download', scope: 'media' },
   { id: 'webhooks', href: '/dashboard/webhooks', label: 'Webhooks' },
   { id: 'admin', href: '/dashboard/admin', label: 'Admin', admin: true },
 ]
@@ -222,7 +224,7 @@ export function createShell<Tx>(deps: {
 
   function nav(s: Session | null, current: Section | null): string {
     if (!s) return ''
-    const items = SECTIONS.filter((x) => !x.admin || s.admin)
+    const items = SECTIONS.filter((x) => (!x.admin || s.admin) && (!x.scope || s.caller.scopes.has(x.scope)))
       .map((x) => `<li><a href="${x.href}"${x.id === current ? ' aria-current="page"' : ''}>${x.label}</a></li>`)
       .join('')
     return `<nav aria-label="Dashboard"><ul class="dash-nav">${items}</ul></nav>

@@ -7,6 +7,7 @@ import dashboardTimesCss from '../../assets/dashboard-times.css' with { type: 't
 import dashboardHooksCss from '../../assets/dashboard-hooks.css' with { type: 'text' }
 import dashboardUtmCss from '../../assets/dashboard-utm.css' with { type: 'text' }
 import dashboardPreviewCss from '../../assets/dashboard-preview.css' with { type: 'text' }
+import dashboardMediaCss from '../../assets/dashboard-media.css' with { type: 'text' }
 
 export const DASHBOARD_CSS = [
   dashboardCss,
@@ -17,6 +18,7 @@ export const DASHBOARD_CSS = [
   dashboardHooksCss,
   dashboardUtmCss,
   dashboardPreviewCss,
+  dashboardMediaCss,
 ]
   .map((part) => part as unknown as string)
   .join('\n')

@@ -8,6 +8,7 @@ import { startGuardProxy, type GuardProxy } from '../kernel/net/proxy'
 import { createMediaRoutes, mediaApi } from './api'
 import { cookieKey, createCookieJar } from './cookies'
 import { killRunning } from './runner'
+import { progressStandin } from './progress-standin'
 import { createMediaService, type MediaService } from './service'
 import type { AuditRows } from '../audit'
 import type { TicketStorage } from './storage/contract'
@@ -92,7 +93,7 @@ export function createMediaFeature(shared: Shared, deps: MediaFeatureDeps) {
   })
   const feature: Feature = {
     hot: [headOfDownload(media)],
-    routes: createMediaRoutes(media),
+    routes: createMediaRoutes(media).use(progressStandin(media, config.server.base_url)),
     api: mediaApi(media),
     metrics(m) {
       m.sampled('linkbox_media_queue', 'yt-dlp runs (extractions and fetches) waiting for a slot.', () => media.queued)

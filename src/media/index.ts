@@ -1,5 +1,6 @@
 // The media feature's public face: its service, its storage contract and the yt-dlp it runs.
 export type { MediaFeatureDeps } from './feature'
+export type { MediaHistory, StartedDownload } from './history'
 export type { MediaService } from './service'
 export type { TicketInput, TicketRow, TicketStorage } from './storage/contract'
 export type { CookieSiteRow, CookieStorage } from './storage/cookies-contract'

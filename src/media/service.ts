@@ -19,6 +19,7 @@ import {
 } from './extract'
 import { GUARD_BYPASS, guardCheck, guardVerdicts, normalize, photoOf, screen } from './page'
 import { NO_COOKIES, type CookieJar } from './cookies'
+import { createHistory } from './history'
 import { fromExtraction, playlistArgs, playlistOfLines, screenPlaylist, type Playlist } from './playlist'
 import { createLimiter, runYtdlp } from './runner'
 import type { TicketRow, TicketStorage } from './storage/contract'
@@ -357,6 +358,8 @@ export function createMediaService({
     serve: (t: TicketRow, request: Request) =>
       isSubtitleTicket(t) ? serveSubtitle(t, request, guard, stats) : delivery.serve(t, request),
     sweep,
+    /** The downloads each account started from the dashboard (history.ts). */
+    history: createHistory({ tickets, signer, clock, ticket }),
     /** For /metrics. */
     stats,
     get queued() {

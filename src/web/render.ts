@@ -11,6 +11,7 @@ import appTimesJs from '../../assets/app-times.js' with { type: 'text' }
 import appHooksJs from '../../assets/app-hooks.js' with { type: 'text' }
 import appUtmJs from '../../assets/app-utm.js' with { type: 'text' }
 import appPreviewJs from '../../assets/app-preview.js' with { type: 'text' }
+import appMediaJs from '../../assets/app-media.js' with { type: 'text' }
 
 export const STYLE_CSS = style as unknown as string
 /** Served at /favicon.ico, which browsers ask for on every page (a 404 page each time, before). */
@@ -18,7 +19,17 @@ export const FAVICON_SVG = favicon as unknown as string
 /** Part of the stylesheet's URL: a new release's CSS gets a new URL, so it can be cached for a year. */
 export const STYLE_VERSION = new Bun.CryptoHasher('sha256').update(STYLE_CSS).digest('hex').slice(0, 12)
 /** The one script, served as one file: its parts (assets/app*.js), each a page's small improvements; pages work without it. */
-export const APP_JS = [appJs, appRulesJs, appBulkJs, appFrontJs, appTimesJs, appHooksJs, appUtmJs, appPreviewJs]
+export const APP_JS = [
+  appJs,
+  appRulesJs,
+  appBulkJs,
+  appFrontJs,
+  appTimesJs,
+  appHooksJs,
+  appUtmJs,
+  appPreviewJs,
+  appMediaJs,
+]
   .map((part) => part as unknown as string)
   .join(';\n') // a part that starts with ( must not call the one before it
 export const APP_JS_VERSION = new Bun.CryptoHasher('sha256').update(APP_JS).digest('hex').slice(0, 12)

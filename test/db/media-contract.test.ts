@@ -2,7 +2,12 @@
 // (storage/sqlite.ts) and a real PostgreSQL server (storage/postgres.ts). Two "nodes" are two connections
 // (SQLite) or two pools (PostgreSQL) on one database: a ticket made by one node is redeemed through any node.
 import { describe, expect, test } from 'bun:test'
-import type { TicketInput, TicketStorage } from '../../src/media/storage/contract'
+import {
+  DOWNLOADS_KEPT,
+  type DownloadInput,
+  type TicketInput,
+  type TicketStorage,
+} from '../../src/media/storage/contract'
 import { postgresTicketStorage } from '../../src/media/storage/postgres'
 import { sqliteTicketStorage } from '../../src/media/storage/sqlite'
 import { engineHarness } from '../support/engines'
@@ -85,6 +90,52 @@ describe.each([
         a.tickets.insertAll([ticketInput(10, { account_id: alice }), ticketInput(11, { account_id: 999_999 })]),
       ).rejects.toThrow()
       expect(await b.tickets.count()).toBe(1)
+    } finally {
+      await e.close()
+    }
+  })
+
+  test('the downloads an account started: the same ticket again moves up, its newest 50 kept, two nodes at once keep 50, another account’s apart', async () => {
+    const e = await makeEngine()
+    try {
+      const [a, b] = [e.node(), e.node()]
+      const [alice, bob] = [await e.account('alice'), await e.account('bob')]
+      const started = (n: number, o: Partial<DownloadInput> = {}): DownloadInput => ({
+        account_id: alice,
+        ticket_id: n,
+        page_url: `https://video.example/watch?v=${n}`,
+        filename: `Vidéo ${n} "quoted".mp4`,
+        format_id: '0+1',
+        created: T0 + n,
+        link_expires: T0 + 3_600_000 + n,
+        ...o,
+      })
+      expect(await b.tickets.downloads(alice)).toEqual([])
+      await a.tickets.started(started(1))
+      await a.tickets.started(started(2))
+      await a.tickets.started(started(3, { account_id: bob }))
+      const [two, one] = await b.tickets.downloads(alice)
+      expect(two).toEqual({ id: two!.id, ...started(2) })
+      expect(one).toEqual({ id: one!.id, ...started(1) })
+      // Ticket 1 started again: same row, newer time and link, first now.
+      await b.tickets.started(started(1, { created: T0 + 10, link_expires: T0 + 7_200_000 }))
+      const again = await a.tickets.downloads(alice)
+      expect(again.map((d) => [d.id, d.ticket_id, d.created, d.link_expires])).toEqual([
+        [one!.id, 1, T0 + 10, T0 + 7_200_000],
+        [two!.id, 2, T0 + 2, T0 + 3_600_002],
+      ])
+      // 60 more from two nodes at once: the newest 50 stay.
+      await Promise.all(
+        Array.from({ length: 60 }, (_, i) =>
+          (i % 2 ? a : b).tickets.started(started(100 + i, { created: T0 + 100 + i })),
+        ),
+      )
+      const kept = await a.tickets.downloads(alice)
+      expect(kept).toHaveLength(DOWNLOADS_KEPT)
+      expect(kept.map((d) => d.ticket_id)).toEqual(Array.from({ length: 50 }, (_, i) => 159 - i))
+      expect((await b.tickets.downloads(bob)).map((d) => d.ticket_id)).toEqual([3])
+      // The account's must exist.
+      await expect(a.tickets.started(started(7, { account_id: 999_999 }))).rejects.toThrow()
     } finally {
       await e.close()
     }

@@ -72,12 +72,12 @@ describe('PostgreSQL', () => {
     const url = await pg.createDatabase()
     const first = await openPostgres(url)
     // Schema 22 as it was: without migration 23's trigger and function, 24's pending imports, 25's webhook columns and
-    // table, 26's link columns, index and images (the UNIQUE on code alone back), 27's media cookies.
+    // table, 26's link columns, index and images (the UNIQUE on code alone back), 27's media cookies, 28's media downloads.
     await first.sql.unsafe(`
       DROP TRIGGER accounts_name_any_case ON accounts; DROP TRIGGER accounts_name_any_case_update ON accounts;
       DROP FUNCTION accounts_name_any_case(); DROP TABLE webhook_attempts; DROP TABLE pending_imports;
       ALTER TABLE webhook_endpoints DROP COLUMN previous_secret, DROP COLUMN previous_until;
-      DROP TABLE media_cookies; DROP TABLE link_images; DROP INDEX links_domain_code; DROP INDEX links_meta_due;
+      DROP TABLE media_cookies; DROP TABLE link_images; DROP INDEX links_domain_code; DROP INDEX links_meta_due; DROP TABLE media_downloads;
       ALTER TABLE links DROP COLUMN domain, DROP COLUMN expired_url, DROP COLUMN og_title, DROP COLUMN og_description,
         DROP COLUMN og_image, DROP COLUMN meta_due;
       ALTER TABLE links ADD CONSTRAINT links_code_key UNIQUE (code);

@@ -225,6 +225,24 @@ export const pgMigrations: PgMigration[] = [
   );
   `,
   },
+  {
+    // Twin of SQLite's 28: the downloads an account started from the dashboard's Download page, its newest 50.
+    version: 28,
+    sql: `
+  CREATE TABLE media_downloads (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    account_id bigint NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    ticket_id bigint NOT NULL,
+    page_url ${T} NOT NULL,
+    filename ${T} NOT NULL,
+    format_id ${T} NOT NULL,
+    created bigint NOT NULL,
+    link_expires bigint NOT NULL,
+    UNIQUE (account_id, ticket_id)
+  );
+  CREATE INDEX media_downloads_account ON media_downloads (account_id, created);
+  `,
+  },
 ]
 
 /** The schema version this binary brings a PostgreSQL database to: the last entry's. */

@@ -338,4 +338,18 @@ export const migrationsFrom10: Migration[] = [
     last_used INTEGER
   );
   `,
+  /* 28: the downloads an account started from the dashboard's Download page, its newest 50 (media storage). */ `
+  CREATE TABLE media_downloads (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    ticket_id INTEGER NOT NULL,
+    page_url TEXT NOT NULL,
+    filename TEXT NOT NULL,
+    format_id TEXT NOT NULL,
+    created INTEGER NOT NULL,
+    link_expires INTEGER NOT NULL,
+    UNIQUE (account_id, ticket_id)
+  );
+  CREATE INDEX media_downloads_account ON media_downloads(account_id, created);
+  `,
 ]

@@ -2,6 +2,7 @@
 import type { SQL } from 'bun'
 import { int, text, type PgRow } from '../../db/postgres/rows'
 import { SWEEP_BATCH, type TicketRow, type TicketStorage } from './contract'
+import { postgresDownloads } from './downloads-postgres'
 
 const ticket = (r: PgRow): TicketRow => ({
   id: int(r.id),
@@ -50,5 +51,6 @@ export function postgresTicketStorage(sql: SQL): TicketStorage {
       const [row] = await sql`SELECT count(*) AS n FROM media_tickets`
       return Number(row.n)
     },
+    ...postgresDownloads(sql),
   }
 }

@@ -2,6 +2,7 @@
 import { stored, type Db } from '../../db/sqlite'
 import { lazyStatements } from '../../db/sqlite/lazy'
 import type { TicketRow, TicketStorage } from './contract'
+import { sqliteDownloads } from './downloads-sqlite'
 
 export function sqliteTicketStorage(db: Db): TicketStorage {
   const q = lazyStatements(db) // prepared at their first use (db/sqlite/lazy.ts)
@@ -23,5 +24,6 @@ export function sqliteTicketStorage(db: Db): TicketStorage {
     ticket: async (id) => (byId.get(id) as TicketRow | null) ?? null,
     sweep: async (now) => sweep.run(now).changes,
     count: async () => (count.get() as { n: number }).n,
+    ...sqliteDownloads(db),
   }
 }
