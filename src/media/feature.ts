@@ -6,6 +6,7 @@ import { pathOf } from '../web/path'
 import type { HotRoute } from '../web/pipeline'
 import { startGuardProxy, type GuardProxy } from '../kernel/net/proxy'
 import { createMediaRoutes, mediaApi } from './api'
+import { PROGRESS_HEADERS } from './progress'
 import { killRunning } from './runner'
 import { createMediaService, type MediaService } from './service'
 import type { TicketStorage } from './storage/contract'
@@ -18,7 +19,10 @@ import { createYtdlp } from './ytdlp'
 function headOfDownload(media: MediaService): HotRoute {
   return (request, id) => {
     if (request.method !== 'HEAD') return undefined
-    const path = pathOf(request.url)
+    let path = pathOf(request.url)
+    // HEAD of a progress stream: checked like its GET, answered with its headers, and nothing is started.
+    const progress = path.endsWith('/progress')
+    if (progress) path = path.slice(0, -'/progress'.length)
     if (!path.startsWith('/dl/') || path.indexOf('/', 4) >= 0) return undefined
     let ticketId: string
     try {
@@ -29,7 +33,8 @@ function headOfDownload(media: MediaService): HotRoute {
     return (async () => {
       const query = queryParams(request.url)
       const text = (v: unknown) => (typeof v === 'string' ? v : null)
-      const res = await media.serve(await media.ticket(ticketId, text(query.exp), text(query.sig)), request)
+      const ticket = await media.ticket(ticketId, text(query.exp), text(query.sig))
+      const res = progress ? new Response(null, { headers: PROGRESS_HEADERS }) : await media.serve(ticket, request)
       res.headers.set('x-request-id', id)
       return res
     })()

@@ -6,6 +6,7 @@ import { AppError, badRequest, notFound } from '../kernel/errors'
 import { privateAddress } from '../kernel/net/private-address'
 import type { LinkSigner } from '../kernel/signing'
 import type { FaultLog } from '../web/fault-log'
+import { extractedAudio, isAudioTicket } from './audio'
 import { createDelivery, SOCKET_TIMEOUT_S } from './delivery'
 import {
   classifyFailure,
@@ -218,13 +219,13 @@ export function createMediaService({
     const expires = entry.at + CACHE_MS + config.media.link_ttl * 1000
     const title = entry.extraction.title || 'download'
     const ids = tickets.insertAll(
-      entry.extraction.formats.map((f: MediaFormat) => ({
+      offered(entry.extraction).map((f: MediaFormat) => ({
         account_id: caller.accountId,
         page_url: url,
         format_id: f.id,
         method: f.method,
         upstream_url: f.upstreamUrl,
-        headers: JSON.stringify(f.headers),
+        headers: f.recipe ?? JSON.stringify(f.headers),
         filename: mediaFilename(title, f.ext),
         content_type: f.contentType,
         created: clock(),
@@ -239,8 +240,11 @@ export function createMediaService({
     return ids
   }
 
-  /** download.json */
-  async function download(caller: Caller, input: string) {
+  /** What an answer lists: the page's formats, then the audio extracted from its best sound. */
+  const offered = (extraction: Extraction) => [...extraction.formats, ...extractedAudio(extraction, canMerge)]
+
+  /** download.json; `audio`: only the audio formats (extracted and the page's own). */
+  async function download(caller: Caller, input: string, opts: { audio?: boolean } = {}) {
     const url = normalize(input)
     const { entry } = await extract(url)
     const ids = await ticketsFor(entry, caller, url)
@@ -255,19 +259,23 @@ export function createMediaService({
       duration: extraction.duration,
       thumbnail: extraction.thumbnail,
       expires: new Date(Math.ceil(expires / 1000) * 1000).toISOString(), // as the links' exp says
-      formats: extraction.formats.map((f, i) => ({
-        id: f.id,
-        ext: f.ext,
-        kind: f.kind,
-        width: f.width,
-        height: f.height,
-        fps: f.fps,
-        vcodec: f.vcodec,
-        acodec: f.acodec,
-        filesize: f.filesize,
-        note: f.note,
-        url: `${base}/dl/${ids[i]}?${signer.sign(`dl-${ids[i]}`, expires).query}`,
-      })),
+      formats: offered(extraction).flatMap((f, i) =>
+        opts.audio && f.kind !== 'audio'
+          ? []
+          : {
+              id: f.id,
+              ext: f.ext,
+              kind: f.kind,
+              width: f.width,
+              height: f.height,
+              fps: f.fps,
+              vcodec: f.vcodec,
+              acodec: f.acodec,
+              filesize: f.filesize,
+              note: f.note,
+              url: `${base}/dl/${ids[i]}?${signer.sign(`dl-${ids[i]}`, expires).query}`,
+            },
+      ),
     }
   }
 
@@ -299,10 +307,20 @@ export function createMediaService({
   }
 
   return {
+    /** server.base_url: the signed links' origin. */
+    base,
     download,
     ticket,
     /** GET/HEAD /dl/<id>: the bytes (delivery.ts). */
     serve: delivery.serve,
+    /**
+     * GET /dl/<id>/progress: the preparation of the ticket's file, joined as a waiter until `signal` aborts;
+     * null when there is nothing to wait for (a format streamed from upstream, or a file in the cache).
+     */
+    prepare: (t: TicketRow, signal: AbortSignal) =>
+      t.method === 'direct' && !isAudioTicket(t) ? null : delivery.prepare(t, signal),
+    /** Preparations under way on this node (tests). */
+    preparations: delivery.preparations,
     sweep,
     /** For /metrics. */
     stats,
