@@ -8,7 +8,7 @@ import { AppError } from '../kernel/errors'
 import { GuardError, guardedFetch } from '../kernel/net/guard'
 import { contentTypeOf, upstreamFailed, type Extraction, type MediaFormat } from './extract'
 import type { MediaGuard } from './page'
-import { ffmpegDuration, ffmpegProgress, type Progress, type RunControl } from './prepare'
+import { clientLeft, ffmpegDuration, ffmpegProgress, type Progress, type RunControl } from './prepare'
 import { runYtdlp } from './runner'
 import type { TicketRow } from './storage/contract'
 
@@ -115,14 +115,14 @@ export async function convertAudio(deps: AudioDeps, t: TicketRow, path: string, 
         )
       : null
   return deps.slot(async () => {
-    if (control.signal.aborted) throw left()
+    if (control.signal.aborted) throw clientLeft()
     const work = mkdtempSync(join(deps.tmpDir, 'audio-'))
     try {
       const source = fetched ?? (await download(deps, t.upstream_url, recipe.headers, join(work, 'source'), control))
       const cover = AUDIO_CODECS[ext].cover && recipe.cover ? await coverOf(deps, recipe.cover, work, control) : null
       const out = join(work, `audio.${ext}`)
       await ffmpeg(deps.config, ffmpegArgs(ext, source, cover, recipe, out), control)
-      if (control.signal.aborted) throw left()
+      if (control.signal.aborted) throw clientLeft()
       renameSync(out, path)
       return path
     } finally {
@@ -130,8 +130,6 @@ export async function convertAudio(deps: AudioDeps, t: TicketRow, path: string, 
     }
   })
 }
-
-const left = () => new AppError(499, 'client_closed', 'Nobody waits for this file any more.')
 
 /** ffmpeg's arguments: the first audio stream, the tags, the cover as an attached picture. */
 export function ffmpegArgs(
@@ -188,7 +186,7 @@ async function ffmpeg(config: Config, args: string[], control: RunControl) {
       duration ??= ffmpegDuration(line)
     },
   })
-  if (control.signal.aborted) throw left()
+  if (control.signal.aborted) throw clientLeft()
   if (result.timedOut) throw new AppError(504, 'timeout', 'The audio could not be made in time.')
   if (result.code !== 0) {
     if (/does not contain any stream|matches no streams/i.test(result.stderr))
@@ -202,7 +200,7 @@ const guardFailure = (err: unknown) => {
     if (err.reason === 'private')
       return new AppError(502, 'upstream_failed', 'The file leads to a private or local network address.')
     if (err.reason === 'timeout') return new AppError(504, 'timeout', "The file's server did not answer in time.")
-    if (err.reason === 'aborted') return left()
+    if (err.reason === 'aborted') return clientLeft()
     return upstreamFailed(err.message)
   }
   return err
@@ -255,7 +253,7 @@ async function download(
       }
     }
   } catch (err) {
-    throw control.signal.aborted ? left() : guardFailure(err)
+    throw control.signal.aborted ? clientLeft() : guardFailure(err)
   } finally {
     await sink.end()
   }

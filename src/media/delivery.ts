@@ -11,6 +11,7 @@ import { classifyFailure, errorLine, upstreamFailed } from './extract'
 import type { MediaGuard } from './page'
 import { convertAudio, isAudioTicket, type AudioDeps } from './audio'
 import {
+  clientLeft,
   createPreparations,
   type Preparation,
   type RunControl,
@@ -107,7 +108,7 @@ export function createDelivery({ config, guard, runnable, proxy, stats }: Delive
   }
 
   async function fetchWhole(t: TicketRow, path: string, ext: string, control: RunControl): Promise<string> {
-    if (control.signal.aborted) throw new AppError(499, 'client_closed', 'Nobody waits for this file any more.')
+    if (control.signal.aborted) throw clientLeft()
     const choice = await runnable()
     const work = mkdtempSync(join(tmpDir, 'fetch-'))
     try {
@@ -147,7 +148,7 @@ export function createDelivery({ config, guard, runnable, proxy, stats }: Delive
           if (p) control.report(p)
         },
       })
-      if (control.signal.aborted) throw new AppError(499, 'client_closed', 'Nobody waits for this file any more.')
+      if (control.signal.aborted) throw clientLeft()
       const files = readdirSync(work).filter((f) => f.startsWith('media.'))
       if (result.code !== 0 || files.length !== 1) {
         if (result.timedOut) throw new AppError(504, 'timeout', 'The file could not be fetched in time.')

@@ -1,6 +1,7 @@
 // The preparations under way on this node (merged and segmented fetches, audio conversions), keyed as the file
 // cache is: each has waiters (a /dl request waiting for the file, a progress stream); when the last one leaves
 // before the file is ready, the run is aborted (its process group killed, its temporary folder removed).
+import { AppError } from '../kernel/errors'
 import { busy } from './runner'
 
 export type Step = 'queued' | 'downloading' | 'converting'
@@ -126,11 +127,14 @@ export function createPreparations(max: number) {
 }
 export type Preparations = ReturnType<typeof createPreparations>
 
+/** What a run or a wait ends with when its client left (499, nginx's "client closed request"; no one reads it). */
+export const clientLeft = () => new AppError(499, 'client_closed', 'Nobody waits for this file any more.')
+
 /** Rejects as soon as `signal` aborts: a waiter that leaves stops waiting even while the run ends. */
 export function untilAborted<T>(done: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(new DOMException('The client left.', 'AbortError'))
+  if (signal.aborted) return Promise.reject(clientLeft())
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new DOMException('The client left.', 'AbortError'))
+    const onAbort = () => reject(clientLeft())
     signal.addEventListener('abort', onAbort, { once: true })
     done.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort))
   })

@@ -276,7 +276,7 @@ describe('GET /dl/<id>/progress', () => {
 
 describe('a client that leaves', () => {
   test(
-    'closing the only progress stream kills the run (no process left, its folder gone); a second waiter keeps it',
+    'closing the only progress stream kills the run (no process left, its folder gone); a second waiter keeps it; a /dl request is a waiter',
     async () => {
       // Every request to this server waits 700 ms: yt-dlp fetching the DASH audio's segments takes seconds.
       const slow = await startMediaFixtures({ delayMs: 700 })
@@ -308,6 +308,17 @@ describe('a client that leaves', () => {
         const file = await box.request(local(m4a.url))
         expect(file.status).toBe(200)
         expect(workFolders(box)).toEqual([])
+
+        // A /dl request is a waiter too: its client leaving mid-preparation stops the run.
+        const opus = r.body.return.formats.find((f: any) => f.ext === 'opus')
+        await until(() => processesNaming(box.dir).length === 0 && box.media.preparations.size === 0, 5_000)
+        const client = new AbortController()
+        const get = fetch(origin + local(opus.url), { signal: client.signal }).catch((err) => err)
+        await until(() => box.media.preparations.size > 0 && processesNaming(box.dir).length > 0)
+        client.abort()
+        expect(await get).toMatchObject({ name: 'AbortError' })
+        await until(() => processesNaming(box.dir).length === 0 && workFolders(box).length === 0, 5_000)
+        expect(box.media.preparations.size).toBe(0)
       } finally {
         await slow.stop()
       }
