@@ -2,6 +2,7 @@
 // media cache emptied before each round, so every round converts) against ffmpeg alone converting the same file
 // with the same arguments (src/media/audio.ts ffmpegArgs), taken in turn; issue 41's target ≤ 1.2×.
 // The page and its 5-minute h264 + aac file are served from the bench process on 127.0.0.1.
+//   bun scripts/bench/media-audio.ts    this row alone, on dist/linkbox (LINKBOX_BENCH_ROUNDS, at least 5)
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -127,4 +128,16 @@ export async function benchMediaAudio(
     rmSync(dir, { recursive: true, force: true })
   }
   return lines
+}
+
+if (import.meta.main) {
+  const { benchBinary } = await import('./binary')
+  const { startMediaBox } = await import('./media')
+  const box = await startMediaBox([(await benchBinary()).path])
+  try {
+    const rounds = Number(process.env.LINKBOX_BENCH_ROUNDS ?? 5)
+    console.log((await benchMediaAudio(box, { rounds, figures: [] })).join('\n'))
+  } finally {
+    await box.server.stop()
+  }
 }

@@ -241,7 +241,12 @@ export function createMediaService({
   }
 
   /** What an answer lists: the page's formats, then the audio extracted from its best sound. */
-  const offered = (extraction: Extraction) => [...extraction.formats, ...extractedAudio(extraction, canMerge)]
+  const offers = new WeakMap<Extraction, MediaFormat[]>()
+  const offered = (extraction: Extraction) => {
+    let list = offers.get(extraction)
+    if (!list) offers.set(extraction, (list = [...extraction.formats, ...extractedAudio(extraction, canMerge)]))
+    return list
+  }
 
   /** download.json; `audio`: only the audio formats (extracted and the page's own). */
   async function download(caller: Caller, input: string, opts: { audio?: boolean } = {}) {
