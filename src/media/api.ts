@@ -190,9 +190,18 @@ export function createMediaRoutes(media: MediaService) {
       if (err instanceof AppError) return errorResponse(err)
       throw err
     }
+    // An event stream is held open (it sends a comment every 15 s when nothing changes).
+    media.holdOpen(request, 0)
     const stop = () => leave.abort()
     request.signal.addEventListener('abort', stop, { once: true })
-    leave.signal.addEventListener('abort', () => request.signal.removeEventListener('abort', stop), { once: true })
+    leave.signal.addEventListener(
+      'abort',
+      () => {
+        request.signal.removeEventListener('abort', stop)
+        media.holdOpen(request, 10) // the server's idle timeout again, for the connection's next request
+      },
+      { once: true },
+    )
     const link = `${media.base}/dl/${ticket.id}?exp=${encodeURIComponent(text(query.exp)!)}&sig=${encodeURIComponent(text(query.sig)!)}`
     return progressStream(prep, link, leave)
   }

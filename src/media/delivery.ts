@@ -39,9 +39,14 @@ export interface DeliveryDeps {
   proxy: () => Promise<string | null>
   /** Bytes sent, for /metrics. */
   stats: { bytesServed: number }
+  /** Sets a request's idle timeout (0: none): a client waiting for a preparation has nothing sent to it yet. */
+  holdOpen?: (request: Request, seconds: number) => void
 }
 
-export function createDelivery({ config, guard, runnable, proxy, stats }: DeliveryDeps) {
+/** The server's idle timeout (web/server.ts), given back once a held request has its file. */
+const IDLE_SECONDS = 10
+
+export function createDelivery({ config, guard, runnable, proxy, stats, holdOpen }: DeliveryDeps) {
   const fetchLimiter = createLimiter(config.media.max_concurrent, 16, 30_000)
   const mediaDir = join(config.data_dir, 'media')
   const cacheDir = join(mediaDir, 'cache')
@@ -236,7 +241,15 @@ export function createDelivery({ config, guard, runnable, proxy, stats }: Delive
 
   /** GET/HEAD /dl/<id>: the bytes, streamed from upstream with Range passed on, or from the cache. */
   async function serve(t: TicketRow, request: Request): Promise<Response> {
-    if (t.method === 'ytdlp' || isAudioTicket(t)) return serveFile(t, await cached(t, request.signal), request)
+    if (t.method === 'ytdlp' || isAudioTicket(t)) {
+      // Bun closes a connection idle for 10 s, and the client's leaving would end the run it waits for.
+      holdOpen?.(request, 0)
+      try {
+        return serveFile(t, await cached(t, request.signal), request)
+      } finally {
+        holdOpen?.(request, IDLE_SECONDS)
+      }
+    }
     const head = request.method === 'HEAD'
     // identity: a compressed answer would be decompressed by fetch, and its Content-Length and byte ranges
     // would no longer describe what we send.

@@ -77,6 +77,11 @@ export function createMediaFeature(shared: Shared, deps: MediaFeatureDeps) {
     isAllowed,
     onOutcome: (outcome) => extractions.inc(outcome),
     faults: shared.faults,
+    holdOpen: (request, seconds) => {
+      try {
+        shared.server()?.timeout(request, seconds)
+      } catch {} // a request the server did not receive (handled in-process)
+    },
   })
   const feature: Feature = {
     hot: [headOfDownload(media)],

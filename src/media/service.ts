@@ -50,6 +50,8 @@ export interface MediaDeps {
   onOutcome?: (outcome: ExtractionOutcome) => void
   /** Where a failed sweep is logged. */
   faults: FaultLog
+  /** Sets a request's idle timeout (0: none), for requests that wait for a preparation. */
+  holdOpen?: (request: Request, seconds: number) => void
 }
 
 interface CacheEntry {
@@ -82,6 +84,7 @@ export function createMediaService({
   isAllowed,
   onOutcome,
   faults,
+  holdOpen,
 }: MediaDeps) {
   const base = config.server.base_url
   const allowPrivate = config.media.allow_private_networks
@@ -91,7 +94,7 @@ export function createMediaService({
   const inflight = new Map<string, Promise<Extraction>>()
   const stats = { bytesServed: 0 }
   const count = (o: ExtractionOutcome) => onOutcome?.(o)
-  const delivery = createDelivery({ config, guard, runnable, proxy, stats })
+  const delivery = createDelivery({ config, guard, runnable, proxy, stats, holdOpen })
   const fetchLimiter = delivery.limiter
 
   /** The yt-dlp to run: none, or one too old to be kept behind the guard (SPEC §6), is a 503 and never runs. */
@@ -324,6 +327,7 @@ export function createMediaService({
      */
     prepare: (t: TicketRow, signal: AbortSignal) =>
       t.method === 'direct' && !isAudioTicket(t) ? null : delivery.prepare(t, signal),
+    holdOpen: (request: Request, seconds: number) => holdOpen?.(request, seconds),
     /** Preparations under way on this node (tests). */
     preparations: delivery.preparations,
     sweep,

@@ -327,6 +327,38 @@ describe('a client that leaves', () => {
   )
 })
 
+describe('a long preparation', () => {
+  test(
+    "outlasts the server's idle timeout: /dl and the progress stream are held open while nothing is sent",
+    async () => {
+      const slow = await startMediaFixtures({ delayMs: 700 })
+      // An idle timeout of 1 s (the server's is 10 s), against a preparation of several seconds.
+      const held = await makeBox(
+        { media: { allow_private_networks: true }, server: { host: '127.0.0.1', port: 0 } },
+        { idleTimeoutSeconds: 1 },
+      )
+      try {
+        const k = await held.account('held')
+        const at = `http://127.0.0.1:${held.listen().port}`
+        const r = await download(fresh(slow, 'dash-page'), { audio: '1' }, held, k)
+        expect(r.status, JSON.stringify(r.body)).toBe(200)
+        const [mp3, m4a] = ['mp3', 'm4a'].map((e) => r.body.return.formats.find((f: any) => f.ext === e))
+        const started = Date.now()
+        const file = await fetch(at + local(mp3.url))
+        expect(file.status).toBe(200)
+        expect((await file.arrayBuffer()).byteLength).toBeGreaterThan(1000)
+        expect(Date.now() - started).toBeGreaterThan(3000)
+        const events = await (await fetch(at + progressOf(m4a.url))).text()
+        expect(events).toContain('event: ready')
+      } finally {
+        await held.cleanup()
+        await slow.stop()
+      }
+    },
+    LONG,
+  )
+})
+
 describe('the guard', () => {
   test(
     'an audio ticket whose page now resolves to a private address is refused, and nothing is fetched',
