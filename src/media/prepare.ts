@@ -40,6 +40,9 @@ interface Entry extends Preparation {
   listeners: Set<(p: Progress) => void>
 }
 
+/** Waiters of one preparation at most (each an open connection, each a listener): one more is busy. */
+export const MAX_WAITERS = 256
+
 export const QUEUED: Progress = { step: 'queued', bytes: 0, total: null, speed: null, percent: null }
 
 /**
@@ -95,6 +98,7 @@ export function createPreparations(max: number) {
       entry = created
     }
     const joined = entry
+    if (joined.waiters >= MAX_WAITERS) throw busy(5)
     joined.waiters++
     let left = false
     const onAbort = () => {

@@ -7,6 +7,7 @@ import {
   createPreparations,
   ffmpegDuration,
   ffmpegProgress,
+  MAX_WAITERS,
   type RunControl,
   ytdlpProgress,
 } from '../../src/media/prepare'
@@ -66,6 +67,12 @@ test('watchers see each report, then the last one when the run ends; past the bo
   run.finish('/f')
   await prep.done
   expect(seen).toEqual(['downloading:10', 'downloading:10'])
+  const many = createPreparations(1)
+  const long = controllable()
+  for (let i = 0; i < MAX_WAITERS; i++) many.join('z', long.run, new AbortController().signal)
+  expect(() => many.join('z', long.run, new AbortController().signal)).toThrow(
+    expect.objectContaining({ code: 'busy' }),
+  )
   expect(prep.progress.bytes).toBe(10)
 })
 
