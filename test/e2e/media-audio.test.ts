@@ -381,6 +381,13 @@ describe('the guard', () => {
         const res = await guarded.request(local(r.body.return.formats[0].url))
         expect(res.status).toBe(502)
         expect(await res.text()).toContain('private or local network address')
+        // Its progress stream says so as `failed`, with the code and message and no stack.
+        const events = await (await guarded.request(progressOf(r.body.return.formats[1].url))).text()
+        const failed = /event: failed\ndata: (.*)\n/.exec(events)
+        expect(JSON.parse(failed![1]!)).toEqual({
+          code: 'upstream_failed',
+          message: 'The file leads to a private or local network address.',
+        })
         expect(fx.requests.slice(seen).filter((q) => q.path.startsWith('/media/'))).toEqual([])
       } finally {
         await guarded.cleanup()
