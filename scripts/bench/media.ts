@@ -8,6 +8,7 @@
 //     fixture server, by the same client (curl, a process of its own), interleaved; issue 9's target ≥ 0.8.
 //     A bare Bun proxy of the file (bare-proxy.ts) is timed in the same turns: the part of the gap that any
 //     hop in between costs, apart from linkbox's own.
+//   - Extracted audio (issue 41): media-audio.ts.
 // The fixture server (test/support/media-fixtures.ts, as the tests use it) runs in the bench process on
 // 127.0.0.1, so the binary runs with media.allow_private_networks = true. That lifts only the guard's
 // refusal of private addresses: the guard still resolves and pins the address it connects to, and yt-dlp
@@ -23,6 +24,7 @@ import { createAccount, startServer, tempDir, writeConfig, type RunningServer } 
 import { benchBinary, removingOnStop, startBenchServer } from './binary'
 import { benchExtractionRatios } from './media-extract'
 import { startBare, type BenchContext } from './context'
+import { benchMediaAudio } from './media-audio'
 import { quantile } from './smtp-load'
 import { median, peakRss, rssMiB, wrk } from './wrk'
 
@@ -423,6 +425,7 @@ export async function benchMedia(opts: {
       },
       { id: 'rss-peak-media', label: 'RSS peak, signed downloads', value: peak, unit: 'MiB' },
     )
+    lines.push(...(await benchMediaAudio(box, { rounds: opts.rounds, figures, commands: opts.commands })))
     opts.commands?.push(
       `# media: ${EXTRACTIONS} × (python3 data_dir/bin/yt-dlp-bundled ${YTDLP_ARGS.join(' ')} -- <fixture video page>?bench=<unique>) ` +
         `interleaved with GET /api/download.json?url=<the same, another unique>; ${CACHED_REQUESTS} × GET /api/download.json of one URL with fetch; ` +

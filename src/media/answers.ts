@@ -17,7 +17,8 @@ export const formatTickets = (formats: MediaFormat[], page: string, title: strin
       format_id: f.id,
       method: f.method,
       upstream_url: f.upstreamUrl,
-      headers: JSON.stringify(f.headers),
+      // An extracted audio format's ticket carries its recipe (audio.ts): the source's headers and its tags.
+      headers: f.recipe ?? JSON.stringify(f.headers),
       filename: mediaFilename(title, f.ext),
       content_type: f.contentType,
     }),

@@ -2,18 +2,24 @@
 // once as schemas, which check requests and make the API documents.
 import { Type, type TSchema } from '@sinclair/typebox'
 import { Elysia } from 'elysia'
-import { invalidParameter } from '../kernel/errors'
 import type { ApiMethod } from '../web/api'
+import { AppError, invalidParameter } from '../kernel/errors'
+import { errorResponse } from '../web/api'
 import { queryParams } from '../web/params'
 import { MAX_URL_LENGTH } from '../links'
+import type { Preparation } from './prepare'
+import { progressStream } from './progress'
 import type { MediaService } from './service'
+import type { TicketRow } from './storage/contract'
 
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()])
 
 const FormatSchema = Type.Object(
   {
     id: Type.String({
-      description: "The format's id at the site (yt-dlp's format_id); a merge of two is `video+audio`",
+      description:
+        "The format's id at the site (yt-dlp's format_id); a merge of two is `video+audio`; audio extracted from " +
+        'a format is `<its id>/<ext>` (mp3, m4a or opus)',
     }),
     ext: Type.String({ description: 'File extension' }),
     kind: Type.Union([
@@ -28,12 +34,16 @@ const FormatSchema = Type.Object(
     vcodec: Type.Union([Type.String(), Type.Null()], { description: 'Video codec, null when none or unknown' }),
     acodec: Type.Union([Type.String(), Type.Null()], { description: 'Audio codec, null when none or unknown' }),
     filesize: Nullable(Type.Integer({ minimum: 0, description: 'Bytes, exact or estimated; null when unknown' })),
-    note: Type.String({ description: 'A short human label (e.g. "720p", "audio only")' }),
+    note: Type.String({
+      description:
+        'A short human label (e.g. "720p", "audio only"); extracted audio says so: "audio only, extracted (mp3)"',
+    }),
     url: Type.String({
       format: 'uri',
       description:
         'A signed link: GET or HEAD it without a key until `expires` (Range works). Segmented and merged formats are ' +
-        'fetched whole first, so their first byte may take a while',
+        'fetched whole first, and extracted audio is converted first, so their first byte may take a while: ' +
+        '`<url path>/progress` with the same query follows that as server-sent events',
     }),
   },
   { additionalProperties: false },
@@ -207,6 +217,22 @@ export function mediaApi(media: MediaService): ApiMethod[] {
             },
           },
         },
+        {
+          name: 'audio',
+          absent: ['', null],
+          schema: Type.Boolean({
+            default: false,
+            description:
+              "true or 1: list only audio — the page's own audio-only formats and the audio extracted from its best " +
+              'sound as mp3, m4a and opus (converted by ffmpeg on the first download, tagged with the title, the ' +
+              'artist where known and, in mp3 and m4a, the thumbnail as cover); with playlist=1, in each entry',
+            examples: [true],
+          }),
+          error: {
+            code: 'invalid_parameter',
+            messages: { default: invalidParameter('audio', 'it must be 1 (only audio) or 0 (every format)').message },
+          },
+        },
       ],
       returns: DownloadSchema,
       errors: {
@@ -217,8 +243,12 @@ export function mediaApi(media: MediaService): ApiMethod[] {
       },
       handler: ({ params, caller }) =>
         [true, '1', 'true'].includes(params.playlist as string)
-          ? media.playlist(caller!, params.url as string)
-          : media.download(caller!, params.url as string),
+          ? media.playlist(caller!, params.url as string, {
+              audio: [true, '1', 'true'].includes(params.audio as string),
+            })
+          : media.download(caller!, params.url as string, {
+              audio: [true, '1', 'true'].includes(params.audio as string),
+            }),
     },
   ]
 }
@@ -231,5 +261,39 @@ export function createMediaRoutes(media: MediaService) {
     const ticket = await media.ticket(params.id, text(query.exp), text(query.sig))
     return media.serve(ticket, request)
   }
-  return new Elysia({ name: 'media-files' }).get('/dl/:id', serve).head('/dl/:id', serve)
+  /** The progress contract of issue 41: the signed query checked first (403/410/404 as JSON), then events. */
+  const progress = async ({ params, request }: { params: { id: string }; request: Request }) => {
+    const query = queryParams(request.url)
+    const text = (v: unknown) => (typeof v === 'string' ? v : null)
+    let ticket: TicketRow
+    let prep: Preparation | null
+    const leave = new AbortController()
+    try {
+      ticket = await media.ticket(params.id, text(query.exp), text(query.sig))
+      prep = media.prepare(ticket, leave.signal)
+    } catch (err) {
+      leave.abort()
+      // Before any stream starts, an error is the JSON envelope (the progress contract), not /dl's page.
+      if (err instanceof AppError) return errorResponse(err)
+      throw err
+    }
+    // An event stream is held open (it sends a comment every 15 s when nothing changes).
+    media.holdOpen(request, 0)
+    const stop = () => leave.abort()
+    request.signal.addEventListener('abort', stop, { once: true })
+    leave.signal.addEventListener(
+      'abort',
+      () => {
+        request.signal.removeEventListener('abort', stop)
+        media.holdOpen(request, 10) // the server's idle timeout again, for the connection's next request
+      },
+      { once: true },
+    )
+    const link = `${media.base}/dl/${ticket.id}?exp=${encodeURIComponent(text(query.exp)!)}&sig=${encodeURIComponent(text(query.sig)!)}`
+    return progressStream(prep, link, leave)
+  }
+  return new Elysia({ name: 'media-files' })
+    .get('/dl/:id', serve)
+    .head('/dl/:id', serve)
+    .get('/dl/:id/progress', progress)
 }

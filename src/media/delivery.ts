@@ -10,6 +10,16 @@ import { contentDisposition } from '../web/disposition'
 import { NO_COOKIES, type CookieJar } from './cookies'
 import { classifyFailure, errorLine, upstreamFailed } from './extract'
 import type { MediaGuard } from './page'
+import { convertAudio, isAudioTicket, type AudioDeps } from './audio'
+import {
+  clientLeft,
+  createPreparations,
+  type Preparation,
+  type RunControl,
+  untilAborted,
+  YTDLP_PROGRESS,
+  ytdlpProgress,
+} from './prepare'
 import { createLimiter, runYtdlp } from './runner'
 import type { TicketRow } from './storage/contract'
 import type { YtdlpChoice } from './ytdlp'
@@ -32,7 +42,12 @@ export interface DeliveryDeps {
   stats: { bytesServed: number }
   /** The admin's cookies per site: for the page yt-dlp fetches, and the URL we stream. */
   cookies?: CookieJar
+  /** Sets a request's idle timeout (0: none): a client waiting for a preparation has nothing sent to it yet. */
+  holdOpen?: (request: Request, seconds: number) => void
 }
+
+/** The server's idle timeout (web/server.ts), given back once a held request has its file. */
+const IDLE_SECONDS = 10
 
 /** The headers of every file a ticket gives. */
 export const fileHeaders = (t: TicketRow): Record<string, string> => ({
@@ -44,40 +59,76 @@ export const fileHeaders = (t: TicketRow): Record<string, string> => ({
   'referrer-policy': 'no-referrer',
 })
 
-export function createDelivery({ config, guard, runnable, proxy, stats, cookies }: DeliveryDeps) {
+export function createDelivery({ config, guard, runnable, proxy, stats, cookies, holdOpen }: DeliveryDeps) {
   const fetchLimiter = createLimiter(config.media.max_concurrent, 16, 30_000)
   const mediaDir = join(config.data_dir, 'media')
   const cacheDir = join(mediaDir, 'cache')
   const tmpDir = join(mediaDir, 'tmp')
-  const fetching = new Map<string, Promise<string>>()
+  // At most what the limiter admits (its slots and its queue) is prepared at once.
+  const preparations = createPreparations(config.media.max_concurrent + 16)
+  const audioDeps: AudioDeps = {
+    config,
+    guard,
+    tmpDir,
+    slot: (work) => fetchLimiter.run(work),
+    cookieHeader: async (url) => (cookies ? cookies.header(url) : null),
+    sourceFile: async (source, control) => {
+      const p = prepare(source, control.signal)
+      if (!p) return pathOf(source).path
+      const stop = p.watch(control.report)
+      try {
+        return await untilAborted(p.done, control.signal)
+      } finally {
+        stop()
+      }
+    },
+  }
 
   // A crash mid-fetch leaves a temporary folder behind; nothing else writes there.
   rmSync(tmpDir, { recursive: true, force: true })
 
-  /** Fetches a segmented or merged format whole into the cache (once, however many ask at the same time). */
-  function cached(t: TicketRow): Promise<string> {
+  function pathOf(t: TicketRow) {
     const ext = t.filename.slice(t.filename.lastIndexOf('.') + 1)
     const key = sha(`${t.page_url}\n${t.format_id}`).slice(0, 40)
-    const path = join(cacheDir, `${key}.${ext}`)
+    return { key, ext, path: join(cacheDir, `${key}.${ext}`) }
+  }
+
+  /**
+   * The preparation of a segmented, merged or extracted format (once, however many ask at the same time),
+   * joined as a waiter until `signal` aborts; null when its file is in the cache already.
+   */
+  function prepare(t: TicketRow, signal: AbortSignal): Preparation | null {
+    const { key, ext, path } = pathOf(t)
     try {
       statSync(path)
       const now = new Date()
       utimesSync(path, now, now) // most recently used: evicted last
-      return Promise.resolve(path)
+      return null
     } catch {}
-    let running = fetching.get(key)
-    if (!running) {
-      running = fetchLimiter.run(() => fetchWhole(t, path, ext))
-      fetching.set(key, running)
-      void running.finally(() => fetching.delete(key)).catch(() => {})
-    }
-    return running
+    return preparations.join(
+      key,
+      async (control) => {
+        mkdirSync(tmpDir, { recursive: true, mode: 0o700 })
+        mkdirSync(cacheDir, { recursive: true, mode: 0o700 })
+        const done = isAudioTicket(t)
+          ? await convertAudio(audioDeps, t, path, control)
+          : await fetchLimiter.run(() => fetchWhole(t, path, ext, control))
+        evict(done)
+        return done
+      },
+      signal,
+    )
   }
 
-  async function fetchWhole(t: TicketRow, path: string, ext: string): Promise<string> {
+  /** The cache file of a prepared format, waiting (as long as the client does) for it to be made. */
+  async function cached(t: TicketRow, signal: AbortSignal): Promise<string> {
+    const p = prepare(t, signal)
+    return p ? untilAborted(p.done, signal) : pathOf(t).path
+  }
+
+  async function fetchWhole(t: TicketRow, path: string, ext: string, control: RunControl): Promise<string> {
+    if (control.signal.aborted) throw clientLeft()
     const choice = await runnable()
-    mkdirSync(tmpDir, { recursive: true, mode: 0o700 })
-    mkdirSync(cacheDir, { recursive: true, mode: 0o700 })
     const work = mkdtempSync(join(tmpDir, 'fetch-'))
     try {
       const merged = t.format_id.includes('+')
@@ -91,7 +142,7 @@ export function createDelivery({ config, guard, runnable, proxy, stats, cookies 
           '--no-cache-dir',
           '--no-playlist',
           '--no-warnings',
-          '--no-progress',
+          ...YTDLP_PROGRESS,
           '--no-part',
           '--no-mtime',
           '--socket-timeout',
@@ -112,9 +163,15 @@ export function createDelivery({ config, guard, runnable, proxy, stats, cookies 
         proxy: proxyUrl,
         // Fetching a whole film takes longer than reading a page.
         timeoutMs: Math.min(3600, config.media.extract_timeout * 20) * 1000,
-        maxStdoutBytes: 1024 * 1024,
+        maxStdoutBytes: 0,
         cwd: work,
+        signal: control.signal,
+        onLine: (line) => {
+          const p = ytdlpProgress(line)
+          if (p) control.report(p)
+        },
       }).finally(withCookies.remove)
+      if (control.signal.aborted) throw clientLeft()
       const files = readdirSync(work).filter((f) => f.startsWith('media.'))
       if (result.code !== 0 || files.length !== 1) {
         if (result.timedOut) throw new AppError(504, 'timeout', 'The file could not be fetched in time.')
@@ -124,7 +181,6 @@ export function createDelivery({ config, guard, runnable, proxy, stats, cookies 
         throw upstreamFailed(errorLine(result.stderr) || 'yt-dlp could not fetch it')
       }
       renameSync(join(work, files[0]!), path)
-      evict(path)
       return path
     } finally {
       rmSync(work, { recursive: true, force: true })
@@ -194,7 +250,15 @@ export function createDelivery({ config, guard, runnable, proxy, stats, cookies 
 
   /** GET/HEAD /dl/<id>: the bytes, streamed from upstream with Range passed on, or from the cache. */
   async function serve(t: TicketRow, request: Request): Promise<Response> {
-    if (t.method === 'ytdlp') return serveFile(t, await cached(t), request)
+    if (t.method === 'ytdlp' || isAudioTicket(t)) {
+      // Bun closes a connection idle for 10 s, and the client's leaving would end the run it waits for.
+      holdOpen?.(request, 0)
+      try {
+        return serveFile(t, await cached(t, request.signal), request)
+      } finally {
+        holdOpen?.(request, IDLE_SECONDS)
+      }
+    }
     const head = request.method === 'HEAD'
     // identity: a compressed answer would be decompressed by fetch, and its Content-Length and byte ranges
     // would no longer describe what we send.
@@ -251,7 +315,7 @@ export function createDelivery({ config, guard, runnable, proxy, stats, cookies 
     return new Response(response.body, { status: response.status, headers: out })
   }
 
-  return { serve, limiter: fetchLimiter }
+  return { serve, prepare, limiter: fetchLimiter, preparations }
 }
 
 /** A media type worth repeating: upstream's when it says what the bytes are, else the format's. */

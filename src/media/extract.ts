@@ -20,6 +20,8 @@ export interface MediaFormat {
   upstreamUrl: string
   headers: Record<string, string>
   contentType: string
+  /** Extracted audio only (audio.ts): what its ticket stores instead of the headers. */
+  recipe?: string
 }
 
 export interface Extraction {
@@ -29,6 +31,8 @@ export interface Extraction {
   extractor: string
   duration: number | null
   thumbnail: string | null
+  /** Who made it, where the site says (audio tags). */
+  artist?: string | null
   formats: MediaFormat[]
 }
 
@@ -230,8 +234,14 @@ export function parseInfo(info: unknown, canMerge: boolean): Extraction | null {
     extractor: clip(oneLine(str(top.extractor_key) ?? str(top.extractor) ?? 'generic'), 64),
     duration: num(top.duration),
     thumbnail: thumbnailOf(top.thumbnail, top.webpage_url),
+    ...artistOf(top),
     formats,
   }
+}
+
+const artistOf = (top: Record<string, any>) => {
+  const a = str(top.artist) ?? str(top.creator) ?? str(top.uploader)
+  return a ? { artist: clip(oneLine(a), MAX_TITLE) } : {}
 }
 
 /** yt-dlp leaves an og:image thumbnail as the page wrote it (relative, too): resolved against the page. */

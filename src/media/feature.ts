@@ -7,8 +7,8 @@ import type { HotRoute } from '../web/pipeline'
 import { startGuardProxy, type GuardProxy } from '../kernel/net/proxy'
 import { createMediaRoutes, mediaApi } from './api'
 import { cookieKey, createCookieJar } from './cookies'
+import { PROGRESS_HEADERS } from './progress'
 import { killRunning } from './runner'
-import { progressStandin } from './progress-standin'
 import { createMediaService, type MediaService } from './service'
 import type { AuditRows } from '../audit'
 import type { TicketStorage } from './storage/contract'
@@ -22,7 +22,10 @@ import { createYtdlp } from './ytdlp'
 function headOfDownload(media: MediaService): HotRoute {
   return (request, id) => {
     if (request.method !== 'HEAD') return undefined
-    const path = pathOf(request.url)
+    let path = pathOf(request.url)
+    // HEAD of a progress stream: checked like its GET, answered with its headers, and nothing is started.
+    const progress = path.endsWith('/progress')
+    if (progress) path = path.slice(0, -'/progress'.length)
     if (!path.startsWith('/dl/') || path.indexOf('/', 4) >= 0) return undefined
     let ticketId: string
     try {
@@ -33,7 +36,8 @@ function headOfDownload(media: MediaService): HotRoute {
     return (async () => {
       const query = queryParams(request.url)
       const text = (v: unknown) => (typeof v === 'string' ? v : null)
-      const res = await media.serve(await media.ticket(ticketId, text(query.exp), text(query.sig)), request)
+      const ticket = await media.ticket(ticketId, text(query.exp), text(query.sig))
+      const res = progress ? new Response(null, { headers: PROGRESS_HEADERS }) : await media.serve(ticket, request)
       res.headers.set('x-request-id', id)
       return res
     })()
@@ -90,10 +94,15 @@ export function createMediaFeature(shared: Shared, deps: MediaFeatureDeps) {
     onOutcome: (outcome) => extractions.inc(outcome),
     faults: shared.faults,
     cookies,
+    holdOpen: (request, seconds) => {
+      try {
+        shared.server()?.timeout(request, seconds)
+      } catch {} // a request the server did not receive (handled in-process)
+    },
   })
   const feature: Feature = {
     hot: [headOfDownload(media)],
-    routes: createMediaRoutes(media).use(progressStandin(media, config.server.base_url)),
+    routes: createMediaRoutes(media),
     api: mediaApi(media),
     metrics(m) {
       m.sampled('linkbox_media_queue', 'yt-dlp runs (extractions and fetches) waiting for a slot.', () => media.queued)

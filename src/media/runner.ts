@@ -12,6 +12,12 @@ export interface RunOptions {
   /** stdout beyond this is an error (a page cannot make us hold gigabytes of JSON). */
   maxStdoutBytes: number
   cwd?: string
+  /** Aborted: the run is killed like a timed-out one (its client left; prepare.ts). */
+  signal?: AbortSignal
+  /** Given: each line of stdout goes here as it comes, and none is kept (a progress feed can be long). */
+  onLine?: (line: string) => void
+  /** Each line of stderr as it comes (ffmpeg names the input's duration there). */
+  onErrLine?: (line: string) => void
 }
 
 export interface RunResult {
@@ -88,11 +94,20 @@ export async function runYtdlp(opts: RunOptions): Promise<RunResult> {
     timedOut = true
     killGroup(proc.pid)
   }, opts.timeoutMs)
+  const abort = () => killGroup(proc.pid)
+  if (opts.signal?.aborted) abort()
+  opts.signal?.addEventListener('abort', abort)
+  const outLines = opts.onLine && lineSplitter(opts.onLine)
+  const errLines = opts.onErrLine && lineSplitter(opts.onErrLine)
 
   const readOut = (async () => {
     const chunks: Uint8Array[] = []
     let size = 0
     for await (const chunk of proc.stdout as unknown as AsyncIterable<Uint8Array>) {
+      if (outLines) {
+        outLines(chunk)
+        continue
+      }
       size += chunk.byteLength
       if (size > opts.maxStdoutBytes) {
         tooLarge = true
@@ -106,6 +121,7 @@ export async function runYtdlp(opts: RunOptions): Promise<RunResult> {
   const readErr = (async () => {
     let tail = Buffer.alloc(0)
     for await (const chunk of proc.stderr as unknown as AsyncIterable<Uint8Array>) {
+      errLines?.(chunk)
       tail = Buffer.concat([tail, chunk])
       if (tail.length > STDERR_KEEP * 2) tail = tail.subarray(tail.length - STDERR_KEEP)
     }
@@ -116,9 +132,26 @@ export async function runYtdlp(opts: RunOptions): Promise<RunResult> {
     return { code, stdout, stderr, timedOut, tooLarge, ms: performance.now() - started }
   } finally {
     clearTimeout(timer)
+    opts.signal?.removeEventListener('abort', abort)
     live.delete(proc.pid)
     // Whatever yt-dlp left behind in its group (a stray ffmpeg) goes with it.
     killGroup(proc.pid)
+  }
+}
+
+/** Calls `each` with every whole line of the chunks it is fed (a line over 4 KiB is cut there). */
+function lineSplitter(each: (line: string) => void): (chunk: Uint8Array) => void {
+  const decoder = new TextDecoder()
+  let pending = ''
+  return (chunk) => {
+    pending += decoder.decode(chunk, { stream: true })
+    let nl = pending.search(/[\r\n]/)
+    while (nl >= 0) {
+      if (nl > 0) each(pending.slice(0, nl))
+      pending = pending.slice(nl + 1)
+      nl = pending.search(/[\r\n]/)
+    }
+    if (pending.length > 4096) pending = ''
   }
 }
 

@@ -6,6 +6,7 @@ import { AppError, badRequest, notFound } from '../kernel/errors'
 import { privateAddress } from '../kernel/net/private-address'
 import type { LinkSigner } from '../kernel/signing'
 import type { FaultLog } from '../web/fault-log'
+import { extractedAudio, isAudioTicket } from './audio'
 import { createDelivery, SOCKET_TIMEOUT_S } from './delivery'
 import {
   classifyFailure,
@@ -16,6 +17,7 @@ import {
   unsupportedUrl,
   upstreamFailed,
   type Extraction,
+  type MediaFormat,
 } from './extract'
 import { GUARD_BYPASS, guardCheck, guardVerdicts, normalize, photoOf, screen } from './page'
 import { NO_COOKIES, type CookieJar } from './cookies'
@@ -64,6 +66,8 @@ export interface MediaDeps {
   faults: FaultLog
   /** The admin's cookies per site (cookies.ts): yt-dlp gets a site's for that site's URLs only. */
   cookies?: CookieJar
+  /** Sets a request's idle timeout (0: none), for requests that wait for a preparation. */
+  holdOpen?: (request: Request, seconds: number) => void
 }
 
 /** One video with its subtitles (subtitles.ts), or, for playlist=1, a playlist (playlist.ts). */
@@ -106,6 +110,7 @@ export function createMediaService({
   onOutcome,
   faults,
   cookies,
+  holdOpen,
 }: MediaDeps) {
   const base = config.server.base_url
   const allowPrivate = config.media.allow_private_networks
@@ -115,7 +120,7 @@ export function createMediaService({
   const inflight = new Map<string, Promise<Found>>()
   const stats = { bytesServed: 0 }
   const count = (o: ExtractionOutcome) => onOutcome?.(o)
-  const delivery = createDelivery({ config, guard, runnable, proxy, stats, cookies })
+  const delivery = createDelivery({ config, guard, runnable, proxy, stats, cookies, holdOpen })
   const fetchLimiter = delivery.limiter
 
   /** The yt-dlp to run: none, or one too old to be kept behind the guard (SPEC §6), is a 503 and never runs. */
@@ -275,9 +280,9 @@ export function createMediaService({
     const title = found.title || 'download'
     const ids = tickets.insertAll(
       isPlaylist(found)
-        ? playlistTickets(found, made)
+        ? playlistTickets(withAudio(found), made)
         : [
-            ...formatTickets(found.formats, url, title, made),
+            ...formatTickets(offered(found), url, title, made),
             ...subtitleTickets(found.subtitles ?? [], url, title, made),
           ],
     )
@@ -289,6 +294,34 @@ export function createMediaService({
     return ids
   }
 
+  /** What an answer lists: the page's formats, then the audio extracted from its best sound (audio.ts). */
+  const offers = new WeakMap<object, MediaFormat[]>()
+  const offered = (found: Extraction) => {
+    let list = offers.get(found)
+    if (!list) offers.set(found, (list = [...found.formats, ...extractedAudio(found, canMerge)]))
+    return list
+  }
+  /** A playlist whose entries each offer their extracted audio too (made once per cached playlist). */
+  const audioPlaylists = new WeakMap<Playlist, Playlist>()
+  const withAudio = (p: Playlist): Playlist => {
+    let made = audioPlaylists.get(p)
+    if (made) return made
+    const entries = p.entries.map((e) => {
+      const as = {
+        source: e.page,
+        title: e.title,
+        kind: 'video' as const,
+        extractor: p.extractor,
+        duration: e.duration,
+      }
+      return { ...e, formats: offered({ ...as, thumbnail: e.thumbnail, formats: e.formats }) }
+    })
+    audioPlaylists.set(p, (made = { ...p, entries }))
+    return made
+  }
+  const audioOnly = <F extends { kind: string }>(formats: F[], audio: boolean | undefined) =>
+    audio ? formats.filter((f) => f.kind === 'audio') : formats
+
   /** The answer's tickets, how to link to one, and when the links expire (as their exp says). */
   async function answering(caller: Caller, input: string, playlist: boolean) {
     const url = normalize(input)
@@ -299,17 +332,20 @@ export function createMediaService({
     return { found: entry.extraction, ids, link, expiresAt: new Date(Math.ceil(expires / 1000) * 1000).toISOString() }
   }
 
-  /** download.json?playlist=1 */
-  async function playlist(caller: Caller, input: string) {
+  /** download.json?playlist=1; `audio`: each entry's audio formats only. */
+  async function playlist(caller: Caller, input: string, opts: { audio?: boolean } = {}) {
     const { found, ids, link, expiresAt } = await answering(caller, input, true)
     if (!isPlaylist(found)) throw new Error('a playlist was asked for')
-    return playlistAnswer(found, ids, link, expiresAt)
+    const answer = playlistAnswer(withAudio(found), ids, link, expiresAt)
+    if (opts.audio) for (const e of answer.entries) e.formats = audioOnly(e.formats, true)
+    return answer
   }
 
-  /** download.json */
-  async function download(caller: Caller, input: string) {
+  /** download.json; `audio`: only the audio formats (extracted and the page's own). */
+  async function download(caller: Caller, input: string, opts: { audio?: boolean } = {}) {
     const { found: extraction, ids, link, expiresAt } = await answering(caller, input, false)
     if (isPlaylist(extraction)) throw new Error('a single video was asked for')
+    const formats = offered(extraction)
     return {
       source: extraction.source,
       title: extraction.title,
@@ -318,8 +354,11 @@ export function createMediaService({
       duration: extraction.duration,
       thumbnail: extraction.thumbnail,
       expires: expiresAt,
-      formats: extraction.formats.map((f, i) => formatAnswer(f, link(ids[i]!))),
-      subtitles: subtitleAnswers(extraction.subtitles ?? [], ids.slice(extraction.formats.length), link),
+      formats: audioOnly(
+        formats.map((f, i) => formatAnswer(f, link(ids[i]!))),
+        opts.audio,
+      ),
+      subtitles: subtitleAnswers(extraction.subtitles ?? [], ids.slice(formats.length), link),
     }
   }
 
@@ -351,12 +390,23 @@ export function createMediaService({
   }
 
   return {
+    /** server.base_url: the signed links' origin. */
+    base,
     download,
     playlist,
     ticket,
     /** GET/HEAD /dl/<id>: the bytes (delivery.ts). */
     serve: (t: TicketRow, request: Request) =>
       isSubtitleTicket(t) ? serveSubtitle(t, request, guard, stats) : delivery.serve(t, request),
+    /**
+     * GET /dl/<id>/progress: the preparation of the ticket's file, joined as a waiter until `signal` aborts;
+     * null when there is nothing to wait for (a format streamed from upstream, or a file in the cache).
+     */
+    prepare: (t: TicketRow, signal: AbortSignal) =>
+      t.method === 'direct' && !isAudioTicket(t) ? null : delivery.prepare(t, signal),
+    holdOpen: (request: Request, seconds: number) => holdOpen?.(request, seconds),
+    /** Preparations under way on this node (tests). */
+    preparations: delivery.preparations,
     sweep,
     /** The downloads each account started from the dashboard (history.ts). */
     history: createHistory({ tickets, signer, clock, ticket }),

@@ -245,9 +245,10 @@ describe('whatever the version: what yt-dlp reports is checked before it is used
       ),
     )
     expect(r.status, JSON.stringify(r.body)).toBe(200)
-    expect(r.body.return.formats.map((f: { id: string }) => f.id)).toEqual(['pub'])
+    // The public format, and the audio extracted from it (issue 41): one ticket each.
+    expect(r.body.return.formats.map((f: { id: string }) => f.id)).toEqual(['pub', 'pub/mp3', 'pub/m4a', 'pub/opus'])
     expect(r.body.return.thumbnail).toBeNull()
-    expect(tickets).toBe(1)
+    expect(tickets).toBe(4)
   })
 
   test('every format on a private address: 400 private_address', async () => {
