@@ -6,7 +6,7 @@ import { AppError, badRequest, notFound } from '../kernel/errors'
 import { privateAddress } from '../kernel/net/private-address'
 import type { LinkSigner } from '../kernel/signing'
 import type { FaultLog } from '../web/fault-log'
-import { extractedAudio, isAudioTicket } from './audio'
+import { isAudioTicket } from './audio'
 import { createDelivery, SOCKET_TIMEOUT_S } from './delivery'
 import {
   classifyFailure,
@@ -17,11 +17,11 @@ import {
   unsupportedUrl,
   upstreamFailed,
   type Extraction,
-  type MediaFormat,
 } from './extract'
 import { GUARD_BYPASS, guardCheck, guardVerdicts, normalize, photoOf, screen } from './page'
 import { NO_COOKIES, type CookieJar } from './cookies'
 import { createHistory } from './history'
+import { audioOnly, createOffers } from './offers'
 import { fromExtraction, playlistArgs, playlistOfLines, screenPlaylist, type Playlist } from './playlist'
 import { createLimiter, runYtdlp } from './runner'
 import type { TicketRow, TicketStorage } from './storage/contract'
@@ -294,33 +294,7 @@ export function createMediaService({
     return ids
   }
 
-  /** What an answer lists: the page's formats, then the audio extracted from its best sound (audio.ts). */
-  const offers = new WeakMap<object, MediaFormat[]>()
-  const offered = (found: Extraction) => {
-    let list = offers.get(found)
-    if (!list) offers.set(found, (list = [...found.formats, ...extractedAudio(found, canMerge)]))
-    return list
-  }
-  /** A playlist whose entries each offer their extracted audio too (made once per cached playlist). */
-  const audioPlaylists = new WeakMap<Playlist, Playlist>()
-  const withAudio = (p: Playlist): Playlist => {
-    let made = audioPlaylists.get(p)
-    if (made) return made
-    const entries = p.entries.map((e) => {
-      const as = {
-        source: e.page,
-        title: e.title,
-        kind: 'video' as const,
-        extractor: p.extractor,
-        duration: e.duration,
-      }
-      return { ...e, formats: offered({ ...as, thumbnail: e.thumbnail, formats: e.formats }) }
-    })
-    audioPlaylists.set(p, (made = { ...p, entries }))
-    return made
-  }
-  const audioOnly = <F extends { kind: string }>(formats: F[], audio: boolean | undefined) =>
-    audio ? formats.filter((f) => f.kind === 'audio') : formats
+  const { offered, withAudio } = createOffers(canMerge)
 
   /** The answer's tickets, how to link to one, and when the links expire (as their exp says). */
   async function answering(caller: Caller, input: string, playlist: boolean) {

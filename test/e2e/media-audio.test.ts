@@ -193,6 +193,30 @@ describe('audio only', () => {
   )
 })
 
+describe('audio in a playlist', () => {
+  test(
+    "playlist=1&audio=1: each entry lists only its extracted audio; the second entry's mp3 is its own sound, tagged with its title",
+    async () => {
+      const r = await download(fresh(fx, 'playlist-page'), { playlist: '1', audio: '1' })
+      expect(r.status, JSON.stringify(r.body)).toBe(200)
+      const entries = r.body.return.entries
+      expect(entries).toHaveLength(3)
+      for (const e of entries) expect(e.formats.map((f: any) => f.id)).toEqual(['0/mp3', '0/m4a', '0/opus'])
+      const mp3 = entries[1].formats[0]
+      const before = fx.requests.length
+      const res = await box.request(local(mp3.url))
+      expect(res.status, res.status === 200 ? '' : await res.clone().text()).toBe(200)
+      const probe = await ffprobe(new Uint8Array(await res.arrayBuffer()))
+      expect(probe.streams.filter((s) => s.codec_type === 'audio').map((s) => s.codec_name)).toEqual(['mp3'])
+      expect(Math.abs(Number(probe.format.duration) - CLIP.seconds)).toBeLessThanOrEqual(0.2)
+      expect(tagOf(probe, 'title')).toBe(entries[1].title)
+      // The second entry's own file was the source.
+      expect(fx.requests.slice(before).map((q) => q.path)).toContain('/media/clip-two.mp4')
+    },
+    LONG,
+  )
+})
+
 describe('GET /dl/<id>/progress', () => {
   test(
     'an audio format: progress events, then ready with the link; a second ask is ready at once',

@@ -103,7 +103,7 @@ describe('subtitles', () => {
         'en.vtt',
         'en.srt',
       ])
-      expect(tickets).toBe(3) // the format, en.vtt, en.srt
+      expect(tickets).toBe(6) // the format, its extracted mp3, m4a and opus, en.vtt, en.srt
       const link = new URL(r.body.return.subtitles[1].url)
       const srt = await box.request(link.pathname + link.search)
       expect(await srt.text()).toBe('1\n00:00:00,000 --> 00:00:01,000\nPublic\n')
@@ -178,10 +178,10 @@ describe('playlists', () => {
           e.formats.map((f) => f.id),
         ]),
       ).toEqual([
-        [2, null, ['pub']],
-        [3, pub('/3.jpg'), ['pub']],
+        [2, null, ['pub', 'pub/mp3', 'pub/m4a', 'pub/opus']],
+        [3, pub('/3.jpg'), ['pub', 'pub/mp3', 'pub/m4a', 'pub/opus']],
       ])
-      expect(tickets).toBe(2)
+      expect(tickets).toBe(8) // each entry's format and its three extracted audio formats
     } finally {
       await box.cleanup()
     }

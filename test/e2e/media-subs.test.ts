@@ -46,7 +46,8 @@ describe('subtitles', () => {
       ])
       for (const s of subs) expect(s.url).toMatch(/^http:\/\/localhost:8080\/dl\/[0-9]+\?exp=[0-9]+&sig=/)
       expect(JSON.stringify(subs)).not.toContain(fx.origin)
-      expect(r.body.return.formats).toHaveLength(1)
+      // The page's one format, then the audio extracted from it (audio.ts).
+      expect(r.body.return.formats.map((f: { id: string }) => f.id)).toEqual(['0', '0/mp3', '0/m4a', '0/opus'])
 
       const vtt = await box.request(local(subs[0].url))
       expect(vtt.status).toBe(200)
@@ -132,7 +133,8 @@ describe('playlists', () => {
       ])
       for (const [i, name] of ['one', 'two', 'three'].entries()) {
         const entry = ret.entries[i]
-        expect(entry.formats).toHaveLength(1)
+        // Each entry's one format, then the audio extracted from it (audio.ts).
+        expect(entry.formats.map((f: { id: string }) => f.id)).toEqual(['0', '0/mp3', '0/m4a', '0/opus'])
         expect(entry.formats[0]).toMatchObject({ id: '0', ext: 'mp4', kind: 'video+audio' })
         const before = fx.requests.length
         const file = await box.request(local(entry.formats[0].url))
@@ -151,7 +153,7 @@ describe('playlists', () => {
       expect(r.status, JSON.stringify(r.body)).toBe(200)
       expect(r.body.return).toMatchObject({ title: 'Fixture playlist page (1)', kind: 'video', subtitles: [] })
       expect(r.body.return.entries).toBeUndefined()
-      expect(r.body.return.formats).toHaveLength(1)
+      expect(r.body.return.formats.map((f: { id: string }) => f.id)).toEqual(['0', '0/mp3', '0/m4a', '0/opus'])
       const before = fx.requests.length
       await (await box.request(local(r.body.return.formats[0].url))).arrayBuffer()
       expect(fx.requests.slice(before).map((q) => q.path)).toEqual(['/media/clip-one.mp4'])
