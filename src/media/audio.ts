@@ -7,7 +7,7 @@ import type { Config } from '../kernel/config'
 import { AppError } from '../kernel/errors'
 import { GuardError, guardedFetch } from '../kernel/net/guard'
 import { contentTypeOf, upstreamFailed, type Extraction, type MediaFormat } from './extract'
-import type { MediaGuard } from './page'
+import { fileFetchFailure, type MediaGuard } from './page'
 import { clientLeft, ffmpegDuration, ffmpegProgress, type Progress, type RunControl } from './prepare'
 import { runYtdlp } from './runner'
 import type { TicketRow } from './storage/contract'
@@ -197,16 +197,9 @@ async function ffmpeg(config: Config, args: string[], control: RunControl) {
   }
 }
 
-const guardFailure = (err: unknown) => {
-  if (err instanceof GuardError) {
-    if (err.reason === 'private')
-      return new AppError(502, 'upstream_failed', 'The file leads to a private or local network address.')
-    if (err.reason === 'timeout') return new AppError(504, 'timeout', "The file's server did not answer in time.")
-    if (err.reason === 'aborted') return clientLeft()
-    return upstreamFailed(err.message)
-  }
-  return err
-}
+/** As a streamed file's (page.ts), but a client that left is said as such. */
+const guardFailure = (err: unknown) =>
+  err instanceof GuardError && err.reason === 'aborted' ? clientLeft() : fileFetchFailure(err)
 
 /** The source file, fetched through the guard into `file` (at most media.cache_max_bytes), with progress. */
 async function download(

@@ -5,11 +5,11 @@ import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, utim
 import { join } from 'node:path'
 import type { Config } from '../kernel/config'
 import { AppError } from '../kernel/errors'
-import { GuardError, guardedFetch } from '../kernel/net/guard'
+import { guardedFetch } from '../kernel/net/guard'
 import { contentDisposition } from '../web/disposition'
 import { NO_COOKIES, type CookieJar } from './cookies'
 import { classifyFailure, errorLine, upstreamFailed } from './extract'
-import type { MediaGuard } from './page'
+import { fileFetchFailure, type MediaGuard } from './page'
 import { convertAudio, isAudioTicket, type AudioDeps } from './audio'
 import {
   clientLeft,
@@ -281,13 +281,7 @@ export function createDelivery({ config, guard, runnable, proxy, stats, cookies,
         timeoutMs: UPSTREAM_HEADERS_MS,
       })
     } catch (err) {
-      if (err instanceof GuardError) {
-        if (err.reason === 'private')
-          throw new AppError(502, 'upstream_failed', 'The file leads to a private or local network address.')
-        if (err.reason === 'timeout') throw new AppError(504, 'timeout', "The file's server did not answer in time.")
-        throw upstreamFailed(err.message)
-      }
-      throw err
+      throw fileFetchFailure(err)
     }
     const { response } = answer
     if (response.status !== 200 && response.status !== 206 && response.status !== 416) {

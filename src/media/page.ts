@@ -1,6 +1,6 @@
 // A page before yt-dlp reads it and what it answers: the URL normalised and checked by the SSRF guard, every
 // address of the answer screened, and the page's picture (fetched under the guard) when yt-dlp finds no media.
-import { badRequest } from '../kernel/errors'
+import { AppError, badRequest } from '../kernel/errors'
 import { checkUrl, GuardError, guardedFetch, type GuardOptions } from '../kernel/net/guard'
 import { privateAddress } from '../kernel/net/private-address'
 import { extractionTimeout, upstreamFailed, type Extraction } from './extract'
@@ -135,4 +135,13 @@ export async function screen<E extends Extraction>(
   if (formats.length === 0) throw privateAddress()
   const thumbnail = extraction.thumbnail && (await allowed(extraction.thumbnail)) ? extraction.thumbnail : null
   return { ...extraction, formats, thumbnail }
+}
+
+/** A guarded fetch of a file that failed, as its answer: a private address or a timeout said so, else upstream_failed. */
+export function fileFetchFailure(err: unknown): unknown {
+  if (!(err instanceof GuardError)) return err
+  if (err.reason === 'private')
+    return new AppError(502, 'upstream_failed', 'The file leads to a private or local network address.')
+  if (err.reason === 'timeout') return new AppError(504, 'timeout', "The file's server did not answer in time.")
+  return upstreamFailed(err.message)
 }

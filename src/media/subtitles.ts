@@ -2,11 +2,10 @@
 // as VTT and as SRT with a signed link of its own. The VTT is fetched under the guard, at most 2 MiB, when the
 // link is used; SRT is made from it here (webvtt.ts). A subtitle ticket is an ordinary ticket row (no migration):
 // its format id is `subtitles/<lang>/<manual|auto>.<vtt|srt>` and its content type one of SUBTITLE_TYPES.
-import { AppError } from '../kernel/errors'
-import { GuardError, guardedFetch } from '../kernel/net/guard'
+import { guardedFetch } from '../kernel/net/guard'
 import { fileHeaders } from './delivery'
 import { forwardedHeaders, oneLine, upstreamFailed } from './extract'
-import type { MediaGuard } from './page'
+import { fileFetchFailure, type MediaGuard } from './page'
 import type { TicketRow } from './storage/contract'
 import { vttToSrt } from './webvtt'
 
@@ -121,13 +120,7 @@ async function fetchVtt(
       timeoutMs: FETCH_MS,
     })
   } catch (err) {
-    if (err instanceof GuardError) {
-      if (err.reason === 'private')
-        throw new AppError(502, 'upstream_failed', 'The file leads to a private or local network address.')
-      if (err.reason === 'timeout') throw new AppError(504, 'timeout', "The file's server did not answer in time.")
-      throw upstreamFailed(err.message)
-    }
-    throw err
+    throw fileFetchFailure(err)
   }
   const { response } = answer
   if (response.status !== 200 || !response.body) {
