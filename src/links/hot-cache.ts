@@ -4,7 +4,7 @@
 import { codeKey } from './domains'
 import { sharedRead } from './shared-read'
 import { hasPreview } from './preview'
-import type { LinkRow, LinkStorage } from './storage/contract'
+import { blankLinkRow, type LinkRow, type LinkStorage } from './storage/contract'
 import { isReserved } from './validate'
 
 /** A code whose link is not a plain redirect now (a page, a password, a limit, stopped): the router's. */
@@ -79,31 +79,7 @@ export function createHotCache(deps: {
   let young = new Generation(SIZE)
   let old = new Generation(SIZE)
   // The one row a hit hands out for a plain link, filled from the slot: read at once, never kept.
-  const view: LinkRow = {
-    id: 0,
-    code: '',
-    long_url: '',
-    account_id: null,
-    mode: 'redirect',
-    password_hash: null,
-    created: 0,
-    updated: 0,
-    expires: null,
-    clicks: 0,
-    bots: 0,
-    disabled: null,
-    max_visits: null,
-    visits_used: 0,
-    rules: null,
-    split: null,
-    title: '',
-    domain: '',
-    expired_url: null,
-    og_title: '',
-    og_description: '',
-    og_image: null,
-    meta_due: null,
-  }
+  const view: LinkRow = blankLinkRow()
   // Reads of missed codes under way (PostgreSQL), shared by the visits of one code at once (capped).
   const reading = new Map<string, Promise<HotLink>>()
   const READING_MAX = 10_000

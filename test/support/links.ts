@@ -3,7 +3,7 @@
 import { sqliteClickCounts } from '../../src/clicks/storage/sqlite'
 import { eventInserts } from '../../src/webhooks/storage/sqlite'
 import type { Db } from '../../src/db/sqlite'
-import type { LinkRow } from '../../src/links/storage/contract'
+import { blankLinkRow, type LinkRow } from '../../src/links/storage/contract'
 import { sqliteLinkStorage } from '../../src/links/storage/sqlite'
 import { sqliteWebhookQueue } from '../../src/webhooks/storage/sqlite'
 
@@ -15,28 +15,10 @@ export const sqliteLinkDeps = (db: Db) => ({
 
 /** A whole link row as storage reads it: a plain redirect of account 7 with every other field at its default. */
 export const linkRow = (more: Partial<LinkRow> = {}): LinkRow => ({
+  ...blankLinkRow(),
   id: 1,
   code: 'abc',
   long_url: 'https://example.com/a',
   account_id: 7,
-  mode: 'redirect',
-  password_hash: null,
-  created: 0,
-  updated: 0,
-  expires: null,
-  clicks: 0,
-  bots: 0,
-  disabled: null,
-  max_visits: null,
-  visits_used: 0,
-  rules: null,
-  split: null,
-  title: '',
-  domain: '',
-  expired_url: null,
-  og_title: '',
-  og_description: '',
-  og_image: null,
-  meta_due: null,
   ...more,
 })

@@ -34,6 +34,47 @@ export interface LinkRow {
   /** Unix ms: the destination's title is still to be fetched (links.fetch_metadata); null: nothing to fetch. */
   meta_due: number | null
 }
+/** The row a new link is stored as: its fields, the defaults of those it left out, nothing counted yet. */
+export const newLinkRow = (id: number, code: string, l: Omit<NewLink, 'code'>): LinkRow => ({
+  id,
+  code,
+  long_url: l.long_url,
+  account_id: l.account_id,
+  mode: l.mode,
+  password_hash: l.password_hash,
+  created: l.created,
+  updated: l.created,
+  expires: l.expires,
+  clicks: 0,
+  bots: 0,
+  disabled: null,
+  max_visits: l.max_visits,
+  visits_used: 0,
+  rules: l.rules,
+  split: l.split,
+  title: l.title ?? '',
+  domain: l.domain ?? '',
+  expired_url: l.expired_url ?? null,
+  og_title: l.og_title ?? '',
+  og_description: l.og_description ?? '',
+  og_image: l.og_image ?? null,
+  meta_due: l.meta_due ?? null,
+})
+
+/** A plain redirect to nowhere with every field at its default (a row to fill in). */
+export const blankLinkRow = (): LinkRow =>
+  newLinkRow(0, '', {
+    long_url: '',
+    account_id: null,
+    mode: 'redirect',
+    password_hash: null,
+    created: 0,
+    expires: null,
+    max_visits: null,
+    rules: null,
+    split: null,
+  })
+
 /** The fields a change may write (the domain is the link's for life). */
 export type LinkChanges = Partial<
   Pick<

@@ -1,38 +1,23 @@
 // Short links on PostgreSQL, for any number of nodes sharing one database (concurrency: design notes, links).
 import type { SQL, TransactionSQL } from 'bun'
 import { int, intOrNull } from '../../db/postgres/rows'
-import { CODE_TAKEN, GONE, REFUSED, type LinkRow, type LinkStorage, type NewLink, type RemovedLink } from './contract'
+import {
+  CODE_TAKEN,
+  GONE,
+  newLinkRow,
+  REFUSED,
+  type LinkRow,
+  type LinkStorage,
+  type NewLink,
+  type RemovedLink,
+} from './contract'
 import { link, postgresLinkReads } from './postgres-reads'
 import { postgresMetaStore } from './postgres-meta'
 import { postgresImages } from './postgres-images'
 import { postgresTagReads } from './postgres-tags'
 
 /** A new link's row built from the values bound and the id the insert gave (RETURNING * cost ~16 decodes). */
-const insertedRow = (id: unknown, code: string, l: Omit<NewLink, 'code'>): LinkRow => ({
-  id: int(id),
-  code,
-  long_url: l.long_url,
-  account_id: l.account_id,
-  mode: l.mode,
-  password_hash: l.password_hash,
-  created: l.created,
-  updated: l.created,
-  expires: l.expires,
-  clicks: 0,
-  bots: 0,
-  disabled: null,
-  max_visits: l.max_visits,
-  visits_used: 0,
-  rules: l.rules,
-  split: l.split,
-  title: l.title ?? '',
-  domain: l.domain ?? '',
-  expired_url: l.expired_url ?? null,
-  og_title: l.og_title ?? '',
-  og_description: l.og_description ?? '',
-  og_image: l.og_image ?? null,
-  meta_due: l.meta_due ?? null,
-})
+const insertedRow = (id: unknown, code: string, l: Omit<NewLink, 'code'>): LinkRow => newLinkRow(int(id), code, l)
 
 export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
   /** Tags added to a link, in `tx`. */

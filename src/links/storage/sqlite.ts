@@ -5,6 +5,7 @@ import { createWriteGroup } from '../../db/sqlite/write-group'
 import {
   CODE_TAKEN,
   GONE,
+  newLinkRow,
   REFUSED,
   type LinkChanges,
   type LinkRow,
@@ -186,31 +187,7 @@ export function sqliteLinkStorage(db: Db): LinkStorage<Db> {
       r.og_image ?? null,
       r.meta_due ?? null,
     )
-    return {
-      id: Number(lastInsertRowid),
-      code,
-      long_url: r.long_url,
-      account_id: r.account_id,
-      mode: r.mode,
-      password_hash: r.password_hash,
-      created: r.created,
-      updated: r.created,
-      expires: r.expires,
-      clicks: 0,
-      bots: 0,
-      disabled: null,
-      max_visits: r.max_visits,
-      visits_used: 0,
-      rules: r.rules,
-      split: r.split,
-      title: r.title ?? '',
-      domain: r.domain ?? '',
-      expired_url: r.expired_url ?? null,
-      og_title: r.og_title ?? '',
-      og_description: r.og_description ?? '',
-      og_image: r.og_image ?? null,
-      meta_due: r.meta_due ?? null,
-    }
+    return newLinkRow(Number(lastInsertRowid), code, r)
   }
   /** Writes only the fields present in `changes`. */
   const updateRow = (id: number, changes: LinkChanges, now: number) =>
