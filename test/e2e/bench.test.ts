@@ -30,7 +30,7 @@ import {
 import { parseWrk } from '../../scripts/bench/wrk'
 import { startBareSmtp, startMailBox, type MailBox } from '../../scripts/bench/mail'
 import { quantile, replyReader, smallMessage, smtpLoad } from '../../scripts/bench/smtp-load'
-import { alternating, curlGets, parseCurl, throughput } from '../../scripts/bench/media'
+import { alternating, curlGets, parseCurl, throughput } from '../../scripts/bench/curl'
 import { createEndpoint, drain, startReceiver } from '../../scripts/bench/webhooks'
 import { checkRedirects, loadedUrl, summed } from '../../scripts/bench/postgres'
 
