@@ -76,7 +76,8 @@ export function createClicksFeature(shared: Shared, deps: ClicksDeps, opts: Clic
     // Today's key at the start and tomorrow's ahead of midnight, so that no visit waits for the database.
     jobs: [{ name: 'day keys', everyMs: 5 * 60_000, run: () => dayKeys.refresh() }],
     listen: () => {
-      dayKeys.refresh().catch(() => {}) // logged by day-keys.ts; current() tries again
+      // Read on the next turn, like the writer's start: a visit before it reads the key itself (current()).
+      setTimeout(() => dayKeys.refresh().catch(() => {}), 0) // logged by day-keys.ts; current() tries again
       recorder.start()
       sharedVisitors?.start()
     },
