@@ -41,6 +41,7 @@ export function createClicksFeature(shared: Shared, deps: ClicksDeps, opts: Clic
       now: clock,
     },
   })
+  let keyRead: ReturnType<typeof setTimeout> | undefined
   const feature: Feature = {
     metrics(m) {
       m.sampled(
@@ -77,12 +78,13 @@ export function createClicksFeature(shared: Shared, deps: ClicksDeps, opts: Clic
     jobs: [{ name: 'day keys', everyMs: 5 * 60_000, run: () => dayKeys.refresh() }],
     listen: () => {
       // Read on the next turn, like the writer's start: a visit before it reads the key itself (current()).
-      setTimeout(() => dayKeys.refresh().catch(() => {}), 0) // logged by day-keys.ts; current() tries again
+      keyRead = setTimeout(() => dayKeys.refresh().catch(() => {}), 0) // logged by day-keys.ts; current() tries again
       recorder.start()
       sharedVisitors?.start()
     },
     // Throws ClicksNotWritten when the last write fails (the root closes the database all the same).
     close: async () => {
+      clearTimeout(keyRead)
       try {
         await recorder.stop()
       } finally {
