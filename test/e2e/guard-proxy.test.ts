@@ -3,12 +3,16 @@
 // proxy's doing), a local fixture is reachable only with allowPrivate, a redirect from an allowed host to a
 // private one is refused, and the proxy's own limits hold (credentials, head size, connection cap, CONNECT
 // checks, stop()).
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startGuardProxy, type GuardProxy } from '../../src/kernel/net/proxy'
+
+// The yt-dlp tests run several yt-dlp processes (~1 s of CPU each to start): 11 s on a quiet machine, 23 s
+// beside three busy loops, against the tiers' 30 s.
+setDefaultTimeout(90_000)
 
 type Server = ReturnType<typeof Bun.serve>
 let dir: string
