@@ -47,26 +47,11 @@ export function postgresLinkStorage(sql: SQL): LinkStorage<TransactionSQL> {
   let committed = 0
   const inFlight = new Set<Promise<unknown>>()
 
-  const values = (l: Omit<NewLink, 'code'>, code: string) => ({
-    code,
-    long_url: l.long_url,
-    account_id: l.account_id,
-    mode: l.mode,
-    password_hash: l.password_hash,
-    created: l.created,
-    updated: l.created,
-    expires: l.expires,
-    max_visits: l.max_visits,
-    rules: l.rules,
-    split: l.split,
-    title: l.title ?? '',
-    domain: l.domain ?? '',
-    expired_url: l.expired_url ?? null,
-    og_title: l.og_title ?? '',
-    og_description: l.og_description ?? '',
-    og_image: l.og_image ?? null,
-    meta_due: l.meta_due ?? null,
-  })
+  /** The columns a creation inserts: the new row's, less those the table fills in (id and the counters). */
+  const values = (l: Omit<NewLink, 'code'>, code: string) => {
+    const { id: _, clicks: _c, bots: _b, disabled: _d, visits_used: _v, ...columns } = newLinkRow(0, code, l)
+    return columns
+  }
   /** A code's place: codes are unique per domain. */
   const slot = (domain: string | undefined, code: string) => `${domain ?? ''}\n${code}`
 
