@@ -2,45 +2,68 @@
 // the thread pool; one fsync covers every commit made before it started.
 import { open } from 'node:fs/promises'
 
-export type WalSync = () => Promise<void>
+export interface WalSync {
+  /** Resolves once everything committed before the call is on disk. */
+  (): Promise<void>
+  /**
+   * Calls `fn` when no fsync is under way: on the next turn, or as the one under way ends, just before the
+   * next one begins. A write group closed so commits once per fsync, into the fsync its writes wait for anyway.
+   */
+  afterSync(fn: () => void): void
+}
 
-export function createWalSync(dbPath: string): WalSync {
+/** The WAL's fsync; `commits` counts the commits to cover (a sync begun at a count covers those before it). */
+export function createWalSync(
+  dbPath: string,
+  commits: () => number,
+  fsync: (path: string) => Promise<void> = fsyncIfThere,
+): WalSync {
   const wal = `${dbPath}-wal`
-  let running: Promise<void> | null = null
-  let queued: Promise<void> | null = null
+  let running: { done: Promise<void>; covers: number } | null = null
+  // The sync that begins when the running one ends, shared by every caller until then.
+  let next: PromiseWithResolvers<void> | null = null
+  const waiting: (() => void)[] = []
 
-  async function syncOnce() {
-    let handle
-    try {
-      handle = await open(wal, 'r')
-    } catch (err) {
-      // No WAL file: every frame is in the database file, which the checkpoint that removed it synced.
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return
-      throw err
+  function begin(): Promise<void> {
+    const done = fsync(wal)
+    running = { done, covers: commits() }
+    const end = () => {
+      running = null
+      // What waited for this sync's end commits now, so that the next sync covers it.
+      for (const fn of waiting.splice(0)) fn()
+      const following = next
+      next = null
+      if (following) begin().then(following.resolve, following.reject)
     }
-    try {
-      await handle.sync()
-    } finally {
-      await handle.close()
-    }
+    done.then(end, end)
+    return done
   }
 
-  /** Resolves once everything committed before the call is on disk. */
-  return function sync(): Promise<void> {
-    if (!running) {
-      running = syncOnce().finally(() => {
-        running = null
-      })
-      return running
-    }
-    // A sync in progress may have started before our commit: the next one, shared by every caller until it
-    // starts, is the one that covers it.
-    queued ??= running
-      .catch(() => {})
-      .then(() => {
-        queued = null
-        return sync()
-      })
-    return queued
+  const sync = (): Promise<void> => {
+    if (!running) return begin()
+    if (running.covers >= commits()) return running.done
+    next ??= Promise.withResolvers<void>()
+    return next.promise
+  }
+  sync.afterSync = (fn: () => void) => {
+    if (running) waiting.push(fn)
+    else setImmediate(fn)
+  }
+  return sync
+}
+
+async function fsyncIfThere(path: string): Promise<void> {
+  let handle
+  try {
+    handle = await open(path, 'r')
+  } catch (err) {
+    // No WAL file: every frame is in the database file, which the checkpoint that removed it synced.
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return
+    throw err
+  }
+  try {
+    await handle.sync()
+  } finally {
+    await handle.close()
   }
 }

@@ -110,8 +110,9 @@ function mailStatements(db: Db) {
  */
 export function sqliteMessageStore(db: Db, spool: Spool): MessageStore<Db> {
   const q = mailStatements(db)
-  const group = createWriteGroup(db)
-  const walSync = createWalSync(db.filename)
+  // A group closes when no fsync of the WAL is under way (see afterSync): one commit per fsync under load.
+  const walSync = createWalSync(db.filename, () => group.commits)
+  const group = createWriteGroup(db, (flush) => walSync.afterSync(flush))
   const live = (row: MailboxRow | null | undefined, now: number): row is MailboxRow => !!row && row.expires > now
   const missing = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOENT'
 
