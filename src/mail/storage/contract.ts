@@ -1,5 +1,6 @@
 // Temporary mail's storage contract, both engines: mailboxes, messages and their bytes (the SQLite side keeps larger
 // messages' bytes in files beside the database). What both promise is in the notes (ARCHITECTURE).
+import { randomBytes } from 'node:crypto'
 import type { Taken } from '../spool'
 
 export interface MailboxRow {
@@ -76,6 +77,14 @@ export type MailBytes = Blob | Uint8Array | ReadableStream<Uint8Array>
 
 /** The part number of a message's raw bytes (attachments are 1, 2, … as in mail_attachments.part). */
 export const RAW_PART = 0
+
+/**
+ * A new name for a message's bytes in the database: 32 hex digits, its time in ms then 80 random bits, so that
+ * new rows go in at the end of what is keyed by it. Random names put each insert on a page of its own (SQLite,
+ * 20,000 messages in groups of 16: 69 µs a message against 22).
+ */
+export const newBlobName = (now = Date.now()): string =>
+  now.toString(16).padStart(12, '0').slice(-12) + randomBytes(10).toString('hex')
 
 export interface NewMessage {
   /** The mailboxes accepted at RCPT; each is checked again when the message is stored. */

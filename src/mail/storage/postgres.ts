@@ -1,9 +1,9 @@
 // Temporary mail on PostgreSQL (the contract: contract.ts), for any number of nodes: every byte in mail_bodies, in
 // chunks; each write locks the mailboxes it depends on (ascending id) and decides on what the lock returned.
 import type { SQL, TransactionSQL } from 'bun'
-import { randomBytes } from 'node:crypto'
 import { int, intOrNull, text, type PgRow } from '../../db/postgres/rows'
 import {
+  newBlobName,
   RAW_PART,
   type AttachmentRow,
   type MailboxGot,
@@ -164,7 +164,7 @@ export function postgresMessageStore(sql: SQL): MessageStore<TransactionSQL> {
     async storeMessage({ mailboxIds, received, maxMessages, taken, fields: f, body, parts }, within) {
       const ids = [...new Set(mailboxIds)].sort((a, b) => a - b)
       if (ids.length === 0) return []
-      const blob = randomBytes(16).toString('hex')
+      const blob = newBlobName(received)
       try {
         return await sql.begin(async (tx) => {
           // The bytes first, the locks after: a mailbox is held only while its rows are written.

@@ -1,6 +1,5 @@
 // Temporary mail on SQLite (the contract: contract.ts): rows in the database; a small message's bytes in mail_inline
 // with its rows, a larger one's as files of the spool, fsynced before the rows that name them commit.
-import { randomBytes } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { stored, type Db } from '../../db/sqlite'
 import { lazyStatements } from '../../db/sqlite/lazy'
@@ -9,6 +8,7 @@ import { syncWithin } from '../../db/sqlite/within'
 import { createWriteGroup } from '../../db/sqlite/write-group'
 import type { Spool } from '../spool'
 import {
+  newBlobName,
   RAW_PART,
   type AttachmentRow,
   type MailboxGot,
@@ -185,7 +185,7 @@ export function sqliteMessageStore(db: Db, spool: Spool): MessageStore<Db> {
     async storeMessage({ mailboxIds, received, maxMessages, taken, fields, body, parts }, within) {
       const bytes = taken.size + Buffer.byteLength(body) + parts.reduce((n, p) => n + p.length, 0)
       const inline = taken.bytes !== null && bytes <= INLINE_BYTES
-      const name = inline ? randomBytes(16).toString('hex') : await spool.store(taken, body, parts)
+      const name = inline ? newBlobName(received) : await spool.store(taken, body, parts)
       let kept = false
       try {
         const out = await group.run(() => {
