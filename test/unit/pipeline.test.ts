@@ -1,7 +1,7 @@
 // The request pipeline (src/web/pipeline.ts): the client address is asked of the socket once a request,
 // whether a hot route, a synchronous or an async router answer asks for it, and the request line carries it.
 import { expect, test } from 'bun:test'
-import { createPipeline, type PeerSource } from '../../src/web/pipeline'
+import { COLLECT_MS, createPipeline, type PeerSource } from '../../src/web/pipeline'
 import { createLogger } from '../../src/kernel/log'
 
 const ADDRESS: Record<string, string> = {
@@ -132,4 +132,28 @@ test('a hot route that reads first answers after its read, or passes the request
     ['/other', 200],
     ['/broken', 500],
   ])
+})
+
+test('under traffic the young generation is collected every COLLECT_MS, and nothing runs while idle', async () => {
+  let collected = 0
+  const pipeline = createPipeline({
+    logger: createLogger({ requests: false }),
+    hot: [],
+    route: () => new Response('ok'),
+    fault: () => new Response('fault', { status: 500 }),
+    clientIpOf: () => 'unknown',
+    collect: () => void collected++,
+  })
+  const server: PeerSource = { requestIP: () => null }
+  for (let i = 0; i < 50; i++) await pipeline.fetch(new Request('http://x/'), server)
+  expect(collected).toBe(0)
+  await Bun.sleep(COLLECT_MS + 50)
+  expect(collected).toBe(1) // one collection for the burst
+  for (let round = 0; round < 3; round++) {
+    await pipeline.fetch(new Request('http://x/'), server)
+    await Bun.sleep(COLLECT_MS + 50)
+  }
+  expect(collected).toBe(4)
+  await Bun.sleep(3 * COLLECT_MS)
+  expect(collected).toBe(4) // idle: none more
 })
