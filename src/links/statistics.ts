@@ -45,6 +45,27 @@ interface WindowAnswer {
   names: Record<(typeof DIMENSIONS)[number], NameCount[]>
 }
 const ANSWERS_KEPT = 1000
+const PAST_TTL_MS = 30_000
+
+/** A window's days before today and their names, and the link's clicks + bots before today when read. */
+interface PastPart {
+  total: number
+  at: number
+  days: WindowAnswer['days']
+  names: DimNames
+}
+
+/** Every day of [from, from + span) with its stored counts (0 where none was stored). */
+function dayList(from: string, span: number, stored: { day: string; clicks: number; visitors: number }[]) {
+  const byDay = new Map(stored.map((d) => [d.day, d]))
+  const days: WindowAnswer['days'] = []
+  for (let t = Date.parse(`${from}T00:00:00Z`), i = 0; i < span; i++, t += DAY_MS) {
+    const date = dayOf(t)
+    const d = byDay.get(date)
+    days.push({ date, clicks: d?.clicks ?? 0, visitors: d?.visitors ?? 0 })
+  }
+  return days
+}
 
 export function createStatistics(deps: {
   store: Pick<LinkStorage<unknown>, 'byCode'>
@@ -59,6 +80,10 @@ export function createStatistics(deps: {
   // Answers per link and window, valid while no click of the link has been written since (clicks + bots,
   // read with the row, says so). Ids are never reused: a deleted link's entries only go stale.
   const answers = new Map<string, WindowAnswer>()
+  // For a window ending today, its days before today, valid while the link's clicks + bots less today's are
+  // the same: a link clicked while its statistics are polled rereads today's row alone, not the window's.
+  // Read again after PAST_TTL_MS all the same: visitors shared by other nodes add to a day without clicks.
+  const pasts = new Map<string, PastPart>()
 
   async function windowAnswer(row: LinkRow, from: string, to: string, span: number): Promise<WindowAnswer> {
     const linkId = row.id
@@ -66,20 +91,47 @@ export function createStatistics(deps: {
     const written = row.clicks + row.bots
     const kept = answers.get(key)
     if (kept && kept.written === written) return kept
-    const [daysStored, stored] = await Promise.all([counts.days(linkId, from, to), counts.names(linkId, from, to)])
-    const byDay = new Map(daysStored.map((d) => [d.day, d]))
-    const days: { date: string; clicks: number; visitors: number }[] = []
-    for (let t = Date.parse(`${from}T00:00:00Z`), i = 0; i < span; i++, t += DAY_MS) {
-      const date = dayOf(t)
-      const d = byDay.get(date)
-      days.push({ date, clicks: d?.clicks ?? 0, visitors: d?.visitors ?? 0 })
-    }
-    const names = {} as WindowAnswer['names']
-    for (const dim of DIMENSIONS) names[dim] = topNames((stored as DimNames)[dim])
-    const answer: WindowAnswer = { written, days, names }
+    const now = clock()
+    const today = dayOf(now)
+    // On a month's last day the window's names come from that month's rollup, not its days: read whole.
+    const answer =
+      to === today && from < today && dayOf(now + DAY_MS).slice(0, 7) === today.slice(0, 7)
+        ? await withToday(linkId, key, from, today, span, written)
+        : await whole(linkId, from, to, span, written)
     if (answers.size >= ANSWERS_KEPT) answers.clear()
     answers.set(key, answer)
     return answer
+  }
+
+  async function whole(linkId: number, from: string, to: string, span: number, written: number) {
+    const [days, stored] = await Promise.all([counts.days(linkId, from, to), counts.names(linkId, from, to)])
+    const names = {} as WindowAnswer['names']
+    for (const dim of DIMENSIONS) names[dim] = topNames((stored as DimNames)[dim])
+    return { written, days: dayList(from, span, days), names }
+  }
+
+  /** The window's days before today from `pasts` (read again when they changed), and today's row. */
+  async function withToday(linkId: number, key: string, from: string, today: string, span: number, written: number) {
+    const now = await counts.dayAndTotal(linkId, today)
+    const total = now ? now.total - now.clicks - now.bots : -1
+    let past = pasts.get(key)
+    const at = clock()
+    if (!past || past.total !== total || at - past.at > PAST_TTL_MS) {
+      const before = dayOf(Date.parse(`${today}T00:00:00Z`) - DAY_MS)
+      const [days, names] = await Promise.all([counts.days(linkId, from, before), counts.names(linkId, from, before)])
+      past = { total, at, days: dayList(from, span - 1, days), names: names as DimNames }
+      if (pasts.size >= ANSWERS_KEPT) pasts.clear()
+      pasts.set(key, past)
+    }
+    const names = {} as WindowAnswer['names']
+    for (const dim of DIMENSIONS) {
+      const added = now?.names[dim]
+      const sum = added && added.size > 0 ? new Map(past.names[dim]) : past.names[dim]
+      if (added) for (const [name, n] of added) sum.set(name, (sum.get(name) ?? 0) + n)
+      names[dim] = topNames(sum)
+    }
+    const days = [...past.days, { date: today, clicks: now?.clicks ?? 0, visitors: now?.visitors ?? 0 }]
+    return { written, days, names }
   }
 
   /** `flush: false` reads what is written (at most a second behind): for the public page, which any

@@ -292,6 +292,37 @@ describe.each([
     }
   })
 
+  test('dayAndTotal reads one day with the link’s clicks + bots of all time; a day without clicks is zeros, a gone link null', async () => {
+    const e = await makeEngine()
+    try {
+      const store = e.store()
+      const a = await e.link('a')
+      await store.add(
+        batch([a, '2026-03-01', 3, 1, { 'example.com': 2, direct: 1 }, 2], [a, '2026-03-02', 2, 4, {}, 1]),
+      )
+      const got = await store.dayAndTotal(a, '2026-03-01')
+      expect({ ...got!, names: Object.fromEntries(got!.names.source) }).toEqual({
+        total: 10,
+        clicks: 3,
+        bots: 1,
+        visitors: 2,
+        names: { 'example.com': 2, direct: 1 },
+      })
+      const none = await store.dayAndTotal(a, '2026-03-05')
+      expect({ ...none!, names: none!.names.source.size }).toEqual({
+        total: 10,
+        clicks: 0,
+        bots: 0,
+        visitors: 0,
+        names: 0,
+      })
+      await e.deleteLink(a)
+      expect(await store.dayAndTotal(a, '2026-03-01')).toBeNull()
+    } finally {
+      await e.close()
+    }
+  })
+
   test('the clicks of a link deleted before the write are dropped; the other links of the batch are counted', async () => {
     const e = await makeEngine()
     try {

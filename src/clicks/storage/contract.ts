@@ -2,7 +2,7 @@
 // are in the ARCHITECTURE (clicks). One suite runs it on both: test/db/clicks-contract.test.ts.
 import type { Db } from '../../db/sqlite'
 import type { ClickBatch, ClickEvent, EncodedBatch } from '../batch'
-import type { DimNames } from '../names'
+import { parseDims, type DimNames } from '../names'
 
 /**
  * Links written per transaction. A link's first clicks of a day cost 60-100 µs on a 1M-link database (three
@@ -41,7 +41,39 @@ export interface ClickCounts {
   days(linkId: number, from: string, to: string): Promise<{ day: string; clicks: number; visitors: number }[]>
   /** Every name counted in the window [from, to] (YYYY-MM-DD), per dimension: whole months from their rollups, the edge days from their rows. */
   names(linkId: number, from: string, to: string): Promise<DimNames>
+  /**
+   * One day of a link (YYYY-MM-DD) and the link's clicks + bots of all time, read together (one snapshot): what
+   * says whether the days before it changed; null when the link is gone.
+   */
+  dayAndTotal(linkId: number, day: string): Promise<DayAndTotal | null>
 }
+
+export interface DayAndTotal {
+  total: number
+  clicks: number
+  bots: number
+  visitors: number
+  names: DimNames
+}
+
+/** The row both engines read for dayAndTotal (PostgreSQL's bigints come as text; no day row: nulls). */
+export interface DayAndTotalRow {
+  total: number | string
+  clicks: number | string | null
+  bots: number | string | null
+  visitors: number | string | null
+  dims: string | null
+}
+export const dayAndTotalOf = (r: DayAndTotalRow | null | undefined): DayAndTotal | null =>
+  r
+    ? {
+        total: Number(r.total),
+        clicks: Number(r.clicks ?? 0),
+        bots: Number(r.bots ?? 0),
+        visitors: Number(r.visitors ?? 0),
+        names: parseDims(r.dims ?? '{}'),
+      }
+    : null
 
 /** Writes one link.clicked event and its deliveries inside the open SQLite transaction; returns the deliveries. */
 export type InsertClickEvent = (

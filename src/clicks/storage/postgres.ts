@@ -23,7 +23,15 @@ import {
   wholeMonths,
   type StoredNames,
 } from '../names'
-import { LINKS_PER_COMMIT, PartialWrite, type ClickCounts, type DayKeyRows, type SharedVisitorRows } from './contract'
+import {
+  dayAndTotalOf,
+  LINKS_PER_COMMIT,
+  PartialWrite,
+  type ClickCounts,
+  type DayAndTotalRow,
+  type DayKeyRows,
+  type SharedVisitorRows,
+} from './contract'
 
 const hasNames = (d: DayCounts) => DIMENSIONS.some((dim) => d.dims[dim].size > 0)
 
@@ -141,6 +149,12 @@ export function postgresClickCounts(sql: SQL, queue: EventWriter<TransactionSQL>
               UNION ALL SELECT dims FROM click_days WHERE link_id = ${linkId} AND day BETWEEN ${`${lastMonth}-32`} AND ${to}`
       for (const r of rows) parseDims(r.dims, out)
       return out
+    },
+    async dayAndTotal(linkId, day) {
+      const [row] = await sql`
+        SELECT l.clicks + l.bots AS total, d.clicks, d.bots, d.visitors, d.dims
+          FROM links l LEFT JOIN click_days d ON d.link_id = l.id AND d.day = ${day} WHERE l.id = ${linkId}`
+      return dayAndTotalOf(row as DayAndTotalRow | undefined)
     },
   }
 }

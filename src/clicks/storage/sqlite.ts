@@ -29,6 +29,8 @@ import {
   LINKS_PER_COMMIT,
   PartialWrite,
   type ClickCounts,
+  dayAndTotalOf,
+  type DayAndTotalRow,
   type DayKeyRows,
   type InsertClickEvent,
   type SqliteClickEvents,
@@ -163,6 +165,10 @@ export function sqliteClickCounts(db: Db, events?: SqliteClickEvents): ClickCoun
   const monthsDims = db.query<{ dims: string }, [number, string, string]>(
     'SELECT dims FROM click_months WHERE link_id = ?1 AND month BETWEEN ?2 AND ?3',
   )
+  const dayAndTotal = db.query<DayAndTotalRow, [number, string]>(
+    `SELECT l.clicks + l.bots AS total, d.clicks, d.bots, d.visitors, d.dims
+       FROM links l LEFT JOIN click_days d ON d.link_id = l.id AND d.day = ?2 WHERE l.id = ?1`,
+  )
 
   return {
     add: async (batch) => writeParts(inParts(batch, LINKS_PER_COMMIT)),
@@ -182,6 +188,7 @@ export function sqliteClickCounts(db: Db, events?: SqliteClickEvents): ClickCoun
       if (to > `${lastMonth}-31`) for (const r of daysDims.all(linkId, `${lastMonth}-32`, to)) parseDims(r.dims, out)
       return out
     },
+    dayAndTotal: async (linkId, day) => dayAndTotalOf(dayAndTotal.get(linkId, day)),
   }
 }
 
