@@ -141,35 +141,31 @@ export function createLogger(opts: LoggerOptions = {}) {
 
   const clock = (t: number) => new Date(t).toISOString().slice(11, 19)
 
-  // The JSON request line in two reused parts around its id: the head (time to `"id":`) changes once a
-  // millisecond, the tail (method to user agent) only when one of its fields does: a busy client repeats them.
+  // The JSON request line in reused parts around its id and its time taken: the head (time to `"id":`) changes
+  // once a millisecond; the parts before and after `ms` (method to status, ip and user agent) only when one of
+  // their fields does: a busy client repeats them, while `ms` changes from one request to the next.
   let headAt = Number.NaN
   let head = ''
   let tailMethod = ''
   let tailPath = ''
   let tailStatus = -1
-  let tailMs = -1
+  let beforeMs = ''
   let tailIp = ''
   let tailUa = ''
-  let tail = ''
+  let afterMs = ''
   const jsonTail = (method: string, path: string, status: number, ms: number, ip: string, ua: string) => {
-    if (
-      ua !== tailUa ||
-      ms !== tailMs ||
-      path !== tailPath ||
-      status !== tailStatus ||
-      ip !== tailIp ||
-      method !== tailMethod
-    ) {
+    if (path !== tailPath || status !== tailStatus || method !== tailMethod) {
       tailMethod = method
       tailPath = path
       tailStatus = status
-      tailMs = ms
+      beforeMs = `,"method":${jsonString(method)},"path":${jsonString(path)},"status":${status},"ms":`
+    }
+    if (ua !== tailUa || ip !== tailIp) {
       tailIp = ip
       tailUa = ua
-      tail = `,"method":${jsonString(method)},"path":${jsonString(path)},"status":${status},"ms":${ms},"ip":${jsonString(ip)},"ua":${jsonString(ua.length > 120 ? ua.slice(0, 120) : ua)}}\n`
+      afterMs = `,"ip":${jsonString(ip)},"ua":${jsonString(ua.length > 120 ? ua.slice(0, 120) : ua)}}\n`
     }
-    return tail
+    return `${beforeMs}${ms}${afterMs}`
   }
 
   const line = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => {
