@@ -26,7 +26,7 @@ export function createMailFeature<Tx>(shared: Shared, deps: MailDeps<Tx>, opts: 
   let smtpClosed: Promise<void> = Promise.resolve()
   let sweeps = 0
 
-  // The three mail gauges of a scrape from one read (the service's totals as last read, at most a second old).
+  // The three mail gauges of a scrape from one read (made before the scrape: see totals.ts).
   const totals = () => mail.totalsKnown()
 
   const feature: Feature = {
@@ -34,6 +34,7 @@ export function createMailFeature<Tx>(shared: Shared, deps: MailDeps<Tx>, opts: 
     // A held messages.json outlives the idle timeout of its connection: it is told to wait longer.
     api: mailApi(mail, { holdOpen: (request, seconds) => shared.server()?.timeout(request, seconds) }),
     metrics(m) {
+      m.refreshing(() => mail.refreshTotals())
       m.sampled(
         'linkbox_mailboxes',
         'Temporary mailboxes stored (live, or expired and not yet swept).',

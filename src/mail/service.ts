@@ -319,8 +319,9 @@ export function createMailService<Tx>({
     ready: totals.ready,
     /** The totals read now (the store's count). */
     totals: () => messages.totals(),
-    /** For the gauges (read synchronously): the totals as last read; a scrape asks for a new read when these are over a second old. */
+    /** For the gauges (read synchronously): the totals as last read, after refreshTotals() before a scrape. */
     totalsKnown: totals.known,
+    refreshTotals: totals.refresh,
     get received() {
       return delivery.received
     },
