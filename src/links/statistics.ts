@@ -112,8 +112,8 @@ export function createStatistics(deps: {
 
   /** The window's days before today from `pasts` (read again when they changed), and today's row. */
   async function withToday(linkId: number, key: string, from: string, today: string, span: number, written: number) {
-    const now = await counts.dayAndTotal(linkId, today)
-    const total = now ? now.total - now.clicks - now.bots : -1
+    const current = await counts.dayAndTotal(linkId, today)
+    const total = current ? current.total - current.clicks - current.bots : -1
     let past = pasts.get(key)
     const at = clock()
     if (!past || past.total !== total || at - past.at > PAST_TTL_MS) {
@@ -125,12 +125,12 @@ export function createStatistics(deps: {
     }
     const names = {} as WindowAnswer['names']
     for (const dim of DIMENSIONS) {
-      const added = now?.names[dim]
+      const added = current?.names[dim]
       const sum = added && added.size > 0 ? new Map(past.names[dim]) : past.names[dim]
       if (added) for (const [name, n] of added) sum.set(name, (sum.get(name) ?? 0) + n)
       names[dim] = topNames(sum)
     }
-    const days = [...past.days, { date: today, clicks: now?.clicks ?? 0, visitors: now?.visitors ?? 0 }]
+    const days = [...past.days, { date: today, clicks: current?.clicks ?? 0, visitors: current?.visitors ?? 0 }]
     return { written, days, names }
   }
 
