@@ -146,14 +146,16 @@ test('under traffic the young generation is collected every COLLECT_MS, and noth
   })
   const server: PeerSource = { requestIP: () => null }
   for (let i = 0; i < 50; i++) await pipeline.fetch(new Request('http://x/'), server)
-  expect(collected).toBe(0)
   await Bun.sleep(COLLECT_MS + 50)
-  expect(collected).toBe(1) // one collection for the burst
+  // One collection for the burst (two if a slow machine stretched it past COLLECT_MS), not one a request.
+  const afterBurst = collected
+  expect(afterBurst).toBeGreaterThanOrEqual(1)
+  expect(afterBurst).toBeLessThanOrEqual(2)
   for (let round = 0; round < 3; round++) {
     await pipeline.fetch(new Request('http://x/'), server)
     await Bun.sleep(COLLECT_MS + 50)
   }
-  expect(collected).toBe(4)
+  expect(collected).toBe(afterBurst + 3)
   await Bun.sleep(3 * COLLECT_MS)
-  expect(collected).toBe(4) // idle: none more
+  expect(collected).toBe(afterBurst + 3) // idle: none more
 })
