@@ -75,7 +75,7 @@ describe('stats.json polled while its link is clicked', () => {
     expect(shown(s)).toEqual(shown(await whole('2026-04-11', '2026-05-10')))
   })
 
-  test('on a month’s last day the window is read whole, and the answer is the same', async () => {
+  test('on a month’s last day (read whole) the answer is the whole window’s too', async () => {
     now = at('2026-05-31T12:00:00Z')
     await visit('2026-05-31T12:00:00Z', 'https://news.example/', 2)
     const s = await stats({ from: '2026-05-01', to: '2026-05-31' })
