@@ -33,6 +33,7 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
         // There already (EEXIST), or not creatable: SQLite's own open below says why, naming the file.
       }
     db = new Database(path, { create: true, strict: true })
+    writeLockFirst(db)
     // First: switching to WAL reads the file under a lock, which another process (a CLI command closing
     // and checkpointing, the service) may hold for a moment; without a timeout that is SQLITE_BUSY at once.
     db.exec('PRAGMA busy_timeout = 5000')
@@ -175,6 +176,21 @@ export const noteWriteSuccess = (db: Db) => void writeFailures.delete(db)
 export const lastWriteFailure = (db: Db): string | null => writeFailures.get(db) ?? null
 
 /** Runs a write; a storage failure becomes the 503 above (and is remembered), anything else is thrown as it is. */
+/**
+ * The connection's transactions take the write lock as they begin (BEGIN IMMEDIATE, waiting up to busy_timeout), as
+ * the write group's do. A deferred one that reads before it writes fails at once with SQLITE_BUSY(_SNAPSHOT) when
+ * another connection (the click writer's) commits in between: an account created while clicks were written failed so
+ * in CI. `.deferred` is still there for a read-only transaction.
+ */
+function writeLockFirst(db: Database) {
+  const transaction = db.transaction.bind(db)
+  db.transaction = ((fn: (...args: any[]) => unknown) => {
+    const t = transaction(fn)
+    const { deferred, immediate, exclusive } = t
+    return Object.assign((...args: any[]) => immediate(...args), { deferred, immediate, exclusive, database: db })
+  }) as Database['transaction']
+}
+
 export function stored<T>(db: Db, write: () => T): T {
   try {
     const result = write()
